@@ -1,0 +1,88 @@
+"""The exceptions memstrata raises.
+
+Every error derives from :class:`MemstrataError` and its message says what was wrong and
+what to do about it. Third-party errors (sqlite3, HTTP clients, model engines) are mapped to
+this tree at the boundary where they occur::
+
+    MemstrataError
+    ├── ValidationError            bad input: empty content, missing tenant, bad filter ...
+    │   └── BudgetError            a token budget too small for what must fit
+    ├── NotFoundError              no such record *in this scope* (other tenants' ids too)
+    ├── ConflictError              optimistic-locking version mismatch
+    ├── QuotaExceededError         a tenant/user quota would be exceeded
+    ├── StoreError                 the store failed or is unusable
+    │   ├── SchemaVersionError     the database was written by a newer memstrata
+    │   └── EmbeddingMismatchError the store was built with another embedding model
+    ├── ProviderError              an embedder or LLM provider failed or returned garbage
+    │   └── MissingDependencyError an optional extra is not installed
+    └── ImportFormatError          a corrupt or foreign export line
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetError",
+    "ConflictError",
+    "EmbeddingMismatchError",
+    "ImportFormatError",
+    "MemstrataError",
+    "MissingDependencyError",
+    "NotFoundError",
+    "ProviderError",
+    "QuotaExceededError",
+    "SchemaVersionError",
+    "StoreError",
+    "ValidationError",
+]
+
+
+class MemstrataError(Exception):
+    """Base class of every error memstrata raises on purpose."""
+
+
+class ValidationError(MemstrataError, ValueError):
+    """The caller passed something memstrata cannot accept."""
+
+
+class BudgetError(ValidationError):
+    """A token budget cannot hold what must always fit (e.g. the system prompt)."""
+
+
+class NotFoundError(MemstrataError, LookupError):
+    """No such record in the caller's scope.
+
+    Raised for records that exist under another tenant or user too: isolation means a
+    foreign id is indistinguishable from a missing one.
+    """
+
+
+class ConflictError(MemstrataError):
+    """An update named a version that is no longer current (optimistic locking)."""
+
+
+class QuotaExceededError(MemstrataError):
+    """The write would exceed a configured quota."""
+
+
+class StoreError(MemstrataError):
+    """The storage backend failed or cannot be used as asked."""
+
+
+class SchemaVersionError(StoreError):
+    """The database file was written by a newer memstrata than this one."""
+
+
+class EmbeddingMismatchError(StoreError):
+    """The store holds vectors of another embedding model or dimension."""
+
+
+class ProviderError(MemstrataError):
+    """An embedding or LLM provider failed or returned unusable output."""
+
+
+class MissingDependencyError(ProviderError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+
+class ImportFormatError(MemstrataError):
+    """An export/import line is corrupt, foreign or of an unsupported version."""

@@ -1,0 +1,207 @@
+"""The records memstrata stores: messages, memory records and their parts.
+
+Records are frozen: a change is a new version made with :func:`dataclasses.replace`, and the
+store keeps the old one in the record's history.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from .errors import ValidationError
+from .scope import Scope
+
+__all__ = [
+    "AccessControl",
+    "Content",
+    "Message",
+    "MemoryRecord",
+    "RecordStatus",
+    "RecordType",
+    "Relation",
+    "Role",
+    "Source",
+    "Visibility",
+    "new_id",
+]
+
+JSON = Any
+
+
+class RecordType(StrEnum):
+    MESSAGE = "message"
+    SUMMARY = "summary"
+    EPISODE = "episode"
+    FACT = "fact"
+    KNOWLEDGE = "knowledge"
+    CLUSTER = "cluster"
+    KEY = "key"
+    PROCEDURE = "procedure"
+    NOTE = "note"
+
+
+class Source(StrEnum):
+    EXPLICIT_USER_INPUT = "explicit_user_input"
+    IMPLICIT_INFERENCE = "implicit_inference"
+    SYSTEM_GENERATED = "system_generated"
+    EXTERNAL_DATA = "external_data"
+    CORRECTED_MEMORY = "corrected_memory"
+
+
+class Visibility(StrEnum):
+    """Seed 003's record ``scope``: who besides the writing agent may read it."""
+
+    PRIVATE = "private"
+    SHARED = "shared"
+    PUBLIC = "public"
+
+
+class RecordStatus(StrEnum):
+    ACTIVE = "active"
+    DELETED = "deleted"
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _enum(kind: type[StrEnum], value: object, name: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in kind)
+        raise ValidationError(f"{name} {value!r} is not one of: {allowed}") from None
+
+
+def _unit(value: float, name: str) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValidationError(f"{name} must be a finite number in [0, 1], got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValidationError(f"{name} must be in [0, 1], got {value}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One conversational turn as the caller hands it over."""
+
+    role: Role
+    content: str
+    observed_at: datetime | None = None
+    metadata: Mapping[str, JSON] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "role", _enum(Role, self.role, "role"))
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """The three faces of a record's content (seed 003): raw text, summary, structure."""
+
+    raw: str
+    summary: str | None = None
+    structured: Mapping[str, JSON] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The text that is embedded, indexed and shown."""
+        return self.raw
+
+
+@dataclass(frozen=True, slots=True)
+class AccessControl:
+    visibility: Visibility = Visibility.PRIVATE
+    allowed_users: tuple[str, ...] = ()
+    allowed_roles: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "visibility", _enum(Visibility, self.visibility, "visibility"))
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    kind: str
+    target_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One unit of memory, in any layer (DESIGN §1, seed 003's schema).
+
+    ``source_ids`` names what a derived record was made from (messages or other records);
+    a message lists itself, so provenance always bottoms out in messages.
+    """
+
+    id: str
+    tenant: str
+    user: str
+    type: RecordType
+    content: Content
+    created_at: datetime
+    updated_at: datetime
+    observed_at: datetime
+    agent: str | None = None
+    session: str | None = None
+    role: Role | None = None
+    embedding_model: str | None = None
+    embedding_dims: int | None = None
+    importance: float = 0.5
+    confidence: float = 1.0
+    tags: tuple[str, ...] = ()
+    source: Source = Source.EXPLICIT_USER_INPUT
+    version: int = 1
+    last_accessed_at: datetime | None = None
+    access_count: int = 0
+    decay_score: float = 1.0
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+    relations: tuple[Relation, ...] = ()
+    access: AccessControl = field(default_factory=AccessControl)
+    source_ids: tuple[str, ...] = ()
+    metadata: Mapping[str, JSON] = field(default_factory=dict)
+    content_hash: str = ""
+    status: RecordStatus = RecordStatus.ACTIVE
+    deleted_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "type", _enum(RecordType, self.type, "type"))
+        object.__setattr__(self, "source", _enum(Source, self.source, "source"))
+        object.__setattr__(self, "status", _enum(RecordStatus, self.status, "status"))
+        if self.role is not None:
+            object.__setattr__(self, "role", _enum(Role, self.role, "role"))
+        _unit(self.importance, "importance")
+        _unit(self.confidence, "confidence")
+        if self.version < 1:
+            raise ValidationError(f"version must be >= 1, got {self.version}")
+        object.__setattr__(self, "tags", tuple(self.tags))
+        object.__setattr__(self, "source_ids", tuple(self.source_ids))
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.tenant, self.user, self.agent, self.session)
+
+    @property
+    def text(self) -> str:
+        return self.content.raw
+
+    @property
+    def is_active(self) -> bool:
+        return self.status is RecordStatus.ACTIVE
+
+    def visible_in(self, scope: Scope) -> bool:
+        return scope.admits(self.tenant, self.user, self.agent, self.session,
+                            self.access.visibility.value)

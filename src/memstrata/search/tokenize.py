@@ -1,0 +1,66 @@
+"""Lexical terms for BM25, in English and Chinese (and any space-separated language).
+
+CJK runs are segmented with jieba (``rjieba``, in search mode so compound words also yield
+their parts); other runs are split on word characters, lower-cased, stripped of stop words
+and Snowball-stemmed. The same function makes document terms and query terms, so they meet.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["tokenize"]
+
+_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|\w+")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+
+_EN_STOP = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    s t d ll m re ve y o im ive dont didnt doesnt isnt wasnt cant wont also really yeah oh ok
+    okay hey hi hello like just got get gets lot lots thing things""".split()
+)
+_ZH_STOP = frozenset(
+    "的 了 是 我 你 他 她 它 们 在 和 与 就 都 而 及 也 很 吗 呢 吧 啊 呀 哦 嗯 着 过 这 那 "
+    "个 一个 有 没有 不 要 会 能 说 对 把 被 让 给 从 到 吧 之 其 或 并 但 还 又 再 啦 么 什么 "
+    "，。！？、；：“”‘’（）《》".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def _cut(run: str) -> list[str]:
+    import rjieba
+
+    return [w for w in rjieba.cut_for_search(run) if w.strip()]
+
+
+def tokenize(text: str) -> list[str]:
+    """Terms of ``text`` for lexical search (may be empty for stop-word-only text)."""
+    norm = unicodedata.normalize("NFKC", text).lower()
+    latin: list[str] = []
+    out: list[str] = []
+    for match in _RUN.finditer(norm):
+        run = match.group(0)
+        if _CJK.match(run):
+            out.extend(w for w in _cut(run) if w not in _ZH_STOP)
+        else:
+            for part in run.split("_"):
+                if part and part not in _EN_STOP:
+                    latin.append(part)
+    if latin:
+        out.extend(_stemmer().stemWords(latin))
+    return out
