@@ -1,0 +1,67 @@
+"""The one place memstrata touches the ``openai`` SDK: client creation and error mapping.
+
+Shared by the OpenAI-compatible embedder and chat backend so both speak to OpenAI, DeepSeek,
+Qwen, Ollama or vLLM the same way. The SDK already retries timeouts, 408/409/429 and 5xx
+with exponential backoff and jitter (honouring ``Retry-After``), so we configure it rather
+than write a second retry loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import MissingDependencyError, ProviderError
+
+__all__ = ["DEFAULT_BASE_URL", "NO_API_KEY", "make_client", "map_error"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Local servers (Ollama, vLLM) ignore the key; hosted APIs answer 401, which map_error
+# turns into advice to pass api_key. Passing a placeholder also stops the SDK from reading
+# OPENAI_API_KEY: the library never reads the environment, only the CLI and server do.
+NO_API_KEY = "no-api-key-given"
+
+
+def make_client(*, base_url: str | None, api_key: str | None, timeout: float,
+                max_retries: int) -> Any:
+    """An ``openai.OpenAI`` client configured only from the arguments."""
+    try:
+        import openai
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"OpenAI-compatible providers need the openai package ({exc}): "
+            "run `pip install 'memstrata[openai]'`"
+        ) from None
+    if timeout <= 0:
+        raise ValueError(f"timeout must be positive seconds, got {timeout}")
+    if max_retries < 0:
+        raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
+    return openai.OpenAI(
+        base_url=base_url or DEFAULT_BASE_URL,
+        api_key=api_key or NO_API_KEY,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+def map_error(exc: Exception, *, what: str, base_url: str | None) -> ProviderError:
+    """Translate an SDK exception into a :class:`ProviderError` saying what to do."""
+    import openai
+
+    where = base_url or DEFAULT_BASE_URL
+    if isinstance(exc, openai.APITimeoutError):
+        hint = "the endpoint timed out after all retries; raise timeout or check the server"
+    elif isinstance(exc, openai.APIConnectionError):
+        hint = "could not connect; check base_url and that the server is running"
+    elif isinstance(exc, openai.AuthenticationError):
+        hint = "authentication failed; pass a valid api_key"
+    elif isinstance(exc, openai.NotFoundError):
+        hint = "not found; check the model name and that base_url ends with /v1"
+    elif isinstance(exc, openai.RateLimitError):
+        hint = "rate limited after all retries; slow down or raise max_retries"
+    elif isinstance(exc, openai.APIStatusError):
+        hint = f"the endpoint answered HTTP {exc.status_code}"
+    elif isinstance(exc, openai.APIResponseValidationError):
+        hint = "the endpoint's answer is not OpenAI-shaped; is base_url the right server?"
+    else:
+        hint = "the request failed"
+    return ProviderError(f"{what} at {where}: {hint} ({type(exc).__name__}: {exc})")
