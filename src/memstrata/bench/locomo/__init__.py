@@ -1,0 +1,1 @@
+"""LoCoMo: loader, metrics, baselines and the runner that measures memstrata against them."""
