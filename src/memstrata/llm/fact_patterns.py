@@ -1,0 +1,178 @@
+"""Pattern-based extraction of facts users state explicitly, in English and Chinese.
+
+Only first-person, explicit statements match ("my name is", "我叫"); nothing is inferred.
+Keys are stable English identifiers so a profile merges across languages; values keep the
+user's own words and language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .base import ExtractedFact
+
+__all__ = ["extract_explicit_facts"]
+
+# English values run to the end of the clause.
+_V = r"(?P<value>[^.,;!?\n]{1,80}?)"
+_END = r"(?=\s+(?:and|but|because|so|which|though|although|since)\b|\s*[.,;!?\n]|\s*$)"
+# Chinese values run to the next punctuation mark.
+_ZV = r"(?P<value>[^，。！？、；,.!?;\n]{1,40}?)"
+_ZEND = r"(?=[，。！？、；,.!?;\n]|$)"
+_I_AM = r"\b(?:I'm|I am|Im)\s+"
+
+_RELATIONS = {
+    "wife": "wife", "husband": "husband", "partner": "partner", "son": "son",
+    "daughter": "daughter", "mother": "mother", "mom": "mother", "mum": "mother",
+    "father": "father", "dad": "father", "brother": "brother", "sister": "sister",
+    "boyfriend": "boyfriend", "girlfriend": "girlfriend", "boss": "boss",
+    "妻子": "wife", "老婆": "wife", "太太": "wife", "丈夫": "husband", "老公": "husband",
+    "先生": "husband", "儿子": "son", "女儿": "daughter", "妈妈": "mother", "母亲": "mother",
+    "爸爸": "father", "父亲": "father", "哥哥": "brother", "弟弟": "brother",
+    "姐姐": "sister", "妹妹": "sister", "男朋友": "boyfriend", "女朋友": "girlfriend",
+    "老板": "boss",
+}
+_EN_REL = "|".join(k for k in _RELATIONS if k.isascii())
+_ZH_REL = "|".join(sorted((k for k in _RELATIONS if not k.isascii()), key=len, reverse=True))
+_PETS = r"dog|cat|puppy|kitten|parrot|rabbit|hamster|fish|bird|turtle"
+_ZH_PETS = r"猫|狗|小狗|小猫|鹦鹉|兔子|仓鼠|鱼|乌龟|鸟"
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^\w]+", "_", text.lower()).strip("_")
+    return slug[:100] or "item"
+
+
+KeyFn = Callable[[re.Match[str]], str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pattern:
+    regex: re.Pattern[str]
+    category: str
+    key: KeyFn
+    confidence: float
+
+
+def _p(pattern: str, category: str, key: str | KeyFn, confidence: float,
+       *, english: bool = True) -> _Pattern:
+    flags = re.IGNORECASE if english else 0
+    tail = _END if english else _ZEND
+    key_fn: KeyFn = (lambda _m, k=key: k) if isinstance(key, str) else key  # type: ignore[misc]
+    return _Pattern(re.compile(pattern + tail, flags), category, key_fn, confidence)
+
+
+def _rel_key(m: re.Match[str], suffix: str = "") -> str:
+    return _RELATIONS.get(m.group("rel").lower(), _slug(m.group("rel"))) + suffix
+
+
+# Order matters: more specific patterns first; a span matched once is not matched again.
+_PATTERNS: tuple[_Pattern, ...] = (
+    # --- English ---
+    _p(r"\bmy name is\s+" + _V, "identity", "name", 0.9),
+    _p(r"\b(?:call me|I'm called|I am called)\s+" + _V, "identity", "name", 0.85),
+    _p(r"\bmy (?:favou?rite)\s+(?P<what>[\w ]{1,30}?)\s+(?:is|are)\s+" + _V, "preference",
+       lambda m: "favorite_" + _slug(m.group("what")), 0.9),
+    _p(_I_AM + r"allergic to\s+" + _V, "health", "allergy", 0.9),
+    _p(r"\b(?:my birthday is(?: on)?|I was born on)\s+" + _V, "identity", "birthday", 0.9),
+    _p(r"\bI (?:have|own|got) (?:a|an|two|three)\s+(?P<pet>" + _PETS + r")s?\s+"
+       r"(?:named|called)\s+" + _V, "relation", lambda m: "pet_" + m.group("pet").lower(),
+       0.85),
+    _p(r"\bmy (?P<rel>" + _EN_REL + r")(?:'s name is| is (?:named|called))\s+" + _V,
+       "relation", lambda m: _rel_key(m, "_name"), 0.85),
+    _p(r"\bmy (?P<rel>" + _EN_REL + r") is\s+" + _V, "relation", _rel_key, 0.8),
+    _p(r"\bI (?:live|am living|'m living) in\s+" + _V, "identity", "location", 0.85),
+    _p(r"\b(?:I'm|I am) (?:based|located) in\s+" + _V, "identity", "location", 0.85),
+    _p(r"\bI (?:come|am|'m) from\s+" + _V, "identity", "hometown", 0.8),
+    _p(r"\bI work as (?:an? )?" + _V, "identity", "occupation", 0.85),
+    _p(r"\bI work (?:at|for)\s+" + _V, "identity", "employer", 0.85),
+    _p(_I_AM + r"(?:an? )?(?P<value>vegetarian|vegan|pescatarian|teetotal|gluten[- ]free)",
+       "health", "diet", 0.85),
+    _p(_I_AM + r"an?\s+" + _V, "identity", "self_description", 0.8),
+    _p(r"\bI (?:don't|do not|dont|never) (?:like|enjoy|eat|drink)\s+" + _V, "preference",
+       lambda m: "dislikes_" + _slug(m.group("value")), 0.85),
+    _p(r"\bI (?:really |truly )?(?:hate|dislike|can't stand|cannot stand)\s+" + _V,
+       "preference", lambda m: "dislikes_" + _slug(m.group("value")), 0.85),
+    _p(r"\bI (?:really |truly |absolutely )?(?:like|love|enjoy|adore)\s+" + _V, "preference",
+       lambda m: "likes_" + _slug(m.group("value")), 0.8),
+    _p(r"\bI (?:usually |generally |always )?prefer\s+" + _V, "preference",
+       lambda m: "prefers_" + _slug(m.group("value")), 0.8),
+    # --- Chinese ---
+    _p(r"(?:我的名字是|我名字叫|我的名字叫|我叫)" + _ZV, "identity", "name", 0.9,
+       english=False),
+    _p(r"我最喜欢的(?P<what>[^，。！？是]{1,10})是" + _ZV, "preference",
+       lambda m: "favorite_" + m.group("what"), 0.9, english=False),
+    _p(r"我对" + r"(?P<value>[^，。！？、；,.!?;\n]{1,30}?)过敏", "health", "allergy", 0.9,
+       english=False),
+    _p(r"(?:我的生日是|我生日是|我出生于|我的生日在)" + _ZV, "identity", "birthday", 0.9,
+       english=False),
+    _p(r"我(?:养了|有)(?:一只|一条|一个|只|条)?(?P<pet>" + _ZH_PETS + r")[，,]?"
+       r"(?:名叫|叫做|名字叫|叫)" + _ZV, "relation", lambda m: "pet_" + m.group("pet"),
+       0.85, english=False),
+    _p(r"我养了(?:一只|一条|两只|只|条)?" + _ZV, "relation", "pet", 0.8, english=False),
+    _p(r"我的?(?P<rel>" + _ZH_REL + r")(?:的名字)?(?:叫做|名叫|叫)" + _ZV, "relation",
+       lambda m: _rel_key(m, "_name"), 0.85, english=False),
+    _p(r"我的?(?P<rel>" + _ZH_REL + r")是" + _ZV, "relation", _rel_key, 0.8,
+       english=False),
+    _p(r"我(?:现在)?住在" + _ZV, "identity", "location", 0.85, english=False),
+    _p(r"我来自" + _ZV, "identity", "hometown", 0.8, english=False),
+    _p(r"我在(?P<value>[^，。！？、；,.!?;\n]{1,30}?)(?:工作|上班)", "identity", "employer",
+       0.85, english=False),
+    _p(r"(?:我的工作是|我的职业是|我的工作是做)" + _ZV, "identity", "occupation", 0.85,
+       english=False),
+    _p(r"我是(?:一名|一个|一位|个|名)" + _ZV, "identity", "occupation", 0.8, english=False),
+    _p(r"我是(?P<value>素食者|素食主义者|吃素的)", "health", "diet", 0.85, english=False),
+    _p(r"我是(?P<value>[^，。！？、；,.!?;\n]{1,12}?)人" + r"(?=[，。！？、；,.!?;\n]|$)",
+       "identity", "hometown", 0.8, english=False),
+    _p(r"(?:我不喜欢|我讨厌|我不爱|我不吃|我受不了)" + _ZV, "preference",
+       lambda m: "dislikes_" + m.group("value"), 0.85, english=False),
+    _p(r"我(?:很|非常|特别|真的|最|超)?(?:喜欢|爱|热爱)(?!的)" + _ZV, "preference",
+       lambda m: "likes_" + m.group("value"), 0.8, english=False),
+    _p(r"我(?:更|比较)?(?:偏好|更喜欢)" + _ZV, "preference",
+       lambda m: "prefers_" + m.group("value"), 0.8, english=False),
+)
+
+# Pronouns carry no fact on their own ("I like it").
+_VAGUE = frozenset({"it", "that", "this", "them", "you", "him", "her", "those", "these",
+                    "so", "too", "to", "这个", "那个", "它", "你", "他", "她"})
+_TRAILING = re.compile(r"\s+(?:too|as well|very much|a lot|so much|now|also)$", re.IGNORECASE)
+
+
+def _clean(value: str) -> str:
+    value = value.strip(" \t\"'“”‘’「」")
+    value = _TRAILING.sub("", value)
+    return value.strip()
+
+
+def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
+    """Every explicit first-person fact in ``texts``, once per (key, value)."""
+    facts: list[ExtractedFact] = []
+    seen: set[tuple[str, str]] = set()
+    for text in texts:
+        taken: list[tuple[int, int]] = []
+        for pattern in _PATTERNS:
+            for m in pattern.regex.finditer(text):
+                if any(m.start() < end and start < m.end() for start, end in taken):
+                    continue
+                value = _clean(m.group("value"))
+                if not value or value.lower() in _VAGUE:
+                    continue
+                key = pattern.key(m)[:128]
+                if (key, value) in seen:
+                    continue
+                seen.add((key, value))
+                taken.append((m.start(), m.end()))
+                facts.append(ExtractedFact(
+                    category=pattern.category, key=key, value=value,
+                    confidence=pattern.confidence, evidence=_evidence(text, m)))
+    return facts
+
+
+def _evidence(text: str, m: re.Match[str]) -> str:
+    """The sentence containing the match."""
+    start = max(text.rfind(c, 0, m.start()) for c in ".!?。！？\n") + 1
+    ends = [i for c in ".!?。！？\n" if (i := text.find(c, m.end())) != -1]
+    end = min(ends) + 1 if ends else len(text)
+    return text[start:end].strip()[:500]
