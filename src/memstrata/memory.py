@@ -1,0 +1,329 @@
+"""``Memory``: the one entry point. Picks its store from a URL, its providers from arguments.
+
+Everything here is orchestration; scoring, fusion, record construction and validation are
+pure functions in their own modules, so ``AsyncMemory`` can share them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import IO, Any
+
+from .clock import Clock, SystemClock
+from .embedder.base import Embedder
+from .embedder.cache import CachedEmbedder
+from .embedder.factory import make_embedder
+from .errors import EmbeddingMismatchError, NotFoundError, ValidationError
+from .filters import Filters
+from .llm.base import LLM
+from .llm.factory import make_llm
+from .portability import ImportReport, export_jsonl, read_jsonl
+from .reembed import reembed_store
+from .records import MemoryRecord, Message, RecordStatus, RecordType, Role, Source, Visibility
+from .scope import Scope
+from .search.config import SearchConfig
+from .search.hit import SearchHit, types_of_layers
+from .search.hybrid import search as hybrid_search
+from .search.tokenize import tokenize
+from .store.base import PurgeReport, RecordWrite, Store
+from .store.url import open_store
+from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
+from .worker import JobRunner, RunReport
+from .writes import check_scope, message_record, note_record
+
+__all__ = ["Memory"]
+
+_META_MODEL = "embedding_model"
+_META_DIMS = "embedding_dims"
+
+
+class Memory:
+    """Layered long-term memory for one application (any number of tenants and users).
+
+    >>> mem = Memory("sqlite:///memory.db")                      # or "memory://"
+    >>> alice = Scope(tenant="acme", user="alice", session="s1")
+    >>> mem.add_message(alice, "user", "I moved to Lisbon last week")
+    >>> mem.search(alice.user_scope, "where does she live?")
+    """
+
+    def __init__(self, url: str = "memory://", *, embedder: str | Embedder | None = None,
+                 llm: str | LLM | None = None, clock: Clock | None = None,
+                 search_config: SearchConfig | None = None,
+                 max_content_chars: int = DEFAULT_MAX_CHARS, store: Store | None = None,
+                 reembed: bool = False) -> None:
+        self._store = store if store is not None else open_store(url)
+        try:
+            self._raw_embedder = make_embedder(embedder)
+            self._embedder = CachedEmbedder(self._raw_embedder, self._store)
+            self._llm = make_llm(llm)
+            self._check_embedding_model(reembed=reembed)
+        except BaseException:
+            self._store.close()
+            raise
+        self._clock = clock or SystemClock()
+        self.search_config = search_config or SearchConfig()
+        self.max_content_chars = max_content_chars
+        self._runner = JobRunner(self._store, {}, self._clock)
+
+    # --- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._raw_embedder
+
+    @property
+    def llm(self) -> LLM:
+        return self._llm
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def _check_embedding_model(self, *, reembed: bool) -> None:
+        """The store remembers the model its vectors came from; mixing two is refused.
+
+        ``reembed=True`` migrates instead: every record is embedded again with this
+        Memory's embedder (texts already in the cache for the new model are not)."""
+        model, dims = self._raw_embedder.model_id, self._raw_embedder.dims
+        stored = self._store.get_meta(_META_MODEL)
+        stored_dims = self._store.get_meta(_META_DIMS)
+        if stored is not None and (stored != model or stored_dims != str(dims)) and reembed:
+            reembed_store(self._store, self._embedder)
+            stored = None
+        if stored is None:
+            self._store.set_meta(_META_MODEL, model)
+            self._store.set_meta(_META_DIMS, str(dims))
+            return
+        if stored != model or stored_dims != str(dims):
+            raise EmbeddingMismatchError(
+                f"this store was built with embedding model {stored!r} ({stored_dims} dims) but "
+                f"was opened with {model!r} ({dims} dims): open it with the same embedder, or "
+                f"migrate it with `memstrata reembed --embedder ...` (Memory.reembed)"
+            )
+
+    # --- writing -----------------------------------------------------------------------
+    def add_message(self, scope: Scope, role: Role | str, content: str, *,
+                    observed_at: datetime | None = None,
+                    metadata: Mapping[str, Any] | None = None) -> MemoryRecord:
+        """Store one conversational turn (synchronously embedded and indexed)."""
+        msg = Message(role=role, content=content, observed_at=observed_at,  # type: ignore[arg-type]
+                      metadata=dict(metadata or {}))
+        return self.add_messages(scope, [msg])[0]
+
+    def add_messages(self, scope: Scope, messages: Sequence[Message]) -> list[MemoryRecord]:
+        """Store many turns in one embedding call and one transaction (all or nothing)."""
+        check_scope(scope)
+        now = self._clock.now()
+        records = [
+            message_record(scope, m if isinstance(m, Message) else Message(**m), now=now,
+                           model_id=self._raw_embedder.model_id, dims=self._raw_embedder.dims,
+                           max_chars=self.max_content_chars)
+            for m in messages
+        ]
+        self._insert(records)
+        return records
+
+    def add(self, scope: Scope, content: str, *, type: RecordType | str = RecordType.NOTE,
+            importance: float | None = None, confidence: float = 1.0,
+            tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
+            source: Source | str = Source.EXPLICIT_USER_INPUT,
+            observed_at: datetime | None = None, visibility: Visibility | str | None = None,
+            source_ids: Sequence[str] = (), dedup: bool = True) -> MemoryRecord:
+        """Store a memory directly. An active record of the same type and text is returned
+        instead of storing a second copy (``dedup=False`` stores it anyway)."""
+        check_scope(scope)
+        text = validate_content(content, max_chars=self.max_content_chars)
+        rtype = RecordType(type) if not isinstance(type, RecordType) else type
+        if dedup:
+            existing = self._store.find_by_hash(scope, content_hash(text), [rtype.value])
+            if existing is not None:
+                return existing
+        if importance is None:
+            importance = self._llm.score_importance(text)
+        record = note_record(
+            scope, text, type=rtype, now=self._clock.now(), model_id=self._raw_embedder.model_id,
+            dims=self._raw_embedder.dims, max_chars=self.max_content_chars,
+            importance=importance, confidence=confidence, tags=tags, metadata=metadata,
+            source=source, observed_at=observed_at, visibility=visibility, source_ids=source_ids,
+        )
+        self._insert([record])
+        return record
+
+    def _writes(self, records: Sequence[MemoryRecord]) -> list[RecordWrite]:
+        vectors = self._embedder.embed_batch([r.text for r in records]) if records else []
+        return [RecordWrite(r, vectors[i], tuple(tokenize(r.text))) for i, r in enumerate(records)]
+
+    def _insert(self, records: Sequence[MemoryRecord]) -> None:
+        if records:
+            self._store.insert(self._writes(records))
+
+    def update(self, scope: Scope, record_id: str, *, expected_version: int,
+               content: str | None = None, importance: float | None = None,
+               confidence: float | None = None, tags: Sequence[str] | None = None,
+               metadata: Mapping[str, Any] | None = None,
+               source: Source | str | None = None) -> MemoryRecord:
+        """Write a new version of a record. ``expected_version`` is the version you read; if
+        someone else updated it since, :class:`ConflictError` is raised and nothing changes."""
+        check_scope(scope)
+        current = self._store.get(scope, record_id)
+        changes: dict[str, Any] = {"version": expected_version + 1,
+                                   "updated_at": self._clock.now()}
+        if content is not None:
+            text = validate_content(content, max_chars=self.max_content_chars)
+            changes["content"] = replace(current.content, raw=text)
+            changes["content_hash"] = content_hash(text)
+        for name, value in (("importance", importance), ("confidence", confidence),
+                            ("source", source)):
+            if value is not None:
+                changes[name] = value
+        if tags is not None:
+            changes["tags"] = tuple(tags)
+        if metadata is not None:
+            changes["metadata"] = dict(metadata)
+        new = replace(current, **changes)
+        if content is not None:
+            write = self._writes([new])[0]
+        else:
+            write = RecordWrite(new, None, tuple(tokenize(new.text)))
+        self._store.replace(scope, write, expected_version=expected_version)
+        return new
+
+    # --- reading -----------------------------------------------------------------------
+    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
+        return self._store.get(check_scope(scope), record_id, include_deleted=include_deleted)
+
+    def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+        """Every version of a record, oldest first."""
+        return self._store.history(check_scope(scope), record_id)
+
+    def list(self, scope: Scope, *, filters: Filters | Mapping[str, Any] | None = None,
+             limit: int = 100, offset: int = 0, newest_first: bool = True) -> list[MemoryRecord]:
+        if limit < 1 or offset < 0:
+            raise ValidationError("limit must be >= 1 and offset >= 0")
+        return self._store.list(check_scope(scope), Filters.parse(filters), limit=limit,
+                                offset=offset, newest_first=newest_first)
+
+    def search(self, scope: Scope, query: str, top_k: int = 10, *,
+               layers: Iterable[str] | str | None = None,
+               filters: Filters | Mapping[str, Any] | None = None, mode: str | None = None,
+               explain: bool = False, config: SearchConfig | None = None) -> list[SearchHit]:
+        """Hybrid (BM25 + dense) search within ``scope``; see :class:`SearchConfig`."""
+        check_scope(scope)
+        query = validate_content(query, max_chars=self.max_content_chars, field="query")
+        if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+            raise ValidationError(f"top_k must be an integer in [1, 1000], got {top_k!r}")
+        flt = Filters.parse(filters)
+        if layers is not None:
+            allowed = types_of_layers(layers)
+            flt = replace(flt, types=allowed if flt.types is None else flt.types & allowed)
+        cfg = config or self.search_config
+        if mode is not None:
+            cfg = cfg.with_mode(mode)
+        return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
+                             filters=flt, config=cfg, now=self._clock.now(), explain=explain)
+
+    # --- forgetting --------------------------------------------------------------------
+    def delete(self, scope: Scope, record_id: str) -> MemoryRecord:
+        """Soft delete: hidden from reads and searches, restorable until purged."""
+        return self._set_status(scope, record_id, RecordStatus.DELETED)
+
+    def restore(self, scope: Scope, record_id: str) -> MemoryRecord:
+        return self._set_status(scope, record_id, RecordStatus.ACTIVE)
+
+    def _set_status(self, scope: Scope, record_id: str, status: RecordStatus) -> MemoryRecord:
+        check_scope(scope)
+        self._store.get(scope, record_id, include_deleted=True)  # NotFound outside the scope
+        self._store.set_status(scope, [record_id], status, self._clock.now())
+        return self._store.get(scope, record_id, include_deleted=True)
+
+    def purge(self, scope: Scope, record_ids: Sequence[str] | None = None) -> PurgeReport:
+        """Destroy for real. With ids: those records. Without: everything of the user
+        (records, history, vectors, caches, queued jobs), verified empty afterwards."""
+        check_scope(scope)
+        if record_ids is None:
+            return self._store.purge_user(scope.tenant, scope.user)
+        for rid in record_ids:
+            self._store.get(scope, rid, include_deleted=True)
+        return self._store.purge(scope, list(record_ids))
+
+    # --- jobs --------------------------------------------------------------------------
+    def flush(self, scope: Scope | None = None) -> RunReport:
+        """Run every queued background job now (deterministic tests and benchmarks)."""
+        if scope is None:
+            return self._runner.run_pending(include_delayed=True)
+        return self._runner.run_pending(tenant=scope.tenant, user=scope.user,
+                                        session=scope.session, include_delayed=True)
+
+    # --- portability -------------------------------------------------------------------
+    def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,
+                       include_deleted: bool = True) -> int:
+        """Write the scope's records as versioned JSON Lines; returns the record count."""
+        check_scope(scope)
+        flt = Filters(include_deleted=include_deleted, include_superseded=True)
+        records: list[MemoryRecord] = []
+        offset = 0
+        while batch := self._store.list(scope, flt, limit=1000, offset=offset,
+                                        newest_first=False):
+            records.extend(batch)
+            offset += len(batch)
+        vectors = None
+        if include_embeddings and records:
+            vectors = self._embedder.embed_batch([r.text for r in records])
+        return export_jsonl(fp, records, vectors, model_id=self._raw_embedder.model_id,
+                            dims=self._raw_embedder.dims, exported_at=self._clock.now())
+
+    def import_records(self, fp: IO[str], *, into: Scope | None = None) -> ImportReport:
+        """Read an export. Every line is checked before anything is written; then all
+        records are written in one transaction. ``into`` remaps tenant and user (and agent
+        when given) and gives the records new ids; ids already present are skipped."""
+        if into is not None:
+            check_scope(into)
+        parsed = read_jsonl(fp, into=into, model_id=self._raw_embedder.model_id,
+                            dims=self._raw_embedder.dims)
+        fresh: list[MemoryRecord] = []
+        skipped = 0
+        for rec in parsed.records:
+            try:
+                self._store.get(rec.scope.user_scope, rec.id, include_deleted=True)
+                skipped += 1
+            except NotFoundError:
+                fresh.append(rec)
+        writes = []
+        missing = [r for r in fresh if r.id not in parsed.vectors]
+        embedded = self._embedder.embed_batch([r.text for r in missing]) if missing else []
+        new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
+        for rec in fresh:
+            vec = parsed.vectors.get(rec.id)
+            if vec is None:
+                vec = new_vectors[rec.id]
+            writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
+        if writes:
+            self._store.insert(writes)
+        return ImportReport(imported=len(writes), skipped=skipped,
+                            reembedded=len(missing))
+
+    # --- introspection -----------------------------------------------------------------
+    def stats(self, scope: Scope) -> dict[str, Any]:
+        s = self._store.stats(check_scope(scope))
+        return {
+            "scope": str(scope), "records": s.records, "active": s.active, "deleted": s.deleted,
+            "by_type": dict(s.by_type), "pending_jobs": s.pending_jobs,
+            "failed_jobs": s.failed_jobs, "embedding_model": self._raw_embedder.model_id,
+            "embedding_dims": self._raw_embedder.dims, "llm": self._llm.name,
+            "store": self._store.url,
+        }
+

@@ -1,0 +1,129 @@
+"""Portable export/import: versioned JSON Lines, embeddings optional, scope remapping.
+
+Line 1 is a header ``{"format": "memstrata.export", "version": 1, "embedding_model": ...,
+"dims": ..., "exported_at": ...}``; every further line is ``{"record": {...},
+"embedding": base64(float32) | null}``. An import checks every line before writing any.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import IO, Any
+
+import numpy as np
+
+from .codec import record_from_dict, record_to_dict
+from .embedder.base import Matrix, check_vectors
+from .errors import ImportFormatError, MemstrataError
+from .records import MemoryRecord, new_id
+from .scope import Scope
+from .store.base import Vector
+
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_jsonl", "read_jsonl"]
+
+EXPORT_FORMAT = "memstrata.export"
+EXPORT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    imported: int
+    skipped: int
+    reembedded: int
+
+
+@dataclass(slots=True)
+class ParsedImport:
+    records: list[MemoryRecord] = field(default_factory=list)
+    vectors: dict[str, Vector] = field(default_factory=dict)
+
+
+def export_jsonl(fp: IO[str], records: Sequence[MemoryRecord], vectors: Matrix | None, *,
+                 model_id: str, dims: int, exported_at: datetime) -> int:
+    header = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "embedding_model": model_id,
+              "dims": dims, "exported_at": exported_at.isoformat(), "count": len(records)}
+    fp.write(json.dumps(header, ensure_ascii=False) + "\n")
+    for i, rec in enumerate(records):
+        emb = None
+        if vectors is not None:
+            emb = base64.b64encode(np.asarray(vectors[i], dtype="<f4").tobytes()).decode("ascii")
+        fp.write(json.dumps({"record": record_to_dict(rec), "embedding": emb},
+                            ensure_ascii=False) + "\n")
+    return len(records)
+
+
+def _header(line: str) -> dict[str, Any]:
+    try:
+        head = json.loads(line)
+    except json.JSONDecodeError:
+        head = None
+    if not isinstance(head, dict) or head.get("format") != EXPORT_FORMAT:
+        raise ImportFormatError(
+            "line 1 is not a memstrata export header; export with `memstrata export` first"
+        )
+    if head.get("version") != EXPORT_VERSION:
+        raise ImportFormatError(
+            f"export format version {head.get('version')!r} is not supported by this memstrata "
+            f"(it reads version {EXPORT_VERSION}); upgrade memstrata to import it"
+        )
+    return head
+
+
+def _remap(records: list[MemoryRecord], into: Scope) -> list[MemoryRecord]:
+    """New ids for every record, references inside the import rewritten to match."""
+    ids = {r.id: new_id() for r in records}
+    out = []
+    for r in records:
+        out.append(replace(
+            r, id=ids[r.id], tenant=into.tenant, user=into.user,
+            agent=into.agent if into.agent is not None else r.agent,
+            source_ids=tuple(ids.get(s, s) for s in r.source_ids),
+            superseded_by=ids.get(r.superseded_by, r.superseded_by) if r.superseded_by else None,
+            relations=tuple(replace(x, target_id=ids.get(x.target_id, x.target_id))
+                            for x in r.relations),
+        ))
+    return out
+
+
+def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int) -> ParsedImport:
+    """Parse and check a whole export; raises :class:`ImportFormatError` naming the line."""
+    lines = iter(enumerate(fp, start=1))
+    first = next(lines, None)
+    if first is None:
+        raise ImportFormatError("the import is empty: expected a memstrata export")
+    head = _header(first[1])
+    same_model = head.get("embedding_model") == model_id and head.get("dims") == dims
+    records: list[MemoryRecord] = []
+    raw_vectors: dict[str, Vector] = {}
+    seen: set[str] = set()
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            if not isinstance(item, dict) or "record" not in item:
+                raise ImportFormatError("expected an object with a 'record' field")
+            rec = record_from_dict(item["record"])
+            if rec.id in seen:
+                raise ImportFormatError(f"record id {rec.id} appears twice")
+            seen.add(rec.id)
+            emb = item.get("embedding")
+            if emb is not None and same_model:
+                blob = base64.b64decode(emb, validate=True)
+                vec = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+                raw_vectors[rec.id] = check_vectors(vec.reshape(1, -1), 1, dims, model_id)[0]
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
+        except MemstrataError as exc:
+            raise ImportFormatError(f"line {number}: {exc}") from None
+        records.append(replace(rec, embedding_model=model_id, embedding_dims=dims))
+    if into is None:
+        return ParsedImport(records, raw_vectors)
+    remapped = _remap(records, into)
+    vectors = {new.id: raw_vectors[old.id] for old, new in zip(records, remapped, strict=True)
+               if old.id in raw_vectors}
+    return ParsedImport(remapped, vectors)

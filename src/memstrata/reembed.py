@@ -1,0 +1,28 @@
+"""Migrating a store to another embedding model, batch by batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .embedder.base import Embedder
+from .store.base import Store
+
+__all__ = ["reembed_store"]
+
+
+def reembed_store(store: Store, embedder: Embedder, *, batch_size: int = 256,
+                  on_batch: Callable[[int], None] | None = None) -> int:
+    """Embed every record of the store again with ``embedder``; returns how many.
+
+    Vectors are replaced batch by batch; the store's model metadata is switched only by the
+    caller once every batch succeeded, so an interrupted migration is simply run again.
+    """
+    done = 0
+    for batch in store.scan(batch_size):
+        vectors = embedder.embed_batch([r.text for r in batch])
+        store.set_vectors([(r.id, vectors[i]) for i, r in enumerate(batch)],
+                          embedder.model_id, embedder.dims)
+        done += len(batch)
+        if on_batch is not None:
+            on_batch(len(batch))
+    return done

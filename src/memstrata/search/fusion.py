@@ -1,0 +1,66 @@
+"""Rank fusion of lexical and dense candidate lists (pure).
+
+Reciprocal rank fusion (Cormack et al. 2009)::
+
+    rrf(d) = Σ_lists  w_list / (k + rank_list(d))        rank starts at 1
+
+normalised by the best possible score ``Σ w_list / (k + 1)`` so that 1.0 means "first in
+every list". Weighted fusion instead mixes min-max normalised raw scores::
+
+    weighted(d) = Σ_lists w_list · (s_list(d) − min_list) / (max_list − min_list)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..store.base import Candidate
+
+__all__ = ["Fused", "reciprocal_rank_fusion", "weighted_fusion"]
+
+
+@dataclass(slots=True)
+class Fused:
+    id: str
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)
+    raw: dict[str, float] = field(default_factory=dict)
+
+
+def _index(lists: Mapping[str, Sequence[Candidate]]) -> dict[str, Fused]:
+    fused: dict[str, Fused] = {}
+    for name, cands in lists.items():
+        for rank, c in enumerate(cands, start=1):
+            f = fused.setdefault(c.id, Fused(c.id, 0.0))
+            f.ranks[name] = rank
+            f.raw[name] = c.score
+    return fused
+
+
+def reciprocal_rank_fusion(lists: Mapping[str, Sequence[Candidate]],
+                           weights: Mapping[str, float] | None = None,
+                           k: int = 60) -> list[Fused]:
+    fused = _index(lists)
+    w = {name: (weights or {}).get(name, 1.0) for name in lists}
+    best = sum(wi / (k + 1) for name, wi in w.items() if lists[name]) or 1.0
+    for f in fused.values():
+        f.score = sum(w[name] / (k + rank) for name, rank in f.ranks.items()) / best
+    return sorted(fused.values(), key=lambda f: (-f.score, f.id))
+
+
+def weighted_fusion(lists: Mapping[str, Sequence[Candidate]],
+                    weights: Mapping[str, float] | None = None) -> list[Fused]:
+    fused = _index(lists)
+    w = {name: (weights or {}).get(name, 1.0) for name in lists}
+    total = sum(wi for name, wi in w.items() if lists[name]) or 1.0
+    for name, cands in lists.items():
+        if not cands:
+            continue
+        hi = max(c.score for c in cands)
+        lo = min(c.score for c in cands)
+        span = hi - lo
+        for c in cands:
+            norm = (c.score - lo) / span if span > 0 else 1.0
+            fused[c.id].score += w[name] * norm / total
+    return sorted(fused.values(), key=lambda f: (-f.score, f.id))
