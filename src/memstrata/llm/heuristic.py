@@ -18,21 +18,23 @@ from .fact_patterns import extract_explicit_facts
 
 __all__ = ["HeuristicLLM"]
 
-_STOPWORDS = frozenset(
+_STOPWORD_TEXT = (
     "a an the and or but if of to in on at for with by from as is are was were be been am "
     "i you he she it we they me my your our their this that these those do does did have has "
     "had not no so too very just can will would should could there here what which who how "
-    "的 了 是 在 我 你 他 她 它 们 和 也 就 都 很 吗 呢 吧 啊 这 那 有 个".split()
+    "的 了 是 在 我 你 他 她 它 们 和 也 就 都 很 吗 呢 吧 啊 这 那 有 个"
 )
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Whole messages (lower-cased, punctuation removed) that carry nothing to remember.
+_ACK_TEXT = (
+    "ok,okay,ok thanks,okay thanks,ok thank you,thanks,thank you,thx,ty,got it,sure,yes,no,"
+    "yep,nope,cool,nice,great,lol,haha,hi,hello,hey,bye,good morning,good night,alright,k,"
+    "kk,np,no problem,sounds good,好,好的,好吧,谢谢,多谢,嗯,嗯嗯,收到,哈哈,哈哈哈,知道了,"
+    "没问题,你好,再见,行,可以,对,好的谢谢"
+)
+_ACKS = frozenset(_ACK_TEXT.split(","))
 _EN_TOKEN = re.compile(r"[a-z0-9']+")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
-
-_ACKS = frozenset(
-    "ok okay ok thanks thanks thank you thx ty got it sure yes no yep nope cool nice great "
-    "lol haha hi hello hey bye good morning good night alright k kk np no problem "
-    "好 好的 好吧 谢谢 多谢 嗯 嗯嗯 收到 哈哈 哈哈哈 知道了 没问题 你好 再见 行 可以 对".split()
-) | {"ok thanks", "thank you", "got it", "no problem", "good morning", "good night",
-     "ok thank you", "okay thanks", "sounds good"}
 _REMEMBER = re.compile(
     r"\b(?:remember|don't forget|do not forget|important|never forget|keep in mind|note that"
     r"|always|never)\b|记住|记得|别忘|不要忘|重要|务必|一定要|永远不要", re.IGNORECASE)
@@ -122,7 +124,7 @@ class HeuristicLLM:
         """
         stripped = text.strip()
         norm = re.sub(r"[\s!.,?！。，？~]+", " ", stripped.lower()).strip()
-        if not norm or norm in _ACKS:
+        if not norm or norm in _ACKS or all(part in _ACKS for part in norm.split()):
             return 0.05
         score = 0.2
         if extract_explicit_facts([stripped]):
@@ -154,9 +156,9 @@ class HeuristicLLM:
             lessons.append(("有效的做法：" if zh else "What worked: ") + " → ".join(steps[:6]))
         if not task.success:
             if steps:
-                lessons.append((f"失败前的最后一步：{steps[-1]}，下次换一种做法" if zh else
+                lessons.append(f"失败前的最后一步：{steps[-1]}，下次换一种做法" if zh else
                                 f"The approach failed at '{steps[-1]}'; try another way next "
-                                "time"))
+                                "time")
             else:
                 lessons.append("任务失败，需要先制定计划" if zh else
                                "The task failed without recorded steps; plan before acting")
