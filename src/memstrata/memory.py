@@ -17,6 +17,7 @@ from .embedder.cache import CachedEmbedder
 from .embedder.factory import make_embedder
 from .errors import EmbeddingMismatchError, NotFoundError, ValidationError
 from .filters import Filters
+from .layers.base import LayerConfig, LayerContext
 from .llm.base import LLM
 from .llm.factory import make_llm
 from .portability import ImportReport, export_jsonl, read_jsonl
@@ -52,7 +53,7 @@ class Memory:
                  llm: str | LLM | None = None, clock: Clock | None = None,
                  search_config: SearchConfig | None = None,
                  max_content_chars: int = DEFAULT_MAX_CHARS, store: Store | None = None,
-                 reembed: bool = False) -> None:
+                 reembed: bool = False, layer_config: LayerConfig | None = None) -> None:
         self._store = store if store is not None else open_store(url)
         try:
             self._raw_embedder = make_embedder(embedder)
@@ -65,6 +66,8 @@ class Memory:
         self._clock = clock or SystemClock()
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
+        self._ctx = LayerContext(self._store, self._embedder, self._llm, self._clock,
+                                 layer_config or LayerConfig())
         self._runner = JobRunner(self._store, {}, self._clock)
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -163,13 +166,8 @@ class Memory:
         self._insert([record])
         return record
 
-    def _writes(self, records: Sequence[MemoryRecord]) -> list[RecordWrite]:
-        vectors = self._embedder.embed_batch([r.text for r in records]) if records else []
-        return [RecordWrite(r, vectors[i], tuple(tokenize(r.text))) for i, r in enumerate(records)]
-
     def _insert(self, records: Sequence[MemoryRecord]) -> None:
-        if records:
-            self._store.insert(self._writes(records))
+        self._ctx.insert(records)
 
     def update(self, scope: Scope, record_id: str, *, expected_version: int,
                content: str | None = None, importance: float | None = None,
@@ -195,11 +193,8 @@ class Memory:
         if metadata is not None:
             changes["metadata"] = dict(metadata)
         new = replace(current, **changes)
-        if content is not None:
-            write = self._writes([new])[0]
-        else:
-            write = RecordWrite(new, None, tuple(tokenize(new.text)))
-        self._store.replace(scope, write, expected_version=expected_version)
+        self._ctx.replace(scope, new, expected_version=expected_version,
+                          reindex=content is not None)
         return new
 
     # --- reading -----------------------------------------------------------------------

@@ -43,6 +43,7 @@ class RecordType(StrEnum):
     CLUSTER = "cluster"
     KEY = "key"
     PROCEDURE = "procedure"
+    TASK = "task"  # working memory: the current task's state
     NOTE = "note"
 
 

@@ -17,6 +17,7 @@ LAYER_TYPES: Mapping[str, tuple[RecordType, ...]] = {
     "mid_term": (RecordType.CLUSTER,),
     "key": (RecordType.KEY,),
     "procedural": (RecordType.PROCEDURE,),
+    "working": (RecordType.TASK,),
 }
 _LAYER_OF = {t: layer for layer, types in LAYER_TYPES.items() for t in types}
 

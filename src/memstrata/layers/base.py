@@ -1,0 +1,99 @@
+"""What every layer service gets: the store, providers, clock and the layer defaults.
+
+Layer services never talk to each other directly: the ingest pipeline calls each one's
+``on_messages`` / ``on_session_end`` from a background job, and ``build_context`` asks each
+for its block. Pure rules (thresholds, formulas, conflict resolution) live in functions
+beside each service so they are tested without a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..clock import Clock
+from ..embedder.base import Embedder
+from ..llm.base import LLM
+from ..records import MemoryRecord
+from ..scope import Scope
+from ..search.tokenize import tokenize
+from ..store.base import RecordWrite, Store
+
+__all__ = ["IngestStep", "LayerConfig", "LayerContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class LayerConfig:
+    """Every default of DESIGN §2–§4 in one place; change one by passing a new config."""
+
+    # short-term buffer (seed 004: 20 rounds FIFO; seed 000/001: 8000-token cap)
+    short_term_rounds: int = 20
+    short_term_token_cap: int = 8000
+    tool_output_max_chars: int = 500          # rule compression (seed 000 §7)
+    ack_max_chars: int = 20
+    # mid-term clusters (PMemo / MemoryOS)
+    cluster_join_cosine: float = 0.7
+    max_clusters: int = 100
+    promote_hits: int = 10
+    heat_recency_hours: float = 24.0
+    # long-term summaries
+    summary_every_rounds: int = 10
+    summary_max_words: int = 200
+    # episodic (seed 000 L3, seed 001)
+    episodic_top_k: int = 3
+    episodic_min_importance: float = 0.3
+    episodic_decay: float = 0.95
+    feedback_importance: float = 0.9
+    # semantic facts (seed 001)
+    fact_min_confidence: float = 0.6
+    fact_max_in_context: int = 20
+    fact_confirm_step: float = 0.05
+    # knowledge chunks (seed 002 §8.6)
+    chunk_tokens: int = 2000
+    chunk_overlap_tokens: int = 200
+    # write policies (seed 002)
+    dedup_cosine: float = 0.95
+    low_value_max_chars: int = 50
+    # procedural (seed 002 §8.8)
+    procedure_reuse_similarity: float = 0.8
+    procedure_reuse_success_rate: float = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class LayerContext:
+    store: Store
+    embedder: Embedder          # already cached: texts seen before cost nothing
+    llm: LLM
+    clock: Clock
+    config: LayerConfig
+
+    def writes(self, records: Sequence[MemoryRecord]) -> list[RecordWrite]:
+        """Index entries (vector + lexical terms) for records, embedded in one batch."""
+        if not records:
+            return []
+        vectors = self.embedder.embed_batch([r.text for r in records])
+        return [RecordWrite(r, vectors[i], tuple(tokenize(r.text)))
+                for i, r in enumerate(records)]
+
+    def insert(self, records: Sequence[MemoryRecord]) -> None:
+        if records:
+            self.store.insert(self.writes(records))
+
+    def replace(self, scope: Scope, record: MemoryRecord, *, expected_version: int,
+                reindex: bool = True) -> None:
+        """Store ``record`` as the next version; ``reindex`` re-embeds its (changed) text."""
+        write = (self.writes([record])[0] if reindex
+                 else RecordWrite(record, None, tuple(tokenize(record.text))))
+        self.store.replace(scope, write, expected_version=expected_version)
+
+
+class IngestStep(Protocol):
+    """A layer's reaction to new turns and to the end of a session (run in background jobs;
+    must be idempotent: a job may run twice after a crash)."""
+
+    name: str
+
+    def on_messages(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None: ...
+
+    def on_session_end(self, scope: Scope) -> None: ...
