@@ -17,6 +17,7 @@ in-process BM25, and ``vector_search`` with numpy, pgvector or an ANN index.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -93,7 +94,8 @@ class Store(Protocol):
         ...
 
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
-        """Current versions of the ids visible in ``scope`` (deleted included), in id order given."""
+        """Current versions of the ids visible in ``scope`` (deleted included), in the order
+        given."""
         ...
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
@@ -137,19 +139,19 @@ class Store(Protocol):
 
     # --- retrieval candidates ---------------------------------------------------------
     def vector_search(self, scope: Scope, vector: Vector, k: int,
-                      filters: Filters) -> list[Candidate]:
+                      filters: Filters) -> builtins.list[Candidate]:
         """Top-k by cosine similarity (vectors are unit length, so a dot product)."""
         ...
 
     def lexical_search(self, scope: Scope, terms: Sequence[str], k: int,
-                       filters: Filters) -> list[Candidate]:
+                       filters: Filters) -> builtins.list[Candidate]:
         """Top-k by BM25 over the records' terms (higher is better)."""
         ...
 
     # --- embeddings ---------------------------------------------------------------------
     def cached_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]: ...
     def cache_vectors(self, model_id: str, vectors: Mapping[str, Vector]) -> None: ...
-    def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
+    def scan(self, batch_size: int = 500) -> Iterator[builtins.list[MemoryRecord]]:
         """Every record of every tenant, deleted included (maintenance and re-embedding)."""
         ...
 
@@ -161,12 +163,13 @@ class Store(Protocol):
     def enqueue(self, jobs: Sequence[Job]) -> None: ...
     def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
                    tenant: str | None = None, user: str | None = None,
-                   session: str | None = None) -> list[Job]: ...
+                   session: str | None = None) -> builtins.list[Job]: ...
     def finish_job(self, job_id: str) -> None: ...
     def fail_job(self, job_id: str, error: str, retry_at: datetime | None) -> None:
         """Record a failure; ``retry_at=None`` gives up (status ``failed``)."""
         ...
 
-    def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]: ...
+    def list_jobs(self, tenant: str, user: str, *,
+                  status: str | None = None) -> builtins.list[Job]: ...
 
     def stats(self, scope: Scope) -> StoreStats: ...

@@ -1,0 +1,428 @@
+"""``InMemoryStore``: the store protocol over plain dicts, for tests and throwaway agents.
+
+It is a second, independent implementation of the contract (no SQL), so the contract suite
+comparing it with SQLite catches mistakes in either. Lexical search is BM25 from ``bm25s``
+over one user's terms, rebuilt lazily when that user's records change; vectors are scored
+with numpy. Nothing persists beyond the process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConflictError, NotFoundError, ValidationError
+from ..filters import Filters
+from ..jobs import Job, JobStatus
+from ..records import MemoryRecord, RecordStatus
+from ..scope import Scope
+from .base import Candidate, PurgeReport, RecordWrite, StoreStats, Vector
+
+__all__ = ["InMemoryStore"]
+
+_OPEN = (JobStatus.PENDING, JobStatus.RUNNING)
+
+
+def _vector(v: Vector) -> Vector:
+    arr = np.array(v, dtype=np.float32).ravel()
+    if arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise ValidationError("a vector must be a non-empty 1-D array of finite numbers")
+    return arr
+
+
+@dataclass
+class _Entry:
+    """One record's current version with what is indexed for it."""
+
+    seq: int
+    record: MemoryRecord
+    terms: tuple[str, ...]
+    vector: Vector | None
+    history: list[MemoryRecord] = field(default_factory=list)
+
+
+@dataclass
+class _Lexical:
+    """A user's BM25 index, valid for one ``generation`` of that user's records."""
+
+    generation: int
+    ids: list[str]
+    index: Any  # bm25s.BM25; untyped library
+
+
+class InMemoryStore:
+    """A :class:`~memstrata.store.base.Store` kept in process memory."""
+
+    def __init__(self, *, url: str = "memory://") -> None:
+        self.url = url
+        self._lock = threading.RLock()
+        self._meta: dict[str, str] = {}
+        self._entries: dict[str, _Entry] = {}
+        self._seq = 0
+        self._cache: dict[tuple[str, str], Vector] = {}
+        self._jobs: dict[str, Job] = {}
+        self._generation: dict[tuple[str, str], int] = {}
+        self._lexical: dict[tuple[str, str], _Lexical] = {}
+
+    def __repr__(self) -> str:
+        return f"InMemoryStore({self.url!r})"
+
+    def close(self) -> None:
+        with self._lock:
+            self._lexical.clear()
+
+    def get_meta(self, key: str) -> str | None:
+        return self._meta.get(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._meta[key] = value
+
+    # --- helpers -----------------------------------------------------------------------------
+    def _changed(self, tenant: str, user: str) -> None:
+        key = (tenant, user)
+        self._generation[key] = self._generation.get(key, 0) + 1
+
+    def _visible(self, scope: Scope, record_id: str) -> _Entry | None:
+        entry = self._entries.get(record_id)
+        if entry is None or not entry.record.visible_in(scope):
+            return None
+        return entry
+
+    def _scoped(self, scope: Scope) -> list[_Entry]:
+        """Entries visible in ``scope``, in insertion order."""
+        return [e for e in self._entries.values() if e.record.visible_in(scope)]
+
+    @staticmethod
+    def _check(write: RecordWrite) -> Vector | None:
+        if write.vector is None:
+            return None
+        vec = _vector(write.vector)
+        dims = write.record.embedding_dims
+        if dims is not None and vec.size != dims:
+            raise ValidationError(f"record {write.record.id!r} says embedding_dims={dims} but "
+                                  f"its vector has {vec.size} dimensions")
+        return vec
+
+    # --- records -------------------------------------------------------------------------------
+    def insert(self, writes: Sequence[RecordWrite]) -> None:
+        with self._lock:
+            ids = [w.record.id for w in writes]
+            clash = next((i for i in ids if i in self._entries), None)
+            if clash is None and len(set(ids)) != len(ids):
+                clash = next(i for i in ids if ids.count(i) > 1)
+            if clash is not None:
+                raise ValidationError(
+                    f"record id {clash!r} exists already (or twice in this batch); nothing "
+                    "was written: use replace() to update a record, new_id() for a new one")
+            vectors = [self._check(w) for w in writes]  # validate all before writing any
+            for w, vec in zip(writes, vectors, strict=True):
+                self._seq += 1
+                self._entries[w.record.id] = _Entry(self._seq, w.record, tuple(w.terms), vec)
+                self._changed(w.record.tenant, w.record.user)
+
+    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
+        entry = self._visible(scope, record_id)
+        if entry is None or (not include_deleted and not entry.record.is_active):
+            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+        return entry.record
+
+    def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+        found = (self._visible(scope, i) for i in dict.fromkeys(ids))
+        return [e.record for e in found if e is not None]
+
+    def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        new = write.record
+        with self._lock:
+            entry = self._visible(scope, new.id)
+            if entry is None:
+                raise NotFoundError(f"no record {new.id!r} in scope {scope}")
+            current = entry.record.version
+            if current != expected_version:
+                raise ConflictError(
+                    f"record {new.id!r} is at version {current}, but this update was based on "
+                    f"version {expected_version}; re-read the record and apply the change again")
+            if new.version != expected_version + 1:
+                raise ValidationError(f"the new version of {new.id!r} must be "
+                                      f"{expected_version + 1}, got {new.version}")
+            if (new.tenant, new.user) != (entry.record.tenant, entry.record.user):
+                raise ValidationError(f"replace cannot move record {new.id!r} to another "
+                                      "tenant or user; insert a copy under a new id instead")
+            vec = self._check(write)
+            entry.history.append(entry.record)
+            entry.record = new
+            entry.terms = tuple(write.terms)
+            if vec is not None:
+                entry.vector = vec
+            self._changed(new.tenant, new.user)
+
+    def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+        entry = self._visible(scope, record_id)
+        if entry is None:
+            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+        return [*entry.history, entry.record]
+
+    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
+                   at: datetime) -> list[str]:
+        status = RecordStatus(status)
+        changed: list[str] = []
+        with self._lock:
+            for record_id in dict.fromkeys(ids):
+                entry = self._visible(scope, record_id)
+                if entry is None or entry.record.status is status:
+                    continue
+                old = entry.record
+                entry.history.append(old)
+                entry.record = replace(
+                    old, status=status, version=old.version + 1, updated_at=at,
+                    deleted_at=at if status is RecordStatus.DELETED else None)
+                changed.append(record_id)
+                self._changed(old.tenant, old.user)
+        return changed
+
+    def _drop(self, entry: _Entry) -> tuple[int, int, int]:
+        del self._entries[entry.record.id]
+        self._changed(entry.record.tenant, entry.record.user)
+        return 1, len(entry.history), int(entry.vector is not None)
+
+    def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        totals = [0, 0, 0]
+        with self._lock:
+            found = [e for e in (self._visible(scope, i) for i in dict.fromkeys(ids)) if e]
+            for entry in found:
+                for n, count in enumerate(self._drop(entry)):
+                    totals[n] += count
+            remaining = sum(e.record.id in self._entries for e in found)
+        return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
+                           remaining=remaining)
+
+    def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        def owned(r: MemoryRecord) -> bool:
+            return r.tenant == tenant and r.user == user
+
+        with self._lock:
+            mine = [e for e in self._entries.values() if owned(e.record)]
+            hashes = {r.content_hash for e in mine for r in (*e.history, e.record)}
+            others = {r.content_hash for e in self._entries.values() if not owned(e.record)
+                      for r in (*e.history, e.record)}
+            stale = [k for k in self._cache if k[1] in hashes - others]
+            for key in stale:
+                del self._cache[key]
+            totals = [0, 0, 0]
+            for entry in mine:
+                for n, count in enumerate(self._drop(entry)):
+                    totals[n] += count
+            jobs = [j for j in self._jobs.values() if (j.tenant, j.user) == (tenant, user)]
+            for job in jobs:
+                del self._jobs[job.id]
+            self._lexical.pop((tenant, user), None)
+            remaining = sum(owned(e.record) for e in self._entries.values()) + sum(
+                (j.tenant, j.user) == (tenant, user) for j in self._jobs.values())
+        return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
+                           jobs=len(jobs), cache_entries=len(stale), remaining=remaining)
+
+    def count(self, scope: Scope, filters: Filters) -> int:
+        with self._lock:
+            return sum(filters.matches(e.record) for e in self._scoped(scope))
+
+    def find_by_hash(self, scope: Scope, content_hash: str,
+                     types: Sequence[str]) -> MemoryRecord | None:
+        wanted = {str(t) for t in types}
+        with self._lock:
+            for e in self._scoped(scope):
+                r = e.record
+                if (r.content_hash == content_hash and r.is_active and r.superseded_by is None
+                        and (not wanted or r.type.value in wanted)):
+                    return r
+        return None
+
+    def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
+        with self._lock:
+            for record_id in dict.fromkeys(ids):
+                entry = self._visible(scope, record_id)
+                if entry is not None:
+                    entry.record = replace(entry.record, access_count=entry.record.access_count
+                                           + 1, last_accessed_at=at)
+
+    # --- retrieval -------------------------------------------------------------------------------
+    def vector_search(self, scope: Scope, vector: Vector, k: int,
+                      filters: Filters) -> list[Candidate]:
+        query = np.asarray(vector, dtype=np.float32).ravel()
+        if k <= 0 or query.size == 0:
+            return []
+        with self._lock:
+            rows = [e for e in self._scoped(scope) if e.vector is not None
+                    and e.vector.size == query.size and filters.matches(e.record)]
+        if not rows:
+            return []
+        scores = np.stack([e.vector for e in rows if e.vector is not None]) @ query
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [Candidate(rows[i].record.id, float(scores[i])) for i in order]
+
+    def _bm25(self, tenant: str, user: str) -> _Lexical:
+        import bm25s
+
+        key = (tenant, user)
+        generation = self._generation.get(key, 0)
+        cached = self._lexical.get(key)
+        if cached is None or cached.generation != generation:
+            entries = [e for e in self._entries.values()
+                       if (e.record.tenant, e.record.user) == key]
+            index = bm25s.BM25()
+            if entries:
+                index.index([list(e.terms) for e in entries], show_progress=False)
+            cached = _Lexical(generation, [e.record.id for e in entries], index)
+            self._lexical[key] = cached
+        return cached
+
+    def lexical_search(self, scope: Scope, terms: Sequence[str], k: int,
+                       filters: Filters) -> list[Candidate]:
+        query = [t for t in dict.fromkeys(terms) if t and not t.isspace()]
+        if not query or k <= 0:
+            return []
+        with self._lock:
+            lex = self._bm25(scope.tenant, scope.user)
+            if not lex.ids:
+                return []
+            known = [t for t in query if t in lex.index.vocab_dict]
+            if not known:
+                return []
+            scores = np.asarray(lex.index.get_scores(known), dtype=np.float64)
+            hits: list[tuple[float, int, str]] = []
+            for i in np.flatnonzero(scores > 0):
+                entry = self._entries[lex.ids[i]]
+                if entry.record.visible_in(scope) and filters.matches(entry.record):
+                    hits.append((-float(scores[i]), entry.seq, entry.record.id))
+        hits.sort()
+        return [Candidate(rid, -neg) for neg, _, rid in hits[:k]]
+
+    # --- embeddings -------------------------------------------------------------------------------
+    def cached_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
+        return {h: self._cache[(model_id, h)].copy() for h in hashes
+                if (model_id, h) in self._cache}
+
+    def cache_vectors(self, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        checked = {h: _vector(v) for h, v in vectors.items()}
+        with self._lock:
+            for h, v in checked.items():
+                self._cache[(model_id, h)] = v
+
+    def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
+        with self._lock:
+            records = [e.record for e in sorted(self._entries.values(), key=lambda e: e.seq)]
+        size = max(1, batch_size)
+        for start in range(0, len(records), size):
+            yield records[start:start + size]
+
+    def set_vectors(self, items: Sequence[tuple[str, Vector]], model_id: str, dims: int) -> None:
+        with self._lock:
+            checked: list[tuple[_Entry, Vector]] = []
+            for record_id, vector in items:
+                vec = _vector(vector)
+                if vec.size != dims:
+                    raise ValidationError(f"vector for {record_id!r} has {vec.size} "
+                                          f"dimensions, but set_vectors was told {dims}")
+                entry = self._entries.get(record_id)
+                if entry is None:
+                    raise NotFoundError(f"no record {record_id!r}; nothing was re-embedded")
+                checked.append((entry, vec))
+            for entry, vec in checked:
+                entry.vector = vec
+                entry.record = replace(entry.record, embedding_model=model_id,
+                                       embedding_dims=dims)
+
+    # --- jobs ----------------------------------------------------------------------------------
+    def enqueue(self, jobs: Sequence[Job]) -> None:
+        with self._lock:
+            fresh: dict[str, Job] = {}
+            for job in jobs:
+                if job.id in self._jobs or job.id in fresh:
+                    raise ValidationError(f"job id {job.id!r} exists already; give each job "
+                                          "a new id")
+                if job.dedup_key is not None and any(
+                        (j.tenant, j.user, j.dedup_key) == (job.tenant, job.user, job.dedup_key)
+                        and j.status in _OPEN for j in (*self._jobs.values(), *fresh.values())):
+                    continue
+                fresh[job.id] = job
+            self._jobs.update(fresh)
+
+    def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
+                   tenant: str | None = None, user: str | None = None,
+                   session: str | None = None) -> list[Job]:
+        def ready(j: Job) -> bool:
+            if j.status is JobStatus.PENDING:
+                due = j.run_after <= now
+            else:
+                due = (j.status is JobStatus.RUNNING and j.lease_until is not None
+                       and j.lease_until <= now)
+            return due and all(want is None or got == want for want, got in
+                               ((tenant, j.tenant), (user, j.user), (session, j.session)))
+
+        with self._lock:
+            due = sorted((j for j in self._jobs.values() if ready(j)),
+                         key=lambda j: (j.run_after, j.created_at, j.id))[:max(0, limit)]
+            lease = now + timedelta(seconds=lease_seconds)
+            claimed = [replace(j, status=JobStatus.RUNNING, lease_until=lease,
+                               attempts=j.attempts + 1) for j in due]
+            self._jobs.update((j.id, j) for j in claimed)
+        return claimed
+
+    def _job(self, job_id: str) -> Job:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise NotFoundError(f"no job {job_id!r}; it may have been purged with its user")
+        return job
+
+    def finish_job(self, job_id: str) -> None:
+        with self._lock:
+            self._jobs[job_id] = replace(self._job(job_id), status=JobStatus.DONE,
+                                         lease_until=None)
+
+    def fail_job(self, job_id: str, error: str, retry_at: datetime | None) -> None:
+        with self._lock:
+            job = self._job(job_id)
+            if retry_at is None:
+                job = replace(job, status=JobStatus.FAILED, last_error=error, lease_until=None)
+            else:
+                job = replace(job, status=JobStatus.PENDING, last_error=error,
+                              lease_until=None, run_after=retry_at)
+            self._jobs[job_id] = job
+
+    def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
+        want = JobStatus(status) if status is not None else None
+        with self._lock:
+            jobs = [j for j in self._jobs.values() if (j.tenant, j.user) == (tenant, user)
+                    and (want is None or j.status is want)]
+        return sorted(jobs, key=lambda j: (j.created_at, j.id))
+
+    def stats(self, scope: Scope) -> StoreStats:
+        with self._lock:
+            records = [e.record for e in self._scoped(scope)]
+            jobs = [j for j in self._jobs.values() if (j.tenant, j.user) ==
+                    (scope.tenant, scope.user)]
+            users = {e.record.user for e in self._entries.values()
+                     if e.record.tenant == scope.tenant}
+        by_type: dict[str, int] = {}
+        for r in records:
+            by_type[r.type.value] = by_type.get(r.type.value, 0) + 1
+        active = sum(r.is_active for r in records)
+        return StoreStats(records=len(records), active=active, deleted=len(records) - active,
+                          by_type=by_type,
+                          pending_jobs=sum(j.status in _OPEN for j in jobs),
+                          failed_jobs=sum(j.status is JobStatus.FAILED for j in jobs),
+                          users=len(users))
+
+    # Last in the class: below it, ``list`` in annotations would name this method.
+    def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,
+             newest_first: bool = True) -> list[MemoryRecord]:
+        if limit <= 0:
+            return []
+        with self._lock:
+            rows = [e for e in self._scoped(scope) if filters.matches(e.record)]
+        rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=newest_first)
+        offset = max(0, offset)
+        return [e.record for e in rows[offset:offset + limit]]

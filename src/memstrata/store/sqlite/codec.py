@@ -1,0 +1,142 @@
+"""Record <-> row: the one place that knows how a :class:`MemoryRecord` is laid out in SQL.
+
+Scalar fields that queries filter or sort on are plain columns; nested parts (structured
+content, tags, relations, access control, provenance, metadata) are JSON text. Times are
+ISO-8601 UTC text with a fixed width (``2024-05-01T09:30:00.000000Z``), so text order is
+time order and a round trip is exact to the microsecond (epoch floats are not).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ...clock import ensure_utc
+from ...errors import ValidationError
+from ...records import AccessControl, Content, MemoryRecord, Relation, Visibility
+from ..base import Vector
+
+__all__ = [
+    "COLUMNS",
+    "decode_record",
+    "decode_time",
+    "decode_vector",
+    "encode_record",
+    "encode_time",
+    "encode_vector",
+    "scope_token",
+]
+
+# Order matters: it is the column order of ``records`` and ``record_versions`` (after seq).
+COLUMNS: tuple[str, ...] = (
+    "id", "tenant", "user", "agent", "session", "visibility", "type", "role",
+    "raw", "summary", "structured", "embedding_model", "embedding_dims", "importance",
+    "confidence", "tags", "source", "version", "created_at", "updated_at", "observed_at",
+    "last_accessed_at", "access_count", "decay_score", "valid_from", "valid_to",
+    "superseded_by", "relations", "access", "source_ids", "metadata", "content_hash",
+    "status", "deleted_at",
+)
+
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def encode_time(when: datetime | None) -> str | None:
+    if when is None:
+        return None
+    return ensure_utc(when).strftime(_TIME_FORMAT)
+
+
+def decode_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    return ensure_utc(datetime.strptime(text, _TIME_FORMAT))
+
+
+def _time(text: str) -> datetime:
+    when = decode_time(text)
+    if when is None:  # a NOT NULL column; only a hand-edited file gets here
+        raise ValidationError("a required time column is NULL; the database file is damaged")
+    return when
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"record field is not JSON-serialisable ({exc}); store plain str/number/list/dict"
+        ) from None
+
+
+def scope_token(tenant: str, user: str) -> str:
+    """A short opaque token naming one (tenant, user): the FTS scope column and cache key.
+
+    Hashed so that no raw id lingers in the index or the generation table after a purge.
+    """
+    digest = hashlib.blake2b(f"{tenant}\x00{user}".encode(), digest_size=10).hexdigest()
+    return "s" + digest
+
+
+def encode_record(r: MemoryRecord) -> tuple[Any, ...]:
+    """The row values in :data:`COLUMNS` order."""
+    access = {
+        "visibility": r.access.visibility.value,
+        "allowed_users": list(r.access.allowed_users),
+        "allowed_roles": list(r.access.allowed_roles),
+    }
+    return (
+        r.id, r.tenant, r.user, r.agent, r.session, r.access.visibility.value, r.type.value,
+        r.role.value if r.role is not None else None,
+        r.content.raw, r.content.summary, _json(dict(r.content.structured)),
+        r.embedding_model, r.embedding_dims, r.importance, r.confidence, _json(list(r.tags)),
+        r.source.value, r.version, encode_time(r.created_at), encode_time(r.updated_at),
+        encode_time(r.observed_at), encode_time(r.last_accessed_at), r.access_count,
+        r.decay_score, encode_time(r.valid_from), encode_time(r.valid_to), r.superseded_by,
+        _json([[rel.kind, rel.target_id] for rel in r.relations]), _json(access),
+        _json(list(r.source_ids)), _json(dict(r.metadata)), r.content_hash, r.status.value,
+        encode_time(r.deleted_at),
+    )
+
+
+def decode_record(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:
+    """Build a record from a row that has (at least) every column of :data:`COLUMNS`."""
+    access = json.loads(row["access"])
+    return MemoryRecord(
+        id=row["id"], tenant=row["tenant"], user=row["user"], agent=row["agent"],
+        session=row["session"], type=row["type"], role=row["role"],
+        content=Content(row["raw"], row["summary"], json.loads(row["structured"])),
+        embedding_model=row["embedding_model"], embedding_dims=row["embedding_dims"],
+        importance=row["importance"], confidence=row["confidence"],
+        tags=tuple(json.loads(row["tags"])), source=row["source"], version=row["version"],
+        created_at=_time(row["created_at"]), updated_at=_time(row["updated_at"]),
+        observed_at=_time(row["observed_at"]),
+        last_accessed_at=decode_time(row["last_accessed_at"]),
+        access_count=row["access_count"], decay_score=row["decay_score"],
+        valid_from=decode_time(row["valid_from"]), valid_to=decode_time(row["valid_to"]),
+        superseded_by=row["superseded_by"],
+        relations=tuple(Relation(k, t) for k, t in json.loads(row["relations"])),
+        access=AccessControl(Visibility(access["visibility"]),
+                             tuple(access["allowed_users"]), tuple(access["allowed_roles"])),
+        source_ids=tuple(json.loads(row["source_ids"])), metadata=json.loads(row["metadata"]),
+        content_hash=row["content_hash"], status=row["status"],
+        deleted_at=decode_time(row["deleted_at"]),
+    )
+
+
+def encode_vector(vector: Vector) -> bytes:
+    arr = np.asarray(vector, dtype=np.float32)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValidationError(f"a vector must be a non-empty 1-D array, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValidationError("a vector contains NaN or infinity; check the embedder output")
+    return arr.astype("<f4").tobytes()
+
+
+def decode_vector(blob: bytes) -> Vector:
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)

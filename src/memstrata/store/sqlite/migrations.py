@@ -1,0 +1,137 @@
+"""Numbered schema migrations (the sqlite-utils way): a list of ``(version, step)``.
+
+``PRAGMA user_version`` holds the version a file is at. Opening applies every newer step,
+each in its own transaction together with the version bump, so a crash mid-way leaves the
+file at the last complete version. A file at a version this code does not know was written
+by a newer memstrata and is refused untouched: downgrading a schema silently loses data.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Final
+
+from ...errors import SchemaVersionError, StoreError
+from .codec import COLUMNS
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
+
+Step = str | Callable[[sqlite3.Connection], None]
+
+_RECORD_COLUMNS = """
+    id TEXT NOT NULL, tenant TEXT NOT NULL, user TEXT NOT NULL, agent TEXT, session TEXT,
+    visibility TEXT NOT NULL, type TEXT NOT NULL, role TEXT, raw TEXT NOT NULL, summary TEXT,
+    structured TEXT NOT NULL, embedding_model TEXT, embedding_dims INTEGER,
+    importance REAL NOT NULL, confidence REAL NOT NULL, tags TEXT NOT NULL,
+    source TEXT NOT NULL, version INTEGER NOT NULL, created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL, observed_at TEXT NOT NULL, last_accessed_at TEXT,
+    access_count INTEGER NOT NULL, decay_score REAL NOT NULL, valid_from TEXT, valid_to TEXT,
+    superseded_by TEXT, relations TEXT NOT NULL, access TEXT NOT NULL,
+    source_ids TEXT NOT NULL, metadata TEXT NOT NULL, content_hash TEXT NOT NULL,
+    status TEXT NOT NULL, deleted_at TEXT
+"""
+
+_V1 = f"""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+-- seq is the insertion order (ties of observed_at) and the FTS rowid.
+CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, {_RECORD_COLUMNS});
+CREATE UNIQUE INDEX records_id ON records (id);
+CREATE INDEX records_scope_observed ON records (tenant, user, observed_at, seq);
+CREATE INDEX records_hash ON records (content_hash);
+
+CREATE TABLE record_versions ({_RECORD_COLUMNS}, PRIMARY KEY (id, version));
+CREATE INDEX record_versions_scope ON record_versions (tenant, user);
+CREATE INDEX record_versions_hash ON record_versions (content_hash);
+
+-- tenant/user are repeated here so the vector cache loads one user by index.
+CREATE TABLE vectors (
+    record_id TEXT NOT NULL UNIQUE REFERENCES records (id) ON DELETE CASCADE,
+    tenant TEXT NOT NULL, user TEXT NOT NULL,
+    model TEXT, dims INTEGER NOT NULL, vector BLOB NOT NULL
+);
+CREATE INDEX vectors_scope ON vectors (tenant, user);
+
+-- Terms arrive pre-tokenised (space-joined); scope_tok confines a MATCH to one user.
+CREATE VIRTUAL TABLE lexical USING fts5 (
+    scope_tok, terms, tokenize = 'unicode61 remove_diacritics 0'
+);
+
+-- Bumped on every change other than an append; the vector cache checks it per query.
+CREATE TABLE scope_generation (scope_tok TEXT PRIMARY KEY, generation INTEGER NOT NULL);
+
+CREATE TABLE embedding_cache (
+    model_id TEXT NOT NULL, content_hash TEXT NOT NULL, dims INTEGER NOT NULL,
+    vector BLOB NOT NULL, PRIMARY KEY (model_id, content_hash)
+);
+
+CREATE TABLE jobs (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, tenant TEXT NOT NULL, user TEXT NOT NULL,
+    agent TEXT, session TEXT, payload TEXT NOT NULL, created_at TEXT NOT NULL,
+    run_after TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL,
+    last_error TEXT, lease_until TEXT, dedup_key TEXT
+);
+CREATE INDEX jobs_ready ON jobs (status, run_after);
+CREATE INDEX jobs_scope ON jobs (tenant, user, status);
+"""
+
+MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1)]
+SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
+
+# Guard against the two column lists drifting apart.
+if _RECORD_COLUMNS.count(",") + 1 != len(COLUMNS):  # pragma: no cover - import-time check
+    raise StoreError("records schema and codec.COLUMNS disagree; fix migrations.py")
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, *, path: str) -> int:
+    """Bring the file up to :data:`SCHEMA_VERSION`; return the version it was at.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``): each step runs in an
+    explicit ``BEGIN IMMEDIATE`` so two processes opening a new file do not both migrate it.
+    """
+    found = schema_version(conn)
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} has schema version {found}, but this memstrata only knows up to "
+            f"{SCHEMA_VERSION}; upgrade memstrata (pip install -U memstrata) to open it"
+        )
+    for version, step in MIGRATIONS:
+        if version <= found:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if schema_version(conn) >= version:  # another process got here first
+                conn.execute("COMMIT")
+                continue
+            if isinstance(step, str):
+                for statement in _statements(step):
+                    conn.execute(statement)
+            else:
+                step(conn)
+            conn.execute(f"PRAGMA user_version = {int(version)}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return found
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script; ``executescript`` would commit our transaction."""
+    out: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        if line.lstrip().startswith("--"):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out

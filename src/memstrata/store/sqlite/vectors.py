@@ -1,0 +1,138 @@
+"""Per-user in-process vector cache for exact cosine search with numpy.
+
+A search loads nothing it already has: the cache holds, per ``(tenant, user, dims)``, the
+ids, the float32 matrix and small per-row arrays (type, agent, session, visibility, status,
+superseded, importance), so scope and the common filters become boolean masks.
+
+Coherence is cheap and works across processes because its state lives in the database:
+every change other than an insert bumps the user's row in ``scope_generation``; inserts
+only append vectors with a higher rowid. Each query reads ``(generation, max rowid)`` in one
+indexed statement: same generation → append what is new; different → reload.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ...filters import Filters
+from ...records import RecordStatus
+from ...scope import Scope
+from ..base import Vector
+from .codec import scope_token
+
+__all__ = ["VectorCache", "UserVectors"]
+
+_LOAD = """
+SELECT v.rowid, r.id, r.type, r.agent, r.session, r.visibility, r.status,
+       r.superseded_by IS NOT NULL, r.importance, v.vector
+FROM vectors v JOIN records r ON r.id = v.record_id
+WHERE v.tenant = ? AND v.user = ? AND v.dims = ? AND v.rowid > ?
+ORDER BY v.rowid
+"""
+
+_STATE = """
+SELECT (SELECT generation FROM scope_generation WHERE scope_tok = ?),
+       (SELECT max(rowid) FROM vectors WHERE tenant = ? AND user = ?)
+"""
+
+
+@dataclass
+class UserVectors:
+    """One user's vectors of one dimension, and the columns the masks need."""
+
+    dims: int
+    generation: int = -1
+    last_rowid: int = 0
+    ids: list[str] = field(default_factory=list)
+    matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    type: npt.NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
+    agent: npt.NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
+    agentless: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    session: npt.NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
+    private: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    active: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    superseded: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    importance: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+
+    def append(self, rows: list[tuple[object, ...]]) -> None:
+        if not rows:
+            return
+        self.last_rowid = int(rows[-1][0])  # type: ignore[call-overload]
+        self.ids.extend(str(r[1]) for r in rows)
+        block = np.frombuffer(b"".join(r[9] for r in rows), dtype="<f4")  # type: ignore[misc]
+        block = block.reshape(len(rows), self.dims).astype(np.float32)
+        self.matrix = block if self.matrix.size == 0 else np.vstack([self.matrix, block])
+
+        def col(i: int, dtype: Any) -> npt.NDArray[Any]:
+            out: npt.NDArray[Any] = np.array([r[i] for r in rows], dtype=dtype)
+            return out
+
+        self.type = np.concatenate([self.type, col(2, object)])
+        self.agent = np.concatenate([self.agent, col(3, object)])
+        self.agentless = np.concatenate([self.agentless, np.array([r[3] is None for r in rows])])
+        self.session = np.concatenate([self.session, col(4, object)])
+        self.private = np.concatenate([self.private, col(5, object) == "private"])
+        self.active = np.concatenate([self.active, col(6, object) == RecordStatus.ACTIVE.value])
+        self.superseded = np.concatenate([self.superseded, col(7, bool)])
+        self.importance = np.concatenate([self.importance, col(8, np.float64)])
+
+    def mask(self, scope: Scope, filters: Filters) -> npt.NDArray[np.bool_]:
+        """Rows admitted by the scope (mirrors ``Scope.admits``) and the cached filters."""
+        keep = np.ones(len(self.ids), dtype=bool)
+        if scope.session is not None:
+            keep &= self.session == scope.session
+        if scope.agent is not None:
+            own = self.agentless | (self.agent == scope.agent)
+            keep &= own | ~self.private
+        if not filters.include_deleted:
+            keep &= self.active
+        if filters.valid_at is None and not filters.include_superseded:
+            keep &= ~self.superseded
+        if filters.types is not None:
+            keep &= np.isin(self.type, [t.value for t in filters.types])
+        if filters.min_importance is not None:
+            keep &= self.importance >= filters.min_importance
+        return keep
+
+
+class VectorCache:
+    """The cache of every user this process has searched; one per store connection."""
+
+    def __init__(self) -> None:
+        self._users: dict[tuple[str, str, int], UserVectors] = {}
+
+    def clear(self) -> None:
+        self._users.clear()
+
+    def load(self, conn: sqlite3.Connection, tenant: str, user: str, dims: int) -> UserVectors:
+        """The user's vectors, brought up to date with the database.
+
+        Runs inside the caller's read transaction, so state and rows come from one snapshot.
+        """
+        generation, max_rowid = conn.execute(
+            _STATE, (scope_token(tenant, user), tenant, user)
+        ).fetchone()
+        generation = int(generation or 0)
+        key = (tenant, user, dims)
+        cached = self._users.get(key)
+        if cached is None or cached.generation != generation:
+            cached = UserVectors(dims=dims, generation=generation)
+            self._users[key] = cached
+        if max_rowid is not None and max_rowid > cached.last_rowid:
+            cached.append(conn.execute(_LOAD, (tenant, user, dims, cached.last_rowid)).fetchall())
+            # Rows of other dims up to max_rowid were seen too; skip them next time.
+            cached.last_rowid = max(cached.last_rowid, int(max_rowid))
+        return cached
+
+
+def top_k(scores: Vector, k: int) -> npt.NDArray[np.intp]:
+    """Indices of the ``k`` highest scores, best first (ties by position, i.e. insertion)."""
+    if k >= scores.size:
+        return np.argsort(-scores, kind="stable")
+    part = np.argpartition(-scores, k - 1)[:k]
+    return part[np.lexsort((part, -scores[part]))]

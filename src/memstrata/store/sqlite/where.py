@@ -1,0 +1,80 @@
+"""SQL ``WHERE`` fragments for scope and filters: the SQL mirror of ``Scope.admits`` and
+``Filters.matches``. The contract suite holds them equal to the Python predicates.
+
+Metadata conditions stay in Python (``Filters.matches``): their operators compare arbitrary
+JSON values with Python semantics that SQL's type affinity would not reproduce exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ...filters import Filters
+from ...records import RecordStatus
+from ...scope import Scope
+from .codec import encode_time
+
+__all__ = ["filters_sql", "in_list", "needs_python", "scope_sql"]
+
+Fragment = tuple[str, list[Any]]
+
+
+def in_list(column: str, values: Iterable[str]) -> Fragment:
+    items = sorted(values)
+    return f"{column} IN ({', '.join('?' * len(items))})", list(items)
+
+
+def scope_sql(scope: Scope, p: str = "") -> Fragment:
+    """Tenant and user always; session and agent per ``Scope.admits``."""
+    parts = [f"{p}tenant = ?", f"{p}user = ?"]
+    args: list[Any] = [scope.tenant, scope.user]
+    if scope.session is not None:
+        parts.append(f"{p}session = ?")
+        args.append(scope.session)
+    if scope.agent is not None:
+        parts.append(f"({p}agent IS NULL OR {p}agent = ? OR {p}visibility != 'private')")
+        args.append(scope.agent)
+    return " AND ".join(parts), args
+
+
+def filters_sql(f: Filters, p: str = "") -> Fragment:
+    """Every filter except metadata, as SQL over the ``records`` columns."""
+    parts: list[str] = []
+    args: list[Any] = []
+
+    def add(sql: str, *values: Any) -> None:
+        parts.append(sql)
+        args.extend(values)
+
+    if not f.include_deleted:
+        add(f"{p}status = ?", RecordStatus.ACTIVE.value)
+    if f.valid_at is not None:
+        at = encode_time(f.valid_at)
+        add(f"({p}valid_from IS NULL OR {p}valid_from <= ?)", at)
+        add(f"({p}valid_to IS NULL OR {p}valid_to > ?)", at)
+    elif not f.include_superseded:
+        add(f"{p}superseded_by IS NULL")
+    for column, values in (("id", f.ids), ("type", f.types), ("source", f.sources)):
+        if values is not None:
+            sql, vals = in_list(p + column, [str(v) for v in values])
+            add(sql, *vals)
+    if f.tags_any is not None:
+        sql, vals = in_list("value", f.tags_any)
+        add(f"EXISTS (SELECT 1 FROM json_each({p}tags) WHERE {sql})", *vals)
+    if f.tags_all:
+        sql, vals = in_list("value", f.tags_all)
+        add(f"(SELECT count(DISTINCT value) FROM json_each({p}tags) WHERE {sql}) = ?",
+            *vals, len(vals))
+    if f.observed_after is not None:
+        add(f"{p}observed_at >= ?", encode_time(f.observed_after))
+    if f.observed_before is not None:
+        add(f"{p}observed_at < ?", encode_time(f.observed_before))
+    if f.min_importance is not None:
+        add(f"{p}importance >= ?", f.min_importance)
+    return (" AND ".join(parts) or "1"), args
+
+
+def needs_python(f: Filters) -> bool:
+    """Whether results must still pass ``Filters.matches`` after the SQL (metadata)."""
+    return bool(f.metadata)

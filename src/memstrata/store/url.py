@@ -1,0 +1,44 @@
+"""Pick a store from a URL: ``sqlite:///path``, ``sqlite://:memory:``, ``memory://``."""
+
+from __future__ import annotations
+
+from ..errors import ValidationError
+from .base import Store
+
+__all__ = ["open_store"]
+
+_SCHEMES = "sqlite:///path/to/file.db, sqlite://:memory: or memory://"
+
+
+def open_store(url: str) -> Store:
+    """Open the store a URL names.
+
+    ``sqlite:////abs/path.db`` and ``sqlite:///abs/path.db`` both give an absolute path
+    when the remainder starts with ``/``; ``sqlite:///relative.db`` is relative to the
+    working directory (SQLAlchemy's convention).
+    """
+    if not isinstance(url, str) or "://" not in url:
+        raise ValidationError(f"store URL {url!r} has no scheme; use {_SCHEMES}")
+    scheme, rest = url.split("://", 1)
+    scheme = scheme.lower()
+    if scheme == "sqlite":
+        from .sqlite import SQLiteStore
+
+        if rest in (":memory:", "/:memory:", ""):
+            return SQLiteStore(":memory:", url=url)
+        if not rest.startswith("/"):
+            raise ValidationError(
+                f"store URL {url!r}: write sqlite:///relative.db or sqlite:////abs/path.db")
+        path = rest[1:]
+        if not path:
+            raise ValidationError(f"store URL {url!r} names no file; use {_SCHEMES}")
+        return SQLiteStore(path, url=url)
+    if scheme == "memory":
+        from .memory import InMemoryStore
+
+        return InMemoryStore(url=url)
+    if scheme in ("postgresql", "postgres"):
+        raise ValidationError(
+            "postgresql:// stores are not implemented yet (they will need the 'postgres' "
+            f"extra: pip install 'memstrata[postgres]'); use {_SCHEMES} for now")
+    raise ValidationError(f"unknown store URL scheme {scheme!r} in {url!r}; use {_SCHEMES}")
