@@ -4,7 +4,8 @@
   ``dia_id``s of every message a top-k hit came from (its ``source_ids``);
 - answer recall in context = |T(answer) ∩ T(context)| / |T(answer)|, where T is LoCoMo's
   normalisation (``task_eval/evaluation.py``): drop commas, lower-case, drop punctuation,
-  drop the words a/an/the/and (LoCoMo's code removes "and" too), split on whitespace, Porter-stem each token (nltk's ``PorterStemmer``, which needs no download);
+  drop the words a/an/the/and (LoCoMo's code removes "and" too), split on whitespace,
+  Porter-stem each token (nltk's ``PorterStemmer``, which needs no download);
 - p50/p95 by linear interpolation between closest ranks (numpy's default).
 """
 
