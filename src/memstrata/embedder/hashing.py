@@ -19,18 +19,24 @@ from .base import Matrix, check_vectors
 __all__ = ["HashingEmbedder"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _NGRAM_SIZES = (2, 3)
 
 
 def _features(text: str) -> Iterator[tuple[str, float]]:
-    """Word unigrams (weight 1) and character n-grams (weight 0.5).
+    """Word unigrams (weight 1; CJK: characters, 0.5) and character n-grams (0.5).
 
     Character n-grams make unsegmented Chinese and Japanese comparable, and give English
     some robustness to inflection.
     """
     norm = unicodedata.normalize("NFKC", text).lower()
     for word in _WORD.findall(norm):
-        yield "w:" + word, 1.0
+        if _CJK.search(word):
+            # Unsegmented CJK: a whole run is a phrase, not a word; use its characters.
+            for char in word:
+                yield "u:" + char, 0.5
+        else:
+            yield "w:" + word, 1.0
     squashed = " ".join(_WORD.findall(norm))
     for n in _NGRAM_SIZES:
         for i in range(len(squashed) - n + 1):
