@@ -1,0 +1,189 @@
+"""Fitting memory into the budget and rendering it in PMemo's order, pure.
+
+Order (seed 004 §4.2): system prompt → key memory → long-term summaries → profile facts →
+relevant memories (episodes, clusters, knowledge, past turns) → working memory → short-term
+turns → the current input. Every memory line carries its date.
+
+Selection is by priority, not order: key memory first (user-set before auto), then working
+memory, then every other item by relevance; an item that does not fit is skipped (a shorter
+one may still fit), so when the budget is short the least relevant go first. History turns
+are taken newest first. Counting includes block headers and a per-message overhead, so the
+result never exceeds ``plan.usable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from ..errors import BudgetError
+from .budget import BudgetPlan
+
+__all__ = ["BLOCKS", "MESSAGE_OVERHEAD", "AssembledContext", "ContextItem", "HistoryTurn",
+           "assemble"]
+
+MESSAGE_OVERHEAD = 4  # role and separators of one chat message, in tokens
+
+BLOCKS: tuple[tuple[str, str], ...] = (
+    ("key", "## Key memory (always applies)"),
+    ("summaries", "## Summaries of earlier conversation"),
+    ("facts", "## What is known about the user"),
+    ("relevant", "## Relevant memories"),
+    ("working", "## Current task state"),
+)
+_BLOCK_NAMES = tuple(name for name, _ in BLOCKS)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    """One memory offered to (and, if chosen, placed in) the context."""
+
+    block: str
+    text: str
+    layer: str
+    score: float
+    record_id: str | None = None
+    source_ids: tuple[str, ...] = ()
+    observed_at: datetime | None = None
+    priority: int = 0          # higher is kept first regardless of score (key, working)
+    tokens: int = 0
+
+    def line(self) -> str:
+        if self.observed_at is None:
+            return f"- {self.text}"
+        return f"- [{self.observed_at.strftime('%Y-%m-%d')}] {self.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryTurn:
+    role: str
+    content: str
+    observed_at: datetime | None = None
+    record_id: str | None = None
+
+    def rendered(self) -> str:
+        if self.observed_at is None:
+            return self.content
+        return f"[{self.observed_at.strftime('%Y-%m-%d %H:%M')}] {self.content}"
+
+
+@dataclass(frozen=True, slots=True)
+class AssembledContext:
+    messages: list[dict[str, str]]
+    items: list[ContextItem]
+    history: list[HistoryTurn]
+    tokens: int
+    plan: BudgetPlan
+    dropped: list[ContextItem] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(f"{m['role']}: {m['content']}" for m in self.messages)
+
+
+def _fit_memory(items: Sequence[ContextItem], cap: int, count: Callable[[str], int]
+                ) -> tuple[list[ContextItem], list[ContextItem], int]:
+    """Greedy by (priority, score); headers are paid for when a block first gets an item."""
+    headers = dict(BLOCKS)
+    ranked = sorted(items, key=lambda it: (-it.priority, -it.score))
+    chosen: list[ContextItem] = []
+    dropped: list[ContextItem] = []
+    opened: set[str] = set()
+    used = MESSAGE_OVERHEAD if ranked else 0
+    for it in ranked:
+        cost = count(it.line()) + 1
+        if it.block not in opened:
+            cost += count(headers[it.block]) + 2
+        if used + cost <= cap:
+            chosen.append(replace(it, tokens=cost))
+            used += cost
+            opened.add(it.block)
+        else:
+            dropped.append(it)
+    return chosen, dropped, (used if chosen else 0)
+
+
+def _render_memory(chosen: Sequence[ContextItem]) -> str:
+    parts = []
+    for name, header in BLOCKS:
+        block = [it for it in chosen if it.block == name]
+        if not block:
+            continue
+        if name != "key" and name != "working":
+            block.sort(key=lambda it: (it.observed_at is None, it.observed_at or datetime.min))
+        parts.append(header + "\n" + "\n".join(it.line() for it in block))
+    return "\n\n".join(parts)
+
+
+def _fit_history(turns: Sequence[HistoryTurn], cap: int, count: Callable[[str], int]
+                 ) -> tuple[list[HistoryTurn], int]:
+    kept: list[HistoryTurn] = []
+    used = 0
+    for turn in reversed(turns):  # newest first
+        cost = count(turn.rendered()) + MESSAGE_OVERHEAD
+        if used + cost > cap:
+            break
+        kept.append(turn)
+        used += cost
+    kept.reverse()
+    return kept, used
+
+
+def assemble(*, plan: BudgetPlan, system_prompt: str | None, query: str | None,
+             items: Sequence[ContextItem], history: Sequence[HistoryTurn],
+             count: Callable[[str], int]) -> AssembledContext:
+    for it in items:
+        if it.block not in _BLOCK_NAMES:
+            raise ValueError(f"unknown context block {it.block!r}")
+    fixed = 0
+    if system_prompt:
+        fixed += count(system_prompt) + MESSAGE_OVERHEAD
+    if query:
+        fixed += count(query) + MESSAGE_OVERHEAD
+    if fixed > plan.usable:
+        raise BudgetError(
+            f"the system prompt and input need {fixed} tokens but the budget leaves "
+            f"{plan.usable} (of {plan.total}, {plan.reserve} reserved for the response): raise "
+            "token_budget or shorten the system prompt"
+        )
+    remaining = plan.usable - fixed
+    # Memory and history split what is left in the plan's proportion; each hands the other
+    # what it does not use.
+    share = plan.memory / max(1, plan.memory + plan.history)
+    history_cap = remaining - int(remaining * share)
+    kept_history, history_used = _fit_history(history, history_cap, count)
+    chosen, dropped, memory_used = _fit_memory(items, remaining - history_used, count)
+    if memory_used < remaining - history_used and len(kept_history) < len(history):
+        kept_history, history_used = _fit_history(history, remaining - memory_used, count)
+
+    def render() -> list[dict[str, str]]:
+        messages: list[dict[str, str]] = []
+        if system_prompt:
+            messages.append({"role": "system", "content": system_prompt})
+        if chosen:
+            messages.append({"role": "system", "content": _render_memory(chosen)})
+        messages.extend({"role": t.role, "content": t.rendered()} for t in kept_history)
+        if query:
+            messages.append({"role": "user", "content": query})
+        return messages
+
+    messages = render()
+    total = sum(count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+    # Part-by-part counting is an upper bound for the built-in estimate; a real tokenizer
+    # may merge across joins differently, so re-check and drop the least wanted until it fits.
+    while total > plan.usable and (chosen or kept_history):
+        if chosen:
+            dropped.append(chosen.pop())
+        else:
+            kept_history.pop(0)
+        messages = render()
+        total = sum(count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+    return AssembledContext(messages, chosen, kept_history, total, plan, dropped)
+
+
+def group_by_block(items: Sequence[ContextItem]) -> Mapping[str, list[ContextItem]]:
+    out: dict[str, list[ContextItem]] = {name: [] for name in _BLOCK_NAMES}
+    for it in items:
+        out[it.block].append(it)
+    return out
