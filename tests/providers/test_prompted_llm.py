@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 
@@ -9,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstrata.errors import ProviderError
+from memstrata.errors import ProviderError, ValidationError
 from memstrata.llm.base import LLM, TaskOutcome
 from memstrata.llm.chat import ChatBackend, PromptedLLM
-from memstrata.llm.fake import ScriptedChat, ScriptExhaustedError
 from memstrata.llm.factory import make_llm
+from memstrata.llm.fake import ScriptedChat, ScriptExhaustedError
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.llm.json_output import parse_json_output
 
@@ -113,7 +114,7 @@ def test_make_llm() -> None:
     assert isinstance(make_llm("heuristic"), HeuristicLLM)
     mine, _ = make()
     assert make_llm(mine) is mine
-    with pytest.raises(ProviderError.__mro__[1], match="choose one of"):
+    with pytest.raises(ValidationError, match="choose one of"):
         make_llm("gpt5")
 
 
@@ -129,10 +130,8 @@ def test_parse_json_output(text: str, expected: object) -> None:
 
 @given(st.text(max_size=400))
 def test_parse_json_output_only_raises_provider_error(text: str) -> None:
-    try:
+    with contextlib.suppress(ProviderError):
         parse_json_output(text)
-    except ProviderError:
-        pass
 
 
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),

@@ -62,7 +62,7 @@ class OpenAIEmbedder:
         try:
             response = self._client.embeddings.create(
                 model=self._model, input=texts, encoding_format="float")
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, ValueError) as exc:
             raise map_error(exc, what=f"embedding with {self._model}",
                             base_url=self._base_url) from exc
         try:

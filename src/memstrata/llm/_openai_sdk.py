@@ -62,6 +62,8 @@ def map_error(exc: Exception, *, what: str, base_url: str | None) -> ProviderErr
         hint = f"the endpoint answered HTTP {exc.status_code}"
     elif isinstance(exc, openai.APIResponseValidationError):
         hint = "the endpoint's answer is not OpenAI-shaped; is base_url the right server?"
+    elif isinstance(exc, ValueError):  # the SDK lets json.JSONDecodeError through
+        hint = "the answer is not valid JSON; is base_url an OpenAI-compatible server?"
     else:
         hint = "the request failed"
     return ProviderError(f"{what} at {where}: {hint} ({type(exc).__name__}: {exc})")

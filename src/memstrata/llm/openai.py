@@ -56,7 +56,7 @@ class OpenAIChat:
                     raise
                 self._json_mode_supported = False
                 response = self._create(messages, False)
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, ValueError) as exc:
             raise map_error(exc, what=f"chat with {self._model}",
                             base_url=self._base_url) from exc
         try:
