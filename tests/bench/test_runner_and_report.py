@@ -1,0 +1,79 @@
+"""The whole LoCoMo pipeline on the tiny fixture: façade, report, plots, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from memstrata.bench.cli import bench_app
+from memstrata.bench.locomo.dataset import load_locomo
+from memstrata.bench.locomo.runner import LocomoConfig, run_locomo
+from memstrata.bench.plots import plot_locomo
+from memstrata.bench.report import locomo_markdown
+
+
+def _run(locomo_file: Path) -> dict:
+    cfg = LocomoConfig(embedder="hashing", store="memory", mem0=False, pool=10)
+    return run_locomo(load_locomo(locomo_file), cfg)
+
+
+def test_run_locomo_measures_every_method(locomo_file: Path) -> None:
+    res = _run(locomo_file)
+    m = res["methods"]
+    assert res["ingest"]["messages"] == 6
+    hybrid = m["memstrata hybrid"]
+    # 4 questions have evidence (the one with none is skipped); 6 turns all fit in top 10.
+    assert hybrid["evidence_recall"]["50"]["all"] == {"mean": 1.0, "n": 4}
+    assert hybrid["latency"]["n"] == 5
+    # Answer recall covers categories 1-4 only: 4 questions, and the full history has it all.
+    assert m["full history"]["answer_recall"]["full"]["all"]["n"] == 4
+    assert "5" not in m["full history"]["answer_recall"]["full"]
+    assert m["full history"]["answer_recall"]["full"]["4"]["mean"] == 1.0
+    for name in ("BM25 only", "dense only", "sliding window", "random sampling"):
+        assert set(m[name]["answer_recall"]) == {"1000", "2000", "4000"}
+    bc = m["memstrata build_context"]
+    assert "missing" in bc or bc["answer_recall"]["4000"]["all"]["n"] == 4
+    json.dumps(res)
+
+
+def test_report_and_plots(locomo_file: Path, tmp_path: Path) -> None:
+    res = _run(locomo_file)
+    md = locomo_markdown(res)
+    assert "## Turn evidence recall @k" in md
+    assert "sliding window" in md and "full history (no budget)" in md
+    paths = plot_locomo(res, tmp_path)
+    assert [p.name for p in paths] == ["locomo_recall_vs_k.png", "locomo_recall_vs_budget.png"]
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in paths)
+
+
+def test_cli_locomo_writes_outputs(locomo_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(bench_app, [
+        "locomo", "--data", str(locomo_file), "--out", str(out), "--embedder", "hashing",
+        "--store", "memory", "--no-mem0", "--limit", "2", "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["dataset"]["questions"] == 2
+    for name in ("locomo.json", "locomo.md", "locomo_recall_vs_k.png",
+                 "locomo_recall_vs_budget.png"):
+        assert (out / name).is_file()
+
+
+def test_cli_locomo_missing_data_is_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(bench_app, ["locomo", "--data", str(tmp_path / "x.json")])
+    assert result.exit_code == 2
+    assert "snap-research/locomo" in result.output
+
+
+def test_library_does_not_import_bench() -> None:
+    src = Path(__file__).resolve().parents[2] / "src" / "memstrata"
+    offenders = [
+        p for p in src.rglob("*.py")
+        if "bench" not in p.relative_to(src).parts[:1]
+        and "memstrata.bench" in p.read_text(encoding="utf-8")
+        and p.relative_to(src).parts[0] != "cli"
+    ]
+    assert offenders == []

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memstrata.bench.plots import plot_scale
+from memstrata.bench.report import scale_markdown
+from memstrata.bench.scale import ScaleConfig, parse_sizes, run_scale, users_for
+from memstrata.bench.synth import synth_messages, synth_queries
+
+
+def test_parse_sizes() -> None:
+    assert parse_sizes("1k, 10k,100k,1M") == (1_000, 10_000, 100_000, 1_000_000)
+    assert parse_sizes("500") == (500,)
+    with pytest.raises(ValueError):
+        parse_sizes("lots")
+
+
+def test_users_for() -> None:
+    assert users_for(1_000) == 1 and users_for(10_000) == 1
+    assert users_for(100_000) == 100 and users_for(1_000_000) == 1_000
+
+
+def test_synth_is_deterministic_and_mixed() -> None:
+    a = list(synth_messages(400, 4, seed=3))
+    assert a == list(synth_messages(400, 4, seed=3))
+    assert a != list(synth_messages(400, 4, seed=4))
+    assert [m.user for m in a[:100]] == [0] * 100 and a[-1].user == 3
+    zh = sum(1 for m in a if any("\u4e00" <= ch <= "\u9fff" for ch in m.content))
+    assert 0.05 * len(a) < zh < 0.4 * len(a)
+    assert synth_queries(5, 1) == synth_queries(5, 1)
+
+
+def test_run_scale_small(tmp_path: Path) -> None:
+    res = run_scale(ScaleConfig(sizes=(200,), embedder="hashing", store="memory", queries=5,
+                                batch=64))
+    (row,) = res["results"]
+    assert row["size"] == 200 and row["users"] == 1
+    assert row["search"]["n"] == 5 and row["search"]["p95_ms"] >= row["search"]["p50_ms"]
+    assert row["ingest"]["messages_per_s"] > 0 and row["peak_rss_mb"] > 0
+    assert "| 200 |" in scale_markdown(res)
+    assert plot_scale(res, tmp_path).read_bytes()[:4] == b"\x89PNG"
