@@ -1,0 +1,1 @@
+"""Write policies (DESIGN §4): dedup, the low-value filter, chunking and update modes."""
