@@ -15,7 +15,8 @@ SAMPLE = [
             "speaker_b": "Ben",
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
-                {"speaker": "Ana", "dia_id": "D1:1", "text": "Hi Ben! I adopted a puppy named Rex."},
+                {"speaker": "Ana", "dia_id": "D1:1",
+                 "text": "Hi Ben! I adopted a puppy named Rex."},
                 {"speaker": "Ben", "dia_id": "D1:2", "text": "Congrats! I started pottery class."},
                 {"speaker": "Ana", "dia_id": "D1:3", "text": "Look at him!",
                  "img_url": ["http://x"], "blip_caption": "a photo of a brown dog on a sofa",
