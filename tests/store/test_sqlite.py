@@ -1,0 +1,107 @@
+"""What only the SQLite store promises: schema versions, persistence, multi-process files."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from memstrata.errors import SchemaVersionError, ValidationError
+from memstrata.filters import Filters
+from memstrata.records import RecordStatus
+from memstrata.scope import Scope
+from memstrata.store import RecordWrite, open_store
+from memstrata.store.memory import InMemoryStore
+from memstrata.store.sqlite import SQLiteStore
+from memstrata.store.sqlite.migrations import SCHEMA_VERSION
+
+from .conftest import T0, Maker
+
+ME = Scope("t1", "u1")
+
+
+def test_newer_schema_is_refused_and_file_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE x (y)")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(SchemaVersionError, match="upgrade memstrata"):
+        SQLiteStore(str(path))
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["future.db"]
+
+
+def test_reopen_is_idempotent_and_persists(tmp_path: Path, maker: Maker) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    store = open_store(url)
+    w = maker.write(text="persist me")
+    store.insert([w])
+    store.set_meta("embedding_model", "m1")
+    store.close()
+    again = open_store(url)
+    assert again.get(ME, w.record.id) == w.record
+    assert again.get_meta("embedding_model") == "m1"
+    assert again.lexical_search(ME, ["persist"], 1, Filters())[0].id == w.record.id
+    again.close()
+    conn = sqlite3.connect(tmp_path / "m.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+
+
+def test_second_connection_writes_reach_the_vector_cache(tmp_path: Path, maker: Maker) -> None:
+    path = str(tmp_path / "shared.db")
+    reader, writer = SQLiteStore(path), SQLiteStore(path)
+    first = maker.write()
+    writer.insert([first])
+    assert [c.id for c in reader.vector_search(ME, first.vector, 5, Filters())] == \
+        [first.record.id]  # type: ignore[arg-type]
+    second = maker.write()
+    writer.insert([second])  # an append
+    assert reader.vector_search(ME, second.vector, 1, Filters())[0].id == second.record.id  # type: ignore[arg-type]
+    writer.set_status(ME, [second.record.id], RecordStatus.DELETED, T0)  # a change
+    assert [c.id for c in reader.vector_search(ME, second.vector, 5, Filters())] == \
+        [first.record.id]  # type: ignore[arg-type]
+    writer.replace(ME, RecordWrite(replace(first.record, version=2), second.vector,
+                                   first.terms), expected_version=1)
+    top = reader.vector_search(ME, second.vector, 1, Filters())  # type: ignore[arg-type]
+    assert top[0].id == first.record.id and top[0].score == pytest.approx(1.0, abs=1e-5)
+    writer.purge_user("t1", "u1")
+    assert reader.vector_search(ME, second.vector, 5, Filters()) == []  # type: ignore[arg-type]
+    reader.close()
+    writer.close()
+
+
+def test_failed_write_leaves_nothing(tmp_path: Path, maker: Maker) -> None:
+    store = SQLiteStore(str(tmp_path / "a.db"))
+    good = maker.write()
+    bad = maker.write(maker.record(metadata={"x": object()}))
+    with pytest.raises(ValidationError, match="JSON"):
+        store.insert([good, bad])
+    assert store.count(ME, Filters(include_deleted=True)) == 0
+    store.close()
+
+
+@pytest.mark.parametrize("url", ["postgresql://x/y", "redis://z", "nourl", "sqlite://rel.db"])
+def test_bad_urls_say_what_to_use(url: str) -> None:
+    with pytest.raises(ValidationError, match="sqlite:///"):
+        open_store(url)
+
+
+def test_url_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    rel = open_store("sqlite:///rel.db")
+    assert isinstance(rel, SQLiteStore) and (tmp_path / "rel.db").exists()
+    rel.close()
+    absolute = open_store(f"sqlite:///{tmp_path / 'abs.db'}")
+    assert (tmp_path / "abs.db").exists()
+    absolute.close()
+    assert isinstance(open_store("memory://"), InMemoryStore)
+    with pytest.raises(ValidationError, match="postgres"):
+        open_store("postgresql://localhost/db")
