@@ -1,0 +1,251 @@
+"""Semantic memory, profile side: facts about the user with confidence and history (seed 001).
+
+A fact is ``(category, key, value, confidence, mentions, first_observed, last_updated,
+expires_at)``, stored as a user-level ``FACT`` record (no session) whose text reads
+``"key: value"`` so search finds it. The conflict rules are the pure :func:`decide`:
+
+- same key, same value → confirmed: ``mentions + 1``, ``confidence + 0.05`` (max 1.0);
+- different value with a *higher* confidence (or the current one has expired) → replaced:
+  the old record gets ``valid_to`` and ``superseded_by`` (a new version, never deleted) and
+  the new one links both in ``source_ids``;
+- different value, confidence not higher → conflict recorded in the current fact's
+  ``conflicts`` list; the value is kept.
+
+Each outcome is a new version, so :meth:`FactService.history` shows every value a key held.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from ..filters import Filters
+from ..llm.base import ExtractedFact
+from ..llm.heuristic import HeuristicLLM
+from ..records import MemoryRecord, RecordType, Role, Source
+from ..scope import Scope
+from ..store.base import Vector
+from ._build import build_record, list_records, query_vector
+from .base import LayerContext
+
+__all__ = ["FactAction", "FactDecision", "FactExtractionStep", "FactOutcome", "FactService",
+           "decide", "is_expired", "same_value"]
+
+log = logging.getLogger(__name__)
+
+
+class FactAction(StrEnum):
+    INSERTED = "inserted"
+    CONFIRMED = "confirmed"
+    REPLACED = "replaced"
+    CONFLICT = "conflict"
+    UNCHANGED = "unchanged"   # the same evidence seen again (an ingest job run twice)
+
+
+@dataclass(frozen=True, slots=True)
+class FactDecision:
+    action: FactAction
+    confidence: float   # of the fact that is current afterwards
+    mentions: int
+
+
+def same_value(a: str, b: str) -> bool:
+    return " ".join(a.casefold().split()) == " ".join(b.casefold().split())
+
+
+def is_expired(expires_at: datetime | None, now: datetime) -> bool:
+    return expires_at is not None and expires_at < now
+
+
+def decide(current_value: str | None, current_confidence: float, current_mentions: int,
+           incoming_value: str, incoming_confidence: float, *, current_expired: bool = False,
+           confirm_step: float = 0.05) -> FactDecision:
+    """Seed 001's conflict rules (pure); see the module docstring."""
+    if current_value is None:
+        return FactDecision(FactAction.INSERTED, incoming_confidence, 1)
+    if same_value(current_value, incoming_value) and not current_expired:
+        return FactDecision(FactAction.CONFIRMED,
+                            round(min(1.0, current_confidence + confirm_step), 6),
+                            current_mentions + 1)
+    if current_expired or incoming_confidence > current_confidence:
+        return FactDecision(FactAction.REPLACED, incoming_confidence, 1)
+    return FactDecision(FactAction.CONFLICT, current_confidence, current_mentions)
+
+
+@dataclass(frozen=True, slots=True)
+class FactOutcome:
+    action: FactAction
+    record: MemoryRecord                  # the current fact afterwards
+    previous: MemoryRecord | None = None  # the superseded version, when replaced
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when else None
+
+
+def _expires(record: MemoryRecord) -> datetime | None:
+    raw = record.content.structured.get("expires_at")
+    return datetime.fromisoformat(raw) if isinstance(raw, str) else None
+
+
+class FactService:
+    def __init__(self, ctx: LayerContext) -> None:
+        self._ctx = ctx
+
+    @staticmethod
+    def _scope(scope: Scope) -> Scope:
+        return scope.with_session(None)   # facts are about the user, not one session
+
+    def _current(self, scope: Scope, key: str) -> MemoryRecord | None:
+        found = list_records(self._ctx, self._scope(scope), RecordType.FACT, key=key)
+        return max(found, key=lambda r: (r.confidence, r.updated_at)) if found else None
+
+    def get(self, scope: Scope, key: str) -> MemoryRecord | None:
+        """The current, unexpired fact for ``key``, or ``None``."""
+        record = self._current(scope, key)
+        if record is None or is_expired(_expires(record), self._ctx.clock.now()):
+            return None
+        return record
+
+    def all(self, scope: Scope, *, min_confidence: float = 0.0) -> list[MemoryRecord]:
+        now = self._ctx.clock.now()
+        return [r for r in list_records(self._ctx, self._scope(scope), RecordType.FACT)
+                if r.confidence >= min_confidence and not is_expired(_expires(r), now)]
+
+    def relevant(self, scope: Scope, query: str | Vector | None = None, limit: int | None = None,
+                 min_confidence: float | None = None) -> list[MemoryRecord]:
+        """Unexpired facts with confidence >= 0.6, most similar to ``query`` first (or most
+        confident first without a query), at most 20."""
+        cfg = self._ctx.config
+        limit = cfg.fact_max_in_context if limit is None else limit
+        floor = cfg.fact_min_confidence if min_confidence is None else min_confidence
+        if query is None:
+            facts = self.all(scope, min_confidence=floor)
+            facts.sort(key=lambda r: (r.confidence, r.updated_at), reverse=True)
+            return facts[:limit]
+        vector = query_vector(self._ctx, query) if isinstance(query, str) else query
+        hits = self._ctx.store.vector_search(self._scope(scope), vector, limit * 3,
+                                             Filters(types=frozenset({RecordType.FACT})))
+        now = self._ctx.clock.now()
+        records = self._ctx.store.get_many(self._scope(scope), [h.id for h in hits])
+        return [r for r in records if r.is_active and r.confidence >= floor
+                and not is_expired(_expires(r), now)][:limit]
+
+    def history(self, scope: Scope, key: str) -> list[MemoryRecord]:
+        """Every version of every record that held ``key``, oldest first."""
+        records = list_records(self._ctx, self._scope(scope), RecordType.FACT,
+                               include_superseded=True, key=key)
+        versions = [v for r in records for v in self._ctx.store.history(self._scope(scope), r.id)]
+        return sorted(versions, key=lambda v: (v.updated_at, v.created_at, v.version))
+
+    def upsert(self, scope: Scope, fact: ExtractedFact, source_ids: Sequence[str] = (), *,
+               expires_at: datetime | None = None,
+               source: Source = Source.EXPLICIT_USER_INPUT) -> FactOutcome:
+        """Apply the conflict rules to ``fact`` and write the result (see module docstring)."""
+        scope = self._scope(scope)
+        now = self._ctx.clock.now()
+        current = self._current(scope, fact.key)
+        sources = tuple(source_ids)
+        if current is not None and sources and set(sources) <= _seen(current):
+            return FactOutcome(FactAction.UNCHANGED, current)
+        data: Mapping[str, Any] = current.content.structured if current else {}
+        decision = decide(
+            str(data["value"]) if current else None,
+            current.confidence if current else 0.0, int(data.get("mentions", 1)),
+            fact.value, fact.confidence,
+            current_expired=current is not None and is_expired(_expires(current), now),
+            confirm_step=self._ctx.config.fact_confirm_step)
+        if decision.action is FactAction.INSERTED or current is None:
+            record = self._new(scope, fact, sources, expires_at, source, decision, now)
+            self._ctx.insert([record])
+            return FactOutcome(FactAction.INSERTED, record)
+        if decision.action is FactAction.CONFIRMED:
+            updated = replace(
+                current, version=current.version + 1, updated_at=now,
+                confidence=decision.confidence,
+                source_ids=tuple(dict.fromkeys((*current.source_ids, *sources))),
+                content=replace(current.content, structured={
+                    **data, "confidence": decision.confidence, "mentions": decision.mentions,
+                    "last_updated": now.isoformat(),
+                    "expires_at": _iso(expires_at) or data.get("expires_at")}))
+            self._ctx.replace(scope, updated, expected_version=current.version, reindex=False)
+            return FactOutcome(FactAction.CONFIRMED, updated)
+        if decision.action is FactAction.REPLACED:
+            record = self._new(scope, fact, (*sources, current.id), expires_at,
+                               Source.CORRECTED_MEMORY, decision, now,
+                               replaces=current.id)
+            self._ctx.insert([record])
+            old = replace(current, version=current.version + 1, updated_at=now, valid_to=now,
+                          superseded_by=record.id)
+            self._ctx.replace(scope, old, expected_version=current.version, reindex=False)
+            return FactOutcome(FactAction.REPLACED, record, old)
+        conflicts = [*data.get("conflicts", []), {
+            "value": fact.value, "confidence": fact.confidence, "observed_at": now.isoformat(),
+            "source_ids": list(sources), "evidence": fact.evidence}]
+        kept = replace(current, version=current.version + 1, updated_at=now,
+                       content=replace(current.content,
+                                       structured={**data, "conflicts": conflicts}))
+        self._ctx.replace(scope, kept, expected_version=current.version, reindex=False)
+        return FactOutcome(FactAction.CONFLICT, kept)
+
+    def _new(self, scope: Scope, fact: ExtractedFact, sources: Sequence[str],
+             expires_at: datetime | None, source: Source, decision: FactDecision,
+             now: datetime, replaces: str | None = None) -> MemoryRecord:
+        structured: dict[str, Any] = {
+            "category": fact.category, "key": fact.key, "value": fact.value,
+            "confidence": decision.confidence, "mentions": decision.mentions,
+            "first_observed": now.isoformat(), "last_updated": now.isoformat(),
+            "expires_at": _iso(expires_at), "evidence": fact.evidence, "conflicts": []}
+        if replaces:
+            structured["replaces"] = replaces
+        return build_record(
+            self._ctx, scope, f"{fact.key}: {fact.value}", type=RecordType.FACT,
+            importance=max(0.6, min(1.0, decision.confidence)), confidence=decision.confidence,
+            structured=structured, metadata={"category": fact.category, "key": fact.key},
+            source=source, source_ids=sources, tags=(fact.category,), valid_from=now)
+
+
+def _seen(record: MemoryRecord) -> set[str]:
+    """Every source id this fact has already taken into account (value or conflicts)."""
+    seen = set(record.source_ids)
+    for conflict in record.content.structured.get("conflicts", []):
+        seen.update(conflict.get("source_ids", []))
+    return seen
+
+
+class FactExtractionStep:
+    """Ingest step: explicit facts from the user's messages, with the messages as provenance.
+
+    Extraction goes through ``ctx.llm``; if it raises, the offline heuristic extracts
+    instead. Messages are already stored, so nothing is lost either way; re-running on the
+    same messages changes nothing (their ids are already in the facts' provenance).
+    """
+
+    name = "facts"
+
+    def __init__(self, ctx: LayerContext, facts: FactService | None = None) -> None:
+        self._ctx = ctx
+        self._facts = facts or FactService(ctx)
+        self._fallback = HeuristicLLM()
+
+    def _extract(self, text: str) -> list[ExtractedFact]:
+        try:
+            return self._ctx.llm.extract_facts([text])
+        except Exception as exc:  # a failing model degrades to the heuristic, never breaks
+            log.warning("fact extraction via %s failed (%s); using the heuristic",
+                        getattr(self._ctx.llm, "name", "llm"), exc)
+            return self._fallback.extract_facts([text])
+
+    def on_messages(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
+        for message in messages:
+            if message.type is not RecordType.MESSAGE or message.role is not Role.USER:
+                continue
+            for fact in self._extract(message.text):
+                self._facts.upsert(scope, fact, (message.id,))
+
+    def on_session_end(self, scope: Scope) -> None:
+        """Nothing to do: facts are extracted as messages arrive."""
