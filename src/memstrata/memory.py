@@ -115,7 +115,7 @@ class Memory:
             raise EmbeddingMismatchError(
                 f"this store was built with embedding model {stored!r} ({stored_dims} dims) but "
                 f"was opened with {model!r} ({dims} dims): open it with the same embedder, or "
-                f"migrate it with `memstrata reembed --embedder ...` (Memory.reembed)"
+                f"migrate it with `memstrata reembed --embedder ...` or Memory(..., reembed=True)"
             )
 
     # --- writing -----------------------------------------------------------------------

@@ -1,0 +1,34 @@
+"""Shared fixtures: a Memory on a real SQLite file with the hashing embedder and a fixed clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memstrata import FixedClock, Memory, Scope
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(datetime(2026, 1, 1, 12, 0, tzinfo=UTC))
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def mem(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Iterator[Memory]:
+    url = f"sqlite:///{tmp_path / 'm.db'}" if request.param == "sqlite" else "memory://"
+    m = Memory(url, embedder="hashing", clock=clock)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def alice() -> Scope:
+    return Scope("acme", "alice", session="s1")
+
+
+@pytest.fixture
+def bob() -> Scope:
+    return Scope("acme", "bob", session="s1")

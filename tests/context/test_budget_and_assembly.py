@@ -1,0 +1,110 @@
+"""Budget allocation and context assembly: shares, order, never over budget."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memstrata import BudgetError
+from memstrata.context.assemble import ContextItem, HistoryTurn, assemble
+from memstrata.context.budget import allocate, estimate_task
+from memstrata.tokens import count_tokens, estimate_tokens
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def test_medium_shares_match_seed() -> None:
+    p = allocate(16000)
+    assert (p.system, p.memory, p.history, p.reserve) == (3200, 4800, 4800, 3200)
+    assert p.usable == 12800
+
+
+def test_dynamic_adjustments() -> None:
+    p = allocate(10000, complexity="complex", knowledge_need=True, conversation_length=31)
+    assert p.memory == 5000 and p.reserve == 1500 and p.history == 10000 - 1500 - 1500 - 5000
+    simple = allocate(10000, complexity="simple")
+    assert simple.history == 4500 and simple.reserve == 2500
+
+
+def test_reserve_override() -> None:
+    p = allocate(1000, reserve_ratio=0.0)
+    assert p.reserve == 0 and p.usable == 1000
+
+
+def test_estimate_task() -> None:
+    assert estimate_task("hi") == ("simple", False)
+    assert estimate_task("When did Mia move to Porto?")[1] is True
+    assert estimate_task("她养了什么宠物？")[1] is True
+
+
+def test_token_estimate_cjk_and_latin() -> None:
+    assert estimate_tokens("abcd" * 10) == 10
+    assert estimate_tokens("北京北京北京") == 4
+    assert count_tokens("") == 0
+
+
+def _items(n: int, text: str) -> list[ContextItem]:
+    return [ContextItem("relevant", f"{text} {i}", "messages", score=1 - i / (n + 1),
+                        record_id=f"r{i}", observed_at=T0 + timedelta(days=i)) for i in range(n)]
+
+
+def test_order_follows_pmemo() -> None:
+    items = [
+        ContextItem("working", "goal: plan trip", "working", 1.0, "w", priority=1),
+        ContextItem("relevant", "Mia likes tea", "messages", 0.9, "m", observed_at=T0),
+        ContextItem("facts", "allergy: peanuts", "semantic", 0.8, "f", observed_at=T0),
+        ContextItem("summaries", "they talked about Lisbon", "summaries", 0.5, "s",
+                    observed_at=T0),
+        ContextItem("key", "deadline Friday", "key", 1.0, "k", priority=3),
+    ]
+    history = [HistoryTurn("user", "hello", T0), HistoryTurn("assistant", "hi there", T0)]
+    ctx = assemble(plan=allocate(4000), system_prompt="You are helpful.", query="what now?",
+                   items=items, history=history, count=count_tokens)
+    roles = [m["role"] for m in ctx.messages]
+    assert roles == ["system", "system", "user", "assistant", "user"]
+    memory = ctx.messages[1]["content"]
+    positions = [memory.index(s) for s in ("deadline Friday", "they talked about Lisbon",
+                                           "allergy: peanuts", "Mia likes tea", "plan trip")]
+    assert positions == sorted(positions)
+    assert "[2026-03-01]" in memory  # dates on every dated block
+    assert ctx.messages[-1]["content"] == "what now?"
+
+
+@settings(max_examples=60, deadline=None)
+@given(budget=st.integers(min_value=60, max_value=3000), n=st.integers(0, 80),
+       zh=st.booleans(), turns=st.integers(0, 30))
+def test_never_over_budget(budget: int, n: int, zh: bool, turns: int) -> None:
+    text = "我们上周在北京讨论了项目的截止日期和预算问题" if zh else \
+        "we talked about the project deadline and the budget last week"
+    history = [HistoryTurn("user" if i % 2 else "assistant", f"{text} #{i}", T0)
+               for i in range(turns)]
+    plan = allocate(budget)
+    try:
+        ctx = assemble(plan=plan, system_prompt="Be brief.", query="what was the deadline?",
+                       items=_items(n, text), history=history, count=count_tokens)
+    except BudgetError:
+        assert count_tokens("Be brief.") + count_tokens("what was the deadline?") + 8 > plan.usable
+        return
+    real = sum(count_tokens(m["content"]) + 4 for m in ctx.messages)
+    assert real == ctx.tokens <= plan.usable
+
+
+def test_least_relevant_cut_first() -> None:
+    items = _items(40, "a fairly long memory line about many different things")
+    ctx = assemble(plan=allocate(600, reserve_ratio=0.0), system_prompt=None, query="q?",
+                   items=items, history=[], count=count_tokens)
+    kept = {it.record_id for it in ctx.items}
+    assert kept and len(kept) < 40
+    worst_kept = min(it.score for it in ctx.items)
+    assert all(it.score <= worst_kept for it in ctx.dropped)
+
+
+def test_budget_too_small_for_system_prompt() -> None:
+    with pytest.raises(BudgetError, match="system prompt"):
+        assemble(plan=allocate(50), system_prompt="x " * 200, query="q", items=[], history=[],
+                 count=count_tokens)
+    with pytest.raises(BudgetError):
+        allocate(0)
