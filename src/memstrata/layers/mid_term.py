@@ -1,0 +1,415 @@
+"""Mid-term memory (PMemo, MemoryOS): turns that left short-term, grouped into topic clusters.
+
+A cluster is a ``cluster`` record at user level (no session: turns of every session of the
+user cluster together). Its text is a compact extractive digest of its members, so lexical
+and dense search find it; ``content.structured`` holds its state:
+
+``members`` (message ids), ``count``, ``centroid`` (the mean of the members' vectors, as a
+list of floats), ``model`` (the embedder the centroid was computed with), ``hits`` (times
+:meth:`MidTermService.recall` returned it — PMemo's promotion counter), ``visits`` (every
+access: a recall or a new member joining — MemoryOS's ``N_visit``), ``interaction_length``
+(members so far), ``last_visit``, ``time_start``/``time_end`` and ``promoted_key``.
+
+**Where the centroid lives.** The true centroid is kept in ``structured["centroid"]`` and
+assignment/recall compute exact cosines against the user's active clusters (at most
+``max_clusters``, 100 by default: a 100×dims matrix product is microseconds, far below one
+store round trip, so an index buys nothing). The record is also written with the normalised
+centroid as its *index* vector (not the digest's embedding), so the store's
+``vector_search`` and the hybrid search rank clusters by what they really contain. If the
+store is re-embedded with another model the index vector becomes the digest's embedding and
+the stored centroid no longer matches the embedder; it is then recomputed from the members'
+texts (``model``/dims check) the next time the cluster is loaded.
+
+Rules (pure functions, tested without a store):
+
+- :func:`assign`: join the *most* similar cluster if its cosine ≥ 0.7, else open a new one;
+- :func:`update_centroid` / :func:`merge_centroids`: running means weighted by member count;
+- :func:`heat` = ``visits + interaction_length / max_interaction_length + exp(-Δt / 24h)``;
+- :func:`plan_cap`: at ``max_clusters``, merge the two most similar clusters if they are
+  within the join threshold of each other (they would be one cluster under today's
+  centroids), else evict the coldest (a soft delete with a logged reason, never silent).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from ..clock import ensure_utc
+from ..errors import ConflictError, ValidationError
+from ..filters import Filters
+from ..llm.heuristic import HeuristicLLM
+from ..records import (
+    AccessControl,
+    Content,
+    MemoryRecord,
+    RecordStatus,
+    RecordType,
+    Source,
+    Visibility,
+    new_id,
+)
+from ..scope import Scope
+from ..search.tokenize import tokenize
+from ..store.base import RecordWrite
+from ..text import content_hash
+from .base import LayerContext
+from .key import KeyMemoryService
+from .short_term import is_acknowledgement
+
+__all__ = [
+    "CapAction",
+    "ClusterState",
+    "MidTermService",
+    "assign",
+    "cosine",
+    "heat",
+    "merge_centroids",
+    "plan_cap",
+    "update_centroid",
+]
+
+FloatArray = npt.NDArray[np.float64]
+# Vectors are stored as float32: a cosine that is 0.7 in exact arithmetic may come out as
+# 0.69999998, so the threshold is compared with this slack (far below any real difference).
+_COSINE_SLACK = 1e-6
+_DIGEST_WORDS = 60
+_DIGEST_MEMBERS = 30
+_CLUSTER_TYPES = frozenset({RecordType.CLUSTER})
+
+
+# --- pure rules ----------------------------------------------------------------------------
+def _unit(v: npt.ArrayLike) -> FloatArray:
+    arr = np.asarray(v, dtype=np.float64)
+    norm = float(np.linalg.norm(arr))
+    return arr / norm if norm > 0 else arr
+
+
+def cosine(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
+    return float(np.dot(_unit(a), _unit(b)))
+
+
+def assign(vector: npt.ArrayLike, centroids: Sequence[npt.ArrayLike],
+           threshold: float = 0.7) -> int | None:
+    """Index of the most similar centroid if its cosine is ≥ ``threshold``, else ``None``
+    (the turn opens a new cluster)."""
+    if not centroids:
+        return None
+    matrix = np.stack([_unit(c) for c in centroids])
+    sims = matrix @ _unit(vector)
+    best = int(np.argmax(sims))
+    return best if float(sims[best]) >= threshold - _COSINE_SLACK else None
+
+
+def update_centroid(centroid: npt.ArrayLike, count: int, vector: npt.ArrayLike) -> FloatArray:
+    """The mean of ``count`` members plus one more: ``(c·n + v) / (n + 1)``."""
+    c = np.asarray(centroid, dtype=np.float64)
+    return (c * count + np.asarray(vector, dtype=np.float64)) / (count + 1)
+
+
+def merge_centroids(a: npt.ArrayLike, count_a: int, b: npt.ArrayLike,
+                    count_b: int) -> FloatArray:
+    total = max(1, count_a + count_b)
+    return (np.asarray(a, dtype=np.float64) * count_a
+            + np.asarray(b, dtype=np.float64) * count_b) / total
+
+
+def heat(visits: int, interaction_length: int, last_visit: datetime, now: datetime, *,
+         max_interaction_length: int, recency_hours: float = 24.0) -> float:
+    """MemoryOS segment heat: ``visits + L / L_max + exp(-Δt / τ)`` with ``τ`` = 24 h.
+
+    ``L`` (members) is normalised by the largest cluster so it weighs at most 1, like the
+    recency term; ``Δt`` is clamped at 0 for visits stamped in the future.
+    """
+    length_norm = interaction_length / max_interaction_length if max_interaction_length else 0.0
+    hours = max(0.0, (now - last_visit).total_seconds() / 3600.0)
+    return visits + length_norm + math.exp(-hours / recency_hours)
+
+
+@dataclass(frozen=True, slots=True)
+class CapAction:
+    """``kind`` is ``"merge"`` (``keep`` absorbs ``drop``) or ``"evict"`` (``drop`` goes)."""
+
+    kind: str
+    drop: int
+    keep: int | None = None
+
+
+def plan_cap(centroids: Sequence[npt.ArrayLike], heats: Sequence[float], *,
+             merge_threshold: float = 0.7) -> CapAction:
+    """Free one slot: merge the two most similar clusters (the hotter keeps its identity)
+    if their cosine is ≥ ``merge_threshold``, else evict the coldest."""
+    if len(centroids) != len(heats) or not centroids:
+        raise ValidationError("plan_cap needs one heat per centroid and at least one cluster")
+    if len(centroids) >= 2:
+        matrix = np.stack([_unit(c) for c in centroids])
+        sims = matrix @ matrix.T
+        np.fill_diagonal(sims, -np.inf)
+        flat = np.unravel_index(int(np.argmax(sims)), sims.shape)
+        i, j = int(flat[0]), int(flat[1])
+        if float(sims[i, j]) >= merge_threshold - _COSINE_SLACK:
+            keep, drop = (i, j) if heats[i] >= heats[j] else (j, i)
+            return CapAction("merge", drop=drop, keep=keep)
+    return CapAction("evict", drop=int(np.argmin(np.asarray(heats))))
+
+
+# --- cluster state <-> record --------------------------------------------------------------
+@dataclass(slots=True)
+class ClusterState:
+    """A cluster being worked on (mutable; written back as a new record version)."""
+
+    record: MemoryRecord | None           # None: not stored yet
+    id: str
+    members: list[str]
+    centroid: FloatArray
+    hits: int = 0
+    visits: int = 0
+    last_visit: datetime | None = None
+    time_start: datetime | None = None
+    time_end: datetime | None = None
+    promoted_key: str | None = None
+    changed: bool = False
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+    def heat(self, now: datetime, max_len: int, recency_hours: float) -> float:
+        return heat(self.visits, self.count, self.last_visit or now, now,
+                    max_interaction_length=max_len, recency_hours=recency_hours)
+
+
+def _time(value: object) -> datetime | None:
+    return ensure_utc(datetime.fromisoformat(value)) if isinstance(value, str) else None
+
+
+def _state(record: MemoryRecord) -> ClusterState:
+    s = record.content.structured
+    return ClusterState(
+        record=record, id=record.id, members=[str(m) for m in s.get("members", [])],
+        centroid=np.asarray(s.get("centroid", []), dtype=np.float64),
+        hits=int(s.get("hits", 0)), visits=int(s.get("visits", 0)),
+        last_visit=_time(s.get("last_visit")), time_start=_time(s.get("time_start")),
+        time_end=_time(s.get("time_end")), promoted_key=s.get("promoted_key"))
+
+
+def _structured(state: ClusterState, model: str) -> dict[str, object]:
+    def iso(t: datetime | None) -> str | None:
+        return t.isoformat() if t else None
+
+    return {
+        "members": list(state.members), "count": state.count,
+        "centroid": [round(float(x), 7) for x in state.centroid], "model": model,
+        "hits": state.hits, "visits": state.visits, "interaction_length": state.count,
+        "last_visit": iso(state.last_visit), "time_start": iso(state.time_start),
+        "time_end": iso(state.time_end), "promoted_key": state.promoted_key,
+    }
+
+
+# --- the service ---------------------------------------------------------------------------
+class MidTermService:
+    def __init__(self, ctx: LayerContext) -> None:
+        self._ctx = ctx
+        self._keys = KeyMemoryService(ctx)
+
+    @staticmethod
+    def _scope(scope: Scope) -> Scope:
+        return scope.with_session(None)
+
+    def clusters(self, scope: Scope, *, include_deleted: bool = False) -> list[MemoryRecord]:
+        """The user's clusters, newest activity first."""
+        filters = Filters(types=_CLUSTER_TYPES, include_deleted=include_deleted)
+        out: list[MemoryRecord] = []
+        while True:
+            batch = self._ctx.store.list(self._scope(scope), filters, limit=500, offset=len(out))
+            out.extend(batch)
+            if len(batch) < 500:
+                return out
+
+    def _load(self, scope: Scope, records: Sequence[MemoryRecord]) -> list[ClusterState]:
+        states = [_state(r) for r in records]
+        dims, model = self._ctx.embedder.dims, self._ctx.embedder.model_id
+        for st in states:
+            stored_model = st.record.content.structured.get("model") if st.record else model
+            if st.centroid.shape != (dims,) or stored_model != model:
+                # Re-embedded store (or a hand-made record): rebuild from the members.
+                texts = [m.text for m in self._ctx.store.get_many(self._scope(scope), st.members)]
+                vectors = self._ctx.embedder.embed_batch(texts or [st.record.text if st.record
+                                                                   else ""])
+                st.centroid = np.asarray(vectors, dtype=np.float64).mean(axis=0)
+                st.changed = True
+        return states
+
+    # --- writing -------------------------------------------------------------------------
+    def absorb(self, scope: Scope, messages: Sequence[MemoryRecord]) -> list[str]:
+        """Cluster turns that left short-term; returns the ids of the clusters touched.
+
+        Idempotent: a turn that is already a member of any cluster (even an evicted or
+        merged-away one) is skipped, so a job that runs twice writes nothing the second time.
+        Acknowledgements are not clustered (nothing to recall).
+        """
+        uscope = self._scope(scope)
+        every = self.clusters(scope, include_deleted=True)
+        done = {m for r in every for m in r.content.structured.get("members", [])}
+        cfg = self._ctx.config
+        fresh: list[MemoryRecord] = []
+        for m in messages:
+            if (m.type is RecordType.MESSAGE and m.is_active and m.id not in done
+                    and not is_acknowledgement(m.text, max_chars=cfg.ack_max_chars)):
+                fresh.append(m)
+                done.add(m.id)
+        if not fresh:
+            return []
+        active = self._load(scope, [r for r in every if r.is_active])
+        dropped: list[tuple[ClusterState, str]] = []
+        vectors = self._ctx.embedder.embed_batch([m.text for m in fresh])
+        now = self._ctx.clock.now()
+        for message, vector in zip(fresh, vectors, strict=True):
+            idx = assign(vector, [c.centroid for c in active], cfg.cluster_join_cosine)
+            if idx is None:
+                if len(active) >= cfg.max_clusters:
+                    dropped.append(self._free_slot(active, now))
+                target = ClusterState(record=None, id=new_id(), members=[],
+                                      centroid=np.zeros(len(vector)), changed=True)
+                active.append(target)
+            else:
+                target = active[idx]
+            target.centroid = update_centroid(target.centroid, target.count, vector)
+            target.members.append(message.id)
+            target.visits += 1
+            target.last_visit = now
+            target.time_start = min(filter(None, (target.time_start, message.observed_at)))
+            target.time_end = max(filter(None, (target.time_end, message.observed_at)))
+            target.changed = True
+        self._write(uscope, [c for c in active if c.changed], now)
+        for state, reason in dropped:
+            self._retire(uscope, state, reason, now)
+        return [c.id for c in active if c.changed]
+
+    def _free_slot(self, active: list[ClusterState], now: datetime) -> tuple[ClusterState, str]:
+        cfg = self._ctx.config
+        max_len = max(c.count for c in active)
+        heats = [c.heat(now, max_len, cfg.heat_recency_hours) for c in active]
+        action = plan_cap([c.centroid for c in active], heats,
+                          merge_threshold=cfg.cluster_join_cosine)
+        victim = active[action.drop]
+        if action.kind == "merge" and action.keep is not None:
+            keep = active[action.keep]
+            keep.centroid = merge_centroids(keep.centroid, keep.count, victim.centroid,
+                                            victim.count)
+            keep.members.extend(victim.members)
+            keep.hits += victim.hits
+            keep.visits += victim.visits
+            keep.time_start = min(filter(None, (keep.time_start, victim.time_start)),
+                                  default=None)
+            keep.time_end = max(filter(None, (keep.time_end, victim.time_end)), default=None)
+            keep.changed = True
+            reason = f"merged into cluster {keep.id} at the cap of {cfg.max_clusters}"
+        else:
+            reason = (f"evicted as the coldest cluster (heat {heats[action.drop]:.3f}) at the "
+                      f"cap of {cfg.max_clusters}")
+        active.remove(victim)
+        return victim, reason
+
+    def _digest(self, uscope: Scope, state: ClusterState) -> str:
+        recent = state.members[-_DIGEST_MEMBERS:]
+        texts = [m.text for m in self._ctx.store.get_many(uscope, recent) if m.is_active]
+        # Offline extractive digest: cheap enough to refresh on every absorb (an LLM call
+        # per clustered turn would cost more than the clustering itself).
+        body = HeuristicLLM().summarize(texts, max_words=_DIGEST_WORDS) if texts else ""
+        if not body.strip():
+            body = " ".join(texts)[:400] or "(empty cluster)"
+        start = state.time_start.date().isoformat() if state.time_start else "?"
+        end = state.time_end.date().isoformat() if state.time_end else "?"
+        return f"[{state.count} turns, {start} to {end}] {body}"
+
+    def _write(self, uscope: Scope, states: Sequence[ClusterState], now: datetime) -> None:
+        model, dims = self._ctx.embedder.model_id, self._ctx.embedder.dims
+        inserts: list[RecordWrite] = []
+        for st in states:
+            text = self._digest(uscope, st)
+            structured = _structured(st, model)
+            vector = _unit(st.centroid).astype(np.float32)
+            if st.record is None:
+                vis = Visibility.PRIVATE if uscope.agent else Visibility.SHARED
+                record = MemoryRecord(
+                    id=st.id, tenant=uscope.tenant, user=uscope.user, agent=uscope.agent,
+                    session=None, type=RecordType.CLUSTER,
+                    content=Content(text, structured=structured), created_at=now,
+                    updated_at=now, observed_at=st.time_end or now, embedding_model=model,
+                    embedding_dims=dims, source=Source.SYSTEM_GENERATED,
+                    access=AccessControl(visibility=vis), source_ids=tuple(st.members),
+                    content_hash=content_hash(text))
+                inserts.append(RecordWrite(record, vector, tuple(tokenize(text))))
+            else:
+                old = st.record
+                record = replace(old, content=Content(text, structured=structured),
+                                 version=old.version + 1, updated_at=now,
+                                 observed_at=st.time_end or old.observed_at,
+                                 source_ids=tuple(st.members), content_hash=content_hash(text),
+                                 embedding_model=model, embedding_dims=dims)
+                self._ctx.store.replace(uscope, RecordWrite(record, vector, tuple(tokenize(text))),
+                                        expected_version=old.version)
+        if inserts:
+            self._ctx.store.insert(inserts)
+
+    def _retire(self, uscope: Scope, state: ClusterState, reason: str, now: datetime) -> None:
+        """Soft-delete a cluster with the reason recorded on its last version."""
+        if state.record is None:
+            return
+        old = state.record
+        record = replace(old, version=old.version + 1, updated_at=now,
+                         metadata={**old.metadata, "retired": {"reason": reason,
+                                                               "at": now.isoformat()}})
+        self._ctx.store.replace(uscope, RecordWrite(record, None, tuple(tokenize(old.text))),
+                                expected_version=old.version)
+        self._ctx.store.set_status(uscope, [old.id], RecordStatus.DELETED, now)
+
+    # --- reading -------------------------------------------------------------------------
+    def recall(self, scope: Scope, query_vector: npt.ArrayLike, k: int = 3,
+               *, min_similarity: float = -1.0) -> list[tuple[MemoryRecord, float]]:
+        """The ``k`` clusters whose centroids are most similar to the query, best first.
+
+        Each returned cluster counts a hit (and a visit); a cluster whose hits reach
+        ``promote_hits`` is promoted to key memory, once.
+        """
+        if k <= 0:
+            return []
+        uscope = self._scope(scope)
+        states = self._load(scope, self.clusters(scope))
+        if not states:
+            return []
+        matrix = np.stack([_unit(s.centroid) for s in states])
+        sims = matrix @ _unit(query_vector)
+        order = [int(i) for i in np.argsort(-sims, kind="stable")[:k]
+                 if float(sims[int(i)]) >= min_similarity]
+        now = self._ctx.clock.now()
+        return [(self._hit(uscope, states[i].id, now), float(sims[i])) for i in order]
+
+    def _hit(self, uscope: Scope, cluster_id: str, now: datetime) -> MemoryRecord:
+        for _ in range(5):  # an absorb may write the cluster concurrently: reload and retry
+            current = self._ctx.store.get(uscope, cluster_id)
+            state = _state(current)
+            state.hits += 1
+            state.visits += 1
+            state.last_visit = now
+            if state.hits >= self._ctx.config.promote_hits and state.promoted_key is None:
+                state.promoted_key = self._keys.promote(uscope, current).id
+            structured = {**current.content.structured, "hits": state.hits,
+                          "visits": state.visits, "last_visit": now.isoformat(),
+                          "promoted_key": state.promoted_key}
+            record = replace(current, version=current.version + 1, updated_at=now,
+                             content=replace(current.content, structured=structured))
+            try:
+                self._ctx.store.replace(
+                    uscope, RecordWrite(record, None, tuple(tokenize(record.text))),
+                    expected_version=current.version)
+            except ConflictError:
+                continue
+            return record
+        raise ConflictError(f"cluster {cluster_id} kept changing while recording a hit; retry")

@@ -1,0 +1,243 @@
+"""Long-term summaries (PMemo: every 10 rounds; seed 001: at session end) and the rolling
+summary of what left the short-term window.
+
+A *range summary* is a ``summary`` record of one session with ``structured = {step_start,
+step_end, time_start, time_end, session, kind="range", final}`` (steps are 1-based round
+numbers), ``observed_at`` = the time of its last turn and ``source_ids`` = the turns it
+covers. Rounds 1–10 are summarised once round 10 is *complete*, i.e. once the user's next
+turn opens round 11 (a round can still receive replies until then); session end summarises
+every round not covered yet. A range is never summarised twice: its record id is derived
+from ``(scope, range)`` and coverage counts deleted summaries too, so a summary the user
+deleted is not silently written again.
+
+The *rolling summary* is one ``summary`` record per session (``kind="rolling"``) that is
+rewritten as a new version each time turns leave the window: it summarises the previous
+rolling summary plus the new turns; its ``source_ids`` are every turn folded in so far.
+
+Every summary goes through ``ctx.llm.summarize``; if that raises or returns garbage (empty,
+no letters, JSON), the offline :class:`HeuristicLLM` writes it instead — nothing is lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..errors import NotFoundError
+from ..filters import Filters, MetadataCondition
+from ..llm._language import truncate_words
+from ..llm.heuristic import HeuristicLLM
+from ..records import AccessControl, Content, MemoryRecord, RecordType, Source, Visibility
+from ..scope import Scope
+from ..text import content_hash
+from .base import LayerContext
+from .short_term import ShortTermService, compress_for_context
+
+__all__ = [
+    "SummaryService",
+    "clean_summary",
+    "due_blocks",
+    "final_block",
+    "render_turns",
+    "summary_id",
+]
+
+log = logging.getLogger("memstrata.layers.summaries")
+
+_HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter (any script)
+_SUMMARY_TYPES = frozenset({RecordType.SUMMARY})
+
+
+# --- pure rules ----------------------------------------------------------------------------
+def due_blocks(complete_rounds: int, covered_until: int, every: int) -> list[tuple[int, int]]:
+    """Full blocks of ``every`` rounds (1-based, inclusive) that are complete and not yet
+    covered: ``due_blocks(20, 10, 10) == [(11, 20)]``."""
+    if every < 1:
+        raise ValueError("summary_every_rounds must be at least 1")
+    blocks = []
+    start = covered_until + 1
+    while start + every - 1 <= complete_rounds:
+        blocks.append((start, start + every - 1))
+        start += every
+    return blocks
+
+
+def final_block(rounds: int, covered_until: int) -> tuple[int, int] | None:
+    """The rounds a session-end summary covers: everything after the last summary."""
+    return (covered_until + 1, rounds) if rounds > covered_until else None
+
+
+def summary_id(scope: Scope, kind: str, start: int = 0, end: int = 0) -> str:
+    """A stable id for one summary of one session, so a re-run cannot write a second copy."""
+    key = "\x1f".join([scope.tenant, scope.user, scope.agent or "", scope.session or "",
+                       kind, str(start), str(end)])
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def clean_summary(text: object, max_words: int) -> str | None:
+    """The summary cut to ``max_words``, or ``None`` if it is garbage (not a string, empty,
+    without a single letter, or a JSON object/array instead of prose)."""
+    if not isinstance(text, str):
+        return None
+    body = text.strip()
+    if len(body) < 2 or not _HAS_WORD.search(body):
+        return None
+    if body[0] in "{[":
+        try:
+            json.loads(body)
+        except ValueError:
+            pass
+        else:
+            return None
+    return truncate_words(body, max_words).strip() or None
+
+
+def render_turns(messages: Sequence[MemoryRecord], *, tool_max_chars: int = 500,
+                 ack_max_chars: int = 20) -> list[str]:
+    """``"role: text"`` lines after rule compression, for a summariser."""
+    kept = compress_for_context(messages, tool_max_chars=tool_max_chars,
+                                ack_max_chars=ack_max_chars)
+    return [f"{m.role.value if m.role else 'note'}: {m.text}" for m in kept]
+
+
+# --- the service ---------------------------------------------------------------------------
+class SummaryService:
+    def __init__(self, ctx: LayerContext, short_term: ShortTermService | None = None) -> None:
+        self._ctx = ctx
+        self._short = short_term or ShortTermService(ctx)
+
+    def summaries(self, scope: Scope, *, include_deleted: bool = False) -> list[MemoryRecord]:
+        """The session's range summaries, in step order."""
+        filters = Filters(types=_SUMMARY_TYPES, include_deleted=include_deleted,
+                          metadata=(MetadataCondition("summary_kind", "eq", "range"),))
+        records = self._ctx.store.list(scope, filters, limit=10_000, newest_first=False)
+        return sorted(records, key=lambda r: int(r.content.structured.get("step_start", 0)))
+
+    def covered_until(self, scope: Scope) -> int:
+        return max((int(r.content.structured.get("step_end", 0))
+                    for r in self.summaries(scope, include_deleted=True)), default=0)
+
+    def summarize_due(self, scope: Scope) -> list[MemoryRecord]:
+        """Summaries of every complete, uncovered block of ``summary_every_rounds`` rounds."""
+        rounds = self._short.rounds(scope)
+        blocks = due_blocks(len(rounds) - 1, self.covered_until(scope),
+                            self._ctx.config.summary_every_rounds)
+        return [r for b in blocks if (r := self._write_range(scope, rounds, b, False))]
+
+    def summarize_session_end(self, scope: Scope) -> list[MemoryRecord]:
+        """Full blocks still due, then one summary of whatever rounds remain."""
+        rounds = self._short.rounds(scope)
+        covered = self.covered_until(scope)
+        blocks = due_blocks(len(rounds), covered, self._ctx.config.summary_every_rounds)
+        last = blocks[-1][1] if blocks else covered
+        tail = final_block(len(rounds), last)
+        out = [r for b in blocks if (r := self._write_range(scope, rounds, b, False))]
+        if tail is not None and (r := self._write_range(scope, rounds, tail, True)):
+            out.append(r)
+        return out
+
+    def summarize(self, texts: Sequence[str]) -> tuple[str, str]:
+        """``(summary, provider name)`` — the configured LLM, else the offline fallback."""
+        max_words = self._ctx.config.summary_max_words
+        try:
+            answer = clean_summary(self._ctx.llm.summarize(texts, max_words=max_words),
+                                   max_words)
+        except Exception as exc:  # any provider failure: the offline summary instead
+            log.warning("summary by %s failed (%s: %s); using the offline summariser",
+                        self._ctx.llm.name, type(exc).__name__, exc)
+            answer = None
+        if answer is not None:
+            return answer, self._ctx.llm.name
+        fallback = clean_summary(HeuristicLLM().summarize(texts, max_words=max_words),
+                                 max_words)
+        if fallback is None:  # nothing extractable: keep the words themselves
+            fallback = truncate_words(" ".join(texts), max_words).strip() or "(no content)"
+        return fallback, "heuristic-fallback"
+
+    def _record(self, scope: Scope, rid: str, text: str, messages: Sequence[MemoryRecord],
+                structured: dict[str, object], kind: str, provider: str) -> MemoryRecord:
+        now = self._ctx.clock.now()
+        vis = Visibility.PRIVATE if scope.agent else Visibility.SHARED
+        return MemoryRecord(
+            id=rid, tenant=scope.tenant, user=scope.user, agent=scope.agent,
+            session=scope.session, type=RecordType.SUMMARY, content=Content(text,
+                                                                            structured=structured),
+            created_at=now, updated_at=now, observed_at=messages[-1].observed_at,
+            embedding_model=self._ctx.embedder.model_id, embedding_dims=self._ctx.embedder.dims,
+            importance=0.6, source=Source.SYSTEM_GENERATED, access=AccessControl(visibility=vis),
+            source_ids=tuple(m.id for m in messages),
+            metadata={"summary_kind": kind, "summarizer": provider},
+            content_hash=content_hash(text))
+
+    def _exists(self, scope: Scope, rid: str) -> MemoryRecord | None:
+        try:
+            return self._ctx.store.get(scope, rid, include_deleted=True)
+        except NotFoundError:
+            return None
+
+    def _write_range(self, scope: Scope, rounds: Sequence[Sequence[MemoryRecord]],
+                     block: tuple[int, int], final: bool) -> MemoryRecord | None:
+        start, end = block
+        rid = summary_id(scope, "range", start, end)
+        if self._exists(scope, rid) is not None:
+            return None
+        messages = [m for r in rounds[start - 1:end] for m in r]
+        cfg = self._ctx.config
+        text, provider = self.summarize(render_turns(
+            messages, tool_max_chars=cfg.tool_output_max_chars, ack_max_chars=cfg.ack_max_chars))
+        structured: dict[str, object] = {
+            "kind": "range", "step_start": start, "step_end": end,
+            "time_start": messages[0].observed_at.isoformat(),
+            "time_end": messages[-1].observed_at.isoformat(),
+            "session": scope.session, "final": final,
+        }
+        record = self._record(scope, rid, text, messages, structured, "range", provider)
+        self._ctx.insert([record])
+        return record
+
+    # --- rolling summary -----------------------------------------------------------------
+    def rolling(self, scope: Scope) -> MemoryRecord | None:
+        """The session's rolling summary (``None`` if nothing has left the window yet)."""
+        found = self._exists(scope, summary_id(scope, "rolling"))
+        return found if found is not None and found.is_active else None
+
+    def update_rolling(self, scope: Scope, left: Sequence[MemoryRecord]) -> MemoryRecord | None:
+        """Fold turns that left the window into the rolling summary (a new version).
+
+        Turns already folded in are skipped, so calling it twice changes nothing; a rolling
+        summary the user deleted stays deleted.
+        """
+        rid = summary_id(scope, "rolling")
+        current = self._exists(scope, rid)
+        if current is not None and not current.is_active:
+            return None
+        covered = set(current.source_ids) if current is not None else set()
+        fresh = [m for m in left if m.id not in covered]
+        if not fresh:
+            return current
+        cfg = self._ctx.config
+        texts = render_turns(fresh, tool_max_chars=cfg.tool_output_max_chars,
+                             ack_max_chars=cfg.ack_max_chars)
+        if current is not None:
+            texts = [f"Earlier: {current.text}", *texts]
+        text, provider = self.summarize(texts)
+        ids = (*(current.source_ids if current else ()), *(m.id for m in fresh))
+        start = (current.content.structured.get("time_start") if current
+                 else fresh[0].observed_at.isoformat())
+        structured: dict[str, object] = {
+            "kind": "rolling", "session": scope.session, "time_start": start,
+            "time_end": fresh[-1].observed_at.isoformat(), "turns": len(ids),
+        }
+        record = self._record(scope, rid, text, fresh, structured, "rolling", provider)
+        record = replace(record, source_ids=ids)
+        if current is None:
+            self._ctx.insert([record])
+        else:
+            record = replace(record, created_at=current.created_at,
+                             version=current.version + 1)
+            self._ctx.replace(scope, record, expected_version=current.version)
+        return record
