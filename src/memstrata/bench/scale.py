@@ -65,18 +65,18 @@ def _batches(msgs: Sequence[SynthMessage] | Any, size: int) -> Any:
 
 
 def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
-    from memstrata import Memory, Message, Scope
+    from memstrata import Memory, Message, Role, Scope
 
     users = users_for(size)
     with tempfile.TemporaryDirectory(prefix="memstrata-scale-") as tmp, RssSampler() as rss:
         url = f"sqlite:///{tmp}/scale.db" if cfg.store == "sqlite" else "memory://"
-        mem = Memory(url, embedder=cfg.embedder)
+        mem: Any = Memory(url, embedder=cfg.embedder)
         try:
             t0 = time.perf_counter()
             for batch in _batches(synth_messages(size, users, cfg.seed), cfg.batch):
                 scope = Scope("scale", f"user-{batch[0].user}")
                 mem.add_messages(scope, [
-                    Message(role=m.role, content=m.content, observed_at=m.observed_at)
+                    Message(role=Role(m.role), content=m.content, observed_at=m.observed_at)
                     for m in batch
                 ])
                 tick(f"ingest {size:,}", len(batch))

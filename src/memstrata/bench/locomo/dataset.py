@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -152,7 +153,7 @@ def _canonical_dia(dia_id: str) -> str:
     return ids[0] if ids else dia_id
 
 
-def _parse_conversation(raw: dict[str, object]) -> Conversation:
+def _parse_conversation(raw: dict[str, Any]) -> Conversation:
     conv = raw.get("conversation")
     if not isinstance(conv, dict):
         raise LocomoDataError("a LoCoMo sample has no 'conversation' object")
@@ -180,7 +181,7 @@ def _parse_conversation(raw: dict[str, object]) -> Conversation:
             )
         sessions.append(Session(n, date_text, start, tuple(turns)))
     questions = []
-    for q in raw.get("qa", []) or []:  # type: ignore[union-attr]
+    for q in raw.get("qa", []) or []:
         answer = q.get("answer", q.get("adversarial_answer", ""))
         questions.append(
             Question(

@@ -94,7 +94,7 @@ def _content(turn: Turn, speaker: bool) -> str:
 
 
 def _ingest(mem: Any, conv: Conversation, cfg: LocomoConfig) -> dict[str, str]:
-    from memstrata import Message, Scope
+    from memstrata import Message, Role, Scope
 
     id_to_dia: dict[str, str] = {}
     for sess in conv.sessions:
@@ -103,7 +103,7 @@ def _ingest(mem: Any, conv: Conversation, cfg: LocomoConfig) -> dict[str, str]:
         scope = Scope("locomo", conv.sample_id, session=f"session_{sess.number}")
         msgs = [
             Message(
-                role="user",
+                role=Role.USER,
                 content=_content(t, cfg.speaker_in_content),
                 observed_at=t.observed_at,
                 metadata={"dia_id": t.dia_id, "speaker": t.speaker},
@@ -148,7 +148,7 @@ def run_locomo(
 
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-") as tmp, RssSampler() as rss:
         url = f"sqlite:///{tmp}/locomo.db" if cfg.store == "sqlite" else "memory://"
-        mem = Memory(url, embedder=cfg.embedder)
+        mem: Any = Memory(url, embedder=cfg.embedder)
         try:
             for conv in convs:
                 tick(f"ingest {conv.sample_id}", 0)
@@ -213,7 +213,7 @@ def run_locomo(
             "'memstrata hybrid' answer recall packs hybrid search's ranked turns instead."
         )
 
-    summary = rows.summary()
+    summary: dict[str, dict[str, Any]] = dict(rows.summary())
     for method, log in lat.items():
         summary.setdefault(method, {})["latency"] = log.summary_ms()
     summary.setdefault("full history", {})["tokens"] = {
