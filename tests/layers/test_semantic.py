@@ -144,7 +144,7 @@ def test_extraction_step_reads_user_messages_only_and_is_idempotent(ctx: LayerCo
 class BrokenLLM(HeuristicLLM):
     """An LLM whose extraction endpoint is down."""
 
-    def extract_facts(self, texts: object) -> list[ExtractedFact]:  # type: ignore[override]
+    def extract_facts(self, texts: object) -> list[ExtractedFact]:
         raise ProviderError("endpoint unreachable")
 
 

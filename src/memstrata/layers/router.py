@@ -89,7 +89,8 @@ def estimate(content: str, *, is_direct_message: bool = False,
              is_task_state: bool = False) -> RouteInput:
     """Scores for :func:`route` from text alone (deterministic, offline).
 
-    cross-session: not low value (seed 002's filter); generalisable: an explicit fact or a
+    cross-session: user feedback (always kept, seed 001), or not low value (seed 002's
+    filter); generalisable: an explicit fact or a
     rule-like word; stability: 0.8 for facts and rules, minus 0.4 for words of "now";
     applicability: 0.5, +0.3 for a fact, +0.2 for words of wide scope; importance: the
     heuristic LLM's score.
@@ -106,7 +107,7 @@ def estimate(content: str, *, is_direct_message: bool = False,
         importance = max(importance, 0.65)
     return RouteInput(
         content=content, is_direct_message=is_direct_message, is_task_state=is_task_state,
-        is_cross_session=low_value_reason(content) is None,
+        is_cross_session=feedback or low_value_reason(content) is None,
         is_generalizable=facts or general,
         stability=round(max(0.0, min(1.0, stability)), 4),
         applicability=round(min(1.0, applicability), 4),

@@ -56,27 +56,29 @@ _PUNCT = re.compile(r"[\s!.,?;:~'\"…！。，？；：、～]+")
 
 
 def _is_small_talk(text: str) -> bool:
+    """Whether the whole text is a chain of small-talk phrases ("hi there, how are you?")."""
     norm = _PUNCT.sub(" ", text.lower()).strip()
-    if norm in _SMALL_TALK:
-        return True
-    parts = [p for p in norm.split(" ") if p]
-    if all(p in _SMALL_TALK for p in parts):
-        return True
-    # "hi there, thanks!" style chains without spaces between Chinese phrases
-    squashed = norm.replace(" ", "")
-    return _covered(squashed, _SMALL_TALK_ZH)
+    return _covered(norm, _SMALL_TALK)
 
 
-def _covered(text: str, phrases: tuple[str, ...]) -> bool:
-    """Whether ``text`` is a concatenation of ``phrases`` (Chinese has no spaces)."""
-    if not text or text.isascii():
+def _covered(text: str, phrases: frozenset[str]) -> bool:
+    """Whether ``text`` is a concatenation of ``phrases`` with optional spaces between
+    (Chinese has none); Latin phrases must end at a word boundary."""
+    if not text:
         return False
+    longest = max(len(p) for p in phrases)
     reachable = [True] + [False] * len(text)
     for i in range(len(text)):
-        if reachable[i]:
-            for p in phrases:
-                if text.startswith(p, i):
-                    reachable[i + len(p)] = True
+        if not reachable[i]:
+            continue
+        if text[i] == " ":
+            reachable[i + 1] = True
+            continue
+        for size in range(1, min(longest, len(text) - i) + 1):
+            end = i + size
+            if text[i:end] in phrases and (end == len(text) or not text[end - 1].isascii()
+                                           or not text[end].isalnum()):
+                reachable[end] = True
     return reachable[-1]
 
 
