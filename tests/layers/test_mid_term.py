@@ -189,5 +189,8 @@ def test_centroids_are_rebuilt_after_a_model_change(tmp_path: Path) -> None:
         mid.absorb(ALICE, add_turns(ctx, ALICE, [("user", "sail a")]))
         other = type(ctx)(ctx.store, ChosenEmbedder({"sail a": [0] * 9 + [1]}, dims=10),
                           ctx.llm, ctx.clock, ctx.config)
+        again = add_turns(other, ALICE, [("user", "sail a")])
+        MidTermService(other).absorb(ALICE, again)  # rebuilds the centroid, then joins it
         ((cluster, sim),) = MidTermService(other).recall(ALICE, [0] * 9 + [1], k=1)
-        assert sim == pytest.approx(1.0)
+        assert sim == pytest.approx(1.0) and len(cluster.source_ids) == 2
+        assert cluster.content.structured["model"] == "chosen-10"
