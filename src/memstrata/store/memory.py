@@ -47,6 +47,15 @@ class _Entry:
 
 
 @dataclass
+class _Dense:
+    """A user's vectors of one dimension, stacked, valid for one ``generation``."""
+
+    generation: int
+    ids: list[str]
+    matrix: Vector  # 2-D float32
+
+
+@dataclass
 class _Lexical:
     """A user's BM25 index, valid for one ``generation`` of that user's records."""
 
@@ -68,6 +77,7 @@ class InMemoryStore:
         self._jobs: dict[str, Job] = {}
         self._generation: dict[tuple[str, str], int] = {}
         self._lexical: dict[tuple[str, str], _Lexical] = {}
+        self._dense: dict[tuple[str, str, int], _Dense] = {}
 
     def __repr__(self) -> str:
         return f"InMemoryStore({self.url!r})"
@@ -75,6 +85,7 @@ class InMemoryStore:
     def close(self) -> None:
         with self._lock:
             self._lexical.clear()
+            self._dense.clear()
 
     def get_meta(self, key: str) -> str | None:
         return self._meta.get(key)
@@ -220,6 +231,8 @@ class InMemoryStore:
             for job in jobs:
                 del self._jobs[job.id]
             self._lexical.pop((tenant, user), None)
+            for dense in [d for d in self._dense if d[:2] == (tenant, user)]:
+                del self._dense[dense]
             remaining = sum(owned(e.record) for e in self._entries.values()) + sum(
                 (j.tenant, j.user) == (tenant, user) for j in self._jobs.values())
         return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
@@ -249,19 +262,36 @@ class InMemoryStore:
                                            + 1, last_accessed_at=at)
 
     # --- retrieval -------------------------------------------------------------------------------
+    def _matrix(self, tenant: str, user: str, dims: int) -> _Dense:
+        key = (tenant, user, dims)
+        generation = self._generation.get((tenant, user), 0)
+        cached = self._dense.get(key)
+        if cached is None or cached.generation != generation:
+            entries = [e for e in self._entries.values() if (e.record.tenant, e.record.user)
+                       == (tenant, user) and e.vector is not None and e.vector.size == dims]
+            matrix = (np.stack([e.vector for e in entries if e.vector is not None])
+                      if entries else np.zeros((0, dims), np.float32))
+            cached = _Dense(generation, [e.record.id for e in entries], matrix)
+            self._dense[key] = cached
+        return cached
+
     def vector_search(self, scope: Scope, vector: Vector, k: int,
                       filters: Filters) -> list[Candidate]:
         query = np.asarray(vector, dtype=np.float32).ravel()
         if k <= 0 or query.size == 0:
             return []
+        out: list[Candidate] = []
         with self._lock:
-            rows = [e for e in self._scoped(scope) if e.vector is not None
-                    and e.vector.size == query.size and filters.matches(e.record)]
-        if not rows:
-            return []
-        scores = np.stack([e.vector for e in rows if e.vector is not None]) @ query
-        order = np.argsort(-scores, kind="stable")[:k]
-        return [Candidate(rows[i].record.id, float(scores[i])) for i in order]
+            dense = self._matrix(scope.tenant, scope.user, query.size)
+            scores = np.einsum("ij,j->i", dense.matrix, query)
+            # Walk best-first and filter as we go: usually only the first few rows are read.
+            for i in np.argsort(-scores, kind="stable"):
+                record = self._entries[dense.ids[i]].record
+                if record.visible_in(scope) and filters.matches(record):
+                    out.append(Candidate(record.id, float(scores[i])))
+                    if len(out) == k:
+                        break
+        return out
 
     def _bm25(self, tenant: str, user: str) -> _Lexical:
         import bm25s
@@ -331,6 +361,7 @@ class InMemoryStore:
                     raise NotFoundError(f"no record {record_id!r}; nothing was re-embedded")
                 checked.append((entry, vec))
             for entry, vec in checked:
+                self._changed(entry.record.tenant, entry.record.user)
                 entry.vector = vec
                 entry.record = replace(entry.record, embedding_model=model_id,
                                        embedding_dims=dims)

@@ -35,7 +35,7 @@ from .codec import (
 )
 from .lexical import BM25_WEIGHTS, match_expression, terms_text
 from .migrations import SCHEMA_VERSION, migrate, schema_version
-from .vectors import VectorCache, top_k
+from .vectors import VectorCache, dot, top_k
 from .where import filters_sql, in_list, needs_python, scope_sql
 
 __all__ = ["SQLiteStore"]
@@ -315,10 +315,11 @@ class SQLiteStore:
                                cache_entries=cache, remaining=int(remaining))
 
     def _select(self, c: sqlite3.Connection, scope: Scope, filters: Filters,
-                tail: str = "", tail_args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+                tail: str = "", tail_args: Sequence[Any] = (), *,
+                columns: str = "*") -> list[sqlite3.Row]:
         sw, sa = scope_sql(scope)
         fw, fa = filters_sql(filters)
-        return c.execute(f"SELECT * FROM records WHERE {sw} AND {fw} {tail}",
+        return c.execute(f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}",
                          [*sa, *fa, *tail_args]).fetchall()
 
     def count(self, scope: Scope, filters: Filters) -> int:
@@ -363,14 +364,19 @@ class SQLiteStore:
             keep = np.flatnonzero(cache.mask(scope, filters))
             if keep.size == 0:
                 return []
-            scores = (cache.matrix @ query)[keep]
-            if not _python_filters(filters):
-                best = keep[top_k(scores, k)]
-                return [Candidate(cache.ids[i], float(s))
-                        for i, s in zip(best, (cache.matrix[best] @ query), strict=True)]
+            if _python_filters(filters):
+                # Let SQL apply the filters the masks cannot, then mask by id.
+                allowed = {r[0] for r in self._select(c, scope, filters, columns="id")}
+                keep = np.array([i for i in keep if cache.ids[i] in allowed], dtype=np.intp)
+                if keep.size == 0:
+                    return []
+            scores = dot(cache.matrix, query)[keep]
+            if not needs_python(filters):
+                best = top_k(scores, k)
+                return [Candidate(cache.ids[keep[i]], float(scores[i])) for i in best]
             order = top_k(scores, scores.size)
             out: list[Candidate] = []
-            step = max(4 * k, 64)  # over-fetch: most rows usually pass the remaining filters
+            step = max(4 * k, 64)  # over-fetch: most rows usually pass the metadata filter
             for start in range(0, order.size, step):
                 block = order[start:start + step]
                 ids = [cache.ids[keep[i]] for i in block]
@@ -515,7 +521,7 @@ class SQLiteStore:
         return [r for r in records if filters.matches(r)][offset:offset + limit]
 
 def _python_filters(f: Filters) -> bool:
-    """Filters the vector cache cannot apply as numpy masks."""
+    """Filters the vector cache cannot apply as numpy masks (SQL or Python applies them)."""
     return bool(f.metadata or f.tags_any is not None or f.tags_all or f.ids is not None
                 or f.sources is not None or f.observed_after or f.observed_before
                 or f.valid_at is not None)

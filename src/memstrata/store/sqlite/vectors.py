@@ -25,7 +25,7 @@ from ...scope import Scope
 from ..base import Vector
 from .codec import scope_token
 
-__all__ = ["VectorCache", "UserVectors"]
+__all__ = ["UserVectors", "VectorCache", "dot", "top_k"]
 
 _LOAD = """
 SELECT v.rowid, r.id, r.type, r.agent, r.session, r.visibility, r.status,
@@ -128,6 +128,17 @@ class VectorCache:
             # Rows of other dims up to max_rowid were seen too; skip them next time.
             cached.last_rowid = max(cached.last_rowid, int(max_rowid))
         return cached
+
+
+def dot(matrix: npt.NDArray[np.float32], query: Vector) -> Vector:
+    """``matrix @ query`` without BLAS.
+
+    A matrix-vector product is memory-bound; multi-threaded BLAS gains nothing on it and,
+    on a loaded machine, its thread wake-ups cost 5-20x the product itself (measured: 15 ms
+    vs 0.5 ms for 10k x 384). ``einsum``'s own SIMD loop runs in the calling thread.
+    """
+    out: Vector = np.einsum("ij,j->i", matrix, query)
+    return out
 
 
 def top_k(scores: Vector, k: int) -> npt.NDArray[np.intp]:
