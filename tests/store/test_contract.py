@@ -411,6 +411,8 @@ def test_fail_retry_finish_and_give_up(store: Store) -> None:
     assert store.stats(ME).failed_jobs == 1
     with pytest.raises(NotFoundError):
         store.finish_job("missing")
+    with pytest.raises(ValidationError, match="not one of"):
+        store.list_jobs("t1", "u1", status="bogus")
 
 
 def test_claim_filters_by_scope_and_dedups(store: Store) -> None:

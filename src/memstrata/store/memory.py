@@ -22,6 +22,7 @@ from ..jobs import Job, JobStatus
 from ..records import MemoryRecord, RecordStatus
 from ..scope import Scope
 from .base import Candidate, PurgeReport, RecordWrite, StoreStats, Vector
+from .sqlite.outbox import job_status
 
 __all__ = ["InMemoryStore"]
 
@@ -424,7 +425,7 @@ class InMemoryStore:
             self._jobs[job_id] = job
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
-        want = JobStatus(status) if status is not None else None
+        want = job_status(status) if status is not None else None
         with self._lock:
             jobs = [j for j in self._jobs.values() if (j.tenant, j.user) == (tenant, user)
                     and (want is None or j.status is want)]

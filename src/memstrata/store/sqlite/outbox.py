@@ -18,11 +18,19 @@ from ...errors import NotFoundError, ValidationError
 from ...jobs import Job, JobStatus
 from .codec import decode_time, encode_time
 
-__all__ = ["claim_jobs", "enqueue", "fail_job", "finish_job", "list_jobs"]
+__all__ = ["claim_jobs", "enqueue", "fail_job", "finish_job", "job_status", "list_jobs"]
 
 _COLUMNS = ("id, kind, tenant, user, agent, session, payload, created_at, run_after, status, "
             "attempts, last_error, lease_until, dedup_key")
 _OPEN = (JobStatus.PENDING.value, JobStatus.RUNNING.value)
+
+
+def job_status(value: str) -> JobStatus:
+    try:
+        return JobStatus(value)
+    except ValueError:
+        allowed = ", ".join(s.value for s in JobStatus)
+        raise ValidationError(f"job status {value!r} is not one of: {allowed}") from None
 
 
 def _row(job: Job) -> tuple[Any, ...]:
@@ -113,5 +121,5 @@ def list_jobs(conn: sqlite3.Connection, tenant: str, user: str,
     args: list[Any] = [tenant, user]
     if status is not None:
         sql += " AND status = ?"
-        args.append(JobStatus(status).value)
+        args.append(job_status(status).value)
     return [_job(r) for r in conn.execute(sql + " ORDER BY created_at, id", args)]
