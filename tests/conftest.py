@@ -19,7 +19,7 @@ def clock() -> FixedClock:
 @pytest.fixture(params=["sqlite", "memory"])
 def mem(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Iterator[Memory]:
     url = f"sqlite:///{tmp_path / 'm.db'}" if request.param == "sqlite" else "memory://"
-    m = Memory(url, embedder="hashing", clock=clock)
+    m = Memory(url, embedder="hashing", clock=clock, background=False)
     yield m
     m.close()
 

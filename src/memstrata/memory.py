@@ -17,7 +17,19 @@ from .embedder.cache import CachedEmbedder
 from .embedder.factory import make_embedder
 from .errors import EmbeddingMismatchError, NotFoundError, ValidationError
 from .filters import Filters
+from .context.assemble import AssembledContext
+from .context.builder import ContextRequest
+from .context.builder import build as build_context
+from .context.sources import LayerSources
 from .layers.base import LayerConfig, LayerContext
+from .layers.episodic import EpisodeService
+from .layers.key import KeyMemoryService
+from .layers.knowledge import KnowledgeService
+from .layers.pipeline import make_ingest_job, make_session_end_job
+from .layers.procedural import ProceduralService
+from .layers.semantic import FactService
+from .layers.stack import LayerStack
+from .layers.working import TaskService
 from .llm.base import LLM
 from .llm.factory import make_llm
 from .portability import ImportReport, export_jsonl, read_jsonl
@@ -31,7 +43,8 @@ from .search.tokenize import tokenize
 from .store.base import PurgeReport, RecordWrite, Store
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
-from .worker import JobRunner, RunReport
+from .tokens import TokenCounter, estimate_tokens
+from .worker import BackgroundWorker, JobRunner, RunReport
 from .writes import check_scope, message_record, note_record
 
 __all__ = ["Memory"]
@@ -53,7 +66,8 @@ class Memory:
                  llm: str | LLM | None = None, clock: Clock | None = None,
                  search_config: SearchConfig | None = None,
                  max_content_chars: int = DEFAULT_MAX_CHARS, store: Store | None = None,
-                 reembed: bool = False, layer_config: LayerConfig | None = None) -> None:
+                 reembed: bool = False, layer_config: LayerConfig | None = None,
+                 background: bool = True, token_counter: TokenCounter | None = None) -> None:
         self._store = store if store is not None else open_store(url)
         try:
             self._raw_embedder = make_embedder(embedder)
@@ -68,10 +82,47 @@ class Memory:
         self.max_content_chars = max_content_chars
         self._ctx = LayerContext(self._store, self._embedder, self._llm, self._clock,
                                  layer_config or LayerConfig())
-        self._runner = JobRunner(self._store, {}, self._clock)
+        self.layers = LayerStack.build(self._ctx)
+        self._runner = JobRunner(self._store, self.layers.handlers(), self._clock)  # type: ignore[arg-type]
+        self._sources = LayerSources(self.layers, self._search_for_context)
+        self._count = token_counter or estimate_tokens
+        self._worker = BackgroundWorker(self._runner) if background else None
+
+    # --- layer namespaces ----------------------------------------------------------------
+    @property
+    def key(self) -> KeyMemoryService:
+        """Key memory: ``mem.key.set(scope, text, priority)``, ``edit``, ``remove``, ``list``."""
+        return self.layers.key
+
+    @property
+    def tasks(self) -> TaskService:
+        """Working memory: ``mem.tasks.start(scope, goal, steps)``, ``update_step``, ..."""
+        return self.layers.tasks
+
+    @property
+    def facts(self) -> FactService:
+        """Profile facts: ``mem.facts.upsert``, ``get(scope, key)``, ``relevant``, ``history``."""
+        return self.layers.facts
+
+    @property
+    def episodes(self) -> EpisodeService:
+        return self.layers.episodes
+
+    @property
+    def knowledge(self) -> KnowledgeService:
+        """Documents: ``mem.knowledge.ingest(scope, text, qa_id=...)`` (chunked)."""
+        return self.layers.knowledge
+
+    @property
+    def procedures(self) -> ProceduralService:
+        return self.layers.procedures
 
     # --- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
+        """Stop the background worker (after its current job) and close the store; jobs
+        still queued stay in the store and run at the next start, flush or worker."""
+        if self._worker is not None:
+            self._worker.stop()
         self._store.close()
 
     def __enter__(self) -> Memory:
@@ -138,7 +189,21 @@ class Memory:
             for m in messages
         ]
         self._insert(records)
+        if records:
+            self._store.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
+            self._wake()
         return records
+
+    def end_session(self, scope: Scope) -> RunReport:
+        """Close a session: its final summary, conversation episode and clustering run now
+        (with any of the session's jobs still queued)."""
+        check_scope(scope)
+        self._store.enqueue([make_session_end_job(scope, self._clock.now())])
+        return self.flush(scope)
+
+    def _wake(self) -> None:
+        if self._worker is not None:
+            self._worker.wake()
 
     def add(self, scope: Scope, content: str, *, type: RecordType | str = RecordType.NOTE,
             importance: float | None = None, confidence: float = 1.0,
@@ -262,6 +327,30 @@ class Memory:
             return self._runner.run_pending(include_delayed=True)
         return self._runner.run_pending(tenant=scope.tenant, user=scope.user,
                                         session=scope.session, include_delayed=True)
+
+    # --- context -----------------------------------------------------------------------
+    def build_context(self, scope: Scope, query: str | None = None, token_budget: int = 16000,
+                      system_prompt: str | None = None, *,
+                      reserve_ratio: float | None = None) -> AssembledContext:
+        """Assemble what the model should see, never over ``token_budget``.
+
+        Order: system prompt → key memory → summaries → profile facts → relevant memories →
+        working memory → the session's recent turns → ``query``. ``reserve_ratio`` overrides
+        the share kept free for the response (default 20%, seed 000 §7).
+        Returns chat ``messages`` plus the ``items`` used (layer, score, source ids)."""
+        check_scope(scope)
+        if query is not None:
+            query = validate_content(query, max_chars=self.max_content_chars, field="query")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ValidationError("system_prompt must be a string")
+        req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio)
+        return build_context(self._sources, req, self._count)
+
+    def _search_for_context(self, scope: Scope, query: str, top_k: int,
+                            filters: Filters) -> list[SearchHit]:
+        return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
+                             filters=filters, config=self.search_config,
+                             now=self._clock.now())
 
     # --- portability -------------------------------------------------------------------
     def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,

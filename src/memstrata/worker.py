@@ -8,6 +8,7 @@ Handlers must therefore be idempotent.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from .clock import Clock
 from .jobs import Job, retry_delay
 from .store.base import Store
 
-__all__ = ["JobRunner", "RunReport"]
+__all__ = ["BackgroundWorker", "JobRunner", "RunReport"]
 
 log = logging.getLogger("memstrata.worker")
 
@@ -88,3 +89,39 @@ class JobRunner:
             report = self.run_pending()
             if not (report.done or report.retried or report.failed):
                 time.sleep(poll_seconds)
+
+
+class BackgroundWorker:
+    """An in-process daemon thread that runs jobs as they are queued.
+
+    Woken by every write and polling otherwise (jobs queued by other processes, retries
+    coming due). ``stop()`` lets the current job finish; anything still queued stays in the
+    store for the next flush, worker or process.
+    """
+
+    def __init__(self, runner: JobRunner, *, poll_seconds: float = 2.0) -> None:
+        self._runner = runner
+        self._poll = poll_seconds
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="memstrata-worker", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(self._poll)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                self._runner.run_pending()
+            except Exception:  # the store may be busy or gone; the next wake retries
+                log.exception("background job run failed; will retry")

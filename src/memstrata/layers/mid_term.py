@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..clock import ensure_utc
-from ..errors import ConflictError, ValidationError
+from ..errors import ConflictError, NotFoundError, ValidationError
 from ..filters import Filters
 from ..llm.heuristic import HeuristicLLM
 from ..records import (
@@ -390,6 +390,19 @@ class MidTermService:
         now = self._ctx.clock.now()
         return [(self._hit(uscope, c.id, now), float(c.score)) for c in found
                 if float(c.score) >= min_similarity]
+
+    def count_hits(self, scope: Scope, cluster_ids: Sequence[str]) -> list[MemoryRecord]:
+        """Count a hit on clusters a search already returned (``build_context`` defers this
+        to a background job so the read path never writes). Clusters gone since are skipped."""
+        uscope = self._scope(scope)
+        now = self._ctx.clock.now()
+        out = []
+        for cluster_id in cluster_ids:
+            try:
+                out.append(self._hit(uscope, cluster_id, now))
+            except NotFoundError:
+                continue
+        return out
 
     def _hit(self, uscope: Scope, cluster_id: str, now: datetime) -> MemoryRecord:
         for _ in range(5):  # an absorb may write the cluster concurrently: reload and retry
