@@ -6,7 +6,7 @@ pure functions in their own modules, so ``AsyncMemory`` can share them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import IO, Any
@@ -32,6 +32,7 @@ from .layers.stack import LayerStack
 from .layers.working import TaskService
 from .llm.base import LLM
 from .llm.factory import make_llm
+from .policies.dedup import insert_or_merge
 from .portability import ImportReport, export_jsonl, read_jsonl
 from .reembed import reembed_store
 from .records import MemoryRecord, Message, RecordStatus, RecordType, Role, Source, Visibility
@@ -211,15 +212,15 @@ class Memory:
             source: Source | str = Source.EXPLICIT_USER_INPUT,
             observed_at: datetime | None = None, visibility: Visibility | str | None = None,
             source_ids: Sequence[str] = (), dedup: bool = True) -> MemoryRecord:
-        """Store a memory directly. An active record of the same type and text is returned
-        instead of storing a second copy (``dedup=False`` stores it anyway)."""
+        """Store a memory directly.
+
+        With ``dedup`` (default) a record of the same type whose text is the same, or nearly
+        (cosine ≥ ``LayerConfig.dedup_cosine``, 0.95), is not stored twice: the existing one
+        gets a new version that merges provenance (mentions, source ids, tags) and is
+        returned. ``dedup=False`` always stores a new record."""
         check_scope(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
         rtype = RecordType(type) if not isinstance(type, RecordType) else type
-        if dedup:
-            existing = self._store.find_by_hash(scope, content_hash(text), [rtype.value])
-            if existing is not None:
-                return existing
         if importance is None:
             importance = self._llm.score_importance(text)
         record = note_record(
@@ -228,6 +229,8 @@ class Memory:
             importance=importance, confidence=confidence, tags=tags, metadata=metadata,
             source=source, observed_at=observed_at, visibility=visibility, source_ids=source_ids,
         )
+        if dedup:
+            return insert_or_merge(self._ctx, scope, record).record
         self._insert([record])
         return record
 
@@ -327,6 +330,11 @@ class Memory:
             return self._runner.run_pending(include_delayed=True)
         return self._runner.run_pending(tenant=scope.tenant, user=scope.user,
                                         session=scope.session, include_delayed=True)
+
+    def run_worker(self, *, poll_seconds: float = 1.0,
+                   stop: Callable[[], bool] = lambda: False) -> None:
+        """Run jobs until ``stop()`` is true (what ``memstrata worker`` does)."""
+        self._runner.run_forever(poll_seconds=poll_seconds, stop=stop)
 
     # --- context -----------------------------------------------------------------------
     def build_context(self, scope: Scope, query: str | None = None, token_budget: int = 16000,

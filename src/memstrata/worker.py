@@ -50,9 +50,10 @@ class JobRunner:
         report = RunReport()
         while True:
             now = self._clock.now()
-            horizon = now + timedelta(days=3650) if include_delayed else now
-            jobs = self._store.claim_jobs(horizon, limit=batch, lease_seconds=self.lease_seconds,
-                                          tenant=tenant, user=user, session=session)
+            horizon = now + timedelta(days=3650) if include_delayed else None
+            jobs = self._store.claim_jobs(now, limit=batch, lease_seconds=self.lease_seconds,
+                                          tenant=tenant, user=user, session=session,
+                                          due_before=horizon)
             if not jobs:
                 return report
             for job in jobs:
@@ -67,7 +68,7 @@ class JobRunner:
         try:
             handler(job)
         except Exception as exc:  # a handler may fail in any way; the job keeps it for retry
-            attempts = job.attempts + 1
+            attempts = job.attempts  # counted by the claim
             message = f"{type(exc).__name__}: {exc}"
             report.errors.append(f"{job.kind} {job.id}: {message}")
             if attempts >= self.max_attempts:

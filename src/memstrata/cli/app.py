@@ -15,6 +15,7 @@ from ..codec import record_to_dict
 from ..errors import MemstrataError
 from ..records import MemoryRecord
 from ..search.hit import SearchHit
+from .layer_commands import register as register_layer_commands
 from .options import Settings, console, emit, fail, open_memory
 
 __all__ = ["app", "main"]
@@ -264,6 +265,9 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
 
     settings: Settings = ctx.obj
     run_demo(settings, as_json)
+
+
+register_layer_commands(app)
 
 
 def _mount_optional() -> None:

@@ -50,7 +50,7 @@ class ContextItem:
     tokens: int = 0
 
     def line(self) -> str:
-        if self.observed_at is None:
+        if self.block == "working" or self.observed_at is None:
             return f"- {self.text}"
         return f"- [{self.observed_at.strftime('%Y-%m-%d')}] {self.text}"
 

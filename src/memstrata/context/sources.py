@@ -33,7 +33,13 @@ class LayerSources:
 
     def working(self, scope: Scope) -> tuple[MemoryRecord, str] | None:
         task = self._layers.tasks.current(scope)
-        return None if task is None else (task, render_task(task))
+        if task is None:
+            return None
+        # The assembler adds the block header; keep the rendered state without its own.
+        lines = render_task(task).splitlines()
+        if lines and lines[0].startswith("#"):
+            lines = lines[1:]
+        return task, "\n".join(lines)
 
     def history(self, scope: Scope) -> list[MemoryRecord]:
         return self._layers.short_term.render(scope)

@@ -384,10 +384,10 @@ class InMemoryStore:
 
     def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
                    tenant: str | None = None, user: str | None = None,
-                   session: str | None = None) -> list[Job]:
+                   session: str | None = None, due_before: datetime | None = None) -> list[Job]:
         def ready(j: Job) -> bool:
             if j.status is JobStatus.PENDING:
-                due = j.run_after <= now
+                due = j.run_after <= (due_before or now)
             else:
                 due = (j.status is JobStatus.RUNNING and j.lease_until is not None
                        and j.lease_until <= now)

@@ -74,11 +74,13 @@ def enqueue(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
 
 
 def claim_jobs(conn: sqlite3.Connection, now: datetime, *, limit: int, lease_seconds: float,
-               tenant: str | None, user: str | None, session: str | None) -> list[Job]:
+               tenant: str | None, user: str | None, session: str | None,
+               due_before: datetime | None = None) -> list[Job]:
     at = encode_time(now)
+    due = encode_time(due_before or now)
     sql = (f"SELECT {_COLUMNS} FROM jobs WHERE ((status = ? AND run_after <= ?) "
            "OR (status = ? AND lease_until <= ?))")
-    args: list[Any] = [JobStatus.PENDING.value, at, JobStatus.RUNNING.value, at]
+    args: list[Any] = [JobStatus.PENDING.value, due, JobStatus.RUNNING.value, at]
     for column, value in (("tenant", tenant), ("user", user), ("session", session)):
         if value is not None:
             sql += f" AND {column} = ?"

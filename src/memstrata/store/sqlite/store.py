@@ -469,10 +469,11 @@ class SQLiteStore:
 
     def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
                    tenant: str | None = None, user: str | None = None,
-                   session: str | None = None) -> list[Job]:
+                   session: str | None = None, due_before: datetime | None = None) -> list[Job]:
         with self._write() as c:
             return outbox.claim_jobs(c, now, limit=limit, lease_seconds=lease_seconds,
-                                     tenant=tenant, user=user, session=session)
+                                     tenant=tenant, user=user, session=session,
+                                     due_before=due_before)
 
     def finish_job(self, job_id: str) -> None:
         with self._write() as c:
