@@ -163,7 +163,12 @@ class Store(Protocol):
     def enqueue(self, jobs: Sequence[Job]) -> None: ...
     def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
                    tenant: str | None = None, user: str | None = None,
-                   session: str | None = None) -> builtins.list[Job]: ...
+                   session: str | None = None, due_before: datetime | None = None
+                   ) -> builtins.list[Job]:
+        """Lease up to ``limit`` jobs: pending ones whose ``run_after`` ≤ ``due_before``
+        (default ``now``) and running ones whose lease expired. Each claim counts an
+        attempt; the returned jobs carry the new count and a lease of ``now + lease``."""
+        ...
     def finish_job(self, job_id: str) -> None: ...
     def fail_job(self, job_id: str, error: str, retry_at: datetime | None) -> None:
         """Record a failure; ``retry_at=None`` gives up (status ``failed``)."""
