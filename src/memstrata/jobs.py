@@ -36,6 +36,7 @@ class Job:
     dedup_key: str | None = field(default=None)
 
 
-def retry_delay(attempts: int, *, base_seconds: float = 2.0, cap_seconds: float = 600.0) -> timedelta:
+def retry_delay(attempts: int, *, base_seconds: float = 2.0,
+                cap_seconds: float = 600.0) -> timedelta:
     """Exponential backoff: ``min(cap, base · 2^(attempts-1))``."""
     return timedelta(seconds=min(cap_seconds, base_seconds * 2 ** max(0, attempts - 1)))

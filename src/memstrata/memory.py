@@ -6,21 +6,22 @@ pure functions in their own modules, so ``AsyncMemory`` can share them.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import IO, Any
 
 from .clock import Clock, SystemClock
+from .context.assemble import AssembledContext
+from .context.builder import ContextRequest
+from .context.builder import build as build_context
+from .context.sources import LayerSources
 from .embedder.base import Embedder
 from .embedder.cache import CachedEmbedder
 from .embedder.factory import make_embedder
 from .errors import EmbeddingMismatchError, NotFoundError, ValidationError
 from .filters import Filters
-from .context.assemble import AssembledContext
-from .context.builder import ContextRequest
-from .context.builder import build as build_context
-from .context.sources import LayerSources
 from .layers.base import LayerConfig, LayerContext
 from .layers.episodic import EpisodeService
 from .layers.key import KeyMemoryService
@@ -34,8 +35,8 @@ from .llm.base import LLM
 from .llm.factory import make_llm
 from .policies.dedup import insert_or_merge
 from .portability import ImportReport, export_jsonl, read_jsonl
-from .reembed import reembed_store
 from .records import MemoryRecord, Message, RecordStatus, RecordType, Role, Source, Visibility
+from .reembed import reembed_store
 from .scope import Scope
 from .search.config import SearchConfig
 from .search.hit import SearchHit, types_of_layers
@@ -179,7 +180,8 @@ class Memory:
                       metadata=dict(metadata or {}))
         return self.add_messages(scope, [msg])[0]
 
-    def add_messages(self, scope: Scope, messages: Sequence[Message]) -> list[MemoryRecord]:
+    def add_messages(self, scope: Scope,
+                     messages: Sequence[Message]) -> builtins.list[MemoryRecord]:
         """Store many turns in one embedding call and one transaction (all or nothing)."""
         check_scope(scope)
         now = self._clock.now()
@@ -269,12 +271,13 @@ class Memory:
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         return self._store.get(check_scope(scope), record_id, include_deleted=include_deleted)
 
-    def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+    def history(self, scope: Scope, record_id: str) -> builtins.list[MemoryRecord]:
         """Every version of a record, oldest first."""
         return self._store.history(check_scope(scope), record_id)
 
     def list(self, scope: Scope, *, filters: Filters | Mapping[str, Any] | None = None,
-             limit: int = 100, offset: int = 0, newest_first: bool = True) -> list[MemoryRecord]:
+             limit: int = 100, offset: int = 0,
+             newest_first: bool = True) -> builtins.list[MemoryRecord]:
         if limit < 1 or offset < 0:
             raise ValidationError("limit must be >= 1 and offset >= 0")
         return self._store.list(check_scope(scope), Filters.parse(filters), limit=limit,
@@ -283,7 +286,8 @@ class Memory:
     def search(self, scope: Scope, query: str, top_k: int = 10, *,
                layers: Iterable[str] | str | None = None,
                filters: Filters | Mapping[str, Any] | None = None, mode: str | None = None,
-               explain: bool = False, config: SearchConfig | None = None) -> list[SearchHit]:
+               explain: bool = False,
+               config: SearchConfig | None = None) -> builtins.list[SearchHit]:
         """Hybrid (BM25 + dense) search within ``scope``; see :class:`SearchConfig`."""
         check_scope(scope)
         query = validate_content(query, max_chars=self.max_content_chars, field="query")
@@ -355,7 +359,7 @@ class Memory:
         return build_context(self._sources, req, self._count)
 
     def _search_for_context(self, scope: Scope, query: str, top_k: int,
-                            filters: Filters) -> list[SearchHit]:
+                            filters: Filters) -> builtins.list[SearchHit]:
         return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
                              filters=filters, config=self.search_config,
                              now=self._clock.now())
@@ -396,7 +400,7 @@ class Memory:
                 fresh.append(rec)
         writes = []
         missing = [r for r in fresh if r.id not in parsed.vectors]
-        embedded = self._embedder.embed_batch([r.text for r in missing]) if missing else []
+        embedded: Any = self._embedder.embed_batch([r.text for r in missing]) if missing else []
         new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
         for rec in fresh:
             vec = parsed.vectors.get(rec.id)

@@ -81,7 +81,7 @@ def new_id() -> str:
 
 def _enum(kind: type[StrEnum], value: object, name: str) -> Any:
     try:
-        return kind(value)
+        return kind(value)  # type: ignore[arg-type]
     except ValueError:
         allowed = ", ".join(m.value for m in kind)
         raise ValidationError(f"{name} {value!r} is not one of: {allowed}") from None

@@ -37,7 +37,7 @@ def count_tokens(text: str, counter: TokenCounter | None = None) -> int:
 def tiktoken_counter(encoding: str = "cl100k_base") -> Callable[[str], int]:
     """A counter backed by ``tiktoken`` (needs the package and its encoding files)."""
     try:
-        import tiktoken
+        import tiktoken  # type: ignore[import-not-found]
     except ImportError:
         from .errors import MissingDependencyError
 

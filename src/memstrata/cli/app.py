@@ -31,7 +31,8 @@ def _settings(
     ctx: typer.Context,
     db: Annotated[str, typer.Option(envvar="MEMSTRATA_URL", help="Store URL: sqlite:///path.db "
                                     "or memory://")] = "sqlite:///memstrata.db",
-    tenant: Annotated[str | None, typer.Option(envvar="MEMSTRATA_TENANT", help="Tenant id.")] = None,
+    tenant: Annotated[str | None, typer.Option(envvar="MEMSTRATA_TENANT",
+                                               help="Tenant id.")] = None,
     user: Annotated[str | None, typer.Option(envvar="MEMSTRATA_USER", help="User id.")] = None,
     agent: Annotated[str | None, typer.Option(envvar="MEMSTRATA_AGENT", help="Agent id.")] = None,
     session: Annotated[str | None, typer.Option(envvar="MEMSTRATA_SESSION",

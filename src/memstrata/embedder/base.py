@@ -52,4 +52,5 @@ def check_vectors(raw: object, count: int, dims: int, model_id: str) -> Matrix:
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     if count and float(norms.min()) == 0.0:
         raise ProviderError(f"embedder {model_id} returned an all-zero vector; nothing stored")
-    return (arr / norms).astype(np.float32, copy=False)
+    out: Matrix = (arr / norms).astype(np.float32, copy=False)
+    return out

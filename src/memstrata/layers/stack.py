@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..jobs import Job
 from ..scope import Scope
-from .base import LayerContext
+from .base import IngestStep, LayerContext
 from .episodic import ConversationEpisodeStep, EpisodeService
 from .key import KeyMemoryService
 from .knowledge import KnowledgeService
@@ -44,7 +44,7 @@ class LayerStack:
         summaries = SummaryService(ctx, short)
         episodes = EpisodeService(ctx)
         procedures = ProceduralService(ctx)
-        steps = [
+        steps: list[IngestStep] = [
             MidTermStep(ctx, short, mid, summaries),
             SummaryStep(ctx, summaries),
             FactExtractionStep(ctx),
