@@ -18,7 +18,7 @@ import pytest
 from memstrata import FixedClock, Memory, Scope
 from memstrata.filters import Filters
 from memstrata.jobs import Job, retry_delay
-from memstrata.records import RecordType, new_id
+from memstrata.records import Message, RecordType, Role, new_id
 from memstrata.store import open_store
 from memstrata.worker import JobRunner
 
@@ -153,14 +153,14 @@ def test_a_failing_ingest_job_through_memory_keeps_messages_and_recovers(
         mem.close()
 
 
-def _conversation() -> list[dict[str, object]]:
+def _conversation() -> list[Message]:
     turns = [("user", "I am allergic to penicillin and I live in Oslo."),
              ("assistant", "Noted, I will remember the penicillin allergy.")]
     for i in range(10):
         turns += [("user", f"Question {i}: how should I prepare for the ski trip to "
                            f"{['Geilo', 'Hemsedal'][i % 2]}?"),
                   ("assistant", f"Answer {i}: wax the skis and check the avalanche forecast.")]
-    return [{"role": r, "content": c, "observed_at": T0 + timedelta(minutes=i)}
+    return [Message(role=Role(r), content=c, observed_at=T0 + timedelta(minutes=i))
             for i, (r, c) in enumerate(turns)]
 
 
@@ -198,7 +198,8 @@ def test_kill_9_mid_job_loses_nothing_and_the_job_runs_after_its_lease(tmp_path:
     path = tmp_path / "crash.db"
     url = f"sqlite:///{path}"
     lease = 120.0
-    payload = [{**m, "observed_at": m["observed_at"].isoformat()}  # type: ignore[union-attr]
+    payload = [{"role": m.role.value, "content": m.content,
+                "observed_at": m.observed_at.isoformat() if m.observed_at else None}
                for m in _conversation()]
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.Popen([sys.executable, "-c", CHILD, url, T0.isoformat(), str(lease),
