@@ -69,7 +69,7 @@ def test_order_follows_pmemo() -> None:
     positions = [memory.index(s) for s in ("deadline Friday", "they talked about Lisbon",
                                            "allergy: peanuts", "Mia likes tea", "plan trip")]
     assert positions == sorted(positions)
-    assert "[2026-03-01]" in memory  # dates on every dated block
+    assert "[1 March 2026]" in memory  # dates on every dated block
     assert ctx.messages[-1]["content"] == "what now?"
 
 

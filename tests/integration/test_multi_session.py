@@ -23,7 +23,7 @@ DAY1 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 DAY2 = datetime(2026, 2, 10, 18, 30, tzinfo=UTC)
 DAY3 = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
 DAY4 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
-DATE_LINE = re.compile(r"^- \[\d{4}-\d{2}-\d{2}\] \S")
+DATE_LINE = re.compile(r"^- \[(\d{1,2} [A-Z][a-z]+ \d{4}|\d{4}年\d{1,2}月\d{1,2}日)\] \S")
 
 
 def sailing(n: int) -> list[tuple[str, str]]:
@@ -243,7 +243,7 @@ def test_a_later_session_context_recalls_earlier_sessions_in_order(
     assert [t.record_id for t in ctx.history] == [r.id for r in turns]
     assert ctx.messages[-1] == {"role": "user", "content": query}
     for turn in ctx.history:
-        assert re.match(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\] ", turn.rendered())
+        assert re.match(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4}|\d{4}年\d{1,2}月\d{1,2}日) \d{2}:\d{2}\] ", turn.rendered())
 
     memory_text = ctx.messages[1]["content"]
     blocks = _memory_blocks(memory_text)
@@ -266,7 +266,7 @@ def test_a_later_session_context_recalls_earlier_sessions_in_order(
     for needle in ("allergy: peanuts", "pet_dog: Biscuit", "location: Lisbon"):
         assert needle in facts
     # the summaries block carries dated lines from the first session
-    assert any("[2026-01-05]" in line for line in blocks["summaries"])
+    assert any("[5 January 2026]" in line for line in blocks["summaries"])
 
     # provenance: every remembered item points at real stored messages
     message_ids = all_message_ids(ingested)

@@ -19,6 +19,7 @@ from datetime import datetime
 
 from ..errors import BudgetError
 from .budget import BudgetPlan
+from .dates import format_date, format_datetime
 
 __all__ = ["BLOCKS", "MESSAGE_OVERHEAD", "AssembledContext", "ContextItem", "HistoryTurn",
            "assemble"]
@@ -52,7 +53,7 @@ class ContextItem:
     def line(self) -> str:
         if self.block == "working" or self.observed_at is None:
             return f"- {self.text}"
-        return f"- [{self.observed_at.strftime('%Y-%m-%d')}] {self.text}"
+        return f"- [{format_date(self.observed_at, self.text)}] {self.text}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ class HistoryTurn:
     def rendered(self) -> str:
         if self.observed_at is None:
             return self.content
-        return f"[{self.observed_at.strftime('%Y-%m-%d %H:%M')}] {self.content}"
+        return f"[{format_datetime(self.observed_at, self.content)}] {self.content}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,9 +43,15 @@ class ContextRequest:
     token_budget: int
     system_prompt: str | None = None
     reserve_ratio: float | None = None
-    relevant_k: int = 60
+    relevant_k: int | None = None   # default: as many as the budget could hold (≥ 30)
     summaries_k: int = 3
     facts_k: int = 20
+
+    @property
+    def relevant_limit(self) -> int:
+        if self.relevant_k is not None:
+            return self.relevant_k
+        return max(30, min(300, self.token_budget // 25))
 
 
 def _speaker_text(rec: MemoryRecord) -> str:
@@ -74,8 +80,10 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
     working = got["working"]
     if working is not None:
         add("working", working[0], 1.0, "working", text=working[1], priority=1)
+    # The newest summaries are background: they fill what relevant memories leave (a
+    # summary that is relevant to the query arrives through the search with its own score).
     for rec in got["summaries"]:
-        add("summaries", rec, 0.5, "summaries")
+        add("summaries", rec, 0.05, "summaries")
     for rec, score in got["facts"]:
         add("facts", rec, score, "semantic")
     for hit in got["relevant"]:
@@ -97,7 +105,8 @@ def build(sources: ContextSources, req: ContextRequest, count: Callable[[str], i
     }
     if req.query:
         jobs["facts"] = _POOL.submit(sources.facts, user_scope, req.query, req.facts_k)
-        jobs["relevant"] = _POOL.submit(sources.relevant, user_scope, req.query, req.relevant_k)
+        jobs["relevant"] = _POOL.submit(sources.relevant, user_scope, req.query,
+                                        req.relevant_limit)
     got: dict[str, Any] = {"facts": [], "relevant": [], "working": None, "history": []}
     for name, fut in jobs.items():
         if fut is not None:

@@ -51,8 +51,9 @@ class LayerSources:
 
     def facts(self, scope: Scope, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
         facts = self._layers.facts.relevant(scope, query, limit)
-        # Ranked by similarity: give them scores that keep that order below the top hits.
-        return [(f, 0.9 - i * 0.01) for i, f in enumerate(facts)]
+        # Ranked by similarity; scored to compete with mid-ranked search hits (fused scores
+        # run from ~1.0 for a first place in both lists down to ~0.3).
+        return [(f, 0.6 - i * 0.01) for i, f in enumerate(facts)]
 
     def relevant(self, scope: Scope, query: str, limit: int) -> list[SearchHit]:
         hits = self._search(scope, query, limit, Filters(types=RELEVANT_TYPES))
