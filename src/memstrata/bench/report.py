@@ -87,8 +87,13 @@ def locomo_markdown(res: dict[str, Any]) -> str:
             rows.append([m] + ["missing"] * len(budgets) + [data["missing"]])
             continue
         ar = data.get("answer_recall", {})
+        used = data.get("context_tokens", {})
+        note = ", ".join(
+            f"{used[str(b)]['all']['mean']:.0f}" for b in budgets if str(b) in used
+        )
         if ar:
-            rows.append([m] + [_pct(ar.get(str(b), {}).get("all")) for b in budgets] + [""])
+            rows.append([m] + [_pct(ar.get(str(b), {}).get("all")) for b in budgets]
+                        + [f"mean tokens used: {note}" if note else ""])
     full = methods.get("full history", {})
     if "answer_recall" in full:
         tok = full.get("tokens", {})
@@ -147,6 +152,9 @@ def locomo_markdown(res: dict[str, Any]) -> str:
         "Evidence recall@k: share of a question's gold evidence turns covered by the "
         "source_ids of the top-k hits (questions without evidence skipped; malformed ids "
         "such as 'D8:6; D9:17' split, 'D10:' dropped).",
+        "build_context is called with reserve_ratio=" + str(cfg.get("context_reserve", 0.0))
+        + " so it uses the same token budget as the baselines; the trailing user message "
+        "repeating the question is removed before answer tokens are counted.",
         "Answer recall: share of the gold answer's LoCoMo-normalised, Porter-stemmed tokens "
         "present in the context; ranked methods pack their hits' turns (with dates) in rank "
         "order; random sampling uses seed " + str(cfg["seed"]) + " + question index.",
