@@ -243,7 +243,8 @@ def test_a_later_session_context_recalls_earlier_sessions_in_order(
     assert [t.record_id for t in ctx.history] == [r.id for r in turns]
     assert ctx.messages[-1] == {"role": "user", "content": query}
     for turn in ctx.history:
-        assert re.match(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4}|\d{4}年\d{1,2}月\d{1,2}日) \d{2}:\d{2}\] ", turn.rendered())
+        assert re.match(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4}|\d{4}年\d{1,2}月\d{1,2}日) \d{2}:\d{2}\] ",
+                        turn.rendered())
 
     memory_text = ctx.messages[1]["content"]
     blocks = _memory_blocks(memory_text)

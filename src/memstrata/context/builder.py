@@ -86,9 +86,13 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
         add("summaries", rec, 0.05, "summaries")
     for rec, score in got["facts"]:
         add("facts", rec, score, "semantic")
+    shown = set(window_ids) | {h.record.id for h in got["relevant"]
+                               if h.record.type.value == "message"}
     for hit in got["relevant"]:
         if hit.record.type.value == "message" and hit.record.id in window_ids:
             continue  # already in the recent turns
+        if hit.record.type.value == "cluster" and set(hit.source_ids) <= shown:
+            continue  # a digest of turns that are all shown anyway
         add("relevant", hit.record, hit.score, hit.layer)
     return items
 

@@ -23,6 +23,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from ..clock import ensure_utc
 from ..filters import Filters
 from ..llm.base import ExtractedFact
 from ..llm.heuristic import HeuristicLLM
@@ -144,10 +145,15 @@ class FactService:
 
     def upsert(self, scope: Scope, fact: ExtractedFact, source_ids: Sequence[str] = (), *,
                expires_at: datetime | None = None,
-               source: Source = Source.EXPLICIT_USER_INPUT) -> FactOutcome:
-        """Apply the conflict rules to ``fact`` and write the result (see module docstring)."""
+               source: Source = Source.EXPLICIT_USER_INPUT,
+               observed_at: datetime | None = None) -> FactOutcome:
+        """Apply the conflict rules to ``fact`` and write the result (see module docstring).
+
+        ``observed_at`` is when the user said it (the message's time; replays of old
+        conversations must keep their dates); it defaults to now."""
         scope = self._scope(scope)
         now = self._ctx.clock.now()
+        when = ensure_utc(observed_at) if observed_at is not None else now
         current = self._current(scope, fact.key)
         sources = tuple(source_ids)
         if current is not None and sources and set(sources) <= _seen(current):
@@ -160,31 +166,31 @@ class FactService:
             current_expired=current is not None and is_expired(_expires(current), now),
             confirm_step=self._ctx.config.fact_confirm_step)
         if decision.action is FactAction.INSERTED or current is None:
-            record = self._new(scope, fact, sources, expires_at, source, decision, now)
+            record = self._new(scope, fact, sources, expires_at, source, decision, when)
             self._ctx.insert([record])
             return FactOutcome(FactAction.INSERTED, record)
         if decision.action is FactAction.CONFIRMED:
             updated = replace(
                 current, version=current.version + 1, updated_at=now,
-                confidence=decision.confidence,
+                confidence=decision.confidence, observed_at=max(current.observed_at, when),
                 source_ids=tuple(dict.fromkeys((*current.source_ids, *sources))),
                 content=replace(current.content, structured={
                     **data, "confidence": decision.confidence, "mentions": decision.mentions,
-                    "last_updated": now.isoformat(),
+                    "last_updated": when.isoformat(),
                     "expires_at": _iso(expires_at) or data.get("expires_at")}))
             self._ctx.replace(scope, updated, expected_version=current.version, reindex=False)
             return FactOutcome(FactAction.CONFIRMED, updated)
         if decision.action is FactAction.REPLACED:
             record = self._new(scope, fact, (*sources, current.id), expires_at,
-                               Source.CORRECTED_MEMORY, decision, now,
+                               Source.CORRECTED_MEMORY, decision, when,
                                replaces=current.id)
             self._ctx.insert([record])
-            old = replace(current, version=current.version + 1, updated_at=now, valid_to=now,
+            old = replace(current, version=current.version + 1, updated_at=now, valid_to=when,
                           superseded_by=record.id)
             self._ctx.replace(scope, old, expected_version=current.version, reindex=False)
             return FactOutcome(FactAction.REPLACED, record, old)
         conflicts = [*data.get("conflicts", []), {
-            "value": fact.value, "confidence": fact.confidence, "observed_at": now.isoformat(),
+            "value": fact.value, "confidence": fact.confidence, "observed_at": when.isoformat(),
             "source_ids": list(sources), "evidence": fact.evidence}]
         kept = replace(current, version=current.version + 1, updated_at=now,
                        content=replace(current.content,
@@ -206,7 +212,8 @@ class FactService:
             self._ctx, scope, f"{fact.key}: {fact.value}", type=RecordType.FACT,
             importance=max(0.6, min(1.0, decision.confidence)), confidence=decision.confidence,
             structured=structured, metadata={"category": fact.category, "key": fact.key},
-            source=source, source_ids=sources, tags=(fact.category,), valid_from=now)
+            source=source, source_ids=sources, tags=(fact.category,), valid_from=now,
+            observed_at=now)
 
 
 def _seen(record: MemoryRecord) -> set[str]:
@@ -245,7 +252,7 @@ class FactExtractionStep:
             if message.type is not RecordType.MESSAGE or message.role is not Role.USER:
                 continue
             for fact in self._extract(message.text):
-                self._facts.upsert(scope, fact, (message.id,))
+                self._facts.upsert(scope, fact, (message.id,), observed_at=message.observed_at)
 
     def on_session_end(self, scope: Scope) -> None:
         """Nothing to do: facts are extracted as messages arrive."""
