@@ -108,3 +108,54 @@ def test_budget_too_small_for_system_prompt() -> None:
                  count=count_tokens)
     with pytest.raises(BudgetError):
         allocate(0)
+
+
+class _Sources:
+    """A real, fixed ContextSources: every layer answers from lists given up front."""
+
+    def __init__(self, summaries: list, relevant: list) -> None:  # type: ignore[type-arg]
+        self._summaries = summaries
+        self._relevant = relevant
+
+    def key(self, scope):  # type: ignore[no-untyped-def]
+        return []
+
+    def working(self, scope):  # type: ignore[no-untyped-def]
+        return None
+
+    def history(self, scope):  # type: ignore[no-untyped-def]
+        return []
+
+    def summaries(self, scope, limit):  # type: ignore[no-untyped-def]
+        return self._summaries[:limit]
+
+    def facts(self, scope, query, limit):  # type: ignore[no-untyped-def]
+        return []
+
+    def relevant(self, scope, query, limit):  # type: ignore[no-untyped-def]
+        return self._relevant[:limit]
+
+
+def _record(rid: str, rtype: str, text: str, sources: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    from memstrata import Content, MemoryRecord
+
+    return MemoryRecord(id=rid, tenant="t", user="u", type=rtype, content=Content(text),
+                        created_at=T0, updated_at=T0, observed_at=T0, source_ids=sources)
+
+
+def test_digests_of_turns_already_shown_are_skipped() -> None:
+    from memstrata import Scope
+    from memstrata.context.builder import ContextRequest, build
+    from memstrata.search.hit import SearchHit
+
+    m1 = _record("m1", "message", "I love tea", ("m1",))
+    m2 = _record("m2", "message", "I love jazz", ("m2",))
+    covered = _record("s1", "summary", "loves tea and jazz", ("m1", "m2"))
+    partial = _record("s2", "summary", "loves tea, hates rain", ("m1", "m3"))
+    cluster = _record("c1", "cluster", "tea", ("m1",))
+    hits = [SearchHit(m1, 0.9, "messages", ("m1",)), SearchHit(m2, 0.8, "messages", ("m2",)),
+            SearchHit(cluster, 0.7, "mid_term", ("m1",))]
+    ctx = build(_Sources([covered, partial], hits),  # type: ignore[arg-type]
+                ContextRequest(Scope("t", "u"), "what do I love?", 4000), count_tokens)
+    shown = {it.record_id for it in ctx.items}
+    assert shown == {"m1", "m2", "s2"}

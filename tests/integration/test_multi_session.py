@@ -249,13 +249,15 @@ def test_a_later_session_context_recalls_earlier_sessions_in_order(
     memory_text = ctx.messages[1]["content"]
     blocks = _memory_blocks(memory_text)
     names = list(blocks)
-    assert names == ["key", "summaries", "facts", "relevant", "working"]
+    order = ["key", "summaries", "facts", "relevant", "working"]
+    assert names == [n for n in order if n in names]
+    assert {"key", "facts", "relevant", "working"} <= set(names)
     # key memory comes first, and the user's own entry outranks the promoted one
     assert blocks["key"][0].endswith(pinned.text)
     assert any(line.endswith(auto.text) for line in blocks["key"][1:])
     # dates on every memory line (the task state is the current one: it is not dated)
     for name in ("key", "summaries", "facts", "relevant"):
-        for line in blocks[name]:
+        for line in blocks.get(name, []):
             assert DATE_LINE.match(line), (name, line)
     assert blocks["working"][0] == "- Goal: Plan a weekend in Lisbon"
     assert any("pick a beach" in line for line in blocks["working"])
@@ -266,13 +268,16 @@ def test_a_later_session_context_recalls_earlier_sessions_in_order(
     facts = "\n".join(blocks["facts"])
     for needle in ("allergy: peanuts", "pet_dog: Biscuit", "location: Lisbon"):
         assert needle in facts
-    # the summaries block carries dated lines from the first session
-    assert any("[5 January 2026]" in line for line in blocks["summaries"])
+    # summaries are shown unless every turn they cover is shown already (then they repeat)
+    shown = {i for it in ctx.items if it.layer == "messages" for i in it.source_ids}
+    for summary in later.layers.summaries.summaries(USER):
+        in_context = any(it.record_id == summary.id for it in ctx.items)
+        assert in_context or set(summary.source_ids) <= shown
 
     # provenance: every remembered item points at real stored messages
     message_ids = all_message_ids(ingested)
     layers = {it.layer for it in ctx.items}
-    assert {"key", "summaries", "semantic", "working"} <= layers
+    assert {"key", "semantic", "working"} <= layers
     assert layers & {"messages", "episodic", "mid_term"}
     for item in ctx.items:
         assert item.record_id is not None and item.source_ids

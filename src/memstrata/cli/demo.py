@@ -50,13 +50,15 @@ CONVERSATION: list[tuple[datetime, list[tuple[str, str]]]] = [
 ]
 
 QUESTIONS = [
-    "Where does Mia work now?",
-    "What food must I never suggest to Mia?",
-    "What are the names of Mia's cats?",
-    "When is the half marathon?",
-    "Mia 喜欢喝什么？",
-    "她在学什么语言？",
+    "Where do I work now?",
+    "What food must you never suggest to me?",
+    "What are my cats called?",
+    "When is my half marathon?",
+    "我喜欢喝什么？",
+    "我在学什么语言？",
 ]
+CONTEXT_QUERY = "My sister is coming over, what should I cook for dinner?"
+KEY_MEMORY = "Mia is allergic to peanuts: never suggest peanut dishes."
 
 
 def run_demo(settings: Settings, as_json: bool, *, top_k: int = 3) -> dict[str, Any]:
@@ -71,7 +73,7 @@ def run_demo(settings: Settings, as_json: bool, *, top_k: int = 3) -> dict[str, 
             msgs = [Message(role=role, content=text, observed_at=day + timedelta(minutes=i))  # type: ignore[arg-type]
                     for i, (role, text) in enumerate(turns)]
             mem.add_messages(scope, msgs)
-            mem.flush(scope)
+            mem.end_session(scope)  # summary, facts, clusters, episode: the background jobs
             out["sessions"].append({"session": scope.session, "date": day.date().isoformat(),
                                     "turns": len(turns)})
         out["ingest_seconds"] = round(time.perf_counter() - started, 3)
@@ -81,6 +83,14 @@ def run_demo(settings: Settings, as_json: bool, *, top_k: int = 3) -> dict[str, 
                 {"score": round(h.score, 3), "layer": h.layer,
                  "date": h.record.observed_at.date().isoformat(), "text": h.text}
                 for h in hits]})
+        mem.key.set(user, KEY_MEMORY, priority=1)
+        ctx = mem.build_context(user.with_session("session-5"), CONTEXT_QUERY, 700,
+                                "You are Mia's helpful assistant.")
+        out["context"] = {"query": CONTEXT_QUERY, "budget": 700, "tokens": ctx.tokens,
+                          "messages": ctx.messages,
+                          "items": [{"block": i.block, "layer": i.layer,
+                                     "source_ids": list(i.source_ids)} for i in ctx.items]}
+        out["facts"] = [f.text for f in mem.facts.all(user)]
         out["stats"] = mem.stats(user)
     if emit(out, as_json):
         return out
@@ -95,4 +105,12 @@ def run_demo(settings: Settings, as_json: bool, *, top_k: int = 3) -> dict[str, 
         for h in answer["hits"]:
             table.add_row(f"{h['score']:.3f}", h["layer"], h["date"], h["text"])
         console.print(table)
+    console.print("\n[bold]Layers[/bold]: " + ", ".join(
+        f"{k} {v}" for k, v in sorted(out["stats"]["by_type"].items())))
+    console.print("[bold]Profile facts extracted offline[/bold]: " + "; ".join(out["facts"]))
+    console.print(f"\n[bold]build_context[/bold] for a new session, {out['context']['budget']} "
+                  f"tokens: \"{CONTEXT_QUERY}\" → {out['context']['tokens']} tokens")
+    for m in out["context"]["messages"]:
+        console.rule(m["role"])
+        console.print(m["content"], highlight=False)
     return out

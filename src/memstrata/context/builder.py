@@ -23,6 +23,7 @@ from .budget import allocate, estimate_task
 __all__ = ["ContextRequest", "ContextSources", "build"]
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memstrata-context")
+_DIGESTS = frozenset({"summary", "episode", "cluster"})
 
 
 class ContextSources(Protocol):
@@ -80,20 +81,26 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
     working = got["working"]
     if working is not None:
         add("working", working[0], 1.0, "working", text=working[1], priority=1)
+    # A summary, episode or cluster made only of turns that are shown anyway repeats them.
+    shown = set(window_ids) | {h.record.id for h in got["relevant"]
+                               if h.record.type.value == "message"}
+
+    def redundant(rec: MemoryRecord) -> bool:
+        return (rec.type.value in _DIGESTS and bool(rec.source_ids)
+                and set(rec.source_ids) <= shown)
+
     # The newest summaries are background: they fill what relevant memories leave (a
     # summary that is relevant to the query arrives through the search with its own score).
     for rec in got["summaries"]:
-        add("summaries", rec, 0.05, "summaries")
+        if not redundant(rec):
+            add("summaries", rec, 0.05, "summaries")
     for rec, score in got["facts"]:
         add("facts", rec, score, "semantic")
-    shown = set(window_ids) | {h.record.id for h in got["relevant"]
-                               if h.record.type.value == "message"}
     for hit in got["relevant"]:
         if hit.record.type.value == "message" and hit.record.id in window_ids:
             continue  # already in the recent turns
-        if hit.record.type.value == "cluster" and set(hit.source_ids) <= shown:
-            continue  # a digest of turns that are all shown anyway
-        add("relevant", hit.record, hit.score, hit.layer)
+        if not redundant(hit.record):
+            add("relevant", hit.record, hit.score, hit.layer)
     return items
 
 
