@@ -23,7 +23,7 @@ from .errors import (
     ValidationError,
 )
 from .filters import Filters
-from .memory import Memory
+from .memory import Memory, Remembered
 from .portability import ImportReport
 from .records import (
     AccessControl,
@@ -65,6 +65,7 @@ __all__ = [
     "RecordStatus",
     "RecordType",
     "Relation",
+    "Remembered",
     "Role",
     "SchemaVersionError",
     "Scope",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import IO, Any
 
@@ -28,6 +28,7 @@ from .layers.key import KeyMemoryService
 from .layers.knowledge import KnowledgeService
 from .layers.pipeline import make_ingest_job, make_session_end_job
 from .layers.procedural import ProceduralService
+from .layers.router import Layer, RouteInput, estimate, route
 from .layers.semantic import FactService
 from .layers.stack import LayerStack
 from .layers.working import TaskService
@@ -49,7 +50,16 @@ from .tokens import TokenCounter, estimate_tokens
 from .worker import BackgroundWorker, JobRunner, RunReport
 from .writes import check_scope, message_record, note_record
 
-__all__ = ["Memory"]
+__all__ = ["Memory", "Remembered"]
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """Where :meth:`Memory.remember` put something, and why (the router's scores)."""
+
+    layer: str
+    record: MemoryRecord | None
+    scores: RouteInput
 
 _META_MODEL = "embedding_model"
 _META_DIMS = "embedding_dims"
@@ -235,6 +245,29 @@ class Memory:
             return insert_or_merge(self._ctx, scope, record).record
         self._insert([record])
         return record
+
+    def remember(self, scope: Scope, content: str, *, tags: Sequence[str] = (),
+                 metadata: Mapping[str, Any] | None = None) -> Remembered:
+        """Let the router (seed 000 §9) decide where a piece of information goes.
+
+        Stable, general, important statements become semantic notes; other cross-session
+        information becomes an episode (user feedback at importance 0.9); task state goes to
+        the session's working memory; low-value text (small talk, errors, under 50 chars with
+        no fact) is not stored long-term and comes back with ``record=None``."""
+        check_scope(scope)
+        text = validate_content(content, max_chars=self.max_content_chars)
+        item = estimate(text)
+        layer = route(item)
+        record: MemoryRecord | None = None
+        if layer is Layer.SEMANTIC:
+            record = self.add(scope, text, type=RecordType.NOTE, importance=item.importance,
+                              tags=tags, metadata=metadata)
+        elif layer is Layer.EPISODIC:
+            importance = (self._ctx.config.feedback_importance if item.is_user_feedback
+                          else item.importance)
+            record = self.add(scope, text, type=RecordType.EPISODE, importance=importance,
+                              tags=tags, metadata=metadata)
+        return Remembered(layer.value, record, item)
 
     def _insert(self, records: Sequence[MemoryRecord]) -> None:
         self._ctx.insert(records)

@@ -210,3 +210,14 @@ def test_stats(mem: Memory, alice: Scope) -> None:
     assert s["records"] == 2 and s["active"] == 1 and s["deleted"] == 1
     assert s["by_type"]["message"] == 1
     assert s["embedding_model"].startswith("hashing")
+
+
+def test_remember_routes_by_the_decision_tree(mem: Memory, alice: Scope) -> None:
+    assert mem.remember(alice, "ok thanks!").record is None
+    general = mem.remember(alice, "I always prefer window seats on flights")
+    assert general.layer == "semantic" and general.record is not None
+    assert general.record.type.value == "note"
+    feedback = mem.remember(alice, "That answer was wrong, next time check the units")
+    assert feedback.layer == "episodic" and feedback.record is not None
+    assert feedback.record.importance == 0.9
+    assert {r.id for r in mem.list(alice)} == {general.record.id, feedback.record.id}
