@@ -77,3 +77,18 @@ def test_library_does_not_import_bench() -> None:
         and p.relative_to(src).parts[0] != "cli"
     ]
     assert offenders == []
+
+
+def test_context_text_drops_the_question_echo() -> None:
+    from types import SimpleNamespace
+
+    from memstrata.bench.locomo.dataset import Question
+    from memstrata.bench.locomo.runner import _context_text
+
+    q = Question("Where did Ben move?", "Lisbon", 1, ("D2:1",))
+    ctx = SimpleNamespace(messages=[
+        {"role": "system", "content": "[27 June 2023] Ben: I moved to Lisbon."},
+        {"role": "user", "content": "Where did Ben move?"},
+    ])
+    text = _context_text(ctx, q)
+    assert "Lisbon" in text and "Where did Ben move?" not in text
