@@ -35,6 +35,14 @@ def _ms(v: Any) -> str:
     return "–" if v is None else f"{v:.1f}"
 
 
+def _load(res: dict[str, Any]) -> str:
+    load = res["environment"].get("load_average_1m_at_end")
+    if load is None:
+        return ""
+    return (f", 1-min load average {load:.1f} at the end: latencies above ~1 per CPU were "
+            "measured on a shared, busy machine")
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -49,7 +57,8 @@ def locomo_markdown(res: dict[str, Any]) -> str:
         "# LoCoMo: memstrata against the seed's baselines",
         "",
         f"Run {res['created_at']} on {res['environment']['platform']} "
-        f"({res['environment']['cpus']} CPUs, Python {res['environment']['python']}). "
+        f"({res['environment']['cpus']} CPUs, Python {res['environment']['python']}"
+        f"{_load(res)}). "
         f"Conversations: {', '.join(res['dataset']['conversations'])}; "
         f"{res['dataset']['questions']} questions, {res['dataset']['turns']} turns. "
         f"Embedder: `{cfg['embedder']}`; store: `{cfg['store']}`; search pool top_k="
@@ -170,7 +179,7 @@ def scale_markdown(res: dict[str, Any]) -> str:
         "# Scale: cost against number of records",
         "",
         f"Run {res['created_at']} on {res['environment']['platform']} "
-        f"({res['environment']['cpus']} CPUs). Embedder: `{cfg['embedder']}`"
+        f"({res['environment']['cpus']} CPUs{_load(res)}). Embedder: `{cfg['embedder']}`"
         + (" (hashing: a fast stand-in; real-model costs are higher)"
            if cfg["embedder"] == "hashing" else "")
         + f"; store `{cfg['store']}`; {cfg['queries']} queries per size, hybrid search "

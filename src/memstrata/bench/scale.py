@@ -124,6 +124,8 @@ def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, A
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": asdict(cfg),
         "environment": {"python": platform.python_version(), "platform": platform.platform(),
-                        "cpus": os.cpu_count()},
+                        "cpus": os.cpu_count(),
+                        "load_average_1m_at_end": os.getloadavg()[0]
+                        if hasattr(os, "getloadavg") else None},
         "results": [_one_size(s, cfg, tick) for s in cfg.sizes],
     }

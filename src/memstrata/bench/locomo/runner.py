@@ -328,4 +328,5 @@ def _environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
+        "load_average_1m_at_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
