@@ -36,11 +36,12 @@ def _ms(v: Any) -> str:
 
 
 def _load(res: dict[str, Any]) -> str:
-    load = res["environment"].get("load_average_1m_at_end")
+    env = res["environment"]
+    load, cpus = env.get("load_average_1m_at_end"), env.get("cpus") or 1
     if load is None:
         return ""
-    return (f", 1-min load average {load:.1f} at the end: latencies above ~1 per CPU were "
-            "measured on a shared, busy machine")
+    busy = " — the machine was shared with other work, so latencies are pessimistic"
+    return f", 1-min load average {load:.1f} at the end{busy if load > cpus else ''}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
