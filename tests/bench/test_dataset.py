@@ -17,8 +17,9 @@ from memstrata.bench.locomo.dataset import (
 
 def test_parse_session_date() -> None:
     assert parse_session_date("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-    assert parse_session_date("12:09 am on 1 January, 2024") == datetime(2024, 1, 1, 0, 9,
-                                                                        tzinfo=UTC)
+    assert parse_session_date("12:09 am on 1 January, 2024") == datetime(
+        2024, 1, 1, 0, 9, tzinfo=UTC
+    )
     assert parse_session_date("12:30 pm on 2 Feb 2022").hour == 12
     with pytest.raises(LocomoDataError):
         parse_session_date("yesterday")

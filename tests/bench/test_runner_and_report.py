@@ -50,15 +50,33 @@ def test_report_and_plots(locomo_file: Path, tmp_path: Path) -> None:
 
 def test_cli_locomo_writes_outputs(locomo_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = CliRunner().invoke(bench_app, [
-        "locomo", "--data", str(locomo_file), "--out", str(out), "--embedder", "hashing",
-        "--store", "memory", "--no-mem0", "--limit", "2", "--json",
-    ])
+    result = CliRunner().invoke(
+        bench_app,
+        [
+            "locomo",
+            "--data",
+            str(locomo_file),
+            "--out",
+            str(out),
+            "--embedder",
+            "hashing",
+            "--store",
+            "memory",
+            "--no-mem0",
+            "--limit",
+            "2",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["dataset"]["questions"] == 2
-    for name in ("locomo.json", "locomo.md", "locomo_recall_vs_k.png",
-                 "locomo_recall_vs_budget.png"):
+    for name in (
+        "locomo.json",
+        "locomo.md",
+        "locomo_recall_vs_k.png",
+        "locomo_recall_vs_budget.png",
+    ):
         assert (out / name).is_file()
 
 
@@ -71,7 +89,8 @@ def test_cli_locomo_missing_data_is_a_clear_error(tmp_path: Path) -> None:
 def test_library_does_not_import_bench() -> None:
     src = Path(__file__).resolve().parents[2] / "src" / "memstrata"
     offenders = [
-        p for p in src.rglob("*.py")
+        p
+        for p in src.rglob("*.py")
         if "bench" not in p.relative_to(src).parts[:1]
         and "memstrata.bench" in p.read_text(encoding="utf-8")
         and p.relative_to(src).parts[0] != "cli"
@@ -86,9 +105,11 @@ def test_context_text_drops_the_question_echo() -> None:
     from memstrata.bench.locomo.runner import _context_text
 
     q = Question("Where did Ben move?", "Lisbon", 1, ("D2:1",))
-    ctx = SimpleNamespace(messages=[
-        {"role": "system", "content": "[27 June 2023] Ben: I moved to Lisbon."},
-        {"role": "user", "content": "Where did Ben move?"},
-    ])
+    ctx = SimpleNamespace(
+        messages=[
+            {"role": "system", "content": "[27 June 2023] Ben: I moved to Lisbon."},
+            {"role": "user", "content": "Where did Ben move?"},
+        ]
+    )
     text = _context_text(ctx, q)
     assert "Lisbon" in text and "Where did Ben move?" not in text

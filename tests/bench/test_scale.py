@@ -33,8 +33,9 @@ def test_synth_is_deterministic_and_mixed() -> None:
 
 
 def test_run_scale_small(tmp_path: Path) -> None:
-    res = run_scale(ScaleConfig(sizes=(200,), embedder="hashing", store="memory", queries=5,
-                                batch=64))
+    res = run_scale(
+        ScaleConfig(sizes=(200,), embedder="hashing", store="memory", queries=5, batch=64)
+    )
     (row,) = res["results"]
     assert row["size"] == 200 and row["users"] == 1
     assert row["search"]["n"] == 5 and row["search"]["p95_ms"] >= row["search"]["p50_ms"]

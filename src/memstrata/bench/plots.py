@@ -87,14 +87,25 @@ def plot_scale(res: dict[str, Any], out_dir: Path) -> Path:
             ys = [r[key].get(q) for r in rows]
             pts = [(s, y) for s, y in zip(sizes, ys, strict=True) if y is not None]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                        linestyle="-" if q == "p95_ms" else ":", label=f"{label} {q[:3]}")
+                ax.plot(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    marker="o",
+                    linestyle="-" if q == "p95_ms" else ":",
+                    label=f"{label} {q[:3]}",
+                )
     ax.set_xscale("log")
     ax.set_xlabel("records in the store")
     ax.set_ylabel("latency (ms)")
     ax2 = ax.twinx()
-    ax2.plot(sizes, [r["ingest"]["messages_per_s"] for r in rows], marker="s", color="black",
-             alpha=0.5, label="ingest msg/s")
+    ax2.plot(
+        sizes,
+        [r["ingest"]["messages_per_s"] for r in rows],
+        marker="s",
+        color="black",
+        alpha=0.5,
+        label="ingest msg/s",
+    )
     ax2.set_ylabel("ingest (messages/s)")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()

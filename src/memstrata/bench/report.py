@@ -15,14 +15,21 @@ ANCHORS = (
     "p50 0.148 s / p95 0.200 s; Zep retrieval p95 ~155 ms."
 )
 RANKED = ("memstrata hybrid", "BM25 only", "dense only")
-BUDGETED = ("memstrata build_context", "memstrata hybrid", "BM25 only", "dense only",
-            "sliding window", "random sampling")
+BUDGETED = (
+    "memstrata build_context",
+    "memstrata hybrid",
+    "BM25 only",
+    "dense only",
+    "sliding window",
+    "random sampling",
+)
 
 
 def write_json(data: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+    )
 
 
 def _pct(cell: Any) -> str:
@@ -70,11 +77,16 @@ def locomo_markdown(res: dict[str, Any]) -> str:
     ]
     ranked = [m for m in RANKED if m in methods]
     mem0 = res.get("mem0") or {}
-    rows = [[m] + [_pct(methods[m]["evidence_recall"].get(str(k), {}).get("all"))
-                   for k in cfg["ks"]] for m in ranked if "evidence_recall" in methods[m]]
+    rows = [
+        [m] + [_pct(methods[m]["evidence_recall"].get(str(k), {}).get("all")) for k in cfg["ks"]]
+        for m in ranked
+        if "evidence_recall" in methods[m]
+    ]
     if "evidence_recall" in mem0:
-        rows.append(["mem0 (infer=False)"] + [
-            _pct(mem0["evidence_recall"].get(str(k), {}).get("all")) for k in cfg["ks"]])
+        rows.append(
+            ["mem0 (infer=False)"]
+            + [_pct(mem0["evidence_recall"].get(str(k), {}).get("all")) for k in cfg["ks"]]
+        )
     lines += _table(["method"] + [f"@{k}" for k in cfg["ks"]], rows)
     lines += ["", "## Evidence recall @k per category (%)", ""]
     rows = []
@@ -84,8 +96,9 @@ def locomo_markdown(res: dict[str, Any]) -> str:
     for m, er in all_er:
         for k in cfg["ks"]:
             by_cat = er.get(str(k), {})
-            rows.append([m, f"@{k}"] + [_pct(by_cat.get(c)) for c in cats]
-                        + [_pct(by_cat.get("all"))])
+            rows.append(
+                [m, f"@{k}"] + [_pct(by_cat.get(c)) for c in cats] + [_pct(by_cat.get("all"))]
+            )
     lines += _table(["method", "k"] + [f"{c} {names[c]}" for c in cats] + ["all"], rows)
 
     budgets = cfg["budgets"]
@@ -98,19 +111,22 @@ def locomo_markdown(res: dict[str, Any]) -> str:
             continue
         ar = data.get("answer_recall", {})
         used = data.get("context_tokens", {})
-        note = ", ".join(
-            f"{used[str(b)]['all']['mean']:.0f}" for b in budgets if str(b) in used
-        )
+        note = ", ".join(f"{used[str(b)]['all']['mean']:.0f}" for b in budgets if str(b) in used)
         if ar:
-            rows.append([m] + [_pct(ar.get(str(b), {}).get("all")) for b in budgets]
-                        + [f"mean tokens used: {note}" if note else ""])
+            rows.append(
+                [m]
+                + [_pct(ar.get(str(b), {}).get("all")) for b in budgets]
+                + [f"mean tokens used: {note}" if note else ""]
+            )
     full = methods.get("full history", {})
     if "answer_recall" in full:
         tok = full.get("tokens", {})
         mean_tok = tok.get("mean")
-        rows.append(["full history (no budget)"]
-                    + [_pct(full["answer_recall"]["full"].get("all"))] * len(budgets)
-                    + [f"~{mean_tok:,.0f} tokens per conversation" if mean_tok else ""])
+        rows.append(
+            ["full history (no budget)"]
+            + [_pct(full["answer_recall"]["full"].get("all"))] * len(budgets)
+            + [f"~{mean_tok:,.0f} tokens per conversation" if mean_tok else ""]
+        )
     lines += _table(["method"] + [f"{b} tok" for b in budgets] + ["note"], rows)
     lines += ["", "### Per category at each budget (%)", ""]
     rows = []
@@ -118,10 +134,12 @@ def locomo_markdown(res: dict[str, Any]) -> str:
         ar = methods.get(m, {}).get("answer_recall", {})
         for b in budgets:
             if str(b) in ar:
-                rows.append([m, str(b)] + [_pct(ar[str(b)].get(c)) for c in cats[:4]]
-                            + [_pct(ar[str(b)].get("all"))])
-    lines += _table(["method", "budget"] + [f"{c} {names[c]}" for c in cats[:4]] + ["all"],
-                    rows)
+                rows.append(
+                    [m, str(b)]
+                    + [_pct(ar[str(b)].get(c)) for c in cats[:4]]
+                    + [_pct(ar[str(b)].get("all"))]
+                )
+    lines += _table(["method", "budget"] + [f"{c} {names[c]}" for c in cats[:4]] + ["all"], rows)
 
     lines += ["", "## Latency and throughput", ""]
     rows = []
@@ -132,8 +150,15 @@ def locomo_markdown(res: dict[str, Any]) -> str:
             rows.append([m, what, str(la["n"]), _ms(la["p50_ms"]), _ms(la["p95_ms"])])
     if "latency" in mem0:
         la = mem0["latency"]
-        rows.append(["mem0 (infer=False)", f"search top_k={cfg['pool']}", str(la["n"]),
-                     _ms(la["p50_ms"]), _ms(la["p95_ms"])])
+        rows.append(
+            [
+                "mem0 (infer=False)",
+                f"search top_k={cfg['pool']}",
+                str(la["n"]),
+                _ms(la["p50_ms"]),
+                _ms(la["p95_ms"]),
+            ]
+        )
     lines += _table(["method", "call", "n", "p50 ms", "p95 ms"], rows)
     ing = res["ingest"]
     lines += [
@@ -149,7 +174,8 @@ def locomo_markdown(res: dict[str, Any]) -> str:
             f"- mem0 {mem0.get('version') or ''} ingest (`add(infer=False)` per turn): "
             f"{mi['messages']} messages in {mi['seconds']:.2f} s = "
             f"**{mi['messages_per_s'] or 0:.1f} messages/s**; peak RSS {mem0['peak_rss_mb']:.0f} MB"
-            " (the embedding server runs in a separate process, not counted).")
+            " (the embedding server runs in a separate process, not counted)."
+        )
     lines += ["", "## Notes", ""]
     notes = list(res.get("notes", []))
     if mem0:
@@ -162,7 +188,8 @@ def locomo_markdown(res: dict[str, Any]) -> str:
         "Evidence recall@k: share of a question's gold evidence turns covered by the "
         "source_ids of the top-k hits (questions without evidence skipped; malformed ids "
         "such as 'D8:6; D9:17' split, 'D10:' dropped).",
-        "build_context is called with reserve_ratio=" + str(cfg.get("context_reserve", 0.0))
+        "build_context is called with reserve_ratio="
+        + str(cfg.get("context_reserve", 0.0))
         + " so it uses the same token budget as the baselines; the trailing user message "
         "repeating the question is removed before answer tokens are counted.",
         "Answer recall: share of the gold answer's LoCoMo-normalised, Porter-stemmed tokens "
@@ -181,8 +208,11 @@ def scale_markdown(res: dict[str, Any]) -> str:
         "",
         f"Run {res['created_at']} on {res['environment']['platform']} "
         f"({res['environment']['cpus']} CPUs{_load(res)}). Embedder: `{cfg['embedder']}`"
-        + (" (hashing: a fast stand-in; real-model costs are higher)"
-           if cfg["embedder"] == "hashing" else "")
+        + (
+            " (hashing: a fast stand-in; real-model costs are higher)"
+            if cfg["embedder"] == "hashing"
+            else ""
+        )
         + f"; store `{cfg['store']}`; {cfg['queries']} queries per size, hybrid search "
         f"top_k={cfg['top_k']}, build_context budget {cfg['budget']} tokens; ingest through "
         f"`add_messages` in batches of {cfg['batch']}. Synthetic chat-like text, English with "
@@ -195,18 +225,38 @@ def scale_markdown(res: dict[str, Any]) -> str:
     rows = []
     for r in res["results"]:
         bc = r["build_context"]
-        rows.append([
-            f"{r['size']:,}", str(r["users"]), f"{r['records_per_user']:,}",
-            _ms(r["search"]["p50_ms"]), _ms(r["search"]["p95_ms"]),
-            "missing" if "missing" in bc else _ms(bc["p50_ms"]),
-            "missing" if "missing" in bc else _ms(bc["p95_ms"]),
-            f"{r['ingest']['messages_per_s']:,.0f}", f"{r['ingest']['flush_seconds']:.1f}",
-            f"{r['peak_rss_mb']:,.0f}",
-        ])
-    lines += _table(["records", "users", "records/user", "search p50 ms", "search p95 ms",
-                     "build_context p50 ms", "build_context p95 ms", "ingest msg/s",
-                     "flush s", "peak RSS MB"], rows)
+        rows.append(
+            [
+                f"{r['size']:,}",
+                str(r["users"]),
+                f"{r['records_per_user']:,}",
+                _ms(r["search"]["p50_ms"]),
+                _ms(r["search"]["p95_ms"]),
+                "missing" if "missing" in bc else _ms(bc["p50_ms"]),
+                "missing" if "missing" in bc else _ms(bc["p95_ms"]),
+                f"{r['ingest']['messages_per_s']:,.0f}",
+                f"{r['ingest']['flush_seconds']:.1f}",
+                f"{r['peak_rss_mb']:,.0f}",
+            ]
+        )
+    lines += _table(
+        [
+            "records",
+            "users",
+            "records/user",
+            "search p50 ms",
+            "search p95 ms",
+            "build_context p50 ms",
+            "build_context p95 ms",
+            "ingest msg/s",
+            "flush s",
+            "peak RSS MB",
+        ],
+        rows,
+    )
     if any("missing" in r["build_context"] for r in res["results"]):
-        lines += ["", "- build_context is not in the façade yet: those cells are missing, "
-                  "not estimated."]
+        lines += [
+            "",
+            "- build_context is not in the façade yet: those cells are missing, not estimated.",
+        ]
     return "\n".join(lines) + "\n"

@@ -75,10 +75,13 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
             t0 = time.perf_counter()
             for batch in _batches(synth_messages(size, users, cfg.seed), cfg.batch):
                 scope = Scope("scale", f"user-{batch[0].user}")
-                mem.add_messages(scope, [
-                    Message(role=Role(m.role), content=m.content, observed_at=m.observed_at)
-                    for m in batch
-                ])
+                mem.add_messages(
+                    scope,
+                    [
+                        Message(role=Role(m.role), content=m.content, observed_at=m.observed_at)
+                        for m in batch
+                    ],
+                )
                 tick(f"ingest {size:,}", len(batch))
             ingest_s = time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -104,10 +107,15 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
         "size": size,
         "users": users,
         "records_per_user": size // users,
-        "ingest": {"messages": size, "seconds": ingest_s, "messages_per_s": size / ingest_s,
-                   "flush_seconds": flush_s},
+        "ingest": {
+            "messages": size,
+            "seconds": ingest_s,
+            "messages_per_s": size / ingest_s,
+            "flush_seconds": flush_s,
+        },
         "search": search.summary_ms(),
-        "build_context": context.summary_ms() if has_ctx
+        "build_context": context.summary_ms()
+        if has_ctx
         else {"missing": "Memory.build_context is not available yet"},
         "peak_rss_mb": rss.peak_mb,
         "ingest_peak_rss_mb": ingest_peak,
@@ -123,9 +131,11 @@ def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, A
         "benchmark": "scale",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": asdict(cfg),
-        "environment": {"python": platform.python_version(), "platform": platform.platform(),
-                        "cpus": os.cpu_count(),
-                        "load_average_1m_at_end": os.getloadavg()[0]
-                        if hasattr(os, "getloadavg") else None},
+        "environment": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_average_1m_at_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        },
         "results": [_one_size(s, cfg, tick) for s in cfg.sizes],
     }

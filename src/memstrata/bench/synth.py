@@ -15,19 +15,91 @@ from datetime import UTC, datetime, timedelta
 
 __all__ = ["SynthMessage", "synth_messages", "synth_queries"]
 
-_NAMES = ["Alice", "Bob", "Carmen", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas",
-          "Kemi", "Liam", "Maya", "Noor", "Oscar", "Priya", "Quinn", "Rosa", "Sami", "Tara"]
-_PLACES = ["Lisbon", "Kyoto", "Nairobi", "Toronto", "Berlin", "Lima", "Oslo", "Seoul", "Austin",
-           "Porto", "Hanoi", "Dublin", "Cape Town", "Melbourne", "Prague"]
-_THINGS = ["pottery class", "marathon training", "sourdough starter", "job interview",
-           "guitar lessons", "garden project", "book club", "camping trip", "photography course",
-           "team offsite", "tax return", "apartment move", "dentist appointment",
-           "volunteer shift", "birthday party", "chess tournament", "yoga retreat",
-           "coding bootcamp", "piano recital", "wedding planning"]
-_FOODS = ["ramen", "tacos", "green curry", "falafel", "paella", "dumplings", "lasagna", "pho",
-          "sushi", "biryani"]
-_FEELINGS = ["excited", "nervous", "tired", "proud", "relieved", "curious", "overwhelmed",
-             "happy", "frustrated", "calm"]
+_NAMES = [
+    "Alice",
+    "Bob",
+    "Carmen",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemi",
+    "Liam",
+    "Maya",
+    "Noor",
+    "Oscar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tara",
+]
+_PLACES = [
+    "Lisbon",
+    "Kyoto",
+    "Nairobi",
+    "Toronto",
+    "Berlin",
+    "Lima",
+    "Oslo",
+    "Seoul",
+    "Austin",
+    "Porto",
+    "Hanoi",
+    "Dublin",
+    "Cape Town",
+    "Melbourne",
+    "Prague",
+]
+_THINGS = [
+    "pottery class",
+    "marathon training",
+    "sourdough starter",
+    "job interview",
+    "guitar lessons",
+    "garden project",
+    "book club",
+    "camping trip",
+    "photography course",
+    "team offsite",
+    "tax return",
+    "apartment move",
+    "dentist appointment",
+    "volunteer shift",
+    "birthday party",
+    "chess tournament",
+    "yoga retreat",
+    "coding bootcamp",
+    "piano recital",
+    "wedding planning",
+]
+_FOODS = [
+    "ramen",
+    "tacos",
+    "green curry",
+    "falafel",
+    "paella",
+    "dumplings",
+    "lasagna",
+    "pho",
+    "sushi",
+    "biryani",
+]
+_FEELINGS = [
+    "excited",
+    "nervous",
+    "tired",
+    "proud",
+    "relieved",
+    "curious",
+    "overwhelmed",
+    "happy",
+    "frustrated",
+    "calm",
+]
 _EN = [
     "I signed up for a {thing} in {place} starting {date}.",
     "My friend {name} recommended a great {food} place near the station in {place}.",
@@ -53,8 +125,20 @@ _PLACES_ZH = ["上海", "北京", "杭州", "成都", "深圳", "西安", "广�
 _THINGS_ZH = ["陶艺课", "马拉松训练", "面试", "吉他课", "读书会", "露营", "搬家", "婚礼"]
 _FOODS_ZH = ["火锅", "饺子", "拉面", "小笼包", "烤鸭", "麻辣烫"]
 _FEELINGS_ZH = ["紧张", "兴奋", "累", "开心", "期待"]
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December"]
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +152,26 @@ class SynthMessage:
 def _fill(rng: random.Random, start: datetime) -> str:
     if rng.random() < 0.125:
         tpl = rng.choice(_ZH)
-        return tpl.format(place_zh=rng.choice(_PLACES_ZH), thing_zh=rng.choice(_THINGS_ZH),
-                          food_zh=rng.choice(_FOODS_ZH), feeling_zh=rng.choice(_FEELINGS_ZH),
-                          name=rng.choice(_NAMES), n=rng.randint(2, 28))
+        return tpl.format(
+            place_zh=rng.choice(_PLACES_ZH),
+            thing_zh=rng.choice(_THINGS_ZH),
+            food_zh=rng.choice(_FOODS_ZH),
+            feeling_zh=rng.choice(_FEELINGS_ZH),
+            name=rng.choice(_NAMES),
+            n=rng.randint(2, 28),
+        )
     tpl = rng.choice(_EN)
     day = start + timedelta(days=rng.randint(1, 400))
     return tpl.format(
-        thing=rng.choice(_THINGS), place=rng.choice(_PLACES), name=rng.choice(_NAMES),
-        food=rng.choice(_FOODS), food2=rng.choice(_FOODS), feeling=rng.choice(_FEELINGS),
-        n=rng.randint(2, 12), month=rng.choice(_MONTHS), date=f"{day.day} {_MONTHS[day.month-1]}",
+        thing=rng.choice(_THINGS),
+        place=rng.choice(_PLACES),
+        name=rng.choice(_NAMES),
+        food=rng.choice(_FOODS),
+        food2=rng.choice(_FOODS),
+        feeling=rng.choice(_FEELINGS),
+        n=rng.randint(2, 12),
+        month=rng.choice(_MONTHS),
+        date=f"{day.day} {_MONTHS[day.month - 1]}",
     )
 
 
@@ -110,10 +205,14 @@ def synth_queries(count: int, seed: int = 11) -> list[str]:
         if rng.random() < 0.125:
             out.append(f"{rng.choice(_THINGS_ZH)}是什么时候？")
         else:
-            out.append(rng.choice([
-                f"When is the {rng.choice(_THINGS)}?",
-                f"What food does {rng.choice(_NAMES)} recommend in {rng.choice(_PLACES)}?",
-                f"How do I feel about the {rng.choice(_THINGS)}?",
-                f"Who is planning to visit {rng.choice(_PLACES)}?",
-            ]))
+            out.append(
+                rng.choice(
+                    [
+                        f"When is the {rng.choice(_THINGS)}?",
+                        f"What food does {rng.choice(_NAMES)} recommend in {rng.choice(_PLACES)}?",
+                        f"How do I feel about the {rng.choice(_THINGS)}?",
+                        f"Who is planning to visit {rng.choice(_PLACES)}?",
+                    ]
+                )
+            )
     return out

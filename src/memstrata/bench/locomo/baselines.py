@@ -85,9 +85,7 @@ def sliding_window(turns: Sequence[Turn], budget: int, count: TokenCount) -> lis
     return out
 
 
-def random_sample(
-    turns: Sequence[Turn], budget: int, count: TokenCount, seed: int
-) -> list[str]:
+def random_sample(turns: Sequence[Turn], budget: int, count: TokenCount, seed: int) -> list[str]:
     """Turns drawn in a seeded random order while they fit, shown in conversation order."""
     order = list(range(len(turns)))
     random.Random(seed).shuffle(order)

@@ -109,8 +109,20 @@ _DATE = re.compile(
 _MONTHS = {
     m: i + 1
     for i, m in enumerate(
-        ["january", "february", "march", "april", "may", "june", "july", "august",
-         "september", "october", "november", "december"]
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ]
     )
 }
 
@@ -234,7 +246,7 @@ def select_conversations(convs: Sequence[Conversation], spec: str | None) -> lis
         elif re.fullmatch(r"\d+", part):
             i = int(part)
             if i >= len(convs):
-                raise LocomoDataError(f"conversation index {i} out of range (0..{len(convs)-1})")
+                raise LocomoDataError(f"conversation index {i} out of range (0..{len(convs) - 1})")
             chosen = [convs[i]]
         elif re.fullmatch(r"\d+-\d+", part):
             lo, hi = (int(x) for x in part.split("-"))

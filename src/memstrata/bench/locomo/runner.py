@@ -195,33 +195,63 @@ def run_locomo(
                         sources = [_hit_sources(h) for h in hits]
                         for k in cfg.ks:
                             covered = covered_dia_ids(sources, id_to_dia, k)
-                            rows.add(method, "evidence_recall", k, cat,
-                                     evidence_recall(q.evidence, covered))
+                            rows.add(
+                                method,
+                                "evidence_recall",
+                                k,
+                                cat,
+                                evidence_recall(q.evidence, covered),
+                            )
                         if q.has_answer:
                             lines = [_hit_line(h, id_to_turn) for h in hits]
                             for b in cfg.budgets:
                                 ctx = "\n".join(pack_ranked(lines, b, count_tokens))
-                                rows.add(method, "answer_recall", b, cat,
-                                         answer_recall(q.answer, ctx))
+                                rows.add(
+                                    method, "answer_recall", b, cat, answer_recall(q.answer, ctx)
+                                )
                     if q.has_answer:
-                        rows.add("full history", "answer_recall", "full", cat,
-                                 answer_recall(q.answer, full_set))
+                        rows.add(
+                            "full history",
+                            "answer_recall",
+                            "full",
+                            cat,
+                            answer_recall(q.answer, full_set),
+                        )
                         for b in cfg.budgets:
-                            rows.add("sliding window", "answer_recall", b, cat,
-                                     answer_recall(q.answer, windows[b]))
+                            rows.add(
+                                "sliding window",
+                                "answer_recall",
+                                b,
+                                cat,
+                                answer_recall(q.answer, windows[b]),
+                            )
                             sample = random_sample(turns, b, count_tokens, cfg.seed + qi)
-                            rows.add("random sampling", "answer_recall", b, cat,
-                                     answer_recall(q.answer, "\n".join(sample)))
+                            rows.add(
+                                "random sampling",
+                                "answer_recall",
+                                b,
+                                cat,
+                                answer_recall(q.answer, "\n".join(sample)),
+                            )
                         if has_build_context:
                             for b in cfg.budgets:
                                 with lat[BUILD_CONTEXT].time():
                                     ctx_obj = mem.build_context(
-                                        user, q.question, token_budget=b,
-                                        reserve_ratio=cfg.context_reserve)
-                                rows.add(BUILD_CONTEXT, "answer_recall", b, cat,
-                                         answer_recall(q.answer, _context_text(ctx_obj, q)))
-                                rows.add(BUILD_CONTEXT, "context_tokens", b, cat,
-                                         float(ctx_obj.tokens))
+                                        user,
+                                        q.question,
+                                        token_budget=b,
+                                        reserve_ratio=cfg.context_reserve,
+                                    )
+                                rows.add(
+                                    BUILD_CONTEXT,
+                                    "answer_recall",
+                                    b,
+                                    cat,
+                                    answer_recall(q.answer, _context_text(ctx_obj, q)),
+                                )
+                                rows.add(
+                                    BUILD_CONTEXT, "context_tokens", b, cat, float(ctx_obj.tokens)
+                                )
                     tick(f"questions {conv.sample_id}", 1)
         finally:
             mem.close()
@@ -235,7 +265,8 @@ def run_locomo(
     for method, log in lat.items():
         summary.setdefault(method, {})["latency"] = log.summary_ms()
     summary.setdefault("full history", {})["tokens"] = {
-        "mean": mean(full_tokens), "min": min(full_tokens, default=None),
+        "mean": mean(full_tokens),
+        "min": min(full_tokens, default=None),
         "max": max(full_tokens, default=None),
     }
     if not has_build_context:
@@ -275,18 +306,27 @@ def _run_mem0(convs: Sequence[Conversation], cfg: LocomoConfig, tick: Progress) 
     lat = LatencyLog()
     n_msgs = 0
     ingest_s = 0.0
-    with tempfile.TemporaryDirectory(prefix="memstrata-bench-mem0-") as tmp, \
-            embedding_server(cfg.mem0_prefix) as url, RssSampler() as rss:
+    with (
+        tempfile.TemporaryDirectory(prefix="memstrata-bench-mem0-") as tmp,
+        embedding_server(cfg.mem0_prefix) as url,
+        RssSampler() as rss,
+    ):
         side = Mem0Side(Path(tmp), url)
         try:
             for conv in convs:
                 tick(f"mem0 ingest {conv.sample_id}", 0)
                 t0 = time.perf_counter()
                 for t in conv.turns:
-                    side.add(conv.sample_id, _content(t, cfg.speaker_in_content),
-                             {"dia_id": t.dia_id, "speaker": t.speaker,
-                              "session": f"session_{t.session}",
-                              "observed_at": t.observed_at.isoformat()})
+                    side.add(
+                        conv.sample_id,
+                        _content(t, cfg.speaker_in_content),
+                        {
+                            "dia_id": t.dia_id,
+                            "speaker": t.speaker,
+                            "session": f"session_{t.session}",
+                            "observed_at": t.observed_at.isoformat(),
+                        },
+                    )
                     n_msgs += 1
                 ingest_s += time.perf_counter() - t0
                 for q in _questions(conv, cfg.limit):
@@ -295,15 +335,23 @@ def _run_mem0(convs: Sequence[Conversation], cfg: LocomoConfig, tick: Progress) 
                     dias = [[str(h.metadata.get("dia_id", ""))] for h in hits]
                     ident = {d[0]: d[0] for d in dias}
                     for k in cfg.ks:
-                        rows.add(MEM0, "evidence_recall", k, q.category,
-                                 evidence_recall(q.evidence, covered_dia_ids(dias, ident, k)))
+                        rows.add(
+                            MEM0,
+                            "evidence_recall",
+                            k,
+                            q.category,
+                            evidence_recall(q.evidence, covered_dia_ids(dias, ident, k)),
+                        )
                     tick(f"mem0 questions {conv.sample_id}", 1)
         finally:
             side.close()
     out: dict[str, Any] = rows.summary().get(MEM0, {})
     out["latency"] = lat.summary_ms()
-    out["ingest"] = {"messages": n_msgs, "seconds": ingest_s,
-                     "messages_per_s": n_msgs / ingest_s if ingest_s else None}
+    out["ingest"] = {
+        "messages": n_msgs,
+        "seconds": ingest_s,
+        "messages_per_s": n_msgs / ingest_s if ingest_s else None,
+    }
     out["peak_rss_mb"] = rss.peak_mb
     out["version"] = mem0_version()
     out["note"] = MEM0_NOTE
