@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memstrata.errors import SchemaVersionError, ValidationError
@@ -105,3 +107,34 @@ def test_url_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(open_store("memory://"), InMemoryStore)
     with pytest.raises(ValidationError, match="postgres"):
         open_store("postgresql://localhost/db")
+
+
+def test_content_only_replace_keeps_the_vector_cache(tmp_path: Path) -> None:
+    """A search that records cluster hits must not make the next search reload the matrix."""
+    import sqlite3
+    from dataclasses import replace as dc_replace
+
+    from memstrata import Content, MemoryRecord, Scope
+    from memstrata.store import RecordWrite, open_store
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    path = tmp_path / "gen.db"
+    store = open_store(f"sqlite:///{path}")
+    rec = MemoryRecord(id="a", tenant="t", user="u", type="note", content=Content("x"),
+                       created_at=now, updated_at=now, observed_at=now)
+    store.insert([RecordWrite(rec, np.ones(4, np.float32) / 2, ("x",))])
+    scope = Scope("t", "u")
+
+    def generation() -> int:
+        with sqlite3.connect(path) as c:
+            row = c.execute("SELECT max(generation) FROM scope_generation").fetchone()
+        return int(row[0] or 0)
+
+    before = generation()
+    v2 = dc_replace(rec, version=2, content=Content("x", structured={"hits": 1}))
+    store.replace(scope, RecordWrite(v2, None, ("x",)), expected_version=1)
+    assert generation() == before
+    v3 = dc_replace(v2, version=3, importance=0.9)
+    store.replace(scope, RecordWrite(v3, None, ("x",)), expected_version=2)
+    assert generation() == before + 1
+    store.close()

@@ -44,6 +44,19 @@ _COLS = ", ".join(COLUMNS)
 _INSERT = f"INSERT INTO records ({_COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _UPDATE = f"UPDATE records SET {', '.join(c + ' = ?' for c in COLUMNS[1:])} WHERE id = ?"
 _ARCHIVE = f"INSERT INTO record_versions ({_COLS}) SELECT {_COLS} FROM records WHERE id = ?"
+_MASKED = "type, agent, session, visibility, status, superseded_by, importance"
+
+
+def _masked(row: sqlite3.Row) -> tuple[object, ...]:
+    return (row["type"], row["agent"], row["session"], row["visibility"], row["status"],
+            row["superseded_by"], float(row["importance"]))
+
+
+def _masked_of(r: MemoryRecord) -> tuple[object, ...]:
+    return (r.type.value, r.agent, r.session, r.access.visibility.value, r.status.value,
+            r.superseded_by, float(r.importance))
+
+
 _BUMP = ("INSERT INTO scope_generation (scope_tok, generation) VALUES (?, 1) "
          "ON CONFLICT (scope_tok) DO UPDATE SET generation = generation + 1")
 _UPSERT_VECTOR = ("INSERT INTO vectors (record_id, tenant, user, model, dims, vector) "
@@ -203,7 +216,7 @@ class SQLiteStore:
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         new = write.record
         with self._write() as c:
-            rows = self._visible(c, scope, [new.id], "seq, tenant, user, version")
+            rows = self._visible(c, scope, [new.id], "seq, tenant, user, version, " + _MASKED)
             if not rows:
                 raise NotFoundError(f"no record {new.id!r} in scope {scope}")
             cur = rows[0]
@@ -225,7 +238,11 @@ class SQLiteStore:
                 dims, blob = self._vector_tail(new, write.vector)
                 c.execute(_UPSERT_VECTOR, (new.id, new.tenant, new.user, new.embedding_model,
                                            dims, blob))
-            self._bump(c, new.tenant, new.user)
+            # The vector cache holds the vector and the masked columns: only a change to one
+            # of them invalidates it (a content-only update, e.g. a cluster's hit count, on
+            # every search would otherwise reload a user's whole matrix each time).
+            if write.vector is not None or _masked(cur) != _masked_of(new):
+                self._bump(c, new.tenant, new.user)
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         with self._read() as c:
