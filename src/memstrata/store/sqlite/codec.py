@@ -55,7 +55,8 @@ def encode_time(when: datetime | None) -> str | None:
 def decode_time(text: str | None) -> datetime | None:
     if text is None:
         return None
-    return ensure_utc(datetime.strptime(text, _TIME_FORMAT))
+    # fromisoformat (C, ~20x faster than strptime) reads exactly what encode_time writes.
+    return datetime.fromisoformat(text)
 
 
 def _time(text: str) -> datetime:
