@@ -393,9 +393,11 @@ class Memory:
 
     def _search_for_context(self, scope: Scope, query: str, top_k: int,
                             filters: Filters) -> builtins.list[SearchHit]:
+        # The context asks for many hits (as many as the budget could hold), so a smaller
+        # candidate pool per list keeps build_context fast.
+        config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
-                             filters=filters, config=self.search_config,
-                             now=self._clock.now())
+                             filters=filters, config=config, now=self._clock.now())
 
     # --- portability -------------------------------------------------------------------
     def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,

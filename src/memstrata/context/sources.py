@@ -20,6 +20,8 @@ RELEVANT_TYPES = frozenset({RecordType.MESSAGE, RecordType.EPISODE, RecordType.C
                             RecordType.KNOWLEDGE, RecordType.NOTE, RecordType.SUMMARY,
                             RecordType.PROCEDURE})
 
+_SUMMARIES = Filters(types=frozenset({RecordType.SUMMARY}))
+
 Search = Callable[[Scope, str, int, Filters], list[SearchHit]]
 
 
@@ -45,9 +47,8 @@ class LayerSources:
         return self._layers.short_term.render(scope)
 
     def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]:
-        found = self._layers.summaries.summaries(scope)
-        found.sort(key=lambda r: r.observed_at, reverse=True)
-        return found[:limit]
+        # Newest first straight from the store: a long-lived user has hundreds.
+        return self._layers.ctx.store.list(scope, _SUMMARIES, limit=limit, newest_first=True)
 
     def facts(self, scope: Scope, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
         facts = self._layers.facts.relevant(scope, query, limit)

@@ -23,7 +23,7 @@ from ..errors import ValidationError
 from ..filters import Filters
 from ..records import Content, MemoryRecord, RecordType, Role
 from ..scope import Scope
-from ..tokens import TokenCounter, count_tokens
+from ..tokens import TokenCounter, count_tokens, estimate_tokens
 from .base import LayerContext
 
 __all__ = [
@@ -180,9 +180,35 @@ class ShortTermService:
                            token_cap=cfg.short_term_token_cap, counter=self._counter)
         return window, left_window(messages, window)
 
+    def recent(self, scope: Scope) -> list[MemoryRecord]:
+        """The newest turns of the session, enough to hold the window, oldest first.
+
+        Reads newest-first a page at a time and stops once it has more round starts than
+        the window keeps or more tokens than its cap, so the read path costs the same for a
+        session of 30 turns and of 30,000."""
+        if scope.session is None:
+            raise ValidationError("short-term memory is per session: pass a scope with session=")
+        cfg = self._ctx.config
+        count = self._counter or estimate_tokens
+        filters = Filters(types=frozenset({RecordType.MESSAGE}))
+        out: list[MemoryRecord] = []
+        starts = tokens = 0
+        page = 100
+        while True:
+            batch = self._ctx.store.list(scope, filters, limit=page, offset=len(out),
+                                         newest_first=True)
+            out.extend(batch)
+            starts += sum(1 for r in batch if r.role is Role.USER)
+            tokens += sum(count(r.text) for r in batch)
+            if (len(batch) < page or starts > cfg.short_term_rounds
+                    or tokens > cfg.short_term_token_cap):
+                return _by_time(out)
+
     def window(self, scope: Scope) -> list[MemoryRecord]:
         """The turns in the window, oldest first (uncompressed)."""
-        return self._split(scope)[0]
+        cfg = self._ctx.config
+        return window_of(group_rounds(self.recent(scope)), max_rounds=cfg.short_term_rounds,
+                         token_cap=cfg.short_term_token_cap, counter=self._counter)
 
     def overflowed(self, scope: Scope) -> list[MemoryRecord]:
         """The turns that have left the window, oldest first."""
