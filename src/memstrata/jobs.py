@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Job", "JobStatus", "retry_delay"]
+__all__ = ["Job", "JobStatus", "job_status", "retry_delay"]
 
 
 class JobStatus(StrEnum):
@@ -16,6 +16,17 @@ class JobStatus(StrEnum):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"  # gave up after max attempts; kept for inspection and manual retry
+
+
+def job_status(value: str) -> JobStatus:
+    """Parse a status a caller passed in; an unknown one is a clear ValidationError."""
+    from .errors import ValidationError
+
+    try:
+        return JobStatus(value)
+    except ValueError:
+        allowed = ", ".join(s.value for s in JobStatus)
+        raise ValidationError(f"job status {value!r} is not one of: {allowed}") from None
 
 
 @dataclass(frozen=True, slots=True)

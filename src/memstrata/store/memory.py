@@ -18,11 +18,10 @@ import numpy as np
 
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..filters import Filters
-from ..jobs import Job, JobStatus
+from ..jobs import Job, JobStatus, job_status
 from ..records import MemoryRecord, RecordStatus
 from ..scope import Scope
 from .base import Candidate, PurgeReport, RecordWrite, StoreStats, Vector
-from .sqlite.outbox import job_status
 
 __all__ = ["InMemoryStore"]
 

@@ -15,22 +15,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...errors import NotFoundError, ValidationError
-from ...jobs import Job, JobStatus
+from ...jobs import Job, JobStatus, job_status
 from .codec import decode_time, encode_time
 
-__all__ = ["claim_jobs", "enqueue", "fail_job", "finish_job", "job_status", "list_jobs"]
+__all__ = ["claim_jobs", "enqueue", "fail_job", "finish_job", "list_jobs"]
 
 _COLUMNS = ("id, kind, tenant, user, agent, session, payload, created_at, run_after, status, "
             "attempts, last_error, lease_until, dedup_key")
 _OPEN = (JobStatus.PENDING.value, JobStatus.RUNNING.value)
-
-
-def job_status(value: str) -> JobStatus:
-    try:
-        return JobStatus(value)
-    except ValueError:
-        allowed = ", ".join(s.value for s in JobStatus)
-        raise ValidationError(f"job status {value!r} is not one of: {allowed}") from None
 
 
 def _row(job: Job) -> tuple[Any, ...]:
