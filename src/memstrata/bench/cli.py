@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..cli.console import lazy_console
 
 __all__ = ["bench_app"]
 
@@ -18,7 +18,7 @@ bench_app = typer.Typer(
     help="Reproducible benchmarks: LoCoMo retrieval/context quality and scale curves.",
     no_args_is_help=True,
 )
-_err = Console(stderr=True)
+_err = lazy_console(stderr=True)
 
 
 @contextmanager
@@ -26,6 +26,14 @@ def _progress(total: int, quiet: bool) -> Iterator[Callable[[str, int], None]]:
     if quiet:
         yield lambda label, n: None
         return
+    from rich.progress import (  # here, not at import: `memstrata --help` stays fast
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
