@@ -35,6 +35,7 @@ from .layers.working import TaskService
 from .llm.base import LLM
 from .llm.factory import make_llm
 from .policies.dedup import insert_or_merge
+from .policies.pii import PIIPolicy, PIIRedactor
 from .portability import ImportReport, export_jsonl, read_jsonl
 from .records import MemoryRecord, Message, RecordStatus, RecordType, Role, Source, Visibility
 from .reembed import reembed_store
@@ -79,7 +80,9 @@ class Memory:
                  search_config: SearchConfig | None = None,
                  max_content_chars: int = DEFAULT_MAX_CHARS, store: Store | None = None,
                  reembed: bool = False, layer_config: LayerConfig | None = None,
-                 background: bool = True, token_counter: TokenCounter | None = None) -> None:
+                 background: bool = True, token_counter: TokenCounter | None = None,
+                 pii: PIIRedactor | PIIPolicy | str | None = None) -> None:
+        self._pii = PIIRedactor.of(pii)  # validated before the store is opened
         self._store = store if store is not None else open_store(url)
         try:
             self._raw_embedder = make_embedder(embedder)
@@ -195,8 +198,10 @@ class Memory:
         """Store many turns in one embedding call and one transaction (all or nothing)."""
         check_scope(scope)
         now = self._clock.now()
+        messages = [self._redact_message(scope, m if isinstance(m, Message) else Message(**m))
+                    for m in messages]
         records = [
-            message_record(scope, m if isinstance(m, Message) else Message(**m), now=now,
+            message_record(scope, m, now=now,
                            model_id=self._raw_embedder.model_id, dims=self._raw_embedder.dims,
                            max_chars=self.max_content_chars)
             for m in messages
@@ -232,6 +237,7 @@ class Memory:
         returned. ``dedup=False`` always stores a new record."""
         check_scope(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
+        text, metadata = self._redact(scope, text, metadata)
         rtype = RecordType(type) if not isinstance(type, RecordType) else type
         if importance is None:
             importance = self._llm.score_importance(text)
@@ -269,6 +275,22 @@ class Memory:
                               tags=tags, metadata=metadata)
         return Remembered(layer.value, record, item)
 
+    # --- PII (policies/pii.py): applied before anything is embedded, stored or sent ------
+    def _redact(self, scope: Scope, text: str, metadata: Mapping[str, Any] | None
+                ) -> tuple[str, Mapping[str, Any] | None]:
+        if self._pii is None:
+            return text, metadata
+        new_text, extra = self._pii.apply(scope.tenant, text)
+        if not extra:
+            return text, metadata
+        return new_text, {**(metadata or {}), **extra}
+
+    def _redact_message(self, scope: Scope, m: Message) -> Message:
+        if self._pii is None or not isinstance(m.content, str):
+            return m
+        text, metadata = self._redact(scope, m.content, m.metadata)
+        return m if text is m.content else replace(m, content=text, metadata=metadata or {})
+
     def _insert(self, records: Sequence[MemoryRecord]) -> None:
         self._ctx.insert(records)
 
@@ -285,6 +307,9 @@ class Memory:
                                    "updated_at": self._clock.now()}
         if content is not None:
             text = validate_content(content, max_chars=self.max_content_chars)
+            text, extra = self._redact(scope, text, None)
+            if extra:
+                metadata = {**(current.metadata if metadata is None else metadata), **extra}
             changes["content"] = replace(current.content, raw=text)
             changes["content_hash"] = content_hash(text)
         for name, value in (("importance", importance), ("confidence", confidence),
