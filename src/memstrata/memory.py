@@ -42,6 +42,7 @@ from .policies.importance import (
     needs_refinement,
     refine_handler,
 )
+from .policies.pii import PIIPolicy, PIIRedactor
 from .portability import ImportReport, export_jsonl, read_jsonl
 from .records import MemoryRecord, Message, RecordStatus, RecordType, Role, Source, Visibility
 from .reembed import reembed_store
@@ -100,7 +101,9 @@ class Memory:
                  search_config: SearchConfig | None = None,
                  max_content_chars: int = DEFAULT_MAX_CHARS, store: Store | None = None,
                  reembed: bool = False, layer_config: LayerConfig | None = None,
-                 background: bool = True, token_counter: TokenCounter | None = None) -> None:
+                 background: bool = True, token_counter: TokenCounter | None = None,
+                 pii: PIIRedactor | PIIPolicy | str | None = None) -> None:
+        self._pii = PIIRedactor.of(pii)  # validated before the store is opened
         self._store = store if store is not None else open_store(url)
         try:
             self._raw_embedder = make_embedder(embedder)
@@ -218,7 +221,7 @@ class Memory:
         check_scope(scope)
         now = self._clock.now()
         records = [
-            message_record(scope, to_message(m, i), now=now,
+            message_record(scope, self._redact_message(scope, to_message(m, i)), now=now,
                            model_id=self._raw_embedder.model_id, dims=self._raw_embedder.dims,
                            max_chars=self.max_content_chars)
             for i, m in enumerate(check_sequence(messages, "messages"))
@@ -260,6 +263,7 @@ class Memory:
         text = validate_content(content, max_chars=self.max_content_chars)
         rtype = check_enum(RecordType, type, "type")
         check_bool(dedup, "dedup")
+        text, metadata = self._redact(scope, text, metadata)
         # Never an LLM call on the caller's thread: the heuristic now, the model later.
         refine = importance is None and needs_refinement(self._llm)
         if importance is None:
@@ -304,6 +308,22 @@ class Memory:
                               tags=tags, metadata=metadata)
         return Remembered(layer.value, record, item)
 
+    # --- PII (policies/pii.py): applied before anything is embedded, stored or sent ------
+    def _redact(self, scope: Scope, text: str, metadata: Mapping[str, Any] | None
+                ) -> tuple[str, Mapping[str, Any] | None]:
+        if self._pii is None:
+            return text, metadata
+        new_text, extra = self._pii.apply(scope.tenant, text)
+        if not extra:
+            return text, metadata
+        return new_text, {**(metadata or {}), **extra}
+
+    def _redact_message(self, scope: Scope, m: Message) -> Message:
+        if self._pii is None or not isinstance(m.content, str):
+            return m
+        text, metadata = self._redact(scope, m.content, m.metadata)
+        return m if text is m.content else replace(m, content=text, metadata=metadata or {})
+
     def _insert(self, records: Sequence[MemoryRecord]) -> None:
         self._ctx.insert(records)
 
@@ -321,6 +341,7 @@ class Memory:
                                    "updated_at": self._clock.now()}
         if content is not None:
             text = validate_content(content, max_chars=self.max_content_chars)
+            text, pii_extra = self._redact(scope, text, None)
             changes["content_hash"] = content_hash(text)
         if importance is not None:
             changes["importance"] = check_unit(importance, "importance")
@@ -335,6 +356,8 @@ class Memory:
         current = self._store.get(scope, record_id)
         if content is not None:
             changes["content"] = replace(current.content, raw=text)
+            if pii_extra:
+                changes["metadata"] = {**changes.get("metadata", current.metadata), **pii_extra}
         new = replace(current, **changes)
         self._ctx.replace(scope, new, expected_version=expected_version,
                           reindex=content is not None)
