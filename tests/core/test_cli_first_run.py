@@ -138,6 +138,14 @@ def test_enum_options_list_the_valid_values(run: Run, args: tuple[str, ...], val
     refused(run(*args), "banana", "not one of", valid)
 
 
+def test_library_add_with_a_bad_type_is_a_validation_error() -> None:
+    from memstrata import Memory, Scope, ValidationError
+
+    with Memory("memory://", embedder="hashing", background=False) as mem, \
+            pytest.raises(ValidationError, match="note"):
+        mem.add(Scope("t", "u"), "hello", type="banana")
+
+
 def test_task_step_status_aliases(run: Run) -> None:
     ok(run("task", "start", "deploy", "--step", "a", "--step", "b", "--step", "c",
            session="s1"))
