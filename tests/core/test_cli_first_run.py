@@ -285,3 +285,11 @@ def test_long_text_points_to_ingest_and_max_chars(run: Run, db: Path, tmp_path: 
     assert as_json(run("add", "--file", str(note), "--json"))["content"]["raw"] == \
         "Remember the milk"  # type: ignore[index]
     refused(run("add", "--file", str(tmp_path / "missing.txt")), "does not exist")
+
+
+def test_demo_runs_and_prints_no_markup() -> None:
+    runner = CliRunner()
+    data = as_json(runner.invoke(app, ["--embedder", "hashing", "demo", "--json"]))
+    assert len(data["answers"]) == 6 and data["context"]["tokens"] > 0  # type: ignore[index]
+    out = ok(runner.invoke(app, ["--embedder", "hashing", "demo"])).output
+    assert "memstrata demo" in out and "[bold]" not in out and "created a new" not in out

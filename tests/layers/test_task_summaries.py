@@ -107,3 +107,14 @@ def test_step_status_aliases_and_errors(tasks: TaskService) -> None:
         tasks.update_step(ALICE, 0, "banana")
     with pytest.raises(ValidationError, match="not one of"):
         tasks.update_step(ALICE, 0, None)  # type: ignore[arg-type]
+
+
+def test_the_model_is_told_the_statuses() -> None:
+    from memstrata.llm import prompts
+
+    messages = prompts.reflect_prompt(TaskOutcome(
+        goal="g", steps=STEPS, step_statuses=["completed", "failed", "pending"],
+        success=False))
+    text = "\n".join(m["content"] for m in messages)
+    assert '"step_statuses"' in text and '"failed"' in text
+    assert "only completed steps worked" in text

@@ -21,6 +21,13 @@ bench_app = typer.Typer(
 _err = lazy_console(stderr=True)
 
 
+def _escape(text: str) -> str:
+    """User and library text printed as written (``memstrata[postgres]`` keeps brackets)."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
 @contextmanager
 def _progress(total: int, quiet: bool) -> Iterator[Callable[[str, int], None]]:
     if quiet:
@@ -95,7 +102,7 @@ def locomo(
         path = data or default_data_path()
         convs = select_conversations(load_locomo(path), conversations)
     except LocomoDataError as exc:
-        _err.print(f"[red]error:[/red] {exc}")
+        _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
     cfg = LocomoConfig(
         limit=limit,
@@ -146,7 +153,7 @@ def scale(
     try:
         size_list = parse_sizes(sizes)
     except ValueError as exc:
-        _err.print(f"[red]error:[/red] {exc}")
+        _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
     cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries)
     total = sum(size_list) + queries * len(size_list)

@@ -87,7 +87,8 @@ def choice(value: str, allowed: Iterable[str], option: str,
 
 
 @contextmanager
-def open_memory(settings: Settings, *, create: bool = False, **kwargs: Any) -> Iterator[Memory]:
+def open_memory(settings: Settings, *, create: bool = False, announce: bool = True,
+                **kwargs: Any) -> Iterator[Memory]:
     """The :class:`Memory` the settings name; every library error becomes a clear CLI error.
 
     ``create=False`` (read commands, and writes that need existing records) refuses a store
@@ -119,7 +120,7 @@ def open_memory(settings: Settings, *, create: bool = False, **kwargs: Any) -> I
         mem = Memory(settings.url, embedder=embedder, llm=llm, **kwargs)
     except MemstrataError as exc:
         fail(str(exc))
-    if created:
+    if created and announce:
         note(f"created a new memstrata store at {created}")
     try:
         yield mem
