@@ -201,9 +201,13 @@ class Memory:
                            max_chars=self.max_content_chars)
             for m in messages
         ]
-        self._insert(records)
         if records:
-            self._store.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
+            # The turns, their index entries and their ingest job commit together: a crash
+            # can never leave a message that no job will process.
+            writes = self._ctx.writes(records)
+            with self._store.transaction() as tx:
+                tx.append_turns(writes)
+                tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
             self._wake()
         return records
 
@@ -333,8 +337,9 @@ class Memory:
         cfg = config or self.search_config
         if mode is not None:
             cfg = cfg.with_mode(mode)
-        return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
-                             filters=flt, config=cfg, now=self._clock.now(), explain=explain)
+        return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
+                             top_k=top_k, filters=flt, config=cfg, now=self._clock.now(),
+                             explain=explain)
 
     # --- forgetting --------------------------------------------------------------------
     def delete(self, scope: Scope, record_id: str) -> MemoryRecord:
@@ -355,6 +360,7 @@ class Memory:
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
         check_scope(scope)
         if record_ids is None:
+            self._embedder.forget()
             return self._store.purge_user(scope.tenant, scope.user)
         for rid in record_ids:
             self._store.get(scope, rid, include_deleted=True)
@@ -396,8 +402,8 @@ class Memory:
         # The context asks for many hits (as many as the budget could hold), so a smaller
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
-        return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
-                             filters=filters, config=config, now=self._clock.now())
+        return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
+                             top_k=top_k, filters=filters, config=config, now=self._clock.now())
 
     # --- portability -------------------------------------------------------------------
     def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,
@@ -413,7 +419,7 @@ class Memory:
             offset += len(batch)
         vectors = None
         if include_embeddings and records:
-            vectors = self._embedder.embed_batch([r.text for r in records])
+            vectors = self._embedder.for_scope(scope).embed_batch([r.text for r in records])
         return export_jsonl(fp, records, vectors, model_id=self._raw_embedder.model_id,
                             dims=self._raw_embedder.dims, exported_at=self._clock.now())
 
