@@ -47,52 +47,38 @@ def _bump_stats(conn: psycopg.Connection[Any], docs: int, tokens: int) -> None:
             "tokens = lex_stats.tokens + excluded.tokens", (docs, tokens))
 
 
-def index(conn: psycopg.Connection[Any], rows: Sequence[tuple[int, str, Sequence[str]]],
+def index(conn: psycopg.Connection[Any], docs: Sequence[tuple[int, str, Sequence[str]]],
           old: Sequence[tuple[int, str, Sequence[str]]] = ()) -> None:
-    """Index ``(seq, scope_tok, terms)`` rows, replacing ``(seq, scope_tok, tokens)`` ones.
-
-    Sets each record's ``lex_tokens``/``lex_len`` and keeps the statistics in step.
-    """
+    """Index ``(seq, scope_tok, document tokens)`` rows (the records already hold their
+    ``lex_tokens``), replacing the postings of ``old`` rows; statistics kept in step."""
     df: Counter[str] = Counter()
-    docs = tokens = 0
+    ndocs = tokens = 0
     if old:
         gone = unindex_rows(conn, old)
         df.update({t: -n for t, n in gone[0].items()})
-        docs -= gone[1]
+        ndocs -= gone[1]
         tokens -= gone[2]
-    seqs: list[int] = []
-    toks: list[list[str]] = []
-    lens: list[int] = []
     p_scope: list[str] = []
     p_token: list[str] = []
     p_seq: list[int] = []
     p_tf: list[int] = []
-    for seq, scope_tok, terms in rows:
-        doc = fts5.document_tokens(terms)
+    for seq, scope_tok, doc in docs:
         counts = Counter(doc)
-        seqs.append(seq)
-        toks.append(doc)
-        lens.append(len(doc) + 1)  # the scope token is one more token in the row
         for token, tf in sorted(counts.items()):
             p_scope.append(scope_tok)
             p_token.append(token)
             p_seq.append(seq)
             p_tf.append(tf)
         df.update(counts.keys())
-        docs += 1
-        tokens += len(doc) + 1
+        ndocs += 1
+        tokens += len(doc) + 1  # the scope token is one more token of the row
     if p_seq:
         conn.execute(
             "INSERT INTO lex_postings (scope_tok, token, seq, tf) "
             "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::int[])",
             (p_scope, p_token, p_seq, p_tf))
-    if seqs:
-        # One UPDATE per row: arrays of arrays must be rectangular in PostgreSQL.
-        with conn.cursor() as cur:
-            cur.executemany("UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s",
-                            list(zip(toks, lens, seqs, strict=True)))
     _bump_df(conn, df)
-    _bump_stats(conn, docs, tokens)
+    _bump_stats(conn, ndocs, tokens)
 
 
 def unindex_rows(conn: psycopg.Connection[Any], rows: Sequence[tuple[int, str, Sequence[str]]]

@@ -41,27 +41,34 @@ _RECORD_COLUMNS = f"""
 _V1 = f"""
 CREATE TABLE meta (key {_T} PRIMARY KEY, value TEXT NOT NULL);
 
--- seq is the insertion order (ties of observed_at, lexical ties); lex_tokens is what the
+-- A record is identified by (tenant, user, id): ids are never globally unique. seq is the
+-- insertion order (ties of observed_at and of lexical scores); lex_tokens is what the
 -- lexical index holds for the record (FTS5's tokens of its terms), lex_len its length.
 CREATE TABLE records (
     seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, {_RECORD_COLUMNS},
     lex_tokens TEXT[] COLLATE "C" NOT NULL DEFAULT '{{}}', lex_len INTEGER NOT NULL DEFAULT 1
 );
-CREATE UNIQUE INDEX records_id ON records (id);
+CREATE UNIQUE INDEX records_key ON records (tenant, "user", id);
 CREATE INDEX records_scope_observed ON records (tenant, "user", observed_at, seq);
+CREATE INDEX records_session ON records (tenant, "user", session, observed_at, seq);
 CREATE INDEX records_hash ON records (content_hash);
 
-CREATE TABLE record_versions ({_RECORD_COLUMNS}, PRIMARY KEY (id, version));
-CREATE INDEX record_versions_scope ON record_versions (tenant, "user");
+CREATE TABLE record_versions ({_RECORD_COLUMNS}, PRIMARY KEY (tenant, "user", id, version));
 CREATE INDEX record_versions_hash ON record_versions (content_hash);
 
--- vseq grows with every write of a vector: the vector cache appends what is newer.
+-- vseq grows with every new vector: the vector cache appends what is newer.
 CREATE TABLE vectors (
-    record_id {_T} PRIMARY KEY REFERENCES records (id) ON DELETE CASCADE,
+    seq BIGINT PRIMARY KEY REFERENCES records (seq) ON DELETE CASCADE,
     vseq BIGINT GENERATED ALWAYS AS IDENTITY, tenant {_T} NOT NULL, "user" {_T} NOT NULL,
     model {_T}, dims INTEGER NOT NULL, embedding vector NOT NULL
 );
 CREATE INDEX vectors_scope ON vectors (tenant, "user", dims, vseq);
+
+-- Named counters (cluster hits ...): never versions of the record.
+CREATE TABLE counters (
+    seq BIGINT NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
+    name {_T} NOT NULL, value BIGINT NOT NULL, PRIMARY KEY (seq, name)
+);
 
 -- Bumped on every change other than an append; the vector cache checks it per query.
 CREATE TABLE scope_generation (scope_tok {_T} PRIMARY KEY, generation BIGINT NOT NULL);
@@ -78,9 +85,10 @@ CREATE TABLE lex_df (
 );
 CREATE TABLE lex_stats (slot SMALLINT PRIMARY KEY, docs BIGINT NOT NULL, tokens BIGINT NOT NULL);
 
+-- Keyed by user (scope token) too, so a user's purge reaches it, query embeddings included.
 CREATE TABLE embedding_cache (
-    model_id {_T} NOT NULL, content_hash {_T} NOT NULL, dims INTEGER NOT NULL,
-    vector BYTEA NOT NULL, PRIMARY KEY (model_id, content_hash)
+    scope_tok {_T} NOT NULL, model_id {_T} NOT NULL, key {_T} NOT NULL, dims INTEGER NOT NULL,
+    vector BYTEA NOT NULL, PRIMARY KEY (scope_tok, model_id, key)
 );
 
 CREATE TABLE jobs (

@@ -12,7 +12,8 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -27,9 +28,9 @@ from ...errors import (
 )
 from ...filters import Filters
 from ...jobs import Job
-from ...records import MemoryRecord, RecordStatus
+from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
-from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, Vector
+from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
 from ..sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -39,7 +40,7 @@ from ..sqlite.codec import (
     encode_vector,
     scope_token,
 )
-from . import lexical, outbox
+from . import fts5, lexical, outbox
 from .connection import PgOptions, driver, parse_url, translate
 from .migrations import check_pgvector, migrate
 from .vectors import VectorCache, ensure_hnsw, exact_search, hnsw_search
@@ -49,14 +50,15 @@ __all__ = ["PostgresStore"]
 
 _QCOLS = [f'"{c}"' if c == "user" else c for c in COLUMNS]
 _COLS = ", ".join(_QCOLS)
-_INSERT = (f"INSERT INTO records ({_COLS}) VALUES ({', '.join(['%s'] * len(COLUMNS))}) "
-           "RETURNING seq")
-_UPDATE = f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])} WHERE id = %s"
-_ARCHIVE = f"INSERT INTO record_versions ({_COLS}) SELECT {_COLS} FROM records WHERE id = %s"
+_INSERT = (f"INSERT INTO records ({_COLS}, lex_tokens, lex_len) VALUES "
+           f"({', '.join(['%s'] * (len(COLUMNS) + 2))}) RETURNING seq")
+_UPDATE = (f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])}, "
+           "lex_tokens = %s, lex_len = %s WHERE seq = %s")
+_ARCHIVE = f"INSERT INTO record_versions ({_COLS}) SELECT {_COLS} FROM records WHERE seq = %s"
 _BUMP = ("INSERT INTO scope_generation (scope_tok, generation) VALUES (%s, 1) "
          "ON CONFLICT (scope_tok) DO UPDATE SET generation = scope_generation.generation + 1")
-_UPSERT_VECTOR = ('INSERT INTO vectors (record_id, tenant, "user", model, dims, embedding) '
-                  "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (record_id) DO UPDATE SET "
+_UPSERT_VECTOR = ('INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
+                  "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
                   "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding")
 _MASKED = ("type", "agent", "session", "visibility", "status", "superseded_by", "importance")
 
@@ -214,36 +216,91 @@ class PostgresStore:
                 ensure_hnsw(c, self.options.schema, dims)
             self._hnsw.add(dims)
 
+    # --- unit of work ---------------------------------------------------------------------------
+    def transaction(self) -> AbstractContextManager[UnitOfWork]:
+        return self._unit_of_work()
+
+    @contextmanager
+    def _unit_of_work(self) -> Iterator[UnitOfWork]:
+        with self._write() as c:
+            yield _PgUnitOfWork(self, c)
+
     # --- records -------------------------------------------------------------------------------
     def insert(self, writes: Sequence[RecordWrite]) -> None:
+        prepared = self._prepare(writes)
+        with self._write() as c:
+            self._insert(c, prepared)
+
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        _check_turns(writes)
+        self.insert(writes)
+
+    def _prepare(self, writes: Sequence[RecordWrite]) -> list[_Prepared]:
+        """Validate and encode everything before a transaction opens (all or none)."""
+        out: list[_Prepared] = []
+        seen: set[tuple[str, str, str]] = set()
+        for w in writes:
+            r = w.record
+            key = (r.tenant, r.user, r.id)
+            if key in seen:
+                raise ValidationError(
+                    f"record id {r.id!r} exists already (twice in this batch); nothing was "
+                    "written: give each record its own id (new_id())")
+            seen.add(key)
+            _no_nul(r)
+            vec = self._vector_value(r, w.vector) if w.vector is not None else None
+            doc = fts5.document_tokens(w.terms)
+            out.append(_Prepared(w, (*encode_record(r), doc, len(doc) + 1), doc, vec))
+        return out
+
+    def _insert(self, c: Any, prepared: Sequence[_Prepared]) -> None:
         import psycopg
 
-        prepared = []
-        for w in writes:
-            _no_nul(w.record)
-            vec = self._vector_value(w.record, w.vector) if w.vector is not None else None
-            prepared.append((w, encode_record(w.record), vec))
-        with self._write() as c:
-            rows: list[tuple[int, str, Sequence[str]]] = []
-            for w, values, vec in prepared:
-                r = w.record
-                try:
-                    with c.transaction():
-                        seq = c.execute(_INSERT, values).fetchone()["seq"]
-                except psycopg.errors.UniqueViolation:
-                    raise ValidationError(
-                        f"record id {r.id!r} exists already (or twice in this batch); nothing "
-                        "was written: use replace() to update a record, new_id() for a new one"
-                    ) from None
-                rows.append((int(seq), scope_token(r.tenant, r.user), w.terms))
-                if vec is not None:
-                    c.execute(_UPSERT_VECTOR, (r.id, r.tenant, r.user, r.embedding_model,
-                                               vec[0], vec[1]))
-            lexical.index(c, rows)
+        if not prepared:
+            return
+        by_user: dict[tuple[str, str], list[str]] = {}
+        for p in prepared:
+            by_user.setdefault((p.write.record.tenant, p.write.record.user), []).append(
+                p.write.record.id)
+        for (tenant, user), ids in sorted(by_user.items()):
+            clash = c.execute('SELECT id FROM records WHERE tenant = %s AND "user" = %s AND '
+                              "id = ANY(%s) LIMIT 1", (tenant, user, ids)).fetchone()
+            if clash is not None:
+                raise ValidationError(
+                    f"record id {clash['id']!r} exists already; nothing was written: use "
+                    "replace() to update a record, new_id() for a new one")
+        try:
+            with c.cursor() as cur:
+                cur.executemany(_INSERT, [p.values for p in prepared], returning=True)
+                seqs: list[int] = []
+                while True:
+                    row = cur.fetchone()
+                    seqs.append(int(row["seq"]))
+                    if not cur.nextset():
+                        break
+        except psycopg.errors.UniqueViolation:
+            raise ValidationError(
+                "a record id of this batch was inserted by another writer at the same time; "
+                "nothing was written: use replace() to update it") from None
+        docs = []
+        vectors = []
+        for seq, p in zip(seqs, prepared, strict=True):
+            r = p.write.record
+            docs.append((seq, scope_token(r.tenant, r.user), p.doc))
+            if p.vector is not None:
+                vectors.append((seq, r.tenant, r.user, r.embedding_model, *p.vector))
+        if vectors:
+            with c.cursor() as cur:
+                cur.executemany(_UPSERT_VECTOR, vectors)
+        lexical.index(c, docs)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         with self._read() as c:
-            rows = self._visible(c, scope, [record_id])
+            return self._get(c, scope, record_id, include_deleted=include_deleted)
+
+    def _get(self, c: Any, scope: Scope, record_id: str, *,
+             include_deleted: bool = False) -> MemoryRecord:
+        rows = self._visible(c, scope, [record_id])
         if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
@@ -254,106 +311,111 @@ class PostgresStore:
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
-        new = write.record
-        _no_nul(new)
-        vec = self._vector_value(new, write.vector) if write.vector is not None else None
+        prepared = self._prepare([write])[0]
         with self._write() as c:
-            rows = self._visible(c, scope, [new.id], "seq, tenant, \"user\", version, "
-                                 "lex_tokens, " + ", ".join(_MASKED), lock=True)
-            if not rows:
-                raise NotFoundError(f"no record {new.id!r} in scope {scope}")
-            cur = rows[0]
-            if cur["version"] != expected_version:
-                raise ConflictError(
-                    f"record {new.id!r} is at version {cur['version']}, but this update was "
-                    f"based on version {expected_version}; re-read the record and apply the "
-                    "change again")
-            if new.version != expected_version + 1:
-                raise ValidationError(f"the new version of {new.id!r} must be "
-                                      f"{expected_version + 1}, got {new.version}")
-            if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
-                raise ValidationError(f"replace cannot move record {new.id!r} to another "
-                                      "tenant or user; insert a copy under a new id instead")
-            c.execute(_ARCHIVE, (new.id,))
-            c.execute(_UPDATE, (*encode_record(new)[1:], new.id))
-            tok = scope_token(new.tenant, new.user)
-            seq = int(cur["seq"])
-            lexical.index(c, [(seq, tok, write.terms)], old=[(seq, tok, cur["lex_tokens"])])
-            if vec is not None:
-                c.execute(_UPSERT_VECTOR, (new.id, new.tenant, new.user, new.embedding_model,
-                                           vec[0], vec[1]))
-            old_masked = tuple(float(cur[k]) if k == "importance" else cur[k] for k in _MASKED)
-            if vec is not None or old_masked != _masked_of(new):
-                self._bump(c, new.tenant, new.user)
+            self._replace(c, scope, prepared, expected_version)
+
+    def _replace(self, c: Any, scope: Scope, p: _Prepared, expected_version: int) -> None:
+        new = p.write.record
+        rows = self._visible(c, scope, [new.id], 'seq, tenant, "user", version, lex_tokens, '
+                             + ", ".join(_MASKED), lock=True)
+        if not rows:
+            raise NotFoundError(f"no record {new.id!r} in scope {scope}")
+        cur = rows[0]
+        if cur["version"] != expected_version:
+            raise ConflictError(
+                f"record {new.id!r} is at version {cur['version']}, but this update was "
+                f"based on version {expected_version}; re-read the record and apply the "
+                "change again")
+        if new.version != expected_version + 1:
+            raise ValidationError(f"the new version of {new.id!r} must be "
+                                  f"{expected_version + 1}, got {new.version}")
+        if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
+            raise ValidationError(f"replace cannot move record {new.id!r} to another "
+                                  "tenant or user; insert a copy under a new id instead")
+        seq = int(cur["seq"])
+        c.execute(_ARCHIVE, (seq,))
+        c.execute(_UPDATE, (*p.values[1:], seq))
+        tok = scope_token(new.tenant, new.user)
+        lexical.index(c, [(seq, tok, p.doc)], old=[(seq, tok, cur["lex_tokens"])])
+        if p.vector is not None:
+            c.execute(_UPSERT_VECTOR, (seq, new.tenant, new.user, new.embedding_model,
+                                       *p.vector))
+        old_masked = tuple(float(cur[k]) if k == "importance" else cur[k] for k in _MASKED)
+        if p.vector is not None or old_masked != _masked_of(new):
+            self._bump(c, new.tenant, new.user)
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         with self._read() as c:
             rows = self._visible(c, scope, [record_id])
             if not rows:
                 raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-            old = c.execute(f"SELECT {_COLS} FROM record_versions WHERE id = %s AND "
-                            'tenant = %s AND "user" = %s ORDER BY version',
-                            (record_id, scope.tenant, scope.user)).fetchall()
+            old = c.execute(f"SELECT {_COLS} FROM record_versions WHERE tenant = %s AND "
+                            '"user" = %s AND id = %s ORDER BY version',
+                            (scope.tenant, scope.user, record_id)).fetchall()
         return [decode_record(r) for r in [*old, rows[0]]]
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
+        with self._write() as c:
+            return self._set_status(c, scope, ids, status, at)
+
+    def _set_status(self, c: Any, scope: Scope, ids: Sequence[str], status: RecordStatus,
+                    at: datetime) -> list[str]:
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
-        with self._write() as c:
-            for row in self._visible(c, scope, ids, "id, status", lock=True):
-                if row["status"] == status.value:
-                    continue
-                c.execute(_ARCHIVE, (row["id"],))
-                c.execute("UPDATE records SET status = %s, version = version + 1, "
-                          "updated_at = %s, deleted_at = %s WHERE id = %s",
-                          (status.value, encode_time(at), deleted_at, row["id"]))
-                changed.append(row["id"])
-            if changed:
-                self._bump(c, scope.tenant, scope.user)
+        for row in self._visible(c, scope, ids, "seq, id, status", lock=True):
+            if row["status"] == status.value:
+                continue
+            c.execute(_ARCHIVE, (row["seq"],))
+            c.execute("UPDATE records SET status = %s, version = version + 1, "
+                      "updated_at = %s, deleted_at = %s WHERE seq = %s",
+                      (status.value, encode_time(at), deleted_at, row["seq"]))
+            changed.append(row["id"])
+        if changed:
+            self._bump(c, scope.tenant, scope.user)
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
         with self._write() as c:
-            rows = self._visible(c, scope, ids, "seq, id, tenant, \"user\", lex_tokens",
+            rows = self._visible(c, scope, ids, 'seq, id, tenant, "user", lex_tokens',
                                  lock=True)
             found = [r["id"] for r in rows]
+            seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0}
             remaining = 0
             if found:
+                key = (scope.tenant, scope.user, found)
                 lexical.unindex(c, [(int(r["seq"]), scope_token(r["tenant"], r["user"]),
                                      r["lex_tokens"]) for r in rows])
                 counts["versions"] = c.execute(
-                    "DELETE FROM record_versions WHERE id = ANY(%s)", (found,)).rowcount
+                    'DELETE FROM record_versions WHERE tenant = %s AND "user" = %s AND '
+                    "id = ANY(%s)", key).rowcount
                 counts["vectors"] = c.execute(
-                    "DELETE FROM vectors WHERE record_id = ANY(%s)", (found,)).rowcount
+                    "DELETE FROM vectors WHERE seq = ANY(%s)", (seqs,)).rowcount
                 counts["records"] = c.execute(
-                    "DELETE FROM records WHERE id = ANY(%s)", (found,)).rowcount
+                    "DELETE FROM records WHERE seq = ANY(%s)", (seqs,)).rowcount
                 remaining = int(c.execute(
-                    "SELECT (SELECT count(*) FROM records WHERE id = ANY(%s)) + "
-                    "(SELECT count(*) FROM record_versions WHERE id = ANY(%s)) + "
-                    "(SELECT count(*) FROM vectors WHERE record_id = ANY(%s)) + "
-                    "(SELECT count(*) FROM lex_postings WHERE seq = ANY(%s)) AS n",
-                    (found, found, found, [int(r["seq"]) for r in rows])).fetchone()["n"])
+                    "SELECT (SELECT count(*) FROM records WHERE seq = ANY(%s)) + "
+                    "(SELECT count(*) FROM record_versions WHERE tenant = %s AND "
+                    '"user" = %s AND id = ANY(%s)) + '
+                    "(SELECT count(*) FROM vectors WHERE seq = ANY(%s)) + "
+                    "(SELECT count(*) FROM counters WHERE seq = ANY(%s)) + "
+                    "(SELECT count(*) FROM lex_postings WHERE scope_tok = %s AND "
+                    "seq = ANY(%s)) AS n",
+                    (seqs, *key, seqs, seqs, scope_token(scope.tenant, scope.user),
+                     seqs)).fetchone()["n"])
                 self._bump(c, scope.tenant, scope.user)
         return PurgeReport(**counts, remaining=remaining)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         tok = scope_token(tenant, user)
-        mine = ('SELECT content_hash FROM records WHERE tenant = %(t)s AND "user" = %(u)s '
-                'UNION SELECT content_hash FROM record_versions WHERE tenant = %(t)s AND '
-                '"user" = %(u)s')
         args = {"t": tenant, "u": user, "tok": tok}
         with self._write() as c:
-            cache = c.execute(
-                f"DELETE FROM embedding_cache e WHERE content_hash IN ({mine}) "
-                "AND NOT EXISTS (SELECT 1 FROM records o WHERE o.content_hash = e.content_hash "
-                'AND NOT (o.tenant = %(t)s AND o."user" = %(u)s)) '
-                "AND NOT EXISTS (SELECT 1 FROM record_versions o WHERE o.content_hash = "
-                'e.content_hash AND NOT (o.tenant = %(t)s AND o."user" = %(u)s))',
-                args).rowcount
+            cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = %s",
+                              (tok,)).rowcount
             lexical.unindex_scope(c, tenant, user, tok)
             mine_args = (tenant, user)
             vectors = c.execute('DELETE FROM vectors WHERE tenant = %s AND "user" = %s',
@@ -370,7 +432,8 @@ class PostgresStore:
                 '+ (SELECT count(*) FROM record_versions WHERE tenant = %(t)s AND '
                 '"user" = %(u)s) + (SELECT count(*) FROM vectors WHERE tenant = %(t)s AND '
                 '"user" = %(u)s) + (SELECT count(*) FROM jobs WHERE tenant = %(t)s AND '
-                '"user" = %(u)s) + (SELECT count(*) FROM lex_postings WHERE scope_tok = '
+                '"user" = %(u)s) + (SELECT count(*) FROM embedding_cache WHERE scope_tok = '
+                "%(tok)s) + (SELECT count(*) FROM lex_postings WHERE scope_tok = "
                 "%(tok)s) AS n", args).fetchone()["n"]
         return PurgeReport(records=records, versions=versions, vectors=vectors, jobs=jobs,
                            cache_entries=cache, remaining=int(remaining))
@@ -392,24 +455,68 @@ class PostgresStore:
 
     def find_by_hash(self, scope: Scope, content_hash: str,
                      types: Sequence[str]) -> MemoryRecord | None:
+        with self._read() as c:
+            return self._find_by_hash(c, scope, content_hash, types)
+
+    def _find_by_hash(self, c: Any, scope: Scope, content_hash: str,
+                      types: Sequence[str]) -> MemoryRecord | None:
         tail = "AND content_hash = %s"
         args: list[Any] = [content_hash]
         if types:
             tail += " AND type = ANY(%s)"
             args.append(sorted(str(t) for t in types))
-        with self._read() as c:
-            rows = self._select(c, scope, Filters(), tail + " ORDER BY seq LIMIT 1", args)
+        rows = self._select(c, scope, Filters(), tail + " ORDER BY seq LIMIT 1", args)
         return decode_record(rows[0]) if rows else None
 
+    # --- counters (never versions) -----------------------------------------------------------
     def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
         where, args = scope_sql(scope)
         unique = sorted(dict.fromkeys(ids))
         if not unique:
             return
+        when = encode_time(at)
         with self._write() as c:
             c.execute("UPDATE records SET access_count = access_count + 1, "
-                      f"last_accessed_at = %s WHERE id = ANY(%s) AND {where}",
-                      [encode_time(at), unique, *args])
+                      "last_accessed_at = greatest(last_accessed_at, %s) "
+                      f"WHERE id = ANY(%s) AND {where}", [when, unique, *args])
+
+    def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
+        if not deltas:
+            return
+        with self._write() as c:
+            rows = self._visible(c, scope, list(deltas), "seq, id")
+            items = sorted((int(r["seq"]), int(deltas[r["id"]])) for r in rows)
+            if items:
+                c.execute("INSERT INTO counters (seq, name, value) SELECT s, %s, v FROM "
+                          "unnest(%s::bigint[], %s::bigint[]) AS u(s, v) ORDER BY s "
+                          "ON CONFLICT (seq, name) DO UPDATE SET value = counters.value + "
+                          "excluded.value", (name, [i[0] for i in items], [i[1] for i in items]))
+
+    def counts(self, scope: Scope, name: str, ids: Sequence[str]) -> dict[str, int]:
+        where, args = scope_sql(scope, "r.")
+        unique = sorted(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        with self._read() as c:
+            rows = c.execute("SELECT r.id, coalesce(k.value, 0) AS v FROM records r LEFT JOIN "
+                             "counters k ON k.seq = r.seq AND k.name = %s WHERE r.id = ANY(%s) "
+                             f"AND {where}", [name, unique, *args]).fetchall()
+        return {r["id"]: int(r["v"]) for r in rows}
+
+    def flush_counters(self) -> None:
+        """Counters are written at once here (see :class:`~memstrata.store.base.Counters`)."""
+
+    # --- session buffer --------------------------------------------------------------------------
+    def recent_turns(self, scope: Scope, n: int) -> builtins.list[MemoryRecord]:
+        if scope.session is None or n < 1:
+            return []
+        sw, sa = scope_sql(scope)
+        with self._read() as c:
+            rows = c.execute(f"SELECT * FROM records WHERE {sw} AND type = %s AND status = %s "
+                             "ORDER BY observed_at DESC, seq DESC LIMIT %s",
+                             [*sa, RecordType.MESSAGE.value, RecordStatus.ACTIVE.value,
+                              n]).fetchall()
+        return [decode_record(r) for r in reversed(rows)]
 
     # --- retrieval ------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, vector: Vector, k: int,
@@ -462,27 +569,30 @@ class PostgresStore:
         return out[:k]
 
     # --- embeddings ------------------------------------------------------------------------------
-    def cached_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
-        unique = list(dict.fromkeys(hashes))
+    def cached_vectors(self, scope: Scope, model_id: str,
+                       keys: Sequence[str]) -> dict[str, Vector]:
+        unique = list(dict.fromkeys(keys))
         if not unique:
             return {}
         with self._read() as c:
-            rows = c.execute("SELECT content_hash, vector FROM embedding_cache WHERE "
-                             "model_id = %s AND content_hash = ANY(%s)",
-                             (model_id, unique)).fetchall()
-        return {r["content_hash"]: decode_vector(bytes(r["vector"])) for r in rows}
+            rows = c.execute("SELECT key, vector FROM embedding_cache WHERE scope_tok = %s "
+                             "AND model_id = %s AND key = ANY(%s)",
+                             (scope_token(scope.tenant, scope.user), model_id,
+                              unique)).fetchall()
+        return {r["key"]: decode_vector(bytes(r["vector"])) for r in rows}
 
-    def cache_vectors(self, model_id: str, vectors: Mapping[str, Vector]) -> None:
+    def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        tok = scope_token(scope.tenant, scope.user)
         rows = []
-        for h, v in sorted(vectors.items()):
+        for key, v in sorted(vectors.items()):
             blob = encode_vector(v)
-            rows.append((model_id, h, len(blob) // 4, blob))
+            rows.append((tok, model_id, key, len(blob) // 4, blob))
         if not rows:
             return
         with self._write() as c, c.cursor() as cur:
             cur.executemany(
-                "INSERT INTO embedding_cache (model_id, content_hash, dims, vector) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (model_id, content_hash) DO UPDATE "
+                "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) DO UPDATE "
                 "SET dims = excluded.dims, vector = excluded.vector", rows)
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
@@ -496,37 +606,42 @@ class PostgresStore:
             last = int(rows[-1]["seq"])
             yield [decode_record(r) for r in rows]
 
-    def set_vectors(self, items: Sequence[tuple[str, Vector]], model_id: str, dims: int) -> None:
+    def set_vectors(self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str,
+                    dims: int) -> None:
         from pgvector import Vector as PgVector
 
         checked = []
-        for record_id, vector in items:
+        for record, vector in items:
             blob = encode_vector(vector)
             if len(blob) // 4 != dims:
-                raise ValidationError(f"vector for {record_id!r} has {len(blob) // 4} "
+                raise ValidationError(f"vector for {record.id!r} has {len(blob) // 4} "
                                       f"dimensions, but set_vectors was told {dims}")
-            checked.append((record_id, PgVector(np.frombuffer(blob, dtype="<f4"))))
+            checked.append((record, PgVector(np.frombuffer(blob, dtype="<f4"))))
         if checked:
             self._ensure_hnsw(dims)
         with self._write() as c:
             users: set[tuple[str, str]] = set()
-            for record_id, vec in checked:
-                row = c.execute('SELECT tenant, "user" FROM records WHERE id = %s',
-                                (record_id,)).fetchone()
+            for record, vec in checked:
+                row = c.execute('SELECT seq FROM records WHERE tenant = %s AND "user" = %s '
+                                "AND id = %s", (record.tenant, record.user, record.id)
+                                ).fetchone()
                 if row is None:
-                    raise NotFoundError(f"no record {record_id!r}; nothing was re-embedded")
-                c.execute(_UPSERT_VECTOR, (record_id, row["tenant"], row["user"], model_id,
+                    raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
+                c.execute(_UPSERT_VECTOR, (row["seq"], record.tenant, record.user, model_id,
                                            dims, vec))
                 c.execute("UPDATE records SET embedding_model = %s, embedding_dims = %s "
-                          "WHERE id = %s", (model_id, dims, record_id))
-                users.add((row["tenant"], row["user"]))
+                          "WHERE seq = %s", (model_id, dims, row["seq"]))
+                users.add((record.tenant, record.user))
             for tenant, user in sorted(users):
                 self._bump(c, tenant, user)
 
     # --- jobs -------------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:
         with self._write() as c:
-            outbox.enqueue(c, jobs, self.options.schema)
+            self._enqueue(c, jobs)
+
+    def _enqueue(self, c: Any, jobs: Sequence[Job]) -> None:
+        outbox.enqueue(c, jobs, self.options.schema)
 
     def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
                    tenant: str | None = None, user: str | None = None,
@@ -601,6 +716,64 @@ class PostgresStore:
                 return [decode_record(r) for r in rows]
             records = [decode_record(r) for r in self._select(c, scope, filters, tail)]
         return [r for r in records if filters.matches(r)][offset:offset + limit]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A write validated and encoded outside any transaction."""
+
+    write: RecordWrite
+    values: tuple[Any, ...]  # the INSERT's values: the record's columns, tokens, length
+    doc: builtins.list[str]
+    vector: tuple[int, Any] | None  # (dims, pgvector value)
+
+
+def _check_turns(writes: Sequence[RecordWrite]) -> None:
+    for w in writes:
+        if w.record.type is not RecordType.MESSAGE:
+            raise ValidationError(
+                f"record {w.record.id!r} is a {w.record.type.value}, not a turn; "
+                "append_turns takes message records, use insert() for anything else")
+
+
+class _PgUnitOfWork:
+    """The calls of one PostgreSQL transaction (see ``UnitOfWork``); reads that precede a
+    write lock the rows they read (``FOR UPDATE``) or the dedup key (advisory lock)."""
+
+    def __init__(self, store: PostgresStore, conn: Any) -> None:
+        self._s = store
+        self._c = conn
+
+    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
+            ) -> MemoryRecord:
+        rows = self._s._visible(self._c, scope, [record_id], lock=True)
+        if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
+            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+        return decode_record(rows[0])
+
+    def find_by_hash(self, scope: Scope, content_hash: str,
+                     types: Sequence[str]) -> MemoryRecord | None:
+        # Two writers deduplicating the same text must not both insert it.
+        self._c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 13))",
+                        (f"{scope.tenant}\x1f{scope.user}\x1f{content_hash}",))
+        return self._s._find_by_hash(self._c, scope, content_hash, types)
+
+    def insert(self, writes: Sequence[RecordWrite]) -> None:
+        self._s._insert(self._c, self._s._prepare(writes))
+
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        _check_turns(writes)
+        self.insert(writes)
+
+    def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        self._s._replace(self._c, scope, self._s._prepare([write])[0], expected_version)
+
+    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
+                   at: datetime) -> builtins.list[str]:
+        return self._s._set_status(self._c, scope, ids, status, at)
+
+    def enqueue(self, jobs: Sequence[Job]) -> None:
+        self._s._enqueue(self._c, jobs)
 
 
 def _python_filters(f: Filters) -> bool:

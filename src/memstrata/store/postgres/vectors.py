@@ -35,7 +35,7 @@ __all__ = ["VectorCache", "ensure_hnsw", "hnsw_search"]
 _LOAD = """
 SELECT v.vseq, r.id, r.type, r.agent, r.session, r.visibility, r.status,
        r.superseded_by IS NOT NULL, r.importance, v.embedding
-FROM vectors v JOIN records r ON r.id = v.record_id
+FROM vectors v JOIN records r ON r.seq = v.seq
 WHERE v.tenant = %s AND v."user" = %s AND v.dims = %s AND v.vseq > %s
 ORDER BY v.vseq
 """
@@ -131,7 +131,7 @@ def hnsw_search(conn: psycopg.Connection[Any], scope: Scope, query: Vector, k: i
         cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cur.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, 2 * fetch))}")
         cur.execute(
-            f"SELECT r.*, v.embedding AS vec FROM vectors v JOIN records r ON r.id = v.record_id "
+            f"SELECT r.*, v.embedding AS vec FROM vectors v JOIN records r ON r.seq = v.seq "
             f"WHERE v.dims = %s AND v.tenant = %s AND v.\"user\" = %s AND {sw} AND {fw} "
             f"ORDER BY v.embedding::vector({dims}) <#> %s::vector({dims}) LIMIT %s",
             [dims, scope.tenant, scope.user, *sa, *fa, _pgvector(query), fetch])
