@@ -17,6 +17,7 @@ from ..records import MemoryRecord
 from ..search.hit import SearchHit
 from .layer_commands import register as register_layer_commands
 from .options import Settings, console, emit, fail, open_memory
+from .serve_commands import register as register_serve_commands
 
 __all__ = ["app", "main"]
 
@@ -269,6 +270,7 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
 
 
 register_layer_commands(app)
+register_serve_commands(app)
 
 
 def _mount_optional() -> None:
