@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import ToolAnnotations
@@ -16,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from .. import __version__
+from ..errors import MemstrataError
 from ..filters import Filters
 from ..records import MemoryRecord, RecordType
 from ..scope import Scope
@@ -250,7 +253,7 @@ def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[An
         (key_memory_list, _annotations(read_only=True, idempotent=True)),
     ]
     tools = [
-        _strict(Tool.from_function(fn, annotations=ann, structured_output=True))
+        _strict(Tool.from_function(_reported(fn), annotations=ann, structured_output=True))
         for fn, ann in specs
     ]
     return MCPServer(
@@ -261,6 +264,20 @@ def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[An
         instructions="Long-term memory about the user. Call memory_context at the "
         "start of a conversation; memory_add for facts worth keeping.",
     )
+
+
+def _reported(fn: Callable[..., Awaitable[BaseModel]]) -> Callable[..., Awaitable[BaseModel]]:
+    """memstrata's errors reach the model as tool errors with their message (what to fix);
+    the SDK would otherwise hide them behind "Error executing tool"."""
+
+    @functools.wraps(fn)
+    async def tool(*args: Any, **kwargs: Any) -> BaseModel:
+        try:
+            return await fn(*args, **kwargs)
+        except MemstrataError as exc:
+            raise ToolError(str(exc)) from None
+
+    return tool
 
 
 def _strict(tool: Tool) -> Tool:
