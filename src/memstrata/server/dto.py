@@ -416,6 +416,7 @@ class LayersOut(BaseModel):
     episodes: list[LayerItemOut]
     key: list[LayerItemOut]
     tasks: list[LayerItemOut]
+    notes: list[LayerItemOut]
     counts: dict[str, int]
 
     @classmethod
@@ -431,6 +432,7 @@ class LayersOut(BaseModel):
             episodes=items(v.episodes),
             key=items(v.key),
             tasks=items(v.tasks),
+            notes=items(v.notes),
             counts=v.counts,
         )
 

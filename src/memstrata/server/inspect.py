@@ -32,6 +32,7 @@ class LayersView:
     episodes: list[LayerItem]
     key: list[LayerItem]
     tasks: list[LayerItem]
+    notes: list[LayerItem]
     counts: dict[str, int]
 
 
@@ -141,5 +142,13 @@ def layers_view(mem: Memory, scope: Scope, limit: int = 50) -> LayersView:
         episodes=[LayerItem(e) for e in _of(mem, user, RecordType.EPISODE, limit)],
         key=key,
         tasks=tasks,
+        notes=[
+            LayerItem(n, {"tags": list(n.tags), "importance": n.importance})
+            for n in mem.list(
+                user,
+                filters=Filters(types=frozenset({RecordType.NOTE, RecordType.KNOWLEDGE})),
+                limit=limit,
+            )
+        ],
         counts=counts,
     )
