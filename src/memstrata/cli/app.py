@@ -16,6 +16,7 @@ from ..errors import MemstrataError
 from ..records import MemoryRecord
 from ..search.hit import SearchHit
 from .layer_commands import register as register_layer_commands
+from .maintain_commands import register as register_maintain_commands
 from .options import Settings, console, emit, fail, open_memory
 
 __all__ = ["app", "main"]
@@ -269,6 +270,7 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
 
 
 register_layer_commands(app)
+register_maintain_commands(app)
 
 
 def _mount_optional() -> None:
