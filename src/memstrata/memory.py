@@ -38,6 +38,7 @@ from .llm.base import LLM
 from .llm.factory import make_llm
 from .maintenance import MAINTAIN, LogEntry, MaintenanceReport, Retention
 from .policies.dedup import DedupAction, insert_or_merge
+from .policies.forgetting import DEFAULT_POLICY, ForgettingPolicy
 from .policies.importance import (
     REFINE_IMPORTANCE,
     heuristic_importance,
@@ -45,7 +46,6 @@ from .policies.importance import (
     needs_refinement,
     refine_handler,
 )
-from .policies.forgetting import DEFAULT_POLICY, ForgettingPolicy
 from .policies.pii import PIIPolicy, PIIRedactor
 from .portability import ImportReport, export_jsonl, read_jsonl
 from .records import MemoryRecord, Message, RecordStatus, RecordType, Role, Source, Visibility
