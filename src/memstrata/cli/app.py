@@ -461,8 +461,12 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
 # heavy dependencies inside the command bodies, so `memstrata --help` stays fast. ----------
 def _register() -> None:
     from .layer_commands import register as register_layer_commands
+    from .maintain_commands import register as register_maintain_commands
+    from .serve_commands import register as register_serve_commands
 
     register_layer_commands(app)
+    register_maintain_commands(app)
+    register_serve_commands(app)
     try:
         from ..bench.cli import bench_app
     except ImportError:
