@@ -76,14 +76,23 @@ def _store_url(store: str, tmp: str, tag: str) -> Iterator[str]:
         raise ValueError(f"bench store {store!r}: use sqlite, memory or a postgresql:// URL")
 
 
+# A worker process: open the store, say ready, wait for "go" (so interpreter start-up is not
+# timed), drain every claimable job, report how many it ran.
+# Claims one job at a time, as a worker sharing a queue should (a batch lease hoards work).
 _DRAIN = """
 import sys
 from memstrata import Memory
+from memstrata.worker import JobRunner
 mem = Memory(sys.argv[1], embedder=sys.argv[2], background=False)
-report = mem.flush()
+runner = JobRunner(mem.store, mem.layers.handlers(), mem.clock)
+print("ready", flush=True)
+sys.stdin.readline()
+report = runner.run_pending(batch=1, include_delayed=True)
 mem.close()
-print(report.done)
+print(report.done, flush=True)
 """
+_WORKER_USERS = 16
+_WORKER_BATCH = 20
 
 
 def _worker_throughput(store: str, cfg: ScaleConfig, tmp: str) -> dict[str, Any]:
@@ -96,22 +105,29 @@ def _worker_throughput(store: str, cfg: ScaleConfig, tmp: str) -> dict[str, Any]
     out: dict[str, Any] = {"messages": cfg.worker_messages}
     if cfg.worker_messages <= 0 or store == "memory":
         return out
-    msgs = list(synth_messages(cfg.worker_messages, 4, cfg.seed + 3))
+    msgs = list(synth_messages(cfg.worker_messages, _WORKER_USERS, cfg.seed + 3))
     for n in cfg.workers:
         with _store_url(store, tmp, f"workers{n}") as url:
             mem: Any = Memory(url, embedder=cfg.embedder, background=False)
             try:
-                for batch in _batches(msgs, 50):
+                for batch in _batches(msgs, _WORKER_BATCH):
                     mem.add_messages(Scope("scale", f"user-{batch[0].user}"), [
                         Message(role=Role(m.role), content=m.content,
                                 observed_at=m.observed_at) for m in batch])
                 jobs = sum(len(mem.store.list_jobs("scale", f"user-{u}", status="pending"))
-                           for u in range(4))
+                           for u in range(_WORKER_USERS))
             finally:
                 mem.close()
-            t0 = time.perf_counter()
             procs = [subprocess.Popen([sys.executable, "-c", _DRAIN, url, cfg.embedder],
-                                      stdout=subprocess.PIPE, text=True) for _ in range(n)]
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                     for _ in range(n)]
+            for p in procs:
+                assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+            t0 = time.perf_counter()
+            for p in procs:
+                assert p.stdin is not None
+                p.stdin.write("go\n")
+                p.stdin.flush()
             done = [int((p.communicate()[0] or "0").strip() or 0) for p in procs]
             seconds = time.perf_counter() - t0
             out[f"{n}_workers"] = {"jobs": jobs, "jobs_done": sum(done), "seconds": seconds,
