@@ -9,9 +9,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import IO, Any
 
+from . import maintenance as _maintenance
+from .audit import AuditLog, audit_store
 from .clock import Clock, SystemClock
 from .context.assemble import AssembledContext
 from .context.builder import ContextRequest
@@ -34,7 +36,9 @@ from .layers.stack import LayerStack
 from .layers.working import TaskService
 from .llm.base import LLM
 from .llm.factory import make_llm
+from .maintenance import MAINTAIN, LogEntry, MaintenanceReport, Retention
 from .policies.dedup import DedupAction, insert_or_merge
+from .policies.forgetting import DEFAULT_POLICY, ForgettingPolicy
 from .policies.importance import (
     REFINE_IMPORTANCE,
     heuristic_importance,
@@ -102,8 +106,12 @@ class Memory:
                  max_content_chars: int = DEFAULT_MAX_CHARS, store: Store | None = None,
                  reembed: bool = False, layer_config: LayerConfig | None = None,
                  background: bool = True, token_counter: TokenCounter | None = None,
-                 pii: PIIRedactor | PIIPolicy | str | None = None) -> None:
+                 pii: PIIRedactor | PIIPolicy | str | None = None,
+                 maintenance_every: timedelta | None = None,
+                 retention: Retention | None = None) -> None:
         self._pii = PIIRedactor.of(pii)  # validated before the store is opened
+        self._maintenance_every = _maintenance.check_interval(maintenance_every)
+        self.retention = retention if retention is not None else Retention()
         self._store = store if store is not None else open_store(url)
         try:
             self._raw_embedder = make_embedder(embedder)
@@ -114,12 +122,14 @@ class Memory:
             self._store.close()
             raise
         self._clock = clock or SystemClock()
+        self.audit = AuditLog(audit_store(self._store), self._clock)
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
         self._ctx = LayerContext(self._store, self._embedder, self._llm, self._clock,
                                  layer_config or LayerConfig())
         self.layers = LayerStack.build(self._ctx)
-        handlers = {**self.layers.handlers(), REFINE_IMPORTANCE: refine_handler(self._ctx)}
+        handlers = {**self.layers.handlers(), REFINE_IMPORTANCE: refine_handler(self._ctx),
+                    MAINTAIN: self._run_maintain_job}
         self._runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
         self._sources = LayerSources(self.layers, self._search_for_context)
         self._count = token_counter or estimate_tokens
@@ -241,6 +251,7 @@ class Memory:
         (with any of the session's jobs still queued)."""
         check_scope(scope)
         self._store.enqueue([make_session_end_job(scope, self._clock.now())])
+        self._schedule_maintenance(scope)
         return self.flush(scope)
 
     def _wake(self) -> None:
@@ -406,12 +417,16 @@ class Memory:
                              explain=explain)
 
     # --- forgetting --------------------------------------------------------------------
-    def delete(self, scope: Scope, record_id: str) -> MemoryRecord:
+    def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged."""
-        return self._set_status(scope, record_id, RecordStatus.DELETED)
+        rec = self._set_status(scope, record_id, RecordStatus.DELETED)
+        self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
+        return rec
 
-    def restore(self, scope: Scope, record_id: str) -> MemoryRecord:
-        return self._set_status(scope, record_id, RecordStatus.ACTIVE)
+    def restore(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
+        rec = self._set_status(scope, record_id, RecordStatus.ACTIVE)
+        self.audit.record(scope.tenant, actor, "restore", user=scope.user, record_ids=[rec.id])
+        return rec
 
     def _set_status(self, scope: Scope, record_id: str, status: RecordStatus) -> MemoryRecord:
         check_scope(scope)
@@ -420,7 +435,16 @@ class Memory:
         self._store.set_status(scope, [record_id], status, self._clock.now())
         return self._store.get(scope, record_id, include_deleted=True)
 
-    def purge(self, scope: Scope, record_ids: Sequence[str] | None = None) -> PurgeReport:
+    def purge(self, scope: Scope, record_ids: Sequence[str] | None = None, *,
+              actor: str = "library") -> PurgeReport:
+        report = self._purge(scope, record_ids)
+        self.audit.record(scope.tenant, actor, "purge", user=scope.user,
+                          record_ids=list(record_ids or ()),
+                          reason="whole user" if record_ids is None else None,
+                          details={"records": report.records, "remaining": report.remaining})
+        return report
+
+    def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
         """Destroy for real. With ids: those records. Without: everything of the user
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
         check_scope(scope)
@@ -431,6 +455,40 @@ class Memory:
         for rid in record_ids:
             self._store.get(scope, rid, include_deleted=True)
         return self._store.purge(scope, list(record_ids))
+
+    # --- maintenance (maintenance.py) -----------------------------------------------------
+    def maintain(self, scope: Scope, *, policy: str | ForgettingPolicy = DEFAULT_POLICY,
+                 dry_run: bool = False, retention: Retention | None = None,
+                 consolidate: bool = True, actor: str = "library") -> MaintenanceReport:
+        """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
+        with a log entry, restorable), decay scores, retention purges, consolidation."""
+        check_scope(scope)
+        return _maintenance.maintain(self._ctx, scope, policy=policy, dry_run=dry_run,
+                                     retention=retention or self.retention,
+                                     consolidate=consolidate, audit=self.audit, actor=actor)
+
+    def forget(self, scope: Scope, record_ids: Sequence[str], *, reason: str = "explicit request",
+               actor: str = "library") -> builtins.list[LogEntry]:
+        """Explicit forget: soft-delete with a log entry; ``restore`` brings them back."""
+        return _maintenance.forget(self._ctx, check_scope(scope), record_ids, reason=reason,
+                                   audit=self.audit, actor=actor)
+
+    def set_importance_by_tag(self, scope: Scope, tag: str, importance: float, *,
+                              actor: str = "library") -> builtins.list[MemoryRecord]:
+        return _maintenance.set_importance_by_tag(self._ctx, check_scope(scope), tag,
+                                                  importance, audit=self.audit, actor=actor)
+
+    def _schedule_maintenance(self, scope: Scope) -> None:
+        if self._maintenance_every is not None:
+            _maintenance.schedule(self._store, scope, self._clock.now(),
+                                  self._maintenance_every)
+
+    def _run_maintain_job(self, job: Any) -> None:
+        scope = Scope(job.tenant, job.user)
+        _maintenance.maintain(self._ctx, scope, retention=self.retention, audit=self.audit,
+                              actor="system:maintenance-job")
+        if self._clock.now() >= job.run_after:  # on time (not flushed early): next one
+            self._schedule_maintenance(scope)
 
     # --- jobs --------------------------------------------------------------------------
     def flush(self, scope: Scope | None = None) -> RunReport:

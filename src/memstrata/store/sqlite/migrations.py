@@ -94,7 +94,21 @@ CREATE TABLE counters (
 CREATE INDEX records_session ON records (tenant, user, session, observed_at, seq);
 """
 
-MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2)]
+# The audit log (memstrata/audit.py): append-only, never purged; triggers refuse changes.
+_V3_AUDIT = """
+CREATE TABLE audit_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
+    user TEXT, actor TEXT NOT NULL, action TEXT NOT NULL, at TEXT NOT NULL,
+    record_ids TEXT NOT NULL, reason TEXT, policy TEXT, score REAL, details TEXT NOT NULL
+);
+CREATE INDEX audit_log_tenant_at ON audit_log (tenant, at, seq);
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+"""
+
+MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _V3_AUDIT)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
 # Guard against the two column lists drifting apart.
