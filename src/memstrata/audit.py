@@ -36,6 +36,7 @@ __all__ = [
     "InMemoryAudit",
     "SQLiteAudit",
     "audit_store",
+    "sqlite_redact_subject",
 ]
 
 _MAX_LIMIT = 100_000
@@ -120,6 +121,32 @@ class AuditStore(Protocol):
 
     def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]: ...
 
+    def redact_subject(self, tenant: str, user: str) -> int:
+        """A user's purge: keep their events (what, when, why) but drop who and which ids
+        (``user`` → None, ``record_ids`` → (), ``reason`` → "[purged]", ``details`` → {},
+        an actor naming them → "[purged]"). Returns how many events were redacted."""
+        ...
+
+
+PURGED = "[purged]"
+
+
+def _redacted(e: AuditEvent, user: str) -> AuditEvent:
+    actor = PURGED if user in e.actor else e.actor
+    return AuditEvent(
+        id=e.id,
+        tenant=e.tenant,
+        actor=actor,
+        action=e.action,
+        at=e.at,
+        user=None,
+        record_ids=(),
+        reason=PURGED,
+        policy=e.policy,
+        score=e.score,
+        details={},
+    )
+
 
 class InMemoryAudit:
     """The audit log of a ``memory://`` store: a list, gone with the process."""
@@ -136,6 +163,25 @@ class InMemoryAudit:
         with self._lock:
             found = [e for e in self._events if e.tenant == tenant and query.matches(e)]
         return found[query.offset : query.offset + query.limit]
+
+    def redact_subject(self, tenant: str, user: str) -> int:
+        with self._lock:
+            hits = [i for i, e in enumerate(self._events) if e.tenant == tenant and e.user == user]
+            for i in hits:
+                self._events[i] = _redacted(self._events[i], user)
+        return len(hits)
+
+
+def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> int:
+    """The SQLite redaction, inside the caller's transaction (the store's purge). The
+    table's trigger lets exactly this update through and refuses every other."""
+    cur = conn.execute(
+        "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
+        "actor = CASE WHEN instr(actor, ?3) > 0 THEN ?1 ELSE actor END "
+        "WHERE tenant = ?2 AND user = ?3",
+        (PURGED, tenant, user),
+    )
+    return int(cur.rowcount)
 
 
 _COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
@@ -194,6 +240,10 @@ class SQLiteAudit:
         with self._store._read() as c:
             rows = c.execute(sql, args).fetchall()
         return [_decode(r) for r in rows]
+
+    def redact_subject(self, tenant: str, user: str) -> int:
+        with self._store._write() as c:
+            return sqlite_redact_subject(c, tenant, user)
 
 
 def _decode(r: sqlite3.Row | tuple[Any, ...]) -> AuditEvent:
@@ -309,6 +359,9 @@ class AuditLog:
             score=None if score is None else float(score),
             details=dict(details or {}),
         )
+
+    def redact_subject(self, tenant: str, user: str) -> int:
+        return self._backend.redact_subject(tenant, user)
 
     def append(self, events: Sequence[AuditEvent]) -> None:
         if events:

@@ -76,21 +76,46 @@ CREATE INDEX jobs_ready ON jobs (status, run_after);
 CREATE INDEX jobs_scope ON jobs (tenant, user, status);
 """
 
-# The audit log (memstrata/audit.py): append-only, never purged; triggers refuse changes.
-_V2_AUDIT = """
+# v2 (storage seam): the embedding cache is keyed by (tenant, user) through the scope token,
+# so a user's purge reaches it (query embeddings included); the old unowned entries are only
+# a cache and are dropped. Named counters (hits) live beside records, never as versions.
+_V2 = """
+DROP TABLE embedding_cache;
+CREATE TABLE embedding_cache (
+    scope_tok TEXT NOT NULL, model_id TEXT NOT NULL, key TEXT NOT NULL, dims INTEGER NOT NULL,
+    vector BLOB NOT NULL, PRIMARY KEY (scope_tok, model_id, key)
+) WITHOUT ROWID;
+
+CREATE TABLE counters (
+    seq INTEGER NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
+    name TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (seq, name)
+) WITHOUT ROWID;
+
+CREATE INDEX records_session ON records (tenant, user, session, observed_at, seq);
+"""
+
+# The audit log (memstrata/audit.py): append-only, never purged by retention; triggers
+# refuse every change but a user's purge redacting who and which ids.
+_V3_AUDIT = """
 CREATE TABLE audit_log (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
     user TEXT, actor TEXT NOT NULL, action TEXT NOT NULL, at TEXT NOT NULL,
     record_ids TEXT NOT NULL, reason TEXT, policy TEXT, score REAL, details TEXT NOT NULL
 );
 CREATE INDEX audit_log_tenant_at ON audit_log (tenant, at, seq);
+-- The one update allowed: a user's purge redacts who and which ids (audit.py).
 CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+WHEN NOT (NEW.user IS NULL AND NEW.record_ids = '[]' AND NEW.reason = '[purged]'
+          AND NEW.details = '{}' AND NEW.actor IN (OLD.actor, '[purged]')
+          AND NEW.seq = OLD.seq AND NEW.id = OLD.id AND NEW.tenant = OLD.tenant
+          AND NEW.action = OLD.action AND NEW.at = OLD.at
+          AND NEW.policy IS OLD.policy AND NEW.score IS OLD.score)
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
 """
 
-MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2_AUDIT)]
+MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _V3_AUDIT)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
 # Guard against the two column lists drifting apart.
