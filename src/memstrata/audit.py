@@ -15,6 +15,7 @@ implement the same two methods.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sqlite3
 import threading
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 _MAX_LIMIT = 100_000
+log = logging.getLogger("memstrata.audit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,13 +279,22 @@ def audit_store(store: object) -> AuditStore:
 
     if isinstance(store, SQLiteStore):
         return SQLiteAudit(store)
-    if isinstance(store, InMemoryStore):
-        with _IN_MEMORY_LOCK:
+    if not isinstance(store, InMemoryStore):
+        # A backend without its own audit table (PostgreSQL today): keep the events in
+        # process memory and say so, rather than refusing to open the store.
+        log.warning(
+            "%s keeps no audit log: events are kept in process memory only; "
+            "implement memstrata.audit.AuditStore on it to persist them",
+            type(store).__name__,
+        )
+    with _IN_MEMORY_LOCK:
+        try:
             return _IN_MEMORY.setdefault(store, InMemoryAudit())
-    raise StoreError(
-        f"{type(store).__name__} keeps no audit log: implement "
-        "memstrata.audit.AuditStore (append_audit, query_audit) on it"
-    )
+        except TypeError:  # not weak-referenceable
+            raise StoreError(
+                f"{type(store).__name__} keeps no audit log: implement "
+                "memstrata.audit.AuditStore on it"
+            ) from None
 
 
 def _text(value: object, name: str) -> str:

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import IO, Any
 
 from . import maintenance as _maintenance
+from . import quotas as _quotas
 from .audit import AuditLog, audit_store
 from .clock import Clock, SystemClock
 from .context.assemble import AssembledContext
@@ -143,8 +144,12 @@ class Memory:
                  pii: PIIRedactor | PIIPolicy | str | None = None,
                  maintenance_every: timedelta | None = None,
                  retention: Retention | None = None,
-                 roles: Iterable[str] = DEFAULT_ROLES) -> None:
+                 roles: Iterable[str] = DEFAULT_ROLES,
+                 quotas: _quotas.Quotas | None = None) -> None:
         self.roles = _roles(roles)
+        if quotas is not None and not isinstance(quotas, _quotas.Quotas):
+            raise ValidationError("quotas must be a memstrata.quotas.Quotas")
+        self.quotas = quotas
         self._pii = PIIRedactor.of(pii)  # validated before the store is opened
         self._maintenance_every = _maintenance.check_interval(maintenance_every)
         self.retention = retention if retention is not None else Retention()
@@ -273,12 +278,16 @@ class Memory:
             for i, m in enumerate(check_sequence(messages, "messages"))
         ]
         if records:
+            if self.quotas is not None:  # before anything is embedded or written
+                _quotas.check_writes(self._store, self.quotas, scope, len(records), now)
             # The turns, their index entries and their ingest job commit together: a crash
             # can never leave a message that no job will process.
             writes = self._ctx.writes(records)
             with self._store.transaction() as tx:
                 tx.append_turns(writes)
                 tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
+            if self.quotas is not None:
+                _quotas.count_writes(self._store, scope, len(records), now)
             self._wake()
         return records
 
@@ -321,12 +330,16 @@ class Memory:
             importance=importance, confidence=confidence, tags=tags, metadata=metadata,
             source=source, observed_at=observed_at, visibility=visibility, source_ids=source_ids,
         )
+        if self.quotas is not None:
+            _quotas.check_writes(self._store, self.quotas, scope, 1, self._clock.now())
         if dedup:
             result = insert_or_merge(self._ctx, scope, record)
             stored, inserted = result.record, result.action is DedupAction.INSERT
         else:
             self._insert([record])
             stored, inserted = record, True
+        if self.quotas is not None:
+            _quotas.count_writes(self._store, scope, 1, self._clock.now())
         if refine and inserted:
             self._store.enqueue([make_refine_job(stored, self._clock.now())])
             self._wake()
@@ -547,6 +560,13 @@ class Memory:
                                    "allowed_roles": list(access.allowed_roles)})
         return new
 
+    def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
+        """Override one user's quota (ValidationError if below what they already use)."""
+        _quotas.set_user_quota(self._store, self.quotas or _quotas.Quotas(), self._owner(scope),
+                               quota, self._clock.now())
+        if self.quotas is None:
+            self.quotas = _quotas.Quotas()
+
     def _schedule_maintenance(self, scope: Scope) -> None:
         if self._maintenance_every is not None:
             _maintenance.schedule(self._store, scope, self._clock.now(),
@@ -590,6 +610,8 @@ class Memory:
         check_int(token_budget, "token_budget", high=MAX_TOKEN_BUDGET)  # < 1: BudgetError below
         if reserve_ratio is not None:
             reserve_ratio = check_ratio(reserve_ratio, "reserve_ratio")
+        if self.quotas is not None:
+            _quotas.check_context(self._store, self.quotas, scope, token_budget)
         req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio)
         return build_context(self._sources, req, self._count)
 

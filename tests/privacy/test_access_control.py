@@ -36,7 +36,19 @@ def allowed(rule: tuple[str, list[str], list[str]], caller: str, roles: frozense
     )
 
 
-@pytest.mark.parametrize("url", ["memory://", "sqlite://:memory:"])
+def _url(kind: str) -> str:
+    if kind != "postgresql":
+        return kind
+    import servers  # tests/servers.py: the session's real PostgreSQL
+
+    try:
+        return servers.postgres().url()
+    except RuntimeError as exc:
+        servers.unavailable("PostgreSQL", str(exc))
+        raise
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite://:memory:", "postgresql"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rules=st.lists(access, min_size=1, max_size=8), caller=callers)
 def test_a_caller_sees_exactly_what_the_rules_allow(
@@ -45,7 +57,7 @@ def test_a_caller_sees_exactly_what_the_rules_allow(
     caller: tuple[str, frozenset[str]],
 ) -> None:
     who, roles = caller
-    mem = Memory(url, embedder="hashing", background=False)
+    mem = Memory(_url(url), embedder="hashing", background=False)
     try:
         owner = Scope("acme", "alice")
         ids = []

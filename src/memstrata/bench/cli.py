@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..cli.console import lazy_console
 
 __all__ = ["bench_app"]
 
@@ -18,7 +18,14 @@ bench_app = typer.Typer(
     help="Reproducible benchmarks: LoCoMo retrieval/context quality and scale curves.",
     no_args_is_help=True,
 )
-_err = Console(stderr=True)
+_err = lazy_console(stderr=True)
+
+
+def _escape(text: str) -> str:
+    """User and library text printed as written (``memstrata[postgres]`` keeps brackets)."""
+    from rich.markup import escape
+
+    return escape(text)
 
 
 @contextmanager
@@ -26,6 +33,14 @@ def _progress(total: int, quiet: bool) -> Iterator[Callable[[str, int], None]]:
     if quiet:
         yield lambda label, n: None
         return
+    from rich.progress import (  # here, not at import: `memstrata --help` stays fast
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -90,7 +105,7 @@ def locomo(
         path = data or default_data_path()
         convs = select_conversations(load_locomo(path), conversations)
     except LocomoDataError as exc:
-        _err.print(f"[red]error:[/red] {exc}")
+        _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
     cfg = LocomoConfig(
         limit=limit,
@@ -142,7 +157,7 @@ def scale(
     try:
         size_list = parse_sizes(sizes)
     except ValueError as exc:
-        _err.print(f"[red]error:[/red] {exc}")
+        _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
     cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries)
     total = sum(size_list) + queries * len(size_list)

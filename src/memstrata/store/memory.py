@@ -301,6 +301,11 @@ class InMemoryStore:
             for job in jobs:
                 del self._jobs[job.id]
             self._lexical.pop((tenant, user), None)
+            from ..quotas import subject_hash
+
+            mark = f":{subject_hash(tenant, user)}:"
+            for meta_key in [k for k in self._meta if k.startswith("quota:") and mark in k]:
+                del self._meta[meta_key]
             for dense in [d for d in self._dense if d[:2] == (tenant, user)]:
                 del self._dense[dense]
             remaining = sum(owned(e.record) for e in self._entries.values()) + sum(

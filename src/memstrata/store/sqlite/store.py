@@ -348,6 +348,7 @@ class SQLiteStore:
         counts the rows still found plus the user's record ids and scope token still present
         in the file's bytes."""
         from ...audit import sqlite_redact_subject
+        from ...quotas import subject_hash
 
         tok = scope_token(tenant, user)
         args = (tenant, user)
@@ -365,6 +366,8 @@ class SQLiteStore:
             jobs = c.execute("DELETE FROM jobs WHERE tenant = ? AND user = ?", args)
             records = c.execute("DELETE FROM records WHERE tenant = ? AND user = ?", args)
             c.execute("DELETE FROM scope_generation WHERE scope_tok = ?", (tok,))
+            c.execute("DELETE FROM meta WHERE key LIKE ?",
+                      (f"quota:%:{subject_hash(tenant, user)}:%",))
             sqlite_redact_subject(c, tenant, user)
             counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
         with self._lock:
