@@ -102,7 +102,23 @@ CREATE INDEX jobs_running ON jobs (lease_until) WHERE status = 'running';
 CREATE INDEX jobs_scope ON jobs (tenant, "user", status);
 """
 
-MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1)]
+# v2: the audit log (memstrata/audit.py): append-only, never purged; a trigger refuses
+# updates and deletes, as SQLite's triggers do.
+_V2_AUDIT = f"""
+CREATE TABLE audit_log (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id {_T} NOT NULL UNIQUE,
+    tenant {_T} NOT NULL, "user" {_T}, actor TEXT NOT NULL, action {_T} NOT NULL,
+    at {_T} NOT NULL, record_ids TEXT[] COLLATE "C" NOT NULL, reason TEXT, policy TEXT,
+    score DOUBLE PRECISION, details TEXT NOT NULL
+);
+CREATE INDEX audit_log_tenant_at ON audit_log (tenant, at, seq);
+CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'audit_log is append-only'; END $$;
+CREATE TRIGGER audit_log_no_change BEFORE UPDATE OR DELETE ON audit_log
+FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+"""
+
+MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1), (2, _V2_AUDIT)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
 

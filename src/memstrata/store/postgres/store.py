@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ...audit import AuditEvent, AuditQuery
 from ...errors import (
     ConflictError,
     MemstrataError,
@@ -40,7 +41,7 @@ from ..sqlite.codec import (
     encode_vector,
     scope_token,
 )
-from . import fts5, lexical, outbox
+from . import audit, fts5, lexical, outbox
 from .connection import PgOptions, driver, parse_url, translate
 from .migrations import check_pgvector, migrate
 from .vectors import VectorCache, ensure_hnsw, exact_search, hnsw_search
@@ -164,6 +165,15 @@ class PostgresStore:
 
     def _read(self) -> Any:
         return self._tx(read=True)
+
+    # --- audit log (memstrata.audit.AuditStore) ----------------------------------------------
+    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        with self._write() as c:
+            audit.append(c, events)
+
+    def query_audit(self, tenant: str, query: AuditQuery) -> builtins.list[AuditEvent]:
+        with self._read() as c:
+            return audit.query(c, tenant, query)
 
     # --- metadata ----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
