@@ -94,7 +94,8 @@ CREATE TABLE counters (
 CREATE INDEX records_session ON records (tenant, user, session, observed_at, seq);
 """
 
-# The audit log (memstrata/audit.py): append-only, never purged; triggers refuse changes.
+# The audit log (memstrata/audit.py): append-only, never purged by retention; triggers
+# refuse every change but a user's purge redacting who and which ids.
 _V3_AUDIT = """
 CREATE TABLE audit_log (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
@@ -102,7 +103,13 @@ CREATE TABLE audit_log (
     record_ids TEXT NOT NULL, reason TEXT, policy TEXT, score REAL, details TEXT NOT NULL
 );
 CREATE INDEX audit_log_tenant_at ON audit_log (tenant, at, seq);
+-- The one update allowed: a user's purge redacts who and which ids (audit.py).
 CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+WHEN NOT (NEW.user IS NULL AND NEW.record_ids = '[]' AND NEW.reason = '[purged]'
+          AND NEW.details = '{}' AND NEW.actor IN (OLD.actor, '[purged]')
+          AND NEW.seq = OLD.seq AND NEW.id = OLD.id AND NEW.tenant = OLD.tenant
+          AND NEW.action = OLD.action AND NEW.at = OLD.at
+          AND NEW.policy IS OLD.policy AND NEW.score IS OLD.score)
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
