@@ -202,6 +202,8 @@ class InMemoryStore:
 
     def _replace(self, scope: Scope, write: RecordWrite, expected_version: int,
                  undo: Undo) -> None:
+        if scope.caller is not None:  # another caller may read, never write
+            raise NotFoundError(f"no record {write.record.id!r} in scope {scope}")
         new = write.record
         entry = self._visible(scope, new.id)
         if entry is None:
@@ -249,6 +251,8 @@ class InMemoryStore:
 
     def _set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                     at: datetime, undo: Undo) -> list[str]:
+        if scope.caller is not None:
+            return []
         status = RecordStatus(status)
         changed: list[str] = []
         for record_id in dict.fromkeys(ids):
@@ -271,6 +275,8 @@ class InMemoryStore:
         return 1, len(entry.history), int(entry.vector is not None)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        if scope.caller is not None:
+            return PurgeReport()
         totals = [0, 0, 0]
         with self._lock:
             found = [e for e in (self._visible(scope, i) for i in dict.fromkeys(ids)) if e]
@@ -298,6 +304,11 @@ class InMemoryStore:
             for job in jobs:
                 del self._jobs[job.id]
             self._lexical.pop((tenant, user), None)
+            from ..quotas import subject_hash
+
+            mark = f":{subject_hash(tenant, user)}:"
+            for meta_key in [k for k in self._meta if k.startswith("quota:") and mark in k]:
+                del self._meta[meta_key]
             for dense in [d for d in self._dense if d[:2] == (tenant, user)]:
                 del self._dense[dense]
             remaining = sum(owned(e.record) for e in self._entries.values()) + sum(

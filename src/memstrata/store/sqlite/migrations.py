@@ -146,7 +146,29 @@ def _v3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX records_hash ON records (tenant, user, content_hash)")
 
 
-MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _v3)]
+# The audit log (memstrata/audit.py): append-only, never purged by retention; triggers
+# refuse every change but a user's purge redacting who and which ids.
+_V4_AUDIT = """
+CREATE TABLE audit_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
+    user TEXT, actor TEXT NOT NULL, action TEXT NOT NULL, at TEXT NOT NULL,
+    record_ids TEXT NOT NULL, reason TEXT, policy TEXT, score REAL, details TEXT NOT NULL
+);
+CREATE INDEX audit_log_tenant_at ON audit_log (tenant, at, seq);
+-- The one update allowed: a user's purge redacts who and which ids (audit.py).
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+WHEN NOT (NEW.user IS NULL AND NEW.record_ids = '[]' AND NEW.reason = '[purged]'
+          AND NEW.details = '{}' AND NEW.actor IN (OLD.actor, '[purged]')
+          AND NEW.seq = OLD.seq AND NEW.id = OLD.id AND NEW.tenant = OLD.tenant
+          AND NEW.action = OLD.action AND NEW.at = OLD.at
+          AND NEW.policy IS OLD.policy AND NEW.score IS OLD.score)
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+"""
+
+
+MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _v3), (4, _V4_AUDIT)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
 # Guard against the two column lists drifting apart.

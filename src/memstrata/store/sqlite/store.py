@@ -263,6 +263,8 @@ class SQLiteStore:
 
     def _replace(self, c: sqlite3.Connection, scope: Scope, write: RecordWrite, *,
                  expected_version: int) -> None:
+        if scope.caller is not None:  # another caller may read, never write
+            raise NotFoundError(f"no record {write.record.id!r} in scope {scope}")
         new = write.record
         rows = self._visible(c, scope, [new.id], "seq, tenant, user, version, " + _MASKED)
         if not rows:
@@ -315,6 +317,8 @@ class SQLiteStore:
 
     def _set_status(self, c: sqlite3.Connection, scope: Scope, ids: Sequence[str],
                     status: RecordStatus, at: datetime) -> list[str]:
+        if scope.caller is not None:
+            return []
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
@@ -335,6 +339,8 @@ class SQLiteStore:
         return sorted(changed, key=order.__getitem__)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        if scope.caller is not None:
+            return PurgeReport()
         with self._write() as c:
             rows = self._visible(c, scope, ids, "seq, id")
             seqs = [int(r["seq"]) for r in rows]
@@ -362,32 +368,75 @@ class SQLiteStore:
         return PurgeReport(**counts, remaining=remaining)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        """Destroy every trace of one user, then make sure no byte of it is left on disk.
+
+        Rows first (one transaction): records, versions, vectors, counters, jobs, the
+        embedding cache (query embeddings included), the FTS5 rows, the scope's generation
+        row, and the user's audit events lose who and which ids (the events stay). Then the
+        bytes: FTS5 ``optimize`` rewrites the index segments without the deleted terms
+        (a DELETE only appends tombstones), ``VACUUM`` rebuilds the file so freed pages and
+        cells keep nothing, and a ``TRUNCATE`` checkpoint empties the WAL. ``remaining``
+        counts the rows still found plus the user's record ids and scope token still present
+        in the file's bytes."""
+        from ...audit import sqlite_redact_subject
+        from ...quotas import subject_hash
+
         tok = scope_token(tenant, user)
+        args = (tenant, user)
         with self._write() as c:
+            ids = [r[0] for r in c.execute(
+                "SELECT id FROM records WHERE tenant = ?1 AND user = ?2", args)]
             cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?",
                               (tok,)).rowcount
             c.execute("DELETE FROM lexical WHERE rowid IN "
-                      "(SELECT seq FROM records WHERE tenant = ? AND user = ?)", (tenant, user))
-            args = (tenant, user)
+                      "(SELECT seq FROM records WHERE tenant = ? AND user = ?)", args)
             mine = "seq IN (SELECT seq FROM records WHERE tenant = ? AND user = ?)"
             vectors = c.execute("DELETE FROM vectors WHERE tenant = ? AND user = ?", args)
             versions = c.execute(f"DELETE FROM record_history WHERE {mine}", args)
             c.execute(f"DELETE FROM counters WHERE {mine}", args)
             jobs = c.execute("DELETE FROM jobs WHERE tenant = ? AND user = ?", args)
             records = c.execute("DELETE FROM records WHERE tenant = ? AND user = ?", args)
-            self._bump(c, tenant, user)
-            remaining = c.execute(
+            c.execute("DELETE FROM scope_generation WHERE scope_tok = ?", (tok,))
+            c.execute("DELETE FROM meta WHERE key LIKE ?",
+                      (f"quota:%:{subject_hash(tenant, user)}:%",))
+            sqlite_redact_subject(c, tenant, user)
+            counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
+        with self._lock:
+            self._vectors.clear()  # no generation row to compare with: reload from disk
+            self._conn.execute("INSERT INTO lexical (lexical) VALUES ('optimize')")
+            if self.path != ":memory:":
+                self._conn.execute("VACUUM")
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self._read() as c:
+            remaining = int(c.execute(
                 "SELECT (SELECT count(*) FROM records WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM record_history h WHERE NOT EXISTS "
                 "(SELECT 1 FROM records r WHERE r.seq = h.seq)) + "
                 "(SELECT count(*) FROM vectors WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM jobs WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM embedding_cache WHERE scope_tok = ?4) + "
+                "(SELECT count(*) FROM scope_generation WHERE scope_tok = ?4) + "
+                "(SELECT count(*) FROM audit_log WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM lexical WHERE lexical MATCH ?3)",
-                (tenant, user, f'scope_tok : "{tok}"', tok)).fetchone()[0]
-            return PurgeReport(records=records.rowcount, versions=versions.rowcount,
-                               vectors=vectors.rowcount, jobs=jobs.rowcount,
-                               cache_entries=cache, remaining=int(remaining))
+                (tenant, user, f'scope_tok : "{tok}"', tok)).fetchone()[0])
+        remaining += self._bytes_left([tok, *ids])
+        return PurgeReport(records=counts[0], versions=counts[1], vectors=counts[2],
+                           jobs=counts[3], cache_entries=cache, remaining=remaining)
+
+    def _bytes_left(self, needles: Sequence[str]) -> int:
+        """How many of ``needles`` still occur in the database file or its WAL."""
+        if self.path == ":memory:" or not needles:
+            return 0
+        from pathlib import Path
+
+        left: set[str] = set()
+        for suffix in ("", "-wal"):
+            p = Path(self.path + suffix)
+            if not p.exists():
+                continue
+            data = p.read_bytes()
+            left.update(n for n in needles if n.encode() in data)
+        return len(left)
 
     def _select(self, c: sqlite3.Connection, scope: Scope, filters: Filters,
                 tail: str = "", tail_args: Sequence[Any] = (), *,
@@ -482,8 +531,8 @@ class SQLiteStore:
             keep = np.flatnonzero(cache.mask(scope, filters))
             if keep.size == 0:
                 return []
-            if _python_filters(filters):
-                # Let SQL apply the filters the masks cannot, then mask by id.
+            if _python_filters(filters) or scope.caller is not None:
+                # Let SQL apply the filters (and access rules) the masks cannot; mask by id.
                 allowed = {r[0] for r in self._select(c, scope, filters, columns="id")}
                 keep = np.array([i for i in keep if cache.ids[i] in allowed], dtype=np.intp)
                 if keep.size == 0:
