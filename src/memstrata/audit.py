@@ -15,6 +15,7 @@ implement the same two methods.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sqlite3
 import threading
@@ -36,9 +37,11 @@ __all__ = [
     "InMemoryAudit",
     "SQLiteAudit",
     "audit_store",
+    "sqlite_redact_subject",
 ]
 
 _MAX_LIMIT = 100_000
+log = logging.getLogger("memstrata.audit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +123,32 @@ class AuditStore(Protocol):
 
     def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]: ...
 
+    def redact_subject(self, tenant: str, user: str) -> int:
+        """A user's purge: keep their events (what, when, why) but drop who and which ids
+        (``user`` → None, ``record_ids`` → (), ``reason`` → "[purged]", ``details`` → {},
+        an actor naming them → "[purged]"). Returns how many events were redacted."""
+        ...
+
+
+PURGED = "[purged]"
+
+
+def _redacted(e: AuditEvent, user: str) -> AuditEvent:
+    actor = PURGED if user in e.actor else e.actor
+    return AuditEvent(
+        id=e.id,
+        tenant=e.tenant,
+        actor=actor,
+        action=e.action,
+        at=e.at,
+        user=None,
+        record_ids=(),
+        reason=PURGED,
+        policy=e.policy,
+        score=e.score,
+        details={},
+    )
+
 
 class InMemoryAudit:
     """The audit log of a ``memory://`` store: a list, gone with the process."""
@@ -136,6 +165,25 @@ class InMemoryAudit:
         with self._lock:
             found = [e for e in self._events if e.tenant == tenant and query.matches(e)]
         return found[query.offset : query.offset + query.limit]
+
+    def redact_subject(self, tenant: str, user: str) -> int:
+        with self._lock:
+            hits = [i for i, e in enumerate(self._events) if e.tenant == tenant and e.user == user]
+            for i in hits:
+                self._events[i] = _redacted(self._events[i], user)
+        return len(hits)
+
+
+def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> int:
+    """The SQLite redaction, inside the caller's transaction (the store's purge). The
+    table's trigger lets exactly this update through and refuses every other."""
+    cur = conn.execute(
+        "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
+        "actor = CASE WHEN instr(actor, ?3) > 0 THEN ?1 ELSE actor END "
+        "WHERE tenant = ?2 AND user = ?3",
+        (PURGED, tenant, user),
+    )
+    return int(cur.rowcount)
 
 
 _COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
@@ -195,6 +243,10 @@ class SQLiteAudit:
             rows = c.execute(sql, args).fetchall()
         return [_decode(r) for r in rows]
 
+    def redact_subject(self, tenant: str, user: str) -> int:
+        with self._store._write() as c:
+            return sqlite_redact_subject(c, tenant, user)
+
 
 def _decode(r: sqlite3.Row | tuple[Any, ...]) -> AuditEvent:
     (rid, tenant, user, actor, action, at, record_ids, reason, policy, score, details) = tuple(r)
@@ -227,13 +279,22 @@ def audit_store(store: object) -> AuditStore:
 
     if isinstance(store, SQLiteStore):
         return SQLiteAudit(store)
-    if isinstance(store, InMemoryStore):
-        with _IN_MEMORY_LOCK:
+    if not isinstance(store, InMemoryStore):
+        # A backend without its own audit table (PostgreSQL today): keep the events in
+        # process memory and say so, rather than refusing to open the store.
+        log.warning(
+            "%s keeps no audit log: events are kept in process memory only; "
+            "implement memstrata.audit.AuditStore on it to persist them",
+            type(store).__name__,
+        )
+    with _IN_MEMORY_LOCK:
+        try:
             return _IN_MEMORY.setdefault(store, InMemoryAudit())
-    raise StoreError(
-        f"{type(store).__name__} keeps no audit log: implement "
-        "memstrata.audit.AuditStore (append_audit, query_audit) on it"
-    )
+        except TypeError:  # not weak-referenceable
+            raise StoreError(
+                f"{type(store).__name__} keeps no audit log: implement "
+                "memstrata.audit.AuditStore on it"
+            ) from None
 
 
 def _text(value: object, name: str) -> str:
@@ -309,6 +370,9 @@ class AuditLog:
             score=None if score is None else float(score),
             details=dict(details or {}),
         )
+
+    def redact_subject(self, tenant: str, user: str) -> int:
+        return self._backend.redact_subject(tenant, user)
 
     def append(self, events: Sequence[AuditEvent]) -> None:
         if events:

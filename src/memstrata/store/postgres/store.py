@@ -370,6 +370,8 @@ class PostgresStore:
             self._replace(c, scope, prepared, expected_version)
 
     def _replace(self, c: Any, scope: Scope, p: _Prepared, expected_version: int) -> None:
+        if scope.caller is not None:  # another caller may read, never write
+            raise NotFoundError(f"no record {p.write.record.id!r} in scope {scope}")
         new = p.write.record
         rows = self._visible(c, scope, [new.id], 'seq, tenant, "user", version, lex_tokens, '
                              + ", ".join(_MASKED), lock=True)
@@ -416,6 +418,8 @@ class PostgresStore:
 
     def _set_status(self, c: Any, scope: Scope, ids: Sequence[str], status: RecordStatus,
                     at: datetime) -> list[str]:
+        if scope.caller is not None:
+            return []
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
@@ -433,6 +437,8 @@ class PostgresStore:
         return sorted(changed, key=order.__getitem__)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        if scope.caller is not None:
+            return PurgeReport()
         with self._write() as c:
             rows = self._visible(c, scope, ids, 'seq, id, tenant, "user", lex_tokens',
                                  lock=True)
@@ -588,7 +594,7 @@ class PostgresStore:
             cache = self._vectors.load(c, scope.tenant, scope.user, query.size, generation,
                                        max_vseq)
             allowed = None
-            if _python_filters(filters):
+            if _python_filters(filters) or scope.caller is not None:
                 allowed = {r["id"] for r in self._select(c, scope, filters, columns="id")}
             if not needs_python(filters):
                 return [Candidate(cache.ids[i], s)

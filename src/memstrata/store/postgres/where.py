@@ -25,6 +25,13 @@ def scope_sql(scope: Scope, p: str = "") -> Fragment:
     if scope.agent is not None:
         parts.append(f"({p}agent IS NULL OR {p}agent = %s OR {p}visibility <> 'private')")
         args.append(scope.agent)
+    if scope.caller is not None:  # access control (seed 003), as in Scope.admits
+        parts.append(
+            f"({p}visibility = 'public' OR EXISTS (SELECT 1 FROM json_array_elements_text("
+            f"({p}access::json)->'allowed_users') AS au(v) WHERE au.v = %s) OR EXISTS ("
+            f"SELECT 1 FROM json_array_elements_text(({p}access::json)->'allowed_roles') "
+            "AS ar(v) WHERE ar.v = ANY(%s)))")
+        args += [scope.caller, sorted(scope.roles)]
     return " AND ".join(parts), args
 
 
