@@ -30,6 +30,7 @@ demo: $(RUNTIME)
 	$(BIN)/memstrata demo
 
 test: $(TESTS)
+	bash .ci/install-browser  # Debian's chromium for the web inspector's browser test
 	$(BIN)/python -m pytest
 
 lint: $(DEV)

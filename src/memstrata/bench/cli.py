@@ -72,7 +72,11 @@ def locomo(
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Questions per conversation.")] = None,
     embedder: Annotated[str, typer.Option(help="default | hashing")] = "default",
-    store: Annotated[str, typer.Option(help="sqlite (temp file) | memory")] = "sqlite",
+    store: Annotated[str, typer.Option(
+        help="sqlite (temp file) | memory | a postgresql:// URL (a fresh schema per run); "
+             "comma-separate several to measure them side by side")] = "sqlite",
+    worker_messages: Annotated[int, typer.Option(
+        help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")] = 2000,
     speaker_in_content: Annotated[
         bool, typer.Option(help="Store turns as 'Speaker: text' (else the text alone).")
     ] = True,
@@ -145,7 +149,11 @@ def scale(
         str,
         typer.Option(help="hashing (fast stand-in) | default (real model; hours at 1M on 2 cores)"),
     ] = "hashing",
-    store: Annotated[str, typer.Option(help="sqlite (temp file) | memory")] = "sqlite",
+    store: Annotated[str, typer.Option(
+        help="sqlite (temp file) | memory | a postgresql:// URL (a fresh schema per run); "
+             "comma-separate several to measure them side by side")] = "sqlite",
+    worker_messages: Annotated[int, typer.Option(
+        help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")] = 2000,
     queries: Annotated[int, typer.Option(help="Timed queries per size.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
@@ -159,8 +167,10 @@ def scale(
     except ValueError as exc:
         _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
-    cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries)
-    total = sum(size_list) + queries * len(size_list)
+    cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries,
+                      worker_messages=worker_messages)
+    n_stores = max(1, len(store.split(",")))
+    total = (sum(size_list) + queries * len(size_list)) * n_stores
     with _progress(total, as_json) as tick:
         res = run_scale(cfg, tick)
     write_json(res, out / "scale.json")

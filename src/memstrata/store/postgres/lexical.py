@@ -135,7 +135,8 @@ def statistics(conn: psycopg.Connection[Any], tokens: Sequence[str]
 
 
 def search_rows(conn: psycopg.Connection[Any], scope_tok: str, terms: Sequence[str],
-                where: str, args: Sequence[Any], limit: int | None) -> list[dict[str, Any]]:
+                where: str, args: Sequence[Any], limit: int | None, *,
+                columns: str = "r.*") -> list[dict[str, Any]]:
     """Matching records (every column plus ``score``), best first, ties by insertion.
 
     ``where``/``args`` restrict ``r`` (the records row) to the scope and the SQL filters.
@@ -159,7 +160,8 @@ def search_rows(conn: psycopg.Connection[Any], scope_tok: str, terms: Sequence[s
             "/ %s::float8))) AS part FROM q JOIN lex_postings p ON p.scope_tok = %s AND "
             "p.token = q.token JOIN records r ON r.seq = p.seq), "
             "scored AS (SELECT seq, sum(part ORDER BY ord) AS score FROM hits GROUP BY seq) "
-            f"SELECT r.*, s.score FROM scored s JOIN records r ON r.seq = s.seq WHERE {where} "
+            f"SELECT {columns}, s.score FROM scored s JOIN records r ON r.seq = s.seq "
+            f"WHERE {where} "
             "ORDER BY s.score DESC, r.seq")
         params: list[Any] = [[i for i, _ in live], [p[0] for _, p in live], idfs,
                              fts5.K1_PLUS_1, fts5.K1, fts5.ONE_MINUS_B, fts5.B, avgdl,
@@ -168,13 +170,14 @@ def search_rows(conn: psycopg.Connection[Any], scope_tok: str, terms: Sequence[s
             sql += " LIMIT %s"
             params.append(limit)
         return list(conn.execute(sql, params).fetchall())
-    return _search_phrases(conn, scope_tok, phrases, docs, avgdl, df, where, args, limit)
+    return _search_phrases(conn, scope_tok, phrases, docs, avgdl, df, where, args, limit,
+                           columns)
 
 
 def _search_phrases(conn: psycopg.Connection[Any], scope_tok: str,
                     phrases: list[tuple[str, ...]], docs: int, avgdl: float,
                     df: dict[str, int], where: str, args: Sequence[Any],
-                    limit: int | None) -> list[dict[str, Any]]:
+                    limit: int | None, columns: str) -> list[dict[str, Any]]:
     """The rare path: a phrase of several tokens (e.g. a term with ``・`` inside)."""
     idfs: list[float] = []
     for p in phrases:
@@ -190,7 +193,8 @@ def _search_phrases(conn: psycopg.Connection[Any], scope_tok: str,
             idfs.append(fts5.idf(docs, hits))
     first = sorted({p[0] for p in phrases if p})
     rows = conn.execute(
-        "SELECT r.* FROM records r WHERE r.seq IN (SELECT seq FROM lex_postings WHERE "
+        f"SELECT {columns}, r.lex_tokens, r.lex_len FROM records r WHERE r.seq IN "
+        "(SELECT seq FROM lex_postings WHERE "
         f"scope_tok = %s AND token = ANY(%s)) AND {where}", [scope_tok, first, *args]).fetchall()
     scored: list[tuple[float, int, dict[str, Any]]] = []
     for row in rows:

@@ -26,11 +26,13 @@ from psycopg import sql
 from ...filters import Filters
 from ...scope import Scope
 from ..base import Candidate, Vector
-from ..sqlite.codec import scope_token
+from ..sqlite.codec import COLUMNS, scope_token
 from ..sqlite.vectors import UserVectors, dot, top_k
 from .where import filters_sql, needs_python, scope_sql
 
 __all__ = ["VectorCache", "ensure_hnsw", "hnsw_search"]
+
+_RCOLS = ", ".join(f'r."{c}"' for c in COLUMNS)
 
 _LOAD = """
 SELECT v.vseq, r.id, r.type, r.agent, r.session, r.visibility, r.status,
@@ -131,7 +133,8 @@ def hnsw_search(conn: psycopg.Connection[Any], scope: Scope, query: Vector, k: i
         cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cur.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, 2 * fetch))}")
         cur.execute(
-            f"SELECT r.*, v.embedding AS vec FROM vectors v JOIN records r ON r.seq = v.seq "
+            f"SELECT r.seq, {_RCOLS}, v.embedding AS vec FROM vectors v "
+            "JOIN records r ON r.seq = v.seq "
             f"WHERE v.dims = %s AND v.tenant = %s AND v.\"user\" = %s AND {sw} AND {fw} "
             f"ORDER BY v.embedding::vector({dims}) <#> %s::vector({dims}) LIMIT %s",
             [dims, scope.tenant, scope.user, *sa, *fa, _pgvector(query), fetch])
