@@ -31,7 +31,15 @@ from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
-from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
+from ..base import (
+    Candidate,
+    PurgeReport,
+    RecordWrite,
+    StoreStats,
+    UnitOfWork,
+    Vector,
+    with_current_counters,
+)
 from ..sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -413,7 +421,7 @@ class PostgresStore:
             old = c.execute(f"SELECT {_COLS} FROM record_versions WHERE tenant = %s AND "
                             '"user" = %s AND id = %s ORDER BY version',
                             (scope.tenant, scope.user, record_id)).fetchall()
-        return [decode_record(r) for r in [*old, rows[0]]]
+        return with_current_counters([decode_record(r) for r in [*old, rows[0]]])
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
