@@ -209,6 +209,10 @@ class PostgresStore:
         with self._read() as c:
             return audit.query(c, tenant, query)
 
+    def redact_subject(self, tenant: str, user: str) -> int:
+        with self._write() as c:
+            return audit.redact_subject(c, tenant, user)
+
     # --- metadata ----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         with self._read() as c:
@@ -495,6 +499,7 @@ class PostgresStore:
             records = c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s',
                                 mine_args).rowcount
             self._bump(c, tenant, user)
+            audit.redact_subject(c, tenant, user)
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
                 '+ (SELECT count(*) FROM record_versions WHERE tenant = %(t)s AND '
