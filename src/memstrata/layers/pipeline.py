@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from ..errors import MemstrataError, ValidationError
-from ..jobs import Job
+from ..jobs import Job, LeaseLostError, check_lease
 from ..records import MemoryRecord, RecordType, new_id
 from ..scope import Scope
 from .base import IngestStep, LayerContext
@@ -44,7 +44,14 @@ SESSION_END = "session_end"
 
 
 class PipelineError(MemstrataError):
-    """One or more ingest steps failed; the job is retried (steps are idempotent)."""
+    """One or more ingest steps failed; the job is retried (steps are idempotent).
+
+    ``causes`` holds the steps' exceptions (the worker logs a retry caused only by
+    concurrent changes at DEBUG, any other at WARNING)."""
+
+    def __init__(self, message: str, causes: Sequence[BaseException] = ()) -> None:
+        super().__init__(message)
+        self.causes = list(causes)
 
 
 def _scope(job: Job) -> Scope:
@@ -97,13 +104,18 @@ class Pipeline:
 
     def _run(self, job: Job, call: Callable[[IngestStep], None]) -> None:
         failures: list[str] = []
+        causes: list[Exception] = []
         for step in self.steps:
+            check_lease()  # a worker that lost the job's lease stops here
             try:
                 call(step)
+            except LeaseLostError:
+                raise
             except Exception as exc:  # keep going: other layers must not wait on one failure
                 failures.append(f"{step.name}: {type(exc).__name__}: {exc}")
+                causes.append(exc)
         if failures:
-            raise PipelineError(f"{job.kind} job {job.id}: " + "; ".join(failures))
+            raise PipelineError(f"{job.kind} job {job.id}: " + "; ".join(failures), causes)
 
 
 class MidTermStep:
