@@ -34,7 +34,15 @@ from .layers.stack import LayerStack
 from .layers.working import TaskService
 from .llm.base import LLM
 from .llm.factory import make_llm
-from .policies.dedup import insert_or_merge
+from .policies.dedup import DedupAction, insert_or_merge
+from .policies.importance import (
+    REFINE_IMPORTANCE,
+    heuristic_importance,
+    make_refine_job,
+    needs_refinement,
+    refine_handler,
+)
+from .policies.pii import PIIPolicy, PIIRedactor
 from .portability import ImportReport, export_jsonl, read_jsonl
 from .records import MemoryRecord, Message, RecordStatus, RecordType, Role, Source, Visibility
 from .reembed import reembed_store
@@ -47,8 +55,21 @@ from .store.base import PurgeReport, RecordWrite, Store
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from .tokens import TokenCounter, estimate_tokens
+from .validation import (
+    check_bool,
+    check_enum,
+    check_id,
+    check_ids,
+    check_int,
+    check_metadata,
+    check_names,
+    check_ratio,
+    check_sequence,
+    check_tags,
+    check_unit,
+)
 from .worker import BackgroundWorker, JobRunner, RunReport
-from .writes import check_scope, message_record, note_record
+from .writes import check_scope, message_record, note_record, to_message
 
 __all__ = ["Memory", "Remembered"]
 
@@ -62,6 +83,7 @@ class Remembered:
     scores: RouteInput
 
 _META_MODEL = "embedding_model"
+MAX_TOKEN_BUDGET = 10_000_000  # far above any model's window; bounds the arithmetic
 _META_DIMS = "embedding_dims"
 
 
@@ -79,7 +101,9 @@ class Memory:
                  search_config: SearchConfig | None = None,
                  max_content_chars: int = DEFAULT_MAX_CHARS, store: Store | None = None,
                  reembed: bool = False, layer_config: LayerConfig | None = None,
-                 background: bool = True, token_counter: TokenCounter | None = None) -> None:
+                 background: bool = True, token_counter: TokenCounter | None = None,
+                 pii: PIIRedactor | PIIPolicy | str | None = None) -> None:
+        self._pii = PIIRedactor.of(pii)  # validated before the store is opened
         self._store = store if store is not None else open_store(url)
         try:
             self._raw_embedder = make_embedder(embedder)
@@ -95,7 +119,8 @@ class Memory:
         self._ctx = LayerContext(self._store, self._embedder, self._llm, self._clock,
                                  layer_config or LayerConfig())
         self.layers = LayerStack.build(self._ctx)
-        self._runner = JobRunner(self._store, self.layers.handlers(), self._clock)  # type: ignore[arg-type]
+        handlers = {**self.layers.handlers(), REFINE_IMPORTANCE: refine_handler(self._ctx)}
+        self._runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
         self._sources = LayerSources(self.layers, self._search_for_context)
         self._count = token_counter or estimate_tokens
         self._worker = BackgroundWorker(self._runner) if background else None
@@ -188,7 +213,7 @@ class Memory:
                     metadata: Mapping[str, Any] | None = None) -> MemoryRecord:
         """Store one conversational turn (synchronously embedded and indexed)."""
         msg = Message(role=role, content=content, observed_at=observed_at,  # type: ignore[arg-type]
-                      metadata=dict(metadata or {}))
+                      metadata=metadata if metadata is not None else {})
         return self.add_messages(scope, [msg])[0]
 
     def add_messages(self, scope: Scope,
@@ -197,14 +222,18 @@ class Memory:
         check_scope(scope)
         now = self._clock.now()
         records = [
-            message_record(scope, m if isinstance(m, Message) else Message(**m), now=now,
+            message_record(scope, self._redact_message(scope, to_message(m, i)), now=now,
                            model_id=self._raw_embedder.model_id, dims=self._raw_embedder.dims,
                            max_chars=self.max_content_chars)
-            for m in messages
+            for i, m in enumerate(check_sequence(messages, "messages"))
         ]
-        self._insert(records)
         if records:
-            self._store.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
+            # The turns, their index entries and their ingest job commit together: a crash
+            # can never leave a message that no job will process.
+            writes = self._ctx.writes(records)
+            with self._store.transaction() as tx:
+                tx.append_turns(writes)
+                tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
             self._wake()
         return records
 
@@ -233,9 +262,13 @@ class Memory:
         returned. ``dedup=False`` always stores a new record."""
         check_scope(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
-        rtype = RecordType(type) if not isinstance(type, RecordType) else type
+        rtype = check_enum(RecordType, type, "type")
+        check_bool(dedup, "dedup")
+        text, metadata = self._redact(scope, text, metadata)
+        # Never an LLM call on the caller's thread: the heuristic now, the model later.
+        refine = importance is None and needs_refinement(self._llm)
         if importance is None:
-            importance = self._llm.score_importance(text)
+            importance = heuristic_importance(text)
         record = note_record(
             scope, text, type=rtype, now=self._clock.now(), model_id=self._raw_embedder.model_id,
             dims=self._raw_embedder.dims, max_chars=self.max_content_chars,
@@ -243,9 +276,15 @@ class Memory:
             source=source, observed_at=observed_at, visibility=visibility, source_ids=source_ids,
         )
         if dedup:
-            return insert_or_merge(self._ctx, scope, record).record
-        self._insert([record])
-        return record
+            result = insert_or_merge(self._ctx, scope, record)
+            stored, inserted = result.record, result.action is DedupAction.INSERT
+        else:
+            self._insert([record])
+            stored, inserted = record, True
+        if refine and inserted:
+            self._store.enqueue([make_refine_job(stored, self._clock.now())])
+            self._wake()
+        return stored
 
     def remember(self, scope: Scope, content: str, *, tags: Sequence[str] = (),
                  metadata: Mapping[str, Any] | None = None) -> Remembered:
@@ -270,6 +309,22 @@ class Memory:
                               tags=tags, metadata=metadata)
         return Remembered(layer.value, record, item)
 
+    # --- PII (policies/pii.py): applied before anything is embedded, stored or sent ------
+    def _redact(self, scope: Scope, text: str, metadata: Mapping[str, Any] | None
+                ) -> tuple[str, Mapping[str, Any] | None]:
+        if self._pii is None:
+            return text, metadata
+        new_text, extra = self._pii.apply(scope.tenant, text)
+        if not extra:
+            return text, metadata
+        return new_text, {**(metadata or {}), **extra}
+
+    def _redact_message(self, scope: Scope, m: Message) -> Message:
+        if self._pii is None or not isinstance(m.content, str):
+            return m
+        text, metadata = self._redact(scope, m.content, m.metadata)
+        return m if text is m.content else replace(m, content=text, metadata=metadata or {})
+
     def _insert(self, records: Sequence[MemoryRecord]) -> None:
         self._ctx.insert(records)
 
@@ -281,21 +336,29 @@ class Memory:
         """Write a new version of a record. ``expected_version`` is the version you read; if
         someone else updated it since, :class:`ConflictError` is raised and nothing changes."""
         check_scope(scope)
-        current = self._store.get(scope, record_id)
+        check_id(record_id)
+        check_int(expected_version, "expected_version", low=1)
         changes: dict[str, Any] = {"version": expected_version + 1,
                                    "updated_at": self._clock.now()}
         if content is not None:
             text = validate_content(content, max_chars=self.max_content_chars)
-            changes["content"] = replace(current.content, raw=text)
+            text, pii_extra = self._redact(scope, text, None)
             changes["content_hash"] = content_hash(text)
-        for name, value in (("importance", importance), ("confidence", confidence),
-                            ("source", source)):
-            if value is not None:
-                changes[name] = value
+        if importance is not None:
+            changes["importance"] = check_unit(importance, "importance")
+        if confidence is not None:
+            changes["confidence"] = check_unit(confidence, "confidence")
+        if source is not None:
+            changes["source"] = check_enum(Source, source, "source")
         if tags is not None:
-            changes["tags"] = tuple(tags)
+            changes["tags"] = check_tags(tags)
         if metadata is not None:
-            changes["metadata"] = dict(metadata)
+            changes["metadata"] = check_metadata(metadata)
+        current = self._store.get(scope, record_id)
+        if content is not None:
+            changes["content"] = replace(current.content, raw=text)
+            if pii_extra:
+                changes["metadata"] = {**changes.get("metadata", current.metadata), **pii_extra}
         new = replace(current, **changes)
         self._ctx.replace(scope, new, expected_version=expected_version,
                           reindex=content is not None)
@@ -303,17 +366,19 @@ class Memory:
 
     # --- reading -----------------------------------------------------------------------
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
-        return self._store.get(check_scope(scope), record_id, include_deleted=include_deleted)
+        return self._store.get(check_scope(scope), check_id(record_id),
+                               include_deleted=check_bool(include_deleted, "include_deleted"))
 
     def history(self, scope: Scope, record_id: str) -> builtins.list[MemoryRecord]:
         """Every version of a record, oldest first."""
-        return self._store.history(check_scope(scope), record_id)
+        return self._store.history(check_scope(scope), check_id(record_id))
 
     def list(self, scope: Scope, *, filters: Filters | Mapping[str, Any] | None = None,
              limit: int = 100, offset: int = 0,
              newest_first: bool = True) -> builtins.list[MemoryRecord]:
-        if limit < 1 or offset < 0:
-            raise ValidationError("limit must be >= 1 and offset >= 0")
+        check_int(limit, "limit", low=1, high=100_000)
+        check_int(offset, "offset", low=0, high=2**62)
+        check_bool(newest_first, "newest_first")
         return self._store.list(check_scope(scope), Filters.parse(filters), limit=limit,
                                 offset=offset, newest_first=newest_first)
 
@@ -328,14 +393,18 @@ class Memory:
         if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
             raise ValidationError(f"top_k must be an integer in [1, 1000], got {top_k!r}")
         flt = Filters.parse(filters)
+        check_bool(explain, "explain")
         if layers is not None:
-            allowed = types_of_layers(layers)
+            allowed = types_of_layers(check_names(layers, "layers"))
             flt = replace(flt, types=allowed if flt.types is None else flt.types & allowed)
+        if config is not None and not isinstance(config, SearchConfig):
+            raise ValidationError("config must be a memstrata.SearchConfig")
         cfg = config or self.search_config
         if mode is not None:
             cfg = cfg.with_mode(mode)
-        return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
-                             filters=flt, config=cfg, now=self._clock.now(), explain=explain)
+        return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
+                             top_k=top_k, filters=flt, config=cfg, now=self._clock.now(),
+                             explain=explain)
 
     # --- forgetting --------------------------------------------------------------------
     def delete(self, scope: Scope, record_id: str) -> MemoryRecord:
@@ -347,6 +416,7 @@ class Memory:
 
     def _set_status(self, scope: Scope, record_id: str, status: RecordStatus) -> MemoryRecord:
         check_scope(scope)
+        check_id(record_id)
         self._store.get(scope, record_id, include_deleted=True)  # NotFound outside the scope
         self._store.set_status(scope, [record_id], status, self._clock.now())
         return self._store.get(scope, record_id, include_deleted=True)
@@ -356,7 +426,9 @@ class Memory:
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
         check_scope(scope)
         if record_ids is None:
+            self._embedder.forget()
             return self._store.purge_user(scope.tenant, scope.user)
+        record_ids = check_ids(record_ids, "record_ids")
         for rid in record_ids:
             self._store.get(scope, rid, include_deleted=True)
         return self._store.purge(scope, list(record_ids))
@@ -394,6 +466,9 @@ class Memory:
             query = validate_content(query, max_chars=self.max_content_chars, field="query")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValidationError("system_prompt must be a string")
+        check_int(token_budget, "token_budget", high=MAX_TOKEN_BUDGET)  # < 1: BudgetError below
+        if reserve_ratio is not None:
+            reserve_ratio = check_ratio(reserve_ratio, "reserve_ratio")
         req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio)
         return build_context(self._sources, req, self._count)
 
@@ -402,15 +477,17 @@ class Memory:
         # The context asks for many hits (as many as the budget could hold), so a smaller
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
-        return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
-                             filters=filters, config=config, now=self._clock.now())
+        return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
+                             top_k=top_k, filters=filters, config=config, now=self._clock.now())
 
     # --- portability -------------------------------------------------------------------
     def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,
                        include_deleted: bool = True) -> int:
         """Write the scope's records as versioned JSON Lines; returns the record count."""
         check_scope(scope)
-        flt = Filters(include_deleted=include_deleted, include_superseded=True)
+        check_bool(include_embeddings, "include_embeddings")
+        flt = Filters(include_deleted=check_bool(include_deleted, "include_deleted"),
+                      include_superseded=True)
         records: list[MemoryRecord] = []
         offset = 0
         while batch := self._store.list(scope, flt, limit=1000, offset=offset,
@@ -419,7 +496,7 @@ class Memory:
             offset += len(batch)
         vectors = None
         if include_embeddings and records:
-            vectors = self._embedder.embed_batch([r.text for r in records])
+            vectors = self._embedder.for_scope(scope).embed_batch([r.text for r in records])
         return export_jsonl(fp, records, vectors, model_id=self._raw_embedder.model_id,
                             dims=self._raw_embedder.dims, exported_at=self._clock.now())
 
@@ -430,7 +507,7 @@ class Memory:
         if into is not None:
             check_scope(into)
         parsed = read_jsonl(fp, into=into, model_id=self._raw_embedder.model_id,
-                            dims=self._raw_embedder.dims)
+                            dims=self._raw_embedder.dims, max_chars=self.max_content_chars)
         fresh: list[MemoryRecord] = []
         skipped = 0
         for rec in parsed.records:

@@ -22,6 +22,8 @@ from .errors import ImportFormatError, MemstrataError
 from .records import MemoryRecord, new_id
 from .scope import Scope
 from .store.base import Vector
+from .text import DEFAULT_MAX_CHARS
+from .validation import validate_record
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_jsonl", "read_jsonl"]
 
@@ -59,7 +61,7 @@ def export_jsonl(fp: IO[str], records: Sequence[MemoryRecord], vectors: Matrix |
 def _header(line: str) -> dict[str, Any]:
     try:
         head = json.loads(line)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         head = None
     if not isinstance(head, dict) or head.get("format") != EXPORT_FORMAT:
         raise ImportFormatError(
@@ -89,8 +91,13 @@ def _remap(records: list[MemoryRecord], into: Scope) -> list[MemoryRecord]:
     return out
 
 
-def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int) -> ParsedImport:
-    """Parse and check a whole export; raises :class:`ImportFormatError` naming the line."""
+def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int,
+               max_chars: int = DEFAULT_MAX_CHARS) -> ParsedImport:
+    """Parse and check a whole export; raises :class:`ImportFormatError` naming the line.
+
+    Every record is checked field by field exactly as ``add`` checks its arguments
+    (:func:`~memstrata.validation.validate_record`), so an import cannot store what
+    ``add`` would refuse."""
     lines = iter(enumerate(fp, start=1))
     first = next(lines, None)
     if first is None:
@@ -107,7 +114,8 @@ def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int) -> 
             item = json.loads(line)
             if not isinstance(item, dict) or "record" not in item:
                 raise ImportFormatError("expected an object with a 'record' field")
-            rec = record_from_dict(item["record"])
+            rec = validate_record(record_from_dict(item["record"]), max_chars=max_chars)
+            Scope(rec.tenant, rec.user, rec.agent, rec.session)  # the ids' own checks
             if rec.id in seen:
                 raise ImportFormatError(f"record id {rec.id} appears twice")
             seen.add(rec.id)
@@ -116,10 +124,10 @@ def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int) -> 
                 blob = base64.b64decode(emb, validate=True)
                 vec = np.frombuffer(blob, dtype="<f4").astype(np.float32)
                 raw_vectors[rec.id] = check_vectors(vec.reshape(1, -1), 1, dims, model_id)[0]
-        except (json.JSONDecodeError, ValueError) as exc:
-            raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
         except MemstrataError as exc:
             raise ImportFormatError(f"line {number}: {exc}") from None
+        except (ValueError, RecursionError) as exc:
+            raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
         records.append(replace(rec, embedding_model=model_id, embedding_dims=dims))
     if into is None:
         return ParsedImport(records, raw_vectors)

@@ -81,13 +81,20 @@ class PromptedLLM:
         return None
 
     def summarize(self, texts: Sequence[str], *, max_words: int = 200) -> str:
+        return self.summarize_attributed(texts, max_words=max_words)[0]
+
+    def summarize_attributed(self, texts: Sequence[str], *,
+                             max_words: int = 200) -> tuple[str, str]:
+        """``(summary, what wrote it)``: this model's name, or ``"<fallback>-fallback"``
+        when the model failed and the fallback provider wrote it (issue 7 §9)."""
         if not any(t.strip() for t in texts):
-            return ""
+            return "", self.name
         answer = self._ask("summarize", prompts.summarize_prompt(texts, max_words),
                            prompts.SummaryResponse)
         if answer is None or not answer.summary.strip():
-            return self._fallback.summarize(texts, max_words=max_words)
-        return truncate_words(answer.summary.strip(), max_words)
+            return (self._fallback.summarize(texts, max_words=max_words),
+                    f"{self._fallback.name}-fallback")
+        return truncate_words(answer.summary.strip(), max_words), self.name
 
     def extract_facts(self, texts: Sequence[str]) -> list[ExtractedFact]:
         if not any(t.strip() for t in texts):

@@ -76,14 +76,32 @@ CREATE INDEX jobs_ready ON jobs (status, run_after);
 CREATE INDEX jobs_scope ON jobs (tenant, user, status);
 """
 
+# v2 (storage seam): the embedding cache is keyed by (tenant, user) through the scope token,
+# so a user's purge reaches it (query embeddings included); the old unowned entries are only
+# a cache and are dropped. Named counters (hits) live beside records, never as versions.
+_V2 = """
+DROP TABLE embedding_cache;
+CREATE TABLE embedding_cache (
+    scope_tok TEXT NOT NULL, model_id TEXT NOT NULL, key TEXT NOT NULL, dims INTEGER NOT NULL,
+    vector BLOB NOT NULL, PRIMARY KEY (scope_tok, model_id, key)
+) WITHOUT ROWID;
+
+CREATE TABLE counters (
+    seq INTEGER NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
+    name TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (seq, name)
+) WITHOUT ROWID;
+
+CREATE INDEX records_session ON records (tenant, user, session, observed_at, seq);
+"""
+
 # Job leases carry a token per claim (fencing: a worker whose lease was taken over can no
 # longer finish, fail or renew the job); renewals find a claim's jobs by it.
-_V2_JOB_LEASE_TOKEN = """
+_V3_JOB_LEASE_TOKEN = """
 ALTER TABLE jobs ADD COLUMN lease_token TEXT;
 CREATE INDEX jobs_lease_token ON jobs (lease_token);
 """
 
-MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2_JOB_LEASE_TOKEN)]
+MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _V3_JOB_LEASE_TOKEN)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
 # Guard against the two column lists drifting apart.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -20,9 +20,9 @@ import numpy as np
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ...filters import Filters
 from ...jobs import Job
-from ...records import MemoryRecord, RecordStatus
+from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
-from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, Vector
+from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
 from . import outbox
 from .codec import (
     COLUMNS,
@@ -136,6 +136,14 @@ class SQLiteStore:
     def _read(self) -> Any:
         return self._tx("BEGIN")
 
+    def transaction(self) -> AbstractContextManager[UnitOfWork]:
+        return self._unit_of_work()
+
+    @contextmanager
+    def _unit_of_work(self) -> Iterator[UnitOfWork]:
+        with self._write() as c:
+            yield _SQLiteUnitOfWork(self, c)
+
     # --- metadata --------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         with self._read() as c:
@@ -181,21 +189,32 @@ class SQLiteStore:
     # --- records -------------------------------------------------------------------------------
     def insert(self, writes: Sequence[RecordWrite]) -> None:
         with self._write() as c:
-            for w in writes:
-                r = w.record
-                try:
-                    cur = c.execute(_INSERT, encode_record(r))
-                except sqlite3.IntegrityError:
-                    raise ValidationError(
-                        f"record id {r.id!r} exists already (or twice in this batch); nothing "
-                        "was written: use replace() to update a record, new_id() for a new one"
-                    ) from None
-                seq = int(cur.lastrowid or 0)
-                self._index(c, seq, r, w.terms)
-                if w.vector is not None:
-                    dims, blob = self._vector_tail(r, w.vector)
-                    c.execute(_UPSERT_VECTOR, (r.id, r.tenant, r.user, r.embedding_model,
-                                               dims, blob))
+            self._insert(c, writes)
+
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        with self._write() as c:
+            self._append_turns(c, writes)
+
+    def _append_turns(self, c: sqlite3.Connection, writes: Sequence[RecordWrite]) -> None:
+        _check_turns(writes)
+        self._insert(c, writes)
+
+    def _insert(self, c: sqlite3.Connection, writes: Sequence[RecordWrite]) -> None:
+        for w in writes:
+            r = w.record
+            try:
+                cur = c.execute(_INSERT, encode_record(r))
+            except sqlite3.IntegrityError:
+                raise ValidationError(
+                    f"record id {r.id!r} exists already (or twice in this batch); nothing "
+                    "was written: use replace() to update a record, new_id() for a new one"
+                ) from None
+            seq = int(cur.lastrowid or 0)
+            self._index(c, seq, r, w.terms)
+            if w.vector is not None:
+                dims, blob = self._vector_tail(r, w.vector)
+                c.execute(_UPSERT_VECTOR, (r.id, r.tenant, r.user, r.embedding_model,
+                                           dims, blob))
 
     def _vector_tail(self, r: MemoryRecord, vector: Vector) -> tuple[int, bytes]:
         blob = self._check_vector(r, vector)
@@ -203,7 +222,11 @@ class SQLiteStore:
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         with self._read() as c:
-            rows = self._visible(c, scope, [record_id])
+            return self._get(c, scope, record_id, include_deleted=include_deleted)
+
+    def _get(self, c: sqlite3.Connection, scope: Scope, record_id: str, *,
+             include_deleted: bool = False) -> MemoryRecord:
+        rows = self._visible(c, scope, [record_id])
         if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
@@ -214,35 +237,39 @@ class SQLiteStore:
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
-        new = write.record
         with self._write() as c:
-            rows = self._visible(c, scope, [new.id], "seq, tenant, user, version, " + _MASKED)
-            if not rows:
-                raise NotFoundError(f"no record {new.id!r} in scope {scope}")
-            cur = rows[0]
-            if cur["version"] != expected_version:
-                raise ConflictError(
-                    f"record {new.id!r} is at version {cur['version']}, but this update was "
-                    f"based on version {expected_version}; re-read the record and apply the "
-                    "change again")
-            if new.version != expected_version + 1:
-                raise ValidationError(f"the new version of {new.id!r} must be "
-                                      f"{expected_version + 1}, got {new.version}")
-            if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
-                raise ValidationError(f"replace cannot move record {new.id!r} to another "
-                                      "tenant or user; insert a copy under a new id instead")
-            c.execute(_ARCHIVE, (new.id,))
-            c.execute(_UPDATE, encode_record(new)[1:] + (new.id,))
-            self._index(c, int(cur["seq"]), new, write.terms)
-            if write.vector is not None:
-                dims, blob = self._vector_tail(new, write.vector)
-                c.execute(_UPSERT_VECTOR, (new.id, new.tenant, new.user, new.embedding_model,
-                                           dims, blob))
-            # The vector cache holds the vector and the masked columns: only a change to one
-            # of them invalidates it (a content-only update, e.g. a cluster's hit count, on
-            # every search would otherwise reload a user's whole matrix each time).
-            if write.vector is not None or _masked(cur) != _masked_of(new):
-                self._bump(c, new.tenant, new.user)
+            self._replace(c, scope, write, expected_version=expected_version)
+
+    def _replace(self, c: sqlite3.Connection, scope: Scope, write: RecordWrite, *,
+                 expected_version: int) -> None:
+        new = write.record
+        rows = self._visible(c, scope, [new.id], "seq, tenant, user, version, " + _MASKED)
+        if not rows:
+            raise NotFoundError(f"no record {new.id!r} in scope {scope}")
+        cur = rows[0]
+        if cur["version"] != expected_version:
+            raise ConflictError(
+                f"record {new.id!r} is at version {cur['version']}, but this update was "
+                f"based on version {expected_version}; re-read the record and apply the "
+                "change again")
+        if new.version != expected_version + 1:
+            raise ValidationError(f"the new version of {new.id!r} must be "
+                                  f"{expected_version + 1}, got {new.version}")
+        if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
+            raise ValidationError(f"replace cannot move record {new.id!r} to another "
+                                  "tenant or user; insert a copy under a new id instead")
+        c.execute(_ARCHIVE, (new.id,))
+        c.execute(_UPDATE, encode_record(new)[1:] + (new.id,))
+        self._index(c, int(cur["seq"]), new, write.terms)
+        if write.vector is not None:
+            dims, blob = self._vector_tail(new, write.vector)
+            c.execute(_UPSERT_VECTOR, (new.id, new.tenant, new.user, new.embedding_model,
+                                       dims, blob))
+        # The vector cache holds the vector and the masked columns: only a change to one
+        # of them invalidates it (a content-only update, e.g. a cluster's hit count, on
+        # every search would otherwise reload a user's whole matrix each time).
+        if write.vector is not None or _masked(cur) != _masked_of(new):
+            self._bump(c, new.tenant, new.user)
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         with self._read() as c:
@@ -255,20 +282,24 @@ class SQLiteStore:
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
+        with self._write() as c:
+            return self._set_status(c, scope, ids, status, at)
+
+    def _set_status(self, c: sqlite3.Connection, scope: Scope, ids: Sequence[str],
+                    status: RecordStatus, at: datetime) -> list[str]:
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
-        with self._write() as c:
-            for row in self._visible(c, scope, ids, "id, status"):
-                if row["status"] == status.value:
-                    continue
-                c.execute(_ARCHIVE, (row["id"],))
-                c.execute("UPDATE records SET status = ?, version = version + 1, "
-                          "updated_at = ?, deleted_at = ? WHERE id = ?",
-                          (status.value, encode_time(at), deleted_at, row["id"]))
-                changed.append(row["id"])
-            if changed:
-                self._bump(c, scope.tenant, scope.user)
+        for row in self._visible(c, scope, ids, "id, status"):
+            if row["status"] == status.value:
+                continue
+            c.execute(_ARCHIVE, (row["id"],))
+            c.execute("UPDATE records SET status = ?, version = version + 1, "
+                      "updated_at = ?, deleted_at = ? WHERE id = ?",
+                      (status.value, encode_time(at), deleted_at, row["id"]))
+            changed.append(row["id"])
+        if changed:
+            self._bump(c, scope.tenant, scope.user)
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
@@ -301,16 +332,9 @@ class SQLiteStore:
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         tok = scope_token(tenant, user)
-        mine = ("SELECT content_hash FROM records WHERE tenant = ?1 AND user = ?2 UNION "
-                "SELECT content_hash FROM record_versions WHERE tenant = ?1 AND user = ?2")
         with self._write() as c:
-            cache = c.execute(
-                f"DELETE FROM embedding_cache WHERE content_hash IN ({mine}) "
-                "AND NOT EXISTS (SELECT 1 FROM records o WHERE o.content_hash = "
-                "embedding_cache.content_hash AND NOT (o.tenant = ?1 AND o.user = ?2)) "
-                "AND NOT EXISTS (SELECT 1 FROM record_versions o WHERE o.content_hash = "
-                "embedding_cache.content_hash AND NOT (o.tenant = ?1 AND o.user = ?2))",
-                (tenant, user)).rowcount
+            cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?",
+                              (tok,)).rowcount
             c.execute("DELETE FROM lexical WHERE rowid IN "
                       "(SELECT seq FROM records WHERE tenant = ? AND user = ?)", (tenant, user))
             args = (tenant, user)
@@ -325,8 +349,9 @@ class SQLiteStore:
                 "(SELECT count(*) FROM record_versions WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM vectors WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM jobs WHERE tenant = ?1 AND user = ?2) + "
+                "(SELECT count(*) FROM embedding_cache WHERE scope_tok = ?4) + "
                 "(SELECT count(*) FROM lexical WHERE lexical MATCH ?3)",
-                (tenant, user, f'scope_tok : "{tok}"')).fetchone()[0]
+                (tenant, user, f'scope_tok : "{tok}"', tok)).fetchone()[0]
             return PurgeReport(records=records.rowcount, versions=versions.rowcount,
                                vectors=vectors.rowcount, jobs=jobs.rowcount,
                                cache_entries=cache, remaining=int(remaining))
@@ -351,24 +376,67 @@ class SQLiteStore:
 
     def find_by_hash(self, scope: Scope, content_hash: str,
                      types: Sequence[str]) -> MemoryRecord | None:
+        with self._read() as c:
+            return self._find_by_hash(c, scope, content_hash, types)
+
+    def _find_by_hash(self, c: sqlite3.Connection, scope: Scope, content_hash: str,
+                      types: Sequence[str]) -> MemoryRecord | None:
         sql = "AND content_hash = ?"
         args: list[Any] = [content_hash]
         if types:
             tw, ta = in_list("type", [str(t) for t in types])
             sql += f" AND {tw}"
             args += ta
-        with self._read() as c:
-            rows = self._select(c, scope, Filters(), sql + " ORDER BY seq LIMIT 1", args)
+        rows = self._select(c, scope, Filters(), sql + " ORDER BY seq LIMIT 1", args)
         return decode_record(rows[0]) if rows else None
 
+    # --- counters (never versions) ---------------------------------------------------------------
     def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
         where, args = scope_sql(scope)
+        when = encode_time(at)
         with self._write() as c:
             for chunk in _chunks(list(dict.fromkeys(ids))):
                 sql, vals = in_list("id", chunk)
                 c.execute("UPDATE records SET access_count = access_count + 1, "
-                          f"last_accessed_at = ? WHERE {sql} AND {where}",
-                          [encode_time(at), *vals, *args])
+                          "last_accessed_at = max(coalesce(last_accessed_at, ?), ?) "
+                          f"WHERE {sql} AND {where}", [when, when, *vals, *args])
+
+    def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
+        if not deltas:
+            return
+        with self._write() as c:
+            for row in self._visible(c, scope, list(deltas), "seq, id"):
+                c.execute("INSERT INTO counters (seq, name, value) VALUES (?, ?, ?) "
+                          "ON CONFLICT (seq, name) DO UPDATE SET value = value + excluded.value",
+                          (row["seq"], name, int(deltas[row["id"]])))
+
+    def counts(self, scope: Scope, name: str, ids: Sequence[str]) -> dict[str, int]:
+        where, args = scope_sql(scope, "r.")
+        out: dict[str, int] = {}
+        with self._read() as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                sql, vals = in_list("r.id", chunk)
+                for rid, value in c.execute(
+                        "SELECT r.id, coalesce(k.value, 0) FROM records r LEFT JOIN counters k "
+                        f"ON k.seq = r.seq AND k.name = ? WHERE {sql} AND {where}",
+                        [name, *vals, *args]):
+                    out[rid] = int(value)
+        return out
+
+    def flush_counters(self) -> None:
+        """Counters are written at once here (see :class:`~memstrata.store.base.Counters`)."""
+
+    # --- session buffer --------------------------------------------------------------------------
+    def recent_turns(self, scope: Scope, n: int) -> list[MemoryRecord]:
+        if scope.session is None or n < 1:
+            return []
+        sw, sa = scope_sql(scope)
+        with self._read() as c:
+            rows = c.execute(f"SELECT * FROM records WHERE {sw} AND type = ? AND status = ? "
+                             "ORDER BY observed_at DESC, seq DESC LIMIT ?",
+                             [*sa, RecordType.MESSAGE.value, RecordStatus.ACTIVE.value,
+                              n]).fetchall()
+        return [decode_record(r) for r in reversed(rows)]
 
     # --- retrieval -------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, vector: Vector, k: int,
@@ -428,25 +496,29 @@ class SQLiteStore:
         return out[:k]
 
     # --- embeddings -------------------------------------------------------------------------------
-    def cached_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
+    def cached_vectors(self, scope: Scope, model_id: str,
+                       keys: Sequence[str]) -> dict[str, Vector]:
         out: dict[str, Vector] = {}
+        tok = scope_token(scope.tenant, scope.user)
         with self._read() as c:
-            for chunk in _chunks(list(dict.fromkeys(hashes))):
-                sql, vals = in_list("content_hash", chunk)
-                for h, blob in c.execute(f"SELECT content_hash, vector FROM embedding_cache "
-                                         f"WHERE model_id = ? AND {sql}", [model_id, *vals]):
-                    out[h] = decode_vector(blob)
+            for chunk in _chunks(list(dict.fromkeys(keys))):
+                sql, vals = in_list("key", chunk)
+                for k, blob in c.execute(f"SELECT key, vector FROM embedding_cache WHERE "
+                                         f"scope_tok = ? AND model_id = ? AND {sql}",
+                                         [tok, model_id, *vals]):
+                    out[k] = decode_vector(blob)
         return out
 
-    def cache_vectors(self, model_id: str, vectors: Mapping[str, Vector]) -> None:
+    def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        tok = scope_token(scope.tenant, scope.user)
         rows = []
-        for h, v in vectors.items():
+        for k, v in vectors.items():
             blob = encode_vector(v)
-            rows.append((model_id, h, len(blob) // 4, blob))
+            rows.append((tok, model_id, k, len(blob) // 4, blob))
         with self._write() as c:
-            c.executemany("INSERT INTO embedding_cache (model_id, content_hash, dims, vector) "
-                          "VALUES (?, ?, ?, ?) ON CONFLICT (model_id, content_hash) DO UPDATE "
-                          "SET dims = excluded.dims, vector = excluded.vector", rows)
+            c.executemany("INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+                          "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
+                          "UPDATE SET dims = excluded.dims, vector = excluded.vector", rows)
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         last = 0
@@ -459,30 +531,35 @@ class SQLiteStore:
             last = int(rows[-1]["seq"])
             yield [decode_record(r) for r in rows]
 
-    def set_vectors(self, items: Sequence[tuple[str, Vector]], model_id: str, dims: int) -> None:
+    def set_vectors(self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str,
+                    dims: int) -> None:
         with self._write() as c:
             users: set[tuple[str, str]] = set()
-            for record_id, vector in items:
+            for record, vector in items:
                 blob = encode_vector(vector)
                 if len(blob) // 4 != dims:
-                    raise ValidationError(f"vector for {record_id!r} has {len(blob) // 4} "
+                    raise ValidationError(f"vector for {record.id!r} has {len(blob) // 4} "
                                           f"dimensions, but set_vectors was told {dims}")
-                row = c.execute("SELECT tenant, user FROM records WHERE id = ?",
-                                (record_id,)).fetchone()
+                row = c.execute("SELECT seq FROM records WHERE tenant = ? AND user = ? AND "
+                                "id = ?", (record.tenant, record.user, record.id)).fetchone()
                 if row is None:
-                    raise NotFoundError(f"no record {record_id!r}; nothing was re-embedded")
-                c.execute(_UPSERT_VECTOR, (record_id, row["tenant"], row["user"], model_id,
+                    raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
+                c.execute(_UPSERT_VECTOR, (record.id, record.tenant, record.user, model_id,
                                            dims, blob))
                 c.execute("UPDATE records SET embedding_model = ?, embedding_dims = ? "
-                          "WHERE id = ?", (model_id, dims, record_id))
-                users.add((row["tenant"], row["user"]))
+                          "WHERE seq = ?", (model_id, dims, row["seq"]))
+                users.add((record.tenant, record.user))
             for tenant, user in users:
                 self._bump(c, tenant, user)
 
     # --- jobs ----------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:
         with self._write() as c:
-            outbox.enqueue(c, jobs)
+            self._enqueue(c, jobs)
+
+    @staticmethod
+    def _enqueue(c: sqlite3.Connection, jobs: Sequence[Job]) -> None:
+        outbox.enqueue(c, jobs)
 
     def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
                    tenant: str | None = None, user: str | None = None,
@@ -553,3 +630,43 @@ def _python_filters(f: Filters) -> bool:
     return bool(f.metadata or f.tags_any is not None or f.tags_all or f.ids is not None
                 or f.sources is not None or f.observed_after or f.observed_before
                 or f.valid_at is not None)
+
+
+def _check_turns(writes: Sequence[RecordWrite]) -> None:
+    for w in writes:
+        if w.record.type is not RecordType.MESSAGE:
+            raise ValidationError(
+                f"record {w.record.id!r} is a {w.record.type.value}, not a turn; "
+                "append_turns takes message records, use insert() for anything else")
+
+
+class _SQLiteUnitOfWork:
+    """The calls of one ``BEGIN IMMEDIATE`` transaction (see ``UnitOfWork``)."""
+
+    def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
+        self._s = store
+        self._c = conn
+
+    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
+            ) -> MemoryRecord:
+        return self._s._get(self._c, scope, record_id, include_deleted=include_deleted)
+
+    def find_by_hash(self, scope: Scope, content_hash: str,
+                     types: Sequence[str]) -> MemoryRecord | None:
+        return self._s._find_by_hash(self._c, scope, content_hash, types)
+
+    def insert(self, writes: Sequence[RecordWrite]) -> None:
+        self._s._insert(self._c, writes)
+
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        self._s._append_turns(self._c, writes)
+
+    def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        self._s._replace(self._c, scope, write, expected_version=expected_version)
+
+    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
+                   at: datetime) -> list[str]:
+        return self._s._set_status(self._c, scope, ids, status, at)
+
+    def enqueue(self, jobs: Sequence[Job]) -> None:
+        self._s._enqueue(self._c, jobs)
