@@ -135,7 +135,15 @@ BEGIN
 END $$;
 """
 
-MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1), (2, _V2_AUDIT), (3, _V3_AUDIT_REDACT)]
+# v4: job leases carry a token per claim (fencing; renewals find a claim's jobs by it).
+_V4_JOB_LEASE_TOKEN = f"""
+ALTER TABLE jobs ADD COLUMN lease_token {_T};
+CREATE INDEX jobs_lease_token ON jobs (lease_token) WHERE lease_token IS NOT NULL;
+CREATE INDEX jobs_user_running ON jobs (tenant, "user", lease_until) WHERE status = 'running';
+"""
+
+MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1), (2, _V2_AUDIT), (3, _V3_AUDIT_REDACT),
+                                            (4, _V4_JOB_LEASE_TOKEN)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
 

@@ -665,13 +665,23 @@ class SQLiteStore:
                                      tenant=tenant, user=user, session=session,
                                      due_before=due_before)
 
-    def finish_job(self, job_id: str) -> None:
+    def renew_leases(self, token: str, until: datetime) -> list[str]:
         with self._write() as c:
-            outbox.finish_job(c, job_id)
+            return outbox.renew_leases(c, token, until)
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None) -> None:
+    def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
         with self._write() as c:
-            outbox.fail_job(c, job_id, error, retry_at)
+            outbox.finish_job(c, job_id, lease_token)
+
+    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
+                 lease_token: str | None = None) -> None:
+        with self._write() as c:
+            outbox.fail_job(c, job_id, error, retry_at, lease_token)
+
+    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
+                        session: str | None = None) -> int:
+        with self._read() as c:
+            return outbox.count_open(c, tenant, user, session)
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         with self._read() as c:
