@@ -12,7 +12,6 @@ import pytest
 from memstrata.errors import NotFoundError
 from memstrata.jobs import Job, JobStatus, LeaseLostError
 from memstrata.store import Store
-
 from store.conftest import STORE_KINDS, make_store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
