@@ -98,13 +98,26 @@ def test_nul_in_content_is_a_validation_error(pg_url: str) -> None:
 def test_concurrent_claims_never_lease_a_job_twice(pg_url: str) -> None:
     stores = [open_store(pg_url) for _ in range(4)]
     try:
-        stores[0].enqueue([_job(n) for n in range(300)])
+        # Ten users: a claim takes jobs of one user, and none of a user whose jobs another
+        # claim holds, so the workers share the users and finish what they hold.
+        stores[0].enqueue([_job(n, user=f"u{n % 10}") for n in range(300)])
         claimed: list[list[str]] = [[] for _ in stores]
+        held: set[str] = set()
+        overlap: list[str] = []
+        lock = threading.Lock()
 
         def drain(i: int) -> None:
             while jobs := stores[i].claim_jobs(NOW + timedelta(seconds=1), limit=7,
                                               lease_seconds=600):
+                users = {j.user for j in jobs}
+                with lock:
+                    overlap.extend(users & held)
+                    held.update(users)
                 claimed[i] += [j.id for j in jobs]
+                with lock:
+                    held.difference_update(users)
+                for j in jobs:
+                    stores[i].finish_job(j.id, j.lease_token)
 
         threads = [threading.Thread(target=drain, args=(i,)) for i in range(len(stores))]
         for t in threads:
@@ -114,6 +127,7 @@ def test_concurrent_claims_never_lease_a_job_twice(pg_url: str) -> None:
         every = [j for c in claimed for j in c]
         assert sorted(every) == [f"j{n:04d}" for n in range(300)]  # each exactly once
         assert sum(bool(c) for c in claimed) >= 2  # the work really was shared
+        assert overlap == []  # no user's jobs were held by two claims at once
     finally:
         for s in stores:
             s.close()
