@@ -13,7 +13,7 @@ import builtins
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -409,7 +409,10 @@ class PostgresStore:
             old = c.execute(f"SELECT {_COLS} FROM record_versions WHERE tenant = %s AND "
                             '"user" = %s AND id = %s ORDER BY version',
                             (scope.tenant, scope.user, record_id)).fetchall()
-        return [decode_record(r) for r in [*old, rows[0]]]
+        current = decode_record(rows[0])
+        # Counters belong to the record, not to a version (they never make versions).
+        return [*(replace(decode_record(r), access_count=current.access_count,
+                          last_accessed_at=current.last_accessed_at) for r in old), current]
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
