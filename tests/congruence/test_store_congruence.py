@@ -108,9 +108,7 @@ def _observe(store: Store, ids: list[str], seed: int, *, lexical: bool
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("kind", ["postgresql", pytest.param("memory", marks=pytest.mark.xfail(
-    strict=False, reason="memory:// keeps each old version's own access counters in "
-    "history(), SQLite gives them the current counters (base.RecordStore.history)"))])
+@pytest.mark.parametrize("kind", ["postgresql", "memory"])
 def test_a_random_workload_gives_what_sqlite_gives(kind: str, seed: int,
                                                     tmp_path: Path) -> None:
     reference = make_store("sqlite-file", tmp_path)

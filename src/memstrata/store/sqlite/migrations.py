@@ -112,10 +112,11 @@ DROP TABLE vectors;
 ALTER TABLE vectors_v3 RENAME TO vectors;
 CREATE INDEX vectors_scope ON vectors (tenant, user);
 
+-- A rowid table: deltas of 1-2 kB pack far tighter than in a WITHOUT ROWID b-tree.
 CREATE TABLE record_history (
     seq INTEGER NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
     version INTEGER NOT NULL, delta BLOB NOT NULL, PRIMARY KEY (seq, version)
-) WITHOUT ROWID;
+);
 """
 
 
