@@ -211,6 +211,7 @@ class Memory:
         still queued stay in the store and run at the next start, flush or worker."""
         if self._worker is not None:
             self._worker.stop()
+        self._runner.close()
         self._store.close()
 
     def __enter__(self) -> Memory:
@@ -580,12 +581,17 @@ class Memory:
             self._schedule_maintenance(scope)
 
     # --- jobs --------------------------------------------------------------------------
-    def flush(self, scope: Scope | None = None) -> RunReport:
-        """Run every queued background job now (deterministic tests and benchmarks)."""
+    def flush(self, scope: Scope | None = None, *, timeout: float | None = None) -> RunReport:
+        """Run every queued background job now (deterministic tests and benchmarks).
+
+        Jobs another worker holds (the background thread, another process) are waited for;
+        a dead process's jobs come back when their lease runs out (seconds) and run here.
+        ``timeout`` bounds the wait (the report's ``waiting`` counts what is still held)."""
         if scope is None:
-            return self._runner.run_pending(include_delayed=True)
+            return self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
         return self._runner.run_pending(tenant=scope.tenant, user=scope.user,
-                                        session=scope.session, include_delayed=True)
+                                        session=scope.session, include_delayed=True,
+                                        wait=True, timeout=timeout)
 
     def run_worker(self, *, poll_seconds: float = 1.0,
                    stop: Callable[[], bool] = lambda: False) -> None:
