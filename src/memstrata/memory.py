@@ -408,6 +408,7 @@ class Memory:
         """Run every queued background job now (deterministic tests and benchmarks)."""
         if scope is None:
             return self._runner.run_pending(include_delayed=True)
+        check_scope(scope)
         return self._runner.run_pending(tenant=scope.tenant, user=scope.user,
                                         session=scope.session, include_delayed=True)
 
