@@ -39,7 +39,7 @@ from ..filters import Filters
 from ..layers.base import LayerContext
 from ..records import MemoryRecord, Relation
 from ..scope import Scope
-from ..search.tokenize import tokenize
+from ..store.atomic import insert_unless_exists, update_atomically
 from ..store.base import RecordWrite
 
 __all__ = [
@@ -265,13 +265,18 @@ def insert_or_merge(ctx: LayerContext, scope: Scope, record: MemoryRecord) -> De
     if links:
         record = replace(record, relations=(*record.relations, *links))
         write = RecordWrite(record, write.vector, write.terms)
-    ctx.store.insert([write])
+    # Atomic: a concurrent writer may have stored the same text since the look-up.
+    found = insert_unless_exists(ctx.store, scope, write, types,
+                                 accept=lambda existing: mergeable(existing, record))
+    if found is not None:
+        return _merge(ctx, scope, found, record, DedupAction.MERGE_EXACT, 1.0)
     return DedupResult(DedupAction.INSERT, record, best, tuple(related[:_MAX_LINKS]))
 
 
 def _merge(ctx: LayerContext, scope: Scope, existing: MemoryRecord, record: MemoryRecord,
            action: DedupAction, similarity: float) -> DedupResult:
-    merged = merge_provenance(existing, record, ctx.clock.now())
-    ctx.store.replace(scope, RecordWrite(merged, None, tuple(tokenize(merged.text))),
-                      expected_version=existing.version)
+    now = ctx.clock.now()
+    # Re-applied to the version read inside the transaction: no ConflictError from add().
+    merged = update_atomically(ctx.store, scope, existing.id,
+                               lambda current: merge_provenance(current, record, now))
     return DedupResult(action, merged, similarity)
