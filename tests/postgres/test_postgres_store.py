@@ -98,13 +98,26 @@ def test_nul_in_content_is_a_validation_error(pg_url: str) -> None:
 def test_concurrent_claims_never_lease_a_job_twice(pg_url: str) -> None:
     stores = [open_store(pg_url) for _ in range(4)]
     try:
-        stores[0].enqueue([_job(n) for n in range(300)])
+        # Ten users: a claim takes jobs of one user, and none of a user whose jobs another
+        # claim holds, so the workers share the users and finish what they hold.
+        stores[0].enqueue([_job(n, user=f"u{n % 10}") for n in range(300)])
         claimed: list[list[str]] = [[] for _ in stores]
+        held: set[str] = set()
+        overlap: list[str] = []
+        lock = threading.Lock()
 
         def drain(i: int) -> None:
             while jobs := stores[i].claim_jobs(NOW + timedelta(seconds=1), limit=7,
                                               lease_seconds=600):
+                users = {j.user for j in jobs}
+                with lock:
+                    overlap.extend(users & held)
+                    held.update(users)
                 claimed[i] += [j.id for j in jobs]
+                with lock:
+                    held.difference_update(users)
+                for j in jobs:
+                    stores[i].finish_job(j.id, j.lease_token)
 
         threads = [threading.Thread(target=drain, args=(i,)) for i in range(len(stores))]
         for t in threads:
@@ -114,6 +127,7 @@ def test_concurrent_claims_never_lease_a_job_twice(pg_url: str) -> None:
         every = [j for c in claimed for j in c]
         assert sorted(every) == [f"j{n:04d}" for n in range(300)]  # each exactly once
         assert sum(bool(c) for c in claimed) >= 2  # the work really was shared
+        assert overlap == []  # no user's jobs were held by two claims at once
     finally:
         for s in stores:
             s.close()
@@ -153,3 +167,31 @@ def test_fts5_tokens_match_sqlite_for_punctuated_terms() -> None:
     assert tokens("東京・大阪") == ("東京", "大阪")
     assert tokens("Café") == ("café",)
     assert document_tokens(["a", " ", "", "b・c"]) == ["a", "b", "c"]
+
+
+def test_the_hnsw_path_returns_true_neighbours_scored_like_the_exact_path(
+        pg_server: PgServer) -> None:
+    """With ``exact_below=0`` every search goes through pgvector's index; on a small,
+    well-separated set its answers and scores must equal the exact path's."""
+    import numpy as np
+
+    schema = "t_hnsw_check"
+    exact = open_store(pg_server.url(schema))
+    maker = Maker()
+    try:
+        writes = [maker.write(text=f"note {n}") for n in range(60)]
+        exact.insert(writes)
+        hnsw = open_store(pg_server.url(schema, exact_below=0))
+        try:
+            for w in writes[:10]:
+                query = np.asarray(w.vector, dtype=np.float32)
+                want = exact.vector_search(ME, query, 5, Filters())
+                got = hnsw.vector_search(ME, query, 5, Filters())
+                assert got[0].id == w.record.id
+                assert [c.id for c in got] == [c.id for c in want]
+                assert [c.score for c in got] == [c.score for c in want]
+        finally:
+            hnsw.close()
+    finally:
+        exact.close()
+        pg_server.drop(schema)

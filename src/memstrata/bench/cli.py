@@ -155,29 +155,34 @@ def scale(
     worker_messages: Annotated[int, typer.Option(
         help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")] = 2000,
     queries: Annotated[int, typer.Option(help="Timed queries per size.")] = 50,
+    session_turns: Annotated[
+        str, typer.Option(help='Long-session row: ms/message at these turns ("" skips it).')
+    ] = "100,1k,10k",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Search/build_context p50/p95, ingest throughput and peak RSS against store size."""
     from .plots import plot_scale
     from .report import scale_markdown, write_json
-    from .scale import ScaleConfig, parse_sizes, run_scale
+    from .scale import ScaleConfig, long_session_markdown, parse_sizes, run_scale
 
     try:
         size_list = parse_sizes(sizes)
+        turn_list = parse_sizes(session_turns) if session_turns.strip() else ()
     except ValueError as exc:
         _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
     cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries,
-                      worker_messages=worker_messages)
+                      worker_messages=worker_messages, session_turns=turn_list)
     n_stores = max(1, len(store.split(",")))
-    total = (sum(size_list) + queries * len(size_list)) * n_stores
+    total = (sum(size_list) + queries * len(size_list)) * n_stores + max(turn_list, default=0)
     with _progress(total, as_json) as tick:
         res = run_scale(cfg, tick)
     write_json(res, out / "scale.json")
-    (out / "scale.md").write_text(scale_markdown(res), encoding="utf-8")
+    md = scale_markdown(res) + long_session_markdown(res.get("long_session"))
+    (out / "scale.md").write_text(md, encoding="utf-8")
     plot_scale(res, out)
     if as_json:
         typer.echo(json.dumps(res, indent=2, ensure_ascii=False, default=str))
     else:
         _err.print(f"wrote {out / 'scale.json'}, {out / 'scale.md'} and {out / 'scale_cost.png'}")
-        typer.echo(scale_markdown(res))
+        typer.echo(md)

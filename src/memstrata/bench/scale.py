@@ -19,7 +19,8 @@ from typing import Any
 from .measure import LatencyLog, RssSampler
 from .synth import SynthMessage, synth_messages, synth_queries
 
-__all__ = ["ScaleConfig", "parse_sizes", "run_scale", "store_kinds", "users_for"]
+__all__ = ["ScaleConfig", "long_session", "long_session_markdown", "parse_sizes", "run_scale",
+           "store_kinds", "users_for"]
 
 Progress = Callable[[str, int], None]
 RECORDS_PER_USER_ABOVE_10K = 1000
@@ -39,6 +40,9 @@ class ScaleConfig:
     # worker processes at once (0 messages skips it).
     worker_messages: int = 2000
     workers: tuple[int, ...] = (1, 2)
+    # one session fed turn by turn (add_message + flush); ms/message at these turn counts
+    session_turns: tuple[int, ...] = ()  # the CLI asks for (100, 1_000, 10_000)
+    session_window: int = 50
 
 
 def store_kinds(spec: str) -> tuple[str, ...]:
@@ -241,6 +245,7 @@ def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, A
         "results": [_one_size(s, replace(cfg, store=store), tick)
                     for store in store_kinds(cfg.store) for s in cfg.sizes],
         "workers": _workers_all(cfg),
+        "long_session": long_session(cfg, tick) if cfg.session_turns else None,
     }
 
 
@@ -250,3 +255,61 @@ def _workers_all(cfg: ScaleConfig) -> list[dict[str, Any]]:
         for store in store_kinds(cfg.store):
             out.append({"store": _label(store), **_worker_throughput(store, cfg, tmp)})
     return out
+
+
+def long_session(cfg: ScaleConfig, tick: Progress | None = None) -> dict[str, Any]:
+    """Background cost per message as one session grows (issue 7 item 6).
+
+    One user, one session, fed one turn at a time with ``add_message`` followed by
+    ``flush`` (so every ingest job runs at once), in a single run up to the largest count:
+    the row for N turns is the mean ms per message over the ``session_window`` messages
+    ending at turn N. Job retries (the queue's) are counted over the whole run."""
+    from memstrata import Memory, Role, Scope
+
+    tick = tick or (lambda label, n: None)
+    marks = sorted(set(cfg.session_turns))
+    total = marks[-1]
+    window = max(1, min(cfg.session_window, marks[0]))
+    rows: list[dict[str, Any]] = []
+    retried = failed = 0
+    store = store_kinds(cfg.store)[0]  # the first store named (sqlite by default)
+    with tempfile.TemporaryDirectory(prefix="memstrata-session-") as tmp, \
+            _store_url(store, tmp, "session") as url:
+        mem: Any = Memory(url, embedder=cfg.embedder, llm="heuristic", background=False)
+        scope = Scope("bench", "long-user", session="long-session")
+        try:
+            started = 0.0
+            for i, m in enumerate(synth_messages(total, 1, cfg.seed), start=1):
+                if i == marks[len(rows)] - window + 1:
+                    started = time.perf_counter()
+                mem.add_message(scope, Role(m.role), m.content, observed_at=m.observed_at)
+                report = mem.flush(scope)
+                retried += report.retried
+                failed += report.failed
+                if i == marks[len(rows)]:
+                    ms = (time.perf_counter() - started) * 1000 / window
+                    rows.append({"turns": i, "ms_per_message": ms})
+                    if len(rows) == len(marks):
+                        break
+                tick("long session", 1)
+        finally:
+            mem.close()
+    base = rows[0]["ms_per_message"] if rows else None
+    for row in rows:
+        row["vs_first"] = row["ms_per_message"] / base if base else None
+    return {"embedder": cfg.embedder, "store": _label(store), "window": window, "rows": rows,
+            "job_retries": retried, "job_failures": failed}
+
+
+def long_session_markdown(res: dict[str, Any] | None) -> str:
+    if not res:
+        return ""
+    lines = ["", f"### One long session (add_message + flush per turn, {res['embedder']}, "
+             f"{res['store']}; mean of the last {res['window']} turns)", "",
+             "| turns | ms/message | × first row |", "|---:|---:|---:|"]
+    for row in res["rows"]:
+        lines.append(f"| {row['turns']:,} | {row['ms_per_message']:.1f} | "
+                     f"{row['vs_first']:.2f} |")
+    lines.append("")
+    lines.append(f"Job retries: {res['job_retries']}, failed jobs: {res['job_failures']}.")
+    return "\n".join(lines) + "\n"

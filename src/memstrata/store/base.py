@@ -252,7 +252,10 @@ class JobQueue(Protocol):
     """The outbox of background work, shared by every process on the store.
 
     A claim is a lease: claimed jobs are ``running`` until ``lease_until`` and are claimable
-    again after it (that is how a killed worker's jobs come back). A job with a
+    again after it (that is how a killed worker's jobs come back); the holder renews it
+    while it works (:meth:`renew_leases`), and each claim has a ``lease_token`` that
+    finishing and failing name (fencing). Two concurrent claims never return the same job,
+    and never jobs of one user while another claim holds a job of that user. A job with a
     ``dedup_key`` is not enqueued while an open (pending or running) job of the same user
     has that key.
     """
@@ -265,18 +268,32 @@ class JobQueue(Protocol):
                    tenant: str | None = None, user: str | None = None,
                    session: str | None = None, due_before: datetime | None = None
                    ) -> builtins.list[Job]:
-        """Lease up to ``limit`` jobs: pending ones whose ``run_after`` ≤ ``due_before``
-        (default ``now``) and running ones whose lease expired, oldest ``run_after`` first.
-        Each claim counts an attempt; the returned jobs carry the new count and a lease of
-        ``now + lease``. Two concurrent claims never return the same job."""
+        """Lease up to ``limit`` jobs of *one* user under a fresh ``lease_token``: pending
+        ones whose ``run_after`` ≤ ``due_before`` (default ``now``) and running ones whose
+        lease expired, oldest due first — and none of a user who has a job held under a
+        live lease (one user's jobs never run at once). Each claim counts an attempt; the
+        returned jobs carry the new count, the token and a lease of ``now + lease``."""
         ...
 
-    def finish_job(self, job_id: str) -> None:
-        """Mark done; ``NotFoundError`` if the job is gone (purged with its user)."""
+    def renew_leases(self, token: str, until: datetime) -> builtins.list[str]:
+        """Heartbeat: move the lease of the jobs still held under ``token`` to ``until``;
+        returns their ids (a job missing was taken over, finished or purged)."""
         ...
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None) -> None:
-        """Record a failure; ``retry_at=None`` gives up (status ``failed``)."""
+    def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
+        """Mark done. With ``lease_token``, only while that claim still holds the job, else
+        :class:`~memstrata.jobs.LeaseLostError` (fencing); ``NotFoundError`` if gone."""
+        ...
+
+    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
+                 lease_token: str | None = None) -> None:
+        """Record a failure; ``retry_at=None`` gives up (status ``failed``). Fenced by
+        ``lease_token`` as :meth:`finish_job`."""
+        ...
+
+    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
+                        session: str | None = None) -> int:
+        """Jobs pending or running (``flush()`` waits for those another worker holds)."""
         ...
 
     def list_jobs(self, tenant: str, user: str, *,

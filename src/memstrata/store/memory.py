@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..filters import Filters
-from ..jobs import Job, JobStatus, job_status
+from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
 from .base import (
@@ -519,6 +519,8 @@ class InMemoryStore:
     def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
                    tenant: str | None = None, user: str | None = None,
                    session: str | None = None, due_before: datetime | None = None) -> list[Job]:
+        # The same rule as the SQLite outbox: due jobs of one user, none of a user who has
+        # a job held under a live lease (one user's jobs never run at once).
         def ready(j: Job) -> bool:
             if j.status is JobStatus.PENDING:
                 due = j.run_after <= (due_before or now)
@@ -528,35 +530,67 @@ class InMemoryStore:
             return due and all(want is None or got == want for want, got in
                                ((tenant, j.tenant), (user, j.user), (session, j.session)))
 
+        if limit <= 0:
+            return []
         with self._lock:
-            due = sorted((j for j in self._jobs.values() if ready(j)),
-                         key=lambda j: (j.run_after, j.created_at, j.id))[:max(0, limit)]
+            busy = {(j.tenant, j.user) for j in self._jobs.values()
+                    if j.status is JobStatus.RUNNING and j.lease_until is not None
+                    and j.lease_until > now}
+            due = sorted((j for j in self._jobs.values()
+                          if ready(j) and (j.tenant, j.user) not in busy),
+                         key=lambda j: (j.run_after, j.created_at, j.id))
+            if not due:
+                return []
+            owner = (due[0].tenant, due[0].user)
+            mine = [j for j in due if (j.tenant, j.user) == owner][:limit]
             lease = now + timedelta(seconds=lease_seconds)
+            token = new_lease_token()
             claimed = [replace(j, status=JobStatus.RUNNING, lease_until=lease,
-                               attempts=j.attempts + 1) for j in due]
+                               attempts=j.attempts + 1, lease_token=token) for j in mine]
             self._jobs.update((j.id, j) for j in claimed)
         return claimed
 
-    def _job(self, job_id: str) -> Job:
+    def renew_leases(self, token: str, until: datetime) -> list[str]:
+        with self._lock:
+            held = [j for j in self._jobs.values()
+                    if j.lease_token == token and j.status is JobStatus.RUNNING]
+            self._jobs.update((j.id, replace(j, lease_until=until)) for j in held)
+        return sorted(j.id for j in held)
+
+    def _job(self, job_id: str, token: str | None = None) -> Job:
         job = self._jobs.get(job_id)
         if job is None:
             raise NotFoundError(f"no job {job_id!r}; it may have been purged with its user")
+        if token is not None and (job.lease_token != token or job.status is not JobStatus.RUNNING):
+            raise LeaseLostError(f"job {job_id!r} is no longer held under this lease (it "
+                                 "expired and another worker claimed the job); this result "
+                                 "is not recorded")
         return job
 
-    def finish_job(self, job_id: str) -> None:
+    def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
         with self._lock:
-            self._jobs[job_id] = replace(self._job(job_id), status=JobStatus.DONE,
-                                         lease_until=None)
+            self._jobs[job_id] = replace(self._job(job_id, lease_token), status=JobStatus.DONE,
+                                         lease_until=None, lease_token=None)
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None) -> None:
+    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
+                 lease_token: str | None = None) -> None:
         with self._lock:
-            job = self._job(job_id)
+            job = self._job(job_id, lease_token)
             if retry_at is None:
-                job = replace(job, status=JobStatus.FAILED, last_error=error, lease_until=None)
+                job = replace(job, status=JobStatus.FAILED, last_error=error, lease_until=None,
+                              lease_token=None)
             else:
                 job = replace(job, status=JobStatus.PENDING, last_error=error,
-                              lease_until=None, run_after=retry_at)
+                              lease_until=None, lease_token=None, run_after=retry_at)
             self._jobs[job_id] = job
+
+    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
+                        session: str | None = None) -> int:
+        with self._lock:
+            return sum(j.status in _OPEN and all(
+                want is None or got == want for want, got in
+                ((tenant, j.tenant), (user, j.user), (session, j.session)))
+                for j in self._jobs.values())
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         want = job_status(status) if status is not None else None

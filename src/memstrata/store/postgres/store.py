@@ -209,6 +209,10 @@ class PostgresStore:
         with self._read() as c:
             return audit.query(c, tenant, query)
 
+    def redact_subject(self, tenant: str, user: str) -> int:
+        with self._write() as c:
+            return audit.redact_subject(c, tenant, user)
+
     # --- metadata ----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         with self._read() as c:
@@ -495,6 +499,7 @@ class PostgresStore:
             records = c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s',
                                 mine_args).rowcount
             self._bump(c, tenant, user)
+            audit.redact_subject(c, tenant, user)
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
                 '+ (SELECT count(*) FROM record_versions WHERE tenant = %(t)s AND '
@@ -721,13 +726,23 @@ class PostgresStore:
                                      tenant=tenant, user=user, session=session,
                                      due_before=due_before)
 
-    def finish_job(self, job_id: str) -> None:
+    def renew_leases(self, token: str, until: datetime) -> list[str]:
         with self._write() as c:
-            outbox.finish_job(c, job_id)
+            return outbox.renew_leases(c, token, until)
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None) -> None:
+    def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
         with self._write() as c:
-            outbox.fail_job(c, job_id, error, retry_at)
+            outbox.finish_job(c, job_id, lease_token)
+
+    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
+                 lease_token: str | None = None) -> None:
+        with self._write() as c:
+            outbox.fail_job(c, job_id, error, retry_at, lease_token)
+
+    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
+                        session: str | None = None) -> int:
+        with self._read() as c:
+            return outbox.count_open(c, tenant, user, session)
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         with self._read() as c:
