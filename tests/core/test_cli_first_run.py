@@ -27,10 +27,23 @@ def db(tmp_path: Path) -> Path:
 def run(db: Path) -> Run:
     runner = CliRunner()
 
-    def invoke(*args: str, user: str = "u", session: str | None = None, url: str | None = None,
-               stdin: str | None = None) -> Result:
-        base = ["--db", url or f"sqlite:///{db}", "--tenant", "t", "--user", user,
-                "--embedder", "hashing"]
+    def invoke(
+        *args: str,
+        user: str = "u",
+        session: str | None = None,
+        url: str | None = None,
+        stdin: str | None = None,
+    ) -> Result:
+        base = [
+            "--db",
+            url or f"sqlite:///{db}",
+            "--tenant",
+            "t",
+            "--user",
+            user,
+            "--embedder",
+            "hashing",
+        ]
         if session:
             base += ["--session", session]
         return runner.invoke(app, [*base, *args], input=stdin)
@@ -72,11 +85,26 @@ def test_version() -> None:
 # --- reembed --embedder as documented ------------------------------------------------------
 def test_reembed_takes_embedder_after_the_command(run: Run, db: Path) -> None:
     add(run, "I keep bees")
-    res = CliRunner().invoke(app, ["--db", f"sqlite:///{db}", "reembed", "--embedder",
-                                   "hashing:64", "--json"])
+    res = CliRunner().invoke(
+        app, ["--db", f"sqlite:///{db}", "reembed", "--embedder", "hashing:64", "--json"]
+    )
     assert as_json(res) == {"embedding_model": "hashing-64", "dims": 64}
-    res = CliRunner().invoke(app, ["--db", f"sqlite:///{db}", "--embedder", "hashing:64",
-                                   "--tenant", "t", "--user", "u", "search", "bees", "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "--db",
+            f"sqlite:///{db}",
+            "--embedder",
+            "hashing:64",
+            "--tenant",
+            "t",
+            "--user",
+            "u",
+            "search",
+            "bees",
+            "--json",
+        ],
+    )
     assert len(as_json(res)) == 1  # type: ignore[arg-type]
     refused(CliRunner().invoke(app, ["--db", f"sqlite:///{db}", "reembed"]), "--embedder")
 
@@ -117,8 +145,7 @@ def test_square_brackets_are_printed_as_written(run: Run) -> None:
     add(run, "[b]pip[/b] memstrata[postgres]")  # two words: a narrow column may wrap them
     for out in (ok(run("list")).stdout, ok(run("search", "postgres")).stdout):
         assert "[b]pip[/b]" in out and "memstrata[postgres]" in out, out
-    ok(run("task", "start", "ship it", "--step", "build", "--step", "test [unit]",
-           session="s1"))
+    ok(run("task", "start", "ship it", "--step", "build", "--step", "test [unit]", session="s1"))
     shown = ok(run("task", "step", "0", "completed", session="s1")).stdout
     assert "1. [x] build" in shown and "2. [ ] test [unit]" in shown
     # errors: a user-typed id with markup is echoed verbatim
@@ -126,13 +153,16 @@ def test_square_brackets_are_printed_as_written(run: Run) -> None:
 
 
 # --- enum options: a clear error listing the valid values ------------------------------------
-@pytest.mark.parametrize(("args", "valid"), [
-    (("add", "hello", "--type", "banana"), "note"),
-    (("add", "hello", "--role", "banana"), "assistant"),
-    (("list", "--type", "banana"), "episode"),
-    (("search", "x", "--mode", "banana"), "lexical"),
-    (("search", "x", "--layer", "banana"), "semantic"),
-])
+@pytest.mark.parametrize(
+    ("args", "valid"),
+    [
+        (("add", "hello", "--type", "banana"), "note"),
+        (("add", "hello", "--role", "banana"), "assistant"),
+        (("list", "--type", "banana"), "episode"),
+        (("search", "x", "--mode", "banana"), "lexical"),
+        (("search", "x", "--layer", "banana"), "semantic"),
+    ],
+)
 def test_enum_options_list_the_valid_values(run: Run, args: tuple[str, ...], valid: str) -> None:
     add(run, "something to search")
     refused(run(*args), "banana", "not one of", valid)
@@ -141,28 +171,30 @@ def test_enum_options_list_the_valid_values(run: Run, args: tuple[str, ...], val
 def test_library_add_with_a_bad_type_is_a_validation_error() -> None:
     from memstrata import Memory, Scope, ValidationError
 
-    with Memory("memory://", embedder="hashing", background=False) as mem, \
-            pytest.raises(ValidationError, match="note"):
+    with (
+        Memory("memory://", embedder="hashing", background=False) as mem,
+        pytest.raises(ValidationError, match="note"),
+    ):
         mem.add(Scope("t", "u"), "hello", type="banana")
 
 
 def test_task_step_status_aliases(run: Run) -> None:
-    ok(run("task", "start", "deploy", "--step", "a", "--step", "b", "--step", "c",
-           session="s1"))
+    ok(run("task", "start", "deploy", "--step", "a", "--step", "b", "--step", "c", session="s1"))
     for i, alias in enumerate(("done", "doing", "fail")):
         ok(run("task", "step", str(i), alias, session="s1"))
     steps = as_json(run("task", "show", "--json", session="s1"))["content"]["structured"]["steps"]  # type: ignore[index]
     assert [s["status"] for s in steps] == ["completed", "in_progress", "failed"]
-    refused(run("task", "step", "0", "banana", session="s1"), "pending", "in_progress",
-            "done=completed")
-    hits = as_json(run("search", "deploy", "--layer", "working", "--layer", "mid-term",
-                       "--json"))
+    refused(
+        run("task", "step", "0", "banana", session="s1"), "pending", "in_progress", "done=completed"
+    )
+    hits = as_json(run("search", "deploy", "--layer", "working", "--layer", "mid-term", "--json"))
     assert isinstance(hits, list)
 
 
 # --- import: explained, and --remap idempotent -------------------------------------------
-def test_import_without_remap_explains_and_remap_twice_adds_nothing(run: Run,
-                                                                    tmp_path: Path) -> None:
+def test_import_without_remap_explains_and_remap_twice_adds_nothing(
+    run: Run, tmp_path: Path
+) -> None:
     for text in ("I keep bees", "Lena is vegetarian", "I moved to Porto"):
         add(run, text)
     export = tmp_path / "u.jsonl"
@@ -181,12 +213,22 @@ def test_import_without_remap_explains_and_remap_twice_adds_nothing(run: Run,
 
 
 # --- stores: mistyped, missing, foreign ----------------------------------------------------
-@pytest.mark.parametrize("command", [("stats",), ("search", "x"), ("list",), ("get", "abc"),
-                                     ("layers",), ("context", "x"), ("key", "list"),
-                                     ("history", "abc"), ("export", "-"),
-                                     ("worker", "--once")])
-def test_read_commands_never_create_a_store(run: Run, db: Path,
-                                            command: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("stats",),
+        ("search", "x"),
+        ("list",),
+        ("get", "abc"),
+        ("layers",),
+        ("context", "x"),
+        ("key", "list"),
+        ("history", "abc"),
+        ("export", "-"),
+        ("worker", "--once"),
+    ],
+)
+def test_read_commands_never_create_a_store(run: Run, db: Path, command: tuple[str, ...]) -> None:
     refused(run(*command), "no memstrata store", str(db))
     assert not db.exists()
 
@@ -205,7 +247,7 @@ def _digest(path: Path) -> str:
 
 def test_files_that_are_not_stores_are_refused_untouched(run: Run, tmp_path: Path) -> None:
     add(run, "I keep bees")
-    export = tmp_path / "export.db"        # an export under a store-like name
+    export = tmp_path / "export.db"  # an export under a store-like name
     ok(run("export", str(export)))
     text = tmp_path / "notes.db"
     text.write_text("just some notes\n", encoding="utf-8")
@@ -214,8 +256,11 @@ def test_files_that_are_not_stores_are_refused_untouched(run: Run, tmp_path: Pat
     conn.execute("CREATE TABLE invoices (id INTEGER)")
     conn.commit()
     conn.close()
-    for path, needle in ((export, "memstrata import"), (text, "not an SQLite database"),
-                         (other, "invoices")):
+    for path, needle in (
+        (export, "memstrata import"),
+        (text, "not an SQLite database"),
+        (other, "invoices"),
+    ):
         before = _digest(path)
         for command in (("stats",), ("add", "hello")):
             refused(run(*command, url=f"sqlite:///{path}"), "not a memstrata store", needle)
@@ -235,11 +280,17 @@ def test_stats_under_a_session_shows_the_scope_and_the_users_totals(run: Run) ->
 # --- human tables, JSON on request -------------------------------------------------------
 def test_reports_are_tables_not_python_dicts(run: Run, tmp_path: Path) -> None:
     for i in range(3):
-        ok(run("add", f"turn {i}: I keep bees and sell honey", "--role", "user",
-               session="s1"))
-    outputs = [ok(run(*c, session=s)).output for c, s in (
-        (("stats",), None), (("worker", "--once"), None), (("end-session",), "s1"),
-        (("search", "honey", "--explain"), None), (("layers",), None))]
+        ok(run("add", f"turn {i}: I keep bees and sell honey", "--role", "user", session="s1"))
+    outputs = [
+        ok(run(*c, session=s)).output
+        for c, s in (
+            (("stats",), None),
+            (("worker", "--once"), None),
+            (("end-session",), "s1"),
+            (("search", "honey", "--explain"), None),
+            (("layers",), None),
+        )
+    ]
     export = tmp_path / "e.jsonl"
     ok(run("export", str(export)))
     outputs.append(ok(run("import", str(export), "--remap", user="w")).output)
@@ -260,8 +311,16 @@ def test_layers_uses_the_readme_names_and_says_it_is_a_preview(run: Run) -> None
     assert "semantic: 1 record" in out and "message (" not in out
     data = as_json(run("layers", "--json", "--limit", "2", session="s1"))
     assert data["short-term"]["count"] == 7 and data["short-term"]["shown"] == 2  # type: ignore[index]
-    assert set(data) <= {"short-term", "working", "mid-term", "summaries", "episodic",  # type: ignore[arg-type]
-                         "semantic", "key", "procedural"}
+    assert set(data) <= {
+        "short-term",
+        "working",
+        "mid-term",
+        "summaries",
+        "episodic",  # type: ignore[arg-type]
+        "semantic",
+        "key",
+        "procedural",
+    }
 
 
 # --- long text --------------------------------------------------------------------------------
@@ -270,9 +329,25 @@ def test_long_text_points_to_ingest_and_max_chars(run: Run, db: Path, tmp_path: 
     long = "word " * 20_001  # 100,005 characters
     out = refused(run("add", "-", stdin=long), "memstrata ingest", "--max-chars")
     assert "max_content_chars" not in out
-    res = CliRunner().invoke(app, ["--db", f"sqlite:///{db}", "--tenant", "t", "--user", "u",
-                                   "--embedder", "hashing", "--max-chars", "200000", "add",
-                                   "-", "--json"], input=long)
+    res = CliRunner().invoke(
+        app,
+        [
+            "--db",
+            f"sqlite:///{db}",
+            "--tenant",
+            "t",
+            "--user",
+            "u",
+            "--embedder",
+            "hashing",
+            "--max-chars",
+            "200000",
+            "add",
+            "-",
+            "--json",
+        ],
+        input=long,
+    )
     assert len(as_json(res)["content"]["raw"]) == len(long)  # type: ignore[index]
     doc = tmp_path / "report.md"
     doc.write_text("The quarterly report. " * 30_000, encoding="utf-8")
@@ -282,8 +357,9 @@ def test_long_text_points_to_ingest_and_max_chars(run: Run, db: Path, tmp_path: 
     assert hits[0]["record"]["type"] == "knowledge"  # type: ignore[index]
     note = tmp_path / "note.txt"
     note.write_text("Remember the milk", encoding="utf-8")
-    assert as_json(run("add", "--file", str(note), "--json"))["content"]["raw"] == \
-        "Remember the milk"  # type: ignore[index]
+    assert (
+        as_json(run("add", "--file", str(note), "--json"))["content"]["raw"] == "Remember the milk"
+    )  # type: ignore[index]
     refused(run("add", "--file", str(tmp_path / "missing.txt")), "does not exist")
 
 

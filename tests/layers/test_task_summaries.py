@@ -29,8 +29,13 @@ llm = HeuristicLLM()
 @pytest.fixture
 def tasks() -> Iterator[TaskService]:
     store = open_store("memory://")
-    ctx = LayerContext(store, HashingEmbedder(), HeuristicLLM(),
-                       FixedClock(datetime(2026, 3, 1, tzinfo=UTC)), LayerConfig())
+    ctx = LayerContext(
+        store,
+        HashingEmbedder(),
+        HeuristicLLM(),
+        FixedClock(datetime(2026, 3, 1, tzinfo=UTC)),
+        LayerConfig(),
+    )
     yield TaskService(ctx)
     store.close()
 
@@ -39,8 +44,7 @@ def _text(lessons: list[str]) -> str:
     return "\n".join(lessons)
 
 
-def test_failed_task_names_the_failed_step_and_claims_nothing_worked(
-        tasks: TaskService) -> None:
+def test_failed_task_names_the_failed_step_and_claims_nothing_worked(tasks: TaskService) -> None:
     tasks.start(ALICE, "Chart the sales data", STEPS)
     tasks.update_step(ALICE, 0, "done", result="50000 rows")
     tasks.update_step(ALICE, 1, "fail", error="15% missing values")
@@ -49,23 +53,27 @@ def test_failed_task_names_the_failed_step_and_claims_nothing_worked(
     assert "What worked" not in lessons and "What worked" not in done.episode.text
     assert "failed at 'clean'" in lessons
     assert "Completed before failing: fetch data" in lessons
-    assert done.episode.content.structured["step_statuses"] == ["completed", "failed",
-                                                                 "pending"]
+    assert done.episode.content.structured["step_statuses"] == ["completed", "failed", "pending"]
     assert done.reflection.key_decisions == ["fetch data"]
 
 
 def test_failed_task_without_a_failed_step_names_where_it_stopped() -> None:
-    r = llm.reflect(TaskOutcome(goal="g", steps=STEPS,
-                                step_statuses=["completed", "in_progress", "pending"],
-                                success=False))
+    r = llm.reflect(
+        TaskOutcome(
+            goal="g",
+            steps=STEPS,
+            step_statuses=["completed", "in_progress", "pending"],
+            success=False,
+        )
+    )
     assert "stopped at 'clean'" in _text(r.lessons) and "What worked" not in _text(r.lessons)
-    every = llm.reflect(TaskOutcome(goal="g", steps=STEPS, step_statuses=["completed"] * 3,
-                                    success=False))
+    every = llm.reflect(
+        TaskOutcome(goal="g", steps=STEPS, step_statuses=["completed"] * 3, success=False)
+    )
     assert "Every step was completed but the task still failed" in _text(every.lessons)
 
 
-def test_success_with_no_step_done_is_not_summarised_as_if_steps_worked(
-        tasks: TaskService) -> None:
+def test_success_with_no_step_done_is_not_summarised_as_if_steps_worked(tasks: TaskService) -> None:
     tasks.start(ALICE, "Chart the sales data", STEPS)
     done = tasks.complete(ALICE, True, "chart delivered")
     lessons = _text(done.reflection.lessons)
@@ -85,11 +93,23 @@ def test_success_lists_only_the_completed_steps(tasks: TaskService) -> None:
 
 
 def test_chinese_reflection_follows_the_statuses_too() -> None:
-    r = llm.reflect(TaskOutcome(goal="订机票", steps=["搜索航班", "付款"],
-                                step_statuses=["completed", "failed"], success=False))
+    r = llm.reflect(
+        TaskOutcome(
+            goal="订机票",
+            steps=["搜索航班", "付款"],
+            step_statuses=["completed", "failed"],
+            success=False,
+        )
+    )
     assert "有效的做法" not in _text(r.lessons) and "付款" in _text(r.lessons)
-    ok = llm.reflect(TaskOutcome(goal="订机票", steps=["搜索航班", "付款"],
-                                 step_statuses=["pending", "pending"], success=True))
+    ok = llm.reflect(
+        TaskOutcome(
+            goal="订机票",
+            steps=["搜索航班", "付款"],
+            step_statuses=["pending", "pending"],
+            success=True,
+        )
+    )
     assert "有效的做法" not in _text(ok.lessons)
 
 
@@ -112,9 +132,11 @@ def test_step_status_aliases_and_errors(tasks: TaskService) -> None:
 def test_the_model_is_told_the_statuses() -> None:
     from memstrata.llm import prompts
 
-    messages = prompts.reflect_prompt(TaskOutcome(
-        goal="g", steps=STEPS, step_statuses=["completed", "failed", "pending"],
-        success=False))
+    messages = prompts.reflect_prompt(
+        TaskOutcome(
+            goal="g", steps=STEPS, step_statuses=["completed", "failed", "pending"], success=False
+        )
+    )
     text = "\n".join(m["content"] for m in messages)
     assert '"step_statuses"' in text and '"failed"' in text
     assert "only completed steps worked" in text

@@ -153,3 +153,31 @@ def test_fts5_tokens_match_sqlite_for_punctuated_terms() -> None:
     assert tokens("東京・大阪") == ("東京", "大阪")
     assert tokens("Café") == ("café",)
     assert document_tokens(["a", " ", "", "b・c"]) == ["a", "b", "c"]
+
+
+def test_the_hnsw_path_returns_true_neighbours_scored_like_the_exact_path(
+        pg_server: PgServer) -> None:
+    """With ``exact_below=0`` every search goes through pgvector's index; on a small,
+    well-separated set its answers and scores must equal the exact path's."""
+    import numpy as np
+
+    schema = "t_hnsw_check"
+    exact = open_store(pg_server.url(schema))
+    maker = Maker()
+    try:
+        writes = [maker.write(text=f"note {n}") for n in range(60)]
+        exact.insert(writes)
+        hnsw = open_store(pg_server.url(schema, exact_below=0))
+        try:
+            for w in writes[:10]:
+                query = np.asarray(w.vector, dtype=np.float32)
+                want = exact.vector_search(ME, query, 5, Filters())
+                got = hnsw.vector_search(ME, query, 5, Filters())
+                assert got[0].id == w.record.id
+                assert [c.id for c in got] == [c.id for c in want]
+                assert [c.score for c in got] == [c.score for c in want]
+        finally:
+            hnsw.close()
+    finally:
+        exact.close()
+        pg_server.drop(schema)

@@ -121,3 +121,29 @@ def test_in_memory_store_forgets_the_user_in_its_audit_too(clock: FixedClock) ->
     mem.purge(VICTIM.user_scope)
     assert all(e.user is None and e.record_ids == () for e in mem.audit.query("acme"))
     mem.close()
+
+
+def test_postgres_purge_redacts_the_users_audit_events() -> None:
+    import servers  # tests/servers.py: the session's real PostgreSQL
+
+    try:
+        url = servers.postgres().url()
+    except RuntimeError as exc:
+        servers.unavailable("PostgreSQL", str(exc))
+        raise
+    mem = Memory(url, embedder="hashing", background=False)
+    try:
+        r = mem.add(VICTIM, "note to delete")
+        mem.delete(VICTIM, r.id, actor="user:victim-user-7731")
+        mem.add(OTHER, "bystander note")
+        report = mem.purge(VICTIM.user_scope)
+        assert report.remaining == 0
+        events = mem.audit.query("acme")
+        assert [e.action for e in events] == ["delete", "purge"]
+        assert all(e.user is None and e.record_ids == () for e in events)
+        assert events[0].actor == "[purged]" and events[0].reason == "[purged]"
+        from memstrata.audit import AuditStore
+
+        assert isinstance(mem.store, AuditStore)  # persisted in PostgreSQL, not in memory
+    finally:
+        mem.close()

@@ -94,3 +94,30 @@ def test_a_quota_below_usage_is_refused(qmem: Memory) -> None:
     ):  # type: ignore[arg-type]
         with pytest.raises(ValidationError):
             bad()
+
+
+def test_a_purge_removes_the_users_counters(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "c.db"
+    m = Memory(
+        f"sqlite:///{path}",
+        embedder="hashing",
+        background=False,
+        quotas=Quotas(per_user=Quota(embeddings_per_day=10)),
+    )
+    s = Scope("acme", "dora", session="s")
+    m.add_message(s, "user", "count me")
+    m.set_quota(s, Quota(embeddings_per_day=5))
+    m.add_message(Scope("acme", "erin", session="s"), "user", "and me")
+
+    def keys() -> list[str]:
+        with sqlite3.connect(path) as conn:
+            return [k for (k,) in conn.execute("SELECT key FROM meta WHERE key LIKE 'quota:%'")]
+
+    before = keys()
+    m.purge(s.user_scope)
+    after = keys()
+    # dora's daily counter and override are gone; erin's counter and the tenant's stay
+    assert len(before) - len(after) == 2 and len(after) == 2
+    m.close()

@@ -92,8 +92,8 @@ def open_memory(settings: Settings, *, create: bool = False, announce: bool = Tr
     """The :class:`Memory` the settings name; every library error becomes a clear CLI error.
 
     ``create=False`` (read commands, and writes that need existing records) refuses a store
-    file that does not exist rather than creating an empty one; any command refuses a file
-    that is not a memstrata store.
+    file that does not exist rather than creating an empty one, and runs no background
+    jobs; any command refuses a file that is not a memstrata store.
     """
     from ..errors import MemstrataError
     from ..memory import Memory
@@ -117,6 +117,9 @@ def open_memory(settings: Settings, *, create: bool = False, announce: bool = Tr
                              api_key=settings.openai_api_key)
         if settings.max_chars is not None:
             kwargs.setdefault("max_content_chars", settings.max_chars)
+        # Only writing commands start the background worker: a search or a listing must not
+        # wait for a queued summary job (LLM calls) before it can exit.
+        kwargs.setdefault("background", create)
         mem = Memory(settings.url, embedder=embedder, llm=llm, **kwargs)
     except MemstrataError as exc:
         fail(str(exc))

@@ -16,8 +16,15 @@ if TYPE_CHECKING:
     from ..records import MemoryRecord
     from ..search.hit import SearchHit
 
-__all__ = ["SHORT_ID", "explain_table", "hits_table", "kv_table", "records_table",
-           "report_table", "stats_table"]
+__all__ = [
+    "SHORT_ID",
+    "explain_table",
+    "hits_table",
+    "kv_table",
+    "records_table",
+    "report_table",
+    "stats_table",
+]
 
 SHORT_ID = 12  # printed id length; any unique prefix is accepted back (see resolve.py)
 
@@ -40,18 +47,38 @@ def _cell(value: Any) -> Text:
 def records_table(records: Sequence[MemoryRecord], title: str) -> Table:
     table = _table(title, ("id", "type", "observed", "v", "status", "text"))
     for r in records:
-        table.add_row(*map(_cell, (r.id[:SHORT_ID], r.type.value,
-                                   r.observed_at.strftime("%Y-%m-%d %H:%M"), r.version,
-                                   r.status.value, r.text[:120])))
+        table.add_row(
+            *map(
+                _cell,
+                (
+                    r.id[:SHORT_ID],
+                    r.type.value,
+                    r.observed_at.strftime("%Y-%m-%d %H:%M"),
+                    r.version,
+                    r.status.value,
+                    r.text[:120],
+                ),
+            )
+        )
     return table
 
 
 def hits_table(hits: Sequence[SearchHit], title: str) -> Table:
     table = _table(title, ("#", "score", "layer", "observed", "id", "text"))
     for i, h in enumerate(hits, 1):
-        table.add_row(*map(_cell, (i, f"{h.score:.3f}", h.layer,
-                                   h.record.observed_at.strftime("%Y-%m-%d"),
-                                   h.record.id[:SHORT_ID], h.text[:160])))
+        table.add_row(
+            *map(
+                _cell,
+                (
+                    i,
+                    f"{h.score:.3f}",
+                    h.layer,
+                    h.record.observed_at.strftime("%Y-%m-%d"),
+                    h.record.id[:SHORT_ID],
+                    h.text[:160],
+                ),
+            )
+        )
     return table
 
 
@@ -59,8 +86,7 @@ def explain_table(hits: Sequence[SearchHit]) -> Table:
     """One row per hit: every term of its score (see the README's Search section)."""
     table = _table("score terms", ("#", "terms"))
     for i, h in enumerate(hits, 1):
-        terms = "  ".join(f"{name}={_cell(value)}" for name, value in
-                          (h.explanation or {}).items())
+        terms = "  ".join(f"{name}={_cell(value)}" for name, value in (h.explanation or {}).items())
         table.add_row(_cell(i), Text(terms))
     return table
 
@@ -86,8 +112,11 @@ def stats_table(data: Mapping[str, Any]) -> Table:
     """``Memory.stats`` of the counted scope, beside the user's totals when narrowed."""
     total: Mapping[str, Any] | None = data.get("user_total")
     title = f"counted in {data['scope']}"
-    columns = ["", "this scope"] if total is None else ["", str(data["scope"]),
-                                                         f"whole user ({total['scope']})"]
+    columns = (
+        ["", "this scope"]
+        if total is None
+        else ["", str(data["scope"]), f"whole user ({total['scope']})"]
+    )
     table = _table(title, columns)
 
     def row(label: str, mine: Any, theirs: Any) -> None:

@@ -51,12 +51,15 @@ def resolve_id(mem: Memory, scope: Scope, given: str) -> str:
     if len(ids) == 1:
         return ids[0]
     if not ids:
-        raise NotFoundError(f"no record id in {scope} starts with {given!r}; "
-                            "`memstrata list` shows the ids")
+        raise NotFoundError(
+            f"no record id in {scope} starts with {given!r}; `memstrata list` shows the ids"
+        )
     newest = {r.id: r for r in found}
-    lines = [f"  {rid}  {newest[rid].type.value}  {newest[rid].text[:60]!r}"
-             for rid in ids[:_SHOWN]]
+    lines = [
+        f"  {rid}  {newest[rid].type.value}  {newest[rid].text[:60]!r}" for rid in ids[:_SHOWN]
+    ]
     more = f"\n  ... and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else ""
-    raise ValidationError(f"id prefix {given!r} is ambiguous in {scope}: it matches "
-                          f"{len(ids)} records; type more of the id:\n" + "\n".join(lines)
-                          + more)
+    raise ValidationError(
+        f"id prefix {given!r} is ambiguous in {scope}: it matches "
+        f"{len(ids)} records; type more of the id:\n" + "\n".join(lines) + more
+    )

@@ -54,16 +54,25 @@ def _not_a_store(path: Path) -> str | None:
     import sqlite3
 
     if magic != _SQLITE_MAGIC:
-        hint = (" (it looks like a memstrata export: load it with `memstrata import "
-                f"{path}` into a .db store)") if _looks_like_export(path) else ""
-        return (f"{path} is not a memstrata store: it is not an SQLite database{hint}; "
-                "check --db (or MEMSTRATA_URL)")
+        hint = (
+            (
+                " (it looks like a memstrata export: load it with `memstrata import "
+                f"{path}` into a .db store)"
+            )
+            if _looks_like_export(path)
+            else ""
+        )
+        return (
+            f"{path} is not a memstrata store: it is not an SQLite database{hint}; "
+            "check --db (or MEMSTRATA_URL)"
+        )
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            tables = {r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -72,8 +81,10 @@ def _not_a_store(path: Path) -> str | None:
         return None  # a blank SQLite file: nothing to lose, the store can initialise it
     if version == 0 or not {"meta", "records"} <= tables:
         shown = ", ".join(sorted(tables)[:8])
-        return (f"{path} is an SQLite database but not a memstrata store (its tables: "
-                f"{shown}); refusing to touch it — check --db (or MEMSTRATA_URL)")
+        return (
+            f"{path} is an SQLite database but not a memstrata store (its tables: "
+            f"{shown}); refusing to touch it — check --db (or MEMSTRATA_URL)"
+        )
     return None
 
 
@@ -86,13 +97,16 @@ def check_store(url: str, *, create: bool) -> tuple[str | None, Path | None]:
     if path.exists():
         return _not_a_store(path), None
     if not create:
-        return (f"no memstrata store at {path} (from --db {url}): check --db or "
-                "MEMSTRATA_URL; a store is created by the first write, e.g. `memstrata add`"
-                ), None
+        return (
+            f"no memstrata store at {path} (from --db {url}): check --db or "
+            "MEMSTRATA_URL; a store is created by the first write, e.g. `memstrata add`"
+        ), None
     if path.suffix.lower() not in STORE_SUFFIXES:
-        return (f"refusing to create a new store at {path}: store files end in "
-                f"{', '.join(STORE_SUFFIXES)} (is --db mistyped?); to load an export use "
-                "`memstrata import FILE`"), None
+        return (
+            f"refusing to create a new store at {path}: store files end in "
+            f"{', '.join(STORE_SUFFIXES)} (is --db mistyped?); to load an export use "
+            "`memstrata import FILE`"
+        ), None
     if not path.parent.is_dir():
         return f"cannot create a store at {path}: the folder {path.parent} does not exist", None
     return None, path

@@ -19,8 +19,9 @@ __all__ = ["CircuitBreaker"]
 
 
 class CircuitBreaker:
-    def __init__(self, cooldown_seconds: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, cooldown_seconds: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         if not cooldown_seconds >= 0:
             raise ValueError(f"cooldown_seconds must be 0 or more, got {cooldown_seconds}")
         self.cooldown_seconds = cooldown_seconds

@@ -22,7 +22,15 @@ from ..filters import Filters
 from ..jobs import Job, JobStatus, job_status
 from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
-from .base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
+from .base import (
+    Candidate,
+    PurgeReport,
+    RecordWrite,
+    StoreStats,
+    UnitOfWork,
+    Vector,
+    with_current_counters,
+)
 
 __all__ = ["InMemoryStore"]
 
@@ -244,7 +252,7 @@ class InMemoryStore:
         entry = self._visible(scope, record_id)
         if entry is None:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return [*entry.history, entry.record]
+        return with_current_counters([*entry.history, entry.record])
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ...audit import AuditEvent, AuditQuery
+from ...audit import PURGED, AuditEvent, AuditQuery
 
-__all__ = ["append", "query"]
+__all__ = ["append", "query", "redact_subject"]
 
 _COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
 
@@ -24,6 +24,15 @@ def append(conn: Any, events: Sequence[AuditEvent]) -> None:
         with conn.cursor() as cur:
             cur.executemany(f"INSERT INTO audit_log ({_COLUMNS}) "
                             f"VALUES ({', '.join(['%s'] * 11)})", rows)
+
+
+def redact_subject(conn: Any, tenant: str, user: str) -> int:
+    """A user's purge: their events keep what/when/why, lose who and which ids."""
+    cur = conn.execute(
+        "UPDATE audit_log SET \"user\" = NULL, record_ids = '{}', reason = %(p)s, "
+        "details = '{}', actor = CASE WHEN strpos(actor, %(u)s) > 0 THEN %(p)s ELSE actor END "
+        "WHERE tenant = %(t)s AND \"user\" = %(u)s", {"p": PURGED, "t": tenant, "u": user})
+    return int(cur.rowcount)
 
 
 def query(conn: Any, tenant: str, q: AuditQuery) -> list[AuditEvent]:

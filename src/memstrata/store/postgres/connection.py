@@ -6,7 +6,7 @@ URL reaches the driver:
 - ``schema=NAME`` (default ``memstrata``): the schema holding the tables, so one database
   can hold several stores;
 - ``pool_min`` / ``pool_max`` (default 1 / 8): the connection pool's size;
-- ``exact_below=N`` (default 20000): dense search scores a user's vectors exactly when the
+- ``exact_below=N`` (default 100000): dense search scores a user's vectors exactly when the
   user has fewer than N of them, and asks the pgvector HNSW index otherwise.
 
 Errors are mapped at this boundary: a connection that cannot be made or is lost mid-call is
@@ -37,7 +37,7 @@ class PgOptions:
     schema: str = "memstrata"
     pool_min: int = 1
     pool_max: int = 8
-    exact_below: int = 20_000
+    exact_below: int = 100_000
 
     @property
     def where(self) -> str:
@@ -81,7 +81,7 @@ def parse_url(url: str) -> PgOptions:
         raise ValidationError(f"store URL: pool_max={pool_max} is below pool_min={pool_min}")
     conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(theirs), ""))
     return PgOptions(conninfo, schema, pool_min, pool_max,
-                     _int("exact_below", ours.get("exact_below", "20000"), 0))
+                     _int("exact_below", ours.get("exact_below", "100000"), 0))
 
 
 def driver() -> Any:

@@ -118,7 +118,24 @@ CREATE TRIGGER audit_log_no_change BEFORE UPDATE OR DELETE ON audit_log
 FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
 """
 
-MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1), (2, _V2_AUDIT)]
+# v3: the one update the audit log allows: a user's purge redacts who and which ids from
+# their events (memstrata/audit.py; the same rule as SQLite's trigger).
+_V3_AUDIT_REDACT = """
+CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND NEW."user" IS NULL AND NEW.record_ids = '{}'
+     AND NEW.reason = '[purged]' AND NEW.details = '{}'
+     AND NEW.actor IN (OLD.actor, '[purged]') AND NEW.seq = OLD.seq AND NEW.id = OLD.id
+     AND NEW.tenant = OLD.tenant AND NEW.action = OLD.action AND NEW.at = OLD.at
+     AND NEW.policy IS NOT DISTINCT FROM OLD.policy
+     AND NEW.score IS NOT DISTINCT FROM OLD.score THEN
+    RETURN NEW;
+  END IF;
+  RAISE EXCEPTION 'audit_log is append-only';
+END $$;
+"""
+
+MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1), (2, _V2_AUDIT), (3, _V3_AUDIT_REDACT)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
 

@@ -31,7 +31,15 @@ from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
-from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
+from ..base import (
+    Candidate,
+    PurgeReport,
+    RecordWrite,
+    StoreStats,
+    UnitOfWork,
+    Vector,
+    with_current_counters,
+)
 from ..sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -200,6 +208,10 @@ class PostgresStore:
     def query_audit(self, tenant: str, query: AuditQuery) -> builtins.list[AuditEvent]:
         with self._read() as c:
             return audit.query(c, tenant, query)
+
+    def redact_subject(self, tenant: str, user: str) -> int:
+        with self._write() as c:
+            return audit.redact_subject(c, tenant, user)
 
     # --- metadata ----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -409,7 +421,7 @@ class PostgresStore:
             old = c.execute(f"SELECT {_COLS} FROM record_versions WHERE tenant = %s AND "
                             '"user" = %s AND id = %s ORDER BY version',
                             (scope.tenant, scope.user, record_id)).fetchall()
-        return [decode_record(r) for r in [*old, rows[0]]]
+        return with_current_counters([decode_record(r) for r in [*old, rows[0]]])
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
@@ -487,6 +499,7 @@ class PostgresStore:
             records = c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s',
                                 mine_args).rowcount
             self._bump(c, tenant, user)
+            audit.redact_subject(c, tenant, user)
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
                 '+ (SELECT count(*) FROM record_versions WHERE tenant = %(t)s AND '

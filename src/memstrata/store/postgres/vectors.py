@@ -1,8 +1,7 @@
 """Dense candidates in PostgreSQL: exact scores from a per-process cache, or pgvector HNSW.
 
-A user with fewer than ``exact_below`` vectors (the common case: the default 20,000 was
-chosen by measurement, see the README's scale section) is searched exactly: their vectors
-are cached in this process as one float32 matrix and scored with the same numpy product
+A user with fewer than ``exact_below`` vectors (default 100,000) is searched exactly: their
+vectors are cached in this process as one float32 matrix and scored with the numpy product
 the SQLite store uses, so both stores return the same ids in the same order with bit-equal
 scores. The cache stays coherent across processes like SQLite's: every change other than
 an append bumps the user's ``scope_generation`` row, appends only raise ``vseq``, and each
@@ -10,7 +9,9 @@ query reads both in one indexed statement.
 
 A larger user is searched with pgvector's HNSW index (inner product on unit vectors, with
 iterative scans so scope and filters still fill ``k``), over-fetching and re-scoring the
-candidates with numpy: approximate recall, the same score scale.
+candidates with numpy: approximate recall, the same score scale. Measured at 20,000
+random 384-d vectors for one user: exact 24.4 / 40.9 ms p50 / p95, HNSW 36.5 / 61.5 ms
+with recall@10 of 0.16 (random vectors are HNSW's worst case), hence the high default.
 """
 
 from __future__ import annotations

@@ -446,7 +446,11 @@ class SQLiteStore:
                 "(SELECT count(*) FROM audit_log WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM lexical WHERE lexical MATCH ?3)",
                 (tenant, user, f'scope_tok : "{tok}"', tok)).fetchone()[0])
-        remaining += self._bytes_left([tok, *ids])
+            # ids are unique per (tenant, user): another user's record may carry the same id
+            kept = {r[0] for chunk in _chunks(ids)
+                    for r in c.execute(f"SELECT id FROM records WHERE {in_list('id', chunk)[0]}",
+                                       list(chunk))}
+        remaining += self._bytes_left([tok, *(i for i in ids if i not in kept)])
         return PurgeReport(records=counts[0], versions=counts[1], vectors=counts[2],
                            jobs=counts[3], cache_entries=cache, remaining=remaining)
 
