@@ -16,6 +16,7 @@ from .clock import Clock, SystemClock
 from .context.assemble import AssembledContext
 from .context.builder import ContextRequest
 from .context.builder import build as build_context
+from .context.config import ContextConfig
 from .context.sources import LayerSources
 from .embedder.base import Embedder
 from .embedder.cache import CachedEmbedder
@@ -97,6 +98,7 @@ class Memory:
         self.layers = LayerStack.build(self._ctx)
         self._runner = JobRunner(self._store, self.layers.handlers(), self._clock)  # type: ignore[arg-type]
         self._sources = LayerSources(self.layers, self._search_for_context)
+        self.context_config = ContextConfig()  # build_context's levers (context/config.py)
         self._count = token_counter or estimate_tokens
         self._worker = BackgroundWorker(self._runner) if background else None
 
@@ -388,16 +390,18 @@ class Memory:
             query = validate_content(query, max_chars=self.max_content_chars, field="query")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValidationError("system_prompt must be a string")
-        req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio)
+        req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio,
+                             config=self.context_config)
         return build_context(self._sources, req, self._count)
 
-    def _search_for_context(self, scope: Scope, query: str, top_k: int,
-                            filters: Filters) -> builtins.list[SearchHit]:
+    def _search_for_context(self, scope: Scope, query: str, top_k: int, filters: Filters,
+                            vector: Any = None) -> builtins.list[SearchHit]:
         # The context asks for many hits (as many as the budget could hold), so a smaller
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
-                             filters=filters, config=config, now=self._clock.now())
+                             filters=filters, config=config, now=self._clock.now(),
+                             vector=vector)
 
     # --- portability -------------------------------------------------------------------
     def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,

@@ -16,7 +16,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .measure import LatencyLog, RssSampler
-from .synth import SynthMessage, synth_messages, synth_queries
+from .synth import (
+    SynthMessage,
+    synth_messages,
+    synth_messages_zh,
+    synth_queries,
+    synth_queries_zh,
+)
 
 __all__ = ["ScaleConfig", "parse_sizes", "run_scale", "users_for"]
 
@@ -34,6 +40,7 @@ class ScaleConfig:
     budget: int = 2000
     batch: int = 1000
     seed: int = 7
+    zh_sizes: tuple[int, ...] = (10_000,)  # Chinese rows (one user up to 10k), see synth.py
 
 
 def users_for(size: int) -> int:
@@ -64,7 +71,7 @@ def _batches(msgs: Sequence[SynthMessage] | Any, size: int) -> Any:
         yield batch
 
 
-def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
+def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> dict[str, Any]:
     from memstrata import Memory, Message, Role, Scope
 
     users = users_for(size)
@@ -73,7 +80,8 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
         mem: Any = Memory(url, embedder=cfg.embedder)
         try:
             t0 = time.perf_counter()
-            for batch in _batches(synth_messages(size, users, cfg.seed), cfg.batch):
+            gen = synth_messages_zh if lang == "zh" else synth_messages
+            for batch in _batches(gen(size, users, cfg.seed), cfg.batch):
                 scope = Scope("scale", f"user-{batch[0].user}")
                 mem.add_messages(
                     scope,
@@ -92,7 +100,9 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
             search = LatencyLog()
             context = LatencyLog()
             has_ctx = hasattr(mem, "build_context")
-            queries = synth_queries(cfg.queries, cfg.seed + 1)
+            queries = (synth_queries_zh if lang == "zh" else synth_queries)(
+                cfg.queries, cfg.seed + 1
+            )
             mem.search(scope, queries[0], top_k=cfg.top_k)  # warm caches and lazy loads
             for q in queries:
                 with search.time():
@@ -105,6 +115,7 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
             mem.close()
     return {
         "size": size,
+        "language": lang,
         "users": users,
         "records_per_user": size // users,
         "ingest": {
@@ -137,5 +148,6 @@ def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, A
             "cpus": os.cpu_count(),
             "load_average_1m_at_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         },
-        "results": [_one_size(s, cfg, tick) for s in cfg.sizes],
+        "results": [_one_size(s, cfg, tick) for s in cfg.sizes]
+        + [_one_size(s, cfg, tick, "zh") for s in cfg.zh_sizes],
     }
