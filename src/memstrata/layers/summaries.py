@@ -143,15 +143,23 @@ class SummaryService:
     def summarize(self, texts: Sequence[str]) -> tuple[str, str]:
         """``(summary, provider name)`` — the configured LLM, else the offline fallback."""
         max_words = self._ctx.config.summary_max_words
+        llm = self._ctx.llm
+        # A provider that falls back inside itself says so (the label must name what
+        # actually wrote the summary, issue 7 §9); any other is labelled with its name.
+        attributed = getattr(llm, "summarize_attributed", None)
+        writer = llm.name
         try:
-            answer = clean_summary(self._ctx.llm.summarize(texts, max_words=max_words),
-                                   max_words)
+            if callable(attributed):
+                raw, writer = attributed(texts, max_words=max_words)
+            else:
+                raw = llm.summarize(texts, max_words=max_words)
+            answer = clean_summary(raw, max_words)
         except Exception as exc:  # any provider failure: the offline summary instead
             log.warning("summary by %s failed (%s: %s); using the offline summariser",
-                        self._ctx.llm.name, type(exc).__name__, exc)
+                        llm.name, type(exc).__name__, exc)
             answer = None
-        if answer is not None:
-            return answer, self._ctx.llm.name
+        if answer is not None and isinstance(writer, str) and writer:
+            return answer, writer
         fallback = clean_summary(HeuristicLLM().summarize(texts, max_words=max_words),
                                  max_words)
         if fallback is None:  # nothing extractable: keep the words themselves

@@ -77,6 +77,7 @@ class LocomoConfig:
     store_dir: str | None = None
     benchmark: str = "locomo"
     categories: dict[int, str] = field(default_factory=lambda: dict(CATEGORY_NAMES))
+    maintain: str | None = None  # run mem.maintain(policy) after each conversation's ingest
 
 
 class _Rows:
@@ -201,6 +202,10 @@ def run_locomo(
                 ingest_msgs += n
                 ingest_s += secs
                 flush_s += fsecs
+                if cfg.maintain and n:
+                    done = mem.maintain(Scope("locomo", conv.sample_id), policy=cfg.maintain)
+                    notes.append(f"maintenance ({cfg.maintain}) on {conv.sample_id}: "
+                                 f"{done.as_dict()}")
                 turns = conv.turns
                 by_dia = {t.dia_id: t for t in turns}
                 id_to_turn = {i: by_dia[d] for i, d in id_to_dia.items() if d in by_dia}
