@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -19,7 +20,7 @@ import numpy as np
 from .codec import record_from_dict, record_to_dict
 from .embedder.base import Matrix, check_vectors
 from .errors import ImportFormatError, MemstrataError
-from .records import MemoryRecord, new_id
+from .records import MemoryRecord
 from .scope import Scope
 from .store.base import Vector
 from .text import DEFAULT_MAX_CHARS
@@ -75,9 +76,19 @@ def _header(line: str) -> dict[str, Any]:
     return head
 
 
+_REMAP_NAMESPACE = uuid.UUID("6d656d73-7472-6174-612d-72656d617000")
+
+
+def remapped_id(old_id: str, into: Scope) -> str:
+    """The id a record gets when imported into ``into``: derived from the original id and
+    the target tenant/user/agent, so importing the same export twice adds nothing."""
+    key = "\x1f".join((into.tenant, into.user, into.agent or "", old_id))
+    return uuid.uuid5(_REMAP_NAMESPACE, key).hex
+
+
 def _remap(records: list[MemoryRecord], into: Scope) -> list[MemoryRecord]:
     """New ids for every record, references inside the import rewritten to match."""
-    ids = {r.id: new_id() for r in records}
+    ids = {r.id: remapped_id(r.id, into) for r in records}
     out = []
     for r in records:
         out.append(replace(

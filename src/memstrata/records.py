@@ -204,4 +204,5 @@ class MemoryRecord:
 
     def visible_in(self, scope: Scope) -> bool:
         return scope.admits(self.tenant, self.user, self.agent, self.session,
-                            self.access.visibility.value)
+                            self.access.visibility.value, self.access.allowed_users,
+                            self.access.allowed_roles)

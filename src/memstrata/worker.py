@@ -259,11 +259,16 @@ class JobRunner:
 
     def run_forever(self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
                     ) -> None:
-        """The ``memstrata worker`` loop."""
+        """The ``memstrata worker`` loop. A store that can announce new jobs (PostgreSQL's
+        ``LISTEN``/``NOTIFY``: ``wait_for_jobs``) wakes it at once instead of at the next poll."""
+        wait = getattr(self._store, "wait_for_jobs", None)
         while not stop():
             report = self.run_pending()
             if not (report.done or report.retried or report.failed or report.lost):
-                time.sleep(poll_seconds)
+                if wait is not None:
+                    wait(poll_seconds)
+                else:
+                    time.sleep(poll_seconds)
 
 
 class BackgroundWorker:

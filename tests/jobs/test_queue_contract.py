@@ -11,20 +11,15 @@ import pytest
 
 from memstrata.errors import NotFoundError
 from memstrata.jobs import Job, JobStatus, LeaseLostError
-from memstrata.store import Store, open_store
+from memstrata.store import Store
+from store.conftest import STORE_KINDS, make_store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-KINDS = ("sqlite-file", "sqlite-memory", "memory")
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=STORE_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = {
-        "sqlite-file": f"sqlite:///{tmp_path / 'q.db'}",
-        "sqlite-memory": "sqlite://:memory:",
-        "memory": "memory://",
-    }[request.param]
-    s = open_store(url)
+    s = make_store(request.param, tmp_path)
     yield s
     s.close()
 

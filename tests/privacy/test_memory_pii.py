@@ -18,8 +18,9 @@ SECRET_TEXT = "my email is zed.quux@example.org and my phone is 13812345678"
 @pytest.fixture(params=["sqlite", "memory"])
 def pmem(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Iterator[Memory]:
     url = f"sqlite:///{tmp_path / 'p.db'}" if request.param == "sqlite" else "memory://"
-    red = PIIRedactor(PIIPolicy(), {"open": PIIPolicy(mode="keep"),
-                                    "audited": PIIPolicy(keep_raw=True)})
+    red = PIIRedactor(
+        PIIPolicy(), {"open": PIIPolicy(mode="keep"), "audited": PIIPolicy(keep_raw=True)}
+    )
     m = Memory(url, embedder="hashing", clock=clock, background=False, pii=red)
     yield m
     m.close()
@@ -43,8 +44,7 @@ def test_notes_and_updates_are_redacted(pmem: Memory) -> None:
     s = Scope("acme", "alice")
     note = pmem.add(s, "API key sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z for the bot")
     assert note.text == "API key [SECRET_1] for the bot"
-    upd = pmem.update(s, note.id, expected_version=note.version,
-                      content="server is 10.0.0.7 now")
+    upd = pmem.update(s, note.id, expected_version=note.version, content="server is 10.0.0.7 now")
     assert upd.text == "server is [IP_1] now" and upd.metadata["pii"] == {"IP": 1}
 
 

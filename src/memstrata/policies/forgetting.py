@@ -87,15 +87,15 @@ __all__ = [
 _DAY = 86400.0
 LN2 = math.log(2.0)
 
-#: Types a forgetting policy looks at. Messages are the raw log (retention handles them),
-#: tasks are the live working memory, keys are always protected.
+#: Types a forgetting policy looks at. Not: messages (the raw log; retention purges them
+#: after a summary covered them), summaries (what remains of a conversation once its
+#: messages are purged), clusters (mid-term memory evicts by heat at its own cap), tasks (the
+#: live working memory) and keys (always protected).
 FORGETTABLE_TYPES = frozenset(
     {
-        RecordType.SUMMARY,
         RecordType.EPISODE,
         RecordType.FACT,
         RecordType.KNOWLEDGE,
-        RecordType.CLUSTER,
         RecordType.NOTE,
         RecordType.PROCEDURE,
     }

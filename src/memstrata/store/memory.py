@@ -22,7 +22,15 @@ from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
-from .base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
+from .base import (
+    Candidate,
+    PurgeReport,
+    RecordWrite,
+    StoreStats,
+    UnitOfWork,
+    Vector,
+    with_current_counters,
+)
 
 __all__ = ["InMemoryStore"]
 
@@ -69,6 +77,10 @@ class _Lexical:
     index: Any  # bm25s.BM25; untyped library
 
 
+def _key(r: MemoryRecord) -> tuple[str, str, str]:
+    return (r.tenant, r.user, r.id)
+
+
 class InMemoryStore:
     """A :class:`~memstrata.store.base.Store` kept in process memory."""
 
@@ -76,7 +88,7 @@ class InMemoryStore:
         self.url = url
         self._lock = threading.RLock()
         self._meta: dict[str, str] = {}
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[tuple[str, str, str], _Entry] = {}  # (tenant, user, id)
         self._seq = 0
         self._cache: dict[tuple[str, str, str, str], Vector] = {}
         self._jobs: dict[str, Job] = {}
@@ -104,7 +116,7 @@ class InMemoryStore:
         self._generation[key] = self._generation.get(key, 0) + 1
 
     def _visible(self, scope: Scope, record_id: str) -> _Entry | None:
-        entry = self._entries.get(record_id)
+        entry = self._entries.get((scope.tenant, scope.user, record_id))
         if entry is None or not entry.record.visible_in(scope):
             return None
         return entry
@@ -158,24 +170,23 @@ class InMemoryStore:
         self._insert(writes, undo)
 
     def _insert(self, writes: Sequence[RecordWrite], undo: Undo) -> None:
-        ids = [w.record.id for w in writes]
-        clash = next((i for i in ids if i in self._entries), None)
-        if clash is None and len(set(ids)) != len(ids):
-            clash = next(i for i in ids if ids.count(i) > 1)
+        keys = [_key(w.record) for w in writes]
+        clash = next((k for k in keys if k in self._entries), None)
+        if clash is None and len(set(keys)) != len(keys):
+            clash = next(k for k in keys if keys.count(k) > 1)
         if clash is not None:
             raise ValidationError(
-                f"record id {clash!r} exists already (or twice in this batch); nothing "
+                f"record id {clash[2]!r} exists already (or twice in this batch); nothing "
                 "was written: use replace() to update a record, new_id() for a new one")
         vectors = [self._check(w) for w in writes]  # validate all before writing any
         for w, vec in zip(writes, vectors, strict=True):
             self._seq += 1
-            rid = w.record.id
-            self._entries[rid] = _Entry(self._seq, w.record, tuple(w.terms), vec)
+            self._entries[_key(w.record)] = _Entry(self._seq, w.record, tuple(w.terms), vec)
             self._changed(w.record.tenant, w.record.user)
-            undo.append(lambda rid=rid, r=w.record: self._undo_insert(rid, r))  # type: ignore[misc]
+            undo.append(lambda r=w.record: self._undo_insert(r))  # type: ignore[misc]
 
-    def _undo_insert(self, record_id: str, record: MemoryRecord) -> None:
-        self._entries.pop(record_id, None)
+    def _undo_insert(self, record: MemoryRecord) -> None:
+        self._entries.pop(_key(record), None)
         self._changed(record.tenant, record.user)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
@@ -199,6 +210,8 @@ class InMemoryStore:
 
     def _replace(self, scope: Scope, write: RecordWrite, expected_version: int,
                  undo: Undo) -> None:
+        if scope.caller is not None:  # another caller may read, never write
+            raise NotFoundError(f"no record {write.record.id!r} in scope {scope}")
         new = write.record
         entry = self._visible(scope, new.id)
         if entry is None:
@@ -237,7 +250,7 @@ class InMemoryStore:
         entry = self._visible(scope, record_id)
         if entry is None:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return [*entry.history, entry.record]
+        return with_current_counters([*entry.history, entry.record])
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
@@ -246,6 +259,8 @@ class InMemoryStore:
 
     def _set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                     at: datetime, undo: Undo) -> list[str]:
+        if scope.caller is not None:
+            return []
         status = RecordStatus(status)
         changed: list[str] = []
         for record_id in dict.fromkeys(ids):
@@ -263,18 +278,20 @@ class InMemoryStore:
         return changed
 
     def _drop(self, entry: _Entry) -> tuple[int, int, int]:
-        del self._entries[entry.record.id]
+        del self._entries[_key(entry.record)]
         self._changed(entry.record.tenant, entry.record.user)
         return 1, len(entry.history), int(entry.vector is not None)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        if scope.caller is not None:
+            return PurgeReport()
         totals = [0, 0, 0]
         with self._lock:
             found = [e for e in (self._visible(scope, i) for i in dict.fromkeys(ids)) if e]
             for entry in found:
                 for n, count in enumerate(self._drop(entry)):
                     totals[n] += count
-            remaining = sum(e.record.id in self._entries for e in found)
+            remaining = sum(_key(e.record) in self._entries for e in found)
         return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
                            remaining=remaining)
 
@@ -295,6 +312,11 @@ class InMemoryStore:
             for job in jobs:
                 del self._jobs[job.id]
             self._lexical.pop((tenant, user), None)
+            from ..quotas import subject_hash
+
+            mark = f":{subject_hash(tenant, user)}:"
+            for meta_key in [k for k in self._meta if k.startswith("quota:") and mark in k]:
+                del self._meta[meta_key]
             for dense in [d for d in self._dense if d[:2] == (tenant, user)]:
                 del self._dense[dense]
             remaining = sum(owned(e.record) for e in self._entries.values()) + sum(
@@ -387,7 +409,7 @@ class InMemoryStore:
             scores = np.einsum("ij,j->i", dense.matrix, query)
             # Walk best-first and filter as we go: usually only the first few rows are read.
             for i in np.argsort(-scores, kind="stable"):
-                record = self._entries[dense.ids[i]].record
+                record = self._entries[(scope.tenant, scope.user, dense.ids[i])].record
                 if record.visible_in(scope) and filters.matches(record):
                     out.append(Candidate(record.id, float(scores[i])))
                     if len(out) == k:
@@ -425,7 +447,7 @@ class InMemoryStore:
             scores = np.asarray(lex.index.get_scores(known), dtype=np.float64)
             hits: list[tuple[float, int, str]] = []
             for i in np.flatnonzero(scores > 0):
-                entry = self._entries[lex.ids[i]]
+                entry = self._entries[(scope.tenant, scope.user, lex.ids[i])]
                 if entry.record.visible_in(scope) and filters.matches(entry.record):
                     hits.append((-float(scores[i]), entry.seq, entry.record.id))
         hits.sort()
@@ -461,9 +483,8 @@ class InMemoryStore:
                 if vec.size != dims:
                     raise ValidationError(f"vector for {record.id!r} has {vec.size} "
                                           f"dimensions, but set_vectors was told {dims}")
-                entry = self._entries.get(record.id)
-                if entry is None or (entry.record.tenant, entry.record.user) != (
-                        record.tenant, record.user):
+                entry = self._entries.get(_key(record))
+                if entry is None:
                     raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
                 checked.append((entry, vec))
             for entry, vec in checked:

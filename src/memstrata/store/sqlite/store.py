@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from .codec import (
     encode_vector,
     scope_token,
 )
+from .history import apply_delta, decode_delta, encode_delta, reverse_delta
 from .lexical import BM25_WEIGHTS, match_expression, terms_text
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import VectorCache, dot, top_k
@@ -42,8 +43,7 @@ __all__ = ["SQLiteStore"]
 
 _COLS = ", ".join(COLUMNS)
 _INSERT = f"INSERT INTO records ({_COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
-_UPDATE = f"UPDATE records SET {', '.join(c + ' = ?' for c in COLUMNS[1:])} WHERE id = ?"
-_ARCHIVE = f"INSERT INTO record_versions ({_COLS}) SELECT {_COLS} FROM records WHERE id = ?"
+_UPDATE = f"UPDATE records SET {', '.join(c + ' = ?' for c in COLUMNS[1:])} WHERE seq = ?"
 _MASKED = "type, agent, session, visibility, status, superseded_by, importance"
 
 
@@ -59,14 +59,18 @@ def _masked_of(r: MemoryRecord) -> tuple[object, ...]:
 
 _BUMP = ("INSERT INTO scope_generation (scope_tok, generation) VALUES (?, 1) "
          "ON CONFLICT (scope_tok) DO UPDATE SET generation = generation + 1")
-_UPSERT_VECTOR = ("INSERT INTO vectors (record_id, tenant, user, model, dims, vector) "
-                  "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO UPDATE SET "
-                  "model = excluded.model, dims = excluded.dims, vector = excluded.vector")
+_UPSERT_VECTOR = ("INSERT INTO vectors (seq, tenant, user, model, dims, own, vector) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO UPDATE SET "
+                  "model = excluded.model, dims = excluded.dims, own = excluded.own, "
+                  "vector = excluded.vector")
+_ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
 _BUSY_TIMEOUT_S = 10.0
+_PAGE_SIZE = 8192
 _CHUNK = 500  # ids per IN (...) list
+_T = TypeVar("_T")
 
 
-def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
     for i in range(0, len(items), _CHUNK):
         yield items[i:i + _CHUNK]
 
@@ -88,6 +92,11 @@ class SQLiteStore:
             if schema_version(conn) > SCHEMA_VERSION:
                 migrate(conn, path=path)  # raises SchemaVersionError
             conn.row_factory = sqlite3.Row
+            if schema_version(conn) == 0 and conn.execute(
+                    "SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+                # A new file: 8 kB pages waste less around 1.5 kB vector rows than 4 kB
+                # ones (bench/storage.py). Only possible before the first table exists.
+                conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -212,13 +221,25 @@ class SQLiteStore:
             seq = int(cur.lastrowid or 0)
             self._index(c, seq, r, w.terms)
             if w.vector is not None:
-                dims, blob = self._vector_tail(r, w.vector)
-                c.execute(_UPSERT_VECTOR, (r.id, r.tenant, r.user, r.embedding_model,
-                                           dims, blob))
+                self._store_vector(c, seq, r, w.vector)
 
-    def _vector_tail(self, r: MemoryRecord, vector: Vector) -> tuple[int, bytes]:
+    def _store_vector(self, c: sqlite3.Connection, seq: int, r: MemoryRecord,
+                      vector: Vector) -> None:
+        """Write the record's vector. When the embedding cache holds the very same vector
+        for the record's text, the cache entry moves here (``own = 1``): the vector is kept
+        once, and the cache still finds it through the record (``cached_vectors``)."""
         blob = self._check_vector(r, vector)
-        return len(blob) // 4, blob
+        own = 0
+        if r.embedding_model is not None:
+            key = (scope_token(r.tenant, r.user), r.embedding_model, r.content_hash)
+            hit = c.execute("SELECT vector FROM embedding_cache WHERE scope_tok = ? AND "
+                            "model_id = ? AND key = ?", key).fetchone()
+            if hit is not None and bytes(hit[0]) == blob:
+                c.execute("DELETE FROM embedding_cache WHERE scope_tok = ? AND model_id = ? "
+                          "AND key = ?", key)
+                own = 1
+        c.execute(_UPSERT_VECTOR, (seq, r.tenant, r.user, r.embedding_model, len(blob) // 4,
+                                   own, blob))
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         with self._read() as c:
@@ -242,6 +263,8 @@ class SQLiteStore:
 
     def _replace(self, c: sqlite3.Connection, scope: Scope, write: RecordWrite, *,
                  expected_version: int) -> None:
+        if scope.caller is not None:  # another caller may read, never write
+            raise NotFoundError(f"no record {write.record.id!r} in scope {scope}")
         new = write.record
         rows = self._visible(c, scope, [new.id], "seq, tenant, user, version, " + _MASKED)
         if not rows:
@@ -258,13 +281,15 @@ class SQLiteStore:
         if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
             raise ValidationError(f"replace cannot move record {new.id!r} to another "
                                   "tenant or user; insert a copy under a new id instead")
-        c.execute(_ARCHIVE, (new.id,))
-        c.execute(_UPDATE, encode_record(new)[1:] + (new.id,))
-        self._index(c, int(cur["seq"]), new, write.terms)
+        seq = int(cur["seq"])
+        values = encode_record(new)
+        old = c.execute(f"SELECT {_COLS} FROM records WHERE seq = ?", (seq,)).fetchone()
+        c.execute(_ARCHIVE, (seq, expected_version, encode_delta(reverse_delta(
+            dict(zip(COLUMNS, old, strict=True)), dict(zip(COLUMNS, values, strict=True))))))
+        c.execute(_UPDATE, values[1:] + (seq,))
+        self._index(c, seq, new, write.terms)
         if write.vector is not None:
-            dims, blob = self._vector_tail(new, write.vector)
-            c.execute(_UPSERT_VECTOR, (new.id, new.tenant, new.user, new.embedding_model,
-                                       dims, blob))
+            self._store_vector(c, seq, new, write.vector)
         # The vector cache holds the vector and the masked columns: only a change to one
         # of them invalidates it (a content-only update, e.g. a cluster's hit count, on
         # every search would otherwise reload a user's whole matrix each time).
@@ -273,12 +298,17 @@ class SQLiteStore:
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         with self._read() as c:
-            rows = self._visible(c, scope, [record_id])
+            rows = self._visible(c, scope, [record_id], f"seq, {_COLS}")
             if not rows:
                 raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-            old = c.execute(f"SELECT {_COLS} FROM record_versions WHERE id = ? "
-                            "ORDER BY version", (record_id,)).fetchall()
-        return [decode_record(r) for r in [*old, rows[0]]]
+            deltas = c.execute("SELECT delta FROM record_history WHERE seq = ? "
+                               "ORDER BY version DESC", (rows[0]["seq"],)).fetchall()
+        row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
+        versions = [decode_record(row)]
+        for (blob,) in deltas:
+            row = apply_delta(row, decode_delta(blob))
+            versions.append(decode_record(row))
+        return versions[::-1]
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
@@ -287,16 +317,21 @@ class SQLiteStore:
 
     def _set_status(self, c: sqlite3.Connection, scope: Scope, ids: Sequence[str],
                     status: RecordStatus, at: datetime) -> list[str]:
+        if scope.caller is not None:
+            return []
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
-        for row in self._visible(c, scope, ids, "id, status"):
+        for row in self._visible(c, scope, ids,
+                                 "seq, id, status, version, updated_at, deleted_at"):
             if row["status"] == status.value:
                 continue
-            c.execute(_ARCHIVE, (row["id"],))
+            delta = {col: ["=", row[col]] for col in
+                     ("status", "version", "updated_at", "deleted_at")}
+            c.execute(_ARCHIVE, (row["seq"], row["version"], encode_delta(delta)))
             c.execute("UPDATE records SET status = ?, version = version + 1, "
-                      "updated_at = ?, deleted_at = ? WHERE id = ?",
-                      (status.value, encode_time(at), deleted_at, row["id"]))
+                      "updated_at = ?, deleted_at = ? WHERE seq = ?",
+                      (status.value, encode_time(at), deleted_at, row["seq"]))
             changed.append(row["id"])
         if changed:
             self._bump(c, scope.tenant, scope.user)
@@ -304,57 +339,108 @@ class SQLiteStore:
         return sorted(changed, key=order.__getitem__)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        if scope.caller is not None:
+            return PurgeReport()
         with self._write() as c:
             rows = self._visible(c, scope, ids, "seq, id")
-            found = [r["id"] for r in rows]
+            seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0}
-            for chunk in _chunks(found):
-                sql, vals = in_list("id", chunk)
-                vsql, _ = in_list("record_id", chunk)
+            for chunk in _chunks(seqs):
+                sql, vals = _seq_list(chunk)
                 counts["versions"] += c.execute(
-                    f"DELETE FROM record_versions WHERE {sql}", vals).rowcount
-                counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {vsql}", vals).rowcount
-                counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
-            for row in rows:
-                c.execute("DELETE FROM lexical WHERE rowid = ?", (row["seq"],))
+                    f"DELETE FROM record_history WHERE {sql}", vals).rowcount
+                counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {sql}",
+                                               vals).rowcount
+                c.execute(f"DELETE FROM counters WHERE {sql}", vals)
+                c.execute(f"DELETE FROM lexical WHERE {sql.replace('seq', 'rowid')}", vals)
+                counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}",
+                                               vals).rowcount
             remaining = 0
-            for chunk in _chunks(found):
-                sql, vals = in_list("id", chunk)
-                vsql, _ = in_list("record_id", chunk)
+            for chunk in _chunks(seqs):
+                sql, vals = _seq_list(chunk)
                 remaining += c.execute(
                     f"SELECT (SELECT count(*) FROM records WHERE {sql}) + "
-                    f"(SELECT count(*) FROM record_versions WHERE {sql}) + "
-                    f"(SELECT count(*) FROM vectors WHERE {vsql})",
+                    f"(SELECT count(*) FROM record_history WHERE {sql}) + "
+                    f"(SELECT count(*) FROM vectors WHERE {sql})",
                     vals * 3).fetchone()[0]
-            if found:
+            if seqs:
                 self._bump(c, scope.tenant, scope.user)
         return PurgeReport(**counts, remaining=remaining)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        """Destroy every trace of one user, then make sure no byte of it is left on disk.
+
+        Rows first (one transaction): records, versions, vectors, counters, jobs, the
+        embedding cache (query embeddings included), the FTS5 rows, the scope's generation
+        row, and the user's audit events lose who and which ids (the events stay). Then the
+        bytes: FTS5 ``optimize`` rewrites the index segments without the deleted terms
+        (a DELETE only appends tombstones), ``VACUUM`` rebuilds the file so freed pages and
+        cells keep nothing, and a ``TRUNCATE`` checkpoint empties the WAL. ``remaining``
+        counts the rows still found plus the user's record ids and scope token still present
+        in the file's bytes."""
+        from ...audit import sqlite_redact_subject
+        from ...quotas import subject_hash
+
         tok = scope_token(tenant, user)
+        args = (tenant, user)
         with self._write() as c:
+            ids = [r[0] for r in c.execute(
+                "SELECT id FROM records WHERE tenant = ?1 AND user = ?2", args)]
             cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?",
                               (tok,)).rowcount
             c.execute("DELETE FROM lexical WHERE rowid IN "
-                      "(SELECT seq FROM records WHERE tenant = ? AND user = ?)", (tenant, user))
-            args = (tenant, user)
+                      "(SELECT seq FROM records WHERE tenant = ? AND user = ?)", args)
+            mine = "seq IN (SELECT seq FROM records WHERE tenant = ? AND user = ?)"
             vectors = c.execute("DELETE FROM vectors WHERE tenant = ? AND user = ?", args)
-            versions = c.execute("DELETE FROM record_versions WHERE tenant = ? AND user = ?",
-                                 args)
+            versions = c.execute(f"DELETE FROM record_history WHERE {mine}", args)
+            c.execute(f"DELETE FROM counters WHERE {mine}", args)
             jobs = c.execute("DELETE FROM jobs WHERE tenant = ? AND user = ?", args)
             records = c.execute("DELETE FROM records WHERE tenant = ? AND user = ?", args)
-            self._bump(c, tenant, user)
-            remaining = c.execute(
+            c.execute("DELETE FROM scope_generation WHERE scope_tok = ?", (tok,))
+            c.execute("DELETE FROM meta WHERE key LIKE ?",
+                      (f"quota:%:{subject_hash(tenant, user)}:%",))
+            sqlite_redact_subject(c, tenant, user)
+            counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
+        with self._lock:
+            self._vectors.clear()  # no generation row to compare with: reload from disk
+            self._conn.execute("INSERT INTO lexical (lexical) VALUES ('optimize')")
+            if self.path != ":memory:":
+                self._conn.execute("VACUUM")
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self._read() as c:
+            remaining = int(c.execute(
                 "SELECT (SELECT count(*) FROM records WHERE tenant = ?1 AND user = ?2) + "
-                "(SELECT count(*) FROM record_versions WHERE tenant = ?1 AND user = ?2) + "
+                "(SELECT count(*) FROM record_history h WHERE NOT EXISTS "
+                "(SELECT 1 FROM records r WHERE r.seq = h.seq)) + "
                 "(SELECT count(*) FROM vectors WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM jobs WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM embedding_cache WHERE scope_tok = ?4) + "
+                "(SELECT count(*) FROM scope_generation WHERE scope_tok = ?4) + "
+                "(SELECT count(*) FROM audit_log WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM lexical WHERE lexical MATCH ?3)",
-                (tenant, user, f'scope_tok : "{tok}"', tok)).fetchone()[0]
-            return PurgeReport(records=records.rowcount, versions=versions.rowcount,
-                               vectors=vectors.rowcount, jobs=jobs.rowcount,
-                               cache_entries=cache, remaining=int(remaining))
+                (tenant, user, f'scope_tok : "{tok}"', tok)).fetchone()[0])
+            # ids are unique per (tenant, user): another user's record may carry the same id
+            kept = {r[0] for chunk in _chunks(ids)
+                    for r in c.execute(f"SELECT id FROM records WHERE {in_list('id', chunk)[0]}",
+                                       list(chunk))}
+        remaining += self._bytes_left([tok, *(i for i in ids if i not in kept)])
+        return PurgeReport(records=counts[0], versions=counts[1], vectors=counts[2],
+                           jobs=counts[3], cache_entries=cache, remaining=remaining)
+
+    def _bytes_left(self, needles: Sequence[str]) -> int:
+        """How many of ``needles`` still occur in the database file or its WAL."""
+        if self.path == ":memory:" or not needles:
+            return 0
+        from pathlib import Path
+
+        left: set[str] = set()
+        for suffix in ("", "-wal"):
+            p = Path(self.path + suffix)
+            if not p.exists():
+                continue
+            data = p.read_bytes()
+            left.update(n for n in needles if n.encode() in data)
+        return len(left)
 
     def _select(self, c: sqlite3.Connection, scope: Scope, filters: Filters,
                 tail: str = "", tail_args: Sequence[Any] = (), *,
@@ -449,8 +535,8 @@ class SQLiteStore:
             keep = np.flatnonzero(cache.mask(scope, filters))
             if keep.size == 0:
                 return []
-            if _python_filters(filters):
-                # Let SQL apply the filters the masks cannot, then mask by id.
+            if _python_filters(filters) or scope.caller is not None:
+                # Let SQL apply the filters (and access rules) the masks cannot; mask by id.
                 allowed = {r[0] for r in self._select(c, scope, filters, columns="id")}
                 keep = np.array([i for i in keep if cache.ids[i] in allowed], dtype=np.intp)
                 if keep.size == 0:
@@ -507,6 +593,16 @@ class SQLiteStore:
                                          f"scope_tok = ? AND model_id = ? AND {sql}",
                                          [tok, model_id, *vals]):
                     out[k] = decode_vector(blob)
+            # Passage vectors that moved into a record (``own``): found through the record.
+            rest = [k for k in dict.fromkeys(keys) if k not in out and not k.startswith("q:")]
+            for chunk in _chunks(rest):
+                sql, vals = in_list("r.content_hash", chunk)
+                for k, blob in c.execute(
+                        "SELECT r.content_hash, v.vector FROM records r JOIN vectors v ON "
+                        f"v.seq = r.seq WHERE r.tenant = ? AND r.user = ? AND {sql} AND "
+                        "v.own = 1 AND v.model = ?",
+                        [scope.tenant, scope.user, *vals, model_id]):
+                    out.setdefault(k, decode_vector(blob))
         return out
 
     def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
@@ -544,8 +640,8 @@ class SQLiteStore:
                                 "id = ?", (record.tenant, record.user, record.id)).fetchone()
                 if row is None:
                     raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
-                c.execute(_UPSERT_VECTOR, (record.id, record.tenant, record.user, model_id,
-                                           dims, blob))
+                c.execute(_UPSERT_VECTOR, (row["seq"], record.tenant, record.user, model_id,
+                                           dims, 0, blob))
                 c.execute("UPDATE records SET embedding_model = ?, embedding_dims = ? "
                           "WHERE seq = ?", (model_id, dims, row["seq"]))
                 users.add((record.tenant, record.user))
@@ -624,6 +720,10 @@ class SQLiteStore:
                 return [decode_record(r) for r in rows]
             records = [decode_record(r) for r in self._select(c, scope, filters, tail)]
         return [r for r in records if filters.matches(r)][offset:offset + limit]
+
+def _seq_list(seqs: Sequence[int]) -> tuple[str, list[Any]]:
+    return f"seq IN ({', '.join('?' * len(seqs))})", list(seqs)
+
 
 def _python_filters(f: Filters) -> bool:
     """Filters the vector cache cannot apply as numpy masks (SQL or Python applies them)."""

@@ -1,0 +1,238 @@
+"""``memstrata serve``, ``memstrata mcp`` and ``memstrata keys``: the service commands.
+
+FastAPI, uvicorn and the MCP SDK are imported inside the commands, so ``memstrata --help``
+stays fast and a missing extra is a clear error naming the ``pip install`` to run.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import MemstrataError
+from .options import Settings, console, emit, fail
+
+__all__ = ["register"]
+
+Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+keys_app = typer.Typer(
+    help="API keys: each names a tenant; the HTTP and MCP servers need one.", no_args_is_help=True
+)
+
+
+def _key_row(k: Any) -> dict[str, Any]:
+    return {
+        "id": k.id,
+        "tenant": k.tenant,
+        "role": k.role.value,
+        "name": k.name,
+        "created_at": k.created_at.isoformat(),
+        "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None,
+    }
+
+
+def _key_store(settings: Settings) -> Any:
+    from ..server.keys import open_key_store, sqlite_path
+
+    if sqlite_path(settings.url) is None:
+        fail(
+            f"keys are kept in the SQLite memory file; {settings.url} is not one (use --db "
+            "sqlite:///path.db)"
+        )
+    try:
+        return open_key_store(settings.url)
+    except MemstrataError as exc:
+        fail(str(exc))
+
+
+@keys_app.command("create")
+def keys_create(
+    ctx: typer.Context,
+    tenant: Annotated[str, typer.Option(help="The tenant the key acts for.")],
+    role: Annotated[
+        str, typer.Option(help="member or admin (admin may also purge, import and run jobs).")
+    ] = "member",
+    name: Annotated[str, typer.Option(help="A label for listings.")] = "",
+    as_json: Json = False,
+) -> None:
+    """Create an API key; the key is printed once and stored only as a hash."""
+    store = _key_store(ctx.obj)
+    try:
+        new = store.create(tenant, role=role, name=name)
+    except MemstrataError as exc:
+        fail(str(exc))
+    finally:
+        store.close()
+    if not emit({"key": new.secret, **_key_row(new.key)}, as_json):
+        console.print(
+            f"API key for tenant [bold]{new.key.tenant}[/bold] ({new.key.role.value}, "
+            f"id {new.key.id}); shown only now:"
+        )
+        console.print(new.secret, highlight=False, soft_wrap=True)
+
+
+@keys_app.command("list")
+def keys_list(
+    ctx: typer.Context,
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant's keys.")] = None,
+    as_json: Json = False,
+) -> None:
+    """List API keys (ids, tenants, roles; never the keys)."""
+    store = _key_store(ctx.obj)
+    try:
+        rows = [_key_row(k) for k in store.list(tenant)]
+    finally:
+        store.close()
+    if emit(rows, as_json):
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} API keys")
+    for col in ("id", "tenant", "role", "name", "created_at", "revoked_at"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            *(str(r[c] or "") for c in ("id", "tenant", "role", "name", "created_at", "revoked_at"))
+        )
+    console.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(help="The key's id.")],
+    as_json: Json = False,
+) -> None:
+    """Revoke an API key: every later request with it gets 401."""
+    store = _key_store(ctx.obj)
+    try:
+        key = store.revoke(key_id)
+    except MemstrataError as exc:
+        fail(str(exc))
+    finally:
+        store.close()
+    if not emit(_key_row(key), as_json):
+        console.print(f"key {key.id} of tenant {key.tenant} revoked")
+
+
+def _serve_config(settings: Settings, **limits: Any) -> Any:
+    from ..server.factory import ServeConfig
+
+    return ServeConfig(
+        url=settings.url,
+        embedder=settings.embedder,
+        llm=settings.llm,
+        openai_base_url=settings.openai_base_url,
+        openai_api_key=settings.openai_api_key,
+        **limits,
+    )
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Server processes (use several with PostgreSQL; SQLite serialises writes)."
+        ),
+    ] = 1,
+    rate_limit: Annotated[
+        float, typer.Option(help="Requests/s per API key and process (0: no limit).")
+    ] = 50.0,
+    burst: Annotated[int, typer.Option(help="Requests a key may send at once.")] = 100,
+    max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 1024 * 1024,
+    background: Annotated[
+        bool, typer.Option(help="Run background jobs in the server (else run `memstrata worker`).")
+    ] = True,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning, error.")] = "info",
+) -> None:
+    """Serve the HTTP API, the inspector (/ui) and metrics (default ./memstrata.db)."""
+    from ..server import require_server_extra
+
+    try:
+        require_server_extra()
+    except MemstrataError as exc:
+        fail(str(exc))
+    import uvicorn
+
+    from ..server.factory import ENV_VAR, build_app
+    from ..server.observe import configure_logging
+
+    settings: Settings = ctx.obj
+    config = _serve_config(
+        settings, rate=rate_limit, burst=burst, max_body=max_body, background=background
+    )
+    configure_logging(log_level)
+    if workers > 1:
+        os.environ[ENV_VAR] = config.to_json()
+        os.environ["MEMSTRATA_LOG_LEVEL"] = log_level
+        uvicorn.run(
+            "memstrata.server.factory:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_config=None,
+            access_log=False,
+        )
+        return
+    try:
+        app, _, _ = build_app(config)
+    except MemstrataError as exc:
+        fail(str(exc))
+    console.print(
+        f"memstrata serving {settings.url} on http://{host}:{port} (docs: /docs, inspector: /ui)",
+        highlight=False,
+    )
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+
+
+def mcp(
+    ctx: typer.Context,
+    transport: Annotated[
+        str, typer.Option(help="stdio or http (streamable HTTP at /mcp).")
+    ] = "stdio",
+    key: Annotated[
+        str | None,
+        typer.Option(envvar="MEMSTRATA_API_KEY", help="stdio: an API key naming the tenant."),
+    ] = None,
+    host: Annotated[str, typer.Option(help="http: address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="http: port.")] = 8001,
+) -> None:
+    """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP)."""
+    from ..mcp_server import require_mcp_extra
+
+    try:
+        require_mcp_extra()
+    except MemstrataError as exc:
+        fail(str(exc))
+    from ..mcp_server.run import run_mcp
+
+    settings: Settings = ctx.obj
+    if transport not in ("stdio", "http"):
+        fail(f"--transport {transport!r} is not one of: stdio, http")
+    try:
+        run_mcp(
+            _serve_config(settings),
+            transport=transport,
+            key=key,
+            tenant=settings.tenant,
+            user=settings.user,
+            session=settings.session,
+            agent=settings.agent,
+            host=host,
+            port=port,
+        )
+    except MemstrataError as exc:
+        fail(str(exc))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.command()(mcp)
+    app.add_typer(keys_app, name="keys")

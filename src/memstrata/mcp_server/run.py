@@ -1,0 +1,63 @@
+"""Start the MCP server on a transport with an identity from the configuration."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import anyio
+
+from ..errors import ValidationError
+from ..server.backend import ThreadedBackend
+from ..server.factory import ServeConfig, open_server_memory
+from ..server.keys import open_key_store
+from .identity import Identity
+from .server import build_mcp_server, http_app
+
+__all__ = ["run_mcp"]
+
+log = logging.getLogger("memstrata.mcp")
+
+
+def run_mcp(
+    config: ServeConfig,
+    *,
+    transport: str,
+    key: str | None,
+    tenant: str | None,
+    user: str | None,
+    session: str | None,
+    agent: str | None,
+    host: str = "127.0.0.1",
+    port: int = 8001,
+) -> None:
+    memory = open_server_memory(config)
+    keys = open_key_store(config.url)
+    try:
+        backend = ThreadedBackend(memory)
+        if transport == "stdio":
+            if key is not None:
+                found = keys.authenticate(key)
+                if found is None:
+                    raise ValidationError(
+                        "--key is unknown or revoked; create one with "
+                        "`memstrata keys create --tenant T`"
+                    )
+                tenant = found.tenant
+            if not tenant or not user:
+                raise ValidationError(
+                    "the stdio MCP server needs a tenant and a user: --key "
+                    "(or --tenant) and --user, or MEMSTRATA_API_KEY / "
+                    "MEMSTRATA_USER"
+                )
+            # One stdio process is one conversation: its own session unless one is given.
+            identity = Identity(tenant, user, session or f"mcp-{uuid.uuid4().hex[:12]}", agent)
+            anyio.run(build_mcp_server(backend, identity).run_stdio_async)
+            return
+        import uvicorn
+
+        server = build_mcp_server(backend, Identity(None, user, session, agent, keys=keys))
+        uvicorn.run(http_app(server, keys, host=host), host=host, port=port, log_config=None)
+    finally:
+        keys.close()
+        memory.close()

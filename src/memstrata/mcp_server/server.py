@@ -1,0 +1,331 @@
+"""The memory tools and the MCP server that serves them (stdio or streamable HTTP)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.applications import Starlette
+from starlette.types import ASGIApp, Receive, Send
+from starlette.types import Scope as AsgiScope
+
+from .. import __version__
+from ..errors import MemstrataError
+from ..filters import Filters
+from ..records import MemoryRecord, RecordType
+from ..scope import Scope
+from ..server.backend import MemoryBackend
+from ..server.errors import error_response
+from ..server.keys import KeyStore
+from .identity import Identity, bearer_of
+
+__all__ = ["build_mcp_server", "http_app"]
+
+Layer = Literal[
+    "messages", "summaries", "episodic", "semantic", "mid_term", "key", "procedural", "working"
+]
+Text = Annotated[str, Field(min_length=1, max_length=20_000)]
+
+
+class MemoryOut(BaseModel):
+    id: str
+    type: str
+    text: str
+    version: int
+    status: str
+    observed_at: str
+    tags: list[str]
+    importance: float
+    confidence: float
+
+    @classmethod
+    def of(cls, r: MemoryRecord) -> MemoryOut:
+        return cls(
+            id=r.id,
+            type=r.type.value,
+            text=r.text,
+            version=r.version,
+            status=r.status.value,
+            observed_at=r.observed_at.isoformat(),
+            tags=list(r.tags),
+            importance=r.importance,
+            confidence=r.confidence,
+        )
+
+
+class HitOut(BaseModel):
+    id: str
+    text: str
+    score: float
+    layer: str
+    observed_at: str
+
+
+class SearchOut(BaseModel):
+    hits: list[HitOut]
+
+
+class ContextItemOut(BaseModel):
+    block: str
+    text: str
+    record_id: str | None
+
+
+class ContextOut(BaseModel):
+    text: str = Field(description="The assembled context as one text")
+    messages: list[dict[str, str]]
+    items: list[ContextItemOut]
+    tokens: int
+
+
+class MemoryListOut(BaseModel):
+    memories: list[MemoryOut]
+    total: int
+    next_offset: int | None
+
+
+class DeletedOut(BaseModel):
+    id: str
+    status: str
+
+
+def _annotations(
+    *, read_only: bool, destructive: bool = False, idempotent: bool = False
+) -> ToolAnnotations:
+    return ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[Any]:
+    """An MCP server whose tools act on ``identity``'s memory through ``backend``."""
+
+    def scope_of(ctx: Context[Any, Any]) -> Scope:
+        headers: Any = None
+        try:
+            headers = ctx.headers
+        except ValueError:  # no request (in-process calls)
+            headers = None
+        return identity.scope(headers)
+
+    async def memory_add(
+        content: Text,
+        ctx: Context[Any, Any],
+        observed_at: datetime | None = None,
+        tags: Annotated[list[str], Field(max_length=50)] | None = None,
+        importance: Annotated[float, Field(ge=0, le=1)] | None = None,
+    ) -> MemoryOut:
+        """Remember a fact, preference or decision about the user for later sessions.
+        observed_at: when it was true or said (ISO 8601), default now. A near-duplicate of an
+        existing memory is merged into it instead of stored twice."""
+        scope = scope_of(ctx).user_scope.with_agent(identity.agent)
+        rec = await backend.add(
+            scope, content, observed_at=observed_at, tags=tags or (), importance=importance
+        )
+        return MemoryOut.of(rec)
+
+    async def memory_search(
+        query: Text,
+        ctx: Context[Any, Any],
+        top_k: Annotated[int, Field(ge=1, le=100)] = 10,
+        layers: list[Layer] | None = None,
+    ) -> SearchOut:
+        """Search the user's memory (keywords and meaning), best first."""
+        scope = scope_of(ctx).with_session(None)
+        hits = await backend.search(
+            scope, query, top_k, layers=layers, filters=None, mode=None, explain=False
+        )
+        return SearchOut(
+            hits=[
+                HitOut(
+                    id=h.id,
+                    text=h.text,
+                    score=h.score,
+                    layer=h.layer,
+                    observed_at=h.record.observed_at.isoformat(),
+                )
+                for h in hits
+            ]
+        )
+
+    async def memory_context(
+        ctx: Context[Any, Any],
+        query: Text | None = None,
+        token_budget: Annotated[int, Field(ge=64, le=200_000)] = 4000,
+    ) -> ContextOut:
+        """What to know about the user now: key memory, summaries, facts, relevant memories
+        and the session's recent turns, fitted to token_budget."""
+        built = await backend.build_context(scope_of(ctx), query, token_budget, None, None)
+        return ContextOut(
+            text=built.text,
+            messages=built.messages,
+            tokens=built.tokens,
+            items=[
+                ContextItemOut(block=i.block, text=i.text, record_id=i.record_id)
+                for i in built.items
+            ],
+        )
+
+    async def memory_get(
+        id: Annotated[str, Field(min_length=1, max_length=256)], ctx: Context[Any, Any]
+    ) -> MemoryOut:
+        """One memory by id, with its current version."""
+        return MemoryOut.of(await backend.get(scope_of(ctx).user_scope, id))
+
+    async def memory_update(
+        id: Annotated[str, Field(min_length=1, max_length=256)],
+        content: Text,
+        ctx: Context[Any, Any],
+        expected_version: Annotated[int, Field(ge=1)] | None = None,
+    ) -> MemoryOut:
+        """Correct a memory's text (a new version; the old one stays in its history).
+        expected_version: the version you read; if it changed since, nothing is written."""
+        scope = scope_of(ctx).user_scope
+        if expected_version is None:
+            expected_version = (await backend.get(scope, id)).version
+        rec = await backend.update(
+            scope, id, expected_version=expected_version, content=content, source="corrected_memory"
+        )
+        return MemoryOut.of(rec)
+
+    async def memory_delete(
+        id: Annotated[str, Field(min_length=1, max_length=256)], ctx: Context[Any, Any]
+    ) -> DeletedOut:
+        """Forget a memory (soft delete: hidden everywhere, restorable by the user)."""
+        rec = await backend.delete(scope_of(ctx).user_scope, id)
+        return DeletedOut(id=rec.id, status=rec.status.value)
+
+    async def memory_list(
+        ctx: Context[Any, Any],
+        limit: Annotated[int, Field(ge=1, le=200)] = 20,
+        offset: Annotated[int, Field(ge=0)] = 0,
+        types: list[Literal["note", "fact", "episode", "summary", "message", "key", "knowledge"]]
+        | None = None,
+    ) -> MemoryListOut:
+        """The user's memories, newest first."""
+        scope = scope_of(ctx).user_scope
+        flt = Filters(types=frozenset(RecordType(t) for t in types) if types else None)
+        items, total = await backend.list_records(
+            scope, flt, limit=limit, offset=offset, newest_first=True
+        )
+        nxt = offset + len(items)
+        return MemoryListOut(
+            memories=[MemoryOut.of(r) for r in items],
+            total=total,
+            next_offset=nxt if nxt < total else None,
+        )
+
+    async def key_memory_set(
+        text: Annotated[str, Field(min_length=1, max_length=4000)],
+        ctx: Context[Any, Any],
+        priority: Annotated[int, Field(ge=-1000, le=1000)] = 0,
+    ) -> MemoryOut:
+        """Pin something that must always be in context (goal, constraint, deadline)."""
+        return MemoryOut.of(await backend.key_set(scope_of(ctx).user_scope, text, priority))
+
+    async def key_memory_list(ctx: Context[Any, Any]) -> MemoryListOut:
+        """The pinned key memories, in the order they enter the context."""
+        recs = await backend.key_list(scope_of(ctx).user_scope)
+        return MemoryListOut(
+            memories=[MemoryOut.of(r) for r in recs], total=len(recs), next_offset=None
+        )
+
+    specs: list[tuple[Callable[..., Awaitable[BaseModel]], ToolAnnotations]] = [
+        (memory_add, _annotations(read_only=False)),
+        (memory_search, _annotations(read_only=True, idempotent=True)),
+        (memory_context, _annotations(read_only=True, idempotent=True)),
+        (memory_get, _annotations(read_only=True, idempotent=True)),
+        (memory_update, _annotations(read_only=False, destructive=True)),
+        (memory_delete, _annotations(read_only=False, destructive=True, idempotent=True)),
+        (memory_list, _annotations(read_only=True, idempotent=True)),
+        (key_memory_set, _annotations(read_only=False)),
+        (key_memory_list, _annotations(read_only=True, idempotent=True)),
+    ]
+    tools = [
+        _strict(Tool.from_function(_reported(fn), annotations=ann, structured_output=True))
+        for fn, ann in specs
+    ]
+    return MCPServer(
+        "memstrata",
+        version=__version__,
+        tools=tools,
+        log_level="WARNING",
+        instructions="Long-term memory about the user. Call memory_context at the "
+        "start of a conversation; memory_add for facts worth keeping.",
+    )
+
+
+def _reported(fn: Callable[..., Awaitable[BaseModel]]) -> Callable[..., Awaitable[BaseModel]]:
+    """memstrata's errors reach the model as tool errors with their message (what to fix);
+    the SDK would otherwise hide them behind "Error executing tool"."""
+
+    @functools.wraps(fn)
+    async def tool(*args: Any, **kwargs: Any) -> BaseModel:
+        try:
+            return await fn(*args, **kwargs)
+        except MemstrataError as exc:
+            raise ToolError(str(exc)) from None
+
+    return tool
+
+
+def _strict(tool: Tool) -> Tool:
+    """Refuse arguments the schema does not declare (the SDK ignores them by default), so a
+    model cannot slip in e.g. a ``tenant`` and believe it took effect."""
+    base = tool.fn_metadata.arg_model
+    strict: type[ArgModelBase] = type(
+        base.__name__,
+        (base,),
+        {
+            "model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+            "__module__": base.__module__,
+        },
+    )
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
+
+
+class _RequireKey:
+    """HTTP transport: no valid API key, no MCP (401 before the SDK sees the request)."""
+
+    def __init__(self, app: ASGIApp, keys: KeyStore) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {
+                k.decode("latin-1").lower(): v.decode("latin-1")
+                for k, v in scope.get("headers", [])
+            }
+            secret = bearer_of(headers)
+            if not secret or self.keys.authenticate(secret) is None:
+                response = error_response(
+                    401,
+                    "unauthorized",
+                    "this MCP endpoint needs a valid API key: "
+                    "Authorization: Bearer ms_... (memstrata keys create --tenant T)",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: MCPServer[Any], keys: KeyStore, *, host: str = "127.0.0.1") -> Starlette:
+    """The streamable HTTP app (at ``/mcp``) behind the API-key check."""
+    app = server.streamable_http_app(host=host, stateless_http=True, json_response=True)
+    app.add_middleware(_RequireKey, keys=keys)
+    return app

@@ -1,0 +1,170 @@
+"""The FastAPI application: ``create_app(memory, keys)`` wires routes, limits and metrics."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib import resources
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from .. import __version__
+from ..memory import Memory
+from .backend import MemoryBackend, ThreadedBackend
+from .dto import ErrorOut, Health
+from .errors import error_response, install_handlers
+from .keys import KeyStore, sqlite_path
+from .limits import BodyLimit, RateLimiter
+from .observe import Metrics, RequestObserver
+from .routes import admin, key_memory, memories, portability, retrieval, sessions
+from .state import ServerState, state_of
+
+__all__ = ["Limits", "create_app"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Request limits. ``rate <= 0`` turns the rate limit off."""
+
+    rate: float = 50.0  # requests/s per key, on average
+    burst: int = 100  # requests a key may send at once
+    max_body: int = 1024 * 1024  # bytes per request
+    max_import_body: int = 64 * 1024 * 1024
+
+
+def _sqlite_job_counts(path: str) -> Callable[[], Mapping[str, int] | None]:
+    def counts() -> Mapping[str, int] | None:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+        try:
+            return dict(conn.execute("SELECT status, count(*) FROM jobs GROUP BY status"))
+        finally:
+            conn.close()
+
+    return counts
+
+
+def create_app(
+    memory: Memory | MemoryBackend,
+    keys: KeyStore,
+    *,
+    limits: Limits = Limits(),
+    on_close: Callable[[], None] | None = None,
+) -> FastAPI:
+    """The HTTP API over ``memory`` (a sync ``Memory`` runs behind :class:`ThreadedBackend`).
+
+    ``on_close`` runs when the server shuts down (closing the memory and the key store)."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if on_close is not None:
+                on_close()
+
+    backend = ThreadedBackend(memory) if isinstance(memory, Memory) else memory
+    path = sqlite_path(memory.store.url) if isinstance(memory, Memory) else None
+    job_counts = _sqlite_job_counts(path) if path else (lambda: None)
+    app = FastAPI(
+        title="memstrata",
+        version=__version__,
+        description="Layered long-term memory for LLM agents. Every /v1 path needs an API key "
+        "(`Authorization: Bearer ms_...`); the key decides the tenant, the path the user.",
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+        lifespan=lifespan,
+    )
+    app.state.memstrata = ServerState(
+        backend, keys, RateLimiter(limits.rate, limits.burst), job_counts
+    )
+    metrics = Metrics(job_counts)
+    install_handlers(app)
+    for router in (
+        sessions.router,
+        memories.router,
+        retrieval.router,
+        key_memory.router,
+        portability.router,
+        admin.router,
+    ):
+        app.include_router(router)
+    _ops_routes(app, metrics)
+    ui = resources.files("memstrata.server") / "ui"
+    app.mount("/ui", StaticFiles(directory=str(ui), html=True), name="ui")
+    app.openapi_schema = None
+    _add_error_schema(app)
+    app.add_middleware(
+        BodyLimit,
+        limit=limits.max_body,
+        large_limit=limits.max_import_body,
+        large_suffixes=("/import",),
+    )
+    app.add_middleware(RequestObserver, metrics=metrics)
+    return app
+
+
+def _ops_routes(app: FastAPI, metrics: Metrics) -> None:
+    @app.get("/healthz", response_model=Health, tags=["operations"], summary="The process is up")
+    async def healthz() -> Health:
+        return Health(status="ok")
+
+    @app.get(
+        "/readyz",
+        response_model=Health,
+        tags=["operations"],
+        summary="The store answers (503 when it does not)",
+        responses={503: {"model": ErrorOut, "description": "Store unavailable"}},
+    )
+    async def readyz(request: Request) -> Response:
+        try:
+            await state_of(request.app).backend.ready()
+        except Exception as exc:  # any failure to answer means "not ready"
+            return error_response(
+                503, "not_ready", f"the store does not answer: {exc}", headers={"Retry-After": "5"}
+            )
+        return JSONResponse({"status": "ready"})
+
+    @app.get(
+        "/metrics",
+        tags=["operations"],
+        summary="Prometheus metrics",
+        response_class=Response,
+        responses={
+            200: {
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+                "description": "Prometheus text format",
+            }
+        },
+    )
+    async def metrics_endpoint() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> RedirectResponse:
+        return RedirectResponse("/ui/")
+
+
+def _add_error_schema(app: FastAPI) -> None:
+    """Register ErrorOut in the OpenAPI components (the routes' error responses refer to it)."""
+    original = app.openapi
+
+    def openapi() -> dict[str, object]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = original()
+        comps = schema.setdefault("components", {}).setdefault("schemas", {})
+        for model in (ErrorOut,):
+            js = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            for name, sub in js.pop("$defs", {}).items():
+                comps.setdefault(name, sub)
+            comps.setdefault(model.__name__, js)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

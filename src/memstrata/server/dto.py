@@ -1,0 +1,457 @@
+"""The HTTP API's request and response bodies (pydantic lives here, at the edge only).
+
+Request models forbid unknown fields, so a typo is a 422 that names the field instead of a
+silently ignored option. Response models mirror :func:`memstrata.codec.record_to_dict`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..codec import record_to_dict
+from ..context.assemble import AssembledContext, ContextItem
+from ..jobs import Job
+from ..records import MemoryRecord
+from ..search.hit import SearchHit
+from .inspect import LayerItem, LayersView
+
+MAX_TEXT = 100_000
+MAX_BATCH = 1000
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+Id = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+RoleName = Literal["user", "assistant", "system", "tool"]
+RecordTypeName = Literal[
+    "message",
+    "summary",
+    "episode",
+    "fact",
+    "knowledge",
+    "cluster",
+    "key",
+    "procedure",
+    "task",
+    "note",
+]
+SourceName = Literal[
+    "explicit_user_input",
+    "implicit_inference",
+    "system_generated",
+    "external_data",
+    "corrected_memory",
+]
+VisibilityName = Literal["private", "shared", "public"]
+LayerName = Literal[
+    "messages", "summaries", "episodic", "semantic", "mid_term", "key", "procedural", "working"
+]
+
+
+class MessageIn(Request):
+    role: RoleName
+    content: Text
+    observed_at: datetime | None = Field(
+        None, description="When it was said (ISO 8601); default now. Naive times are UTC."
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MessageBatchIn(Request):
+    messages: list[MessageIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class MemoryIn(Request):
+    content: Text
+    type: RecordTypeName = "note"
+    importance: float | None = Field(None, ge=0, le=1)
+    confidence: float = Field(1.0, ge=0, le=1)
+    tags: list[Annotated[str, Field(max_length=256)]] = Field(default_factory=list, max_length=100)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: SourceName = "explicit_user_input"
+    observed_at: datetime | None = None
+    visibility: VisibilityName | None = None
+    source_ids: list[Id] = Field(default_factory=list, max_length=1000)
+    dedup: bool = True
+    session: Id | None = None
+    agent: Id | None = None
+
+
+class MemoryPatch(Request):
+    expected_version: int = Field(
+        ge=1,
+        le=2**31,
+        description="The version you read; a newer one makes this a 409 and changes nothing.",
+    )
+    content: Text | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    confidence: float | None = Field(None, ge=0, le=1)
+    tags: list[Annotated[str, Field(max_length=256)]] | None = Field(None, max_length=100)
+    metadata: dict[str, Any] | None = None
+    source: SourceName | None = None
+
+
+class PurgeIn(Request):
+    ids: list[Id] | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="Records to destroy; omit with all_of_user=true.",
+    )
+    all_of_user: bool = Field(False, description="Destroy every trace of the user.")
+
+
+class SearchIn(Request):
+    query: Text
+    top_k: int = Field(10, ge=1, le=1000)
+    layers: list[LayerName] | None = None
+    filters: dict[str, Any] | None = Field(
+        None,
+        description="types, tags, tags_all, observed_after, observed_before, valid_at, "
+        "min_importance, sources, metadata, include_deleted, include_superseded, ids",
+    )
+    mode: Literal["hybrid", "lexical", "dense"] | None = None
+    explain: bool = False
+    session: Id | None = None
+    agent: Id | None = None
+
+
+class ContextIn(Request):
+    query: Text | None = None
+    token_budget: int = Field(4000, ge=1, le=2_000_000)
+    system_prompt: Annotated[str, Field(max_length=MAX_TEXT)] | None = None
+    reserve_ratio: float | None = Field(None, ge=0, lt=1)
+    session: Id | None = None
+    agent: Id | None = None
+
+
+class KeyMemoryIn(Request):
+    text: Annotated[str, Field(min_length=1, max_length=4000)]
+    priority: int = Field(0, ge=-1000, le=1000)
+
+
+class KeyMemoryPatch(Request):
+    expected_version: int = Field(ge=1, le=2**31)
+    text: Annotated[str, Field(min_length=1, max_length=4000)] | None = None
+    priority: int | None = Field(None, ge=-1000, le=1000)
+
+
+class TaskIn(Request):
+    goal: Annotated[str, Field(min_length=1, max_length=4000)]
+    steps: list[Annotated[str, Field(min_length=1, max_length=4000)]] = Field(
+        default_factory=list, max_length=200
+    )
+
+
+class TaskStepIn(Request):
+    status: Literal["pending", "in_progress", "completed", "failed"]
+    result: Annotated[str, Field(max_length=MAX_TEXT)] | None = None
+    error: Annotated[str, Field(max_length=MAX_TEXT)] | None = None
+
+
+class TaskNoteIn(Request):
+    text: Text
+    tool: Annotated[str, Field(max_length=256)] | None = None
+
+
+class TaskCompleteIn(Request):
+    success: bool
+    outcome: Text
+    feedback: Annotated[str, Field(max_length=MAX_TEXT)] = ""
+
+
+# --- responses --------------------------------------------------------------------------
+class Content(BaseModel):
+    raw: str
+    summary: str | None
+    structured: dict[str, Any]
+
+
+class RelationOut(BaseModel):
+    kind: str
+    target_id: str
+
+
+class AccessOut(BaseModel):
+    visibility: str
+    allowed_users: list[str]
+    allowed_roles: list[str]
+
+
+class RecordOut(BaseModel):
+    id: str
+    tenant: str
+    user: str
+    agent: str | None
+    session: str | None
+    type: str
+    role: str | None
+    content: Content
+    embedding_model: str | None
+    embedding_dims: int | None
+    importance: float
+    confidence: float
+    tags: list[str]
+    source: str
+    version: int
+    access_count: int
+    decay_score: float
+    superseded_by: str | None
+    relations: list[RelationOut]
+    access: AccessOut
+    source_ids: list[str]
+    metadata: dict[str, Any]
+    content_hash: str
+    status: str
+    created_at: str | None
+    updated_at: str | None
+    observed_at: str | None
+    last_accessed_at: str | None
+    valid_from: str | None
+    valid_to: str | None
+    deleted_at: str | None
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> RecordOut:
+        return cls.model_validate(record_to_dict(record))
+
+
+class RecordList(BaseModel):
+    items: list[RecordOut]
+    total: int
+    limit: int
+    offset: int
+    next_offset: int | None
+
+
+class Records(BaseModel):
+    records: list[RecordOut]
+
+
+class HitOut(BaseModel):
+    score: float
+    layer: str
+    source_ids: list[str]
+    explanation: dict[str, float | int | None] | None
+    record: RecordOut
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> HitOut:
+        return cls(
+            score=hit.score,
+            layer=hit.layer,
+            source_ids=list(hit.source_ids),
+            explanation=dict(hit.explanation) if hit.explanation is not None else None,
+            record=RecordOut.of(hit.record),
+        )
+
+
+class SearchOut(BaseModel):
+    hits: list[HitOut]
+
+
+class ContextItemOut(BaseModel):
+    block: str
+    layer: str
+    score: float
+    record_id: str | None
+    source_ids: list[str]
+    text: str
+    tokens: int
+    observed_at: str | None
+
+    @classmethod
+    def of(cls, it: ContextItem) -> ContextItemOut:
+        return cls(
+            block=it.block,
+            layer=it.layer,
+            score=it.score,
+            record_id=it.record_id,
+            source_ids=list(it.source_ids),
+            text=it.text,
+            tokens=it.tokens,
+            observed_at=it.observed_at.isoformat() if it.observed_at else None,
+        )
+
+
+class TurnOut(BaseModel):
+    role: str
+    content: str
+    record_id: str | None
+
+
+class PlanOut(BaseModel):
+    total: int
+    usable: int
+    system: int
+    memory: int
+    history: int
+    reserve: int
+    complexity: str
+
+
+class ChatMessage(BaseModel):
+    role: str
+    content: str
+
+
+class ContextOut(BaseModel):
+    messages: list[ChatMessage]
+    items: list[ContextItemOut]
+    dropped: list[ContextItemOut]
+    history: list[TurnOut]
+    tokens: int
+    plan: PlanOut
+
+    @classmethod
+    def of(cls, built: AssembledContext) -> ContextOut:
+        p = built.plan
+        return cls(
+            messages=[ChatMessage(role=m["role"], content=m["content"]) for m in built.messages],
+            items=[ContextItemOut.of(i) for i in built.items],
+            dropped=[ContextItemOut.of(i) for i in built.dropped],
+            history=[
+                TurnOut(role=h.role, content=h.content, record_id=h.record_id)
+                for h in built.history
+            ],
+            tokens=built.tokens,
+            plan=PlanOut(
+                total=p.total,
+                usable=p.usable,
+                system=p.system,
+                memory=p.memory,
+                history=p.history,
+                reserve=p.reserve,
+                complexity=p.complexity,
+            ),
+        )
+
+
+class PurgeOut(BaseModel):
+    records: int
+    versions: int
+    vectors: int
+    jobs: int
+    cache_entries: int
+    remaining: int
+
+
+class RunReportOut(BaseModel):
+    done: int
+    retried: int
+    failed: int
+    errors: list[str]
+
+
+class JobOut(BaseModel):
+    id: str
+    kind: str
+    session: str | None
+    status: str
+    attempts: int
+    last_error: str | None
+    created_at: str
+    run_after: str
+
+    @classmethod
+    def of(cls, job: Job) -> JobOut:
+        return cls(
+            id=job.id,
+            kind=job.kind,
+            session=job.session,
+            status=str(job.status),
+            attempts=job.attempts,
+            last_error=job.last_error,
+            created_at=job.created_at.isoformat(),
+            run_after=job.run_after.isoformat(),
+        )
+
+
+class Jobs(BaseModel):
+    jobs: list[JobOut]
+
+
+class TaskDone(BaseModel):
+    task: RecordOut
+    episode: RecordOut
+    lessons: list[str]
+
+
+class ImportOut(BaseModel):
+    imported: int
+    skipped: int
+    reembedded: int
+
+
+class Stats(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    records: int
+    active: int
+    deleted: int
+    by_type: dict[str, int]
+    pending_jobs: int
+    failed_jobs: int
+
+
+class LayerItemOut(BaseModel):
+    record: RecordOut
+    details: dict[str, Any]
+
+    @classmethod
+    def of(cls, item: LayerItem) -> LayerItemOut:
+        return cls(record=RecordOut.of(item.record), details=item.details)
+
+
+class LayersOut(BaseModel):
+    short_term: list[LayerItemOut]
+    mid_term: list[LayerItemOut]
+    summaries: list[LayerItemOut]
+    facts: list[LayerItemOut]
+    episodes: list[LayerItemOut]
+    key: list[LayerItemOut]
+    tasks: list[LayerItemOut]
+    notes: list[LayerItemOut]
+    counts: dict[str, int]
+
+    @classmethod
+    def of(cls, v: LayersView) -> LayersOut:
+        def items(xs: list[LayerItem]) -> list[LayerItemOut]:
+            return [LayerItemOut.of(x) for x in xs]
+
+        return cls(
+            short_term=items(v.short_term),
+            mid_term=items(v.mid_term),
+            summaries=items(v.summaries),
+            facts=items(v.facts),
+            episodes=items(v.episodes),
+            key=items(v.key),
+            tasks=items(v.tasks),
+            notes=items(v.notes),
+            counts=v.counts,
+        )
+
+
+class WhoAmI(BaseModel):
+    key_id: str
+    tenant: str
+    role: str
+
+
+class Health(BaseModel):
+    status: str
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    fields: list[str] = Field(default_factory=list)
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody

@@ -1,0 +1,205 @@
+"""memstrata's errors as HTTP answers: one JSON shape, a status per kind, never a traceback.
+
+========================  ======  ===============================================
+error                     status  note
+========================  ======  ===============================================
+malformed JSON            400
+no / unknown / revoked key 401    ``WWW-Authenticate: Bearer``
+role too low              403
+NotFoundError             404     other tenants' records too (isolation)
+ConflictError             409     ``expected_version`` is stale
+body too large            413
+ValidationError, schema   422     the message names the field and the fix
+rate limit, quota         429     ``Retry-After``
+StoreError, sqlite3.Error 503     ``Retry-After``; the store is down or locked
+ProviderError             503     an embedding/LLM provider failed
+anything else             500     logged with its traceback, answered without it
+========================  ======  ===============================================
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import (
+    ConflictError,
+    ImportFormatError,
+    MemstrataError,
+    NotFoundError,
+    ProviderError,
+    QuotaExceededError,
+    StoreError,
+    ValidationError,
+)
+
+__all__ = ["ApiError", "ERROR_RESPONSES", "error_response", "install_handlers"]
+
+log = logging.getLogger("memstrata.server")
+
+STORE_RETRY_SECONDS = 5
+
+
+class ApiError(Exception):
+    """An answer the server decided on (auth, limits); carries its status and headers."""
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    fields: Sequence[str] = (),
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message, "fields": list(fields)}},
+        status_code=status,
+        headers=dict(headers or {}),
+    )
+
+
+_ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorOut"}
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"description": text, "content": {"application/json": {"schema": _ERROR_SCHEMA}}}
+    for status, text in (
+        (400, "Malformed JSON"),
+        (401, "Missing, unknown or revoked API key"),
+        (403, "The key's role may not do this"),
+        (404, "No such record for this user"),
+        (409, "Version conflict"),
+        (413, "Request body too large"),
+        (422, "Invalid input: the message names the field and the fix"),
+        (429, "Rate limit or quota; see Retry-After"),
+        (503, "Store or provider unavailable"),
+    )
+}
+
+_FIXES = {
+    "missing": "add this field",
+    "extra_forbidden": "remove this field; it is not part of this request",
+    "string_too_short": "send a non-empty string",
+    "string_too_long": "send a shorter string",
+    "too_short": "send at least one item",
+    "too_long": "send fewer items",
+    "literal_error": "use one of the allowed values",
+    "int_parsing": "send an integer",
+    "int_type": "send an integer",
+    "float_parsing": "send a number",
+    "float_type": "send a number",
+    "bool_parsing": "send true or false",
+    "bool_type": "send true or false",
+    "string_type": "send a string",
+    "dict_type": "send a JSON object",
+    "list_type": "send a JSON array",
+    "model_attributes_type": "send a JSON object",
+    "datetime_from_date_parsing": "send an ISO 8601 time such as 2024-05-08T13:00:00Z",
+    "datetime_parsing": "send an ISO 8601 time such as 2024-05-08T13:00:00Z",
+    "datetime_type": "send an ISO 8601 time such as 2024-05-08T13:00:00Z",
+    "greater_than_equal": "send a larger value",
+    "greater_than": "send a larger value",
+    "less_than_equal": "send a smaller value",
+    "less_than": "send a smaller value",
+}
+
+
+def _field(loc: Sequence[Any]) -> str:
+    return ".".join(str(p) for p in loc) or "body"
+
+
+def _validation_message(errors: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    parts, fields = [], []
+    for err in errors[:10]:
+        name = _field(err.get("loc", ()))
+        fix = _FIXES.get(str(err.get("type")), "correct this value")
+        parts.append(f"{name}: {err.get('msg', 'invalid')} — {fix}")
+        fields.append(name)
+    more = f" (+{len(errors) - 10} more)" if len(errors) > 10 else ""
+    return "; ".join(parts) + more, fields
+
+
+def install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = list(exc.errors())
+        bad_json = [e for e in errors if e.get("type") == "json_invalid"]
+        if bad_json:
+            ctx = bad_json[0].get("ctx") or {}
+            return error_response(
+                400,
+                "malformed_json",
+                f"the request body is not valid JSON ({ctx.get('error', 'parse error')}); "
+                "send a JSON object with Content-Type: application/json",
+            )
+        message, fields = _validation_message(errors)
+        return error_response(422, "invalid_request", message, fields=fields)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
+            exc.status_code, "http_error"
+        )
+        detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = "no such path; see /docs for the API"
+        return error_response(exc.status_code, code, detail, headers=exc.headers)
+
+    @app.exception_handler(ApiError)
+    async def _api(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message, headers=exc.headers)
+
+    @app.exception_handler(MemstrataError)
+    async def _memstrata(request: Request, exc: MemstrataError) -> JSONResponse:
+        return memstrata_response(exc, request)
+
+    @app.exception_handler(sqlite3.Error)
+    async def _sqlite(request: Request, exc: sqlite3.Error) -> JSONResponse:
+        log.error("store error on %s %s: %s", request.method, request.url.path, exc)
+        return error_response(
+            503,
+            "store_unavailable",
+            f"the store is unavailable ({type(exc).__name__}); retry later",
+            headers={"Retry-After": str(STORE_RETRY_SECONDS)},
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return error_response(
+            500, "internal_error", "internal error; the server log has the details"
+        )
+
+
+def memstrata_response(exc: MemstrataError, request: Request | None = None) -> JSONResponse:
+    msg = str(exc)
+    if isinstance(exc, NotFoundError):
+        return error_response(404, "not_found", msg)
+    if isinstance(exc, ConflictError):
+        return error_response(409, "version_conflict", msg)
+    if isinstance(exc, ValidationError | ImportFormatError):
+        return error_response(422, "invalid_request", msg)
+    if isinstance(exc, QuotaExceededError):
+        return error_response(429, "quota_exceeded", msg, headers={"Retry-After": "60"})
+    if isinstance(exc, StoreError | ProviderError):
+        where = f" on {request.method} {request.url.path}" if request else ""
+        log.error("unavailable%s: %s", where, msg)
+        return error_response(
+            503, "unavailable", msg, headers={"Retry-After": str(STORE_RETRY_SECONDS)}
+        )
+    return error_response(422, "invalid_request", msg)

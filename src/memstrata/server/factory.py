@@ -1,0 +1,98 @@
+"""Build the server from a configuration: in-process, or in each ``--workers`` process.
+
+Worker processes are started by uvicorn and cannot be handed Python objects, so the CLI puts
+the configuration (JSON) in ``MEMSTRATA_SERVE_CONFIG`` and each worker calls
+:func:`app_from_env`. This module and the CLI are the only places that read the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from fastapi import FastAPI
+
+from ..errors import ValidationError
+from ..memory import Memory
+from .app import Limits, create_app
+from .keys import KeyStore, open_key_store
+
+__all__ = ["ENV_VAR", "ServeConfig", "app_from_env", "build_app", "open_server_memory"]
+
+ENV_VAR = "MEMSTRATA_SERVE_CONFIG"
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    url: str = "sqlite:///memstrata.db"
+    embedder: str | None = None
+    llm: str | None = None
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    rate: float = 50.0
+    burst: int = 100
+    max_body: int = 1024 * 1024
+    max_import_body: int = 64 * 1024 * 1024
+    background: bool = True
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeConfig:
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"{ENV_VAR} is not a serve configuration: {exc}") from None
+
+
+def open_server_memory(config: ServeConfig) -> Memory:
+    embedder: Any = config.embedder
+    llm: Any = config.llm
+    if isinstance(embedder, str) and embedder.startswith("openai:"):
+        from ..embedder.openai import OpenAIEmbedder
+
+        embedder = OpenAIEmbedder(
+            embedder.split(":", 1)[1],
+            base_url=config.openai_base_url,
+            api_key=config.openai_api_key,
+        )
+    if isinstance(llm, str) and llm.startswith("openai:"):
+        from ..llm.openai import openai_llm
+
+        llm = openai_llm(
+            llm.split(":", 1)[1], base_url=config.openai_base_url, api_key=config.openai_api_key
+        )
+    return Memory(config.url, embedder=embedder, llm=llm, background=config.background)
+
+
+def build_app(config: ServeConfig) -> tuple[FastAPI, Memory, KeyStore]:
+    memory = open_server_memory(config)
+    try:
+        keys = open_key_store(config.url)
+    except BaseException:
+        memory.close()
+        raise
+
+    def close() -> None:
+        keys.close()
+        memory.close()
+
+    limits = Limits(
+        rate=config.rate,
+        burst=config.burst,
+        max_body=config.max_body,
+        max_import_body=config.max_import_body,
+    )
+    return create_app(memory, keys, limits=limits, on_close=close), memory, keys
+
+
+def app_from_env() -> FastAPI:
+    """The uvicorn factory each worker process calls (``--workers N``)."""
+    from .observe import configure_logging
+
+    configure_logging(os.environ.get("MEMSTRATA_LOG_LEVEL", "info"))
+    app, _, _ = build_app(ServeConfig.from_json(os.environ.get(ENV_VAR, "{}")))
+    return app

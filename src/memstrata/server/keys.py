@@ -1,0 +1,273 @@
+"""API keys: who is calling, and which tenant they act for.
+
+A key is ``ms_<id>_<secret>``: ``id`` (12 hex chars) names the key in listings and logs, the
+secret is 32 random bytes (256 bits) from :mod:`secrets`. Only ``sha256(key)`` is stored.
+A salt or a slow hash (bcrypt, argon2) protects *low-entropy* secrets such as passwords
+from offline guessing; a 256-bit random key cannot be guessed, so one SHA-256 is enough and
+keeps the per-request check a single indexed lookup.
+
+Keys live in the same database as the memory, in a table of their own (``api_keys``) that
+this module creates through its own connection: one file to back up, and a purge or a
+restore of the database takes the keys with it. ``memory://`` stores get an in-process key
+store (tests).
+
+The tenant a request acts for comes from its key, never from the request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import sqlite3
+import threading
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Protocol
+
+from ..errors import NotFoundError, StoreError, ValidationError
+from ..scope import Scope
+
+__all__ = [
+    "ApiKey",
+    "InMemoryKeyStore",
+    "KeyStore",
+    "NewKey",
+    "Role",
+    "SQLiteKeyStore",
+    "hash_key",
+    "open_key_store",
+    "parse_key",
+]
+
+_KEY = re.compile(r"^ms_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
+
+
+class Role(StrEnum):
+    """``member`` reads and writes memory; ``admin`` may also purge, import and run jobs."""
+
+    MEMBER = "member"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """What the server knows about a key (never the key itself)."""
+
+    id: str
+    tenant: str
+    role: Role
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    """A freshly created key: ``secret`` is shown once and stored nowhere."""
+
+    secret: str
+    key: ApiKey
+
+
+def hash_key(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def parse_key(secret: str) -> str | None:
+    """The key id of a well-formed key, else ``None`` (no lookup for garbage)."""
+    m = _KEY.match(secret)
+    return m.group(1) if m else None
+
+
+def _role(value: str) -> Role:
+    try:
+        return Role(value)
+    except ValueError:
+        raise ValidationError(
+            f"role {value!r} is not one of: {', '.join(r.value for r in Role)}"
+        ) from None
+
+
+def _new(tenant: str, role: str, name: str, now: datetime) -> NewKey:
+    Scope(tenant, "_")  # the same id rules as every other tenant id
+    key_id = secrets.token_hex(6)
+    secret = f"ms_{key_id}_{secrets.token_urlsafe(32)}"
+    return NewKey(secret, ApiKey(key_id, tenant, _role(role), name, now))
+
+
+class KeyStore(Protocol):
+    def create(self, tenant: str, *, role: str = "member", name: str = "") -> NewKey: ...
+    def authenticate(self, secret: str) -> ApiKey | None:
+        """The active key this secret belongs to, or ``None`` (unknown, malformed, revoked)."""
+        ...
+
+    def list(self, tenant: str | None = None) -> list[ApiKey]: ...
+    def revoke(self, key_id: str) -> ApiKey: ...
+    def close(self) -> None: ...
+
+
+class InMemoryKeyStore:
+    """Keys in a dict (``memory://`` stores and tests)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, tuple[str, ApiKey]] = {}
+        self._lock = threading.Lock()
+
+    def create(self, tenant: str, *, role: str = "member", name: str = "") -> NewKey:
+        new = _new(tenant, role, name, datetime.now(UTC))
+        with self._lock:
+            self._keys[new.key.id] = (hash_key(new.secret), new.key)
+        return new
+
+    def authenticate(self, secret: str) -> ApiKey | None:
+        key_id = parse_key(secret)
+        if key_id is None:
+            return None
+        with self._lock:
+            found = self._keys.get(key_id)
+        if found is None or not secrets.compare_digest(found[0], hash_key(secret)):
+            return None
+        return found[1] if found[1].active else None
+
+    def list(self, tenant: str | None = None) -> list[ApiKey]:
+        with self._lock:
+            keys = [k for _, k in self._keys.values()]
+        return sorted(
+            (k for k in keys if tenant is None or k.tenant == tenant),
+            key=lambda k: (k.tenant, k.created_at, k.id),
+        )
+
+    def revoke(self, key_id: str) -> ApiKey:
+        with self._lock:
+            if key_id not in self._keys:
+                raise NotFoundError(f"no API key {key_id!r}; `memstrata keys list` shows them")
+            digest, key = self._keys[key_id]
+            if key.active:
+                key = replace(key, revoked_at=datetime.now(UTC))
+                self._keys[key_id] = (digest, key)
+            return key
+
+    def close(self) -> None:
+        pass
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_keys (
+    id TEXT PRIMARY KEY,
+    key_hash TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    role TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+)
+"""
+
+
+class SQLiteKeyStore:
+    """The ``api_keys`` table of a SQLite memory file, through a connection of its own."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self._conn = sqlite3.connect(
+                path, timeout=10.0, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA busy_timeout = 10000")
+            self._conn.execute(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the API key table in {path!r}: {exc}") from exc
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(row: tuple[str, str, str, str, str, str | None]) -> ApiKey:
+        key_id, tenant, role, name, created, revoked = row
+        return ApiKey(
+            key_id,
+            tenant,
+            Role(role),
+            name,
+            datetime.fromisoformat(created),
+            datetime.fromisoformat(revoked) if revoked else None,
+        )
+
+    def _run(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        try:
+            with self._lock:
+                return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"API key table unavailable: {exc}") from exc
+
+    def create(self, tenant: str, *, role: str = "member", name: str = "") -> NewKey:
+        new = _new(tenant, role, name, datetime.now(UTC))
+        k = new.key
+        self._run(
+            "INSERT INTO api_keys (id, key_hash, tenant, role, name, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (k.id, hash_key(new.secret), k.tenant, k.role.value, k.name, k.created_at.isoformat()),
+        )
+        return new
+
+    _COLS = "id, tenant, role, name, created_at, revoked_at"
+
+    def authenticate(self, secret: str) -> ApiKey | None:
+        key_id = parse_key(secret)
+        if key_id is None:
+            return None
+        rows = self._run(
+            f"SELECT {self._COLS} FROM api_keys WHERE key_hash = ? AND id = ?",
+            (hash_key(secret), key_id),
+        )
+        if not rows:
+            return None
+        key = self._key(rows[0])  # type: ignore[arg-type]
+        return key if key.active else None
+
+    def list(self, tenant: str | None = None) -> list[ApiKey]:
+        sql = f"SELECT {self._COLS} FROM api_keys"
+        args: tuple[object, ...] = ()
+        if tenant is not None:
+            sql += " WHERE tenant = ?"
+            args = (tenant,)
+        rows = self._run(sql + " ORDER BY tenant, created_at, id", args)
+        return [self._key(r) for r in rows]  # type: ignore[arg-type]
+
+    def revoke(self, key_id: str) -> ApiKey:
+        self._run(
+            "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            (datetime.now(UTC).isoformat(), key_id),
+        )
+        rows = self._run(f"SELECT {self._COLS} FROM api_keys WHERE id = ?", (key_id,))
+        if not rows:
+            raise NotFoundError(f"no API key {key_id!r}; `memstrata keys list` shows them")
+        return self._key(rows[0])  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a ``sqlite:///`` URL (None for other schemes and ``:memory:``)."""
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() != "sqlite" or rest in (":memory:", "/:memory:", ""):
+        return None
+    return rest[1:] if rest.startswith("/") else None
+
+
+def open_key_store(url: str) -> KeyStore:
+    """The key store that lives beside the memory store ``url`` names."""
+    path = sqlite_path(url)
+    if path:
+        return SQLiteKeyStore(path)
+    scheme = url.partition("://")[0].lower()
+    if scheme in ("memory", "sqlite"):
+        return InMemoryKeyStore()
+    raise ValidationError(
+        f"API keys for {scheme}:// stores are not supported yet; serve a sqlite:/// store"
+    )

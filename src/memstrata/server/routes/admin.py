@@ -1,0 +1,63 @@
+"""Introspection: the calling key, stats, jobs, and every layer of a user (the inspector)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+
+from ..auth import CallerDep, UserPath
+from ..dto import JobOut, Jobs, LayersOut, RunReportOut, Stats, WhoAmI
+from ..errors import ERROR_RESPONSES
+from ..state import state_of
+
+router = APIRouter(tags=["introspection"], responses=ERROR_RESPONSES)
+
+
+@router.get("/v1/whoami", response_model=WhoAmI, summary="The calling key's tenant and role")
+async def whoami(caller: CallerDep) -> WhoAmI:
+    return WhoAmI(key_id=caller.key.id, tenant=caller.tenant, role=caller.key.role.value)
+
+
+@router.get("/v1/users/{user}/stats", response_model=Stats, summary="Counts, jobs, models")
+async def stats(request: Request, user: UserPath, caller: CallerDep) -> Stats:
+    return Stats.model_validate(await state_of(request.app).backend.stats(caller.scope(user)))
+
+
+@router.get("/v1/users/{user}/jobs", response_model=Jobs, summary="The user's background jobs")
+async def jobs(
+    request: Request,
+    user: UserPath,
+    caller: CallerDep,
+    status: Literal["pending", "running", "done", "failed"] | None = None,
+) -> Jobs:
+    found = await state_of(request.app).backend.jobs(caller.scope(user), status)
+    return Jobs(jobs=[JobOut.of(j) for j in found])
+
+
+@router.post(
+    "/v1/users/{user}/jobs/run",
+    response_model=RunReportOut,
+    summary="Run the user's queued jobs now",
+)
+async def run_jobs(request: Request, user: UserPath, caller: CallerDep) -> RunReportOut:
+    report = await state_of(request.app).backend.run_jobs(caller.scope(user))
+    return RunReportOut(
+        done=report.done, retried=report.retried, failed=report.failed, errors=report.errors
+    )
+
+
+@router.get(
+    "/v1/users/{user}/layers",
+    response_model=LayersOut,
+    summary="What every layer holds for the user (the inspector's view)",
+)
+async def layers(
+    request: Request,
+    user: UserPath,
+    caller: CallerDep,
+    session: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> LayersOut:
+    view = await state_of(request.app).backend.layers(caller.scope(user, session=session), limit)
+    return LayersOut.of(view)

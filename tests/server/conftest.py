@@ -1,0 +1,93 @@
+"""Server fixtures: a real SQLite memory, its key store, an app, and a live uvicorn server."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from memstrata import FixedClock, Memory
+from memstrata.server import create_app
+from memstrata.server.app import Limits
+from memstrata.server.keys import SQLiteKeyStore
+
+
+@dataclass
+class Served:
+    memory: Memory
+    keys: SQLiteKeyStore
+    app: FastAPI
+    client: TestClient
+    admin: str  # tenant acme, admin
+    member: str  # tenant acme, member
+    other: str  # tenant globex, member
+    url: str = ""  # base URL of a live server (live_server only)
+
+    def h(self, secret: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {secret}"}
+
+
+def _build(tmp_path: Path, limits: Limits) -> tuple[Memory, SQLiteKeyStore, FastAPI]:
+    db = tmp_path / "server.db"
+    memory = Memory(
+        f"sqlite:///{db}",
+        embedder="hashing",
+        background=False,
+        clock=FixedClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC)),
+    )
+    keys = SQLiteKeyStore(str(db))
+    return memory, keys, create_app(memory, keys, limits=limits)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    memory, keys, app = _build(tmp_path, Limits(rate=0))
+    client = TestClient(app, raise_server_exceptions=False)
+    s = Served(
+        memory,
+        keys,
+        app,
+        client,
+        keys.create("acme", role="admin").secret,
+        keys.create("acme").secret,
+        keys.create("globex").secret,
+    )
+    yield s
+    client.close()
+    keys.close()
+    memory.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def live_server(served: Served) -> Iterator[Served]:
+    """The same app under a real uvicorn on 127.0.0.1 (schemathesis, the browser, bench)."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(served.app, host="127.0.0.1", port=port, log_config=None, access_log=False)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    served.url = f"http://127.0.0.1:{port}"
+    yield served
+    server.should_exit = True
+    thread.join(timeout=10)
