@@ -2,30 +2,45 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# One venv, one stamp per install level: `make demo` installs only what `pip install memstrata`
+# gives; `make test` adds the `test` extra; lint and typecheck add the `dev` tools.
+RUNTIME := $(VENV)/.installed-runtime
+TESTS := $(VENV)/.installed-test
+DEV := $(VENV)/.installed-dev
 
 .PHONY: demo test lint typecheck bench bench-quick clean
 
-$(STAMP): pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(RUNTIME): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(TESTS): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@ $(RUNTIME)
+
+$(DEV): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@ $(TESTS) $(RUNTIME)
+
+demo: $(RUNTIME)
 	$(BIN)/memstrata demo
 
-test: $(STAMP)
+test: $(TESTS)
+	bash .ci/install-browser  # Debian's chromium for the web inspector's browser test
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 
-typecheck: $(STAMP)
+typecheck: $(DEV)
 	$(BIN)/mypy src
 
-bench: $(STAMP)
+bench: $(TESTS)
 	$(BIN)/memstrata bench locomo
 	$(BIN)/memstrata bench scale
 

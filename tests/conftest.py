@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memstrata import FixedClock, Memory, Scope
+from servers import pg_server, pg_url  # noqa: F401  (fixtures: real PostgreSQL)
 
 
 @pytest.fixture
@@ -16,9 +17,11 @@ def clock() -> FixedClock:
     return FixedClock(datetime(2026, 1, 1, 12, 0, tzinfo=UTC))
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgresql"])
 def mem(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Iterator[Memory]:
     url = f"sqlite:///{tmp_path / 'm.db'}" if request.param == "sqlite" else "memory://"
+    if request.param == "postgresql":
+        url = request.getfixturevalue("pg_url")  # a fresh schema on the session's server
     m = Memory(url, embedder="hashing", clock=clock, background=False)
     yield m
     m.close()

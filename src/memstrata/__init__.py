@@ -7,39 +7,77 @@
 Importing the package has no side effects: no I/O, no model loading, no telemetry.
 """
 
-from .clock import Clock, FixedClock, SystemClock
-from .errors import (
-    BudgetError,
-    ConflictError,
-    EmbeddingMismatchError,
-    ImportFormatError,
-    MemstrataError,
-    MissingDependencyError,
-    NotFoundError,
-    ProviderError,
-    QuotaExceededError,
-    SchemaVersionError,
-    StoreError,
-    ValidationError,
-)
-from .filters import Filters
-from .memory import Memory, Remembered
-from .portability import ImportReport
-from .records import (
-    AccessControl,
-    Content,
-    MemoryRecord,
-    Message,
-    RecordStatus,
-    RecordType,
-    Relation,
-    Role,
-    Source,
-    Visibility,
-)
-from .scope import Scope
-from .search.config import SearchConfig
-from .search.hit import SearchHit
+import typing as _typing
+
+if _typing.TYPE_CHECKING:  # the names below are imported on first use (PEP 562), not at import
+    from .clock import Clock, FixedClock, SystemClock
+    from .errors import (
+        BudgetError,
+        ConflictError,
+        EmbeddingMismatchError,
+        ImportFormatError,
+        MemstrataError,
+        MissingDependencyError,
+        NotFoundError,
+        ProviderError,
+        QuotaExceededError,
+        SchemaVersionError,
+        StoreError,
+        ValidationError,
+    )
+    from .filters import Filters
+    from .memory import Memory, Remembered
+    from .portability import ImportReport
+    from .records import (
+        AccessControl,
+        Content,
+        MemoryRecord,
+        Message,
+        RecordStatus,
+        RecordType,
+        Relation,
+        Role,
+        Source,
+        Visibility,
+    )
+    from .scope import Scope
+    from .search.config import SearchConfig
+    from .search.hit import SearchHit
+
+# Where each public name lives; ``from memstrata import Memory`` imports numpy and the rest
+# of the library only then, so ``import memstrata`` and ``memstrata --help`` stay fast.
+_LAZY = {
+    **dict.fromkeys(("Clock", "FixedClock", "SystemClock"), "clock"),
+    **dict.fromkeys(("BudgetError", "ConflictError", "EmbeddingMismatchError",
+                     "ImportFormatError", "MemstrataError", "MissingDependencyError",
+                     "NotFoundError", "ProviderError", "QuotaExceededError",
+                     "SchemaVersionError", "StoreError", "ValidationError"), "errors"),
+    "Filters": "filters",
+    "Memory": "memory",
+    "Remembered": "memory",
+    "ImportReport": "portability",
+    **dict.fromkeys(("AccessControl", "Content", "MemoryRecord", "Message", "RecordStatus",
+                     "RecordType", "Relation", "Role", "Source", "Visibility"), "records"),
+    "Scope": "scope",
+    "SearchConfig": "search.config",
+    "SearchHit": "search.hit",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memstrata' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __version__ = "0.1.0"
 

@@ -9,6 +9,7 @@ from typing import Any
 from .clock import ensure_utc
 from .errors import ImportFormatError, ValidationError
 from .records import AccessControl, Content, MemoryRecord, Relation
+from .validation import check_sequence, check_time
 
 __all__ = ["record_from_dict", "record_to_dict"]
 
@@ -45,14 +46,30 @@ def _time(d: Mapping[str, Any], name: str) -> datetime | None:
     v = d.get(name)
     if v is None:
         return None
-    return ensure_utc(datetime.fromisoformat(v))
+    return check_time(v, name)
+
+
+def _mapping(value: object, name: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{name} must be an object, got {type(value).__name__}")
+    return value
 
 
 def record_from_dict(d: Mapping[str, Any]) -> MemoryRecord:
-    """Inverse of :func:`record_to_dict`; any defect is an :class:`ImportFormatError`."""
+    """Inverse of :func:`record_to_dict`; any defect is an :class:`ImportFormatError`.
+
+    Only the shape is read here; :func:`memstrata.validation.validate_record` then checks
+    every field as ``add`` does."""
     try:
+        if not isinstance(d, Mapping):
+            raise ValidationError(f"a record must be an object, got {type(d).__name__}")
         c = d["content"]
-        acc = d.get("access") or {}
+        if not isinstance(c, Mapping):
+            raise ValidationError(f"content must be an object with 'raw', got "
+                                  f"{type(c).__name__}")
+        acc = _mapping(d.get("access"), "access")
         times = {name: _time(d, name) for name in _TIMES}
         for required in ("created_at", "updated_at", "observed_at"):
             if times[required] is None:
@@ -61,18 +78,20 @@ def record_from_dict(d: Mapping[str, Any]) -> MemoryRecord:
             id=str(d["id"]), tenant=d["tenant"], user=d["user"], agent=d.get("agent"),
             session=d.get("session"), type=d["type"], role=d.get("role"),
             content=Content(raw=c["raw"], summary=c.get("summary"),
-                            structured=dict(c.get("structured") or {})),
+                            structured=_mapping(c.get("structured"), "content.structured")),
             embedding_model=d.get("embedding_model"), embedding_dims=d.get("embedding_dims"),
-            importance=float(d.get("importance", 0.5)),
-            confidence=float(d.get("confidence", 1.0)), tags=tuple(d.get("tags") or ()),
-            source=d.get("source", "explicit_user_input"), version=int(d.get("version", 1)),
-            access_count=int(d.get("access_count", 0)),
-            decay_score=float(d.get("decay_score", 1.0)), superseded_by=d.get("superseded_by"),
-            relations=tuple(Relation(x["kind"], x["target_id"]) for x in d.get("relations") or ()),
+            importance=d.get("importance", 0.5), confidence=d.get("confidence", 1.0),
+            tags=tuple(check_sequence(d.get("tags") or [], "tags")),
+            source=d.get("source", "explicit_user_input"), version=d.get("version", 1),
+            access_count=d.get("access_count", 0),
+            decay_score=d.get("decay_score", 1.0), superseded_by=d.get("superseded_by"),
+            relations=tuple(Relation(x["kind"], x["target_id"])
+                            for x in check_sequence(d.get("relations") or [], "relations")),
             access=AccessControl(visibility=acc.get("visibility", "private"),
                                  allowed_users=tuple(acc.get("allowed_users") or ()),
                                  allowed_roles=tuple(acc.get("allowed_roles") or ())),
-            source_ids=tuple(d.get("source_ids") or ()), metadata=dict(d.get("metadata") or {}),
+            source_ids=tuple(d.get("source_ids") or ()),
+            metadata=_mapping(d.get("metadata"), "metadata"),
             content_hash=d.get("content_hash", ""), status=d.get("status", "active"),
             created_at=times["created_at"], updated_at=times["updated_at"],  # type: ignore[arg-type]
             observed_at=times["observed_at"],  # type: ignore[arg-type]
@@ -81,5 +100,5 @@ def record_from_dict(d: Mapping[str, Any]) -> MemoryRecord:
         )
     except KeyError as exc:
         raise ImportFormatError(f"record is missing the field {exc.args[0]!r}") from None
-    except (TypeError, ValueError, ValidationError) as exc:
+    except (TypeError, ValueError, AttributeError, ValidationError) as exc:
         raise ImportFormatError(f"record is malformed: {exc}") from None

@@ -6,16 +6,16 @@ this tree at the boundary where they occur::
 
     MemstrataError
     ├── ValidationError            bad input: empty content, missing tenant, bad filter ...
-    │   └── BudgetError            a token budget too small for what must fit
+    │   ├── BudgetError            a token budget too small for what must fit
+    │   └── ImportFormatError      a corrupt or foreign export line
     ├── NotFoundError              no such record *in this scope* (other tenants' ids too)
     ├── ConflictError              optimistic-locking version mismatch
     ├── QuotaExceededError         a tenant/user quota would be exceeded
     ├── StoreError                 the store failed or is unusable
     │   ├── SchemaVersionError     the database was written by a newer memstrata
     │   └── EmbeddingMismatchError the store was built with another embedding model
-    ├── ProviderError              an embedder or LLM provider failed or returned garbage
-    │   └── MissingDependencyError an optional extra is not installed
-    └── ImportFormatError          a corrupt or foreign export line
+    └── ProviderError              an embedder or LLM provider failed or returned garbage
+        └── MissingDependencyError an optional extra is not installed
 """
 
 from __future__ import annotations
@@ -84,5 +84,5 @@ class MissingDependencyError(ProviderError, ImportError):
     """An optional dependency is missing; the message names the extra to install."""
 
 
-class ImportFormatError(MemstrataError):
+class ImportFormatError(ValidationError):
     """An export/import line is corrupt, foreign or of an unsupported version."""

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .clock import ensure_utc
 from .errors import ValidationError
 from .records import MemoryRecord, RecordType, Source
+from .validation import check_bool, check_enum, check_json, check_names, check_time, check_unit
 
 __all__ = ["METADATA_OPS", "Filters", "MetadataCondition"]
 
@@ -57,14 +57,27 @@ class MetadataCondition:
 def _parse_metadata(spec: Mapping[str, Any]) -> tuple[MetadataCondition, ...]:
     conds: list[MetadataCondition] = []
     for key, cond in spec.items():
+        if not isinstance(key, str):
+            raise ValidationError(f"filters.metadata key {key!r} must be a string")
         if isinstance(cond, Mapping):
             if not cond:
                 raise ValidationError(f"metadata filter on {key!r} is an empty operator map")
             for op, value in cond.items():
-                conds.append(MetadataCondition(key, str(op).lstrip("$"), value))
+                if isinstance(value, set | frozenset):
+                    value = list(value)
+                if not isinstance(op, str):
+                    raise ValidationError(f"metadata operator {op!r} on {key!r} must be one "
+                                          "of " + ", ".join(METADATA_OPS))
+                conds.append(MetadataCondition(key, op.lstrip("$"),
+                                               check_json(value, f"filters.metadata.{key}")))
         else:
-            conds.append(MetadataCondition(key, "eq", cond))
+            conds.append(MetadataCondition(key, "eq", check_json(cond, f"filters.metadata.{key}")))
     return tuple(conds)
+
+
+_KNOWN = frozenset({"types", "tags", "tags_all", "observed_after", "observed_before",
+                    "valid_at", "min_importance", "sources", "metadata", "include_deleted",
+                    "include_superseded", "ids"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,69 +103,59 @@ class Filters:
 
     @classmethod
     def parse(cls, spec: Filters | Mapping[str, Any] | None) -> Filters:
-        """Build filters from a plain mapping (as the CLI, HTTP API and MCP pass them)."""
+        """Build filters from a plain mapping (as the CLI, HTTP API and MCP pass them).
+
+        Every value is checked here, so a bad filter is a :class:`ValidationError` naming
+        the key on every store, never a crash inside one."""
         if spec is None:
             return cls()
         if isinstance(spec, Filters):
             return spec
-        known = {"types", "tags", "tags_all", "observed_after", "observed_before", "valid_at",
-                 "min_importance", "sources", "metadata", "include_deleted",
-                 "include_superseded", "ids"}
-        unknown = set(spec) - known
+        if not isinstance(spec, Mapping):
+            raise ValidationError(
+                f"filters must be a mapping such as {{'tags': ['work']}}, got "
+                f"{type(spec).__name__}")
+        unknown = [k for k in spec if k not in _KNOWN]
         if unknown:
             raise ValidationError(
-                f"unknown filter key(s) {sorted(unknown)}; known: {sorted(known)}"
+                f"unknown filter key(s) {sorted(map(repr, unknown))}; known: {sorted(_KNOWN)}"
             )
-
-        def enums(kind: Any, values: Iterable[Any] | None, name: str) -> Any:
-            if values is None:
-                return None
-            if isinstance(values, str):
-                values = [values]
-            out = set()
-            for v in values:
-                try:
-                    out.add(kind(v))
-                except ValueError:
-                    allowed = ", ".join(m.value for m in kind)
-                    raise ValidationError(f"{name}: {v!r} is not one of {allowed}") from None
-            return frozenset(out)
 
         def when(name: str) -> datetime | None:
             v = spec.get(name)
-            if v is None:
-                return None
-            if isinstance(v, str):
-                try:
-                    v = datetime.fromisoformat(v)
-                except ValueError:
-                    raise ValidationError(f"{name} {v!r} is not an ISO-8601 time") from None
-            if not isinstance(v, datetime):
-                raise ValidationError(f"{name} must be a datetime or ISO-8601 string")
-            return ensure_utc(v)
+            return None if v is None else check_time(v, f"filters.{name}")
 
         def strings(name: str) -> frozenset[str] | None:
             v = spec.get(name)
+            return None if v is None else frozenset(check_names(v, f"filters.{name}"))
+
+        def enums(kind: Any, name: str) -> Any:
+            v = spec.get(name)
             if v is None:
                 return None
-            return frozenset([v] if isinstance(v, str) else v)
+            return frozenset(check_enum(kind, x, f"filters.{name}")
+                             for x in check_names(v, f"filters.{name}"))
 
-        meta = spec.get("metadata") or {}
+        meta = spec.get("metadata")
+        if meta is None:
+            meta = {}
         if not isinstance(meta, Mapping):
             raise ValidationError("filters.metadata must be a mapping of key -> value/operators")
         mi = spec.get("min_importance")
         return cls(
-            types=enums(RecordType, spec.get("types"), "types"),
+            types=enums(RecordType, "types"),
             tags_any=strings("tags"),
             tags_all=strings("tags_all"),
             observed_after=when("observed_after"),
             observed_before=when("observed_before"),
             valid_at=when("valid_at"),
-            min_importance=float(mi) if mi is not None else None,
-            sources=enums(Source, spec.get("sources"), "sources"),
+            min_importance=None if mi is None else check_unit(mi, "filters.min_importance"),
+            sources=enums(Source, "sources"),
             metadata=_parse_metadata(meta),
-            include_deleted=bool(spec.get("include_deleted", False)),
-            include_superseded=bool(spec.get("include_superseded", False)),
+            include_deleted=check_bool(spec.get("include_deleted", False),
+                                       "filters.include_deleted"),
+            include_superseded=check_bool(spec.get("include_superseded", False),
+                                          "filters.include_superseded"),
             ids=strings("ids"),
         )
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import IO, Any
 
+from . import maintenance as _maintenance
+from . import quotas as _quotas
+from .audit import AuditLog, audit_store
 from .clock import Clock, SystemClock
 from .context.assemble import AssembledContext
 from .context.builder import ContextRequest
@@ -34,9 +37,28 @@ from .layers.stack import LayerStack
 from .layers.working import TaskService
 from .llm.base import LLM
 from .llm.factory import make_llm
-from .policies.dedup import insert_or_merge
+from .maintenance import MAINTAIN, LogEntry, MaintenanceReport, Retention
+from .policies.dedup import DedupAction, insert_or_merge
+from .policies.forgetting import DEFAULT_POLICY, ForgettingPolicy
+from .policies.importance import (
+    REFINE_IMPORTANCE,
+    heuristic_importance,
+    make_refine_job,
+    needs_refinement,
+    refine_handler,
+)
+from .policies.pii import PIIPolicy, PIIRedactor
 from .portability import ImportReport, export_jsonl, read_jsonl
-from .records import MemoryRecord, Message, RecordStatus, RecordType, Role, Source, Visibility
+from .records import (
+    AccessControl,
+    MemoryRecord,
+    Message,
+    RecordStatus,
+    RecordType,
+    Role,
+    Source,
+    Visibility,
+)
 from .reembed import reembed_store
 from .scope import Scope
 from .search.config import SearchConfig
@@ -47,10 +69,48 @@ from .store.base import PurgeReport, RecordWrite, Store
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from .tokens import TokenCounter, estimate_tokens
+from .validation import (
+    check_bool,
+    check_enum,
+    check_id,
+    check_ids,
+    check_int,
+    check_metadata,
+    check_names,
+    check_ratio,
+    check_sequence,
+    check_tags,
+    check_unit,
+)
 from .worker import BackgroundWorker, JobRunner, RunReport
-from .writes import check_scope, message_record, note_record
+from .writes import check_scope, message_record, note_record, to_message
 
 __all__ = ["Memory", "Remembered"]
+
+DEFAULT_ROLES = ("admin", "editor", "viewer")
+
+
+def _roles(roles: Iterable[str]) -> frozenset[str]:
+    if isinstance(roles, str) or not all(isinstance(r, str) and r.strip() for r in roles):
+        raise ValidationError("roles must be a collection of non-empty role names")
+    return frozenset(roles)
+
+
+def _access_control(current: AccessControl, visibility: Visibility | str | None,
+                    users: Sequence[str] | None, roles: Sequence[str] | None,
+                    known: frozenset[str]) -> AccessControl:
+    for name, values in (("allowed_users", users), ("allowed_roles", roles)):
+        if values is not None and (isinstance(values, str) or not all(
+                isinstance(v, str) and v.strip() for v in values)):
+            raise ValidationError(f"{name} must be a list of non-empty strings")
+    unknown = sorted(set(roles or ()) - known)
+    if unknown:
+        raise ValidationError(f"unknown role(s) {unknown}; declare them with "
+                              f"Memory(roles=...) (known: {sorted(known)})")
+    return AccessControl(
+        visibility=current.visibility if visibility is None else visibility,  # type: ignore[arg-type]
+        allowed_users=current.allowed_users if users is None else tuple(dict.fromkeys(users)),
+        allowed_roles=current.allowed_roles if roles is None else tuple(dict.fromkeys(roles)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +122,7 @@ class Remembered:
     scores: RouteInput
 
 _META_MODEL = "embedding_model"
+MAX_TOKEN_BUDGET = 10_000_000  # far above any model's window; bounds the arithmetic
 _META_DIMS = "embedding_dims"
 
 
@@ -79,7 +140,19 @@ class Memory:
                  search_config: SearchConfig | None = None,
                  max_content_chars: int = DEFAULT_MAX_CHARS, store: Store | None = None,
                  reembed: bool = False, layer_config: LayerConfig | None = None,
-                 background: bool = True, token_counter: TokenCounter | None = None) -> None:
+                 background: bool = True, token_counter: TokenCounter | None = None,
+                 pii: PIIRedactor | PIIPolicy | str | None = None,
+                 maintenance_every: timedelta | None = None,
+                 retention: Retention | None = None,
+                 roles: Iterable[str] = DEFAULT_ROLES,
+                 quotas: _quotas.Quotas | None = None) -> None:
+        self.roles = _roles(roles)
+        if quotas is not None and not isinstance(quotas, _quotas.Quotas):
+            raise ValidationError("quotas must be a memstrata.quotas.Quotas")
+        self.quotas = quotas
+        self._pii = PIIRedactor.of(pii)  # validated before the store is opened
+        self._maintenance_every = _maintenance.check_interval(maintenance_every)
+        self.retention = retention if retention is not None else Retention()
         self._store = store if store is not None else open_store(url)
         try:
             self._raw_embedder = make_embedder(embedder)
@@ -90,12 +163,15 @@ class Memory:
             self._store.close()
             raise
         self._clock = clock or SystemClock()
+        self.audit = AuditLog(audit_store(self._store), self._clock)
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
         self._ctx = LayerContext(self._store, self._embedder, self._llm, self._clock,
                                  layer_config or LayerConfig())
         self.layers = LayerStack.build(self._ctx)
-        self._runner = JobRunner(self._store, self.layers.handlers(), self._clock)  # type: ignore[arg-type]
+        handlers = {**self.layers.handlers(), REFINE_IMPORTANCE: refine_handler(self._ctx),
+                    MAINTAIN: self._run_maintain_job}
+        self._runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
         self._sources = LayerSources(self.layers, self._search_for_context)
         self._count = token_counter or estimate_tokens
         self._worker = BackgroundWorker(self._runner) if background else None
@@ -135,6 +211,7 @@ class Memory:
         still queued stay in the store and run at the next start, flush or worker."""
         if self._worker is not None:
             self._worker.stop()
+        self._runner.close()
         self._store.close()
 
     def __enter__(self) -> Memory:
@@ -187,31 +264,40 @@ class Memory:
                     metadata: Mapping[str, Any] | None = None) -> MemoryRecord:
         """Store one conversational turn (synchronously embedded and indexed)."""
         msg = Message(role=role, content=content, observed_at=observed_at,  # type: ignore[arg-type]
-                      metadata=dict(metadata or {}))
+                      metadata=metadata if metadata is not None else {})
         return self.add_messages(scope, [msg])[0]
 
     def add_messages(self, scope: Scope,
                      messages: Sequence[Message]) -> builtins.list[MemoryRecord]:
         """Store many turns in one embedding call and one transaction (all or nothing)."""
-        check_scope(scope)
+        self._owner(scope)
         now = self._clock.now()
         records = [
-            message_record(scope, m if isinstance(m, Message) else Message(**m), now=now,
+            message_record(scope, self._redact_message(scope, to_message(m, i)), now=now,
                            model_id=self._raw_embedder.model_id, dims=self._raw_embedder.dims,
                            max_chars=self.max_content_chars)
-            for m in messages
+            for i, m in enumerate(check_sequence(messages, "messages"))
         ]
-        self._insert(records)
         if records:
-            self._store.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
+            if self.quotas is not None:  # before anything is embedded or written
+                _quotas.check_writes(self._store, self.quotas, scope, len(records), now)
+            # The turns, their index entries and their ingest job commit together: a crash
+            # can never leave a message that no job will process.
+            writes = self._ctx.writes(records)
+            with self._store.transaction() as tx:
+                tx.append_turns(writes)
+                tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
+            if self.quotas is not None:
+                _quotas.count_writes(self._store, scope, len(records), now)
             self._wake()
         return records
 
     def end_session(self, scope: Scope) -> RunReport:
         """Close a session: its final summary, conversation episode and clustering run now
         (with any of the session's jobs still queued)."""
-        check_scope(scope)
+        self._owner(scope)
         self._store.enqueue([make_session_end_job(scope, self._clock.now())])
+        self._schedule_maintenance(scope)
         return self.flush(scope)
 
     def _wake(self) -> None:
@@ -230,21 +316,35 @@ class Memory:
         (cosine ≥ ``LayerConfig.dedup_cosine``, 0.95), is not stored twice: the existing one
         gets a new version that merges provenance (mentions, source ids, tags) and is
         returned. ``dedup=False`` always stores a new record."""
-        check_scope(scope)
+        self._owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
-        rtype = RecordType(type) if not isinstance(type, RecordType) else type
+        rtype = check_enum(RecordType, type, "type")
+        check_bool(dedup, "dedup")
+        text, metadata = self._redact(scope, text, metadata)
+        # Never an LLM call on the caller's thread: the heuristic now, the model later.
+        refine = importance is None and needs_refinement(self._llm)
         if importance is None:
-            importance = self._llm.score_importance(text)
+            importance = heuristic_importance(text)
         record = note_record(
             scope, text, type=rtype, now=self._clock.now(), model_id=self._raw_embedder.model_id,
             dims=self._raw_embedder.dims, max_chars=self.max_content_chars,
             importance=importance, confidence=confidence, tags=tags, metadata=metadata,
             source=source, observed_at=observed_at, visibility=visibility, source_ids=source_ids,
         )
+        if self.quotas is not None:
+            _quotas.check_writes(self._store, self.quotas, scope, 1, self._clock.now())
         if dedup:
-            return insert_or_merge(self._ctx, scope, record).record
-        self._insert([record])
-        return record
+            result = insert_or_merge(self._ctx, scope, record)
+            stored, inserted = result.record, result.action is DedupAction.INSERT
+        else:
+            self._insert([record])
+            stored, inserted = record, True
+        if self.quotas is not None:
+            _quotas.count_writes(self._store, scope, 1, self._clock.now())
+        if refine and inserted:
+            self._store.enqueue([make_refine_job(stored, self._clock.now())])
+            self._wake()
+        return stored
 
     def remember(self, scope: Scope, content: str, *, tags: Sequence[str] = (),
                  metadata: Mapping[str, Any] | None = None) -> Remembered:
@@ -254,7 +354,7 @@ class Memory:
         information becomes an episode (user feedback at importance 0.9); task state goes to
         the session's working memory; low-value text (small talk, errors, under 50 chars with
         no fact) is not stored long-term and comes back with ``record=None``."""
-        check_scope(scope)
+        self._owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
         item = estimate(text)
         layer = route(item)
@@ -269,6 +369,22 @@ class Memory:
                               tags=tags, metadata=metadata)
         return Remembered(layer.value, record, item)
 
+    # --- PII (policies/pii.py): applied before anything is embedded, stored or sent ------
+    def _redact(self, scope: Scope, text: str, metadata: Mapping[str, Any] | None
+                ) -> tuple[str, Mapping[str, Any] | None]:
+        if self._pii is None:
+            return text, metadata
+        new_text, extra = self._pii.apply(scope.tenant, text)
+        if not extra:
+            return text, metadata
+        return new_text, {**(metadata or {}), **extra}
+
+    def _redact_message(self, scope: Scope, m: Message) -> Message:
+        if self._pii is None or not isinstance(m.content, str):
+            return m
+        text, metadata = self._redact(scope, m.content, m.metadata)
+        return m if text is m.content else replace(m, content=text, metadata=metadata or {})
+
     def _insert(self, records: Sequence[MemoryRecord]) -> None:
         self._ctx.insert(records)
 
@@ -279,22 +395,30 @@ class Memory:
                source: Source | str | None = None) -> MemoryRecord:
         """Write a new version of a record. ``expected_version`` is the version you read; if
         someone else updated it since, :class:`ConflictError` is raised and nothing changes."""
-        check_scope(scope)
-        current = self._store.get(scope, record_id)
+        self._owner(scope)
+        check_id(record_id)
+        check_int(expected_version, "expected_version", low=1)
         changes: dict[str, Any] = {"version": expected_version + 1,
                                    "updated_at": self._clock.now()}
         if content is not None:
             text = validate_content(content, max_chars=self.max_content_chars)
-            changes["content"] = replace(current.content, raw=text)
+            text, pii_extra = self._redact(scope, text, None)
             changes["content_hash"] = content_hash(text)
-        for name, value in (("importance", importance), ("confidence", confidence),
-                            ("source", source)):
-            if value is not None:
-                changes[name] = value
+        if importance is not None:
+            changes["importance"] = check_unit(importance, "importance")
+        if confidence is not None:
+            changes["confidence"] = check_unit(confidence, "confidence")
+        if source is not None:
+            changes["source"] = check_enum(Source, source, "source")
         if tags is not None:
-            changes["tags"] = tuple(tags)
+            changes["tags"] = check_tags(tags)
         if metadata is not None:
-            changes["metadata"] = dict(metadata)
+            changes["metadata"] = check_metadata(metadata)
+        current = self._store.get(scope, record_id)
+        if content is not None:
+            changes["content"] = replace(current.content, raw=text)
+            if pii_extra:
+                changes["metadata"] = {**changes.get("metadata", current.metadata), **pii_extra}
         new = replace(current, **changes)
         self._ctx.replace(scope, new, expected_version=expected_version,
                           reindex=content is not None)
@@ -302,17 +426,19 @@ class Memory:
 
     # --- reading -----------------------------------------------------------------------
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
-        return self._store.get(check_scope(scope), record_id, include_deleted=include_deleted)
+        return self._store.get(check_scope(scope), check_id(record_id),
+                               include_deleted=check_bool(include_deleted, "include_deleted"))
 
     def history(self, scope: Scope, record_id: str) -> builtins.list[MemoryRecord]:
         """Every version of a record, oldest first."""
-        return self._store.history(check_scope(scope), record_id)
+        return self._store.history(check_scope(scope), check_id(record_id))
 
     def list(self, scope: Scope, *, filters: Filters | Mapping[str, Any] | None = None,
              limit: int = 100, offset: int = 0,
              newest_first: bool = True) -> builtins.list[MemoryRecord]:
-        if limit < 1 or offset < 0:
-            raise ValidationError("limit must be >= 1 and offset >= 0")
+        check_int(limit, "limit", low=1, high=100_000)
+        check_int(offset, "offset", low=0, high=2**62)
+        check_bool(newest_first, "newest_first")
         return self._store.list(check_scope(scope), Filters.parse(filters), limit=limit,
                                 offset=offset, newest_first=newest_first)
 
@@ -327,46 +453,145 @@ class Memory:
         if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
             raise ValidationError(f"top_k must be an integer in [1, 1000], got {top_k!r}")
         flt = Filters.parse(filters)
+        check_bool(explain, "explain")
         if layers is not None:
-            allowed = types_of_layers(layers)
+            allowed = types_of_layers(check_names(layers, "layers"))
             flt = replace(flt, types=allowed if flt.types is None else flt.types & allowed)
+        if config is not None and not isinstance(config, SearchConfig):
+            raise ValidationError("config must be a memstrata.SearchConfig")
         cfg = config or self.search_config
         if mode is not None:
             cfg = cfg.with_mode(mode)
-        return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
-                             filters=flt, config=cfg, now=self._clock.now(), explain=explain)
+        return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
+                             top_k=top_k, filters=flt, config=cfg, now=self._clock.now(),
+                             explain=explain)
 
     # --- forgetting --------------------------------------------------------------------
-    def delete(self, scope: Scope, record_id: str) -> MemoryRecord:
+    def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged."""
-        return self._set_status(scope, record_id, RecordStatus.DELETED)
+        rec = self._set_status(scope, record_id, RecordStatus.DELETED)
+        self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
+        return rec
 
-    def restore(self, scope: Scope, record_id: str) -> MemoryRecord:
-        return self._set_status(scope, record_id, RecordStatus.ACTIVE)
+    def restore(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
+        rec = self._set_status(scope, record_id, RecordStatus.ACTIVE)
+        self.audit.record(scope.tenant, actor, "restore", user=scope.user, record_ids=[rec.id])
+        return rec
 
     def _set_status(self, scope: Scope, record_id: str, status: RecordStatus) -> MemoryRecord:
-        check_scope(scope)
+        self._owner(scope)
+        check_id(record_id)
         self._store.get(scope, record_id, include_deleted=True)  # NotFound outside the scope
         self._store.set_status(scope, [record_id], status, self._clock.now())
         return self._store.get(scope, record_id, include_deleted=True)
 
-    def purge(self, scope: Scope, record_ids: Sequence[str] | None = None) -> PurgeReport:
+    def purge(self, scope: Scope, record_ids: Sequence[str] | None = None, *,
+              actor: str = "library") -> PurgeReport:
+        report = self._purge(scope, record_ids)
+        whole = record_ids is None
+        if whole:  # keep what happened, not who: the user's events lose their ids
+            self.audit.redact_subject(scope.tenant, scope.user)
+        self.audit.record(scope.tenant, actor, "purge", user=None if whole else scope.user,
+                          record_ids=list(record_ids or ()),
+                          reason="a whole user" if whole else None,
+                          details={"records": report.records, "remaining": report.remaining})
+        return report
+
+    def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
         """Destroy for real. With ids: those records. Without: everything of the user
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
-        check_scope(scope)
+        self._owner(scope)
         if record_ids is None:
+            self._embedder.forget()
             return self._store.purge_user(scope.tenant, scope.user)
+        record_ids = check_ids(record_ids, "record_ids")
         for rid in record_ids:
             self._store.get(scope, rid, include_deleted=True)
         return self._store.purge(scope, list(record_ids))
 
+    # --- maintenance (maintenance.py) -----------------------------------------------------
+    def maintain(self, scope: Scope, *, policy: str | ForgettingPolicy = DEFAULT_POLICY,
+                 dry_run: bool = False, retention: Retention | None = None,
+                 consolidate: bool = True, actor: str = "library") -> MaintenanceReport:
+        """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
+        with a log entry, restorable), decay scores, retention purges, consolidation."""
+        self._owner(scope)
+        return _maintenance.maintain(self._ctx, scope, policy=policy, dry_run=dry_run,
+                                     retention=retention or self.retention,
+                                     consolidate=consolidate, audit=self.audit, actor=actor)
+
+    def forget(self, scope: Scope, record_ids: Sequence[str], *, reason: str = "explicit request",
+               actor: str = "library") -> builtins.list[LogEntry]:
+        """Explicit forget: soft-delete with a log entry; ``restore`` brings them back."""
+        return _maintenance.forget(self._ctx, self._owner(scope), record_ids, reason=reason,
+                                   audit=self.audit, actor=actor)
+
+    def set_importance_by_tag(self, scope: Scope, tag: str, importance: float, *,
+                              actor: str = "library") -> builtins.list[MemoryRecord]:
+        return _maintenance.set_importance_by_tag(self._ctx, self._owner(scope), tag,
+                                                  importance, audit=self.audit, actor=actor)
+
+    # --- access control (seed 003): Scope(caller=..., roles=...) reads, owners write ------
+    def _owner(self, scope: Scope) -> Scope:
+        check_scope(scope)
+        if scope.caller is not None:
+            raise ValidationError(
+                f"caller {scope.caller!r} may read what {scope.user!r} shared, but not change "
+                "it: write through the caller's own scope (without caller=)")
+        return scope
+
+    def set_access(self, scope: Scope, record_id: str, *,
+                   visibility: Visibility | str | None = None,
+                   allowed_users: Sequence[str] | None = None,
+                   allowed_roles: Sequence[str] | None = None,
+                   actor: str = "library") -> MemoryRecord:
+        """Who besides the user may read a record (a new version). Roles must be among
+        ``Memory(roles=...)``; users are user ids of the same tenant."""
+        self._owner(scope)
+        current = self._store.get(scope, record_id, include_deleted=True)
+        access = _access_control(current.access, visibility, allowed_users, allowed_roles,
+                                 self.roles)
+        new = replace(current, access=access, version=current.version + 1,
+                      updated_at=self._clock.now())
+        self._ctx.replace(scope, new, expected_version=current.version, reindex=False)
+        self.audit.record(scope.tenant, actor, "set_access", user=scope.user,
+                          record_ids=[record_id],
+                          details={"visibility": access.visibility.value,
+                                   "allowed_users": list(access.allowed_users),
+                                   "allowed_roles": list(access.allowed_roles)})
+        return new
+
+    def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
+        """Override one user's quota (ValidationError if below what they already use)."""
+        _quotas.set_user_quota(self._store, self.quotas or _quotas.Quotas(), self._owner(scope),
+                               quota, self._clock.now())
+        if self.quotas is None:
+            self.quotas = _quotas.Quotas()
+
+    def _schedule_maintenance(self, scope: Scope) -> None:
+        if self._maintenance_every is not None:
+            _maintenance.schedule(self._store, scope, self._clock.now(),
+                                  self._maintenance_every)
+
+    def _run_maintain_job(self, job: Any) -> None:
+        scope = Scope(job.tenant, job.user)
+        _maintenance.maintain(self._ctx, scope, retention=self.retention, audit=self.audit,
+                              actor="system:maintenance-job")
+        if self._clock.now() >= job.run_after:  # on time (not flushed early): next one
+            self._schedule_maintenance(scope)
+
     # --- jobs --------------------------------------------------------------------------
-    def flush(self, scope: Scope | None = None) -> RunReport:
-        """Run every queued background job now (deterministic tests and benchmarks)."""
+    def flush(self, scope: Scope | None = None, *, timeout: float | None = None) -> RunReport:
+        """Run every queued background job now (deterministic tests and benchmarks).
+
+        Jobs another worker holds (the background thread, another process) are waited for;
+        a dead process's jobs come back when their lease runs out (seconds) and run here.
+        ``timeout`` bounds the wait (the report's ``waiting`` counts what is still held)."""
         if scope is None:
-            return self._runner.run_pending(include_delayed=True)
+            return self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
         return self._runner.run_pending(tenant=scope.tenant, user=scope.user,
-                                        session=scope.session, include_delayed=True)
+                                        session=scope.session, include_delayed=True,
+                                        wait=True, timeout=timeout)
 
     def run_worker(self, *, poll_seconds: float = 1.0,
                    stop: Callable[[], bool] = lambda: False) -> None:
@@ -388,6 +613,11 @@ class Memory:
             query = validate_content(query, max_chars=self.max_content_chars, field="query")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValidationError("system_prompt must be a string")
+        check_int(token_budget, "token_budget", high=MAX_TOKEN_BUDGET)  # < 1: BudgetError below
+        if reserve_ratio is not None:
+            reserve_ratio = check_ratio(reserve_ratio, "reserve_ratio")
+        if self.quotas is not None:
+            _quotas.check_context(self._store, self.quotas, scope, token_budget)
         req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio)
         return build_context(self._sources, req, self._count)
 
@@ -396,15 +626,17 @@ class Memory:
         # The context asks for many hits (as many as the budget could hold), so a smaller
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
-        return hybrid_search(self._store, self._embedder, scope, query, top_k=top_k,
-                             filters=filters, config=config, now=self._clock.now())
+        return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
+                             top_k=top_k, filters=filters, config=config, now=self._clock.now())
 
     # --- portability -------------------------------------------------------------------
     def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,
                        include_deleted: bool = True) -> int:
         """Write the scope's records as versioned JSON Lines; returns the record count."""
         check_scope(scope)
-        flt = Filters(include_deleted=include_deleted, include_superseded=True)
+        check_bool(include_embeddings, "include_embeddings")
+        flt = Filters(include_deleted=check_bool(include_deleted, "include_deleted"),
+                      include_superseded=True)
         records: list[MemoryRecord] = []
         offset = 0
         while batch := self._store.list(scope, flt, limit=1000, offset=offset,
@@ -413,7 +645,7 @@ class Memory:
             offset += len(batch)
         vectors = None
         if include_embeddings and records:
-            vectors = self._embedder.embed_batch([r.text for r in records])
+            vectors = self._embedder.for_scope(scope).embed_batch([r.text for r in records])
         return export_jsonl(fp, records, vectors, model_id=self._raw_embedder.model_id,
                             dims=self._raw_embedder.dims, exported_at=self._clock.now())
 
@@ -424,7 +656,7 @@ class Memory:
         if into is not None:
             check_scope(into)
         parsed = read_jsonl(fp, into=into, model_id=self._raw_embedder.model_id,
-                            dims=self._raw_embedder.dims)
+                            dims=self._raw_embedder.dims, max_chars=self.max_content_chars)
         fresh: list[MemoryRecord] = []
         skipped = 0
         for rec in parsed.records:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -19,9 +20,11 @@ import numpy as np
 from .codec import record_from_dict, record_to_dict
 from .embedder.base import Matrix, check_vectors
 from .errors import ImportFormatError, MemstrataError
-from .records import MemoryRecord, new_id
+from .records import MemoryRecord
 from .scope import Scope
 from .store.base import Vector
+from .text import DEFAULT_MAX_CHARS
+from .validation import validate_record
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_jsonl", "read_jsonl"]
 
@@ -59,7 +62,7 @@ def export_jsonl(fp: IO[str], records: Sequence[MemoryRecord], vectors: Matrix |
 def _header(line: str) -> dict[str, Any]:
     try:
         head = json.loads(line)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         head = None
     if not isinstance(head, dict) or head.get("format") != EXPORT_FORMAT:
         raise ImportFormatError(
@@ -73,9 +76,19 @@ def _header(line: str) -> dict[str, Any]:
     return head
 
 
+_REMAP_NAMESPACE = uuid.UUID("6d656d73-7472-6174-612d-72656d617000")
+
+
+def remapped_id(old_id: str, into: Scope) -> str:
+    """The id a record gets when imported into ``into``: derived from the original id and
+    the target tenant/user/agent, so importing the same export twice adds nothing."""
+    key = "\x1f".join((into.tenant, into.user, into.agent or "", old_id))
+    return uuid.uuid5(_REMAP_NAMESPACE, key).hex
+
+
 def _remap(records: list[MemoryRecord], into: Scope) -> list[MemoryRecord]:
     """New ids for every record, references inside the import rewritten to match."""
-    ids = {r.id: new_id() for r in records}
+    ids = {r.id: remapped_id(r.id, into) for r in records}
     out = []
     for r in records:
         out.append(replace(
@@ -89,8 +102,13 @@ def _remap(records: list[MemoryRecord], into: Scope) -> list[MemoryRecord]:
     return out
 
 
-def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int) -> ParsedImport:
-    """Parse and check a whole export; raises :class:`ImportFormatError` naming the line."""
+def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int,
+               max_chars: int = DEFAULT_MAX_CHARS) -> ParsedImport:
+    """Parse and check a whole export; raises :class:`ImportFormatError` naming the line.
+
+    Every record is checked field by field exactly as ``add`` checks its arguments
+    (:func:`~memstrata.validation.validate_record`), so an import cannot store what
+    ``add`` would refuse."""
     lines = iter(enumerate(fp, start=1))
     first = next(lines, None)
     if first is None:
@@ -107,7 +125,8 @@ def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int) -> 
             item = json.loads(line)
             if not isinstance(item, dict) or "record" not in item:
                 raise ImportFormatError("expected an object with a 'record' field")
-            rec = record_from_dict(item["record"])
+            rec = validate_record(record_from_dict(item["record"]), max_chars=max_chars)
+            Scope(rec.tenant, rec.user, rec.agent, rec.session)  # the ids' own checks
             if rec.id in seen:
                 raise ImportFormatError(f"record id {rec.id} appears twice")
             seen.add(rec.id)
@@ -116,10 +135,10 @@ def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int) -> 
                 blob = base64.b64decode(emb, validate=True)
                 vec = np.frombuffer(blob, dtype="<f4").astype(np.float32)
                 raw_vectors[rec.id] = check_vectors(vec.reshape(1, -1), 1, dims, model_id)[0]
-        except (json.JSONDecodeError, ValueError) as exc:
-            raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
         except MemstrataError as exc:
             raise ImportFormatError(f"line {number}: {exc}") from None
+        except (ValueError, RecursionError) as exc:
+            raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
         records.append(replace(rec, embedding_model=model_id, embedding_dims=dims))
     if into is None:
         return ParsedImport(records, raw_vectors)

@@ -6,7 +6,6 @@ store keeps the old one in the record's history.
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any
 
 from .errors import ValidationError
 from .scope import Scope
+from .validation import check_enum, check_int, check_names, check_unit
 
 __all__ = [
     "AccessControl",
@@ -80,19 +80,19 @@ def new_id() -> str:
 
 
 def _enum(kind: type[StrEnum], value: object, name: str) -> Any:
-    try:
-        return kind(value)  # type: ignore[arg-type]
-    except ValueError:
-        allowed = ", ".join(m.value for m in kind)
-        raise ValidationError(f"{name} {value!r} is not one of: {allowed}") from None
+    return check_enum(kind, value, name)
 
 
-def _unit(value: float, name: str) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        raise ValidationError(f"{name} must be a finite number in [0, 1], got {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise ValidationError(f"{name} must be in [0, 1], got {value}")
-    return float(value)
+def _unit(value: object, name: str) -> float:
+    return check_unit(value, name)
+
+
+def _strings(value: object, name: str) -> tuple[str, ...]:
+    if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+        return value
+    if isinstance(value, str):
+        raise ValidationError(f"{name} must be a list of strings, not one string")
+    return check_names(value, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +186,9 @@ class MemoryRecord:
             object.__setattr__(self, "role", _enum(Role, self.role, "role"))
         _unit(self.importance, "importance")
         _unit(self.confidence, "confidence")
-        if self.version < 1:
-            raise ValidationError(f"version must be >= 1, got {self.version}")
-        object.__setattr__(self, "tags", tuple(self.tags))
-        object.__setattr__(self, "source_ids", tuple(self.source_ids))
+        check_int(self.version, "version", low=1)
+        object.__setattr__(self, "tags", _strings(self.tags, "tags"))
+        object.__setattr__(self, "source_ids", _strings(self.source_ids, "source_ids"))
 
     @property
     def scope(self) -> Scope:
@@ -205,4 +204,5 @@ class MemoryRecord:
 
     def visible_in(self, scope: Scope) -> bool:
         return scope.admits(self.tenant, self.user, self.agent, self.session,
-                            self.access.visibility.value)
+                            self.access.visibility.value, self.access.allowed_users,
+                            self.access.allowed_roles)

@@ -20,7 +20,7 @@ def reembed_store(store: Store, embedder: Embedder, *, batch_size: int = 256,
     done = 0
     for batch in store.scan(batch_size):
         vectors = embedder.embed_batch([r.text for r in batch])
-        store.set_vectors([(r.id, vectors[i]) for i, r in enumerate(batch)],
+        store.set_vectors([(r, vectors[i]) for i, r in enumerate(batch)],
                           embedder.model_id, embedder.dims)
         done += len(batch)
         if on_batch is not None:

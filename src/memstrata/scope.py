@@ -36,18 +36,41 @@ class Scope:
     narrow further. A read with ``agent=A`` sees A's records, the user's agent-less records
     and records other agents marked ``shared``/``public``; a read with ``session=S`` sees
     only that session's records. A read with neither sees all of the user's memory.
+
+    ``caller`` and ``roles`` name who is asking when it is not the user themselves (seed 003
+    access control): such a caller sees only the user's records that are ``public``, list
+    the caller in ``allowed_users`` or share a role with ``allowed_roles``, and cannot write.
     """
 
     tenant: str
     user: str
     agent: str | None = None
     session: str | None = None
+    caller: str | None = None
+    roles: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         _check_id("tenant", self.tenant, required=True)
         _check_id("user", self.user, required=True)
         _check_id("agent", self.agent, required=False)
         _check_id("session", self.session, required=False)
+        _check_id("caller", self.caller, required=False)
+        if isinstance(self.roles, str) or not all(
+            isinstance(r, str) and r.strip() for r in self.roles
+        ):
+            raise ValidationError("scope.roles must be a set of non-empty role names")
+        object.__setattr__(self, "roles", frozenset(self.roles))
+        if self.caller == self.user:
+            object.__setattr__(self, "caller", None)
+
+    @property
+    def foreign(self) -> bool:
+        """Whether someone other than the user is asking (access rules apply; no writes)."""
+        return self.caller is not None
+
+    def as_caller(self, caller: str | None, roles: frozenset[str] | set[str] = frozenset()
+                  ) -> Scope:
+        return replace(self, caller=caller, roles=frozenset(roles))
 
     def with_session(self, session: str | None) -> Scope:
         return replace(self, session=session)
@@ -57,11 +80,12 @@ class Scope:
 
     @property
     def user_scope(self) -> Scope:
-        """The whole of this user's memory (no agent or session narrowing)."""
-        return Scope(self.tenant, self.user)
+        """The whole of this user's memory (no agent or session narrowing), same caller."""
+        return Scope(self.tenant, self.user, caller=self.caller, roles=self.roles)
 
     def admits(self, tenant: str, user: str, agent: str | None, session: str | None,
-               visibility: str) -> bool:
+               visibility: str, allowed_users: tuple[str, ...] = (),
+               allowed_roles: tuple[str, ...] = ()) -> bool:
         """Whether a record with these owners is visible through this scope.
 
         The SQL of every store mirrors this function; the contract tests hold them equal.
@@ -70,8 +94,12 @@ class Scope:
             return False
         if self.session is not None and session != self.session:
             return False
-        if self.agent is not None and agent not in (None, self.agent):
-            return visibility != "private"
+        if self.agent is not None and agent not in (None, self.agent) \
+                and visibility == "private":
+            return False
+        if self.caller is not None:
+            return (visibility == "public" or self.caller in allowed_users
+                    or not self.roles.isdisjoint(allowed_roles))
         return True
 
     def __str__(self) -> str:
@@ -80,4 +108,6 @@ class Scope:
             parts.append(f"agent={self.agent}")
         if self.session:
             parts.append(f"session={self.session}")
+        if self.caller:
+            parts.append(f"caller={self.caller}")
         return " ".join(parts)

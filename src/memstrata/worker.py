@@ -1,8 +1,21 @@
 """Runs background jobs from the store's outbox: claim, dispatch by kind, retry with backoff.
 
-A job is claimed with a lease; if the process dies mid-job the lease expires and the job is
-claimed again, so a crash loses nothing (the inputs — raw messages — are already stored).
-Handlers must therefore be idempotent.
+A job is claimed with a short lease (:data:`DEFAULT_LEASE_SECONDS`) that a heartbeat
+renews while the claim's jobs run, so a worker that dies (``kill -9``, power loss) gives its
+jobs back within seconds and the next ``flush()``, worker or process runs them. Handlers
+must be idempotent: a job whose worker died mid-way runs again from the start.
+
+No job runs twice at once, and no two jobs of one user run at once:
+
+- the queue hands out one user's jobs to one claim at a time (see the store's
+  ``claim_jobs``), so the background thread, ``flush()`` and other worker processes never
+  work on the same user together — ``flush()`` waits for jobs another worker holds;
+- every claim has a token; finishing or failing a job names it, and the store refuses it
+  once the lease was taken over (:class:`~memstrata.jobs.LeaseLostError`): a worker that
+  stalled past its lease cannot record a result over the new holder's;
+- a worker whose lease ran out (its heartbeat could not renew it) stops before the next
+  step of the job (:func:`~memstrata.jobs.check_lease`) instead of working on beside the
+  new holder.
 """
 
 from __future__ import annotations
@@ -12,17 +25,21 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from .clock import Clock
-from .jobs import Job, retry_delay
+from .errors import ConflictError, NotFoundError
+from .jobs import Job, LeaseLostError, lease_guard, retry_delay
 from .store.base import Store
 
-__all__ = ["BackgroundWorker", "JobRunner", "RunReport"]
+__all__ = ["DEFAULT_LEASE_SECONDS", "BackgroundWorker", "JobRunner", "RunReport"]
 
 log = logging.getLogger("memstrata.worker")
 
 Handler = Callable[[Job], None]
+
+DEFAULT_LEASE_SECONDS = 15.0
+_WAIT_POLL_SECONDS = 0.05  # how often flush() looks again at jobs another worker holds
 
 
 @dataclass(slots=True)
@@ -31,65 +48,227 @@ class RunReport:
     retried: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    lost: int = 0      # jobs whose lease was taken over while this worker held them
+    waiting: int = 0   # jobs still held by another worker when a timed-out flush returned
+
+
+class _Claim:
+    """One claim's jobs and lease, as the heartbeat last renewed it."""
+
+    def __init__(self, jobs: list[Job]) -> None:
+        self.token = jobs[0].lease_token or ""
+        self.open = {j.id for j in jobs}     # claimed, not finished by us yet
+        self.lost: set[str] = set()
+        leases = [j.lease_until for j in jobs if j.lease_until is not None]
+        self.expires: datetime | None = min(leases) if leases else None
+        self.lock = threading.Lock()
+
+    def holds(self, job_id: str, now: datetime) -> bool:
+        with self.lock:
+            return (job_id not in self.lost
+                    and (self.expires is None or now < self.expires))
+
+    def close(self, job_id: str) -> None:
+        with self.lock:
+            self.open.discard(job_id)
+
+
+class _Heartbeat:
+    """A daemon thread renewing the leases of every claim in progress, every
+    ``interval`` seconds; started on first use, stopped by :meth:`stop`."""
+
+    def __init__(self, store: Store, clock: Clock, lease_seconds: float) -> None:
+        self._store = store
+        self._clock = clock
+        self._lease = lease_seconds
+        self.interval = max(0.01, lease_seconds / 3)
+        self._claims: dict[str, _Claim] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, claim: _Claim) -> None:
+        with self._lock:
+            self._claims[claim.token] = claim
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._loop, daemon=True,
+                                                name="memstrata-lease-heartbeat")
+                self._thread.start()
+
+    def remove(self, claim: _Claim) -> None:
+        with self._lock:
+            self._claims.pop(claim.token, None)
+
+    def stop(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5.0)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                claims = list(self._claims.values())
+            for claim in claims:
+                self.renew(claim)
+
+    def renew(self, claim: _Claim) -> None:
+        until = self._clock.now() + timedelta(seconds=self._lease)
+        try:
+            held = set(self._store.renew_leases(claim.token, until))
+        except Exception:  # the store may be busy or gone: the lease runs down meanwhile
+            log.warning("could not renew job leases (claim %s); retrying in %.1f s",
+                        claim.token, self.interval, exc_info=True)
+            return
+        with claim.lock:
+            taken = claim.open - held
+            if taken - claim.lost:
+                log.warning("jobs %s were taken over by another worker (lease expired)",
+                            sorted(taken - claim.lost))
+            claim.lost |= taken
+            claim.expires = until
+
+
+def _expected(exc: BaseException) -> bool:
+    """A failure that concurrency explains (a record changed under the job): retried
+    quietly. Anything else (a provider down, a bug) is worth a warning."""
+    causes = getattr(exc, "causes", None)
+    if causes:
+        return all(isinstance(c, ConflictError) for c in causes)
+    return isinstance(exc, ConflictError)
 
 
 class JobRunner:
     def __init__(self, store: Store, handlers: Mapping[str, Handler], clock: Clock, *,
-                 max_attempts: int = 5, lease_seconds: float = 300.0) -> None:
+                 max_attempts: int = 5, lease_seconds: float = DEFAULT_LEASE_SECONDS,
+                 batch: int = 50) -> None:
+        if lease_seconds <= 0:
+            raise ValueError(f"lease_seconds must be positive, got {lease_seconds}")
         self._store = store
         self._handlers = dict(handlers)
         self._clock = clock
         self.max_attempts = max_attempts
         self.lease_seconds = lease_seconds
+        self.batch = batch
+        self._heartbeat = _Heartbeat(store, clock, lease_seconds)
+        self._finished = threading.Condition()  # notified whenever a claim of ours ends
+
+    def close(self) -> None:
+        """Stop the lease heartbeat (call after the last ``run_pending`` returned)."""
+        self._heartbeat.stop()
 
     def run_pending(self, *, tenant: str | None = None, user: str | None = None,
-                    session: str | None = None, batch: int = 50,
-                    include_delayed: bool = False) -> RunReport:
-        """Run claimable jobs until none is left (``include_delayed`` also runs jobs whose
-        retry time has not come yet, as ``flush()`` must)."""
+                    session: str | None = None, batch: int | None = None,
+                    include_delayed: bool = False, wait: bool = False,
+                    timeout: float | None = None) -> RunReport:
+        """Run claimable jobs until none is left.
+
+        ``include_delayed`` also runs jobs whose retry time has not come yet. ``wait`` (what
+        ``flush()`` does) also waits for jobs held by another worker — this process's
+        background thread or another process — until none is open; a dead worker's jobs
+        come back when its lease runs out (seconds) and are run here. ``timeout`` bounds
+        that wait; jobs still held elsewhere then are counted in ``waiting``."""
         report = RunReport()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        size = batch or self.batch
         while True:
             now = self._clock.now()
-            horizon = now + timedelta(days=3650) if include_delayed else None
-            jobs = self._store.claim_jobs(now, limit=batch, lease_seconds=self.lease_seconds,
+            horizon = now + timedelta(days=3650) if include_delayed or wait else None
+            jobs = self._store.claim_jobs(now, limit=size, lease_seconds=self.lease_seconds,
                                           tenant=tenant, user=user, session=session,
                                           due_before=horizon)
-            if not jobs:
+            if jobs:
+                self._run_claim(jobs, report)
+                continue
+            if not wait:
                 return report
-            for job in jobs:
-                self._run_one(job, report)
+            still = self._store.count_open_jobs(tenant=tenant, user=user, session=session)
+            if still == 0:
+                return report
+            if deadline is not None and time.monotonic() >= deadline:
+                report.waiting = still
+                return report
+            log.debug("waiting for %d job(s) held by another worker", still)
+            with self._finished:
+                self._finished.wait(_WAIT_POLL_SECONDS)
 
-    def _run_one(self, job: Job, report: RunReport) -> None:
-        handler = self._handlers.get(job.kind)
-        if handler is None:
-            self._store.fail_job(job.id, f"no handler for job kind {job.kind!r}", None)
-            report.failed += 1
+    def _run_claim(self, jobs: list[Job], report: RunReport) -> None:
+        claim = _Claim(jobs)
+        self._heartbeat.add(claim)
+        try:
+            for job in jobs:
+                self._run_one(job, claim, report)
+        finally:
+            self._heartbeat.remove(claim)
+            with self._finished:
+                self._finished.notify_all()
+
+    def _lost(self, job: Job, report: RunReport, why: str) -> None:
+        report.lost += 1
+        log.warning("job %s (%s): %s; another worker runs it", job.id, job.kind, why)
+
+    def _run_one(self, job: Job, claim: _Claim, report: RunReport) -> None:
+        token = job.lease_token
+        if not claim.holds(job.id, self._clock.now()):
+            self._lost(job, report, "its lease ran out before it started")
             return
         try:
-            handler(job)
-        except Exception as exc:  # a handler may fail in any way; the job keeps it for retry
-            attempts = job.attempts  # counted by the claim
-            message = f"{type(exc).__name__}: {exc}"
-            report.errors.append(f"{job.kind} {job.id}: {message}")
-            if attempts >= self.max_attempts:
-                log.error("job %s (%s) failed for good: %s", job.id, job.kind, message)
-                self._store.fail_job(job.id, message, None)
+            handler = self._handlers.get(job.kind)
+            if handler is None:
+                self._store.fail_job(job.id, f"no handler for job kind {job.kind!r}", None,
+                                     lease_token=token)
                 report.failed += 1
-            else:
-                log.warning("job %s (%s) failed, will retry: %s", job.id, job.kind, message)
-                self._store.fail_job(job.id, message, self._clock.now() + retry_delay(attempts))
-                report.retried += 1
-            return
-        self._store.finish_job(job.id)
-        report.done += 1
+                return
+
+            def check() -> None:
+                if not claim.holds(job.id, self._clock.now()):
+                    raise LeaseLostError(f"the lease of job {job.id} ran out mid-job")
+
+            try:
+                with lease_guard(check):
+                    handler(job)
+            except LeaseLostError:
+                raise
+            except Exception as exc:  # a handler may fail in any way; the job keeps it
+                self._failed(job, exc, report)
+                return
+            self._store.finish_job(job.id, lease_token=token)
+            report.done += 1
+        except LeaseLostError as exc:
+            self._lost(job, report, str(exc))
+        except NotFoundError:  # purged with its user while it ran: nothing left to record
+            log.debug("job %s (%s) was purged while it ran", job.id, job.kind)
+        finally:
+            claim.close(job.id)
+
+    def _failed(self, job: Job, exc: Exception, report: RunReport) -> None:
+        attempts = job.attempts  # counted by the claim
+        message = f"{type(exc).__name__}: {exc}"
+        report.errors.append(f"{job.kind} {job.id}: {message}")
+        if attempts >= self.max_attempts:
+            log.error("job %s (%s) failed for good: %s", job.id, job.kind, message)
+            self._store.fail_job(job.id, message, None, lease_token=job.lease_token)
+            report.failed += 1
+        else:
+            level = logging.DEBUG if _expected(exc) else logging.WARNING
+            log.log(level, "job %s (%s) failed, will retry: %s", job.id, job.kind, message)
+            self._store.fail_job(job.id, message, self._clock.now() + retry_delay(attempts),
+                                 lease_token=job.lease_token)
+            report.retried += 1
 
     def run_forever(self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
                     ) -> None:
-        """The ``memstrata worker`` loop."""
+        """The ``memstrata worker`` loop. A store that can announce new jobs (PostgreSQL's
+        ``LISTEN``/``NOTIFY``: ``wait_for_jobs``) wakes it at once instead of at the next poll."""
+        wait = getattr(self._store, "wait_for_jobs", None)
         while not stop():
             report = self.run_pending()
-            if not (report.done or report.retried or report.failed):
-                time.sleep(poll_seconds)
+            if not (report.done or report.retried or report.failed or report.lost):
+                if wait is not None:
+                    wait(poll_seconds)
+                else:
+                    time.sleep(poll_seconds)
 
 
 class BackgroundWorker:

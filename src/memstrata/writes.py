@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from .clock import ensure_utc
 from .errors import ValidationError
 from .records import (
     AccessControl,
@@ -21,8 +20,16 @@ from .records import (
 )
 from .scope import Scope
 from .text import content_hash, validate_content
+from .validation import (
+    check_enum,
+    check_ids,
+    check_metadata,
+    check_tags,
+    check_time,
+    check_unit,
+)
 
-__all__ = ["check_scope", "message_record", "note_record"]
+__all__ = ["check_scope", "message_record", "note_record", "to_message"]
 
 
 def check_scope(scope: object) -> Scope:
@@ -33,30 +40,38 @@ def check_scope(scope: object) -> Scope:
     return scope
 
 
-def _metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise ValidationError("metadata must be a mapping of string keys to JSON values")
-    out = dict(metadata)
-    for key in out:
-        if not isinstance(key, str):
-            raise ValidationError(f"metadata key {key!r} is not a string")
-    return out
+def to_message(item: object, index: int = 0) -> Message:
+    """A :class:`Message`, or a mapping with its fields (``role``, ``content``,
+    ``observed_at``, ``metadata``), checked."""
+    if isinstance(item, Message):
+        return item
+    field = f"messages[{index}]"
+    if not isinstance(item, Mapping):
+        raise ValidationError(f"{field} must be a Message or a mapping with role and content, "
+                              f"got {type(item).__name__}")
+    unknown = sorted(str(k) for k in item if k not in _MESSAGE_FIELDS)
+    if unknown or "role" not in item or "content" not in item:
+        raise ValidationError(f"{field} needs the keys role and content (optional: "
+                              f"observed_at, metadata); unknown: {unknown}")
+    return Message(**{str(k): v for k, v in item.items()})
+
+
+_MESSAGE_FIELDS = frozenset({"role", "content", "observed_at", "metadata"})
 
 
 def message_record(scope: Scope, message: Message, *, now: datetime, model_id: str, dims: int,
                    max_chars: int) -> MemoryRecord:
     text = validate_content(message.content, max_chars=max_chars)
+    observed = check_time(message.observed_at, "observed_at") if message.observed_at else now
+    metadata = check_metadata(message.metadata)
     rid = new_id()
     source = Source.EXPLICIT_USER_INPUT if message.role is Role.USER else Source.SYSTEM_GENERATED
     return MemoryRecord(
         id=rid, tenant=scope.tenant, user=scope.user, agent=scope.agent, session=scope.session,
         type=RecordType.MESSAGE, role=message.role, content=Content(raw=text),
         created_at=now, updated_at=now,
-        observed_at=ensure_utc(message.observed_at) if message.observed_at else now,
-        embedding_model=model_id, embedding_dims=dims, source=source,
-        source_ids=(rid,), metadata=_metadata(message.metadata), content_hash=content_hash(text),
+        observed_at=observed, embedding_model=model_id, embedding_dims=dims, source=source,
+        source_ids=(rid,), metadata=metadata, content_hash=content_hash(text),
     )
 
 
@@ -70,18 +85,21 @@ def note_record(scope: Scope, content: object, *, type: RecordType | str, now: d
                 summary: str | None = None,
                 structured: Mapping[str, Any] | None = None) -> MemoryRecord:
     text = validate_content(content, max_chars=max_chars)
-    if isinstance(tags, str):
-        raise ValidationError("tags must be a list of strings, not one string")
-    vis = visibility or (Visibility.PRIVATE if scope.agent else Visibility.SHARED)
+    vis = (check_enum(Visibility, visibility, "visibility") if visibility is not None
+           else Visibility.PRIVATE if scope.agent else Visibility.SHARED)
+    if summary is not None:
+        summary = validate_content(summary, max_chars=max_chars, field="summary")
     return MemoryRecord(
         id=new_id(), tenant=scope.tenant, user=scope.user, agent=scope.agent,
-        session=scope.session, type=type, content=Content(text, summary, dict(structured or {})),  # type: ignore[arg-type]
+        session=scope.session, type=check_enum(RecordType, type, "type"),
+        content=Content(text, summary, check_metadata(structured, "structured")),
         created_at=now, updated_at=now,
-        observed_at=ensure_utc(observed_at) if observed_at else now,
-        embedding_model=model_id, embedding_dims=dims, importance=importance,
-        confidence=confidence, tags=tuple(tags), source=source,  # type: ignore[arg-type]
-        valid_from=ensure_utc(valid_from) if valid_from else None,
-        access=AccessControl(visibility=vis),  # type: ignore[arg-type]
-        source_ids=tuple(source_ids), metadata=_metadata(metadata),
-        content_hash=content_hash(text),
+        observed_at=check_time(observed_at, "observed_at") if observed_at is not None else now,
+        embedding_model=model_id, embedding_dims=dims,
+        importance=check_unit(importance, "importance"),
+        confidence=check_unit(confidence, "confidence"), tags=check_tags(tags),
+        source=check_enum(Source, source, "source"),
+        valid_from=check_time(valid_from, "valid_from") if valid_from is not None else None,
+        access=AccessControl(visibility=vis), source_ids=check_ids(source_ids, "source_ids"),
+        metadata=check_metadata(metadata), content_hash=content_hash(text),
     )

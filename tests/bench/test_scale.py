@@ -42,3 +42,15 @@ def test_run_scale_small(tmp_path: Path) -> None:
     assert row["ingest"]["messages_per_s"] > 0 and row["peak_rss_mb"] > 0
     assert "| 200 |" in scale_markdown(res)
     assert plot_scale(res, tmp_path).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_long_session_row_reports_ms_per_message_and_retries() -> None:
+    from memstrata.bench.scale import long_session, long_session_markdown
+
+    res = long_session(ScaleConfig(embedder="hashing", store="memory",
+                                   session_turns=(30, 60), session_window=10))
+    assert [r["turns"] for r in res["rows"]] == [30, 60]
+    assert all(r["ms_per_message"] > 0 for r in res["rows"])
+    assert res["rows"][0]["vs_first"] == 1.0
+    assert (res["job_retries"], res["job_failures"]) == (0, 0)
+    assert "| 60 |" in long_session_markdown(res)

@@ -230,8 +230,8 @@ def test_kill_9_mid_job_loses_nothing_and_the_job_runs_after_its_lease(tmp_path:
         assert mem.layers.mid_term.clusters(SCOPE) == []
 
         # while the lease holds, nobody else may take the job (the owner could be alive)
-        early = mem.flush(SCOPE)
-        assert (early.done, early.retried, early.failed) == (0, 0, 0)
+        early = mem.flush(SCOPE, timeout=0.3)   # flush waits for it, up to the timeout
+        assert (early.done, early.retried, early.failed, early.waiting) == (0, 0, 0, 1)
         assert mem.store.list_jobs("acme", "carol", status="running")[0].id == job.id
 
         clock.advance(seconds=lease)

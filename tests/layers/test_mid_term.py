@@ -159,10 +159,13 @@ def test_recall_counts_hits_and_the_10th_hit_promotes_once(tmp_path: Path) -> No
             ("user", "sail a"), ("user", "chess")]))
         for _ in range(9):
             (top, sim), = mid.recall(ALICE, VECS["sail a"], k=1)
-        assert sim == pytest.approx(1.0) and top.content.structured["hits"] == 9
+        # hits are a store counter: no new version per hit (issue 8 §1)
+        assert sim == pytest.approx(1.0) and mid.hits(ALICE, [top.id]) == {top.id: 9}
+        assert top.version == 1 and top.access_count == 9
         assert keys.list(ALICE) == []
         (top, _), = mid.recall(ALICE, VECS["sail a"], k=1)
-        assert top.content.structured["hits"] == 10
+        assert mid.hits(ALICE, [top.id]) == {top.id: 10}
+        assert top.version == 2  # the one version: the promotion
         (key,) = keys.list(ALICE)
         assert key.metadata["origin"] == "auto" and key.metadata["cluster_id"] == top.id
         assert top.content.structured["promoted_key"] == key.id

@@ -59,7 +59,7 @@ def test_step_index_out_of_range_names_the_valid_range(ctx: LayerContext) -> Non
     with pytest.raises(ValidationError, match="out of range"):
         tasks.update_step(ALICE, -1, "completed")
     with pytest.raises(ValidationError, match="not one of"):
-        tasks.update_step(ALICE, 0, "done")
+        tasks.update_step(ALICE, 0, "banana")
 
 
 def test_one_active_task_per_session(ctx: LayerContext) -> None:
@@ -83,7 +83,8 @@ def test_completion_with_garbage_reflection_falls_back_to_the_heuristic(
     done = tasks.complete(ALICE, True, "chart delivered", feedback="Use blue next time")
     assert chat.remaining == 0
     expected = HeuristicLLM().reflect(TaskOutcome(
-        goal="Chart the sales data", steps=["fetch data", "plot"], outcome="chart delivered",
+        goal="Chart the sales data", steps=["fetch data", "plot"],
+        step_statuses=["pending", "pending"], outcome="chart delivered",
         feedback="Use blue next time"))
     assert done.reflection == expected
     assert done.episode.content.structured["lessons"] == expected.lessons

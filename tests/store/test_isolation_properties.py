@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from memstrata.errors import NotFoundError
+from memstrata.errors import NotFoundError, ValidationError
 from memstrata.filters import Filters
 from memstrata.records import MemoryRecord, RecordStatus
 from memstrata.scope import Scope
@@ -40,31 +40,61 @@ class Isolation(RuleBasedStateMachine):
         self.tmp = tempfile.TemporaryDirectory()
         self.store: Store = make_store(self.kind, Path(self.tmp.name))
         self.maker = Maker()
-        self.expected: dict[str, MemoryRecord] = {}
+        # (tenant, user, id) -> current record, and every version: ids are per user
+        self.expected: dict[tuple[str, str, str], MemoryRecord] = {}
+        self.versions: dict[tuple[str, str, str], list[MemoryRecord]] = {}
+        self.hits: dict[tuple[str, str, str], int] = {}
 
     def teardown(self) -> None:
         self.store.close()
         self.tmp.cleanup()
 
     def _owned(self, scope: Scope) -> set[str]:
-        return {i for i, r in self.expected.items() if (r.tenant, r.user) ==
-                (scope.tenant, scope.user)}
+        return {k[2] for k in self.expected if k[:2] == (scope.tenant, scope.user)}
+
+    @staticmethod
+    def _key(scope: Scope, rid: str) -> tuple[str, str, str]:
+        return (scope.tenant, scope.user, rid)
+
+    def _set(self, record: MemoryRecord) -> None:
+        key = (record.tenant, record.user, record.id)
+        self.expected[key] = record
+        self.versions.setdefault(key, []).append(record)
+
+    def _drop(self, key: tuple[str, str, str]) -> None:
+        del self.expected[key]
+        del self.versions[key]
+        self.hits.pop(key, None)
 
     def _pick(self, data: st.DataObject) -> str:
-        known = sorted(self.expected) or ["never-inserted"]
+        known = sorted({k[2] for k in self.expected}) or ["never-inserted"]
         return data.draw(st.sampled_from(known))
 
     @rule(owner=owners, word=st.sampled_from(WORDS))
     def insert(self, owner: Scope, word: str) -> None:
         w = self.maker.write(tenant=owner.tenant, user=owner.user, text=word)
         self.store.insert([w])
-        self.expected[w.record.id] = w.record
+        self._set(w.record)
+
+    @rule(actor=owners, data=st.data(), word=st.sampled_from(WORDS))
+    def insert_existing_id(self, actor: Scope, data: st.DataObject, word: str) -> None:
+        """An id somebody has: refused only if the actor has it, else a fresh insert."""
+        rid = self._pick(data)
+        w = self.maker.write(self.maker.record(word, tenant=actor.tenant, user=actor.user,
+                                               id=rid))
+        if rid in self._owned(actor):
+            with pytest.raises(ValidationError, match="exists already"):
+                self.store.insert([w])
+        else:
+            self.store.insert([w])
+            self._set(w.record)
 
     @rule(actor=owners, data=st.data())
     def get(self, actor: Scope, data: st.DataObject) -> None:
         rid = self._pick(data)
         if rid in self._owned(actor):
-            assert self.store.get(actor, rid, include_deleted=True) == self.expected[rid]
+            assert self.store.get(actor, rid, include_deleted=True) == \
+                self.expected[self._key(actor, rid)]
         else:
             with pytest.raises(NotFoundError):
                 self.store.get(actor, rid, include_deleted=True)
@@ -73,14 +103,14 @@ class Isolation(RuleBasedStateMachine):
     def replace_record(self, actor: Scope, data: st.DataObject) -> None:
         rid = self._pick(data)
         mine = rid in self._owned(actor)
-        base = self.expected.get(rid) or self.maker.record(id=rid, tenant=actor.tenant,
-                                                           user=actor.user)
+        base = self.expected.get(self._key(actor, rid)) or self.maker.record(
+            id=rid, tenant=actor.tenant, user=actor.user)
         new = replace(base, tenant=actor.tenant, user=actor.user, version=base.version + 1,
                       importance=0.9)
         write = RecordWrite(new, unit(self.maker.rng), tuple(tokenize("replaced apple")))
         if mine:
             self.store.replace(actor, write, expected_version=base.version)
-            self.expected[rid] = new
+            self._set(new)
         else:
             with pytest.raises(NotFoundError):
                 self.store.replace(actor, write, expected_version=base.version)
@@ -90,11 +120,11 @@ class Isolation(RuleBasedStateMachine):
         rid = self._pick(data)
         changed = self.store.set_status(actor, [rid], status, T0)
         mine = rid in self._owned(actor)
-        if mine and self.expected[rid].status is not status:
-            old = self.expected[rid]
-            self.expected[rid] = replace(
+        if mine and self.expected[self._key(actor, rid)].status is not status:
+            old = self.expected[self._key(actor, rid)]
+            self._set(replace(
                 old, status=status, version=old.version + 1, updated_at=T0,
-                deleted_at=T0 if status is RecordStatus.DELETED else None)
+                deleted_at=T0 if status is RecordStatus.DELETED else None))
             assert changed == [rid]
         else:
             assert changed == []
@@ -104,9 +134,23 @@ class Isolation(RuleBasedStateMachine):
         rid = self._pick(data)
         self.store.touch(actor, [rid], T0)
         if rid in self._owned(actor):
-            old = self.expected[rid]
-            self.expected[rid] = replace(old, access_count=old.access_count + 1,
+            key = self._key(actor, rid)
+            old = self.expected[key]
+            # a counter, not a version: the current record changes, history does not
+            self.expected[key] = replace(old, access_count=old.access_count + 1,
                                          last_accessed_at=T0)
+
+    @rule(actor=owners, data=st.data(), n=st.integers(1, 3))
+    def count_hits(self, actor: Scope, data: st.DataObject, n: int) -> None:
+        rid = self._pick(data)
+        self.store.add_counts(actor, "hits", {rid: n})
+        if rid in self._owned(actor):
+            key = self._key(actor, rid)
+            self.hits[key] = self.hits.get(key, 0) + n
+        self.store.flush_counters()
+        expected = {rid: self.hits.get(self._key(actor, rid), 0)} \
+            if rid in self._owned(actor) else {}
+        assert self.store.counts(actor, "hits", [rid]) == expected
 
     @rule(actor=owners, data=st.data())
     def purge(self, actor: Scope, data: st.DataObject) -> None:
@@ -114,7 +158,7 @@ class Isolation(RuleBasedStateMachine):
         report = self.store.purge(actor, [rid])
         if rid in self._owned(actor):
             assert report.records == 1
-            del self.expected[rid]
+            self._drop(self._key(actor, rid))
         else:
             assert report.records == 0
 
@@ -124,7 +168,7 @@ class Isolation(RuleBasedStateMachine):
         report = self.store.purge_user(actor.tenant, actor.user)
         assert (report.records, report.remaining) == (len(gone), 0)
         for rid in gone:
-            del self.expected[rid]
+            self._drop(self._key(actor, rid))
 
     @rule(actor=owners, word=st.sampled_from(WORDS))
     def search(self, actor: Scope, word: str) -> None:
@@ -139,9 +183,18 @@ class Isolation(RuleBasedStateMachine):
 
     @invariant()
     def every_record_is_what_its_owner_made_it(self) -> None:
-        for rid, record in self.expected.items():
+        for (_, _, rid), record in self.expected.items():
             got = self.store.get(record.scope.user_scope, rid, include_deleted=True)
             assert got == record
+
+    @invariant()
+    def every_history_is_every_version_its_owner_wrote(self) -> None:
+        for key, versions in self.versions.items():
+            got = self.store.history(Scope(key[0], key[1]), key[2])
+            # counters are not versions: compare without them
+            def plain(r: MemoryRecord) -> MemoryRecord:
+                return replace(r, access_count=0, last_accessed_at=None)
+            assert [plain(r) for r in got] == [plain(r) for r in versions]
 
 
 @pytest.mark.parametrize("kind", STORE_KINDS)

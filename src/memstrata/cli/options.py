@@ -1,25 +1,33 @@
-"""Options every CLI command shares; the CLI is the only place that reads the environment."""
+"""Options every CLI command shares; the CLI is the only place that reads the environment.
+
+Start-up cost matters here (every CLI call pays it), so this module imports only typer and
+rich; the library (numpy, the embedder, the store) is imported when a command opens a store.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
 
-from ..errors import MemstrataError
-from ..memory import Memory
-from ..scope import Scope
+from .console import lazy_console
+from .store_check import check_store
 
-__all__ = ["Settings", "console", "emit", "fail", "open_memory"]
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ..scope import Scope
 
-console = Console(stderr=False)
-errors = Console(stderr=True)
+__all__ = ["Settings", "choice", "console", "emit", "errors", "fail", "note", "open_memory"]
+
+# markup=False: user text such as "[x]" or "memstrata[postgres]" is printed as written.
+# Styles are applied with Text objects, never with markup in strings.
+console = lazy_console(stderr=False, markup=False, highlight=False)
+errors = lazy_console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 
 
 @dataclass(slots=True)
@@ -33,20 +41,66 @@ class Settings:
     llm: str | None
     openai_base_url: str | None
     openai_api_key: str | None
+    max_chars: int | None = None
 
     def scope(self) -> Scope:
+        from ..scope import Scope
+
         if not self.tenant or not self.user:
             fail("--tenant and --user are required (or set MEMSTRATA_TENANT / MEMSTRATA_USER)")
-        return Scope(self.tenant, self.user, self.agent, self.session)  # type: ignore[arg-type]
+        return Scope(self.tenant, self.user, self.agent, self.session)
 
 
-def fail(message: str, code: int = 2) -> None:
-    errors.print(f"[red]error:[/red] {message}", highlight=False)
+def fail(message: str, code: int = 2) -> NoReturn:
+    from rich.text import Text
+
+    errors.print(Text("error: ", style="red") + Text(message))
     raise typer.Exit(code)
 
 
+def note(message: str) -> None:
+    """A remark on stderr (keeps ``--json`` output on stdout clean)."""
+    from rich.text import Text
+
+    errors.print(Text(message, style="dim"))
+
+
+def choice(value: str, allowed: Iterable[str], option: str,
+           aliases: dict[str, str] | None = None) -> str:
+    """``value`` if it is one of ``allowed`` (or an alias of one); otherwise a clear error.
+
+    The error is the library's :class:`~memstrata.errors.ValidationError` message, shown
+    before any store is opened.
+    """
+    allowed = list(allowed)
+    key = value.strip().lower()
+    if key in allowed:
+        return key
+    if aliases and key in aliases:
+        return aliases[key]
+    from ..errors import ValidationError
+
+    alias_text = (" (aliases: " + ", ".join(f"{a}={t}" for a, t in aliases.items()) + ")"
+                  if aliases else "")
+    fail(str(ValidationError(f"{option} {value!r} is not one of: {', '.join(allowed)}"
+                             f"{alias_text}")))
+
+
 @contextmanager
-def open_memory(settings: Settings, **kwargs: Any) -> Iterator[Memory]:
+def open_memory(settings: Settings, *, create: bool = False, announce: bool = True,
+                **kwargs: Any) -> Iterator[Memory]:
+    """The :class:`Memory` the settings name; every library error becomes a clear CLI error.
+
+    ``create=False`` (read commands, and writes that need existing records) refuses a store
+    file that does not exist rather than creating an empty one, and runs no background
+    jobs; any command refuses a file that is not a memstrata store.
+    """
+    from ..errors import MemstrataError
+    from ..memory import Memory
+
+    problem, created = check_store(settings.url, create=create)
+    if problem:
+        fail(problem)
     try:
         embedder: Any = settings.embedder
         llm: Any = settings.llm
@@ -61,9 +115,16 @@ def open_memory(settings: Settings, **kwargs: Any) -> Iterator[Memory]:
 
             llm = openai_llm(llm.split(":", 1)[1], base_url=settings.openai_base_url,
                              api_key=settings.openai_api_key)
+        if settings.max_chars is not None:
+            kwargs.setdefault("max_content_chars", settings.max_chars)
+        # Only writing commands start the background worker: a search or a listing must not
+        # wait for a queued summary job (LLM calls) before it can exit.
+        kwargs.setdefault("background", create)
         mem = Memory(settings.url, embedder=embedder, llm=llm, **kwargs)
     except MemstrataError as exc:
         fail(str(exc))
+    if created and announce:
+        note(f"created a new memstrata store at {created}")
     try:
         yield mem
     except MemstrataError as exc:

@@ -10,7 +10,6 @@ import os
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from ..errors import MemstrataError
 from .options import Settings, console, emit, fail
@@ -89,6 +88,8 @@ def keys_list(
         store.close()
     if emit(rows, as_json):
         return
+    from rich.table import Table
+
     table = Table(title=f"{len(rows)} API keys")
     for col in ("id", "tenant", "role", "name", "created_at", "revoked_at"):
         table.add_column(col)

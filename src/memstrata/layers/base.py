@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..clock import Clock
 from ..embedder.base import Embedder
@@ -68,11 +68,25 @@ class LayerContext:
     clock: Clock
     config: LayerConfig
 
+    def embedder_for(self, scope: Scope) -> Embedder:
+        """The embedder whose cache entries belong to ``scope``'s user (purged with them);
+        use it wherever the scope is known."""
+        for_scope = getattr(self.embedder, "for_scope", None)
+        return self.embedder if for_scope is None else for_scope(scope)
+
     def writes(self, records: Sequence[MemoryRecord]) -> list[RecordWrite]:
-        """Index entries (vector + lexical terms) for records, embedded in one batch."""
+        """Index entries (vector + lexical terms) for records, embedded in one batch per
+        user (each user's cache entries are their own)."""
         if not records:
             return []
-        vectors = self.embedder.embed_batch([r.text for r in records])
+        by_user: dict[tuple[str, str], list[int]] = {}
+        for i, r in enumerate(records):
+            by_user.setdefault((r.tenant, r.user), []).append(i)
+        vectors: dict[int, Any] = {}
+        for (tenant, user), positions in by_user.items():
+            embedded = self.embedder_for(Scope(tenant, user)).embed_batch(
+                [records[i].text for i in positions])
+            vectors.update({i: embedded[n] for n, i in enumerate(positions)})
         return [RecordWrite(r, vectors[i], tuple(tokenize(r.text)))
                 for i, r in enumerate(records)]
 

@@ -64,6 +64,7 @@ class EpisodeService:
                     source_ids: Sequence[str] = ()) -> MemoryRecord:
         structured: dict[str, Any] = {
             "kind": "task", "task": task.goal, "approach": list(task.steps),
+            "step_statuses": list(task.step_statuses),
             "outcome": task.outcome, "success": task.success,
             "key_decisions": list(reflection.key_decisions), "user_feedback": task.feedback,
             "tools": list(task.tools), "lessons": list(reflection.lessons),

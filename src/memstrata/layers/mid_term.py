@@ -82,6 +82,7 @@ _COSINE_SLACK = 1e-6
 _DIGEST_WORDS = 60
 _DIGEST_MEMBERS = 30
 _CLUSTER_TYPES = frozenset({RecordType.CLUSTER})
+_HITS = "hits"  # the store counter of recalls (a counter, never a version)
 
 
 # --- pure rules ----------------------------------------------------------------------------
@@ -175,13 +176,14 @@ class ClusterState:
     time_end: datetime | None = None
     promoted_key: str | None = None
     changed: bool = False
+    counted: int = 0   # recalls counted by the store's ``hits`` counter (not in structured)
 
     @property
     def count(self) -> int:
         return len(self.members)
 
     def heat(self, now: datetime, max_len: int, recency_hours: float) -> float:
-        return heat(self.visits, self.count, self.last_visit or now, now,
+        return heat(self.visits + self.counted, self.count, self.last_visit or now, now,
                     max_interaction_length=max_len, recency_hours=recency_hours)
 
 
@@ -234,14 +236,19 @@ class MidTermService:
 
     def _load(self, scope: Scope, records: Sequence[MemoryRecord]) -> list[ClusterState]:
         states = [_state(r) for r in records]
+        counted = self._ctx.store.counts(self._scope(scope), _HITS, [st.id for st in states])
+        for st in states:  # a recall is a visit too (MemoryOS N_visit)
+            st.counted = counted.get(st.id, 0)
+            if st.record is not None and st.record.last_accessed_at is not None:
+                st.last_visit = max(filter(None, (st.last_visit, st.record.last_accessed_at)))
         dims, model = self._ctx.embedder.dims, self._ctx.embedder.model_id
         for st in states:
             stored_model = st.record.content.structured.get("model") if st.record else model
             if st.centroid.shape != (dims,) or stored_model != model:
                 # Re-embedded store (or a hand-made record): rebuild from the members.
                 texts = [m.text for m in self._ctx.store.get_many(self._scope(scope), st.members)]
-                vectors = self._ctx.embedder.embed_batch(texts or [st.record.text if st.record
-                                                                   else ""])
+                fallback = [st.record.text if st.record else ""]
+                vectors = self._ctx.embedder_for(scope).embed_batch(texts or fallback)
                 st.centroid = np.asarray(vectors, dtype=np.float64).mean(axis=0)
                 st.changed = True
         return states
@@ -255,7 +262,10 @@ class MidTermService:
         Acknowledgements are not clustered (nothing to recall).
         """
         uscope = self._scope(scope)
-        every = self.clusters(scope, include_deleted=True)
+        # Only the active clusters (at most ``max_clusters``) are read: each turn reaches
+        # absorb once (its job's share of the overflow, or the window at session end), so
+        # this check only guards a job re-run, whose turns sit in the clusters they joined.
+        every = self.clusters(scope)
         done = {m for r in every for m in r.content.structured.get("members", [])}
         cfg = self._ctx.config
         fresh: list[MemoryRecord] = []
@@ -268,7 +278,7 @@ class MidTermService:
             return []
         active = self._load(scope, [r for r in every if r.is_active])
         dropped: list[tuple[ClusterState, str]] = []
-        vectors = self._ctx.embedder.embed_batch([m.text for m in fresh])
+        vectors = self._ctx.embedder_for(uscope).embed_batch([m.text for m in fresh])
         now = self._ctx.clock.now()
         for message, vector in zip(fresh, vectors, strict=True):
             idx = assign(vector, [c.centroid for c in active], cfg.cluster_join_cosine)
@@ -404,18 +414,28 @@ class MidTermService:
                 continue
         return out
 
+    def hits(self, scope: Scope, cluster_ids: Sequence[str]) -> dict[str, int]:
+        """Times each cluster was recalled: the store's ``hits`` counter (plus hits a
+        cluster carried in ``structured`` from before hits were counters)."""
+        uscope = self._scope(scope)
+        counted = self._ctx.store.counts(uscope, _HITS, list(cluster_ids))
+        legacy = {r.id: int(r.content.structured.get("hits", 0))
+                  for r in self._ctx.store.get_many(uscope, list(cluster_ids))}
+        return {i: counted.get(i, 0) + legacy.get(i, 0) for i in cluster_ids if i in legacy}
+
     def _hit(self, uscope: Scope, cluster_id: str, now: datetime) -> MemoryRecord:
+        """Count a hit: counters only (no version, never a ConflictError with an absorb);
+        the one version written is the promotion to key memory, once."""
+        current = self._ctx.store.get(uscope, cluster_id)
+        self._ctx.store.add_counts(uscope, _HITS, {cluster_id: 1})
+        self._ctx.store.touch(uscope, [cluster_id], now)
+        total = self.hits(uscope, [cluster_id]).get(cluster_id, 0)
+        if total < self._ctx.config.promote_hits or current.content.structured.get(
+                "promoted_key") is not None:
+            return self._ctx.store.get(uscope, cluster_id)
         for _ in range(5):  # an absorb may write the cluster concurrently: reload and retry
-            current = self._ctx.store.get(uscope, cluster_id)
-            state = _state(current)
-            state.hits += 1
-            state.visits += 1
-            state.last_visit = now
-            if state.hits >= self._ctx.config.promote_hits and state.promoted_key is None:
-                state.promoted_key = self._keys.promote(uscope, current).id
-            structured = {**current.content.structured, "hits": state.hits,
-                          "visits": state.visits, "last_visit": now.isoformat(),
-                          "promoted_key": state.promoted_key}
+            key = self._keys.promote(uscope, current).id
+            structured = {**current.content.structured, "promoted_key": key}
             record = replace(current, version=current.version + 1, updated_at=now,
                              content=replace(current.content, structured=structured))
             try:
@@ -423,6 +443,7 @@ class MidTermService:
                     uscope, RecordWrite(record, None, tuple(tokenize(record.text))),
                     expected_version=current.version)
             except ConflictError:
+                current = self._ctx.store.get(uscope, cluster_id)
                 continue
-            return record
-        raise ConflictError(f"cluster {cluster_id} kept changing while recording a hit; retry")
+            return self._ctx.store.get(uscope, cluster_id)
+        raise ConflictError(f"cluster {cluster_id} kept changing while promoting it; retry")

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from ..errors import MemstrataError, ValidationError
-from ..jobs import Job
-from ..records import MemoryRecord, RecordType, new_id
+from ..jobs import Job, LeaseLostError, check_lease
+from ..records import MemoryRecord, RecordType, Role, new_id
 from ..scope import Scope
 from .base import IngestStep, LayerContext
 from .mid_term import MidTermService
@@ -44,7 +44,14 @@ SESSION_END = "session_end"
 
 
 class PipelineError(MemstrataError):
-    """One or more ingest steps failed; the job is retried (steps are idempotent)."""
+    """One or more ingest steps failed; the job is retried (steps are idempotent).
+
+    ``causes`` holds the steps' exceptions (the worker logs a retry caused only by
+    concurrent changes at DEBUG, any other at WARNING)."""
+
+    def __init__(self, message: str, causes: Sequence[BaseException] = ()) -> None:
+        super().__init__(message)
+        self.causes = list(causes)
 
 
 def _scope(job: Job) -> Scope:
@@ -97,13 +104,18 @@ class Pipeline:
 
     def _run(self, job: Job, call: Callable[[IngestStep], None]) -> None:
         failures: list[str] = []
+        causes: list[Exception] = []
         for step in self.steps:
+            check_lease()  # a worker that lost the job's lease stops here
             try:
                 call(step)
+            except LeaseLostError:
+                raise
             except Exception as exc:  # keep going: other layers must not wait on one failure
                 failures.append(f"{step.name}: {type(exc).__name__}: {exc}")
+                causes.append(exc)
         if failures:
-            raise PipelineError(f"{job.kind} job {job.id}: " + "; ".join(failures))
+            raise PipelineError(f"{job.kind} job {job.id}: " + "; ".join(failures), causes)
 
 
 class MidTermStep:
@@ -119,19 +131,20 @@ class MidTermStep:
         self.summaries = summaries or SummaryService(ctx, self.short_term)
 
     def on_messages(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
-        # The whole session is read again (not just ``messages``): the window depends on all
-        # turns, and a re-run or an out-of-order job then sees the same state.
+        # Only the turns that left the window because of *these* messages (one window is
+        # read, not the session), so the cost per job does not grow with the session.
         if scope.session is None:
             return  # no session, no buffer: nothing can leave it
-        left = self.short_term.overflowed(scope)
+        left = self.short_term.left_by(scope, [m.id for m in messages])
         if left:
             self.mid_term.absorb(scope, left)
             self.summaries.update_rolling(scope, left)
 
     def on_session_end(self, scope: Scope) -> None:
+        # The turns still in the window; those that left it were absorbed by their jobs.
         if scope.session is None:
             return
-        self.mid_term.absorb(scope, self.short_term.messages(scope))
+        self.mid_term.absorb(scope, self.short_term.window(scope))
 
 
 class SummaryStep:
@@ -143,7 +156,8 @@ class SummaryStep:
         self.summaries = summaries or SummaryService(ctx)
 
     def on_messages(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
-        if scope.session is not None:
+        # A block of rounds completes only when a user turn opens the next round.
+        if scope.session is not None and any(m.role is Role.USER for m in messages):
             self.summaries.summarize_due(scope)
 
     def on_session_end(self, scope: Scope) -> None:

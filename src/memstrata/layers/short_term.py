@@ -204,6 +204,52 @@ class ShortTermService:
                     or tokens > cfg.short_term_token_cap):
                 return _by_time(out)
 
+    def left_by(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The turns that left the window *because* the turns ``ids`` arrived, oldest first.
+
+        Within the session as of the newest of ``ids`` (later turns are ignored), these are
+        the turns older than the window that were not older than the window before ``ids``.
+        For turns added in order, the sets of successive jobs partition every turn that
+        ever leaves the window, so each is handed on once — and a job reads only its own
+        turns plus one window, however long the session (a job re-run gets the same set).
+        """
+        if scope.session is None:
+            raise ValidationError("short-term memory is per session: pass a scope with session=")
+        want = set(ids)
+        cfg = self._ctx.config
+        count = self._counter or estimate_tokens
+        filters = Filters(types=frozenset({RecordType.MESSAGE}))
+        read: list[MemoryRecord] = []     # newest first, from the newest of ``ids`` down
+        found = starts = tokens = offset = 0
+        page = 100
+        while True:
+            batch = self._ctx.store.list(scope, filters, limit=page, offset=offset,
+                                         newest_first=True)
+            offset += len(batch)
+            for r in batch:
+                if not read and r.id not in want:
+                    continue  # newer than every turn of this job
+                read.append(r)
+                if r.id in want:
+                    found += 1
+                else:
+                    starts += r.role is Role.USER
+                    tokens += count(r.text)
+            if len(batch) < page or (found == len(want) and (
+                    starts > cfg.short_term_rounds + 1 or tokens > cfg.short_term_token_cap)):
+                break
+        if not read:
+            return []
+        ordered = list(reversed(read))
+        before = [m for m in ordered if m.id not in want]
+        after_left = left_window(ordered, window_of(
+            group_rounds(ordered), max_rounds=cfg.short_term_rounds,
+            token_cap=cfg.short_term_token_cap, counter=self._counter))
+        gone_before = {m.id for m in left_window(before, window_of(
+            group_rounds(before), max_rounds=cfg.short_term_rounds,
+            token_cap=cfg.short_term_token_cap, counter=self._counter))} if before else set()
+        return [m for m in after_left if m.id not in gone_before]
+
     def window(self, scope: Scope) -> list[MemoryRecord]:
         """The turns in the window, oldest first (uncompressed)."""
         cfg = self._ctx.config

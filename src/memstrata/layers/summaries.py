@@ -27,15 +27,27 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from ..errors import NotFoundError
 from ..filters import Filters, MetadataCondition
 from ..llm._language import truncate_words
 from ..llm.heuristic import HeuristicLLM
-from ..records import AccessControl, Content, MemoryRecord, RecordType, Source, Visibility
+from ..records import (
+    AccessControl,
+    Content,
+    MemoryRecord,
+    RecordType,
+    Role,
+    Source,
+    Visibility,
+)
 from ..scope import Scope
+from ..search.tokenize import tokenize
+from ..store.base import RecordWrite
 from ..text import content_hash
 from .base import LayerContext
-from .short_term import ShortTermService, compress_for_context
+from .short_term import ShortTermService, compress_for_context, group_rounds
 
 __all__ = [
     "SummaryService",
@@ -121,37 +133,82 @@ class SummaryService:
         return max((int(r.content.structured.get("step_end", 0))
                     for r in self.summaries(scope, include_deleted=True)), default=0)
 
+    def _last_range(self, scope: Scope) -> MemoryRecord | None:
+        """The session's newest range summary (deleted ones count: a range is never
+        summarised twice), read newest first a few records at a time."""
+        filters = Filters(types=_SUMMARY_TYPES, include_deleted=True)
+        offset = 0
+        while batch := self._ctx.store.list(scope, filters, limit=8, offset=offset,
+                                            newest_first=True):
+            for r in batch:
+                if r.content.structured.get("kind") == "range":
+                    return r
+            offset += len(batch)
+        return None
+
+    def _open_rounds(self, scope: Scope) -> tuple[int, list[list[MemoryRecord]]]:
+        """``(covered_until, the rounds after it)``: only the turns after the newest range
+        summary are read (at most one block of rounds plus what arrived since), so the cost
+        does not grow with the session."""
+        last = self._last_range(scope)
+        filters = Filters(types=frozenset({RecordType.MESSAGE}))
+        covered, skip = 0, frozenset[str]()
+        if last is not None:
+            covered = int(last.content.structured.get("step_end", 0))
+            skip = frozenset(last.source_ids)
+            filters = replace(filters, observed_after=last.observed_at)
+        turns: list[MemoryRecord] = []
+        offset = 0
+        while batch := self._ctx.store.list(scope, filters, limit=500, offset=offset,
+                                            newest_first=False):
+            offset += len(batch)
+            turns.extend(m for m in batch if m.id not in skip)
+        rounds = group_rounds(turns)
+        if covered and len(rounds) > 1 and rounds[0][0].role is not Role.USER:
+            # replies that came after the last summary belong to the next round
+            rounds[1] = [*rounds[0], *rounds[1]]
+            rounds = rounds[1:]
+        return covered, rounds
+
     def summarize_due(self, scope: Scope) -> list[MemoryRecord]:
         """Summaries of every complete, uncovered block of ``summary_every_rounds`` rounds."""
-        rounds = self._short.rounds(scope)
-        blocks = due_blocks(len(rounds) - 1, self.covered_until(scope),
+        covered, rounds = self._open_rounds(scope)
+        blocks = due_blocks(covered + len(rounds) - 1, covered,
                             self._ctx.config.summary_every_rounds)
-        return [r for b in blocks if (r := self._write_range(scope, rounds, b, False))]
+        return [r for b in blocks if (r := self._write_range(scope, rounds, b, False, covered))]
 
     def summarize_session_end(self, scope: Scope) -> list[MemoryRecord]:
         """Full blocks still due, then one summary of whatever rounds remain."""
-        rounds = self._short.rounds(scope)
-        covered = self.covered_until(scope)
-        blocks = due_blocks(len(rounds), covered, self._ctx.config.summary_every_rounds)
+        covered, rounds = self._open_rounds(scope)
+        total = covered + len(rounds)
+        blocks = due_blocks(total, covered, self._ctx.config.summary_every_rounds)
         last = blocks[-1][1] if blocks else covered
-        tail = final_block(len(rounds), last)
-        out = [r for b in blocks if (r := self._write_range(scope, rounds, b, False))]
-        if tail is not None and (r := self._write_range(scope, rounds, tail, True)):
+        tail = final_block(total, last)
+        out = [r for b in blocks if (r := self._write_range(scope, rounds, b, False, covered))]
+        if tail is not None and (r := self._write_range(scope, rounds, tail, True, covered)):
             out.append(r)
         return out
 
     def summarize(self, texts: Sequence[str]) -> tuple[str, str]:
         """``(summary, provider name)`` — the configured LLM, else the offline fallback."""
         max_words = self._ctx.config.summary_max_words
+        llm = self._ctx.llm
+        # A provider that falls back inside itself says so (the label must name what
+        # actually wrote the summary, issue 7 §9); any other is labelled with its name.
+        attributed = getattr(llm, "summarize_attributed", None)
+        writer = llm.name
         try:
-            answer = clean_summary(self._ctx.llm.summarize(texts, max_words=max_words),
-                                   max_words)
+            if callable(attributed):
+                raw, writer = attributed(texts, max_words=max_words)
+            else:
+                raw = llm.summarize(texts, max_words=max_words)
+            answer = clean_summary(raw, max_words)
         except Exception as exc:  # any provider failure: the offline summary instead
             log.warning("summary by %s failed (%s: %s); using the offline summariser",
-                        self._ctx.llm.name, type(exc).__name__, exc)
+                        llm.name, type(exc).__name__, exc)
             answer = None
-        if answer is not None:
-            return answer, self._ctx.llm.name
+        if answer is not None and isinstance(writer, str) and writer:
+            return answer, writer
         fallback = clean_summary(HeuristicLLM().summarize(texts, max_words=max_words),
                                  max_words)
         if fallback is None:  # nothing extractable: keep the words themselves
@@ -173,6 +230,20 @@ class SummaryService:
             metadata={"summary_kind": kind, "summarizer": provider},
             content_hash=content_hash(text))
 
+    def _write(self, scope: Scope, record: MemoryRecord, turns: Sequence[MemoryRecord]
+               ) -> RecordWrite:
+        """A summary's index entry. Its vector is the normalised mean of its turns' vectors,
+        which the embedding cache already holds (they were embedded when the turns were
+        added): a summary says again what its turns said, and embedding its ~200 words
+        would cost the model as much as ten turns. Its lexical terms are its own words."""
+        vectors = np.asarray(self._ctx.embedder_for(scope).embed_batch(
+            [m.text for m in turns]), dtype=np.float64)
+        mean = vectors.mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        if norm <= 0:  # turns that cancel out (or none): embed the summary text itself
+            return self._ctx.writes([record])[0]
+        return RecordWrite(record, (mean / norm).astype(np.float32), tuple(tokenize(record.text)))
+
     def _exists(self, scope: Scope, rid: str) -> MemoryRecord | None:
         try:
             return self._ctx.store.get(scope, rid, include_deleted=True)
@@ -180,12 +251,14 @@ class SummaryService:
             return None
 
     def _write_range(self, scope: Scope, rounds: Sequence[Sequence[MemoryRecord]],
-                     block: tuple[int, int], final: bool) -> MemoryRecord | None:
+                     block: tuple[int, int], final: bool,
+                     first: int = 0) -> MemoryRecord | None:
+        """``rounds[0]`` is round ``first + 1`` of the session."""
         start, end = block
         rid = summary_id(scope, "range", start, end)
         if self._exists(scope, rid) is not None:
             return None
-        messages = [m for r in rounds[start - 1:end] for m in r]
+        messages = [m for r in rounds[start - 1 - first:end - first] for m in r]
         cfg = self._ctx.config
         text, provider = self.summarize(render_turns(
             messages, tool_max_chars=cfg.tool_output_max_chars, ack_max_chars=cfg.ack_max_chars))
@@ -196,7 +269,7 @@ class SummaryService:
             "session": scope.session, "final": final,
         }
         record = self._record(scope, rid, text, messages, structured, "range", provider)
-        self._ctx.insert([record])
+        self._ctx.store.insert([self._write(scope, record, messages)])
         return record
 
     # --- rolling summary -----------------------------------------------------------------
@@ -235,9 +308,10 @@ class SummaryService:
         record = self._record(scope, rid, text, fresh, structured, "rolling", provider)
         record = replace(record, source_ids=ids)
         if current is None:
-            self._ctx.insert([record])
+            self._ctx.store.insert([self._write(scope, record, fresh)])
         else:
             record = replace(record, created_at=current.created_at,
                              version=current.version + 1)
-            self._ctx.replace(scope, record, expected_version=current.version)
+            self._ctx.store.replace(scope, self._write(scope, record, fresh),
+                                    expected_version=current.version)
         return record

@@ -27,7 +27,8 @@ from .base import LayerContext
 from .episodic import EpisodeService
 from .procedural import ProceduralService
 
-__all__ = ["StepStatus", "TaskCompletion", "TaskService", "render"]
+__all__ = ["STEP_STATUS_ALIASES", "StepStatus", "TaskCompletion", "TaskService",
+           "parse_step_status", "render"]
 
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,31 @@ class StepStatus(StrEnum):
     IN_PROGRESS = "in_progress"
     COMPLETED = "completed"
     FAILED = "failed"
+
+
+# Words agents and people use for a step's state, mapped to the four statuses.
+STEP_STATUS_ALIASES: Mapping[str, str] = {
+    "todo": "pending", "open": "pending", "not_started": "pending",
+    "doing": "in_progress", "started": "in_progress", "running": "in_progress",
+    "in-progress": "in_progress", "active": "in_progress", "wip": "in_progress",
+    "done": "completed", "complete": "completed", "finished": "completed", "ok": "completed",
+    "success": "completed", "succeeded": "completed",
+    "fail": "failed", "error": "failed", "errored": "failed", "failure": "failed",
+}
+
+
+def parse_step_status(status: StepStatus | str) -> StepStatus:
+    """``status`` as a :class:`StepStatus`, accepting :data:`STEP_STATUS_ALIASES`."""
+    if isinstance(status, StepStatus):
+        return status
+    key = status.strip().lower() if isinstance(status, str) else status
+    try:
+        return StepStatus(STEP_STATUS_ALIASES.get(key, key))
+    except (ValueError, TypeError):
+        aliases = ", ".join(f"{a}={t}" for a, t in STEP_STATUS_ALIASES.items())
+        raise ValidationError(
+            f"step status {status!r} is not one of: "
+            + ", ".join(s.value for s in StepStatus) + f" (aliases: {aliases})") from None
 
 
 _MARK = {StepStatus.PENDING: "[ ]", StepStatus.IN_PROGRESS: "[~]",
@@ -140,12 +166,7 @@ class TaskService:
                 or not 0 <= index < len(steps):
             valid = f"0..{len(steps) - 1}" if steps else "none (the plan has no steps)"
             raise ValidationError(f"task step index {index!r} is out of range; valid: {valid}")
-        try:
-            new_status = StepStatus(status)
-        except ValueError:
-            raise ValidationError(
-                f"step status {status!r} is not one of: "
-                + ", ".join(s.value for s in StepStatus)) from None
+        new_status = parse_step_status(status)
         steps[index].update(status=new_status.value,
                             result=result if result is not None else steps[index]["result"],
                             error=error if error is not None else steps[index]["error"])
@@ -180,8 +201,8 @@ class TaskService:
         data = task.content.structured
         outcome_in = TaskOutcome(
             goal=str(data["goal"]), steps=[s["description"] for s in data["steps"]],
-            outcome=outcome, success=success, feedback=feedback,
-            tools=list(data.get("tools", [])))
+            step_statuses=[str(s["status"]) for s in data["steps"]], outcome=outcome,
+            success=success, feedback=feedback, tools=list(data.get("tools", [])))
         try:
             reflection = self._ctx.llm.reflect(outcome_in)
         except Exception as exc:  # a failing model degrades to the heuristic reflection

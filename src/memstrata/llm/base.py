@@ -31,10 +31,19 @@ class TaskOutcome(BaseModel):
 
     goal: str
     steps: list[str] = Field(default_factory=list)
+    # Each step's final status (pending/in_progress/completed/failed), aligned with
+    # ``steps``; empty when the caller did not track them (then no step counts as done).
+    step_statuses: list[str] = Field(default_factory=list)
     outcome: str = ""
     success: bool = True
     feedback: str = ""
     tools: list[str] = Field(default_factory=list)
+
+
+    def steps_with(self, status: str) -> list[str]:
+        """The steps whose status is ``status``, in plan order."""
+        return [step for step, st in zip(self.steps, self.step_statuses, strict=False)
+                if st == status and step.strip()]
 
 
 class Reflection(BaseModel):

@@ -4,6 +4,11 @@ Each task: build the prompt, ask the backend, parse and validate the JSON, ask o
 with the validation error if it was wrong, and otherwise answer with the fallback provider
 (the offline :class:`HeuristicLLM` by default). A broken or absent model therefore costs
 quality, never correctness; failures are logged, never printed.
+
+When the backend itself fails (unreachable, timing out, refusing), a
+:class:`~memstrata.llm.breaker.CircuitBreaker` sends every call straight to the fallback for
+a cool-down period (60 s by default) instead of paying the timeout again; the outage is
+logged once as a warning, then at debug level until the endpoint answers again.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from ..errors import ProviderError
 from . import prompts
 from ._language import truncate_words
 from .base import LLM, ExtractedFact, Reflection, TaskOutcome
+from .breaker import CircuitBreaker
 from .heuristic import HeuristicLLM
 from .json_output import parse_json_output
 
@@ -42,12 +48,14 @@ class PromptedLLM:
     """Implements :class:`LLM` by prompting ``backend``; see the module docstring."""
 
     def __init__(self, backend: ChatBackend, fallback: LLM | None = None,
-                 max_attempts: int = 2) -> None:
+                 max_attempts: int = 2, *, cooldown_seconds: float = 60.0,
+                 breaker: CircuitBreaker | None = None) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
         self._backend = backend
         self._fallback: LLM = fallback if fallback is not None else HeuristicLLM()
         self._max_attempts = max_attempts
+        self.breaker = breaker if breaker is not None else CircuitBreaker(cooldown_seconds)
 
     @property
     def name(self) -> str:
@@ -62,12 +70,20 @@ class PromptedLLM:
         conversation = list(messages)
         reason = "no attempt made"
         for attempt in range(1, self._max_attempts + 1):
+            if not self.breaker.allow():
+                log.debug("LLM %s: endpoint failed recently; using %s for %.0f s more", task,
+                          self._fallback.name, self.breaker.seconds_left())
+                return None
             try:
                 raw = self._backend.complete(conversation, json_mode=True)
             except Exception as exc:  # any backend failure must degrade, not break, memory
-                log.warning("LLM %s: backend failed (%s: %s); using %s", task,
-                            type(exc).__name__, exc, self._fallback.name)
+                level = logging.WARNING if self.breaker.failure() else logging.DEBUG
+                log.log(level, "LLM %s: backend failed (%s: %s); using %s for the next %.0f s",
+                        task, type(exc).__name__, exc, self._fallback.name,
+                        self.breaker.cooldown_seconds)
                 return None
+            if self.breaker.success():
+                log.info("LLM %s: the endpoint answers again", task)
             try:
                 return schema.model_validate(parse_json_output(raw))
             except (ProviderError, pydantic.ValidationError) as exc:
@@ -81,13 +97,20 @@ class PromptedLLM:
         return None
 
     def summarize(self, texts: Sequence[str], *, max_words: int = 200) -> str:
+        return self.summarize_attributed(texts, max_words=max_words)[0]
+
+    def summarize_attributed(self, texts: Sequence[str], *,
+                             max_words: int = 200) -> tuple[str, str]:
+        """``(summary, what wrote it)``: this model's name, or ``"<fallback>-fallback"``
+        when the model failed and the fallback provider wrote it (issue 7 §9)."""
         if not any(t.strip() for t in texts):
-            return ""
+            return "", self.name
         answer = self._ask("summarize", prompts.summarize_prompt(texts, max_words),
                            prompts.SummaryResponse)
         if answer is None or not answer.summary.strip():
-            return self._fallback.summarize(texts, max_words=max_words)
-        return truncate_words(answer.summary.strip(), max_words)
+            return (self._fallback.summarize(texts, max_words=max_words),
+                    f"{self._fallback.name}-fallback")
+        return truncate_words(answer.summary.strip(), max_words), self.name
 
     def extract_facts(self, texts: Sequence[str]) -> list[ExtractedFact]:
         if not any(t.strip() for t in texts):

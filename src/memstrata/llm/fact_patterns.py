@@ -50,10 +50,16 @@ KeyFn = Callable[[re.Match[str]], str]
 
 @dataclass(frozen=True, slots=True)
 class _Pattern:
-    regex: re.Pattern[str]
+    source: str
+    flags: int
     category: str
     key: KeyFn
     confidence: float
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        # Compiled on first use (``re`` caches it): importing the library stays cheap.
+        return re.compile(self.source, self.flags)
 
 
 def _p(pattern: str, category: str, key: str | KeyFn, confidence: float,
@@ -61,7 +67,7 @@ def _p(pattern: str, category: str, key: str | KeyFn, confidence: float,
     flags = re.IGNORECASE if english else 0
     tail = _END if english else _ZEND
     key_fn: KeyFn = (lambda _m, k=key: k) if isinstance(key, str) else key  # type: ignore[misc]
-    return _Pattern(re.compile(pattern + tail, flags), category, key_fn, confidence)
+    return _Pattern(pattern + tail, flags, category, key_fn, confidence)
 
 
 def _rel_key(m: re.Match[str], suffix: str = "") -> str:
@@ -137,12 +143,12 @@ _PATTERNS: tuple[_Pattern, ...] = (
 # Pronouns carry no fact on their own ("I like it").
 _VAGUE = frozenset({"it", "that", "this", "them", "you", "him", "her", "those", "these",
                     "so", "too", "to", "这个", "那个", "它", "你", "他", "她"})
-_TRAILING = re.compile(r"\s+(?:too|as well|very much|a lot|so much|now|also)$", re.IGNORECASE)
+_TRAILING = r"\s+(?:too|as well|very much|a lot|so much|now|also)$"
 
 
 def _clean(value: str) -> str:
     value = value.strip(" \t\"'“”‘’「」")
-    value = _TRAILING.sub("", value)
+    value = re.sub(_TRAILING, "", value, flags=re.IGNORECASE)
     return value.strip()
 
 

@@ -64,6 +64,43 @@ def _terms(sentence: str) -> list[str]:
     return terms
 
 
+def _step_lessons(task: TaskOutcome, zh: bool) -> list[str]:
+    """Lessons that follow the steps' statuses: only completed steps "worked"; a failure
+    names the step that failed (or the one it stopped at)."""
+    steps = [s.strip() for s in task.steps if s.strip()]
+    done = task.steps_with("completed")
+    if steps and not task.step_statuses:  # statuses not tracked: claim nothing about them
+        return [("计划（步骤状态未记录）：" if zh else "Plan (step statuses not recorded): ")
+                + " → ".join(steps[:6])]
+    if task.success:
+        if done:
+            return [("有效的做法：" if zh else "What worked: ") + " → ".join(done[:6])]
+        if steps:
+            return ["任务标记为成功，但计划中的步骤都未完成；计划可能需要修改" if zh else
+                    "Marked succeeded, but no planned step was completed; the plan may not "
+                    "reflect what was actually done"]
+        return []
+    if not steps:
+        return ["任务失败，需要先制定计划" if zh else
+                "The task failed without recorded steps; plan before acting"]
+    failed = task.steps_with("failed")
+    unfinished = task.steps_with("in_progress") or task.steps_with("pending")
+    if failed:
+        at, verb = failed[0], ("失败于" if zh else "failed at")
+    elif unfinished:
+        at, verb = unfinished[0], ("停在" if zh else "stopped at")
+    else:  # every step completed, yet the task failed: the plan itself fell short
+        return ["所有步骤都完成了但任务仍然失败，需要不同的计划" if zh else
+                "Every step was completed but the task still failed; a different plan is "
+                "needed"]
+    lessons = [f"做法{verb}「{at}」，下次换一种做法" if zh else
+               f"The approach {verb} '{at}'; try another way next time"]
+    if done:
+        lessons.append(("失败前已完成：" if zh else "Completed before failing: ")
+                       + " → ".join(done[:6]))
+    return lessons
+
+
 class HeuristicLLM:
     """Implements :class:`~memstrata.llm.base.LLM` without any model."""
 
@@ -151,17 +188,7 @@ class HeuristicLLM:
             status = "Succeeded" if task.success else "Failed"
             summary = f"{status}: {task.goal}" + (f". Outcome: {task.outcome}" if task.outcome
                                                   else "")
-        lessons: list[str] = []
-        if task.success and steps:
-            lessons.append(("有效的做法：" if zh else "What worked: ") + " → ".join(steps[:6]))
-        if not task.success:
-            if steps:
-                lessons.append(f"失败前的最后一步：{steps[-1]}，下次换一种做法" if zh else
-                                f"The approach failed at '{steps[-1]}'; try another way next "
-                                "time")
-            else:
-                lessons.append("任务失败，需要先制定计划" if zh else
-                               "The task failed without recorded steps; plan before acting")
+        lessons = _step_lessons(task, zh)
         if task.feedback.strip():
             lessons.append(("用户反馈：" if zh else "User feedback: ") + task.feedback.strip())
         if task.tools:
@@ -169,7 +196,12 @@ class HeuristicLLM:
         importance = 0.5 if task.success else 0.7
         if task.feedback.strip():
             importance += 0.15
-        return Reflection(summary=summary[:2000], key_decisions=steps[:5], lessons=lessons,
+        done = task.steps_with("completed")
+        if task.success and steps and task.step_statuses and not done:
+            summary += ("（计划中的步骤都未完成）" if zh else
+                        " (no planned step was marked completed)")
+        decisions = done if task.step_statuses else steps
+        return Reflection(summary=summary[:2000], key_decisions=decisions[:5], lessons=lessons,
                           importance=min(1.0, importance))
 
     def merge_profile(self, current: Mapping[str, str],

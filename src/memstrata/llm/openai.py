@@ -77,7 +77,10 @@ class OpenAIChat:
             model=self._model, messages=messages, temperature=self._temperature, **extra)
 
 
-def openai_llm(model: str, base_url: str | None = None, api_key: str | None = None,
-               **kw: Any) -> PromptedLLM:
-    """A :class:`PromptedLLM` over :class:`OpenAIChat`; ``kw`` go to ``OpenAIChat``."""
-    return PromptedLLM(OpenAIChat(model, base_url=base_url, api_key=api_key, **kw))
+def openai_llm(model: str, base_url: str | None = None, api_key: str | None = None, *,
+               cooldown_seconds: float = 60.0, **kw: Any) -> PromptedLLM:
+    """A :class:`PromptedLLM` over :class:`OpenAIChat`; ``kw`` go to ``OpenAIChat``.
+
+    After the endpoint fails, calls use the heuristic for ``cooldown_seconds``."""
+    return PromptedLLM(OpenAIChat(model, base_url=base_url, api_key=api_key, **kw),
+                       cooldown_seconds=cooldown_seconds)

@@ -102,7 +102,9 @@ def score_importance_prompt(text: str) -> Messages:
 def reflect_prompt(task: TaskOutcome) -> Messages:
     return _messages(Reflection, (
         "Reflect on this finished task for future runs: a one-paragraph summary, the key "
-        "decisions, and concrete lessons (what to repeat, what to avoid). importance in "
+        "decisions, and concrete lessons (what to repeat, what to avoid). step_statuses "
+        "gives each step's final status: only completed steps worked; never present a "
+        "pending, in_progress or failed step as having worked. importance in "
         f"[0, 1]: failures and user feedback matter more. {_SAME_LANGUAGE}\n\n"
         f"Task:\n{task.model_dump_json(indent=2)}"))
 

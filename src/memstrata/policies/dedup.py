@@ -16,7 +16,7 @@ from ..filters import Filters
 from ..layers.base import LayerContext
 from ..records import MemoryRecord
 from ..scope import Scope
-from ..search.tokenize import tokenize
+from ..store.atomic import insert_unless_exists, update_atomically
 from ..store.base import RecordWrite
 
 __all__ = ["DedupAction", "DedupResult", "decide", "insert_or_merge", "merge_provenance"]
@@ -80,9 +80,12 @@ def insert_or_merge(ctx: LayerContext, scope: Scope, record: MemoryRecord) -> De
     action = decide(exact_match=write is None, best_similarity=similarity,
                     threshold=ctx.config.dedup_cosine)
     if action is DedupAction.INSERT or existing is None:
-        ctx.store.insert([write or ctx.writes([record])[0]])
-        return DedupResult(DedupAction.INSERT, record, similarity)
-    merged = merge_provenance(existing, record, ctx.clock.now())
-    ctx.store.replace(scope, RecordWrite(merged, None, tuple(tokenize(merged.text))),
-                      expected_version=existing.version)
+        # Atomic: a concurrent writer may have stored the same text since the look-up.
+        found = insert_unless_exists(ctx.store, scope, write or ctx.writes([record])[0], types)
+        if found is None:
+            return DedupResult(DedupAction.INSERT, record, similarity)
+        existing, action = found, DedupAction.MERGE_EXACT
+    now = ctx.clock.now()
+    merged = update_atomically(ctx.store, scope, existing.id,
+                               lambda current: merge_provenance(current, record, now))
     return DedupResult(action, merged, similarity)

@@ -9,7 +9,8 @@ with numpy. Nothing persists beyond the process.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,10 +19,18 @@ import numpy as np
 
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..filters import Filters
-from ..jobs import Job, JobStatus, job_status
-from ..records import MemoryRecord, RecordStatus
+from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
+from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
-from .base import Candidate, PurgeReport, RecordWrite, StoreStats, Vector
+from .base import (
+    Candidate,
+    PurgeReport,
+    RecordWrite,
+    StoreStats,
+    UnitOfWork,
+    Vector,
+    with_current_counters,
+)
 
 __all__ = ["InMemoryStore"]
 
@@ -44,6 +53,10 @@ class _Entry:
     terms: tuple[str, ...]
     vector: Vector | None
     history: list[MemoryRecord] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+Undo = list[Callable[[], None]]
 
 
 @dataclass
@@ -64,6 +77,10 @@ class _Lexical:
     index: Any  # bm25s.BM25; untyped library
 
 
+def _key(r: MemoryRecord) -> tuple[str, str, str]:
+    return (r.tenant, r.user, r.id)
+
+
 class InMemoryStore:
     """A :class:`~memstrata.store.base.Store` kept in process memory."""
 
@@ -71,9 +88,9 @@ class InMemoryStore:
         self.url = url
         self._lock = threading.RLock()
         self._meta: dict[str, str] = {}
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[tuple[str, str, str], _Entry] = {}  # (tenant, user, id)
         self._seq = 0
-        self._cache: dict[tuple[str, str], Vector] = {}
+        self._cache: dict[tuple[str, str, str, str], Vector] = {}
         self._jobs: dict[str, Job] = {}
         self._generation: dict[tuple[str, str], int] = {}
         self._lexical: dict[tuple[str, str], _Lexical] = {}
@@ -99,7 +116,7 @@ class InMemoryStore:
         self._generation[key] = self._generation.get(key, 0) + 1
 
     def _visible(self, scope: Scope, record_id: str) -> _Entry | None:
-        entry = self._entries.get(record_id)
+        entry = self._entries.get((scope.tenant, scope.user, record_id))
         if entry is None or not entry.record.visible_in(scope):
             return None
         return entry
@@ -120,23 +137,64 @@ class InMemoryStore:
         return vec
 
     # --- records -------------------------------------------------------------------------------
+    def transaction(self) -> AbstractContextManager[UnitOfWork]:
+        return self._unit_of_work()
+
+    @contextmanager
+    def _unit_of_work(self) -> Iterator[UnitOfWork]:
+        # One lock for the whole block makes it atomic against other threads; the undo log
+        # takes back what was applied if the block fails.
+        with self._lock:
+            undo: Undo = []
+            try:
+                yield _MemoryUnitOfWork(self, undo)
+            except BaseException:
+                for step in reversed(undo):
+                    step()
+                raise
+
     def insert(self, writes: Sequence[RecordWrite]) -> None:
         with self._lock:
-            ids = [w.record.id for w in writes]
-            clash = next((i for i in ids if i in self._entries), None)
-            if clash is None and len(set(ids)) != len(ids):
-                clash = next(i for i in ids if ids.count(i) > 1)
-            if clash is not None:
+            self._insert(writes, [])
+
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        with self._lock:
+            self._append_turns(writes, [])
+
+    def _append_turns(self, writes: Sequence[RecordWrite], undo: Undo) -> None:
+        for w in writes:
+            if w.record.type is not RecordType.MESSAGE:
                 raise ValidationError(
-                    f"record id {clash!r} exists already (or twice in this batch); nothing "
-                    "was written: use replace() to update a record, new_id() for a new one")
-            vectors = [self._check(w) for w in writes]  # validate all before writing any
-            for w, vec in zip(writes, vectors, strict=True):
-                self._seq += 1
-                self._entries[w.record.id] = _Entry(self._seq, w.record, tuple(w.terms), vec)
-                self._changed(w.record.tenant, w.record.user)
+                    f"record {w.record.id!r} is a {w.record.type.value}, not a turn; "
+                    "append_turns takes message records, use insert() for anything else")
+        self._insert(writes, undo)
+
+    def _insert(self, writes: Sequence[RecordWrite], undo: Undo) -> None:
+        keys = [_key(w.record) for w in writes]
+        clash = next((k for k in keys if k in self._entries), None)
+        if clash is None and len(set(keys)) != len(keys):
+            clash = next(k for k in keys if keys.count(k) > 1)
+        if clash is not None:
+            raise ValidationError(
+                f"record id {clash[2]!r} exists already (or twice in this batch); nothing "
+                "was written: use replace() to update a record, new_id() for a new one")
+        vectors = [self._check(w) for w in writes]  # validate all before writing any
+        for w, vec in zip(writes, vectors, strict=True):
+            self._seq += 1
+            self._entries[_key(w.record)] = _Entry(self._seq, w.record, tuple(w.terms), vec)
+            self._changed(w.record.tenant, w.record.user)
+            undo.append(lambda r=w.record: self._undo_insert(r))  # type: ignore[misc]
+
+    def _undo_insert(self, record: MemoryRecord) -> None:
+        self._entries.pop(_key(record), None)
+        self._changed(record.tenant, record.user)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
+        with self._lock:
+            return self._get(scope, record_id, include_deleted=include_deleted)
+
+    def _get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
+             ) -> MemoryRecord:
         entry = self._visible(scope, record_id)
         if entry is None or (not include_deleted and not entry.record.is_active):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
@@ -147,67 +205,93 @@ class InMemoryStore:
         return [e.record for e in found if e is not None]
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
-        new = write.record
         with self._lock:
-            entry = self._visible(scope, new.id)
-            if entry is None:
-                raise NotFoundError(f"no record {new.id!r} in scope {scope}")
-            current = entry.record.version
-            if current != expected_version:
-                raise ConflictError(
-                    f"record {new.id!r} is at version {current}, but this update was based on "
-                    f"version {expected_version}; re-read the record and apply the change again")
-            if new.version != expected_version + 1:
-                raise ValidationError(f"the new version of {new.id!r} must be "
-                                      f"{expected_version + 1}, got {new.version}")
-            if (new.tenant, new.user) != (entry.record.tenant, entry.record.user):
-                raise ValidationError(f"replace cannot move record {new.id!r} to another "
-                                      "tenant or user; insert a copy under a new id instead")
-            vec = self._check(write)
-            entry.history.append(entry.record)
-            entry.record = new
-            entry.terms = tuple(write.terms)
-            if vec is not None:
-                entry.vector = vec
-            self._changed(new.tenant, new.user)
+            self._replace(scope, write, expected_version, [])
+
+    def _replace(self, scope: Scope, write: RecordWrite, expected_version: int,
+                 undo: Undo) -> None:
+        if scope.caller is not None:  # another caller may read, never write
+            raise NotFoundError(f"no record {write.record.id!r} in scope {scope}")
+        new = write.record
+        entry = self._visible(scope, new.id)
+        if entry is None:
+            raise NotFoundError(f"no record {new.id!r} in scope {scope}")
+        current = entry.record.version
+        if current != expected_version:
+            raise ConflictError(
+                f"record {new.id!r} is at version {current}, but this update was based on "
+                f"version {expected_version}; re-read the record and apply the change again")
+        if new.version != expected_version + 1:
+            raise ValidationError(f"the new version of {new.id!r} must be "
+                                  f"{expected_version + 1}, got {new.version}")
+        if (new.tenant, new.user) != (entry.record.tenant, entry.record.user):
+            raise ValidationError(f"replace cannot move record {new.id!r} to another "
+                                  "tenant or user; insert a copy under a new id instead")
+        vec = self._check(write)
+        undo.append(self._snapshot(entry))
+        entry.history.append(entry.record)
+        entry.record = new
+        entry.terms = tuple(write.terms)
+        if vec is not None:
+            entry.vector = vec
+        self._changed(new.tenant, new.user)
+
+    def _snapshot(self, entry: _Entry) -> Callable[[], None]:
+        record, terms, vector, history = entry.record, entry.terms, entry.vector, \
+            list(entry.history)
+
+        def restore() -> None:
+            entry.record, entry.terms, entry.vector, entry.history = \
+                record, terms, vector, history
+            self._changed(record.tenant, record.user)
+        return restore
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         entry = self._visible(scope, record_id)
         if entry is None:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return [*entry.history, entry.record]
+        return with_current_counters([*entry.history, entry.record])
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
+        with self._lock:
+            return self._set_status(scope, ids, status, at, [])
+
+    def _set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
+                    at: datetime, undo: Undo) -> list[str]:
+        if scope.caller is not None:
+            return []
         status = RecordStatus(status)
         changed: list[str] = []
-        with self._lock:
-            for record_id in dict.fromkeys(ids):
-                entry = self._visible(scope, record_id)
-                if entry is None or entry.record.status is status:
-                    continue
-                old = entry.record
-                entry.history.append(old)
-                entry.record = replace(
-                    old, status=status, version=old.version + 1, updated_at=at,
-                    deleted_at=at if status is RecordStatus.DELETED else None)
-                changed.append(record_id)
-                self._changed(old.tenant, old.user)
+        for record_id in dict.fromkeys(ids):
+            entry = self._visible(scope, record_id)
+            if entry is None or entry.record.status is status:
+                continue
+            undo.append(self._snapshot(entry))
+            old = entry.record
+            entry.history.append(old)
+            entry.record = replace(
+                old, status=status, version=old.version + 1, updated_at=at,
+                deleted_at=at if status is RecordStatus.DELETED else None)
+            changed.append(record_id)
+            self._changed(old.tenant, old.user)
         return changed
 
     def _drop(self, entry: _Entry) -> tuple[int, int, int]:
-        del self._entries[entry.record.id]
+        del self._entries[_key(entry.record)]
         self._changed(entry.record.tenant, entry.record.user)
         return 1, len(entry.history), int(entry.vector is not None)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        if scope.caller is not None:
+            return PurgeReport()
         totals = [0, 0, 0]
         with self._lock:
             found = [e for e in (self._visible(scope, i) for i in dict.fromkeys(ids)) if e]
             for entry in found:
                 for n, count in enumerate(self._drop(entry)):
                     totals[n] += count
-            remaining = sum(e.record.id in self._entries for e in found)
+            remaining = sum(_key(e.record) in self._entries for e in found)
         return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
                            remaining=remaining)
 
@@ -217,10 +301,7 @@ class InMemoryStore:
 
         with self._lock:
             mine = [e for e in self._entries.values() if owned(e.record)]
-            hashes = {r.content_hash for e in mine for r in (*e.history, e.record)}
-            others = {r.content_hash for e in self._entries.values() if not owned(e.record)
-                      for r in (*e.history, e.record)}
-            stale = [k for k in self._cache if k[1] in hashes - others]
+            stale = [k for k in self._cache if k[:2] == (tenant, user)]
             for key in stale:
                 del self._cache[key]
             totals = [0, 0, 0]
@@ -231,10 +312,16 @@ class InMemoryStore:
             for job in jobs:
                 del self._jobs[job.id]
             self._lexical.pop((tenant, user), None)
+            from ..quotas import subject_hash
+
+            mark = f":{subject_hash(tenant, user)}:"
+            for meta_key in [k for k in self._meta if k.startswith("quota:") and mark in k]:
+                del self._meta[meta_key]
             for dense in [d for d in self._dense if d[:2] == (tenant, user)]:
                 del self._dense[dense]
             remaining = sum(owned(e.record) for e in self._entries.values()) + sum(
-                (j.tenant, j.user) == (tenant, user) for j in self._jobs.values())
+                (j.tenant, j.user) == (tenant, user) for j in self._jobs.values()) + sum(
+                k[:2] == (tenant, user) for k in self._cache)
         return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
                            jobs=len(jobs), cache_entries=len(stale), remaining=remaining)
 
@@ -244,22 +331,58 @@ class InMemoryStore:
 
     def find_by_hash(self, scope: Scope, content_hash: str,
                      types: Sequence[str]) -> MemoryRecord | None:
-        wanted = {str(t) for t in types}
         with self._lock:
-            for e in self._scoped(scope):
-                r = e.record
-                if (r.content_hash == content_hash and r.is_active and r.superseded_by is None
-                        and (not wanted or r.type.value in wanted)):
-                    return r
+            return self._find_by_hash(scope, content_hash, types)
+
+    def _find_by_hash(self, scope: Scope, content_hash: str,
+                      types: Sequence[str]) -> MemoryRecord | None:
+        wanted = {str(t) for t in types}
+        for e in self._scoped(scope):
+            r = e.record
+            if (r.content_hash == content_hash and r.is_active and r.superseded_by is None
+                    and (not wanted or r.type.value in wanted)):
+                return r
         return None
 
+    # --- counters (never versions) ---------------------------------------------------------------
     def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
         with self._lock:
             for record_id in dict.fromkeys(ids):
                 entry = self._visible(scope, record_id)
                 if entry is not None:
+                    last = entry.record.last_accessed_at
                     entry.record = replace(entry.record, access_count=entry.record.access_count
-                                           + 1, last_accessed_at=at)
+                                           + 1, last_accessed_at=at if last is None
+                                           else max(last, at))
+
+    def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
+        with self._lock:
+            for record_id, delta in deltas.items():
+                entry = self._visible(scope, record_id)
+                if entry is not None:
+                    entry.counters[name] = entry.counters.get(name, 0) + int(delta)
+
+    def counts(self, scope: Scope, name: str, ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        with self._lock:
+            for record_id in dict.fromkeys(ids):
+                entry = self._visible(scope, record_id)
+                if entry is not None:
+                    out[record_id] = entry.counters.get(name, 0)
+        return out
+
+    def flush_counters(self) -> None:
+        """Counters are applied at once here."""
+
+    # --- session buffer --------------------------------------------------------------------------
+    def recent_turns(self, scope: Scope, n: int) -> list[MemoryRecord]:
+        if scope.session is None or n < 1:
+            return []
+        with self._lock:
+            turns = [e for e in self._scoped(scope) if e.record.type is RecordType.MESSAGE
+                     and e.record.is_active]
+        turns.sort(key=lambda e: (e.record.observed_at, e.seq))
+        return [e.record for e in turns[-n:]]
 
     # --- retrieval -------------------------------------------------------------------------------
     def _matrix(self, tenant: str, user: str, dims: int) -> _Dense:
@@ -286,7 +409,7 @@ class InMemoryStore:
             scores = np.einsum("ij,j->i", dense.matrix, query)
             # Walk best-first and filter as we go: usually only the first few rows are read.
             for i in np.argsort(-scores, kind="stable"):
-                record = self._entries[dense.ids[i]].record
+                record = self._entries[(scope.tenant, scope.user, dense.ids[i])].record
                 if record.visible_in(scope) and filters.matches(record):
                     out.append(Candidate(record.id, float(scores[i])))
                     if len(out) == k:
@@ -324,22 +447,25 @@ class InMemoryStore:
             scores = np.asarray(lex.index.get_scores(known), dtype=np.float64)
             hits: list[tuple[float, int, str]] = []
             for i in np.flatnonzero(scores > 0):
-                entry = self._entries[lex.ids[i]]
+                entry = self._entries[(scope.tenant, scope.user, lex.ids[i])]
                 if entry.record.visible_in(scope) and filters.matches(entry.record):
                     hits.append((-float(scores[i]), entry.seq, entry.record.id))
         hits.sort()
         return [Candidate(rid, -neg) for neg, _, rid in hits[:k]]
 
     # --- embeddings -------------------------------------------------------------------------------
-    def cached_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
-        return {h: self._cache[(model_id, h)].copy() for h in hashes
-                if (model_id, h) in self._cache}
-
-    def cache_vectors(self, model_id: str, vectors: Mapping[str, Vector]) -> None:
-        checked = {h: _vector(v) for h, v in vectors.items()}
+    def cached_vectors(self, scope: Scope, model_id: str,
+                       keys: Sequence[str]) -> dict[str, Vector]:
+        owner = (scope.tenant, scope.user, model_id)
         with self._lock:
-            for h, v in checked.items():
-                self._cache[(model_id, h)] = v
+            return {k: self._cache[(*owner, k)].copy() for k in keys
+                    if (*owner, k) in self._cache}
+
+    def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        checked = {k: _vector(v) for k, v in vectors.items()}
+        with self._lock:
+            for k, v in checked.items():
+                self._cache[(scope.tenant, scope.user, model_id, k)] = v
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         with self._lock:
@@ -348,17 +474,18 @@ class InMemoryStore:
         for start in range(0, len(records), size):
             yield records[start:start + size]
 
-    def set_vectors(self, items: Sequence[tuple[str, Vector]], model_id: str, dims: int) -> None:
+    def set_vectors(self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str,
+                    dims: int) -> None:
         with self._lock:
             checked: list[tuple[_Entry, Vector]] = []
-            for record_id, vector in items:
+            for record, vector in items:
                 vec = _vector(vector)
                 if vec.size != dims:
-                    raise ValidationError(f"vector for {record_id!r} has {vec.size} "
+                    raise ValidationError(f"vector for {record.id!r} has {vec.size} "
                                           f"dimensions, but set_vectors was told {dims}")
-                entry = self._entries.get(record_id)
+                entry = self._entries.get(_key(record))
                 if entry is None:
-                    raise NotFoundError(f"no record {record_id!r}; nothing was re-embedded")
+                    raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
                 checked.append((entry, vec))
             for entry, vec in checked:
                 self._changed(entry.record.tenant, entry.record.user)
@@ -369,21 +496,31 @@ class InMemoryStore:
     # --- jobs ----------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:
         with self._lock:
-            fresh: dict[str, Job] = {}
-            for job in jobs:
-                if job.id in self._jobs or job.id in fresh:
-                    raise ValidationError(f"job id {job.id!r} exists already; give each job "
-                                          "a new id")
-                if job.dedup_key is not None and any(
-                        (j.tenant, j.user, j.dedup_key) == (job.tenant, job.user, job.dedup_key)
-                        and j.status in _OPEN for j in (*self._jobs.values(), *fresh.values())):
-                    continue
-                fresh[job.id] = job
-            self._jobs.update(fresh)
+            self._enqueue(jobs, [])
+
+    def _enqueue(self, jobs: Sequence[Job], undo: Undo) -> None:
+        fresh: dict[str, Job] = {}
+        for job in jobs:
+            if job.id in self._jobs or job.id in fresh:
+                raise ValidationError(f"job id {job.id!r} exists already; give each job "
+                                      "a new id")
+            if job.dedup_key is not None and any(
+                    (j.tenant, j.user, j.dedup_key) == (job.tenant, job.user, job.dedup_key)
+                    and j.status in _OPEN for j in (*self._jobs.values(), *fresh.values())):
+                continue
+            fresh[job.id] = job
+        self._jobs.update(fresh)
+
+        def take_back() -> None:
+            for job_id in fresh:
+                self._jobs.pop(job_id, None)
+        undo.append(take_back)
 
     def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
                    tenant: str | None = None, user: str | None = None,
                    session: str | None = None, due_before: datetime | None = None) -> list[Job]:
+        # The same rule as the SQLite outbox: due jobs of one user, none of a user who has
+        # a job held under a live lease (one user's jobs never run at once).
         def ready(j: Job) -> bool:
             if j.status is JobStatus.PENDING:
                 due = j.run_after <= (due_before or now)
@@ -393,35 +530,67 @@ class InMemoryStore:
             return due and all(want is None or got == want for want, got in
                                ((tenant, j.tenant), (user, j.user), (session, j.session)))
 
+        if limit <= 0:
+            return []
         with self._lock:
-            due = sorted((j for j in self._jobs.values() if ready(j)),
-                         key=lambda j: (j.run_after, j.created_at, j.id))[:max(0, limit)]
+            busy = {(j.tenant, j.user) for j in self._jobs.values()
+                    if j.status is JobStatus.RUNNING and j.lease_until is not None
+                    and j.lease_until > now}
+            due = sorted((j for j in self._jobs.values()
+                          if ready(j) and (j.tenant, j.user) not in busy),
+                         key=lambda j: (j.run_after, j.created_at, j.id))
+            if not due:
+                return []
+            owner = (due[0].tenant, due[0].user)
+            mine = [j for j in due if (j.tenant, j.user) == owner][:limit]
             lease = now + timedelta(seconds=lease_seconds)
+            token = new_lease_token()
             claimed = [replace(j, status=JobStatus.RUNNING, lease_until=lease,
-                               attempts=j.attempts + 1) for j in due]
+                               attempts=j.attempts + 1, lease_token=token) for j in mine]
             self._jobs.update((j.id, j) for j in claimed)
         return claimed
 
-    def _job(self, job_id: str) -> Job:
+    def renew_leases(self, token: str, until: datetime) -> list[str]:
+        with self._lock:
+            held = [j for j in self._jobs.values()
+                    if j.lease_token == token and j.status is JobStatus.RUNNING]
+            self._jobs.update((j.id, replace(j, lease_until=until)) for j in held)
+        return sorted(j.id for j in held)
+
+    def _job(self, job_id: str, token: str | None = None) -> Job:
         job = self._jobs.get(job_id)
         if job is None:
             raise NotFoundError(f"no job {job_id!r}; it may have been purged with its user")
+        if token is not None and (job.lease_token != token or job.status is not JobStatus.RUNNING):
+            raise LeaseLostError(f"job {job_id!r} is no longer held under this lease (it "
+                                 "expired and another worker claimed the job); this result "
+                                 "is not recorded")
         return job
 
-    def finish_job(self, job_id: str) -> None:
+    def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
         with self._lock:
-            self._jobs[job_id] = replace(self._job(job_id), status=JobStatus.DONE,
-                                         lease_until=None)
+            self._jobs[job_id] = replace(self._job(job_id, lease_token), status=JobStatus.DONE,
+                                         lease_until=None, lease_token=None)
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None) -> None:
+    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
+                 lease_token: str | None = None) -> None:
         with self._lock:
-            job = self._job(job_id)
+            job = self._job(job_id, lease_token)
             if retry_at is None:
-                job = replace(job, status=JobStatus.FAILED, last_error=error, lease_until=None)
+                job = replace(job, status=JobStatus.FAILED, last_error=error, lease_until=None,
+                              lease_token=None)
             else:
                 job = replace(job, status=JobStatus.PENDING, last_error=error,
-                              lease_until=None, run_after=retry_at)
+                              lease_until=None, lease_token=None, run_after=retry_at)
             self._jobs[job_id] = job
+
+    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
+                        session: str | None = None) -> int:
+        with self._lock:
+            return sum(j.status in _OPEN and all(
+                want is None or got == want for want, got in
+                ((tenant, j.tenant), (user, j.user), (session, j.session)))
+                for j in self._jobs.values())
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         want = job_status(status) if status is not None else None
@@ -457,3 +626,36 @@ class InMemoryStore:
         rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=newest_first)
         offset = max(0, offset)
         return [e.record for e in rows[offset:offset + limit]]
+
+
+class _MemoryUnitOfWork:
+    """The calls of one in-memory transaction (see ``UnitOfWork``): applied at once under
+    the store's lock, taken back from the undo log if the block fails."""
+
+    def __init__(self, store: InMemoryStore, undo: Undo) -> None:
+        self._s = store
+        self._undo = undo
+
+    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
+            ) -> MemoryRecord:
+        return self._s._get(scope, record_id, include_deleted=include_deleted)
+
+    def find_by_hash(self, scope: Scope, content_hash: str,
+                     types: Sequence[str]) -> MemoryRecord | None:
+        return self._s._find_by_hash(scope, content_hash, types)
+
+    def insert(self, writes: Sequence[RecordWrite]) -> None:
+        self._s._insert(writes, self._undo)
+
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        self._s._append_turns(writes, self._undo)
+
+    def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        self._s._replace(scope, write, expected_version, self._undo)
+
+    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
+                   at: datetime) -> list[str]:
+        return self._s._set_status(scope, ids, status, at, self._undo)
+
+    def enqueue(self, jobs: Sequence[Job]) -> None:
+        self._s._enqueue(jobs, self._undo)

@@ -1,4 +1,5 @@
-"""Pick a store from a URL: ``sqlite:///path``, ``sqlite://:memory:``, ``memory://``."""
+"""Pick a store from a URL: ``sqlite:///path``, ``sqlite://:memory:``, ``memory://``,
+``postgresql://user@host/db``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from .base import Store
 
 __all__ = ["open_store"]
 
-_SCHEMES = "sqlite:///path/to/file.db, sqlite://:memory: or memory://"
+_SCHEMES = ("sqlite:///path/to/file.db, sqlite://:memory:, memory:// or "
+            "postgresql://user@host/db")
 
 
 def open_store(url: str) -> Store:
@@ -38,7 +40,7 @@ def open_store(url: str) -> Store:
 
         return InMemoryStore(url=url)
     if scheme in ("postgresql", "postgres"):
-        raise ValidationError(
-            "postgresql:// stores are not implemented yet (they will need the 'postgres' "
-            f"extra: pip install 'memstrata[postgres]'); use {_SCHEMES} for now")
+        from .postgres import PostgresStore
+
+        return PostgresStore(url)
     raise ValidationError(f"unknown store URL scheme {scheme!r} in {url!r}; use {_SCHEMES}")

@@ -71,6 +71,7 @@ class LocomoConfig:
     context_reserve: float = 0.0
     data_path: str = ""
     conversations: list[str] = field(default_factory=list)
+    maintain: str | None = None  # run mem.maintain(policy) after each conversation's ingest
 
 
 class _Rows:
@@ -173,6 +174,10 @@ def run_locomo(
                 t0 = time.perf_counter()
                 mem.flush()
                 flush_s += time.perf_counter() - t0
+                if cfg.maintain:
+                    done = mem.maintain(Scope("locomo", conv.sample_id), policy=cfg.maintain)
+                    notes.append(f"maintenance ({cfg.maintain}) on {conv.sample_id}: "
+                                 f"{done.as_dict()}")
                 ingest_msgs += len(id_to_dia)
                 turns = conv.turns
                 by_dia = {t.dia_id: t for t in turns}

@@ -43,20 +43,39 @@ COLUMNS: tuple[str, ...] = (
     "status", "deleted_at",
 )
 
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
 def encode_time(when: datetime | None) -> str | None:
+    """Fixed-width ISO-8601 UTC text for every year 1–9999.
+
+    Written by hand, not with ``strftime("%Y")``: glibc does not zero-pad years below 1000
+    (``'999-01-01...'``), which ``fromisoformat`` cannot read back, so one such time made a
+    user's every read fail (issue 7 §2)."""
     if when is None:
         return None
-    return ensure_utc(when).strftime(_TIME_FORMAT)
+    u = ensure_utc(when)
+    return (f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:"
+            f"{u.second:02d}.{u.microsecond:06d}Z")
 
 
 def decode_time(text: str | None) -> datetime | None:
     if text is None:
         return None
     # fromisoformat (C, ~20x faster than strptime) reads exactly what encode_time writes.
-    return datetime.fromisoformat(text)
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return _decode_unpadded(text)
+
+
+def _decode_unpadded(text: str) -> datetime:
+    """Read a time an older memstrata wrote with an unpadded year (``'999-01-01T...Z'``)."""
+    year, sep, rest = text.partition("-")
+    if sep and year.isdigit() and len(year) < 4:
+        try:
+            return datetime.fromisoformat(f"{int(year):04d}-{rest}")
+        except ValueError:
+            pass
+    raise ValidationError(f"the stored time {text!r} cannot be read; the database file is "
+                          "damaged")
 
 
 def _time(text: str) -> datetime:

@@ -76,7 +76,107 @@ CREATE INDEX jobs_ready ON jobs (status, run_after);
 CREATE INDEX jobs_scope ON jobs (tenant, user, status);
 """
 
-MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1)]
+# v2 (storage seam): the embedding cache is keyed by (tenant, user) through the scope token,
+# so a user's purge reaches it (query embeddings included); the old unowned entries are only
+# a cache and are dropped. Named counters (hits) live beside records, never as versions.
+_V2 = """
+DROP TABLE embedding_cache;
+CREATE TABLE embedding_cache (
+    scope_tok TEXT NOT NULL, model_id TEXT NOT NULL, key TEXT NOT NULL, dims INTEGER NOT NULL,
+    vector BLOB NOT NULL, PRIMARY KEY (scope_tok, model_id, key)
+) WITHOUT ROWID;
+
+CREATE TABLE counters (
+    seq INTEGER NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
+    name TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (seq, name)
+) WITHOUT ROWID;
+
+CREATE INDEX records_session ON records (tenant, user, session, observed_at, seq);
+"""
+
+# v3 (issue 7 items 3 and 7): ids are unique per (tenant, user), never globally, so an id
+# of another tenant neither blocks an insert nor reveals that it exists; vectors are keyed
+# by the record's seq (``own`` marks a vector that is the embedding of the record's own
+# text, so the embedding cache need not keep a second copy); history keeps reverse deltas
+# (history.py) instead of a full copy of the record per version.
+_V3_DDL = """
+CREATE TABLE vectors_v3 (
+    seq INTEGER PRIMARY KEY REFERENCES records (seq) ON DELETE CASCADE,
+    tenant TEXT NOT NULL, user TEXT NOT NULL, model TEXT, dims INTEGER NOT NULL,
+    own INTEGER NOT NULL DEFAULT 0, vector BLOB NOT NULL
+);
+INSERT INTO vectors_v3 (seq, tenant, user, model, dims, vector)
+    SELECT r.seq, v.tenant, v.user, v.model, v.dims, v.vector
+    FROM vectors v JOIN records r ON r.id = v.record_id ORDER BY r.seq;
+DROP TABLE vectors;
+ALTER TABLE vectors_v3 RENAME TO vectors;
+CREATE INDEX vectors_scope ON vectors (tenant, user);
+
+-- A rowid table: deltas of 1-2 kB pack far tighter than in a WITHOUT ROWID b-tree.
+CREATE TABLE record_history (
+    seq INTEGER NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
+    version INTEGER NOT NULL, delta BLOB NOT NULL, PRIMARY KEY (seq, version)
+);
+"""
+
+
+def _v3(conn: sqlite3.Connection) -> None:
+    from .history import encode_delta, reverse_delta
+
+    for statement in _statements(_V3_DDL):
+        conn.execute(statement)
+    cols = ", ".join(COLUMNS)
+    ids = [r[0] for r in conn.execute("SELECT DISTINCT id FROM record_versions")]
+    for record_id in ids:
+        current = conn.execute(f"SELECT seq, {cols} FROM records WHERE id = ?",
+                               (record_id,)).fetchone()
+        if current is None:  # an orphan version (cannot happen through the API): drop it
+            continue
+        seq, newer = current[0], dict(zip(COLUMNS, current[1:], strict=True))
+        for row in conn.execute(f"SELECT {cols} FROM record_versions WHERE id = ? "
+                                "ORDER BY version DESC", (record_id,)).fetchall():
+            old = dict(zip(COLUMNS, row, strict=True))
+            conn.execute("INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)",
+                         (seq, old["version"], encode_delta(reverse_delta(old, newer))))
+            newer = old
+    conn.execute("DROP TABLE record_versions")
+    conn.execute("DROP INDEX records_id")
+    conn.execute("CREATE UNIQUE INDEX records_key ON records (tenant, user, id)")
+    conn.execute("DROP INDEX records_hash")
+    conn.execute("CREATE INDEX records_hash ON records (tenant, user, content_hash)")
+
+
+# The audit log (memstrata/audit.py): append-only, never purged by retention; triggers
+# refuse every change but a user's purge redacting who and which ids.
+_V4_AUDIT = """
+CREATE TABLE audit_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
+    user TEXT, actor TEXT NOT NULL, action TEXT NOT NULL, at TEXT NOT NULL,
+    record_ids TEXT NOT NULL, reason TEXT, policy TEXT, score REAL, details TEXT NOT NULL
+);
+CREATE INDEX audit_log_tenant_at ON audit_log (tenant, at, seq);
+-- The one update allowed: a user's purge redacts who and which ids (audit.py).
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+WHEN NOT (NEW.user IS NULL AND NEW.record_ids = '[]' AND NEW.reason = '[purged]'
+          AND NEW.details = '{}' AND NEW.actor IN (OLD.actor, '[purged]')
+          AND NEW.seq = OLD.seq AND NEW.id = OLD.id AND NEW.tenant = OLD.tenant
+          AND NEW.action = OLD.action AND NEW.at = OLD.at
+          AND NEW.policy IS OLD.policy AND NEW.score IS OLD.score)
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+"""
+
+
+# Job leases carry a token per claim (fencing: a worker whose lease was taken over can no
+# longer finish, fail or renew the job); renewals find a claim's jobs by it.
+_V5_JOB_LEASE_TOKEN = """
+ALTER TABLE jobs ADD COLUMN lease_token TEXT;
+CREATE INDEX jobs_lease_token ON jobs (lease_token);
+"""
+
+MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _v3), (4, _V4_AUDIT),
+                                                (5, _V5_JOB_LEASE_TOKEN)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
 # Guard against the two column lists drifting apart.

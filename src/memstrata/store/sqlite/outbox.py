@@ -1,9 +1,17 @@
-"""The job queue (outbox) in SQL: enqueue, lease-based claiming, finish, fail, list.
+"""The job queue (outbox) in SQL: enqueue, lease-based claiming, renewal, finish, fail, list.
 
-A claim is a lease, not a lock: claimed jobs become ``running`` with ``lease_until``, and a
-``running`` job whose lease has expired is claimable again. That is how work survives a
-worker killed with ``kill -9``: nothing has to notice the death, the lease just runs out.
-Attempts are counted at claim time, so a job that kills its worker still uses up retries.
+A claim is a lease, not a lock: claimed jobs become ``running`` with ``lease_until`` and a
+fresh ``lease_token``, and a ``running`` job whose lease has expired is claimable again.
+That is how work survives a worker killed with ``kill -9``: nothing has to notice the
+death, the lease just runs out. The holder renews the lease while it works (a heartbeat);
+finishing, failing and renewing name the token, so a worker whose lease was taken over can
+no longer change the job (fencing). Attempts are counted at claim time, so a job that kills
+its worker still uses up retries.
+
+One user's jobs never run at once: a claim takes jobs of *one* user (the one whose job is
+due first) and only if no other job of that user is held under a live lease. Jobs of one
+user touch the same clusters and summaries, so serialising them is what keeps them from
+failing on each other's writes; different users' jobs still run in parallel.
 """
 
 from __future__ import annotations
@@ -15,14 +23,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...errors import NotFoundError, ValidationError
-from ...jobs import Job, JobStatus, job_status
+from ...jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from .codec import decode_time, encode_time
 
-__all__ = ["claim_jobs", "enqueue", "fail_job", "finish_job", "list_jobs"]
+__all__ = ["claim_jobs", "count_open", "enqueue", "fail_job", "finish_job", "list_jobs",
+           "renew_leases"]
 
 _COLUMNS = ("id, kind, tenant, user, agent, session, payload, created_at, run_after, status, "
-            "attempts, last_error, lease_until, dedup_key")
+            "attempts, last_error, lease_until, dedup_key, lease_token")
 _OPEN = (JobStatus.PENDING.value, JobStatus.RUNNING.value)
+_RUNNING = JobStatus.RUNNING.value
 
 
 def _row(job: Job) -> tuple[Any, ...]:
@@ -32,7 +42,8 @@ def _row(job: Job) -> tuple[Any, ...]:
         raise ValidationError(f"job {job.id!r} payload is not JSON-serialisable: {exc}") from None
     return (job.id, job.kind, job.tenant, job.user, job.agent, job.session, payload,
             encode_time(job.created_at), encode_time(job.run_after), JobStatus(job.status).value,
-            job.attempts, job.last_error, encode_time(job.lease_until), job.dedup_key)
+            job.attempts, job.last_error, encode_time(job.lease_until), job.dedup_key,
+            job.lease_token)
 
 
 def _job(row: sqlite3.Row) -> Job:
@@ -45,6 +56,7 @@ def _job(row: sqlite3.Row) -> Job:
         agent=row["agent"], session=row["session"], status=JobStatus(row["status"]),
         attempts=row["attempts"], last_error=row["last_error"],
         lease_until=decode_time(row["lease_until"]), dedup_key=row["dedup_key"],
+        lease_token=row["lease_token"],
     )
 
 
@@ -57,7 +69,7 @@ def enqueue(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
         ).fetchone():
             continue
         try:
-            conn.execute(f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join('?' * 14)})",
+            conn.execute(f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})",
                          _row(job))
         except sqlite3.IntegrityError:
             raise ValidationError(
@@ -65,48 +77,104 @@ def enqueue(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
             ) from None
 
 
+def _claimable(tenant: str | None, user: str | None,
+               session: str | None) -> tuple[str, list[Any]]:
+    """Jobs that are due (pending and due, or running under an expired lease) of users
+    with no job held under a live lease. Parameters: ``due``, ``now``, ``now``."""
+    sql = ("((j.status = ? AND j.run_after <= ?) OR (j.status = ? AND j.lease_until <= ?)) "
+           "AND NOT EXISTS (SELECT 1 FROM jobs b WHERE b.tenant = j.tenant AND b.user = j.user "
+           "AND b.status = ? AND b.lease_until > ?)")
+    args: list[Any] = []
+    for column, value in (("tenant", tenant), ("user", user), ("session", session)):
+        if value is not None:
+            sql += f" AND j.{column} = ?"
+            args.append(value)
+    return sql, args
+
+
 def claim_jobs(conn: sqlite3.Connection, now: datetime, *, limit: int, lease_seconds: float,
                tenant: str | None, user: str | None, session: str | None,
                due_before: datetime | None = None) -> list[Job]:
+    """Lease up to ``limit`` due jobs of one user under a new token (run in the caller's
+    ``BEGIN IMMEDIATE`` transaction, so two workers never claim the same job)."""
+    if limit <= 0:
+        return []
     at = encode_time(now)
     due = encode_time(due_before or now)
-    sql = (f"SELECT {_COLUMNS} FROM jobs WHERE ((status = ? AND run_after <= ?) "
-           "OR (status = ? AND lease_until <= ?))")
-    args: list[Any] = [JobStatus.PENDING.value, due, JobStatus.RUNNING.value, at]
-    for column, value in (("tenant", tenant), ("user", user), ("session", session)):
-        if value is not None:
-            sql += f" AND {column} = ?"
-            args.append(value)
-    sql += " ORDER BY run_after, created_at, id LIMIT ?"
-    args.append(max(0, limit))
-    lease = now + timedelta(seconds=lease_seconds)
+    where, extra = _claimable(tenant, user, session)
+    base = [JobStatus.PENDING.value, due, _RUNNING, at, _RUNNING, at, *extra]
+    first = conn.execute(f"SELECT j.tenant, j.user FROM jobs j WHERE {where} "
+                         "ORDER BY j.run_after, j.created_at, j.id LIMIT 1", base).fetchone()
+    if first is None:
+        return []
+    rows = conn.execute(
+        f"SELECT j.id FROM jobs j WHERE {where} AND j.tenant = ? AND j.user = ? "
+        "ORDER BY j.run_after, j.created_at, j.id LIMIT ?",
+        [*base, first["tenant"], first["user"], limit]).fetchall()
+    token = new_lease_token()
+    lease = encode_time(now + timedelta(seconds=lease_seconds))
     claimed: list[Job] = []
-    for row in conn.execute(sql, args).fetchall():
-        conn.execute("UPDATE jobs SET status = ?, lease_until = ?, attempts = attempts + 1 "
-                     "WHERE id = ?", (JobStatus.RUNNING.value, encode_time(lease), row["id"]))
+    for row in rows:
+        conn.execute("UPDATE jobs SET status = ?, lease_until = ?, lease_token = ?, "
+                     "attempts = attempts + 1 WHERE id = ?", (_RUNNING, lease, token, row["id"]))
         claimed.append(_job(conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?",
                                          (row["id"],)).fetchone()))
     return claimed
 
 
-def finish_job(conn: sqlite3.Connection, job_id: str) -> None:
-    cur = conn.execute("UPDATE jobs SET status = ?, lease_until = NULL WHERE id = ?",
-                       (JobStatus.DONE.value, job_id))
-    if cur.rowcount == 0:
+def renew_leases(conn: sqlite3.Connection, token: str, until: datetime) -> list[str]:
+    """Extend the lease of every job still held under ``token``; returns their ids (a job
+    missing from the answer was taken over, finished or purged)."""
+    conn.execute("UPDATE jobs SET lease_until = ? WHERE lease_token = ? AND status = ?",
+                 (encode_time(until), token, _RUNNING))
+    return [r["id"] for r in conn.execute(
+        "SELECT id FROM jobs WHERE lease_token = ? AND status = ? ORDER BY id",
+        (token, _RUNNING))]
+
+
+def _fenced(conn: sqlite3.Connection, job_id: str, token: str | None, sql: str,
+            args: Sequence[Any]) -> None:
+    """Apply an update to a job, only while ``token`` still holds it (if given)."""
+    if token is None:
+        cur = conn.execute(f"{sql} WHERE id = ?", (*args, job_id))
+    else:
+        cur = conn.execute(f"{sql} WHERE id = ? AND lease_token = ? AND status = ?",
+                           (*args, job_id, token, _RUNNING))
+    if cur.rowcount:
+        return
+    if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
         raise NotFoundError(f"no job {job_id!r}; it may have been purged with its user")
+    raise LeaseLostError(f"job {job_id!r} is no longer held under this lease (it expired and "
+                         "another worker claimed the job); this result is not recorded")
+
+
+def finish_job(conn: sqlite3.Connection, job_id: str, token: str | None = None) -> None:
+    _fenced(conn, job_id, token,
+            "UPDATE jobs SET status = ?, lease_until = NULL, lease_token = NULL",
+            (JobStatus.DONE.value,))
 
 
 def fail_job(conn: sqlite3.Connection, job_id: str, error: str,
-             retry_at: datetime | None) -> None:
+             retry_at: datetime | None, token: str | None = None) -> None:
     if retry_at is None:
-        cur = conn.execute("UPDATE jobs SET status = ?, last_error = ?, lease_until = NULL "
-                           "WHERE id = ?", (JobStatus.FAILED.value, error, job_id))
+        _fenced(conn, job_id, token, "UPDATE jobs SET status = ?, last_error = ?, "
+                "lease_until = NULL, lease_token = NULL", (JobStatus.FAILED.value, error))
     else:
-        cur = conn.execute(
-            "UPDATE jobs SET status = ?, last_error = ?, lease_until = NULL, run_after = ? "
-            "WHERE id = ?", (JobStatus.PENDING.value, error, encode_time(retry_at), job_id))
-    if cur.rowcount == 0:
-        raise NotFoundError(f"no job {job_id!r}; it may have been purged with its user")
+        _fenced(conn, job_id, token, "UPDATE jobs SET status = ?, last_error = ?, "
+                "lease_until = NULL, lease_token = NULL, run_after = ?",
+                (JobStatus.PENDING.value, error, encode_time(retry_at)))
+
+
+def count_open(conn: sqlite3.Connection, tenant: str | None, user: str | None,
+               session: str | None) -> int:
+    """Jobs not finished yet (pending or running), optionally of one tenant/user/session."""
+    sql = "SELECT count(*) FROM jobs WHERE status IN (?, ?)"
+    args: list[Any] = [*_OPEN]
+    for column, value in (("tenant", tenant), ("user", user), ("session", session)):
+        if value is not None:
+            sql += f" AND {column} = ?"
+            args.append(value)
+    return int(conn.execute(sql, args).fetchone()[0])
 
 
 def list_jobs(conn: sqlite3.Connection, tenant: str, user: str,

@@ -11,18 +11,18 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ...filters import Filters
 from ...jobs import Job
-from ...records import MemoryRecord, RecordStatus
+from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
-from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, Vector
+from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
 from . import outbox
 from .codec import (
     COLUMNS,
@@ -33,6 +33,7 @@ from .codec import (
     encode_vector,
     scope_token,
 )
+from .history import apply_delta, decode_delta, encode_delta, reverse_delta
 from .lexical import BM25_WEIGHTS, match_expression, terms_text
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import VectorCache, dot, top_k
@@ -42,8 +43,7 @@ __all__ = ["SQLiteStore"]
 
 _COLS = ", ".join(COLUMNS)
 _INSERT = f"INSERT INTO records ({_COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
-_UPDATE = f"UPDATE records SET {', '.join(c + ' = ?' for c in COLUMNS[1:])} WHERE id = ?"
-_ARCHIVE = f"INSERT INTO record_versions ({_COLS}) SELECT {_COLS} FROM records WHERE id = ?"
+_UPDATE = f"UPDATE records SET {', '.join(c + ' = ?' for c in COLUMNS[1:])} WHERE seq = ?"
 _MASKED = "type, agent, session, visibility, status, superseded_by, importance"
 
 
@@ -59,14 +59,18 @@ def _masked_of(r: MemoryRecord) -> tuple[object, ...]:
 
 _BUMP = ("INSERT INTO scope_generation (scope_tok, generation) VALUES (?, 1) "
          "ON CONFLICT (scope_tok) DO UPDATE SET generation = generation + 1")
-_UPSERT_VECTOR = ("INSERT INTO vectors (record_id, tenant, user, model, dims, vector) "
-                  "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO UPDATE SET "
-                  "model = excluded.model, dims = excluded.dims, vector = excluded.vector")
+_UPSERT_VECTOR = ("INSERT INTO vectors (seq, tenant, user, model, dims, own, vector) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO UPDATE SET "
+                  "model = excluded.model, dims = excluded.dims, own = excluded.own, "
+                  "vector = excluded.vector")
+_ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
 _BUSY_TIMEOUT_S = 10.0
+_PAGE_SIZE = 8192
 _CHUNK = 500  # ids per IN (...) list
+_T = TypeVar("_T")
 
 
-def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
     for i in range(0, len(items), _CHUNK):
         yield items[i:i + _CHUNK]
 
@@ -88,6 +92,11 @@ class SQLiteStore:
             if schema_version(conn) > SCHEMA_VERSION:
                 migrate(conn, path=path)  # raises SchemaVersionError
             conn.row_factory = sqlite3.Row
+            if schema_version(conn) == 0 and conn.execute(
+                    "SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+                # A new file: 8 kB pages waste less around 1.5 kB vector rows than 4 kB
+                # ones (bench/storage.py). Only possible before the first table exists.
+                conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -136,6 +145,14 @@ class SQLiteStore:
     def _read(self) -> Any:
         return self._tx("BEGIN")
 
+    def transaction(self) -> AbstractContextManager[UnitOfWork]:
+        return self._unit_of_work()
+
+    @contextmanager
+    def _unit_of_work(self) -> Iterator[UnitOfWork]:
+        with self._write() as c:
+            yield _SQLiteUnitOfWork(self, c)
+
     # --- metadata --------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         with self._read() as c:
@@ -181,29 +198,56 @@ class SQLiteStore:
     # --- records -------------------------------------------------------------------------------
     def insert(self, writes: Sequence[RecordWrite]) -> None:
         with self._write() as c:
-            for w in writes:
-                r = w.record
-                try:
-                    cur = c.execute(_INSERT, encode_record(r))
-                except sqlite3.IntegrityError:
-                    raise ValidationError(
-                        f"record id {r.id!r} exists already (or twice in this batch); nothing "
-                        "was written: use replace() to update a record, new_id() for a new one"
-                    ) from None
-                seq = int(cur.lastrowid or 0)
-                self._index(c, seq, r, w.terms)
-                if w.vector is not None:
-                    dims, blob = self._vector_tail(r, w.vector)
-                    c.execute(_UPSERT_VECTOR, (r.id, r.tenant, r.user, r.embedding_model,
-                                               dims, blob))
+            self._insert(c, writes)
 
-    def _vector_tail(self, r: MemoryRecord, vector: Vector) -> tuple[int, bytes]:
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        with self._write() as c:
+            self._append_turns(c, writes)
+
+    def _append_turns(self, c: sqlite3.Connection, writes: Sequence[RecordWrite]) -> None:
+        _check_turns(writes)
+        self._insert(c, writes)
+
+    def _insert(self, c: sqlite3.Connection, writes: Sequence[RecordWrite]) -> None:
+        for w in writes:
+            r = w.record
+            try:
+                cur = c.execute(_INSERT, encode_record(r))
+            except sqlite3.IntegrityError:
+                raise ValidationError(
+                    f"record id {r.id!r} exists already (or twice in this batch); nothing "
+                    "was written: use replace() to update a record, new_id() for a new one"
+                ) from None
+            seq = int(cur.lastrowid or 0)
+            self._index(c, seq, r, w.terms)
+            if w.vector is not None:
+                self._store_vector(c, seq, r, w.vector)
+
+    def _store_vector(self, c: sqlite3.Connection, seq: int, r: MemoryRecord,
+                      vector: Vector) -> None:
+        """Write the record's vector. When the embedding cache holds the very same vector
+        for the record's text, the cache entry moves here (``own = 1``): the vector is kept
+        once, and the cache still finds it through the record (``cached_vectors``)."""
         blob = self._check_vector(r, vector)
-        return len(blob) // 4, blob
+        own = 0
+        if r.embedding_model is not None:
+            key = (scope_token(r.tenant, r.user), r.embedding_model, r.content_hash)
+            hit = c.execute("SELECT vector FROM embedding_cache WHERE scope_tok = ? AND "
+                            "model_id = ? AND key = ?", key).fetchone()
+            if hit is not None and bytes(hit[0]) == blob:
+                c.execute("DELETE FROM embedding_cache WHERE scope_tok = ? AND model_id = ? "
+                          "AND key = ?", key)
+                own = 1
+        c.execute(_UPSERT_VECTOR, (seq, r.tenant, r.user, r.embedding_model, len(blob) // 4,
+                                   own, blob))
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         with self._read() as c:
-            rows = self._visible(c, scope, [record_id])
+            return self._get(c, scope, record_id, include_deleted=include_deleted)
+
+    def _get(self, c: sqlite3.Connection, scope: Scope, record_id: str, *,
+             include_deleted: bool = False) -> MemoryRecord:
+        rows = self._visible(c, scope, [record_id])
         if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
@@ -214,122 +258,189 @@ class SQLiteStore:
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
-        new = write.record
         with self._write() as c:
-            rows = self._visible(c, scope, [new.id], "seq, tenant, user, version, " + _MASKED)
-            if not rows:
-                raise NotFoundError(f"no record {new.id!r} in scope {scope}")
-            cur = rows[0]
-            if cur["version"] != expected_version:
-                raise ConflictError(
-                    f"record {new.id!r} is at version {cur['version']}, but this update was "
-                    f"based on version {expected_version}; re-read the record and apply the "
-                    "change again")
-            if new.version != expected_version + 1:
-                raise ValidationError(f"the new version of {new.id!r} must be "
-                                      f"{expected_version + 1}, got {new.version}")
-            if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
-                raise ValidationError(f"replace cannot move record {new.id!r} to another "
-                                      "tenant or user; insert a copy under a new id instead")
-            c.execute(_ARCHIVE, (new.id,))
-            c.execute(_UPDATE, encode_record(new)[1:] + (new.id,))
-            self._index(c, int(cur["seq"]), new, write.terms)
-            if write.vector is not None:
-                dims, blob = self._vector_tail(new, write.vector)
-                c.execute(_UPSERT_VECTOR, (new.id, new.tenant, new.user, new.embedding_model,
-                                           dims, blob))
-            # The vector cache holds the vector and the masked columns: only a change to one
-            # of them invalidates it (a content-only update, e.g. a cluster's hit count, on
-            # every search would otherwise reload a user's whole matrix each time).
-            if write.vector is not None or _masked(cur) != _masked_of(new):
-                self._bump(c, new.tenant, new.user)
+            self._replace(c, scope, write, expected_version=expected_version)
+
+    def _replace(self, c: sqlite3.Connection, scope: Scope, write: RecordWrite, *,
+                 expected_version: int) -> None:
+        if scope.caller is not None:  # another caller may read, never write
+            raise NotFoundError(f"no record {write.record.id!r} in scope {scope}")
+        new = write.record
+        rows = self._visible(c, scope, [new.id], "seq, tenant, user, version, " + _MASKED)
+        if not rows:
+            raise NotFoundError(f"no record {new.id!r} in scope {scope}")
+        cur = rows[0]
+        if cur["version"] != expected_version:
+            raise ConflictError(
+                f"record {new.id!r} is at version {cur['version']}, but this update was "
+                f"based on version {expected_version}; re-read the record and apply the "
+                "change again")
+        if new.version != expected_version + 1:
+            raise ValidationError(f"the new version of {new.id!r} must be "
+                                  f"{expected_version + 1}, got {new.version}")
+        if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
+            raise ValidationError(f"replace cannot move record {new.id!r} to another "
+                                  "tenant or user; insert a copy under a new id instead")
+        seq = int(cur["seq"])
+        values = encode_record(new)
+        old = c.execute(f"SELECT {_COLS} FROM records WHERE seq = ?", (seq,)).fetchone()
+        c.execute(_ARCHIVE, (seq, expected_version, encode_delta(reverse_delta(
+            dict(zip(COLUMNS, old, strict=True)), dict(zip(COLUMNS, values, strict=True))))))
+        c.execute(_UPDATE, values[1:] + (seq,))
+        self._index(c, seq, new, write.terms)
+        if write.vector is not None:
+            self._store_vector(c, seq, new, write.vector)
+        # The vector cache holds the vector and the masked columns: only a change to one
+        # of them invalidates it (a content-only update, e.g. a cluster's hit count, on
+        # every search would otherwise reload a user's whole matrix each time).
+        if write.vector is not None or _masked(cur) != _masked_of(new):
+            self._bump(c, new.tenant, new.user)
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         with self._read() as c:
-            rows = self._visible(c, scope, [record_id])
+            rows = self._visible(c, scope, [record_id], f"seq, {_COLS}")
             if not rows:
                 raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-            old = c.execute(f"SELECT {_COLS} FROM record_versions WHERE id = ? "
-                            "ORDER BY version", (record_id,)).fetchall()
-        return [decode_record(r) for r in [*old, rows[0]]]
+            deltas = c.execute("SELECT delta FROM record_history WHERE seq = ? "
+                               "ORDER BY version DESC", (rows[0]["seq"],)).fetchall()
+        row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
+        versions = [decode_record(row)]
+        for (blob,) in deltas:
+            row = apply_delta(row, decode_delta(blob))
+            versions.append(decode_record(row))
+        return versions[::-1]
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
+        with self._write() as c:
+            return self._set_status(c, scope, ids, status, at)
+
+    def _set_status(self, c: sqlite3.Connection, scope: Scope, ids: Sequence[str],
+                    status: RecordStatus, at: datetime) -> list[str]:
+        if scope.caller is not None:
+            return []
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
-        with self._write() as c:
-            for row in self._visible(c, scope, ids, "id, status"):
-                if row["status"] == status.value:
-                    continue
-                c.execute(_ARCHIVE, (row["id"],))
-                c.execute("UPDATE records SET status = ?, version = version + 1, "
-                          "updated_at = ?, deleted_at = ? WHERE id = ?",
-                          (status.value, encode_time(at), deleted_at, row["id"]))
-                changed.append(row["id"])
-            if changed:
-                self._bump(c, scope.tenant, scope.user)
+        for row in self._visible(c, scope, ids,
+                                 "seq, id, status, version, updated_at, deleted_at"):
+            if row["status"] == status.value:
+                continue
+            delta = {col: ["=", row[col]] for col in
+                     ("status", "version", "updated_at", "deleted_at")}
+            c.execute(_ARCHIVE, (row["seq"], row["version"], encode_delta(delta)))
+            c.execute("UPDATE records SET status = ?, version = version + 1, "
+                      "updated_at = ?, deleted_at = ? WHERE seq = ?",
+                      (status.value, encode_time(at), deleted_at, row["seq"]))
+            changed.append(row["id"])
+        if changed:
+            self._bump(c, scope.tenant, scope.user)
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        if scope.caller is not None:
+            return PurgeReport()
         with self._write() as c:
             rows = self._visible(c, scope, ids, "seq, id")
-            found = [r["id"] for r in rows]
+            seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0}
-            for chunk in _chunks(found):
-                sql, vals = in_list("id", chunk)
-                vsql, _ = in_list("record_id", chunk)
+            for chunk in _chunks(seqs):
+                sql, vals = _seq_list(chunk)
                 counts["versions"] += c.execute(
-                    f"DELETE FROM record_versions WHERE {sql}", vals).rowcount
-                counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {vsql}", vals).rowcount
-                counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
-            for row in rows:
-                c.execute("DELETE FROM lexical WHERE rowid = ?", (row["seq"],))
+                    f"DELETE FROM record_history WHERE {sql}", vals).rowcount
+                counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {sql}",
+                                               vals).rowcount
+                c.execute(f"DELETE FROM counters WHERE {sql}", vals)
+                c.execute(f"DELETE FROM lexical WHERE {sql.replace('seq', 'rowid')}", vals)
+                counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}",
+                                               vals).rowcount
             remaining = 0
-            for chunk in _chunks(found):
-                sql, vals = in_list("id", chunk)
-                vsql, _ = in_list("record_id", chunk)
+            for chunk in _chunks(seqs):
+                sql, vals = _seq_list(chunk)
                 remaining += c.execute(
                     f"SELECT (SELECT count(*) FROM records WHERE {sql}) + "
-                    f"(SELECT count(*) FROM record_versions WHERE {sql}) + "
-                    f"(SELECT count(*) FROM vectors WHERE {vsql})",
+                    f"(SELECT count(*) FROM record_history WHERE {sql}) + "
+                    f"(SELECT count(*) FROM vectors WHERE {sql})",
                     vals * 3).fetchone()[0]
-            if found:
+            if seqs:
                 self._bump(c, scope.tenant, scope.user)
         return PurgeReport(**counts, remaining=remaining)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        """Destroy every trace of one user, then make sure no byte of it is left on disk.
+
+        Rows first (one transaction): records, versions, vectors, counters, jobs, the
+        embedding cache (query embeddings included), the FTS5 rows, the scope's generation
+        row, and the user's audit events lose who and which ids (the events stay). Then the
+        bytes: FTS5 ``optimize`` rewrites the index segments without the deleted terms
+        (a DELETE only appends tombstones), ``VACUUM`` rebuilds the file so freed pages and
+        cells keep nothing, and a ``TRUNCATE`` checkpoint empties the WAL. ``remaining``
+        counts the rows still found plus the user's record ids and scope token still present
+        in the file's bytes."""
+        from ...audit import sqlite_redact_subject
+        from ...quotas import subject_hash
+
         tok = scope_token(tenant, user)
-        mine = ("SELECT content_hash FROM records WHERE tenant = ?1 AND user = ?2 UNION "
-                "SELECT content_hash FROM record_versions WHERE tenant = ?1 AND user = ?2")
+        args = (tenant, user)
         with self._write() as c:
-            cache = c.execute(
-                f"DELETE FROM embedding_cache WHERE content_hash IN ({mine}) "
-                "AND NOT EXISTS (SELECT 1 FROM records o WHERE o.content_hash = "
-                "embedding_cache.content_hash AND NOT (o.tenant = ?1 AND o.user = ?2)) "
-                "AND NOT EXISTS (SELECT 1 FROM record_versions o WHERE o.content_hash = "
-                "embedding_cache.content_hash AND NOT (o.tenant = ?1 AND o.user = ?2))",
-                (tenant, user)).rowcount
+            ids = [r[0] for r in c.execute(
+                "SELECT id FROM records WHERE tenant = ?1 AND user = ?2", args)]
+            cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?",
+                              (tok,)).rowcount
             c.execute("DELETE FROM lexical WHERE rowid IN "
-                      "(SELECT seq FROM records WHERE tenant = ? AND user = ?)", (tenant, user))
-            args = (tenant, user)
+                      "(SELECT seq FROM records WHERE tenant = ? AND user = ?)", args)
+            mine = "seq IN (SELECT seq FROM records WHERE tenant = ? AND user = ?)"
             vectors = c.execute("DELETE FROM vectors WHERE tenant = ? AND user = ?", args)
-            versions = c.execute("DELETE FROM record_versions WHERE tenant = ? AND user = ?",
-                                 args)
+            versions = c.execute(f"DELETE FROM record_history WHERE {mine}", args)
+            c.execute(f"DELETE FROM counters WHERE {mine}", args)
             jobs = c.execute("DELETE FROM jobs WHERE tenant = ? AND user = ?", args)
             records = c.execute("DELETE FROM records WHERE tenant = ? AND user = ?", args)
-            self._bump(c, tenant, user)
-            remaining = c.execute(
+            c.execute("DELETE FROM scope_generation WHERE scope_tok = ?", (tok,))
+            c.execute("DELETE FROM meta WHERE key LIKE ?",
+                      (f"quota:%:{subject_hash(tenant, user)}:%",))
+            sqlite_redact_subject(c, tenant, user)
+            counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
+        with self._lock:
+            self._vectors.clear()  # no generation row to compare with: reload from disk
+            self._conn.execute("INSERT INTO lexical (lexical) VALUES ('optimize')")
+            if self.path != ":memory:":
+                self._conn.execute("VACUUM")
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self._read() as c:
+            remaining = int(c.execute(
                 "SELECT (SELECT count(*) FROM records WHERE tenant = ?1 AND user = ?2) + "
-                "(SELECT count(*) FROM record_versions WHERE tenant = ?1 AND user = ?2) + "
+                "(SELECT count(*) FROM record_history h WHERE NOT EXISTS "
+                "(SELECT 1 FROM records r WHERE r.seq = h.seq)) + "
                 "(SELECT count(*) FROM vectors WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM jobs WHERE tenant = ?1 AND user = ?2) + "
+                "(SELECT count(*) FROM embedding_cache WHERE scope_tok = ?4) + "
+                "(SELECT count(*) FROM scope_generation WHERE scope_tok = ?4) + "
+                "(SELECT count(*) FROM audit_log WHERE tenant = ?1 AND user = ?2) + "
                 "(SELECT count(*) FROM lexical WHERE lexical MATCH ?3)",
-                (tenant, user, f'scope_tok : "{tok}"')).fetchone()[0]
-            return PurgeReport(records=records.rowcount, versions=versions.rowcount,
-                               vectors=vectors.rowcount, jobs=jobs.rowcount,
-                               cache_entries=cache, remaining=int(remaining))
+                (tenant, user, f'scope_tok : "{tok}"', tok)).fetchone()[0])
+            # ids are unique per (tenant, user): another user's record may carry the same id
+            kept = {r[0] for chunk in _chunks(ids)
+                    for r in c.execute(f"SELECT id FROM records WHERE {in_list('id', chunk)[0]}",
+                                       list(chunk))}
+        remaining += self._bytes_left([tok, *(i for i in ids if i not in kept)])
+        return PurgeReport(records=counts[0], versions=counts[1], vectors=counts[2],
+                           jobs=counts[3], cache_entries=cache, remaining=remaining)
+
+    def _bytes_left(self, needles: Sequence[str]) -> int:
+        """How many of ``needles`` still occur in the database file or its WAL."""
+        if self.path == ":memory:" or not needles:
+            return 0
+        from pathlib import Path
+
+        left: set[str] = set()
+        for suffix in ("", "-wal"):
+            p = Path(self.path + suffix)
+            if not p.exists():
+                continue
+            data = p.read_bytes()
+            left.update(n for n in needles if n.encode() in data)
+        return len(left)
 
     def _select(self, c: sqlite3.Connection, scope: Scope, filters: Filters,
                 tail: str = "", tail_args: Sequence[Any] = (), *,
@@ -351,24 +462,67 @@ class SQLiteStore:
 
     def find_by_hash(self, scope: Scope, content_hash: str,
                      types: Sequence[str]) -> MemoryRecord | None:
+        with self._read() as c:
+            return self._find_by_hash(c, scope, content_hash, types)
+
+    def _find_by_hash(self, c: sqlite3.Connection, scope: Scope, content_hash: str,
+                      types: Sequence[str]) -> MemoryRecord | None:
         sql = "AND content_hash = ?"
         args: list[Any] = [content_hash]
         if types:
             tw, ta = in_list("type", [str(t) for t in types])
             sql += f" AND {tw}"
             args += ta
-        with self._read() as c:
-            rows = self._select(c, scope, Filters(), sql + " ORDER BY seq LIMIT 1", args)
+        rows = self._select(c, scope, Filters(), sql + " ORDER BY seq LIMIT 1", args)
         return decode_record(rows[0]) if rows else None
 
+    # --- counters (never versions) ---------------------------------------------------------------
     def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
         where, args = scope_sql(scope)
+        when = encode_time(at)
         with self._write() as c:
             for chunk in _chunks(list(dict.fromkeys(ids))):
                 sql, vals = in_list("id", chunk)
                 c.execute("UPDATE records SET access_count = access_count + 1, "
-                          f"last_accessed_at = ? WHERE {sql} AND {where}",
-                          [encode_time(at), *vals, *args])
+                          "last_accessed_at = max(coalesce(last_accessed_at, ?), ?) "
+                          f"WHERE {sql} AND {where}", [when, when, *vals, *args])
+
+    def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
+        if not deltas:
+            return
+        with self._write() as c:
+            for row in self._visible(c, scope, list(deltas), "seq, id"):
+                c.execute("INSERT INTO counters (seq, name, value) VALUES (?, ?, ?) "
+                          "ON CONFLICT (seq, name) DO UPDATE SET value = value + excluded.value",
+                          (row["seq"], name, int(deltas[row["id"]])))
+
+    def counts(self, scope: Scope, name: str, ids: Sequence[str]) -> dict[str, int]:
+        where, args = scope_sql(scope, "r.")
+        out: dict[str, int] = {}
+        with self._read() as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                sql, vals = in_list("r.id", chunk)
+                for rid, value in c.execute(
+                        "SELECT r.id, coalesce(k.value, 0) FROM records r LEFT JOIN counters k "
+                        f"ON k.seq = r.seq AND k.name = ? WHERE {sql} AND {where}",
+                        [name, *vals, *args]):
+                    out[rid] = int(value)
+        return out
+
+    def flush_counters(self) -> None:
+        """Counters are written at once here (see :class:`~memstrata.store.base.Counters`)."""
+
+    # --- session buffer --------------------------------------------------------------------------
+    def recent_turns(self, scope: Scope, n: int) -> list[MemoryRecord]:
+        if scope.session is None or n < 1:
+            return []
+        sw, sa = scope_sql(scope)
+        with self._read() as c:
+            rows = c.execute(f"SELECT * FROM records WHERE {sw} AND type = ? AND status = ? "
+                             "ORDER BY observed_at DESC, seq DESC LIMIT ?",
+                             [*sa, RecordType.MESSAGE.value, RecordStatus.ACTIVE.value,
+                              n]).fetchall()
+        return [decode_record(r) for r in reversed(rows)]
 
     # --- retrieval -------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, vector: Vector, k: int,
@@ -381,8 +535,8 @@ class SQLiteStore:
             keep = np.flatnonzero(cache.mask(scope, filters))
             if keep.size == 0:
                 return []
-            if _python_filters(filters):
-                # Let SQL apply the filters the masks cannot, then mask by id.
+            if _python_filters(filters) or scope.caller is not None:
+                # Let SQL apply the filters (and access rules) the masks cannot; mask by id.
                 allowed = {r[0] for r in self._select(c, scope, filters, columns="id")}
                 keep = np.array([i for i in keep if cache.ids[i] in allowed], dtype=np.intp)
                 if keep.size == 0:
@@ -428,25 +582,39 @@ class SQLiteStore:
         return out[:k]
 
     # --- embeddings -------------------------------------------------------------------------------
-    def cached_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
+    def cached_vectors(self, scope: Scope, model_id: str,
+                       keys: Sequence[str]) -> dict[str, Vector]:
         out: dict[str, Vector] = {}
+        tok = scope_token(scope.tenant, scope.user)
         with self._read() as c:
-            for chunk in _chunks(list(dict.fromkeys(hashes))):
-                sql, vals = in_list("content_hash", chunk)
-                for h, blob in c.execute(f"SELECT content_hash, vector FROM embedding_cache "
-                                         f"WHERE model_id = ? AND {sql}", [model_id, *vals]):
-                    out[h] = decode_vector(blob)
+            for chunk in _chunks(list(dict.fromkeys(keys))):
+                sql, vals = in_list("key", chunk)
+                for k, blob in c.execute(f"SELECT key, vector FROM embedding_cache WHERE "
+                                         f"scope_tok = ? AND model_id = ? AND {sql}",
+                                         [tok, model_id, *vals]):
+                    out[k] = decode_vector(blob)
+            # Passage vectors that moved into a record (``own``): found through the record.
+            rest = [k for k in dict.fromkeys(keys) if k not in out and not k.startswith("q:")]
+            for chunk in _chunks(rest):
+                sql, vals = in_list("r.content_hash", chunk)
+                for k, blob in c.execute(
+                        "SELECT r.content_hash, v.vector FROM records r JOIN vectors v ON "
+                        f"v.seq = r.seq WHERE r.tenant = ? AND r.user = ? AND {sql} AND "
+                        "v.own = 1 AND v.model = ?",
+                        [scope.tenant, scope.user, *vals, model_id]):
+                    out.setdefault(k, decode_vector(blob))
         return out
 
-    def cache_vectors(self, model_id: str, vectors: Mapping[str, Vector]) -> None:
+    def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        tok = scope_token(scope.tenant, scope.user)
         rows = []
-        for h, v in vectors.items():
+        for k, v in vectors.items():
             blob = encode_vector(v)
-            rows.append((model_id, h, len(blob) // 4, blob))
+            rows.append((tok, model_id, k, len(blob) // 4, blob))
         with self._write() as c:
-            c.executemany("INSERT INTO embedding_cache (model_id, content_hash, dims, vector) "
-                          "VALUES (?, ?, ?, ?) ON CONFLICT (model_id, content_hash) DO UPDATE "
-                          "SET dims = excluded.dims, vector = excluded.vector", rows)
+            c.executemany("INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+                          "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
+                          "UPDATE SET dims = excluded.dims, vector = excluded.vector", rows)
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         last = 0
@@ -459,30 +627,35 @@ class SQLiteStore:
             last = int(rows[-1]["seq"])
             yield [decode_record(r) for r in rows]
 
-    def set_vectors(self, items: Sequence[tuple[str, Vector]], model_id: str, dims: int) -> None:
+    def set_vectors(self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str,
+                    dims: int) -> None:
         with self._write() as c:
             users: set[tuple[str, str]] = set()
-            for record_id, vector in items:
+            for record, vector in items:
                 blob = encode_vector(vector)
                 if len(blob) // 4 != dims:
-                    raise ValidationError(f"vector for {record_id!r} has {len(blob) // 4} "
+                    raise ValidationError(f"vector for {record.id!r} has {len(blob) // 4} "
                                           f"dimensions, but set_vectors was told {dims}")
-                row = c.execute("SELECT tenant, user FROM records WHERE id = ?",
-                                (record_id,)).fetchone()
+                row = c.execute("SELECT seq FROM records WHERE tenant = ? AND user = ? AND "
+                                "id = ?", (record.tenant, record.user, record.id)).fetchone()
                 if row is None:
-                    raise NotFoundError(f"no record {record_id!r}; nothing was re-embedded")
-                c.execute(_UPSERT_VECTOR, (record_id, row["tenant"], row["user"], model_id,
-                                           dims, blob))
+                    raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
+                c.execute(_UPSERT_VECTOR, (row["seq"], record.tenant, record.user, model_id,
+                                           dims, 0, blob))
                 c.execute("UPDATE records SET embedding_model = ?, embedding_dims = ? "
-                          "WHERE id = ?", (model_id, dims, record_id))
-                users.add((row["tenant"], row["user"]))
+                          "WHERE seq = ?", (model_id, dims, row["seq"]))
+                users.add((record.tenant, record.user))
             for tenant, user in users:
                 self._bump(c, tenant, user)
 
     # --- jobs ----------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:
         with self._write() as c:
-            outbox.enqueue(c, jobs)
+            self._enqueue(c, jobs)
+
+    @staticmethod
+    def _enqueue(c: sqlite3.Connection, jobs: Sequence[Job]) -> None:
+        outbox.enqueue(c, jobs)
 
     def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
                    tenant: str | None = None, user: str | None = None,
@@ -492,13 +665,23 @@ class SQLiteStore:
                                      tenant=tenant, user=user, session=session,
                                      due_before=due_before)
 
-    def finish_job(self, job_id: str) -> None:
+    def renew_leases(self, token: str, until: datetime) -> list[str]:
         with self._write() as c:
-            outbox.finish_job(c, job_id)
+            return outbox.renew_leases(c, token, until)
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None) -> None:
+    def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
         with self._write() as c:
-            outbox.fail_job(c, job_id, error, retry_at)
+            outbox.finish_job(c, job_id, lease_token)
+
+    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
+                 lease_token: str | None = None) -> None:
+        with self._write() as c:
+            outbox.fail_job(c, job_id, error, retry_at, lease_token)
+
+    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
+                        session: str | None = None) -> int:
+        with self._read() as c:
+            return outbox.count_open(c, tenant, user, session)
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         with self._read() as c:
@@ -538,8 +721,52 @@ class SQLiteStore:
             records = [decode_record(r) for r in self._select(c, scope, filters, tail)]
         return [r for r in records if filters.matches(r)][offset:offset + limit]
 
+def _seq_list(seqs: Sequence[int]) -> tuple[str, list[Any]]:
+    return f"seq IN ({', '.join('?' * len(seqs))})", list(seqs)
+
+
 def _python_filters(f: Filters) -> bool:
     """Filters the vector cache cannot apply as numpy masks (SQL or Python applies them)."""
     return bool(f.metadata or f.tags_any is not None or f.tags_all or f.ids is not None
                 or f.sources is not None or f.observed_after or f.observed_before
                 or f.valid_at is not None)
+
+
+def _check_turns(writes: Sequence[RecordWrite]) -> None:
+    for w in writes:
+        if w.record.type is not RecordType.MESSAGE:
+            raise ValidationError(
+                f"record {w.record.id!r} is a {w.record.type.value}, not a turn; "
+                "append_turns takes message records, use insert() for anything else")
+
+
+class _SQLiteUnitOfWork:
+    """The calls of one ``BEGIN IMMEDIATE`` transaction (see ``UnitOfWork``)."""
+
+    def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
+        self._s = store
+        self._c = conn
+
+    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
+            ) -> MemoryRecord:
+        return self._s._get(self._c, scope, record_id, include_deleted=include_deleted)
+
+    def find_by_hash(self, scope: Scope, content_hash: str,
+                     types: Sequence[str]) -> MemoryRecord | None:
+        return self._s._find_by_hash(self._c, scope, content_hash, types)
+
+    def insert(self, writes: Sequence[RecordWrite]) -> None:
+        self._s._insert(self._c, writes)
+
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        self._s._append_turns(self._c, writes)
+
+    def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        self._s._replace(self._c, scope, write, expected_version=expected_version)
+
+    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
+                   at: datetime) -> list[str]:
+        return self._s._set_status(self._c, scope, ids, status, at)
+
+    def enqueue(self, jobs: Sequence[Job]) -> None:
+        self._s._enqueue(self._c, jobs)

@@ -30,7 +30,7 @@ __all__ = ["UserVectors", "VectorCache", "dot", "top_k"]
 _LOAD = """
 SELECT v.rowid, r.id, r.type, r.agent, r.session, r.visibility, r.status,
        r.superseded_by IS NOT NULL, r.importance, v.vector
-FROM vectors v JOIN records r ON r.id = v.record_id
+FROM vectors v JOIN records r ON r.seq = v.seq
 WHERE v.tenant = ? AND v.user = ? AND v.dims = ? AND v.rowid > ?
 ORDER BY v.rowid
 """

@@ -35,6 +35,14 @@ def scope_sql(scope: Scope, p: str = "") -> Fragment:
     if scope.agent is not None:
         parts.append(f"({p}agent IS NULL OR {p}agent = ? OR {p}visibility != 'private')")
         args.append(scope.agent)
+    if scope.caller is not None:  # access control (seed 003), as in Scope.admits
+        roles = sorted(scope.roles)
+        marks = ", ".join("?" * len(roles)) or "NULL"
+        parts.append(
+            f"({p}visibility = 'public' OR EXISTS (SELECT 1 FROM json_each({p}access, "
+            f"'$.allowed_users') WHERE value = ?) OR EXISTS (SELECT 1 FROM "
+            f"json_each({p}access, '$.allowed_roles') WHERE value IN ({marks})))")
+        args += [scope.caller, *roles]
     return " AND ".join(parts), args
 
 

@@ -1,0 +1,157 @@
+"""How big a SQLite store gets: bytes per message, and growth per 1,000 context builds.
+
+One user talks in sessions of ``session_turns`` turns (synthetic chat text from
+:mod:`memstrata.bench.synth`); every turn is one ``add_message`` (as an agent would call
+it), background jobs run every ``flush_every`` turns (clustering, summaries, facts) and each
+session is closed with ``end_session``. The file is checkpointed (WAL folded in) and
+measured at checkpoints, with the bytes per table from SQLite's ``dbstat`` when it is
+compiled in. Then ``context_builds`` ``build_context`` calls (each followed by the jobs
+they queue, e.g. cluster hit counts) measure what the read path adds to the file.
+
+Only the public ``Memory`` API is used, so the same function measures any version.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .synth import synth_messages, synth_queries
+
+__all__ = ["StorageConfig", "StorageResult", "file_bytes", "run_storage", "table_bytes"]
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    messages: int = 10_000
+    embedder: str = "default"
+    session_turns: int = 200
+    flush_every: int = 20
+    checkpoints: tuple[int, ...] = (1_000, 2_500, 5_000, 10_000)
+    context_builds: int = 1_000
+    budget: int = 2_000
+    seed: int = 7
+
+
+@dataclass
+class StorageResult:
+    config: dict[str, Any]
+    sizes: list[dict[str, Any]] = field(default_factory=list)  # per checkpoint
+    bytes_per_message: float = 0.0
+    tables: dict[str, int] = field(default_factory=dict)
+    context_builds: int = 0
+    context_growth_bytes: int = 0
+    context_growth_per_1000: float = 0.0
+    seconds: float = 0.0
+
+
+def file_bytes(path: Path) -> int:
+    """The database file's size after folding the WAL in (what a copy of it would take)."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def table_bytes(path: Path) -> dict[str, int]:
+    """Bytes per table and index (``dbstat``), or ``{}`` when SQLite lacks it."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name "
+                            "ORDER BY 2 DESC").fetchall()
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+    return {str(name): int(size) for name, size in rows}
+
+
+def run_storage(cfg: StorageConfig, progress: Callable[[str, int], None] | None = None,
+                *, directory: Path | None = None) -> StorageResult:
+    from ..memory import Memory
+    from ..scope import Scope
+
+    started = time.perf_counter()
+    result = StorageResult(config=asdict(cfg))
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+        path = Path(tmp) / "storage.db"
+        mem: Any = Memory(f"sqlite:///{path}", embedder=cfg.embedder, background=False)
+        try:
+            marks = sorted(c for c in cfg.checkpoints if c <= cfg.messages)
+            if cfg.messages not in marks:
+                marks.append(cfg.messages)
+            scope = Scope("bench", "u0", session="s0")
+            for n, msg in enumerate(synth_messages(cfg.messages, 1, seed=cfg.seed), start=1):
+                session = f"s{(n - 1) // cfg.session_turns}"
+                scope = Scope("bench", "u0", session=session)
+                mem.add_message(scope, msg.role, msg.content, observed_at=msg.observed_at)
+                if n % cfg.flush_every == 0:
+                    mem.flush(scope)
+                if n % cfg.session_turns == 0:
+                    mem.end_session(scope)
+                if progress is not None:
+                    progress("write", 1)
+                if n in marks:
+                    mem.flush()
+                    size = file_bytes(path)
+                    result.sizes.append({"messages": n, "bytes": size,
+                                         "bytes_per_message": round(size / n, 1)})
+            mem.flush()
+            result.tables = table_bytes(path)
+            total = file_bytes(path)
+            result.bytes_per_message = round(total / max(1, cfg.messages), 1)
+            if cfg.context_builds > 0:
+                before = total
+                queries = synth_queries(min(cfg.context_builds, 200), seed=cfg.seed + 4)
+                for i in range(cfg.context_builds):
+                    mem.build_context(scope, queries[i % len(queries)],
+                                      token_budget=cfg.budget)
+                    mem.flush()
+                    if progress is not None:
+                        progress("context", 1)
+                after = file_bytes(path)
+                result.context_builds = cfg.context_builds
+                result.context_growth_bytes = after - before
+                result.context_growth_per_1000 = round(
+                    (after - before) * 1000 / cfg.context_builds, 1)
+        finally:
+            mem.close()
+    result.seconds = round(time.perf_counter() - started, 1)
+    return result
+
+
+def storage_markdown(res: StorageResult) -> str:
+    cfg = res.config
+    lines = [f"## Storage ({cfg['messages']:,} messages, embedder {cfg['embedder']}, "
+             f"sessions of {cfg['session_turns']} turns)", "",
+             "| messages | file bytes | bytes/message |", "|---:|---:|---:|"]
+    lines += [f"| {s['messages']:,} | {s['bytes']:,} | {s['bytes_per_message']:,} |"
+              for s in res.sizes]
+    if res.tables:
+        lines += ["", "| table / index | bytes |", "|---|---:|"]
+        lines += [f"| {name} | {size:,} |" for name, size in res.tables.items()]
+    if res.context_builds:
+        lines += ["", f"File growth over {res.context_builds:,} build_context calls: "
+                      f"{res.context_growth_bytes:,} bytes "
+                      f"({res.context_growth_per_1000:,} per 1,000)."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - for measuring older versions by path
+    import json
+    import sys
+
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    emb = sys.argv[2] if len(sys.argv) > 2 else "default"
+    builds = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000
+    out = run_storage(StorageConfig(messages=n, embedder=emb, context_builds=builds))
+    print(storage_markdown(out))
+    print(json.dumps(asdict(out), default=str))

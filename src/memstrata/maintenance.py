@@ -1,0 +1,518 @@
+"""Maintenance runs: forgetting, decay scores, retention and consolidation for one user.
+
+``maintain(ctx, scope, policy=..., dry_run=False)`` works over the store protocol only:
+
+1. **scan** the user's current records;
+2. **decide** with a forgetting policy (policies/forgetting.py; pure) and apply: a forget is a
+   soft delete whose log entry (id, action, policy, reason, score, time) is written on the
+   record itself (``metadata["forgotten"]``, kept in its history) and returned in the report,
+   so ``Memory.restore`` brings it back until retention purges it; a downgrade halves the
+   importance once (``metadata["downgraded_at"]``);
+3. keep **decay_score** current on every non-message record (a new version only when the
+   score moved by at least 0.05, so history does not grow on every run);
+4. **retention** purges for real: conversation messages 30 days after a summary covered
+   them, procedural patterns 90 days after their last use (seed 002); the audit log is
+   never purged;
+5. **consolidation when idle** (no queued jobs for the user): near-duplicate notes and
+   episodes (cosine ≥ the dedup threshold) are merged into the older one with provenance
+   (mentions, source ids, tags) and the newer one is forgotten with reason ``merged``.
+
+Key memory and whatever the user set explicitly are never forgotten, downgraded or merged
+automatically (:func:`~memstrata.policies.forgetting.is_protected`). ``dry_run`` decides and
+reports everything and writes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from .audit import AuditLog
+from .errors import ConflictError, NotFoundError, ValidationError
+from .filters import Filters
+from .jobs import Job
+from .layers.base import LayerContext
+from .policies.dedup import merge_provenance
+from .policies.forgetting import (
+    DEFAULT_POLICY,
+    Action,
+    ForgettingPolicy,
+    age_days,
+    decay_score,
+    explicit_forget,
+    is_protected,
+    make_policy,
+    with_importance_by_tag,
+)
+from .records import MemoryRecord, RecordStatus, RecordType, new_id
+from .scope import Scope
+from .store.base import Store
+
+__all__ = [
+    "MAINTAIN",
+    "LogEntry",
+    "MaintenanceReport",
+    "Retention",
+    "forget",
+    "maintain",
+    "check_interval",
+    "make_maintain_job",
+    "schedule",
+    "set_importance_by_tag",
+]
+
+log = logging.getLogger("memstrata.maintenance")
+
+MAINTAIN = "maintain"
+_DECAY_STEP = 0.05
+_DOWNGRADE_FACTOR = 0.5
+_MERGE_TYPES = frozenset({RecordType.NOTE, RecordType.EPISODE})
+_PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """Days after which records are purged for real (``None``: kept). Seed 002's table."""
+
+    messages_after_summary_days: float | None = 30.0
+    procedures_days: float | None = 90.0
+
+    def __post_init__(self) -> None:
+        for name in ("messages_after_summary_days", "procedures_days"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise ValidationError(
+                    f"retention {name} must be a number of days > 0 (or None to keep "
+                    f"forever), got {value!r}"
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    record_id: str
+    action: str  # forget | downgrade | purge | merge
+    policy: str
+    reason: str
+    score: float
+    at: datetime
+
+
+@dataclass(slots=True)
+class MaintenanceReport:
+    scope: str
+    policy: str
+    dry_run: bool
+    scanned: int = 0
+    forgotten: int = 0
+    downgraded: int = 0
+    preserved: int = 0
+    purged: int = 0
+    merged: int = 0
+    decay_updated: int = 0
+    skipped: int = 0  # changed by someone else during the run (ConflictError): next run
+    log: list[LogEntry] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "scope": self.scope,
+            "policy": self.policy,
+            "dry_run": self.dry_run,
+            "scanned": self.scanned,
+            "forgotten": self.forgotten,
+            "downgraded": self.downgraded,
+            "preserved": self.preserved,
+            "purged": self.purged,
+            "merged": self.merged,
+            "decay_updated": self.decay_updated,
+            "skipped": self.skipped,
+        }
+
+
+def _all(ctx: LayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
+    out: list[MemoryRecord] = []
+    offset = 0
+    while batch := ctx.store.list(scope, flt, limit=_PAGE, offset=offset, newest_first=False):
+        out.extend(batch)
+        offset += len(batch)
+    return out
+
+
+def _soft_delete(ctx: LayerContext, scope: Scope, record: MemoryRecord, entry: LogEntry) -> None:
+    """Write the log entry on the record (a new version), then soft-delete it."""
+    now = ctx.clock.now()
+    note = {
+        "action": entry.action,
+        "policy": entry.policy,
+        "reason": entry.reason,
+        "score": round(entry.score, 6),
+        "at": now.isoformat(),
+    }
+    tagged = replace(
+        record,
+        version=record.version + 1,
+        updated_at=now,
+        metadata={**record.metadata, "forgotten": note},
+    )
+    ctx.replace(scope, tagged, expected_version=record.version, reindex=False)
+    ctx.store.set_status(scope, [record.id], RecordStatus.DELETED, now)
+
+
+def _user(scope: Scope) -> Scope:
+    return scope.user_scope
+
+
+def maintain(
+    ctx: LayerContext,
+    scope: Scope,
+    *,
+    policy: str | ForgettingPolicy = DEFAULT_POLICY,
+    retention: Retention | None = None,
+    dry_run: bool = False,
+    consolidate: bool = True,
+    audit: AuditLog | None = None,
+    actor: str = "system:maintenance",
+) -> MaintenanceReport:
+    """One maintenance pass over the user of ``scope`` (module docstring)."""
+    pol = make_policy(policy)
+    ret = retention if retention is not None else Retention()
+    if not isinstance(ret, Retention):
+        raise ValidationError("retention must be a memstrata.maintenance.Retention")
+    uscope = _user(scope)
+    now = ctx.clock.now()
+    report = MaintenanceReport(str(uscope), pol.name, dry_run)
+    records = _all(ctx, uscope, Filters())
+    report.scanned = len(records)
+    by_id = {r.id: r for r in records}
+
+    # 1-2. forgetting policy
+    candidates = [r for r in records if r.type is not RecordType.MESSAGE]
+    decisions = pol.decide_all(candidates, now)
+    gone: set[str] = set()
+    for d in decisions:
+        rec = by_id[d.record_id]
+        if d.action is Action.FORGET and not is_protected(rec):
+            entry = LogEntry(rec.id, "forget", d.policy, d.reason, d.score, now)
+            if _apply(
+                report, entry, dry_run, lambda r=rec, e=entry: _soft_delete(ctx, uscope, r, e)
+            ):
+                report.forgotten += 1
+                gone.add(rec.id)
+        elif (
+            d.action is Action.DOWNGRADE
+            and not is_protected(rec)
+            and "downgraded_at" not in rec.metadata
+        ):
+            entry = LogEntry(rec.id, "downgrade", d.policy, d.reason, d.score, now)
+            new = replace(
+                rec,
+                importance=rec.importance * _DOWNGRADE_FACTOR,
+                metadata={**rec.metadata, "downgraded_at": now.isoformat()},
+            )
+            if _apply(report, entry, dry_run, lambda r=rec, n=new: _write(ctx, uscope, r, n)):
+                report.downgraded += 1
+                gone.add(rec.id)  # its decay score was written with it
+        else:
+            report.preserved += 1
+
+    # 3. decay scores
+    for rec in candidates:
+        if rec.id in gone:
+            continue
+        score = round(decay_score(rec, now), 4)
+        if abs(score - rec.decay_score) < _DECAY_STEP:
+            continue
+        new = replace(rec, decay_score=score)
+        if dry_run or _try(report, lambda r=rec, n=new: _write(ctx, uscope, r, n)):
+            report.decay_updated += 1
+
+    # 4. retention
+    purge_ids = _retention_victims(ctx, uscope, records, ret, now)
+    for rid, reason in purge_ids:
+        report.log.append(LogEntry(rid, "purge", "retention", reason, 0.0, now))
+    if purge_ids and not dry_run:
+        ctx.store.purge(uscope, [rid for rid, _ in purge_ids])
+    report.purged = len(purge_ids)
+
+    # 5. consolidation when idle
+    if consolidate and not _busy(ctx, uscope):
+        _merge_duplicates(
+            ctx, uscope, [r for r in records if r.id not in gone], report, dry_run, now
+        )
+
+    log.info("maintenance %s: %s", "dry run" if dry_run else "run", report.as_dict())
+    if audit is not None and not dry_run:
+        _audit_report(audit, uscope, report, actor)
+    for entry in report.log:
+        log.debug(
+            "maintenance %s %s (%s: %s, score %.3f)",
+            entry.action,
+            entry.record_id,
+            entry.policy,
+            entry.reason,
+            entry.score,
+        )
+    return report
+
+
+def _audit_report(audit: AuditLog, scope: Scope, report: MaintenanceReport, actor: str) -> None:
+    events = [
+        audit.event(
+            scope.tenant,
+            actor,
+            e.action,
+            user=scope.user,
+            record_ids=[e.record_id],
+            reason=e.reason,
+            policy=e.policy,
+            score=e.score,
+            at=e.at,
+        )
+        for e in report.log
+    ]
+    events.append(
+        audit.event(
+            scope.tenant,
+            actor,
+            "maintain",
+            user=scope.user,
+            policy=report.policy,
+            details=report.as_dict(),
+        )
+    )
+    audit.append(events)
+
+
+def _write(ctx: LayerContext, scope: Scope, old: MemoryRecord, new: MemoryRecord) -> None:
+    now = ctx.clock.now()
+    new = replace(
+        new, version=old.version + 1, updated_at=now, decay_score=round(decay_score(old, now), 4)
+    )
+    ctx.replace(scope, new, expected_version=old.version, reindex=False)
+
+
+def _try(report: MaintenanceReport, action: object) -> bool:
+    try:
+        action()  # type: ignore[operator]
+    except (ConflictError, NotFoundError):
+        report.skipped += 1  # changed or removed meanwhile: the next run looks again
+        return False
+    return True
+
+
+def _apply(report: MaintenanceReport, entry: LogEntry, dry_run: bool, action: object) -> bool:
+    if dry_run or _try(report, action):
+        report.log.append(entry)
+        return True
+    return False
+
+
+def _retention_victims(
+    ctx: LayerContext, scope: Scope, records: Sequence[MemoryRecord], ret: Retention, now: datetime
+) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    if ret.messages_after_summary_days is not None:
+        summarised: dict[str, datetime] = {}
+        summaries = _all(
+            ctx, scope, Filters(types=frozenset({RecordType.SUMMARY}), include_deleted=True)
+        )
+        for s in summaries:
+            for sid in s.source_ids:
+                if sid not in summarised or s.created_at < summarised[sid]:
+                    summarised[sid] = s.created_at
+        limit = ret.messages_after_summary_days
+        messages = _all(
+            ctx, scope, Filters(types=frozenset({RecordType.MESSAGE}), include_deleted=True)
+        )
+        for m in messages:
+            at = summarised.get(m.id)
+            if at is not None and age_days(at, now) > limit:
+                out.append(
+                    (
+                        m.id,
+                        f"message summarised {age_days(at, now):.0f} days ago "
+                        f"(retention {limit:g} days)",
+                    )
+                )
+    if ret.procedures_days is not None:
+        limit = ret.procedures_days
+        procedures = _all(
+            ctx, scope, Filters(types=frozenset({RecordType.PROCEDURE}), include_deleted=True)
+        )
+        for p in procedures:
+            last = max(p.updated_at, p.last_accessed_at or p.updated_at)
+            if age_days(last, now) > limit:
+                out.append(
+                    (
+                        p.id,
+                        f"procedure unused for {age_days(last, now):.0f} days "
+                        f"(retention {limit:g} days)",
+                    )
+                )
+    return out
+
+
+def _busy(ctx: LayerContext, scope: Scope) -> bool:
+    return any(
+        j.kind != MAINTAIN for j in ctx.store.list_jobs(scope.tenant, scope.user, status="pending")
+    )
+
+
+def _merge_duplicates(
+    ctx: LayerContext,
+    scope: Scope,
+    records: Sequence[MemoryRecord],
+    report: MaintenanceReport,
+    dry_run: bool,
+    now: datetime,
+) -> None:
+    pool = sorted(
+        (r for r in records if r.type in _MERGE_TYPES and not is_protected(r)),
+        key=lambda r: (r.created_at, r.id),
+    )
+    if len(pool) < 2:
+        return
+    vectors = ctx.embedder.embed_batch([r.text for r in pool])
+    keep: list[int] = []
+    threshold = ctx.config.dedup_cosine
+    for i, rec in enumerate(pool):
+        match = next(
+            (
+                k
+                for k in keep
+                if pool[k].type is rec.type and float(vectors[k] @ vectors[i]) >= threshold
+            ),
+            None,
+        )
+        if match is None:
+            keep.append(i)
+            continue
+        target = pool[match]
+        sim = float(vectors[match] @ vectors[i])
+        entry = LogEntry(
+            rec.id,
+            "merge",
+            "consolidation",
+            f"near-duplicate of {target.id} (cosine {sim:.3f})",
+            sim,
+            now,
+        )
+
+        def run(t: MemoryRecord = target, r: MemoryRecord = rec, e: LogEntry = entry) -> None:
+            current = ctx.store.get(scope, t.id)
+            merged = merge_provenance(current, r, ctx.clock.now())
+            ctx.replace(scope, merged, expected_version=current.version, reindex=False)
+            _soft_delete(ctx, scope, ctx.store.get(scope, r.id), e)
+
+        if _apply(report, entry, dry_run, run):
+            report.merged += 1
+
+
+def forget(
+    ctx: LayerContext,
+    scope: Scope,
+    record_ids: Sequence[str],
+    *,
+    reason: str = "explicit request",
+    audit: AuditLog | None = None,
+    actor: str = "library",
+) -> list[LogEntry]:
+    """Explicit forget: soft-delete these records with a log entry (restorable)."""
+    uscope = _user(scope)
+    records = [ctx.store.get(uscope, rid) for rid in record_ids]  # NotFound before writing
+    now = ctx.clock.now()
+    out = []
+    for rec, d in zip(records, explicit_forget([r.id for r in records], reason), strict=True):
+        entry = LogEntry(rec.id, "forget", d.policy, d.reason, d.score, now)
+        _soft_delete(ctx, uscope, rec, entry)
+        out.append(entry)
+        if audit is not None:
+            audit.record(
+                uscope.tenant,
+                actor,
+                "forget",
+                user=uscope.user,
+                record_ids=[rec.id],
+                reason=reason,
+                policy="explicit",
+                score=d.score,
+            )
+    return out
+
+
+def set_importance_by_tag(
+    ctx: LayerContext,
+    scope: Scope,
+    tag: str,
+    importance: float,
+    *,
+    audit: AuditLog | None = None,
+    actor: str = "library",
+) -> list[MemoryRecord]:
+    """Batch importance change (seed 000): every current record tagged ``tag``."""
+    uscope = _user(scope)
+    records = _all(
+        ctx,
+        uscope,
+        Filters(tags_any=frozenset({tag})) if isinstance(tag, str) and tag.strip() else Filters(),
+    )
+    updated = with_importance_by_tag(records, tag, importance, ctx.clock.now())
+    for new in updated:
+        ctx.replace(uscope, new, expected_version=new.version - 1, reindex=False)
+    if audit is not None and updated:
+        audit.record(
+            uscope.tenant,
+            actor,
+            "set_importance",
+            user=uscope.user,
+            record_ids=[r.id for r in updated],
+            reason=f"tag {tag!r}",
+            details={"tag": tag, "importance": importance},
+        )
+    return updated
+
+
+def check_interval(every: object) -> timedelta | None:
+    if every is None:
+        return None
+    if not isinstance(every, timedelta) or every <= timedelta(0):
+        raise ValidationError(
+            f"maintenance_every must be a positive datetime.timedelta "
+            f"(or None for no periodic maintenance), got {every!r}"
+        )
+    return every
+
+
+def make_maintain_job(scope: Scope, run_after: datetime, now: datetime) -> Job:
+    """The periodic per-user maintenance job the worker runs."""
+    return Job(
+        id=new_id(),
+        kind=MAINTAIN,
+        tenant=scope.tenant,
+        user=scope.user,
+        payload={},
+        created_at=now,
+        run_after=run_after,
+    )
+
+
+def schedule(store: Store, scope: Scope, now: datetime, every: timedelta) -> bool:
+    """Queue the user's next maintenance at ``now + every`` unless one is queued already.
+
+    Not self-perpetuating by design: the job re-schedules itself only when it ran on time,
+    so a ``flush()`` (which runs delayed jobs at once) cannot loop on it; the next
+    ``end_session`` starts the cycle again."""
+    pending = store.list_jobs(scope.tenant, scope.user, status="pending")
+    if any(j.kind == MAINTAIN for j in pending):
+        return False
+    store.enqueue([make_maintain_job(scope, now + every, now)])
+    return True

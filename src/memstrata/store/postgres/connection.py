@@ -1,0 +1,123 @@
+"""Connecting to PostgreSQL: URL options, the pool, and mapping driver errors.
+
+A store URL is a libpq URL plus memstrata's own query options, which are removed before the
+URL reaches the driver:
+
+- ``schema=NAME`` (default ``memstrata``): the schema holding the tables, so one database
+  can hold several stores;
+- ``pool_min`` / ``pool_max`` (default 1 / 8): the connection pool's size;
+- ``exact_below=N`` (default 100000): dense search scores a user's vectors exactly when the
+  user has fewer than N of them, and asks the pgvector HNSW index otherwise.
+
+Errors are mapped at this boundary: a connection that cannot be made or is lost mid-call is
+a :class:`~memstrata.errors.StoreError` that says what happened and what to do. A call that
+loses its connection before ``COMMIT`` was rolled back by the server, so nothing of it was
+written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ...errors import MissingDependencyError, StoreError, ValidationError
+
+__all__ = ["PgOptions", "driver", "mapped", "parse_url", "translate"]
+
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+@dataclass(frozen=True, slots=True)
+class PgOptions:
+    conninfo: str
+    schema: str = "memstrata"
+    pool_min: int = 1
+    pool_max: int = 8
+    exact_below: int = 100_000
+
+    @property
+    def where(self) -> str:
+        """The server and database, for messages (no password)."""
+        parts = urlsplit(self.conninfo)
+        host = parts.hostname or dict(parse_qsl(parts.query)).get("host", "the local socket")
+        port = f":{parts.port}" if parts.port else ""
+        return f"PostgreSQL at {host}{port}{parts.path or '/'}"
+
+
+def _int(name: str, value: str, low: int) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = low - 1
+    if n < low:
+        raise ValidationError(f"store URL option {name}={value!r} must be an integer >= {low}")
+    return n
+
+
+def parse_url(url: str) -> PgOptions:
+    """Split a ``postgresql://`` URL into the driver's conninfo and memstrata's options."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("postgresql", "postgres"):
+        raise ValidationError(f"{url!r} is not a postgresql:// URL")
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in ("schema", "pool_min", "pool_max", "exact_below"):
+            ours[key] = value
+        else:
+            theirs.append((key, value))
+    schema = ours.get("schema", "memstrata")
+    if not _IDENT.match(schema):
+        raise ValidationError(
+            f"store URL option schema={schema!r} is not a plain identifier; use lower-case "
+            "letters, digits and underscores (at most 63), starting with a letter")
+    pool_min = _int("pool_min", ours.get("pool_min", "1"), 0)
+    pool_max = _int("pool_max", ours.get("pool_max", "8"), 1)
+    if pool_max < pool_min:
+        raise ValidationError(f"store URL: pool_max={pool_max} is below pool_min={pool_min}")
+    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(theirs), ""))
+    return PgOptions(conninfo, schema, pool_min, pool_max,
+                     _int("exact_below", ours.get("exact_below", "100000"), 0))
+
+
+def driver() -> Any:
+    """The psycopg module, or a clear error naming the extra to install."""
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"postgresql:// stores need psycopg 3 and psycopg_pool ({exc.name} is missing): "
+            "pip install 'memstrata[postgres]'") from None
+    return psycopg
+
+
+def translate(exc: BaseException, where: str, *, committing: bool = False) -> StoreError:
+    """A driver error as a :class:`StoreError` naming the problem and the fix."""
+    import psycopg
+
+    message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip()
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        if committing:
+            return StoreError(
+                f"lost the connection to {where} while committing ({message}); the write may "
+                "or may not have been applied: re-read before retrying")
+        return StoreError(
+            f"lost the connection to {where} ({message}); the call was rolled back and "
+            "nothing of it was written: check that the server is up and retry")
+    return StoreError(f"{where} failed: {message}")
+
+
+@contextmanager
+def mapped(where: str) -> Iterator[None]:
+    """Run a block with driver errors mapped to :class:`StoreError`."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise translate(exc, where) from exc

@@ -1,0 +1,213 @@
+"""The lexical index in PostgreSQL: postings, table-wide statistics and BM25 as FTS5 ranks.
+
+``lex_postings`` holds one row per (user, token, record) with the token's count; the
+record row keeps its token list (``lex_tokens``) and length, ``lex_df`` the number of rows
+holding each token and ``lex_stats`` the number of rows and tokens. The statistics are
+counted in slots (the backend's pid modulo :data:`SLOTS`) and summed when read, so writers
+in different backends do not queue on one hot row; each transaction touches its rows in
+token order, so two writers in the same slot wait for each other but never deadlock.
+
+Scoring follows :mod:`memstrata.store.postgres.fts5`: single-token phrases (nearly every
+term) are scored in SQL with the same double-precision operations in the same order;
+a query holding a multi-token phrase is scored in Python from the records' token lists.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from . import fts5
+
+__all__ = ["SLOTS", "index", "search_rows", "unindex", "unindex_scope"]
+
+SLOTS = 16
+_SLOT = f"(pg_backend_pid() %% {SLOTS})"
+
+
+def _bump_df(conn: psycopg.Connection[Any], deltas: Counter[str]) -> None:
+    items = sorted((t, d) for t, d in deltas.items() if d)
+    if not items:
+        return
+    conn.execute(
+        f"INSERT INTO lex_df (token, slot, df) SELECT t, {_SLOT}, d "
+        "FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS u(t, d, o) ORDER BY o "
+        "ON CONFLICT (token, slot) DO UPDATE SET df = lex_df.df + excluded.df",
+        ([t for t, _ in items], [d for _, d in items]))
+
+
+def _bump_stats(conn: psycopg.Connection[Any], docs: int, tokens: int) -> None:
+    if docs or tokens:
+        conn.execute(
+            f"INSERT INTO lex_stats (slot, docs, tokens) VALUES ({_SLOT}, %s, %s) "
+            "ON CONFLICT (slot) DO UPDATE SET docs = lex_stats.docs + excluded.docs, "
+            "tokens = lex_stats.tokens + excluded.tokens", (docs, tokens))
+
+
+def index(conn: psycopg.Connection[Any], docs: Sequence[tuple[int, str, Sequence[str]]],
+          old: Sequence[tuple[int, str, Sequence[str]]] = ()) -> None:
+    """Index ``(seq, scope_tok, document tokens)`` rows (the records already hold their
+    ``lex_tokens``), replacing the postings of ``old`` rows; statistics kept in step."""
+    df: Counter[str] = Counter()
+    ndocs = tokens = 0
+    if old:
+        gone = unindex_rows(conn, old)
+        df.update({t: -n for t, n in gone[0].items()})
+        ndocs -= gone[1]
+        tokens -= gone[2]
+    p_scope: list[str] = []
+    p_token: list[str] = []
+    p_seq: list[int] = []
+    p_tf: list[int] = []
+    for seq, scope_tok, doc in docs:
+        counts = Counter(doc)
+        for token, tf in sorted(counts.items()):
+            p_scope.append(scope_tok)
+            p_token.append(token)
+            p_seq.append(seq)
+            p_tf.append(tf)
+        df.update(counts.keys())
+        ndocs += 1
+        tokens += len(doc) + 1  # the scope token is one more token of the row
+    if p_seq:
+        conn.execute(
+            "INSERT INTO lex_postings (scope_tok, token, seq, tf) "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::int[])",
+            (p_scope, p_token, p_seq, p_tf))
+    _bump_df(conn, df)
+    _bump_stats(conn, ndocs, tokens)
+
+
+def unindex_rows(conn: psycopg.Connection[Any], rows: Sequence[tuple[int, str, Sequence[str]]]
+                 ) -> tuple[Counter[str], int, int]:
+    """Delete the postings of ``(seq, scope_tok, tokens)`` rows; return what to subtract."""
+    df: Counter[str] = Counter()
+    tokens = 0
+    for seq, scope_tok, toks in rows:
+        distinct = sorted(set(toks))
+        if distinct:
+            conn.execute("DELETE FROM lex_postings WHERE scope_tok = %s AND token = ANY(%s) "
+                         "AND seq = %s", (scope_tok, distinct, seq))
+        df.update(distinct)
+        tokens += len(toks) + 1
+    return df, len(rows), tokens
+
+
+def unindex(conn: psycopg.Connection[Any], rows: Sequence[tuple[int, str, Sequence[str]]]
+            ) -> None:
+    """Remove records from the index (purge), keeping the statistics in step."""
+    df, docs, tokens = unindex_rows(conn, rows)
+    _bump_df(conn, Counter({t: -n for t, n in df.items()}))
+    _bump_stats(conn, -docs, -tokens)
+
+
+def unindex_scope(conn: psycopg.Connection[Any], tenant: str, user: str, scope_tok: str
+                  ) -> None:
+    """Remove every posting of one user (purge_user), keeping the statistics in step.
+
+    Runs before the user's records are deleted: their lengths are read from them.
+    """
+    stats = conn.execute('SELECT count(*) AS n, coalesce(sum(lex_len), 0) AS t FROM records '
+                         'WHERE tenant = %s AND "user" = %s', (tenant, user)).fetchone()
+    gone = conn.execute("DELETE FROM lex_postings WHERE scope_tok = %s RETURNING token",
+                        (scope_tok,)).fetchall()
+    df = Counter(str(r["token"]) for r in gone)
+    _bump_df(conn, Counter({t: -n for t, n in df.items()}))
+    if stats is not None:
+        _bump_stats(conn, -int(stats["n"]), -int(stats["t"]))
+
+
+def statistics(conn: psycopg.Connection[Any], tokens: Sequence[str]
+               ) -> tuple[int, int, dict[str, int]]:
+    """``(rows, total tokens, df per token)``, table-wide."""
+    stats = conn.execute("SELECT coalesce(sum(docs), 0) AS d, coalesce(sum(tokens), 0) AS t "
+                         "FROM lex_stats").fetchone()
+    docs, total = (int(stats["d"]), int(stats["t"])) if stats else (0, 0)
+    df: dict[str, int] = {}
+    if tokens:
+        for r in conn.execute("SELECT token, sum(df) AS n FROM lex_df WHERE token = ANY(%s) "
+                              "GROUP BY token", (sorted(set(tokens)),)).fetchall():
+            df[str(r["token"])] = int(r["n"])
+    return docs, total, df
+
+
+def search_rows(conn: psycopg.Connection[Any], scope_tok: str, terms: Sequence[str],
+                where: str, args: Sequence[Any], limit: int | None, *,
+                columns: str = "r.*") -> list[dict[str, Any]]:
+    """Matching records (every column plus ``score``), best first, ties by insertion.
+
+    ``where``/``args`` restrict ``r`` (the records row) to the scope and the SQL filters.
+    """
+    phrases = fts5.query_phrases(terms)
+    live = [(i, p) for i, p in enumerate(phrases) if p]
+    if not live:
+        return []
+    wanted = sorted({t for _, p in live for t in p})
+    docs, total, df = statistics(conn, wanted)
+    if docs == 0:
+        return []
+    avgdl = total / docs
+    if all(len(p) == 1 for _, p in live):
+        idfs = [fts5.idf(docs, df.get(p[0], 0)) for _, p in live]
+        sql = (
+            "WITH q AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) "
+            "AS q(ord, token, idf)), "
+            "hits AS (SELECT p.seq, q.ord, q.idf * ((p.tf::float8 * %s::float8) / "
+            "(p.tf::float8 + %s::float8 * (%s::float8 + %s::float8 * r.lex_len::float8 "
+            "/ %s::float8))) AS part FROM q JOIN lex_postings p ON p.scope_tok = %s AND "
+            "p.token = q.token JOIN records r ON r.seq = p.seq), "
+            "scored AS (SELECT seq, sum(part ORDER BY ord) AS score FROM hits GROUP BY seq) "
+            f"SELECT {columns}, s.score FROM scored s JOIN records r ON r.seq = s.seq "
+            f"WHERE {where} "
+            "ORDER BY s.score DESC, r.seq")
+        params: list[Any] = [[i for i, _ in live], [p[0] for _, p in live], idfs,
+                             fts5.K1_PLUS_1, fts5.K1, fts5.ONE_MINUS_B, fts5.B, avgdl,
+                             scope_tok, *args]
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(limit)
+        return list(conn.execute(sql, params).fetchall())
+    return _search_phrases(conn, scope_tok, phrases, docs, avgdl, df, where, args, limit,
+                           columns)
+
+
+def _search_phrases(conn: psycopg.Connection[Any], scope_tok: str,
+                    phrases: list[tuple[str, ...]], docs: int, avgdl: float,
+                    df: dict[str, int], where: str, args: Sequence[Any],
+                    limit: int | None, columns: str) -> list[dict[str, Any]]:
+    """The rare path: a phrase of several tokens (e.g. a term with ``・`` inside)."""
+    idfs: list[float] = []
+    for p in phrases:
+        if len(p) == 0:
+            idfs.append(0.0)
+        elif len(p) == 1:
+            idfs.append(fts5.idf(docs, df.get(p[0], 0)))
+        else:
+            # Rows anywhere in the table holding the phrase: a scan, on this rare path only.
+            rows = conn.execute("SELECT lex_tokens FROM records WHERE lex_tokens @> %s",
+                                (list(p),)).fetchall()
+            hits = sum(1 for r in rows if fts5.phrase_count(r["lex_tokens"], p))
+            idfs.append(fts5.idf(docs, hits))
+    first = sorted({p[0] for p in phrases if p})
+    rows = conn.execute(
+        f"SELECT {columns}, r.lex_tokens, r.lex_len FROM records r WHERE r.seq IN "
+        "(SELECT seq FROM lex_postings WHERE "
+        f"scope_tok = %s AND token = ANY(%s)) AND {where}", [scope_tok, first, *args]).fetchall()
+    scored: list[tuple[float, int, dict[str, Any]]] = []
+    for row in rows:
+        doc = list(row["lex_tokens"])
+        score = 0.0
+        matched = False
+        for p, w in zip(phrases, idfs, strict=True):
+            freq = fts5.phrase_count(doc, p)
+            if freq:
+                matched = True
+            score += fts5.term_score(w, float(freq), float(row["lex_len"]), avgdl)
+        if matched:
+            scored.append((-score, int(row["seq"]), {**row, "score": score}))
+    scored.sort(key=lambda s: (s[0], s[1]))
+    out = [s[2] for s in scored]
+    return out if limit is None else out[:limit]

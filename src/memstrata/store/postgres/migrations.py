@@ -1,0 +1,217 @@
+"""Numbered schema migrations for the PostgreSQL store, and the checks run before them.
+
+``schema_migrations`` records each applied step. Opening a store takes a transaction-level
+advisory lock, so two processes opening a fresh database do not both create it, and applies
+every missing step in that one transaction with its version row. A database at a version
+this code does not know was written by a newer memstrata and is refused before anything is
+written; so is a server without the pgvector extension.
+
+Text columns use the ``"C"`` collation so that ids and ISO-8601 times sort bytewise, as
+they do in SQLite (the reference store), whatever the database's locale.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import psycopg
+from psycopg import sql
+
+from ...errors import SchemaVersionError, StoreError
+from ..sqlite.codec import COLUMNS
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+_T = 'TEXT COLLATE "C"'
+
+_RECORD_COLUMNS = f"""
+    id {_T} NOT NULL, tenant {_T} NOT NULL, "user" {_T} NOT NULL, agent {_T},
+    session {_T}, visibility {_T} NOT NULL, type {_T} NOT NULL, role {_T}, raw TEXT NOT NULL,
+    summary TEXT, structured TEXT NOT NULL, embedding_model {_T}, embedding_dims INTEGER,
+    importance DOUBLE PRECISION NOT NULL, confidence DOUBLE PRECISION NOT NULL,
+    tags TEXT NOT NULL, source {_T} NOT NULL, version INTEGER NOT NULL,
+    created_at {_T} NOT NULL, updated_at {_T} NOT NULL, observed_at {_T} NOT NULL,
+    last_accessed_at {_T}, access_count INTEGER NOT NULL,
+    decay_score DOUBLE PRECISION NOT NULL, valid_from {_T}, valid_to {_T},
+    superseded_by {_T}, relations TEXT NOT NULL, access TEXT NOT NULL,
+    source_ids TEXT NOT NULL, metadata TEXT NOT NULL, content_hash {_T} NOT NULL,
+    status {_T} NOT NULL, deleted_at {_T}
+"""
+
+_V1 = f"""
+CREATE TABLE meta (key {_T} PRIMARY KEY, value TEXT NOT NULL);
+
+-- A record is identified by (tenant, user, id): ids are never globally unique. seq is the
+-- insertion order (ties of observed_at and of lexical scores); lex_tokens is what the
+-- lexical index holds for the record (FTS5's tokens of its terms), lex_len its length.
+CREATE TABLE records (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, {_RECORD_COLUMNS},
+    lex_tokens TEXT[] COLLATE "C" NOT NULL DEFAULT '{{}}', lex_len INTEGER NOT NULL DEFAULT 1
+);
+CREATE UNIQUE INDEX records_key ON records (tenant, "user", id);
+CREATE INDEX records_scope_observed ON records (tenant, "user", observed_at, seq);
+CREATE INDEX records_session ON records (tenant, "user", session, observed_at, seq);
+CREATE INDEX records_hash ON records (content_hash);
+
+CREATE TABLE record_versions ({_RECORD_COLUMNS}, PRIMARY KEY (tenant, "user", id, version));
+CREATE INDEX record_versions_hash ON record_versions (content_hash);
+
+-- vseq grows with every new vector: the vector cache appends what is newer.
+CREATE TABLE vectors (
+    seq BIGINT PRIMARY KEY REFERENCES records (seq) ON DELETE CASCADE,
+    vseq BIGINT GENERATED ALWAYS AS IDENTITY, tenant {_T} NOT NULL, "user" {_T} NOT NULL,
+    model {_T}, dims INTEGER NOT NULL, embedding vector NOT NULL
+);
+CREATE INDEX vectors_scope ON vectors (tenant, "user", dims, vseq);
+
+-- Named counters (cluster hits ...): never versions of the record.
+CREATE TABLE counters (
+    seq BIGINT NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
+    name {_T} NOT NULL, value BIGINT NOT NULL, PRIMARY KEY (seq, name)
+);
+
+-- Bumped on every change other than an append; the vector cache checks it per query.
+CREATE TABLE scope_generation (scope_tok {_T} PRIMARY KEY, generation BIGINT NOT NULL);
+
+-- The inverted index: one row per (user, token, record). Statistics are table-wide, as in
+-- FTS5, and kept in slots (one per backend, by pid) so concurrent writers rarely contend.
+CREATE TABLE lex_postings (
+    scope_tok {_T} NOT NULL, token {_T} NOT NULL, seq BIGINT NOT NULL, tf INTEGER NOT NULL,
+    PRIMARY KEY (scope_tok, token, seq)
+);
+CREATE TABLE lex_df (
+    token {_T} NOT NULL, slot SMALLINT NOT NULL, df BIGINT NOT NULL,
+    PRIMARY KEY (token, slot)
+);
+CREATE TABLE lex_stats (slot SMALLINT PRIMARY KEY, docs BIGINT NOT NULL, tokens BIGINT NOT NULL);
+
+-- Keyed by user (scope token) too, so a user's purge reaches it, query embeddings included.
+CREATE TABLE embedding_cache (
+    scope_tok {_T} NOT NULL, model_id {_T} NOT NULL, key {_T} NOT NULL, dims INTEGER NOT NULL,
+    vector BYTEA NOT NULL, PRIMARY KEY (scope_tok, model_id, key)
+);
+
+CREATE TABLE jobs (
+    id {_T} PRIMARY KEY, kind {_T} NOT NULL, tenant {_T} NOT NULL, "user" {_T} NOT NULL,
+    agent {_T}, session {_T}, payload TEXT NOT NULL, created_at {_T} NOT NULL,
+    run_after {_T} NOT NULL, status {_T} NOT NULL, attempts INTEGER NOT NULL,
+    last_error TEXT, lease_until {_T}, dedup_key {_T}
+);
+CREATE INDEX jobs_pending ON jobs (run_after, created_at, id) WHERE status = 'pending';
+CREATE INDEX jobs_running ON jobs (lease_until) WHERE status = 'running';
+CREATE INDEX jobs_scope ON jobs (tenant, "user", status);
+"""
+
+# v2: the audit log (memstrata/audit.py): append-only, never purged; a trigger refuses
+# updates and deletes, as SQLite's triggers do.
+_V2_AUDIT = f"""
+CREATE TABLE audit_log (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id {_T} NOT NULL UNIQUE,
+    tenant {_T} NOT NULL, "user" {_T}, actor TEXT NOT NULL, action {_T} NOT NULL,
+    at {_T} NOT NULL, record_ids TEXT[] COLLATE "C" NOT NULL, reason TEXT, policy TEXT,
+    score DOUBLE PRECISION, details TEXT NOT NULL
+);
+CREATE INDEX audit_log_tenant_at ON audit_log (tenant, at, seq);
+CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'audit_log is append-only'; END $$;
+CREATE TRIGGER audit_log_no_change BEFORE UPDATE OR DELETE ON audit_log
+FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+"""
+
+# v3: the one update the audit log allows: a user's purge redacts who and which ids from
+# their events (memstrata/audit.py; the same rule as SQLite's trigger).
+_V3_AUDIT_REDACT = """
+CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND NEW."user" IS NULL AND NEW.record_ids = '{}'
+     AND NEW.reason = '[purged]' AND NEW.details = '{}'
+     AND NEW.actor IN (OLD.actor, '[purged]') AND NEW.seq = OLD.seq AND NEW.id = OLD.id
+     AND NEW.tenant = OLD.tenant AND NEW.action = OLD.action AND NEW.at = OLD.at
+     AND NEW.policy IS NOT DISTINCT FROM OLD.policy
+     AND NEW.score IS NOT DISTINCT FROM OLD.score THEN
+    RETURN NEW;
+  END IF;
+  RAISE EXCEPTION 'audit_log is append-only';
+END $$;
+"""
+
+# v4: job leases carry a token per claim (fencing; renewals find a claim's jobs by it).
+_V4_JOB_LEASE_TOKEN = f"""
+ALTER TABLE jobs ADD COLUMN lease_token {_T};
+CREATE INDEX jobs_lease_token ON jobs (lease_token) WHERE lease_token IS NOT NULL;
+CREATE INDEX jobs_user_running ON jobs (tenant, "user", lease_until) WHERE status = 'running';
+"""
+
+MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1), (2, _V2_AUDIT), (3, _V3_AUDIT_REDACT),
+                                            (4, _V4_JOB_LEASE_TOKEN)]
+SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
+_LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
+
+if _RECORD_COLUMNS.count(",") + 1 != len(COLUMNS):  # pragma: no cover - import-time check
+    raise StoreError("records schema and codec.COLUMNS disagree; fix postgres/migrations.py")
+
+
+def _version(cur: psycopg.Cursor[tuple[object, ...]], schema: str) -> int:
+    cur.execute("SELECT to_regclass(%s) IS NOT NULL",
+                (f'"{schema}".schema_migrations',))
+    row = cur.fetchone()
+    if not row or not row[0]:
+        return 0
+    cur.execute(sql.SQL("SELECT coalesce(max(version), 0) FROM {}.schema_migrations")
+                .format(sql.Identifier(schema)))
+    found = cur.fetchone()
+    return int(found[0]) if found else 0  # type: ignore[call-overload]
+
+
+def check_pgvector(conn: psycopg.Connection[tuple[object, ...]], where: str) -> None:
+    """Raise a :class:`StoreError` saying how to get pgvector when the server lacks it."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+        if cur.fetchone():
+            return
+        cur.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        available = cur.fetchone() is not None
+    if not available:
+        raise StoreError(
+            f"{where} has no pgvector extension, which memstrata needs for vector search; "
+            "install pgvector on the server (https://github.com/pgvector/pgvector, or a "
+            "PostgreSQL image that bundles it) and run CREATE EXTENSION vector; nothing "
+            "was written")
+    try:
+        with conn.transaction():
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"{where} has pgvector installed but not enabled, and this user may not enable "
+            f"it ({exc.diag.message_primary or exc}); ask the database owner to run "
+            "CREATE EXTENSION vector in this database; nothing was written") from None
+
+
+def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str, where: str) -> int:
+    """Bring ``schema`` up to :data:`SCHEMA_VERSION`; return the version it was at.
+
+    ``conn`` must be in autocommit mode; the check and every step run in one transaction.
+    """
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        found = _version(cur, schema)
+        if found > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{where} (schema {schema!r}) has memstrata schema version {found}, but this "
+                f"memstrata only knows up to {SCHEMA_VERSION}; upgrade memstrata "
+                "(pip install -U 'memstrata[postgres]') to open it")
+        if found == SCHEMA_VERSION:
+            return found
+        cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        cur.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(
+            sql.Identifier(schema)))
+        cur.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {}.schema_migrations ("
+                            "version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL "
+                            "DEFAULT now())").format(sql.Identifier(schema)))
+        for version, step in MIGRATIONS:
+            if version <= found:
+                continue
+            cur.execute(step.encode())
+            cur.execute(sql.SQL("INSERT INTO {}.schema_migrations (version) VALUES (%s)")
+                        .format(sql.Identifier(schema)), (version,))
+    return found

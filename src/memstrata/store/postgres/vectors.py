@@ -1,0 +1,166 @@
+"""Dense candidates in PostgreSQL: exact scores from a per-process cache, or pgvector HNSW.
+
+A user with fewer than ``exact_below`` vectors (default 100,000) is searched exactly: their
+vectors are cached in this process as one float32 matrix and scored with the numpy product
+the SQLite store uses, so both stores return the same ids in the same order with bit-equal
+scores. The cache stays coherent across processes like SQLite's: every change other than
+an append bumps the user's ``scope_generation`` row, appends only raise ``vseq``, and each
+query reads both in one indexed statement.
+
+A larger user is searched with pgvector's HNSW index (inner product on unit vectors, with
+iterative scans so scope and filters still fill ``k``), over-fetching and re-scoring the
+candidates with numpy: approximate recall, the same score scale. Measured at 20,000
+random 384-d vectors for one user: exact 24.4 / 40.9 ms p50 / p95, HNSW 36.5 / 61.5 ms
+with recall@10 of 0.16 (random vectors are HNSW's worst case), hence the high default.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from ...filters import Filters
+from ...scope import Scope
+from ..base import Candidate, Vector
+from ..sqlite.codec import COLUMNS, scope_token
+from ..sqlite.vectors import UserVectors, dot, top_k
+from .where import filters_sql, needs_python, scope_sql
+
+__all__ = ["VectorCache", "ensure_hnsw", "hnsw_search"]
+
+_RCOLS = ", ".join(f'r."{c}"' for c in COLUMNS)
+
+_LOAD = """
+SELECT v.vseq, r.id, r.type, r.agent, r.session, r.visibility, r.status,
+       r.superseded_by IS NOT NULL, r.importance, v.embedding
+FROM vectors v JOIN records r ON r.seq = v.seq
+WHERE v.tenant = %s AND v."user" = %s AND v.dims = %s AND v.vseq > %s
+ORDER BY v.vseq
+"""
+
+_STATE = """
+SELECT (SELECT generation FROM scope_generation WHERE scope_tok = %s),
+       (SELECT max(vseq) FROM vectors WHERE tenant = %s AND "user" = %s),
+       (SELECT count(*) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s)
+"""
+
+
+class VectorCache:
+    """Users' vector matrices, least recently used dropped past ``max_rows`` rows."""
+
+    def __init__(self, max_rows: int = 500_000) -> None:
+        self.max_rows = max_rows
+        self._users: OrderedDict[tuple[str, str, int], UserVectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._users.clear()
+
+    def state(self, conn: psycopg.Connection[Any], tenant: str, user: str,
+              dims: int) -> tuple[int, int, int]:
+        """``(generation, max vseq, vector count)`` of one user, from one statement."""
+        with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
+            cur.execute(_STATE, (scope_token(tenant, user), tenant, user, tenant, user, dims))
+            row = cur.fetchone()
+        assert row is not None  # noqa: S101 - a SELECT of scalars always returns one row
+        return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
+
+    def load(self, conn: psycopg.Connection[Any], tenant: str, user: str, dims: int,
+             generation: int, max_vseq: int) -> UserVectors:
+        """The user's vectors, brought up to date (inside the caller's snapshot)."""
+        key = (tenant, user, dims)
+        with self._lock:
+            cached = self._users.get(key)
+            if cached is None or cached.generation != generation:
+                cached = UserVectors(dims=dims, generation=generation)
+                self._users[key] = cached
+            self._users.move_to_end(key)
+        if max_vseq > cached.last_rowid:
+            with conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cur:
+                cur.execute(_LOAD, (tenant, user, dims, cached.last_rowid))
+                rows = [(*r[:9], _array(r[9]).astype("<f4").tobytes())
+                        for r in cur.fetchall()]
+            with self._lock:
+                cached.append(rows)
+                cached.last_rowid = max(cached.last_rowid, max_vseq)
+                self._evict()
+        return cached
+
+    def _evict(self) -> None:
+        total = sum(len(u.ids) for u in self._users.values())
+        while total > self.max_rows and len(self._users) > 1:
+            _, dropped = self._users.popitem(last=False)
+            total -= len(dropped.ids)
+
+
+def ensure_hnsw(conn: psycopg.Connection[Any], schema: str, dims: int) -> None:
+    """Create the HNSW index for vectors of ``dims`` dimensions if it is missing."""
+    name = f"vectors_hnsw_{int(dims)}"
+    conn.execute(sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON {}.vectors USING hnsw "
+        "((embedding::vector({})) vector_ip_ops) WHERE dims = {}").format(
+            sql.Identifier(name), sql.Identifier(schema), sql.Literal(int(dims)),
+            sql.Literal(int(dims))))
+
+
+def exact_search(cache: UserVectors, scope: Scope, query: Vector, k: int,
+                 filters: Filters, allowed: set[str] | None) -> list[tuple[int, float]]:
+    """Best-first ``(row, score)`` over the cached matrix after masks (and an id allow-list
+    for the filters the masks cannot apply)."""
+    keep = np.flatnonzero(cache.mask(scope, filters))
+    if allowed is not None:
+        keep = np.array([i for i in keep if cache.ids[i] in allowed], dtype=np.intp)
+    if keep.size == 0:
+        return []
+    scores = dot(cache.matrix, query)[keep]
+    best = top_k(scores, k)
+    return [(int(keep[i]), float(scores[i])) for i in best]
+
+
+def hnsw_search(conn: psycopg.Connection[Any], scope: Scope, query: Vector, k: int,
+                filters: Filters) -> list[Candidate]:
+    """Approximate top-k through the HNSW index, re-scored with numpy."""
+    sw, sa = scope_sql(scope, "r.")
+    fw, fa = filters_sql(filters, "r.")
+    dims = int(query.size)
+    fetch = max(4 * k, 100)
+    with conn.cursor(binary=True, row_factory=psycopg.rows.dict_row) as cur:
+        cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cur.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, 2 * fetch))}")
+        cur.execute(
+            f"SELECT r.seq, {_RCOLS}, v.embedding AS vec FROM vectors v "
+            "JOIN records r ON r.seq = v.seq "
+            f"WHERE v.dims = %s AND v.tenant = %s AND v.\"user\" = %s AND {sw} AND {fw} "
+            f"ORDER BY v.embedding::vector({dims}) <#> %s::vector({dims}) LIMIT %s",
+            [dims, scope.tenant, scope.user, *sa, *fa, _pgvector(query), fetch])
+        rows = cur.fetchall()
+    if needs_python(filters):
+        from ..sqlite.codec import decode_record
+
+        rows = [r for r in rows if filters.matches(decode_record(r))]
+    if not rows:
+        return []
+    matrix = np.stack([_array(r["vec"]) for r in rows])
+    scores = dot(matrix, query)
+    seqs = np.array([int(r["seq"]) for r in rows])
+    order = np.lexsort((seqs, -scores))[:k]
+    return [Candidate(str(rows[i]["id"]), float(scores[i])) for i in order]
+
+
+def _pgvector(query: Vector) -> Any:
+    from pgvector import Vector as PgVector
+
+    return PgVector(np.asarray(query, dtype=np.float32))
+
+
+def _array(value: Any) -> Vector:
+    """A pgvector value as a float32 array (the binary loader gives ``pgvector.Vector``)."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)

@@ -1,0 +1,76 @@
+"""SQL ``WHERE`` fragments for PostgreSQL: the mirror of ``Scope.admits`` and
+``Filters.matches`` (metadata conditions stay in Python, as in the SQLite store)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...filters import Filters
+from ...records import RecordStatus
+from ...scope import Scope
+from ..sqlite.codec import encode_time
+
+__all__ = ["filters_sql", "needs_python", "scope_sql"]
+
+Fragment = tuple[str, list[Any]]
+
+
+def scope_sql(scope: Scope, p: str = "") -> Fragment:
+    """Tenant and user always; session and agent per ``Scope.admits``."""
+    parts = [f"{p}tenant = %s", f'{p}"user" = %s']
+    args: list[Any] = [scope.tenant, scope.user]
+    if scope.session is not None:
+        parts.append(f"{p}session = %s")
+        args.append(scope.session)
+    if scope.agent is not None:
+        parts.append(f"({p}agent IS NULL OR {p}agent = %s OR {p}visibility <> 'private')")
+        args.append(scope.agent)
+    if scope.caller is not None:  # access control (seed 003), as in Scope.admits
+        parts.append(
+            f"({p}visibility = 'public' OR EXISTS (SELECT 1 FROM json_array_elements_text("
+            f"({p}access::json)->'allowed_users') AS au(v) WHERE au.v = %s) OR EXISTS ("
+            f"SELECT 1 FROM json_array_elements_text(({p}access::json)->'allowed_roles') "
+            "AS ar(v) WHERE ar.v = ANY(%s)))")
+        args += [scope.caller, sorted(scope.roles)]
+    return " AND ".join(parts), args
+
+
+def filters_sql(f: Filters, p: str = "") -> Fragment:
+    """Every filter except metadata, as SQL over the ``records`` columns."""
+    parts: list[str] = []
+    args: list[Any] = []
+
+    def add(sql: str, *values: Any) -> None:
+        parts.append(sql)
+        args.extend(values)
+
+    if not f.include_deleted:
+        add(f"{p}status = %s", RecordStatus.ACTIVE.value)
+    if f.valid_at is not None:
+        at = encode_time(f.valid_at)
+        add(f"({p}valid_from IS NULL OR {p}valid_from <= %s)", at)
+        add(f"({p}valid_to IS NULL OR {p}valid_to > %s)", at)
+    elif not f.include_superseded:
+        add(f"{p}superseded_by IS NULL")
+    for column, values in (("id", f.ids), ("type", f.types), ("source", f.sources)):
+        if values is not None:
+            add(f"{p}{column} = ANY(%s)", sorted(str(v) for v in values))
+    if f.tags_any is not None:
+        add(f"EXISTS (SELECT 1 FROM json_array_elements_text({p}tags::json) AS t(v) "
+            "WHERE t.v = ANY(%s))", sorted(f.tags_any))
+    if f.tags_all:
+        wanted = sorted(f.tags_all)
+        add(f"(SELECT count(DISTINCT t.v) FROM json_array_elements_text({p}tags::json) AS t(v) "
+            "WHERE t.v = ANY(%s)) = %s", wanted, len(wanted))
+    if f.observed_after is not None:
+        add(f"{p}observed_at >= %s", encode_time(f.observed_after))
+    if f.observed_before is not None:
+        add(f"{p}observed_at < %s", encode_time(f.observed_before))
+    if f.min_importance is not None:
+        add(f"{p}importance >= %s", f.min_importance)
+    return (" AND ".join(parts) or "TRUE"), args
+
+
+def needs_python(f: Filters) -> bool:
+    """Whether results must still pass ``Filters.matches`` after the SQL (metadata)."""
+    return bool(f.metadata)

