@@ -297,3 +297,23 @@ def ingest(
     write_json(res, out / "ingest.json")
     (out / "ingest.md").write_text(ingest_markdown(res), encoding="utf-8")
     typer.echo(json.dumps(res, indent=2, default=str) if as_json else ingest_markdown(res))
+
+
+@bench_app.command("http")
+def http(
+    records: Annotated[int, typer.Option(help="Messages seeded for the one user.")] = 10_000,
+    clients: Annotated[int, typer.Option(help="Concurrent clients.")] = 8,
+    requests: Annotated[int, typer.Option(help="Requests per client (add/search/context).")]
+    = 150,
+    duration: Annotated[float, typer.Option(help="Hard stop for the request phase, s.")] = 120.0,
+    out: Annotated[Path | None, typer.Option(help="Write the result as JSON here.")] = None,
+) -> None:
+    """Load test of the HTTP API on 127.0.0.1 (bounded count and duration; SQLite)."""
+    from .http import HttpBenchConfig, run_http_bench
+
+    result = run_http_bench(HttpBenchConfig(records=records, clients=clients,
+                                            requests=requests, duration=duration))
+    text = json.dumps(result, indent=2)
+    if out is not None:
+        out.write_text(text + "\n", encoding="utf-8")
+    typer.echo(text)
