@@ -134,6 +134,9 @@ class Memory:
     >>> alice = Scope(tenant="acme", user="alice", session="s1")
     >>> mem.add_message(alice, "user", "I moved to Lisbon last week")
     >>> mem.search(alice.user_scope, "where does she live?")
+
+    ``buffer="redis://host:6379/0"`` puts the hot state (recent turns, embedding cache) in
+    Redis in front of the store (write-through; see :mod:`memstrata.store.redis_hot`).
     """
 
     def __init__(self, url: str = "memory://", *, embedder: str | Embedder | None = None,
@@ -157,7 +160,12 @@ class Memory:
         # Redis for hot state (recent turns, embedding cache): connected before the store is
         # opened, so a Redis refusing connections fails before anything is written.
         hot = open_redis(buffer) if buffer is not None else None
-        self._store = store if store is not None else open_store(url)
+        try:
+            self._store = store if store is not None else open_store(url)
+        except BaseException:
+            if hot is not None:
+                hot.close()
+            raise
         if hot is not None:
             self._store = cast(Store, RedisHotStore(self._store, hot))
         try:

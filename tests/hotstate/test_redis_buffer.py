@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,16 @@ LOGGER = "memstrata.store.redis_hot"
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
+@dataclass
+class _External:
+    url: str
+
+
 @pytest.fixture(scope="session")
-def redis_server() -> RedisServer:
+def redis_server() -> RedisServer | _External:
+    """The session's redis-server (``MEMSTRATA_TEST_REDIS_URL`` names your own)."""
+    if os.environ.get("MEMSTRATA_TEST_REDIS_URL"):
+        return _External(os.environ["MEMSTRATA_TEST_REDIS_URL"])
     try:
         return redis_server_process()
     except RuntimeError as exc:
@@ -113,7 +123,9 @@ def test_missing_redis_package_names_the_extra(
 
 
 # --- write-through and reads -----------------------------------------------------------------
-def test_write_through_and_reads_served_by_redis(tmp_path: Path, redis_server: RedisServer) -> None:
+def test_write_through_and_reads_served_by_redis(
+    tmp_path: Path, redis_server: RedisServer | _External
+) -> None:
     clock = FixedClock(T0)
     alice = Scope("wt", "alice", session="s1")
     with _mem(tmp_path, "m.db", redis_server.url, clock) as mem:
@@ -138,15 +150,25 @@ def test_write_through_and_reads_served_by_redis(tmp_path: Path, redis_server: R
         assert "planted" not in _ids(hot.durable.recent_turns(alice, 10))
 
 
+@pytest.mark.parametrize("durable", ["sqlite", "postgresql"])
 def test_same_recent_turns_and_contexts_with_and_without_redis(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path,
+    redis_server: RedisServer | _External,
+    durable: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     scope = Scope("eq", "bob", session="s1")
     other = Scope("eq", "bob", session="s2")
     results = []
     for name, buffer in (("plain.db", None), ("hot.db", redis_server.url)):
         clock = FixedClock(T0)
-        with _mem(tmp_path, name, buffer, clock) as mem:
+        if durable == "postgresql":  # a fresh schema each, on the session's server
+            url = request.getfixturevalue("pg_server").url()
+        else:
+            url = f"sqlite:///{tmp_path / name}"
+        scope = Scope("eq", f"bob-{durable}", session="s1")
+        other = scope.with_session("s2")
+        with Memory(url, embedder="hashing", clock=clock, background=False, buffer=buffer) as mem:
             snapshots = []
             for i in range(12):
                 clock.advance(minutes=1)
@@ -178,7 +200,7 @@ def test_same_recent_turns_and_contexts_with_and_without_redis(
 
 
 def test_embedding_cache_in_redis_is_per_user_and_write_through(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, redis_server: RedisServer | _External
 ) -> None:
     with _mem(tmp_path, "m.db", redis_server.url, FixedClock(T0)) as mem:
         hot = _hot(mem)
@@ -199,7 +221,7 @@ def test_embedding_cache_in_redis_is_per_user_and_write_through(
 
 
 def test_purge_user_deletes_their_redis_keys_only(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, redis_server: RedisServer | _External
 ) -> None:
     alice = Scope("pg", "alice", session="s1")
     bob = Scope("pg", "bob", session="s1")
@@ -218,7 +240,7 @@ def test_purge_user_deletes_their_redis_keys_only(
 
 
 def test_tenant_and_user_with_glob_characters_stay_apart(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, redis_server: RedisServer | _External
 ) -> None:
     star = Scope("gl", "*", session="s")
     plain = Scope("gl", "x", session="s")
@@ -295,7 +317,7 @@ def test_paused_redis_keeps_its_stale_list_which_is_never_served(
 
 
 def test_writer_dying_after_its_commit_never_hides_its_turn(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, redis_server: RedisServer | _External
 ) -> None:
     scope = Scope("wd", "gus", session="s1")
     with _mem(tmp_path, "m.db", redis_server.url, FixedClock(T0)) as mem:
@@ -316,7 +338,7 @@ def test_writer_dying_after_its_commit_never_hides_its_turn(
 
 
 def test_rolled_back_transaction_leaves_no_marker(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, redis_server: RedisServer | _External
 ) -> None:
     scope = Scope("rb", "hal", session="s1")
     with _mem(tmp_path, "m.db", redis_server.url, FixedClock(T0)) as mem:
