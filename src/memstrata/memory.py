@@ -23,7 +23,7 @@ from .context.sources import LayerSources
 from .embedder.base import Embedder
 from .embedder.cache import CachedEmbedder
 from .embedder.factory import make_embedder
-from .errors import EmbeddingMismatchError, NotFoundError, ValidationError
+from .errors import BudgetError, EmbeddingMismatchError, NotFoundError, ValidationError
 from .filters import Filters
 from .layers.base import LayerConfig, LayerContext
 from .layers.episodic import EpisodeService
@@ -604,6 +604,7 @@ class Memory:
         ``timeout`` bounds the wait (the report's ``waiting`` counts what is still held)."""
         if scope is None:
             return self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
+        check_scope(scope)
         return self._runner.run_pending(tenant=scope.tenant, user=scope.user,
                                         session=scope.session, include_delayed=True,
                                         wait=True, timeout=timeout)
@@ -628,7 +629,9 @@ class Memory:
             query = validate_content(query, max_chars=self.max_content_chars, field="query")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValidationError("system_prompt must be a string")
-        check_int(token_budget, "token_budget", high=MAX_TOKEN_BUDGET)  # < 1: BudgetError below
+        check_int(token_budget, "token_budget", high=MAX_TOKEN_BUDGET)
+        if token_budget < 1:  # before any retrieval: a refused call must not count accesses
+            raise BudgetError(f"token_budget must be a positive integer, got {token_budget}")
         if reserve_ratio is not None:
             reserve_ratio = check_ratio(reserve_ratio, "reserve_ratio")
         if self.quotas is not None:

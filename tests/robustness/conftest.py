@@ -40,13 +40,14 @@ def alice() -> Scope:
     return Scope("acme", "alice", session="s1")
 
 
-def snapshot(mem: Memory, scope: Scope) -> tuple[Any, ...]:
-    """Everything stored for the user of ``scope``: every record with its history, and the
-    user's jobs."""
+def snapshot(mem: Memory, scope: Scope, *, history: bool = True) -> tuple[Any, ...]:
+    """Everything stored for the user of ``scope``: every record (with its history unless
+    ``history=False``; any new version shows in the current row too), and the user's jobs."""
     user = scope.user_scope
     everything = Filters(include_deleted=True, include_superseded=True)
     records = mem.store.list(user, everything, limit=100_000, newest_first=False)
-    rows = [(record_to_dict(r), [record_to_dict(v) for v in mem.store.history(user, r.id)])
+    rows = [(record_to_dict(r),
+             [record_to_dict(v) for v in mem.store.history(user, r.id)] if history else None)
             for r in records]
     jobs = [(j.id, j.kind, j.status.value, j.attempts)
             for j in mem.store.list_jobs(scope.tenant, scope.user)]

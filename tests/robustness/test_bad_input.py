@@ -136,6 +136,9 @@ CASES: dict[str, tuple[Call, str]] = {
         lambda m, s, r: m.build_context(s, "q", token_budget=None), "token_budget"),  # type: ignore[arg-type]
     "build_context token_budget=10**400": (
         lambda m, s, r: m.build_context(s, "q", token_budget=10**400), "token_budget"),
+    "build_context token_budget=-5": (  # refused before retrieval counts any access
+        lambda m, s, r: m.build_context(s, "Alice window seats", token_budget=-5),
+        "token_budget"),
     "build_context reserve_ratio=Decimal": (
         lambda m, s, r: m.build_context(s, "q", reserve_ratio=Decimal("0.2")),  # type: ignore[arg-type]
         "reserve_ratio"),

@@ -83,7 +83,8 @@ def test_a_growing_provenance_adds_a_constant_per_version(tmp_path: Path,
         sizes.append(len(encode_delta(reverse_delta(old_row, new_row))))
         store.replace(ME, RecordWrite(new, None, ()), expected_version=record.version)
         record = new
-    assert max(sizes) < 120, max(sizes)  # bytes per version, independent of the 1,000 ids
+    assert max(sizes) < 160, max(sizes)  # bytes per version, independent of the 1,000 ids
+    assert max(sizes[-100:]) <= max(sizes[:100]) + 8  # (a full copy grew to ~21 kB)
     history = store.history(ME, record.id)
     assert len(history) == 1001 and history[-1] == record
     assert [len(r.source_ids) for r in history] == list(range(1, 1002))
@@ -102,5 +103,5 @@ def test_a_cluster_hit_count_change_stores_only_the_count(maker: Maker) -> None:
         "centroid": centroid, "members": members, "hits": 4}))
     delta = reverse_delta(dict(zip(COLUMNS, encode_record(old), strict=True)),
                           dict(zip(COLUMNS, encode_record(new), strict=True)))
-    assert set(delta) == {"structured", "version"}
-    assert len(encode_delta(delta)) < 80
+    assert set(delta) == {"structured", "version", "access_count", "last_accessed_at"}
+    assert len(encode_delta(delta)) < 100

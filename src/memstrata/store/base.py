@@ -151,7 +151,9 @@ class RecordStore(Protocol):
         current version, keeping the old one in history; ``ConflictError`` if the current
         version is not ``expected_version``; ``NotFoundError`` if the id is not visible in
         ``scope``; ``ValidationError`` if the record would move to another tenant or user.
-        ``vector=None`` keeps the old vector; the terms are always replaced."""
+        ``vector=None`` keeps the old vector; the terms are always replaced. The counters
+        (``access_count``, ``last_accessed_at``) are the store's: the stored ones are kept,
+        whatever the new record says, so an update never loses or resets a count."""
         ...
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:

@@ -230,7 +230,9 @@ class InMemoryStore:
         vec = self._check(write)
         undo.append(self._snapshot(entry))
         entry.history.append(entry.record)
-        entry.record = new
+        # counters are the store's, not the writer's: keep the stored ones
+        entry.record = replace(new, access_count=entry.record.access_count,
+                               last_accessed_at=entry.record.last_accessed_at)
         entry.terms = tuple(write.terms)
         if vec is not None:
             entry.vector = vec

@@ -4,7 +4,7 @@ version after it, so history grows with what changed, not with the size of the r
 A row is a dict ``column -> SQL value`` over :data:`codec.COLUMNS`. The delta of version
 ``v`` is ``{column: op}`` with the ops
 
-- ``["=", value]``: the old value, whole;
+- ``["=", value]``: the old value, whole (always so for the counters, see ``COUNTERS``);
 - ``["prefix", n]``: a JSON list column whose old list is the first ``n`` items of the new
   one (provenance, members and tags only ever grow at the end, so a version adds no copy);
 - ``["dict", {key: op}]``: a JSON object column (``structured``, ``metadata``) whose changed
@@ -24,10 +24,13 @@ from typing import Any
 
 from .codec import COLUMNS
 
-__all__ = ["apply_delta", "decode_delta", "encode_delta", "reverse_delta"]
+__all__ = ["COUNTERS", "apply_delta", "decode_delta", "encode_delta", "reverse_delta"]
 
 Row = dict[str, Any]
 _FIXED = frozenset({"id", "tenant", "user"})  # never change between versions
+# Counters change in place, without a version, after a version is archived: a delta keeps
+# their value at archive time whole, or a later count would leak into older versions.
+COUNTERS = ("access_count", "last_accessed_at")
 _LISTS = frozenset({"tags", "source_ids", "relations"})
 _DICTS = frozenset({"structured", "metadata"})
 _JSON = {"ensure_ascii": False, "sort_keys": True, "separators": (",", ":")}
@@ -89,6 +92,9 @@ def reverse_delta(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, l
     """What turns ``new`` back into ``old`` (both rows of one record)."""
     delta: dict[str, list[Any]] = {}
     for column in COLUMNS:
+        if column in COUNTERS:
+            delta[column] = ["=", old[column]]
+            continue
         if column in _FIXED or old[column] == new[column]:
             continue
         op = _column_op(column, old[column], new[column])

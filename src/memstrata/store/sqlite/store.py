@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -33,7 +35,7 @@ from .codec import (
     encode_vector,
     scope_token,
 )
-from .history import apply_delta, decode_delta, encode_delta, reverse_delta
+from .history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
 from .lexical import BM25_WEIGHTS, match_expression, terms_text
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import VectorCache, dot, top_k
@@ -43,7 +45,13 @@ __all__ = ["SQLiteStore"]
 
 _COLS = ", ".join(COLUMNS)
 _INSERT = f"INSERT INTO records ({_COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
-_UPDATE = f"UPDATE records SET {', '.join(c + ' = ?' for c in COLUMNS[1:])} WHERE seq = ?"
+# Counters are the store's, not the writer's: a replace keeps the stored ones.
+_COUNTER_COLUMNS = ("access_count", "last_accessed_at")
+_UPDATE_COLUMNS = tuple(c for c in COLUMNS[1:] if c not in _COUNTER_COLUMNS)
+_UPDATE_AT = tuple(COLUMNS.index(c) for c in _UPDATE_COLUMNS)
+_UPDATE = f"UPDATE records SET {', '.join(c + ' = ?' for c in _UPDATE_COLUMNS)} WHERE seq = ?"
+_FLUSH_AFTER_S = 1.0   # buffered counters are written at most this late (on the next call)
+_FLUSH_AT = 512        # ... or once this many records have buffered increments
 _MASKED = "type, agent, session, visibility, status, superseded_by, importance"
 
 
@@ -111,14 +119,23 @@ class SQLiteStore:
         self._conn = conn
         self._lock = threading.RLock()
         self._vectors = VectorCache()
+        # Buffered counters (see Counters): seq -> (accesses, latest access); (seq, name) ->
+        # delta. Written by the next write transaction, flush_counters() or close().
+        self._touches: dict[int, tuple[int, datetime]] = {}
+        self._counts: dict[tuple[int, str], int] = {}
+        self._pending_since: float | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.url!r})"
 
     def close(self) -> None:
         with self._lock:
-            self._vectors.clear()
-            self._conn.close()
+            try:
+                if self._touches or self._counts:
+                    self.flush_counters()
+            finally:
+                self._vectors.clear()
+                self._conn.close()
 
     # --- transactions --------------------------------------------------------------------
     @contextmanager
@@ -128,15 +145,24 @@ class SQLiteStore:
                 self._conn.execute(begin)
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite could not start a transaction: {exc}") from exc
+            # Every write transaction also writes the buffered counters (they are taken
+            # back into the buffer if it rolls back).
+            pending = self._take_counters() if begin == "BEGIN IMMEDIATE" else None
             try:
+                if pending is not None:
+                    self._write_counters(self._conn, *pending)
                 yield self._conn
             except BaseException:
                 self._conn.execute("ROLLBACK")
+                if pending is not None:
+                    self._give_back_counters(*pending)
                 raise
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._conn.execute("ROLLBACK")
+                if pending is not None:
+                    self._give_back_counters(*pending)
                 raise StoreError(f"SQLite could not commit: {exc}") from exc
 
     def _write(self) -> Any:
@@ -250,12 +276,12 @@ class SQLiteStore:
         rows = self._visible(c, scope, [record_id])
         if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return decode_record(rows[0])
+        return self._dec(rows[0])
 
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         with self._read() as c:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
-        return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
+            return [self._dec(found[i]) for i in dict.fromkeys(ids) if i in found]
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         with self._write() as c:
@@ -286,7 +312,7 @@ class SQLiteStore:
         old = c.execute(f"SELECT {_COLS} FROM records WHERE seq = ?", (seq,)).fetchone()
         c.execute(_ARCHIVE, (seq, expected_version, encode_delta(reverse_delta(
             dict(zip(COLUMNS, old, strict=True)), dict(zip(COLUMNS, values, strict=True))))))
-        c.execute(_UPDATE, values[1:] + (seq,))
+        c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
         self._index(c, seq, new, write.terms)
         if write.vector is not None:
             self._store_vector(c, seq, new, write.vector)
@@ -304,7 +330,7 @@ class SQLiteStore:
             deltas = c.execute("SELECT delta FROM record_history WHERE seq = ? "
                                "ORDER BY version DESC", (rows[0]["seq"],)).fetchall()
         row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
-        versions = [decode_record(row)]
+        versions = [self._dec(rows[0])]
         for (blob,) in deltas:
             row = apply_delta(row, decode_delta(blob))
             versions.append(decode_record(row))
@@ -322,12 +348,11 @@ class SQLiteStore:
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
-        for row in self._visible(c, scope, ids,
-                                 "seq, id, status, version, updated_at, deleted_at"):
+        columns = ("status", "version", "updated_at", "deleted_at", *COUNTERS)
+        for row in self._visible(c, scope, ids, "seq, id, " + ", ".join(columns)):
             if row["status"] == status.value:
                 continue
-            delta = {col: ["=", row[col]] for col in
-                     ("status", "version", "updated_at", "deleted_at")}
+            delta = {col: ["=", row[col]] for col in columns}
             c.execute(_ARCHIVE, (row["seq"], row["version"], encode_delta(delta)))
             c.execute("UPDATE records SET status = ?, version = version + 1, "
                       "updated_at = ?, deleted_at = ? WHERE seq = ?",
@@ -384,8 +409,10 @@ class SQLiteStore:
         tok = scope_token(tenant, user)
         args = (tenant, user)
         with self._write() as c:
+            # Ids are per user: another user's record may carry the same id (it stays).
             ids = [r[0] for r in c.execute(
-                "SELECT id FROM records WHERE tenant = ?1 AND user = ?2", args)]
+                "SELECT id FROM records WHERE tenant = ?1 AND user = ?2 AND id NOT IN "
+                "(SELECT id FROM records WHERE tenant != ?1 OR user != ?2)", args)]
             cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?",
                               (tok,)).rowcount
             c.execute("DELETE FROM lexical WHERE rowid IN "
@@ -474,27 +501,27 @@ class SQLiteStore:
             sql += f" AND {tw}"
             args += ta
         rows = self._select(c, scope, Filters(), sql + " ORDER BY seq LIMIT 1", args)
-        return decode_record(rows[0]) if rows else None
+        return self._dec(rows[0]) if rows else None
 
     # --- counters (never versions) ---------------------------------------------------------------
     def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
-        where, args = scope_sql(scope)
-        when = encode_time(at)
-        with self._write() as c:
-            for chunk in _chunks(list(dict.fromkeys(ids))):
-                sql, vals = in_list("id", chunk)
-                c.execute("UPDATE records SET access_count = access_count + 1, "
-                          "last_accessed_at = max(coalesce(last_accessed_at, ?), ?) "
-                          f"WHERE {sql} AND {where}", [when, when, *vals, *args])
+        if not ids:
+            return
+        with self._read() as c:  # the read path takes no write lock: counts are buffered
+            seqs = [int(r["seq"]) for r in self._visible(c, scope, ids, "seq")]
+            for seq in seqs:
+                n, last = self._touches.get(seq, (0, at))
+                self._touches[seq] = (n + 1, max(last, at))
+        self._buffered()
 
     def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
         if not deltas:
             return
-        with self._write() as c:
+        with self._read() as c:
             for row in self._visible(c, scope, list(deltas), "seq, id"):
-                c.execute("INSERT INTO counters (seq, name, value) VALUES (?, ?, ?) "
-                          "ON CONFLICT (seq, name) DO UPDATE SET value = value + excluded.value",
-                          (row["seq"], name, int(deltas[row["id"]])))
+                key = (int(row["seq"]), name)
+                self._counts[key] = self._counts.get(key, 0) + int(deltas[row["id"]])
+        self._buffered()
 
     def counts(self, scope: Scope, name: str, ids: Sequence[str]) -> dict[str, int]:
         where, args = scope_sql(scope, "r.")
@@ -502,15 +529,70 @@ class SQLiteStore:
         with self._read() as c:
             for chunk in _chunks(list(dict.fromkeys(ids))):
                 sql, vals = in_list("r.id", chunk)
-                for rid, value in c.execute(
-                        "SELECT r.id, coalesce(k.value, 0) FROM records r LEFT JOIN counters k "
-                        f"ON k.seq = r.seq AND k.name = ? WHERE {sql} AND {where}",
+                for seq, rid, value in c.execute(
+                        "SELECT r.seq, r.id, coalesce(k.value, 0) FROM records r LEFT JOIN "
+                        f"counters k ON k.seq = r.seq AND k.name = ? WHERE {sql} AND {where}",
                         [name, *vals, *args]):
-                    out[rid] = int(value)
+                    out[rid] = int(value) + self._counts.get((int(seq), name), 0)
         return out
 
     def flush_counters(self) -> None:
-        """Counters are written at once here (see :class:`~memstrata.store.base.Counters`)."""
+        with self._lock:
+            if self._touches or self._counts:
+                with self._write():
+                    pass  # a write transaction writes the buffer
+
+    def _buffered(self) -> None:
+        """After buffering (outside any transaction): write the buffer when it is due."""
+        with self._lock:
+            self._flush_if_due()
+
+    def _flush_if_due(self) -> None:
+        now = time.monotonic()
+        if self._pending_since is None:
+            self._pending_since = now
+        if (len(self._touches) + len(self._counts) >= _FLUSH_AT
+                or now - self._pending_since >= _FLUSH_AFTER_S):
+            self.flush_counters()
+
+    def _take_counters(self) -> tuple[dict[int, tuple[int, datetime]], dict[tuple[int, str], int]]:
+        touches, counts = self._touches, self._counts
+        self._touches, self._counts, self._pending_since = {}, {}, None
+        return touches, counts
+
+    def _give_back_counters(self, touches: dict[int, tuple[int, datetime]],
+                            counts: dict[tuple[int, str], int]) -> None:
+        for seq, (n, last) in touches.items():
+            m, other = self._touches.get(seq, (0, last))
+            self._touches[seq] = (n + m, max(last, other))
+        for key, delta in counts.items():
+            self._counts[key] = self._counts.get(key, 0) + delta
+        if self._pending_since is None and (touches or counts):
+            self._pending_since = time.monotonic()
+
+    @staticmethod
+    def _write_counters(c: sqlite3.Connection, touches: dict[int, tuple[int, datetime]],
+                        counts: dict[tuple[int, str], int]) -> None:
+        # A record purged since is simply not matched (no error, nothing written).
+        c.executemany("UPDATE records SET access_count = access_count + ?1, last_accessed_at "
+                      "= max(coalesce(last_accessed_at, ?2), ?2) WHERE seq = ?3",
+                      [(n, encode_time(last), seq) for seq, (n, last) in touches.items()])
+        c.executemany("INSERT INTO counters (seq, name, value) SELECT seq, ?2, ?3 FROM records "
+                      "WHERE seq = ?1 ON CONFLICT (seq, name) DO UPDATE SET "
+                      "value = value + excluded.value",
+                      [(seq, name, delta) for (seq, name), delta in counts.items()])
+
+    def _dec(self, row: sqlite3.Row) -> MemoryRecord:
+        """Decode a row (selected with ``seq``) with its buffered accesses applied."""
+        record = decode_record(row)
+        if self._touches:
+            pending = self._touches.get(int(row["seq"]))
+            if pending is not None:
+                last = record.last_accessed_at
+                record = replace(record, access_count=record.access_count + pending[0],
+                                 last_accessed_at=pending[1] if last is None
+                                 else max(last, pending[1]))
+        return record
 
     # --- session buffer --------------------------------------------------------------------------
     def recent_turns(self, scope: Scope, n: int) -> list[MemoryRecord]:
@@ -522,7 +604,7 @@ class SQLiteStore:
                              "ORDER BY observed_at DESC, seq DESC LIMIT ?",
                              [*sa, RecordType.MESSAGE.value, RecordStatus.ACTIVE.value,
                               n]).fetchall()
-        return [decode_record(r) for r in reversed(rows)]
+        return [self._dec(r) for r in reversed(rows)]
 
     # --- retrieval -------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, vector: Vector, k: int,
@@ -625,7 +707,7 @@ class SQLiteStore:
             if not rows:
                 return
             last = int(rows[-1]["seq"])
-            yield [decode_record(r) for r in rows]
+            yield [self._dec(r) for r in rows]
 
     def set_vectors(self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str,
                     dims: int) -> None:
@@ -717,8 +799,8 @@ class SQLiteStore:
             if not needs_python(filters):
                 rows = self._select(c, scope, filters, tail + " LIMIT ? OFFSET ?",
                                     (limit, offset))
-                return [decode_record(r) for r in rows]
-            records = [decode_record(r) for r in self._select(c, scope, filters, tail)]
+                return [self._dec(r) for r in rows]
+            records = [self._dec(r) for r in self._select(c, scope, filters, tail)]
         return [r for r in records if filters.matches(r)][offset:offset + limit]
 
 def _seq_list(seqs: Sequence[int]) -> tuple[str, list[Any]]:
