@@ -349,3 +349,62 @@ def test_rolled_back_transaction_leaves_no_marker(
         meta = _client(redis_server.url).hgetall("memstrata:rb:hal:s:s1:meta")
         assert not [k for k in meta if k.startswith(b"p:")]
         assert _ids(mem.store.recent_turns(scope, 5)) == [first.id]
+
+
+def test_concurrent_writers_and_readers_never_see_a_stale_session(
+    tmp_path: Path, redis_server: RedisServer | _External
+) -> None:
+    """Two Memory objects (as two processes would) append to one session on one SQLite
+    file and one Redis while a third reads: every read from Redis contains every turn
+    acknowledged before it began, and at the end Redis and the store agree."""
+    import threading
+
+    scope = Scope("cc", "ivy", session="s1")
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    mems = [
+        Memory(url, embedder="hashing", background=False, buffer=redis_server.url) for _ in range(3)
+    ]
+    acked: list[str] = []
+    lock = threading.Lock()
+    errors: list[str] = []
+
+    def write(mem: Memory, who: int) -> None:
+        for i in range(25):
+            rid = mem.add_message(scope, "user", f"writer {who} turn {i}").id
+            with lock:
+                acked.append(rid)
+
+    def read(mem: Memory) -> None:
+        for _ in range(60):
+            with lock:
+                before = set(acked)
+            seen = {r.id for r in mem.store.recent_turns(scope, 500)}
+            if not before <= seen:
+                errors.append(f"missing {len(before - seen)} acknowledged turn(s)")
+
+    calls = [0]
+    reader = _hot(mems[2]).durable
+    original = reader.recent_turns
+
+    def counted(*a: Any, **k: Any) -> list[MemoryRecord]:
+        calls[0] += 1
+        return original(*a, **k)
+
+    reader.recent_turns = counted  # type: ignore[method-assign]
+    threads = [threading.Thread(target=write, args=(mems[i], i)) for i in range(2)]
+    threads.append(threading.Thread(target=read, args=(mems[2],)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == []
+        assert calls[0] < 60  # some reads were answered by Redis, not the store
+        hot = _hot(mems[2])
+        durable = _ids(hot.durable.recent_turns(scope, 500))
+        assert sorted(durable) == sorted(acked)
+        assert _ids(hot.recent_turns(scope, 500)) == durable
+        assert _ids(hot.recent_turns(scope, 500)) == durable  # from Redis, once loaded
+    finally:
+        for m in mems:
+            m.close()
