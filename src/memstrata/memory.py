@@ -19,6 +19,7 @@ from .clock import Clock, SystemClock
 from .context.assemble import AssembledContext
 from .context.builder import ContextRequest
 from .context.builder import build as build_context
+from .context.config import ContextConfig
 from .context.sources import LayerSources
 from .embedder.base import Embedder
 from .embedder.cache import CachedEmbedder
@@ -188,6 +189,7 @@ class Memory:
                     MAINTAIN: self._run_maintain_job}
         self._runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
         self._sources = LayerSources(self.layers, self._search_for_context)
+        self.context_config = ContextConfig()  # build_context's levers (context/config.py)
         self._count = token_counter or estimate_tokens
         self._worker = BackgroundWorker(self._runner) if background else None
 
@@ -636,16 +638,18 @@ class Memory:
             reserve_ratio = check_ratio(reserve_ratio, "reserve_ratio")
         if self.quotas is not None:
             _quotas.check_context(self._store, self.quotas, scope, token_budget)
-        req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio)
+        req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio,
+                             config=self.context_config)
         return build_context(self._sources, req, self._count)
 
-    def _search_for_context(self, scope: Scope, query: str, top_k: int,
-                            filters: Filters) -> builtins.list[SearchHit]:
+    def _search_for_context(self, scope: Scope, query: str, top_k: int, filters: Filters,
+                            vector: Any = None) -> builtins.list[SearchHit]:
         # The context asks for many hits (as many as the budget could hold), so a smaller
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
-                             top_k=top_k, filters=filters, config=config, now=self._clock.now())
+                             top_k=top_k, filters=filters, config=config, now=self._clock.now(),
+                             vector=vector)
 
     # --- portability -------------------------------------------------------------------
     def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,

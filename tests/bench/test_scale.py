@@ -34,10 +34,13 @@ def test_synth_is_deterministic_and_mixed() -> None:
 
 def test_run_scale_small(tmp_path: Path) -> None:
     res = run_scale(
-        ScaleConfig(sizes=(200,), embedder="hashing", store="memory", queries=5, batch=64)
+        ScaleConfig(sizes=(200,), embedder="hashing", store="memory", queries=5, batch=64,
+                    zh_sizes=(120,))
     )
-    (row,) = res["results"]
-    assert row["size"] == 200 and row["users"] == 1
+    row, zh = res["results"]
+    assert row["size"] == 200 and row["users"] == 1 and row["language"] == "en"
+    assert zh["size"] == 120 and zh["language"] == "zh" and zh["search"]["n"] == 5
+    assert "| 120 | zh |" in scale_markdown(res)
     assert row["search"]["n"] == 5 and row["search"]["p95_ms"] >= row["search"]["p50_ms"]
     assert row["ingest"]["messages_per_s"] > 0 and row["peak_rss_mb"] > 0
     assert "| 200 |" in scale_markdown(res)

@@ -129,11 +129,20 @@ class _Sources:
     def summaries(self, scope, limit):  # type: ignore[no-untyped-def]
         return self._summaries[:limit]
 
-    def facts(self, scope, query, limit):  # type: ignore[no-untyped-def]
+    def embed_query(self, query):  # type: ignore[no-untyped-def]
+        return None
+
+    def facts(self, scope, vector, limit):  # type: ignore[no-untyped-def]
         return []
 
-    def relevant(self, scope, query, limit):  # type: ignore[no-untyped-def]
+    def relevant(self, scope, query, limit, vector, *, facts=False, period=None):  # type: ignore[no-untyped-def]
         return self._relevant[:limit]
+
+    def records(self, scope, ids):  # type: ignore[no-untyped-def]
+        return []
+
+    def neighbours(self, scope, record, after):  # type: ignore[no-untyped-def]
+        return []
 
 
 def _record(rid: str, rtype: str, text: str, sources: tuple[str, ...]):  # type: ignore[no-untyped-def]

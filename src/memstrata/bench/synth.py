@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["SynthMessage", "synth_messages", "synth_queries"]
+__all__ = ["SynthMessage", "synth_messages", "synth_messages_zh", "synth_queries",
+           "synth_queries_zh"]
 
 _NAMES = [
     "Alice",
@@ -216,3 +217,31 @@ def synth_queries(count: int, seed: int = 11) -> list[str]:
                 )
             )
     return out
+
+
+def synth_messages_zh(total: int, users: int, seed: int = 7) -> Iterator[SynthMessage]:
+    """Like :func:`synth_messages`, all in Chinese: the turns of the synthetic Chinese
+    conversations (:mod:`memstrata.bench.convo`), repeated with a running number when more are
+    needed, so the vocabulary is that of real chat rather than of a few templates."""
+    from .convo.generate import generate
+
+    texts = [t.text for c in generate("zh", 12, seed) for t in c.turns]
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    per_user, extra = divmod(total, users)
+    i = 0
+    for user in range(users):
+        for j in range(per_user + (1 if user < extra else 0)):
+            text = texts[i % len(texts)]
+            if i >= len(texts):
+                text = f"{text}（第{i // len(texts) + 1}次提到）"
+            i += 1
+            yield SynthMessage(user=user, role="user" if j % 2 == 0 else "assistant",
+                               content=text, observed_at=start + timedelta(seconds=30 * j))
+
+
+def synth_queries_zh(count: int, seed: int = 11) -> list[str]:
+    """Chinese questions about the Chinese corpus (those of the synthetic conversations)."""
+    from .convo.generate import generate
+
+    questions = [q.question for c in generate("zh", 12, seed) for q in c.questions]
+    return [questions[i % len(questions)] for i in range(count)]

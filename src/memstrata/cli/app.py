@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -480,6 +481,11 @@ _register()
 
 
 def main() -> None:
+    # The CLI owns its process: OpenMP threads of the embedding engine sleep when idle
+    # instead of spinning, which kept the cores from the rest of ingest and from other
+    # processes (`memstrata bench ingest`: ingest/raw 0.64 unset vs 0.96 PASSIVE, loaded
+    # 2-core machine). A value the user set wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from ..errors import MemstrataError
 
     try:

@@ -49,11 +49,18 @@ class ContextItem:
     observed_at: datetime | None = None
     priority: int = 0          # higher is kept first regardless of score (key, working)
     tokens: int = 0
+    group: str | None = None   # a date line shown once above the items that share it
 
     def line(self) -> str:
+        if self.group is not None:
+            return self.text
         if self.block == "working" or self.observed_at is None:
             return f"- {self.text}"
         return f"- [{format_date(self.observed_at, self.text)}] {self.text}"
+
+
+def _group_line(group: str) -> str:
+    return f"[{group}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,15 +98,21 @@ def _fit_memory(items: Sequence[ContextItem], cap: int, count: Callable[[str], i
     chosen: list[ContextItem] = []
     dropped: list[ContextItem] = []
     opened: set[str] = set()
+    groups: set[tuple[str, str]] = set()
     used = MESSAGE_OVERHEAD if ranked else 0
     for it in ranked:
         cost = count(it.line()) + 1
         if it.block not in opened:
             cost += count(headers[it.block]) + 2
+        group = (it.block, it.group) if it.group is not None else None
+        if group is not None and group not in groups:
+            cost += count(_group_line(it.group or "")) + 1
         if used + cost <= cap:
             chosen.append(replace(it, tokens=cost))
             used += cost
             opened.add(it.block)
+            if group is not None:
+                groups.add(group)
         else:
             dropped.append(it)
     return chosen, dropped, (used if chosen else 0)
@@ -112,8 +125,17 @@ def _render_memory(chosen: Sequence[ContextItem]) -> str:
         if not block:
             continue
         if name != "key" and name != "working":
-            block.sort(key=lambda it: (it.observed_at is None, it.observed_at or datetime.min))
-        parts.append(header + "\n" + "\n".join(it.line() for it in block))
+            # Dated groups first, in time order, so each date line is written once.
+            block.sort(key=lambda it: (it.group is None, it.observed_at is None,
+                                       it.observed_at or datetime.min))
+        lines = [header]
+        current: str | None = None
+        for it in block:
+            if it.group is not None and it.group != current:
+                lines.append(_group_line(it.group))
+            current = it.group
+            lines.append(it.line())
+        parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
 

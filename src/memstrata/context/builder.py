@@ -9,16 +9,20 @@ in the recent window, and capped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..records import MemoryRecord
 from ..scope import Scope
 from ..search.hit import SearchHit
+from ..store.base import Vector
 from .assemble import AssembledContext, ContextItem, HistoryTurn, assemble
 from .budget import allocate, estimate_task
+from .config import ContextConfig
+from .dates import format_date
+from .temporal import Period, resolve_period
 
 __all__ = ["ContextRequest", "ContextSources", "build"]
 
@@ -33,8 +37,14 @@ class ContextSources(Protocol):
     def working(self, scope: Scope) -> tuple[MemoryRecord, str] | None: ...
     def history(self, scope: Scope) -> list[MemoryRecord]: ...
     def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]: ...
-    def facts(self, scope: Scope, query: str, limit: int) -> list[tuple[MemoryRecord, float]]: ...
-    def relevant(self, scope: Scope, query: str, limit: int) -> list[SearchHit]: ...
+    def embed_query(self, query: str) -> Vector: ...
+    def facts(self, scope: Scope, vector: Vector, limit: int
+              ) -> list[tuple[MemoryRecord, float]]: ...
+    def relevant(self, scope: Scope, query: str, limit: int, vector: Vector, *,
+                 facts: bool = False, period: Period | None = None) -> list[SearchHit]: ...
+    def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]: ...
+    def neighbours(self, scope: Scope, record: MemoryRecord, after: bool
+                   ) -> list[MemoryRecord]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +57,7 @@ class ContextRequest:
     relevant_k: int | None = None   # default: as many as the budget could hold (≥ 30)
     summaries_k: int = 3
     facts_k: int = 20
+    config: ContextConfig = field(default_factory=ContextConfig)
 
     @property
     def relevant_limit(self) -> int:
@@ -63,7 +74,44 @@ def _speaker_text(rec: MemoryRecord) -> str:
     return f"{name}: {rec.text}"
 
 
+def _is_message(rec: MemoryRecord) -> bool:
+    return rec.type.value == "message"
+
+
+def _asks(text: str) -> bool:
+    return "?" in text or "？" in text
+
+
+def _scored_hits(req: ContextRequest, hits: Sequence[SearchHit], dated: Sequence[SearchHit],
+                 extra: Mapping[str, tuple[MemoryRecord, float]]
+                 ) -> list[tuple[MemoryRecord, float, str]]:
+    """Every candidate once, with its final score: the hit's, plus the session and date
+    boosts, plus turns brought in by digests and neighbours (at their own, lower score)."""
+    cfg = req.config
+    out: dict[str, tuple[MemoryRecord, float, str]] = {}
+    for h in hits:
+        out.setdefault(h.record.id, (h.record, h.score, h.layer))
+    if dated and cfg.temporal_boost:
+        top = max(h.score for h in dated) or 1.0
+        for h in dated:
+            rec, score, layer = out.get(h.record.id, (h.record, 0.0, h.layer))
+            out[h.record.id] = (rec, score + cfg.temporal_boost * h.score / top, layer)
+    for rid, (rec, score) in extra.items():
+        if rid not in out:
+            out[rid] = (rec, score, "messages")
+    if cfg.session_boost:
+        per_session: dict[str, float] = {}
+        for rec, score, _ in out.values():
+            if rec.session and _is_message(rec):
+                per_session[rec.session] = per_session.get(rec.session, 0.0) + score
+        best = max(per_session.values(), default=0.0) or 1.0
+        out = {rid: (rec, score + cfg.session_boost * per_session.get(rec.session or "", 0.0)
+                     / best, layer) for rid, (rec, score, layer) in out.items()}
+    return sorted(out.values(), key=lambda t: -t[1])
+
+
 def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> list[ContextItem]:
+    cfg = req.config
     items: list[ContextItem] = []
     seen: set[str] = set()
 
@@ -72,53 +120,109 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
         if rec.id in seen:
             return
         seen.add(rec.id)
+        group = (format_date(rec.observed_at, rec.text)
+                 if cfg.compact_dates and block == "relevant" and _is_message(rec) else None)
         items.append(ContextItem(block, text or _speaker_text(rec), layer, score, rec.id,
-                                 rec.source_ids or (rec.id,), rec.observed_at, priority))
+                                 rec.source_ids or (rec.id,), rec.observed_at, priority,
+                                 group=group))
 
     for rank, rec in enumerate(got["key"]):
         origin_user = rec.metadata.get("origin", "user") == "user"
-        add("key", rec, 1.0 - rank * 1e-3, "key", priority=3 if origin_user else 2)
+        if origin_user or cfg.auto_key:
+            add("key", rec, 1.0 - rank * 1e-3, "key", priority=3 if origin_user else 2)
     working = got["working"]
     if working is not None:
         add("working", working[0], 1.0, "working", text=working[1], priority=1)
-    # A summary, episode or cluster made only of turns that are shown anyway repeats them.
-    shown = set(window_ids) | {h.record.id for h in got["relevant"]
-                               if h.record.type.value == "message"}
+    candidates: list[tuple[MemoryRecord, float, str]] = got["candidates"]
+    # A summary, episode, cluster or fact made only of turns that are shown anyway repeats
+    # them.
+    shown = set(window_ids) | {rec.id for rec, _, _ in candidates if _is_message(rec)}
 
     def redundant(rec: MemoryRecord) -> bool:
-        return (rec.type.value in _DIGESTS and bool(rec.source_ids)
+        kinds = _DIGESTS | ({"fact"} if cfg.skip_facts_shown else set())
+        return (rec.type.value in kinds and bool(rec.source_ids)
                 and set(rec.source_ids) <= shown)
 
     # The newest summaries are background: they fill what relevant memories leave (a
     # summary that is relevant to the query arrives through the search with its own score).
-    for rec in got["summaries"]:
-        if not redundant(rec):
-            add("summaries", rec, 0.05, "summaries")
+    if cfg.background_summaries:
+        for rec in got["summaries"]:
+            if not redundant(rec):
+                add("summaries", rec, 0.05, "summaries")
     for rec, score in got["facts"]:
-        add("facts", rec, score, "semantic")
-    for hit in got["relevant"]:
-        if hit.record.type.value == "message" and hit.record.id in window_ids:
+        if not redundant(rec):
+            add("facts", rec, score, "semantic")
+    for rec, score, layer in candidates:
+        if _is_message(rec) and rec.id in window_ids:
             continue  # already in the recent turns
-        if not redundant(hit.record):
-            add("relevant", hit.record, hit.score, hit.layer)
+        if rec.type.value in _DIGESTS and cfg.digests != "keep":
+            continue
+        if redundant(rec):
+            continue
+        add("facts" if rec.type.value == "fact" else "relevant", rec, score, layer)
     return items
+
+
+def _gather(sources: ContextSources, req: ContextRequest, query: str, user_scope: Scope,
+            got: dict[str, Any]) -> None:
+    """The search side: hits, hits in the period the question names, digests' and
+    neighbours' turns, facts; stored into ``got``."""
+    cfg = req.config
+    vector = sources.embed_query(query)
+    facts_job = (_POOL.submit(sources.facts, user_scope, vector, req.facts_k)
+                 if cfg.facts == "similar" else None)
+    hits = sources.relevant(user_scope, query, req.relevant_limit, vector,
+                            facts=cfg.facts == "search")
+    dated: list[SearchHit] = []
+    if cfg.temporal_boost and hits:
+        anchor = max(h.record.observed_at for h in hits)
+        period = resolve_period(query, anchor)
+        if period is not None:
+            dated = sources.relevant(user_scope, query, max(10, req.relevant_limit // 3),
+                                     vector, facts=False, period=period)
+    extra: dict[str, tuple[MemoryRecord, float]] = {}
+    have = {h.record.id for h in hits}
+    if cfg.digests == "expand":
+        wanted: dict[str, float] = {}
+        for h in hits:
+            if h.record.type.value in _DIGESTS:
+                for sid in h.record.source_ids:
+                    if sid not in have:
+                        wanted[sid] = max(wanted.get(sid, 0.0), cfg.digest_weight * h.score)
+        if wanted:
+            for rec in sources.records(user_scope, list(wanted)):
+                if _is_message(rec):
+                    extra[rec.id] = (rec, wanted[rec.id])
+    if cfg.neighbour_hits:
+        top = [h for h in hits if _is_message(h.record)][:cfg.neighbour_hits]
+        futures = [(h, _POOL.submit(sources.neighbours, user_scope, h.record, _asks(h.text)))
+                   for h in top]
+        for h, fut in futures:
+            for rec in fut.result():
+                if rec.id not in have:
+                    score = cfg.neighbour_weight * h.score
+                    if score > extra.get(rec.id, (rec, 0.0))[1]:
+                        extra[rec.id] = (rec, score)
+    got["candidates"] = _scored_hits(req, hits, dated, extra)
+    if facts_job is not None:
+        got["facts"] = facts_job.result()
 
 
 def build(sources: ContextSources, req: ContextRequest, count: Callable[[str], int]
           ) -> AssembledContext:
     scope = req.scope
     user_scope = scope.user_scope.with_agent(scope.agent)
-    jobs: dict[str, Future[Any]] = {
+    jobs: dict[str, Future[Any] | None] = {
         "key": _POOL.submit(sources.key, user_scope),
-        "working": _POOL.submit(sources.working, scope) if scope.session else None,  # type: ignore[dict-item]
-        "history": _POOL.submit(sources.history, scope) if scope.session else None,  # type: ignore[dict-item]
-        "summaries": _POOL.submit(sources.summaries, user_scope, req.summaries_k),
+        "working": _POOL.submit(sources.working, scope) if scope.session else None,
+        "history": _POOL.submit(sources.history, scope) if scope.session else None,
+        "summaries": (_POOL.submit(sources.summaries, user_scope, req.summaries_k)
+                      if req.config.background_summaries else None),
     }
+    got: dict[str, Any] = {"facts": [], "candidates": [], "working": None, "history": [],
+                           "summaries": []}
     if req.query:
-        jobs["facts"] = _POOL.submit(sources.facts, user_scope, req.query, req.facts_k)
-        jobs["relevant"] = _POOL.submit(sources.relevant, user_scope, req.query,
-                                        req.relevant_limit)
-    got: dict[str, Any] = {"facts": [], "relevant": [], "working": None, "history": []}
+        _gather(sources, req, req.query, user_scope, got)
     for name, fut in jobs.items():
         if fut is not None:
             got[name] = fut.result()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..filters import Filters
 from ..jobs import Job
+from ..layers._build import query_vector
 from ..layers.stack import CLUSTER_HITS, LayerStack
 from ..layers.working import render as render_task
 from ..records import MemoryRecord, RecordType, new_id
 from ..scope import Scope
 from ..search.hit import SearchHit
+from ..store.base import Vector
+from .temporal import Period
 
 __all__ = ["LayerSources", "RELEVANT_TYPES"]
 
@@ -22,13 +25,19 @@ RELEVANT_TYPES = frozenset({RecordType.MESSAGE, RecordType.EPISODE, RecordType.C
 
 _SUMMARIES = Filters(types=frozenset({RecordType.SUMMARY}))
 
-Search = Callable[[Scope, str, int, Filters], list[SearchHit]]
+_FACTS = frozenset({RecordType.FACT})
+_MESSAGES = frozenset({RecordType.MESSAGE})
+
+Search = Callable[[Scope, str, int, Filters, Vector], list[SearchHit]]
 
 
 class LayerSources:
     def __init__(self, layers: LayerStack, search: Search) -> None:
         self._layers = layers
         self._search = search
+
+    def embed_query(self, query: str) -> Vector:
+        return query_vector(self._layers.ctx, query)
 
     def key(self, scope: Scope) -> list[MemoryRecord]:
         return self._layers.key.list(scope)
@@ -50,14 +59,40 @@ class LayerSources:
         # Newest first straight from the store: a long-lived user has hundreds.
         return self._layers.ctx.store.list(scope, _SUMMARIES, limit=limit, newest_first=True)
 
-    def facts(self, scope: Scope, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
-        facts = self._layers.facts.relevant(scope, query, limit)
+    def facts(self, scope: Scope, vector: Vector, limit: int
+              ) -> list[tuple[MemoryRecord, float]]:
+        facts = self._layers.facts.relevant(scope, vector, limit)
         # Ranked by similarity; scored to compete with mid-ranked search hits (fused scores
         # run from ~1.0 for a first place in both lists down to ~0.3).
         return [(f, 0.6 - i * 0.01) for i, f in enumerate(facts)]
 
-    def relevant(self, scope: Scope, query: str, limit: int) -> list[SearchHit]:
-        hits = self._search(scope, query, limit, Filters(types=RELEVANT_TYPES))
+    def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+        return self._layers.ctx.store.get_many(scope, ids)
+
+    def neighbours(self, scope: Scope, record: MemoryRecord, after: bool) -> list[MemoryRecord]:
+        """The turn just before ``record`` in its session and, when ``after``, the one just
+        after it."""
+        if record.session is None:
+            return []
+        store = self._layers.ctx.store
+        where = scope.with_session(record.session)
+        out = store.list(where, Filters(types=_MESSAGES, observed_before=record.observed_at),
+                         limit=1, newest_first=True)
+        if after:
+            later = store.list(where, Filters(types=_MESSAGES,
+                                              observed_after=record.observed_at),
+                               limit=2, newest_first=False)
+            out += [r for r in later if r.id != record.id][:1]
+        return out
+
+    def relevant(self, scope: Scope, query: str, limit: int, vector: Vector, *,
+                 facts: bool = False, period: Period | None = None) -> list[SearchHit]:
+        types = RELEVANT_TYPES | _FACTS if facts else RELEVANT_TYPES
+        filters = Filters(types=types)
+        if period is not None:
+            filters = Filters(types=types, observed_after=period.start,
+                              observed_before=period.end)
+        hits = self._search(scope, query, limit, filters, vector)
         clusters = [h.record.id for h in hits if h.record.type is RecordType.CLUSTER]
         if clusters:
             # PMemo counts a hit per retrieval; recorded off the read path, durably.

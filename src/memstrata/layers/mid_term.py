@@ -82,6 +82,9 @@ _COSINE_SLACK = 1e-6
 _DIGEST_WORDS = 60
 _DIGEST_MEMBERS = 30
 _CLUSTER_TYPES = frozenset({RecordType.CLUSTER})
+# A cluster keeps its member count and its newest members (digest, provenance, re-run
+# check); a list of every member would make each write grow with the user's history.
+MEMBERS_KEPT = 200
 _HITS = "hits"  # the store counter of recalls (a counter, never a version)
 
 
@@ -177,10 +180,15 @@ class ClusterState:
     promoted_key: str | None = None
     changed: bool = False
     counted: int = 0   # recalls counted by the store's ``hits`` counter (not in structured)
+    total: int = -1    # members ever (``members`` keeps only the newest); -1: len(members)
 
     @property
     def count(self) -> int:
-        return len(self.members)
+        return len(self.members) if self.total < 0 else self.total
+
+    def join(self, member: str) -> None:
+        self.total = self.count + 1
+        self.members.append(member)
 
     def heat(self, now: datetime, max_len: int, recency_hours: float) -> float:
         return heat(self.visits + self.counted, self.count, self.last_visit or now, now,
@@ -195,6 +203,7 @@ def _state(record: MemoryRecord) -> ClusterState:
     s = record.content.structured
     return ClusterState(
         record=record, id=record.id, members=[str(m) for m in s.get("members", [])],
+        total=int(s.get("count", len(s.get("members", [])))),
         centroid=np.asarray(s.get("centroid", []), dtype=np.float64),
         hits=int(s.get("hits", 0)), visits=int(s.get("visits", 0)),
         last_visit=_time(s.get("last_visit")), time_start=_time(s.get("time_start")),
@@ -206,7 +215,7 @@ def _structured(state: ClusterState, model: str) -> dict[str, object]:
         return t.isoformat() if t else None
 
     return {
-        "members": list(state.members), "count": state.count,
+        "members": list(state.members[-MEMBERS_KEPT:]), "count": state.count,
         "centroid": [round(float(x), 7) for x in state.centroid], "model": model,
         "hits": state.hits, "visits": state.visits, "interaction_length": state.count,
         "last_visit": iso(state.last_visit), "time_start": iso(state.time_start),
@@ -257,50 +266,94 @@ class MidTermService:
     def absorb(self, scope: Scope, messages: Sequence[MemoryRecord]) -> list[str]:
         """Cluster turns that left short-term; returns the ids of the clusters touched.
 
-        Idempotent: a turn that is already a member of any cluster (even an evicted or
-        merged-away one) is skipped, so a job that runs twice writes nothing the second time.
-        Acknowledgements are not clustered (nothing to recall).
+        Each turn reaches absorb once (its job's share of the overflow, or the window at
+        session end). A turn is assigned through the store's vector index (a cluster's index
+        vector is its normalised centroid), so only the clusters it may join are loaded, not
+        all of them; all active clusters are loaded only when a new one must be opened at the
+        cap. Idempotent: a turn already among the newest members of the cluster it would
+        join is skipped, so a job re-run writes nothing new. Acknowledgements are not
+        clustered (nothing to recall).
         """
         uscope = self._scope(scope)
-        # Only the active clusters (at most ``max_clusters``) are read: each turn reaches
-        # absorb once (its job's share of the overflow, or the window at session end), so
-        # this check only guards a job re-run, whose turns sit in the clusters they joined.
-        every = self.clusters(scope)
-        done = {m for r in every for m in r.content.structured.get("members", [])}
         cfg = self._ctx.config
+        seen: set[str] = set()
         fresh: list[MemoryRecord] = []
         for m in messages:
-            if (m.type is RecordType.MESSAGE and m.is_active and m.id not in done
+            if (m.type is RecordType.MESSAGE and m.is_active and m.id not in seen
                     and not is_acknowledgement(m.text, max_chars=cfg.ack_max_chars)):
                 fresh.append(m)
-                done.add(m.id)
+                seen.add(m.id)
         if not fresh:
             return []
-        active = self._load(scope, [r for r in every if r.is_active])
-        dropped: list[tuple[ClusterState, str]] = []
         vectors = self._ctx.embedder_for(uscope).embed_batch([m.text for m in fresh])
         now = self._ctx.clock.now()
+        touched: dict[str, ClusterState] = {}   # loaded or opened in this call
+        retired: set[str] = set()
+        dropped: list[tuple[ClusterState, str]] = []
+        active_count = self._ctx.store.count(uscope, Filters(types=_CLUSTER_TYPES))
+        everything_loaded = False
         for message, vector in zip(fresh, vectors, strict=True):
-            idx = assign(vector, [c.centroid for c in active], cfg.cluster_join_cosine)
-            if idx is None:
-                if len(active) >= cfg.max_clusters:
-                    dropped.append(self._free_slot(active, now))
-                target = ClusterState(record=None, id=new_id(), members=[],
-                                      centroid=np.zeros(len(vector)), changed=True)
-                active.append(target)
-            else:
-                target = active[idx]
+            unit = _unit(vector)
+            best: ClusterState | None = None
+            best_sim = -math.inf
+            found = self._ctx.store.vector_search(uscope, unit.astype(np.float32),
+                                                  len(touched) + len(retired) + 1,
+                                                  Filters(types=_CLUSTER_TYPES))
+            hit = False
+            for cand in found:
+                if cand.id in touched or cand.id in retired:
+                    continue
+                try:
+                    record = self._ctx.store.get(uscope, cand.id)
+                except NotFoundError:
+                    continue
+                touched[cand.id] = self._load(scope, [record])[0]
+                hit = True
+                break
+            stored = sum(st.record is not None for st in touched.values())
+            if not hit and not everything_loaded and active_count > stored:
+                # the index gave none of the clusters there are (vectors of another model
+                # after a re-embedding): load them all once, centroids rebuilt by _load
+                rest = [r for r in self.clusters(scope)
+                        if r.id not in touched and r.id not in retired]
+                touched.update((st.id, st) for st in self._load(scope, rest))
+                everything_loaded = True
+            for st in touched.values():
+                sim = float(np.dot(_unit(st.centroid), unit)) if st.count else -math.inf
+                if sim > best_sim:
+                    best, best_sim = st, sim
+            if best is None or best_sim < cfg.cluster_join_cosine - _COSINE_SLACK:
+                if active_count >= cfg.max_clusters:
+                    if not everything_loaded:
+                        rest = [r for r in self.clusters(scope)
+                                if r.id not in touched and r.id not in retired]
+                        touched.update((st.id, st) for st in self._load(scope, rest))
+                        everything_loaded = True
+                    pool = list(touched.values())
+                    victim, reason = self._free_slot(pool, now)
+                    dropped.append((victim, reason))
+                    retired.add(victim.id)
+                    del touched[victim.id]
+                    active_count -= 1
+                best = ClusterState(record=None, id=new_id(), members=[],
+                                    centroid=np.zeros(len(vector)), changed=True)
+                touched[best.id] = best
+                active_count += 1
+            elif message.id in best.members:
+                continue  # a re-run: this turn is in the cluster already
+            target = best
             target.centroid = update_centroid(target.centroid, target.count, vector)
-            target.members.append(message.id)
+            target.join(message.id)
             target.visits += 1
             target.last_visit = now
             target.time_start = min(filter(None, (target.time_start, message.observed_at)))
             target.time_end = max(filter(None, (target.time_end, message.observed_at)))
             target.changed = True
-        self._write(uscope, [c for c in active if c.changed], now)
+        changed = [c for c in touched.values() if c.changed]
+        self._write(uscope, changed, now)
         for state, reason in dropped:
             self._retire(uscope, state, reason, now)
-        return [c.id for c in active if c.changed]
+        return [c.id for c in changed]
 
     def _free_slot(self, active: list[ClusterState], now: datetime) -> tuple[ClusterState, str]:
         cfg = self._ctx.config
@@ -313,7 +366,8 @@ class MidTermService:
             keep = active[action.keep]
             keep.centroid = merge_centroids(keep.centroid, keep.count, victim.centroid,
                                             victim.count)
-            keep.members.extend(victim.members)
+            keep.total = keep.count + victim.count
+            keep.members = [*victim.members, *keep.members][-MEMBERS_KEPT:]
             keep.hits += victim.hits
             keep.visits += victim.visits
             keep.time_start = min(filter(None, (keep.time_start, victim.time_start)),
@@ -354,7 +408,8 @@ class MidTermService:
                     content=Content(text, structured=structured), created_at=now,
                     updated_at=now, observed_at=st.time_end or now, embedding_model=model,
                     embedding_dims=dims, source=Source.SYSTEM_GENERATED,
-                    access=AccessControl(visibility=vis), source_ids=tuple(st.members),
+                    access=AccessControl(visibility=vis),
+                    source_ids=tuple(st.members[-MEMBERS_KEPT:]),
                     content_hash=content_hash(text))
                 inserts.append(RecordWrite(record, vector, tuple(tokenize(text))))
             else:
@@ -362,7 +417,8 @@ class MidTermService:
                 record = replace(old, content=Content(text, structured=structured),
                                  version=old.version + 1, updated_at=now,
                                  observed_at=st.time_end or old.observed_at,
-                                 source_ids=tuple(st.members), content_hash=content_hash(text),
+                                 source_ids=tuple(st.members[-MEMBERS_KEPT:]),
+                                 content_hash=content_hash(text),
                                  embedding_model=model, embedding_dims=dims)
                 self._ctx.store.replace(uscope, RecordWrite(record, vector, tuple(tokenize(text))),
                                         expected_version=old.version)

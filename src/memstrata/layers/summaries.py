@@ -62,6 +62,7 @@ log = logging.getLogger("memstrata.layers.summaries")
 
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter (any script)
 _SUMMARY_TYPES = frozenset({RecordType.SUMMARY})
+_ROLLING_IDS = 200  # newest turns named in a rolling summary's source_ids
 
 
 # --- pure rules ----------------------------------------------------------------------------
@@ -298,12 +299,16 @@ class SummaryService:
         if current is not None:
             texts = [f"Earlier: {current.text}", *texts]
         text, provider = self.summarize(texts)
-        ids = (*(current.source_ids if current else ()), *(m.id for m in fresh))
+        # Provenance keeps the newest turns folded in (a list of every turn would make each
+        # version grow with the session); ``turns`` counts them all.
+        ids = (*(current.source_ids if current else ()), *(m.id for m in fresh))[-_ROLLING_IDS:]
+        folded = int(current.content.structured.get("turns", len(current.source_ids))
+                     ) if current is not None else 0
         start = (current.content.structured.get("time_start") if current
                  else fresh[0].observed_at.isoformat())
         structured: dict[str, object] = {
             "kind": "rolling", "session": scope.session, "time_start": start,
-            "time_end": fresh[-1].observed_at.isoformat(), "turns": len(ids),
+            "time_end": fresh[-1].observed_at.isoformat(), "turns": folded + len(fresh),
         }
         record = self._record(scope, rid, text, fresh, structured, "rolling", provider)
         record = replace(record, source_ids=ids)

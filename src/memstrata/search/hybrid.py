@@ -6,14 +6,16 @@ and identical for every store. The lexical and dense lists are fetched concurren
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
+import numpy.typing as npt
 
 from ..embedder.base import Embedder
 from ..filters import Filters
+from ..records import MemoryRecord
 from ..scope import Scope
 from ..store.base import Candidate, Store
 from .config import SearchConfig
@@ -28,8 +30,20 @@ __all__ = ["search"]
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memstrata-search")
 
 
+def _touched(rec: MemoryRecord, now: datetime) -> MemoryRecord:
+    """``rec`` as the touch left it (access count + 1), without re-validating every field:
+    the record was validated when it was decoded and only two counters change."""
+    out = object.__new__(type(rec))
+    for f in dataclasses.fields(rec):
+        object.__setattr__(out, f.name, getattr(rec, f.name))
+    object.__setattr__(out, "access_count", rec.access_count + 1)
+    object.__setattr__(out, "last_accessed_at", now)
+    return out
+
+
 def _candidates(store: Store, embedder: Embedder, scope: Scope, query: str, pool: int,
-                filters: Filters, config: SearchConfig) -> dict[str, list[Candidate]]:
+                filters: Filters, config: SearchConfig,
+                vector: npt.NDArray[np.float32] | None = None) -> dict[str, list[Candidate]]:
     lists: dict[str, list[Candidate]] = {}
     lexical = None
     if config.mode in ("hybrid", "lexical"):
@@ -37,7 +51,8 @@ def _candidates(store: Store, embedder: Embedder, scope: Scope, query: str, pool
         if terms:
             lexical = _POOL.submit(store.lexical_search, scope, terms, pool, filters)
     if config.mode in ("hybrid", "dense"):
-        vector = embedder.embed_batch([query], query=True)[0]
+        if vector is None:
+            vector = embedder.embed_batch([query], query=True)[0]
         lists["dense"] = store.vector_search(scope, vector, pool, filters)
     if config.mode in ("hybrid", "lexical"):
         lists["lexical"] = lexical.result() if lexical is not None else []
@@ -51,29 +66,70 @@ def _fuse(lists: dict[str, list[Candidate]], config: SearchConfig) -> list[Fused
     return reciprocal_rank_fusion(lists, weights, k=config.rrf_k)
 
 
+def _needs_records(config: SearchConfig) -> bool:
+    """Whether ranking reads record fields (score terms, MMR), so every candidate is loaded."""
+    return bool(config.recency_weight or config.importance_weight or config.access_weight
+                or config.mmr_lambda is not None)
+
+
+def _terms(rec: MemoryRecord, relevance: float, now: datetime,
+           config: SearchConfig) -> tuple[float, dict[str, float]]:
+    terms = {
+        "relevance": relevance,
+        "recency": recency(rec.observed_at, now, config.half_life_days),
+        "importance": rec.importance,
+        "access": access_heat(rec, config.hot_accesses),
+    }
+    final = (relevance + config.recency_weight * terms["recency"]
+             + config.importance_weight * terms["importance"]
+             + config.access_weight * terms["access"])
+    return final, terms
+
+
+def _load_ranked(store: Store, scope: Scope, fused: list[Fused], top_k: int
+                 ) -> tuple[list[Fused], dict[str, MemoryRecord]]:
+    """Records of the best ``top_k`` fused candidates only, in fused order.
+
+    Decoding a record costs far more than ranking it, and a Chinese query (common words) or a
+    large pool brings ~150 candidates, of which top_k are returned. Candidates whose record
+    has gone (deleted between the two reads) are skipped and the next ones loaded.
+    """
+    chosen: list[Fused] = []
+    by_id: dict[str, MemoryRecord] = {}
+    start = 0
+    while len(chosen) < top_k and start < len(fused):
+        batch = fused[start:start + (top_k - len(chosen))]
+        start += len(batch)
+        found = {r.id: r for r in store.get_many(scope, [f.id for f in batch])}
+        for f in batch:
+            if f.id in found:
+                chosen.append(f)
+                by_id[f.id] = found[f.id]
+    return chosen, by_id
+
+
 def search(store: Store, embedder: Embedder, scope: Scope, query: str, *, top_k: int,
            filters: Filters, config: SearchConfig, now: datetime,
-           explain: bool = False) -> list[SearchHit]:
+           explain: bool = False, vector: npt.NDArray[np.float32] | None = None
+           ) -> list[SearchHit]:
+    """Hybrid search; ``vector`` is the query's embedding when the caller already has it."""
     pool = max(config.min_pool, config.pool_factor * top_k)
-    lists = _candidates(store, embedder, scope, query, pool, filters, config)
-    fused = _fuse(lists, config)
-    by_id = {r.id: r for r in store.get_many(scope, [f.id for f in fused])}
+    lists = _candidates(store, embedder, scope, query, pool, filters, config, vector)
+    fused = [f for f in _fuse(lists, config) if f.score >= config.min_relevance]
     scored: list[tuple[float, Fused, dict[str, float]]] = []
-    for f in fused:
-        rec = by_id.get(f.id)
-        if rec is None or f.score < config.min_relevance:
-            continue
-        terms = {
-            "relevance": f.score,
-            "recency": recency(rec.observed_at, now, config.half_life_days),
-            "importance": rec.importance,
-            "access": access_heat(rec, config.hot_accesses),
-        }
-        final = (f.score + config.recency_weight * terms["recency"]
-                 + config.importance_weight * terms["importance"]
-                 + config.access_weight * terms["access"])
-        scored.append((final, f, terms))
-    scored.sort(key=lambda t: (-t[0], t[1].id))
+    if not _needs_records(config):
+        ranked, by_id = _load_ranked(store, scope, fused, top_k)
+        for f in ranked:
+            final, terms = _terms(by_id[f.id], f.score, now, config)
+            scored.append((final, f, terms))
+    else:
+        by_id = {r.id: r for r in store.get_many(scope, [f.id for f in fused])}
+        for f in fused:
+            rec = by_id.get(f.id)
+            if rec is not None:
+                final, terms = _terms(rec, f.score, now, config)
+                scored.append((final, f, terms))
+        scored.sort(key=lambda t: (-t[0], t[1].id))
 
     penalties: dict[str, float] = {}
     if config.mmr_lambda is not None and len(scored) > 1:
@@ -89,8 +145,7 @@ def search(store: Store, embedder: Embedder, scope: Scope, query: str, *, top_k:
         store.touch(scope, ids, now)
     hits: list[SearchHit] = []
     for final, f, terms in chosen:
-        rec = replace(by_id[f.id], access_count=by_id[f.id].access_count + 1,
-                      last_accessed_at=now)
+        rec = _touched(by_id[f.id], now)
         explanation = None
         if explain:
             explanation = {

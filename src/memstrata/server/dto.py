@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..codec import record_to_dict
 from ..context.assemble import AssembledContext, ContextItem
@@ -24,8 +24,19 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 Id = Annotated[str, Field(min_length=1, max_length=256)]
 
 
+def _time_text(value: Any) -> Any:
+    # Request models are strict (no "1" for 1, no false for 0), but a time arrives in JSON
+    # as an ISO 8601 string; a number is refused rather than read as a Unix timestamp.
+    if not isinstance(value, str):
+        raise ValueError("a time must be an ISO 8601 string such as 2024-05-08T13:00:00Z")
+    return value
+
+
+Time = Annotated[datetime, Field(strict=False), BeforeValidator(_time_text)]
+
+
 class Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 RoleName = Literal["user", "assistant", "system", "tool"]
@@ -57,7 +68,7 @@ LayerName = Literal[
 class MessageIn(Request):
     role: RoleName
     content: Text
-    observed_at: datetime | None = Field(
+    observed_at: Time | None = Field(
         None, description="When it was said (ISO 8601); default now. Naive times are UTC."
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -75,7 +86,7 @@ class MemoryIn(Request):
     tags: list[Annotated[str, Field(max_length=256)]] = Field(default_factory=list, max_length=100)
     metadata: dict[str, Any] = Field(default_factory=dict)
     source: SourceName = "explicit_user_input"
-    observed_at: datetime | None = None
+    observed_at: Time | None = None
     visibility: VisibilityName | None = None
     source_ids: list[Id] = Field(default_factory=list, max_length=1000)
     dedup: bool = True

@@ -34,7 +34,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -61,7 +61,6 @@ __all__ = [
     "StoreStats",
     "UnitOfWork",
     "Vector",
-    "with_current_counters",
 ]
 
 Vector = npt.NDArray[np.float32]
@@ -394,13 +393,3 @@ class Store(StoreMeta, RecordStore, CandidateSearch, EmbeddingCacheStore, JobQue
         """A :class:`UnitOfWork`; commits when the ``with`` block ends without an error."""
         ...
 
-
-def with_current_counters(versions: list[MemoryRecord]) -> list[MemoryRecord]:
-    """Counters are not versions: every version of a history shows the record's current
-    access count and last access (as the SQLite reference, whose history is deltas from
-    the current row, does)."""
-    if len(versions) < 2:
-        return versions
-    last = versions[-1]
-    return [replace(v, access_count=last.access_count, last_accessed_at=last.last_accessed_at)
-            for v in versions[:-1]] + [last]

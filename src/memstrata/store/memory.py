@@ -29,7 +29,6 @@ from .base import (
     StoreStats,
     UnitOfWork,
     Vector,
-    with_current_counters,
 )
 
 __all__ = ["InMemoryStore"]
@@ -252,7 +251,7 @@ class InMemoryStore:
         entry = self._visible(scope, record_id)
         if entry is None:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return with_current_counters([*entry.history, entry.record])
+        return [*entry.history, entry.record]
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:

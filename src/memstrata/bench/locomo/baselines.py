@@ -15,6 +15,7 @@ line that does not fit is left out.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
@@ -40,8 +41,15 @@ def format_date(when: datetime) -> str:
     return f"{when.day} {when.strftime('%B')} {when.year}, {hour}:{when.minute:02d} {ampm}"
 
 
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
 def format_line(text: str, when: datetime | None, speaker: str | None = None) -> str:
-    head = f"[{format_date(when)}] " if when is not None else ""
+    """``[8 May 2023, 1:56 pm] Speaker: text``; Chinese text gets ``[2023年5月8日 13:56]``."""
+    if when is not None and _CJK.search(text):
+        head = f"[{when.year}年{when.month}月{when.day}日 {when.strftime('%H:%M')}] "
+    else:
+        head = f"[{format_date(when)}] " if when is not None else ""
     who = f"{speaker}: " if speaker and not text.startswith(f"{speaker}:") else ""
     return f"{head}{who}{text}"
 

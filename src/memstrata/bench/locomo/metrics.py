@@ -5,7 +5,8 @@
 - answer recall in context = |T(answer) ∩ T(context)| / |T(answer)|, where T is LoCoMo's
   normalisation (``task_eval/evaluation.py``): drop commas, lower-case, drop punctuation,
   drop the words a/an/the/and (LoCoMo's code removes "and" too), split on whitespace,
-  Porter-stem each token (nltk's ``PorterStemmer``, which needs no download);
+  Porter-stem each token (nltk's ``PorterStemmer``, which needs no download); a word that
+  holds Chinese (or other CJK) characters counts by its character bigrams instead;
 - p50/p95 by linear interpolation between closest ranks (numpy's default).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -54,9 +56,35 @@ def _stem(token: str) -> str:
     return str(_stemmer().stem(token))
 
 
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+
+
+def _bigrams(word: str) -> list[str]:
+    """Character bigrams of each punctuation-free stretch of ``word`` (a lone char: itself)."""
+    out: list[str] = []
+    part: list[str] = []
+    for ch in [*word, "。"]:
+        if not unicodedata.category(ch).startswith(("P", "S")):
+            part.append(ch)
+            continue
+        if len(part) == 1:
+            out.append(part[0])
+        out.extend(part[i] + part[i + 1] for i in range(len(part) - 1))
+        part = []
+    return out
+
+
 def answer_tokens(text: str) -> list[str]:
-    """Normalised, Porter-stemmed tokens of an answer (duplicates kept, order kept)."""
-    return [_stem(t) for t in normalize_answer(text).split()]
+    """Normalised, Porter-stemmed tokens of an answer (duplicates kept, order kept).
+
+    A word with CJK characters in it (Chinese is written without spaces) becomes the
+    character bigrams of its stretches between punctuation: ``"2024年5月8日"`` →
+    ``20, 02, 24, 4年, ...``.
+    """
+    out: list[str] = []
+    for word in normalize_answer(text).split():
+        out.extend(_bigrams(word) if _CJK.search(word) else [_stem(word)])
+    return out
 
 
 def context_tokens(text: str) -> frozenset[str]:

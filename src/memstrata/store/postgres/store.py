@@ -38,7 +38,6 @@ from ..base import (
     StoreStats,
     UnitOfWork,
     Vector,
-    with_current_counters,
 )
 from ..sqlite.codec import (
     COLUMNS,
@@ -421,7 +420,7 @@ class PostgresStore:
             old = c.execute(f"SELECT {_COLS} FROM record_versions WHERE tenant = %s AND "
                             '"user" = %s AND id = %s ORDER BY version',
                             (scope.tenant, scope.user, record_id)).fetchall()
-        return with_current_counters([decode_record(r) for r in [*old, rows[0]]])
+        return [decode_record(r) for r in [*old, rows[0]]]
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:

@@ -650,7 +650,8 @@ class SQLiteStore:
         sw, sa = scope_sql(scope, "r.")
         fw, fa = filters_sql(filters, "r.")
         python = needs_python(filters)
-        sql = (f"SELECT r.*, -bm25(lexical, {BM25_WEIGHTS}) AS score FROM lexical "
+        cols = "r.*" if python else "r.id"  # decoding is only needed to filter in Python
+        sql = (f"SELECT {cols}, -bm25(lexical, {BM25_WEIGHTS}) AS score FROM lexical "
                f"JOIN records r ON r.seq = lexical.rowid WHERE lexical MATCH ? AND {sw} AND {fw} "
                f"ORDER BY bm25(lexical, {BM25_WEIGHTS}), r.seq")
         args: list[Any] = [expr, *sa, *fa]

@@ -1,0 +1,1 @@
+"""A synthetic multi-session conversational evaluation set (English and Chinese)."""

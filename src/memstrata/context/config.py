@@ -1,0 +1,73 @@
+"""How ``build_context`` chooses what to show.
+
+Every lever here was measured on LoCoMo and on the synthetic conversational set
+(``memstrata bench locomo`` / ``bench convo``, English and Chinese). None helped on all of
+them beyond noise (README, "Context levers"), so the defaults keep the measured behaviour and
+the levers are opt-in: ``Memory.context_config = ContextConfig(neighbour_hits=10, ...)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import ValidationError
+
+__all__ = ["ContextConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextConfig:
+    # Profile facts: "search" = facts compete in the one hybrid search with everything else
+    # (and the query is embedded once); "similar" = a separate vector search for facts
+    # with a fixed mid-rank score (the behaviour before); "off" = no facts block.
+    facts: Literal["search", "similar", "off"] = "similar"
+    # A fact whose source turns are all candidates repeats them (off: a candidate turn may
+    # still be cut by the budget, and then the fact was the only copy).
+    skip_facts_shown: bool = False
+    # Relevant past turns grouped under one date line per day instead of a date on each line.
+    compact_dates: bool = False
+    # Summaries/episodes/clusters found by the search: "keep" = shown as they are; "expand" =
+    # replaced by their source turns (scored ``digest_weight`` × the digest's score), which
+    # then compete turn by turn; "off" = left out.
+    digests: Literal["keep", "expand", "off"] = "keep"
+    digest_weight: float = 0.5
+    # Each of the best ``neighbour_hits`` turn hits brings the turn before it (the question
+    # it answers) and, when it asks something, the turn after it (the answer), scored
+    # ``neighbour_weight`` × the hit's score.
+    neighbour_hits: int = 0
+    neighbour_weight: float = 0.5
+    # Turns of the sessions where the best hits are get up to this much added to their score.
+    session_boost: float = 0.0
+    # Dates in the question ("in May 2023", "last May", "2023年5月") resolved against the
+    # newest date in the hits: turns from that period are searched for as well and boosted.
+    temporal_boost: float = 0.0
+    # Newest summaries as background filler (they only use what relevant memories leave).
+    background_summaries: bool = True
+    # Key memory promoted automatically from hot clusters (user-set key memory always shows).
+    auto_key: bool = True
+
+    def __post_init__(self) -> None:
+        if self.facts not in ("search", "similar", "off"):
+            raise ValidationError("ContextConfig.facts must be 'search', 'similar' or 'off'")
+        if self.digests not in ("keep", "expand", "off"):
+            raise ValidationError("ContextConfig.digests must be 'keep', 'expand' or 'off'")
+        for name in ("digest_weight", "neighbour_weight", "session_boost", "temporal_boost"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 10.0:
+                raise ValidationError(f"ContextConfig.{name} must be in [0, 10], got {value!r}")
+        if self.neighbour_hits < 0:
+            raise ValidationError("ContextConfig.neighbour_hits must be >= 0")
+
+    @classmethod
+    def before(cls) -> ContextConfig:
+        """The behaviour before the levers (for before/after measurements)."""
+        return cls(
+            facts="similar",
+            skip_facts_shown=False,
+            compact_dates=False,
+            digests="keep",
+            neighbour_hits=0,
+            session_boost=0.0,
+            temporal_boost=0.0,
+        )

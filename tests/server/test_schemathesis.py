@@ -1,0 +1,107 @@
+"""Schemathesis against the running server's OpenAPI: no 5xx, no schema violations.
+
+Every operation gets a bounded number of generated requests (``MAX_EXAMPLES``), valid and
+invalid, sent with an admin key of one tenant to a real uvicorn on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+import uvicorn
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from memstrata import Memory, Scope
+from memstrata.server import create_app
+from memstrata.server.app import Limits
+from memstrata.server.keys import SQLiteKeyStore
+
+from .conftest import free_port
+
+MAX_EXAMPLES = 12
+
+
+def negative_data_rejected(ctx: Any, response: Any, case: Any) -> bool | None:
+    """schemathesis's negative-data check, with 413 also a valid rejection: a generated
+    body over the request size limit is refused before it is parsed."""
+    if response.status_code == 413:
+        return None
+    return negative_data_rejection(ctx, response, case)
+
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    negative_data_rejected,
+]
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    db = Path(tmp_path_factory.mktemp("schemathesis")) / "st.db"
+    memory = Memory(f"sqlite:///{db}", embedder="hashing", background=False)
+    keys = SQLiteKeyStore(str(db))
+    secret = keys.create("acme", role="admin").secret
+    memory.add_message(
+        Scope("acme", "alice", session="s1"), "user", "I moved to Lisbon last week and I love it"
+    )
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(memory, keys, limits=Limits(rate=0)),
+            host="127.0.0.1",
+            port=port,
+            log_config=None,
+            access_log=False,
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}", secret
+    server.should_exit = True
+    thread.join(timeout=10)
+    keys.close()
+    memory.close()
+
+
+def _spec() -> dict[str, Any]:
+    # The OpenAPI document does not depend on the data, so it is read from an app over an
+    # empty in-memory store at collection; every request goes to the running server.
+    from memstrata.server.keys import InMemoryKeyStore
+
+    with Memory("memory://", embedder="hashing", background=False) as mem:
+        return create_app(mem, InMemoryKeyStore()).openapi()
+
+
+# Imports are JSON Lines; send generated strings as their text (the server must refuse them
+# with a 4xx unless they happen to be a valid export).
+schemathesis.serializer.alias("application/x-ndjson", "text/plain")
+schema = schemathesis.openapi.from_dict(_spec())
+
+
+@schema.parametrize()
+@settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_api_conforms_to_its_openapi(case: Any, running: tuple[str, str]) -> None:
+    base, secret = running
+    case.call_and_validate(
+        base_url=base, headers={"Authorization": f"Bearer {secret}"}, timeout=120, checks=CHECKS
+    )
