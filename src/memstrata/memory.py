@@ -10,7 +10,7 @@ import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from . import maintenance as _maintenance
 from . import quotas as _quotas
@@ -67,6 +67,7 @@ from .search.hit import SearchHit, types_of_layers
 from .search.hybrid import search as hybrid_search
 from .search.tokenize import tokenize
 from .store.base import PurgeReport, RecordWrite, Store
+from .store.redis_hot import RedisHotStore, open_redis
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from .tokens import TokenCounter, estimate_tokens
@@ -134,6 +135,9 @@ class Memory:
     >>> alice = Scope(tenant="acme", user="alice", session="s1")
     >>> mem.add_message(alice, "user", "I moved to Lisbon last week")
     >>> mem.search(alice.user_scope, "where does she live?")
+
+    ``buffer="redis://host:6379/0"`` puts the hot state (recent turns, embedding cache) in
+    Redis in front of the store (write-through; see :mod:`memstrata.store.redis_hot`).
     """
 
     def __init__(self, url: str = "memory://", *, embedder: str | Embedder | None = None,
@@ -146,7 +150,7 @@ class Memory:
                  maintenance_every: timedelta | None = None,
                  retention: Retention | None = None,
                  roles: Iterable[str] = DEFAULT_ROLES,
-                 quotas: _quotas.Quotas | None = None) -> None:
+                 quotas: _quotas.Quotas | None = None, buffer: str | None = None) -> None:
         self.roles = _roles(roles)
         if quotas is not None and not isinstance(quotas, _quotas.Quotas):
             raise ValidationError("quotas must be a memstrata.quotas.Quotas")
@@ -154,7 +158,17 @@ class Memory:
         self._pii = PIIRedactor.of(pii)  # validated before the store is opened
         self._maintenance_every = _maintenance.check_interval(maintenance_every)
         self.retention = retention if retention is not None else Retention()
-        self._store = store if store is not None else open_store(url)
+        # Redis for hot state (recent turns, embedding cache): connected before the store is
+        # opened, so a Redis refusing connections fails before anything is written.
+        hot = open_redis(buffer) if buffer is not None else None
+        try:
+            self._store = store if store is not None else open_store(url)
+        except BaseException:
+            if hot is not None:
+                hot.close()
+            raise
+        if hot is not None:
+            self._store = cast(Store, RedisHotStore(self._store, hot))
         try:
             self._raw_embedder = make_embedder(embedder)
             self._embedder = CachedEmbedder(self._raw_embedder, self._store)
@@ -164,7 +178,8 @@ class Memory:
             self._store.close()
             raise
         self._clock = clock or SystemClock()
-        self.audit = AuditLog(audit_store(self._store), self._clock)
+        self.audit = AuditLog(audit_store(getattr(self._store, "durable", self._store)),
+                              self._clock)
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
         self._ctx = LayerContext(self._store, self._embedder, self._llm, self._clock,

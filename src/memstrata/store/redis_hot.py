@@ -1,0 +1,606 @@
+"""Redis for hot state in front of a durable store: ``Memory(url, buffer="redis://...")``.
+
+:class:`RedisHotStore` wraps a durable :class:`~memstrata.store.base.Store` (SQLite or
+PostgreSQL) and answers two hot reads from Redis: the recent turns of a session
+(:meth:`recent_turns`) and cached embedding vectors (:meth:`cached_vectors`). Everything
+else goes straight to the durable store.
+
+**Write-through.** The durable store is always written first, in its own transaction; Redis
+is updated only after that commit, so Redis is never the only copy of an acknowledged turn.
+
+**Never stale.** A write that touches a session's turns first leaves an in-flight marker
+(``p:<id>`` with a deadline) in the session's meta hash, then commits to the durable store,
+then appends the turns to the Redis list and removes its marker in one Lua call. A read
+serves a session from Redis only when the list is loaded and no marker is in flight; a
+marker past its deadline (a writer that died between its commit and its Redis update)
+invalidates the session. Loading a session from the durable store runs under ``WATCH`` of
+the meta hash, so a write that begins meanwhile aborts the load. Edits, status changes and
+purges of turns invalidate the session instead of patching it. Turns are de-duplicated by
+id on read, so an append replayed twice is harmless.
+
+**Outages.** Any Redis error marks Redis down: one ``WARNING`` is logged per outage and
+every call goes to the durable store, which holds everything. After a cool-down the next
+call tries Redis again; before it is used, every session written and every user purged
+while it was away is invalidated (their keys deleted), so turns Redis missed are never
+served. Limitation: a process that dies *during* an outage cannot do that clean-up; its
+markers (set before the outage) or the key TTL bound the staleness.
+
+**Keys** are ``<prefix>:<tenant>:<user>:...`` with tenant and user percent-encoded (so no
+glob character survives), which lets :meth:`purge_user` delete all of a user's keys.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import numpy as np
+
+from ..codec import record_from_dict, record_to_dict
+from ..errors import MissingDependencyError, NotFoundError, StoreError, ValidationError
+from ..records import MemoryRecord, RecordStatus, RecordType
+from ..scope import Scope
+from .base import PurgeReport, RecordWrite, Store, UnitOfWork, Vector
+
+__all__ = ["RedisHotStore", "open_redis"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+INSTALL = "pip install 'memstrata[redis]'"
+
+# Append the turns (JSON) if the session is loaded, then drop the writer's marker.
+# KEYS: list, meta. ARGV: marker, cap, oldest observed (µs), ttl, items...
+_PUSH = """
+local loaded = redis.call('HGET', KEYS[2], 'loaded')
+if loaded == '1' then
+  local complete = redis.call('HGET', KEYS[2], 'complete')
+  local floor = tonumber(redis.call('HGET', KEYS[2], 'floor') or '0')
+  local n = #ARGV - 4
+  if (complete ~= '1' and tonumber(ARGV[3]) < floor)
+     or redis.call('LLEN', KEYS[1]) + n > tonumber(ARGV[2]) then
+    redis.call('DEL', KEYS[1])
+    redis.call('HDEL', KEYS[2], 'loaded', 'complete', 'floor')
+  elseif n > 0 then
+    redis.call('RPUSH', KEYS[1], unpack(ARGV, 5))
+    redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
+  end
+end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[2], 'v', 1)
+redis.call('EXPIRE', KEYS[2], tonumber(ARGV[4]))
+return 1
+"""
+
+
+def _micros(at: datetime) -> int:
+    return int(at.timestamp() * 1_000_000)
+
+
+def _enc(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _is_turn(record: MemoryRecord) -> bool:
+    return record.type is RecordType.MESSAGE and record.session is not None
+
+
+SessionKey = tuple[str, str, str]  # tenant, user, session
+
+
+def _session_of(record: MemoryRecord) -> SessionKey | None:
+    if not _is_turn(record) or record.session is None:
+        return None
+    return (record.tenant, record.user, record.session)
+
+
+@dataclass
+class _Health:
+    """Whether Redis is usable now, and what it missed while it was not."""
+
+    cooldown: float
+    down_since: float | None = None
+    dirty_sessions: set[SessionKey] = field(default_factory=set)
+    purged_users: set[tuple[str, str]] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def open_redis(url: str, *, timeout: float = 1.0) -> Any:
+    """A connected client for ``url``; a clear error if the package or server is missing."""
+    if not isinstance(url, str) or url.split("://", 1)[0].lower() not in (
+        "redis",
+        "rediss",
+        "unix",
+    ):
+        raise ValidationError(
+            f"buffer={url!r} is not a Redis URL; use redis://host:6379/0, "
+            "rediss://... (TLS) or unix:///path/to/redis.sock"
+        )
+    try:
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+    except ImportError as exc:
+        raise MissingDependencyError(f"buffer={url!r} needs the redis package: {INSTALL}") from exc
+    try:
+        client = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=timeout,
+            socket_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+            retry_on_timeout=False,
+        )
+    except ValueError as exc:
+        raise StoreError(
+            f"buffer URL {url!r} is not a valid Redis URL ({exc}); use "
+            "redis://host:6379/0 or rediss://... for TLS"
+        ) from exc
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        raise StoreError(
+            f"Redis at {url!r} refused the connection ({type(exc).__name__}: {exc}): start "
+            "redis-server there, fix the buffer URL, or open Memory without buffer= to use "
+            "the durable store alone"
+        ) from exc
+    return client
+
+
+class RedisHotStore:
+    """A :class:`Store` whose session buffer and embedding cache sit in Redis.
+
+    Every method not defined here is the durable store's own (``__getattr__``).
+    """
+
+    def __init__(
+        self,
+        durable: Store,
+        client: Any,
+        *,
+        prefix: str = "memstrata",
+        cap: int = 256,
+        ttl_seconds: int = 86_400,
+        cooldown: float = 2.0,
+        marker_seconds: float = 30.0,
+    ) -> None:
+        import redis
+
+        self.durable = durable
+        self.url = durable.url
+        self._redis = client
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError,)
+        self._prefix = prefix
+        self._cap = cap
+        self._ttl = ttl_seconds
+        self._marker_ms = int(marker_seconds * 1000)
+        self._health = _Health(cooldown)
+        self._push = client.register_script(_PUSH)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.durable, name)
+
+    # --- keys ------------------------------------------------------------------------------
+    def _user_prefix(self, tenant: str, user: str) -> str:
+        return f"{self._prefix}:{_enc(tenant)}:{_enc(user)}:"
+
+    def _session_keys(self, key: SessionKey) -> tuple[str, str]:
+        base = f"{self._user_prefix(key[0], key[1])}s:{_enc(key[2])}"
+        return base + ":turns", base + ":meta"
+
+    def _vector_key(self, scope: Scope, model_id: str, key: str) -> str:
+        return f"{self._user_prefix(scope.tenant, scope.user)}e:{_enc(model_id)}:{_enc(key)}"
+
+    # --- health ----------------------------------------------------------------------------
+    @property
+    def available(self) -> bool:
+        """Whether the last Redis call succeeded (no outage in progress)."""
+        return self._health.down_since is None
+
+    def _call(self, fn: Callable[[], T]) -> T | None:
+        """Run a Redis operation; ``None`` when Redis is down (the caller falls back)."""
+        h = self._health
+        if h.down_since is not None:
+            if time.monotonic() - h.down_since < h.cooldown:
+                return None
+            try:
+                self._recover()
+            except self._errors:
+                with h.lock:
+                    h.down_since = time.monotonic()
+                return None
+        try:
+            return fn()
+        except self._errors as exc:
+            self._mark_down(exc)
+            return None
+
+    def _mark_down(self, exc: BaseException) -> None:
+        h = self._health
+        with h.lock:
+            first = h.down_since is None
+            h.down_since = time.monotonic()
+        if first:
+            log.warning(
+                "Redis hot-state buffer unavailable (%s: %s); continuing on the durable "
+                "store %s, nothing is lost; retrying Redis every %.1f s",
+                type(exc).__name__,
+                exc,
+                self.durable.url,
+                h.cooldown,
+            )
+
+    def _recover(self) -> None:
+        """Redis answers again: delete what it missed, then mark it up."""
+        h = self._health
+        self._redis.ping()
+        with h.lock:
+            sessions, users = set(h.dirty_sessions), set(h.purged_users)
+        for tenant, user in users:
+            self._delete_user_keys(tenant, user)
+        for key in sessions:
+            self._invalidate_now(key)
+        with h.lock:
+            h.dirty_sessions -= sessions
+            h.purged_users -= users
+            h.down_since = None
+        log.info(
+            "Redis hot-state buffer is back; invalidated %d session(s) and %d purged "
+            "user(s) written while it was away",
+            len(sessions),
+            len(users),
+        )
+
+    def _dirty(
+        self, sessions: Sequence[SessionKey] = (), users: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        with self._health.lock:
+            self._health.dirty_sessions.update(sessions)
+            self._health.purged_users.update(users)
+
+    # --- session writes --------------------------------------------------------------------
+    def _begin(self, sessions: Sequence[SessionKey], marker: str | None = None) -> str | None:
+        """Leave an in-flight marker on each session before the durable write; ``None``
+        if Redis is down (the sessions are then invalidated when it is back)."""
+        if not sessions:
+            return None
+        marker = marker or "p:" + uuid.uuid4().hex
+        deadline = str(int(time.time() * 1000) + self._marker_ms)
+
+        def run() -> str:
+            pipe = self._redis.pipeline(transaction=True)
+            for key in sessions:
+                meta = self._session_keys(key)[1]
+                pipe.hset(meta, marker, deadline)
+                pipe.expire(meta, self._ttl)
+            pipe.execute()
+            return marker
+
+        done = self._call(run)
+        if done is None:
+            self._dirty(sessions)
+        return done
+
+    def _finish(
+        self,
+        marker: str | None,
+        appended: Sequence[MemoryRecord],
+        invalidated: Sequence[SessionKey],
+    ) -> None:
+        """After the durable commit: append turns / invalidate sessions, drop the marker."""
+        groups: dict[SessionKey, list[MemoryRecord]] = {}
+        for r in appended:
+            key = _session_of(r)
+            if key is not None:
+                groups.setdefault(key, []).append(r)
+        touched = list(dict.fromkeys([*groups, *invalidated]))
+        if not touched:
+            return
+        if marker is None:  # the marker never reached Redis: clean up on reconnect
+            self._dirty(touched)
+            return
+        gone = set(invalidated)
+
+        def run() -> None:
+            for key in touched:
+                turns, meta = self._session_keys(key)
+                if key in gone:
+                    pipe = self._redis.pipeline(transaction=True)
+                    pipe.delete(turns)
+                    pipe.hdel(meta, "loaded", "complete", "floor", marker)
+                    pipe.hincrby(meta, "v", 1)
+                    pipe.execute()
+                    continue
+                records = groups[key]
+                oldest = min(_micros(r.observed_at) for r in records)
+                items = [json.dumps(record_to_dict(r)) for r in records]
+                self._push(
+                    keys=[turns, meta], args=[marker, self._cap * 2, oldest, self._ttl, *items]
+                )
+
+        if self._call(run) is None:
+            self._dirty(touched)
+
+    def _invalidate_now(self, key: SessionKey) -> None:
+        turns, meta = self._session_keys(key)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.delete(turns, meta)
+        pipe.execute()
+
+    def _sessions_of_ids(self, scope: Scope, ids: Sequence[str]) -> list[SessionKey]:
+        found = self.durable.get_many(scope, list(ids))
+        return list(dict.fromkeys(k for r in found if (k := _session_of(r)) is not None))
+
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        with self.transaction() as tx:
+            tx.append_turns(writes)
+
+    def insert(self, writes: Sequence[RecordWrite]) -> None:
+        with self.transaction() as tx:
+            tx.insert(writes)
+
+    def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        with self.transaction() as tx:
+            tx.replace(scope, write, expected_version=expected_version)
+
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> builtins.list[str]:
+        with self.transaction() as tx:
+            return tx.set_status(scope, ids, status, at)
+
+    def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        sessions = self._sessions_of_ids(scope, ids)
+        marker = self._begin(sessions)
+        report = self.durable.purge(scope, ids)
+        self._finish(marker, (), sessions)
+        return report
+
+    def set_vectors(
+        self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
+    ) -> None:
+        sessions = list(dict.fromkeys(k for r, _ in items if (k := _session_of(r)) is not None))
+        marker = self._begin(sessions)
+        self.durable.set_vectors(items, model_id, dims)
+        self._finish(marker, (), sessions)
+
+    def _abort(self, marker: str, sessions: Sequence[SessionKey]) -> None:
+        """A rolled-back write: drop its markers, leave the turns as they are."""
+
+        def run() -> None:
+            pipe = self._redis.pipeline(transaction=False)
+            for key in sessions:
+                pipe.hdel(self._session_keys(key)[1], marker)
+            pipe.execute()
+
+        if sessions:
+            self._call(run)
+
+    @contextmanager
+    def transaction(self) -> Iterator[UnitOfWork]:
+        hot: _HotTransaction | None = None
+        try:
+            with self.durable.transaction() as tx:
+                hot = _HotTransaction(tx, self)
+                yield hot
+        except BaseException:
+            if hot is not None:
+                self._abort(hot.marker, list(hot.marked))
+            raise
+        assert hot is not None
+        self._finish(hot.marker if hot.ok else None, hot.appended, list(hot.invalidated))
+
+    # --- session reads ---------------------------------------------------------------------
+    def recent_turns(self, scope: Scope, n: int) -> builtins.list[MemoryRecord]:
+        if scope.session is None or n < 1:
+            return []
+        key = (scope.tenant, scope.user, scope.session)
+        cached = self._call(lambda: self._read_session(key))
+        if cached is None:
+            return self.durable.recent_turns(scope, n)
+        records, complete = cached
+        visible = [r for r in records if r.is_active and r.visible_in(scope)]
+        if len(visible) < n and not complete:
+            return self.durable.recent_turns(scope, n)
+        return visible[-n:]
+
+    def _read_session(self, key: SessionKey) -> tuple[list[MemoryRecord], bool] | None:
+        """The cached turns (sorted, unique) and whether they are the whole session, or
+        ``None`` when Redis cannot answer safely (then loads the session for next time)."""
+        turns, meta = self._session_keys(key)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.hgetall(meta)
+        pipe.lrange(turns, 0, -1)
+        info_raw, items = pipe.execute()
+        info = {k.decode(): v.decode() for k, v in info_raw.items()}
+        now_ms = int(time.time() * 1000)
+        markers = [int(v) for k, v in info.items() if k.startswith("p:")]
+        if any(m < now_ms for m in markers):  # a writer died after its commit: stale
+            self._invalidate_now(key)
+            return None
+        if markers:
+            return None
+        if info.get("loaded") != "1":
+            self._load_session(key)
+            return None
+        seen: dict[str, tuple[int, MemoryRecord]] = {}
+        for i, raw in enumerate(items):
+            r = record_from_dict(json.loads(raw))
+            seen.setdefault(r.id, (i, r))  # a replayed append is harmless
+        ranked = [r for _, r in sorted(seen.values(), key=lambda e: (e[1].observed_at, e[0]))]
+        return ranked, info.get("complete") == "1"
+
+    def _load_session(self, key: SessionKey) -> None:
+        """Copy the newest turns of a session from the durable store, unless a write began
+        meanwhile (``WATCH``)."""
+        import redis
+
+        turns, meta = self._session_keys(key)
+        scope = Scope(key[0], key[1], session=key[2])
+        with self._redis.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(meta)
+                if any(k.startswith(b"p:") for k in pipe.hkeys(meta)):
+                    return
+                records = self.durable.recent_turns(scope, self._cap + 1)
+                complete = len(records) <= self._cap
+                records = records[-self._cap :]
+                pipe.multi()
+                pipe.delete(turns)
+                if records:
+                    pipe.rpush(turns, *[json.dumps(record_to_dict(r)) for r in records])
+                    pipe.expire(turns, self._ttl)
+                pipe.hset(
+                    meta,
+                    mapping={
+                        "loaded": "1",
+                        "complete": "1" if complete else "0",
+                        "floor": str(_micros(records[0].observed_at)) if records else "0",
+                    },
+                )
+                pipe.expire(meta, self._ttl)
+                pipe.execute()
+            except redis.WatchError:
+                return
+
+    # --- embedding cache -------------------------------------------------------------------
+    def cached_vectors(self, scope: Scope, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        names = [self._vector_key(scope, model_id, k) for k in wanted]
+        raw = self._call(lambda: self._redis.mget(names))
+        found: dict[str, Vector] = {}
+        if raw is not None:
+            for k, blob in zip(wanted, raw, strict=True):
+                if blob is not None and len(blob) % 4 == 0 and blob:
+                    found[k] = np.frombuffer(blob, dtype=np.float32).copy()
+        missing = [k for k in wanted if k not in found]
+        if missing:
+            stored = self.durable.cached_vectors(scope, model_id, missing)
+            if stored and raw is not None:
+                self._store_vectors(scope, model_id, stored)
+            found.update(stored)
+        return found
+
+    def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        self.durable.cache_vectors(scope, model_id, vectors)  # validates, durable first
+        self._store_vectors(scope, model_id, vectors)
+
+    def _store_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        def run() -> None:
+            pipe = self._redis.pipeline(transaction=False)
+            for k, vec in vectors.items():
+                blob = np.asarray(vec, dtype=np.float32).reshape(-1).tobytes()
+                pipe.set(self._vector_key(scope, model_id, k), blob, ex=self._ttl)
+            pipe.execute()
+
+        self._call(run)
+
+    # --- purge -----------------------------------------------------------------------------
+    def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        report = self.durable.purge_user(tenant, user)
+
+        def run() -> tuple[int, int]:
+            deleted = self._delete_user_keys(tenant, user)
+            left = sum(
+                1
+                for _ in self._redis.scan_iter(
+                    match=self._user_prefix(tenant, user) + "*", count=500
+                )
+            )
+            return deleted, left
+
+        result = self._call(run)
+        if result is None:  # deleted when Redis is back, before it is used again
+            self._dirty(users=[(tenant, user)])
+            return report
+        deleted, left = result
+        return replace(
+            report, cache_entries=report.cache_entries + deleted, remaining=report.remaining + left
+        )
+
+    def _delete_user_keys(self, tenant: str, user: str) -> int:
+        deleted = 0
+        batch: list[bytes] = []
+        for name in self._redis.scan_iter(match=self._user_prefix(tenant, user) + "*", count=500):
+            batch.append(name)
+            if len(batch) >= 500:
+                deleted += int(self._redis.delete(*batch))
+                batch = []
+        if batch:
+            deleted += int(self._redis.delete(*batch))
+        return deleted
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        try:
+            self.durable.close()
+        finally:
+            self._redis.close()
+
+
+class _HotTransaction:
+    """The durable store's unit of work, noting which sessions' turns it changes."""
+
+    def __init__(self, tx: UnitOfWork, hot: RedisHotStore) -> None:
+        self._tx = tx
+        self._hot = hot
+        self.marker = "p:" + uuid.uuid4().hex
+        self.ok = True  # every marker reached Redis
+        self.marked: set[SessionKey] = set()
+        self.appended: list[MemoryRecord] = []
+        self.invalidated: dict[SessionKey, None] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tx, name)
+
+    def _mark(self, sessions: Sequence[SessionKey]) -> None:
+        new = list(dict.fromkeys(s for s in sessions if s not in self.marked))
+        if not new:
+            return
+        self.marked.update(new)
+        if self._hot._begin(new, self.marker) is None:
+            self.ok = False
+
+    def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        self._mark([k for w in writes if (k := _session_of(w.record)) is not None])
+        self._tx.append_turns(writes)
+        self.appended.extend(w.record for w in writes)
+
+    def insert(self, writes: Sequence[RecordWrite]) -> None:
+        self._mark([k for w in writes if (k := _session_of(w.record)) is not None])
+        self._tx.insert(writes)
+        self.appended.extend(w.record for w in writes)
+
+    def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        key = _session_of(write.record)
+        if key is not None:
+            self._mark([key])
+            self.invalidated[key] = None
+        self._tx.replace(scope, write, expected_version=expected_version)
+
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> builtins.list[str]:
+        sessions: list[SessionKey] = []
+        for record_id in dict.fromkeys(ids):
+            try:
+                record = self._tx.get(scope, record_id, include_deleted=True)
+            except NotFoundError:  # missing/foreign ids are no-ops, as in set_status
+                continue
+            if (k := _session_of(record)) is not None:
+                sessions.append(k)
+        self._mark(sessions)
+        self.invalidated.update(dict.fromkeys(sessions))
+        return self._tx.set_status(scope, ids, status, at)
