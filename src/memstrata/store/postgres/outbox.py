@@ -14,7 +14,6 @@ workers at once instead of at their next poll.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,7 +22,8 @@ import psycopg
 
 from ...errors import NotFoundError, ValidationError
 from ...jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
-from ..sqlite.codec import decode_time, encode_time
+from ..sqlite.codec import encode_time
+from ..sqlite.outbox import job_from_row, job_row
 
 __all__ = ["channel", "claim_jobs", "count_open", "enqueue", "fail_job", "finish_job",
            "list_jobs", "renew_leases"]
@@ -37,34 +37,9 @@ def channel(schema: str) -> str:
     return f"memstrata_jobs_{schema}"
 
 
-def _row(job: Job) -> tuple[Any, ...]:
-    try:
-        payload = json.dumps(dict(job.payload), ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"job {job.id!r} payload is not JSON-serialisable: {exc}") from None
-    return (job.id, job.kind, job.tenant, job.user, job.agent, job.session, payload,
-            encode_time(job.created_at), encode_time(job.run_after), JobStatus(job.status).value,
-            job.attempts, job.last_error, encode_time(job.lease_until), job.dedup_key,
-            job.lease_token)
-
-
-def _job(row: dict[str, Any]) -> Job:
-    created, run_after = decode_time(row["created_at"]), decode_time(row["run_after"])
-    if created is None or run_after is None:  # NOT NULL columns
-        raise ValidationError(f"job {row['id']!r} has no times; the database is damaged")
-    return Job(
-        id=row["id"], kind=row["kind"], tenant=row["tenant"], user=row["user"],
-        payload=json.loads(row["payload"]), created_at=created, run_after=run_after,
-        agent=row["agent"], session=row["session"], status=JobStatus(row["status"]),
-        attempts=row["attempts"], last_error=row["last_error"],
-        lease_until=decode_time(row["lease_until"]), dedup_key=row["dedup_key"],
-        lease_token=row["lease_token"],
-    )
-
-
 def enqueue(conn: psycopg.Connection[Any], jobs: Sequence[Job], schema: str) -> None:
     """Add jobs; one whose ``dedup_key`` matches an open job of the same user is skipped."""
-    rows = [_row(j) for j in jobs]  # validate every payload before writing any
+    rows = [job_row(j) for j in jobs]  # validate every payload before writing any
     added = 0
     for job, row in zip(jobs, rows, strict=True):
         if job.dedup_key is not None:
@@ -131,7 +106,7 @@ def claim_jobs(conn: psycopg.Connection[Any], now: datetime, *, limit: int,
             f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {_COLUMNS}",
             [lease, token, *args, t, usr, limit]).fetchall()
         if rows:
-            return sorted((_job(r) for r in rows),
+            return sorted((job_from_row(r) for r in rows),
                           key=lambda j: (encode_time(j.run_after), encode_time(j.created_at),
                                          j.id.encode()))
     return []
@@ -196,4 +171,5 @@ def list_jobs(conn: psycopg.Connection[Any], tenant: str, user: str,
     if status is not None:
         sql += " AND status = %s"
         args.append(job_status(status).value)
-    return [_job(r) for r in conn.execute(sql + " ORDER BY created_at, id", args).fetchall()]
+    rows = conn.execute(sql + " ORDER BY created_at, id", args).fetchall()
+    return [job_from_row(r) for r in rows]

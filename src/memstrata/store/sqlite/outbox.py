@@ -26,8 +26,8 @@ from ...errors import NotFoundError, ValidationError
 from ...jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from .codec import decode_time, encode_time
 
-__all__ = ["claim_jobs", "count_open", "enqueue", "fail_job", "finish_job", "list_jobs",
-           "renew_leases"]
+__all__ = ["claim_jobs", "count_open", "enqueue", "fail_job", "finish_job", "job_from_row",
+           "job_row", "list_jobs", "renew_leases"]
 
 _COLUMNS = ("id, kind, tenant, user, agent, session, payload, created_at, run_after, status, "
             "attempts, last_error, lease_until, dedup_key, lease_token")
@@ -35,7 +35,8 @@ _OPEN = (JobStatus.PENDING.value, JobStatus.RUNNING.value)
 _RUNNING = JobStatus.RUNNING.value
 
 
-def _row(job: Job) -> tuple[Any, ...]:
+def job_row(job: Job) -> tuple[Any, ...]:
+    """A job as the queue's column values (``_COLUMNS`` order); shared with PostgreSQL."""
     try:
         payload = json.dumps(dict(job.payload), ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
@@ -46,7 +47,8 @@ def _row(job: Job) -> tuple[Any, ...]:
             job.lease_token)
 
 
-def _job(row: sqlite3.Row) -> Job:
+def job_from_row(row: Any) -> Job:
+    """A job from a row read by column name (sqlite3.Row or a psycopg dict row)."""
     created, run_after = decode_time(row["created_at"]), decode_time(row["run_after"])
     if created is None or run_after is None:  # NOT NULL columns
         raise ValidationError(f"job {row['id']!r} has no times; the database is damaged")
@@ -70,7 +72,7 @@ def enqueue(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
             continue
         try:
             conn.execute(f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})",
-                         _row(job))
+                         job_row(job))
         except sqlite3.IntegrityError:
             raise ValidationError(
                 f"job id {job.id!r} exists already; give each job a new id"
@@ -117,7 +119,7 @@ def claim_jobs(conn: sqlite3.Connection, now: datetime, *, limit: int, lease_sec
     for row in rows:
         conn.execute("UPDATE jobs SET status = ?, lease_until = ?, lease_token = ?, "
                      "attempts = attempts + 1 WHERE id = ?", (_RUNNING, lease, token, row["id"]))
-        claimed.append(_job(conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?",
+        claimed.append(job_from_row(conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?",
                                          (row["id"],)).fetchone()))
     return claimed
 
@@ -184,4 +186,4 @@ def list_jobs(conn: sqlite3.Connection, tenant: str, user: str,
     if status is not None:
         sql += " AND status = ?"
         args.append(job_status(status).value)
-    return [_job(r) for r in conn.execute(sql + " ORDER BY created_at, id", args)]
+    return [job_from_row(r) for r in conn.execute(sql + " ORDER BY created_at, id", args)]
