@@ -166,8 +166,12 @@ def serve(
         bool, typer.Option(help="Run background jobs in the server (else run `memstrata worker`).")
     ] = True,
     log_level: Annotated[str, typer.Option(help="debug, info, warning, error.")] = "info",
+    mcp_endpoint: Annotated[
+        bool, typer.Option("--mcp/--no-mcp", help="Serve the MCP endpoint at /mcp too.")
+    ] = True,
 ) -> None:
-    """Serve the HTTP API, the inspector (/ui) and metrics (default ./memstrata.db)."""
+    """Serve the HTTP API, the MCP endpoint (/mcp), the inspector (/ui) and metrics (default
+    ./memstrata.db)."""
     from ..server import require_server_extra
 
     try:
@@ -181,7 +185,13 @@ def serve(
 
     settings: Settings = ctx.obj
     config = _serve_config(
-        settings, rate=rate_limit, burst=burst, max_body=max_body, background=background
+        settings,
+        rate=rate_limit,
+        burst=burst,
+        max_body=max_body,
+        background=background,
+        host=host,
+        mcp=mcp_endpoint,
     )
     configure_logging(log_level)
     if workers > 1:
@@ -202,7 +212,8 @@ def serve(
     except MemstrataError as exc:
         fail(str(exc))
     console.print(
-        f"memstrata serving {settings.url} on http://{host}:{port} (docs: /docs, inspector: /ui)",
+        f"memstrata serving {settings.url} on http://{host}:{port} (docs: /docs, inspector: "
+        "/ui, MCP: /mcp)",
         highlight=False,
     )
     uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)

@@ -3,8 +3,11 @@
 Over stdio the server is one local process for one person: tenant and user come from its
 configuration (``--key`` names the tenant through an API key, or ``--tenant``; ``--user``).
 Over HTTP every request carries an API key (``Authorization: Bearer``) that names the tenant;
-the user comes from the ``X-Memstrata-User`` header or the configured default, the session
-from ``X-Memstrata-Session`` or the configured default. No tool has a tenant or user argument,
+the user comes from the ``X-Memstrata-User`` header, else the user the key is bound to, else
+the configured default; the session from ``X-Memstrata-Session`` or the configured default.
+A key bound to one user that names another user in the header acts as a *caller* on that
+user's memory (``Scope(caller=, roles=)``): it reads only what was shared with it and every
+write is refused by the library. No tool has a tenant or user argument,
 and tools refuse arguments their schema does not declare.
 """
 
@@ -39,6 +42,8 @@ class Identity:
     session: str | None = None
     agent: str | None = None
     keys: KeyStore | None = None  # set for HTTP: every request must carry a key
+    caller: str | None = None  # stdio with another user's key: read-only, what was shared
+    roles: frozenset[str] = frozenset()
 
     def scope(self, headers: Mapping[str, str] | None) -> Scope:
         if self.keys is None:
@@ -47,7 +52,8 @@ class Identity:
                     "the MCP server has no tenant/user configured; start it "
                     "with --key (or --tenant) and --user"
                 )
-            return Scope(self.tenant, self.user, self.agent, self.session)
+            scope = Scope(self.tenant, self.user, self.agent, self.session)
+            return scope.as_caller(self.caller, self.roles) if self.caller else scope
         lower = {k.lower(): v for k, v in (headers or {}).items()}
         secret = bearer_of(lower)
         key = self.keys.authenticate(secret) if secret else None
@@ -55,9 +61,14 @@ class Identity:
             raise ValidationError(
                 "this MCP endpoint needs a valid API key in Authorization: Bearer ms_..."
             )
-        user = lower.get(USER_HEADER) or self.user
+        user = lower.get(USER_HEADER) or key.user or self.user
         if not user:
             raise ValidationError(
-                f"no user: send the {USER_HEADER} header or start the server with --user"
+                f"no user: send the {USER_HEADER} header, use a key bound to a user "
+                "(memstrata keys create --for-user U) or start the server with --user"
             )
-        return Scope(key.tenant, user, self.agent, lower.get(SESSION_HEADER) or self.session)
+        scope = Scope(key.tenant, user, self.agent, lower.get(SESSION_HEADER) or self.session)
+        if key.user is not None and key.user != user:
+            # Another user's key reads only what that user shared with it, and writes nothing.
+            scope = scope.as_caller(key.user, key.access_roles)
+        return scope

@@ -36,6 +36,8 @@ def run_mcp(
     try:
         backend = ThreadedBackend(memory)
         if transport == "stdio":
+            caller: str | None = None
+            roles: frozenset[str] = frozenset()
             if key is not None:
                 found = keys.authenticate(key)
                 if found is None:
@@ -44,6 +46,9 @@ def run_mcp(
                         "`memstrata keys create --tenant T`"
                     )
                 tenant = found.tenant
+                user = user or found.user
+                if found.user is not None and found.user != user:
+                    caller, roles = found.user, found.access_roles
             if not tenant or not user:
                 raise ValidationError(
                     "the stdio MCP server needs a tenant and a user: --key "
@@ -51,7 +56,14 @@ def run_mcp(
                     "MEMSTRATA_USER"
                 )
             # One stdio process is one conversation: its own session unless one is given.
-            identity = Identity(tenant, user, session or f"mcp-{uuid.uuid4().hex[:12]}", agent)
+            identity = Identity(
+                tenant,
+                user,
+                session or f"mcp-{uuid.uuid4().hex[:12]}",
+                agent,
+                caller=caller,
+                roles=roles,
+            )
             anyio.run(build_mcp_server(backend, identity).run_stdio_async)
             return
         import uvicorn

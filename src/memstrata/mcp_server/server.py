@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -14,6 +15,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.applications import Starlette
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
 
@@ -27,7 +29,7 @@ from ..server.errors import error_response
 from ..server.keys import KeyStore
 from .identity import Identity, bearer_of
 
-__all__ = ["build_mcp_server", "http_app"]
+__all__ = ["build_mcp_server", "http_app", "mcp_endpoint"]
 
 Layer = Literal[
     "messages", "summaries", "episodic", "semantic", "mid_term", "key", "procedural", "working"
@@ -329,3 +331,14 @@ def http_app(server: MCPServer[Any], keys: KeyStore, *, host: str = "127.0.0.1")
     app = server.streamable_http_app(host=host, stateless_http=True, json_response=True)
     app.add_middleware(_RequireKey, keys=keys)
     return app
+
+
+def mcp_endpoint(
+    server: MCPServer[Any], keys: KeyStore, *, host: str = "127.0.0.1"
+) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]:
+    """The streamable HTTP endpoint as one ASGI app to route at ``/mcp`` of another app
+    (``memstrata serve``), behind the API-key check, and the context manager that must run
+    for the app's lifetime (the SDK's session manager; the host app's lifespan enters it)."""
+    app = server.streamable_http_app(host=host, stateless_http=True, json_response=True)
+    [route] = [r for r in app.routes if isinstance(r, Route) and r.path == "/mcp"]
+    return _RequireKey(route.app, keys), server.session_manager.run

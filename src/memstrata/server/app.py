@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
 
@@ -12,8 +13,11 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from .. import __version__
+from ..errors import MissingDependencyError
 from ..memory import Memory
 from .backend import MemoryBackend, ThreadedBackend
 from .dto import ErrorOut, Health
@@ -25,6 +29,8 @@ from .routes import admin, key_memory, memories, portability, retrieval, session
 from .state import ServerState, state_of
 
 __all__ = ["Limits", "create_app"]
+
+log = logging.getLogger("memstrata.server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,20 +60,30 @@ def create_app(
     *,
     limits: Limits = Limits(),
     on_close: Callable[[], None] | None = None,
+    mcp: bool = True,
+    host: str = "127.0.0.1",
 ) -> FastAPI:
     """The HTTP API over ``memory`` (a sync ``Memory`` runs behind :class:`ThreadedBackend`).
 
-    ``on_close`` runs when the server shuts down (closing the memory and the key store)."""
+    ``on_close`` runs when the server shuts down (closing the memory and the key store).
+    With ``mcp`` (and the ``mcp`` extra installed) the MCP server's streamable HTTP endpoint
+    is served at ``/mcp`` with the same keys; ``host`` is the address served, for the SDK's
+    DNS-rebinding protection (on for 127.0.0.1/localhost)."""
+    backend = ThreadedBackend(memory) if isinstance(memory, Memory) else memory
+    mcp_run = _mount_mcp(backend, keys, host) if mcp else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
-            yield
+            if mcp_run is None:
+                yield
+            else:
+                async with mcp_run[1]():
+                    yield
         finally:
             if on_close is not None:
                 on_close()
 
-    backend = ThreadedBackend(memory) if isinstance(memory, Memory) else memory
     path = sqlite_path(memory.store.url) if isinstance(memory, Memory) else None
     job_counts = _sqlite_job_counts(path) if path else (lambda: None)
     app = FastAPI(
@@ -96,6 +112,8 @@ def create_app(
     ):
         app.include_router(router)
     _ops_routes(app, metrics)
+    if mcp_run is not None:
+        app.router.routes.append(Route("/mcp", endpoint=mcp_run[0]))
     ui = resources.files("memstrata.server") / "ui"
     app.mount("/ui", StaticFiles(directory=str(ui), html=True), name="ui")
     app.openapi_schema = None
@@ -108,6 +126,24 @@ def create_app(
     )
     app.add_middleware(RequestObserver, metrics=metrics)
     return app
+
+
+def _mount_mcp(
+    backend: MemoryBackend, keys: KeyStore, host: str
+) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]] | None:
+    """The MCP endpoint over the same backend and keys, or None without the ``mcp`` extra."""
+    from ..mcp_server import require_mcp_extra
+
+    try:
+        require_mcp_extra()
+    except MissingDependencyError as exc:
+        log.info("no MCP endpoint at /mcp: %s", exc)
+        return None
+    from ..mcp_server.identity import Identity
+    from ..mcp_server.server import build_mcp_server, mcp_endpoint
+
+    server = build_mcp_server(backend, Identity(keys=keys))
+    return mcp_endpoint(server, keys, host=host)
 
 
 def _ops_routes(app: FastAPI, metrics: Metrics) -> None:

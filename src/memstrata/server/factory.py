@@ -36,6 +36,8 @@ class ServeConfig:
     max_body: int = 1024 * 1024
     max_import_body: int = 64 * 1024 * 1024
     background: bool = True
+    host: str = "127.0.0.1"  # the address served (the MCP endpoint's rebinding protection)
+    mcp: bool = True  # serve the MCP endpoint at /mcp too
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -86,7 +88,8 @@ def build_app(config: ServeConfig) -> tuple[FastAPI, Memory, KeyStore]:
         max_body=config.max_body,
         max_import_body=config.max_import_body,
     )
-    return create_app(memory, keys, limits=limits, on_close=close), memory, keys
+    app = create_app(memory, keys, limits=limits, on_close=close, mcp=config.mcp, host=config.host)
+    return app, memory, keys
 
 
 def app_from_env() -> FastAPI:

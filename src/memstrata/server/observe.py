@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -108,6 +109,11 @@ class RequestObserver:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                # Which server process answered (several with --workers N): for operators
+                # and the multi-process test; a pid reveals nothing about the data.
+                headers = list(message.get("headers", []))
+                headers.append((b"x-memstrata-process", str(os.getpid()).encode()))
+                message = {**message, "headers": headers}
             await send(message)
 
         try:
