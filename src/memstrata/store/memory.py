@@ -17,14 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from ..audit import AuditEvent
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
+from . import memory_dump as dump
 from .base import (
+    CacheEntry,
     Candidate,
     PurgeReport,
+    RecordDump,
     RecordWrite,
     StoreStats,
     UnitOfWork,
@@ -616,6 +620,34 @@ class InMemoryStore:
                           pending_jobs=sum(j.status in _OPEN for j in jobs),
                           failed_jobs=sum(j.status is JobStatus.FAILED for j in jobs),
                           users=len(users))
+
+    # --- bulk copy (StoreCopy, memstrata migrate; in memory_dump.py) ----------------------
+    def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
+        return dump.dump_records(self, batch_size)
+
+    def load_records(self, dumps: Sequence[RecordDump]) -> int:
+        return dump.load_records(self, dumps)
+
+    def dump_cache(self, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
+        return dump.dump_cache(self, batch_size)
+
+    def load_cache(self, entries: Sequence[CacheEntry]) -> int:
+        return dump.load_cache(self, entries)
+
+    def dump_jobs(self, batch_size: int = 500) -> Iterator[list[Job]]:
+        return dump.dump_jobs(self, batch_size)
+
+    def load_jobs(self, jobs: Sequence[Job]) -> int:
+        return dump.load_jobs(self, jobs)
+
+    def dump_audit(self, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
+        return dump.dump_audit(self, batch_size)
+
+    def load_audit(self, events: Sequence[AuditEvent]) -> int:
+        return dump.load_audit(self, events)
+
+    def meta_items(self) -> dict[str, str]:
+        return dict(sorted(self._meta.items()))
 
     # Last in the class: below it, ``list`` in annotations would name this method.
     def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,

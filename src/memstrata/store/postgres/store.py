@@ -32,8 +32,10 @@ from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
 from ..base import (
+    CacheEntry,
     Candidate,
     PurgeReport,
+    RecordDump,
     RecordWrite,
     StoreStats,
     UnitOfWork,
@@ -48,7 +50,7 @@ from ..sqlite.codec import (
     encode_vector,
     scope_token,
 )
-from . import audit, fts5, lexical, outbox
+from . import audit, dump, fts5, lexical, outbox
 from .connection import PgOptions, driver, parse_url, translate
 from .migrations import check_pgvector, migrate
 from .vectors import VectorCache, ensure_hnsw, exact_search, hnsw_search
@@ -784,6 +786,34 @@ class PostgresStore:
                           by_type=by_type,
                           pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
                           failed_jobs=jobs.get("failed", 0), users=int(users))
+
+    # --- bulk copy (StoreCopy, memstrata migrate; in dump.py) -------------------------------
+    def dump_records(self, batch_size: int = 500) -> Iterator[builtins.list[RecordDump]]:
+        return dump.dump_records(self, batch_size)
+
+    def load_records(self, dumps: Sequence[RecordDump]) -> int:
+        return dump.load_records(self, dumps)
+
+    def dump_cache(self, batch_size: int = 500) -> Iterator[builtins.list[CacheEntry]]:
+        return dump.dump_cache(self, batch_size)
+
+    def load_cache(self, entries: Sequence[CacheEntry]) -> int:
+        return dump.load_cache(self, entries)
+
+    def dump_jobs(self, batch_size: int = 500) -> Iterator[builtins.list[Job]]:
+        return dump.dump_jobs(self, batch_size)
+
+    def load_jobs(self, jobs: Sequence[Job]) -> int:
+        return dump.load_jobs(self, jobs)
+
+    def dump_audit(self, batch_size: int = 500) -> Iterator[builtins.list[AuditEvent]]:
+        return dump.dump_audit(self, batch_size)
+
+    def load_audit(self, events: Sequence[AuditEvent]) -> int:
+        return dump.load_audit(self, events)
+
+    def meta_items(self) -> dict[str, str]:
+        return dump.meta_items(self)
 
     # Last in the class: below it, ``list`` in annotations would name this method.
     def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,

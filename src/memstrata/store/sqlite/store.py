@@ -19,13 +19,23 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ...audit import AuditEvent
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
-from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
-from . import outbox
+from ..base import (
+    CacheEntry,
+    Candidate,
+    PurgeReport,
+    RecordDump,
+    RecordWrite,
+    StoreStats,
+    UnitOfWork,
+    Vector,
+)
+from . import dump, outbox
 from .codec import (
     COLUMNS,
     decode_record,
@@ -786,6 +796,34 @@ class SQLiteStore:
                           by_type=by_type,
                           pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
                           failed_jobs=jobs.get("failed", 0), users=int(users))
+
+    # --- bulk copy (StoreCopy, memstrata migrate; in dump.py) -------------------------------
+    def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
+        return dump.dump_records(self, batch_size)
+
+    def load_records(self, dumps: Sequence[RecordDump]) -> int:
+        return dump.load_records(self, dumps)
+
+    def dump_cache(self, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
+        return dump.dump_cache(self, batch_size)
+
+    def load_cache(self, entries: Sequence[CacheEntry]) -> int:
+        return dump.load_cache(self, entries)
+
+    def dump_jobs(self, batch_size: int = 500) -> Iterator[list[Job]]:
+        return dump.dump_jobs(self, batch_size)
+
+    def load_jobs(self, jobs: Sequence[Job]) -> int:
+        return dump.load_jobs(self, jobs)
+
+    def dump_audit(self, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
+        return dump.dump_audit(self, batch_size)
+
+    def load_audit(self, events: Sequence[AuditEvent]) -> int:
+        return dump.load_audit(self, events)
+
+    def meta_items(self) -> dict[str, str]:
+        return dump.meta_items(self)
 
 
     # Last in the class: below it, ``list`` in annotations would name this method.
