@@ -454,3 +454,8 @@ class StoreCopy(Protocol):
     def meta_items(self) -> dict[str, str]:
         """Every ``get_meta`` key with its value."""
         ...
+
+    def finish_load(self) -> None:
+        """Build what loading deferred (PostgreSQL: the HNSW index per vector size, built
+        once over the loaded rows instead of row by row); call it after the last load."""
+        ...

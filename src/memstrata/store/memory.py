@@ -649,6 +649,9 @@ class InMemoryStore:
     def meta_items(self) -> dict[str, str]:
         return dict(sorted(self._meta.items()))
 
+    def finish_load(self) -> None:
+        """Nothing is deferred by an in-memory load."""
+
     # Last in the class: below it, ``list`` in annotations would name this method.
     def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,
              newest_first: bool = True) -> list[MemoryRecord]:

@@ -223,6 +223,7 @@ def _copy(
             counts["counters"].copied += sum(len(d.counters) for d in dumps)
         _tick(progress, "records", len(dumps))
     log.info("records: %d, %d new", counts["records"].source, counts["records"].copied)
+    dst.finish_load()  # e.g. the HNSW index, built once over every loaded vector
     for jobs in src.dump_jobs(batch_size):
         counts["jobs"].source += len(jobs)
         counts["jobs"].copied += dst.load_jobs([copied_job(j) for j in jobs])

@@ -815,6 +815,9 @@ class PostgresStore:
     def meta_items(self) -> dict[str, str]:
         return dump.meta_items(self)
 
+    def finish_load(self) -> None:
+        dump.finish_load(self)
+
     # Last in the class: below it, ``list`` in annotations would name this method.
     def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,
              newest_first: bool = True) -> builtins.list[MemoryRecord]:

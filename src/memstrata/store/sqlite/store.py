@@ -122,7 +122,9 @@ class SQLiteStore:
             migrate(conn, path=path)
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(f"cannot use {path!r} as a memstrata store: {exc}") from exc
+            raise StoreError(f"cannot use {path!r} as a memstrata store: {exc}; point the URL "
+                             "at a memstrata store file, or at a new file to create one"
+                             ) from exc
         except BaseException:
             conn.close()
             raise
@@ -824,6 +826,9 @@ class SQLiteStore:
 
     def meta_items(self) -> dict[str, str]:
         return dump.meta_items(self)
+
+    def finish_load(self) -> None:
+        """Nothing is deferred by a SQLite load."""
 
 
     # Last in the class: below it, ``list`` in annotations would name this method.
