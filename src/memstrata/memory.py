@@ -67,7 +67,7 @@ from .search.hit import SearchHit, types_of_layers
 from .search.hybrid import search as hybrid_search
 from .search.tokenize import tokenize
 from .store.base import PurgeReport, RecordWrite, Store
-from .store.redis_hot import RedisHotStore, open_redis
+from .store.redis_hot import RedisHotStore, buffer_prefix, open_redis
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from .tokens import TokenCounter, estimate_tokens
@@ -161,6 +161,7 @@ class Memory:
         # Redis for hot state (recent turns, embedding cache): connected before the store is
         # opened, so a Redis refusing connections fails before anything is written.
         hot = open_redis(buffer) if buffer is not None else None
+        prefix = buffer_prefix(buffer) if buffer is not None else ""
         try:
             self._store = store if store is not None else open_store(url)
         except BaseException:
@@ -168,7 +169,7 @@ class Memory:
                 hot.close()
             raise
         if hot is not None:
-            self._store = cast(Store, RedisHotStore(self._store, hot))
+            self._store = cast(Store, RedisHotStore(self._store, hot, prefix=prefix))
         try:
             self._raw_embedder = make_embedder(embedder)
             self._embedder = CachedEmbedder(self._raw_embedder, self._store)

@@ -34,15 +34,15 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import secrets
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
 from .base import PurgeReport, RecordWrite, Store, UnitOfWork, Vector
 
-__all__ = ["RedisHotStore", "open_redis"]
+__all__ = ["RedisHotStore", "buffer_prefix", "open_redis"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -115,8 +115,12 @@ class _Health:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def open_redis(url: str, *, timeout: float = 1.0) -> Any:
-    """A connected client for ``url``; a clear error if the package or server is missing."""
+DEFAULT_PREFIX = "memstrata"
+_PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _split_prefix(url: str) -> tuple[str, str]:
+    """``(url without ?prefix=, prefix)``: the key prefix is memstrata's, not redis-py's."""
     if not isinstance(url, str) or url.split("://", 1)[0].lower() not in (
         "redis",
         "rediss",
@@ -126,6 +130,32 @@ def open_redis(url: str, *, timeout: float = 1.0) -> Any:
             f"buffer={url!r} is not a Redis URL; use redis://host:6379/0, "
             "rediss://... (TLS) or unix:///path/to/redis.sock"
         )
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefixes = [v for k, v in query if k == "prefix"]
+    if not prefixes:
+        return url, DEFAULT_PREFIX
+    prefix = prefixes[-1]
+    if not 1 <= len(prefix) <= 64 or not set(prefix) <= _PREFIX_CHARS:
+        raise ValidationError(
+            f"buffer URL prefix={prefix!r} is not a valid key prefix; use 1-64 letters, "
+            "digits, '_', '.' or '-' (it starts every Redis key memstrata writes)"
+        )
+    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    return urlunsplit(parts._replace(query=rest)), prefix
+
+
+def buffer_prefix(url: str) -> str:
+    """The key prefix a ``buffer=`` URL names (``?prefix=app1``; default ``memstrata``)."""
+    return _split_prefix(url)[1]
+
+
+def open_redis(url: str, *, timeout: float = 1.0) -> Any:
+    """A connected client for ``url``; a clear error if the package or server is missing.
+
+    ``?prefix=name`` in the URL is memstrata's key prefix (see :func:`buffer_prefix`), so
+    several applications can share one Redis without sharing keys."""
+    url, _ = _split_prefix(url)
     try:
         import redis
         from redis.backoff import NoBackoff
@@ -274,7 +304,7 @@ class RedisHotStore:
         if Redis is down (the sessions are then invalidated when it is back)."""
         if not sessions:
             return None
-        marker = marker or "p:" + uuid.uuid4().hex
+        marker = marker or "p:" + secrets.token_hex(16)
         deadline = str(int(time.time() * 1000) + self._marker_ms)
 
         def run() -> str:
@@ -525,10 +555,10 @@ class RedisHotStore:
         if result is None:  # deleted when Redis is back, before it is used again
             self._dirty(users=[(tenant, user)])
             return report
-        deleted, left = result
-        return replace(
-            report, cache_entries=report.cache_entries + deleted, remaining=report.remaining + left
-        )
+        _, left = result
+        # The Redis keys are copies of what the durable report already counts (turns, cache
+        # entries): only what survives there is added, to ``remaining``.
+        return replace(report, remaining=report.remaining + left)
 
     def _delete_user_keys(self, tenant: str, user: str) -> int:
         deleted = 0
@@ -556,7 +586,7 @@ class _HotTransaction:
     def __init__(self, tx: UnitOfWork, hot: RedisHotStore) -> None:
         self._tx = tx
         self._hot = hot
-        self.marker = "p:" + uuid.uuid4().hex
+        self.marker = "p:" + secrets.token_hex(16)
         self.ok = True  # every marker reached Redis
         self.marked: set[SessionKey] = set()
         self.appended: list[MemoryRecord] = []
