@@ -31,6 +31,7 @@ from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
+from .. import quota_counters as qc
 from ..base import (
     CacheEntry,
     Candidate,
@@ -224,6 +225,31 @@ class PostgresStore:
         with self._write() as c:
             c.execute("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
                       "DO UPDATE SET value = excluded.value", (key, value))
+
+    # --- quota counters (memstrata.store.quota_counters; row locks make them atomic) -
+    def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
+        with self._write() as c:
+            return qc.take_sql(c, takes, ph="%s", lock=True)
+
+    def add_counters(self, takes: Sequence[qc.Take]) -> None:
+        with self._write() as c:
+            qc.add_sql(c, takes, ph="%s", lock=True)
+
+    def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
+        with self._read() as c:
+            return qc.values_sql(c, keys, ph="%s")
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        with self._write() as c:
+            qc.forget_sql(c, keys, ph="%s")
+
+    def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
+        with self._write() as c:
+            return qc.lease_sql(c, key, token, now_ms, until_ms, ph="%s", lock=True)
+
+    def release(self, key: str, token: str) -> None:
+        with self._write() as c:
+            qc.release_sql(c, key, token, ph="%s", lock=True)
 
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod

@@ -25,6 +25,7 @@ from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
+from .. import quota_counters as qc
 from ..base import (
     CacheEntry,
     Candidate,
@@ -201,6 +202,31 @@ class SQLiteStore:
         with self._write() as c:
             c.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
                       "DO UPDATE SET value = excluded.value", (key, value))
+
+    # --- quota counters (memstrata.store.quota_counters; BEGIN IMMEDIATE makes them atomic) -
+    def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
+        with self._write() as c:
+            return qc.take_sql(c, takes, ph="?", lock=False)
+
+    def add_counters(self, takes: Sequence[qc.Take]) -> None:
+        with self._write() as c:
+            qc.add_sql(c, takes, ph="?", lock=False)
+
+    def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
+        with self._read() as c:
+            return qc.values_sql(c, keys, ph="?")
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        with self._write() as c:
+            qc.forget_sql(c, keys, ph="?")
+
+    def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
+        with self._write() as c:
+            return qc.lease_sql(c, key, token, now_ms, until_ms, ph="?", lock=False)
+
+    def release(self, key: str, token: str) -> None:
+        with self._write() as c:
+            qc.release_sql(c, key, token, ph="?", lock=False)
 
     # --- helpers -----------------------------------------------------------------------------
     @staticmethod
