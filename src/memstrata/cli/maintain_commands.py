@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from ..policies.forgetting import DEFAULT_POLICY, POLICY_NAMES
 from .options import Settings, console, emit, open_memory
-from .output import SHORT_ID
 
 if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
+
     from ..maintenance import MaintenanceReport
 
 __all__ = ["register"]
@@ -69,6 +69,9 @@ COUNTS = (
 def report_table(report: MaintenanceReport) -> Table:
     """The counts, one per row (readable at any terminal width), titled with the scope,
     the policy and whether it was a dry run."""
+    from rich.table import Table
+    from rich.text import Text
+
     mode = "dry run: nothing changed" if report.dry_run else "applied"
     table = Table(
         title=Text(f"maintenance of {report.scope} (policy {report.policy}, {mode})"),
@@ -87,6 +90,11 @@ def report_table(report: MaintenanceReport) -> Table:
 
 
 def log_table(report: MaintenanceReport) -> Table | Text:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .output import SHORT_ID
+
     if not report.log:
         return Text("no actions")
     table = Table(title=Text(f"{len(report.log)} actions"), title_justify="left")
