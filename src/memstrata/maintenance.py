@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from .audit import AuditLog
+from .clock import FixedClock
 from .consolidation import refresh_stale_summaries
 from .errors import ConflictError, NotFoundError, ValidationError
 from .filters import Filters
@@ -186,8 +187,13 @@ def maintain(
     consolidate: bool = True,
     audit: AuditLog | None = None,
     actor: str = "system:maintenance",
+    now: datetime | None = None,
 ) -> MaintenanceReport:
-    """One maintenance pass over the user of ``scope`` (module docstring)."""
+    """One maintenance pass over the user of ``scope`` (module docstring). ``now`` runs it
+    as of another time (a replay, or the bench asking what a pass 180 days on would do):
+    every decision and stamp uses it instead of the context's clock."""
+    if now is not None:
+        ctx = replace(ctx, clock=FixedClock(now))
     pol = make_policy(policy)
     ret = retention if retention is not None else Retention()
     if not isinstance(ret, Retention):

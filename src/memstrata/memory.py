@@ -82,6 +82,7 @@ from .validation import (
     check_ratio,
     check_sequence,
     check_tags,
+    check_time,
     check_unit,
 )
 from .worker import BackgroundWorker, JobRunner, RunReport
@@ -530,13 +531,17 @@ class Memory:
     # --- maintenance (maintenance.py) -----------------------------------------------------
     def maintain(self, scope: Scope, *, policy: str | ForgettingPolicy = DEFAULT_POLICY,
                  dry_run: bool = False, retention: Retention | None = None,
-                 consolidate: bool = True, actor: str = "library") -> MaintenanceReport:
+                 consolidate: bool = True, actor: str = "library",
+                 now: datetime | str | None = None) -> MaintenanceReport:
         """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
-        with a log entry, restorable), decay scores, retention purges, consolidation."""
+        with a log entry, restorable), decay scores, retention purges, consolidation,
+        stale summaries refreshed. ``now`` runs it as of that time (default: the clock)."""
         self._owner(scope)
+        when = check_time(now, "now") if now is not None else None
         return _maintenance.maintain(self._ctx, scope, policy=policy, dry_run=dry_run,
                                      retention=retention or self.retention,
-                                     consolidate=consolidate, audit=self.audit, actor=actor)
+                                     consolidate=consolidate, audit=self.audit, actor=actor,
+                                     now=when)
 
     def forget(self, scope: Scope, record_ids: Sequence[str], *, reason: str = "explicit request",
                actor: str = "library") -> builtins.list[LogEntry]:

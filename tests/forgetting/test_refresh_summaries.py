@@ -5,11 +5,13 @@ the offline summariser — with provenance, the old text kept in its history."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from memstrata import FixedClock, Memory, Scope
+from memstrata.errors import ValidationError
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import MemoryRecord, RecordType
 
@@ -107,3 +109,26 @@ def test_retention_purged_turns_do_not_make_a_summary_stale(
     assert report.purged > 0 and report.refreshed == 0
     assert all(SECRET in s.text or "round 0" in s.text for s in _summaries(emem))
     assert {s.type for s in _summaries(emem)} == {RecordType.SUMMARY}
+
+
+def test_maintain_as_of_a_later_time(tmp_path: Path, clock: FixedClock) -> None:
+    mem = Memory("memory://", embedder="hashing", clock=clock, background=False)
+    try:
+        weak = mem.add(
+            S,
+            "the user once mentioned a blue umbrella in passing",
+            importance=0.1,
+            source="implicit_inference",
+            type=RecordType.EPISODE,
+        )
+        assert mem.maintain(S).forgotten == 0
+        later = clock.now() + timedelta(days=200)
+        report = mem.maintain(S, now=later)
+        assert report.forgotten == 1 and report.log[0].at == later
+        gone = mem.get(S.user_scope, weak.id, include_deleted=True)
+        assert gone.metadata["forgotten"]["at"] == later.isoformat()
+        assert clock.now() < later  # the Memory's own clock did not move
+        with pytest.raises(ValidationError):
+            mem.maintain(S, now="not a date")
+    finally:
+        mem.close()
