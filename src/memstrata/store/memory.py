@@ -320,12 +320,19 @@ class InMemoryStore:
         totals = [0, 0, 0]
         with self._lock:
             found = [e for e in (self._visible(scope, i) for i in dict.fromkeys(ids)) if e]
+            hashes = {v.content_hash for e in found for v in (*e.history, e.record)}
             for entry in found:
                 for n, count in enumerate(self._drop(entry)):
                     totals[n] += count
+            hashes -= {e.record.content_hash for e in self._entries.values()
+                       if (e.record.tenant, e.record.user) == (scope.tenant, scope.user)}
+            stale = [k for k in self._cache
+                     if k[:2] == (scope.tenant, scope.user) and k[3] in hashes]
+            for key in stale:  # the cache entries of their texts go with them
+                del self._cache[key]
             remaining = sum(_key(e.record) in self._entries for e in found)
         return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
-                           remaining=remaining)
+                           cache_entries=len(stale), remaining=remaining)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         def owned(r: MemoryRecord) -> bool:

@@ -10,6 +10,7 @@ its call with a :class:`StoreError` (never a partial write) and is replaced for 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -478,12 +479,16 @@ class PostgresStore:
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
         if scope.caller is not None:
             return PurgeReport()
+        hashes: set[str] = set()
+        for rid in dict.fromkeys(ids):  # every version's text: its cache entry goes too
+            with contextlib.suppress(NotFoundError):
+                hashes.update(v.content_hash for v in self.history(scope, rid))
         with self._write() as c:
             rows = self._visible(c, scope, ids, 'seq, id, tenant, "user", lex_tokens',
                                  lock=True)
             found = [r["id"] for r in rows]
             seqs = [int(r["seq"]) for r in rows]
-            counts = {"records": 0, "versions": 0, "vectors": 0}
+            counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             remaining = 0
             if found:
                 key = (scope.tenant, scope.user, found)
@@ -496,6 +501,12 @@ class PostgresStore:
                     "DELETE FROM vectors WHERE seq = ANY(%s)", (seqs,)).rowcount
                 counts["records"] = c.execute(
                     "DELETE FROM records WHERE seq = ANY(%s)", (seqs,)).rowcount
+                counts["cache_entries"] = c.execute(
+                    "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = ANY(%s) AND "
+                    "NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND \"user\" = %s "
+                    "AND content_hash = embedding_cache.key)",
+                    (scope_token(scope.tenant, scope.user), sorted(hashes), scope.tenant,
+                     scope.user)).rowcount
                 remaining = int(c.execute(
                     "SELECT (SELECT count(*) FROM records WHERE seq = ANY(%s)) + "
                     "(SELECT count(*) FROM record_versions WHERE tenant = %s AND "
