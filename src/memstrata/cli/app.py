@@ -486,6 +486,9 @@ def main() -> None:
     # processes (`memstrata bench ingest`: ingest/raw 0.64 unset vs 0.96 PASSIVE, loaded
     # 2-core machine). A value the user set wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # pydantic (typer's parameter adapters, the LLM output models) scans every installed
+    # package's entry points for plugins on first use: 20-50 ms per CLI call in a full venv.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from ..errors import MemstrataError
 
     try:
