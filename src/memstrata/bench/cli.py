@@ -334,13 +334,17 @@ def http(
     requests: Annotated[int, typer.Option(help="Requests per client (add/search/context).")]
     = 150,
     duration: Annotated[float, typer.Option(help="Hard stop for the request phase, s.")] = 120.0,
+    store: Annotated[str | None, typer.Option(
+        help="Store URL (postgresql://...); default a temporary SQLite file.")] = None,
+    workers: Annotated[int, typer.Option(help="Server processes (serve --workers).")] = 1,
     out: Annotated[Path | None, typer.Option(help="Write the result as JSON here.")] = None,
 ) -> None:
-    """Load test of the HTTP API on 127.0.0.1 (bounded count and duration; SQLite)."""
+    """Load test of the HTTP API on 127.0.0.1 (bounded count and duration)."""
     from .http import HttpBenchConfig, run_http_bench
 
     result = run_http_bench(HttpBenchConfig(records=records, clients=clients,
-                                            requests=requests, duration=duration))
+                                            requests=requests, duration=duration,
+                                            store=store, workers=workers))
     text = json.dumps(result, indent=2)
     if out is not None:
         out.write_text(text + "\n", encoding="utf-8")
