@@ -215,6 +215,8 @@ def run_http_bench(cfg: HttpBenchConfig) -> dict[str, Any]:
                 load_after = _load()
             finally:
                 _stop(proc)
+                log.seek(0)
+                server_log = log.read().decode("utf-8", "replace")
     total = sum(len(log.samples) for log in logs.values())
     return {
         "config": {
@@ -236,6 +238,8 @@ def run_http_bench(cfg: HttpBenchConfig) -> dict[str, Any]:
         "requests_per_s": round(total / wall, 1) if wall else None,
         "errors": len(errors),
         "first_errors": errors[:5],
+        # what the server logged at WARNING and above (tracebacks of 5xx answers)
+        "server_log_tail": server_log[-6000:] if errors else "",
         "processes_answering": len([p for p in served_by if p]),
         "load_average_before": load_before,
         "load_average_after": load_after,
