@@ -98,6 +98,9 @@ def locomo(
     maintain: Annotated[
         str | None, typer.Option(help="Run a maintenance pass (policy name) after each ingest.")
     ] = None,
+    maintain_after_days: Annotated[
+        float, typer.Option(help="Run that pass as of this many days after the ingest.")
+    ] = 0.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """LoCoMo evidence recall, answer recall in context, latency and ingest vs baselines."""
@@ -130,6 +133,7 @@ def locomo(
         conversations=[c.sample_id for c in convs],
         store_dir=str(store_dir) if store_dir else None,
         maintain=maintain,
+        maintain_after_days=maintain_after_days,
     )
     n_q = sum(len(c.questions[:limit] if limit else c.questions) for c in convs)
     total = n_q * (2 if mem0 and mem0_available() else 1)

@@ -25,6 +25,7 @@ from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
+from .. import quota_counters as qc
 from ..base import (
     CacheEntry,
     Candidate,
@@ -118,6 +119,9 @@ class SQLiteStore:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # Deleted rows are overwritten with zeros, not left in free space: a purge must
+            # leave no byte of what it destroyed (forget2: single-record purge).
+            conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
             migrate(conn, path=path)
         except sqlite3.Error as exc:
@@ -201,6 +205,31 @@ class SQLiteStore:
         with self._write() as c:
             c.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
                       "DO UPDATE SET value = excluded.value", (key, value))
+
+    # --- quota counters (memstrata.store.quota_counters; BEGIN IMMEDIATE makes them atomic) -
+    def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
+        with self._write() as c:
+            return qc.take_sql(c, takes, ph="?", lock=False)
+
+    def add_counters(self, takes: Sequence[qc.Take]) -> None:
+        with self._write() as c:
+            qc.add_sql(c, takes, ph="?", lock=False)
+
+    def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
+        with self._read() as c:
+            return qc.values_sql(c, keys, ph="?")
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        with self._write() as c:
+            qc.forget_sql(c, keys, ph="?")
+
+    def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
+        with self._write() as c:
+            return qc.lease_sql(c, key, token, now_ms, until_ms, ph="?", lock=False)
+
+    def release(self, key: str, token: str) -> None:
+        with self._write() as c:
+            qc.release_sql(c, key, token, ph="?", lock=False)
 
     # --- helpers -----------------------------------------------------------------------------
     @staticmethod
@@ -376,12 +405,22 @@ class SQLiteStore:
         return sorted(changed, key=order.__getitem__)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        """Destroy these records, every version, vector, counter, lexical row and the
+        embedding-cache entries of their texts; then leave no byte of them in the file:
+        ``secure_delete`` (on for every connection) zeroes the freed cells and pages, FTS5
+        ``optimize`` rewrites the index segments without their terms (a delete only
+        appends tombstones) and a ``TRUNCATE`` checkpoint empties the WAL. No ``VACUUM``:
+        its cost is a rewrite of the whole file; ``optimize`` costs a rewrite of the
+        lexical index (see README, "Audit log, purge, access control")."""
         if scope.caller is not None:
             return PurgeReport()
+        hashes = {v.content_hash for rid in dict.fromkeys(ids)
+                  for v in self._history_or_empty(scope, rid)}
+        tok = scope_token(scope.tenant, scope.user)
         with self._write() as c:
             rows = self._visible(c, scope, ids, "seq, id")
             seqs = [int(r["seq"]) for r in rows]
-            counts = {"records": 0, "versions": 0, "vectors": 0}
+            counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             for chunk in _chunks(seqs):
                 sql, vals = _seq_list(chunk)
                 counts["versions"] += c.execute(
@@ -392,6 +431,16 @@ class SQLiteStore:
                 c.execute(f"DELETE FROM lexical WHERE {sql.replace('seq', 'rowid')}", vals)
                 counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}",
                                                vals).rowcount
+            # Texts another record of the user still holds keep their cache entry.
+            still = {r[0] for part in _chunks(sorted(hashes)) for r in c.execute(
+                "SELECT content_hash FROM records WHERE tenant = ? AND user = ? AND "
+                f"{in_list('content_hash', part)[0]}",
+                [scope.tenant, scope.user, *part])}
+            for part in _chunks(sorted(hashes - still)):
+                sql, vals = in_list("key", part)
+                counts["cache_entries"] += c.execute(
+                    f"DELETE FROM embedding_cache WHERE scope_tok = ? AND {sql}",
+                    [tok, *vals]).rowcount
             remaining = 0
             for chunk in _chunks(seqs):
                 sql, vals = _seq_list(chunk)
@@ -402,7 +451,22 @@ class SQLiteStore:
                     vals * 3).fetchone()[0]
             if seqs:
                 self._bump(c, scope.tenant, scope.user)
+        if seqs:
+            self._scrub()
         return PurgeReport(**counts, remaining=remaining)
+
+    def _history_or_empty(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+        try:
+            return self.history(scope, record_id)
+        except NotFoundError:
+            return []
+
+    def _scrub(self) -> None:
+        """Rewrite the lexical index without deleted terms and empty the WAL."""
+        with self._lock:
+            self._conn.execute("INSERT INTO lexical (lexical) VALUES ('optimize')")
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         """Destroy every trace of one user, then make sure no byte of it is left on disk.
