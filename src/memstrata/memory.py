@@ -83,6 +83,7 @@ from .validation import (
     check_ratio,
     check_sequence,
     check_tags,
+    check_time,
     check_unit,
 )
 from .worker import BackgroundWorker, JobRunner, RunReport
@@ -185,7 +186,7 @@ class Memory:
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
         self._ctx = LayerContext(self._store, self._embedder, self._llm, self._clock,
-                                 layer_config or LayerConfig())
+                                 layer_config or LayerConfig(), self._pii)
         self.layers = LayerStack.build(self._ctx)
         handlers = {**self.layers.handlers(), REFINE_IMPORTANCE: refine_handler(self._ctx),
                     MAINTAIN: self._run_maintain_job}
@@ -482,6 +483,7 @@ class Memory:
         cfg = config or self.search_config
         if mode is not None:
             cfg = cfg.with_mode(mode)
+        query = self._ctx.redact_query(scope, query)  # embedded, cached, matched redacted
         return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
                              top_k=top_k, filters=flt, config=cfg, now=self._clock.now(),
                              explain=explain)
@@ -532,13 +534,17 @@ class Memory:
     # --- maintenance (maintenance.py) -----------------------------------------------------
     def maintain(self, scope: Scope, *, policy: str | ForgettingPolicy = DEFAULT_POLICY,
                  dry_run: bool = False, retention: Retention | None = None,
-                 consolidate: bool = True, actor: str = "library") -> MaintenanceReport:
+                 consolidate: bool = True, actor: str = "library",
+                 now: datetime | str | None = None) -> MaintenanceReport:
         """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
-        with a log entry, restorable), decay scores, retention purges, consolidation."""
+        with a log entry, restorable), decay scores, retention purges, consolidation,
+        stale summaries refreshed. ``now`` runs it as of that time (default: the clock)."""
         self._owner(scope)
+        when = check_time(now, "now") if now is not None else None
         return _maintenance.maintain(self._ctx, scope, policy=policy, dry_run=dry_run,
                                      retention=retention or self.retention,
-                                     consolidate=consolidate, audit=self.audit, actor=actor)
+                                     consolidate=consolidate, audit=self.audit, actor=actor,
+                                     now=when)
 
     def forget(self, scope: Scope, record_ids: Sequence[str], *, reason: str = "explicit request",
                actor: str = "library") -> builtins.list[LogEntry]:
@@ -632,6 +638,7 @@ class Memory:
         check_scope(scope)
         if query is not None:
             query = validate_content(query, max_chars=self.max_content_chars, field="query")
+            query = self._ctx.redact_query(scope, query)
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValidationError("system_prompt must be a string")
         check_int(token_budget, "token_budget", high=MAX_TOKEN_BUDGET)
@@ -684,19 +691,23 @@ class Memory:
                             dims=self._raw_embedder.dims, max_chars=self.max_content_chars)
         fresh: list[MemoryRecord] = []
         skipped = 0
-        for rec in parsed.records:
+        redacted: set[str] = set()  # their file vector is the clear text's: embed again
+        for raw in parsed.records:
+            rec = self._ctx.redact(raw)
+            if rec is not raw:
+                redacted.add(rec.id)
             try:
                 self._store.get(rec.scope.user_scope, rec.id, include_deleted=True)
                 skipped += 1
             except NotFoundError:
                 fresh.append(rec)
         writes = []
-        missing = [r for r in fresh if r.id not in parsed.vectors]
+        missing = [r for r in fresh if r.id not in parsed.vectors or r.id in redacted]
         embedded: Any = self._embedder.embed_batch([r.text for r in missing]) if missing else []
         new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
         for rec in fresh:
             vec = parsed.vectors.get(rec.id)
-            if vec is None:
+            if vec is None or rec.id in new_vectors:
                 vec = new_vectors[rec.id]
             writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
         if writes:
