@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import IO, Any, cast
@@ -68,7 +69,7 @@ from .search.hit import SearchHit, types_of_layers
 from .search.hybrid import search as hybrid_search
 from .search.tokenize import tokenize
 from .store.base import PurgeReport, RecordWrite, Store
-from .store.redis_hot import RedisHotStore, open_redis
+from .store.redis_hot import RedisHotStore, buffer_prefix, open_redis
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from .tokens import TokenCounter, estimate_tokens
@@ -163,6 +164,7 @@ class Memory:
         # Redis for hot state (recent turns, embedding cache): connected before the store is
         # opened, so a Redis refusing connections fails before anything is written.
         hot = open_redis(buffer) if buffer is not None else None
+        prefix = buffer_prefix(buffer) if buffer is not None else ""
         try:
             self._store = store if store is not None else open_store(url)
         except BaseException:
@@ -170,7 +172,7 @@ class Memory:
                 hot.close()
             raise
         if hot is not None:
-            self._store = cast(Store, RedisHotStore(self._store, hot))
+            self._store = cast(Store, RedisHotStore(self._store, hot, prefix=prefix))
         try:
             self._raw_embedder = make_embedder(embedder)
             self._embedder = CachedEmbedder(self._raw_embedder, self._store)
@@ -298,18 +300,22 @@ class Memory:
             for i, m in enumerate(check_sequence(messages, "messages"))
         ]
         if records:
-            if self.quotas is not None:  # before anything is embedded or written
-                _quotas.check_writes(self._store, self.quotas, scope, len(records), now)
-            # The turns, their index entries and their ingest job commit together: a crash
-            # can never leave a message that no job will process.
-            writes = self._ctx.writes(records)
-            with self._store.transaction() as tx:
-                tx.append_turns(writes)
-                tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
-            if self.quotas is not None:
-                _quotas.count_writes(self._store, scope, len(records), now)
+            # Quotas: checked and counted before anything is embedded, atomically with the
+            # write across processes (nothing counted if the write fails).
+            with self._admit(scope, len(records), now):
+                # The turns, their index entries and their ingest job commit together: a
+                # crash can never leave a message that no job will process.
+                writes = self._ctx.writes(records)
+                with self._store.transaction() as tx:
+                    tx.append_turns(writes)
+                    tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
             self._wake()
         return records
+
+    def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractContextManager[None]:
+        if self.quotas is None:
+            return nullcontext()
+        return _quotas.admit_writes(self._store, self.quotas, scope, n, now)
 
     def end_session(self, scope: Scope) -> RunReport:
         """Close a session: its final summary, conversation episode and clustering run now
@@ -350,16 +356,13 @@ class Memory:
             importance=importance, confidence=confidence, tags=tags, metadata=metadata,
             source=source, observed_at=observed_at, visibility=visibility, source_ids=source_ids,
         )
-        if self.quotas is not None:
-            _quotas.check_writes(self._store, self.quotas, scope, 1, self._clock.now())
-        if dedup:
-            result = insert_or_merge(self._ctx, scope, record)
-            stored, inserted = result.record, result.action is DedupAction.INSERT
-        else:
-            self._insert([record])
-            stored, inserted = record, True
-        if self.quotas is not None:
-            _quotas.count_writes(self._store, scope, 1, self._clock.now())
+        with self._admit(scope, 1, self._clock.now()):
+            if dedup:
+                result = insert_or_merge(self._ctx, scope, record)
+                stored, inserted = result.record, result.action is DedupAction.INSERT
+            else:
+                self._insert([record])
+                stored, inserted = record, True
         if refine and inserted:
             self._store.enqueue([make_refine_job(stored, self._clock.now())])
             self._wake()

@@ -254,6 +254,30 @@ def scale(
         typer.echo(md)
 
 
+@bench_app.command("migrate")
+def migrate(
+    to: Annotated[str, typer.Option("--to", help="sqlite (a temp file) or a postgresql:// URL "
+                                    "(a fresh schema per size, dropped after).")] = "sqlite",
+    sizes: Annotated[str, typer.Option(help='Record counts, e.g. "10k,100k".')] = "10k",
+    batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 500,
+    embedder: Annotated[str, typer.Option(help="hashing | default")] = "hashing",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON rows.")] = False,
+) -> None:
+    """`memstrata migrate` records/s and verification time against store size."""
+    from .migrate import migrate_markdown, run_migrate_bench
+    from .scale import parse_sizes
+
+    try:
+        size_list = parse_sizes(sizes)
+    except ValueError as exc:
+        _err.print("[red]error:[/red] " + _escape(str(exc)))
+        raise typer.Exit(2) from None
+    with _progress(2 * sum(size_list), as_json) as tick:
+        rows = run_migrate_bench(size_list, to, embedder=embedder, batch_size=batch_size,
+                                 tick=tick)
+    typer.echo(json.dumps(rows, indent=2, default=str) if as_json else migrate_markdown(rows))
+
+
 @bench_app.command("ingest")
 def ingest(
     data: Annotated[

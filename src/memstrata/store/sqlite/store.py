@@ -19,13 +19,24 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ...audit import AuditEvent
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
-from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
-from . import outbox
+from .. import quota_counters as qc
+from ..base import (
+    CacheEntry,
+    Candidate,
+    PurgeReport,
+    RecordDump,
+    RecordWrite,
+    StoreStats,
+    UnitOfWork,
+    Vector,
+)
+from . import dump, outbox
 from .codec import (
     COLUMNS,
     decode_record,
@@ -115,7 +126,9 @@ class SQLiteStore:
             migrate(conn, path=path)
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(f"cannot use {path!r} as a memstrata store: {exc}") from exc
+            raise StoreError(f"cannot use {path!r} as a memstrata store: {exc}; point the URL "
+                             "at a memstrata store file, or at a new file to create one"
+                             ) from exc
         except BaseException:
             conn.close()
             raise
@@ -192,6 +205,31 @@ class SQLiteStore:
         with self._write() as c:
             c.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
                       "DO UPDATE SET value = excluded.value", (key, value))
+
+    # --- quota counters (memstrata.store.quota_counters; BEGIN IMMEDIATE makes them atomic) -
+    def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
+        with self._write() as c:
+            return qc.take_sql(c, takes, ph="?", lock=False)
+
+    def add_counters(self, takes: Sequence[qc.Take]) -> None:
+        with self._write() as c:
+            qc.add_sql(c, takes, ph="?", lock=False)
+
+    def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
+        with self._read() as c:
+            return qc.values_sql(c, keys, ph="?")
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        with self._write() as c:
+            qc.forget_sql(c, keys, ph="?")
+
+    def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
+        with self._write() as c:
+            return qc.lease_sql(c, key, token, now_ms, until_ms, ph="?", lock=False)
+
+    def release(self, key: str, token: str) -> None:
+        with self._write() as c:
+            qc.release_sql(c, key, token, ph="?", lock=False)
 
     # --- helpers -----------------------------------------------------------------------------
     @staticmethod
@@ -824,6 +862,37 @@ class SQLiteStore:
                           by_type=by_type,
                           pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
                           failed_jobs=jobs.get("failed", 0), users=int(users))
+
+    # --- bulk copy (StoreCopy, memstrata migrate; in dump.py) -------------------------------
+    def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
+        return dump.dump_records(self, batch_size)
+
+    def load_records(self, dumps: Sequence[RecordDump]) -> int:
+        return dump.load_records(self, dumps)
+
+    def dump_cache(self, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
+        return dump.dump_cache(self, batch_size)
+
+    def load_cache(self, entries: Sequence[CacheEntry]) -> int:
+        return dump.load_cache(self, entries)
+
+    def dump_jobs(self, batch_size: int = 500) -> Iterator[list[Job]]:
+        return dump.dump_jobs(self, batch_size)
+
+    def load_jobs(self, jobs: Sequence[Job]) -> int:
+        return dump.load_jobs(self, jobs)
+
+    def dump_audit(self, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
+        return dump.dump_audit(self, batch_size)
+
+    def load_audit(self, events: Sequence[AuditEvent]) -> int:
+        return dump.load_audit(self, events)
+
+    def meta_items(self) -> dict[str, str]:
+        return dump.meta_items(self)
+
+    def finish_load(self) -> None:
+        """Nothing is deferred by a SQLite load."""
 
 
     # Last in the class: below it, ``list`` in annotations would name this method.
