@@ -29,7 +29,7 @@ from .layers.summaries import SummaryService, render_turns
 from .records import Content, MemoryRecord, RecordStatus, RecordType
 from .scope import Scope
 
-__all__ = ["Refresh", "refresh_stale_summaries", "stale_summaries"]
+__all__ = ["Refresh", "derived_from", "refresh_stale_summaries", "stale_summaries"]
 
 _PAGE = 1000
 
@@ -93,19 +93,23 @@ def refresh_stale_summaries(
     reason: str,
     dry_run: bool = False,
     now: datetime | None = None,
+    rebuild: bool = False,
 ) -> list[Refresh]:
     """Rewrite every summary of the user that cites a record in ``gone`` (module docstring).
 
-    A summary changed by someone else meanwhile is skipped (the next run sees it again)."""
+    ``rebuild`` (a purge) destroys the old summary, history included, and writes the new
+    one under the same id as version 1, so no earlier text survives; a summary with no turn
+    left is then purged as well. A summary changed by someone else meanwhile is skipped
+    (the next run sees it again)."""
     when = now or ctx.clock.now()
     service = SummaryService(ctx)
     done: list[Refresh] = []
     for summary, dropped in stale_summaries(ctx, scope, gone):
         turns = _turns(ctx, scope, summary, gone)
-        action = "refresh" if turns else "forget"
+        action = "refresh" if turns else ("purge" if rebuild else "forget")
         if not dry_run:
             try:
-                _apply(ctx, scope, service, summary, turns, dropped, reason, when)
+                _apply(ctx, scope, service, summary, turns, dropped, reason, when, rebuild)
             except (ConflictError, NotFoundError):
                 continue
         done.append(Refresh(summary.id, action, dropped, reason))
@@ -121,9 +125,13 @@ def _apply(
     dropped: Sequence[str],
     reason: str,
     when: datetime,
+    rebuild: bool,
 ) -> None:
     uscope = scope.user_scope
     note = {"at": when.isoformat(), "reason": reason, "dropped_sources": list(dropped)}
+    if rebuild and not turns:
+        ctx.store.purge(uscope, [summary.id])
+        return
     if not turns:
         gone = replace(
             summary,
@@ -170,4 +178,30 @@ def _apply(
             "refreshed": {**note, "left": len(turns), "summarizer": provider},
         },
     )
+    if rebuild:
+        ctx.store.purge(uscope, [summary.id])
+        ctx.insert([replace(new, version=1, created_at=summary.created_at)])
+        return
     ctx.replace(uscope, new, expected_version=summary.version, reindex=True)
+
+
+def derived_from(ctx: LayerContext, scope: Scope, ids: Collection[str]) -> list[str]:
+    """Records other than summaries that cite any of ``ids`` as a source (facts, episodes,
+    clusters, procedures, automatic key entries: they repeat its words); deleted and
+    superseded ones included."""
+    wanted = set(ids)
+    flt = Filters(include_deleted=True, include_superseded=True)
+    out: list[str] = []
+    offset = 0
+    while batch := ctx.store.list(
+        scope.user_scope, flt, limit=_PAGE, offset=offset, newest_first=False
+    ):
+        offset += len(batch)
+        out.extend(
+            r.id
+            for r in batch
+            if r.type is not RecordType.SUMMARY
+            and r.id not in wanted
+            and wanted.intersection(r.source_ids)
+        )
+    return out

@@ -17,6 +17,7 @@ from . import maintenance as _maintenance
 from . import quotas as _quotas
 from .audit import AuditLog, audit_store
 from .clock import Clock, SystemClock
+from .consolidation import derived_from, refresh_stale_summaries
 from .context.assemble import AssembledContext
 from .context.builder import ContextRequest
 from .context.builder import build as build_context
@@ -529,7 +530,19 @@ class Memory:
         record_ids = check_ids(record_ids, "record_ids")
         for rid in record_ids:
             self._store.get(scope, rid, include_deleted=True)
-        return self._store.purge(scope, list(record_ids))
+        # What was derived from them repeats their words: facts, episodes, clusters go too,
+        # and summaries are rebuilt from the turns left (no earlier version survives).
+        derived = derived_from(self._ctx, scope, record_ids)
+        report = self._store.purge(scope, list(record_ids))
+        if derived:  # user-wide records (clusters, facts) live outside the session
+            more = self._store.purge(scope.user_scope, derived)
+            report = replace(report, records=report.records + more.records,
+                             versions=report.versions + more.versions,
+                             vectors=report.vectors + more.vectors,
+                             remaining=report.remaining + more.remaining)
+        refresh_stale_summaries(self._ctx, scope, set(record_ids), rebuild=True,
+                                reason="summarised turns were purged")
+        return report
 
     # --- maintenance (maintenance.py) -----------------------------------------------------
     def maintain(self, scope: Scope, *, policy: str | ForgettingPolicy = DEFAULT_POLICY,

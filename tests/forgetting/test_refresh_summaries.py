@@ -13,6 +13,7 @@ import pytest
 from memstrata import FixedClock, Memory, Scope
 from memstrata.errors import ValidationError
 from memstrata.llm.heuristic import HeuristicLLM
+from memstrata.maintenance import Retention
 from memstrata.records import MemoryRecord, RecordType
 
 S = Scope("acme", "alice", session="s1")
@@ -105,7 +106,7 @@ def test_retention_purged_turns_do_not_make_a_summary_stale(
 ) -> None:
     _conversation(emem)
     clock.advance(days=40)
-    report = emem.maintain(S)
+    report = emem.maintain(S, retention=Retention.seed_002())
     assert report.purged > 0 and report.refreshed == 0
     assert all(SECRET in s.text or "round 0" in s.text for s in _summaries(emem))
     assert {s.type for s in _summaries(emem)} == {RecordType.SUMMARY}

@@ -8,11 +8,13 @@ records and other users stay intact. PostgreSQL: no row of any table still holds
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from memstrata import FixedClock, Memory, Scope
 from memstrata.embedder.cache import cache_key
+from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import RecordType, Source
 from memstrata.search.tokenize import tokenize
 
@@ -114,3 +116,42 @@ def _pg_rows_containing(mem: Memory, needles: list[str]) -> dict[str, int]:
                 if n:
                     out[f"{table}:{needle}"] = int(n)
     return out
+
+
+class _EchoLLM(HeuristicLLM):
+    """Summaries that repeat every turn, so a purged turn's words would show in them."""
+
+    @property
+    def name(self) -> str:
+        return "echo"
+
+    def summarize(self, texts: Sequence[str], *, max_words: int = 200) -> str:
+        return " | ".join(texts)
+
+
+def test_a_purged_turn_leaves_no_trace_in_summaries(tmp_path: Path, clock: FixedClock) -> None:
+    path = tmp_path / "turn.db"
+    mem = Memory(
+        f"sqlite:///{path}", embedder="hashing", llm=_EchoLLM(), clock=clock, background=False
+    )
+    try:
+        turns = []
+        for i in range(6):
+            text = f"round {i}: " + (SECOND if i == 3 else f"we talked about gardening {i}")
+            turns.append(mem.add_message(S, "user", text))
+            mem.add_message(S, "assistant", f"noted round {i}")
+        mem.end_session(S)
+        summaries = mem.list(S.user_scope, filters={"types": ["summary"]})
+        assert any("quarzanite" in s.text for s in summaries)
+        mem.purge(S, [turns[3].id])
+        after = mem.list(S.user_scope, filters={"types": ["summary"]})
+        assert {s.id for s in after} == {s.id for s in summaries}  # rebuilt, same ids
+        for s in after:
+            assert "quarzanite" not in s.text and "gardening 4" in s.text
+            assert [v.version for v in mem.history(S.user_scope, s.id)] == [1]
+            assert s.metadata["refreshed"]["dropped_sources"] == [turns[3].id]
+    finally:
+        mem.close()
+    data = _file_bytes(path)
+    assert b"quarzanit" not in data and b"zqxjkvorpl" not in data
+    assert b"gardening" in data
