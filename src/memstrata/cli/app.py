@@ -463,10 +463,12 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
 def _register() -> None:
     from .layer_commands import register as register_layer_commands
     from .maintain_commands import register as register_maintain_commands
+    from .migrate_commands import register as register_migrate_commands
     from .serve_commands import register as register_serve_commands
 
     register_layer_commands(app)
     register_maintain_commands(app)
+    register_migrate_commands(app)
     register_serve_commands(app)
     try:
         from ..bench.cli import bench_app

@@ -22,6 +22,14 @@ class _LazyConsole:
             self._console = Console(**self._options)
         return getattr(self._console, name)
 
+    # ``with console:`` (rich's Live and Progress do it) looks these up on the type, not
+    # through ``__getattr__``.
+    def __enter__(self) -> Any:
+        return self.__getattr__("__enter__")()
+
+    def __exit__(self, *exc: object) -> Any:
+        return self.__getattr__("__exit__")(*exc)
+
 
 def lazy_console(**options: Any) -> Console:
     """A stand-in for ``rich.console.Console(**options)`` that builds it when first used."""
