@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import memstrata.jobs
@@ -111,6 +111,9 @@ async def _run(ops: list[tuple[Any, ...]], mem: Any, is_async: bool) -> list[Any
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(OPS, min_size=1, max_size=12))
+# found by this test: memory:// searched a user whose only texts have no terms ("ok") and
+# bm25s divided by a mean document length of 0 (a raw RuntimeWarning, in both APIs)
+@example([("add_message", 0, "user", "ok"), ("search", 0, "Alice lives in Lisbon", 5)])
 def test_random_calls_behave_identically(ops: list[tuple[Any, ...]]) -> None:
     start = datetime(2026, 6, 1, tzinfo=UTC)
     with _counted_ids():
