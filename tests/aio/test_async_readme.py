@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import threads
+from .helpers import threads
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from conftest import SlowEmbedder
 from memstrata import AsyncMemory, Memory, Scope
+
+from .helpers import SlowEmbedder
 
 ALICE = Scope("acme", "alice", session="s1")
 DELAY = 0.4  # each embedding call; a 10 ms ticker should tick ~40 times meanwhile

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SlowEmbedder, threads
 from memstrata import (
     AsyncMemory,
     EmbeddingMismatchError,
@@ -17,6 +16,8 @@ from memstrata import (
     StoreError,
     ValidationError,
 )
+
+from .helpers import SlowEmbedder, threads
 
 ALICE = Scope("acme", "alice", session="s1")
 

@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from script import START, conversation
-
 from memstrata import AsyncMemory, FixedClock, Memory
+
+from .script import START, conversation
 
 
 def _resolve(target: Any, name: str) -> Any:

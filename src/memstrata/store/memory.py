@@ -465,6 +465,8 @@ class InMemoryStore:
             entries = [e for e in self._entries.values()
                        if (e.record.tenant, e.record.user) == key]
             index = bm25s.BM25()
+            if not any(e.terms for e in entries):  # bm25s divides by a 0 mean length
+                entries = []
             if entries:
                 index.index([list(e.terms) for e in entries], show_progress=False)
             cached = _Lexical(generation, [e.record.id for e in entries], index)

@@ -1,0 +1,47 @@
+"""Helpers for the AsyncMemory tests: a slow embedder, and the threads a test may own."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from memstrata.embedder.base import Matrix
+from memstrata.embedder.hashing import HashingEmbedder
+
+
+class SlowEmbedder:
+    """The hashing embedder behind a delay, like a remote provider; ``started`` is set when
+    a call begins and ``release`` (if given) must be set before it returns."""
+
+    def __init__(self, delay: float, release: threading.Event | None = None) -> None:
+        self._inner = HashingEmbedder()
+        self.delay = delay
+        self.release = release
+        self.started = threading.Event()
+        self.calls = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dims(self) -> int:
+        return self._inner.dims
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
+        self.calls += 1
+        self.started.set()
+        if self.release is not None:
+            assert self.release.wait(10), "the test never released the embedder"
+        time.sleep(self.delay)
+        return self._inner.embed_batch(texts, query=query)
+
+
+SHARED_POOLS = ("memstrata-search", "memstrata-context")  # process-wide, shared by every Memory
+
+
+def threads() -> set[threading.Thread]:
+    """Live threads, without the library's process-wide pools (search/hybrid.py,
+    context/builder.py), which outlive any one memory by design."""
+    return {t for t in threading.enumerate() if not t.name.startswith(SHARED_POOLS)}
