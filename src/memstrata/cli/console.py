@@ -15,12 +15,23 @@ class _LazyConsole:
         self._options = options
         self._console: Console | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def _real(self) -> Console:
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._options)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    # Special methods are looked up on the type, never through __getattr__: rich's Live
+    # (progress bars) uses ``with console:``.
+    def __enter__(self) -> Console:
+        return self._real().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._real().__exit__(*exc)
 
 
 def lazy_console(**options: Any) -> Console:
