@@ -15,23 +15,20 @@ class _LazyConsole:
         self._options = options
         self._console: Console | None = None
 
-    def _real(self) -> Console:
+    def __getattr__(self, name: str) -> Any:
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._options)
-        return self._console
+        return getattr(self._console, name)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real(), name)
+    # ``with console:`` (rich's Live and Progress do it) looks these up on the type, not
+    # through ``__getattr__``.
+    def __enter__(self) -> Any:
+        return self.__getattr__("__enter__")()
 
-    # Special methods are looked up on the type, never through __getattr__: rich's Live
-    # (progress bars) uses ``with console:``.
-    def __enter__(self) -> Console:
-        return self._real().__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        self._real().__exit__(*exc)
+    def __exit__(self, *exc: object) -> Any:
+        return self.__getattr__("__exit__")(*exc)
 
 
 def lazy_console(**options: Any) -> Console:
