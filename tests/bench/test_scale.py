@@ -6,7 +6,13 @@ import pytest
 
 from memstrata.bench.plots import plot_scale
 from memstrata.bench.report import scale_markdown
-from memstrata.bench.scale import ScaleConfig, parse_sizes, run_scale, users_for
+from memstrata.bench.scale import (
+    ScaleConfig,
+    latency_markdown,
+    parse_sizes,
+    run_scale,
+    users_for,
+)
 from memstrata.bench.synth import synth_messages, synth_queries
 
 
@@ -45,6 +51,22 @@ def test_run_scale_small(tmp_path: Path) -> None:
     assert row["ingest"]["messages_per_s"] > 0 and row["peak_rss_mb"] > 0
     assert "| 200 |" in scale_markdown(res)
     assert plot_scale(res, tmp_path).read_bytes()[:4] == b"\x89PNG"
+    # CPU time beside wall clock, the load around the queries, 1 vs 4 context threads
+    assert 0 <= row["search"]["cpu_p50_ms"] <= row["search"]["cpu_p95_ms"]
+    assert set(row["load_average_1m"]) == {"before_queries", "after_queries"}
+    assert set(row["context_threads"]) == {"1", "4"}
+    assert all(t["n"] == 5 for t in row["context_threads"].values())
+    md = latency_markdown(res)
+    assert "| memory | 200 | en |" in md and "1 thread: wall p50 / CPU p50" in md
+
+
+def test_context_threads_restores_the_builders_pool() -> None:
+    from memstrata.context import builder
+
+    before = builder._POOL
+    run_scale(ScaleConfig(sizes=(50,), embedder="hashing", store="memory", queries=2,
+                          zh_sizes=(), worker_messages=0, context_threads=(1, 2)))
+    assert builder._POOL is before
 
 
 def test_long_session_row_reports_ms_per_message_and_retries() -> None:

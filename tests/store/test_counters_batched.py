@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -73,9 +74,15 @@ def test_many_touches_are_written_in_batches(tmp_path: Path, maker: Maker) -> No
     store.insert(writes)
     for w in writes:
         store.touch(ME, [w.record.id], T0)
-    # past the batch size the buffer was written without any flush call
-    conn = sqlite3.connect(path)
-    written = conn.execute("SELECT sum(access_count) FROM records").fetchone()[0]
-    conn.close()
-    assert 512 <= written < 600
+    # past the batch size the buffer is written without any flush call, by a background
+    # thread (the read path itself never writes): wait for it, at most 10 s
+    written = 0
+    deadline = time.monotonic() + 10
+    while written < 512 and time.monotonic() < deadline:
+        conn = sqlite3.connect(path)
+        written = conn.execute("SELECT sum(access_count) FROM records").fetchone()[0] or 0
+        conn.close()
+        time.sleep(0.01)
+    assert 512 <= written <= 600
+    assert sum(r.access_count for r in store.get_many(ME, [w.record.id for w in writes])) == 600
     store.close()

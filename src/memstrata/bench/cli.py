@@ -226,7 +226,7 @@ def scale(
     """Search/build_context p50/p95, ingest throughput and peak RSS against store size."""
     from .plots import plot_scale
     from .report import scale_markdown, write_json
-    from .scale import ScaleConfig, long_session_markdown, parse_sizes, run_scale
+    from .scale import ScaleConfig, latency_markdown, long_session_markdown, parse_sizes, run_scale
 
     try:
         size_list = parse_sizes(sizes)
@@ -244,7 +244,8 @@ def scale(
     with _progress(total, as_json) as tick:
         res = run_scale(cfg, tick)
     write_json(res, out / "scale.json")
-    md = scale_markdown(res) + long_session_markdown(res.get("long_session"))
+    md = (scale_markdown(res) + latency_markdown(res)
+          + long_session_markdown(res.get("long_session")))
     (out / "scale.md").write_text(md, encoding="utf-8")
     plot_scale(res, out)
     if as_json:

@@ -19,7 +19,7 @@ from types import TracebackType
 
 from .locomo.metrics import percentile
 
-__all__ = ["LatencyLog", "RssSampler", "current_rss_mb", "lifetime_peak_rss_mb"]
+__all__ = ["LatencyLog", "RssSampler", "current_rss_mb", "lifetime_peak_rss_mb", "load_average"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -83,24 +83,38 @@ class RssSampler:
 
 @dataclass
 class LatencyLog:
-    """Wall-clock durations (seconds) of one kind of call."""
+    """Durations (seconds) of one kind of call: wall clock, and the CPU time the whole
+    process spent meanwhile (every thread of it). On a machine shared with other work the
+    wall clock mostly measures the wait for a core; the CPU time is what the call costs
+    (for a database server in another process, only the client's share)."""
 
     samples: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
 
     @contextmanager
     def time(self) -> Iterator[None]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             yield
         finally:
             self.samples.append(time.perf_counter() - t0)
+            self.cpu.append(time.process_time() - c0)
 
     def summary_ms(self) -> dict[str, float | int | None]:
-        p50 = percentile(self.samples, 50)
-        p95 = percentile(self.samples, 95)
+        def ms(values: list[float], q: float) -> float | None:
+            p = percentile(values, q)
+            return None if p is None else p * 1000
+
         return {
             "n": len(self.samples),
-            "p50_ms": None if p50 is None else p50 * 1000,
-            "p95_ms": None if p95 is None else p95 * 1000,
+            "p50_ms": ms(self.samples, 50),
+            "p95_ms": ms(self.samples, 95),
             "mean_ms": (sum(self.samples) / len(self.samples) * 1000) if self.samples else None,
+            "cpu_p50_ms": ms(self.cpu, 50),
+            "cpu_p95_ms": ms(self.cpu, 95),
         }
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (``None`` where the platform has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None

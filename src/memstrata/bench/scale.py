@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from .measure import LatencyLog, RssSampler
+from .measure import LatencyLog, RssSampler, load_average
 from .synth import (
     SynthMessage,
     synth_messages,
@@ -25,8 +25,8 @@ from .synth import (
     synth_queries_zh,
 )
 
-__all__ = ["ScaleConfig", "long_session", "long_session_markdown", "parse_sizes", "run_scale",
-           "store_kinds", "users_for"]
+__all__ = ["ScaleConfig", "latency_markdown", "long_session", "long_session_markdown",
+           "parse_sizes", "run_scale", "store_kinds", "users_for"]
 
 Progress = Callable[[str, int], None]
 RECORDS_PER_USER_ABOVE_10K = 1000
@@ -50,6 +50,9 @@ class ScaleConfig:
     session_turns: tuple[int, ...] = ()  # the CLI asks for (100, 1_000, 10_000)
     session_window: int = 50
     zh_sizes: tuple[int, ...] = (10_000,)  # Chinese rows (one user up to 10k), see synth.py
+    # build_context again with the context builder's pool at each of these thread counts
+    # (1: every source in turn; 4: the default) on sizes up to 10k records/user
+    context_threads: tuple[int, ...] = (1, 4)
 
 
 def store_kinds(spec: str) -> tuple[str, ...]:
@@ -208,6 +211,7 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
                 cfg.queries, cfg.seed + 1
             )
             mem.search(scope, queries[0], top_k=cfg.top_k)  # warm caches and lazy loads
+            load_before = load_average()
             for q in queries:
                 with search.time():
                     mem.search(scope, q, top_k=cfg.top_k)
@@ -215,6 +219,9 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
                     with context.time():
                         mem.build_context(scope, q, token_budget=cfg.budget)
                 tick(f"queries {size:,}", 1)
+            load_after = load_average()
+            threads = (_context_threads(mem, scope, queries, cfg)
+                       if has_ctx and users == 1 else {})
         finally:
             mem.close()
     return {
@@ -235,7 +242,82 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
         else {"missing": "Memory.build_context is not available yet"},
         "peak_rss_mb": rss.peak_mb,
         "ingest_peak_rss_mb": ingest_peak,
+        "load_average_1m": {"before_queries": load_before, "after_queries": load_after},
+        "context_threads": threads,
     }
+
+
+def _context_threads(mem: Any, scope: Any, queries: Sequence[str],
+                     cfg: ScaleConfig) -> dict[str, Any]:
+    """build_context p50/p95 (wall and CPU) with the context builder's thread pool swapped
+    for one of each size in ``cfg.context_threads`` (the pool is module-level; restored
+    after). One thread runs every source in turn; more only help if reads run concurrently.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..context import builder
+
+    out: dict[str, Any] = {}
+    original = builder._POOL
+    try:
+        for n in cfg.context_threads:
+            pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"bench-context-{n}")
+            builder._POOL = pool
+            log = LatencyLog()
+            try:
+                mem.build_context(scope, queries[0], token_budget=cfg.budget)  # warm
+                for q in queries:
+                    with log.time():
+                        mem.build_context(scope, q, token_budget=cfg.budget)
+            finally:
+                builder._POOL = original
+                pool.shutdown(wait=True)
+            out[str(n)] = {**log.summary_ms(), "load_average_1m": load_average()}
+    finally:
+        builder._POOL = original
+    return out
+
+
+def latency_markdown(res: dict[str, Any]) -> str:
+    """CPU time beside wall clock per row, the load average around each row's queries, and
+    build_context with 1 vs more context threads."""
+    rows = res.get("results") or []
+    if not rows:
+        return ""
+
+    def ms(cell: Any, key: str) -> str:
+        v = cell.get(key) if isinstance(cell, dict) else None
+        return "–" if v is None else f"{v:.1f}"
+
+    def load(v: Any) -> str:
+        return "–" if v is None else f"{v:.1f}"
+
+    lines = ["", "### CPU time per call (the process's, all threads) and machine load", "",
+             "| store | records | language | search wall p50 / p95 | search CPU p50 / p95 | "
+             "build_context wall p50 / p95 | build_context CPU p50 / p95 | load 1m before / "
+             "after |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        la = r.get("load_average_1m") or {}
+        s, c = r.get("search", {}), r.get("build_context", {})
+        lines.append(
+            f"| {r['store']} | {r['size']:,} | {r['language']} | {ms(s, 'p50_ms')} / "
+            f"{ms(s, 'p95_ms')} | {ms(s, 'cpu_p50_ms')} / {ms(s, 'cpu_p95_ms')} | "
+            f"{ms(c, 'p50_ms')} / {ms(c, 'p95_ms')} | {ms(c, 'cpu_p50_ms')} / "
+            f"{ms(c, 'cpu_p95_ms')} | {load(la.get('before_queries'))} / "
+            f"{load(la.get('after_queries'))} |")
+    threaded = [r for r in rows if r.get("context_threads")]
+    if threaded:
+        counts = sorted({int(n) for r in threaded for n in r["context_threads"]})
+        lines += ["", "### build_context with the context builder's pool at 1 vs more threads",
+                  "", "| store | records | language | " + " | ".join(
+                      f"{n} thread{'s' if n > 1 else ''}: wall p50 / CPU p50" for n in counts)
+                  + " |", "|---|---:|---|" + "---:|" * len(counts)]
+        for r in threaded:
+            cells = [f"{ms(r['context_threads'].get(str(n)), 'p50_ms')} / "
+                     f"{ms(r['context_threads'].get(str(n)), 'cpu_p50_ms')}" for n in counts]
+            lines.append(f"| {r['store']} | {r['size']:,} | {r['language']} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, Any]:

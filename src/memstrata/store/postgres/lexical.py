@@ -152,22 +152,25 @@ def search_rows(conn: psycopg.Connection[Any], scope_tok: str, terms: Sequence[s
     avgdl = total / docs
     if all(len(p) == 1 for _, p in live):
         idfs = [fts5.idf(docs, df.get(p[0], 0)) for _, p in live]
+        # The scope and filters apply where each posting meets its record (that join is
+        # needed for the record's length anyway), so only matching records are scored, the
+        # top ``limit`` are cut before the last join, and no scan of the user's records runs.
+        top = " ORDER BY score DESC, seq LIMIT %s" if limit is not None else ""
         sql = (
             "WITH q AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) "
             "AS q(ord, token, idf)), "
             "hits AS (SELECT p.seq, q.ord, q.idf * ((p.tf::float8 * %s::float8) / "
             "(p.tf::float8 + %s::float8 * (%s::float8 + %s::float8 * r.lex_len::float8 "
             "/ %s::float8))) AS part FROM q JOIN lex_postings p ON p.scope_tok = %s AND "
-            "p.token = q.token JOIN records r ON r.seq = p.seq), "
-            "scored AS (SELECT seq, sum(part ORDER BY ord) AS score FROM hits GROUP BY seq) "
+            f"p.token = q.token JOIN records r ON r.seq = p.seq WHERE {where}), "
+            "scored AS (SELECT seq, sum(part ORDER BY ord) AS score FROM hits GROUP BY seq"
+            f"{top}) "
             f"SELECT {columns}, s.score FROM scored s JOIN records r ON r.seq = s.seq "
-            f"WHERE {where} "
             "ORDER BY s.score DESC, r.seq")
         params: list[Any] = [[i for i, _ in live], [p[0] for _, p in live], idfs,
                              fts5.K1_PLUS_1, fts5.K1, fts5.ONE_MINUS_B, fts5.B, avgdl,
                              scope_tok, *args]
         if limit is not None:
-            sql += " LIMIT %s"
             params.append(limit)
         return list(conn.execute(sql, params).fetchall())
     return _search_phrases(conn, scope_tok, phrases, docs, avgdl, df, where, args, limit,

@@ -153,8 +153,16 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_tenant ON api_keys (tenant, created_at, id);
 """
 
+# v6: lists by type (key memory, the newest summaries, a session's turns) read only their
+# rows instead of a sequential scan of the table (10 ms per list at 10k records).
+_V6_TYPE_INDEXES = """
+CREATE INDEX records_type ON records (tenant, "user", type, observed_at, seq);
+CREATE INDEX records_session_type ON records (tenant, "user", session, type, observed_at, seq);
+"""
+
 MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1), (2, _V2_AUDIT), (3, _V3_AUDIT_REDACT),
-                                            (4, _V4_JOB_LEASE_TOKEN), (5, _V5_API_KEYS)]
+                                            (4, _V4_JOB_LEASE_TOKEN), (5, _V5_API_KEYS),
+                                            (6, _V6_TYPE_INDEXES)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
 

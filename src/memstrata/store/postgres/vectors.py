@@ -45,9 +45,10 @@ ORDER BY v.vseq
 
 _STATE = """
 SELECT (SELECT generation FROM scope_generation WHERE scope_tok = %s),
-       (SELECT max(vseq) FROM vectors WHERE tenant = %s AND "user" = %s),
-       (SELECT count(*) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s)
+       (SELECT max(vseq) FROM vectors WHERE tenant = %s AND "user" = %s)
 """
+_COUNT = 'SELECT count(*) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s'
+
 
 
 class VectorCache:
@@ -64,12 +65,22 @@ class VectorCache:
 
     def state(self, conn: psycopg.Connection[Any], tenant: str, user: str,
               dims: int) -> tuple[int, int, int]:
-        """``(generation, max vseq, vector count)`` of one user, from one statement."""
+        """``(generation, max vseq, vector count)`` of one user. The count (a scan of the
+        user's index entries) is read only when this process's copy is not up to date:
+        when it is, it holds exactly the user's vectors of ``dims``."""
         with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
-            cur.execute(_STATE, (scope_token(tenant, user), tenant, user, tenant, user, dims))
+            cur.execute(_STATE, (scope_token(tenant, user), tenant, user))
             row = cur.fetchone()
-        assert row is not None  # noqa: S101 - a SELECT of scalars always returns one row
-        return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
+            assert row is not None  # noqa: S101 - a SELECT of scalars always returns a row
+            generation, max_vseq = int(row[0] or 0), int(row[1] or 0)
+            with self._lock:
+                cached = self._users.get((tenant, user, dims))
+            if (cached is not None and cached.generation == generation
+                    and cached.last_rowid >= max_vseq):
+                return generation, max_vseq, len(cached.ids)
+            cur.execute(_COUNT, (tenant, user, dims))
+            counted = cur.fetchone()
+        return generation, max_vseq, int(counted[0]) if counted else 0
 
     def load(self, conn: psycopg.Connection[Any], tenant: str, user: str, dims: int,
              generation: int, max_vseq: int) -> UserVectors:
@@ -86,9 +97,14 @@ class VectorCache:
                 cur.execute(_LOAD, (tenant, user, dims, cached.last_rowid))
                 rows = [(*r[:9], _array(r[9]).astype("<f4").tobytes())
                         for r in cur.fetchall()]
+            # A new object (a search on another thread may hold the old one); the newest
+            # state any thread has seen is kept.
+            cached = cached.extended(rows, max_vseq)
             with self._lock:
-                cached.append(rows)
-                cached.last_rowid = max(cached.last_rowid, max_vseq)
+                current = self._users.get(key)
+                if current is None or (cached.generation, cached.last_rowid) > (
+                        current.generation, current.last_rowid):
+                    self._users[key] = cached
                 self._evict()
         return cached
 

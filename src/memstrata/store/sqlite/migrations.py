@@ -175,8 +175,15 @@ ALTER TABLE jobs ADD COLUMN lease_token TEXT;
 CREATE INDEX jobs_lease_token ON jobs (lease_token);
 """
 
+# Lists by type (key memory, the newest summaries, a session's turns) read only their rows:
+# without these, every build_context scanned all of a user's records twice (12 ms at 10k).
+_V6_TYPE_INDEXES = """
+CREATE INDEX records_type ON records (tenant, user, type, observed_at, seq);
+CREATE INDEX records_session_type ON records (tenant, user, session, type, observed_at, seq);
+"""
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _v3), (4, _V4_AUDIT),
-                                                (5, _V5_JOB_LEASE_TOKEN)]
+                                                (5, _V5_JOB_LEASE_TOKEN), (6, _V6_TYPE_INDEXES)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
 # Guard against the two column lists drifting apart.

@@ -4,14 +4,21 @@ One file in WAL mode holds records, their history, vectors, an FTS5 lexical inde
 embedding cache and the job queue. The connection runs in autocommit mode and every write
 method is one ``BEGIN IMMEDIATE`` transaction, so a write applies whole or not at all and
 two processes sharing a file serialise their writes instead of failing half-way.
+
+Reads do not queue behind that connection: each thread reads through its own connection
+(``query_only``, so the read path cannot write), in one read transaction per call, and WAL
+lets any number of them read while one writes. Only ``:memory:`` (one connection is one
+database) reads through the write connection under its lock.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -53,6 +60,8 @@ from .vectors import VectorCache, dot, top_k
 from .where import filters_sql, in_list, needs_python, scope_sql
 
 __all__ = ["SQLiteStore"]
+
+_log = logging.getLogger(__name__)
 
 _COLS = ", ".join(COLUMNS)
 _INSERT = f"INSERT INTO records ({_COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
@@ -134,23 +143,40 @@ class SQLiteStore:
             raise
         self._conn = conn
         self._lock = threading.RLock()
+        self._local = threading.local()       # this thread's read connection
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
+        self._counter_lock = threading.Lock()  # the counter buffers below
+        self._flusher: ThreadPoolExecutor | None = None
         self._vectors = VectorCache()
         # Buffered counters (see Counters): seq -> (accesses, latest access); (seq, name) ->
         # delta. Written by the next write transaction, flush_counters() or close().
         self._touches: dict[int, tuple[int, datetime]] = {}
         self._counts: dict[tuple[int, str], int] = {}
         self._pending_since: float | None = None
+        self._inflight: tuple[dict[int, tuple[int, datetime]],
+                              dict[tuple[int, str], int]] | None = None
+        self._gate = _Gate()
+        self._flushing = False
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.url!r})"
 
     def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.shutdown(wait=True)
         with self._lock:
             try:
                 if self._touches or self._counts:
                     self.flush_counters()
             finally:
                 self._vectors.clear()
+                with self._readers_lock:
+                    self._closed = True
+                    for reader in self._readers:
+                        reader.close()
+                    self._readers.clear()
                 self._conn.close()
 
     # --- transactions --------------------------------------------------------------------
@@ -161,8 +187,9 @@ class SQLiteStore:
                 self._conn.execute(begin)
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite could not start a transaction: {exc}") from exc
-            # Every write transaction also writes the buffered counters (they are taken
-            # back into the buffer if it rolls back).
+            # Every write transaction also writes the buffered counters. Until it commits
+            # they are "in flight": readers on other connections add them to what they read,
+            # and the commit waits for those readers (see _Gate) so none counts them twice.
             pending = self._take_counters() if begin == "BEGIN IMMEDIATE" else None
             try:
                 if pending is not None:
@@ -174,18 +201,63 @@ class SQLiteStore:
                     self._give_back_counters(*pending)
                 raise
             try:
-                self._conn.execute("COMMIT")
+                if pending is not None and (pending[0] or pending[1]):
+                    with self._gate.exclusive():
+                        self._conn.execute("COMMIT")
+                        self._inflight = None
+                else:
+                    self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._conn.execute("ROLLBACK")
                 if pending is not None:
                     self._give_back_counters(*pending)
                 raise StoreError(f"SQLite could not commit: {exc}") from exc
+        if begin == "BEGIN IMMEDIATE" and self._pending_since is not None:
+            self._buffered()
 
     def _write(self) -> Any:
         return self._tx("BEGIN IMMEDIATE")
 
     def _read(self) -> Any:
-        return self._tx("BEGIN")
+        if self.path == ":memory:":
+            return self._tx("BEGIN")
+        return self._read_tx()
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read connection (opened on first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        try:
+            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)  # closed by close(), any thread
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open a read connection to {self.path!r}: {exc}") from exc
+        with self._readers_lock:
+            if self._closed:
+                conn.close()
+                raise StoreError(f"{self!r} is closed; open a new store")
+            self._readers.append(conn)
+        self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _read_tx(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction on this thread's connection: every statement of the call
+        sees the same snapshot, and no writer waits for it (WAL)."""
+        conn = self._reader()
+        with self._gate.shared():
+            try:
+                conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite could not start a read transaction: {exc}") from exc
+            try:
+                yield conn
+            finally:
+                conn.execute("ROLLBACK")  # nothing was written: ending the snapshot is all
 
     def transaction(self) -> AbstractContextManager[UnitOfWork]:
         return self._unit_of_work()
@@ -585,6 +657,7 @@ class SQLiteStore:
             return
         with self._read() as c:  # the read path takes no write lock: counts are buffered
             seqs = [int(r["seq"]) for r in self._visible(c, scope, ids, "seq")]
+        with self._counter_lock:
             for seq in seqs:
                 n, last = self._touches.get(seq, (0, at))
                 self._touches[seq] = (n + 1, max(last, at))
@@ -594,7 +667,9 @@ class SQLiteStore:
         if not deltas:
             return
         with self._read() as c:
-            for row in self._visible(c, scope, list(deltas), "seq, id"):
+            rows = self._visible(c, scope, list(deltas), "seq, id")
+        with self._counter_lock:
+            for row in rows:
                 key = (int(row["seq"]), name)
                 self._counts[key] = self._counts.get(key, 0) + int(deltas[row["id"]])
         self._buffered()
@@ -609,7 +684,7 @@ class SQLiteStore:
                         "SELECT r.seq, r.id, coalesce(k.value, 0) FROM records r LEFT JOIN "
                         f"counters k ON k.seq = r.seq AND k.name = ? WHERE {sql} AND {where}",
                         [name, *vals, *args]):
-                    out[rid] = int(value) + self._counts.get((int(seq), name), 0)
+                    out[rid] = int(value) + self._pending_count(int(seq), name)
         return out
 
     def flush_counters(self) -> None:
@@ -619,25 +694,63 @@ class SQLiteStore:
                     pass  # a write transaction writes the buffer
 
     def _buffered(self) -> None:
-        """After buffering (outside any transaction): write the buffer when it is due."""
-        with self._lock:
-            self._flush_if_due()
-
-    def _flush_if_due(self) -> None:
+        """After buffering: when the buffer is due, a background thread writes it, so the
+        read path never waits for (or takes) the write lock."""
         now = time.monotonic()
-        if self._pending_since is None:
-            self._pending_since = now
-        if (len(self._touches) + len(self._counts) >= _FLUSH_AT
-                or now - self._pending_since >= _FLUSH_AFTER_S):
+        with self._counter_lock:
+            if self._pending_since is None:
+                self._pending_since = now
+            due = (len(self._touches) + len(self._counts) >= _FLUSH_AT
+                   or now - self._pending_since >= _FLUSH_AFTER_S)
+            if not due or self._flushing:
+                return
+            self._flushing = True
+            if self._flusher is None:
+                self._flusher = ThreadPoolExecutor(1, thread_name_prefix="memstrata-counters")
+        try:
+            self._flusher.submit(self._flush_in_background)
+        except RuntimeError:  # closing: close() writes the buffer itself
+            with self._counter_lock:
+                self._flushing = False
+
+    def _flush_in_background(self) -> None:
+        try:
             self.flush_counters()
+        except Exception as exc:  # the buffer was given back; the next flush retries it
+            _log.warning("memstrata: buffered access counters not written yet: %s", exc)
+        finally:
+            with self._counter_lock:
+                self._flushing = False
 
     def _take_counters(self) -> tuple[dict[int, tuple[int, datetime]], dict[tuple[int, str], int]]:
-        touches, counts = self._touches, self._counts
-        self._touches, self._counts, self._pending_since = {}, {}, None
+        with self._counter_lock:
+            touches, counts = self._touches, self._counts
+            self._touches, self._counts, self._pending_since = {}, {}, None
+            self._inflight = (touches, counts) if touches or counts else None
         return touches, counts
 
     def _give_back_counters(self, touches: dict[int, tuple[int, datetime]],
                             counts: dict[tuple[int, str], int]) -> None:
+        with self._counter_lock:
+            self._inflight = None
+            self._give_back_locked(touches, counts)
+
+    def _pending_touch(self, seq: int) -> tuple[int, datetime] | None:
+        """Accesses of ``seq`` not yet in the database (buffered or in flight)."""
+        mine = self._touches.get(seq)
+        inflight = self._inflight
+        other = inflight[0].get(seq) if inflight is not None else None
+        if mine is None or other is None:
+            return mine or other
+        return mine[0] + other[0], max(mine[1], other[1])
+
+    def _pending_count(self, seq: int, name: str) -> int:
+        inflight = self._inflight
+        return (self._counts.get((seq, name), 0)
+                + (inflight[1].get((seq, name), 0) if inflight is not None else 0))
+
+    def _give_back_locked(self, touches: dict[int, tuple[int, datetime]],
+                          counts: dict[tuple[int, str], int]) -> None:
         for seq, (n, last) in touches.items():
             m, other = self._touches.get(seq, (0, last))
             self._touches[seq] = (n + m, max(last, other))
@@ -661,8 +774,8 @@ class SQLiteStore:
     def _dec(self, row: sqlite3.Row) -> MemoryRecord:
         """Decode a row (selected with ``seq``) with its buffered accesses applied."""
         record = decode_record(row)
-        if self._touches:
-            pending = self._touches.get(int(row["seq"]))
+        if self._touches or self._inflight is not None:
+            pending = self._pending_touch(int(row["seq"]))
             if pending is not None:
                 last = record.last_accessed_at
                 record = replace(record, access_count=record.access_count + pending[0],
@@ -910,6 +1023,46 @@ class SQLiteStore:
                 return [self._dec(r) for r in rows]
             records = [self._dec(r) for r in self._select(c, scope, filters, tail)]
         return [r for r in records if filters.matches(r)][offset:offset + limit]
+
+class _Gate:
+    """Many readers or one committer: a commit that writes in-flight counters waits for the
+    read transactions under way, and new ones wait for it (a commit is short), so a reader
+    either sees the counters in its snapshot or in flight, never both, never neither."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._committing = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._committing:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            while self._committing:
+                self._cond.wait()
+            self._committing = True  # new readers wait from here on
+            while self._readers:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._committing = False
+                self._cond.notify_all()
+
 
 def _seq_list(seqs: Sequence[int]) -> tuple[str, list[Any]]:
     return f"seq IN ({', '.join('?' * len(seqs))})", list(seqs)

@@ -8,12 +8,17 @@ Coherence is cheap and works across processes because its state lives in the dat
 every change other than an insert bumps the user's row in ``scope_generation``; inserts
 only append vectors with a higher rowid. Each query reads ``(generation, max rowid)`` in one
 indexed statement: same generation → append what is new; different → reload.
+
+Readers on several threads share the cache: a ``UserVectors`` is never changed once
+published (appending makes a new one), so a search keeps a consistent matrix and masks
+while another thread brings the user up to date.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,27 +64,32 @@ class UserVectors:
     superseded: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
     importance: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
-    def append(self, rows: list[tuple[object, ...]]) -> None:
+    def extended(self, rows: list[tuple[object, ...]], last_rowid: int) -> UserVectors:
+        """A new ``UserVectors`` holding these rows too (``self`` is left as it was, so a
+        search on another thread that holds it is not disturbed)."""
         if not rows:
-            return
-        self.last_rowid = int(rows[-1][0])  # type: ignore[call-overload]
-        self.ids.extend(str(r[1]) for r in rows)
+            return replace(self, last_rowid=max(self.last_rowid, last_rowid))
         block = np.frombuffer(b"".join(r[9] for r in rows), dtype="<f4")  # type: ignore[misc]
         block = block.reshape(len(rows), self.dims).astype(np.float32)
-        self.matrix = block if self.matrix.size == 0 else np.vstack([self.matrix, block])
 
         def col(i: int, dtype: Any) -> npt.NDArray[Any]:
             out: npt.NDArray[Any] = np.array([r[i] for r in rows], dtype=dtype)
             return out
 
-        self.type = np.concatenate([self.type, col(2, object)])
-        self.agent = np.concatenate([self.agent, col(3, object)])
-        self.agentless = np.concatenate([self.agentless, np.array([r[3] is None for r in rows])])
-        self.session = np.concatenate([self.session, col(4, object)])
-        self.private = np.concatenate([self.private, col(5, object) == "private"])
-        self.active = np.concatenate([self.active, col(6, object) == RecordStatus.ACTIVE.value])
-        self.superseded = np.concatenate([self.superseded, col(7, bool)])
-        self.importance = np.concatenate([self.importance, col(8, np.float64)])
+        return UserVectors(
+            dims=self.dims, generation=self.generation,
+            last_rowid=max(last_rowid, int(rows[-1][0])),  # type: ignore[call-overload]
+            ids=self.ids + [str(r[1]) for r in rows],
+            matrix=block if self.matrix.size == 0 else np.vstack([self.matrix, block]),
+            type=np.concatenate([self.type, col(2, object)]),
+            agent=np.concatenate([self.agent, col(3, object)]),
+            agentless=np.concatenate([self.agentless, np.array([r[3] is None for r in rows])]),
+            session=np.concatenate([self.session, col(4, object)]),
+            private=np.concatenate([self.private, col(5, object) == "private"]),
+            active=np.concatenate([self.active, col(6, object) == RecordStatus.ACTIVE.value]),
+            superseded=np.concatenate([self.superseded, col(7, bool)]),
+            importance=np.concatenate([self.importance, col(8, np.float64)]),
+        )
 
     def mask(self, scope: Scope, filters: Filters) -> npt.NDArray[np.bool_]:
         """Rows admitted by the scope (mirrors ``Scope.admits``) and the cached filters."""
@@ -105,9 +115,11 @@ class VectorCache:
 
     def __init__(self) -> None:
         self._users: dict[tuple[str, str, int], UserVectors] = {}
+        self._lock = threading.Lock()
 
     def clear(self) -> None:
-        self._users.clear()
+        with self._lock:
+            self._users.clear()
 
     def load(self, conn: sqlite3.Connection, tenant: str, user: str, dims: int) -> UserVectors:
         """The user's vectors, brought up to date with the database.
@@ -119,14 +131,20 @@ class VectorCache:
         ).fetchone()
         generation = int(generation or 0)
         key = (tenant, user, dims)
-        cached = self._users.get(key)
+        with self._lock:
+            cached = self._users.get(key)
         if cached is None or cached.generation != generation:
             cached = UserVectors(dims=dims, generation=generation)
-            self._users[key] = cached
         if max_rowid is not None and max_rowid > cached.last_rowid:
-            cached.append(conn.execute(_LOAD, (tenant, user, dims, cached.last_rowid)).fetchall())
+            rows = conn.execute(_LOAD, (tenant, user, dims, cached.last_rowid)).fetchall()
             # Rows of other dims up to max_rowid were seen too; skip them next time.
-            cached.last_rowid = max(cached.last_rowid, int(max_rowid))
+            cached = cached.extended(rows, int(max_rowid))
+        with self._lock:
+            current = self._users.get(key)
+            # Keep the newest state any thread has seen (generations only grow).
+            if current is None or (cached.generation, cached.last_rowid) > (
+                    current.generation, current.last_rowid):
+                self._users[key] = cached
         return cached
 
 
