@@ -44,6 +44,9 @@ class ContextConfig:
     temporal_boost: float = 0.0
     # Newest summaries as background filler (they only use what relevant memories leave).
     background_summaries: bool = True
+    # Relative dates in shown turns ("yesterday", "last Saturday", "上个月") followed by the
+    # date they mean, resolved against the date the turn was said (context/relative.py).
+    resolve_dates: bool = False
     # Key memory promoted automatically from hot clusters (user-set key memory always shows).
     auto_key: bool = True
 
@@ -70,4 +73,5 @@ class ContextConfig:
             neighbour_hits=0,
             session_boost=0.0,
             temporal_boost=0.0,
+            resolve_dates=False,
         )
