@@ -14,12 +14,19 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# An editable install leaves our modules uncompiled; where PYTHONDONTWRITEBYTECODE is set
+# (CI, containers) every CLI call would recompile them (~0.25 s). compileall does what pip
+# does for a wheel.
+COMPILE := $(BIN)/python -m compileall -q src >/dev/null
+
 $(RUNTIME): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(COMPILE)
 	touch $@
 
 $(TESTS): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(COMPILE)
 	touch $@ $(RUNTIME)
 
 $(DEV): pyproject.toml | $(VENV)/bin/python

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from memstrata import FixedClock, Memory, Scope
-from servers import pg_server, pg_url  # noqa: F401  (fixtures: real PostgreSQL)
+from servers import (  # noqa: F401  (fixtures: real PostgreSQL and Redis)
+    pg_server,
+    pg_url,
+    redis_buffer_url,
+    shared_redis,
+)
 
 
 @pytest.fixture
@@ -17,12 +22,14 @@ def clock() -> FixedClock:
     return FixedClock(datetime(2026, 1, 1, 12, 0, tzinfo=UTC))
 
 
-@pytest.fixture(params=["sqlite", "memory", "postgresql"])
+@pytest.fixture(params=["sqlite", "memory", "postgresql", "postgresql+redis"])
 def mem(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Iterator[Memory]:
     url = f"sqlite:///{tmp_path / 'm.db'}" if request.param == "sqlite" else "memory://"
-    if request.param == "postgresql":
+    if request.param.startswith("postgresql"):
         url = request.getfixturevalue("pg_url")  # a fresh schema on the session's server
-    m = Memory(url, embedder="hashing", clock=clock, background=False)
+    # a fresh key prefix on the session's Redis, its keys deleted after the test
+    buffer = request.getfixturevalue("redis_buffer_url") if "redis" in request.param else None
+    m = Memory(url, embedder="hashing", clock=clock, background=False, buffer=buffer)
     yield m
     m.close()
 

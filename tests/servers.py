@@ -29,11 +29,21 @@ from urllib.parse import urlencode
 
 import pytest
 
-__all__ = ["PgServer", "RedisServer", "postgres", "redis_server_process", "unavailable"]
+__all__ = [
+    "PgServer",
+    "RedisServer",
+    "SharedRedis",
+    "postgres",
+    "redis",
+    "redis_server_process",
+    "unavailable",
+]
 
 _lock = threading.Lock()
 _pg: PgServer | None = None
 _pg_error: str | None = None
+_redis: SharedRedis | None = None
+_redis_error: str | None = None
 
 
 def unavailable(what: str, why: str) -> None:
@@ -179,3 +189,72 @@ def redis_server_process() -> RedisServer:
     server.start()
     atexit.register(server.kill)
     return server
+
+
+@dataclass
+class SharedRedis:
+    """The session's Redis; ``prefix()`` gives a key prefix no other test uses, ``drop``
+    deletes a prefix's keys (tests share the server, never their keys)."""
+
+    url: str
+
+    def prefix(self) -> str:
+        return "mt" + uuid.uuid4().hex[:12]
+
+    def buffer_url(self, prefix: str | None = None) -> str:
+        """A ``buffer=`` URL on a fresh key prefix."""
+        sep = "&" if "?" in self.url else "?"
+        return f"{self.url}{sep}prefix={prefix or self.prefix()}"
+
+    def drop(self, prefix: str) -> None:
+        import redis as redis_py
+
+        client = redis_py.Redis.from_url(self.url)
+        try:
+            names = list(client.scan_iter(match=prefix + ":*", count=1000))
+            for i in range(0, len(names), 500):
+                client.delete(*names[i : i + 500])
+        finally:
+            client.close()
+
+
+def redis() -> SharedRedis:
+    """The session's Redis, started on first use (raises ``RuntimeError`` if it cannot):
+    ``MEMSTRATA_TEST_REDIS_URL`` or a redis-server child process."""
+    global _redis, _redis_error
+    with _lock:
+        if _redis is not None:
+            return _redis
+        if _redis_error is not None:
+            raise RuntimeError(_redis_error)
+        try:
+            import redis as redis_py
+
+            url = os.environ.get("MEMSTRATA_TEST_REDIS_URL") or redis_server_process().url
+            client = redis_py.Redis.from_url(url, socket_connect_timeout=10)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        except Exception as exc:  # any failure to start is reported the same way
+            _redis_error = f"{type(exc).__name__}: {exc}"
+            raise RuntimeError(_redis_error) from exc
+        _redis = SharedRedis(url)
+        return _redis
+
+
+@pytest.fixture(scope="session")
+def shared_redis() -> SharedRedis:
+    try:
+        return redis()
+    except RuntimeError as exc:
+        unavailable("Redis", str(exc))
+        raise
+
+
+@pytest.fixture
+def redis_buffer_url(shared_redis: SharedRedis) -> Iterator[str]:
+    """A ``buffer=`` URL on a key prefix of its own, whose keys are deleted after the test."""
+    prefix = shared_redis.prefix()
+    yield shared_redis.buffer_url(prefix)
+    shared_redis.drop(prefix)

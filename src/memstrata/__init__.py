@@ -10,6 +10,7 @@ Importing the package has no side effects: no I/O, no model loading, no telemetr
 import typing as _typing
 
 if _typing.TYPE_CHECKING:  # the names below are imported on first use (PEP 562), not at import
+    from .aio import AsyncMemory
     from .clock import Clock, FixedClock, SystemClock
     from .errors import (
         BudgetError,
@@ -47,6 +48,7 @@ if _typing.TYPE_CHECKING:  # the names below are imported on first use (PEP 562)
 # Where each public name lives; ``from memstrata import Memory`` imports numpy and the rest
 # of the library only then, so ``import memstrata`` and ``memstrata --help`` stay fast.
 _LAZY = {
+    "AsyncMemory": "aio",
     **dict.fromkeys(("Clock", "FixedClock", "SystemClock"), "clock"),
     **dict.fromkeys(("BudgetError", "ConflictError", "EmbeddingMismatchError",
                      "ImportFormatError", "MemstrataError", "MissingDependencyError",
@@ -83,6 +85,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AccessControl",
+    "AsyncMemory",
     "BudgetError",
     "Clock",
     "ConflictError",

@@ -15,7 +15,9 @@
    never purged;
 5. **consolidation when idle** (no queued jobs for the user): near-duplicate notes and
    episodes (cosine ≥ the dedup threshold) are merged into the older one with provenance
-   (mentions, source ids, tags) and the newer one is forgotten with reason ``merged``.
+   (mentions, source ids, tags) and the newer one is forgotten with reason ``merged``;
+   then every summary citing a turn that is now soft-deleted (forgotten, deleted, merged) is
+   **refreshed** from the turns left, with provenance (:mod:`memstrata.consolidation`).
 
 Key memory and whatever the user set explicitly are never forgotten, downgraded or merged
 automatically (:func:`~memstrata.policies.forgetting.is_protected`). ``dry_run`` decides and
@@ -31,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from .audit import AuditLog
+from .clock import FixedClock
+from .consolidation import refresh_stale_summaries
 from .errors import ConflictError, NotFoundError, ValidationError
 from .filters import Filters
 from .jobs import Job
@@ -100,7 +104,7 @@ class Retention:
 @dataclass(frozen=True, slots=True)
 class LogEntry:
     record_id: str
-    action: str  # forget | downgrade | purge | merge
+    action: str  # forget | downgrade | purge | merge | refresh
     policy: str
     reason: str
     score: float
@@ -118,6 +122,7 @@ class MaintenanceReport:
     preserved: int = 0
     purged: int = 0
     merged: int = 0
+    refreshed: int = 0  # stale summaries rewritten (or forgotten: no turn left)
     decay_updated: int = 0
     skipped: int = 0  # changed by someone else during the run (ConflictError): next run
     log: list[LogEntry] = field(default_factory=list)
@@ -133,6 +138,7 @@ class MaintenanceReport:
             "preserved": self.preserved,
             "purged": self.purged,
             "merged": self.merged,
+            "refreshed": self.refreshed,
             "decay_updated": self.decay_updated,
             "skipped": self.skipped,
         }
@@ -181,8 +187,13 @@ def maintain(
     consolidate: bool = True,
     audit: AuditLog | None = None,
     actor: str = "system:maintenance",
+    now: datetime | None = None,
 ) -> MaintenanceReport:
-    """One maintenance pass over the user of ``scope`` (module docstring)."""
+    """One maintenance pass over the user of ``scope`` (module docstring). ``now`` runs it
+    as of another time (a replay, or the bench asking what a pass 180 days on would do):
+    every decision and stamp uses it instead of the context's clock."""
+    if now is not None:
+        ctx = replace(ctx, clock=FixedClock(now))
     pol = make_policy(policy)
     ret = retention if retention is not None else Retention()
     if not isinstance(ret, Retention):
@@ -248,6 +259,7 @@ def maintain(
         _merge_duplicates(
             ctx, uscope, [r for r in records if r.id not in gone], report, dry_run, now
         )
+        _refresh_summaries(ctx, uscope, report, dry_run, now)
 
     log.info("maintenance %s: %s", "dry run" if dry_run else "run", report.as_dict())
     if audit is not None and not dry_run:
@@ -415,6 +427,37 @@ def _merge_duplicates(
 
         if _apply(report, entry, dry_run, run):
             report.merged += 1
+
+
+def _refresh_summaries(
+    ctx: LayerContext,
+    scope: Scope,
+    report: MaintenanceReport,
+    dry_run: bool,
+    now: datetime,
+) -> None:
+    """Summaries citing soft-deleted turns (deleted before or during this run) are rewritten.
+    Turns retention purged after they were summarised are not "gone": the summary is what
+    was meant to remain."""
+    every = _all(ctx, scope, Filters(include_deleted=True, include_superseded=True))
+    gone = {r.id for r in every if r.status is RecordStatus.DELETED}
+    gone |= {e.record_id for e in report.log if e.action in ("forget", "merge")}  # dry run
+    for done in refresh_stale_summaries(
+        ctx, scope, gone, reason="summarised turns were forgotten", dry_run=dry_run, now=now
+    ):
+        n = len(done.dropped)
+        report.log.append(
+            LogEntry(
+                done.summary_id,
+                done.action if done.action == "forget" else "refresh",
+                "consolidation",
+                f"{n} summarised turn(s) gone: "
+                + ("no turn left" if done.action == "forget" else "summarised again"),
+                float(n),
+                now,
+            )
+        )
+        report.refreshed += 1
 
 
 def forget(

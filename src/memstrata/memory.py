@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import IO, Any, cast
@@ -67,7 +68,7 @@ from .search.hit import SearchHit, types_of_layers
 from .search.hybrid import search as hybrid_search
 from .search.tokenize import tokenize
 from .store.base import PurgeReport, RecordWrite, Store
-from .store.redis_hot import RedisHotStore, open_redis
+from .store.redis_hot import RedisHotStore, buffer_prefix, open_redis
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from .tokens import TokenCounter, estimate_tokens
@@ -82,6 +83,7 @@ from .validation import (
     check_ratio,
     check_sequence,
     check_tags,
+    check_time,
     check_unit,
 )
 from .worker import BackgroundWorker, JobRunner, RunReport
@@ -161,6 +163,7 @@ class Memory:
         # Redis for hot state (recent turns, embedding cache): connected before the store is
         # opened, so a Redis refusing connections fails before anything is written.
         hot = open_redis(buffer) if buffer is not None else None
+        prefix = buffer_prefix(buffer) if buffer is not None else ""
         try:
             self._store = store if store is not None else open_store(url)
         except BaseException:
@@ -168,7 +171,7 @@ class Memory:
                 hot.close()
             raise
         if hot is not None:
-            self._store = cast(Store, RedisHotStore(self._store, hot))
+            self._store = cast(Store, RedisHotStore(self._store, hot, prefix=prefix))
         try:
             self._raw_embedder = make_embedder(embedder)
             self._embedder = CachedEmbedder(self._raw_embedder, self._store)
@@ -183,7 +186,7 @@ class Memory:
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
         self._ctx = LayerContext(self._store, self._embedder, self._llm, self._clock,
-                                 layer_config or LayerConfig())
+                                 layer_config or LayerConfig(), self._pii)
         self.layers = LayerStack.build(self._ctx)
         handlers = {**self.layers.handlers(), REFINE_IMPORTANCE: refine_handler(self._ctx),
                     MAINTAIN: self._run_maintain_job}
@@ -296,18 +299,22 @@ class Memory:
             for i, m in enumerate(check_sequence(messages, "messages"))
         ]
         if records:
-            if self.quotas is not None:  # before anything is embedded or written
-                _quotas.check_writes(self._store, self.quotas, scope, len(records), now)
-            # The turns, their index entries and their ingest job commit together: a crash
-            # can never leave a message that no job will process.
-            writes = self._ctx.writes(records)
-            with self._store.transaction() as tx:
-                tx.append_turns(writes)
-                tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
-            if self.quotas is not None:
-                _quotas.count_writes(self._store, scope, len(records), now)
+            # Quotas: checked and counted before anything is embedded, atomically with the
+            # write across processes (nothing counted if the write fails).
+            with self._admit(scope, len(records), now):
+                # The turns, their index entries and their ingest job commit together: a
+                # crash can never leave a message that no job will process.
+                writes = self._ctx.writes(records)
+                with self._store.transaction() as tx:
+                    tx.append_turns(writes)
+                    tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
             self._wake()
         return records
+
+    def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractContextManager[None]:
+        if self.quotas is None:
+            return nullcontext()
+        return _quotas.admit_writes(self._store, self.quotas, scope, n, now)
 
     def end_session(self, scope: Scope) -> RunReport:
         """Close a session: its final summary, conversation episode and clustering run now
@@ -348,16 +355,13 @@ class Memory:
             importance=importance, confidence=confidence, tags=tags, metadata=metadata,
             source=source, observed_at=observed_at, visibility=visibility, source_ids=source_ids,
         )
-        if self.quotas is not None:
-            _quotas.check_writes(self._store, self.quotas, scope, 1, self._clock.now())
-        if dedup:
-            result = insert_or_merge(self._ctx, scope, record)
-            stored, inserted = result.record, result.action is DedupAction.INSERT
-        else:
-            self._insert([record])
-            stored, inserted = record, True
-        if self.quotas is not None:
-            _quotas.count_writes(self._store, scope, 1, self._clock.now())
+        with self._admit(scope, 1, self._clock.now()):
+            if dedup:
+                result = insert_or_merge(self._ctx, scope, record)
+                stored, inserted = result.record, result.action is DedupAction.INSERT
+            else:
+                self._insert([record])
+                stored, inserted = record, True
         if refine and inserted:
             self._store.enqueue([make_refine_job(stored, self._clock.now())])
             self._wake()
@@ -479,6 +483,7 @@ class Memory:
         cfg = config or self.search_config
         if mode is not None:
             cfg = cfg.with_mode(mode)
+        query = self._ctx.redact_query(scope, query)  # embedded, cached, matched redacted
         return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
                              top_k=top_k, filters=flt, config=cfg, now=self._clock.now(),
                              explain=explain)
@@ -529,13 +534,17 @@ class Memory:
     # --- maintenance (maintenance.py) -----------------------------------------------------
     def maintain(self, scope: Scope, *, policy: str | ForgettingPolicy = DEFAULT_POLICY,
                  dry_run: bool = False, retention: Retention | None = None,
-                 consolidate: bool = True, actor: str = "library") -> MaintenanceReport:
+                 consolidate: bool = True, actor: str = "library",
+                 now: datetime | str | None = None) -> MaintenanceReport:
         """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
-        with a log entry, restorable), decay scores, retention purges, consolidation."""
+        with a log entry, restorable), decay scores, retention purges, consolidation,
+        stale summaries refreshed. ``now`` runs it as of that time (default: the clock)."""
         self._owner(scope)
+        when = check_time(now, "now") if now is not None else None
         return _maintenance.maintain(self._ctx, scope, policy=policy, dry_run=dry_run,
                                      retention=retention or self.retention,
-                                     consolidate=consolidate, audit=self.audit, actor=actor)
+                                     consolidate=consolidate, audit=self.audit, actor=actor,
+                                     now=when)
 
     def forget(self, scope: Scope, record_ids: Sequence[str], *, reason: str = "explicit request",
                actor: str = "library") -> builtins.list[LogEntry]:
@@ -629,6 +638,7 @@ class Memory:
         check_scope(scope)
         if query is not None:
             query = validate_content(query, max_chars=self.max_content_chars, field="query")
+            query = self._ctx.redact_query(scope, query)
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValidationError("system_prompt must be a string")
         check_int(token_budget, "token_budget", high=MAX_TOKEN_BUDGET)
@@ -681,19 +691,23 @@ class Memory:
                             dims=self._raw_embedder.dims, max_chars=self.max_content_chars)
         fresh: list[MemoryRecord] = []
         skipped = 0
-        for rec in parsed.records:
+        redacted: set[str] = set()  # their file vector is the clear text's: embed again
+        for raw in parsed.records:
+            rec = self._ctx.redact(raw)
+            if rec is not raw:
+                redacted.add(rec.id)
             try:
                 self._store.get(rec.scope.user_scope, rec.id, include_deleted=True)
                 skipped += 1
             except NotFoundError:
                 fresh.append(rec)
         writes = []
-        missing = [r for r in fresh if r.id not in parsed.vectors]
+        missing = [r for r in fresh if r.id not in parsed.vectors or r.id in redacted]
         embedded: Any = self._embedder.embed_batch([r.text for r in missing]) if missing else []
         new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
         for rec in fresh:
             vec = parsed.vectors.get(rec.id)
-            if vec is None:
+            if vec is None or rec.id in new_vectors:
                 vec = new_vectors[rec.id]
             writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
         if writes:

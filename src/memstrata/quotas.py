@@ -2,29 +2,49 @@
 
 A check runs before anything is written, so a refused call changes nothing; the error
 (:class:`~memstrata.errors.QuotaExceededError`) names the quota, its limit, what the call
-needed and when the quota resets. Counters live in the store's metadata, keyed by a hash of
-the scope (never the raw ids), one key per UTC day for embeddings; a user's purge removes
-them. The counters are read and written in separate calls: two processes writing for one
-user at the same instant may overshoot by one call's worth (documented limitation).
+needed and when the quota resets.
+
+**Atomic across processes.** :func:`admit_writes` checks and counts in one step, so any
+number of processes (API servers, workers) writing for one user never admit more than a
+limit between them:
+
+- embeddings per day (per user and per tenant) are counters taken all-or-nothing with
+  :meth:`~memstrata.store.quota_counters.QuotaCounters.take_counters` (SQLite: one
+  ``BEGIN IMMEDIATE`` transaction; PostgreSQL: row locks; with ``buffer=redis://...`` a
+  Redis mirror answers refusals first and the durable counters stay the authority). A call
+  that fails after its take gives the take back.
+- records per user count the store's own records, so the check and the write run under a
+  per-user lease (:meth:`~memstrata.store.quota_counters.QuotaCounters.lease`, in the
+  durable store): the next writer counts only after the previous one committed. A holder
+  that dies frees the lease after ``LEASE_SECONDS``.
+
+Counters live in the store's metadata, keyed by a hash of the scope (never the raw ids), one
+key per UTC day for embeddings; a user's purge removes them (and their Redis mirrors).
 """
 
 from __future__ import annotations
 
 import hashlib
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .errors import QuotaExceededError, ValidationError
+from .errors import QuotaExceededError, StoreError, ValidationError
 from .filters import Filters
 from .scope import Scope
 from .store.base import Store
+from .store.quota_counters import QuotaCounters, Take
 
 __all__ = [
+    "LEASE_SECONDS",
     "Quota",
     "Quotas",
+    "admit_writes",
     "check_context",
     "check_writes",
-    "count_writes",
     "day_key",
     "next_midnight",
     "set_user_quota",
@@ -87,17 +107,22 @@ def day_key(kind: str, tenant: str, user: str | None, now: datetime) -> str:
     return f"quota:{kind}:{who}:{now.date().isoformat()}"
 
 
+def exceeded(
+    name: str, limit: int | None, used: int, wanted: int, resets: str
+) -> QuotaExceededError:
+    return QuotaExceededError(
+        f"quota {name} exceeded: limit {limit}, used {used}, this call needs {wanted}; "
+        f"resets {resets}. Nothing was written."
+    )
+
+
 def check(name: str, limit: int | None, used: int, wanted: int, resets: str) -> None:
     if limit is not None and used + wanted > limit:
-        raise QuotaExceededError(
-            f"quota {name} exceeded: limit {limit}, used {used}, this call needs {wanted}; "
-            f"resets {resets}. Nothing was written."
-        )
+        raise exceeded(name, limit, used, wanted, resets)
 
 
 def _count(store: Store, key: str) -> int:
-    value = store.get_meta(key)
-    return int(value) if value else 0
+    return counters_of(store).counter_values([key])[key]
 
 
 def _user_quota(store: Store, quotas: Quotas, scope: Scope) -> Quota:
@@ -108,8 +133,116 @@ def _user_quota(store: Store, quotas: Quotas, scope: Scope) -> Quota:
     return Quota(a, b, c)
 
 
+LEASE_SECONDS = 60.0  # the longest a records check + write may hold a user's lease
+WAIT_SECONDS = 30.0  # how long a writer waits for another's lease before giving up
+
+
+def counters_of(store: Store) -> QuotaCounters:
+    if not isinstance(store, QuotaCounters):
+        raise StoreError(
+            f"the store {store.url} keeps no quota counters (take_counters, lease); use "
+            "sqlite://, postgresql:// or memory://, or open Memory without quotas="
+        )
+    return store
+
+
+@contextmanager
+def _records_lease(counters: QuotaCounters, key: str, *, wait: float) -> Iterator[None]:
+    token = secrets.token_hex(12)
+    deadline = time.monotonic() + wait
+    pause = 0.002
+    while True:
+        now_ms = int(time.time() * 1000)
+        if counters.lease(key, token, now_ms, now_ms + int(LEASE_SECONDS * 1000)):
+            break
+        if time.monotonic() > deadline:
+            raise StoreError(
+                f"another writer has held this user's records quota lease for over {wait:.0f} "
+                "s; retry later (a writer that died frees it within "
+                f"{LEASE_SECONDS:.0f} s)"
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    try:
+        yield
+    finally:
+        counters.release(key, token)
+
+
+def _seconds_to(at: datetime, now: datetime) -> int:
+    return max(1, int((at - now).total_seconds()) + 1)
+
+
+@contextmanager
+def admit_writes(
+    store: Store, quotas: Quotas, scope: Scope, n: int, now: datetime, *, wait: float = WAIT_SECONDS
+) -> Iterator[None]:
+    """Admit ``n`` new records (each embedded once) or raise :class:`QuotaExceededError`.
+
+    Run the embedding and the write inside the block: the check and the count are atomic
+    with it across processes (see the module docstring). If the block raises, the
+    embeddings counted for it are given back and nothing stays reserved."""
+    if n <= 0:
+        yield
+        return
+    counters = counters_of(store)
+    user = _user_quota(store, quotas, scope)
+    who = subject_hash(scope.tenant, scope.user)
+    if user.max_records is None:
+        with _counted(counters, quotas, user, scope, n, now):
+            yield
+        return
+    with _records_lease(counters, f"quota:lease:{who}:records", wait=wait):
+        used = store.count(scope.user_scope, Filters(include_deleted=True, include_superseded=True))
+        check(
+            "max_records (per user)",
+            user.max_records,
+            used,
+            n,
+            "when records are purged (forgotten records still count until then)",
+        )
+        with _counted(counters, quotas, user, scope, n, now):
+            yield
+
+
+@contextmanager
+def _counted(
+    counters: QuotaCounters, quotas: Quotas, user: Quota, scope: Scope, n: int, now: datetime
+) -> Iterator[None]:
+    midnight = next_midnight(now)
+    ttl = _seconds_to(midnight, now)
+    named = [
+        (
+            "embeddings_per_day (per user)",
+            user.embeddings_per_day,
+            Take(day_key("emb", scope.tenant, scope.user, now), n, user.embeddings_per_day, ttl),
+        ),
+        (
+            "embeddings_per_day (per tenant)",
+            quotas.per_tenant.embeddings_per_day,
+            Take(
+                day_key("emb", scope.tenant, None, now),
+                n,
+                quotas.per_tenant.embeddings_per_day,
+                ttl,
+            ),
+        ),
+    ]
+    takes = [take for _, _, take in named]
+    refused = counters.take_counters(takes)
+    if refused is not None:
+        name, limit, _ = named[refused.index]
+        raise exceeded(name, limit, refused.used, n, f"at {midnight.isoformat()} (UTC midnight)")
+    try:
+        yield
+    except BaseException:
+        counters.add_counters([Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes])
+        raise
+
+
 def check_writes(store: Store, quotas: Quotas, scope: Scope, n: int, now: datetime) -> None:
-    """Refuse ``n`` new records (each embedded once) if a quota would be exceeded."""
+    """Whether ``n`` new records would be admitted now (no count taken; a hint only —
+    :func:`admit_writes` is the atomic check)."""
     if n <= 0:
         return
     user = _user_quota(store, quotas, scope)
@@ -123,28 +256,23 @@ def check_writes(store: Store, quotas: Quotas, scope: Scope, n: int, now: dateti
             n,
             "when records are purged (forgotten records still count until then)",
         )
+    values = counters_of(store).counter_values(
+        [day_key("emb", scope.tenant, scope.user, now), day_key("emb", scope.tenant, None, now)]
+    )
     check(
         "embeddings_per_day (per user)",
         user.embeddings_per_day,
-        _count(store, day_key("emb", scope.tenant, scope.user, now)),
+        values[day_key("emb", scope.tenant, scope.user, now)],
         n,
         midnight,
     )
     check(
         "embeddings_per_day (per tenant)",
         quotas.per_tenant.embeddings_per_day,
-        _count(store, day_key("emb", scope.tenant, None, now)),
+        values[day_key("emb", scope.tenant, None, now)],
         n,
         midnight,
     )
-
-
-def count_writes(store: Store, scope: Scope, n: int, now: datetime) -> None:
-    for key in (
-        day_key("emb", scope.tenant, scope.user, now),
-        day_key("emb", scope.tenant, None, now),
-    ):
-        store.set_meta(key, str(_count(store, key) + n))
 
 
 def check_context(store: Store, quotas: Quotas, scope: Scope, tokens: int) -> None:

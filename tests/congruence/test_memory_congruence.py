@@ -23,13 +23,13 @@ SCOPES = [Scope("acme", "alice", session="s1"), Scope("acme", "bob", session="s1
           Scope("umbrella", "alice", session="s9")]
 
 
-def _run(url: str, seed: int, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
-         ) -> dict[str, object]:
+def _run(url: str, seed: int, clock: FixedClock, monkeypatch: pytest.MonkeyPatch,
+         buffer: str | None = None) -> dict[str, object]:
     counter = itertools.count()
     monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=next(counter) + (seed << 64)))
     rng = random.Random(seed)
     seen: dict[str, object] = {}
-    with Memory(url, embedder="hashing", clock=clock, background=False) as mem:
+    with Memory(url, embedder="hashing", clock=clock, background=False, buffer=buffer) as mem:
         notes: list[tuple[Scope, str]] = []
         for turn in range(60):
             scope = rng.choice(SCOPES)
@@ -62,13 +62,16 @@ def _run(url: str, seed: int, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
     return seen
 
 
+@pytest.mark.parametrize("redis", [False, True], ids=["postgresql", "postgresql+redis"])
 @pytest.mark.parametrize("seed", [11, 12])
-def test_memory_on_postgresql_answers_like_sqlite(seed: int, tmp_path: Path,
+def test_memory_on_postgresql_answers_like_sqlite(seed: int, redis: bool, tmp_path: Path,
                                                   pg_server: PgServer, clock: FixedClock,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  request: pytest.FixtureRequest) -> None:
     want = _run(f"sqlite:///{tmp_path / 'ref.db'}", seed, clock, monkeypatch)
     schema = f"cong_{seed}_{random.getrandbits(40):x}"
-    got = _run(pg_server.url(schema), seed, clock, monkeypatch)
+    buffer = request.getfixturevalue("redis_buffer_url") if redis else None
+    got = _run(pg_server.url(schema), seed, clock, monkeypatch, buffer)
     pg_server.drop(schema)
     assert want.keys() == got.keys()
     differ = [k for k in want if want[k] != got[k]]

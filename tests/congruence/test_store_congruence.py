@@ -108,7 +108,7 @@ def _observe(store: Store, ids: list[str], seed: int, *, lexical: bool
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("kind", ["postgresql", "memory"])
+@pytest.mark.parametrize("kind", ["postgresql", "postgresql+redis", "memory"])
 def test_a_random_workload_gives_what_sqlite_gives(kind: str, seed: int,
                                                     tmp_path: Path) -> None:
     reference = make_store("sqlite-file", tmp_path)

@@ -59,7 +59,7 @@ def test_only_the_hash_is_stored_beside_the_memory(tmp_path: Path) -> None:
     store.close()
     mem.close()
     with pytest.raises(ValidationError):
-        open_key_store("postgresql://db/x")
+        open_key_store("redis://localhost/0")
 
 
 def test_keys_cli_create_list_revoke(tmp_path: Path) -> None:
@@ -111,3 +111,27 @@ def test_rate_limit_is_429_with_retry_after(tmp_path: Path) -> None:
     assert client.get("/v1/whoami", headers={"Authorization": f"Bearer {other}"}).status_code == 200
     keys.close()
     mem.close()
+
+
+def test_a_key_table_from_before_user_bound_keys_gains_the_columns(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "CREATE TABLE api_keys (id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, "
+        "tenant TEXT NOT NULL, role TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', "
+        "created_at TEXT NOT NULL, revoked_at TEXT)"
+    )
+    conn.execute(
+        "INSERT INTO api_keys VALUES ('0123456789ab', ?, 'acme', 'member', '', "
+        "'2026-01-01T00:00:00+00:00', NULL)",
+        (hash_key("ms_0123456789ab_" + "a" * 43),),
+    )
+    conn.commit()
+    conn.close()
+    store = SQLiteKeyStore(str(db))
+    old = store.authenticate("ms_0123456789ab_" + "a" * 43)
+    assert old is not None and old.user is None and old.roles == frozenset()
+    bound = store.create("acme", user="bob", roles=["editor"])
+    found = store.authenticate(bound.secret)
+    assert found is not None and found.user == "bob" and found.roles == {"editor"}
+    store.close()

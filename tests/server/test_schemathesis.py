@@ -40,6 +40,13 @@ def negative_data_rejected(ctx: Any, response: Any, case: Any) -> bool | None:
     body over the request size limit is refused before it is parsed."""
     if response.status_code == 413:
         return None
+    # The test replaces the Authorization header with a valid key (and a bearer key wins
+    # over X-API-Key), so a mutation of either never reaches the server.
+    data = getattr(getattr(case.meta, "phase", None), "data", None)
+    mutated = {getattr(data, "parameter", None)}
+    mutated |= {getattr(m, "parameter", None) for m in getattr(data, "mutations", None) or ()}
+    if mutated & {"Authorization", "X-API-Key"}:
+        return None
     return negative_data_rejection(ctx, response, case)
 
 

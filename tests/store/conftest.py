@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -16,13 +16,20 @@ import servers
 from memstrata.records import AccessControl, Content, MemoryRecord, RecordType, Visibility
 from memstrata.search.tokenize import tokenize
 from memstrata.store import RecordWrite, Store, open_store
+from memstrata.store.redis_hot import RedisHotStore, open_redis
 
 DIMS = 16
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
-STORE_KINDS = ("sqlite-file", "sqlite-memory", "memory", "postgresql")
+STORE_KINDS = ("sqlite-file", "sqlite-memory", "memory", "postgresql", "postgresql+redis",
+               "sqlite+redis")
+_BEHIND_REDIS = {"postgresql+redis": "postgresql", "sqlite+redis": "sqlite-file"}
 
 
 def make_store(kind: str, directory: Path) -> Store:
+    """A fresh store of ``kind``; ``<durable>+redis`` is that store behind the Redis hot
+    tier (``buffer=``) on a key prefix of its own, deleted again by ``close``."""
+    if kind in _BEHIND_REDIS:
+        return _with_redis(make_store(_BEHIND_REDIS[kind], directory))
     if kind == "postgresql":
         try:
             server = servers.postgres()
@@ -37,12 +44,43 @@ def make_store(kind: str, directory: Path) -> Store:
     return open_store("memory://")
 
 
+def _with_redis(durable: Store) -> Store:
+    try:
+        shared = servers.redis()
+    except RuntimeError as exc:
+        durable.close()
+        servers.unavailable("Redis", str(exc))
+        raise
+    prefix = shared.prefix()
+    try:
+        client = open_redis(shared.url)
+    except BaseException:
+        durable.close()
+        raise
+    return cast(Store, _DroppingHotStore(durable, client, prefix=prefix, shared=shared))
+
+
+class _DroppingHotStore(RedisHotStore):
+    """The hot tier of one test: its Redis keys are deleted when it closes."""
+
+    def __init__(self, durable: Store, client: Any, *, prefix: str,
+                 shared: servers.SharedRedis) -> None:
+        super().__init__(durable, client, prefix=prefix)
+        self._shared, self._test_prefix = shared, prefix
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._shared.drop(self._test_prefix)
+
+
 @pytest.fixture(params=STORE_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     s = make_store(request.param, tmp_path)
     yield s
     s.close()
-    if request.param == "postgresql":
+    if request.param.startswith("postgresql"):
         servers.postgres().drop(s.options.schema)  # type: ignore[attr-defined]
 
 

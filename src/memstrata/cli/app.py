@@ -463,10 +463,12 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
 def _register() -> None:
     from .layer_commands import register as register_layer_commands
     from .maintain_commands import register as register_maintain_commands
+    from .migrate_commands import register as register_migrate_commands
     from .serve_commands import register as register_serve_commands
 
     register_layer_commands(app)
     register_maintain_commands(app)
+    register_migrate_commands(app)
     register_serve_commands(app)
     try:
         from ..bench.cli import bench_app
@@ -486,6 +488,9 @@ def main() -> None:
     # processes (`memstrata bench ingest`: ingest/raw 0.64 unset vs 0.96 PASSIVE, loaded
     # 2-core machine). A value the user set wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # pydantic (typer's parameter adapters, the LLM output models) scans every installed
+    # package's entry points for plugins on first use: 20-50 ms per CLI call in a full venv.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from ..errors import MemstrataError
 
     try:

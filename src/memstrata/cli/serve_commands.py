@@ -31,16 +31,19 @@ def _key_row(k: Any) -> dict[str, Any]:
         "name": k.name,
         "created_at": k.created_at.isoformat(),
         "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None,
+        "user": k.user,
+        "roles": sorted(k.roles),
     }
 
 
 def _key_store(settings: Settings) -> Any:
     from ..server.keys import open_key_store, sqlite_path
 
-    if sqlite_path(settings.url) is None:
+    scheme = settings.url.partition("://")[0].lower()
+    if sqlite_path(settings.url) is None and scheme not in ("postgresql", "postgres"):
         fail(
-            f"keys are kept in the SQLite memory file; {settings.url} is not one (use --db "
-            "sqlite:///path.db)"
+            f"keys are kept in the memory store's database; {settings.url} is not one (use "
+            "--db sqlite:///path.db or --db postgresql://...)"
         )
     try:
         return open_key_store(settings.url)
@@ -56,12 +59,26 @@ def keys_create(
         str, typer.Option(help="member or admin (admin may also purge, import and run jobs).")
     ] = "member",
     name: Annotated[str, typer.Option(help="A label for listings.")] = "",
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--for-user",
+            help="Bind the key to this user: it owns their memory and only reads what other "
+            "users shared with it.",
+        ),
+    ] = None,
+    access_role: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--access-role", help="An access-control role of the key (records' allowed_roles)."
+        ),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Create an API key; the key is printed once and stored only as a hash."""
     store = _key_store(ctx.obj)
     try:
-        new = store.create(tenant, role=role, name=name)
+        new = store.create(tenant, role=role, name=name, user=user, roles=access_role or ())
     except MemstrataError as exc:
         fail(str(exc))
     finally:
@@ -91,12 +108,11 @@ def keys_list(
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} API keys")
-    for col in ("id", "tenant", "role", "name", "created_at", "revoked_at"):
+    cols = ("id", "tenant", "role", "user", "name", "created_at", "revoked_at")
+    for col in cols:
         table.add_column(col)
     for r in rows:
-        table.add_row(
-            *(str(r[c] or "") for c in ("id", "tenant", "role", "name", "created_at", "revoked_at"))
-        )
+        table.add_row(*(str(r[c] or "") for c in cols))
     console.print(table)
 
 

@@ -24,13 +24,14 @@ def build_record(ctx: LayerContext, scope: Scope, text: str, *, type: RecordType
                  tags: Sequence[str] = (), summary: str | None = None,
                  observed_at: datetime | None = None,
                  valid_from: datetime | None = None) -> MemoryRecord:
-    """A new derived record (not stored yet) stamped with the context's clock and model."""
-    return note_record(
+    """A new derived record (not stored yet) stamped with the context's clock and model,
+    with PII already redacted by the tenant's policy (``Memory(pii=...)``)."""
+    return ctx.redact(note_record(
         scope, text, type=type, now=ctx.clock.now(), model_id=ctx.embedder.model_id,
         dims=ctx.embedder.dims, max_chars=DEFAULT_MAX_CHARS, importance=importance,
         confidence=confidence, tags=tags, metadata=metadata, source=source,
         observed_at=observed_at, source_ids=source_ids, valid_from=valid_from,
-        summary=summary, structured=structured)
+        summary=summary, structured=structured))
 
 
 def list_records(ctx: LayerContext, scope: Scope, type: RecordType, *,
@@ -43,7 +44,10 @@ def list_records(ctx: LayerContext, scope: Scope, type: RecordType, *,
     return ctx.store.list(scope, filters, limit=limit)
 
 
-def query_vector(ctx: LayerContext, query: str) -> Vector:
-    """The embedding of a search query (asymmetric models embed queries differently)."""
+def query_vector(ctx: LayerContext, query: str, scope: Scope | None = None) -> Vector:
+    """The embedding of a search query (asymmetric models embed queries differently);
+    with ``scope``, redacted by its tenant's PII policy before it reaches the embedder."""
+    if scope is not None:
+        query = ctx.redact_query(scope, query)
     vector: Vector = ctx.embedder.embed_batch([query], query=True)[0]
     return vector

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from ..clock import Clock
 from ..embedder.base import Embedder
 from ..llm.base import LLM
+from ..policies.pii import PIIRedactor
 from ..records import MemoryRecord
 from ..scope import Scope
 from ..search.tokenize import tokenize
 from ..store.base import RecordWrite, Store
 
 __all__ = ["IngestStep", "LayerConfig", "LayerContext"]
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,7 @@ class LayerContext:
     llm: LLM
     clock: Clock
     config: LayerConfig
+    pii: PIIRedactor | None = None  # Memory(pii=...): applied to every record written here
 
     def embedder_for(self, scope: Scope) -> Embedder:
         """The embedder whose cache entries belong to ``scope``'s user (purged with them);
@@ -74,11 +80,32 @@ class LayerContext:
         for_scope = getattr(self.embedder, "for_scope", None)
         return self.embedder if for_scope is None else for_scope(scope)
 
+    def redact(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` with its tenant's PII replaced (text, summary, structured strings);
+        the same object when there is nothing to replace or no policy."""
+        return record if self.pii is None else self.pii.redact_record(record)
+
+    def redact_query(self, scope: Scope, query: str) -> str:
+        """A search or context query as its tenant's policy says it may be embedded, cached
+        and matched: with redaction on, ``[EMAIL_1]`` instead of the address."""
+        return query if self.pii is None else self.pii.redact_query(scope.tenant, query)
+
+    def redact_fields(self, scope: Scope, model: _Model, *fields: str) -> _Model:
+        """A pydantic value (an extracted fact) with these string fields redacted, so the
+        conflict rules compare it with what was stored."""
+        if self.pii is None:
+            return model
+        update = {f: self.redact_query(scope, v) for f in fields
+                  if isinstance(v := getattr(model, f), str)}
+        return model.model_copy(update=update)
+
     def writes(self, records: Sequence[MemoryRecord]) -> list[RecordWrite]:
         """Index entries (vector + lexical terms) for records, embedded in one batch per
-        user (each user's cache entries are their own)."""
+        user (each user's cache entries are their own). Every record is redacted first
+        (:meth:`redact`): nothing reaches the embedder, the index or the store in clear."""
         if not records:
             return []
+        records = [self.redact(r) for r in records]
         by_user: dict[tuple[str, str], list[int]] = {}
         for i, r in enumerate(records):
             by_user.setdefault((r.tenant, r.user), []).append(i)
@@ -90,16 +117,32 @@ class LayerContext:
         return [RecordWrite(r, vectors[i], tuple(tokenize(r.text)))
                 for i, r in enumerate(records)]
 
-    def insert(self, records: Sequence[MemoryRecord]) -> None:
-        if records:
-            self.store.insert(self.writes(records))
+    def write_with(self, record: MemoryRecord, vector: Any) -> RecordWrite:
+        """An index entry whose vector the caller computed (a summary's mean of its turns);
+        the record is redacted, and embedded again only if redaction changed its text."""
+        redacted = self.redact(record)
+        if redacted.text != record.text:
+            return self.writes([redacted])[0]
+        return RecordWrite(redacted, vector, tuple(tokenize(redacted.text)))
+
+    def insert(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """Store new records; returns them as stored (redacted)."""
+        if not records:
+            return []
+        writes = self.writes(records)
+        self.store.insert(writes)
+        return [w.record for w in writes]
 
     def replace(self, scope: Scope, record: MemoryRecord, *, expected_version: int,
-                reindex: bool = True) -> None:
-        """Store ``record`` as the next version; ``reindex`` re-embeds its (changed) text."""
-        write = (self.writes([record])[0] if reindex
-                 else RecordWrite(record, None, tuple(tokenize(record.text))))
+                reindex: bool = True) -> MemoryRecord:
+        """Store ``record`` as the next version; ``reindex`` re-embeds its (changed) text
+        (forced when redaction changed it). Returns the version as stored."""
+        redacted = self.redact(record)
+        reindex = reindex or redacted.text != record.text
+        write = (self.writes([redacted])[0] if reindex
+                 else RecordWrite(redacted, None, tuple(tokenize(redacted.text))))
         self.store.replace(scope, write, expected_version=expected_version)
+        return write.record
 
 
 class IngestStep(Protocol):

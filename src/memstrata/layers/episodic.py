@@ -134,7 +134,7 @@ class EpisodeService:
         if k <= 0:
             return []
         candidates = self._ctx.store.vector_search(
-            scope, query_vector(self._ctx, query), max(k * 10, 50),
+            scope, query_vector(self._ctx, query, scope), max(k * 10, 50),
             Filters(types=frozenset({RecordType.EPISODE})))
         similarity = {c.id: c.score for c in candidates}
         now = self._ctx.clock.now()

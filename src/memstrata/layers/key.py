@@ -85,8 +85,7 @@ class KeyMemoryService:
         body = validate_content(text, max_chars=_MAX_KEY_CHARS)
         record = self._record(self._scope(scope), body, origin=ORIGIN_USER,
                               priority=_priority(priority), source=Source.EXPLICIT_USER_INPUT)
-        self._ctx.insert([record])
-        return record
+        return self._ctx.insert([record])[0]
 
     def get(self, scope: Scope, record_id: str) -> MemoryRecord:
         record = self._ctx.store.get(self._scope(scope), record_id)
@@ -107,9 +106,8 @@ class KeyMemoryService:
         if priority is not None:
             changes["metadata"] = {**current.metadata, "priority": _priority(priority)}
         new = replace(current, **changes)  # type: ignore[arg-type]
-        self._ctx.replace(self._scope(scope), new, expected_version=expected_version,
-                          reindex=text is not None)
-        return new
+        return self._ctx.replace(self._scope(scope), new, expected_version=expected_version,
+                                 reindex=text is not None)
 
     def remove(self, scope: Scope, record_id: str) -> None:
         """Soft delete (restorable until purged)."""
@@ -146,8 +144,7 @@ class KeyMemoryService:
                               source=Source.SYSTEM_GENERATED, source_ids=current.source_ids,
                               extra={"cluster_id": current.id},
                               observed_at=current.observed_at)
-        self._ctx.insert([record])
-        return record
+        return self._ctx.insert([record])[0]
 
     def _key_text(self, cluster: MemoryRecord) -> str:
         """The cluster's key information via the LLM; the offline extractor if it fails."""

@@ -411,7 +411,7 @@ class MidTermService:
                     access=AccessControl(visibility=vis),
                     source_ids=tuple(st.members[-MEMBERS_KEPT:]),
                     content_hash=content_hash(text))
-                inserts.append(RecordWrite(record, vector, tuple(tokenize(text))))
+                inserts.append(self._ctx.write_with(record, vector))
             else:
                 old = st.record
                 record = replace(old, content=Content(text, structured=structured),
@@ -420,7 +420,7 @@ class MidTermService:
                                  source_ids=tuple(st.members[-MEMBERS_KEPT:]),
                                  content_hash=content_hash(text),
                                  embedding_model=model, embedding_dims=dims)
-                self._ctx.store.replace(uscope, RecordWrite(record, vector, tuple(tokenize(text))),
+                self._ctx.store.replace(uscope, self._ctx.write_with(record, vector),
                                         expected_version=old.version)
         if inserts:
             self._ctx.store.insert(inserts)

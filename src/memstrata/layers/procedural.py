@@ -89,7 +89,8 @@ class ProceduralService:
                  k: int = 5) -> list[tuple[MemoryRecord, float]]:
         filters = Filters(types=frozenset({RecordType.PROCEDURE}),
                           metadata=(MetadataCondition("kind", "eq", kind),))
-        hits = self._ctx.store.vector_search(scope, query_vector(self._ctx, query), k, filters)
+        vector = query_vector(self._ctx, query, scope)
+        hits = self._ctx.store.vector_search(scope, vector, k, filters)
         scores = {h.id: h.score for h in hits}
         return [(r, scores[r.id]) for r in self._ctx.store.get_many(scope, list(scores))]
 

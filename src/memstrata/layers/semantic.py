@@ -128,7 +128,7 @@ class FactService:
             facts = self.all(scope, min_confidence=floor)
             facts.sort(key=lambda r: (r.confidence, r.updated_at), reverse=True)
             return facts[:limit]
-        vector = query_vector(self._ctx, query) if isinstance(query, str) else query
+        vector = query_vector(self._ctx, query, scope) if isinstance(query, str) else query
         hits = self._ctx.store.vector_search(self._scope(scope), vector, limit * 3,
                                              Filters(types=frozenset({RecordType.FACT})))
         now = self._ctx.clock.now()
@@ -152,6 +152,7 @@ class FactService:
         ``observed_at`` is when the user said it (the message's time; replays of old
         conversations must keep their dates); it defaults to now."""
         scope = self._scope(scope)
+        fact = self._ctx.redact_fields(scope, fact, "value", "evidence")
         now = self._ctx.clock.now()
         when = ensure_utc(observed_at) if observed_at is not None else now
         current = self._current(scope, fact.key)

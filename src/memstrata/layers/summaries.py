@@ -43,7 +43,6 @@ from ..records import (
     Visibility,
 )
 from ..scope import Scope
-from ..search.tokenize import tokenize
 from ..store.base import RecordWrite
 from ..text import content_hash
 from .base import LayerContext
@@ -243,7 +242,7 @@ class SummaryService:
         norm = float(np.linalg.norm(mean))
         if norm <= 0:  # turns that cancel out (or none): embed the summary text itself
             return self._ctx.writes([record])[0]
-        return RecordWrite(record, (mean / norm).astype(np.float32), tuple(tokenize(record.text)))
+        return self._ctx.write_with(record, (mean / norm).astype(np.float32))
 
     def _exists(self, scope: Scope, rid: str) -> MemoryRecord | None:
         try:

@@ -134,8 +134,7 @@ class TaskService:
                           content=replace(task.content, raw=render(data), structured=data),
                           metadata={**task.metadata,
                                     "task_status": data.get("status", "active")})
-        self._ctx.replace(scope, updated, expected_version=task.version, reindex=False)
-        return updated
+        return self._ctx.replace(scope, updated, expected_version=task.version, reindex=False)
 
     def start(self, scope: Scope, goal: str, steps: Sequence[str] = ()) -> MemoryRecord:
         """Start a task; a task still active in this session is closed as ``abandoned``."""

@@ -26,11 +26,14 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from enum import StrEnum
+from typing import Any
 
 from ..errors import ValidationError
+from ..records import Content, MemoryRecord
+from ..text import content_hash
 
 __all__ = [
     "PIIFinding",
@@ -42,6 +45,7 @@ __all__ = [
     "luhn_ok",
     "prc_id_ok",
     "redact",
+    "redact_json",
 ]
 
 
@@ -321,6 +325,9 @@ _MAYBE: dict[PIIType, tuple[int, re.Pattern[str]]] = {
     PIIType.PHONE: (7, re.compile(r"\d\d")),
 }
 _DIGIT = re.compile(r"\d")
+_TYPE_NAMES = "|".join(t.value for t in PIIType)
+_PLACEHOLDER = re.compile(rf"\[(?:{_TYPE_NAMES})_\d+\]")
+_NUMBERED = re.compile(rf"\[({_TYPE_NAMES})_(\d{{1,9}})\]")
 
 
 def find_pii(text: str, types: Iterable[PIIType | str] = ALL_TYPES) -> list[PIIFinding]:
@@ -336,6 +343,8 @@ def find_pii(text: str, types: Iterable[PIIType | str] = ALL_TYPES) -> list[PIIF
         for start, end in sorted(set(detect(text))):
             if start >= end or any(start < e and s < end for s, e in taken):
                 continue
+            if _PLACEHOLDER.fullmatch(text, start, end):
+                continue  # our own placeholder ("password: [SECRET_1]"): already redacted
             taken.append((start, end))
             found.append(PIIFinding(kind, start, end, text[start:end]))
     found.sort(key=lambda f: f.start)
@@ -349,6 +358,9 @@ def redact(text: str, types: Iterable[PIIType | str] = ALL_TYPES) -> Redaction:
         return Redaction(text, ())
     names: dict[tuple[PIIType, str], str] = {}
     counters: Counter[PIIType] = Counter()
+    for m in _NUMBERED.finditer(text):  # placeholders already there keep their numbers
+        kind = PIIType(m.group(1))
+        counters[kind] = max(counters[kind], int(m.group(2)))
     out: list[str] = []
     last = 0
     for f in findings:
@@ -361,6 +373,31 @@ def redact(text: str, types: Iterable[PIIType | str] = ALL_TYPES) -> Redaction:
         last = f.end
     out.append(text[last:])
     return Redaction("".join(out), tuple(findings), {v: k[1] for k, v in names.items()})
+
+
+def redact_json(
+    value: Any, types: Iterable[PIIType | str] = ALL_TYPES
+) -> tuple[Any, list[PIIFinding]]:
+    """Every string inside a JSON value redacted (mapping keys are field names: kept)."""
+    if isinstance(value, str):
+        result = redact(value, types)
+        return result.text, list(result.findings)
+    if isinstance(value, Mapping):
+        found: list[PIIFinding] = []
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out[k], more = redact_json(v, types)
+            found.extend(more)
+        return (out, found) if found else (value, [])
+    if isinstance(value, list | tuple):
+        found = []
+        items = []
+        for v in value:
+            new, more = redact_json(v, types)
+            items.append(new)
+            found.extend(more)
+        return (items, found) if found else (value, [])
+    return value, []
 
 
 # --- per-tenant policy -------------------------------------------------------------------------
@@ -438,3 +475,50 @@ class PIIRedactor:
         if policy.keep_raw:
             meta["pii_raw"] = text
         return result.text, meta
+
+    def redact_query(self, tenant: str, text: str) -> str:
+        """A query as the tenant's policy lets it be embedded, cached and matched: redacted
+        (so it matches the placeholders stored records hold) unless the tenant keeps PII."""
+        policy = self.policy_for(tenant)
+        if policy.mode is PIIMode.KEEP:
+            return text
+        return redact(text, policy.types).text
+
+    def redact_record(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` as it may be stored: its text, summary and every string of its
+        structured content redacted by its tenant's policy; ``metadata["pii"]`` adds the
+        counts, ``pii_raw`` keeps the original text where the tenant allows it. Returns
+        ``record`` itself when nothing changes (redacting twice changes nothing)."""
+        policy = self.policy_for(record.tenant)
+        if policy.mode is PIIMode.KEEP:
+            return record
+        content = record.content
+        text = redact(content.raw, policy.types)
+        summary = redact(content.summary, policy.types) if content.summary else None
+        structured, in_structured = redact_json(content.structured, policy.types)
+        findings = [*text.findings, *(summary.findings if summary else ()), *in_structured]
+        if not findings:
+            if "pii_raw" in record.metadata and not policy.keep_raw:  # an import, say
+                return replace(
+                    record, metadata={k: v for k, v in record.metadata.items() if k != "pii_raw"}
+                )
+            return record
+        counts: Counter[str] = Counter(f.type.value for f in findings)
+        previous = record.metadata.get("pii")
+        if isinstance(previous, Mapping):
+            counts.update(
+                {
+                    str(k): int(v)
+                    for k, v in previous.items()
+                    if isinstance(v, int) and not isinstance(v, bool)
+                }
+            )
+        metadata: dict[str, Any] = {**record.metadata, "pii": dict(counts)}
+        if policy.keep_raw and text.changed:
+            metadata["pii_raw"] = content.raw
+        elif not policy.keep_raw:
+            metadata.pop("pii_raw", None)
+        new_content = Content(text.text, summary.text if summary else content.summary, structured)
+        return replace(
+            record, content=new_content, metadata=metadata, content_hash=content_hash(text.text)
+        )

@@ -21,7 +21,7 @@ from .errors import error_response, install_handlers
 from .keys import KeyStore, sqlite_path
 from .limits import BodyLimit, RateLimiter
 from .observe import Metrics, RequestObserver
-from .routes import admin, key_memory, memories, portability, retrieval, sessions
+from .routes import admin, key_memory, memories, portability, retrieval, sessions, tenant
 from .state import ServerState, state_of
 
 __all__ = ["Limits", "create_app"]
@@ -92,6 +92,7 @@ def create_app(
         key_memory.router,
         portability.router,
         admin.router,
+        tenant.router,
     ):
         app.include_router(router)
     _ops_routes(app, metrics)

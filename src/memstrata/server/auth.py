@@ -27,15 +27,45 @@ UserPath = Annotated[
 
 @dataclass(frozen=True, slots=True)
 class Caller:
+    """The key behind a request: its tenant, and who it is for access control.
+
+    A service key (no user) acts as the owner of every user of its tenant. A key bound to a
+    user owns that user's memory; on another user's memory it is a *caller* (seed 003):
+    the store shows it only records that are public, name it in ``allowed_users`` or share
+    one of its roles, and every write is refused with 403 (:meth:`owner_scope`)."""
+
     key: ApiKey
 
     @property
     def tenant(self) -> str:
         return self.key.tenant
 
+    @property
+    def actor(self) -> str:
+        return self.key.actor
+
     def scope(self, user: str, *, session: str | None = None, agent: str | None = None) -> Scope:
-        """The scope of ``user`` in the key's tenant (a ValidationError for bad ids)."""
-        return Scope(self.key.tenant, user, agent, session)
+        """The scope of ``user`` in the key's tenant, carrying the key's identity when it is
+        another user's key (a ValidationError for bad ids)."""
+        scope = Scope(self.key.tenant, user, agent, session)
+        if self.key.user is not None and self.key.user != user:
+            scope = scope.as_caller(self.key.user, self.key.access_roles)
+        return scope
+
+    def owner_scope(
+        self, user: str, *, session: str | None = None, agent: str | None = None
+    ) -> Scope:
+        """:meth:`scope` for a write: 403 when the key belongs to another user."""
+        scope = self.scope(user, session=session, agent=agent)
+        if scope.caller is not None:
+            raise ApiError(
+                403,
+                "forbidden",
+                f"this key belongs to user {scope.caller!r}: it may read what {user!r} shared "
+                f"with it but not change {user!r}'s memory; use {user!r}'s own key or a "
+                "service key (created without --for-user)",
+            )
+        return scope
 
 
 _MISSING = (
@@ -84,6 +114,7 @@ def require_admin(caller: Caller, action: str) -> None:
         raise ApiError(
             403,
             "forbidden",
-            f"{action} needs an admin key; create one with "
+            f"{action} needs an admin key (this key {caller.key.id} is a "
+            f"{caller.key.role.value}); create one with "
             "`memstrata keys create --tenant T --role admin`",
         )

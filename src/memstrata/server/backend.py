@@ -16,6 +16,7 @@ from typing import IO, Any, ParamSpec, Protocol, TypeVar
 
 import anyio.to_thread
 
+from ..audit import AuditEvent
 from ..context.assemble import AssembledContext
 from ..filters import Filters
 from ..jobs import Job
@@ -52,9 +53,26 @@ class MemoryBackend(Protocol):
     async def update(
         self, scope: Scope, record_id: str, *, expected_version: int, **changes: Any
     ) -> MemoryRecord: ...
-    async def delete(self, scope: Scope, record_id: str) -> MemoryRecord: ...
-    async def restore(self, scope: Scope, record_id: str) -> MemoryRecord: ...
-    async def purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport: ...
+    async def delete(
+        self, scope: Scope, record_id: str, *, actor: str = "library"
+    ) -> MemoryRecord: ...
+    async def restore(
+        self, scope: Scope, record_id: str, *, actor: str = "library"
+    ) -> MemoryRecord: ...
+    async def purge(
+        self, scope: Scope, record_ids: Sequence[str] | None, *, actor: str = "library"
+    ) -> PurgeReport: ...
+    async def audit(self, tenant: str, **filters: Any) -> list[AuditEvent]: ...
+    async def set_access(
+        self,
+        scope: Scope,
+        record_id: str,
+        *,
+        visibility: str | None,
+        allowed_users: Sequence[str] | None,
+        allowed_roles: Sequence[str] | None,
+        actor: str = "library",
+    ) -> MemoryRecord: ...
     async def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]: ...
     async def search(
         self,
@@ -148,14 +166,41 @@ class ThreadedBackend:
             self.memory.update, scope, record_id, expected_version=expected_version, **changes
         )
 
-    async def delete(self, scope: Scope, record_id: str) -> MemoryRecord:
-        return await self._run(self.memory.delete, scope, record_id)
+    async def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
+        return await self._run(self.memory.delete, scope, record_id, actor=actor)
 
-    async def restore(self, scope: Scope, record_id: str) -> MemoryRecord:
-        return await self._run(self.memory.restore, scope, record_id)
+    async def restore(
+        self, scope: Scope, record_id: str, *, actor: str = "library"
+    ) -> MemoryRecord:
+        return await self._run(self.memory.restore, scope, record_id, actor=actor)
 
-    async def purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
-        return await self._run(self.memory.purge, scope, record_ids)
+    async def purge(
+        self, scope: Scope, record_ids: Sequence[str] | None, *, actor: str = "library"
+    ) -> PurgeReport:
+        return await self._run(self.memory.purge, scope, record_ids, actor=actor)
+
+    async def audit(self, tenant: str, **filters: Any) -> list[AuditEvent]:
+        return await self._run(self.memory.audit.query, tenant, **filters)
+
+    async def set_access(
+        self,
+        scope: Scope,
+        record_id: str,
+        *,
+        visibility: str | None,
+        allowed_users: Sequence[str] | None,
+        allowed_roles: Sequence[str] | None,
+        actor: str = "library",
+    ) -> MemoryRecord:
+        return await self._run(
+            self.memory.set_access,
+            scope,
+            record_id,
+            visibility=visibility,
+            allowed_users=allowed_users,
+            allowed_roles=allowed_roles,
+            actor=actor,
+        )
 
     async def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         return await self._run(self.memory.history, scope, record_id)

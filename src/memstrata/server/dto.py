@@ -452,6 +452,18 @@ class WhoAmI(BaseModel):
     key_id: str
     tenant: str
     role: str
+    user: str | None = Field(None, description="The user the key is bound to (None: service)")
+    roles: list[str] = Field(default_factory=list, description="Its access-control roles")
+
+
+class AccessIn(Request):
+    """Who besides the user may read a record (seed 003); omitted fields stay as they are."""
+
+    visibility: VisibilityName | None = None
+    allowed_users: list[Id] | None = Field(None, max_length=1000)
+    allowed_roles: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        None, max_length=100
+    )
 
 
 class Health(BaseModel):

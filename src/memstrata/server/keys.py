@@ -6,12 +6,18 @@ A salt or a slow hash (bcrypt, argon2) protects *low-entropy* secrets such as pa
 from offline guessing; a 256-bit random key cannot be guessed, so one SHA-256 is enough and
 keeps the per-request check a single indexed lookup.
 
-Keys live in the same database as the memory, in a table of their own (``api_keys``) that
-this module creates through its own connection: one file to back up, and a purge or a
-restore of the database takes the keys with it. ``memory://`` stores get an in-process key
-store (tests).
+Keys live in the same database as the memory, in a table of their own (``api_keys``):
+one file to back up for SQLite (this module creates the table through its own connection),
+and for PostgreSQL the ``api_keys`` table of the store's schema (migration 5), shared by
+every server process, so a revocation is seen by the next request of every process
+(:mod:`memstrata.server.pg_keys`; nothing is cached). ``memory://`` stores get an
+in-process key store (tests).
 
-The tenant a request acts for comes from its key, never from the request.
+The tenant a request acts for comes from its key, never from the request. A key may also
+be bound to one user of its tenant (``user``) with access-control ``roles``: it then acts
+as that user's owner on their own memory and as a *caller* (``Scope(caller=, roles=)``,
+seed 003) on any other user's memory, where it reads only what was shared with it and
+writes nothing. A key without a user is a service key: it acts for every user of its tenant.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import re
 import secrets
 import sqlite3
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -30,13 +37,19 @@ from ..errors import NotFoundError, StoreError, ValidationError
 from ..scope import Scope
 
 __all__ = [
+    "KEY_COLUMNS",
     "ApiKey",
     "InMemoryKeyStore",
     "KeyStore",
     "NewKey",
     "Role",
     "SQLiteKeyStore",
+    "check_key_fields",
+    "decode_roles",
+    "encode_roles",
     "hash_key",
+    "key_of_row",
+    "new_key",
     "open_key_store",
     "parse_key",
 ]
@@ -61,10 +74,23 @@ class ApiKey:
     name: str
     created_at: datetime
     revoked_at: datetime | None = None
+    user: str | None = None  # bound to this user of the tenant (None: a service key)
+    roles: frozenset[str] = frozenset()  # access-control roles (records' allowed_roles)
 
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+    @property
+    def actor(self) -> str:
+        """Who this key is in the audit log."""
+        return f"key:{self.id}"
+
+    @property
+    def access_roles(self) -> frozenset[str]:
+        """The roles a record's ``allowed_roles`` is matched against: the key's access
+        roles plus its server role (``admin`` is also one of the library's default roles)."""
+        return self.roles | {self.role.value}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,15 +120,52 @@ def _role(value: str) -> Role:
         ) from None
 
 
-def _new(tenant: str, role: str, name: str, now: datetime) -> NewKey:
-    Scope(tenant, "_")  # the same id rules as every other tenant id
+_ROLE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+def check_key_fields(
+    tenant: str, user: str | None, roles: Iterable[str]
+) -> tuple[str | None, frozenset[str]]:
+    """Validate a key's tenant, user and access roles (ValidationError naming the fix)."""
+    Scope(tenant, user or "_")  # the same id rules as every other tenant and user id
+    if isinstance(roles, str):
+        raise ValidationError("roles must be a list of role names, not one string")
+    found = frozenset(roles)
+    bad = sorted(r for r in found if not isinstance(r, str) or not _ROLE_NAME.match(r))
+    if bad:
+        raise ValidationError(
+            f"access roles {bad!r} are not role names: use 1-64 letters, digits or . _ : -"
+        )
+    return user, found
+
+
+def new_key(
+    tenant: str, role: str, name: str, now: datetime, user: str | None, roles: Iterable[str]
+) -> NewKey:
+    user, access = check_key_fields(tenant, user, roles)
     key_id = secrets.token_hex(6)
     secret = f"ms_{key_id}_{secrets.token_urlsafe(32)}"
-    return NewKey(secret, ApiKey(key_id, tenant, _role(role), name, now))
+    return NewKey(secret, ApiKey(key_id, tenant, _role(role), name, now, None, user, access))
+
+
+def encode_roles(roles: frozenset[str]) -> str:
+    return ",".join(sorted(roles))
+
+
+def decode_roles(text: str | None) -> frozenset[str]:
+    return frozenset(r for r in (text or "").split(",") if r)
 
 
 class KeyStore(Protocol):
-    def create(self, tenant: str, *, role: str = "member", name: str = "") -> NewKey: ...
+    def create(
+        self,
+        tenant: str,
+        *,
+        role: str = "member",
+        name: str = "",
+        user: str | None = None,
+        roles: Iterable[str] = (),
+    ) -> NewKey: ...
     def authenticate(self, secret: str) -> ApiKey | None:
         """The active key this secret belongs to, or ``None`` (unknown, malformed, revoked)."""
         ...
@@ -119,8 +182,16 @@ class InMemoryKeyStore:
         self._keys: dict[str, tuple[str, ApiKey]] = {}
         self._lock = threading.Lock()
 
-    def create(self, tenant: str, *, role: str = "member", name: str = "") -> NewKey:
-        new = _new(tenant, role, name, datetime.now(UTC))
+    def create(
+        self,
+        tenant: str,
+        *,
+        role: str = "member",
+        name: str = "",
+        user: str | None = None,
+        roles: Iterable[str] = (),
+    ) -> NewKey:
+        new = new_key(tenant, role, name, datetime.now(UTC), user, roles)
         with self._lock:
             self._keys[new.key.id] = (hash_key(new.secret), new.key)
         return new
@@ -165,9 +236,31 @@ CREATE TABLE IF NOT EXISTS api_keys (
     role TEXT NOT NULL,
     name TEXT NOT NULL DEFAULT '',
     created_at TEXT NOT NULL,
-    revoked_at TEXT
+    revoked_at TEXT,
+    user TEXT,
+    roles TEXT NOT NULL DEFAULT ''
 )
 """
+# Files written before keys could be bound to a user get the two columns added.
+_ADDED = (("user", "TEXT"), ("roles", "TEXT NOT NULL DEFAULT ''"))
+
+
+KEY_COLUMNS = 'id, tenant, role, name, created_at, revoked_at, "user", roles'
+
+
+def key_of_row(row: Sequence[object]) -> ApiKey:
+    """An :class:`ApiKey` from a row of :data:`KEY_COLUMNS` (SQLite and PostgreSQL)."""
+    key_id, tenant, role, name, created, revoked, user, roles = row
+    return ApiKey(
+        str(key_id),
+        str(tenant),
+        Role(str(role)),
+        str(name),
+        datetime.fromisoformat(str(created)),
+        datetime.fromisoformat(str(revoked)) if revoked else None,
+        str(user) if user else None,
+        decode_roles(str(roles) if roles else ""),
+    )
 
 
 class SQLiteKeyStore:
@@ -180,21 +273,17 @@ class SQLiteKeyStore:
             )
             self._conn.execute("PRAGMA busy_timeout = 10000")
             self._conn.execute(_SCHEMA)
+            have = {row[1] for row in self._conn.execute("PRAGMA table_info(api_keys)")}
+            for column, decl in _ADDED:
+                if column not in have:
+                    self._conn.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {decl}")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the API key table in {path!r}: {exc}") from exc
         self._lock = threading.Lock()
 
     @staticmethod
-    def _key(row: tuple[str, str, str, str, str, str | None]) -> ApiKey:
-        key_id, tenant, role, name, created, revoked = row
-        return ApiKey(
-            key_id,
-            tenant,
-            Role(role),
-            name,
-            datetime.fromisoformat(created),
-            datetime.fromisoformat(revoked) if revoked else None,
-        )
+    def _key(row: tuple[object, ...]) -> ApiKey:
+        return key_of_row(row)
 
     def _run(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         try:
@@ -203,17 +292,34 @@ class SQLiteKeyStore:
         except sqlite3.Error as exc:
             raise StoreError(f"API key table unavailable: {exc}") from exc
 
-    def create(self, tenant: str, *, role: str = "member", name: str = "") -> NewKey:
-        new = _new(tenant, role, name, datetime.now(UTC))
+    def create(
+        self,
+        tenant: str,
+        *,
+        role: str = "member",
+        name: str = "",
+        user: str | None = None,
+        roles: Iterable[str] = (),
+    ) -> NewKey:
+        new = new_key(tenant, role, name, datetime.now(UTC), user, roles)
         k = new.key
         self._run(
-            "INSERT INTO api_keys (id, key_hash, tenant, role, name, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (k.id, hash_key(new.secret), k.tenant, k.role.value, k.name, k.created_at.isoformat()),
+            'INSERT INTO api_keys (id, key_hash, tenant, role, name, created_at, "user", roles) '
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                k.id,
+                hash_key(new.secret),
+                k.tenant,
+                k.role.value,
+                k.name,
+                k.created_at.isoformat(),
+                k.user,
+                encode_roles(k.roles),
+            ),
         )
         return new
 
-    _COLS = "id, tenant, role, name, created_at, revoked_at"
+    _COLS = KEY_COLUMNS
 
     def authenticate(self, secret: str) -> ApiKey | None:
         key_id = parse_key(secret)
@@ -225,7 +331,7 @@ class SQLiteKeyStore:
         )
         if not rows:
             return None
-        key = self._key(rows[0])  # type: ignore[arg-type]
+        key = self._key(rows[0])
         return key if key.active else None
 
     def list(self, tenant: str | None = None) -> list[ApiKey]:
@@ -235,7 +341,7 @@ class SQLiteKeyStore:
             sql += " WHERE tenant = ?"
             args = (tenant,)
         rows = self._run(sql + " ORDER BY tenant, created_at, id", args)
-        return [self._key(r) for r in rows]  # type: ignore[arg-type]
+        return [self._key(r) for r in rows]
 
     def revoke(self, key_id: str) -> ApiKey:
         self._run(
@@ -245,7 +351,7 @@ class SQLiteKeyStore:
         rows = self._run(f"SELECT {self._COLS} FROM api_keys WHERE id = ?", (key_id,))
         if not rows:
             raise NotFoundError(f"no API key {key_id!r}; `memstrata keys list` shows them")
-        return self._key(rows[0])  # type: ignore[arg-type]
+        return self._key(rows[0])
 
     def close(self) -> None:
         with self._lock:
@@ -268,6 +374,11 @@ def open_key_store(url: str) -> KeyStore:
     scheme = url.partition("://")[0].lower()
     if scheme in ("memory", "sqlite"):
         return InMemoryKeyStore()
+    if scheme in ("postgresql", "postgres"):
+        from .pg_keys import PostgresKeyStore
+
+        return PostgresKeyStore(url)
     raise ValidationError(
-        f"API keys for {scheme}:// stores are not supported yet; serve a sqlite:/// store"
+        f"API keys for {scheme}:// stores are not supported; serve a sqlite:/// or "
+        "postgresql:// store"
     )

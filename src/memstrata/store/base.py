@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -46,17 +46,23 @@ from ..jobs import Job
 from ..records import MemoryRecord, RecordStatus
 from ..scope import Scope
 
+if TYPE_CHECKING:
+    from ..audit import AuditEvent
+
 __all__ = [
+    "CacheEntry",
     "Candidate",
     "CandidateSearch",
     "Counters",
     "EmbeddingCacheStore",
     "JobQueue",
     "PurgeReport",
+    "RecordDump",
     "RecordStore",
     "RecordWrite",
     "SessionBuffer",
     "Store",
+    "StoreCopy",
     "StoreMeta",
     "StoreStats",
     "UnitOfWork",
@@ -393,3 +399,63 @@ class Store(StoreMeta, RecordStore, CandidateSearch, EmbeddingCacheStore, JobQue
         """A :class:`UnitOfWork`; commits when the ``with`` block ends without an error."""
         ...
 
+
+
+# --- bulk copy between backends (memstrata.store.migrate) ---
+@dataclass(frozen=True, slots=True)
+class RecordDump:
+    """One record as a store holds it: every version (oldest first, the current one last),
+    its stored vector, its lexical terms and its named counters."""
+
+    versions: tuple[MemoryRecord, ...]
+    vector: Vector | None
+    terms: tuple[str, ...]
+    counters: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def record(self) -> MemoryRecord:
+        return self.versions[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """An embedding-cache entry. ``scope_tok`` names the user
+    (:func:`memstrata.store.sqlite.codec.scope_token` of tenant and user): the cache is
+    keyed by that token, never by the raw ids."""
+
+    scope_tok: str
+    model_id: str
+    key: str
+    vector: Vector
+
+
+@runtime_checkable
+class StoreCopy(Protocol):
+    """Everything a store holds, read and written in bulk (``memstrata migrate``).
+
+    ``dump_*`` stream every tenant's data in a stable order (records in insertion order;
+    cache entries, jobs and audit events by key), ``batch_size`` items at a time, so memory
+    stays bounded. ``load_*`` write one batch in one transaction, all or none, *skipping*
+    what the store already holds under the same key (a record's ``(tenant, user, id)``, a
+    job's or an audit event's id; cache entries are upserted), so a copy interrupted at any
+    point can be run again without duplicating anything; they return how many were new.
+    Loaded records keep their versions, times, counters and vector exactly (no new version,
+    no re-embedding); jobs keep their status and attempts as given.
+    """
+
+    def dump_records(self, batch_size: int = 500) -> Iterator[builtins.list[RecordDump]]: ...
+    def load_records(self, dumps: Sequence[RecordDump]) -> int: ...
+    def dump_cache(self, batch_size: int = 500) -> Iterator[builtins.list[CacheEntry]]: ...
+    def load_cache(self, entries: Sequence[CacheEntry]) -> int: ...
+    def dump_jobs(self, batch_size: int = 500) -> Iterator[builtins.list[Job]]: ...
+    def load_jobs(self, jobs: Sequence[Job]) -> int: ...
+    def dump_audit(self, batch_size: int = 500) -> Iterator[builtins.list[AuditEvent]]: ...
+    def load_audit(self, events: Sequence[AuditEvent]) -> int: ...
+    def meta_items(self) -> dict[str, str]:
+        """Every ``get_meta`` key with its value."""
+        ...
+
+    def finish_load(self) -> None:
+        """Build what loading deferred (PostgreSQL: the HNSW index per vector size, built
+        once over the loaded rows instead of row by row); call it after the last load."""
+        ...

@@ -17,14 +17,19 @@ from typing import Any
 
 import numpy as np
 
+from ..audit import AuditEvent
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
+from . import memory_dump as dump
+from . import quota_counters as qc
 from .base import (
+    CacheEntry,
     Candidate,
     PurgeReport,
+    RecordDump,
     RecordWrite,
     StoreStats,
     UnitOfWork,
@@ -108,6 +113,32 @@ class InMemoryStore:
 
     def set_meta(self, key: str, value: str) -> None:
         self._meta[key] = value
+
+    # --- quota counters (memstrata.store.quota_counters; one process, under the lock) -------
+    def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
+        with self._lock:
+            return qc.take_in(self._meta, takes)
+
+    def add_counters(self, takes: Sequence[qc.Take]) -> None:
+        with self._lock:
+            qc.take_in(self._meta, [qc.Take(t.key, t.amount) for t in takes])
+
+    def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
+        with self._lock:
+            return {k: int(self._meta.get(k, "0")) for k in keys}
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._meta.pop(key, None)
+
+    def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
+        with self._lock:
+            return qc.lease_in(self._meta, key, token, now_ms, until_ms)
+
+    def release(self, key: str, token: str) -> None:
+        with self._lock:
+            qc.release_in(self._meta, key, token)
 
     # --- helpers -----------------------------------------------------------------------------
     def _changed(self, tenant: str, user: str) -> None:
@@ -289,12 +320,19 @@ class InMemoryStore:
         totals = [0, 0, 0]
         with self._lock:
             found = [e for e in (self._visible(scope, i) for i in dict.fromkeys(ids)) if e]
+            hashes = {v.content_hash for e in found for v in (*e.history, e.record)}
             for entry in found:
                 for n, count in enumerate(self._drop(entry)):
                     totals[n] += count
+            hashes -= {e.record.content_hash for e in self._entries.values()
+                       if (e.record.tenant, e.record.user) == (scope.tenant, scope.user)}
+            stale = [k for k in self._cache
+                     if k[:2] == (scope.tenant, scope.user) and k[3] in hashes]
+            for key in stale:  # the cache entries of their texts go with them
+                del self._cache[key]
             remaining = sum(_key(e.record) in self._entries for e in found)
         return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
-                           remaining=remaining)
+                           cache_entries=len(stale), remaining=remaining)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         def owned(r: MemoryRecord) -> bool:
@@ -616,6 +654,37 @@ class InMemoryStore:
                           pending_jobs=sum(j.status in _OPEN for j in jobs),
                           failed_jobs=sum(j.status is JobStatus.FAILED for j in jobs),
                           users=len(users))
+
+    # --- bulk copy (StoreCopy, memstrata migrate; in memory_dump.py) ----------------------
+    def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
+        return dump.dump_records(self, batch_size)
+
+    def load_records(self, dumps: Sequence[RecordDump]) -> int:
+        return dump.load_records(self, dumps)
+
+    def dump_cache(self, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
+        return dump.dump_cache(self, batch_size)
+
+    def load_cache(self, entries: Sequence[CacheEntry]) -> int:
+        return dump.load_cache(self, entries)
+
+    def dump_jobs(self, batch_size: int = 500) -> Iterator[list[Job]]:
+        return dump.dump_jobs(self, batch_size)
+
+    def load_jobs(self, jobs: Sequence[Job]) -> int:
+        return dump.load_jobs(self, jobs)
+
+    def dump_audit(self, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
+        return dump.dump_audit(self, batch_size)
+
+    def load_audit(self, events: Sequence[AuditEvent]) -> int:
+        return dump.load_audit(self, events)
+
+    def meta_items(self) -> dict[str, str]:
+        return dict(sorted(self._meta.items()))
+
+    def finish_load(self) -> None:
+        """Nothing is deferred by an in-memory load."""
 
     # Last in the class: below it, ``list`` in annotations would name this method.
     def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,

@@ -34,15 +34,15 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import secrets
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -51,8 +51,9 @@ from ..errors import MissingDependencyError, NotFoundError, StoreError, Validati
 from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
 from .base import PurgeReport, RecordWrite, Store, UnitOfWork, Vector
+from .quota_counters import QuotaCounters, Refusal, Take
 
-__all__ = ["RedisHotStore", "open_redis"]
+__all__ = ["RedisHotStore", "buffer_prefix", "open_redis"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -81,6 +82,54 @@ redis.call('HINCRBY', KEYS[2], 'v', 1)
 redis.call('EXPIRE', KEYS[2], tonumber(ARGV[4]))
 return 1
 """
+
+
+# Quota counters mirrored in Redis (see RedisHotStore.take_counters). KEYS: one per take.
+# ARGV: mode ('take' | 'seed' | 'add'), then amount, limit (-1: none), ttl per take, then (mode
+# 'seed') the durable value of each take's counter. Returns {1} taken, {0, i, used} refused
+# by take i, {-1} a counter is not loaded (mode 'take'; the caller seeds it).
+_TAKE = """
+local mode = ARGV[1]
+local n = #KEYS
+local after = {}
+local before = {}
+for i = 1, n do
+  local k = KEYS[i]
+  if before[k] == nil then
+    local v = redis.call('GET', k)
+    if not v then
+      if mode == 'seed' then
+        v = ARGV[1 + 3 * n + i]
+        redis.call('SET', k, v, 'EX', tonumber(ARGV[3 * i + 1]))
+      elseif mode == 'add' then v = false
+      else return {-1} end
+    end
+    before[k] = v and tonumber(v) or false
+  end
+end
+for i = 1, n do
+  local k = KEYS[i]
+  if before[k] then
+    local cur = after[k] or before[k]
+    local amount = tonumber(ARGV[3 * i - 1])
+    local limit = tonumber(ARGV[3 * i])
+    if limit >= 0 and cur + amount > limit then return {0, i - 1, before[k]} end
+    after[k] = math.max(0, cur + amount)
+  end
+end
+for i = 1, n do
+  local k = KEYS[i]
+  if after[k] ~= nil then
+    local ttl = tonumber(ARGV[3 * i + 1])
+    redis.call('SET', k, after[k], 'EX', ttl)
+    after[k] = nil
+  end
+end
+return {1}
+"""
+# A quota mirror key lives at most this long: a crash between the Redis and the durable take
+# can leave it ahead of the durable counter, for no longer than this.
+MIRROR_SECONDS = 60
 
 
 def _micros(at: datetime) -> int:
@@ -115,8 +164,12 @@ class _Health:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def open_redis(url: str, *, timeout: float = 1.0) -> Any:
-    """A connected client for ``url``; a clear error if the package or server is missing."""
+DEFAULT_PREFIX = "memstrata"
+_PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _split_prefix(url: str) -> tuple[str, str]:
+    """``(url without ?prefix=, prefix)``: the key prefix is memstrata's, not redis-py's."""
     if not isinstance(url, str) or url.split("://", 1)[0].lower() not in (
         "redis",
         "rediss",
@@ -126,6 +179,32 @@ def open_redis(url: str, *, timeout: float = 1.0) -> Any:
             f"buffer={url!r} is not a Redis URL; use redis://host:6379/0, "
             "rediss://... (TLS) or unix:///path/to/redis.sock"
         )
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefixes = [v for k, v in query if k == "prefix"]
+    if not prefixes:
+        return url, DEFAULT_PREFIX
+    prefix = prefixes[-1]
+    if not 1 <= len(prefix) <= 64 or not set(prefix) <= _PREFIX_CHARS:
+        raise ValidationError(
+            f"buffer URL prefix={prefix!r} is not a valid key prefix; use 1-64 letters, "
+            "digits, '_', '.' or '-' (it starts every Redis key memstrata writes)"
+        )
+    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    return urlunsplit(parts._replace(query=rest)), prefix
+
+
+def buffer_prefix(url: str) -> str:
+    """The key prefix a ``buffer=`` URL names (``?prefix=app1``; default ``memstrata``)."""
+    return _split_prefix(url)[1]
+
+
+def open_redis(url: str, *, timeout: float = 1.0) -> Any:
+    """A connected client for ``url``; a clear error if the package or server is missing.
+
+    ``?prefix=name`` in the URL is memstrata's key prefix (see :func:`buffer_prefix`), so
+    several applications can share one Redis without sharing keys."""
+    url, _ = _split_prefix(url)
     try:
         import redis
         from redis.backoff import NoBackoff
@@ -186,6 +265,7 @@ class RedisHotStore:
         self._marker_ms = int(marker_seconds * 1000)
         self._health = _Health(cooldown)
         self._push = client.register_script(_PUSH)
+        self._take = client.register_script(_TAKE)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.durable, name)
@@ -274,7 +354,7 @@ class RedisHotStore:
         if Redis is down (the sessions are then invalidated when it is back)."""
         if not sessions:
             return None
-        marker = marker or "p:" + uuid.uuid4().hex
+        marker = marker or "p:" + secrets.token_hex(16)
         deadline = str(int(time.time() * 1000) + self._marker_ms)
 
         def run() -> str:
@@ -507,6 +587,73 @@ class RedisHotStore:
 
         self._call(run)
 
+    # --- quota counters --------------------------------------------------------------------
+    @property
+    def _counters(self) -> QuotaCounters:
+        if not isinstance(self.durable, QuotaCounters):
+            raise StoreError(f"the store {self.durable.url} keeps no quota counters")
+        return self.durable
+
+    def _mirror(self, key: str) -> str:
+        return f"{self._prefix}:quota:{key}"
+
+    def _run_take(self, mode: str, takes: Sequence[Take], seeds: Sequence[int] = ()) -> Any:
+        args: list[object] = [mode]
+        for t in takes:
+            ttl = min(t.ttl_seconds or MIRROR_SECONDS, MIRROR_SECONDS)
+            args += [t.amount, -1 if t.limit is None else t.limit, max(1, ttl)]
+        return self._take(keys=[self._mirror(t.key) for t in takes], args=[*args, *seeds])
+
+    def take_counters(self, takes: Sequence[Take]) -> Refusal | None:
+        """Refused by the Redis mirror at once; admitted ones are then taken from the durable
+        counters too, which stay the authority: a Redis that is down, restarted empty or
+        behind can never admit what the durable counters refuse.
+
+        The mirror counts takes in flight, so a take Redis refuses would be refused by the
+        durable store once those commit. A mirror key expires after ``MIRROR_SECONDS`` (at
+        most) and is loaded again from the durable counter."""
+        if not takes:
+            return None
+        counters = self._counters
+
+        def gate() -> Any:
+            got = self._run_take("take", takes)
+            if int(got[0]) == -1:  # not loaded: seed from the durable counters
+                values = counters.counter_values([t.key for t in takes])
+                got = self._run_take("seed", takes, [values[t.key] for t in takes])
+            return got
+
+        got = self._call(gate)
+        if got is None:  # Redis is down: the durable counters alone
+            return counters.take_counters(takes)
+        if int(got[0]) == 0:
+            return Refusal(int(got[1]), int(got[2]))
+        try:
+            refused = counters.take_counters(takes)
+        except BaseException:
+            self._give_back_mirror(takes)
+            raise
+        if refused is not None:  # the mirror was behind the durable counters: reload it
+            self._call(lambda: self._redis.delete(*[self._mirror(t.key) for t in takes]))
+        return refused
+
+    def _give_back_mirror(self, takes: Sequence[Take]) -> None:
+        back = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
+        self._call(lambda: self._run_take("add", back))
+
+    def add_counters(self, takes: Sequence[Take]) -> None:
+        self._counters.add_counters(takes)
+        if takes:
+            self._call(lambda: self._run_take("add", takes))
+
+    def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
+        return self._counters.counter_values(keys)
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        self._counters.forget_counters(keys)
+        if keys:
+            self._call(lambda: self._redis.delete(*[self._mirror(k) for k in keys]))
+
     # --- purge -----------------------------------------------------------------------------
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         report = self.durable.purge_user(tenant, user)
@@ -525,15 +672,23 @@ class RedisHotStore:
         if result is None:  # deleted when Redis is back, before it is used again
             self._dirty(users=[(tenant, user)])
             return report
-        deleted, left = result
-        return replace(
-            report, cache_entries=report.cache_entries + deleted, remaining=report.remaining + left
-        )
+        _, left = result
+        # The Redis keys are copies of what the durable report already counts (turns, cache
+        # entries): only what survives there is added, to ``remaining``.
+        return replace(report, remaining=report.remaining + left)
 
     def _delete_user_keys(self, tenant: str, user: str) -> int:
+        from ..quotas import subject_hash  # quotas imports the store package
+
+        quota = f"{self._prefix}:quota:*:{subject_hash(tenant, user)}:*"
+        return self._delete_matching(self._user_prefix(tenant, user) + "*") + (
+            self._delete_matching(quota)
+        )
+
+    def _delete_matching(self, pattern: str) -> int:
         deleted = 0
         batch: list[bytes] = []
-        for name in self._redis.scan_iter(match=self._user_prefix(tenant, user) + "*", count=500):
+        for name in self._redis.scan_iter(match=pattern, count=500):
             batch.append(name)
             if len(batch) >= 500:
                 deleted += int(self._redis.delete(*batch))
@@ -556,7 +711,7 @@ class _HotTransaction:
     def __init__(self, tx: UnitOfWork, hot: RedisHotStore) -> None:
         self._tx = tx
         self._hot = hot
-        self.marker = "p:" + uuid.uuid4().hex
+        self.marker = "p:" + secrets.token_hex(16)
         self.ok = True  # every marker reached Redis
         self.marked: set[SessionKey] = set()
         self.appended: list[MemoryRecord] = []

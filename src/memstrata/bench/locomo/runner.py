@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,7 @@ class LocomoConfig:
     benchmark: str = "locomo"
     categories: dict[int, str] = field(default_factory=lambda: dict(CATEGORY_NAMES))
     maintain: str | None = None  # run mem.maintain(policy) after each conversation's ingest
+    maintain_after_days: float = 0.0  # ... as of this many days after the ingest
 
 
 class _Rows:
@@ -203,8 +204,11 @@ def run_locomo(
                 ingest_s += secs
                 flush_s += fsecs
                 if cfg.maintain and n:
-                    done = mem.maintain(Scope("locomo", conv.sample_id), policy=cfg.maintain)
-                    notes.append(f"maintenance ({cfg.maintain}) on {conv.sample_id}: "
+                    at = datetime.now(UTC) + timedelta(days=cfg.maintain_after_days)
+                    done = mem.maintain(Scope("locomo", conv.sample_id), policy=cfg.maintain,
+                                        now=at)
+                    notes.append(f"maintenance ({cfg.maintain}, ingest + "
+                                 f"{cfg.maintain_after_days:g} days) on {conv.sample_id}: "
                                  f"{done.as_dict()}")
                 turns = conv.turns
                 by_dia = {t.dia_id: t for t in turns}

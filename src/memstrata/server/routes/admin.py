@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from ..auth import CallerDep, UserPath
+from ..auth import CallerDep, UserPath, require_admin
 from ..dto import JobOut, Jobs, LayersOut, RunReportOut, Stats, WhoAmI
 from ..errors import ERROR_RESPONSES
 from ..state import state_of
@@ -16,7 +16,13 @@ router = APIRouter(tags=["introspection"], responses=ERROR_RESPONSES)
 
 @router.get("/v1/whoami", response_model=WhoAmI, summary="The calling key's tenant and role")
 async def whoami(caller: CallerDep) -> WhoAmI:
-    return WhoAmI(key_id=caller.key.id, tenant=caller.tenant, role=caller.key.role.value)
+    return WhoAmI(
+        key_id=caller.key.id,
+        tenant=caller.tenant,
+        role=caller.key.role.value,
+        user=caller.key.user,
+        roles=sorted(caller.key.roles),
+    )
 
 
 @router.get("/v1/users/{user}/stats", response_model=Stats, summary="Counts, jobs, models")
@@ -38,10 +44,11 @@ async def jobs(
 @router.post(
     "/v1/users/{user}/jobs/run",
     response_model=RunReportOut,
-    summary="Run the user's queued jobs now",
+    summary="Run the user's queued jobs now (admin)",
 )
 async def run_jobs(request: Request, user: UserPath, caller: CallerDep) -> RunReportOut:
-    report = await state_of(request.app).backend.run_jobs(caller.scope(user))
+    require_admin(caller, "running jobs")
+    report = await state_of(request.app).backend.run_jobs(caller.owner_scope(user))
     return RunReportOut(
         done=report.done, retried=report.retried, failed=report.failed, errors=report.errors
     )

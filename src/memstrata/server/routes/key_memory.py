@@ -24,7 +24,9 @@ async def list_key(request: Request, user: UserPath, caller: CallerDep) -> Recor
 async def set_key(
     request: Request, user: UserPath, body: KeyMemoryIn, caller: CallerDep
 ) -> RecordOut:
-    rec = await state_of(request.app).backend.key_set(caller.scope(user), body.text, body.priority)
+    rec = await state_of(request.app).backend.key_set(
+        caller.owner_scope(user), body.text, body.priority
+    )
     return RecordOut.of(rec)
 
 
@@ -33,7 +35,7 @@ async def edit_key(
     request: Request, user: UserPath, record_id: str, body: KeyMemoryPatch, caller: CallerDep
 ) -> RecordOut:
     rec = await state_of(request.app).backend.key_edit(
-        caller.scope(user),
+        caller.owner_scope(user),
         record_id,
         expected_version=body.expected_version,
         text=body.text,
@@ -51,5 +53,5 @@ async def edit_key(
 async def remove_key(
     request: Request, user: UserPath, record_id: str, caller: CallerDep
 ) -> Response:
-    await state_of(request.app).backend.key_remove(caller.scope(user), record_id)
+    await state_of(request.app).backend.key_remove(caller.owner_scope(user), record_id)
     return Response(status_code=204)

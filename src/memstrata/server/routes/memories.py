@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from ...filters import Filters
 from ...records import RecordType
 from ..auth import CallerDep, UserPath, require_admin
-from ..dto import MemoryIn, MemoryPatch, PurgeIn, PurgeOut, RecordList, RecordOut, Records
+from ..dto import AccessIn, MemoryIn, MemoryPatch, PurgeIn, PurgeOut, RecordList, RecordOut, Records
 from ..errors import ERROR_RESPONSES, ApiError
 from ..state import state_of
 
@@ -27,7 +27,7 @@ RecordId = Annotated[str, Query(min_length=1, max_length=256)]
 async def add_memory(
     request: Request, user: UserPath, body: MemoryIn, caller: CallerDep
 ) -> RecordOut:
-    scope = caller.scope(user, session=body.session, agent=body.agent)
+    scope = caller.owner_scope(user, session=body.session, agent=body.agent)
     rec = await state_of(request.app).backend.add(
         scope,
         body.content,
@@ -112,7 +112,7 @@ async def update_memory(
             "content, importance, confidence, tags, metadata, source",
         )
     rec = await state_of(request.app).backend.update(
-        caller.scope(user), record_id, expected_version=body.expected_version, **changes
+        caller.owner_scope(user), record_id, expected_version=body.expected_version, **changes
     )
     return RecordOut.of(rec)
 
@@ -125,7 +125,10 @@ async def update_memory(
 async def delete_memory(
     request: Request, user: UserPath, record_id: str, caller: CallerDep
 ) -> RecordOut:
-    return RecordOut.of(await state_of(request.app).backend.delete(caller.scope(user), record_id))
+    backend = state_of(request.app).backend
+    return RecordOut.of(
+        await backend.delete(caller.owner_scope(user), record_id, actor=caller.actor)
+    )
 
 
 @router.post(
@@ -136,7 +139,29 @@ async def delete_memory(
 async def restore_memory(
     request: Request, user: UserPath, record_id: str, caller: CallerDep
 ) -> RecordOut:
-    return RecordOut.of(await state_of(request.app).backend.restore(caller.scope(user), record_id))
+    backend = state_of(request.app).backend
+    return RecordOut.of(
+        await backend.restore(caller.owner_scope(user), record_id, actor=caller.actor)
+    )
+
+
+@router.put(
+    "/memories/{record_id}/access",
+    response_model=RecordOut,
+    summary="Who besides the user may read the record (visibility, users, roles)",
+)
+async def set_access(
+    request: Request, user: UserPath, record_id: str, body: AccessIn, caller: CallerDep
+) -> RecordOut:
+    rec = await state_of(request.app).backend.set_access(
+        caller.owner_scope(user),
+        record_id,
+        visibility=body.visibility,
+        allowed_users=body.allowed_users,
+        allowed_roles=body.allowed_roles,
+        actor=caller.actor,
+    )
+    return RecordOut.of(rec)
 
 
 @router.get(
@@ -160,7 +185,9 @@ async def purge(request: Request, user: UserPath, body: PurgeIn, caller: CallerD
             "invalid_request",
             "send either ids (a list of record ids) or all_of_user=true, not both and not neither",
         )
-    report = await state_of(request.app).backend.purge(caller.scope(user), body.ids)
+    report = await state_of(request.app).backend.purge(
+        caller.owner_scope(user), body.ids, actor=caller.actor
+    )
     return PurgeOut(
         records=report.records,
         versions=report.versions,

@@ -93,6 +93,6 @@ async def import_(request: Request, user: UserPath, caller: CallerDep) -> Import
     # Always into this tenant and user: an export names its own tenant, and importing it
     # as-is would let a key write into whatever tenant the file says.
     report = await state_of(request.app).backend.import_records(
-        io.StringIO(text), caller.scope(user)
+        io.StringIO(text), caller.owner_scope(user)
     )
     return ImportOut(imported=report.imported, skipped=report.skipped, reembedded=report.reembedded)

@@ -50,7 +50,7 @@ async def add_message(
     caller: CallerDep,
     agent: AgentQuery = None,
 ) -> RecordOut:
-    scope = caller.scope(user, session=session, agent=agent)
+    scope = caller.owner_scope(user, session=session, agent=agent)
     records = await state_of(request.app).backend.add_messages(scope, [_message(body)])
     return RecordOut.of(records[0])
 
@@ -69,7 +69,7 @@ async def add_messages(
     caller: CallerDep,
     agent: AgentQuery = None,
 ) -> Records:
-    scope = caller.scope(user, session=session, agent=agent)
+    scope = caller.owner_scope(user, session=session, agent=agent)
     records = await state_of(request.app).backend.add_messages(
         scope, [_message(m) for m in body.messages]
     )
@@ -84,7 +84,9 @@ async def add_messages(
 async def end_session(
     request: Request, user: UserPath, session: SessionPath, caller: CallerDep
 ) -> RunReportOut:
-    report = await state_of(request.app).backend.end_session(caller.scope(user, session=session))
+    report = await state_of(request.app).backend.end_session(
+        caller.owner_scope(user, session=session)
+    )
     return RunReportOut(
         done=report.done, retried=report.retried, failed=report.failed, errors=report.errors
     )
@@ -112,7 +114,7 @@ async def start_task(
     request: Request, user: UserPath, session: SessionPath, body: TaskIn, caller: CallerDep
 ) -> RecordOut:
     rec = await state_of(request.app).backend.task_start(
-        caller.scope(user, session=session), body.goal, body.steps
+        caller.owner_scope(user, session=session), body.goal, body.steps
     )
     return RecordOut.of(rec)
 
@@ -127,7 +129,7 @@ async def task_step(
     caller: CallerDep,
 ) -> RecordOut:
     rec = await state_of(request.app).backend.task_step(
-        caller.scope(user, session=session), index, body.status, body.result, body.error
+        caller.owner_scope(user, session=session), index, body.status, body.result, body.error
     )
     return RecordOut.of(rec)
 
@@ -137,7 +139,7 @@ async def task_note(
     request: Request, user: UserPath, session: SessionPath, body: TaskNoteIn, caller: CallerDep
 ) -> RecordOut:
     rec = await state_of(request.app).backend.task_note(
-        caller.scope(user, session=session), body.text, body.tool
+        caller.owner_scope(user, session=session), body.text, body.tool
     )
     return RecordOut.of(rec)
 
@@ -151,7 +153,7 @@ async def task_complete(
     request: Request, user: UserPath, session: SessionPath, body: TaskCompleteIn, caller: CallerDep
 ) -> TaskDone:
     done = await state_of(request.app).backend.task_complete(
-        caller.scope(user, session=session), body.success, body.outcome, body.feedback
+        caller.owner_scope(user, session=session), body.success, body.outcome, body.feedback
     )
     return TaskDone(
         task=RecordOut.of(done.task),

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ...errors import MissingDependencyError, StoreError, ValidationError
 
@@ -60,9 +60,16 @@ def _int(name: str, value: str, low: int) -> int:
 
 def parse_url(url: str) -> PgOptions:
     """Split a ``postgresql://`` URL into the driver's conninfo and memstrata's options."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsed lazily: a bad port raises here, not in the driver
+    except ValueError as exc:
+        raise ValidationError(
+            f"store URL {_hide(url)!r} is malformed ({exc}); write "
+            "postgresql://user:password@host:port/database (an IPv6 host in [brackets], "
+            "a port from 1 to 65535)") from None
     if parts.scheme.lower() not in ("postgresql", "postgres"):
-        raise ValidationError(f"{url!r} is not a postgresql:// URL")
+        raise ValidationError(f"{_hide(url)!r} is not a postgresql:// URL")
     ours: dict[str, str] = {}
     theirs: list[tuple[str, str]] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
@@ -79,9 +86,17 @@ def parse_url(url: str) -> PgOptions:
     pool_max = _int("pool_max", ours.get("pool_max", "8"), 1)
     if pool_max < pool_min:
         raise ValidationError(f"store URL: pool_max={pool_max} is below pool_min={pool_min}")
-    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(theirs), ""))
+    # Not urlunsplit: it drops the "//" of an empty host ("postgresql:///db?host=/socket",
+    # libpq's form for a local socket), which libpq then cannot read.
+    query = urlencode(theirs)
+    conninfo = f"postgresql://{parts.netloc}{parts.path}" + (f"?{query}" if query else "")
     return PgOptions(conninfo, schema, pool_min, pool_max,
                      _int("exact_below", ours.get("exact_below", "100000"), 0))
+
+
+def _hide(url: str) -> str:
+    """The URL without its password (for messages)."""
+    return re.sub(r"(://[^:/@?#]*):[^@/?#]*@", r"\1:***@", url)
 
 
 def driver() -> Any:
@@ -101,6 +116,12 @@ def translate(exc: BaseException, where: str, *, committing: bool = False) -> St
     import psycopg
 
     message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip()
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return StoreError(
+            f"{where} refused this user: {message}; connect as a role that holds that "
+            "privilege, or have the database owner grant it (memstrata creates its schema "
+            "and tables on first use: GRANT CREATE ON DATABASE ... TO ...); nothing of this "
+            "call was written")
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         if committing:
             return StoreError(

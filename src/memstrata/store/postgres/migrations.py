@@ -142,8 +142,19 @@ CREATE INDEX jobs_lease_token ON jobs (lease_token) WHERE lease_token IS NOT NUL
 CREATE INDEX jobs_user_running ON jobs (tenant, "user", lease_until) WHERE status = 'running';
 """
 
+# v5: API keys of the HTTP/MCP server (memstrata/server/keys.py), shared by every server
+# process on this database. Only a key's SHA-256 is stored.
+_V5_API_KEYS = f"""
+CREATE TABLE api_keys (
+    id {_T} PRIMARY KEY, key_hash {_T} NOT NULL UNIQUE, tenant {_T} NOT NULL,
+    role {_T} NOT NULL, name TEXT NOT NULL DEFAULT '', created_at {_T} NOT NULL,
+    revoked_at {_T}, "user" {_T}, roles TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX api_keys_tenant ON api_keys (tenant, created_at, id);
+"""
+
 MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1), (2, _V2_AUDIT), (3, _V3_AUDIT_REDACT),
-                                            (4, _V4_JOB_LEASE_TOKEN)]
+                                            (4, _V4_JOB_LEASE_TOKEN), (5, _V5_API_KEYS)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
 

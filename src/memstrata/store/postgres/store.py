@@ -10,6 +10,7 @@ its call with a :class:`StoreError` (never a partial write) and is replaced for 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -31,9 +32,12 @@ from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
+from .. import quota_counters as qc
 from ..base import (
+    CacheEntry,
     Candidate,
     PurgeReport,
+    RecordDump,
     RecordWrite,
     StoreStats,
     UnitOfWork,
@@ -48,7 +52,7 @@ from ..sqlite.codec import (
     encode_vector,
     scope_token,
 )
-from . import audit, fts5, lexical, outbox
+from . import audit, dump, fts5, lexical, outbox
 from .connection import PgOptions, driver, parse_url, translate
 from .migrations import check_pgvector, migrate
 from .vectors import VectorCache, ensure_hnsw, exact_search, hnsw_search
@@ -222,6 +226,31 @@ class PostgresStore:
         with self._write() as c:
             c.execute("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
                       "DO UPDATE SET value = excluded.value", (key, value))
+
+    # --- quota counters (memstrata.store.quota_counters; row locks make them atomic) -
+    def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
+        with self._write() as c:
+            return qc.take_sql(c, takes, ph="%s", lock=True)
+
+    def add_counters(self, takes: Sequence[qc.Take]) -> None:
+        with self._write() as c:
+            qc.add_sql(c, takes, ph="%s", lock=True)
+
+    def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
+        with self._read() as c:
+            return qc.values_sql(c, keys, ph="%s")
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        with self._write() as c:
+            qc.forget_sql(c, keys, ph="%s")
+
+    def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
+        with self._write() as c:
+            return qc.lease_sql(c, key, token, now_ms, until_ms, ph="%s", lock=True)
+
+    def release(self, key: str, token: str) -> None:
+        with self._write() as c:
+            qc.release_sql(c, key, token, ph="%s", lock=True)
 
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -450,12 +479,16 @@ class PostgresStore:
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
         if scope.caller is not None:
             return PurgeReport()
+        hashes: set[str] = set()
+        for rid in dict.fromkeys(ids):  # every version's text: its cache entry goes too
+            with contextlib.suppress(NotFoundError):
+                hashes.update(v.content_hash for v in self.history(scope, rid))
         with self._write() as c:
             rows = self._visible(c, scope, ids, 'seq, id, tenant, "user", lex_tokens',
                                  lock=True)
             found = [r["id"] for r in rows]
             seqs = [int(r["seq"]) for r in rows]
-            counts = {"records": 0, "versions": 0, "vectors": 0}
+            counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             remaining = 0
             if found:
                 key = (scope.tenant, scope.user, found)
@@ -468,6 +501,12 @@ class PostgresStore:
                     "DELETE FROM vectors WHERE seq = ANY(%s)", (seqs,)).rowcount
                 counts["records"] = c.execute(
                     "DELETE FROM records WHERE seq = ANY(%s)", (seqs,)).rowcount
+                counts["cache_entries"] = c.execute(
+                    "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = ANY(%s) AND "
+                    "NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND \"user\" = %s "
+                    "AND content_hash = embedding_cache.key)",
+                    (scope_token(scope.tenant, scope.user), sorted(hashes), scope.tenant,
+                     scope.user)).rowcount
                 remaining = int(c.execute(
                     "SELECT (SELECT count(*) FROM records WHERE seq = ANY(%s)) + "
                     "(SELECT count(*) FROM record_versions WHERE tenant = %s AND "
@@ -784,6 +823,37 @@ class PostgresStore:
                           by_type=by_type,
                           pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
                           failed_jobs=jobs.get("failed", 0), users=int(users))
+
+    # --- bulk copy (StoreCopy, memstrata migrate; in dump.py) -------------------------------
+    def dump_records(self, batch_size: int = 500) -> Iterator[builtins.list[RecordDump]]:
+        return dump.dump_records(self, batch_size)
+
+    def load_records(self, dumps: Sequence[RecordDump]) -> int:
+        return dump.load_records(self, dumps)
+
+    def dump_cache(self, batch_size: int = 500) -> Iterator[builtins.list[CacheEntry]]:
+        return dump.dump_cache(self, batch_size)
+
+    def load_cache(self, entries: Sequence[CacheEntry]) -> int:
+        return dump.load_cache(self, entries)
+
+    def dump_jobs(self, batch_size: int = 500) -> Iterator[builtins.list[Job]]:
+        return dump.dump_jobs(self, batch_size)
+
+    def load_jobs(self, jobs: Sequence[Job]) -> int:
+        return dump.load_jobs(self, jobs)
+
+    def dump_audit(self, batch_size: int = 500) -> Iterator[builtins.list[AuditEvent]]:
+        return dump.dump_audit(self, batch_size)
+
+    def load_audit(self, events: Sequence[AuditEvent]) -> int:
+        return dump.load_audit(self, events)
+
+    def meta_items(self) -> dict[str, str]:
+        return dump.meta_items(self)
+
+    def finish_load(self) -> None:
+        dump.finish_load(self)
 
     # Last in the class: below it, ``list`` in annotations would name this method.
     def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,

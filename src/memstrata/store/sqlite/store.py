@@ -19,13 +19,24 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ...audit import AuditEvent
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
-from ..base import Candidate, PurgeReport, RecordWrite, StoreStats, UnitOfWork, Vector
-from . import outbox
+from .. import quota_counters as qc
+from ..base import (
+    CacheEntry,
+    Candidate,
+    PurgeReport,
+    RecordDump,
+    RecordWrite,
+    StoreStats,
+    UnitOfWork,
+    Vector,
+)
+from . import dump, outbox
 from .codec import (
     COLUMNS,
     decode_record,
@@ -108,11 +119,16 @@ class SQLiteStore:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # Deleted rows are overwritten with zeros, not left in free space: a purge must
+            # leave no byte of what it destroyed (forget2: single-record purge).
+            conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
             migrate(conn, path=path)
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(f"cannot use {path!r} as a memstrata store: {exc}") from exc
+            raise StoreError(f"cannot use {path!r} as a memstrata store: {exc}; point the URL "
+                             "at a memstrata store file, or at a new file to create one"
+                             ) from exc
         except BaseException:
             conn.close()
             raise
@@ -189,6 +205,31 @@ class SQLiteStore:
         with self._write() as c:
             c.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
                       "DO UPDATE SET value = excluded.value", (key, value))
+
+    # --- quota counters (memstrata.store.quota_counters; BEGIN IMMEDIATE makes them atomic) -
+    def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
+        with self._write() as c:
+            return qc.take_sql(c, takes, ph="?", lock=False)
+
+    def add_counters(self, takes: Sequence[qc.Take]) -> None:
+        with self._write() as c:
+            qc.add_sql(c, takes, ph="?", lock=False)
+
+    def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
+        with self._read() as c:
+            return qc.values_sql(c, keys, ph="?")
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        with self._write() as c:
+            qc.forget_sql(c, keys, ph="?")
+
+    def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
+        with self._write() as c:
+            return qc.lease_sql(c, key, token, now_ms, until_ms, ph="?", lock=False)
+
+    def release(self, key: str, token: str) -> None:
+        with self._write() as c:
+            qc.release_sql(c, key, token, ph="?", lock=False)
 
     # --- helpers -----------------------------------------------------------------------------
     @staticmethod
@@ -364,12 +405,22 @@ class SQLiteStore:
         return sorted(changed, key=order.__getitem__)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        """Destroy these records, every version, vector, counter, lexical row and the
+        embedding-cache entries of their texts; then leave no byte of them in the file:
+        ``secure_delete`` (on for every connection) zeroes the freed cells and pages, FTS5
+        ``optimize`` rewrites the index segments without their terms (a delete only
+        appends tombstones) and a ``TRUNCATE`` checkpoint empties the WAL. No ``VACUUM``:
+        its cost is a rewrite of the whole file; ``optimize`` costs a rewrite of the
+        lexical index (see README, "Audit log, purge, access control")."""
         if scope.caller is not None:
             return PurgeReport()
+        hashes = {v.content_hash for rid in dict.fromkeys(ids)
+                  for v in self._history_or_empty(scope, rid)}
+        tok = scope_token(scope.tenant, scope.user)
         with self._write() as c:
             rows = self._visible(c, scope, ids, "seq, id")
             seqs = [int(r["seq"]) for r in rows]
-            counts = {"records": 0, "versions": 0, "vectors": 0}
+            counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             for chunk in _chunks(seqs):
                 sql, vals = _seq_list(chunk)
                 counts["versions"] += c.execute(
@@ -380,6 +431,16 @@ class SQLiteStore:
                 c.execute(f"DELETE FROM lexical WHERE {sql.replace('seq', 'rowid')}", vals)
                 counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}",
                                                vals).rowcount
+            # Texts another record of the user still holds keep their cache entry.
+            still = {r[0] for part in _chunks(sorted(hashes)) for r in c.execute(
+                "SELECT content_hash FROM records WHERE tenant = ? AND user = ? AND "
+                f"{in_list('content_hash', part)[0]}",
+                [scope.tenant, scope.user, *part])}
+            for part in _chunks(sorted(hashes - still)):
+                sql, vals = in_list("key", part)
+                counts["cache_entries"] += c.execute(
+                    f"DELETE FROM embedding_cache WHERE scope_tok = ? AND {sql}",
+                    [tok, *vals]).rowcount
             remaining = 0
             for chunk in _chunks(seqs):
                 sql, vals = _seq_list(chunk)
@@ -390,7 +451,22 @@ class SQLiteStore:
                     vals * 3).fetchone()[0]
             if seqs:
                 self._bump(c, scope.tenant, scope.user)
+        if seqs:
+            self._scrub()
         return PurgeReport(**counts, remaining=remaining)
+
+    def _history_or_empty(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+        try:
+            return self.history(scope, record_id)
+        except NotFoundError:
+            return []
+
+    def _scrub(self) -> None:
+        """Rewrite the lexical index without deleted terms and empty the WAL."""
+        with self._lock:
+            self._conn.execute("INSERT INTO lexical (lexical) VALUES ('optimize')")
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         """Destroy every trace of one user, then make sure no byte of it is left on disk.
@@ -786,6 +862,37 @@ class SQLiteStore:
                           by_type=by_type,
                           pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
                           failed_jobs=jobs.get("failed", 0), users=int(users))
+
+    # --- bulk copy (StoreCopy, memstrata migrate; in dump.py) -------------------------------
+    def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
+        return dump.dump_records(self, batch_size)
+
+    def load_records(self, dumps: Sequence[RecordDump]) -> int:
+        return dump.load_records(self, dumps)
+
+    def dump_cache(self, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
+        return dump.dump_cache(self, batch_size)
+
+    def load_cache(self, entries: Sequence[CacheEntry]) -> int:
+        return dump.load_cache(self, entries)
+
+    def dump_jobs(self, batch_size: int = 500) -> Iterator[list[Job]]:
+        return dump.dump_jobs(self, batch_size)
+
+    def load_jobs(self, jobs: Sequence[Job]) -> int:
+        return dump.load_jobs(self, jobs)
+
+    def dump_audit(self, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
+        return dump.dump_audit(self, batch_size)
+
+    def load_audit(self, events: Sequence[AuditEvent]) -> int:
+        return dump.load_audit(self, events)
+
+    def meta_items(self) -> dict[str, str]:
+        return dump.meta_items(self)
+
+    def finish_load(self) -> None:
+        """Nothing is deferred by a SQLite load."""
 
 
     # Last in the class: below it, ``list`` in annotations would name this method.

@@ -1,0 +1,165 @@
+"""API keys in PostgreSQL: the ``api_keys`` table of the store's schema (migration 5).
+
+Every ``memstrata serve`` process on one database reads the same table, so a key created
+or revoked by ``memstrata keys ... --db postgresql://...`` (or over ``/v1/keys``) counts for
+every process at its next request: ``authenticate`` is one indexed lookup per request and
+nothing is cached. The store's own pool is not shared: keys use a small pool of their own
+(at most 4 connections), opened lazily by the first call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import MemstrataError, NotFoundError, StoreError
+from ..store.postgres.connection import driver, parse_url, translate
+from ..store.postgres.migrations import check_pgvector, migrate
+from .keys import (
+    KEY_COLUMNS,
+    ApiKey,
+    NewKey,
+    encode_roles,
+    hash_key,
+    key_of_row,
+    new_key,
+    parse_key,
+)
+
+__all__ = ["PostgresKeyStore"]
+
+
+class PostgresKeyStore:
+    """:class:`~memstrata.server.keys.KeyStore` over a ``postgresql://`` store URL."""
+
+    def __init__(self, url: str, *, pool_max: int = 4) -> None:
+        options = parse_url(url)
+        psycopg = driver()
+        from psycopg_pool import ConnectionPool
+
+        self._where = options.where
+        try:
+            first = psycopg.connect(options.conninfo, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot connect to {self._where} for the API keys: {str(exc).strip()}; check "
+                "the URL and that the server is running"
+            ) from None
+        try:
+            with first:  # the same schema steps the store applies (api_keys is step 5)
+                check_pgvector(first, self._where)
+                migrate(first, options.schema, self._where)
+        except MemstrataError:
+            raise
+        except psycopg.Error as exc:
+            raise translate(exc, self._where) from exc
+        schema = options.schema
+
+        def configure(conn: Any) -> None:
+            conn.execute(f'SET search_path TO "{schema}", public')
+
+        self._pool = ConnectionPool(
+            options.conninfo,
+            min_size=0,
+            max_size=pool_max,
+            open=False,
+            configure=configure,
+            name=f"memstrata-keys-{schema}",
+            kwargs={"autocommit": True},
+        )
+        self._opened = False
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        import psycopg
+
+        with self._lock:
+            if not self._opened:
+                self._pool.open(wait=False)
+                self._opened = True
+        try:
+            with self._pool.connection(timeout=10) as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise translate(exc, self._where) from exc
+        except Exception as exc:  # the pool's timeout (PoolTimeout) and the like
+            if isinstance(exc, MemstrataError):
+                raise
+            raise StoreError(f"the API key table at {self._where} is unavailable: {exc}") from exc
+
+    def _rows(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        with self._conn() as conn:
+            rows: list[tuple[object, ...]] = conn.execute(sql, args).fetchall()
+            return rows
+
+    def create(
+        self,
+        tenant: str,
+        *,
+        role: str = "member",
+        name: str = "",
+        user: str | None = None,
+        roles: Iterable[str] = (),
+    ) -> NewKey:
+        new = new_key(tenant, role, name, datetime.now(UTC), user, roles)
+        k = new.key
+        with self._conn() as conn:
+            conn.execute(
+                'INSERT INTO api_keys (id, key_hash, tenant, role, name, created_at, "user", '
+                "roles) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    k.id,
+                    hash_key(new.secret),
+                    k.tenant,
+                    k.role.value,
+                    k.name,
+                    k.created_at.isoformat(),
+                    k.user,
+                    encode_roles(k.roles),
+                ),
+            )
+        return new
+
+    def authenticate(self, secret: str) -> ApiKey | None:
+        key_id = parse_key(secret)
+        if key_id is None:
+            return None
+        rows = self._rows(
+            f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = %s AND id = %s",
+            (hash_key(secret), key_id),
+        )
+        if not rows:
+            return None
+        key = key_of_row(rows[0])
+        return key if key.active else None
+
+    def list(self, tenant: str | None = None) -> list[ApiKey]:
+        sql = f"SELECT {KEY_COLUMNS} FROM api_keys"
+        args: tuple[object, ...] = ()
+        if tenant is not None:
+            sql += " WHERE tenant = %s"
+            args = (tenant,)
+        return [key_of_row(r) for r in self._rows(sql + " ORDER BY tenant, created_at, id", args)]
+
+    def revoke(self, key_id: str) -> ApiKey:
+        with self._conn() as conn:
+            conn.execute(
+                "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL",
+                (datetime.now(UTC).isoformat(), key_id),
+            )
+            rows = conn.execute(
+                f"SELECT {KEY_COLUMNS} FROM api_keys WHERE id = %s", (key_id,)
+            ).fetchall()
+        if not rows:
+            raise NotFoundError(f"no API key {key_id!r}; `memstrata keys list` shows them")
+        return key_of_row(rows[0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._opened:
+                self._pool.close()
+                self._opened = False

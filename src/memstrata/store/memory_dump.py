@@ -1,0 +1,163 @@
+"""Bulk read and write of an :class:`~memstrata.store.memory.InMemoryStore`
+(:class:`~memstrata.store.base.StoreCopy`), so a copy between any two stores can be tested
+against the plain-dict reference too.
+
+The in-memory cache is keyed by tenant and user, the SQL stores' by the user's scope token;
+a loaded cache entry is filed under the user its token names among the users this store
+knows (records, jobs, cache). One naming no known user yet (a migration loads the cache
+before the records) is kept aside under its token, dumped as it is, and filed under its
+user when a record of that user is loaded: never dropped.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..audit import AuditEvent, InMemoryAudit, audit_store
+from ..errors import StoreError
+from ..jobs import Job
+from .base import CacheEntry, RecordDump, Vector
+from .sqlite.codec import scope_token
+
+if TYPE_CHECKING:
+    from .memory import InMemoryStore
+
+__all__ = [
+    "dump_audit",
+    "dump_cache",
+    "dump_jobs",
+    "dump_records",
+    "load_audit",
+    "load_cache",
+    "load_jobs",
+    "load_records",
+]
+
+# store -> scope token -> (model_id, key) -> vector: entries of users not known yet.
+_ASIDE: weakref.WeakKeyDictionary[InMemoryStore, dict[str, dict[tuple[str, str], Vector]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _aside(s: InMemoryStore) -> dict[str, dict[tuple[str, str], Vector]]:
+    return _ASIDE.setdefault(s, {})
+
+
+def dump_records(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[RecordDump]]:
+    with s._lock:
+        dumps = [
+            RecordDump(
+                (*e.history, e.record),
+                None if e.vector is None else e.vector.copy(),
+                tuple(e.terms),
+                dict(e.counters),
+            )
+            for e in sorted(s._entries.values(), key=lambda e: e.seq)
+        ]
+    for start in range(0, len(dumps), max(1, batch_size)):
+        yield dumps[start : start + max(1, batch_size)]
+
+
+def load_records(s: InMemoryStore, dumps: Sequence[RecordDump]) -> int:
+    from .memory import _Entry, _key, _vector
+
+    new = 0
+    with s._lock:
+        for d in dumps:
+            key = _key(d.record)
+            if key in s._entries:
+                continue
+            s._seq += 1
+            s._entries[key] = _Entry(
+                s._seq,
+                d.record,
+                tuple(d.terms),
+                None if d.vector is None else _vector(d.vector),
+                list(d.versions[:-1]),
+                dict(d.counters),
+            )
+            s._changed(d.record.tenant, d.record.user)
+            new += 1
+            waiting = _aside(s).pop(scope_token(d.record.tenant, d.record.user), None)
+            for (model_id, k), vector in (waiting or {}).items():
+                s._cache.setdefault((d.record.tenant, d.record.user, model_id, k), vector)
+    return new
+
+
+def dump_cache(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
+    with s._lock:
+        entries = [
+            CacheEntry(scope_token(t, u), m, k, v.copy()) for (t, u, m, k), v in s._cache.items()
+        ]
+        entries += [
+            CacheEntry(tok, m, k, v.copy())
+            for tok, waiting in _aside(s).items()
+            for (m, k), v in waiting.items()
+        ]
+        entries.sort(key=lambda e: (e.scope_tok, e.model_id, e.key))
+    for start in range(0, len(entries), max(1, batch_size)):
+        yield entries[start : start + max(1, batch_size)]
+
+
+def load_cache(s: InMemoryStore, entries: Sequence[CacheEntry]) -> int:
+    new = 0
+    with s._lock:
+        users = {(r.tenant, r.user) for r in (e.record for e in s._entries.values())}
+        users |= {(j.tenant, j.user) for j in s._jobs.values()}
+        users |= {(t, u) for t, u, _, _ in s._cache}
+        by_token = {scope_token(t, u): (t, u) for t, u in users}
+        for e in entries:
+            owner = by_token.get(e.scope_tok)
+            if owner is None:
+                waiting = _aside(s).setdefault(e.scope_tok, {})
+                if (e.model_id, e.key) not in waiting:
+                    waiting[(e.model_id, e.key)] = np.array(e.vector, dtype=np.float32)
+                    new += 1
+                continue
+            key = (*owner, e.model_id, e.key)
+            if key not in s._cache:
+                s._cache[key] = np.array(e.vector, dtype=np.float32)
+                new += 1
+    return new
+
+
+def dump_jobs(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[Job]]:
+    with s._lock:
+        jobs = sorted(s._jobs.values(), key=lambda j: j.id.encode())
+    for start in range(0, len(jobs), max(1, batch_size)):
+        yield jobs[start : start + max(1, batch_size)]
+
+
+def load_jobs(s: InMemoryStore, jobs: Sequence[Job]) -> int:
+    with s._lock:
+        fresh = {j.id: j for j in jobs if j.id not in s._jobs}
+        s._jobs.update(fresh)
+    return len(fresh)
+
+
+def _audit(s: InMemoryStore) -> InMemoryAudit:
+    backend = audit_store(s)
+    if not isinstance(backend, InMemoryAudit):  # pragma: no cover - audit_store's contract
+        raise StoreError("a memory:// store keeps its audit log in process memory")
+    return backend
+
+
+def dump_audit(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
+    backend = _audit(s)
+    with backend._lock:
+        events = list(backend._events)
+    for start in range(0, len(events), max(1, batch_size)):
+        yield events[start : start + max(1, batch_size)]
+
+
+def load_audit(s: InMemoryStore, events: Sequence[AuditEvent]) -> int:
+    backend = _audit(s)
+    with backend._lock:
+        known = {e.id for e in backend._events}
+        fresh = [e for e in events if e.id not in known]
+        backend._events.extend(fresh)
+    return len(fresh)

@@ -1,0 +1,257 @@
+"""Copy one store into another through :class:`~memstrata.store.base.StoreCopy`, then verify.
+
+Order: store meta (embedding model and dims, quota counters), the embedding cache, records
+(every version, vector, terms and named counters, in insertion order), jobs (every status;
+a running job's lease is cleared so it is pending again, its attempts kept), the audit log.
+Each batch is one transaction in the target and skips what the target already holds, so a
+migration killed at any point is completed by running it again with ``resume=True``; no
+item is ever written twice.
+
+The target must be empty (no record, cache entry, job or audit event), unless ``resume``;
+its embedding model, if it has one, must be the source's. Both are checked, and both
+stores opened (their URLs, servers, schema versions and pgvector checked by opening), before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from typing import cast
+
+from ...errors import EmbeddingMismatchError, StoreError, ValidationError
+from ..base import Store, StoreCopy
+from ..url import open_store
+from .digest import copied_job
+from .report import MigrationReport, redact_url
+from .verify import verify_into
+
+__all__ = ["copy_store", "verify_stores"]
+
+log = logging.getLogger("memstrata.store.migrate")
+Progress = Callable[[str, int], None]
+_EMBEDDING_KEYS = ("embedding_model", "embedding_dims")
+StoreLike = str | Store
+
+
+def _open(stack: ExitStack, what: StoreLike, role: str) -> tuple[StoreCopy, str]:
+    if isinstance(what, str):
+        store = open_store(what)
+        stack.callback(store.close)
+        url = what
+    else:
+        store = what
+        url = getattr(store, "url", type(store).__name__)
+    if not isinstance(store, StoreCopy):
+        raise StoreError(
+            f"the {role} store {type(store).__name__} cannot be migrated: it "
+            "does not implement memstrata.store.base.StoreCopy"
+        )
+    return store, url
+
+
+def _same(a: str, b: str) -> bool:
+    def norm(u: str) -> str:
+        if u.lower().startswith("sqlite:///") and ":memory:" not in u:
+            return "sqlite:" + os.path.realpath(u[len("sqlite:///") :])
+        return u
+
+    return norm(a) == norm(b)
+
+
+def _check_target(source: StoreCopy, target: StoreCopy, resume: bool, where: str) -> None:
+    src, dst = source.meta_items(), target.meta_items()
+    for key in _EMBEDDING_KEYS:
+        if key in src and key in dst and src[key] != dst[key]:
+            raise EmbeddingMismatchError(
+                f"{where} was built with {key} {dst[key]!r}, the source with {src[key]!r}; "
+                "nothing was written: migrate into an empty database (or another schema), "
+                "or re-embed one of them first (`memstrata reembed`)"
+            )
+    held = [
+        kind
+        for kind, dump in (
+            ("records", target.dump_records),
+            ("cache entries", target.dump_cache),
+            ("jobs", target.dump_jobs),
+            ("audit events", target.dump_audit),
+        )
+        if _first(dump(1))
+    ]
+    if held and not resume:
+        raise StoreError(
+            f"{where} already holds {', '.join(held)}; nothing was written: migrate into an "
+            "empty database (for PostgreSQL another schema: ...?schema=NAME), or pass "
+            "resume=True (--resume) to complete an interrupted migration into it: it copies "
+            "only what is missing, then verifies that the target equals the source"
+        )
+
+
+def _first(batches: Iterator[Sequence[object]]) -> bool:
+    """Whether a dump yields anything (read one batch, then close the stream)."""
+    try:
+        return any(batch for batch in batches)
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
+
+
+def copy_store(
+    source: StoreLike,
+    target: StoreLike,
+    *,
+    batch_size: int = 500,
+    resume: bool = False,
+    dry_run: bool = False,
+    verify: bool = True,
+    progress: Progress | None = None,
+) -> MigrationReport:
+    """Copy everything ``source`` holds into ``target`` (URLs or open stores), then verify.
+
+    ``dry_run`` opens and checks both stores, counts what would be copied and writes
+    nothing (opening a new PostgreSQL schema or SQLite file creates its empty tables, as
+    any first open does). ``verify=False`` skips the comparison (``report.ok`` is then
+    false: nothing was proven). Returns a :class:`MigrationReport`; a difference found by
+    the verification is in ``report.mismatches``, not an exception. Bad URLs, an occupied
+    target, another embedding model: :class:`~memstrata.errors.MemstrataError` before
+    anything is written.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    with ExitStack() as stack:
+        src, src_url = _open(stack, source, "source")
+        if isinstance(source, str) and isinstance(target, str) and _same(source, target):
+            raise ValidationError(
+                f"the source and the target are the same store "
+                f"({redact_url(source)}); name another target"
+            )
+        dst, dst_url = _open(stack, target, "target")
+        if src is dst:
+            raise ValidationError("the source and the target are the same store")
+        report = MigrationReport(
+            redact_url(src_url),
+            redact_url(dst_url),
+            dry_run=dry_run,
+            resumed=resume,
+            batch_size=batch_size,
+        )
+        _check_target(src, dst, resume, report.target)
+        started = time.perf_counter()
+        if dry_run:
+            _count_only(src, report, batch_size)
+        else:
+            _copy(src, dst, report, batch_size, progress)
+            _flush(dst)
+        report.copy_seconds = time.perf_counter() - started
+        if verify and not dry_run:
+            started = time.perf_counter()
+            verify_into(src, dst, report, batch_size)
+            report.verify_seconds = time.perf_counter() - started
+        log.info(
+            "migrate %s -> %s: %s",
+            report.source,
+            report.target,
+            "ok" if report.ok else f"{report.mismatch_total} differences",
+        )
+        return report
+
+
+def verify_stores(
+    source: StoreLike, target: StoreLike, *, batch_size: int = 500
+) -> MigrationReport:
+    """Compare two stores (counts per kind, a hash per record, history chain, vector,
+    terms, counters, cache entry, job and audit event) without writing anything."""
+    with ExitStack() as stack:
+        src, src_url = _open(stack, source, "source")
+        dst, dst_url = _open(stack, target, "target")
+        report = MigrationReport(redact_url(src_url), redact_url(dst_url), batch_size=batch_size)
+        started = time.perf_counter()
+        verify_into(src, dst, report, batch_size)
+        report.verify_seconds = time.perf_counter() - started
+        return report
+
+
+def _flush(store: StoreCopy) -> None:
+    flush = getattr(store, "flush_counters", None)
+    if flush is not None:
+        flush()
+
+
+def _tick(progress: Progress | None, kind: str, n: int) -> None:
+    if progress is not None:
+        progress(kind, n)
+
+
+def _copy(
+    src: StoreCopy,
+    dst: StoreCopy,
+    report: MigrationReport,
+    batch_size: int,
+    progress: Progress | None,
+) -> None:
+    counts = report.counts
+    src_meta, dst_meta = src.meta_items(), dst.meta_items()
+    setter = cast(Store, dst)
+    for key, value in src_meta.items():
+        counts["meta"].source += 1
+        if dst_meta.get(key) != value:
+            setter.set_meta(key, value)
+            counts["meta"].copied += 1
+    _tick(progress, "meta", counts["meta"].copied)
+    # The cache first: a SQLite target keeps a passage vector once, in its record, when
+    # the cache already holds it (as the source did).
+    for entries in src.dump_cache(batch_size):
+        counts["cache"].source += len(entries)
+        counts["cache"].copied += dst.load_cache(entries)
+        _tick(progress, "cache", len(entries))
+    log.info("cache: %d entries, %d new", counts["cache"].source, counts["cache"].copied)
+    for dumps in src.dump_records(batch_size):
+        counts["records"].source += len(dumps)
+        new = dst.load_records(dumps)
+        counts["records"].copied += new
+        versions = sum(len(d.versions) - 1 for d in dumps)
+        counts["versions"].source += versions
+        counts["vectors"].source += sum(d.vector is not None for d in dumps)
+        counts["counters"].source += sum(len(d.counters) for d in dumps)
+        if new == len(dumps):
+            counts["versions"].copied += versions
+            counts["vectors"].copied += sum(d.vector is not None for d in dumps)
+            counts["counters"].copied += sum(len(d.counters) for d in dumps)
+        _tick(progress, "records", len(dumps))
+    log.info("records: %d, %d new", counts["records"].source, counts["records"].copied)
+    dst.finish_load()  # e.g. the HNSW index, built once over every loaded vector
+    for jobs in src.dump_jobs(batch_size):
+        counts["jobs"].source += len(jobs)
+        counts["jobs"].copied += dst.load_jobs([copied_job(j) for j in jobs])
+        _tick(progress, "jobs", len(jobs))
+    for events in src.dump_audit(batch_size):
+        counts["audit"].source += len(events)
+        counts["audit"].copied += dst.load_audit(events)
+        _tick(progress, "audit", len(events))
+    log.info(
+        "jobs: %d (%d new), audit events: %d (%d new)",
+        counts["jobs"].source,
+        counts["jobs"].copied,
+        counts["audit"].source,
+        counts["audit"].copied,
+    )
+
+
+def _count_only(src: StoreCopy, report: MigrationReport, batch_size: int) -> None:
+    counts = report.counts
+    counts["meta"].source = len(src.meta_items())
+    for entries in src.dump_cache(batch_size):
+        counts["cache"].source += len(entries)
+    for dumps in src.dump_records(batch_size):
+        counts["records"].source += len(dumps)
+        counts["versions"].source += sum(len(d.versions) - 1 for d in dumps)
+        counts["vectors"].source += sum(d.vector is not None for d in dumps)
+        counts["counters"].source += sum(len(d.counters) for d in dumps)
+    for jobs in src.dump_jobs(batch_size):
+        counts["jobs"].source += len(jobs)
+    for events in src.dump_audit(batch_size):
+        counts["audit"].source += len(events)

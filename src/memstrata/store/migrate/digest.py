@@ -1,0 +1,128 @@
+"""Content hashes of what a store holds, computed alike on every backend (pure functions).
+
+Each hash is BLAKE2b-128 over a canonical form: records as :func:`record_to_dict` JSON
+(sorted keys, times in ISO-8601 UTC), vectors as little-endian float32 bytes, terms as the
+tokens the lexical index holds for them (:func:`fts5.document_tokens`, which is what both
+SQL stores index, whichever of the two forms a store keeps), counters sorted by name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ...audit import AuditEvent
+from ...codec import record_to_dict
+from ...jobs import Job, JobStatus
+from ..base import CacheEntry, RecordDump, Vector
+from ..sqlite.outbox import job_row
+
+__all__ = [
+    "PARTS",
+    "RecordDigest",
+    "cache_digest",
+    "copied_job",
+    "event_digest",
+    "job_digest",
+    "meta_differences",
+    "record_digest",
+    "record_key",
+]
+
+
+def _tokens(terms: Sequence[str]) -> list[str]:
+    """What the lexical index holds for these terms. Without the ``postgres`` extra no
+    PostgreSQL store can take part, and the other stores keep the terms themselves."""
+    try:
+        from ..postgres.fts5 import document_tokens
+    except ImportError:
+        return [t for t in terms if t and not t.isspace()]
+    return document_tokens(terms)
+
+
+# The parts of a record compared separately, so a difference says which one.
+PARTS = ("current version", "history", "vector", "terms", "counters")
+
+
+def _h(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(
+        value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str
+    ).encode("utf-8")
+
+
+def _vector(v: Vector | None) -> bytes:
+    if v is None:
+        return b"none"
+    return _h(np.asarray(v, dtype="<f4").tobytes())
+
+
+@dataclass(frozen=True, slots=True)
+class RecordDigest:
+    parts: tuple[bytes, ...]  # one hash per PARTS entry
+    versions: int
+    has_vector: bool
+    counters: int
+
+    def differences(self, other: RecordDigest) -> list[str]:
+        return [name for name, a, b in zip(PARTS, self.parts, other.parts, strict=True) if a != b]
+
+
+def record_key(d: RecordDump) -> str:
+    r = d.record
+    return f"{r.tenant}/{r.user}/{r.id}"
+
+
+def record_digest(d: RecordDump) -> RecordDigest:
+    current = _h(_json(record_to_dict(d.record)))
+    history = _h(_json([record_to_dict(v) for v in d.versions[:-1]]))
+    terms = _h(_json(_tokens(d.terms)))
+    counters = _h(_json(sorted(d.counters.items())))
+    return RecordDigest(
+        (current, history, _vector(d.vector), terms, counters),
+        len(d.versions) - 1,
+        d.vector is not None,
+        len(d.counters),
+    )
+
+
+def cache_digest(e: CacheEntry) -> int:
+    """An entry's hash as an integer: a user's entries are summed (order does not matter)."""
+    return int.from_bytes(_h(_json([e.model_id, e.key]) + _vector(e.vector)), "big")
+
+
+def copied_job(job: Job) -> Job:
+    """A job as a migration writes it: a running job's lease is cleared (no worker of the
+    target holds it) and it is pending again, its attempts kept."""
+    if job.status is JobStatus.RUNNING or job.lease_token is not None or job.lease_until:
+        status = JobStatus.PENDING if job.status is JobStatus.RUNNING else job.status
+        return replace(job, status=status, lease_until=None, lease_token=None)
+    return job
+
+
+def job_digest(job: Job) -> bytes:
+    return _h(_json(list(job_row(job))))
+
+
+def event_digest(e: AuditEvent) -> bytes:
+    return _h(_json(e.as_dict()))
+
+
+def meta_differences(source: Mapping[str, str], target: Mapping[str, str]) -> list[str]:
+    out = []
+    for key in sorted(set(source) | set(target)):
+        if key not in target:
+            out.append(f"{key!r} missing in the target")
+        elif key not in source:
+            out.append(f"{key!r} only in the target")
+        elif source[key] != target[key]:
+            out.append(f"{key!r} is {target[key]!r} in the target, {source[key]!r} in the source")
+    return out

@@ -1,0 +1,308 @@
+"""Bulk read and write of a SQLite store (:class:`~memstrata.store.base.StoreCopy`).
+
+``memstrata migrate`` copies a store through these functions; the store's methods of the
+same names call them. Reads take one short read transaction per batch (keyset paging on
+``seq`` or the key), so a large file is streamed, never loaded whole. Each load is one
+``BEGIN IMMEDIATE`` transaction that skips what is already there, so an interrupted copy
+can be run again.
+
+History is kept as reverse deltas (``history.py``): a dumped record carries every version
+whole, and a load turns consecutive versions back into deltas. The embedding cache is the
+logical one :meth:`SQLiteStore.cached_vectors` answers from: the ``embedding_cache`` rows
+plus the passage vectors that moved into their record (``vectors.own``), once per key.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ...audit import AuditEvent
+from ...jobs import Job
+from ..base import CacheEntry, RecordDump
+from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
+from .history import apply_delta, decode_delta, encode_delta, reverse_delta
+from .outbox import job_from_row, job_row
+
+if TYPE_CHECKING:
+    from .store import SQLiteStore
+
+__all__ = [
+    "dump_audit",
+    "dump_cache",
+    "dump_jobs",
+    "dump_records",
+    "load_audit",
+    "load_cache",
+    "load_jobs",
+    "load_records",
+    "meta_items",
+]
+
+_COLS = ", ".join(COLUMNS)
+_INSERT = f"INSERT INTO records ({_COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
+_ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
+_JOB_COLUMNS = (
+    "id, kind, tenant, user, agent, session, payload, created_at, run_after, "
+    "status, attempts, last_error, lease_until, dedup_key, lease_token"
+)
+_AUDIT_COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+# --- records ---------------------------------------------------------------------------------
+def dump_records(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[RecordDump]]:
+    last = 0
+    size = max(1, batch_size)
+    while True:
+        with s._read() as c:
+            rows = c.execute(
+                "SELECT * FROM records WHERE seq > ? ORDER BY seq LIMIT ?", (last, size)
+            ).fetchall()
+            if not rows:
+                return
+            seqs = [int(r["seq"]) for r in rows]
+            marks = _marks(len(seqs))
+            vectors = {
+                int(seq): decode_vector(blob)
+                for seq, blob in c.execute(
+                    f"SELECT seq, vector FROM vectors WHERE seq IN ({marks})", seqs
+                )
+            }
+            terms = {
+                int(rowid): tuple(text.split())
+                for rowid, text in c.execute(
+                    f"SELECT rowid, terms FROM lexical WHERE rowid IN ({marks})", seqs
+                )
+            }
+            counters: dict[int, dict[str, int]] = {}
+            for seq, name, value in c.execute(
+                f"SELECT seq, name, value FROM counters WHERE seq IN ({marks})", seqs
+            ):
+                counters.setdefault(int(seq), {})[str(name)] = int(value)
+            older = [int(r["seq"]) for r in rows if int(r["version"]) > 1]
+            deltas: dict[int, list[bytes]] = {}
+            if older:
+                for seq, blob in c.execute(
+                    f"SELECT seq, delta FROM record_history WHERE seq IN "
+                    f"({_marks(len(older))}) ORDER BY seq, version DESC",
+                    older,
+                ):
+                    deltas.setdefault(int(seq), []).append(bytes(blob))
+            wanted = set(seqs)
+            for (seq, name), delta in s._counts.items():  # buffered, not yet written
+                if seq in wanted:
+                    mine = counters.setdefault(seq, {})
+                    mine[name] = mine.get(name, 0) + delta
+        out: list[RecordDump] = []
+        for row in rows:
+            seq = int(row["seq"])
+            current = s._dec(row)
+            versions = [current]
+            values: dict[str, Any] = {col: row[col] for col in COLUMNS}
+            for blob in deltas.get(seq, []):
+                values = apply_delta(values, decode_delta(blob))
+                versions.append(decode_record(values))
+            out.append(
+                RecordDump(
+                    tuple(reversed(versions)),
+                    vectors.get(seq),
+                    terms.get(seq, ()),
+                    counters.get(seq, {}),
+                )
+            )
+        last = seqs[-1]
+        yield out
+
+
+def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
+    if not dumps:
+        return 0
+    new = 0
+    with s._write() as c:
+        users: set[tuple[str, str]] = set()
+        for d in dumps:
+            r = d.record
+            if c.execute(
+                "SELECT 1 FROM records WHERE tenant = ? AND user = ? AND id = ?",
+                (r.tenant, r.user, r.id),
+            ).fetchone():
+                continue
+            rows = [encode_record(v) for v in d.versions]
+            cur = c.execute(_INSERT, rows[-1])
+            seq = int(cur.lastrowid or 0)
+            s._index(c, seq, r, d.terms)
+            if d.vector is not None:
+                s._store_vector(c, seq, r, d.vector)
+            named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+            for old, newer in zip(named[:-1], named[1:], strict=True):
+                c.execute(_ARCHIVE, (seq, old["version"], encode_delta(reverse_delta(old, newer))))
+            c.executemany(
+                "INSERT INTO counters (seq, name, value) VALUES (?, ?, ?)",
+                [(seq, name, int(v)) for name, v in sorted(d.counters.items())],
+            )
+            users.add((r.tenant, r.user))
+            new += 1
+        for tenant, user in sorted(users):
+            s._bump(c, tenant, user)
+    return new
+
+
+# --- embedding cache -------------------------------------------------------------------------
+def dump_cache(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
+    size = max(1, batch_size)
+    key: tuple[str, str, str] = ("", "", "")
+    while True:
+        with s._read() as c:
+            rows = c.execute(
+                "SELECT scope_tok, model_id, key, vector FROM embedding_cache "
+                "WHERE (scope_tok, model_id, key) > (?, ?, ?) "
+                "ORDER BY scope_tok, model_id, key LIMIT ?",
+                (*key, size),
+            ).fetchall()
+        if not rows:
+            break
+        key = (rows[-1][0], rows[-1][1], rows[-1][2])
+        yield [CacheEntry(r[0], r[1], r[2], decode_vector(r[3])) for r in rows]
+    # Passage vectors that moved into their record: the first per key, unless a cache row
+    # holds that key (cached_vectors prefers the row).
+    last = 0
+    while True:
+        with s._read() as c:
+            rows = c.execute(
+                "SELECT v.seq, r.tenant, r.user, v.model, r.content_hash, v.vector FROM vectors v "
+                "JOIN records r ON r.seq = v.seq WHERE v.own = 1 AND v.model IS NOT NULL AND "
+                "v.seq > ? AND NOT EXISTS (SELECT 1 FROM records r2 JOIN vectors v2 ON "
+                "v2.seq = r2.seq WHERE r2.tenant = r.tenant AND r2.user = r.user AND "
+                "r2.content_hash = r.content_hash AND v2.own = 1 AND v2.model = v.model AND "
+                "r2.seq < r.seq) ORDER BY v.seq LIMIT ?",
+                (last, size),
+            ).fetchall()
+            if not rows:
+                return
+            out = []
+            for _, tenant, user, model, chash, blob in rows:
+                tok = scope_token(tenant, user)
+                if c.execute(
+                    "SELECT 1 FROM embedding_cache WHERE scope_tok = ? AND "
+                    "model_id = ? AND key = ?",
+                    (tok, model, chash),
+                ).fetchone():
+                    continue
+                out.append(CacheEntry(tok, model, chash, decode_vector(blob)))
+        last = int(rows[-1][0])
+        if out:
+            yield out
+
+
+def load_cache(s: SQLiteStore, entries: Sequence[CacheEntry]) -> int:
+    rows = []
+    for e in entries:
+        blob = encode_vector(e.vector)
+        rows.append((e.scope_tok, e.model_id, e.key, len(blob) // 4, blob))
+    new = 0
+    with s._write() as c:
+        for row in rows:
+            new += c.execute(
+                "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, "
+                "vector) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                row,
+            ).rowcount
+    return new
+
+
+# --- jobs ------------------------------------------------------------------------------------
+def dump_jobs(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[Job]]:
+    last = ""
+    while True:
+        with s._read() as c:
+            rows = c.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id > ? ORDER BY id LIMIT ?",
+                (last, max(1, batch_size)),
+            ).fetchall()
+        if not rows:
+            return
+        last = rows[-1]["id"]
+        yield [job_from_row(r) for r in rows]
+
+
+def load_jobs(s: SQLiteStore, jobs: Sequence[Job]) -> int:
+    rows = [job_row(j) for j in jobs]
+    new = 0
+    with s._write() as c:
+        for row in rows:
+            new += c.execute(
+                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({_marks(15)}) ON CONFLICT DO NOTHING",
+                row,
+            ).rowcount
+    return new
+
+
+# --- audit log -------------------------------------------------------------------------------
+def dump_audit(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
+    last = 0
+    while True:
+        with s._read() as c:
+            rows = c.execute(
+                f"SELECT seq, {_AUDIT_COLUMNS} FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                (last, max(1, batch_size)),
+            ).fetchall()
+        if not rows:
+            return
+        last = int(rows[-1]["seq"])
+        yield [_event(r) for r in rows]
+
+
+def _event(r: sqlite3.Row) -> AuditEvent:
+    return AuditEvent(
+        id=r["id"],
+        tenant=r["tenant"],
+        user=r["user"],
+        actor=r["actor"],
+        action=r["action"],
+        at=datetime.fromisoformat(r["at"]),
+        record_ids=tuple(json.loads(r["record_ids"])),
+        reason=r["reason"],
+        policy=r["policy"],
+        score=r["score"],
+        details=json.loads(r["details"]),
+    )
+
+
+def load_audit(s: SQLiteStore, events: Sequence[AuditEvent]) -> int:
+    rows = [
+        (
+            e.id,
+            e.tenant,
+            e.user,
+            e.actor,
+            e.action,
+            e.at.isoformat(),
+            json.dumps(list(e.record_ids)),
+            e.reason,
+            e.policy,
+            e.score,
+            json.dumps(dict(e.details), ensure_ascii=False, default=str),
+        )
+        for e in events
+    ]
+    new = 0
+    with s._write() as c:
+        for row in rows:
+            new += c.execute(
+                f"INSERT INTO audit_log ({_AUDIT_COLUMNS}) VALUES ({_marks(11)}) "
+                "ON CONFLICT (id) DO NOTHING",
+                row,
+            ).rowcount
+    return new
+
+
+def meta_items(s: SQLiteStore) -> dict[str, str]:
+    with s._read() as c:
+        return {str(k): str(v) for k, v in c.execute("SELECT key, value FROM meta ORDER BY key")}
