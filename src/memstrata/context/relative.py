@@ -20,13 +20,50 @@ from .dates import format_date
 
 __all__ = ["annotate_relative_dates"]
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-          "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
-_ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
-           "九": 9, "十": 10}
+_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a few": 3,
+}
+_ZH_NUM = {
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "十": 10,
+}
 _ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 
 _EN = re.compile(
@@ -43,6 +80,10 @@ _ZH = re.compile(
     r"|(?P<rel>(?:上个?周|上个?星期|上个?礼拜)(?![一二三四五六日天])|上个月|下个月|去年|明年)"
     r"|(?P<n>\d{1,2}|[一二两三四五六七八九十])\s*(?P<agounit>天|周|个?星期|个?月|年)(?:之|以)?前)(?!\s*[(（])"
 )
+
+# Every expression above contains one of these (a cheap test before the regexes).
+_EN_HINTS = ("yesterday", "tomorrow", "last", "past", "next", "ago")
+_ZH_HINTS = ("昨", "前", "明", "上", "下", "去年")
 
 
 def _month_name(when: datetime, zh: bool) -> str:
@@ -120,7 +161,8 @@ def _chinese(m: re.Match[str], when: datetime) -> str | None:
     if count <= 0:
         return None
     unit = {"天": "day", "周": "week", "期": "week", "月": "month", "年": "year"}[
-        m.group("agounit")[-1]]
+        m.group("agounit")[-1]
+    ]
     return _shifted(unit, count, when, True, text)
 
 
@@ -129,13 +171,19 @@ def annotate_relative_dates(text: str, said_at: datetime | None) -> str:
     ``said_at`` ("yesterday (7 May 2023)", "昨天（2023年5月7日）"); unchanged without a date."""
     if said_at is None or not text:
         return text
+    lowered = text.lower()
+    english = any(word in lowered for word in _EN_HINTS)
+    chinese = any(char in text for char in _ZH_HINTS)
+    if not (english or chinese):
+        return text  # most turns: two substring scans instead of two regex passes
 
-    def english(m: re.Match[str]) -> str:
+    def on_english(m: re.Match[str]) -> str:
         resolved = _english(m, said_at)
         return m.group(0) if resolved is None else f"{m.group(0)} ({resolved})"
 
-    def chinese(m: re.Match[str]) -> str:
+    def on_chinese(m: re.Match[str]) -> str:
         resolved = _chinese(m, said_at)
         return m.group(0) if resolved is None else f"{m.group(0)}（{resolved}）"
 
-    return _ZH.sub(chinese, _EN.sub(english, text))
+    out = _EN.sub(on_english, text) if english else text
+    return _ZH.sub(on_chinese, out) if chinese else out
