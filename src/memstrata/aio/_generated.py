@@ -372,9 +372,11 @@ class AsyncMemory(ThreadConfinedMemory):
         retention: Retention | None = None,
         consolidate: bool = True,
         actor: str = "library",
+        now: datetime | str | None = None,
     ) -> MaintenanceReport:
         """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
-        with a log entry, restorable), decay scores, retention purges, consolidation."""
+        with a log entry, restorable), decay scores, retention purges, consolidation,
+        stale summaries refreshed. ``now`` runs it as of that time (default: the clock)."""
         return await self._run(
             lambda m: m.maintain(
                 scope,
@@ -383,6 +385,7 @@ class AsyncMemory(ThreadConfinedMemory):
                 retention=retention,
                 consolidate=consolidate,
                 actor=actor,
+                now=now,
             )
         )
 
