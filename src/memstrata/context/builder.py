@@ -22,6 +22,7 @@ from .assemble import AssembledContext, ContextItem, HistoryTurn, assemble
 from .budget import allocate, estimate_task
 from .config import ContextConfig
 from .dates import format_date
+from .relative import annotate_relative_dates
 from .temporal import Period, resolve_period
 
 __all__ = ["ContextRequest", "ContextSources", "build"]
@@ -122,7 +123,11 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
         seen.add(rec.id)
         group = (format_date(rec.observed_at, rec.text)
                  if cfg.compact_dates and block == "relevant" and _is_message(rec) else None)
-        items.append(ContextItem(block, text or _speaker_text(rec), layer, score, rec.id,
+        if text is None:
+            text = _speaker_text(rec)
+            if cfg.resolve_dates and _is_message(rec):
+                text = annotate_relative_dates(text, rec.observed_at)
+        items.append(ContextItem(block, text, layer, score, rec.id,
                                  rec.source_ids or (rec.id,), rec.observed_at, priority,
                                  group=group))
 
@@ -227,8 +232,12 @@ def build(sources: ContextSources, req: ContextRequest, count: Callable[[str], i
         if fut is not None:
             got[name] = fut.result()
     history_records: Sequence[MemoryRecord] = got["history"]
-    history = [HistoryTurn(r.role.value if r.role else "user", _speaker_text(r), r.observed_at,
-                           r.id) for r in history_records]
+    def shown(rec: MemoryRecord) -> str:
+        text = _speaker_text(rec)
+        return annotate_relative_dates(text, rec.observed_at) if req.config.resolve_dates else text
+
+    history = [HistoryTurn(r.role.value if r.role else "user", shown(r), r.observed_at, r.id)
+               for r in history_records]
     window_ids = {r.id for r in history_records}
     complexity, knowledge = estimate_task(req.query or "")
     plan = allocate(req.token_budget, complexity=complexity, knowledge_need=knowledge,

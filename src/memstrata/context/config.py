@@ -1,9 +1,10 @@
 """How ``build_context`` chooses what to show.
 
 Every lever here was measured on LoCoMo and on the synthetic conversational set
-(``memstrata bench locomo`` / ``bench convo``, English and Chinese). None helped on all of
-them beyond noise (README, "Context levers"), so the defaults keep the measured behaviour and
-the levers are opt-in: ``Memory.context_config = ContextConfig(neighbour_hits=10, ...)``.
+(``memstrata bench locomo`` / ``bench convo``, English and Chinese). Only ``resolve_dates``
+helped on all of them (README, "Benchmarks"), so it is on by default; the others did not help
+beyond noise on every set and are opt-in:
+``Memory.context_config = ContextConfig(neighbour_hits=10, ...)``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class ContextConfig:
     temporal_boost: float = 0.0
     # Newest summaries as background filler (they only use what relevant memories leave).
     background_summaries: bool = True
+    # Relative dates in shown turns ("yesterday", "last Saturday", "上个月") followed by the
+    # date they mean, resolved against the date the turn was said (context/relative.py).
+    resolve_dates: bool = True
     # Key memory promoted automatically from hot clusters (user-set key memory always shows).
     auto_key: bool = True
 
@@ -61,7 +65,7 @@ class ContextConfig:
 
     @classmethod
     def before(cls) -> ContextConfig:
-        """The behaviour before the levers (for before/after measurements)."""
+        """The behaviour before the levers (for before/after measurements): every lever off."""
         return cls(
             facts="similar",
             skip_facts_shown=False,
@@ -70,4 +74,5 @@ class ContextConfig:
             neighbour_hits=0,
             session_boost=0.0,
             temporal_boost=0.0,
+            resolve_dates=False,
         )

@@ -1,0 +1,189 @@
+"""Relative dates in a stored turn, resolved against the date it was said, pure.
+
+A turn said on 8 May 2023 that reads "I went to the support group yesterday" is shown as
+"I went to the support group yesterday (7 May 2023)": a reader of the context (a model
+answering "when did ...") no longer has to do calendar arithmetic, and gets it wrong less.
+
+English: "yesterday", "tomorrow", "last/this past <weekday>", "last week/weekend/month/year",
+"next week/month/year", "N days/weeks/months/years ago". Chinese: "昨天", "前天", "明天",
+"上周六" / "上星期六" / "上个星期六", "上周" / "上个星期", "上个月", "去年", "下个月", "明年",
+"N天前" / "N周前" / "N个月前" / "N年前". "Today" is not annotated: the line's own date says it.
+Each expression gets the date once, right after it; nothing else in the text changes.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from .dates import format_date
+
+__all__ = ["annotate_relative_dates"]
+
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a few": 3,
+}
+_ZH_NUM = {
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "十": 10,
+}
+_ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+
+_EN = re.compile(
+    r"\b(?:(?P<day>yesterday|tomorrow)"
+    r"|(?:last|this past)\s+(?P<wd>" + "|".join(_WEEKDAYS) + r")"
+    r"|(?P<dir>last|next)\s+(?P<unit>week(?:end)?|month|year)"
+    r"|(?P<n>\d{1,2}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+    r"\s+(?P<agounit>day|week|month|year)s?\s+ago)\b(?!\s*[(（])",
+    re.IGNORECASE,
+)
+_ZH = re.compile(
+    r"(?:(?P<day>昨天|前天|明天)"
+    r"|上个?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])"
+    r"|(?P<rel>(?:上个?周|上个?星期|上个?礼拜)(?![一二三四五六日天])|上个月|下个月|去年|明年)"
+    r"|(?P<n>\d{1,2}|[一二两三四五六七八九十])\s*(?P<agounit>天|周|个?星期|个?月|年)(?:之|以)?前)(?!\s*[(（])"
+)
+
+# Every expression above contains one of these (a cheap test before the regexes).
+_EN_HINTS = ("yesterday", "tomorrow", "last", "past", "next", "ago")
+_ZH_HINTS = ("昨", "前", "明", "上", "下", "去年")
+
+
+def _month_name(when: datetime, zh: bool) -> str:
+    return f"{when.year}年{when.month}月" if zh else f"{_MONTHS[when.month - 1]} {when.year}"
+
+
+def _month_shift(when: datetime, months: int) -> datetime:
+    index = when.year * 12 + when.month - 1 + months
+    return when.replace(year=index // 12, month=index % 12 + 1, day=1)
+
+
+def _previous_weekday(when: datetime, weekday: int) -> datetime:
+    """The latest ``weekday`` strictly before ``when``'s day."""
+    back = (when.weekday() - weekday) % 7 or 7
+    return when - timedelta(days=back)
+
+
+def _week_of(day: datetime, zh: bool, text: str) -> str:
+    monday = day - timedelta(days=day.weekday())
+    date = format_date(monday, text)
+    return f"{date}那周" if zh else f"the week of {date}"
+
+
+def _shifted(unit: str, n: int, when: datetime, zh: bool, text: str) -> str:
+    if unit == "day":
+        return format_date(when - timedelta(days=n), text)
+    if unit == "week":
+        return _week_of(when - timedelta(days=7 * n), zh, text)
+    if unit == "month":
+        return _month_name(_month_shift(when, -n), zh)
+    year = when.year - n
+    return f"{year}年" if zh else str(year)
+
+
+def _english(m: re.Match[str], when: datetime) -> str | None:
+    text = ""  # an English phrase gets an English date, whatever else the line holds
+    if day := m.group("day"):
+        step = -1 if day.lower() == "yesterday" else 1
+        return format_date(when + timedelta(days=step), text)
+    if wd := m.group("wd"):
+        return format_date(_previous_weekday(when, _WEEKDAYS.index(wd.lower())), text)
+    if unit := m.group("unit"):
+        sign = -1 if m.group("dir").lower() == "last" else 1
+        unit = unit.lower()
+        if unit == "weekend":
+            if sign > 0:
+                return None
+            saturday = _previous_weekday(when, 5)
+            return f"the weekend of {format_date(saturday, text)}"
+        return _shifted(unit, -sign, when, False, text)
+    n = m.group("n").lower()
+    count = int(n) if n.isdigit() else _WORDS.get(n, 0)
+    if count <= 0:
+        return None
+    return _shifted(m.group("agounit").lower(), count, when, False, text)
+
+
+def _chinese(m: re.Match[str], when: datetime) -> str | None:
+    text = "中"  # a Chinese phrase gets a Chinese date
+    if day := m.group("day"):
+        step = {"昨天": -1, "前天": -2, "明天": 1}[day]
+        return format_date(when + timedelta(days=step), text)
+    if wd := m.group("wd"):
+        # "上周六": the Saturday of the previous calendar week.
+        monday = when - timedelta(days=when.weekday() + 7)
+        return format_date(monday + timedelta(days=_ZH_WEEKDAY[wd]), text)
+    if rel := m.group("rel"):
+        if rel in ("去年", "明年"):
+            return f"{when.year + (1 if rel == '明年' else -1)}年"
+        if rel in ("上个月", "下个月"):
+            return _month_name(_month_shift(when, 1 if rel == "下个月" else -1), True)
+        return _week_of(when - timedelta(days=7), True, text)
+    n = m.group("n")
+    count = int(n) if n.isdigit() else _ZH_NUM.get(n, 0)
+    if count <= 0:
+        return None
+    unit = {"天": "day", "周": "week", "期": "week", "月": "month", "年": "year"}[
+        m.group("agounit")[-1]
+    ]
+    return _shifted(unit, count, when, True, text)
+
+
+def annotate_relative_dates(text: str, said_at: datetime | None) -> str:
+    """``text`` with each relative date followed by the date it means when said at
+    ``said_at`` ("yesterday (7 May 2023)", "昨天（2023年5月7日）"); unchanged without a date."""
+    if said_at is None or not text:
+        return text
+    lowered = text.lower()
+    english = any(word in lowered for word in _EN_HINTS)
+    chinese = any(char in text for char in _ZH_HINTS)
+    if not (english or chinese):
+        return text  # most turns: two substring scans instead of two regex passes
+
+    def on_english(m: re.Match[str]) -> str:
+        resolved = _english(m, said_at)
+        return m.group(0) if resolved is None else f"{m.group(0)} ({resolved})"
+
+    def on_chinese(m: re.Match[str]) -> str:
+        resolved = _chinese(m, said_at)
+        return m.group(0) if resolved is None else f"{m.group(0)}（{resolved}）"
+
+    out = _EN.sub(on_english, text) if english else text
+    return _ZH.sub(on_chinese, out) if chinese else out
