@@ -269,8 +269,10 @@ class Memory:
             reembed_store(self._store, self._embedder)
             stored = None
         if stored is None:
-            self._store.set_meta(_META_MODEL, model)
+            # Dims before the model: another process opening the same new store reads the
+            # model first, so once it sees a model it also sees its dims.
             self._store.set_meta(_META_DIMS, str(dims))
+            self._store.set_meta(_META_MODEL, model)
             return
         if stored != model or stored_dims != str(dims):
             raise EmbeddingMismatchError(
