@@ -122,7 +122,9 @@ def test_concurrent_writers_get_exactly_the_quota(
     assert len(acknowledged) == limit  # 0 over-admitted, 0 refused while there was room
     assert sum(r["refused"] for r in reports) == WORKERS * calls - limit
     assert _stored(url, scope) == set(acknowledged)  # every acknowledged write is stored
-    assert all(r["ids"] for r in reports)  # the processes really ran concurrently
+    # The processes really raced: more than one got places. (Not "every one": on a saturated
+    # machine a process scheduled late can find the quota already taken.)
+    assert sum(1 for r in reports if r["ids"]) >= 2
     if quota == "embeddings_per_day":
         assert _used(url, scope) == limit
 
