@@ -10,17 +10,17 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-__all__ = ["format_date", "format_datetime"]
+__all__ = ["MONTH_NAMES", "format_date", "format_datetime"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")
 
 
 def format_date(when: datetime, text: str = "") -> str:
     if _CJK.search(text):
         return f"{when.year}年{when.month}月{when.day}日"
-    return f"{when.day} {_MONTHS[when.month - 1]} {when.year}"
+    return f"{when.day} {MONTH_NAMES[when.month - 1]} {when.year}"
 
 
 def format_datetime(when: datetime, text: str = "") -> str:

@@ -16,24 +16,10 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from .dates import format_date
+from .dates import MONTH_NAMES, format_date
 
 __all__ = ["annotate_relative_dates"]
 
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WORDS = {
     "a": 1,
@@ -87,7 +73,7 @@ _ZH_HINTS = ("昨", "前", "明", "上", "下", "去年")
 
 
 def _month_name(when: datetime, zh: bool) -> str:
-    return f"{when.year}年{when.month}月" if zh else f"{_MONTHS[when.month - 1]} {when.year}"
+    return f"{when.year}年{when.month}月" if zh else f"{MONTH_NAMES[when.month - 1]} {when.year}"
 
 
 def _month_shift(when: datetime, months: int) -> datetime:
