@@ -145,36 +145,52 @@ def search_rows(conn: psycopg.Connection[Any], scope_tok: str, terms: Sequence[s
     live = [(i, p) for i, p in enumerate(phrases) if p]
     if not live:
         return []
+    if all(len(p) == 1 for _, p in live):
+        return _search_tokens(conn, scope_tok, live, where, args, limit, columns)
     wanted = sorted({t for _, p in live for t in p})
     docs, total, df = statistics(conn, wanted)
     if docs == 0:
         return []
     avgdl = total / docs
-    if all(len(p) == 1 for _, p in live):
-        idfs = [fts5.idf(docs, df.get(p[0], 0)) for _, p in live]
-        # The scope and filters apply where each posting meets its record (that join is
-        # needed for the record's length anyway), so only matching records are scored, the
-        # top ``limit`` are cut before the last join, and no scan of the user's records runs.
-        top = " ORDER BY score DESC, seq LIMIT %s" if limit is not None else ""
-        sql = (
-            "WITH q AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) "
-            "AS q(ord, token, idf)), "
-            "hits AS (SELECT p.seq, q.ord, q.idf * ((p.tf::float8 * %s::float8) / "
-            "(p.tf::float8 + %s::float8 * (%s::float8 + %s::float8 * r.lex_len::float8 "
-            "/ %s::float8))) AS part FROM q JOIN lex_postings p ON p.scope_tok = %s AND "
-            f"p.token = q.token JOIN records r ON r.seq = p.seq WHERE {where}), "
-            "scored AS (SELECT seq, sum(part ORDER BY ord) AS score FROM hits GROUP BY seq"
-            f"{top}) "
-            f"SELECT {columns}, s.score FROM scored s JOIN records r ON r.seq = s.seq "
-            "ORDER BY s.score DESC, r.seq")
-        params: list[Any] = [[i for i, _ in live], [p[0] for _, p in live], idfs,
-                             fts5.K1_PLUS_1, fts5.K1, fts5.ONE_MINUS_B, fts5.B, avgdl,
-                             scope_tok, *args]
-        if limit is not None:
-            params.append(limit)
-        return list(conn.execute(sql, params).fetchall())
     return _search_phrases(conn, scope_tok, phrases, docs, avgdl, df, where, args, limit,
                            columns)
+
+
+# One statement (one round trip): the table-wide statistics, each token's idf, the postings
+# scored where they meet their records (scope and filters apply there, as that join is needed
+# for the record's length anyway), the top ``limit`` cut before the last join. The idf and
+# avgdl are computed in double precision with the operations of ``fts5.idf`` in the same
+# order (``ln`` is the C library's ``log``, as Python's ``math.log``): bit-equal scores.
+_TOKENS = (
+    "WITH st AS (SELECT coalesce(sum(docs), 0)::float8 AS n, "
+    "coalesce(sum(tokens), 0)::float8 AS t FROM lex_stats), "
+    "raw AS (SELECT u.ord, u.token, ln((st.n - d.df + 0.5::float8) / (d.df + 0.5::float8)) "
+    "AS x FROM unnest(%s::int[], %s::text[]) AS u(ord, token) CROSS JOIN st "
+    "CROSS JOIN LATERAL (SELECT coalesce(sum(df), 0)::float8 AS df FROM lex_df "
+    "WHERE lex_df.token = u.token) d), "
+    "q AS (SELECT ord, token, CASE WHEN x > 0.0::float8 THEN x ELSE '1e-6'::float8 END AS idf "
+    "FROM raw), "
+    "hits AS (SELECT p.seq, q.ord, q.idf * ((p.tf::float8 * %s::float8) / "
+    "(p.tf::float8 + %s::float8 * (%s::float8 + %s::float8 * r.lex_len::float8 "
+    "/ (SELECT t / nullif(n, 0.0::float8) FROM st)))) AS part "
+    "FROM q JOIN lex_postings p ON p.scope_tok = %s AND "
+    "p.token = q.token JOIN records r ON r.seq = p.seq WHERE {where}), "
+    "scored AS (SELECT seq, sum(part ORDER BY ord) AS score FROM hits GROUP BY seq{top}) "
+    "SELECT {columns}, s.score FROM scored s JOIN records r ON r.seq = s.seq "
+    "ORDER BY s.score DESC, r.seq")
+
+
+def _search_tokens(conn: psycopg.Connection[Any], scope_tok: str,
+                   live: list[tuple[int, tuple[str, ...]]], where: str, args: Sequence[Any],
+                   limit: int | None, columns: str) -> list[dict[str, Any]]:
+    """Every phrase is one token (nearly every query): scored in SQL, in one statement."""
+    top = " ORDER BY score DESC, seq LIMIT %s" if limit is not None else ""
+    params: list[Any] = [[i for i, _ in live], [p[0] for _, p in live],
+                         fts5.K1_PLUS_1, fts5.K1, fts5.ONE_MINUS_B, fts5.B, scope_tok, *args]
+    if limit is not None:
+        params.append(limit)
+    return list(conn.execute(_TOKENS.format(where=where, top=top, columns=columns),
+                             params).fetchall())
 
 
 def _search_phrases(conn: psycopg.Connection[Any], scope_tok: str,

@@ -157,13 +157,18 @@ class PostgresStore:
 
     # --- transactions --------------------------------------------------------------------
     @contextmanager
-    def _tx(self) -> Iterator[Any]:
-        """One write transaction (READ COMMITTED; rows read before a write are locked)."""
+    def _tx(self, *, pipeline: bool = False) -> Iterator[Any]:
+        """One write transaction (READ COMMITTED; rows read before a write are locked).
+
+        ``pipeline``: statements are sent without waiting for each answer (psycopg's
+        pipeline mode), so a transaction whose statements return nothing costs one round
+        trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
         import psycopg
 
         committing = False
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection() as conn, (
+                    conn.pipeline() if pipeline else contextlib.nullcontext()):
                 tx = conn.transaction()
                 tx.__enter__()
                 try:
@@ -181,7 +186,7 @@ class PostgresStore:
         """A write transaction whose commit does not wait for the WAL flush: for counters
         and cache entries only, which a server crash may lose (the Counters contract
         allows it) but which must not cost every search a disk flush."""
-        with self._tx() as conn:
+        with self._tx(pipeline=True) as conn:
             conn.execute("SET LOCAL synchronous_commit TO OFF")
             yield conn
 
