@@ -66,14 +66,19 @@ def _fill(store: Store, seed: int) -> dict[tuple[str, str, str], tuple[MemoryRec
         writes = []
         for _ in range(n):
             r = maker.record(
-                _text(rng), tenant=scope.tenant, user=scope.user, type=rng.choice(TYPES),
-                session=rng.choice(["s1", "s2", None]), agent=rng.choice(["a1", "a2", None]),
+                _text(rng),
+                tenant=scope.tenant,
+                user=scope.user,
+                type=rng.choice(TYPES),
+                session=rng.choice(["s1", "s2", None]),
+                agent=rng.choice(["a1", "a2", None]),
                 visibility=rng.choice([Visibility.PRIVATE, Visibility.SHARED]),
                 importance=rng.random(),
-                observed_at=T0 + timedelta(minutes=rng.randint(0, 500)))
+                observed_at=T0 + timedelta(minutes=rng.randint(0, 500)),
+            )
             writes.append(RecordWrite(r, unit(maker.rng, DIMS), tuple(tokenize(r.text))))
         for i in range(0, len(writes), 100):
-            store.insert(writes[i:i + 100])
+            store.insert(writes[i : i + 100])
         for w in writes:
             state[(w.record.tenant, w.record.user, w.record.id)] = (w.record, w.vector)
     mine = [k for k in state if k[:2] == ("t1", "u1")]
@@ -87,10 +92,15 @@ def _fill(store: Store, seed: int) -> dict[tuple[str, str, str], tuple[MemoryRec
     # A few superseded ones (a new version pointing at its successor).
     for k in rng.sample([k for k in mine if k not in gone], 10):
         rec, vec = state[k]
-        new = replace(rec, superseded_by="r9999", version=rec.version + 1,
-                      updated_at=rec.updated_at + timedelta(days=2))
-        store.replace(ME, RecordWrite(new, None, tuple(tokenize(new.text))),
-                      expected_version=rec.version)
+        new = replace(
+            rec,
+            superseded_by="r9999",
+            version=rec.version + 1,
+            updated_at=rec.updated_at + timedelta(days=2),
+        )
+        store.replace(
+            ME, RecordWrite(new, None, tuple(tokenize(new.text))), expected_version=rec.version
+        )
         state[k] = (new, vec)
     return state
 
@@ -102,8 +112,9 @@ def _queries(seed: int) -> list[list[str]]:
     return [q for q in out if q]
 
 
-def _reference_lexical(path: Path, scope: Scope, terms: list[str], k: int,
-                       filters: Filters) -> list[tuple[str, float]]:
+def _reference_lexical(
+    path: Path, scope: Scope, terms: list[str], k: int, filters: Filters
+) -> list[tuple[str, float]]:
     """The statement the SQLite store ran before: one join, ordered by ``bm25, seq``."""
     expr = match_expression(scope_token(scope.tenant, scope.user), terms)
     assert expr is not None and not needs_python(filters)
@@ -115,7 +126,8 @@ def _reference_lexical(path: Path, scope: Scope, terms: list[str], k: int,
             f"SELECT r.id, -bm25(lexical, {BM25_WEIGHTS}) FROM lexical JOIN records r ON "
             f"r.seq = lexical.rowid WHERE lexical MATCH ? AND {sw} AND {fw} "
             f"ORDER BY bm25(lexical, {BM25_WEIGHTS}), r.seq LIMIT ?",
-            [expr, *sa, *fa, k]).fetchall()
+            [expr, *sa, *fa, k],
+        ).fetchall()
     finally:
         conn.close()
     return [(str(i), float(s)) for i, s in rows]
@@ -150,11 +162,19 @@ def test_lexical_search_of_an_unknown_word_is_empty(sqlite_store: tuple[Store, P
     assert store.lexical_search(ME, ["zzzunknown"], 10, Filters()) == []
 
 
-def _brute_dense(state: dict[tuple[str, str, str], tuple[MemoryRecord, Any]], scope: Scope,
-                 query: Any, k: int, flt: Filters) -> list[str]:
-    rows = [(rec, vec) for rec, vec in state.values()
-            if scope.admits(rec.tenant, rec.user, rec.agent, rec.session,
-                            rec.access.visibility.value) and flt.matches(rec)]
+def _brute_dense(
+    state: dict[tuple[str, str, str], tuple[MemoryRecord, Any]],
+    scope: Scope,
+    query: Any,
+    k: int,
+    flt: Filters,
+) -> list[str]:
+    rows = [
+        (rec, vec)
+        for rec, vec in state.values()
+        if scope.admits(rec.tenant, rec.user, rec.agent, rec.session, rec.access.visibility.value)
+        and flt.matches(rec)
+    ]
     if not rows:
         return []
     scores = dot(np.stack([v for _, v in rows]).astype(np.float32), query)
@@ -179,8 +199,9 @@ def test_dense_with_type_filters_equals_brute_force(kind: str, tmp_path: Path) -
         store.close()
 
 
-def test_postgres_lexical_equals_sqlite_bit_for_bit(sqlite_store: tuple[Store, Path],
-                                                    tmp_path: Path) -> None:
+def test_postgres_lexical_equals_sqlite_bit_for_bit(
+    sqlite_store: tuple[Store, Path], tmp_path: Path
+) -> None:
     reference, _ = sqlite_store
     pg = make_store("postgresql", tmp_path)
     try:
@@ -188,8 +209,9 @@ def test_postgres_lexical_equals_sqlite_bit_for_bit(sqlite_store: tuple[Store, P
         for terms in _queries(5):
             for scope in SCOPES:
                 for flt in FILTERS:
-                    want = [(c.id, c.score) for c in reference.lexical_search(scope, terms, 10,
-                                                                             flt)]
+                    want = [
+                        (c.id, c.score) for c in reference.lexical_search(scope, terms, 10, flt)
+                    ]
                     got = [(c.id, c.score) for c in pg.lexical_search(scope, terms, 10, flt)]
                     assert got == want, (terms, scope, flt)
     finally:

@@ -50,7 +50,6 @@ SELECT (SELECT generation FROM scope_generation WHERE scope_tok = %s),
 _COUNT = 'SELECT count(*) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s'
 
 
-
 class VectorCache:
     """Users' vector matrices, least recently used dropped past ``max_rows`` rows."""
 
@@ -63,8 +62,9 @@ class VectorCache:
         with self._lock:
             self._users.clear()
 
-    def state(self, conn: psycopg.Connection[Any], tenant: str, user: str,
-              dims: int) -> tuple[int, int, int]:
+    def state(
+        self, conn: psycopg.Connection[Any], tenant: str, user: str, dims: int
+    ) -> tuple[int, int, int]:
         """``(generation, max vseq, vector count)`` of one user. The count (a scan of the
         user's index entries) is read only when this process's copy is not up to date:
         when it is, it holds exactly the user's vectors of ``dims``."""
@@ -75,15 +75,25 @@ class VectorCache:
             generation, max_vseq = int(row[0] or 0), int(row[1] or 0)
             with self._lock:
                 cached = self._users.get((tenant, user, dims))
-            if (cached is not None and cached.generation == generation
-                    and cached.last_rowid >= max_vseq):
+            if (
+                cached is not None
+                and cached.generation == generation
+                and cached.last_rowid >= max_vseq
+            ):
                 return generation, max_vseq, len(cached.ids)
             cur.execute(_COUNT, (tenant, user, dims))
             counted = cur.fetchone()
         return generation, max_vseq, int(counted[0]) if counted else 0
 
-    def load(self, conn: psycopg.Connection[Any], tenant: str, user: str, dims: int,
-             generation: int, max_vseq: int) -> UserVectors:
+    def load(
+        self,
+        conn: psycopg.Connection[Any],
+        tenant: str,
+        user: str,
+        dims: int,
+        generation: int,
+        max_vseq: int,
+    ) -> UserVectors:
         """The user's vectors, brought up to date (inside the caller's snapshot)."""
         key = (tenant, user, dims)
         with self._lock:
@@ -95,15 +105,16 @@ class VectorCache:
         if max_vseq > cached.last_rowid:
             with conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cur:
                 cur.execute(_LOAD, (tenant, user, dims, cached.last_rowid))
-                rows = [(*r[:9], _array(r[9]).astype("<f4").tobytes())
-                        for r in cur.fetchall()]
+                rows = [(*r[:9], _array(r[9]).astype("<f4").tobytes()) for r in cur.fetchall()]
             # A new object (a search on another thread may hold the old one); the newest
             # state any thread has seen is kept.
             cached = cached.extended(rows, max_vseq)
             with self._lock:
                 current = self._users.get(key)
                 if current is None or (cached.generation, cached.last_rowid) > (
-                        current.generation, current.last_rowid):
+                    current.generation,
+                    current.last_rowid,
+                ):
                     self._users[key] = cached
                 self._evict()
         return cached
@@ -118,15 +129,27 @@ class VectorCache:
 def ensure_hnsw(conn: psycopg.Connection[Any], schema: str, dims: int) -> None:
     """Create the HNSW index for vectors of ``dims`` dimensions if it is missing."""
     name = f"vectors_hnsw_{int(dims)}"
-    conn.execute(sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {} ON {}.vectors USING hnsw "
-        "((embedding::vector({})) vector_ip_ops) WHERE dims = {}").format(
-            sql.Identifier(name), sql.Identifier(schema), sql.Literal(int(dims)),
-            sql.Literal(int(dims))))
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {}.vectors USING hnsw "
+            "((embedding::vector({})) vector_ip_ops) WHERE dims = {}"
+        ).format(
+            sql.Identifier(name),
+            sql.Identifier(schema),
+            sql.Literal(int(dims)),
+            sql.Literal(int(dims)),
+        )
+    )
 
 
-def exact_search(cache: UserVectors, scope: Scope, query: Vector, k: int,
-                 filters: Filters, allowed: set[str] | None) -> list[tuple[int, float]]:
+def exact_search(
+    cache: UserVectors,
+    scope: Scope,
+    query: Vector,
+    k: int,
+    filters: Filters,
+    allowed: set[str] | None,
+) -> list[tuple[int, float]]:
     """Best-first ``(row, score)`` over the cached matrix after masks (and an id allow-list
     for the filters the masks cannot apply)."""
     keep = np.flatnonzero(cache.mask(scope, filters))
@@ -139,8 +162,9 @@ def exact_search(cache: UserVectors, scope: Scope, query: Vector, k: int,
     return [(int(keep[i]), float(scores[i])) for i in best]
 
 
-def hnsw_search(conn: psycopg.Connection[Any], scope: Scope, query: Vector, k: int,
-                filters: Filters) -> list[Candidate]:
+def hnsw_search(
+    conn: psycopg.Connection[Any], scope: Scope, query: Vector, k: int, filters: Filters
+) -> list[Candidate]:
     """Approximate top-k through the HNSW index, re-scored with numpy."""
     sw, sa = scope_sql(scope, "r.")
     fw, fa = filters_sql(filters, "r.")
@@ -152,9 +176,10 @@ def hnsw_search(conn: psycopg.Connection[Any], scope: Scope, query: Vector, k: i
         cur.execute(
             f"SELECT r.seq, {_RCOLS}, v.embedding AS vec FROM vectors v "
             "JOIN records r ON r.seq = v.seq "
-            f"WHERE v.dims = %s AND v.tenant = %s AND v.\"user\" = %s AND {sw} AND {fw} "
+            f'WHERE v.dims = %s AND v.tenant = %s AND v."user" = %s AND {sw} AND {fw} '
             f"ORDER BY v.embedding::vector({dims}) <#> %s::vector({dims}) LIMIT %s",
-            [dims, scope.tenant, scope.user, *sa, *fa, _pgvector(query), fetch])
+            [dims, scope.tenant, scope.user, *sa, *fa, _pgvector(query), fetch],
+        )
         rows = cur.fetchall()
     if needs_python(filters):
         from ..sqlite.codec import decode_record

@@ -40,13 +40,16 @@ def match_expression(scope_tok: str, terms: Sequence[str]) -> str | None:
 
 
 # The index alone, best first: no record is read for a row that cannot make the top.
-_TOP = (f"SELECT rowid, bm25(lexical, {BM25_WEIGHTS}) FROM lexical WHERE lexical MATCH ? "
-        "ORDER BY 2, 1 LIMIT ?")
+_TOP = (
+    f"SELECT rowid, bm25(lexical, {BM25_WEIGHTS}) FROM lexical WHERE lexical MATCH ? "
+    "ORDER BY 2, 1 LIMIT ?"
+)
 _SLACK = 32  # rows fetched beyond k for those the scope's other parts or the filters drop
 
 
-def ranked(conn: sqlite3.Connection, expr: str, where: str, args: Sequence[Any],
-           columns: str, k: int) -> list[tuple[sqlite3.Row, float]]:
+def ranked(
+    conn: sqlite3.Connection, expr: str, where: str, args: Sequence[Any], columns: str, k: int
+) -> list[tuple[sqlite3.Row, float]]:
     """The best ``k`` records matching ``expr`` and ``where`` (over ``records r``), each with
     its score (``-bm25``), best first and ties by insertion: what one join of the index with
     ``records`` ordered by ``bm25, seq`` gives, without reading the record of every match.
@@ -64,9 +67,14 @@ def ranked(conn: sqlite3.Connection, expr: str, where: str, args: Sequence[Any],
         seqs = "[" + ",".join(str(int(h[0])) for h in hits) + "]"
         # CROSS JOIN keeps this order (each hit looks up its record by seq); left to
         # itself the planner scans the user's records by the scope index (30x slower).
-        admitted = {int(row["seq"]): row for row in conn.execute(
-            f"SELECT r.seq AS seq, {columns} FROM json_each(?) AS hit CROSS JOIN records r "
-            f"ON r.seq = hit.value WHERE {where}", [seqs, *args])}
+        admitted = {
+            int(row["seq"]): row
+            for row in conn.execute(
+                f"SELECT r.seq AS seq, {columns} FROM json_each(?) AS hit CROSS JOIN records r "
+                f"ON r.seq = hit.value WHERE {where}",
+                [seqs, *args],
+            )
+        }
         out = [(admitted[int(seq)], -float(rank)) for seq, rank in hits if int(seq) in admitted]
         if len(out) >= k or len(hits) < n:
             return out[:k]

@@ -82,12 +82,14 @@ class UserVectors:
             return out
 
         return UserVectors(
-            dims=self.dims, generation=self.generation,
+            dims=self.dims,
+            generation=self.generation,
             last_rowid=max(last_rowid, int(rows[-1][0])),  # type: ignore[call-overload]
             ids=self.ids + [str(r[1]) for r in rows],
             matrix=block if self.matrix.size == 0 else np.vstack([self.matrix, block]),
-            type=np.concatenate([self.type, np.array(
-                [_TYPE_CODE.get(str(r[2]), -1) for r in rows], dtype=np.int8)]),
+            type=np.concatenate(
+                [self.type, np.array([_TYPE_CODE.get(str(r[2]), -1) for r in rows], dtype=np.int8)]
+            ),
             agent=np.concatenate([self.agent, col(3, object)]),
             agentless=np.concatenate([self.agentless, np.array([r[3] is None for r in rows])]),
             session=np.concatenate([self.session, col(4, object)]),
@@ -110,8 +112,7 @@ class UserVectors:
         if filters.valid_at is None and not filters.include_superseded:
             keep &= ~self.superseded
         if filters.types is not None:
-            keep &= np.isin(self.type, [_TYPE_CODE[RecordType(t).value]
-                                        for t in filters.types])
+            keep &= np.isin(self.type, [_TYPE_CODE[RecordType(t).value] for t in filters.types])
         if filters.min_importance is not None:
             keep &= self.importance >= filters.min_importance
         return keep
@@ -150,7 +151,9 @@ class VectorCache:
             current = self._users.get(key)
             # Keep the newest state any thread has seen (generations only grow).
             if current is None or (cached.generation, cached.last_rowid) > (
-                    current.generation, current.last_rowid):
+                current.generation,
+                current.last_rowid,
+            ):
                 self._users[key] = cached
         return cached
 
