@@ -16,6 +16,7 @@ with recall@10 of 0.16 (random vectors are HNSW's worst case), hence the high de
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -31,7 +32,7 @@ from ..sqlite.codec import COLUMNS, scope_token
 from ..sqlite.vectors import UserVectors, dot, top_k
 from .where import filters_sql, needs_python, scope_sql
 
-__all__ = ["VectorCache", "ensure_hnsw", "hnsw_search"]
+__all__ = ["VectorCache", "ensure_hnsw", "hnsw_name", "hnsw_search"]
 
 _RCOLS = ", ".join(f'r."{c}"' for c in COLUMNS)
 
@@ -126,18 +127,36 @@ class VectorCache:
             total -= len(dropped.ids)
 
 
-def ensure_hnsw(conn: psycopg.Connection[Any], schema: str, dims: int) -> None:
-    """Create the HNSW index for vectors of ``dims`` dimensions if it is missing."""
-    name = f"vectors_hnsw_{int(dims)}"
+def hnsw_name(tenant: str, user: str, dims: int) -> str:
+    """The name of one user's HNSW index (a hash: names are at most 63 bytes)."""
+    digest = hashlib.sha256(f"{tenant}\x1f{user}".encode()).hexdigest()[:20]
+    return f"vectors_hnsw_{int(dims)}_{digest}"
+
+
+def ensure_hnsw(
+    conn: psycopg.Connection[Any], schema: str, dims: int, tenant: str, user: str
+) -> None:
+    """Create one user's HNSW index over their vectors of ``dims`` dimensions (a partial
+    index: only their rows), if it is missing.
+
+    Only users past ``exact_below`` vectors are searched through HNSW, so only they get an
+    index: every other insert skips the graph update (3.3 ms of a vector's 4.7 ms insert,
+    measured in batches of 1,000), and a large user's searches walk a graph of their own
+    rows instead of one shared by every user and filtered afterwards. A search names the
+    tenant, user and dims as constants (custom plans), which the planner matches with the
+    index's predicate."""
     conn.execute(
         sql.SQL(
             "CREATE INDEX IF NOT EXISTS {} ON {}.vectors USING hnsw "
-            "((embedding::vector({})) vector_ip_ops) WHERE dims = {}"
+            "((embedding::vector({})) vector_ip_ops) "
+            'WHERE dims = {} AND tenant = {} AND "user" = {}'
         ).format(
-            sql.Identifier(name),
+            sql.Identifier(hnsw_name(tenant, user, dims)),
             sql.Identifier(schema),
             sql.Literal(int(dims)),
             sql.Literal(int(dims)),
+            sql.Literal(tenant),
+            sql.Literal(user),
         )
     )
 
@@ -170,7 +189,9 @@ def hnsw_search(
     fw, fa = filters_sql(filters, "r.")
     dims = int(query.size)
     fetch = max(4 * k, 100)
-    with conn.cursor(binary=True, row_factory=psycopg.rows.dict_row) as cur:
+    # A transaction of its own: the read connection is in autocommit mode, where SET LOCAL
+    # would end with its own statement (and the search run with the defaults).
+    with conn.transaction(), conn.cursor(binary=True, row_factory=psycopg.rows.dict_row) as cur:
         cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cur.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, 2 * fetch))}")
         cur.execute(
