@@ -269,6 +269,10 @@ class PostgresStore:
         with self._write() as c:
             qc.release_sql(c, key, token, ph="%s", lock=True)
 
+    def count_tenant_records(self, tenant: str) -> int:
+        with self._read() as c:
+            return qc.tenant_records_sql(c, tenant, ph="%s")
+
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod
     def _visible(c: Any, scope: Scope, ids: Sequence[str], columns: str = _ROW,
@@ -580,6 +584,8 @@ class PostgresStore:
         return PurgeReport(**counts, remaining=remaining)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        from ...quotas import subject_hash  # quotas imports the store package
+
         tok = scope_token(tenant, user)
         args = {"t": tenant, "u": user, "tok": tok}
         with self._write() as c:
@@ -597,6 +603,9 @@ class PostgresStore:
             records = c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s',
                                 mine_args).rowcount
             self._bump(c, tenant, user)
+            # quota counters and the user's quota override name the user by a hash
+            c.execute("DELETE FROM meta WHERE key LIKE %s",
+                      (f"quota:%:{subject_hash(tenant, user)}:%",))
             audit.redact_subject(c, tenant, user)
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
