@@ -73,9 +73,13 @@ _UPDATE = (f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])}, "
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)"
 _BUMP = ("INSERT INTO scope_generation (scope_tok, generation) VALUES (%s, 1) "
          "ON CONFLICT (scope_tok) DO UPDATE SET generation = scope_generation.generation + 1")
+# An updated vector takes a new vseq, so the vector cache loads that row again (vectors.py).
 _UPSERT_VECTOR = ('INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
                   "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
-                  "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding")
+                  "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
+                  "vseq = DEFAULT")
+# A record whose masked columns changed: its vector row is loaded again by the cache.
+_TOUCH_VECTOR = "UPDATE vectors SET vseq = DEFAULT WHERE seq = %s"
 _MASKED = ("type", "agent", "session", "visibility", "status", "superseded_by", "importance")
 
 
@@ -264,6 +268,10 @@ class PostgresStore:
     def release(self, key: str, token: str) -> None:
         with self._write() as c:
             qc.release_sql(c, key, token, ph="%s", lock=True)
+
+    def count_tenant_records(self, tenant: str) -> int:
+        with self._read() as c:
+            return qc.tenant_records_sql(c, tenant, ph="%s")
 
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -491,8 +499,8 @@ class PostgresStore:
             c.execute(_UPSERT_VECTOR, (seq, new.tenant, new.user, new.embedding_model,
                                        *p.vector))
         old_masked = tuple(float(cur[k]) if k == "importance" else cur[k] for k in _MASKED)
-        if p.vector is not None or old_masked != _masked_of(new):
-            self._bump(c, new.tenant, new.user)
+        if p.vector is None and old_masked != _masked_of(new):
+            c.execute(_TOUCH_VECTOR, (seq,))
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         with self._read() as c:
@@ -529,9 +537,8 @@ class PostgresStore:
             c.execute("UPDATE records SET status = %s, version = version + 1, "
                       "updated_at = %s, deleted_at = %s WHERE seq = %s",
                       (status.value, encode_time(at), deleted_at, row["seq"]))
+            c.execute(_TOUCH_VECTOR, (row["seq"],))
             changed.append(row["id"])
-        if changed:
-            self._bump(c, scope.tenant, scope.user)
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
@@ -577,6 +584,8 @@ class PostgresStore:
         return PurgeReport(**counts, remaining=remaining)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        from ...quotas import subject_hash  # quotas imports the store package
+
         tok = scope_token(tenant, user)
         args = {"t": tenant, "u": user, "tok": tok}
         with self._write() as c:
@@ -594,6 +603,9 @@ class PostgresStore:
             records = c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s',
                                 mine_args).rowcount
             self._bump(c, tenant, user)
+            # quota counters and the user's quota override name the user by a hash
+            c.execute("DELETE FROM meta WHERE key LIKE %s",
+                      (f"quota:%:{subject_hash(tenant, user)}:%",))
             audit.redact_subject(c, tenant, user)
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
@@ -708,7 +720,7 @@ class PostgresStore:
             if not needs_python(filters):
                 return [Candidate(cache.ids[i], s)
                         for i, s in exact_search(cache, scope, query, k, filters, allowed)]
-            ranked = exact_search(cache, scope, query, len(cache.ids), filters, allowed)
+            ranked = exact_search(cache, scope, query, cache.n, filters, allowed)
             out: list[Candidate] = []
             step = max(4 * k, 64)
             for start in range(0, len(ranked), step):
