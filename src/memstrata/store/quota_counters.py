@@ -218,6 +218,11 @@ def lease_sql(
         )
     sql = f"SELECT value FROM meta WHERE key = {ph}" + (" FOR UPDATE" if lock else "")
     row = c.execute(sql, (key,)).fetchone()
+    if row is None and lock:
+        # The row we just made sure exists was deleted under us (its holder released it
+        # while we waited on its lock): another writer may be inserting it now, so an
+        # upsert here could take over its fresh lease. Try again instead.
+        return False
     if not _lease_free(None if row is None else str(row["value"]), token, now_ms):
         return False
     _write_value(c, key, f"{until_ms} {token}", ph)
