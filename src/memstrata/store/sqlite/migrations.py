@@ -182,8 +182,19 @@ CREATE INDEX records_type ON records (tenant, user, type, observed_at, seq);
 CREATE INDEX records_session_type ON records (tenant, user, session, type, observed_at, seq);
 """
 
+# v7 (issue 7 item 6): a change number per vector row, raised whenever the row or its
+# record's masked columns change, so the vector cache reloads only what changed (a cluster's
+# new centroid) instead of the user's whole matrix (store/sqlite/vectors.py).
+_V7_VECTOR_REV = """
+ALTER TABLE vectors ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+UPDATE vectors SET rev = seq;
+DROP INDEX vectors_scope;
+CREATE INDEX vectors_rev ON vectors (tenant, user, rev);
+"""
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _v3), (4, _V4_AUDIT),
-                                                (5, _V5_JOB_LEASE_TOKEN), (6, _V6_TYPE_INDEXES)]
+                                                (5, _V5_JOB_LEASE_TOKEN), (6, _V6_TYPE_INDEXES),
+                                                (7, _V7_VECTOR_REV)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
 # Guard against the two column lists drifting apart.
