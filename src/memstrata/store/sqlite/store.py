@@ -319,6 +319,10 @@ class SQLiteStore:
         with self._write() as c:
             qc.release_sql(c, key, token, ph="?", lock=False)
 
+    def count_tenant_records(self, tenant: str) -> int:
+        with self._read() as c:
+            return qc.tenant_records_sql(c, tenant, ph="?")
+
     # --- helpers -----------------------------------------------------------------------------
     @staticmethod
     def _visible(c: sqlite3.Connection, scope: Scope, ids: Sequence[str],
