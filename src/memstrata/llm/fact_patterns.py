@@ -96,6 +96,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(r"\bI work (?:at|for)\s+" + _V, "identity", "employer", 0.85),
     _p(_I_AM + r"(?:an? )?(?P<value>vegetarian|vegan|pescatarian|teetotal|gluten[- ]free)",
        "health", "diet", 0.85),
+    _p(_I_AM + r"(?:an?\s+)?(?:(?:big|huge|great|massive|total|real)\s+)?fan of\s+" + _V,
+       "preference", lambda m: "likes_" + _slug(m.group("value")), 0.8),
     _p(_I_AM + r"an?\s+" + _V, "identity", "self_description", 0.8),
     _p(r"\bI (?:don't|do not|dont|never) (?:like|enjoy|eat|drink)\s+" + _V, "preference",
        lambda m: "dislikes_" + _slug(m.group("value")), 0.85),
@@ -143,11 +145,25 @@ _PATTERNS: tuple[_Pattern, ...] = (
 # Pronouns carry no fact on their own ("I like it").
 _VAGUE = frozenset({"it", "that", "this", "them", "you", "him", "her", "those", "these",
                     "so", "too", "to", "这个", "那个", "它", "你", "他", "她"})
+# A liked/disliked thing that opens with a clause or a reference to the conversation ("I love
+# how you tell it", "I love the colour", "I love their design") is a reaction to what was
+# just said, not a standing preference: on LoCoMo 10 such values were ~60% of all extracted
+# facts, none of them a profile fact.
+_REACTION = re.compile(
+    r"^(?:how|that|what|when|where|why|whether|if|it|its|it's|them|this|these|those|the|"
+    r"his|her|their|your|you|all|such|so|about|seeing you|hearing)\b|\byou(?:r|rs|'re)?\b"
+    r"|^[你您这那它他她]", re.IGNORECASE)
+# "I'm a bit tired", "I'm a little nervous this week": a passing state, not who someone is.
+_STATE = re.compile(
+    r"^(?:bit|little|lot|tad|kind|sort|big|huge|total|real)\b|\b(?:today|tonight|this week|"
+    r"this month|right now|at the moment|lately)\b", re.IGNORECASE)
+_PREFERENCE_KEYS = ("likes_", "dislikes_", "prefers_")
 _TRAILING = r"\s+(?:too|as well|very much|a lot|so much|now|also)$"
 
 
 def _clean(value: str) -> str:
-    value = value.strip(" \t\"'“”‘’「」")
+    value = re.split(r"\s[-–—]\s", value, maxsplit=1)[0]  # "pottery - the creativity"
+    value = value.strip(" \t\"'“”‘’「」-–—")
     value = re.sub(_TRAILING, "", value, flags=re.IGNORECASE)
     return value.strip()
 
@@ -165,7 +181,13 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
                 value = _clean(m.group("value"))
                 if not value or value.lower() in _VAGUE:
                     continue
-                key = pattern.key(m)[:128]
+                key = pattern.key(m)
+                raw = _slug(m.group("value"))
+                if key.endswith(raw) and _slug(value) != raw:  # a key named after the value
+                    key = key[:-len(raw)] + _slug(value)
+                key = key[:128]
+                if _junk(key, value):
+                    continue
                 if (key, value) in seen:
                     continue
                 seen.add((key, value))
@@ -174,6 +196,18 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
                     category=pattern.category, key=key, value=value,
                     confidence=pattern.confidence, evidence=_evidence(text, m)))
     return facts
+
+
+def _junk(key: str, value: str) -> bool:
+    """A match that is no profile fact: a reaction ("I love how you ...") or a passing state
+    ("I'm a bit tired")."""
+    if key.startswith(_PREFERENCE_KEYS):
+        return bool(_REACTION.search(value))
+    if key == "self_description":
+        return bool(_STATE.search(value))
+    if key == "name":  # "call me crazy", "call me at the store": a name is capitalised
+        return value[:1].isascii() and not value[:1].isupper()
+    return False
 
 
 def _evidence(text: str, m: re.Match[str]) -> str:
