@@ -10,7 +10,11 @@ When Redis is down (or none is configured) it falls back, with one ``WARNING`` p
 - to the durable store's counters (:class:`~memstrata.store.quota_counters.QuotaCounters`)
   when one is given: fixed windows of ``burst / rate`` seconds admitting ``burst`` requests
   each, shared by every process on that store (the same average rate; up to twice the burst
-  across a window boundary);
+  across a window boundary). With ``batch`` > 1 a process takes that many of a window's
+  requests from the store at once and admits them from memory until they are spent (one
+  store write per ``batch`` requests instead of one each): never more than ``burst`` per
+  window between all processes, but a process may be refused while another still holds
+  up to ``batch - 1`` unspent ones;
 - otherwise to a bucket in this process alone (each process then allows the rate).
 
 Redis is tried again after ``cooldown`` seconds. It has the same ``acquire`` /
@@ -74,11 +78,14 @@ class SharedRateLimiter:
         prefix: str = "memstrata",
         cooldown: float = 2.0,
         clock: Callable[[], float] = time.time,
+        batch: int = 1,
     ) -> None:
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate >= 0:
             raise ValidationError(f"rate must be requests per second >= 0, got {rate!r}")
         if isinstance(burst, bool) or not isinstance(burst, int) or burst < 1:
             raise ValidationError(f"burst must be an integer >= 1, got {burst!r}")
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValidationError(f"batch must be an integer >= 1, got {batch!r}")
         self.rate = float(rate)
         self.burst = burst
         self._client = client
@@ -88,7 +95,9 @@ class SharedRateLimiter:
         self._clock = clock
         self._down_since: float | None = None
         self._lock = threading.Lock()
+        self._batch = min(batch, burst)
         self._windows: dict[str, int] = {}  # key -> the durable window last used
+        self._held: dict[str, tuple[int, int]] = {}  # key -> (window, taken but unspent)
         self._local: dict[str, tuple[float, float]] = {}  # key -> (tokens, stamp)
         self._script = client.register_script(_BUCKET) if client is not None else None
         self._errors: tuple[type[BaseException], ...] = ()
@@ -164,10 +173,20 @@ class SharedRateLimiter:
         with self._lock:
             previous = self._windows.get(name)
             self._windows[name] = index
+            held = self._held.get(name)
+            if held is not None and held[0] == index and held[1] > 0:
+                self._held[name] = (index, held[1] - 1)
+                return 0.0
         if previous is not None and previous != index:
             counters.forget_counters([f"rate:{name}:{previous}"])
-        if counters.take_counters([Take(key, 1, self.burst, math.ceil(window))]) is None:
-            return 0.0
+        ttl = math.ceil(window)
+        for amount in dict.fromkeys((self._batch, 1)):  # a whole batch, else the last ones
+            if counters.take_counters([Take(key, amount, self.burst, ttl)]) is None:
+                with self._lock:
+                    held = self._held.get(name)
+                    spare = held[1] if held is not None and held[0] == index else 0
+                    self._held[name] = (index, spare + amount - 1)
+                return 0.0
         return max(0.001, (index + 1) * window - now)
 
     def _local_acquire(self, name: str) -> float:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx2
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -91,3 +97,45 @@ def live_server(served: Served) -> Iterator[Served]:
     yield served
     server.should_exit = True
     thread.join(timeout=10)
+
+
+CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
+
+
+@contextmanager
+def serve_processes(db: str, tmp_path: Path, *extra: str, workers: int = 2) -> Iterator[str]:
+    """``memstrata serve --workers N`` as a real subprocess on ``db`` (no MCP, no background
+    jobs); yields its base URL once /readyz answers, and stops the whole process group."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    log = open(tmp_path / f"serve-{port}.log", "w+b")  # noqa: SIM115 - closed below
+    cmd = [*CLI, "--db", db, "--embedder", "hashing", "serve", "--workers", str(workers),
+           "--port", str(port), "--no-mcp", "--no-background", "--log-level", "warning",
+           *extra]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 180  # N processes importing on a loaded machine
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"serve exited with {proc.returncode}: {log.read()[-3000:]!r}")
+            try:
+                if httpx2.get(f"{url}/readyz", timeout=5).status_code == 200:
+                    break
+            except httpx2.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"serve --workers {workers} did not become ready in 180 s")
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        log.close()

@@ -100,7 +100,7 @@ def test_rate_limit_is_429_with_retry_after(tmp_path: Path) -> None:
     secret = keys.create("acme").secret
     other = keys.create("acme").secret
     client = TestClient(
-        create_app(mem, keys, limits=Limits(rate=0.01, burst=2)), raise_server_exceptions=False
+        create_app(mem, keys, limits=Limits(rate=1e-6, burst=2)), raise_server_exceptions=False
     )
     h = {"Authorization": f"Bearer {secret}"}
     codes = [client.get("/v1/whoami", headers=h).status_code for _ in range(3)]

@@ -343,6 +343,12 @@ def http(
     store: Annotated[str | None, typer.Option(
         help="Store URL (postgresql://...); default a temporary SQLite file.")] = None,
     workers: Annotated[int, typer.Option(help="Server processes (serve --workers).")] = 1,
+    client: Annotated[str, typer.Option(help="async (one asyncio loop) | threads (a thread "
+                                        "per client)")] = "async",
+    rate: Annotated[float, typer.Option(help="Offered requests/s of all clients (open loop); "
+                                        "0: closed loop.")] = 0.0,
+    rate_limit: Annotated[float, typer.Option(help="The server's --rate-limit (0: none).")]
+    = 0.0,
     out: Annotated[Path | None, typer.Option(help="Write the result as JSON here.")] = None,
 ) -> None:
     """Load test of the HTTP API on 127.0.0.1 (bounded count and duration)."""
@@ -350,7 +356,8 @@ def http(
 
     result = run_http_bench(HttpBenchConfig(records=records, clients=clients,
                                             requests=requests, duration=duration,
-                                            store=store, workers=workers))
+                                            store=store, workers=workers, client=client,
+                                            rate=rate, rate_limit=rate_limit))
     text = json.dumps(result, indent=2)
     if out is not None:
         out.write_text(text + "\n", encoding="utf-8")

@@ -18,6 +18,15 @@ __all__ = ["register"]
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
+# uvicorn's defaults are 5 s for both. An idle keep-alive connection closed by the server
+# at the moment a client (httpx also expires them at 5 s) sends on it is a reset request;
+# a process too busy to answer the supervisor's ping within 5 s is killed with every
+# connection it holds.
+KEEP_ALIVE_S = 75
+WORKER_TIMEOUT_S = 60
+SHARED_BATCH = 1  # requests a process takes from the store's rate counters per write
+APP_FACTORY = "memstrata.server.factory:app_from_env"
+
 keys_app = typer.Typer(
     help="API keys: each names a tenant; the HTTP and MCP servers need one.", no_args_is_help=True
 )
@@ -158,9 +167,25 @@ def serve(
         ),
     ] = 1,
     rate_limit: Annotated[
-        float, typer.Option(help="Requests/s per API key and process (0: no limit).")
+        float,
+        typer.Option(
+            help="Requests/s per API key, shared by every process on the store (0: no limit)."
+        ),
     ] = 50.0,
     burst: Annotated[int, typer.Option(help="Requests a key may send at once.")] = 100,
+    tenant_rate_limit: Annotated[
+        float, typer.Option(help="Requests/s per tenant, all its keys together (0: no limit).")
+    ] = 0.0,
+    tenant_burst: Annotated[
+        int, typer.Option(help="Requests a tenant may send at once (0: 2 s of its rate).")
+    ] = 0,
+    redis: Annotated[
+        str | None,
+        typer.Option(
+            help="redis://host:6379/0: hot state and the rate limits' buckets (default: the "
+            "store's own counters)."
+        ),
+    ] = None,
     max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 1024 * 1024,
     background: Annotated[
         bool, typer.Option(help="Run background jobs in the server (else run `memstrata worker`).")
@@ -169,6 +194,20 @@ def serve(
     mcp_endpoint: Annotated[
         bool, typer.Option("--mcp/--no-mcp", help="Serve the MCP endpoint at /mcp too.")
     ] = True,
+    keep_alive: Annotated[
+        int,
+        typer.Option(
+            help="Seconds an idle connection is kept open (longer than clients' and proxies' "
+            "own idle timeouts, so they close first)."
+        ),
+    ] = KEEP_ALIVE_S,
+    worker_timeout: Annotated[
+        int,
+        typer.Option(
+            help="With --workers: seconds a process may not answer the supervisor before it "
+            "is killed and replaced (a busy process is not a hung one)."
+        ),
+    ] = WORKER_TIMEOUT_S,
 ) -> None:
     """Serve the HTTP API, the MCP endpoint (/mcp), the inspector (/ui) and metrics (default
     ./memstrata.db)."""
@@ -188,6 +227,10 @@ def serve(
         settings,
         rate=rate_limit,
         burst=burst,
+        tenant_rate=tenant_rate_limit,
+        tenant_burst=tenant_burst,
+        redis=redis,
+        shared_batch=SHARED_BATCH,
         max_body=max_body,
         background=background,
         host=host,
@@ -197,15 +240,21 @@ def serve(
     if workers > 1:
         os.environ[ENV_VAR] = config.to_json()
         os.environ["MEMSTRATA_LOG_LEVEL"] = log_level
-        uvicorn.run(
-            "memstrata.server.factory:app_from_env",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            log_config=None,
-            access_log=False,
-        )
+        options: dict[str, Any] = {
+            "factory": True,
+            "host": host,
+            "port": port,
+            "workers": workers,
+            "log_config": None,
+            "access_log": False,
+            "timeout_keep_alive": keep_alive,
+            "timeout_worker_healthcheck": worker_timeout,
+        }
+        from ..server.workers import run_workers
+
+        # a listening socket per process (Linux), else uvicorn's one shared socket
+        if not run_workers(uvicorn.Config(APP_FACTORY, **options), workers):
+            uvicorn.run(APP_FACTORY, **options)
         return
     try:
         app, _, _ = build_app(config)
@@ -216,7 +265,14 @@ def serve(
         "/ui, MCP: /mcp)",
         highlight=False,
     )
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        timeout_keep_alive=keep_alive,
+    )
 
 
 def mcp(

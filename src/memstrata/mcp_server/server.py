@@ -8,6 +8,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -25,8 +26,9 @@ from ..filters import Filters
 from ..records import MemoryRecord, RecordType
 from ..scope import Scope
 from ..server.backend import MemoryBackend
-from ..server.errors import error_response
-from ..server.keys import KeyStore
+from ..server.errors import ApiError, error_response
+from ..server.keys import ApiKey, KeyStore
+from ..server.limits import Limiter, rate_refusal
 from .identity import Identity, bearer_of
 
 __all__ = ["build_mcp_server", "http_app", "mcp_endpoint"]
@@ -300,11 +302,18 @@ def _strict(tool: Tool) -> Tool:
 
 
 class _RequireKey:
-    """HTTP transport: no valid API key, no MCP (401 before the SDK sees the request)."""
+    """HTTP transport: no valid API key, no MCP (401 before the SDK sees the request); a key
+    over its rate limit (or its tenant over the tenant's) gets 429 with ``Retry-After``."""
 
-    def __init__(self, app: ASGIApp, keys: KeyStore) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        keys: KeyStore,
+        limits: tuple[Limiter, Limiter | None] | None = None,
+    ) -> None:
         self.app = app
         self.keys = keys
+        self.limits = limits
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -313,13 +322,28 @@ class _RequireKey:
                 for k, v in scope.get("headers", [])
             }
             secret = bearer_of(headers)
-            if not secret or self.keys.authenticate(secret) is None:
+
+            def check() -> tuple[ApiKey | None, ApiError | None]:
+                key = self.keys.authenticate(secret) if secret else None
+                if key is None or self.limits is None:
+                    return key, None
+                return key, rate_refusal(*self.limits, key.id, key.tenant)
+
+            # the lookups may wait on the store or Redis: off the event loop
+            key, refusal = await anyio.to_thread.run_sync(check)
+            if key is None:
                 response = error_response(
                     401,
                     "unauthorized",
                     "this MCP endpoint needs a valid API key: "
                     "Authorization: Bearer ms_... (memstrata keys create --tenant T)",
                     headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+            if refusal is not None:
+                response = error_response(
+                    refusal.status, refusal.code, refusal.message, headers=refusal.headers
                 )
                 await response(scope, receive, send)
                 return
@@ -334,11 +358,16 @@ def http_app(server: MCPServer[Any], keys: KeyStore, *, host: str = "127.0.0.1")
 
 
 def mcp_endpoint(
-    server: MCPServer[Any], keys: KeyStore, *, host: str = "127.0.0.1"
+    server: MCPServer[Any],
+    keys: KeyStore,
+    *,
+    host: str = "127.0.0.1",
+    limits: tuple[Limiter, Limiter | None] | None = None,
 ) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]:
     """The streamable HTTP endpoint as one ASGI app to route at ``/mcp`` of another app
-    (``memstrata serve``), behind the API-key check, and the context manager that must run
-    for the app's lifetime (the SDK's session manager; the host app's lifespan enters it)."""
+    (``memstrata serve``), behind the API-key check and the server's rate limits (``limits``:
+    per key, per tenant), and the context manager that must run for the app's lifetime (the
+    SDK's session manager; the host app's lifespan enters it)."""
     app = server.streamable_http_app(host=host, stateless_http=True, json_response=True)
     [route] = [r for r in app.routes if isinstance(r, Route) and r.path == "/mcp"]
-    return _RequireKey(route.app, keys), server.session_manager.run
+    return _RequireKey(route.app, keys, limits), server.session_manager.run

@@ -30,12 +30,16 @@ __all__ = ["search"]
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memstrata-search")
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(MemoryRecord))
+
+
 def _touched(rec: MemoryRecord, now: datetime) -> MemoryRecord:
     """``rec`` as the touch left it (access count + 1), without re-validating every field:
     the record was validated when it was decoded and only two counters change."""
     out = object.__new__(type(rec))
-    for f in dataclasses.fields(rec):
-        object.__setattr__(out, f.name, getattr(rec, f.name))
+    fields = _FIELDS if type(rec) is MemoryRecord else [f.name for f in dataclasses.fields(rec)]
+    for name in fields:
+        object.__setattr__(out, name, getattr(rec, name))
     object.__setattr__(out, "access_count", rec.access_count + 1)
     object.__setattr__(out, "last_accessed_at", now)
     return out

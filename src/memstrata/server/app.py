@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
@@ -19,11 +21,12 @@ from starlette.types import ASGIApp
 from .. import __version__
 from ..errors import MissingDependencyError
 from ..memory import Memory
+from ..ratelimit import SharedRateLimiter
 from .backend import MemoryBackend, ThreadedBackend
 from .dto import ErrorOut, Health
 from .errors import error_response, install_handlers
-from .keys import KeyStore, sqlite_path
-from .limits import BodyLimit, RateLimiter
+from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
+from .limits import BodyLimit, Limiter, shared_limiter
 from .observe import Metrics, RequestObserver
 from .routes import admin, key_memory, memories, portability, retrieval, sessions, tenant
 from .state import ServerState, state_of
@@ -35,12 +38,23 @@ log = logging.getLogger("memstrata.server")
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Request limits. ``rate <= 0`` turns the rate limit off."""
+    """Request limits. ``rate <= 0`` turns a rate limit off.
+
+    Rate limits are shared by every process on the same store (see :func:`shared_limiter`);
+    ``shared_batch`` is how many requests a process takes from the store's counters at
+    once when there is no Redis (1: one store write per request, exact)."""
 
     rate: float = 50.0  # requests/s per key, on average
     burst: int = 100  # requests a key may send at once
     max_body: int = 1024 * 1024  # bytes per request
     max_import_body: int = 64 * 1024 * 1024
+    tenant_rate: float = 0.0  # requests/s per tenant, all its keys together (0: no limit)
+    tenant_burst: int = 0  # 0: two seconds' worth of tenant_rate
+    shared_batch: int = 1
+
+    @property
+    def tenant_burst_or_default(self) -> int:
+        return self.tenant_burst or max(1, math.ceil(2 * self.tenant_rate))
 
 
 def _sqlite_job_counts(path: str) -> Callable[[], Mapping[str, int] | None]:
@@ -62,15 +76,32 @@ def create_app(
     on_close: Callable[[], None] | None = None,
     mcp: bool = True,
     host: str = "127.0.0.1",
+    redis: Any = None,
+    redis_prefix: str = "memstrata",
 ) -> FastAPI:
     """The HTTP API over ``memory`` (a sync ``Memory`` runs behind :class:`ThreadedBackend`).
 
     ``on_close`` runs when the server shuts down (closing the memory and the key store).
     With ``mcp`` (and the ``mcp`` extra installed) the MCP server's streamable HTTP endpoint
-    is served at ``/mcp`` with the same keys; ``host`` is the address served, for the SDK's
-    DNS-rebinding protection (on for 127.0.0.1/localhost)."""
+    is served at ``/mcp`` with the same keys and rate limits; ``host`` is the address
+    served, for the SDK's DNS-rebinding protection (on for 127.0.0.1/localhost). The rate
+    limits live in ``redis`` (a connected client) when given, else in the store's counters
+    (shared by every process on the store), else in this process."""
     backend = ThreadedBackend(memory) if isinstance(memory, Memory) else memory
-    mcp_run = _mount_mcp(backend, keys, host) if mcp else None
+    store = memory.store if isinstance(memory, Memory) else None
+
+    def limiter(rate: float, burst: int) -> Limiter:
+        return shared_limiter(
+            rate, burst, store=store, redis=redis, prefix=redis_prefix, batch=limits.shared_batch
+        )
+
+    key_limiter = limiter(limits.rate, limits.burst)
+    tenant_limiter = (
+        limiter(limits.tenant_rate, limits.tenant_burst_or_default)
+        if limits.tenant_rate > 0
+        else None
+    )
+    mcp_run = _mount_mcp(backend, keys, host, key_limiter, tenant_limiter) if mcp else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -96,8 +127,12 @@ def create_app(
         openapi_url="/openapi.json",
         lifespan=lifespan,
     )
+    local = (SQLiteKeyStore, InMemoryKeyStore)  # a local file or a dict: no waiting
+    blocking_auth = not isinstance(keys, local) or any(
+        isinstance(x, SharedRateLimiter) for x in (key_limiter, tenant_limiter)
+    )
     app.state.memstrata = ServerState(
-        backend, keys, RateLimiter(limits.rate, limits.burst), job_counts
+        backend, keys, key_limiter, job_counts, tenant_limiter, blocking_auth
     )
     metrics = Metrics(job_counts)
     install_handlers(app)
@@ -129,7 +164,11 @@ def create_app(
 
 
 def _mount_mcp(
-    backend: MemoryBackend, keys: KeyStore, host: str
+    backend: MemoryBackend,
+    keys: KeyStore,
+    host: str,
+    key_limiter: Limiter,
+    tenant_limiter: Limiter | None,
 ) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]] | None:
     """The MCP endpoint over the same backend and keys, or None without the ``mcp`` extra."""
     from ..mcp_server import require_mcp_extra
@@ -143,7 +182,7 @@ def _mount_mcp(
     from ..mcp_server.server import build_mcp_server, mcp_endpoint
 
     server = build_mcp_server(backend, Identity(keys=keys))
-    return mcp_endpoint(server, keys, host=host)
+    return mcp_endpoint(server, keys, host=host, limits=(key_limiter, tenant_limiter))
 
 
 def _ops_routes(app: FastAPI, metrics: Metrics) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import Depends, Path, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..scope import Scope
 from .errors import ApiError
 from .keys import ApiKey, Role
+from .limits import rate_refusal
 from .state import state_of
 
 __all__ = ["Caller", "CallerDep", "UserPath", "require_admin"]
@@ -84,7 +86,16 @@ async def _caller(
     challenge = {"WWW-Authenticate": "Bearer"}
     if not secret:
         raise ApiError(401, "unauthorized", _MISSING, challenge)
-    key = state.keys.authenticate(secret.strip())
+
+    def check() -> tuple[ApiKey | None, ApiError | None]:
+        key = state.keys.authenticate(secret.strip())
+        if key is None:
+            return None, None
+        return key, rate_refusal(state.limiter, state.tenant_limiter, key.id, key.tenant)
+
+    # A lookup over the network (PostgreSQL keys, shared rate counters) must not stall the
+    # event loop, and every other request of this process with it: it runs in a thread.
+    key, refusal = await anyio.to_thread.run_sync(check) if state.blocking_auth else check()
     if key is None:
         raise ApiError(
             401,
@@ -94,15 +105,8 @@ async def _caller(
         )
     request.state.tenant = key.tenant
     request.state.key_id = key.id
-    wait = state.limiter.acquire(key.id)
-    if wait:
-        raise ApiError(
-            429,
-            "rate_limited",
-            f"rate limit of {state.limiter.rate:g} requests/s for this key exceeded; "
-            "retry after the Retry-After seconds",
-            {"Retry-After": state.limiter.retry_after(wait)},
-        )
+    if refusal is not None:
+        raise refusal
     return Caller(key)
 
 

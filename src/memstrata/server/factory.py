@@ -38,6 +38,10 @@ class ServeConfig:
     background: bool = True
     host: str = "127.0.0.1"  # the address served (the MCP endpoint's rebinding protection)
     mcp: bool = True  # serve the MCP endpoint at /mcp too
+    redis: str | None = None  # hot state (Memory(buffer=)) and the shared rate limits
+    tenant_rate: float = 0.0
+    tenant_burst: int = 0
+    shared_batch: int = 1
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -67,28 +71,59 @@ def open_server_memory(config: ServeConfig) -> Memory:
         llm = openai_llm(
             llm.split(":", 1)[1], base_url=config.openai_base_url, api_key=config.openai_api_key
         )
-    return Memory(config.url, embedder=embedder, llm=llm, background=config.background)
+    return Memory(
+        config.url, embedder=embedder, llm=llm, background=config.background, buffer=config.redis
+    )
 
 
 def build_app(config: ServeConfig) -> tuple[FastAPI, Memory, KeyStore]:
     memory = open_server_memory(config)
+    redis: Any = None
     try:
         keys = open_key_store(config.url)
     except BaseException:
         memory.close()
         raise
+    if config.redis is not None:  # a client of its own for the rate limits
+        from ..store.redis_hot import open_redis
+
+        try:
+            redis = open_redis(config.redis)
+        except BaseException:
+            keys.close()
+            memory.close()
+            raise
 
     def close() -> None:
         keys.close()
         memory.close()
+        if redis is not None:
+            redis.close()
 
     limits = Limits(
         rate=config.rate,
         burst=config.burst,
         max_body=config.max_body,
         max_import_body=config.max_import_body,
+        tenant_rate=config.tenant_rate,
+        tenant_burst=config.tenant_burst,
+        shared_batch=config.shared_batch,
     )
-    app = create_app(memory, keys, limits=limits, on_close=close, mcp=config.mcp, host=config.host)
+    prefix = "memstrata"
+    if config.redis is not None:
+        from ..store.redis_hot import buffer_prefix
+
+        prefix = buffer_prefix(config.redis)
+    app = create_app(
+        memory,
+        keys,
+        limits=limits,
+        on_close=close,
+        mcp=config.mcp,
+        host=config.host,
+        redis=redis,
+        redis_prefix=prefix,
+    )
     return app, memory, keys
 
 

@@ -1,7 +1,10 @@
-"""Request limits: a per-key token bucket (429) and a request body cap (413).
+"""Request limits: rate limits per key and per tenant (429) and a request body cap (413).
 
-The rate limiter is per process: with ``--workers N`` each process allows the rate on its
-own (a shared Redis counter is the scale-out plan, DESIGN §10).
+The server's rate limits are shared by every process that serves the same store
+(:func:`shared_limiter`, DESIGN §10): a token bucket per key in Redis when one is configured,
+else fixed windows in the durable store's counters, so ``--workers N`` (or N hosts) allow the
+rate once between them, not once each. :class:`RateLimiter` is the bucket of one process
+(what the shared limiter falls back to without Redis or a store that keeps counters).
 """
 
 from __future__ import annotations
@@ -11,13 +14,55 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import error_response
+from ..ratelimit import SharedRateLimiter
+from ..store.quota_counters import QuotaCounters
+from .errors import ApiError, error_response
 
-__all__ = ["BodyLimit", "RateLimiter"]
+__all__ = ["BodyLimit", "Limiter", "RateLimiter", "rate_refusal", "shared_limiter"]
+
+
+class Limiter(Protocol):
+    """What the server asks of a rate limiter (:class:`RateLimiter`,
+    :class:`~memstrata.ratelimit.SharedRateLimiter`)."""
+
+    @property
+    def rate(self) -> float: ...
+    @property
+    def enabled(self) -> bool: ...
+    def acquire(self, key: str) -> float:
+        """0 when the request may go, else the seconds until it could."""
+        ...
+
+    def retry_after(self, wait: float) -> str: ...
+
+
+def shared_limiter(
+    rate: float,
+    burst: int,
+    *,
+    store: Any = None,
+    redis: Any = None,
+    prefix: str = "memstrata",
+    batch: int = 1,
+) -> Limiter:
+    """The limit every process on ``store`` shares: in Redis (a connected ``redis`` client),
+    else in the store's durable counters, else (a store without counters) in this process.
+
+    ``store`` may be a Redis front (its ``durable`` store is used, so a Redis outage falls
+    back to the durable counters); ``batch`` is how many requests a process takes from the
+    durable counters per write (see :class:`~memstrata.ratelimit.SharedRateLimiter`)."""
+    durable = getattr(store, "durable", store)
+    fallback = durable if isinstance(durable, QuotaCounters) else None
+    if rate <= 0 or (redis is None and fallback is None):
+        return RateLimiter(rate, burst)
+    return SharedRateLimiter(
+        rate, max(1, burst), client=redis, fallback=fallback, prefix=prefix, batch=batch
+    )
 
 
 @dataclass(slots=True)
@@ -62,6 +107,36 @@ class RateLimiter:
     @staticmethod
     def retry_after(wait: float) -> str:
         return str(max(1, math.ceil(wait)))
+
+
+def rate_refusal(
+    key_limiter: Limiter, tenant_limiter: Limiter | None, key_id: str, tenant: str
+) -> ApiError | None:
+    """The 429 for a request of key ``key_id`` of ``tenant``, or None when it may go.
+
+    The key's own limit is checked first, so a key over its limit does not use up the
+    tenant's requests (other keys of the tenant keep their share)."""
+    wait = key_limiter.acquire(f"key:{key_id}")
+    if wait:
+        return ApiError(
+            429,
+            "rate_limited",
+            f"rate limit of {key_limiter.rate:g} requests/s for this key exceeded; "
+            "retry after the Retry-After seconds",
+            {"Retry-After": key_limiter.retry_after(wait)},
+        )
+    if tenant_limiter is None:
+        return None
+    wait = tenant_limiter.acquire(f"tenant:{tenant}")
+    if wait:
+        return ApiError(
+            429,
+            "rate_limited",
+            f"rate limit of {tenant_limiter.rate:g} requests/s for tenant {tenant!r} (all its "
+            "keys together) exceeded; retry after the Retry-After seconds",
+            {"Retry-After": tenant_limiter.retry_after(wait)},
+        )
+    return None
 
 
 class _TooLarge(HTTPException):

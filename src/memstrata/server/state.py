@@ -1,4 +1,4 @@
-"""What one server process holds: the memory backend, the key store and the limits."""
+"""What one server process holds: the memory backend, the key store and the rate limits."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from .backend import MemoryBackend
 from .keys import KeyStore
-from .limits import RateLimiter
+from .limits import Limiter
 
 __all__ = ["ServerState", "state_of"]
 
@@ -18,8 +18,10 @@ __all__ = ["ServerState", "state_of"]
 class ServerState:
     backend: MemoryBackend
     keys: KeyStore
-    limiter: RateLimiter
+    limiter: Limiter  # per API key
     job_counts: Callable[[], Mapping[str, int] | None]
+    tenant_limiter: Limiter | None = None  # per tenant, over all its keys (None: no limit)
+    blocking_auth: bool = False  # the key check or the limits wait on I/O: run them in a thread
 
 
 def state_of(app: FastAPI) -> ServerState:

@@ -56,8 +56,9 @@ def _tokenizer() -> sqlite3.Connection:
     global _conn
     if _conn is None:
         conn = sqlite3.connect(":memory:", check_same_thread=False)
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5 (terms, "
-                     "tokenize = 'unicode61 remove_diacritics 0')")
+        conn.execute(
+            "CREATE VIRTUAL TABLE t USING fts5 (terms, tokenize = 'unicode61 remove_diacritics 0')"
+        )
         conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, 'instance')")
         _conn = conn
     return _conn
@@ -101,8 +102,11 @@ def phrase_count(doc: Sequence[str], phrase: Sequence[str]) -> int:
     if n == 0:
         return 0
     first = phrase[0]
-    return sum(1 for i in range(len(doc) - n + 1)
-               if doc[i] == first and tuple(doc[i:i + n]) == tuple(phrase))
+    return sum(
+        1
+        for i in range(len(doc) - n + 1)
+        if doc[i] == first and tuple(doc[i : i + n]) == tuple(phrase)
+    )
 
 
 def idf(rows: int, hits: int) -> float:

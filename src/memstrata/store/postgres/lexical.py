@@ -36,7 +36,8 @@ def _bump_df(conn: psycopg.Connection[Any], deltas: Counter[str]) -> None:
         f"INSERT INTO lex_df (token, slot, df) SELECT t, {_SLOT}, d "
         "FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS u(t, d, o) ORDER BY o "
         "ON CONFLICT (token, slot) DO UPDATE SET df = lex_df.df + excluded.df",
-        ([t for t, _ in items], [d for _, d in items]))
+        ([t for t, _ in items], [d for _, d in items]),
+    )
 
 
 def _bump_stats(conn: psycopg.Connection[Any], docs: int, tokens: int) -> None:
@@ -44,11 +45,16 @@ def _bump_stats(conn: psycopg.Connection[Any], docs: int, tokens: int) -> None:
         conn.execute(
             f"INSERT INTO lex_stats (slot, docs, tokens) VALUES ({_SLOT}, %s, %s) "
             "ON CONFLICT (slot) DO UPDATE SET docs = lex_stats.docs + excluded.docs, "
-            "tokens = lex_stats.tokens + excluded.tokens", (docs, tokens))
+            "tokens = lex_stats.tokens + excluded.tokens",
+            (docs, tokens),
+        )
 
 
-def index(conn: psycopg.Connection[Any], docs: Sequence[tuple[int, str, Sequence[str]]],
-          old: Sequence[tuple[int, str, Sequence[str]]] = ()) -> None:
+def index(
+    conn: psycopg.Connection[Any],
+    docs: Sequence[tuple[int, str, Sequence[str]]],
+    old: Sequence[tuple[int, str, Sequence[str]]] = (),
+) -> None:
     """Index ``(seq, scope_tok, document tokens)`` rows (the records already hold their
     ``lex_tokens``), replacing the postings of ``old`` rows; statistics kept in step."""
     df: Counter[str] = Counter()
@@ -76,67 +82,84 @@ def index(conn: psycopg.Connection[Any], docs: Sequence[tuple[int, str, Sequence
         conn.execute(
             "INSERT INTO lex_postings (scope_tok, token, seq, tf) "
             "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::int[])",
-            (p_scope, p_token, p_seq, p_tf))
+            (p_scope, p_token, p_seq, p_tf),
+        )
     _bump_df(conn, df)
     _bump_stats(conn, ndocs, tokens)
 
 
-def unindex_rows(conn: psycopg.Connection[Any], rows: Sequence[tuple[int, str, Sequence[str]]]
-                 ) -> tuple[Counter[str], int, int]:
+def unindex_rows(
+    conn: psycopg.Connection[Any], rows: Sequence[tuple[int, str, Sequence[str]]]
+) -> tuple[Counter[str], int, int]:
     """Delete the postings of ``(seq, scope_tok, tokens)`` rows; return what to subtract."""
     df: Counter[str] = Counter()
     tokens = 0
     for seq, scope_tok, toks in rows:
         distinct = sorted(set(toks))
         if distinct:
-            conn.execute("DELETE FROM lex_postings WHERE scope_tok = %s AND token = ANY(%s) "
-                         "AND seq = %s", (scope_tok, distinct, seq))
+            conn.execute(
+                "DELETE FROM lex_postings WHERE scope_tok = %s AND token = ANY(%s) AND seq = %s",
+                (scope_tok, distinct, seq),
+            )
         df.update(distinct)
         tokens += len(toks) + 1
     return df, len(rows), tokens
 
 
-def unindex(conn: psycopg.Connection[Any], rows: Sequence[tuple[int, str, Sequence[str]]]
-            ) -> None:
+def unindex(conn: psycopg.Connection[Any], rows: Sequence[tuple[int, str, Sequence[str]]]) -> None:
     """Remove records from the index (purge), keeping the statistics in step."""
     df, docs, tokens = unindex_rows(conn, rows)
     _bump_df(conn, Counter({t: -n for t, n in df.items()}))
     _bump_stats(conn, -docs, -tokens)
 
 
-def unindex_scope(conn: psycopg.Connection[Any], tenant: str, user: str, scope_tok: str
-                  ) -> None:
+def unindex_scope(conn: psycopg.Connection[Any], tenant: str, user: str, scope_tok: str) -> None:
     """Remove every posting of one user (purge_user), keeping the statistics in step.
 
     Runs before the user's records are deleted: their lengths are read from them.
     """
-    stats = conn.execute('SELECT count(*) AS n, coalesce(sum(lex_len), 0) AS t FROM records '
-                         'WHERE tenant = %s AND "user" = %s', (tenant, user)).fetchone()
-    gone = conn.execute("DELETE FROM lex_postings WHERE scope_tok = %s RETURNING token",
-                        (scope_tok,)).fetchall()
+    stats = conn.execute(
+        "SELECT count(*) AS n, coalesce(sum(lex_len), 0) AS t FROM records "
+        'WHERE tenant = %s AND "user" = %s',
+        (tenant, user),
+    ).fetchone()
+    gone = conn.execute(
+        "DELETE FROM lex_postings WHERE scope_tok = %s RETURNING token", (scope_tok,)
+    ).fetchall()
     df = Counter(str(r["token"]) for r in gone)
     _bump_df(conn, Counter({t: -n for t, n in df.items()}))
     if stats is not None:
         _bump_stats(conn, -int(stats["n"]), -int(stats["t"]))
 
 
-def statistics(conn: psycopg.Connection[Any], tokens: Sequence[str]
-               ) -> tuple[int, int, dict[str, int]]:
+def statistics(
+    conn: psycopg.Connection[Any], tokens: Sequence[str]
+) -> tuple[int, int, dict[str, int]]:
     """``(rows, total tokens, df per token)``, table-wide."""
-    stats = conn.execute("SELECT coalesce(sum(docs), 0) AS d, coalesce(sum(tokens), 0) AS t "
-                         "FROM lex_stats").fetchone()
+    stats = conn.execute(
+        "SELECT coalesce(sum(docs), 0) AS d, coalesce(sum(tokens), 0) AS t FROM lex_stats"
+    ).fetchone()
     docs, total = (int(stats["d"]), int(stats["t"])) if stats else (0, 0)
     df: dict[str, int] = {}
     if tokens:
-        for r in conn.execute("SELECT token, sum(df) AS n FROM lex_df WHERE token = ANY(%s) "
-                              "GROUP BY token", (sorted(set(tokens)),)).fetchall():
+        for r in conn.execute(
+            "SELECT token, sum(df) AS n FROM lex_df WHERE token = ANY(%s) GROUP BY token",
+            (sorted(set(tokens)),),
+        ).fetchall():
             df[str(r["token"])] = int(r["n"])
     return docs, total, df
 
 
-def search_rows(conn: psycopg.Connection[Any], scope_tok: str, terms: Sequence[str],
-                where: str, args: Sequence[Any], limit: int | None, *,
-                columns: str = "r.*") -> list[dict[str, Any]]:
+def search_rows(
+    conn: psycopg.Connection[Any],
+    scope_tok: str,
+    terms: Sequence[str],
+    where: str,
+    args: Sequence[Any],
+    limit: int | None,
+    *,
+    columns: str = "r.*",
+) -> list[dict[str, Any]]:
     """Matching records (every column plus ``score``), best first, ties by insertion.
 
     ``where``/``args`` restrict ``r`` (the records row) to the scope and the SQL filters.
@@ -145,42 +168,81 @@ def search_rows(conn: psycopg.Connection[Any], scope_tok: str, terms: Sequence[s
     live = [(i, p) for i, p in enumerate(phrases) if p]
     if not live:
         return []
+    if all(len(p) == 1 for _, p in live):
+        return _search_tokens(conn, scope_tok, live, where, args, limit, columns)
     wanted = sorted({t for _, p in live for t in p})
     docs, total, df = statistics(conn, wanted)
     if docs == 0:
         return []
     avgdl = total / docs
-    if all(len(p) == 1 for _, p in live):
-        idfs = [fts5.idf(docs, df.get(p[0], 0)) for _, p in live]
-        # The scope and filters apply where each posting meets its record (that join is
-        # needed for the record's length anyway), so only matching records are scored, the
-        # top ``limit`` are cut before the last join, and no scan of the user's records runs.
-        top = " ORDER BY score DESC, seq LIMIT %s" if limit is not None else ""
-        sql = (
-            "WITH q AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) "
-            "AS q(ord, token, idf)), "
-            "hits AS (SELECT p.seq, q.ord, q.idf * ((p.tf::float8 * %s::float8) / "
-            "(p.tf::float8 + %s::float8 * (%s::float8 + %s::float8 * r.lex_len::float8 "
-            "/ %s::float8))) AS part FROM q JOIN lex_postings p ON p.scope_tok = %s AND "
-            f"p.token = q.token JOIN records r ON r.seq = p.seq WHERE {where}), "
-            "scored AS (SELECT seq, sum(part ORDER BY ord) AS score FROM hits GROUP BY seq"
-            f"{top}) "
-            f"SELECT {columns}, s.score FROM scored s JOIN records r ON r.seq = s.seq "
-            "ORDER BY s.score DESC, r.seq")
-        params: list[Any] = [[i for i, _ in live], [p[0] for _, p in live], idfs,
-                             fts5.K1_PLUS_1, fts5.K1, fts5.ONE_MINUS_B, fts5.B, avgdl,
-                             scope_tok, *args]
-        if limit is not None:
-            params.append(limit)
-        return list(conn.execute(sql, params).fetchall())
-    return _search_phrases(conn, scope_tok, phrases, docs, avgdl, df, where, args, limit,
-                           columns)
+    return _search_phrases(conn, scope_tok, phrases, docs, avgdl, df, where, args, limit, columns)
 
 
-def _search_phrases(conn: psycopg.Connection[Any], scope_tok: str,
-                    phrases: list[tuple[str, ...]], docs: int, avgdl: float,
-                    df: dict[str, int], where: str, args: Sequence[Any],
-                    limit: int | None, columns: str) -> list[dict[str, Any]]:
+# One statement (one round trip): the table-wide statistics, each token's idf, the postings
+# scored where they meet their records (scope and filters apply there, as that join is needed
+# for the record's length anyway), the top ``limit`` cut before the last join. The idf and
+# avgdl are computed in double precision with the operations of ``fts5.idf`` in the same
+# order (``ln`` is the C library's ``log``, as Python's ``math.log``): bit-equal scores.
+_TOKENS = (
+    "WITH st AS (SELECT coalesce(sum(docs), 0)::float8 AS n, "
+    "coalesce(sum(tokens), 0)::float8 AS t FROM lex_stats), "
+    "raw AS (SELECT u.ord, u.token, ln((st.n - d.df + 0.5::float8) / (d.df + 0.5::float8)) "
+    "AS x FROM unnest(%s::int[], %s::text[]) AS u(ord, token) CROSS JOIN st "
+    "CROSS JOIN LATERAL (SELECT coalesce(sum(df), 0)::float8 AS df FROM lex_df "
+    "WHERE lex_df.token = u.token) d), "
+    "q AS (SELECT ord, token, CASE WHEN x > 0.0::float8 THEN x ELSE '1e-6'::float8 END AS idf "
+    "FROM raw), "
+    "hits AS (SELECT p.seq, q.ord, q.idf * ((p.tf::float8 * %s::float8) / "
+    "(p.tf::float8 + %s::float8 * (%s::float8 + %s::float8 * r.lex_len::float8 "
+    "/ (SELECT t / nullif(n, 0.0::float8) FROM st)))) AS part "
+    "FROM q JOIN lex_postings p ON p.scope_tok = %s AND "
+    "p.token = q.token JOIN records r ON r.seq = p.seq WHERE {where}), "
+    "scored AS (SELECT seq, sum(part ORDER BY ord) AS score FROM hits GROUP BY seq{top}) "
+    "SELECT {columns}, s.score FROM scored s JOIN records r ON r.seq = s.seq "
+    "ORDER BY s.score DESC, r.seq"
+)
+
+
+def _search_tokens(
+    conn: psycopg.Connection[Any],
+    scope_tok: str,
+    live: list[tuple[int, tuple[str, ...]]],
+    where: str,
+    args: Sequence[Any],
+    limit: int | None,
+    columns: str,
+) -> list[dict[str, Any]]:
+    """Every phrase is one token (nearly every query): scored in SQL, in one statement."""
+    top = " ORDER BY score DESC, seq LIMIT %s" if limit is not None else ""
+    params: list[Any] = [
+        [i for i, _ in live],
+        [p[0] for _, p in live],
+        fts5.K1_PLUS_1,
+        fts5.K1,
+        fts5.ONE_MINUS_B,
+        fts5.B,
+        scope_tok,
+        *args,
+    ]
+    if limit is not None:
+        params.append(limit)
+    return list(
+        conn.execute(_TOKENS.format(where=where, top=top, columns=columns), params).fetchall()
+    )
+
+
+def _search_phrases(
+    conn: psycopg.Connection[Any],
+    scope_tok: str,
+    phrases: list[tuple[str, ...]],
+    docs: int,
+    avgdl: float,
+    df: dict[str, int],
+    where: str,
+    args: Sequence[Any],
+    limit: int | None,
+    columns: str,
+) -> list[dict[str, Any]]:
     """The rare path: a phrase of several tokens (e.g. a term with ``・`` inside)."""
     idfs: list[float] = []
     for p in phrases:
@@ -190,15 +252,18 @@ def _search_phrases(conn: psycopg.Connection[Any], scope_tok: str,
             idfs.append(fts5.idf(docs, df.get(p[0], 0)))
         else:
             # Rows anywhere in the table holding the phrase: a scan, on this rare path only.
-            rows = conn.execute("SELECT lex_tokens FROM records WHERE lex_tokens @> %s",
-                                (list(p),)).fetchall()
+            rows = conn.execute(
+                "SELECT lex_tokens FROM records WHERE lex_tokens @> %s", (list(p),)
+            ).fetchall()
             hits = sum(1 for r in rows if fts5.phrase_count(r["lex_tokens"], p))
             idfs.append(fts5.idf(docs, hits))
     first = sorted({p[0] for p in phrases if p})
     rows = conn.execute(
         f"SELECT {columns}, r.lex_tokens, r.lex_len FROM records r WHERE r.seq IN "
         "(SELECT seq FROM lex_postings WHERE "
-        f"scope_tok = %s AND token = ANY(%s)) AND {where}", [scope_tok, first, *args]).fetchall()
+        f"scope_tok = %s AND token = ANY(%s)) AND {where}",
+        [scope_tok, first, *args],
+    ).fetchall()
     scored: list[tuple[float, int, dict[str, Any]]] = []
     for row in rows:
         doc = list(row["lex_tokens"])

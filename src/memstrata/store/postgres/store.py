@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -141,8 +142,13 @@ class PostgresStore:
         self._vectors = VectorCache(vector_cache_rows)
         self._inserted = 0  # rows inserted since this process last refreshed statistics
         self._analyzed_at = 0
-        self._hnsw: set[int] = set()
+        self._hnsw: set[int] = set()  # dims whose large users' indexes were ensured (dump.py)
+        self._hnsw_users: set[tuple[str, str, int]] = set()  # users known to have an index
         self._hnsw_lock = threading.Lock()
+        # Per (tenant, user, dims): the vector count last read and how many this process has
+        # written since; counted again once the user may have passed exact_below (at most
+        # every 1,000 vectors: other processes write too, and a search builds a missing index).
+        self._counted: dict[tuple[str, str, int], tuple[int, int]] = {}
         self._listener: Any = None
 
     def __repr__(self) -> str:
@@ -157,13 +163,18 @@ class PostgresStore:
 
     # --- transactions --------------------------------------------------------------------
     @contextmanager
-    def _tx(self) -> Iterator[Any]:
-        """One write transaction (READ COMMITTED; rows read before a write are locked)."""
+    def _tx(self, *, pipeline: bool = False) -> Iterator[Any]:
+        """One write transaction (READ COMMITTED; rows read before a write are locked).
+
+        ``pipeline``: statements are sent without waiting for each answer (psycopg's
+        pipeline mode), so a transaction whose statements return nothing costs one round
+        trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
         import psycopg
 
         committing = False
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection() as conn, (
+                    conn.pipeline() if pipeline else contextlib.nullcontext()):
                 tx = conn.transaction()
                 tx.__enter__()
                 try:
@@ -181,7 +192,7 @@ class PostgresStore:
         """A write transaction whose commit does not wait for the WAL flush: for counters
         and cache entries only, which a server crash may lose (the Counters contract
         allows it) but which must not cost every search a disk flush."""
-        with self._tx() as conn:
+        with self._tx(pipeline=True) as conn:
             conn.execute("SET LOCAL synchronous_commit TO OFF")
             yield conn
 
@@ -277,20 +288,56 @@ class PostgresStore:
             raise ValidationError(
                 f"record {r.id!r} says embedding_dims={r.embedding_dims} but its vector has "
                 f"{dims} dimensions; embed it with the store's model")
-        self._ensure_hnsw(dims)
         return dims, PgVector(np.frombuffer(blob, dtype="<f4"))
 
     def _ensure_hnsw(self, dims: int) -> None:
-        if dims in self._hnsw or dims > 2000:  # pgvector's HNSW indexes up to 2,000 dims
+        """Ensure the HNSW index of every user with at least ``exact_below`` vectors of
+        ``dims`` (after a bulk load, which defers them)."""
+        if dims > 2000:  # pgvector's HNSW indexes up to 2,000 dims
+            return
+        with self._read() as c:
+            big = c.execute('SELECT tenant, "user" FROM vectors WHERE dims = %s '
+                            'GROUP BY tenant, "user" HAVING count(*) >= %s',
+                            (dims, self.options.exact_below)).fetchall()
+        for row in big:
+            self._ensure_user_hnsw(row["tenant"], row["user"], dims)
+        self._hnsw.add(dims)
+
+    def _ensure_user_hnsw(self, tenant: str, user: str, dims: int) -> None:
+        """Build one user's HNSW index if it is missing (once per process and user)."""
+        key = (tenant, user, dims)
+        if key in self._hnsw_users or dims > 2000:
             return
         with self._hnsw_lock:
-            if dims in self._hnsw:
+            if key in self._hnsw_users:
                 return
             with self._write() as c:
                 c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 11))",
-                          (f"hnsw:{self.options.schema}:{dims}",))
-                ensure_hnsw(c, self.options.schema, dims)
-            self._hnsw.add(dims)
+                          (f"hnsw:{self.options.schema}:{dims}:{tenant}\x1f{user}",))
+                ensure_hnsw(c, self.options.schema, dims, tenant, user)
+            self._hnsw_users.add(key)
+
+    def _check_large(self, added: Mapping[tuple[str, str, int], int]) -> None:
+        """After vectors were written: a user who now has ``exact_below`` or more (counted
+        on their first write in this process, then whenever the writes since could have
+        taken them past it) gets an HNSW index."""
+        for (tenant, user, dims), n in sorted(added.items()):
+            key = (tenant, user, dims)
+            if key in self._hnsw_users:
+                continue
+            seen = self._counted.get(key)
+            if seen is not None:
+                count, since = seen[0], seen[1] + n
+                if since < min(1000, self.options.exact_below - count):
+                    self._counted[key] = (count, since)
+                    continue
+            with self._read() as c:
+                count = int(c.execute('SELECT count(*) AS n FROM vectors WHERE tenant = %s '
+                                      'AND "user" = %s AND dims = %s',
+                                      (tenant, user, dims)).fetchone()["n"])
+            self._counted[key] = (count, 0)
+            if count >= self.options.exact_below:
+                self._ensure_user_hnsw(tenant, user, dims)
 
     # --- unit of work ---------------------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[UnitOfWork]:
@@ -302,6 +349,7 @@ class PostgresStore:
             uow = _PgUnitOfWork(self, c)
             yield uow
         self._grew(uow.inserted)
+        self._check_large(uow.vectors)
 
     # --- records -------------------------------------------------------------------------------
     def insert(self, writes: Sequence[RecordWrite]) -> None:
@@ -309,6 +357,7 @@ class PostgresStore:
         with self._write() as c:
             self._insert(c, prepared)
         self._grew(len(prepared))
+        self._check_large(_vector_counts(prepared))
 
     def _grew(self, rows: int) -> None:
         """Refresh the planner's statistics when this process has grown the tables a lot.
@@ -641,6 +690,7 @@ class PostgresStore:
             if count == 0:
                 return []
             if count >= self.options.exact_below and query.size <= 2000:
+                self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
                 return hnsw_search(c, scope, query, k, filters)
             cache = self._vectors.load(c, scope.tenant, scope.user, query.size, generation,
                                        max_vseq)
@@ -730,8 +780,6 @@ class PostgresStore:
                 raise ValidationError(f"vector for {record.id!r} has {len(blob) // 4} "
                                       f"dimensions, but set_vectors was told {dims}")
             checked.append((record, PgVector(np.frombuffer(blob, dtype="<f4"))))
-        if checked:
-            self._ensure_hnsw(dims)
         with self._write() as c:
             users: set[tuple[str, str]] = set()
             for record, vec in checked:
@@ -747,6 +795,7 @@ class PostgresStore:
                 users.add((record.tenant, record.user))
             for tenant, user in sorted(users):
                 self._bump(c, tenant, user)
+        self._check_large(Counter((r.tenant, r.user, dims) for r, _ in checked))
 
     # --- jobs -------------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:
@@ -872,6 +921,11 @@ class PostgresStore:
         return [r for r in records if filters.matches(r)][offset:offset + limit]
 
 
+def _vector_counts(prepared: Sequence[_Prepared]) -> Counter[tuple[str, str, int]]:
+    return Counter((p.write.record.tenant, p.write.record.user, p.vector[0])
+                   for p in prepared if p.vector is not None)
+
+
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     """A write validated and encoded outside any transaction."""
@@ -898,6 +952,7 @@ class _PgUnitOfWork:
         self._s = store
         self._c = conn
         self.inserted = 0
+        self.vectors: Counter[tuple[str, str, int]] = Counter()
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
             ) -> MemoryRecord:
@@ -914,8 +969,10 @@ class _PgUnitOfWork:
         return self._s._find_by_hash(self._c, scope, content_hash, types)
 
     def insert(self, writes: Sequence[RecordWrite]) -> None:
-        self._s._insert(self._c, self._s._prepare(writes))
+        prepared = self._s._prepare(writes)
+        self._s._insert(self._c, prepared)
         self.inserted += len(writes)
+        self.vectors.update(_vector_counts(prepared))
 
     def append_turns(self, writes: Sequence[RecordWrite]) -> None:
         _check_turns(writes)

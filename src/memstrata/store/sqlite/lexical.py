@@ -11,9 +11,11 @@ and ranked with ``bm25(lexical, 0.0, 1.0)`` so the scope column adds nothing to 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["BM25_WEIGHTS", "match_expression", "quote_term", "terms_text"]
+__all__ = ["BM25_WEIGHTS", "match_expression", "quote_term", "ranked", "terms_text"]
 
 # bm25() weights per column (scope_tok, terms); FTS5's bm25 is "lower is better".
 BM25_WEIGHTS = "0.0, 1.0"
@@ -35,3 +37,45 @@ def match_expression(scope_tok: str, terms: Sequence[str]) -> str | None:
         return None
     body = " OR ".join(quote_term(t) for t in unique)
     return f"scope_tok : {quote_term(scope_tok)} AND terms : ({body})"
+
+
+# The index alone, best first: no record is read for a row that cannot make the top.
+_TOP = (
+    f"SELECT rowid, bm25(lexical, {BM25_WEIGHTS}) FROM lexical WHERE lexical MATCH ? "
+    "ORDER BY 2, 1 LIMIT ?"
+)
+_SLACK = 32  # rows fetched beyond k for those the scope's other parts or the filters drop
+
+
+def ranked(
+    conn: sqlite3.Connection, expr: str, where: str, args: Sequence[Any], columns: str, k: int
+) -> list[tuple[sqlite3.Row, float]]:
+    """The best ``k`` records matching ``expr`` and ``where`` (over ``records r``), each with
+    its score (``-bm25``), best first and ties by insertion: what one join of the index with
+    ``records`` ordered by ``bm25, seq`` gives, without reading the record of every match.
+
+    The index ranks its matches by itself (``bm25`` depends on the matched row and table-wide
+    statistics only); the records of the best ``n`` are then read and checked against
+    ``where``. When fewer than ``k`` pass and the index had more than ``n`` matches, ``n``
+    grows and the index is asked again, so the answer is always that of the full join.
+    """
+    n = k + _SLACK
+    while True:
+        hits = conn.execute(_TOP, (expr, n)).fetchall()
+        if not hits:
+            return []
+        seqs = "[" + ",".join(str(int(h[0])) for h in hits) + "]"
+        # CROSS JOIN keeps this order (each hit looks up its record by seq); left to
+        # itself the planner scans the user's records by the scope index (30x slower).
+        admitted = {
+            int(row["seq"]): row
+            for row in conn.execute(
+                f"SELECT r.seq AS seq, {columns} FROM json_each(?) AS hit CROSS JOIN records r "
+                f"ON r.seq = hit.value WHERE {where}",
+                [seqs, *args],
+            )
+        }
+        out = [(admitted[int(seq)], -float(rank)) for seq, rank in hits if int(seq) in admitted]
+        if len(out) >= k or len(hits) < n:
+            return out[:k]
+        n *= 8

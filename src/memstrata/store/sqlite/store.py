@@ -20,7 +20,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -47,6 +46,7 @@ from . import dump, outbox
 from .codec import (
     COLUMNS,
     decode_record,
+    decode_time,
     decode_vector,
     encode_record,
     encode_time,
@@ -54,7 +54,7 @@ from .codec import (
     scope_token,
 )
 from .history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
-from .lexical import BM25_WEIGHTS, match_expression, terms_text
+from .lexical import BM25_WEIGHTS, match_expression, ranked, terms_text
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import VectorCache, dot, top_k
 from .where import filters_sql, in_list, needs_python, scope_sql
@@ -92,6 +92,9 @@ _UPSERT_VECTOR = ("INSERT INTO vectors (seq, tenant, user, model, dims, own, vec
                   "model = excluded.model, dims = excluded.dims, own = excluded.own, "
                   "vector = excluded.vector")
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
+_UPSERT_CACHE = ("INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
+                 "UPDATE SET dims = excluded.dims, vector = excluded.vector")
 _BUSY_TIMEOUT_S = 10.0
 _PAGE_SIZE = 8192
 _CHUNK = 500  # ids per IN (...) list
@@ -155,6 +158,12 @@ class SQLiteStore:
         self._touches: dict[int, tuple[int, datetime]] = {}
         self._counts: dict[tuple[int, str], int] = {}
         self._pending_since: float | None = None
+        # Buffered embedding-cache entries, (scope_tok, model, key) -> vector bytes: a search
+        # embeds its query and caches it, and that must not make the read path wait for the
+        # write lock. Written at the end of the next write transaction (the ones a record
+        # insert takes over are never written: the record keeps the vector, ``own``).
+        self._cache: dict[tuple[str, str, str], bytes] = {}
+        self._cache_inflight: dict[tuple[str, str, str], bytes] | None = None
         self._inflight: tuple[dict[int, tuple[int, datetime]],
                               dict[tuple[int, str], int]] | None = None
         self._gate = _Gate()
@@ -168,7 +177,7 @@ class SQLiteStore:
             self._flusher.shutdown(wait=True)
         with self._lock:
             try:
-                if self._touches or self._counts:
+                if self._touches or self._counts or self._cache:
                     self.flush_counters()
             finally:
                 self._vectors.clear()
@@ -195,6 +204,8 @@ class SQLiteStore:
                 if pending is not None:
                     self._write_counters(self._conn, *pending)
                 yield self._conn
+                if pending is not None:
+                    self._write_cache(self._conn)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 if pending is not None:
@@ -207,6 +218,7 @@ class SQLiteStore:
                         self._inflight = None
                 else:
                     self._conn.execute("COMMIT")
+                self._cache_inflight = None
             except sqlite3.Error as exc:
                 self._conn.execute("ROLLBACK")
                 if pending is not None:
@@ -348,6 +360,14 @@ class SQLiteStore:
         self._insert(c, writes)
 
     def _insert(self, c: sqlite3.Connection, writes: Sequence[RecordWrite]) -> None:
+        """Insert records with their index rows: the records one by one (each needs its
+        ``seq``, and a clash must name its id), then the lexical rows, the embedding-cache
+        moves and the vectors in one ``executemany`` each (a batch of turns is thousands of
+        statements otherwise). A new ``seq`` was never used (``AUTOINCREMENT``), so no old
+        lexical row can hold it: nothing is deleted first, as ``replace`` must."""
+        blobs = [self._check_vector(w.record, w.vector) if w.vector is not None else None
+                 for w in writes]  # every vector checked before anything is written
+        seqs: list[int] = []
         for w in writes:
             r = w.record
             try:
@@ -357,10 +377,59 @@ class SQLiteStore:
                     f"record id {r.id!r} exists already (or twice in this batch); nothing "
                     "was written: use replace() to update a record, new_id() for a new one"
                 ) from None
-            seq = int(cur.lastrowid or 0)
-            self._index(c, seq, r, w.terms)
-            if w.vector is not None:
-                self._store_vector(c, seq, r, w.vector)
+            seqs.append(int(cur.lastrowid or 0))
+        c.executemany("INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
+                      [(seq, scope_token(w.record.tenant, w.record.user), terms_text(w.terms))
+                       for seq, w in zip(seqs, writes, strict=True)])
+        owned = self._owned_cache_entries(c, [
+            (w.record, blob) for w, blob in zip(writes, blobs, strict=True)])
+        c.executemany(_UPSERT_VECTOR, [
+            (seq, w.record.tenant, w.record.user, w.record.embedding_model, len(blob) // 4,
+             int(i in owned), blob)
+            for i, (seq, w, blob) in enumerate(zip(seqs, writes, blobs, strict=True))
+            if blob is not None])
+
+    def _owned_cache_entries(self, c: sqlite3.Connection,
+                             items: Sequence[tuple[MemoryRecord, bytes | None]]) -> set[int]:
+        """Positions (in ``items``) of the vectors that move out of the embedding cache:
+        the cache holds the very same vector for the record's text, so the record keeps it
+        (``own = 1``) and the entry is deleted, as ``_store_vector`` does one at a time; of
+        several records with one text, the first takes the entry."""
+        wanted: dict[tuple[str, str, str], list[int]] = {}
+        for i, (r, blob) in enumerate(items):
+            if blob is not None and r.embedding_model is not None:
+                wanted.setdefault((scope_token(r.tenant, r.user), r.embedding_model,
+                                   r.content_hash), []).append(i)
+        by_owner: dict[tuple[str, str], list[str]] = {}
+        for tok, model, key in wanted:
+            by_owner.setdefault((tok, model), []).append(key)
+        owned: set[int] = set()
+        moved: list[tuple[str, str, str]] = []
+        with self._counter_lock:  # entries buffered until this transaction: never written
+            buffered = self._cache_inflight or {}
+            for entry, indexes in wanted.items():
+                blob = buffered.get(entry)
+                first = next((i for i in indexes if items[i][1] == blob), None)
+                if first is not None:
+                    owned.add(first)
+                    moved.append(entry)  # an older row of the key may exist: deleted below
+                    del buffered[entry]
+        for (tok, model), keys in by_owner.items():
+            taken = set(moved)
+            keys = [k for k in keys if (tok, model, k) not in taken]
+            for chunk in _chunks(keys):
+                sql, vals = in_list("key", chunk)
+                for key, blob in c.execute(
+                        f"SELECT key, vector FROM embedding_cache WHERE scope_tok = ? AND "
+                        f"model_id = ? AND {sql}", [tok, model, *vals]):
+                    first = next((i for i in wanted[(tok, model, key)]
+                                  if items[i][1] == bytes(blob)), None)
+                    if first is not None:
+                        owned.add(first)
+                        moved.append((tok, model, key))
+        c.executemany("DELETE FROM embedding_cache WHERE scope_tok = ? AND model_id = ? AND "
+                      "key = ?", moved)
+        return owned
 
     def _store_vector(self, c: sqlite3.Connection, seq: int, r: MemoryRecord,
                       vector: Vector) -> None:
@@ -508,6 +577,7 @@ class SQLiteStore:
                 "SELECT content_hash FROM records WHERE tenant = ? AND user = ? AND "
                 f"{in_list('content_hash', part)[0]}",
                 [scope.tenant, scope.user, *part])}
+            self._drop_buffered(tok, hashes - still)
             for part in _chunks(sorted(hashes - still)):
                 sql, vals = in_list("key", part)
                 counts["cache_entries"] += c.execute(
@@ -561,6 +631,7 @@ class SQLiteStore:
             ids = [r[0] for r in c.execute(
                 "SELECT id FROM records WHERE tenant = ?1 AND user = ?2 AND id NOT IN "
                 "(SELECT id FROM records WHERE tenant != ?1 OR user != ?2)", args)]
+            self._drop_buffered(tok)
             cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?",
                               (tok,)).rowcount
             c.execute("DELETE FROM lexical WHERE rowid IN "
@@ -689,7 +760,7 @@ class SQLiteStore:
 
     def flush_counters(self) -> None:
         with self._lock:
-            if self._touches or self._counts:
+            if self._touches or self._counts or self._cache:
                 with self._write():
                     pass  # a write transaction writes the buffer
 
@@ -700,7 +771,7 @@ class SQLiteStore:
         with self._counter_lock:
             if self._pending_since is None:
                 self._pending_since = now
-            due = (len(self._touches) + len(self._counts) >= _FLUSH_AT
+            due = (len(self._touches) + len(self._counts) + len(self._cache) >= _FLUSH_AT
                    or now - self._pending_since >= _FLUSH_AFTER_S)
             if not due or self._flushing:
                 return
@@ -727,6 +798,7 @@ class SQLiteStore:
             touches, counts = self._touches, self._counts
             self._touches, self._counts, self._pending_since = {}, {}, None
             self._inflight = (touches, counts) if touches or counts else None
+            self._cache_inflight, self._cache = self._cache, {}
         return touches, counts
 
     def _give_back_counters(self, touches: dict[int, tuple[int, datetime]],
@@ -734,6 +806,45 @@ class SQLiteStore:
         with self._counter_lock:
             self._inflight = None
             self._give_back_locked(touches, counts)
+            if self._cache_inflight:  # newer entries (buffered since) win
+                self._cache = {**self._cache_inflight, **self._cache}
+                if self._pending_since is None:
+                    self._pending_since = time.monotonic()
+            self._cache_inflight = None
+
+    def _write_cache(self, c: sqlite3.Connection) -> None:
+        """Write the embedding-cache entries this transaction took over (last, so that an
+        insert of records could take its vectors out of them first)."""
+        with self._counter_lock:
+            entries = dict(self._cache_inflight or {})
+        if entries:
+            c.executemany(_UPSERT_CACHE, [(tok, model, key, len(blob) // 4, blob)
+                                          for (tok, model, key), blob in entries.items()])
+
+    def _buffered_vectors(self, tok: str, model_id: str, keys: Sequence[str]
+                          ) -> dict[str, Vector]:
+        """Entries of ``keys`` buffered or being written (not yet in a snapshot)."""
+        out: dict[str, Vector] = {}
+        with self._counter_lock:
+            if not self._cache and not self._cache_inflight:
+                return out
+            for k in keys:
+                blob = self._cache.get((tok, model_id, k))
+                if blob is None and self._cache_inflight:
+                    blob = self._cache_inflight.get((tok, model_id, k))
+                if blob is not None:
+                    out[k] = decode_vector(blob)
+        return out
+
+    def _drop_buffered(self, tok: str, keys: set[str] | None = None) -> None:
+        """Forget buffered cache entries of one user (``keys``: only these): a purge must
+        not be followed by their write."""
+        with self._counter_lock:
+            for buf in (self._cache, self._cache_inflight):
+                if buf:
+                    for entry in [e for e in buf if e[0] == tok
+                                  and (keys is None or e[2] in keys)]:
+                        del buf[entry]
 
     def _pending_touch(self, seq: int) -> tuple[int, datetime] | None:
         """Accesses of ``seq`` not yet in the database (buffered or in flight)."""
@@ -772,16 +883,21 @@ class SQLiteStore:
                       [(seq, name, delta) for (seq, name), delta in counts.items()])
 
     def _dec(self, row: sqlite3.Row) -> MemoryRecord:
-        """Decode a row (selected with ``seq``) with its buffered accesses applied."""
-        record = decode_record(row)
+        """Decode a row (selected with ``seq``) with its buffered accesses applied.
+
+        They are applied to the row before decoding: ``dataclasses.replace`` on the record
+        would validate every field again (most of a decode's cost, for every record that a
+        recent search touched)."""
         if self._touches or self._inflight is not None:
             pending = self._pending_touch(int(row["seq"]))
             if pending is not None:
-                last = record.last_accessed_at
-                record = replace(record, access_count=record.access_count + pending[0],
-                                 last_accessed_at=pending[1] if last is None
-                                 else max(last, pending[1]))
-        return record
+                values = dict(zip(row.keys(), row, strict=True))
+                last = decode_time(values["last_accessed_at"])
+                values["access_count"] = int(values["access_count"]) + pending[0]
+                values["last_accessed_at"] = encode_time(
+                    pending[1] if last is None else max(last, pending[1]))
+                return decode_record(values)
+        return decode_record(row)
 
     # --- session buffer --------------------------------------------------------------------------
     def recent_turns(self, scope: Scope, n: int) -> list[MemoryRecord]:
@@ -838,28 +954,27 @@ class SQLiteStore:
             return []
         sw, sa = scope_sql(scope, "r.")
         fw, fa = filters_sql(filters, "r.")
-        python = needs_python(filters)
-        cols = "r.*" if python else "r.id"  # decoding is only needed to filter in Python
-        sql = (f"SELECT {cols}, -bm25(lexical, {BM25_WEIGHTS}) AS score FROM lexical "
+        if not needs_python(filters):
+            with self._read() as c:
+                return [Candidate(row["id"], score) for row, score in
+                        ranked(c, expr, f"{sw} AND {fw}", [*sa, *fa], "r.id", k)]
+        # Metadata filters run in Python on decoded records: every match is read.
+        sql = (f"SELECT r.*, -bm25(lexical, {BM25_WEIGHTS}) AS score FROM lexical "
                f"JOIN records r ON r.seq = lexical.rowid WHERE lexical MATCH ? AND {sw} AND {fw} "
                f"ORDER BY bm25(lexical, {BM25_WEIGHTS}), r.seq")
-        args: list[Any] = [expr, *sa, *fa]
-        if not python:
-            sql += " LIMIT ?"
-            args.append(k)
         with self._read() as c:
-            rows = c.execute(sql, args).fetchall()
+            rows = c.execute(sql, [expr, *sa, *fa]).fetchall()
         out = [Candidate(r["id"], float(r["score"])) for r in rows
-               if not python or filters.matches(decode_record(r))]
+               if filters.matches(decode_record(r))]
         return out[:k]
 
     # --- embeddings -------------------------------------------------------------------------------
     def cached_vectors(self, scope: Scope, model_id: str,
                        keys: Sequence[str]) -> dict[str, Vector]:
-        out: dict[str, Vector] = {}
         tok = scope_token(scope.tenant, scope.user)
+        out = self._buffered_vectors(tok, model_id, keys)
         with self._read() as c:
-            for chunk in _chunks(list(dict.fromkeys(keys))):
+            for chunk in _chunks([k for k in dict.fromkeys(keys) if k not in out]):
                 sql, vals = in_list("key", chunk)
                 for k, blob in c.execute(f"SELECT key, vector FROM embedding_cache WHERE "
                                          f"scope_tok = ? AND model_id = ? AND {sql}",
@@ -878,15 +993,16 @@ class SQLiteStore:
         return out
 
     def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        """Buffered like the counters (written by the next write transaction, at the latest
+        within about a second, by a background thread): a search caches its query's vector
+        without waiting for the write lock. A crash may lose buffered entries (a cache)."""
         tok = scope_token(scope.tenant, scope.user)
-        rows = []
-        for k, v in vectors.items():
-            blob = encode_vector(v)
-            rows.append((tok, model_id, k, len(blob) // 4, blob))
-        with self._write() as c:
-            c.executemany("INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
-                          "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
-                          "UPDATE SET dims = excluded.dims, vector = excluded.vector", rows)
+        blobs = {(tok, model_id, k): encode_vector(v) for k, v in vectors.items()}
+        if not blobs:
+            return
+        with self._counter_lock:
+            self._cache.update(blobs)
+        self._buffered()
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         last = 0
@@ -984,6 +1100,7 @@ class SQLiteStore:
         return dump.load_records(self, dumps)
 
     def dump_cache(self, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
+        self.flush_counters()  # buffered cache entries too
         return dump.dump_cache(self, batch_size)
 
     def load_cache(self, entries: Sequence[CacheEntry]) -> int:

@@ -25,12 +25,17 @@ import numpy as np
 import numpy.typing as npt
 
 from ...filters import Filters
-from ...records import RecordStatus
+from ...records import RecordStatus, RecordType
 from ...scope import Scope
 from ..base import Vector
 from .codec import scope_token
 
 __all__ = ["UserVectors", "VectorCache", "dot", "top_k"]
+
+# Record types as small integers: a type filter is then an integer ``isin`` (tens of µs
+# for 10k rows) instead of one over Python strings (~2 ms, the largest part of a search's
+# dense side). An unknown type (none is stored) gets -1, which no filter asks for.
+_TYPE_CODE = {t.value: n for n, t in enumerate(RecordType)}
 
 _LOAD = """
 SELECT v.rowid, r.id, r.type, r.agent, r.session, r.visibility, r.status,
@@ -55,7 +60,7 @@ class UserVectors:
     last_rowid: int = 0
     ids: list[str] = field(default_factory=list)
     matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-    type: npt.NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
+    type: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
     agent: npt.NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
     agentless: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
     session: npt.NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
@@ -77,11 +82,14 @@ class UserVectors:
             return out
 
         return UserVectors(
-            dims=self.dims, generation=self.generation,
+            dims=self.dims,
+            generation=self.generation,
             last_rowid=max(last_rowid, int(rows[-1][0])),  # type: ignore[call-overload]
             ids=self.ids + [str(r[1]) for r in rows],
             matrix=block if self.matrix.size == 0 else np.vstack([self.matrix, block]),
-            type=np.concatenate([self.type, col(2, object)]),
+            type=np.concatenate(
+                [self.type, np.array([_TYPE_CODE.get(str(r[2]), -1) for r in rows], dtype=np.int8)]
+            ),
             agent=np.concatenate([self.agent, col(3, object)]),
             agentless=np.concatenate([self.agentless, np.array([r[3] is None for r in rows])]),
             session=np.concatenate([self.session, col(4, object)]),
@@ -104,7 +112,7 @@ class UserVectors:
         if filters.valid_at is None and not filters.include_superseded:
             keep &= ~self.superseded
         if filters.types is not None:
-            keep &= np.isin(self.type, [t.value for t in filters.types])
+            keep &= np.isin(self.type, [_TYPE_CODE[RecordType(t).value] for t in filters.types])
         if filters.min_importance is not None:
             keep &= self.importance >= filters.min_importance
         return keep
@@ -143,7 +151,9 @@ class VectorCache:
             current = self._users.get(key)
             # Keep the newest state any thread has seen (generations only grow).
             if current is None or (cached.generation, cached.last_rowid) > (
-                    current.generation, current.last_rowid):
+                current.generation,
+                current.last_rowid,
+            ):
                 self._users[key] = cached
         return cached
 
