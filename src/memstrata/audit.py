@@ -27,6 +27,7 @@ from typing import IO, Any, Protocol, runtime_checkable
 
 from .clock import Clock, ensure_utc
 from .errors import StoreError, ValidationError
+from .policies.pii import PIIRedactor
 from .records import new_id
 
 __all__ = [
@@ -306,9 +307,10 @@ def _text(value: object, name: str) -> str:
 class AuditLog:
     """What ``Memory.audit`` is: record, query and export events per tenant."""
 
-    def __init__(self, backend: AuditStore, clock: Clock) -> None:
+    def __init__(self, backend: AuditStore, clock: Clock, pii: PIIRedactor | None = None) -> None:
         self._backend = backend
         self._clock = clock
+        self._pii = pii  # reasons and details are user text: redacted like records
 
     def record(
         self,
@@ -357,9 +359,14 @@ class AuditLog:
             or not math.isfinite(score)
         ):
             raise ValidationError(f"audit score must be a finite number, got {score!r}")
+        tenant = _text(tenant, "tenant")
+        details = dict(details or {})
+        if self._pii is not None:
+            reason = None if reason is None else self._pii.redact_value(tenant, reason)
+            details = self._pii.redact_value(tenant, details)
         return AuditEvent(
             id=new_id(),
-            tenant=_text(tenant, "tenant"),
+            tenant=tenant,
             actor=_text(actor, "actor"),
             action=_text(action, "action"),
             at=at or self._clock.now(),
@@ -368,7 +375,7 @@ class AuditLog:
             reason=reason,
             policy=policy,
             score=None if score is None else float(score),
-            details=dict(details or {}),
+            details=details,
         )
 
     def redact_subject(self, tenant: str, user: str) -> int:

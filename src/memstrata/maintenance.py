@@ -17,7 +17,10 @@
    episodes (cosine ≥ the dedup threshold) are merged into the older one with provenance
    (mentions, source ids, tags) and the newer one is forgotten with reason ``merged``;
    then every summary citing a turn that is now soft-deleted (forgotten, deleted, merged) is
-   **refreshed** from the turns left, with provenance (:mod:`memstrata.consolidation`).
+   **refreshed** from the turns left, with provenance (:mod:`memstrata.consolidation`), and
+   so is every other derived record citing one — clusters, conversation episodes, automatic
+   key entries, facts, procedures — or forgotten when no source is left
+   (:mod:`memstrata.rederive`).
 
 Key memory and whatever the user set explicitly are never forgotten, downgraded or merged
 automatically (:func:`~memstrata.policies.forgetting.is_protected`). ``dry_run`` decides and
@@ -52,6 +55,7 @@ from .policies.forgetting import (
     with_importance_by_tag,
 )
 from .records import MemoryRecord, RecordStatus, RecordType, new_id
+from .rederive import rederive
 from .scope import Scope
 from .store.base import Store
 
@@ -134,6 +138,7 @@ class MaintenanceReport:
     purged: int = 0
     merged: int = 0
     refreshed: int = 0  # stale summaries rewritten (or forgotten: no turn left)
+    rederived: int = 0  # other derived records re-derived from what is left (or forgotten)
     decay_updated: int = 0
     skipped: int = 0  # changed by someone else during the run (ConflictError): next run
     log: list[LogEntry] = field(default_factory=list)
@@ -150,6 +155,7 @@ class MaintenanceReport:
             "purged": self.purged,
             "merged": self.merged,
             "refreshed": self.refreshed,
+            "rederived": self.rederived,
             "decay_updated": self.decay_updated,
             "skipped": self.skipped,
         }
@@ -270,7 +276,9 @@ def maintain(
         _merge_duplicates(
             ctx, uscope, [r for r in records if r.id not in gone], report, dry_run, now
         )
-        _refresh_summaries(ctx, uscope, report, dry_run, now)
+        gone = _gone(ctx, uscope, report)
+        _refresh_derived(ctx, uscope, gone, report, dry_run, now)
+        _refresh_summaries(ctx, uscope, gone, report, dry_run, now)
 
     log.info("maintenance %s: %s", "dry run" if dry_run else "run", report.as_dict())
     if audit is not None and not dry_run:
@@ -440,19 +448,54 @@ def _merge_duplicates(
             report.merged += 1
 
 
-def _refresh_summaries(
+def _gone(ctx: LayerContext, scope: Scope, report: MaintenanceReport) -> set[str]:
+    """Records soft-deleted before or during this run (forgotten, deleted, merged away).
+    Turns retention purged after they were summarised are not "gone": the summary and what
+    else was derived from them is what was meant to remain."""
+    every = _all(ctx, scope, Filters(include_deleted=True, include_superseded=True))
+    gone = {r.id for r in every if r.status is RecordStatus.DELETED}
+    return gone | {e.record_id for e in report.log if e.action in ("forget", "merge")}
+
+
+def _refresh_derived(
     ctx: LayerContext,
     scope: Scope,
+    gone: set[str],
     report: MaintenanceReport,
     dry_run: bool,
     now: datetime,
 ) -> None:
-    """Summaries citing soft-deleted turns (deleted before or during this run) are rewritten.
-    Turns retention purged after they were summarised are not "gone": the summary is what
-    was meant to remain."""
-    every = _all(ctx, scope, Filters(include_deleted=True, include_superseded=True))
-    gone = {r.id for r in every if r.status is RecordStatus.DELETED}
-    gone |= {e.record_id for e in report.log if e.action in ("forget", "merge")}  # dry run
+    """Clusters, episodes, automatic key entries, facts and procedures citing a gone record
+    are re-derived from the sources left, or forgotten with none left (:mod:`.rederive`)."""
+    done, _ = rederive(
+        ctx, scope, gone, reason="their sources were forgotten", dry_run=dry_run, now=now
+    )
+    for d in done:
+        what = "re-derived from the sources left" if d.action == "refresh" else "no source left"
+        report.log.append(
+            LogEntry(
+                d.record_id,
+                d.action,
+                "consolidation",
+                f"{len(d.dropped)} source(s) of this {d.type.value} gone: {what}",
+                float(len(d.dropped)),
+                now,
+            )
+        )
+        report.rederived += 1
+        if d.action != "refresh":
+            gone.add(d.record_id)
+
+
+def _refresh_summaries(
+    ctx: LayerContext,
+    scope: Scope,
+    gone: set[str],
+    report: MaintenanceReport,
+    dry_run: bool,
+    now: datetime,
+) -> None:
+    """Summaries citing gone turns are rewritten from the turns left."""
     for done in refresh_stale_summaries(
         ctx, scope, gone, reason="summarised turns were forgotten", dry_run=dry_run, now=now
     ):
@@ -512,8 +555,11 @@ def set_importance_by_tag(
     audit: AuditLog | None = None,
     actor: str = "library",
 ) -> list[MemoryRecord]:
-    """Batch importance change (seed 000): every current record tagged ``tag``."""
+    """Batch importance change (seed 000): every current record tagged ``tag`` (redacted
+    like the stored tags are, so a tag holding an address matches its placeholder)."""
     uscope = _user(scope)
+    if isinstance(tag, str):
+        tag = ctx.redact_query(uscope, tag)
     records = _all(
         ctx,
         uscope,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -195,7 +195,7 @@ class Memory:
             raise
         self._clock = clock or SystemClock()
         self.audit = AuditLog(audit_store(getattr(self._store, "durable", self._store)),
-                              self._clock)
+                              self._clock, self._pii)
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
         self._layer_config = layer_config
@@ -449,8 +449,7 @@ class Memory:
                 result = insert_or_merge(self._ctx, scope, record)
                 stored, inserted = result.record, result.action is DedupAction.INSERT
             else:
-                self._insert([record])
-                stored, inserted = record, True
+                stored, inserted = self._ctx.insert([record])[0], True
         if refine and inserted:
             self._store.enqueue([make_refine_job(stored, self._clock.now())])
             self._wake()
@@ -621,18 +620,21 @@ class Memory:
         record_ids = check_ids(record_ids, "record_ids")
         for rid in record_ids:
             self._store.get(scope, rid, include_deleted=True)
-        from .consolidation import derived_from, refresh_stale_summaries
+        from .consolidation import refresh_stale_summaries
+        from .rederive import rederive
 
-        # What was derived from them repeats their words: facts, episodes, clusters go too,
-        # and summaries are rebuilt from the turns left (no earlier version survives).
-        derived = derived_from(self._ctx, scope, record_ids)
+        # What was derived from them repeats their words: clusters, episodes, automatic key
+        # entries are derived again from the sources left, facts and procedures cite only
+        # those, under the same id with no earlier version; with no source left they are
+        # purged too. Summaries are rebuilt from the turns left the same way.
         report = self._store.purge(scope, list(record_ids))
-        if derived:  # user-wide records (clusters, facts) live outside the session
-            more = self._store.purge(scope.user_scope, derived)
-            report = replace(report, records=report.records + more.records,
-                             versions=report.versions + more.versions,
-                             vectors=report.vectors + more.vectors,
-                             remaining=report.remaining + more.remaining)
+        _, more = rederive(self._ctx, scope, record_ids, reason="sources were purged",
+                           purge=True)
+        report = replace(report, records=report.records + more.records,
+                         versions=report.versions + more.versions,
+                         vectors=report.vectors + more.vectors,
+                         cache_entries=report.cache_entries + more.cache_entries,
+                         remaining=report.remaining + more.remaining)
         refresh_stale_summaries(self._ctx, scope, set(record_ids), rebuild=True,
                                 reason="summarised turns were purged")
         return report
@@ -834,15 +836,22 @@ class Memory:
                 fresh.append(rec)
         writes = []
         missing = [r for r in fresh if r.id not in parsed.vectors or r.id in redacted]
-        embedded: Any = self._embedder.embed_batch([r.text for r in missing]) if missing else []
-        new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
-        for rec in fresh:
-            vec = parsed.vectors.get(rec.id)
-            if vec is None or rec.id in new_vectors:
-                vec = new_vectors[rec.id]
-            writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
-        if writes:
-            self._store.insert(writes)
+        by_user: dict[Scope, int] = {}
+        for rec in fresh:  # quotas: each user's share admitted, all of it or nothing
+            by_user[rec.scope.user_scope] = by_user.get(rec.scope.user_scope, 0) + 1
+        with ExitStack() as admitted:
+            for who, n in by_user.items():
+                admitted.enter_context(self._admit(who, n, self._clock.now()))
+            embedded: Any = (self._embedder.embed_batch([r.text for r in missing])
+                             if missing else [])
+            new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
+            for rec in fresh:
+                vec = parsed.vectors.get(rec.id)
+                if vec is None or rec.id in new_vectors:
+                    vec = new_vectors[rec.id]
+                writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
+            if writes:
+                self._store.insert(writes)
         return ImportReport(imported=len(writes), skipped=skipped,
                             reembedded=len(missing))
 

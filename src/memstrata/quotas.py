@@ -13,10 +13,14 @@ limit between them:
   ``BEGIN IMMEDIATE`` transaction; PostgreSQL: row locks; with ``buffer=redis://...`` a
   Redis mirror answers refusals first and the durable counters stay the authority). A call
   that fails after its take gives the take back.
-- records per user count the store's own records, so the check and the write run under a
-  per-user lease (:meth:`~memstrata.store.quota_counters.QuotaCounters.lease`, in the
-  durable store): the next writer counts only after the previous one committed. A holder
-  that dies frees the lease after ``LEASE_SECONDS``.
+- records per user and per tenant count the store's own records (every type, deleted and
+  superseded ones included, until they are purged), so the check and the write run under a
+  lease (:meth:`~memstrata.store.quota_counters.QuotaCounters.lease`, in the durable
+  store): the next writer counts only after the previous one committed. The lease is the
+  tenant's when the tenant has a records limit (its users' writes then queue behind each
+  other), else the user's. A thread renews it every ``LEASE_SECONDS / 3`` while the batch
+  runs, so a batch slower than one lease keeps it; a holder that dies frees it after
+  ``LEASE_SECONDS``.
 
 Counters live in the store's metadata, keyed by a hash of the scope (never the raw ids), one
 key per UTC day for embeddings; a user's purge removes them (and their Redis mirrors).
@@ -25,7 +29,9 @@ key per UTC day for embeddings; a user's purge removes them (and their Redis mir
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -75,8 +81,8 @@ class Quota:
 
 @dataclass(frozen=True, slots=True)
 class Quotas:
-    """``per_user`` applies to every user, ``per_tenant`` to each tenant's total
-    (embeddings per day and context tokens; records per tenant are not counted yet)."""
+    """``per_user`` applies to every user, ``per_tenant`` to each tenant's total (records,
+    embeddings per day; ``context_tokens`` per request either way)."""
 
     per_user: Quota = Quota()
     per_tenant: Quota = Quota()
@@ -133,8 +139,10 @@ def _user_quota(store: Store, quotas: Quotas, scope: Scope) -> Quota:
     return Quota(a, b, c)
 
 
-LEASE_SECONDS = 60.0  # the longest a records check + write may hold a user's lease
+LEASE_SECONDS = 60.0  # a records lease ends this long after its last renewal
 WAIT_SECONDS = 30.0  # how long a writer waits for another's lease before giving up
+
+log = logging.getLogger("memstrata.quotas")
 
 
 def counters_of(store: Store) -> QuotaCounters:
@@ -146,31 +154,99 @@ def counters_of(store: Store) -> QuotaCounters:
     return store
 
 
+class _Renewer(threading.Thread):
+    """Renews a held lease every third of ``LEASE_SECONDS`` until stopped, so a batch that
+    takes longer than one lease (a slow embedder, a huge import) keeps its place: nobody
+    else counts and writes while it has not committed. A renewal that finds the lease taken
+    (this process stalled past the whole lease) is logged as an error."""
+
+    def __init__(self, counters: QuotaCounters, key: str, token: str, seconds: float) -> None:
+        super().__init__(name=f"memstrata-lease-{key}", daemon=True)
+        self._counters, self._key, self._token, self._seconds = counters, key, token, seconds
+        self._halt = threading.Event()
+        self.renewals = 0
+        self.lost = False
+
+    def run(self) -> None:
+        while not self._halt.wait(self._seconds / 3):
+            now_ms = int(time.time() * 1000)
+            try:
+                held = self._counters.lease(
+                    self._key, self._token, now_ms, now_ms + int(self._seconds * 1000)
+                )
+            except Exception as exc:  # a store hiccup: the lease still runs; try again
+                log.warning("could not renew quota lease %s (%s); retrying", self._key, exc)
+                continue
+            if held:
+                self.renewals += 1
+            elif not self.lost:
+                self.lost = True
+                log.error(
+                    "quota lease %s was taken by another writer while this batch ran (the "
+                    "process stalled over %.0f s): the records quota may be exceeded",
+                    self._key,
+                    self._seconds,
+                )
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+
+_held = threading.local()  # leases this thread holds, with the records admitted under them
+
+
+@dataclass(slots=True)
+class _Lease:
+    pending: int = 0  # records admitted under it and not yet written (nested admissions)
+
+
 @contextmanager
-def _records_lease(counters: QuotaCounters, key: str, *, wait: float) -> Iterator[None]:
+def _records_lease(counters: QuotaCounters, key: str, *, wait: float) -> Iterator[_Lease]:
+    """Hold ``key`` for the block (renewed while it runs). Re-entrant in one thread: a
+    nested admission (an import of several users of one tenant) shares the lease and sees
+    what the outer one admitted (``pending``) instead of waiting for itself."""
+    held: dict[tuple[int, str], _Lease] = _held.__dict__.setdefault("leases", {})
+    mine = (id(counters), key)
+    if mine in held:
+        yield held[mine]
+        return
     token = secrets.token_hex(12)
+    seconds = LEASE_SECONDS
     deadline = time.monotonic() + wait
     pause = 0.002
     while True:
         now_ms = int(time.time() * 1000)
-        if counters.lease(key, token, now_ms, now_ms + int(LEASE_SECONDS * 1000)):
+        if counters.lease(key, token, now_ms, now_ms + int(seconds * 1000)):
             break
         if time.monotonic() > deadline:
             raise StoreError(
-                f"another writer has held this user's records quota lease for over {wait:.0f} "
-                "s; retry later (a writer that died frees it within "
-                f"{LEASE_SECONDS:.0f} s)"
+                f"another writer has held this records quota lease for over {wait:.0f} s; "
+                "retry later (a writer that died frees it within "
+                f"{seconds:.0f} s)"
             )
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
+    renewer = _Renewer(counters, key, token, seconds)
+    renewer.start()
+    held[mine] = lease = _Lease()
     try:
-        yield
+        yield lease
     finally:
+        del held[mine]
+        renewer.stop()
         counters.release(key, token)
 
 
 def _seconds_to(at: datetime, now: datetime) -> int:
     return max(1, int((at - now).total_seconds()) + 1)
+
+
+_RECORDS_RESET = "when records are purged (forgotten records still count until then)"
+
+
+def _all_records(store: Store, scope: Scope) -> int:
+    return store.count(scope.user_scope, Filters(include_deleted=True, include_superseded=True))
 
 
 @contextmanager
@@ -187,22 +263,30 @@ def admit_writes(
         return
     counters = counters_of(store)
     user = _user_quota(store, quotas, scope)
-    who = subject_hash(scope.tenant, scope.user)
-    if user.max_records is None:
+    tenant_limit = quotas.per_tenant.max_records
+    if user.max_records is None and tenant_limit is None:
         with _counted(counters, quotas, user, scope, n, now):
             yield
         return
-    with _records_lease(counters, f"quota:lease:{who}:records", wait=wait):
-        used = store.count(scope.user_scope, Filters(include_deleted=True, include_superseded=True))
-        check(
-            "max_records (per user)",
-            user.max_records,
-            used,
-            n,
-            "when records are purged (forgotten records still count until then)",
-        )
+    # One lease covers the count and the write: the tenant's when it has a records limit
+    # (it serialises its users' writes, so it covers the per-user count too), else the
+    # user's.
+    who = (
+        _hash(scope.tenant) if tenant_limit is not None else subject_hash(scope.tenant, scope.user)
+    )
+    with _records_lease(counters, f"quota:lease:{who}:records", wait=wait) as lease:
+        if tenant_limit is not None:
+            used = counters.count_tenant_records(scope.tenant) + lease.pending
+            check("max_records (per tenant)", tenant_limit, used, n, _RECORDS_RESET)
+        if user.max_records is not None:
+            used = _all_records(store, scope)
+            check("max_records (per user)", user.max_records, used, n, _RECORDS_RESET)
         with _counted(counters, quotas, user, scope, n, now):
-            yield
+            lease.pending += n
+            try:
+                yield
+            finally:
+                lease.pending -= n
 
 
 @contextmanager
@@ -247,14 +331,16 @@ def check_writes(store: Store, quotas: Quotas, scope: Scope, n: int, now: dateti
         return
     user = _user_quota(store, quotas, scope)
     midnight = f"at {next_midnight(now).isoformat()} (UTC midnight)"
+    if quotas.per_tenant.max_records is not None:
+        used = counters_of(store).count_tenant_records(scope.tenant)
+        check("max_records (per tenant)", quotas.per_tenant.max_records, used, n, _RECORDS_RESET)
     if user.max_records is not None:
-        used = store.count(scope.user_scope, Filters(include_deleted=True, include_superseded=True))
         check(
             "max_records (per user)",
             user.max_records,
-            used,
+            _all_records(store, scope),
             n,
-            "when records are purged (forgotten records still count until then)",
+            _RECORDS_RESET,
         )
     values = counters_of(store).counter_values(
         [day_key("emb", scope.tenant, scope.user, now), day_key("emb", scope.tenant, None, now)]

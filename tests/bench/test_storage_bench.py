@@ -20,6 +20,9 @@ def test_storage_command_writes_sizes_and_context_growth(tmp_path: Path) -> None
     assert data["bytes_per_message"] > 0
     assert data["context_builds"] == 5
     assert "records" in data["tables"] or data["tables"] == {}
+    # where history's bytes go: per record type and per field
+    assert data["history"]["types"]["summary"]["versions"] > 0
+    assert all(size > 0 for size in data["history"]["columns"].values())
     assert "bytes/message" in (tmp_path / "storage.md").read_text()
 
 

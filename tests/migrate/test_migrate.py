@@ -13,6 +13,7 @@ from memstrata.filters import Filters
 from memstrata.jobs import JobStatus
 from memstrata.store import open_store
 from memstrata.store.migrate import copy_store, verify_stores
+from memstrata.store.sqlite.history import decode_delta, encode_delta
 from servers import PgServer
 
 from .conftest import ALICE, BOB, CAROL, GONE, NOW, ZHANG, populate
@@ -158,9 +159,17 @@ def test_a_corrupted_target_row_is_named(
             f'UPDATE "{schema}".records SET raw = %s WHERE id = %s',
             ("Alice likes peanuts", fact.id),
         )
+        # history is reverse deltas: version 1 of zh's fact gets another text
+        seq, blob = conn.execute(
+            f'SELECT h.seq, h.delta FROM "{schema}".record_history h JOIN "{schema}".records r '
+            "ON r.seq = h.seq WHERE r.id = %s AND h.version = 1",
+            (zh.id,),
+        ).fetchone()
+        delta = decode_delta(blob)
+        delta["raw"] = ["=", "张伟什么都吃"]
         conn.execute(
-            f'UPDATE "{schema}".record_versions SET raw = %s WHERE id = %s AND version = 1',
-            ("张伟什么都吃", zh.id),
+            f'UPDATE "{schema}".record_history SET delta = %s WHERE seq = %s AND version = 1',
+            (encode_delta(delta), seq),
         )
         conn.execute(
             f'UPDATE "{schema}".vectors SET embedding = embedding + embedding WHERE seq = '
@@ -171,8 +180,10 @@ def test_a_corrupted_target_row_is_named(
     report = verify_stores(src, pg_url)
     assert not report.ok
     found = {(m.kind, m.item): m.what for m in report.mismatches}
+    # history is reverse deltas from the current row: an older version that had the same
+    # text shows the damage too
     assert found[("records", f"acme/alice/{fact.id}")] == (
-        "current version differ (fields: content)"
+        "current version, history differ (fields: content)"
     )
     assert found[("records", f"示例公司/张伟/{zh.id}")] == "history differ"
     assert found[("records", f"acme/bob/{note.id}")] == "vector differ"

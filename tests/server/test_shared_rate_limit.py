@@ -136,3 +136,31 @@ def test_two_server_processes_share_one_limit(
     for r in (first + second)[-3:]:
         assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
         assert r.json()["error"]["code"] == "rate_limited"
+
+
+def test_mcp_and_rest_draw_from_the_same_bucket(tmp_path: Path) -> None:
+    db = tmp_path / "mcp.db"
+    mem = Memory(f"sqlite:///{db}", embedder="hashing", background=False)
+    keys = SQLiteKeyStore(str(db))
+    key = keys.create("acme", user="alice").secret
+    app = create_app(mem, keys, limits=Limits(rate=TINY, burst=2))
+    h = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    try:
+        # the MCP SDK's DNS-rebinding protection accepts 127.0.0.1 (the app's default host)
+        with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+            assert client.get("/v1/whoami", headers=h).status_code == 200
+            listed = client.post("/mcp", json=call, headers=h)
+            assert listed.status_code == 200, listed.text
+            assert "memory_search" in listed.text
+            over = client.post("/mcp", json=call, headers=h)
+            assert over.status_code == 429 and int(over.headers["retry-after"]) >= 1
+            assert over.json()["error"]["code"] == "rate_limited"
+            assert client.get("/v1/whoami", headers=h).status_code == 429
+    finally:
+        keys.close()
+        mem.close()

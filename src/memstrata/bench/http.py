@@ -231,8 +231,8 @@ def _run_clients(
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _proc_stats() -> Iterator[tuple[int, str, int, float]]:
-    """(pid, command, process group, CPU seconds) of every process we may read."""
+def _proc_stats() -> Iterator[tuple[int, str, int, int, float]]:
+    """(pid, command, parent, process group, CPU seconds) of every process we may read."""
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
@@ -245,7 +245,7 @@ def _proc_stats() -> Iterator[tuple[int, str, int, float]]:
             continue
         name = raw[raw.find("(") + 1 : raw.rfind(")")]
         rest = raw[raw.rfind(")") + 2 :].split()
-        yield pid, name, int(rest[2]), (int(rest[11]) + int(rest[12])) / _TICK
+        yield pid, name, int(rest[1]), int(rest[2]), (int(rest[11]) + int(rest[12])) / _TICK
 
 
 def _machine_busy() -> float | None:
@@ -259,6 +259,20 @@ def _machine_busy() -> float | None:
     return (sum(fields) - idle) / _TICK
 
 
+def _postmaster(url: str) -> int | None:
+    """The pid of the PostgreSQL server a ``?host=/socket/dir`` URL names, when that
+    directory is its data directory (a local test server); None otherwise."""
+    from urllib.parse import parse_qs, urlsplit
+
+    for host in parse_qs(urlsplit(url).query).get("host", []):
+        try:
+            with open(os.path.join(host, "postmaster.pid"), encoding="ascii") as fh:
+                return int(fh.readline())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class _CpuSnapshot:
     machine: float | None
@@ -267,12 +281,12 @@ class _CpuSnapshot:
     postgres: float
 
     @classmethod
-    def take(cls, server_group: int) -> _CpuSnapshot:
+    def take(cls, server_group: int, postmaster: int | None) -> _CpuSnapshot:
         server = postgres = 0.0
-        for _, name, group, cpu in _proc_stats():
+        for pid, name, parent, group, cpu in _proc_stats():
             if group == server_group:
                 server += cpu
-            elif name == "postgres":
+            elif name == "postgres" and postmaster in (None, pid, parent):
                 postgres += cpu
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return cls(_machine_busy(), usage.ru_utime + usage.ru_stime, server, postgres)
@@ -281,8 +295,10 @@ class _CpuSnapshot:
 def _cpu_report(before: _CpuSnapshot, after: _CpuSnapshot, requests: int) -> dict[str, Any]:
     """CPU seconds spent during the request phase, in total and per request (ms).
 
-    ``postgres`` is every process named postgres on the machine (the bench's server and any
-    other); ``other`` is the machine's busy time that none of the three explains."""
+    ``postgres`` is the store's PostgreSQL server when its URL names a local socket
+    directory that is its data directory, else every process named postgres on the machine
+    (0 for SQLite; a server process that exits during the run takes its CPU with it);
+    ``other`` is the machine's busy time that none of the three explains."""
     spent = {
         "client": after.client - before.client,
         "server": after.server - before.server,
@@ -371,11 +387,13 @@ def run_http_bench(cfg: HttpBenchConfig) -> dict[str, Any]:
                 warm = replace(cfg, requests=6, clients=max(1, cfg.workers) * 2, rate=0.0)
                 _run_clients(base, key, warm, time.monotonic() + 120, first=900)
                 load_before = _load()
-                cpu_before = _CpuSnapshot.take(os.getpgid(proc.pid))
+                # -1: no PostgreSQL to count (SQLite); None: every postgres process
+                pg_group = _postmaster(url) if url.startswith("postgres") else -1
+                cpu_before = _CpuSnapshot.take(os.getpgid(proc.pid), pg_group)
                 t0 = time.perf_counter()
                 tally = _run_clients(base, key, cfg, time.monotonic() + cfg.duration)
                 wall = time.perf_counter() - t0
-                cpu_after = _CpuSnapshot.take(os.getpgid(proc.pid))
+                cpu_after = _CpuSnapshot.take(os.getpgid(proc.pid), pg_group)
                 load_after = _load()
             finally:
                 _stop(proc)

@@ -13,10 +13,12 @@ Only the public ``Memory`` API is used, so the same function measures any versio
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,7 +26,14 @@ from typing import Any
 
 from .synth import synth_messages, synth_queries
 
-__all__ = ["StorageConfig", "StorageResult", "file_bytes", "run_storage", "table_bytes"]
+__all__ = [
+    "StorageConfig",
+    "StorageResult",
+    "file_bytes",
+    "history_bytes",
+    "run_storage",
+    "table_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class StorageResult:
     sizes: list[dict[str, Any]] = field(default_factory=list)  # per checkpoint
     bytes_per_message: float = 0.0
     tables: dict[str, int] = field(default_factory=dict)
+    history: dict[str, Any] = field(default_factory=dict)
     context_builds: int = 0
     context_growth_bytes: int = 0
     context_growth_per_1000: float = 0.0
@@ -65,8 +75,9 @@ def table_bytes(path: Path) -> dict[str, int]:
     """Bytes per table and index (``dbstat``), or ``{}`` when SQLite lacks it."""
     conn = sqlite3.connect(path)
     try:
-        rows = conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name "
-                            "ORDER BY 2 DESC").fetchall()
+        rows = conn.execute(
+            "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC"
+        ).fetchall()
     except sqlite3.Error:
         return {}
     finally:
@@ -74,8 +85,46 @@ def table_bytes(path: Path) -> dict[str, int]:
     return {str(name): int(size) for name, size in rows}
 
 
-def run_storage(cfg: StorageConfig, progress: Callable[[str, int], None] | None = None,
-                *, directory: Path | None = None) -> StorageResult:
+def history_bytes(path: Path) -> dict[str, Any]:
+    """Where ``record_history`` spends its bytes: per record type (versions, delta bytes) and
+    per column, each delta's stored (compressed) size shared among its columns in proportion
+    to their uncompressed JSON. ``{}`` for a file whose history is not reverse deltas."""
+    from ..store.sqlite.history import decode_delta
+
+    conn = sqlite3.connect(path)
+    types: dict[str, dict[str, int]] = {}
+    columns: dict[str, float] = {}
+    try:
+        rows = conn.execute(
+            "SELECT r.type, h.delta FROM record_history h JOIN records r ON r.seq = h.seq"
+        )
+        for kind, blob in rows:
+            delta = decode_delta(blob)
+            per = types.setdefault(str(kind), {"versions": 0, "bytes": 0})
+            per["versions"] += 1
+            per["bytes"] += len(blob)
+            parts = {
+                col: len(json.dumps(op, ensure_ascii=False, separators=(",", ":")))
+                for col, op in delta.items()
+            }
+            whole = sum(parts.values()) or 1
+            for col, size in parts.items():
+                key = f"{kind}.{col}"
+                columns[key] = columns.get(key, 0.0) + len(blob) * size / whole
+    except (sqlite3.Error, zlib.error, ValueError, AttributeError):
+        return {}
+    finally:
+        conn.close()
+    top = sorted(columns.items(), key=lambda kv: -kv[1])[:15]
+    return {"types": types, "columns": {k: round(v) for k, v in top}}
+
+
+def run_storage(
+    cfg: StorageConfig,
+    progress: Callable[[str, int], None] | None = None,
+    *,
+    directory: Path | None = None,
+) -> StorageResult:
     from ..memory import Memory
     from ..scope import Scope
 
@@ -102,18 +151,19 @@ def run_storage(cfg: StorageConfig, progress: Callable[[str, int], None] | None 
                 if n in marks:
                     mem.flush()
                     size = file_bytes(path)
-                    result.sizes.append({"messages": n, "bytes": size,
-                                         "bytes_per_message": round(size / n, 1)})
+                    result.sizes.append(
+                        {"messages": n, "bytes": size, "bytes_per_message": round(size / n, 1)}
+                    )
             mem.flush()
             result.tables = table_bytes(path)
+            result.history = history_bytes(path)
             total = file_bytes(path)
             result.bytes_per_message = round(total / max(1, cfg.messages), 1)
             if cfg.context_builds > 0:
                 before = total
                 queries = synth_queries(min(cfg.context_builds, 200), seed=cfg.seed + 4)
                 for i in range(cfg.context_builds):
-                    mem.build_context(scope, queries[i % len(queries)],
-                                      token_budget=cfg.budget)
+                    mem.build_context(scope, queries[i % len(queries)], token_budget=cfg.budget)
                     mem.flush()
                     if progress is not None:
                         progress("context", 1)
@@ -121,7 +171,8 @@ def run_storage(cfg: StorageConfig, progress: Callable[[str, int], None] | None 
                 result.context_builds = cfg.context_builds
                 result.context_growth_bytes = after - before
                 result.context_growth_per_1000 = round(
-                    (after - before) * 1000 / cfg.context_builds, 1)
+                    (after - before) * 1000 / cfg.context_builds, 1
+                )
         finally:
             mem.close()
     result.seconds = round(time.perf_counter() - started, 1)
@@ -130,23 +181,38 @@ def run_storage(cfg: StorageConfig, progress: Callable[[str, int], None] | None 
 
 def storage_markdown(res: StorageResult) -> str:
     cfg = res.config
-    lines = [f"## Storage ({cfg['messages']:,} messages, embedder {cfg['embedder']}, "
-             f"sessions of {cfg['session_turns']} turns)", "",
-             "| messages | file bytes | bytes/message |", "|---:|---:|---:|"]
-    lines += [f"| {s['messages']:,} | {s['bytes']:,} | {s['bytes_per_message']:,} |"
-              for s in res.sizes]
+    lines = [
+        f"## Storage ({cfg['messages']:,} messages, embedder {cfg['embedder']}, "
+        f"sessions of {cfg['session_turns']} turns)",
+        "",
+        "| messages | file bytes | bytes/message |",
+        "|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {s['messages']:,} | {s['bytes']:,} | {s['bytes_per_message']:,} |" for s in res.sizes
+    ]
     if res.tables:
         lines += ["", "| table / index | bytes |", "|---|---:|"]
         lines += [f"| {name} | {size:,} |" for name, size in res.tables.items()]
+    if res.history:
+        lines += ["", "| history of record type | versions | delta bytes |", "|---|---:|---:|"]
+        lines += [
+            f"| {kind} | {v['versions']:,} | {v['bytes']:,} |"
+            for kind, v in res.history["types"].items()
+        ]
+        lines += ["", "| history bytes by type.column (top 15) | bytes |", "|---|---:|"]
+        lines += [f"| {col} | {size:,} |" for col, size in res.history["columns"].items()]
     if res.context_builds:
-        lines += ["", f"File growth over {res.context_builds:,} build_context calls: "
-                      f"{res.context_growth_bytes:,} bytes "
-                      f"({res.context_growth_per_1000:,} per 1,000)."]
+        lines += [
+            "",
+            f"File growth over {res.context_builds:,} build_context calls: "
+            f"{res.context_growth_bytes:,} bytes "
+            f"({res.context_growth_per_1000:,} per 1,000).",
+        ]
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":  # pragma: no cover - for measuring older versions by path
-    import json
     import sys
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000

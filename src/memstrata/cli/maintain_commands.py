@@ -61,6 +61,7 @@ COUNTS = (
     ("purged", "destroyed by retention"),
     ("merged", "near-duplicates merged into an older record"),
     ("refreshed", "stale summaries written again"),
+    ("rederived", "clusters, episodes, facts... re-derived (or forgotten: no source left)"),
     ("decay_updated", "decay score brought up to date"),
     ("skipped", "changed meanwhile: next run"),
 )

@@ -24,7 +24,6 @@ Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.
 # connection it holds.
 KEEP_ALIVE_S = 75
 WORKER_TIMEOUT_S = 60
-SHARED_BATCH = 1  # requests a process takes from the store's rate counters per write
 APP_FACTORY = "memstrata.server.factory:app_from_env"
 
 keys_app = typer.Typer(
@@ -230,7 +229,6 @@ def serve(
         tenant_rate=tenant_rate_limit,
         tenant_burst=tenant_burst,
         redis=redis,
-        shared_batch=SHARED_BATCH,
         max_body=max_body,
         background=background,
         host=host,

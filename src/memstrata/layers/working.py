@@ -198,6 +198,9 @@ class TaskService:
         """Close the active task: reflect, archive an episode, update procedural patterns."""
         task = self._require(scope)
         data = task.content.structured
+        # The provider sees the outcome and feedback: redacted first, like everything stored.
+        outcome, feedback = (self._ctx.redact_query(scope, v) if isinstance(v, str) else v
+                             for v in (outcome, feedback))
         outcome_in = TaskOutcome(
             goal=str(data["goal"]), steps=[s["description"] for s in data["steps"]],
             step_statuses=[str(s["status"]) for s in data["steps"]], outcome=outcome,

@@ -235,6 +235,7 @@ def merge_provenance(existing: MemoryRecord, duplicate: MemoryRecord,
 
 def insert_or_merge(ctx: LayerContext, scope: Scope, record: MemoryRecord) -> DedupResult:
     """Store ``record`` unless a stored record of its type says the same thing; then merge."""
+    record = ctx.redact(record)  # compared, merged, stored and returned as it may be stored
     thresholds = thresholds_for(ctx.embedder.model_id)
     types = [record.type.value]
     exact = ctx.store.find_by_hash(scope, record.content_hash, types) \

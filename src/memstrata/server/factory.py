@@ -41,7 +41,7 @@ class ServeConfig:
     redis: str | None = None  # hot state (Memory(buffer=)) and the shared rate limits
     tenant_rate: float = 0.0
     tenant_burst: int = 0
-    shared_batch: int = 1
+    shared_batch: int = 0  # 0: a tenth of the burst (see Limits)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -140,6 +140,10 @@ class InMemoryStore:
         with self._lock:
             qc.release_in(self._meta, key, token)
 
+    def count_tenant_records(self, tenant: str) -> int:
+        with self._lock:
+            return sum(1 for t, _, _ in self._entries if t == tenant)
+
     # --- helpers -----------------------------------------------------------------------------
     def _changed(self, tenant: str, user: str) -> None:
         key = (tenant, user)

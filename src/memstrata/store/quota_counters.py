@@ -43,6 +43,7 @@ __all__ = [
     "release_sql",
     "take_in",
     "take_sql",
+    "tenant_records_sql",
     "values_sql",
 ]
 
@@ -103,6 +104,11 @@ class QuotaCounters(Protocol):
 
     def release(self, key: str, token: str) -> None:
         """End ``token``'s lease on ``key`` (a no-op if it no longer holds it)."""
+        ...
+
+    def count_tenant_records(self, tenant: str) -> int:
+        """How many records the tenant holds, every user's, deleted and superseded ones
+        included (the per-tenant ``max_records`` quota counts them under a lease)."""
         ...
 
 
@@ -224,6 +230,12 @@ def _write_value(c: Any, key: str, value: str, ph: str) -> None:
         "DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def tenant_records_sql(c: Any, tenant: str, *, ph: str) -> int:
+    """Records of every user of ``tenant`` (the table holds one row per record)."""
+    row = c.execute(f"SELECT count(*) AS n FROM records WHERE tenant = {ph}", (tenant,)).fetchone()
+    return int(row["n"])
 
 
 def release_sql(c: Any, key: str, token: str, *, ph: str, lock: bool) -> None:

@@ -265,6 +265,7 @@ class RedisHotStore:
         self._marker_ms = int(marker_seconds * 1000)
         self._health = _Health(cooldown)
         self._push = client.register_script(_PUSH)
+        self._seen_models: set[str] = set()
         self._take = client.register_script(_TAKE)
 
     def __getattr__(self, name: str) -> Any:
@@ -440,11 +441,45 @@ class RedisHotStore:
             return tx.set_status(scope, ids, status, at)
 
     def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+        """The durable purge, then the Redis copies: the sessions holding the records are
+        invalidated and the cached passage embeddings of every version's text are deleted
+        (for every embedding model this store has used), so no value in Redis keeps them."""
         sessions = self._sessions_of_ids(scope, ids)
+        hashes = self._version_hashes(scope, ids)
         marker = self._begin(sessions)
         report = self.durable.purge(scope, ids)
         self._finish(marker, (), sessions)
+        if report.records and hashes:
+            uscope = Scope(scope.tenant, scope.user)
+            names = [self._vector_key(uscope, m, h) for m in self._models() for h in hashes]
+
+            def run() -> int:
+                self._redis.delete(*names)
+                return int(self._redis.exists(*names))
+
+            left = self._call(run)
+            if left is None:  # Redis is down: the user's keys go before it is used again
+                self._dirty(users=[(scope.tenant, scope.user)])
+            elif left:
+                report = replace(report, remaining=report.remaining + left)
         return report
+
+    def _version_hashes(self, scope: Scope, ids: Sequence[str]) -> builtins.list[str]:
+        """The text hashes of every version of these records (their embedding-cache keys)."""
+        out: dict[str, None] = {}
+        for rid in dict.fromkeys(ids):
+            try:
+                versions = self.durable.history(scope, rid)
+            except NotFoundError:
+                continue
+            out.update(dict.fromkeys(v.content_hash for v in versions if v.content_hash))
+        return list(out)
+
+    def _models(self) -> builtins.list[str]:
+        """Embedding models whose vectors this store may cache: the store's own and any this
+        process cached vectors for (a re-embedding changes the model)."""
+        stored = self.durable.get_meta("embedding_model")
+        return sorted(self._seen_models | ({stored} if stored else set()))
 
     def set_vectors(
         self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
@@ -578,6 +613,8 @@ class RedisHotStore:
         self._store_vectors(scope, model_id, vectors)
 
     def _store_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        self._seen_models.add(model_id)
+
         def run() -> None:
             pipe = self._redis.pipeline(transaction=False)
             for k, vec in vectors.items():

@@ -22,6 +22,7 @@ from ...audit import AuditEvent
 from ...jobs import Job
 from ..base import CacheEntry, RecordDump, RecordWrite
 from ..sqlite.codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector
+from ..sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
 from ..sqlite.outbox import job_from_row, job_row
 
 if TYPE_CHECKING:
@@ -89,22 +90,25 @@ def dump_records(s: PostgresStore, batch_size: int = 500) -> Iterator[list[Recor
             ).fetchall():
                 counters.setdefault(int(r["seq"]), {})[str(r["name"])] = int(r["value"])
             current = [decode_record(r) for r in rows]
-            older = [rec for rec in current if rec.version > 1]
-            history: dict[tuple[str, str, str], list[Any]] = {}
+            older = [int(r["seq"]) for r, rec in zip(rows, current, strict=True)
+                     if rec.version > 1]
+            deltas: dict[int, list[bytes]] = {}
             if older:
-                for v in c.execute(
-                    f"SELECT {', '.join('v.' + c for c in _QCOLS.split(', '))} "
-                    f"FROM {_KEYS} JOIN record_versions v ON {_MATCH} "
-                    "ORDER BY v.version",
-                    _keys(older),
+                for h in c.execute(
+                    "SELECT seq, delta FROM record_history WHERE seq = ANY(%s) "
+                    "ORDER BY seq, version DESC",
+                    (older,),
                 ).fetchall():
-                    history.setdefault((v["tenant"], v["user"], v["id"]), []).append(
-                        decode_record(v)
-                    )
+                    deltas.setdefault(int(h["seq"]), []).append(bytes(h["delta"]))
         out = []
         for row, rec in zip(rows, current, strict=True):
             seq = int(row["seq"])
-            versions = (*history.get((rec.tenant, rec.user, rec.id), []), rec)
+            newest: list[Any] = [rec]
+            values: dict[str, Any] = {col: row[col] for col in COLUMNS}
+            for blob in deltas.get(seq, []):
+                values = apply_delta(values, decode_delta(blob))
+                newest.append(decode_record(values))
+            versions = tuple(reversed(newest))
             out.append(
                 RecordDump(
                     versions,
@@ -165,13 +169,17 @@ def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
                 _keys([d.record for d in todo]),
             ).fetchall()
         }
-        versions = [encode_record(v) for d in todo for v in d.versions[:-1]]
-        if versions:
+        history = []
+        for d in todo:
+            named = [dict(zip(COLUMNS, encode_record(v), strict=True)) for v in d.versions]
+            seq = seqs[(d.record.tenant, d.record.user, d.record.id)]
+            for old, newer in zip(named[:-1], named[1:], strict=True):
+                history.append((seq, old["version"], encode_delta(reverse_delta(old, newer))))
+        if history:
             with c.cursor() as cur:
                 cur.executemany(
-                    f"INSERT INTO record_versions ({_QCOLS}) VALUES "
-                    f"({', '.join(['%s'] * len(COLUMNS))})",
-                    versions,
+                    "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
+                    history,
                 )
         counts = [
             (seqs[(d.record.tenant, d.record.user, d.record.id)], name, int(value))

@@ -111,6 +111,16 @@ def unindex(conn: psycopg.Connection[Any], rows: Sequence[tuple[int, str, Sequen
     df, docs, tokens = unindex_rows(conn, rows)
     _bump_df(conn, Counter({t: -n for t, n in df.items()}))
     _bump_stats(conn, -docs, -tokens)
+    _drop_unused(conn, list(df))
+
+
+def _drop_unused(conn: psycopg.Connection[Any], tokens: Sequence[str]) -> None:
+    """Delete the statistics rows of tokens no document holds any more (a purge): a term
+    only the purged records had must not stay readable in ``lex_df``."""
+    if tokens:
+        conn.execute(
+            "DELETE FROM lex_df WHERE token IN (SELECT token FROM lex_df WHERE token = ANY(%s) "
+            "GROUP BY token HAVING sum(df) <= 0)", (sorted(set(tokens)),))
 
 
 def unindex_scope(conn: psycopg.Connection[Any], tenant: str, user: str, scope_tok: str) -> None:
@@ -130,6 +140,7 @@ def unindex_scope(conn: psycopg.Connection[Any], tenant: str, user: str, scope_t
     _bump_df(conn, Counter({t: -n for t, n in df.items()}))
     if stats is not None:
         _bump_stats(conn, -int(stats["n"]), -int(stats["t"]))
+    _drop_unused(conn, list(df))
 
 
 def statistics(

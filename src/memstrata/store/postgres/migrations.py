@@ -12,6 +12,7 @@ they do in SQLite (the reference store), whatever the database's locale.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 import psycopg
@@ -160,9 +161,45 @@ CREATE INDEX records_type ON records (tenant, "user", type, observed_at, seq);
 CREATE INDEX records_session_type ON records (tenant, "user", session, type, observed_at, seq);
 """
 
-MIGRATIONS: Final[list[tuple[int, str]]] = [(1, _V1), (2, _V2_AUDIT), (3, _V3_AUDIT_REDACT),
-                                            (4, _V4_JOB_LEASE_TOKEN), (5, _V5_API_KEYS),
-                                            (6, _V6_TYPE_INDEXES)]
+# v7 (issue 7 item 7): history keeps reverse deltas (sqlite/history.py, over the SQLite row
+# form), as SQLite does, instead of a full copy of the record per version.
+_V7_HISTORY_DDL = """
+CREATE TABLE record_history (
+    seq BIGINT NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
+    version INTEGER NOT NULL, delta BYTEA NOT NULL, PRIMARY KEY (seq, version)
+)
+"""
+
+
+def _v7_history_deltas(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """Turn every record's full copies into reverse deltas, newest first, then drop them."""
+    from ..sqlite.history import encode_delta, reverse_delta
+
+    cur.execute(_V7_HISTORY_DDL.encode())
+    cols = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
+    cur.execute(b'SELECT DISTINCT tenant, "user", id FROM record_versions ORDER BY 1, 2, 3')
+    for tenant, user, record_id in cur.fetchall():
+        cur.execute(f'SELECT seq, {cols} FROM records WHERE tenant = %s AND "user" = %s '
+                    "AND id = %s".encode(), (tenant, user, record_id))
+        current = cur.fetchone()
+        if current is None:  # an orphan version (cannot happen through the API): drop it
+            continue
+        seq, newer = current[0], dict(zip(COLUMNS, current[1:], strict=True))
+        cur.execute(f'SELECT {cols} FROM record_versions WHERE tenant = %s AND "user" = %s '
+                    "AND id = %s ORDER BY version DESC".encode(), (tenant, user, record_id))
+        for row in cur.fetchall():
+            old = dict(zip(COLUMNS, row, strict=True))
+            cur.execute(b"INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
+                        (seq, old["version"], encode_delta(reverse_delta(old, newer))))
+            newer = old
+    cur.execute(b"DROP TABLE record_versions")
+
+
+Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
+
+MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2_AUDIT), (3, _V3_AUDIT_REDACT),
+                                             (4, _V4_JOB_LEASE_TOKEN), (5, _V5_API_KEYS),
+                                             (6, _V6_TYPE_INDEXES), (7, _v7_history_deltas)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
 
@@ -230,7 +267,10 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str, where: st
         for version, step in MIGRATIONS:
             if version <= found:
                 continue
-            cur.execute(step.encode())
+            if isinstance(step, str):
+                cur.execute(step.encode())
+            else:
+                step(cur)
             cur.execute(sql.SQL("INSERT INTO {}.schema_migrations (version) VALUES (%s)")
                         .format(sql.Identifier(schema)), (version,))
     return found

@@ -53,6 +53,7 @@ from ..sqlite.codec import (
     encode_vector,
     scope_token,
 )
+from ..sqlite.history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
 from . import audit, dump, fts5, lexical, outbox
 from .connection import PgOptions, driver, parse_url, translate
 from .migrations import check_pgvector, migrate
@@ -68,12 +69,17 @@ _INSERT = (f"INSERT INTO records ({_COLS}, lex_tokens, lex_len) VALUES "
            f"({', '.join(['%s'] * (len(COLUMNS) + 2))}) RETURNING seq")
 _UPDATE = (f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])}, "
            "lex_tokens = %s, lex_len = %s WHERE seq = %s")
-_ARCHIVE = f"INSERT INTO record_versions ({_COLS}) SELECT {_COLS} FROM records WHERE seq = %s"
+# History is reverse deltas over the SQLite row form (sqlite/history.py), as in SQLite.
+_ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)"
 _BUMP = ("INSERT INTO scope_generation (scope_tok, generation) VALUES (%s, 1) "
          "ON CONFLICT (scope_tok) DO UPDATE SET generation = scope_generation.generation + 1")
+# An updated vector takes a new vseq, so the vector cache loads that row again (vectors.py).
 _UPSERT_VECTOR = ('INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
                   "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
-                  "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding")
+                  "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
+                  "vseq = DEFAULT")
+# A record whose masked columns changed: its vector row is loaded again by the cache.
+_TOUCH_VECTOR = "UPDATE vectors SET vseq = DEFAULT WHERE seq = %s"
 _MASKED = ("type", "agent", "session", "visibility", "status", "superseded_by", "importance")
 
 
@@ -262,6 +268,10 @@ class PostgresStore:
     def release(self, key: str, token: str) -> None:
         with self._write() as c:
             qc.release_sql(c, key, token, ph="%s", lock=True)
+
+    def count_tenant_records(self, tenant: str) -> int:
+        with self._read() as c:
+            return qc.tenant_records_sql(c, tenant, ph="%s")
 
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -462,8 +472,7 @@ class PostgresStore:
         if scope.caller is not None:  # another caller may read, never write
             raise NotFoundError(f"no record {p.write.record.id!r} in scope {scope}")
         new = p.write.record
-        rows = self._visible(c, scope, [new.id], 'seq, tenant, "user", version, lex_tokens, '
-                             + ", ".join(_MASKED), lock=True)
+        rows = self._visible(c, scope, [new.id], f"seq, lex_tokens, {_COLS}", lock=True)
         if not rows:
             raise NotFoundError(f"no record {new.id!r} in scope {scope}")
         cur = rows[0]
@@ -479,7 +488,10 @@ class PostgresStore:
             raise ValidationError(f"replace cannot move record {new.id!r} to another "
                                   "tenant or user; insert a copy under a new id instead")
         seq = int(cur["seq"])
-        c.execute(_ARCHIVE, (seq,))
+        old_row = {col: cur[col] for col in COLUMNS}
+        new_row = dict(zip(COLUMNS, p.values[:len(COLUMNS)], strict=True))
+        c.execute(_ARCHIVE, (seq, expected_version,
+                             encode_delta(reverse_delta(old_row, new_row))))
         c.execute(_UPDATE, (*p.values[1:], seq))
         tok = scope_token(new.tenant, new.user)
         lexical.index(c, [(seq, tok, p.doc)], old=[(seq, tok, cur["lex_tokens"])])
@@ -487,18 +499,22 @@ class PostgresStore:
             c.execute(_UPSERT_VECTOR, (seq, new.tenant, new.user, new.embedding_model,
                                        *p.vector))
         old_masked = tuple(float(cur[k]) if k == "importance" else cur[k] for k in _MASKED)
-        if p.vector is not None or old_masked != _masked_of(new):
-            self._bump(c, new.tenant, new.user)
+        if p.vector is None and old_masked != _masked_of(new):
+            c.execute(_TOUCH_VECTOR, (seq,))
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         with self._read() as c:
             rows = self._visible(c, scope, [record_id])
             if not rows:
                 raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-            old = c.execute(f"SELECT {_COLS} FROM record_versions WHERE tenant = %s AND "
-                            '"user" = %s AND id = %s ORDER BY version',
-                            (scope.tenant, scope.user, record_id)).fetchall()
-        return [decode_record(r) for r in [*old, rows[0]]]
+            deltas = c.execute("SELECT delta FROM record_history WHERE seq = %s "
+                               "ORDER BY version DESC", (rows[0]["seq"],)).fetchall()
+        row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
+        versions = [decode_record(row)]
+        for found in deltas:
+            row = apply_delta(row, decode_delta(found["delta"]))
+            versions.append(decode_record(row))
+        return versions[::-1]
 
     def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
                    at: datetime) -> list[str]:
@@ -512,16 +528,17 @@ class PostgresStore:
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
-        for row in self._visible(c, scope, ids, "seq, id, status", lock=True):
+        columns = ("status", "version", "updated_at", "deleted_at", *COUNTERS)
+        for row in self._visible(c, scope, ids, "seq, id, " + ", ".join(columns), lock=True):
             if row["status"] == status.value:
                 continue
-            c.execute(_ARCHIVE, (row["seq"],))
+            delta = {col: ["=", row[col]] for col in columns}
+            c.execute(_ARCHIVE, (row["seq"], row["version"], encode_delta(delta)))
             c.execute("UPDATE records SET status = %s, version = version + 1, "
                       "updated_at = %s, deleted_at = %s WHERE seq = %s",
                       (status.value, encode_time(at), deleted_at, row["seq"]))
+            c.execute(_TOUCH_VECTOR, (row["seq"],))
             changed.append(row["id"])
-        if changed:
-            self._bump(c, scope.tenant, scope.user)
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
@@ -540,12 +557,10 @@ class PostgresStore:
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             remaining = 0
             if found:
-                key = (scope.tenant, scope.user, found)
                 lexical.unindex(c, [(int(r["seq"]), scope_token(r["tenant"], r["user"]),
                                      r["lex_tokens"]) for r in rows])
                 counts["versions"] = c.execute(
-                    'DELETE FROM record_versions WHERE tenant = %s AND "user" = %s AND '
-                    "id = ANY(%s)", key).rowcount
+                    "DELETE FROM record_history WHERE seq = ANY(%s)", (seqs,)).rowcount
                 counts["vectors"] = c.execute(
                     "DELETE FROM vectors WHERE seq = ANY(%s)", (seqs,)).rowcount
                 counts["records"] = c.execute(
@@ -558,18 +573,19 @@ class PostgresStore:
                      scope.user)).rowcount
                 remaining = int(c.execute(
                     "SELECT (SELECT count(*) FROM records WHERE seq = ANY(%s)) + "
-                    "(SELECT count(*) FROM record_versions WHERE tenant = %s AND "
-                    '"user" = %s AND id = ANY(%s)) + '
+                    "(SELECT count(*) FROM record_history WHERE seq = ANY(%s)) + "
                     "(SELECT count(*) FROM vectors WHERE seq = ANY(%s)) + "
                     "(SELECT count(*) FROM counters WHERE seq = ANY(%s)) + "
                     "(SELECT count(*) FROM lex_postings WHERE scope_tok = %s AND "
                     "seq = ANY(%s)) AS n",
-                    (seqs, *key, seqs, seqs, scope_token(scope.tenant, scope.user),
+                    (seqs, seqs, seqs, seqs, scope_token(scope.tenant, scope.user),
                      seqs)).fetchone()["n"])
                 self._bump(c, scope.tenant, scope.user)
         return PurgeReport(**counts, remaining=remaining)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        from ...quotas import subject_hash  # quotas imports the store package
+
         tok = scope_token(tenant, user)
         args = {"t": tenant, "u": user, "tok": tok}
         with self._write() as c:
@@ -579,22 +595,26 @@ class PostgresStore:
             mine_args = (tenant, user)
             vectors = c.execute('DELETE FROM vectors WHERE tenant = %s AND "user" = %s',
                                 mine_args).rowcount
-            versions = c.execute('DELETE FROM record_versions WHERE tenant = %s AND '
-                                 '"user" = %s', mine_args).rowcount
+            versions = c.execute(
+                "DELETE FROM record_history WHERE seq IN (SELECT seq FROM records WHERE "
+                'tenant = %s AND "user" = %s)', mine_args).rowcount
             jobs = c.execute('DELETE FROM jobs WHERE tenant = %s AND "user" = %s',
                              mine_args).rowcount
             records = c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s',
                                 mine_args).rowcount
             self._bump(c, tenant, user)
+            # quota counters and the user's quota override name the user by a hash
+            c.execute("DELETE FROM meta WHERE key LIKE %s",
+                      (f"quota:%:{subject_hash(tenant, user)}:%",))
             audit.redact_subject(c, tenant, user)
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
-                '+ (SELECT count(*) FROM record_versions WHERE tenant = %(t)s AND '
-                '"user" = %(u)s) + (SELECT count(*) FROM vectors WHERE tenant = %(t)s AND '
-                '"user" = %(u)s) + (SELECT count(*) FROM jobs WHERE tenant = %(t)s AND '
-                '"user" = %(u)s) + (SELECT count(*) FROM embedding_cache WHERE scope_tok = '
-                "%(tok)s) + (SELECT count(*) FROM lex_postings WHERE scope_tok = "
-                "%(tok)s) AS n", args).fetchone()["n"]
+                "+ (SELECT count(*) FROM record_history h WHERE NOT EXISTS "
+                "(SELECT 1 FROM records r WHERE r.seq = h.seq)) + (SELECT count(*) FROM "
+                'vectors WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
+                'jobs WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
+                "embedding_cache WHERE scope_tok = %(tok)s) + (SELECT count(*) FROM "
+                "lex_postings WHERE scope_tok = %(tok)s) AS n", args).fetchone()["n"]
         return PurgeReport(records=records, versions=versions, vectors=vectors, jobs=jobs,
                            cache_entries=cache, remaining=int(remaining))
 
@@ -700,7 +720,7 @@ class PostgresStore:
             if not needs_python(filters):
                 return [Candidate(cache.ids[i], s)
                         for i, s in exact_search(cache, scope, query, k, filters, allowed)]
-            ranked = exact_search(cache, scope, query, len(cache.ids), filters, allowed)
+            ranked = exact_search(cache, scope, query, cache.n, filters, allowed)
             out: list[Candidate] = []
             step = max(4 * k, 64)
             for start in range(0, len(ranked), step):

@@ -3,9 +3,10 @@
 A user with fewer than ``exact_below`` vectors (default 100,000) is searched exactly: their
 vectors are cached in this process as one float32 matrix and scored with the numpy product
 the SQLite store uses, so both stores return the same ids in the same order with bit-equal
-scores. The cache stays coherent across processes like SQLite's: every change other than
-an append bumps the user's ``scope_generation`` row, appends only raise ``vseq``, and each
-query reads both in one indexed statement.
+scores. The cache stays coherent across processes like SQLite's: a new or updated vector,
+or a change to its record's masked columns, gives the row a new ``vseq`` (the cache loads
+that row again); removals bump the user's ``scope_generation`` row; each query reads both
+in one indexed statement.
 
 A larger user is searched with pgvector's HNSW index (inner product on unit vectors, with
 iterative scans so scope and filters still fill ``k``), over-fetching and re-scoring the
@@ -38,7 +39,7 @@ _RCOLS = ", ".join(f'r."{c}"' for c in COLUMNS)
 
 _LOAD = """
 SELECT v.vseq, r.id, r.type, r.agent, r.session, r.visibility, r.status,
-       r.superseded_by IS NOT NULL, r.importance, v.embedding
+       r.superseded_by IS NOT NULL, r.importance, v.embedding, v.seq
 FROM vectors v JOIN records r ON r.seq = v.seq
 WHERE v.tenant = %s AND v."user" = %s AND v.dims = %s AND v.vseq > %s
 ORDER BY v.vseq
@@ -57,6 +58,7 @@ class VectorCache:
     def __init__(self, max_rows: int = 500_000) -> None:
         self.max_rows = max_rows
         self._users: OrderedDict[tuple[str, str, int], UserVectors] = OrderedDict()
+        self._locks: dict[tuple[str, str, int], threading.Lock] = {}
         self._lock = threading.Lock()
 
     def clear(self) -> None:
@@ -79,9 +81,9 @@ class VectorCache:
             if (
                 cached is not None
                 and cached.generation == generation
-                and cached.last_rowid >= max_vseq
+                and cached.last_rev >= max_vseq
             ):
-                return generation, max_vseq, len(cached.ids)
+                return generation, max_vseq, cached.count
             cur.execute(_COUNT, (tenant, user, dims))
             counted = cur.fetchone()
         return generation, max_vseq, int(counted[0]) if counted else 0
@@ -95,36 +97,40 @@ class VectorCache:
         generation: int,
         max_vseq: int,
     ) -> UserVectors:
-        """The user's vectors, brought up to date (inside the caller's snapshot)."""
+        """The user's vectors, brought up to date (inside the caller's snapshot; a state
+        another thread brought further than this snapshot is returned as it is). Rows
+        that changed since (a higher vseq) replace their old copy (see the SQLite cache)."""
         key = (tenant, user, dims)
-        with self._lock:
-            cached = self._users.get(key)
+        with self._user_lock(key):
+            with self._lock:
+                cached = self._users.get(key)
+                if cached is not None:
+                    self._users.move_to_end(key)
             if cached is None or cached.generation != generation:
                 cached = UserVectors(dims=dims, generation=generation)
-                self._users[key] = cached
-            self._users.move_to_end(key)
-        if max_vseq > cached.last_rowid:
+            elif cached.last_rev >= max_vseq:
+                return cached
             with conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cur:
-                cur.execute(_LOAD, (tenant, user, dims, cached.last_rowid))
-                rows = [(*r[:9], _array(r[9]).astype("<f4").tobytes()) for r in cur.fetchall()]
-            # A new object (a search on another thread may hold the old one); the newest
-            # state any thread has seen is kept.
+                cur.execute(_LOAD, (tenant, user, dims, cached.last_rev))
+                rows = [
+                    (*r[:9], _array(r[9]).astype("<f4").tobytes(), r[10]) for r in cur.fetchall()
+                ]
             cached = cached.extended(rows, max_vseq)
             with self._lock:
-                current = self._users.get(key)
-                if current is None or (cached.generation, cached.last_rowid) > (
-                    current.generation,
-                    current.last_rowid,
-                ):
-                    self._users[key] = cached
+                self._users[key] = cached
+                self._users.move_to_end(key)
                 self._evict()
         return cached
 
+    def _user_lock(self, key: tuple[str, str, int]) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(key, threading.Lock())
+
     def _evict(self) -> None:
-        total = sum(len(u.ids) for u in self._users.values())
+        total = sum(u.n for u in self._users.values())
         while total > self.max_rows and len(self._users) > 1:
             _, dropped = self._users.popitem(last=False)
-            total -= len(dropped.ids)
+            total -= dropped.n
 
 
 def hnsw_name(tenant: str, user: str, dims: int) -> str:
@@ -176,8 +182,8 @@ def exact_search(
         keep = np.array([i for i in keep if cache.ids[i] in allowed], dtype=np.intp)
     if keep.size == 0:
         return []
-    scores = dot(cache.matrix, query)[keep]
-    best = top_k(scores, k)
+    scores = cache.scores(keep, query)
+    best = top_k(scores, k, cache.seq[keep])
     return [(int(keep[i]), float(scores[i])) for i in best]
 
 

@@ -1,121 +1,333 @@
 """Record history as reverse deltas: each archived version stores only what differs from the
 version after it, so history grows with what changed, not with the size of the record.
 
-A row is a dict ``column -> SQL value`` over :data:`codec.COLUMNS`. The delta of version
-``v`` is ``{column: op}`` with the ops
+A row is a dict ``column -> SQL value`` over :data:`codec.COLUMNS` (the SQLite row form,
+which PostgreSQL's history uses too). The delta of version ``v`` is ``{column: op}``; an op
+turns the newer value into the older one:
 
 - ``["=", value]``: the old value, whole (always so for the counters, see ``COUNTERS``);
-- ``["prefix", n]``: a JSON list column whose old list is the first ``n`` items of the new
-  one (provenance, members and tags only ever grow at the end, so a version adds no copy);
-- ``["dict", {key: op}]``: a JSON object column (``structured``, ``metadata``) whose changed
-  keys are listed, with ``["del"]`` for a key the old version did not have; ``"="`` and
-  ``"prefix"`` apply to the values.
+- ``["prefix", n]``: a list whose old value is the first ``n`` items of the new one;
+- ``["splice", [seg, ...]]``: a list whose old value is its segments joined, where a
+  segment ``[i, j]`` is the new list's items ``i:j`` and ``["+", [item, ...]]`` is items
+  written out (a sliding window of provenance stores the ids that fell out, not the list);
+- ``["text", [seg, ...]]``: a text whose old value is its segments joined, where ``[i, j]``
+  is the new text's tokens ``i:j`` (runs of space and of non-space) and a string is text
+  written out (a digest rewritten around the same sentences stores what differs);
+- ``["num", s, [d, ...]]``: a list of floats with at most ``s`` decimals whose old items are
+  ``(round(new * 10**s) + d) / 10**s`` (a centroid that moved a little stores small steps);
+- ``["dict", {key: op}]``: a JSON object whose changed keys are listed, with ``["del"]`` for
+  a key the old version did not have; the values' ops nest (any op above);
+- ``["hash"]`` (``content_hash`` only): the SHA-256 of the old version's text, recomputed
+  (:func:`_text_hash`), instead of 64 hex digits per version.
 
-Every delta is checked when it is made (applying it to the new row must give the old row
-exactly), falling back to whole values otherwise, and is stored zlib-compressed.
+JSON columns (``structured``, ``metadata``, ``tags``, ``relations``, ``source_ids``,
+``access``) are diffed as parsed values and written back as canonical JSON; ``raw`` and
+``summary`` as text. Every op is checked when it is made (applying it to the new value must
+give the old value exactly, text for text), falling back to the whole old value otherwise,
+and the shorter of the two is kept. A delta is stored deflated with a fixed preset
+dictionary behind a format byte (``\\x01``); deltas written before (plain zlib, which starts
+with ``\\x78``) still decode.
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import json
+import re
+import unicodedata
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from .codec import COLUMNS
 
 __all__ = ["COUNTERS", "apply_delta", "decode_delta", "encode_delta", "reverse_delta"]
 
 Row = dict[str, Any]
+Op = list[Any]
 _FIXED = frozenset({"id", "tenant", "user"})  # never change between versions
 # Counters change in place, without a version, after a version is archived: a delta keeps
 # their value at archive time whole, or a later count would leak into older versions.
 COUNTERS = ("access_count", "last_accessed_at")
-_LISTS = frozenset({"tags", "source_ids", "relations"})
-_DICTS = frozenset({"structured", "metadata"})
+_JSON_COLUMNS = frozenset({"tags", "source_ids", "relations", "structured", "metadata", "access"})
+_TEXT_COLUMNS = frozenset({"raw", "summary"})
+_HASH = "content_hash"
 _JSON = {"ensure_ascii": False, "sort_keys": True, "separators": (",", ":")}
+_TOKENS = re.compile(r"\S+\s*|\s+")  # a word with the space after it: few repeats
+_MAX_SCALE = 15  # the most decimals a "num" op writes
+_EXACT = 2.0**52  # below this a double holds every integer exactly
+_MAX_DIFF_ITEMS = 5_000  # longer lists and texts are diffed only by prefix (bounded cost)
+_MIN_TEXT = 48  # a shorter old text is kept whole: a diff would not be smaller
+
+_FORMAT = b"\x01"  # deflate with _ZDICT; plain zlib (the first format) starts with b"\x78"
+# Strings most deltas contain, so a small delta is not mostly their first spelling. Never
+# change it: every stored delta of format \x01 was deflated against exactly these bytes.
+_ZDICT = (
+    b'"relations":["prefix",0]"tags":["prefix",1]"access":["dict",{"visibility":["="'
+    b'"deleted_at":["=",null]"status":["=","active"]"valid_to":["=",null]'
+    b'"superseded_by":["=",null]"embedding_model":["=","'
+    b'"summary":["text",[["+",["del"]],"metadata":["dict",{"importance":["=",0.'
+    b'"confidence":["=",0.","time_end":["=","20","time_start":["=","20'
+    b'"count":["=","hits":["=","interaction_length":["=","visits":["=",'
+    b'"last_visit":["=","mentions":["=","last_updated":["=","20'
+    b'"turns":["=","members":["splice",[["+",["'
+    b'"centroid":["num",7,[-'
+    b'"source_ids":["splice",[["+",["'
+    b'"structured":["dict",{"'
+    b'"raw":["text",[['
+    b'"observed_at":["=","20'
+    b'"content_hash":["hash"]'
+    b'"updated_at":["=","20'
+    b'"version":["=",'
+    b'{"access_count":["=",0],"last_accessed_at":["=",null],'
+)
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, **_JSON)  # type: ignore[arg-type]
 
 
-def _value_op(old: Any, new: Any) -> list[Any]:
-    if (isinstance(old, list) and isinstance(new, list) and len(old) <= len(new)
-            and new[:len(old)] == old):
-        return ["prefix", len(old)]
-    return ["=", old]
+def _size(op: Op) -> int:
+    return len(_dumps(op))
 
 
-def _apply_value(op: list[Any], new: Any) -> Any:
-    if op[0] == "prefix":
-        return list(new[:op[1]])
-    return op[1]
+# --- values ----------------------------------------------------------------------------------
+def _keys(items: Sequence[Any]) -> list[Any]:
+    """Hashable stand-ins for list items (strings as they are, anything else as JSON)."""
+    return [x if isinstance(x, str) else "\x00" + _dumps(x) for x in items]
 
 
-def _column_op(column: str, old: Any, new: Any) -> list[Any]:
-    if column in _LISTS and isinstance(old, str) and isinstance(new, str):
-        op = _value_op(json.loads(old), json.loads(new))
-        if op[0] == "prefix":
-            return op
-    if column in _DICTS and isinstance(old, str) and isinstance(new, str):
-        o, n = json.loads(old), json.loads(new)
-        if isinstance(o, dict) and isinstance(n, dict):
-            ops: dict[str, list[Any]] = {}
-            for key in n:
-                if key not in o:
-                    ops[key] = ["del"]
-            for key, value in o.items():
-                if key not in n:
-                    ops[key] = ["=", value]
-                elif n[key] != value:
-                    ops[key] = _value_op(value, n[key])
-            return ["dict", ops]
-    return ["=", old]
+def _segments(old: Sequence[Any], new: Sequence[Any]) -> list[tuple[int, int] | list[Any]]:
+    """``old`` as runs of ``new`` (``(i, j)``) and items written out (lists), in order."""
+    ko, kn = _keys(old), _keys(new)
+    head, limit = 0, min(len(ko), len(kn))
+    while head < limit and ko[head] == kn[head]:  # most edits touch one place: trim
+        head += 1
+    tail = 0
+    while tail < limit - head and ko[-1 - tail] == kn[-1 - tail]:
+        tail += 1
+    matcher = difflib.SequenceMatcher(
+        None, kn[head : len(kn) - tail], ko[head : len(ko) - tail], autojunk=False
+    )
+    blocks = [(0, 0, head)]
+    blocks += [(a + head, b + head, n) for a, b, n in matcher.get_matching_blocks() if n]
+    blocks.append((len(kn) - tail, len(ko) - tail, tail))
+    out: list[tuple[int, int] | list[Any]] = []
+    at = 0
+    for a, b, size in blocks:
+        if b > at:
+            out.append(list(old[at:b]))
+        if size:
+            out.append((a, a + size))
+        at = b + size
+    return out
 
 
-def _apply_column(op: list[Any], new: Any) -> Any:
-    if op[0] == "=":
+def _splice(old: list[Any], new: list[Any]) -> Op | None:
+    if old and new and new[0] in old:  # a window that slid: old = what fell out + new[:n]
+        start = old.index(new[0])
+        kept = len(old) - start
+        if old[start:] == new[:kept]:
+            return ["splice", [["+", old[:start]], [0, kept]] if start else [[0, kept]]]
+    if len(old) > _MAX_DIFF_ITEMS or len(new) > _MAX_DIFF_ITEMS:
+        return None
+    segs = [list(s) if isinstance(s, tuple) else ["+", s] for s in _segments(old, new)]
+    return ["splice", segs]
+
+
+def _text(old: str, new: str) -> Op | None:
+    if len(old) < _MIN_TEXT:
+        return None
+    before, after = _TOKENS.findall(old), _TOKENS.findall(new)
+    if len(before) > _MAX_DIFF_ITEMS or len(after) > _MAX_DIFF_ITEMS:
+        return None
+    segs = [list(s) if isinstance(s, tuple) else "".join(s) for s in _segments(before, after)]
+    return ["text", segs]
+
+
+def _is_floats(value: list[Any]) -> bool:
+    return bool(value) and all(type(x) is float for x in value)
+
+
+def _num(old: list[Any], new: list[Any]) -> Op | None:
+    if len(old) != len(new):
+        return None
+    before = np.asarray(old, dtype=np.float64)
+    after = np.asarray(new, dtype=np.float64)
+    largest = max(float(np.max(np.abs(before))), float(np.max(np.abs(after))))
+    if not largest < _EXACT:  # also NaN and infinity
+        return None
+    for s in range(_MAX_SCALE + 1):  # the fewest decimals that write every old value
+        unit = 10.0**s
+        if largest * unit >= _EXACT:  # steps must be exact integers in a double
+            return None
+        steps = np.rint(before * unit)
+        if np.array_equal(steps / unit, before):
+            break
+    else:
+        return None
+    steps -= np.rint(after * unit)
+    return ["num", s, [int(d) for d in steps.tolist()]]
+
+
+def _apply_num(op: Op, new: list[Any]) -> list[float]:
+    unit = 10.0 ** int(op[1])
+    values: list[float] = (
+        (np.rint(np.asarray(new, dtype=np.float64) * unit) + np.asarray(op[2], dtype=np.float64))
+        / unit
+    ).tolist()
+    return values
+
+
+def _dict(old: dict[str, Any], new: dict[str, Any]) -> Op:
+    ops: dict[str, Op] = {key: ["del"] for key in new if key not in old}
+    for key, value in old.items():
+        if key not in new:
+            ops[key] = ["=", value]
+        elif new[key] != value or type(new[key]) is not type(value):
+            ops[key] = _value_op(value, new[key])
+    return ["dict", ops]
+
+
+def _candidates(old: Any, new: Any) -> list[Callable[[], Op | None]]:
+    if isinstance(old, str) and isinstance(new, str):
+        return [lambda: _text(old, new)]
+    if isinstance(old, list) and isinstance(new, list):
+        if len(old) <= len(new) and new[: len(old)] == old:
+            return [lambda: ["prefix", len(old)]]
+        if _is_floats(old) and _is_floats(new):  # a vector: its items do not repeat
+            return [lambda: _num(old, new)]
+        return [lambda: _splice(old, new)]
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [lambda: _dict(old, new)]
+    return []
+
+
+def _value_op(old: Any, new: Any) -> Op:
+    """The smallest op that turns ``new`` into ``old`` (``["=", old]`` at worst). Exactness
+    is checked once per column (:func:`reverse_delta`), not per nested value."""
+    best: Op = ["=", old]
+    size = 0
+    for make in _candidates(old, new):
+        op = make()
+        if op is None:
+            continue
+        size = size or _size(best)
+        grown = _size(op)
+        if grown < size:
+            best, size = op, grown
+    return best
+
+
+def _apply_value(op: Op, new: Any) -> Any:
+    kind = op[0]
+    if kind == "=":
         return op[1]
-    if op[0] == "prefix":
-        return _dumps(json.loads(new)[:op[1]])
-    current = json.loads(new)
+    if kind == "prefix":
+        return list(new[: op[1]])
+    if kind == "splice":
+        out: list[Any] = []
+        for seg in op[1]:
+            if seg[0] == "+":
+                out.extend(seg[1])
+            else:
+                out.extend(new[seg[0] : seg[1]])
+        return out
+    if kind == "text":
+        tokens = _TOKENS.findall(new)
+        return "".join(
+            seg if isinstance(seg, str) else "".join(tokens[seg[0] : seg[1]]) for seg in op[1]
+        )
+    if kind == "num":
+        return _apply_num(op, new)
+    current = dict(new)
     for key, sub in op[1].items():
         if sub[0] == "del":
             current.pop(key, None)
         else:
             current[key] = _apply_value(sub, current.get(key))
-    return _dumps(current)
+    return current
 
 
-def reverse_delta(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, list[Any]]:
+# --- columns ---------------------------------------------------------------------------------
+def _column_op(column: str, old: Any, new: Any) -> Op:
+    if column in _JSON_COLUMNS and isinstance(old, str) and isinstance(new, str):
+        try:
+            o, n = json.loads(old), json.loads(new)
+        except ValueError:
+            return ["=", old]
+        op = _value_op(o, n)
+        return op if op[0] != "=" else ["=", old]
+    if column in _TEXT_COLUMNS and isinstance(old, str) and isinstance(new, str):
+        return _value_op(old, new)
+    return ["=", old]
+
+
+def _apply_column(column: str, op: Op, new: Any) -> Any:
+    if op[0] == "=":
+        return op[1]
+    if op[0] == "text":
+        return _apply_value(op, new)
+    return _dumps(_apply_value(op, json.loads(new)))
+
+
+def _text_hash(raw: str) -> str:
+    """SHA-256 of the NFC-normalised, whitespace-collapsed text: ``memstrata.text.
+    content_hash`` as it is today, pinned here because stored ``["hash"]`` ops rely on it."""
+    norm = " ".join(unicodedata.normalize("NFC", raw).split())
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+
+
+def reverse_delta(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Op]:
     """What turns ``new`` back into ``old`` (both rows of one record)."""
-    delta: dict[str, list[Any]] = {}
+    delta: dict[str, Op] = {}
     for column in COLUMNS:
         if column in COUNTERS:
             delta[column] = ["=", old[column]]
             continue
-        if column in _FIXED or old[column] == new[column]:
+        if column in _FIXED or (
+            old[column] == new[column] and type(old[column]) is type(new[column])
+        ):
+            continue
+        if (
+            column == _HASH
+            and isinstance(old["raw"], str)
+            and old[column] == _text_hash(old["raw"])
+        ):
+            delta[column] = ["hash"]  # recomputed from the old raw text
             continue
         op = _column_op(column, old[column], new[column])
-        if op[0] != "=" and _apply_column(op, new[column]) != old[column]:
-            op = ["=", old[column]]  # not canonical JSON: keep the old text whole
+        if op[0] != "=" and _apply_column(column, op, new[column]) != old[column]:
+            op = ["=", old[column]]  # not canonical JSON, -0.0, 1 for 1.0 ...: keep it whole
         delta[column] = op
     return delta
 
 
-def apply_delta(new: Mapping[str, Any], delta: Mapping[str, list[Any]]) -> Row:
+def apply_delta(new: Mapping[str, Any], delta: Mapping[str, Op]) -> Row:
     """The older row: ``new`` with ``delta`` applied."""
     row = dict(new)
     for column, op in delta.items():
-        row[column] = _apply_column(op, new[column])
+        if op[0] != "hash":
+            row[column] = _apply_column(column, op, new[column])
+    if _HASH in delta and delta[_HASH][0] == "hash":
+        row[_HASH] = _text_hash(row["raw"])
     return row
 
 
-def encode_delta(delta: Mapping[str, list[Any]]) -> bytes:
-    return zlib.compress(_dumps(delta).encode("utf-8"), 6)
+def encode_delta(delta: Mapping[str, Op]) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _ZDICT)
+    return _FORMAT + packer.compress(_dumps(delta).encode("utf-8")) + packer.flush()
 
 
-def decode_delta(blob: bytes) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = json.loads(zlib.decompress(blob).decode("utf-8"))
+def decode_delta(blob: bytes) -> dict[str, Op]:
+    data = bytes(blob)
+    if data[:1] == _FORMAT:
+        unpacker = zlib.decompressobj(-15, _ZDICT)
+        text = unpacker.decompress(data[1:]) + unpacker.flush()
+    else:
+        text = zlib.decompress(data)
+    out: dict[str, Op] = json.loads(text.decode("utf-8"))
     return out

@@ -182,8 +182,53 @@ CREATE INDEX records_type ON records (tenant, user, type, observed_at, seq);
 CREATE INDEX records_session_type ON records (tenant, user, session, type, observed_at, seq);
 """
 
+# v7 (issue 7 item 6): a change number per vector row, raised whenever the row or its
+# record's masked columns change, so the vector cache reloads only what changed (a cluster's
+# new centroid) instead of the user's whole matrix (store/sqlite/vectors.py).
+_V7_VECTOR_REV = """
+ALTER TABLE vectors ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+UPDATE vectors SET rev = seq;
+DROP INDEX vectors_scope;
+CREATE INDEX vectors_rev ON vectors (tenant, user, rev);
+"""
+
+
+def _v8(conn: sqlite3.Connection) -> None:
+    """History deltas in the compact format (issue 7 item 7; ``history.py``): splices of
+    sliding provenance windows, token diffs of rewritten texts, small steps of moved
+    centroids, a preset deflate dictionary. Every record's versions are rebuilt from the
+    old deltas, re-encoded, and rebuilt again from the new ones; the step refuses to commit
+    unless both give the same rows. Older memstrata cannot read the new format: the
+    version bump makes it refuse the file rather than fail on its history."""
+    from .history import apply_delta, decode_delta, encode_delta, reverse_delta
+
+    cols = ", ".join(COLUMNS)
+    seqs = [r[0] for r in conn.execute("SELECT DISTINCT seq FROM record_history ORDER BY seq")]
+    for seq in seqs:
+        current = conn.execute(f"SELECT {cols} FROM records WHERE seq = ?", (seq,)).fetchone()
+        if current is None:  # history of a row that is gone (cannot happen: FK cascade)
+            continue
+        rows = [dict(zip(COLUMNS, current, strict=True))]
+        history = conn.execute("SELECT version, delta FROM record_history WHERE seq = ? "
+                               "ORDER BY version DESC", (seq,)).fetchall()
+        for _version, blob in history:
+            rows.append(apply_delta(rows[-1], decode_delta(blob)))
+        blobs = [encode_delta(reverse_delta(old, newer))
+                 for newer, old in zip(rows[:-1], rows[1:], strict=True)]
+        check = rows[0]
+        for blob, old in zip(blobs, rows[1:], strict=True):
+            check = apply_delta(check, decode_delta(blob))
+            if check != old:  # pragma: no cover - reverse_delta verifies each op already
+                raise StoreError(f"re-encoding the history of record seq {seq} would change "
+                                 "it; nothing was changed: report this as a bug")
+        conn.executemany("UPDATE record_history SET delta = ? WHERE seq = ? AND version = ?",
+                         [(blob, seq, version) for blob, (version, _) in
+                          zip(blobs, history, strict=True)])
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _v3), (4, _V4_AUDIT),
-                                                (5, _V5_JOB_LEASE_TOKEN), (6, _V6_TYPE_INDEXES)]
+                                                (5, _V5_JOB_LEASE_TOKEN), (6, _V6_TYPE_INDEXES),
+                                                (7, _V7_VECTOR_REV), (8, _v8)]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
 # Guard against the two column lists drifting apart.

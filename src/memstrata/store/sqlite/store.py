@@ -56,7 +56,7 @@ from .codec import (
 from .history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
 from .lexical import BM25_WEIGHTS, match_expression, ranked, terms_text
 from .migrations import SCHEMA_VERSION, migrate, schema_version
-from .vectors import VectorCache, dot, top_k
+from .vectors import PURGE_EPOCH, VectorCache, top_k
 from .where import filters_sql, in_list, needs_python, scope_sql
 
 __all__ = ["SQLiteStore"]
@@ -87,10 +87,14 @@ def _masked_of(r: MemoryRecord) -> tuple[object, ...]:
 
 _BUMP = ("INSERT INTO scope_generation (scope_tok, generation) VALUES (?, 1) "
          "ON CONFLICT (scope_tok) DO UPDATE SET generation = generation + 1")
-_UPSERT_VECTOR = ("INSERT INTO vectors (seq, tenant, user, model, dims, own, vector) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO UPDATE SET "
-                  "model = excluded.model, dims = excluded.dims, own = excluded.own, "
-                  "vector = excluded.vector")
+# ``rev``: the user's next change number, so the vector cache loads what changed (vectors.py)
+_NEXT_REV = "(SELECT coalesce(max(rev), 0) + 1 FROM vectors WHERE tenant = ?2 AND user = ?3)"
+_UPSERT_VECTOR = ("INSERT INTO vectors (seq, tenant, user, model, dims, own, vector, rev) "
+                  f"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, {_NEXT_REV}) ON CONFLICT (seq) DO "
+                  "UPDATE SET model = excluded.model, dims = excluded.dims, "
+                  "own = excluded.own, vector = excluded.vector, rev = excluded.rev")
+# A record whose masked columns changed: its vector row is loaded again by the cache.
+_TOUCH_VECTOR = f"UPDATE vectors SET rev = {_NEXT_REV} WHERE seq = ?1"
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
 _UPSERT_CACHE = ("INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
@@ -315,6 +319,10 @@ class SQLiteStore:
         with self._write() as c:
             qc.release_sql(c, key, token, ph="?", lock=False)
 
+    def count_tenant_records(self, tenant: str) -> int:
+        with self._read() as c:
+            return qc.tenant_records_sql(c, tenant, ph="?")
+
     # --- helpers -----------------------------------------------------------------------------
     @staticmethod
     def _visible(c: sqlite3.Connection, scope: Scope, ids: Sequence[str],
@@ -498,11 +506,11 @@ class SQLiteStore:
         self._index(c, seq, new, write.terms)
         if write.vector is not None:
             self._store_vector(c, seq, new, write.vector)
-        # The vector cache holds the vector and the masked columns: only a change to one
-        # of them invalidates it (a content-only update, e.g. a cluster's hit count, on
-        # every search would otherwise reload a user's whole matrix each time).
-        if write.vector is not None or _masked(cur) != _masked_of(new):
-            self._bump(c, new.tenant, new.user)
+        # The vector cache holds the vector and the masked columns: a change to one of
+        # them gives the row a new change number, and the cache loads that row again
+        # (not the user's whole matrix; a new vector got one from _store_vector).
+        if write.vector is None and _masked(cur) != _masked_of(new):
+            c.execute(_TOUCH_VECTOR, (seq, new.tenant, new.user))
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         with self._read() as c:
@@ -539,9 +547,8 @@ class SQLiteStore:
             c.execute("UPDATE records SET status = ?, version = version + 1, "
                       "updated_at = ?, deleted_at = ? WHERE seq = ?",
                       (status.value, encode_time(at), deleted_at, row["seq"]))
+            c.execute(_TOUCH_VECTOR, (row["seq"], scope.tenant, scope.user))
             changed.append(row["id"])
-        if changed:
-            self._bump(c, scope.tenant, scope.user)
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
@@ -643,6 +650,9 @@ class SQLiteStore:
             jobs = c.execute("DELETE FROM jobs WHERE tenant = ? AND user = ?", args)
             records = c.execute("DELETE FROM records WHERE tenant = ? AND user = ?", args)
             c.execute("DELETE FROM scope_generation WHERE scope_tok = ?", (tok,))
+            # The user's generation row is gone (no trace of them left): the purge epoch, a
+            # row of no one, tells every process's vector cache to reload (vectors.py).
+            c.execute(_BUMP, (PURGE_EPOCH,))
             c.execute("DELETE FROM meta WHERE key LIKE ?",
                       (f"quota:%:{subject_hash(tenant, user)}:%",))
             sqlite_redact_subject(c, tenant, user)
@@ -928,11 +938,12 @@ class SQLiteStore:
                 keep = np.array([i for i in keep if cache.ids[i] in allowed], dtype=np.intp)
                 if keep.size == 0:
                     return []
-            scores = dot(cache.matrix, query)[keep]
+            scores = cache.scores(keep, query)
+            ties = cache.seq[keep]
             if not needs_python(filters):
-                best = top_k(scores, k)
+                best = top_k(scores, k, ties)
                 return [Candidate(cache.ids[keep[i]], float(scores[i])) for i in best]
-            order = top_k(scores, scores.size)
+            order = top_k(scores, scores.size, ties)
             out: list[Candidate] = []
             step = max(4 * k, 64)  # over-fetch: most rows usually pass the metadata filter
             for start in range(0, order.size, step):

@@ -2,16 +2,27 @@
 
 A search loads nothing it already has: the cache holds, per ``(tenant, user, dims)``, the
 ids, the float32 matrix and small per-row arrays (type, agent, session, visibility, status,
-superseded, importance), so scope and the common filters become boolean masks.
+superseded, importance, seq), so scope and the common filters become boolean masks.
 
-Coherence is cheap and works across processes because its state lives in the database:
-every change other than an insert bumps the user's row in ``scope_generation``; inserts
-only append vectors with a higher rowid. Each query reads ``(generation, max rowid)`` in one
-indexed statement: same generation → append what is new; different → reload.
+Coherence is cheap and works across processes because its state lives in the database.
+Every vector row carries a change number (SQLite ``vectors.rev``, PostgreSQL ``vseq``) that
+is raised past the user's highest whenever the row is written *or its record's masked
+columns change* (a cluster's new centroid, a summary's new version, a status change). Each
+query reads ``(generation, highest change number)`` in one indexed statement and loads only
+the rows changed since; a row loaded again replaces its old copy (the old position is
+marked dead, the new one appended). So an update costs the rows that changed, not the
+user's whole matrix — before, every cluster or summary update made the next search reload
+all of the user's vectors, 10,000 rows per ingest job in a session of 10,000 turns. Only
+removals (purge, re-embedding) bump the user's ``scope_generation`` row (``purge_user``,
+which deletes that row, bumps the purge epoch's), after which the next query reloads from
+scratch.
 
-Readers on several threads share the cache: a ``UserVectors`` is never changed once
-published (appending makes a new one), so a search keeps a consistent matrix and masks
-while another thread brings the user up to date.
+Rows are appended in place: the matrix and columns are over-allocated buffers shared by
+successive states, each state seeing its first ``n`` rows, so an append copies nothing old
+(amortised O(1) per row). A published state is never changed: new rows go past its end and
+a dead row is marked in the new state's own ``live`` array, so a search on another thread
+keeps a consistent view while the cache is brought up to date. Dead rows are compacted away
+once they outnumber the live ones (amortised O(1) per update).
 """
 
 from __future__ import annotations
@@ -30,92 +41,202 @@ from ...scope import Scope
 from ..base import Vector
 from .codec import scope_token
 
-__all__ = ["UserVectors", "VectorCache", "dot", "top_k"]
+__all__ = ["PURGE_EPOCH", "UserVectors", "VectorCache", "dot", "top_k"]
+
+# Rows: (change number, id, type, agent, session, visibility, status, superseded,
+# importance, vector bytes, seq).
+_LOAD = """
+SELECT v.rev, r.id, r.type, r.agent, r.session, r.visibility, r.status,
+       r.superseded_by IS NOT NULL, r.importance, v.vector, v.seq
+FROM vectors v JOIN records r ON r.seq = v.seq
+WHERE v.tenant = ? AND v.user = ? AND v.rev > ? AND v.dims = ?
+ORDER BY v.rev, v.seq
+"""
+
+_STATE = """
+SELECT (SELECT generation FROM scope_generation WHERE scope_tok = ?),
+       (SELECT max(rev) FROM vectors WHERE tenant = ? AND user = ?),
+       (SELECT generation FROM scope_generation WHERE scope_tok = ?)
+"""
+# The scope_generation row bumped by every purge_user (it deletes the user's own row, so a
+# cache in another process could not tell a purged user's new rows from their old ones).
+PURGE_EPOCH = ""
 
 # Record types as small integers: a type filter is then an integer ``isin`` (tens of µs
 # for 10k rows) instead of one over Python strings (~2 ms, the largest part of a search's
 # dense side). An unknown type (none is stored) gets -1, which no filter asks for.
 _TYPE_CODE = {t.value: n for n, t in enumerate(RecordType)}
 
-_LOAD = """
-SELECT v.rowid, r.id, r.type, r.agent, r.session, r.visibility, r.status,
-       r.superseded_by IS NOT NULL, r.importance, v.vector
-FROM vectors v JOIN records r ON r.seq = v.seq
-WHERE v.tenant = ? AND v.user = ? AND v.dims = ? AND v.rowid > ?
-ORDER BY v.rowid
-"""
-
-_STATE = """
-SELECT (SELECT generation FROM scope_generation WHERE scope_tok = ?),
-       (SELECT max(rowid) FROM vectors WHERE tenant = ? AND user = ?)
-"""
+_MIN_CAPACITY = 64
+_MIN_DEAD = 256  # dead rows tolerated before a compaction, whatever the live count
 
 
-@dataclass
+class _Columns:
+    """Over-allocated storage shared by the successive states of one user's cache.
+
+    Only the newest state appends (under :class:`VectorCache`'s lock for the user), always
+    past the end of every published state, so rows a state sees never change."""
+
+    def __init__(self, dims: int, capacity: int) -> None:
+        self.matrix = np.zeros((capacity, dims), np.float32)
+        self.type = np.full(capacity, -1, np.int8)
+        self.agent = np.empty(capacity, object)
+        self.agentless = np.zeros(capacity, bool)
+        self.session = np.empty(capacity, object)
+        self.private = np.zeros(capacity, bool)
+        self.active = np.zeros(capacity, bool)
+        self.superseded = np.zeros(capacity, bool)
+        self.importance = np.zeros(capacity, np.float64)
+        self.seq = np.zeros(capacity, np.int64)
+        self.ids: list[str] = []
+        self.where: dict[str, int] = {}  # id -> the row holding its newest copy
+
+    @property
+    def capacity(self) -> int:
+        return int(self.matrix.shape[0])
+
+    _ARRAYS = (
+        "matrix",
+        "type",
+        "agent",
+        "agentless",
+        "session",
+        "private",
+        "active",
+        "superseded",
+        "importance",
+        "seq",
+    )
+
+    def copy(
+        self, rows: npt.NDArray[np.intp], live: npt.NDArray[np.bool_], capacity: int
+    ) -> _Columns:
+        """New storage holding ``rows`` (in order), room for ``capacity`` rows."""
+        out = _Columns(self.matrix.shape[1], capacity)
+        m = rows.size
+        for name in self._ARRAYS:
+            getattr(out, name)[:m] = getattr(self, name)[rows]
+        out.ids = [self.ids[i] for i in rows]
+        out.where = {rid: j for j, rid in enumerate(out.ids) if live[j]}
+        return out
+
+
+@dataclass(frozen=True)
 class UserVectors:
-    """One user's vectors of one dimension, and the columns the masks need."""
+    """One user's vectors of one dimension, and the columns the masks need (a snapshot:
+    rows ``[0, n)`` of the shared storage, of which ``live`` are current)."""
 
     dims: int
     generation: int = -1
-    last_rowid: int = 0
-    ids: list[str] = field(default_factory=list)
-    matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-    type: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
-    agent: npt.NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
-    agentless: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
-    session: npt.NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
-    private: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
-    active: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
-    superseded: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
-    importance: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    last_rev: int = 0
+    n: int = 0
+    dead: int = 0
+    live: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    cols: _Columns | None = None
 
-    def extended(self, rows: list[tuple[object, ...]], last_rowid: int) -> UserVectors:
-        """A new ``UserVectors`` holding these rows too (``self`` is left as it was, so a
-        search on another thread that holds it is not disturbed)."""
+    @property
+    def count(self) -> int:
+        """Vectors held (current rows only)."""
+        return self.n - self.dead
+
+    @property
+    def ids(self) -> list[str]:
+        """Row -> record id (valid for rows below ``n``; never changed by the caller)."""
+        return self.cols.ids if self.cols is not None else []
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        if self.cols is None:
+            return np.zeros((0, self.dims), np.float32)
+        return self.cols.matrix[: self.n]
+
+    @property
+    def seq(self) -> npt.NDArray[np.int64]:
+        """Each row's record seq (the store's insertion order, for ties)."""
+        if self.cols is None:
+            return np.zeros(0, np.int64)
+        return self.cols.seq[: self.n]
+
+    def extended(self, rows: list[tuple[Any, ...]], last_rev: int) -> UserVectors:
+        """A new state holding these rows too, each replacing an older copy of its record
+        (``self`` is left as it was, so a search on another thread that holds it is not
+        disturbed). Must be called on the newest state of its storage."""
         if not rows:
-            return replace(self, last_rowid=max(self.last_rowid, last_rowid))
-        block = np.frombuffer(b"".join(r[9] for r in rows), dtype="<f4")  # type: ignore[misc]
-        block = block.reshape(len(rows), self.dims).astype(np.float32)
-
-        def col(i: int, dtype: Any) -> npt.NDArray[Any]:
-            out: npt.NDArray[Any] = np.array([r[i] for r in rows], dtype=dtype)
-            return out
-
-        return UserVectors(
+            return replace(self, last_rev=max(self.last_rev, last_rev))
+        k = len(rows)
+        n = self.n
+        cols = self.cols
+        if cols is None or len(cols.ids) != n or n + k > cols.capacity:
+            fresh = _Columns(self.dims, max(_MIN_CAPACITY, 2 * (n + k)))
+            cols = fresh if cols is None else cols.copy(np.arange(n), self.live, fresh.capacity)
+        block = np.frombuffer(b"".join(r[9] for r in rows), dtype="<f4")
+        cols.matrix[n : n + k] = block.reshape(k, self.dims)
+        cols.type[n : n + k] = [_TYPE_CODE.get(str(r[2]), -1) for r in rows]
+        cols.agent[n : n + k] = [r[3] for r in rows]
+        cols.agentless[n : n + k] = [r[3] is None for r in rows]
+        cols.session[n : n + k] = [r[4] for r in rows]
+        cols.private[n : n + k] = [r[5] == "private" for r in rows]
+        cols.active[n : n + k] = [r[6] == RecordStatus.ACTIVE.value for r in rows]
+        cols.superseded[n : n + k] = [bool(r[7]) for r in rows]
+        cols.importance[n : n + k] = [float(r[8]) for r in rows]
+        cols.seq[n : n + k] = [int(r[10]) for r in rows]
+        live = np.concatenate([self.live, np.ones(k, bool)])
+        dead = self.dead
+        for j, r in enumerate(rows):
+            rid = str(r[1])
+            old = cols.where.get(rid)
+            if old is not None and live[old]:
+                live[old] = False
+                dead += 1
+            cols.where[rid] = n + j
+            cols.ids.append(rid)
+        state = UserVectors(
             dims=self.dims,
             generation=self.generation,
-            last_rowid=max(last_rowid, int(rows[-1][0])),  # type: ignore[call-overload]
-            ids=self.ids + [str(r[1]) for r in rows],
-            matrix=block if self.matrix.size == 0 else np.vstack([self.matrix, block]),
-            type=np.concatenate(
-                [self.type, np.array([_TYPE_CODE.get(str(r[2]), -1) for r in rows], dtype=np.int8)]
-            ),
-            agent=np.concatenate([self.agent, col(3, object)]),
-            agentless=np.concatenate([self.agentless, np.array([r[3] is None for r in rows])]),
-            session=np.concatenate([self.session, col(4, object)]),
-            private=np.concatenate([self.private, col(5, object) == "private"]),
-            active=np.concatenate([self.active, col(6, object) == RecordStatus.ACTIVE.value]),
-            superseded=np.concatenate([self.superseded, col(7, bool)]),
-            importance=np.concatenate([self.importance, col(8, np.float64)]),
+            last_rev=max(last_rev, int(rows[-1][0])),
+            n=n + k,
+            dead=dead,
+            live=live,
+            cols=cols,
         )
+        return state.compacted() if dead > max(_MIN_DEAD, state.count) else state
+
+    def compacted(self) -> UserVectors:
+        """The same vectors without dead rows (order kept), in new storage."""
+        if self.cols is None:
+            return self
+        keep = np.flatnonzero(self.live)
+        live = np.ones(keep.size, bool)
+        cols = self.cols.copy(keep, live, max(_MIN_CAPACITY, 2 * keep.size))
+        return replace(self, n=int(keep.size), dead=0, live=live, cols=cols)
 
     def mask(self, scope: Scope, filters: Filters) -> npt.NDArray[np.bool_]:
         """Rows admitted by the scope (mirrors ``Scope.admits``) and the cached filters."""
-        keep = np.ones(len(self.ids), dtype=bool)
+        n, c = self.n, self.cols
+        if c is None:
+            return np.zeros(0, bool)
+        keep = self.live.copy()
         if scope.session is not None:
-            keep &= self.session == scope.session
+            keep &= c.session[:n] == scope.session
         if scope.agent is not None:
-            own = self.agentless | (self.agent == scope.agent)
-            keep &= own | ~self.private
+            own = c.agentless[:n] | (c.agent[:n] == scope.agent)
+            keep &= own | ~c.private[:n]
         if not filters.include_deleted:
-            keep &= self.active
+            keep &= c.active[:n]
         if filters.valid_at is None and not filters.include_superseded:
-            keep &= ~self.superseded
+            keep &= ~c.superseded[:n]
         if filters.types is not None:
-            keep &= np.isin(self.type, [_TYPE_CODE[RecordType(t).value] for t in filters.types])
+            keep &= np.isin(c.type[:n], [_TYPE_CODE[RecordType(t).value] for t in filters.types])
         if filters.min_importance is not None:
-            keep &= self.importance >= filters.min_importance
+            keep &= c.importance[:n] >= filters.min_importance
         return keep
+
+    def scores(self, keep: npt.NDArray[np.intp], query: Vector) -> Vector:
+        """``matrix[keep] @ query``: only the kept rows when they are few (a search of one
+        type, e.g. a user's clusters among their turns, costs the clusters)."""
+        if keep.size * 4 < self.n:
+            return dot(self.matrix[keep], query)
+        return dot(self.matrix, query)[keep]
 
 
 class VectorCache:
@@ -123,39 +244,45 @@ class VectorCache:
 
     def __init__(self) -> None:
         self._users: dict[tuple[str, str, int], UserVectors] = {}
+        self._locks: dict[tuple[str, str, int], threading.Lock] = {}
         self._lock = threading.Lock()
+        self.rows_loaded = 0  # vector rows read from the database (work counter, for tests)
 
     def clear(self) -> None:
         with self._lock:
             self._users.clear()
 
+    def _user_lock(self, key: tuple[str, str, int]) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(key, threading.Lock())
+
     def load(self, conn: sqlite3.Connection, tenant: str, user: str, dims: int) -> UserVectors:
         """The user's vectors, brought up to date with the database.
 
-        Runs inside the caller's read transaction, so state and rows come from one snapshot.
+        Runs inside the caller's read transaction, so state and rows come from one snapshot
+        (a state another thread brought further than this snapshot is returned as it is).
         """
-        generation, max_rowid = conn.execute(
-            _STATE, (scope_token(tenant, user), tenant, user)
+        generation, max_rev, epoch = conn.execute(
+            _STATE, (scope_token(tenant, user), tenant, user, PURGE_EPOCH)
         ).fetchone()
-        generation = int(generation or 0)
+        # both counts only grow; a purge_user resets the user's to 0 and raises the epoch's
+        generation = (int(epoch or 0) << 40) + int(generation or 0)
+        max_rev = int(max_rev or 0)
         key = (tenant, user, dims)
-        with self._lock:
-            cached = self._users.get(key)
-        if cached is None or cached.generation != generation:
-            cached = UserVectors(dims=dims, generation=generation)
-        if max_rowid is not None and max_rowid > cached.last_rowid:
-            rows = conn.execute(_LOAD, (tenant, user, dims, cached.last_rowid)).fetchall()
-            # Rows of other dims up to max_rowid were seen too; skip them next time.
-            cached = cached.extended(rows, int(max_rowid))
-        with self._lock:
-            current = self._users.get(key)
-            # Keep the newest state any thread has seen (generations only grow).
-            if current is None or (cached.generation, cached.last_rowid) > (
-                current.generation,
-                current.last_rowid,
-            ):
+        with self._user_lock(key):
+            with self._lock:
+                cached = self._users.get(key)
+            if cached is None or cached.generation != generation:
+                cached = UserVectors(dims=dims, generation=generation)
+            elif cached.last_rev >= max_rev:
+                return cached
+            rows = conn.execute(_LOAD, (tenant, user, cached.last_rev, dims)).fetchall()
+            self.rows_loaded += len(rows)
+            # Rows of other dims up to max_rev were seen too; skip them next time.
+            cached = cached.extended(rows, max_rev)
+            with self._lock:
                 self._users[key] = cached
-        return cached
+            return cached
 
 
 def dot(matrix: npt.NDArray[np.float32], query: Vector) -> Vector:
@@ -169,9 +296,14 @@ def dot(matrix: npt.NDArray[np.float32], query: Vector) -> Vector:
     return out
 
 
-def top_k(scores: Vector, k: int) -> npt.NDArray[np.intp]:
-    """Indices of the ``k`` highest scores, best first (ties by position, i.e. insertion)."""
+def top_k(scores: Vector, k: int, ties: npt.NDArray[Any] | None = None) -> npt.NDArray[np.intp]:
+    """Indices of the ``k`` highest scores, best first; equal scores in ``ties`` order
+    (the records' seq: insertion order, whatever order the cache holds them in), else by
+    position."""
+    order = np.arange(scores.size) if ties is None else np.asarray(ties)
     if k >= scores.size:
-        return np.argsort(-scores, kind="stable")
+        return np.lexsort((order, -scores))
     part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.lexsort((part, -scores[part]))]
+    # every row tied with the k-th best competes for the last places, by ``ties``
+    cand = np.flatnonzero(scores >= scores[part].min())
+    return cand[np.lexsort((order[cand], -scores[cand]))][:k]

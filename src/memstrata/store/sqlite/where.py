@@ -3,10 +3,14 @@
 
 Metadata conditions stay in Python (``Filters.matches``): their operators compare arbitrary
 JSON values with Python semantics that SQL's type affinity would not reproduce exactly.
+Equality with a string is also given to SQL as a *pre-filter* (exact for strings: SQL keeps
+every row Python would), so a look-up such as a fact by its key decodes the matching rows
+only, not every record of the type (Python still decides).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +22,7 @@ from .codec import encode_time
 __all__ = ["filters_sql", "in_list", "needs_python", "scope_sql"]
 
 Fragment = tuple[str, list[Any]]
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a key a JSON path names unquoted
 
 
 def in_list(column: str, values: Iterable[str]) -> Fragment:
@@ -80,6 +85,9 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
         add(f"{p}observed_at < ?", encode_time(f.observed_before))
     if f.min_importance is not None:
         add(f"{p}importance >= ?", f.min_importance)
+    for cond in f.metadata:
+        if cond.op == "eq" and isinstance(cond.value, str) and _PLAIN_KEY.fullmatch(cond.key):
+            add(f"json_extract({p}metadata, ?) = ?", f"$.{cond.key}", cond.value)
     return (" AND ".join(parts) or "1"), args
 
 
