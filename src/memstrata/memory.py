@@ -7,51 +7,24 @@ pure functions in their own modules, so ``AsyncMemory`` can share them.
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
-from . import maintenance as _maintenance
-from . import quotas as _quotas
+# What opening a store and reading or searching it needs. The layer services, the LLM, the
+# job machinery, maintenance, context assembly and import/export are imported where they are
+# used, and built on first use (``Memory.__getattr__``): `memstrata search` never loads them
+# (nor pydantic, which the LLM's output models need).
 from .audit import AuditLog, audit_store
 from .clock import Clock, SystemClock
-from .consolidation import refresh_stale_summaries
-from .context.assemble import AssembledContext
-from .context.builder import ContextRequest
-from .context.builder import build as build_context
-from .context.config import ContextConfig
-from .context.sources import LayerSources
 from .embedder.base import Embedder
 from .embedder.cache import CachedEmbedder
 from .embedder.factory import make_embedder
 from .errors import BudgetError, EmbeddingMismatchError, NotFoundError, ValidationError
 from .filters import Filters
-from .layers.base import LayerConfig, LayerContext
-from .layers.episodic import EpisodeService
-from .layers.key import KeyMemoryService
-from .layers.knowledge import KnowledgeService
-from .layers.pipeline import make_ingest_job, make_session_end_job
-from .layers.procedural import ProceduralService
-from .layers.router import Layer, RouteInput, estimate, route
-from .layers.semantic import FactService
-from .layers.stack import LayerStack
-from .layers.working import TaskService
-from .llm.base import LLM
-from .llm.factory import make_llm
-from .maintenance import MAINTAIN, LogEntry, MaintenanceReport, Retention
-from .policies.dedup import DedupAction, insert_or_merge
-from .policies.forgetting import DEFAULT_POLICY, ForgettingPolicy
-from .policies.importance import (
-    REFINE_IMPORTANCE,
-    heuristic_importance,
-    make_refine_job,
-    needs_refinement,
-    refine_handler,
-)
-from .policies.pii import PIIPolicy, PIIRedactor
-from .portability import ImportReport, export_jsonl, read_jsonl
 from .records import (
     AccessControl,
     MemoryRecord,
@@ -62,19 +35,13 @@ from .records import (
     Source,
     Visibility,
 )
-from .rederive import rederive
-from .reembed import reembed_store
 from .scope import Scope
 from .search.config import SearchConfig
 from .search.hit import SearchHit, types_of_layers
 from .search.hybrid import search as hybrid_search
-from .search.reply_terms import index_replies
-from .search.tokenize import tokenize
 from .store.base import PurgeReport, RecordWrite, Store
-from .store.redis_hot import RedisHotStore, buffer_prefix, open_redis
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
-from .tokens import TokenCounter, estimate_tokens
 from .validation import (
     check_bool,
     check_enum,
@@ -89,8 +56,29 @@ from .validation import (
     check_time,
     check_unit,
 )
-from .worker import BackgroundWorker, JobRunner, RunReport
 from .writes import check_scope, message_record, note_record, to_message
+
+if TYPE_CHECKING:
+    from . import quotas as _quotas
+    from .context.assemble import AssembledContext
+    from .context.config import ContextConfig
+    from .context.sources import LayerSources
+    from .layers.base import LayerConfig, LayerContext
+    from .layers.episodic import EpisodeService
+    from .layers.key import KeyMemoryService
+    from .layers.knowledge import KnowledgeService
+    from .layers.procedural import ProceduralService
+    from .layers.router import RouteInput
+    from .layers.semantic import FactService
+    from .layers.stack import LayerStack
+    from .layers.working import TaskService
+    from .llm.base import LLM
+    from .maintenance import LogEntry, MaintenanceReport, Retention
+    from .policies.forgetting import ForgettingPolicy
+    from .policies.pii import PIIPolicy, PIIRedactor
+    from .portability import ImportReport
+    from .tokens import TokenCounter
+    from .worker import BackgroundWorker, JobRunner, RunReport
 
 __all__ = ["Memory", "Remembered"]
 
@@ -131,6 +119,9 @@ class Remembered:
 _META_MODEL = "embedding_model"
 MAX_TOKEN_BUDGET = 10_000_000  # far above any model's window; bounds the arithmetic
 _META_DIMS = "embedding_dims"
+# Attributes of Memory built on first use (Memory._build).
+_BUILT_ON_FIRST_USE = frozenset({"layers", "retention", "context_config", "_llm", "_ctx",
+                                 "_runner", "_sources"})
 
 
 class Memory:
@@ -157,16 +148,32 @@ class Memory:
                  roles: Iterable[str] = DEFAULT_ROLES,
                  quotas: _quotas.Quotas | None = None, buffer: str | None = None) -> None:
         self.roles = _roles(roles)
-        if quotas is not None and not isinstance(quotas, _quotas.Quotas):
-            raise ValidationError("quotas must be a memstrata.quotas.Quotas")
+        if quotas is not None:
+            from . import quotas as _quotas
+
+            if not isinstance(quotas, _quotas.Quotas):
+                raise ValidationError("quotas must be a memstrata.quotas.Quotas")
         self.quotas = quotas
-        self._pii = PIIRedactor.of(pii)  # validated before the store is opened
-        self._maintenance_every = _maintenance.check_interval(maintenance_every)
-        self.retention = retention if retention is not None else Retention()
+        self._pii: PIIRedactor | None = None
+        if pii is not None:  # validated before the store is opened
+            from .policies.pii import PIIRedactor
+
+            self._pii = PIIRedactor.of(pii)
+        self._maintenance_every: timedelta | None = None
+        if maintenance_every is not None:
+            from .maintenance import check_interval
+
+            self._maintenance_every = check_interval(maintenance_every)
+        if retention is not None:  # otherwise Retention() on first use (__getattr__)
+            self.retention = retention
         # Redis for hot state (recent turns, embedding cache): connected before the store is
         # opened, so a Redis refusing connections fails before anything is written.
-        hot = open_redis(buffer) if buffer is not None else None
-        prefix = buffer_prefix(buffer) if buffer is not None else ""
+        hot = prefix = None
+        if buffer is not None:
+            from .store.redis_hot import RedisHotStore, buffer_prefix, open_redis
+
+            hot = open_redis(buffer)
+            prefix = buffer_prefix(buffer)
         try:
             self._store = store if store is not None else open_store(url)
         except BaseException:
@@ -174,11 +181,14 @@ class Memory:
                 hot.close()
             raise
         if hot is not None:
-            self._store = cast(Store, RedisHotStore(self._store, hot, prefix=prefix))
+            self._store = cast(Store, RedisHotStore(self._store, hot, prefix=prefix or ""))
         try:
             self._raw_embedder = make_embedder(embedder)
             self._embedder = CachedEmbedder(self._raw_embedder, self._store)
-            self._llm = make_llm(llm)
+            if llm is not None:  # a spec is checked now; the default heuristic on first use
+                from .llm.factory import make_llm
+
+                self._llm = make_llm(llm)
             self._check_embedding_model(reembed=reembed)
         except BaseException:
             self._store.close()
@@ -188,16 +198,77 @@ class Memory:
                               self._clock, self._pii)
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
-        self._ctx = LayerContext(self._store, self._embedder, self._llm, self._clock,
-                                 layer_config or LayerConfig(), self._pii)
-        self.layers = LayerStack.build(self._ctx)
-        handlers = {**self.layers.handlers(), REFINE_IMPORTANCE: refine_handler(self._ctx),
-                    MAINTAIN: self._run_maintain_job}
-        self._runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
-        self._sources = LayerSources(self.layers, self._search_for_context)
-        self.context_config = ContextConfig()  # build_context's levers (context/config.py)
-        self._count = token_counter or estimate_tokens
-        self._worker = BackgroundWorker(self._runner) if background else None
+        self._layer_config = layer_config
+        self._build_lock = threading.Lock()
+        self._count = token_counter  # None: estimate_tokens (tokens.py), in build_context
+        self._worker: BackgroundWorker | None = None
+        if background:
+            from .worker import BackgroundWorker
+
+            self._worker = BackgroundWorker(self._runner)
+
+    # --- built on first use ---------------------------------------------------------------
+    # The layer services, their context, the job runner and the context sources (and the
+    # default LLM, and the default retention) are built when first used: a reader that only
+    # searches or lists (`memstrata search`) never imports them. With the background worker
+    # on they are built by the constructor.
+    layers: LayerStack
+    retention: Retention
+    context_config: ContextConfig  # build_context's levers (context/config.py)
+    _llm: LLM
+    _ctx: LayerContext
+    _runner: JobRunner
+    _sources: LayerSources
+
+    if not TYPE_CHECKING:  # mypy checks the attributes declared above, not this hook
+
+        def __getattr__(self, name: str) -> Any:
+            if name not in _BUILT_ON_FIRST_USE or "_build_lock" not in self.__dict__:
+                raise AttributeError(
+                    f"{type(self).__name__!r} object has no attribute {name!r}")
+            self._build(name)
+            return self.__dict__[name]
+
+    def _build(self, name: str) -> None:
+        with self._build_lock:
+            if name in self.__dict__:  # another thread built it meanwhile
+                return
+            if name == "retention":
+                from .maintenance import Retention
+
+                self.retention = Retention()
+                return
+            if name == "context_config":
+                from .context.config import ContextConfig
+
+                self.context_config = ContextConfig()
+                return
+            if name == "_llm":
+                from .llm.factory import make_llm
+
+                self._llm = make_llm(None)
+                return
+            from .context.sources import LayerSources
+            from .layers.base import LayerConfig, LayerContext
+            from .layers.stack import LayerStack
+            from .maintenance import MAINTAIN
+            from .policies.importance import REFINE_IMPORTANCE, refine_handler
+            from .worker import JobRunner
+
+            llm = self.__dict__.get("_llm")
+            if llm is None:
+                from .llm.factory import make_llm
+
+                llm = make_llm(None)
+            ctx = LayerContext(self._store, self._embedder, llm, self._clock,
+                               self._layer_config or LayerConfig(), self._pii)
+            layers = LayerStack.build(ctx)
+            handlers = {**layers.handlers(), REFINE_IMPORTANCE: refine_handler(ctx),
+                        MAINTAIN: self._run_maintain_job}
+            runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
+            sources = LayerSources(layers, self._search_for_context)
+            self.__dict__.update(_llm=llm, _ctx=ctx, layers=layers, _runner=runner,
+                                 _sources=sources)
 
     # --- layer namespaces ----------------------------------------------------------------
     @property
@@ -234,7 +305,9 @@ class Memory:
         still queued stay in the store and run at the next start, flush or worker."""
         if self._worker is not None:
             self._worker.stop()
-        self._runner.close()
+        runner = self.__dict__.get("_runner")  # never built: nothing to stop
+        if runner is not None:
+            runner.close()
         self._store.close()
 
     def __enter__(self) -> Memory:
@@ -268,6 +341,8 @@ class Memory:
         stored = self._store.get_meta(_META_MODEL)
         stored_dims = self._store.get_meta(_META_DIMS)
         if stored is not None and (stored != model or stored_dims != str(dims)) and reembed:
+            from .reembed import reembed_store
+
             reembed_store(self._store, self._embedder)
             stored = None
         if stored is None:
@@ -309,6 +384,9 @@ class Memory:
             with self._admit(scope, len(records), now):
                 # The turns, their index entries and their ingest job commit together: a
                 # crash can never leave a message that no job will process.
+                from .layers.pipeline import make_ingest_job
+                from .search.reply_terms import index_replies
+
                 # A reply is also indexed under the question it answers (search/reply_terms).
                 writes = index_replies(self._store, scope, self._ctx.writes(records))
                 with self._store.transaction() as tx:
@@ -320,11 +398,15 @@ class Memory:
     def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractContextManager[None]:
         if self.quotas is None:
             return nullcontext()
+        from . import quotas as _quotas
+
         return _quotas.admit_writes(self._store, self.quotas, scope, n, now)
 
     def end_session(self, scope: Scope) -> RunReport:
         """Close a session: its final summary, conversation episode and clustering run now
         (with any of the session's jobs still queued)."""
+        from .layers.pipeline import make_session_end_job
+
         self._owner(scope)
         self._store.enqueue([make_session_end_job(scope, self._clock.now())])
         self._schedule_maintenance(scope)
@@ -346,6 +428,9 @@ class Memory:
         (cosine ≥ ``LayerConfig.dedup_cosine``, 0.95), is not stored twice: the existing one
         gets a new version that merges provenance (mentions, source ids, tags) and is
         returned. ``dedup=False`` always stores a new record."""
+        from .policies.dedup import DedupAction, insert_or_merge
+        from .policies.importance import heuristic_importance, make_refine_job, needs_refinement
+
         self._owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
         rtype = check_enum(RecordType, type, "type")
@@ -380,6 +465,8 @@ class Memory:
         information becomes an episode (user feedback at importance 0.9); task state goes to
         the session's working memory; low-value text (small talk, errors, under 50 chars with
         no fact) is not stored long-term and comes back with ``record=None``."""
+        from .layers.router import Layer, estimate, route
+
         self._owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
         item = estimate(text)
@@ -488,7 +575,8 @@ class Memory:
         cfg = config or self.search_config
         if mode is not None:
             cfg = cfg.with_mode(mode)
-        query = self._ctx.redact_query(scope, query)  # embedded, cached, matched redacted
+        if self._pii is not None:  # embedded, cached and matched redacted
+            query = self._pii.redact_query(scope.tenant, query)
         return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
                              top_k=top_k, filters=flt, config=cfg, now=self._clock.now(),
                              explain=explain)
@@ -534,6 +622,9 @@ class Memory:
         record_ids = check_ids(record_ids, "record_ids")
         for rid in record_ids:
             self._store.get(scope, rid, include_deleted=True)
+        from .consolidation import refresh_stale_summaries
+        from .rederive import rederive
+
         # What was derived from them repeats their words: clusters, episodes, automatic key
         # entries are derived again from the sources left, facts and procedures cite only
         # those, under the same id with no earlier version; with no source left they are
@@ -551,13 +642,15 @@ class Memory:
         return report
 
     # --- maintenance (maintenance.py) -----------------------------------------------------
-    def maintain(self, scope: Scope, *, policy: str | ForgettingPolicy = DEFAULT_POLICY,
+    def maintain(self, scope: Scope, *, policy: str | ForgettingPolicy = "default",
                  dry_run: bool = False, retention: Retention | None = None,
                  consolidate: bool = True, actor: str = "library",
                  now: datetime | str | None = None) -> MaintenanceReport:
         """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
         with a log entry, restorable), decay scores, retention purges, consolidation,
         stale summaries refreshed. ``now`` runs it as of that time (default: the clock)."""
+        from . import maintenance as _maintenance
+
         self._owner(scope)
         when = check_time(now, "now") if now is not None else None
         return _maintenance.maintain(self._ctx, scope, policy=policy, dry_run=dry_run,
@@ -568,11 +661,15 @@ class Memory:
     def forget(self, scope: Scope, record_ids: Sequence[str], *, reason: str = "explicit request",
                actor: str = "library") -> builtins.list[LogEntry]:
         """Explicit forget: soft-delete with a log entry; ``restore`` brings them back."""
+        from . import maintenance as _maintenance
+
         return _maintenance.forget(self._ctx, self._owner(scope), record_ids, reason=reason,
                                    audit=self.audit, actor=actor)
 
     def set_importance_by_tag(self, scope: Scope, tag: str, importance: float, *,
                               actor: str = "library") -> builtins.list[MemoryRecord]:
+        from . import maintenance as _maintenance
+
         return _maintenance.set_importance_by_tag(self._ctx, self._owner(scope), tag,
                                                   importance, audit=self.audit, actor=actor)
 
@@ -608,6 +705,8 @@ class Memory:
 
     def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
         """Override one user's quota (ValidationError if below what they already use)."""
+        from . import quotas as _quotas
+
         _quotas.set_user_quota(self._store, self.quotas or _quotas.Quotas(), self._owner(scope),
                                quota, self._clock.now())
         if self.quotas is None:
@@ -615,10 +714,14 @@ class Memory:
 
     def _schedule_maintenance(self, scope: Scope) -> None:
         if self._maintenance_every is not None:
+            from . import maintenance as _maintenance
+
             _maintenance.schedule(self._store, scope, self._clock.now(),
                                   self._maintenance_every)
 
     def _run_maintain_job(self, job: Any) -> None:
+        from . import maintenance as _maintenance
+
         scope = Scope(job.tenant, job.user)
         _maintenance.maintain(self._ctx, scope, retention=self.retention, audit=self.audit,
                               actor="system:maintenance-job")
@@ -666,10 +769,18 @@ class Memory:
         if reserve_ratio is not None:
             reserve_ratio = check_ratio(reserve_ratio, "reserve_ratio")
         if self.quotas is not None:
+            from . import quotas as _quotas
+
             _quotas.check_context(self._store, self.quotas, scope, token_budget)
+        from .context.builder import ContextRequest, build
+
         req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio,
                              config=self.context_config)
-        return build_context(self._sources, req, self._count)
+        if self._count is None:
+            from .tokens import estimate_tokens
+
+            self._count = estimate_tokens
+        return build(self._sources, req, self._count)
 
     def _search_for_context(self, scope: Scope, query: str, top_k: int, filters: Filters,
                             vector: Any = None) -> builtins.list[SearchHit]:
@@ -684,6 +795,8 @@ class Memory:
     def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,
                        include_deleted: bool = True) -> int:
         """Write the scope's records as versioned JSON Lines; returns the record count."""
+        from .portability import export_jsonl
+
         check_scope(scope)
         check_bool(include_embeddings, "include_embeddings")
         flt = Filters(include_deleted=check_bool(include_deleted, "include_deleted"),
@@ -704,6 +817,9 @@ class Memory:
         """Read an export. Every line is checked before anything is written; then all
         records are written in one transaction. ``into`` remaps tenant and user (and agent
         when given) and gives the records new ids; ids already present are skipped."""
+        from .portability import ImportReport, read_jsonl
+        from .search.tokenize import tokenize
+
         if into is not None:
             check_scope(into)
         parsed = read_jsonl(fp, into=into, model_id=self._raw_embedder.model_id,

@@ -32,11 +32,12 @@ _CHILD = textwrap.dedent("""
         outbox.enqueue = die
         mem.add_message(scope, "user", "this message must not be left without its job")
     else:
-        print("ready", flush=True)
         n = 0
         while True:
             n += 1
             mem.add_message(scope, "user", f"message number {n} about the trip to Lisbon")
+            if n == 1:  # the layers are built on the first write: ready once one committed
+                print("ready", flush=True)
 """)
 
 

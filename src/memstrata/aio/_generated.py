@@ -23,7 +23,7 @@ from ..layers.working import StepStatus, TaskCompletion
 from ..llm.base import LLM, ExtractedFact, Reflection, TaskOutcome
 from ..maintenance import LogEntry, MaintenanceReport, Retention
 from ..memory import DEFAULT_ROLES, Memory, Remembered
-from ..policies.forgetting import DEFAULT_POLICY, ForgettingPolicy
+from ..policies.forgetting import ForgettingPolicy
 from ..policies.pii import PIIPolicy, PIIRedactor
 from ..portability import ImportReport
 from ..records import MemoryRecord, Message, RecordType, Role, Source, Visibility
@@ -367,7 +367,7 @@ class AsyncMemory(ThreadConfinedMemory):
         self,
         scope: Scope,
         *,
-        policy: str | ForgettingPolicy = DEFAULT_POLICY,
+        policy: str | ForgettingPolicy = "default",
         dry_run: bool = False,
         retention: Retention | None = None,
         consolidate: bool = True,

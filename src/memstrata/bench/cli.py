@@ -12,13 +12,18 @@ import typer
 
 from ..cli.console import lazy_console
 
-__all__ = ["bench_app"]
+__all__ = ["bench_app", "register"]
 
 bench_app = typer.Typer(
     help="Reproducible benchmarks: LoCoMo retrieval/context quality and scale curves.",
     no_args_is_help=True,
 )
 _err = lazy_console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Mount ``memstrata bench`` on the main CLI (cli/app.py imports this module lazily)."""
+    app.add_typer(bench_app, name="bench", help="Benchmarks: LoCoMo recall and scale curves.")
 
 
 def _escape(text: str) -> str:
@@ -388,3 +393,34 @@ def storage(
     md = storage_markdown(res)
     (out / "storage.md").write_text(md, encoding="utf-8")
     typer.echo(json.dumps(asdict(res), indent=2, default=str) if as_json else md)
+
+
+@bench_app.command("startup")
+def startup(
+    src: Annotated[list[str] | None, typer.Option(
+        "--src", help="A source tree to time (its src/ folder, e.g. of a worktree of an older "
+        "commit); repeatable. Default: the installed package.")] = None,
+    runs: Annotated[int, typer.Option(min=1, help="Calls per command and tree.")] = 5,
+    notes: Annotated[int, typer.Option(min=0, help="Notes in each small store.")] = 8,
+    embedder: Annotated[str | None, typer.Option(help="Embedder spec (default: the "
+                                                 "default embedder).")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for startup.json/.md.")] = Path(
+        "bench-results"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
+) -> None:
+    """Wall and CPU time of whole CLI calls (--help, search, list, stats, add), before/after."""
+    from .report import write_json
+    from .startup import COMMANDS, StartupConfig, run_startup, startup_markdown
+
+    sources = tuple(src) if src else (None,)
+    cfg = StartupConfig(sources=sources, runs=runs, notes=notes, embedder=embedder)
+    with _progress(runs * len(COMMANDS) * len(sources), as_json) as tick:
+        try:
+            res = run_startup(cfg, tick)
+        except (ValueError, RuntimeError) as exc:
+            _err.print("[red]error:[/red] " + _escape(str(exc)))
+            raise typer.Exit(2) from None
+    write_json(res, out / "startup.json")
+    md = startup_markdown(res)
+    (out / "startup.md").write_text(md, encoding="utf-8")
+    typer.echo(json.dumps(res, indent=2, default=str) if as_json else md)

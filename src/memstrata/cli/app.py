@@ -16,13 +16,34 @@ from typing import Annotated, Any
 
 import typer
 
+from .lazy import LazyGroup
 from .options import Settings, choice, console, emit, fail, note, open_memory
 from .resolve import resolve_id
 
-__all__ = ["app", "main"]
+__all__ = ["app", "commands", "main"]
+
+# The commands defined here (``@commands.command()``); the root group builds only the one
+# named on the command line (lazy.py).
+commands = typer.Typer(rich_markup_mode=None)
+
+
+# Commands from other modules: each module's ``register(app)`` adds them; the table says which
+# names each module adds, so a command imports only its own module (lazy.py). A module imports
+# its heavy dependencies inside the command bodies, so `memstrata --help` stays fast.
+class _Root(LazyGroup):
+    own = commands
+    modules = {
+        ".layer_commands": ("context", "layers", "worker", "end-session", "key", "task"),
+        ".maintain_commands": ("maintain",),
+        ".migrate_commands": ("migrate",),
+        ".serve_commands": ("serve", "mcp", "keys"),
+        "..bench.cli": ("bench",),
+    }
+
 
 app = typer.Typer(help="memstrata: layered long-term memory for LLM agents.",
-                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+                  no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  cls=_Root)
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -133,7 +154,7 @@ def _check_length(text: str, settings: Settings) -> None:
              "the limit with `memstrata --max-chars N add ...`")
 
 
-@app.command()
+@commands.command()
 def add(ctx: typer.Context,
         content: Annotated[str | None, typer.Argument(help="Text; - reads stdin.")] = None,
         file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the text from "
@@ -162,7 +183,7 @@ def add(ctx: typer.Context,
             console.print(f"stored {rec.type.value} {rec.id}")
 
 
-@app.command()
+@commands.command()
 def ingest(ctx: typer.Context,
            path: Annotated[Path, typer.Argument(help="A UTF-8 text file; - reads stdin.")],
            title: Annotated[str | None, typer.Option(help="Document title.")] = None,
@@ -181,7 +202,7 @@ def ingest(ctx: typer.Context,
                           f"knowledge chunks, document {data['document']}")
 
 
-@app.command()
+@commands.command()
 def search(ctx: typer.Context, query: str,
            top_k: Annotated[int, typer.Option("--top-k", "-k", help="Hits to return.")] = 10,
            mode: Annotated[str, typer.Option(help="hybrid, lexical or dense.")] = "hybrid",
@@ -214,7 +235,7 @@ def search(ctx: typer.Context, query: str,
             console.print(explain_table(hits))
 
 
-@app.command()
+@commands.command()
 def get(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
                                                                      "prefix.")],
         deleted: Annotated[bool, typer.Option(help="Also find soft-deleted records.")] = False,
@@ -228,7 +249,7 @@ def get(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or
             console.print_json(json.dumps(_row(rec), ensure_ascii=False))
 
 
-@app.command("list")
+@commands.command("list")
 def list_(ctx: typer.Context, limit: Annotated[int, typer.Option(help="Max rows.")] = 20,
           offset: Annotated[int, typer.Option(help="Rows to skip.")] = 0,
           type: Annotated[list[str] | None, typer.Option(help="Only these types.")] = None,
@@ -259,7 +280,7 @@ def _status_command(ctx: typer.Context, record_id: str, as_json: bool, restore: 
             console.print(f"{rec.id} is now {rec.status.value} (version {rec.version})")
 
 
-@app.command()
+@commands.command()
 def delete(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
                                                                         "prefix.")],
            as_json: Json = False) -> None:
@@ -267,7 +288,7 @@ def delete(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id
     _status_command(ctx, record_id, as_json, restore=False)
 
 
-@app.command()
+@commands.command()
 def restore(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
                                                                          "prefix.")],
             as_json: Json = False) -> None:
@@ -275,7 +296,7 @@ def restore(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="I
     _status_command(ctx, record_id, as_json, restore=True)
 
 
-@app.command()
+@commands.command()
 def purge(ctx: typer.Context,
           record_id: Annotated[list[str] | None, typer.Argument(help="Ids or unique "
                                                                 "prefixes; none = the whole "
@@ -299,7 +320,7 @@ def purge(ctx: typer.Context,
         console.print(report_table(f"purged {what}", data))
 
 
-@app.command()
+@commands.command()
 def history(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
                                                                          "prefix.")],
             as_json: Json = False) -> None:
@@ -316,7 +337,7 @@ def history(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="I
         console.print(records_table(versions, f"history of {rid}"))
 
 
-@app.command()
+@commands.command()
 def export(ctx: typer.Context,
            path: Annotated[Path, typer.Argument(help="Output .jsonl file; - for stdout.")],
            embeddings: Annotated[bool, typer.Option(help="Include vectors.")] = False,
@@ -349,7 +370,7 @@ def _export_owners(path: Path) -> set[tuple[str, str]]:
     return owners
 
 
-@app.command("import")
+@commands.command("import")
 def import_(ctx: typer.Context, path: Annotated[Path, typer.Argument(help="A memstrata export.")],
             remap: Annotated[bool, typer.Option(help="Import into --tenant/--user (ids derived "
                                                 "from the originals: importing twice adds "
@@ -410,7 +431,7 @@ def _import_advice(settings: Settings, imported: int, skipped: int,
     return None
 
 
-@app.command()
+@commands.command()
 def stats(ctx: typer.Context, as_json: Json = False) -> None:
     """Counts per type and status, jobs, models (and the user's totals under a session)."""
     settings: Settings = ctx.obj
@@ -431,7 +452,7 @@ def stats(ctx: typer.Context, as_json: Json = False) -> None:
                  "(unset --session / MEMSTRATA_SESSION to count everything)")
 
 
-@app.command()
+@commands.command()
 def reembed(ctx: typer.Context,
             embedder: Annotated[str | None, typer.Option(
                 envvar="MEMSTRATA_EMBEDDER", help="The new embedder: default, hashing[:dims], "
@@ -449,37 +470,13 @@ def reembed(ctx: typer.Context,
             console.print(f"store now uses {data['embedding_model']} ({data['dims']} dims)")
 
 
-@app.command()
+@commands.command()
 def demo(ctx: typer.Context, as_json: Json = False) -> None:
     """Store a multi-session conversation and answer searches from it (offline)."""
     from .demo import run_demo
 
     settings: Settings = ctx.obj
     run_demo(settings, as_json)
-
-
-# --- Commands from other modules: one line each. A module that adds commands imports its
-# heavy dependencies inside the command bodies, so `memstrata --help` stays fast. ----------
-def _register() -> None:
-    from .layer_commands import register as register_layer_commands
-    from .maintain_commands import register as register_maintain_commands
-    from .migrate_commands import register as register_migrate_commands
-    from .serve_commands import register as register_serve_commands
-
-    register_layer_commands(app)
-    register_maintain_commands(app)
-    register_migrate_commands(app)
-    register_serve_commands(app)
-    try:
-        from ..bench.cli import bench_app
-    except ImportError:
-        pass
-    else:
-        app.add_typer(bench_app, name="bench", help="Benchmarks: LoCoMo recall and scale "
-                      "curves.")
-
-
-_register()
 
 
 def main() -> None:
