@@ -80,7 +80,10 @@ FloatArray = npt.NDArray[np.float64]
 # 0.69999998, so the threshold is compared with this slack (far below any real difference).
 _COSINE_SLACK = 1e-6
 _DIGEST_WORDS = 60
-_DIGEST_MEMBERS = 30
+# The digest is rebuilt from the newest members on every absorb: a 60-word extract needs no
+# more than a dozen turns, and 30 made the digest the largest per-turn cost of a long
+# session once clusters filled up (issue 7 item 6).
+_DIGEST_MEMBERS = 12
 _CLUSTER_TYPES = frozenset({RecordType.CLUSTER})
 # A cluster keeps its member count and its newest members (digest, provenance, re-run
 # check); a list of every member would make each write grow with the user's history.
