@@ -18,7 +18,9 @@ from memstrata import FixedClock, Memory, Scope
 from memstrata.llm.base import Reflection, TaskOutcome
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.policies.pii import PIIPolicy, PIIRedactor
-from memstrata.records import MemoryRecord, Message
+from memstrata.records import Message
+
+from .store_dump import all_versions, file_bytes
 
 S = Scope("acme", "alice", session="s1")
 EMAIL = "zed.quarz@example.org"
@@ -33,14 +35,6 @@ def _memory(path: Path, clock: FixedClock, **kw: object) -> Memory:
     )  # type: ignore[arg-type]
 
 
-def _versions(mem: Memory, scope: Scope) -> list[MemoryRecord]:
-    flt = {"include_deleted": True, "include_superseded": True}
-    out: list[MemoryRecord] = []
-    for r in mem.list(scope.user_scope, filters=flt, limit=10_000):
-        out.extend(mem.history(scope.user_scope, r.id))
-    return out
-
-
 def _dump(mem: Memory, scope: Scope) -> str:
     return "\n".join(
         json.dumps(
@@ -48,13 +42,7 @@ def _dump(mem: Memory, scope: Scope) -> str:
             ensure_ascii=False,
             default=str,
         )
-        for r in _versions(mem, scope)
-    )
-
-
-def _file(path: Path) -> bytes:
-    return b"".join(
-        Path(f"{path}{s}").read_bytes() for s in ("", "-wal") if Path(f"{path}{s}").exists()
+        for r in all_versions(mem, scope)
     )
 
 
@@ -62,7 +50,7 @@ def _assert_clean(mem: Memory, path: Path, scope: Scope = S) -> None:
     dump = _dump(mem, scope)
     audit = "\n".join(json.dumps(e.as_dict()) for e in mem.audit.query(scope.tenant))
     mem.close()
-    data = _file(path)
+    data = file_bytes(path)
     for value in VALUES:
         assert value not in dump, f"{value} stored in a record"
         assert value not in audit, f"{value} stored in the audit log"

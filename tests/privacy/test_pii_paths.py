@@ -20,7 +20,8 @@ from memstrata.embedder.cache import cache_key
 from memstrata.llm.base import ExtractedFact
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.policies.pii import PIIPolicy, PIIRedactor, redact
-from memstrata.records import MemoryRecord
+
+from .store_dump import all_versions, file_bytes
 
 # --- random PII values the detectors must catch ----------------------------------------------
 _word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=3, max_size=10)
@@ -53,14 +54,6 @@ def _sentence(value: str) -> str:
     return f"please remember that my contact is {value} for the plumber"
 
 
-def _all_versions(mem: Memory, scope: Scope) -> list[MemoryRecord]:
-    flt = {"include_deleted": True, "include_superseded": True}
-    out: list[MemoryRecord] = []
-    for r in mem.list(scope.user_scope, filters=flt, limit=10_000):
-        out.extend(mem.history(scope.user_scope, r.id))
-    return out
-
-
 def _dump(mem: Memory, scope: Scope) -> str:
     return "\n".join(
         json.dumps(
@@ -68,13 +61,7 @@ def _dump(mem: Memory, scope: Scope) -> str:
             ensure_ascii=False,
             default=str,
         )
-        for r in _all_versions(mem, scope)
-    )
-
-
-def _file_bytes(path: Path) -> bytes:
-    return b"".join(
-        Path(f"{path}{s}").read_bytes() for s in ("", "-wal") if Path(f"{path}{s}").exists()
+        for r in all_versions(mem, scope)
     )
 
 
@@ -178,7 +165,7 @@ def test_every_write_path_redacts(
         assert "[" in dump  # the placeholder is there: the write did happen
     finally:
         mem.close()
-    assert value.encode() not in _file_bytes(path)
+    assert value.encode() not in file_bytes(path)
 
 
 @EXAMPLES
@@ -206,12 +193,12 @@ def test_derived_records_never_reintroduce_pii(path: Path, clock: FixedClock) ->
             mem.add_message(S, "user", f"I like hiking in the Alps, trip {i} was lovely")
             mem.add_message(S, "assistant", "That sounds wonderful, tell me more")
         mem.end_session(S)
-        types = {r.type.value for r in _all_versions(mem, S)}
+        types = {r.type.value for r in all_versions(mem, S)}
         assert {"summary", "fact"} <= types
         assert LeakyLLM.LEAK not in _dump(mem, S)
     finally:
         mem.close()
-    assert LeakyLLM.LEAK.encode() not in _file_bytes(path)
+    assert LeakyLLM.LEAK.encode() not in file_bytes(path)
 
 
 @EXAMPLES
@@ -240,7 +227,7 @@ def test_queries_are_redacted_before_embedding_and_caching(
         mem.episodes.recall(S, query)
     finally:
         mem.close()
-    assert value.encode() not in _file_bytes(path)
+    assert value.encode() not in file_bytes(path)
 
 
 def test_a_tenant_that_keeps_pii_searches_in_clear(clock: FixedClock) -> None:
