@@ -399,12 +399,14 @@ def test_concurrent_writers_and_readers_never_see_a_stale_session(
         t.join()
     try:
         assert errors == []
-        assert calls[0] < 60  # some reads were answered by Redis, not the store
         hot = _hot(mems[2])
-        durable = _ids(hot.durable.recent_turns(scope, 500))
+        durable = _ids(original(scope, 500))
         assert sorted(durable) == sorted(acked)
-        assert _ids(hot.recent_turns(scope, 500)) == durable
-        assert _ids(hot.recent_turns(scope, 500)) == durable  # from Redis, once loaded
+        assert _ids(hot.recent_turns(scope, 500)) == durable  # may load the session
+        loaded = calls[0]
+        for _ in range(3):  # once loaded, and with no writer left, Redis answers alone
+            assert _ids(hot.recent_turns(scope, 500)) == durable
+        assert calls[0] == loaded
     finally:
         for m in mems:
             m.close()
