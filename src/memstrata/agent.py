@@ -28,7 +28,7 @@ from .scope import Scope
 
 __all__ = ["AgentHooks", "MessageSink", "TaskStart"]
 
-_TOOL_NOTE_CHARS = 500   # rule compression of tool output (seed 000 §7)
+_TOOL_NOTE_CHARS = 500  # rule compression of tool output (seed 000 §7)
 
 
 class MessageSink(Protocol):
@@ -37,8 +37,8 @@ class MessageSink(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TaskStart:
-    task: Any                                   # the task record
-    suggestion: Suggestion | None = None        # a proven decomposition, when one applies
+    task: Any  # the task record
+    suggestion: Suggestion | None = None  # a proven decomposition, when one applies
     warnings: list[FailureWarning] = field(default_factory=list)
 
 
@@ -47,9 +47,15 @@ def _service(explicit: Any, memory: object, name: str) -> Any:
 
 
 class AgentHooks:
-    def __init__(self, memory: MessageSink, *, tasks: TaskService | None = None,
-                 facts: FactService | None = None, episodes: EpisodeService | None = None,
-                 procedures: ProceduralService | None = None) -> None:
+    def __init__(
+        self,
+        memory: MessageSink,
+        *,
+        tasks: TaskService | None = None,
+        facts: FactService | None = None,
+        episodes: EpisodeService | None = None,
+        procedures: ProceduralService | None = None,
+    ) -> None:
         self._memory = memory
         self.tasks: TaskService | None = _service(tasks, memory, "tasks")
         self.facts: FactService | None = _service(facts, memory, "facts")
@@ -68,26 +74,24 @@ class AgentHooks:
     def on_assistant_message(self, scope: Scope, content: str) -> Any:
         return self._memory.add_message(scope, "assistant", content)
 
-    def on_tool_result(self, scope: Scope, tool: str, result: str, *,
-                       error: bool = False) -> Any:
+    def on_tool_result(self, scope: Scope, tool: str, result: str, *, error: bool = False) -> Any:
         """Store the tool turn; note a truncated copy in the active task's scratchpad."""
         message = self._memory.add_message(scope, "tool", f"[{tool}] {result}")
         if self.tasks is not None and self.tasks.current(scope) is not None:
-            short = result if len(result) <= _TOOL_NOTE_CHARS \
-                else result[:_TOOL_NOTE_CHARS] + "…"
+            short = result if len(result) <= _TOOL_NOTE_CHARS else result[:_TOOL_NOTE_CHARS] + "…"
             self.tasks.note(scope, f"{tool}{' error' if error else ''}: {short}", tool=tool)
         return message
 
-    def on_step_complete(self, scope: Scope, index: int, *, result: str | None = None,
-                         error: str | None = None) -> Any:
+    def on_step_complete(
+        self, scope: Scope, index: int, *, result: str | None = None, error: str | None = None
+    ) -> Any:
         """Mark step ``index`` completed (or failed when ``error`` is given); next iteration."""
         tasks = self._tasks()
         status = StepStatus.FAILED if error is not None else StepStatus.COMPLETED
         tasks.update_step(scope, index, status, result=result, error=error)
         return tasks.next_iteration(scope)
 
-    def on_task_start(self, scope: Scope, goal: str,
-                      steps: list[str] | None = None) -> TaskStart:
+    def on_task_start(self, scope: Scope, goal: str, steps: list[str] | None = None) -> TaskStart:
         """Start the task; without a plan, reuse a proven decomposition when one applies;
         warn about matching failure patterns either way."""
         suggestion = warnings = None
@@ -98,7 +102,8 @@ class AgentHooks:
         task = self._tasks().start(scope, goal, plan)
         return TaskStart(task, suggestion, warnings or [])
 
-    def on_task_complete(self, scope: Scope, *, success: bool, outcome: str,
-                         feedback: str = "") -> TaskCompletion:
+    def on_task_complete(
+        self, scope: Scope, *, success: bool, outcome: str, feedback: str = ""
+    ) -> TaskCompletion:
         """Reflect, archive the task as an episode and update procedural memory."""
         return self._tasks().complete(scope, success, outcome, feedback)

@@ -66,18 +66,36 @@ def _parse_metadata(spec: Mapping[str, Any]) -> tuple[MetadataCondition, ...]:
                 if isinstance(value, set | frozenset):
                     value = list(value)
                 if not isinstance(op, str):
-                    raise ValidationError(f"metadata operator {op!r} on {key!r} must be one "
-                                          "of " + ", ".join(METADATA_OPS))
-                conds.append(MetadataCondition(key, op.lstrip("$"),
-                                               check_json(value, f"filters.metadata.{key}")))
+                    raise ValidationError(
+                        f"metadata operator {op!r} on {key!r} must be one "
+                        "of " + ", ".join(METADATA_OPS)
+                    )
+                conds.append(
+                    MetadataCondition(
+                        key, op.lstrip("$"), check_json(value, f"filters.metadata.{key}")
+                    )
+                )
         else:
             conds.append(MetadataCondition(key, "eq", check_json(cond, f"filters.metadata.{key}")))
     return tuple(conds)
 
 
-_KNOWN = frozenset({"types", "tags", "tags_all", "observed_after", "observed_before",
-                    "valid_at", "min_importance", "sources", "metadata", "include_deleted",
-                    "include_superseded", "ids"})
+_KNOWN = frozenset(
+    {
+        "types",
+        "tags",
+        "tags_all",
+        "observed_after",
+        "observed_before",
+        "valid_at",
+        "min_importance",
+        "sources",
+        "metadata",
+        "include_deleted",
+        "include_superseded",
+        "ids",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +131,8 @@ class Filters:
             return spec
         if not isinstance(spec, Mapping):
             raise ValidationError(
-                f"filters must be a mapping such as {{'tags': ['work']}}, got "
-                f"{type(spec).__name__}")
+                f"filters must be a mapping such as {{'tags': ['work']}}, got {type(spec).__name__}"
+            )
         unknown = [k for k in spec if k not in _KNOWN]
         if unknown:
             raise ValidationError(
@@ -133,8 +151,9 @@ class Filters:
             v = spec.get(name)
             if v is None:
                 return None
-            return frozenset(check_enum(kind, x, f"filters.{name}")
-                             for x in check_names(v, f"filters.{name}"))
+            return frozenset(
+                check_enum(kind, x, f"filters.{name}") for x in check_names(v, f"filters.{name}")
+            )
 
         meta = spec.get("metadata")
         if meta is None:
@@ -152,10 +171,12 @@ class Filters:
             min_importance=None if mi is None else check_unit(mi, "filters.min_importance"),
             sources=enums(Source, "sources"),
             metadata=_parse_metadata(meta),
-            include_deleted=check_bool(spec.get("include_deleted", False),
-                                       "filters.include_deleted"),
-            include_superseded=check_bool(spec.get("include_superseded", False),
-                                          "filters.include_superseded"),
+            include_deleted=check_bool(
+                spec.get("include_deleted", False), "filters.include_deleted"
+            ),
+            include_superseded=check_bool(
+                spec.get("include_superseded", False), "filters.include_superseded"
+            ),
             ids=strings("ids"),
         )
 

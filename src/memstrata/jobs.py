@@ -13,8 +13,16 @@ from uuid import uuid4
 
 from .errors import ConflictError
 
-__all__ = ["Job", "JobStatus", "LeaseLostError", "check_lease", "job_status", "lease_guard",
-           "new_lease_token", "retry_delay"]
+__all__ = [
+    "Job",
+    "JobStatus",
+    "LeaseLostError",
+    "check_lease",
+    "job_status",
+    "lease_guard",
+    "new_lease_token",
+    "retry_delay",
+]
 
 
 class JobStatus(StrEnum):
@@ -65,8 +73,9 @@ def new_lease_token() -> str:
     return uuid4().hex
 
 
-def retry_delay(attempts: int, *, base_seconds: float = 2.0,
-                cap_seconds: float = 600.0) -> timedelta:
+def retry_delay(
+    attempts: int, *, base_seconds: float = 2.0, cap_seconds: float = 600.0
+) -> timedelta:
     """Exponential backoff: ``min(cap, base · 2^(attempts-1))``."""
     return timedelta(seconds=min(cap_seconds, base_seconds * 2 ** max(0, attempts - 1)))
 

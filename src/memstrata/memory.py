@@ -91,21 +91,29 @@ def _roles(roles: Iterable[str]) -> frozenset[str]:
     return frozenset(roles)
 
 
-def _access_control(current: AccessControl, visibility: Visibility | str | None,
-                    users: Sequence[str] | None, roles: Sequence[str] | None,
-                    known: frozenset[str]) -> AccessControl:
+def _access_control(
+    current: AccessControl,
+    visibility: Visibility | str | None,
+    users: Sequence[str] | None,
+    roles: Sequence[str] | None,
+    known: frozenset[str],
+) -> AccessControl:
     for name, values in (("allowed_users", users), ("allowed_roles", roles)):
-        if values is not None and (isinstance(values, str) or not all(
-                isinstance(v, str) and v.strip() for v in values)):
+        if values is not None and (
+            isinstance(values, str) or not all(isinstance(v, str) and v.strip() for v in values)
+        ):
             raise ValidationError(f"{name} must be a list of non-empty strings")
     unknown = sorted(set(roles or ()) - known)
     if unknown:
-        raise ValidationError(f"unknown role(s) {unknown}; declare them with "
-                              f"Memory(roles=...) (known: {sorted(known)})")
+        raise ValidationError(
+            f"unknown role(s) {unknown}; declare them with "
+            f"Memory(roles=...) (known: {sorted(known)})"
+        )
     return AccessControl(
         visibility=current.visibility if visibility is None else visibility,  # type: ignore[arg-type]
         allowed_users=current.allowed_users if users is None else tuple(dict.fromkeys(users)),
-        allowed_roles=current.allowed_roles if roles is None else tuple(dict.fromkeys(roles)))
+        allowed_roles=current.allowed_roles if roles is None else tuple(dict.fromkeys(roles)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,12 +124,14 @@ class Remembered:
     record: MemoryRecord | None
     scores: RouteInput
 
+
 _META_MODEL = "embedding_model"
 MAX_TOKEN_BUDGET = 10_000_000  # far above any model's window; bounds the arithmetic
 _META_DIMS = "embedding_dims"
 # Attributes of Memory built on first use (Memory._build).
-_BUILT_ON_FIRST_USE = frozenset({"layers", "retention", "context_config", "_llm", "_ctx",
-                                 "_runner", "_sources"})
+_BUILT_ON_FIRST_USE = frozenset(
+    {"layers", "retention", "context_config", "_llm", "_ctx", "_runner", "_sources"}
+)
 
 
 class Memory:
@@ -136,17 +146,27 @@ class Memory:
     Redis in front of the store (write-through; see :mod:`memstrata.store.redis_hot`).
     """
 
-    def __init__(self, url: str = "memory://", *, embedder: str | Embedder | None = None,
-                 llm: str | LLM | None = None, clock: Clock | None = None,
-                 search_config: SearchConfig | None = None,
-                 max_content_chars: int = DEFAULT_MAX_CHARS, store: Store | None = None,
-                 reembed: bool = False, layer_config: LayerConfig | None = None,
-                 background: bool = True, token_counter: TokenCounter | None = None,
-                 pii: PIIRedactor | PIIPolicy | str | None = None,
-                 maintenance_every: timedelta | None = None,
-                 retention: Retention | None = None,
-                 roles: Iterable[str] = DEFAULT_ROLES,
-                 quotas: _quotas.Quotas | None = None, buffer: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str = "memory://",
+        *,
+        embedder: str | Embedder | None = None,
+        llm: str | LLM | None = None,
+        clock: Clock | None = None,
+        search_config: SearchConfig | None = None,
+        max_content_chars: int = DEFAULT_MAX_CHARS,
+        store: Store | None = None,
+        reembed: bool = False,
+        layer_config: LayerConfig | None = None,
+        background: bool = True,
+        token_counter: TokenCounter | None = None,
+        pii: PIIRedactor | PIIPolicy | str | None = None,
+        maintenance_every: timedelta | None = None,
+        retention: Retention | None = None,
+        roles: Iterable[str] = DEFAULT_ROLES,
+        quotas: _quotas.Quotas | None = None,
+        buffer: str | None = None,
+    ) -> None:
         self.roles = _roles(roles)
         if quotas is not None:
             from . import quotas as _quotas
@@ -194,8 +214,9 @@ class Memory:
             self._store.close()
             raise
         self._clock = clock or SystemClock()
-        self.audit = AuditLog(audit_store(getattr(self._store, "durable", self._store)),
-                              self._clock, self._pii)
+        self.audit = AuditLog(
+            audit_store(getattr(self._store, "durable", self._store)), self._clock, self._pii
+        )
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
         self._layer_config = layer_config
@@ -224,8 +245,7 @@ class Memory:
 
         def __getattr__(self, name: str) -> Any:
             if name not in _BUILT_ON_FIRST_USE or "_build_lock" not in self.__dict__:
-                raise AttributeError(
-                    f"{type(self).__name__!r} object has no attribute {name!r}")
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             self._build(name)
             return self.__dict__[name]
 
@@ -260,15 +280,25 @@ class Memory:
                 from .llm.factory import make_llm
 
                 llm = make_llm(None)
-            ctx = LayerContext(self._store, self._embedder, llm, self._clock,
-                               self._layer_config or LayerConfig(), self._pii)
+            ctx = LayerContext(
+                self._store,
+                self._embedder,
+                llm,
+                self._clock,
+                self._layer_config or LayerConfig(),
+                self._pii,
+            )
             layers = LayerStack.build(ctx)
-            handlers = {**layers.handlers(), REFINE_IMPORTANCE: refine_handler(ctx),
-                        MAINTAIN: self._run_maintain_job}
+            handlers = {
+                **layers.handlers(),
+                REFINE_IMPORTANCE: refine_handler(ctx),
+                MAINTAIN: self._run_maintain_job,
+            }
             runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
             sources = LayerSources(layers, self._search_for_context)
-            self.__dict__.update(_llm=llm, _ctx=ctx, layers=layers, _runner=runner,
-                                 _sources=sources)
+            self.__dict__.update(
+                _llm=llm, _ctx=ctx, layers=layers, _runner=runner, _sources=sources
+            )
 
     # --- layer namespaces ----------------------------------------------------------------
     @property
@@ -359,23 +389,39 @@ class Memory:
             )
 
     # --- writing -----------------------------------------------------------------------
-    def add_message(self, scope: Scope, role: Role | str, content: str, *,
-                    observed_at: datetime | None = None,
-                    metadata: Mapping[str, Any] | None = None) -> MemoryRecord:
+    def add_message(
+        self,
+        scope: Scope,
+        role: Role | str,
+        content: str,
+        *,
+        observed_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryRecord:
         """Store one conversational turn (synchronously embedded and indexed)."""
-        msg = Message(role=role, content=content, observed_at=observed_at,  # type: ignore[arg-type]
-                      metadata=metadata if metadata is not None else {})
+        msg = Message(
+            role=role,  # type: ignore[arg-type]
+            content=content,
+            observed_at=observed_at,
+            metadata=metadata if metadata is not None else {},
+        )
         return self.add_messages(scope, [msg])[0]
 
-    def add_messages(self, scope: Scope,
-                     messages: Sequence[Message]) -> builtins.list[MemoryRecord]:
+    def add_messages(
+        self, scope: Scope, messages: Sequence[Message]
+    ) -> builtins.list[MemoryRecord]:
         """Store many turns in one embedding call and one transaction (all or nothing)."""
         self._owner(scope)
         now = self._clock.now()
         records = [
-            message_record(scope, self._redact_message(scope, to_message(m, i)), now=now,
-                           model_id=self._raw_embedder.model_id, dims=self._raw_embedder.dims,
-                           max_chars=self.max_content_chars)
+            message_record(
+                scope,
+                self._redact_message(scope, to_message(m, i)),
+                now=now,
+                model_id=self._raw_embedder.model_id,
+                dims=self._raw_embedder.dims,
+                max_chars=self.max_content_chars,
+            )
             for i, m in enumerate(check_sequence(messages, "messages"))
         ]
         if records:
@@ -416,12 +462,22 @@ class Memory:
         if self._worker is not None:
             self._worker.wake()
 
-    def add(self, scope: Scope, content: str, *, type: RecordType | str = RecordType.NOTE,
-            importance: float | None = None, confidence: float = 1.0,
-            tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
-            source: Source | str = Source.EXPLICIT_USER_INPUT,
-            observed_at: datetime | None = None, visibility: Visibility | str | None = None,
-            source_ids: Sequence[str] = (), dedup: bool = True) -> MemoryRecord:
+    def add(
+        self,
+        scope: Scope,
+        content: str,
+        *,
+        type: RecordType | str = RecordType.NOTE,
+        importance: float | None = None,
+        confidence: float = 1.0,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        source: Source | str = Source.EXPLICIT_USER_INPUT,
+        observed_at: datetime | None = None,
+        visibility: Visibility | str | None = None,
+        source_ids: Sequence[str] = (),
+        dedup: bool = True,
+    ) -> MemoryRecord:
         """Store a memory directly.
 
         With ``dedup`` (default) a record of the same type whose text is the same, or nearly
@@ -441,10 +497,21 @@ class Memory:
         if importance is None:
             importance = heuristic_importance(text)
         record = note_record(
-            scope, text, type=rtype, now=self._clock.now(), model_id=self._raw_embedder.model_id,
-            dims=self._raw_embedder.dims, max_chars=self.max_content_chars,
-            importance=importance, confidence=confidence, tags=tags, metadata=metadata,
-            source=source, observed_at=observed_at, visibility=visibility, source_ids=source_ids,
+            scope,
+            text,
+            type=rtype,
+            now=self._clock.now(),
+            model_id=self._raw_embedder.model_id,
+            dims=self._raw_embedder.dims,
+            max_chars=self.max_content_chars,
+            importance=importance,
+            confidence=confidence,
+            tags=tags,
+            metadata=metadata,
+            source=source,
+            observed_at=observed_at,
+            visibility=visibility,
+            source_ids=source_ids,
         )
         with self._admit(scope, 1, self._clock.now()):
             if dedup:
@@ -457,8 +524,14 @@ class Memory:
             self._wake()
         return stored
 
-    def remember(self, scope: Scope, content: str, *, tags: Sequence[str] = (),
-                 metadata: Mapping[str, Any] | None = None) -> Remembered:
+    def remember(
+        self,
+        scope: Scope,
+        content: str,
+        *,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Remembered:
         """Let the router (seed 000 §9) decide where a piece of information goes.
 
         Stable, general, important statements become semantic notes; other cross-session
@@ -473,18 +546,32 @@ class Memory:
         layer = route(item)
         record: MemoryRecord | None = None
         if layer is Layer.SEMANTIC:
-            record = self.add(scope, text, type=RecordType.NOTE, importance=item.importance,
-                              tags=tags, metadata=metadata)
+            record = self.add(
+                scope,
+                text,
+                type=RecordType.NOTE,
+                importance=item.importance,
+                tags=tags,
+                metadata=metadata,
+            )
         elif layer is Layer.EPISODIC:
-            importance = (self._ctx.config.feedback_importance if item.is_user_feedback
-                          else item.importance)
-            record = self.add(scope, text, type=RecordType.EPISODE, importance=importance,
-                              tags=tags, metadata=metadata)
+            importance = (
+                self._ctx.config.feedback_importance if item.is_user_feedback else item.importance
+            )
+            record = self.add(
+                scope,
+                text,
+                type=RecordType.EPISODE,
+                importance=importance,
+                tags=tags,
+                metadata=metadata,
+            )
         return Remembered(layer.value, record, item)
 
     # --- PII (policies/pii.py): applied before anything is embedded, stored or sent ------
-    def _redact(self, scope: Scope, text: str, metadata: Mapping[str, Any] | None
-                ) -> tuple[str, Mapping[str, Any] | None]:
+    def _redact(
+        self, scope: Scope, text: str, metadata: Mapping[str, Any] | None
+    ) -> tuple[str, Mapping[str, Any] | None]:
         if self._pii is None:
             return text, metadata
         new_text, extra = self._pii.apply(scope.tenant, text)
@@ -501,18 +588,25 @@ class Memory:
     def _insert(self, records: Sequence[MemoryRecord]) -> None:
         self._ctx.insert(records)
 
-    def update(self, scope: Scope, record_id: str, *, expected_version: int,
-               content: str | None = None, importance: float | None = None,
-               confidence: float | None = None, tags: Sequence[str] | None = None,
-               metadata: Mapping[str, Any] | None = None,
-               source: Source | str | None = None) -> MemoryRecord:
+    def update(
+        self,
+        scope: Scope,
+        record_id: str,
+        *,
+        expected_version: int,
+        content: str | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: Source | str | None = None,
+    ) -> MemoryRecord:
         """Write a new version of a record. ``expected_version`` is the version you read; if
         someone else updated it since, :class:`ConflictError` is raised and nothing changes."""
         self._owner(scope)
         check_id(record_id)
         check_int(expected_version, "expected_version", low=1)
-        changes: dict[str, Any] = {"version": expected_version + 1,
-                                   "updated_at": self._clock.now()}
+        changes: dict[str, Any] = {"version": expected_version + 1, "updated_at": self._clock.now()}
         if content is not None:
             text = validate_content(content, max_chars=self.max_content_chars)
             text, pii_extra = self._redact(scope, text, None)
@@ -533,33 +627,55 @@ class Memory:
             if pii_extra:
                 changes["metadata"] = {**changes.get("metadata", current.metadata), **pii_extra}
         new = replace(current, **changes)
-        self._ctx.replace(scope, new, expected_version=expected_version,
-                          reindex=content is not None)
+        self._ctx.replace(
+            scope, new, expected_version=expected_version, reindex=content is not None
+        )
         return new
 
     # --- reading -----------------------------------------------------------------------
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
-        return self._store.get(check_scope(scope), check_id(record_id),
-                               include_deleted=check_bool(include_deleted, "include_deleted"))
+        return self._store.get(
+            check_scope(scope),
+            check_id(record_id),
+            include_deleted=check_bool(include_deleted, "include_deleted"),
+        )
 
     def history(self, scope: Scope, record_id: str) -> builtins.list[MemoryRecord]:
         """Every version of a record, oldest first."""
         return self._store.history(check_scope(scope), check_id(record_id))
 
-    def list(self, scope: Scope, *, filters: Filters | Mapping[str, Any] | None = None,
-             limit: int = 100, offset: int = 0,
-             newest_first: bool = True) -> builtins.list[MemoryRecord]:
+    def list(
+        self,
+        scope: Scope,
+        *,
+        filters: Filters | Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> builtins.list[MemoryRecord]:
         check_int(limit, "limit", low=1, high=100_000)
         check_int(offset, "offset", low=0, high=2**62)
         check_bool(newest_first, "newest_first")
-        return self._store.list(check_scope(scope), Filters.parse(filters), limit=limit,
-                                offset=offset, newest_first=newest_first)
+        return self._store.list(
+            check_scope(scope),
+            Filters.parse(filters),
+            limit=limit,
+            offset=offset,
+            newest_first=newest_first,
+        )
 
-    def search(self, scope: Scope, query: str, top_k: int = 10, *,
-               layers: Iterable[str] | str | None = None,
-               filters: Filters | Mapping[str, Any] | None = None, mode: str | None = None,
-               explain: bool = False,
-               config: SearchConfig | None = None) -> builtins.list[SearchHit]:
+    def search(
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int = 10,
+        *,
+        layers: Iterable[str] | str | None = None,
+        filters: Filters | Mapping[str, Any] | None = None,
+        mode: str | None = None,
+        explain: bool = False,
+        config: SearchConfig | None = None,
+    ) -> builtins.list[SearchHit]:
         """Hybrid (BM25 + dense) search within ``scope``; see :class:`SearchConfig`."""
         check_scope(scope)
         query = validate_content(query, max_chars=self.max_content_chars, field="query")
@@ -577,9 +693,17 @@ class Memory:
             cfg = cfg.with_mode(mode)
         if self._pii is not None:  # embedded, cached and matched redacted
             query = self._pii.redact_query(scope.tenant, query)
-        return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
-                             top_k=top_k, filters=flt, config=cfg, now=self._clock.now(),
-                             explain=explain)
+        return hybrid_search(
+            self._store,
+            self._embedder.for_scope(scope),
+            scope,
+            query,
+            top_k=top_k,
+            filters=flt,
+            config=cfg,
+            now=self._clock.now(),
+            explain=explain,
+        )
 
     # --- forgetting --------------------------------------------------------------------
     def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
@@ -600,16 +724,22 @@ class Memory:
         self._store.set_status(scope, [record_id], status, self._clock.now())
         return self._store.get(scope, record_id, include_deleted=True)
 
-    def purge(self, scope: Scope, record_ids: Sequence[str] | None = None, *,
-              actor: str = "library") -> PurgeReport:
+    def purge(
+        self, scope: Scope, record_ids: Sequence[str] | None = None, *, actor: str = "library"
+    ) -> PurgeReport:
         report = self._purge(scope, record_ids)
         whole = record_ids is None
         if whole:  # keep what happened, not who: the user's events lose their ids
             self.audit.redact_subject(scope.tenant, scope.user)
-        self.audit.record(scope.tenant, actor, "purge", user=None if whole else scope.user,
-                          record_ids=list(record_ids or ()),
-                          reason="a whole user" if whole else None,
-                          details={"records": report.records, "remaining": report.remaining})
+        self.audit.record(
+            scope.tenant,
+            actor,
+            "purge",
+            user=None if whole else scope.user,
+            record_ids=list(record_ids or ()),
+            reason="a whole user" if whole else None,
+            details={"records": report.records, "remaining": report.remaining},
+        )
         return report
 
     def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
@@ -630,22 +760,32 @@ class Memory:
         # those, under the same id with no earlier version; with no source left they are
         # purged too. Summaries are rebuilt from the turns left the same way.
         report = self._store.purge(scope, list(record_ids))
-        _, more = rederive(self._ctx, scope, record_ids, reason="sources were purged",
-                           purge=True)
-        report = replace(report, records=report.records + more.records,
-                         versions=report.versions + more.versions,
-                         vectors=report.vectors + more.vectors,
-                         cache_entries=report.cache_entries + more.cache_entries,
-                         remaining=report.remaining + more.remaining)
-        refresh_stale_summaries(self._ctx, scope, set(record_ids), rebuild=True,
-                                reason="summarised turns were purged")
+        _, more = rederive(self._ctx, scope, record_ids, reason="sources were purged", purge=True)
+        report = replace(
+            report,
+            records=report.records + more.records,
+            versions=report.versions + more.versions,
+            vectors=report.vectors + more.vectors,
+            cache_entries=report.cache_entries + more.cache_entries,
+            remaining=report.remaining + more.remaining,
+        )
+        refresh_stale_summaries(
+            self._ctx, scope, set(record_ids), rebuild=True, reason="summarised turns were purged"
+        )
         return report
 
     # --- maintenance (maintenance.py) -----------------------------------------------------
-    def maintain(self, scope: Scope, *, policy: str | ForgettingPolicy = "default",
-                 dry_run: bool = False, retention: Retention | None = None,
-                 consolidate: bool = True, actor: str = "library",
-                 now: datetime | str | None = None) -> MaintenanceReport:
+    def maintain(
+        self,
+        scope: Scope,
+        *,
+        policy: str | ForgettingPolicy = "default",
+        dry_run: bool = False,
+        retention: Retention | None = None,
+        consolidate: bool = True,
+        actor: str = "library",
+        now: datetime | str | None = None,
+    ) -> MaintenanceReport:
         """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
         with a log entry, restorable), decay scores, retention purges, consolidation,
         stale summaries refreshed. ``now`` runs it as of that time (default: the clock)."""
@@ -653,25 +793,41 @@ class Memory:
 
         self._owner(scope)
         when = check_time(now, "now") if now is not None else None
-        return _maintenance.maintain(self._ctx, scope, policy=policy, dry_run=dry_run,
-                                     retention=retention or self.retention,
-                                     consolidate=consolidate, audit=self.audit, actor=actor,
-                                     now=when)
+        return _maintenance.maintain(
+            self._ctx,
+            scope,
+            policy=policy,
+            dry_run=dry_run,
+            retention=retention or self.retention,
+            consolidate=consolidate,
+            audit=self.audit,
+            actor=actor,
+            now=when,
+        )
 
-    def forget(self, scope: Scope, record_ids: Sequence[str], *, reason: str = "explicit request",
-               actor: str = "library") -> builtins.list[LogEntry]:
+    def forget(
+        self,
+        scope: Scope,
+        record_ids: Sequence[str],
+        *,
+        reason: str = "explicit request",
+        actor: str = "library",
+    ) -> builtins.list[LogEntry]:
         """Explicit forget: soft-delete with a log entry; ``restore`` brings them back."""
         from . import maintenance as _maintenance
 
-        return _maintenance.forget(self._ctx, self._owner(scope), record_ids, reason=reason,
-                                   audit=self.audit, actor=actor)
+        return _maintenance.forget(
+            self._ctx, self._owner(scope), record_ids, reason=reason, audit=self.audit, actor=actor
+        )
 
-    def set_importance_by_tag(self, scope: Scope, tag: str, importance: float, *,
-                              actor: str = "library") -> builtins.list[MemoryRecord]:
+    def set_importance_by_tag(
+        self, scope: Scope, tag: str, importance: float, *, actor: str = "library"
+    ) -> builtins.list[MemoryRecord]:
         from . import maintenance as _maintenance
 
-        return _maintenance.set_importance_by_tag(self._ctx, self._owner(scope), tag,
-                                                  importance, audit=self.audit, actor=actor)
+        return _maintenance.set_importance_by_tag(
+            self._ctx, self._owner(scope), tag, importance, audit=self.audit, actor=actor
+        )
 
     # --- access control (seed 003): Scope(caller=..., roles=...) reads, owners write ------
     def _owner(self, scope: Scope) -> Scope:
@@ -679,36 +835,56 @@ class Memory:
         if scope.caller is not None:
             raise ValidationError(
                 f"caller {scope.caller!r} may read what {scope.user!r} shared, but not change "
-                "it: write through the caller's own scope (without caller=)")
+                "it: write through the caller's own scope (without caller=)"
+            )
         return scope
 
-    def set_access(self, scope: Scope, record_id: str, *,
-                   visibility: Visibility | str | None = None,
-                   allowed_users: Sequence[str] | None = None,
-                   allowed_roles: Sequence[str] | None = None,
-                   actor: str = "library") -> MemoryRecord:
+    def set_access(
+        self,
+        scope: Scope,
+        record_id: str,
+        *,
+        visibility: Visibility | str | None = None,
+        allowed_users: Sequence[str] | None = None,
+        allowed_roles: Sequence[str] | None = None,
+        actor: str = "library",
+    ) -> MemoryRecord:
         """Who besides the user may read a record (a new version). Roles must be among
         ``Memory(roles=...)``; users are user ids of the same tenant."""
         self._owner(scope)
         current = self._store.get(scope, record_id, include_deleted=True)
-        access = _access_control(current.access, visibility, allowed_users, allowed_roles,
-                                 self.roles)
-        new = replace(current, access=access, version=current.version + 1,
-                      updated_at=self._clock.now())
+        access = _access_control(
+            current.access, visibility, allowed_users, allowed_roles, self.roles
+        )
+        new = replace(
+            current, access=access, version=current.version + 1, updated_at=self._clock.now()
+        )
         self._ctx.replace(scope, new, expected_version=current.version, reindex=False)
-        self.audit.record(scope.tenant, actor, "set_access", user=scope.user,
-                          record_ids=[record_id],
-                          details={"visibility": access.visibility.value,
-                                   "allowed_users": list(access.allowed_users),
-                                   "allowed_roles": list(access.allowed_roles)})
+        self.audit.record(
+            scope.tenant,
+            actor,
+            "set_access",
+            user=scope.user,
+            record_ids=[record_id],
+            details={
+                "visibility": access.visibility.value,
+                "allowed_users": list(access.allowed_users),
+                "allowed_roles": list(access.allowed_roles),
+            },
+        )
         return new
 
     def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
         """Override one user's quota (ValidationError if below what they already use)."""
         from . import quotas as _quotas
 
-        _quotas.set_user_quota(self._store, self.quotas or _quotas.Quotas(), self._owner(scope),
-                               quota, self._clock.now())
+        _quotas.set_user_quota(
+            self._store,
+            self.quotas or _quotas.Quotas(),
+            self._owner(scope),
+            quota,
+            self._clock.now(),
+        )
         if self.quotas is None:
             self.quotas = _quotas.Quotas()
 
@@ -716,15 +892,19 @@ class Memory:
         if self._maintenance_every is not None:
             from . import maintenance as _maintenance
 
-            _maintenance.schedule(self._store, scope, self._clock.now(),
-                                  self._maintenance_every)
+            _maintenance.schedule(self._store, scope, self._clock.now(), self._maintenance_every)
 
     def _run_maintain_job(self, job: Any) -> None:
         from . import maintenance as _maintenance
 
         scope = Scope(job.tenant, job.user)
-        _maintenance.maintain(self._ctx, scope, retention=self.retention, audit=self.audit,
-                              actor="system:maintenance-job")
+        _maintenance.maintain(
+            self._ctx,
+            scope,
+            retention=self.retention,
+            audit=self.audit,
+            actor="system:maintenance-job",
+        )
         if self._clock.now() >= job.run_after:  # on time (not flushed early): next one
             self._schedule_maintenance(scope)
 
@@ -738,19 +918,31 @@ class Memory:
         if scope is None:
             return self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
         check_scope(scope)
-        return self._runner.run_pending(tenant=scope.tenant, user=scope.user,
-                                        session=scope.session, include_delayed=True,
-                                        wait=True, timeout=timeout)
+        return self._runner.run_pending(
+            tenant=scope.tenant,
+            user=scope.user,
+            session=scope.session,
+            include_delayed=True,
+            wait=True,
+            timeout=timeout,
+        )
 
-    def run_worker(self, *, poll_seconds: float = 1.0,
-                   stop: Callable[[], bool] = lambda: False) -> None:
+    def run_worker(
+        self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
+    ) -> None:
         """Run jobs until ``stop()`` is true (what ``memstrata worker`` does)."""
         self._runner.run_forever(poll_seconds=poll_seconds, stop=stop)
 
     # --- context -----------------------------------------------------------------------
-    def build_context(self, scope: Scope, query: str | None = None, token_budget: int = 16000,
-                      system_prompt: str | None = None, *,
-                      reserve_ratio: float | None = None) -> AssembledContext:
+    def build_context(
+        self,
+        scope: Scope,
+        query: str | None = None,
+        token_budget: int = 16000,
+        system_prompt: str | None = None,
+        *,
+        reserve_ratio: float | None = None,
+    ) -> AssembledContext:
         """Assemble what the model should see, never over ``token_budget``.
 
         Order: system prompt → key memory → summaries → profile facts → relevant memories →
@@ -774,44 +966,66 @@ class Memory:
             _quotas.check_context(self._store, self.quotas, scope, token_budget)
         from .context.builder import ContextRequest, build
 
-        req = ContextRequest(scope, query, token_budget, system_prompt, reserve_ratio,
-                             config=self.context_config)
+        req = ContextRequest(
+            scope, query, token_budget, system_prompt, reserve_ratio, config=self.context_config
+        )
         if self._count is None:
             from .tokens import estimate_tokens
 
             self._count = estimate_tokens
         return build(self._sources, req, self._count)
 
-    def _search_for_context(self, scope: Scope, query: str, top_k: int, filters: Filters,
-                            vector: Any = None) -> builtins.list[SearchHit]:
+    def _search_for_context(
+        self, scope: Scope, query: str, top_k: int, filters: Filters, vector: Any = None
+    ) -> builtins.list[SearchHit]:
         # The context asks for many hits (as many as the budget could hold), so a smaller
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
-        return hybrid_search(self._store, self._embedder.for_scope(scope), scope, query,
-                             top_k=top_k, filters=filters, config=config, now=self._clock.now(),
-                             vector=vector)
+        return hybrid_search(
+            self._store,
+            self._embedder.for_scope(scope),
+            scope,
+            query,
+            top_k=top_k,
+            filters=filters,
+            config=config,
+            now=self._clock.now(),
+            vector=vector,
+        )
 
     # --- portability -------------------------------------------------------------------
-    def export_records(self, scope: Scope, fp: IO[str], *, include_embeddings: bool = False,
-                       include_deleted: bool = True) -> int:
+    def export_records(
+        self,
+        scope: Scope,
+        fp: IO[str],
+        *,
+        include_embeddings: bool = False,
+        include_deleted: bool = True,
+    ) -> int:
         """Write the scope's records as versioned JSON Lines; returns the record count."""
         from .portability import export_jsonl
 
         check_scope(scope)
         check_bool(include_embeddings, "include_embeddings")
-        flt = Filters(include_deleted=check_bool(include_deleted, "include_deleted"),
-                      include_superseded=True)
+        flt = Filters(
+            include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
+        )
         records: list[MemoryRecord] = []
         offset = 0
-        while batch := self._store.list(scope, flt, limit=1000, offset=offset,
-                                        newest_first=False):
+        while batch := self._store.list(scope, flt, limit=1000, offset=offset, newest_first=False):
             records.extend(batch)
             offset += len(batch)
         vectors = None
         if include_embeddings and records:
             vectors = self._embedder.for_scope(scope).embed_batch([r.text for r in records])
-        return export_jsonl(fp, records, vectors, model_id=self._raw_embedder.model_id,
-                            dims=self._raw_embedder.dims, exported_at=self._clock.now())
+        return export_jsonl(
+            fp,
+            records,
+            vectors,
+            model_id=self._raw_embedder.model_id,
+            dims=self._raw_embedder.dims,
+            exported_at=self._clock.now(),
+        )
 
     def import_records(self, fp: IO[str], *, into: Scope | None = None) -> ImportReport:
         """Read an export. Every line is checked before anything is written; then all
@@ -822,8 +1036,13 @@ class Memory:
 
         if into is not None:
             check_scope(into)
-        parsed = read_jsonl(fp, into=into, model_id=self._raw_embedder.model_id,
-                            dims=self._raw_embedder.dims, max_chars=self.max_content_chars)
+        parsed = read_jsonl(
+            fp,
+            into=into,
+            model_id=self._raw_embedder.model_id,
+            dims=self._raw_embedder.dims,
+            max_chars=self.max_content_chars,
+        )
         fresh: list[MemoryRecord] = []
         skipped = 0
         redacted: set[str] = set()  # their file vector is the clear text's: embed again
@@ -844,8 +1063,7 @@ class Memory:
         with ExitStack() as admitted:
             for who, n in by_user.items():
                 admitted.enter_context(self._admit(who, n, self._clock.now()))
-            embedded: Any = (self._embedder.embed_batch([r.text for r in missing])
-                             if missing else [])
+            embedded: Any = self._embedder.embed_batch([r.text for r in missing]) if missing else []
             new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
             for rec in fresh:
                 vec = parsed.vectors.get(rec.id)
@@ -854,17 +1072,21 @@ class Memory:
                 writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
             if writes:
                 self._store.insert(writes)
-        return ImportReport(imported=len(writes), skipped=skipped,
-                            reembedded=len(missing))
+        return ImportReport(imported=len(writes), skipped=skipped, reembedded=len(missing))
 
     # --- introspection -----------------------------------------------------------------
     def stats(self, scope: Scope) -> dict[str, Any]:
         s = self._store.stats(check_scope(scope))
         return {
-            "scope": str(scope), "records": s.records, "active": s.active, "deleted": s.deleted,
-            "by_type": dict(s.by_type), "pending_jobs": s.pending_jobs,
-            "failed_jobs": s.failed_jobs, "embedding_model": self._raw_embedder.model_id,
-            "embedding_dims": self._raw_embedder.dims, "llm": self._llm.name,
+            "scope": str(scope),
+            "records": s.records,
+            "active": s.active,
+            "deleted": s.deleted,
+            "by_type": dict(s.by_type),
+            "pending_jobs": s.pending_jobs,
+            "failed_jobs": s.failed_jobs,
+            "embedding_model": self._raw_embedder.model_id,
+            "embedding_dims": self._raw_embedder.dims,
+            "llm": self._llm.name,
             "store": self._store.url,
         }
-

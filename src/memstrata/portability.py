@@ -45,17 +45,31 @@ class ParsedImport:
     vectors: dict[str, Vector] = field(default_factory=dict)
 
 
-def export_jsonl(fp: IO[str], records: Sequence[MemoryRecord], vectors: Matrix | None, *,
-                 model_id: str, dims: int, exported_at: datetime) -> int:
-    header = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "embedding_model": model_id,
-              "dims": dims, "exported_at": exported_at.isoformat(), "count": len(records)}
+def export_jsonl(
+    fp: IO[str],
+    records: Sequence[MemoryRecord],
+    vectors: Matrix | None,
+    *,
+    model_id: str,
+    dims: int,
+    exported_at: datetime,
+) -> int:
+    header = {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "embedding_model": model_id,
+        "dims": dims,
+        "exported_at": exported_at.isoformat(),
+        "count": len(records),
+    }
     fp.write(json.dumps(header, ensure_ascii=False) + "\n")
     for i, rec in enumerate(records):
         emb = None
         if vectors is not None:
             emb = base64.b64encode(np.asarray(vectors[i], dtype="<f4").tobytes()).decode("ascii")
-        fp.write(json.dumps({"record": record_to_dict(rec), "embedding": emb},
-                            ensure_ascii=False) + "\n")
+        fp.write(
+            json.dumps({"record": record_to_dict(rec), "embedding": emb}, ensure_ascii=False) + "\n"
+        )
     return len(records)
 
 
@@ -91,19 +105,28 @@ def _remap(records: list[MemoryRecord], into: Scope) -> list[MemoryRecord]:
     ids = {r.id: remapped_id(r.id, into) for r in records}
     out = []
     for r in records:
-        out.append(replace(
-            r, id=ids[r.id], tenant=into.tenant, user=into.user,
-            agent=into.agent if into.agent is not None else r.agent,
-            source_ids=tuple(ids.get(s, s) for s in r.source_ids),
-            superseded_by=ids.get(r.superseded_by, r.superseded_by) if r.superseded_by else None,
-            relations=tuple(replace(x, target_id=ids.get(x.target_id, x.target_id))
-                            for x in r.relations),
-        ))
+        out.append(
+            replace(
+                r,
+                id=ids[r.id],
+                tenant=into.tenant,
+                user=into.user,
+                agent=into.agent if into.agent is not None else r.agent,
+                source_ids=tuple(ids.get(s, s) for s in r.source_ids),
+                superseded_by=ids.get(r.superseded_by, r.superseded_by)
+                if r.superseded_by
+                else None,
+                relations=tuple(
+                    replace(x, target_id=ids.get(x.target_id, x.target_id)) for x in r.relations
+                ),
+            )
+        )
     return out
 
 
-def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int,
-               max_chars: int = DEFAULT_MAX_CHARS) -> ParsedImport:
+def read_jsonl(
+    fp: IO[str], *, into: Scope | None, model_id: str, dims: int, max_chars: int = DEFAULT_MAX_CHARS
+) -> ParsedImport:
     """Parse and check a whole export; raises :class:`ImportFormatError` naming the line.
 
     Every record is checked field by field exactly as ``add`` checks its arguments
@@ -143,6 +166,9 @@ def read_jsonl(fp: IO[str], *, into: Scope | None, model_id: str, dims: int,
     if into is None:
         return ParsedImport(records, raw_vectors)
     remapped = _remap(records, into)
-    vectors = {new.id: raw_vectors[old.id] for old, new in zip(records, remapped, strict=True)
-               if old.id in raw_vectors}
+    vectors = {
+        new.id: raw_vectors[old.id]
+        for old, new in zip(records, remapped, strict=True)
+        if old.id in raw_vectors
+    }
     return ParsedImport(remapped, vectors)

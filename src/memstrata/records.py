@@ -203,6 +203,12 @@ class MemoryRecord:
         return self.status is RecordStatus.ACTIVE
 
     def visible_in(self, scope: Scope) -> bool:
-        return scope.admits(self.tenant, self.user, self.agent, self.session,
-                            self.access.visibility.value, self.access.allowed_users,
-                            self.access.allowed_roles)
+        return scope.admits(
+            self.tenant,
+            self.user,
+            self.agent,
+            self.session,
+            self.access.visibility.value,
+            self.access.allowed_users,
+            self.access.allowed_roles,
+        )

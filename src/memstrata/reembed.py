@@ -10,8 +10,13 @@ from .store.base import Store
 __all__ = ["reembed_store"]
 
 
-def reembed_store(store: Store, embedder: Embedder, *, batch_size: int = 256,
-                  on_batch: Callable[[int], None] | None = None) -> int:
+def reembed_store(
+    store: Store,
+    embedder: Embedder,
+    *,
+    batch_size: int = 256,
+    on_batch: Callable[[int], None] | None = None,
+) -> int:
     """Embed every record of the store again with ``embedder``; returns how many.
 
     Vectors are replaced batch by batch; the store's model metadata is switched only by the
@@ -20,8 +25,9 @@ def reembed_store(store: Store, embedder: Embedder, *, batch_size: int = 256,
     done = 0
     for batch in store.scan(batch_size):
         vectors = embedder.embed_batch([r.text for r in batch])
-        store.set_vectors([(r, vectors[i]) for i, r in enumerate(batch)],
-                          embedder.model_id, embedder.dims)
+        store.set_vectors(
+            [(r, vectors[i]) for i, r in enumerate(batch)], embedder.model_id, embedder.dims
+        )
         done += len(batch)
         if on_batch is not None:
             on_batch(len(batch))

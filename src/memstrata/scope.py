@@ -68,8 +68,9 @@ class Scope:
         """Whether someone other than the user is asking (access rules apply; no writes)."""
         return self.caller is not None
 
-    def as_caller(self, caller: str | None, roles: frozenset[str] | set[str] = frozenset()
-                  ) -> Scope:
+    def as_caller(
+        self, caller: str | None, roles: frozenset[str] | set[str] = frozenset()
+    ) -> Scope:
         return replace(self, caller=caller, roles=frozenset(roles))
 
     def with_session(self, session: str | None) -> Scope:
@@ -83,9 +84,16 @@ class Scope:
         """The whole of this user's memory (no agent or session narrowing), same caller."""
         return Scope(self.tenant, self.user, caller=self.caller, roles=self.roles)
 
-    def admits(self, tenant: str, user: str, agent: str | None, session: str | None,
-               visibility: str, allowed_users: tuple[str, ...] = (),
-               allowed_roles: tuple[str, ...] = ()) -> bool:
+    def admits(
+        self,
+        tenant: str,
+        user: str,
+        agent: str | None,
+        session: str | None,
+        visibility: str,
+        allowed_users: tuple[str, ...] = (),
+        allowed_roles: tuple[str, ...] = (),
+    ) -> bool:
         """Whether a record with these owners is visible through this scope.
 
         The SQL of every store mirrors this function; the contract tests hold them equal.
@@ -94,12 +102,14 @@ class Scope:
             return False
         if self.session is not None and session != self.session:
             return False
-        if self.agent is not None and agent not in (None, self.agent) \
-                and visibility == "private":
+        if self.agent is not None and agent not in (None, self.agent) and visibility == "private":
             return False
         if self.caller is not None:
-            return (visibility == "public" or self.caller in allowed_users
-                    or not self.roles.isdisjoint(allowed_roles))
+            return (
+                visibility == "public"
+                or self.caller in allowed_users
+                or not self.roles.isdisjoint(allowed_roles)
+            )
         return True
 
     def __str__(self) -> str:

@@ -12,8 +12,9 @@ __all__ = ["DEFAULT_MAX_CHARS", "content_hash", "validate_content"]
 DEFAULT_MAX_CHARS = 100_000
 
 
-def validate_content(content: object, *, max_chars: int = DEFAULT_MAX_CHARS,
-                     field: str = "content") -> str:
+def validate_content(
+    content: object, *, max_chars: int = DEFAULT_MAX_CHARS, field: str = "content"
+) -> str:
     """Return ``content`` as a clean ``str`` or raise :class:`ValidationError` saying why not.
 
     Bytes are accepted when they are valid UTF-8. Strings holding lone surrogates (which

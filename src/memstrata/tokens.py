@@ -14,8 +14,10 @@ from typing import Protocol
 
 __all__ = ["TokenCounter", "count_tokens", "estimate_tokens", "tiktoken_counter"]
 
-_CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
-                  r"\u3040-\u30ff\uac00-\ud7af]")
+_CJK = re.compile(
+    r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+    r"\u3040-\u30ff\uac00-\ud7af]"
+)
 
 
 class TokenCounter(Protocol):

@@ -39,8 +39,8 @@ __all__ = [
     "validate_record",
 ]
 
-MAX_JSON_DEPTH = 32          # nesting of metadata / structured content
-MAX_JSON_ITEMS = 100_000     # values in one metadata tree
+MAX_JSON_DEPTH = 32  # nesting of metadata / structured content
+MAX_JSON_ITEMS = 100_000  # values in one metadata tree
 MAX_TAGS = 256
 MAX_TAG_CHARS = 256
 MAX_ID_CHARS = 256
@@ -82,8 +82,7 @@ def check_bool(value: object, field: str) -> bool:
     return value
 
 
-def check_int(value: object, field: str, *, low: int | None = None,
-              high: int | None = None) -> int:
+def check_int(value: object, field: str, *, low: int | None = None, high: int | None = None) -> int:
     """An ``int`` (not a bool) within ``[low, high]``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(f"{field} must be an integer, got {_kind(value)}")
@@ -95,23 +94,25 @@ def check_int(value: object, field: str, *, low: int | None = None,
     return value
 
 
-def check_number(value: object, field: str, *, low: float, high: float,
-                 high_open: bool = False) -> float:
+def check_number(
+    value: object, field: str, *, low: float, high: float, high_open: bool = False
+) -> float:
     """A finite real number (int or float, not a bool) within ``[low, high]``."""
     bracket = ")" if high_open else "]"
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValidationError(
             f"{field} must be a number in [{low}, {high}{bracket}, got {_kind(value)}"
-            + ("" if not isinstance(value, str) else f" {value!r}; pass a float, not text"))
+            + ("" if not isinstance(value, str) else f" {value!r}; pass a float, not text")
+        )
     try:
         number = float(value)
     except OverflowError:
         number = math.inf if value > 0 else -math.inf
-    if not math.isfinite(number) or number < low or number > high \
-            or (high_open and number >= high):
+    if not math.isfinite(number) or number < low or number > high or (high_open and number >= high):
         shown = value if isinstance(value, float) or abs(value) < 10**18 else "a huge integer"
-        raise ValidationError(f"{field} must be a finite number in [{low}, {high}{bracket}, "
-                              f"got {shown}")
+        raise ValidationError(
+            f"{field} must be a finite number in [{low}, {high}{bracket}, got {shown}"
+        )
     return number
 
 
@@ -131,7 +132,8 @@ def check_id(value: object, field: str = "record_id") -> str:
         raise ValidationError(f"{field} must be a string id, got {_kind(value)}")
     if not value.strip() or len(value) > MAX_ID_CHARS or "\x00" in value:
         raise ValidationError(
-            f"{field} must be a non-empty id of at most {MAX_ID_CHARS} characters without NUL")
+            f"{field} must be a non-empty id of at most {MAX_ID_CHARS} characters without NUL"
+        )
     return _clean_str(value, field)
 
 
@@ -139,14 +141,17 @@ def _string_items(value: object, field: str) -> list[object]:
     if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
         raise ValidationError(
             f"{field} must be a list of strings, got {_kind(value)}"
-            + (f" {value!r} (wrap one value in a list: [{value!r}])"
-               if isinstance(value, str) and len(value) < 80 else ""))
+            + (
+                f" {value!r} (wrap one value in a list: [{value!r}])"
+                if isinstance(value, str) and len(value) < 80
+                else ""
+            )
+        )
     return list(value)
 
 
 def check_ids(value: object, field: str = "ids") -> tuple[str, ...]:
-    return tuple(check_id(v, f"{field}[{i}]")
-                 for i, v in enumerate(_string_items(value, field)))
+    return tuple(check_id(v, f"{field}[{i}]") for i, v in enumerate(_string_items(value, field)))
 
 
 def check_names(value: object, field: str) -> tuple[str, ...]:
@@ -171,10 +176,12 @@ def check_tags(value: object, field: str = "tags") -> tuple[str, ...]:
     for i, tag in enumerate(items):
         if not isinstance(tag, str):
             raise ValidationError(
-                f"{field}[{i}] must be a string, got {_kind(tag)} {tag!r}; tags are text")
+                f"{field}[{i}] must be a string, got {_kind(tag)} {tag!r}; tags are text"
+            )
         if not tag.strip() or len(tag) > MAX_TAG_CHARS:
             raise ValidationError(
-                f"{field}[{i}] must be non-empty text of at most {MAX_TAG_CHARS} characters")
+                f"{field}[{i}] must be non-empty text of at most {MAX_TAG_CHARS} characters"
+            )
         out[_clean_str(tag, f"{field}[{i}]")] = None
     return tuple(out)
 
@@ -191,17 +198,22 @@ def check_json(value: object, field: str) -> Any:
         item, parent, slot, path, depth = stack.pop()
         count += 1
         if count > MAX_JSON_ITEMS:
-            raise ValidationError(f"{field} holds more than {MAX_JSON_ITEMS:,} values; "
-                                  "store large data elsewhere and keep a reference")
+            raise ValidationError(
+                f"{field} holds more than {MAX_JSON_ITEMS:,} values; "
+                "store large data elsewhere and keep a reference"
+            )
         if depth > MAX_JSON_DEPTH:
-            raise ValidationError(f"{field} is nested more than {MAX_JSON_DEPTH} levels deep "
-                                  f"(at {path[:120]}...); flatten it")
+            raise ValidationError(
+                f"{field} is nested more than {MAX_JSON_DEPTH} levels deep "
+                f"(at {path[:120]}...); flatten it"
+            )
         if item is None or isinstance(item, int):  # bool is an int
             parent[slot] = item
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise ValidationError(f"{path} is {item}, which JSON cannot hold; "
-                                      "store a finite number or null")
+                raise ValidationError(
+                    f"{path} is {item}, which JSON cannot hold; store a finite number or null"
+                )
             parent[slot] = item
         elif isinstance(item, str):
             parent[slot] = _clean_str(item, path)
@@ -210,8 +222,9 @@ def check_json(value: object, field: str) -> Any:
             parent[slot] = copy
             for key, sub in item.items():
                 if not isinstance(key, str):
-                    raise ValidationError(f"{path} has the key {key!r} ({_kind(key)}); "
-                                          "keys must be strings")
+                    raise ValidationError(
+                        f"{path} has the key {key!r} ({_kind(key)}); keys must be strings"
+                    )
                 _clean_str(key, f"{path} key")
                 copy[key] = None
                 stack.append((sub, copy, key, f"{path}.{key}", depth + 1))
@@ -223,8 +236,9 @@ def check_json(value: object, field: str) -> Any:
         else:
             raise ValidationError(
                 f"{path} is a {_kind(item)}, which is not JSON; use a str, number, bool, "
-                "None, list or dict" + (" (turn a set into a sorted list)"
-                                        if isinstance(item, set | frozenset) else ""))
+                "None, list or dict"
+                + (" (turn a set into a sorted list)" if isinstance(item, set | frozenset) else "")
+            )
     return root[0]
 
 
@@ -234,7 +248,8 @@ def check_metadata(value: object, field: str = "metadata") -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise ValidationError(
-            f"{field} must be a mapping of string keys to JSON values, got {_kind(value)}")
+            f"{field} must be a mapping of string keys to JSON values, got {_kind(value)}"
+        )
     checked: dict[str, Any] = check_json(value, field)
     return checked
 
@@ -252,12 +267,14 @@ def check_time(value: object, field: str) -> datetime:
         except ValueError:
             raise ValidationError(
                 f"{field} {text[:60]!r} is not an ISO-8601 time; pass a datetime or a string "
-                "like '2024-05-01T09:30:00+00:00'") from None
+                "like '2024-05-01T09:30:00+00:00'"
+            ) from None
     elif isinstance(value, date) and not isinstance(value, datetime):
         value = datetime.combine(value, time(), tzinfo=UTC)
     if not isinstance(value, datetime):
         raise ValidationError(
-            f"{field} must be a datetime or an ISO-8601 string, got {_kind(value)}")
+            f"{field} must be a datetime or an ISO-8601 string, got {_kind(value)}"
+        )
     if value.tzinfo is None or value.utcoffset() is None:
         return value.replace(tzinfo=UTC)
     try:
@@ -265,7 +282,8 @@ def check_time(value: object, field: str) -> datetime:
     except (OverflowError, ValueError):
         raise ValidationError(
             f"{field} {value.isoformat()} is outside what can be stored (years 1-9999 in UTC); "
-            "pass a time within that range") from None
+            "pass a time within that range"
+        ) from None
 
 
 def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
@@ -293,8 +311,15 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
     if r.embedding_dims is not None:
         check_int(r.embedding_dims, "embedding_dims", low=1, high=65_536)
     times = {}
-    for name in ("created_at", "updated_at", "observed_at", "last_accessed_at", "valid_from",
-                 "valid_to", "deleted_at"):
+    for name in (
+        "created_at",
+        "updated_at",
+        "observed_at",
+        "last_accessed_at",
+        "valid_from",
+        "valid_to",
+        "deleted_at",
+    ):
         when = getattr(r, name)
         if when is not None:
             times[name] = check_time(when, name)
@@ -310,9 +335,14 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
     check_ids(r.access.allowed_users, "access.allowed_users")
     check_ids(r.access.allowed_roles, "access.allowed_roles")
     return replace(
-        r, content=Content(text, r.content.summary, structured),
-        tags=check_tags(r.tags), source_ids=check_ids(r.source_ids, "source_ids"),
-        metadata=check_metadata(r.metadata), content_hash=content_hash(text), **times)
+        r,
+        content=Content(text, r.content.summary, structured),
+        tags=check_tags(r.tags),
+        source_ids=check_ids(r.source_ids, "source_ids"),
+        metadata=check_metadata(r.metadata),
+        content_hash=content_hash(text),
+        **times,
+    )
 
 
 def check_sequence(value: object, field: str) -> Sequence[Any]:

@@ -48,8 +48,8 @@ class RunReport:
     retried: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
-    lost: int = 0      # jobs whose lease was taken over while this worker held them
-    waiting: int = 0   # jobs still held by another worker when a timed-out flush returned
+    lost: int = 0  # jobs whose lease was taken over while this worker held them
+    waiting: int = 0  # jobs still held by another worker when a timed-out flush returned
 
 
 class _Claim:
@@ -57,7 +57,7 @@ class _Claim:
 
     def __init__(self, jobs: list[Job]) -> None:
         self.token = jobs[0].lease_token or ""
-        self.open = {j.id for j in jobs}     # claimed, not finished by us yet
+        self.open = {j.id for j in jobs}  # claimed, not finished by us yet
         self.lost: set[str] = set()
         leases = [j.lease_until for j in jobs if j.lease_until is not None]
         self.expires: datetime | None = min(leases) if leases else None
@@ -65,8 +65,7 @@ class _Claim:
 
     def holds(self, job_id: str, now: datetime) -> bool:
         with self.lock:
-            return (job_id not in self.lost
-                    and (self.expires is None or now < self.expires))
+            return job_id not in self.lost and (self.expires is None or now < self.expires)
 
     def close(self, job_id: str) -> None:
         with self.lock:
@@ -92,8 +91,9 @@ class _Heartbeat:
             self._claims[claim.token] = claim
             if self._thread is None or not self._thread.is_alive():
                 self._stop.clear()
-                self._thread = threading.Thread(target=self._loop, daemon=True,
-                                                name="memstrata-lease-heartbeat")
+                self._thread = threading.Thread(
+                    target=self._loop, daemon=True, name="memstrata-lease-heartbeat"
+                )
                 self._thread.start()
 
     def remove(self, claim: _Claim) -> None:
@@ -118,14 +118,20 @@ class _Heartbeat:
         try:
             held = set(self._store.renew_leases(claim.token, until))
         except Exception:  # the store may be busy or gone: the lease runs down meanwhile
-            log.warning("could not renew job leases (claim %s); retrying in %.1f s",
-                        claim.token, self.interval, exc_info=True)
+            log.warning(
+                "could not renew job leases (claim %s); retrying in %.1f s",
+                claim.token,
+                self.interval,
+                exc_info=True,
+            )
             return
         with claim.lock:
             taken = claim.open - held
             if taken - claim.lost:
-                log.warning("jobs %s were taken over by another worker (lease expired)",
-                            sorted(taken - claim.lost))
+                log.warning(
+                    "jobs %s were taken over by another worker (lease expired)",
+                    sorted(taken - claim.lost),
+                )
             claim.lost |= taken
             claim.expires = until
 
@@ -140,9 +146,16 @@ def _expected(exc: BaseException) -> bool:
 
 
 class JobRunner:
-    def __init__(self, store: Store, handlers: Mapping[str, Handler], clock: Clock, *,
-                 max_attempts: int = 5, lease_seconds: float = DEFAULT_LEASE_SECONDS,
-                 batch: int = 50) -> None:
+    def __init__(
+        self,
+        store: Store,
+        handlers: Mapping[str, Handler],
+        clock: Clock,
+        *,
+        max_attempts: int = 5,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        batch: int = 50,
+    ) -> None:
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds must be positive, got {lease_seconds}")
         self._store = store
@@ -158,10 +171,17 @@ class JobRunner:
         """Stop the lease heartbeat (call after the last ``run_pending`` returned)."""
         self._heartbeat.stop()
 
-    def run_pending(self, *, tenant: str | None = None, user: str | None = None,
-                    session: str | None = None, batch: int | None = None,
-                    include_delayed: bool = False, wait: bool = False,
-                    timeout: float | None = None) -> RunReport:
+    def run_pending(
+        self,
+        *,
+        tenant: str | None = None,
+        user: str | None = None,
+        session: str | None = None,
+        batch: int | None = None,
+        include_delayed: bool = False,
+        wait: bool = False,
+        timeout: float | None = None,
+    ) -> RunReport:
         """Run claimable jobs until none is left.
 
         ``include_delayed`` also runs jobs whose retry time has not come yet. ``wait`` (what
@@ -175,9 +195,15 @@ class JobRunner:
         while True:
             now = self._clock.now()
             horizon = now + timedelta(days=3650) if include_delayed or wait else None
-            jobs = self._store.claim_jobs(now, limit=size, lease_seconds=self.lease_seconds,
-                                          tenant=tenant, user=user, session=session,
-                                          due_before=horizon)
+            jobs = self._store.claim_jobs(
+                now,
+                limit=size,
+                lease_seconds=self.lease_seconds,
+                tenant=tenant,
+                user=user,
+                session=session,
+                due_before=horizon,
+            )
             if jobs:
                 self._run_claim(jobs, report)
                 continue
@@ -216,8 +242,9 @@ class JobRunner:
         try:
             handler = self._handlers.get(job.kind)
             if handler is None:
-                self._store.fail_job(job.id, f"no handler for job kind {job.kind!r}", None,
-                                     lease_token=token)
+                self._store.fail_job(
+                    job.id, f"no handler for job kind {job.kind!r}", None, lease_token=token
+                )
                 report.failed += 1
                 return
 
@@ -253,12 +280,17 @@ class JobRunner:
         else:
             level = logging.DEBUG if _expected(exc) else logging.WARNING
             log.log(level, "job %s (%s) failed, will retry: %s", job.id, job.kind, message)
-            self._store.fail_job(job.id, message, self._clock.now() + retry_delay(attempts),
-                                 lease_token=job.lease_token)
+            self._store.fail_job(
+                job.id,
+                message,
+                self._clock.now() + retry_delay(attempts),
+                lease_token=job.lease_token,
+            )
             report.retried += 1
 
-    def run_forever(self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
-                    ) -> None:
+    def run_forever(
+        self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
+    ) -> None:
         """The ``memstrata worker`` loop. A store that can announce new jobs (PostgreSQL's
         ``LISTEN``/``NOTIFY``: ``wait_for_jobs``) wakes it at once instead of at the next poll."""
         wait = getattr(self._store, "wait_for_jobs", None)

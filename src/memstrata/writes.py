@@ -47,59 +47,102 @@ def to_message(item: object, index: int = 0) -> Message:
         return item
     field = f"messages[{index}]"
     if not isinstance(item, Mapping):
-        raise ValidationError(f"{field} must be a Message or a mapping with role and content, "
-                              f"got {type(item).__name__}")
+        raise ValidationError(
+            f"{field} must be a Message or a mapping with role and content, "
+            f"got {type(item).__name__}"
+        )
     unknown = sorted(str(k) for k in item if k not in _MESSAGE_FIELDS)
     if unknown or "role" not in item or "content" not in item:
-        raise ValidationError(f"{field} needs the keys role and content (optional: "
-                              f"observed_at, metadata); unknown: {unknown}")
+        raise ValidationError(
+            f"{field} needs the keys role and content (optional: "
+            f"observed_at, metadata); unknown: {unknown}"
+        )
     return Message(**{str(k): v for k, v in item.items()})
 
 
 _MESSAGE_FIELDS = frozenset({"role", "content", "observed_at", "metadata"})
 
 
-def message_record(scope: Scope, message: Message, *, now: datetime, model_id: str, dims: int,
-                   max_chars: int) -> MemoryRecord:
+def message_record(
+    scope: Scope, message: Message, *, now: datetime, model_id: str, dims: int, max_chars: int
+) -> MemoryRecord:
     text = validate_content(message.content, max_chars=max_chars)
     observed = check_time(message.observed_at, "observed_at") if message.observed_at else now
     metadata = check_metadata(message.metadata)
     rid = new_id()
     source = Source.EXPLICIT_USER_INPUT if message.role is Role.USER else Source.SYSTEM_GENERATED
     return MemoryRecord(
-        id=rid, tenant=scope.tenant, user=scope.user, agent=scope.agent, session=scope.session,
-        type=RecordType.MESSAGE, role=message.role, content=Content(raw=text),
-        created_at=now, updated_at=now,
-        observed_at=observed, embedding_model=model_id, embedding_dims=dims, source=source,
-        source_ids=(rid,), metadata=metadata, content_hash=content_hash(text),
+        id=rid,
+        tenant=scope.tenant,
+        user=scope.user,
+        agent=scope.agent,
+        session=scope.session,
+        type=RecordType.MESSAGE,
+        role=message.role,
+        content=Content(raw=text),
+        created_at=now,
+        updated_at=now,
+        observed_at=observed,
+        embedding_model=model_id,
+        embedding_dims=dims,
+        source=source,
+        source_ids=(rid,),
+        metadata=metadata,
+        content_hash=content_hash(text),
     )
 
 
-def note_record(scope: Scope, content: object, *, type: RecordType | str, now: datetime,
-                model_id: str, dims: int, max_chars: int, importance: float,
-                confidence: float = 1.0, tags: Sequence[str] = (),
-                metadata: Mapping[str, Any] | None = None,
-                source: Source | str = Source.EXPLICIT_USER_INPUT,
-                observed_at: datetime | None = None, visibility: Visibility | str | None = None,
-                source_ids: Sequence[str] = (), valid_from: datetime | None = None,
-                summary: str | None = None,
-                structured: Mapping[str, Any] | None = None) -> MemoryRecord:
+def note_record(
+    scope: Scope,
+    content: object,
+    *,
+    type: RecordType | str,
+    now: datetime,
+    model_id: str,
+    dims: int,
+    max_chars: int,
+    importance: float,
+    confidence: float = 1.0,
+    tags: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+    source: Source | str = Source.EXPLICIT_USER_INPUT,
+    observed_at: datetime | None = None,
+    visibility: Visibility | str | None = None,
+    source_ids: Sequence[str] = (),
+    valid_from: datetime | None = None,
+    summary: str | None = None,
+    structured: Mapping[str, Any] | None = None,
+) -> MemoryRecord:
     text = validate_content(content, max_chars=max_chars)
-    vis = (check_enum(Visibility, visibility, "visibility") if visibility is not None
-           else Visibility.PRIVATE if scope.agent else Visibility.SHARED)
+    vis = (
+        check_enum(Visibility, visibility, "visibility")
+        if visibility is not None
+        else Visibility.PRIVATE
+        if scope.agent
+        else Visibility.SHARED
+    )
     if summary is not None:
         summary = validate_content(summary, max_chars=max_chars, field="summary")
     return MemoryRecord(
-        id=new_id(), tenant=scope.tenant, user=scope.user, agent=scope.agent,
-        session=scope.session, type=check_enum(RecordType, type, "type"),
+        id=new_id(),
+        tenant=scope.tenant,
+        user=scope.user,
+        agent=scope.agent,
+        session=scope.session,
+        type=check_enum(RecordType, type, "type"),
         content=Content(text, summary, check_metadata(structured, "structured")),
-        created_at=now, updated_at=now,
+        created_at=now,
+        updated_at=now,
         observed_at=check_time(observed_at, "observed_at") if observed_at is not None else now,
-        embedding_model=model_id, embedding_dims=dims,
+        embedding_model=model_id,
+        embedding_dims=dims,
         importance=check_unit(importance, "importance"),
-        confidence=check_unit(confidence, "confidence"), tags=check_tags(tags),
+        confidence=check_unit(confidence, "confidence"),
+        tags=check_tags(tags),
         source=check_enum(Source, source, "source"),
         valid_from=check_time(valid_from, "valid_from") if valid_from is not None else None,
-        access=AccessControl(visibility=vis), source_ids=check_ids(source_ids, "source_ids"),
-        metadata=check_metadata(metadata), content_hash=content_hash(text),
+        access=AccessControl(visibility=vis),
+        source_ids=check_ids(source_ids, "source_ids"),
+        metadata=check_metadata(metadata),
+        content_hash=content_hash(text),
     )

@@ -29,8 +29,15 @@ def test_each_setting_runs_in_its_own_process(locomo_file: Path) -> None:
 
 def test_users_mode_feeds_conversations_concurrently(locomo_file: Path) -> None:
     for coalesce in (True, False):
-        res = run_ingest(IngestConfig(data_path=str(locomo_file), embedder="hashing",
-                                      mode="users", conversations=2, coalesce=coalesce))
+        res = run_ingest(
+            IngestConfig(
+                data_path=str(locomo_file),
+                embedder="hashing",
+                mode="users",
+                conversations=2,
+                coalesce=coalesce,
+            )
+        )
         assert res["ingest"]["messages"] == res["texts"]
         assert res["cpu_ratio"] > 0 and len(res["raw_texts_per_cpu_s"]) == 2
         assert (res["ingest"]["job_retries"], res["ingest"]["job_failures"]) == (0, 0)

@@ -40,8 +40,9 @@ def test_synth_is_deterministic_and_mixed() -> None:
 
 def test_run_scale_small(tmp_path: Path) -> None:
     res = run_scale(
-        ScaleConfig(sizes=(200,), embedder="hashing", store="memory", queries=5, batch=64,
-                    zh_sizes=(120,))
+        ScaleConfig(
+            sizes=(200,), embedder="hashing", store="memory", queries=5, batch=64, zh_sizes=(120,)
+        )
     )
     row, zh = res["results"]
     assert row["size"] == 200 and row["users"] == 1 and row["language"] == "en"
@@ -64,16 +65,26 @@ def test_context_threads_restores_the_builders_pool() -> None:
     from memstrata.context import builder
 
     before = builder._POOL
-    run_scale(ScaleConfig(sizes=(50,), embedder="hashing", store="memory", queries=2,
-                          zh_sizes=(), worker_messages=0, context_threads=(1, 2)))
+    run_scale(
+        ScaleConfig(
+            sizes=(50,),
+            embedder="hashing",
+            store="memory",
+            queries=2,
+            zh_sizes=(),
+            worker_messages=0,
+            context_threads=(1, 2),
+        )
+    )
     assert builder._POOL is before
 
 
 def test_long_session_row_reports_ms_per_message_and_retries() -> None:
     from memstrata.bench.scale import long_session, long_session_markdown
 
-    res = long_session(ScaleConfig(embedder="hashing", store="memory",
-                                   session_turns=(30, 60), session_window=10))
+    res = long_session(
+        ScaleConfig(embedder="hashing", store="memory", session_turns=(30, 60), session_window=10)
+    )
     assert [r["turns"] for r in res["rows"]] == [30, 60]
     assert all(r["ms_per_message"] > 0 for r in res["rows"])
     assert res["rows"][0]["vs_first"] == 1.0

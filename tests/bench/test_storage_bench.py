@@ -11,9 +11,20 @@ from memstrata.bench.cli import bench_app
 
 
 def test_storage_command_writes_sizes_and_context_growth(tmp_path: Path) -> None:
-    result = CliRunner().invoke(bench_app, ["storage", "--messages", "60", "--embedder",
-                                            "hashing", "--builds", "5", "--out",
-                                            str(tmp_path)])
+    result = CliRunner().invoke(
+        bench_app,
+        [
+            "storage",
+            "--messages",
+            "60",
+            "--embedder",
+            "hashing",
+            "--builds",
+            "5",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "storage.json").read_text())
     assert data["sizes"][-1]["messages"] == 60
@@ -27,7 +38,6 @@ def test_storage_command_writes_sizes_and_context_growth(tmp_path: Path) -> None
 
 
 def test_storage_command_refuses_a_bad_size(tmp_path: Path) -> None:
-    result = CliRunner().invoke(bench_app, ["storage", "--messages", "0", "--out",
-                                            str(tmp_path)])
+    result = CliRunner().invoke(bench_app, ["storage", "--messages", "0", "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert not (tmp_path / "storage.json").exists()

@@ -19,12 +19,20 @@ from servers import PgServer
 
 from .test_store_congruence import WORDS
 
-SCOPES = [Scope("acme", "alice", session="s1"), Scope("acme", "bob", session="s1"),
-          Scope("umbrella", "alice", session="s9")]
+SCOPES = [
+    Scope("acme", "alice", session="s1"),
+    Scope("acme", "bob", session="s1"),
+    Scope("umbrella", "alice", session="s9"),
+]
 
 
-def _run(url: str, seed: int, clock: FixedClock, monkeypatch: pytest.MonkeyPatch,
-         buffer: str | None = None) -> dict[str, object]:
+def _run(
+    url: str,
+    seed: int,
+    clock: FixedClock,
+    monkeypatch: pytest.MonkeyPatch,
+    buffer: str | None = None,
+) -> dict[str, object]:
     counter = itertools.count()
     monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=next(counter) + (seed << 64)))
     rng = random.Random(seed)
@@ -54,20 +62,26 @@ def _run(url: str, seed: int, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
                 query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
                 for mode in ("hybrid", "lexical", "dense"):
                     seen[f"{scope} {n} {mode}"] = [
-                        (h.id, round(h.score, 9)) for h in mem.search(scope, query, 10,
-                                                                      mode=mode)]
+                        (h.id, round(h.score, 9)) for h in mem.search(scope, query, 10, mode=mode)
+                    ]
                 seen[f"{scope} {n} context"] = mem.build_context(scope, query, 2000).text
-            seen[f"{scope} list"] = [(r.id, r.version, r.status.value, r.text)
-                                     for r in mem.list(scope, limit=1000)]
+            seen[f"{scope} list"] = [
+                (r.id, r.version, r.status.value, r.text) for r in mem.list(scope, limit=1000)
+            ]
     return seen
 
 
 @pytest.mark.parametrize("redis", [False, True], ids=["postgresql", "postgresql+redis"])
 @pytest.mark.parametrize("seed", [11, 12])
-def test_memory_on_postgresql_answers_like_sqlite(seed: int, redis: bool, tmp_path: Path,
-                                                  pg_server: PgServer, clock: FixedClock,
-                                                  monkeypatch: pytest.MonkeyPatch,
-                                                  request: pytest.FixtureRequest) -> None:
+def test_memory_on_postgresql_answers_like_sqlite(
+    seed: int,
+    redis: bool,
+    tmp_path: Path,
+    pg_server: PgServer,
+    clock: FixedClock,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
     want = _run(f"sqlite:///{tmp_path / 'ref.db'}", seed, clock, monkeypatch)
     schema = f"cong_{seed}_{random.getrandbits(40):x}"
     buffer = request.getfixturevalue("redis_buffer_url") if redis else None
@@ -75,6 +89,7 @@ def test_memory_on_postgresql_answers_like_sqlite(seed: int, redis: bool, tmp_pa
     pg_server.drop(schema)
     assert want.keys() == got.keys()
     differ = [k for k in want if want[k] != got[k]]
-    assert not differ, f"{len(differ)} differ, first {differ[0]}: {want[differ[0]]!r} vs " \
-                       f"{got[differ[0]]!r}"
+    assert not differ, (
+        f"{len(differ)} differ, first {differ[0]}: {want[differ[0]]!r} vs {got[differ[0]]!r}"
+    )
     assert sum(bool(v) for k, v in want.items() if k.endswith("hybrid")) > 5

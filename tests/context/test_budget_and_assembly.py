@@ -47,8 +47,17 @@ def test_token_estimate_cjk_and_latin() -> None:
 
 
 def _items(n: int, text: str) -> list[ContextItem]:
-    return [ContextItem("relevant", f"{text} {i}", "messages", score=1 - i / (n + 1),
-                        record_id=f"r{i}", observed_at=T0 + timedelta(days=i)) for i in range(n)]
+    return [
+        ContextItem(
+            "relevant",
+            f"{text} {i}",
+            "messages",
+            score=1 - i / (n + 1),
+            record_id=f"r{i}",
+            observed_at=T0 + timedelta(days=i),
+        )
+        for i in range(n)
+    ]
 
 
 def test_order_follows_pmemo() -> None:
@@ -56,35 +65,62 @@ def test_order_follows_pmemo() -> None:
         ContextItem("working", "goal: plan trip", "working", 1.0, "w", priority=1),
         ContextItem("relevant", "Mia likes tea", "messages", 0.9, "m", observed_at=T0),
         ContextItem("facts", "allergy: peanuts", "semantic", 0.8, "f", observed_at=T0),
-        ContextItem("summaries", "they talked about Lisbon", "summaries", 0.5, "s",
-                    observed_at=T0),
+        ContextItem("summaries", "they talked about Lisbon", "summaries", 0.5, "s", observed_at=T0),
         ContextItem("key", "deadline Friday", "key", 1.0, "k", priority=3),
     ]
     history = [HistoryTurn("user", "hello", T0), HistoryTurn("assistant", "hi there", T0)]
-    ctx = assemble(plan=allocate(4000), system_prompt="You are helpful.", query="what now?",
-                   items=items, history=history, count=count_tokens)
+    ctx = assemble(
+        plan=allocate(4000),
+        system_prompt="You are helpful.",
+        query="what now?",
+        items=items,
+        history=history,
+        count=count_tokens,
+    )
     roles = [m["role"] for m in ctx.messages]
     assert roles == ["system", "system", "user", "assistant", "user"]
     memory = ctx.messages[1]["content"]
-    positions = [memory.index(s) for s in ("deadline Friday", "they talked about Lisbon",
-                                           "allergy: peanuts", "Mia likes tea", "plan trip")]
+    positions = [
+        memory.index(s)
+        for s in (
+            "deadline Friday",
+            "they talked about Lisbon",
+            "allergy: peanuts",
+            "Mia likes tea",
+            "plan trip",
+        )
+    ]
     assert positions == sorted(positions)
     assert "[1 March 2026]" in memory  # dates on every dated block
     assert ctx.messages[-1]["content"] == "what now?"
 
 
 @settings(max_examples=60, deadline=None)
-@given(budget=st.integers(min_value=60, max_value=3000), n=st.integers(0, 80),
-       zh=st.booleans(), turns=st.integers(0, 30))
+@given(
+    budget=st.integers(min_value=60, max_value=3000),
+    n=st.integers(0, 80),
+    zh=st.booleans(),
+    turns=st.integers(0, 30),
+)
 def test_never_over_budget(budget: int, n: int, zh: bool, turns: int) -> None:
-    text = "我们上周在北京讨论了项目的截止日期和预算问题" if zh else \
-        "we talked about the project deadline and the budget last week"
-    history = [HistoryTurn("user" if i % 2 else "assistant", f"{text} #{i}", T0)
-               for i in range(turns)]
+    text = (
+        "我们上周在北京讨论了项目的截止日期和预算问题"
+        if zh
+        else "we talked about the project deadline and the budget last week"
+    )
+    history = [
+        HistoryTurn("user" if i % 2 else "assistant", f"{text} #{i}", T0) for i in range(turns)
+    ]
     plan = allocate(budget)
     try:
-        ctx = assemble(plan=plan, system_prompt="Be brief.", query="what was the deadline?",
-                       items=_items(n, text), history=history, count=count_tokens)
+        ctx = assemble(
+            plan=plan,
+            system_prompt="Be brief.",
+            query="what was the deadline?",
+            items=_items(n, text),
+            history=history,
+            count=count_tokens,
+        )
     except BudgetError:
         assert count_tokens("Be brief.") + count_tokens("what was the deadline?") + 8 > plan.usable
         return
@@ -94,8 +130,14 @@ def test_never_over_budget(budget: int, n: int, zh: bool, turns: int) -> None:
 
 def test_least_relevant_cut_first() -> None:
     items = _items(40, "a fairly long memory line about many different things")
-    ctx = assemble(plan=allocate(600, reserve_ratio=0.0), system_prompt=None, query="q?",
-                   items=items, history=[], count=count_tokens)
+    ctx = assemble(
+        plan=allocate(600, reserve_ratio=0.0),
+        system_prompt=None,
+        query="q?",
+        items=items,
+        history=[],
+        count=count_tokens,
+    )
     kept = {it.record_id for it in ctx.items}
     assert kept and len(kept) < 40
     worst_kept = min(it.score for it in ctx.items)
@@ -104,8 +146,14 @@ def test_least_relevant_cut_first() -> None:
 
 def test_budget_too_small_for_system_prompt() -> None:
     with pytest.raises(BudgetError, match="system prompt"):
-        assemble(plan=allocate(50), system_prompt="x " * 200, query="q", items=[], history=[],
-                 count=count_tokens)
+        assemble(
+            plan=allocate(50),
+            system_prompt="x " * 200,
+            query="q",
+            items=[],
+            history=[],
+            count=count_tokens,
+        )
     with pytest.raises(BudgetError):
         allocate(0)
 
@@ -148,8 +196,17 @@ class _Sources:
 def _record(rid: str, rtype: str, text: str, sources: tuple[str, ...]):  # type: ignore[no-untyped-def]
     from memstrata import Content, MemoryRecord
 
-    return MemoryRecord(id=rid, tenant="t", user="u", type=rtype, content=Content(text),
-                        created_at=T0, updated_at=T0, observed_at=T0, source_ids=sources)
+    return MemoryRecord(
+        id=rid,
+        tenant="t",
+        user="u",
+        type=rtype,
+        content=Content(text),
+        created_at=T0,
+        updated_at=T0,
+        observed_at=T0,
+        source_ids=sources,
+    )
 
 
 def test_digests_of_turns_already_shown_are_skipped() -> None:
@@ -162,9 +219,15 @@ def test_digests_of_turns_already_shown_are_skipped() -> None:
     covered = _record("s1", "summary", "loves tea and jazz", ("m1", "m2"))
     partial = _record("s2", "summary", "loves tea, hates rain", ("m1", "m3"))
     cluster = _record("c1", "cluster", "tea", ("m1",))
-    hits = [SearchHit(m1, 0.9, "messages", ("m1",)), SearchHit(m2, 0.8, "messages", ("m2",)),
-            SearchHit(cluster, 0.7, "mid_term", ("m1",))]
-    ctx = build(_Sources([covered, partial], hits),  # type: ignore[arg-type]
-                ContextRequest(Scope("t", "u"), "what do I love?", 4000), count_tokens)
+    hits = [
+        SearchHit(m1, 0.9, "messages", ("m1",)),
+        SearchHit(m2, 0.8, "messages", ("m2",)),
+        SearchHit(cluster, 0.7, "mid_term", ("m1",)),
+    ]
+    ctx = build(
+        _Sources([covered, partial], hits),  # type: ignore[arg-type]
+        ContextRequest(Scope("t", "u"), "what do I love?", 4000),
+        count_tokens,
+    )
     shown = {it.record_id for it in ctx.items}
     assert shown == {"m1", "m2", "s2"}

@@ -21,18 +21,34 @@ from memstrata.tokens import count_tokens
 T0 = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
 
 
-def _msg(rid: str, text: str, when: datetime, session: str = "s1",
-         rtype: str = "message", sources: tuple[str, ...] = ()) -> MemoryRecord:
-    return MemoryRecord(id=rid, tenant="t", user="u", type=rtype, content=Content(text),
-                        created_at=when, updated_at=when, observed_at=when, session=session,
-                        source_ids=sources or (rid,))
+def _msg(
+    rid: str,
+    text: str,
+    when: datetime,
+    session: str = "s1",
+    rtype: str = "message",
+    sources: tuple[str, ...] = (),
+) -> MemoryRecord:
+    return MemoryRecord(
+        id=rid,
+        tenant="t",
+        user="u",
+        type=rtype,
+        content=Content(text),
+        created_at=when,
+        updated_at=when,
+        observed_at=when,
+        session=session,
+        source_ids=sources or (rid,),
+    )
 
 
 class _Sources:
     """Fixed answers for every source; records the calls that matter."""
 
-    def __init__(self, hits: list[SearchHit], turns: list[MemoryRecord],
-                 dated: list[SearchHit] | None = None) -> None:
+    def __init__(
+        self, hits: list[SearchHit], turns: list[MemoryRecord], dated: list[SearchHit] | None = None
+    ) -> None:
         self.hits, self.turns, self.dated = hits, turns, dated or []
         self.embedded: list[str] = []
         self.periods: list[Period | None] = []
@@ -56,8 +72,16 @@ class _Sources:
     def facts(self, scope: Scope, vector: Any, limit: int) -> list[tuple[MemoryRecord, float]]:
         return []
 
-    def relevant(self, scope: Scope, query: str, limit: int, vector: Any, *, facts: bool = False,
-                 period: Period | None = None) -> list[SearchHit]:
+    def relevant(
+        self,
+        scope: Scope,
+        query: str,
+        limit: int,
+        vector: Any,
+        *,
+        facts: bool = False,
+        period: Period | None = None,
+    ) -> list[SearchHit]:
         self.periods.append(period)
         return (self.dated if period is not None else self.hits)[:limit]
 
@@ -66,20 +90,31 @@ class _Sources:
 
     def neighbours(self, scope: Scope, record: MemoryRecord, after: bool) -> list[MemoryRecord]:
         i = next(i for i, t in enumerate(self.turns) if t.id == record.id)
-        out = self.turns[max(0, i - 1):i]
+        out = self.turns[max(0, i - 1) : i]
         if after:
-            out += self.turns[i + 1:i + 2]
+            out += self.turns[i + 1 : i + 2]
         return out
 
 
 def _turns(n: int = 6) -> list[MemoryRecord]:
-    return [_msg(f"m{i}", f"turn number {i} " + "words " * 5, T0 + timedelta(seconds=10 * i))
-            for i in range(n)]
+    return [
+        _msg(f"m{i}", f"turn number {i} " + "words " * 5, T0 + timedelta(seconds=10 * i))
+        for i in range(n)
+    ]
 
 
 def _build(src: _Sources, cfg: ContextConfig, budget: int = 4000) -> Any:
-    return build(src, ContextRequest(Scope("t", "u"), "what?", budget, reserve_ratio=0.0,  # type: ignore[arg-type]
-                                     config=cfg), count_tokens)
+    return build(
+        src,
+        ContextRequest(
+            Scope("t", "u"),
+            "what?",
+            budget,
+            reserve_ratio=0.0,  # type: ignore[arg-type]
+            config=cfg,
+        ),
+        count_tokens,
+    )
 
 
 def test_query_is_embedded_once_per_build() -> None:
@@ -101,19 +136,26 @@ def test_neighbours_bring_the_question_a_reply_answers() -> None:
     # a hit that asks something also brings the turn after it (the answer)
     src = _Sources([SearchHit(turns[3], 0.9, "messages", ("m3",))], turns)
     assert {it.record_id for it in _build(src, ContextConfig(neighbour_hits=5)).items} == {
-        "m2", "m3", "m4"}
+        "m2",
+        "m3",
+        "m4",
+    }
 
 
 def test_digests_expand_into_their_turns() -> None:
     turns = _turns()
     summary = _msg("s", "a summary of two turns", T0, rtype="summary", sources=("m1", "m5"))
-    src = _Sources([SearchHit(turns[0], 0.9, "messages", ("m0",)),
-                    SearchHit(summary, 0.8, "summaries", ("m1", "m5"))], turns)
+    src = _Sources(
+        [
+            SearchHit(turns[0], 0.9, "messages", ("m0",)),
+            SearchHit(summary, 0.8, "summaries", ("m1", "m5")),
+        ],
+        turns,
+    )
     keep = {it.record_id for it in _build(src, ContextConfig(digests="keep")).items}
     assert keep == {"m0", "s"}
     expand = _build(src, ContextConfig(digests="expand", digest_weight=0.5)).items
-    assert {it.record_id: round(it.score, 2) for it in expand} == {"m0": 0.9, "m1": 0.4,
-                                                                   "m5": 0.4}
+    assert {it.record_id: round(it.score, 2) for it in expand} == {"m0": 0.9, "m1": 0.4, "m5": 0.4}
     assert {it.record_id for it in _build(src, ContextConfig(digests="off")).items} == {"m0"}
 
 
@@ -121,13 +163,22 @@ def test_temporal_boost_searches_the_period_and_lifts_its_turns() -> None:
     may, june = T0, T0 + timedelta(days=40)
     a = _msg("a", "reading a book in june", june)
     b = _msg("b", "reading a book in may", may)
-    src = _Sources([SearchHit(a, 0.9, "messages", ("a",)), SearchHit(b, 0.5, "messages", ("b",))],
-                   [a, b], dated=[SearchHit(b, 0.7, "messages", ("b",))])
-    req = ContextRequest(Scope("t", "u"), "What was I reading in May 2023?", 4000,
-                         reserve_ratio=0.0, config=ContextConfig(temporal_boost=0.5))
+    src = _Sources(
+        [SearchHit(a, 0.9, "messages", ("a",)), SearchHit(b, 0.5, "messages", ("b",))],
+        [a, b],
+        dated=[SearchHit(b, 0.7, "messages", ("b",))],
+    )
+    req = ContextRequest(
+        Scope("t", "u"),
+        "What was I reading in May 2023?",
+        4000,
+        reserve_ratio=0.0,
+        config=ContextConfig(temporal_boost=0.5),
+    )
     ctx = build(src, req, count_tokens)  # type: ignore[arg-type]
-    assert src.periods[-1] == Period(datetime(2023, 5, 1, tzinfo=UTC),
-                                     datetime(2023, 6, 1, tzinfo=UTC))
+    assert src.periods[-1] == Period(
+        datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC)
+    )
     scores = {it.record_id: it.score for it in ctx.items}
     assert scores["b"] == pytest.approx(1.0) and scores["b"] > scores["a"]
 
@@ -145,14 +196,34 @@ def test_compact_dates_write_each_day_once_and_stay_in_budget() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.text(min_size=1, max_size=80)), min_size=1,
-                max_size=30), st.integers(60, 600))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.text(min_size=1, max_size=80)), min_size=1, max_size=30
+    ),
+    st.integers(60, 600),
+)
 def test_grouped_items_never_exceed_the_budget(rows: list[tuple[int, str]], budget: int) -> None:
-    items = [ContextItem("relevant", text, "messages", 1.0 - i * 0.01, f"r{i}", (f"r{i}",),
-                         T0 + timedelta(days=day), group=f"{day + 8} May 2023")
-             for i, (day, text) in enumerate(rows)]
-    ctx = assemble(plan=allocate(budget, reserve_ratio=0.0), system_prompt=None, query="q",
-                   items=items, history=[], count=count_tokens)
+    items = [
+        ContextItem(
+            "relevant",
+            text,
+            "messages",
+            1.0 - i * 0.01,
+            f"r{i}",
+            (f"r{i}",),
+            T0 + timedelta(days=day),
+            group=f"{day + 8} May 2023",
+        )
+        for i, (day, text) in enumerate(rows)
+    ]
+    ctx = assemble(
+        plan=allocate(budget, reserve_ratio=0.0),
+        system_prompt=None,
+        query="q",
+        items=items,
+        history=[],
+        count=count_tokens,
+    )
     total = sum(count_tokens(m["content"]) + 4 for m in ctx.messages)
     assert total <= ctx.plan.usable
 
@@ -169,36 +240,51 @@ def test_config_rejects_bad_values() -> None:
 ANCHOR = datetime(2023, 10, 20, 15, 0, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(("question", "start", "end"), [
-    ("What did she do in May 2023?", (2023, 5, 1), (2023, 6, 1)),
-    ("What happened last May?", (2023, 5, 1), (2023, 6, 1)),
-    ("Where was he in November?", (2022, 11, 1), (2022, 12, 1)),
-    ("What did she say on 8 May 2023?", (2023, 5, 8), (2023, 5, 9)),
-    ("What did she say on May 8th, 2023?", (2023, 5, 8), (2023, 5, 9)),
-    ("What did she paint in 2022?", (2022, 1, 1), (2023, 1, 1)),
-    ("王磊在2023年11月读的是哪本书？", (2023, 11, 1), (2023, 12, 1)),
-    ("她2023年5月8日说了什么？", (2023, 5, 8), (2023, 5, 9)),
-    ("去年5月他去了哪里？", (2022, 5, 1), (2022, 6, 1)),
-    ("五月他读了什么书？", (2023, 5, 1), (2023, 6, 1)),
-    ("2022年她画了什么？", (2022, 1, 1), (2023, 1, 1)),
-])
-def test_dates_in_questions(question: str, start: tuple[int, int, int],
-                            end: tuple[int, int, int]) -> None:
-    assert resolve_period(question, ANCHOR) == Period(datetime(*start, tzinfo=UTC),
-                                                      datetime(*end, tzinfo=UTC))
+@pytest.mark.parametrize(
+    ("question", "start", "end"),
+    [
+        ("What did she do in May 2023?", (2023, 5, 1), (2023, 6, 1)),
+        ("What happened last May?", (2023, 5, 1), (2023, 6, 1)),
+        ("Where was he in November?", (2022, 11, 1), (2022, 12, 1)),
+        ("What did she say on 8 May 2023?", (2023, 5, 8), (2023, 5, 9)),
+        ("What did she say on May 8th, 2023?", (2023, 5, 8), (2023, 5, 9)),
+        ("What did she paint in 2022?", (2022, 1, 1), (2023, 1, 1)),
+        ("王磊在2023年11月读的是哪本书？", (2023, 11, 1), (2023, 12, 1)),
+        ("她2023年5月8日说了什么？", (2023, 5, 8), (2023, 5, 9)),
+        ("去年5月他去了哪里？", (2022, 5, 1), (2022, 6, 1)),
+        ("五月他读了什么书？", (2023, 5, 1), (2023, 6, 1)),
+        ("2022年她画了什么？", (2022, 1, 1), (2023, 1, 1)),
+    ],
+)
+def test_dates_in_questions(
+    question: str, start: tuple[int, int, int], end: tuple[int, int, int]
+) -> None:
+    assert resolve_period(question, ANCHOR) == Period(
+        datetime(*start, tzinfo=UTC), datetime(*end, tzinfo=UTC)
+    )
 
 
-@pytest.mark.parametrize("question", ["two weeks ago", "3天前", "last week", "上周", "昨天",
-                                      "yesterday", "上个月", "last month"])
+@pytest.mark.parametrize(
+    "question",
+    ["two weeks ago", "3天前", "last week", "上周", "昨天", "yesterday", "上个月", "last month"],
+)
 def test_relative_periods_end_before_the_anchor_and_are_short(question: str) -> None:
     period = resolve_period(question, ANCHOR)
     assert period is not None
     assert period.start < ANCHOR and period.end - period.start <= timedelta(days=31)
 
 
-@pytest.mark.parametrize("question", ["When did Caroline go to the support group?",
-                                      "What may happen next?", "她喜欢什么颜色？", "",
-                                      "in 13 Smarch 2023", "2023年13月"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When did Caroline go to the support group?",
+        "What may happen next?",
+        "她喜欢什么颜色？",
+        "",
+        "in 13 Smarch 2023",
+        "2023年13月",
+    ],
+)
 def test_no_date_no_period(question: str) -> None:
     assert resolve_period(question, ANCHOR) is None
 

@@ -36,8 +36,16 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
 
 @pytest.fixture
 def cli(tmp_path: Path) -> tuple[CliRunner, list[str]]:
-    base = ["--db", f"sqlite:///{tmp_path / 'cli.db'}", "--tenant", "t", "--user", "u",
-            "--embedder", "hashing"]
+    base = [
+        "--db",
+        f"sqlite:///{tmp_path / 'cli.db'}",
+        "--tenant",
+        "t",
+        "--user",
+        "u",
+        "--embedder",
+        "hashing",
+    ]
     return CliRunner(), base
 
 

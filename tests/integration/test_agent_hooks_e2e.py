@@ -17,8 +17,9 @@ GOAL = "Chart last year's sales by region"
 
 
 def open_mem(path: Path, clock: FixedClock) -> Memory:
-    return Memory(f"sqlite:///{path}", embedder="hashing", llm="heuristic", clock=clock,
-                  background=False)
+    return Memory(
+        f"sqlite:///{path}", embedder="hashing", llm="heuristic", clock=clock, background=False
+    )
 
 
 def test_a_task_through_the_hooks_lands_in_every_layer(tmp_path: Path) -> None:
@@ -49,17 +50,24 @@ def test_a_task_through_the_hooks_lands_in_every_layer(tmp_path: Path) -> None:
 
         hooks.on_step_complete(SCOPE, 1, result="bar chart drawn")
         hooks.on_assistant_message(SCOPE, "Here is the bar chart of sales by region.")
-        done = hooks.on_task_complete(SCOPE, success=True, outcome="chart delivered",
-                                      feedback="Great chart, exactly what I needed!")
+        done = hooks.on_task_complete(
+            SCOPE,
+            success=True,
+            outcome="chart delivered",
+            feedback="Great chart, exactly what I needed!",
+        )
         assert done.task.content.structured["success"] is True
         assert done.episode.type is RecordType.EPISODE
         assert mem.tasks.current(SCOPE) is None
         report = mem.end_session(SCOPE)
         assert report.failed == 0 and report.retried == 0, report.errors
-        turns = mem.list(SCOPE, filters=Filters(types=frozenset({RecordType.MESSAGE})),
-                         limit=100, newest_first=False)
-        assert [t.role.value if t.role else None for t in turns] == ["user", "tool",
-                                                                      "assistant"]
+        turns = mem.list(
+            SCOPE,
+            filters=Filters(types=frozenset({RecordType.MESSAGE})),
+            limit=100,
+            newest_first=False,
+        )
+        assert [t.role.value if t.role else None for t in turns] == ["user", "tool", "assistant"]
         episode_id = done.episode.id
     finally:
         mem.close()
@@ -71,15 +79,17 @@ def test_a_task_through_the_hooks_lands_in_every_layer(tmp_path: Path) -> None:
         # are stored under the session they ended in: recall over the user's scope)
         hits = mem.episodes.recall(later.user_scope, "sales chart by region")
         assert episode_id in [h.record.id for h in hits]
-        feedback = [h for h in mem.episodes.recall(later.user_scope, "great chart", k=10)
-                    if h.record.content.structured.get("kind") == "feedback"]
+        feedback = [
+            h
+            for h in mem.episodes.recall(later.user_scope, "great chart", k=10)
+            if h.record.content.structured.get("kind") == "feedback"
+        ]
         assert feedback and feedback[0].record.importance == 0.9
         # no running task leaks into the new session's context
         ctx = mem.build_context(later, "how did we chart the sales last time?", 4000)
         assert not [it for it in ctx.items if it.layer == "working"]
         assert "chart" in ctx.text
         # the preference stated in the first turn became a profile fact
-        assert any(f.content.structured["key"].startswith("prefers_")
-                   for f in mem.facts.all(later))
+        assert any(f.content.structured["key"].startswith("prefers_") for f in mem.facts.all(later))
     finally:
         mem.close()

@@ -28,8 +28,16 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _job(kind: str = "probe") -> Job:
-    return Job(id=new_id(), kind=kind, tenant="acme", user="carol", payload={"n": 1},
-               created_at=T0, run_after=T0, session="c1")
+    return Job(
+        id=new_id(),
+        kind=kind,
+        tenant="acme",
+        user="carol",
+        payload={"n": 1},
+        created_at=T0,
+        run_after=T0,
+        session="c1",
+    )
 
 
 # --- (a) in process ---------------------------------------------------------------------------
@@ -39,7 +47,7 @@ class Flaky:
     def __init__(self, failures: int, clock: FixedClock) -> None:
         self.failures = failures
         self.clock = clock
-        self.calls: list[datetime] = []   # when each call happened
+        self.calls: list[datetime] = []  # when each call happened
 
     def __call__(self, job: Job) -> None:
         self.calls.append(self.clock.now())
@@ -95,7 +103,7 @@ def test_after_max_attempts_the_job_is_failed_and_kept(tmp_path: Path, kind: str
         flaky = Flaky(100, clock)
         runner = JobRunner(store, {"probe": flaky}, clock, max_attempts=4)
         store.enqueue([_job()])
-        report = runner.run_pending(include_delayed=True)   # flush(): retries run at once
+        report = runner.run_pending(include_delayed=True)  # flush(): retries run at once
         assert len(flaky.calls) == 4, "max_attempts=4 must mean four runs"
         assert (report.done, report.retried, report.failed) == (0, 3, 1)
         (failed,) = store.list_jobs("acme", "carol", status="failed")
@@ -120,13 +128,17 @@ def test_an_unknown_job_kind_fails_at_once_and_is_kept(tmp_path: Path) -> None:
         store.close()
 
 
-def test_a_failing_ingest_job_through_memory_keeps_messages_and_recovers(
-        tmp_path: Path) -> None:
+def test_a_failing_ingest_job_through_memory_keeps_messages_and_recovers(tmp_path: Path) -> None:
     """A layer step that breaks inside Memory's own pipeline: the job is retried, the
     messages are never lost, and the healthy steps' work is not duplicated."""
     clock = FixedClock(T0)
-    mem = Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing", llm="heuristic",
-                 clock=clock, background=False)
+    mem = Memory(
+        f"sqlite:///{tmp_path / 'm.db'}",
+        embedder="hashing",
+        llm="heuristic",
+        clock=clock,
+        background=False,
+    )
     try:
         steps = mem.layers.pipeline.steps
         facts_step = next(s for s in steps if s.name == "facts")
@@ -141,27 +153,40 @@ def test_a_failing_ingest_job_through_memory_keeps_messages_and_recovers(
 
         facts_step.on_messages = sometimes_broken  # type: ignore[method-assign]
         recs = mem.add_messages(SCOPE, _conversation())
-        report = mem.flush(SCOPE)   # flush() also runs the retry at once
+        report = mem.flush(SCOPE)  # flush() also runs the retry at once
         assert (report.done, report.retried, report.failed) == (1, 1, 0)
         assert "fact store offline" in report.errors[0] and len(report.errors) == 1
         assert mem.facts.get(SCOPE, "allergy") is not None
         assert len(mem.layers.summaries.summaries(SCOPE)) == 1
-        stored = mem.list(SCOPE, filters=Filters(types=frozenset({RecordType.MESSAGE})),
-                          limit=100, newest_first=False)
+        stored = mem.list(
+            SCOPE,
+            filters=Filters(types=frozenset({RecordType.MESSAGE})),
+            limit=100,
+            newest_first=False,
+        )
         assert [r.id for r in stored] == [r.id for r in recs]
     finally:
         mem.close()
 
 
 def _conversation() -> list[Message]:
-    turns = [("user", "I am allergic to penicillin and I live in Oslo."),
-             ("assistant", "Noted, I will remember the penicillin allergy.")]
+    turns = [
+        ("user", "I am allergic to penicillin and I live in Oslo."),
+        ("assistant", "Noted, I will remember the penicillin allergy."),
+    ]
     for i in range(10):
-        turns += [("user", f"Question {i}: how should I prepare for the ski trip to "
-                           f"{['Geilo', 'Hemsedal'][i % 2]}?"),
-                  ("assistant", f"Answer {i}: wax the skis and check the avalanche forecast.")]
-    return [Message(role=Role(r), content=c, observed_at=T0 + timedelta(minutes=i))
-            for i, (r, c) in enumerate(turns)]
+        turns += [
+            (
+                "user",
+                f"Question {i}: how should I prepare for the ski trip to "
+                f"{['Geilo', 'Hemsedal'][i % 2]}?",
+            ),
+            ("assistant", f"Answer {i}: wax the skis and check the avalanche forecast."),
+        ]
+    return [
+        Message(role=Role(r), content=c, observed_at=T0 + timedelta(minutes=i))
+        for i, (r, c) in enumerate(turns)
+    ]
 
 
 # --- (b) a real kill -9 -----------------------------------------------------------------------
@@ -198,13 +223,22 @@ def test_kill_9_mid_job_loses_nothing_and_the_job_runs_after_its_lease(tmp_path:
     path = tmp_path / "crash.db"
     url = f"sqlite:///{path}"
     lease = 120.0
-    payload = [{"role": m.role.value, "content": m.content,
-                "observed_at": m.observed_at.isoformat() if m.observed_at else None}
-               for m in _conversation()]
+    payload = [
+        {
+            "role": m.role.value,
+            "content": m.content,
+            "observed_at": m.observed_at.isoformat() if m.observed_at else None,
+        }
+        for m in _conversation()
+    ]
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, url, T0.isoformat(), str(lease),
-                             json.dumps(payload)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, url, T0.isoformat(), str(lease), json.dumps(payload)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL, (proc.returncode, err)
     lines = out.splitlines()
@@ -216,8 +250,12 @@ def test_kill_9_mid_job_loses_nothing_and_the_job_runs_after_its_lease(tmp_path:
     mem = Memory(url, embedder="hashing", llm="heuristic", clock=clock, background=False)
     try:
         # every message is intact, with its text and date
-        stored = mem.list(SCOPE, filters=Filters(types=frozenset({RecordType.MESSAGE})),
-                          limit=100, newest_first=False)
+        stored = mem.list(
+            SCOPE,
+            filters=Filters(types=frozenset({RecordType.MESSAGE})),
+            limit=100,
+            newest_first=False,
+        )
         assert [r.id for r in stored] == ids
         assert [r.text for r in stored] == [m["content"] for m in payload]
         assert [r.observed_at.isoformat() for r in stored] == [m["observed_at"] for m in payload]
@@ -230,7 +268,7 @@ def test_kill_9_mid_job_loses_nothing_and_the_job_runs_after_its_lease(tmp_path:
         assert mem.layers.mid_term.clusters(SCOPE) == []
 
         # while the lease holds, nobody else may take the job (the owner could be alive)
-        early = mem.flush(SCOPE, timeout=0.3)   # flush waits for it, up to the timeout
+        early = mem.flush(SCOPE, timeout=0.3)  # flush waits for it, up to the timeout
         assert (early.done, early.retried, early.failed, early.waiting) == (0, 0, 0, 1)
         assert mem.store.list_jobs("acme", "carol", status="running")[0].id == job.id
 

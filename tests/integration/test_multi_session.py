@@ -18,7 +18,7 @@ from memstrata.filters import Filters
 from memstrata.records import MemoryRecord, Message, RecordType
 
 USER = Scope("acme", "alice")
-CLOCK_T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)   # "now" when the later session runs
+CLOCK_T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)  # "now" when the later session runs
 DAY1 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 DAY2 = datetime(2026, 2, 10, 18, 30, tzinfo=UTC)
 DAY3 = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
@@ -30,10 +30,20 @@ GROUP_LINE = re.compile(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4}|\d{4}年\d{1,2}月\d{1,2
 def sailing(n: int) -> list[tuple[str, str]]:
     out = []
     for i in range(n):
-        out.append(("user", f"Sailing lesson {i}: how do I trim the mainsail on the Tagus "
-                            f"estuary when the wind shifts to {['north', 'west'][i % 2]}?"))
-        out.append(("assistant", f"For lesson {i}, ease the sheet until the luff stops "
-                                 "flapping, then watch the telltales."))
+        out.append(
+            (
+                "user",
+                f"Sailing lesson {i}: how do I trim the mainsail on the Tagus "
+                f"estuary when the wind shifts to {['north', 'west'][i % 2]}?",
+            )
+        )
+        out.append(
+            (
+                "assistant",
+                f"For lesson {i}, ease the sheet until the luff stops "
+                "flapping, then watch the telltales.",
+            )
+        )
     return out
 
 
@@ -71,15 +81,17 @@ class Ingested:
 
 
 def open_memory(url: str, now: datetime) -> Memory:
-    return Memory(url, embedder="hashing", llm="heuristic", clock=FixedClock(now),
-                  background=False)
+    return Memory(url, embedder="hashing", llm="heuristic", clock=FixedClock(now), background=False)
 
 
-def ingest(mem: Memory, scope: Scope, start: datetime,
-           turns: Sequence[tuple[str, str]]) -> list[MemoryRecord]:
+def ingest(
+    mem: Memory, scope: Scope, start: datetime, turns: Sequence[tuple[str, str]]
+) -> list[MemoryRecord]:
     """One session, in two add_messages calls (so two ingest jobs), then its end."""
-    messages = [Message(role=r, content=c, observed_at=start + timedelta(minutes=2 * i))  # type: ignore[arg-type]
-                for i, (r, c) in enumerate(turns)]
+    messages = [
+        Message(role=r, content=c, observed_at=start + timedelta(minutes=2 * i))  # type: ignore[arg-type]
+        for i, (r, c) in enumerate(turns)
+    ]
     half = len(messages) // 2
     records = mem.add_messages(scope, messages[:half])
     records += mem.add_messages(scope, messages[half:])
@@ -96,8 +108,11 @@ def ingested(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingested]:
     scopes = {name: USER.with_session(name) for name in ("s1", "s2", "s3")}
     records: dict[str, list[MemoryRecord]] = {}
     # every session is ingested by its own Memory, as separate process runs would be
-    for name, day, turns in (("s1", DAY1, SESSION1), ("s2", DAY2, SESSION2),
-                             ("s3", DAY3, SESSION3_ZH)):
+    for name, day, turns in (
+        ("s1", DAY1, SESSION1),
+        ("s2", DAY2, SESSION2),
+        ("s3", DAY3, SESSION3_ZH),
+    ):
         mem = open_memory(url, day + timedelta(hours=2))
         try:
             records[name] = ingest(mem, scopes[name], day, turns)
@@ -118,8 +133,9 @@ def all_message_ids(ing: Ingested) -> set[str]:
 
 
 def test_every_message_persists_with_its_date(ingested: Ingested, later: Memory) -> None:
-    stored = later.list(USER, filters=Filters(types=frozenset({RecordType.MESSAGE})),
-                        limit=1000, newest_first=False)
+    stored = later.list(
+        USER, filters=Filters(types=frozenset({RecordType.MESSAGE})), limit=1000, newest_first=False
+    )
     assert {r.id for r in stored} == all_message_ids(ingested)
     by_id = {r.id: r for r in stored}
     for name, recs in ingested.records.items():
@@ -146,12 +162,18 @@ def test_search_recalls_facts_from_earlier_sessions(ingested: Ingested, later: M
 
 
 def test_profile_facts_were_extracted_across_sessions_and_languages(
-        ingested: Ingested, later: Memory) -> None:
-    expected = {"name": "Alice", "location": "Lisbon", "allergy": "peanuts",
-                "pet_dog": "Biscuit", "occupation": "marine biologist at the aquarium",
-                "pet_猫": "咪咪", "favorite_水果": "荔枝"}
-    source_of = {"allergy": SESSION1[2][1], "pet_dog": SESSION2[0][1],
-                 "pet_猫": SESSION3_ZH[0][1]}
+    ingested: Ingested, later: Memory
+) -> None:
+    expected = {
+        "name": "Alice",
+        "location": "Lisbon",
+        "allergy": "peanuts",
+        "pet_dog": "Biscuit",
+        "occupation": "marine biologist at the aquarium",
+        "pet_猫": "咪咪",
+        "favorite_水果": "荔枝",
+    }
+    source_of = {"allergy": SESSION1[2][1], "pet_dog": SESSION2[0][1], "pet_猫": SESSION3_ZH[0][1]}
     msg = {r.text: r.id for recs in ingested.records.values() for r in recs}
     for key, value in expected.items():
         fact = later.facts.get(USER.with_session("s4"), key)
@@ -166,12 +188,19 @@ def test_profile_facts_were_extracted_across_sessions_and_languages(
 
 
 def test_summaries_cover_long_sessions_with_step_and_time_ranges(
-        ingested: Ingested, later: Memory) -> None:
+    ingested: Ingested, later: Memory
+) -> None:
     s1 = ingested.scopes["s1"]
     recs = ingested.records["s1"]  # 12 rounds, two messages each
     summaries = later.layers.summaries.summaries(s1)
-    ranges = [(s.content.structured["step_start"], s.content.structured["step_end"],
-               s.content.structured["final"]) for s in summaries]
+    ranges = [
+        (
+            s.content.structured["step_start"],
+            s.content.structured["step_end"],
+            s.content.structured["final"],
+        )
+        for s in summaries
+    ]
     assert ranges == [(1, 10, False), (11, 12, True)]
     first, final = summaries
     assert first.content.structured["time_start"] == recs[0].observed_at.isoformat()
@@ -186,8 +215,10 @@ def test_summaries_cover_long_sessions_with_step_and_time_ranges(
     # the short sessions still get their session-end summary
     for name in ("s2", "s3"):
         (only,) = later.layers.summaries.summaries(ingested.scopes[name])
-        assert (only.content.structured["step_start"], only.content.structured["step_end"]) \
-            == (1, 3)
+        assert (only.content.structured["step_start"], only.content.structured["step_end"]) == (
+            1,
+            3,
+        )
 
 
 def test_each_session_has_its_conversation_episode(ingested: Ingested, later: Memory) -> None:
@@ -218,19 +249,29 @@ def _memory_blocks(text: str) -> dict[str, list[str]]:
 
 
 def test_a_later_session_context_recalls_earlier_sessions_in_order(
-        ingested: Ingested, later: Memory) -> None:
+    ingested: Ingested, later: Memory
+) -> None:
     s4 = USER.with_session("s4")
     # the later session: a pinned key memory, an auto-promoted one, a task and some turns
     cluster = later.layers.mid_term.clusters(s4)[0]
     auto = later.key.promote(s4, cluster)
     pinned = later.key.set(s4, "Never suggest recipes containing peanuts.")
     later.tasks.start(s4, "Plan a weekend in Lisbon", ["pick a beach", "book a table"])
-    turns = later.add_messages(s4, [
-        Message(role="user", content="Good morning, I am planning a quiet weekend at home.",  # type: ignore[arg-type]
-                observed_at=DAY4),
-        Message(role="assistant", content="Happy to help with your weekend plan.",  # type: ignore[arg-type]
-                observed_at=DAY4 + timedelta(minutes=1)),
-    ])
+    turns = later.add_messages(
+        s4,
+        [
+            Message(
+                role="user",
+                content="Good morning, I am planning a quiet weekend at home.",  # type: ignore[arg-type]
+                observed_at=DAY4,
+            ),
+            Message(
+                role="assistant",
+                content="Happy to help with your weekend plan.",  # type: ignore[arg-type]
+                observed_at=DAY4 + timedelta(minutes=1),
+            ),
+        ],
+    )
     later.flush(s4)
 
     query = "What am I allergic to, what is my dog called and where do I live?"
@@ -244,8 +285,10 @@ def test_a_later_session_context_recalls_earlier_sessions_in_order(
     assert [t.record_id for t in ctx.history] == [r.id for r in turns]
     assert ctx.messages[-1] == {"role": "user", "content": query}
     for turn in ctx.history:
-        assert re.match(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4}|\d{4}年\d{1,2}月\d{1,2}日) \d{2}:\d{2}\] ",
-                        turn.rendered())
+        assert re.match(
+            r"^\[(\d{1,2} [A-Z][a-z]+ \d{4}|\d{4}年\d{1,2}月\d{1,2}日) \d{2}:\d{2}\] ",
+            turn.rendered(),
+        )
 
     memory_text = ctx.messages[1]["content"]
     blocks = _memory_blocks(memory_text)

@@ -42,43 +42,82 @@ class ChosenEmbedder:
         return self._dims
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
-        rows = [np.asarray(self._vectors[t], dtype=np.float32) if t in self._vectors
-                else self._fallback.embed_batch([t])[0] for t in texts]
+        rows = [
+            np.asarray(self._vectors[t], dtype=np.float32)
+            if t in self._vectors
+            else self._fallback.embed_batch([t])[0]
+            for t in texts
+        ]
         raw = np.stack(rows) if rows else np.zeros((0, self._dims), dtype=np.float32)
         return check_vectors(raw, len(rows), self._dims, self.model_id)
 
 
 @contextmanager
-def layer_ctx(tmp_path: Path, kind: str = "sqlite", *, llm: LLM | None = None,
-              embedder: object | None = None,
-              config: LayerConfig | None = None) -> Iterator[LayerContext]:
+def layer_ctx(
+    tmp_path: Path,
+    kind: str = "sqlite",
+    *,
+    llm: LLM | None = None,
+    embedder: object | None = None,
+    config: LayerConfig | None = None,
+) -> Iterator[LayerContext]:
     url = f"sqlite:///{tmp_path / 'layers.db'}" if kind == "sqlite" else "memory://"
     store = open_store(url)
     try:
-        yield LayerContext(store, embedder or HashingEmbedder(), llm or HeuristicLLM(),  # type: ignore[arg-type]
-                           FixedClock(T0), config or LayerConfig())
+        yield LayerContext(
+            store,
+            embedder or HashingEmbedder(),
+            llm or HeuristicLLM(),  # type: ignore[arg-type]
+            FixedClock(T0),
+            config or LayerConfig(),
+        )
     finally:
         store.close()
 
 
-def add_turns(ctx: LayerContext, scope: Scope, turns: Sequence[tuple[str, str]], *,
-              start: datetime | None = None, step_minutes: float = 1.0) -> list[MemoryRecord]:
+def add_turns(
+    ctx: LayerContext,
+    scope: Scope,
+    turns: Sequence[tuple[str, str]],
+    *,
+    start: datetime | None = None,
+    step_minutes: float = 1.0,
+) -> list[MemoryRecord]:
     """Store turns as message records, one ``step_minutes`` apart after ``start``."""
     t = start or T0
     records = []
     for i, (role, text) in enumerate(turns):
         when = t + timedelta(minutes=step_minutes * i)
-        records.append(message_record(
-            scope, Message(role=Role(role), content=text, observed_at=when), now=when,
-            model_id=ctx.embedder.model_id, dims=ctx.embedder.dims, max_chars=100_000))
+        records.append(
+            message_record(
+                scope,
+                Message(role=Role(role), content=text, observed_at=when),
+                now=when,
+                model_id=ctx.embedder.model_id,
+                dims=ctx.embedder.dims,
+                max_chars=100_000,
+            )
+        )
     ctx.insert(records)
     return records
 
 
 def rounds(first: int, last: int) -> list[tuple[str, str]]:
     """User/assistant pairs for rounds ``first..last`` (1-based), each on its own topic."""
-    topics = ["sailing", "pottery", "chess", "violin", "gardening", "astronomy", "baking",
-              "cycling", "origami", "fencing", "knitting", "rowing"]
+    topics = [
+        "sailing",
+        "pottery",
+        "chess",
+        "violin",
+        "gardening",
+        "astronomy",
+        "baking",
+        "cycling",
+        "origami",
+        "fencing",
+        "knitting",
+        "rowing",
+    ]
     out = []
     for n in range(first, last + 1):
         topic = topics[n % len(topics)]

@@ -22,13 +22,15 @@ ALICE = Scope("acme", "alice", session="s1")
 
 @pytest.fixture
 def hooks() -> Iterator[AgentHooks]:
-    mem = Memory("memory://", embedder="hashing",
-                 clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)))
+    mem = Memory(
+        "memory://", embedder="hashing", clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC))
+    )
     ctx = LayerContext(mem.store, mem.embedder, mem.llm, mem.clock, LayerConfig())
     procedures = ProceduralService(ctx)
     episodes = EpisodeService(ctx)
-    yield AgentHooks(mem, tasks=TaskService(ctx, episodes, procedures), episodes=episodes,
-                     procedures=procedures)
+    yield AgentHooks(
+        mem, tasks=TaskService(ctx, episodes, procedures), episodes=episodes, procedures=procedures
+    )
     mem.close()
 
 
@@ -46,8 +48,12 @@ def test_a_task_loop_fills_every_layer(hooks: AgentHooks) -> None:
     assert [s["status"] for s in data["steps"]] == ["completed", "failed"]
     assert data["iteration"] == 2 and data["tools"] == ["sql"]
     assert len(data["notes"][0]) < 520 and data["notes"][0].endswith("…")
-    roles = [m.role.value for m in store.list(ALICE, Filters(
-        types=frozenset({RecordType.MESSAGE})), newest_first=False)]
+    roles = [
+        m.role.value
+        for m in store.list(
+            ALICE, Filters(types=frozenset({RecordType.MESSAGE})), newest_first=False
+        )
+    ]
     assert roles == ["user", "tool", "assistant"]
     again = hooks.on_task_start(ALICE, "Chart sales by region for the board")
     assert [w.pattern for w in again.warnings] == ["Chart sales by region"]
@@ -75,7 +81,7 @@ class Sink:
 def test_hooks_without_a_task_service_say_what_is_missing() -> None:
     sink = Sink()
     hooks = AgentHooks(sink)
-    hooks.on_tool_result(ALICE, "grep", "3 matches")   # no task service: just the turn
+    hooks.on_tool_result(ALICE, "grep", "3 matches")  # no task service: just the turn
     assert sink.turns == [("tool", "[grep] 3 matches")]
     with pytest.raises(RuntimeError, match="needs a TaskService"):
         hooks.on_step_complete(ALICE, 0)

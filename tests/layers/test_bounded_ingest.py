@@ -18,15 +18,16 @@ from memstrata.layers.short_term import ShortTermService
 
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])
 @pytest.mark.parametrize("batches", [[1] * 70, [3, 1, 7, 2, 25, 1, 1, 30], [70]])
-def test_left_by_partitions_the_overflow(tmp_path: Path, kind: str,
-                                          batches: list[int]) -> None:
+def test_left_by_partitions_the_overflow(tmp_path: Path, kind: str, batches: list[int]) -> None:
     with layer_ctx(tmp_path, kind) as ctx:
         short = ShortTermService(ctx)
         handed: list[str] = []
         n = 0
         for size in batches:
-            turns = [("user" if (n + i) % 3 == 0 else "assistant", f"turn {n + i} text")
-                     for i in range(size)]
+            turns = [
+                ("user" if (n + i) % 3 == 0 else "assistant", f"turn {n + i} text")
+                for i in range(size)
+            ]
             recs = add_turns(ctx, ALICE, turns, start=minutes_after(n))
             n += size
             handed += [m.id for m in short.left_by(ALICE, [r.id for r in recs])]
@@ -37,14 +38,15 @@ def test_left_by_partitions_the_overflow(tmp_path: Path, kind: str,
 
 
 def test_a_clusters_member_list_is_bounded_but_its_count_is_not(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(mid_term, "MEMBERS_KEPT", 4)
     with layer_ctx(tmp_path) as ctx:
         mid = MidTermService(ctx)
         turns = add_turns(ctx, ALICE, [("user", "we sail to the fjords in June")] * 9)
         mid.absorb(ALICE, turns[:5])
         mid.absorb(ALICE, turns[5:])
-        mid.absorb(ALICE, turns[-2:])   # a re-run: nothing joins twice
+        mid.absorb(ALICE, turns[-2:])  # a re-run: nothing joins twice
         (cluster,) = mid.clusters(ALICE)
         s = cluster.content.structured
         assert s["count"] == 9 and s["interaction_length"] == 9

@@ -38,15 +38,18 @@ def test_recall_score_is_the_seed_formula() -> None:
 def test_recall_ranks_by_score_and_drops_unimportant_episodes(ctx: LayerContext) -> None:
     episodes = EpisodeService(ctx)
     task = TaskOutcome(goal="clean the sales data", steps=["drop nulls"], outcome="done")
-    old = episodes.record_task(ALICE, task, Reflection(summary="cleaned sales data",
-                                                      importance=0.8))
+    old = episodes.record_task(
+        ALICE, task, Reflection(summary="cleaned sales data", importance=0.8)
+    )
     ctx.clock.advance(days=30)  # type: ignore[attr-defined]
-    new = episodes.record_task(ALICE, task, Reflection(summary="cleaned sales data",
-                                                      importance=0.8))
-    low = episodes.record_task(ALICE, task, Reflection(summary="cleaned sales data",
-                                                      importance=0.3))
+    new = episodes.record_task(
+        ALICE, task, Reflection(summary="cleaned sales data", importance=0.8)
+    )
+    low = episodes.record_task(
+        ALICE, task, Reflection(summary="cleaned sales data", importance=0.3)
+    )
     hits = episodes.recall(ALICE.user_scope, "cleaned sales data", k=5)
-    assert [h.record.id for h in hits] == [new.id, old.id]      # 0.3 is not > 0.3
+    assert [h.record.id for h in hits] == [new.id, old.id]  # 0.3 is not > 0.3
     assert low.id not in {h.record.id for h in hits}
     top = hits[0]
     assert top.score == pytest.approx(recall_score(top.similarity, 0.0, 0.8))
@@ -62,15 +65,26 @@ def test_feedback_episode_has_importance_0_9(ctx: LayerContext) -> None:
 
 def _msg(i: int, role: Role, text: str) -> MemoryRecord:
     when = T0 + timedelta(minutes=i)
-    return MemoryRecord(id=f"m{i}", tenant="acme", user="alice", session="s1",
-                        type=RecordType.MESSAGE, role=role, content=Content(text),
-                        created_at=when, updated_at=when, observed_at=when,
-                        source_ids=(f"m{i}",))
+    return MemoryRecord(
+        id=f"m{i}",
+        tenant="acme",
+        user="alice",
+        session="s1",
+        type=RecordType.MESSAGE,
+        role=role,
+        content=Content(text),
+        created_at=when,
+        updated_at=when,
+        observed_at=when,
+        source_ids=(f"m{i}",),
+    )
 
 
 def test_session_end_writes_one_conversation_episode(ctx: LayerContext) -> None:
-    messages = [_msg(0, Role.USER, "I need a budget for the Lisbon trip in May."),
-                _msg(1, Role.ASSISTANT, "Here is a budget: flights 300 EUR, hotel 500 EUR.")]
+    messages = [
+        _msg(0, Role.USER, "I need a budget for the Lisbon trip in May."),
+        _msg(1, Role.ASSISTANT, "Here is a budget: flights 300 EUR, hotel 500 EUR."),
+    ]
     ctx.insert(messages)
     step = ConversationEpisodeStep(ctx)
     step.on_session_end(ALICE)

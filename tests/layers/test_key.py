@@ -64,8 +64,7 @@ def test_promotion_of_a_deleted_or_missing_cluster_is_refused(tmp_path: Path) ->
         keys, mid = KeyMemoryService(ctx), MidTermService(ctx)
         mid.absorb(ALICE, add_turns(ctx, ALICE, [("user", "sail")]))
         cluster = mid.clusters(ALICE)[0]
-        ctx.store.set_status(ALICE.user_scope, [cluster.id], RecordStatus.DELETED,
-                             ctx.clock.now())
+        ctx.store.set_status(ALICE.user_scope, [cluster.id], RecordStatus.DELETED, ctx.clock.now())
         with pytest.raises(ValidationError, match="deleted"):
             keys.promote(ALICE, cluster)
         ctx.store.purge(ALICE.user_scope, [cluster.id])

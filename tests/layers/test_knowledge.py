@@ -25,26 +25,49 @@ ALICE = Scope("acme", "alice")
 
 def english(paragraphs: int, seed: int = 7) -> str:
     rng = random.Random(seed)
-    words = ["memory", "layer", "token", "chunk", "overlap", "retrieval", "agent",
-             "session", "summary", "fact"]
+    words = [
+        "memory",
+        "layer",
+        "token",
+        "chunk",
+        "overlap",
+        "retrieval",
+        "agent",
+        "session",
+        "summary",
+        "fact",
+    ]
     return "\n\n".join(
-        " ".join(" ".join(rng.choice(words) for _ in range(rng.randint(6, 30))).capitalize()
-                 + "." for _ in range(rng.randint(2, 9)))
-        for _ in range(paragraphs))
+        " ".join(
+            " ".join(rng.choice(words) for _ in range(rng.randint(6, 30))).capitalize() + "."
+            for _ in range(rng.randint(2, 9))
+        )
+        for _ in range(paragraphs)
+    )
 
 
 def chinese(sentences: int, seed: int = 7) -> str:
     rng = random.Random(seed)
-    parts = ["我们讨论了记忆系统的设计", "用户喜欢喝抹茶拿铁", "下周三之前必须完成报告",
-             "向量检索需要归一化", "长期记忆按重要性衰减"]
+    parts = [
+        "我们讨论了记忆系统的设计",
+        "用户喜欢喝抹茶拿铁",
+        "下周三之前必须完成报告",
+        "向量检索需要归一化",
+        "长期记忆按重要性衰减",
+    ]
     return "".join(rng.choice(parts) + rng.choice("。！？；") for _ in range(sentences))
 
 
 @pytest.fixture
 def ctx() -> Iterator[LayerContext]:
     store = open_store("sqlite://:memory:")
-    yield LayerContext(store, HashingEmbedder(), HeuristicLLM(),
-                       FixedClock(datetime(2026, 1, 1, tzinfo=UTC)), LayerConfig())
+    yield LayerContext(
+        store,
+        HashingEmbedder(),
+        HeuristicLLM(),
+        FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        LayerConfig(),
+    )
     store.close()
 
 
@@ -54,7 +77,7 @@ def test_default_sizes_and_overlap(text: str) -> None:
     assert len(chunks) >= 3
     sizes = [estimate_tokens(c.text) for c in chunks]
     assert max(sizes) <= 2000 and min(sizes[:-1]) >= 1000
-    overlaps = [estimate_tokens(c.text[:c.overlap_chars]) for c in chunks[1:]]
+    overlaps = [estimate_tokens(c.text[: c.overlap_chars]) for c in chunks[1:]]
     assert all(100 <= o <= 200 for o in overlaps), overlaps
     assert chunks[0].overlap_chars == 0
     assert join_chunks([(c.text, c.overlap_chars) for c in chunks]) == text

@@ -70,7 +70,7 @@ def test_cap_merges_the_two_most_similar_else_evicts_the_coldest() -> None:
 
 VECS = {
     "sail a": [1, 0, 0, 0, 0, 0, 0, 0],
-    "sail b": [0.8, 0.6, 0, 0, 0, 0, 0, 0],       # cosine 0.8 with "sail a"
+    "sail b": [0.8, 0.6, 0, 0, 0, 0, 0, 0],  # cosine 0.8 with "sail a"
     "chess": [0, 0, 1, 0, 0, 0, 0, 0],
     "violin": [0, 0, 0, 1, 0, 0, 0, 0],
     "pottery": [0, 0, 0, 0, 1, 0, 0, 0],
@@ -80,7 +80,8 @@ VECS = {
 
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])
 def test_absorb_clusters_per_user_across_sessions_and_is_idempotent(
-        tmp_path: Path, kind: str) -> None:
+    tmp_path: Path, kind: str
+) -> None:
     with layer_ctx(tmp_path, kind, embedder=ChosenEmbedder(VECS)) as ctx:
         mid = MidTermService(ctx)
         first = add_turns(ctx, ALICE, [("user", "sail a"), ("user", "chess"), ("user", "ok")])
@@ -109,8 +110,9 @@ def test_the_index_vector_is_the_centroid_not_the_digest_embedding(tmp_path: Pat
         mid.absorb(ALICE, add_turns(ctx, ALICE, [("user", "sail a"), ("user", "sail b")]))
         centroid = np.asarray([0.9, 0.3, 0, 0, 0, 0, 0, 0], dtype=np.float32)
         centroid /= np.linalg.norm(centroid)
-        hits = ctx.store.vector_search(ALICE.user_scope, centroid, 1,
-                                       Filters(types=frozenset({RecordType.CLUSTER})))
+        hits = ctx.store.vector_search(
+            ALICE.user_scope, centroid, 1, Filters(types=frozenset({RecordType.CLUSTER}))
+        )
         assert hits and hits[0].score == pytest.approx(1.0, abs=1e-5)
 
 
@@ -139,11 +141,18 @@ def test_the_cap_merges_clusters_that_drifted_together(tmp_path: Path) -> None:
         mid = MidTermService(ctx)
         ms = add_turns(ctx, ALICE, [("user", "chess"), ("user", "chess b"), ("user", "violin")])
         mid.absorb(ALICE, ms[:1])
-        strict = MidTermService(type(ctx)(ctx.store, ctx.embedder, ctx.llm, ctx.clock,
-                                          LayerConfig(max_clusters=2, cluster_join_cosine=0.95)))
+        strict = MidTermService(
+            type(ctx)(
+                ctx.store,
+                ctx.embedder,
+                ctx.llm,
+                ctx.clock,
+                LayerConfig(max_clusters=2, cluster_join_cosine=0.95),
+            )
+        )
         strict.absorb(ALICE, ms[1:2])  # cos 0.9 < 0.95: a second chess cluster
         assert len(mid.clusters(ALICE)) == 2
-        mid.absorb(ALICE, ms[2:])       # a third is needed: the two chess ones merge
+        mid.absorb(ALICE, ms[2:])  # a third is needed: the two chess ones merge
         active = mid.clusters(ALICE)
         assert len(active) == 2
         merged = next(c for c in active if ms[0].id in c.source_ids)
@@ -155,15 +164,14 @@ def test_the_cap_merges_clusters_that_drifted_together(tmp_path: Path) -> None:
 def test_recall_counts_hits_and_the_10th_hit_promotes_once(tmp_path: Path) -> None:
     with layer_ctx(tmp_path, embedder=ChosenEmbedder(VECS)) as ctx:
         mid, keys = MidTermService(ctx), KeyMemoryService(ctx)
-        mid.absorb(ALICE, add_turns(ctx, ALICE, [
-            ("user", "sail a"), ("user", "chess")]))
+        mid.absorb(ALICE, add_turns(ctx, ALICE, [("user", "sail a"), ("user", "chess")]))
         for _ in range(9):
-            (top, sim), = mid.recall(ALICE, VECS["sail a"], k=1)
+            ((top, sim),) = mid.recall(ALICE, VECS["sail a"], k=1)
         # hits are a store counter: no new version per hit (issue 8 §1)
         assert sim == pytest.approx(1.0) and mid.hits(ALICE, [top.id]) == {top.id: 9}
         assert top.version == 1 and top.access_count == 9
         assert keys.list(ALICE) == []
-        (top, _), = mid.recall(ALICE, VECS["sail a"], k=1)
+        ((top, _),) = mid.recall(ALICE, VECS["sail a"], k=1)
         assert mid.hits(ALICE, [top.id]) == {top.id: 10}
         assert top.version == 2  # the one version: the promotion
         (key,) = keys.list(ALICE)
@@ -178,8 +186,10 @@ def test_recall_orders_by_similarity_and_respects_k(tmp_path: Path) -> None:
     with layer_ctx(tmp_path, embedder=ChosenEmbedder(VECS)) as ctx:
         mid = MidTermService(ctx)
         assert mid.recall(ALICE, VECS["chess"], k=3) == []
-        mid.absorb(ALICE, add_turns(ctx, ALICE, [
-            ("user", "sail a"), ("user", "chess"), ("user", "violin")]))
+        mid.absorb(
+            ALICE,
+            add_turns(ctx, ALICE, [("user", "sail a"), ("user", "chess"), ("user", "violin")]),
+        )
         got = mid.recall(ALICE, VECS["chess b"], k=2)
         assert len(got) == 2 and got[0][1] >= got[1][1]
         assert "chess" in got[0][0].text
@@ -190,8 +200,13 @@ def test_centroids_are_rebuilt_after_a_model_change(tmp_path: Path) -> None:
     with layer_ctx(tmp_path, embedder=ChosenEmbedder(VECS)) as ctx:
         mid = MidTermService(ctx)
         mid.absorb(ALICE, add_turns(ctx, ALICE, [("user", "sail a")]))
-        other = type(ctx)(ctx.store, ChosenEmbedder({"sail a": [0] * 9 + [1]}, dims=10),
-                          ctx.llm, ctx.clock, ctx.config)
+        other = type(ctx)(
+            ctx.store,
+            ChosenEmbedder({"sail a": [0] * 9 + [1]}, dims=10),
+            ctx.llm,
+            ctx.clock,
+            ctx.config,
+        )
         again = add_turns(other, ALICE, [("user", "sail a")])
         MidTermService(other).absorb(ALICE, again)  # rebuilds the centroid, then joins it
         ((cluster, sim),) = MidTermService(other).recall(ALICE, [0] * 9 + [1], k=1)

@@ -43,8 +43,9 @@ class FlakyStep:
         self.on_messages(scope, [])
 
 
-def ingest(ctx: LayerContext, pipeline: Pipeline, turns: list[tuple[str, str]],
-           first_round: int) -> list[MemoryRecord]:
+def ingest(
+    ctx: LayerContext, pipeline: Pipeline, turns: list[tuple[str, str]], first_round: int
+) -> list[MemoryRecord]:
     recs = add_turns(ctx, ALICE, turns, start=minutes_after(2 * (first_round - 1)))
     pipeline.handlers()["ingest"](make_ingest_job(ALICE, [r.id for r in recs], ctx.clock.now()))
     return recs
@@ -56,8 +57,7 @@ def snapshot(ctx: LayerContext) -> list[tuple[str, int, str]]:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])
-def test_overflow_goes_to_mid_term_and_summaries_every_10_rounds(tmp_path: Path,
-                                                                  kind: str) -> None:
+def test_overflow_goes_to_mid_term_and_summaries_every_10_rounds(tmp_path: Path, kind: str) -> None:
     with layer_ctx(tmp_path, kind) as ctx:
         pipe = Pipeline(ctx, default_steps(ctx))
         for n in range(1, 21):
@@ -108,8 +108,7 @@ def test_session_end_absorbs_the_buffer_and_writes_the_final_summary(tmp_path: P
         assert final.source_ids == tuple(r.id for r in recs)
 
 
-def test_a_failing_step_does_not_block_the_others_and_the_job_is_retried(
-        tmp_path: Path) -> None:
+def test_a_failing_step_does_not_block_the_others_and_the_job_is_retried(tmp_path: Path) -> None:
     with layer_ctx(tmp_path) as ctx:
         flaky = FlakyStep(failures=1)
         pipe = Pipeline(ctx, [flaky, *default_steps(ctx)])
@@ -140,4 +139,5 @@ def test_jobs_carry_scope_and_bad_input_is_refused(tmp_path: Path) -> None:
         assert snapshot(ctx) == []
         with pytest.raises(PipelineError):
             Pipeline(ctx, [FlakyStep(5)]).run_session_end(
-                make_session_end_job(ALICE, job.created_at))
+                make_session_end_job(ALICE, job.created_at)
+            )

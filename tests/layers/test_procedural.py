@@ -42,24 +42,28 @@ def test_should_reuse_thresholds_are_strict() -> None:
 
 
 def test_indicators_match_words_and_chinese() -> None:
-    assert indicators_match("Please do it quickly, it is urgent", ["quickly", "asap"]) == \
-        ["quickly"]
+    assert indicators_match("Please do it quickly, it is urgent", ["quickly", "asap"]) == [
+        "quickly"
+    ]
     assert indicators_match("quicklyish", ["quickly"]) == []
     assert indicators_match("这个任务很紧急，尽快完成", ["紧急", "马上"]) == ["紧急"]
 
 
 def _run(procedures: ProceduralService, success: bool) -> None:
-    procedures.learn(ALICE, TaskOutcome(goal=GOAL, steps=STEPS, success=success),
-                     Reflection(summary="s", lessons=["go serial"], importance=0.6))
+    procedures.learn(
+        ALICE,
+        TaskOutcome(goal=GOAL, steps=STEPS, success=success),
+        Reflection(summary="s", lessons=["go serial"], importance=0.6),
+    )
 
 
 def test_suggest_needs_a_reliable_pattern(ctx: LayerContext) -> None:
     procedures = ProceduralService(ctx)
     for _ in range(9):
         _run(procedures, True)
-    _run(procedures, False)                      # 9/10 = 0.9: not > 0.9
+    _run(procedures, False)  # 9/10 = 0.9: not > 0.9
     assert procedures.suggest(ALICE, GOAL) is None
-    _run(procedures, True)                       # 10/11 > 0.9
+    _run(procedures, True)  # 10/11 > 0.9
     suggestion = procedures.suggest(ALICE.with_session("s2"), GOAL)
     assert suggestion is not None and suggestion.subtasks == STEPS
     assert suggestion.confidence == pytest.approx(10 / 11)
@@ -69,12 +73,18 @@ def test_suggest_needs_a_reliable_pattern(ctx: LayerContext) -> None:
 
 def test_failure_patterns_warn_on_matching_indicators(ctx: LayerContext) -> None:
     procedures = ProceduralService(ctx)
-    procedures.add_failure_pattern(ALICE, "rate_limit", ["quickly", "urgent", "asap"],
-                                   "Run the calls serially to avoid rate limits", severity=4)
+    procedures.add_failure_pattern(
+        ALICE,
+        "rate_limit",
+        ["quickly", "urgent", "asap"],
+        "Run the calls serially to avoid rate limits",
+        severity=4,
+    )
     _run(procedures, False)
     warnings = procedures.warnings(ALICE, "Fetch all pages quickly please")
-    assert [(w.pattern, w.matched, w.severity) for w in warnings] == \
-        [("rate_limit", ["quickly"], 4)]
+    assert [(w.pattern, w.matched, w.severity) for w in warnings] == [
+        ("rate_limit", ["quickly"], 4)
+    ]
     learned = procedures.warnings(ALICE, "the API performance is bad again")
     assert [w.pattern for w in learned] == [GOAL]
     assert procedures.warnings(ALICE, "write a poem") == []

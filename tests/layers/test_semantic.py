@@ -53,8 +53,7 @@ def test_decide_different_value_replaces_only_when_more_confident() -> None:
     assert decide("tea", 0.8, 4, "coffee", 0.9).action is FactAction.REPLACED
     assert decide("tea", 0.8, 4, "coffee", 0.8).action is FactAction.CONFLICT
     assert decide("tea", 0.8, 4, "coffee", 0.5).action is FactAction.CONFLICT
-    assert decide("tea", 0.8, 4, "coffee", 0.5, current_expired=True).action \
-        is FactAction.REPLACED
+    assert decide("tea", 0.8, 4, "coffee", 0.5, current_expired=True).action is FactAction.REPLACED
     assert decide(None, 0.0, 0, "coffee", 0.5).action is FactAction.INSERTED
 
 
@@ -104,8 +103,12 @@ def test_less_confident_change_is_recorded_as_a_conflict(ctx: LayerContext) -> N
 
 def test_expired_facts_are_not_returned(ctx: LayerContext) -> None:
     facts = FactService(ctx)
-    facts.upsert(ALICE, fact("in Paris this week", 0.9, key="location"), ["m1"],
-                 expires_at=T0 + timedelta(days=7))
+    facts.upsert(
+        ALICE,
+        fact("in Paris this week", 0.9, key="location"),
+        ["m1"],
+        expires_at=T0 + timedelta(days=7),
+    )
     assert facts.get(ALICE, "location") is not None
     assert [r.metadata["key"] for r in facts.relevant(ALICE, "where is she")] == ["location"]
     ctx.clock.advance(days=8)  # type: ignore[attr-defined]
@@ -125,15 +128,27 @@ def test_relevant_applies_the_confidence_floor_and_limit(ctx: LayerContext) -> N
 
 # --- the ingest step --------------------------------------------------------------------
 def message(text: str, role: Role = Role.USER, mid: str = "msg1") -> MemoryRecord:
-    return MemoryRecord(id=mid, tenant="acme", user="alice", session="s1",
-                        type=RecordType.MESSAGE, role=role, content=Content(text),
-                        created_at=T0, updated_at=T0, observed_at=T0, source_ids=(mid,))
+    return MemoryRecord(
+        id=mid,
+        tenant="acme",
+        user="alice",
+        session="s1",
+        type=RecordType.MESSAGE,
+        role=role,
+        content=Content(text),
+        created_at=T0,
+        updated_at=T0,
+        observed_at=T0,
+        source_ids=(mid,),
+    )
 
 
 def test_extraction_step_reads_user_messages_only_and_is_idempotent(ctx: LayerContext) -> None:
     step = FactExtractionStep(ctx)
-    batch = [message("My favorite drink is matcha latte.", mid="u1"),
-             message("My favorite drink is espresso.", Role.ASSISTANT, mid="a1")]
+    batch = [
+        message("My favorite drink is matcha latte.", mid="u1"),
+        message("My favorite drink is espresso.", Role.ASSISTANT, mid="a1"),
+    ]
     step.on_messages(ALICE, batch)
     step.on_messages(ALICE, batch)  # a job that ran twice
     current = FactService(ctx).get(ALICE, "favorite_drink")

@@ -24,14 +24,29 @@ from memstrata.scope import Scope
 
 def msg(i: int, role: str, text: str) -> MemoryRecord:
     when = T0 + timedelta(minutes=i)
-    return MemoryRecord(id=f"m{i}", tenant="t", user="u", session="s", type=RecordType.MESSAGE,
-                        role=Role(role), content=Content(text), created_at=when,
-                        updated_at=when, observed_at=when)
+    return MemoryRecord(
+        id=f"m{i}",
+        tenant="t",
+        user="u",
+        session="s",
+        type=RecordType.MESSAGE,
+        role=Role(role),
+        content=Content(text),
+        created_at=when,
+        updated_at=when,
+        observed_at=when,
+    )
 
 
 def test_rounds_open_at_user_turns_and_leading_turns_form_their_own() -> None:
-    ms = [msg(0, "system", "be brief"), msg(1, "assistant", "hello"), msg(2, "user", "q1"),
-          msg(3, "assistant", "a1"), msg(4, "tool", "out"), msg(5, "user", "q2")]
+    ms = [
+        msg(0, "system", "be brief"),
+        msg(1, "assistant", "hello"),
+        msg(2, "user", "q1"),
+        msg(3, "assistant", "a1"),
+        msg(4, "tool", "out"),
+        msg(5, "user", "q2"),
+    ]
     grouped = group_rounds(list(reversed(ms)))  # input order does not matter
     assert [[m.id for m in r] for r in grouped] == [["m0", "m1"], ["m2", "m3", "m4"], ["m5"]]
 
@@ -40,7 +55,8 @@ def test_window_keeps_last_rounds_then_cuts_oldest_turns_to_the_token_cap() -> N
     ms = [msg(i, "user" if i % 2 == 0 else "assistant", "x" * 40) for i in range(10)]  # 10 tok
     grouped = group_rounds(ms)
     assert [m.id for m in window_of(grouped, max_rounds=3, token_cap=1000)] == [
-        f"m{i}" for i in range(4, 10)]
+        f"m{i}" for i in range(4, 10)
+    ]
     cut = window_of(grouped, max_rounds=3, token_cap=35)
     assert [m.id for m in cut] == ["m7", "m8", "m9"]  # newest kept, never over the cap
     assert [m.id for m in left_window(ms, cut)] == [f"m{i}" for i in range(7)]
@@ -65,8 +81,16 @@ def test_the_21st_round_overflows_and_the_20th_does_not(tmp_path: Path, kind: st
 def test_the_token_cap_cuts_the_oldest_first(tmp_path: Path) -> None:
     cfg = LayerConfig(short_term_token_cap=25)  # 10 tokens a turn
     with layer_ctx(tmp_path, config=cfg) as ctx:
-        recs = add_turns(ctx, ALICE, [("user", "a" * 40), ("assistant", "b" * 40),
-                                      ("user", "c" * 40), ("assistant", "d" * 40)])
+        recs = add_turns(
+            ctx,
+            ALICE,
+            [
+                ("user", "a" * 40),
+                ("assistant", "b" * 40),
+                ("user", "c" * 40),
+                ("assistant", "d" * 40),
+            ],
+        )
         st = ShortTermService(ctx)
         assert [m.id for m in st.window(ALICE)] == [recs[2].id, recs[3].id]
         assert [m.id for m in st.overflowed(ALICE)] == [recs[0].id, recs[1].id]
@@ -84,11 +108,18 @@ def test_window_needs_a_session_and_ignores_other_sessions(tmp_path: Path) -> No
 
 
 def test_rule_compression_truncates_tool_output_drops_acks_and_repeated_errors() -> None:
-    ms = [msg(0, "user", "run the tests please"), msg(1, "tool", "y" * 600),
-          msg(2, "assistant", "ok"), msg(3, "user", "好的，谢谢"), msg(4, "user", "Thanks!"),
-          msg(5, "tool", "Error: connection refused"), msg(6, "tool", "Error:  connection refused"),
-          msg(7, "tool", "Error: disk full"), msg(8, "assistant", "y" * 600),
-          msg(9, "user", "yes")]
+    ms = [
+        msg(0, "user", "run the tests please"),
+        msg(1, "tool", "y" * 600),
+        msg(2, "assistant", "ok"),
+        msg(3, "user", "好的，谢谢"),
+        msg(4, "user", "Thanks!"),
+        msg(5, "tool", "Error: connection refused"),
+        msg(6, "tool", "Error:  connection refused"),
+        msg(7, "tool", "Error: disk full"),
+        msg(8, "assistant", "y" * 600),
+        msg(9, "user", "yes"),
+    ]
     out = compress_for_context(ms)
     assert [m.id for m in out] == ["m0", "m1", "m5", "m7", "m8", "m9"]
     tool = out[1]
@@ -97,11 +128,21 @@ def test_rule_compression_truncates_tool_output_drops_acks_and_repeated_errors()
     assert ms[1].text == "y" * 600  # the stored record is untouched
 
 
-@pytest.mark.parametrize(("text", "ack"), [
-    ("ok", True), ("OK thanks!!", True), ("好的", True), ("好的谢谢", True), ("嗯嗯，收到", True),
-    ("ok, the budget is 10k", False), ("yes", False), ("thanks for the long explanation!", False),
-    ("", False), ("好的，我明天去北京", False),
-])
+@pytest.mark.parametrize(
+    ("text", "ack"),
+    [
+        ("ok", True),
+        ("OK thanks!!", True),
+        ("好的", True),
+        ("好的谢谢", True),
+        ("嗯嗯，收到", True),
+        ("ok, the budget is 10k", False),
+        ("yes", False),
+        ("thanks for the long explanation!", False),
+        ("", False),
+        ("好的，我明天去北京", False),
+    ],
+)
 def test_acknowledgements(text: str, ack: bool) -> None:
     assert is_acknowledgement(text) is ack
 

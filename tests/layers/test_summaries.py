@@ -48,10 +48,19 @@ def test_due_blocks_and_final_block() -> None:
     assert final_block(23, 20) == (21, 23) and final_block(20, 20) is None
 
 
-@pytest.mark.parametrize(("text", "ok"), [
-    ("", False), ("   ", False), ("!!! ???", False), ('{"summary": "x"}', False), ("[1, 2]", False),
-    (None, False), ("They discussed sailing.", True), ("讨论了帆船。", True),
-])
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("", False),
+        ("   ", False),
+        ("!!! ???", False),
+        ('{"summary": "x"}', False),
+        ("[1, 2]", False),
+        (None, False),
+        ("They discussed sailing.", True),
+        ("讨论了帆船。", True),
+    ],
+)
 def test_clean_summary_rejects_garbage(text: object, ok: bool) -> None:
     assert (clean_summary(text, 200) is not None) is ok
 
@@ -80,11 +89,15 @@ def test_a_summary_every_10_rounds_with_step_and_time_ranges(tmp_path: Path, kin
         assert svc.summarize_due(ALICE) == []  # idempotent
         add_turns(ctx, ALICE, rounds(12, 21), start=minutes_after(22))
         (second,) = svc.summarize_due(ALICE)
-        assert (second.content.structured["step_start"],
-                second.content.structured["step_end"]) == (11, 20)
+        assert (second.content.structured["step_start"], second.content.structured["step_end"]) == (
+            11,
+            20,
+        )
         (end,) = svc.summarize_session_end(ALICE)
         assert (end.content.structured["step_start"], end.content.structured["step_end"]) == (
-            21, 21)
+            21,
+            21,
+        )
         assert end.content.structured["final"] is True
         assert svc.summarize_session_end(ALICE) == []
         assert [r.content.structured["step_start"] for r in svc.summaries(ALICE)] == [1, 11, 21]
@@ -96,12 +109,13 @@ def test_session_end_summarises_a_short_session(tmp_path: Path) -> None:
         (only,) = SummaryService(ctx).summarize_session_end(ALICE)
         assert only.source_ids == tuple(t.id for t in turns)
         assert (only.content.structured["step_start"], only.content.structured["step_end"]) == (
-            1, 3)
+            1,
+            3,
+        )
 
 
 @pytest.mark.parametrize("reply", [None, "", "  ", "%%%", '{"summary": ""}'])
-def test_a_broken_llm_falls_back_to_the_offline_summary(tmp_path: Path,
-                                                        reply: str | None) -> None:
+def test_a_broken_llm_falls_back_to_the_offline_summary(tmp_path: Path, reply: str | None) -> None:
     llm = BrokenSummaries(reply)
     with layer_ctx(tmp_path, llm=llm) as ctx:
         add_turns(ctx, ALICE, rounds(1, 2))

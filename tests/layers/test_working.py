@@ -40,8 +40,11 @@ def test_steps_notes_and_iterations_are_versions(ctx: LayerContext) -> None:
     tasks.note(ALICE, "use forward fill", tool="pandas")
     current = tasks.next_iteration(ALICE)
     assert current.id == task.id and current.version == 5
-    assert [s["status"] for s in current.content.structured["steps"]] == \
-        ["completed", "failed", "pending"]
+    assert [s["status"] for s in current.content.structured["steps"]] == [
+        "completed",
+        "failed",
+        "pending",
+    ]
     block = render(current)
     assert block.splitlines()[0] == "## Current Task State"
     assert "1. [x] fetch data → 50000 rows" in block
@@ -74,35 +77,42 @@ def test_one_active_task_per_session(ctx: LayerContext) -> None:
         tasks.note(ALICE.with_session("s2"), "no task here")
 
 
-def test_completion_with_garbage_reflection_falls_back_to_the_heuristic(
-        ctx: LayerContext) -> None:
+def test_completion_with_garbage_reflection_falls_back_to_the_heuristic(ctx: LayerContext) -> None:
     chat = ScriptedChat("this is not JSON", "{still: not json")
     c = LayerContext(ctx.store, ctx.embedder, PromptedLLM(chat), ctx.clock, ctx.config)
     tasks = TaskService(c)
     task = tasks.start(ALICE, "Chart the sales data", ["fetch data", "plot"])
     done = tasks.complete(ALICE, True, "chart delivered", feedback="Use blue next time")
     assert chat.remaining == 0
-    expected = HeuristicLLM().reflect(TaskOutcome(
-        goal="Chart the sales data", steps=["fetch data", "plot"],
-        step_statuses=["pending", "pending"], outcome="chart delivered",
-        feedback="Use blue next time"))
+    expected = HeuristicLLM().reflect(
+        TaskOutcome(
+            goal="Chart the sales data",
+            steps=["fetch data", "plot"],
+            step_statuses=["pending", "pending"],
+            outcome="chart delivered",
+            feedback="Use blue next time",
+        )
+    )
     assert done.reflection == expected
     assert done.episode.content.structured["lessons"] == expected.lessons
     assert done.episode.source_ids == (task.id,) and done.episode.importance == 0.65
     assert done.task.content.structured["status"] == "completed"
     assert done.task.content.structured["episode_id"] == done.episode.id
     assert tasks.current(ALICE) is None
-    assert ctx.store.get(ALICE, task.id).is_active   # closed, not deleted
-    kinds = sorted(r.content.structured["kind"] for r in
-                   ctx.store.list(ALICE, Filters(types=frozenset({RecordType.EPISODE}))))
+    assert ctx.store.get(ALICE, task.id).is_active  # closed, not deleted
+    kinds = sorted(
+        r.content.structured["kind"]
+        for r in ctx.store.list(ALICE, Filters(types=frozenset({RecordType.EPISODE})))
+    )
     assert kinds == ["feedback", "task"]
     assert [p.content.structured["kind"] for p in done.patterns] == ["decomposition"]
 
 
 class ScriptedReflection(HeuristicLLM):
     def reflect(self, task: TaskOutcome) -> Reflection:
-        return Reflection(summary="LLM summary", lessons=["clean before aggregating"],
-                          importance=0.8)
+        return Reflection(
+            summary="LLM summary", lessons=["clean before aggregating"], importance=0.8
+        )
 
 
 def test_failed_task_writes_a_failure_pattern(ctx: LayerContext) -> None:

@@ -48,31 +48,54 @@ class TableEmbedder:
 @pytest.fixture(params=["sqlite", "memory"])
 def ctx(request: pytest.FixtureRequest) -> Iterator[LayerContext]:
     store = open_store("sqlite://:memory:" if request.param == "sqlite" else "memory://")
-    table = {"base": [1.0, 0.0, 0.0, 0.0], "near": at_cosine(0.951),
-             "Base.": at_cosine(0.951), "BASE!": at_cosine(0.94)}
-    yield LayerContext(store, TableEmbedder(table), HeuristicLLM(), FixedClock(T0),
-                       LayerConfig())
+    table = {
+        "base": [1.0, 0.0, 0.0, 0.0],
+        "near": at_cosine(0.951),
+        "Base.": at_cosine(0.951),
+        "BASE!": at_cosine(0.94),
+    }
+    yield LayerContext(store, TableEmbedder(table), HeuristicLLM(), FixedClock(T0), LayerConfig())
     store.close()
 
 
-def rec(ctx: LayerContext, text: str, source: str, type: RecordType = RecordType.NOTE,
-        tags: Sequence[str] = ()) -> MemoryRecord:
-    return note_record(ALICE, text, type=type, now=T0, model_id="table-4", dims=4,
-                       max_chars=1000, importance=0.5, source_ids=[source], tags=tags)
+def rec(
+    ctx: LayerContext,
+    text: str,
+    source: str,
+    type: RecordType = RecordType.NOTE,
+    tags: Sequence[str] = (),
+) -> MemoryRecord:
+    return note_record(
+        ALICE,
+        text,
+        type=type,
+        now=T0,
+        model_id="table-4",
+        dims=4,
+        max_chars=1000,
+        importance=0.5,
+        source_ids=[source],
+        tags=tags,
+    )
 
 
 def test_decide() -> None:
     t = Thresholds(merge=0.95, related=0.9)
-    assert decide(exact_match=True, same=True, similarity=None, thresholds=t) \
+    assert (
+        decide(exact_match=True, same=True, similarity=None, thresholds=t)
         is DedupAction.MERGE_EXACT
-    assert decide(exact_match=False, same=True, similarity=0.95, thresholds=t) \
+    )
+    assert (
+        decide(exact_match=False, same=True, similarity=0.95, thresholds=t)
         is DedupAction.MERGE_NEAR
-    assert decide(exact_match=False, same=True, similarity=0.9499, thresholds=t) \
-        is DedupAction.INSERT
-    assert decide(exact_match=False, same=False, similarity=0.999, thresholds=t) \
-        is DedupAction.INSERT
-    assert decide(exact_match=False, same=True, similarity=None, thresholds=t) \
-        is DedupAction.INSERT
+    )
+    assert (
+        decide(exact_match=False, same=True, similarity=0.9499, thresholds=t) is DedupAction.INSERT
+    )
+    assert (
+        decide(exact_match=False, same=False, similarity=0.999, thresholds=t) is DedupAction.INSERT
+    )
+    assert decide(exact_match=False, same=True, similarity=None, thresholds=t) is DedupAction.INSERT
 
 
 def _count(ctx: LayerContext) -> int:
@@ -107,7 +130,8 @@ def test_a_close_cosine_with_other_words_is_linked_not_merged(ctx: LayerContext)
     assert near.action is DedupAction.INSERT and near.record.id != base.record.id
     assert near.related == (base.record.id,)
     assert [(r.kind, r.target_id) for r in near.record.relations] == [
-        ("similar_to", base.record.id)]
+        ("similar_to", base.record.id)
+    ]
     assert ctx.store.get(ALICE, base.record.id).version == 1
     assert _count(ctx) == 2
 

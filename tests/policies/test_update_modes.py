@@ -40,14 +40,19 @@ def test_overwrite_and_append() -> None:
 def test_merge_newer_wins_field_wise() -> None:
     cur = {"city": "Paris", "job": "chef", "pet": "cat"}
     inc = {"city": "Lisbon", "job": "", "age": "31"}
-    assert merge_newer_wins(cur, inc) == {"city": "Lisbon", "job": "chef", "pet": "cat",
-                                          "age": "31"}
+    assert merge_newer_wins(cur, inc) == {
+        "city": "Lisbon",
+        "job": "chef",
+        "pet": "cat",
+        "age": "31",
+    }
     assert merge_newer_wins(cur, inc, incoming_is_newer=False)["city"] == "Paris"
 
 
 class UpperMerge(HeuristicLLM):
-    def merge_profile(self, current: Mapping[str, str],
-                      incoming: Mapping[str, str]) -> dict[str, str]:
+    def merge_profile(
+        self, current: Mapping[str, str], incoming: Mapping[str, str]
+    ) -> dict[str, str]:
         return {"city": incoming["city"].upper()}
 
 
@@ -63,12 +68,26 @@ def test_apply_update_writes_a_version_and_locks() -> None:
     store = open_store("memory://")
     ctx = LayerContext(store, HashingEmbedder(), HeuristicLLM(), FixedClock(T0), LayerConfig())
     scope = Scope("acme", "alice")
-    record = note_record(scope, "city: Paris", type=RecordType.NOTE, now=T0,
-                         model_id="x", dims=256, max_chars=1000, importance=0.5,
-                         structured={"city": "Paris"})
+    record = note_record(
+        scope,
+        "city: Paris",
+        type=RecordType.NOTE,
+        now=T0,
+        model_id="x",
+        dims=256,
+        max_chars=1000,
+        importance=0.5,
+        structured={"city": "Paris"},
+    )
     ctx.insert([record])
-    updated = apply_update(ctx, scope, record, Content("", structured={"city": "Rome"}),
-                           "merge", observed_at=T0 + timedelta(days=1))
+    updated = apply_update(
+        ctx,
+        scope,
+        record,
+        Content("", structured={"city": "Rome"}),
+        "merge",
+        observed_at=T0 + timedelta(days=1),
+    )
     assert updated.version == 2 and store.get(scope, record.id).text == "city: Rome"
     assert [v.text for v in store.history(scope, record.id)] == ["city: Paris", "city: Rome"]
     with pytest.raises(ConflictError):

@@ -36,11 +36,13 @@ def _writer(url: str, seed: int, out: multiprocessing.Queue) -> None:  # type: i
             while True:
                 cur = store.get(ME, rid)
                 text = str(int(cur.content.raw) + 1)
-                new = replace(cur, content=replace(cur.content, raw=text),
-                              version=cur.version + 1)
+                new = replace(cur, content=replace(cur.content, raw=text), version=cur.version + 1)
                 try:
-                    store.replace(ME, RecordWrite(new, None, tuple(tokenize(text))),
-                                  expected_version=cur.version)
+                    store.replace(
+                        ME,
+                        RecordWrite(new, None, tuple(tokenize(text))),
+                        expected_version=cur.version,
+                    )
                 except ConflictError:
                     conflicts += 1
                     continue

@@ -31,8 +31,9 @@ for n in range(int(sys.argv[2])):
 
 
 def test_a_killed_writer_loses_no_acknowledged_write(pg_url: str) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, pg_url, str(WRITES)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, pg_url, str(WRITES)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     acknowledged: list[str] = []
     kill_after = WRITES // 3
@@ -46,8 +47,9 @@ def test_a_killed_writer_loses_no_acknowledged_write(pg_url: str) -> None:
     acknowledged += [x for x in rest.split() if x]  # printed before the kill
     store = open_store(pg_url)
     try:
-        stored = {r.id for r in store.list(ME.user_scope, Filters(include_deleted=True),
-                                           limit=100_000)}
+        stored = {
+            r.id for r in store.list(ME.user_scope, Filters(include_deleted=True), limit=100_000)
+        }
         assert set(acknowledged) <= stored  # 0 acknowledged writes lost
         jobs = store.list_jobs("t1", "u1")
         covered = {i for j in jobs if j.kind == "ingest" for i in j.payload["ids"]}
@@ -91,11 +93,21 @@ def test_a_killed_worker_s_jobs_finish_elsewhere_without_duplicates(pg_url: str)
     with Memory(pg_url, embedder="hashing", background=False) as mem:
         for round_ in range(8 if not HEAVY else 40):
             for scope in users:
-                mem.add_messages(scope, [{"role": "user", "content": f"I moved to Lisbon in "
-                                          f"{round_} and I like green tea number {k}"}
-                                         for k in range(5)])
-    workers = [subprocess.Popen([sys.executable, "-c", _WORKER, pg_url],
-                                stdout=subprocess.PIPE, text=True) for _ in range(3)]
+                mem.add_messages(
+                    scope,
+                    [
+                        {
+                            "role": "user",
+                            "content": f"I moved to Lisbon in "
+                            f"{round_} and I like green tea number {k}",
+                        }
+                        for k in range(5)
+                    ],
+                )
+    workers = [
+        subprocess.Popen([sys.executable, "-c", _WORKER, pg_url], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     victim = workers[0]
     assert victim.stdout is not None
     victim.stdout.readline()
@@ -113,12 +125,15 @@ def test_a_killed_worker_s_jobs_finish_elsewhere_without_duplicates(pg_url: str)
         assert any(j.attempts >= 2 for j in every)
         for scope in users:
             jobs = store.list_jobs(scope.tenant, scope.user)
-            assert jobs and all(j.status.value == "done" for j in jobs), \
-                [(j.kind, j.status.value) for j in jobs]
-            derived = [r for r in store.list(scope.user_scope, Filters(), limit=100_000)
-                       if r.type.value != "message"]
-            keys = [(r.type.value, r.content_hash, tuple(sorted(r.source_ids)))
-                    for r in derived]
+            assert jobs and all(j.status.value == "done" for j in jobs), [
+                (j.kind, j.status.value) for j in jobs
+            ]
+            derived = [
+                r
+                for r in store.list(scope.user_scope, Filters(), limit=100_000)
+                if r.type.value != "message"
+            ]
+            keys = [(r.type.value, r.content_hash, tuple(sorted(r.source_ids))) for r in derived]
             assert len(keys) == len(set(keys))  # no derived record made twice
     finally:
         store.close()

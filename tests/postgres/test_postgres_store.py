@@ -23,14 +23,24 @@ ME = Scope("t1", "u1")
 
 
 def _job(n: int, user: str = "u1") -> Job:
-    return Job(id=f"j{n:04d}", kind="ingest", tenant="t1", user=user, payload={"n": n},
-               created_at=NOW, run_after=NOW + timedelta(microseconds=n))
+    return Job(
+        id=f"j{n:04d}",
+        kind="ingest",
+        tenant="t1",
+        user=user,
+        payload={"n": n},
+        created_at=NOW,
+        run_after=NOW + timedelta(microseconds=n),
+    )
 
 
-@pytest.mark.parametrize("url", [
-    "postgresql://nobody@127.0.0.1:1/nothing",
-    "postgresql://postgres@/no_such_database?host=/nonexistent-socket-dir",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://nobody@127.0.0.1:1/nothing",
+        "postgresql://postgres@/no_such_database?host=/nonexistent-socket-dir",
+    ],
+)
 def test_unreachable_servers_are_a_clear_error(url: str) -> None:
     with pytest.raises(StoreError, match="cannot connect to PostgreSQL"):
         open_store(url)
@@ -56,23 +66,23 @@ def test_a_newer_schema_is_refused_untouched(pg_url: str, pg_server: PgServer) -
     store.close()
     with psycopg.connect(pg_server.admin_url, autocommit=True) as conn:
         conn.execute(f'INSERT INTO "{schema}".schema_migrations (version) VALUES (99)')
-        before = conn.execute("SELECT count(*) FROM information_schema.tables WHERE "
-                              "table_schema = %s", (schema,)).fetchone()
+        before = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s", (schema,)
+        ).fetchone()
     with pytest.raises(SchemaVersionError, match="upgrade memstrata"):
         open_store(pg_url)
     with psycopg.connect(pg_server.admin_url, autocommit=True) as conn:
-        after = conn.execute("SELECT count(*) FROM information_schema.tables WHERE "
-                             "table_schema = %s", (schema,)).fetchone()
+        after = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s", (schema,)
+        ).fetchone()
     assert before == after
 
 
-def test_a_connection_lost_mid_transaction_writes_nothing(pg_url: str,
-                                                          pg_server: PgServer) -> None:
+def test_a_connection_lost_mid_transaction_writes_nothing(pg_url: str, pg_server: PgServer) -> None:
     store = open_store(pg_url)
     maker = Maker()
     try:
-        with pytest.raises(StoreError, match="lost the connection"), \
-                store.transaction() as tx:
+        with pytest.raises(StoreError, match="lost the connection"), store.transaction() as tx:
             tx.insert([maker.write()])
             pid = tx._c.info.backend_pid  # type: ignore[attr-defined]
             with psycopg.connect(pg_server.admin_url, autocommit=True) as admin:
@@ -107,8 +117,9 @@ def test_concurrent_claims_never_lease_a_job_twice(pg_url: str) -> None:
         lock = threading.Lock()
 
         def drain(i: int) -> None:
-            while jobs := stores[i].claim_jobs(NOW + timedelta(seconds=1), limit=7,
-                                              lease_seconds=600):
+            while jobs := stores[i].claim_jobs(
+                NOW + timedelta(seconds=1), limit=7, lease_seconds=600
+            ):
                 users = {j.user for j in jobs}
                 with lock:
                     overlap.extend(users & held)
@@ -170,7 +181,8 @@ def test_fts5_tokens_match_sqlite_for_punctuated_terms() -> None:
 
 
 def test_the_hnsw_path_returns_true_neighbours_scored_like_the_exact_path(
-        pg_server: PgServer) -> None:
+    pg_server: PgServer,
+) -> None:
     """With ``exact_below=0`` every search goes through pgvector's index; on a small,
     well-separated set its answers and scores must equal the exact path's."""
     import numpy as np

@@ -16,9 +16,9 @@ from typing import Any
 @dataclass
 class Reply:
     status: int = 200
-    body: Any = None            # dict -> JSON; str -> sent verbatim (malformed on purpose)
+    body: Any = None  # dict -> JSON; str -> sent verbatim (malformed on purpose)
     headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0          # seconds to wait before answering (a hanging server)
+    delay: float = 0.0  # seconds to wait before answering (a hanging server)
 
 
 @dataclass
@@ -35,19 +35,40 @@ class FakeOpenAI:
 
     def default(self, path: str, body: dict[str, Any]) -> Reply:
         if path.endswith("/embeddings"):
-            data = [{"object": "embedding", "index": i,
-                     "embedding": [float(len(t)), 1.0] + [0.5] * (self.dims - 2)}
-                    for i, t in enumerate(body["input"])]
-            return Reply(body={"object": "list", "data": data, "model": body["model"],
-                               "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+            data = [
+                {
+                    "object": "embedding",
+                    "index": i,
+                    "embedding": [float(len(t)), 1.0] + [0.5] * (self.dims - 2),
+                }
+                for i, t in enumerate(body["input"])
+            ]
+            return Reply(
+                body={
+                    "object": "list",
+                    "data": data,
+                    "model": body["model"],
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                }
+            )
         return Reply(body=chat_body('{"summary": "ok"}'))
 
 
 def chat_body(content: str) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
 
 
 @contextmanager
@@ -62,8 +83,9 @@ def serve() -> Iterator[FakeOpenAI]:
             reply = state.replies.popleft() if state.replies else state.default(self.path, body)
             if reply.delay:
                 time.sleep(reply.delay)
-            payload = (reply.body if isinstance(reply.body, str)
-                       else json.dumps(reply.body)).encode()
+            payload = (
+                reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+            ).encode()
             self.send_response(reply.status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(payload)))

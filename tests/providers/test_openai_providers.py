@@ -40,13 +40,15 @@ def test_embedder_retries_500_then_succeeds() -> None:
             emb.close()
 
 
-@pytest.mark.parametrize(("reply", "match"), [
-    (Reply(200, "{not json"), "not valid JSON"),
-    (Reply(401, {"error": {"message": "bad key"}}), "api_key"),
-    (Reply(404, {"error": {"message": "no model"}}), "model name"),
-    (Reply(200, {"object": "list", "data": [{"index": 0, "embedding": [1.0, 2.0]}]}),
-     "shape"),
-])
+@pytest.mark.parametrize(
+    ("reply", "match"),
+    [
+        (Reply(200, "{not json"), "not valid JSON"),
+        (Reply(401, {"error": {"message": "bad key"}}), "api_key"),
+        (Reply(404, {"error": {"message": "no model"}}), "model name"),
+        (Reply(200, {"object": "list", "data": [{"index": 0, "embedding": [1.0, 2.0]}]}), "shape"),
+    ],
+)
 def test_embedder_errors_become_provider_errors(reply: Reply, match: str) -> None:
     with serve() as server:
         server.enqueue(reply)
@@ -71,8 +73,10 @@ def test_unreachable_endpoint() -> None:
 
 def test_chat_json_mode_and_retry_on_500() -> None:
     with serve() as server:
-        server.enqueue(Reply(503, {"error": {"message": "busy"}}, FAST_RETRY),
-                       Reply(200, chat_body('{"importance": 0.7}')))
+        server.enqueue(
+            Reply(503, {"error": {"message": "busy"}}, FAST_RETRY),
+            Reply(200, chat_body('{"importance": 0.7}')),
+        )
         chat = OpenAIChat("m", base_url=server.url, api_key="k", max_retries=2)
         try:
             llm = openai_llm("m", base_url=server.url, api_key="k")
@@ -90,8 +94,10 @@ def test_chat_json_mode_and_retry_on_500() -> None:
 
 def test_chat_drops_json_mode_when_server_refuses_it() -> None:
     with serve() as server:
-        server.enqueue(Reply(400, {"error": {"message": "response_format unsupported"}}),
-                       Reply(200, chat_body("{}")))
+        server.enqueue(
+            Reply(400, {"error": {"message": "response_format unsupported"}}),
+            Reply(200, chat_body("{}")),
+        )
         chat = OpenAIChat("m", base_url=server.url, api_key="k", max_retries=0)
         try:
             assert chat.complete([{"role": "user", "content": "x"}], json_mode=True) == "{}"

@@ -18,8 +18,13 @@ from memstrata.llm.fake import ScriptedChat, ScriptExhaustedError
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.llm.json_output import parse_json_output
 
-FACT = {"category": "preference", "key": "favorite_drink", "value": "绿茶",
-        "confidence": 0.9, "evidence": "我最喜欢的饮料是绿茶"}
+FACT = {
+    "category": "preference",
+    "key": "favorite_drink",
+    "value": "绿茶",
+    "confidence": 0.9,
+    "evidence": "我最喜欢的饮料是绿茶",
+}
 
 
 def make(*replies: str | BaseException) -> tuple[PromptedLLM, ScriptedChat]:
@@ -88,12 +93,13 @@ def test_repairs_trailing_commas_and_single_quotes() -> None:
 
 
 def test_reflect_and_merge_profile() -> None:
-    llm, chat = make('{"summary": "done", "lessons": ["check dates"], "importance": 0.6}',
-                     '{"profile": {"city": "Bergen", "name": "Al"}}')
+    llm, chat = make(
+        '{"summary": "done", "lessons": ["check dates"], "importance": 0.6}',
+        '{"profile": {"city": "Bergen", "name": "Al"}}',
+    )
     r = llm.reflect(TaskOutcome(goal="book"))
     assert (r.summary, r.lessons, r.importance) == ("done", ["check dates"], 0.6)
-    assert llm.merge_profile({"name": "Al"}, {"city": "Bergen"}) == {"city": "Bergen",
-                                                                      "name": "Al"}
+    assert llm.merge_profile({"name": "Al"}, {"city": "Bergen"}) == {"city": "Bergen", "name": "Al"}
     assert llm.merge_profile({}, {"a": "b"}) == {"a": "b"}  # nothing to reconcile: no call
     assert len(chat.calls) == 2
 
@@ -118,12 +124,15 @@ def test_make_llm() -> None:
         make_llm("gpt5")
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('{"a": 1}', {"a": 1}),
-    ('prefix [1, 2,] suffix', [1, 2]),
-    ("```\n{'a': True, 'b': None}\n```", {"a": True, "b": None}),
-    ('{"a": "x}"} {"b": 2}', {"a": "x}"}),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ("prefix [1, 2,] suffix", [1, 2]),
+        ("```\n{'a': True, 'b': None}\n```", {"a": True, "b": None}),
+        ('{"a": "x}"} {"b": 2}', {"a": "x}"}),
+    ],
+)
 def test_parse_json_output(text: str, expected: object) -> None:
     assert parse_json_output(text) == expected
 
@@ -134,10 +143,16 @@ def test_parse_json_output_only_raises_provider_error(text: str) -> None:
         parse_json_output(text)
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=4)
-                    | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20),
-       st.text(max_size=30))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+        ),
+        max_leaves=20,
+    ),
+    st.text(max_size=30),
+)
 def test_parse_json_output_finds_embedded_objects(value: object, prose: str) -> None:
     wrapped = {"v": value}
     text = f"{prose.replace('{', '').replace('[', '')}\n{json.dumps(wrapped)}"

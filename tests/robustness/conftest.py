@@ -19,8 +19,7 @@ STORES = ("sqlite", "memory")
 
 def open_memory(kind: str, directory: Path, clock: FixedClock, **kw: Any) -> Memory:
     url = f"sqlite:///{directory / 'robust.db'}" if kind == "sqlite" else "memory://"
-    return Memory(url, embedder=kw.pop("embedder", "hashing"), clock=clock, background=False,
-                  **kw)
+    return Memory(url, embedder=kw.pop("embedder", "hashing"), clock=clock, background=False, **kw)
 
 
 @pytest.fixture
@@ -46,9 +45,15 @@ def snapshot(mem: Memory, scope: Scope, *, history: bool = True) -> tuple[Any, .
     user = scope.user_scope
     everything = Filters(include_deleted=True, include_superseded=True)
     records = mem.store.list(user, everything, limit=100_000, newest_first=False)
-    rows = [(record_to_dict(r),
-             [record_to_dict(v) for v in mem.store.history(user, r.id)] if history else None)
-            for r in records]
-    jobs = [(j.id, j.kind, j.status.value, j.attempts)
-            for j in mem.store.list_jobs(scope.tenant, scope.user)]
+    rows = [
+        (
+            record_to_dict(r),
+            [record_to_dict(v) for v in mem.store.history(user, r.id)] if history else None,
+        )
+        for r in records
+    ]
+    jobs = [
+        (j.id, j.kind, j.status.value, j.attempts)
+        for j in mem.store.list_jobs(scope.tenant, scope.user)
+    ]
     return (repr(rows), repr(jobs), mem.store.count(user, everything))

@@ -39,16 +39,32 @@ def _import_line(mem: Memory, rec: MemoryRecord, **changes: Any) -> Any:
             d["content"][key.split(".", 1)[1]] = value
         else:
             d[key] = value
-    head = {"format": "memstrata.export", "version": 1, "embedding_model": "x", "dims": 1,
-            "exported_at": "2026-01-01T00:00:00+00:00", "count": 1}
-    text = json.dumps(head) + "\n" + json.dumps({"record": d, "embedding": None},
-                                               default=sorted) + "\n"
+    head = {
+        "format": "memstrata.export",
+        "version": 1,
+        "embedding_model": "x",
+        "dims": 1,
+        "exported_at": "2026-01-01T00:00:00+00:00",
+        "count": 1,
+    }
+    text = (
+        json.dumps(head)
+        + "\n"
+        + json.dumps({"record": d, "embedding": None}, default=sorted)
+        + "\n"
+    )
     return mem.import_records(io.StringIO(text))
 
 
 def _import_raw(mem: Memory, rec: MemoryRecord, *, line: str) -> Any:
-    head = {"format": "memstrata.export", "version": 1, "embedding_model": "x", "dims": 1,
-            "exported_at": "2026-01-01T00:00:00+00:00", "count": 1}
+    head = {
+        "format": "memstrata.export",
+        "version": 1,
+        "embedding_model": "x",
+        "dims": 1,
+        "exported_at": "2026-01-01T00:00:00+00:00",
+        "count": 1,
+    }
     return mem.import_records(io.StringIO(json.dumps(head) + "\n" + line + "\n"))
 
 
@@ -59,6 +75,7 @@ def _import_set_metadata(mem: Memory, rec: MemoryRecord) -> Any:
     from dataclasses import replace
 
     from memstrata.validation import validate_record
+
     validate_record(replace(rec, metadata={"s": {1, 2}}))
 
 
@@ -72,104 +89,145 @@ def _lone_surrogate_line(rec: MemoryRecord) -> str:
 
 CASES: dict[str, tuple[Call, str]] = {
     # search / list filters
-    "filters.tags=[1,'a']": (lambda m, s, r: m.search(s, "q", filters={"tags": [1, "a"]}),
-                             "filters.tags"),
+    "filters.tags=[1,'a']": (
+        lambda m, s, r: m.search(s, "q", filters={"tags": [1, "a"]}),
+        "filters.tags",
+    ),
     "filters.min_importance='abc'": (
         lambda m, s, r: m.search(s, "q", filters={"min_importance": "abc"}),
-        "filters.min_importance"),
-    "filters.types=5": (lambda m, s, r: m.search(s, "q", filters={"types": 5}),
-                        "filters.types"),
+        "filters.min_importance",
+    ),
+    "filters.types=5": (lambda m, s, r: m.search(s, "q", filters={"types": 5}), "filters.types"),
     "filters.tags=5": (lambda m, s, r: m.search(s, "q", filters={"tags": 5}), "filters.tags"),
     "list filters.types=5": (lambda m, s, r: m.list(s, filters={"types": 5}), "filters.types"),
     "filters=5": (lambda m, s, r: m.list(s, filters=5), "filters"),  # type: ignore[arg-type]
     "layers=5": (lambda m, s, r: m.search(s, "q", layers=5), "layers"),  # type: ignore[arg-type]
     "layers=[1]": (lambda m, s, r: m.search(s, "q", layers=[1]), "layers"),  # type: ignore[list-item]
     # add / add_message
-    "add observed_at=[1]": (lambda m, s, r: m.add(s, "a note", observed_at=[1]),  # type: ignore[arg-type]
-                            "observed_at"),
-    "add observed_at='yesterday'": (lambda m, s, r: m.add(s, "a note", observed_at="yesterday"),  # type: ignore[arg-type]
-                                    "observed_at"),
+    "add observed_at=[1]": (
+        lambda m, s, r: m.add(s, "a note", observed_at=[1]),  # type: ignore[arg-type]
+        "observed_at",
+    ),
+    "add observed_at='yesterday'": (
+        lambda m, s, r: m.add(s, "a note", observed_at="yesterday"),  # type: ignore[arg-type]
+        "observed_at",
+    ),
     "add type=5": (lambda m, s, r: m.add(s, "a note", type=5), "type"),  # type: ignore[arg-type]
     "add type='banana'": (lambda m, s, r: m.add(s, "a note", type="banana"), "type"),
     "add tags=5": (lambda m, s, r: m.add(s, "a note", tags=5), "tags"),  # type: ignore[arg-type]
     "add tags='abc'": (lambda m, s, r: m.add(s, "a note", tags="abc"), "tags"),
-    "add importance=10**400": (lambda m, s, r: m.add(s, "a note", importance=10**400),
-                               "importance"),
-    "add metadata nested 5000": (lambda m, s, r: m.add(s, "a note", metadata=_nested(5000)),
-                                 "metadata"),
-    "add metadata set": (lambda m, s, r: m.add(s, "a note", metadata={"s": {1, 2}}),
-                         "metadata.s"),
-    "add metadata nan": (lambda m, s, r: m.add(s, "a note", metadata={"n": float("nan")}),
-                         "metadata.n"),
+    "add importance=10**400": (
+        lambda m, s, r: m.add(s, "a note", importance=10**400),
+        "importance",
+    ),
+    "add metadata nested 5000": (
+        lambda m, s, r: m.add(s, "a note", metadata=_nested(5000)),
+        "metadata",
+    ),
+    "add metadata set": (lambda m, s, r: m.add(s, "a note", metadata={"s": {1, 2}}), "metadata.s"),
+    "add metadata nan": (
+        lambda m, s, r: m.add(s, "a note", metadata={"n": float("nan")}),
+        "metadata.n",
+    ),
     "add_message metadata='str'": (
         lambda m, s, r: m.add_message(s, "user", "hello there", metadata="str"),  # type: ignore[arg-type]
-        "metadata"),
+        "metadata",
+    ),
     "add_message observed_at=5": (
         lambda m, s, r: m.add_message(s, "user", "hello there", observed_at=5),  # type: ignore[arg-type]
-        "observed_at"),
-    "add_message role=banana": (lambda m, s, r: m.add_message(s, "banana", "hello there"),
-                                "role"),
+        "observed_at",
+    ),
+    "add_message role=banana": (lambda m, s, r: m.add_message(s, "banana", "hello there"), "role"),
     "add_messages [5]": (lambda m, s, r: m.add_messages(s, [5]), "messages[0]"),  # type: ignore[list-item]
     # update
     "update expected_version=None": (
         lambda m, s, r: m.update(s, r.id, expected_version=None, content="x"),  # type: ignore[arg-type]
-        "expected_version"),
+        "expected_version",
+    ),
     "update importance=10**400": (
         lambda m, s, r: m.update(s, r.id, expected_version=r.version, importance=10**400),
-        "importance"),
+        "importance",
+    ),
     "update metadata=5": (
         lambda m, s, r: m.update(s, r.id, expected_version=r.version, metadata=5),  # type: ignore[arg-type]
-        "metadata"),
+        "metadata",
+    ),
     "update tags='abc'": (
-        lambda m, s, r: m.update(s, r.id, expected_version=r.version, tags="abc"), "tags"),
+        lambda m, s, r: m.update(s, r.id, expected_version=r.version, tags="abc"),
+        "tags",
+    ),
     "update tags=[True]": (
         lambda m, s, r: m.update(s, r.id, expected_version=r.version, tags=[True]),  # type: ignore[list-item]
-        "tags[0]"),
+        "tags[0]",
+    ),
     "update source=5": (
         lambda m, s, r: m.update(s, r.id, expected_version=r.version, source=5),  # type: ignore[arg-type]
-        "source"),
+        "source",
+    ),
     "get record_id=[1]": (lambda m, s, r: m.get(s, [1]), "record_id"),  # type: ignore[arg-type]
     "delete record_id=5": (lambda m, s, r: m.delete(s, 5), "record_id"),  # type: ignore[arg-type]
     "purge record_ids='abc'": (lambda m, s, r: m.purge(s, "abc"), "record_ids"),
     # build_context
     "build_context token_budget=None": (
-        lambda m, s, r: m.build_context(s, "q", token_budget=None), "token_budget"),  # type: ignore[arg-type]
+        lambda m, s, r: m.build_context(s, "q", token_budget=None),
+        "token_budget",
+    ),  # type: ignore[arg-type]
     "build_context token_budget=10**400": (
-        lambda m, s, r: m.build_context(s, "q", token_budget=10**400), "token_budget"),
+        lambda m, s, r: m.build_context(s, "q", token_budget=10**400),
+        "token_budget",
+    ),
     "build_context token_budget=-5": (  # refused before retrieval counts any access
         lambda m, s, r: m.build_context(s, "Alice window seats", token_budget=-5),
-        "token_budget"),
+        "token_budget",
+    ),
     "build_context reserve_ratio=Decimal": (
         lambda m, s, r: m.build_context(s, "q", reserve_ratio=Decimal("0.2")),  # type: ignore[arg-type]
-        "reserve_ratio"),
+        "reserve_ratio",
+    ),
     "build_context reserve_ratio=[1]": (
-        lambda m, s, r: m.build_context(s, "q", reserve_ratio=[1]), "reserve_ratio"),  # type: ignore[arg-type]
+        lambda m, s, r: m.build_context(s, "q", reserve_ratio=[1]),
+        "reserve_ratio",
+    ),  # type: ignore[arg-type]
     "build_context reserve_ratio=1.5": (
-        lambda m, s, r: m.build_context(s, "q", reserve_ratio=1.5), "reserve_ratio"),
+        lambda m, s, r: m.build_context(s, "q", reserve_ratio=1.5),
+        "reserve_ratio",
+    ),
     # import: every line checked exactly as add checks its arguments
-    "import content ''": (lambda m, s, r: _import_line(m, r, **{"content.raw": ""}),
-                          "content.raw"),
-    "import content 200k": (lambda m, s, r: _import_line(m, r, **{"content.raw": "x" * 200_000}),
-                            "content.raw"),
-    "import content 5": (lambda m, s, r: _import_line(m, r, **{"content.raw": 5}),
-                         "content.raw"),
-    "import lone surrogate": (lambda m, s, r: _import_raw(m, r, line=_lone_surrogate_line(r)),
-                              "content.raw"),
-    "import content_hash dict": (lambda m, s, r: _import_line(m, r, content_hash={"a": 1}),
-                                 "content_hash"),
+    "import content ''": (lambda m, s, r: _import_line(m, r, **{"content.raw": ""}), "content.raw"),
+    "import content 200k": (
+        lambda m, s, r: _import_line(m, r, **{"content.raw": "x" * 200_000}),
+        "content.raw",
+    ),
+    "import content 5": (lambda m, s, r: _import_line(m, r, **{"content.raw": 5}), "content.raw"),
+    "import lone surrogate": (
+        lambda m, s, r: _import_raw(m, r, line=_lone_surrogate_line(r)),
+        "content.raw",
+    ),
+    "import content_hash dict": (
+        lambda m, s, r: _import_line(m, r, content_hash={"a": 1}),
+        "content_hash",
+    ),
     "import access 'x'": (lambda m, s, r: _import_line(m, r, access="x"), "access"),
     "import metadata list-of-set": (lambda m, s, r: _import_set_metadata(m, r), "metadata.s"),
     "import metadata nested 5000": (
-        lambda m, s, r: _import_raw(m, r, line='{"record": ' + '{"a":' * 5000 + "1"
-                                    + "}" * 5000 + "}"),
-        "line 2"),
-    "import metadata nested 40": (lambda m, s, r: _import_line(m, r, metadata=_nested(40)),
-                                  "metadata"),
+        lambda m, s, r: _import_raw(
+            m, r, line='{"record": ' + '{"a":' * 5000 + "1" + "}" * 5000 + "}"
+        ),
+        "line 2",
+    ),
+    "import metadata nested 40": (
+        lambda m, s, r: _import_line(m, r, metadata=_nested(40)),
+        "metadata",
+    ),
     "import tags=[1]": (lambda m, s, r: _import_line(m, r, tags=[1]), "tags"),
-    "import importance='high'": (lambda m, s, r: _import_line(m, r, importance="high"),
-                                 "importance"),
+    "import importance='high'": (
+        lambda m, s, r: _import_line(m, r, importance="high"),
+        "importance",
+    ),
     "import observed_at year 0": (
-        lambda m, s, r: _import_line(m, r, observed_at="0000-01-01T00:00:00"), "observed_at"),
+        lambda m, s, r: _import_line(m, r, observed_at="0000-01-01T00:00:00"),
+        "observed_at",
+    ),
     "import tenant ''": (lambda m, s, r: _import_line(m, r, tenant=""), "tenant"),
 }
 
@@ -179,8 +237,9 @@ def _outcome(kind: str, directory: Path, call: Call) -> tuple[str, str]:
     scope = Scope("acme", "alice", session="s1")
     mem = open_memory(kind, directory, clock)
     try:
-        rec = mem.add(scope, "Alice prefers window seats on long flights", importance=0.5,
-                      tags=["travel"])
+        rec = mem.add(
+            scope, "Alice prefers window seats on long flights", importance=0.5, tags=["travel"]
+        )
         mem.add_message(scope, "user", "hello")
         before = snapshot(mem, scope)
         with pytest.raises(ValidationError) as info:

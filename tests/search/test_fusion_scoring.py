@@ -36,15 +36,19 @@ def test_rrf_first_everywhere_is_one() -> None:
 
 
 def test_weighted_fusion_min_max() -> None:
-    lists = {"lexical": [Candidate("a", 10.0), Candidate("b", 0.0)],
-             "dense": [Candidate("b", 0.9), Candidate("a", 0.5)]}
+    lists = {
+        "lexical": [Candidate("a", 10.0), Candidate("b", 0.0)],
+        "dense": [Candidate("b", 0.9), Candidate("a", 0.5)],
+    }
     fused = {f.id: f.score for f in weighted_fusion(lists, {"lexical": 1.0, "dense": 1.0})}
     assert fused["a"] == pytest.approx(0.5)
     assert fused["b"] == pytest.approx(0.5)
 
 
-@given(st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=2), max_size=20, unique=True),
-       st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=2), max_size=20, unique=True))
+@given(
+    st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=2), max_size=20, unique=True),
+    st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=2), max_size=20, unique=True),
+)
 def test_rrf_scores_bounded_and_sorted(a: list[str], b: list[str]) -> None:
     fused = reciprocal_rank_fusion({"lexical": _c(*a), "dense": _c(*b)})
     scores = [f.score for f in fused]

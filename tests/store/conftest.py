@@ -20,8 +20,14 @@ from memstrata.store.redis_hot import RedisHotStore, open_redis
 
 DIMS = 16
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
-STORE_KINDS = ("sqlite-file", "sqlite-memory", "memory", "postgresql", "postgresql+redis",
-               "sqlite+redis")
+STORE_KINDS = (
+    "sqlite-file",
+    "sqlite-memory",
+    "memory",
+    "postgresql",
+    "postgresql+redis",
+    "sqlite+redis",
+)
 _BEHIND_REDIS = {"postgresql+redis": "postgresql", "sqlite+redis": "sqlite-file"}
 
 
@@ -63,8 +69,9 @@ def _with_redis(durable: Store) -> Store:
 class _DroppingHotStore(RedisHotStore):
     """The hot tier of one test: its Redis keys are deleted when it closes."""
 
-    def __init__(self, durable: Store, client: Any, *, prefix: str,
-                 shared: servers.SharedRedis) -> None:
+    def __init__(
+        self, durable: Store, client: Any, *, prefix: str, shared: servers.SharedRedis
+    ) -> None:
         super().__init__(durable, client, prefix=prefix)
         self._shared, self._test_prefix = shared, prefix
 
@@ -96,22 +103,32 @@ class Maker:
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(7))
     n: int = 0
 
-    def record(self, text: str = "", *, tenant: str = "t1", user: str = "u1",
-               **kw: Any) -> MemoryRecord:
+    def record(
+        self, text: str = "", *, tenant: str = "t1", user: str = "u1", **kw: Any
+    ) -> MemoryRecord:
         self.n += 1
         text = text or f"note number {self.n}"
         visibility = kw.pop("visibility", Visibility.PRIVATE)
         when = kw.pop("observed_at", T0 + timedelta(minutes=self.n))
         return MemoryRecord(
-            id=kw.pop("id", f"r{self.n:04d}"), tenant=tenant, user=user,
-            type=kw.pop("type", RecordType.NOTE), content=Content(text),
-            created_at=when, updated_at=when, observed_at=when,
+            id=kw.pop("id", f"r{self.n:04d}"),
+            tenant=tenant,
+            user=user,
+            type=kw.pop("type", RecordType.NOTE),
+            content=Content(text),
+            created_at=when,
+            updated_at=when,
+            observed_at=when,
             content_hash=hashlib.sha256(text.encode()).hexdigest(),
-            embedding_model="test", embedding_dims=DIMS,
-            access=AccessControl(visibility), **kw)
+            embedding_model="test",
+            embedding_dims=DIMS,
+            access=AccessControl(visibility),
+            **kw,
+        )
 
-    def write(self, record: MemoryRecord | None = None, *, vector: bool = True,
-              **kw: Any) -> RecordWrite:
+    def write(
+        self, record: MemoryRecord | None = None, *, vector: bool = True, **kw: Any
+    ) -> RecordWrite:
         r = record if record is not None else self.record(**kw)
         return RecordWrite(r, unit(self.rng) if vector else None, tuple(tokenize(r.text)))
 

@@ -20,12 +20,23 @@ import pytest
 from memstrata import Memory, Scope
 
 WRITERS = 8
-SUBJECTS = ["the boiler", "my passport", "the rent", "Kemi's birthday", "the dentist",
-            "the car insurance", "our Lisbon flight", "the library books", "the gym plan",
-            "the tax return"]
+SUBJECTS = [
+    "the boiler",
+    "my passport",
+    "the rent",
+    "Kemi's birthday",
+    "the dentist",
+    "the car insurance",
+    "our Lisbon flight",
+    "the library books",
+    "the gym plan",
+    "the tax return",
+]
 ACTIONS = ["is due on the {n}th", "needs a call before {n} pm", "costs {n}0 euros"]
-TEXTS = [f"Reminder {i}: {s} {a.format(n=i + 2)}" for i, (s, a) in
-         enumerate((s, a) for a in ACTIONS for s in SUBJECTS)]
+TEXTS = [
+    f"Reminder {i}: {s} {a.format(n=i + 2)}"
+    for i, (s, a) in enumerate((s, a) for a in ACTIONS for s in SUBJECTS)
+]
 SCOPE = Scope("acme", "alice")
 
 
@@ -35,13 +46,15 @@ def _check(mem: Memory) -> None:
     for r in records:
         by_text.setdefault(r.text, []).append(int(r.metadata.get("mentions", 1)))
     assert sorted(by_text) == sorted(TEXTS)
-    assert all(len(v) == 1 for v in by_text.values()), \
-        {t: v for t, v in by_text.items() if len(v) > 1}
+    assert all(len(v) == 1 for v in by_text.values()), {
+        t: v for t, v in by_text.items() if len(v) > 1
+    }
     assert all(v == [WRITERS] for v in by_text.values()), by_text  # every mention kept
 
 
-def _writer(mem: Memory, seed: int, errors: list[BaseException],
-            barrier: threading.Barrier) -> None:
+def _writer(
+    mem: Memory, seed: int, errors: list[BaseException], barrier: threading.Barrier
+) -> None:
     texts = list(TEXTS)
     random.Random(seed).shuffle(texts)
     barrier.wait()
@@ -54,12 +67,16 @@ def _writer(mem: Memory, seed: int, errors: list[BaseException],
 
 @pytest.mark.parametrize("url", ["sqlite", "memory"])
 def test_threads_sharing_one_memory(tmp_path: Path, url: str) -> None:
-    mem = Memory(f"sqlite:///{tmp_path / 'm.db'}" if url == "sqlite" else "memory://",
-                 embedder="hashing", background=False)
+    mem = Memory(
+        f"sqlite:///{tmp_path / 'm.db'}" if url == "sqlite" else "memory://",
+        embedder="hashing",
+        background=False,
+    )
     errors: list[BaseException] = []
     barrier = threading.Barrier(WRITERS)
-    threads = [threading.Thread(target=_writer, args=(mem, i, errors, barrier))
-               for i in range(WRITERS)]
+    threads = [
+        threading.Thread(target=_writer, args=(mem, i, errors, barrier)) for i in range(WRITERS)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -75,8 +92,9 @@ def test_threads_with_a_memory_each_on_one_file(tmp_path: Path) -> None:
     mems = [Memory(url, embedder="hashing", background=False) for _ in range(WRITERS)]
     errors: list[BaseException] = []
     barrier = threading.Barrier(WRITERS)
-    threads = [threading.Thread(target=_writer, args=(m, i, errors, barrier))
-               for i, m in enumerate(mems)]
+    threads = [
+        threading.Thread(target=_writer, args=(m, i, errors, barrier)) for i, m in enumerate(mems)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -105,8 +123,12 @@ def test_processes_on_one_file(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
     Memory(url, embedder="hashing", background=False).close()
     root = Path(__file__).resolve().parents[2]
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, url, str(i)], cwd=root,
-                              stderr=subprocess.PIPE, text=True) for i in range(WRITERS)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, url, str(i)], cwd=root, stderr=subprocess.PIPE, text=True
+        )
+        for i in range(WRITERS)
+    ]
     failures = []
     for p in procs:
         _, err = p.communicate(timeout=300)

@@ -30,10 +30,18 @@ def ids(records: list) -> list[str]:  # type: ignore[type-arg]
 
 # --- records: insert, get, atomicity ------------------------------------------------------
 def test_insert_then_get_round_trips_every_field(store: Store, maker: Maker) -> None:
-    r = maker.record("我喜欢喝茶 and green tea", agent="a1", session="s1", tags=("x", "y"),
-                     metadata={"n": 3, "nested": {"k": [1, 2]}}, source_ids=("m1",),
-                     importance=0.7, confidence=0.4, valid_from=T0,
-                     observed_at=T0 + timedelta(microseconds=123457))
+    r = maker.record(
+        "我喜欢喝茶 and green tea",
+        agent="a1",
+        session="s1",
+        tags=("x", "y"),
+        metadata={"n": 3, "nested": {"k": [1, 2]}},
+        source_ids=("m1",),
+        importance=0.7,
+        confidence=0.4,
+        valid_from=T0,
+        observed_at=T0 + timedelta(microseconds=123457),
+    )
     store.insert([maker.write(r)])
     assert store.get(ME, r.id) == r
 
@@ -76,8 +84,9 @@ def test_foreign_records_are_not_found(store: Store, maker: Maker, foreign: Scop
     with pytest.raises(NotFoundError):
         store.history(foreign, r.id)
     with pytest.raises(NotFoundError):
-        store.replace(foreign, RecordWrite(replace(r, version=2), None, w.terms),
-                      expected_version=1)
+        store.replace(
+            foreign, RecordWrite(replace(r, version=2), None, w.terms), expected_version=1
+        )
     assert store.set_status(foreign, [r.id], RecordStatus.DELETED, T0) == []
     assert store.purge(foreign, [r.id]).records == 0
     store.touch(foreign, [r.id], T0)
@@ -93,8 +102,10 @@ def test_foreign_records_are_not_found(store: Store, maker: Maker, foreign: Scop
 
 def test_visibility_rule_matches_scope_admits(store: Store, maker: Maker) -> None:
     agents, sessions = [None, "a1", "a2"], [None, "s1", "s2"]
-    writes = [maker.write(agent=a, session=s, visibility=v, text=f"shared topic {a} {s} {v}")
-              for a, s, v in itertools.product(agents, sessions, list(Visibility))]
+    writes = [
+        maker.write(agent=a, session=s, visibility=v, text=f"shared topic {a} {s} {v}")
+        for a, s, v in itertools.product(agents, sessions, list(Visibility))
+    ]
     store.insert(writes)
     records = [w.record for w in writes]
     for agent, session in itertools.product(agents, sessions):
@@ -132,8 +143,9 @@ FILTERS = [
     Filters(metadata=(MetadataCondition("n", "ne", 4), MetadataCondition("s", "contains", "b"))),
     Filters(metadata=(MetadataCondition("n", "in", [1, 2, "x"]),)),
     Filters(ids=frozenset({"r0003", "r0004", "nope"})),
-    Filters.parse({"types": ["fact", "note"], "tags": "a", "min_importance": 0.2,
-                   "include_deleted": True}),
+    Filters.parse(
+        {"types": ["fact", "note"], "tags": "a", "min_importance": 0.2, "include_deleted": True}
+    ),
 ]
 
 
@@ -142,13 +154,16 @@ def varied(store: Store, maker: Maker) -> list:  # type: ignore[type-arg]
     writes = []
     for i in range(16):
         r = maker.record(
-            f"common word item {i}", type=[RecordType.NOTE, RecordType.FACT][i % 2],
-            tags=[(), ("a",), ("a", "b"), ("b", "z")][i % 4], importance=(i % 5) / 4,
+            f"common word item {i}",
+            type=[RecordType.NOTE, RecordType.FACT][i % 2],
+            tags=[(), ("a",), ("a", "b"), ("b", "z")][i % 4],
+            importance=(i % 5) / 4,
             source=[Source.EXPLICIT_USER_INPUT, Source.IMPLICIT_INFERENCE][i % 3 == 0],
             metadata=[{}, {"n": i % 7}, {"n": "x", "s": "abc"}, {"s": ["b", "c"]}][i % 4],
             valid_from=T0 + timedelta(days=i % 4),
             valid_to=T0 + timedelta(days=3) if i % 5 == 0 else None,
-            superseded_by="r0001" if i % 6 == 5 else None)
+            superseded_by="r0001" if i % 6 == 5 else None,
+        )
         writes.append(maker.write(r))
     store.insert(writes)
     store.set_status(ME, ["r0002", "r0007"], RecordStatus.DELETED, T0 + timedelta(days=9))
@@ -156,8 +171,12 @@ def varied(store: Store, maker: Maker) -> list:  # type: ignore[type-arg]
 
 
 @pytest.mark.parametrize("filters", FILTERS, ids=range(len(FILTERS)))
-def test_filters_agree_with_reference_predicate(store: Store, varied: list, maker: Maker,  # type: ignore[type-arg]
-                                                filters: Filters) -> None:
+def test_filters_agree_with_reference_predicate(
+    store: Store,
+    varied: list,
+    maker: Maker,  # type: ignore[type-arg]
+    filters: Filters,
+) -> None:
     expected = [r.id for r in varied if filters.matches(r)]
     assert expected or filters.types == frozenset() or filters.tags_any == frozenset()
     listed = store.list(ME, filters, limit=1000, newest_first=False)
@@ -178,11 +197,16 @@ def test_list_orders_by_observed_then_insertion_and_paginates(store: Store, make
     writes.insert(1, maker.write(observed_at=T0))
     store.insert(writes)
     oldest_first = ids(store.list(ME, Filters(), newest_first=False))
-    assert oldest_first == [writes[1].record.id, writes[0].record.id, writes[2].record.id,
-                            writes[3].record.id]
+    assert oldest_first == [
+        writes[1].record.id,
+        writes[0].record.id,
+        writes[2].record.id,
+        writes[3].record.id,
+    ]
     assert ids(store.list(ME, Filters())) == oldest_first[::-1]
-    assert ids(store.list(ME, Filters(), limit=2, offset=1, newest_first=False)) == \
-        oldest_first[1:3]
+    assert (
+        ids(store.list(ME, Filters(), limit=2, offset=1, newest_first=False)) == oldest_first[1:3]
+    )
 
 
 # --- replace, history, status, touch ------------------------------------------------------
@@ -207,8 +231,9 @@ def test_replace_with_new_vector_is_searched(store: Store, maker: Maker) -> None
     w = maker.write()
     store.insert([w, maker.write()])
     new_vec = unit(maker.rng)
-    store.replace(ME, RecordWrite(replace(w.record, version=2), new_vec, w.terms),
-                  expected_version=1)
+    store.replace(
+        ME, RecordWrite(replace(w.record, version=2), new_vec, w.terms), expected_version=1
+    )
     assert store.vector_search(ME, new_vec, 1, Filters())[0].id == w.record.id
 
 
@@ -216,8 +241,9 @@ def test_replace_rejects_moving_to_another_user(store: Store, maker: Maker) -> N
     w = maker.write()
     store.insert([w])
     with pytest.raises(ValidationError):
-        store.replace(ME, RecordWrite(replace(w.record, user="u2", version=2), None, ()),
-                      expected_version=1)
+        store.replace(
+            ME, RecordWrite(replace(w.record, user="u2", version=2), None, ()), expected_version=1
+        )
     assert store.get(ME, w.record.id).version == 1
 
 
@@ -274,8 +300,9 @@ def test_purge_destroys_records_history_vectors_terms(store: Store, maker: Maker
     assert (report.records, report.versions, report.vectors, report.remaining) == (1, 1, 1, 0)
     with pytest.raises(NotFoundError):
         store.history(ME, w.record.id)
-    assert [c.id for c in store.lexical_search(ME, tokenize("purple"), 5, Filters())] == \
-        [keep.record.id]
+    assert [c.id for c in store.lexical_search(ME, tokenize("purple"), 5, Filters())] == [
+        keep.record.id
+    ]
 
 
 def test_purge_user_removes_everything_and_verifies(store: Store, maker: Maker) -> None:
@@ -283,27 +310,45 @@ def test_purge_user_removes_everything_and_verifies(store: Store, maker: Maker) 
     shared_text = maker.write(text="everyone says hi")
     theirs = maker.write(maker.record("everyone says hi", user="u2"))
     store.insert([mine, shared_text, theirs])
-    store.replace(ME, RecordWrite(replace(mine.record, version=2), None, mine.terms),
-                  expected_version=1)
-    store.cache_vectors(ME, "m", {mine.record.content_hash: unit(maker.rng),
-                                  shared_text.record.content_hash: unit(maker.rng),
-                                  "q:" + shared_text.record.content_hash: unit(maker.rng)})
+    store.replace(
+        ME, RecordWrite(replace(mine.record, version=2), None, mine.terms), expected_version=1
+    )
+    store.cache_vectors(
+        ME,
+        "m",
+        {
+            mine.record.content_hash: unit(maker.rng),
+            shared_text.record.content_hash: unit(maker.rng),
+            "q:" + shared_text.record.content_hash: unit(maker.rng),
+        },
+    )
     store.cache_vectors(OTHER_USER, "m", {shared_text.record.content_hash: unit(maker.rng)})
     store.enqueue([job("j1"), job("j2", user="u2")])
     report = store.purge_user("t1", "u1")
-    assert (report.records, report.versions, report.vectors, report.jobs,
-            report.cache_entries, report.remaining) == (2, 1, 2, 1, 3, 0)
+    assert (
+        report.records,
+        report.versions,
+        report.vectors,
+        report.jobs,
+        report.cache_entries,
+        report.remaining,
+    ) == (2, 1, 2, 1, 3, 0)
     assert store.count(ME, Filters(include_deleted=True)) == 0
     assert store.list_jobs("t1", "u1") == []
     assert store.lexical_search(ME, tokenize("mine"), 5, Filters()) == []
     # every cache entry of the user is gone, query embeddings included
-    assert store.cached_vectors(ME, "m", [shared_text.record.content_hash,
-                                          "q:" + shared_text.record.content_hash]) == {}
+    assert (
+        store.cached_vectors(
+            ME, "m", [shared_text.record.content_hash, "q:" + shared_text.record.content_hash]
+        )
+        == {}
+    )
     # other users keep their records, jobs and their own cache entries
     assert store.get(OTHER_USER, theirs.record.id) == theirs.record
     assert len(store.list_jobs("t1", "u2")) == 1
-    assert set(store.cached_vectors(OTHER_USER, "m", [shared_text.record.content_hash])) == \
-        {shared_text.record.content_hash}
+    assert set(store.cached_vectors(OTHER_USER, "m", [shared_text.record.content_hash])) == {
+        shared_text.record.content_hash
+    }
 
 
 # --- retrieval ranking --------------------------------------------------------------------------
@@ -329,9 +374,18 @@ def test_vector_search_sees_inserts_after_a_search(store: Store, maker: Maker) -
 
 
 def test_lexical_ranks_documents_with_the_term_first(store: Store, maker: Maker) -> None:
-    store.insert([maker.write(text=t) for t in (
-        "the weather is sunny today", "my cat likes sunny windows and the sunny garden",
-        "I prefer tea over coffee", "我喜欢在北京喝茶", "北京的天气很好")])
+    store.insert(
+        [
+            maker.write(text=t)
+            for t in (
+                "the weather is sunny today",
+                "my cat likes sunny windows and the sunny garden",
+                "I prefer tea over coffee",
+                "我喜欢在北京喝茶",
+                "北京的天气很好",
+            )
+        ]
+    )
     hits = store.lexical_search(ME, tokenize("sunny"), 5, Filters())
     assert [c.id for c in hits] == ["r0002", "r0001"]
     assert hits[0].score > hits[1].score > 0
@@ -363,11 +417,11 @@ def test_embedding_cache_round_trips_per_model_and_user(store: Store, maker: Mak
     assert list(store.cached_vectors(Scope("t1", "u1", "a1", "s1"), "m1", ["h1"])) == ["h1"]
 
 
-def test_embedding_cache_rejects_bad_vectors_and_writes_nothing(store: Store,
-                                                                maker: Maker) -> None:
+def test_embedding_cache_rejects_bad_vectors_and_writes_nothing(store: Store, maker: Maker) -> None:
     with pytest.raises(ValidationError):
-        store.cache_vectors(ME, "m1", {"ok": unit(maker.rng),
-                                       "bad": np.array([np.nan, 1.0], np.float32)})
+        store.cache_vectors(
+            ME, "m1", {"ok": unit(maker.rng), "bad": np.array([np.nan, 1.0], np.float32)}
+        )
     assert store.cached_vectors(ME, "m1", ["ok", "bad"]) == {}
 
 
@@ -402,8 +456,16 @@ def test_meta_round_trips(store: Store) -> None:
 
 # --- jobs ---------------------------------------------------------------------------------------
 def job(job_id: str, *, user: str = "u1", run_after_s: float = 0, **kw: object) -> Job:
-    return Job(id=job_id, kind="summarise", tenant="t1", user=user, payload={"n": 1},
-               created_at=T0, run_after=T0 + timedelta(seconds=run_after_s), **kw)  # type: ignore[arg-type]
+    return Job(
+        id=job_id,
+        kind="summarise",
+        tenant="t1",
+        user=user,
+        payload={"n": 1},
+        created_at=T0,
+        run_after=T0 + timedelta(seconds=run_after_s),
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_claim_leases_and_expired_lease_is_claimable_again(store: Store) -> None:
@@ -436,8 +498,9 @@ def test_fail_retry_finish_and_give_up(store: Store) -> None:
 
 
 def test_claim_filters_by_scope_and_dedups(store: Store) -> None:
-    store.enqueue([job("j1", dedup_key="k"), job("j2", dedup_key="k"),
-                   job("j3", user="u2", session="s1")])
+    store.enqueue(
+        [job("j1", dedup_key="k"), job("j2", dedup_key="k"), job("j3", user="u2", session="s1")]
+    )
     assert [j.id for j in store.list_jobs("t1", "u1")] == ["j1"]
     got = store.claim_jobs(T0, limit=10, lease_seconds=1, user="u2", session="s1")
     assert [j.id for j in got] == ["j3"]

@@ -21,16 +21,16 @@ ME = Scope("t1", "u1")
 def _on_disk(path: Path, record_id: str) -> tuple[int, int]:
     conn = sqlite3.connect(path)
     try:
-        access = conn.execute("SELECT access_count FROM records WHERE id = ?",
-                              (record_id,)).fetchone()[0]
+        access = conn.execute(
+            "SELECT access_count FROM records WHERE id = ?", (record_id,)
+        ).fetchone()[0]
         hits = conn.execute("SELECT coalesce(sum(value), 0) FROM counters").fetchone()[0]
     finally:
         conn.close()
     return int(access), int(hits)
 
 
-def test_touch_is_buffered_visible_to_its_store_and_flushed(tmp_path: Path,
-                                                            maker: Maker) -> None:
+def test_touch_is_buffered_visible_to_its_store_and_flushed(tmp_path: Path, maker: Maker) -> None:
     path = tmp_path / "c.db"
     store = SQLiteStore(str(path))
     w = maker.write()
@@ -41,17 +41,17 @@ def test_touch_is_buffered_visible_to_its_store_and_flushed(tmp_path: Path,
     blocker.execute("BEGIN IMMEDIATE")
     store.touch(ME, [rid], T0 + timedelta(hours=1))
     store.add_counts(ME, "hits", {rid: 2})
-    assert store.get(ME, rid).access_count == 1       # this store sees its buffer
+    assert store.get(ME, rid).access_count == 1  # this store sees its buffer
     assert store.counts(ME, "hits", [rid]) == {rid: 2}
     blocker.execute("ROLLBACK")
     blocker.close()
-    assert _on_disk(path, rid) == (0, 0)              # nothing written yet
+    assert _on_disk(path, rid) == (0, 0)  # nothing written yet
     store.flush_counters()
     assert _on_disk(path, rid) == (1, 2)
-    assert store.get(ME, rid).access_count == 1       # not counted twice
+    assert store.get(ME, rid).access_count == 1  # not counted twice
     assert store.counts(ME, "hits", [rid]) == {rid: 2}
     store.touch(ME, [rid], T0)
-    store.close()                                     # close flushes
+    store.close()  # close flushes
     assert _on_disk(path, rid) == (2, 2)
 
 
@@ -61,7 +61,7 @@ def test_a_failed_write_gives_the_buffer_back(tmp_path: Path, maker: Maker) -> N
     store.insert([w])
     store.touch(ME, [w.record.id], T0)
     with pytest.raises(ValidationError):
-        store.insert([w])                             # rolls back, counters included
+        store.insert([w])  # rolls back, counters included
     store.flush_counters()
     assert store.get(ME, w.record.id).access_count == 1
     store.close()

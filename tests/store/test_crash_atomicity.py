@@ -55,9 +55,11 @@ def _orphans(path: Path) -> tuple[int, int]:
 
 
 def _run(path: Path, mode: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", _CHILD, str(path), mode],
-                            stdout=subprocess.PIPE if mode == "loop" else subprocess.DEVNULL,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(path), mode],
+        stdout=subprocess.PIPE if mode == "loop" else subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def test_kill_between_message_and_job_leaves_no_orphan(tmp_path: Path) -> None:

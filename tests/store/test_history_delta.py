@@ -28,18 +28,28 @@ from .conftest import T0, Maker
 ME = Scope("t1", "u1")
 _J = {"ensure_ascii": False, "sort_keys": True, "separators": (",", ":")}
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=5),
-                    st.floats(allow_nan=False, allow_infinity=False))
-json_values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=3), inner, max_size=4)),
-    max_leaves=12)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.text(max_size=5),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 lists = st.lists(st.text(max_size=6), max_size=6)
 dicts = st.dictionaries(st.text(max_size=4), json_values, max_size=5)
 
 
 def _row(rng: st.DataObject) -> dict[str, Any]:
-    row: dict[str, Any] = {c: rng.draw(st.one_of(st.none(), st.integers(0, 3),
-                                                 st.text(max_size=4))) for c in COLUMNS}
+    row: dict[str, Any] = {
+        c: rng.draw(st.one_of(st.none(), st.integers(0, 3), st.text(max_size=4))) for c in COLUMNS
+    }
     for c in ("tags", "source_ids", "relations"):
         row[c] = json.dumps(rng.draw(lists), **_J)  # type: ignore[arg-type]
     for c in ("structured", "metadata"):
@@ -66,18 +76,20 @@ def test_non_canonical_json_is_kept_whole() -> None:
     assert apply_delta(new, reverse_delta(old, new)) == old
 
 
-def test_a_growing_provenance_adds_a_constant_per_version(tmp_path: Path,
-                                                          maker: Maker) -> None:
+def test_a_growing_provenance_adds_a_constant_per_version(tmp_path: Path, maker: Maker) -> None:
     """1,000 mentions of one fact: each version's delta stays small (was a full copy)."""
     store = SQLiteStore(str(tmp_path / "h.db"))
     record = maker.record("Alice is vegetarian", source_ids=("m0",))
     store.insert([maker.write(record)])
     sizes = []
     for n in range(1, 1001):
-        new = replace(record, version=record.version + 1, source_ids=(*record.source_ids,
-                                                                      f"message-{n:06d}"),
-                      metadata={"mentions": n + 1},
-                      updated_at=T0 + timedelta(seconds=n))
+        new = replace(
+            record,
+            version=record.version + 1,
+            source_ids=(*record.source_ids, f"message-{n:06d}"),
+            metadata={"mentions": n + 1},
+            updated_at=T0 + timedelta(seconds=n),
+        )
         old_row = dict(zip(COLUMNS, encode_record(record), strict=True))
         new_row = dict(zip(COLUMNS, encode_record(new), strict=True))
         sizes.append(len(encode_delta(reverse_delta(old_row, new_row))))
@@ -96,12 +108,18 @@ def test_a_cluster_hit_count_change_stores_only_the_count(maker: Maker) -> None:
     centroid = [round(i / 384, 7) for i in range(384)]
     members = [f"m{i}" for i in range(300)]
     base = maker.record("cluster digest")
-    old = replace(base, content=Content("digest", structured={"centroid": centroid,
-                                                              "members": members,
-                                                              "hits": 3}))
-    new = replace(old, version=2, content=Content("digest", structured={
-        "centroid": centroid, "members": members, "hits": 4}))
-    delta = reverse_delta(dict(zip(COLUMNS, encode_record(old), strict=True)),
-                          dict(zip(COLUMNS, encode_record(new), strict=True)))
+    old = replace(
+        base,
+        content=Content("digest", structured={"centroid": centroid, "members": members, "hits": 3}),
+    )
+    new = replace(
+        old,
+        version=2,
+        content=Content("digest", structured={"centroid": centroid, "members": members, "hits": 4}),
+    )
+    delta = reverse_delta(
+        dict(zip(COLUMNS, encode_record(old), strict=True)),
+        dict(zip(COLUMNS, encode_record(new), strict=True)),
+    )
     assert set(delta) == {"structured", "version", "access_count", "last_accessed_at"}
     assert len(encode_delta(delta)) < 100

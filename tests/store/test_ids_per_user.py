@@ -28,14 +28,17 @@ ME = Scope("t1", "u1")
 
 
 @pytest.mark.parametrize("tenant,user", [("t2", "u1"), ("t1", "u2")])
-def test_foreign_id_inserts_like_a_fresh_one(store: Store, maker: Maker, tenant: str,
-                                             user: str) -> None:
+def test_foreign_id_inserts_like_a_fresh_one(
+    store: Store, maker: Maker, tenant: str, user: str
+) -> None:
     mine = maker.write(text="alice's secret tea recipe")
     store.insert([mine])
-    theirs = maker.write(maker.record("mallory's note", tenant=tenant, user=user,
-                                      id=mine.record.id))
-    fresh = maker.write(maker.record("mallory's other note", tenant=tenant, user=user,
-                                     id="never-used"))
+    theirs = maker.write(
+        maker.record("mallory's note", tenant=tenant, user=user, id=mine.record.id)
+    )
+    fresh = maker.write(
+        maker.record("mallory's other note", tenant=tenant, user=user, id="never-used")
+    )
     store.insert([theirs])  # no error: the same answer as for ``fresh``
     store.insert([fresh])
     other = Scope(tenant, user)
@@ -43,8 +46,11 @@ def test_foreign_id_inserts_like_a_fresh_one(store: Store, maker: Maker, tenant:
     assert store.get(ME, rid) == mine.record
     assert store.get(other, rid) == theirs.record
     # each copy has its own versions, status, index entries and purge
-    store.replace(other, RecordWrite(replace(theirs.record, version=2), None, theirs.terms),
-                  expected_version=1)
+    store.replace(
+        other,
+        RecordWrite(replace(theirs.record, version=2), None, theirs.terms),
+        expected_version=1,
+    )
     assert [r.version for r in store.history(ME, rid)] == [1]
     assert [r.version for r in store.history(other, rid)] == [1, 2]
     store.set_status(other, [rid], RecordStatus.DELETED, T0)
@@ -93,16 +99,13 @@ def test_import_of_a_foreign_id_answers_as_for_a_fresh_id(mem: Memory) -> None:
     alice = Scope("acme", "alice")
     mallory = Scope("evil", "mallory")
     secret = mem.add(alice, "Alice's bank PIN hint is her cat's name")
-    foreign = mem.import_records(io.StringIO(_lines_with_id(mem, mallory, "probe one",
-                                                            secret.id)))
-    fresh = mem.import_records(io.StringIO(_lines_with_id(mem, mallory, "probe two",
-                                                          "a-fresh-id")))
+    foreign = mem.import_records(io.StringIO(_lines_with_id(mem, mallory, "probe one", secret.id)))
+    fresh = mem.import_records(io.StringIO(_lines_with_id(mem, mallory, "probe two", "a-fresh-id")))
     assert (foreign.imported, foreign.skipped) == (fresh.imported, fresh.skipped) == (1, 0)
     assert mem.get(alice, secret.id) == secret
     assert mem.get(mallory, secret.id).text == "probe one"
     # importing it again is skipped in mallory's own scope, like any id she already has
-    again = mem.import_records(io.StringIO(_lines_with_id(mem, mallory, "probe one",
-                                                          secret.id)))
+    again = mem.import_records(io.StringIO(_lines_with_id(mem, mallory, "probe one", secret.id)))
     assert (again.imported, again.skipped) == (0, 1)
 
 
@@ -111,17 +114,23 @@ def test_a_tenant_cannot_block_another_tenants_summary_ids(mem: Memory) -> None:
     mallory = Scope("evil", "mallory")
     # mallory plants records under every deterministic summary id alice's session will use
     planted = [summary_id(alice, "rolling")] + [
-        summary_id(alice, "range", start, end) for start in (1, 11)
-        for end in range(start, start + 10)]
+        summary_id(alice, "range", start, end)
+        for start in (1, 11)
+        for end in range(start, start + 10)
+    ]
     for n, rid in enumerate(planted):
         mem.import_records(io.StringIO(_lines_with_id(mem, mallory, f"planted {n}", rid)))
     for i in range(12):
-        mem.add_message(alice, "user" if i % 2 == 0 else "assistant",
-                        f"turn {i}: we talked about the trip to Lisbon and the hotel booking")
+        mem.add_message(
+            alice,
+            "user" if i % 2 == 0 else "assistant",
+            f"turn {i}: we talked about the trip to Lisbon and the hotel booking",
+        )
     mem.flush(alice)
     report = mem.end_session(alice)
     assert (report.failed, report.retried) == (0, 0), report.errors
     jobs = mem.store.list_jobs("acme", "alice")
-    assert jobs and all(j.status.value == "done" for j in jobs), \
-        [(j.kind, j.status, j.last_error) for j in jobs]
+    assert jobs and all(j.status.value == "done" for j in jobs), [
+        (j.kind, j.status, j.last_error) for j in jobs
+    ]
     assert mem.list(alice, filters={"types": ["summary"]})

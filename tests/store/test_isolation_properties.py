@@ -80,8 +80,7 @@ class Isolation(RuleBasedStateMachine):
     def insert_existing_id(self, actor: Scope, data: st.DataObject, word: str) -> None:
         """An id somebody has: refused only if the actor has it, else a fresh insert."""
         rid = self._pick(data)
-        w = self.maker.write(self.maker.record(word, tenant=actor.tenant, user=actor.user,
-                                               id=rid))
+        w = self.maker.write(self.maker.record(word, tenant=actor.tenant, user=actor.user, id=rid))
         if rid in self._owned(actor):
             with pytest.raises(ValidationError, match="exists already"):
                 self.store.insert([w])
@@ -93,8 +92,10 @@ class Isolation(RuleBasedStateMachine):
     def get(self, actor: Scope, data: st.DataObject) -> None:
         rid = self._pick(data)
         if rid in self._owned(actor):
-            assert self.store.get(actor, rid, include_deleted=True) == \
-                self.expected[self._key(actor, rid)]
+            assert (
+                self.store.get(actor, rid, include_deleted=True)
+                == self.expected[self._key(actor, rid)]
+            )
         else:
             with pytest.raises(NotFoundError):
                 self.store.get(actor, rid, include_deleted=True)
@@ -104,9 +105,11 @@ class Isolation(RuleBasedStateMachine):
         rid = self._pick(data)
         mine = rid in self._owned(actor)
         base = self.expected.get(self._key(actor, rid)) or self.maker.record(
-            id=rid, tenant=actor.tenant, user=actor.user)
-        new = replace(base, tenant=actor.tenant, user=actor.user, version=base.version + 1,
-                      importance=0.9)
+            id=rid, tenant=actor.tenant, user=actor.user
+        )
+        new = replace(
+            base, tenant=actor.tenant, user=actor.user, version=base.version + 1, importance=0.9
+        )
         write = RecordWrite(new, unit(self.maker.rng), tuple(tokenize("replaced apple")))
         if mine:
             self.store.replace(actor, write, expected_version=base.version)
@@ -122,9 +125,15 @@ class Isolation(RuleBasedStateMachine):
         mine = rid in self._owned(actor)
         if mine and self.expected[self._key(actor, rid)].status is not status:
             old = self.expected[self._key(actor, rid)]
-            self._set(replace(
-                old, status=status, version=old.version + 1, updated_at=T0,
-                deleted_at=T0 if status is RecordStatus.DELETED else None))
+            self._set(
+                replace(
+                    old,
+                    status=status,
+                    version=old.version + 1,
+                    updated_at=T0,
+                    deleted_at=T0 if status is RecordStatus.DELETED else None,
+                )
+            )
             assert changed == [rid]
         else:
             assert changed == []
@@ -137,8 +146,9 @@ class Isolation(RuleBasedStateMachine):
             key = self._key(actor, rid)
             old = self.expected[key]
             # a counter, not a version: the current record changes, history does not
-            self.expected[key] = replace(old, access_count=old.access_count + 1,
-                                         last_accessed_at=T0)
+            self.expected[key] = replace(
+                old, access_count=old.access_count + 1, last_accessed_at=T0
+            )
 
     @rule(actor=owners, data=st.data(), n=st.integers(1, 3))
     def count_hits(self, actor: Scope, data: st.DataObject, n: int) -> None:
@@ -148,8 +158,9 @@ class Isolation(RuleBasedStateMachine):
             key = self._key(actor, rid)
             self.hits[key] = self.hits.get(key, 0) + n
         self.store.flush_counters()
-        expected = {rid: self.hits.get(self._key(actor, rid), 0)} \
-            if rid in self._owned(actor) else {}
+        expected = (
+            {rid: self.hits.get(self._key(actor, rid), 0)} if rid in self._owned(actor) else {}
+        )
         assert self.store.counts(actor, "hits", [rid]) == expected
 
     @rule(actor=owners, data=st.data())
@@ -191,15 +202,23 @@ class Isolation(RuleBasedStateMachine):
     def every_history_is_every_version_its_owner_wrote(self) -> None:
         for key, versions in self.versions.items():
             got = self.store.history(Scope(key[0], key[1]), key[2])
+
             # counters are not versions: compare without them
             def plain(r: MemoryRecord) -> MemoryRecord:
                 return replace(r, access_count=0, last_accessed_at=None)
+
             assert [plain(r) for r in got] == [plain(r) for r in versions]
 
 
 @pytest.mark.parametrize("kind", STORE_KINDS)
 def test_isolation_holds_under_random_interleavings(kind: str) -> None:
     machine = type(f"Isolation_{kind.replace('-', '_')}", (Isolation,), {"kind": kind})
-    run_state_machine_as_test(machine, settings=settings(
-        max_examples=25, stateful_step_count=25, deadline=None,
-        suppress_health_check=[HealthCheck.too_slow]))
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=25,
+            stateful_step_count=25,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

@@ -37,28 +37,50 @@ OTHER_TENANT = Scope("t2", "u1")
 
 
 def job(job_id: str, *, user: str = "u1") -> Job:
-    return Job(id=job_id, kind="ingest", tenant="t1", user=user, payload={"ids": []},
-               created_at=T0, run_after=T0)
+    return Job(
+        id=job_id,
+        kind="ingest",
+        tenant="t1",
+        user=user,
+        payload={"ids": []},
+        created_at=T0,
+        run_after=T0,
+    )
 
 
-def turn(maker: Maker, text: str, *, session: str = "s1", role: Role = Role.USER,
-         minutes: int | None = None, user: str = "u1") -> RecordWrite:
+def turn(
+    maker: Maker,
+    text: str,
+    *,
+    session: str = "s1",
+    role: Role = Role.USER,
+    minutes: int | None = None,
+    user: str = "u1",
+) -> RecordWrite:
     kw = {} if minutes is None else {"observed_at": T0 + timedelta(minutes=minutes)}
-    return maker.write(maker.record(text, type=RecordType.MESSAGE, role=role,
-                                    session=session, user=user, **kw))
+    return maker.write(
+        maker.record(text, type=RecordType.MESSAGE, role=role, session=session, user=user, **kw)
+    )
 
 
 def test_store_implements_every_interface(store: Store) -> None:
-    for interface in (StoreMeta, RecordStore, CandidateSearch, EmbeddingCacheStore, JobQueue,
-                      SessionBuffer, Counters, Store):
+    for interface in (
+        StoreMeta,
+        RecordStore,
+        CandidateSearch,
+        EmbeddingCacheStore,
+        JobQueue,
+        SessionBuffer,
+        Counters,
+        Store,
+    ):
         assert isinstance(store, interface), interface.__name__
     with store.transaction() as tx:
         assert isinstance(tx, UnitOfWork)
 
 
 # --- unit of work -----------------------------------------------------------------------------
-def test_unit_of_work_commits_records_index_and_jobs_together(store: Store,
-                                                                maker: Maker) -> None:
+def test_unit_of_work_commits_records_index_and_jobs_together(store: Store, maker: Maker) -> None:
     w = turn(maker, "I moved to Lisbon")
     with store.transaction() as tx:
         tx.append_turns([w])
@@ -67,14 +89,16 @@ def test_unit_of_work_commits_records_index_and_jobs_together(store: Store,
         assert tx.get(ME, w.record.id) == w.record
     assert store.get(ME, w.record.id) == w.record
     assert [j.id for j in store.list_jobs("t1", "u1")] == ["j1"]
-    assert [c.id for c in store.lexical_search(ME, tokenize("Lisbon"), 5, Filters())] == \
-        [w.record.id]
+    assert [c.id for c in store.lexical_search(ME, tokenize("Lisbon"), 5, Filters())] == [
+        w.record.id
+    ]
     assert store.vector_search(ME, w.vector, 1, Filters())[0].id == w.record.id  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("fail_at", ["enqueue", "after", "replace"])
-def test_unit_of_work_rolls_back_everything_on_error(store: Store, maker: Maker,
-                                                      fail_at: str) -> None:
+def test_unit_of_work_rolls_back_everything_on_error(
+    store: Store, maker: Maker, fail_at: str
+) -> None:
     base = maker.write(text="an older note")
     store.insert([base])
     w = turn(maker, "I moved to Lisbon")
@@ -85,16 +109,24 @@ def test_unit_of_work_rolls_back_everything_on_error(store: Store, maker: Maker,
 
     with pytest.raises((Boom, ValidationError, ConflictError)), store.transaction() as tx:
         tx.append_turns([w])
-        tx.replace(ME, RecordWrite(replace(base.record, version=2,
-                                           content=replace(base.record.content,
-                                                           raw="changed")),
-                                   None, ("changed",)), expected_version=1)
+        tx.replace(
+            ME,
+            RecordWrite(
+                replace(
+                    base.record, version=2, content=replace(base.record.content, raw="changed")
+                ),
+                None,
+                ("changed",),
+            ),
+            expected_version=1,
+        )
         tx.set_status(ME, [base.record.id], RecordStatus.DELETED, T0)
         if fail_at == "enqueue":
             tx.enqueue([job("j1"), job("dup")])  # a duplicate job id fails the batch
         elif fail_at == "replace":
-            tx.replace(ME, RecordWrite(replace(base.record, version=2), None, ()),
-                       expected_version=1)     # stale: the record is at version 3
+            tx.replace(
+                ME, RecordWrite(replace(base.record, version=2), None, ()), expected_version=1
+            )  # stale: the record is at version 3
         else:
             tx.enqueue([job("j1")])
             raise Boom
@@ -105,10 +137,10 @@ def test_unit_of_work_rolls_back_everything_on_error(store: Store, maker: Maker,
     assert [j.id for j in store.list_jobs("t1", "u1")] == ["dup"]
     assert store.lexical_search(ME, tokenize("Lisbon"), 5, Filters()) == []
     assert store.lexical_search(ME, ["changed"], 5, Filters()) == []
-    assert [c.id for c in store.lexical_search(ME, tokenize("older"), 5, Filters())] == \
-        [base.record.id]
-    assert [c.id for c in store.vector_search(ME, w.vector, 5, Filters())] == \
-        [base.record.id]  # type: ignore[arg-type]
+    assert [c.id for c in store.lexical_search(ME, tokenize("older"), 5, Filters())] == [
+        base.record.id
+    ]
+    assert [c.id for c in store.vector_search(ME, w.vector, 5, Filters())] == [base.record.id]  # type: ignore[arg-type]
     # the store is usable afterwards
     store.insert([w])
     assert store.get(ME, w.record.id) == w.record
@@ -135,15 +167,17 @@ def test_recent_turns_newest_n_oldest_first(store: Store, maker: Maker) -> None:
     same_time = turn(maker, "tied with turn 5", minutes=5, role=Role.ASSISTANT)
     other_session = turn(maker, "elsewhere", session="s2", minutes=9)
     foreign = turn(maker, "not mine", user="u2", minutes=9)
-    note = maker.write(maker.record("a note in the session", session="s1",
-                                    observed_at=T0 + timedelta(minutes=8)))
+    note = maker.write(
+        maker.record("a note in the session", session="s1", observed_at=T0 + timedelta(minutes=8))
+    )
     store.insert([*turns, same_time, other_session, foreign, note])
     store.set_status(ME, [turns[4].record.id], RecordStatus.DELETED, T0)
     s1 = Scope("t1", "u1", session="s1")
     got = store.recent_turns(s1, 3)
     assert [r.id for r in got] == [turns[3].record.id, turns[5].record.id, same_time.record.id]
-    assert [r.id for r in store.recent_turns(s1, 100)] == \
-        [w.record.id for w in (*turns[:4], turns[5], same_time)]
+    assert [r.id for r in store.recent_turns(s1, 100)] == [
+        w.record.id for w in (*turns[:4], turns[5], same_time)
+    ]
     assert store.recent_turns(s1, 0) == []
     assert store.recent_turns(ME, 5) == []  # no session, no buffer
     assert store.recent_turns(Scope("t1", "u2", session="s1"), 5) == [foreign.record]
@@ -158,12 +192,15 @@ def test_touch_counts_without_a_version(store: Store, maker: Maker) -> None:
     store.touch(ME, [w.record.id], T0 + timedelta(hours=1))  # an older access: count only
     store.flush_counters()
     r = store.get(ME, w.record.id)
-    assert (r.access_count, r.last_accessed_at, r.version, r.updated_at) == \
-        (2, T0 + timedelta(hours=2), 1, w.record.updated_at)
+    assert (r.access_count, r.last_accessed_at, r.version, r.updated_at) == (
+        2,
+        T0 + timedelta(hours=2),
+        1,
+        w.record.updated_at,
+    )
     assert len(store.history(ME, w.record.id)) == 1
     # a counter never conflicts with an update based on the version read before it
-    store.replace(ME, RecordWrite(replace(w.record, version=2), None, w.terms),
-                  expected_version=1)
+    store.replace(ME, RecordWrite(replace(w.record, version=2), None, w.terms), expected_version=1)
 
 
 def test_named_counters_add_and_read_without_versions(store: Store, maker: Maker) -> None:

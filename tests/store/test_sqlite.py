@@ -62,16 +62,19 @@ def test_second_connection_writes_reach_the_vector_cache(tmp_path: Path, maker: 
     reader, writer = SQLiteStore(path), SQLiteStore(path)
     first = maker.write()
     writer.insert([first])
-    assert [c.id for c in reader.vector_search(ME, first.vector, 5, Filters())] == \
-        [first.record.id]  # type: ignore[arg-type]
+    assert [c.id for c in reader.vector_search(ME, first.vector, 5, Filters())] == [first.record.id]  # type: ignore[arg-type]
     second = maker.write()
     writer.insert([second])  # an append
     assert reader.vector_search(ME, second.vector, 1, Filters())[0].id == second.record.id  # type: ignore[arg-type]
     writer.set_status(ME, [second.record.id], RecordStatus.DELETED, T0)  # a change
-    assert [c.id for c in reader.vector_search(ME, second.vector, 5, Filters())] == \
-        [first.record.id]  # type: ignore[arg-type]
-    writer.replace(ME, RecordWrite(replace(first.record, version=2), second.vector,
-                                   first.terms), expected_version=1)
+    assert [c.id for c in reader.vector_search(ME, second.vector, 5, Filters())] == [
+        first.record.id
+    ]  # type: ignore[arg-type]
+    writer.replace(
+        ME,
+        RecordWrite(replace(first.record, version=2), second.vector, first.terms),
+        expected_version=1,
+    )
     top = reader.vector_search(ME, second.vector, 1, Filters())  # type: ignore[arg-type]
     assert top[0].id == first.record.id and top[0].score == pytest.approx(1.0, abs=1e-5)
     writer.purge_user("t1", "u1")
@@ -118,15 +121,25 @@ def test_content_only_replace_keeps_the_vector_cache(tmp_path: Path) -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     path = tmp_path / "gen.db"
     store = open_store(f"sqlite:///{path}")
-    rec = MemoryRecord(id="a", tenant="t", user="u", type="note", content=Content("x"),
-                       created_at=now, updated_at=now, observed_at=now)
+    rec = MemoryRecord(
+        id="a",
+        tenant="t",
+        user="u",
+        type="note",
+        content=Content("x"),
+        created_at=now,
+        updated_at=now,
+        observed_at=now,
+    )
     store.insert([RecordWrite(rec, np.ones(4, np.float32) / 2, ("x",))])
     scope = Scope("t", "u")
 
     def generation() -> tuple[int, int]:
         with sqlite3.connect(path) as c:
-            row = c.execute("SELECT (SELECT max(generation) FROM scope_generation), "
-                            "(SELECT max(rev) FROM vectors)").fetchone()
+            row = c.execute(
+                "SELECT (SELECT max(generation) FROM scope_generation), "
+                "(SELECT max(rev) FROM vectors)"
+            ).fetchone()
         return int(row[0] or 0), int(row[1] or 0)
 
     before, rev = generation()

@@ -48,8 +48,9 @@ def test_a_read_does_not_wait_for_another_threads_write(tmp_path: Path, maker: M
 
         def reader() -> None:  # would block on the connection lock until release
             seen["ids"] = [c.id for c in store.lexical_search(ME, ["potteri"], 10, Filters())]
-            seen["vec"] = [c.id for c in store.vector_search(ME, unit(np.random.default_rng(1)),
-                                                             10, Filters())]
+            seen["vec"] = [
+                c.id for c in store.vector_search(ME, unit(np.random.default_rng(1)), 10, Filters())
+            ]
             seen["get"] = store.get(ME, old.record.id).id
 
         r = threading.Thread(target=reader)
@@ -63,7 +64,9 @@ def test_a_read_does_not_wait_for_another_threads_write(tmp_path: Path, maker: M
         t.join()
     # once committed, the next read sees it
     assert {c.id for c in store.lexical_search(ME, ["potteri"], 10, Filters())} == {
-        old.record.id, new.record.id}
+        old.record.id,
+        new.record.id,
+    }
     store.close()
 
 
@@ -95,7 +98,8 @@ def test_reads_of_a_closed_store_fail_clearly(tmp_path: Path, maker: Maker) -> N
 
 
 def test_counters_in_flight_are_counted_once_while_other_threads_flush(
-        tmp_path: Path, maker: Maker) -> None:
+    tmp_path: Path, maker: Maker
+) -> None:
     """A commit that carries buffered counters and a concurrent read see each increment
     exactly once: in the reader's snapshot or in flight, never both, never neither."""
     store = SQLiteStore(str(tmp_path / "r.db"))
@@ -136,25 +140,46 @@ _texts = st.text(min_size=1, max_size=40).filter(lambda s: s.strip() and "\x00" 
 
 
 @settings(max_examples=60, deadline=None)
-@given(text=_texts, tags=st.lists(_texts, max_size=3), sources=st.lists(_texts, max_size=3),
-       meta=st.dictionaries(_texts, st.integers() | _texts, max_size=3),
-       rtype=st.sampled_from(list(RecordType)), role=st.none() | st.sampled_from(list(Role)),
-       source=st.sampled_from(list(Source)), vis=st.sampled_from(list(Visibility)),
-       users=st.lists(_texts, max_size=2), importance=st.floats(0, 1))
-def test_decoding_a_row_gives_back_the_record(text: str, tags: list[str],
-                                              sources: list[str], meta: dict[str, object],
-                                              rtype: RecordType, role: Role | None,
-                                              source: Source, vis: Visibility,
-                                              users: list[str], importance: float) -> None:
+@given(
+    text=_texts,
+    tags=st.lists(_texts, max_size=3),
+    sources=st.lists(_texts, max_size=3),
+    meta=st.dictionaries(_texts, st.integers() | _texts, max_size=3),
+    rtype=st.sampled_from(list(RecordType)),
+    role=st.none() | st.sampled_from(list(Role)),
+    source=st.sampled_from(list(Source)),
+    vis=st.sampled_from(list(Visibility)),
+    users=st.lists(_texts, max_size=2),
+    importance=st.floats(0, 1),
+)
+def test_decoding_a_row_gives_back_the_record(
+    text: str,
+    tags: list[str],
+    sources: list[str],
+    meta: dict[str, object],
+    rtype: RecordType,
+    role: Role | None,
+    source: Source,
+    vis: Visibility,
+    users: list[str],
+    importance: float,
+) -> None:
     from dataclasses import replace
 
     from memstrata.records import AccessControl, Relation
 
     base = Maker().record(text, type=rtype, visibility=vis)
-    rec = replace(base, role=role, source=source, tags=tuple(tags),
-                  source_ids=tuple(sources), metadata=meta, importance=importance,
-                  relations=(Relation("about", "x1"),) if tags else (),
-                  access=AccessControl(vis, tuple(users), ()))
+    rec = replace(
+        base,
+        role=role,
+        source=source,
+        tags=tuple(tags),
+        source_ids=tuple(sources),
+        metadata=meta,
+        importance=importance,
+        relations=(Relation("about", "x1"),) if tags else (),
+        access=AccessControl(vis, tuple(users), ()),
+    )
     row = dict(zip(COLUMNS, encode_record(rec), strict=True))
     assert decode_record(row) == rec
     assert decode_record(row) == _decode_validated(row)

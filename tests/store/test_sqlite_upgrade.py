@@ -35,32 +35,53 @@ def _write_v1(path: Path, maker: Maker) -> dict[str, object]:
     cols = ", ".join(COLUMNS)
     marks = ", ".join("?" * len(COLUMNS))
     fact = maker.record("Alice lives in Lisbon", tags=("home",), source_ids=("m1",))
-    fact = replace(fact, content=Content(fact.text, structured={"members": ["m1"],
-                                                                "hits": 1}))
-    v2 = replace(fact, version=2, content=Content("Alice lives in Porto",
-                                                  structured={"members": ["m1", "m2"],
-                                                              "hits": 2}),
-                 source_ids=("m1", "m2"), tags=("home", "moved"),
-                 updated_at=T0 + timedelta(days=1))
-    v3 = replace(v2, version=3, status=RecordStatus.DELETED, deleted_at=T0 + timedelta(days=2),
-                 updated_at=T0 + timedelta(days=2))
+    fact = replace(fact, content=Content(fact.text, structured={"members": ["m1"], "hits": 1}))
+    v2 = replace(
+        fact,
+        version=2,
+        content=Content("Alice lives in Porto", structured={"members": ["m1", "m2"], "hits": 2}),
+        source_ids=("m1", "m2"),
+        tags=("home", "moved"),
+        updated_at=T0 + timedelta(days=1),
+    )
+    v3 = replace(
+        v2,
+        version=3,
+        status=RecordStatus.DELETED,
+        deleted_at=T0 + timedelta(days=2),
+        updated_at=T0 + timedelta(days=2),
+    )
     other = maker.record("Bob likes tea", user="u2")
     vectors = {fact.id: unit(maker.rng), other.id: unit(maker.rng)}
     for seq, (current, versions) in enumerate([(v3, [fact, v2]), (other, [])], start=1):
-        conn.execute(f"INSERT INTO records (seq, {cols}) VALUES (?, {marks})",
-                     (seq, *encode_record(current)))
-        conn.execute("INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
-                     (seq, scope_token(current.tenant, current.user),
-                      terms_text(tokenize(current.text))))
-        conn.execute("INSERT INTO vectors (record_id, tenant, user, model, dims, vector) "
-                     "VALUES (?, ?, ?, ?, ?, ?)", (current.id, current.tenant, current.user,
-                                                   "test", 16,
-                                                   encode_vector(vectors[current.id])))
+        conn.execute(
+            f"INSERT INTO records (seq, {cols}) VALUES (?, {marks})", (seq, *encode_record(current))
+        )
+        conn.execute(
+            "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
+            (seq, scope_token(current.tenant, current.user), terms_text(tokenize(current.text))),
+        )
+        conn.execute(
+            "INSERT INTO vectors (record_id, tenant, user, model, dims, vector) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                current.id,
+                current.tenant,
+                current.user,
+                "test",
+                16,
+                encode_vector(vectors[current.id]),
+            ),
+        )
         for old in versions:
-            conn.execute(f"INSERT INTO record_versions ({cols}) VALUES ({marks})",
-                         encode_record(old))
-    conn.execute("INSERT INTO embedding_cache (model_id, content_hash, dims, vector) "
-                 "VALUES ('test', 'h', 16, ?)", (encode_vector(unit(maker.rng)),))
+            conn.execute(
+                f"INSERT INTO record_versions ({cols}) VALUES ({marks})", encode_record(old)
+            )
+    conn.execute(
+        "INSERT INTO embedding_cache (model_id, content_hash, dims, vector) "
+        "VALUES ('test', 'h', 16, ?)",
+        (encode_vector(unit(maker.rng)),),
+    )
     conn.execute("PRAGMA user_version = 1")
     conn.close()
     return {"history": [fact, v2, v3], "other": other, "vectors": vectors}
@@ -87,8 +108,9 @@ def test_v1_file_upgrades_and_reads_back(tmp_path: Path, maker: Maker) -> None:
         assert isinstance(vectors, dict)
         hits = store.vector_search(Scope("t1", "u2"), vectors[other.id], 1, Filters())  # type: ignore[attr-defined]
         assert [c.id for c in hits] == [other.id]  # type: ignore[attr-defined]
-        assert [c.id for c in store.lexical_search(Scope("t1", "u2"), ["tea"], 5,
-                                                   Filters())] == [other.id]  # type: ignore[attr-defined]
+        assert [c.id for c in store.lexical_search(Scope("t1", "u2"), ["tea"], 5, Filters())] == [
+            other.id
+        ]  # type: ignore[attr-defined]
         # the upgraded file behaves like a new one: per-user ids, new history, counters
         twin = maker.write(maker.record("a twin", tenant="t9", id=fact.id))
         store.insert([twin])
@@ -118,5 +140,6 @@ def test_unknown_newer_version_is_refused_untouched(tmp_path: Path) -> None:
     with pytest.raises(SchemaVersionError):
         SQLiteStore(str(path))
     assert path.read_bytes() == before
-    assert np.array_equal(np.frombuffer(before, np.uint8), np.frombuffer(path.read_bytes(),
-                                                                        np.uint8))
+    assert np.array_equal(
+        np.frombuffer(before, np.uint8), np.frombuffer(path.read_bytes(), np.uint8)
+    )

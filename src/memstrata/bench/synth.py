@@ -13,8 +13,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["SynthMessage", "synth_messages", "synth_messages_zh", "synth_queries",
-           "synth_queries_zh"]
+__all__ = [
+    "SynthMessage",
+    "synth_messages",
+    "synth_messages_zh",
+    "synth_queries",
+    "synth_queries_zh",
+]
 
 _NAMES = [
     "Alice",
@@ -235,8 +240,12 @@ def synth_messages_zh(total: int, users: int, seed: int = 7) -> Iterator[SynthMe
             if i >= len(texts):
                 text = f"{text}（第{i // len(texts) + 1}次提到）"
             i += 1
-            yield SynthMessage(user=user, role="user" if j % 2 == 0 else "assistant",
-                               content=text, observed_at=start + timedelta(seconds=30 * j))
+            yield SynthMessage(
+                user=user,
+                role="user" if j % 2 == 0 else "assistant",
+                content=text,
+                observed_at=start + timedelta(seconds=30 * j),
+            )
 
 
 def synth_queries_zh(count: int, seed: int = 11) -> list[str]:

@@ -41,21 +41,48 @@ class _Root(LazyGroup):
     }
 
 
-app = typer.Typer(help="memstrata: layered long-term memory for LLM agents.",
-                  no_args_is_help=True, add_completion=False, rich_markup_mode=None,
-                  cls=_Root)
+app = typer.Typer(
+    help="memstrata: layered long-term memory for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    cls=_Root,
+)
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
-RECORD_TYPES = ("message", "summary", "episode", "fact", "knowledge", "cluster", "key",
-                "procedure", "task", "note")
+RECORD_TYPES = (
+    "message",
+    "summary",
+    "episode",
+    "fact",
+    "knowledge",
+    "cluster",
+    "key",
+    "procedure",
+    "task",
+    "note",
+)
 ROLES = ("user", "assistant", "system", "tool")
 MODES = ("hybrid", "lexical", "dense")
 # The README's layer names (and the search module's own) -> the names search accepts.
-LAYER_ALIASES = {"short-term": "messages", "short_term": "messages", "mid-term": "mid_term",
-                 "summary": "summaries", "episodes": "episodic"}
-SEARCH_LAYERS = ("messages", "summaries", "episodic", "semantic", "mid_term", "key",
-                 "procedural", "working")
+LAYER_ALIASES = {
+    "short-term": "messages",
+    "short_term": "messages",
+    "mid-term": "mid_term",
+    "summary": "summaries",
+    "episodes": "episodic",
+}
+SEARCH_LAYERS = (
+    "messages",
+    "summaries",
+    "episodic",
+    "semantic",
+    "mid_term",
+    "key",
+    "procedural",
+    "working",
+)
 
 
 def _version(value: bool) -> None:
@@ -91,33 +118,56 @@ def _logging(verbose: int) -> None:
 @app.callback()
 def _settings(
     ctx: typer.Context,
-    db: Annotated[str, typer.Option(envvar="MEMSTRATA_URL", help="Store URL: sqlite:///path.db "
-                                    "or memory://")] = "sqlite:///memstrata.db",
-    tenant: Annotated[str | None, typer.Option(envvar="MEMSTRATA_TENANT",
-                                               help="Tenant id.")] = None,
+    db: Annotated[
+        str, typer.Option(envvar="MEMSTRATA_URL", help="Store URL: sqlite:///path.db or memory://")
+    ] = "sqlite:///memstrata.db",
+    tenant: Annotated[
+        str | None, typer.Option(envvar="MEMSTRATA_TENANT", help="Tenant id.")
+    ] = None,
     user: Annotated[str | None, typer.Option(envvar="MEMSTRATA_USER", help="User id.")] = None,
     agent: Annotated[str | None, typer.Option(envvar="MEMSTRATA_AGENT", help="Agent id.")] = None,
-    session: Annotated[str | None, typer.Option(envvar="MEMSTRATA_SESSION",
-                                                help="Session id.")] = None,
-    embedder: Annotated[str | None, typer.Option(envvar="MEMSTRATA_EMBEDDER", help="default, "
-                                                 "hashing[:dims], openai:MODEL, st:NAME")] = None,
-    llm: Annotated[str | None, typer.Option(envvar="MEMSTRATA_LLM",
-                                            help="heuristic or openai:MODEL")] = None,
-    openai_base_url: Annotated[str | None, typer.Option(envvar="OPENAI_BASE_URL",
-                                                        help="OpenAI-compatible endpoint.")] = None,
-    openai_api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY",
-                                                       help="Key for that endpoint.")] = None,
-    max_chars: Annotated[int | None, typer.Option(
-        "--max-chars", min=1, help="Longest text accepted in one record (default 100000); "
-        "longer documents: `memstrata ingest`.")] = None,
-    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True,
-                                         help="Show the library's log (-vv: debug).")] = 0,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    session: Annotated[
+        str | None, typer.Option(envvar="MEMSTRATA_SESSION", help="Session id.")
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEMSTRATA_EMBEDDER", help="default, hashing[:dims], openai:MODEL, st:NAME"
+        ),
+    ] = None,
+    llm: Annotated[
+        str | None, typer.Option(envvar="MEMSTRATA_LLM", help="heuristic or openai:MODEL")
+    ] = None,
+    openai_base_url: Annotated[
+        str | None, typer.Option(envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint.")
+    ] = None,
+    openai_api_key: Annotated[
+        str | None, typer.Option(envvar="OPENAI_API_KEY", help="Key for that endpoint.")
+    ] = None,
+    max_chars: Annotated[
+        int | None,
+        typer.Option(
+            "--max-chars",
+            min=1,
+            help="Longest text accepted in one record (default 100000); "
+            "longer documents: `memstrata ingest`.",
+        ),
+    ] = None,
+    verbose: Annotated[
+        int,
+        typer.Option("--verbose", "-v", count=True, help="Show the library's log (-vv: debug)."),
+    ] = 0,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     _logging(verbose)
-    ctx.obj = Settings(db, tenant, user, agent, session, embedder, llm, openai_base_url,
-                       openai_api_key, max_chars)
+    ctx.obj = Settings(
+        db, tenant, user, agent, session, embedder, llm, openai_base_url, openai_api_key, max_chars
+    )
 
 
 def _row(r: Any) -> dict[str, Any]:
@@ -149,24 +199,31 @@ def _check_length(text: str, settings: Settings) -> None:
 
     limit = settings.max_chars or DEFAULT_MAX_CHARS
     if len(text) > limit:
-        fail(f"the text has {len(text):,} characters, over the limit of {limit:,} for one "
-             "record: store it as a chunked document with `memstrata ingest FILE`, or raise "
-             "the limit with `memstrata --max-chars N add ...`")
+        fail(
+            f"the text has {len(text):,} characters, over the limit of {limit:,} for one "
+            "record: store it as a chunked document with `memstrata ingest FILE`, or raise "
+            "the limit with `memstrata --max-chars N add ...`"
+        )
 
 
 @commands.command()
-def add(ctx: typer.Context,
-        content: Annotated[str | None, typer.Argument(help="Text; - reads stdin.")] = None,
-        file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the text from "
-                                                  "this file.")] = None,
-        role: Annotated[str | None, typer.Option(help="Store as a message with this role "
-                                                 "(user/assistant/system/tool).")] = None,
-        type: Annotated[str, typer.Option(help="Record type when not a message: "
-                                          + ", ".join(RECORD_TYPES) + ".")] = "note",
-        importance: Annotated[float | None, typer.Option(help="0..1; estimated if omitted.")]
-        = None,
-        tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
-        as_json: Json = False) -> None:
+def add(
+    ctx: typer.Context,
+    content: Annotated[str | None, typer.Argument(help="Text; - reads stdin.")] = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Read the text from this file.")
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(help="Store as a message with this role (user/assistant/system/tool)."),
+    ] = None,
+    type: Annotated[
+        str, typer.Option(help="Record type when not a message: " + ", ".join(RECORD_TYPES) + ".")
+    ] = "note",
+    importance: Annotated[float | None, typer.Option(help="0..1; estimated if omitted.")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
+    as_json: Json = False,
+) -> None:
     """Store a message (--role) or a memory record."""
     settings: Settings = ctx.obj
     role = choice(role, ROLES, "--role") if role is not None else None
@@ -184,34 +241,49 @@ def add(ctx: typer.Context,
 
 
 @commands.command()
-def ingest(ctx: typer.Context,
-           path: Annotated[Path, typer.Argument(help="A UTF-8 text file; - reads stdin.")],
-           title: Annotated[str | None, typer.Option(help="Document title.")] = None,
-           tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
-           as_json: Json = False) -> None:
+def ingest(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="A UTF-8 text file; - reads stdin.")],
+    title: Annotated[str | None, typer.Option(help="Document title.")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
+    as_json: Json = False,
+) -> None:
     """Store a long document as knowledge chunks (no length limit per document)."""
     settings: Settings = ctx.obj
     text = sys.stdin.read() if str(path) == "-" else _read_text(None, path)
     with open_memory(settings, create=True) as mem:
-        chunks = mem.knowledge.ingest(settings.scope(), text, title=title or path.name,
-                                      tags=tag or ())
-        data = {"chunks": len(chunks), "document": chunks[0].metadata.get("qa_id"),
-                "characters": len(text), "ids": [c.id for c in chunks]}
+        chunks = mem.knowledge.ingest(
+            settings.scope(), text, title=title or path.name, tags=tag or ()
+        )
+        data = {
+            "chunks": len(chunks),
+            "document": chunks[0].metadata.get("qa_id"),
+            "characters": len(text),
+            "ids": [c.id for c in chunks],
+        }
         if not emit(data, as_json):
-            console.print(f"ingested {path} ({len(text):,} characters) as {len(chunks)} "
-                          f"knowledge chunks, document {data['document']}")
+            console.print(
+                f"ingested {path} ({len(text):,} characters) as {len(chunks)} "
+                f"knowledge chunks, document {data['document']}"
+            )
 
 
 @commands.command()
-def search(ctx: typer.Context, query: str,
-           top_k: Annotated[int, typer.Option("--top-k", "-k", help="Hits to return.")] = 10,
-           mode: Annotated[str, typer.Option(help="hybrid, lexical or dense.")] = "hybrid",
-           layer: Annotated[list[str] | None, typer.Option(
-               help="Restrict to a layer (repeatable): " + ", ".join(SEARCH_LAYERS))] = None,
-           filters: Annotated[str | None, typer.Option(help="Filters as JSON, e.g. "
-                                                       "'{\"tags\": [\"work\"]}'.")] = None,
-           explain: Annotated[bool, typer.Option(help="Show every score term.")] = False,
-           as_json: Json = False) -> None:
+def search(
+    ctx: typer.Context,
+    query: str,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Hits to return.")] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid, lexical or dense.")] = "hybrid",
+    layer: Annotated[
+        list[str] | None,
+        typer.Option(help="Restrict to a layer (repeatable): " + ", ".join(SEARCH_LAYERS)),
+    ] = None,
+    filters: Annotated[
+        str | None, typer.Option(help='Filters as JSON, e.g. \'{"tags": ["work"]}\'.')
+    ] = None,
+    explain: Annotated[bool, typer.Option(help="Show every score term.")] = False,
+    as_json: Json = False,
+) -> None:
     """Hybrid search in the scope."""
     settings: Settings = ctx.obj
     mode = choice(mode, MODES, "--mode")
@@ -221,11 +293,25 @@ def search(ctx: typer.Context, query: str,
     except json.JSONDecodeError as exc:
         fail(f"--filters is not valid JSON: {exc}")
     with open_memory(settings) as mem:
-        hits = mem.search(settings.scope(), query, top_k, layers=layers or None, filters=flt,
-                          mode=mode, explain=explain)
-        data = [{"score": h.score, "layer": h.layer, "source_ids": list(h.source_ids),
-                 "explanation": dict(h.explanation) if h.explanation else None,
-                 "record": _row(h.record)} for h in hits]
+        hits = mem.search(
+            settings.scope(),
+            query,
+            top_k,
+            layers=layers or None,
+            filters=flt,
+            mode=mode,
+            explain=explain,
+        )
+        data = [
+            {
+                "score": h.score,
+                "layer": h.layer,
+                "source_ids": list(h.source_ids),
+                "explanation": dict(h.explanation) if h.explanation else None,
+                "record": _row(h.record),
+            }
+            for h in hits
+        ]
         if emit(data, as_json):
             return
         from .output import explain_table, hits_table
@@ -236,10 +322,12 @@ def search(ctx: typer.Context, query: str,
 
 
 @commands.command()
-def get(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
-                                                                     "prefix.")],
-        deleted: Annotated[bool, typer.Option(help="Also find soft-deleted records.")] = False,
-        as_json: Json = False) -> None:
+def get(
+    ctx: typer.Context,
+    record_id: Annotated[str, typer.Argument(help="Id or unique prefix.")],
+    deleted: Annotated[bool, typer.Option(help="Also find soft-deleted records.")] = False,
+    as_json: Json = False,
+) -> None:
     """Show one record."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
@@ -250,24 +338,33 @@ def get(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or
 
 
 @commands.command("list")
-def list_(ctx: typer.Context, limit: Annotated[int, typer.Option(help="Max rows.")] = 20,
-          offset: Annotated[int, typer.Option(help="Rows to skip.")] = 0,
-          type: Annotated[list[str] | None, typer.Option(help="Only these types.")] = None,
-          deleted: Annotated[bool, typer.Option(help="Include soft-deleted.")] = False,
-          as_json: Json = False) -> None:
+def list_(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option(help="Max rows.")] = 20,
+    offset: Annotated[int, typer.Option(help="Rows to skip.")] = 0,
+    type: Annotated[list[str] | None, typer.Option(help="Only these types.")] = None,
+    deleted: Annotated[bool, typer.Option(help="Include soft-deleted.")] = False,
+    as_json: Json = False,
+) -> None:
     """List records, newest first."""
     settings: Settings = ctx.obj
     types = [choice(t, RECORD_TYPES, "--type") for t in type or ()]
     with open_memory(settings) as mem:
-        recs = mem.list(settings.scope(),
-                        filters={"types": types or None, "include_deleted": deleted},
-                        limit=limit, offset=offset)
+        recs = mem.list(
+            settings.scope(),
+            filters={"types": types or None, "include_deleted": deleted},
+            limit=limit,
+            offset=offset,
+        )
         if emit([_row(r) for r in recs], as_json):
             return
         from .output import records_table
 
-        console.print(records_table(recs, f"{len(recs)} records (ids: any unique prefix "
-                                          "works in get/delete/history)"))
+        console.print(
+            records_table(
+                recs, f"{len(recs)} records (ids: any unique prefix works in get/delete/history)"
+            )
+        )
 
 
 def _status_command(ctx: typer.Context, record_id: str, as_json: bool, restore: bool) -> None:
@@ -281,28 +378,34 @@ def _status_command(ctx: typer.Context, record_id: str, as_json: bool, restore: 
 
 
 @commands.command()
-def delete(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
-                                                                        "prefix.")],
-           as_json: Json = False) -> None:
+def delete(
+    ctx: typer.Context,
+    record_id: Annotated[str, typer.Argument(help="Id or unique prefix.")],
+    as_json: Json = False,
+) -> None:
     """Soft-delete a record (restorable)."""
     _status_command(ctx, record_id, as_json, restore=False)
 
 
 @commands.command()
-def restore(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
-                                                                         "prefix.")],
-            as_json: Json = False) -> None:
+def restore(
+    ctx: typer.Context,
+    record_id: Annotated[str, typer.Argument(help="Id or unique prefix.")],
+    as_json: Json = False,
+) -> None:
     """Restore a soft-deleted record."""
     _status_command(ctx, record_id, as_json, restore=True)
 
 
 @commands.command()
-def purge(ctx: typer.Context,
-          record_id: Annotated[list[str] | None, typer.Argument(help="Ids or unique "
-                                                                "prefixes; none = the whole "
-                                                                "user.")] = None,
-          yes: Annotated[bool, typer.Option("--yes", help="Confirm purging a whole user.")]
-          = False, as_json: Json = False) -> None:
+def purge(
+    ctx: typer.Context,
+    record_id: Annotated[
+        list[str] | None, typer.Argument(help="Ids or unique prefixes; none = the whole user.")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm purging a whole user.")] = False,
+    as_json: Json = False,
+) -> None:
     """Destroy records for real (or every trace of the user, with --yes)."""
     settings: Settings = ctx.obj
     if not record_id and not yes:
@@ -321,9 +424,11 @@ def purge(ctx: typer.Context,
 
 
 @commands.command()
-def history(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Id or unique "
-                                                                         "prefix.")],
-            as_json: Json = False) -> None:
+def history(
+    ctx: typer.Context,
+    record_id: Annotated[str, typer.Argument(help="Id or unique prefix.")],
+    as_json: Json = False,
+) -> None:
     """Every version of a record, oldest first."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
@@ -338,10 +443,12 @@ def history(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="I
 
 
 @commands.command()
-def export(ctx: typer.Context,
-           path: Annotated[Path, typer.Argument(help="Output .jsonl file; - for stdout.")],
-           embeddings: Annotated[bool, typer.Option(help="Include vectors.")] = False,
-           as_json: Json = False) -> None:
+def export(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="Output .jsonl file; - for stdout.")],
+    embeddings: Annotated[bool, typer.Option(help="Include vectors.")] = False,
+    as_json: Json = False,
+) -> None:
     """Export the scope's records as versioned JSON Lines."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
@@ -371,11 +478,19 @@ def _export_owners(path: Path) -> set[tuple[str, str]]:
 
 
 @commands.command("import")
-def import_(ctx: typer.Context, path: Annotated[Path, typer.Argument(help="A memstrata export.")],
-            remap: Annotated[bool, typer.Option(help="Import into --tenant/--user (ids derived "
-                                                "from the originals: importing twice adds "
-                                                "nothing).")] = False,
-            as_json: Json = False) -> None:
+def import_(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="A memstrata export.")],
+    remap: Annotated[
+        bool,
+        typer.Option(
+            help="Import into --tenant/--user (ids derived "
+            "from the originals: importing twice adds "
+            "nothing)."
+        ),
+    ] = False,
+    as_json: Json = False,
+) -> None:
     """Import an export (all lines checked first; one transaction)."""
     from rich.progress import Progress
 
@@ -389,14 +504,18 @@ def import_(ctx: typer.Context, path: Annotated[Path, typer.Argument(help="A mem
             try:
                 report = mem.import_records(fp, into=into)
             except UnicodeDecodeError as exc:
-                fail(f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start}); nothing "
-                     "was imported")
+                fail(
+                    f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start}); nothing "
+                    "was imported"
+                )
     owners = sorted(_export_owners(path)) if into is None else []
     target = (into.tenant, into.user) if into else None
-    data: dict[str, Any] = {"imported": report.imported, "skipped": report.skipped,
-                            "reembedded": report.reembedded,
-                            "into": f"{target[0]}/{target[1]}" if target else
-                            ", ".join(f"{t}/{u}" for t, u in owners)}
+    data: dict[str, Any] = {
+        "imported": report.imported,
+        "skipped": report.skipped,
+        "reembedded": report.reembedded,
+        "into": f"{target[0]}/{target[1]}" if target else ", ".join(f"{t}/{u}" for t, u in owners),
+    }
     advice = _import_advice(settings, report.imported, report.skipped, owners, remap)
     if advice:
         data["note"] = advice
@@ -404,28 +523,47 @@ def import_(ctx: typer.Context, path: Annotated[Path, typer.Argument(help="A mem
         return
     from .output import report_table
 
-    console.print(report_table(f"import of {path}", {
-        "imported": report.imported, "skipped (already present)": report.skipped,
-        "re-embedded": report.reembedded, "into (tenant/user)": data["into"]}))
+    console.print(
+        report_table(
+            f"import of {path}",
+            {
+                "imported": report.imported,
+                "skipped (already present)": report.skipped,
+                "re-embedded": report.reembedded,
+                "into (tenant/user)": data["into"],
+            },
+        )
+    )
     if advice:
         note(advice)
 
 
-def _import_advice(settings: Settings, imported: int, skipped: int,
-                   owners: list[tuple[str, str]], remap: bool) -> str | None:
+def _import_advice(
+    settings: Settings, imported: int, skipped: int, owners: list[tuple[str, str]], remap: bool
+) -> str | None:
     if remap:
-        return ("every record was already imported before (remapped ids are derived from "
-                "the originals, so nothing was duplicated)") if skipped and not imported \
+        return (
+            (
+                "every record was already imported before (remapped ids are derived from "
+                "the originals, so nothing was duplicated)"
+            )
+            if skipped and not imported
             else None
+        )
     asked = (settings.tenant, settings.user)
     elsewhere = [o for o in owners if settings.user and o != asked]
     if elsewhere:
         shown = ", ".join(f"{t}/{u}" for t, u in elsewhere)
-        done = (f"{skipped} of them were already there and skipped" if skipped
-                else "they were added there")
-        return (f"without --remap, records keep the tenant/user they were exported from "
-                f"({shown}), not --tenant/--user ({asked[0]}/{asked[1]}): {done}. To copy "
-                f"them into {asked[0]}/{asked[1]}, repeat with --remap.")
+        done = (
+            f"{skipped} of them were already there and skipped"
+            if skipped
+            else "they were added there"
+        )
+        return (
+            f"without --remap, records keep the tenant/user they were exported from "
+            f"({shown}), not --tenant/--user ({asked[0]}/{asked[1]}): {done}. To copy "
+            f"them into {asked[0]}/{asked[1]}, repeat with --remap."
+        )
     if skipped and not imported:
         return "every record in the file is already in this store (same ids); nothing to add"
     return None
@@ -448,16 +586,24 @@ def stats(ctx: typer.Context, as_json: Json = False) -> None:
         console.print(stats_table(data))
         total = data.get("user_total")
         if total and not data["records"] and total["records"]:
-            note(f"no records in {data['scope']}; the user has {total['records']} in all "
-                 "(unset --session / MEMSTRATA_SESSION to count everything)")
+            note(
+                f"no records in {data['scope']}; the user has {total['records']} in all "
+                "(unset --session / MEMSTRATA_SESSION to count everything)"
+            )
 
 
 @commands.command()
-def reembed(ctx: typer.Context,
-            embedder: Annotated[str | None, typer.Option(
-                envvar="MEMSTRATA_EMBEDDER", help="The new embedder: default, hashing[:dims], "
-                "openai:MODEL, st:NAME.")] = None,
-            as_json: Json = False) -> None:
+def reembed(
+    ctx: typer.Context,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEMSTRATA_EMBEDDER",
+            help="The new embedder: default, hashing[:dims], openai:MODEL, st:NAME.",
+        ),
+    ] = None,
+    as_json: Json = False,
+) -> None:
     """Re-embed the whole store with --embedder (model migration)."""
     settings: Settings = ctx.obj
     if embedder is not None:

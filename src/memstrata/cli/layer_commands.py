@@ -14,10 +14,10 @@ __all__ = ["register"]
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
-key_app = typer.Typer(help="Key memory: the conversation's compass, always first in context.",
-                      no_args_is_help=True)
-task_app = typer.Typer(help="Working memory: the current task of a session.",
-                       no_args_is_help=True)
+key_app = typer.Typer(
+    help="Key memory: the conversation's compass, always first in context.", no_args_is_help=True
+)
+task_app = typer.Typer(help="Working memory: the current task of a session.", no_args_is_help=True)
 
 
 def record_to_dict(rec: Any) -> dict[str, Any]:
@@ -26,34 +26,53 @@ def record_to_dict(rec: Any) -> dict[str, Any]:
     return to_dict(rec)
 
 
-def context(ctx: typer.Context, query: Annotated[str | None, typer.Argument(help="Current "
-                                                                            "input.")] = None,
-            budget: Annotated[int, typer.Option(help="Token budget.")] = 4000,
-            system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
-            as_json: Json = False) -> None:
+def context(
+    ctx: typer.Context,
+    query: Annotated[str | None, typer.Argument(help="Current input.")] = None,
+    budget: Annotated[int, typer.Option(help="Token budget.")] = 4000,
+    system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
+    as_json: Json = False,
+) -> None:
     """Assemble the context an LLM would see for this scope and input."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
         built = mem.build_context(settings.scope(), query, budget, system)
-        data = {"tokens": built.tokens, "budget": budget, "usable": built.plan.usable,
-                "messages": built.messages,
-                "items": [{"block": i.block, "layer": i.layer, "score": i.score,
-                           "record_id": i.record_id, "source_ids": list(i.source_ids),
-                           "text": i.text} for i in built.items]}
+        data = {
+            "tokens": built.tokens,
+            "budget": budget,
+            "usable": built.plan.usable,
+            "messages": built.messages,
+            "items": [
+                {
+                    "block": i.block,
+                    "layer": i.layer,
+                    "score": i.score,
+                    "record_id": i.record_id,
+                    "source_ids": list(i.source_ids),
+                    "text": i.text,
+                }
+                for i in built.items
+            ],
+        }
         if emit(data, as_json):
             return
         for m in built.messages:
             console.rule(str(m["role"]))
             console.print(m["content"])
         console.rule()
-        console.print(f"{built.tokens} / {built.plan.usable} tokens usable of {budget} "
-                      f"({len(built.items)} memories, {len(built.history)} recent turns)")
+        console.print(
+            f"{built.tokens} / {built.plan.usable} tokens usable of {budget} "
+            f"({len(built.items)} memories, {len(built.history)} recent turns)"
+        )
 
 
 @key_app.command("set")
-def key_set(ctx: typer.Context, text: str,
-            priority: Annotated[int, typer.Option(help="Higher comes first.")] = 0,
-            as_json: Json = False) -> None:
+def key_set(
+    ctx: typer.Context,
+    text: str,
+    priority: Annotated[int, typer.Option(help="Higher comes first.")] = 0,
+    as_json: Json = False,
+) -> None:
     """Pin a key memory (user-set)."""
     settings: Settings = ctx.obj
     with open_memory(settings, create=True) as mem:
@@ -79,24 +98,37 @@ def key_list(ctx: typer.Context, as_json: Json = False) -> None:
         for col in ("id", "origin", "priority", "text"):
             table.add_column(col, overflow="fold")
         for r in recs:
-            table.add_row(*(Text(str(v)) for v in (r.id[:SHORT_ID], r.metadata.get("origin"),
-                                                   r.metadata.get("priority", 0), r.text)))
+            table.add_row(
+                *(
+                    Text(str(v))
+                    for v in (
+                        r.id[:SHORT_ID],
+                        r.metadata.get("origin"),
+                        r.metadata.get("priority", 0),
+                        r.text,
+                    )
+                )
+            )
         console.print(table)
 
 
 @key_app.command("edit")
-def key_edit(ctx: typer.Context, record_id: str,
-             text: Annotated[str | None, typer.Option(help="New text.")] = None,
-             priority: Annotated[int | None, typer.Option(help="New priority.")] = None,
-             as_json: Json = False) -> None:
+def key_edit(
+    ctx: typer.Context,
+    record_id: str,
+    text: Annotated[str | None, typer.Option(help="New text.")] = None,
+    priority: Annotated[int | None, typer.Option(help="New priority.")] = None,
+    as_json: Json = False,
+) -> None:
     """Edit a key memory (a new version)."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
         scope = settings.scope()
         record_id = resolve_id(mem, scope, record_id)
         current = mem.key.get(scope, record_id)
-        rec = mem.key.edit(scope, record_id, expected_version=current.version, text=text,
-                           priority=priority)
+        rec = mem.key.edit(
+            scope, record_id, expected_version=current.version, text=text, priority=priority
+        )
         if not emit(record_to_dict(rec), as_json):
             console.print(f"key memory {rec.id} is now version {rec.version}")
 
@@ -121,9 +153,12 @@ def _task_out(rec: Any, as_json: bool) -> None:
 
 
 @task_app.command("start")
-def task_start(ctx: typer.Context, goal: str,
-               step: Annotated[list[str] | None, typer.Option(help="A plan step (repeat).")]
-               = None, as_json: Json = False) -> None:
+def task_start(
+    ctx: typer.Context,
+    goal: str,
+    step: Annotated[list[str] | None, typer.Option(help="A plan step (repeat).")] = None,
+    as_json: Json = False,
+) -> None:
     """Start a task in the session (needs --session)."""
     settings: Settings = ctx.obj
     with open_memory(settings, create=True) as mem:
@@ -131,23 +166,28 @@ def task_start(ctx: typer.Context, goal: str,
 
 
 @task_app.command("step")
-def task_step(ctx: typer.Context,
-              index: Annotated[int, typer.Argument(help="Step number, 0-based.")],
-              status: Annotated[str, typer.Argument(help="pending, in_progress, completed or "
-                                                    "failed (also: todo, doing, done, "
-                                                    "fail, ...).")],
-              result: Annotated[str | None, typer.Option(help="Step result.")] = None,
-              error: Annotated[str | None, typer.Option(help="Step error.")] = None,
-              as_json: Json = False) -> None:
+def task_step(
+    ctx: typer.Context,
+    index: Annotated[int, typer.Argument(help="Step number, 0-based.")],
+    status: Annotated[
+        str,
+        typer.Argument(
+            help="pending, in_progress, completed or failed (also: todo, doing, done, fail, ...)."
+        ),
+    ],
+    result: Annotated[str | None, typer.Option(help="Step result.")] = None,
+    error: Annotated[str | None, typer.Option(help="Step error.")] = None,
+    as_json: Json = False,
+) -> None:
     """Set a step's status: pending, in_progress, completed or failed."""
     from ..layers.working import STEP_STATUS_ALIASES, StepStatus
 
     settings: Settings = ctx.obj
-    status = choice(status, [s.value for s in StepStatus], "step status",
-                    dict(STEP_STATUS_ALIASES))
+    status = choice(status, [s.value for s in StepStatus], "step status", dict(STEP_STATUS_ALIASES))
     with open_memory(settings) as mem:
-        rec = mem.tasks.update_step(_session_scope(settings), index, status, result=result,
-                                    error=error)
+        rec = mem.tasks.update_step(
+            _session_scope(settings), index, status, result=result, error=error
+        )
         _task_out(rec, as_json)
 
 
@@ -171,17 +211,22 @@ def task_show(ctx: typer.Context, as_json: Json = False) -> None:
 
 
 @task_app.command("complete")
-def task_complete(ctx: typer.Context,
-                  outcome: Annotated[str, typer.Argument(help="What came of it.")],
-                  failed: Annotated[bool, typer.Option("--failed", help="It failed.")] = False,
-                  feedback: Annotated[str, typer.Option(help="User feedback.")] = "",
-                  as_json: Json = False) -> None:
+def task_complete(
+    ctx: typer.Context,
+    outcome: Annotated[str, typer.Argument(help="What came of it.")],
+    failed: Annotated[bool, typer.Option("--failed", help="It failed.")] = False,
+    feedback: Annotated[str, typer.Option(help="User feedback.")] = "",
+    as_json: Json = False,
+) -> None:
     """End the task: reflection, episode, procedural patterns."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
         done = mem.tasks.complete(_session_scope(settings), not failed, outcome, feedback)
-        data = {"task": record_to_dict(done.task), "episode": record_to_dict(done.episode),
-                "lessons": done.reflection.lessons}
+        data = {
+            "task": record_to_dict(done.task),
+            "episode": record_to_dict(done.episode),
+            "lessons": done.reflection.lessons,
+        }
         if emit(data, as_json):
             return
         console.print(f"task {'failed' if failed else 'completed'}; episode {done.episode.id}")
@@ -199,15 +244,22 @@ def _session_scope(settings: Settings) -> Any:
 
 # The README's layers, in its order, and the record types each holds.
 README_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("short-term", ("message",)), ("working", ("task",)), ("mid-term", ("cluster",)),
-    ("summaries", ("summary",)), ("episodic", ("episode",)),
-    ("semantic", ("fact", "knowledge", "note")), ("key", ("key",)),
-    ("procedural", ("procedure",)))
+    ("short-term", ("message",)),
+    ("working", ("task",)),
+    ("mid-term", ("cluster",)),
+    ("summaries", ("summary",)),
+    ("episodic", ("episode",)),
+    ("semantic", ("fact", "knowledge", "note")),
+    ("key", ("key",)),
+    ("procedural", ("procedure",)),
+)
 
 
-def layers(ctx: typer.Context, limit: Annotated[int, typer.Option(help="Newest records "
-                                                                  "shown per layer.")] = 5,
-           as_json: Json = False) -> None:
+def layers(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option(help="Newest records shown per layer.")] = 5,
+    as_json: Json = False,
+) -> None:
     """What each layer holds for the scope (counts, and a preview of the newest records)."""
     from ..filters import Filters
     from ..records import RecordType
@@ -217,19 +269,25 @@ def layers(ctx: typer.Context, limit: Annotated[int, typer.Option(help="Newest r
         scope = settings.scope()
         data: dict[str, Any] = {}
         for name, types in README_LAYERS:
-            by_type = {t: mem.store.count(scope, Filters(types=frozenset({RecordType(t)})))
-                       for t in types}
+            by_type = {
+                t: mem.store.count(scope, Filters(types=frozenset({RecordType(t)}))) for t in types
+            }
             n = sum(by_type.values())
             if not n:
                 continue
             flt = Filters(types=frozenset(RecordType(t) for t in types))
             newest = mem.store.list(scope, flt, limit=limit) if limit > 0 else []
-            data[name] = {"count": n, "by_type": {t: c for t, c in by_type.items() if c},
-                          "shown": len(newest), "newest": [r.text[:160] for r in newest]}
+            data[name] = {
+                "count": n,
+                "by_type": {t: c for t, c in by_type.items() if c},
+                "shown": len(newest),
+                "newest": [r.text[:160] for r in newest],
+            }
         if scope.session:
             window = len(mem.layers.short_term.window(scope))
-            data.setdefault("short-term", {"count": 0, "by_type": {}, "shown": 0,
-                                           "newest": []})["window"] = window
+            data.setdefault("short-term", {"count": 0, "by_type": {}, "shown": 0, "newest": []})[
+                "window"
+            ] = window
         if emit(data, as_json):
             return
         if not data:
@@ -248,17 +306,23 @@ def layers(ctx: typer.Context, limit: Annotated[int, typer.Option(help="Newest r
                 console.print(f"  {line}")
 
 
-def worker(ctx: typer.Context,
-           once: Annotated[bool, typer.Option(help="Run what is queued, then exit.")] = False,
-           poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 1.0,
-           as_json: Json = False) -> None:
+def worker(
+    ctx: typer.Context,
+    once: Annotated[bool, typer.Option(help="Run what is queued, then exit.")] = False,
+    poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 1.0,
+    as_json: Json = False,
+) -> None:
     """Run background jobs (summaries, extraction, clustering, promotion) continuously."""
     settings: Settings = ctx.obj
     with open_memory(settings, background=False) as mem:
         if once:
             report = mem.flush()
-            data = {"done": report.done, "retried": report.retried, "failed": report.failed,
-                    "errors": report.errors}
+            data = {
+                "done": report.done,
+                "retried": report.retried,
+                "failed": report.failed,
+                "errors": report.errors,
+            }
             if not emit(data, as_json):
                 from .output import report_table
 
@@ -281,8 +345,12 @@ def end_session(ctx: typer.Context, as_json: Json = False) -> None:
     with open_memory(settings, background=False) as mem:
         scope = _session_scope(settings)
         report = mem.end_session(scope)
-        data = {"done": report.done, "retried": report.retried, "failed": report.failed,
-                "errors": report.errors}
+        data = {
+            "done": report.done,
+            "retried": report.retried,
+            "failed": report.failed,
+            "errors": report.errors,
+        }
         if not emit(data, as_json):
             from .output import report_table
 

@@ -65,8 +65,9 @@ def note(message: str) -> None:
     errors.print(Text(message, style="dim"))
 
 
-def choice(value: str, allowed: Iterable[str], option: str,
-           aliases: dict[str, str] | None = None) -> str:
+def choice(
+    value: str, allowed: Iterable[str], option: str, aliases: dict[str, str] | None = None
+) -> str:
     """``value`` if it is one of ``allowed`` (or an alias of one); otherwise a clear error.
 
     The error is the library's :class:`~memstrata.errors.ValidationError` message, shown
@@ -80,15 +81,18 @@ def choice(value: str, allowed: Iterable[str], option: str,
         return aliases[key]
     from ..errors import ValidationError
 
-    alias_text = (" (aliases: " + ", ".join(f"{a}={t}" for a, t in aliases.items()) + ")"
-                  if aliases else "")
-    fail(str(ValidationError(f"{option} {value!r} is not one of: {', '.join(allowed)}"
-                             f"{alias_text}")))
+    alias_text = (
+        " (aliases: " + ", ".join(f"{a}={t}" for a, t in aliases.items()) + ")" if aliases else ""
+    )
+    fail(
+        str(ValidationError(f"{option} {value!r} is not one of: {', '.join(allowed)}{alias_text}"))
+    )
 
 
 @contextmanager
-def open_memory(settings: Settings, *, create: bool = False, announce: bool = True,
-                **kwargs: Any) -> Iterator[Memory]:
+def open_memory(
+    settings: Settings, *, create: bool = False, announce: bool = True, **kwargs: Any
+) -> Iterator[Memory]:
     """The :class:`Memory` the settings name; every library error becomes a clear CLI error.
 
     ``create=False`` (read commands, and writes that need existing records) refuses a store
@@ -107,14 +111,19 @@ def open_memory(settings: Settings, *, create: bool = False, announce: bool = Tr
         if embedder and embedder.startswith("openai:"):
             from ..embedder.openai import OpenAIEmbedder
 
-            embedder = OpenAIEmbedder(embedder.split(":", 1)[1],
-                                      base_url=settings.openai_base_url,
-                                      api_key=settings.openai_api_key)
+            embedder = OpenAIEmbedder(
+                embedder.split(":", 1)[1],
+                base_url=settings.openai_base_url,
+                api_key=settings.openai_api_key,
+            )
         if llm and llm.startswith("openai:"):
             from ..llm.openai import openai_llm
 
-            llm = openai_llm(llm.split(":", 1)[1], base_url=settings.openai_base_url,
-                             api_key=settings.openai_api_key)
+            llm = openai_llm(
+                llm.split(":", 1)[1],
+                base_url=settings.openai_base_url,
+                api_key=settings.openai_api_key,
+            )
         if settings.max_chars is not None:
             kwargs.setdefault("max_content_chars", settings.max_chars)
         # Only writing commands start the background worker: a search or a listing must not

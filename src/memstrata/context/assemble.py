@@ -21,8 +21,14 @@ from ..errors import BudgetError
 from .budget import BudgetPlan
 from .dates import format_date, format_datetime
 
-__all__ = ["BLOCKS", "MESSAGE_OVERHEAD", "AssembledContext", "ContextItem", "HistoryTurn",
-           "assemble"]
+__all__ = [
+    "BLOCKS",
+    "MESSAGE_OVERHEAD",
+    "AssembledContext",
+    "ContextItem",
+    "HistoryTurn",
+    "assemble",
+]
 
 MESSAGE_OVERHEAD = 4  # role and separators of one chat message, in tokens
 
@@ -47,9 +53,9 @@ class ContextItem:
     record_id: str | None = None
     source_ids: tuple[str, ...] = ()
     observed_at: datetime | None = None
-    priority: int = 0          # higher is kept first regardless of score (key, working)
+    priority: int = 0  # higher is kept first regardless of score (key, working)
     tokens: int = 0
-    group: str | None = None   # a date line shown once above the items that share it
+    group: str | None = None  # a date line shown once above the items that share it
 
     def line(self) -> str:
         if self.group is not None:
@@ -90,8 +96,9 @@ class AssembledContext:
         return "\n\n".join(f"{m['role']}: {m['content']}" for m in self.messages)
 
 
-def _fit_memory(items: Sequence[ContextItem], cap: int, count: Callable[[str], int]
-                ) -> tuple[list[ContextItem], list[ContextItem], int]:
+def _fit_memory(
+    items: Sequence[ContextItem], cap: int, count: Callable[[str], int]
+) -> tuple[list[ContextItem], list[ContextItem], int]:
     """Greedy by (priority, score); headers are paid for when a block first gets an item."""
     headers = dict(BLOCKS)
     ranked = sorted(items, key=lambda it: (-it.priority, -it.score))
@@ -126,8 +133,13 @@ def _render_memory(chosen: Sequence[ContextItem]) -> str:
             continue
         if name != "key" and name != "working":
             # Dated groups first, in time order, so each date line is written once.
-            block.sort(key=lambda it: (it.group is None, it.observed_at is None,
-                                       it.observed_at or datetime.min))
+            block.sort(
+                key=lambda it: (
+                    it.group is None,
+                    it.observed_at is None,
+                    it.observed_at or datetime.min,
+                )
+            )
         lines = [header]
         current: str | None = None
         for it in block:
@@ -139,8 +151,9 @@ def _render_memory(chosen: Sequence[ContextItem]) -> str:
     return "\n\n".join(parts)
 
 
-def _fit_history(turns: Sequence[HistoryTurn], cap: int, count: Callable[[str], int]
-                 ) -> tuple[list[HistoryTurn], int]:
+def _fit_history(
+    turns: Sequence[HistoryTurn], cap: int, count: Callable[[str], int]
+) -> tuple[list[HistoryTurn], int]:
     kept: list[HistoryTurn] = []
     used = 0
     for turn in reversed(turns):  # newest first
@@ -153,9 +166,15 @@ def _fit_history(turns: Sequence[HistoryTurn], cap: int, count: Callable[[str], 
     return kept, used
 
 
-def assemble(*, plan: BudgetPlan, system_prompt: str | None, query: str | None,
-             items: Sequence[ContextItem], history: Sequence[HistoryTurn],
-             count: Callable[[str], int]) -> AssembledContext:
+def assemble(
+    *,
+    plan: BudgetPlan,
+    system_prompt: str | None,
+    query: str | None,
+    items: Sequence[ContextItem],
+    history: Sequence[HistoryTurn],
+    count: Callable[[str], int],
+) -> AssembledContext:
     for it in items:
         if it.block not in _BLOCK_NAMES:
             raise ValueError(f"unknown context block {it.block!r}")

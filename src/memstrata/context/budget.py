@@ -32,7 +32,9 @@ _SHARES: dict[str, dict[str, float]] = {
 }
 _RECALL = re.compile(
     r"\b(what|when|where|who|whom|which|how|why|remember|recall|did|does|do|is|was|were)\b"
-    r"|[什么哪谁何几吗呢记得]", re.IGNORECASE)
+    r"|[什么哪谁何几吗呢记得]",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +53,14 @@ class BudgetPlan:
         return self.total - self.reserve
 
 
-def allocate(total: int, *, complexity: Complexity = "medium", knowledge_need: bool = False,
-             conversation_length: int = 0, reserve_ratio: float | None = None) -> BudgetPlan:
+def allocate(
+    total: int,
+    *,
+    complexity: Complexity = "medium",
+    knowledge_need: bool = False,
+    conversation_length: int = 0,
+    reserve_ratio: float | None = None,
+) -> BudgetPlan:
     """Split ``total`` tokens. ``reserve_ratio`` overrides the reserve share (e.g. 0 when the
     caller accounts for the response elsewhere); the others scale to fill the rest."""
     if not isinstance(total, int) or total <= 0:

@@ -39,13 +39,21 @@ class ContextSources(Protocol):
     def history(self, scope: Scope) -> list[MemoryRecord]: ...
     def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]: ...
     def embed_query(self, query: str) -> Vector: ...
-    def facts(self, scope: Scope, vector: Vector, limit: int
-              ) -> list[tuple[MemoryRecord, float]]: ...
-    def relevant(self, scope: Scope, query: str, limit: int, vector: Vector, *,
-                 facts: bool = False, period: Period | None = None) -> list[SearchHit]: ...
+    def facts(
+        self, scope: Scope, vector: Vector, limit: int
+    ) -> list[tuple[MemoryRecord, float]]: ...
+    def relevant(
+        self,
+        scope: Scope,
+        query: str,
+        limit: int,
+        vector: Vector,
+        *,
+        facts: bool = False,
+        period: Period | None = None,
+    ) -> list[SearchHit]: ...
     def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]: ...
-    def neighbours(self, scope: Scope, record: MemoryRecord, after: bool
-                   ) -> list[MemoryRecord]: ...
+    def neighbours(self, scope: Scope, record: MemoryRecord, after: bool) -> list[MemoryRecord]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +63,7 @@ class ContextRequest:
     token_budget: int
     system_prompt: str | None = None
     reserve_ratio: float | None = None
-    relevant_k: int | None = None   # default: as many as the budget could hold (≥ 30)
+    relevant_k: int | None = None  # default: as many as the budget could hold (≥ 30)
     summaries_k: int = 3
     facts_k: int = 20
     config: ContextConfig = field(default_factory=ContextConfig)
@@ -83,9 +91,12 @@ def _asks(text: str) -> bool:
     return "?" in text or "？" in text
 
 
-def _scored_hits(req: ContextRequest, hits: Sequence[SearchHit], dated: Sequence[SearchHit],
-                 extra: Mapping[str, tuple[MemoryRecord, float]]
-                 ) -> list[tuple[MemoryRecord, float, str]]:
+def _scored_hits(
+    req: ContextRequest,
+    hits: Sequence[SearchHit],
+    dated: Sequence[SearchHit],
+    extra: Mapping[str, tuple[MemoryRecord, float]],
+) -> list[tuple[MemoryRecord, float, str]]:
     """Every candidate once, with its final score: the hit's, plus the session and date
     boosts, plus turns brought in by digests and neighbours (at their own, lower score)."""
     cfg = req.config
@@ -106,8 +117,14 @@ def _scored_hits(req: ContextRequest, hits: Sequence[SearchHit], dated: Sequence
             if rec.session and _is_message(rec):
                 per_session[rec.session] = per_session.get(rec.session, 0.0) + score
         best = max(per_session.values(), default=0.0) or 1.0
-        out = {rid: (rec, score + cfg.session_boost * per_session.get(rec.session or "", 0.0)
-                     / best, layer) for rid, (rec, score, layer) in out.items()}
+        out = {
+            rid: (
+                rec,
+                score + cfg.session_boost * per_session.get(rec.session or "", 0.0) / best,
+                layer,
+            )
+            for rid, (rec, score, layer) in out.items()
+        }
     return sorted(out.values(), key=lambda t: -t[1])
 
 
@@ -116,20 +133,39 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
     items: list[ContextItem] = []
     seen: set[str] = set()
 
-    def add(block: str, rec: MemoryRecord, score: float, layer: str, text: str | None = None,
-            priority: int = 0) -> None:
+    def add(
+        block: str,
+        rec: MemoryRecord,
+        score: float,
+        layer: str,
+        text: str | None = None,
+        priority: int = 0,
+    ) -> None:
         if rec.id in seen:
             return
         seen.add(rec.id)
-        group = (format_date(rec.observed_at, rec.text)
-                 if cfg.compact_dates and block == "relevant" and _is_message(rec) else None)
+        group = (
+            format_date(rec.observed_at, rec.text)
+            if cfg.compact_dates and block == "relevant" and _is_message(rec)
+            else None
+        )
         if text is None:
             text = _speaker_text(rec)
             if cfg.resolve_dates and _is_message(rec):
                 text = annotate_relative_dates(text, rec.observed_at)
-        items.append(ContextItem(block, text, layer, score, rec.id,
-                                 rec.source_ids or (rec.id,), rec.observed_at, priority,
-                                 group=group))
+        items.append(
+            ContextItem(
+                block,
+                text,
+                layer,
+                score,
+                rec.id,
+                rec.source_ids or (rec.id,),
+                rec.observed_at,
+                priority,
+                group=group,
+            )
+        )
 
     for rank, rec in enumerate(got["key"]):
         origin_user = rec.metadata.get("origin", "user") == "user"
@@ -145,8 +181,7 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
 
     def redundant(rec: MemoryRecord) -> bool:
         kinds = _DIGESTS | ({"fact"} if cfg.skip_facts_shown else set())
-        return (rec.type.value in kinds and bool(rec.source_ids)
-                and set(rec.source_ids) <= shown)
+        return rec.type.value in kinds and bool(rec.source_ids) and set(rec.source_ids) <= shown
 
     # The newest summaries are background: they fill what relevant memories leave (a
     # summary that is relevant to the query arrives through the search with its own score).
@@ -168,23 +203,34 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
     return items
 
 
-def _gather(sources: ContextSources, req: ContextRequest, query: str, user_scope: Scope,
-            got: dict[str, Any]) -> None:
+def _gather(
+    sources: ContextSources, req: ContextRequest, query: str, user_scope: Scope, got: dict[str, Any]
+) -> None:
     """The search side: hits, hits in the period the question names, digests' and
     neighbours' turns, facts; stored into ``got``."""
     cfg = req.config
     vector = sources.embed_query(query)
-    facts_job = (_POOL.submit(sources.facts, user_scope, vector, req.facts_k)
-                 if cfg.facts == "similar" else None)
-    hits = sources.relevant(user_scope, query, req.relevant_limit, vector,
-                            facts=cfg.facts == "search")
+    facts_job = (
+        _POOL.submit(sources.facts, user_scope, vector, req.facts_k)
+        if cfg.facts == "similar"
+        else None
+    )
+    hits = sources.relevant(
+        user_scope, query, req.relevant_limit, vector, facts=cfg.facts == "search"
+    )
     dated: list[SearchHit] = []
     if cfg.temporal_boost and hits:
         anchor = max(h.record.observed_at for h in hits)
         period = resolve_period(query, anchor)
         if period is not None:
-            dated = sources.relevant(user_scope, query, max(10, req.relevant_limit // 3),
-                                     vector, facts=False, period=period)
+            dated = sources.relevant(
+                user_scope,
+                query,
+                max(10, req.relevant_limit // 3),
+                vector,
+                facts=False,
+                period=period,
+            )
     extra: dict[str, tuple[MemoryRecord, float]] = {}
     have = {h.record.id for h in hits}
     if cfg.digests == "expand":
@@ -199,9 +245,10 @@ def _gather(sources: ContextSources, req: ContextRequest, query: str, user_scope
                 if _is_message(rec):
                     extra[rec.id] = (rec, wanted[rec.id])
     if cfg.neighbour_hits:
-        top = [h for h in hits if _is_message(h.record)][:cfg.neighbour_hits]
-        futures = [(h, _POOL.submit(sources.neighbours, user_scope, h.record, _asks(h.text)))
-                   for h in top]
+        top = [h for h in hits if _is_message(h.record)][: cfg.neighbour_hits]
+        futures = [
+            (h, _POOL.submit(sources.neighbours, user_scope, h.record, _asks(h.text))) for h in top
+        ]
         for h, fut in futures:
             for rec in fut.result():
                 if rec.id not in have:
@@ -213,34 +260,57 @@ def _gather(sources: ContextSources, req: ContextRequest, query: str, user_scope
         got["facts"] = facts_job.result()
 
 
-def build(sources: ContextSources, req: ContextRequest, count: Callable[[str], int]
-          ) -> AssembledContext:
+def build(
+    sources: ContextSources, req: ContextRequest, count: Callable[[str], int]
+) -> AssembledContext:
     scope = req.scope
     user_scope = scope.user_scope.with_agent(scope.agent)
     jobs: dict[str, Future[Any] | None] = {
         "key": _POOL.submit(sources.key, user_scope),
         "working": _POOL.submit(sources.working, scope) if scope.session else None,
         "history": _POOL.submit(sources.history, scope) if scope.session else None,
-        "summaries": (_POOL.submit(sources.summaries, user_scope, req.summaries_k)
-                      if req.config.background_summaries else None),
+        "summaries": (
+            _POOL.submit(sources.summaries, user_scope, req.summaries_k)
+            if req.config.background_summaries
+            else None
+        ),
     }
-    got: dict[str, Any] = {"facts": [], "candidates": [], "working": None, "history": [],
-                           "summaries": []}
+    got: dict[str, Any] = {
+        "facts": [],
+        "candidates": [],
+        "working": None,
+        "history": [],
+        "summaries": [],
+    }
     if req.query:
         _gather(sources, req, req.query, user_scope, got)
     for name, fut in jobs.items():
         if fut is not None:
             got[name] = fut.result()
     history_records: Sequence[MemoryRecord] = got["history"]
+
     def shown(rec: MemoryRecord) -> str:
         text = _speaker_text(rec)
         return annotate_relative_dates(text, rec.observed_at) if req.config.resolve_dates else text
 
-    history = [HistoryTurn(r.role.value if r.role else "user", shown(r), r.observed_at, r.id)
-               for r in history_records]
+    history = [
+        HistoryTurn(r.role.value if r.role else "user", shown(r), r.observed_at, r.id)
+        for r in history_records
+    ]
     window_ids = {r.id for r in history_records}
     complexity, knowledge = estimate_task(req.query or "")
-    plan = allocate(req.token_budget, complexity=complexity, knowledge_need=knowledge,
-                    conversation_length=len(history), reserve_ratio=req.reserve_ratio)
-    return assemble(plan=plan, system_prompt=req.system_prompt, query=req.query,
-                    items=_items(req, got, window_ids), history=history, count=count)
+    plan = allocate(
+        req.token_budget,
+        complexity=complexity,
+        knowledge_need=knowledge,
+        conversation_length=len(history),
+        reserve_ratio=req.reserve_ratio,
+    )
+    return assemble(
+        plan=plan,
+        system_prompt=req.system_prompt,
+        query=req.query,
+        items=_items(req, got, window_ids),
+        history=history,
+        count=count,
+    )

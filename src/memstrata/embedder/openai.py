@@ -25,9 +25,16 @@ class OpenAIEmbedder:
     OpenAI-style endpoints are symmetric; use a model-specific prefix upstream if needed.
     """
 
-    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
-                 dims: int | None = None, timeout: float = 30.0, max_retries: int = 3,
-                 batch_size: int = 256) -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dims: int | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        batch_size: int = 256,
+    ) -> None:
         if not model:
             raise ValueError("OpenAIEmbedder needs a model name, e.g. 'text-embedding-3-small'")
         if batch_size < 1:
@@ -38,8 +45,9 @@ class OpenAIEmbedder:
         self._base_url = base_url
         self._dims = dims
         self._batch_size = batch_size
-        self._client: Any = make_client(base_url=base_url, api_key=api_key,
-                                        timeout=timeout, max_retries=max_retries)
+        self._client: Any = make_client(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
         self._lock = threading.Lock()
 
     @property
@@ -61,10 +69,12 @@ class OpenAIEmbedder:
 
         try:
             response = self._client.embeddings.create(
-                model=self._model, input=texts, encoding_format="float")
+                model=self._model, input=texts, encoding_format="float"
+            )
         except (openai.OpenAIError, ValueError) as exc:
-            raise map_error(exc, what=f"embedding with {self._model}",
-                            base_url=self._base_url) from exc
+            raise map_error(
+                exc, what=f"embedding with {self._model}", base_url=self._base_url
+            ) from exc
         try:
             rows = sorted(response.data, key=lambda item: item.index)
             return [list(item.embedding) for item in rows]
@@ -80,11 +90,12 @@ class OpenAIEmbedder:
             return np.zeros((0, self.dims), dtype=np.float32)
         rows: list[list[float]] = []
         for start in range(0, len(items), self._batch_size):
-            rows.extend(self._request(items[start:start + self._batch_size]))
+            rows.extend(self._request(items[start : start + self._batch_size]))
         if len(rows) != len(items):
             raise ProviderError(
                 f"embedder {self.model_id} returned {len(rows)} vectors for {len(items)} "
-                "texts; the endpoint dropped inputs")
+                "texts; the endpoint dropped inputs"
+            )
         with self._lock:
             if self._dims is None:
                 self._dims = len(rows[0])

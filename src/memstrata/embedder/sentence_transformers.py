@@ -26,9 +26,14 @@ _INSTALL_HINT = (
 class SentenceTransformerEmbedder:
     """Embeds with a ``sentence_transformers.SentenceTransformer``, loaded on first use."""
 
-    def __init__(self, model_name_or_path: str, device: str = "cpu",
-                 query_prompt: str | None = None, passage_prompt: str | None = None,
-                 batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        model_name_or_path: str,
+        device: str = "cpu",
+        query_prompt: str | None = None,
+        passage_prompt: str | None = None,
+        batch_size: int = 64,
+    ) -> None:
         if not model_name_or_path:
             raise ValueError("SentenceTransformerEmbedder needs a model name or path")
         self._name = model_name_or_path
@@ -76,10 +81,16 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, dims), dtype=np.float32)
         prompt = self._query_prompt if query else self._passage_prompt
         try:
-            raw = self._load().encode(items, prompt=prompt, batch_size=self._batch_size,
-                                      convert_to_numpy=True, normalize_embeddings=True,
-                                      show_progress_bar=False)
+            raw = self._load().encode(
+                items,
+                prompt=prompt,
+                batch_size=self._batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         except (RuntimeError, ValueError) as exc:
-            raise ProviderError(f"sentence-transformers model {self._name!r} failed: {exc}"
-                                ) from None
+            raise ProviderError(
+                f"sentence-transformers model {self._name!r} failed: {exc}"
+            ) from None
         return check_vectors(raw, len(items), dims, self.model_id)

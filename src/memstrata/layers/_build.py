@@ -17,30 +17,62 @@ from .base import LayerContext
 __all__ = ["build_record", "list_records", "query_vector"]
 
 
-def build_record(ctx: LayerContext, scope: Scope, text: str, *, type: RecordType,
-                 importance: float, structured: Mapping[str, Any],
-                 metadata: Mapping[str, Any] | None = None, confidence: float = 1.0,
-                 source: Source = Source.SYSTEM_GENERATED, source_ids: Sequence[str] = (),
-                 tags: Sequence[str] = (), summary: str | None = None,
-                 observed_at: datetime | None = None,
-                 valid_from: datetime | None = None) -> MemoryRecord:
+def build_record(
+    ctx: LayerContext,
+    scope: Scope,
+    text: str,
+    *,
+    type: RecordType,
+    importance: float,
+    structured: Mapping[str, Any],
+    metadata: Mapping[str, Any] | None = None,
+    confidence: float = 1.0,
+    source: Source = Source.SYSTEM_GENERATED,
+    source_ids: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    summary: str | None = None,
+    observed_at: datetime | None = None,
+    valid_from: datetime | None = None,
+) -> MemoryRecord:
     """A new derived record (not stored yet) stamped with the context's clock and model,
     with PII already redacted by the tenant's policy (``Memory(pii=...)``)."""
-    return ctx.redact(note_record(
-        scope, text, type=type, now=ctx.clock.now(), model_id=ctx.embedder.model_id,
-        dims=ctx.embedder.dims, max_chars=DEFAULT_MAX_CHARS, importance=importance,
-        confidence=confidence, tags=tags, metadata=metadata, source=source,
-        observed_at=observed_at, source_ids=source_ids, valid_from=valid_from,
-        summary=summary, structured=structured))
+    return ctx.redact(
+        note_record(
+            scope,
+            text,
+            type=type,
+            now=ctx.clock.now(),
+            model_id=ctx.embedder.model_id,
+            dims=ctx.embedder.dims,
+            max_chars=DEFAULT_MAX_CHARS,
+            importance=importance,
+            confidence=confidence,
+            tags=tags,
+            metadata=metadata,
+            source=source,
+            observed_at=observed_at,
+            source_ids=source_ids,
+            valid_from=valid_from,
+            summary=summary,
+            structured=structured,
+        )
+    )
 
 
-def list_records(ctx: LayerContext, scope: Scope, type: RecordType, *,
-                 limit: int = 1000, include_superseded: bool = False,
-                 **metadata: Any) -> list[MemoryRecord]:
+def list_records(
+    ctx: LayerContext,
+    scope: Scope,
+    type: RecordType,
+    *,
+    limit: int = 1000,
+    include_superseded: bool = False,
+    **metadata: Any,
+) -> list[MemoryRecord]:
     """Current active records of one type whose metadata equals ``metadata``, newest first."""
     conditions = tuple(MetadataCondition(k, "eq", v) for k, v in metadata.items())
-    filters = Filters(types=frozenset({type}), metadata=conditions,
-                      include_superseded=include_superseded)
+    filters = Filters(
+        types=frozenset({type}), metadata=conditions, include_superseded=include_superseded
+    )
     return ctx.store.list(scope, filters, limit=limit)
 
 

@@ -35,7 +35,7 @@ class LayerConfig:
     # short-term buffer (seed 004: 20 rounds FIFO; seed 000/001: 8000-token cap)
     short_term_rounds: int = 20
     short_term_token_cap: int = 8000
-    tool_output_max_chars: int = 500          # rule compression (seed 000 §7)
+    tool_output_max_chars: int = 500  # rule compression (seed 000 §7)
     ack_max_chars: int = 20
     # mid-term clusters (PMemo / MemoryOS)
     cluster_join_cosine: float = 0.7
@@ -68,7 +68,7 @@ class LayerConfig:
 @dataclass(frozen=True, slots=True)
 class LayerContext:
     store: Store
-    embedder: Embedder          # already cached: texts seen before cost nothing
+    embedder: Embedder  # already cached: texts seen before cost nothing
     llm: LLM
     clock: Clock
     config: LayerConfig
@@ -95,8 +95,11 @@ class LayerContext:
         conflict rules compare it with what was stored."""
         if self.pii is None:
             return model
-        update = {f: self.redact_query(scope, v) for f in fields
-                  if isinstance(v := getattr(model, f), str)}
+        update = {
+            f: self.redact_query(scope, v)
+            for f in fields
+            if isinstance(v := getattr(model, f), str)
+        }
         return model.model_copy(update=update)
 
     def writes(self, records: Sequence[MemoryRecord]) -> list[RecordWrite]:
@@ -112,10 +115,10 @@ class LayerContext:
         vectors: dict[int, Any] = {}
         for (tenant, user), positions in by_user.items():
             embedded = self.embedder_for(Scope(tenant, user)).embed_batch(
-                [records[i].text for i in positions])
+                [records[i].text for i in positions]
+            )
             vectors.update({i: embedded[n] for n, i in enumerate(positions)})
-        return [RecordWrite(r, vectors[i], tuple(tokenize(r.text)))
-                for i, r in enumerate(records)]
+        return [RecordWrite(r, vectors[i], tuple(tokenize(r.text))) for i, r in enumerate(records)]
 
     def write_with(self, record: MemoryRecord, vector: Any) -> RecordWrite:
         """An index entry whose vector the caller computed (a summary's mean of its turns);
@@ -133,14 +136,18 @@ class LayerContext:
         self.store.insert(writes)
         return [w.record for w in writes]
 
-    def replace(self, scope: Scope, record: MemoryRecord, *, expected_version: int,
-                reindex: bool = True) -> MemoryRecord:
+    def replace(
+        self, scope: Scope, record: MemoryRecord, *, expected_version: int, reindex: bool = True
+    ) -> MemoryRecord:
         """Store ``record`` as the next version; ``reindex`` re-embeds its (changed) text
         (forced when redaction changed it). Returns the version as stored."""
         redacted = self.redact(record)
         reindex = reindex or redacted.text != record.text
-        write = (self.writes([redacted])[0] if reindex
-                 else RecordWrite(redacted, None, tuple(tokenize(redacted.text))))
+        write = (
+            self.writes([redacted])[0]
+            if reindex
+            else RecordWrite(redacted, None, tuple(tokenize(redacted.text)))
+        )
         self.store.replace(scope, write, expected_version=expected_version)
         return write.record
 

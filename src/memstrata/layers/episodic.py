@@ -26,15 +26,15 @@ from ..search.tokenize import tokenize
 from ._build import build_record, list_records, query_vector
 from .base import LayerContext
 
-__all__ = ["ConversationEpisodeStep", "EpisodeHit", "EpisodeService", "age_days",
-           "recall_score"]
+__all__ = ["ConversationEpisodeStep", "EpisodeHit", "EpisodeService", "age_days", "recall_score"]
 
 log = logging.getLogger(__name__)
 _HEURISTIC = HeuristicLLM()
 
 
-def recall_score(similarity: float, age_days: float, importance: float, *,
-                 decay: float = 0.95) -> float:
+def recall_score(
+    similarity: float, age_days: float, importance: float, *, decay: float = 0.95
+) -> float:
     """``0.5·similarity + 0.3·decay^age_days + 0.2·importance`` (seed 000 L3)."""
     return 0.5 * similarity + 0.3 * float(decay ** max(0.0, age_days)) + 0.2 * importance
 
@@ -60,26 +60,45 @@ class EpisodeService:
         self._ctx = ctx
 
     # --- writers ------------------------------------------------------------------------
-    def record_task(self, scope: Scope, task: TaskOutcome, reflection: Reflection, *,
-                    source_ids: Sequence[str] = ()) -> MemoryRecord:
+    def record_task(
+        self,
+        scope: Scope,
+        task: TaskOutcome,
+        reflection: Reflection,
+        *,
+        source_ids: Sequence[str] = (),
+    ) -> MemoryRecord:
         structured: dict[str, Any] = {
-            "kind": "task", "task": task.goal, "approach": list(task.steps),
+            "kind": "task",
+            "task": task.goal,
+            "approach": list(task.steps),
             "step_statuses": list(task.step_statuses),
-            "outcome": task.outcome, "success": task.success,
-            "key_decisions": list(reflection.key_decisions), "user_feedback": task.feedback,
-            "tools": list(task.tools), "lessons": list(reflection.lessons),
-            "importance": reflection.importance}
+            "outcome": task.outcome,
+            "success": task.success,
+            "key_decisions": list(reflection.key_decisions),
+            "user_feedback": task.feedback,
+            "tools": list(task.tools),
+            "lessons": list(reflection.lessons),
+            "importance": reflection.importance,
+        }
         lines = [reflection.summary, *(f"Lesson: {lesson}" for lesson in reflection.lessons)]
         record = build_record(
-            self._ctx, scope, "\n".join(line for line in lines if line.strip()) or task.goal,
-            type=RecordType.EPISODE, importance=reflection.importance, structured=structured,
-            metadata={"kind": "task", "success": task.success}, source_ids=source_ids,
-            summary=reflection.summary)
+            self._ctx,
+            scope,
+            "\n".join(line for line in lines if line.strip()) or task.goal,
+            type=RecordType.EPISODE,
+            importance=reflection.importance,
+            structured=structured,
+            metadata={"kind": "task", "success": task.success},
+            source_ids=source_ids,
+            summary=reflection.summary,
+        )
         self._ctx.insert([record])
         return record
 
-    def record_conversation(self, scope: Scope, messages: Sequence[MemoryRecord], *,
-                            trigger: str = "session_end") -> MemoryRecord | None:
+    def record_conversation(
+        self, scope: Scope, messages: Sequence[MemoryRecord], *, trigger: str = "session_end"
+    ) -> MemoryRecord | None:
         """One episode summarising ``messages``; ``None`` if there is nothing to summarise."""
         texts = [m.text for m in messages if m.text.strip()]
         if not texts:
@@ -96,33 +115,55 @@ class EpisodeService:
             importance = self._ctx.llm.score_importance(summary)
         except Exception:  # importance is a ranking signal: the offline score will do
             importance = _HEURISTIC.score_importance(summary)
-        actions = [m.text.split("\n")[0][:200] for m in messages
-                   if m.role in (Role.ASSISTANT, Role.TOOL)][:5]
+        actions = [
+            m.text.split("\n")[0][:200] for m in messages if m.role in (Role.ASSISTANT, Role.TOOL)
+        ][:5]
         user_last = [m.text[:200] for m in messages if m.role is Role.USER][-1:]
-        structured = {"kind": "conversation", "summary": summary, "topics": _topics(texts),
-                      "actions": actions, "outcomes": actions[-1:] or user_last,
-                      "trigger": trigger, "message_count": len(messages),
-                      "started_at": min(m.observed_at for m in messages).isoformat(),
-                      "ended_at": max(m.observed_at for m in messages).isoformat()}
+        structured = {
+            "kind": "conversation",
+            "summary": summary,
+            "topics": _topics(texts),
+            "actions": actions,
+            "outcomes": actions[-1:] or user_last,
+            "trigger": trigger,
+            "message_count": len(messages),
+            "started_at": min(m.observed_at for m in messages).isoformat(),
+            "ended_at": max(m.observed_at for m in messages).isoformat(),
+        }
         record = build_record(
-            self._ctx, scope, summary, type=RecordType.EPISODE, importance=importance,
+            self._ctx,
+            scope,
+            summary,
+            type=RecordType.EPISODE,
+            importance=importance,
             structured=structured,
-            metadata={"kind": "conversation", "trigger": trigger,
-                      "session_id": scope.session or ""},
+            metadata={
+                "kind": "conversation",
+                "trigger": trigger,
+                "session_id": scope.session or "",
+            },
             source_ids=[i for m in messages for i in (m.source_ids or (m.id,))],
-            observed_at=max(m.observed_at for m in messages), summary=summary)
+            observed_at=max(m.observed_at for m in messages),
+            summary=summary,
+        )
         self._ctx.insert([record])
         return record
 
-    def record_feedback(self, scope: Scope, text: str, *,
-                        source_ids: Sequence[str] = ()) -> MemoryRecord:
+    def record_feedback(
+        self, scope: Scope, text: str, *, source_ids: Sequence[str] = ()
+    ) -> MemoryRecord:
         """Explicit user feedback: an episode of importance 0.9 (seed 001)."""
         record = build_record(
-            self._ctx, scope, text, type=RecordType.EPISODE,
+            self._ctx,
+            scope,
+            text,
+            type=RecordType.EPISODE,
             importance=self._ctx.config.feedback_importance,
             structured={"kind": "feedback", "user_feedback": text},
-            metadata={"kind": "feedback"}, source=Source.EXPLICIT_USER_INPUT,
-            source_ids=source_ids)
+            metadata={"kind": "feedback"},
+            source=Source.EXPLICIT_USER_INPUT,
+            source_ids=source_ids,
+        )
         self._ctx.insert([record])
         return record
 
@@ -134,22 +175,40 @@ class EpisodeService:
         if k <= 0:
             return []
         candidates = self._ctx.store.vector_search(
-            scope, query_vector(self._ctx, query, scope), max(k * 10, 50),
-            Filters(types=frozenset({RecordType.EPISODE})))
+            scope,
+            query_vector(self._ctx, query, scope),
+            max(k * 10, 50),
+            Filters(types=frozenset({RecordType.EPISODE})),
+        )
         similarity = {c.id: c.score for c in candidates}
         now = self._ctx.clock.now()
-        hits = [EpisodeHit(r, recall_score(similarity[r.id], age_days(r.observed_at, now),
-                                           r.importance, decay=cfg.episodic_decay),
-                           similarity[r.id])
-                for r in self._ctx.store.get_many(scope, list(similarity))
-                if r.is_active and r.importance > cfg.episodic_min_importance]
+        hits = [
+            EpisodeHit(
+                r,
+                recall_score(
+                    similarity[r.id],
+                    age_days(r.observed_at, now),
+                    r.importance,
+                    decay=cfg.episodic_decay,
+                ),
+                similarity[r.id],
+            )
+            for r in self._ctx.store.get_many(scope, list(similarity))
+            if r.is_active and r.importance > cfg.episodic_min_importance
+        ]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:k]
 
     def conversation_episode(self, scope: Scope) -> MemoryRecord | None:
         """The session-end episode already written for ``scope.session``, if any."""
-        found = list_records(self._ctx, scope, RecordType.EPISODE, kind="conversation",
-                             trigger="session_end", session_id=scope.session or "")
+        found = list_records(
+            self._ctx,
+            scope,
+            RecordType.EPISODE,
+            kind="conversation",
+            trigger="session_end",
+            session_id=scope.session or "",
+        )
         return found[0] if found else None
 
 
@@ -161,8 +220,9 @@ class ConversationEpisodeStep:
 
     name = "episodes"
 
-    def __init__(self, ctx: LayerContext, episodes: EpisodeService | None = None,
-                 max_messages: int = 1000) -> None:
+    def __init__(
+        self, ctx: LayerContext, episodes: EpisodeService | None = None, max_messages: int = 1000
+    ) -> None:
         self._ctx = ctx
         self._episodes = episodes or EpisodeService(ctx)
         self._max_messages = max_messages
@@ -173,6 +233,10 @@ class ConversationEpisodeStep:
     def on_session_end(self, scope: Scope) -> None:
         if scope.session is None or self._episodes.conversation_episode(scope) is not None:
             return
-        messages = self._ctx.store.list(scope, Filters(types=frozenset({RecordType.MESSAGE})),
-                                        limit=self._max_messages, newest_first=False)
+        messages = self._ctx.store.list(
+            scope,
+            Filters(types=frozenset({RecordType.MESSAGE})),
+            limit=self._max_messages,
+            newest_first=False,
+        )
         self._episodes.record_conversation(scope, messages, trigger="session_end")

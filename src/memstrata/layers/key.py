@@ -63,19 +63,37 @@ class KeyMemoryService:
     def _scope(scope: Scope) -> Scope:
         return scope.with_session(None)
 
-    def _record(self, scope: Scope, text: str, *, origin: str, priority: int,
-                source: Source, source_ids: Sequence[str] = (),
-                extra: dict[str, object] | None = None,
-                observed_at: datetime | None = None) -> MemoryRecord:
+    def _record(
+        self,
+        scope: Scope,
+        text: str,
+        *,
+        origin: str,
+        priority: int,
+        source: Source,
+        source_ids: Sequence[str] = (),
+        extra: dict[str, object] | None = None,
+        observed_at: datetime | None = None,
+    ) -> MemoryRecord:
         now = self._ctx.clock.now()
         vis = Visibility.PRIVATE if scope.agent else Visibility.SHARED
         return MemoryRecord(
-            id=new_id(), tenant=scope.tenant, user=scope.user, agent=scope.agent, session=None,
-            type=RecordType.KEY, content=Content(text), created_at=now, updated_at=now,
-            observed_at=observed_at or now, embedding_model=self._ctx.embedder.model_id,
+            id=new_id(),
+            tenant=scope.tenant,
+            user=scope.user,
+            agent=scope.agent,
+            session=None,
+            type=RecordType.KEY,
+            content=Content(text),
+            created_at=now,
+            updated_at=now,
+            observed_at=observed_at or now,
+            embedding_model=self._ctx.embedder.model_id,
             embedding_dims=self._ctx.embedder.dims,
-            importance=1.0 if origin == ORIGIN_USER else 0.8, source=source,
-            access=AccessControl(visibility=vis), source_ids=tuple(source_ids),
+            importance=1.0 if origin == ORIGIN_USER else 0.8,
+            source=source,
+            access=AccessControl(visibility=vis),
+            source_ids=tuple(source_ids),
             metadata={"origin": origin, "priority": priority, **(extra or {})},
             content_hash=content_hash(text),
         )
@@ -83,8 +101,13 @@ class KeyMemoryService:
     def set(self, scope: Scope, text: str, priority: int = 0) -> MemoryRecord:
         """Pin an entry the user chose (``source=explicit_user_input``)."""
         body = validate_content(text, max_chars=_MAX_KEY_CHARS)
-        record = self._record(self._scope(scope), body, origin=ORIGIN_USER,
-                              priority=_priority(priority), source=Source.EXPLICIT_USER_INPUT)
+        record = self._record(
+            self._scope(scope),
+            body,
+            origin=ORIGIN_USER,
+            priority=_priority(priority),
+            source=Source.EXPLICIT_USER_INPUT,
+        )
         return self._ctx.insert([record])[0]
 
     def get(self, scope: Scope, record_id: str) -> MemoryRecord:
@@ -93,12 +116,21 @@ class KeyMemoryService:
             raise NotFoundError(f"no key memory entry {record_id!r} in {scope}")
         return record
 
-    def edit(self, scope: Scope, record_id: str, *, expected_version: int,
-             text: str | None = None, priority: int | None = None) -> MemoryRecord:
+    def edit(
+        self,
+        scope: Scope,
+        record_id: str,
+        *,
+        expected_version: int,
+        text: str | None = None,
+        priority: int | None = None,
+    ) -> MemoryRecord:
         """A new version of an entry; ``ConflictError`` if ``expected_version`` is stale."""
         current = self.get(scope, record_id)
-        changes: dict[str, object] = {"version": expected_version + 1,
-                                      "updated_at": self._ctx.clock.now()}
+        changes: dict[str, object] = {
+            "version": expected_version + 1,
+            "updated_at": self._ctx.clock.now(),
+        }
         if text is not None:
             body = validate_content(text, max_chars=_MAX_KEY_CHARS)
             changes["content"] = replace(current.content, raw=body)
@@ -106,19 +138,20 @@ class KeyMemoryService:
         if priority is not None:
             changes["metadata"] = {**current.metadata, "priority": _priority(priority)}
         new = replace(current, **changes)  # type: ignore[arg-type]
-        return self._ctx.replace(self._scope(scope), new, expected_version=expected_version,
-                                 reindex=text is not None)
+        return self._ctx.replace(
+            self._scope(scope), new, expected_version=expected_version, reindex=text is not None
+        )
 
     def remove(self, scope: Scope, record_id: str) -> None:
         """Soft delete (restorable until purged)."""
         self.get(scope, record_id)
-        self._ctx.store.set_status(self._scope(scope), [record_id], RecordStatus.DELETED,
-                                   self._ctx.clock.now())
+        self._ctx.store.set_status(
+            self._scope(scope), [record_id], RecordStatus.DELETED, self._ctx.clock.now()
+        )
 
     def list(self, scope: Scope) -> builtins.list[MemoryRecord]:
         """Active entries: user-set first, then by priority (high first), then newest."""
-        records = self._ctx.store.list(self._scope(scope), Filters(types=_KEY_TYPES),
-                                       limit=1000)
+        records = self._ctx.store.list(self._scope(scope), Filters(types=_KEY_TYPES), limit=1000)
         return key_order(records)
 
     def promote(self, scope: Scope, cluster: MemoryRecord) -> MemoryRecord:
@@ -132,24 +165,39 @@ class KeyMemoryService:
             raise ValidationError(f"record {cluster.id!r} is not a cluster")
         if not current.is_active:
             raise ValidationError(
-                f"cluster {cluster.id!r} is deleted; restore it before promoting it")
+                f"cluster {cluster.id!r} is deleted; restore it before promoting it"
+            )
         existing = self._ctx.store.list(
-            kscope, Filters(types=_KEY_TYPES,
-                            metadata=(MetadataCondition("cluster_id", "eq", cluster.id),)),
-            limit=1)
+            kscope,
+            Filters(
+                types=_KEY_TYPES, metadata=(MetadataCondition("cluster_id", "eq", cluster.id),)
+            ),
+            limit=1,
+        )
         if existing:
             return existing[0]
         text = self._key_text(current)
-        record = self._record(kscope, text, origin=ORIGIN_AUTO, priority=0,
-                              source=Source.SYSTEM_GENERATED, source_ids=current.source_ids,
-                              extra={"cluster_id": current.id},
-                              observed_at=current.observed_at)
+        record = self._record(
+            kscope,
+            text,
+            origin=ORIGIN_AUTO,
+            priority=0,
+            source=Source.SYSTEM_GENERATED,
+            source_ids=current.source_ids,
+            extra={"cluster_id": current.id},
+            observed_at=current.observed_at,
+        )
         return self._ctx.insert([record])[0]
 
     def _key_text(self, cluster: MemoryRecord) -> str:
         """The cluster's key information via the LLM; the offline extractor if it fails."""
-        members = [m.text for m in self._ctx.store.get_many(
-            self._scope(cluster.scope), list(cluster.source_ids)[-50:]) if m.is_active]
+        members = [
+            m.text
+            for m in self._ctx.store.get_many(
+                self._scope(cluster.scope), list(cluster.source_ids)[-50:]
+            )
+            if m.is_active
+        ]
         lines: builtins.list[str] = []
         if members:
             try:

@@ -27,9 +27,16 @@ class KnowledgeService:
     def __init__(self, ctx: LayerContext) -> None:
         self._ctx = ctx
 
-    def ingest(self, scope: Scope, text: str, qa_id: str | None = None,
-               title: str | None = None, *, importance: float = 0.5,
-               tags: Sequence[str] = ()) -> list[MemoryRecord]:
+    def ingest(
+        self,
+        scope: Scope,
+        text: str,
+        qa_id: str | None = None,
+        title: str | None = None,
+        *,
+        importance: float = 0.5,
+        tags: Sequence[str] = (),
+    ) -> list[MemoryRecord]:
         """Store ``text`` as chunks of one document; returns the chunk records in order."""
         text = validate_content(text, max_chars=10_000_000)
         cfg = self._ctx.config
@@ -37,13 +44,24 @@ class KnowledgeService:
         chunks = chunk_text(text, cfg.chunk_tokens, cfg.chunk_overlap_tokens)
         records = [
             build_record(
-                self._ctx, scope, chunk.text, type=RecordType.KNOWLEDGE,
-                importance=importance, source=Source.EXTERNAL_DATA, tags=tags,
+                self._ctx,
+                scope,
+                chunk.text,
+                type=RecordType.KNOWLEDGE,
+                importance=importance,
+                source=Source.EXTERNAL_DATA,
+                tags=tags,
                 structured={},
-                metadata={"qa_id": doc, "chunk_index": i, "chunk_count": len(chunks),
-                          "overlap_chars": chunk.overlap_chars, "start_char": chunk.start,
-                          **({"title": title} if title else {})},
-                summary=title)
+                metadata={
+                    "qa_id": doc,
+                    "chunk_index": i,
+                    "chunk_count": len(chunks),
+                    "overlap_chars": chunk.overlap_chars,
+                    "start_char": chunk.start,
+                    **({"title": title} if title else {}),
+                },
+                summary=title,
+            )
             for i, chunk in enumerate(chunks)
         ]
         self._ctx.insert(records)

@@ -102,8 +102,9 @@ def cosine(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     return float(np.dot(_unit(a), _unit(b)))
 
 
-def assign(vector: npt.ArrayLike, centroids: Sequence[npt.ArrayLike],
-           threshold: float = 0.7) -> int | None:
+def assign(
+    vector: npt.ArrayLike, centroids: Sequence[npt.ArrayLike], threshold: float = 0.7
+) -> int | None:
     """Index of the most similar centroid if its cosine is ≥ ``threshold``, else ``None``
     (the turn opens a new cluster)."""
     if not centroids:
@@ -120,15 +121,22 @@ def update_centroid(centroid: npt.ArrayLike, count: int, vector: npt.ArrayLike) 
     return (c * count + np.asarray(vector, dtype=np.float64)) / (count + 1)
 
 
-def merge_centroids(a: npt.ArrayLike, count_a: int, b: npt.ArrayLike,
-                    count_b: int) -> FloatArray:
+def merge_centroids(a: npt.ArrayLike, count_a: int, b: npt.ArrayLike, count_b: int) -> FloatArray:
     total = max(1, count_a + count_b)
-    return (np.asarray(a, dtype=np.float64) * count_a
-            + np.asarray(b, dtype=np.float64) * count_b) / total
+    return (
+        np.asarray(a, dtype=np.float64) * count_a + np.asarray(b, dtype=np.float64) * count_b
+    ) / total
 
 
-def heat(visits: int, interaction_length: int, last_visit: datetime, now: datetime, *,
-         max_interaction_length: int, recency_hours: float = 24.0) -> float:
+def heat(
+    visits: int,
+    interaction_length: int,
+    last_visit: datetime,
+    now: datetime,
+    *,
+    max_interaction_length: int,
+    recency_hours: float = 24.0,
+) -> float:
     """MemoryOS segment heat: ``visits + L / L_max + exp(-Δt / τ)`` with ``τ`` = 24 h.
 
     ``L`` (members) is normalised by the largest cluster so it weighs at most 1, like the
@@ -148,8 +156,9 @@ class CapAction:
     keep: int | None = None
 
 
-def plan_cap(centroids: Sequence[npt.ArrayLike], heats: Sequence[float], *,
-             merge_threshold: float = 0.7) -> CapAction:
+def plan_cap(
+    centroids: Sequence[npt.ArrayLike], heats: Sequence[float], *, merge_threshold: float = 0.7
+) -> CapAction:
     """Free one slot: merge the two most similar clusters (the hotter keeps its identity)
     if their cosine is ≥ ``merge_threshold``, else evict the coldest."""
     if len(centroids) != len(heats) or not centroids:
@@ -171,7 +180,7 @@ def plan_cap(centroids: Sequence[npt.ArrayLike], heats: Sequence[float], *,
 class ClusterState:
     """A cluster being worked on (mutable; written back as a new record version)."""
 
-    record: MemoryRecord | None           # None: not stored yet
+    record: MemoryRecord | None  # None: not stored yet
     id: str
     members: list[str]
     centroid: FloatArray
@@ -182,8 +191,8 @@ class ClusterState:
     time_end: datetime | None = None
     promoted_key: str | None = None
     changed: bool = False
-    counted: int = 0   # recalls counted by the store's ``hits`` counter (not in structured)
-    total: int = -1    # members ever (``members`` keeps only the newest); -1: len(members)
+    counted: int = 0  # recalls counted by the store's ``hits`` counter (not in structured)
+    total: int = -1  # members ever (``members`` keeps only the newest); -1: len(members)
 
     @property
     def count(self) -> int:
@@ -194,8 +203,14 @@ class ClusterState:
         self.members.append(member)
 
     def heat(self, now: datetime, max_len: int, recency_hours: float) -> float:
-        return heat(self.visits + self.counted, self.count, self.last_visit or now, now,
-                    max_interaction_length=max_len, recency_hours=recency_hours)
+        return heat(
+            self.visits + self.counted,
+            self.count,
+            self.last_visit or now,
+            now,
+            max_interaction_length=max_len,
+            recency_hours=recency_hours,
+        )
 
 
 def _time(value: object) -> datetime | None:
@@ -205,12 +220,18 @@ def _time(value: object) -> datetime | None:
 def _state(record: MemoryRecord) -> ClusterState:
     s = record.content.structured
     return ClusterState(
-        record=record, id=record.id, members=[str(m) for m in s.get("members", [])],
+        record=record,
+        id=record.id,
+        members=[str(m) for m in s.get("members", [])],
         total=int(s.get("count", len(s.get("members", [])))),
         centroid=np.asarray(s.get("centroid", []), dtype=np.float64),
-        hits=int(s.get("hits", 0)), visits=int(s.get("visits", 0)),
-        last_visit=_time(s.get("last_visit")), time_start=_time(s.get("time_start")),
-        time_end=_time(s.get("time_end")), promoted_key=s.get("promoted_key"))
+        hits=int(s.get("hits", 0)),
+        visits=int(s.get("visits", 0)),
+        last_visit=_time(s.get("last_visit")),
+        time_start=_time(s.get("time_start")),
+        time_end=_time(s.get("time_end")),
+        promoted_key=s.get("promoted_key"),
+    )
 
 
 def _structured(state: ClusterState, model: str) -> dict[str, object]:
@@ -218,11 +239,17 @@ def _structured(state: ClusterState, model: str) -> dict[str, object]:
         return t.isoformat() if t else None
 
     return {
-        "members": list(state.members[-MEMBERS_KEPT:]), "count": state.count,
-        "centroid": [round(float(x), 7) for x in state.centroid], "model": model,
-        "hits": state.hits, "visits": state.visits, "interaction_length": state.count,
-        "last_visit": iso(state.last_visit), "time_start": iso(state.time_start),
-        "time_end": iso(state.time_end), "promoted_key": state.promoted_key,
+        "members": list(state.members[-MEMBERS_KEPT:]),
+        "count": state.count,
+        "centroid": [round(float(x), 7) for x in state.centroid],
+        "model": model,
+        "hits": state.hits,
+        "visits": state.visits,
+        "interaction_length": state.count,
+        "last_visit": iso(state.last_visit),
+        "time_start": iso(state.time_start),
+        "time_end": iso(state.time_end),
+        "promoted_key": state.promoted_key,
     }
 
 
@@ -282,15 +309,19 @@ class MidTermService:
         seen: set[str] = set()
         fresh: list[MemoryRecord] = []
         for m in messages:
-            if (m.type is RecordType.MESSAGE and m.is_active and m.id not in seen
-                    and not is_acknowledgement(m.text, max_chars=cfg.ack_max_chars)):
+            if (
+                m.type is RecordType.MESSAGE
+                and m.is_active
+                and m.id not in seen
+                and not is_acknowledgement(m.text, max_chars=cfg.ack_max_chars)
+            ):
                 fresh.append(m)
                 seen.add(m.id)
         if not fresh:
             return []
         vectors = self._ctx.embedder_for(uscope).embed_batch([m.text for m in fresh])
         now = self._ctx.clock.now()
-        touched: dict[str, ClusterState] = {}   # loaded or opened in this call
+        touched: dict[str, ClusterState] = {}  # loaded or opened in this call
         retired: set[str] = set()
         dropped: list[tuple[ClusterState, str]] = []
         active_count = self._ctx.store.count(uscope, Filters(types=_CLUSTER_TYPES))
@@ -299,9 +330,12 @@ class MidTermService:
             unit = _unit(vector)
             best: ClusterState | None = None
             best_sim = -math.inf
-            found = self._ctx.store.vector_search(uscope, unit.astype(np.float32),
-                                                  len(touched) + len(retired) + 1,
-                                                  Filters(types=_CLUSTER_TYPES))
+            found = self._ctx.store.vector_search(
+                uscope,
+                unit.astype(np.float32),
+                len(touched) + len(retired) + 1,
+                Filters(types=_CLUSTER_TYPES),
+            )
             hit = False
             for cand in found:
                 if cand.id in touched or cand.id in retired:
@@ -317,8 +351,9 @@ class MidTermService:
             if not hit and not everything_loaded and active_count > stored:
                 # the index gave none of the clusters there are (vectors of another model
                 # after a re-embedding): load them all once, centroids rebuilt by _load
-                rest = [r for r in self.clusters(scope)
-                        if r.id not in touched and r.id not in retired]
+                rest = [
+                    r for r in self.clusters(scope) if r.id not in touched and r.id not in retired
+                ]
                 touched.update((st.id, st) for st in self._load(scope, rest))
                 everything_loaded = True
             for st in touched.values():
@@ -328,8 +363,11 @@ class MidTermService:
             if best is None or best_sim < cfg.cluster_join_cosine - _COSINE_SLACK:
                 if active_count >= cfg.max_clusters:
                     if not everything_loaded:
-                        rest = [r for r in self.clusters(scope)
-                                if r.id not in touched and r.id not in retired]
+                        rest = [
+                            r
+                            for r in self.clusters(scope)
+                            if r.id not in touched and r.id not in retired
+                        ]
                         touched.update((st.id, st) for st in self._load(scope, rest))
                         everything_loaded = True
                     pool = list(touched.values())
@@ -338,8 +376,13 @@ class MidTermService:
                     retired.add(victim.id)
                     del touched[victim.id]
                     active_count -= 1
-                best = ClusterState(record=None, id=new_id(), members=[],
-                                    centroid=np.zeros(len(vector)), changed=True)
+                best = ClusterState(
+                    record=None,
+                    id=new_id(),
+                    members=[],
+                    centroid=np.zeros(len(vector)),
+                    changed=True,
+                )
                 touched[best.id] = best
                 active_count += 1
             elif message.id in best.members:
@@ -362,25 +405,28 @@ class MidTermService:
         cfg = self._ctx.config
         max_len = max(c.count for c in active)
         heats = [c.heat(now, max_len, cfg.heat_recency_hours) for c in active]
-        action = plan_cap([c.centroid for c in active], heats,
-                          merge_threshold=cfg.cluster_join_cosine)
+        action = plan_cap(
+            [c.centroid for c in active], heats, merge_threshold=cfg.cluster_join_cosine
+        )
         victim = active[action.drop]
         if action.kind == "merge" and action.keep is not None:
             keep = active[action.keep]
-            keep.centroid = merge_centroids(keep.centroid, keep.count, victim.centroid,
-                                            victim.count)
+            keep.centroid = merge_centroids(
+                keep.centroid, keep.count, victim.centroid, victim.count
+            )
             keep.total = keep.count + victim.count
             keep.members = [*victim.members, *keep.members][-MEMBERS_KEPT:]
             keep.hits += victim.hits
             keep.visits += victim.visits
-            keep.time_start = min(filter(None, (keep.time_start, victim.time_start)),
-                                  default=None)
+            keep.time_start = min(filter(None, (keep.time_start, victim.time_start)), default=None)
             keep.time_end = max(filter(None, (keep.time_end, victim.time_end)), default=None)
             keep.changed = True
             reason = f"merged into cluster {keep.id} at the cap of {cfg.max_clusters}"
         else:
-            reason = (f"evicted as the coldest cluster (heat {heats[action.drop]:.3f}) at the "
-                      f"cap of {cfg.max_clusters}")
+            reason = (
+                f"evicted as the coldest cluster (heat {heats[action.drop]:.3f}) at the "
+                f"cap of {cfg.max_clusters}"
+            )
         active.remove(victim)
         return victim, reason
 
@@ -406,25 +452,40 @@ class MidTermService:
             if st.record is None:
                 vis = Visibility.PRIVATE if uscope.agent else Visibility.SHARED
                 record = MemoryRecord(
-                    id=st.id, tenant=uscope.tenant, user=uscope.user, agent=uscope.agent,
-                    session=None, type=RecordType.CLUSTER,
-                    content=Content(text, structured=structured), created_at=now,
-                    updated_at=now, observed_at=st.time_end or now, embedding_model=model,
-                    embedding_dims=dims, source=Source.SYSTEM_GENERATED,
+                    id=st.id,
+                    tenant=uscope.tenant,
+                    user=uscope.user,
+                    agent=uscope.agent,
+                    session=None,
+                    type=RecordType.CLUSTER,
+                    content=Content(text, structured=structured),
+                    created_at=now,
+                    updated_at=now,
+                    observed_at=st.time_end or now,
+                    embedding_model=model,
+                    embedding_dims=dims,
+                    source=Source.SYSTEM_GENERATED,
                     access=AccessControl(visibility=vis),
                     source_ids=tuple(st.members[-MEMBERS_KEPT:]),
-                    content_hash=content_hash(text))
+                    content_hash=content_hash(text),
+                )
                 inserts.append(self._ctx.write_with(record, vector))
             else:
                 old = st.record
-                record = replace(old, content=Content(text, structured=structured),
-                                 version=old.version + 1, updated_at=now,
-                                 observed_at=st.time_end or old.observed_at,
-                                 source_ids=tuple(st.members[-MEMBERS_KEPT:]),
-                                 content_hash=content_hash(text),
-                                 embedding_model=model, embedding_dims=dims)
-                self._ctx.store.replace(uscope, self._ctx.write_with(record, vector),
-                                        expected_version=old.version)
+                record = replace(
+                    old,
+                    content=Content(text, structured=structured),
+                    version=old.version + 1,
+                    updated_at=now,
+                    observed_at=st.time_end or old.observed_at,
+                    source_ids=tuple(st.members[-MEMBERS_KEPT:]),
+                    content_hash=content_hash(text),
+                    embedding_model=model,
+                    embedding_dims=dims,
+                )
+                self._ctx.store.replace(
+                    uscope, self._ctx.write_with(record, vector), expected_version=old.version
+                )
         if inserts:
             self._ctx.store.insert(inserts)
 
@@ -433,16 +494,23 @@ class MidTermService:
         if state.record is None:
             return
         old = state.record
-        record = replace(old, version=old.version + 1, updated_at=now,
-                         metadata={**old.metadata, "retired": {"reason": reason,
-                                                               "at": now.isoformat()}})
-        self._ctx.store.replace(uscope, RecordWrite(record, None, tuple(tokenize(old.text))),
-                                expected_version=old.version)
+        record = replace(
+            old,
+            version=old.version + 1,
+            updated_at=now,
+            metadata={**old.metadata, "retired": {"reason": reason, "at": now.isoformat()}},
+        )
+        self._ctx.store.replace(
+            uscope,
+            RecordWrite(record, None, tuple(tokenize(old.text))),
+            expected_version=old.version,
+        )
         self._ctx.store.set_status(uscope, [old.id], RecordStatus.DELETED, now)
 
     # --- reading -------------------------------------------------------------------------
-    def recall(self, scope: Scope, query_vector: npt.ArrayLike, k: int = 3,
-               *, min_similarity: float = -1.0) -> list[tuple[MemoryRecord, float]]:
+    def recall(
+        self, scope: Scope, query_vector: npt.ArrayLike, k: int = 3, *, min_similarity: float = -1.0
+    ) -> list[tuple[MemoryRecord, float]]:
         """The ``k`` clusters whose centroids are most similar to the query, best first.
 
         Each returned cluster counts a hit (and a visit); a cluster whose hits reach
@@ -457,8 +525,11 @@ class MidTermService:
         query = _unit(query_vector).astype(np.float32)
         found = self._ctx.store.vector_search(uscope, query, k, Filters(types=_CLUSTER_TYPES))
         now = self._ctx.clock.now()
-        return [(self._hit(uscope, c.id, now), float(c.score)) for c in found
-                if float(c.score) >= min_similarity]
+        return [
+            (self._hit(uscope, c.id, now), float(c.score))
+            for c in found
+            if float(c.score) >= min_similarity
+        ]
 
     def count_hits(self, scope: Scope, cluster_ids: Sequence[str]) -> list[MemoryRecord]:
         """Count a hit on clusters a search already returned (``build_context`` defers this
@@ -478,8 +549,10 @@ class MidTermService:
         cluster carried in ``structured`` from before hits were counters)."""
         uscope = self._scope(scope)
         counted = self._ctx.store.counts(uscope, _HITS, list(cluster_ids))
-        legacy = {r.id: int(r.content.structured.get("hits", 0))
-                  for r in self._ctx.store.get_many(uscope, list(cluster_ids))}
+        legacy = {
+            r.id: int(r.content.structured.get("hits", 0))
+            for r in self._ctx.store.get_many(uscope, list(cluster_ids))
+        }
         return {i: counted.get(i, 0) + legacy.get(i, 0) for i in cluster_ids if i in legacy}
 
     def _hit(self, uscope: Scope, cluster_id: str, now: datetime) -> MemoryRecord:
@@ -489,18 +562,26 @@ class MidTermService:
         self._ctx.store.add_counts(uscope, _HITS, {cluster_id: 1})
         self._ctx.store.touch(uscope, [cluster_id], now)
         total = self.hits(uscope, [cluster_id]).get(cluster_id, 0)
-        if total < self._ctx.config.promote_hits or current.content.structured.get(
-                "promoted_key") is not None:
+        if (
+            total < self._ctx.config.promote_hits
+            or current.content.structured.get("promoted_key") is not None
+        ):
             return self._ctx.store.get(uscope, cluster_id)
         for _ in range(5):  # an absorb may write the cluster concurrently: reload and retry
             key = self._keys.promote(uscope, current).id
             structured = {**current.content.structured, "promoted_key": key}
-            record = replace(current, version=current.version + 1, updated_at=now,
-                             content=replace(current.content, structured=structured))
+            record = replace(
+                current,
+                version=current.version + 1,
+                updated_at=now,
+                content=replace(current.content, structured=structured),
+            )
             try:
                 self._ctx.store.replace(
-                    uscope, RecordWrite(record, None, tuple(tokenize(record.text))),
-                    expected_version=current.version)
+                    uscope,
+                    RecordWrite(record, None, tuple(tokenize(record.text))),
+                    expected_version=current.version,
+                )
             except ConflictError:
                 current = self._ctx.store.get(uscope, cluster_id)
                 continue

@@ -61,9 +61,17 @@ def _scope(job: Job) -> Scope:
 def make_ingest_job(scope: Scope, ids: Sequence[str], now: datetime) -> Job:
     if not ids:
         raise ValidationError("an ingest job needs at least one message id")
-    return Job(id=new_id(), kind=INGEST, tenant=scope.tenant, user=scope.user,
-               payload={"ids": [str(i) for i in ids]}, created_at=now, run_after=now,
-               agent=scope.agent, session=scope.session)
+    return Job(
+        id=new_id(),
+        kind=INGEST,
+        tenant=scope.tenant,
+        user=scope.user,
+        payload={"ids": [str(i) for i in ids]},
+        created_at=now,
+        run_after=now,
+        agent=scope.agent,
+        session=scope.session,
+    )
 
 
 def make_session_end_job(scope: Scope, now: datetime) -> Job:
@@ -71,9 +79,18 @@ def make_session_end_job(scope: Scope, now: datetime) -> Job:
         raise ValidationError("end_session needs a scope with session=")
     # One open session-end job per session is enough: the outbox drops a second one.
     key = f"{SESSION_END}:{scope.agent or ''}:{scope.session}"
-    return Job(id=new_id(), kind=SESSION_END, tenant=scope.tenant, user=scope.user,
-               payload={}, created_at=now, run_after=now, agent=scope.agent,
-               session=scope.session, dedup_key=key)
+    return Job(
+        id=new_id(),
+        kind=SESSION_END,
+        tenant=scope.tenant,
+        user=scope.user,
+        payload={},
+        created_at=now,
+        run_after=now,
+        agent=scope.agent,
+        session=scope.session,
+        dedup_key=key,
+    )
 
 
 class Pipeline:
@@ -92,8 +109,11 @@ class Pipeline:
         ids = job.payload.get("ids")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise ValidationError(f"ingest job {job.id} has no list of message ids")
-        messages = [m for m in self._ctx.store.get_many(scope, ids)
-                    if m.is_active and m.type is RecordType.MESSAGE]
+        messages = [
+            m
+            for m in self._ctx.store.get_many(scope, ids)
+            if m.is_active and m.type is RecordType.MESSAGE
+        ]
         if not messages:
             return  # deleted or purged since: nothing to do
         self._run(job, lambda step: step.on_messages(scope, messages))
@@ -123,9 +143,13 @@ class MidTermStep:
 
     name = "mid_term"
 
-    def __init__(self, ctx: LayerContext, short_term: ShortTermService | None = None,
-                 mid_term: MidTermService | None = None,
-                 summaries: SummaryService | None = None) -> None:
+    def __init__(
+        self,
+        ctx: LayerContext,
+        short_term: ShortTermService | None = None,
+        mid_term: MidTermService | None = None,
+        summaries: SummaryService | None = None,
+    ) -> None:
         self.short_term = short_term or ShortTermService(ctx)
         self.mid_term = mid_term or MidTermService(ctx)
         self.summaries = summaries or SummaryService(ctx, self.short_term)
@@ -169,5 +193,4 @@ def default_steps(ctx: LayerContext) -> list[IngestStep]:
     """This layer group's steps sharing one short-term service (the lead adds the others)."""
     short = ShortTermService(ctx)
     summaries = SummaryService(ctx, short)
-    return [MidTermStep(ctx, short, MidTermService(ctx), summaries),
-            SummaryStep(ctx, summaries)]
+    return [MidTermStep(ctx, short, MidTermService(ctx), summaries), SummaryStep(ctx, summaries)]

@@ -61,8 +61,12 @@ def route(item: RouteInput) -> Layer:
         return Layer.WORKING
     if not item.is_cross_session:
         return Layer.DISCARD
-    if (item.is_generalizable and item.stability > STABILITY_MIN
-            and item.applicability > APPLICABILITY_MIN and item.importance > IMPORTANCE_MIN):
+    if (
+        item.is_generalizable
+        and item.stability > STABILITY_MIN
+        and item.applicability > APPLICABILITY_MIN
+        and item.importance > IMPORTANCE_MIN
+    ):
         return Layer.SEMANTIC
     return Layer.EPISODIC
 
@@ -71,22 +75,29 @@ def route(item: RouteInput) -> Layer:
 _GENERAL = re.compile(
     r"\b(?:always|never|usually|every time|in general|generally|rule|must|should|prefer|"
     r"before|lesson|best practice)\b|总是|从不|通常|每次|一般|规则|必须|应该|喜欢|偏好|之前|教训",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _EPHEMERAL = re.compile(
     r"\b(?:today|tonight|right now|now|currently|this morning|at the moment|just now)\b"
-    r"|今天|今晚|现在|刚才|此刻", re.IGNORECASE)
+    r"|今天|今晚|现在|刚才|此刻",
+    re.IGNORECASE,
+)
 _FEEDBACK = re.compile(
     r"\b(?:wrong|not right|incorrect|you should have|next time|instead|that's not)\b"
-    r"|不对|错了|应该用|下次|换一种", re.IGNORECASE)
+    r"|不对|错了|应该用|下次|换一种",
+    re.IGNORECASE,
+)
 _SCOPE_WIDE = re.compile(
     r"\b(?:all|any|every|whenever|projects?|tasks?|data|code)\b|所有|任何|每个|项目|数据|代码",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 _HEURISTIC = HeuristicLLM()
 
 
-def estimate(content: str, *, is_direct_message: bool = False,
-             is_task_state: bool = False) -> RouteInput:
+def estimate(
+    content: str, *, is_direct_message: bool = False, is_task_state: bool = False
+) -> RouteInput:
     """Scores for :func:`route` from text alone (deterministic, offline).
 
     cross-session: user feedback (always kept, seed 001), or not low value (seed 002's
@@ -106,7 +117,9 @@ def estimate(content: str, *, is_direct_message: bool = False,
     if general or facts:
         importance = max(importance, 0.65)
     return RouteInput(
-        content=content, is_direct_message=is_direct_message, is_task_state=is_task_state,
+        content=content,
+        is_direct_message=is_direct_message,
+        is_task_state=is_task_state,
         is_cross_session=feedback or low_value_reason(content) is None,
         is_generalizable=facts or general,
         stability=round(max(0.0, min(1.0, stability)), 4),

@@ -33,8 +33,16 @@ from ..store.base import Vector
 from ._build import build_record, list_records, query_vector
 from .base import LayerContext
 
-__all__ = ["FactAction", "FactDecision", "FactExtractionStep", "FactOutcome", "FactService",
-           "decide", "is_expired", "same_value"]
+__all__ = [
+    "FactAction",
+    "FactDecision",
+    "FactExtractionStep",
+    "FactOutcome",
+    "FactService",
+    "decide",
+    "is_expired",
+    "same_value",
+]
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +52,13 @@ class FactAction(StrEnum):
     CONFIRMED = "confirmed"
     REPLACED = "replaced"
     CONFLICT = "conflict"
-    UNCHANGED = "unchanged"   # the same evidence seen again (an ingest job run twice)
+    UNCHANGED = "unchanged"  # the same evidence seen again (an ingest job run twice)
 
 
 @dataclass(frozen=True, slots=True)
 class FactDecision:
     action: FactAction
-    confidence: float   # of the fact that is current afterwards
+    confidence: float  # of the fact that is current afterwards
     mentions: int
 
 
@@ -62,16 +70,25 @@ def is_expired(expires_at: datetime | None, now: datetime) -> bool:
     return expires_at is not None and expires_at < now
 
 
-def decide(current_value: str | None, current_confidence: float, current_mentions: int,
-           incoming_value: str, incoming_confidence: float, *, current_expired: bool = False,
-           confirm_step: float = 0.05) -> FactDecision:
+def decide(
+    current_value: str | None,
+    current_confidence: float,
+    current_mentions: int,
+    incoming_value: str,
+    incoming_confidence: float,
+    *,
+    current_expired: bool = False,
+    confirm_step: float = 0.05,
+) -> FactDecision:
     """Seed 001's conflict rules (pure); see the module docstring."""
     if current_value is None:
         return FactDecision(FactAction.INSERTED, incoming_confidence, 1)
     if same_value(current_value, incoming_value) and not current_expired:
-        return FactDecision(FactAction.CONFIRMED,
-                            round(min(1.0, current_confidence + confirm_step), 6),
-                            current_mentions + 1)
+        return FactDecision(
+            FactAction.CONFIRMED,
+            round(min(1.0, current_confidence + confirm_step), 6),
+            current_mentions + 1,
+        )
     if current_expired or incoming_confidence > current_confidence:
         return FactDecision(FactAction.REPLACED, incoming_confidence, 1)
     return FactDecision(FactAction.CONFLICT, current_confidence, current_mentions)
@@ -80,7 +97,7 @@ def decide(current_value: str | None, current_confidence: float, current_mention
 @dataclass(frozen=True, slots=True)
 class FactOutcome:
     action: FactAction
-    record: MemoryRecord                  # the current fact afterwards
+    record: MemoryRecord  # the current fact afterwards
     previous: MemoryRecord | None = None  # the superseded version, when replaced
 
 
@@ -99,7 +116,7 @@ class FactService:
 
     @staticmethod
     def _scope(scope: Scope) -> Scope:
-        return scope.with_session(None)   # facts are about the user, not one session
+        return scope.with_session(None)  # facts are about the user, not one session
 
     def _current(self, scope: Scope, key: str) -> MemoryRecord | None:
         found = list_records(self._ctx, self._scope(scope), RecordType.FACT, key=key)
@@ -114,11 +131,19 @@ class FactService:
 
     def all(self, scope: Scope, *, min_confidence: float = 0.0) -> list[MemoryRecord]:
         now = self._ctx.clock.now()
-        return [r for r in list_records(self._ctx, self._scope(scope), RecordType.FACT)
-                if r.confidence >= min_confidence and not is_expired(_expires(r), now)]
+        return [
+            r
+            for r in list_records(self._ctx, self._scope(scope), RecordType.FACT)
+            if r.confidence >= min_confidence and not is_expired(_expires(r), now)
+        ]
 
-    def relevant(self, scope: Scope, query: str | Vector | None = None, limit: int | None = None,
-                 min_confidence: float | None = None) -> list[MemoryRecord]:
+    def relevant(
+        self,
+        scope: Scope,
+        query: str | Vector | None = None,
+        limit: int | None = None,
+        min_confidence: float | None = None,
+    ) -> list[MemoryRecord]:
         """Unexpired facts with confidence >= 0.6, most similar to ``query`` first (or most
         confident first without a query), at most 20."""
         cfg = self._ctx.config
@@ -129,24 +154,35 @@ class FactService:
             facts.sort(key=lambda r: (r.confidence, r.updated_at), reverse=True)
             return facts[:limit]
         vector = query_vector(self._ctx, query, scope) if isinstance(query, str) else query
-        hits = self._ctx.store.vector_search(self._scope(scope), vector, limit * 3,
-                                             Filters(types=frozenset({RecordType.FACT})))
+        hits = self._ctx.store.vector_search(
+            self._scope(scope), vector, limit * 3, Filters(types=frozenset({RecordType.FACT}))
+        )
         now = self._ctx.clock.now()
         records = self._ctx.store.get_many(self._scope(scope), [h.id for h in hits])
-        return [r for r in records if r.is_active and r.confidence >= floor
-                and not is_expired(_expires(r), now)][:limit]
+        return [
+            r
+            for r in records
+            if r.is_active and r.confidence >= floor and not is_expired(_expires(r), now)
+        ][:limit]
 
     def history(self, scope: Scope, key: str) -> list[MemoryRecord]:
         """Every version of every record that held ``key``, oldest first."""
-        records = list_records(self._ctx, self._scope(scope), RecordType.FACT,
-                               include_superseded=True, key=key)
+        records = list_records(
+            self._ctx, self._scope(scope), RecordType.FACT, include_superseded=True, key=key
+        )
         versions = [v for r in records for v in self._ctx.store.history(self._scope(scope), r.id)]
         return sorted(versions, key=lambda v: (v.updated_at, v.created_at, v.version))
 
-    def upsert(self, scope: Scope, fact: ExtractedFact, source_ids: Sequence[str] = (), *,
-               expires_at: datetime | None = None,
-               source: Source = Source.EXPLICIT_USER_INPUT,
-               observed_at: datetime | None = None) -> FactOutcome:
+    def upsert(
+        self,
+        scope: Scope,
+        fact: ExtractedFact,
+        source_ids: Sequence[str] = (),
+        *,
+        expires_at: datetime | None = None,
+        source: Source = Source.EXPLICIT_USER_INPUT,
+        observed_at: datetime | None = None,
+    ) -> FactOutcome:
         """Apply the conflict rules to ``fact`` and write the result (see module docstring).
 
         ``observed_at`` is when the user said it (the message's time; replays of old
@@ -162,59 +198,118 @@ class FactService:
         data: Mapping[str, Any] = current.content.structured if current else {}
         decision = decide(
             str(data["value"]) if current else None,
-            current.confidence if current else 0.0, int(data.get("mentions", 1)),
-            fact.value, fact.confidence,
+            current.confidence if current else 0.0,
+            int(data.get("mentions", 1)),
+            fact.value,
+            fact.confidence,
             current_expired=current is not None and is_expired(_expires(current), now),
-            confirm_step=self._ctx.config.fact_confirm_step)
+            confirm_step=self._ctx.config.fact_confirm_step,
+        )
         if decision.action is FactAction.INSERTED or current is None:
             record = self._new(scope, fact, sources, expires_at, source, decision, when)
             self._ctx.insert([record])
             return FactOutcome(FactAction.INSERTED, record)
         if decision.action is FactAction.CONFIRMED:
             updated = replace(
-                current, version=current.version + 1, updated_at=now,
-                confidence=decision.confidence, observed_at=max(current.observed_at, when),
+                current,
+                version=current.version + 1,
+                updated_at=now,
+                confidence=decision.confidence,
+                observed_at=max(current.observed_at, when),
                 source_ids=tuple(dict.fromkeys((*current.source_ids, *sources))),
-                content=replace(current.content, structured={
-                    **data, "confidence": decision.confidence, "mentions": decision.mentions,
-                    "last_updated": when.isoformat(),
-                    "expires_at": _iso(expires_at) or data.get("expires_at")}))
+                content=replace(
+                    current.content,
+                    structured={
+                        **data,
+                        "confidence": decision.confidence,
+                        "mentions": decision.mentions,
+                        "last_updated": when.isoformat(),
+                        "expires_at": _iso(expires_at) or data.get("expires_at"),
+                    },
+                ),
+            )
             self._ctx.replace(scope, updated, expected_version=current.version, reindex=False)
             return FactOutcome(FactAction.CONFIRMED, updated)
         if decision.action is FactAction.REPLACED:
-            record = self._new(scope, fact, (*sources, current.id), expires_at,
-                               Source.CORRECTED_MEMORY, decision, when,
-                               replaces=current.id)
+            record = self._new(
+                scope,
+                fact,
+                (*sources, current.id),
+                expires_at,
+                Source.CORRECTED_MEMORY,
+                decision,
+                when,
+                replaces=current.id,
+            )
             self._ctx.insert([record])
-            old = replace(current, version=current.version + 1, updated_at=now, valid_to=when,
-                          superseded_by=record.id)
+            old = replace(
+                current,
+                version=current.version + 1,
+                updated_at=now,
+                valid_to=when,
+                superseded_by=record.id,
+            )
             self._ctx.replace(scope, old, expected_version=current.version, reindex=False)
             return FactOutcome(FactAction.REPLACED, record, old)
-        conflicts = [*data.get("conflicts", []), {
-            "value": fact.value, "confidence": fact.confidence, "observed_at": when.isoformat(),
-            "source_ids": list(sources), "evidence": fact.evidence}]
-        kept = replace(current, version=current.version + 1, updated_at=now,
-                       content=replace(current.content,
-                                       structured={**data, "conflicts": conflicts}))
+        conflicts = [
+            *data.get("conflicts", []),
+            {
+                "value": fact.value,
+                "confidence": fact.confidence,
+                "observed_at": when.isoformat(),
+                "source_ids": list(sources),
+                "evidence": fact.evidence,
+            },
+        ]
+        kept = replace(
+            current,
+            version=current.version + 1,
+            updated_at=now,
+            content=replace(current.content, structured={**data, "conflicts": conflicts}),
+        )
         self._ctx.replace(scope, kept, expected_version=current.version, reindex=False)
         return FactOutcome(FactAction.CONFLICT, kept)
 
-    def _new(self, scope: Scope, fact: ExtractedFact, sources: Sequence[str],
-             expires_at: datetime | None, source: Source, decision: FactDecision,
-             now: datetime, replaces: str | None = None) -> MemoryRecord:
+    def _new(
+        self,
+        scope: Scope,
+        fact: ExtractedFact,
+        sources: Sequence[str],
+        expires_at: datetime | None,
+        source: Source,
+        decision: FactDecision,
+        now: datetime,
+        replaces: str | None = None,
+    ) -> MemoryRecord:
         structured: dict[str, Any] = {
-            "category": fact.category, "key": fact.key, "value": fact.value,
-            "confidence": decision.confidence, "mentions": decision.mentions,
-            "first_observed": now.isoformat(), "last_updated": now.isoformat(),
-            "expires_at": _iso(expires_at), "evidence": fact.evidence, "conflicts": []}
+            "category": fact.category,
+            "key": fact.key,
+            "value": fact.value,
+            "confidence": decision.confidence,
+            "mentions": decision.mentions,
+            "first_observed": now.isoformat(),
+            "last_updated": now.isoformat(),
+            "expires_at": _iso(expires_at),
+            "evidence": fact.evidence,
+            "conflicts": [],
+        }
         if replaces:
             structured["replaces"] = replaces
         return build_record(
-            self._ctx, scope, f"{fact.key}: {fact.value}", type=RecordType.FACT,
-            importance=max(0.6, min(1.0, decision.confidence)), confidence=decision.confidence,
-            structured=structured, metadata={"category": fact.category, "key": fact.key},
-            source=source, source_ids=sources, tags=(fact.category,), valid_from=now,
-            observed_at=now)
+            self._ctx,
+            scope,
+            f"{fact.key}: {fact.value}",
+            type=RecordType.FACT,
+            importance=max(0.6, min(1.0, decision.confidence)),
+            confidence=decision.confidence,
+            structured=structured,
+            metadata={"category": fact.category, "key": fact.key},
+            source=source,
+            source_ids=sources,
+            tags=(fact.category,),
+            valid_from=now,
+            observed_at=now,
+        )
 
 
 def _seen(record: MemoryRecord) -> set[str]:
@@ -244,8 +339,11 @@ class FactExtractionStep:
         try:
             return self._ctx.llm.extract_facts([text])
         except Exception as exc:  # a failing model degrades to the heuristic, never breaks
-            log.warning("fact extraction via %s failed (%s); using the heuristic",
-                        getattr(self._ctx.llm, "name", "llm"), exc)
+            log.warning(
+                "fact extraction via %s failed (%s); using the heuristic",
+                getattr(self._ctx.llm, "name", "llm"),
+                exc,
+            )
             return self._fallback.extract_facts([text])
 
     def on_messages(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:

@@ -49,7 +49,9 @@ _ACK_PHRASES = frozenset(_ACK_TEXT.split())
 _ACK_SPLIT = re.compile(r"[\s\W_]+", re.UNICODE)
 _ERROR = re.compile(
     r"^\s*(?:error\b|exception\b|traceback\b|fatal\b|failed\b|failure\b|\w+(?:Error|Exception):)"
-    r"|^\s*(?:错误|异常|失败|报错)", re.IGNORECASE)
+    r"|^\s*(?:错误|异常|失败|报错)",
+    re.IGNORECASE,
+)
 
 
 def _by_time(messages: Sequence[MemoryRecord]) -> list[MemoryRecord]:
@@ -71,8 +73,13 @@ def group_rounds(messages: Sequence[MemoryRecord]) -> list[list[MemoryRecord]]:
     return rounds
 
 
-def window_of(rounds: Sequence[Sequence[MemoryRecord]], *, max_rounds: int, token_cap: int,
-              counter: TokenCounter | None = None) -> list[MemoryRecord]:
+def window_of(
+    rounds: Sequence[Sequence[MemoryRecord]],
+    *,
+    max_rounds: int,
+    token_cap: int,
+    counter: TokenCounter | None = None,
+) -> list[MemoryRecord]:
     """The turns still in the window: the last ``max_rounds`` rounds, then as many of the
     newest turns as fit in ``token_cap`` tokens (the oldest go first; a turn is kept whole or
     not at all, so the window never exceeds the cap)."""
@@ -91,8 +98,9 @@ def window_of(rounds: Sequence[Sequence[MemoryRecord]], *, max_rounds: int, toke
     return kept
 
 
-def left_window(messages: Sequence[MemoryRecord],
-                window: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+def left_window(
+    messages: Sequence[MemoryRecord], window: Sequence[MemoryRecord]
+) -> list[MemoryRecord]:
     """The turns that have left the window (every turn older than its first), oldest first."""
     ordered = _by_time(messages)
     if not window:
@@ -118,16 +126,20 @@ def _is_ack_part(part: str) -> bool:
     spaces: "好的谢谢" is "好的" + "谢谢")."""
     if part in _ACK_PHRASES:
         return True
-    return any(part.startswith(p) and _is_ack_part(part[len(p):])
-               for p in _ACK_PHRASES if len(p) < len(part))
+    return any(
+        part.startswith(p) and _is_ack_part(part[len(p) :])
+        for p in _ACK_PHRASES
+        if len(p) < len(part)
+    )
 
 
 def is_error_message(text: str) -> bool:
     return bool(_ERROR.search(text))
 
 
-def compress_for_context(messages: Sequence[MemoryRecord], *, tool_max_chars: int = 500,
-                         ack_max_chars: int = 20) -> list[MemoryRecord]:
+def compress_for_context(
+    messages: Sequence[MemoryRecord], *, tool_max_chars: int = 500, ack_max_chars: int = 20
+) -> list[MemoryRecord]:
     """Rule compression for rendering (seed 000 §7); returns new record objects, never
     touches the store. Order is kept."""
     out: list[MemoryRecord] = []
@@ -143,8 +155,9 @@ def compress_for_context(messages: Sequence[MemoryRecord], *, tool_max_chars: in
             seen_errors.add(key)
         if message.role is Role.TOOL and len(text) > tool_max_chars:
             cut = text[:tool_max_chars] + TRUNCATION_MARKER.format(n=len(text) - tool_max_chars)
-            message = replace(message, content=Content(cut, message.content.summary,
-                                                       message.content.structured))
+            message = replace(
+                message, content=Content(cut, message.content.summary, message.content.structured)
+            )
         out.append(message)
     return out
 
@@ -164,8 +177,9 @@ class ShortTermService:
         out: list[MemoryRecord] = []
         page = 1000
         while True:
-            batch = self._ctx.store.list(scope, filters, limit=page, offset=len(out),
-                                         newest_first=False)
+            batch = self._ctx.store.list(
+                scope, filters, limit=page, offset=len(out), newest_first=False
+            )
             out.extend(batch)
             if len(batch) < page:
                 return _by_time(out)
@@ -176,8 +190,12 @@ class ShortTermService:
     def _split(self, scope: Scope) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
         messages = self.messages(scope)
         cfg = self._ctx.config
-        window = window_of(group_rounds(messages), max_rounds=cfg.short_term_rounds,
-                           token_cap=cfg.short_term_token_cap, counter=self._counter)
+        window = window_of(
+            group_rounds(messages),
+            max_rounds=cfg.short_term_rounds,
+            token_cap=cfg.short_term_token_cap,
+            counter=self._counter,
+        )
         return window, left_window(messages, window)
 
     def recent(self, scope: Scope) -> list[MemoryRecord]:
@@ -195,13 +213,17 @@ class ShortTermService:
         starts = tokens = 0
         page = 100
         while True:
-            batch = self._ctx.store.list(scope, filters, limit=page, offset=len(out),
-                                         newest_first=True)
+            batch = self._ctx.store.list(
+                scope, filters, limit=page, offset=len(out), newest_first=True
+            )
             out.extend(batch)
             starts += sum(1 for r in batch if r.role is Role.USER)
             tokens += sum(count(r.text) for r in batch)
-            if (len(batch) < page or starts > cfg.short_term_rounds
-                    or tokens > cfg.short_term_token_cap):
+            if (
+                len(batch) < page
+                or starts > cfg.short_term_rounds
+                or tokens > cfg.short_term_token_cap
+            ):
                 return _by_time(out)
 
     def left_by(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
@@ -219,12 +241,13 @@ class ShortTermService:
         cfg = self._ctx.config
         count = self._counter or estimate_tokens
         filters = Filters(types=frozenset({RecordType.MESSAGE}))
-        read: list[MemoryRecord] = []     # newest first, from the newest of ``ids`` down
+        read: list[MemoryRecord] = []  # newest first, from the newest of ``ids`` down
         found = starts = tokens = offset = 0
         page = 100
         while True:
-            batch = self._ctx.store.list(scope, filters, limit=page, offset=offset,
-                                         newest_first=True)
+            batch = self._ctx.store.list(
+                scope, filters, limit=page, offset=offset, newest_first=True
+            )
             offset += len(batch)
             for r in batch:
                 if not read and r.id not in want:
@@ -235,26 +258,51 @@ class ShortTermService:
                 else:
                     starts += r.role is Role.USER
                     tokens += count(r.text)
-            if len(batch) < page or (found == len(want) and (
-                    starts > cfg.short_term_rounds + 1 or tokens > cfg.short_term_token_cap)):
+            if len(batch) < page or (
+                found == len(want)
+                and (starts > cfg.short_term_rounds + 1 or tokens > cfg.short_term_token_cap)
+            ):
                 break
         if not read:
             return []
         ordered = list(reversed(read))
         before = [m for m in ordered if m.id not in want]
-        after_left = left_window(ordered, window_of(
-            group_rounds(ordered), max_rounds=cfg.short_term_rounds,
-            token_cap=cfg.short_term_token_cap, counter=self._counter))
-        gone_before = {m.id for m in left_window(before, window_of(
-            group_rounds(before), max_rounds=cfg.short_term_rounds,
-            token_cap=cfg.short_term_token_cap, counter=self._counter))} if before else set()
+        after_left = left_window(
+            ordered,
+            window_of(
+                group_rounds(ordered),
+                max_rounds=cfg.short_term_rounds,
+                token_cap=cfg.short_term_token_cap,
+                counter=self._counter,
+            ),
+        )
+        gone_before = (
+            {
+                m.id
+                for m in left_window(
+                    before,
+                    window_of(
+                        group_rounds(before),
+                        max_rounds=cfg.short_term_rounds,
+                        token_cap=cfg.short_term_token_cap,
+                        counter=self._counter,
+                    ),
+                )
+            }
+            if before
+            else set()
+        )
         return [m for m in after_left if m.id not in gone_before]
 
     def window(self, scope: Scope) -> list[MemoryRecord]:
         """The turns in the window, oldest first (uncompressed)."""
         cfg = self._ctx.config
-        return window_of(group_rounds(self.recent(scope)), max_rounds=cfg.short_term_rounds,
-                         token_cap=cfg.short_term_token_cap, counter=self._counter)
+        return window_of(
+            group_rounds(self.recent(scope)),
+            max_rounds=cfg.short_term_rounds,
+            token_cap=cfg.short_term_token_cap,
+            counter=self._counter,
+        )
 
     def overflowed(self, scope: Scope) -> list[MemoryRecord]:
         """The turns that have left the window, oldest first."""
@@ -263,5 +311,8 @@ class ShortTermService:
     def render(self, scope: Scope) -> list[MemoryRecord]:
         """The window after rule compression, for context assembly."""
         cfg = self._ctx.config
-        return compress_for_context(self.window(scope), tool_max_chars=cfg.tool_output_max_chars,
-                                    ack_max_chars=cfg.ack_max_chars)
+        return compress_for_context(
+            self.window(scope),
+            tool_max_chars=cfg.tool_output_max_chars,
+            ack_max_chars=cfg.ack_max_chars,
+        )

@@ -50,9 +50,19 @@ class LayerStack:
             FactExtractionStep(ctx),
             ConversationEpisodeStep(ctx),
         ]
-        return cls(ctx, short, mid, summaries, KeyMemoryService(ctx), FactService(ctx),
-                   episodes, KnowledgeService(ctx), procedures,
-                   TaskService(ctx, episodes, procedures), Pipeline(ctx, steps))
+        return cls(
+            ctx,
+            short,
+            mid,
+            summaries,
+            KeyMemoryService(ctx),
+            FactService(ctx),
+            episodes,
+            KnowledgeService(ctx),
+            procedures,
+            TaskService(ctx, episodes, procedures),
+            Pipeline(ctx, steps),
+        )
 
     def handlers(self) -> dict[str, object]:
         def cluster_hits(job: Job) -> None:

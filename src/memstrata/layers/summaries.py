@@ -85,8 +85,17 @@ def final_block(rounds: int, covered_until: int) -> tuple[int, int] | None:
 
 def summary_id(scope: Scope, kind: str, start: int = 0, end: int = 0) -> str:
     """A stable id for one summary of one session, so a re-run cannot write a second copy."""
-    key = "\x1f".join([scope.tenant, scope.user, scope.agent or "", scope.session or "",
-                       kind, str(start), str(end)])
+    key = "\x1f".join(
+        [
+            scope.tenant,
+            scope.user,
+            scope.agent or "",
+            scope.session or "",
+            kind,
+            str(start),
+            str(end),
+        ]
+    )
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
@@ -108,11 +117,13 @@ def clean_summary(text: object, max_words: int) -> str | None:
     return truncate_words(body, max_words).strip() or None
 
 
-def render_turns(messages: Sequence[MemoryRecord], *, tool_max_chars: int = 500,
-                 ack_max_chars: int = 20) -> list[str]:
+def render_turns(
+    messages: Sequence[MemoryRecord], *, tool_max_chars: int = 500, ack_max_chars: int = 20
+) -> list[str]:
     """``"role: text"`` lines after rule compression, for a summariser."""
-    kept = compress_for_context(messages, tool_max_chars=tool_max_chars,
-                                ack_max_chars=ack_max_chars)
+    kept = compress_for_context(
+        messages, tool_max_chars=tool_max_chars, ack_max_chars=ack_max_chars
+    )
     return [f"{m.role.value if m.role else 'note'}: {m.text}" for m in kept]
 
 
@@ -124,22 +135,31 @@ class SummaryService:
 
     def summaries(self, scope: Scope, *, include_deleted: bool = False) -> list[MemoryRecord]:
         """The session's range summaries, in step order."""
-        filters = Filters(types=_SUMMARY_TYPES, include_deleted=include_deleted,
-                          metadata=(MetadataCondition("summary_kind", "eq", "range"),))
+        filters = Filters(
+            types=_SUMMARY_TYPES,
+            include_deleted=include_deleted,
+            metadata=(MetadataCondition("summary_kind", "eq", "range"),),
+        )
         records = self._ctx.store.list(scope, filters, limit=10_000, newest_first=False)
         return sorted(records, key=lambda r: int(r.content.structured.get("step_start", 0)))
 
     def covered_until(self, scope: Scope) -> int:
-        return max((int(r.content.structured.get("step_end", 0))
-                    for r in self.summaries(scope, include_deleted=True)), default=0)
+        return max(
+            (
+                int(r.content.structured.get("step_end", 0))
+                for r in self.summaries(scope, include_deleted=True)
+            ),
+            default=0,
+        )
 
     def _last_range(self, scope: Scope) -> MemoryRecord | None:
         """The session's newest range summary (deleted ones count: a range is never
         summarised twice), read newest first a few records at a time."""
         filters = Filters(types=_SUMMARY_TYPES, include_deleted=True)
         offset = 0
-        while batch := self._ctx.store.list(scope, filters, limit=8, offset=offset,
-                                            newest_first=True):
+        while batch := self._ctx.store.list(
+            scope, filters, limit=8, offset=offset, newest_first=True
+        ):
             for r in batch:
                 if r.content.structured.get("kind") == "range":
                     return r
@@ -159,8 +179,9 @@ class SummaryService:
             filters = replace(filters, observed_after=last.observed_at)
         turns: list[MemoryRecord] = []
         offset = 0
-        while batch := self._ctx.store.list(scope, filters, limit=500, offset=offset,
-                                            newest_first=False):
+        while batch := self._ctx.store.list(
+            scope, filters, limit=500, offset=offset, newest_first=False
+        ):
             offset += len(batch)
             turns.extend(m for m in batch if m.id not in skip)
         rounds = group_rounds(turns)
@@ -173,8 +194,9 @@ class SummaryService:
     def summarize_due(self, scope: Scope) -> list[MemoryRecord]:
         """Summaries of every complete, uncovered block of ``summary_every_rounds`` rounds."""
         covered, rounds = self._open_rounds(scope)
-        blocks = due_blocks(covered + len(rounds) - 1, covered,
-                            self._ctx.config.summary_every_rounds)
+        blocks = due_blocks(
+            covered + len(rounds) - 1, covered, self._ctx.config.summary_every_rounds
+        )
         return [r for b in blocks if (r := self._write_range(scope, rounds, b, False, covered))]
 
     def summarize_session_end(self, scope: Scope) -> list[MemoryRecord]:
@@ -204,40 +226,63 @@ class SummaryService:
                 raw = llm.summarize(texts, max_words=max_words)
             answer = clean_summary(raw, max_words)
         except Exception as exc:  # any provider failure: the offline summary instead
-            log.warning("summary by %s failed (%s: %s); using the offline summariser",
-                        llm.name, type(exc).__name__, exc)
+            log.warning(
+                "summary by %s failed (%s: %s); using the offline summariser",
+                llm.name,
+                type(exc).__name__,
+                exc,
+            )
             answer = None
         if answer is not None and isinstance(writer, str) and writer:
             return answer, writer
-        fallback = clean_summary(HeuristicLLM().summarize(texts, max_words=max_words),
-                                 max_words)
+        fallback = clean_summary(HeuristicLLM().summarize(texts, max_words=max_words), max_words)
         if fallback is None:  # nothing extractable: keep the words themselves
             fallback = truncate_words(" ".join(texts), max_words).strip() or "(no content)"
         return fallback, "heuristic-fallback"
 
-    def _record(self, scope: Scope, rid: str, text: str, messages: Sequence[MemoryRecord],
-                structured: dict[str, object], kind: str, provider: str) -> MemoryRecord:
+    def _record(
+        self,
+        scope: Scope,
+        rid: str,
+        text: str,
+        messages: Sequence[MemoryRecord],
+        structured: dict[str, object],
+        kind: str,
+        provider: str,
+    ) -> MemoryRecord:
         now = self._ctx.clock.now()
         vis = Visibility.PRIVATE if scope.agent else Visibility.SHARED
         return MemoryRecord(
-            id=rid, tenant=scope.tenant, user=scope.user, agent=scope.agent,
-            session=scope.session, type=RecordType.SUMMARY, content=Content(text,
-                                                                            structured=structured),
-            created_at=now, updated_at=now, observed_at=messages[-1].observed_at,
-            embedding_model=self._ctx.embedder.model_id, embedding_dims=self._ctx.embedder.dims,
-            importance=0.6, source=Source.SYSTEM_GENERATED, access=AccessControl(visibility=vis),
+            id=rid,
+            tenant=scope.tenant,
+            user=scope.user,
+            agent=scope.agent,
+            session=scope.session,
+            type=RecordType.SUMMARY,
+            content=Content(text, structured=structured),
+            created_at=now,
+            updated_at=now,
+            observed_at=messages[-1].observed_at,
+            embedding_model=self._ctx.embedder.model_id,
+            embedding_dims=self._ctx.embedder.dims,
+            importance=0.6,
+            source=Source.SYSTEM_GENERATED,
+            access=AccessControl(visibility=vis),
             source_ids=tuple(m.id for m in messages),
             metadata={"summary_kind": kind, "summarizer": provider},
-            content_hash=content_hash(text))
+            content_hash=content_hash(text),
+        )
 
-    def _write(self, scope: Scope, record: MemoryRecord, turns: Sequence[MemoryRecord]
-               ) -> RecordWrite:
+    def _write(
+        self, scope: Scope, record: MemoryRecord, turns: Sequence[MemoryRecord]
+    ) -> RecordWrite:
         """A summary's index entry. Its vector is the normalised mean of its turns' vectors,
         which the embedding cache already holds (they were embedded when the turns were
         added): a summary says again what its turns said, and embedding its ~200 words
         would cost the model as much as ten turns. Its lexical terms are its own words."""
-        vectors = np.asarray(self._ctx.embedder_for(scope).embed_batch(
-            [m.text for m in turns]), dtype=np.float64)
+        vectors = np.asarray(
+            self._ctx.embedder_for(scope).embed_batch([m.text for m in turns]), dtype=np.float64
+        )
         mean = vectors.mean(axis=0)
         norm = float(np.linalg.norm(mean))
         if norm <= 0:  # turns that cancel out (or none): embed the summary text itself
@@ -250,23 +295,34 @@ class SummaryService:
         except NotFoundError:
             return None
 
-    def _write_range(self, scope: Scope, rounds: Sequence[Sequence[MemoryRecord]],
-                     block: tuple[int, int], final: bool,
-                     first: int = 0) -> MemoryRecord | None:
+    def _write_range(
+        self,
+        scope: Scope,
+        rounds: Sequence[Sequence[MemoryRecord]],
+        block: tuple[int, int],
+        final: bool,
+        first: int = 0,
+    ) -> MemoryRecord | None:
         """``rounds[0]`` is round ``first + 1`` of the session."""
         start, end = block
         rid = summary_id(scope, "range", start, end)
         if self._exists(scope, rid) is not None:
             return None
-        messages = [m for r in rounds[start - 1 - first:end - first] for m in r]
+        messages = [m for r in rounds[start - 1 - first : end - first] for m in r]
         cfg = self._ctx.config
-        text, provider = self.summarize(render_turns(
-            messages, tool_max_chars=cfg.tool_output_max_chars, ack_max_chars=cfg.ack_max_chars))
+        text, provider = self.summarize(
+            render_turns(
+                messages, tool_max_chars=cfg.tool_output_max_chars, ack_max_chars=cfg.ack_max_chars
+            )
+        )
         structured: dict[str, object] = {
-            "kind": "range", "step_start": start, "step_end": end,
+            "kind": "range",
+            "step_start": start,
+            "step_end": end,
             "time_start": messages[0].observed_at.isoformat(),
             "time_end": messages[-1].observed_at.isoformat(),
-            "session": scope.session, "final": final,
+            "session": scope.session,
+            "final": final,
         }
         record = self._record(scope, rid, text, messages, structured, "range", provider)
         self._ctx.store.insert([self._write(scope, record, messages)])
@@ -293,29 +349,39 @@ class SummaryService:
         if not fresh:
             return current
         cfg = self._ctx.config
-        texts = render_turns(fresh, tool_max_chars=cfg.tool_output_max_chars,
-                             ack_max_chars=cfg.ack_max_chars)
+        texts = render_turns(
+            fresh, tool_max_chars=cfg.tool_output_max_chars, ack_max_chars=cfg.ack_max_chars
+        )
         if current is not None:
             texts = [f"Earlier: {current.text}", *texts]
         text, provider = self.summarize(texts)
         # Provenance keeps the newest turns folded in (a list of every turn would make each
         # version grow with the session); ``turns`` counts them all.
         ids = (*(current.source_ids if current else ()), *(m.id for m in fresh))[-_ROLLING_IDS:]
-        folded = int(current.content.structured.get("turns", len(current.source_ids))
-                     ) if current is not None else 0
-        start = (current.content.structured.get("time_start") if current
-                 else fresh[0].observed_at.isoformat())
+        folded = (
+            int(current.content.structured.get("turns", len(current.source_ids)))
+            if current is not None
+            else 0
+        )
+        start = (
+            current.content.structured.get("time_start")
+            if current
+            else fresh[0].observed_at.isoformat()
+        )
         structured: dict[str, object] = {
-            "kind": "rolling", "session": scope.session, "time_start": start,
-            "time_end": fresh[-1].observed_at.isoformat(), "turns": folded + len(fresh),
+            "kind": "rolling",
+            "session": scope.session,
+            "time_start": start,
+            "time_end": fresh[-1].observed_at.isoformat(),
+            "turns": folded + len(fresh),
         }
         record = self._record(scope, rid, text, fresh, structured, "rolling", provider)
         record = replace(record, source_ids=ids)
         if current is None:
             self._ctx.store.insert([self._write(scope, record, fresh)])
         else:
-            record = replace(record, created_at=current.created_at,
-                             version=current.version + 1)
-            self._ctx.store.replace(scope, self._write(scope, record, fresh),
-                                    expected_version=current.version)
+            record = replace(record, created_at=current.created_at, version=current.version + 1)
+            self._ctx.store.replace(
+                scope, self._write(scope, record, fresh), expected_version=current.version
+            )
         return record

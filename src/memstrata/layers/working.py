@@ -27,12 +27,18 @@ from .base import LayerContext
 from .episodic import EpisodeService
 from .procedural import ProceduralService
 
-__all__ = ["STEP_STATUS_ALIASES", "StepStatus", "TaskCompletion", "TaskService",
-           "parse_step_status", "render"]
+__all__ = [
+    "STEP_STATUS_ALIASES",
+    "StepStatus",
+    "TaskCompletion",
+    "TaskService",
+    "parse_step_status",
+    "render",
+]
 
 
 log = logging.getLogger(__name__)
-_MAX_NOTES = 50   # the scratchpad keeps the newest notes; older ones stay in history
+_MAX_NOTES = 50  # the scratchpad keeps the newest notes; older ones stay in history
 
 
 class StepStatus(StrEnum):
@@ -44,12 +50,25 @@ class StepStatus(StrEnum):
 
 # Words agents and people use for a step's state, mapped to the four statuses.
 STEP_STATUS_ALIASES: Mapping[str, str] = {
-    "todo": "pending", "open": "pending", "not_started": "pending",
-    "doing": "in_progress", "started": "in_progress", "running": "in_progress",
-    "in-progress": "in_progress", "active": "in_progress", "wip": "in_progress",
-    "done": "completed", "complete": "completed", "finished": "completed", "ok": "completed",
-    "success": "completed", "succeeded": "completed",
-    "fail": "failed", "error": "failed", "errored": "failed", "failure": "failed",
+    "todo": "pending",
+    "open": "pending",
+    "not_started": "pending",
+    "doing": "in_progress",
+    "started": "in_progress",
+    "running": "in_progress",
+    "in-progress": "in_progress",
+    "active": "in_progress",
+    "wip": "in_progress",
+    "done": "completed",
+    "complete": "completed",
+    "finished": "completed",
+    "ok": "completed",
+    "success": "completed",
+    "succeeded": "completed",
+    "fail": "failed",
+    "error": "failed",
+    "errored": "failed",
+    "failure": "failed",
 }
 
 
@@ -64,16 +83,22 @@ def parse_step_status(status: StepStatus | str) -> StepStatus:
         aliases = ", ".join(f"{a}={t}" for a, t in STEP_STATUS_ALIASES.items())
         raise ValidationError(
             f"step status {status!r} is not one of: "
-            + ", ".join(s.value for s in StepStatus) + f" (aliases: {aliases})") from None
+            + ", ".join(s.value for s in StepStatus)
+            + f" (aliases: {aliases})"
+        ) from None
 
 
-_MARK = {StepStatus.PENDING: "[ ]", StepStatus.IN_PROGRESS: "[~]",
-         StepStatus.COMPLETED: "[x]", StepStatus.FAILED: "[!]"}
+_MARK = {
+    StepStatus.PENDING: "[ ]",
+    StepStatus.IN_PROGRESS: "[~]",
+    StepStatus.COMPLETED: "[x]",
+    StepStatus.FAILED: "[!]",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class TaskCompletion:
-    task: MemoryRecord            # the closed task record
+    task: MemoryRecord  # the closed task record
     reflection: Reflection
     episode: MemoryRecord
     patterns: list[MemoryRecord]  # procedural patterns written or updated
@@ -82,8 +107,11 @@ class TaskCompletion:
 def render(task: MemoryRecord | Mapping[str, Any]) -> str:
     """The "Current Task State" block (pure)."""
     data = task.content.structured if isinstance(task, MemoryRecord) else task
-    lines = ["## Current Task State", f"Goal: {data.get('goal', '')}",
-             f"Status: {data.get('status', 'active')} · iteration {data.get('iteration', 0)}"]
+    lines = [
+        "## Current Task State",
+        f"Goal: {data.get('goal', '')}",
+        f"Status: {data.get('status', 'active')} · iteration {data.get('iteration', 0)}",
+    ]
     steps = data.get("steps", [])
     if steps:
         lines.append("Plan:")
@@ -102,13 +130,21 @@ def render(task: MemoryRecord | Mapping[str, Any]) -> str:
 
 
 def _step(description: str) -> dict[str, Any]:
-    return {"description": description, "status": StepStatus.PENDING.value, "result": None,
-            "error": None}
+    return {
+        "description": description,
+        "status": StepStatus.PENDING.value,
+        "result": None,
+        "error": None,
+    }
 
 
 class TaskService:
-    def __init__(self, ctx: LayerContext, episodes: EpisodeService | None = None,
-                 procedures: ProceduralService | None = None) -> None:
+    def __init__(
+        self,
+        ctx: LayerContext,
+        episodes: EpisodeService | None = None,
+        procedures: ProceduralService | None = None,
+    ) -> None:
         self._ctx = ctx
         self._episodes = episodes or EpisodeService(ctx)
         self._procedures = procedures or ProceduralService(ctx)
@@ -125,15 +161,24 @@ class TaskService:
             raise NotFoundError(f"no active task in {scope}; start one with tasks.start()")
         return task
 
-    def _write(self, scope: Scope, task: MemoryRecord, data: Mapping[str, Any], *,
-               status: str | None = None) -> MemoryRecord:
+    def _write(
+        self,
+        scope: Scope,
+        task: MemoryRecord,
+        data: Mapping[str, Any],
+        *,
+        status: str | None = None,
+    ) -> MemoryRecord:
         data = dict(data)
         if status is not None:
             data["status"] = status
-        updated = replace(task, version=task.version + 1, updated_at=self._ctx.clock.now(),
-                          content=replace(task.content, raw=render(data), structured=data),
-                          metadata={**task.metadata,
-                                    "task_status": data.get("status", "active")})
+        updated = replace(
+            task,
+            version=task.version + 1,
+            updated_at=self._ctx.clock.now(),
+            content=replace(task.content, raw=render(data), structured=data),
+            metadata={**task.metadata, "task_status": data.get("status", "active")},
+        )
         return self._ctx.replace(scope, updated, expected_version=task.version, reindex=False)
 
     def start(self, scope: Scope, goal: str, steps: Sequence[str] = ()) -> MemoryRecord:
@@ -146,29 +191,47 @@ class TaskService:
         if previous is not None:
             self._write(scope, previous, previous.content.structured, status="abandoned")
         data: dict[str, Any] = {
-            "goal": goal.strip(), "steps": [_step(s) for s in steps], "notes": [],
-            "iteration": 0, "status": "active", "tools": [],
-            "started_at": self._ctx.clock.now().isoformat()}
-        record = build_record(self._ctx, scope, render(data), type=RecordType.TASK,
-                              importance=0.5, structured=data,
-                              metadata={"task_status": "active"})
+            "goal": goal.strip(),
+            "steps": [_step(s) for s in steps],
+            "notes": [],
+            "iteration": 0,
+            "status": "active",
+            "tools": [],
+            "started_at": self._ctx.clock.now().isoformat(),
+        }
+        record = build_record(
+            self._ctx,
+            scope,
+            render(data),
+            type=RecordType.TASK,
+            importance=0.5,
+            structured=data,
+            metadata={"task_status": "active"},
+        )
         self._ctx.insert([record])
         return record
 
-    def update_step(self, scope: Scope, index: int, status: StepStatus | str,
-                    result: str | None = None, error: str | None = None) -> MemoryRecord:
+    def update_step(
+        self,
+        scope: Scope,
+        index: int,
+        status: StepStatus | str,
+        result: str | None = None,
+        error: str | None = None,
+    ) -> MemoryRecord:
         """Set step ``index`` (0-based) to ``status`` with its result or error."""
         task = self._require(scope)
         data = dict(task.content.structured)
         steps = [dict(s) for s in data["steps"]]
-        if isinstance(index, bool) or not isinstance(index, int) \
-                or not 0 <= index < len(steps):
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(steps):
             valid = f"0..{len(steps) - 1}" if steps else "none (the plan has no steps)"
             raise ValidationError(f"task step index {index!r} is out of range; valid: {valid}")
         new_status = parse_step_status(status)
-        steps[index].update(status=new_status.value,
-                            result=result if result is not None else steps[index]["result"],
-                            error=error if error is not None else steps[index]["error"])
+        steps[index].update(
+            status=new_status.value,
+            result=result if result is not None else steps[index]["result"],
+            error=error if error is not None else steps[index]["error"],
+        )
         data["steps"] = steps
         return self._write(scope, task, data)
 
@@ -193,31 +256,54 @@ class TaskService:
         data["iteration"] = int(data["iteration"]) + 1
         return self._write(scope, task, data)
 
-    def complete(self, scope: Scope, success: bool, outcome: str, feedback: str = "", *,
-                 strategy: str = "sequential") -> TaskCompletion:
+    def complete(
+        self,
+        scope: Scope,
+        success: bool,
+        outcome: str,
+        feedback: str = "",
+        *,
+        strategy: str = "sequential",
+    ) -> TaskCompletion:
         """Close the active task: reflect, archive an episode, update procedural patterns."""
         task = self._require(scope)
         data = task.content.structured
         # The provider sees the outcome and feedback: redacted first, like everything stored.
-        outcome, feedback = (self._ctx.redact_query(scope, v) if isinstance(v, str) else v
-                             for v in (outcome, feedback))
+        outcome, feedback = (
+            self._ctx.redact_query(scope, v) if isinstance(v, str) else v
+            for v in (outcome, feedback)
+        )
         outcome_in = TaskOutcome(
-            goal=str(data["goal"]), steps=[s["description"] for s in data["steps"]],
-            step_statuses=[str(s["status"]) for s in data["steps"]], outcome=outcome,
-            success=success, feedback=feedback, tools=list(data.get("tools", [])))
+            goal=str(data["goal"]),
+            steps=[s["description"] for s in data["steps"]],
+            step_statuses=[str(s["status"]) for s in data["steps"]],
+            outcome=outcome,
+            success=success,
+            feedback=feedback,
+            tools=list(data.get("tools", [])),
+        )
         try:
             reflection = self._ctx.llm.reflect(outcome_in)
         except Exception as exc:  # a failing model degrades to the heuristic reflection
             log.warning("reflect failed (%s); using the heuristic reflection", exc)
             reflection = self._fallback.reflect(outcome_in)
-        episode = self._episodes.record_task(scope, outcome_in, reflection,
-                                             source_ids=(task.id,))
-        patterns = self._procedures.learn(scope, outcome_in, reflection, strategy=strategy,
-                                          source_ids=(task.id, episode.id))
-        closed = self._write(scope, task, {
-            **data, "outcome": outcome, "feedback": feedback, "success": success,
-            "episode_id": episode.id, "closed_at": self._ctx.clock.now().isoformat()},
-            status="completed" if success else "failed")
+        episode = self._episodes.record_task(scope, outcome_in, reflection, source_ids=(task.id,))
+        patterns = self._procedures.learn(
+            scope, outcome_in, reflection, strategy=strategy, source_ids=(task.id, episode.id)
+        )
+        closed = self._write(
+            scope,
+            task,
+            {
+                **data,
+                "outcome": outcome,
+                "feedback": feedback,
+                "success": success,
+                "episode_id": episode.id,
+                "closed_at": self._ctx.clock.now().isoformat(),
+            },
+            status="completed" if success else "failed",
+        )
         if feedback.strip():
             self._episodes.record_feedback(scope, feedback, source_ids=(task.id,))
         return TaskCompletion(closed, reflection, episode, patterns)

@@ -21,8 +21,9 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_API_KEY = "no-api-key-given"
 
 
-def make_client(*, base_url: str | None, api_key: str | None, timeout: float,
-                max_retries: int) -> Any:
+def make_client(
+    *, base_url: str | None, api_key: str | None, timeout: float, max_retries: int
+) -> Any:
     """An ``openai.OpenAI`` client configured only from the arguments."""
     try:
         import openai

@@ -20,10 +20,10 @@ class ExtractedFact(BaseModel):
     """A profile fact stated explicitly by the user (seed 001)."""
 
     category: str = Field(min_length=1, max_length=64)  # e.g. preference, identity, relation
-    key: str = Field(min_length=1, max_length=128)      # e.g. "favorite_drink"
+    key: str = Field(min_length=1, max_length=128)  # e.g. "favorite_drink"
     value: str = Field(min_length=1, max_length=2000)
     confidence: float = Field(ge=0.0, le=1.0)
-    evidence: str = ""                                  # the sentence it came from
+    evidence: str = ""  # the sentence it came from
 
 
 class TaskOutcome(BaseModel):
@@ -39,11 +39,13 @@ class TaskOutcome(BaseModel):
     feedback: str = ""
     tools: list[str] = Field(default_factory=list)
 
-
     def steps_with(self, status: str) -> list[str]:
         """The steps whose status is ``status``, in plan order."""
-        return [step for step, st in zip(self.steps, self.step_statuses, strict=False)
-                if st == status and step.strip()]
+        return [
+            step
+            for step, st in zip(self.steps, self.step_statuses, strict=False)
+            if st == status and step.strip()
+        ]
 
 
 class Reflection(BaseModel):
@@ -72,8 +74,9 @@ class LLM(Protocol):
 
     def reflect(self, task: TaskOutcome) -> Reflection: ...
 
-    def merge_profile(self, current: Mapping[str, str],
-                      incoming: Mapping[str, str]) -> dict[str, str]:
+    def merge_profile(
+        self, current: Mapping[str, str], incoming: Mapping[str, str]
+    ) -> dict[str, str]:
         """Merge two profiles field-wise; conflicting fields take ``incoming``."""
         ...
 

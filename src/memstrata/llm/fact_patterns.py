@@ -24,14 +24,39 @@ _ZEND = r"(?=[，。！？、；,.!?;\n]|$)"
 _I_AM = r"\b(?:I'm|I am|Im)\s+"
 
 _RELATIONS = {
-    "wife": "wife", "husband": "husband", "partner": "partner", "son": "son",
-    "daughter": "daughter", "mother": "mother", "mom": "mother", "mum": "mother",
-    "father": "father", "dad": "father", "brother": "brother", "sister": "sister",
-    "boyfriend": "boyfriend", "girlfriend": "girlfriend", "boss": "boss",
-    "妻子": "wife", "老婆": "wife", "太太": "wife", "丈夫": "husband", "老公": "husband",
-    "先生": "husband", "儿子": "son", "女儿": "daughter", "妈妈": "mother", "母亲": "mother",
-    "爸爸": "father", "父亲": "father", "哥哥": "brother", "弟弟": "brother",
-    "姐姐": "sister", "妹妹": "sister", "男朋友": "boyfriend", "女朋友": "girlfriend",
+    "wife": "wife",
+    "husband": "husband",
+    "partner": "partner",
+    "son": "son",
+    "daughter": "daughter",
+    "mother": "mother",
+    "mom": "mother",
+    "mum": "mother",
+    "father": "father",
+    "dad": "father",
+    "brother": "brother",
+    "sister": "sister",
+    "boyfriend": "boyfriend",
+    "girlfriend": "girlfriend",
+    "boss": "boss",
+    "妻子": "wife",
+    "老婆": "wife",
+    "太太": "wife",
+    "丈夫": "husband",
+    "老公": "husband",
+    "先生": "husband",
+    "儿子": "son",
+    "女儿": "daughter",
+    "妈妈": "mother",
+    "母亲": "mother",
+    "爸爸": "father",
+    "父亲": "father",
+    "哥哥": "brother",
+    "弟弟": "brother",
+    "姐姐": "sister",
+    "妹妹": "sister",
+    "男朋友": "boyfriend",
+    "女朋友": "girlfriend",
     "老板": "boss",
 }
 _EN_REL = "|".join(k for k in _RELATIONS if k.isascii())
@@ -62,8 +87,9 @@ class _Pattern:
         return re.compile(self.source, self.flags)
 
 
-def _p(pattern: str, category: str, key: str | KeyFn, confidence: float,
-       *, english: bool = True) -> _Pattern:
+def _p(
+    pattern: str, category: str, key: str | KeyFn, confidence: float, *, english: bool = True
+) -> _Pattern:
     flags = re.IGNORECASE if english else 0
     tail = _END if english else _ZEND
     key_fn: KeyFn = (lambda _m, k=key: k) if isinstance(key, str) else key  # type: ignore[misc]
@@ -79,72 +105,181 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # --- English ---
     _p(r"\bmy name is\s+" + _V, "identity", "name", 0.9),
     _p(r"\b(?:call me|I'm called|I am called)\s+" + _V, "identity", "name", 0.85),
-    _p(r"\bmy (?:favou?rite)\s+(?P<what>[\w ]{1,30}?)\s+(?:is|are)\s+" + _V, "preference",
-       lambda m: "favorite_" + _slug(m.group("what")), 0.9),
+    _p(
+        r"\bmy (?:favou?rite)\s+(?P<what>[\w ]{1,30}?)\s+(?:is|are)\s+" + _V,
+        "preference",
+        lambda m: "favorite_" + _slug(m.group("what")),
+        0.9,
+    ),
     _p(_I_AM + r"allergic to\s+" + _V, "health", "allergy", 0.9),
     _p(r"\b(?:my birthday is(?: on)?|I was born on)\s+" + _V, "identity", "birthday", 0.9),
-    _p(r"\bI (?:have|own|got) (?:a|an|two|three)\s+(?P<pet>" + _PETS + r")s?\s+"
-       r"(?:named|called)\s+" + _V, "relation", lambda m: "pet_" + m.group("pet").lower(),
-       0.85),
-    _p(r"\bmy (?P<rel>" + _EN_REL + r")(?:'s name is| is (?:named|called))\s+" + _V,
-       "relation", lambda m: _rel_key(m, "_name"), 0.85),
+    _p(
+        r"\bI (?:have|own|got) (?:a|an|two|three)\s+(?P<pet>" + _PETS + r")s?\s+"
+        r"(?:named|called)\s+" + _V,
+        "relation",
+        lambda m: "pet_" + m.group("pet").lower(),
+        0.85,
+    ),
+    _p(
+        r"\bmy (?P<rel>" + _EN_REL + r")(?:'s name is| is (?:named|called))\s+" + _V,
+        "relation",
+        lambda m: _rel_key(m, "_name"),
+        0.85,
+    ),
     _p(r"\bmy (?P<rel>" + _EN_REL + r") is\s+" + _V, "relation", _rel_key, 0.8),
     _p(r"\bI (?:live|am living|'m living) in\s+" + _V, "identity", "location", 0.85),
     _p(r"\b(?:I'm|I am) (?:based|located) in\s+" + _V, "identity", "location", 0.85),
     _p(r"\bI (?:come|am|'m) from\s+" + _V, "identity", "hometown", 0.8),
     _p(r"\bI work as (?:an? )?" + _V, "identity", "occupation", 0.85),
     _p(r"\bI work (?:at|for)\s+" + _V, "identity", "employer", 0.85),
-    _p(_I_AM + r"(?:an? )?(?P<value>vegetarian|vegan|pescatarian|teetotal|gluten[- ]free)",
-       "health", "diet", 0.85),
-    _p(_I_AM + r"(?:an?\s+)?(?:(?:big|huge|great|massive|total|real)\s+)?fan of\s+" + _V,
-       "preference", lambda m: "likes_" + _slug(m.group("value")), 0.8),
+    _p(
+        _I_AM + r"(?:an? )?(?P<value>vegetarian|vegan|pescatarian|teetotal|gluten[- ]free)",
+        "health",
+        "diet",
+        0.85,
+    ),
+    _p(
+        _I_AM + r"(?:an?\s+)?(?:(?:big|huge|great|massive|total|real)\s+)?fan of\s+" + _V,
+        "preference",
+        lambda m: "likes_" + _slug(m.group("value")),
+        0.8,
+    ),
     _p(_I_AM + r"an?\s+" + _V, "identity", "self_description", 0.8),
-    _p(r"\bI (?:don't|do not|dont|never) (?:like|enjoy|eat|drink)\s+" + _V, "preference",
-       lambda m: "dislikes_" + _slug(m.group("value")), 0.85),
-    _p(r"\bI (?:really |truly )?(?:hate|dislike|can't stand|cannot stand)\s+" + _V,
-       "preference", lambda m: "dislikes_" + _slug(m.group("value")), 0.85),
-    _p(r"\bI (?:really |truly |absolutely )?(?:like|love|enjoy|adore)\s+" + _V, "preference",
-       lambda m: "likes_" + _slug(m.group("value")), 0.8),
-    _p(r"\bI (?:usually |generally |always )?prefer\s+" + _V, "preference",
-       lambda m: "prefers_" + _slug(m.group("value")), 0.8),
+    _p(
+        r"\bI (?:don't|do not|dont|never) (?:like|enjoy|eat|drink)\s+" + _V,
+        "preference",
+        lambda m: "dislikes_" + _slug(m.group("value")),
+        0.85,
+    ),
+    _p(
+        r"\bI (?:really |truly )?(?:hate|dislike|can't stand|cannot stand)\s+" + _V,
+        "preference",
+        lambda m: "dislikes_" + _slug(m.group("value")),
+        0.85,
+    ),
+    _p(
+        r"\bI (?:really |truly |absolutely )?(?:like|love|enjoy|adore)\s+" + _V,
+        "preference",
+        lambda m: "likes_" + _slug(m.group("value")),
+        0.8,
+    ),
+    _p(
+        r"\bI (?:usually |generally |always )?prefer\s+" + _V,
+        "preference",
+        lambda m: "prefers_" + _slug(m.group("value")),
+        0.8,
+    ),
     # --- Chinese ---
-    _p(r"(?:我的名字是|我名字叫|我的名字叫|我叫)" + _ZV, "identity", "name", 0.9,
-       english=False),
-    _p(r"我最喜欢的(?P<what>[^，。！？是]{1,10})是" + _ZV, "preference",
-       lambda m: "favorite_" + m.group("what"), 0.9, english=False),
-    _p(r"我对" + r"(?P<value>[^，。！？、；,.!?;\n]{1,30}?)过敏", "health", "allergy", 0.9,
-       english=False),
-    _p(r"(?:我的生日是|我生日是|我出生于|我的生日在)" + _ZV, "identity", "birthday", 0.9,
-       english=False),
-    _p(r"我(?:养了|有)(?:一只|一条|一个|只|条)?(?P<pet>" + _ZH_PETS + r")[，,]?"
-       r"(?:名叫|叫做|名字叫|叫)" + _ZV, "relation", lambda m: "pet_" + m.group("pet"),
-       0.85, english=False),
+    _p(r"(?:我的名字是|我名字叫|我的名字叫|我叫)" + _ZV, "identity", "name", 0.9, english=False),
+    _p(
+        r"我最喜欢的(?P<what>[^，。！？是]{1,10})是" + _ZV,
+        "preference",
+        lambda m: "favorite_" + m.group("what"),
+        0.9,
+        english=False,
+    ),
+    _p(
+        r"我对" + r"(?P<value>[^，。！？、；,.!?;\n]{1,30}?)过敏",
+        "health",
+        "allergy",
+        0.9,
+        english=False,
+    ),
+    _p(
+        r"(?:我的生日是|我生日是|我出生于|我的生日在)" + _ZV,
+        "identity",
+        "birthday",
+        0.9,
+        english=False,
+    ),
+    _p(
+        r"我(?:养了|有)(?:一只|一条|一个|只|条)?(?P<pet>" + _ZH_PETS + r")[，,]?"
+        r"(?:名叫|叫做|名字叫|叫)" + _ZV,
+        "relation",
+        lambda m: "pet_" + m.group("pet"),
+        0.85,
+        english=False,
+    ),
     _p(r"我养了(?:一只|一条|两只|只|条)?" + _ZV, "relation", "pet", 0.8, english=False),
-    _p(r"我的?(?P<rel>" + _ZH_REL + r")(?:的名字)?(?:叫做|名叫|叫)" + _ZV, "relation",
-       lambda m: _rel_key(m, "_name"), 0.85, english=False),
-    _p(r"我的?(?P<rel>" + _ZH_REL + r")是" + _ZV, "relation", _rel_key, 0.8,
-       english=False),
+    _p(
+        r"我的?(?P<rel>" + _ZH_REL + r")(?:的名字)?(?:叫做|名叫|叫)" + _ZV,
+        "relation",
+        lambda m: _rel_key(m, "_name"),
+        0.85,
+        english=False,
+    ),
+    _p(r"我的?(?P<rel>" + _ZH_REL + r")是" + _ZV, "relation", _rel_key, 0.8, english=False),
     _p(r"我(?:现在)?住在" + _ZV, "identity", "location", 0.85, english=False),
     _p(r"我来自" + _ZV, "identity", "hometown", 0.8, english=False),
-    _p(r"我在(?P<value>[^，。！？、；,.!?;\n]{1,30}?)(?:工作|上班)", "identity", "employer",
-       0.85, english=False),
-    _p(r"(?:我的工作是|我的职业是|我的工作是做)" + _ZV, "identity", "occupation", 0.85,
-       english=False),
+    _p(
+        r"我在(?P<value>[^，。！？、；,.!?;\n]{1,30}?)(?:工作|上班)",
+        "identity",
+        "employer",
+        0.85,
+        english=False,
+    ),
+    _p(
+        r"(?:我的工作是|我的职业是|我的工作是做)" + _ZV,
+        "identity",
+        "occupation",
+        0.85,
+        english=False,
+    ),
     _p(r"我是(?:一名|一个|一位|个|名)" + _ZV, "identity", "occupation", 0.8, english=False),
     _p(r"我是(?P<value>素食者|素食主义者|吃素的)", "health", "diet", 0.85, english=False),
-    _p(r"我是(?P<value>[^，。！？、；,.!?;\n]{1,12}?)人" + r"(?=[，。！？、；,.!?;\n]|$)",
-       "identity", "hometown", 0.8, english=False),
-    _p(r"(?:我不喜欢|我讨厌|我不爱|我不吃|我受不了)" + _ZV, "preference",
-       lambda m: "dislikes_" + m.group("value"), 0.85, english=False),
-    _p(r"我(?:很|非常|特别|真的|最|超)?(?:喜欢|爱|热爱)(?!的)" + _ZV, "preference",
-       lambda m: "likes_" + m.group("value"), 0.8, english=False),
-    _p(r"我(?:更|比较)?(?:偏好|更喜欢)" + _ZV, "preference",
-       lambda m: "prefers_" + m.group("value"), 0.8, english=False),
+    _p(
+        r"我是(?P<value>[^，。！？、；,.!?;\n]{1,12}?)人" + r"(?=[，。！？、；,.!?;\n]|$)",
+        "identity",
+        "hometown",
+        0.8,
+        english=False,
+    ),
+    _p(
+        r"(?:我不喜欢|我讨厌|我不爱|我不吃|我受不了)" + _ZV,
+        "preference",
+        lambda m: "dislikes_" + m.group("value"),
+        0.85,
+        english=False,
+    ),
+    _p(
+        r"我(?:很|非常|特别|真的|最|超)?(?:喜欢|爱|热爱)(?!的)" + _ZV,
+        "preference",
+        lambda m: "likes_" + m.group("value"),
+        0.8,
+        english=False,
+    ),
+    _p(
+        r"我(?:更|比较)?(?:偏好|更喜欢)" + _ZV,
+        "preference",
+        lambda m: "prefers_" + m.group("value"),
+        0.8,
+        english=False,
+    ),
 )
 
 # Pronouns carry no fact on their own ("I like it").
-_VAGUE = frozenset({"it", "that", "this", "them", "you", "him", "her", "those", "these",
-                    "so", "too", "to", "这个", "那个", "它", "你", "他", "她"})
+_VAGUE = frozenset(
+    {
+        "it",
+        "that",
+        "this",
+        "them",
+        "you",
+        "him",
+        "her",
+        "those",
+        "these",
+        "so",
+        "too",
+        "to",
+        "这个",
+        "那个",
+        "它",
+        "你",
+        "他",
+        "她",
+    }
+)
 # A liked/disliked thing that opens with a clause or a reference to the conversation ("I love
 # how you tell it", "I love the colour", "I love their design") is a reaction to what was
 # just said, not a standing preference: on LoCoMo 10 such values were ~60% of all extracted
@@ -152,11 +287,15 @@ _VAGUE = frozenset({"it", "that", "this", "them", "you", "him", "her", "those", 
 _REACTION = re.compile(
     r"^(?:how|that|what|when|where|why|whether|if|it|its|it's|them|this|these|those|the|"
     r"his|her|their|your|you|all|such|so|about|seeing you|hearing)\b|\byou(?:r|rs|'re)?\b"
-    r"|^[你您这那它他她]", re.IGNORECASE)
+    r"|^[你您这那它他她]",
+    re.IGNORECASE,
+)
 # "I'm a bit tired", "I'm a little nervous this week": a passing state, not who someone is.
 _STATE = re.compile(
     r"^(?:bit|little|lot|tad|kind|sort|big|huge|total|real)\b|\b(?:today|tonight|this week|"
-    r"this month|right now|at the moment|lately)\b", re.IGNORECASE)
+    r"this month|right now|at the moment|lately)\b",
+    re.IGNORECASE,
+)
 _PREFERENCE_KEYS = ("likes_", "dislikes_", "prefers_")
 _TRAILING = r"\s+(?:too|as well|very much|a lot|so much|now|also)$"
 
@@ -184,7 +323,7 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
                 key = pattern.key(m)
                 raw = _slug(m.group("value"))
                 if key.endswith(raw) and _slug(value) != raw:  # a key named after the value
-                    key = key[:-len(raw)] + _slug(value)
+                    key = key[: -len(raw)] + _slug(value)
                 key = key[:128]
                 if _junk(key, value):
                     continue
@@ -192,9 +331,15 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
                     continue
                 seen.add((key, value))
                 taken.append((m.start(), m.end()))
-                facts.append(ExtractedFact(
-                    category=pattern.category, key=key, value=value,
-                    confidence=pattern.confidence, evidence=_evidence(text, m)))
+                facts.append(
+                    ExtractedFact(
+                        category=pattern.category,
+                        key=key,
+                        value=value,
+                        confidence=pattern.confidence,
+                        evidence=_evidence(text, m),
+                    )
+                )
     return facts
 
 

@@ -10,8 +10,9 @@ __all__ = ["LLM_CHOICES", "make_llm"]
 LLM_CHOICES = ("heuristic", "openai:MODEL")
 
 
-def make_llm(spec: str | LLM | None = None, *, base_url: str | None = None,
-             api_key: str | None = None) -> LLM:
+def make_llm(
+    spec: str | LLM | None = None, *, base_url: str | None = None, api_key: str | None = None
+) -> LLM:
     """Build the LLM named by ``spec``; an :class:`LLM` instance is returned unchanged.
 
     ``base_url``/``api_key`` are used by ``openai:`` specs; they come from arguments only

@@ -41,7 +41,8 @@ class ScriptedChat:
         if not self._queue:
             raise ScriptExhaustedError(
                 f"ScriptedChat was called {len(self.calls)} times but only "
-                f"{len(self.calls) - 1} replies were enqueued; enqueue more replies")
+                f"{len(self.calls) - 1} replies were enqueued; enqueue more replies"
+            )
         reply = self._queue.popleft()
         if isinstance(reply, BaseException):
             raise reply

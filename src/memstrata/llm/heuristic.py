@@ -37,11 +37,15 @@ _EN_TOKEN = re.compile(r"[a-z0-9']+")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _REMEMBER = re.compile(
     r"\b(?:remember|don't forget|do not forget|important|never forget|keep in mind|note that"
-    r"|always|never)\b|记住|记得|别忘|不要忘|重要|务必|一定要|永远不要", re.IGNORECASE)
+    r"|always|never)\b|记住|记得|别忘|不要忘|重要|务必|一定要|永远不要",
+    re.IGNORECASE,
+)
 _DATE_OR_NUMBER = re.compile(
     r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|"
     r"march|april|june|july|august|september|october|november|december|tomorrow|tonight|"
-    r"next week|yesterday)\b|[年月日号周]|明天|后天|下周|昨天", re.IGNORECASE)
+    r"next week|yesterday)\b|[年月日号周]|明天|后天|下周|昨天",
+    re.IGNORECASE,
+)
 _ENTITY = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 _KEY_INFO = re.compile(
     r"\b(?:must|must not|deadline|due|by (?:monday|tuesday|wednesday|thursday|friday|"
@@ -49,7 +53,8 @@ _KEY_INFO = re.compile(
     r"has to|goal|objective|requirement|required|constraint|should not|shouldn't|cannot|"
     r"can't|no later than|before|budget|limit|at most|at least|only)\b"
     r"|必须|截止|目标|需要|要求|限制|不能|不得|最晚|之前|预算|务必|至少|最多|只能",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def _terms(sentence: str) -> list[str]:
@@ -70,19 +75,27 @@ def _step_lessons(task: TaskOutcome, zh: bool) -> list[str]:
     steps = [s.strip() for s in task.steps if s.strip()]
     done = task.steps_with("completed")
     if steps and not task.step_statuses:  # statuses not tracked: claim nothing about them
-        return [("计划（步骤状态未记录）：" if zh else "Plan (step statuses not recorded): ")
-                + " → ".join(steps[:6])]
+        return [
+            ("计划（步骤状态未记录）：" if zh else "Plan (step statuses not recorded): ")
+            + " → ".join(steps[:6])
+        ]
     if task.success:
         if done:
             return [("有效的做法：" if zh else "What worked: ") + " → ".join(done[:6])]
         if steps:
-            return ["任务标记为成功，但计划中的步骤都未完成；计划可能需要修改" if zh else
-                    "Marked succeeded, but no planned step was completed; the plan may not "
-                    "reflect what was actually done"]
+            return [
+                "任务标记为成功，但计划中的步骤都未完成；计划可能需要修改"
+                if zh
+                else "Marked succeeded, but no planned step was completed; the plan may not "
+                "reflect what was actually done"
+            ]
         return []
     if not steps:
-        return ["任务失败，需要先制定计划" if zh else
-                "The task failed without recorded steps; plan before acting"]
+        return [
+            "任务失败，需要先制定计划"
+            if zh
+            else "The task failed without recorded steps; plan before acting"
+        ]
     failed = task.steps_with("failed")
     unfinished = task.steps_with("in_progress") or task.steps_with("pending")
     if failed:
@@ -90,14 +103,20 @@ def _step_lessons(task: TaskOutcome, zh: bool) -> list[str]:
     elif unfinished:
         at, verb = unfinished[0], ("停在" if zh else "stopped at")
     else:  # every step completed, yet the task failed: the plan itself fell short
-        return ["所有步骤都完成了但任务仍然失败，需要不同的计划" if zh else
-                "Every step was completed but the task still failed; a different plan is "
-                "needed"]
-    lessons = [f"做法{verb}「{at}」，下次换一种做法" if zh else
-               f"The approach {verb} '{at}'; try another way next time"]
+        return [
+            "所有步骤都完成了但任务仍然失败，需要不同的计划"
+            if zh
+            else "Every step was completed but the task still failed; a different plan is needed"
+        ]
+    lessons = [
+        f"做法{verb}「{at}」，下次换一种做法"
+        if zh
+        else f"The approach {verb} '{at}'; try another way next time"
+    ]
     if done:
-        lessons.append(("失败前已完成：" if zh else "Completed before failing: ")
-                       + " → ".join(done[:6]))
+        lessons.append(
+            ("失败前已完成：" if zh else "Completed before failing: ") + " → ".join(done[:6])
+        )
     return lessons
 
 
@@ -182,12 +201,14 @@ class HeuristicLLM:
         steps = [s.strip() for s in task.steps if s.strip()]
         if zh:
             status = "成功" if task.success else "失败"
-            summary = f"任务{status}：{task.goal}" + (f"。结果：{task.outcome}" if task.outcome
-                                                   else "")
+            summary = f"任务{status}：{task.goal}" + (
+                f"。结果：{task.outcome}" if task.outcome else ""
+            )
         else:
             status = "Succeeded" if task.success else "Failed"
-            summary = f"{status}: {task.goal}" + (f". Outcome: {task.outcome}" if task.outcome
-                                                  else "")
+            summary = f"{status}: {task.goal}" + (
+                f". Outcome: {task.outcome}" if task.outcome else ""
+            )
         lessons = _step_lessons(task, zh)
         if task.feedback.strip():
             lessons.append(("用户反馈：" if zh else "User feedback: ") + task.feedback.strip())
@@ -198,14 +219,20 @@ class HeuristicLLM:
             importance += 0.15
         done = task.steps_with("completed")
         if task.success and steps and task.step_statuses and not done:
-            summary += ("（计划中的步骤都未完成）" if zh else
-                        " (no planned step was marked completed)")
+            summary += (
+                "（计划中的步骤都未完成）" if zh else " (no planned step was marked completed)"
+            )
         decisions = done if task.step_statuses else steps
-        return Reflection(summary=summary[:2000], key_decisions=decisions[:5], lessons=lessons,
-                          importance=min(1.0, importance))
+        return Reflection(
+            summary=summary[:2000],
+            key_decisions=decisions[:5],
+            lessons=lessons,
+            importance=min(1.0, importance),
+        )
 
-    def merge_profile(self, current: Mapping[str, str],
-                      incoming: Mapping[str, str]) -> dict[str, str]:
+    def merge_profile(
+        self, current: Mapping[str, str], incoming: Mapping[str, str]
+    ) -> dict[str, str]:
         """Field-wise; incoming wins, except that a blank incoming value erases nothing."""
         merged = dict(current)
         merged.update({k: v for k, v in incoming.items() if v.strip()})

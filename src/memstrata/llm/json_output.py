@@ -57,7 +57,7 @@ def _balanced(text: str, start: int) -> str | None:
             if not stack or stack.pop() != c:
                 return None
             if not stack:
-                return text[start:i + 1]
+                return text[start : i + 1]
     return None
 
 
@@ -66,8 +66,7 @@ def _repairs(candidate: str) -> list[str]:
     no_commas = _TRAILING_COMMA.sub(r"\1", candidate)
     out = [no_commas]
     if "'" in no_commas:
-        double = _SINGLE_QUOTED.sub(
-            lambda m: json.dumps(m.group(1).replace("\\'", "'")), no_commas)
+        double = _SINGLE_QUOTED.sub(lambda m: json.dumps(m.group(1).replace("\\'", "'")), no_commas)
         out.append(_PY_LITERAL.sub(lambda m: _PY_LITERALS[m.group(1)], double))
     return out
 

@@ -23,16 +23,23 @@ class OpenAIChat:
     :class:`ProviderError`.
     """
 
-    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 30.0, max_retries: int = 3,
-                 temperature: float = 0.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        temperature: float = 0.0,
+    ) -> None:
         if not model:
             raise ValueError("OpenAIChat needs a model name, e.g. 'gpt-4o-mini'")
         self._model = model
         self._base_url = base_url
         self._temperature = temperature
-        self._client: Any = make_client(base_url=base_url, api_key=api_key,
-                                        timeout=timeout, max_retries=max_retries)
+        self._client: Any = make_client(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
         # Some servers reject response_format; after one refusal we stop sending it.
         self._json_mode_supported = True
 
@@ -57,14 +64,14 @@ class OpenAIChat:
                 self._json_mode_supported = False
                 response = self._create(messages, False)
         except (openai.OpenAIError, ValueError) as exc:
-            raise map_error(exc, what=f"chat with {self._model}",
-                            base_url=self._base_url) from exc
+            raise map_error(exc, what=f"chat with {self._model}", base_url=self._base_url) from exc
         try:
             content = response.choices[0].message.content
         except (AttributeError, IndexError, TypeError) as exc:
             raise ProviderError(
                 f"chat model {self._model} returned no message ({exc}); is base_url a chat "
-                "completions server?") from None
+                "completions server?"
+            ) from None
         if not isinstance(content, str):
             raise ProviderError(f"chat model {self._model} returned an empty message")
         return content
@@ -74,13 +81,22 @@ class OpenAIChat:
         if json_mode:
             extra["response_format"] = {"type": "json_object"}
         return self._client.chat.completions.create(
-            model=self._model, messages=messages, temperature=self._temperature, **extra)
+            model=self._model, messages=messages, temperature=self._temperature, **extra
+        )
 
 
-def openai_llm(model: str, base_url: str | None = None, api_key: str | None = None, *,
-               cooldown_seconds: float = 60.0, **kw: Any) -> PromptedLLM:
+def openai_llm(
+    model: str,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    *,
+    cooldown_seconds: float = 60.0,
+    **kw: Any,
+) -> PromptedLLM:
     """A :class:`PromptedLLM` over :class:`OpenAIChat`; ``kw`` go to ``OpenAIChat``.
 
     After the endpoint fails, calls use the heuristic for ``cooldown_seconds``."""
-    return PromptedLLM(OpenAIChat(model, base_url=base_url, api_key=api_key, **kw),
-                       cooldown_seconds=cooldown_seconds)
+    return PromptedLLM(
+        OpenAIChat(model, base_url=base_url, api_key=api_key, **kw),
+        cooldown_seconds=cooldown_seconds,
+    )

@@ -28,29 +28,28 @@ _SPACE = re.compile(r"\s+")
 @dataclass(frozen=True, slots=True)
 class Chunk:
     text: str
-    start: int           # offset of the chunk in the original text
-    overlap_chars: int   # leading characters repeated from the previous chunk
+    start: int  # offset of the chunk in the original text
+    overlap_chars: int  # leading characters repeated from the previous chunk
 
 
 def _ends(pattern: re.Pattern[str], text: str) -> list[int]:
     return sorted({m.end() for m in pattern.finditer(text)})
 
 
-def _head_fits(tokens: Callable[[int, int], int], start: int,
-               limit: int) -> Callable[[int], bool]:
+def _head_fits(tokens: Callable[[int, int], int], start: int, limit: int) -> Callable[[int], bool]:
     return lambda end: tokens(start, end) <= limit
 
 
-def _tail_fits(tokens: Callable[[int, int], int], end: int,
-               limit: int) -> Callable[[int], bool]:
+def _tail_fits(tokens: Callable[[int, int], int], end: int, limit: int) -> Callable[[int], bool]:
     return lambda start: tokens(start, end) <= limit
 
 
-def _last_fitting(bounds: Sequence[int], lo: int, hi: int,
-                  fits: Callable[[int], bool]) -> int | None:
+def _last_fitting(
+    bounds: Sequence[int], lo: int, hi: int, fits: Callable[[int], bool]
+) -> int | None:
     """The largest boundary in (lo, hi] for which ``fits(boundary)`` holds (monotone)."""
     i = bisect.bisect_right(bounds, hi)
-    candidates = bounds[bisect.bisect_right(bounds, lo):i]
+    candidates = bounds[bisect.bisect_right(bounds, lo) : i]
     # fits is monotone decreasing in the boundary: binary search the last True
     left, right, best = 0, len(candidates) - 1, None
     while left <= right:
@@ -62,13 +61,18 @@ def _last_fitting(bounds: Sequence[int], lo: int, hi: int,
     return best
 
 
-def chunk_text(text: str, chunk_tokens: int = 2000, overlap_tokens: int = 200,
-               counter: TokenCounter | None = None) -> list[Chunk]:
+def chunk_text(
+    text: str,
+    chunk_tokens: int = 2000,
+    overlap_tokens: int = 200,
+    counter: TokenCounter | None = None,
+) -> list[Chunk]:
     """Chunks of at most ``chunk_tokens`` tokens overlapping by at most ``overlap_tokens``."""
     if chunk_tokens < 1 or overlap_tokens < 0 or overlap_tokens >= chunk_tokens:
         raise ValidationError(
             f"chunking needs chunk_tokens >= 1 and 0 <= overlap_tokens < chunk_tokens, got "
-            f"{chunk_tokens} and {overlap_tokens}")
+            f"{chunk_tokens} and {overlap_tokens}"
+        )
     if not text:
         return []
 
@@ -77,8 +81,12 @@ def chunk_text(text: str, chunk_tokens: int = 2000, overlap_tokens: int = 200,
 
     n = len(text)
     every: Sequence[int] = range(1, n + 1)
-    levels: list[Sequence[int]] = [_ends(_PARAGRAPH, text), _ends(_SENTENCE, text),
-                                   _ends(_SPACE, text), every]
+    levels: list[Sequence[int]] = [
+        _ends(_PARAGRAPH, text),
+        _ends(_SENTENCE, text),
+        _ends(_SPACE, text),
+        every,
+    ]
     chunks: list[Chunk] = []
     start, overlap = 0, 0
     while True:
@@ -90,8 +98,9 @@ def chunk_text(text: str, chunk_tokens: int = 2000, overlap_tokens: int = 200,
         hard = hard or start + 1
         for level, bounds in enumerate(levels):
             cut = _last_fitting(bounds, start, hard, lambda b: True)
-            if cut is not None and (level == len(levels) - 1
-                                    or tokens(start, cut) * 2 >= chunk_tokens):
+            if cut is not None and (
+                level == len(levels) - 1 or tokens(start, cut) * 2 >= chunk_tokens
+            ):
                 end = cut
                 break
         end = end or hard
@@ -101,8 +110,9 @@ def chunk_text(text: str, chunk_tokens: int = 2000, overlap_tokens: int = 200,
             lowest = _first_fitting(every, start, end, _tail_fits(tokens, end, overlap_tokens))
             for level, bounds in enumerate(levels[1:]):
                 cut = _first_at_or_after(bounds, lowest, end)
-                if cut is not None and (level == len(levels) - 2
-                                        or tokens(cut, end) * 2 >= overlap_tokens):
+                if cut is not None and (
+                    level == len(levels) - 2 or tokens(cut, end) * 2 >= overlap_tokens
+                ):
                     nxt = cut
                     break
         # always progress: the next chunk starts after this one's start

@@ -58,8 +58,8 @@ __all__ = [
 
 SIMILAR_TO = "similar_to"
 MERGED_TEXTS = "merged_texts"
-_CANDIDATES = 8        # stored records compared with a new one (best cosine first)
-_MAX_LINKS = 3         # similar_to relations on a new record
+_CANDIDATES = 8  # stored records compared with a new one (best cosine first)
+_MAX_LINKS = 3  # similar_to relations on a new record
 
 
 class DedupAction(StrEnum):
@@ -71,7 +71,7 @@ class DedupAction(StrEnum):
 @dataclass(frozen=True, slots=True)
 class DedupResult:
     action: DedupAction
-    record: MemoryRecord          # the stored record: the new one, or the merged existing one
+    record: MemoryRecord  # the stored record: the new one, or the merged existing one
     similarity: float | None = None
     related: tuple[str, ...] = ()  # ids the new record was linked to (kept both)
 
@@ -106,23 +106,51 @@ def thresholds_for(model_id: str) -> Thresholds:
 
 
 # --- the statement key (pure) -------------------------------------------------------------
-_EN_NUMBERS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty".split())}
-_EN_NUMBERS.update({"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60",
-                    "seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100",
-                    "thousand": "1000"})
+_EN_NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+_EN_NUMBERS.update(
+    {
+        "thirty": "30",
+        "forty": "40",
+        "fifty": "50",
+        "sixty": "60",
+        "seventy": "70",
+        "eighty": "80",
+        "ninety": "90",
+        "hundred": "100",
+        "thousand": "1000",
+    }
+)
 _EN_DROP = frozenset({"a", "an", "the"})
 _ZH_DROP = frozenset("的地")
-_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
-              "七": 7, "八": 8, "九": 9}
+_ZH_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 _ZH_UNITS = {"十": 10, "百": 100, "千": 1000}
 _ZH_BIG = {"万": 10_000, "亿": 100_000_000}
 _ZH_NUMERAL = re.compile("[零〇一二两三四五六七八九十百千万亿]+")
-_CONTRACTIONS = ((re.compile(r"\bcan't\b|\bcannot\b"), "can not"),
-                 (re.compile(r"\bwon't\b"), "will not"),
-                 (re.compile(r"\bshan't\b"), "shall not"),
-                 (re.compile(r"n't\b"), " not"))
+_CONTRACTIONS = (
+    (re.compile(r"\bcan't\b|\bcannot\b"), "can not"),
+    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"\bshan't\b"), "shall not"),
+    (re.compile(r"n't\b"), " not"),
+)
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+)(?![\d,])")
 _CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK_CHARS}]|\d+(?:[.:]\d+)*|[^\W\d_{_CJK_CHARS}]+|\S", re.UNICODE)
@@ -174,15 +202,32 @@ def same_statement(a: str, b: str) -> bool:
 
 def mergeable(existing: MemoryRecord, new: MemoryRecord) -> bool:
     """Whether ``new`` can be folded into ``existing`` without dropping one of its fields."""
-    if (existing.type, existing.agent, existing.session, existing.source, existing.role,
-            existing.access, existing.valid_from, existing.valid_to) != (
-            new.type, new.agent, new.session, new.source, new.role, new.access,
-            new.valid_from, new.valid_to):
+    if (
+        existing.type,
+        existing.agent,
+        existing.session,
+        existing.source,
+        existing.role,
+        existing.access,
+        existing.valid_from,
+        existing.valid_to,
+    ) != (
+        new.type,
+        new.agent,
+        new.session,
+        new.source,
+        new.role,
+        new.access,
+        new.valid_from,
+        new.valid_to,
+    ):
         return False
     if new.content.summary not in (None, existing.content.summary):
         return False
-    for mine, theirs in ((existing.metadata, new.metadata),
-                         (existing.content.structured, new.content.structured)):
+    for mine, theirs in (
+        (existing.metadata, new.metadata),
+        (existing.content.structured, new.content.structured),
+    ):
         for key, value in theirs.items():
             if key in mine and mine[key] != value and key not in _MERGE_KEYS:
                 return False
@@ -192,8 +237,14 @@ def mergeable(existing: MemoryRecord, new: MemoryRecord) -> bool:
 _MERGE_KEYS = frozenset({"mentions", "last_mentioned_at", MERGED_TEXTS})
 
 
-def decide(*, exact_match: bool, same: bool, similarity: float | None,
-           thresholds: Thresholds, can_merge: bool = True) -> DedupAction:
+def decide(
+    *,
+    exact_match: bool,
+    same: bool,
+    similarity: float | None,
+    thresholds: Thresholds,
+    can_merge: bool = True,
+) -> DedupAction:
     """The dedup decision for one candidate (pure)."""
     if not can_merge:
         return DedupAction.INSERT
@@ -208,21 +259,25 @@ def _union(first: Sequence[str], second: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*first, *second)))
 
 
-def merge_provenance(existing: MemoryRecord, duplicate: MemoryRecord,
-                     now: datetime) -> MemoryRecord:
+def merge_provenance(
+    existing: MemoryRecord, duplicate: MemoryRecord, now: datetime
+) -> MemoryRecord:
     """The next version of ``existing`` that also keeps everything ``duplicate`` carried."""
     meta: dict[str, Any] = {**duplicate.metadata, **existing.metadata}
     meta["mentions"] = int(existing.metadata.get("mentions", 1)) + 1
     latest = max(existing.observed_at, duplicate.observed_at)
-    meta["last_mentioned_at"] = max(str(existing.metadata.get("last_mentioned_at", "")),
-                                    latest.isoformat())
+    meta["last_mentioned_at"] = max(
+        str(existing.metadata.get("last_mentioned_at", "")), latest.isoformat()
+    )
     if duplicate.text != existing.text:
         texts = list(existing.metadata.get(MERGED_TEXTS, []))
         if duplicate.text not in texts:
             meta[MERGED_TEXTS] = [*texts, duplicate.text]
     structured = {**duplicate.content.structured, **existing.content.structured}
     return replace(
-        existing, version=existing.version + 1, updated_at=now,
+        existing,
+        version=existing.version + 1,
+        updated_at=now,
         content=replace(existing.content, structured=structured),
         importance=max(existing.importance, duplicate.importance),
         confidence=max(existing.confidence, duplicate.confidence),
@@ -238,16 +293,18 @@ def insert_or_merge(ctx: LayerContext, scope: Scope, record: MemoryRecord) -> De
     record = ctx.redact(record)  # compared, merged, stored and returned as it may be stored
     thresholds = thresholds_for(ctx.embedder.model_id)
     types = [record.type.value]
-    exact = ctx.store.find_by_hash(scope, record.content_hash, types) \
-        if record.content_hash else None
+    exact = (
+        ctx.store.find_by_hash(scope, record.content_hash, types) if record.content_hash else None
+    )
     if exact is not None and mergeable(exact, record):
         return _merge(ctx, scope, exact, record, DedupAction.MERGE_EXACT, 1.0)
     write = ctx.writes([record])[0]
     related: list[str] = [exact.id] if exact is not None else []
     best: float | None = None
     if write.vector is not None:
-        hits = ctx.store.vector_search(scope, write.vector, _CANDIDATES,
-                                       Filters(types=frozenset({record.type})))
+        hits = ctx.store.vector_search(
+            scope, write.vector, _CANDIDATES, Filters(types=frozenset({record.type}))
+        )
         scores = {h.id: h.score for h in hits}
         best = hits[0].score if hits else None
         key = statement_key(record.text)
@@ -255,9 +312,13 @@ def insert_or_merge(ctx: LayerContext, scope: Scope, record: MemoryRecord) -> De
             if not candidate.is_active or candidate.superseded_by is not None:
                 continue
             similarity = scores[candidate.id]
-            action = decide(exact_match=False, same=statement_key(candidate.text) == key,
-                            similarity=similarity, thresholds=thresholds,
-                            can_merge=mergeable(candidate, record))
+            action = decide(
+                exact_match=False,
+                same=statement_key(candidate.text) == key,
+                similarity=similarity,
+                thresholds=thresholds,
+                can_merge=mergeable(candidate, record),
+            )
             if action is DedupAction.MERGE_NEAR:
                 return _merge(ctx, scope, candidate, record, action, similarity)
             if similarity >= thresholds.related and candidate.id not in related:
@@ -267,17 +328,25 @@ def insert_or_merge(ctx: LayerContext, scope: Scope, record: MemoryRecord) -> De
         record = replace(record, relations=(*record.relations, *links))
         write = RecordWrite(record, write.vector, write.terms)
     # Atomic: a concurrent writer may have stored the same text since the look-up.
-    found = insert_unless_exists(ctx.store, scope, write, types,
-                                 accept=lambda existing: mergeable(existing, record))
+    found = insert_unless_exists(
+        ctx.store, scope, write, types, accept=lambda existing: mergeable(existing, record)
+    )
     if found is not None:
         return _merge(ctx, scope, found, record, DedupAction.MERGE_EXACT, 1.0)
     return DedupResult(DedupAction.INSERT, record, best, tuple(related[:_MAX_LINKS]))
 
 
-def _merge(ctx: LayerContext, scope: Scope, existing: MemoryRecord, record: MemoryRecord,
-           action: DedupAction, similarity: float) -> DedupResult:
+def _merge(
+    ctx: LayerContext,
+    scope: Scope,
+    existing: MemoryRecord,
+    record: MemoryRecord,
+    action: DedupAction,
+    similarity: float,
+) -> DedupResult:
     now = ctx.clock.now()
     # Re-applied to the version read inside the transaction: no ConflictError from add().
-    merged = update_atomically(ctx.store, scope, existing.id,
-                               lambda current: merge_provenance(current, record, now))
+    merged = update_atomically(
+        ctx.store, scope, existing.id, lambda current: merge_provenance(current, record, now)
+    )
     return DedupResult(action, merged, similarity)

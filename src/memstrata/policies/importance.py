@@ -45,10 +45,18 @@ def needs_refinement(llm: LLM) -> bool:
 
 
 def make_refine_job(record: MemoryRecord, now: datetime) -> Job:
-    return Job(id=new_id(), kind=REFINE_IMPORTANCE, tenant=record.tenant, user=record.user,
-               payload={"id": record.id, "version": record.version}, created_at=now,
-               run_after=now, agent=record.agent, session=record.session,
-               dedup_key=f"{REFINE_IMPORTANCE}:{record.id}")
+    return Job(
+        id=new_id(),
+        kind=REFINE_IMPORTANCE,
+        tenant=record.tenant,
+        user=record.user,
+        payload={"id": record.id, "version": record.version},
+        created_at=now,
+        run_after=now,
+        agent=record.agent,
+        session=record.session,
+        dedup_key=f"{REFINE_IMPORTANCE}:{record.id}",
+    )
 
 
 def refine_handler(ctx: LayerContext) -> Callable[[Job], None]:
@@ -66,9 +74,13 @@ def refine_handler(ctx: LayerContext) -> Callable[[Job], None]:
         score = check_unit(ctx.llm.score_importance(record.text), "importance")
         if score == record.importance:
             return
-        new = replace(record, importance=score, version=version + 1,
-                      updated_at=ctx.clock.now(),
-                      metadata={**record.metadata, "importance_by": ctx.llm.name})
+        new = replace(
+            record,
+            importance=score,
+            version=version + 1,
+            updated_at=ctx.clock.now(),
+            metadata={**record.metadata, "importance_by": ctx.llm.name},
+        )
         ctx.replace(scope, new, expected_version=version, reindex=False)
 
     return refine

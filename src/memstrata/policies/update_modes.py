@@ -40,8 +40,9 @@ def _blank(value: object) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def merge_newer_wins(current: Mapping[str, Any], incoming: Mapping[str, Any], *,
-                     incoming_is_newer: bool = True) -> dict[str, Any]:
+def merge_newer_wins(
+    current: Mapping[str, Any], incoming: Mapping[str, Any], *, incoming_is_newer: bool = True
+) -> dict[str, Any]:
     """Field-wise merge: the newer side wins a field both sides fill; blanks erase nothing."""
     newer, older = (incoming, current) if incoming_is_newer else (current, incoming)
     merged = {k: v for k, v in older.items()}
@@ -56,15 +57,21 @@ def _render(fields: Mapping[str, Any]) -> str:
     return "\n".join(f"{k}: {v}" for k, v in fields.items() if not _blank(v))
 
 
-def update_content(mode: UpdateMode | str, current: Content, incoming: Content, *,
-                   llm: LLM | None = None, incoming_is_newer: bool = True) -> Content:
+def update_content(
+    mode: UpdateMode | str,
+    current: Content,
+    incoming: Content,
+    *,
+    llm: LLM | None = None,
+    incoming_is_newer: bool = True,
+) -> Content:
     """The content after an update in ``mode`` (pure apart from the optional LLM call)."""
     try:
         mode = UpdateMode(mode)
     except ValueError:
         raise ValidationError(
-            f"update mode {mode!r} is unknown; use one of "
-            + ", ".join(m.value for m in UpdateMode)) from None
+            f"update mode {mode!r} is unknown; use one of " + ", ".join(m.value for m in UpdateMode)
+        ) from None
     if mode is UpdateMode.OVERWRITE:
         return incoming
     if mode is UpdateMode.APPEND:
@@ -77,10 +84,14 @@ def update_content(mode: UpdateMode | str, current: Content, incoming: Content, 
                 structured[k] = [*old, v]
             else:
                 structured[k] = v
-        return Content(raw=current.raw.rstrip() + "\n" + incoming.raw.lstrip(),
-                       summary=incoming.summary or current.summary, structured=structured)
-    fields = merge_newer_wins(current.structured, incoming.structured,
-                              incoming_is_newer=incoming_is_newer)
+        return Content(
+            raw=current.raw.rstrip() + "\n" + incoming.raw.lstrip(),
+            summary=incoming.summary or current.summary,
+            structured=structured,
+        )
+    fields = merge_newer_wins(
+        current.structured, incoming.structured, incoming_is_newer=incoming_is_newer
+    )
     strings_now = {k: str(v) for k, v in current.structured.items() if isinstance(v, str)}
     strings_in = {k: str(v) for k, v in incoming.structured.items() if isinstance(v, str)}
     if llm is not None and strings_now and strings_in and incoming_is_newer:
@@ -92,20 +103,34 @@ def update_content(mode: UpdateMode | str, current: Content, incoming: Content, 
     return Content(raw=raw, summary=incoming.summary or current.summary, structured=fields)
 
 
-def apply_update(ctx: LayerContext, scope: Scope, record: MemoryRecord, incoming: Content,
-                 mode: UpdateMode | str, *, observed_at: datetime | None = None,
-                 use_llm: bool = True) -> MemoryRecord:
+def apply_update(
+    ctx: LayerContext,
+    scope: Scope,
+    record: MemoryRecord,
+    incoming: Content,
+    mode: UpdateMode | str,
+    *,
+    observed_at: datetime | None = None,
+    use_llm: bool = True,
+) -> MemoryRecord:
     """Write the next version of ``record`` (as read) updated in ``mode``.
 
     ``ConflictError`` if someone else wrote a version since ``record`` was read.
     """
     newer = observed_at is None or observed_at >= record.observed_at
-    content = update_content(mode, record.content, incoming,
-                             llm=ctx.llm if use_llm else None, incoming_is_newer=newer)
+    content = update_content(
+        mode, record.content, incoming, llm=ctx.llm if use_llm else None, incoming_is_newer=newer
+    )
     now = ctx.clock.now()
-    updated = replace(record, content=content, version=record.version + 1, updated_at=now,
-                      content_hash=content_hash(content.raw),
-                      observed_at=max(record.observed_at, observed_at or record.observed_at))
-    ctx.replace(scope, updated, expected_version=record.version,
-                reindex=content.raw != record.content.raw)
+    updated = replace(
+        record,
+        content=content,
+        version=record.version + 1,
+        updated_at=now,
+        content_hash=content_hash(content.raw),
+        observed_at=max(record.observed_at, observed_at or record.observed_at),
+    )
+    ctx.replace(
+        scope, updated, expected_version=record.version, reindex=content.raw != record.content.raw
+    )
     return updated

@@ -23,9 +23,9 @@ class SearchConfig:
     rrf_k: int = 60
     lexical_weight: float = 1.0
     dense_weight: float = 0.5
-    pool_factor: int = 3          # candidates fetched per list = pool_factor · top_k (≥ min_pool)
+    pool_factor: int = 3  # candidates fetched per list = pool_factor · top_k (≥ min_pool)
     min_pool: int = 50
-    recency_weight: float = 0.0   # measured on LoCoMo: recency/importance terms do not help
+    recency_weight: float = 0.0  # measured on LoCoMo: recency/importance terms do not help
     half_life_days: float = 90.0  # recall of old facts, so they default to off; see README
     importance_weight: float = 0.0
     access_weight: float = 0.0
@@ -47,8 +47,9 @@ class SearchConfig:
         if name == "diverse":
             return cls(mode="hybrid", mmr_lambda=0.7)
         if name not in MODES:
-            raise ValidationError(f"unknown search preset {name!r}; use hybrid, lexical, dense "
-                                  "or diverse")
+            raise ValidationError(
+                f"unknown search preset {name!r}; use hybrid, lexical, dense or diverse"
+            )
         return cls(mode=name)  # type: ignore[arg-type]
 
     def with_mode(self, mode: str) -> SearchConfig:

@@ -38,9 +38,11 @@ def _index(lists: Mapping[str, Sequence[Candidate]]) -> dict[str, Fused]:
     return fused
 
 
-def reciprocal_rank_fusion(lists: Mapping[str, Sequence[Candidate]],
-                           weights: Mapping[str, float] | None = None,
-                           k: int = 60) -> list[Fused]:
+def reciprocal_rank_fusion(
+    lists: Mapping[str, Sequence[Candidate]],
+    weights: Mapping[str, float] | None = None,
+    k: int = 60,
+) -> list[Fused]:
     fused = _index(lists)
     w = {name: (weights or {}).get(name, 1.0) for name in lists}
     best = sum(wi / (k + 1) for name, wi in w.items() if lists[name]) or 1.0
@@ -49,8 +51,9 @@ def reciprocal_rank_fusion(lists: Mapping[str, Sequence[Candidate]],
     return sorted(fused.values(), key=lambda f: (-f.score, f.id))
 
 
-def weighted_fusion(lists: Mapping[str, Sequence[Candidate]],
-                    weights: Mapping[str, float] | None = None) -> list[Fused]:
+def weighted_fusion(
+    lists: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float] | None = None
+) -> list[Fused]:
     fused = _index(lists)
     w = {name: (weights or {}).get(name, 1.0) for name in lists}
     total = sum(wi for name, wi in w.items() if lists[name]) or 1.0

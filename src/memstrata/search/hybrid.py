@@ -45,9 +45,16 @@ def _touched(rec: MemoryRecord, now: datetime) -> MemoryRecord:
     return out
 
 
-def _candidates(store: Store, embedder: Embedder, scope: Scope, query: str, pool: int,
-                filters: Filters, config: SearchConfig,
-                vector: npt.NDArray[np.float32] | None = None) -> dict[str, list[Candidate]]:
+def _candidates(
+    store: Store,
+    embedder: Embedder,
+    scope: Scope,
+    query: str,
+    pool: int,
+    filters: Filters,
+    config: SearchConfig,
+    vector: npt.NDArray[np.float32] | None = None,
+) -> dict[str, list[Candidate]]:
     lists: dict[str, list[Candidate]] = {}
     lexical = None
     if config.mode in ("hybrid", "lexical"):
@@ -72,26 +79,35 @@ def _fuse(lists: dict[str, list[Candidate]], config: SearchConfig) -> list[Fused
 
 def _needs_records(config: SearchConfig) -> bool:
     """Whether ranking reads record fields (score terms, MMR), so every candidate is loaded."""
-    return bool(config.recency_weight or config.importance_weight or config.access_weight
-                or config.mmr_lambda is not None)
+    return bool(
+        config.recency_weight
+        or config.importance_weight
+        or config.access_weight
+        or config.mmr_lambda is not None
+    )
 
 
-def _terms(rec: MemoryRecord, relevance: float, now: datetime,
-           config: SearchConfig) -> tuple[float, dict[str, float]]:
+def _terms(
+    rec: MemoryRecord, relevance: float, now: datetime, config: SearchConfig
+) -> tuple[float, dict[str, float]]:
     terms = {
         "relevance": relevance,
         "recency": recency(rec.observed_at, now, config.half_life_days),
         "importance": rec.importance,
         "access": access_heat(rec, config.hot_accesses),
     }
-    final = (relevance + config.recency_weight * terms["recency"]
-             + config.importance_weight * terms["importance"]
-             + config.access_weight * terms["access"])
+    final = (
+        relevance
+        + config.recency_weight * terms["recency"]
+        + config.importance_weight * terms["importance"]
+        + config.access_weight * terms["access"]
+    )
     return final, terms
 
 
-def _load_ranked(store: Store, scope: Scope, fused: list[Fused], top_k: int
-                 ) -> tuple[list[Fused], dict[str, MemoryRecord]]:
+def _load_ranked(
+    store: Store, scope: Scope, fused: list[Fused], top_k: int
+) -> tuple[list[Fused], dict[str, MemoryRecord]]:
     """Records of the best ``top_k`` fused candidates only, in fused order.
 
     Decoding a record costs far more than ranking it, and a Chinese query (common words) or a
@@ -102,7 +118,7 @@ def _load_ranked(store: Store, scope: Scope, fused: list[Fused], top_k: int
     by_id: dict[str, MemoryRecord] = {}
     start = 0
     while len(chosen) < top_k and start < len(fused):
-        batch = fused[start:start + (top_k - len(chosen))]
+        batch = fused[start : start + (top_k - len(chosen))]
         start += len(batch)
         found = {r.id: r for r in store.get_many(scope, [f.id for f in batch])}
         for f in batch:
@@ -112,10 +128,19 @@ def _load_ranked(store: Store, scope: Scope, fused: list[Fused], top_k: int
     return chosen, by_id
 
 
-def search(store: Store, embedder: Embedder, scope: Scope, query: str, *, top_k: int,
-           filters: Filters, config: SearchConfig, now: datetime,
-           explain: bool = False, vector: npt.NDArray[np.float32] | None = None
-           ) -> list[SearchHit]:
+def search(
+    store: Store,
+    embedder: Embedder,
+    scope: Scope,
+    query: str,
+    *,
+    top_k: int,
+    filters: Filters,
+    config: SearchConfig,
+    now: datetime,
+    explain: bool = False,
+    vector: npt.NDArray[np.float32] | None = None,
+) -> list[SearchHit]:
     """Hybrid search; ``vector`` is the query's embedding when the caller already has it."""
     pool = max(config.min_pool, config.pool_factor * top_k)
     lists = _candidates(store, embedder, scope, query, pool, filters, config, vector)
@@ -164,6 +189,7 @@ def search(store: Store, embedder: Embedder, scope: Scope, query: str, *, top_k:
                 "mmr_redundancy": penalties.get(f.id),
                 "final": final,
             }
-        hits.append(SearchHit(rec, final, layer_of(rec.type),
-                              rec.source_ids or (rec.id,), explanation))
+        hits.append(
+            SearchHit(rec, final, layer_of(rec.type), rec.source_ids or (rec.id,), explanation)
+        )
     return hits

@@ -15,8 +15,9 @@ import numpy.typing as npt
 __all__ = ["mmr_order"]
 
 
-def mmr_order(relevance: Sequence[float], vectors: npt.NDArray[np.float32], k: int,
-              lam: float = 0.7) -> list[tuple[int, float]]:
+def mmr_order(
+    relevance: Sequence[float], vectors: npt.NDArray[np.float32], k: int, lam: float = 0.7
+) -> list[tuple[int, float]]:
     """Indices of the chosen items in order, each with its redundancy penalty (max cosine)."""
     n = len(relevance)
     if n == 0 or k <= 0:

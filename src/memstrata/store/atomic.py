@@ -20,9 +20,13 @@ from .base import RecordWrite, Store
 __all__ = ["insert_unless_exists", "update_atomically"]
 
 
-def insert_unless_exists(store: Store, scope: Scope, write: RecordWrite, types: Sequence[str],
-                         accept: Callable[[MemoryRecord], bool] = lambda _: True
-                         ) -> MemoryRecord | None:
+def insert_unless_exists(
+    store: Store,
+    scope: Scope,
+    write: RecordWrite,
+    types: Sequence[str],
+    accept: Callable[[MemoryRecord], bool] = lambda _: True,
+) -> MemoryRecord | None:
     """Insert ``write`` unless an active, current record visible in ``scope`` has the same
     content hash and one of ``types`` (and ``accept(it)`` holds); look-up and insert are
     one transaction. Returns that existing record (nothing was written) or ``None``."""
@@ -36,8 +40,9 @@ def insert_unless_exists(store: Store, scope: Scope, write: RecordWrite, types: 
     return None
 
 
-def update_atomically(store: Store, scope: Scope, record_id: str,
-                      change: Callable[[MemoryRecord], MemoryRecord]) -> MemoryRecord:
+def update_atomically(
+    store: Store, scope: Scope, record_id: str, change: Callable[[MemoryRecord], MemoryRecord]
+) -> MemoryRecord:
     """Apply ``change`` to the current version of a record and store the result as the next
     version, in one transaction (no ``ConflictError``: nobody can write in between).
 
@@ -50,6 +55,9 @@ def update_atomically(store: Store, scope: Scope, record_id: str,
         new = change(current)
         if new.version != current.version + 1:
             new = replace(new, version=current.version + 1)
-        tx.replace(scope, RecordWrite(new, None, tuple(tokenize(new.text))),
-                   expected_version=current.version)
+        tx.replace(
+            scope,
+            RecordWrite(new, None, tuple(tokenize(new.text))),
+            expected_version=current.version,
+        )
     return new

@@ -166,8 +166,9 @@ class RecordStore(Protocol):
         records, with the counters of the current version)."""
         ...
 
-    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                   at: datetime) -> list[str]:
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
         """Soft-delete or restore; returns the ids that changed, in the order given. Each
         change bumps the version (the old one goes to history)."""
         ...
@@ -182,15 +183,23 @@ class RecordStore(Protocol):
         verify with a fresh query that nothing is left (``remaining``, must be 0)."""
         ...
 
-    def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,
-             newest_first: bool = True) -> list[MemoryRecord]:
+    def list(
+        self,
+        scope: Scope,
+        filters: Filters,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[MemoryRecord]:
         """Records ordered by ``observed_at`` (ties by insertion order)."""
         ...
 
     def count(self, scope: Scope, filters: Filters) -> int: ...
 
-    def find_by_hash(self, scope: Scope, content_hash: str,
-                     types: Sequence[str]) -> MemoryRecord | None:
+    def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         """The oldest active, not superseded, current record visible in ``scope`` with this
         content hash and one of ``types`` (any type if empty): dedup before insert. Inside a
         :class:`UnitOfWork` the look-up and a following insert are atomic."""
@@ -201,8 +210,9 @@ class RecordStore(Protocol):
         re-embedding, migration)."""
         ...
 
-    def set_vectors(self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str,
-                    dims: int) -> None:
+    def set_vectors(
+        self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
+    ) -> None:
         """Replace the vectors of the given records (as returned by :meth:`scan`; an
         admin operation) and set their ``embedding_model``/``embedding_dims``; no new
         version. ``NotFoundError`` (nothing written) if a record no longer exists."""
@@ -216,15 +226,17 @@ class RecordStore(Protocol):
 class CandidateSearch(Protocol):
     """Candidate generation for the hybrid search core."""
 
-    def vector_search(self, scope: Scope, vector: Vector, k: int,
-                      filters: Filters) -> builtins.list[Candidate]:
+    def vector_search(
+        self, scope: Scope, vector: Vector, k: int, filters: Filters
+    ) -> builtins.list[Candidate]:
         """Top-k by cosine similarity (vectors are unit length, so a dot product), best
         first, ties by insertion order. Exact: an ANN index must fall back to a scan where
         it could miss (the congruence test compares backends)."""
         ...
 
-    def lexical_search(self, scope: Scope, terms: Sequence[str], k: int,
-                       filters: Filters) -> builtins.list[Candidate]:
+    def lexical_search(
+        self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
+    ) -> builtins.list[Candidate]:
         """Top-k by BM25 (k1=1.2, b=0.75, over the user's records) of the given,
         already-tokenised terms; higher is better; ties by insertion order. Terms are data,
         never query syntax."""
@@ -243,8 +255,7 @@ class EmbeddingCacheStore(Protocol):
     all of a user's entries, query embeddings included.
     """
 
-    def cached_vectors(self, scope: Scope, model_id: str,
-                       keys: Sequence[str]) -> dict[str, Vector]:
+    def cached_vectors(self, scope: Scope, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
         """The cached float32 vectors of those keys that have one (others are absent)."""
         ...
 
@@ -271,10 +282,17 @@ class JobQueue(Protocol):
         """Add jobs, all or none; a job id already present is a ``ValidationError``."""
         ...
 
-    def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
-                   tenant: str | None = None, user: str | None = None,
-                   session: str | None = None, due_before: datetime | None = None
-                   ) -> builtins.list[Job]:
+    def claim_jobs(
+        self,
+        now: datetime,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tenant: str | None = None,
+        user: str | None = None,
+        session: str | None = None,
+        due_before: datetime | None = None,
+    ) -> builtins.list[Job]:
         """Lease up to ``limit`` jobs of *one* user under a fresh ``lease_token``: pending
         ones whose ``run_after`` ≤ ``due_before`` (default ``now``) and running ones whose
         lease expired, oldest due first — and none of a user who has a job held under a
@@ -292,19 +310,20 @@ class JobQueue(Protocol):
         :class:`~memstrata.jobs.LeaseLostError` (fencing); ``NotFoundError`` if gone."""
         ...
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
-                 lease_token: str | None = None) -> None:
+    def fail_job(
+        self, job_id: str, error: str, retry_at: datetime | None, lease_token: str | None = None
+    ) -> None:
         """Record a failure; ``retry_at=None`` gives up (status ``failed``). Fenced by
         ``lease_token`` as :meth:`finish_job`."""
         ...
 
-    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
-                        session: str | None = None) -> int:
+    def count_open_jobs(
+        self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
+    ) -> int:
         """Jobs pending or running (``flush()`` waits for those another worker holds)."""
         ...
 
-    def list_jobs(self, tenant: str, user: str, *,
-                  status: str | None = None) -> builtins.list[Job]:
+    def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> builtins.list[Job]:
         """One user's jobs, oldest first, optionally of one status."""
         ...
 
@@ -377,28 +396,38 @@ class UnitOfWork(Protocol):
     LLM calls) inside it either: compute first, then open the transaction.
     """
 
-    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
-            ) -> MemoryRecord: ...
-    def find_by_hash(self, scope: Scope, content_hash: str,
-                     types: Sequence[str]) -> MemoryRecord | None: ...
+    def get(
+        self, scope: Scope, record_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord: ...
+    def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None: ...
     def insert(self, writes: Sequence[RecordWrite]) -> None: ...
     def append_turns(self, writes: Sequence[RecordWrite]) -> None: ...
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None: ...
-    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                   at: datetime) -> builtins.list[str]: ...
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> builtins.list[str]: ...
     def enqueue(self, jobs: Sequence[Job]) -> None: ...
 
 
 # --- everything ---
 @runtime_checkable
-class Store(StoreMeta, RecordStore, CandidateSearch, EmbeddingCacheStore, JobQueue,
-            SessionBuffer, Counters, Protocol):
+class Store(
+    StoreMeta,
+    RecordStore,
+    CandidateSearch,
+    EmbeddingCacheStore,
+    JobQueue,
+    SessionBuffer,
+    Counters,
+    Protocol,
+):
     """Every interface of one backend, plus the transaction that spans them."""
 
     def transaction(self) -> AbstractContextManager[UnitOfWork]:
         """A :class:`UnitOfWork`; commits when the ``with`` block ends without an error."""
         ...
-
 
 
 # --- bulk copy between backends (memstrata.store.migrate) ---

@@ -166,8 +166,10 @@ class InMemoryStore:
         vec = _vector(write.vector)
         dims = write.record.embedding_dims
         if dims is not None and vec.size != dims:
-            raise ValidationError(f"record {write.record.id!r} says embedding_dims={dims} but "
-                                  f"its vector has {vec.size} dimensions")
+            raise ValidationError(
+                f"record {write.record.id!r} says embedding_dims={dims} but "
+                f"its vector has {vec.size} dimensions"
+            )
         return vec
 
     # --- records -------------------------------------------------------------------------------
@@ -200,7 +202,8 @@ class InMemoryStore:
             if w.record.type is not RecordType.MESSAGE:
                 raise ValidationError(
                     f"record {w.record.id!r} is a {w.record.type.value}, not a turn; "
-                    "append_turns takes message records, use insert() for anything else")
+                    "append_turns takes message records, use insert() for anything else"
+                )
         self._insert(writes, undo)
 
     def _insert(self, writes: Sequence[RecordWrite], undo: Undo) -> None:
@@ -211,7 +214,8 @@ class InMemoryStore:
         if clash is not None:
             raise ValidationError(
                 f"record id {clash[2]!r} exists already (or twice in this batch); nothing "
-                "was written: use replace() to update a record, new_id() for a new one")
+                "was written: use replace() to update a record, new_id() for a new one"
+            )
         vectors = [self._check(w) for w in writes]  # validate all before writing any
         for w, vec in zip(writes, vectors, strict=True):
             self._seq += 1
@@ -227,8 +231,7 @@ class InMemoryStore:
         with self._lock:
             return self._get(scope, record_id, include_deleted=include_deleted)
 
-    def _get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
-             ) -> MemoryRecord:
+    def _get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         entry = self._visible(scope, record_id)
         if entry is None or (not include_deleted and not entry.record.is_active):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
@@ -242,8 +245,7 @@ class InMemoryStore:
         with self._lock:
             self._replace(scope, write, expected_version, [])
 
-    def _replace(self, scope: Scope, write: RecordWrite, expected_version: int,
-                 undo: Undo) -> None:
+    def _replace(self, scope: Scope, write: RecordWrite, expected_version: int, undo: Undo) -> None:
         if scope.caller is not None:  # another caller may read, never write
             raise NotFoundError(f"no record {write.record.id!r} in scope {scope}")
         new = write.record
@@ -254,32 +256,43 @@ class InMemoryStore:
         if current != expected_version:
             raise ConflictError(
                 f"record {new.id!r} is at version {current}, but this update was based on "
-                f"version {expected_version}; re-read the record and apply the change again")
+                f"version {expected_version}; re-read the record and apply the change again"
+            )
         if new.version != expected_version + 1:
-            raise ValidationError(f"the new version of {new.id!r} must be "
-                                  f"{expected_version + 1}, got {new.version}")
+            raise ValidationError(
+                f"the new version of {new.id!r} must be {expected_version + 1}, got {new.version}"
+            )
         if (new.tenant, new.user) != (entry.record.tenant, entry.record.user):
-            raise ValidationError(f"replace cannot move record {new.id!r} to another "
-                                  "tenant or user; insert a copy under a new id instead")
+            raise ValidationError(
+                f"replace cannot move record {new.id!r} to another "
+                "tenant or user; insert a copy under a new id instead"
+            )
         vec = self._check(write)
         undo.append(self._snapshot(entry))
         entry.history.append(entry.record)
         # counters are the store's, not the writer's: keep the stored ones
-        entry.record = replace(new, access_count=entry.record.access_count,
-                               last_accessed_at=entry.record.last_accessed_at)
+        entry.record = replace(
+            new,
+            access_count=entry.record.access_count,
+            last_accessed_at=entry.record.last_accessed_at,
+        )
         entry.terms = tuple(write.terms)
         if vec is not None:
             entry.vector = vec
         self._changed(new.tenant, new.user)
 
     def _snapshot(self, entry: _Entry) -> Callable[[], None]:
-        record, terms, vector, history = entry.record, entry.terms, entry.vector, \
-            list(entry.history)
+        record, terms, vector, history = (
+            entry.record,
+            entry.terms,
+            entry.vector,
+            list(entry.history),
+        )
 
         def restore() -> None:
-            entry.record, entry.terms, entry.vector, entry.history = \
-                record, terms, vector, history
+            entry.record, entry.terms, entry.vector, entry.history = record, terms, vector, history
             self._changed(record.tenant, record.user)
+
         return restore
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
@@ -288,13 +301,15 @@ class InMemoryStore:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return [*entry.history, entry.record]
 
-    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                   at: datetime) -> list[str]:
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
         with self._lock:
             return self._set_status(scope, ids, status, at, [])
 
-    def _set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                    at: datetime, undo: Undo) -> list[str]:
+    def _set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime, undo: Undo
+    ) -> list[str]:
         if scope.caller is not None:
             return []
         status = RecordStatus(status)
@@ -307,8 +322,12 @@ class InMemoryStore:
             old = entry.record
             entry.history.append(old)
             entry.record = replace(
-                old, status=status, version=old.version + 1, updated_at=at,
-                deleted_at=at if status is RecordStatus.DELETED else None)
+                old,
+                status=status,
+                version=old.version + 1,
+                updated_at=at,
+                deleted_at=at if status is RecordStatus.DELETED else None,
+            )
             changed.append(record_id)
             self._changed(old.tenant, old.user)
         return changed
@@ -328,15 +347,24 @@ class InMemoryStore:
             for entry in found:
                 for n, count in enumerate(self._drop(entry)):
                     totals[n] += count
-            hashes -= {e.record.content_hash for e in self._entries.values()
-                       if (e.record.tenant, e.record.user) == (scope.tenant, scope.user)}
-            stale = [k for k in self._cache
-                     if k[:2] == (scope.tenant, scope.user) and k[3] in hashes]
+            hashes -= {
+                e.record.content_hash
+                for e in self._entries.values()
+                if (e.record.tenant, e.record.user) == (scope.tenant, scope.user)
+            }
+            stale = [
+                k for k in self._cache if k[:2] == (scope.tenant, scope.user) and k[3] in hashes
+            ]
             for key in stale:  # the cache entries of their texts go with them
                 del self._cache[key]
             remaining = sum(_key(e.record) in self._entries for e in found)
-        return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
-                           cache_entries=len(stale), remaining=remaining)
+        return PurgeReport(
+            records=totals[0],
+            versions=totals[1],
+            vectors=totals[2],
+            cache_entries=len(stale),
+            remaining=remaining,
+        )
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         def owned(r: MemoryRecord) -> bool:
@@ -362,28 +390,42 @@ class InMemoryStore:
                 del self._meta[meta_key]
             for dense in [d for d in self._dense if d[:2] == (tenant, user)]:
                 del self._dense[dense]
-            remaining = sum(owned(e.record) for e in self._entries.values()) + sum(
-                (j.tenant, j.user) == (tenant, user) for j in self._jobs.values()) + sum(
-                k[:2] == (tenant, user) for k in self._cache)
-        return PurgeReport(records=totals[0], versions=totals[1], vectors=totals[2],
-                           jobs=len(jobs), cache_entries=len(stale), remaining=remaining)
+            remaining = (
+                sum(owned(e.record) for e in self._entries.values())
+                + sum((j.tenant, j.user) == (tenant, user) for j in self._jobs.values())
+                + sum(k[:2] == (tenant, user) for k in self._cache)
+            )
+        return PurgeReport(
+            records=totals[0],
+            versions=totals[1],
+            vectors=totals[2],
+            jobs=len(jobs),
+            cache_entries=len(stale),
+            remaining=remaining,
+        )
 
     def count(self, scope: Scope, filters: Filters) -> int:
         with self._lock:
             return sum(filters.matches(e.record) for e in self._scoped(scope))
 
-    def find_by_hash(self, scope: Scope, content_hash: str,
-                     types: Sequence[str]) -> MemoryRecord | None:
+    def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         with self._lock:
             return self._find_by_hash(scope, content_hash, types)
 
-    def _find_by_hash(self, scope: Scope, content_hash: str,
-                      types: Sequence[str]) -> MemoryRecord | None:
+    def _find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         wanted = {str(t) for t in types}
         for e in self._scoped(scope):
             r = e.record
-            if (r.content_hash == content_hash and r.is_active and r.superseded_by is None
-                    and (not wanted or r.type.value in wanted)):
+            if (
+                r.content_hash == content_hash
+                and r.is_active
+                and r.superseded_by is None
+                and (not wanted or r.type.value in wanted)
+            ):
                 return r
         return None
 
@@ -394,9 +436,11 @@ class InMemoryStore:
                 entry = self._visible(scope, record_id)
                 if entry is not None:
                     last = entry.record.last_accessed_at
-                    entry.record = replace(entry.record, access_count=entry.record.access_count
-                                           + 1, last_accessed_at=at if last is None
-                                           else max(last, at))
+                    entry.record = replace(
+                        entry.record,
+                        access_count=entry.record.access_count + 1,
+                        last_accessed_at=at if last is None else max(last, at),
+                    )
 
     def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
         with self._lock:
@@ -422,8 +466,11 @@ class InMemoryStore:
         if scope.session is None or n < 1:
             return []
         with self._lock:
-            turns = [e for e in self._scoped(scope) if e.record.type is RecordType.MESSAGE
-                     and e.record.is_active]
+            turns = [
+                e
+                for e in self._scoped(scope)
+                if e.record.type is RecordType.MESSAGE and e.record.is_active
+            ]
         turns.sort(key=lambda e: (e.record.observed_at, e.seq))
         return [e.record for e in turns[-n:]]
 
@@ -433,16 +480,25 @@ class InMemoryStore:
         generation = self._generation.get((tenant, user), 0)
         cached = self._dense.get(key)
         if cached is None or cached.generation != generation:
-            entries = [e for e in self._entries.values() if (e.record.tenant, e.record.user)
-                       == (tenant, user) and e.vector is not None and e.vector.size == dims]
-            matrix = (np.stack([e.vector for e in entries if e.vector is not None])
-                      if entries else np.zeros((0, dims), np.float32))
+            entries = [
+                e
+                for e in self._entries.values()
+                if (e.record.tenant, e.record.user) == (tenant, user)
+                and e.vector is not None
+                and e.vector.size == dims
+            ]
+            matrix = (
+                np.stack([e.vector for e in entries if e.vector is not None])
+                if entries
+                else np.zeros((0, dims), np.float32)
+            )
             cached = _Dense(generation, [e.record.id for e in entries], matrix)
             self._dense[key] = cached
         return cached
 
-    def vector_search(self, scope: Scope, vector: Vector, k: int,
-                      filters: Filters) -> list[Candidate]:
+    def vector_search(
+        self, scope: Scope, vector: Vector, k: int, filters: Filters
+    ) -> list[Candidate]:
         query = np.asarray(vector, dtype=np.float32).ravel()
         if k <= 0 or query.size == 0:
             return []
@@ -466,8 +522,7 @@ class InMemoryStore:
         generation = self._generation.get(key, 0)
         cached = self._lexical.get(key)
         if cached is None or cached.generation != generation:
-            entries = [e for e in self._entries.values()
-                       if (e.record.tenant, e.record.user) == key]
+            entries = [e for e in self._entries.values() if (e.record.tenant, e.record.user) == key]
             index = bm25s.BM25()
             if not any(e.terms for e in entries):  # bm25s divides by a 0 mean length
                 entries = []
@@ -477,8 +532,9 @@ class InMemoryStore:
             self._lexical[key] = cached
         return cached
 
-    def lexical_search(self, scope: Scope, terms: Sequence[str], k: int,
-                       filters: Filters) -> list[Candidate]:
+    def lexical_search(
+        self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
+    ) -> list[Candidate]:
         query = [t for t in dict.fromkeys(terms) if t and not t.isspace()]
         if not query or k <= 0:
             return []
@@ -499,12 +555,10 @@ class InMemoryStore:
         return [Candidate(rid, -neg) for neg, _, rid in hits[:k]]
 
     # --- embeddings -------------------------------------------------------------------------------
-    def cached_vectors(self, scope: Scope, model_id: str,
-                       keys: Sequence[str]) -> dict[str, Vector]:
+    def cached_vectors(self, scope: Scope, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
         owner = (scope.tenant, scope.user, model_id)
         with self._lock:
-            return {k: self._cache[(*owner, k)].copy() for k in keys
-                    if (*owner, k) in self._cache}
+            return {k: self._cache[(*owner, k)].copy() for k in keys if (*owner, k) in self._cache}
 
     def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
         checked = {k: _vector(v) for k, v in vectors.items()}
@@ -517,17 +571,20 @@ class InMemoryStore:
             records = [e.record for e in sorted(self._entries.values(), key=lambda e: e.seq)]
         size = max(1, batch_size)
         for start in range(0, len(records), size):
-            yield records[start:start + size]
+            yield records[start : start + size]
 
-    def set_vectors(self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str,
-                    dims: int) -> None:
+    def set_vectors(
+        self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
+    ) -> None:
         with self._lock:
             checked: list[tuple[_Entry, Vector]] = []
             for record, vector in items:
                 vec = _vector(vector)
                 if vec.size != dims:
-                    raise ValidationError(f"vector for {record.id!r} has {vec.size} "
-                                          f"dimensions, but set_vectors was told {dims}")
+                    raise ValidationError(
+                        f"vector for {record.id!r} has {vec.size} "
+                        f"dimensions, but set_vectors was told {dims}"
+                    )
                 entry = self._entries.get(_key(record))
                 if entry is None:
                     raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
@@ -535,8 +592,7 @@ class InMemoryStore:
             for entry, vec in checked:
                 self._changed(entry.record.tenant, entry.record.user)
                 entry.vector = vec
-                entry.record = replace(entry.record, embedding_model=model_id,
-                                       embedding_dims=dims)
+                entry.record = replace(entry.record, embedding_model=model_id, embedding_dims=dims)
 
     # --- jobs ----------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:
@@ -547,11 +603,12 @@ class InMemoryStore:
         fresh: dict[str, Job] = {}
         for job in jobs:
             if job.id in self._jobs or job.id in fresh:
-                raise ValidationError(f"job id {job.id!r} exists already; give each job "
-                                      "a new id")
+                raise ValidationError(f"job id {job.id!r} exists already; give each job a new id")
             if job.dedup_key is not None and any(
-                    (j.tenant, j.user, j.dedup_key) == (job.tenant, job.user, job.dedup_key)
-                    and j.status in _OPEN for j in (*self._jobs.values(), *fresh.values())):
+                (j.tenant, j.user, j.dedup_key) == (job.tenant, job.user, job.dedup_key)
+                and j.status in _OPEN
+                for j in (*self._jobs.values(), *fresh.values())
+            ):
                 continue
             fresh[job.id] = job
         self._jobs.update(fresh)
@@ -559,46 +616,76 @@ class InMemoryStore:
         def take_back() -> None:
             for job_id in fresh:
                 self._jobs.pop(job_id, None)
+
         undo.append(take_back)
 
-    def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
-                   tenant: str | None = None, user: str | None = None,
-                   session: str | None = None, due_before: datetime | None = None) -> list[Job]:
+    def claim_jobs(
+        self,
+        now: datetime,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tenant: str | None = None,
+        user: str | None = None,
+        session: str | None = None,
+        due_before: datetime | None = None,
+    ) -> list[Job]:
         # The same rule as the SQLite outbox: due jobs of one user, none of a user who has
         # a job held under a live lease (one user's jobs never run at once).
         def ready(j: Job) -> bool:
             if j.status is JobStatus.PENDING:
                 due = j.run_after <= (due_before or now)
             else:
-                due = (j.status is JobStatus.RUNNING and j.lease_until is not None
-                       and j.lease_until <= now)
-            return due and all(want is None or got == want for want, got in
-                               ((tenant, j.tenant), (user, j.user), (session, j.session)))
+                due = (
+                    j.status is JobStatus.RUNNING
+                    and j.lease_until is not None
+                    and j.lease_until <= now
+                )
+            return due and all(
+                want is None or got == want
+                for want, got in ((tenant, j.tenant), (user, j.user), (session, j.session))
+            )
 
         if limit <= 0:
             return []
         with self._lock:
-            busy = {(j.tenant, j.user) for j in self._jobs.values()
-                    if j.status is JobStatus.RUNNING and j.lease_until is not None
-                    and j.lease_until > now}
-            due = sorted((j for j in self._jobs.values()
-                          if ready(j) and (j.tenant, j.user) not in busy),
-                         key=lambda j: (j.run_after, j.created_at, j.id))
+            busy = {
+                (j.tenant, j.user)
+                for j in self._jobs.values()
+                if j.status is JobStatus.RUNNING
+                and j.lease_until is not None
+                and j.lease_until > now
+            }
+            due = sorted(
+                (j for j in self._jobs.values() if ready(j) and (j.tenant, j.user) not in busy),
+                key=lambda j: (j.run_after, j.created_at, j.id),
+            )
             if not due:
                 return []
             owner = (due[0].tenant, due[0].user)
             mine = [j for j in due if (j.tenant, j.user) == owner][:limit]
             lease = now + timedelta(seconds=lease_seconds)
             token = new_lease_token()
-            claimed = [replace(j, status=JobStatus.RUNNING, lease_until=lease,
-                               attempts=j.attempts + 1, lease_token=token) for j in mine]
+            claimed = [
+                replace(
+                    j,
+                    status=JobStatus.RUNNING,
+                    lease_until=lease,
+                    attempts=j.attempts + 1,
+                    lease_token=token,
+                )
+                for j in mine
+            ]
             self._jobs.update((j.id, j) for j in claimed)
         return claimed
 
     def renew_leases(self, token: str, until: datetime) -> list[str]:
         with self._lock:
-            held = [j for j in self._jobs.values()
-                    if j.lease_token == token and j.status is JobStatus.RUNNING]
+            held = [
+                j
+                for j in self._jobs.values()
+                if j.lease_token == token and j.status is JobStatus.RUNNING
+            ]
             self._jobs.update((j.id, replace(j, lease_until=until)) for j in held)
         return sorted(j.id for j in held)
 
@@ -607,59 +694,91 @@ class InMemoryStore:
         if job is None:
             raise NotFoundError(f"no job {job_id!r}; it may have been purged with its user")
         if token is not None and (job.lease_token != token or job.status is not JobStatus.RUNNING):
-            raise LeaseLostError(f"job {job_id!r} is no longer held under this lease (it "
-                                 "expired and another worker claimed the job); this result "
-                                 "is not recorded")
+            raise LeaseLostError(
+                f"job {job_id!r} is no longer held under this lease (it "
+                "expired and another worker claimed the job); this result "
+                "is not recorded"
+            )
         return job
 
     def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
         with self._lock:
-            self._jobs[job_id] = replace(self._job(job_id, lease_token), status=JobStatus.DONE,
-                                         lease_until=None, lease_token=None)
+            self._jobs[job_id] = replace(
+                self._job(job_id, lease_token),
+                status=JobStatus.DONE,
+                lease_until=None,
+                lease_token=None,
+            )
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
-                 lease_token: str | None = None) -> None:
+    def fail_job(
+        self, job_id: str, error: str, retry_at: datetime | None, lease_token: str | None = None
+    ) -> None:
         with self._lock:
             job = self._job(job_id, lease_token)
             if retry_at is None:
-                job = replace(job, status=JobStatus.FAILED, last_error=error, lease_until=None,
-                              lease_token=None)
+                job = replace(
+                    job,
+                    status=JobStatus.FAILED,
+                    last_error=error,
+                    lease_until=None,
+                    lease_token=None,
+                )
             else:
-                job = replace(job, status=JobStatus.PENDING, last_error=error,
-                              lease_until=None, lease_token=None, run_after=retry_at)
+                job = replace(
+                    job,
+                    status=JobStatus.PENDING,
+                    last_error=error,
+                    lease_until=None,
+                    lease_token=None,
+                    run_after=retry_at,
+                )
             self._jobs[job_id] = job
 
-    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
-                        session: str | None = None) -> int:
+    def count_open_jobs(
+        self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
+    ) -> int:
         with self._lock:
-            return sum(j.status in _OPEN and all(
-                want is None or got == want for want, got in
-                ((tenant, j.tenant), (user, j.user), (session, j.session)))
-                for j in self._jobs.values())
+            return sum(
+                j.status in _OPEN
+                and all(
+                    want is None or got == want
+                    for want, got in ((tenant, j.tenant), (user, j.user), (session, j.session))
+                )
+                for j in self._jobs.values()
+            )
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         want = job_status(status) if status is not None else None
         with self._lock:
-            jobs = [j for j in self._jobs.values() if (j.tenant, j.user) == (tenant, user)
-                    and (want is None or j.status is want)]
+            jobs = [
+                j
+                for j in self._jobs.values()
+                if (j.tenant, j.user) == (tenant, user) and (want is None or j.status is want)
+            ]
         return sorted(jobs, key=lambda j: (j.created_at, j.id))
 
     def stats(self, scope: Scope) -> StoreStats:
         with self._lock:
             records = [e.record for e in self._scoped(scope)]
-            jobs = [j for j in self._jobs.values() if (j.tenant, j.user) ==
-                    (scope.tenant, scope.user)]
-            users = {e.record.user for e in self._entries.values()
-                     if e.record.tenant == scope.tenant}
+            jobs = [
+                j for j in self._jobs.values() if (j.tenant, j.user) == (scope.tenant, scope.user)
+            ]
+            users = {
+                e.record.user for e in self._entries.values() if e.record.tenant == scope.tenant
+            }
         by_type: dict[str, int] = {}
         for r in records:
             by_type[r.type.value] = by_type.get(r.type.value, 0) + 1
         active = sum(r.is_active for r in records)
-        return StoreStats(records=len(records), active=active, deleted=len(records) - active,
-                          by_type=by_type,
-                          pending_jobs=sum(j.status in _OPEN for j in jobs),
-                          failed_jobs=sum(j.status is JobStatus.FAILED for j in jobs),
-                          users=len(users))
+        return StoreStats(
+            records=len(records),
+            active=active,
+            deleted=len(records) - active,
+            by_type=by_type,
+            pending_jobs=sum(j.status in _OPEN for j in jobs),
+            failed_jobs=sum(j.status is JobStatus.FAILED for j in jobs),
+            users=len(users),
+        )
 
     # --- bulk copy (StoreCopy, memstrata migrate; in memory_dump.py) ----------------------
     def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
@@ -693,15 +812,22 @@ class InMemoryStore:
         """Nothing is deferred by an in-memory load."""
 
     # Last in the class: below it, ``list`` in annotations would name this method.
-    def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,
-             newest_first: bool = True) -> list[MemoryRecord]:
+    def list(
+        self,
+        scope: Scope,
+        filters: Filters,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[MemoryRecord]:
         if limit <= 0:
             return []
         with self._lock:
             rows = [e for e in self._scoped(scope) if filters.matches(e.record)]
         rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=newest_first)
         offset = max(0, offset)
-        return [e.record for e in rows[offset:offset + limit]]
+        return [e.record for e in rows[offset : offset + limit]]
 
 
 class _MemoryUnitOfWork:
@@ -712,12 +838,12 @@ class _MemoryUnitOfWork:
         self._s = store
         self._undo = undo
 
-    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
-            ) -> MemoryRecord:
+    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         return self._s._get(scope, record_id, include_deleted=include_deleted)
 
-    def find_by_hash(self, scope: Scope, content_hash: str,
-                     types: Sequence[str]) -> MemoryRecord | None:
+    def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         return self._s._find_by_hash(scope, content_hash, types)
 
     def insert(self, writes: Sequence[RecordWrite]) -> None:
@@ -729,8 +855,9 @@ class _MemoryUnitOfWork:
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         self._s._replace(scope, write, expected_version, self._undo)
 
-    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                   at: datetime) -> list[str]:
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
         return self._s._set_status(scope, ids, status, at, self._undo)
 
     def enqueue(self, jobs: Sequence[Job]) -> None:

@@ -8,8 +8,7 @@ from .base import Store
 
 __all__ = ["open_store"]
 
-_SCHEMES = ("sqlite:///path/to/file.db, sqlite://:memory:, memory:// or "
-            "postgresql://user@host/db")
+_SCHEMES = "sqlite:///path/to/file.db, sqlite://:memory:, memory:// or postgresql://user@host/db"
 
 
 def open_store(url: str) -> Store:
@@ -30,7 +29,8 @@ def open_store(url: str) -> Store:
             return SQLiteStore(":memory:", url=url)
         if not rest.startswith("/"):
             raise ValidationError(
-                f"store URL {url!r}: write sqlite:///relative.db or sqlite:////abs/path.db")
+                f"store URL {url!r}: write sqlite:///relative.db or sqlite:////abs/path.db"
+            )
         path = rest[1:]
         if not path:
             raise ValidationError(f"store URL {url!r} names no file; use {_SCHEMES}")

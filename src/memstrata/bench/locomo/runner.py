@@ -205,11 +205,14 @@ def run_locomo(
                 flush_s += fsecs
                 if cfg.maintain and n:
                     at = datetime.now(UTC) + timedelta(days=cfg.maintain_after_days)
-                    done = mem.maintain(Scope("locomo", conv.sample_id), policy=cfg.maintain,
-                                        now=at)
-                    notes.append(f"maintenance ({cfg.maintain}, ingest + "
-                                 f"{cfg.maintain_after_days:g} days) on {conv.sample_id}: "
-                                 f"{done.as_dict()}")
+                    done = mem.maintain(
+                        Scope("locomo", conv.sample_id), policy=cfg.maintain, now=at
+                    )
+                    notes.append(
+                        f"maintenance ({cfg.maintain}, ingest + "
+                        f"{cfg.maintain_after_days:g} days) on {conv.sample_id}: "
+                        f"{done.as_dict()}"
+                    )
                 turns = conv.turns
                 by_dia = {t.dia_id: t for t in turns}
                 id_to_turn = {i: by_dia[d] for i, d in id_to_dia.items() if d in by_dia}

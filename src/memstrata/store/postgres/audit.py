@@ -17,13 +17,27 @@ _COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, s
 
 
 def append(conn: Any, events: Sequence[AuditEvent]) -> None:
-    rows = [(e.id, e.tenant, e.user, e.actor, e.action, e.at.isoformat(), list(e.record_ids),
-             e.reason, e.policy, e.score,
-             json.dumps(dict(e.details), ensure_ascii=False, default=str)) for e in events]
+    rows = [
+        (
+            e.id,
+            e.tenant,
+            e.user,
+            e.actor,
+            e.action,
+            e.at.isoformat(),
+            list(e.record_ids),
+            e.reason,
+            e.policy,
+            e.score,
+            json.dumps(dict(e.details), ensure_ascii=False, default=str),
+        )
+        for e in events
+    ]
     if rows:
         with conn.cursor() as cur:
-            cur.executemany(f"INSERT INTO audit_log ({_COLUMNS}) "
-                            f"VALUES ({', '.join(['%s'] * 11)})", rows)
+            cur.executemany(
+                f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})", rows
+            )
 
 
 def redact_subject(conn: Any, tenant: str, user: str) -> int:
@@ -31,7 +45,9 @@ def redact_subject(conn: Any, tenant: str, user: str) -> int:
     cur = conn.execute(
         "UPDATE audit_log SET \"user\" = NULL, record_ids = '{}', reason = %(p)s, "
         "details = '{}', actor = CASE WHEN strpos(actor, %(u)s) > 0 THEN %(p)s ELSE actor END "
-        "WHERE tenant = %(t)s AND \"user\" = %(u)s", {"p": PURGED, "t": tenant, "u": user})
+        'WHERE tenant = %(t)s AND "user" = %(u)s',
+        {"p": PURGED, "t": tenant, "u": user},
+    )
     return int(cur.rowcount)
 
 
@@ -59,6 +75,16 @@ def query(conn: Any, tenant: str, q: AuditQuery) -> list[AuditEvent]:
 def _decode(row: Any) -> AuditEvent:
     r = tuple(row.values()) if isinstance(row, Mapping) else tuple(row)
     (rid, tenant, user, actor, action, at, record_ids, reason, policy, score, details) = r
-    return AuditEvent(id=rid, tenant=tenant, user=user, actor=actor, action=action,
-                      at=datetime.fromisoformat(at), record_ids=tuple(record_ids),
-                      reason=reason, policy=policy, score=score, details=json.loads(details))
+    return AuditEvent(
+        id=rid,
+        tenant=tenant,
+        user=user,
+        actor=actor,
+        action=action,
+        at=datetime.fromisoformat(at),
+        record_ids=tuple(record_ids),
+        reason=reason,
+        policy=policy,
+        score=score,
+        details=json.loads(details),
+    )

@@ -67,7 +67,8 @@ def parse_url(url: str) -> PgOptions:
         raise ValidationError(
             f"store URL {_hide(url)!r} is malformed ({exc}); write "
             "postgresql://user:password@host:port/database (an IPv6 host in [brackets], "
-            "a port from 1 to 65535)") from None
+            "a port from 1 to 65535)"
+        ) from None
     if parts.scheme.lower() not in ("postgresql", "postgres"):
         raise ValidationError(f"{_hide(url)!r} is not a postgresql:// URL")
     ours: dict[str, str] = {}
@@ -81,7 +82,8 @@ def parse_url(url: str) -> PgOptions:
     if not _IDENT.match(schema):
         raise ValidationError(
             f"store URL option schema={schema!r} is not a plain identifier; use lower-case "
-            "letters, digits and underscores (at most 63), starting with a letter")
+            "letters, digits and underscores (at most 63), starting with a letter"
+        )
     pool_min = _int("pool_min", ours.get("pool_min", "1"), 0)
     pool_max = _int("pool_max", ours.get("pool_max", "8"), 1)
     if pool_max < pool_min:
@@ -90,8 +92,13 @@ def parse_url(url: str) -> PgOptions:
     # libpq's form for a local socket), which libpq then cannot read.
     query = urlencode(theirs)
     conninfo = f"postgresql://{parts.netloc}{parts.path}" + (f"?{query}" if query else "")
-    return PgOptions(conninfo, schema, pool_min, pool_max,
-                     _int("exact_below", ours.get("exact_below", "100000"), 0))
+    return PgOptions(
+        conninfo,
+        schema,
+        pool_min,
+        pool_max,
+        _int("exact_below", ours.get("exact_below", "100000"), 0),
+    )
 
 
 def _hide(url: str) -> str:
@@ -107,7 +114,8 @@ def driver() -> Any:
     except ImportError as exc:
         raise MissingDependencyError(
             f"postgresql:// stores need psycopg 3 and psycopg_pool ({exc.name} is missing): "
-            "pip install 'memstrata[postgres]'") from None
+            "pip install 'memstrata[postgres]'"
+        ) from None
     return psycopg
 
 
@@ -121,15 +129,18 @@ def translate(exc: BaseException, where: str, *, committing: bool = False) -> St
             f"{where} refused this user: {message}; connect as a role that holds that "
             "privilege, or have the database owner grant it (memstrata creates its schema "
             "and tables on first use: GRANT CREATE ON DATABASE ... TO ...); nothing of this "
-            "call was written")
+            "call was written"
+        )
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         if committing:
             return StoreError(
                 f"lost the connection to {where} while committing ({message}); the write may "
-                "or may not have been applied: re-read before retrying")
+                "or may not have been applied: re-read before retrying"
+            )
         return StoreError(
             f"lost the connection to {where} ({message}); the call was rolled back and "
-            "nothing of it was written: check that the server is up and retry")
+            "nothing of it was written: check that the server is up and retry"
+        )
     return StoreError(f"{where} failed: {message}")
 
 

@@ -90,8 +90,7 @@ def dump_records(s: PostgresStore, batch_size: int = 500) -> Iterator[list[Recor
             ).fetchall():
                 counters.setdefault(int(r["seq"]), {})[str(r["name"])] = int(r["value"])
             current = [decode_record(r) for r in rows]
-            older = [int(r["seq"]) for r, rec in zip(rows, current, strict=True)
-                     if rec.version > 1]
+            older = [int(r["seq"]) for r, rec in zip(rows, current, strict=True) if rec.version > 1]
             deltas: dict[int, list[bytes]] = {}
             if older:
                 for h in c.execute(

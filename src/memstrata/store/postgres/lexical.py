@@ -120,7 +120,9 @@ def _drop_unused(conn: psycopg.Connection[Any], tokens: Sequence[str]) -> None:
     if tokens:
         conn.execute(
             "DELETE FROM lex_df WHERE token IN (SELECT token FROM lex_df WHERE token = ANY(%s) "
-            "GROUP BY token HAVING sum(df) <= 0)", (sorted(set(tokens)),))
+            "GROUP BY token HAVING sum(df) <= 0)",
+            (sorted(set(tokens)),),
+        )
 
 
 def unindex_scope(conn: psycopg.Connection[Any], tenant: str, user: str, scope_tok: str) -> None:

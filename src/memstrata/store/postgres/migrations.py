@@ -179,27 +179,41 @@ def _v7_history_deltas(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
     cols = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
     cur.execute(b'SELECT DISTINCT tenant, "user", id FROM record_versions ORDER BY 1, 2, 3')
     for tenant, user, record_id in cur.fetchall():
-        cur.execute(f'SELECT seq, {cols} FROM records WHERE tenant = %s AND "user" = %s '
-                    "AND id = %s".encode(), (tenant, user, record_id))
+        cur.execute(
+            f'SELECT seq, {cols} FROM records WHERE tenant = %s AND "user" = %s '
+            "AND id = %s".encode(),
+            (tenant, user, record_id),
+        )
         current = cur.fetchone()
         if current is None:  # an orphan version (cannot happen through the API): drop it
             continue
         seq, newer = current[0], dict(zip(COLUMNS, current[1:], strict=True))
-        cur.execute(f'SELECT {cols} FROM record_versions WHERE tenant = %s AND "user" = %s '
-                    "AND id = %s ORDER BY version DESC".encode(), (tenant, user, record_id))
+        cur.execute(
+            f'SELECT {cols} FROM record_versions WHERE tenant = %s AND "user" = %s '
+            "AND id = %s ORDER BY version DESC".encode(),
+            (tenant, user, record_id),
+        )
         for row in cur.fetchall():
             old = dict(zip(COLUMNS, row, strict=True))
-            cur.execute(b"INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
-                        (seq, old["version"], encode_delta(reverse_delta(old, newer))))
+            cur.execute(
+                b"INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
+                (seq, old["version"], encode_delta(reverse_delta(old, newer))),
+            )
             newer = old
     cur.execute(b"DROP TABLE record_versions")
 
 
 Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
 
-MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2_AUDIT), (3, _V3_AUDIT_REDACT),
-                                             (4, _V4_JOB_LEASE_TOKEN), (5, _V5_API_KEYS),
-                                             (6, _V6_TYPE_INDEXES), (7, _v7_history_deltas)]
+MIGRATIONS: Final[list[tuple[int, Step]]] = [
+    (1, _V1),
+    (2, _V2_AUDIT),
+    (3, _V3_AUDIT_REDACT),
+    (4, _V4_JOB_LEASE_TOKEN),
+    (5, _V5_API_KEYS),
+    (6, _V6_TYPE_INDEXES),
+    (7, _v7_history_deltas),
+]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
 
@@ -208,13 +222,15 @@ if _RECORD_COLUMNS.count(",") + 1 != len(COLUMNS):  # pragma: no cover - import-
 
 
 def _version(cur: psycopg.Cursor[tuple[object, ...]], schema: str) -> int:
-    cur.execute("SELECT to_regclass(%s) IS NOT NULL",
-                (f'"{schema}".schema_migrations',))
+    cur.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".schema_migrations',))
     row = cur.fetchone()
     if not row or not row[0]:
         return 0
-    cur.execute(sql.SQL("SELECT coalesce(max(version), 0) FROM {}.schema_migrations")
-                .format(sql.Identifier(schema)))
+    cur.execute(
+        sql.SQL("SELECT coalesce(max(version), 0) FROM {}.schema_migrations").format(
+            sql.Identifier(schema)
+        )
+    )
     found = cur.fetchone()
     return int(found[0]) if found else 0  # type: ignore[call-overload]
 
@@ -232,7 +248,8 @@ def check_pgvector(conn: psycopg.Connection[tuple[object, ...]], where: str) -> 
             f"{where} has no pgvector extension, which memstrata needs for vector search; "
             "install pgvector on the server (https://github.com/pgvector/pgvector, or a "
             "PostgreSQL image that bundles it) and run CREATE EXTENSION vector; nothing "
-            "was written")
+            "was written"
+        )
     try:
         with conn.transaction():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -240,7 +257,8 @@ def check_pgvector(conn: psycopg.Connection[tuple[object, ...]], where: str) -> 
         raise StoreError(
             f"{where} has pgvector installed but not enabled, and this user may not enable "
             f"it ({exc.diag.message_primary or exc}); ask the database owner to run "
-            "CREATE EXTENSION vector in this database; nothing was written") from None
+            "CREATE EXTENSION vector in this database; nothing was written"
+        ) from None
 
 
 def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str, where: str) -> int:
@@ -255,15 +273,19 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str, where: st
             raise SchemaVersionError(
                 f"{where} (schema {schema!r}) has memstrata schema version {found}, but this "
                 f"memstrata only knows up to {SCHEMA_VERSION}; upgrade memstrata "
-                "(pip install -U 'memstrata[postgres]') to open it")
+                "(pip install -U 'memstrata[postgres]') to open it"
+            )
         if found == SCHEMA_VERSION:
             return found
         cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-        cur.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(
-            sql.Identifier(schema)))
-        cur.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {}.schema_migrations ("
-                            "version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL "
-                            "DEFAULT now())").format(sql.Identifier(schema)))
+        cur.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(schema)))
+        cur.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.schema_migrations ("
+                "version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL "
+                "DEFAULT now())"
+            ).format(sql.Identifier(schema))
+        )
         for version, step in MIGRATIONS:
             if version <= found:
                 continue
@@ -271,6 +293,10 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str, where: st
                 cur.execute(step.encode())
             else:
                 step(cur)
-            cur.execute(sql.SQL("INSERT INTO {}.schema_migrations (version) VALUES (%s)")
-                        .format(sql.Identifier(schema)), (version,))
+            cur.execute(
+                sql.SQL("INSERT INTO {}.schema_migrations (version) VALUES (%s)").format(
+                    sql.Identifier(schema)
+                ),
+                (version,),
+            )
     return found

@@ -25,11 +25,21 @@ from ...jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from ..sqlite.codec import encode_time
 from ..sqlite.outbox import job_from_row, job_row
 
-__all__ = ["channel", "claim_jobs", "count_open", "enqueue", "fail_job", "finish_job",
-           "list_jobs", "renew_leases"]
+__all__ = [
+    "channel",
+    "claim_jobs",
+    "count_open",
+    "enqueue",
+    "fail_job",
+    "finish_job",
+    "list_jobs",
+    "renew_leases",
+]
 
-_COLUMNS = ('id, kind, tenant, "user", agent, session, payload, created_at, run_after, '
-            'status, attempts, last_error, lease_until, dedup_key, lease_token')
+_COLUMNS = (
+    'id, kind, tenant, "user", agent, session, payload, created_at, run_after, '
+    "status, attempts, last_error, lease_until, dedup_key, lease_token"
+)
 _OPEN = [JobStatus.PENDING.value, JobStatus.RUNNING.value]
 
 
@@ -44,19 +54,25 @@ def enqueue(conn: psycopg.Connection[Any], jobs: Sequence[Job], schema: str) -> 
     for job, row in zip(jobs, rows, strict=True):
         if job.dedup_key is not None:
             # Serialise enqueuers of one dedup key, so two processes cannot both add it.
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))",
-                         (f"{job.tenant}\x1f{job.user}\x1f{job.dedup_key}",))
-            if conn.execute('SELECT 1 FROM jobs WHERE tenant = %s AND "user" = %s AND '
-                            "dedup_key = %s AND status = ANY(%s)",
-                            (job.tenant, job.user, job.dedup_key, _OPEN)).fetchone():
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))",
+                (f"{job.tenant}\x1f{job.user}\x1f{job.dedup_key}",),
+            )
+            if conn.execute(
+                'SELECT 1 FROM jobs WHERE tenant = %s AND "user" = %s AND '
+                "dedup_key = %s AND status = ANY(%s)",
+                (job.tenant, job.user, job.dedup_key, _OPEN),
+            ).fetchone():
                 continue
         try:
             with conn.transaction():
-                conn.execute(f"INSERT INTO jobs ({_COLUMNS}) VALUES "
-                             f"({', '.join(['%s'] * 15)})", row)
+                conn.execute(
+                    f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})", row
+                )
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
-                f"job id {job.id!r} exists already; give each job a new id") from None
+                f"job id {job.id!r} exists already; give each job a new id"
+            ) from None
         added += 1
     if added:
         conn.execute(f"NOTIFY {channel(schema)}")
@@ -66,9 +82,17 @@ _RUNNING = JobStatus.RUNNING.value
 _CANDIDATE_USERS = 16  # users tried per claim when others are being claimed at that moment
 
 
-def claim_jobs(conn: psycopg.Connection[Any], now: datetime, *, limit: int,
-               lease_seconds: float, tenant: str | None, user: str | None,
-               session: str | None, due_before: datetime | None = None) -> list[Job]:
+def claim_jobs(
+    conn: psycopg.Connection[Any],
+    now: datetime,
+    *,
+    limit: int,
+    lease_seconds: float,
+    tenant: str | None,
+    user: str | None,
+    session: str | None,
+    due_before: datetime | None = None,
+) -> list[Job]:
     """Lease up to ``limit`` due jobs of one user under a new token (in the caller's
     transaction). The user is locked with a transaction-level advisory lock before its
     live leases are checked, so two workers never hold jobs of one user at once."""
@@ -76,8 +100,10 @@ def claim_jobs(conn: psycopg.Connection[Any], now: datetime, *, limit: int,
         return []
     at = encode_time(now)
     due = encode_time(due_before or now)
-    where = ("((j.status = 'pending' AND j.run_after <= %s) "
-             "OR (j.status = 'running' AND j.lease_until <= %s))")
+    where = (
+        "((j.status = 'pending' AND j.run_after <= %s) "
+        "OR (j.status = 'running' AND j.lease_until <= %s))"
+    )
     args: list[Any] = [due, at]
     for column, value in (("tenant", tenant), ('"user"', user), ("session", session)):
         if value is not None:
@@ -86,16 +112,21 @@ def claim_jobs(conn: psycopg.Connection[Any], now: datetime, *, limit: int,
     users = conn.execute(
         f'SELECT j.tenant, j."user", min(j.run_after) AS due FROM jobs j WHERE {where} '
         f'GROUP BY j.tenant, j."user" ORDER BY due, j.tenant, j."user" LIMIT %s',
-        [*args, _CANDIDATE_USERS]).fetchall()
+        [*args, _CANDIDATE_USERS],
+    ).fetchall()
     for u in users:
         t, usr = u["tenant"], u["user"]
-        locked = conn.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 11)) "
-                              "AS locked", (f"{t}\x1f{usr}",)).fetchone()
+        locked = conn.execute(
+            "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 11)) AS locked",
+            (f"{t}\x1f{usr}",),
+        ).fetchone()
         if locked is None or not locked["locked"]:
             continue  # another worker is claiming this user's jobs right now
-        if conn.execute('SELECT 1 FROM jobs WHERE tenant = %s AND "user" = %s AND '
-                        "status = 'running' AND lease_until > %s LIMIT 1",
-                        (t, usr, at)).fetchone():
+        if conn.execute(
+            'SELECT 1 FROM jobs WHERE tenant = %s AND "user" = %s AND '
+            "status = 'running' AND lease_until > %s LIMIT 1",
+            (t, usr, at),
+        ).fetchone():
             continue  # one of this user's jobs is running under a live lease
         token = new_lease_token()
         lease = encode_time(now + timedelta(seconds=lease_seconds))
@@ -104,55 +135,86 @@ def claim_jobs(conn: psycopg.Connection[Any], now: datetime, *, limit: int,
             f"attempts = attempts + 1 WHERE id IN (SELECT j.id FROM jobs j WHERE {where} "
             f'AND j.tenant = %s AND j."user" = %s ORDER BY j.run_after, j.created_at, j.id '
             f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {_COLUMNS}",
-            [lease, token, *args, t, usr, limit]).fetchall()
+            [lease, token, *args, t, usr, limit],
+        ).fetchall()
         if rows:
-            return sorted((job_from_row(r) for r in rows),
-                          key=lambda j: (encode_time(j.run_after), encode_time(j.created_at),
-                                         j.id.encode()))
+            return sorted(
+                (job_from_row(r) for r in rows),
+                key=lambda j: (encode_time(j.run_after), encode_time(j.created_at), j.id.encode()),
+            )
     return []
 
 
 def renew_leases(conn: psycopg.Connection[Any], token: str, until: datetime) -> list[str]:
     """Extend the lease of every job still held under ``token``; returns their ids."""
-    rows = conn.execute("UPDATE jobs SET lease_until = %s WHERE lease_token = %s AND "
-                        "status = 'running' RETURNING id",
-                        (encode_time(until), token)).fetchall()
+    rows = conn.execute(
+        "UPDATE jobs SET lease_until = %s WHERE lease_token = %s AND "
+        "status = 'running' RETURNING id",
+        (encode_time(until), token),
+    ).fetchall()
     return sorted(r["id"] for r in rows)
 
 
-def _fenced(conn: psycopg.Connection[Any], job_id: str, token: str | None, sql: str,
-            args: Sequence[Any]) -> None:
+def _fenced(
+    conn: psycopg.Connection[Any], job_id: str, token: str | None, sql: str, args: Sequence[Any]
+) -> None:
     if token is None:
         cur = conn.execute(f"{sql} WHERE id = %s", (*args, job_id))
     else:
-        cur = conn.execute(f"{sql} WHERE id = %s AND lease_token = %s AND status = 'running'",
-                           (*args, job_id, token))
+        cur = conn.execute(
+            f"{sql} WHERE id = %s AND lease_token = %s AND status = 'running'",
+            (*args, job_id, token),
+        )
     if cur.rowcount:
         return
     if conn.execute("SELECT 1 FROM jobs WHERE id = %s", (job_id,)).fetchone() is None:
         raise NotFoundError(f"no job {job_id!r}; it may have been purged with its user")
-    raise LeaseLostError(f"job {job_id!r} is no longer held under this lease (it expired and "
-                         "another worker claimed the job); this result is not recorded")
+    raise LeaseLostError(
+        f"job {job_id!r} is no longer held under this lease (it expired and "
+        "another worker claimed the job); this result is not recorded"
+    )
 
 
 def finish_job(conn: psycopg.Connection[Any], job_id: str, token: str | None = None) -> None:
-    _fenced(conn, job_id, token,
-            "UPDATE jobs SET status = 'done', lease_until = NULL, lease_token = NULL", ())
+    _fenced(
+        conn,
+        job_id,
+        token,
+        "UPDATE jobs SET status = 'done', lease_until = NULL, lease_token = NULL",
+        (),
+    )
 
 
-def fail_job(conn: psycopg.Connection[Any], job_id: str, error: str,
-             retry_at: datetime | None, token: str | None = None) -> None:
+def fail_job(
+    conn: psycopg.Connection[Any],
+    job_id: str,
+    error: str,
+    retry_at: datetime | None,
+    token: str | None = None,
+) -> None:
     if retry_at is None:
-        _fenced(conn, job_id, token, "UPDATE jobs SET status = 'failed', last_error = %s, "
-                "lease_until = NULL, lease_token = NULL", (error,))
+        _fenced(
+            conn,
+            job_id,
+            token,
+            "UPDATE jobs SET status = 'failed', last_error = %s, "
+            "lease_until = NULL, lease_token = NULL",
+            (error,),
+        )
     else:
-        _fenced(conn, job_id, token, "UPDATE jobs SET status = 'pending', last_error = %s, "
-                "lease_until = NULL, lease_token = NULL, run_after = %s",
-                (error, encode_time(retry_at)))
+        _fenced(
+            conn,
+            job_id,
+            token,
+            "UPDATE jobs SET status = 'pending', last_error = %s, "
+            "lease_until = NULL, lease_token = NULL, run_after = %s",
+            (error, encode_time(retry_at)),
+        )
 
 
-def count_open(conn: psycopg.Connection[Any], tenant: str | None, user: str | None,
-               session: str | None) -> int:
+def count_open(
+    conn: psycopg.Connection[Any], tenant: str | None, user: str | None, session: str | None
+) -> int:
     """Jobs not finished yet (pending or running), optionally of one tenant/user/session."""
     sql = "SELECT count(*) AS n FROM jobs WHERE status = ANY(%s)"
     args: list[Any] = [_OPEN]
@@ -164,8 +226,9 @@ def count_open(conn: psycopg.Connection[Any], tenant: str | None, user: str | No
     return int(row["n"]) if row is not None else 0
 
 
-def list_jobs(conn: psycopg.Connection[Any], tenant: str, user: str,
-              status: str | None) -> list[Job]:
+def list_jobs(
+    conn: psycopg.Connection[Any], tenant: str, user: str, status: str | None
+) -> list[Job]:
     sql = f'SELECT {_COLUMNS} FROM jobs WHERE tenant = %s AND "user" = %s'
     args: list[Any] = [tenant, user]
     if status is not None:

@@ -65,27 +65,42 @@ __all__ = ["PostgresStore"]
 _QCOLS = [f'"{c}"' if c == "user" else c for c in COLUMNS]
 _COLS = ", ".join(_QCOLS)
 _ROW = "seq, " + _COLS  # what reads fetch: never lex_tokens (an array psycopg would parse)
-_INSERT = (f"INSERT INTO records ({_COLS}, lex_tokens, lex_len) VALUES "
-           f"({', '.join(['%s'] * (len(COLUMNS) + 2))}) RETURNING seq")
-_UPDATE = (f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])}, "
-           "lex_tokens = %s, lex_len = %s WHERE seq = %s")
+_INSERT = (
+    f"INSERT INTO records ({_COLS}, lex_tokens, lex_len) VALUES "
+    f"({', '.join(['%s'] * (len(COLUMNS) + 2))}) RETURNING seq"
+)
+_UPDATE = (
+    f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])}, "
+    "lex_tokens = %s, lex_len = %s WHERE seq = %s"
+)
 # History is reverse deltas over the SQLite row form (sqlite/history.py), as in SQLite.
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)"
-_BUMP = ("INSERT INTO scope_generation (scope_tok, generation) VALUES (%s, 1) "
-         "ON CONFLICT (scope_tok) DO UPDATE SET generation = scope_generation.generation + 1")
+_BUMP = (
+    "INSERT INTO scope_generation (scope_tok, generation) VALUES (%s, 1) "
+    "ON CONFLICT (scope_tok) DO UPDATE SET generation = scope_generation.generation + 1"
+)
 # An updated vector takes a new vseq, so the vector cache loads that row again (vectors.py).
-_UPSERT_VECTOR = ('INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
-                  "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
-                  "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
-                  "vseq = DEFAULT")
+_UPSERT_VECTOR = (
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
+    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
+    "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
+    "vseq = DEFAULT"
+)
 # A record whose masked columns changed: its vector row is loaded again by the cache.
 _TOUCH_VECTOR = "UPDATE vectors SET vseq = DEFAULT WHERE seq = %s"
 _MASKED = ("type", "agent", "session", "visibility", "status", "superseded_by", "importance")
 
 
 def _masked_of(r: MemoryRecord) -> tuple[object, ...]:
-    return (r.type.value, r.agent, r.session, r.access.visibility.value, r.status.value,
-            r.superseded_by, float(r.importance))
+    return (
+        r.type.value,
+        r.agent,
+        r.session,
+        r.access.visibility.value,
+        r.status.value,
+        r.superseded_by,
+        float(r.importance),
+    )
 
 
 def _no_nul(r: MemoryRecord) -> None:
@@ -93,7 +108,8 @@ def _no_nul(r: MemoryRecord) -> None:
         if "\x00" in text:
             raise ValidationError(
                 f"record {r.id!r}: the {name} holds a NUL character, which PostgreSQL cannot "
-                "store in text; remove it (it carries no meaning in text) and write again")
+                "store in text; remove it (it carries no meaning in text) and write again"
+            )
 
 
 class PostgresStore:
@@ -114,7 +130,8 @@ class PostgresStore:
             raise StoreError(
                 f"cannot connect to {where}: {str(exc).strip()}; check the URL "
                 "(postgresql://user:password@host:port/database), that the server is running "
-                "and that the database exists") from None
+                "and that the database exists"
+            ) from None
         try:
             with first:
                 check_pgvector(first, where)
@@ -136,10 +153,14 @@ class PostgresStore:
             register_vector(conn)
 
         self._pool = ConnectionPool(
-            self.options.conninfo, min_size=self.options.pool_min,
-            max_size=self.options.pool_max, open=False, configure=configure,
+            self.options.conninfo,
+            min_size=self.options.pool_min,
+            max_size=self.options.pool_max,
+            open=False,
+            configure=configure,
             name=f"memstrata-{schema}",
-            kwargs={"autocommit": True, "row_factory": dict_row})
+            kwargs={"autocommit": True, "row_factory": dict_row},
+        )
         try:
             self._pool.open(wait=True, timeout=15)
         except Exception as exc:
@@ -179,8 +200,10 @@ class PostgresStore:
 
         committing = False
         try:
-            with self._pool.connection() as conn, (
-                    conn.pipeline() if pipeline else contextlib.nullcontext()):
+            with (
+                self._pool.connection() as conn,
+                conn.pipeline() if pipeline else contextlib.nullcontext(),
+            ):
                 tx = conn.transaction()
                 tx.__enter__()
                 try:
@@ -241,8 +264,11 @@ class PostgresStore:
 
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as c:
-            c.execute("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
-                      "DO UPDATE SET value = excluded.value", (key, value))
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
+                "DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
 
     # --- quota counters (memstrata.store.quota_counters; row locks make them atomic) -
     def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
@@ -275,15 +301,20 @@ class PostgresStore:
 
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod
-    def _visible(c: Any, scope: Scope, ids: Sequence[str], columns: str = _ROW,
-                 lock: bool = False) -> list[dict[str, Any]]:
+    def _visible(
+        c: Any, scope: Scope, ids: Sequence[str], columns: str = _ROW, lock: bool = False
+    ) -> list[dict[str, Any]]:
         where, args = scope_sql(scope)
         unique = sorted(dict.fromkeys(ids))
         if not unique:
             return []
         tail = " ORDER BY id FOR UPDATE" if lock else ""
-        return list(c.execute(f"SELECT {columns} FROM records WHERE id = ANY(%s) AND {where}"
-                              f"{tail}", [unique, *args]).fetchall())
+        return list(
+            c.execute(
+                f"SELECT {columns} FROM records WHERE id = ANY(%s) AND {where}{tail}",
+                [unique, *args],
+            ).fetchall()
+        )
 
     @staticmethod
     def _bump(c: Any, tenant: str, user: str) -> None:
@@ -297,7 +328,8 @@ class PostgresStore:
         if r.embedding_dims is not None and dims != r.embedding_dims:
             raise ValidationError(
                 f"record {r.id!r} says embedding_dims={r.embedding_dims} but its vector has "
-                f"{dims} dimensions; embed it with the store's model")
+                f"{dims} dimensions; embed it with the store's model"
+            )
         return dims, PgVector(np.frombuffer(blob, dtype="<f4"))
 
     def _ensure_hnsw(self, dims: int) -> None:
@@ -306,9 +338,11 @@ class PostgresStore:
         if dims > 2000:  # pgvector's HNSW indexes up to 2,000 dims
             return
         with self._read() as c:
-            big = c.execute('SELECT tenant, "user" FROM vectors WHERE dims = %s '
-                            'GROUP BY tenant, "user" HAVING count(*) >= %s',
-                            (dims, self.options.exact_below)).fetchall()
+            big = c.execute(
+                'SELECT tenant, "user" FROM vectors WHERE dims = %s '
+                'GROUP BY tenant, "user" HAVING count(*) >= %s',
+                (dims, self.options.exact_below),
+            ).fetchall()
         for row in big:
             self._ensure_user_hnsw(row["tenant"], row["user"], dims)
         self._hnsw.add(dims)
@@ -322,8 +356,10 @@ class PostgresStore:
             if key in self._hnsw_users:
                 return
             with self._write() as c:
-                c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 11))",
-                          (f"hnsw:{self.options.schema}:{dims}:{tenant}\x1f{user}",))
+                c.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 11))",
+                    (f"hnsw:{self.options.schema}:{dims}:{tenant}\x1f{user}",),
+                )
                 ensure_hnsw(c, self.options.schema, dims, tenant, user)
             self._hnsw_users.add(key)
 
@@ -342,9 +378,13 @@ class PostgresStore:
                     self._counted[key] = (count, since)
                     continue
             with self._read() as c:
-                count = int(c.execute('SELECT count(*) AS n FROM vectors WHERE tenant = %s '
-                                      'AND "user" = %s AND dims = %s',
-                                      (tenant, user, dims)).fetchone()["n"])
+                count = int(
+                    c.execute(
+                        "SELECT count(*) AS n FROM vectors WHERE tenant = %s "
+                        'AND "user" = %s AND dims = %s',
+                        (tenant, user, dims),
+                    ).fetchone()["n"]
+                )
             self._counted[key] = (count, 0)
             if count >= self.options.exact_below:
                 self._ensure_user_hnsw(tenant, user, dims)
@@ -398,7 +438,8 @@ class PostgresStore:
             if key in seen:
                 raise ValidationError(
                     f"record id {r.id!r} exists already (twice in this batch); nothing was "
-                    "written: give each record its own id (new_id())")
+                    "written: give each record its own id (new_id())"
+                )
             seen.add(key)
             _no_nul(r)
             vec = self._vector_value(r, w.vector) if w.vector is not None else None
@@ -414,14 +455,18 @@ class PostgresStore:
         by_user: dict[tuple[str, str], list[str]] = {}
         for p in prepared:
             by_user.setdefault((p.write.record.tenant, p.write.record.user), []).append(
-                p.write.record.id)
+                p.write.record.id
+            )
         for (tenant, user), ids in sorted(by_user.items()):
-            clash = c.execute('SELECT id FROM records WHERE tenant = %s AND "user" = %s AND '
-                              "id = ANY(%s) LIMIT 1", (tenant, user, ids)).fetchone()
+            clash = c.execute(
+                'SELECT id FROM records WHERE tenant = %s AND "user" = %s AND id = ANY(%s) LIMIT 1',
+                (tenant, user, ids),
+            ).fetchone()
             if clash is not None:
                 raise ValidationError(
                     f"record id {clash['id']!r} exists already; nothing was written: use "
-                    "replace() to update a record, new_id() for a new one")
+                    "replace() to update a record, new_id() for a new one"
+                )
         try:
             with c.cursor() as cur:
                 cur.executemany(_INSERT, [p.values for p in prepared], returning=True)
@@ -434,7 +479,8 @@ class PostgresStore:
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
                 "a record id of this batch was inserted by another writer at the same time; "
-                "nothing was written: use replace() to update it") from None
+                "nothing was written: use replace() to update it"
+            ) from None
         docs = []
         vectors = []
         for seq, p in zip(seqs, prepared, strict=True):
@@ -451,8 +497,9 @@ class PostgresStore:
         with self._read() as c:
             return self._get(c, scope, record_id, include_deleted=include_deleted)
 
-    def _get(self, c: Any, scope: Scope, record_id: str, *,
-             include_deleted: bool = False) -> MemoryRecord:
+    def _get(
+        self, c: Any, scope: Scope, record_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord:
         rows = self._visible(c, scope, [record_id])
         if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
@@ -480,24 +527,26 @@ class PostgresStore:
             raise ConflictError(
                 f"record {new.id!r} is at version {cur['version']}, but this update was "
                 f"based on version {expected_version}; re-read the record and apply the "
-                "change again")
+                "change again"
+            )
         if new.version != expected_version + 1:
-            raise ValidationError(f"the new version of {new.id!r} must be "
-                                  f"{expected_version + 1}, got {new.version}")
+            raise ValidationError(
+                f"the new version of {new.id!r} must be {expected_version + 1}, got {new.version}"
+            )
         if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
-            raise ValidationError(f"replace cannot move record {new.id!r} to another "
-                                  "tenant or user; insert a copy under a new id instead")
+            raise ValidationError(
+                f"replace cannot move record {new.id!r} to another "
+                "tenant or user; insert a copy under a new id instead"
+            )
         seq = int(cur["seq"])
         old_row = {col: cur[col] for col in COLUMNS}
-        new_row = dict(zip(COLUMNS, p.values[:len(COLUMNS)], strict=True))
-        c.execute(_ARCHIVE, (seq, expected_version,
-                             encode_delta(reverse_delta(old_row, new_row))))
+        new_row = dict(zip(COLUMNS, p.values[: len(COLUMNS)], strict=True))
+        c.execute(_ARCHIVE, (seq, expected_version, encode_delta(reverse_delta(old_row, new_row))))
         c.execute(_UPDATE, (*p.values[1:], seq))
         tok = scope_token(new.tenant, new.user)
         lexical.index(c, [(seq, tok, p.doc)], old=[(seq, tok, cur["lex_tokens"])])
         if p.vector is not None:
-            c.execute(_UPSERT_VECTOR, (seq, new.tenant, new.user, new.embedding_model,
-                                       *p.vector))
+            c.execute(_UPSERT_VECTOR, (seq, new.tenant, new.user, new.embedding_model, *p.vector))
         old_masked = tuple(float(cur[k]) if k == "importance" else cur[k] for k in _MASKED)
         if p.vector is None and old_masked != _masked_of(new):
             c.execute(_TOUCH_VECTOR, (seq,))
@@ -507,8 +556,10 @@ class PostgresStore:
             rows = self._visible(c, scope, [record_id])
             if not rows:
                 raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-            deltas = c.execute("SELECT delta FROM record_history WHERE seq = %s "
-                               "ORDER BY version DESC", (rows[0]["seq"],)).fetchall()
+            deltas = c.execute(
+                "SELECT delta FROM record_history WHERE seq = %s ORDER BY version DESC",
+                (rows[0]["seq"],),
+            ).fetchall()
         row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
         versions = [decode_record(row)]
         for found in deltas:
@@ -516,13 +567,15 @@ class PostgresStore:
             versions.append(decode_record(row))
         return versions[::-1]
 
-    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                   at: datetime) -> list[str]:
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
         with self._write() as c:
             return self._set_status(c, scope, ids, status, at)
 
-    def _set_status(self, c: Any, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                    at: datetime) -> list[str]:
+    def _set_status(
+        self, c: Any, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
         if scope.caller is not None:
             return []
         status = RecordStatus(status)
@@ -534,9 +587,11 @@ class PostgresStore:
                 continue
             delta = {col: ["=", row[col]] for col in columns}
             c.execute(_ARCHIVE, (row["seq"], row["version"], encode_delta(delta)))
-            c.execute("UPDATE records SET status = %s, version = version + 1, "
-                      "updated_at = %s, deleted_at = %s WHERE seq = %s",
-                      (status.value, encode_time(at), deleted_at, row["seq"]))
+            c.execute(
+                "UPDATE records SET status = %s, version = version + 1, "
+                "updated_at = %s, deleted_at = %s WHERE seq = %s",
+                (status.value, encode_time(at), deleted_at, row["seq"]),
+            )
             c.execute(_TOUCH_VECTOR, (row["seq"],))
             changed.append(row["id"])
         order = {i: n for n, i in enumerate(ids)}
@@ -550,36 +605,50 @@ class PostgresStore:
             with contextlib.suppress(NotFoundError):
                 hashes.update(v.content_hash for v in self.history(scope, rid))
         with self._write() as c:
-            rows = self._visible(c, scope, ids, 'seq, id, tenant, "user", lex_tokens',
-                                 lock=True)
+            rows = self._visible(c, scope, ids, 'seq, id, tenant, "user", lex_tokens', lock=True)
             found = [r["id"] for r in rows]
             seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             remaining = 0
             if found:
-                lexical.unindex(c, [(int(r["seq"]), scope_token(r["tenant"], r["user"]),
-                                     r["lex_tokens"]) for r in rows])
+                lexical.unindex(
+                    c,
+                    [
+                        (int(r["seq"]), scope_token(r["tenant"], r["user"]), r["lex_tokens"])
+                        for r in rows
+                    ],
+                )
                 counts["versions"] = c.execute(
-                    "DELETE FROM record_history WHERE seq = ANY(%s)", (seqs,)).rowcount
+                    "DELETE FROM record_history WHERE seq = ANY(%s)", (seqs,)
+                ).rowcount
                 counts["vectors"] = c.execute(
-                    "DELETE FROM vectors WHERE seq = ANY(%s)", (seqs,)).rowcount
+                    "DELETE FROM vectors WHERE seq = ANY(%s)", (seqs,)
+                ).rowcount
                 counts["records"] = c.execute(
-                    "DELETE FROM records WHERE seq = ANY(%s)", (seqs,)).rowcount
+                    "DELETE FROM records WHERE seq = ANY(%s)", (seqs,)
+                ).rowcount
                 counts["cache_entries"] = c.execute(
                     "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = ANY(%s) AND "
-                    "NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND \"user\" = %s "
+                    'NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND "user" = %s '
                     "AND content_hash = embedding_cache.key)",
-                    (scope_token(scope.tenant, scope.user), sorted(hashes), scope.tenant,
-                     scope.user)).rowcount
-                remaining = int(c.execute(
-                    "SELECT (SELECT count(*) FROM records WHERE seq = ANY(%s)) + "
-                    "(SELECT count(*) FROM record_history WHERE seq = ANY(%s)) + "
-                    "(SELECT count(*) FROM vectors WHERE seq = ANY(%s)) + "
-                    "(SELECT count(*) FROM counters WHERE seq = ANY(%s)) + "
-                    "(SELECT count(*) FROM lex_postings WHERE scope_tok = %s AND "
-                    "seq = ANY(%s)) AS n",
-                    (seqs, seqs, seqs, seqs, scope_token(scope.tenant, scope.user),
-                     seqs)).fetchone()["n"])
+                    (
+                        scope_token(scope.tenant, scope.user),
+                        sorted(hashes),
+                        scope.tenant,
+                        scope.user,
+                    ),
+                ).rowcount
+                remaining = int(
+                    c.execute(
+                        "SELECT (SELECT count(*) FROM records WHERE seq = ANY(%s)) + "
+                        "(SELECT count(*) FROM record_history WHERE seq = ANY(%s)) + "
+                        "(SELECT count(*) FROM vectors WHERE seq = ANY(%s)) + "
+                        "(SELECT count(*) FROM counters WHERE seq = ANY(%s)) + "
+                        "(SELECT count(*) FROM lex_postings WHERE scope_tok = %s AND "
+                        "seq = ANY(%s)) AS n",
+                        (seqs, seqs, seqs, seqs, scope_token(scope.tenant, scope.user), seqs),
+                    ).fetchone()["n"]
+                )
                 self._bump(c, scope.tenant, scope.user)
         return PurgeReport(**counts, remaining=remaining)
 
@@ -589,23 +658,28 @@ class PostgresStore:
         tok = scope_token(tenant, user)
         args = {"t": tenant, "u": user, "tok": tok}
         with self._write() as c:
-            cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = %s",
-                              (tok,)).rowcount
+            cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = %s", (tok,)).rowcount
             lexical.unindex_scope(c, tenant, user, tok)
             mine_args = (tenant, user)
-            vectors = c.execute('DELETE FROM vectors WHERE tenant = %s AND "user" = %s',
-                                mine_args).rowcount
+            vectors = c.execute(
+                'DELETE FROM vectors WHERE tenant = %s AND "user" = %s', mine_args
+            ).rowcount
             versions = c.execute(
                 "DELETE FROM record_history WHERE seq IN (SELECT seq FROM records WHERE "
-                'tenant = %s AND "user" = %s)', mine_args).rowcount
-            jobs = c.execute('DELETE FROM jobs WHERE tenant = %s AND "user" = %s',
-                             mine_args).rowcount
-            records = c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s',
-                                mine_args).rowcount
+                'tenant = %s AND "user" = %s)',
+                mine_args,
+            ).rowcount
+            jobs = c.execute(
+                'DELETE FROM jobs WHERE tenant = %s AND "user" = %s', mine_args
+            ).rowcount
+            records = c.execute(
+                'DELETE FROM records WHERE tenant = %s AND "user" = %s', mine_args
+            ).rowcount
             self._bump(c, tenant, user)
             # quota counters and the user's quota override name the user by a hash
-            c.execute("DELETE FROM meta WHERE key LIKE %s",
-                      (f"quota:%:{subject_hash(tenant, user)}:%",))
+            c.execute(
+                "DELETE FROM meta WHERE key LIKE %s", (f"quota:%:{subject_hash(tenant, user)}:%",)
+            )
             audit.redact_subject(c, tenant, user)
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
@@ -614,32 +688,54 @@ class PostgresStore:
                 'vectors WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
                 'jobs WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
                 "embedding_cache WHERE scope_tok = %(tok)s) + (SELECT count(*) FROM "
-                "lex_postings WHERE scope_tok = %(tok)s) AS n", args).fetchone()["n"]
-        return PurgeReport(records=records, versions=versions, vectors=vectors, jobs=jobs,
-                           cache_entries=cache, remaining=int(remaining))
+                "lex_postings WHERE scope_tok = %(tok)s) AS n",
+                args,
+            ).fetchone()["n"]
+        return PurgeReport(
+            records=records,
+            versions=versions,
+            vectors=vectors,
+            jobs=jobs,
+            cache_entries=cache,
+            remaining=int(remaining),
+        )
 
-    def _select(self, c: Any, scope: Scope, filters: Filters, tail: str = "",
-                tail_args: Sequence[Any] = (), *, columns: str = _ROW) -> list[dict[str, Any]]:
+    def _select(
+        self,
+        c: Any,
+        scope: Scope,
+        filters: Filters,
+        tail: str = "",
+        tail_args: Sequence[Any] = (),
+        *,
+        columns: str = _ROW,
+    ) -> list[dict[str, Any]]:
         sw, sa = scope_sql(scope)
         fw, fa = filters_sql(filters)
-        return list(c.execute(f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}",
-                              [*sa, *fa, *tail_args]).fetchall())
+        return list(
+            c.execute(
+                f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}", [*sa, *fa, *tail_args]
+            ).fetchall()
+        )
 
     def count(self, scope: Scope, filters: Filters) -> int:
         with self._read() as c:
             if needs_python(filters):
-                return sum(filters.matches(decode_record(r))
-                           for r in self._select(c, scope, filters))
+                return sum(
+                    filters.matches(decode_record(r)) for r in self._select(c, scope, filters)
+                )
             rows = self._select(c, scope, filters, columns="count(*) AS n")
         return int(rows[0]["n"])
 
-    def find_by_hash(self, scope: Scope, content_hash: str,
-                     types: Sequence[str]) -> MemoryRecord | None:
+    def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         with self._read() as c:
             return self._find_by_hash(c, scope, content_hash, types)
 
-    def _find_by_hash(self, c: Any, scope: Scope, content_hash: str,
-                      types: Sequence[str]) -> MemoryRecord | None:
+    def _find_by_hash(
+        self, c: Any, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         tail = "AND content_hash = %s"
         args: list[Any] = [content_hash]
         if types:
@@ -656,9 +752,12 @@ class PostgresStore:
             return
         when = encode_time(at)
         with self._relaxed() as c:
-            c.execute("UPDATE records SET access_count = access_count + 1, "
-                      "last_accessed_at = greatest(last_accessed_at, %s) "
-                      f"WHERE id = ANY(%s) AND {where}", [when, unique, *args])
+            c.execute(
+                "UPDATE records SET access_count = access_count + 1, "
+                "last_accessed_at = greatest(last_accessed_at, %s) "
+                f"WHERE id = ANY(%s) AND {where}",
+                [when, unique, *args],
+            )
 
     def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
         if not deltas:
@@ -667,10 +766,13 @@ class PostgresStore:
             rows = self._visible(c, scope, list(deltas), "seq, id")
             items = sorted((int(r["seq"]), int(deltas[r["id"]])) for r in rows)
             if items:
-                c.execute("INSERT INTO counters (seq, name, value) SELECT s, %s, v FROM "
-                          "unnest(%s::bigint[], %s::bigint[]) AS u(s, v) ORDER BY s "
-                          "ON CONFLICT (seq, name) DO UPDATE SET value = counters.value + "
-                          "excluded.value", (name, [i[0] for i in items], [i[1] for i in items]))
+                c.execute(
+                    "INSERT INTO counters (seq, name, value) SELECT s, %s, v FROM "
+                    "unnest(%s::bigint[], %s::bigint[]) AS u(s, v) ORDER BY s "
+                    "ON CONFLICT (seq, name) DO UPDATE SET value = counters.value + "
+                    "excluded.value",
+                    (name, [i[0] for i in items], [i[1] for i in items]),
+                )
 
     def counts(self, scope: Scope, name: str, ids: Sequence[str]) -> dict[str, int]:
         where, args = scope_sql(scope, "r.")
@@ -678,9 +780,12 @@ class PostgresStore:
         if not unique:
             return {}
         with self._read() as c:
-            rows = c.execute("SELECT r.id, coalesce(k.value, 0) AS v FROM records r LEFT JOIN "
-                             "counters k ON k.seq = r.seq AND k.name = %s WHERE r.id = ANY(%s) "
-                             f"AND {where}", [name, unique, *args]).fetchall()
+            rows = c.execute(
+                "SELECT r.id, coalesce(k.value, 0) AS v FROM records r LEFT JOIN "
+                "counters k ON k.seq = r.seq AND k.name = %s WHERE r.id = ANY(%s) "
+                f"AND {where}",
+                [name, unique, *args],
+            ).fetchall()
         return {r["id"]: int(r["v"]) for r in rows}
 
     def flush_counters(self) -> None:
@@ -692,41 +797,49 @@ class PostgresStore:
             return []
         sw, sa = scope_sql(scope)
         with self._read() as c:
-            rows = c.execute(f"SELECT {_ROW} FROM records WHERE {sw} AND type = %s AND status = %s "
-                             "ORDER BY observed_at DESC, seq DESC LIMIT %s",
-                             [*sa, RecordType.MESSAGE.value, RecordStatus.ACTIVE.value,
-                              n]).fetchall()
+            rows = c.execute(
+                f"SELECT {_ROW} FROM records WHERE {sw} AND type = %s AND status = %s "
+                "ORDER BY observed_at DESC, seq DESC LIMIT %s",
+                [*sa, RecordType.MESSAGE.value, RecordStatus.ACTIVE.value, n],
+            ).fetchall()
         return [decode_record(r) for r in reversed(rows)]
 
     # --- retrieval ------------------------------------------------------------------------------
-    def vector_search(self, scope: Scope, vector: Vector, k: int,
-                      filters: Filters) -> list[Candidate]:
+    def vector_search(
+        self, scope: Scope, vector: Vector, k: int, filters: Filters
+    ) -> list[Candidate]:
         query = np.asarray(vector, dtype=np.float32).ravel()
         if k <= 0 or query.size == 0:
             return []
         with self._read() as c:
-            generation, max_vseq, count = self._vectors.state(c, scope.tenant, scope.user,
-                                                              query.size)
+            generation, max_vseq, count = self._vectors.state(
+                c, scope.tenant, scope.user, query.size
+            )
             if count == 0:
                 return []
             if count >= self.options.exact_below and query.size <= 2000:
                 self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
                 return hnsw_search(c, scope, query, k, filters)
-            cache = self._vectors.load(c, scope.tenant, scope.user, query.size, generation,
-                                       max_vseq)
+            cache = self._vectors.load(
+                c, scope.tenant, scope.user, query.size, generation, max_vseq
+            )
             allowed = None
             if _python_filters(filters) or scope.caller is not None:
                 allowed = {r["id"] for r in self._select(c, scope, filters, columns="id")}
             if not needs_python(filters):
-                return [Candidate(cache.ids[i], s)
-                        for i, s in exact_search(cache, scope, query, k, filters, allowed)]
+                return [
+                    Candidate(cache.ids[i], s)
+                    for i, s in exact_search(cache, scope, query, k, filters, allowed)
+                ]
             ranked = exact_search(cache, scope, query, cache.n, filters, allowed)
             out: list[Candidate] = []
             step = max(4 * k, 64)
             for start in range(0, len(ranked), step):
-                block = ranked[start:start + step]
-                found = {r["id"]: decode_record(r) for r in
-                         self._visible(c, scope, [cache.ids[i] for i, _ in block])}
+                block = ranked[start : start + step]
+                found = {
+                    r["id"]: decode_record(r)
+                    for r in self._visible(c, scope, [cache.ids[i] for i, _ in block])
+                }
                 for i, score in block:
                     rec = found.get(cache.ids[i])
                     if rec is not None and filters.matches(rec):
@@ -735,33 +848,44 @@ class PostgresStore:
                             return out
             return out
 
-    def lexical_search(self, scope: Scope, terms: Sequence[str], k: int,
-                       filters: Filters) -> list[Candidate]:
+    def lexical_search(
+        self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
+    ) -> list[Candidate]:
         if k <= 0:
             return []
         sw, sa = scope_sql(scope, "r.")
         fw, fa = filters_sql(filters, "r.")
         python = needs_python(filters)
         with self._read() as c:
-            rows = lexical.search_rows(c, scope_token(scope.tenant, scope.user), terms,
-                                       f"{sw} AND {fw}", [*sa, *fa], None if python else k,
-                                       columns="r.id, r.seq" if not python else
-                                       ", ".join("r." + col for col in _ROW.split(", ")))
-        out = [Candidate(r["id"], float(r["score"])) for r in rows
-               if not python or filters.matches(decode_record(r))]
+            rows = lexical.search_rows(
+                c,
+                scope_token(scope.tenant, scope.user),
+                terms,
+                f"{sw} AND {fw}",
+                [*sa, *fa],
+                None if python else k,
+                columns="r.id, r.seq"
+                if not python
+                else ", ".join("r." + col for col in _ROW.split(", ")),
+            )
+        out = [
+            Candidate(r["id"], float(r["score"]))
+            for r in rows
+            if not python or filters.matches(decode_record(r))
+        ]
         return out[:k]
 
     # --- embeddings ------------------------------------------------------------------------------
-    def cached_vectors(self, scope: Scope, model_id: str,
-                       keys: Sequence[str]) -> dict[str, Vector]:
+    def cached_vectors(self, scope: Scope, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
         unique = list(dict.fromkeys(keys))
         if not unique:
             return {}
         with self._read() as c:
-            rows = c.execute("SELECT key, vector FROM embedding_cache WHERE scope_tok = %s "
-                             "AND model_id = %s AND key = ANY(%s)",
-                             (scope_token(scope.tenant, scope.user), model_id,
-                              unique)).fetchall()
+            rows = c.execute(
+                "SELECT key, vector FROM embedding_cache WHERE scope_tok = %s "
+                "AND model_id = %s AND key = ANY(%s)",
+                (scope_token(scope.tenant, scope.user), model_id, unique),
+            ).fetchall()
         return {r["key"]: decode_vector(bytes(r["vector"])) for r in rows}
 
     def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
@@ -776,42 +900,53 @@ class PostgresStore:
             cur.executemany(
                 "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
                 "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) DO UPDATE "
-                "SET dims = excluded.dims, vector = excluded.vector", rows)
+                "SET dims = excluded.dims, vector = excluded.vector",
+                rows,
+            )
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         last = 0
         while True:
             with self._read() as c:
-                rows = c.execute(f"SELECT seq, {_COLS} FROM records WHERE seq > %s "
-                                 "ORDER BY seq LIMIT %s", (last, max(1, batch_size))).fetchall()
+                rows = c.execute(
+                    f"SELECT seq, {_COLS} FROM records WHERE seq > %s ORDER BY seq LIMIT %s",
+                    (last, max(1, batch_size)),
+                ).fetchall()
             if not rows:
                 return
             last = int(rows[-1]["seq"])
             yield [decode_record(r) for r in rows]
 
-    def set_vectors(self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str,
-                    dims: int) -> None:
+    def set_vectors(
+        self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
+    ) -> None:
         from pgvector import Vector as PgVector
 
         checked = []
         for record, vector in items:
             blob = encode_vector(vector)
             if len(blob) // 4 != dims:
-                raise ValidationError(f"vector for {record.id!r} has {len(blob) // 4} "
-                                      f"dimensions, but set_vectors was told {dims}")
+                raise ValidationError(
+                    f"vector for {record.id!r} has {len(blob) // 4} "
+                    f"dimensions, but set_vectors was told {dims}"
+                )
             checked.append((record, PgVector(np.frombuffer(blob, dtype="<f4"))))
         with self._write() as c:
             users: set[tuple[str, str]] = set()
             for record, vec in checked:
-                row = c.execute('SELECT seq FROM records WHERE tenant = %s AND "user" = %s '
-                                "AND id = %s", (record.tenant, record.user, record.id)
-                                ).fetchone()
+                row = c.execute(
+                    'SELECT seq FROM records WHERE tenant = %s AND "user" = %s AND id = %s',
+                    (record.tenant, record.user, record.id),
+                ).fetchone()
                 if row is None:
                     raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
-                c.execute(_UPSERT_VECTOR, (row["seq"], record.tenant, record.user, model_id,
-                                           dims, vec))
-                c.execute("UPDATE records SET embedding_model = %s, embedding_dims = %s "
-                          "WHERE seq = %s", (model_id, dims, row["seq"]))
+                c.execute(
+                    _UPSERT_VECTOR, (row["seq"], record.tenant, record.user, model_id, dims, vec)
+                )
+                c.execute(
+                    "UPDATE records SET embedding_model = %s, embedding_dims = %s WHERE seq = %s",
+                    (model_id, dims, row["seq"]),
+                )
                 users.add((record.tenant, record.user))
             for tenant, user in sorted(users):
                 self._bump(c, tenant, user)
@@ -825,13 +960,28 @@ class PostgresStore:
     def _enqueue(self, c: Any, jobs: Sequence[Job]) -> None:
         outbox.enqueue(c, jobs, self.options.schema)
 
-    def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
-                   tenant: str | None = None, user: str | None = None,
-                   session: str | None = None, due_before: datetime | None = None) -> list[Job]:
+    def claim_jobs(
+        self,
+        now: datetime,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tenant: str | None = None,
+        user: str | None = None,
+        session: str | None = None,
+        due_before: datetime | None = None,
+    ) -> list[Job]:
         with self._write() as c:
-            return outbox.claim_jobs(c, now, limit=limit, lease_seconds=lease_seconds,
-                                     tenant=tenant, user=user, session=session,
-                                     due_before=due_before)
+            return outbox.claim_jobs(
+                c,
+                now,
+                limit=limit,
+                lease_seconds=lease_seconds,
+                tenant=tenant,
+                user=user,
+                session=session,
+                due_before=due_before,
+            )
 
     def renew_leases(self, token: str, until: datetime) -> list[str]:
         with self._write() as c:
@@ -841,13 +991,15 @@ class PostgresStore:
         with self._write() as c:
             outbox.finish_job(c, job_id, lease_token)
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
-                 lease_token: str | None = None) -> None:
+    def fail_job(
+        self, job_id: str, error: str, retry_at: datetime | None, lease_token: str | None = None
+    ) -> None:
         with self._write() as c:
             outbox.fail_job(c, job_id, error, retry_at, lease_token)
 
-    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
-                        session: str | None = None) -> int:
+    def count_open_jobs(
+        self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
+    ) -> int:
         with self._read() as c:
             return outbox.count_open(c, tenant, user, session)
 
@@ -877,21 +1029,37 @@ class PostgresStore:
     def stats(self, scope: Scope) -> StoreStats:
         where, args = scope_sql(scope)
         with self._read() as c:
-            by_type = {r["type"]: int(r["n"]) for r in c.execute(
-                f"SELECT type, count(*) AS n FROM records WHERE {where} GROUP BY type",
-                args).fetchall()}
-            active = c.execute(f"SELECT count(*) AS n FROM records WHERE {where} AND "
-                               "status = %s", [*args, RecordStatus.ACTIVE.value]).fetchone()["n"]
-            jobs = {r["status"]: int(r["n"]) for r in c.execute(
-                'SELECT status, count(*) AS n FROM jobs WHERE tenant = %s AND "user" = %s '
-                "GROUP BY status", (scope.tenant, scope.user)).fetchall()}
-            users = c.execute('SELECT count(DISTINCT "user") AS n FROM records WHERE '
-                              "tenant = %s", (scope.tenant,)).fetchone()["n"]
+            by_type = {
+                r["type"]: int(r["n"])
+                for r in c.execute(
+                    f"SELECT type, count(*) AS n FROM records WHERE {where} GROUP BY type", args
+                ).fetchall()
+            }
+            active = c.execute(
+                f"SELECT count(*) AS n FROM records WHERE {where} AND status = %s",
+                [*args, RecordStatus.ACTIVE.value],
+            ).fetchone()["n"]
+            jobs = {
+                r["status"]: int(r["n"])
+                for r in c.execute(
+                    'SELECT status, count(*) AS n FROM jobs WHERE tenant = %s AND "user" = %s '
+                    "GROUP BY status",
+                    (scope.tenant, scope.user),
+                ).fetchall()
+            }
+            users = c.execute(
+                'SELECT count(DISTINCT "user") AS n FROM records WHERE tenant = %s', (scope.tenant,)
+            ).fetchone()["n"]
         total = sum(by_type.values())
-        return StoreStats(records=total, active=int(active), deleted=total - int(active),
-                          by_type=by_type,
-                          pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
-                          failed_jobs=jobs.get("failed", 0), users=int(users))
+        return StoreStats(
+            records=total,
+            active=int(active),
+            deleted=total - int(active),
+            by_type=by_type,
+            pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
+            failed_jobs=jobs.get("failed", 0),
+            users=int(users),
+        )
 
     # --- bulk copy (StoreCopy, memstrata migrate; in dump.py) -------------------------------
     def dump_records(self, batch_size: int = 500) -> Iterator[builtins.list[RecordDump]]:
@@ -925,8 +1093,15 @@ class PostgresStore:
         dump.finish_load(self)
 
     # Last in the class: below it, ``list`` in annotations would name this method.
-    def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,
-             newest_first: bool = True) -> builtins.list[MemoryRecord]:
+    def list(
+        self,
+        scope: Scope,
+        filters: Filters,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> builtins.list[MemoryRecord]:
         if limit <= 0:
             return []
         offset = max(0, offset)
@@ -934,16 +1109,20 @@ class PostgresStore:
         tail = f"ORDER BY observed_at {order}, seq {order}"
         with self._read() as c:
             if not needs_python(filters):
-                rows = self._select(c, scope, filters, tail + " LIMIT %s OFFSET %s",
-                                    (limit, offset))
+                rows = self._select(
+                    c, scope, filters, tail + " LIMIT %s OFFSET %s", (limit, offset)
+                )
                 return [decode_record(r) for r in rows]
             records = [decode_record(r) for r in self._select(c, scope, filters, tail)]
-        return [r for r in records if filters.matches(r)][offset:offset + limit]
+        return [r for r in records if filters.matches(r)][offset : offset + limit]
 
 
 def _vector_counts(prepared: Sequence[_Prepared]) -> Counter[tuple[str, str, int]]:
-    return Counter((p.write.record.tenant, p.write.record.user, p.vector[0])
-                   for p in prepared if p.vector is not None)
+    return Counter(
+        (p.write.record.tenant, p.write.record.user, p.vector[0])
+        for p in prepared
+        if p.vector is not None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -961,7 +1140,8 @@ def _check_turns(writes: Sequence[RecordWrite]) -> None:
         if w.record.type is not RecordType.MESSAGE:
             raise ValidationError(
                 f"record {w.record.id!r} is a {w.record.type.value}, not a turn; "
-                "append_turns takes message records, use insert() for anything else")
+                "append_turns takes message records, use insert() for anything else"
+            )
 
 
 class _PgUnitOfWork:
@@ -974,18 +1154,20 @@ class _PgUnitOfWork:
         self.inserted = 0
         self.vectors: Counter[tuple[str, str, int]] = Counter()
 
-    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
-            ) -> MemoryRecord:
+    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         rows = self._s._visible(self._c, scope, [record_id], lock=True)
         if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
 
-    def find_by_hash(self, scope: Scope, content_hash: str,
-                     types: Sequence[str]) -> MemoryRecord | None:
+    def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         # Two writers deduplicating the same text must not both insert it.
-        self._c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 13))",
-                        (f"{scope.tenant}\x1f{scope.user}\x1f{content_hash}",))
+        self._c.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 13))",
+            (f"{scope.tenant}\x1f{scope.user}\x1f{content_hash}",),
+        )
         return self._s._find_by_hash(self._c, scope, content_hash, types)
 
     def insert(self, writes: Sequence[RecordWrite]) -> None:
@@ -1001,8 +1183,9 @@ class _PgUnitOfWork:
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         self._s._replace(self._c, scope, self._s._prepare([write])[0], expected_version)
 
-    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                   at: datetime) -> builtins.list[str]:
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> builtins.list[str]:
         return self._s._set_status(self._c, scope, ids, status, at)
 
     def enqueue(self, jobs: Sequence[Job]) -> None:
@@ -1011,6 +1194,13 @@ class _PgUnitOfWork:
 
 def _python_filters(f: Filters) -> bool:
     """Filters the vector cache cannot apply as numpy masks (SQL or Python applies them)."""
-    return bool(f.metadata or f.tags_any is not None or f.tags_all or f.ids is not None
-                or f.sources is not None or f.observed_after or f.observed_before
-                or f.valid_at is not None)
+    return bool(
+        f.metadata
+        or f.tags_any is not None
+        or f.tags_all
+        or f.ids is not None
+        or f.sources is not None
+        or f.observed_after
+        or f.observed_before
+        or f.valid_at is not None
+    )

@@ -30,7 +30,8 @@ def scope_sql(scope: Scope, p: str = "") -> Fragment:
             f"({p}visibility = 'public' OR EXISTS (SELECT 1 FROM json_array_elements_text("
             f"({p}access::json)->'allowed_users') AS au(v) WHERE au.v = %s) OR EXISTS ("
             f"SELECT 1 FROM json_array_elements_text(({p}access::json)->'allowed_roles') "
-            "AS ar(v) WHERE ar.v = ANY(%s)))")
+            "AS ar(v) WHERE ar.v = ANY(%s)))"
+        )
         args += [scope.caller, sorted(scope.roles)]
     return " AND ".join(parts), args
 
@@ -56,12 +57,19 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
         if values is not None:
             add(f"{p}{column} = ANY(%s)", sorted(str(v) for v in values))
     if f.tags_any is not None:
-        add(f"EXISTS (SELECT 1 FROM json_array_elements_text({p}tags::json) AS t(v) "
-            "WHERE t.v = ANY(%s))", sorted(f.tags_any))
+        add(
+            f"EXISTS (SELECT 1 FROM json_array_elements_text({p}tags::json) AS t(v) "
+            "WHERE t.v = ANY(%s))",
+            sorted(f.tags_any),
+        )
     if f.tags_all:
         wanted = sorted(f.tags_all)
-        add(f"(SELECT count(DISTINCT t.v) FROM json_array_elements_text({p}tags::json) AS t(v) "
-            "WHERE t.v = ANY(%s)) = %s", wanted, len(wanted))
+        add(
+            f"(SELECT count(DISTINCT t.v) FROM json_array_elements_text({p}tags::json) AS t(v) "
+            "WHERE t.v = ANY(%s)) = %s",
+            wanted,
+            len(wanted),
+        )
     if f.observed_after is not None:
         add(f"{p}observed_at >= %s", encode_time(f.observed_after))
     if f.observed_before is not None:

@@ -46,13 +46,42 @@ __all__ = [
 
 # Order matters: it is the column order of ``records`` and ``record_versions`` (after seq).
 COLUMNS: tuple[str, ...] = (
-    "id", "tenant", "user", "agent", "session", "visibility", "type", "role",
-    "raw", "summary", "structured", "embedding_model", "embedding_dims", "importance",
-    "confidence", "tags", "source", "version", "created_at", "updated_at", "observed_at",
-    "last_accessed_at", "access_count", "decay_score", "valid_from", "valid_to",
-    "superseded_by", "relations", "access", "source_ids", "metadata", "content_hash",
-    "status", "deleted_at",
+    "id",
+    "tenant",
+    "user",
+    "agent",
+    "session",
+    "visibility",
+    "type",
+    "role",
+    "raw",
+    "summary",
+    "structured",
+    "embedding_model",
+    "embedding_dims",
+    "importance",
+    "confidence",
+    "tags",
+    "source",
+    "version",
+    "created_at",
+    "updated_at",
+    "observed_at",
+    "last_accessed_at",
+    "access_count",
+    "decay_score",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
+    "relations",
+    "access",
+    "source_ids",
+    "metadata",
+    "content_hash",
+    "status",
+    "deleted_at",
 )
+
 
 def encode_time(when: datetime | None) -> str | None:
     """Fixed-width ISO-8601 UTC text for every year 1–9999.
@@ -63,8 +92,10 @@ def encode_time(when: datetime | None) -> str | None:
     if when is None:
         return None
     u = ensure_utc(when)
-    return (f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:"
-            f"{u.second:02d}.{u.microsecond:06d}Z")
+    return (
+        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:"
+        f"{u.second:02d}.{u.microsecond:06d}Z"
+    )
 
 
 def decode_time(text: str | None) -> datetime | None:
@@ -85,8 +116,7 @@ def _decode_unpadded(text: str) -> datetime:
             return datetime.fromisoformat(f"{int(year):04d}-{rest}")
         except ValueError:
             pass
-    raise ValidationError(f"the stored time {text!r} cannot be read; the database file is "
-                          "damaged")
+    raise ValidationError(f"the stored time {text!r} cannot be read; the database file is damaged")
 
 
 def _time(text: str) -> datetime:
@@ -122,15 +152,39 @@ def encode_record(r: MemoryRecord) -> tuple[Any, ...]:
         "allowed_roles": list(r.access.allowed_roles),
     }
     return (
-        r.id, r.tenant, r.user, r.agent, r.session, r.access.visibility.value, r.type.value,
+        r.id,
+        r.tenant,
+        r.user,
+        r.agent,
+        r.session,
+        r.access.visibility.value,
+        r.type.value,
         r.role.value if r.role is not None else None,
-        r.content.raw, r.content.summary, _json(dict(r.content.structured)),
-        r.embedding_model, r.embedding_dims, r.importance, r.confidence, _json(list(r.tags)),
-        r.source.value, r.version, encode_time(r.created_at), encode_time(r.updated_at),
-        encode_time(r.observed_at), encode_time(r.last_accessed_at), r.access_count,
-        r.decay_score, encode_time(r.valid_from), encode_time(r.valid_to), r.superseded_by,
-        _json([[rel.kind, rel.target_id] for rel in r.relations]), _json(access),
-        _json(list(r.source_ids)), _json(dict(r.metadata)), r.content_hash, r.status.value,
+        r.content.raw,
+        r.content.summary,
+        _json(dict(r.content.structured)),
+        r.embedding_model,
+        r.embedding_dims,
+        r.importance,
+        r.confidence,
+        _json(list(r.tags)),
+        r.source.value,
+        r.version,
+        encode_time(r.created_at),
+        encode_time(r.updated_at),
+        encode_time(r.observed_at),
+        encode_time(r.last_accessed_at),
+        r.access_count,
+        r.decay_score,
+        encode_time(r.valid_from),
+        encode_time(r.valid_to),
+        r.superseded_by,
+        _json([[rel.kind, rel.target_id] for rel in r.relations]),
+        _json(access),
+        _json(list(r.source_ids)),
+        _json(dict(r.metadata)),
+        r.content_hash,
+        r.status.value,
         encode_time(r.deleted_at),
     )
 
@@ -146,23 +200,48 @@ def decode_record(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:
     if isinstance(row, sqlite3.Row):  # its by-name lookup is a linear, case-blind scan
         row = dict(zip(row.keys(), row, strict=True))
     try:
-        enums = (_TYPES[row["type"]], _SOURCES[row["source"]], _STATUSES[row["status"]],
-                 None if row["role"] is None else _ROLES[row["role"]])
+        enums = (
+            _TYPES[row["type"]],
+            _SOURCES[row["source"]],
+            _STATUSES[row["status"]],
+            None if row["role"] is None else _ROLES[row["role"]],
+        )
         access_text = row["access"]
         access = _ACCESS_PRIVATE if access_text == _PRIVATE_TEXT else _access(access_text)
     except KeyError:
         return _decode_validated(row)
     out = _new_record(MemoryRecord)
     values = (
-        row["id"], row["tenant"], row["user"], enums[0],
+        row["id"],
+        row["tenant"],
+        row["user"],
+        enums[0],
         Content(row["raw"], row["summary"], _object(row["structured"])),
-        _time(row["created_at"]), _time(row["updated_at"]), _time(row["observed_at"]),
-        row["agent"], row["session"], enums[3], row["embedding_model"], row["embedding_dims"],
-        row["importance"], row["confidence"], _strings(row["tags"]), enums[1], row["version"],
-        decode_time(row["last_accessed_at"]), row["access_count"], row["decay_score"],
-        decode_time(row["valid_from"]), decode_time(row["valid_to"]), row["superseded_by"],
-        _relations(row["relations"]), access, _strings(row["source_ids"]),
-        _object(row["metadata"]), row["content_hash"], enums[2],
+        _time(row["created_at"]),
+        _time(row["updated_at"]),
+        _time(row["observed_at"]),
+        row["agent"],
+        row["session"],
+        enums[3],
+        row["embedding_model"],
+        row["embedding_dims"],
+        row["importance"],
+        row["confidence"],
+        _strings(row["tags"]),
+        enums[1],
+        row["version"],
+        decode_time(row["last_accessed_at"]),
+        row["access_count"],
+        row["decay_score"],
+        decode_time(row["valid_from"]),
+        decode_time(row["valid_to"]),
+        row["superseded_by"],
+        _relations(row["relations"]),
+        access,
+        _strings(row["source_ids"]),
+        _object(row["metadata"]),
+        row["content_hash"],
+        enums[2],
         decode_time(row["deleted_at"]),
     )
     for name, value in zip(_RECORD_FIELDS, values, strict=True):
@@ -173,23 +252,40 @@ def decode_record(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:
 def _decode_validated(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:
     access = json.loads(row["access"])
     return MemoryRecord(
-        id=row["id"], tenant=row["tenant"], user=row["user"], agent=row["agent"],
-        session=row["session"], type=row["type"], role=row["role"],
+        id=row["id"],
+        tenant=row["tenant"],
+        user=row["user"],
+        agent=row["agent"],
+        session=row["session"],
+        type=row["type"],
+        role=row["role"],
         content=Content(row["raw"], row["summary"], json.loads(row["structured"])),
-        embedding_model=row["embedding_model"], embedding_dims=row["embedding_dims"],
-        importance=row["importance"], confidence=row["confidence"],
-        tags=tuple(json.loads(row["tags"])), source=row["source"], version=row["version"],
-        created_at=_time(row["created_at"]), updated_at=_time(row["updated_at"]),
+        embedding_model=row["embedding_model"],
+        embedding_dims=row["embedding_dims"],
+        importance=row["importance"],
+        confidence=row["confidence"],
+        tags=tuple(json.loads(row["tags"])),
+        source=row["source"],
+        version=row["version"],
+        created_at=_time(row["created_at"]),
+        updated_at=_time(row["updated_at"]),
         observed_at=_time(row["observed_at"]),
         last_accessed_at=decode_time(row["last_accessed_at"]),
-        access_count=row["access_count"], decay_score=row["decay_score"],
-        valid_from=decode_time(row["valid_from"]), valid_to=decode_time(row["valid_to"]),
+        access_count=row["access_count"],
+        decay_score=row["decay_score"],
+        valid_from=decode_time(row["valid_from"]),
+        valid_to=decode_time(row["valid_to"]),
         superseded_by=row["superseded_by"],
         relations=tuple(Relation(k, t) for k, t in json.loads(row["relations"])),
-        access=AccessControl(Visibility(access["visibility"]),
-                             tuple(access["allowed_users"]), tuple(access["allowed_roles"])),
-        source_ids=tuple(json.loads(row["source_ids"])), metadata=json.loads(row["metadata"]),
-        content_hash=row["content_hash"], status=row["status"],
+        access=AccessControl(
+            Visibility(access["visibility"]),
+            tuple(access["allowed_users"]),
+            tuple(access["allowed_roles"]),
+        ),
+        source_ids=tuple(json.loads(row["source_ids"])),
+        metadata=json.loads(row["metadata"]),
+        content_hash=row["content_hash"],
+        status=row["status"],
         deleted_at=decode_time(row["deleted_at"]),
     )
 
@@ -197,15 +293,42 @@ def _decode_validated(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:
 # The fast path of decode_record sets MemoryRecord's fields in this order; the check below
 # fails at import if a field is added to the record and not here.
 _RECORD_FIELDS = (
-    "id", "tenant", "user", "type", "content", "created_at", "updated_at", "observed_at",
-    "agent", "session", "role", "embedding_model", "embedding_dims", "importance",
-    "confidence", "tags", "source", "version", "last_accessed_at", "access_count",
-    "decay_score", "valid_from", "valid_to", "superseded_by", "relations", "access",
-    "source_ids", "metadata", "content_hash", "status", "deleted_at",
+    "id",
+    "tenant",
+    "user",
+    "type",
+    "content",
+    "created_at",
+    "updated_at",
+    "observed_at",
+    "agent",
+    "session",
+    "role",
+    "embedding_model",
+    "embedding_dims",
+    "importance",
+    "confidence",
+    "tags",
+    "source",
+    "version",
+    "last_accessed_at",
+    "access_count",
+    "decay_score",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
+    "relations",
+    "access",
+    "source_ids",
+    "metadata",
+    "content_hash",
+    "status",
+    "deleted_at",
 )
 if tuple(f.name for f in dataclasses.fields(MemoryRecord)) != _RECORD_FIELDS:  # pragma: no cover
-    raise ValidationError("codec._RECORD_FIELDS and MemoryRecord's fields disagree; "
-                          "fix store/sqlite/codec.py")
+    raise ValidationError(
+        "codec._RECORD_FIELDS and MemoryRecord's fields disagree; fix store/sqlite/codec.py"
+    )
 _new_record = object.__new__
 _set = object.__setattr__
 _TYPES = {e.value: e for e in RecordType}
@@ -218,8 +341,11 @@ _ACCESS_PRIVATE = AccessControl(Visibility.PRIVATE)
 
 def _access(text: str) -> AccessControl:
     access = json.loads(text)
-    return AccessControl(Visibility(access["visibility"]), tuple(access["allowed_users"]),
-                         tuple(access["allowed_roles"]))
+    return AccessControl(
+        Visibility(access["visibility"]),
+        tuple(access["allowed_users"]),
+        tuple(access["allowed_roles"]),
+    )
 
 
 def _object(text: str) -> Any:

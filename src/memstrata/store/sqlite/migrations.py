@@ -128,16 +128,20 @@ def _v3(conn: sqlite3.Connection) -> None:
     cols = ", ".join(COLUMNS)
     ids = [r[0] for r in conn.execute("SELECT DISTINCT id FROM record_versions")]
     for record_id in ids:
-        current = conn.execute(f"SELECT seq, {cols} FROM records WHERE id = ?",
-                               (record_id,)).fetchone()
+        current = conn.execute(
+            f"SELECT seq, {cols} FROM records WHERE id = ?", (record_id,)
+        ).fetchone()
         if current is None:  # an orphan version (cannot happen through the API): drop it
             continue
         seq, newer = current[0], dict(zip(COLUMNS, current[1:], strict=True))
-        for row in conn.execute(f"SELECT {cols} FROM record_versions WHERE id = ? "
-                                "ORDER BY version DESC", (record_id,)).fetchall():
+        for row in conn.execute(
+            f"SELECT {cols} FROM record_versions WHERE id = ? ORDER BY version DESC", (record_id,)
+        ).fetchall():
             old = dict(zip(COLUMNS, row, strict=True))
-            conn.execute("INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)",
-                         (seq, old["version"], encode_delta(reverse_delta(old, newer))))
+            conn.execute(
+                "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)",
+                (seq, old["version"], encode_delta(reverse_delta(old, newer))),
+            )
             newer = old
     conn.execute("DROP TABLE record_versions")
     conn.execute("DROP INDEX records_id")
@@ -209,26 +213,39 @@ def _v8(conn: sqlite3.Connection) -> None:
         if current is None:  # history of a row that is gone (cannot happen: FK cascade)
             continue
         rows = [dict(zip(COLUMNS, current, strict=True))]
-        history = conn.execute("SELECT version, delta FROM record_history WHERE seq = ? "
-                               "ORDER BY version DESC", (seq,)).fetchall()
+        history = conn.execute(
+            "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC", (seq,)
+        ).fetchall()
         for _version, blob in history:
             rows.append(apply_delta(rows[-1], decode_delta(blob)))
-        blobs = [encode_delta(reverse_delta(old, newer))
-                 for newer, old in zip(rows[:-1], rows[1:], strict=True)]
+        blobs = [
+            encode_delta(reverse_delta(old, newer))
+            for newer, old in zip(rows[:-1], rows[1:], strict=True)
+        ]
         check = rows[0]
         for blob, old in zip(blobs, rows[1:], strict=True):
             check = apply_delta(check, decode_delta(blob))
             if check != old:  # pragma: no cover - reverse_delta verifies each op already
-                raise StoreError(f"re-encoding the history of record seq {seq} would change "
-                                 "it; nothing was changed: report this as a bug")
-        conn.executemany("UPDATE record_history SET delta = ? WHERE seq = ? AND version = ?",
-                         [(blob, seq, version) for blob, (version, _) in
-                          zip(blobs, history, strict=True)])
+                raise StoreError(
+                    f"re-encoding the history of record seq {seq} would change "
+                    "it; nothing was changed: report this as a bug"
+                )
+        conn.executemany(
+            "UPDATE record_history SET delta = ? WHERE seq = ? AND version = ?",
+            [(blob, seq, version) for blob, (version, _) in zip(blobs, history, strict=True)],
+        )
 
 
-MIGRATIONS: Final[list[tuple[int, Step]]] = [(1, _V1), (2, _V2), (3, _v3), (4, _V4_AUDIT),
-                                                (5, _V5_JOB_LEASE_TOKEN), (6, _V6_TYPE_INDEXES),
-                                                (7, _V7_VECTOR_REV), (8, _v8)]
+MIGRATIONS: Final[list[tuple[int, Step]]] = [
+    (1, _V1),
+    (2, _V2),
+    (3, _v3),
+    (4, _V4_AUDIT),
+    (5, _V5_JOB_LEASE_TOKEN),
+    (6, _V6_TYPE_INDEXES),
+    (7, _V7_VECTOR_REV),
+    (8, _v8),
+]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
 # Guard against the two column lists drifting apart.

@@ -26,11 +26,22 @@ from ...errors import NotFoundError, ValidationError
 from ...jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from .codec import decode_time, encode_time
 
-__all__ = ["claim_jobs", "count_open", "enqueue", "fail_job", "finish_job", "job_from_row",
-           "job_row", "list_jobs", "renew_leases"]
+__all__ = [
+    "claim_jobs",
+    "count_open",
+    "enqueue",
+    "fail_job",
+    "finish_job",
+    "job_from_row",
+    "job_row",
+    "list_jobs",
+    "renew_leases",
+]
 
-_COLUMNS = ("id, kind, tenant, user, agent, session, payload, created_at, run_after, status, "
-            "attempts, last_error, lease_until, dedup_key, lease_token")
+_COLUMNS = (
+    "id, kind, tenant, user, agent, session, payload, created_at, run_after, status, "
+    "attempts, last_error, lease_until, dedup_key, lease_token"
+)
 _OPEN = (JobStatus.PENDING.value, JobStatus.RUNNING.value)
 _RUNNING = JobStatus.RUNNING.value
 
@@ -41,10 +52,23 @@ def job_row(job: Job) -> tuple[Any, ...]:
         payload = json.dumps(dict(job.payload), ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"job {job.id!r} payload is not JSON-serialisable: {exc}") from None
-    return (job.id, job.kind, job.tenant, job.user, job.agent, job.session, payload,
-            encode_time(job.created_at), encode_time(job.run_after), JobStatus(job.status).value,
-            job.attempts, job.last_error, encode_time(job.lease_until), job.dedup_key,
-            job.lease_token)
+    return (
+        job.id,
+        job.kind,
+        job.tenant,
+        job.user,
+        job.agent,
+        job.session,
+        payload,
+        encode_time(job.created_at),
+        encode_time(job.run_after),
+        JobStatus(job.status).value,
+        job.attempts,
+        job.last_error,
+        encode_time(job.lease_until),
+        job.dedup_key,
+        job.lease_token,
+    )
 
 
 def job_from_row(row: Any) -> Job:
@@ -53,11 +77,20 @@ def job_from_row(row: Any) -> Job:
     if created is None or run_after is None:  # NOT NULL columns
         raise ValidationError(f"job {row['id']!r} has no times; the database is damaged")
     return Job(
-        id=row["id"], kind=row["kind"], tenant=row["tenant"], user=row["user"],
-        payload=json.loads(row["payload"]), created_at=created, run_after=run_after,
-        agent=row["agent"], session=row["session"], status=JobStatus(row["status"]),
-        attempts=row["attempts"], last_error=row["last_error"],
-        lease_until=decode_time(row["lease_until"]), dedup_key=row["dedup_key"],
+        id=row["id"],
+        kind=row["kind"],
+        tenant=row["tenant"],
+        user=row["user"],
+        payload=json.loads(row["payload"]),
+        created_at=created,
+        run_after=run_after,
+        agent=row["agent"],
+        session=row["session"],
+        status=JobStatus(row["status"]),
+        attempts=row["attempts"],
+        last_error=row["last_error"],
+        lease_until=decode_time(row["lease_until"]),
+        dedup_key=row["dedup_key"],
         lease_token=row["lease_token"],
     )
 
@@ -65,27 +98,33 @@ def job_from_row(row: Any) -> Job:
 def enqueue(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
     """Add jobs; one whose ``dedup_key`` matches an open job of the same user is skipped."""
     for job in jobs:
-        if job.dedup_key is not None and conn.execute(
-            "SELECT 1 FROM jobs WHERE tenant = ? AND user = ? AND dedup_key = ? "
-            "AND status IN (?, ?)", (job.tenant, job.user, job.dedup_key, *_OPEN),
-        ).fetchone():
+        if (
+            job.dedup_key is not None
+            and conn.execute(
+                "SELECT 1 FROM jobs WHERE tenant = ? AND user = ? AND dedup_key = ? "
+                "AND status IN (?, ?)",
+                (job.tenant, job.user, job.dedup_key, *_OPEN),
+            ).fetchone()
+        ):
             continue
         try:
-            conn.execute(f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})",
-                         job_row(job))
+            conn.execute(
+                f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})", job_row(job)
+            )
         except sqlite3.IntegrityError:
             raise ValidationError(
                 f"job id {job.id!r} exists already; give each job a new id"
             ) from None
 
 
-def _claimable(tenant: str | None, user: str | None,
-               session: str | None) -> tuple[str, list[Any]]:
+def _claimable(tenant: str | None, user: str | None, session: str | None) -> tuple[str, list[Any]]:
     """Jobs that are due (pending and due, or running under an expired lease) of users
     with no job held under a live lease. Parameters: ``due``, ``now``, ``now``."""
-    sql = ("((j.status = ? AND j.run_after <= ?) OR (j.status = ? AND j.lease_until <= ?)) "
-           "AND NOT EXISTS (SELECT 1 FROM jobs b WHERE b.tenant = j.tenant AND b.user = j.user "
-           "AND b.status = ? AND b.lease_until > ?)")
+    sql = (
+        "((j.status = ? AND j.run_after <= ?) OR (j.status = ? AND j.lease_until <= ?)) "
+        "AND NOT EXISTS (SELECT 1 FROM jobs b WHERE b.tenant = j.tenant AND b.user = j.user "
+        "AND b.status = ? AND b.lease_until > ?)"
+    )
     args: list[Any] = []
     for column, value in (("tenant", tenant), ("user", user), ("session", session)):
         if value is not None:
@@ -99,9 +138,17 @@ def _claimable(tenant: str | None, user: str | None,
     return sql, args
 
 
-def claim_jobs(conn: sqlite3.Connection, now: datetime, *, limit: int, lease_seconds: float,
-               tenant: str | None, user: str | None, session: str | None,
-               due_before: datetime | None = None) -> list[Job]:
+def claim_jobs(
+    conn: sqlite3.Connection,
+    now: datetime,
+    *,
+    limit: int,
+    lease_seconds: float,
+    tenant: str | None,
+    user: str | None,
+    session: str | None,
+    due_before: datetime | None = None,
+) -> list[Job]:
     """Lease up to ``limit`` due jobs of one user under a new token (run in the caller's
     ``BEGIN IMMEDIATE`` transaction, so two workers never claim the same job)."""
     if limit <= 0:
@@ -110,70 +157,111 @@ def claim_jobs(conn: sqlite3.Connection, now: datetime, *, limit: int, lease_sec
     due = encode_time(due_before or now)
     where, extra = _claimable(tenant, user, session)
     base = [JobStatus.PENDING.value, due, _RUNNING, at, _RUNNING, at, *extra]
-    first = conn.execute(f"SELECT j.tenant, j.user FROM jobs j WHERE {where} "
-                         "ORDER BY j.run_after, j.created_at, j.id LIMIT 1", base).fetchone()
+    first = conn.execute(
+        f"SELECT j.tenant, j.user FROM jobs j WHERE {where} "
+        "ORDER BY j.run_after, j.created_at, j.id LIMIT 1",
+        base,
+    ).fetchone()
     if first is None:
         return []
     rows = conn.execute(
         f"SELECT j.id FROM jobs j WHERE {where} AND j.tenant = ? AND j.user = ? "
         "ORDER BY j.run_after, j.created_at, j.id LIMIT ?",
-        [*base, first["tenant"], first["user"], limit]).fetchall()
+        [*base, first["tenant"], first["user"], limit],
+    ).fetchall()
     token = new_lease_token()
     lease = encode_time(now + timedelta(seconds=lease_seconds))
     claimed: list[Job] = []
     for row in rows:
-        conn.execute("UPDATE jobs SET status = ?, lease_until = ?, lease_token = ?, "
-                     "attempts = attempts + 1 WHERE id = ?", (_RUNNING, lease, token, row["id"]))
-        claimed.append(job_from_row(conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?",
-                                         (row["id"],)).fetchone()))
+        conn.execute(
+            "UPDATE jobs SET status = ?, lease_until = ?, lease_token = ?, "
+            "attempts = attempts + 1 WHERE id = ?",
+            (_RUNNING, lease, token, row["id"]),
+        )
+        claimed.append(
+            job_from_row(
+                conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (row["id"],)).fetchone()
+            )
+        )
     return claimed
 
 
 def renew_leases(conn: sqlite3.Connection, token: str, until: datetime) -> list[str]:
     """Extend the lease of every job still held under ``token``; returns their ids (a job
     missing from the answer was taken over, finished or purged)."""
-    conn.execute("UPDATE jobs SET lease_until = ? WHERE lease_token = ? AND status = ?",
-                 (encode_time(until), token, _RUNNING))
-    return [r["id"] for r in conn.execute(
-        "SELECT id FROM jobs WHERE lease_token = ? AND status = ? ORDER BY id",
-        (token, _RUNNING))]
+    conn.execute(
+        "UPDATE jobs SET lease_until = ? WHERE lease_token = ? AND status = ?",
+        (encode_time(until), token, _RUNNING),
+    )
+    return [
+        r["id"]
+        for r in conn.execute(
+            "SELECT id FROM jobs WHERE lease_token = ? AND status = ? ORDER BY id",
+            (token, _RUNNING),
+        )
+    ]
 
 
-def _fenced(conn: sqlite3.Connection, job_id: str, token: str | None, sql: str,
-            args: Sequence[Any]) -> None:
+def _fenced(
+    conn: sqlite3.Connection, job_id: str, token: str | None, sql: str, args: Sequence[Any]
+) -> None:
     """Apply an update to a job, only while ``token`` still holds it (if given)."""
     if token is None:
         cur = conn.execute(f"{sql} WHERE id = ?", (*args, job_id))
     else:
-        cur = conn.execute(f"{sql} WHERE id = ? AND lease_token = ? AND status = ?",
-                           (*args, job_id, token, _RUNNING))
+        cur = conn.execute(
+            f"{sql} WHERE id = ? AND lease_token = ? AND status = ?",
+            (*args, job_id, token, _RUNNING),
+        )
     if cur.rowcount:
         return
     if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
         raise NotFoundError(f"no job {job_id!r}; it may have been purged with its user")
-    raise LeaseLostError(f"job {job_id!r} is no longer held under this lease (it expired and "
-                         "another worker claimed the job); this result is not recorded")
+    raise LeaseLostError(
+        f"job {job_id!r} is no longer held under this lease (it expired and "
+        "another worker claimed the job); this result is not recorded"
+    )
 
 
 def finish_job(conn: sqlite3.Connection, job_id: str, token: str | None = None) -> None:
-    _fenced(conn, job_id, token,
-            "UPDATE jobs SET status = ?, lease_until = NULL, lease_token = NULL",
-            (JobStatus.DONE.value,))
+    _fenced(
+        conn,
+        job_id,
+        token,
+        "UPDATE jobs SET status = ?, lease_until = NULL, lease_token = NULL",
+        (JobStatus.DONE.value,),
+    )
 
 
-def fail_job(conn: sqlite3.Connection, job_id: str, error: str,
-             retry_at: datetime | None, token: str | None = None) -> None:
+def fail_job(
+    conn: sqlite3.Connection,
+    job_id: str,
+    error: str,
+    retry_at: datetime | None,
+    token: str | None = None,
+) -> None:
     if retry_at is None:
-        _fenced(conn, job_id, token, "UPDATE jobs SET status = ?, last_error = ?, "
-                "lease_until = NULL, lease_token = NULL", (JobStatus.FAILED.value, error))
+        _fenced(
+            conn,
+            job_id,
+            token,
+            "UPDATE jobs SET status = ?, last_error = ?, lease_until = NULL, lease_token = NULL",
+            (JobStatus.FAILED.value, error),
+        )
     else:
-        _fenced(conn, job_id, token, "UPDATE jobs SET status = ?, last_error = ?, "
-                "lease_until = NULL, lease_token = NULL, run_after = ?",
-                (JobStatus.PENDING.value, error, encode_time(retry_at)))
+        _fenced(
+            conn,
+            job_id,
+            token,
+            "UPDATE jobs SET status = ?, last_error = ?, "
+            "lease_until = NULL, lease_token = NULL, run_after = ?",
+            (JobStatus.PENDING.value, error, encode_time(retry_at)),
+        )
 
 
-def count_open(conn: sqlite3.Connection, tenant: str | None, user: str | None,
-               session: str | None) -> int:
+def count_open(
+    conn: sqlite3.Connection, tenant: str | None, user: str | None, session: str | None
+) -> int:
     """Jobs not finished yet (pending or running), optionally of one tenant/user/session."""
     sql = "SELECT count(*) FROM jobs WHERE status IN (?, ?)"
     args: list[Any] = [*_OPEN]
@@ -184,8 +272,7 @@ def count_open(conn: sqlite3.Connection, tenant: str | None, user: str | None,
     return int(conn.execute(sql, args).fetchone()[0])
 
 
-def list_jobs(conn: sqlite3.Connection, tenant: str, user: str,
-              status: str | None) -> list[Job]:
+def list_jobs(conn: sqlite3.Connection, tenant: str, user: str, status: str | None) -> list[Job]:
     sql = f"SELECT {_COLUMNS} FROM jobs WHERE tenant = ? AND user = ?"
     args: list[Any] = [tenant, user]
     if status is not None:

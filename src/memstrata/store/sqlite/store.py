@@ -70,35 +70,55 @@ _COUNTER_COLUMNS = ("access_count", "last_accessed_at")
 _UPDATE_COLUMNS = tuple(c for c in COLUMNS[1:] if c not in _COUNTER_COLUMNS)
 _UPDATE_AT = tuple(COLUMNS.index(c) for c in _UPDATE_COLUMNS)
 _UPDATE = f"UPDATE records SET {', '.join(c + ' = ?' for c in _UPDATE_COLUMNS)} WHERE seq = ?"
-_FLUSH_AFTER_S = 1.0   # buffered counters are written at most this late (on the next call)
-_FLUSH_AT = 512        # ... or once this many records have buffered increments
+_FLUSH_AFTER_S = 1.0  # buffered counters are written at most this late (on the next call)
+_FLUSH_AT = 512  # ... or once this many records have buffered increments
 _MASKED = "type, agent, session, visibility, status, superseded_by, importance"
 
 
 def _masked(row: sqlite3.Row) -> tuple[object, ...]:
-    return (row["type"], row["agent"], row["session"], row["visibility"], row["status"],
-            row["superseded_by"], float(row["importance"]))
+    return (
+        row["type"],
+        row["agent"],
+        row["session"],
+        row["visibility"],
+        row["status"],
+        row["superseded_by"],
+        float(row["importance"]),
+    )
 
 
 def _masked_of(r: MemoryRecord) -> tuple[object, ...]:
-    return (r.type.value, r.agent, r.session, r.access.visibility.value, r.status.value,
-            r.superseded_by, float(r.importance))
+    return (
+        r.type.value,
+        r.agent,
+        r.session,
+        r.access.visibility.value,
+        r.status.value,
+        r.superseded_by,
+        float(r.importance),
+    )
 
 
-_BUMP = ("INSERT INTO scope_generation (scope_tok, generation) VALUES (?, 1) "
-         "ON CONFLICT (scope_tok) DO UPDATE SET generation = generation + 1")
+_BUMP = (
+    "INSERT INTO scope_generation (scope_tok, generation) VALUES (?, 1) "
+    "ON CONFLICT (scope_tok) DO UPDATE SET generation = generation + 1"
+)
 # ``rev``: the user's next change number, so the vector cache loads what changed (vectors.py)
 _NEXT_REV = "(SELECT coalesce(max(rev), 0) + 1 FROM vectors WHERE tenant = ?2 AND user = ?3)"
-_UPSERT_VECTOR = ("INSERT INTO vectors (seq, tenant, user, model, dims, own, vector, rev) "
-                  f"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, {_NEXT_REV}) ON CONFLICT (seq) DO "
-                  "UPDATE SET model = excluded.model, dims = excluded.dims, "
-                  "own = excluded.own, vector = excluded.vector, rev = excluded.rev")
+_UPSERT_VECTOR = (
+    "INSERT INTO vectors (seq, tenant, user, model, dims, own, vector, rev) "
+    f"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, {_NEXT_REV}) ON CONFLICT (seq) DO "
+    "UPDATE SET model = excluded.model, dims = excluded.dims, "
+    "own = excluded.own, vector = excluded.vector, rev = excluded.rev"
+)
 # A record whose masked columns changed: its vector row is loaded again by the cache.
 _TOUCH_VECTOR = f"UPDATE vectors SET rev = {_NEXT_REV} WHERE seq = ?1"
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
-_UPSERT_CACHE = ("INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
-                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
-                 "UPDATE SET dims = excluded.dims, vector = excluded.vector")
+_UPSERT_CACHE = (
+    "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
+    "UPDATE SET dims = excluded.dims, vector = excluded.vector"
+)
 _BUSY_TIMEOUT_S = 10.0
 _PAGE_SIZE = 8192
 _CHUNK = 500  # ids per IN (...) list
@@ -107,7 +127,7 @@ _T = TypeVar("_T")
 
 def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
     for i in range(0, len(items), _CHUNK):
-        yield items[i:i + _CHUNK]
+        yield items[i : i + _CHUNK]
 
 
 class SQLiteStore:
@@ -117,18 +137,23 @@ class SQLiteStore:
         self.url = url or f"sqlite:///{path}"
         self.path = path
         try:
-            conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite database {path!r}: {exc}; check that the "
-                             "directory exists and is writable") from exc
+            raise StoreError(
+                f"cannot open SQLite database {path!r}: {exc}; check that the "
+                "directory exists and is writable"
+            ) from exc
         try:
             # Check the version before any pragma writes to the file: refuse it untouched.
             if schema_version(conn) > SCHEMA_VERSION:
                 migrate(conn, path=path)  # raises SchemaVersionError
             conn.row_factory = sqlite3.Row
-            if schema_version(conn) == 0 and conn.execute(
-                    "SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            if (
+                schema_version(conn) == 0
+                and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+            ):
                 # A new file: 8 kB pages waste less around 1.5 kB vector rows than 4 kB
                 # ones (bench/storage.py). Only possible before the first table exists.
                 conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
@@ -142,15 +167,16 @@ class SQLiteStore:
             migrate(conn, path=path)
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(f"cannot use {path!r} as a memstrata store: {exc}; point the URL "
-                             "at a memstrata store file, or at a new file to create one"
-                             ) from exc
+            raise StoreError(
+                f"cannot use {path!r} as a memstrata store: {exc}; point the URL "
+                "at a memstrata store file, or at a new file to create one"
+            ) from exc
         except BaseException:
             conn.close()
             raise
         self._conn = conn
         self._lock = threading.RLock()
-        self._local = threading.local()       # this thread's read connection
+        self._local = threading.local()  # this thread's read connection
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
@@ -168,8 +194,9 @@ class SQLiteStore:
         # insert takes over are never written: the record keeps the vector, ``own``).
         self._cache: dict[tuple[str, str, str], bytes] = {}
         self._cache_inflight: dict[tuple[str, str, str], bytes] | None = None
-        self._inflight: tuple[dict[int, tuple[int, datetime]],
-                              dict[tuple[int, str], int]] | None = None
+        self._inflight: (
+            tuple[dict[int, tuple[int, datetime]], dict[tuple[int, str], int]] | None
+        ) = None
         self._gate = _Gate()
         self._flushing = False
 
@@ -245,8 +272,9 @@ class SQLiteStore:
         if conn is not None:
             return conn
         try:
-            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
-                                   check_same_thread=False)  # closed by close(), any thread
+            conn = sqlite3.connect(
+                self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )  # closed by close(), any thread
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
             conn.execute("PRAGMA query_only = ON")
@@ -291,8 +319,11 @@ class SQLiteStore:
 
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as c:
-            c.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
-                      "DO UPDATE SET value = excluded.value", (key, value))
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                "DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
 
     # --- quota counters (memstrata.store.quota_counters; BEGIN IMMEDIATE makes them atomic) -
     def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
@@ -325,14 +356,16 @@ class SQLiteStore:
 
     # --- helpers -----------------------------------------------------------------------------
     @staticmethod
-    def _visible(c: sqlite3.Connection, scope: Scope, ids: Sequence[str],
-                 columns: str = "*") -> list[sqlite3.Row]:
+    def _visible(
+        c: sqlite3.Connection, scope: Scope, ids: Sequence[str], columns: str = "*"
+    ) -> list[sqlite3.Row]:
         where, args = scope_sql(scope)
         rows: list[sqlite3.Row] = []
         for chunk in _chunks(list(dict.fromkeys(ids))):
             sql, vals = in_list("id", chunk)
-            rows += c.execute(f"SELECT {columns} FROM records WHERE {sql} AND {where}",
-                              vals + args).fetchall()
+            rows += c.execute(
+                f"SELECT {columns} FROM records WHERE {sql} AND {where}", vals + args
+            ).fetchall()
         return rows
 
     @staticmethod
@@ -341,14 +374,17 @@ class SQLiteStore:
         if r.embedding_dims is not None and len(blob) // 4 != r.embedding_dims:
             raise ValidationError(
                 f"record {r.id!r} says embedding_dims={r.embedding_dims} but its vector has "
-                f"{len(blob) // 4} dimensions; embed it with the store's model")
+                f"{len(blob) // 4} dimensions; embed it with the store's model"
+            )
         return blob
 
     @staticmethod
     def _index(c: sqlite3.Connection, seq: int, r: MemoryRecord, terms: Sequence[str]) -> None:
         c.execute("DELETE FROM lexical WHERE rowid = ?", (seq,))
-        c.execute("INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
-                  (seq, scope_token(r.tenant, r.user), terms_text(terms)))
+        c.execute(
+            "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
+            (seq, scope_token(r.tenant, r.user), terms_text(terms)),
+        )
 
     @staticmethod
     def _bump(c: sqlite3.Connection, tenant: str, user: str) -> None:
@@ -373,8 +409,9 @@ class SQLiteStore:
         moves and the vectors in one ``executemany`` each (a batch of turns is thousands of
         statements otherwise). A new ``seq`` was never used (``AUTOINCREMENT``), so no old
         lexical row can hold it: nothing is deleted first, as ``replace`` must."""
-        blobs = [self._check_vector(w.record, w.vector) if w.vector is not None else None
-                 for w in writes]  # every vector checked before anything is written
+        blobs = [
+            self._check_vector(w.record, w.vector) if w.vector is not None else None for w in writes
+        ]  # every vector checked before anything is written
         seqs: list[int] = []
         for w in writes:
             r = w.record
@@ -386,19 +423,36 @@ class SQLiteStore:
                     "was written: use replace() to update a record, new_id() for a new one"
                 ) from None
             seqs.append(int(cur.lastrowid or 0))
-        c.executemany("INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
-                      [(seq, scope_token(w.record.tenant, w.record.user), terms_text(w.terms))
-                       for seq, w in zip(seqs, writes, strict=True)])
-        owned = self._owned_cache_entries(c, [
-            (w.record, blob) for w, blob in zip(writes, blobs, strict=True)])
-        c.executemany(_UPSERT_VECTOR, [
-            (seq, w.record.tenant, w.record.user, w.record.embedding_model, len(blob) // 4,
-             int(i in owned), blob)
-            for i, (seq, w, blob) in enumerate(zip(seqs, writes, blobs, strict=True))
-            if blob is not None])
+        c.executemany(
+            "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
+            [
+                (seq, scope_token(w.record.tenant, w.record.user), terms_text(w.terms))
+                for seq, w in zip(seqs, writes, strict=True)
+            ],
+        )
+        owned = self._owned_cache_entries(
+            c, [(w.record, blob) for w, blob in zip(writes, blobs, strict=True)]
+        )
+        c.executemany(
+            _UPSERT_VECTOR,
+            [
+                (
+                    seq,
+                    w.record.tenant,
+                    w.record.user,
+                    w.record.embedding_model,
+                    len(blob) // 4,
+                    int(i in owned),
+                    blob,
+                )
+                for i, (seq, w, blob) in enumerate(zip(seqs, writes, blobs, strict=True))
+                if blob is not None
+            ],
+        )
 
-    def _owned_cache_entries(self, c: sqlite3.Connection,
-                             items: Sequence[tuple[MemoryRecord, bytes | None]]) -> set[int]:
+    def _owned_cache_entries(
+        self, c: sqlite3.Connection, items: Sequence[tuple[MemoryRecord, bytes | None]]
+    ) -> set[int]:
         """Positions (in ``items``) of the vectors that move out of the embedding cache:
         the cache holds the very same vector for the record's text, so the record keeps it
         (``own = 1``) and the entry is deleted, as ``_store_vector`` does one at a time; of
@@ -406,8 +460,9 @@ class SQLiteStore:
         wanted: dict[tuple[str, str, str], list[int]] = {}
         for i, (r, blob) in enumerate(items):
             if blob is not None and r.embedding_model is not None:
-                wanted.setdefault((scope_token(r.tenant, r.user), r.embedding_model,
-                                   r.content_hash), []).append(i)
+                wanted.setdefault(
+                    (scope_token(r.tenant, r.user), r.embedding_model, r.content_hash), []
+                ).append(i)
         by_owner: dict[tuple[str, str], list[str]] = {}
         for tok, model, key in wanted:
             by_owner.setdefault((tok, model), []).append(key)
@@ -428,19 +483,24 @@ class SQLiteStore:
             for chunk in _chunks(keys):
                 sql, vals = in_list("key", chunk)
                 for key, blob in c.execute(
-                        f"SELECT key, vector FROM embedding_cache WHERE scope_tok = ? AND "
-                        f"model_id = ? AND {sql}", [tok, model, *vals]):
-                    first = next((i for i in wanted[(tok, model, key)]
-                                  if items[i][1] == bytes(blob)), None)
+                    f"SELECT key, vector FROM embedding_cache WHERE scope_tok = ? AND "
+                    f"model_id = ? AND {sql}",
+                    [tok, model, *vals],
+                ):
+                    first = next(
+                        (i for i in wanted[(tok, model, key)] if items[i][1] == bytes(blob)), None
+                    )
                     if first is not None:
                         owned.add(first)
                         moved.append((tok, model, key))
-        c.executemany("DELETE FROM embedding_cache WHERE scope_tok = ? AND model_id = ? AND "
-                      "key = ?", moved)
+        c.executemany(
+            "DELETE FROM embedding_cache WHERE scope_tok = ? AND model_id = ? AND key = ?", moved
+        )
         return owned
 
-    def _store_vector(self, c: sqlite3.Connection, seq: int, r: MemoryRecord,
-                      vector: Vector) -> None:
+    def _store_vector(
+        self, c: sqlite3.Connection, seq: int, r: MemoryRecord, vector: Vector
+    ) -> None:
         """Write the record's vector. When the embedding cache holds the very same vector
         for the record's text, the cache entry moves here (``own = 1``): the vector is kept
         once, and the cache still finds it through the record (``cached_vectors``)."""
@@ -448,21 +508,28 @@ class SQLiteStore:
         own = 0
         if r.embedding_model is not None:
             key = (scope_token(r.tenant, r.user), r.embedding_model, r.content_hash)
-            hit = c.execute("SELECT vector FROM embedding_cache WHERE scope_tok = ? AND "
-                            "model_id = ? AND key = ?", key).fetchone()
+            hit = c.execute(
+                "SELECT vector FROM embedding_cache WHERE scope_tok = ? AND "
+                "model_id = ? AND key = ?",
+                key,
+            ).fetchone()
             if hit is not None and bytes(hit[0]) == blob:
-                c.execute("DELETE FROM embedding_cache WHERE scope_tok = ? AND model_id = ? "
-                          "AND key = ?", key)
+                c.execute(
+                    "DELETE FROM embedding_cache WHERE scope_tok = ? AND model_id = ? AND key = ?",
+                    key,
+                )
                 own = 1
-        c.execute(_UPSERT_VECTOR, (seq, r.tenant, r.user, r.embedding_model, len(blob) // 4,
-                                   own, blob))
+        c.execute(
+            _UPSERT_VECTOR, (seq, r.tenant, r.user, r.embedding_model, len(blob) // 4, own, blob)
+        )
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         with self._read() as c:
             return self._get(c, scope, record_id, include_deleted=include_deleted)
 
-    def _get(self, c: sqlite3.Connection, scope: Scope, record_id: str, *,
-             include_deleted: bool = False) -> MemoryRecord:
+    def _get(
+        self, c: sqlite3.Connection, scope: Scope, record_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord:
         rows = self._visible(c, scope, [record_id])
         if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
@@ -477,8 +544,9 @@ class SQLiteStore:
         with self._write() as c:
             self._replace(c, scope, write, expected_version=expected_version)
 
-    def _replace(self, c: sqlite3.Connection, scope: Scope, write: RecordWrite, *,
-                 expected_version: int) -> None:
+    def _replace(
+        self, c: sqlite3.Connection, scope: Scope, write: RecordWrite, *, expected_version: int
+    ) -> None:
         if scope.caller is not None:  # another caller may read, never write
             raise NotFoundError(f"no record {write.record.id!r} in scope {scope}")
         new = write.record
@@ -490,18 +558,33 @@ class SQLiteStore:
             raise ConflictError(
                 f"record {new.id!r} is at version {cur['version']}, but this update was "
                 f"based on version {expected_version}; re-read the record and apply the "
-                "change again")
+                "change again"
+            )
         if new.version != expected_version + 1:
-            raise ValidationError(f"the new version of {new.id!r} must be "
-                                  f"{expected_version + 1}, got {new.version}")
+            raise ValidationError(
+                f"the new version of {new.id!r} must be {expected_version + 1}, got {new.version}"
+            )
         if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
-            raise ValidationError(f"replace cannot move record {new.id!r} to another "
-                                  "tenant or user; insert a copy under a new id instead")
+            raise ValidationError(
+                f"replace cannot move record {new.id!r} to another "
+                "tenant or user; insert a copy under a new id instead"
+            )
         seq = int(cur["seq"])
         values = encode_record(new)
         old = c.execute(f"SELECT {_COLS} FROM records WHERE seq = ?", (seq,)).fetchone()
-        c.execute(_ARCHIVE, (seq, expected_version, encode_delta(reverse_delta(
-            dict(zip(COLUMNS, old, strict=True)), dict(zip(COLUMNS, values, strict=True))))))
+        c.execute(
+            _ARCHIVE,
+            (
+                seq,
+                expected_version,
+                encode_delta(
+                    reverse_delta(
+                        dict(zip(COLUMNS, old, strict=True)),
+                        dict(zip(COLUMNS, values, strict=True)),
+                    )
+                ),
+            ),
+        )
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
         self._index(c, seq, new, write.terms)
         if write.vector is not None:
@@ -517,8 +600,10 @@ class SQLiteStore:
             rows = self._visible(c, scope, [record_id], f"seq, {_COLS}")
             if not rows:
                 raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-            deltas = c.execute("SELECT delta FROM record_history WHERE seq = ? "
-                               "ORDER BY version DESC", (rows[0]["seq"],)).fetchall()
+            deltas = c.execute(
+                "SELECT delta FROM record_history WHERE seq = ? ORDER BY version DESC",
+                (rows[0]["seq"],),
+            ).fetchall()
         row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
         versions = [self._dec(rows[0])]
         for (blob,) in deltas:
@@ -526,13 +611,20 @@ class SQLiteStore:
             versions.append(decode_record(row))
         return versions[::-1]
 
-    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                   at: datetime) -> list[str]:
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
         with self._write() as c:
             return self._set_status(c, scope, ids, status, at)
 
-    def _set_status(self, c: sqlite3.Connection, scope: Scope, ids: Sequence[str],
-                    status: RecordStatus, at: datetime) -> list[str]:
+    def _set_status(
+        self,
+        c: sqlite3.Connection,
+        scope: Scope,
+        ids: Sequence[str],
+        status: RecordStatus,
+        at: datetime,
+    ) -> list[str]:
         if scope.caller is not None:
             return []
         status = RecordStatus(status)
@@ -544,9 +636,11 @@ class SQLiteStore:
                 continue
             delta = {col: ["=", row[col]] for col in columns}
             c.execute(_ARCHIVE, (row["seq"], row["version"], encode_delta(delta)))
-            c.execute("UPDATE records SET status = ?, version = version + 1, "
-                      "updated_at = ?, deleted_at = ? WHERE seq = ?",
-                      (status.value, encode_time(at), deleted_at, row["seq"]))
+            c.execute(
+                "UPDATE records SET status = ?, version = version + 1, "
+                "updated_at = ?, deleted_at = ? WHERE seq = ?",
+                (status.value, encode_time(at), deleted_at, row["seq"]),
+            )
             c.execute(_TOUCH_VECTOR, (row["seq"], scope.tenant, scope.user))
             changed.append(row["id"])
         order = {i: n for n, i in enumerate(ids)}
@@ -562,8 +656,9 @@ class SQLiteStore:
         lexical index (see README, "Audit log, purge, access control")."""
         if scope.caller is not None:
             return PurgeReport()
-        hashes = {v.content_hash for rid in dict.fromkeys(ids)
-                  for v in self._history_or_empty(scope, rid)}
+        hashes = {
+            v.content_hash for rid in dict.fromkeys(ids) for v in self._history_or_empty(scope, rid)
+        }
         tok = scope_token(scope.tenant, scope.user)
         with self._write() as c:
             rows = self._visible(c, scope, ids, "seq, id")
@@ -572,24 +667,28 @@ class SQLiteStore:
             for chunk in _chunks(seqs):
                 sql, vals = _seq_list(chunk)
                 counts["versions"] += c.execute(
-                    f"DELETE FROM record_history WHERE {sql}", vals).rowcount
-                counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {sql}",
-                                               vals).rowcount
+                    f"DELETE FROM record_history WHERE {sql}", vals
+                ).rowcount
+                counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {sql}", vals).rowcount
                 c.execute(f"DELETE FROM counters WHERE {sql}", vals)
                 c.execute(f"DELETE FROM lexical WHERE {sql.replace('seq', 'rowid')}", vals)
-                counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}",
-                                               vals).rowcount
+                counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
             # Texts another record of the user still holds keep their cache entry.
-            still = {r[0] for part in _chunks(sorted(hashes)) for r in c.execute(
-                "SELECT content_hash FROM records WHERE tenant = ? AND user = ? AND "
-                f"{in_list('content_hash', part)[0]}",
-                [scope.tenant, scope.user, *part])}
+            still = {
+                r[0]
+                for part in _chunks(sorted(hashes))
+                for r in c.execute(
+                    "SELECT content_hash FROM records WHERE tenant = ? AND user = ? AND "
+                    f"{in_list('content_hash', part)[0]}",
+                    [scope.tenant, scope.user, *part],
+                )
+            }
             self._drop_buffered(tok, hashes - still)
             for part in _chunks(sorted(hashes - still)):
                 sql, vals = in_list("key", part)
                 counts["cache_entries"] += c.execute(
-                    f"DELETE FROM embedding_cache WHERE scope_tok = ? AND {sql}",
-                    [tok, *vals]).rowcount
+                    f"DELETE FROM embedding_cache WHERE scope_tok = ? AND {sql}", [tok, *vals]
+                ).rowcount
             remaining = 0
             for chunk in _chunks(seqs):
                 sql, vals = _seq_list(chunk)
@@ -597,7 +696,8 @@ class SQLiteStore:
                     f"SELECT (SELECT count(*) FROM records WHERE {sql}) + "
                     f"(SELECT count(*) FROM record_history WHERE {sql}) + "
                     f"(SELECT count(*) FROM vectors WHERE {sql})",
-                    vals * 3).fetchone()[0]
+                    vals * 3,
+                ).fetchone()[0]
             if seqs:
                 self._bump(c, scope.tenant, scope.user)
         if seqs:
@@ -635,14 +735,21 @@ class SQLiteStore:
         args = (tenant, user)
         with self._write() as c:
             # Ids are per user: another user's record may carry the same id (it stays).
-            ids = [r[0] for r in c.execute(
-                "SELECT id FROM records WHERE tenant = ?1 AND user = ?2 AND id NOT IN "
-                "(SELECT id FROM records WHERE tenant != ?1 OR user != ?2)", args)]
+            ids = [
+                r[0]
+                for r in c.execute(
+                    "SELECT id FROM records WHERE tenant = ?1 AND user = ?2 AND id NOT IN "
+                    "(SELECT id FROM records WHERE tenant != ?1 OR user != ?2)",
+                    args,
+                )
+            ]
             self._drop_buffered(tok)
-            cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?",
-                              (tok,)).rowcount
-            c.execute("DELETE FROM lexical WHERE rowid IN "
-                      "(SELECT seq FROM records WHERE tenant = ? AND user = ?)", args)
+            cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?", (tok,)).rowcount
+            c.execute(
+                "DELETE FROM lexical WHERE rowid IN "
+                "(SELECT seq FROM records WHERE tenant = ? AND user = ?)",
+                args,
+            )
             mine = "seq IN (SELECT seq FROM records WHERE tenant = ? AND user = ?)"
             vectors = c.execute("DELETE FROM vectors WHERE tenant = ? AND user = ?", args)
             versions = c.execute(f"DELETE FROM record_history WHERE {mine}", args)
@@ -653,8 +760,9 @@ class SQLiteStore:
             # The user's generation row is gone (no trace of them left): the purge epoch, a
             # row of no one, tells every process's vector cache to reload (vectors.py).
             c.execute(_BUMP, (PURGE_EPOCH,))
-            c.execute("DELETE FROM meta WHERE key LIKE ?",
-                      (f"quota:%:{subject_hash(tenant, user)}:%",))
+            c.execute(
+                "DELETE FROM meta WHERE key LIKE ?", (f"quota:%:{subject_hash(tenant, user)}:%",)
+            )
             sqlite_redact_subject(c, tenant, user)
             counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
         with self._lock:
@@ -664,24 +772,37 @@ class SQLiteStore:
                 self._conn.execute("VACUUM")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         with self._read() as c:
-            remaining = int(c.execute(
-                "SELECT (SELECT count(*) FROM records WHERE tenant = ?1 AND user = ?2) + "
-                "(SELECT count(*) FROM record_history h WHERE NOT EXISTS "
-                "(SELECT 1 FROM records r WHERE r.seq = h.seq)) + "
-                "(SELECT count(*) FROM vectors WHERE tenant = ?1 AND user = ?2) + "
-                "(SELECT count(*) FROM jobs WHERE tenant = ?1 AND user = ?2) + "
-                "(SELECT count(*) FROM embedding_cache WHERE scope_tok = ?4) + "
-                "(SELECT count(*) FROM scope_generation WHERE scope_tok = ?4) + "
-                "(SELECT count(*) FROM audit_log WHERE tenant = ?1 AND user = ?2) + "
-                "(SELECT count(*) FROM lexical WHERE lexical MATCH ?3)",
-                (tenant, user, f'scope_tok : "{tok}"', tok)).fetchone()[0])
+            remaining = int(
+                c.execute(
+                    "SELECT (SELECT count(*) FROM records WHERE tenant = ?1 AND user = ?2) + "
+                    "(SELECT count(*) FROM record_history h WHERE NOT EXISTS "
+                    "(SELECT 1 FROM records r WHERE r.seq = h.seq)) + "
+                    "(SELECT count(*) FROM vectors WHERE tenant = ?1 AND user = ?2) + "
+                    "(SELECT count(*) FROM jobs WHERE tenant = ?1 AND user = ?2) + "
+                    "(SELECT count(*) FROM embedding_cache WHERE scope_tok = ?4) + "
+                    "(SELECT count(*) FROM scope_generation WHERE scope_tok = ?4) + "
+                    "(SELECT count(*) FROM audit_log WHERE tenant = ?1 AND user = ?2) + "
+                    "(SELECT count(*) FROM lexical WHERE lexical MATCH ?3)",
+                    (tenant, user, f'scope_tok : "{tok}"', tok),
+                ).fetchone()[0]
+            )
             # ids are unique per (tenant, user): another user's record may carry the same id
-            kept = {r[0] for chunk in _chunks(ids)
-                    for r in c.execute(f"SELECT id FROM records WHERE {in_list('id', chunk)[0]}",
-                                       list(chunk))}
+            kept = {
+                r[0]
+                for chunk in _chunks(ids)
+                for r in c.execute(
+                    f"SELECT id FROM records WHERE {in_list('id', chunk)[0]}", list(chunk)
+                )
+            }
         remaining += self._bytes_left([tok, *(i for i in ids if i not in kept)])
-        return PurgeReport(records=counts[0], versions=counts[1], vectors=counts[2],
-                           jobs=counts[3], cache_entries=cache, remaining=remaining)
+        return PurgeReport(
+            records=counts[0],
+            versions=counts[1],
+            vectors=counts[2],
+            jobs=counts[3],
+            cache_entries=cache,
+            remaining=remaining,
+        )
 
     def _bytes_left(self, needles: Sequence[str]) -> int:
         """How many of ``needles`` still occur in the database file or its WAL."""
@@ -698,31 +819,45 @@ class SQLiteStore:
             left.update(n for n in needles if n.encode() in data)
         return len(left)
 
-    def _select(self, c: sqlite3.Connection, scope: Scope, filters: Filters,
-                tail: str = "", tail_args: Sequence[Any] = (), *,
-                columns: str = "*") -> list[sqlite3.Row]:
+    def _select(
+        self,
+        c: sqlite3.Connection,
+        scope: Scope,
+        filters: Filters,
+        tail: str = "",
+        tail_args: Sequence[Any] = (),
+        *,
+        columns: str = "*",
+    ) -> list[sqlite3.Row]:
         sw, sa = scope_sql(scope)
         fw, fa = filters_sql(filters)
-        return c.execute(f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}",
-                         [*sa, *fa, *tail_args]).fetchall()
+        return c.execute(
+            f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}", [*sa, *fa, *tail_args]
+        ).fetchall()
 
     def count(self, scope: Scope, filters: Filters) -> int:
         with self._read() as c:
             if needs_python(filters):
-                return sum(filters.matches(decode_record(r))
-                           for r in self._select(c, scope, filters))
+                return sum(
+                    filters.matches(decode_record(r)) for r in self._select(c, scope, filters)
+                )
             sw, sa = scope_sql(scope)
             fw, fa = filters_sql(filters)
-            return int(c.execute(f"SELECT count(*) FROM records WHERE {sw} AND {fw}",
-                                 [*sa, *fa]).fetchone()[0])
+            return int(
+                c.execute(
+                    f"SELECT count(*) FROM records WHERE {sw} AND {fw}", [*sa, *fa]
+                ).fetchone()[0]
+            )
 
-    def find_by_hash(self, scope: Scope, content_hash: str,
-                     types: Sequence[str]) -> MemoryRecord | None:
+    def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         with self._read() as c:
             return self._find_by_hash(c, scope, content_hash, types)
 
-    def _find_by_hash(self, c: sqlite3.Connection, scope: Scope, content_hash: str,
-                      types: Sequence[str]) -> MemoryRecord | None:
+    def _find_by_hash(
+        self, c: sqlite3.Connection, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         sql = "AND content_hash = ?"
         args: list[Any] = [content_hash]
         if types:
@@ -762,9 +897,10 @@ class SQLiteStore:
             for chunk in _chunks(list(dict.fromkeys(ids))):
                 sql, vals = in_list("r.id", chunk)
                 for seq, rid, value in c.execute(
-                        "SELECT r.seq, r.id, coalesce(k.value, 0) FROM records r LEFT JOIN "
-                        f"counters k ON k.seq = r.seq AND k.name = ? WHERE {sql} AND {where}",
-                        [name, *vals, *args]):
+                    "SELECT r.seq, r.id, coalesce(k.value, 0) FROM records r LEFT JOIN "
+                    f"counters k ON k.seq = r.seq AND k.name = ? WHERE {sql} AND {where}",
+                    [name, *vals, *args],
+                ):
                     out[rid] = int(value) + self._pending_count(int(seq), name)
         return out
 
@@ -781,8 +917,10 @@ class SQLiteStore:
         with self._counter_lock:
             if self._pending_since is None:
                 self._pending_since = now
-            due = (len(self._touches) + len(self._counts) + len(self._cache) >= _FLUSH_AT
-                   or now - self._pending_since >= _FLUSH_AFTER_S)
+            due = (
+                len(self._touches) + len(self._counts) + len(self._cache) >= _FLUSH_AT
+                or now - self._pending_since >= _FLUSH_AFTER_S
+            )
             if not due or self._flushing:
                 return
             self._flushing = True
@@ -811,8 +949,9 @@ class SQLiteStore:
             self._cache_inflight, self._cache = self._cache, {}
         return touches, counts
 
-    def _give_back_counters(self, touches: dict[int, tuple[int, datetime]],
-                            counts: dict[tuple[int, str], int]) -> None:
+    def _give_back_counters(
+        self, touches: dict[int, tuple[int, datetime]], counts: dict[tuple[int, str], int]
+    ) -> None:
         with self._counter_lock:
             self._inflight = None
             self._give_back_locked(touches, counts)
@@ -828,11 +967,15 @@ class SQLiteStore:
         with self._counter_lock:
             entries = dict(self._cache_inflight or {})
         if entries:
-            c.executemany(_UPSERT_CACHE, [(tok, model, key, len(blob) // 4, blob)
-                                          for (tok, model, key), blob in entries.items()])
+            c.executemany(
+                _UPSERT_CACHE,
+                [
+                    (tok, model, key, len(blob) // 4, blob)
+                    for (tok, model, key), blob in entries.items()
+                ],
+            )
 
-    def _buffered_vectors(self, tok: str, model_id: str, keys: Sequence[str]
-                          ) -> dict[str, Vector]:
+    def _buffered_vectors(self, tok: str, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
         """Entries of ``keys`` buffered or being written (not yet in a snapshot)."""
         out: dict[str, Vector] = {}
         with self._counter_lock:
@@ -852,8 +995,7 @@ class SQLiteStore:
         with self._counter_lock:
             for buf in (self._cache, self._cache_inflight):
                 if buf:
-                    for entry in [e for e in buf if e[0] == tok
-                                  and (keys is None or e[2] in keys)]:
+                    for entry in [e for e in buf if e[0] == tok and (keys is None or e[2] in keys)]:
                         del buf[entry]
 
     def _pending_touch(self, seq: int) -> tuple[int, datetime] | None:
@@ -867,11 +1009,13 @@ class SQLiteStore:
 
     def _pending_count(self, seq: int, name: str) -> int:
         inflight = self._inflight
-        return (self._counts.get((seq, name), 0)
-                + (inflight[1].get((seq, name), 0) if inflight is not None else 0))
+        return self._counts.get((seq, name), 0) + (
+            inflight[1].get((seq, name), 0) if inflight is not None else 0
+        )
 
-    def _give_back_locked(self, touches: dict[int, tuple[int, datetime]],
-                          counts: dict[tuple[int, str], int]) -> None:
+    def _give_back_locked(
+        self, touches: dict[int, tuple[int, datetime]], counts: dict[tuple[int, str], int]
+    ) -> None:
         for seq, (n, last) in touches.items():
             m, other = self._touches.get(seq, (0, last))
             self._touches[seq] = (n + m, max(last, other))
@@ -881,16 +1025,23 @@ class SQLiteStore:
             self._pending_since = time.monotonic()
 
     @staticmethod
-    def _write_counters(c: sqlite3.Connection, touches: dict[int, tuple[int, datetime]],
-                        counts: dict[tuple[int, str], int]) -> None:
+    def _write_counters(
+        c: sqlite3.Connection,
+        touches: dict[int, tuple[int, datetime]],
+        counts: dict[tuple[int, str], int],
+    ) -> None:
         # A record purged since is simply not matched (no error, nothing written).
-        c.executemany("UPDATE records SET access_count = access_count + ?1, last_accessed_at "
-                      "= max(coalesce(last_accessed_at, ?2), ?2) WHERE seq = ?3",
-                      [(n, encode_time(last), seq) for seq, (n, last) in touches.items()])
-        c.executemany("INSERT INTO counters (seq, name, value) SELECT seq, ?2, ?3 FROM records "
-                      "WHERE seq = ?1 ON CONFLICT (seq, name) DO UPDATE SET "
-                      "value = value + excluded.value",
-                      [(seq, name, delta) for (seq, name), delta in counts.items()])
+        c.executemany(
+            "UPDATE records SET access_count = access_count + ?1, last_accessed_at "
+            "= max(coalesce(last_accessed_at, ?2), ?2) WHERE seq = ?3",
+            [(n, encode_time(last), seq) for seq, (n, last) in touches.items()],
+        )
+        c.executemany(
+            "INSERT INTO counters (seq, name, value) SELECT seq, ?2, ?3 FROM records "
+            "WHERE seq = ?1 ON CONFLICT (seq, name) DO UPDATE SET "
+            "value = value + excluded.value",
+            [(seq, name, delta) for (seq, name), delta in counts.items()],
+        )
 
     def _dec(self, row: sqlite3.Row) -> MemoryRecord:
         """Decode a row (selected with ``seq``) with its buffered accesses applied.
@@ -905,7 +1056,8 @@ class SQLiteStore:
                 last = decode_time(values["last_accessed_at"])
                 values["access_count"] = int(values["access_count"]) + pending[0]
                 values["last_accessed_at"] = encode_time(
-                    pending[1] if last is None else max(last, pending[1]))
+                    pending[1] if last is None else max(last, pending[1])
+                )
                 return decode_record(values)
         return decode_record(row)
 
@@ -915,15 +1067,17 @@ class SQLiteStore:
             return []
         sw, sa = scope_sql(scope)
         with self._read() as c:
-            rows = c.execute(f"SELECT * FROM records WHERE {sw} AND type = ? AND status = ? "
-                             "ORDER BY observed_at DESC, seq DESC LIMIT ?",
-                             [*sa, RecordType.MESSAGE.value, RecordStatus.ACTIVE.value,
-                              n]).fetchall()
+            rows = c.execute(
+                f"SELECT * FROM records WHERE {sw} AND type = ? AND status = ? "
+                "ORDER BY observed_at DESC, seq DESC LIMIT ?",
+                [*sa, RecordType.MESSAGE.value, RecordStatus.ACTIVE.value, n],
+            ).fetchall()
         return [self._dec(r) for r in reversed(rows)]
 
     # --- retrieval -------------------------------------------------------------------------------
-    def vector_search(self, scope: Scope, vector: Vector, k: int,
-                      filters: Filters) -> list[Candidate]:
+    def vector_search(
+        self, scope: Scope, vector: Vector, k: int, filters: Filters
+    ) -> list[Candidate]:
         query = np.asarray(vector, dtype=np.float32).ravel()
         if k <= 0 or query.size == 0:
             return []
@@ -947,7 +1101,7 @@ class SQLiteStore:
             out: list[Candidate] = []
             step = max(4 * k, 64)  # over-fetch: most rows usually pass the metadata filter
             for start in range(0, order.size, step):
-                block = order[start:start + step]
+                block = order[start : start + step]
                 ids = [cache.ids[keep[i]] for i in block]
                 found = {r["id"]: decode_record(r) for r in self._visible(c, scope, ids)}
                 for i, rid in zip(block, ids, strict=True):
@@ -958,8 +1112,9 @@ class SQLiteStore:
                             return out
             return out
 
-    def lexical_search(self, scope: Scope, terms: Sequence[str], k: int,
-                       filters: Filters) -> list[Candidate]:
+    def lexical_search(
+        self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
+    ) -> list[Candidate]:
         expr = match_expression(scope_token(scope.tenant, scope.user), terms)
         if expr is None or k <= 0:
             return []
@@ -967,39 +1122,46 @@ class SQLiteStore:
         fw, fa = filters_sql(filters, "r.")
         if not needs_python(filters):
             with self._read() as c:
-                return [Candidate(row["id"], score) for row, score in
-                        ranked(c, expr, f"{sw} AND {fw}", [*sa, *fa], "r.id", k)]
+                return [
+                    Candidate(row["id"], score)
+                    for row, score in ranked(c, expr, f"{sw} AND {fw}", [*sa, *fa], "r.id", k)
+                ]
         # Metadata filters run in Python on decoded records: every match is read.
-        sql = (f"SELECT r.*, -bm25(lexical, {BM25_WEIGHTS}) AS score FROM lexical "
-               f"JOIN records r ON r.seq = lexical.rowid WHERE lexical MATCH ? AND {sw} AND {fw} "
-               f"ORDER BY bm25(lexical, {BM25_WEIGHTS}), r.seq")
+        sql = (
+            f"SELECT r.*, -bm25(lexical, {BM25_WEIGHTS}) AS score FROM lexical "
+            f"JOIN records r ON r.seq = lexical.rowid WHERE lexical MATCH ? AND {sw} AND {fw} "
+            f"ORDER BY bm25(lexical, {BM25_WEIGHTS}), r.seq"
+        )
         with self._read() as c:
             rows = c.execute(sql, [expr, *sa, *fa]).fetchall()
-        out = [Candidate(r["id"], float(r["score"])) for r in rows
-               if filters.matches(decode_record(r))]
+        out = [
+            Candidate(r["id"], float(r["score"])) for r in rows if filters.matches(decode_record(r))
+        ]
         return out[:k]
 
     # --- embeddings -------------------------------------------------------------------------------
-    def cached_vectors(self, scope: Scope, model_id: str,
-                       keys: Sequence[str]) -> dict[str, Vector]:
+    def cached_vectors(self, scope: Scope, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
         tok = scope_token(scope.tenant, scope.user)
         out = self._buffered_vectors(tok, model_id, keys)
         with self._read() as c:
             for chunk in _chunks([k for k in dict.fromkeys(keys) if k not in out]):
                 sql, vals = in_list("key", chunk)
-                for k, blob in c.execute(f"SELECT key, vector FROM embedding_cache WHERE "
-                                         f"scope_tok = ? AND model_id = ? AND {sql}",
-                                         [tok, model_id, *vals]):
+                for k, blob in c.execute(
+                    f"SELECT key, vector FROM embedding_cache WHERE "
+                    f"scope_tok = ? AND model_id = ? AND {sql}",
+                    [tok, model_id, *vals],
+                ):
                     out[k] = decode_vector(blob)
             # Passage vectors that moved into a record (``own``): found through the record.
             rest = [k for k in dict.fromkeys(keys) if k not in out and not k.startswith("q:")]
             for chunk in _chunks(rest):
                 sql, vals = in_list("r.content_hash", chunk)
                 for k, blob in c.execute(
-                        "SELECT r.content_hash, v.vector FROM records r JOIN vectors v ON "
-                        f"v.seq = r.seq WHERE r.tenant = ? AND r.user = ? AND {sql} AND "
-                        "v.own = 1 AND v.model = ?",
-                        [scope.tenant, scope.user, *vals, model_id]):
+                    "SELECT r.content_hash, v.vector FROM records r JOIN vectors v ON "
+                    f"v.seq = r.seq WHERE r.tenant = ? AND r.user = ? AND {sql} AND "
+                    "v.own = 1 AND v.model = ?",
+                    [scope.tenant, scope.user, *vals, model_id],
+                ):
                     out.setdefault(k, decode_vector(blob))
         return out
 
@@ -1019,30 +1181,41 @@ class SQLiteStore:
         last = 0
         while True:
             with self._read() as c:
-                rows = c.execute("SELECT * FROM records WHERE seq > ? ORDER BY seq LIMIT ?",
-                                 (last, max(1, batch_size))).fetchall()
+                rows = c.execute(
+                    "SELECT * FROM records WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (last, max(1, batch_size)),
+                ).fetchall()
             if not rows:
                 return
             last = int(rows[-1]["seq"])
             yield [self._dec(r) for r in rows]
 
-    def set_vectors(self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str,
-                    dims: int) -> None:
+    def set_vectors(
+        self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
+    ) -> None:
         with self._write() as c:
             users: set[tuple[str, str]] = set()
             for record, vector in items:
                 blob = encode_vector(vector)
                 if len(blob) // 4 != dims:
-                    raise ValidationError(f"vector for {record.id!r} has {len(blob) // 4} "
-                                          f"dimensions, but set_vectors was told {dims}")
-                row = c.execute("SELECT seq FROM records WHERE tenant = ? AND user = ? AND "
-                                "id = ?", (record.tenant, record.user, record.id)).fetchone()
+                    raise ValidationError(
+                        f"vector for {record.id!r} has {len(blob) // 4} "
+                        f"dimensions, but set_vectors was told {dims}"
+                    )
+                row = c.execute(
+                    "SELECT seq FROM records WHERE tenant = ? AND user = ? AND id = ?",
+                    (record.tenant, record.user, record.id),
+                ).fetchone()
                 if row is None:
                     raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
-                c.execute(_UPSERT_VECTOR, (row["seq"], record.tenant, record.user, model_id,
-                                           dims, 0, blob))
-                c.execute("UPDATE records SET embedding_model = ?, embedding_dims = ? "
-                          "WHERE seq = ?", (model_id, dims, row["seq"]))
+                c.execute(
+                    _UPSERT_VECTOR,
+                    (row["seq"], record.tenant, record.user, model_id, dims, 0, blob),
+                )
+                c.execute(
+                    "UPDATE records SET embedding_model = ?, embedding_dims = ? WHERE seq = ?",
+                    (model_id, dims, row["seq"]),
+                )
                 users.add((record.tenant, record.user))
             for tenant, user in users:
                 self._bump(c, tenant, user)
@@ -1056,13 +1229,28 @@ class SQLiteStore:
     def _enqueue(c: sqlite3.Connection, jobs: Sequence[Job]) -> None:
         outbox.enqueue(c, jobs)
 
-    def claim_jobs(self, now: datetime, *, limit: int, lease_seconds: float,
-                   tenant: str | None = None, user: str | None = None,
-                   session: str | None = None, due_before: datetime | None = None) -> list[Job]:
+    def claim_jobs(
+        self,
+        now: datetime,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tenant: str | None = None,
+        user: str | None = None,
+        session: str | None = None,
+        due_before: datetime | None = None,
+    ) -> list[Job]:
         with self._write() as c:
-            return outbox.claim_jobs(c, now, limit=limit, lease_seconds=lease_seconds,
-                                     tenant=tenant, user=user, session=session,
-                                     due_before=due_before)
+            return outbox.claim_jobs(
+                c,
+                now,
+                limit=limit,
+                lease_seconds=lease_seconds,
+                tenant=tenant,
+                user=user,
+                session=session,
+                due_before=due_before,
+            )
 
     def renew_leases(self, token: str, until: datetime) -> list[str]:
         with self._write() as c:
@@ -1072,13 +1260,15 @@ class SQLiteStore:
         with self._write() as c:
             outbox.finish_job(c, job_id, lease_token)
 
-    def fail_job(self, job_id: str, error: str, retry_at: datetime | None,
-                 lease_token: str | None = None) -> None:
+    def fail_job(
+        self, job_id: str, error: str, retry_at: datetime | None, lease_token: str | None = None
+    ) -> None:
         with self._write() as c:
             outbox.fail_job(c, job_id, error, retry_at, lease_token)
 
-    def count_open_jobs(self, *, tenant: str | None = None, user: str | None = None,
-                        session: str | None = None) -> int:
+    def count_open_jobs(
+        self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
+    ) -> int:
         with self._read() as c:
             return outbox.count_open(c, tenant, user, session)
 
@@ -1089,19 +1279,36 @@ class SQLiteStore:
     def stats(self, scope: Scope) -> StoreStats:
         where, args = scope_sql(scope)
         with self._read() as c:
-            by_type = {t: n for t, n in c.execute(
-                f"SELECT type, count(*) FROM records WHERE {where} GROUP BY type", args)}
-            active = c.execute(f"SELECT count(*) FROM records WHERE {where} AND status = ?",
-                               [*args, RecordStatus.ACTIVE.value]).fetchone()[0]
-            jobs = dict(c.execute("SELECT status, count(*) FROM jobs WHERE tenant = ? AND "
-                                  "user = ? GROUP BY status", (scope.tenant, scope.user)))
-            users = c.execute("SELECT count(DISTINCT user) FROM records WHERE tenant = ?",
-                              (scope.tenant,)).fetchone()[0]
+            by_type = {
+                t: n
+                for t, n in c.execute(
+                    f"SELECT type, count(*) FROM records WHERE {where} GROUP BY type", args
+                )
+            }
+            active = c.execute(
+                f"SELECT count(*) FROM records WHERE {where} AND status = ?",
+                [*args, RecordStatus.ACTIVE.value],
+            ).fetchone()[0]
+            jobs = dict(
+                c.execute(
+                    "SELECT status, count(*) FROM jobs WHERE tenant = ? AND "
+                    "user = ? GROUP BY status",
+                    (scope.tenant, scope.user),
+                )
+            )
+            users = c.execute(
+                "SELECT count(DISTINCT user) FROM records WHERE tenant = ?", (scope.tenant,)
+            ).fetchone()[0]
         total = sum(by_type.values())
-        return StoreStats(records=total, active=int(active), deleted=total - int(active),
-                          by_type=by_type,
-                          pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
-                          failed_jobs=jobs.get("failed", 0), users=int(users))
+        return StoreStats(
+            records=total,
+            active=int(active),
+            deleted=total - int(active),
+            by_type=by_type,
+            pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
+            failed_jobs=jobs.get("failed", 0),
+            users=int(users),
+        )
 
     # --- bulk copy (StoreCopy, memstrata migrate; in dump.py) -------------------------------
     def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
@@ -1135,10 +1342,16 @@ class SQLiteStore:
     def finish_load(self) -> None:
         """Nothing is deferred by a SQLite load."""
 
-
     # Last in the class: below it, ``list`` in annotations would name this method.
-    def list(self, scope: Scope, filters: Filters, *, limit: int = 100, offset: int = 0,
-             newest_first: bool = True) -> list[MemoryRecord]:
+    def list(
+        self,
+        scope: Scope,
+        filters: Filters,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[MemoryRecord]:
         if limit <= 0:
             return []
         offset = max(0, offset)
@@ -1146,11 +1359,11 @@ class SQLiteStore:
         tail = f"ORDER BY observed_at {order}, seq {order}"
         with self._read() as c:
             if not needs_python(filters):
-                rows = self._select(c, scope, filters, tail + " LIMIT ? OFFSET ?",
-                                    (limit, offset))
+                rows = self._select(c, scope, filters, tail + " LIMIT ? OFFSET ?", (limit, offset))
                 return [self._dec(r) for r in rows]
             records = [self._dec(r) for r in self._select(c, scope, filters, tail)]
-        return [r for r in records if filters.matches(r)][offset:offset + limit]
+        return [r for r in records if filters.matches(r)][offset : offset + limit]
+
 
 class _Gate:
     """Many readers or one committer: a commit that writes in-flight counters waits for the
@@ -1198,9 +1411,16 @@ def _seq_list(seqs: Sequence[int]) -> tuple[str, list[Any]]:
 
 def _python_filters(f: Filters) -> bool:
     """Filters the vector cache cannot apply as numpy masks (SQL or Python applies them)."""
-    return bool(f.metadata or f.tags_any is not None or f.tags_all or f.ids is not None
-                or f.sources is not None or f.observed_after or f.observed_before
-                or f.valid_at is not None)
+    return bool(
+        f.metadata
+        or f.tags_any is not None
+        or f.tags_all
+        or f.ids is not None
+        or f.sources is not None
+        or f.observed_after
+        or f.observed_before
+        or f.valid_at is not None
+    )
 
 
 def _check_turns(writes: Sequence[RecordWrite]) -> None:
@@ -1208,7 +1428,8 @@ def _check_turns(writes: Sequence[RecordWrite]) -> None:
         if w.record.type is not RecordType.MESSAGE:
             raise ValidationError(
                 f"record {w.record.id!r} is a {w.record.type.value}, not a turn; "
-                "append_turns takes message records, use insert() for anything else")
+                "append_turns takes message records, use insert() for anything else"
+            )
 
 
 class _SQLiteUnitOfWork:
@@ -1218,12 +1439,12 @@ class _SQLiteUnitOfWork:
         self._s = store
         self._c = conn
 
-    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False
-            ) -> MemoryRecord:
+    def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         return self._s._get(self._c, scope, record_id, include_deleted=include_deleted)
 
-    def find_by_hash(self, scope: Scope, content_hash: str,
-                     types: Sequence[str]) -> MemoryRecord | None:
+    def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
         return self._s._find_by_hash(self._c, scope, content_hash, types)
 
     def insert(self, writes: Sequence[RecordWrite]) -> None:
@@ -1235,8 +1456,9 @@ class _SQLiteUnitOfWork:
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         self._s._replace(self._c, scope, write, expected_version=expected_version)
 
-    def set_status(self, scope: Scope, ids: Sequence[str], status: RecordStatus,
-                   at: datetime) -> list[str]:
+    def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
         return self._s._set_status(self._c, scope, ids, status, at)
 
     def enqueue(self, jobs: Sequence[Job]) -> None:

@@ -46,7 +46,8 @@ def scope_sql(scope: Scope, p: str = "") -> Fragment:
         parts.append(
             f"({p}visibility = 'public' OR EXISTS (SELECT 1 FROM json_each({p}access, "
             f"'$.allowed_users') WHERE value = ?) OR EXISTS (SELECT 1 FROM "
-            f"json_each({p}access, '$.allowed_roles') WHERE value IN ({marks})))")
+            f"json_each({p}access, '$.allowed_roles') WHERE value IN ({marks})))"
+        )
         args += [scope.caller, *roles]
     return " AND ".join(parts), args
 
@@ -77,8 +78,11 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
         add(f"EXISTS (SELECT 1 FROM json_each({p}tags) WHERE {sql})", *vals)
     if f.tags_all:
         sql, vals = in_list("value", f.tags_all)
-        add(f"(SELECT count(DISTINCT value) FROM json_each({p}tags) WHERE {sql}) = ?",
-            *vals, len(vals))
+        add(
+            f"(SELECT count(DISTINCT value) FROM json_each({p}tags) WHERE {sql}) = ?",
+            *vals,
+            len(vals),
+        )
     if f.observed_after is not None:
         add(f"{p}observed_at >= ?", encode_time(f.observed_after))
     if f.observed_before is not None:
