@@ -415,6 +415,9 @@ class PostgresStore:
         Autovacuum does it within a minute or so; until then a table filled in one go still
         has the statistics of an empty one, and the planner picks a nested loop over a
         user's records for every lexical hit (measured 85 ms instead of 3 ms per search).
+        The postings are vacuumed too: a lexical search reads them by an index-only scan,
+        which visits the heap for every posting on a page not yet marked all-visible.
+        ``SKIP_LOCKED``: another process doing the same is enough.
         """
         self._inserted += rows
         if self._inserted < max(500, self._analyzed_at // 2):
@@ -422,7 +425,8 @@ class PostgresStore:
         self._analyzed_at += self._inserted
         self._inserted = 0
         with self._autocommit() as c:
-            c.execute("ANALYZE records, lex_postings, vectors")
+            c.execute("VACUUM (ANALYZE, SKIP_LOCKED) lex_postings")
+            c.execute("ANALYZE (SKIP_LOCKED) records, vectors")
 
     def append_turns(self, writes: Sequence[RecordWrite]) -> None:
         _check_turns(writes)
