@@ -55,6 +55,7 @@ from ..sqlite.codec import (
 )
 from ..sqlite.history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
 from . import audit, dump, fts5, lexical, outbox
+from .behind import WriteBehind
 from .connection import PgOptions, driver, parse_url, translate
 from .migrations import check_pgvector, migrate
 from .vectors import VectorCache, ensure_hnsw, exact_search, hnsw_search
@@ -177,11 +178,14 @@ class PostgresStore:
         # every 1,000 vectors: other processes write too, and a search builds a missing index).
         self._counted: dict[tuple[str, str, int], tuple[int, int]] = {}
         self._listener: Any = None
+        self._behind = WriteBehind(f"memstrata-{schema}")  # a search's counter/cache writes
+        self._held = threading.local()  # connections this thread holds (nested uses)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.options.where}, schema={self.options.schema!r})"
 
     def close(self) -> None:
+        self._behind.close()
         self._vectors.clear()
         if self._listener is not None:
             self._listener.close()
@@ -198,11 +202,13 @@ class PostgresStore:
         trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
         import psycopg
 
+        self._settle()
         committing = False
         try:
             with (
                 self._pool.connection() as conn,
                 conn.pipeline() if pipeline else contextlib.nullcontext(),
+                self._holding(),
             ):
                 tx = conn.transaction()
                 tx.__enter__()
@@ -215,6 +221,21 @@ class PostgresStore:
                 tx.__exit__(None, None, None)
         except psycopg.Error as exc:
             raise translate(exc, self._where, committing=committing) from exc
+
+    def _settle(self) -> None:
+        """Before a thread takes its first connection: wait for the writes made behind
+        earlier searches (behind.py). Not while it holds one: its open transaction may
+        hold a row lock such a write waits for."""
+        if not getattr(self._held, "n", 0):
+            self._behind.settle()
+
+    @contextmanager
+    def _holding(self) -> Iterator[None]:
+        self._held.n = getattr(self._held, "n", 0) + 1
+        try:
+            yield
+        finally:
+            self._held.n -= 1
 
     @contextmanager
     def _relaxed(self) -> Iterator[Any]:
@@ -231,8 +252,9 @@ class PostgresStore:
         BEGIN/COMMIT round trips (a search is a few statements; none of them writes)."""
         import psycopg
 
+        self._settle()
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection() as conn, self._holding():
                 yield conn
         except psycopg.Error as exc:
             raise translate(exc, self._where) from exc
@@ -755,13 +777,17 @@ class PostgresStore:
         if not unique:
             return
         when = encode_time(at)
-        with self._relaxed() as c:
-            c.execute(
-                "UPDATE records SET access_count = access_count + 1, "
-                "last_accessed_at = greatest(last_accessed_at, %s) "
-                f"WHERE id = ANY(%s) AND {where}",
-                [when, unique, *args],
-            )
+
+        def write() -> None:
+            with self._relaxed() as c:
+                c.execute(
+                    "UPDATE records SET access_count = access_count + 1, "
+                    "last_accessed_at = greatest(last_accessed_at, %s) "
+                    f"WHERE id = ANY(%s) AND {where}",
+                    [when, unique, *args],
+                )
+
+        self._behind.submit(write)  # behind the search; any later use waits for it
 
     def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
         if not deltas:
@@ -793,7 +819,8 @@ class PostgresStore:
         return {r["id"]: int(r["v"]) for r in rows}
 
     def flush_counters(self) -> None:
-        """Counters are written at once here (see :class:`~memstrata.store.base.Counters`)."""
+        """Wait for the access counters and cache entries written behind a search."""
+        self._settle()
 
     # --- session buffer --------------------------------------------------------------------------
     def recent_turns(self, scope: Scope, n: int) -> builtins.list[MemoryRecord]:
@@ -900,13 +927,17 @@ class PostgresStore:
             rows.append((tok, model_id, key, len(blob) // 4, blob))
         if not rows:
             return
-        with self._relaxed() as c, c.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) DO UPDATE "
-                "SET dims = excluded.dims, vector = excluded.vector",
-                rows,
-            )
+
+        def write() -> None:
+            with self._relaxed() as c, c.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) "
+                    "DO UPDATE SET dims = excluded.dims, vector = excluded.vector",
+                    rows,
+                )
+
+        self._behind.submit(write)  # behind the search; any later use waits for it
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         last = 0
