@@ -65,28 +65,24 @@ def index(
         df.update({t: -n for t, n in gone[0].items()})
         ndocs -= gone[1]
         tokens -= gone[2]
-    p_scope: list[str] = []
-    p_token: list[str] = []
-    p_seq: list[int] = []
-    p_tf: list[int] = []
-    p_len: list[int] = []
+    postings: list[tuple[str, str, int, int, int]] = []
     for seq, scope_tok, doc in docs:
         counts = Counter(doc)
-        for token, tf in sorted(counts.items()):
-            p_scope.append(scope_tok)
-            p_token.append(token)
-            p_seq.append(seq)
-            p_tf.append(tf)
-            p_len.append(len(doc) + 1)
+        length = len(doc) + 1  # the scope token is one more token of the row
+        postings.extend((scope_tok, token, seq, tf, length) for token, tf in sorted(counts.items()))
         df.update(counts.keys())
         ndocs += 1
-        tokens += len(doc) + 1  # the scope token is one more token of the row
-    if p_seq:
-        conn.execute(
-            "INSERT INTO lex_postings (scope_tok, token, seq, tf, len) "
-            "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::int[], %s::int[])",
-            (p_scope, p_token, p_seq, p_tf, p_len),
-        )
+        tokens += length
+    if postings:  # COPY: ~15 postings per message, 15M rows for 1M messages
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                "COPY lex_postings (scope_tok, token, seq, tf, len) FROM STDIN (FORMAT BINARY)"
+            ) as copy,
+        ):
+            copy.set_types(["text", "text", "int8", "int4", "int4"])
+            for row in postings:
+                copy.write_row(row)
     _bump_df(conn, df)
     _bump_stats(conn, ndocs, tokens)
 
