@@ -139,6 +139,9 @@ def test_string_metadata_filters_admit_what_matches_admits(pg_url: str) -> None:
         "",
         True,
         "true",
+        "a\x00b",  # stored as a \u0000 escape, which ::jsonb would refuse
+        {"key": "5"},
+        'x","key":"5',
     ]
     try:
         records = []
@@ -146,7 +149,7 @@ def test_string_metadata_filters_admit_what_matches_admits(pg_url: str) -> None:
             meta = {"key": v, "n": i} if i != 4 else {"n": i}  # 4: the key is missing
             records.append(maker.record(f"fact {i}", type=RecordType.FACT, metadata=meta))
         store.insert([RecordWrite(r, None, ()) for r in records])
-        for wanted in ["5", 'é "quoted" \\ back\nline', "é", "", "true", "k"]:
+        for wanted in ["5", 'é "quoted" \\ back\nline', "é", "", "true", "k", "a\x00b"]:
             for op in ("eq", "ne"):
                 flt = Filters(metadata=(MetadataCondition("key", op, wanted),))
                 got = sorted(r.id for r in store.list(ME, flt, limit=100))

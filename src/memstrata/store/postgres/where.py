@@ -4,6 +4,8 @@ string equalities also narrow the rows in SQL first)."""
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 from ...filters import Filters
@@ -77,13 +79,21 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
         add(f"{p}observed_at < %s", encode_time(f.observed_before))
     if f.min_importance is not None:
         add(f"{p}importance >= %s", f.min_importance)
-    # String equality on metadata (a fact's key ...) narrows the rows in SQL, as on SQLite;
-    # the rows still pass ``Filters.matches`` (``needs_python``), so this only has to keep
-    # every row that matches: ``->>`` gives a JSON string's value, so it does.
+    # String equality on metadata (a fact's key ...) narrows the rows in SQL, as on SQLite.
+    # The rows still pass ``Filters.matches`` (``needs_python``), so this only has to keep
+    # every row that matches: the column is ``codec._json`` text (sorted keys, no spaces,
+    # non-ASCII as is), where a top-level ``key == value`` is always the substring
+    # ``"key":"value"`` (JSON-encoded); elsewhere it is only nested (or a quote inside a
+    # string is escaped). No JSON is parsed: ``::jsonb`` refuses a ``\u0000`` escape.
     for cond in f.metadata:
         if cond.op == "eq" and isinstance(cond.value, str):
-            add(f"({p}metadata::jsonb ->> %s) = %s", cond.key, cond.value)
+            add(f"strpos({p}metadata, %s) > 0", _json_pair(cond.key, cond.value))
     return (" AND ".join(parts) or "TRUE"), args
+
+
+def _json_pair(key: str, value: str) -> str:
+    dump = functools.partial(json.dumps, ensure_ascii=False)
+    return f"{dump(key)}:{dump(value)}"
 
 
 def needs_python(f: Filters) -> bool:
