@@ -759,7 +759,10 @@ class Memory:
         # entries are derived again from the sources left, facts and procedures cite only
         # those, under the same id with no earlier version; with no source left they are
         # purged too. Summaries are rebuilt from the turns left the same way.
-        report = self._store.purge(scope, list(record_ids))
+        from .search.reply_terms import purge_records
+
+        # A reply indexed under a purged question is indexed again without its words.
+        report = purge_records(self._store, scope, list(record_ids))
         _, more = rederive(self._ctx, scope, record_ids, reason="sources were purged", purge=True)
         report = replace(
             report,

@@ -597,7 +597,13 @@ class PostgresStore:
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
-    def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+    def purge(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        reterm: Mapping[str, Sequence[str]] | None = None,
+    ) -> PurgeReport:
         if scope.caller is not None:
             return PurgeReport()
         hashes: set[str] = set()
@@ -627,6 +633,8 @@ class PostgresStore:
                 counts["records"] = c.execute(
                     "DELETE FROM records WHERE seq = ANY(%s)", (seqs,)
                 ).rowcount
+                if reterm:
+                    self._reterm(c, scope, reterm)
                 counts["cache_entries"] = c.execute(
                     "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = ANY(%s) AND "
                     'NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND "user" = %s '
@@ -651,6 +659,29 @@ class PostgresStore:
                 )
                 self._bump(c, scope.tenant, scope.user)
         return PurgeReport(**counts, remaining=remaining)
+
+    def _reterm(self, c: Any, scope: Scope, reterm: Mapping[str, Sequence[str]]) -> None:
+        """New lexical terms for the user's records in ``reterm`` whose tokens differ
+        (purge): their postings and statistics are replaced, and a token no row holds any
+        more loses its ``lex_df`` row."""
+        tok = scope_token(scope.tenant, scope.user)
+        old: list[tuple[int, str, Sequence[str]]] = []
+        new: list[tuple[int, str, Sequence[str]]] = []
+        uscope = Scope(scope.tenant, scope.user)
+        for row in self._visible(c, uscope, list(reterm), "seq, id, lex_tokens", lock=True):
+            doc = fts5.document_tokens(reterm[row["id"]])
+            if list(row["lex_tokens"]) == doc:
+                continue
+            seq = int(row["seq"])
+            c.execute(
+                "UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s",
+                (doc, len(doc) + 1, seq),
+            )
+            old.append((seq, tok, row["lex_tokens"]))
+            new.append((seq, tok, doc))
+        if new:
+            lexical.unindex(c, old)
+            lexical.index(c, new)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         from ...quotas import subject_hash  # quotas imports the store package

@@ -646,9 +646,16 @@ class SQLiteStore:
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
-    def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+    def purge(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        reterm: Mapping[str, Sequence[str]] | None = None,
+    ) -> PurgeReport:
         """Destroy these records, every version, vector, counter, lexical row and the
-        embedding-cache entries of their texts; then leave no byte of them in the file:
+        embedding-cache entries of their texts, and give the records named in ``reterm``
+        their new lexical terms (same transaction); then leave no byte of them in the file:
         ``secure_delete`` (on for every connection) zeroes the freed cells and pages, FTS5
         ``optimize`` rewrites the index segments without their terms (a delete only
         appends tombstones) and a ``TRUNCATE`` checkpoint empties the WAL. No ``VACUUM``:
@@ -673,6 +680,8 @@ class SQLiteStore:
                 c.execute(f"DELETE FROM counters WHERE {sql}", vals)
                 c.execute(f"DELETE FROM lexical WHERE {sql.replace('seq', 'rowid')}", vals)
                 counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
+            if seqs and reterm:
+                self._reterm(c, scope, reterm)
             # Texts another record of the user still holds keep their cache entry.
             still = {
                 r[0]
@@ -703,6 +712,22 @@ class SQLiteStore:
         if seqs:
             self._scrub()
         return PurgeReport(**counts, remaining=remaining)
+
+    def _reterm(
+        self, c: sqlite3.Connection, scope: Scope, reterm: Mapping[str, Sequence[str]]
+    ) -> None:
+        """Rewrite the lexical rows of the user's records in ``reterm`` whose terms differ
+        (purge; the old segment bytes go with the ``optimize`` that follows)."""
+        tok = scope_token(scope.tenant, scope.user)
+        for row in self._visible(c, Scope(scope.tenant, scope.user), list(reterm), "seq, id"):
+            text = terms_text(reterm[row["id"]])
+            cur = c.execute("SELECT terms FROM lexical WHERE rowid = ?", (row["seq"],)).fetchone()
+            if cur is None or cur[0] != text:
+                c.execute("DELETE FROM lexical WHERE rowid = ?", (row["seq"],))
+                c.execute(
+                    "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
+                    (row["seq"], tok, text),
+                )
 
     def _history_or_empty(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         try:

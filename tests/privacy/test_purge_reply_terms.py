@@ -1,0 +1,140 @@
+"""Purging a question turn leaves none of its words in the reply's index entry (issue 10 §6).
+
+A reply is also indexed under the question sentences of the turn before it
+(``search/reply_terms.py``). Purging the question alone must take those terms out of the
+reply's lexical entry too: the reply is indexed again under the question of its *new*
+predecessor (the turn before the purged one), so a search for the purged words finds
+nothing, no store keeps them (record dump, SQLite bytes after the checkpoint, PostgreSQL
+rows), and the reply stays findable by its own words and by its new predecessor's question.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memstrata import FixedClock, Memory, Message, Scope
+from memstrata.search.tokenize import tokenize
+
+from .test_purge_record_traces import _pg_rows_containing
+
+S = Scope("acme", "victim", session="s1")
+OTHER = Scope("acme", "bystander", session="s9")
+EARLIER = "Where did you park the gazebo trailer?"
+QUESTION = "Do you still remember the zorblatt frimpleton from Quibbleton?"
+REPLY = "Yes, it was blue and very loud."
+BYSTANDER = "Quibbleton is where my aunt lives."  # another user shares one word
+# stems of the purged question's words (as the lexical index holds them)
+PURGED = sorted(t for t in tokenize(QUESTION) if len(t) >= 6)
+
+
+def _conversation(mem: Memory) -> tuple[str, str]:
+    mem.add_messages(
+        S,
+        [
+            Message(role="user", content="I went to the garden centre today."),
+            Message(role="assistant", content=EARLIER),
+        ],
+    )
+    q, r = mem.add_messages(
+        S,
+        [Message(role="assistant", content=QUESTION), Message(role="user", content=REPLY)],
+    )
+    mem.add_message(S, "assistant", "Good to know, thanks.")
+    mem.add_message(OTHER, "user", BYSTANDER)
+    return q.id, r.id
+
+
+def _lexical_ids(mem: Memory, scope: Scope, query: str) -> set[str]:
+    return {h.record.id for h in mem.search(scope.user_scope, query, mode="lexical")}
+
+
+def _stored_terms(mem: Memory) -> dict[str, tuple[str, ...]]:
+    store: Any = mem.store
+    durable = getattr(store, "durable", store)  # the Redis buffer wraps a durable store
+    return {d.record.id: d.terms for batch in durable.dump_records() for d in batch}
+
+
+def test_purged_question_leaves_no_terms_in_the_reply(mem: Memory) -> None:
+    assert PURGED and "zorblatt" in PURGED
+    qid, rid = _conversation(mem)
+    assert rid in _lexical_ids(mem, S, "zorblatt frimpleton")  # indexed under the question
+    before = _stored_terms(mem)
+    assert "zorblatt" in before[rid]
+
+    report = mem.purge(S, [qid])
+
+    assert report.records == 1 and report.remaining == 0
+    assert _lexical_ids(mem, S, "zorblatt frimpleton") == set()
+    terms = _stored_terms(mem)
+    assert qid not in terms
+    leaked = {i: sorted(set(t) & set(PURGED)) for i, t in terms.items() if set(t) & set(PURGED)}
+    other = {r.id for r in mem.list(OTHER.user_scope)}
+    assert set(leaked) <= other, f"purged question terms still indexed: {leaked}"
+    # the reply keeps its own words and is now indexed under its new predecessor's question
+    assert rid in _lexical_ids(mem, S, "blue loud")
+    assert set(tokenize(REPLY)) <= set(terms[rid])
+    assert set(tokenize(EARLIER)) - set(tokenize(REPLY)) <= set(terms[rid])
+    assert rid in _lexical_ids(mem, S, "gazebo trailer")
+    # nothing else changed: the other user's turn is still found by the shared word
+    assert _lexical_ids(mem, OTHER, "Quibbleton")
+    # every other record keeps its index entry exactly
+    assert {i: set(t) for i, t in terms.items() if i != rid} == {
+        i: set(t) for i, t in before.items() if i not in (qid, rid)
+    }
+
+
+def test_sqlite_purged_question_leaves_no_byte(tmp_path: Path, clock: FixedClock) -> None:
+    path = tmp_path / "reply.db"
+    mem = Memory(f"sqlite:///{path}", embedder="hashing", clock=clock, background=False)
+    try:
+        qid, rid = _conversation(mem)
+        for i in range(200):  # enough rows that the FTS index has several segments
+            mem.add(S, f"filler note number {i} about gardening and tomatoes", dedup=False)
+        mem.purge(S, [qid])
+        assert _lexical_ids(mem, S, "zorblatt frimpleton") == set()
+        assert rid in _lexical_ids(mem, S, "gazebo")
+    finally:
+        mem.close()
+    data = b"".join(
+        Path(f"{path}{s}").read_bytes() for s in ("", "-wal") if Path(f"{path}{s}").exists()
+    ).lower()
+    left = sorted(t for t in set(PURGED) - set(tokenize(BYSTANDER)) if t.encode() in data)
+    assert left == [], f"purged question stems still in the file: {left}"
+    assert b"quibbleton" in data  # the bystander's own turn is intact
+    assert b"gazebo" in data and b"blue" in data
+
+
+def test_postgres_purged_question_leaves_no_row(pg_url: str, clock: FixedClock) -> None:
+    mem = Memory(pg_url, embedder="hashing", clock=clock, background=False)
+    try:
+        qid, _ = _conversation(mem)
+        mem.purge(S, [qid])
+        found = _pg_rows_containing(mem, ["zorblatt", "frimpleton"])
+        assert found == {}, f"rows still holding the purged question's terms: {found}"
+        assert _pg_rows_containing(mem, ["gazebo"])
+    finally:
+        mem.close()
+
+
+def test_turns_without_a_session_follow_their_own_call(clock: FixedClock) -> None:
+    """Without a session a reply is indexed under the turn before it in the same
+    ``add_messages`` call only; after the question's purge it keeps its own terms (the
+    turn before it now belongs to another call), and a later call is not touched."""
+    user = Scope("acme", "victim")
+    mem = Memory("memory://", embedder="hashing", clock=clock, background=False)
+    try:
+        mem.add_messages(user, [Message(role="assistant", content=EARLIER)])
+        clock.advance(seconds=5)
+        q, r = mem.add_messages(
+            user,
+            [Message(role="assistant", content=QUESTION), Message(role="user", content=REPLY)],
+        )
+        assert r.id in _lexical_ids(mem, user, "zorblatt")
+        mem.purge(user, [q.id])
+        terms = _stored_terms(mem)
+        assert set(terms[r.id]) == set(tokenize(REPLY))
+        assert _lexical_ids(mem, user, "zorblatt frimpleton") == set()
+        assert r.id not in _lexical_ids(mem, user, "gazebo trailer")
+    finally:
+        mem.close()
