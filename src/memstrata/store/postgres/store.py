@@ -54,6 +54,7 @@ from ..sqlite.codec import (
     scope_token,
 )
 from ..sqlite.history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
+from ..sqlite.vectors import PURGE_EPOCH
 from . import audit, dump, fts5, lexical, outbox
 from .connection import PgOptions, driver, parse_url, translate
 from .migrations import check_pgvector, migrate
@@ -706,7 +707,10 @@ class PostgresStore:
             records = c.execute(
                 'DELETE FROM records WHERE tenant = %s AND "user" = %s', mine_args
             ).rowcount
-            self._bump(c, tenant, user)
+            # The user's generation row names them (their scope token): it goes, and the
+            # purge epoch (a row of no one, vectors.py) tells every process's cache to reload.
+            c.execute("DELETE FROM scope_generation WHERE scope_tok = %s", (tok,))
+            c.execute(_BUMP, (PURGE_EPOCH,))
             # quota counters and the user's quota override name the user by a hash
             c.execute(
                 "DELETE FROM meta WHERE key LIKE %s", (f"quota:%:{subject_hash(tenant, user)}:%",)
@@ -719,7 +723,8 @@ class PostgresStore:
                 'vectors WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
                 'jobs WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
                 "embedding_cache WHERE scope_tok = %(tok)s) + (SELECT count(*) FROM "
-                "lex_postings WHERE scope_tok = %(tok)s) AS n",
+                "lex_postings WHERE scope_tok = %(tok)s) + (SELECT count(*) FROM "
+                "scope_generation WHERE scope_tok = %(tok)s) AS n",
                 args,
             ).fetchone()["n"]
         return PurgeReport(
