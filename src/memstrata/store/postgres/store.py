@@ -716,6 +716,8 @@ class PostgresStore:
                 "DELETE FROM meta WHERE key LIKE %s", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
             audit.redact_subject(c, tenant, user)
+            # API keys bound to the user name them (server/keys.py): they go too.
+            c.execute('DELETE FROM api_keys WHERE tenant = %s AND "user" = %s', mine_args)
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
                 "+ (SELECT count(*) FROM record_history h WHERE NOT EXISTS "

@@ -755,6 +755,7 @@ class SQLiteStore:
         in the file's bytes."""
         from ...audit import sqlite_redact_subject
         from ...quotas import subject_hash
+        from ...server.keys import sqlite_purge_user_keys
 
         tok = scope_token(tenant, user)
         args = (tenant, user)
@@ -789,6 +790,8 @@ class SQLiteStore:
                 "DELETE FROM meta WHERE key LIKE ?", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
             sqlite_redact_subject(c, tenant, user)
+            # API keys bound to the user name them (server/keys.py): they go too.
+            sqlite_purge_user_keys(c, tenant, user)
             counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
         with self._lock:
             self._vectors.clear()  # no generation row to compare with: reload from disk
