@@ -106,7 +106,11 @@ def locomo(
         ),
     ] = None,
     maintain: Annotated[
-        str | None, typer.Option(help="Run a maintenance pass (policy name) after each ingest.")
+        str | None,
+        typer.Option(
+            help="Run a maintenance pass (policy name) after each ingest; with --store-dir, on "
+            "a copy of the kept store (which stays as ingested)."
+        ),
     ] = None,
     maintain_after_days: Annotated[
         float, typer.Option(help="Run that pass as of this many days after the ingest.")
