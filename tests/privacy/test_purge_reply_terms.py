@@ -138,3 +138,24 @@ def test_turns_without_a_session_follow_their_own_call(clock: FixedClock) -> Non
         assert r.id not in _lexical_ids(mem, user, "gazebo trailer")
     finally:
         mem.close()
+
+
+def test_retention_purge_of_a_question_cleans_the_reply(mem: Memory, clock: FixedClock) -> None:
+    """Retention (seed 002: turns 30 days after a summary covered them) purges the question
+    but not a later reply no summary covers yet: the reply loses the question's terms."""
+    from memstrata.maintenance import Retention
+
+    mem.add_messages(
+        S,
+        [Message(role="user", content=EARLIER), Message(role="assistant", content=QUESTION)],
+    )
+    mem.end_session(S)  # a summary covers both turns
+    clock.advance(days=1)
+    reply = mem.add_message(S, "user", REPLY)  # indexed under QUESTION, summarised by nobody
+    assert reply.id in _lexical_ids(mem, S, "zorblatt frimpleton")
+    clock.advance(days=31)
+    report = mem.maintain(S, retention=Retention.seed_002())
+    assert report.purged == 2
+    # the summary keeps what it says (retention keeps summaries); the reply only its words
+    assert reply.id not in _lexical_ids(mem, S, "zorblatt frimpleton")
+    assert set(_stored_terms(mem)[reply.id]) == set(tokenize(REPLY))
