@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from ..filters import Filters
 from ..records import MemoryRecord, RecordType
@@ -84,31 +85,36 @@ def _turns(store: Store, scope: Scope) -> Iterator[MemoryRecord]:
 
 
 def terms_after_purge(store: Store, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """The lexical terms of the turns that stay once ``ids`` are purged, for every session
-    holding a purged turn: each turn's own terms plus the questions of the turn now before
-    it (:func:`reply_terms` over the session without the purged turns). Turns written
-    without a session were indexed under the turn before them in the same
-    ``add_messages`` call only, so there the turn before counts only when it was written
-    in the same call (same ``created_at``). Empty when no purged record is a turn."""
+    """New lexical terms for the turns that may be indexed under a purged turn's questions:
+    in every session holding a purged turn that asked something (in any of its versions),
+    each turn that stays and was written at or after it (``created_at``: only those can
+    have been indexed under it, whatever their ``observed_at``) gets its own terms plus the
+    questions of the turn now before it (:func:`reply_terms` over the session without the
+    purged turns). Turns written without a session were indexed under the turn before them
+    in the same ``add_messages`` call only, so there the turn before counts only when it
+    was written in the same call (same ``created_at``). Empty when no purged turn asked."""
     uscope = Scope(scope.tenant, scope.user)
     gone = set(ids)
-    sessions = {
-        r.session
-        for r in store.get_many(uscope, list(dict.fromkeys(ids)))
-        if r.type is RecordType.MESSAGE
-    }
+    since: dict[str | None, datetime] = {}  # session -> the earliest purged turn that asked
+    for r in store.get_many(uscope, list(dict.fromkeys(ids))):
+        if r.type is not RecordType.MESSAGE:
+            continue
+        if any(question_terms(v.text) for v in store.history(uscope, r.id)):
+            first = since.get(r.session)
+            since[r.session] = r.created_at if first is None else min(first, r.created_at)
     out: dict[str, tuple[str, ...]] = {}
-    for session in sorted(sessions, key=lambda s: (s is None, s or "")):
+    for session, after in sorted(since.items(), key=lambda s: (s[0] is None, s[0] or "")):
         listing = _turns(store, Scope(scope.tenant, scope.user, session=session))
         previous: MemoryRecord | None = None
         for turn in listing:
             if turn.id in gone or turn.session != session:
                 continue
-            linked = previous is not None and (
-                session is not None or previous.created_at == turn.created_at
-            )
-            before = previous.text if linked and previous is not None else None
-            out[turn.id] = tuple(tokenize(turn.text)) + question_terms(before)
+            if turn.created_at >= after:
+                linked = previous is not None and (
+                    session is not None or previous.created_at == turn.created_at
+                )
+                before = previous.text if linked and previous is not None else None
+                out[turn.id] = tuple(tokenize(turn.text)) + question_terms(before)
             previous = turn
     return out
 
