@@ -10,8 +10,12 @@ rows), and the reply stays findable by its own words and by its new predecessor'
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memstrata import FixedClock, Memory, Message, Scope
 from memstrata.search.tokenize import tokenize
@@ -159,3 +163,65 @@ def test_retention_purge_of_a_question_cleans_the_reply(mem: Memory, clock: Fixe
     # the summary keeps what it says (retention keeps summaries); the reply only its words
     assert reply.id not in _lexical_ids(mem, S, "zorblatt frimpleton")
     assert set(_stored_terms(mem)[reply.id]) == set(tokenize(REPLY))
+
+
+def _word(i: int) -> str:
+    return "zq" + "".join("bcdfghjklm"[int(c)] for c in str(i))  # one invented word per turn
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    asks=st.lists(st.booleans(), min_size=2, max_size=12),
+    sessions=st.lists(st.sampled_from(["a", "b", None]), min_size=12, max_size=12),
+    order=st.randoms(use_true_random=False),
+    cuts=st.sets(st.integers(1, 11), max_size=4),
+    purge=st.sets(st.integers(0, 11), min_size=1, max_size=4),
+    dated=st.booleans(),
+)
+def test_no_surviving_turn_keeps_a_purged_words(
+    asks: list[bool],
+    sessions: list[str | None],
+    order: Any,
+    cuts: set[int],
+    purge: set[int],
+    dated: bool,
+) -> None:
+    """Any sessions, any split into add_messages calls, observed times in or out of order:
+    after purging some turns no turn left is indexed under a word only a purged turn had."""
+    clock = FixedClock(datetime(2026, 1, 1, 12, 0, tzinfo=UTC))
+    mem = Memory("memory://", embedder="hashing", clock=clock, background=False)
+    try:
+        n = len(asks)
+        times = [datetime(2025, 6, 1, tzinfo=UTC) + timedelta(hours=h) for h in range(n)]
+        order.shuffle(times)
+        ids: list[str] = []
+        calls = [0, *sorted(c for c in cuts if c < n), n]
+        for start, end in zip(calls, calls[1:], strict=False):
+            by_session: dict[str | None, list[int]] = {}
+            for i in range(start, end):
+                by_session.setdefault(sessions[i], []).append(i)
+            for session, idx in by_session.items():
+                scope = Scope("acme", "victim", session=session)
+                msgs = [
+                    Message(
+                        role="user",
+                        content=f"Is {_word(i)} here?" if asks[i] else f"Yes {_word(i)} is.",
+                        observed_at=times[i] if dated else None,
+                    )
+                    for i in idx
+                ]
+                for i, rec in zip(idx, mem.add_messages(scope, msgs), strict=True):
+                    while len(ids) <= i:
+                        ids.append("")
+                    ids[i] = rec.id
+            clock.advance(seconds=1)
+        gone = {i for i in purge if i < n}
+        mem.purge(Scope("acme", "victim"), [ids[i] for i in sorted(gone)])
+        words = {_word(i) for i in gone}
+        terms = _stored_terms(mem)
+        leaked = {rid: sorted(set(t) & words) for rid, t in terms.items() if set(t) & words}
+        assert leaked == {}
+    finally:
+        mem.close()
