@@ -21,8 +21,20 @@ from .store_check import check_store
 if TYPE_CHECKING:
     from ..memory import Memory
     from ..scope import Scope
+    from .table import PlainTable
 
-__all__ = ["Settings", "choice", "console", "emit", "errors", "fail", "note", "open_memory"]
+__all__ = [
+    "Settings",
+    "choice",
+    "console",
+    "emit",
+    "errors",
+    "fail",
+    "note",
+    "open_memory",
+    "out",
+    "show",
+]
 
 # markup=False: user text such as "[x]" or "memstrata[postgres]" is printed as written.
 # Styles are applied with Text objects, never with markup in strings.
@@ -52,17 +64,18 @@ class Settings:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    from rich.text import Text
+    """``error: message`` on stderr (printed as written), then exit with ``code``."""
+    from .table import clean, styled, write_line
 
-    errors.print(Text("error: ", style="red") + Text(message))
+    write_line(styled("error: ", "red", sys.stderr) + clean(message), sys.stderr)
     raise typer.Exit(code)
 
 
 def note(message: str) -> None:
     """A remark on stderr (keeps ``--json`` output on stdout clean)."""
-    from rich.text import Text
+    from .table import clean, styled, write_line
 
-    errors.print(Text(message, style="dim"))
+    write_line(styled(clean(message), "dim", sys.stderr), sys.stderr)
 
 
 def choice(
@@ -140,6 +153,21 @@ def open_memory(
         fail(str(exc))
     finally:
         mem.close()
+
+
+def out(text: str) -> None:
+    """A line of human output on stdout, printed as written (no markup; control characters
+    shown as escapes), without loading rich."""
+    from .table import clean, write_line
+
+    write_line(clean(text))
+
+
+def show(table: PlainTable) -> None:
+    """A table on stdout at the terminal's width (see table.py)."""
+    from .table import emit_table
+
+    emit_table(table)
 
 
 def emit(data: Any, as_json: bool) -> bool:
