@@ -95,22 +95,22 @@ def wrap(text: str, width: int) -> list[str]:
     return lines
 
 
-def _fit(widths: list[int], available: int) -> list[int]:
+def _fit(widths: list[int], floors: list[int], available: int) -> list[int]:
     """Narrow the widest columns first until the row fits ``available`` columns (rich's
-    rule); no column goes below one."""
+    rule); no column goes below its floor (its widest character: 1, or 2 for a wide one)."""
     widths = list(widths)
     excess = sum(widths) - available
     while excess > 0:
-        top = max(widths)
-        if top <= 1:
+        shrinkable = [w for w, f in zip(widths, floors, strict=True) if w > f]
+        if not shrinkable:
             break
-        second = max((w for w in widths if w < top), default=1)
-        widest = [i for i, w in enumerate(widths) if w == top]
-        step = min(top - max(second, 1), -(-excess // len(widest)))
+        top = max(shrinkable)
+        second = max((w for w in shrinkable if w < top), default=0)
+        widest = [i for i, (w, f) in enumerate(zip(widths, floors, strict=True)) if w == top > f]
         for i in widest:
             if excess <= 0:
                 break
-            cut = min(step, excess)
+            cut = min(top - max(second, floors[i]), -(-excess // len(widest)), excess)
             widths[i] -= cut
             excess -= cut
     return widths
@@ -139,9 +139,13 @@ class PlainTable:
             )
             for i in range(len(columns))
         ]
+        floors = [
+            max([1] + [_char_width(ch) for text in (c, *(r[i] for r in self.rows)) for ch in text])
+            for i, c in enumerate(columns)
+        ]
         # each column has one space of padding either side, plus one border per column + 1
         chrome = 3 * len(columns) + 1
-        widths = _fit([max(w, 1) for w in natural], max(width - chrome, len(columns)))
+        widths = _fit([max(w, 1) for w in natural], floors, width - chrome)
 
         def rule(box: str) -> str:
             left, line, cross, right = box[0], box[1], box[2], box[3]
