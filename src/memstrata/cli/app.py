@@ -292,7 +292,8 @@ def search(
         flt = json.loads(filters) if filters else None
     except json.JSONDecodeError as exc:
         fail(f"--filters is not valid JSON: {exc}")
-    with open_memory(settings) as mem:
+    # the query is embedded on a thread while the library loads (not for lexical search)
+    with open_memory(settings, query=query if mode != "lexical" else None) as mem:
         hits = mem.search(
             settings.scope(),
             query,

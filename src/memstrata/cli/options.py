@@ -104,20 +104,26 @@ def choice(
 
 @contextmanager
 def open_memory(
-    settings: Settings, *, create: bool = False, announce: bool = True, **kwargs: Any
+    settings: Settings,
+    *,
+    create: bool = False,
+    announce: bool = True,
+    query: str | None = None,
+    **kwargs: Any,
 ) -> Iterator[Memory]:
     """The :class:`Memory` the settings name; every library error becomes a clear CLI error.
 
     ``create=False`` (read commands, and writes that need existing records) refuses a store
     file that does not exist rather than creating an empty one, and runs no background
-    jobs; any command refuses a file that is not a memstrata store.
+    jobs; any command refuses a file that is not a memstrata store. ``query``: a search
+    query to embed on a thread while the rest of the library loads (prefetch.py).
     """
     from ..errors import MemstrataError
-    from ..memory import Memory
 
     problem, created = check_store(settings.url, create=create)
     if problem:
         fail(problem)
+    prefetch = None
     try:
         embedder: Any = settings.embedder
         llm: Any = settings.llm
@@ -137,6 +143,13 @@ def open_memory(
                 base_url=settings.openai_base_url,
                 api_key=settings.openai_api_key,
             )
+        if query is not None and query.strip():
+            from ..embedder.factory import make_embedder
+            from .prefetch import QueryPrefetch
+
+            embedder = prefetch = QueryPrefetch(make_embedder(embedder), query)
+        from ..memory import Memory  # after the prefetch started: it overlaps this import
+
         if settings.max_chars is not None:
             kwargs.setdefault("max_content_chars", settings.max_chars)
         # Only writing commands start the background worker: a search or a listing must not
@@ -144,6 +157,8 @@ def open_memory(
         kwargs.setdefault("background", create)
         mem = Memory(settings.url, embedder=embedder, llm=llm, **kwargs)
     except MemstrataError as exc:
+        if prefetch is not None:
+            prefetch.close()
         fail(str(exc))
     if created and announce:
         note(f"created a new memstrata store at {created}")
@@ -153,6 +168,8 @@ def open_memory(
         fail(str(exc))
     finally:
         mem.close()
+        if prefetch is not None:
+            prefetch.close()
 
 
 def out(text: str) -> None:
