@@ -124,6 +124,7 @@ def open_memory(
     if problem:
         fail(problem)
     prefetch = None
+    outage: tuple[Any, str] | None = None
     try:
         embedder: Any = settings.embedder
         llm: Any = settings.llm
@@ -136,13 +137,17 @@ def open_memory(
                 api_key=settings.openai_api_key,
             )
         if llm and llm.startswith("openai:"):
+            from ..llm._openai_sdk import DEFAULT_BASE_URL
             from ..llm.openai import openai_llm
+            from .llm_outage import outage_file, restore
 
+            model = llm.split(":", 1)[1]
             llm = openai_llm(
-                llm.split(":", 1)[1],
-                base_url=settings.openai_base_url,
-                api_key=settings.openai_api_key,
+                model, base_url=settings.openai_base_url, api_key=settings.openai_api_key
             )
+            # an outage an earlier call saw: start with the breaker open (llm_outage.py)
+            outage = (llm.breaker, f"{model} at {settings.openai_base_url or DEFAULT_BASE_URL}")
+            restore(*outage, outage_file())
         if query is not None and query.strip():
             from ..embedder.factory import make_embedder
             from .prefetch import QueryPrefetch
@@ -167,9 +172,13 @@ def open_memory(
     except MemstrataError as exc:
         fail(str(exc))
     finally:
-        mem.close()
+        mem.close()  # the background worker's LLM calls are over
         if prefetch is not None:
             prefetch.close()
+        if outage is not None:
+            from .llm_outage import forget_or_save, outage_file
+
+            forget_or_save(*outage, outage_file())
 
 
 def out(text: str) -> None:
