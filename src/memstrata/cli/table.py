@@ -167,7 +167,7 @@ class PlainTable:
             return out
 
         table_width = sum(widths) + chrome
-        lines = wrap(clean(self.title), table_width) if self.title else []
+        lines = wrap(clean(self.title), max(width, table_width)) if self.title else []
         lines.append(rule(top))
         lines += row_lines(columns, head, bold_header)
         lines.append(rule(sep))
