@@ -412,17 +412,7 @@ class SQLiteStore:
         blobs = [
             self._check_vector(w.record, w.vector) if w.vector is not None else None for w in writes
         ]  # every vector checked before anything is written
-        seqs: list[int] = []
-        for w in writes:
-            r = w.record
-            try:
-                cur = c.execute(_INSERT, encode_record(r))
-            except sqlite3.IntegrityError:
-                raise ValidationError(
-                    f"record id {r.id!r} exists already (or twice in this batch); nothing "
-                    "was written: use replace() to update a record, new_id() for a new one"
-                ) from None
-            seqs.append(int(cur.lastrowid or 0))
+        seqs = self._insert_rows(c, [w.record for w in writes])
         c.executemany(
             "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
             [
@@ -449,6 +439,49 @@ class SQLiteStore:
                 if blob is not None
             ],
         )
+
+    def _insert_rows(self, c: sqlite3.Connection, records: Sequence[MemoryRecord]) -> list[int]:
+        """Insert the records' rows in one ``executemany``; their ``seq`` values, in order.
+
+        ``AUTOINCREMENT`` gives each new row one more than the largest ``seq`` the table ever
+        held (``sqlite_sequence``), and this connection holds the write lock, so the rows of
+        one batch get consecutive values after it (checked against ``last_insert_rowid``)."""
+        if not records:
+            return []
+        row = c.execute("SELECT seq FROM sqlite_sequence WHERE name = 'records'").fetchone()
+        before = int(row[0]) if row is not None else 0
+        try:
+            c.executemany(_INSERT, [encode_record(r) for r in records])
+        except sqlite3.IntegrityError:
+            raise ValidationError(
+                f"record id {self._clashing_id(c, records, before)!r} exists already (or "
+                "twice in this batch); nothing was written: use replace() to update a "
+                "record, new_id() for a new one"
+            ) from None
+        last = int(c.execute("SELECT last_insert_rowid()").fetchone()[0])
+        if last - before != len(records):
+            raise StoreError(  # cannot happen with AUTOINCREMENT; never index the wrong rows
+                f"SQLite numbered {len(records)} new records {before + 1}..{last}; nothing "
+                "was written"
+            )
+        return list(range(before + 1, last + 1))
+
+    @staticmethod
+    def _clashing_id(c: sqlite3.Connection, records: Sequence[MemoryRecord], before: int) -> str:
+        """The first id of ``records`` stored already for its user (by an earlier write:
+        ``seq <= before``; the failed batch's first rows are still there until the rollback)
+        or twice in them."""
+        seen: set[tuple[str, str, str]] = set()
+        for r in records:
+            key = (r.tenant, r.user, r.id)
+            hit = c.execute(
+                "SELECT 1 FROM records WHERE tenant = ? AND user = ? AND id = ? AND seq <= ?",
+                (*key, before),
+            ).fetchone()
+            if key in seen or hit is not None:
+                return r.id
+            seen.add(key)
+        return records[0].id
 
     def _owned_cache_entries(
         self, c: sqlite3.Connection, items: Sequence[tuple[MemoryRecord, bytes | None]]
