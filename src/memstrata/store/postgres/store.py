@@ -56,6 +56,7 @@ from ..sqlite.codec import (
 from ..sqlite.history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
 from ..sqlite.vectors import PURGE_EPOCH
 from . import audit, dump, fts5, lexical, outbox
+from .behind import WriteBehind
 from .connection import PgOptions, driver, parse_url, translate
 from .migrations import check_pgvector, migrate
 from .vectors import VectorCache, ensure_hnsw, exact_search, hnsw_search
@@ -66,9 +67,9 @@ __all__ = ["PostgresStore"]
 _QCOLS = [f'"{c}"' if c == "user" else c for c in COLUMNS]
 _COLS = ", ".join(_QCOLS)
 _ROW = "seq, " + _COLS  # what reads fetch: never lex_tokens (an array psycopg would parse)
-_INSERT = (
-    f"INSERT INTO records ({_COLS}, lex_tokens, lex_len) VALUES "
-    f"({', '.join(['%s'] * (len(COLUMNS) + 2))}) RETURNING seq"
+_COPY_RECORDS = f"COPY records (seq, {_COLS}, lex_tokens, lex_len) FROM STDIN"
+_COPY_VECTORS = (
+    'COPY vectors (seq, tenant, "user", model, dims, embedding) FROM STDIN (FORMAT BINARY)'
 )
 _UPDATE = (
     f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])}, "
@@ -178,11 +179,14 @@ class PostgresStore:
         # every 1,000 vectors: other processes write too, and a search builds a missing index).
         self._counted: dict[tuple[str, str, int], tuple[int, int]] = {}
         self._listener: Any = None
+        self._behind = WriteBehind(f"memstrata-{schema}")  # a search's counter/cache writes
+        self._held = threading.local()  # connections this thread holds (nested uses)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.options.where}, schema={self.options.schema!r})"
 
     def close(self) -> None:
+        self._behind.close()
         self._vectors.clear()
         if self._listener is not None:
             self._listener.close()
@@ -199,11 +203,13 @@ class PostgresStore:
         trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
         import psycopg
 
+        self._settle()
         committing = False
         try:
             with (
                 self._pool.connection() as conn,
                 conn.pipeline() if pipeline else contextlib.nullcontext(),
+                self._holding(),
             ):
                 tx = conn.transaction()
                 tx.__enter__()
@@ -216,6 +222,21 @@ class PostgresStore:
                 tx.__exit__(None, None, None)
         except psycopg.Error as exc:
             raise translate(exc, self._where, committing=committing) from exc
+
+    def _settle(self) -> None:
+        """Before a thread takes its first connection: wait for the writes made behind
+        earlier searches (behind.py). Not while it holds one: its open transaction may
+        hold a row lock such a write waits for."""
+        if not getattr(self._held, "n", 0):
+            self._behind.settle()
+
+    @contextmanager
+    def _holding(self) -> Iterator[None]:
+        self._held.n = getattr(self._held, "n", 0) + 1
+        try:
+            yield
+        finally:
+            self._held.n -= 1
 
     @contextmanager
     def _relaxed(self) -> Iterator[Any]:
@@ -232,8 +253,9 @@ class PostgresStore:
         BEGIN/COMMIT round trips (a search is a few statements; none of them writes)."""
         import psycopg
 
+        self._settle()
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection() as conn, self._holding():
                 yield conn
         except psycopg.Error as exc:
             raise translate(exc, self._where) from exc
@@ -416,6 +438,9 @@ class PostgresStore:
         Autovacuum does it within a minute or so; until then a table filled in one go still
         has the statistics of an empty one, and the planner picks a nested loop over a
         user's records for every lexical hit (measured 85 ms instead of 3 ms per search).
+        The postings are vacuumed too: a lexical search reads them by an index-only scan,
+        which visits the heap for every posting on a page not yet marked all-visible.
+        ``SKIP_LOCKED``: another process doing the same is enough.
         """
         self._inserted += rows
         if self._inserted < max(500, self._analyzed_at // 2):
@@ -423,7 +448,8 @@ class PostgresStore:
         self._analyzed_at += self._inserted
         self._inserted = 0
         with self._autocommit() as c:
-            c.execute("ANALYZE records, lex_postings, vectors")
+            c.execute("VACUUM (ANALYZE, SKIP_LOCKED) lex_postings")
+            c.execute("ANALYZE (SKIP_LOCKED) records, vectors")
 
     def append_turns(self, writes: Sequence[RecordWrite]) -> None:
         _check_turns(writes)
@@ -468,15 +494,21 @@ class PostgresStore:
                     f"record id {clash['id']!r} exists already; nothing was written: use "
                     "replace() to update a record, new_id() for a new one"
                 )
+        # COPY, not one INSERT per row (bulk loads: 1M rows). The seqs are taken first
+        # (in order, so ties still fall to insertion order); COPY writes an identity
+        # column's given values.
+        seqs = sorted(
+            int(r["s"])
+            for r in c.execute(
+                "SELECT nextval(pg_get_serial_sequence('records', 'seq')) AS s "
+                "FROM generate_series(1, %s)",
+                (len(prepared),),
+            ).fetchall()
+        )
         try:
-            with c.cursor() as cur:
-                cur.executemany(_INSERT, [p.values for p in prepared], returning=True)
-                seqs: list[int] = []
-                while True:
-                    row = cur.fetchone()
-                    seqs.append(int(row["seq"]))
-                    if not cur.nextset():
-                        break
+            with c.cursor() as cur, cur.copy(_COPY_RECORDS) as copy:
+                for seq, p in zip(seqs, prepared, strict=True):
+                    copy.write_row((seq, *p.values))
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
                 "a record id of this batch was inserted by another writer at the same time; "
@@ -490,8 +522,10 @@ class PostgresStore:
             if p.vector is not None:
                 vectors.append((seq, r.tenant, r.user, r.embedding_model, *p.vector))
         if vectors:
-            with c.cursor() as cur:
-                cur.executemany(_UPSERT_VECTOR, vectors)
+            with c.cursor() as cur, cur.copy(_COPY_VECTORS) as copy:
+                copy.set_types(["int8", "text", "text", "text", "int4", "vector"])
+                for row in vectors:
+                    copy.write_row(row)
         lexical.index(c, docs)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
@@ -789,13 +823,17 @@ class PostgresStore:
         if not unique:
             return
         when = encode_time(at)
-        with self._relaxed() as c:
-            c.execute(
-                "UPDATE records SET access_count = access_count + 1, "
-                "last_accessed_at = greatest(last_accessed_at, %s) "
-                f"WHERE id = ANY(%s) AND {where}",
-                [when, unique, *args],
-            )
+
+        def write() -> None:
+            with self._relaxed() as c:
+                c.execute(
+                    "UPDATE records SET access_count = access_count + 1, "
+                    "last_accessed_at = greatest(last_accessed_at, %s) "
+                    f"WHERE id = ANY(%s) AND {where}",
+                    [when, unique, *args],
+                )
+
+        self._behind.submit(write)  # behind the search; any later use waits for it
 
     def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
         if not deltas:
@@ -827,7 +865,8 @@ class PostgresStore:
         return {r["id"]: int(r["v"]) for r in rows}
 
     def flush_counters(self) -> None:
-        """Counters are written at once here (see :class:`~memstrata.store.base.Counters`)."""
+        """Wait for the access counters and cache entries written behind a search."""
+        self._settle()
 
     # --- session buffer --------------------------------------------------------------------------
     def recent_turns(self, scope: Scope, n: int) -> builtins.list[MemoryRecord]:
@@ -934,13 +973,17 @@ class PostgresStore:
             rows.append((tok, model_id, key, len(blob) // 4, blob))
         if not rows:
             return
-        with self._relaxed() as c, c.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) DO UPDATE "
-                "SET dims = excluded.dims, vector = excluded.vector",
-                rows,
-            )
+
+        def write() -> None:
+            with self._relaxed() as c, c.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) "
+                    "DO UPDATE SET dims = excluded.dims, vector = excluded.vector",
+                    rows,
+                )
+
+        self._behind.submit(write)  # behind the search; any later use waits for it
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         last = 0
