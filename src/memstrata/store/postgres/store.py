@@ -54,6 +54,7 @@ from ..sqlite.codec import (
     scope_token,
 )
 from ..sqlite.history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
+from ..sqlite.vectors import PURGE_EPOCH
 from . import audit, dump, fts5, lexical, outbox
 from .behind import WriteBehind
 from .connection import PgOptions, driver, parse_url, translate
@@ -631,7 +632,13 @@ class PostgresStore:
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
-    def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+    def purge(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        reterm: Mapping[str, Sequence[str]] | None = None,
+    ) -> PurgeReport:
         if scope.caller is not None:
             return PurgeReport()
         hashes: set[str] = set()
@@ -661,6 +668,8 @@ class PostgresStore:
                 counts["records"] = c.execute(
                     "DELETE FROM records WHERE seq = ANY(%s)", (seqs,)
                 ).rowcount
+                if reterm:
+                    self._reterm(c, scope, reterm)
                 counts["cache_entries"] = c.execute(
                     "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = ANY(%s) AND "
                     'NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND "user" = %s '
@@ -686,6 +695,29 @@ class PostgresStore:
                 self._bump(c, scope.tenant, scope.user)
         return PurgeReport(**counts, remaining=remaining)
 
+    def _reterm(self, c: Any, scope: Scope, reterm: Mapping[str, Sequence[str]]) -> None:
+        """New lexical terms for the user's records in ``reterm`` whose tokens differ
+        (purge): their postings and statistics are replaced, and a token no row holds any
+        more loses its ``lex_df`` row."""
+        tok = scope_token(scope.tenant, scope.user)
+        old: list[tuple[int, str, Sequence[str]]] = []
+        new: list[tuple[int, str, Sequence[str]]] = []
+        uscope = Scope(scope.tenant, scope.user)
+        for row in self._visible(c, uscope, list(reterm), "seq, id, lex_tokens", lock=True):
+            doc = fts5.document_tokens(reterm[row["id"]])
+            if list(row["lex_tokens"]) == doc:
+                continue
+            seq = int(row["seq"])
+            c.execute(
+                "UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s",
+                (doc, len(doc) + 1, seq),
+            )
+            old.append((seq, tok, row["lex_tokens"]))
+            new.append((seq, tok, doc))
+        if new:
+            lexical.unindex(c, old)
+            lexical.index(c, new)
+
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         from ...quotas import subject_hash  # quotas imports the store package
 
@@ -709,12 +741,17 @@ class PostgresStore:
             records = c.execute(
                 'DELETE FROM records WHERE tenant = %s AND "user" = %s', mine_args
             ).rowcount
-            self._bump(c, tenant, user)
+            # The user's generation row names them (their scope token): it goes, and the
+            # purge epoch (a row of no one, vectors.py) tells every process's cache to reload.
+            c.execute("DELETE FROM scope_generation WHERE scope_tok = %s", (tok,))
+            c.execute(_BUMP, (PURGE_EPOCH,))
             # quota counters and the user's quota override name the user by a hash
             c.execute(
                 "DELETE FROM meta WHERE key LIKE %s", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
             audit.redact_subject(c, tenant, user)
+            # API keys bound to the user name them (server/keys.py): they go too.
+            c.execute('DELETE FROM api_keys WHERE tenant = %s AND "user" = %s', mine_args)
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
                 "+ (SELECT count(*) FROM record_history h WHERE NOT EXISTS "
@@ -722,7 +759,8 @@ class PostgresStore:
                 'vectors WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
                 'jobs WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
                 "embedding_cache WHERE scope_tok = %(tok)s) + (SELECT count(*) FROM "
-                "lex_postings WHERE scope_tok = %(tok)s) AS n",
+                "lex_postings WHERE scope_tok = %(tok)s) + (SELECT count(*) FROM "
+                "scope_generation WHERE scope_tok = %(tok)s) AS n",
                 args,
             ).fetchone()["n"]
         return PurgeReport(

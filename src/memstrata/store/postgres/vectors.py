@@ -49,8 +49,12 @@ ORDER BY v.vseq
 # without dims it scanned every vector of the user (3 ms per search at 10k).
 _STATE = """
 SELECT (SELECT generation FROM scope_generation WHERE scope_tok = %s),
-       (SELECT max(vseq) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s)
+       (SELECT max(vseq) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s),
+       (SELECT generation FROM scope_generation WHERE scope_tok = '')
 """
+# The last column is the purge epoch: the scope_generation row of no one that every
+# purge_user bumps, because it deletes the user's own row (which names them by their scope
+# token) and a cache in another process could not tell otherwise (as in SQLite).
 _COUNT = 'SELECT count(*) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s'
 
 
@@ -77,7 +81,7 @@ class VectorCache:
             cur.execute(_STATE, (scope_token(tenant, user), tenant, user, dims))
             row = cur.fetchone()
             assert row is not None  # noqa: S101 - a SELECT of scalars always returns a row
-            generation, max_vseq = int(row[0] or 0), int(row[1] or 0)
+            generation, max_vseq = (int(row[2] or 0) << 40) + int(row[0] or 0), int(row[1] or 0)
             with self._lock:
                 cached = self._users.get((tenant, user, dims))
             if (
