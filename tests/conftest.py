@@ -17,6 +17,21 @@ from servers import (  # noqa: F401  (fixtures: real PostgreSQL and Redis)
 )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cli_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """CLI calls (and their subprocesses) keep their state (cli/llm_outage.py) in a cache
+    folder of the test session, never in the user's ~/.cache."""
+    import os
+
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 @pytest.fixture
 def clock() -> FixedClock:
     return FixedClock(datetime(2026, 1, 1, 12, 0, tzinfo=UTC))

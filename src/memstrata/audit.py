@@ -23,12 +23,14 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import IO, Any, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .clock import Clock, ensure_utc
 from .errors import StoreError, ValidationError
-from .policies.pii import PIIRedactor
 from .records import new_id
+
+if TYPE_CHECKING:  # only annotated here; importing it costs every CLI call ~30 ms
+    from .policies.pii import PIIRedactor
 
 __all__ = [
     "AuditEvent",

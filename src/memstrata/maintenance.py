@@ -268,7 +268,9 @@ def maintain(
     for rid, reason in purge_ids:
         report.log.append(LogEntry(rid, "purge", "retention", reason, 0.0, now))
     if purge_ids and not dry_run:
-        ctx.store.purge(uscope, [rid for rid, _ in purge_ids])
+        from .search.reply_terms import purge_records
+
+        purge_records(ctx.store, uscope, [rid for rid, _ in purge_ids])
     report.purged = len(purge_ids)
 
     # 5. consolidation when idle

@@ -18,7 +18,6 @@ from typing import IO, TYPE_CHECKING, Any, cast
 # job machinery, maintenance, context assembly and import/export are imported where they are
 # used, and built on first use (``Memory.__getattr__``): `memstrata search` never loads them
 # (nor pydantic, which the LLM's output models need).
-from .audit import AuditLog, audit_store
 from .clock import Clock, SystemClock
 from .embedder.base import Embedder
 from .embedder.cache import CachedEmbedder
@@ -60,6 +59,7 @@ from .writes import check_scope, message_record, note_record, to_message
 
 if TYPE_CHECKING:
     from . import quotas as _quotas
+    from .audit import AuditLog
     from .context.assemble import AssembledContext
     from .context.config import ContextConfig
     from .context.sources import LayerSources
@@ -130,7 +130,7 @@ MAX_TOKEN_BUDGET = 10_000_000  # far above any model's window; bounds the arithm
 _META_DIMS = "embedding_dims"
 # Attributes of Memory built on first use (Memory._build).
 _BUILT_ON_FIRST_USE = frozenset(
-    {"layers", "retention", "context_config", "_llm", "_ctx", "_runner", "_sources"}
+    {"audit", "layers", "retention", "context_config", "_llm", "_ctx", "_runner", "_sources"}
 )
 
 
@@ -214,9 +214,6 @@ class Memory:
             self._store.close()
             raise
         self._clock = clock or SystemClock()
-        self.audit = AuditLog(
-            audit_store(getattr(self._store, "durable", self._store)), self._clock, self._pii
-        )
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = max_content_chars
         self._layer_config = layer_config
@@ -230,9 +227,10 @@ class Memory:
 
     # --- built on first use ---------------------------------------------------------------
     # The layer services, their context, the job runner and the context sources (and the
-    # default LLM, and the default retention) are built when first used: a reader that only
-    # searches or lists (`memstrata search`) never imports them. With the background worker
-    # on they are built by the constructor.
+    # default LLM, the default retention and the audit log) are built when first used: a
+    # reader that only searches or lists (`memstrata search`) never imports them. With the
+    # background worker on they are built by the constructor.
+    audit: AuditLog  # what delete, restore, purge and maintenance did (audit.py)
     layers: LayerStack
     retention: Retention
     context_config: ContextConfig  # build_context's levers (context/config.py)
@@ -257,6 +255,12 @@ class Memory:
                 from .maintenance import Retention
 
                 self.retention = Retention()
+                return
+            if name == "audit":
+                from .audit import AuditLog, audit_store
+
+                store = getattr(self._store, "durable", self._store)
+                self.audit = AuditLog(audit_store(store), self._clock, self._pii)
                 return
             if name == "context_config":
                 from .context.config import ContextConfig
@@ -759,7 +763,10 @@ class Memory:
         # entries are derived again from the sources left, facts and procedures cite only
         # those, under the same id with no earlier version; with no source left they are
         # purged too. Summaries are rebuilt from the turns left the same way.
-        report = self._store.purge(scope, list(record_ids))
+        from .search.reply_terms import purge_records
+
+        # A reply indexed under a purged question is indexed again without its words.
+        report = purge_records(self._store, scope, list(record_ids))
         _, more = rederive(self._ctx, scope, record_ids, reason="sources were purged", purge=True)
         report = replace(
             report,
@@ -1087,6 +1094,15 @@ class Memory:
             "failed_jobs": s.failed_jobs,
             "embedding_model": self._raw_embedder.model_id,
             "embedding_dims": self._raw_embedder.dims,
-            "llm": self._llm.name,
+            "llm": self._llm_name(),
             "store": self._store.url,
         }
+
+    def _llm_name(self) -> str:
+        """The LLM's name, without building the default one (a count needs no LLM)."""
+        llm = self.__dict__.get("_llm")
+        if llm is not None:
+            return str(llm.name)
+        from .llm.factory import DEFAULT_LLM
+
+        return DEFAULT_LLM

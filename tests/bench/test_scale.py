@@ -90,3 +90,27 @@ def test_long_session_row_reports_ms_per_message_and_retries() -> None:
     assert res["rows"][0]["vs_first"] == 1.0
     assert (res["job_retries"], res["job_failures"]) == (0, 0)
     assert "| 60 |" in long_session_markdown(res)
+
+
+def test_many_users_run_only_the_measured_users_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above 10k records the other users' background jobs are left queued (hours at 1M)."""
+    from memstrata import Memory
+    from memstrata.bench import scale
+
+    monkeypatch.setattr(scale, "users_for", lambda size: 1 if size <= 100 else 3)
+    flushed: list[object] = []
+    real_flush = Memory.flush
+
+    def flush(self: Memory, scope: object = None, **kw: object) -> object:
+        flushed.append(scope)
+        return real_flush(self, scope, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Memory, "flush", flush)
+    res = run_scale(
+        ScaleConfig(sizes=(60, 150), embedder="hashing", store="memory", queries=2, zh_sizes=())
+    )
+    one, many = res["results"]
+    assert one["ingest"]["jobs_run_for"] == "every user" and flushed[0] is None
+    assert many["users"] == 3
+    assert many["ingest"]["jobs_run_for"] == "the measured user only"
+    assert getattr(flushed[1], "user", None) == "user-0"

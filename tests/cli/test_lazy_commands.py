@@ -97,7 +97,8 @@ def _modules_after(argv: list[str], cwd: Path) -> set[str]:
     probe = (
         "import sys, json, atexit\n"
         "atexit.register(lambda: sys.__stderr__.write('MODULES' + json.dumps("
-        "[m for m in sys.modules if m.startswith('memstrata')]) + '\\n'))\n"
+        "[m for m in sys.modules if m.startswith(('memstrata', 'rich', 'pydantic'))]) "
+        "+ '\\n'))\n"
         f"sys.argv = ['memstrata', *{argv!r}]\n"
         "from memstrata.cli.app import main\n"
         "main()\n"
@@ -129,6 +130,32 @@ def test_search_imports_no_other_command_module(tmp_path: Path) -> None:
     assert "memstrata.cli.maintain_commands" in _modules_after(
         [*base, "maintain", "--dry-run"], tmp_path
     )
+
+
+# What the read commands must not load (issue 11: `memstrata search` <= 0.5 s): rich (its
+# console and table are ~0.07 s; the CLI draws its own tables), pydantic and the LLM's task
+# models, the PII policy (~0.03 s of regexes), the layer services and the in-memory store.
+NOT_ON_THE_READ_PATH = (
+    "rich",
+    "pydantic",
+    "memstrata.llm.models",
+    "memstrata.llm.heuristic",
+    "memstrata.policies.pii",
+    "memstrata.layers",
+    "memstrata.worker",
+    "memstrata.store.memory",
+)
+
+
+def test_read_commands_load_neither_rich_nor_pydantic_nor_the_layers(tmp_path: Path) -> None:
+    base = ["--db", "sqlite:///s.db", "--tenant", "t", "--user", "u", "--embedder", "hashing"]
+    added = _modules_after([*base, "add", "I keep bees [x] in memstrata[postgres]"], tmp_path)
+    assert "memstrata.layers" in added  # the probe sees what a command loads
+    for command in (["search", "bees"], ["list"], ["stats"], ["--session", "s", "stats"]):
+        loaded = _modules_after([*base, *command], tmp_path)
+        assert "memstrata.store.sqlite" in loaded, command
+        heavy = sorted(m for m in loaded if m.startswith(NOT_ON_THE_READ_PATH))
+        assert heavy == [], (command, heavy)
 
 
 def test_the_help_listing_shows_each_commands_own_short_help() -> None:

@@ -81,30 +81,45 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_cli_prints_none_of_the_librarys_log_by_default(tmp_path: Path) -> None:
+def _dead_port() -> int:
     import socket
 
     with socket.socket() as s:  # a port nobody listens on: the LLM endpoint is down
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    base = [
-        "--db",
-        "sqlite:///m.db",
-        "--tenant",
-        "t",
-        "--user",
-        "u",
-        "--embedder",
-        "hashing",
-        "--llm",
-        "openai:m",
-        "--openai-base-url",
-        f"http://127.0.0.1:{port}/v1",
-    ]
-    quiet = _cli(*base, "add", "Remember: my passport expires in May", cwd=tmp_path)
+        return int(s.getsockname()[1])
+
+
+def test_the_cli_prints_none_of_the_librarys_log_by_default(tmp_path: Path) -> None:
+    def base(port: int) -> list[str]:
+        return [
+            "--db",
+            "sqlite:///m.db",
+            "--tenant",
+            "t",
+            "--user",
+            "u",
+            "--embedder",
+            "hashing",
+            "--llm",
+            "openai:m",
+            "--openai-base-url",
+            f"http://127.0.0.1:{port}/v1",
+        ]
+
+    # A note's importance job asks the LLM; it runs in `add`'s background worker or, if
+    # `add` exited first, in `worker --once`: the pair always makes the call.
+    quiet_port, loud_port = _dead_port(), _dead_port()
+    quiet = _cli(*base(quiet_port), "add", "Remember: my passport expires in May", cwd=tmp_path)
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr.strip() == "created a new memstrata store at m.db", quiet.stderr
-    loud = _cli(*base, "-v", "add", "I keep bees in my garden", cwd=tmp_path)
-    assert loud.returncode == 0, loud.stderr
-    warnings = [x for x in loud.stderr.splitlines() if x.startswith("WARNING")]
-    assert len(warnings) == 1 and "could not connect" in warnings[0], loud.stderr
+    quiet_worker = _cli(*base(quiet_port), "worker", "--once", cwd=tmp_path)
+    assert quiet_worker.returncode == 0 and quiet_worker.stderr == "", quiet_worker.stderr
+    loud = [
+        _cli(*base(loud_port), "-v", "add", "I keep bees in my garden", cwd=tmp_path),
+        _cli(*base(loud_port), "-v", "worker", "--once", cwd=tmp_path),
+    ]
+    assert all(r.returncode == 0 for r in loud), [r.stderr for r in loud]
+    stderr = "".join(r.stderr for r in loud)
+    warnings = [x for x in stderr.splitlines() if x.startswith("WARNING")]
+    # once per outage, not once per call or per process (cli/llm_outage.py)
+    assert len(warnings) == 1 and "could not connect" in warnings[0], stderr

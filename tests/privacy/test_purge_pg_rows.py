@@ -1,6 +1,8 @@
 """A user's purge on PostgreSQL leaves no row naming them (issue 10 §6): every table of the
 store's schema is read as text afterwards and holds none of their words, stemmed terms,
-record ids, user id or quota hash, while the bystander's data is intact.
+record ids, user id, scope token (the key of their ``scope_generation`` row) or quota hash,
+while the bystander's data is intact; another process's vector cache still notices the
+purge without that row.
 
 (Raw bytes are another matter on PostgreSQL: a deleted tuple stays in its heap page until
 the page is rewritten, and the WAL keeps every insert until its segment is recycled; see
@@ -13,6 +15,7 @@ from typing import Any
 from memstrata import FixedClock, Memory, Scope
 from memstrata.quotas import Quota, Quotas, subject_hash
 from memstrata.search.tokenize import tokenize
+from memstrata.store.sqlite.codec import scope_token
 
 VICTIM = Scope("acme", "victim-user-7731", session="sv")
 OTHER = Scope("acme", "bystander-4242", session="so")
@@ -63,6 +66,7 @@ def test_postgres_purge_leaves_no_row_of_the_user(pg_url: str, clock: FixedClock
         for text in WORDS:
             needles |= {t for t in tokenize(text) if len(t) >= 6}  # peanut, allerg, quarzanit
         needles |= {"victim-user-7731", subject_hash(VICTIM.tenant, VICTIM.user), *ids}
+        needles.add(scope_token(VICTIM.tenant, VICTIM.user))  # the scope_generation key
         assert _rows_containing(mem, needles)  # the scan does see them before
         report = mem.purge(VICTIM.user_scope)
         assert report.remaining == 0
@@ -86,3 +90,25 @@ def test_postgres_single_purge_drops_terms_only_it_had(pg_url: str, clock: Fixed
         assert mem.search(VICTIM.user_scope, "Porto weather", mode="lexical")
     finally:
         mem.close()
+
+
+def test_another_process_cache_notices_the_purge(pg_url: str, clock: FixedClock) -> None:
+    """The user's ``scope_generation`` row goes with the purge; another process that
+    cached the user's vectors (before any removal, so with no row at all) must still drop
+    them: a search there finds none of the purged records, then only what is new."""
+    a = Memory(pg_url, embedder="hashing", clock=clock, background=False)
+    b = Memory(pg_url, embedder="hashing", clock=clock, background=False)
+    try:
+        old = {a.add(VICTIM, w, dedup=False).id for w in WORDS}
+        a.add(OTHER, "the weather in Porto is mild in spring", dedup=False)
+        seen = {h.record.id for h in b.search(VICTIM.user_scope, "locker dog", mode="dense")}
+        assert seen & old
+        a.purge(VICTIM.user_scope)
+        assert b.search(VICTIM.user_scope, "locker dog", mode="dense") == []
+        new = a.add(VICTIM, "My locker is now number 12", dedup=False)
+        hits = [h.record.id for h in b.search(VICTIM.user_scope, "locker dog", mode="dense")]
+        assert hits == [new.id]
+        assert b.search(OTHER.user_scope, "Porto weather", mode="dense")
+    finally:
+        a.close()
+        b.close()

@@ -106,7 +106,11 @@ def locomo(
         ),
     ] = None,
     maintain: Annotated[
-        str | None, typer.Option(help="Run a maintenance pass (policy name) after each ingest.")
+        str | None,
+        typer.Option(
+            help="Run a maintenance pass (policy name) after each ingest; with --store-dir, on "
+            "a copy of the kept store (which stays as ingested)."
+        ),
     ] = None,
     maintain_after_days: Annotated[
         float, typer.Option(help="Run that pass as of this many days after the ingest.")
@@ -457,6 +461,12 @@ def startup(
         str | None, typer.Option(help="Embedder spec (default: the default embedder).")
     ] = None,
     out: Annotated[Path, typer.Option(help="Folder for startup.json/.md.")] = Path("bench-results"),
+    command: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--command", help="Time only this command (repeatable): help, search, list, stats, add."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Wall and CPU time of whole CLI calls (--help, search, list, stats, add), before/after."""
@@ -464,8 +474,11 @@ def startup(
     from .startup import COMMANDS, StartupConfig, run_startup, startup_markdown
 
     sources = tuple(src) if src else (None,)
-    cfg = StartupConfig(sources=sources, runs=runs, notes=notes, embedder=embedder)
-    with _progress(runs * len(COMMANDS) * len(sources), as_json) as tick:
+    commands = tuple(command) if command else COMMANDS
+    cfg = StartupConfig(
+        sources=sources, runs=runs, notes=notes, embedder=embedder, commands=commands
+    )
+    with _progress(runs * len(commands) * len(sources), as_json) as tick:
         try:
             res = run_startup(cfg, tick)
         except (ValueError, RuntimeError) as exc:

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from .lazy import LazyGroup
-from .options import Settings, choice, console, emit, fail, note, open_memory
+from .options import Settings, choice, console, emit, fail, note, open_memory, out, show
 from .resolve import resolve_id
 
 __all__ = ["app", "commands", "main"]
@@ -237,7 +237,7 @@ def add(
         else:
             rec = mem.add(scope, text, type=rtype, importance=importance, tags=tag or ())
         if not emit(_row(rec), as_json):
-            console.print(f"stored {rec.type.value} {rec.id}")
+            out(f"stored {rec.type.value} {rec.id}")
 
 
 @commands.command()
@@ -262,7 +262,7 @@ def ingest(
             "ids": [c.id for c in chunks],
         }
         if not emit(data, as_json):
-            console.print(
+            out(
                 f"ingested {path} ({len(text):,} characters) as {len(chunks)} "
                 f"knowledge chunks, document {data['document']}"
             )
@@ -292,7 +292,8 @@ def search(
         flt = json.loads(filters) if filters else None
     except json.JSONDecodeError as exc:
         fail(f"--filters is not valid JSON: {exc}")
-    with open_memory(settings) as mem:
+    # the query is embedded on a thread while the library loads (not for lexical search)
+    with open_memory(settings, query=query if mode != "lexical" else None) as mem:
         hits = mem.search(
             settings.scope(),
             query,
@@ -316,9 +317,9 @@ def search(
             return
         from .output import explain_table, hits_table
 
-        console.print(hits_table(hits, f"search: {query}"))
+        show(hits_table(hits, f"search: {query}"))
         if explain and hits:
-            console.print(explain_table(hits))
+            show(explain_table(hits))
 
 
 @commands.command()
@@ -360,7 +361,7 @@ def list_(
             return
         from .output import records_table
 
-        console.print(
+        show(
             records_table(
                 recs, f"{len(recs)} records (ids: any unique prefix works in get/delete/history)"
             )
@@ -374,7 +375,7 @@ def _status_command(ctx: typer.Context, record_id: str, as_json: bool, restore: 
         rid = resolve_id(mem, scope, record_id)
         rec = mem.restore(scope, rid) if restore else mem.delete(scope, rid)
         if not emit(_row(rec), as_json):
-            console.print(f"{rec.id} is now {rec.status.value} (version {rec.version})")
+            out(f"{rec.id} is now {rec.status.value} (version {rec.version})")
 
 
 @commands.command()
@@ -420,7 +421,7 @@ def purge(
         from .output import report_table
 
         what = f"{len(ids)} record(s)" if ids else f"every trace of {scope.user_scope}"
-        console.print(report_table(f"purged {what}", data))
+        show(report_table(f"purged {what}", data))
 
 
 @commands.command()
@@ -439,7 +440,7 @@ def history(
             return
         from .output import records_table
 
-        console.print(records_table(versions, f"history of {rid}"))
+        show(records_table(versions, f"history of {rid}"))
 
 
 @commands.command()
@@ -458,7 +459,7 @@ def export(
         with path.open("w", encoding="utf-8") as fp:
             n = mem.export_records(settings.scope(), fp, include_embeddings=embeddings)
         if not emit({"exported": n, "path": str(path)}, as_json):
-            console.print(f"exported {n} records to {path}")
+            out(f"exported {n} records to {path}")
 
 
 def _export_owners(path: Path) -> set[tuple[str, str]]:
@@ -523,7 +524,7 @@ def import_(
         return
     from .output import report_table
 
-    console.print(
+    show(
         report_table(
             f"import of {path}",
             {
@@ -583,7 +584,7 @@ def stats(ctx: typer.Context, as_json: Json = False) -> None:
             return
         from .output import stats_table
 
-        console.print(stats_table(data))
+        show(stats_table(data))
         total = data.get("user_total")
         if total and not data["records"] and total["records"]:
             note(
@@ -613,7 +614,7 @@ def reembed(
     with open_memory(settings, reembed=True) as mem:
         data = {"embedding_model": mem.embedder.model_id, "dims": mem.embedder.dims}
         if not emit(data, as_json):
-            console.print(f"store now uses {data['embedding_model']} ({data['dims']} dims)")
+            out(f"store now uses {data['embedding_model']} ({data['dims']} dims)")
 
 
 @commands.command()

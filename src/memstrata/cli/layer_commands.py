@@ -302,8 +302,8 @@ def layers(
             if info["shown"] < info["count"]:
                 head += f" — newest {info['shown']} shown"
             console.rule(head)
-            for line in info["newest"]:
-                console.print(f"  {line}")
+            for text in info["newest"]:  # every line of a record indented under its layer
+                console.print("  " + text.replace("\n", "\n  "))
 
 
 def worker(

@@ -21,8 +21,20 @@ from .store_check import check_store
 if TYPE_CHECKING:
     from ..memory import Memory
     from ..scope import Scope
+    from .table import PlainTable
 
-__all__ = ["Settings", "choice", "console", "emit", "errors", "fail", "note", "open_memory"]
+__all__ = [
+    "Settings",
+    "choice",
+    "console",
+    "emit",
+    "errors",
+    "fail",
+    "note",
+    "open_memory",
+    "out",
+    "show",
+]
 
 # markup=False: user text such as "[x]" or "memstrata[postgres]" is printed as written.
 # Styles are applied with Text objects, never with markup in strings.
@@ -52,17 +64,18 @@ class Settings:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    from rich.text import Text
+    """``error: message`` on stderr (printed as written), then exit with ``code``."""
+    from .table import clean, styled, write_line
 
-    errors.print(Text("error: ", style="red") + Text(message))
+    write_line(styled("error: ", "red", sys.stderr) + clean(message), sys.stderr)
     raise typer.Exit(code)
 
 
 def note(message: str) -> None:
     """A remark on stderr (keeps ``--json`` output on stdout clean)."""
-    from rich.text import Text
+    from .table import clean, styled, write_line
 
-    errors.print(Text(message, style="dim"))
+    write_line(styled(clean(message), "dim", sys.stderr), sys.stderr)
 
 
 def choice(
@@ -91,20 +104,27 @@ def choice(
 
 @contextmanager
 def open_memory(
-    settings: Settings, *, create: bool = False, announce: bool = True, **kwargs: Any
+    settings: Settings,
+    *,
+    create: bool = False,
+    announce: bool = True,
+    query: str | None = None,
+    **kwargs: Any,
 ) -> Iterator[Memory]:
     """The :class:`Memory` the settings name; every library error becomes a clear CLI error.
 
     ``create=False`` (read commands, and writes that need existing records) refuses a store
     file that does not exist rather than creating an empty one, and runs no background
-    jobs; any command refuses a file that is not a memstrata store.
+    jobs; any command refuses a file that is not a memstrata store. ``query``: a search
+    query to embed on a thread while the rest of the library loads (prefetch.py).
     """
     from ..errors import MemstrataError
-    from ..memory import Memory
 
     problem, created = check_store(settings.url, create=create)
     if problem:
         fail(problem)
+    prefetch = None
+    outage: tuple[Any, str] | None = None
     try:
         embedder: Any = settings.embedder
         llm: Any = settings.llm
@@ -117,13 +137,24 @@ def open_memory(
                 api_key=settings.openai_api_key,
             )
         if llm and llm.startswith("openai:"):
+            from ..llm._openai_sdk import DEFAULT_BASE_URL
             from ..llm.openai import openai_llm
+            from .llm_outage import outage_file, restore
 
+            model = llm.split(":", 1)[1]
             llm = openai_llm(
-                llm.split(":", 1)[1],
-                base_url=settings.openai_base_url,
-                api_key=settings.openai_api_key,
+                model, base_url=settings.openai_base_url, api_key=settings.openai_api_key
             )
+            # an outage an earlier call saw: start with the breaker open (llm_outage.py)
+            outage = (llm.breaker, f"{model} at {settings.openai_base_url or DEFAULT_BASE_URL}")
+            restore(*outage, outage_file())
+        if query is not None and query.strip():
+            from ..embedder.factory import make_embedder
+            from .prefetch import QueryPrefetch
+
+            embedder = prefetch = QueryPrefetch(make_embedder(embedder), query)
+        from ..memory import Memory  # after the prefetch started: it overlaps this import
+
         if settings.max_chars is not None:
             kwargs.setdefault("max_content_chars", settings.max_chars)
         # Only writing commands start the background worker: a search or a listing must not
@@ -131,6 +162,8 @@ def open_memory(
         kwargs.setdefault("background", create)
         mem = Memory(settings.url, embedder=embedder, llm=llm, **kwargs)
     except MemstrataError as exc:
+        if prefetch is not None:
+            prefetch.close()
         fail(str(exc))
     if created and announce:
         note(f"created a new memstrata store at {created}")
@@ -139,7 +172,28 @@ def open_memory(
     except MemstrataError as exc:
         fail(str(exc))
     finally:
-        mem.close()
+        mem.close()  # the background worker's LLM calls are over
+        if prefetch is not None:
+            prefetch.close()
+        if outage is not None:
+            from .llm_outage import forget_or_save, outage_file
+
+            forget_or_save(*outage, outage_file())
+
+
+def out(text: str) -> None:
+    """A line of human output on stdout, printed as written (no markup; control characters
+    shown as escapes), without loading rich."""
+    from .table import clean, write_line
+
+    write_line(clean(text))
+
+
+def show(table: PlainTable) -> None:
+    """A table on stdout at the terminal's width (see table.py)."""
+    from .table import emit_table
+
+    emit_table(table)
 
 
 def emit(data: Any, as_json: bool) -> bool:

@@ -1,7 +1,9 @@
 """Human output for the CLI: tables of records, hits, reports and key/value pairs.
 
-Every cell is a :class:`rich.text.Text`, so brackets in user or library text are printed as
-written (``[x]``, ``memstrata[postgres]``) rather than read as markup.
+Tables are :class:`~memstrata.cli.table.PlainTable` (drawn without rich, which would cost
+every read command ~0.07 s of imports): brackets in user or library text are printed as
+written (``[x]``, ``memstrata[postgres]``), never read as markup, and control characters
+are shown as escapes.
 """
 
 from __future__ import annotations
@@ -9,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-from rich.text import Text
+from .table import PlainTable
 
 if TYPE_CHECKING:
     from ..records import MemoryRecord
@@ -29,22 +30,19 @@ __all__ = [
 SHORT_ID = 12  # printed id length; any unique prefix is accepted back (see resolve.py)
 
 
-def _table(title: str, columns: Iterable[str]) -> Table:
-    table = Table(title=Text(title), title_justify="left")
-    for col in columns:
-        table.add_column(Text(col), overflow="fold")
-    return table
+def _table(title: str, columns: Iterable[str]) -> PlainTable:
+    return PlainTable(title, tuple(columns))
 
 
-def _cell(value: Any) -> Text:
+def _cell(value: Any) -> str:
     if isinstance(value, float):
-        return Text(f"{value:.4g}")
+        return f"{value:.4g}"
     if value is None:
-        return Text("-")
-    return Text(str(value))
+        return "-"
+    return str(value)
 
 
-def records_table(records: Sequence[MemoryRecord], title: str) -> Table:
+def records_table(records: Sequence[MemoryRecord], title: str) -> PlainTable:
     table = _table(title, ("id", "type", "observed", "v", "status", "text"))
     for r in records:
         table.add_row(
@@ -63,7 +61,7 @@ def records_table(records: Sequence[MemoryRecord], title: str) -> Table:
     return table
 
 
-def hits_table(hits: Sequence[SearchHit], title: str) -> Table:
+def hits_table(hits: Sequence[SearchHit], title: str) -> PlainTable:
     table = _table(title, ("#", "score", "layer", "observed", "id", "text"))
     for i, h in enumerate(hits, 1):
         table.add_row(
@@ -82,23 +80,23 @@ def hits_table(hits: Sequence[SearchHit], title: str) -> Table:
     return table
 
 
-def explain_table(hits: Sequence[SearchHit]) -> Table:
+def explain_table(hits: Sequence[SearchHit]) -> PlainTable:
     """One row per hit: every term of its score (see the README's Search section)."""
     table = _table("score terms", ("#", "terms"))
     for i, h in enumerate(hits, 1):
         terms = "  ".join(f"{name}={_cell(value)}" for name, value in (h.explanation or {}).items())
-        table.add_row(_cell(i), Text(terms))
+        table.add_row(_cell(i), terms)
     return table
 
 
-def kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
+def kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> PlainTable:
     table = _table(title, ("", "value"))
     for key, value in rows:
-        table.add_row(Text(key, style="bold"), _cell(value))
+        table.add_row(key, _cell(value))
     return table
 
 
-def report_table(title: str, data: Mapping[str, Any]) -> Table:
+def report_table(title: str, data: Mapping[str, Any]) -> PlainTable:
     """A flat report (counts): lists are joined one item per line."""
     rows = []
     for key, value in data.items():
@@ -108,7 +106,7 @@ def report_table(title: str, data: Mapping[str, Any]) -> Table:
     return kv_table(title, rows)
 
 
-def stats_table(data: Mapping[str, Any]) -> Table:
+def stats_table(data: Mapping[str, Any]) -> PlainTable:
     """``Memory.stats`` of the counted scope, beside the user's totals when narrowed."""
     total: Mapping[str, Any] | None = data.get("user_total")
     title = f"counted in {data['scope']}"
@@ -120,7 +118,7 @@ def stats_table(data: Mapping[str, Any]) -> Table:
     table = _table(title, columns)
 
     def row(label: str, mine: Any, theirs: Any) -> None:
-        cells = [Text(label, style="bold"), _cell(mine)]
+        cells = [label, _cell(mine)]
         if total is not None:
             cells.append(_cell(theirs))
         table.add_row(*cells)

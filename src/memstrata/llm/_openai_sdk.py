@@ -12,13 +12,29 @@ from typing import Any
 
 from ..errors import MissingDependencyError, ProviderError
 
-__all__ = ["DEFAULT_BASE_URL", "NO_API_KEY", "make_client", "map_error"]
+__all__ = ["DEFAULT_BASE_URL", "NO_API_KEY", "check_client_args", "make_client", "map_error"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local servers (Ollama, vLLM) ignore the key; hosted APIs answer 401, which map_error
 # turns into advice to pass api_key. Passing a placeholder also stops the SDK from reading
 # OPENAI_API_KEY: the library never reads the environment, only the CLI and server do.
 NO_API_KEY = "no-api-key-given"
+
+
+def check_client_args(*, timeout: float, max_retries: int) -> None:
+    """What :func:`make_client` checks, without importing the SDK (~1 s): the package is
+    installed and the numbers make sense."""
+    from importlib.util import find_spec
+
+    if find_spec("openai") is None:
+        raise MissingDependencyError(
+            "OpenAI-compatible providers need the openai package (not installed): "
+            "run `pip install 'memstrata[openai]'`"
+        )
+    if timeout <= 0:
+        raise ValueError(f"timeout must be positive seconds, got {timeout}")
+    if max_retries < 0:
+        raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
 
 
 def make_client(
@@ -32,10 +48,7 @@ def make_client(
             f"OpenAI-compatible providers need the openai package ({exc}): "
             "run `pip install 'memstrata[openai]'`"
         ) from None
-    if timeout <= 0:
-        raise ValueError(f"timeout must be positive seconds, got {timeout}")
-    if max_retries < 0:
-        raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
+    check_client_args(timeout=timeout, max_retries=max_retries)
     return openai.OpenAI(
         base_url=base_url or DEFAULT_BASE_URL,
         api_key=api_key or NO_API_KEY,

@@ -1,58 +1,33 @@
 """The LLM protocol: the handful of tasks memory needs a language model for.
 
 Every task has an offline answer (``HeuristicLLM``); an endpoint-backed provider validates
-the model's output against the pydantic models below, repairs or retries malformed JSON,
-and falls back to the heuristic answer. A failing LLM therefore degrades quality, never
-correctness, and never loses the raw message (which is stored before any LLM runs).
+the model's output against the pydantic models of ``llm.models`` (re-exported here),
+repairs or retries malformed JSON, and falls back to the heuristic answer. A failing LLM
+therefore degrades quality, never correctness, and never loses the raw message (which is
+stored before any LLM runs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+if TYPE_CHECKING:
+    from .models import ExtractedFact, Reflection, TaskOutcome
 
 __all__ = ["LLM", "ExtractedFact", "Reflection", "TaskOutcome"]
 
+# The task models need pydantic (~0.1 s to import); they load when first named here, so
+# naming only the protocol (the factory, ``Memory.stats``, a search) does not import it.
+_MODELS = frozenset({"ExtractedFact", "Reflection", "TaskOutcome"})
 
-class ExtractedFact(BaseModel):
-    """A profile fact stated explicitly by the user (seed 001)."""
+if not TYPE_CHECKING:  # mypy sees the imports above, not this hook
 
-    category: str = Field(min_length=1, max_length=64)  # e.g. preference, identity, relation
-    key: str = Field(min_length=1, max_length=128)  # e.g. "favorite_drink"
-    value: str = Field(min_length=1, max_length=2000)
-    confidence: float = Field(ge=0.0, le=1.0)
-    evidence: str = ""  # the sentence it came from
-
-
-class TaskOutcome(BaseModel):
-    """What the agent loop reports when a task ends (input to reflection)."""
-
-    goal: str
-    steps: list[str] = Field(default_factory=list)
-    # Each step's final status (pending/in_progress/completed/failed), aligned with
-    # ``steps``; empty when the caller did not track them (then no step counts as done).
-    step_statuses: list[str] = Field(default_factory=list)
-    outcome: str = ""
-    success: bool = True
-    feedback: str = ""
-    tools: list[str] = Field(default_factory=list)
-
-    def steps_with(self, status: str) -> list[str]:
-        """The steps whose status is ``status``, in plan order."""
-        return [
-            step
-            for step, st in zip(self.steps, self.step_statuses, strict=False)
-            if st == status and step.strip()
-        ]
-
-
-class Reflection(BaseModel):
-    summary: str
-    key_decisions: list[str] = Field(default_factory=list)
-    lessons: list[str] = Field(default_factory=list)
-    importance: float = Field(ge=0.0, le=1.0, default=0.5)
+    def __getattr__(name: str) -> Any:
+        if name in _MODELS:
+            return getattr(import_module(".models", __package__), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @runtime_checkable

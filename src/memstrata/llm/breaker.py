@@ -64,6 +64,17 @@ class CircuitBreaker:
             self._open_until = self._clock() + self.cooldown_seconds
             return first
 
+    def open_for(self, seconds: float) -> None:
+        """Open the circuit for ``seconds`` as part of an outage already reported elsewhere
+        (e.g. by an earlier process): calls go to the fallback, and the next failure is not
+        the first of the outage (no second warning)."""
+        if not seconds > 0:
+            raise ValueError(f"seconds must be positive, got {seconds}")
+        with self._lock:
+            self._in_outage = True
+            self._trial_running = False
+            self._open_until = self._clock() + seconds
+
     def seconds_left(self) -> float:
         with self._lock:
             if self._open_until is None:

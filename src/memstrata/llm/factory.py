@@ -5,9 +5,12 @@ from __future__ import annotations
 from ..errors import ValidationError
 from .base import LLM
 
-__all__ = ["LLM_CHOICES", "make_llm"]
+__all__ = ["DEFAULT_LLM", "LLM_CHOICES", "make_llm"]
 
 LLM_CHOICES = ("heuristic", "openai:MODEL")
+# The spec used when none is given, which is also that LLM's ``name`` (``Memory.stats``
+# reports it without building the LLM).
+DEFAULT_LLM = "heuristic"
 
 
 def make_llm(
@@ -22,7 +25,7 @@ def make_llm(
         if isinstance(spec, LLM):
             return spec
         raise ValidationError(f"llm must be a spec string or an LLM, got {spec!r}")
-    name, _, arg = (spec or "heuristic").strip().partition(":")
+    name, _, arg = (spec or DEFAULT_LLM).strip().partition(":")
     if name.lower() == "heuristic" and not arg:
         from .heuristic import HeuristicLLM
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ProviderError
-from ._openai_sdk import make_client, map_error
+from ._openai_sdk import check_client_args, make_client, map_error
 from .chat import PromptedLLM
 
 __all__ = ["OpenAIChat", "openai_llm"]
@@ -37,9 +37,16 @@ class OpenAIChat:
         self._model = model
         self._base_url = base_url
         self._temperature = temperature
-        self._client: Any = make_client(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
-        )
+        # The SDK takes ~1 s to import: the client is made on the first call, so a process
+        # whose calls all go to the fallback (the circuit breaker is open) never imports it.
+        check_client_args(timeout=timeout, max_retries=max_retries)
+        self._client_args: dict[str, Any] = {
+            "base_url": base_url,
+            "api_key": api_key,
+            "timeout": timeout,
+            "max_retries": max_retries,
+        }
+        self._client: Any = None
         # Some servers reject response_format; after one refusal we stop sending it.
         self._json_mode_supported = True
 
@@ -47,9 +54,17 @@ class OpenAIChat:
     def name(self) -> str:
         return f"openai/{self._model}"
 
+    @property
+    def client(self) -> Any:
+        """The ``openai.OpenAI`` client (made on first use)."""
+        if self._client is None:
+            self._client = make_client(**self._client_args)
+        return self._client
+
     def close(self) -> None:
         """Release the HTTP connection pool."""
-        self._client.close()
+        if self._client is not None:
+            self._client.close()
 
     def complete(self, messages: list[dict[str, str]], *, json_mode: bool) -> str:
         import openai
@@ -80,7 +95,7 @@ class OpenAIChat:
         extra: dict[str, Any] = {}
         if json_mode:
             extra["response_format"] = {"type": "json_object"}
-        return self._client.chat.completions.create(
+        return self.client.chat.completions.create(
             model=self._model, messages=messages, temperature=self._temperature, **extra
         )
 

@@ -11,16 +11,23 @@ everything shown stay its own. A turn with no question before it is indexed as b
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from ..filters import Filters
-from ..records import RecordType
+from ..records import MemoryRecord, RecordType
 from ..scope import Scope
-from ..store.base import RecordWrite, Store
+from ..store.base import PurgeReport, RecordWrite, Store
 from .tokenize import tokenize
 
-__all__ = ["index_replies", "question_terms", "reply_terms"]
+__all__ = [
+    "index_replies",
+    "purge_records",
+    "question_terms",
+    "reply_terms",
+    "terms_after_purge",
+]
 
 _LAST_TURN = Filters(types=frozenset({RecordType.MESSAGE}))
 
@@ -58,3 +65,64 @@ def index_replies(store: Store, scope: Scope, writes: Sequence[RecordWrite]) -> 
         replace(w, terms=w.terms + more) if more and w.record.type is RecordType.MESSAGE else w
         for w, more in zip(writes, extra, strict=True)
     ]
+
+
+_EVERY_TURN = Filters(
+    types=frozenset({RecordType.MESSAGE}), include_deleted=True, include_superseded=True
+)
+_PAGE = 1000
+
+
+def _turns(store: Store, scope: Scope) -> Iterator[MemoryRecord]:
+    """Every message record of ``scope`` (deleted included), oldest first."""
+    offset = 0
+    while True:
+        page = store.list(scope, _EVERY_TURN, limit=_PAGE, offset=offset, newest_first=False)
+        yield from page
+        if len(page) < _PAGE:
+            return
+        offset += len(page)
+
+
+def terms_after_purge(store: Store, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """New lexical terms for the turns that may be indexed under a purged turn's questions:
+    in every session holding a purged turn that asked something (in any of its versions),
+    each turn that stays and was written at or after it (``created_at``: only those can
+    have been indexed under it, whatever their ``observed_at``) gets its own terms plus the
+    questions of the turn now before it (:func:`reply_terms` over the session without the
+    purged turns). Turns written without a session were indexed under the turn before them
+    in the same ``add_messages`` call only, so there the turn before counts only when it
+    was written in the same call (same ``created_at``). Empty when no purged turn asked."""
+    uscope = Scope(scope.tenant, scope.user)
+    gone = set(ids)
+    since: dict[str | None, datetime] = {}  # session -> the earliest purged turn that asked
+    for r in store.get_many(uscope, list(dict.fromkeys(ids))):
+        if r.type is not RecordType.MESSAGE:
+            continue
+        if any(question_terms(v.text) for v in store.history(uscope, r.id)):
+            first = since.get(r.session)
+            since[r.session] = r.created_at if first is None else min(first, r.created_at)
+    out: dict[str, tuple[str, ...]] = {}
+    for session, after in sorted(since.items(), key=lambda s: (s[0] is None, s[0] or "")):
+        listing = _turns(store, Scope(scope.tenant, scope.user, session=session))
+        previous: MemoryRecord | None = None
+        for turn in listing:
+            if turn.id in gone or turn.session != session:
+                continue
+            if turn.created_at >= after:
+                linked = previous is not None and (
+                    session is not None or previous.created_at == turn.created_at
+                )
+                before = previous.text if linked and previous is not None else None
+                out[turn.id] = tuple(tokenize(turn.text)) + question_terms(before)
+            previous = turn
+    return out
+
+
+def purge_records(store: Store, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+    """``store.purge(scope, ids)`` that also re-indexes the turns that were indexed under
+    a purged turn's questions (:func:`terms_after_purge`), in the purge's transaction.
+
+    The new terms are computed just before the purge; a turn appended to one of those
+    sessions in between is indexed under the session's newest turn at its own write."""
+    return store.purge(scope, ids, reterm=terms_after_purge(store, scope, ids))

@@ -18,6 +18,13 @@ be bound to one user of its tenant (``user``) with access-control ``roles``: it 
 as that user's owner on their own memory and as a *caller* (``Scope(caller=, roles=)``,
 seed 003) on any other user's memory, where it reads only what was shared with it and
 writes nothing. A key without a user is a service key: it acts for every user of its tenant.
+
+A user's purge deletes the keys bound to that user (:meth:`KeyStore.purge_user`; on SQLite
+and PostgreSQL the store's ``purge_user`` deletes those rows in its own transaction, since
+the table is in the same database): such a key names the user and acted only as them, so it
+can neither stay as it was nor lose its user (it would become a service key of the whole
+tenant). It stops authenticating and leaves ``keys list``; audit events keep its id as
+their actor (``key:<id>``), which names no user. Service keys and other users' keys stay.
 """
 
 from __future__ import annotations
@@ -172,6 +179,11 @@ class KeyStore(Protocol):
 
     def list(self, tenant: str | None = None) -> list[ApiKey]: ...
     def revoke(self, key_id: str) -> ApiKey: ...
+    def purge_user(self, tenant: str, user: str) -> int:
+        """Delete every key bound to this user of this tenant (a user's purge); returns
+        how many were deleted."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -223,6 +235,13 @@ class InMemoryKeyStore:
                 key = replace(key, revoked_at=datetime.now(UTC))
                 self._keys[key_id] = (digest, key)
             return key
+
+    def purge_user(self, tenant: str, user: str) -> int:
+        with self._lock:
+            gone = [i for i, (_, k) in self._keys.items() if (k.tenant, k.user) == (tenant, user)]
+            for key_id in gone:
+                del self._keys[key_id]
+        return len(gone)
 
     def close(self) -> None:
         pass
@@ -353,9 +372,31 @@ class SQLiteKeyStore:
             raise NotFoundError(f"no API key {key_id!r}; `memstrata keys list` shows them")
         return self._key(rows[0])
 
+    def purge_user(self, tenant: str, user: str) -> int:
+        # The store's purge_user deletes these rows too (same file), then VACUUMs.
+        try:
+            with self._lock:
+                return self._conn.execute(
+                    'DELETE FROM api_keys WHERE tenant = ? AND "user" = ?', (tenant, user)
+                ).rowcount
+        except sqlite3.Error as exc:
+            raise StoreError(f"API key table unavailable: {exc}") from exc
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def sqlite_purge_user_keys(conn: sqlite3.Connection, tenant: str, user: str) -> int:
+    """Delete the keys bound to a user inside a store's purge transaction (a file that
+    never had a key store has no ``api_keys`` table: nothing to do)."""
+    if not conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'api_keys'"
+    ).fetchone():
+        return 0
+    return conn.execute(
+        'DELETE FROM api_keys WHERE tenant = ? AND "user" = ?', (tenant, user)
+    ).rowcount
 
 
 def sqlite_path(url: str) -> str | None:

@@ -158,6 +158,15 @@ class PostgresKeyStore:
             raise NotFoundError(f"no API key {key_id!r}; `memstrata keys list` shows them")
         return key_of_row(rows[0])
 
+    def purge_user(self, tenant: str, user: str) -> int:
+        # The store's purge_user deletes these rows too, in its own transaction.
+        with self._conn() as conn:
+            return int(
+                conn.execute(
+                    'DELETE FROM api_keys WHERE tenant = %s AND "user" = %s', (tenant, user)
+                ).rowcount
+            )
+
     def close(self) -> None:
         with self._lock:
             if self._opened:

@@ -173,8 +173,20 @@ class RecordStore(Protocol):
         change bumps the version (the old one goes to history)."""
         ...
 
-    def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
-        """Destroy records for real: current row, history, vectors, terms, counters."""
+    def purge(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        reterm: Mapping[str, Sequence[str]] | None = None,
+    ) -> PurgeReport:
+        """Destroy records for real: current row, history, vectors, terms, counters.
+
+        ``reterm`` gives new lexical terms for records of the same user that stay (by id;
+        unknown ids are ignored), written in the same transaction without a new version
+        when they differ from the stored ones: a record indexed under words of a purged
+        one (a reply under its question, ``search/reply_terms.py``) loses them. It applies
+        only when a record was purged."""
         ...
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:

@@ -337,7 +337,13 @@ class InMemoryStore:
         self._changed(entry.record.tenant, entry.record.user)
         return 1, len(entry.history), int(entry.vector is not None)
 
-    def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+    def purge(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        reterm: Mapping[str, Sequence[str]] | None = None,
+    ) -> PurgeReport:
         if scope.caller is not None:
             return PurgeReport()
         totals = [0, 0, 0]
@@ -347,6 +353,12 @@ class InMemoryStore:
             for entry in found:
                 for n, count in enumerate(self._drop(entry)):
                     totals[n] += count
+            uscope = Scope(scope.tenant, scope.user)
+            for rid, terms in (reterm or {}).items() if found else ():
+                kept = self._visible(uscope, rid)
+                if kept is not None and kept.terms != tuple(terms):
+                    kept.terms = tuple(terms)  # the user's BM25 index is rebuilt lazily
+                    self._changed(scope.tenant, scope.user)
             hashes -= {
                 e.record.content_hash
                 for e in self._entries.values()

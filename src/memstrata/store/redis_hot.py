@@ -440,14 +440,21 @@ class RedisHotStore:
         with self.transaction() as tx:
             return tx.set_status(scope, ids, status, at)
 
-    def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
-        """The durable purge, then the Redis copies: the sessions holding the records are
+    def purge(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        reterm: Mapping[str, Sequence[str]] | None = None,
+    ) -> PurgeReport:
+        """The durable purge (``reterm`` included: Redis holds no lexical terms), then the
+        Redis copies: the sessions holding the records are
         invalidated and the cached passage embeddings of every version's text are deleted
         (for every embedding model this store has used), so no value in Redis keeps them."""
         sessions = self._sessions_of_ids(scope, ids)
         hashes = self._version_hashes(scope, ids)
         marker = self._begin(sessions)
-        report = self.durable.purge(scope, ids)
+        report = self.durable.purge(scope, ids, reterm=reterm)
         self._finish(marker, (), sessions)
         if report.records and hashes:
             uscope = Scope(scope.tenant, scope.user)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import APIRouter, Query, Request
 
 from ...filters import Filters
@@ -185,9 +186,11 @@ async def purge(request: Request, user: UserPath, body: PurgeIn, caller: CallerD
             "invalid_request",
             "send either ids (a list of record ids) or all_of_user=true, not both and not neither",
         )
-    report = await state_of(request.app).backend.purge(
-        caller.owner_scope(user), body.ids, actor=caller.actor
-    )
+    state = state_of(request.app)
+    scope = caller.owner_scope(user)
+    report = await state.backend.purge(scope, body.ids, actor=caller.actor)
+    if body.ids is None:  # the keys bound to the user name them (server/keys.py)
+        await anyio.to_thread.run_sync(state.keys.purge_user, scope.tenant, scope.user)
     return PurgeOut(
         records=report.records,
         versions=report.versions,

@@ -203,6 +203,20 @@ def _v7_history_deltas(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
     cur.execute(b"DROP TABLE record_versions")
 
 
+# v8: a posting carries its record's length, so a search ranks the postings alone and reads
+# only the best ones' records (lexical.py; reading every match's record was 77% of a search
+# with 2,000+ matches), and the primary key covers what the ranking reads (tf, len): an
+# index-only scan instead of one heap page per posting (postings scan 12 ms -> 0.9 ms for
+# 2,789 postings, EXPLAIN ANALYZE at 10k records).
+_V8_POSTING_LENGTH = """
+ALTER TABLE lex_postings ADD COLUMN len INTEGER NOT NULL DEFAULT 1;
+UPDATE lex_postings p SET len = r.lex_len FROM records r WHERE r.seq = p.seq;
+ALTER TABLE lex_postings ALTER COLUMN len DROP DEFAULT;
+ALTER TABLE lex_postings DROP CONSTRAINT lex_postings_pkey,
+    ADD CONSTRAINT lex_postings_pkey PRIMARY KEY (scope_tok, token, seq) INCLUDE (tf, len);
+"""
+
+
 Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
 
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
@@ -213,6 +227,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (5, _V5_API_KEYS),
     (6, _V6_TYPE_INDEXES),
     (7, _v7_history_deltas),
+    (8, _V8_POSTING_LENGTH),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

@@ -1,5 +1,6 @@
 """SQL ``WHERE`` fragments for PostgreSQL: the mirror of ``Scope.admits`` and
-``Filters.matches`` (metadata conditions stay in Python, as in the SQLite store)."""
+``Filters.matches`` (metadata conditions are checked in Python, as in the SQLite store;
+string equalities also narrow the rows in SQL first)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,12 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
         add(f"{p}observed_at < %s", encode_time(f.observed_before))
     if f.min_importance is not None:
         add(f"{p}importance >= %s", f.min_importance)
+    # String equality on metadata (a fact's key ...) narrows the rows in SQL, as on SQLite;
+    # the rows still pass ``Filters.matches`` (``needs_python``), so this only has to keep
+    # every row that matches: ``->>`` gives a JSON string's value, so it does.
+    for cond in f.metadata:
+        if cond.op == "eq" and isinstance(cond.value, str):
+            add(f"({p}metadata::jsonb ->> %s) = %s", cond.key, cond.value)
     return (" AND ".join(parts) or "TRUE"), args
 
 

@@ -9,6 +9,7 @@ time order and a round trip is exact to the microsecond (epoch floats are not).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import sqlite3
@@ -126,15 +127,22 @@ def _time(text: str) -> datetime:
     return when
 
 
+# One encoder for every call: ``json.dumps`` with options builds a new one each time.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode
+
+
 def _json(value: Any) -> str:
+    if not value and (type(value) is list or type(value) is dict):
+        return "[]" if type(value) is list else "{}"  # most of a turn's JSON columns
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        return _ENCODE(value)
     except (TypeError, ValueError) as exc:
         raise ValidationError(
             f"record field is not JSON-serialisable ({exc}); store plain str/number/list/dict"
         ) from None
 
 
+@functools.lru_cache(maxsize=4096)
 def scope_token(tenant: str, user: str) -> str:
     """A short opaque token naming one (tenant, user): the FTS scope column and cache key.
 

@@ -412,17 +412,7 @@ class SQLiteStore:
         blobs = [
             self._check_vector(w.record, w.vector) if w.vector is not None else None for w in writes
         ]  # every vector checked before anything is written
-        seqs: list[int] = []
-        for w in writes:
-            r = w.record
-            try:
-                cur = c.execute(_INSERT, encode_record(r))
-            except sqlite3.IntegrityError:
-                raise ValidationError(
-                    f"record id {r.id!r} exists already (or twice in this batch); nothing "
-                    "was written: use replace() to update a record, new_id() for a new one"
-                ) from None
-            seqs.append(int(cur.lastrowid or 0))
+        seqs = self._insert_rows(c, [w.record for w in writes])
         c.executemany(
             "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
             [
@@ -449,6 +439,49 @@ class SQLiteStore:
                 if blob is not None
             ],
         )
+
+    def _insert_rows(self, c: sqlite3.Connection, records: Sequence[MemoryRecord]) -> list[int]:
+        """Insert the records' rows in one ``executemany``; their ``seq`` values, in order.
+
+        ``AUTOINCREMENT`` gives each new row one more than the largest ``seq`` the table ever
+        held (``sqlite_sequence``), and this connection holds the write lock, so the rows of
+        one batch get consecutive values after it (checked against ``last_insert_rowid``)."""
+        if not records:
+            return []
+        row = c.execute("SELECT seq FROM sqlite_sequence WHERE name = 'records'").fetchone()
+        before = int(row[0]) if row is not None else 0
+        try:
+            c.executemany(_INSERT, [encode_record(r) for r in records])
+        except sqlite3.IntegrityError:
+            raise ValidationError(
+                f"record id {self._clashing_id(c, records, before)!r} exists already (or "
+                "twice in this batch); nothing was written: use replace() to update a "
+                "record, new_id() for a new one"
+            ) from None
+        last = int(c.execute("SELECT last_insert_rowid()").fetchone()[0])
+        if last - before != len(records):
+            raise StoreError(  # cannot happen with AUTOINCREMENT; never index the wrong rows
+                f"SQLite numbered {len(records)} new records {before + 1}..{last}; nothing "
+                "was written"
+            )
+        return list(range(before + 1, last + 1))
+
+    @staticmethod
+    def _clashing_id(c: sqlite3.Connection, records: Sequence[MemoryRecord], before: int) -> str:
+        """The first id of ``records`` stored already for its user (by an earlier write:
+        ``seq <= before``; the failed batch's first rows are still there until the rollback)
+        or twice in them."""
+        seen: set[tuple[str, str, str]] = set()
+        for r in records:
+            key = (r.tenant, r.user, r.id)
+            hit = c.execute(
+                "SELECT 1 FROM records WHERE tenant = ? AND user = ? AND id = ? AND seq <= ?",
+                (*key, before),
+            ).fetchone()
+            if key in seen or hit is not None:
+                return r.id
+            seen.add(key)
+        return records[0].id
 
     def _owned_cache_entries(
         self, c: sqlite3.Connection, items: Sequence[tuple[MemoryRecord, bytes | None]]
@@ -646,9 +679,16 @@ class SQLiteStore:
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
-    def purge(self, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+    def purge(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        reterm: Mapping[str, Sequence[str]] | None = None,
+    ) -> PurgeReport:
         """Destroy these records, every version, vector, counter, lexical row and the
-        embedding-cache entries of their texts; then leave no byte of them in the file:
+        embedding-cache entries of their texts, and give the records named in ``reterm``
+        their new lexical terms (same transaction); then leave no byte of them in the file:
         ``secure_delete`` (on for every connection) zeroes the freed cells and pages, FTS5
         ``optimize`` rewrites the index segments without their terms (a delete only
         appends tombstones) and a ``TRUNCATE`` checkpoint empties the WAL. No ``VACUUM``:
@@ -673,6 +713,8 @@ class SQLiteStore:
                 c.execute(f"DELETE FROM counters WHERE {sql}", vals)
                 c.execute(f"DELETE FROM lexical WHERE {sql.replace('seq', 'rowid')}", vals)
                 counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
+            if seqs and reterm:
+                self._reterm(c, scope, reterm)
             # Texts another record of the user still holds keep their cache entry.
             still = {
                 r[0]
@@ -704,6 +746,22 @@ class SQLiteStore:
             self._scrub()
         return PurgeReport(**counts, remaining=remaining)
 
+    def _reterm(
+        self, c: sqlite3.Connection, scope: Scope, reterm: Mapping[str, Sequence[str]]
+    ) -> None:
+        """Rewrite the lexical rows of the user's records in ``reterm`` whose terms differ
+        (purge; the old segment bytes go with the ``optimize`` that follows)."""
+        tok = scope_token(scope.tenant, scope.user)
+        for row in self._visible(c, Scope(scope.tenant, scope.user), list(reterm), "seq, id"):
+            text = terms_text(reterm[row["id"]])
+            cur = c.execute("SELECT terms FROM lexical WHERE rowid = ?", (row["seq"],)).fetchone()
+            if cur is None or cur[0] != text:
+                c.execute("DELETE FROM lexical WHERE rowid = ?", (row["seq"],))
+                c.execute(
+                    "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
+                    (row["seq"], tok, text),
+                )
+
     def _history_or_empty(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         try:
             return self.history(scope, record_id)
@@ -730,6 +788,7 @@ class SQLiteStore:
         in the file's bytes."""
         from ...audit import sqlite_redact_subject
         from ...quotas import subject_hash
+        from ...server.keys import sqlite_purge_user_keys
 
         tok = scope_token(tenant, user)
         args = (tenant, user)
@@ -764,6 +823,8 @@ class SQLiteStore:
                 "DELETE FROM meta WHERE key LIKE ?", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
             sqlite_redact_subject(c, tenant, user)
+            # API keys bound to the user name them (server/keys.py): they go too.
+            sqlite_purge_user_keys(c, tenant, user)
             counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
         with self._lock:
             self._vectors.clear()  # no generation row to compare with: reload from disk

@@ -1,0 +1,74 @@
+"""Writes a search need not wait for: access counters and query-embedding cache entries.
+
+A search on PostgreSQL ends with two writes (the hits' access counters, the query's
+embedding in the cache), each a round trip and a commit. They run here, in order, on one
+background thread, so the search returns without them. Every other use of the store first
+waits until they are written (:meth:`WriteBehind.settle`, called before a connection is
+taken), so this process still reads its own writes, and a purge never runs before a write
+of the data it deletes. A crash may lose the writes not yet made, which the Counters
+contract allows (and a cache entry is only a cache). A write that fails is logged, not
+raised: the search that caused it has already returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["WriteBehind"]
+
+_log = logging.getLogger("memstrata.store.postgres")
+
+
+class WriteBehind:
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._cv = threading.Condition()
+        self._pending = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._mine = threading.local()  # set on the background thread: it never waits
+
+    def submit(self, write: Callable[[], None]) -> None:
+        """Run ``write`` on the background thread (at once, here, once closed)."""
+        with self._cv:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self._name}-behind")
+            self._pending += 1
+            pool = self._pool
+        try:
+            pool.submit(self._run, write)
+        except RuntimeError:  # shut down (closing): write it here instead
+            self._done()
+            write()
+
+    def _run(self, write: Callable[[], None]) -> None:
+        self._mine.inside = True
+        try:
+            write()
+        except Exception as exc:  # a counter or cache entry: logged, the search returned
+            _log.warning("memstrata: a counter or cache write after a search failed: %s", exc)
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        with self._cv:
+            self._pending -= 1
+            if self._pending == 0:
+                self._cv.notify_all()
+
+    def settle(self) -> None:
+        """Wait until every write submitted so far is made (not on the background thread)."""
+        if self._pending == 0 or getattr(self._mine, "inside", False):
+            return
+        with self._cv:
+            self._cv.wait_for(lambda: self._pending == 0)
+
+    def close(self) -> None:
+        """Make the pending writes, then stop the thread."""
+        self.settle()
+        with self._cv:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)

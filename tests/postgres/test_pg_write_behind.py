@@ -1,0 +1,104 @@
+"""A search's counter and cache writes run behind it on PostgreSQL (store/postgres/behind.py):
+the store that made them reads them at once, other stores once they are written, and none
+is lost or counted twice under concurrent use."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import numpy as np
+
+from memstrata.scope import Scope
+from memstrata.store import open_store
+from memstrata.store.postgres import PostgresStore
+from store.conftest import Maker
+
+ME = Scope("t1", "u1")
+AT = datetime(2026, 2, 1, tzinfo=UTC)
+
+
+def test_writes_behind_are_read_by_their_store_and_written_for_others(pg_url: str) -> None:
+    store = open_store(pg_url)
+    other = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(1))
+    try:
+        w = maker.write()
+        store.insert([w])
+        rid = w.record.id
+        store.touch(ME, [rid], AT)
+        store.cache_vectors(ME, "m", {"q:1": np.ones(4, dtype=np.float32)})
+        assert store.get(ME, rid).access_count == 1  # its own store: at once
+        assert set(store.cached_vectors(ME, "m", ["q:1"])) == {"q:1"}
+        store.touch(ME, [rid], AT)
+        store.flush_counters()
+        assert other.get(ME, rid).access_count == 2  # written once flushed
+        assert other.get(ME, rid).last_accessed_at == AT
+        store.touch(ME, [rid], AT)
+        store.close()  # close writes what is pending
+        assert other.get(ME, rid).access_count == 3
+        assert other.get(ME, rid).version == 1  # counters are never versions
+    finally:
+        other.close()
+
+
+def test_concurrent_touches_and_reads_lose_nothing(pg_url: str) -> None:
+    store = open_store(pg_url)
+    maker = Maker(rng=np.random.default_rng(2))
+    writes = [maker.write() for _ in range(5)]
+    store.insert(writes)
+    ids = [w.record.id for w in writes]
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            for i in range(20):
+                store.touch(ME, [ids[(n + i) % 5], ids[(n + i + 1) % 5]], AT)
+                seen = store.get(ME, ids[(n + i) % 5]).access_count
+                assert seen >= 1
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    try:
+        assert not errors, errors
+        assert not any(t.is_alive() for t in threads)
+        total = sum(r.access_count for r in store.get_many(ME, ids))
+        assert total == 6 * 20 * 2
+    finally:
+        store.close()
+
+
+def test_a_unit_of_work_holding_a_row_does_not_wait_for_a_touch_of_it(pg_url: str) -> None:
+    """A touch of a row queued while another thread's transaction locks that row: the
+    transaction's own nested reads must not wait for the touch (it waits for the lock)."""
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(3))
+    w = maker.write()
+    store.insert([w])
+    rid = w.record.id
+    done = threading.Event()
+
+    def transaction() -> None:
+        with store._write() as c:
+            c.execute("SELECT 1 FROM records WHERE id = %s FOR UPDATE", (rid,))
+            store.touch(ME, [rid], AT)  # queued behind; blocked on our row lock
+            with store._read() as r:  # nested: must not wait for the touch
+                r.execute("SELECT 1").fetchone()
+        done.set()
+
+    t = threading.Thread(target=transaction)
+    t.start()
+    t.join(timeout=30)
+    try:
+        assert done.is_set(), "a nested read waited for a write blocked on its own lock"
+        store.flush_counters()
+        assert store.get(ME, rid).access_count == 1
+    finally:
+        store.close()
