@@ -183,8 +183,11 @@ class _Sources:
     def facts(self, scope, vector, limit):  # type: ignore[no-untyped-def]
         return []
 
-    def relevant(self, scope, query, limit, vector, *, facts=False, period=None):  # type: ignore[no-untyped-def]
+    def relevant(self, scope, query, limit, vector, *, facts=False, period=None, clusters=True):  # type: ignore[no-untyped-def]
         return self._relevant[:limit]
+
+    def clusters(self, scope, vector, limit):  # type: ignore[no-untyped-def]
+        return []
 
     def records(self, scope, ids):  # type: ignore[no-untyped-def]
         return []

@@ -52,6 +52,8 @@ class _Sources:
         self.hits, self.turns, self.dated = hits, turns, dated or []
         self.embedded: list[str] = []
         self.periods: list[Period | None] = []
+        self.cluster_flags: list[bool] = []
+        self.mid_term: list[tuple[MemoryRecord, float]] = []
 
     def key(self, scope: Scope) -> list[MemoryRecord]:
         return []
@@ -81,9 +83,14 @@ class _Sources:
         *,
         facts: bool = False,
         period: Period | None = None,
+        clusters: bool = True,
     ) -> list[SearchHit]:
         self.periods.append(period)
+        self.cluster_flags.append(clusters)
         return (self.dated if period is not None else self.hits)[:limit]
+
+    def clusters(self, scope: Scope, vector: Any, limit: int) -> list[tuple[MemoryRecord, float]]:
+        return self.mid_term[:limit]
 
     def records(self, scope: Scope, ids: Any) -> list[MemoryRecord]:
         return [t for t in self.turns if t.id in set(ids)]
@@ -294,3 +301,102 @@ def test_no_date_no_period(question: str) -> None:
 def test_resolver_never_raises(question: str) -> None:
     period = resolve_period(question, ANCHOR)
     assert period is None or period.start < period.end
+
+
+def _long_summary(rid: str, sources: tuple[str, ...]) -> MemoryRecord:
+    return _msg(rid, "summary of many turns " * 15, T0, rtype="summary", sources=sources)
+
+
+def _ask(src: _Sources, query: str, cfg: ContextConfig, budget: int = 1000) -> Any:
+    req = ContextRequest(Scope("t", "u"), query, budget, reserve_ratio=0.0, config=cfg)
+    return build(src, req, count_tokens)  # type: ignore[arg-type]
+
+
+def test_digest_share_bounds_digests_for_a_detail_question_only() -> None:
+    turns = _turns(80)
+    summaries = [_long_summary(f"s{i}", (f"x{i}",)) for i in range(3)]
+    hits = [
+        SearchHit(s, 0.95 - i * 0.01, "summaries", s.source_ids) for i, s in enumerate(summaries)
+    ]
+    hits += [SearchHit(t, 0.5 - i * 0.001, "messages", (t.id,)) for i, t in enumerate(turns)]
+    src = _Sources(hits, turns)
+    cfg = ContextConfig(digest_share=0.2, tokens_per_candidate=10)
+
+    def digest_tokens(ctx: Any) -> int:
+        return sum(it.tokens for it in ctx.items if it.digest)
+
+    detail = _ask(src, "What did Anna name her puppy?", cfg)
+    free = _ask(
+        src,
+        "What did Anna name her puppy?",
+        ContextConfig(tokens_per_candidate=10, digest_share=1.0),
+    )
+    memory_cap = detail.plan.usable - count_tokens("What did Anna name her puppy?") - 4
+    assert 0 < digest_tokens(detail) <= 0.2 * memory_cap
+    assert digest_tokens(free) > 0.2 * memory_cap  # before: the summaries took most of it
+    turns_shown = sum(1 for it in detail.items if not it.digest)
+    assert turns_shown > sum(1 for it in free.items if not it.digest)
+    # an overview question keeps the digests' ranked place
+    for query in ("Can you summarize what we talked about?", "帮我总结一下我们聊过什么"):
+        unbounded = ContextConfig(tokens_per_candidate=10, digest_share=1.0)
+        assert digest_tokens(_ask(src, query, cfg)) == digest_tokens(_ask(src, query, unbounded))
+    assert detail.tokens <= detail.plan.usable
+    # the default bounds digests for detail questions (they took 40-80% of small budgets)
+    assert ContextConfig().digest_share < 1.0 == ContextConfig.before().digest_share
+
+
+def test_asks_overview_in_english_and_chinese() -> None:
+    from memstrata.context.budget import asks_overview
+
+    for q in (
+        "Summarize our conversation",
+        "give me a quick recap",
+        "What have we discussed so far?",
+        "what did we talk about last week",
+        "总结一下",
+        "我们上次聊了什么？",
+    ):
+        assert asks_overview(q), q
+    for q in (
+        "What did Anna name her puppy?",
+        "When did Caroline go to the support group?",
+        "小狗叫什么名字？",
+        "她什么时候搬家的？",
+        "Where does Tom work?",
+    ):
+        assert not asks_overview(q), q
+
+
+def test_tokens_per_candidate_sets_how_many_hits_are_asked_for() -> None:
+    def limit(cfg: ContextConfig, budget: int) -> int:
+        return ContextRequest(Scope("t", "u"), "q", budget, config=cfg).relevant_limit
+
+    assert limit(ContextConfig(tokens_per_candidate=25), 1000) == 40
+    assert limit(ContextConfig(tokens_per_candidate=10), 1000) == 100
+    assert limit(ContextConfig(tokens_per_candidate=10), 200) == 30  # at least 30
+    assert limit(ContextConfig(tokens_per_candidate=1), 100_000) == 300  # at most 300
+    with pytest.raises(ValidationError):
+        ContextConfig(tokens_per_candidate=0)
+    with pytest.raises(ValidationError):
+        ContextConfig(digest_share=1.5)
+
+
+def test_clusters_come_by_similarity_not_through_the_fused_search() -> None:
+    turns = _turns(3)
+    hits = [SearchHit(t, 0.9 - i * 0.1, "messages", (t.id,)) for i, t in enumerate(turns)]
+    src = _Sources(hits, turns)
+    src.mid_term = [
+        (_msg(f"c{i}", f"cluster digest {i}", T0, rtype="cluster", sources=(f"x{i}",)), 0.9)
+        for i in range(5)
+    ]
+    ctx = _build(src, ContextConfig(clusters=2, cluster_score=0.3))
+    assert src.cluster_flags == [False]  # the search left clusters out
+    shown = {it.record_id: it for it in ctx.items}
+    assert {"c0", "c1"} <= set(shown) and "c2" not in shown
+    assert shown["c0"].layer == "mid_term" and shown["c0"].digest
+    # they rank below the turns the search found
+    assert shown["c0"].score == pytest.approx(0.3)
+    assert shown["c0"].score < min(shown[t.id].score for t in turns)
+    src = _Sources(hits, turns)
+    _build(src, ContextConfig.before())
+    assert src.cluster_flags == [True]  # before: clusters competed in the search

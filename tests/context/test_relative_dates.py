@@ -156,8 +156,14 @@ class _OneHit:
         *,
         facts: bool = False,
         period: object = None,
+        clusters: bool = True,
     ) -> list[SearchHit]:
         return [SearchHit(self.rec, 1.0, "messages", (self.rec.id,))]
+
+    def clusters(
+        self, scope: Scope, vector: object, limit: int
+    ) -> list[tuple[MemoryRecord, float]]:
+        return []
 
     def records(self, scope: Scope, ids: object) -> list[MemoryRecord]:
         return []

@@ -56,6 +56,7 @@ class ContextItem:
     priority: int = 0  # higher is kept first regardless of score (key, working)
     tokens: int = 0
     group: str | None = None  # a date line shown once above the items that share it
+    digest: bool = False  # a summary, cluster or episode (it retells turns)
 
     def line(self) -> str:
         if self.group is not None:
@@ -97,9 +98,13 @@ class AssembledContext:
 
 
 def _fit_memory(
-    items: Sequence[ContextItem], cap: int, count: Callable[[str], int]
+    items: Sequence[ContextItem],
+    cap: int,
+    count: Callable[[str], int],
+    digest_cap: int | None = None,
 ) -> tuple[list[ContextItem], list[ContextItem], int]:
-    """Greedy by (priority, score); headers are paid for when a block first gets an item."""
+    """Greedy by (priority, score); headers are paid for when a block first gets an item.
+    Digests together take at most ``digest_cap`` tokens when it is given."""
     headers = dict(BLOCKS)
     ranked = sorted(items, key=lambda it: (-it.priority, -it.score))
     chosen: list[ContextItem] = []
@@ -107,6 +112,7 @@ def _fit_memory(
     opened: set[str] = set()
     groups: set[tuple[str, str]] = set()
     used = MESSAGE_OVERHEAD if ranked else 0
+    digests = 0
     for it in ranked:
         cost = count(it.line()) + 1
         if it.block not in opened:
@@ -114,9 +120,11 @@ def _fit_memory(
         group = (it.block, it.group) if it.group is not None else None
         if group is not None and group not in groups:
             cost += count(_group_line(it.group or "")) + 1
-        if used + cost <= cap:
+        over_share = it.digest and digest_cap is not None and digests + cost > digest_cap
+        if used + cost <= cap and not over_share:
             chosen.append(replace(it, tokens=cost))
             used += cost
+            digests += cost if it.digest else 0
             opened.add(it.block)
             if group is not None:
                 groups.add(group)
@@ -174,7 +182,10 @@ def assemble(
     items: Sequence[ContextItem],
     history: Sequence[HistoryTurn],
     count: Callable[[str], int],
+    digest_share: float | None = None,
 ) -> AssembledContext:
+    """``digest_share``: the most of the memory share (what history leaves) that digests may
+    take together; ``None`` = no limit."""
     for it in items:
         if it.block not in _BLOCK_NAMES:
             raise ValueError(f"unknown context block {it.block!r}")
@@ -195,7 +206,9 @@ def assemble(
     share = plan.memory / max(1, plan.memory + plan.history)
     history_cap = remaining - int(remaining * share)
     kept_history, history_used = _fit_history(history, history_cap, count)
-    chosen, dropped, memory_used = _fit_memory(items, remaining - history_used, count)
+    memory_cap = remaining - history_used
+    digest_cap = None if digest_share is None else int(memory_cap * digest_share)
+    chosen, dropped, memory_used = _fit_memory(items, memory_cap, count, digest_cap)
     if memory_used < remaining - history_used and len(kept_history) < len(history):
         kept_history, history_used = _fit_history(history, remaining - memory_used, count)
 

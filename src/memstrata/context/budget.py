@@ -21,7 +21,7 @@ from typing import Literal
 
 from ..errors import BudgetError
 
-__all__ = ["BudgetPlan", "Complexity", "allocate", "estimate_task"]
+__all__ = ["BudgetPlan", "Complexity", "allocate", "asks_overview", "estimate_task"]
 
 Complexity = Literal["simple", "medium", "complex"]
 
@@ -33,6 +33,14 @@ _SHARES: dict[str, dict[str, float]] = {
 _RECALL = re.compile(
     r"\b(what|when|where|who|whom|which|how|why|remember|recall|did|does|do|is|was|were)\b"
     r"|[什么哪谁何几吗呢记得]",
+    re.IGNORECASE,
+)
+
+# A request for the gist of what was said (not for one detail of it): summaries are its answer.
+_OVERVIEW = re.compile(
+    r"\b(summari[sz]e|summary|summaries|overview|recap|gist|catch me up|so far|in short|"
+    r"(what|everything) (have|has|did) (we|you|i) (talk|discuss|cover|chat|say)\w*)\b"
+    r"|总结|概括|概述|回顾|摘要|要点|聊了什么|聊过什么|谈了什么|讨论了什么|说了什么|到目前为止",
     re.IGNORECASE,
 )
 
@@ -98,3 +106,9 @@ def estimate_task(query: str) -> tuple[Complexity, bool]:
     else:
         complexity = "medium"
     return complexity, bool(_RECALL.search(query)) or questions > 0
+
+
+def asks_overview(query: str) -> bool:
+    """Whether ``query`` asks for an overview of the conversation (a summary, a recap, what
+    was discussed) rather than about one detail of it."""
+    return bool(_OVERVIEW.search(query))

@@ -16,10 +16,10 @@ from typing import Any, Protocol
 
 from ..records import MemoryRecord
 from ..scope import Scope
-from ..search.hit import SearchHit
+from ..search.hit import SearchHit, layer_of
 from ..store.base import Vector
 from .assemble import AssembledContext, ContextItem, HistoryTurn, assemble
-from .budget import allocate, estimate_task
+from .budget import allocate, asks_overview, estimate_task
 from .config import ContextConfig
 from .dates import format_date
 from .relative import annotate_relative_dates
@@ -51,7 +51,11 @@ class ContextSources(Protocol):
         *,
         facts: bool = False,
         period: Period | None = None,
+        clusters: bool = True,
     ) -> list[SearchHit]: ...
+    def clusters(
+        self, scope: Scope, vector: Vector, limit: int
+    ) -> list[tuple[MemoryRecord, float]]: ...
     def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]: ...
     def neighbours(self, scope: Scope, record: MemoryRecord, after: bool) -> list[MemoryRecord]: ...
 
@@ -72,7 +76,7 @@ class ContextRequest:
     def relevant_limit(self) -> int:
         if self.relevant_k is not None:
             return self.relevant_k
-        return max(30, min(300, self.token_budget // 25))
+        return max(30, min(300, self.token_budget // self.config.tokens_per_candidate))
 
 
 def _speaker_text(rec: MemoryRecord) -> str:
@@ -110,7 +114,7 @@ def _scored_hits(
             out[h.record.id] = (rec, score + cfg.temporal_boost * h.score / top, layer)
     for rid, (rec, score) in extra.items():
         if rid not in out:
-            out[rid] = (rec, score, "messages")
+            out[rid] = (rec, score, layer_of(rec.type))
     if cfg.session_boost:
         per_session: dict[str, float] = {}
         for rec, score, _ in out.values():
@@ -164,6 +168,7 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
                 rec.observed_at,
                 priority,
                 group=group,
+                digest=rec.type.value in _DIGESTS,
             )
         )
 
@@ -215,8 +220,18 @@ def _gather(
         if cfg.facts == "similar"
         else None
     )
+    clusters_job = (
+        _POOL.submit(sources.clusters, user_scope, vector, cfg.clusters)
+        if cfg.clusters and not cfg.clusters_in_search and cfg.digests == "keep"
+        else None
+    )
     hits = sources.relevant(
-        user_scope, query, req.relevant_limit, vector, facts=cfg.facts == "search"
+        user_scope,
+        query,
+        req.relevant_limit,
+        vector,
+        facts=cfg.facts == "search",
+        clusters=cfg.clusters_in_search,
     )
     dated: list[SearchHit] = []
     if cfg.temporal_boost and hits:
@@ -230,6 +245,7 @@ def _gather(
                 vector,
                 facts=False,
                 period=period,
+                clusters=cfg.clusters_in_search,
             )
     extra: dict[str, tuple[MemoryRecord, float]] = {}
     have = {h.record.id for h in hits}
@@ -255,6 +271,10 @@ def _gather(
                     score = cfg.neighbour_weight * h.score
                     if score > extra.get(rec.id, (rec, 0.0))[1]:
                         extra[rec.id] = (rec, score)
+    if clusters_job is not None:
+        # Below the turns the search found: a cluster's digest retells its turns.
+        for rank, (rec, _) in enumerate(clusters_job.result()):
+            extra.setdefault(rec.id, (rec, cfg.cluster_score - rank * 0.01))
     got["candidates"] = _scored_hits(req, hits, dated, extra)
     if facts_job is not None:
         got["facts"] = facts_job.result()
@@ -313,4 +333,9 @@ def build(
         items=_items(req, got, window_ids),
         history=history,
         count=count,
+        digest_share=(
+            None
+            if req.config.digest_share >= 1.0 or asks_overview(req.query or "")
+            else req.config.digest_share
+        ),
     )

