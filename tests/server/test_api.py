@@ -100,6 +100,16 @@ def test_list_paginates_to_the_end(served: Served) -> None:
     assert len(seen) == len(set(seen)) == 7
 
 
+def test_list_refuses_an_empty_tag_filter(served: Served) -> None:
+    """An empty ``tag=`` names no tag (tags are never blank): 422 naming the field, as
+    schemathesis's negative-data check expects (it once found the empty tag accepted)."""
+    h = served.h(served.member)
+    r = served.client.get(f"{U}/memories?tag=", headers=h)
+    assert r.status_code == 422
+    assert "tag" in r.text
+    assert served.client.get(f"{U}/memories?tag=x", headers=h).status_code == 200
+
+
 def test_search_with_filters_and_explain(served: Served) -> None:
     h = served.h(served.member)
     served.client.post(

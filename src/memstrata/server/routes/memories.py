@@ -55,7 +55,8 @@ async def list_memories(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     type: Annotated[list[RecordType] | None, Query(description="Only these types")] = None,
     tag: Annotated[
-        list[Annotated[str, Query(max_length=256)]] | None, Query(description="Any of these tags")
+        list[Annotated[str, Query(min_length=1, max_length=256)]] | None,
+        Query(description="Any of these tags"),
     ] = None,
     session: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
     agent: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
