@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cache
 
 from .base import ExtractedFact
 
@@ -83,8 +84,14 @@ class _Pattern:
 
     @property
     def regex(self) -> re.Pattern[str]:
-        # Compiled on first use (``re`` caches it): importing the library stays cheap.
-        return re.compile(self.source, self.flags)
+        # Compiled on first use, so importing the library stays cheap; kept here, not in
+        # ``re``'s own cache, which other code shares and which recompiled these on misses.
+        return _compiled(self.source, self.flags)
+
+
+@cache
+def _compiled(source: str, flags: int) -> re.Pattern[str]:
+    return re.compile(source, flags)
 
 
 def _p(
