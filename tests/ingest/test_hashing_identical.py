@@ -95,3 +95,18 @@ def test_empty_batch_and_punctuation_only() -> None:
     out = emb.embed_batch(["?!", "..."])
     assert np.array_equal(out, _reference(["?!", "..."], 32))
     assert out[0, 0] == 1.0
+
+
+# Moved from tests/perf/test_hashing_vectors_unchanged.py (the scatter-add against the
+# per-feature loop), now against the one reference above.
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=300), st.sampled_from([8, 64, 256]))
+def test_scatter_add_is_bit_identical_to_the_loop(text: str, dims: int) -> None:
+    got = HashingEmbedder(dims).embed_batch([text])[0]
+    assert got.tobytes() == _reference([text], dims)[0].tobytes()
+
+
+def test_long_and_repetitive_texts() -> None:
+    emb = HashingEmbedder(256)
+    for text in ("tea " * 2000, "我喜欢喝茶" * 300, "a", "!!!", "Ünïcödé café naïve"):
+        assert emb.embed_batch([text])[0].tobytes() == _reference([text], 256)[0].tobytes()

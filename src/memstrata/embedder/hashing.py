@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from itertools import repeat
 
 import numpy as np
@@ -22,27 +22,6 @@ __all__ = ["HashingEmbedder"]
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _NGRAM_SIZES = (2, 3)
-
-
-def _features(text: str) -> Iterator[tuple[str, float]]:
-    """Every feature of ``text`` one by one, as the embedder was first written: word
-    unigrams (weight 1; CJK: characters, 0.5) and character n-grams (0.5). The embedder
-    computes the same features word by word (:func:`_word_features`, cached); the tests
-    check its vectors against this definition."""
-    norm = unicodedata.normalize("NFKC", text).lower()
-    for word in _WORD.findall(norm):
-        if _CJK.search(word):
-            # Unsegmented CJK: a whole run is a phrase, not a word; use its characters.
-            for char in word:
-                yield "u:" + char, 0.5
-        else:
-            yield "w:" + word, 1.0
-    squashed = " ".join(_WORD.findall(norm))
-    for n in _NGRAM_SIZES:
-        for i in range(len(squashed) - n + 1):
-            gram = squashed[i : i + n]
-            if " " not in gram:
-                yield f"c{n}:" + gram, 0.5
 
 
 # Words' hashed features are cached (they never change): words up to _CACHED_WORD_CHARS
