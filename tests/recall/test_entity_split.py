@@ -69,8 +69,7 @@ def test_the_rarer_entitys_turn_reaches_the_top_only_with_the_split() -> None:
     scope = Scope("t", "u")
     start = datetime(2024, 1, 1, tzinfo=UTC)
     texts = [
-        f"Ana painted a sunset painting again, painting {'number ' * (i % 7)}{i}."
-        for i in range(30)
+        f"Ana painted a sunset painting again, painting {'number ' * i}{i}." for i in range(30)
     ]
     texts.append("Bo: I paint lighthouses at the weekend.")
     texts += [f"Bo went to the market on day {i}." for i in range(30)]
