@@ -44,6 +44,7 @@ from ..base import (
     UnitOfWork,
     Vector,
 )
+from ..compaction import CompactReport
 from ..sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -693,7 +694,13 @@ class PostgresStore:
                     ).fetchone()["n"]
                 )
                 self._bump(c, scope.tenant, scope.user)
-        return PurgeReport(**counts, remaining=remaining)
+        return PurgeReport(
+            records=counts["records"],
+            versions=counts["versions"],
+            vectors=counts["vectors"],
+            cache_entries=counts["cache_entries"],
+            remaining=remaining,
+        )
 
     def _reterm(self, c: Any, scope: Scope, reterm: Mapping[str, Sequence[str]]) -> None:
         """New lexical terms for the user's records in ``reterm`` whose tokens differ
@@ -771,6 +778,14 @@ class PostgresStore:
             cache_entries=cache,
             remaining=int(remaining),
         )
+
+    def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
+        """Rewrite every table of the schema and make the WAL holding deleted rows
+        removable (compact.py: what it locks, what it cannot reach)."""
+        from .compact import compact
+
+        with self._autocommit() as c:
+            return compact(c, self.options.schema, lock_timeout_s=lock_timeout)
 
     def _select(
         self,
