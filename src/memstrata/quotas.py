@@ -262,19 +262,16 @@ def admit_writes(
         yield
         return
     counters = counters_of(store)
-    user = _user_quota(store, quotas, scope)
     tenant_limit = quotas.per_tenant.max_records
-    if user.max_records is None and tenant_limit is None:
-        with _counted(counters, quotas, user, scope, n, now):
-            yield
-        return
-    # One lease covers the count and the write: the tenant's when it has a records limit
-    # (it serialises its users' writes, so it covers the per-user count too), else the
-    # user's.
-    who = (
-        _hash(scope.tenant) if tenant_limit is not None else subject_hash(scope.tenant, scope.user)
-    )
-    with _records_lease(counters, f"quota:lease:{who}:records", wait=wait) as lease:
+    # One lease covers reading the user's quota, the count and the write: the tenant's when
+    # it has a records limit (it serialises its users' writes, so it covers the per-user
+    # count too), else the user's. Taken even when no records limit applies: set_user_quota
+    # holds both leases while it checks usage and saves, so no write slips in between and
+    # no write is admitted under a quota read before the new one was saved.
+    with _records_lease(
+        counters, _lease_key(scope, tenant_wide=tenant_limit is not None), wait=wait
+    ) as lease:
+        user = _user_quota(store, quotas, scope)
         if tenant_limit is not None:
             used = counters.count_tenant_records(scope.tenant) + lease.pending
             check("max_records (per tenant)", tenant_limit, used, n, _RECORDS_RESET)
@@ -370,10 +367,37 @@ def check_context(store: Store, quotas: Quotas, scope: Scope, tokens: int) -> No
         check(name, limit, 0, tokens, "with the next request (the limit is per request)")
 
 
-def set_user_quota(store: Store, quotas: Quotas, scope: Scope, quota: Quota, now: datetime) -> None:
-    """Override one user's quota; refused (ValidationError) below what they already use."""
+def _lease_key(scope: Scope, *, tenant_wide: bool) -> str:
+    who = _hash(scope.tenant) if tenant_wide else subject_hash(scope.tenant, scope.user)
+    return f"quota:lease:{who}:records"
+
+
+def set_user_quota(
+    store: Store,
+    quotas: Quotas,
+    scope: Scope,
+    quota: Quota,
+    now: datetime,
+    *,
+    wait: float = WAIT_SECONDS,
+) -> None:
+    """Override one user's quota; refused (ValidationError) below what they already use.
+
+    The check and the save are one step for writers: both leases a writer may hold (the
+    tenant's, taken first, and the user's) are held meanwhile, and writers read the quota
+    under theirs, so a concurrent write either lands before the count or is admitted under
+    the new quota."""
     if not isinstance(quota, Quota):
         raise ValidationError("set_quota needs a memstrata.quotas.Quota")
+    counters = counters_of(store)
+    with (
+        _records_lease(counters, _lease_key(scope, tenant_wide=True), wait=wait),
+        _records_lease(counters, _lease_key(scope, tenant_wide=False), wait=wait),
+    ):
+        _check_and_save(store, scope, quota, now)
+
+
+def _check_and_save(store: Store, scope: Scope, quota: Quota, now: datetime) -> None:
     if quota.max_records is not None:
         used = store.count(scope.user_scope, Filters(include_deleted=True, include_superseded=True))
         if quota.max_records < used:
