@@ -727,6 +727,7 @@ class PostgresStore:
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         from ...quotas import subject_hash  # quotas imports the store package
+        from ..user_tables import purge_user_rows
 
         tok = scope_token(tenant, user)
         args = {"t": tenant, "u": user, "tok": tok}
@@ -757,8 +758,19 @@ class PostgresStore:
                 "DELETE FROM meta WHERE key LIKE %s", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
             audit.redact_subject(c, tenant, user)
-            # API keys bound to the user name them (server/keys.py): they go too.
-            c.execute('DELETE FROM api_keys WHERE tenant = %s AND "user" = %s', mine_args)
+            # Rows of other components naming the user (API keys bound to them, registered
+            # by server/pg_keys.py) go in this transaction too (store/user_tables.py).
+            purge_user_rows(
+                c,
+                tenant,
+                user,
+                ph="%s",
+                table_exists=lambda name: c.execute(
+                    "SELECT to_regclass(format('%%I.%%I', current_schema(), %s::text)) "
+                    "IS NOT NULL AS ok",
+                    (name,),
+                ).fetchone()["ok"],
+            )
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
                 "+ (SELECT count(*) FROM record_history h WHERE NOT EXISTS "

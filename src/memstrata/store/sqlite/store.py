@@ -827,7 +827,7 @@ class SQLiteStore:
         in the file's bytes."""
         from ...audit import sqlite_redact_subject
         from ...quotas import subject_hash
-        from ...server.keys import sqlite_purge_user_keys
+        from ..user_tables import purge_user_rows
 
         tok = scope_token(tenant, user)
         args = (tenant, user)
@@ -862,8 +862,20 @@ class SQLiteStore:
                 "DELETE FROM meta WHERE key LIKE ?", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
             sqlite_redact_subject(c, tenant, user)
-            # API keys bound to the user name them (server/keys.py): they go too.
-            sqlite_purge_user_keys(c, tenant, user)
+            # Rows of other components naming the user (API keys bound to them, registered
+            # by server/keys.py) go in this transaction too (store/user_tables.py).
+            purge_user_rows(
+                c,
+                tenant,
+                user,
+                ph="?",
+                table_exists=lambda name: (
+                    c.execute(
+                        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+                    ).fetchone()
+                    is not None
+                ),
+            )
             counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
         with self._lock:
             self._vectors.clear()  # no generation row to compare with: reload from disk
