@@ -53,6 +53,7 @@ __all__ = [
     "check_writes",
     "day_key",
     "next_midnight",
+    "parse_quota",
     "set_user_quota",
     "subject_hash",
 ]
@@ -92,6 +93,45 @@ class Quotas:
             raise ValidationError("Quotas(per_user=Quota(...), per_tenant=Quota(...))")
 
 
+_SPEC_NAMES = {
+    "records": "max_records",
+    "max_records": "max_records",
+    "embeddings_per_day": "embeddings_per_day",
+    "embeddings": "embeddings_per_day",
+    "context_tokens": "context_tokens",
+    "context": "context_tokens",
+}
+
+
+def parse_quota(spec: str) -> Quota:
+    """A :class:`Quota` from ``records=1000,embeddings_per_day=5000,context_tokens=4000``
+    (any subset; ``records``/``embeddings``/``context`` for short; empty: no limit), as
+    ``memstrata serve --user-quota/--tenant-quota`` take it."""
+    if not isinstance(spec, str):
+        raise ValidationError(f"a quota is a string like 'records=1000', got {spec!r}")
+    values: dict[str, int] = {}
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        name, eq, raw = (x.strip() for x in part.partition("="))
+        field = _SPEC_NAMES.get(name.lower())
+        if field is None or not eq:
+            raise ValidationError(
+                f"quota item {part!r} is not NAME=NUMBER with NAME one of records, "
+                "embeddings_per_day, context_tokens (e.g. records=1000,embeddings_per_day=5000)"
+            )
+        if field in values:
+            raise ValidationError(f"quota {field} is given twice in {spec!r}; give it once")
+        try:
+            number = int(raw.replace("_", ""))
+        except ValueError:
+            raise ValidationError(
+                f"quota {field}={raw!r} is not a whole number; give an integer >= 1"
+            ) from None
+        values[field] = _limit(number, field) or 0
+    return Quota(**values)
+
+
 def next_midnight(now: datetime) -> datetime:
     return (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
 
@@ -114,17 +154,30 @@ def day_key(kind: str, tenant: str, user: str | None, now: datetime) -> str:
 
 
 def exceeded(
-    name: str, limit: int | None, used: int, wanted: int, resets: str
+    name: str,
+    limit: int | None,
+    used: int,
+    wanted: int,
+    resets: str,
+    retry_after: int | None = None,
 ) -> QuotaExceededError:
     return QuotaExceededError(
         f"quota {name} exceeded: limit {limit}, used {used}, this call needs {wanted}; "
-        f"resets {resets}. Nothing was written."
+        f"resets {resets}. Nothing was written.",
+        retry_after=retry_after,
     )
 
 
-def check(name: str, limit: int | None, used: int, wanted: int, resets: str) -> None:
+def check(
+    name: str,
+    limit: int | None,
+    used: int,
+    wanted: int,
+    resets: str,
+    retry_after: int | None = None,
+) -> None:
     if limit is not None and used + wanted > limit:
-        raise exceeded(name, limit, used, wanted, resets)
+        raise exceeded(name, limit, used, wanted, resets, retry_after)
 
 
 def _count(store: Store, key: str) -> int:
@@ -313,7 +366,9 @@ def _counted(
     refused = counters.take_counters(takes)
     if refused is not None:
         name, limit, _ = named[refused.index]
-        raise exceeded(name, limit, refused.used, n, f"at {midnight.isoformat()} (UTC midnight)")
+        raise exceeded(
+            name, limit, refused.used, n, f"at {midnight.isoformat()} (UTC midnight)", ttl
+        )
     try:
         yield
     except BaseException:
@@ -342,12 +397,14 @@ def check_writes(store: Store, quotas: Quotas, scope: Scope, n: int, now: dateti
     values = counters_of(store).counter_values(
         [day_key("emb", scope.tenant, scope.user, now), day_key("emb", scope.tenant, None, now)]
     )
+    wait = _seconds_to(next_midnight(now), now)
     check(
         "embeddings_per_day (per user)",
         user.embeddings_per_day,
         values[day_key("emb", scope.tenant, scope.user, now)],
         n,
         midnight,
+        wait,
     )
     check(
         "embeddings_per_day (per tenant)",
@@ -355,6 +412,7 @@ def check_writes(store: Store, quotas: Quotas, scope: Scope, n: int, now: dateti
         values[day_key("emb", scope.tenant, None, now)],
         n,
         midnight,
+        wait,
     )
 
 
