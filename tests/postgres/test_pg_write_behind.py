@@ -102,3 +102,53 @@ def test_a_unit_of_work_holding_a_row_does_not_wait_for_a_touch_of_it(pg_url: st
         assert store.get(ME, rid).access_count == 1
     finally:
         store.close()
+
+
+def test_a_search_reads_without_waiting_for_writes_behind_earlier_searches(pg_url: str) -> None:
+    """The candidate reads (lexical, dense), a cached query embedding still being written
+    and records no pending write changes are read while the background thread is busy;
+    only a read of a record a pending touch changes waits (and then sees the touch)."""
+    from memstrata.filters import Filters
+    from memstrata.search.tokenize import tokenize
+
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(4))
+    touched, other = maker.write(text="alpha river"), maker.write(text="alpha mountain")
+    store.insert([touched, other])
+    release = threading.Event()
+    store._behind.submit(lambda: release.wait(60) and None)  # the thread is busy
+    store.touch(ME, [touched.record.id], AT)  # queued behind it
+    store.cache_vectors(ME, "m", {"q:2": np.ones(4, dtype=np.float32)})  # queued too
+    seen: dict[str, object] = {}
+
+    def search_reads() -> None:
+        seen["lexical"] = {c.id for c in store.lexical_search(ME, tokenize("alpha"), 5, Filters())}
+        vec = other.vector
+        assert vec is not None
+        seen["dense"] = [c.id for c in store.vector_search(ME, vec, 1, Filters())]
+        seen["cache"] = set(store.cached_vectors(ME, "m", ["q:2"]))
+        seen["other"] = [r.access_count for r in store.get_many(ME, [other.record.id])]
+
+    reader = threading.Thread(target=search_reads)
+    reader.start()
+    reader.join(timeout=30)
+    try:
+        assert not reader.is_alive(), "a search's reads waited for the writes behind it"
+        assert seen == {
+            "lexical": {touched.record.id, other.record.id},
+            "dense": [other.record.id],
+            "cache": {"q:2"},
+            "other": [0],
+        }
+        waiting: list[int] = []
+        late = threading.Thread(
+            target=lambda: waiting.append(store.get(ME, touched.record.id).access_count)
+        )
+        late.start()
+        release.set()
+        late.join(timeout=30)
+        assert waiting == [1]  # waited for the touch it reads
+    finally:
+        release.set()
+        store.close()

@@ -13,7 +13,7 @@ import builtins
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -180,6 +180,8 @@ class PostgresStore:
         self._counted: dict[tuple[str, str, int], tuple[int, int]] = {}
         self._listener: Any = None
         self._behind = WriteBehind(f"memstrata-{schema}")  # a search's counter/cache writes
+        self._cache_lock = threading.Lock()
+        self._cache_pending: dict[tuple[str, str, str], bytes] = {}  # being written behind
         self._held = threading.local()  # connections this thread holds (nested uses)
 
     def __repr__(self) -> str:
@@ -248,12 +250,19 @@ class PostgresStore:
             yield conn
 
     @contextmanager
-    def _autocommit(self) -> Iterator[Any]:
+    def _autocommit(self, wait: bool | Collection[Hashable] = True) -> Iterator[Any]:
         """A connection for reads: each statement sees the latest committed state, with no
-        BEGIN/COMMIT round trips (a search is a few statements; none of them writes)."""
+        BEGIN/COMMIT round trips (a search is a few statements; none of them writes).
+
+        ``wait``: first wait for every write made behind a search (``True``), for none
+        (``False``: the read sees no counter and no cache entry), or only for those that
+        change one of these rows (``(tenant, user, id)`` keys; behind.py)."""
         import psycopg
 
-        self._settle()
+        if wait is True:
+            self._settle()
+        elif wait and not getattr(self._held, "n", 0):
+            self._behind.settle_rows(wait)
         try:
             with self._pool.connection() as conn, self._holding():
                 yield conn
@@ -529,7 +538,7 @@ class PostgresStore:
         lexical.index(c, docs)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
-        with self._read() as c:
+        with self._autocommit(_row_keys(scope, [record_id])) as c:
             return self._get(c, scope, record_id, include_deleted=include_deleted)
 
     def _get(
@@ -541,7 +550,7 @@ class PostgresStore:
         return decode_record(rows[0])
 
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
-        with self._read() as c:
+        with self._autocommit(_row_keys(scope, ids)) as c:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
 
@@ -833,7 +842,8 @@ class PostgresStore:
                     [when, unique, *args],
                 )
 
-        self._behind.submit(write)  # behind the search; any later use waits for it
+        # behind the search; a later read of these records waits for it
+        self._behind.submit(write, _row_keys(scope, unique))
 
     def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
         if not deltas:
@@ -888,7 +898,8 @@ class PostgresStore:
         query = np.asarray(vector, dtype=np.float32).ravel()
         if k <= 0 or query.size == 0:
             return []
-        with self._read() as c:
+        # reads no counter or cache entry: need not wait for the writes behind a search
+        with self._autocommit(wait=False) as c:
             generation, max_vseq, count = self._vectors.state(
                 c, scope.tenant, scope.user, query.size
             )
@@ -933,7 +944,8 @@ class PostgresStore:
         sw, sa = scope_sql(scope, "r.")
         fw, fa = filters_sql(filters, "r.")
         python = needs_python(filters)
-        with self._read() as c:
+        # reads no counter or cache entry: need not wait for the writes behind a search
+        with self._autocommit(wait=False) as c:
             rows = lexical.search_rows(
                 c,
                 scope_token(scope.tenant, scope.user),
@@ -957,13 +969,24 @@ class PostgresStore:
         unique = list(dict.fromkeys(keys))
         if not unique:
             return {}
-        with self._read() as c:
+        tok = scope_token(scope.tenant, scope.user)
+        out: dict[str, Vector] = {}
+        with self._cache_lock:  # entries still being written behind a search (read first)
+            for key in unique:
+                pending = self._cache_pending.get((tok, model_id, key))
+                if pending is not None:
+                    out[key] = decode_vector(pending)
+        rest = [key for key in unique if key not in out]
+        if not rest:
+            return out
+        with self._autocommit(wait=False) as c:
             rows = c.execute(
                 "SELECT key, vector FROM embedding_cache WHERE scope_tok = %s "
                 "AND model_id = %s AND key = ANY(%s)",
-                (scope_token(scope.tenant, scope.user), model_id, unique),
+                (tok, model_id, rest),
             ).fetchall()
-        return {r["key"]: decode_vector(bytes(r["vector"])) for r in rows}
+        out.update((r["key"], decode_vector(bytes(r["vector"]))) for r in rows)
+        return out
 
     def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
         tok = scope_token(scope.tenant, scope.user)
@@ -973,17 +996,28 @@ class PostgresStore:
             rows.append((tok, model_id, key, len(blob) // 4, blob))
         if not rows:
             return
+        # Until written, this process reads the entries from here (cached_vectors), so its
+        # reads need not wait for the write; an entry leaves only once it is committed.
+        mine = {(t, m, k): blob for t, m, k, _, blob in rows}
+        with self._cache_lock:
+            self._cache_pending.update(mine)
 
         def write() -> None:
-            with self._relaxed() as c, c.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) "
-                    "DO UPDATE SET dims = excluded.dims, vector = excluded.vector",
-                    rows,
-                )
+            try:
+                with self._relaxed() as c, c.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+                        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) "
+                        "DO UPDATE SET dims = excluded.dims, vector = excluded.vector",
+                        rows,
+                    )
+            finally:
+                with self._cache_lock:
+                    for key, blob in mine.items():
+                        if self._cache_pending.get(key) is blob:
+                            del self._cache_pending[key]
 
-        self._behind.submit(write)  # behind the search; any later use waits for it
+        self._behind.submit(write)  # behind the search; writes and full reads wait for it
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         last = 0
@@ -1196,6 +1230,11 @@ class PostgresStore:
                 return [decode_record(r) for r in rows]
             records = [decode_record(r) for r in self._select(c, scope, filters, tail)]
         return [r for r in records if filters.matches(r)][offset : offset + limit]
+
+
+def _row_keys(scope: Scope, ids: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
+    """The keys the writes behind a search name records by (behind.py)."""
+    return [(scope.tenant, scope.user, i) for i in ids]
 
 
 def _vector_counts(prepared: Sequence[_Prepared]) -> Counter[tuple[str, str, int]]:
