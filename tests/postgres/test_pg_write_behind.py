@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
+import pytest
 
 from memstrata.scope import Scope
 from memstrata.store import open_store
@@ -152,3 +154,42 @@ def test_a_search_reads_without_waiting_for_writes_behind_earlier_searches(pg_ur
     finally:
         release.set()
         store.close()
+
+
+def test_cache_entries_are_written_in_one_statement(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An add_messages batch caches one embedding per message: they are written by one
+    statement, not one execution each (counted at the driver), and all arrive."""
+    import psycopg
+
+    runs: list[int] = []
+    real_execute, real_many = psycopg.Cursor.execute, psycopg.Cursor.executemany
+
+    def execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        if "INTO embedding_cache" in str(query):
+            runs.append(1)
+        return real_execute(self, query, params, **kw)
+
+    def executemany(self: Any, query: Any, params_seq: Any, **kw: Any) -> Any:
+        params_seq = list(params_seq)
+        if "INTO embedding_cache" in str(query):
+            runs.append(len(params_seq))
+        return real_many(self, query, params_seq, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    monkeypatch.setattr(psycopg.Cursor, "executemany", executemany)
+    store = open_store(pg_url)
+    other = open_store(pg_url)
+    rng = np.random.default_rng(5)
+    entries = {f"h{i}": rng.standard_normal(8).astype(np.float32) for i in range(50)}
+    try:
+        store.cache_vectors(ME, "m", entries)
+        store.flush_counters()
+        assert runs == [1]
+        got = other.cached_vectors(ME, "m", list(entries))
+        assert set(got) == set(entries)
+        assert all(np.array_equal(got[k], v) for k, v in entries.items())
+    finally:
+        store.close()
+        other.close()

@@ -88,6 +88,14 @@ _UPSERT_VECTOR = (
     "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
     "vseq = DEFAULT"
 )
+# Embedding-cache entries, many in one statement (an add_messages batch caches 1,000; one
+# INSERT per entry cost 1,000 executions).
+_UPSERT_CACHE = (
+    "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+    "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int4[], %s::bytea[]) "
+    "ON CONFLICT (scope_tok, model_id, key) "
+    "DO UPDATE SET dims = excluded.dims, vector = excluded.vector"
+)
 # A record whose masked columns changed: its vector row is loaded again by the cache.
 _TOUCH_VECTOR = "UPDATE vectors SET vseq = DEFAULT WHERE seq = %s"
 _MASKED = ("type", "agent", "session", "visibility", "status", "superseded_by", "importance")
@@ -1004,13 +1012,8 @@ class PostgresStore:
 
         def write() -> None:
             try:
-                with self._relaxed() as c, c.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
-                        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) "
-                        "DO UPDATE SET dims = excluded.dims, vector = excluded.vector",
-                        rows,
-                    )
+                with self._relaxed() as c:  # one statement, not one per entry
+                    c.execute(_UPSERT_CACHE, [list(col) for col in zip(*rows, strict=True)])
             finally:
                 with self._cache_lock:
                     for key, blob in mine.items():
