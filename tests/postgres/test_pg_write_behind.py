@@ -193,3 +193,36 @@ def test_cache_entries_are_written_in_one_statement(
     finally:
         store.close()
         other.close()
+
+
+def test_statistics_are_refreshed_off_the_writing_thread(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large insert refreshes the planner's statistics (VACUUM/ANALYZE) on a thread of its
+    own: the insert does not wait for it, and the refresh happens."""
+    import psycopg
+
+    ran: list[str] = []
+    real_execute = psycopg.Cursor.execute
+
+    def execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        if str(query).startswith(("VACUUM", "ANALYZE")):
+            ran.append(threading.current_thread().name)
+        return real_execute(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(6))
+    try:
+        store.insert([maker.write() for _ in range(600)])
+        store.wait_for_statistics()
+        assert ran and threading.current_thread().name not in ran
+        with store._read() as c:
+            row = c.execute(
+                "SELECT analyze_count + autoanalyze_count AS n FROM pg_stat_user_tables "
+                "WHERE schemaname = current_schema() AND relname = 'records'"
+            ).fetchone()
+        assert row is not None and row["n"] >= 1
+    finally:
+        store.close()
