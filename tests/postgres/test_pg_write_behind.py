@@ -226,3 +226,41 @@ def test_statistics_are_refreshed_off_the_writing_thread(
         assert row is not None and row["n"] >= 1
     finally:
         store.close()
+
+
+def test_a_list_waits_only_for_the_rows_it_returns(pg_url: str) -> None:
+    """``list`` (build_context's recent turns and layers) reads without waiting for the
+    writes behind a search, and reads again, once written, the rows a pending touch
+    changes: the store still reads its own counts."""
+    from memstrata.filters import Filters
+    from memstrata.records import RecordType
+
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(7))
+    note = maker.write()
+    fact = maker.write(maker.record(type=RecordType.FACT))
+    store.insert([note, fact])
+    release = threading.Event()
+    store._behind.submit(lambda: release.wait(60) and None)  # the thread is busy
+    store.touch(ME, [note.record.id], AT)  # queued behind it
+    seen: list[list[tuple[str, int]]] = []
+
+    def read(types: frozenset[RecordType] | None) -> None:
+        rows = store.list(ME, Filters(types=types), limit=10)
+        seen.append([(r.id, r.access_count) for r in rows])
+
+    facts = threading.Thread(target=read, args=(frozenset({RecordType.FACT}),))
+    facts.start()
+    facts.join(timeout=30)
+    try:
+        assert not facts.is_alive(), "a list of rows no pending write changes waited"
+        assert seen == [[(fact.record.id, 0)]]
+        every = threading.Thread(target=read, args=(None,))
+        every.start()
+        release.set()
+        every.join(timeout=30)
+        assert sorted(seen[1]) == sorted([(note.record.id, 1), (fact.record.id, 0)])
+    finally:
+        release.set()
+        store.close()

@@ -82,6 +82,14 @@ class WriteBehind:
         with self._cv:
             self._cv.wait_for(lambda: self._pending == 0)
 
+    def pending_rows(self) -> frozenset[Hashable]:
+        """The rows the writes not yet made change (a read that cannot name its rows in
+        advance takes this before it reads, then reads those of them it got again)."""
+        if not self._rows:
+            return frozenset()
+        with self._cv:
+            return frozenset(self._rows)
+
     def settle_rows(self, rows: Collection[Hashable]) -> None:
         """Wait only while a pending write changes one of ``rows``."""
         if not self._rows or getattr(self._mine, "inside", False):

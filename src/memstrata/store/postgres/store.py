@@ -1265,14 +1265,40 @@ class PostgresStore:
         offset = max(0, offset)
         order = "DESC" if newest_first else "ASC"
         tail = f"ORDER BY observed_at {order}, seq {order}"
-        with self._read() as c:
-            if not needs_python(filters):
+        pending = self._behind.pending_rows()  # before the read: see _fresh
+        python = needs_python(filters)
+        with self._autocommit(wait=False) as c:
+            if python:
+                rows = self._select(c, scope, filters, tail)
+            else:
                 rows = self._select(
                     c, scope, filters, tail + " LIMIT %s OFFSET %s", (limit, offset)
                 )
-                return [decode_record(r) for r in rows]
-            records = [decode_record(r) for r in self._select(c, scope, filters, tail)]
+        records = [decode_record(r) for r in self._fresh(rows, pending)]
+        if not python:
+            return records
         return [r for r in records if filters.matches(r)][offset : offset + limit]
+
+    def _fresh(
+        self, rows: builtins.list[dict[str, Any]], pending: frozenset[Hashable]
+    ) -> builtins.list[dict[str, Any]]:
+        """``rows`` (read without waiting for the writes behind a search) with those a write
+        pending before the read changes read again once it is made. A write not pending
+        then was committed before the read began, so the read saw it."""
+        keys = {
+            r["seq"]: key for r in rows if (key := (r["tenant"], r["user"], r["id"])) in pending
+        }
+        if not keys or getattr(self._held, "n", 0) > 0:
+            return rows
+        with self._autocommit(wait=list(keys.values())) as c:
+            fresh = {
+                r["seq"]: r
+                for r in c.execute(
+                    f"SELECT {_ROW} FROM records WHERE seq = ANY(%s)", (list(keys),)
+                ).fetchall()
+            }
+        gone = set(keys) - set(fresh)  # purged meanwhile
+        return [fresh.get(r["seq"], r) for r in rows if r["seq"] not in gone]
 
 
 def _row_keys(scope: Scope, ids: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
