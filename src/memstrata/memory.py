@@ -998,6 +998,7 @@ class Memory:
             config=config,
             now=self._clock.now(),
             vector=vector,
+            touch=False,  # the builder counts what it shows (LayerSources.shown)
         )
 
     # --- portability -------------------------------------------------------------------

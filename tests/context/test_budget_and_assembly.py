@@ -192,6 +192,9 @@ class _Sources:
     def records(self, scope, ids):  # type: ignore[no-untyped-def]
         return []
 
+    def shown(self, scope, records):  # type: ignore[no-untyped-def]
+        pass
+
     def neighbours(self, scope, record, after):  # type: ignore[no-untyped-def]
         return []
 

@@ -168,6 +168,9 @@ class _OneHit:
     def records(self, scope: Scope, ids: object) -> list[MemoryRecord]:
         return []
 
+    def shown(self, scope: Scope, records: object) -> None:
+        pass
+
     def neighbours(self, scope: Scope, record: MemoryRecord, after: bool) -> list[MemoryRecord]:
         return []
 

@@ -57,6 +57,7 @@ class ContextSources(Protocol):
         self, scope: Scope, vector: Vector, limit: int
     ) -> list[tuple[MemoryRecord, float]]: ...
     def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]: ...
+    def shown(self, scope: Scope, records: Sequence[MemoryRecord]) -> None: ...
     def neighbours(self, scope: Scope, record: MemoryRecord, after: bool) -> list[MemoryRecord]: ...
 
 
@@ -132,7 +133,13 @@ def _scored_hits(
     return sorted(out.values(), key=lambda t: -t[1])
 
 
-def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> list[ContextItem]:
+def _items(
+    req: ContextRequest,
+    got: dict[str, Any],
+    window_ids: set[str],
+    offered: dict[str, MemoryRecord],
+) -> list[ContextItem]:
+    """The memories offered to the budget; ``offered`` receives their records by id."""
     cfg = req.config
     items: list[ContextItem] = []
     seen: set[str] = set()
@@ -148,6 +155,7 @@ def _items(req: ContextRequest, got: dict[str, Any], window_ids: set[str]) -> li
         if rec.id in seen:
             return
         seen.add(rec.id)
+        offered[rec.id] = rec
         group = (
             format_date(rec.observed_at, rec.text)
             if cfg.compact_dates and block == "relevant" and _is_message(rec)
@@ -326,11 +334,12 @@ def build(
         conversation_length=len(history),
         reserve_ratio=req.reserve_ratio,
     )
-    return assemble(
+    offered: dict[str, MemoryRecord] = {}
+    built = assemble(
         plan=plan,
         system_prompt=req.system_prompt,
         query=req.query,
-        items=_items(req, got, window_ids),
+        items=_items(req, got, window_ids, offered),
         history=history,
         count=count,
         digest_share=(
@@ -339,3 +348,9 @@ def build(
             else req.config.digest_share
         ),
     )
+    # Accesses (and cluster hits) count what the context shows, not the candidates it was
+    # offered: at a 2k budget ~200 hits are asked for and a few dozen are shown.
+    sources.shown(
+        user_scope, [offered[it.record_id] for it in built.items if it.record_id in offered]
+    )
+    return built

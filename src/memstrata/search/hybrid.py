@@ -140,8 +140,14 @@ def search(
     now: datetime,
     explain: bool = False,
     vector: npt.NDArray[np.float32] | None = None,
+    touch: bool = True,
 ) -> list[SearchHit]:
-    """Hybrid search; ``vector`` is the query's embedding when the caller already has it."""
+    """Hybrid search; ``vector`` is the query's embedding when the caller already has it.
+
+    ``touch``: count an access on every hit returned (a search's caller sees them all).
+    ``build_context`` passes ``False`` and counts only the hits it shows: most of its
+    candidates never reach the context, and counting them made access heat count records
+    nobody saw (and wrote ~200 counters per build)."""
     pool = max(config.min_pool, config.pool_factor * top_k)
     lists = _candidates(store, embedder, scope, query, pool, filters, config, vector)
     fused = [f for f in _fuse(lists, config) if f.score >= config.min_relevance]
@@ -170,11 +176,11 @@ def search(
     chosen = scored[:top_k]
 
     ids = [f.id for _, f, _ in chosen]
-    if ids:
+    if ids and touch:
         store.touch(scope, ids, now)
     hits: list[SearchHit] = []
     for final, f, terms in chosen:
-        rec = _touched(by_id[f.id], now)
+        rec = _touched(by_id[f.id], now) if touch else by_id[f.id]
         explanation = None
         if explain:
             explanation = {
