@@ -12,6 +12,7 @@ from ..layers.working import render as render_task
 from ..records import MemoryRecord, RecordType, new_id
 from ..scope import Scope
 from ..search.hit import SearchHit
+from ..search.hybrid import RankedHits
 from ..store.base import Vector
 from .temporal import Period
 
@@ -38,12 +39,14 @@ _MESSAGES = frozenset({RecordType.MESSAGE})
 _CLUSTERS = frozenset({RecordType.CLUSTER})
 
 Search = Callable[[Scope, str, int, Filters, Vector], list[SearchHit]]
+Ranked = Callable[[Scope, str, int, Filters, Vector], RankedHits]
 
 
 class LayerSources:
-    def __init__(self, layers: LayerStack, search: Search) -> None:
+    def __init__(self, layers: LayerStack, search: Search, ranked: Ranked | None = None) -> None:
         self._layers = layers
         self._search = search
+        self._ranked = ranked
 
     def embed_query(self, query: str) -> Vector:
         return query_vector(self._layers.ctx, query)
@@ -118,6 +121,19 @@ class LayerSources:
         if period is not None:
             filters = Filters(types=types, observed_after=period.start, observed_before=period.end)
         return self._search(scope, query, limit, filters, vector)
+
+    def ranked(
+        self, scope: Scope, query: str, limit: int, vector: Vector, *, facts: bool, clusters: bool
+    ) -> RankedHits:
+        """As :meth:`relevant` (no period), the hits decoded as the context packs them."""
+        types = RELEVANT_TYPES | _FACTS if facts else RELEVANT_TYPES
+        if not clusters:
+            types = types - _CLUSTERS
+        if self._ranked is None:
+            return RankedHits.of(
+                scope, self._search(scope, query, limit, Filters(types=types), vector)
+            )
+        return self._ranked(scope, query, limit, Filters(types=types), vector)
 
     def clusters(
         self, scope: Scope, vector: Vector, limit: int
