@@ -164,6 +164,7 @@ def _items(
     cfg = req.config
     items: list[ContextItem] = []
     seen: set[str] = set()
+    lines: dict[tuple[str, str, str | None], tuple[str, str | None]] = got.setdefault("lines", {})
 
     def add(
         block: str,
@@ -177,15 +178,20 @@ def _items(
             return
         seen.add(rec.id)
         offered[rec.id] = rec
-        group = (
-            format_date(rec.observed_at, rec.text)
-            if cfg.compact_dates and block == "relevant" and _is_message(rec)
-            else None
-        )
-        if text is None:
-            text = _speaker_text(rec)
-            if cfg.resolve_dates and _is_message(rec):
-                text = annotate_relative_dates(text, rec.observed_at)
+        key = (block, rec.id, text)
+        shown = lines.get(key)  # packing twice (_pack_lazily) renders each record once
+        if shown is None:
+            group = (
+                format_date(rec.observed_at, rec.text)
+                if cfg.compact_dates and block == "relevant" and _is_message(rec)
+                else None
+            )
+            if text is None:
+                text = _speaker_text(rec)
+                if cfg.resolve_dates and _is_message(rec):
+                    text = annotate_relative_dates(text, rec.observed_at)
+            shown = lines[key] = (text, group)
+        text, group = shown
         items.append(
             ContextItem(
                 block,
@@ -411,6 +417,14 @@ def build(
         else req.config.digest_share
     )
 
+    counted: dict[str, int] = {}
+
+    def count_once(text: str) -> int:  # packing twice (_pack_lazily) counts each line once
+        n = counted.get(text)
+        if n is None:
+            n = counted[text] = count(text)
+        return n
+
     def pack(items: list[ContextItem]) -> AssembledContext:
         return assemble(
             plan=plan,
@@ -418,7 +432,7 @@ def build(
             query=req.query,
             items=items,
             history=history,
-            count=count,
+            count=count_once,
             digest_share=digest_share,
         )
 
