@@ -76,6 +76,16 @@ def test_an_unwritable_cache_costs_nothing_but_time(tmp_path: Path) -> None:
     forget_or_save(breaker, "m at u", blocker / "sub" / "llm-outages.json")  # no exception
 
 
+def test_a_failed_rename_leaves_no_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "llm-outages.json"
+    path.mkdir()  # os.replace onto a directory fails after the temp file was written
+    (path / "keep").write_text("x")
+    breaker = CircuitBreaker()
+    breaker.failure()
+    forget_or_save(breaker, "m at u", path)  # no exception
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["llm-outages.json"]
+
+
 def test_the_file_follows_xdg_cache_home() -> None:
     assert outage_file({"XDG_CACHE_HOME": "/x"}) == Path("/x/memstrata/llm-outages.json")
     assert outage_file({}).parts[-3:] == (".cache", "memstrata", "llm-outages.json")

@@ -11,6 +11,7 @@ unreadable or corrupt file means "no outage known": it can cost time, never corr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -48,11 +49,17 @@ def _write(path: Path, data: dict[str, float]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".llm-outages-", dir=path.parent)
+    except OSError as exc:
+        log.debug("could not record the LLM outage in %s: %s", path, exc)
+        return
+    try:
         with os.fdopen(fd, "w", encoding="utf-8") as fp:
             json.dump(data, fp)
         os.replace(tmp, path)  # atomic: a concurrent call reads the old or the new file
     except OSError as exc:
         log.debug("could not record the LLM outage in %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # a failed write or rename leaves no stray temp file behind
 
 
 def restore(breaker: Any, key: str, path: Path, now: float | None = None) -> float:
