@@ -301,7 +301,7 @@ class Memory:
                 MAINTAIN: self._run_maintain_job,
             }
             runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
-            sources = LayerSources(layers, self._search_for_context)
+            sources = LayerSources(layers, self._search_for_context, self._ranked_for_context)
             self.__dict__.update(
                 _llm=llm, _ctx=ctx, layers=layers, _runner=runner, _sources=sources
             )
@@ -1052,6 +1052,26 @@ class Memory:
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return hybrid_search(
+            self._store,
+            self._embedder.for_scope(scope),
+            scope,
+            query,
+            top_k=top_k,
+            filters=filters,
+            config=config,
+            now=self._clock.now(),
+            vector=vector,
+            touch=False,  # the builder counts what it shows (LayerSources.shown)
+        )
+
+    def _ranked_for_context(
+        self, scope: Scope, query: str, top_k: int, filters: Filters, vector: Any = None
+    ) -> Any:
+        """As ``_search_for_context``, decoded as the context packs (``RankedHits``)."""
+        from .search.hybrid import search_ranked
+
+        config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
+        return search_ranked(
             self._store,
             self._embedder.for_scope(scope),
             scope,

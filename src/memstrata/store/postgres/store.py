@@ -598,6 +598,13 @@ class PostgresStore:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
 
+    def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``(type, text)`` of each id visible in ``scope``, without decoding the records
+        (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
+        with self._read() as c:
+            rows = self._visible(c, scope, ids, "id, type, raw")
+        return {row["id"]: (row["type"], row["raw"]) for row in rows}
+
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         with self._autocommit(_row_keys(scope, ids)) as c:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
