@@ -39,6 +39,7 @@ from .search.config import SearchConfig
 from .search.hit import SearchHit, types_of_layers
 from .search.hybrid import search as hybrid_search
 from .store.base import PurgeReport, RecordWrite, Store
+from .store.compaction import CompactReport
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from .validation import (
@@ -300,7 +301,7 @@ class Memory:
                 MAINTAIN: self._run_maintain_job,
             }
             runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
-            sources = LayerSources(layers, self._search_for_context)
+            sources = LayerSources(layers, self._search_for_context, self._ranked_for_context)
             self.__dict__.update(
                 _llm=llm, _ctx=ctx, layers=layers, _runner=runner, _sources=sources
             )
@@ -767,8 +768,15 @@ class Memory:
         return self._store.get(scope, record_id, include_deleted=True)
 
     def purge(
-        self, scope: Scope, record_ids: Sequence[str] | None = None, *, actor: str = "library"
+        self,
+        scope: Scope,
+        record_ids: Sequence[str] | None = None,
+        *,
+        actor: str = "library",
+        compact: bool = False,
     ) -> PurgeReport:
+        """Destroy records for real (or every trace of the user). ``compact=True`` then
+        runs :meth:`compact`, so the database's files keep no byte of them either."""
         report = self._purge(scope, record_ids)
         whole = record_ids is None
         if whole:  # keep what happened, not who: the user's events lose their ids
@@ -782,7 +790,24 @@ class Memory:
             reason="a whole user" if whole else None,
             details={"records": report.records, "remaining": report.remaining},
         )
+        if compact:  # after the audit event: its rewrite of the user's events goes too
+            report = replace(report, compaction=self.compact())
         return report
+
+    def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
+        """Rewrite the store's files so no deleted row's bytes remain (store/compaction.py).
+
+        SQLite: FTS5 ``optimize``, ``VACUUM``, WAL truncated. PostgreSQL: ``VACUUM (FULL,
+        ANALYZE)`` of every table of the schema (each locked against reads and writes while
+        it is copied), ``pg_statistic`` rewritten, WAL switched and checkpointed; what the
+        server keeps out of reach is in ``residuals``; a table another transaction holds for
+        over ``lock_timeout`` seconds is skipped and named. ``memory://`` has no files."""
+        from .store.compaction import Compactable
+
+        store: object = getattr(self._store, "durable", self._store)  # behind Redis
+        if not isinstance(store, Compactable):
+            return CompactReport()
+        return store.compact(lock_timeout=lock_timeout)
 
     def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
         """Destroy for real. With ids: those records. Without: everything of the user
@@ -1027,6 +1052,26 @@ class Memory:
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return hybrid_search(
+            self._store,
+            self._embedder.for_scope(scope),
+            scope,
+            query,
+            top_k=top_k,
+            filters=filters,
+            config=config,
+            now=self._clock.now(),
+            vector=vector,
+            touch=False,  # the builder counts what it shows (LayerSources.shown)
+        )
+
+    def _ranked_for_context(
+        self, scope: Scope, query: str, top_k: int, filters: Filters, vector: Any = None
+    ) -> Any:
+        """As ``_search_for_context``, decoded as the context packs (``RankedHits``)."""
+        from .search.hybrid import search_ranked
+
+        config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
+        return search_ranked(
             self._store,
             self._embedder.for_scope(scope),
             scope,

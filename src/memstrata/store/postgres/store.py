@@ -45,6 +45,7 @@ from ..base import (
     UnitOfWork,
     Vector,
 )
+from ..compaction import CompactReport
 from ..sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -597,6 +598,13 @@ class PostgresStore:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
 
+    def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``(type, text)`` of each id visible in ``scope``, without decoding the records
+        (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
+        with self._read() as c:
+            rows = self._visible(c, scope, ids, "id, type, raw")
+        return {row["id"]: (row["type"], row["raw"]) for row in rows}
+
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         with self._autocommit(_row_keys(scope, ids)) as c:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
@@ -750,7 +758,13 @@ class PostgresStore:
                     ).fetchone()["n"]
                 )
                 self._bump(c, scope.tenant, scope.user)
-        return PurgeReport(**counts, remaining=remaining)
+        return PurgeReport(
+            records=counts["records"],
+            versions=counts["versions"],
+            vectors=counts["vectors"],
+            cache_entries=counts["cache_entries"],
+            remaining=remaining,
+        )
 
     def _reterm(self, c: Any, scope: Scope, reterm: Mapping[str, Sequence[str]]) -> None:
         """New lexical terms for the user's records in ``reterm`` whose tokens differ
@@ -777,6 +791,7 @@ class PostgresStore:
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         from ...quotas import subject_hash  # quotas imports the store package
+        from ..user_tables import purge_user_rows
 
         tok = scope_token(tenant, user)
         args = {"t": tenant, "u": user, "tok": tok}
@@ -807,8 +822,19 @@ class PostgresStore:
                 "DELETE FROM meta WHERE key LIKE %s", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
             audit.redact_subject(c, tenant, user)
-            # API keys bound to the user name them (server/keys.py): they go too.
-            c.execute('DELETE FROM api_keys WHERE tenant = %s AND "user" = %s', mine_args)
+            # Rows of other components naming the user (API keys bound to them, registered
+            # by server/pg_keys.py) go in this transaction too (store/user_tables.py).
+            purge_user_rows(
+                c,
+                tenant,
+                user,
+                ph="%s",
+                table_exists=lambda name: c.execute(
+                    "SELECT to_regclass(format('%%I.%%I', current_schema(), %s::text)) "
+                    "IS NOT NULL AS ok",
+                    (name,),
+                ).fetchone()["ok"],
+            )
             remaining = c.execute(
                 'SELECT (SELECT count(*) FROM records WHERE tenant = %(t)s AND "user" = %(u)s) '
                 "+ (SELECT count(*) FROM record_history h WHERE NOT EXISTS "
@@ -828,6 +854,14 @@ class PostgresStore:
             cache_entries=cache,
             remaining=int(remaining),
         )
+
+    def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
+        """Rewrite every table of the schema and make the WAL holding deleted rows
+        removable (compact.py: what it locks, what it cannot reach)."""
+        from .compact import compact
+
+        with self._autocommit() as c:
+            return compact(c, self.options.schema, lock_timeout_s=lock_timeout)
 
     def _select(
         self,
