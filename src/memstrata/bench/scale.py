@@ -397,16 +397,8 @@ def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, A
     import os
     import platform
 
-    return {
-        "benchmark": "scale",
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "config": asdict(cfg),
-        "environment": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_1m_at_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        },
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    out: dict[str, Any] = {
         "results": [
             _one_size(s, replace(cfg, store=store), tick)
             for store in store_kinds(cfg.store)
@@ -419,6 +411,19 @@ def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, A
         ],
         "workers": _workers_all(cfg),
         "long_session": long_session(cfg, tick) if cfg.session_turns else None,
+    }
+    # the environment after the run: its load average is the one at the end
+    return {
+        "benchmark": "scale",
+        "created_at": created,
+        "config": asdict(cfg),
+        "environment": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_average_1m_at_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        },
+        **out,
     }
 
 

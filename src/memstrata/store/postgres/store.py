@@ -601,7 +601,7 @@ class PostgresStore:
     def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """``(type, text)`` of each id visible in ``scope``, without decoding the records
         (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
-        with self._read() as c:
+        with self._autocommit(wait=False) as c:  # no counter read: need not wait (behind.py)
             rows = self._visible(c, scope, ids, "id, type, raw")
         return {row["id"]: (row["type"], row["raw"]) for row in rows}
 
