@@ -61,7 +61,12 @@ class ConflictError(MemstrataError):
 
 
 class QuotaExceededError(MemstrataError):
-    """The write would exceed a configured quota."""
+    """The write would exceed a configured quota. ``retry_after``: seconds until the quota
+    resets (a daily one), or None when waiting does not help (records, per request)."""
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class StoreError(MemstrataError):

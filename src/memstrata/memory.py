@@ -39,6 +39,7 @@ from .search.config import SearchConfig
 from .search.hit import SearchHit, types_of_layers
 from .search.hybrid import search as hybrid_search
 from .store.base import PurgeReport, RecordWrite, Store
+from .store.compaction import CompactReport
 from .store.url import open_store
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from .validation import (
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from .context.assemble import AssembledContext
     from .context.config import ContextConfig
     from .context.sources import LayerSources
+    from .jobs import Job
     from .layers.base import LayerConfig, LayerContext
     from .layers.episodic import EpisodeService
     from .layers.key import KeyMemoryService
@@ -417,7 +419,24 @@ class Memory:
         """Store many turns in one embedding call and one transaction (all or nothing)."""
         self._owner(scope)
         now = self._clock.now()
-        records = [
+        records = self._turn_records(scope, messages, now)
+        if records:
+            # Quotas: checked and counted before anything is embedded, atomically with the
+            # write across processes (nothing counted if the write fails).
+            with self._admit(scope, len(records), now):
+                # The turns, their index entries and their ingest job commit together: a
+                # crash can never leave a message that no job will process.
+                writes, job = self._turn_writes(scope, records, now)
+                with self._store.transaction() as tx:
+                    tx.append_turns(writes)
+                    tx.enqueue([job])
+            self._wake()
+        return records
+
+    def _turn_records(
+        self, scope: Scope, messages: Sequence[Message], now: datetime
+    ) -> builtins.list[MemoryRecord]:
+        return [
             message_record(
                 scope,
                 self._redact_message(scope, to_message(m, i)),
@@ -428,21 +447,41 @@ class Memory:
             )
             for i, m in enumerate(check_sequence(messages, "messages"))
         ]
-        if records:
-            # Quotas: checked and counted before anything is embedded, atomically with the
-            # write across processes (nothing counted if the write fails).
-            with self._admit(scope, len(records), now):
-                # The turns, their index entries and their ingest job commit together: a
-                # crash can never leave a message that no job will process.
-                from .layers.pipeline import make_ingest_job
-                from .search.reply_terms import index_replies
 
-                # A reply is also indexed under the question it answers (search/reply_terms).
-                writes = index_replies(self._store, scope, self._ctx.writes(records))
-                with self._store.transaction() as tx:
-                    tx.append_turns(writes)
-                    tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
-            self._wake()
+    def _turn_writes(
+        self, scope: Scope, records: Sequence[MemoryRecord], now: datetime
+    ) -> tuple[builtins.list[RecordWrite], Job]:
+        """What ``add_messages`` writes for ``records``: their index entries and one job."""
+        from .layers.pipeline import make_ingest_job
+        from .search.reply_terms import index_replies
+
+        # A reply is also indexed under the question it answers (search/reply_terms).
+        writes = index_replies(self._store, scope, self._ctx.writes(records))
+        return writes, make_ingest_job(scope, [r.id for r in records], now)
+
+    def _bulk_add_messages(
+        self, batches: Sequence[tuple[Scope, Sequence[Message]]]
+    ) -> builtins.list[MemoryRecord]:
+        """For bulk loaders (``memstrata bench scale`` at 1M records): exactly what
+        ``add_messages`` writes for each ``(scope, messages)`` batch (the turns, their index
+        entries, one ingest job per batch), all batches in one transaction. No quotas are
+        taken and no worker is woken (the jobs stay queued)."""
+        now = self._clock.now()
+        records: builtins.list[MemoryRecord] = []
+        writes: builtins.list[RecordWrite] = []
+        jobs: builtins.list[Job] = []
+        for scope, messages in batches:
+            self._owner(scope)
+            mine = self._turn_records(scope, messages, now)
+            if mine:
+                more, job = self._turn_writes(scope, mine, now)
+                records += mine
+                writes += more
+                jobs.append(job)
+        if records:
+            with self._store.transaction() as tx:
+                tx.append_turns(writes)
+                tx.enqueue(jobs)
         return records
 
     def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractContextManager[None]:
@@ -729,8 +768,15 @@ class Memory:
         return self._store.get(scope, record_id, include_deleted=True)
 
     def purge(
-        self, scope: Scope, record_ids: Sequence[str] | None = None, *, actor: str = "library"
+        self,
+        scope: Scope,
+        record_ids: Sequence[str] | None = None,
+        *,
+        actor: str = "library",
+        compact: bool = False,
     ) -> PurgeReport:
+        """Destroy records for real (or every trace of the user). ``compact=True`` then
+        runs :meth:`compact`, so the database's files keep no byte of them either."""
         report = self._purge(scope, record_ids)
         whole = record_ids is None
         if whole:  # keep what happened, not who: the user's events lose their ids
@@ -744,7 +790,24 @@ class Memory:
             reason="a whole user" if whole else None,
             details={"records": report.records, "remaining": report.remaining},
         )
+        if compact:  # after the audit event: its rewrite of the user's events goes too
+            report = replace(report, compaction=self.compact())
         return report
+
+    def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
+        """Rewrite the store's files so no deleted row's bytes remain (store/compaction.py).
+
+        SQLite: FTS5 ``optimize``, ``VACUUM``, WAL truncated. PostgreSQL: ``VACUUM (FULL,
+        ANALYZE)`` of every table of the schema (each locked against reads and writes while
+        it is copied), ``pg_statistic`` rewritten, WAL switched and checkpointed; what the
+        server keeps out of reach is in ``residuals``; a table another transaction holds for
+        over ``lock_timeout`` seconds is skipped and named. ``memory://`` has no files."""
+        from .store.compaction import Compactable
+
+        store: object = getattr(self._store, "durable", self._store)  # behind Redis
+        if not isinstance(store, Compactable):
+            return CompactReport()
+        return store.compact(lock_timeout=lock_timeout)
 
     def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
         """Destroy for real. With ids: those records. Without: everything of the user

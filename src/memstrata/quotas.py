@@ -53,6 +53,7 @@ __all__ = [
     "check_writes",
     "day_key",
     "next_midnight",
+    "parse_quota",
     "set_user_quota",
     "subject_hash",
 ]
@@ -92,6 +93,45 @@ class Quotas:
             raise ValidationError("Quotas(per_user=Quota(...), per_tenant=Quota(...))")
 
 
+_SPEC_NAMES = {
+    "records": "max_records",
+    "max_records": "max_records",
+    "embeddings_per_day": "embeddings_per_day",
+    "embeddings": "embeddings_per_day",
+    "context_tokens": "context_tokens",
+    "context": "context_tokens",
+}
+
+
+def parse_quota(spec: str) -> Quota:
+    """A :class:`Quota` from ``records=1000,embeddings_per_day=5000,context_tokens=4000``
+    (any subset; ``records``/``embeddings``/``context`` for short; empty: no limit), as
+    ``memstrata serve --user-quota/--tenant-quota`` take it."""
+    if not isinstance(spec, str):
+        raise ValidationError(f"a quota is a string like 'records=1000', got {spec!r}")
+    values: dict[str, int] = {}
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        name, eq, raw = (x.strip() for x in part.partition("="))
+        field = _SPEC_NAMES.get(name.lower())
+        if field is None or not eq:
+            raise ValidationError(
+                f"quota item {part!r} is not NAME=NUMBER with NAME one of records, "
+                "embeddings_per_day, context_tokens (e.g. records=1000,embeddings_per_day=5000)"
+            )
+        if field in values:
+            raise ValidationError(f"quota {field} is given twice in {spec!r}; give it once")
+        try:
+            number = int(raw.replace("_", ""))
+        except ValueError:
+            raise ValidationError(
+                f"quota {field}={raw!r} is not a whole number; give an integer >= 1"
+            ) from None
+        values[field] = _limit(number, field) or 0
+    return Quota(**values)
+
+
 def next_midnight(now: datetime) -> datetime:
     return (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
 
@@ -114,17 +154,30 @@ def day_key(kind: str, tenant: str, user: str | None, now: datetime) -> str:
 
 
 def exceeded(
-    name: str, limit: int | None, used: int, wanted: int, resets: str
+    name: str,
+    limit: int | None,
+    used: int,
+    wanted: int,
+    resets: str,
+    retry_after: int | None = None,
 ) -> QuotaExceededError:
     return QuotaExceededError(
         f"quota {name} exceeded: limit {limit}, used {used}, this call needs {wanted}; "
-        f"resets {resets}. Nothing was written."
+        f"resets {resets}. Nothing was written.",
+        retry_after=retry_after,
     )
 
 
-def check(name: str, limit: int | None, used: int, wanted: int, resets: str) -> None:
+def check(
+    name: str,
+    limit: int | None,
+    used: int,
+    wanted: int,
+    resets: str,
+    retry_after: int | None = None,
+) -> None:
     if limit is not None and used + wanted > limit:
-        raise exceeded(name, limit, used, wanted, resets)
+        raise exceeded(name, limit, used, wanted, resets, retry_after)
 
 
 def _count(store: Store, key: str) -> int:
@@ -262,19 +315,16 @@ def admit_writes(
         yield
         return
     counters = counters_of(store)
-    user = _user_quota(store, quotas, scope)
     tenant_limit = quotas.per_tenant.max_records
-    if user.max_records is None and tenant_limit is None:
-        with _counted(counters, quotas, user, scope, n, now):
-            yield
-        return
-    # One lease covers the count and the write: the tenant's when it has a records limit
-    # (it serialises its users' writes, so it covers the per-user count too), else the
-    # user's.
-    who = (
-        _hash(scope.tenant) if tenant_limit is not None else subject_hash(scope.tenant, scope.user)
-    )
-    with _records_lease(counters, f"quota:lease:{who}:records", wait=wait) as lease:
+    # One lease covers reading the user's quota, the count and the write: the tenant's when
+    # it has a records limit (it serialises its users' writes, so it covers the per-user
+    # count too), else the user's. Taken even when no records limit applies: set_user_quota
+    # holds both leases while it checks usage and saves, so no write slips in between and
+    # no write is admitted under a quota read before the new one was saved.
+    with _records_lease(
+        counters, _lease_key(scope, tenant_wide=tenant_limit is not None), wait=wait
+    ) as lease:
+        user = _user_quota(store, quotas, scope)
         if tenant_limit is not None:
             used = counters.count_tenant_records(scope.tenant) + lease.pending
             check("max_records (per tenant)", tenant_limit, used, n, _RECORDS_RESET)
@@ -316,7 +366,9 @@ def _counted(
     refused = counters.take_counters(takes)
     if refused is not None:
         name, limit, _ = named[refused.index]
-        raise exceeded(name, limit, refused.used, n, f"at {midnight.isoformat()} (UTC midnight)")
+        raise exceeded(
+            name, limit, refused.used, n, f"at {midnight.isoformat()} (UTC midnight)", ttl
+        )
     try:
         yield
     except BaseException:
@@ -345,12 +397,14 @@ def check_writes(store: Store, quotas: Quotas, scope: Scope, n: int, now: dateti
     values = counters_of(store).counter_values(
         [day_key("emb", scope.tenant, scope.user, now), day_key("emb", scope.tenant, None, now)]
     )
+    wait = _seconds_to(next_midnight(now), now)
     check(
         "embeddings_per_day (per user)",
         user.embeddings_per_day,
         values[day_key("emb", scope.tenant, scope.user, now)],
         n,
         midnight,
+        wait,
     )
     check(
         "embeddings_per_day (per tenant)",
@@ -358,6 +412,7 @@ def check_writes(store: Store, quotas: Quotas, scope: Scope, n: int, now: dateti
         values[day_key("emb", scope.tenant, None, now)],
         n,
         midnight,
+        wait,
     )
 
 
@@ -370,10 +425,37 @@ def check_context(store: Store, quotas: Quotas, scope: Scope, tokens: int) -> No
         check(name, limit, 0, tokens, "with the next request (the limit is per request)")
 
 
-def set_user_quota(store: Store, quotas: Quotas, scope: Scope, quota: Quota, now: datetime) -> None:
-    """Override one user's quota; refused (ValidationError) below what they already use."""
+def _lease_key(scope: Scope, *, tenant_wide: bool) -> str:
+    who = _hash(scope.tenant) if tenant_wide else subject_hash(scope.tenant, scope.user)
+    return f"quota:lease:{who}:records"
+
+
+def set_user_quota(
+    store: Store,
+    quotas: Quotas,
+    scope: Scope,
+    quota: Quota,
+    now: datetime,
+    *,
+    wait: float = WAIT_SECONDS,
+) -> None:
+    """Override one user's quota; refused (ValidationError) below what they already use.
+
+    The check and the save are one step for writers: both leases a writer may hold (the
+    tenant's, taken first, and the user's) are held meanwhile, and writers read the quota
+    under theirs, so a concurrent write either lands before the count or is admitted under
+    the new quota."""
     if not isinstance(quota, Quota):
         raise ValidationError("set_quota needs a memstrata.quotas.Quota")
+    counters = counters_of(store)
+    with (
+        _records_lease(counters, _lease_key(scope, tenant_wide=True), wait=wait),
+        _records_lease(counters, _lease_key(scope, tenant_wide=False), wait=wait),
+    ):
+        _check_and_save(store, scope, quota, now)
+
+
+def _check_and_save(store: Store, scope: Scope, quota: Quota, now: datetime) -> None:
     if quota.max_records is not None:
         used = store.count(scope.user_scope, Filters(include_deleted=True, include_superseded=True))
         if quota.max_records < used:

@@ -31,6 +31,7 @@ from ..scope import Scope
 from ..search.config import SearchConfig
 from ..search.hit import SearchHit
 from ..store.base import PurgeReport, Store, Vector
+from ..store.compaction import CompactReport
 from ..text import DEFAULT_MAX_CHARS
 from ..tokens import TokenCounter
 from ..worker import RunReport
@@ -218,6 +219,24 @@ class AsyncMemory(ThreadConfinedMemory):
             )
         )
 
+    async def compact(
+        self,
+        *,
+        lock_timeout: float = 10.0,
+    ) -> CompactReport:
+        """Rewrite the store's files so no deleted row's bytes remain (store/compaction.py).
+
+        SQLite: FTS5 ``optimize``, ``VACUUM``, WAL truncated. PostgreSQL: ``VACUUM (FULL,
+        ANALYZE)`` of every table of the schema (each locked against reads and writes while
+        it is copied), ``pg_statistic`` rewritten, WAL switched and checkpointed; what the
+        server keeps out of reach is in ``residuals``; a table another transaction holds for
+        over ``lock_timeout`` seconds is skipped and named. ``memory://`` has no files."""
+        return await self._run(
+            lambda m: m.compact(
+                lock_timeout=lock_timeout,
+            )
+        )
+
     async def delete(
         self,
         scope: Scope,
@@ -395,12 +414,16 @@ class AsyncMemory(ThreadConfinedMemory):
         record_ids: Sequence[str] | None = None,
         *,
         actor: str = "library",
+        compact: bool = False,
     ) -> PurgeReport:
+        """Destroy records for real (or every trace of the user). ``compact=True`` then
+        runs :meth:`compact`, so the database's files keep no byte of them either."""
         return await self._run(
             lambda m: m.purge(
                 scope,
                 record_ids,
                 actor=actor,
+                compact=compact,
             )
         )
 

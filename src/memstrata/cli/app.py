@@ -405,23 +405,39 @@ def purge(
         list[str] | None, typer.Argument(help="Ids or unique prefixes; none = the whole user.")
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm purging a whole user.")] = False,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact",
+            help="Then rewrite the database's files so no byte of it is left (PostgreSQL: "
+            "VACUUM FULL, locking each table while it is copied; see README).",
+        ),
+    ] = False,
     as_json: Json = False,
 ) -> None:
     """Destroy records for real (or every trace of the user, with --yes)."""
+    from .maintain_commands import compaction_data, show_compaction
+
     settings: Settings = ctx.obj
     if not record_id and not yes:
         fail("purging a whole user destroys everything of theirs; repeat with --yes")
     with open_memory(settings) as mem:
         scope = settings.scope()
         ids = [resolve_id(mem, scope, r) for r in record_id or ()]
-        report = mem.purge(scope, ids or None)
-        data = {k: getattr(report, k) for k in report.__dataclass_fields__}
+        report = mem.purge(scope, ids or None, compact=compact)
+        data: dict[str, Any] = {
+            k: getattr(report, k) for k in report.__dataclass_fields__ if k != "compaction"
+        }
+        if report.compaction is not None:
+            data["compaction"] = compaction_data(report.compaction)
         if emit(data, as_json):
             return
         from .output import report_table
 
         what = f"{len(ids)} record(s)" if ids else f"every trace of {scope.user_scope}"
-        show(report_table(f"purged {what}", data))
+        show(report_table(f"purged {what}", {k: v for k, v in data.items() if k != "compaction"}))
+        if report.compaction is not None:
+            show_compaction(report.compaction)
 
 
 @commands.command()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,8 +14,33 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from ..maintenance import MaintenanceReport
+    from ..store.compaction import CompactReport
 
-__all__ = ["register"]
+__all__ = ["COMPACT_HELP", "compaction_data", "register", "show_compaction"]
+
+COMPACT_HELP = (
+    "Then rewrite the database's files so deleted rows leave no bytes (PostgreSQL: VACUUM "
+    "FULL of every table, locking each against reads and writes while it is copied, then a "
+    "WAL switch and CHECKPOINT; SQLite: VACUUM)."
+)
+
+
+def compaction_data(report: CompactReport) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(report).items()}
+
+
+def show_compaction(report: CompactReport) -> None:
+    """One line of what was rewritten, then every residual as a warning."""
+    console.print(
+        f"compacted {len(report.rewritten)} table(s) in {report.seconds:.1f} s: "
+        f"{report.bytes_before:,} -> {report.bytes_after:,} bytes"
+        + ("" if not report.skipped else f"; not rewritten: {', '.join(report.skipped)}"),
+        highlight=False,
+    )
+    for residual in report.residuals:
+        console.print(f"[yellow]still on the server:[/yellow] {residual}", highlight=False)
 
 
 def maintain(
@@ -27,6 +52,7 @@ def maintain(
         bool, typer.Option("--dry-run", help="Decide and report; change nothing.")
     ] = False,
     log: Annotated[bool, typer.Option("--log", help="Also list every action taken.")] = False,
+    compact: Annotated[bool, typer.Option("--compact", help=COMPACT_HELP)] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Run maintenance for --tenant/--user: forget (soft, restorable), downgrade, refresh decay
@@ -34,7 +60,10 @@ def maintain(
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
         report = mem.maintain(settings.scope(), policy=policy, dry_run=dry_run)
+        compacted = mem.compact() if compact and not dry_run else None
     data: dict[str, object] = report.as_dict()
+    if compacted is not None:
+        data["compaction"] = compaction_data(compacted)
     if log:
         data["log"] = [
             {
@@ -51,6 +80,8 @@ def maintain(
         console.print(report_table(report))
         if log:
             console.print(log_table(report))
+        if compacted is not None:
+            show_compaction(compacted)
 
 
 COUNTS = (

@@ -185,6 +185,17 @@ def serve(
             "store's own counters)."
         ),
     ] = None,
+    user_quota: Annotated[
+        str,
+        typer.Option(
+            help="Quota of every user, e.g. records=1000,embeddings_per_day=5000,"
+            "context_tokens=4000 (any subset; over it: 429, nothing written).",
+        ),
+    ] = "",
+    tenant_quota: Annotated[
+        str,
+        typer.Option(help="Quota of each tenant's total (records, embeddings per day)."),
+    ] = "",
     max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 1024 * 1024,
     background: Annotated[
         bool, typer.Option(help="Run background jobs in the server (else run `memstrata worker`).")
@@ -233,7 +244,15 @@ def serve(
         background=background,
         host=host,
         mcp=mcp_endpoint,
+        user_quota=user_quota,
+        tenant_quota=tenant_quota,
     )
+    from ..server.factory import server_quotas
+
+    try:  # a bad quota is refused here, before any process starts
+        server_quotas(config)
+    except MemstrataError as exc:
+        fail(str(exc))
     configure_logging(log_level)
     if workers > 1:
         os.environ[ENV_VAR] = config.to_json()

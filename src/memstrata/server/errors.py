@@ -195,7 +195,10 @@ def memstrata_response(exc: MemstrataError, request: Request | None = None) -> J
     if isinstance(exc, ValidationError | ImportFormatError):
         return error_response(422, "invalid_request", msg)
     if isinstance(exc, QuotaExceededError):
-        return error_response(429, "quota_exceeded", msg, headers={"Retry-After": "60"})
+        # a daily quota: when it resets; records or a per-request limit: waiting does not
+        # help, but 429 keeps its Retry-After (clients back off instead of hammering)
+        wait = exc.retry_after if exc.retry_after is not None else 3600
+        return error_response(429, "quota_exceeded", msg, headers={"Retry-After": str(wait)})
     if isinstance(exc, StoreError | ProviderError):
         where = f" on {request.method} {request.url.path}" if request else ""
         log.error("unavailable%s: %s", where, msg)

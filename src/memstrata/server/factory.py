@@ -16,10 +16,18 @@ from fastapi import FastAPI
 
 from ..errors import ValidationError
 from ..memory import Memory
+from ..quotas import Quotas, parse_quota
 from .app import Limits, create_app
 from .keys import KeyStore, open_key_store
 
-__all__ = ["ENV_VAR", "ServeConfig", "app_from_env", "build_app", "open_server_memory"]
+__all__ = [
+    "ENV_VAR",
+    "ServeConfig",
+    "app_from_env",
+    "build_app",
+    "open_server_memory",
+    "server_quotas",
+]
 
 ENV_VAR = "MEMSTRATA_SERVE_CONFIG"
 
@@ -42,6 +50,8 @@ class ServeConfig:
     tenant_rate: float = 0.0
     tenant_burst: int = 0
     shared_batch: int = 0  # 0: a tenth of the burst (see Limits)
+    user_quota: str = ""  # quotas.parse_quota: "records=1000,embeddings_per_day=5000,..."
+    tenant_quota: str = ""  # the same, for each tenant's total
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -72,7 +82,22 @@ def open_server_memory(config: ServeConfig) -> Memory:
             llm.split(":", 1)[1], base_url=config.openai_base_url, api_key=config.openai_api_key
         )
     return Memory(
-        config.url, embedder=embedder, llm=llm, background=config.background, buffer=config.redis
+        config.url,
+        embedder=embedder,
+        llm=llm,
+        background=config.background,
+        buffer=config.redis,
+        quotas=server_quotas(config),
+    )
+
+
+def server_quotas(config: ServeConfig) -> Quotas | None:
+    """The store-wide quotas every server process enforces (None: no quota configured;
+    overrides set with ``Memory.set_quota`` are then not enforced by the server either)."""
+    if not config.user_quota.strip() and not config.tenant_quota.strip():
+        return None
+    return Quotas(
+        per_user=parse_quota(config.user_quota), per_tenant=parse_quota(config.tenant_quota)
     )
 
 

@@ -42,8 +42,10 @@ from typing import Protocol
 
 from ..errors import NotFoundError, StoreError, ValidationError
 from ..scope import Scope
+from ..store import user_tables
 
 __all__ = [
+    "KEYS_OF_A_USER",
     "KEY_COLUMNS",
     "ApiKey",
     "InMemoryKeyStore",
@@ -264,6 +266,9 @@ CREATE TABLE IF NOT EXISTS api_keys (
 _ADDED = (("user", "TEXT"), ("roles", "TEXT NOT NULL DEFAULT ''"))
 
 
+# api_keys rows naming one user: (table, tenant column, user column) for store/user_tables.py
+KEYS_OF_A_USER = ("api_keys", "tenant", "user")
+
 KEY_COLUMNS = 'id, tenant, role, name, created_at, revoked_at, "user", roles'
 
 
@@ -296,6 +301,10 @@ class SQLiteKeyStore:
             for column, decl in _ADDED:
                 if column not in have:
                     self._conn.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {decl}")
+            # A user's purge deletes the keys bound to them in its own transaction: the
+            # table is registered for it in the database (store/user_tables.py).
+            self._conn.execute(user_tables.DDL)
+            self._conn.execute(user_tables.register_sql("?"), KEYS_OF_A_USER)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the API key table in {path!r}: {exc}") from exc
         self._lock = threading.Lock()
@@ -385,18 +394,6 @@ class SQLiteKeyStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-
-def sqlite_purge_user_keys(conn: sqlite3.Connection, tenant: str, user: str) -> int:
-    """Delete the keys bound to a user inside a store's purge transaction (a file that
-    never had a key store has no ``api_keys`` table: nothing to do)."""
-    if not conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'api_keys'"
-    ).fetchone():
-        return 0
-    return conn.execute(
-        'DELETE FROM api_keys WHERE tenant = ? AND "user" = ?', (tenant, user)
-    ).rowcount
 
 
 def sqlite_path(url: str) -> str | None:

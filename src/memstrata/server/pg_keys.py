@@ -16,10 +16,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import MemstrataError, NotFoundError, StoreError
+from ..store import user_tables
 from ..store.postgres.connection import driver, parse_url, translate
 from ..store.postgres.migrations import check_pgvector, migrate
 from .keys import (
     KEY_COLUMNS,
+    KEYS_OF_A_USER,
     ApiKey,
     NewKey,
     encode_roles,
@@ -30,6 +32,18 @@ from .keys import (
 )
 
 __all__ = ["PostgresKeyStore"]
+
+
+def _register(conn: Any, schema: str) -> None:
+    """Register ``api_keys`` for users' purges (store/user_tables.py); serialised, as two
+    processes creating one table at once can collide in PostgreSQL's catalog."""
+    from psycopg import sql
+
+    with conn.transaction():
+        conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('memstrata:user_tables'))")
+        conn.execute(user_tables.DDL)
+        conn.execute(user_tables.register_sql("%s"), KEYS_OF_A_USER)
 
 
 class PostgresKeyStore:
@@ -52,6 +66,7 @@ class PostgresKeyStore:
             with first:  # the same schema steps the store applies (api_keys is step 5)
                 check_pgvector(first, self._where)
                 migrate(first, options.schema, self._where)
+                _register(first, options.schema)
         except MemstrataError:
             raise
         except psycopg.Error as exc:

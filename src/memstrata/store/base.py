@@ -45,6 +45,7 @@ from ..filters import Filters
 from ..jobs import Job
 from ..records import MemoryRecord, RecordStatus
 from ..scope import Scope
+from .compaction import CompactReport
 
 if TYPE_CHECKING:
     from ..audit import AuditEvent
@@ -95,6 +96,7 @@ class PurgeReport:
     jobs: int = 0
     cache_entries: int = 0
     remaining: int = 0  # what a verification query still finds afterwards (must be 0)
+    compaction: CompactReport | None = None  # purge(..., compact=True): the rewrite after it
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from ..base import (
     UnitOfWork,
     Vector,
 )
+from ..compaction import CompactReport
 from . import dump, outbox
 from .codec import (
     COLUMNS,
@@ -751,7 +752,13 @@ class SQLiteStore:
                 self._bump(c, scope.tenant, scope.user)
         if seqs:
             self._scrub()
-        return PurgeReport(**counts, remaining=remaining)
+        return PurgeReport(
+            records=counts["records"],
+            versions=counts["versions"],
+            vectors=counts["vectors"],
+            cache_entries=counts["cache_entries"],
+            remaining=remaining,
+        )
 
     def _reterm(
         self, c: sqlite3.Connection, scope: Scope, reterm: Mapping[str, Sequence[str]]
@@ -782,6 +789,38 @@ class SQLiteStore:
             if self.path != ":memory:":
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
+        """Rewrite the file: FTS5 ``optimize``, ``VACUUM``, a ``TRUNCATE`` checkpoint (a
+        whole-user purge does this itself; a record purge relies on ``secure_delete``).
+        ``lock_timeout``: unused (one writer at a time; the busy timeout applies)."""
+        import time
+
+        started = time.monotonic()
+        before = self._file_bytes()
+        with self._lock:
+            self._conn.execute("INSERT INTO lexical (lexical) VALUES ('optimize')")
+            if self.path != ":memory:":
+                self._conn.execute("VACUUM")
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        on_disk = self.path != ":memory:"
+        return CompactReport(
+            rewritten=(self.path,) if on_disk else (),
+            bytes_before=before,
+            bytes_after=self._file_bytes(),
+            checkpoint=on_disk,
+            wal_switched=on_disk,
+            seconds=round(time.monotonic() - started, 3),
+        )
+
+    def _file_bytes(self) -> int:
+        from pathlib import Path
+
+        if self.path == ":memory:":
+            return 0
+        return sum(
+            Path(self.path + s).stat().st_size for s in ("", "-wal") if Path(self.path + s).exists()
+        )
+
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         """Destroy every trace of one user, then make sure no byte of it is left on disk.
 
@@ -795,7 +834,7 @@ class SQLiteStore:
         in the file's bytes."""
         from ...audit import sqlite_redact_subject
         from ...quotas import subject_hash
-        from ...server.keys import sqlite_purge_user_keys
+        from ..user_tables import purge_user_rows
 
         tok = scope_token(tenant, user)
         args = (tenant, user)
@@ -830,8 +869,20 @@ class SQLiteStore:
                 "DELETE FROM meta WHERE key LIKE ?", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
             sqlite_redact_subject(c, tenant, user)
-            # API keys bound to the user name them (server/keys.py): they go too.
-            sqlite_purge_user_keys(c, tenant, user)
+            # Rows of other components naming the user (API keys bound to them, registered
+            # by server/keys.py) go in this transaction too (store/user_tables.py).
+            purge_user_rows(
+                c,
+                tenant,
+                user,
+                ph="?",
+                table_exists=lambda name: (
+                    c.execute(
+                        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+                    ).fetchone()
+                    is not None
+                ),
+            )
             counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
         with self._lock:
             self._vectors.clear()  # no generation row to compare with: reload from disk
