@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from .context.assemble import AssembledContext
     from .context.config import ContextConfig
     from .context.sources import LayerSources
+    from .jobs import Job
     from .layers.base import LayerConfig, LayerContext
     from .layers.episodic import EpisodeService
     from .layers.key import KeyMemoryService
@@ -300,7 +301,7 @@ class Memory:
                 MAINTAIN: self._run_maintain_job,
             }
             runner = JobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
-            sources = LayerSources(layers, self._search_for_context)
+            sources = LayerSources(layers, self._search_for_context, self._ranked_for_context)
             self.__dict__.update(
                 _llm=llm, _ctx=ctx, layers=layers, _runner=runner, _sources=sources
             )
@@ -418,7 +419,24 @@ class Memory:
         """Store many turns in one embedding call and one transaction (all or nothing)."""
         self._owner(scope)
         now = self._clock.now()
-        records = [
+        records = self._turn_records(scope, messages, now)
+        if records:
+            # Quotas: checked and counted before anything is embedded, atomically with the
+            # write across processes (nothing counted if the write fails).
+            with self._admit(scope, len(records), now):
+                # The turns, their index entries and their ingest job commit together: a
+                # crash can never leave a message that no job will process.
+                writes, job = self._turn_writes(scope, records, now)
+                with self._store.transaction() as tx:
+                    tx.append_turns(writes)
+                    tx.enqueue([job])
+            self._wake()
+        return records
+
+    def _turn_records(
+        self, scope: Scope, messages: Sequence[Message], now: datetime
+    ) -> builtins.list[MemoryRecord]:
+        return [
             message_record(
                 scope,
                 self._redact_message(scope, to_message(m, i)),
@@ -429,21 +447,41 @@ class Memory:
             )
             for i, m in enumerate(check_sequence(messages, "messages"))
         ]
-        if records:
-            # Quotas: checked and counted before anything is embedded, atomically with the
-            # write across processes (nothing counted if the write fails).
-            with self._admit(scope, len(records), now):
-                # The turns, their index entries and their ingest job commit together: a
-                # crash can never leave a message that no job will process.
-                from .layers.pipeline import make_ingest_job
-                from .search.reply_terms import index_replies
 
-                # A reply is also indexed under the question it answers (search/reply_terms).
-                writes = index_replies(self._store, scope, self._ctx.writes(records))
-                with self._store.transaction() as tx:
-                    tx.append_turns(writes)
-                    tx.enqueue([make_ingest_job(scope, [r.id for r in records], now)])
-            self._wake()
+    def _turn_writes(
+        self, scope: Scope, records: Sequence[MemoryRecord], now: datetime
+    ) -> tuple[builtins.list[RecordWrite], Job]:
+        """What ``add_messages`` writes for ``records``: their index entries and one job."""
+        from .layers.pipeline import make_ingest_job
+        from .search.reply_terms import index_replies
+
+        # A reply is also indexed under the question it answers (search/reply_terms).
+        writes = index_replies(self._store, scope, self._ctx.writes(records))
+        return writes, make_ingest_job(scope, [r.id for r in records], now)
+
+    def _bulk_add_messages(
+        self, batches: Sequence[tuple[Scope, Sequence[Message]]]
+    ) -> builtins.list[MemoryRecord]:
+        """For bulk loaders (``memstrata bench scale`` at 1M records): exactly what
+        ``add_messages`` writes for each ``(scope, messages)`` batch (the turns, their index
+        entries, one ingest job per batch), all batches in one transaction. No quotas are
+        taken and no worker is woken (the jobs stay queued)."""
+        now = self._clock.now()
+        records: builtins.list[MemoryRecord] = []
+        writes: builtins.list[RecordWrite] = []
+        jobs: builtins.list[Job] = []
+        for scope, messages in batches:
+            self._owner(scope)
+            mine = self._turn_records(scope, messages, now)
+            if mine:
+                more, job = self._turn_writes(scope, mine, now)
+                records += mine
+                writes += more
+                jobs.append(job)
+        if records:
+            with self._store.transaction() as tx:
+                tx.append_turns(writes)
+                tx.enqueue(jobs)
         return records
 
     def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractContextManager[None]:
@@ -1014,6 +1052,26 @@ class Memory:
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return hybrid_search(
+            self._store,
+            self._embedder.for_scope(scope),
+            scope,
+            query,
+            top_k=top_k,
+            filters=filters,
+            config=config,
+            now=self._clock.now(),
+            vector=vector,
+            touch=False,  # the builder counts what it shows (LayerSources.shown)
+        )
+
+    def _ranked_for_context(
+        self, scope: Scope, query: str, top_k: int, filters: Filters, vector: Any = None
+    ) -> Any:
+        """As ``_search_for_context``, decoded as the context packs (``RankedHits``)."""
+        from .search.hybrid import search_ranked
+
+        config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
+        return search_ranked(
             self._store,
             self._embedder.for_scope(scope),
             scope,

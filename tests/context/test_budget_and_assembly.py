@@ -192,6 +192,15 @@ class _Sources:
     def records(self, scope, ids):  # type: ignore[no-untyped-def]
         return []
 
+    def shown(self, scope, records):  # type: ignore[no-untyped-def]
+        pass
+
+    def ranked(self, scope, query, limit, vector, *, facts, clusters):  # type: ignore[no-untyped-def]
+        from memstrata.search.hybrid import RankedHits
+
+        hits = self.relevant(scope, query, limit, vector, facts=facts, clusters=clusters)
+        return RankedHits.of(scope, hits)
+
     def neighbours(self, scope, record, after):  # type: ignore[no-untyped-def]
         return []
 

@@ -95,6 +95,15 @@ class _Sources:
     def records(self, scope: Scope, ids: Any) -> list[MemoryRecord]:
         return [t for t in self.turns if t.id in set(ids)]
 
+    def shown(self, scope: Scope, records: Any) -> None:
+        pass
+
+    def ranked(self, scope, query, limit, vector, *, facts, clusters):  # type: ignore[no-untyped-def]
+        from memstrata.search.hybrid import RankedHits
+
+        hits = self.relevant(scope, query, limit, vector, facts=facts, clusters=clusters)
+        return RankedHits.of(scope, hits)
+
     def neighbours(self, scope: Scope, record: MemoryRecord, after: bool) -> list[MemoryRecord]:
         i = next(i for i, t in enumerate(self.turns) if t.id == record.id)
         out = self.turns[max(0, i - 1) : i]

@@ -168,6 +168,15 @@ class _OneHit:
     def records(self, scope: Scope, ids: object) -> list[MemoryRecord]:
         return []
 
+    def shown(self, scope: Scope, records: object) -> None:
+        pass
+
+    def ranked(self, scope, query, limit, vector, *, facts, clusters):  # type: ignore[no-untyped-def]
+        from memstrata.search.hybrid import RankedHits
+
+        hits = self.relevant(scope, query, limit, vector, facts=facts, clusters=clusters)
+        return RankedHits.of(scope, hits)
+
     def neighbours(self, scope: Scope, record: MemoryRecord, after: bool) -> list[MemoryRecord]:
         return []
 

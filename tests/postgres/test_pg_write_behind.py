@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
+import pytest
 
 from memstrata.scope import Scope
 from memstrata.store import open_store
@@ -101,4 +103,166 @@ def test_a_unit_of_work_holding_a_row_does_not_wait_for_a_touch_of_it(pg_url: st
         store.flush_counters()
         assert store.get(ME, rid).access_count == 1
     finally:
+        store.close()
+
+
+def test_a_search_reads_without_waiting_for_writes_behind_earlier_searches(pg_url: str) -> None:
+    """The candidate reads (lexical, dense), a cached query embedding still being written
+    and records no pending write changes are read while the background thread is busy;
+    only a read of a record a pending touch changes waits (and then sees the touch)."""
+    from memstrata.filters import Filters
+    from memstrata.search.tokenize import tokenize
+
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(4))
+    touched, other = maker.write(text="alpha river"), maker.write(text="alpha mountain")
+    store.insert([touched, other])
+    release = threading.Event()
+    store._behind.submit(lambda: release.wait(60) and None)  # the thread is busy
+    store.touch(ME, [touched.record.id], AT)  # queued behind it
+    store.cache_vectors(ME, "m", {"q:2": np.ones(4, dtype=np.float32)})  # queued too
+    seen: dict[str, object] = {}
+
+    def search_reads() -> None:
+        seen["lexical"] = {c.id for c in store.lexical_search(ME, tokenize("alpha"), 5, Filters())}
+        vec = other.vector
+        assert vec is not None
+        seen["dense"] = [c.id for c in store.vector_search(ME, vec, 1, Filters())]
+        seen["cache"] = set(store.cached_vectors(ME, "m", ["q:2"]))
+        seen["other"] = [r.access_count for r in store.get_many(ME, [other.record.id])]
+        seen["texts"] = sorted(store.texts(ME, [touched.record.id]))  # no counters read
+
+    reader = threading.Thread(target=search_reads)
+    reader.start()
+    reader.join(timeout=30)
+    try:
+        assert not reader.is_alive(), "a search's reads waited for the writes behind it"
+        assert seen == {
+            "lexical": {touched.record.id, other.record.id},
+            "dense": [other.record.id],
+            "cache": {"q:2"},
+            "other": [0],
+            "texts": [touched.record.id],
+        }
+        waiting: list[int] = []
+        late = threading.Thread(
+            target=lambda: waiting.append(store.get(ME, touched.record.id).access_count)
+        )
+        late.start()
+        release.set()
+        late.join(timeout=30)
+        assert waiting == [1]  # waited for the touch it reads
+    finally:
+        release.set()
+        store.close()
+
+
+def test_cache_entries_are_written_in_one_statement(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An add_messages batch caches one embedding per message: they are written by one
+    statement, not one execution each (counted at the driver), and all arrive."""
+    import psycopg
+
+    runs: list[int] = []
+    real_execute, real_many = psycopg.Cursor.execute, psycopg.Cursor.executemany
+
+    def execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        if "INTO embedding_cache" in str(query):
+            runs.append(1)
+        return real_execute(self, query, params, **kw)
+
+    def executemany(self: Any, query: Any, params_seq: Any, **kw: Any) -> Any:
+        params_seq = list(params_seq)
+        if "INTO embedding_cache" in str(query):
+            runs.append(len(params_seq))
+        return real_many(self, query, params_seq, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    monkeypatch.setattr(psycopg.Cursor, "executemany", executemany)
+    store = open_store(pg_url)
+    other = open_store(pg_url)
+    rng = np.random.default_rng(5)
+    entries = {f"h{i}": rng.standard_normal(8).astype(np.float32) for i in range(50)}
+    try:
+        store.cache_vectors(ME, "m", entries)
+        store.flush_counters()
+        assert runs == [1]
+        got = other.cached_vectors(ME, "m", list(entries))
+        assert set(got) == set(entries)
+        assert all(np.array_equal(got[k], v) for k, v in entries.items())
+    finally:
+        store.close()
+        other.close()
+
+
+def test_statistics_are_refreshed_off_the_writing_thread(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large insert refreshes the planner's statistics (VACUUM/ANALYZE) on a thread of its
+    own: the insert does not wait for it, and the refresh happens."""
+    import psycopg
+
+    ran: list[str] = []
+    real_execute = psycopg.Cursor.execute
+
+    def execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        if str(query).startswith(("VACUUM", "ANALYZE")):
+            ran.append(threading.current_thread().name)
+        return real_execute(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(6))
+    try:
+        store.insert([maker.write() for _ in range(600)])
+        store.wait_for_statistics()
+        assert ran and threading.current_thread().name not in ran
+        with store._read() as c:
+            row = c.execute(
+                "SELECT analyze_count + autoanalyze_count AS n FROM pg_stat_user_tables "
+                "WHERE schemaname = current_schema() AND relname = 'records'"
+            ).fetchone()
+        assert row is not None and row["n"] >= 1
+    finally:
+        store.close()
+
+
+def test_a_list_waits_only_for_the_rows_it_returns(pg_url: str) -> None:
+    """``list`` (build_context's recent turns and layers) reads without waiting for the
+    writes behind a search, and reads again, once written, the rows a pending touch
+    changes: the store still reads its own counts."""
+    from memstrata.filters import Filters
+    from memstrata.records import RecordType
+
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(7))
+    note = maker.write()
+    fact = maker.write(maker.record(type=RecordType.FACT))
+    store.insert([note, fact])
+    release = threading.Event()
+    store._behind.submit(lambda: release.wait(60) and None)  # the thread is busy
+    store.touch(ME, [note.record.id], AT)  # queued behind it
+    seen: list[list[tuple[str, int]]] = []
+
+    def read(types: frozenset[RecordType] | None) -> None:
+        rows = store.list(ME, Filters(types=types), limit=10)
+        seen.append([(r.id, r.access_count) for r in rows])
+
+    facts = threading.Thread(target=read, args=(frozenset({RecordType.FACT}),))
+    facts.start()
+    facts.join(timeout=30)
+    try:
+        assert not facts.is_alive(), "a list of rows no pending write changes waited"
+        assert seen == [[(fact.record.id, 0)]]
+        every = threading.Thread(target=read, args=(None,))
+        every.start()
+        release.set()
+        every.join(timeout=30)
+        assert sorted(seen[1]) == sorted([(note.record.id, 1), (fact.record.id, 0)])
+    finally:
+        release.set()
         store.close()

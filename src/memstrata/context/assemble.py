@@ -91,6 +91,9 @@ class AssembledContext:
     tokens: int
     plan: BudgetPlan
     dropped: list[ContextItem] = field(default_factory=list)
+    # Tokens of the memory share that packing left unused (its own part-by-part count): no
+    # item costing more would have fitted.
+    memory_room: int = 0
 
     @property
     def text(self) -> str:
@@ -234,7 +237,9 @@ def assemble(
             kept_history.pop(0)
         messages = render()
         total = sum(count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
-    return AssembledContext(messages, chosen, kept_history, total, plan, dropped)
+    return AssembledContext(
+        messages, chosen, kept_history, total, plan, dropped, memory_cap - memory_used
+    )
 
 
 def group_by_block(items: Sequence[ContextItem]) -> Mapping[str, list[ContextItem]]:

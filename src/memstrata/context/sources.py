@@ -12,6 +12,7 @@ from ..layers.working import render as render_task
 from ..records import MemoryRecord, RecordType, new_id
 from ..scope import Scope
 from ..search.hit import SearchHit
+from ..search.hybrid import RankedHits
 from ..store.base import Vector
 from .temporal import Period
 
@@ -38,12 +39,14 @@ _MESSAGES = frozenset({RecordType.MESSAGE})
 _CLUSTERS = frozenset({RecordType.CLUSTER})
 
 Search = Callable[[Scope, str, int, Filters, Vector], list[SearchHit]]
+Ranked = Callable[[Scope, str, int, Filters, Vector], RankedHits]
 
 
 class LayerSources:
-    def __init__(self, layers: LayerStack, search: Search) -> None:
+    def __init__(self, layers: LayerStack, search: Search, ranked: Ranked | None = None) -> None:
         self._layers = layers
         self._search = search
+        self._ranked = ranked
 
     def embed_query(self, query: str) -> Vector:
         return query_vector(self._layers.ctx, query)
@@ -117,9 +120,20 @@ class LayerSources:
         filters = Filters(types=types)
         if period is not None:
             filters = Filters(types=types, observed_after=period.start, observed_before=period.end)
-        hits = self._search(scope, query, limit, filters, vector)
-        self._count_hits(scope, [h.record.id for h in hits if h.record.type is RecordType.CLUSTER])
-        return hits
+        return self._search(scope, query, limit, filters, vector)
+
+    def ranked(
+        self, scope: Scope, query: str, limit: int, vector: Vector, *, facts: bool, clusters: bool
+    ) -> RankedHits:
+        """As :meth:`relevant` (no period), the hits decoded as the context packs them."""
+        types = RELEVANT_TYPES | _FACTS if facts else RELEVANT_TYPES
+        if not clusters:
+            types = types - _CLUSTERS
+        if self._ranked is None:
+            return RankedHits.of(
+                scope, self._search(scope, query, limit, Filters(types=types), vector)
+            )
+        return self._ranked(scope, query, limit, Filters(types=types), vector)
 
     def clusters(
         self, scope: Scope, vector: Vector, limit: int
@@ -131,16 +145,22 @@ class LayerSources:
         store = self._layers.ctx.store
         found = store.vector_search(scope, vector, limit, Filters(types=_CLUSTERS))
         by_id = {r.id: r for r in store.get_many(scope, [c.id for c in found])}
-        out = [(by_id[c.id], float(c.score)) for c in found if c.id in by_id]
-        self._count_hits(scope, [r.id for r, _ in out])
-        return out
+        return [(by_id[c.id], float(c.score)) for c in found if c.id in by_id]
 
-    def _count_hits(self, scope: Scope, clusters: list[str]) -> None:
-        """PMemo counts a hit per retrieval; recorded off the read path, durably."""
-        if not clusters:
+    def shown(self, scope: Scope, records: Sequence[MemoryRecord]) -> None:
+        """Count what a context showed, and only that: an access on each record, a hit on
+        each cluster (PMemo counts a hit per recall). Both are counters the store buffers,
+        so the read path takes no write lock; a cluster whose hits reach ``promote_hits``
+        is promoted by a background job (a version is a write)."""
+        if not records:
             return
         ctx = self._layers.ctx
         now = ctx.clock.now()
+        ctx.store.touch(scope, list(dict.fromkeys(r.id for r in records)), now)
+        clusters = [r for r in records if r.type is RecordType.CLUSTER]
+        due = self._layers.mid_term.count_shown(scope, clusters)
+        if not due:
+            return
         ctx.store.enqueue(
             [
                 Job(
@@ -148,7 +168,7 @@ class LayerSources:
                     kind=CLUSTER_HITS,
                     tenant=scope.tenant,
                     user=scope.user,
-                    payload={"ids": clusters},
+                    payload={"ids": due, "promote": True},
                     created_at=now,
                     run_after=now,
                     agent=scope.agent,

@@ -560,8 +560,9 @@ class MidTermService:
         ]
 
     def count_hits(self, scope: Scope, cluster_ids: Sequence[str]) -> list[MemoryRecord]:
-        """Count a hit on clusters a search already returned (``build_context`` defers this
-        to a background job so the read path never writes). Clusters gone since are skipped."""
+        """Count a hit on clusters a search already returned (what ``cluster_hits`` jobs
+        queued before ``build_context`` counted its hits itself still do). Clusters gone
+        since are skipped."""
         uscope = self._scope(scope)
         now = self._ctx.clock.now()
         out = []
@@ -570,6 +571,42 @@ class MidTermService:
                 out.append(self._hit(uscope, cluster_id, now))
             except NotFoundError:
                 continue
+        return out
+
+    def count_shown(self, scope: Scope, clusters: Sequence[MemoryRecord]) -> list[str]:
+        """Count a hit on each cluster a context showed: counters only (buffered by the
+        store, so the read path takes no write lock), no job, no version.
+
+        Returns the ids whose hits have reached ``promote_hits`` without a promotion yet;
+        promoting writes a version, so the caller runs :meth:`promote_due` off the read path.
+        """
+        if not clusters:
+            return []
+        uscope = self._scope(scope)
+        self._ctx.store.add_counts(uscope, _HITS, {c.id: 1 for c in clusters})
+        open_ = [c for c in clusters if c.content.structured.get("promoted_key") is None]
+        if not open_:
+            return []
+        counted = self._ctx.store.counts(uscope, _HITS, [c.id for c in open_])
+        floor = self._ctx.config.promote_hits
+        return [
+            c.id
+            for c in open_
+            if counted.get(c.id, 0) + int(c.content.structured.get("hits", 0)) >= floor
+        ]
+
+    def promote_due(self, scope: Scope, cluster_ids: Sequence[str]) -> list[MemoryRecord]:
+        """Promote to key memory each cluster whose hits reached ``promote_hits`` (once);
+        hits are not counted again. Clusters gone since are skipped."""
+        uscope = self._scope(scope)
+        now = self._ctx.clock.now()
+        out = []
+        for cluster_id in cluster_ids:
+            try:
+                current = self._ctx.store.get(uscope, cluster_id)
+            except NotFoundError:
+                continue
+            out.append(self._promote_if_due(uscope, current, now))
         return out
 
     def hits(self, scope: Scope, cluster_ids: Sequence[str]) -> dict[str, int]:
@@ -589,6 +626,10 @@ class MidTermService:
         current = self._ctx.store.get(uscope, cluster_id)
         self._ctx.store.add_counts(uscope, _HITS, {cluster_id: 1})
         self._ctx.store.touch(uscope, [cluster_id], now)
+        return self._promote_if_due(uscope, current, now)
+
+    def _promote_if_due(self, uscope: Scope, current: MemoryRecord, now: datetime) -> MemoryRecord:
+        cluster_id = current.id
         total = self.hits(uscope, [cluster_id]).get(cluster_id, 0)
         if (
             total < self._ctx.config.promote_hits
@@ -612,6 +653,8 @@ class MidTermService:
                 )
             except ConflictError:
                 current = self._ctx.store.get(uscope, cluster_id)
+                if current.content.structured.get("promoted_key") is not None:
+                    return current  # promoted meanwhile (by another job)
                 continue
             return self._ctx.store.get(uscope, cluster_id)
         raise ConflictError(f"cluster {cluster_id} kept changing while promoting it; retry")

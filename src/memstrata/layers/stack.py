@@ -67,6 +67,10 @@ class LayerStack:
     def handlers(self) -> dict[str, object]:
         def cluster_hits(job: Job) -> None:
             scope = Scope(job.tenant, job.user, job.agent, job.session)
-            self.mid_term.count_hits(scope, list(job.payload["ids"]))
+            ids = list(job.payload["ids"])
+            if job.payload.get("promote"):  # hits counted by build_context already
+                self.mid_term.promote_due(scope, ids)
+            else:
+                self.mid_term.count_hits(scope, ids)
 
         return {**self.pipeline.handlers(), CLUSTER_HITS: cluster_hits}

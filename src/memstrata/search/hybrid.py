@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -21,11 +22,11 @@ from ..store.base import Candidate, Store
 from .config import SearchConfig
 from .fusion import Fused, reciprocal_rank_fusion, weighted_fusion
 from .hit import SearchHit, layer_of
+from .lexical import lexical_candidates
 from .mmr import mmr_order
 from .scoring import access_heat, recency
-from .tokenize import tokenize
 
-__all__ = ["search"]
+__all__ = ["RankedHits", "search", "search_ranked"]
 
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memstrata-search")
 
@@ -58,9 +59,11 @@ def _candidates(
     lists: dict[str, list[Candidate]] = {}
     lexical = None
     if config.mode in ("hybrid", "lexical"):
-        terms = tokenize(query)
-        if terms:
-            lexical = _POOL.submit(store.lexical_search, scope, terms, pool, filters)
+        lexical = _POOL.submit(
+            lexical_candidates,
+            *(store, scope, query, pool, filters),
+            split_entities=config.split_entities,
+        )
     if config.mode in ("hybrid", "dense"):
         if vector is None:
             vector = embedder.embed_batch([query], query=True)[0]
@@ -140,8 +143,14 @@ def search(
     now: datetime,
     explain: bool = False,
     vector: npt.NDArray[np.float32] | None = None,
+    touch: bool = True,
 ) -> list[SearchHit]:
-    """Hybrid search; ``vector`` is the query's embedding when the caller already has it."""
+    """Hybrid search; ``vector`` is the query's embedding when the caller already has it.
+
+    ``touch``: count an access on every hit returned (a search's caller sees them all).
+    ``build_context`` passes ``False`` and counts only the hits it shows: most of its
+    candidates never reach the context, and counting them made access heat count records
+    nobody saw (and wrote ~200 counters per build)."""
     pool = max(config.min_pool, config.pool_factor * top_k)
     lists = _candidates(store, embedder, scope, query, pool, filters, config, vector)
     fused = [f for f in _fuse(lists, config) if f.score >= config.min_relevance]
@@ -170,11 +179,11 @@ def search(
     chosen = scored[:top_k]
 
     ids = [f.id for _, f, _ in chosen]
-    if ids:
+    if ids and touch:
         store.touch(scope, ids, now)
     hits: list[SearchHit] = []
     for final, f, terms in chosen:
-        rec = _touched(by_id[f.id], now)
+        rec = _touched(by_id[f.id], now) if touch else by_id[f.id]
         explanation = None
         if explain:
             explanation = {
@@ -193,3 +202,107 @@ def search(
             SearchHit(rec, final, layer_of(rec.type), rec.source_ids or (rec.id,), explanation)
         )
     return hits
+
+
+@dataclass(slots=True)
+class RankedHits:
+    """Up to ``top_k`` hits in rank order, decoded on demand: ``hits`` holds those decoded so
+    far (in rank order), :meth:`more` decodes the next ones, :meth:`rest` reads the texts of
+    the others without decoding them, :meth:`take` decodes some of those and closes the
+    ranking. ``build_context`` asks for one candidate per 10 tokens of budget and shows a few
+    dozen; decoding (and packing) all of them was most of its cost. No access is counted here
+    (the caller counts what it shows)."""
+
+    store: Store | None
+    scope: Scope
+    fused: list[Fused]  # the whole ranking; fused[:next] have been looked at
+    top_k: int
+    hits: list[SearchHit] = field(default_factory=list)
+    next: int = 0
+
+    @classmethod
+    def of(cls, scope: Scope, hits: list[SearchHit]) -> RankedHits:
+        """Hits already decoded (every one)."""
+        return cls(None, scope, [], len(hits), list(hits))
+
+    @property
+    def done(self) -> bool:
+        return len(self.hits) >= self.top_k or self.next >= len(self.fused)
+
+    def more(self, n: int) -> list[SearchHit]:
+        """Decode up to ``n`` more hits in rank order (skipping records gone since the
+        ranking); returns them."""
+        new: list[SearchHit] = []
+        while not self.done and len(new) < n and self.store is not None:
+            want = min(n - len(new), self.top_k - len(self.hits))
+            batch = self.fused[self.next : self.next + want]
+            self.next += len(batch)
+            found = {r.id: r for r in self.store.get_many(self.scope, [f.id for f in batch])}
+            got = [_hit(found[f.id], f.score) for f in batch if f.id in found]
+            self.hits.extend(got)
+            new.extend(got)
+        return new
+
+    def rest(self) -> list[tuple[Fused, str, str]] | None:
+        """The candidates that would fill the ranking to ``top_k``, not decoded, with their
+        type and text; ``None`` when the store cannot read those alone."""
+        texts_of = getattr(self.store, "texts", None)
+        if texts_of is None:
+            return None
+        out: list[tuple[Fused, str, str]] = []
+        at = self.next
+        while at < len(self.fused) and len(self.hits) + len(out) < self.top_k:
+            batch = self.fused[at : at + self.top_k - len(self.hits) - len(out)]
+            at += len(batch)
+            found: dict[str, tuple[str, str]] = texts_of(self.scope, [f.id for f in batch])
+            out += [(f, *found[f.id]) for f in batch if f.id in found]
+        return out
+
+    def take(self, chosen: list[Fused]) -> None:
+        """Decode ``chosen`` (some of :meth:`rest`), add them in rank order, and close the
+        ranking: the candidates left out are never decoded."""
+        if chosen and self.store is not None:
+            found = {r.id: r for r in self.store.get_many(self.scope, [f.id for f in chosen])}
+            self.hits.extend(_hit(found[f.id], f.score) for f in chosen if f.id in found)
+            rank = {f.id: i for i, f in enumerate(self.fused)}
+            self.hits.sort(key=lambda h: rank.get(h.record.id, len(rank)))
+        self.next = len(self.fused)
+
+
+def _hit(rec: MemoryRecord, score: float) -> SearchHit:
+    return SearchHit(rec, score, layer_of(rec.type), rec.source_ids or (rec.id,))
+
+
+def search_ranked(
+    store: Store,
+    embedder: Embedder,
+    scope: Scope,
+    query: str,
+    *,
+    top_k: int,
+    filters: Filters,
+    config: SearchConfig,
+    now: datetime,
+    vector: npt.NDArray[np.float32] | None = None,
+) -> RankedHits:
+    """:func:`search` (without touching), decoded lazily when the ranking reads no record
+    field (no recency, importance or access term, no MMR: the default); otherwise every hit
+    is decoded at once, as :func:`search` does."""
+    if _needs_records(config):
+        hits = search(
+            store,
+            embedder,
+            scope,
+            query,
+            top_k=top_k,
+            filters=filters,
+            config=config,
+            now=now,
+            vector=vector,
+            touch=False,
+        )
+        return RankedHits.of(scope, hits)
+    pool = max(config.min_pool, config.pool_factor * top_k)
+    lists = _candidates(store, embedder, scope, query, pool, filters, config, vector)
+    fused = [f for f in _fuse(lists, config) if f.score >= config.min_relevance]
+    return RankedHits(store, scope, fused, top_k)

@@ -241,6 +241,12 @@ class InMemoryStore:
         found = (self._visible(scope, i) for i in dict.fromkeys(ids))
         return [e.record for e in found if e is not None]
 
+    def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``(type, text)`` of each id visible in ``scope``, without decoding the records
+        (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
+        found = (self._visible(scope, i) for i in dict.fromkeys(ids))
+        return {e.record.id: (e.record.type.value, e.record.text) for e in found if e is not None}
+
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         with self._lock:
             self._replace(scope, write, expected_version, [])

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -65,6 +66,8 @@ from .where import filters_sql, needs_python, scope_sql
 
 __all__ = ["PostgresStore"]
 
+_log = logging.getLogger("memstrata.store.postgres")
+
 _QCOLS = [f'"{c}"' if c == "user" else c for c in COLUMNS]
 _COLS = ", ".join(_QCOLS)
 _ROW = "seq, " + _COLS  # what reads fetch: never lex_tokens (an array psycopg would parse)
@@ -88,6 +91,14 @@ _UPSERT_VECTOR = (
     "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
     "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
     "vseq = DEFAULT"
+)
+# Embedding-cache entries, many in one statement (an add_messages batch caches 1,000; one
+# INSERT per entry cost 1,000 executions).
+_UPSERT_CACHE = (
+    "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+    "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int4[], %s::bytea[]) "
+    "ON CONFLICT (scope_tok, model_id, key) "
+    "DO UPDATE SET dims = excluded.dims, vector = excluded.vector"
 )
 # A record whose masked columns changed: its vector row is loaded again by the cache.
 _TOUCH_VECTOR = "UPDATE vectors SET vseq = DEFAULT WHERE seq = %s"
@@ -172,6 +183,10 @@ class PostgresStore:
         self._vectors = VectorCache(vector_cache_rows)
         self._inserted = 0  # rows inserted since this process last refreshed statistics
         self._analyzed_at = 0
+        self._stats_lock = threading.Lock()
+        self._stats_thread: threading.Thread | None = None  # refreshing statistics (_grew)
+        self._stats_again = False
+        self._closing = False
         self._hnsw: set[int] = set()  # dims whose large users' indexes were ensured (dump.py)
         self._hnsw_users: set[tuple[str, str, int]] = set()  # users known to have an index
         self._hnsw_lock = threading.Lock()
@@ -181,12 +196,17 @@ class PostgresStore:
         self._counted: dict[tuple[str, str, int], tuple[int, int]] = {}
         self._listener: Any = None
         self._behind = WriteBehind(f"memstrata-{schema}")  # a search's counter/cache writes
+        self._cache_lock = threading.Lock()
+        self._cache_pending: dict[tuple[str, str, str], bytes] = {}  # being written behind
         self._held = threading.local()  # connections this thread holds (nested uses)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.options.where}, schema={self.options.schema!r})"
 
     def close(self) -> None:
+        with self._stats_lock:
+            self._closing = True
+        self.wait_for_statistics()
         self._behind.close()
         self._vectors.clear()
         if self._listener is not None:
@@ -249,12 +269,19 @@ class PostgresStore:
             yield conn
 
     @contextmanager
-    def _autocommit(self) -> Iterator[Any]:
+    def _autocommit(self, wait: bool | Collection[Hashable] = True) -> Iterator[Any]:
         """A connection for reads: each statement sees the latest committed state, with no
-        BEGIN/COMMIT round trips (a search is a few statements; none of them writes)."""
+        BEGIN/COMMIT round trips (a search is a few statements; none of them writes).
+
+        ``wait``: first wait for every write made behind a search (``True``), for none
+        (``False``: the read sees no counter and no cache entry), or only for those that
+        change one of these rows (``(tenant, user, id)`` keys; behind.py)."""
         import psycopg
 
-        self._settle()
+        if wait is True:
+            self._settle()
+        elif wait and not getattr(self._held, "n", 0):
+            self._behind.settle_rows(wait)
         try:
             with self._pool.connection() as conn, self._holding():
                 yield conn
@@ -442,15 +469,45 @@ class PostgresStore:
         The postings are vacuumed too: a lexical search reads them by an index-only scan,
         which visits the heap for every posting on a page not yet marked all-visible.
         ``SKIP_LOCKED``: another process doing the same is enough.
+
+        On a thread of its own: the write that triggered it does not wait (at 10k messages
+        it took 5 refreshes, ~7% of the ingest time, on the caller's thread); one refresh
+        at a time, and one more if more rows came meanwhile.
         """
-        self._inserted += rows
-        if self._inserted < max(500, self._analyzed_at // 2):
-            return
-        self._analyzed_at += self._inserted
-        self._inserted = 0
-        with self._autocommit() as c:
-            c.execute("VACUUM (ANALYZE, SKIP_LOCKED) lex_postings")
-            c.execute("ANALYZE (SKIP_LOCKED) records, vectors")
+        with self._stats_lock:
+            self._inserted += rows
+            if self._inserted < max(500, self._analyzed_at // 2):
+                return
+            self._analyzed_at += self._inserted
+            self._inserted = 0
+            if self._stats_thread is not None:
+                self._stats_again = True
+                return
+            self._stats_thread = threading.Thread(
+                target=self._refresh_statistics, name="memstrata-pg-analyze", daemon=True
+            )
+            self._stats_thread.start()
+
+    def _refresh_statistics(self) -> None:
+        while True:
+            try:
+                with self._pool.connection() as c:
+                    c.execute("VACUUM (ANALYZE, SKIP_LOCKED) lex_postings")
+                    c.execute("ANALYZE (SKIP_LOCKED) records, vectors")
+            except Exception as exc:  # only planner statistics: logged, the write returned
+                _log.warning("memstrata: refreshing PostgreSQL statistics failed: %s", exc)
+            with self._stats_lock:
+                if not self._stats_again or self._closing:
+                    self._stats_thread = None
+                    return
+                self._stats_again = False
+
+    def wait_for_statistics(self) -> None:
+        """Wait for a statistics refresh under way (tests, loaders before measuring)."""
+        with self._stats_lock:
+            thread = self._stats_thread
+        if thread is not None:
+            thread.join()
 
     def append_turns(self, writes: Sequence[RecordWrite]) -> None:
         _check_turns(writes)
@@ -530,7 +587,7 @@ class PostgresStore:
         lexical.index(c, docs)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
-        with self._read() as c:
+        with self._autocommit(_row_keys(scope, [record_id])) as c:
             return self._get(c, scope, record_id, include_deleted=include_deleted)
 
     def _get(
@@ -541,8 +598,15 @@ class PostgresStore:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
 
+    def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``(type, text)`` of each id visible in ``scope``, without decoding the records
+        (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
+        with self._autocommit(wait=False) as c:  # no counter read: need not wait (behind.py)
+            rows = self._visible(c, scope, ids, "id, type, raw")
+        return {row["id"]: (row["type"], row["raw"]) for row in rows}
+
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
-        with self._read() as c:
+        with self._autocommit(_row_keys(scope, ids)) as c:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
 
@@ -860,7 +924,8 @@ class PostgresStore:
                     [when, unique, *args],
                 )
 
-        self._behind.submit(write)  # behind the search; any later use waits for it
+        # behind the search; a later read of these records waits for it
+        self._behind.submit(write, _row_keys(scope, unique))
 
     def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
         if not deltas:
@@ -915,7 +980,8 @@ class PostgresStore:
         query = np.asarray(vector, dtype=np.float32).ravel()
         if k <= 0 or query.size == 0:
             return []
-        with self._read() as c:
+        # reads no counter or cache entry: need not wait for the writes behind a search
+        with self._autocommit(wait=False) as c:
             generation, max_vseq, count = self._vectors.state(
                 c, scope.tenant, scope.user, query.size
             )
@@ -960,7 +1026,8 @@ class PostgresStore:
         sw, sa = scope_sql(scope, "r.")
         fw, fa = filters_sql(filters, "r.")
         python = needs_python(filters)
-        with self._read() as c:
+        # reads no counter or cache entry: need not wait for the writes behind a search
+        with self._autocommit(wait=False) as c:
             rows = lexical.search_rows(
                 c,
                 scope_token(scope.tenant, scope.user),
@@ -984,13 +1051,24 @@ class PostgresStore:
         unique = list(dict.fromkeys(keys))
         if not unique:
             return {}
-        with self._read() as c:
+        tok = scope_token(scope.tenant, scope.user)
+        out: dict[str, Vector] = {}
+        with self._cache_lock:  # entries still being written behind a search (read first)
+            for key in unique:
+                pending = self._cache_pending.get((tok, model_id, key))
+                if pending is not None:
+                    out[key] = decode_vector(pending)
+        rest = [key for key in unique if key not in out]
+        if not rest:
+            return out
+        with self._autocommit(wait=False) as c:
             rows = c.execute(
                 "SELECT key, vector FROM embedding_cache WHERE scope_tok = %s "
                 "AND model_id = %s AND key = ANY(%s)",
-                (scope_token(scope.tenant, scope.user), model_id, unique),
+                (tok, model_id, rest),
             ).fetchall()
-        return {r["key"]: decode_vector(bytes(r["vector"])) for r in rows}
+        out.update((r["key"], decode_vector(bytes(r["vector"]))) for r in rows)
+        return out
 
     def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
         tok = scope_token(scope.tenant, scope.user)
@@ -1000,17 +1078,23 @@ class PostgresStore:
             rows.append((tok, model_id, key, len(blob) // 4, blob))
         if not rows:
             return
+        # Until written, this process reads the entries from here (cached_vectors), so its
+        # reads need not wait for the write; an entry leaves only once it is committed.
+        mine = {(t, m, k): blob for t, m, k, _, blob in rows}
+        with self._cache_lock:
+            self._cache_pending.update(mine)
 
         def write() -> None:
-            with self._relaxed() as c, c.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_tok, model_id, key) "
-                    "DO UPDATE SET dims = excluded.dims, vector = excluded.vector",
-                    rows,
-                )
+            try:
+                with self._relaxed() as c:  # one statement, not one per entry
+                    c.execute(_UPSERT_CACHE, [list(col) for col in zip(*rows, strict=True)])
+            finally:
+                with self._cache_lock:
+                    for key, blob in mine.items():
+                        if self._cache_pending.get(key) is blob:
+                            del self._cache_pending[key]
 
-        self._behind.submit(write)  # behind the search; any later use waits for it
+        self._behind.submit(write)  # behind the search; writes and full reads wait for it
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         last = 0
@@ -1215,14 +1299,45 @@ class PostgresStore:
         offset = max(0, offset)
         order = "DESC" if newest_first else "ASC"
         tail = f"ORDER BY observed_at {order}, seq {order}"
-        with self._read() as c:
-            if not needs_python(filters):
+        pending = self._behind.pending_rows()  # before the read: see _fresh
+        python = needs_python(filters)
+        with self._autocommit(wait=False) as c:
+            if python:
+                rows = self._select(c, scope, filters, tail)
+            else:
                 rows = self._select(
                     c, scope, filters, tail + " LIMIT %s OFFSET %s", (limit, offset)
                 )
-                return [decode_record(r) for r in rows]
-            records = [decode_record(r) for r in self._select(c, scope, filters, tail)]
+        records = [decode_record(r) for r in self._fresh(rows, pending)]
+        if not python:
+            return records
         return [r for r in records if filters.matches(r)][offset : offset + limit]
+
+    def _fresh(
+        self, rows: builtins.list[dict[str, Any]], pending: frozenset[Hashable]
+    ) -> builtins.list[dict[str, Any]]:
+        """``rows`` (read without waiting for the writes behind a search) with those a write
+        pending before the read changes read again once it is made. A write not pending
+        then was committed before the read began, so the read saw it."""
+        keys = {
+            r["seq"]: key for r in rows if (key := (r["tenant"], r["user"], r["id"])) in pending
+        }
+        if not keys or getattr(self._held, "n", 0) > 0:
+            return rows
+        with self._autocommit(wait=list(keys.values())) as c:
+            fresh = {
+                r["seq"]: r
+                for r in c.execute(
+                    f"SELECT {_ROW} FROM records WHERE seq = ANY(%s)", (list(keys),)
+                ).fetchall()
+            }
+        gone = set(keys) - set(fresh)  # purged meanwhile
+        return [fresh.get(r["seq"], r) for r in rows if r["seq"] not in gone]
+
+
+def _row_keys(scope: Scope, ids: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
+    """The keys the writes behind a search name records by (behind.py)."""
+    return [(scope.tenant, scope.user, i) for i in ids]
 
 
 def _vector_counts(prepared: Sequence[_Prepared]) -> Counter[tuple[str, str, int]]:

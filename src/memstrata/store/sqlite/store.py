@@ -574,6 +574,13 @@ class SQLiteStore:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
             return [self._dec(found[i]) for i in dict.fromkeys(ids) if i in found]
 
+    def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``(type, text)`` of each id visible in ``scope``, without decoding the records
+        (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
+        with self._read() as c:
+            rows = self._visible(c, scope, ids, "id, type, raw")
+        return {row["id"]: (row["type"], row["raw"]) for row in rows}
+
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         with self._write() as c:
             self._replace(c, scope, write, expected_version=expected_version)
