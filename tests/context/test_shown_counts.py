@@ -112,3 +112,31 @@ def test_a_cluster_shown_promote_hits_times_is_promoted_once(mem: Memory, alice:
     for cid in due:
         cluster = mem.get(alice.user_scope, cid)
         assert cluster.content.structured["promoted_key"] in {k.id for k in keys}
+
+
+def test_a_build_takes_no_write_transaction_on_sqlite(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the counter flusher (a background thread, when its buffer is due) writes."""
+    import threading
+
+    mem = Memory(f"sqlite:///{tmp_path / 'w.db'}", embedder="hashing", background=False)
+    try:
+        alice = Scope("acme", "alice", session="s1")
+        _fill(mem, alice)
+        store: Any = mem.layers.ctx.store
+        writers: list[str] = []
+        real = store._write
+
+        def write() -> Any:
+            writers.append(threading.current_thread().name)
+            return real()
+
+        monkeypatch.setattr(store, "_write", write)
+        other = Scope(alice.tenant, alice.user, session="s2")
+        for _ in range(3):
+            ctx = mem.build_context(other, _OVERVIEW, token_budget=4000, reserve_ratio=0.0)
+            assert any(it.layer == "mid_term" for it in ctx.items)
+        assert [w for w in writers if not w.startswith("memstrata-counters")] == []
+    finally:
+        mem.close()

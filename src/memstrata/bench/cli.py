@@ -234,6 +234,7 @@ def scale(
         int, typer.Option(help="Messages whose jobs 1 and 2 worker processes drain (0 skips it).")
     ] = 2000,
     queries: Annotated[int, typer.Option(help="Timed queries per size.")] = 50,
+    top_k: Annotated[int, typer.Option(min=1, help="top_k of each timed search.")] = 10,
     session_turns: Annotated[
         str, typer.Option(help='Long-session row: ms/message at these turns ("" skips it).')
     ] = "100,1k,10k",
@@ -259,6 +260,7 @@ def scale(
         embedder=embedder,
         store=store,
         queries=queries,
+        top_k=top_k,
         worker_messages=worker_messages,
         session_turns=turn_list,
         zh_sizes=zh_list,

@@ -32,6 +32,9 @@ class SearchConfig:
     hot_accesses: float = 5.0
     mmr_lambda: float | None = None  # e.g. 0.7 to diversify
     min_relevance: float = 0.0
+    # A question joining several names ("Caroline and Melanie") also searched per name
+    # (lexical leg only; search/entities.py).
+    split_entities: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

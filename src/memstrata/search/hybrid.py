@@ -22,9 +22,9 @@ from ..store.base import Candidate, Store
 from .config import SearchConfig
 from .fusion import Fused, reciprocal_rank_fusion, weighted_fusion
 from .hit import SearchHit, layer_of
+from .lexical import lexical_candidates
 from .mmr import mmr_order
 from .scoring import access_heat, recency
-from .tokenize import tokenize
 
 __all__ = ["RankedHits", "search", "search_ranked"]
 
@@ -59,9 +59,11 @@ def _candidates(
     lists: dict[str, list[Candidate]] = {}
     lexical = None
     if config.mode in ("hybrid", "lexical"):
-        terms = tokenize(query)
-        if terms:
-            lexical = _POOL.submit(store.lexical_search, scope, terms, pool, filters)
+        lexical = _POOL.submit(
+            lexical_candidates,
+            *(store, scope, query, pool, filters),
+            split_entities=config.split_entities,
+        )
     if config.mode in ("hybrid", "dense"):
         if vector is None:
             vector = embedder.embed_batch([query], query=True)[0]

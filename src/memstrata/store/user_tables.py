@@ -27,7 +27,7 @@ DDL = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, tenant_column TEXT NOT NULL, "
     "user_column TEXT NOT NULL)"
 )
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
 def register_sql(ph: str) -> str:
@@ -40,7 +40,7 @@ def register_sql(ph: str) -> str:
 
 
 def _quoted(name: str) -> str:
-    if not _IDENT.match(name):
+    if not _IDENT.fullmatch(name):
         raise StoreError(
             f"{TABLE} names {name!r}, which is not a plain table or column name; remove that "
             "row (only memstrata's own components register tables there)"
