@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 
 from ..store.base import Candidate
+from .fusion import min_max
 
 __all__ = ["entity_queries", "merge_lists"]
 
@@ -83,13 +84,7 @@ def merge_lists(lists: Sequence[Sequence[Candidate]], k: int) -> list[Candidate]
     best: dict[str, float] = {}
     rank: dict[str, int] = {}
     for cands in lists:
-        if not cands:
-            continue
-        hi = max(c.score for c in cands)
-        lo = min(c.score for c in cands)
-        span = hi - lo
-        for c in cands:
-            norm = (c.score - lo) / span if span > 0 else 1.0
+        for c, norm in min_max(cands):
             if norm > best.get(c.id, -1.0):
                 best[c.id] = norm
         for r, c in enumerate(cands):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..store.base import Candidate
 
-__all__ = ["Fused", "reciprocal_rank_fusion", "weighted_fusion"]
+__all__ = ["Fused", "min_max", "reciprocal_rank_fusion", "weighted_fusion"]
 
 
 @dataclass(slots=True)
@@ -58,12 +58,17 @@ def weighted_fusion(
     w = {name: (weights or {}).get(name, 1.0) for name in lists}
     total = sum(wi for name, wi in w.items() if lists[name]) or 1.0
     for name, cands in lists.items():
-        if not cands:
-            continue
-        hi = max(c.score for c in cands)
-        lo = min(c.score for c in cands)
-        span = hi - lo
-        for c in cands:
-            norm = (c.score - lo) / span if span > 0 else 1.0
+        for c, norm in min_max(cands):
             fused[c.id].score += w[name] * norm / total
     return sorted(fused.values(), key=lambda f: (-f.score, f.id))
+
+
+def min_max(cands: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
+    """Each candidate with its score min-max normalised within ``cands`` (1.0 when all
+    scores are equal); empty for an empty list."""
+    if not cands:
+        return []
+    hi = max(c.score for c in cands)
+    lo = min(c.score for c in cands)
+    span = hi - lo
+    return [(c, (c.score - lo) / span if span > 0 else 1.0) for c in cands]
