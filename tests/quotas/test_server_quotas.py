@@ -8,10 +8,8 @@ for a daily quota) and writes nothing. A bad quota is refused before the server 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -22,54 +20,9 @@ import httpx2
 import pytest
 
 from memstrata.server.keys import open_key_store
+from server.conftest import serve_processes  # tests/server: the one `serve --workers 2` runner
 
 CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _serve(db: str, tmp_path: Path, *extra: str) -> Iterator[str]:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    log = open(tmp_path / "serve.log", "w+b")  # noqa: SIM115 - closed below
-    args = ["--db", db, "--embedder", "hashing", "serve", "--workers", "2", "--port", str(port)]
-    proc = subprocess.Popen(
-        [*CLI, *args, "--rate-limit", "0", "--log-level", "warning", *extra],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"serve exited {proc.returncode}: {log.read()[-3000:]!r}")
-            try:
-                if httpx2.get(f"{url}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("serve --workers 2 did not become ready in 180 s")
-            time.sleep(0.5)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -83,7 +36,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
     key = keys.create("acme").secret
     keys.close()
     quotas = ["--user-quota", "embeddings_per_day=5,records=50", "--tenant-quota", "records=8"]
-    for url in _serve(db, tmp_path, *quotas):
+    with serve_processes(db, tmp_path, "--rate-limit", "0", *quotas) as url:
         yield url, key
 
 
