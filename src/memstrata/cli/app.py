@@ -652,8 +652,15 @@ def main() -> None:
     # package's entry points for plugins on first use: 20-50 ms per CLI call in a full venv.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from ..errors import MemstrataError
+    from ..gc_tuning import tune_gc_setting
 
     try:
+        # The CLI owns its process: a call's short-lived objects die young instead of
+        # being promoted and swept by full collections inside later calls (gc_tuning).
+        tune_gc_setting(os.environ.get("MEMSTRATA_GC_THRESHOLD"))
         app()
     except MemstrataError as exc:  # anything a command did not map itself
-        fail(str(exc))
+        try:
+            fail(str(exc))
+        except typer.Exit as done:  # outside the app nothing turns Exit into an exit code
+            sys.exit(done.exit_code)

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from ..errors import ValidationError
+from ..gc_tuning import tune_gc_setting
 from ..memory import Memory
 from ..quotas import Quotas, parse_quota
 from .app import Limits, create_app
@@ -157,5 +158,6 @@ def app_from_env() -> FastAPI:
     from .observe import configure_logging
 
     configure_logging(os.environ.get("MEMSTRATA_LOG_LEVEL", "info"))
+    tune_gc_setting(os.environ.get("MEMSTRATA_GC_THRESHOLD"))  # this process is the server's
     app, _, _ = build_app(ServeConfig.from_json(os.environ.get(ENV_VAR, "{}")))
     return app
