@@ -1,0 +1,449 @@
+"""The storage seam: small interfaces a backend implements (SQLite, in-memory, PostgreSQL).
+
+A backend implements every interface below and :class:`Store` combines them. Code that
+needs only one concern asks for that interface (``RecordStore``, ``CandidateSearch``,
+``EmbeddingCacheStore``, ``JobQueue``, ``SessionBuffer``, ``Counters``); code that writes
+several things that must land together opens a :meth:`Store.transaction` and gets a
+:class:`UnitOfWork`.
+
+Rules every interface shares (held by ``tests/store/test_contract.py`` and
+``tests/store/test_isolation_properties.py`` for every backend):
+
+- **Scope inside every query.** Every method that takes a :class:`Scope` enforces its
+  tenant and user (and agent/session visibility, :meth:`MemoryRecord.visible_in`) inside
+  its own query, by-id calls included. A record of another tenant or user behaves exactly
+  like a missing one: ``NotFoundError`` for by-id reads and replaces, absent from lists,
+  counts and searches, a no-op for status changes, purges and counters, and **a fresh id
+  for inserts** (ids are unique per ``(tenant, user)``, never globally, so an insert can
+  neither fail because of another user's record nor reveal that it exists).
+- **Atomic writes.** Every write call applies whole or not at all; a
+  :class:`UnitOfWork` applies all of its calls or none.
+- **Optimistic versions.** ``replace`` names the version it read; a mismatch is a
+  ``ConflictError``. Only content changes make versions: counters never do.
+- **Candidates, not results.** Searches return ``(id, raw score)`` best first, already
+  restricted to the scope and the filters; fusion and re-scoring happen in the pure search
+  core.
+
+Nothing here assumes SQL: a backend may answer ``lexical_search`` with FTS5, an inverted
+term table or an in-process BM25, and ``vector_search`` with numpy, pgvector or an ANN index,
+as long as the ranking contract (BM25 over the given terms; cosine of unit vectors) holds.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from memstrata.filters import Filters
+from memstrata.jobs import Job
+from memstrata.records import MemoryRecord, RecordStatus
+from memstrata.scope import Scope
+from memstrata.store.types import (
+    CacheEntry,
+    Candidate,
+    PurgeReport,
+    RecordDump,
+    RecordWrite,
+    StoreStats,
+    Vector,
+)
+
+if TYPE_CHECKING:
+    from memstrata.audit import AuditEvent
+
+__all__ = [
+    "AsyncCandidateSearch",
+    "AsyncCounters",
+    "AsyncEmbeddingCacheStore",
+    "AsyncJobQueue",
+    "AsyncRecordStore",
+    "AsyncSessionBuffer",
+    "AsyncStore",
+    "AsyncStoreCopy",
+    "AsyncStoreMeta",
+    "AsyncUnitOfWork",
+    "CacheEntry",
+    "Candidate",
+    "PurgeReport",
+    "RecordDump",
+    "RecordWrite",
+    "StoreStats",
+    "Vector",
+]
+
+
+# --- store-level metadata and lifecycle ---
+@runtime_checkable
+class AsyncStoreMeta(Protocol):
+    """The store's own settings (embedding model and dims, ...) and its lifecycle.
+
+    ``close`` releases connections and flushes pending counters (:class:`Counters`); it is
+    safe to call twice. ``get_meta`` of a key never set is ``None``; ``set_meta`` upserts.
+    """
+
+    url: str
+
+    async def aclose(self) -> None: ...
+    async def get_meta(self, key: str) -> str | None: ...
+    async def set_meta(self, key: str, value: str) -> None: ...
+
+
+# --- records ---
+@runtime_checkable
+class AsyncRecordStore(Protocol):
+    """Records with versions, status and purge.
+
+    A record is identified by ``(tenant, user, id)``. Writes check what they store: a
+    vector whose length is not ``record.embedding_dims`` is a ``ValidationError``.
+    History keeps every earlier version; a backend may store versions as deltas (SQLite
+    stores only the changed fields) as long as :meth:`history` returns whole records.
+    """
+
+    async def insert(self, writes: Sequence[RecordWrite]) -> None:
+        """Insert new records with their index entries, all or none. An id already present
+        *in the same tenant and user* (or twice in the batch) is a ``ValidationError`` and
+        nothing is written; an id that exists only under another tenant or user inserts
+        exactly like a fresh one."""
+        ...
+
+    async def get(
+        self, scope: Scope, record_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord:
+        """The current version, or ``NotFoundError`` (also for other tenants' records)."""
+        ...
+
+    async def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Current versions of the ids visible in ``scope`` (deleted included), in the order
+        given, each once; unknown and foreign ids are left out."""
+        ...
+
+    async def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        """AsyncStore ``write.record`` (whose version is ``expected_version + 1``) as the new
+        current version, keeping the old one in history; ``ConflictError`` if the current
+        version is not ``expected_version``; ``NotFoundError`` if the id is not visible in
+        ``scope``; ``ValidationError`` if the record would move to another tenant or user.
+        ``vector=None`` keeps the old vector; the terms are always replaced. The counters
+        (``access_count``, ``last_accessed_at``) are the store's: the stored ones are kept,
+        whatever the new record says, so an update never loses or resets a count."""
+        ...
+
+    async def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+        """Every version of the record, oldest first, the current one last (as whole
+        records, with the counters of the current version)."""
+        ...
+
+    async def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
+        """Soft-delete or restore; returns the ids that changed, in the order given. Each
+        change bumps the version (the old one goes to history)."""
+        ...
+
+    async def purge(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        reterm: Mapping[str, Sequence[str]] | None = None,
+    ) -> PurgeReport:
+        """Destroy records for real: current row, history, vectors, terms, counters.
+
+        ``reterm`` gives new lexical terms for records of the same user that stay (by id;
+        unknown ids are ignored), written in the same transaction without a new version
+        when they differ from the stored ones: a record indexed under words of a purged
+        one (a reply under its question, ``search/reply_terms.py``) loses them. It applies
+        only when a record was purged."""
+        ...
+
+    async def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        """Destroy everything of one user — records, history, vectors, terms, counters,
+        jobs, session buffer and embedding-cache entries (query embeddings included) — and
+        verify with a fresh query that nothing is left (``remaining``, must be 0)."""
+        ...
+
+    async def list(
+        self,
+        scope: Scope,
+        filters: Filters,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[MemoryRecord]:
+        """Records ordered by ``observed_at`` (ties by insertion order)."""
+        ...
+
+    async def count(self, scope: Scope, filters: Filters) -> int: ...
+
+    async def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
+        """The oldest active, not superseded, current record visible in ``scope`` with this
+        content hash and one of ``types`` (any type if empty): dedup before insert. Inside a
+        :class:`UnitOfWork` the look-up and a following insert are atomic."""
+        ...
+
+    def scan(self, batch_size: int = 500) -> AsyncIterator[builtins.list[MemoryRecord]]:
+        """Every record of every tenant, deleted included, in insertion order (maintenance,
+        re-embedding, migration)."""
+        ...
+
+    async def set_vectors(
+        self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
+    ) -> None:
+        """Replace the vectors of the given records (as returned by :meth:`scan`; an
+        admin operation) and set their ``embedding_model``/``embedding_dims``; no new
+        version. ``NotFoundError`` (nothing written) if a record no longer exists."""
+        ...
+
+    async def stats(self, scope: Scope) -> StoreStats: ...
+
+
+# --- retrieval candidates ---
+@runtime_checkable
+class AsyncCandidateSearch(Protocol):
+    """Candidate generation for the hybrid search core."""
+
+    async def vector_search(
+        self, scope: Scope, vector: Vector, k: int, filters: Filters
+    ) -> builtins.list[Candidate]:
+        """Top-k by cosine similarity (vectors are unit length, so a dot product), best
+        first, ties by insertion order. Exact: an ANN index must fall back to a scan where
+        it could miss (the congruence test compares backends)."""
+        ...
+
+    async def lexical_search(
+        self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
+    ) -> builtins.list[Candidate]:
+        """Top-k by BM25 (k1=1.2, b=0.75, over the user's records) of the given,
+        already-tokenised terms; higher is better; ties by insertion order. Terms are data,
+        never query syntax."""
+        ...
+
+
+# --- embedding cache ---
+@runtime_checkable
+class AsyncEmbeddingCacheStore(Protocol):
+    """Vectors of texts already embedded, so unchanged text is never embedded twice.
+
+    Entries are keyed by ``(scope.tenant, scope.user, model_id, key)``; ``key`` is the
+    text's content hash for passages and ``"q:" + hash`` for queries
+    (:func:`memstrata.embedder.cache.cache_key`). Agent and session are ignored. An entry
+    of one user is never returned to another, and :meth:`RecordStore.purge_user` deletes
+    all of a user's entries, query embeddings included.
+    """
+
+    async def cached_vectors(
+        self, scope: Scope, model_id: str, keys: Sequence[str]
+    ) -> dict[str, Vector]:
+        """The cached float32 vectors of those keys that have one (others are absent)."""
+        ...
+
+    async def cache_vectors(
+        self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]
+    ) -> None:
+        """Upsert entries; a non-finite or empty vector is a ``ValidationError``."""
+        ...
+
+
+# --- job queue ---
+@runtime_checkable
+class AsyncJobQueue(Protocol):
+    """The outbox of background work, shared by every process on the store.
+
+    A claim is a lease: claimed jobs are ``running`` until ``lease_until`` and are claimable
+    again after it (that is how a killed worker's jobs come back); the holder renews it
+    while it works (:meth:`renew_leases`), and each claim has a ``lease_token`` that
+    finishing and failing name (fencing). Two concurrent claims never return the same job,
+    and never jobs of one user while another claim holds a job of that user. A job with a
+    ``dedup_key`` is not enqueued while an open (pending or running) job of the same user
+    has that key.
+    """
+
+    async def enqueue(self, jobs: Sequence[Job]) -> None:
+        """Add jobs, all or none; a job id already present is a ``ValidationError``."""
+        ...
+
+    async def claim_jobs(
+        self,
+        now: datetime,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tenant: str | None = None,
+        user: str | None = None,
+        session: str | None = None,
+        due_before: datetime | None = None,
+    ) -> builtins.list[Job]:
+        """Lease up to ``limit`` jobs of *one* user under a fresh ``lease_token``: pending
+        ones whose ``run_after`` ≤ ``due_before`` (default ``now``) and running ones whose
+        lease expired, oldest due first — and none of a user who has a job held under a
+        live lease (one user's jobs never run at once). Each claim counts an attempt; the
+        returned jobs carry the new count, the token and a lease of ``now + lease``."""
+        ...
+
+    async def renew_leases(self, token: str, until: datetime) -> builtins.list[str]:
+        """Heartbeat: move the lease of the jobs still held under ``token`` to ``until``;
+        returns their ids (a job missing was taken over, finished or purged)."""
+        ...
+
+    async def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
+        """Mark done. With ``lease_token``, only while that claim still holds the job, else
+        :class:`~memstrata.jobs.LeaseLostError` (fencing); ``NotFoundError`` if gone."""
+        ...
+
+    async def fail_job(
+        self, job_id: str, error: str, retry_at: datetime | None, lease_token: str | None = None
+    ) -> None:
+        """Record a failure; ``retry_at=None`` gives up (status ``failed``). Fenced by
+        ``lease_token`` as :meth:`finish_job`."""
+        ...
+
+    async def count_open_jobs(
+        self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
+    ) -> int:
+        """Jobs pending or running (``flush()`` waits for those another worker holds)."""
+        ...
+
+    async def list_jobs(
+        self, tenant: str, user: str, *, status: str | None = None
+    ) -> builtins.list[Job]:
+        """One user's jobs, oldest first, optionally of one status."""
+        ...
+
+
+# --- session buffer ---
+@runtime_checkable
+class AsyncSessionBuffer(Protocol):
+    """The short-term turns of a session: append and read the newest N.
+
+    In a durable store the buffer *is* the session's ``message`` records, so it survives
+    restarts and is purged with the user; ``append_turns`` is an insert of message records
+    (inside a :class:`UnitOfWork` together with their ingest job). A hot-state buffer (Redis)
+    may sit in front of a durable store; it is never the only copy of a turn.
+    """
+
+    async def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        """AsyncStore message records (``type == message``; anything else is a
+        ``ValidationError``), all or none, like :meth:`RecordStore.insert`."""
+        ...
+
+    async def recent_turns(self, scope: Scope, n: int) -> builtins.list[MemoryRecord]:
+        """The ``n`` newest active message records of ``scope.session`` (visible in
+        ``scope``), oldest first (by ``observed_at``, ties by insertion order). ``[]``
+        without a session or with ``n < 1``."""
+        ...
+
+
+# --- counters ---
+@runtime_checkable
+class AsyncCounters(Protocol):
+    """AsyncCounters on records: access counts and named hit counts (e.g. a cluster's hits).
+
+    A counter change is **never a version**: no history row, no version bump, no change
+    of ``updated_at``, and it never conflicts with ``replace``. AsyncCounters may be batched: a
+    backend may buffer increments in process and write them in one transaction later
+    (at the latest on :meth:`flush_counters` or ``close``); reads through the same store
+    object include the buffered increments. A crash may lose at most the buffered ones.
+    AsyncCounters of records not visible in ``scope`` are ignored (no error, nothing written).
+    """
+
+    async def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
+        """Count one access per distinct id: ``access_count += 1``, ``last_accessed_at =
+        max(last_accessed_at, at)``."""
+        ...
+
+    async def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
+        """Add to the counter ``name`` of each record id (missing counters start at 0)."""
+        ...
+
+    async def counts(self, scope: Scope, name: str, ids: Sequence[str]) -> dict[str, int]:
+        """The counter ``name`` of each visible id (0 when never counted)."""
+        ...
+
+    async def flush_counters(self) -> None:
+        """Write buffered counter increments now (a no-op for unbuffered backends)."""
+        ...
+
+
+# --- unit of work ---
+@runtime_checkable
+class AsyncUnitOfWork(Protocol):
+    """Several writes in one transaction: all of them apply, or none.
+
+    Obtained from ``async with store.transaction() as tx:``; leaving the block normally commits,
+    an exception rolls everything back and propagates. The reads see the transaction's own
+    writes, and a read followed by a write is atomic against other writers (SQLite:
+    ``BEGIN IMMEDIATE``; PostgreSQL: row locks or ``SERIALIZABLE``). Each method has the
+    contract of the store method of the same name. Do not call the store itself inside the
+    block (it may deadlock or run outside the transaction); do no slow work (embedding,
+    LLM calls) inside it either: compute first, then open the transaction.
+    """
+
+    async def get(
+        self, scope: Scope, record_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord: ...
+    async def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None: ...
+    async def insert(self, writes: Sequence[RecordWrite]) -> None: ...
+    async def append_turns(self, writes: Sequence[RecordWrite]) -> None: ...
+    async def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None: ...
+    async def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> builtins.list[str]: ...
+    async def enqueue(self, jobs: Sequence[Job]) -> None: ...
+
+
+# --- everything ---
+@runtime_checkable
+class AsyncStore(
+    AsyncStoreMeta,
+    AsyncRecordStore,
+    AsyncCandidateSearch,
+    AsyncEmbeddingCacheStore,
+    AsyncJobQueue,
+    AsyncSessionBuffer,
+    AsyncCounters,
+    Protocol,
+):
+    """Every interface of one backend, plus the transaction that spans them."""
+
+    def transaction(self) -> AbstractAsyncContextManager[AsyncUnitOfWork]:
+        """A :class:`UnitOfWork`; commits when the ``with`` block ends without an error."""
+        ...
+
+
+@runtime_checkable
+class AsyncStoreCopy(Protocol):
+    """Everything a store holds, read and written in bulk (``memstrata migrate``).
+
+    ``dump_*`` stream every tenant's data in a stable order (records in insertion order;
+    cache entries, jobs and audit events by key), ``batch_size`` items at a time, so memory
+    stays bounded. ``load_*`` write one batch in one transaction, all or none, *skipping*
+    what the store already holds under the same key (a record's ``(tenant, user, id)``, a
+    job's or an audit event's id; cache entries are upserted), so a copy interrupted at any
+    point can be run again without duplicating anything; they return how many were new.
+    Loaded records keep their versions, times, counters and vector exactly (no new version,
+    no re-embedding); jobs keep their status and attempts as given.
+    """
+
+    def dump_records(self, batch_size: int = 500) -> AsyncIterator[builtins.list[RecordDump]]: ...
+    async def load_records(self, dumps: Sequence[RecordDump]) -> int: ...
+    def dump_cache(self, batch_size: int = 500) -> AsyncIterator[builtins.list[CacheEntry]]: ...
+    async def load_cache(self, entries: Sequence[CacheEntry]) -> int: ...
+    def dump_jobs(self, batch_size: int = 500) -> AsyncIterator[builtins.list[Job]]: ...
+    async def load_jobs(self, jobs: Sequence[Job]) -> int: ...
+    def dump_audit(self, batch_size: int = 500) -> AsyncIterator[builtins.list[AuditEvent]]: ...
+    async def load_audit(self, events: Sequence[AuditEvent]) -> int: ...
+    async def meta_items(self) -> dict[str, str]:
+        """Every ``get_meta`` key with its value."""
+        ...
+
+    async def finish_load(self) -> None:
+        """Build what loading deferred (PostgreSQL: the HNSW index per vector size, built
+        once over the loaded rows instead of row by row); call it after the last load."""
+        ...

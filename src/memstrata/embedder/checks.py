@@ -1,0 +1,36 @@
+"""The checks every embedding provider's output goes through (sync and async providers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ProviderError
+
+__all__ = ["Matrix", "check_vectors"]
+
+Matrix = npt.NDArray[np.float32]
+
+
+def check_vectors(raw: object, count: int, dims: int, model_id: str) -> Matrix:
+    """Validate and L2-normalise a provider's output, or raise :class:`ProviderError`.
+
+    Refuses wrong shapes, NaN/inf and all-zero rows: storing any of them would silently
+    poison every later search.
+    """
+    try:
+        arr = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ProviderError(f"embedder {model_id} returned non-numeric vectors: {exc}") from None
+    if arr.ndim != 2 or arr.shape != (count, dims):
+        raise ProviderError(
+            f"embedder {model_id} returned shape {arr.shape}, expected ({count}, {dims}): "
+            "check the model's configured dimensions"
+        )
+    if not np.isfinite(arr).all():
+        raise ProviderError(f"embedder {model_id} returned NaN or infinite values; nothing stored")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    if count and float(norms.min()) == 0.0:
+        raise ProviderError(f"embedder {model_id} returned an all-zero vector; nothing stored")
+    out: Matrix = (arr / norms).astype(np.float32, copy=False)
+    return out

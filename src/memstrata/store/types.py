@@ -1,0 +1,89 @@
+"""The values the storage seam passes around (shared by the sync and async stores)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from ..records import MemoryRecord
+from .compaction import CompactReport
+
+__all__ = [
+    "CacheEntry",
+    "Candidate",
+    "PurgeReport",
+    "RecordDump",
+    "RecordWrite",
+    "StoreStats",
+    "Vector",
+]
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordWrite:
+    """A record with what the store indexes for it: its vector and its lexical terms."""
+
+    record: MemoryRecord
+    vector: Vector | None
+    terms: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeReport:
+    records: int = 0
+    versions: int = 0
+    vectors: int = 0
+    jobs: int = 0
+    cache_entries: int = 0
+    remaining: int = 0  # what a verification query still finds afterwards (must be 0)
+    compaction: CompactReport | None = None  # purge(..., compact=True): the rewrite after it
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    records: int
+    active: int
+    deleted: int
+    by_type: Mapping[str, int] = field(default_factory=dict)
+    pending_jobs: int = 0
+    failed_jobs: int = 0
+    users: int = 0
+
+
+# --- bulk copy between backends (memstrata.store.migrate) ---
+@dataclass(frozen=True, slots=True)
+class RecordDump:
+    """One record as a store holds it: every version (oldest first, the current one last),
+    its stored vector, its lexical terms and its named counters."""
+
+    versions: tuple[MemoryRecord, ...]
+    vector: Vector | None
+    terms: tuple[str, ...]
+    counters: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def record(self) -> MemoryRecord:
+        return self.versions[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """An embedding-cache entry. ``scope_tok`` names the user
+    (:func:`memstrata.store.sqlite.codec.scope_token` of tenant and user): the cache is
+    keyed by that token, never by the raw ids."""
+
+    scope_tok: str
+    model_id: str
+    key: str
+    vector: Vector
