@@ -1,0 +1,25 @@
+"""Open the async store a URL names (the async twin of :func:`memstrata.store.url.open_store`).
+
+``sqlite://`` and ``memory://`` stores are the sync ones on threads of their own
+(:func:`memstrata.aio.threaded.threaded`: the standard library's ``sqlite3`` has no async
+API, and a local file needs none); ``postgresql://`` is natively async (psycopg's async
+connections). Opening runs on a thread, so the event loop never waits for a migration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from ..store.url import open_store as open_sync_store
+from .threaded import threaded
+
+if TYPE_CHECKING:
+    from .._async.store.base import AsyncStore
+
+__all__ = ["open_store"]
+
+
+async def open_store(url: str) -> AsyncStore:
+    """The store ``url`` names, as an ``AsyncStore`` (errors as the sync ``open_store``)."""
+    return threaded(await asyncio.to_thread(open_sync_store, url))

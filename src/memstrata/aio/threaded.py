@@ -1,0 +1,163 @@
+"""A sync store presented as an :class:`~memstrata._async.store.base.AsyncStore`, on threads.
+
+SQLite (a local file, driven by the standard library's blocking ``sqlite3``) and the
+in-process ``memory://`` store have no async driver; :func:`threaded` runs each of their
+calls on a small pool of threads owned by the adapter, so the event loop never waits on a
+disk read or a lock. This is the one place where the async memory uses threads for storage;
+PostgreSQL and Redis are natively async (psycopg's and redis-py's async clients).
+
+- Each method of the sync store becomes a coroutine with the same arguments and result;
+  attributes that are not methods (``url``) are read through.
+- A transaction runs entirely on one thread of its own (SQLite ties a transaction to the
+  connection its thread holds): ``async with store.transaction() as tx`` enters the sync
+  transaction on that thread, every ``await tx.<method>`` runs there, and leaving the block
+  commits or rolls back there. Cancelling a coroutine inside the block rolls back.
+- ``scan`` and ``dump_*`` stream their batches from a generator advanced on one thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Callable, Generator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from .._async.store.base import AsyncStore, AsyncUnitOfWork
+    from ..store.base import Store, UnitOfWork
+
+__all__ = ["ThreadedStore", "threaded"]
+
+T = TypeVar("T")
+
+# Methods whose sync result is a generator of batches: streamed, not returned whole.
+_STREAMS = frozenset({"scan", "dump_records", "dump_cache", "dump_jobs", "dump_audit"})
+# Sync-only context managers of a store (SQLite's shared/exclusive file locks): entered
+# and left on one thread, like a transaction.
+_CONTEXTS = frozenset({"shared", "exclusive"})
+
+
+def threaded(store: Store, *, threads: int = 4) -> AsyncStore:
+    """``store`` as an ``AsyncStore`` whose calls run on ``threads`` threads of its own."""
+    return cast("AsyncStore", ThreadedStore(store, threads=threads))
+
+
+class _OneThread:
+    """A thread that runs calls one after another (a transaction's or a stream's)."""
+
+    def __init__(self, name: str) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False)
+
+
+class ThreadedStore:
+    """See the module docstring; build it with :func:`threaded`."""
+
+    def __init__(self, store: Store, *, threads: int = 4) -> None:
+        self.sync = store  # the wrapped store (tests and admin tools)
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memstrata-store")
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.sync, name)  # AttributeError for what the store lacks
+        if not callable(target):
+            return target
+        if name in _STREAMS:
+            return functools.partial(_stream, target)
+        if name in _CONTEXTS:
+            return functools.partial(_context, target)
+
+        @functools.wraps(target)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self._run(functools.partial(target, *args, **kwargs))
+
+        return call
+
+    def transaction(self) -> AbstractAsyncContextManager[AsyncUnitOfWork]:
+        return _transaction(self.sync)
+
+    async def aclose(self) -> None:
+        """Close the sync store (flushing its counters) on a thread, then stop the pool."""
+        try:
+            await self._run(self.sync.close)
+        finally:
+            self._pool.shutdown(wait=False)
+
+
+class _ThreadedUnitOfWork:
+    """The sync unit of work, each call on the transaction's thread."""
+
+    def __init__(self, uow: UnitOfWork, thread: _OneThread) -> None:
+        self._uow = uow
+        self._thread = thread
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._uow, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self._thread.run(functools.partial(target, *args, **kwargs))
+
+        return call
+
+
+@asynccontextmanager
+async def _entered(
+    factory: Callable[..., AbstractContextManager[T]], *args: Any, **kwargs: Any
+) -> AsyncIterator[tuple[T, _OneThread]]:
+    """Enter a sync context manager on a thread of its own, leave it there."""
+    thread = _OneThread("memstrata-tx")
+    try:
+        manager = factory(*args, **kwargs)
+        value = await thread.run(manager.__enter__)
+        try:
+            yield value, thread
+        except BaseException as exc:
+            # roll back on the same thread, even when the caller was cancelled
+            undo = functools.partial(manager.__exit__, type(exc), exc, exc.__traceback__)
+            await asyncio.shield(thread.run(undo))
+            raise
+        else:
+            await asyncio.shield(thread.run(lambda: manager.__exit__(None, None, None)))
+    finally:
+        thread.shutdown()
+
+
+@asynccontextmanager
+async def _context(
+    factory: Callable[..., AbstractContextManager[T]], *args: Any, **kwargs: Any
+) -> AsyncIterator[T]:
+    async with _entered(factory, *args, **kwargs) as (value, _thread):
+        yield value
+
+
+@asynccontextmanager
+async def _transaction(store: Store) -> AsyncIterator[AsyncUnitOfWork]:
+    async with _entered(store.transaction) as (uow, thread):
+        yield cast("AsyncUnitOfWork", _ThreadedUnitOfWork(uow, thread))
+
+
+async def _stream(
+    method: Callable[..., Generator[T, None, None]], *args: Any, **kwargs: Any
+) -> AsyncIterator[T]:
+    """The batches of a sync generator, each produced on the stream's own thread."""
+    thread = _OneThread("memstrata-scan")
+    generator = method(*args, **kwargs)
+    done = object()
+    try:
+        while True:
+            item = await thread.run(lambda: next(generator, done))
+            if item is done:
+                return
+            yield cast(T, item)
+    finally:
+        await thread.run(generator.close)
+        thread.shutdown()
