@@ -256,6 +256,34 @@ def test_same_answers_and_same_redis_contents_as_the_sync_twin(
     assert not [k for k in snapshots[-2] if k.startswith(":t1:u1:")]  # purge_user
 
 
+def test_sessions_written_while_redis_is_up_are_not_kept_for_clean_up(
+    shared_redis: SharedRedis, prefixes: tuple[str, str]
+) -> None:
+    """Only sessions Redis missed wait for the clean-up after an outage: with Redis up, the
+    set stays empty (it used to keep every session ever written, in both tiers)."""
+    writes = [_write(_record(f"m{i}", f"turn {i}", i, session=f"s{i}")) for i in range(3)]
+    sync_hot = RedisHotStore(InMemoryStore(), open_redis(shared_redis.url), prefix=prefixes[0])
+    try:
+        sync_hot.append_turns(writes)
+        assert sync_hot.available and not sync_hot._health.dirty_sessions
+    finally:
+        sync_hot.close()
+
+    async def run() -> None:
+        hot = AsyncRedisHotStore(
+            _async_durable(InMemoryStore()),
+            await open_async_redis(shared_redis.url),
+            prefix=prefixes[1],
+        )
+        try:
+            await hot.append_turns(writes)
+            assert hot.available and not hot._health.dirty_sessions
+        finally:
+            await hot.aclose()
+
+    asyncio.run(run())
+
+
 @pytest.fixture
 def own_redis() -> Iterator[RedisServer]:
     """A redis-server of this test alone (it gets killed and restarted)."""

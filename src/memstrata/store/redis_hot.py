@@ -370,7 +370,7 @@ class RedisHotStore:
             return
         gone = set(invalidated)
 
-        def run() -> None:
+        def run() -> bool:
             for key in touched:
                 turns, meta = self._session_keys(key)
                 if key in gone:
@@ -386,11 +386,10 @@ class RedisHotStore:
                 self._push(
                     keys=[turns, meta], args=[marker, self._cap * 2, oldest, self._ttl, *items]
                 )
+            return True
 
-        # `run` returns None, so `_call` is None whether or not Redis answered: every touched
-        # session is noted as dirty (as the hand-written sync store did).
-        self._call(run)
-        self._dirty(touched)
+        if self._call(run) is None:  # Redis missed it: clean up on reconnect
+            self._dirty(touched)
 
     def _invalidate_now(self, key: SessionKey) -> None:
         turns, meta = self._session_keys(key)

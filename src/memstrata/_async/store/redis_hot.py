@@ -373,7 +373,7 @@ class AsyncRedisHotStore:
             return
         gone = set(invalidated)
 
-        async def run() -> None:
+        async def run() -> bool:
             for key in touched:
                 turns, meta = self._session_keys(key)
                 if key in gone:
@@ -389,11 +389,10 @@ class AsyncRedisHotStore:
                 await self._push(
                     keys=[turns, meta], args=[marker, self._cap * 2, oldest, self._ttl, *items]
                 )
+            return True
 
-        # `run` returns None, so `_call` is None whether or not Redis answered: every touched
-        # session is noted as dirty (as the hand-written sync store did).
-        await self._call(run)
-        await self._dirty(touched)
+        if await self._call(run) is None:  # Redis missed it: clean up on reconnect
+            await self._dirty(touched)
 
     async def _invalidate_now(self, key: SessionKey) -> None:
         turns, meta = self._session_keys(key)
