@@ -52,6 +52,11 @@ SUBS: list[tuple[str, str]] = [
     (r"redis\.asyncio", "redis"),
     (r"asyncio\.Lock", "threading.Lock"),
     (r"asyncio\.sleep", "time.sleep"),
+    # -- redisasync (store/redis_hot.py): private async classes (`_AsyncHotTransaction` ->
+    # `_HotTransaction`; `Async...` above needs a word boundary) and callables typed by what
+    # they return (`Callable[[], Awaitable[T]]` -> `Callable[[], T]`) --
+    (r"_Async([A-Z][A-Za-z0-9_]*)", r"_\1"),
+    (r"Awaitable\[(\w+)\]", r"\1"),
 ]
 
 

@@ -1,0 +1,80 @@
+"""The pure part of the Redis hot tier, shared by the async source
+(``memstrata/_async/store/redis_hot.py``) and its generated sync twin
+(:mod:`memstrata.store.redis_hot`, which re-exports the public names): the ``buffer=`` URL's
+key prefix, constants, and the async face of the durable store's quota counters.
+
+Nothing here does I/O or imports redis-py, so both trees share one definition of each value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..errors import ValidationError
+from .quota_counters import Refusal, Take
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "INSTALL",
+    "MIRROR_SECONDS",
+    "AsyncQuotaCounters",
+    "buffer_prefix",
+    "split_prefix",
+]
+
+INSTALL = "pip install 'memstrata[redis]'"
+
+# A quota mirror key lives at most this long: a crash between the Redis and the durable take
+# can leave it ahead of the durable counter, for no longer than this.
+MIRROR_SECONDS = 60
+
+DEFAULT_PREFIX = "memstrata"
+_PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def split_prefix(url: str) -> tuple[str, str]:
+    """``(url without ?prefix=, prefix)``: the key prefix is memstrata's, not redis-py's."""
+    if not isinstance(url, str) or url.split("://", 1)[0].lower() not in (
+        "redis",
+        "rediss",
+        "unix",
+    ):
+        raise ValidationError(
+            f"buffer={url!r} is not a Redis URL; use redis://host:6379/0, "
+            "rediss://... (TLS) or unix:///path/to/redis.sock"
+        )
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefixes = [v for k, v in query if k == "prefix"]
+    if not prefixes:
+        return url, DEFAULT_PREFIX
+    prefix = prefixes[-1]
+    if not 1 <= len(prefix) <= 64 or not set(prefix) <= _PREFIX_CHARS:
+        raise ValidationError(
+            f"buffer URL prefix={prefix!r} is not a valid key prefix; use 1-64 letters, "
+            "digits, '_', '.' or '-' (it starts every Redis key memstrata writes)"
+        )
+    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    return urlunsplit(parts._replace(query=rest)), prefix
+
+
+def buffer_prefix(url: str) -> str:
+    """The key prefix a ``buffer=`` URL names (``?prefix=app1``; default ``memstrata``)."""
+    return split_prefix(url)[1]
+
+
+@runtime_checkable
+class AsyncQuotaCounters(Protocol):
+    """The counters of :class:`~memstrata.store.quota_counters.QuotaCounters` as coroutines:
+    what the async Redis tier needs of an async durable store (the sync twin checks for
+    ``QuotaCounters`` itself). Same contracts as there."""
+
+    async def take_counters(self, takes: Sequence[Take]) -> Refusal | None: ...
+    async def add_counters(self, takes: Sequence[Take]) -> None: ...
+    async def counter_values(self, keys: Sequence[str]) -> dict[str, int]: ...
+    async def forget_counters(self, keys: Sequence[str]) -> None: ...
+    async def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool: ...
+    async def release(self, key: str, token: str) -> None: ...
+    async def count_tenant_records(self, tenant: str) -> int: ...
