@@ -52,6 +52,8 @@ SUBS: list[tuple[str, str]] = [
     (r"redis\.asyncio", "redis"),
     (r"asyncio\.Lock", "threading.Lock"),
     (r"asyncio\.sleep", "time.sleep"),
+    # -- providers: the embedding coalescer's condition variable --
+    (r"asyncio\.Condition", "threading.Condition"),
 ]
 
 
