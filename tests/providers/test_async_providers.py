@@ -467,6 +467,50 @@ def test_a_failing_call_fails_every_coroutine_in_it_and_the_next_call_is_made() 
     assert isinstance(after, np.ndarray) and after.shape == (1, 64)
 
 
+class _OneGatePerCall(_GatedEmbedder):
+    """Call ``i`` waits for ``gates[i]``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gates = [asyncio.Event() for _ in range(4)]
+
+    async def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
+        gate = self.gates[len(self.calls)]
+        self.calls.append((list(texts), query))
+        await gate.wait()
+        return self.inner.embed_batch(texts, query=query)
+
+
+def test_a_cancelled_leader_hands_the_others_to_the_next_call() -> None:
+    model = _OneGatePerCall()
+    emb = AsyncCoalescingEmbedder(model)
+
+    async def main() -> dict[str, Matrix]:
+        first = asyncio.create_task(emb.embed_batch(["a"]))
+        while not model.calls:
+            await asyncio.sleep(0)
+        tasks = {t: asyncio.create_task(emb.embed_batch([t])) for t in "bcd"}
+        while len(emb._pending) < 3:
+            await asyncio.sleep(0)
+        model.gates[0].set()
+        await first
+        while len(model.calls) < 2:  # one of b, c, d leads the call carrying all three
+            await asyncio.sleep(0)
+        assert sorted(model.calls[1][0]) == ["b", "c", "d"]
+        lead = model.calls[1][0][0]  # the leader's own texts come first
+        tasks[lead].cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[lead]
+        model.gates[1].set()  # (that call's answer is never used)
+        model.gates[2].set()
+        return {t: await task for t, task in tasks.items() if t != lead}
+
+    out = run(main)
+    assert len(out) == 2 and all(m.shape == (1, 64) for m in out.values())
+    # the two others were embedded again, in one call led by one of them
+    assert len(model.calls) == 3 and sorted(model.calls[2][0]) == sorted(out)
+
+
 class _AsyncDurable:
     """An async durable cache (what ``AsyncEmbeddingCacheStore`` offers)."""
 

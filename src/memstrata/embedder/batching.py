@@ -13,7 +13,8 @@ which they waited for already when calls were serialised).
 
 Queries and passages are embedded differently by asymmetric models, so a call only merges
 requests of its own kind. A failing model call fails every request in it with the same
-error; the next call is made by whoever is still waiting.
+error; the next call is made by whoever is still waiting. (In the async tree a cancelled
+caller that was making the call fails nobody else: the other requests go back to the queue.)
 
 One source (``_async/embedder/batching.py``) writes both trees: in the sync one callers are
 threads waiting on a threading condition, in the async one coroutines waiting on an asyncio

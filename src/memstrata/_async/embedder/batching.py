@@ -11,7 +11,8 @@ which they waited for already when calls were serialised).
 
 Queries and passages are embedded differently by asymmetric models, so a call only merges
 requests of its own kind. A failing model call fails every request in it with the same
-error; the next call is made by whoever is still waiting.
+error; the next call is made by whoever is still waiting. (In the async tree a cancelled
+caller that was making the call fails nobody else: the other requests go back to the queue.)
 
 One source (``_async/embedder/batching.py``) writes both trees: in the sync one callers are
 threads waiting on a threading condition, in the async one coroutines waiting on an asyncio
@@ -121,6 +122,11 @@ class AsyncCoalescingEmbedder:
                 self.dims,
                 self.model_id,
             )
+        except asyncio.CancelledError:  # async-only
+            # Only the leader was cancelled: the others go back to the queue  # async-only
+            # and one of them leads the next call (they were not cancelled).  # async-only
+            self._pending[:0] = batch[1:]  # async-only
+            raise  # async-only
         except BaseException as exc:
             for r in batch:
                 r.error, r.done = exc, True
