@@ -57,6 +57,8 @@ SUBS: list[tuple[str, str]] = [
     # they return (`Callable[[], Awaitable[T]]` -> `Callable[[], T]`) --
     (r"_Async([A-Z][A-Za-z0-9_]*)", r"_\1"),
     (r"Awaitable\[(\w+)\]", r"\1"),
+    # -- providers: the embedding coalescer's condition variable --
+    (r"asyncio\.Condition", "threading.Condition"),
 ]
 
 

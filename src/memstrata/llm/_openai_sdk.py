@@ -4,6 +4,10 @@ Shared by the OpenAI-compatible embedder and chat backend so both speak to OpenA
 Qwen, Ollama or vLLM the same way. The SDK already retries timeouts, 408/409/429 and 5xx
 with exponential backoff and jitter (honouring ``Retry-After``), so we configure it rather
 than write a second retry loop.
+
+Everything here is pure (no request is made), so the module is shared by both trees: the
+async sources (``_async/embedder/openai.py``, ``_async/llm/openai.py``) ask for an
+``AsyncOpenAI`` client, which their generated sync twins turn into ``OpenAI``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,14 @@ from typing import Any
 
 from ..errors import MissingDependencyError, ProviderError
 
-__all__ = ["DEFAULT_BASE_URL", "NO_API_KEY", "check_client_args", "make_client", "map_error"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "NO_API_KEY",
+    "check_client_args",
+    "dims_unknown",
+    "make_client",
+    "map_error",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local servers (Ollama, vLLM) ignore the key; hosted APIs answer 401, which map_error
@@ -37,10 +48,21 @@ def check_client_args(*, timeout: float, max_retries: int) -> None:
         raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
 
 
+_CLIENT_CLASSES = ("OpenAI", "AsyncOpenAI")
+
+
 def make_client(
-    *, base_url: str | None, api_key: str | None, timeout: float, max_retries: int
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    max_retries: int,
+    client_class: str = "OpenAI",
 ) -> Any:
-    """An ``openai.OpenAI`` client configured only from the arguments."""
+    """An ``openai.OpenAI`` (or ``openai.AsyncOpenAI``) client configured only from the
+    arguments."""
+    if client_class not in _CLIENT_CLASSES:
+        raise ValueError(f"client_class must be one of {_CLIENT_CLASSES}, got {client_class!r}")
     try:
         import openai
     except ImportError as exc:
@@ -49,7 +71,8 @@ def make_client(
             "run `pip install 'memstrata[openai]'`"
         ) from None
     check_client_args(timeout=timeout, max_retries=max_retries)
-    return openai.OpenAI(
+    sdk_class = openai.AsyncOpenAI if client_class == "AsyncOpenAI" else openai.OpenAI
+    return sdk_class(
         base_url=base_url or DEFAULT_BASE_URL,
         api_key=api_key or NO_API_KEY,
         timeout=timeout,
@@ -81,3 +104,12 @@ def map_error(exc: Exception, *, what: str, base_url: str | None) -> ProviderErr
     else:
         hint = "the request failed"
     return ProviderError(f"{what} at {where}: {hint} ({type(exc).__name__}: {exc})")
+
+
+def dims_unknown(model_id: str) -> ProviderError:
+    """The error of an async embedder asked for ``dims`` before it knows them: a property
+    cannot await the probe request (the sync embedder makes it on the spot)."""
+    return ProviderError(
+        f"embedder {model_id} does not know its dims yet: pass dims=..., or "
+        "`await embedder.probe_dims()` (or embed once) before reading them"
+    )

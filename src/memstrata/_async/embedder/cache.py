@@ -1,0 +1,148 @@
+"""Content-hash embedding cache: unchanged text is never embedded twice.
+
+Two levels:
+
+- a durable, per-user cache: any object with ``cached_vectors(scope, model, keys)`` and
+  ``cache_vectors(scope, model, vectors)`` (every ``Store`` has both). Entries are keyed by
+  tenant, user, model and text hash, so a user's purge deletes them, query embeddings
+  included. :meth:`AsyncCachedEmbedder.for_scope` gives an embedder that reads and writes
+  it;
+- a bounded in-process LRU keyed by model and text hash only, shared by every call of one
+  :class:`AsyncCachedEmbedder` (scoped or not). It never reaches disk;
+  :meth:`AsyncCachedEmbedder.forget` empties it (``Memory.purge`` does), so a purged user's
+  texts do not linger in it either.
+
+``cache_key`` and ``LRUEmbeddingCache`` are pure values of ``embedder.cache_types``,
+re-exported here.
+
+Keys are ``content_hash(text)`` for passages and ``"q:" + content_hash(text)`` for queries:
+asymmetric models embed the two differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from memstrata._async.embedder.base import AsyncEmbedder, Matrix, check_vectors
+from memstrata._async.embedder.batching import AsyncCoalescingEmbedder
+from memstrata.embedder.cache_types import LRUEmbeddingCache, Vector, cache_key
+from memstrata.scope import Scope
+
+__all__ = [
+    "AsyncCachedEmbedder",
+    "AsyncEmbeddingCache",
+    "AsyncScopedEmbedder",
+    "LRUEmbeddingCache",
+    "cache_key",
+]
+
+
+@runtime_checkable
+class AsyncEmbeddingCache(Protocol):
+    """A durable per-user cache (``memstrata._async.store.base.AsyncEmbeddingCacheStore``)."""
+
+    async def cached_vectors(
+        self, scope: Scope, model_id: str, keys: Sequence[str]
+    ) -> dict[str, Vector]: ...
+
+    async def cache_vectors(
+        self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]
+    ) -> None: ...
+
+
+class AsyncCachedEmbedder:
+    """Wraps an embedder so only texts missing from the caches reach it, in one call.
+
+    ``embed_batch`` uses the in-process LRU only; ``for_scope(scope).embed_batch`` also
+    uses the durable per-user cache (when one was given).
+    """
+
+    def __init__(
+        self,
+        inner: AsyncEmbedder,
+        cache: AsyncEmbeddingCache | None = None,
+        *,
+        lru_entries: int = 10_000,
+    ) -> None:
+        self._inner = inner
+        # Concurrent callers (hot path, background jobs, other requests) share model calls.
+        self._model = AsyncCoalescingEmbedder(inner)
+        self._durable = cache
+        self._lru = LRUEmbeddingCache(lru_entries)
+
+    @property
+    def inner(self) -> AsyncEmbedder:
+        return self._inner
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dims(self) -> int:
+        return self._inner.dims
+
+    def for_scope(self, scope: Scope) -> AsyncScopedEmbedder:
+        """An embedder whose cache entries belong to ``scope``'s tenant and user."""
+        return AsyncScopedEmbedder(self, scope)
+
+    def forget(self) -> None:
+        """Empty the in-process LRU (after a purge; the durable cache is purged by the
+        store)."""
+        self._lru.clear()
+
+    async def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
+        return await self._embed(texts, query=query, scope=None)
+
+    async def _embed(self, texts: Sequence[str], *, query: bool, scope: Scope | None) -> Matrix:
+        items = list(texts)
+        dims = self.dims
+        if not items:
+            return np.zeros((0, dims), dtype=np.float32)
+        keys = [cache_key(t, query=query) for t in items]
+        unique = list(dict.fromkeys(keys))
+        found = self._lru.get(self.model_id, unique)
+        durable = self._durable if scope is not None else None
+        if durable is not None and scope is not None and len(found) < len(unique):
+            stored = await durable.cached_vectors(
+                scope, self.model_id, [k for k in unique if k not in found]
+            )
+            if stored:
+                self._lru.put(self.model_id, stored)
+                found = {**found, **stored}
+        missing: dict[str, str] = {}  # key -> first text with that key
+        for key, text in zip(keys, items, strict=True):
+            if key not in found and key not in missing:
+                missing[key] = text
+        if missing:
+            fresh = await self._model.embed_batch(list(missing.values()), query=query)
+            fresh = check_vectors(fresh, len(missing), dims, self.model_id)
+            new = {key: fresh[i] for i, key in enumerate(missing)}
+            if durable is not None and scope is not None:
+                await durable.cache_vectors(scope, self.model_id, new)
+            self._lru.put(self.model_id, new)
+            found = {**found, **new}
+        rows = [np.asarray(found[key], dtype=np.float32).reshape(-1) for key in keys]
+        return check_vectors(np.stack(rows), len(items), dims, self.model_id)
+
+
+class AsyncScopedEmbedder:
+    """:class:`AsyncCachedEmbedder` bound to one user's durable cache entries."""
+
+    def __init__(self, parent: AsyncCachedEmbedder, scope: Scope) -> None:
+        self._parent = parent
+        self._scope = scope
+
+    @property
+    def model_id(self) -> str:
+        return self._parent.model_id
+
+    @property
+    def dims(self) -> int:
+        return self._parent.dims
+
+    async def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
+        return await self._parent._embed(texts, query=query, scope=self._scope)
