@@ -52,6 +52,8 @@ SUBS: list[tuple[str, str]] = [
     (r"redis\.asyncio", "redis"),
     (r"asyncio\.Lock", "threading.Lock"),
     (r"asyncio\.sleep", "time.sleep"),
+    # -- layers: `(await f(x))[0]` -> `f(x)[0]` (the parentheses only served the await) --
+    (r"\(([\w.]+\((?:[^()]|\([^()]*\))*\))\)\[", r"\1["),
 ]
 
 
