@@ -52,8 +52,11 @@ SUBS: list[tuple[str, str]] = [
     (r"redis\.asyncio", "redis"),
     (r"asyncio\.Lock", "threading.Lock"),
     (r"asyncio\.sleep", "time.sleep"),
-    # -- layers: `(await f(x))[0]` -> `f(x)[0]`, `(await f(x)).y` -> `f(x).y` (the parentheses
-    # only served the await; not after a name or bracket: `list(f(x))[0]` is left alone) --
+    # -- layers --
+    # `Callable[[Job], Awaitable[None]]` -> `Callable[[Job], None]`
+    (r"Awaitable\[([^\[\]]+)\]", r"\1"),
+    # `(await f(x))[0]` -> `f(x)[0]`, `(await f(x)).y` -> `f(x).y` (the parentheses only
+    # served the await; not after a name or bracket: `list(f(x))[0]` is left alone)
     (r"(?<![\w)\]])\(([\w.]+\((?:[^()]|\([^()]*\))*\))\)([\[.])", r"\1\2"),
 ]
 

@@ -1,10 +1,14 @@
-"""The layer defaults (pure values, one class for the sync and the async layers)."""
+"""The layer defaults and job kinds (pure values, one class for the sync and the async
+layers)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LayerConfig"]
+__all__ = ["CLUSTER_HITS", "LayerConfig"]
+
+# The job that counts hits on the clusters a search returned (layers.stack handles it).
+CLUSTER_HITS = "cluster_hits"
 
 
 @dataclass(frozen=True, slots=True)
