@@ -19,7 +19,8 @@ from typing import Any
 from memstrata.filters import Filters
 from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
-from memstrata.layers.episodic_types import EpisodeHit, _topics, age_days, recall_score
+from memstrata.layers.episodic_types import EpisodeHit, age_days, recall_score
+from memstrata.layers.episodic_types import _topics as _topics  # rederive uses it
 from memstrata.llm.base import Reflection, TaskOutcome
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import MemoryRecord, RecordType, Role, Source

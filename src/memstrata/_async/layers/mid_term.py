@@ -54,7 +54,6 @@ from memstrata.layers.mid_term_types import (
     CapAction,
     ClusterState,
     FloatArray,
-    _state,
     _unit,
     assign,
     cluster_join_cosine,
@@ -64,6 +63,7 @@ from memstrata.layers.mid_term_types import (
     plan_cap,
     update_centroid,
 )
+from memstrata.layers.mid_term_types import _state as _state  # rederive uses it
 from memstrata.layers.short_term_types import is_acknowledgement
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import (
