@@ -52,12 +52,16 @@ SUBS: list[tuple[str, str]] = [
     (r"redis\.asyncio", "redis"),
     (r"asyncio\.Lock", "threading.Lock"),
     (r"asyncio\.sleep", "time.sleep"),
-    # -- redisasync (store/redis_hot.py): private async classes (`_AsyncHotTransaction` ->
-    # `_HotTransaction`; `Async...` above needs a word boundary) and callables typed by what
-    # they return (`Callable[[], Awaitable[T]]` -> `Callable[[], T]`) --
+    # -- private async classes (`_AsyncHotTransaction` -> `_HotTransaction`; `Async...`
+    # above needs a word boundary) --
     (r"_Async([A-Z][A-Za-z0-9_]*)", r"_\1"),
-    (r"Awaitable\[(\w+)\]", r"\1"),
-    # -- providers: the embedding coalescer's condition variable --
+    # -- callables typed by what they return: `Callable[[Job], Awaitable[None]]` ->
+    # `Callable[[Job], None]` --
+    (r"Awaitable\[([^\[\]]+)\]", r"\1"),
+    # -- `(await f(x))[0]` -> `f(x)[0]`, `(await f(x)).y` -> `f(x).y` (the parentheses only
+    # served the await; not after a name or bracket: `list(f(x))[0]` is left alone) --
+    (r"(?<![\w)\]])\(([\w.]+\((?:[^()]|\([^()]*\))*\))\)([\[.])", r"\1\2"),
+    # -- the embedding coalescer's condition variable --
     (r"asyncio\.Condition", "threading.Condition"),
 ]
 

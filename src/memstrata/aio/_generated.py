@@ -16,10 +16,10 @@ from ..context.assemble import AssembledContext
 from ..embedder.base import Embedder
 from ..filters import Filters
 from ..layers.base import LayerConfig
-from ..layers.episodic import EpisodeHit
-from ..layers.procedural import FailureWarning, Suggestion
-from ..layers.semantic import FactOutcome
-from ..layers.working import StepStatus, TaskCompletion
+from ..layers.episodic_types import EpisodeHit
+from ..layers.procedural_types import FailureWarning, Suggestion
+from ..layers.semantic_types import FactOutcome
+from ..layers.working_types import StepStatus, TaskCompletion
 from ..llm.base import LLM, ExtractedFact, Reflection, TaskOutcome
 from ..maintenance import LogEntry, MaintenanceReport, Retention
 from ..memory import DEFAULT_ROLES, Memory, Remembered

@@ -1,0 +1,127 @@
+"""What every layer service gets: the store, providers, clock and the layer defaults.
+
+Layer services never talk to each other directly: the ingest pipeline calls each one's
+``on_messages`` / ``on_session_end`` from a background job, and ``build_context`` asks each
+for its block. Pure rules (thresholds, formulas, conflict resolution) live in functions
+beside each service so they are tested without a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from memstrata._async.embedder.base import AsyncEmbedder
+from memstrata._async.llm.base import AsyncLLM
+from memstrata._async.store.base import AsyncStore, RecordWrite
+from memstrata.clock import Clock
+from memstrata.layers.types import LayerConfig
+from memstrata.policies.pii import PIIRedactor
+from memstrata.records import MemoryRecord
+from memstrata.scope import Scope
+from memstrata.search.tokenize import tokenize
+
+__all__ = ["AsyncIngestStep", "AsyncLayerContext", "LayerConfig"]
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncLayerContext:
+    store: AsyncStore
+    embedder: AsyncEmbedder  # already cached: texts seen before cost nothing
+    llm: AsyncLLM
+    clock: Clock
+    config: LayerConfig
+    pii: PIIRedactor | None = None  # Memory(pii=...): applied to every record written here
+
+    def embedder_for(self, scope: Scope) -> AsyncEmbedder:
+        """The embedder whose cache entries belong to ``scope``'s user (purged with them);
+        use it wherever the scope is known."""
+        for_scope = getattr(self.embedder, "for_scope", None)
+        return self.embedder if for_scope is None else for_scope(scope)
+
+    def redact(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` with its tenant's PII replaced (text, summary, structured strings);
+        the same object when there is nothing to replace or no policy."""
+        return record if self.pii is None else self.pii.redact_record(record)
+
+    def redact_query(self, scope: Scope, query: str) -> str:
+        """A search or context query as its tenant's policy says it may be embedded, cached
+        and matched: with redaction on, ``[EMAIL_1]`` instead of the address."""
+        return query if self.pii is None else self.pii.redact_query(scope.tenant, query)
+
+    def redact_fields(self, scope: Scope, model: _Model, *fields: str) -> _Model:
+        """A pydantic value (an extracted fact) with these string fields redacted, so the
+        conflict rules compare it with what was stored."""
+        if self.pii is None:
+            return model
+        update = {
+            f: self.redact_query(scope, v)
+            for f in fields
+            if isinstance(v := getattr(model, f), str)
+        }
+        return model.model_copy(update=update)
+
+    async def writes(self, records: Sequence[MemoryRecord]) -> list[RecordWrite]:
+        """Index entries (vector + lexical terms) for records, embedded in one batch per
+        user (each user's cache entries are their own). Every record is redacted first
+        (:meth:`redact`): nothing reaches the embedder, the index or the store in clear."""
+        if not records:
+            return []
+        records = [self.redact(r) for r in records]
+        by_user: dict[tuple[str, str], list[int]] = {}
+        for i, r in enumerate(records):
+            by_user.setdefault((r.tenant, r.user), []).append(i)
+        vectors: dict[int, Any] = {}
+        for (tenant, user), positions in by_user.items():
+            embedded = await self.embedder_for(Scope(tenant, user)).embed_batch(
+                [records[i].text for i in positions]
+            )
+            vectors.update({i: embedded[n] for n, i in enumerate(positions)})
+        return [RecordWrite(r, vectors[i], tuple(tokenize(r.text))) for i, r in enumerate(records)]
+
+    async def write_with(self, record: MemoryRecord, vector: Any) -> RecordWrite:
+        """An index entry whose vector the caller computed (a summary's mean of its turns);
+        the record is redacted, and embedded again only if redaction changed its text."""
+        redacted = self.redact(record)
+        if redacted.text != record.text:
+            return (await self.writes([redacted]))[0]
+        return RecordWrite(redacted, vector, tuple(tokenize(redacted.text)))
+
+    async def insert(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """Store new records; returns them as stored (redacted)."""
+        if not records:
+            return []
+        writes = await self.writes(records)
+        await self.store.insert(writes)
+        return [w.record for w in writes]
+
+    async def replace(
+        self, scope: Scope, record: MemoryRecord, *, expected_version: int, reindex: bool = True
+    ) -> MemoryRecord:
+        """Store ``record`` as the next version; ``reindex`` re-embeds its (changed) text
+        (forced when redaction changed it). Returns the version as stored."""
+        redacted = self.redact(record)
+        reindex = reindex or redacted.text != record.text
+        write = (
+            (await self.writes([redacted]))[0]
+            if reindex
+            else RecordWrite(redacted, None, tuple(tokenize(redacted.text)))
+        )
+        await self.store.replace(scope, write, expected_version=expected_version)
+        return write.record
+
+
+class AsyncIngestStep(Protocol):
+    """A layer's reaction to new turns and to the end of a session (run in background jobs;
+    must be idempotent: a job may run twice after a crash)."""
+
+    name: str
+
+    async def on_messages(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None: ...
+
+    async def on_session_end(self, scope: Scope) -> None: ...

@@ -1,0 +1,300 @@
+"""Semantic memory, profile side: facts about the user with confidence and history (seed 001).
+
+A fact is ``(category, key, value, confidence, mentions, first_observed, last_updated,
+expires_at)``, stored as a user-level ``FACT`` record (no session) whose text reads
+``"key: value"`` so search finds it. The conflict rules are the pure :func:`decide`:
+
+- same key, same value → confirmed: ``mentions + 1``, ``confidence + 0.05`` (max 1.0);
+- different value with a *higher* confidence (or the current one has expired) → replaced:
+  the old record gets ``valid_to`` and ``superseded_by`` (a new version, never deleted) and
+  the new one links both in ``source_ids``;
+- different value, confidence not higher → conflict recorded in the current fact's
+  ``conflicts`` list; the value is kept.
+
+Each outcome is a new version, so :meth:`FactService.history` shows every value a key held.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from memstrata._async.layers._build import build_record, list_records, query_vector
+from memstrata._async.layers.base import AsyncLayerContext
+from memstrata._async.store.base import Vector
+from memstrata.clock import ensure_utc
+from memstrata.filters import Filters
+from memstrata.layers.semantic_types import (
+    FactAction,
+    FactDecision,
+    FactOutcome,
+    _expires,
+    _iso,
+    _seen,
+    decide,
+    is_expired,
+    same_value,
+)
+from memstrata.llm.base import ExtractedFact
+from memstrata.llm.heuristic import HeuristicLLM
+from memstrata.records import MemoryRecord, RecordType, Role, Source
+from memstrata.scope import Scope
+
+__all__ = [
+    "AsyncFactExtractionStep",
+    "AsyncFactService",
+    "FactAction",
+    "FactDecision",
+    "FactOutcome",
+    "decide",
+    "is_expired",
+    "same_value",
+]
+
+log = logging.getLogger(__name__)
+
+
+class AsyncFactService:
+    def __init__(self, ctx: AsyncLayerContext) -> None:
+        self._ctx = ctx
+
+    @staticmethod
+    def _scope(scope: Scope) -> Scope:
+        return scope.with_session(None)  # facts are about the user, not one session
+
+    async def _current(self, scope: Scope, key: str) -> MemoryRecord | None:
+        found = await list_records(self._ctx, self._scope(scope), RecordType.FACT, key=key)
+        return max(found, key=lambda r: (r.confidence, r.updated_at)) if found else None
+
+    async def get(self, scope: Scope, key: str) -> MemoryRecord | None:
+        """The current, unexpired fact for ``key``, or ``None``."""
+        record = await self._current(scope, key)
+        if record is None or is_expired(_expires(record), self._ctx.clock.now()):
+            return None
+        return record
+
+    async def all(self, scope: Scope, *, min_confidence: float = 0.0) -> list[MemoryRecord]:
+        now = self._ctx.clock.now()
+        return [
+            r
+            for r in await list_records(self._ctx, self._scope(scope), RecordType.FACT)
+            if r.confidence >= min_confidence and not is_expired(_expires(r), now)
+        ]
+
+    async def relevant(
+        self,
+        scope: Scope,
+        query: str | Vector | None = None,
+        limit: int | None = None,
+        min_confidence: float | None = None,
+    ) -> list[MemoryRecord]:
+        """Unexpired facts with confidence >= 0.6, most similar to ``query`` first (or most
+        confident first without a query), at most 20."""
+        cfg = self._ctx.config
+        limit = cfg.fact_max_in_context if limit is None else limit
+        floor = cfg.fact_min_confidence if min_confidence is None else min_confidence
+        if query is None:
+            facts = await self.all(scope, min_confidence=floor)
+            facts.sort(key=lambda r: (r.confidence, r.updated_at), reverse=True)
+            return facts[:limit]
+        vector = await query_vector(self._ctx, query, scope) if isinstance(query, str) else query
+        hits = await self._ctx.store.vector_search(
+            self._scope(scope), vector, limit * 3, Filters(types=frozenset({RecordType.FACT}))
+        )
+        now = self._ctx.clock.now()
+        records = await self._ctx.store.get_many(self._scope(scope), [h.id for h in hits])
+        return [
+            r
+            for r in records
+            if r.is_active and r.confidence >= floor and not is_expired(_expires(r), now)
+        ][:limit]
+
+    async def history(self, scope: Scope, key: str) -> list[MemoryRecord]:
+        """Every version of every record that held ``key``, oldest first."""
+        records = await list_records(
+            self._ctx, self._scope(scope), RecordType.FACT, include_superseded=True, key=key
+        )
+        versions = [
+            v for r in records for v in await self._ctx.store.history(self._scope(scope), r.id)
+        ]
+        return sorted(versions, key=lambda v: (v.updated_at, v.created_at, v.version))
+
+    async def upsert(
+        self,
+        scope: Scope,
+        fact: ExtractedFact,
+        source_ids: Sequence[str] = (),
+        *,
+        expires_at: datetime | None = None,
+        source: Source = Source.EXPLICIT_USER_INPUT,
+        observed_at: datetime | None = None,
+    ) -> FactOutcome:
+        """Apply the conflict rules to ``fact`` and write the result (see module docstring).
+
+        ``observed_at`` is when the user said it (the message's time; replays of old
+        conversations must keep their dates); it defaults to now."""
+        scope = self._scope(scope)
+        fact = self._ctx.redact_fields(scope, fact, "value", "evidence")
+        now = self._ctx.clock.now()
+        when = ensure_utc(observed_at) if observed_at is not None else now
+        current = await self._current(scope, fact.key)
+        sources = tuple(source_ids)
+        if current is not None and sources and set(sources) <= _seen(current):
+            return FactOutcome(FactAction.UNCHANGED, current)
+        data: Mapping[str, Any] = current.content.structured if current else {}
+        decision = decide(
+            str(data["value"]) if current else None,
+            current.confidence if current else 0.0,
+            int(data.get("mentions", 1)),
+            fact.value,
+            fact.confidence,
+            current_expired=current is not None and is_expired(_expires(current), now),
+            confirm_step=self._ctx.config.fact_confirm_step,
+        )
+        if decision.action is FactAction.INSERTED or current is None:
+            record = self._new(scope, fact, sources, expires_at, source, decision, when)
+            await self._ctx.insert([record])
+            return FactOutcome(FactAction.INSERTED, record)
+        if decision.action is FactAction.CONFIRMED:
+            updated = replace(
+                current,
+                version=current.version + 1,
+                updated_at=now,
+                confidence=decision.confidence,
+                observed_at=max(current.observed_at, when),
+                source_ids=tuple(dict.fromkeys((*current.source_ids, *sources))),
+                content=replace(
+                    current.content,
+                    structured={
+                        **data,
+                        "confidence": decision.confidence,
+                        "mentions": decision.mentions,
+                        "last_updated": when.isoformat(),
+                        "expires_at": _iso(expires_at) or data.get("expires_at"),
+                    },
+                ),
+            )
+            await self._ctx.replace(scope, updated, expected_version=current.version, reindex=False)
+            return FactOutcome(FactAction.CONFIRMED, updated)
+        if decision.action is FactAction.REPLACED:
+            record = self._new(
+                scope,
+                fact,
+                (*sources, current.id),
+                expires_at,
+                Source.CORRECTED_MEMORY,
+                decision,
+                when,
+                replaces=current.id,
+            )
+            await self._ctx.insert([record])
+            old = replace(
+                current,
+                version=current.version + 1,
+                updated_at=now,
+                valid_to=when,
+                superseded_by=record.id,
+            )
+            await self._ctx.replace(scope, old, expected_version=current.version, reindex=False)
+            return FactOutcome(FactAction.REPLACED, record, old)
+        conflicts = [
+            *data.get("conflicts", []),
+            {
+                "value": fact.value,
+                "confidence": fact.confidence,
+                "observed_at": when.isoformat(),
+                "source_ids": list(sources),
+                "evidence": fact.evidence,
+            },
+        ]
+        kept = replace(
+            current,
+            version=current.version + 1,
+            updated_at=now,
+            content=replace(current.content, structured={**data, "conflicts": conflicts}),
+        )
+        await self._ctx.replace(scope, kept, expected_version=current.version, reindex=False)
+        return FactOutcome(FactAction.CONFLICT, kept)
+
+    def _new(
+        self,
+        scope: Scope,
+        fact: ExtractedFact,
+        sources: Sequence[str],
+        expires_at: datetime | None,
+        source: Source,
+        decision: FactDecision,
+        now: datetime,
+        replaces: str | None = None,
+    ) -> MemoryRecord:
+        structured: dict[str, Any] = {
+            "category": fact.category,
+            "key": fact.key,
+            "value": fact.value,
+            "confidence": decision.confidence,
+            "mentions": decision.mentions,
+            "first_observed": now.isoformat(),
+            "last_updated": now.isoformat(),
+            "expires_at": _iso(expires_at),
+            "evidence": fact.evidence,
+            "conflicts": [],
+        }
+        if replaces:
+            structured["replaces"] = replaces
+        return build_record(
+            self._ctx,
+            scope,
+            f"{fact.key}: {fact.value}",
+            type=RecordType.FACT,
+            importance=max(0.6, min(1.0, decision.confidence)),
+            confidence=decision.confidence,
+            structured=structured,
+            metadata={"category": fact.category, "key": fact.key},
+            source=source,
+            source_ids=sources,
+            tags=(fact.category,),
+            valid_from=now,
+            observed_at=now,
+        )
+
+
+class AsyncFactExtractionStep:
+    """Ingest step: explicit facts from the user's messages, with the messages as provenance.
+
+    Extraction goes through ``ctx.llm``; if it raises, the offline heuristic extracts
+    instead. Messages are already stored, so nothing is lost either way; re-running on the
+    same messages changes nothing (their ids are already in the facts' provenance).
+    """
+
+    name = "facts"
+
+    def __init__(self, ctx: AsyncLayerContext, facts: AsyncFactService | None = None) -> None:
+        self._ctx = ctx
+        self._facts = facts or AsyncFactService(ctx)
+        self._fallback = HeuristicLLM()
+
+    async def _extract(self, text: str) -> list[ExtractedFact]:
+        try:
+            return await self._ctx.llm.extract_facts([text])
+        except Exception as exc:  # a failing model degrades to the heuristic, never breaks
+            log.warning(
+                "fact extraction via %s failed (%s); using the heuristic",
+                getattr(self._ctx.llm, "name", "llm"),
+                exc,
+            )
+            return self._fallback.extract_facts([text])
+
+    async def on_messages(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
+        for message in messages:
+            if message.type is not RecordType.MESSAGE or message.role is not Role.USER:
+                continue
+            for fact in await self._extract(message.text):
+                await self._facts.upsert(
+                    scope, fact, (message.id,), observed_at=message.observed_at
+                )
+
+    async def on_session_end(self, scope: Scope) -> None:
+        """Nothing to do: facts are extracted as messages arrive."""

@@ -1,0 +1,223 @@
+"""Working memory: the state of the current task (seed 000 L2).
+
+One active ``TASK`` record per session holds the goal, the plan's steps (each with status
+pending / in_progress / completed / failed and a result or error), scratchpad notes and an
+iteration counter. Every change is a new version written against the version read
+(optimistic locking), so concurrent writers get a ``ConflictError`` instead of a silent
+overwrite. :func:`render` shows the task as the "Current Task State" block of the context.
+When the task completes it is reflected on, archived as a task episode, taught to
+procedural memory, and closed (kept, with its final status).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from memstrata._async.layers._build import build_record, list_records
+from memstrata._async.layers.base import AsyncLayerContext
+from memstrata._async.layers.episodic import AsyncEpisodeService
+from memstrata._async.layers.procedural import AsyncProceduralService
+from memstrata.errors import NotFoundError, ValidationError
+from memstrata.layers.working_types import (
+    STEP_STATUS_ALIASES,
+    StepStatus,
+    TaskCompletion,
+    _step,
+    parse_step_status,
+    render,
+)
+from memstrata.llm.base import TaskOutcome
+from memstrata.llm.heuristic import HeuristicLLM
+from memstrata.records import MemoryRecord, RecordType
+from memstrata.scope import Scope
+
+__all__ = [
+    "STEP_STATUS_ALIASES",
+    "AsyncTaskService",
+    "StepStatus",
+    "TaskCompletion",
+    "parse_step_status",
+    "render",
+]
+
+
+log = logging.getLogger(__name__)
+_MAX_NOTES = 50  # the scratchpad keeps the newest notes; older ones stay in history
+
+
+class AsyncTaskService:
+    def __init__(
+        self,
+        ctx: AsyncLayerContext,
+        episodes: AsyncEpisodeService | None = None,
+        procedures: AsyncProceduralService | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self._episodes = episodes or AsyncEpisodeService(ctx)
+        self._procedures = procedures or AsyncProceduralService(ctx)
+        self._fallback = HeuristicLLM()
+
+    async def current(self, scope: Scope) -> MemoryRecord | None:
+        """The session's active task, or ``None``."""
+        found = await list_records(
+            self._ctx, scope, RecordType.TASK, limit=10, task_status="active"
+        )
+        return found[0] if found else None
+
+    async def _require(self, scope: Scope) -> MemoryRecord:
+        task = await self.current(scope)
+        if task is None:
+            raise NotFoundError(f"no active task in {scope}; start one with tasks.start()")
+        return task
+
+    async def _write(
+        self,
+        scope: Scope,
+        task: MemoryRecord,
+        data: Mapping[str, Any],
+        *,
+        status: str | None = None,
+    ) -> MemoryRecord:
+        data = dict(data)
+        if status is not None:
+            data["status"] = status
+        updated = replace(
+            task,
+            version=task.version + 1,
+            updated_at=self._ctx.clock.now(),
+            content=replace(task.content, raw=render(data), structured=data),
+            metadata={**task.metadata, "task_status": data.get("status", "active")},
+        )
+        return await self._ctx.replace(scope, updated, expected_version=task.version, reindex=False)
+
+    async def start(self, scope: Scope, goal: str, steps: Sequence[str] = ()) -> MemoryRecord:
+        """Start a task; a task still active in this session is closed as ``abandoned``."""
+        if not isinstance(goal, str) or not goal.strip():
+            raise ValidationError("a task needs a non-empty goal")
+        if isinstance(steps, str):
+            raise ValidationError("steps must be a list of step descriptions, not one string")
+        previous = await self.current(scope)
+        if previous is not None:
+            await self._write(scope, previous, previous.content.structured, status="abandoned")
+        data: dict[str, Any] = {
+            "goal": goal.strip(),
+            "steps": [_step(s) for s in steps],
+            "notes": [],
+            "iteration": 0,
+            "status": "active",
+            "tools": [],
+            "started_at": self._ctx.clock.now().isoformat(),
+        }
+        record = build_record(
+            self._ctx,
+            scope,
+            render(data),
+            type=RecordType.TASK,
+            importance=0.5,
+            structured=data,
+            metadata={"task_status": "active"},
+        )
+        await self._ctx.insert([record])
+        return record
+
+    async def update_step(
+        self,
+        scope: Scope,
+        index: int,
+        status: StepStatus | str,
+        result: str | None = None,
+        error: str | None = None,
+    ) -> MemoryRecord:
+        """Set step ``index`` (0-based) to ``status`` with its result or error."""
+        task = await self._require(scope)
+        data = dict(task.content.structured)
+        steps = [dict(s) for s in data["steps"]]
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(steps):
+            valid = f"0..{len(steps) - 1}" if steps else "none (the plan has no steps)"
+            raise ValidationError(f"task step index {index!r} is out of range; valid: {valid}")
+        new_status = parse_step_status(status)
+        steps[index].update(
+            status=new_status.value,
+            result=result if result is not None else steps[index]["result"],
+            error=error if error is not None else steps[index]["error"],
+        )
+        data["steps"] = steps
+        return await self._write(scope, task, data)
+
+    async def add_step(self, scope: Scope, description: str) -> MemoryRecord:
+        task = await self._require(scope)
+        data = dict(task.content.structured)
+        data["steps"] = [*data["steps"], _step(description)]
+        return await self._write(scope, task, data)
+
+    async def note(self, scope: Scope, text: str, *, tool: str | None = None) -> MemoryRecord:
+        """Add a scratchpad note (and remember the tool that produced it, if any)."""
+        task = await self._require(scope)
+        data = dict(task.content.structured)
+        data["notes"] = [*data["notes"], text][-_MAX_NOTES:]
+        if tool and tool not in data.get("tools", []):
+            data["tools"] = [*data.get("tools", []), tool]
+        return await self._write(scope, task, data)
+
+    async def next_iteration(self, scope: Scope) -> MemoryRecord:
+        task = await self._require(scope)
+        data = dict(task.content.structured)
+        data["iteration"] = int(data["iteration"]) + 1
+        return await self._write(scope, task, data)
+
+    async def complete(
+        self,
+        scope: Scope,
+        success: bool,
+        outcome: str,
+        feedback: str = "",
+        *,
+        strategy: str = "sequential",
+    ) -> TaskCompletion:
+        """Close the active task: reflect, archive an episode, update procedural patterns."""
+        task = await self._require(scope)
+        data = task.content.structured
+        # The provider sees the outcome and feedback: redacted first, like everything stored.
+        outcome, feedback = (
+            self._ctx.redact_query(scope, v) if isinstance(v, str) else v
+            for v in (outcome, feedback)
+        )
+        outcome_in = TaskOutcome(
+            goal=str(data["goal"]),
+            steps=[s["description"] for s in data["steps"]],
+            step_statuses=[str(s["status"]) for s in data["steps"]],
+            outcome=outcome,
+            success=success,
+            feedback=feedback,
+            tools=list(data.get("tools", [])),
+        )
+        try:
+            reflection = await self._ctx.llm.reflect(outcome_in)
+        except Exception as exc:  # a failing model degrades to the heuristic reflection
+            log.warning("reflect failed (%s); using the heuristic reflection", exc)
+            reflection = self._fallback.reflect(outcome_in)
+        episode = await self._episodes.record_task(
+            scope, outcome_in, reflection, source_ids=(task.id,)
+        )
+        patterns = await self._procedures.learn(
+            scope, outcome_in, reflection, strategy=strategy, source_ids=(task.id, episode.id)
+        )
+        closed = await self._write(
+            scope,
+            task,
+            {
+                **data,
+                "outcome": outcome,
+                "feedback": feedback,
+                "success": success,
+                "episode_id": episode.id,
+                "closed_at": self._ctx.clock.now().isoformat(),
+            },
+            status="completed" if success else "failed",
+        )
+        if feedback.strip():
+            await self._episodes.record_feedback(scope, feedback, source_ids=(task.id,))
+        return TaskCompletion(closed, reflection, episode, patterns)
