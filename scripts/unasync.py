@@ -52,6 +52,9 @@ SUBS: list[tuple[str, str]] = [
     (r"redis\.asyncio", "redis"),
     (r"asyncio\.Lock", "threading.Lock"),
     (r"asyncio\.sleep", "time.sleep"),
+    # -- pgasync (the PostgreSQL store): psycopg's and psycopg_pool's Async* classes are the
+    # rule above; pgvector names its async registration with a suffix --
+    (r"register_vector_async", "register_vector"),
 ]
 
 
