@@ -42,7 +42,7 @@ from memstrata.store.compaction import CompactReport
 from memstrata.store.postgres import audit, counters, dump, fts5, lexical, outbox
 from memstrata.store.postgres.behind import WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
-from memstrata.store.postgres.migrations import check_pgvector, migrate
+from memstrata.store.postgres.schema import check_pgvector, migrate
 from memstrata.store.postgres.vectors import (
     VectorCache,
     ensure_hnsw,

@@ -25,7 +25,7 @@ import numpy as np
 
 from memstrata._async.store.base import AsyncUnitOfWork
 from memstrata._async.store.postgres import audit, counters, dump, lexical, outbox
-from memstrata._async.store.postgres.migrations import check_pgvector, migrate
+from memstrata._async.store.postgres.schema import check_pgvector, migrate
 from memstrata._async.store.postgres.vectors import (
     AsyncVectorCache,
     ensure_hnsw,
