@@ -398,6 +398,72 @@ def test_a_duplicate_insert_is_refused_as_on_the_sync_store(urls: tuple[str, str
     assert got_sync == got_async == "ValidationError"
 
 
+def test_dump_load_and_compact_as_the_sync_store(
+    urls: tuple[str, str], pg_server: PgServer
+) -> None:
+    """The bulk copy (memstrata migrate) and compaction; the async store's dump loaded
+    into a third, sync store answers as the original."""
+
+    def sync_part(s: Store) -> list[Any]:
+        s.enqueue([_job(1)])
+        s.cache_vectors(ME, "m", {"k": unit(np.random.default_rng(1))})
+        report = s.compact(lock_timeout=5.0)  # type: ignore[attr-defined]
+        return [
+            [d.record for batch in s.dump_records(batch_size=4) for d in batch],
+            [e.key for batch in s.dump_cache() for e in batch],
+            [j.id for batch in s.dump_jobs() for j in batch],
+            sorted(report.rewritten),
+        ]
+
+    async def async_part(s: AsyncPostgresStore) -> list[Any]:
+        await s.enqueue([_job(1)])
+        await s.cache_vectors(ME, "m", {"k": unit(np.random.default_rng(1))})
+        report = await s.compact(lock_timeout=5.0)
+        dumps = [d async for batch in s.dump_records(batch_size=4) for d in batch]
+        return [
+            [d.record for d in dumps],
+            [e.key async for batch in s.dump_cache() for e in batch],
+            [j.id async for batch in s.dump_jobs() for j in batch],
+            sorted(report.rewritten),
+            dumps,
+        ]
+
+    got_sync, got_async = _both(urls, sync_part, async_part)
+    assert len(got_sync[0]) == 10 and got_sync[1] == ["k"] and got_sync[2] == ["j0001"]
+    assert "records" in got_sync[3]
+    assert got_async[:4] == got_sync
+    schema = "t_" + uuid.uuid4().hex[:16]
+    copy = PostgresStore(pg_server.url(schema))
+    try:
+        assert copy.load_records(got_async[4]) == 10
+        assert copy.load_records(got_async[4]) == 0  # what is there already is skipped
+        assert copy.get_many(ME, ["r0001", "r0004"]) == [got_sync[0][0], got_sync[0][3]]
+    finally:
+        copy.close()
+        pg_server.drop(schema)
+
+
+def test_wait_for_jobs_wakes_on_an_enqueue(urls: tuple[str, str]) -> None:
+    async def main() -> tuple[bool, bool, float]:
+        store = await AsyncPostgresStore(urls[1]).open()
+        try:
+            idle = await store.wait_for_jobs(0.2)
+
+            async def enqueue_soon() -> None:
+                await asyncio.sleep(0.2)
+                await store.enqueue([_job(1)])
+
+            start = time.monotonic()
+            woken, _ = await asyncio.gather(store.wait_for_jobs(5.0), enqueue_soon())
+            return idle, woken, time.monotonic() - start
+        finally:
+            await store.aclose()
+
+    idle, woken, waited = asyncio.run(main())
+    assert not idle and woken
+    assert waited < 4.0
+
+
 def test_slow_queries_of_one_coroutine_do_not_block_another(urls: tuple[str, str]) -> None:
     """A query waiting on the server (pg_sleep) leaves the loop free: another coroutine's
     reads run and finish meanwhile, on another connection of the pool."""
