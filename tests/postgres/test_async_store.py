@@ -28,7 +28,7 @@ from memstrata.jobs import Job
 from memstrata.records import RecordStatus, RecordType
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
-from memstrata.store.base import RecordWrite, Store
+from memstrata.store.base import RecordWrite
 from memstrata.store.postgres import PostgresStore
 from servers import PgServer
 from store.conftest import DIMS, Maker, unit
@@ -68,7 +68,7 @@ def _writes() -> list[RecordWrite]:
 
 def _both(
     urls: tuple[str, str],
-    sync_part: Callable[[Store], T],
+    sync_part: Callable[[PostgresStore], T],
     async_part: Callable[[AsyncPostgresStore], Awaitable[T]],
 ) -> tuple[T, T]:
     """``sync_part`` on a sync store and ``async_part`` on an async store, each on the
@@ -110,7 +110,7 @@ def test_the_async_store_is_an_async_store(urls: tuple[str, str]) -> None:
 def test_reads_answer_as_the_sync_store(urls: tuple[str, str]) -> None:
     ids = [w.record.id for w in _writes()]
 
-    def sync_part(s: Store) -> dict[str, Any]:
+    def sync_part(s: PostgresStore) -> dict[str, Any]:
         return {
             "get": s.get(ME, ids[0]),
             "missing": _error(lambda: s.get(OTHER, ids[0])),
@@ -154,7 +154,7 @@ def test_search_candidates_are_the_sync_stores(urls: tuple[str, str]) -> None:
     terms = tuple(tokenize("cats in the garden"))
     filters = Filters(tags_any=None, min_importance=0.0)
 
-    def sync_part(s: Store) -> list[Any]:
+    def sync_part(s: PostgresStore) -> list[Any]:
         return [
             s.lexical_search(ME, terms, 5, Filters()),
             s.lexical_search(ME, terms, 2, filters),
@@ -189,7 +189,7 @@ def test_replace_and_version_conflicts_as_the_sync_store(urls: tuple[str, str]) 
     new = RecordWrite(v2, unit(np.random.default_rng(9), DIMS), tuple(tokenize(v2.text)))
     stale = RecordWrite(replace(v2, version=3), None, new.terms)
 
-    def sync_part(s: Store) -> list[Any]:
+    def sync_part(s: PostgresStore) -> list[Any]:
         s.replace(ME, new, expected_version=1)
         return [
             _error(lambda: s.replace(ME, stale, expected_version=1)),
@@ -224,7 +224,7 @@ def test_a_failed_transaction_writes_nothing(urls: tuple[str, str]) -> None:
     fresh = m.write(m.record("written inside a transaction that fails"))
     job = _job(1)
 
-    def sync_part(s: Store) -> list[Any]:
+    def sync_part(s: PostgresStore) -> list[Any]:
         with pytest.raises(RuntimeError), s.transaction() as uow:
             uow.insert([fresh])
             uow.enqueue([job])
@@ -274,7 +274,7 @@ def test_a_failed_transaction_writes_nothing(urls: tuple[str, str]) -> None:
 def test_jobs_are_claimed_as_on_the_sync_store(urls: tuple[str, str]) -> None:
     jobs = [_job(n) for n in range(4)] + [_job(10, user="u2")]
 
-    def sync_part(s: Store) -> list[Any]:
+    def sync_part(s: PostgresStore) -> list[Any]:
         s.enqueue(jobs)
         first = s.claim_jobs(NOW + timedelta(seconds=1), limit=2, lease_seconds=30)
         held = s.claim_jobs(NOW + timedelta(seconds=1), limit=5, lease_seconds=30, user="u1")
@@ -315,7 +315,7 @@ def test_jobs_are_claimed_as_on_the_sync_store(urls: tuple[str, str]) -> None:
 def test_purge_user_reports_as_the_sync_store(urls: tuple[str, str]) -> None:
     query = unit(np.random.default_rng(5))
 
-    def sync_part(s: Store) -> list[Any]:
+    def sync_part(s: PostgresStore) -> list[Any]:
         s.enqueue([_job(1)])
         s.cache_vectors(ME, "m", {"k1": query})
         s.add_counts(ME, "shown", {"r0001": 2})
@@ -353,7 +353,7 @@ def test_purge_user_reports_as_the_sync_store(urls: tuple[str, str]) -> None:
 def test_counters_cache_and_meta_as_the_sync_store(urls: tuple[str, str]) -> None:
     vec = unit(np.random.default_rng(11))
 
-    def sync_part(s: Store) -> list[Any]:
+    def sync_part(s: PostgresStore) -> list[Any]:
         s.touch(ME, ["r0001", "r0002", "nope"], NOW)
         s.flush_counters()
         s.add_counts(ME, "hits", {"r0001": 3, "r0002": 1})
@@ -404,10 +404,10 @@ def test_dump_load_and_compact_as_the_sync_store(
     """The bulk copy (memstrata migrate) and compaction; the async store's dump loaded
     into a third, sync store answers as the original."""
 
-    def sync_part(s: Store) -> list[Any]:
+    def sync_part(s: PostgresStore) -> list[Any]:
         s.enqueue([_job(1)])
         s.cache_vectors(ME, "m", {"k": unit(np.random.default_rng(1))})
-        report = s.compact(lock_timeout=5.0)  # type: ignore[attr-defined]
+        report = s.compact(lock_timeout=5.0)
         return [
             [d.record for batch in s.dump_records(batch_size=4) for d in batch],
             [e.key for batch in s.dump_cache() for e in batch],
