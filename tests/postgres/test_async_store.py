@@ -95,8 +95,9 @@ def _both(
 def test_the_async_store_is_an_async_store(urls: tuple[str, str]) -> None:
     async def main() -> tuple[bool, str]:
         store = await AsyncPostgresStore(urls[1]).open()
+        typed: AsyncStore = store  # mypy checks the whole protocol here
         try:
-            return isinstance(store, AsyncStore), repr(store)
+            return isinstance(typed, AsyncStore), repr(store)
         finally:
             await store.aclose()
 
