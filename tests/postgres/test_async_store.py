@@ -22,6 +22,7 @@ import pytest
 
 from memstrata._async.store.base import AsyncStore
 from memstrata._async.store.postgres.store import AsyncPostgresStore
+from memstrata.audit import AuditEvent, AuditQuery
 from memstrata.errors import ConflictError
 from memstrata.filters import Filters
 from memstrata.jobs import Job
@@ -30,6 +31,7 @@ from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 from memstrata.store.base import RecordWrite
 from memstrata.store.postgres import PostgresStore
+from memstrata.store.quota_counters import Take
 from servers import PgServer
 from store.conftest import DIMS, Maker, unit
 
@@ -463,6 +465,109 @@ def test_wait_for_jobs_wakes_on_an_enqueue(urls: tuple[str, str]) -> None:
     idle, woken, waited = asyncio.run(main())
     assert not idle and woken
     assert waited < 4.0
+
+
+def test_quotas_audit_vectors_and_purge_as_the_sync_store(urls: tuple[str, str]) -> None:
+    takes = [Take("q:a", 3, 5), Take("q:b", 1)]
+    event = AuditEvent("e1", "t1", "agent:u1", "forget", NOW, "u1", ("r0001",), "asked")
+    vec = unit(np.random.default_rng(21))
+    terms = {"r0002": ("garden", "roses"), "r0003": ("quiet", "book")}
+
+    def sync_part(s: PostgresStore) -> list[Any]:
+        s.set_vectors([(s.get(ME, "r0003"), vec)], "test", DIMS)
+        s.append_audit([event])
+        out = [
+            s.take_counters(takes),
+            s.take_counters(takes),
+            s.counter_values(["q:a", "q:b", "q:c"]),
+            s.lease("l", "tok1", 1000, 2000),
+            s.lease("l", "tok2", 1500, 2500),
+            s.lease("l", "tok1", 1500, 2500),
+        ]
+        s.release("l", "tok1")
+        s.forget_counters(["q:a"])
+        return out + [
+            s.lease("l", "tok2", 1500, 2500),
+            s.counter_values(["q:a"]),
+            s.count_tenant_records("t1"),
+            s.texts(ME, ["r0001", "r0002", "nope"]),
+            _error(lambda: s.append_turns(_writes()[:1])),
+            s.vector_search(ME, vec, 1, Filters()),
+            s.query_audit("t1", AuditQuery(user="u1")),
+            s.purge(ME, ["r0001", "nope"], reterm=terms),
+            s.lexical_search(ME, ("roses",), 3, Filters()),
+            s.redact_subject("t1", "u1"),
+            s.query_audit("t1", AuditQuery()),
+            s.meta_items(),
+        ]
+
+    async def async_part(s: AsyncPostgresStore) -> list[Any]:
+        await s.set_vectors([(await s.get(ME, "r0003"), vec)], "test", DIMS)
+        await s.append_audit([event])
+        out = [
+            await s.take_counters(takes),
+            await s.take_counters(takes),
+            await s.counter_values(["q:a", "q:b", "q:c"]),
+            await s.lease("l", "tok1", 1000, 2000),
+            await s.lease("l", "tok2", 1500, 2500),
+            await s.lease("l", "tok1", 1500, 2500),
+        ]
+        await s.release("l", "tok1")
+        await s.forget_counters(["q:a"])
+        return out + [
+            await s.lease("l", "tok2", 1500, 2500),
+            await s.counter_values(["q:a"]),
+            await s.count_tenant_records("t1"),
+            await s.texts(ME, ["r0001", "r0002", "nope"]),
+            await _aerror(s.append_turns(_writes()[:1])),
+            await s.vector_search(ME, vec, 1, Filters()),
+            await s.query_audit("t1", AuditQuery(user="u1")),
+            await s.purge(ME, ["r0001", "nope"], reterm=terms),
+            await s.lexical_search(ME, ("roses",), 3, Filters()),
+            await s.redact_subject("t1", "u1"),
+            await s.query_audit("t1", AuditQuery()),
+            await s.meta_items(),
+        ]
+
+    got_sync, got_async = _both(urls, sync_part, async_part)
+    assert got_sync[0] is None and got_sync[1] is not None  # the second take is refused
+    assert got_sync[3:7] == [True, False, True, True]  # tok1 renews; tok2 once released
+    assert got_sync[10] == "ValidationError"  # append_turns of a note
+    assert got_sync[11][0].id == "r0003" and got_sync[13].records == 1
+    assert [c.id for c in got_sync[14]] == ["r0002"]  # purge's reterm indexed "roses"
+    assert got_async == got_sync
+
+
+def test_large_users_are_searched_through_hnsw(pg_server: PgServer) -> None:
+    """Past ``exact_below`` vectors the async store builds the user's HNSW index and
+    searches through it, as the sync store does."""
+    schema = "t_" + uuid.uuid4().hex[:16]
+
+    async def main() -> tuple[list[str], bool]:
+        store = await AsyncPostgresStore(pg_server.url(schema, exact_below=5)).open()
+        try:
+            await store.insert(_writes())
+            query = _writes()[1].vector
+            assert query is not None
+            hits = await store.vector_search(ME, query, 3, Filters())
+            async with store._read() as c:
+                found = await (
+                    await c.execute(
+                        "SELECT count(*) AS n FROM pg_indexes WHERE schemaname = %s "
+                        "AND indexname LIKE 'vectors_hnsw_%%'",
+                        (schema,),
+                    )
+                ).fetchone()
+            return [h.id for h in hits], found["n"] == 1
+        finally:
+            await store.aclose()
+
+    try:
+        ids, indexed = asyncio.run(main())
+    finally:
+        pg_server.drop(schema)
+    assert indexed
+    assert ids and ids[0] == _writes()[1].record.id
 
 
 def test_slow_queries_of_one_coroutine_do_not_block_another(urls: tuple[str, str]) -> None:
