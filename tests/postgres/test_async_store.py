@@ -22,6 +22,7 @@ import pytest
 
 from memstrata._async.store.base import AsyncStore
 from memstrata._async.store.postgres.store import AsyncPostgresStore
+from memstrata.aio.pg_store import open_postgres
 from memstrata.audit import AuditEvent, AuditQuery
 from memstrata.errors import ConflictError
 from memstrata.filters import Filters
@@ -96,7 +97,7 @@ def _both(
 
 def test_the_async_store_is_an_async_store(urls: tuple[str, str]) -> None:
     async def main() -> tuple[bool, str]:
-        store = await AsyncPostgresStore(urls[1]).open()
+        store = await open_postgres(urls[1])
         typed: AsyncStore = store  # mypy checks the whole protocol here
         try:
             return isinstance(typed, AsyncStore), repr(store)
