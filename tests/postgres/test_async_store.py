@@ -608,6 +608,55 @@ def test_slow_queries_of_one_coroutine_do_not_block_another(urls: tuple[str, str
     assert total < 1.9  # they overlapped
 
 
+def test_many_coroutines_share_a_small_pool(pg_server: PgServer) -> None:
+    """Sixteen coroutines writing, searching, touching and caching at once on a pool of
+    three connections: every write lands once, every read sees its own writes."""
+    schema = "t_" + uuid.uuid4().hex[:16]
+
+    async def main() -> tuple[list[int], int, int]:
+        store = await AsyncPostgresStore(pg_server.url(schema, pool_max=3)).open()
+        try:
+
+            async def worker(n: int) -> int:
+                m = Maker(rng=np.random.default_rng(n), n=1000 * n)
+                scope = Scope("t1", f"w{n}")
+                writes = [
+                    m.write(m.record(f"worker {n} note {i}", user=scope.user)) for i in range(5)
+                ]
+                await store.insert(writes)
+                hits = await store.lexical_search(scope, ("worker",), 10, Filters())
+                await store.touch(scope, [h.id for h in hits], NOW)
+                await store.cache_vectors(scope, "m", {f"k{n}": unit(m.rng)})
+                async with store.transaction() as uow:
+                    got = await uow.get(scope, writes[0].record.id)
+                    await uow.replace(
+                        scope, RecordWrite(replace(got, version=2), None, ()), expected_version=1
+                    )
+                assert (await store.get(scope, writes[0].record.id)).version == 2
+                assert len(await store.cached_vectors(scope, "m", [f"k{n}"])) == 1
+                return len(hits)
+
+            found = await asyncio.gather(*(worker(n) for n in range(16)))
+            touched = 0
+            for n in range(16):
+                touched += sum(
+                    r.access_count for r in await store.list(Scope("t1", f"w{n}"), Filters())
+                )
+            async with store._read() as c:
+                row = await (await c.execute("SELECT count(*) AS n FROM records")).fetchone()
+            return list(found), touched, int(row["n"])
+        finally:
+            await store.aclose()
+
+    try:
+        found, touched, rows = asyncio.run(main())
+    finally:
+        pg_server.drop(schema)
+    assert found == [5] * 16
+    assert touched == 16 * 5
+    assert rows == 16 * 5
+
+
 def test_a_missing_server_is_a_clear_error_when_opening() -> None:
     from memstrata.errors import StoreError
 
