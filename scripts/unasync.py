@@ -63,6 +63,9 @@ SUBS: list[tuple[str, str]] = [
     (r"(?<![\w)\]])\(([\w.]+\((?:[^()]|\([^()]*\))*\))\)([\[.])", r"\1\2"),
     # -- the embedding coalescer's condition variable --
     (r"asyncio\.Condition", "threading.Condition"),
+    # -- pgasync (the PostgreSQL store): psycopg's and psycopg_pool's Async* classes are the
+    # rule above; pgvector names its async registration with a suffix --
+    (r"register_vector_async", "register_vector"),
 ]
 
 

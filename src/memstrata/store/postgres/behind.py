@@ -15,6 +15,9 @@ of records by id waits only while a pending write changes one of those records
 (:meth:`WriteBehind.settle_rows`; each write names the rows it changes). Waiting for
 everything at the start of every search was most of its latency: the counters written
 behind one ``build_context`` held up the next search by 5-20 ms (measured, 10k records).
+
+A sync-only shell: the async store (``memstrata._async.store.postgres``) imports
+``memstrata.aio.pg_behind`` instead, which awaits these writes where they are submitted.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["WriteBehind"]
+__all__ = ["WriteBehind", "background", "wait_done"]
 
 _log = logging.getLogger("memstrata.store.postgres")
 
@@ -104,3 +107,17 @@ class WriteBehind:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+# The sync shells of memstrata/aio/pg_behind.py (the async store's tasks): a store's
+# statistics refresh runs on a daemon thread of its own.
+def background(target: Callable[[], None], name: str) -> threading.Thread:
+    """Run ``target()`` on a new daemon thread named ``name``."""
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_done(handle: threading.Thread) -> None:
+    """Wait until ``handle`` (from :func:`background`) is done."""
+    handle.join()

@@ -1,0 +1,90 @@
+"""The audit log of the PostgreSQL store (memstrata/audit.py): the ``audit_log`` table,
+append-only (a trigger refuses updates and deletes), written and read in the store's own
+transactions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from memstrata.audit import PURGED, AuditEvent, AuditQuery
+
+__all__ = ["append", "query", "redact_subject"]
+
+_COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
+
+
+async def append(conn: Any, events: Sequence[AuditEvent]) -> None:
+    rows = [
+        (
+            e.id,
+            e.tenant,
+            e.user,
+            e.actor,
+            e.action,
+            e.at.isoformat(),
+            list(e.record_ids),
+            e.reason,
+            e.policy,
+            e.score,
+            json.dumps(dict(e.details), ensure_ascii=False, default=str),
+        )
+        for e in events
+    ]
+    if rows:
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})", rows
+            )
+
+
+async def redact_subject(conn: Any, tenant: str, user: str) -> int:
+    """A user's purge: their events keep what/when/why, lose who and which ids."""
+    cur = await conn.execute(
+        "UPDATE audit_log SET \"user\" = NULL, record_ids = '{}', reason = %(p)s, "
+        "details = '{}', actor = CASE WHEN strpos(actor, %(u)s) > 0 THEN %(p)s ELSE actor END "
+        'WHERE tenant = %(t)s AND "user" = %(u)s',
+        {"p": PURGED, "t": tenant, "u": user},
+    )
+    return int(cur.rowcount)
+
+
+async def query(conn: Any, tenant: str, q: AuditQuery) -> list[AuditEvent]:
+    sql = f"SELECT {_COLUMNS} FROM audit_log WHERE tenant = %s"
+    args: list[Any] = [tenant]
+    for column, value in (('"user"', q.user), ("action", q.action), ("actor", q.actor)):
+        if value is not None:
+            sql += f" AND {column} = %s"
+            args.append(value)
+    if q.record_id is not None:
+        sql += " AND %s = ANY (record_ids)"
+        args.append(q.record_id)
+    if q.since is not None:
+        sql += " AND at >= %s"
+        args.append(q.since.isoformat())
+    if q.until is not None:
+        sql += " AND at < %s"
+        args.append(q.until.isoformat())
+    sql += " ORDER BY at, seq LIMIT %s OFFSET %s"
+    args += [q.limit, q.offset]
+    return [_decode(r) for r in await (await conn.execute(sql, args)).fetchall()]
+
+
+def _decode(row: Any) -> AuditEvent:
+    r = tuple(row.values()) if isinstance(row, Mapping) else tuple(row)
+    (rid, tenant, user, actor, action, at, record_ids, reason, policy, score, details) = r
+    return AuditEvent(
+        id=rid,
+        tenant=tenant,
+        user=user,
+        actor=actor,
+        action=action,
+        at=datetime.fromisoformat(at),
+        record_ids=tuple(record_ids),
+        reason=reason,
+        policy=policy,
+        score=score,
+        details=json.loads(details),
+    )

@@ -1,0 +1,369 @@
+"""Bulk read and write of a PostgreSQL store (:class:`~memstrata.store.base.StoreCopy`).
+
+``memstrata migrate`` copies a store through these functions; the store's methods of the
+same names call them. Reads page by key (``seq`` for records and audit events, the primary
+key otherwise), one short statement group per batch; each load is one transaction that
+skips what is already there, so an interrupted copy can be run again. A record's terms are
+read back as what the lexical index holds for it (``lex_tokens``: FTS5's tokens of its
+terms), which index to the very same tokens again.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memstrata.audit import AuditEvent
+from memstrata.jobs import Job
+from memstrata.store.sqlite.codec import (
+    COLUMNS,
+    decode_record,
+    decode_vector,
+    encode_record,
+    encode_vector,
+)
+from memstrata.store.sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
+from memstrata.store.sqlite.outbox import job_from_row, job_row
+from memstrata.store.types import CacheEntry, RecordDump, RecordWrite
+
+if TYPE_CHECKING:
+    from memstrata._async.store.postgres.store import AsyncPostgresStore
+
+__all__ = [
+    "dump_audit",
+    "dump_cache",
+    "dump_jobs",
+    "dump_records",
+    "load_audit",
+    "load_cache",
+    "load_jobs",
+    "load_records",
+    "meta_items",
+]
+
+_QCOLS = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
+_KEYS = "unnest(%s::text[], %s::text[], %s::text[]) AS k(t, u, i)"
+_MATCH = 'v.tenant = k.t COLLATE "C" AND v."user" = k.u COLLATE "C" AND v.id = k.i COLLATE "C"'
+_JOB_COLUMNS = (
+    'id, kind, tenant, "user", agent, session, payload, created_at, run_after, '
+    "status, attempts, last_error, lease_until, dedup_key, lease_token"
+)
+_AUDIT_COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
+
+
+_DEFERRED: weakref.WeakKeyDictionary[AsyncPostgresStore, set[int]] = weakref.WeakKeyDictionary()
+
+
+async def finish_load(s: AsyncPostgresStore) -> None:
+    """Build the HNSW indexes whose creation loading deferred."""
+    for dims in sorted(_DEFERRED.pop(s, set())):
+        s._hnsw.discard(dims)
+        await s._ensure_hnsw(dims)
+
+
+def _keys(records: Sequence[Any]) -> tuple[list[str], list[str], list[str]]:
+    return ([r.tenant for r in records], [r.user for r in records], [r.id for r in records])
+
+
+# --- records ---------------------------------------------------------------------------------
+async def dump_records(
+    s: AsyncPostgresStore, batch_size: int = 500
+) -> AsyncIterator[list[RecordDump]]:
+    last = 0
+    size = max(1, batch_size)
+    while True:
+        async with s._read() as c:
+            rows = await (
+                await c.execute(
+                    f"SELECT seq, {_QCOLS}, lex_tokens FROM records WHERE seq > %s "
+                    "ORDER BY seq LIMIT %s",
+                    (last, size),
+                )
+            ).fetchall()
+            if not rows:
+                return
+            seqs = [int(r["seq"]) for r in rows]
+            vectors = {
+                int(r["seq"]): np.asarray(r["embedding"].to_numpy(), dtype=np.float32)
+                for r in await (
+                    await c.execute(
+                        "SELECT seq, embedding FROM vectors WHERE seq = ANY(%s)", (seqs,)
+                    )
+                ).fetchall()
+            }
+            counters: dict[int, dict[str, int]] = {}
+            for r in await (
+                await c.execute(
+                    "SELECT seq, name, value FROM counters WHERE seq = ANY(%s)", (seqs,)
+                )
+            ).fetchall():
+                counters.setdefault(int(r["seq"]), {})[str(r["name"])] = int(r["value"])
+            current = [decode_record(r) for r in rows]
+            older = [int(r["seq"]) for r, rec in zip(rows, current, strict=True) if rec.version > 1]
+            deltas: dict[int, list[bytes]] = {}
+            if older:
+                for h in await (
+                    await c.execute(
+                        "SELECT seq, delta FROM record_history WHERE seq = ANY(%s) "
+                        "ORDER BY seq, version DESC",
+                        (older,),
+                    )
+                ).fetchall():
+                    deltas.setdefault(int(h["seq"]), []).append(bytes(h["delta"]))
+        out = []
+        for row, rec in zip(rows, current, strict=True):
+            seq = int(row["seq"])
+            newest: list[Any] = [rec]
+            values: dict[str, Any] = {col: row[col] for col in COLUMNS}
+            for blob in deltas.get(seq, []):
+                values = apply_delta(values, decode_delta(blob))
+                newest.append(decode_record(values))
+            versions = tuple(reversed(newest))
+            out.append(
+                RecordDump(
+                    versions,
+                    vectors.get(seq),
+                    tuple(row["lex_tokens"] or ()),
+                    counters.get(seq, {}),
+                )
+            )
+        last = seqs[-1]
+        yield out
+
+
+async def load_records(s: AsyncPostgresStore, dumps: Sequence[RecordDump]) -> int:
+    if not dumps:
+        return 0
+    async with s._read() as c:
+        present = {
+            (r["t"], r["u"], r["i"])
+            for r in await (
+                await c.execute(
+                    f"SELECT k.t, k.u, k.i FROM {_KEYS} JOIN records v ON {_MATCH}",
+                    _keys([d.record for d in dumps]),
+                )
+            ).fetchall()
+        }
+    todo = [d for d in dumps if (d.record.tenant, d.record.user, d.record.id) not in present]
+    if not todo:
+        return 0
+    # The HNSW index is built once at the end (finish_load): filled row by row it made the
+    # copy 4.4x slower (2,000 records, measured).
+    for d in todo:
+        if d.vector is not None:
+            dims = int(np.asarray(d.vector).size)
+            if dims not in s._hnsw:
+                s._hnsw.add(dims)
+                _DEFERRED.setdefault(s, set()).add(dims)
+    prepared = s._prepare([RecordWrite(d.record, d.vector, d.terms) for d in todo])
+    async with s._write() as c:
+        # Another process may have loaded some of them since: look again, inside.
+        present = {
+            (r["t"], r["u"], r["i"])
+            for r in await (
+                await c.execute(
+                    f"SELECT k.t, k.u, k.i FROM {_KEYS} JOIN records v ON {_MATCH}",
+                    _keys([d.record for d in todo]),
+                )
+            ).fetchall()
+        }
+        if present:
+            keep = [
+                i
+                for i, d in enumerate(todo)
+                if (d.record.tenant, d.record.user, d.record.id) not in present
+            ]
+            todo = [todo[i] for i in keep]
+            prepared = [prepared[i] for i in keep]
+        await s._insert(c, prepared)
+        seqs = {
+            (r["tenant"], r["user"], r["id"]): int(r["seq"])
+            for r in await (
+                await c.execute(
+                    f'SELECT v.seq, v.tenant, v."user", v.id FROM {_KEYS} '
+                    f"JOIN records v ON {_MATCH}",
+                    _keys([d.record for d in todo]),
+                )
+            ).fetchall()
+        }
+        history = []
+        for d in todo:
+            named = [dict(zip(COLUMNS, encode_record(v), strict=True)) for v in d.versions]
+            seq = seqs[(d.record.tenant, d.record.user, d.record.id)]
+            for old, newer in zip(named[:-1], named[1:], strict=True):
+                history.append((seq, old["version"], encode_delta(reverse_delta(old, newer))))
+        if history:
+            async with c.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
+                    history,
+                )
+        counts = [
+            (seqs[(d.record.tenant, d.record.user, d.record.id)], name, int(value))
+            for d in todo
+            for name, value in sorted(d.counters.items())
+        ]
+        if counts:
+            async with c.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO counters (seq, name, value) VALUES (%s, %s, %s)", counts
+                )
+        for tenant, user in sorted({(d.record.tenant, d.record.user) for d in todo}):
+            await s._bump(c, tenant, user)
+    if todo:
+        s._grew(len(todo))
+    return len(todo)
+
+
+# --- embedding cache -------------------------------------------------------------------------
+async def dump_cache(
+    s: AsyncPostgresStore, batch_size: int = 500
+) -> AsyncIterator[list[CacheEntry]]:
+    key = ("", "", "")
+    while True:
+        async with s._read() as c:
+            rows = await (
+                await c.execute(
+                    "SELECT scope_tok, model_id, key, vector FROM embedding_cache "
+                    "WHERE (scope_tok, model_id, key) > (%s, %s, %s) "
+                    "ORDER BY scope_tok, model_id, key LIMIT %s",
+                    (*key, max(1, batch_size)),
+                )
+            ).fetchall()
+        if not rows:
+            return
+        key = (rows[-1]["scope_tok"], rows[-1]["model_id"], rows[-1]["key"])
+        yield [
+            CacheEntry(r["scope_tok"], r["model_id"], r["key"], decode_vector(bytes(r["vector"])))
+            for r in rows
+        ]
+
+
+async def load_cache(s: AsyncPostgresStore, entries: Sequence[CacheEntry]) -> int:
+    if not entries:
+        return 0
+    blobs = [encode_vector(e.vector) for e in entries]
+    async with s._write() as c:
+        cur = await c.execute(
+            "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::bytea[]) "
+            "ON CONFLICT DO NOTHING",
+            (
+                [e.scope_tok for e in entries],
+                [e.model_id for e in entries],
+                [e.key for e in entries],
+                [len(b) // 4 for b in blobs],
+                blobs,
+            ),
+        )
+        return int(cur.rowcount)
+
+
+# --- jobs ------------------------------------------------------------------------------------
+async def dump_jobs(s: AsyncPostgresStore, batch_size: int = 500) -> AsyncIterator[list[Job]]:
+    last = ""
+    while True:
+        async with s._read() as c:
+            rows = await (
+                await c.execute(
+                    f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id > %s ORDER BY id LIMIT %s",
+                    (last, max(1, batch_size)),
+                )
+            ).fetchall()
+        if not rows:
+            return
+        last = rows[-1]["id"]
+        yield [job_from_row(r) for r in rows]
+
+
+async def load_jobs(s: AsyncPostgresStore, jobs: Sequence[Job]) -> int:
+    rows = [job_row(j) for j in jobs]
+    new = 0
+    async with s._write() as c:
+        for row in rows:
+            new += (
+                await c.execute(
+                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES "
+                    f"({', '.join(['%s'] * 15)}) ON CONFLICT DO NOTHING",
+                    row,
+                )
+            ).rowcount
+    return new
+
+
+# --- audit log -------------------------------------------------------------------------------
+async def dump_audit(
+    s: AsyncPostgresStore, batch_size: int = 500
+) -> AsyncIterator[list[AuditEvent]]:
+    last = 0
+    while True:
+        async with s._read() as c:
+            rows = await (
+                await c.execute(
+                    f"SELECT seq, {_AUDIT_COLUMNS} FROM audit_log WHERE seq > %s "
+                    "ORDER BY seq LIMIT %s",
+                    (last, max(1, batch_size)),
+                )
+            ).fetchall()
+        if not rows:
+            return
+        last = int(rows[-1]["seq"])
+        yield [
+            AuditEvent(
+                id=r["id"],
+                tenant=r["tenant"],
+                user=r["user"],
+                actor=r["actor"],
+                action=r["action"],
+                at=datetime.fromisoformat(r["at"]),
+                record_ids=tuple(r["record_ids"]),
+                reason=r["reason"],
+                policy=r["policy"],
+                score=r["score"],
+                details=json.loads(r["details"]),
+            )
+            for r in rows
+        ]
+
+
+async def load_audit(s: AsyncPostgresStore, events: Sequence[AuditEvent]) -> int:
+    rows = [
+        (
+            e.id,
+            e.tenant,
+            e.user,
+            e.actor,
+            e.action,
+            e.at.isoformat(),
+            list(e.record_ids),
+            e.reason,
+            e.policy,
+            e.score,
+            json.dumps(dict(e.details), ensure_ascii=False, default=str),
+        )
+        for e in events
+    ]
+    new = 0
+    async with s._write() as c:
+        for row in rows:
+            new += (
+                await c.execute(
+                    f"INSERT INTO audit_log ({_AUDIT_COLUMNS}) VALUES "
+                    f"({', '.join(['%s'] * 11)}) ON CONFLICT (id) DO NOTHING",
+                    row,
+                )
+            ).rowcount
+    return new
+
+
+async def meta_items(s: AsyncPostgresStore) -> dict[str, str]:
+    async with s._read() as c:
+        return {
+            str(r["key"]): str(r["value"])
+            for r in await (await c.execute("SELECT key, value FROM meta ORDER BY key")).fetchall()
+        }

@@ -1,0 +1,1532 @@
+"""The PostgreSQL store: the scale-out backend, congruent with the SQLite reference.
+
+Records, history, vectors (pgvector), the lexical index, the embedding cache and the job
+queue live in one schema of one database, so any number of processes share them. Every
+write method is one transaction; every query names the tenant and user (by-id calls too).
+Connections come from a ``psycopg_pool`` pool; one broken by a server restart fails
+its call with a :class:`StoreError` (never a partial write) and is replaced for the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import logging
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Collection, Hashable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memstrata._async.store.base import AsyncUnitOfWork
+from memstrata._async.store.postgres import audit, counters, dump, lexical, outbox
+from memstrata._async.store.postgres.schema import check_pgvector, migrate
+from memstrata._async.store.postgres.vectors import (
+    AsyncVectorCache,
+    ensure_hnsw,
+    exact_search,
+    hnsw_search,
+)
+from memstrata.aio.pg_behind import AsyncWriteBehind, background, wait_done  # async-only
+
+# sync: from memstrata.store.postgres.behind import WriteBehind, background, wait_done
+from memstrata.audit import AuditEvent, AuditQuery
+from memstrata.errors import (
+    ConflictError,
+    MemstrataError,
+    NotFoundError,
+    StoreError,
+    ValidationError,
+)
+from memstrata.filters import Filters
+from memstrata.jobs import Job
+from memstrata.records import MemoryRecord, RecordStatus, RecordType
+from memstrata.scope import Scope
+from memstrata.store import quota_counters as qc
+from memstrata.store.compaction import CompactReport
+from memstrata.store.postgres import fts5
+from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
+from memstrata.store.postgres.where import filters_sql, needs_python, scope_sql
+from memstrata.store.sqlite.codec import (
+    COLUMNS,
+    decode_record,
+    decode_vector,
+    encode_record,
+    encode_time,
+    encode_vector,
+    scope_token,
+)
+from memstrata.store.sqlite.history import (
+    COUNTERS,
+    apply_delta,
+    decode_delta,
+    encode_delta,
+    reverse_delta,
+)
+from memstrata.store.sqlite.vectors import PURGE_EPOCH
+from memstrata.store.types import (
+    CacheEntry,
+    Candidate,
+    PurgeReport,
+    RecordDump,
+    RecordWrite,
+    StoreStats,
+    Vector,
+)
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["AsyncPostgresStore"]
+
+_log = logging.getLogger("memstrata.store.postgres")
+
+_QCOLS = [f'"{c}"' if c == "user" else c for c in COLUMNS]
+_COLS = ", ".join(_QCOLS)
+_ROW = "seq, " + _COLS  # what reads fetch: never lex_tokens (an array psycopg would parse)
+_COPY_RECORDS = f"COPY records (seq, {_COLS}, lex_tokens, lex_len) FROM STDIN"
+_COPY_VECTORS = (
+    'COPY vectors (seq, tenant, "user", model, dims, embedding) FROM STDIN (FORMAT BINARY)'
+)
+_UPDATE = (
+    f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])}, "
+    "lex_tokens = %s, lex_len = %s WHERE seq = %s"
+)
+# History is reverse deltas over the SQLite row form (sqlite/history.py), as in SQLite.
+_ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)"
+_BUMP = (
+    "INSERT INTO scope_generation (scope_tok, generation) VALUES (%s, 1) "
+    "ON CONFLICT (scope_tok) DO UPDATE SET generation = scope_generation.generation + 1"
+)
+# An updated vector takes a new vseq, so the vector cache loads that row again (vectors.py).
+_UPSERT_VECTOR = (
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
+    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
+    "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
+    "vseq = DEFAULT"
+)
+# Embedding-cache entries, many in one statement (an add_messages batch caches 1,000; one
+# INSERT per entry cost 1,000 executions).
+_UPSERT_CACHE = (
+    "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
+    "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int4[], %s::bytea[]) "
+    "ON CONFLICT (scope_tok, model_id, key) "
+    "DO UPDATE SET dims = excluded.dims, vector = excluded.vector"
+)
+# A record whose masked columns changed: its vector row is loaded again by the cache.
+_TOUCH_VECTOR = "UPDATE vectors SET vseq = DEFAULT WHERE seq = %s"
+_MASKED = ("type", "agent", "session", "visibility", "status", "superseded_by", "importance")
+
+
+def _masked_of(r: MemoryRecord) -> tuple[object, ...]:
+    return (
+        r.type.value,
+        r.agent,
+        r.session,
+        r.access.visibility.value,
+        r.status.value,
+        r.superseded_by,
+        float(r.importance),
+    )
+
+
+def _no_nul(r: MemoryRecord) -> None:
+    for name, text in (("content", r.content.raw), ("summary", r.content.summary or "")):
+        if "\x00" in text:
+            raise ValidationError(
+                f"record {r.id!r}: the {name} holds a NUL character, which PostgreSQL cannot "
+                "store in text; remove it (it carries no meaning in text) and write again"
+            )
+
+
+class AsyncPostgresStore:
+    """A :class:`~memstrata.store.base.Store` in a PostgreSQL database with pgvector."""
+
+    def __init__(self, url: str, *, vector_cache_rows: int = 500_000) -> None:
+        self.url = url
+        self.options: PgOptions = parse_url(url)
+        driver()
+        self._where = self.options.where
+        self._pool: AsyncConnectionPool[Any]  # set by _open
+        self._vectors = AsyncVectorCache(vector_cache_rows)
+        self._inserted = 0  # rows inserted since this process last refreshed statistics
+        self._analyzed_at = 0
+        self._stats_lock = threading.Lock()  # never held across an await
+        # refreshing statistics (_grew): a thread (sync store) or a task (async store)
+        self._stats_thread: asyncio.Task[None] | None = None  # async-only
+        # sync: self._stats_thread: threading.Thread | None = None
+        self._stats_again = False
+        self._closing = False
+        self._hnsw: set[int] = set()  # dims whose large users' indexes were ensured (dump.py)
+        self._hnsw_users: set[tuple[str, str, int]] = set()  # users known to have an index
+        self._hnsw_lock = asyncio.Lock()
+        # Per (tenant, user, dims): the vector count last read and how many this process has
+        # written since; counted again once the user may have passed exact_below (at most
+        # every 1,000 vectors: other processes write too, and a search builds a missing index).
+        self._counted: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self._listener: Any = None
+        # a search's counter/cache writes: behind it on a thread (sync store), or awaited
+        # where they are made (async store: memstrata/aio/pg_behind.py)
+        self._behind = AsyncWriteBehind(f"memstrata-{self.options.schema}")
+        self._cache_lock = threading.Lock()  # never held across an await
+        self._cache_pending: dict[tuple[str, str, str], bytes] = {}  # being written behind
+        # Connections this thread holds (nested uses), so it never waits for the writes
+        # behind a search while holding one (only the sync store leaves writes pending).
+        self._held = threading.local()
+        # sync: self._open()
+
+    async def open(self) -> AsyncPostgresStore:  # async-only
+        """Connect, migrate, open the pool (the sync store: in its constructor)."""  # async-only
+        await self._open()  # async-only
+        return self  # async-only
+
+    async def _open(self) -> None:
+        psycopg = driver()
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+
+        where = self._where
+        try:
+            first = await psycopg.AsyncConnection.connect(
+                self.options.conninfo, autocommit=True, connect_timeout=10
+            )
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot connect to {where}: {str(exc).strip()}; check the URL "
+                "(postgresql://user:password@host:port/database), that the server is running "
+                "and that the database exists"
+            ) from None
+        try:
+            async with first:
+                await check_pgvector(first, where)
+                await migrate(first, self.options.schema, where)
+        except MemstrataError:
+            raise
+        except psycopg.Error as exc:
+            raise translate(exc, where) from exc
+
+        schema = self.options.schema
+
+        async def configure(conn: Any) -> None:
+            from pgvector.psycopg import register_vector_async
+
+            await conn.execute(f'SET search_path TO "{schema}", public')
+            # Plans depend on the query's arrays (terms, ids): a generic plan, which a
+            # prepared statement switches to after five runs, was measured 8x slower.
+            await conn.execute("SET plan_cache_mode = force_custom_plan")
+            await register_vector_async(conn)
+
+        self._pool = AsyncConnectionPool(
+            self.options.conninfo,
+            min_size=self.options.pool_min,
+            max_size=self.options.pool_max,
+            open=False,
+            configure=configure,
+            name=f"memstrata-{schema}",
+            kwargs={"autocommit": True, "row_factory": dict_row},
+        )
+        try:
+            await self._pool.open(wait=True, timeout=15)
+        except Exception as exc:
+            await self._pool.close()
+            raise StoreError(f"cannot open a connection pool to {where}: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"AsyncPostgresStore({self.options.where}, schema={self.options.schema!r})"
+
+    async def aclose(self) -> None:
+        with self._stats_lock:
+            self._closing = True
+        await self.wait_for_statistics()
+        await self._behind.aclose()
+        self._vectors.clear()
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
+        await self._pool.close()
+
+    # --- transactions --------------------------------------------------------------------
+    @asynccontextmanager
+    async def _tx(self, *, pipeline: bool = False) -> AsyncIterator[Any]:
+        """One write transaction (READ COMMITTED; rows read before a write are locked).
+
+        ``pipeline``: statements are sent without waiting for each answer (psycopg's
+        pipeline mode), so a transaction whose statements return nothing costs one round
+        trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
+        import psycopg
+
+        await self._settle()
+        committing = False
+        try:
+            async with (
+                self._pool.connection() as conn,
+                conn.pipeline() if pipeline else contextlib.nullcontext(),
+                self._holding(),
+            ):
+                tx = conn.transaction()
+                await tx.__aenter__()
+                try:
+                    yield conn
+                except BaseException as exc:
+                    await tx.__aexit__(type(exc), exc, exc.__traceback__)
+                    raise
+                committing = True
+                await tx.__aexit__(None, None, None)
+        except psycopg.Error as exc:
+            raise translate(exc, self._where, committing=committing) from exc
+
+    async def _settle(self) -> None:
+        """Before a thread takes its first connection: wait for the writes made behind
+        earlier searches (behind.py). Not while it holds one: its open transaction may
+        hold a row lock such a write waits for."""
+        if not getattr(self._held, "n", 0):
+            await self._behind.settle()
+
+    @asynccontextmanager
+    async def _holding(self) -> AsyncIterator[None]:
+        self._held.n = getattr(self._held, "n", 0) + 1
+        try:
+            yield
+        finally:
+            self._held.n -= 1
+
+    @asynccontextmanager
+    async def _relaxed(self) -> AsyncIterator[Any]:
+        """A write transaction whose commit does not wait for the WAL flush: for counters
+        and cache entries only, which a server crash may lose (the Counters contract
+        allows it) but which must not cost every search a disk flush."""
+        async with self._tx(pipeline=True) as conn:
+            await conn.execute("SET LOCAL synchronous_commit TO OFF")
+            yield conn
+
+    @asynccontextmanager
+    async def _autocommit(self, wait: bool | Collection[Hashable] = True) -> AsyncIterator[Any]:
+        """A connection for reads: each statement sees the latest committed state, with no
+        BEGIN/COMMIT round trips (a search is a few statements; none of them writes).
+
+        ``wait``: first wait for every write made behind a search (``True``), for none
+        (``False``: the read sees no counter and no cache entry), or only for those that
+        change one of these rows (``(tenant, user, id)`` keys; behind.py)."""
+        import psycopg
+
+        if wait is True:
+            await self._settle()
+        elif wait and not getattr(self._held, "n", 0):
+            await self._behind.settle_rows(wait)
+        try:
+            async with self._pool.connection() as conn, self._holding():
+                yield conn
+        except psycopg.Error as exc:
+            raise translate(exc, self._where) from exc
+
+    def _write(self) -> Any:
+        return self._tx()
+
+    def _read(self) -> Any:
+        return self._autocommit()
+
+    # --- audit log (memstrata.audit.AuditStore) ----------------------------------------------
+    async def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        async with self._write() as c:
+            await audit.append(c, events)
+
+    async def query_audit(self, tenant: str, query: AuditQuery) -> builtins.list[AuditEvent]:
+        async with self._read() as c:
+            return await audit.query(c, tenant, query)
+
+    async def redact_subject(self, tenant: str, user: str) -> int:
+        async with self._write() as c:
+            return await audit.redact_subject(c, tenant, user)
+
+    # --- metadata ----------------------------------------------------------------------------
+    async def get_meta(self, key: str) -> str | None:
+        async with self._read() as c:
+            row = await (
+                await c.execute("SELECT value FROM meta WHERE key = %s", (key,))
+            ).fetchone()
+        return None if row is None else str(row["value"])
+
+    async def set_meta(self, key: str, value: str) -> None:
+        async with self._write() as c:
+            await c.execute(
+                "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
+                "DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    # --- quota counters (memstrata.store.quota_counters; row locks make them atomic) -
+    async def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
+        async with self._write() as c:
+            return await counters.take(c, takes)
+
+    async def add_counters(self, takes: Sequence[qc.Take]) -> None:
+        async with self._write() as c:
+            await counters.add(c, takes)
+
+    async def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
+        async with self._read() as c:
+            return await counters.values(c, keys)
+
+    async def forget_counters(self, keys: Sequence[str]) -> None:
+        async with self._write() as c:
+            await counters.forget(c, keys)
+
+    async def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
+        async with self._write() as c:
+            return await counters.lease(c, key, token, now_ms, until_ms)
+
+    async def release(self, key: str, token: str) -> None:
+        async with self._write() as c:
+            await counters.release(c, key, token)
+
+    async def count_tenant_records(self, tenant: str) -> int:
+        async with self._read() as c:
+            return await counters.tenant_records(c, tenant)
+
+    # --- helpers -------------------------------------------------------------------------------
+    @staticmethod
+    async def _visible(
+        c: Any, scope: Scope, ids: Sequence[str], columns: str = _ROW, lock: bool = False
+    ) -> list[dict[str, Any]]:
+        where, args = scope_sql(scope)
+        unique = sorted(dict.fromkeys(ids))
+        if not unique:
+            return []
+        tail = " ORDER BY id FOR UPDATE" if lock else ""
+        return list(
+            await (
+                await c.execute(
+                    f"SELECT {columns} FROM records WHERE id = ANY(%s) AND {where}{tail}",
+                    [unique, *args],
+                )
+            ).fetchall()
+        )
+
+    @staticmethod
+    async def _bump(c: Any, tenant: str, user: str) -> None:
+        await c.execute(_BUMP, (scope_token(tenant, user),))
+
+    def _vector_value(self, r: MemoryRecord, vector: Vector) -> tuple[int, Any]:
+        from pgvector import Vector as PgVector
+
+        blob = encode_vector(vector)  # validates shape and finiteness
+        dims = len(blob) // 4
+        if r.embedding_dims is not None and dims != r.embedding_dims:
+            raise ValidationError(
+                f"record {r.id!r} says embedding_dims={r.embedding_dims} but its vector has "
+                f"{dims} dimensions; embed it with the store's model"
+            )
+        return dims, PgVector(np.frombuffer(blob, dtype="<f4"))
+
+    async def _ensure_hnsw(self, dims: int) -> None:
+        """Ensure the HNSW index of every user with at least ``exact_below`` vectors of
+        ``dims`` (after a bulk load, which defers them)."""
+        if dims > 2000:  # pgvector's HNSW indexes up to 2,000 dims
+            return
+        async with self._read() as c:
+            big = await (
+                await c.execute(
+                    'SELECT tenant, "user" FROM vectors WHERE dims = %s '
+                    'GROUP BY tenant, "user" HAVING count(*) >= %s',
+                    (dims, self.options.exact_below),
+                )
+            ).fetchall()
+        for row in big:
+            await self._ensure_user_hnsw(row["tenant"], row["user"], dims)
+        self._hnsw.add(dims)
+
+    async def _ensure_user_hnsw(self, tenant: str, user: str, dims: int) -> None:
+        """Build one user's HNSW index if it is missing (once per process and user)."""
+        key = (tenant, user, dims)
+        if key in self._hnsw_users or dims > 2000:
+            return
+        async with self._hnsw_lock:
+            if key in self._hnsw_users:
+                return
+            async with self._write() as c:
+                await c.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 11))",
+                    (f"hnsw:{self.options.schema}:{dims}:{tenant}\x1f{user}",),
+                )
+                await ensure_hnsw(c, self.options.schema, dims, tenant, user)
+            self._hnsw_users.add(key)
+
+    async def _check_large(self, added: Mapping[tuple[str, str, int], int]) -> None:
+        """After vectors were written: a user who now has ``exact_below`` or more (counted
+        on their first write in this process, then whenever the writes since could have
+        taken them past it) gets an HNSW index."""
+        for (tenant, user, dims), n in sorted(added.items()):
+            key = (tenant, user, dims)
+            if key in self._hnsw_users:
+                continue
+            seen = self._counted.get(key)
+            if seen is not None:
+                count, since = seen[0], seen[1] + n
+                if since < min(1000, self.options.exact_below - count):
+                    self._counted[key] = (count, since)
+                    continue
+            async with self._read() as c:
+                count = int(
+                    (
+                        await (
+                            await c.execute(
+                                "SELECT count(*) AS n FROM vectors WHERE tenant = %s "
+                                'AND "user" = %s AND dims = %s',
+                                (tenant, user, dims),
+                            )
+                        ).fetchone()
+                    )["n"]
+                )
+            self._counted[key] = (count, 0)
+            if count >= self.options.exact_below:
+                await self._ensure_user_hnsw(tenant, user, dims)
+
+    # --- unit of work ---------------------------------------------------------------------------
+    def transaction(self) -> AbstractAsyncContextManager[AsyncUnitOfWork]:
+        return self._unit_of_work()
+
+    @asynccontextmanager
+    async def _unit_of_work(self) -> AsyncIterator[AsyncUnitOfWork]:
+        async with self._write() as c:
+            uow = _PgUnitOfWork(self, c)
+            yield uow
+        self._grew(uow.inserted)
+        await self._check_large(uow.vectors)
+
+    # --- records -------------------------------------------------------------------------------
+    async def insert(self, writes: Sequence[RecordWrite]) -> None:
+        prepared = self._prepare(writes)
+        async with self._write() as c:
+            await self._insert(c, prepared)
+        self._grew(len(prepared))
+        await self._check_large(_vector_counts(prepared))
+
+    def _grew(self, rows: int) -> None:
+        """Refresh the planner's statistics when this process has grown the tables a lot.
+
+        Autovacuum does it within a minute or so; until then a table filled in one go still
+        has the statistics of an empty one, and the planner picks a nested loop over a
+        user's records for every lexical hit (measured 85 ms instead of 3 ms per search).
+        The postings are vacuumed too: a lexical search reads them by an index-only scan,
+        which visits the heap for every posting on a page not yet marked all-visible.
+        ``SKIP_LOCKED``: another process doing the same is enough.
+
+        On a thread of its own: the write that triggered it does not wait (at 10k messages
+        it took 5 refreshes, ~7% of the ingest time, on the caller's thread); one refresh
+        at a time, and one more if more rows came meanwhile.
+        """
+        with self._stats_lock:
+            self._inserted += rows
+            if self._inserted < max(500, self._analyzed_at // 2):
+                return
+            self._analyzed_at += self._inserted
+            self._inserted = 0
+            if self._stats_thread is not None:
+                self._stats_again = True
+                return
+            self._stats_thread = background(self._refresh_statistics, "memstrata-pg-analyze")
+
+    async def _refresh_statistics(self) -> None:
+        while True:
+            try:
+                async with self._pool.connection() as c:
+                    await c.execute("VACUUM (ANALYZE, SKIP_LOCKED) lex_postings")
+                    await c.execute("ANALYZE (SKIP_LOCKED) records, vectors")
+            except Exception as exc:  # only planner statistics: logged, the write returned
+                _log.warning("memstrata: refreshing PostgreSQL statistics failed: %s", exc)
+            with self._stats_lock:
+                if not self._stats_again or self._closing:
+                    self._stats_thread = None
+                    return
+                self._stats_again = False
+
+    async def wait_for_statistics(self) -> None:
+        """Wait for a statistics refresh under way (tests, loaders before measuring)."""
+        with self._stats_lock:
+            thread = self._stats_thread
+        if thread is not None:
+            await wait_done(thread)
+
+    async def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        _check_turns(writes)
+        await self.insert(writes)
+
+    def _prepare(self, writes: Sequence[RecordWrite]) -> list[_Prepared]:
+        """Validate and encode everything before a transaction opens (all or none)."""
+        out: list[_Prepared] = []
+        seen: set[tuple[str, str, str]] = set()
+        for w in writes:
+            r = w.record
+            key = (r.tenant, r.user, r.id)
+            if key in seen:
+                raise ValidationError(
+                    f"record id {r.id!r} exists already (twice in this batch); nothing was "
+                    "written: give each record its own id (new_id())"
+                )
+            seen.add(key)
+            _no_nul(r)
+            vec = self._vector_value(r, w.vector) if w.vector is not None else None
+            doc = fts5.document_tokens(w.terms)
+            out.append(_Prepared(w, (*encode_record(r), doc, len(doc) + 1), doc, vec))
+        return out
+
+    async def _insert(self, c: Any, prepared: Sequence[_Prepared]) -> None:
+        import psycopg
+
+        if not prepared:
+            return
+        by_user: dict[tuple[str, str], list[str]] = {}
+        for p in prepared:
+            by_user.setdefault((p.write.record.tenant, p.write.record.user), []).append(
+                p.write.record.id
+            )
+        for (tenant, user), ids in sorted(by_user.items()):
+            clash = await (
+                await c.execute(
+                    'SELECT id FROM records WHERE tenant = %s AND "user" = %s '
+                    "AND id = ANY(%s) LIMIT 1",
+                    (tenant, user, ids),
+                )
+            ).fetchone()
+            if clash is not None:
+                raise ValidationError(
+                    f"record id {clash['id']!r} exists already; nothing was written: use "
+                    "replace() to update a record, new_id() for a new one"
+                )
+        # COPY, not one INSERT per row (bulk loads: 1M rows). The seqs are taken first
+        # (in order, so ties still fall to insertion order); COPY writes an identity
+        # column's given values.
+        seqs = sorted(
+            int(r["s"])
+            for r in await (
+                await c.execute(
+                    "SELECT nextval(pg_get_serial_sequence('records', 'seq')) AS s "
+                    "FROM generate_series(1, %s)",
+                    (len(prepared),),
+                )
+            ).fetchall()
+        )
+        try:
+            async with c.cursor() as cur, cur.copy(_COPY_RECORDS) as copy:
+                for seq, p in zip(seqs, prepared, strict=True):
+                    await copy.write_row((seq, *p.values))
+        except psycopg.errors.UniqueViolation:
+            raise ValidationError(
+                "a record id of this batch was inserted by another writer at the same time; "
+                "nothing was written: use replace() to update it"
+            ) from None
+        docs = []
+        vectors = []
+        for seq, p in zip(seqs, prepared, strict=True):
+            r = p.write.record
+            docs.append((seq, scope_token(r.tenant, r.user), p.doc))
+            if p.vector is not None:
+                vectors.append((seq, r.tenant, r.user, r.embedding_model, *p.vector))
+        if vectors:
+            async with c.cursor() as cur, cur.copy(_COPY_VECTORS) as copy:
+                copy.set_types(["int8", "text", "text", "text", "int4", "vector"])
+                for row in vectors:
+                    await copy.write_row(row)
+        await lexical.index(c, docs)
+
+    async def get(
+        self, scope: Scope, record_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord:
+        async with self._autocommit(_row_keys(scope, [record_id])) as c:
+            return await self._get(c, scope, record_id, include_deleted=include_deleted)
+
+    async def _get(
+        self, c: Any, scope: Scope, record_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord:
+        rows = await self._visible(c, scope, [record_id])
+        if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
+            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+        return decode_record(rows[0])
+
+    async def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``(type, text)`` of each id visible in ``scope``, without decoding the records
+        (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
+        async with self._autocommit(wait=False) as c:  # no counter read: need not wait (behind.py)
+            rows = await self._visible(c, scope, ids, "id, type, raw")
+        return {row["id"]: (row["type"], row["raw"]) for row in rows}
+
+    async def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+        async with self._autocommit(_row_keys(scope, ids)) as c:
+            found = {row["id"]: row for row in await self._visible(c, scope, ids)}
+        return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
+
+    async def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        prepared = self._prepare([write])[0]
+        async with self._write() as c:
+            await self._replace(c, scope, prepared, expected_version)
+
+    async def _replace(self, c: Any, scope: Scope, p: _Prepared, expected_version: int) -> None:
+        if scope.caller is not None:  # another caller may read, never write
+            raise NotFoundError(f"no record {p.write.record.id!r} in scope {scope}")
+        new = p.write.record
+        rows = await self._visible(c, scope, [new.id], f"seq, lex_tokens, {_COLS}", lock=True)
+        if not rows:
+            raise NotFoundError(f"no record {new.id!r} in scope {scope}")
+        cur = rows[0]
+        if cur["version"] != expected_version:
+            raise ConflictError(
+                f"record {new.id!r} is at version {cur['version']}, but this update was "
+                f"based on version {expected_version}; re-read the record and apply the "
+                "change again"
+            )
+        if new.version != expected_version + 1:
+            raise ValidationError(
+                f"the new version of {new.id!r} must be {expected_version + 1}, got {new.version}"
+            )
+        if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
+            raise ValidationError(
+                f"replace cannot move record {new.id!r} to another "
+                "tenant or user; insert a copy under a new id instead"
+            )
+        seq = int(cur["seq"])
+        old_row = {col: cur[col] for col in COLUMNS}
+        new_row = dict(zip(COLUMNS, p.values[: len(COLUMNS)], strict=True))
+        await c.execute(
+            _ARCHIVE, (seq, expected_version, encode_delta(reverse_delta(old_row, new_row)))
+        )
+        await c.execute(_UPDATE, (*p.values[1:], seq))
+        tok = scope_token(new.tenant, new.user)
+        await lexical.index(c, [(seq, tok, p.doc)], old=[(seq, tok, cur["lex_tokens"])])
+        if p.vector is not None:
+            await c.execute(
+                _UPSERT_VECTOR, (seq, new.tenant, new.user, new.embedding_model, *p.vector)
+            )
+        old_masked = tuple(float(cur[k]) if k == "importance" else cur[k] for k in _MASKED)
+        if p.vector is None and old_masked != _masked_of(new):
+            await c.execute(_TOUCH_VECTOR, (seq,))
+
+    async def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+        async with self._read() as c:
+            rows = await self._visible(c, scope, [record_id])
+            if not rows:
+                raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+            deltas = await (
+                await c.execute(
+                    "SELECT delta FROM record_history WHERE seq = %s ORDER BY version DESC",
+                    (rows[0]["seq"],),
+                )
+            ).fetchall()
+        row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
+        versions = [decode_record(row)]
+        for found in deltas:
+            row = apply_delta(row, decode_delta(found["delta"]))
+            versions.append(decode_record(row))
+        return versions[::-1]
+
+    async def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
+        async with self._write() as c:
+            return await self._set_status(c, scope, ids, status, at)
+
+    async def _set_status(
+        self, c: Any, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> list[str]:
+        if scope.caller is not None:
+            return []
+        status = RecordStatus(status)
+        deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
+        changed: list[str] = []
+        columns = ("status", "version", "updated_at", "deleted_at", *COUNTERS)
+        for row in await self._visible(c, scope, ids, "seq, id, " + ", ".join(columns), lock=True):
+            if row["status"] == status.value:
+                continue
+            delta = {col: ["=", row[col]] for col in columns}
+            await c.execute(_ARCHIVE, (row["seq"], row["version"], encode_delta(delta)))
+            await c.execute(
+                "UPDATE records SET status = %s, version = version + 1, "
+                "updated_at = %s, deleted_at = %s WHERE seq = %s",
+                (status.value, encode_time(at), deleted_at, row["seq"]),
+            )
+            await c.execute(_TOUCH_VECTOR, (row["seq"],))
+            changed.append(row["id"])
+        order = {i: n for n, i in enumerate(ids)}
+        return sorted(changed, key=order.__getitem__)
+
+    async def purge(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        *,
+        reterm: Mapping[str, Sequence[str]] | None = None,
+    ) -> PurgeReport:
+        if scope.caller is not None:
+            return PurgeReport()
+        hashes: set[str] = set()
+        for rid in dict.fromkeys(ids):  # every version's text: its cache entry goes too
+            with contextlib.suppress(NotFoundError):
+                hashes.update(v.content_hash for v in await self.history(scope, rid))
+        async with self._write() as c:
+            rows = await self._visible(
+                c, scope, ids, 'seq, id, tenant, "user", lex_tokens', lock=True
+            )
+            found = [r["id"] for r in rows]
+            seqs = [int(r["seq"]) for r in rows]
+            counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
+            remaining = 0
+            if found:
+                await lexical.unindex(
+                    c,
+                    [
+                        (int(r["seq"]), scope_token(r["tenant"], r["user"]), r["lex_tokens"])
+                        for r in rows
+                    ],
+                )
+                counts["versions"] = (
+                    await c.execute("DELETE FROM record_history WHERE seq = ANY(%s)", (seqs,))
+                ).rowcount
+                counts["vectors"] = (
+                    await c.execute("DELETE FROM vectors WHERE seq = ANY(%s)", (seqs,))
+                ).rowcount
+                counts["records"] = (
+                    await c.execute("DELETE FROM records WHERE seq = ANY(%s)", (seqs,))
+                ).rowcount
+                if reterm:
+                    await self._reterm(c, scope, reterm)
+                counts["cache_entries"] = (
+                    await c.execute(
+                        "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = ANY(%s) AND "
+                        'NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND "user" = %s '
+                        "AND content_hash = embedding_cache.key)",
+                        (
+                            scope_token(scope.tenant, scope.user),
+                            sorted(hashes),
+                            scope.tenant,
+                            scope.user,
+                        ),
+                    )
+                ).rowcount
+                remaining = int(
+                    (
+                        await (
+                            await c.execute(
+                                "SELECT (SELECT count(*) FROM records WHERE seq = ANY(%s)) + "
+                                "(SELECT count(*) FROM record_history WHERE seq = ANY(%s)) + "
+                                "(SELECT count(*) FROM vectors WHERE seq = ANY(%s)) + "
+                                "(SELECT count(*) FROM counters WHERE seq = ANY(%s)) + "
+                                "(SELECT count(*) FROM lex_postings WHERE scope_tok = %s AND "
+                                "seq = ANY(%s)) AS n",
+                                (
+                                    seqs,
+                                    seqs,
+                                    seqs,
+                                    seqs,
+                                    scope_token(scope.tenant, scope.user),
+                                    seqs,
+                                ),
+                            )
+                        ).fetchone()
+                    )["n"]
+                )
+                await self._bump(c, scope.tenant, scope.user)
+        return PurgeReport(
+            records=counts["records"],
+            versions=counts["versions"],
+            vectors=counts["vectors"],
+            cache_entries=counts["cache_entries"],
+            remaining=remaining,
+        )
+
+    async def _reterm(self, c: Any, scope: Scope, reterm: Mapping[str, Sequence[str]]) -> None:
+        """New lexical terms for the user's records in ``reterm`` whose tokens differ
+        (purge): their postings and statistics are replaced, and a token no row holds any
+        more loses its ``lex_df`` row."""
+        tok = scope_token(scope.tenant, scope.user)
+        old: list[tuple[int, str, Sequence[str]]] = []
+        new: list[tuple[int, str, Sequence[str]]] = []
+        uscope = Scope(scope.tenant, scope.user)
+        for row in await self._visible(c, uscope, list(reterm), "seq, id, lex_tokens", lock=True):
+            doc = fts5.document_tokens(reterm[row["id"]])
+            if list(row["lex_tokens"]) == doc:
+                continue
+            seq = int(row["seq"])
+            await c.execute(
+                "UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s",
+                (doc, len(doc) + 1, seq),
+            )
+            old.append((seq, tok, row["lex_tokens"]))
+            new.append((seq, tok, doc))
+        if new:
+            await lexical.unindex(c, old)
+            await lexical.index(c, new)
+
+    async def purge_user(self, tenant: str, user: str) -> PurgeReport:
+        from memstrata.quotas import subject_hash  # quotas imports the store package
+
+        tok = scope_token(tenant, user)
+        args = {"t": tenant, "u": user, "tok": tok}
+        async with self._write() as c:
+            cache = (
+                await c.execute("DELETE FROM embedding_cache WHERE scope_tok = %s", (tok,))
+            ).rowcount
+            await lexical.unindex_scope(c, tenant, user, tok)
+            mine_args = (tenant, user)
+            vectors = (
+                await c.execute('DELETE FROM vectors WHERE tenant = %s AND "user" = %s', mine_args)
+            ).rowcount
+            versions = (
+                await c.execute(
+                    "DELETE FROM record_history WHERE seq IN (SELECT seq FROM records WHERE "
+                    'tenant = %s AND "user" = %s)',
+                    mine_args,
+                )
+            ).rowcount
+            jobs = (
+                await c.execute('DELETE FROM jobs WHERE tenant = %s AND "user" = %s', mine_args)
+            ).rowcount
+            records = (
+                await c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s', mine_args)
+            ).rowcount
+            # The user's generation row names them (their scope token): it goes, and the
+            # purge epoch (a row of no one, vectors.py) tells every process's cache to reload.
+            await c.execute("DELETE FROM scope_generation WHERE scope_tok = %s", (tok,))
+            await c.execute(_BUMP, (PURGE_EPOCH,))
+            # quota counters and the user's quota override name the user by a hash
+            await c.execute(
+                "DELETE FROM meta WHERE key LIKE %s", (f"quota:%:{subject_hash(tenant, user)}:%",)
+            )
+            await audit.redact_subject(c, tenant, user)
+            # Rows of other components naming the user (API keys bound to them, registered
+            # by server/pg_keys.py) go in this transaction too (store/user_tables.py).
+            await counters.purge_user_rows(c, tenant, user)
+            remaining = (
+                await (
+                    await c.execute(
+                        "SELECT (SELECT count(*) FROM records WHERE "
+                        'tenant = %(t)s AND "user" = %(u)s) '
+                        "+ (SELECT count(*) FROM record_history h WHERE NOT EXISTS "
+                        "(SELECT 1 FROM records r WHERE r.seq = h.seq)) + (SELECT count(*) FROM "
+                        'vectors WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
+                        'jobs WHERE tenant = %(t)s AND "user" = %(u)s) + (SELECT count(*) FROM '
+                        "embedding_cache WHERE scope_tok = %(tok)s) + (SELECT count(*) FROM "
+                        "lex_postings WHERE scope_tok = %(tok)s) + (SELECT count(*) FROM "
+                        "scope_generation WHERE scope_tok = %(tok)s) AS n",
+                        args,
+                    )
+                ).fetchone()
+            )["n"]
+        return PurgeReport(
+            records=records,
+            versions=versions,
+            vectors=vectors,
+            jobs=jobs,
+            cache_entries=cache,
+            remaining=int(remaining),
+        )
+
+    async def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
+        """Rewrite every table of the schema and make the WAL holding deleted rows
+        removable (compact.py: what it locks, what it cannot reach)."""
+        from memstrata._async.store.postgres.compact import compact
+
+        async with self._autocommit() as c:
+            return await compact(c, self.options.schema, lock_timeout_s=lock_timeout)
+
+    async def _select(
+        self,
+        c: Any,
+        scope: Scope,
+        filters: Filters,
+        tail: str = "",
+        tail_args: Sequence[Any] = (),
+        *,
+        columns: str = _ROW,
+    ) -> list[dict[str, Any]]:
+        sw, sa = scope_sql(scope)
+        fw, fa = filters_sql(filters)
+        return list(
+            await (
+                await c.execute(
+                    f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}",
+                    [*sa, *fa, *tail_args],
+                )
+            ).fetchall()
+        )
+
+    async def count(self, scope: Scope, filters: Filters) -> int:
+        async with self._read() as c:
+            if needs_python(filters):
+                return sum(
+                    filters.matches(decode_record(r)) for r in await self._select(c, scope, filters)
+                )
+            rows = await self._select(c, scope, filters, columns="count(*) AS n")
+        return int(rows[0]["n"])
+
+    async def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
+        async with self._read() as c:
+            return await self._find_by_hash(c, scope, content_hash, types)
+
+    async def _find_by_hash(
+        self, c: Any, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
+        tail = "AND content_hash = %s"
+        args: list[Any] = [content_hash]
+        if types:
+            tail += " AND type = ANY(%s)"
+            args.append(sorted(str(t) for t in types))
+        rows = await self._select(c, scope, Filters(), tail + " ORDER BY seq LIMIT 1", args)
+        return decode_record(rows[0]) if rows else None
+
+    # --- counters (never versions) -----------------------------------------------------------
+    async def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
+        where, args = scope_sql(scope)
+        unique = sorted(dict.fromkeys(ids))
+        if not unique:
+            return
+        when = encode_time(at)
+
+        async def write() -> None:
+            async with self._relaxed() as c:
+                await c.execute(
+                    "UPDATE records SET access_count = access_count + 1, "
+                    "last_accessed_at = greatest(last_accessed_at, %s) "
+                    f"WHERE id = ANY(%s) AND {where}",
+                    [when, unique, *args],
+                )
+
+        # behind the search; a later read of these records waits for it
+        await self._behind.submit(write, _row_keys(scope, unique))
+
+    async def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
+        if not deltas:
+            return
+        async with self._relaxed() as c:
+            rows = await self._visible(c, scope, list(deltas), "seq, id")
+            items = sorted((int(r["seq"]), int(deltas[r["id"]])) for r in rows)
+            if items:
+                await c.execute(
+                    "INSERT INTO counters (seq, name, value) SELECT s, %s, v FROM "
+                    "unnest(%s::bigint[], %s::bigint[]) AS u(s, v) ORDER BY s "
+                    "ON CONFLICT (seq, name) DO UPDATE SET value = counters.value + "
+                    "excluded.value",
+                    (name, [i[0] for i in items], [i[1] for i in items]),
+                )
+
+    async def counts(self, scope: Scope, name: str, ids: Sequence[str]) -> dict[str, int]:
+        where, args = scope_sql(scope, "r.")
+        unique = sorted(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        async with self._read() as c:
+            rows = await (
+                await c.execute(
+                    "SELECT r.id, coalesce(k.value, 0) AS v FROM records r LEFT JOIN "
+                    "counters k ON k.seq = r.seq AND k.name = %s WHERE r.id = ANY(%s) "
+                    f"AND {where}",
+                    [name, unique, *args],
+                )
+            ).fetchall()
+        return {r["id"]: int(r["v"]) for r in rows}
+
+    async def flush_counters(self) -> None:
+        """Wait for the access counters and cache entries written behind a search."""
+        await self._settle()
+
+    # --- session buffer --------------------------------------------------------------------------
+    async def recent_turns(self, scope: Scope, n: int) -> builtins.list[MemoryRecord]:
+        if scope.session is None or n < 1:
+            return []
+        sw, sa = scope_sql(scope)
+        async with self._read() as c:
+            rows = await (
+                await c.execute(
+                    f"SELECT {_ROW} FROM records WHERE {sw} AND type = %s AND status = %s "
+                    "ORDER BY observed_at DESC, seq DESC LIMIT %s",
+                    [*sa, RecordType.MESSAGE.value, RecordStatus.ACTIVE.value, n],
+                )
+            ).fetchall()
+        return [decode_record(r) for r in reversed(rows)]
+
+    # --- retrieval ------------------------------------------------------------------------------
+    async def vector_search(
+        self, scope: Scope, vector: Vector, k: int, filters: Filters
+    ) -> list[Candidate]:
+        query = np.asarray(vector, dtype=np.float32).ravel()
+        if k <= 0 or query.size == 0:
+            return []
+        # reads no counter or cache entry: need not wait for the writes behind a search
+        async with self._autocommit(wait=False) as c:
+            generation, max_vseq, count = await self._vectors.state(
+                c, scope.tenant, scope.user, query.size
+            )
+            if count == 0:
+                return []
+            if count >= self.options.exact_below and query.size <= 2000:
+                await self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
+                return await hnsw_search(c, scope, query, k, filters)
+            cache = await self._vectors.load(
+                c, scope.tenant, scope.user, query.size, generation, max_vseq
+            )
+            allowed = None
+            if _python_filters(filters) or scope.caller is not None:
+                allowed = {r["id"] for r in await self._select(c, scope, filters, columns="id")}
+            if not needs_python(filters):
+                return [
+                    Candidate(cache.ids[i], s)
+                    for i, s in exact_search(cache, scope, query, k, filters, allowed)
+                ]
+            ranked = exact_search(cache, scope, query, cache.n, filters, allowed)
+            out: list[Candidate] = []
+            step = max(4 * k, 64)
+            for start in range(0, len(ranked), step):
+                block = ranked[start : start + step]
+                found = {
+                    r["id"]: decode_record(r)
+                    for r in await self._visible(c, scope, [cache.ids[i] for i, _ in block])
+                }
+                for i, score in block:
+                    rec = found.get(cache.ids[i])
+                    if rec is not None and filters.matches(rec):
+                        out.append(Candidate(rec.id, score))
+                        if len(out) == k:
+                            return out
+            return out
+
+    async def lexical_search(
+        self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
+    ) -> list[Candidate]:
+        if k <= 0:
+            return []
+        sw, sa = scope_sql(scope, "r.")
+        fw, fa = filters_sql(filters, "r.")
+        python = needs_python(filters)
+        # reads no counter or cache entry: need not wait for the writes behind a search
+        async with self._autocommit(wait=False) as c:
+            rows = await lexical.search_rows(
+                c,
+                scope_token(scope.tenant, scope.user),
+                terms,
+                f"{sw} AND {fw}",
+                [*sa, *fa],
+                None if python else k,
+                columns="r.id, r.seq"
+                if not python
+                else ", ".join("r." + col for col in _ROW.split(", ")),
+            )
+        out = [
+            Candidate(r["id"], float(r["score"]))
+            for r in rows
+            if not python or filters.matches(decode_record(r))
+        ]
+        return out[:k]
+
+    # --- embeddings ------------------------------------------------------------------------------
+    async def cached_vectors(
+        self, scope: Scope, model_id: str, keys: Sequence[str]
+    ) -> dict[str, Vector]:
+        unique = list(dict.fromkeys(keys))
+        if not unique:
+            return {}
+        tok = scope_token(scope.tenant, scope.user)
+        out: dict[str, Vector] = {}
+        with self._cache_lock:  # entries still being written behind a search (read first)
+            for key in unique:
+                pending = self._cache_pending.get((tok, model_id, key))
+                if pending is not None:
+                    out[key] = decode_vector(pending)
+        rest = [key for key in unique if key not in out]
+        if not rest:
+            return out
+        async with self._autocommit(wait=False) as c:
+            rows = await (
+                await c.execute(
+                    "SELECT key, vector FROM embedding_cache WHERE scope_tok = %s "
+                    "AND model_id = %s AND key = ANY(%s)",
+                    (tok, model_id, rest),
+                )
+            ).fetchall()
+        out.update((r["key"], decode_vector(bytes(r["vector"]))) for r in rows)
+        return out
+
+    async def cache_vectors(
+        self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]
+    ) -> None:
+        tok = scope_token(scope.tenant, scope.user)
+        rows = []
+        for key, v in sorted(vectors.items()):
+            blob = encode_vector(v)
+            rows.append((tok, model_id, key, len(blob) // 4, blob))
+        if not rows:
+            return
+        # Until written, this process reads the entries from here (cached_vectors), so its
+        # reads need not wait for the write; an entry leaves only once it is committed.
+        mine = {(t, m, k): blob for t, m, k, _, blob in rows}
+        with self._cache_lock:
+            self._cache_pending.update(mine)
+
+        async def write() -> None:
+            try:
+                async with self._relaxed() as c:  # one statement, not one per entry
+                    await c.execute(_UPSERT_CACHE, [list(col) for col in zip(*rows, strict=True)])
+            finally:
+                with self._cache_lock:
+                    for key, blob in mine.items():
+                        if self._cache_pending.get(key) is blob:
+                            del self._cache_pending[key]
+
+        await self._behind.submit(write)  # behind the search; writes and full reads wait for it
+
+    async def scan(self, batch_size: int = 500) -> AsyncIterator[list[MemoryRecord]]:
+        last = 0
+        while True:
+            async with self._read() as c:
+                rows = await (
+                    await c.execute(
+                        f"SELECT seq, {_COLS} FROM records WHERE seq > %s ORDER BY seq LIMIT %s",
+                        (last, max(1, batch_size)),
+                    )
+                ).fetchall()
+            if not rows:
+                return
+            last = int(rows[-1]["seq"])
+            yield [decode_record(r) for r in rows]
+
+    async def set_vectors(
+        self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
+    ) -> None:
+        from pgvector import Vector as PgVector
+
+        checked = []
+        for record, vector in items:
+            blob = encode_vector(vector)
+            if len(blob) // 4 != dims:
+                raise ValidationError(
+                    f"vector for {record.id!r} has {len(blob) // 4} "
+                    f"dimensions, but set_vectors was told {dims}"
+                )
+            checked.append((record, PgVector(np.frombuffer(blob, dtype="<f4"))))
+        async with self._write() as c:
+            users: set[tuple[str, str]] = set()
+            for record, vec in checked:
+                row = await (
+                    await c.execute(
+                        'SELECT seq FROM records WHERE tenant = %s AND "user" = %s AND id = %s',
+                        (record.tenant, record.user, record.id),
+                    )
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
+                await c.execute(
+                    _UPSERT_VECTOR, (row["seq"], record.tenant, record.user, model_id, dims, vec)
+                )
+                await c.execute(
+                    "UPDATE records SET embedding_model = %s, embedding_dims = %s WHERE seq = %s",
+                    (model_id, dims, row["seq"]),
+                )
+                users.add((record.tenant, record.user))
+            for tenant, user in sorted(users):
+                await self._bump(c, tenant, user)
+        await self._check_large(Counter((r.tenant, r.user, dims) for r, _ in checked))
+
+    # --- jobs -------------------------------------------------------------------------------------
+    async def enqueue(self, jobs: Sequence[Job]) -> None:
+        async with self._write() as c:
+            await self._enqueue(c, jobs)
+
+    async def _enqueue(self, c: Any, jobs: Sequence[Job]) -> None:
+        await outbox.enqueue(c, jobs, self.options.schema)
+
+    async def claim_jobs(
+        self,
+        now: datetime,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tenant: str | None = None,
+        user: str | None = None,
+        session: str | None = None,
+        due_before: datetime | None = None,
+    ) -> list[Job]:
+        async with self._write() as c:
+            return await outbox.claim_jobs(
+                c,
+                now,
+                limit=limit,
+                lease_seconds=lease_seconds,
+                tenant=tenant,
+                user=user,
+                session=session,
+                due_before=due_before,
+            )
+
+    async def renew_leases(self, token: str, until: datetime) -> list[str]:
+        async with self._write() as c:
+            return await outbox.renew_leases(c, token, until)
+
+    async def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
+        async with self._write() as c:
+            await outbox.finish_job(c, job_id, lease_token)
+
+    async def fail_job(
+        self, job_id: str, error: str, retry_at: datetime | None, lease_token: str | None = None
+    ) -> None:
+        async with self._write() as c:
+            await outbox.fail_job(c, job_id, error, retry_at, lease_token)
+
+    async def count_open_jobs(
+        self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
+    ) -> int:
+        async with self._read() as c:
+            return await outbox.count_open(c, tenant, user, session)
+
+    async def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
+        async with self._read() as c:
+            return await outbox.list_jobs(c, tenant, user, status)
+
+    async def wait_for_jobs(self, timeout: float) -> bool:
+        """Block until a job is enqueued anywhere on this store (``NOTIFY``) or ``timeout``
+        seconds pass; ``True`` when woken. Workers call it instead of sleeping."""
+        import psycopg
+
+        try:
+            if self._listener is None:
+                conn = await psycopg.AsyncConnection.connect(self.options.conninfo, autocommit=True)
+                await conn.execute(f"LISTEN {outbox.channel(self.options.schema)}")
+                self._listener = conn
+            async for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                return True
+            return False
+        except psycopg.Error as exc:
+            if self._listener is not None:
+                await self._listener.close()
+                self._listener = None
+            raise translate(exc, self._where) from exc
+
+    async def stats(self, scope: Scope) -> StoreStats:
+        where, args = scope_sql(scope)
+        async with self._read() as c:
+            by_type = {
+                r["type"]: int(r["n"])
+                for r in await (
+                    await c.execute(
+                        f"SELECT type, count(*) AS n FROM records WHERE {where} GROUP BY type", args
+                    )
+                ).fetchall()
+            }
+            active = (
+                await (
+                    await c.execute(
+                        f"SELECT count(*) AS n FROM records WHERE {where} AND status = %s",
+                        [*args, RecordStatus.ACTIVE.value],
+                    )
+                ).fetchone()
+            )["n"]
+            jobs = {
+                r["status"]: int(r["n"])
+                for r in await (
+                    await c.execute(
+                        'SELECT status, count(*) AS n FROM jobs WHERE tenant = %s AND "user" = %s '
+                        "GROUP BY status",
+                        (scope.tenant, scope.user),
+                    )
+                ).fetchall()
+            }
+            users = (
+                await (
+                    await c.execute(
+                        'SELECT count(DISTINCT "user") AS n FROM records WHERE tenant = %s',
+                        (scope.tenant,),
+                    )
+                ).fetchone()
+            )["n"]
+        total = sum(by_type.values())
+        return StoreStats(
+            records=total,
+            active=int(active),
+            deleted=total - int(active),
+            by_type=by_type,
+            pending_jobs=jobs.get("pending", 0) + jobs.get("running", 0),
+            failed_jobs=jobs.get("failed", 0),
+            users=int(users),
+        )
+
+    # --- bulk copy (StoreCopy, memstrata migrate; in dump.py) -------------------------------
+    def dump_records(self, batch_size: int = 500) -> AsyncIterator[builtins.list[RecordDump]]:
+        return dump.dump_records(self, batch_size)
+
+    async def load_records(self, dumps: Sequence[RecordDump]) -> int:
+        return await dump.load_records(self, dumps)
+
+    def dump_cache(self, batch_size: int = 500) -> AsyncIterator[builtins.list[CacheEntry]]:
+        return dump.dump_cache(self, batch_size)
+
+    async def load_cache(self, entries: Sequence[CacheEntry]) -> int:
+        return await dump.load_cache(self, entries)
+
+    def dump_jobs(self, batch_size: int = 500) -> AsyncIterator[builtins.list[Job]]:
+        return dump.dump_jobs(self, batch_size)
+
+    async def load_jobs(self, jobs: Sequence[Job]) -> int:
+        return await dump.load_jobs(self, jobs)
+
+    def dump_audit(self, batch_size: int = 500) -> AsyncIterator[builtins.list[AuditEvent]]:
+        return dump.dump_audit(self, batch_size)
+
+    async def load_audit(self, events: Sequence[AuditEvent]) -> int:
+        return await dump.load_audit(self, events)
+
+    async def meta_items(self) -> dict[str, str]:
+        return await dump.meta_items(self)
+
+    async def finish_load(self) -> None:
+        await dump.finish_load(self)
+
+    # Last in the class: below it, ``list`` in annotations would name this method.
+    async def list(
+        self,
+        scope: Scope,
+        filters: Filters,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> builtins.list[MemoryRecord]:
+        if limit <= 0:
+            return []
+        offset = max(0, offset)
+        order = "DESC" if newest_first else "ASC"
+        tail = f"ORDER BY observed_at {order}, seq {order}"
+        pending = self._behind.pending_rows()  # before the read: see _fresh
+        python = needs_python(filters)
+        async with self._autocommit(wait=False) as c:
+            if python:
+                rows = await self._select(c, scope, filters, tail)
+            else:
+                rows = await self._select(
+                    c, scope, filters, tail + " LIMIT %s OFFSET %s", (limit, offset)
+                )
+        records = [decode_record(r) for r in await self._fresh(rows, pending)]
+        if not python:
+            return records
+        return [r for r in records if filters.matches(r)][offset : offset + limit]
+
+    async def _fresh(
+        self, rows: builtins.list[dict[str, Any]], pending: frozenset[Hashable]
+    ) -> builtins.list[dict[str, Any]]:
+        """``rows`` (read without waiting for the writes behind a search) with those a write
+        pending before the read changes read again once it is made. A write not pending
+        then was committed before the read began, so the read saw it."""
+        keys = {
+            r["seq"]: key for r in rows if (key := (r["tenant"], r["user"], r["id"])) in pending
+        }
+        if not keys or getattr(self._held, "n", 0) > 0:
+            return rows
+        async with self._autocommit(wait=list(keys.values())) as c:
+            fresh = {
+                r["seq"]: r
+                for r in await (
+                    await c.execute(
+                        f"SELECT {_ROW} FROM records WHERE seq = ANY(%s)", (list(keys),)
+                    )
+                ).fetchall()
+            }
+        gone = set(keys) - set(fresh)  # purged meanwhile
+        return [fresh.get(r["seq"], r) for r in rows if r["seq"] not in gone]
+
+
+def _row_keys(scope: Scope, ids: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
+    """The keys the writes behind a search name records by (behind.py)."""
+    return [(scope.tenant, scope.user, i) for i in ids]
+
+
+def _vector_counts(prepared: Sequence[_Prepared]) -> Counter[tuple[str, str, int]]:
+    return Counter(
+        (p.write.record.tenant, p.write.record.user, p.vector[0])
+        for p in prepared
+        if p.vector is not None
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A write validated and encoded outside any transaction."""
+
+    write: RecordWrite
+    values: tuple[Any, ...]  # the INSERT's values: the record's columns, tokens, length
+    doc: builtins.list[str]
+    vector: tuple[int, Any] | None  # (dims, pgvector value)
+
+
+def _check_turns(writes: Sequence[RecordWrite]) -> None:
+    for w in writes:
+        if w.record.type is not RecordType.MESSAGE:
+            raise ValidationError(
+                f"record {w.record.id!r} is a {w.record.type.value}, not a turn; "
+                "append_turns takes message records, use insert() for anything else"
+            )
+
+
+class _PgUnitOfWork:
+    """The calls of one PostgreSQL transaction (see ``UnitOfWork``); reads that precede a
+    write lock the rows they read (``FOR UPDATE``) or the dedup key (advisory lock)."""
+
+    def __init__(self, store: AsyncPostgresStore, conn: Any) -> None:
+        self._s = store
+        self._c = conn
+        self.inserted = 0
+        self.vectors: Counter[tuple[str, str, int]] = Counter()
+
+    async def get(
+        self, scope: Scope, record_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord:
+        rows = await self._s._visible(self._c, scope, [record_id], lock=True)
+        if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
+            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+        return decode_record(rows[0])
+
+    async def find_by_hash(
+        self, scope: Scope, content_hash: str, types: Sequence[str]
+    ) -> MemoryRecord | None:
+        # Two writers deduplicating the same text must not both insert it.
+        await self._c.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 13))",
+            (f"{scope.tenant}\x1f{scope.user}\x1f{content_hash}",),
+        )
+        return await self._s._find_by_hash(self._c, scope, content_hash, types)
+
+    async def insert(self, writes: Sequence[RecordWrite]) -> None:
+        prepared = self._s._prepare(writes)
+        await self._s._insert(self._c, prepared)
+        self.inserted += len(writes)
+        self.vectors.update(_vector_counts(prepared))
+
+    async def append_turns(self, writes: Sequence[RecordWrite]) -> None:
+        _check_turns(writes)
+        await self.insert(writes)
+
+    async def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
+        await self._s._replace(self._c, scope, self._s._prepare([write])[0], expected_version)
+
+    async def set_status(
+        self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
+    ) -> builtins.list[str]:
+        return await self._s._set_status(self._c, scope, ids, status, at)
+
+    async def enqueue(self, jobs: Sequence[Job]) -> None:
+        await self._s._enqueue(self._c, jobs)
+
+
+def _python_filters(f: Filters) -> bool:
+    """Filters the vector cache cannot apply as numpy masks (SQL or Python applies them)."""
+    return bool(
+        f.metadata
+        or f.tags_any is not None
+        or f.tags_all
+        or f.ids is not None
+        or f.sources is not None
+        or f.observed_after
+        or f.observed_before
+        or f.valid_at is not None
+    )
