@@ -23,6 +23,17 @@ CONTEXT_POOL = None
 
 Pending = asyncio.Task
 
+# Tasks still running: the loop holds tasks weakly, and a job whose caller raised before
+# joining it (an error elsewhere in the same search or build) must still run to its end, as
+# the sync twin's thread does, not vanish mid-read.
+_RUNNING: set[asyncio.Task[Any]] = set()
+
+
+def _done(task: asyncio.Task[Any]) -> None:
+    _RUNNING.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: an unjoined job's error is dropped, as a Future's is
+
 
 def spawn(
     pool: None,
@@ -32,7 +43,10 @@ def spawn(
     **kwargs: P.kwargs,
 ) -> asyncio.Task[T]:
     """``fn(*args, **kwargs)`` started as a task (``pool``: see the module's docstring)."""
-    return asyncio.create_task(fn(*args, **kwargs))
+    task = asyncio.create_task(fn(*args, **kwargs))
+    _RUNNING.add(task)
+    task.add_done_callback(_done)
+    return task
 
 
 async def join(job: Awaitable[T]) -> T:

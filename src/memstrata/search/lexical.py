@@ -27,8 +27,9 @@ def lexical_candidates(
     """``store.lexical_search`` of the query's terms; with ``split_entities``, also of each
     entity's own question, merged by best normalised score (at most ``pool``).
 
-    Tokenising here, on the search's worker thread, lets a process's first Chinese query
-    load jieba's dictionary (~150 ms) while the calling thread embeds the query."""
+    Tokenising here, in the search's concurrent lexical job (a worker thread in the sync
+    twin, a task in the async source), lets a process's first Chinese query load jieba's
+    dictionary (~150 ms) while the query is embedded."""
     terms = tokenize(query)
     if not terms:
         return []
