@@ -1,0 +1,420 @@
+"""``build_context``: hierarchical retrieval from every layer, queried concurrently, then
+:func:`assemble` (pure) fits it to the budget.
+
+Hierarchical fetch (seed 002 §8.5): the recent turns (short-term window), the semantic hits
+(hybrid search over past turns, episodes, clusters, knowledge), and the summaries — each item
+tagged with its layer and provenance, deduplicated by record id and by turns already present
+in the recent window, and capped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from memstrata._async.search.hybrid import AsyncRankedHits
+from memstrata._async.store.base import Vector
+from memstrata.aio.search_tasks import CONTEXT_POOL, Pending, join, spawn  # async-only
+from memstrata.context.assemble import AssembledContext, ContextItem, HistoryTurn, assemble
+from memstrata.context.budget import allocate, asks_overview, estimate_task
+from memstrata.context.ctx_request import ContextRequest
+from memstrata.context.dates import format_date
+from memstrata.context.relative import annotate_relative_dates
+from memstrata.context.temporal import Period, resolve_period
+from memstrata.records import MemoryRecord
+from memstrata.scope import Scope
+from memstrata.search.hit import SearchHit, layer_of
+from memstrata.tokens import estimate_tokens
+
+# sync: from memstrata.search.search_tasks import CONTEXT_POOL, Pending, join, spawn
+
+__all__ = ["ContextRequest", "AsyncContextSources", "build"]
+
+# Where the sync twin runs its concurrent reads (module-level: the bench swaps it); the
+# async source runs them as tasks and has no pool (None).
+_POOL = CONTEXT_POOL
+_DIGESTS = frozenset({"summary", "episode", "cluster"})
+
+
+class AsyncContextSources(Protocol):
+    """What each layer contributes; ``Memory`` implements it over its layer services."""
+
+    async def key(self, scope: Scope) -> list[MemoryRecord]: ...
+    async def working(self, scope: Scope) -> tuple[MemoryRecord, str] | None: ...
+    async def history(self, scope: Scope) -> list[MemoryRecord]: ...
+    async def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]: ...
+    async def embed_query(self, query: str) -> Vector: ...
+    async def facts(
+        self, scope: Scope, vector: Vector, limit: int
+    ) -> list[tuple[MemoryRecord, float]]: ...
+    async def relevant(
+        self,
+        scope: Scope,
+        query: str,
+        limit: int,
+        vector: Vector,
+        *,
+        facts: bool = False,
+        period: Period | None = None,
+        clusters: bool = True,
+    ) -> list[SearchHit]: ...
+    async def ranked(
+        self, scope: Scope, query: str, limit: int, vector: Vector, *, facts: bool, clusters: bool
+    ) -> AsyncRankedHits: ...
+    async def clusters(
+        self, scope: Scope, vector: Vector, limit: int
+    ) -> list[tuple[MemoryRecord, float]]: ...
+    async def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]: ...
+    async def shown(self, scope: Scope, records: Sequence[MemoryRecord]) -> None: ...
+    async def neighbours(
+        self, scope: Scope, record: MemoryRecord, after: bool
+    ) -> list[MemoryRecord]: ...
+
+
+def _speaker_text(rec: MemoryRecord) -> str:
+    speaker = rec.metadata.get("speaker") if isinstance(rec.metadata, dict) else None
+    name = speaker or (rec.role.value if rec.role else None)
+    if not name or rec.type.value != "message" or rec.text.startswith(f"{name}:"):
+        return rec.text
+    return f"{name}: {rec.text}"
+
+
+def _is_message(rec: MemoryRecord) -> bool:
+    return rec.type.value == "message"
+
+
+def _asks(text: str) -> bool:
+    return "?" in text or "？" in text
+
+
+def _scored_hits(
+    req: ContextRequest,
+    hits: Sequence[SearchHit],
+    dated: Sequence[SearchHit],
+    extra: Mapping[str, tuple[MemoryRecord, float]],
+) -> list[tuple[MemoryRecord, float, str]]:
+    """Every candidate once, with its final score: the hit's, plus the session and date
+    boosts, plus turns brought in by digests and neighbours (at their own, lower score)."""
+    cfg = req.config
+    out: dict[str, tuple[MemoryRecord, float, str]] = {}
+    for h in hits:
+        out.setdefault(h.record.id, (h.record, h.score, h.layer))
+    if dated and cfg.temporal_boost:
+        top = max(h.score for h in dated) or 1.0
+        for h in dated:
+            rec, score, layer = out.get(h.record.id, (h.record, 0.0, h.layer))
+            out[h.record.id] = (rec, score + cfg.temporal_boost * h.score / top, layer)
+    for rid, (rec, score) in extra.items():
+        if rid not in out:
+            out[rid] = (rec, score, layer_of(rec.type))
+    if cfg.session_boost:
+        per_session: dict[str, float] = {}
+        for rec, score, _ in out.values():
+            if rec.session and _is_message(rec):
+                per_session[rec.session] = per_session.get(rec.session, 0.0) + score
+        best = max(per_session.values(), default=0.0) or 1.0
+        out = {
+            rid: (
+                rec,
+                score + cfg.session_boost * per_session.get(rec.session or "", 0.0) / best,
+                layer,
+            )
+            for rid, (rec, score, layer) in out.items()
+        }
+    return sorted(out.values(), key=lambda t: -t[1])
+
+
+def _items(
+    req: ContextRequest,
+    got: dict[str, Any],
+    window_ids: set[str],
+    offered: dict[str, MemoryRecord],
+) -> list[ContextItem]:
+    """The memories offered to the budget; ``offered`` receives their records by id."""
+    cfg = req.config
+    items: list[ContextItem] = []
+    seen: set[str] = set()
+    lines: dict[tuple[str, str, str | None], tuple[str, str | None]] = got.setdefault("lines", {})
+
+    def add(
+        block: str,
+        rec: MemoryRecord,
+        score: float,
+        layer: str,
+        text: str | None = None,
+        priority: int = 0,
+    ) -> None:
+        if rec.id in seen:
+            return
+        seen.add(rec.id)
+        offered[rec.id] = rec
+        key = (block, rec.id, text)
+        shown = lines.get(key)  # packing twice (_pack_lazily) renders each record once
+        if shown is None:
+            group = (
+                format_date(rec.observed_at, rec.text)
+                if cfg.compact_dates and block == "relevant" and _is_message(rec)
+                else None
+            )
+            if text is None:
+                text = _speaker_text(rec)
+                if cfg.resolve_dates and _is_message(rec):
+                    text = annotate_relative_dates(text, rec.observed_at)
+            shown = lines[key] = (text, group)
+        text, group = shown
+        items.append(
+            ContextItem(
+                block,
+                text,
+                layer,
+                score,
+                rec.id,
+                rec.source_ids or (rec.id,),
+                rec.observed_at,
+                priority,
+                group=group,
+                digest=rec.type.value in _DIGESTS,
+            )
+        )
+
+    for rank, rec in enumerate(got["key"]):
+        origin_user = rec.metadata.get("origin", "user") == "user"
+        if origin_user or cfg.auto_key:
+            add("key", rec, 1.0 - rank * 1e-3, "key", priority=3 if origin_user else 2)
+    working = got["working"]
+    if working is not None:
+        add("working", working[0], 1.0, "working", text=working[1], priority=1)
+    candidates: list[tuple[MemoryRecord, float, str]] = got["candidates"]
+    # A summary, episode, cluster or fact made only of turns that are shown anyway repeats
+    # them.
+    shown = set(window_ids) | {rec.id for rec, _, _ in candidates if _is_message(rec)}
+    shown |= got.get("unseen_turns", set())  # candidates not decoded (_pack_lazily)
+
+    def redundant(rec: MemoryRecord) -> bool:
+        kinds = _DIGESTS | ({"fact"} if cfg.skip_facts_shown else set())
+        return rec.type.value in kinds and bool(rec.source_ids) and set(rec.source_ids) <= shown
+
+    # The newest summaries are background: they fill what relevant memories leave (a
+    # summary that is relevant to the query arrives through the search with its own score).
+    if cfg.background_summaries:
+        for rec in got["summaries"]:
+            if not redundant(rec):
+                add("summaries", rec, 0.05, "summaries")
+    for rec, score in got["facts"]:
+        if not redundant(rec):
+            add("facts", rec, score, "semantic")
+    for rec, score, layer in candidates:
+        if _is_message(rec) and rec.id in window_ids:
+            continue  # already in the recent turns
+        if rec.type.value in _DIGESTS and cfg.digests != "keep":
+            continue
+        if redundant(rec):
+            continue
+        add("facts" if rec.type.value == "fact" else "relevant", rec, score, layer)
+    return items
+
+
+async def _gather(
+    sources: AsyncContextSources,
+    req: ContextRequest,
+    query: str,
+    user_scope: Scope,
+    got: dict[str, Any],
+) -> None:
+    """The search side: hits, hits in the period the question names, digests' and
+    neighbours' turns, facts; stored into ``got``."""
+    cfg = req.config
+    vector = await sources.embed_query(query)
+    facts_job = (
+        spawn(_POOL, sources.facts, user_scope, vector, req.facts_k)
+        if cfg.facts == "similar"
+        else None
+    )
+    clusters_job = (
+        spawn(_POOL, sources.clusters, user_scope, vector, cfg.clusters)
+        if cfg.clusters and not cfg.clusters_in_search and cfg.digests == "keep"
+        else None
+    )
+    ranked: AsyncRankedHits | None = None
+    if req.lazy:
+        ranked = await sources.ranked(
+            user_scope,
+            query,
+            req.relevant_limit,
+            vector,
+            facts=cfg.facts == "search",
+            clusters=cfg.clusters_in_search,
+        )
+        await ranked.more(req.decode_first)
+        hits = ranked.hits
+    else:
+        hits = await sources.relevant(
+            user_scope,
+            query,
+            req.relevant_limit,
+            vector,
+            facts=cfg.facts == "search",
+            clusters=cfg.clusters_in_search,
+        )
+    dated: list[SearchHit] = []
+    if cfg.temporal_boost and hits:
+        anchor = max(h.record.observed_at for h in hits)
+        period = resolve_period(query, anchor)
+        if period is not None:
+            dated = await sources.relevant(
+                user_scope,
+                query,
+                max(10, req.relevant_limit // 3),
+                vector,
+                facts=False,
+                period=period,
+                clusters=cfg.clusters_in_search,
+            )
+    extra: dict[str, tuple[MemoryRecord, float]] = {}
+    have = {h.record.id for h in hits}
+    if cfg.digests == "expand":
+        wanted: dict[str, float] = {}
+        for h in hits:
+            if h.record.type.value in _DIGESTS:
+                for sid in h.record.source_ids:
+                    if sid not in have:
+                        wanted[sid] = max(wanted.get(sid, 0.0), cfg.digest_weight * h.score)
+        if wanted:
+            for rec in await sources.records(user_scope, list(wanted)):
+                if _is_message(rec):
+                    extra[rec.id] = (rec, wanted[rec.id])
+    if cfg.neighbour_hits:
+        top = [h for h in hits if _is_message(h.record)][: cfg.neighbour_hits]
+        futures = [
+            (h, spawn(_POOL, sources.neighbours, user_scope, h.record, _asks(h.text))) for h in top
+        ]
+        for h, fut in futures:
+            for rec in await join(fut):
+                if rec.id not in have:
+                    score = cfg.neighbour_weight * h.score
+                    if score > extra.get(rec.id, (rec, 0.0))[1]:
+                        extra[rec.id] = (rec, score)
+    if clusters_job is not None:
+        # Below the turns the search found: a cluster's digest retells its turns.
+        for rank, (rec, _) in enumerate(await join(clusters_job)):
+            extra.setdefault(rec.id, (rec, cfg.cluster_score - rank * 0.01))
+    got["candidates"] = _scored_hits(req, hits, dated, extra)
+    got["ranked"], got["extra"] = ranked, extra
+    if facts_job is not None:
+        got["facts"] = await join(facts_job)
+
+
+async def _pack_lazily(
+    req: ContextRequest,
+    got: dict[str, Any],
+    window_ids: set[str],
+    offered: dict[str, MemoryRecord],
+    pack: Callable[[list[ContextItem]], AssembledContext],
+    count: Callable[[str], int],
+) -> AssembledContext:
+    """Pack the context decoding only the candidates that can be shown; the same context as
+    decoding every one.
+
+    Packing is greedy by (priority, score): packing the items that score at least as high as
+    the last decoded candidate takes the decisions the full packing takes for them, and the
+    room it leaves only shrinks afterwards. A candidate whose text alone (plus its line
+    break) needs more than that room can never be taken, so only the others are decoded.
+    With a token counter other than the built-in estimate (a line's count need not bound its
+    text's) every candidate is decoded."""
+    ranked: AsyncRankedHits | None = got.get("ranked")
+    rest = await ranked.rest() if ranked is not None and not ranked.done and ranked.hits else None
+    if ranked is not None and rest is not None and count is estimate_tokens:
+        # Digests made of candidate turns repeat them (_items): every candidate counts.
+        got["unseen_turns"] = {f.id for f, kind, _ in rest if kind == "message"}
+        floor = ranked.hits[-1].score
+        items = _items(req, got, window_ids, {})
+        room = pack([it for it in items if it.priority > 0 or it.score >= floor]).memory_room
+        await ranked.take([f for f, _, text in rest if count(text) + 1 <= room])
+    if ranked is not None and not ranked.done:
+        await ranked.more(ranked.top_k)
+    if ranked is not None:
+        got["candidates"] = _scored_hits(req, ranked.hits, [], got["extra"])
+    return pack(_items(req, got, window_ids, offered))
+
+
+async def build(
+    sources: AsyncContextSources, req: ContextRequest, count: Callable[[str], int]
+) -> AssembledContext:
+    scope = req.scope
+    user_scope = scope.user_scope.with_agent(scope.agent)
+    jobs: dict[str, Pending[Any] | None] = {
+        "key": spawn(_POOL, sources.key, user_scope),
+        "working": spawn(_POOL, sources.working, scope) if scope.session else None,
+        "history": spawn(_POOL, sources.history, scope) if scope.session else None,
+        "summaries": (
+            spawn(_POOL, sources.summaries, user_scope, req.summaries_k)
+            if req.config.background_summaries
+            else None
+        ),
+    }
+    got: dict[str, Any] = {
+        "facts": [],
+        "candidates": [],
+        "ranked": None,
+        "extra": {},
+        "working": None,
+        "history": [],
+        "summaries": [],
+    }
+    if req.query:
+        await _gather(sources, req, req.query, user_scope, got)
+    for name, fut in jobs.items():
+        if fut is not None:
+            got[name] = await join(fut)
+    history_records: Sequence[MemoryRecord] = got["history"]
+
+    def shown(rec: MemoryRecord) -> str:
+        text = _speaker_text(rec)
+        return annotate_relative_dates(text, rec.observed_at) if req.config.resolve_dates else text
+
+    history = [
+        HistoryTurn(r.role.value if r.role else "user", shown(r), r.observed_at, r.id)
+        for r in history_records
+    ]
+    window_ids = {r.id for r in history_records}
+    complexity, knowledge = estimate_task(req.query or "")
+    plan = allocate(
+        req.token_budget,
+        complexity=complexity,
+        knowledge_need=knowledge,
+        conversation_length=len(history),
+        reserve_ratio=req.reserve_ratio,
+    )
+    digest_share = (
+        None
+        if req.config.digest_share >= 1.0 or asks_overview(req.query or "")
+        else req.config.digest_share
+    )
+
+    counted: dict[str, int] = {}
+
+    def count_once(text: str) -> int:  # packing twice (_pack_lazily) counts each line once
+        n = counted.get(text)
+        if n is None:
+            n = counted[text] = count(text)
+        return n
+
+    def pack(items: list[ContextItem]) -> AssembledContext:
+        return assemble(
+            plan=plan,
+            system_prompt=req.system_prompt,
+            query=req.query,
+            items=items,
+            history=history,
+            count=count_once,
+            digest_share=digest_share,
+        )
+
+    offered: dict[str, MemoryRecord] = {}
+    built = await _pack_lazily(req, got, window_ids, offered, pack, count)
+    # Accesses (and cluster hits) count what the context shows, not the candidates it was
+    # offered: at a 2k budget ~200 hits are asked for and a few dozen are shown.
+    await sources.shown(
+        user_scope, [offered[it.record_id] for it in built.items if it.record_id in offered]
+    )
+    return built

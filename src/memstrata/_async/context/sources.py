@@ -1,0 +1,185 @@
+"""The layers as :class:`ContextSources` for the context builder."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from memstrata._async.layers._build import query_vector
+from memstrata._async.layers.stack import CLUSTER_HITS, AsyncLayerStack
+from memstrata._async.layers.working import render as render_task
+from memstrata._async.search.hybrid import AsyncRankedHits
+from memstrata._async.store.base import Vector
+from memstrata.context.temporal import Period
+from memstrata.filters import Filters
+from memstrata.jobs import Job
+from memstrata.records import MemoryRecord, RecordType, new_id
+from memstrata.scope import Scope
+from memstrata.search.hit import SearchHit
+
+__all__ = ["AsyncLayerSources", "RELEVANT_TYPES"]
+
+# Everything "relevant" is drawn from; key memory, task state and facts have blocks of their
+# own (facts also come in by similarity through FactService.relevant).
+RELEVANT_TYPES = frozenset(
+    {
+        RecordType.MESSAGE,
+        RecordType.EPISODE,
+        RecordType.CLUSTER,
+        RecordType.KNOWLEDGE,
+        RecordType.NOTE,
+        RecordType.SUMMARY,
+        RecordType.PROCEDURE,
+    }
+)
+
+_SUMMARIES = Filters(types=frozenset({RecordType.SUMMARY}))
+
+_FACTS = frozenset({RecordType.FACT})
+_MESSAGES = frozenset({RecordType.MESSAGE})
+_CLUSTERS = frozenset({RecordType.CLUSTER})
+
+Search = Callable[[Scope, str, int, Filters, Vector], Awaitable[list[SearchHit]]]  # async-only
+Ranked = Callable[[Scope, str, int, Filters, Vector], Awaitable[AsyncRankedHits]]  # async-only
+# sync: Search = Callable[[Scope, str, int, Filters, Vector], list[SearchHit]]
+# sync: Ranked = Callable[[Scope, str, int, Filters, Vector], RankedHits]
+
+
+class AsyncLayerSources:
+    def __init__(
+        self, layers: AsyncLayerStack, search: Search, ranked: Ranked | None = None
+    ) -> None:
+        self._layers = layers
+        self._search = search
+        self._ranked = ranked
+
+    async def embed_query(self, query: str) -> Vector:
+        return await query_vector(self._layers.ctx, query)
+
+    async def key(self, scope: Scope) -> list[MemoryRecord]:
+        return await self._layers.key.list(scope)
+
+    async def working(self, scope: Scope) -> tuple[MemoryRecord, str] | None:
+        task = await self._layers.tasks.current(scope)
+        if task is None:
+            return None
+        # The assembler adds the block header; keep the rendered state without its own.
+        lines = render_task(task).splitlines()
+        if lines and lines[0].startswith("#"):
+            lines = lines[1:]
+        return task, "\n".join(lines)
+
+    async def history(self, scope: Scope) -> list[MemoryRecord]:
+        return await self._layers.short_term.render(scope)
+
+    async def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]:
+        # Newest first straight from the store: a long-lived user has hundreds.
+        return await self._layers.ctx.store.list(scope, _SUMMARIES, limit=limit, newest_first=True)
+
+    async def facts(
+        self, scope: Scope, vector: Vector, limit: int
+    ) -> list[tuple[MemoryRecord, float]]:
+        facts = await self._layers.facts.relevant(scope, vector, limit)
+        # Ranked by similarity; scored to compete with mid-ranked search hits (fused scores
+        # run from ~1.0 for a first place in both lists down to ~0.3).
+        return [(f, 0.6 - i * 0.01) for i, f in enumerate(facts)]
+
+    async def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+        return await self._layers.ctx.store.get_many(scope, ids)
+
+    async def neighbours(
+        self, scope: Scope, record: MemoryRecord, after: bool
+    ) -> list[MemoryRecord]:
+        """The turn just before ``record`` in its session and, when ``after``, the one just
+        after it."""
+        if record.session is None:
+            return []
+        store = self._layers.ctx.store
+        where = scope.with_session(record.session)
+        out = await store.list(
+            where,
+            Filters(types=_MESSAGES, observed_before=record.observed_at),
+            limit=1,
+            newest_first=True,
+        )
+        if after:
+            later = await store.list(
+                where,
+                Filters(types=_MESSAGES, observed_after=record.observed_at),
+                limit=2,
+                newest_first=False,
+            )
+            out += [r for r in later if r.id != record.id][:1]
+        return out
+
+    async def relevant(
+        self,
+        scope: Scope,
+        query: str,
+        limit: int,
+        vector: Vector,
+        *,
+        facts: bool = False,
+        period: Period | None = None,
+        clusters: bool = True,
+    ) -> list[SearchHit]:
+        types = RELEVANT_TYPES | _FACTS if facts else RELEVANT_TYPES
+        if not clusters:
+            types = types - _CLUSTERS
+        filters = Filters(types=types)
+        if period is not None:
+            filters = Filters(types=types, observed_after=period.start, observed_before=period.end)
+        return await self._search(scope, query, limit, filters, vector)
+
+    async def ranked(
+        self, scope: Scope, query: str, limit: int, vector: Vector, *, facts: bool, clusters: bool
+    ) -> AsyncRankedHits:
+        """As :meth:`relevant` (no period), the hits decoded as the context packs them."""
+        types = RELEVANT_TYPES | _FACTS if facts else RELEVANT_TYPES
+        if not clusters:
+            types = types - _CLUSTERS
+        if self._ranked is None:
+            return AsyncRankedHits.of(
+                scope, await self._search(scope, query, limit, Filters(types=types), vector)
+            )
+        return await self._ranked(scope, query, limit, Filters(types=types), vector)
+
+    async def clusters(
+        self, scope: Scope, vector: Vector, limit: int
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The ``limit`` mid-term clusters whose centroids are closest to the query (PMemo's
+        "top-k clusters by similarity"), with their cosine, best first."""
+        if limit <= 0:
+            return []
+        store = self._layers.ctx.store
+        found = await store.vector_search(scope, vector, limit, Filters(types=_CLUSTERS))
+        by_id = {r.id: r for r in await store.get_many(scope, [c.id for c in found])}
+        return [(by_id[c.id], float(c.score)) for c in found if c.id in by_id]
+
+    async def shown(self, scope: Scope, records: Sequence[MemoryRecord]) -> None:
+        """Count what a context showed, and only that: an access on each record, a hit on
+        each cluster (PMemo counts a hit per recall). Both are counters the store buffers,
+        so the read path takes no write lock; a cluster whose hits reach ``promote_hits``
+        is promoted by a background job (a version is a write)."""
+        if not records:
+            return
+        ctx = self._layers.ctx
+        now = ctx.clock.now()
+        await ctx.store.touch(scope, list(dict.fromkeys(r.id for r in records)), now)
+        clusters = [r for r in records if r.type is RecordType.CLUSTER]
+        due = await self._layers.mid_term.count_shown(scope, clusters)
+        if not due:
+            return
+        await ctx.store.enqueue(
+            [
+                Job(
+                    id=new_id(),
+                    kind=CLUSTER_HITS,
+                    tenant=scope.tenant,
+                    user=scope.user,
+                    payload={"ids": due, "promote": True},
+                    created_at=now,
+                    run_after=now,
+                    agent=scope.agent,
+                )
+            ]
+        )

@@ -1,0 +1,116 @@
+"""Index a reply under the question it answers.
+
+In conversation the answer often lives in a short reply whose words do not name what was
+asked: "What's your dog called?" — "Max, after my grandfather." A later question "what is
+the name of Ana's dog?" shares no word with the reply, so BM25 cannot find it. The reply is
+therefore indexed with its own terms *and* the terms of the question sentences of the turn
+before it in the same session (only sentences that ask: "?" or "？"); its text, vector and
+everything shown stay its own. A turn with no question before it is indexed as before.
+The rule itself is pure (:mod:`memstrata.search.search_questions`); this module reads the
+turns it needs from the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from memstrata._async.store.base import AsyncStore, PurgeReport, RecordWrite
+from memstrata.filters import Filters
+from memstrata.records import MemoryRecord, RecordType
+from memstrata.scope import Scope
+from memstrata.search.search_questions import question_terms, reply_terms
+from memstrata.search.tokenize import tokenize
+
+__all__ = [
+    "index_replies",
+    "purge_records",
+    "question_terms",
+    "reply_terms",
+    "terms_after_purge",
+]
+
+_LAST_TURN = Filters(types=frozenset({RecordType.MESSAGE}))
+
+
+async def index_replies(
+    store: AsyncStore, scope: Scope, writes: Sequence[RecordWrite]
+) -> list[RecordWrite]:
+    """``writes`` (turns of one ``add_messages`` call, in order) with each message's terms
+    extended by :func:`reply_terms`; the turn before the first one is the session's newest
+    stored turn (one indexed read; none without a session)."""
+    before: str | None = None
+    if scope.session is not None:
+        last = await store.list(scope, _LAST_TURN, limit=1, newest_first=True)
+        before = last[0].text if last else None
+    extra = reply_terms([w.record.text for w in writes], before)
+    return [
+        replace(w, terms=w.terms + more) if more and w.record.type is RecordType.MESSAGE else w
+        for w, more in zip(writes, extra, strict=True)
+    ]
+
+
+_EVERY_TURN = Filters(
+    types=frozenset({RecordType.MESSAGE}), include_deleted=True, include_superseded=True
+)
+_PAGE = 1000
+
+
+async def _turns(store: AsyncStore, scope: Scope) -> AsyncIterator[MemoryRecord]:
+    """Every message record of ``scope`` (deleted included), oldest first."""
+    offset = 0
+    while True:
+        page = await store.list(scope, _EVERY_TURN, limit=_PAGE, offset=offset, newest_first=False)
+        for rec in page:  # async-only
+            yield rec  # async-only
+        # sync: yield from page
+        if len(page) < _PAGE:
+            return
+        offset += len(page)
+
+
+async def terms_after_purge(
+    store: AsyncStore, scope: Scope, ids: Sequence[str]
+) -> dict[str, tuple[str, ...]]:
+    """New lexical terms for the turns that may be indexed under a purged turn's questions:
+    in every session holding a purged turn that asked something (in any of its versions),
+    each turn that stays and was written at or after it (``created_at``: only those can
+    have been indexed under it, whatever their ``observed_at``) gets its own terms plus the
+    questions of the turn now before it (:func:`reply_terms` over the session without the
+    purged turns). Turns written without a session were indexed under the turn before them
+    in the same ``add_messages`` call only, so there the turn before counts only when it
+    was written in the same call (same ``created_at``). Empty when no purged turn asked."""
+    uscope = Scope(scope.tenant, scope.user)
+    gone = set(ids)
+    since: dict[str | None, datetime] = {}  # session -> the earliest purged turn that asked
+    for r in await store.get_many(uscope, list(dict.fromkeys(ids))):
+        if r.type is not RecordType.MESSAGE:
+            continue
+        if any(question_terms(v.text) for v in await store.history(uscope, r.id)):
+            first = since.get(r.session)
+            since[r.session] = r.created_at if first is None else min(first, r.created_at)
+    out: dict[str, tuple[str, ...]] = {}
+    for session, after in sorted(since.items(), key=lambda s: (s[0] is None, s[0] or "")):
+        listing = _turns(store, Scope(scope.tenant, scope.user, session=session))
+        previous: MemoryRecord | None = None
+        async for turn in listing:
+            if turn.id in gone or turn.session != session:
+                continue
+            if turn.created_at >= after:
+                linked = previous is not None and (
+                    session is not None or previous.created_at == turn.created_at
+                )
+                before = previous.text if linked and previous is not None else None
+                out[turn.id] = tuple(tokenize(turn.text)) + question_terms(before)
+            previous = turn
+    return out
+
+
+async def purge_records(store: AsyncStore, scope: Scope, ids: Sequence[str]) -> PurgeReport:
+    """``store.purge(scope, ids)`` that also re-indexes the turns that were indexed under
+    a purged turn's questions (:func:`terms_after_purge`), in the purge's transaction.
+
+    The new terms are computed just before the purge; a turn appended to one of those
+    sessions in between is indexed under the session's newest turn at its own write."""
+    return await store.purge(scope, ids, reterm=await terms_after_purge(store, scope, ids))
