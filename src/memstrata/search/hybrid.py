@@ -71,7 +71,7 @@ def _candidates(
         )
     if config.mode in ("hybrid", "dense"):
         if vector is None:
-            vector = (embedder.embed_batch([query], query=True))[0]
+            vector = embedder.embed_batch([query], query=True)[0]
         lists["dense"] = store.vector_search(scope, vector, pool, filters)
     if config.mode in ("hybrid", "lexical"):
         lists["lexical"] = join(lexical) if lexical is not None else []

@@ -71,7 +71,7 @@ def query(conn: Any, tenant: str, q: AuditQuery) -> list[AuditEvent]:
         args.append(q.until.isoformat())
     sql += " ORDER BY at, seq LIMIT %s OFFSET %s"
     args += [q.limit, q.offset]
-    return [_decode(r) for r in (conn.execute(sql, args)).fetchall()]
+    return [_decode(r) for r in conn.execute(sql, args).fetchall()]
 
 
 def _decode(row: Any) -> AuditEvent:

@@ -69,7 +69,7 @@ def _rewrite(conn: Any, qualified: str, options: str) -> bool:
 
 
 def _setting(conn: Any, name: str) -> str:
-    return str(((conn.execute(f"SHOW {name}")).fetchone())[name])
+    return str((conn.execute(f"SHOW {name}").fetchone())[name])
 
 
 def _residuals(conn: Any) -> list[str]:
@@ -89,13 +89,13 @@ def _residuals(conn: Any) -> list[str]:
             f"wal_keep_size = {_setting(conn, 'wal_keep_size')} keeps old WAL segments "
             "(set it to 0 or wait until that much WAL is written)"
         )
-    slots = ((conn.execute("SELECT count(*) AS n FROM pg_replication_slots")).fetchone())["n"]
+    slots = (conn.execute("SELECT count(*) AS n FROM pg_replication_slots").fetchone())["n"]
     if slots:
         out.append(
             f"{slots} replication slot(s) hold WAL until their consumer reads it (a logical "
             "slot decodes the deleted rows)"
         )
-    standbys = ((conn.execute("SELECT count(*) AS n FROM pg_stat_replication")).fetchone())["n"]
+    standbys = (conn.execute("SELECT count(*) AS n FROM pg_stat_replication").fetchone())["n"]
     if standbys:
         out.append(
             f"{standbys} standby(s) replay the rewrite but keep their own WAL: run CHECKPOINT "

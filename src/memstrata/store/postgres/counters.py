@@ -41,7 +41,7 @@ def _rows(c: Any, keys: Sequence[str], lock: bool) -> dict[str, str]:
             )
     marks = ", ".join(["%s"] * len(keys))
     sql = f"SELECT key, value FROM meta WHERE key IN ({marks}) ORDER BY key"
-    rows = (c.execute(sql + (" FOR UPDATE" if lock else ""), list(keys))).fetchall()
+    rows = c.execute(sql + (" FOR UPDATE" if lock else ""), list(keys)).fetchall()
     return {str(r["key"]): str(r["value"]) for r in rows}
 
 
@@ -60,7 +60,7 @@ def _write_value(c: Any, key: str, value: str) -> None:
 
 def take(c: Any, takes: Sequence[Take]) -> Refusal | None:
     keys = sorted({t.key for t in takes})
-    used = {k: _int(v) for k, v in (_rows(c, keys, True)).items()}
+    used = {k: _int(v) for k, v in _rows(c, keys, True).items()}
     after, refused = _plan(used, takes)
     if refused is None:
         _write(c, {k: after[k] for k in keys})

@@ -357,5 +357,5 @@ def meta_items(s: PostgresStore) -> dict[str, str]:
     with s._read() as c:
         return {
             str(r["key"]): str(r["value"])
-            for r in (c.execute("SELECT key, value FROM meta ORDER BY key")).fetchall()
+            for r in c.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
         }

@@ -185,7 +185,7 @@ def _fenced(
         )
     if cur.rowcount:
         return
-    if (conn.execute("SELECT 1 FROM jobs WHERE id = %s", (job_id,))).fetchone() is None:
+    if conn.execute("SELECT 1 FROM jobs WHERE id = %s", (job_id,)).fetchone() is None:
         raise NotFoundError(f"no job {job_id!r}; it may have been purged with its user")
     raise LeaseLostError(
         f"job {job_id!r} is no longer held under this lease (it expired and "
@@ -240,7 +240,7 @@ def count_open(
         if value is not None:
             sql += f" AND {column} = %s"
             args.append(value)
-    row = (conn.execute(sql, args)).fetchone()
+    row = conn.execute(sql, args).fetchone()
     return int(row["n"]) if row is not None else 0
 
 
@@ -252,5 +252,5 @@ def list_jobs(
     if status is not None:
         sql += " AND status = %s"
         args.append(job_status(status).value)
-    rows = (conn.execute(sql + " ORDER BY created_at, id", args)).fetchall()
+    rows = conn.execute(sql + " ORDER BY created_at, id", args).fetchall()
     return [job_from_row(r) for r in rows]
