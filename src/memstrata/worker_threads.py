@@ -63,7 +63,7 @@ class Spawned:
     def is_current(self) -> bool:
         return self._thread is threading.current_thread()
 
-    def join(self, timeout: float) -> None:
+    def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
 
 

@@ -65,8 +65,9 @@ class AsyncSpawned:
     def is_current(self) -> bool:
         return asyncio.current_task() is self._task
 
-    async def join(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the task to end (it is cancelled after that)."""
+    async def join(self, timeout: float | None = None) -> None:
+        """Wait up to ``timeout`` seconds (``None``: as long as it takes) for the task to
+        end; it is cancelled after that."""
         if self._task.done():
             return
         await asyncio.wait({self._task}, timeout=timeout)
