@@ -52,6 +52,9 @@ SUBS: list[tuple[str, str]] = [
     (r"redis\.asyncio", "redis"),
     (r"asyncio\.Lock", "threading.Lock"),
     (r"asyncio\.sleep", "time.sleep"),
+    # -- memcore (memory, quotas, worker, ...) --
+    (r"enter_async_context", "enter_context"),
+    (r"make_async_(\w+)", r"make_\1"),
 ]
 
 
