@@ -549,7 +549,8 @@ class Memory:
         check_bool(dedup, "dedup")
         text, metadata = self._redact(scope, text, metadata)
         # Never an LLM call on the caller's thread: the heuristic now, the model later.
-        refine = importance is None and needs_refinement(self._llm)
+        llm = self._llm
+        refine = importance is None and needs_refinement(llm)
         if importance is None:
             importance = heuristic_importance(text)
         record = note_record(

@@ -22,7 +22,7 @@ from memstrata._async.embedder.base import AsyncEmbedder
 from memstrata._async.embedder.cache import AsyncCachedEmbedder
 from memstrata._async.search.hybrid import search as hybrid_search
 from memstrata._async.store.base import AsyncStore
-from memstrata.aio.providers import make_async_embedder  # async-only
+from memstrata.aio.providers import make_async_embedder, resolve_dims  # async-only
 from memstrata.aio.stores import open_store  # async-only
 from memstrata.clock import Clock, SystemClock
 from memstrata.errors import BudgetError, EmbeddingMismatchError, NotFoundError, ValidationError
@@ -229,6 +229,7 @@ class AsyncMemory:
                 # sync: from memstrata.llm.factory import make_llm
 
                 self._llm = make_async_llm(llm)
+            await resolve_dims(self._raw_embedder)  # async-only
             await self._check_embedding_model(reembed=reembed)
         except BaseException:
             await self._store.aclose()
@@ -565,7 +566,10 @@ class AsyncMemory:
         check_bool(dedup, "dedup")
         text, metadata = self._redact(scope, text, metadata)
         # Never an LLM call on the caller's thread: the heuristic now, the model later.
-        refine = importance is None and needs_refinement(self._llm)
+        # An adapted sync LLM (aio.providers) is judged by the LLM it adapts.  # async-only
+        llm: object = getattr(self._llm, "inner", self._llm)  # async-only
+        # sync: llm = self._llm
+        refine = importance is None and needs_refinement(llm)
         if importance is None:
             importance = heuristic_importance(text)
         record = note_record(

@@ -2,7 +2,7 @@
 
 A store that keeps the audit log natively and asynchronously (PostgreSQL through psycopg's
 async API) is used as it is. A store presented as async over a sync one (SQLite and
-``memory://`` through the thread adapter, which exposes the sync store as ``sync_store``)
+``memory://`` through the thread adapter, which exposes the sync store as ``sync``)
 keeps its events where the sync :func:`memstrata.audit.audit_store` keeps them, reached
 through a worker thread, so sync and async memories on one store share one audit log.
 """
@@ -41,5 +41,5 @@ def audit_store(store: object) -> AsyncAuditStore:
     """The async audit backend of ``store`` (see the module docstring)."""
     if isinstance(store, AsyncAuditStore) and inspect.iscoroutinefunction(store.append_audit):
         return store
-    sync = getattr(store, "sync_store", None)
+    sync = getattr(store, "sync", None)
     return AsyncThreadAudit(sync_audit_store(sync if sync is not None else store))

@@ -3,7 +3,7 @@
 A store whose counters are natively async (PostgreSQL through psycopg's async API, Redis
 through ``redis.asyncio``) is used as it is. A store presented as async over a sync one
 (SQLite and ``memory://`` through the thread adapter, which exposes the sync store as
-``sync_store``) has its sync :class:`~memstrata.store.quota_counters.QuotaCounters`
+``sync``) has its sync :class:`~memstrata.store.quota_counters.QuotaCounters`
 awaited through a worker thread.
 """
 
@@ -66,7 +66,7 @@ def quota_counters(store: object) -> object:
     take = getattr(store, "take_counters", None)
     if take is not None and inspect.iscoroutinefunction(take):
         return store
-    sync = getattr(store, "sync_store", None)
+    sync = getattr(store, "sync", None)
     if isinstance(sync, QuotaCounters):
         return AsyncThreadCounters(sync)
     return store
