@@ -28,7 +28,7 @@ from memstrata.embedder.factory import make_embedder
 from memstrata.errors import BudgetError, EmbeddingMismatchError, NotFoundError, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
-from memstrata.quota_types import Quota, Quotas
+from memstrata.quota_types import Quotas
 from memstrata.records import (
     AccessControl,
     MemoryRecord,
@@ -65,6 +65,7 @@ from memstrata.validation import (
 from memstrata.writes import check_scope, message_record, note_record, to_message
 
 if TYPE_CHECKING:
+    from memstrata import quotas as _quotas
     from memstrata.audit import AuditLog
     from memstrata.context.assemble import AssembledContext
     from memstrata.context.config import ContextConfig
@@ -159,7 +160,7 @@ class Memory:
         maintenance_every: timedelta | None = None,
         retention: Retention | None = None,
         roles: Iterable[str] = DEFAULT_ROLES,
-        quotas: Quotas | None = None,
+        quotas: _quotas.Quotas | None = None,
         buffer: str | None = None,
     ) -> None:
         self.roles = _roles(roles)
@@ -185,16 +186,16 @@ class Memory:
         self._build_lock = threading.Lock()
         self._count = token_counter  # None: estimate_tokens (tokens.py), in build_context
         self._worker: BackgroundWorker | None = None
-        # What open() needs: the sync memory opens in its constructor, the async one when
+        # What _open() needs: the sync memory opens in its constructor, the async one when
         # its open() is awaited (or its context entered).
         self._opening = (url, embedder, llm, store, reembed, background, buffer)
         self._opened = False
-        self.open()
+        self._open()
 
-    def open(self) -> Memory:
+    def _open(self) -> Memory:
         """Open the store, the providers and the background worker, once (the sync memory's
-        constructor calls it; an async memory is opened by awaiting it, or by entering its
-        context). A store built with another embedding model is refused here."""
+        constructor calls it; an async memory's ``open()`` or context entry). A store built
+        with another embedding model is refused here."""
         if self._opened:
             return self
         url, embedder, llm, store, reembed, background, buffer = self._opening
@@ -356,7 +357,7 @@ class Memory:
         self._store.close()
 
     def __enter__(self) -> Memory:
-        return self.open()
+        return self._open()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -958,7 +959,7 @@ class Memory:
         )
         return new
 
-    def set_quota(self, scope: Scope, quota: Quota) -> None:
+    def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
         """Override one user's quota (ValidationError if below what they already use)."""
         from memstrata import quotas as _quotas
 

@@ -28,7 +28,7 @@ from memstrata.clock import Clock, SystemClock
 from memstrata.errors import BudgetError, EmbeddingMismatchError, NotFoundError, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
-from memstrata.quota_types import Quota, Quotas
+from memstrata.quota_types import Quotas
 from memstrata.records import (
     AccessControl,
     MemoryRecord,
@@ -65,6 +65,7 @@ from memstrata.writes import check_scope, message_record, note_record, to_messag
 # sync: from memstrata.store.url import open_store
 
 if TYPE_CHECKING:
+    from memstrata._async import quotas as _quotas
     from memstrata._async.audit import AsyncAuditLog
     from memstrata._async.context.sources import AsyncLayerSources
     from memstrata._async.layers.base import AsyncLayerContext
@@ -160,7 +161,7 @@ class AsyncMemory:
         maintenance_every: timedelta | None = None,
         retention: Retention | None = None,
         roles: Iterable[str] = DEFAULT_ROLES,
-        quotas: Quotas | None = None,
+        quotas: _quotas.Quotas | None = None,
         buffer: str | None = None,
     ) -> None:
         self.roles = _roles(roles)
@@ -186,16 +187,20 @@ class AsyncMemory:
         self._build_lock = threading.Lock()
         self._count = token_counter  # None: estimate_tokens (tokens.py), in build_context
         self._worker: AsyncBackgroundWorker | None = None
-        # What open() needs: the sync memory opens in its constructor, the async one when
+        # What _open() needs: the sync memory opens in its constructor, the async one when
         # its open() is awaited (or its context entered).
         self._opening = (url, embedder, llm, store, reembed, background, buffer)
         self._opened = False
-        # sync: self.open()
+        # sync: self._open()
 
-    async def open(self) -> AsyncMemory:
+    async def open(self) -> AsyncMemory:  # async-only
+        """Open the store, the providers and the background worker (once)."""  # async-only
+        return await self._open()  # async-only
+
+    async def _open(self) -> AsyncMemory:
         """Open the store, the providers and the background worker, once (the sync memory's
-        constructor calls it; an async memory is opened by awaiting it, or by entering its
-        context). A store built with another embedding model is refused here."""
+        constructor calls it; an async memory's ``open()`` or context entry). A store built
+        with another embedding model is refused here."""
         if self._opened:
             return self
         url, embedder, llm, store, reembed, background, buffer = self._opening
@@ -372,7 +377,7 @@ class AsyncMemory:
     close = aclose  # async-only
 
     async def __aenter__(self) -> AsyncMemory:
-        return await self.open()
+        return await self._open()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
@@ -846,7 +851,8 @@ class AsyncMemory:
         store: object = getattr(self._store, "durable", self._store)  # behind Redis
         if not isinstance(store, Compactable):
             return CompactReport()
-        return await cast(Any, store).compact(lock_timeout=lock_timeout)  # async-only
+        compact: Any = store.compact  # async-only
+        return cast(CompactReport, await compact(lock_timeout=lock_timeout))  # async-only
         # sync: return store.compact(lock_timeout=lock_timeout)
 
     async def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
@@ -986,7 +992,7 @@ class AsyncMemory:
         )
         return new
 
-    async def set_quota(self, scope: Scope, quota: Quota) -> None:
+    async def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
         """Override one user's quota (ValidationError if below what they already use)."""
         from memstrata._async import quotas as _quotas
 
