@@ -153,17 +153,20 @@ class AsyncRenewer:
 
 
 # The leases this thread (task) holds, with the records admitted under them.
-_LeaseMap = dict[tuple[int, str], "_Lease"]  # async-only
+# A task's leases are its own: a task started meanwhile copies the context  # async-only
+# (asyncio.gather), so the map names the task that made it.  # async-only
+_LeaseMap = tuple[object, dict[tuple[int, str], "_Lease"]]  # async-only
 _held: ContextVar[_LeaseMap | None] = ContextVar("quota_leases", default=None)  # async-only
 # sync: _held = threading.local()
 
 
 def _leases() -> dict[tuple[int, str], _Lease]:
+    task = asyncio.current_task()  # async-only
     held = _held.get()  # async-only
-    if held is None:  # async-only
-        held = {}  # async-only
+    if held is None or held[0] is not task:  # async-only
+        held = (task, {})  # async-only
         _held.set(held)  # async-only
-    return held  # async-only
+    return held[1]  # async-only
     # sync: leases: dict[tuple[int, str], _Lease] = _held.__dict__.setdefault("leases", {})
     # sync: return leases
 
