@@ -191,6 +191,7 @@ class AsyncMemory:
         # its open() is awaited (or its context entered).
         self._opening = (url, embedder, llm, store, reembed, background, buffer)
         self._opened = False
+        self._owned: builtins.list[Any] = []  # async-only
         # sync: self._open()
 
     async def open(self) -> AsyncMemory:  # async-only
@@ -228,12 +229,17 @@ class AsyncMemory:
             )
         try:
             self._raw_embedder = make_async_embedder(embedder)
+            # Providers made from a spec are ours: aclose() ends their threads.  # async-only
+            if embedder is None or isinstance(embedder, str):  # async-only
+                self._owned.append(self._raw_embedder)  # async-only
             self._embedder = AsyncCachedEmbedder(self._raw_embedder, self._store)
             if llm is not None:  # a spec is checked now; the default heuristic on first use
                 from memstrata.aio.providers import make_async_llm  # async-only
                 # sync: from memstrata.llm.factory import make_llm
 
                 self._llm = make_async_llm(llm)
+                if isinstance(llm, str):  # async-only
+                    self._owned.append(self._llm)  # async-only
             await resolve_dims(self._raw_embedder)  # async-only
             await self._check_embedding_model(reembed=reembed)
         except BaseException:
@@ -373,6 +379,10 @@ class AsyncMemory:
             await runner.aclose()
         await self._store.aclose()
         self._opened = False  # async-only
+        for provider in self._owned:  # async-only
+            close = getattr(provider, "aclose", None)  # async-only
+            if close is not None:  # async-only
+                await close()  # async-only
 
     close = aclose  # async-only
 
