@@ -192,11 +192,37 @@ class AsyncMemory:
         self._opening = (url, embedder, llm, store, reembed, background, buffer)
         self._opened = False
         self._owned: builtins.list[Any] = []  # async-only
+        self._closed = False  # async-only
         # sync: self._open()
 
     async def open(self) -> AsyncMemory:  # async-only
         """Open the store, the providers and the background worker (once)."""  # async-only
-        return await self._open()  # async-only
+        await self._ready()  # async-only
+        return self  # async-only
+
+    async def _ready(self) -> None:  # async-only
+        """Every call's first step: open on first use, refuse once closed."""  # async-only
+        from memstrata.errors import StoreError  # async-only
+
+        if self._closed:  # async-only
+            raise StoreError(  # async-only
+                "this AsyncMemory is closed: open a new one to keep using the store"  # async-only
+            )  # async-only
+        if not self._opened:  # async-only
+            await self._open()  # async-only
+
+    def _usable(self) -> None:  # async-only
+        """A layer namespace's check (a property cannot open the memory)."""  # async-only
+        from memstrata.errors import StoreError  # async-only
+
+        if self._closed or not self._opened:  # async-only
+            state = "closed" if self._closed else "not open yet (await mem.open())"  # async-only
+            raise StoreError(f"this AsyncMemory is {state}")  # async-only
+
+    @property  # async-only
+    def closed(self) -> bool:  # async-only
+        """Whether :meth:`aclose` was called."""  # async-only
+        return self._closed  # async-only
 
     async def _open(self) -> AsyncMemory:
         """Open the store, the providers and the background worker, once (the sync memory's
@@ -341,35 +367,44 @@ class AsyncMemory:
     @property
     def key(self) -> AsyncKeyMemoryService:
         """Key memory: ``mem.key.set(scope, text, priority)``, ``edit``, ``remove``, ``list``."""
+        self._usable()  # async-only
         return self.layers.key
 
     @property
     def tasks(self) -> AsyncTaskService:
         """Working memory: ``mem.tasks.start(scope, goal, steps)``, ``update_step``, ..."""
+        self._usable()  # async-only
         return self.layers.tasks
 
     @property
     def facts(self) -> AsyncFactService:
         """Profile facts: ``mem.facts.upsert``, ``get(scope, key)``, ``relevant``, ``history``."""
+        self._usable()  # async-only
         return self.layers.facts
 
     @property
     def episodes(self) -> AsyncEpisodeService:
+        self._usable()  # async-only
         return self.layers.episodes
 
     @property
     def knowledge(self) -> AsyncKnowledgeService:
         """Documents: ``mem.knowledge.ingest(scope, text, qa_id=...)`` (chunked)."""
+        self._usable()  # async-only
         return self.layers.knowledge
 
     @property
     def procedures(self) -> AsyncProceduralService:
+        self._usable()  # async-only
         return self.layers.procedures
 
     # --- lifecycle ---------------------------------------------------------------------
     async def aclose(self) -> None:
         """Stop the background worker (after its current job) and close the store; jobs
         still queued stay in the store and run at the next start, flush or worker."""
+        if self._closed:  # async-only
+            return  # async-only
+        self._closed = True  # async-only
         if not self._opened:  # async-only
             return  # async-only
         if self._worker is not None:
@@ -387,6 +422,7 @@ class AsyncMemory:
     close = aclose  # async-only
 
     async def __aenter__(self) -> AsyncMemory:
+        await self._ready()  # async-only
         return await self._open()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -445,6 +481,7 @@ class AsyncMemory:
         metadata: Mapping[str, Any] | None = None,
     ) -> MemoryRecord:
         """Store one conversational turn (synchronously embedded and indexed)."""
+        await self._ready()  # async-only
         msg = Message(
             role=role,  # type: ignore[arg-type]
             content=content,
@@ -457,6 +494,7 @@ class AsyncMemory:
         self, scope: Scope, messages: Sequence[Message]
     ) -> builtins.list[MemoryRecord]:
         """Store many turns in one embedding call and one transaction (all or nothing)."""
+        await self._ready()  # async-only
         self._owner(scope)
         now = self._clock.now()
         records = self._turn_records(scope, messages, now)
@@ -506,6 +544,7 @@ class AsyncMemory:
         ``add_messages`` writes for each ``(scope, messages)`` batch (the turns, their index
         entries, one ingest job per batch), all batches in one transaction. No quotas are
         taken and no worker is woken (the jobs stay queued)."""
+        await self._ready()  # async-only
         now = self._clock.now()
         records: builtins.list[MemoryRecord] = []
         writes: builtins.list[RecordWrite] = []
@@ -534,6 +573,7 @@ class AsyncMemory:
     async def end_session(self, scope: Scope) -> RunReport:
         """Close a session: its final summary, conversation episode and clustering run now
         (with any of the session's jobs still queued)."""
+        await self._ready()  # async-only
         from memstrata.layers.pipeline import make_session_end_job
 
         self._owner(scope)
@@ -567,6 +607,7 @@ class AsyncMemory:
         (cosine ≥ ``LayerConfig.dedup_cosine``, 0.95), is not stored twice: the existing one
         gets a new version that merges provenance (mentions, source ids, tags) and is
         returned. ``dedup=False`` always stores a new record."""
+        await self._ready()  # async-only
         from memstrata._async.policies.dedup import insert_or_merge
         from memstrata.policies.dedup import DedupAction
         from memstrata.policies.importance import (
@@ -629,6 +670,7 @@ class AsyncMemory:
         information becomes an episode (user feedback at importance 0.9); task state goes to
         the session's working memory; low-value text (small talk, errors, under 50 chars with
         no fact) is not stored long-term and comes back with ``record=None``."""
+        await self._ready()  # async-only
         from memstrata.layers.router import Layer, estimate, route
 
         self._owner(scope)
@@ -694,6 +736,7 @@ class AsyncMemory:
     ) -> MemoryRecord:
         """Write a new version of a record. ``expected_version`` is the version you read; if
         someone else updated it since, :class:`ConflictError` is raised and nothing changes."""
+        await self._ready()  # async-only
         self._owner(scope)
         check_id(record_id)
         check_int(expected_version, "expected_version", low=1)
@@ -727,6 +770,7 @@ class AsyncMemory:
     async def get(
         self, scope: Scope, record_id: str, *, include_deleted: bool = False
     ) -> MemoryRecord:
+        await self._ready()  # async-only
         return await self._store.get(
             check_scope(scope),
             check_id(record_id),
@@ -735,6 +779,7 @@ class AsyncMemory:
 
     async def history(self, scope: Scope, record_id: str) -> builtins.list[MemoryRecord]:
         """Every version of a record, oldest first."""
+        await self._ready()  # async-only
         return await self._store.history(check_scope(scope), check_id(record_id))
 
     async def list(
@@ -746,6 +791,7 @@ class AsyncMemory:
         offset: int = 0,
         newest_first: bool = True,
     ) -> builtins.list[MemoryRecord]:
+        await self._ready()  # async-only
         check_int(limit, "limit", low=1, high=100_000)
         check_int(offset, "offset", low=0, high=2**62)
         check_bool(newest_first, "newest_first")
@@ -770,6 +816,7 @@ class AsyncMemory:
         config: SearchConfig | None = None,
     ) -> builtins.list[SearchHit]:
         """Hybrid (BM25 + dense) search within ``scope``; see :class:`SearchConfig`."""
+        await self._ready()  # async-only
         check_scope(scope)
         query = validate_content(query, max_chars=self.max_content_chars, field="query")
         if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
@@ -801,6 +848,7 @@ class AsyncMemory:
     # --- forgetting --------------------------------------------------------------------
     async def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged."""
+        await self._ready()  # async-only
         rec = await self._set_status(scope, record_id, RecordStatus.DELETED)
         await self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
         return rec
@@ -808,6 +856,7 @@ class AsyncMemory:
     async def restore(
         self, scope: Scope, record_id: str, *, actor: str = "library"
     ) -> MemoryRecord:
+        await self._ready()  # async-only
         rec = await self._set_status(scope, record_id, RecordStatus.ACTIVE)
         await self.audit.record(
             scope.tenant, actor, "restore", user=scope.user, record_ids=[rec.id]
@@ -831,6 +880,7 @@ class AsyncMemory:
     ) -> PurgeReport:
         """Destroy records for real (or every trace of the user). ``compact=True`` then
         runs :meth:`compact`, so the database's files keep no byte of them either."""
+        await self._ready()  # async-only
         report = await self._purge(scope, record_ids)
         whole = record_ids is None
         if whole:  # keep what happened, not who: the user's events lose their ids
@@ -856,6 +906,7 @@ class AsyncMemory:
         it is copied), ``pg_statistic`` rewritten, WAL switched and checkpointed; what the
         server keeps out of reach is in ``residuals``; a table another transaction holds for
         over ``lock_timeout`` seconds is skipped and named. ``memory://`` has no files."""
+        await self._ready()  # async-only
         from memstrata.store.compaction import Compactable
 
         store: object = getattr(self._store, "durable", self._store)  # behind Redis
@@ -917,6 +968,7 @@ class AsyncMemory:
         """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
         with a log entry, restorable), decay scores, retention purges, consolidation,
         stale summaries refreshed. ``now`` runs it as of that time (default: the clock)."""
+        await self._ready()  # async-only
         from memstrata._async import maintenance as _maintenance
 
         self._owner(scope)
@@ -942,6 +994,7 @@ class AsyncMemory:
         actor: str = "library",
     ) -> builtins.list[LogEntry]:
         """Explicit forget: soft-delete with a log entry; ``restore`` brings them back."""
+        await self._ready()  # async-only
         from memstrata._async import maintenance as _maintenance
 
         return await _maintenance.forget(
@@ -951,6 +1004,7 @@ class AsyncMemory:
     async def set_importance_by_tag(
         self, scope: Scope, tag: str, importance: float, *, actor: str = "library"
     ) -> builtins.list[MemoryRecord]:
+        await self._ready()  # async-only
         from memstrata._async import maintenance as _maintenance
 
         return await _maintenance.set_importance_by_tag(
@@ -979,6 +1033,7 @@ class AsyncMemory:
     ) -> MemoryRecord:
         """Who besides the user may read a record (a new version). Roles must be among
         ``Memory(roles=...)``; users are user ids of the same tenant."""
+        await self._ready()  # async-only
         self._owner(scope)
         current = await self._store.get(scope, record_id, include_deleted=True)
         access = _access_control(
@@ -1004,6 +1059,7 @@ class AsyncMemory:
 
     async def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
         """Override one user's quota (ValidationError if below what they already use)."""
+        await self._ready()  # async-only
         from memstrata._async import quotas as _quotas
 
         await _quotas.set_user_quota(
@@ -1045,6 +1101,7 @@ class AsyncMemory:
         Jobs another worker holds (the background thread, another process) are waited for;
         a dead process's jobs come back when their lease runs out (seconds) and run here.
         ``timeout`` bounds the wait (the report's ``waiting`` counts what is still held)."""
+        await self._ready()  # async-only
         if scope is None:
             return await self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
         check_scope(scope)
@@ -1061,6 +1118,7 @@ class AsyncMemory:
         self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
     ) -> None:
         """Run jobs until ``stop()`` is true (what ``memstrata worker`` does)."""
+        await self._ready()  # async-only
         await self._runner.run_forever(poll_seconds=poll_seconds, stop=stop)
 
     # --- context -----------------------------------------------------------------------
@@ -1079,6 +1137,7 @@ class AsyncMemory:
         working memory → the session's recent turns → ``query``. ``reserve_ratio`` overrides
         the share kept free for the response (default 20%, seed 000 §7).
         Returns chat ``messages`` plus the ``items`` used (layer, score, source ids)."""
+        await self._ready()  # async-only
         check_scope(scope)
         if query is not None:
             query = validate_content(query, max_chars=self.max_content_chars, field="query")
@@ -1154,6 +1213,7 @@ class AsyncMemory:
         include_deleted: bool = True,
     ) -> int:
         """Write the scope's records as versioned JSON Lines; returns the record count."""
+        await self._ready()  # async-only
         from memstrata.portability import export_jsonl
 
         check_scope(scope)
@@ -1184,6 +1244,7 @@ class AsyncMemory:
         """Read an export. Every line is checked before anything is written; then all
         records are written in one transaction. ``into`` remaps tenant and user (and agent
         when given) and gives the records new ids; ids already present are skipped."""
+        await self._ready()  # async-only
         from memstrata.portability import ImportReport, read_jsonl
         from memstrata.search.tokenize import tokenize
 
@@ -1231,6 +1292,7 @@ class AsyncMemory:
 
     # --- introspection -----------------------------------------------------------------
     async def stats(self, scope: Scope) -> dict[str, Any]:
+        await self._ready()  # async-only
         s = await self._store.stats(check_scope(scope))
         return {
             "scope": str(scope),
