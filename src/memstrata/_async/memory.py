@@ -6,13 +6,15 @@ pure functions in their own modules, which the sync and the async memory share.
 
 from __future__ import annotations
 
+import asyncio  # async-only
 import builtins
+import functools  # async-only
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 # What opening a store and reading or searching it needs. The layer services, the LLM, the
 # job machinery, maintenance, context assembly and import/export are imported where they are
@@ -129,6 +131,29 @@ _META_DIMS = "embedding_dims"
 _BUILT_ON_FIRST_USE = frozenset(
     {"audit", "layers", "retention", "context_config", "_llm", "_ctx", "_runner", "_sources"}
 )
+
+
+_T = TypeVar("_T")  # async-only
+_P = ParamSpec("_P")  # async-only
+
+
+# A call that commits several times (a write and its audit event, a purge and the  # async-only
+# re-derivations it needs, a maintenance pass) runs to its end once started, even if  # async-only
+# its caller is cancelled (the result is dropped): cancelling never leaves half of it.  # async-only
+# A call that commits once (add, add_messages, update, import) is simply cancelled.  # async-only
+def _completes(fn: Callable[_P, Awaitable[_T]]) -> Callable[_P, Awaitable[_T]]:  # async-only
+    @functools.wraps(fn)  # async-only
+    async def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:  # async-only
+        task = asyncio.ensure_future(fn(*args, **kwargs))  # async-only
+        task.add_done_callback(_retrieved)  # async-only
+        return await asyncio.shield(task)  # async-only
+
+    return run  # async-only
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:  # async-only
+    if not task.cancelled():  # async-only
+        task.exception()  # async-only
 
 
 class AsyncMemory:
@@ -570,6 +595,7 @@ class AsyncMemory:
 
         return _quotas.admit_writes(self._store, self.quotas, scope, n, now)
 
+    @_completes  # async-only
     async def end_session(self, scope: Scope) -> RunReport:
         """Close a session: its final summary, conversation episode and clustering run now
         (with any of the session's jobs still queued)."""
@@ -846,6 +872,7 @@ class AsyncMemory:
         )
 
     # --- forgetting --------------------------------------------------------------------
+    @_completes  # async-only
     async def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged."""
         await self._ready()  # async-only
@@ -853,6 +880,7 @@ class AsyncMemory:
         await self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
         return rec
 
+    @_completes  # async-only
     async def restore(
         self, scope: Scope, record_id: str, *, actor: str = "library"
     ) -> MemoryRecord:
@@ -870,6 +898,7 @@ class AsyncMemory:
         await self._store.set_status(scope, [record_id], status, self._clock.now())
         return await self._store.get(scope, record_id, include_deleted=True)
 
+    @_completes  # async-only
     async def purge(
         self,
         scope: Scope,
@@ -954,6 +983,7 @@ class AsyncMemory:
         return report
 
     # --- maintenance (maintenance.py) -----------------------------------------------------
+    @_completes  # async-only
     async def maintain(
         self,
         scope: Scope,
@@ -985,6 +1015,7 @@ class AsyncMemory:
             now=when,
         )
 
+    @_completes  # async-only
     async def forget(
         self,
         scope: Scope,
@@ -1001,6 +1032,7 @@ class AsyncMemory:
             self._ctx, self._owner(scope), record_ids, reason=reason, audit=self.audit, actor=actor
         )
 
+    @_completes  # async-only
     async def set_importance_by_tag(
         self, scope: Scope, tag: str, importance: float, *, actor: str = "library"
     ) -> builtins.list[MemoryRecord]:
@@ -1021,6 +1053,7 @@ class AsyncMemory:
             )
         return scope
 
+    @_completes  # async-only
     async def set_access(
         self,
         scope: Scope,
