@@ -80,21 +80,29 @@ def test_errors_of_the_constructor_surface_at_open_and_leave_no_thread(tmp_path:
     assert threads() == before
 
 
-def test_a_cancelled_write_that_was_running_completes_and_its_result_is_dropped() -> None:
+def test_a_write_cancelled_while_it_embeds_writes_nothing_and_the_memory_goes_on() -> None:
+    """Natively async, a cancelled call stops at the await it was in: cancelled while its
+    embedding runs, an add never reaches its transaction (no half write: no record, no
+    index entry, no job); the memory keeps working."""
     release = threading.Event()
     slow = SlowEmbedder(0.0, release)
 
-    async def main() -> list[str]:
+    async def main() -> tuple[list[str], list[str], int]:
         async with AsyncMemory("memory://", embedder=slow, background=False) as mem:
             task = asyncio.create_task(mem.add(ALICE, "Alice adopted a dog named Rex"))
-            assert await asyncio.to_thread(slow.started.wait, 10)  # the write is running
+            assert await asyncio.to_thread(slow.started.wait, 10)  # the write is embedding
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
             release.set()
-            return [r.text for r in await mem.list(ALICE)]  # runs after the write finished
+            after_cancel = [r.text for r in await mem.list(ALICE)]
+            hits = [h.text for h in await mem.search(ALICE, "dog named Rex", 5)]
+            await mem.add(ALICE, "Alice plays the cello")
+            return after_cancel, hits, len(await mem.list(ALICE))
 
-    assert asyncio.run(main()) == ["Alice adopted a dog named Rex"]
+    after_cancel, hits, count = asyncio.run(main())
+    assert after_cancel == [] and hits == []
+    assert count == 1
 
 
 def test_a_cancelled_write_still_waiting_for_the_thread_never_runs() -> None:

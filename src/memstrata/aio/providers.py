@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -123,6 +123,10 @@ class SyncEmbedderAdapter:
     async def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         return await self._run(self._inner.embed_batch, list(texts), query=query)
 
+    async def release(self) -> None:
+        """End the adapter's thread; the embedder itself stays open (it is the caller's)."""
+        await self._run.shutdown()
+
     async def aclose(self) -> None:
         """Close the sync embedder (if it has ``close``) and end the adapter's thread."""
         try:
@@ -186,6 +190,10 @@ class SyncLLMAdapter:
     async def extract_key_info(self, texts: Sequence[str]) -> list[str]:
         return await self._run(self._inner.extract_key_info, list(texts))
 
+    async def release(self) -> None:
+        """End the adapter's thread; the LLM itself stays open (it is the caller's)."""
+        await self._run.shutdown()
+
     async def aclose(self) -> None:
         """Close the sync LLM (if it has ``close``) and end the adapter's thread."""
         try:
@@ -247,6 +255,22 @@ def _cheap_chats() -> tuple[type, ...]:
     from ..llm.fake import ScriptedChat
 
     return (ScriptedChat,)
+
+
+async def _nothing() -> None:
+    return None
+
+
+def closer(given: object, made: object) -> Callable[[], Awaitable[None]]:
+    """What closing a memory does to the provider it ``made`` from what the caller ``given``:
+    one made from a spec (or the default) is the memory's, so it is closed; an adapter around
+    the caller's own sync provider only has its thread ended (the provider stays open); the
+    caller's own async provider is left alone."""
+    if given is None or isinstance(given, str):
+        return getattr(made, "aclose", _nothing)
+    if made is not given:
+        return getattr(made, "release", _nothing)
+    return _nothing
 
 
 def as_async_embedder(

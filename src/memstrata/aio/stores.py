@@ -3,13 +3,14 @@
 ``sqlite://`` and ``memory://`` stores are the sync ones on threads of their own
 (:func:`memstrata.aio.threaded.threaded`: the standard library's ``sqlite3`` has no async
 API, and a local file needs none); ``postgresql://`` is natively async (psycopg's async
-connections). Opening runs on a thread, so the event loop never waits for a migration.
+connections; its schema migrations run on them too). Opening SQLite runs on a thread, so the
+event loop never waits for a migration.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..store.url import open_store as open_sync_store
 from .threaded import threaded
@@ -22,4 +23,11 @@ __all__ = ["open_store"]
 
 async def open_store(url: str) -> AsyncStore:
     """The store ``url`` names, as an ``AsyncStore`` (errors as the sync ``open_store``)."""
+    if isinstance(url, str) and url.split("://", 1)[0].lower() in ("postgresql", "postgres"):
+        try:
+            from .pg_store import open_postgres
+        except ModuleNotFoundError:  # the sync opener names the missing extra
+            open_sync_store(url)
+            raise
+        return cast("AsyncStore", await open_postgres(url))
     return threaded(await asyncio.to_thread(open_sync_store, url))

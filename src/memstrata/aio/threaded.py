@@ -54,7 +54,7 @@ class _OneThread:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
     def shutdown(self) -> None:
-        self._executor.shutdown(wait=False)
+        self._executor.shutdown()
 
 
 class ThreadedStore:
@@ -63,6 +63,8 @@ class ThreadedStore:
     def __init__(self, store: Store, *, threads: int = 4) -> None:
         self.sync = store  # the wrapped store (tests and admin tools)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memstrata-store")
+        self._spare: list[_OneThread] = []  # single threads for transactions and streams
+        self._dedicated: list[_OneThread] = []  # every one made (joined by aclose)
 
     async def _run(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
@@ -72,9 +74,9 @@ class ThreadedStore:
         if not callable(target):
             return target
         if name in _STREAMS:
-            return functools.partial(_stream, target)
+            return functools.partial(self._stream, target)
         if name in _CONTEXTS:
-            return functools.partial(_context, target)
+            return functools.partial(self._context, target)
 
         @functools.wraps(target)
         async def call(*args: Any, **kwargs: Any) -> Any:
@@ -83,14 +85,83 @@ class ThreadedStore:
         return call
 
     def transaction(self) -> AbstractAsyncContextManager[AsyncUnitOfWork]:
-        return _transaction(self.sync)
+        return self._transaction()
 
     async def aclose(self) -> None:
-        """Close the sync store (flushing its counters) on a thread, then stop the pool."""
+        """Close the sync store (flushing its counters) on a thread, then end the threads
+        (joined off the loop: none outlives the store)."""
         try:
             await self._run(self.sync.close)
         finally:
-            self._pool.shutdown(wait=False)
+            threads, self._dedicated, self._spare = self._dedicated, [], []
+
+            def join() -> None:
+                self._pool.shutdown()
+                for thread in threads:
+                    thread.shutdown()
+
+            await asyncio.to_thread(join)
+
+    # --- one thread for a whole transaction or stream ---
+    @asynccontextmanager
+    async def _thread(self) -> AsyncIterator[_OneThread]:
+        """A single thread of the store's, for one transaction or stream, then back to the
+        spares (calls queue on it, so one still finishing runs before the next user's)."""
+        if self._spare:
+            thread = self._spare.pop()
+        else:
+            thread = _OneThread("memstrata-tx")
+            self._dedicated.append(thread)
+        try:
+            yield thread
+        finally:
+            self._spare.append(thread)
+
+    @asynccontextmanager
+    async def _entered(
+        self, factory: Callable[..., AbstractContextManager[T]], *args: Any, **kwargs: Any
+    ) -> AsyncIterator[tuple[T, _OneThread]]:
+        """Enter a sync context manager on one thread, leave it on the same thread."""
+        async with self._thread() as thread:
+            manager = factory(*args, **kwargs)
+            value = await thread.run(manager.__enter__)
+            try:
+                yield value, thread
+            except BaseException as exc:
+                # roll back on the same thread, even when the caller was cancelled
+                undo = functools.partial(manager.__exit__, type(exc), exc, exc.__traceback__)
+                await asyncio.shield(thread.run(undo))
+                raise
+            else:
+                await asyncio.shield(thread.run(lambda: manager.__exit__(None, None, None)))
+
+    @asynccontextmanager
+    async def _context(
+        self, factory: Callable[..., AbstractContextManager[T]], *args: Any, **kwargs: Any
+    ) -> AsyncIterator[T]:
+        async with self._entered(factory, *args, **kwargs) as (value, _thread):
+            yield value
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[AsyncUnitOfWork]:
+        async with self._entered(self.sync.transaction) as (uow, thread):
+            yield cast("AsyncUnitOfWork", _ThreadedUnitOfWork(uow, thread))
+
+    async def _stream(
+        self, method: Callable[..., Generator[T, None, None]], *args: Any, **kwargs: Any
+    ) -> AsyncIterator[T]:
+        """The batches of a sync generator, each produced on the stream's one thread."""
+        async with self._thread() as thread:
+            generator = method(*args, **kwargs)
+            done = object()
+            try:
+                while True:
+                    item = await thread.run(lambda: next(generator, done))
+                    if item is done:
+                        return
+                    yield cast(T, item)
+            finally:
+                await thread.run(generator.close)
 
 
 class _ThreadedUnitOfWork:
@@ -107,57 +178,3 @@ class _ThreadedUnitOfWork:
             return await self._thread.run(functools.partial(target, *args, **kwargs))
 
         return call
-
-
-@asynccontextmanager
-async def _entered(
-    factory: Callable[..., AbstractContextManager[T]], *args: Any, **kwargs: Any
-) -> AsyncIterator[tuple[T, _OneThread]]:
-    """Enter a sync context manager on a thread of its own, leave it there."""
-    thread = _OneThread("memstrata-tx")
-    try:
-        manager = factory(*args, **kwargs)
-        value = await thread.run(manager.__enter__)
-        try:
-            yield value, thread
-        except BaseException as exc:
-            # roll back on the same thread, even when the caller was cancelled
-            undo = functools.partial(manager.__exit__, type(exc), exc, exc.__traceback__)
-            await asyncio.shield(thread.run(undo))
-            raise
-        else:
-            await asyncio.shield(thread.run(lambda: manager.__exit__(None, None, None)))
-    finally:
-        thread.shutdown()
-
-
-@asynccontextmanager
-async def _context(
-    factory: Callable[..., AbstractContextManager[T]], *args: Any, **kwargs: Any
-) -> AsyncIterator[T]:
-    async with _entered(factory, *args, **kwargs) as (value, _thread):
-        yield value
-
-
-@asynccontextmanager
-async def _transaction(store: Store) -> AsyncIterator[AsyncUnitOfWork]:
-    async with _entered(store.transaction) as (uow, thread):
-        yield cast("AsyncUnitOfWork", _ThreadedUnitOfWork(uow, thread))
-
-
-async def _stream(
-    method: Callable[..., Generator[T, None, None]], *args: Any, **kwargs: Any
-) -> AsyncIterator[T]:
-    """The batches of a sync generator, each produced on the stream's own thread."""
-    thread = _OneThread("memstrata-scan")
-    generator = method(*args, **kwargs)
-    done = object()
-    try:
-        while True:
-            item = await thread.run(lambda: next(generator, done))
-            if item is done:
-                return
-            yield cast(T, item)
-    finally:
-        await thread.run(generator.close)
-        thread.shutdown()

@@ -1,0 +1,1346 @@
+"""``Memory``: the one entry point. Picks its store from a URL, its providers from arguments.
+
+Everything here is orchestration; scoring, fusion, record construction and validation are
+pure functions in their own modules, which the sync and the async memory share.
+"""
+
+from __future__ import annotations
+
+import asyncio  # async-only
+import builtins
+import functools  # async-only
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+
+# What opening a store and reading or searching it needs. The layer services, the LLM, the
+# job machinery, maintenance, context assembly and import/export are imported where they are
+# used, and built on first use (``Memory.__getattr__``): `memstrata search` never loads them
+# (nor pydantic, which the LLM's output models need).
+from memstrata._async.embedder.base import AsyncEmbedder
+from memstrata._async.embedder.cache import AsyncCachedEmbedder
+from memstrata._async.search.hybrid import search as hybrid_search
+from memstrata._async.store.base import AsyncStore
+from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  # async-only
+from memstrata.aio.stores import open_store  # async-only
+from memstrata.clock import Clock, SystemClock
+from memstrata.errors import BudgetError, EmbeddingMismatchError, NotFoundError, ValidationError
+from memstrata.filters import Filters
+from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
+from memstrata.quota_types import Quotas
+from memstrata.records import (
+    AccessControl,
+    MemoryRecord,
+    Message,
+    RecordStatus,
+    RecordType,
+    Role,
+    Source,
+    Visibility,
+)
+from memstrata.scope import Scope
+from memstrata.search.config import SearchConfig
+from memstrata.search.hit import SearchHit, types_of_layers
+from memstrata.store.compaction import CompactReport
+from memstrata.store.types import PurgeReport, RecordWrite
+from memstrata.text import DEFAULT_MAX_CHARS, content_hash, validate_content
+from memstrata.validation import (
+    check_bool,
+    check_enum,
+    check_id,
+    check_ids,
+    check_int,
+    check_metadata,
+    check_names,
+    check_ratio,
+    check_sequence,
+    check_tags,
+    check_time,
+    check_unit,
+)
+from memstrata.writes import check_scope, message_record, note_record, to_message
+
+# sync: from memstrata.embedder.factory import make_embedder
+# sync: from memstrata.store.url import open_store
+
+if TYPE_CHECKING:
+    from memstrata._async import quotas as _quotas
+    from memstrata._async.audit import AsyncAuditLog
+    from memstrata._async.context.sources import AsyncLayerSources
+    from memstrata._async.layers.base import AsyncLayerContext
+    from memstrata._async.layers.episodic import AsyncEpisodeService
+    from memstrata._async.layers.key import AsyncKeyMemoryService
+    from memstrata._async.layers.knowledge import AsyncKnowledgeService
+    from memstrata._async.layers.procedural import AsyncProceduralService
+    from memstrata._async.layers.semantic import AsyncFactService
+    from memstrata._async.layers.stack import AsyncLayerStack
+    from memstrata._async.layers.working import AsyncTaskService
+    from memstrata._async.llm.base import AsyncLLM
+    from memstrata._async.worker import AsyncBackgroundWorker, AsyncJobRunner
+    from memstrata.context.assemble import AssembledContext
+    from memstrata.context.config import ContextConfig
+    from memstrata.jobs import Job
+    from memstrata.layers.base import LayerConfig
+    from memstrata.maintenance_types import LogEntry, MaintenanceReport, Retention
+    from memstrata.policies.forgetting import ForgettingPolicy
+    from memstrata.policies.pii import PIIPolicy, PIIRedactor
+    from memstrata.portability import ImportReport
+    from memstrata.tokens import TokenCounter
+    from memstrata.worker_types import RunReport
+
+__all__ = ["DEFAULT_ROLES", "AsyncMemory", "Remembered"]
+
+
+def _roles(roles: Iterable[str]) -> frozenset[str]:
+    if isinstance(roles, str) or not all(isinstance(r, str) and r.strip() for r in roles):
+        raise ValidationError("roles must be a collection of non-empty role names")
+    return frozenset(roles)
+
+
+def _access_control(
+    current: AccessControl,
+    visibility: Visibility | str | None,
+    users: Sequence[str] | None,
+    roles: Sequence[str] | None,
+    known: frozenset[str],
+) -> AccessControl:
+    for name, values in (("allowed_users", users), ("allowed_roles", roles)):
+        if values is not None and (
+            isinstance(values, str) or not all(isinstance(v, str) and v.strip() for v in values)
+        ):
+            raise ValidationError(f"{name} must be a list of non-empty strings")
+    unknown = sorted(set(roles or ()) - known)
+    if unknown:
+        raise ValidationError(
+            f"unknown role(s) {unknown}; declare them with "
+            f"Memory(roles=...) (known: {sorted(known)})"
+        )
+    return AccessControl(
+        visibility=current.visibility if visibility is None else visibility,  # type: ignore[arg-type]
+        allowed_users=current.allowed_users if users is None else tuple(dict.fromkeys(users)),
+        allowed_roles=current.allowed_roles if roles is None else tuple(dict.fromkeys(roles)),
+    )
+
+
+_META_MODEL = "embedding_model"
+_META_DIMS = "embedding_dims"
+# Attributes of Memory built on first use (Memory._build).
+_BUILT_ON_FIRST_USE = frozenset(
+    {"audit", "layers", "retention", "context_config", "_llm", "_ctx", "_runner", "_sources"}
+)
+
+
+_T = TypeVar("_T")  # async-only
+_P = ParamSpec("_P")  # async-only
+
+
+# A call that commits several times (a write and its audit event, a purge and the  # async-only
+# re-derivations it needs, a maintenance pass) runs to its end once started, even if  # async-only
+# its caller is cancelled (the result is dropped): cancelling never leaves half of it.  # async-only
+# A call that commits once (add, add_messages, update, import) is simply cancelled.  # async-only
+def _completes(fn: Callable[_P, Awaitable[_T]]) -> Callable[_P, Awaitable[_T]]:  # async-only
+    @functools.wraps(fn)  # async-only
+    async def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:  # async-only
+        task = asyncio.ensure_future(fn(*args, **kwargs))  # async-only
+        task.add_done_callback(_retrieved)  # async-only
+        return await asyncio.shield(task)  # async-only
+
+    return run  # async-only
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:  # async-only
+    if not task.cancelled():  # async-only
+        task.exception()  # async-only
+
+
+class AsyncMemory:
+    """Layered long-term memory for one application (any number of tenants and users).
+
+    >>> mem = Memory("sqlite:///memory.db")                      # or "memory://"
+    >>> alice = Scope(tenant="acme", user="alice", session="s1")
+    >>> mem.add_message(alice, "user", "I moved to Lisbon last week")
+    >>> mem.search(alice.user_scope, "where does she live?")
+
+    ``buffer="redis://host:6379/0"`` puts the hot state (recent turns, embedding cache) in
+    Redis in front of the store (write-through; see :mod:`memstrata.store.redis_hot`).
+    """
+
+    def __init__(
+        self,
+        url: str = "memory://",
+        *,
+        embedder: str | AsyncEmbedder | None = None,
+        llm: str | AsyncLLM | None = None,
+        clock: Clock | None = None,
+        search_config: SearchConfig | None = None,
+        max_content_chars: int = DEFAULT_MAX_CHARS,
+        store: AsyncStore | None = None,
+        reembed: bool = False,
+        layer_config: LayerConfig | None = None,
+        background: bool = True,
+        token_counter: TokenCounter | None = None,
+        pii: PIIRedactor | PIIPolicy | str | None = None,
+        maintenance_every: timedelta | None = None,
+        retention: Retention | None = None,
+        roles: Iterable[str] = DEFAULT_ROLES,
+        quotas: _quotas.Quotas | None = None,
+        buffer: str | None = None,
+    ) -> None:
+        self.roles = _roles(roles)
+        if quotas is not None and not isinstance(quotas, Quotas):
+            raise ValidationError("quotas must be a memstrata.quotas.Quotas")
+        self.quotas = quotas
+        self._pii: PIIRedactor | None = None
+        if pii is not None:  # validated before the store is opened
+            from memstrata.policies.pii import PIIRedactor
+
+            self._pii = PIIRedactor.of(pii)
+        self._maintenance_every: timedelta | None = None
+        if maintenance_every is not None:
+            from memstrata.maintenance_types import check_interval
+
+            self._maintenance_every = check_interval(maintenance_every)
+        if retention is not None:  # otherwise Retention() on first use (__getattr__)
+            self.retention = retention
+        self._clock = clock or SystemClock()
+        self.search_config = search_config or SearchConfig()
+        self.max_content_chars = max_content_chars
+        self._layer_config = layer_config
+        self._build_lock = threading.Lock()
+        self._count = token_counter  # None: estimate_tokens (tokens.py), in build_context
+        self._worker: AsyncBackgroundWorker | None = None
+        # What _open() needs: the sync memory opens in its constructor, the async one when
+        # its open() is awaited (or its context entered).
+        self._opening = (url, embedder, llm, store, reembed, background, buffer)
+        self._opened = False
+        self._owned: builtins.list[Any] = []  # async-only
+        self._closed = False  # async-only
+        # sync: self._open()
+
+    async def open(self) -> AsyncMemory:  # async-only
+        """Open the store, the providers and the background worker (once)."""  # async-only
+        await self._ready()  # async-only
+        return self  # async-only
+
+    async def _ready(self) -> None:  # async-only
+        """Every call's first step: open on first use, refuse once closed."""  # async-only
+        from memstrata.errors import StoreError  # async-only
+
+        if self._closed:  # async-only
+            raise StoreError(  # async-only
+                "this AsyncMemory is closed: open a new one to keep using the store"  # async-only
+            )  # async-only
+        if not self._opened:  # async-only
+            await self._open()  # async-only
+
+    def _usable(self) -> None:  # async-only
+        """A layer namespace's check (a property cannot open the memory)."""  # async-only
+        from memstrata.errors import StoreError  # async-only
+
+        if self._closed or not self._opened:  # async-only
+            state = "closed" if self._closed else "not open yet (await mem.open())"  # async-only
+            raise StoreError(f"this AsyncMemory is {state}")  # async-only
+
+    @property  # async-only
+    def closed(self) -> bool:  # async-only
+        """Whether :meth:`aclose` was called."""  # async-only
+        return self._closed  # async-only
+
+    async def _open(self) -> AsyncMemory:
+        """Open the store, the providers and the background worker, once (the sync memory's
+        constructor calls it; an async memory's ``open()`` or context entry). A store built
+        with another embedding model is refused here."""
+        if self._opened:
+            return self
+        url, embedder, llm, store, reembed, background, buffer = self._opening
+        # Redis for hot state (recent turns, embedding cache): connected before the store is
+        # opened, so a Redis refusing connections fails before anything is written.
+        hot = prefix = None
+        if buffer is not None:
+            from memstrata._async.store.redis_hot import (
+                AsyncRedisHotStore,
+                buffer_prefix,
+                open_redis,
+            )
+
+            hot = await open_redis(buffer)
+            prefix = buffer_prefix(buffer)
+        try:
+            self._store = store if store is not None else await open_store(url)
+        except BaseException:
+            if hot is not None:
+                await hot.aclose()
+            raise
+        if hot is not None:
+            self._store = cast(
+                AsyncStore, AsyncRedisHotStore(self._store, hot, prefix=prefix or "")
+            )
+        try:
+            self._raw_embedder = make_async_embedder(embedder)
+            self._owned.append(closer(embedder, self._raw_embedder))  # async-only
+            self._embedder = AsyncCachedEmbedder(self._raw_embedder, self._store)
+            if llm is not None:  # a spec is checked now; the default heuristic on first use
+                from memstrata.aio.providers import make_async_llm  # async-only
+                # sync: from memstrata.llm.factory import make_llm
+
+                self._llm = make_async_llm(llm)
+                self._owned.append(closer(llm, self._llm))  # async-only
+            await resolve_dims(self._raw_embedder)  # async-only
+            await self._check_embedding_model(reembed=reembed)
+        except BaseException:
+            await self._store.aclose()
+            raise
+        self._opened = True
+        if background:
+            from memstrata._async.worker import AsyncBackgroundWorker
+
+            self._worker = AsyncBackgroundWorker(self._runner)
+        return self
+
+    # --- built on first use ---------------------------------------------------------------
+    # The layer services, their context, the job runner and the context sources (and the
+    # default LLM, the default retention and the audit log) are built when first used: a
+    # reader that only searches or lists (`memstrata search`) never imports them. With the
+    # background worker on they are built by the constructor.
+    audit: AsyncAuditLog  # what delete, restore, purge and maintenance did (audit.py)
+    layers: AsyncLayerStack
+    retention: Retention
+    context_config: ContextConfig  # build_context's levers (context/config.py)
+    _llm: AsyncLLM
+    _ctx: AsyncLayerContext
+    _runner: AsyncJobRunner
+    _sources: AsyncLayerSources
+
+    if not TYPE_CHECKING:  # mypy checks the attributes declared above, not this hook
+
+        def __getattr__(self, name: str) -> Any:
+            if name not in _BUILT_ON_FIRST_USE or "_build_lock" not in self.__dict__:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            self._build(name)
+            return self.__dict__[name]
+
+    def _build(self, name: str) -> None:
+        with self._build_lock:
+            if name in self.__dict__:  # another thread built it meanwhile
+                return
+            if name == "retention":
+                from memstrata.maintenance_types import Retention
+
+                self.retention = Retention()
+                return
+            if name == "audit":
+                from memstrata._async.audit import AsyncAuditLog
+                from memstrata.aio.core_audit import audit_store  # async-only
+                # sync: from memstrata.audit import audit_store
+
+                store = getattr(self._store, "durable", self._store)
+                self.audit = AsyncAuditLog(audit_store(store), self._clock, self._pii)
+                return
+            if name == "context_config":
+                from memstrata.context.config import ContextConfig
+
+                self.context_config = ContextConfig()
+                return
+            if name == "_llm":
+                from memstrata.aio.providers import make_async_llm  # async-only
+                # sync: from memstrata.llm.factory import make_llm
+
+                self._llm = make_async_llm(None)
+                return
+            from memstrata._async.context.sources import AsyncLayerSources
+            from memstrata._async.layers.base import AsyncLayerContext
+            from memstrata._async.layers.stack import AsyncLayerStack
+            from memstrata._async.policies.importance import refine_handler
+            from memstrata._async.worker import AsyncJobRunner
+            from memstrata.layers.base import LayerConfig
+            from memstrata.maintenance_types import MAINTAIN
+            from memstrata.policies.importance import REFINE_IMPORTANCE
+
+            llm = self.__dict__.get("_llm")
+            if llm is None:
+                from memstrata.aio.providers import make_async_llm  # async-only
+                # sync: from memstrata.llm.factory import make_llm
+
+                llm = make_async_llm(None)
+            ctx = AsyncLayerContext(
+                self._store,
+                self._embedder,
+                llm,
+                self._clock,
+                self._layer_config or LayerConfig(),
+                self._pii,
+            )
+            layers = AsyncLayerStack.build(ctx)
+            handlers = {
+                **layers.handlers(),
+                REFINE_IMPORTANCE: refine_handler(ctx),
+                MAINTAIN: self._run_maintain_job,
+            }
+            runner = AsyncJobRunner(self._store, handlers, self._clock)  # type: ignore[arg-type]
+            sources = AsyncLayerSources(layers, self._search_for_context, self._ranked_for_context)
+            self.__dict__.update(
+                _llm=llm, _ctx=ctx, layers=layers, _runner=runner, _sources=sources
+            )
+
+    # --- layer namespaces ----------------------------------------------------------------
+    @property
+    def key(self) -> AsyncKeyMemoryService:
+        """Key memory: ``mem.key.set(scope, text, priority)``, ``edit``, ``remove``, ``list``."""
+        self._usable()  # async-only
+        return self.layers.key
+
+    @property
+    def tasks(self) -> AsyncTaskService:
+        """Working memory: ``mem.tasks.start(scope, goal, steps)``, ``update_step``, ..."""
+        self._usable()  # async-only
+        return self.layers.tasks
+
+    @property
+    def facts(self) -> AsyncFactService:
+        """Profile facts: ``mem.facts.upsert``, ``get(scope, key)``, ``relevant``, ``history``."""
+        self._usable()  # async-only
+        return self.layers.facts
+
+    @property
+    def episodes(self) -> AsyncEpisodeService:
+        self._usable()  # async-only
+        return self.layers.episodes
+
+    @property
+    def knowledge(self) -> AsyncKnowledgeService:
+        """Documents: ``mem.knowledge.ingest(scope, text, qa_id=...)`` (chunked)."""
+        self._usable()  # async-only
+        return self.layers.knowledge
+
+    @property
+    def procedures(self) -> AsyncProceduralService:
+        self._usable()  # async-only
+        return self.layers.procedures
+
+    # --- lifecycle ---------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Stop the background worker (after its current job) and close the store; jobs
+        still queued stay in the store and run at the next start, flush or worker."""
+        if self._closed:  # async-only
+            return  # async-only
+        self._closed = True  # async-only
+        if not self._opened:  # async-only
+            return  # async-only
+        if self._worker is not None:
+            await self._worker.stop()
+        runner = self.__dict__.get("_runner")  # never built: nothing to stop
+        if runner is not None:
+            await runner.aclose()
+        await self._store.aclose()
+        self._opened = False  # async-only
+        for close in self._owned:  # async-only
+            await close()  # async-only
+
+    close = aclose  # async-only
+
+    async def __aenter__(self) -> AsyncMemory:
+        await self._ready()  # async-only
+        return await self._open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def store(self) -> AsyncStore:
+        return self._store
+
+    @property
+    def embedder(self) -> AsyncEmbedder:
+        return self._raw_embedder
+
+    @property
+    def llm(self) -> AsyncLLM:
+        return self._llm
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    async def _check_embedding_model(self, *, reembed: bool) -> None:
+        """The store remembers the model its vectors came from; mixing two is refused.
+
+        ``reembed=True`` migrates instead: every record is embedded again with this
+        Memory's embedder (texts already in the cache for the new model are not)."""
+        model, dims = self._raw_embedder.model_id, self._raw_embedder.dims
+        stored = await self._store.get_meta(_META_MODEL)
+        stored_dims = await self._store.get_meta(_META_DIMS)
+        if stored is not None and (stored != model or stored_dims != str(dims)) and reembed:
+            from memstrata._async.reembed import reembed_store
+
+            await reembed_store(self._store, self._embedder)
+            stored = None
+        if stored is None:
+            # Dims before the model: another process opening the same new store reads the
+            # model first, so once it sees a model it also sees its dims.
+            await self._store.set_meta(_META_DIMS, str(dims))
+            await self._store.set_meta(_META_MODEL, model)
+            return
+        if stored != model or stored_dims != str(dims):
+            raise EmbeddingMismatchError(
+                f"this store was built with embedding model {stored!r} ({stored_dims} dims) but "
+                f"was opened with {model!r} ({dims} dims): open it with the same embedder, or "
+                f"migrate it with `memstrata reembed --embedder ...` or Memory(..., reembed=True)"
+            )
+
+    # --- writing -----------------------------------------------------------------------
+    async def add_message(
+        self,
+        scope: Scope,
+        role: Role | str,
+        content: str,
+        *,
+        observed_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryRecord:
+        """Store one conversational turn (synchronously embedded and indexed)."""
+        await self._ready()  # async-only
+        msg = Message(
+            role=role,  # type: ignore[arg-type]
+            content=content,
+            observed_at=observed_at,
+            metadata=metadata if metadata is not None else {},
+        )
+        return (await self.add_messages(scope, [msg]))[0]
+
+    async def add_messages(
+        self, scope: Scope, messages: Sequence[Message]
+    ) -> builtins.list[MemoryRecord]:
+        """Store many turns in one embedding call and one transaction (all or nothing)."""
+        await self._ready()  # async-only
+        self._owner(scope)
+        now = self._clock.now()
+        records = self._turn_records(scope, messages, now)
+        if records:
+            # Quotas: checked and counted before anything is embedded, atomically with the
+            # write across processes (nothing counted if the write fails).
+            async with self._admit(scope, len(records), now):
+                # The turns, their index entries and their ingest job commit together: a
+                # crash can never leave a message that no job will process.
+                writes, job = await self._turn_writes(scope, records, now)
+                async with self._store.transaction() as tx:
+                    await tx.append_turns(writes)
+                    await tx.enqueue([job])
+            self._wake()
+        return records
+
+    def _turn_records(
+        self, scope: Scope, messages: Sequence[Message], now: datetime
+    ) -> builtins.list[MemoryRecord]:
+        return [
+            message_record(
+                scope,
+                self._redact_message(scope, to_message(m, i)),
+                now=now,
+                model_id=self._raw_embedder.model_id,
+                dims=self._raw_embedder.dims,
+                max_chars=self.max_content_chars,
+            )
+            for i, m in enumerate(check_sequence(messages, "messages"))
+        ]
+
+    async def _turn_writes(
+        self, scope: Scope, records: Sequence[MemoryRecord], now: datetime
+    ) -> tuple[builtins.list[RecordWrite], Job]:
+        """What ``add_messages`` writes for ``records``: their index entries and one job."""
+        from memstrata._async.search.reply_terms import index_replies
+        from memstrata.layers.pipeline import make_ingest_job
+
+        # A reply is also indexed under the question it answers (search/reply_terms).
+        writes = await index_replies(self._store, scope, await self._ctx.writes(records))
+        return writes, make_ingest_job(scope, [r.id for r in records], now)
+
+    async def _bulk_add_messages(
+        self, batches: Sequence[tuple[Scope, Sequence[Message]]]
+    ) -> builtins.list[MemoryRecord]:
+        """For bulk loaders (``memstrata bench scale`` at 1M records): exactly what
+        ``add_messages`` writes for each ``(scope, messages)`` batch (the turns, their index
+        entries, one ingest job per batch), all batches in one transaction. No quotas are
+        taken and no worker is woken (the jobs stay queued)."""
+        await self._ready()  # async-only
+        now = self._clock.now()
+        records: builtins.list[MemoryRecord] = []
+        writes: builtins.list[RecordWrite] = []
+        jobs: builtins.list[Job] = []
+        for scope, messages in batches:
+            self._owner(scope)
+            mine = self._turn_records(scope, messages, now)
+            if mine:
+                more, job = await self._turn_writes(scope, mine, now)
+                records += mine
+                writes += more
+                jobs.append(job)
+        if records:
+            async with self._store.transaction() as tx:
+                await tx.append_turns(writes)
+                await tx.enqueue(jobs)
+        return records
+
+    def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractAsyncContextManager[None]:
+        if self.quotas is None:
+            return nullcontext()
+        from memstrata._async import quotas as _quotas
+
+        return _quotas.admit_writes(self._store, self.quotas, scope, n, now)
+
+    @_completes  # async-only
+    async def end_session(self, scope: Scope) -> RunReport:
+        """Close a session: its final summary, conversation episode and clustering run now
+        (with any of the session's jobs still queued)."""
+        await self._ready()  # async-only
+        from memstrata.layers.pipeline import make_session_end_job
+
+        self._owner(scope)
+        await self._store.enqueue([make_session_end_job(scope, self._clock.now())])
+        await self._schedule_maintenance(scope)
+        return await self.flush(scope)
+
+    def _wake(self) -> None:
+        if self._worker is not None:
+            self._worker.wake()
+
+    async def add(
+        self,
+        scope: Scope,
+        content: str,
+        *,
+        type: RecordType | str = RecordType.NOTE,
+        importance: float | None = None,
+        confidence: float = 1.0,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        source: Source | str = Source.EXPLICIT_USER_INPUT,
+        observed_at: datetime | None = None,
+        visibility: Visibility | str | None = None,
+        source_ids: Sequence[str] = (),
+        dedup: bool = True,
+    ) -> MemoryRecord:
+        """Store a memory directly.
+
+        With ``dedup`` (default) a record of the same type whose text is the same, or nearly
+        (cosine ≥ ``LayerConfig.dedup_cosine``, 0.95), is not stored twice: the existing one
+        gets a new version that merges provenance (mentions, source ids, tags) and is
+        returned. ``dedup=False`` always stores a new record."""
+        await self._ready()  # async-only
+        from memstrata._async.policies.dedup import insert_or_merge
+        from memstrata.policies.dedup import DedupAction
+        from memstrata.policies.importance import (
+            heuristic_importance,
+            make_refine_job,
+            needs_refinement,
+        )
+
+        self._owner(scope)
+        text = validate_content(content, max_chars=self.max_content_chars)
+        rtype = check_enum(RecordType, type, "type")
+        check_bool(dedup, "dedup")
+        text, metadata = self._redact(scope, text, metadata)
+        # Never an LLM call on the caller's thread: the heuristic now, the model later.
+        # An adapted sync LLM (aio.providers) is judged by the LLM it adapts.  # async-only
+        llm: object = getattr(self._llm, "inner", self._llm)  # async-only
+        # sync: llm = self._llm
+        refine = importance is None and needs_refinement(llm)
+        if importance is None:
+            importance = heuristic_importance(text)
+        record = note_record(
+            scope,
+            text,
+            type=rtype,
+            now=self._clock.now(),
+            model_id=self._raw_embedder.model_id,
+            dims=self._raw_embedder.dims,
+            max_chars=self.max_content_chars,
+            importance=importance,
+            confidence=confidence,
+            tags=tags,
+            metadata=metadata,
+            source=source,
+            observed_at=observed_at,
+            visibility=visibility,
+            source_ids=source_ids,
+        )
+        async with self._admit(scope, 1, self._clock.now()):
+            if dedup:
+                result = await insert_or_merge(self._ctx, scope, record)
+                stored, inserted = result.record, result.action is DedupAction.INSERT
+            else:
+                stored, inserted = (await self._ctx.insert([record]))[0], True
+        if refine and inserted:
+            await self._store.enqueue([make_refine_job(stored, self._clock.now())])
+            self._wake()
+        return stored
+
+    async def remember(
+        self,
+        scope: Scope,
+        content: str,
+        *,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Remembered:
+        """Let the router (seed 000 §9) decide where a piece of information goes.
+
+        Stable, general, important statements become semantic notes; other cross-session
+        information becomes an episode (user feedback at importance 0.9); task state goes to
+        the session's working memory; low-value text (small talk, errors, under 50 chars with
+        no fact) is not stored long-term and comes back with ``record=None``."""
+        await self._ready()  # async-only
+        from memstrata.layers.router import Layer, estimate, route
+
+        self._owner(scope)
+        text = validate_content(content, max_chars=self.max_content_chars)
+        item = estimate(text)
+        layer = route(item)
+        record: MemoryRecord | None = None
+        if layer is Layer.SEMANTIC:
+            record = await self.add(
+                scope,
+                text,
+                type=RecordType.NOTE,
+                importance=item.importance,
+                tags=tags,
+                metadata=metadata,
+            )
+        elif layer is Layer.EPISODIC:
+            importance = (
+                self._ctx.config.feedback_importance if item.is_user_feedback else item.importance
+            )
+            record = await self.add(
+                scope,
+                text,
+                type=RecordType.EPISODE,
+                importance=importance,
+                tags=tags,
+                metadata=metadata,
+            )
+        return Remembered(layer.value, record, item)
+
+    # --- PII (policies/pii.py): applied before anything is embedded, stored or sent ------
+    def _redact(
+        self, scope: Scope, text: str, metadata: Mapping[str, Any] | None
+    ) -> tuple[str, Mapping[str, Any] | None]:
+        if self._pii is None:
+            return text, metadata
+        new_text, extra = self._pii.apply(scope.tenant, text)
+        if not extra:
+            return text, metadata
+        return new_text, {**(metadata or {}), **extra}
+
+    def _redact_message(self, scope: Scope, m: Message) -> Message:
+        if self._pii is None or not isinstance(m.content, str):
+            return m
+        text, metadata = self._redact(scope, m.content, m.metadata)
+        return m if text is m.content else replace(m, content=text, metadata=metadata or {})
+
+    async def _insert(self, records: Sequence[MemoryRecord]) -> None:
+        await self._ctx.insert(records)
+
+    async def update(
+        self,
+        scope: Scope,
+        record_id: str,
+        *,
+        expected_version: int,
+        content: str | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: Source | str | None = None,
+    ) -> MemoryRecord:
+        """Write a new version of a record. ``expected_version`` is the version you read; if
+        someone else updated it since, :class:`ConflictError` is raised and nothing changes."""
+        await self._ready()  # async-only
+        self._owner(scope)
+        check_id(record_id)
+        check_int(expected_version, "expected_version", low=1)
+        changes: dict[str, Any] = {"version": expected_version + 1, "updated_at": self._clock.now()}
+        if content is not None:
+            text = validate_content(content, max_chars=self.max_content_chars)
+            text, pii_extra = self._redact(scope, text, None)
+            changes["content_hash"] = content_hash(text)
+        if importance is not None:
+            changes["importance"] = check_unit(importance, "importance")
+        if confidence is not None:
+            changes["confidence"] = check_unit(confidence, "confidence")
+        if source is not None:
+            changes["source"] = check_enum(Source, source, "source")
+        if tags is not None:
+            changes["tags"] = check_tags(tags)
+        if metadata is not None:
+            changes["metadata"] = check_metadata(metadata)
+        current = await self._store.get(scope, record_id)
+        if content is not None:
+            changes["content"] = replace(current.content, raw=text)
+            if pii_extra:
+                changes["metadata"] = {**changes.get("metadata", current.metadata), **pii_extra}
+        new = replace(current, **changes)
+        await self._ctx.replace(
+            scope, new, expected_version=expected_version, reindex=content is not None
+        )
+        return new
+
+    # --- reading -----------------------------------------------------------------------
+    async def get(
+        self, scope: Scope, record_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord:
+        await self._ready()  # async-only
+        return await self._store.get(
+            check_scope(scope),
+            check_id(record_id),
+            include_deleted=check_bool(include_deleted, "include_deleted"),
+        )
+
+    async def history(self, scope: Scope, record_id: str) -> builtins.list[MemoryRecord]:
+        """Every version of a record, oldest first."""
+        await self._ready()  # async-only
+        return await self._store.history(check_scope(scope), check_id(record_id))
+
+    async def list(
+        self,
+        scope: Scope,
+        *,
+        filters: Filters | Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> builtins.list[MemoryRecord]:
+        await self._ready()  # async-only
+        check_int(limit, "limit", low=1, high=100_000)
+        check_int(offset, "offset", low=0, high=2**62)
+        check_bool(newest_first, "newest_first")
+        return await self._store.list(
+            check_scope(scope),
+            Filters.parse(filters),
+            limit=limit,
+            offset=offset,
+            newest_first=newest_first,
+        )
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int = 10,
+        *,
+        layers: Iterable[str] | str | None = None,
+        filters: Filters | Mapping[str, Any] | None = None,
+        mode: str | None = None,
+        explain: bool = False,
+        config: SearchConfig | None = None,
+    ) -> builtins.list[SearchHit]:
+        """Hybrid (BM25 + dense) search within ``scope``; see :class:`SearchConfig`."""
+        await self._ready()  # async-only
+        check_scope(scope)
+        query = validate_content(query, max_chars=self.max_content_chars, field="query")
+        if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+            raise ValidationError(f"top_k must be an integer in [1, 1000], got {top_k!r}")
+        flt = Filters.parse(filters)
+        check_bool(explain, "explain")
+        if layers is not None:
+            allowed = types_of_layers(check_names(layers, "layers"))
+            flt = replace(flt, types=allowed if flt.types is None else flt.types & allowed)
+        if config is not None and not isinstance(config, SearchConfig):
+            raise ValidationError("config must be a memstrata.SearchConfig")
+        cfg = config or self.search_config
+        if mode is not None:
+            cfg = cfg.with_mode(mode)
+        if self._pii is not None:  # embedded, cached and matched redacted
+            query = self._pii.redact_query(scope.tenant, query)
+        return await hybrid_search(
+            self._store,
+            self._embedder.for_scope(scope),
+            scope,
+            query,
+            top_k=top_k,
+            filters=flt,
+            config=cfg,
+            now=self._clock.now(),
+            explain=explain,
+        )
+
+    # --- forgetting --------------------------------------------------------------------
+    @_completes  # async-only
+    async def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
+        """Soft delete: hidden from reads and searches, restorable until purged."""
+        await self._ready()  # async-only
+        rec = await self._set_status(scope, record_id, RecordStatus.DELETED)
+        await self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
+        return rec
+
+    @_completes  # async-only
+    async def restore(
+        self, scope: Scope, record_id: str, *, actor: str = "library"
+    ) -> MemoryRecord:
+        await self._ready()  # async-only
+        rec = await self._set_status(scope, record_id, RecordStatus.ACTIVE)
+        await self.audit.record(
+            scope.tenant, actor, "restore", user=scope.user, record_ids=[rec.id]
+        )
+        return rec
+
+    async def _set_status(self, scope: Scope, record_id: str, status: RecordStatus) -> MemoryRecord:
+        self._owner(scope)
+        check_id(record_id)
+        await self._store.get(scope, record_id, include_deleted=True)  # NotFound outside scope
+        await self._store.set_status(scope, [record_id], status, self._clock.now())
+        return await self._store.get(scope, record_id, include_deleted=True)
+
+    @_completes  # async-only
+    async def purge(
+        self,
+        scope: Scope,
+        record_ids: Sequence[str] | None = None,
+        *,
+        actor: str = "library",
+        compact: bool = False,
+    ) -> PurgeReport:
+        """Destroy records for real (or every trace of the user). ``compact=True`` then
+        runs :meth:`compact`, so the database's files keep no byte of them either."""
+        await self._ready()  # async-only
+        report = await self._purge(scope, record_ids)
+        whole = record_ids is None
+        if whole:  # keep what happened, not who: the user's events lose their ids
+            await self.audit.redact_subject(scope.tenant, scope.user)
+        await self.audit.record(
+            scope.tenant,
+            actor,
+            "purge",
+            user=None if whole else scope.user,
+            record_ids=list(record_ids or ()),
+            reason="a whole user" if whole else None,
+            details={"records": report.records, "remaining": report.remaining},
+        )
+        if compact:  # after the audit event: its rewrite of the user's events goes too
+            report = replace(report, compaction=await self.compact())
+        return report
+
+    async def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
+        """Rewrite the store's files so no deleted row's bytes remain (store/compaction.py).
+
+        SQLite: FTS5 ``optimize``, ``VACUUM``, WAL truncated. PostgreSQL: ``VACUUM (FULL,
+        ANALYZE)`` of every table of the schema (each locked against reads and writes while
+        it is copied), ``pg_statistic`` rewritten, WAL switched and checkpointed; what the
+        server keeps out of reach is in ``residuals``; a table another transaction holds for
+        over ``lock_timeout`` seconds is skipped and named. ``memory://`` has no files."""
+        await self._ready()  # async-only
+        from memstrata.store.compaction import Compactable
+
+        store: object = getattr(self._store, "durable", self._store)  # behind Redis
+        if not isinstance(store, Compactable):
+            return CompactReport()
+        compact: Any = store.compact  # async-only
+        return cast(CompactReport, await compact(lock_timeout=lock_timeout))  # async-only
+        # sync: return store.compact(lock_timeout=lock_timeout)
+
+    async def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
+        """Destroy for real. With ids: those records. Without: everything of the user
+        (records, history, vectors, caches, queued jobs), verified empty afterwards."""
+        self._owner(scope)
+        if record_ids is None:
+            self._embedder.forget()
+            return await self._store.purge_user(scope.tenant, scope.user)
+        record_ids = check_ids(record_ids, "record_ids")
+        for rid in record_ids:
+            await self._store.get(scope, rid, include_deleted=True)
+        from memstrata._async.consolidation import refresh_stale_summaries
+        from memstrata._async.rederive import rederive
+
+        # What was derived from them repeats their words: clusters, episodes, automatic key
+        # entries are derived again from the sources left, facts and procedures cite only
+        # those, under the same id with no earlier version; with no source left they are
+        # purged too. Summaries are rebuilt from the turns left the same way.
+        from memstrata._async.search.reply_terms import purge_records
+
+        # A reply indexed under a purged question is indexed again without its words.
+        report = await purge_records(self._store, scope, list(record_ids))
+        _, more = await rederive(
+            self._ctx, scope, record_ids, reason="sources were purged", purge=True
+        )
+        report = replace(
+            report,
+            records=report.records + more.records,
+            versions=report.versions + more.versions,
+            vectors=report.vectors + more.vectors,
+            cache_entries=report.cache_entries + more.cache_entries,
+            remaining=report.remaining + more.remaining,
+        )
+        await refresh_stale_summaries(
+            self._ctx, scope, set(record_ids), rebuild=True, reason="summarised turns were purged"
+        )
+        return report
+
+    # --- maintenance (maintenance.py) -----------------------------------------------------
+    @_completes  # async-only
+    async def maintain(
+        self,
+        scope: Scope,
+        *,
+        policy: str | ForgettingPolicy = "default",
+        dry_run: bool = False,
+        retention: Retention | None = None,
+        consolidate: bool = True,
+        actor: str = "library",
+        now: datetime | str | None = None,
+    ) -> MaintenanceReport:
+        """One maintenance pass over the user of ``scope``: forgetting policy (soft deletes
+        with a log entry, restorable), decay scores, retention purges, consolidation,
+        stale summaries refreshed. ``now`` runs it as of that time (default: the clock)."""
+        await self._ready()  # async-only
+        from memstrata._async import maintenance as _maintenance
+
+        self._owner(scope)
+        when = check_time(now, "now") if now is not None else None
+        return await _maintenance.maintain(
+            self._ctx,
+            scope,
+            policy=policy,
+            dry_run=dry_run,
+            retention=retention or self.retention,
+            consolidate=consolidate,
+            audit=self.audit,
+            actor=actor,
+            now=when,
+        )
+
+    @_completes  # async-only
+    async def forget(
+        self,
+        scope: Scope,
+        record_ids: Sequence[str],
+        *,
+        reason: str = "explicit request",
+        actor: str = "library",
+    ) -> builtins.list[LogEntry]:
+        """Explicit forget: soft-delete with a log entry; ``restore`` brings them back."""
+        await self._ready()  # async-only
+        from memstrata._async import maintenance as _maintenance
+
+        return await _maintenance.forget(
+            self._ctx, self._owner(scope), record_ids, reason=reason, audit=self.audit, actor=actor
+        )
+
+    @_completes  # async-only
+    async def set_importance_by_tag(
+        self, scope: Scope, tag: str, importance: float, *, actor: str = "library"
+    ) -> builtins.list[MemoryRecord]:
+        await self._ready()  # async-only
+        from memstrata._async import maintenance as _maintenance
+
+        return await _maintenance.set_importance_by_tag(
+            self._ctx, self._owner(scope), tag, importance, audit=self.audit, actor=actor
+        )
+
+    # --- access control (seed 003): Scope(caller=..., roles=...) reads, owners write ------
+    def _owner(self, scope: Scope) -> Scope:
+        check_scope(scope)
+        if scope.caller is not None:
+            raise ValidationError(
+                f"caller {scope.caller!r} may read what {scope.user!r} shared, but not change "
+                "it: write through the caller's own scope (without caller=)"
+            )
+        return scope
+
+    @_completes  # async-only
+    async def set_access(
+        self,
+        scope: Scope,
+        record_id: str,
+        *,
+        visibility: Visibility | str | None = None,
+        allowed_users: Sequence[str] | None = None,
+        allowed_roles: Sequence[str] | None = None,
+        actor: str = "library",
+    ) -> MemoryRecord:
+        """Who besides the user may read a record (a new version). Roles must be among
+        ``Memory(roles=...)``; users are user ids of the same tenant."""
+        await self._ready()  # async-only
+        self._owner(scope)
+        current = await self._store.get(scope, record_id, include_deleted=True)
+        access = _access_control(
+            current.access, visibility, allowed_users, allowed_roles, self.roles
+        )
+        new = replace(
+            current, access=access, version=current.version + 1, updated_at=self._clock.now()
+        )
+        await self._ctx.replace(scope, new, expected_version=current.version, reindex=False)
+        await self.audit.record(
+            scope.tenant,
+            actor,
+            "set_access",
+            user=scope.user,
+            record_ids=[record_id],
+            details={
+                "visibility": access.visibility.value,
+                "allowed_users": list(access.allowed_users),
+                "allowed_roles": list(access.allowed_roles),
+            },
+        )
+        return new
+
+    async def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
+        """Override one user's quota (ValidationError if below what they already use)."""
+        await self._ready()  # async-only
+        from memstrata._async import quotas as _quotas
+
+        await _quotas.set_user_quota(
+            self._store,
+            self.quotas or Quotas(),
+            self._owner(scope),
+            quota,
+            self._clock.now(),
+        )
+        if self.quotas is None:
+            self.quotas = Quotas()
+
+    async def _schedule_maintenance(self, scope: Scope) -> None:
+        if self._maintenance_every is not None:
+            from memstrata._async import maintenance as _maintenance
+
+            await _maintenance.schedule(
+                self._store, scope, self._clock.now(), self._maintenance_every
+            )
+
+    async def _run_maintain_job(self, job: Any) -> None:
+        from memstrata._async import maintenance as _maintenance
+
+        scope = Scope(job.tenant, job.user)
+        await _maintenance.maintain(
+            self._ctx,
+            scope,
+            retention=self.retention,
+            audit=self.audit,
+            actor="system:maintenance-job",
+        )
+        if self._clock.now() >= job.run_after:  # on time (not flushed early): next one
+            await self._schedule_maintenance(scope)
+
+    # --- jobs --------------------------------------------------------------------------
+    async def flush(self, scope: Scope | None = None, *, timeout: float | None = None) -> RunReport:
+        """Run every queued background job now (deterministic tests and benchmarks).
+
+        Jobs another worker holds (the background thread, another process) are waited for;
+        a dead process's jobs come back when their lease runs out (seconds) and run here.
+        ``timeout`` bounds the wait (the report's ``waiting`` counts what is still held)."""
+        await self._ready()  # async-only
+        if scope is None:
+            return await self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
+        check_scope(scope)
+        return await self._runner.run_pending(
+            tenant=scope.tenant,
+            user=scope.user,
+            session=scope.session,
+            include_delayed=True,
+            wait=True,
+            timeout=timeout,
+        )
+
+    async def run_worker(
+        self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
+    ) -> None:
+        """Run jobs until ``stop()`` is true (what ``memstrata worker`` does)."""
+        await self._ready()  # async-only
+        await self._runner.run_forever(poll_seconds=poll_seconds, stop=stop)
+
+    # --- context -----------------------------------------------------------------------
+    async def build_context(
+        self,
+        scope: Scope,
+        query: str | None = None,
+        token_budget: int = 16000,
+        system_prompt: str | None = None,
+        *,
+        reserve_ratio: float | None = None,
+    ) -> AssembledContext:
+        """Assemble what the model should see, never over ``token_budget``.
+
+        Order: system prompt → key memory → summaries → profile facts → relevant memories →
+        working memory → the session's recent turns → ``query``. ``reserve_ratio`` overrides
+        the share kept free for the response (default 20%, seed 000 §7).
+        Returns chat ``messages`` plus the ``items`` used (layer, score, source ids)."""
+        await self._ready()  # async-only
+        check_scope(scope)
+        if query is not None:
+            query = validate_content(query, max_chars=self.max_content_chars, field="query")
+            query = self._ctx.redact_query(scope, query)
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ValidationError("system_prompt must be a string")
+        check_int(token_budget, "token_budget", high=MAX_TOKEN_BUDGET)
+        if token_budget < 1:  # before any retrieval: a refused call must not count accesses
+            raise BudgetError(f"token_budget must be a positive integer, got {token_budget}")
+        if reserve_ratio is not None:
+            reserve_ratio = check_ratio(reserve_ratio, "reserve_ratio")
+        if self.quotas is not None:
+            from memstrata._async import quotas as _quotas
+
+            await _quotas.check_context(self._store, self.quotas, scope, token_budget)
+        from memstrata._async.context.builder import build
+        from memstrata.context.builder import ContextRequest
+
+        req = ContextRequest(
+            scope, query, token_budget, system_prompt, reserve_ratio, config=self.context_config
+        )
+        if self._count is None:
+            from memstrata.tokens import estimate_tokens
+
+            self._count = estimate_tokens
+        return await build(self._sources, req, self._count)
+
+    async def _search_for_context(
+        self, scope: Scope, query: str, top_k: int, filters: Filters, vector: Any = None
+    ) -> builtins.list[SearchHit]:
+        # The context asks for many hits (as many as the budget could hold), so a smaller
+        # candidate pool per list keeps build_context fast.
+        config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
+        return await hybrid_search(
+            self._store,
+            self._embedder.for_scope(scope),
+            scope,
+            query,
+            top_k=top_k,
+            filters=filters,
+            config=config,
+            now=self._clock.now(),
+            vector=vector,
+            touch=False,  # the builder counts what it shows (LayerSources.shown)
+        )
+
+    async def _ranked_for_context(
+        self, scope: Scope, query: str, top_k: int, filters: Filters, vector: Any = None
+    ) -> Any:
+        """As ``_search_for_context``, decoded as the context packs (``RankedHits``)."""
+        from memstrata._async.search.hybrid import search_ranked
+
+        config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
+        return await search_ranked(
+            self._store,
+            self._embedder.for_scope(scope),
+            scope,
+            query,
+            top_k=top_k,
+            filters=filters,
+            config=config,
+            now=self._clock.now(),
+            vector=vector,
+        )
+
+    # --- portability -------------------------------------------------------------------
+    async def export_records(
+        self,
+        scope: Scope,
+        fp: IO[str],
+        *,
+        include_embeddings: bool = False,
+        include_deleted: bool = True,
+    ) -> int:
+        """Write the scope's records as versioned JSON Lines; returns the record count."""
+        await self._ready()  # async-only
+        from memstrata.portability import export_jsonl
+
+        check_scope(scope)
+        check_bool(include_embeddings, "include_embeddings")
+        flt = Filters(
+            include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
+        )
+        records: list[MemoryRecord] = []
+        offset = 0
+        while batch := await self._store.list(
+            scope, flt, limit=1000, offset=offset, newest_first=False
+        ):
+            records.extend(batch)
+            offset += len(batch)
+        vectors = None
+        if include_embeddings and records:
+            vectors = await self._embedder.for_scope(scope).embed_batch([r.text for r in records])
+        return export_jsonl(
+            fp,
+            records,
+            vectors,
+            model_id=self._raw_embedder.model_id,
+            dims=self._raw_embedder.dims,
+            exported_at=self._clock.now(),
+        )
+
+    async def import_records(self, fp: IO[str], *, into: Scope | None = None) -> ImportReport:
+        """Read an export. Every line is checked before anything is written; then all
+        records are written in one transaction. ``into`` remaps tenant and user (and agent
+        when given) and gives the records new ids; ids already present are skipped."""
+        await self._ready()  # async-only
+        from memstrata.portability import ImportReport, read_jsonl
+        from memstrata.search.tokenize import tokenize
+
+        if into is not None:
+            check_scope(into)
+        parsed = read_jsonl(
+            fp,
+            into=into,
+            model_id=self._raw_embedder.model_id,
+            dims=self._raw_embedder.dims,
+            max_chars=self.max_content_chars,
+        )
+        fresh: list[MemoryRecord] = []
+        skipped = 0
+        redacted: set[str] = set()  # their file vector is the clear text's: embed again
+        for raw in parsed.records:
+            rec = self._ctx.redact(raw)
+            if rec is not raw:
+                redacted.add(rec.id)
+            try:
+                await self._store.get(rec.scope.user_scope, rec.id, include_deleted=True)
+                skipped += 1
+            except NotFoundError:
+                fresh.append(rec)
+        writes = []
+        missing = [r for r in fresh if r.id not in parsed.vectors or r.id in redacted]
+        by_user: dict[Scope, int] = {}
+        for rec in fresh:  # quotas: each user's share admitted, all of it or nothing
+            by_user[rec.scope.user_scope] = by_user.get(rec.scope.user_scope, 0) + 1
+        async with AsyncExitStack() as admitted:
+            for who, n in by_user.items():
+                await admitted.enter_async_context(self._admit(who, n, self._clock.now()))
+            embedded: Any = (
+                await self._embedder.embed_batch([r.text for r in missing]) if missing else []
+            )
+            new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
+            for rec in fresh:
+                vec = parsed.vectors.get(rec.id)
+                if vec is None or rec.id in new_vectors:
+                    vec = new_vectors[rec.id]
+                writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
+            if writes:
+                await self._store.insert(writes)
+        return ImportReport(imported=len(writes), skipped=skipped, reembedded=len(missing))
+
+    # --- introspection -----------------------------------------------------------------
+    async def stats(self, scope: Scope) -> dict[str, Any]:
+        await self._ready()  # async-only
+        s = await self._store.stats(check_scope(scope))
+        return {
+            "scope": str(scope),
+            "records": s.records,
+            "active": s.active,
+            "deleted": s.deleted,
+            "by_type": dict(s.by_type),
+            "pending_jobs": s.pending_jobs,
+            "failed_jobs": s.failed_jobs,
+            "embedding_model": self._raw_embedder.model_id,
+            "embedding_dims": self._raw_embedder.dims,
+            "llm": self._llm_name(),
+            "store": self._store.url,
+        }
+
+    def _llm_name(self) -> str:
+        """The LLM's name, without building the default one (a count needs no LLM)."""
+        llm = self.__dict__.get("_llm")
+        if llm is not None:
+            return str(llm.name)
+        from memstrata.llm.factory import DEFAULT_LLM
+
+        return DEFAULT_LLM

@@ -1,0 +1,401 @@
+"""Quotas per tenant and per user (seed 000 §12): records, embeddings per day, context tokens.
+
+A check runs before anything is written, so a refused call changes nothing; the error
+(:class:`~memstrata.errors.QuotaExceededError`) names the quota, its limit, what the call
+needed and when the quota resets.
+
+**Atomic across processes.** :func:`admit_writes` checks and counts in one step, so any
+number of processes (API servers, workers) writing for one user never admit more than a
+limit between them:
+
+- embeddings per day (per user and per tenant) are counters taken all-or-nothing with
+  :meth:`~memstrata.store.quota_counters.QuotaCounters.take_counters` (SQLite: one
+  ``BEGIN IMMEDIATE`` transaction; PostgreSQL: row locks; with ``buffer=redis://...`` a
+  Redis mirror answers refusals first and the durable counters stay the authority). A call
+  that fails after its take gives the take back.
+- records per user and per tenant count the store's own records (every type, deleted and
+  superseded ones included, until they are purged), so the check and the write run under a
+  lease (:meth:`~memstrata.store.quota_counters.QuotaCounters.lease`, in the durable
+  store): the next writer counts only after the previous one committed. The lease is the
+  tenant's when the tenant has a records limit (its users' writes then queue behind each
+  other), else the user's. A thread renews it every ``LEASE_SECONDS / 3`` while the batch
+  runs, so a batch slower than one lease keeps it; a holder that dies frees it after
+  ``LEASE_SECONDS``.
+
+Counters live in the store's metadata, keyed by a hash of the scope (never the raw ids), one
+key per UTC day for embeddings; a user's purge removes them (and their Redis mirrors).
+"""
+
+from __future__ import annotations
+
+import asyncio  # async-only
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar  # async-only
+from dataclasses import dataclass
+from datetime import datetime
+
+from memstrata._async.store.base import AsyncStore
+from memstrata.aio.core_quotas import AsyncQuotaCounters, quota_counters  # async-only
+from memstrata.aio.worker_tasks import AsyncSignal, AsyncSpawned, spawn  # async-only
+from memstrata.errors import StoreError, ValidationError
+from memstrata.filters import Filters
+from memstrata.quota_types import (
+    LEASE_SECONDS,
+    RECORDS_RESET,
+    WAIT_SECONDS,
+    Quota,
+    Quotas,
+    check,
+    day_key,
+    exceeded,
+    lease_key,
+    next_midnight,
+    parse_quota,
+    seconds_to,
+    subject_hash,
+)
+from memstrata.scope import Scope
+from memstrata.store.quota_counters import Take
+
+# sync: import threading
+# sync: from memstrata.store.quota_counters import QuotaCounters
+# sync: from memstrata.worker_threads import Signal, Spawned, spawn
+
+__all__ = [
+    "LEASE_SECONDS",
+    "WAIT_SECONDS",
+    "Quota",
+    "Quotas",
+    "admit_writes",
+    "check_context",
+    "check_writes",
+    "day_key",
+    "next_midnight",
+    "parse_quota",
+    "set_user_quota",
+    "subject_hash",
+]
+
+log = logging.getLogger("memstrata.quotas")
+
+
+async def _count(store: AsyncStore, key: str) -> int:
+    return (await counters_of(store).counter_values([key]))[key]
+
+
+async def _user_quota(store: AsyncStore, quotas: Quotas, scope: Scope) -> Quota:
+    raw = await store.get_meta(f"quota:user:{subject_hash(scope.tenant, scope.user)}:override")
+    if not raw:
+        return quotas.per_user
+    a, b, c = (None if v == "" else int(v) for v in raw.split(","))
+    return Quota(a, b, c)
+
+
+log = logging.getLogger("memstrata.quotas")
+
+
+def counters_of(store: AsyncStore) -> AsyncQuotaCounters:
+    counters: object = quota_counters(store)  # async-only
+    # sync: counters: object = store
+    if not isinstance(counters, AsyncQuotaCounters):
+        raise StoreError(
+            f"the store {store.url} keeps no quota counters (take_counters, lease); use "
+            "sqlite://, postgresql:// or memory://, or open Memory without quotas="
+        )
+    return counters
+
+
+class AsyncRenewer:
+    """Renews a held lease every third of ``LEASE_SECONDS`` until stopped, so a batch that
+    takes longer than one lease (a slow embedder, a huge import) keeps its place: nobody
+    else counts and writes while it has not committed. A renewal that finds the lease taken
+    (this process stalled past the whole lease) is logged as an error."""
+
+    def __init__(self, counters: AsyncQuotaCounters, key: str, token: str, seconds: float) -> None:
+        self._counters, self._key, self._token, self._seconds = counters, key, token, seconds
+        self._halt = AsyncSignal()
+        self.renewals = 0
+        self.lost = False
+        self._thread: AsyncSpawned | None = None
+
+    def start(self) -> None:
+        self._thread = spawn(self.run, f"memstrata-lease-{self._key}")
+
+    async def run(self) -> None:
+        while not await self._halt.wait(self._seconds / 3):
+            now_ms = int(time.time() * 1000)
+            try:
+                held = await self._counters.lease(
+                    self._key, self._token, now_ms, now_ms + int(self._seconds * 1000)
+                )
+            except Exception as exc:  # a store hiccup: the lease still runs; try again
+                log.warning("could not renew quota lease %s (%s); retrying", self._key, exc)
+                continue
+            if held:
+                self.renewals += 1
+            elif not self.lost:
+                self.lost = True
+                log.error(
+                    "quota lease %s was taken by another writer while this batch ran (the "
+                    "process stalled over %.0f s): the records quota may be exceeded",
+                    self._key,
+                    self._seconds,
+                )
+
+    async def stop(self) -> None:
+        self._halt.set()
+        if self._thread is not None:
+            await self._thread.join()
+
+
+# The leases this thread (task) holds, with the records admitted under them.
+# A task's leases are its own: a task started meanwhile copies the context  # async-only
+# (asyncio.gather), so the map names the task that made it.  # async-only
+_LeaseMap = tuple[object, dict[tuple[int, str], "_Lease"]]  # async-only
+_held: ContextVar[_LeaseMap | None] = ContextVar("quota_leases", default=None)  # async-only
+# sync: _held = threading.local()
+
+
+def _leases() -> dict[tuple[int, str], _Lease]:
+    task = asyncio.current_task()  # async-only
+    held = _held.get()  # async-only
+    if held is None or held[0] is not task:  # async-only
+        held = (task, {})  # async-only
+        _held.set(held)  # async-only
+    return held[1]  # async-only
+    # sync: leases: dict[tuple[int, str], _Lease] = _held.__dict__.setdefault("leases", {})
+    # sync: return leases
+
+
+@dataclass(slots=True)
+class _Lease:
+    pending: int = 0  # records admitted under it and not yet written (nested admissions)
+
+
+@asynccontextmanager
+async def _records_lease(
+    counters: AsyncQuotaCounters, key: str, *, wait: float
+) -> AsyncIterator[_Lease]:
+    """Hold ``key`` for the block (renewed while it runs). Re-entrant in one thread: a
+    nested admission (an import of several users of one tenant) shares the lease and sees
+    what the outer one admitted (``pending``) instead of waiting for itself."""
+    held = _leases()
+    mine = (id(counters), key)
+    if mine in held:
+        yield held[mine]
+        return
+    token = secrets.token_hex(12)
+    seconds = LEASE_SECONDS
+    deadline = time.monotonic() + wait
+    pause = 0.002
+    while True:
+        now_ms = int(time.time() * 1000)
+        if await counters.lease(key, token, now_ms, now_ms + int(seconds * 1000)):
+            break
+        if time.monotonic() > deadline:
+            raise StoreError(
+                f"another writer has held this records quota lease for over {wait:.0f} s; "
+                "retry later (a writer that died frees it within "
+                f"{seconds:.0f} s)"
+            )
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    renewer = AsyncRenewer(counters, key, token, seconds)
+    renewer.start()
+    held[mine] = lease = _Lease()
+    try:
+        yield lease
+    finally:
+        del held[mine]
+        await renewer.stop()
+        await counters.release(key, token)
+
+
+async def _all_records(store: AsyncStore, scope: Scope) -> int:
+    return await store.count(
+        scope.user_scope, Filters(include_deleted=True, include_superseded=True)
+    )
+
+
+@asynccontextmanager
+async def admit_writes(
+    store: AsyncStore,
+    quotas: Quotas,
+    scope: Scope,
+    n: int,
+    now: datetime,
+    *,
+    wait: float = WAIT_SECONDS,
+) -> AsyncIterator[None]:
+    """Admit ``n`` new records (each embedded once) or raise :class:`QuotaExceededError`.
+
+    Run the embedding and the write inside the block: the check and the count are atomic
+    with it across processes (see the module docstring). If the block raises, the
+    embeddings counted for it are given back and nothing stays reserved."""
+    if n <= 0:
+        yield
+        return
+    counters = counters_of(store)
+    tenant_limit = quotas.per_tenant.max_records
+    # One lease covers reading the user's quota, the count and the write: the tenant's when
+    # it has a records limit (it serialises its users' writes, so it covers the per-user
+    # count too), else the user's. Taken even when no records limit applies: set_user_quota
+    # holds both leases while it checks usage and saves, so no write slips in between and
+    # no write is admitted under a quota read before the new one was saved.
+    async with _records_lease(
+        counters, lease_key(scope, tenant_wide=tenant_limit is not None), wait=wait
+    ) as lease:
+        user = await _user_quota(store, quotas, scope)
+        if tenant_limit is not None:
+            used = await counters.count_tenant_records(scope.tenant) + lease.pending
+            check("max_records (per tenant)", tenant_limit, used, n, RECORDS_RESET)
+        if user.max_records is not None:
+            used = await _all_records(store, scope)
+            check("max_records (per user)", user.max_records, used, n, RECORDS_RESET)
+        async with _counted(counters, quotas, user, scope, n, now):
+            lease.pending += n
+            try:
+                yield
+            finally:
+                lease.pending -= n
+
+
+@asynccontextmanager
+async def _counted(
+    counters: AsyncQuotaCounters, quotas: Quotas, user: Quota, scope: Scope, n: int, now: datetime
+) -> AsyncIterator[None]:
+    midnight = next_midnight(now)
+    ttl = seconds_to(midnight, now)
+    named = [
+        (
+            "embeddings_per_day (per user)",
+            user.embeddings_per_day,
+            Take(day_key("emb", scope.tenant, scope.user, now), n, user.embeddings_per_day, ttl),
+        ),
+        (
+            "embeddings_per_day (per tenant)",
+            quotas.per_tenant.embeddings_per_day,
+            Take(
+                day_key("emb", scope.tenant, None, now),
+                n,
+                quotas.per_tenant.embeddings_per_day,
+                ttl,
+            ),
+        ),
+    ]
+    takes = [take for _, _, take in named]
+    refused = await counters.take_counters(takes)
+    if refused is not None:
+        name, limit, _ = named[refused.index]
+        raise exceeded(
+            name, limit, refused.used, n, f"at {midnight.isoformat()} (UTC midnight)", ttl
+        )
+    try:
+        yield
+    except BaseException:
+        await counters.add_counters([Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes])
+        raise
+
+
+async def check_writes(
+    store: AsyncStore, quotas: Quotas, scope: Scope, n: int, now: datetime
+) -> None:
+    """Whether ``n`` new records would be admitted now (no count taken; a hint only —
+    :func:`admit_writes` is the atomic check)."""
+    if n <= 0:
+        return
+    user = await _user_quota(store, quotas, scope)
+    midnight = f"at {next_midnight(now).isoformat()} (UTC midnight)"
+    if quotas.per_tenant.max_records is not None:
+        used = await counters_of(store).count_tenant_records(scope.tenant)
+        check("max_records (per tenant)", quotas.per_tenant.max_records, used, n, RECORDS_RESET)
+    if user.max_records is not None:
+        check(
+            "max_records (per user)",
+            user.max_records,
+            await _all_records(store, scope),
+            n,
+            RECORDS_RESET,
+        )
+    values = await counters_of(store).counter_values(
+        [day_key("emb", scope.tenant, scope.user, now), day_key("emb", scope.tenant, None, now)]
+    )
+    wait = seconds_to(next_midnight(now), now)
+    check(
+        "embeddings_per_day (per user)",
+        user.embeddings_per_day,
+        values[day_key("emb", scope.tenant, scope.user, now)],
+        n,
+        midnight,
+        wait,
+    )
+    check(
+        "embeddings_per_day (per tenant)",
+        quotas.per_tenant.embeddings_per_day,
+        values[day_key("emb", scope.tenant, None, now)],
+        n,
+        midnight,
+        wait,
+    )
+
+
+async def check_context(store: AsyncStore, quotas: Quotas, scope: Scope, tokens: int) -> None:
+    user = await _user_quota(store, quotas, scope)
+    for name, limit in (
+        ("context_tokens (per user)", user.context_tokens),
+        ("context_tokens (per tenant)", quotas.per_tenant.context_tokens),
+    ):
+        check(name, limit, 0, tokens, "with the next request (the limit is per request)")
+
+
+async def set_user_quota(
+    store: AsyncStore,
+    quotas: Quotas,
+    scope: Scope,
+    quota: Quota,
+    now: datetime,
+    *,
+    wait: float = WAIT_SECONDS,
+) -> None:
+    """Override one user's quota; refused (ValidationError) below what they already use.
+
+    The check and the save are one step for writers: both leases a writer may hold (the
+    tenant's, taken first, and the user's) are held meanwhile, and writers read the quota
+    under theirs, so a concurrent write either lands before the count or is admitted under
+    the new quota."""
+    if not isinstance(quota, Quota):
+        raise ValidationError("set_quota needs a memstrata.quotas.Quota")
+    counters = counters_of(store)
+    async with (
+        _records_lease(counters, lease_key(scope, tenant_wide=True), wait=wait),
+        _records_lease(counters, lease_key(scope, tenant_wide=False), wait=wait),
+    ):
+        await _check_and_save(store, scope, quota, now)
+
+
+async def _check_and_save(store: AsyncStore, scope: Scope, quota: Quota, now: datetime) -> None:
+    if quota.max_records is not None:
+        used = await store.count(
+            scope.user_scope, Filters(include_deleted=True, include_superseded=True)
+        )
+        if quota.max_records < used:
+            raise ValidationError(
+                f"max_records {quota.max_records} is below the {used} records this user "
+                "already has; purge some first or choose a limit >= current usage"
+            )
+    if quota.embeddings_per_day is not None:
+        used = await _count(store, day_key("emb", scope.tenant, scope.user, now))
+        if quota.embeddings_per_day < used:
+            raise ValidationError(
+                f"embeddings_per_day {quota.embeddings_per_day} is below the {used} already "
+                "used today; choose a limit >= current usage"
+            )
+    value = ",".join(
+        "" if v is None else str(v)
+        for v in (quota.max_records, quota.embeddings_per_day, quota.context_tokens)
+    )
+    await store.set_meta(f"quota:user:{subject_hash(scope.tenant, scope.user)}:override", value)

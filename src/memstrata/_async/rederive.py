@@ -1,0 +1,374 @@
+"""Derived records whose sources are gone: re-derived, forgotten or purged (issue 10 §2, §6).
+
+A cluster's digest, a conversation episode's summary, an automatic key-memory entry, a fact
+or a procedure repeat the words of the records they cite (``source_ids``; a cluster's
+``structured["members"]``). When some of those sources are forgotten, deleted or merged away
+(maintenance) or purged (``Memory.purge``), the derived record must not keep saying them:
+
+- a **cluster** gets a new digest and centroid from the members left (the digest is the
+  offline extractive one the mid-term layer writes; the index vector is the centroid);
+- a **conversation episode** is summarised again from the turns left (``ctx.llm``, the
+  offline summariser when it fails), with its topics, actions and outcome;
+- an **automatic key entry** (``origin == "auto"``) is extracted again from the turns left;
+- any other derived record (a fact, a procedure, a task or feedback episode, a note) keeps
+  its text, which a kept source also supports, and cites only the sources left;
+- a derived record with **no source left** is forgotten (soft delete with a log entry,
+  restorable) — or purged when its sources were.
+
+Summaries are refreshed by :mod:`memstrata.consolidation`. Derived records of derived records
+(a procedure citing an episode citing a task) are followed to the end. Maintenance writes
+each change as a new version (the old text stays in the record's history, like a summary's);
+a purge (``purge=True``) replaces the record by a first version under the same id, with no
+history, so no earlier text survives. Which sources count as gone is the caller's decision
+(retention purges turns on purpose after a summary covered them: those are not "gone").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from memstrata._async.layers.base import AsyncLayerContext
+from memstrata._async.layers.episodic import _topics
+from memstrata._async.layers.key import AsyncKeyMemoryService
+from memstrata._async.layers.mid_term import AsyncMidTermService, _state, _structured
+from memstrata.errors import ConflictError, NotFoundError
+from memstrata.filters import Filters
+from memstrata.llm.heuristic import HeuristicLLM
+from memstrata.records import Content, MemoryRecord, RecordStatus, RecordType, Role, Source
+from memstrata.rederive_types import Rederived
+from memstrata.scope import Scope
+from memstrata.store.types import PurgeReport
+from memstrata.text import content_hash
+
+__all__ = ["Rederived", "rederive", "stale_derived"]
+
+log = logging.getLogger("memstrata.rederive")
+_PAGE = 1000
+_HEURISTIC = HeuristicLLM()
+# Never "derived": messages cite themselves; summaries are consolidation.py's.
+_NOT_DERIVED = frozenset({RecordType.MESSAGE, RecordType.SUMMARY})
+
+
+def _sources(record: MemoryRecord) -> tuple[str, ...]:
+    if record.type is RecordType.CLUSTER:
+        members = record.content.structured.get("members", [])
+        return tuple(dict.fromkeys([*record.source_ids, *(str(m) for m in members)]))
+    return record.source_ids
+
+
+async def _records(ctx: AsyncLayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
+    out: list[MemoryRecord] = []
+    while batch := await ctx.store.list(
+        scope, flt, limit=_PAGE, offset=len(out), newest_first=False
+    ):
+        out.extend(batch)
+    return out
+
+
+async def stale_derived(
+    ctx: AsyncLayerContext, scope: Scope, gone: Collection[str], *, everything: bool = False
+) -> list[tuple[MemoryRecord, tuple[str, ...]]]:
+    """The user's derived records citing any id in ``gone``, each with those ids (current
+    ones; ``everything`` adds deleted and superseded ones, as a purge must)."""
+    if not gone:
+        return []
+    flt = Filters(include_deleted=everything, include_superseded=everything)
+    out = []
+    for r in await _records(ctx, scope.user_scope, flt):
+        if r.type in _NOT_DERIVED or r.id in gone:
+            continue
+        dropped = tuple(i for i in _sources(r) if i in gone)
+        if dropped:
+            out.append((r, dropped))
+    return out
+
+
+async def rederive(
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    gone: Collection[str],
+    *,
+    reason: str,
+    purge: bool = False,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> tuple[list[Rederived], PurgeReport]:
+    """Re-derive, forget or purge every derived record of the user citing ``gone`` (module
+    docstring); returns what happened and what the purges removed. A record changed by
+    someone else meanwhile is skipped (the next maintenance run sees it again)."""
+    uscope = scope.user_scope
+    when = now or ctx.clock.now()
+    gone_all = set(gone)
+    done: list[Rederived] = []
+    seen: set[str] = set()
+    purged = PurgeReport()
+    while True:
+        stale = [
+            (r, d)
+            for r, d in await stale_derived(ctx, uscope, gone_all, everything=purge)
+            if r.id not in seen
+        ]
+        if not stale:
+            return done, purged
+        for record, dropped in stale:
+            seen.add(record.id)
+            left = [i for i in _sources(record) if i not in gone_all]
+            current = record.is_active and record.superseded_by is None
+            new, vector = (None, None)
+            if _user_set(record):  # their own words: only the provenance changes
+                new = _cited(record, record.source_ids, gone_all, when, reason)
+            elif left and (current or not purge):
+                if dry_run:  # decide only: no summariser or embedder call
+                    new = (
+                        record if await _rebuildable(ctx, uscope, record, left, gone_all) else None
+                    )
+                else:
+                    new, vector = await _rebuilt(ctx, uscope, record, left, gone_all, when, reason)
+            if new is None:
+                gone_all.add(record.id)  # what cited it is stale too
+            action = "refresh" if new is not None else ("purge" if purge else "forget")
+            if not dry_run:
+                try:
+                    more = await _apply(ctx, uscope, record, new, vector, purge, when, reason)
+                except (ConflictError, NotFoundError):
+                    continue
+                purged = _add(purged, more)
+            done.append(Rederived(record.id, record.type, action, dropped, len(left)))
+
+
+def _add(a: PurgeReport, b: PurgeReport | None) -> PurgeReport:
+    if b is None:
+        return a
+    return replace(
+        a,
+        records=a.records + b.records,
+        versions=a.versions + b.versions,
+        vectors=a.vectors + b.vectors,
+        cache_entries=a.cache_entries + b.cache_entries,
+        remaining=a.remaining + b.remaining,
+    )
+
+
+def _user_set(record: MemoryRecord) -> bool:
+    """Written by the user, not derived: never forgotten or purged for its sources."""
+    if record.type is RecordType.KEY:
+        return record.metadata.get("origin") != "auto"
+    return (
+        record.source in (Source.EXPLICIT_USER_INPUT, Source.CORRECTED_MEMORY)
+        or record.metadata.get("pinned") is True
+    )
+
+
+def _note(
+    record: MemoryRecord, gone: Collection[str], when: datetime, reason: str
+) -> dict[str, Any]:
+    return {
+        "at": when.isoformat(),
+        "reason": reason,
+        "dropped_sources": [i for i in _sources(record) if i in gone],
+    }
+
+
+def _cited(
+    record: MemoryRecord, ids: Sequence[str], gone: Collection[str], when: datetime, reason: str
+) -> MemoryRecord:
+    """The same text citing only the sources left."""
+    kept = tuple(i for i in ids if i not in gone)
+    note = _note(record, gone, when, reason)
+    return replace(
+        record,
+        version=record.version + 1,
+        updated_at=when,
+        source_ids=kept,
+        metadata={**record.metadata, "refreshed": {**note, "left": len(kept)}},
+    )
+
+
+async def _alive(
+    ctx: AsyncLayerContext, scope: Scope, ids: Sequence[str], gone: Collection[str]
+) -> list[MemoryRecord]:
+    found = {r.id: r for r in await ctx.store.get_many(scope, [i for i in ids if i not in gone])}
+    return [found[i] for i in ids if i in found and found[i].is_active]
+
+
+async def _rebuildable(
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    record: MemoryRecord,
+    left: list[str],
+    gone: Collection[str],
+) -> bool:
+    """Whether :func:`_rebuilt` would find something to say (for a dry run)."""
+    if record.type is RecordType.CLUSTER or _from_turns(record):
+        return bool(await _alive(ctx, scope, left, gone))
+    return any(i not in gone for i in record.source_ids)
+
+
+def _from_turns(record: MemoryRecord) -> bool:
+    """Written from its turns' words: a conversation episode, an automatic key entry."""
+    if record.type is RecordType.EPISODE:
+        return record.content.structured.get("kind") == "conversation"
+    return record.type is RecordType.KEY and record.metadata.get("origin") == "auto"
+
+
+async def _rebuilt(
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    record: MemoryRecord,
+    left: list[str],
+    gone: Collection[str],
+    when: datetime,
+    reason: str,
+) -> tuple[MemoryRecord | None, Any]:
+    """The record re-derived from the sources left (``None``: nothing left to say it)."""
+    note = _note(record, gone, when, reason)
+    base = replace(record, version=record.version + 1, updated_at=when)
+    if record.type is RecordType.CLUSTER:
+        return await _cluster(ctx, scope, base, left, gone, note)
+    if (
+        record.type is RecordType.EPISODE
+        and record.content.structured.get("kind") == "conversation"
+    ):
+        turns = await _alive(ctx, scope, left, gone)
+        if not turns:
+            return None, None
+        return await _episode(ctx, base, turns, note), None
+    if record.type is RecordType.KEY and record.metadata.get("origin") == "auto":
+        turns = await _alive(ctx, scope, left, gone)
+        if not turns:
+            return None, None
+        text = await AsyncKeyMemoryService(ctx)._key_text(replace(record, source_ids=tuple(left)))
+        return replace(
+            base,
+            content=Content(text),
+            content_hash=content_hash(text),
+            source_ids=tuple(left),
+            metadata={**record.metadata, "refreshed": {**note, "left": len(turns)}},
+        ), None
+    if not any(i not in gone for i in record.source_ids):
+        return None, None
+    return _cited(record, record.source_ids, gone, when, reason), None
+
+
+async def _cluster(
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    base: MemoryRecord,
+    left: list[str],
+    gone: Collection[str],
+    note: dict[str, Any],
+) -> tuple[MemoryRecord | None, Any]:
+    members = await _alive(ctx, scope, left, gone)
+    if not members:
+        return None, None
+    state = _state(base)
+    was = state.count
+    state.members = [m.id for m in members]
+    state.total = max(len(members), was - len(note["dropped_sources"]))
+    vectors = await ctx.embedder_for(scope).embed_batch([m.text for m in members])
+    state.centroid = np.asarray(vectors, dtype=np.float64).mean(axis=0)
+    state.time_start = min(m.observed_at for m in members)
+    state.time_end = max(m.observed_at for m in members)
+    text = await AsyncMidTermService(ctx)._digest(scope, state)
+    structured = {**base.content.structured, **_structured(state, ctx.embedder.model_id)}
+    norm = float(np.linalg.norm(state.centroid))
+    vector = (state.centroid / norm if norm else state.centroid).astype(np.float32)
+    new = replace(
+        base,
+        content=Content(text, structured=structured),
+        content_hash=content_hash(text),
+        source_ids=tuple(state.members),
+        observed_at=state.time_end,
+        metadata={**base.metadata, "refreshed": {**note, "left": len(members)}},
+    )
+    return new, vector
+
+
+async def _episode(
+    ctx: AsyncLayerContext, base: MemoryRecord, turns: list[MemoryRecord], note: dict[str, Any]
+) -> MemoryRecord:
+    max_words = ctx.config.summary_max_words
+    lines = [f"{m.role.value if m.role else 'note'}: {m.text}" for m in turns]
+    try:
+        summary = await ctx.llm.summarize(lines, max_words=max_words)
+        writer = ctx.llm.name
+    except Exception as exc:  # the offline summary, never a stale episode
+        log.warning("summarize failed (%s); using the extractive summary", exc)
+        summary, writer = _HEURISTIC.summarize(lines, max_words=max_words), _HEURISTIC.name
+    texts = [m.text for m in turns if m.text.strip()]
+    summary = summary.strip() or (texts[-1][:500] if texts else "(empty)")
+    actions = [m.text.split("\n")[0][:200] for m in turns if m.role in (Role.ASSISTANT, Role.TOOL)]
+    user_last = [m.text[:200] for m in turns if m.role is Role.USER][-1:]
+    structured = {
+        **base.content.structured,
+        "summary": summary,
+        "topics": _topics(texts),
+        "actions": actions[:5],
+        "outcomes": actions[:5][-1:] or user_last,
+        "message_count": len(turns),
+        "started_at": min(m.observed_at for m in turns).isoformat(),
+        "ended_at": max(m.observed_at for m in turns).isoformat(),
+    }
+    return replace(
+        base,
+        content=Content(summary, summary, structured),
+        content_hash=content_hash(summary),
+        source_ids=tuple(m.id for m in turns),
+        metadata={**base.metadata, "refreshed": {**note, "left": len(turns), "summarizer": writer}},
+    )
+
+
+async def _apply(
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    old: MemoryRecord,
+    new: MemoryRecord | None,
+    vector: Any,
+    purge: bool,
+    when: datetime,
+    reason: str,
+) -> PurgeReport | None:
+    if purge:
+        report = await ctx.store.purge(scope, [old.id])
+        if new is None:
+            return report
+        first = replace(new, version=1, created_at=old.created_at)
+        write = (
+            await ctx.write_with(first, vector)
+            if vector is not None
+            else (await ctx.writes([first]))[0]
+        )
+        await ctx.store.insert([write])
+        return replace(report, records=0, versions=0, vectors=0, cache_entries=0)
+    if new is None:
+        forgotten = replace(
+            old,
+            version=old.version + 1,
+            updated_at=when,
+            metadata={
+                **old.metadata,
+                "forgotten": {
+                    "action": "forget",
+                    "policy": "consolidation",
+                    "reason": f"every source is gone ({reason})",
+                    "score": 1.0,
+                    "at": when.isoformat(),
+                },
+            },
+        )
+        await ctx.replace(scope, forgotten, expected_version=old.version, reindex=False)
+        await ctx.store.set_status(scope, [old.id], RecordStatus.DELETED, when)
+        return None
+    if vector is not None:
+        await ctx.store.replace(
+            scope, await ctx.write_with(new, vector), expected_version=old.version
+        )
+    else:
+        await ctx.replace(scope, new, expected_version=old.version, reindex=new.text != old.text)
+    return None

@@ -1,0 +1,329 @@
+"""Runs background jobs from the store's outbox: claim, dispatch by kind, retry with backoff.
+
+A job is claimed with a short lease (:data:`DEFAULT_LEASE_SECONDS`) that a heartbeat
+renews while the claim's jobs run, so a worker that dies (``kill -9``, power loss) gives its
+jobs back within seconds and the next ``flush()``, worker or process runs them. Handlers
+must be idempotent: a job whose worker died mid-way runs again from the start.
+
+No job runs twice at once, and no two jobs of one user run at once:
+
+- the queue hands out one user's jobs to one claim at a time (see the store's
+  ``claim_jobs``), so the background thread, ``flush()`` and other worker processes never
+  work on the same user together — ``flush()`` waits for jobs another worker holds;
+- every claim has a token; finishing or failing a job names it, and the store refuses it
+  once the lease was taken over (:class:`~memstrata.jobs.LeaseLostError`): a worker that
+  stalled past its lease cannot record a result over the new holder's;
+- a worker whose lease ran out (its heartbeat could not renew it) stops before the next
+  step of the job (:func:`~memstrata.jobs.check_lease`) instead of working on beside the
+  new holder.
+"""
+
+from __future__ import annotations
+
+import asyncio  # async-only
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime, timedelta
+
+from memstrata._async.store.base import AsyncStore
+from memstrata.aio.worker_tasks import AsyncFinished, AsyncSignal, AsyncSpawned, spawn  # async-only
+
+# sync: from memstrata.worker_threads import Finished, Signal, Spawned, spawn
+from memstrata.clock import Clock
+from memstrata.errors import ConflictError, NotFoundError
+from memstrata.jobs import Job, LeaseLostError, lease_guard, retry_delay
+from memstrata.worker_types import DEFAULT_LEASE_SECONDS, RunReport
+
+__all__ = ["DEFAULT_LEASE_SECONDS", "AsyncBackgroundWorker", "AsyncJobRunner", "RunReport"]
+
+log = logging.getLogger("memstrata.worker")
+
+Handler = Callable[[Job], Awaitable[None]]  # async-only
+# sync: Handler = Callable[[Job], None]
+
+_WAIT_POLL_SECONDS = 0.05  # how often flush() looks again at jobs another worker holds
+
+
+class _Claim:
+    """One claim's jobs and lease, as the heartbeat last renewed it."""
+
+    def __init__(self, jobs: list[Job]) -> None:
+        self.token = jobs[0].lease_token or ""
+        self.open = {j.id for j in jobs}  # claimed, not finished by us yet
+        self.lost: set[str] = set()
+        leases = [j.lease_until for j in jobs if j.lease_until is not None]
+        self.expires: datetime | None = min(leases) if leases else None
+        self.lock = threading.Lock()
+
+    def holds(self, job_id: str, now: datetime) -> bool:
+        with self.lock:
+            return job_id not in self.lost and (self.expires is None or now < self.expires)
+
+    def close(self, job_id: str) -> None:
+        with self.lock:
+            self.open.discard(job_id)
+
+
+class AsyncHeartbeat:
+    """A daemon thread (a task on the event loop in the async tree) renewing the leases of
+    every claim in progress, every ``interval`` seconds; started on first use, stopped by
+    :meth:`stop`."""
+
+    def __init__(self, store: AsyncStore, clock: Clock, lease_seconds: float) -> None:
+        self._store = store
+        self._clock = clock
+        self._lease = lease_seconds
+        self.interval = max(0.01, lease_seconds / 3)
+        self._claims: dict[str, _Claim] = {}
+        self._lock = threading.Lock()
+        self._stop = AsyncSignal()
+        self._thread: AsyncSpawned | None = None
+
+    def add(self, claim: _Claim) -> None:
+        with self._lock:
+            self._claims[claim.token] = claim
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = spawn(self._loop, "memstrata-lease-heartbeat")
+
+    def remove(self, claim: _Claim) -> None:
+        with self._lock:
+            self._claims.pop(claim.token, None)
+
+    async def stop(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and not thread.is_current():
+            await thread.join(5.0)
+
+    async def _loop(self) -> None:
+        while not await self._stop.wait(self.interval):
+            with self._lock:
+                claims = list(self._claims.values())
+            for claim in claims:
+                await self.renew(claim)
+
+    async def renew(self, claim: _Claim) -> None:
+        until = self._clock.now() + timedelta(seconds=self._lease)
+        try:
+            held = set(await self._store.renew_leases(claim.token, until))
+        except Exception:  # the store may be busy or gone: the lease runs down meanwhile
+            log.warning(
+                "could not renew job leases (claim %s); retrying in %.1f s",
+                claim.token,
+                self.interval,
+                exc_info=True,
+            )
+            return
+        with claim.lock:
+            taken = claim.open - held
+            if taken - claim.lost:
+                log.warning(
+                    "jobs %s were taken over by another worker (lease expired)",
+                    sorted(taken - claim.lost),
+                )
+            claim.lost |= taken
+            claim.expires = until
+
+
+def _expected(exc: BaseException) -> bool:
+    """A failure that concurrency explains (a record changed under the job): retried
+    quietly. Anything else (a provider down, a bug) is worth a warning."""
+    causes = getattr(exc, "causes", None)
+    if causes:
+        return all(isinstance(c, ConflictError) for c in causes)
+    return isinstance(exc, ConflictError)
+
+
+class AsyncJobRunner:
+    def __init__(
+        self,
+        store: AsyncStore,
+        handlers: Mapping[str, Handler],
+        clock: Clock,
+        *,
+        max_attempts: int = 5,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        batch: int = 50,
+    ) -> None:
+        if lease_seconds <= 0:
+            raise ValueError(f"lease_seconds must be positive, got {lease_seconds}")
+        self._store = store
+        self._handlers = dict(handlers)
+        self._clock = clock
+        self.max_attempts = max_attempts
+        self.lease_seconds = lease_seconds
+        self.batch = batch
+        self._heartbeat = AsyncHeartbeat(store, clock, lease_seconds)
+        self._finished = AsyncFinished()  # notified whenever a claim of ours ends
+
+    async def aclose(self) -> None:
+        """Stop the lease heartbeat (call after the last ``run_pending`` returned)."""
+        await self._heartbeat.stop()
+
+    async def run_pending(
+        self,
+        *,
+        tenant: str | None = None,
+        user: str | None = None,
+        session: str | None = None,
+        batch: int | None = None,
+        include_delayed: bool = False,
+        wait: bool = False,
+        timeout: float | None = None,
+    ) -> RunReport:
+        """Run claimable jobs until none is left.
+
+        ``include_delayed`` also runs jobs whose retry time has not come yet. ``wait`` (what
+        ``flush()`` does) also waits for jobs held by another worker — this process's
+        background thread or another process — until none is open; a dead worker's jobs
+        come back when its lease runs out (seconds) and are run here. ``timeout`` bounds
+        that wait; jobs still held elsewhere then are counted in ``waiting``."""
+        report = RunReport()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        size = batch or self.batch
+        while True:
+            now = self._clock.now()
+            horizon = now + timedelta(days=3650) if include_delayed or wait else None
+            jobs = await self._store.claim_jobs(
+                now,
+                limit=size,
+                lease_seconds=self.lease_seconds,
+                tenant=tenant,
+                user=user,
+                session=session,
+                due_before=horizon,
+            )
+            if jobs:
+                await self._run_claim(jobs, report)
+                continue
+            if not wait:
+                return report
+            still = await self._store.count_open_jobs(tenant=tenant, user=user, session=session)
+            if still == 0:
+                return report
+            if deadline is not None and time.monotonic() >= deadline:
+                report.waiting = still
+                return report
+            log.debug("waiting for %d job(s) held by another worker", still)
+            await self._finished.wait(_WAIT_POLL_SECONDS)
+
+    async def _run_claim(self, jobs: list[Job], report: RunReport) -> None:
+        claim = _Claim(jobs)
+        self._heartbeat.add(claim)
+        try:
+            for job in jobs:
+                await self._run_one(job, claim, report)
+        finally:
+            self._heartbeat.remove(claim)
+            self._finished.notify_all()
+
+    def _lost(self, job: Job, report: RunReport, why: str) -> None:
+        report.lost += 1
+        log.warning("job %s (%s): %s; another worker runs it", job.id, job.kind, why)
+
+    async def _run_one(self, job: Job, claim: _Claim, report: RunReport) -> None:
+        token = job.lease_token
+        if not claim.holds(job.id, self._clock.now()):
+            self._lost(job, report, "its lease ran out before it started")
+            return
+        try:
+            handler = self._handlers.get(job.kind)
+            if handler is None:
+                await self._store.fail_job(
+                    job.id, f"no handler for job kind {job.kind!r}", None, lease_token=token
+                )
+                report.failed += 1
+                return
+
+            def check() -> None:
+                if not claim.holds(job.id, self._clock.now()):
+                    raise LeaseLostError(f"the lease of job {job.id} ran out mid-job")
+
+            try:
+                with lease_guard(check):
+                    await handler(job)
+            except LeaseLostError:
+                raise
+            except Exception as exc:  # a handler may fail in any way; the job keeps it
+                await self._failed(job, exc, report)
+                return
+            await self._store.finish_job(job.id, lease_token=token)
+            report.done += 1
+        except LeaseLostError as exc:
+            self._lost(job, report, str(exc))
+        except NotFoundError:  # purged with its user while it ran: nothing left to record
+            log.debug("job %s (%s) was purged while it ran", job.id, job.kind)
+        finally:
+            claim.close(job.id)
+
+    async def _failed(self, job: Job, exc: Exception, report: RunReport) -> None:
+        attempts = job.attempts  # counted by the claim
+        message = f"{type(exc).__name__}: {exc}"
+        report.errors.append(f"{job.kind} {job.id}: {message}")
+        if attempts >= self.max_attempts:
+            log.error("job %s (%s) failed for good: %s", job.id, job.kind, message)
+            await self._store.fail_job(job.id, message, None, lease_token=job.lease_token)
+            report.failed += 1
+        else:
+            level = logging.DEBUG if _expected(exc) else logging.WARNING
+            log.log(level, "job %s (%s) failed, will retry: %s", job.id, job.kind, message)
+            await self._store.fail_job(
+                job.id,
+                message,
+                self._clock.now() + retry_delay(attempts),
+                lease_token=job.lease_token,
+            )
+            report.retried += 1
+
+    async def run_forever(
+        self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
+    ) -> None:
+        """The ``memstrata worker`` loop. A store that can announce new jobs (PostgreSQL's
+        ``LISTEN``/``NOTIFY``: ``wait_for_jobs``) wakes it at once instead of at the next poll."""
+        wait = getattr(self._store, "wait_for_jobs", None)
+        while not stop():
+            report = await self.run_pending()
+            if not (report.done or report.retried or report.failed or report.lost):
+                if wait is not None:
+                    await wait(poll_seconds)
+                else:
+                    await asyncio.sleep(poll_seconds)
+
+
+class AsyncBackgroundWorker:
+    """An in-process daemon thread (a task on the event loop in the async tree) that runs
+    jobs as they are queued.
+
+    Woken by every write and polling otherwise (jobs queued by other processes, retries
+    coming due). ``stop()`` lets the current job finish; anything still queued stays in the
+    store for the next flush, worker or process.
+    """
+
+    def __init__(self, runner: AsyncJobRunner, *, poll_seconds: float = 2.0) -> None:
+        self._runner = runner
+        self._poll = poll_seconds
+        self._wake = AsyncSignal()
+        self._stopping = AsyncSignal()
+        self._thread = spawn(self._loop, "memstrata-worker")
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def stop(self, timeout: float = 30.0) -> None:
+        self._stopping.set()
+        self._wake.set()
+        await self._thread.join(timeout)
+
+    async def _loop(self) -> None:
+        while not self._stopping.is_set():
+            await self._wake.wait(self._poll)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                await self._runner.run_pending()
+            except Exception:  # the store may be busy or gone; the next wake retries
+                log.exception("background job run failed; will retry")

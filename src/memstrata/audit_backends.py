@@ -1,0 +1,174 @@
+"""Where the sync stores keep audit events: SQLite's ``audit_log`` table, a list for
+``memory://`` (and for a backend without an audit table), and :func:`audit_store`, which picks
+one for a store. ``memstrata.audit`` re-exports them; the async tree reaches them through
+:mod:`memstrata.aio.core_audit`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import weakref
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .audit_types import PURGED, AuditEvent, AuditQuery, redacted_event
+from .errors import StoreError
+
+if TYPE_CHECKING:
+    from .audit import AuditStore
+
+__all__ = ["InMemoryAudit", "SQLiteAudit", "audit_store", "sqlite_redact_subject"]
+
+log = logging.getLogger("memstrata.audit")
+
+
+class InMemoryAudit:
+    """The audit log of a ``memory://`` store: a list, gone with the process."""
+
+    def __init__(self) -> None:
+        self._events: list[AuditEvent] = []
+        self._lock = threading.Lock()
+
+    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        with self._lock:
+            self._events.extend(events)
+
+    def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]:
+        with self._lock:
+            found = [e for e in self._events if e.tenant == tenant and query.matches(e)]
+        return found[query.offset : query.offset + query.limit]
+
+    def redact_subject(self, tenant: str, user: str) -> int:
+        with self._lock:
+            hits = [i for i, e in enumerate(self._events) if e.tenant == tenant and e.user == user]
+            for i in hits:
+                self._events[i] = redacted_event(self._events[i], user)
+        return len(hits)
+
+
+def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> int:
+    """The SQLite redaction, inside the caller's transaction (the store's purge). The
+    table's trigger lets exactly this update through and refuses every other."""
+    cur = conn.execute(
+        "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
+        "actor = CASE WHEN instr(actor, ?3) > 0 THEN ?1 ELSE actor END "
+        "WHERE tenant = ?2 AND user = ?3",
+        (PURGED, tenant, user),
+    )
+    return int(cur.rowcount)
+
+
+_COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
+
+
+class SQLiteAudit:
+    """The ``audit_log`` table of a SQLite store, written in the store's own transactions."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        rows = [
+            (
+                e.id,
+                e.tenant,
+                e.user,
+                e.actor,
+                e.action,
+                e.at.isoformat(),
+                json.dumps(list(e.record_ids)),
+                e.reason,
+                e.policy,
+                e.score,
+                json.dumps(dict(e.details), ensure_ascii=False, default=str),
+            )
+            for e in events
+        ]
+        with self._store._write() as c:
+            c.executemany(
+                f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows
+            )
+
+    def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]:
+        sql = f"SELECT {_COLUMNS} FROM audit_log WHERE tenant = ?"
+        args: list[Any] = [tenant]
+        for column, value in (
+            ("user", query.user),
+            ("action", query.action),
+            ("actor", query.actor),
+        ):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                args.append(value)
+        if query.record_id is not None:
+            sql += " AND EXISTS (SELECT 1 FROM json_each(record_ids) WHERE value = ?)"
+            args.append(query.record_id)
+        if query.since is not None:
+            sql += " AND at >= ?"
+            args.append(query.since.isoformat())
+        if query.until is not None:
+            sql += " AND at < ?"
+            args.append(query.until.isoformat())
+        sql += " ORDER BY at, seq LIMIT ? OFFSET ?"
+        args += [query.limit, query.offset]
+        with self._store._read() as c:
+            rows = c.execute(sql, args).fetchall()
+        return [_decode(r) for r in rows]
+
+    def redact_subject(self, tenant: str, user: str) -> int:
+        with self._store._write() as c:
+            return sqlite_redact_subject(c, tenant, user)
+
+
+def _decode(r: sqlite3.Row | tuple[Any, ...]) -> AuditEvent:
+    (rid, tenant, user, actor, action, at, record_ids, reason, policy, score, details) = tuple(r)
+    return AuditEvent(
+        id=rid,
+        tenant=tenant,
+        user=user,
+        actor=actor,
+        action=action,
+        at=datetime.fromisoformat(at),
+        record_ids=tuple(json.loads(record_ids)),
+        reason=reason,
+        policy=policy,
+        score=score,
+        details=json.loads(details),
+    )
+
+
+_IN_MEMORY: weakref.WeakKeyDictionary[object, InMemoryAudit] = weakref.WeakKeyDictionary()
+_IN_MEMORY_LOCK = threading.Lock()
+
+
+def audit_store(store: object) -> AuditStore:
+    """The audit backend of ``store``: the store itself when it implements
+    :class:`AuditStore` (e.g. PostgreSQL), else the adapter for the built-in stores."""
+    from .audit import AuditStore
+
+    if isinstance(store, AuditStore):
+        return store
+    from .store.memory import InMemoryStore
+    from .store.sqlite import SQLiteStore
+
+    if isinstance(store, SQLiteStore):
+        return SQLiteAudit(store)
+    if not isinstance(store, InMemoryStore):
+        # A backend without its own audit table (PostgreSQL today): keep the events in
+        # process memory and say so, rather than refusing to open the store.
+        log.warning(
+            "%s keeps no audit log: events are kept in process memory only; "
+            "implement memstrata.audit.AuditStore on it to persist them",
+            type(store).__name__,
+        )
+    with _IN_MEMORY_LOCK:
+        try:
+            return _IN_MEMORY.setdefault(store, InMemoryAudit())
+        except TypeError:  # not weak-referenceable
+            raise StoreError(
+                f"{type(store).__name__} keeps no audit log: implement "
+                "memstrata.audit.AuditStore on it"
+            ) from None

@@ -1,0 +1,107 @@
+"""The audit log's values: one class for ``memstrata.audit`` and ``memstrata._async.audit``
+(and the stores that keep events)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .clock import ensure_utc
+from .errors import ValidationError
+
+__all__ = ["PURGED", "AuditEvent", "AuditQuery", "redacted_event"]
+
+_MAX_LIMIT = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    id: str
+    tenant: str
+    actor: str
+    action: str
+    at: datetime
+    user: str | None = None
+    record_ids: tuple[str, ...] = ()
+    reason: str | None = None
+    policy: str | None = None
+    score: float | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "tenant": self.tenant,
+            "user": self.user,
+            "actor": self.actor,
+            "action": self.action,
+            "at": self.at.isoformat(),
+            "record_ids": list(self.record_ids),
+            "reason": self.reason,
+            "policy": self.policy,
+            "score": self.score,
+            "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuditQuery:
+    """Filters of :meth:`AuditStore.query_audit` (all optional; oldest first)."""
+
+    user: str | None = None
+    action: str | None = None
+    actor: str | None = None
+    record_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = 1000
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("limit", "offset"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "limit" else 0):
+                raise ValidationError(
+                    f"audit query {name} must be an integer >= "
+                    f"{1 if name == 'limit' else 0}, got {v!r}"
+                )
+        if self.limit > _MAX_LIMIT:
+            raise ValidationError(f"audit query limit must be <= {_MAX_LIMIT}; page with offset")
+        for name in ("since", "until"):
+            v = getattr(self, name)
+            if v is not None:
+                if not isinstance(v, datetime):
+                    raise ValidationError(f"audit query {name} must be a datetime")
+                object.__setattr__(self, name, ensure_utc(v))
+
+    def matches(self, e: AuditEvent) -> bool:
+        return (
+            (self.user is None or e.user == self.user)
+            and (self.action is None or e.action == self.action)
+            and (self.actor is None or e.actor == self.actor)
+            and (self.record_id is None or self.record_id in e.record_ids)
+            and (self.since is None or e.at >= self.since)
+            and (self.until is None or e.at < self.until)
+        )
+
+
+PURGED = "[purged]"
+
+
+def redacted_event(e: AuditEvent, user: str) -> AuditEvent:
+    actor = PURGED if user in e.actor else e.actor
+    return AuditEvent(
+        id=e.id,
+        tenant=e.tenant,
+        actor=actor,
+        action=e.action,
+        at=e.at,
+        user=None,
+        record_ids=(),
+        reason=PURGED,
+        policy=e.policy,
+        score=e.score,
+        details={},
+    )

@@ -1,0 +1,163 @@
+"""Quota values and the pure arithmetic of quota checks: one definition for
+``memstrata.quotas`` and ``memstrata._async.quotas`` (see :mod:`memstrata.quotas`)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from .errors import QuotaExceededError, ValidationError
+from .scope import Scope
+
+__all__ = [
+    "LEASE_SECONDS",
+    "RECORDS_RESET",
+    "WAIT_SECONDS",
+    "Quota",
+    "Quotas",
+    "check",
+    "day_key",
+    "exceeded",
+    "lease_key",
+    "next_midnight",
+    "parse_quota",
+    "seconds_to",
+    "subject_hash",
+]
+
+LEASE_SECONDS = 60.0  # a records lease ends this long after its last renewal
+WAIT_SECONDS = 30.0  # how long a writer waits for another's lease before giving up
+
+
+def _limit(value: object, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(
+            f"quota {name} must be an integer >= 1 (or None for no limit), got {value!r}"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    max_records: int | None = None
+    embeddings_per_day: int | None = None
+    context_tokens: int | None = None  # per build_context request
+
+    def __post_init__(self) -> None:
+        for name in ("max_records", "embeddings_per_day", "context_tokens"):
+            _limit(getattr(self, name), name)
+
+
+@dataclass(frozen=True, slots=True)
+class Quotas:
+    """``per_user`` applies to every user, ``per_tenant`` to each tenant's total (records,
+    embeddings per day; ``context_tokens`` per request either way)."""
+
+    per_user: Quota = Quota()
+    per_tenant: Quota = Quota()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.per_user, Quota) or not isinstance(self.per_tenant, Quota):
+            raise ValidationError("Quotas(per_user=Quota(...), per_tenant=Quota(...))")
+
+
+_SPEC_NAMES = {
+    "records": "max_records",
+    "max_records": "max_records",
+    "embeddings_per_day": "embeddings_per_day",
+    "embeddings": "embeddings_per_day",
+    "context_tokens": "context_tokens",
+    "context": "context_tokens",
+}
+
+
+def parse_quota(spec: str) -> Quota:
+    """A :class:`Quota` from ``records=1000,embeddings_per_day=5000,context_tokens=4000``
+    (any subset; ``records``/``embeddings``/``context`` for short; empty: no limit), as
+    ``memstrata serve --user-quota/--tenant-quota`` take it."""
+    if not isinstance(spec, str):
+        raise ValidationError(f"a quota is a string like 'records=1000', got {spec!r}")
+    values: dict[str, int] = {}
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        name, eq, raw = (x.strip() for x in part.partition("="))
+        field = _SPEC_NAMES.get(name.lower())
+        if field is None or not eq:
+            raise ValidationError(
+                f"quota item {part!r} is not NAME=NUMBER with NAME one of records, "
+                "embeddings_per_day, context_tokens (e.g. records=1000,embeddings_per_day=5000)"
+            )
+        if field in values:
+            raise ValidationError(f"quota {field} is given twice in {spec!r}; give it once")
+        try:
+            number = int(raw.replace("_", ""))
+        except ValueError:
+            raise ValidationError(
+                f"quota {field}={raw!r} is not a whole number; give an integer >= 1"
+            ) from None
+        values[field] = _limit(number, field) or 0
+    return Quota(**values)
+
+
+def next_midnight(now: datetime) -> datetime:
+    return (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.blake2b(
+        "\x00".join(parts).encode(), digest_size=10, person=b"mstr-quota"
+    ).hexdigest()
+
+
+def subject_hash(tenant: str, user: str) -> str:
+    """The hash naming one user in quota keys (a purge deletes ``quota:%:<hash>:%``)."""
+    return _hash(tenant, user)
+
+
+def day_key(kind: str, tenant: str, user: str | None, now: datetime) -> str:
+    """The meta key of a daily counter (hashed: no raw id in the store's metadata)."""
+    who = _hash(tenant, user) if user is not None else _hash(tenant)
+    return f"quota:{kind}:{who}:{now.date().isoformat()}"
+
+
+def exceeded(
+    name: str,
+    limit: int | None,
+    used: int,
+    wanted: int,
+    resets: str,
+    retry_after: int | None = None,
+) -> QuotaExceededError:
+    return QuotaExceededError(
+        f"quota {name} exceeded: limit {limit}, used {used}, this call needs {wanted}; "
+        f"resets {resets}. Nothing was written.",
+        retry_after=retry_after,
+    )
+
+
+def check(
+    name: str,
+    limit: int | None,
+    used: int,
+    wanted: int,
+    resets: str,
+    retry_after: int | None = None,
+) -> None:
+    if limit is not None and used + wanted > limit:
+        raise exceeded(name, limit, used, wanted, resets, retry_after)
+
+
+def seconds_to(at: datetime, now: datetime) -> int:
+    return max(1, int((at - now).total_seconds()) + 1)
+
+
+RECORDS_RESET = "when records are purged (forgotten records still count until then)"
+
+
+def lease_key(scope: Scope, *, tenant_wide: bool) -> str:
+    who = _hash(scope.tenant) if tenant_wide else subject_hash(scope.tenant, scope.user)
+    return f"quota:lease:{who}:records"
