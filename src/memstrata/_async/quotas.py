@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memstrata._async.store.base import AsyncStore
-from memstrata.aio.core_quotas import AsyncQuotaCounters, quota_counters  # async-only
+from memstrata.aio.core_quotas import AsyncQuotaCounters  # async-only
 from memstrata.aio.worker_tasks import AsyncSignal, AsyncSpawned, spawn  # async-only
 from memstrata.errors import StoreError, ValidationError
 from memstrata.filters import Filters
@@ -99,8 +99,7 @@ log = logging.getLogger("memstrata.quotas")
 
 
 def counters_of(store: AsyncStore) -> AsyncQuotaCounters:
-    counters: object = quota_counters(store)  # async-only
-    # sync: counters: object = store
+    counters: object = store
     if not isinstance(counters, AsyncQuotaCounters):
         raise StoreError(
             f"the store {store.url} keeps no quota counters (take_counters, lease); use "

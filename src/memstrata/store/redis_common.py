@@ -8,18 +8,14 @@ Nothing here does I/O or imports redis-py, so both trees share one definition of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import ValidationError
-from .quota_counters import Refusal, Take
 
 __all__ = [
     "DEFAULT_PREFIX",
     "INSTALL",
     "MIRROR_SECONDS",
-    "AsyncQuotaCounters",
     "buffer_prefix",
     "split_prefix",
 ]
@@ -63,18 +59,3 @@ def split_prefix(url: str) -> tuple[str, str]:
 def buffer_prefix(url: str) -> str:
     """The key prefix a ``buffer=`` URL names (``?prefix=app1``; default ``memstrata``)."""
     return split_prefix(url)[1]
-
-
-@runtime_checkable
-class AsyncQuotaCounters(Protocol):
-    """The counters of :class:`~memstrata.store.quota_counters.QuotaCounters` as coroutines:
-    what the async Redis tier needs of an async durable store (the sync twin checks for
-    ``QuotaCounters`` itself). Same contracts as there."""
-
-    async def take_counters(self, takes: Sequence[Take]) -> Refusal | None: ...
-    async def add_counters(self, takes: Sequence[Take]) -> None: ...
-    async def counter_values(self, keys: Sequence[str]) -> dict[str, int]: ...
-    async def forget_counters(self, keys: Sequence[str]) -> None: ...
-    async def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool: ...
-    async def release(self, key: str, token: str) -> None: ...
-    async def count_tenant_records(self, tenant: str) -> int: ...

@@ -49,6 +49,7 @@ from urllib.parse import quote
 import numpy as np
 
 from memstrata._async.store.base import AsyncStore, AsyncUnitOfWork
+from memstrata.aio.core_quotas import AsyncQuotaCounters  # async-only
 from memstrata.codec import record_from_dict, record_to_dict
 from memstrata.errors import MissingDependencyError, NotFoundError, StoreError
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
@@ -60,7 +61,6 @@ from memstrata.store.redis_common import (
     DEFAULT_PREFIX,
     INSTALL,
     MIRROR_SECONDS,
-    AsyncQuotaCounters,  # async-only
     buffer_prefix,
     split_prefix,
 )
