@@ -6,15 +6,13 @@ pure functions in their own modules, which the sync and the async memory share.
 
 from __future__ import annotations
 
-import asyncio  # async-only
 import builtins
-import functools  # async-only
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 # What opening a store and reading or searching it needs. The layer services, the LLM, the
 # job machinery, maintenance, context assembly and import/export are imported where they are
@@ -24,6 +22,7 @@ from memstrata._async.embedder.base import AsyncEmbedder
 from memstrata._async.embedder.cache import AsyncCachedEmbedder
 from memstrata._async.search.hybrid import search as hybrid_search
 from memstrata._async.store.base import AsyncStore
+from memstrata.aio.core_lifecycle import AsyncLifecycle, completes  # async-only
 from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  # async-only
 from memstrata.aio.stores import open_store  # async-only
 from memstrata.clock import Clock, SystemClock
@@ -133,30 +132,8 @@ _BUILT_ON_FIRST_USE = frozenset(
 )
 
 
-_T = TypeVar("_T")  # async-only
-_P = ParamSpec("_P")  # async-only
-
-
-# A call that commits several times (a write and its audit event, a purge and the  # async-only
-# re-derivations it needs, a maintenance pass) runs to its end once started, even if  # async-only
-# its caller is cancelled (the result is dropped): cancelling never leaves half of it.  # async-only
-# A call that commits once (add, add_messages, update, import) is simply cancelled.  # async-only
-def _completes(fn: Callable[_P, Awaitable[_T]]) -> Callable[_P, Awaitable[_T]]:  # async-only
-    @functools.wraps(fn)  # async-only
-    async def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:  # async-only
-        task = asyncio.ensure_future(fn(*args, **kwargs))  # async-only
-        task.add_done_callback(_retrieved)  # async-only
-        return await asyncio.shield(task)  # async-only
-
-    return run  # async-only
-
-
-def _retrieved(task: asyncio.Future[Any]) -> None:  # async-only
-    if not task.cancelled():  # async-only
-        task.exception()  # async-only
-
-
-class AsyncMemory:
+# sync: class Memory:
+class AsyncMemory(AsyncLifecycle):  # async-only
     """Layered long-term memory for one application (any number of tenants and users).
 
     >>> mem = Memory("sqlite:///memory.db")                      # or "memory://"
@@ -216,38 +193,9 @@ class AsyncMemory:
         # its open() is awaited (or its context entered).
         self._opening = (url, embedder, llm, store, reembed, background, buffer)
         self._opened = False
-        self._owned: builtins.list[Any] = []  # async-only
+        self._owned = []  # async-only
         self._closed = False  # async-only
         # sync: self._open()
-
-    async def open(self) -> AsyncMemory:  # async-only
-        """Open the store, the providers and the background worker (once)."""  # async-only
-        await self._ready()  # async-only
-        return self  # async-only
-
-    async def _ready(self) -> None:  # async-only
-        """Every call's first step: open on first use, refuse once closed."""  # async-only
-        from memstrata.errors import StoreError  # async-only
-
-        if self._closed:  # async-only
-            raise StoreError(  # async-only
-                "this AsyncMemory is closed: open a new one to keep using the store"  # async-only
-            )  # async-only
-        if not self._opened:  # async-only
-            await self._open()  # async-only
-
-    def _usable(self) -> None:  # async-only
-        """A layer namespace's check (a property cannot open the memory)."""  # async-only
-        from memstrata.errors import StoreError  # async-only
-
-        if self._closed or not self._opened:  # async-only
-            state = "closed" if self._closed else "not open yet (await mem.open())"  # async-only
-            raise StoreError(f"this AsyncMemory is {state}")  # async-only
-
-    @property  # async-only
-    def closed(self) -> bool:  # async-only
-        """Whether :meth:`aclose` was called."""  # async-only
-        return self._closed  # async-only
 
     async def _open(self) -> AsyncMemory:
         """Open the store, the providers and the background worker, once (the sync memory's
@@ -590,7 +538,7 @@ class AsyncMemory:
 
         return _quotas.admit_writes(self._store, self.quotas, scope, n, now)
 
-    @_completes  # async-only
+    @completes  # async-only
     async def end_session(self, scope: Scope) -> RunReport:
         """Close a session: its final summary, conversation episode and clustering run now
         (with any of the session's jobs still queued)."""
@@ -867,7 +815,7 @@ class AsyncMemory:
         )
 
     # --- forgetting --------------------------------------------------------------------
-    @_completes  # async-only
+    @completes  # async-only
     async def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged."""
         await self._ready()  # async-only
@@ -875,7 +823,7 @@ class AsyncMemory:
         await self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
         return rec
 
-    @_completes  # async-only
+    @completes  # async-only
     async def restore(
         self, scope: Scope, record_id: str, *, actor: str = "library"
     ) -> MemoryRecord:
@@ -893,7 +841,7 @@ class AsyncMemory:
         await self._store.set_status(scope, [record_id], status, self._clock.now())
         return await self._store.get(scope, record_id, include_deleted=True)
 
-    @_completes  # async-only
+    @completes  # async-only
     async def purge(
         self,
         scope: Scope,
@@ -978,7 +926,7 @@ class AsyncMemory:
         return report
 
     # --- maintenance (maintenance.py) -----------------------------------------------------
-    @_completes  # async-only
+    @completes  # async-only
     async def maintain(
         self,
         scope: Scope,
@@ -1010,7 +958,7 @@ class AsyncMemory:
             now=when,
         )
 
-    @_completes  # async-only
+    @completes  # async-only
     async def forget(
         self,
         scope: Scope,
@@ -1027,7 +975,7 @@ class AsyncMemory:
             self._ctx, self._owner(scope), record_ids, reason=reason, audit=self.audit, actor=actor
         )
 
-    @_completes  # async-only
+    @completes  # async-only
     async def set_importance_by_tag(
         self, scope: Scope, tag: str, importance: float, *, actor: str = "library"
     ) -> builtins.list[MemoryRecord]:
@@ -1048,7 +996,7 @@ class AsyncMemory:
             )
         return scope
 
-    @_completes  # async-only
+    @completes  # async-only
     async def set_access(
         self,
         scope: Scope,
