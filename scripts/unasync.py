@@ -66,6 +66,8 @@ SUBS: list[tuple[str, str]] = [
     # -- pgasync (the PostgreSQL store): psycopg's and psycopg_pool's Async* classes are the
     # rule above; pgvector names its async registration with a suffix --
     (r"register_vector_async", "register_vector"),
+    # -- paired shells imported under their own names --
+    (r"memstrata\.aio\.pg_behind", "memstrata.store.postgres.behind"),
     # -- memcore (memory, quotas, worker, ...) --
     (r"enter_async_context", "enter_context"),
     (r"make_async_(\w+)", r"make_\1"),

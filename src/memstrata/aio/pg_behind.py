@@ -3,12 +3,12 @@
 The async twin of :mod:`memstrata.store.postgres.behind` (same names once ``Async`` is
 stripped), imported by ``memstrata._async.store.postgres.store`` on ``# async-only`` lines:
 
-- :class:`AsyncWriteBehind`: the sync store runs a search's counter and cache writes on a
-  background thread so the search returns without them. Here they are simply awaited where
-  they are submitted (the search's coroutine makes them before it returns; other coroutines
-  run meanwhile), so nothing is ever pending: :meth:`settle` and :meth:`settle_rows` have
-  nothing to wait for and :meth:`pending_rows` is empty. A failed write is logged, not
-  raised, as on the thread (the Counters contract allows losing it).
+- :class:`AsyncWriteBehind`: a search's counter and cache writes run as tasks of the loop,
+  one after another in the order submitted, so the search returns without them (as the
+  sync store's background thread does); every other use of the store first waits for
+  them (:meth:`~AsyncWriteBehind.settle`, or :meth:`~AsyncWriteBehind.settle_rows` for the
+  rows it reads), so a coroutine still reads its process's own writes. A failed write is
+  logged, not raised (the Counters contract allows losing it).
 - :func:`background` / :func:`wait_done`: the statistics refresh runs as an asyncio task
   instead of a daemon thread.
 """
@@ -18,36 +18,84 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection, Hashable, Iterable
+from contextvars import ContextVar
 
-__all__ = ["AsyncWriteBehind", "background", "wait_done"]
+__all__ = ["AsyncHeld", "AsyncWriteBehind", "background", "wait_done"]
 
 _log = logging.getLogger("memstrata.store.postgres")
+# Set inside a write's own task: the store calls it makes never wait for themselves.
+_inside: ContextVar[bool] = ContextVar("memstrata_pg_behind", default=False)
 
 
 class AsyncWriteBehind:
     def __init__(self, name: str) -> None:
         self._name = name
+        self._pending: dict[asyncio.Task[None], tuple[Hashable, ...]] = {}  # task -> rows
+        self._last: asyncio.Task[None] | None = None
 
     async def submit(
         self, write: Callable[[], Awaitable[None]], rows: Iterable[Hashable] = ()
     ) -> None:
-        """Make ``write`` now (``rows``: unused, nothing is left pending)."""
-        try:
-            await write()
-        except Exception as exc:  # a counter or cache entry: logged, as on the sync thread
-            _log.warning("memstrata: a counter or cache write after a search failed: %s", exc)
+        """Start ``write`` after the writes submitted before it; ``rows`` are the keys of
+        the rows it changes (see :meth:`settle_rows`)."""
+        before = self._last
+
+        async def run() -> None:
+            _inside.set(True)  # this task's own context
+            if before is not None:
+                await asyncio.wait([before])  # in order, as on the sync store's one thread
+            try:
+                await write()
+            except Exception as exc:  # a counter or cache entry: logged, the search returned
+                _log.warning("memstrata: a counter or cache write after a search failed: %s", exc)
+
+        task = asyncio.get_running_loop().create_task(run(), name=f"{self._name}-behind")
+        self._pending[task] = tuple(rows)
+        task.add_done_callback(self._done)
+        self._last = task
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._pending.pop(task, None)
+        if self._last is task:
+            self._last = None
 
     async def settle(self) -> None:
-        """Nothing to wait for: every write was made when submitted."""
+        """Wait until every write submitted so far is made (not inside such a write)."""
+        if self._pending and not _inside.get():
+            await asyncio.wait(list(self._pending))
 
     def pending_rows(self) -> frozenset[Hashable]:
-        return frozenset()
+        """The rows the writes not yet made change."""
+        return frozenset(k for keys in self._pending.values() for k in keys)
 
     async def settle_rows(self, rows: Collection[Hashable]) -> None:
-        """Nothing to wait for (see :meth:`settle`)."""
+        """Wait only while a pending write changes one of ``rows``."""
+        if not self._pending or _inside.get():
+            return
+        waiting = [t for t, keys in self._pending.items() if any(k in rows for k in keys)]
+        if waiting:
+            await asyncio.wait(waiting)
 
     async def aclose(self) -> None:
-        """Nothing to stop."""
+        """Make the pending writes."""
+        await self.settle()
+
+
+class AsyncHeld:
+    """How many pool connections the current task holds (nested uses), so it never waits
+    for the writes behind a search while holding one. Per task, as the sync store's count
+    is per thread: a task started inside the call (``asyncio.gather``) inherits it."""
+
+    def __init__(self) -> None:
+        self._count: ContextVar[int] = ContextVar(f"memstrata_pg_held_{id(self)}", default=0)
+
+    @property
+    def n(self) -> int:
+        return self._count.get()
+
+    @n.setter
+    def n(self, value: int) -> None:
+        self._count.set(value)
 
 
 def background(target: Callable[[], Awaitable[None]], name: str) -> asyncio.Task[None]:

@@ -28,9 +28,16 @@ from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["WriteBehind", "background", "wait_done"]
+__all__ = ["Held", "WriteBehind", "background", "wait_done"]
 
 _log = logging.getLogger("memstrata.store.postgres")
+
+
+class Held(threading.local):
+    """How many pool connections this thread holds (nested uses), so it never waits for
+    the writes behind a search while holding one."""
+
+    n = 0
 
 
 class WriteBehind:

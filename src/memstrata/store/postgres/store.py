@@ -40,7 +40,7 @@ from memstrata.store import quota_counters as qc
 from memstrata.store.base import UnitOfWork
 from memstrata.store.compaction import CompactReport
 from memstrata.store.postgres import audit, counters, dump, fts5, lexical, outbox
-from memstrata.store.postgres.behind import WriteBehind, background, wait_done
+from memstrata.store.postgres.behind import Held, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
 from memstrata.store.postgres.schema import check_pgvector, migrate
 from memstrata.store.postgres.vectors import (
@@ -167,14 +167,14 @@ class PostgresStore:
         # every 1,000 vectors: other processes write too, and a search builds a missing index).
         self._counted: dict[tuple[str, str, int], tuple[int, int]] = {}
         self._listener: Any = None
-        # a search's counter/cache writes: behind it on a thread (sync store), or awaited
-        # where they are made (async store: memstrata/aio/pg_behind.py)
+        # a search's counter/cache writes: behind it, on a thread (sync store) or as tasks
+        # of the loop (async store: memstrata/aio/pg_behind.py)
         self._behind = WriteBehind(f"memstrata-{self.options.schema}")
         self._cache_lock = threading.Lock()  # never held across an await
         self._cache_pending: dict[tuple[str, str, str], bytes] = {}  # being written behind
-        # Connections this thread holds (nested uses), so it never waits for the writes
-        # behind a search while holding one (only the sync store leaves writes pending).
-        self._held = threading.local()
+        # Connections this thread (async: this task) holds, so it never waits for the writes
+        # behind a search while holding one.
+        self._held = Held()
         self._open()
 
     def _open(self) -> None:
@@ -276,12 +276,12 @@ class PostgresStore:
         """Before a thread takes its first connection: wait for the writes made behind
         earlier searches (behind.py). Not while it holds one: its open transaction may
         hold a row lock such a write waits for."""
-        if not getattr(self._held, "n", 0):
+        if not self._held.n:
             self._behind.settle()
 
     @contextmanager
     def _holding(self) -> Iterator[None]:
-        self._held.n = getattr(self._held, "n", 0) + 1
+        self._held.n = self._held.n + 1
         try:
             yield
         finally:
@@ -308,7 +308,7 @@ class PostgresStore:
 
         if wait is True:
             self._settle()
-        elif wait and not getattr(self._held, "n", 0):
+        elif wait and not self._held.n:
             self._behind.settle_rows(wait)
         try:
             with self._pool.connection() as conn, self._holding():
@@ -1397,7 +1397,7 @@ class PostgresStore:
         keys = {
             r["seq"]: key for r in rows if (key := (r["tenant"], r["user"], r["id"])) in pending
         }
-        if not keys or getattr(self._held, "n", 0) > 0:
+        if not keys or self._held.n > 0:
             return rows
         with self._autocommit(wait=list(keys.values())) as c:
             fresh = {

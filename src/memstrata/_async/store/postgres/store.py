@@ -32,9 +32,7 @@ from memstrata._async.store.postgres.vectors import (
     exact_search,
     hnsw_search,
 )
-from memstrata.aio.pg_behind import AsyncWriteBehind, background, wait_done  # async-only
-
-# sync: from memstrata.store.postgres.behind import WriteBehind, background, wait_done
+from memstrata.aio.pg_behind import AsyncHeld, AsyncWriteBehind, background, wait_done
 from memstrata.audit import AuditEvent, AuditQuery
 from memstrata.errors import (
     ConflictError,
@@ -170,14 +168,14 @@ class AsyncPostgresStore:
         # every 1,000 vectors: other processes write too, and a search builds a missing index).
         self._counted: dict[tuple[str, str, int], tuple[int, int]] = {}
         self._listener: Any = None
-        # a search's counter/cache writes: behind it on a thread (sync store), or awaited
-        # where they are made (async store: memstrata/aio/pg_behind.py)
+        # a search's counter/cache writes: behind it, on a thread (sync store) or as tasks
+        # of the loop (async store: memstrata/aio/pg_behind.py)
         self._behind = AsyncWriteBehind(f"memstrata-{self.options.schema}")
         self._cache_lock = threading.Lock()  # never held across an await
         self._cache_pending: dict[tuple[str, str, str], bytes] = {}  # being written behind
-        # Connections this thread holds (nested uses), so it never waits for the writes
-        # behind a search while holding one (only the sync store leaves writes pending).
-        self._held = threading.local()
+        # Connections this thread (async: this task) holds, so it never waits for the writes
+        # behind a search while holding one.
+        self._held = AsyncHeld()
         # sync: self._open()
 
     async def open(self) -> AsyncPostgresStore:  # async-only
@@ -284,12 +282,12 @@ class AsyncPostgresStore:
         """Before a thread takes its first connection: wait for the writes made behind
         earlier searches (behind.py). Not while it holds one: its open transaction may
         hold a row lock such a write waits for."""
-        if not getattr(self._held, "n", 0):
+        if not self._held.n:
             await self._behind.settle()
 
     @asynccontextmanager
     async def _holding(self) -> AsyncIterator[None]:
-        self._held.n = getattr(self._held, "n", 0) + 1
+        self._held.n = self._held.n + 1
         try:
             yield
         finally:
@@ -316,7 +314,7 @@ class AsyncPostgresStore:
 
         if wait is True:
             await self._settle()
-        elif wait and not getattr(self._held, "n", 0):
+        elif wait and not self._held.n:
             await self._behind.settle_rows(wait)
         try:
             async with self._pool.connection() as conn, self._holding():
@@ -1421,7 +1419,7 @@ class AsyncPostgresStore:
         keys = {
             r["seq"]: key for r in rows if (key := (r["tenant"], r["user"], r["id"])) in pending
         }
-        if not keys or getattr(self._held, "n", 0) > 0:
+        if not keys or self._held.n > 0:
             return rows
         async with self._autocommit(wait=list(keys.values())) as c:
             fresh = {
