@@ -19,10 +19,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from memstrata import Filters, Memory, Scope
+from memstrata import AsyncMemory, Filters, Memory, Scope
 from memstrata.mcp_server.identity import Identity
 from memstrata.mcp_server.server import build_mcp_server, http_app
-from memstrata.server.backend import ThreadedBackend
+from memstrata.server.backend import Backend, MemoryBackend, ThreadedBackend
 from memstrata.server.keys import SQLiteKeyStore
 
 from .conftest import free_port
@@ -105,11 +105,16 @@ def test_arguments_the_schema_forbids_are_refused_and_nothing_is_written(memory:
         assert memory.store.count(Scope(tenant, user), Filters(include_deleted=True)) == 0
 
 
-def test_every_tool_in_process(memory: Memory) -> None:
-    server = build_mcp_server(ThreadedBackend(memory), Identity("acme", "alice", "s1"))
+@pytest.mark.parametrize("native", [False, True], ids=["sync-memory", "async-memory"])
+def test_every_tool_in_process(memory: Memory, native: bool, tmp_path: Path) -> None:
+    """The tools over a sync Memory (each call on a thread) and over an AsyncMemory
+    (awaited on the server's loop, as ``memstrata mcp`` serves them), same store."""
+    amem = AsyncMemory(f"sqlite:///{tmp_path / 'mcp.db'}", embedder="hashing", background=False)
+    backend: MemoryBackend = Backend(amem) if native else ThreadedBackend(memory)
+    server = build_mcp_server(backend, Identity("acme", "alice", "s1"))
 
     async def main() -> None:
-        async with Client(server) as client:
+        async with amem, Client(server) as client:
             added = (
                 await client.call_tool(
                     "memory_add",
