@@ -8,10 +8,11 @@ over either memory:
   each call is awaited on the server's event loop, no thread per call (PostgreSQL, Redis
   and OpenAI wait natively; SQLite's calls run on the store's own threads);
 - a sync :class:`~memstrata.Memory` (an application embedding ``create_app(Memory(...))``):
-  the same call runs on a worker thread (:func:`threaded_backend`).
+  the same call runs on a worker thread (:class:`ThreadedBackend`).
 
-The only difference is how a call is made (:data:`Call`): ``Memory`` is the generated sync
-twin of ``AsyncMemory``, so the same attribute paths name the same operations in both.
+The only difference is how a call is made (:class:`~memstrata.server.calls.Call`):
+``Memory`` is the generated sync twin of ``AsyncMemory``, so the same attribute paths name
+the same operations in both.
 """
 
 from __future__ import annotations
@@ -330,6 +331,8 @@ class Backend:
         return await layers_view(self._mem, scope, limit, call=self._call)
 
 
-def ThreadedBackend(memory: Memory) -> Backend:  # noqa: N802 - the former class's name
+class ThreadedBackend(Backend):
     """:class:`Backend` over a sync ``Memory``: each call on a worker thread."""
-    return Backend(memory, call=in_thread)
+
+    def __init__(self, memory: Memory) -> None:
+        super().__init__(memory, call=in_thread)
