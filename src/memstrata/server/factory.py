@@ -73,15 +73,10 @@ def open_server_memory(config: ServeConfig) -> AsyncMemory:
     from ..aio.providers import make_async_embedder, make_async_llm
 
     keys = {"base_url": config.openai_base_url, "api_key": config.openai_api_key}
-    embedder: Any = config.embedder
-    llm: Any = config.llm
-    made: list[Any] = []
-    if isinstance(embedder, str) and embedder.startswith("openai:"):
-        embedder = make_async_embedder(embedder, **keys)
-        made.append(embedder)
-    if isinstance(llm, str) and llm.startswith("openai:"):
-        llm = make_async_llm(llm, **keys)
-        made.append(llm)
+    # Made here, not by the memory: a bad spec is refused before the server starts, and the
+    # OpenAI ones get the configured endpoint and key.
+    embedder = make_async_embedder(config.embedder, **keys)
+    llm = make_async_llm(config.llm, **keys) if config.llm is not None else None
     memory = AsyncMemory(
         config.url,
         embedder=embedder,
@@ -90,8 +85,9 @@ def open_server_memory(config: ServeConfig) -> AsyncMemory:
         buffer=config.redis,
         quotas=server_quotas(config),
     )
-    # The memory closes the providers it made from a spec, not instances it is given: these
-    # were made for it, so they join its own (closed by aclose, after the store).
+    # The memory closes the providers it makes from a spec, not instances it is given:
+    # these were made for it, so they join its own (closed by aclose, after the store).
+    made: list[Any] = [embedder, llm]
     memory._owned.extend(p.aclose for p in made if hasattr(p, "aclose"))
     return memory
 
