@@ -96,12 +96,14 @@ def create_app(
     redis: Any = None,
     redis_prefix: str = "memstrata",
 ) -> FastAPI:
-    """The HTTP API over ``memory``: an ``AsyncMemory`` (awaited on the server's event loop,
-    which opens it at startup), a sync ``Memory`` (each call on a worker thread) or any
+    """The HTTP API over ``memory``: an ``AsyncMemory`` (each call awaited on the server's
+    event loop; the app's lifespan opens it there at startup, so its background task and
+    connection pools live on that loop: under Starlette's ``TestClient`` enter the client
+    with ``with``), a sync ``Memory`` (each call on a worker thread) or any
     :class:`~memstrata.server.backend.MemoryBackend`.
 
-    ``on_close`` (a function or a coroutine function) runs when the server shuts down
-    (closing the memory and the key store).
+    ``on_close`` (a function or a coroutine function, e.g. ``memory.aclose``) runs when the
+    server shuts down (closing the memory and the key store); the app closes nothing else.
     With ``mcp`` (and the ``mcp`` extra installed) the MCP server's streamable HTTP endpoint
     is served at ``/mcp`` with the same keys and rate limits; ``host`` is the address
     served, for the SDK's DNS-rebinding protection (on for 127.0.0.1/localhost). The rate
