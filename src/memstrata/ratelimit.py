@@ -29,13 +29,13 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from .errors import ValidationError
-from .store.quota_counters import QuotaCounters, Take
+from .store.quota_counters import Refusal, Take
 
-__all__ = ["SharedRateLimiter"]
+__all__ = ["RateCounters", "SharedRateLimiter"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,14 @@ return tostring(wait)
 """
 
 
+class RateCounters(Protocol):
+    """What the durable fallback needs of a store's counters
+    (:class:`~memstrata.store.quota_counters.QuotaCounters` has it)."""
+
+    def take_counters(self, takes: Sequence[Take]) -> Refusal | None: ...
+    def forget_counters(self, keys: Sequence[str]) -> None: ...
+
+
 def _hash(key: str) -> str:
     return hashlib.blake2b(key.encode(), digest_size=10, person=b"mstr-rate").hexdigest()
 
@@ -74,7 +82,7 @@ class SharedRateLimiter:
         burst: int,
         *,
         client: Any = None,
-        fallback: QuotaCounters | None = None,
+        fallback: RateCounters | None = None,
         prefix: str = "memstrata",
         cooldown: float = 2.0,
         clock: Callable[[], float] = time.time,
@@ -165,7 +173,7 @@ class SharedRateLimiter:
             )
 
     # --- fallbacks -------------------------------------------------------------------------
-    def _durable_acquire(self, counters: QuotaCounters, name: str) -> float:
+    def _durable_acquire(self, counters: RateCounters, name: str) -> float:
         window = self.window_seconds
         now = self._clock()
         index = int(now // window)

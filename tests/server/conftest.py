@@ -21,7 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from memstrata import FixedClock, Memory
+from memstrata import AsyncMemory, FixedClock, Memory
 from memstrata.server import create_app
 from memstrata.server.app import Limits
 from memstrata.server.keys import SQLiteKeyStore
@@ -29,7 +29,7 @@ from memstrata.server.keys import SQLiteKeyStore
 
 @dataclass
 class Served:
-    memory: Memory
+    memory: Memory  # a sync memory on the app's store, for the tests to look (and flush)
     keys: SQLiteKeyStore
     app: FastAPI
     client: TestClient
@@ -37,38 +37,43 @@ class Served:
     member: str  # tenant acme, member
     other: str  # tenant globex, member
     url: str = ""  # base URL of a live server (live_server only)
+    native: AsyncMemory | None = None  # the memory the app serves (opened by its lifespan)
 
     def h(self, secret: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {secret}"}
 
 
-def _build(tmp_path: Path, limits: Limits) -> tuple[Memory, SQLiteKeyStore, FastAPI]:
+CLOCK = FixedClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
+
+
+def native_memory(db: Path) -> AsyncMemory:
+    """What ``memstrata serve`` serves: an AsyncMemory, opened by the app's lifespan."""
+    return AsyncMemory(f"sqlite:///{db}", embedder="hashing", background=False, clock=CLOCK)
+
+
+def _build(tmp_path: Path, limits: Limits) -> tuple[Memory, SQLiteKeyStore, AsyncMemory, FastAPI]:
     db = tmp_path / "server.db"
-    memory = Memory(
-        f"sqlite:///{db}",
-        embedder="hashing",
-        background=False,
-        clock=FixedClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC)),
-    )
+    memory = Memory(f"sqlite:///{db}", embedder="hashing", background=False, clock=CLOCK)
     keys = SQLiteKeyStore(str(db))
-    return memory, keys, create_app(memory, keys, limits=limits)
+    native = native_memory(db)
+    return memory, keys, native, create_app(native, keys, limits=limits, on_close=native.aclose)
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    memory, keys, app = _build(tmp_path, Limits(rate=0))
-    client = TestClient(app, raise_server_exceptions=False)
-    s = Served(
-        memory,
-        keys,
-        app,
-        client,
-        keys.create("acme", role="admin").secret,
-        keys.create("acme").secret,
-        keys.create("globex").secret,
-    )
-    yield s
-    client.close()
+    memory, keys, native, app = _build(tmp_path, Limits(rate=0))
+    # entered: the lifespan opens the AsyncMemory on the client's event loop
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield Served(
+            memory,
+            keys,
+            app,
+            client,
+            keys.create("acme", role="admin").secret,
+            keys.create("acme").secret,
+            keys.create("globex").secret,
+            native=native,
+        )
     keys.close()
     memory.close()
 
@@ -80,11 +85,15 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def live_server(served: Served) -> Iterator[Served]:
-    """The same app under a real uvicorn on 127.0.0.1 (schemathesis, the browser, bench)."""
+def live_server(served: Served, tmp_path: Path) -> Iterator[Served]:
+    """The same store and keys served by a real uvicorn on 127.0.0.1 (schemathesis, the
+    browser, bench): an app of its own, whose AsyncMemory uvicorn's lifespan opens on the
+    server's loop (as ``memstrata serve`` does)."""
     port = free_port()
+    native = native_memory(tmp_path / "server.db")
+    app = create_app(native, served.keys, limits=Limits(rate=0), on_close=native.aclose)
     server = uvicorn.Server(
-        uvicorn.Config(served.app, host="127.0.0.1", port=port, log_config=None, access_log=False)
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -182,7 +182,8 @@ def test_whitespace_ids_and_bad_filters_are_422_and_write_nothing(served: Served
 
 
 def test_a_closed_store_is_503_with_retry_after_never_a_traceback(served: Served) -> None:
-    served.memory.store.close()
+    assert served.native is not None
+    served.native.store.sync.close()  # type: ignore[attr-defined]  # the served SQLite store
     r = served.client.post(
         f"{U}/search", json={"query": "anything"}, headers=served.h(served.member)
     )

@@ -19,10 +19,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from memstrata import Filters, Memory, Scope
+from memstrata import AsyncMemory, Filters, Memory, Scope
 from memstrata.mcp_server.identity import Identity
 from memstrata.mcp_server.server import build_mcp_server, http_app
-from memstrata.server.backend import ThreadedBackend
+from memstrata.server.backend import Backend, MemoryBackend, ThreadedBackend
 from memstrata.server.keys import SQLiteKeyStore
 
 from .conftest import free_port
@@ -105,11 +105,16 @@ def test_arguments_the_schema_forbids_are_refused_and_nothing_is_written(memory:
         assert memory.store.count(Scope(tenant, user), Filters(include_deleted=True)) == 0
 
 
-def test_every_tool_in_process(memory: Memory) -> None:
-    server = build_mcp_server(ThreadedBackend(memory), Identity("acme", "alice", "s1"))
+@pytest.mark.parametrize("native", [False, True], ids=["sync-memory", "async-memory"])
+def test_every_tool_in_process(memory: Memory, native: bool, tmp_path: Path) -> None:
+    """The tools over a sync Memory (each call on a thread) and over an AsyncMemory
+    (awaited on the server's loop, as ``memstrata mcp`` serves them), same store."""
+    amem = AsyncMemory(f"sqlite:///{tmp_path / 'mcp.db'}", embedder="hashing", background=False)
+    backend: MemoryBackend = Backend(amem) if native else ThreadedBackend(memory)
+    server = build_mcp_server(backend, Identity("acme", "alice", "s1"))
 
     async def main() -> None:
-        async with Client(server) as client:
+        async with amem, Client(server) as client:
             added = (
                 await client.call_tool(
                     "memory_add",
@@ -274,3 +279,58 @@ def test_streamable_http_needs_a_key_and_takes_the_tenant_from_it(tmp_path: Path
         thread.join(timeout=10)
         keys.close()
         memory.close()
+
+
+def test_mcp_http_command_serves_an_async_memory(tmp_path: Path) -> None:
+    """``memstrata mcp --transport http``: the AsyncMemory is opened in the app's lifespan
+    (uvicorn's loop), serves the tools, and is closed when the process stops."""
+    db = tmp_path / "mcp-http.db"
+    keys = SQLiteKeyStore(str(db))
+    key = keys.create("acme").secret
+    keys.close()
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    log = open(tmp_path / "mcp.log", "w+b")  # noqa: SIM115 - closed below
+    cmd = [sys.executable, "-c", "from memstrata.cli.app import main; main()",
+           "--db", f"sqlite:///{db}", "--embedder", "hashing", "mcp", "--transport", "http",
+           "--port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def call(tool: str, args: dict[str, Any]) -> Any:
+        headers = {"X-Memstrata-User": "alice", "Authorization": f"Bearer {key}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            return await client.call_tool(tool, args)
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise AssertionError(log.read()[-3000:])
+            try:
+                with httpx2.Client() as plain:
+                    if plain.post(url, json={}).status_code == 401:
+                        break
+            except httpx2.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "memstrata mcp --transport http did not start"
+            time.sleep(0.3)
+        r = anyio.run(call, "memory_add", {"content": "The launch is on June 3"})
+        assert not r.is_error, _text(r)
+        rid = r.structured_content["id"]
+        r = anyio.run(call, "memory_search", {"query": "launch June"})
+        assert [h["id"] for h in r.structured_content["hits"]] == [rid]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+    mem = Memory(f"sqlite:///{db}", embedder="hashing", background=False)
+    try:
+        [note] = mem.list(Scope("acme", "alice"), filters={"types": ["note"]})
+        assert note.text == "The launch is on June 3"
+    finally:
+        mem.close()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 
 from ..errors import ValidationError
-from ..server.backend import ThreadedBackend
+from ..server.backend import Backend
 from ..server.factory import ServeConfig, open_server_memory
 from ..server.keys import open_key_store
 from .identity import Identity
@@ -31,10 +34,13 @@ def run_mcp(
     host: str = "127.0.0.1",
     port: int = 8001,
 ) -> None:
+    """Serve until stopped. The ``AsyncMemory`` is opened on the transport's event loop
+    (stdio: the loop of ``anyio.run``; HTTP: uvicorn's, in the app's lifespan) and closed
+    when the server stops."""
     memory = open_server_memory(config)
     keys = open_key_store(config.url)
     try:
-        backend = ThreadedBackend(memory)
+        backend = Backend(memory)
         if transport == "stdio":
             caller: str | None = None
             roles: frozenset[str] = frozenset()
@@ -64,12 +70,26 @@ def run_mcp(
                 caller=caller,
                 roles=roles,
             )
-            anyio.run(build_mcp_server(backend, identity).run_stdio_async)
+            server = build_mcp_server(backend, identity)
+
+            async def stdio() -> None:
+                async with memory:
+                    await server.run_stdio_async()
+
+            anyio.run(stdio)
             return
         import uvicorn
 
         server = build_mcp_server(backend, Identity(None, user, session, agent, keys=keys))
-        uvicorn.run(http_app(server, keys, host=host), host=host, port=port, log_config=None)
+        app = http_app(server, keys, host=host)
+        sdk_lifespan = app.router.lifespan_context
+
+        @asynccontextmanager
+        async def lifespan(a: Any) -> AsyncIterator[Any]:
+            async with memory, sdk_lifespan(a) as state:
+                yield state
+
+        app.router.lifespan_context = lifespan
+        uvicorn.run(app, host=host, port=port, log_config=None)
     finally:
         keys.close()
-        memory.close()

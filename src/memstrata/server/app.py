@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -19,14 +20,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from .. import __version__
+from ..aio import AsyncMemory
 from ..errors import MissingDependencyError
 from ..memory import Memory
 from ..ratelimit import SharedRateLimiter
-from .backend import MemoryBackend, ThreadedBackend
+from .backend import Backend, MemoryBackend
 from .dto import ErrorOut, Health
 from .errors import error_response, install_handlers
 from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
-from .limits import BodyLimit, Limiter, shared_limiter
+from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
 from .observe import Metrics, RequestObserver
 from .routes import admin, key_memory, memories, portability, retrieval, sessions, tenant
 from .state import ServerState, state_of
@@ -63,8 +65,17 @@ class Limits:
         return self.shared_batch or max(1, burst // 10)
 
 
-def _sqlite_job_counts(path: str) -> Callable[[], Mapping[str, int] | None]:
+def _sqlite_job_counts(url: Callable[[], str]) -> Callable[[], Mapping[str, int] | None]:
+    """The jobs per status of the SQLite store at ``url()`` (read when the metrics are
+    scraped: an ``AsyncMemory``'s store exists once the server has opened it), else None."""
+
     def counts() -> Mapping[str, int] | None:
+        try:
+            path = sqlite_path(url())
+        except Exception:  # not open yet (or closed): no store to read
+            return None
+        if not path:
+            return None
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
         try:
             return dict(conn.execute("SELECT status, count(*) FROM jobs GROUP BY status"))
@@ -75,32 +86,40 @@ def _sqlite_job_counts(path: str) -> Callable[[], Mapping[str, int] | None]:
 
 
 def create_app(
-    memory: Memory | MemoryBackend,
+    memory: AsyncMemory | Memory | MemoryBackend,
     keys: KeyStore,
     *,
     limits: Limits = Limits(),
-    on_close: Callable[[], None] | None = None,
+    on_close: Callable[[], None | Awaitable[None]] | None = None,
     mcp: bool = True,
     host: str = "127.0.0.1",
     redis: Any = None,
     redis_prefix: str = "memstrata",
 ) -> FastAPI:
-    """The HTTP API over ``memory`` (a sync ``Memory`` runs behind :class:`ThreadedBackend`).
+    """The HTTP API over ``memory``: an ``AsyncMemory`` (each call awaited on the server's
+    event loop; the app's lifespan opens it there at startup, so its background task and
+    connection pools live on that loop: under Starlette's ``TestClient`` enter the client
+    with ``with``), a sync ``Memory`` (each call on a worker thread) or any
+    :class:`~memstrata.server.backend.MemoryBackend`.
 
-    ``on_close`` runs when the server shuts down (closing the memory and the key store).
+    ``on_close`` (a function or a coroutine function, e.g. ``memory.aclose``) runs when the
+    server shuts down (closing the memory and the key store); the app closes nothing else.
     With ``mcp`` (and the ``mcp`` extra installed) the MCP server's streamable HTTP endpoint
     is served at ``/mcp`` with the same keys and rate limits; ``host`` is the address
     served, for the SDK's DNS-rebinding protection (on for 127.0.0.1/localhost). The rate
     limits live in ``redis`` (a connected client) when given, else in the store's counters
     (shared by every process on the store), else in this process."""
-    backend = ThreadedBackend(memory) if isinstance(memory, Memory) else memory
-    store = memory.store if isinstance(memory, Memory) else None
+    native = memory if isinstance(memory, AsyncMemory) else None
+    backend = Backend(memory) if isinstance(memory, Memory | AsyncMemory) else memory
+    store: Any = memory.store if isinstance(memory, Memory) else None
+    counters = MemoryCounters(native) if native is not None else None
 
     def limiter(rate: float, burst: int) -> Limiter:
         return shared_limiter(
             rate,
             burst,
             store=store,
+            counters=counters,
             redis=redis,
             prefix=redis_prefix,
             batch=limits.batch_for(burst),
@@ -117,6 +136,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
+            if native is not None:  # on this loop: its background task and pools live here
+                await native.open()
             if mcp_run is None:
                 yield
             else:
@@ -124,10 +145,13 @@ def create_app(
                     yield
         finally:
             if on_close is not None:
-                on_close()
+                done = on_close()
+                if inspect.isawaitable(done):
+                    await done
 
-    path = sqlite_path(memory.store.url) if isinstance(memory, Memory) else None
-    job_counts = _sqlite_job_counts(path) if path else (lambda: None)
+    job_counts: Callable[[], Mapping[str, int] | None] = lambda: None  # noqa: E731
+    if isinstance(memory, Memory | AsyncMemory):
+        job_counts = _sqlite_job_counts(lambda: str(memory.store.url))
     app = FastAPI(
         title="memstrata",
         version=__version__,

@@ -1,20 +1,24 @@
 """The one seam between the HTTP/MCP edges and the memory: an async interface.
 
-Endpoints and MCP tools ``await`` a :class:`MemoryBackend`; they never call ``Memory``
-directly. Today :class:`ThreadedBackend` implements it over the sync :class:`Memory`, running
-each call in a worker thread (the SQLite store serialises its writes behind one lock, so
-threads add concurrency for the network and JSON work around each call, not inside SQLite).
-A natively async ``AsyncMemory`` replaces it by implementing the same methods with
-``await`` and no thread, and nothing above this module changes.
+Endpoints and MCP tools ``await`` a :class:`MemoryBackend`; they never call the memory
+directly. :class:`Backend` implements it once, written against :class:`AsyncMemory`'s API,
+over either memory:
+
+- an :class:`~memstrata.AsyncMemory` (what ``memstrata serve`` and ``memstrata mcp`` run):
+  each call is awaited on the server's event loop, no thread per call (PostgreSQL, Redis
+  and OpenAI wait natively; SQLite's calls run on the store's own threads);
+- a sync :class:`~memstrata.Memory` (an application embedding ``create_app(Memory(...))``):
+  the same call runs on a worker thread (:class:`ThreadedBackend`).
+
+The only difference is how a call is made (:class:`~memstrata.server.calls.Call`):
+``Memory`` is the generated sync twin of ``AsyncMemory``, so the same attribute paths name
+the same operations in both.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any, ParamSpec, Protocol, TypeVar
-
-import anyio.to_thread
+from collections.abc import Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 from ..audit import AuditEvent
 from ..context.assemble import AssembledContext
@@ -28,12 +32,13 @@ from ..scope import Scope
 from ..search.hit import SearchHit
 from ..store.base import PurgeReport
 from ..worker import RunReport
+from .calls import Call, awaited, in_thread
 from .inspect import LayersView, layers_view
 
-__all__ = ["MemoryBackend", "ThreadedBackend"]
+if TYPE_CHECKING:
+    from ..aio import AsyncMemory
 
-P = ParamSpec("P")
-T = TypeVar("T")
+__all__ = ["Backend", "Call", "MemoryBackend", "ThreadedBackend", "awaited", "in_thread"]
 
 
 class MemoryBackend(Protocol):
@@ -125,62 +130,66 @@ class MemoryBackend(Protocol):
     async def layers(self, scope: Scope, limit: int) -> LayersView: ...
 
 
-class ThreadedBackend:
-    """:class:`MemoryBackend` over the sync :class:`Memory`, one worker thread per call."""
+class Backend:
+    """:class:`MemoryBackend` over an ``AsyncMemory`` (each call awaited) or a sync
+    ``Memory`` (each call on a worker thread); ``call`` is chosen from the memory's kind."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: AsyncMemory | Memory, *, call: Call | None = None) -> None:
         self.memory = memory
-
-    async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        # Typed as the async API: a sync Memory's methods have the same names and arguments
+        # and return the awaited values; `in_thread` runs them.
+        self._mem = cast("AsyncMemory", memory)
+        self._call: Call = call or (in_thread if isinstance(memory, Memory) else awaited)
 
     async def ready(self) -> None:
-        await self._run(self.memory.store.get_meta, "embedding_model")
+        await self._call(self._mem.store.get_meta, "embedding_model")
 
     async def add_messages(self, scope: Scope, messages: Sequence[Message]) -> list[MemoryRecord]:
-        return await self._run(self.memory.add_messages, scope, messages)
+        return await self._call(self._mem.add_messages, scope, messages)
 
     async def add(self, scope: Scope, content: str, **kwargs: Any) -> MemoryRecord:
-        return await self._run(self.memory.add, scope, content, **kwargs)
+        return await self._call(self._mem.add, scope, content, **kwargs)
 
     async def get(
         self, scope: Scope, record_id: str, *, include_deleted: bool = False
     ) -> MemoryRecord:
-        return await self._run(self.memory.get, scope, record_id, include_deleted=include_deleted)
+        return await self._call(self._mem.get, scope, record_id, include_deleted=include_deleted)
 
     async def list_records(
         self, scope: Scope, filters: Filters, *, limit: int, offset: int, newest_first: bool
     ) -> tuple[list[MemoryRecord], int]:
-        def page() -> tuple[list[MemoryRecord], int]:
-            items = self.memory.list(
-                scope, filters=filters, limit=limit, offset=offset, newest_first=newest_first
-            )
-            return items, self.memory.store.count(scope, filters)
-
-        return await self._run(page)
+        items = await self._call(
+            self._mem.list,
+            scope,
+            filters=filters,
+            limit=limit,
+            offset=offset,
+            newest_first=newest_first,
+        )
+        return items, await self._call(self._mem.store.count, scope, filters)
 
     async def update(
         self, scope: Scope, record_id: str, *, expected_version: int, **changes: Any
     ) -> MemoryRecord:
-        return await self._run(
-            self.memory.update, scope, record_id, expected_version=expected_version, **changes
+        return await self._call(
+            self._mem.update, scope, record_id, expected_version=expected_version, **changes
         )
 
     async def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
-        return await self._run(self.memory.delete, scope, record_id, actor=actor)
+        return await self._call(self._mem.delete, scope, record_id, actor=actor)
 
     async def restore(
         self, scope: Scope, record_id: str, *, actor: str = "library"
     ) -> MemoryRecord:
-        return await self._run(self.memory.restore, scope, record_id, actor=actor)
+        return await self._call(self._mem.restore, scope, record_id, actor=actor)
 
     async def purge(
         self, scope: Scope, record_ids: Sequence[str] | None, *, actor: str = "library"
     ) -> PurgeReport:
-        return await self._run(self.memory.purge, scope, record_ids, actor=actor)
+        return await self._call(self._mem.purge, scope, record_ids, actor=actor)
 
     async def audit(self, tenant: str, **filters: Any) -> list[AuditEvent]:
-        return await self._run(self.memory.audit.query, tenant, **filters)
+        return await self._call(self._mem.audit.query, tenant, **filters)
 
     async def set_access(
         self,
@@ -192,8 +201,8 @@ class ThreadedBackend:
         allowed_roles: Sequence[str] | None,
         actor: str = "library",
     ) -> MemoryRecord:
-        return await self._run(
-            self.memory.set_access,
+        return await self._call(
+            self._mem.set_access,
             scope,
             record_id,
             visibility=visibility,
@@ -203,7 +212,7 @@ class ThreadedBackend:
         )
 
     async def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
-        return await self._run(self.memory.history, scope, record_id)
+        return await self._call(self._mem.history, scope, record_id)
 
     async def search(
         self,
@@ -216,8 +225,8 @@ class ThreadedBackend:
         mode: str | None,
         explain: bool,
     ) -> list[SearchHit]:
-        return await self._run(
-            self.memory.search,
+        return await self._call(
+            self._mem.search,
             scope,
             query,
             top_k,
@@ -235,8 +244,8 @@ class ThreadedBackend:
         system_prompt: str | None,
         reserve_ratio: float | None,
     ) -> AssembledContext:
-        return await self._run(
-            self.memory.build_context,
+        return await self._call(
+            self._mem.build_context,
             scope,
             query,
             token_budget,
@@ -245,10 +254,10 @@ class ThreadedBackend:
         )
 
     async def key_list(self, scope: Scope) -> list[MemoryRecord]:
-        return await self._run(self.memory.key.list, scope)
+        return await self._call(self._mem.key.list, scope)
 
     async def key_set(self, scope: Scope, text: str, priority: int) -> MemoryRecord:
-        return await self._run(self.memory.key.set, scope, text, priority)
+        return await self._call(self._mem.key.set, scope, text, priority)
 
     async def key_edit(
         self,
@@ -259,8 +268,8 @@ class ThreadedBackend:
         text: str | None,
         priority: int | None,
     ) -> MemoryRecord:
-        return await self._run(
-            self.memory.key.edit,
+        return await self._call(
+            self._mem.key.edit,
             scope,
             record_id,
             expected_version=expected_version,
@@ -269,46 +278,46 @@ class ThreadedBackend:
         )
 
     async def key_remove(self, scope: Scope, record_id: str) -> None:
-        await self._run(self.memory.key.remove, scope, record_id)
+        await self._call(self._mem.key.remove, scope, record_id)
 
     async def task_current(self, scope: Scope) -> MemoryRecord | None:
-        return await self._run(self.memory.tasks.current, scope)
+        return await self._call(self._mem.tasks.current, scope)
 
     async def task_start(self, scope: Scope, goal: str, steps: Sequence[str]) -> MemoryRecord:
-        return await self._run(self.memory.tasks.start, scope, goal, steps)
+        return await self._call(self._mem.tasks.start, scope, goal, steps)
 
     async def task_step(
         self, scope: Scope, index: int, status: str, result: str | None, error: str | None
     ) -> MemoryRecord:
-        return await self._run(
-            self.memory.tasks.update_step, scope, index, status, result=result, error=error
+        return await self._call(
+            self._mem.tasks.update_step, scope, index, status, result=result, error=error
         )
 
     async def task_note(self, scope: Scope, text: str, tool: str | None) -> MemoryRecord:
-        return await self._run(self.memory.tasks.note, scope, text, tool=tool)
+        return await self._call(self._mem.tasks.note, scope, text, tool=tool)
 
     async def task_complete(
         self, scope: Scope, success: bool, outcome: str, feedback: str
     ) -> TaskCompletion:
-        return await self._run(self.memory.tasks.complete, scope, success, outcome, feedback)
+        return await self._call(self._mem.tasks.complete, scope, success, outcome, feedback)
 
     async def end_session(self, scope: Scope) -> RunReport:
-        return await self._run(self.memory.end_session, scope)
+        return await self._call(self._mem.end_session, scope)
 
     async def run_jobs(self, scope: Scope) -> RunReport:
-        return await self._run(self.memory.flush, scope)
+        return await self._call(self._mem.flush, scope)
 
     async def jobs(self, scope: Scope, status: str | None) -> list[Job]:
-        return await self._run(self.memory.store.list_jobs, scope.tenant, scope.user, status=status)
+        return await self._call(self._mem.store.list_jobs, scope.tenant, scope.user, status=status)
 
     async def stats(self, scope: Scope) -> dict[str, Any]:
-        return await self._run(self.memory.stats, scope)
+        return await self._call(self._mem.stats, scope)
 
     async def export(
         self, scope: Scope, fp: IO[str], *, include_embeddings: bool, include_deleted: bool
     ) -> int:
-        return await self._run(
-            self.memory.export_records,
+        return await self._call(
+            self._mem.export_records,
             scope,
             fp,
             include_embeddings=include_embeddings,
@@ -316,7 +325,14 @@ class ThreadedBackend:
         )
 
     async def import_records(self, fp: IO[str], into: Scope) -> ImportReport:
-        return await self._run(self.memory.import_records, fp, into=into)
+        return await self._call(self._mem.import_records, fp, into=into)
 
     async def layers(self, scope: Scope, limit: int) -> LayersView:
-        return await self._run(layers_view, self.memory, scope, limit)
+        return await layers_view(self._mem, scope, limit, call=self._call)
+
+
+class ThreadedBackend(Backend):
+    """:class:`Backend` over a sync ``Memory``: each call on a worker thread."""
+
+    def __init__(self, memory: Memory) -> None:
+        super().__init__(memory, call=in_thread)

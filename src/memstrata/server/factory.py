@@ -14,9 +14,9 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from ..aio import AsyncMemory
 from ..errors import ValidationError
 from ..gc_tuning import tune_gc_setting
-from ..memory import Memory
 from ..quotas import Quotas, parse_quota
 from .app import Limits, create_app
 from .keys import KeyStore, open_key_store
@@ -65,24 +65,19 @@ class ServeConfig:
             raise ValidationError(f"{ENV_VAR} is not a serve configuration: {exc}") from None
 
 
-def open_server_memory(config: ServeConfig) -> Memory:
-    embedder: Any = config.embedder
-    llm: Any = config.llm
-    if isinstance(embedder, str) and embedder.startswith("openai:"):
-        from ..embedder.openai import OpenAIEmbedder
+def open_server_memory(config: ServeConfig) -> AsyncMemory:
+    """The server's ``AsyncMemory``, not opened yet: the server opens it on its own event
+    loop (``await memory.open()``, see :func:`create_app`), where its background task and
+    its connection pools then live, and closes it (``await memory.aclose()``, which also
+    closes the OpenAI clients made here) when it stops."""
+    from ..aio.providers import make_async_embedder, make_async_llm
 
-        embedder = OpenAIEmbedder(
-            embedder.split(":", 1)[1],
-            base_url=config.openai_base_url,
-            api_key=config.openai_api_key,
-        )
-    if isinstance(llm, str) and llm.startswith("openai:"):
-        from ..llm.openai import openai_llm
-
-        llm = openai_llm(
-            llm.split(":", 1)[1], base_url=config.openai_base_url, api_key=config.openai_api_key
-        )
-    return Memory(
+    keys = {"base_url": config.openai_base_url, "api_key": config.openai_api_key}
+    # Made here, not by the memory: a bad spec is refused before the server starts, and the
+    # OpenAI ones get the configured endpoint and key.
+    embedder = make_async_embedder(config.embedder, **keys)
+    llm = make_async_llm(config.llm, **keys) if config.llm is not None else None
+    memory = AsyncMemory(
         config.url,
         embedder=embedder,
         llm=llm,
@@ -90,6 +85,11 @@ def open_server_memory(config: ServeConfig) -> Memory:
         buffer=config.redis,
         quotas=server_quotas(config),
     )
+    # The memory closes the providers it makes from a spec, not instances it is given:
+    # these were made for it, so they join its own (closed by aclose, after the store).
+    made: list[Any] = [embedder, llm]
+    memory._owned.extend(p.aclose for p in made if hasattr(p, "aclose"))
+    return memory
 
 
 def server_quotas(config: ServeConfig) -> Quotas | None:
@@ -102,14 +102,12 @@ def server_quotas(config: ServeConfig) -> Quotas | None:
     )
 
 
-def build_app(config: ServeConfig) -> tuple[FastAPI, Memory, KeyStore]:
+def build_app(config: ServeConfig) -> tuple[FastAPI, AsyncMemory, KeyStore]:
+    """The app, its memory (opened by the app's lifespan, on the server's event loop, and
+    closed when it stops) and its key store."""
     memory = open_server_memory(config)
     redis: Any = None
-    try:
-        keys = open_key_store(config.url)
-    except BaseException:
-        memory.close()
-        raise
+    keys = open_key_store(config.url)
     if config.redis is not None:  # a client of its own for the rate limits
         from ..store.redis_hot import open_redis
 
@@ -117,14 +115,15 @@ def build_app(config: ServeConfig) -> tuple[FastAPI, Memory, KeyStore]:
             redis = open_redis(config.redis)
         except BaseException:
             keys.close()
-            memory.close()
             raise
 
-    def close() -> None:
-        keys.close()
-        memory.close()
-        if redis is not None:
-            redis.close()
+    async def close() -> None:
+        try:
+            await memory.aclose()
+        finally:
+            keys.close()
+            if redis is not None:
+                redis.close()
 
     limits = Limits(
         rate=config.rate,

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..filters import Filters
 from ..layers.mid_term import heat
-from ..memory import Memory
 from ..records import MemoryRecord, RecordType
 from ..scope import Scope
+from .calls import Call, awaited
+
+if TYPE_CHECKING:
+    from ..aio import AsyncMemory
 
 __all__ = ["LayerItem", "LayersView", "layers_view"]
 
@@ -36,25 +39,26 @@ class LayersView:
     counts: dict[str, int]
 
 
-def _of(mem: Memory, scope: Scope, rtype: RecordType, limit: int) -> list[MemoryRecord]:
-    return mem.list(scope, filters=Filters(types=frozenset({rtype})), limit=limit)
+async def layers_view(
+    mem: AsyncMemory, scope: Scope, limit: int = 50, *, call: Call = awaited
+) -> LayersView:
+    """Every layer of ``scope`` (a session narrows short-term turns and tasks to it).
 
+    ``mem`` is an ``AsyncMemory``; a sync ``Memory`` with ``call=in_thread`` (each of its
+    calls on a worker thread, see :mod:`memstrata.server.calls`)."""
 
-def _count(mem: Memory, scope: Scope, rtype: RecordType) -> int:
-    return mem.store.count(scope, Filters(types=frozenset({rtype})))
+    async def of(scope: Scope, rtype: RecordType) -> list[MemoryRecord]:
+        return await call(mem.list, scope, filters=Filters(types=frozenset({rtype})), limit=limit)
 
-
-def layers_view(mem: Memory, scope: Scope, limit: int = 50) -> LayersView:
-    """Every layer of ``scope`` (a session narrows short-term turns and tasks to it)."""
     user = scope.user_scope
     now = mem.clock.now()
     cfg = mem.layers.ctx.config
     if scope.session:
-        turns = mem.layers.short_term.window(scope)[-limit:]
+        turns = (await call(mem.layers.short_term.window, scope))[-limit:]
         turns.reverse()
     else:
-        turns = _of(mem, user, RecordType.MESSAGE, limit)
-    clusters = mem.layers.mid_term.clusters(user)[:limit]
+        turns = await of(user, RecordType.MESSAGE)
+    clusters = (await call(mem.layers.mid_term.clusters, user))[:limit]
     max_len = max((int(c.content.structured.get("count", 0)) for c in clusters), default=0)
     mid: list[LayerItem] = []
     for c in clusters:
@@ -84,7 +88,7 @@ def layers_view(mem: Memory, scope: Scope, limit: int = 50) -> LayersView:
             )
         )
     facts = []
-    for f in _of(mem, user, RecordType.FACT, limit):
+    for f in await of(user, RecordType.FACT):
         s = f.content.structured
         facts.append(
             LayerItem(
@@ -104,7 +108,7 @@ def layers_view(mem: Memory, scope: Scope, limit: int = 50) -> LayersView:
         LayerItem(
             k, {"origin": k.metadata.get("origin"), "priority": k.metadata.get("priority", 0)}
         )
-        for k in mem.key.list(user)[:limit]
+        for k in (await call(mem.key.list, user))[:limit]
     ]
     task_scope = scope if scope.session else user
     tasks = [
@@ -116,10 +120,10 @@ def layers_view(mem: Memory, scope: Scope, limit: int = 50) -> LayersView:
                 "steps": t.content.structured.get("steps", []),
             },
         )
-        for t in _of(mem, task_scope, RecordType.TASK, limit)
+        for t in await of(task_scope, RecordType.TASK)
     ]
     counts = {
-        name: _count(mem, user, rtype)
+        name: await call(mem.store.count, user, Filters(types=frozenset({rtype})))
         for name, rtype in (
             ("messages", RecordType.MESSAGE),
             ("clusters", RecordType.CLUSTER),
@@ -136,15 +140,16 @@ def layers_view(mem: Memory, scope: Scope, limit: int = 50) -> LayersView:
         mid_term=mid,
         summaries=[
             LayerItem(s, {"kind": s.metadata.get("summary_kind")})
-            for s in _of(mem, user, RecordType.SUMMARY, limit)
+            for s in await of(user, RecordType.SUMMARY)
         ],
         facts=facts,
-        episodes=[LayerItem(e) for e in _of(mem, user, RecordType.EPISODE, limit)],
+        episodes=[LayerItem(e) for e in await of(user, RecordType.EPISODE)],
         key=key,
         tasks=tasks,
         notes=[
             LayerItem(n, {"tags": list(n.tags), "importance": n.importance})
-            for n in mem.list(
+            for n in await call(
+                mem.list,
                 user,
                 filters=Filters(types=frozenset({RecordType.NOTE, RecordType.KNOWLEDGE})),
                 limit=limit,

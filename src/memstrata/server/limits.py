@@ -9,21 +9,33 @@ rate once between them, not once each. :class:`RateLimiter` is the bucket of one
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
+import anyio.from_thread
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..ratelimit import SharedRateLimiter
-from ..store.quota_counters import QuotaCounters
+from ..ratelimit import RateCounters, SharedRateLimiter
+from ..store.quota_counters import QuotaCounters, Refusal, Take
 from .errors import ApiError, error_response
 
-__all__ = ["BodyLimit", "Limiter", "RateLimiter", "rate_refusal", "shared_limiter"]
+if TYPE_CHECKING:
+    from ..aio import AsyncMemory
+
+__all__ = [
+    "BodyLimit",
+    "Limiter",
+    "MemoryCounters",
+    "RateLimiter",
+    "rate_refusal",
+    "shared_limiter",
+]
 
 
 class Limiter(Protocol):
@@ -46,6 +58,7 @@ def shared_limiter(
     burst: int,
     *,
     store: Any = None,
+    counters: RateCounters | None = None,
     redis: Any = None,
     prefix: str = "memstrata",
     batch: int = 1,
@@ -54,15 +67,54 @@ def shared_limiter(
     else in the store's durable counters, else (a store without counters) in this process.
 
     ``store`` may be a Redis front (its ``durable`` store is used, so a Redis outage falls
-    back to the durable counters); ``batch`` is how many requests a process takes from the
-    durable counters per write (see :class:`~memstrata.ratelimit.SharedRateLimiter`)."""
+    back to the durable counters); ``counters`` are given instead of a sync store's (an
+    ``AsyncMemory``'s: :class:`MemoryCounters`); ``batch`` is how many requests a process
+    takes from the durable counters per write (see
+    :class:`~memstrata.ratelimit.SharedRateLimiter`)."""
     durable = getattr(store, "durable", store)
-    fallback = durable if isinstance(durable, QuotaCounters) else None
+    fallback = counters
+    if fallback is None and isinstance(durable, QuotaCounters):
+        fallback = durable
     if rate <= 0 or (redis is None and fallback is None):
         return RateLimiter(rate, burst)
     return SharedRateLimiter(
         rate, max(1, burst), client=redis, fallback=fallback, prefix=prefix, batch=batch
     )
+
+
+class MemoryCounters:
+    """The durable counters of an ``AsyncMemory``'s store, for the sync rate limiter.
+
+    The limiter runs on anyio worker threads (the API-key check runs there, see
+    ``ServerState.blocking_auth``). A store on threads (SQLite, ``memory://``) is called
+    directly on that thread, its sync store's counters as with a sync ``Memory``; a natively
+    async store (PostgreSQL) is awaited on the server's event loop (``anyio.from_thread``),
+    on the memory's own connection pool. The store is looked up at each call: the memory is
+    opened by the server's lifespan, after the limiter is built."""
+
+    def __init__(self, memory: AsyncMemory) -> None:
+        self._memory = memory
+
+    def _durable(self) -> Any:
+        from ..aio.threaded import ThreadedStore
+
+        store: Any = self._memory.store
+        store = getattr(store, "durable", store)  # behind a Redis front
+        return store.sync if isinstance(store, ThreadedStore) else store
+
+    def take_counters(self, takes: Sequence[Take]) -> Refusal | None:
+        take = self._durable().take_counters
+        if not inspect.iscoroutinefunction(take):
+            refused: Refusal | None = take(takes)
+            return refused
+        return cast("Refusal | None", anyio.from_thread.run(take, takes))
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        forget = self._durable().forget_counters
+        if inspect.iscoroutinefunction(forget):
+            anyio.from_thread.run(forget, keys)
+        else:
+            forget(keys)
 
 
 @dataclass(slots=True)
