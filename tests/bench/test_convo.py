@@ -128,3 +128,30 @@ def test_cli_convo_runs_both_languages(tmp_path: Path) -> None:
     res = json.loads((out / "convo-en.json").read_text(encoding="utf-8"))
     assert res["ingest"]["messages"] == 0
     assert res["methods"]["memstrata build_context"]["answer_recall"]["1000"]["all"]["n"] > 0
+
+
+def test_last_weekday_gold_follows_each_language() -> None:
+    """ "Last Saturday" is the latest Saturday before the day it is said; "上周六" is the
+    Saturday of the previous calendar week (said on a Sunday, eight days back, not one)."""
+    from datetime import datetime
+
+    seen = {"en": 0, "zh": 0}
+    for lang in ("en", "zh"):
+        for conv in generate(lang, 8):
+            by_dia = {t.dia_id: t for t in conv.turns}
+            for q in conv.questions:
+                turn = by_dia[q.evidence[0]]
+                if q.category != 2 or not (
+                    turn.text.startswith("Last ") or turn.text.startswith("上周")
+                ):
+                    continue
+                fmt = "%d %B %Y" if lang == "en" else "%Y年%m月%d日"
+                gold = datetime.strptime(q.answer, fmt).date()
+                said = turn.observed_at.date()
+                if lang == "en":
+                    assert 1 <= (said - gold).days <= 7, (q, said)
+                else:
+                    monday = said.toordinal() - said.weekday()
+                    assert monday - 7 <= gold.toordinal() < monday, (q, said)
+                seen[lang] += 1
+    assert seen["en"] and seen["zh"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from memstrata.bench.cli import bench_app
@@ -113,3 +114,29 @@ def test_context_text_drops_the_question_echo() -> None:
     )
     text = _context_text(ctx, q)
     assert "Lisbon" in text and "Where did Ben move?" not in text
+
+
+def test_evidence_in_context_counts_turns_shown(locomo_file: Path) -> None:
+    """Every turn of the tiny fixture fits in 1,000 tokens: build_context shows every
+    evidence turn; BM25 misses the one that shares no word with its question ("Where did
+    Ben move?" - "Lisbon is lovely"); a summary retelling a turn does not count as showing
+    it."""
+    from types import SimpleNamespace
+
+    from memstrata.bench.locomo.runner import _turns_shown
+
+    m = _run(locomo_file)["methods"]
+    for name, expected in (("memstrata build_context", 1.0), ("BM25 only", (1 + 0.5 + 1) / 3)):
+        ev = m[name]["evidence_in_context"]
+        assert set(ev) == {"1000", "2000", "4000"}
+        assert ev["1000"]["all"] == {"mean": pytest.approx(expected), "n": 3}
+    assert "### Evidence turns shown in the context" in locomo_markdown(_run(locomo_file))
+    ctx = SimpleNamespace(
+        items=[
+            SimpleNamespace(record_id="t1", source_ids=("t1",)),
+            SimpleNamespace(record_id="s1", source_ids=("t2", "t3")),  # a summary
+        ],
+        history=[SimpleNamespace(record_id="t4")],
+    )
+    dia = {"t1": "D1:1", "t2": "D1:2", "t3": "D1:3", "t4": "D1:4"}
+    assert _turns_shown(ctx, dia) == {"D1:1", "D1:4"}

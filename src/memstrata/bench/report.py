@@ -134,6 +134,22 @@ def locomo_markdown(res: dict[str, Any]) -> str:
             + [f"~{mean_tok:,.0f} tokens per conversation" if mean_tok else ""]
         )
     lines += _table(["method"] + [f"{b} tok" for b in budgets] + ["note"], rows)
+    rows = []
+    for m in BUDGETED:
+        ev = methods.get(m, {}).get("evidence_in_context", {})
+        if ev:
+            rows.append([m] + [_pct(ev.get(str(b), {}).get("all")) for b in budgets])
+    if rows:
+        lines += [
+            "",
+            "### Evidence turns shown in the context (%), categories 1–4",
+            "",
+            "Share of each question's evidence turns that the context shows as turns (a "
+            "summary retelling one does not count); a distractor holding the answer's words "
+            "cannot raise it.",
+            "",
+        ]
+        lines += _table(["method"] + [f"{b} tok" for b in budgets], rows)
     lines += ["", "### Per category at each budget (%)", ""]
     rows = []
     for m in BUDGETED:

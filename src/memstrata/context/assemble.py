@@ -13,6 +13,7 @@ result never exceeds ``plan.usable``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -98,6 +99,58 @@ class AssembledContext:
     @property
     def text(self) -> str:
         return "\n\n".join(f"{m['role']}: {m['content']}" for m in self.messages)
+
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_MORE_DATES = 3  # other dates named after a repeated line, at most
+
+
+def _date_of(it: ContextItem) -> str | None:
+    if it.group is not None:
+        return it.group
+    return None if it.observed_at is None else format_date(it.observed_at, it.text)
+
+
+def _merge_repeats(items: Sequence[ContextItem]) -> list[ContextItem]:
+    """Relevant memories with the same words (a turn said again on another day, the same
+    knowledge chunk twice) shown once: the best-scored one, followed by the other dates it
+    was said on ("(also 3 May 2023, 9 June 2023)", "（也在2023年5月3日、2023年6月9日）"),
+    with every copy's sources. Two copies cost a line twice and told nothing new; the dates
+    are what differed, and they stay."""
+    copies: dict[str, list[ContextItem]] = {}
+    for it in items:
+        if it.block == "relevant" and not it.digest and not it.priority:
+            copies.setdefault(" ".join(it.text.split()), []).append(it)
+    merged: dict[int, ContextItem | None] = {}
+    for group in copies.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda it: -it.score)
+        best = group[0]
+        names: list[str] = []
+        for it in sorted(group[1:], key=lambda it: it.observed_at or datetime.min):
+            date = _date_of(it)
+            if date is not None and date != _date_of(best) and date not in names:
+                names.append(date)
+        text = best.text
+        if names:
+            shown = names[:_MORE_DATES] + (["…"] if len(names) > _MORE_DATES else [])
+            if _CJK.search(best.text):
+                text = f"{text}（也在{'、'.join(shown)}）"
+            else:
+                text = f"{text} (also {', '.join(shown)})"
+        sources = tuple(dict.fromkeys(sid for it in group for sid in it.source_ids))
+        merged[id(best)] = replace(best, text=text, source_ids=sources)
+        for it in group[1:]:
+            merged[id(it)] = None
+    if not merged:
+        return list(items)
+    out: list[ContextItem] = []
+    for it in items:
+        new = merged.get(id(it), it)
+        if new is not None:
+            out.append(new)
+    return out
 
 
 def _fit_memory(
@@ -211,7 +264,7 @@ def assemble(
     kept_history, history_used = _fit_history(history, history_cap, count)
     memory_cap = remaining - history_used
     digest_cap = None if digest_share is None else int(memory_cap * digest_share)
-    chosen, dropped, memory_used = _fit_memory(items, memory_cap, count, digest_cap)
+    chosen, dropped, memory_used = _fit_memory(_merge_repeats(items), memory_cap, count, digest_cap)
     if memory_used < remaining - history_used and len(kept_history) < len(history):
         kept_history, history_used = _fit_history(history, remaining - memory_used, count)
 

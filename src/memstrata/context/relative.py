@@ -4,11 +4,17 @@ A turn said on 8 May 2023 that reads "I went to the support group yesterday" is 
 "I went to the support group yesterday (7 May 2023)": a reader of the context (a model
 answering "when did ...") no longer has to do calendar arithmetic, and gets it wrong less.
 
-English: "yesterday", "tomorrow", "last/this past <weekday>", "last week/weekend/month/year",
-"next week/month/year", "N days/weeks/months/years ago". Chinese: "昨天", "前天", "明天",
-"上周六" / "上星期六" / "上个星期六", "上周" / "上个星期", "上个月", "去年", "下个月", "明年",
-"N天前" / "N周前" / "N个月前" / "N年前". "Today" is not annotated: the line's own date says it.
-Each expression gets the date once, right after it; nothing else in the text changes.
+English: "yesterday", "tomorrow", "the day before yesterday", "the day after tomorrow",
+"last night", "last/this past <weekday>", "next <weekday>" (the first one after the day it
+was said), "last week/weekend/month/year", "next week/month/year", "last/next
+summer/winter/spring/fall/autumn" (northern seasons), "on the 17th" (a day of the month it
+was said in, on or before that day), "N days/weeks/months/years ago" (also "few days ago").
+Chinese: "昨天", "昨晚", "前天", "前晚", "大前天", "明天", "后天", "大后天",
+"上周六" / "上星期六" / "上个星期六" (the previous calendar week's), "这周六" / "本周六",
+"下周六" / "下个星期六", "上周末", "上周" / "上个星期", "下周" / "下个星期", "上个月", "去年",
+"下个月", "明年", "N天前" / "几天前" / "N周前" / "N个月前" / "N年前". "Today" is not annotated:
+the line's own date says it. Each expression gets the date once, right after it; nothing else
+in the text changes.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from .dates import MONTH_NAMES, format_date
 
 __all__ = ["annotate_relative_dates"]
 
+_MONTHS_RE = "|".join(m.lower() for m in MONTH_NAMES)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WORDS = {
     "a": 1,
@@ -36,6 +43,7 @@ _WORDS = {
     "ten": 10,
     "a couple of": 2,
     "a few": 3,
+    "few": 3,
 }
 _ZH_NUM = {
     "一": 1,
@@ -51,25 +59,50 @@ _ZH_NUM = {
     "十": 10,
 }
 _ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_ZH_DAYS = {
+    "昨天": -1,
+    "昨晚": -1,
+    "前天": -2,
+    "前晚": -2,
+    "大前天": -3,
+    "明天": 1,
+    "后天": 2,
+    "大后天": 3,
+}
+# Northern-hemisphere meteorological seasons: the months each starts and ends with.
+_SEASONS = {
+    "spring": (3, 5),
+    "summer": (6, 8),
+    "fall": (9, 11),
+    "autumn": (9, 11),
+    "winter": (12, 2),
+}
 
 _EN = re.compile(
-    r"\b(?:(?P<day>yesterday|tomorrow)"
+    r"\b(?:(?P<day2>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow)"
+    r"|(?P<day>yesterday|tomorrow|last\s+night)"
     r"|(?:last|this past)\s+(?P<wd>" + "|".join(_WEEKDAYS) + r")"
-    r"|(?P<dir>last|next)\s+(?P<unit>week(?:end)?|month|year)"
-    r"|(?P<n>\d{1,2}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+    r"|next\s+(?P<nextwd>" + "|".join(_WEEKDAYS) + r")"
+    # "the last week of May", "the last summer of my childhood": not a date relative to now
+    r"|(?<!the\s)(?P<dir>last|next)\s+(?P<unit>week(?:end)?|month|year)(?!\s+of\b)"
+    r"|(?<!the\s)(?P<sdir>last|next)\s+(?P<season>" + "|".join(_SEASONS) + r")(?!\s+of\b)"
+    r"|on\s+the\s+(?P<dom>[1-9]|[12]\d|3[01])(?:st|nd|rd|th)(?!\s+of\b|\s+(?:" + _MONTHS_RE + r"))"
+    r"|(?P<n>\d{1,2}|a couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
     r"\s+(?P<agounit>day|week|month|year)s?\s+ago)\b(?!\s*[(（])",
     re.IGNORECASE,
 )
 _ZH = re.compile(
-    r"(?:(?P<day>昨天|前天|明天)"
-    r"|上个?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])"
-    r"|(?P<rel>(?:上个?周|上个?星期|上个?礼拜)(?![一二三四五六日天])|上个月|下个月|去年|明年)"
-    r"|(?P<n>\d{1,2}|[一二两三四五六七八九十])\s*(?P<agounit>天|周|个?星期|个?月|年)(?:之|以)?前)(?!\s*[(（])"
+    r"(?:(?P<day>大前天|大后天|昨天|昨晚|前天|前晚|明天|后天)"
+    r"|(?P<which>上个?|这个?|本|下个?)(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])"
+    r"|(?P<weekend>上个?周末|上个?星期末)"
+    r"|(?P<rel>(?:[上下]个?周|[上下]个?星期|[上下]个?礼拜)(?![一二三四五六日天末])|上个月|下个月|去年|明年)"
+    r"|(?P<n>\d{1,2}|[一二两三四五六七八九十几])\s*(?P<agounit>天|周|个?星期|个?月|年)(?:之|以)?前)"
+    r"(?!\s*[(（])"
 )
 
 # Every expression above contains one of these (a cheap test before the regexes).
-_EN_HINTS = ("yesterday", "tomorrow", "last", "past", "next", "ago")
-_ZH_HINTS = ("昨", "前", "明", "上", "下", "去年")
+_EN_HINTS = ("yesterday", "tomorrow", "last", "past", "next", "ago", "on the")
+_ZH_HINTS = ("昨", "前", "明", "后", "上", "下", "这", "本", "去年")
 
 
 def _month_name(when: datetime, zh: bool) -> str:
@@ -104,13 +137,44 @@ def _shifted(unit: str, n: int, when: datetime, zh: bool, text: str) -> str:
     return f"{year}年" if zh else str(year)
 
 
+def _season(name: str, ahead: bool, when: datetime) -> str:
+    """The latest such season that ended before ``when``'s month, or the first that starts
+    after it: "summer 2022", "winter 2022/2023"."""
+    first, last = _SEASONS[name]
+    index = when.year * 12 + when.month - 1
+    step = 1 if ahead else -1
+    probe = index + step
+    while True:
+        year, month = divmod(probe, 12)
+        month += 1
+        if month == (first if ahead else last):
+            break
+        probe += step
+    if name != "winter":
+        return f"{name} {year}"
+    start = year if month == 12 else year - 1  # the December that begins that winter
+    return f"winter {start}/{start + 1}"
+
+
 def _english(m: re.Match[str], when: datetime) -> str | None:
     text = ""  # an English phrase gets an English date, whatever else the line holds
+    if day := m.group("day2"):
+        step = -2 if day.lower().endswith("yesterday") else 2
+        return format_date(when + timedelta(days=step), text)
     if day := m.group("day"):
-        step = -1 if day.lower() == "yesterday" else 1
+        step = 1 if day.lower() == "tomorrow" else -1
         return format_date(when + timedelta(days=step), text)
     if wd := m.group("wd"):
         return format_date(_previous_weekday(when, _WEEKDAYS.index(wd.lower())), text)
+    if wd := m.group("nextwd"):
+        ahead = (_WEEKDAYS.index(wd.lower()) - when.weekday()) % 7 or 7
+        return format_date(when + timedelta(days=ahead), text)
+    if season := m.group("season"):
+        return _season(season.lower(), m.group("sdir").lower() == "next", when)
+    if dom := m.group("dom"):
+        if int(dom) > when.day:
+            return None  # this month's is still to come, or last month's: unclear
+        return format_date(when.replace(day=int(dom)), text)
     if unit := m.group("unit"):
         sign = -1 if m.group("dir").lower() == "last" else 1
         unit = unit.lower()
@@ -130,20 +194,25 @@ def _english(m: re.Match[str], when: datetime) -> str | None:
 def _chinese(m: re.Match[str], when: datetime) -> str | None:
     text = "中"  # a Chinese phrase gets a Chinese date
     if day := m.group("day"):
-        step = {"昨天": -1, "前天": -2, "明天": 1}[day]
-        return format_date(when + timedelta(days=step), text)
+        return format_date(when + timedelta(days=_ZH_DAYS[day]), text)
+    this_monday = when - timedelta(days=when.weekday())
     if wd := m.group("wd"):
-        # "上周六": the Saturday of the previous calendar week.
-        monday = when - timedelta(days=when.weekday() + 7)
-        return format_date(monday + timedelta(days=_ZH_WEEKDAY[wd]), text)
+        # "上周六": the Saturday of the previous calendar week; "这周六" / "本周六" of this
+        # week; "下周六" of the next.
+        which = m.group("which")[0]
+        weeks = {"上": -1, "下": 1}.get(which, 0)
+        return format_date(this_monday + timedelta(days=7 * weeks + _ZH_WEEKDAY[wd]), text)
+    if m.group("weekend"):
+        saturday = this_monday - timedelta(days=2)
+        return f"{format_date(saturday, text)}那个周末"
     if rel := m.group("rel"):
         if rel in ("去年", "明年"):
             return f"{when.year + (1 if rel == '明年' else -1)}年"
         if rel in ("上个月", "下个月"):
             return _month_name(_month_shift(when, 1 if rel == "下个月" else -1), True)
-        return _week_of(when - timedelta(days=7), True, text)
+        return _week_of(when + timedelta(days=7 if rel.startswith("下") else -7), True, text)
     n = m.group("n")
-    count = int(n) if n.isdigit() else _ZH_NUM.get(n, 0)
+    count = int(n) if n.isdigit() else _ZH_NUM.get(n, 3 if n == "几" else 0)
     if count <= 0:
         return None
     unit = {"天": "day", "周": "week", "期": "week", "月": "month", "年": "year"}[

@@ -181,8 +181,13 @@ def _events(c: _Conv) -> None:
             when = start
         else:
             day = c.rng.randrange(7)
-            back = (start.weekday() - day) % 7 or 7
-            when = start - timedelta(days=back)
+            if c.lang == 1:
+                # "上周六" is the Saturday of the previous calendar week (Monday to Sunday),
+                # not the latest Saturday: said on a Sunday it is eight days back.
+                when = start - timedelta(days=start.weekday() + 7 - day)
+            else:
+                back = (start.weekday() - day) % 7 or 7  # "last Saturday": the latest one
+                when = start - timedelta(days=back)
             text = c.say(tpl, event=event, weekday=POOLS["weekday"][day][c.lang])
         c.block(s, _Planned(who, text, k))
         c.ask("event_q", _date(when, c.lang), 2, (k,), who=who, event=event)

@@ -8,6 +8,10 @@ metadata. Questions are asked at the user's scope (all sessions).
 Per question, one ``search`` per mode (hybrid, lexical = BM25 only, dense = dense only) with
 ``top_k = pool``; its latency is what is reported. Evidence recall@k uses the first k hits;
 answer recall for a ranked method packs the same hits' turns, in rank order, into each budget.
+Evidence in context: the share of a question's evidence turns that its context at each budget
+shows as turns (for a ranked method, the packed hits; a digest retelling a turn does not
+count); unlike answer recall it cannot be met by a distractor that happens to hold the
+answer's words.
 ``build_context`` is measured only when the façade has it; otherwise its row says so.
 """
 
@@ -177,6 +181,13 @@ def _context_text(ctx: Any, q: Question) -> str:
     return "\n\n".join(str(m.get("content", "")) for m in msgs)
 
 
+def _turns_shown(ctx: Any, id_to_dia: dict[str, str]) -> set[str]:
+    """The ``dia_id``s of the turns a context shows as turns (in its memory block or its
+    recent history); a summary or cluster that retells a turn does not count."""
+    ids = [it.record_id for it in ctx.items] + [t.record_id for t in ctx.history]
+    return {id_to_dia[i] for i in ids if i in id_to_dia}
+
+
 def _hit_sources(hit: Any) -> list[str]:
     return list(getattr(hit, "source_ids", None) or [hit.record.id])
 
@@ -267,9 +278,25 @@ def run_locomo(
                         if q.has_answer:
                             lines = [_hit_line(h, id_to_turn) for h in hits]
                             for b in cfg.budgets:
-                                ctx = "\n".join(pack_ranked(lines, b, count_tokens))
+                                packed = pack_ranked(lines, b, count_tokens)
+                                ctx = "\n".join(packed)
                                 rows.add(
                                     method, "answer_recall", b, cat, answer_recall(q.answer, ctx)
+                                )
+                                kept = set(packed)
+                                shown = [
+                                    [h.record.id]
+                                    for h, x in zip(hits, lines, strict=True)
+                                    if x in kept
+                                ]
+                                rows.add(
+                                    method,
+                                    "evidence_in_context",
+                                    b,
+                                    cat,
+                                    evidence_recall(
+                                        q.evidence, covered_dia_ids(shown, id_to_dia, len(shown))
+                                    ),
                                 )
                     if q.has_answer:
                         rows.add(
@@ -313,6 +340,13 @@ def run_locomo(
                                 )
                                 rows.add(
                                     BUILD_CONTEXT, "context_tokens", b, cat, float(ctx_obj.tokens)
+                                )
+                                rows.add(
+                                    BUILD_CONTEXT,
+                                    "evidence_in_context",
+                                    b,
+                                    cat,
+                                    evidence_recall(q.evidence, _turns_shown(ctx_obj, id_to_dia)),
                                 )
                     tick(f"questions {conv.sample_id}", 1)
             finally:
