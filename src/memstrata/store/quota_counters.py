@@ -19,15 +19,16 @@ Leases (:meth:`QuotaCounters.lease`) serialise a check-then-write that a counter
 express, such as "records per user", where the count is the store's own.
 
 Counter keys name no raw id (callers hash tenant and user, see :mod:`memstrata.quotas`).
-The SQL below is shared by the SQLite and PostgreSQL stores: each passes its connection, its
-placeholder and whether rows must be locked.
+The SQL that keeps them in ``meta`` is shared by the SQLite and PostgreSQL stores (both
+the sync and the async one): :mod:`memstrata.store.shared_sql`, generated from its async
+source.
 """
 
 from __future__ import annotations
 
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ..errors import ValidationError
 
@@ -35,16 +36,12 @@ __all__ = [
     "QuotaCounters",
     "Refusal",
     "Take",
-    "add_sql",
-    "forget_sql",
+    "parse_count",
+    "plan_takes",
+    "lease_free",
     "lease_in",
-    "lease_sql",
     "release_in",
-    "release_sql",
     "take_in",
-    "take_sql",
-    "tenant_records_sql",
-    "values_sql",
 ]
 
 
@@ -112,7 +109,7 @@ class QuotaCounters(Protocol):
         ...
 
 
-def _int(value: object) -> int:
+def parse_count(value: object) -> int:
     try:
         return int(str(value))
     except ValueError:
@@ -120,7 +117,9 @@ def _int(value: object) -> int:
 
 
 # --- pure logic on current values ------------------------------------------------------------
-def _plan(used: dict[str, int], takes: Sequence[Take]) -> tuple[dict[str, int], Refusal | None]:
+def plan_takes(
+    used: dict[str, int], takes: Sequence[Take]
+) -> tuple[dict[str, int], Refusal | None]:
     after = dict(used)
     for i, t in enumerate(takes):
         value = after.get(t.key, 0)
@@ -130,17 +129,17 @@ def _plan(used: dict[str, int], takes: Sequence[Take]) -> tuple[dict[str, int], 
     return after, None
 
 
-def _lease_free(value: str | None, token: str, now_ms: int) -> bool:
+def lease_free(value: str | None, token: str, now_ms: int) -> bool:
     if value is None:
         return True
     until, _, holder = value.partition(" ")
-    return holder == token or _int(until) <= now_ms
+    return holder == token or parse_count(until) <= now_ms
 
 
 # --- memory:// (a dict under the caller's lock) ---------------------------------------------
 def take_in(meta: MutableMapping[str, str], takes: Sequence[Take]) -> Refusal | None:
     keys = {t.key for t in takes}
-    after, refused = _plan({k: _int(meta.get(k, 0)) for k in keys}, takes)
+    after, refused = plan_takes({k: parse_count(meta.get(k, 0)) for k in keys}, takes)
     if refused is None:
         meta.update({k: str(v) for k, v in after.items()})
     return refused
@@ -149,7 +148,7 @@ def take_in(meta: MutableMapping[str, str], takes: Sequence[Take]) -> Refusal | 
 def lease_in(
     meta: MutableMapping[str, str], key: str, token: str, now_ms: int, until_ms: int
 ) -> bool:
-    if not _lease_free(meta.get(key), token, now_ms):
+    if not lease_free(meta.get(key), token, now_ms):
         return False
     meta[key] = f"{until_ms} {token}"
     return True
@@ -158,93 +157,3 @@ def lease_in(
 def release_in(meta: MutableMapping[str, str], key: str, token: str) -> None:
     if meta.get(key, "").partition(" ")[2] == token:
         del meta[key]
-
-
-# --- SQL (SQLite and PostgreSQL, inside the caller's write transaction) ----------------------
-def _rows(c: Any, keys: Sequence[str], ph: str, lock: bool) -> dict[str, str]:
-    if not keys:
-        return {}
-    if lock:  # a row must exist to be locked: create missing ones first, in key order
-        for key in keys:
-            c.execute(
-                f"INSERT INTO meta (key, value) VALUES ({ph}, '0') ON CONFLICT (key) DO NOTHING",
-                (key,),
-            )
-    marks = ", ".join([ph] * len(keys))
-    sql = f"SELECT key, value FROM meta WHERE key IN ({marks}) ORDER BY key"
-    rows = c.execute(sql + (" FOR UPDATE" if lock else ""), list(keys)).fetchall()
-    return {str(r["key"]): str(r["value"]) for r in rows}
-
-
-def _write(c: Any, values: dict[str, int], ph: str) -> None:
-    for key, value in sorted(values.items()):
-        c.execute(
-            f"INSERT INTO meta (key, value) VALUES ({ph}, {ph}) ON CONFLICT (key) "
-            "DO UPDATE SET value = excluded.value",
-            (key, str(value)),
-        )
-
-
-def take_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> Refusal | None:
-    keys = sorted({t.key for t in takes})
-    used = {k: _int(v) for k, v in _rows(c, keys, ph, lock).items()}
-    after, refused = _plan(used, takes)
-    if refused is None:
-        _write(c, {k: after[k] for k in keys}, ph)
-    return refused
-
-
-def add_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> None:
-    take_sql(c, [Take(t.key, t.amount, None, t.ttl_seconds) for t in takes], ph=ph, lock=lock)
-
-
-def values_sql(c: Any, keys: Sequence[str], *, ph: str) -> dict[str, int]:
-    found = _rows(c, sorted(set(keys)), ph, False)
-    return {k: _int(found.get(k, 0)) for k in keys}
-
-
-def forget_sql(c: Any, keys: Sequence[str], *, ph: str) -> None:
-    for key in sorted(set(keys)):
-        c.execute(f"DELETE FROM meta WHERE key = {ph}", (key,))
-
-
-def lease_sql(
-    c: Any, key: str, token: str, now_ms: int, until_ms: int, *, ph: str, lock: bool
-) -> bool:
-    if lock:
-        c.execute(
-            f"INSERT INTO meta (key, value) VALUES ({ph}, '0 -') ON CONFLICT (key) DO NOTHING",
-            (key,),
-        )
-    sql = f"SELECT value FROM meta WHERE key = {ph}" + (" FOR UPDATE" if lock else "")
-    row = c.execute(sql, (key,)).fetchone()
-    if row is None and lock:
-        # The row we just made sure exists was deleted under us (its holder released it
-        # while we waited on its lock): another writer may be inserting it now, so an
-        # upsert here could take over its fresh lease. Try again instead.
-        return False
-    if not _lease_free(None if row is None else str(row["value"]), token, now_ms):
-        return False
-    _write_value(c, key, f"{until_ms} {token}", ph)
-    return True
-
-
-def _write_value(c: Any, key: str, value: str, ph: str) -> None:
-    c.execute(
-        f"INSERT INTO meta (key, value) VALUES ({ph}, {ph}) ON CONFLICT (key) "
-        "DO UPDATE SET value = excluded.value",
-        (key, value),
-    )
-
-
-def tenant_records_sql(c: Any, tenant: str, *, ph: str) -> int:
-    """Records of every user of ``tenant`` (the table holds one row per record)."""
-    row = c.execute(f"SELECT count(*) AS n FROM records WHERE tenant = {ph}", (tenant,)).fetchone()
-    return int(row["n"])
-
-
-def release_sql(c: Any, key: str, token: str, *, ph: str, lock: bool) -> None:
-    sql = f"SELECT value FROM meta WHERE key = {ph}" + (" FOR UPDATE" if lock else "")
-    row = c.execute(sql, (key,)).fetchone()
-    if row is not None and str(row["value"]).partition(" ")[2] == token:
-        c.execute(f"DELETE FROM meta WHERE key = {ph}", (key,))

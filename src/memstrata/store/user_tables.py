@@ -8,19 +8,18 @@ columns, and ``purge_user`` deletes the user's rows of every registered table in
 own transaction. Being in the database, the registration holds for every process that
 purges (a server, ``memstrata purge``, a library caller), not only the one that made it.
 
-This module is the store's side (the DDL, the registration statement and the delete); the
-component calls :func:`register_sql`/:data:`DDL` when it creates its table.
+This module holds the DDL and the registration statement (the component calls
+:func:`register_sql`/:data:`DDL` when it creates its table); the delete is
+:func:`memstrata.store.shared_sql.purge_user_rows`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
 
 from ..errors import StoreError
 
-__all__ = ["DDL", "TABLE", "purge_user_rows", "register_sql"]
+__all__ = ["DDL", "TABLE", "quoted", "register_sql"]
 
 TABLE = "user_tables"
 DDL = (
@@ -39,34 +38,11 @@ def register_sql(ph: str) -> str:
     )
 
 
-def _quoted(name: str) -> str:
+def quoted(name: str) -> str:
+    """``name`` as a quoted SQL identifier, or :class:`StoreError` if it is not a plain one."""
     if not _IDENT.fullmatch(name):
         raise StoreError(
             f"{TABLE} names {name!r}, which is not a plain table or column name; remove that "
             "row (only memstrata's own components register tables there)"
         )
     return f'"{name}"'
-
-
-def purge_user_rows(
-    conn: Any, tenant: str, user: str, *, ph: str, table_exists: Callable[[str], bool]
-) -> int:
-    """Delete ``user``'s rows of every registered table (inside the caller's transaction).
-    ``table_exists(name)`` tells whether a table exists in the store's schema: without
-    ``user_tables`` nothing is registered; a registered table dropped since is skipped.
-    Returns how many rows went."""
-    if not table_exists(TABLE):
-        return 0
-    deleted = 0
-    rows = conn.execute(f"SELECT name, tenant_column, user_column FROM {TABLE} ORDER BY name")
-    for row in rows.fetchall():
-        if isinstance(row, dict):
-            row = (row["name"], row["tenant_column"], row["user_column"])
-        table, tenant_col, user_col = (_quoted(str(v)) for v in row)
-        if not table_exists(str(row[0])):
-            continue
-        deleted += conn.execute(
-            f"DELETE FROM {table} WHERE {tenant_col} = {ph} AND {user_col} = {ph}",
-            (tenant, user),
-        ).rowcount
-    return deleted

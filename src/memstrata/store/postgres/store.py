@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import logging
 import threading
 from collections import Counter
@@ -37,9 +38,10 @@ from memstrata.jobs import Job
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
 from memstrata.store import quota_counters as qc
+from memstrata.store import shared_sql
 from memstrata.store.base import UnitOfWork
 from memstrata.store.compaction import CompactReport
-from memstrata.store.postgres import audit, counters, dump, fts5, lexical, outbox
+from memstrata.store.postgres import audit, dump, fts5, lexical, outbox
 from memstrata.store.postgres.behind import Held, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
 from memstrata.store.postgres.schema import check_pgvector, migrate
@@ -352,31 +354,31 @@ class PostgresStore:
     # --- quota counters (memstrata.store.quota_counters; row locks make them atomic) -
     def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
         with self._write() as c:
-            return counters.take(c, takes)
+            return shared_sql.take_sql(c, takes, ph="%s", lock=True)
 
     def add_counters(self, takes: Sequence[qc.Take]) -> None:
         with self._write() as c:
-            counters.add(c, takes)
+            shared_sql.add_sql(c, takes, ph="%s", lock=True)
 
     def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
         with self._read() as c:
-            return counters.values(c, keys)
+            return shared_sql.values_sql(c, keys, ph="%s")
 
     def forget_counters(self, keys: Sequence[str]) -> None:
         with self._write() as c:
-            counters.forget(c, keys)
+            shared_sql.forget_sql(c, keys, ph="%s")
 
     def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
         with self._write() as c:
-            return counters.lease(c, key, token, now_ms, until_ms)
+            return shared_sql.lease_sql(c, key, token, now_ms, until_ms, ph="%s", lock=True)
 
     def release(self, key: str, token: str) -> None:
         with self._write() as c:
-            counters.release(c, key, token)
+            shared_sql.release_sql(c, key, token, ph="%s", lock=True)
 
     def count_tenant_records(self, tenant: str) -> int:
         with self._read() as c:
-            return counters.tenant_records(c, tenant)
+            return shared_sql.tenant_records_sql(c, tenant, ph="%s")
 
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -878,7 +880,9 @@ class PostgresStore:
             audit.redact_subject(c, tenant, user)
             # Rows of other components naming the user (API keys bound to them, registered
             # by server/pg_keys.py) go in this transaction too (store/user_tables.py).
-            counters.purge_user_rows(c, tenant, user)
+            shared_sql.purge_user_rows(
+                c, tenant, user, ph="%s", table_exists=functools.partial(_table_exists, c)
+            )
             remaining = (
                 (
                     c.execute(
@@ -1502,3 +1506,10 @@ def _python_filters(f: Filters) -> bool:
         or f.observed_before
         or f.valid_at is not None
     )
+
+
+def _table_exists(c: Any, name: str) -> bool:
+    """Whether ``name`` is a table of the store's schema (the connection's search path)."""
+    sql = "SELECT to_regclass(format('%%I.%%I', current_schema(), %s::text)) IS NOT NULL AS ok"
+    row = c.execute(sql, (name,)).fetchone()
+    return bool(row["ok"])

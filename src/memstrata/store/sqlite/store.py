@@ -32,6 +32,7 @@ from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
 from .. import quota_counters as qc
+from .. import shared_sql
 from ..base import (
     CacheEntry,
     Candidate,
@@ -329,31 +330,31 @@ class SQLiteStore:
     # --- quota counters (memstrata.store.quota_counters; BEGIN IMMEDIATE makes them atomic) -
     def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
         with self._write() as c:
-            return qc.take_sql(c, takes, ph="?", lock=False)
+            return shared_sql.take_sql(c, takes, ph="?", lock=False)
 
     def add_counters(self, takes: Sequence[qc.Take]) -> None:
         with self._write() as c:
-            qc.add_sql(c, takes, ph="?", lock=False)
+            shared_sql.add_sql(c, takes, ph="?", lock=False)
 
     def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
         with self._read() as c:
-            return qc.values_sql(c, keys, ph="?")
+            return shared_sql.values_sql(c, keys, ph="?")
 
     def forget_counters(self, keys: Sequence[str]) -> None:
         with self._write() as c:
-            qc.forget_sql(c, keys, ph="?")
+            shared_sql.forget_sql(c, keys, ph="?")
 
     def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
         with self._write() as c:
-            return qc.lease_sql(c, key, token, now_ms, until_ms, ph="?", lock=False)
+            return shared_sql.lease_sql(c, key, token, now_ms, until_ms, ph="?", lock=False)
 
     def release(self, key: str, token: str) -> None:
         with self._write() as c:
-            qc.release_sql(c, key, token, ph="?", lock=False)
+            shared_sql.release_sql(c, key, token, ph="?", lock=False)
 
     def count_tenant_records(self, tenant: str) -> int:
         with self._read() as c:
-            return qc.tenant_records_sql(c, tenant, ph="?")
+            return shared_sql.tenant_records_sql(c, tenant, ph="?")
 
     # --- helpers -----------------------------------------------------------------------------
     @staticmethod
@@ -834,7 +835,7 @@ class SQLiteStore:
         in the file's bytes."""
         from ...audit import sqlite_redact_subject
         from ...quotas import subject_hash
-        from ..user_tables import purge_user_rows
+        from ..shared_sql import purge_user_rows
 
         tok = scope_token(tenant, user)
         args = (tenant, user)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import functools
 import logging
 import threading
 from collections import Counter
@@ -23,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memstrata._async.store import shared_sql
 from memstrata._async.store.base import AsyncUnitOfWork
-from memstrata._async.store.postgres import audit, counters, dump, lexical, outbox
+from memstrata._async.store.postgres import audit, dump, lexical, outbox
 from memstrata._async.store.postgres.schema import check_pgvector, migrate
 from memstrata._async.store.postgres.vectors import (
     AsyncVectorCache,
@@ -360,31 +362,31 @@ class AsyncPostgresStore:
     # --- quota counters (memstrata.store.quota_counters; row locks make them atomic) -
     async def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
         async with self._write() as c:
-            return await counters.take(c, takes)
+            return await shared_sql.take_sql(c, takes, ph="%s", lock=True)
 
     async def add_counters(self, takes: Sequence[qc.Take]) -> None:
         async with self._write() as c:
-            await counters.add(c, takes)
+            await shared_sql.add_sql(c, takes, ph="%s", lock=True)
 
     async def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
         async with self._read() as c:
-            return await counters.values(c, keys)
+            return await shared_sql.values_sql(c, keys, ph="%s")
 
     async def forget_counters(self, keys: Sequence[str]) -> None:
         async with self._write() as c:
-            await counters.forget(c, keys)
+            await shared_sql.forget_sql(c, keys, ph="%s")
 
     async def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
         async with self._write() as c:
-            return await counters.lease(c, key, token, now_ms, until_ms)
+            return await shared_sql.lease_sql(c, key, token, now_ms, until_ms, ph="%s", lock=True)
 
     async def release(self, key: str, token: str) -> None:
         async with self._write() as c:
-            await counters.release(c, key, token)
+            await shared_sql.release_sql(c, key, token, ph="%s", lock=True)
 
     async def count_tenant_records(self, tenant: str) -> int:
         async with self._read() as c:
-            return await counters.tenant_records(c, tenant)
+            return await shared_sql.tenant_records_sql(c, tenant, ph="%s")
 
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -896,7 +898,9 @@ class AsyncPostgresStore:
             await audit.redact_subject(c, tenant, user)
             # Rows of other components naming the user (API keys bound to them, registered
             # by server/pg_keys.py) go in this transaction too (store/user_tables.py).
-            await counters.purge_user_rows(c, tenant, user)
+            await shared_sql.purge_user_rows(
+                c, tenant, user, ph="%s", table_exists=functools.partial(_table_exists, c)
+            )
             remaining = (
                 await (
                     await c.execute(
@@ -1528,3 +1532,10 @@ def _python_filters(f: Filters) -> bool:
         or f.observed_before
         or f.valid_at is not None
     )
+
+
+async def _table_exists(c: Any, name: str) -> bool:
+    """Whether ``name`` is a table of the store's schema (the connection's search path)."""
+    sql = "SELECT to_regclass(format('%%I.%%I', current_schema(), %s::text)) IS NOT NULL AS ok"
+    row = await (await c.execute(sql, (name,))).fetchone()
+    return bool(row["ok"])

@@ -1,0 +1,146 @@
+"""SQL the SQLite and PostgreSQL stores share, inside the caller's write transaction.
+
+Quota counters and leases as rows of ``meta`` (:mod:`memstrata.store.quota_counters` has
+their contract and pure logic), and the delete of a purged user's rows in other components'
+tables (:mod:`memstrata.store.user_tables`). Each store passes its connection, its driver's
+placeholder (``?`` or ``%s``) and whether rows must be locked (PostgreSQL: ``FOR UPDATE``
+after creating missing rows; SQLite's ``BEGIN IMMEDIATE`` already serialises writers).
+Written once, async (the async PostgreSQL store awaits it); the sync stores use its twin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from memstrata.store.quota_counters import Refusal, Take, lease_free, parse_count, plan_takes
+from memstrata.store.user_tables import TABLE, quoted
+
+__all__ = [
+    "add_sql",
+    "forget_sql",
+    "lease_sql",
+    "purge_user_rows",
+    "release_sql",
+    "take_sql",
+    "tenant_records_sql",
+    "values_sql",
+]
+
+
+async def _rows(c: Any, keys: Sequence[str], ph: str, lock: bool) -> dict[str, str]:
+    if not keys:
+        return {}
+    if lock:  # a row must exist to be locked: create missing ones first, in key order
+        for key in keys:
+            await c.execute(
+                f"INSERT INTO meta (key, value) VALUES ({ph}, '0') ON CONFLICT (key) DO NOTHING",
+                (key,),
+            )
+    marks = ", ".join([ph] * len(keys))
+    sql = f"SELECT key, value FROM meta WHERE key IN ({marks}) ORDER BY key"
+    rows = await (await c.execute(sql + (" FOR UPDATE" if lock else ""), list(keys))).fetchall()
+    return {str(r["key"]): str(r["value"]) for r in rows}
+
+
+async def _write(c: Any, values: dict[str, int], ph: str) -> None:
+    for key, value in sorted(values.items()):
+        await _write_value(c, key, str(value), ph)
+
+
+async def _write_value(c: Any, key: str, value: str, ph: str) -> None:
+    await c.execute(
+        f"INSERT INTO meta (key, value) VALUES ({ph}, {ph}) ON CONFLICT (key) "
+        "DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+async def take_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> Refusal | None:
+    keys = sorted({t.key for t in takes})
+    used = {k: parse_count(v) for k, v in (await _rows(c, keys, ph, lock)).items()}
+    after, refused = plan_takes(used, takes)
+    if refused is None:
+        await _write(c, {k: after[k] for k in keys}, ph)
+    return refused
+
+
+async def add_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> None:
+    unlimited = [Take(t.key, t.amount, None, t.ttl_seconds) for t in takes]
+    await take_sql(c, unlimited, ph=ph, lock=lock)
+
+
+async def values_sql(c: Any, keys: Sequence[str], *, ph: str) -> dict[str, int]:
+    found = await _rows(c, sorted(set(keys)), ph, False)
+    return {k: parse_count(found.get(k, 0)) for k in keys}
+
+
+async def forget_sql(c: Any, keys: Sequence[str], *, ph: str) -> None:
+    for key in sorted(set(keys)):
+        await c.execute(f"DELETE FROM meta WHERE key = {ph}", (key,))
+
+
+async def lease_sql(
+    c: Any, key: str, token: str, now_ms: int, until_ms: int, *, ph: str, lock: bool
+) -> bool:
+    if lock:
+        await c.execute(
+            f"INSERT INTO meta (key, value) VALUES ({ph}, '0 -') ON CONFLICT (key) DO NOTHING",
+            (key,),
+        )
+    sql = f"SELECT value FROM meta WHERE key = {ph}" + (" FOR UPDATE" if lock else "")
+    row = await (await c.execute(sql, (key,))).fetchone()
+    if row is None and lock:
+        # The row we just made sure exists was deleted under us (its holder released it
+        # while we waited on its lock): another writer may be inserting it now, so an
+        # upsert here could take over its fresh lease. Try again instead.
+        return False
+    if not lease_free(None if row is None else str(row["value"]), token, now_ms):
+        return False
+    await _write_value(c, key, f"{until_ms} {token}", ph)
+    return True
+
+
+async def tenant_records_sql(c: Any, tenant: str, *, ph: str) -> int:
+    """Records of every user of ``tenant`` (the table holds one row per record)."""
+    sql = f"SELECT count(*) AS n FROM records WHERE tenant = {ph}"
+    row = await (await c.execute(sql, (tenant,))).fetchone()
+    return int(row["n"])
+
+
+async def release_sql(c: Any, key: str, token: str, *, ph: str, lock: bool) -> None:
+    sql = f"SELECT value FROM meta WHERE key = {ph}" + (" FOR UPDATE" if lock else "")
+    row = await (await c.execute(sql, (key,))).fetchone()
+    if row is not None and str(row["value"]).partition(" ")[2] == token:
+        await c.execute(f"DELETE FROM meta WHERE key = {ph}", (key,))
+
+
+async def purge_user_rows(
+    conn: Any,
+    tenant: str,
+    user: str,
+    *,
+    ph: str,
+    table_exists: Callable[[str], Awaitable[bool]],
+) -> int:
+    """Delete ``user``'s rows of every table registered in ``user_tables`` (inside the
+    caller's transaction). ``table_exists(name)`` tells whether a table exists in the
+    store's schema: without ``user_tables`` nothing is registered; a registered table
+    dropped since is skipped. Returns how many rows went."""
+    if not await table_exists(TABLE):
+        return 0
+    deleted = 0
+    rows = await conn.execute(f"SELECT name, tenant_column, user_column FROM {TABLE} ORDER BY name")
+    for row in await rows.fetchall():
+        if isinstance(row, dict):
+            row = (row["name"], row["tenant_column"], row["user_column"])
+        table, tenant_col, user_col = (quoted(str(v)) for v in row)
+        if not await table_exists(str(row[0])):
+            continue
+        deleted += (
+            await conn.execute(
+                f"DELETE FROM {table} WHERE {tenant_col} = {ph} AND {user_col} = {ph}",
+                (tenant, user),
+            )
+        ).rowcount
+    return deleted
