@@ -17,6 +17,29 @@ from .options import Settings, console, emit, fail
 __all__ = ["register"]
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+RateLimit = Annotated[
+    float,
+    typer.Option(
+        help="Requests/s per API key, shared by every process on the store (0: no limit)."
+    ),
+]
+Burst = Annotated[int, typer.Option(help="Requests a key may send at once.")]
+TenantRateLimit = Annotated[
+    float, typer.Option(help="Requests/s per tenant, all its keys together (0: no limit).")
+]
+TenantBurst = Annotated[
+    int, typer.Option(help="Requests a tenant may send at once (0: 2 s of its rate).")
+]
+UserQuota = Annotated[
+    str,
+    typer.Option(
+        help="Quota of every user, e.g. records=1000,embeddings_per_day=5000,"
+        "context_tokens=4000 (any subset; over it: refused, nothing written).",
+    ),
+]
+TenantQuota = Annotated[
+    str, typer.Option(help="Quota of each tenant's total (records, embeddings per day).")
+]
 
 # uvicorn's defaults are 5 s for both. An idle keep-alive connection closed by the server
 # at the moment a client (httpx also expires them at 5 s) sends on it is a reset request;
@@ -155,6 +178,16 @@ def _serve_config(settings: Settings, **limits: Any) -> Any:
     )
 
 
+def _check_quotas(config: Any) -> None:
+    """A bad quota is refused here, before any process starts."""
+    from ..server.factory import server_quotas
+
+    try:
+        server_quotas(config)
+    except MemstrataError as exc:
+        fail(str(exc))
+
+
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -165,19 +198,10 @@ def serve(
             help="Server processes (use several with PostgreSQL; SQLite serialises writes)."
         ),
     ] = 1,
-    rate_limit: Annotated[
-        float,
-        typer.Option(
-            help="Requests/s per API key, shared by every process on the store (0: no limit)."
-        ),
-    ] = 50.0,
-    burst: Annotated[int, typer.Option(help="Requests a key may send at once.")] = 100,
-    tenant_rate_limit: Annotated[
-        float, typer.Option(help="Requests/s per tenant, all its keys together (0: no limit).")
-    ] = 0.0,
-    tenant_burst: Annotated[
-        int, typer.Option(help="Requests a tenant may send at once (0: 2 s of its rate).")
-    ] = 0,
+    rate_limit: RateLimit = 50.0,
+    burst: Burst = 100,
+    tenant_rate_limit: TenantRateLimit = 0.0,
+    tenant_burst: TenantBurst = 0,
     redis: Annotated[
         str | None,
         typer.Option(
@@ -185,17 +209,8 @@ def serve(
             "store's own counters)."
         ),
     ] = None,
-    user_quota: Annotated[
-        str,
-        typer.Option(
-            help="Quota of every user, e.g. records=1000,embeddings_per_day=5000,"
-            "context_tokens=4000 (any subset; over it: 429, nothing written).",
-        ),
-    ] = "",
-    tenant_quota: Annotated[
-        str,
-        typer.Option(help="Quota of each tenant's total (records, embeddings per day)."),
-    ] = "",
+    user_quota: UserQuota = "",
+    tenant_quota: TenantQuota = "",
     max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 1024 * 1024,
     background: Annotated[
         bool, typer.Option(help="Run background jobs in the server (else run `memstrata worker`).")
@@ -247,12 +262,7 @@ def serve(
         user_quota=user_quota,
         tenant_quota=tenant_quota,
     )
-    from ..server.factory import server_quotas
-
-    try:  # a bad quota is refused here, before any process starts
-        server_quotas(config)
-    except MemstrataError as exc:
-        fail(str(exc))
+    _check_quotas(config)
     configure_logging(log_level)
     if workers > 1:
         os.environ[ENV_VAR] = config.to_json()
@@ -303,8 +313,16 @@ def mcp(
     ] = None,
     host: Annotated[str, typer.Option(help="http: address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="http: port.")] = 8001,
+    rate_limit: RateLimit = 50.0,
+    burst: Burst = 100,
+    tenant_rate_limit: TenantRateLimit = 0.0,
+    tenant_burst: TenantBurst = 0,
+    user_quota: UserQuota = "",
+    tenant_quota: TenantQuota = "",
 ) -> None:
-    """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP)."""
+    """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP).
+
+    Quotas apply on both transports; the rate limits on HTTP (a stdio server has one client)."""
     from ..mcp_server import require_mcp_extra
 
     try:
@@ -316,9 +334,19 @@ def mcp(
     settings: Settings = ctx.obj
     if transport not in ("stdio", "http"):
         fail(f"--transport {transport!r} is not one of: stdio, http")
+    config = _serve_config(
+        settings,
+        rate=rate_limit,
+        burst=burst,
+        tenant_rate=tenant_rate_limit,
+        tenant_burst=tenant_burst,
+        user_quota=user_quota,
+        tenant_quota=tenant_quota,
+    )
+    _check_quotas(config)
     try:
         run_mcp(
-            _serve_config(settings),
+            config,
             transport=transport,
             key=key,
             tenant=settings.tenant,

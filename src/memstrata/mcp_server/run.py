@@ -10,10 +10,13 @@ from typing import Any
 
 import anyio
 
+from ..aio import AsyncMemory
 from ..errors import ValidationError
+from ..server.app import Limits
 from ..server.backend import Backend
 from ..server.factory import ServeConfig, open_server_memory
 from ..server.keys import open_key_store
+from ..server.limits import Limiter, MemoryCounters, shared_limiter
 from .identity import Identity
 from .server import build_mcp_server, http_app
 
@@ -81,7 +84,7 @@ def run_mcp(
         import uvicorn
 
         server = build_mcp_server(backend, Identity(None, user, session, agent, keys=keys))
-        app = http_app(server, keys, host=host)
+        app = http_app(server, keys, host=host, limits=_rate_limits(config, memory))
         sdk_lifespan = app.router.lifespan_context
 
         @asynccontextmanager
@@ -93,3 +96,24 @@ def run_mcp(
         uvicorn.run(app, host=host, port=port, log_config=None)
     finally:
         keys.close()
+
+
+def _rate_limits(config: ServeConfig, memory: AsyncMemory) -> tuple[Limiter, Limiter | None]:
+    """The HTTP transport's rate limits per key and per tenant, as ``memstrata serve``'s: kept
+    in the store's counters, so every process on the store shares them."""
+    limits = Limits(
+        rate=config.rate,
+        burst=config.burst,
+        tenant_rate=config.tenant_rate,
+        tenant_burst=config.tenant_burst,
+        shared_batch=config.shared_batch,
+    )
+    counters = MemoryCounters(memory)
+
+    def limiter(rate: float, burst: int) -> Limiter:
+        return shared_limiter(rate, burst, counters=counters, batch=limits.batch_for(burst))
+
+    tenant = limits.tenant_burst_or_default
+    return limiter(limits.rate, limits.burst), (
+        limiter(limits.tenant_rate, tenant) if limits.tenant_rate > 0 else None
+    )

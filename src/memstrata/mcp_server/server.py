@@ -350,10 +350,17 @@ class _RequireKey:
         await self.app(scope, receive, send)
 
 
-def http_app(server: MCPServer[Any], keys: KeyStore, *, host: str = "127.0.0.1") -> Starlette:
-    """The streamable HTTP app (at ``/mcp``) behind the API-key check."""
+def http_app(
+    server: MCPServer[Any],
+    keys: KeyStore,
+    *,
+    host: str = "127.0.0.1",
+    limits: tuple[Limiter, Limiter | None] | None = None,
+) -> Starlette:
+    """The streamable HTTP app (at ``/mcp``) behind the API-key check and, when given, the
+    rate limits (``limits``: per key, per tenant)."""
     app = server.streamable_http_app(host=host, stateless_http=True, json_response=True)
-    app.add_middleware(_RequireKey, keys=keys)
+    app.add_middleware(_RequireKey, keys=keys, limits=limits)
     return app
 
 

@@ -1,0 +1,140 @@
+"""`memstrata mcp` enforces quotas (both transports) and rate limits (HTTP), as `serve` does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from memstrata import Memory, Scope
+from memstrata.server.keys import SQLiteKeyStore
+
+from .conftest import free_port
+
+CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_stdio_refuses_a_write_over_the_user_quota_and_writes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "quota.db"
+    keys = SQLiteKeyStore(str(db))
+    key = keys.create("acme").secret
+    keys.close()
+    params = StdioServerParameters(
+        command=CLI[0],
+        args=[*CLI[1:], "--db", f"sqlite:///{db}", "--user", "alice", "--embedder", "hashing",
+              "mcp", "--user-quota", "records=3"],  # fmt: skip
+        env={**os.environ, "MEMSTRATA_API_KEY": key},
+    )
+
+    async def add_until_refused() -> tuple[int, str]:
+        async with Client(params) as client:
+            for i in range(10):
+                r = await client.call_tool("memory_add", {"content": f"Note {i}: buy stamps"})
+                if r.is_error:
+                    return i, _text(r)
+        return 10, ""
+
+    added, error = anyio.run(add_until_refused)
+    assert 0 < added < 10, "the quota of 3 records was never enforced"
+    assert "quota" in error and "3" in error, error
+    mem = Memory(f"sqlite:///{db}", embedder="hashing", background=False)
+    try:
+        notes = mem.list(Scope("acme", "alice"), filters={"types": ["note"]})
+        assert sorted(n.text for n in notes) == [f"Note {i}: buy stamps" for i in range(added)]
+        assert len(mem.list(Scope("acme", "alice"))) <= 3
+    finally:
+        mem.close()
+
+
+def test_a_bad_quota_stops_the_command_before_it_serves(tmp_path: Path) -> None:
+    cmd = [*CLI, "--db", f"sqlite:///{tmp_path / 'bad.db'}", "--embedder", "hashing", "mcp",
+           "--user-quota", "records=lots"]  # fmt: skip
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert proc.returncode == 2 and "records" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@contextmanager
+def _mcp_http(db: Path, tmp_path: Path, *options: str) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    log = open(tmp_path / "mcp.log", "w+b")  # noqa: SIM115 - closed below
+    cmd = [*CLI, "--db", f"sqlite:///{db}", "--embedder", "hashing", "mcp", "--transport",
+           "http", "--port", str(port), *options]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise AssertionError(log.read()[-3000:])
+            try:
+                with httpx2.Client() as plain:  # unauthenticated: 401, takes no token
+                    if plain.post(url, json={}).status_code == 401:
+                        break
+            except httpx2.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "memstrata mcp --transport http did not start"
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _statuses(url: str, keys: list[str]) -> list[httpx2.Response]:
+    with httpx2.Client(timeout=30) as http:
+        return [
+            http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={
+                    "Authorization": f"Bearer {k}",
+                    "Accept": "application/json, text/event-stream",
+                },
+            )
+            for k in keys
+        ]
+
+
+def test_http_transport_rate_limits_each_key(tmp_path: Path) -> None:
+    db = tmp_path / "rate.db"
+    keys = SQLiteKeyStore(str(db))
+    first, second = keys.create("acme").secret, keys.create("globex").secret
+    keys.close()
+    with _mcp_http(db, tmp_path, "--rate-limit", "0.01", "--burst", "2") as url:
+        replies = _statuses(url, [first, first, first, second])
+    assert [r.status_code == 429 for r in replies] == [False, False, True, False]
+    refused = replies[2]
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert "rate limit" in refused.text and "this key" in refused.text
+
+
+def test_http_transport_rate_limits_a_tenant_over_all_its_keys(tmp_path: Path) -> None:
+    db = tmp_path / "tenant.db"
+    keys = SQLiteKeyStore(str(db))
+    one, two, other = (keys.create(t).secret for t in ("acme", "acme", "globex"))
+    keys.close()
+    options = ("--rate-limit", "0", "--tenant-rate-limit", "0.01", "--tenant-burst", "2")
+    with _mcp_http(db, tmp_path, *options) as url:
+        replies = _statuses(url, [one, two, two, other])
+    assert [r.status_code == 429 for r in replies] == [False, False, True, False]
+    assert "tenant 'acme'" in replies[2].text
