@@ -33,11 +33,10 @@ def test_stdio_refuses_a_write_over_the_user_quota_and_writes_nothing(tmp_path: 
     keys = SQLiteKeyStore(str(db))
     key = keys.create("acme").secret
     keys.close()
+    args = [*CLI[1:], "--db", f"sqlite:///{db}", "--user", "alice", "--embedder", "hashing",
+            "mcp", "--user-quota", "records=3"]  # fmt: skip
     params = StdioServerParameters(
-        command=CLI[0],
-        args=[*CLI[1:], "--db", f"sqlite:///{db}", "--user", "alice", "--embedder", "hashing",
-              "mcp", "--user-quota", "records=3"],  # fmt: skip
-        env={**os.environ, "MEMSTRATA_API_KEY": key},
+        command=CLI[0], args=args, env={**os.environ, "MEMSTRATA_API_KEY": key}
     )
 
     async def add_until_refused() -> tuple[int, str]:
@@ -63,9 +62,7 @@ def test_stdio_refuses_a_write_over_the_user_quota_and_writes_nothing(tmp_path: 
 def test_a_bad_quota_stops_the_command_before_it_serves(tmp_path: Path) -> None:
     cmd = [*CLI, "--db", f"sqlite:///{tmp_path / 'bad.db'}", "--embedder", "hashing", "mcp",
            "--user-quota", "records=lots"]  # fmt: skip
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-    )
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and "records" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
 
