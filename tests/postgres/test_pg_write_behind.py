@@ -4,7 +4,9 @@ is lost or counted twice under concurrent use."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -263,6 +265,100 @@ def test_a_list_waits_only_for_the_rows_it_returns(pg_url: str) -> None:
         release.set()
         every.join(timeout=30)
         assert sorted(seen[1]) == sorted([(note.record.id, 1), (fact.record.id, 0)])
+    finally:
+        release.set()
+        store.close()
+
+
+def _count_transactions(store: PostgresStore) -> list[int]:
+    """Wrap the write-behind's transaction: each element is the statements one made."""
+    made: list[int] = []
+    original = store._behind._transaction
+    assert original is not None
+
+    @contextlib.contextmanager
+    def counting() -> Iterator[Any]:
+        with original() as conn:
+            calls = [0]
+            execute = conn.execute
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                calls[0] += 1
+                return execute(*args, **kwargs)
+
+            conn.execute = counted
+            try:
+                yield conn
+            finally:
+                conn.execute = execute
+                made.append(calls[0])
+
+    store._behind._transaction = counting
+    return made
+
+
+def test_writes_queued_together_are_made_in_one_transaction(pg_url: str) -> None:
+    """Touches and cache entries queued behind a busy write-behind commit together (one
+    transaction, not one each); every count still lands once, in order after the write
+    they were queued behind."""
+    store = open_store(pg_url)
+    other = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(8))
+    a, b = maker.write(), maker.write()
+    store.insert([a, b])
+    made = _count_transactions(store)
+    release = threading.Event()
+    try:
+        store._behind.submit(lambda: release.wait(60) and None)  # the thread is busy
+        store.touch(ME, [a.record.id], AT)
+        store.touch(ME, [a.record.id, b.record.id], AT)
+        store.cache_vectors(ME, "m", {"q:b": np.ones(4, dtype=np.float32)})
+        store.touch(ME, [b.record.id], AT)
+        release.set()
+        store.flush_counters()
+        # the lock timeout, then the four statements
+        assert made == [5]
+        assert {r.id: r.access_count for r in other.get_many(ME, [a.record.id, b.record.id])} == {
+            a.record.id: 2,
+            b.record.id: 2,
+        }
+        assert set(other.cached_vectors(ME, "m", ["q:b"])) == {"q:b"}
+        store.touch(ME, [a.record.id], AT)  # nothing queued with it: alone
+        store.flush_counters()
+        assert made == [5, 1]
+    finally:
+        release.set()
+        store.close()
+        other.close()
+
+
+def test_a_failing_statement_of_a_batch_loses_no_other(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memstrata.store.postgres.behind import Statement
+
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(9))
+    a = maker.write()
+    store.insert([a])
+    made = _count_transactions(store)
+    release = threading.Event()
+    seen: list[str] = []
+    try:
+        store._behind.submit(lambda: release.wait(60) and None)
+        store.touch(ME, [a.record.id], AT)
+        store._behind.submit(
+            Statement("UPDATE no_such_table SET x = 1", [], lambda: seen.append("done"))
+        )
+        store.touch(ME, [a.record.id], AT)
+        release.set()
+        store.flush_counters()
+        assert store.get(ME, a.record.id).access_count == 2
+        assert seen == ["done"]  # told, though it failed
+        assert "no_such_table" in caplog.text
+        assert made == [4, 1, 1, 1]  # the batch (rolled back), then one at a time
     finally:
         release.set()
         store.close()
