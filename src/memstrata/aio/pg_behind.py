@@ -132,7 +132,8 @@ class AsyncWriteBehind:
         """Wait only while a pending write changes one of ``rows``."""
         if not self._pending or _inside.get():
             return
-        waiting = [t for t, keys in self._pending.items() if any(k in rows for k in keys)]
+        wanted = rows if isinstance(rows, set | frozenset) else set(rows)  # a list: O(n) `in`
+        waiting = [t for t, keys in self._pending.items() if not wanted.isdisjoint(keys)]
         if waiting:
             await asyncio.wait(waiting)
 
