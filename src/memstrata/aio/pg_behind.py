@@ -8,7 +8,8 @@ stripped), imported by ``memstrata._async.store.postgres.store`` on ``# async-on
   sync store's background thread does); every other use of the store first waits for
   them (:meth:`~AsyncWriteBehind.settle`, or :meth:`~AsyncWriteBehind.settle_rows` for the
   rows it reads), so a coroutine still reads its process's own writes. A failed write is
-  logged, not raised (the Counters contract allows losing it).
+  logged, not raised (the Counters contract allows losing it). :class:`Statement` writes
+  queued together commit in one transaction, as on the sync store.
 - :func:`background` / :func:`wait_done`: the statistics refresh runs as an asyncio task
   instead of a daemon thread.
 """
