@@ -10,6 +10,7 @@ coroutine does not hold up another's.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -389,6 +390,86 @@ def test_counters_cache_and_meta_as_the_sync_store(urls: tuple[str, str]) -> Non
 
     got_sync, got_async = _both(urls, sync_part, async_part)
     assert got_sync[0] == 1 and got_sync[1] == {"r0001": 4, "r0002": 1, "r0003": 0}
+    assert got_async == got_sync
+
+
+def test_writes_queued_behind_a_search_commit_together_as_on_the_sync_store(
+    urls: tuple[str, str],
+) -> None:
+    """Touches and cache entries queued while the write-behind is busy are made in one
+    transaction on both stores (statements per transaction: the lock timeout and four)."""
+    from contextlib import asynccontextmanager, contextmanager
+
+    vec = unit(np.random.default_rng(12))
+
+    def sync_part(s: PostgresStore) -> list[Any]:
+        made: list[int] = []
+        original = s._behind._transaction
+        assert original is not None
+
+        @contextmanager
+        def counting() -> Iterator[Any]:
+            with original() as conn:
+                execute, calls = conn.execute, [0]
+
+                def counted(*a: Any, **k: Any) -> Any:
+                    calls[0] += 1
+                    return execute(*a, **k)
+
+                conn.execute = counted
+                yield conn
+                made.append(calls[0])
+
+        s._behind._transaction = counting
+        release = threading.Event()
+        s._behind.submit(lambda: release.wait(60) and None)
+        s.touch(ME, ["r0001"], NOW)
+        s.touch(ME, ["r0001", "r0002"], NOW)
+        s.cache_vectors(ME, "model", {"a": vec})
+        s.touch(ME, ["r0002"], NOW)
+        release.set()
+        s.flush_counters()
+        return [made, s.get(ME, "r0001").access_count, s.get(ME, "r0002").access_count]
+
+    async def async_part(s: AsyncPostgresStore) -> list[Any]:
+        made: list[int] = []
+        original = s._behind._transaction
+        assert original is not None
+
+        @asynccontextmanager
+        async def counting() -> Any:
+            async with original() as conn:
+                execute, calls = conn.execute, [0]
+
+                async def counted(*a: Any, **k: Any) -> Any:
+                    calls[0] += 1
+                    return await execute(*a, **k)
+
+                conn.execute = counted
+                yield conn
+                made.append(calls[0])
+
+        s._behind._transaction = counting
+        release = asyncio.Event()
+
+        async def busy() -> None:
+            await release.wait()
+
+        await s._behind.submit(busy)
+        await s.touch(ME, ["r0001"], NOW)
+        await s.touch(ME, ["r0001", "r0002"], NOW)
+        await s.cache_vectors(ME, "model", {"a": vec})
+        await s.touch(ME, ["r0002"], NOW)
+        release.set()
+        await s.flush_counters()
+        return [
+            made,
+            (await s.get(ME, "r0001")).access_count,
+            (await s.get(ME, "r0002")).access_count,
+        ]
+
+    got_sync, got_async = _both(urls, sync_part, async_part)
+    assert got_sync == [[5], 2, 2]
     assert got_async == got_sync
 
 

@@ -4,7 +4,9 @@ is lost or counted twice under concurrent use."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -263,6 +265,184 @@ def test_a_list_waits_only_for_the_rows_it_returns(pg_url: str) -> None:
         release.set()
         every.join(timeout=30)
         assert sorted(seen[1]) == sorted([(note.record.id, 1), (fact.record.id, 0)])
+    finally:
+        release.set()
+        store.close()
+
+
+def _count_transactions(store: PostgresStore) -> list[int]:
+    """Wrap the write-behind's transaction: each element is the statements one made."""
+    made: list[int] = []
+    original = store._behind._transaction
+    assert original is not None
+
+    @contextlib.contextmanager
+    def counting() -> Iterator[Any]:
+        with original() as conn:
+            calls = [0]
+            execute = conn.execute
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                calls[0] += 1
+                return execute(*args, **kwargs)
+
+            conn.execute = counted
+            try:
+                yield conn
+            finally:
+                conn.execute = execute
+                made.append(calls[0])
+
+    store._behind._transaction = counting
+    return made
+
+
+def test_writes_queued_together_are_made_in_one_transaction(pg_url: str) -> None:
+    """Touches and cache entries queued behind a busy write-behind commit together (one
+    transaction, not one each); every count still lands once, in order after the write
+    they were queued behind."""
+    store = open_store(pg_url)
+    other = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(8))
+    a, b = maker.write(), maker.write()
+    store.insert([a, b])
+    made = _count_transactions(store)
+    release = threading.Event()
+    try:
+        store._behind.submit(lambda: release.wait(60) and None)  # the thread is busy
+        store.touch(ME, [a.record.id], AT)
+        store.touch(ME, [a.record.id, b.record.id], AT)
+        store.cache_vectors(ME, "m", {"q:b": np.ones(4, dtype=np.float32)})
+        store.touch(ME, [b.record.id], AT)
+        release.set()
+        store.flush_counters()
+        # the lock timeout, then the four statements
+        assert made == [5]
+        assert {r.id: r.access_count for r in other.get_many(ME, [a.record.id, b.record.id])} == {
+            a.record.id: 2,
+            b.record.id: 2,
+        }
+        assert set(other.cached_vectors(ME, "m", ["q:b"])) == {"q:b"}
+        store.touch(ME, [a.record.id], AT)  # nothing queued with it: alone
+        store.flush_counters()
+        assert made == [5, 1]
+    finally:
+        release.set()
+        store.close()
+        other.close()
+
+
+def test_a_failing_statement_of_a_batch_loses_no_other(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memstrata.store.postgres.behind import Statement
+
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(9))
+    a = maker.write()
+    store.insert([a])
+    made = _count_transactions(store)
+    release = threading.Event()
+    seen: list[str] = []
+    try:
+        store._behind.submit(lambda: release.wait(60) and None)
+        store.touch(ME, [a.record.id], AT)
+        store._behind.submit(
+            Statement("UPDATE no_such_table SET x = 1", [], lambda: seen.append("done"))
+        )
+        store.touch(ME, [a.record.id], AT)
+        release.set()
+        store.flush_counters()
+        assert store.get(ME, a.record.id).access_count == 2
+        assert seen == ["done"]  # told, though it failed
+        assert "no_such_table" in caplog.text
+        assert made == [4, 1, 1, 1]  # the batch (rolled back), then one at a time
+    finally:
+        release.set()
+        store.close()
+
+
+def test_two_stores_batching_touches_of_the_same_rows_lose_nothing(pg_url: str) -> None:
+    """Two stores (two server processes) touch overlapping rows in different orders from
+    several threads each, so their batches lock the same rows in different orders: every
+    touch is counted once, and none waits PostgreSQL's one-second deadlock check (a batch
+    gives up a row lock after 100 ms and goes one statement at a time)."""
+    import time
+
+    stores = [open_store(pg_url), open_store(pg_url)]
+    maker = Maker(rng=np.random.default_rng(10))
+    writes = [maker.write() for _ in range(6)]
+    stores[0].insert(writes)
+    ids = [w.record.id for w in writes]
+    errors: list[BaseException] = []
+
+    def run(store: Any, n: int) -> None:
+        try:
+            for i in range(30):
+                first = ids[(n + i) % 6]
+                second = ids[(n + 3 * i + 1) % 6]
+                store.touch(ME, [first], AT)
+                store.touch(ME, [second, first], AT)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(stores[n % 2], n)) for n in range(6)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    for store in stores:
+        store.flush_counters()
+    elapsed = time.monotonic() - start
+    try:
+        assert not errors, errors
+        total = sum(r.access_count for r in stores[1].get_many(ME, ids))
+        assert total == 6 * 30 * 3
+        assert elapsed < 30
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_a_batch_in_a_lock_cycle_gives_way_within_its_lock_timeout(pg_url: str) -> None:
+    """Another process's transaction holds row X and then wants row Y, while this store's
+    batch (touch Y, touch X) holds Y and waits for X: a deadlock. The batch gives up its
+    locks after 100 ms (before PostgreSQL's one-second deadlock check would cancel one of
+    the two), the other transaction goes on, and both touches still land, one at a time."""
+    import time
+
+    import psycopg
+
+    from memstrata.store.postgres.connection import parse_url
+
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    maker = Maker(rng=np.random.default_rng(11))
+    x, y = maker.write(), maker.write()
+    store.insert([x, y])
+    options = parse_url(pg_url)
+    release = threading.Event()
+    waited: list[float] = []
+    try:
+        with psycopg.connect(options.conninfo) as other:
+            other.execute(f'SET search_path TO "{options.schema}", public')
+            other.execute("SELECT 1 FROM records WHERE id = %s FOR UPDATE", (x.record.id,))
+            store._behind.submit(lambda: release.wait(60) and None)  # the thread is busy
+            store.touch(ME, [y.record.id], AT)  # queued: one batch, Y first, then X
+            store.touch(ME, [x.record.id], AT)
+            release.set()
+            time.sleep(0.05)  # the batch has taken Y and waits for X
+            start = time.monotonic()
+            other.execute("SELECT 1 FROM records WHERE id = %s FOR UPDATE", (y.record.id,))
+            waited.append(time.monotonic() - start)
+            other.commit()
+        store.flush_counters()
+        assert waited[0] < 0.9  # the batch gave way; no deadlock error on either side
+        assert store.get(ME, x.record.id).access_count == 1
+        assert store.get(ME, y.record.id).access_count == 1
     finally:
         release.set()
         store.close()

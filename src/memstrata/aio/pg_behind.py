@@ -8,7 +8,8 @@ stripped), imported by ``memstrata._async.store.postgres.store`` on ``# async-on
   sync store's background thread does); every other use of the store first waits for
   them (:meth:`~AsyncWriteBehind.settle`, or :meth:`~AsyncWriteBehind.settle_rows` for the
   rows it reads), so a coroutine still reads its process's own writes. A failed write is
-  logged, not raised (the Counters contract allows losing it).
+  logged, not raised (the Counters contract allows losing it). :class:`Statement` writes
+  queued together commit in one transaction, as on the sync store.
 - :func:`background` / :func:`wait_done`: the statistics refresh runs as an asyncio task
   instead of a daemon thread.
 """
@@ -18,9 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection, Hashable, Iterable
+from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
+from typing import Any
 
-__all__ = ["AsyncHeld", "AsyncWriteBehind", "background", "wait_done"]
+from ..store.postgres.behind import BATCH, LOCK_TIMEOUT, Statement
+
+__all__ = ["AsyncHeld", "AsyncWriteBehind", "Statement", "background", "wait_done"]
 
 _log = logging.getLogger("memstrata.store.postgres")
 # Set inside a write's own task: the store calls it makes never wait for themselves.
@@ -28,24 +33,44 @@ _inside: ContextVar[bool] = ContextVar("memstrata_pg_behind", default=False)
 
 
 class AsyncWriteBehind:
-    def __init__(self, name: str) -> None:
+    """``transaction()``: the transaction :class:`Statement` writes are made in."""
+
+    def __init__(
+        self,
+        name: str,
+        transaction: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+    ) -> None:
         self._name = name
+        self._transaction = transaction
         self._pending: dict[asyncio.Task[None], tuple[Hashable, ...]] = {}  # task -> rows
         self._last: asyncio.Task[None] | None = None
+        self._group: list[Statement] | None = None  # statements the next batch takes
 
     async def submit(
-        self, write: Callable[[], Awaitable[None]], rows: Iterable[Hashable] = ()
+        self, write: Callable[[], Awaitable[None]] | Statement, rows: Iterable[Hashable] = ()
     ) -> None:
         """Start ``write`` after the writes submitted before it; ``rows`` are the keys of
-        the rows it changes (see :meth:`settle_rows`)."""
+        the rows it changes (see :meth:`settle_rows`). A :class:`Statement` joins the
+        statements queued just before it that no transaction has taken yet."""
         before = self._last
+        group: list[Statement] | None = None
+        if isinstance(write, Statement):
+            if self._group is None or len(self._group) >= BATCH:
+                self._group = []
+            self._group.append(write)
+            group = self._group
+        else:
+            self._group = None  # statements after this write are made after it
 
         async def run() -> None:
             _inside.set(True)  # this task's own context
             if before is not None:
                 await asyncio.wait([before])  # in order, as on the sync store's one thread
             try:
-                await write()
+                if group is not None:
+                    await self._make(group)
+                elif not isinstance(write, Statement):
+                    await write()
             except Exception as exc:  # a counter or cache entry: logged, the search returned
                 _log.warning("memstrata: a counter or cache write after a search failed: %s", exc)
 
@@ -53,6 +78,42 @@ class AsyncWriteBehind:
         self._pending[task] = tuple(rows)
         task.add_done_callback(self._done)
         self._last = task
+
+    async def _make(self, group: list[Statement]) -> None:
+        """Make the statements of ``group`` not made yet (an earlier task of the group may
+        have made them all), in one transaction."""
+        batch = list(group)
+        group.clear()
+        if self._group is group:
+            self._group = None
+        if not batch:
+            return
+        try:
+            try:
+                await self._execute(batch)
+            except Exception:
+                if len(batch) == 1:
+                    raise
+                for statement in batch:  # one at a time: a bad one loses no other
+                    try:
+                        await self._execute([statement])
+                    except Exception as exc:
+                        _log.warning(
+                            "memstrata: a counter or cache write after a search failed: %s", exc
+                        )
+        finally:
+            for statement in batch:
+                if statement.done is not None:
+                    statement.done()
+
+    async def _execute(self, batch: list[Statement]) -> None:
+        if self._transaction is None:
+            raise RuntimeError("this write-behind was made without a transaction")
+        async with self._transaction() as conn:
+            if len(batch) > 1:
+                await conn.execute(LOCK_TIMEOUT)
+            for statement in batch:
+                await conn.execute(statement.sql, statement.params)
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._pending.pop(task, None)
@@ -72,7 +133,8 @@ class AsyncWriteBehind:
         """Wait only while a pending write changes one of ``rows``."""
         if not self._pending or _inside.get():
             return
-        waiting = [t for t, keys in self._pending.items() if any(k in rows for k in keys)]
+        wanted = rows if isinstance(rows, set | frozenset) else set(rows)  # a list: O(n) `in`
+        waiting = [t for t, keys in self._pending.items() if not wanted.isdisjoint(keys)]
         if waiting:
             await asyncio.wait(waiting)
 

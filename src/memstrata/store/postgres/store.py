@@ -42,7 +42,7 @@ from memstrata.store import shared_sql
 from memstrata.store.base import UnitOfWork
 from memstrata.store.compaction import CompactReport
 from memstrata.store.postgres import audit, dump, fts5, lexical, outbox
-from memstrata.store.postgres.behind import Held, WriteBehind, background, wait_done
+from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
 from memstrata.store.postgres.schema import check_pgvector, migrate
 from memstrata.store.postgres.vectors import (
@@ -171,7 +171,7 @@ class PostgresStore:
         self._listener: Any = None
         # a search's counter/cache writes: behind it, on a thread (sync store) or as tasks
         # of the loop (async store: memstrata/aio/pg_behind.py)
-        self._behind = WriteBehind(f"memstrata-{self.options.schema}")
+        self._behind = WriteBehind(f"memstrata-{self.options.schema}", self._relaxed)
         self._cache_lock = threading.Lock()  # never held across an await
         self._cache_pending: dict[tuple[str, str, str], bytes] = {}  # being written behind
         # Connections this thread (async: this task) holds, so it never waits for the writes
@@ -969,17 +969,12 @@ class PostgresStore:
         unique = sorted(dict.fromkeys(ids))
         if not unique:
             return
-        when = encode_time(at)
-
-        def write() -> None:
-            with self._relaxed() as c:
-                c.execute(
-                    "UPDATE records SET access_count = access_count + 1, "
-                    "last_accessed_at = greatest(last_accessed_at, %s) "
-                    f"WHERE id = ANY(%s) AND {where}",
-                    [when, unique, *args],
-                )
-
+        write = Statement(
+            "UPDATE records SET access_count = access_count + 1, "
+            "last_accessed_at = greatest(last_accessed_at, %s) "
+            f"WHERE id = ANY(%s) AND {where}",
+            [encode_time(at), unique, *args],
+        )
         # behind the search; a later read of these records waits for it
         self._behind.submit(write, _row_keys(scope, unique))
 
@@ -1146,17 +1141,15 @@ class PostgresStore:
         with self._cache_lock:
             self._cache_pending.update(mine)
 
-        def write() -> None:
-            try:
-                with self._relaxed() as c:  # one statement, not one per entry
-                    c.execute(_UPSERT_CACHE, [list(col) for col in zip(*rows, strict=True)])
-            finally:
-                with self._cache_lock:
-                    for key, blob in mine.items():
-                        if self._cache_pending.get(key) is blob:
-                            del self._cache_pending[key]
+        def written() -> None:  # committed (or failed): read from the table again
+            with self._cache_lock:
+                for key, blob in mine.items():
+                    if self._cache_pending.get(key) is blob:
+                        del self._cache_pending[key]
 
-        self._behind.submit(write)  # behind the search; writes and full reads wait for it
+        # one statement, not one per entry; behind the search (writes and full reads wait)
+        columns = [list(col) for col in zip(*rows, strict=True)]
+        self._behind.submit(Statement(_UPSERT_CACHE, columns, written))
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         last = 0

@@ -34,7 +34,7 @@ from memstrata._async.store.postgres.vectors import (
     exact_search,
     hnsw_search,
 )
-from memstrata.aio.pg_behind import AsyncHeld, AsyncWriteBehind, background, wait_done
+from memstrata.aio.pg_behind import AsyncHeld, AsyncWriteBehind, Statement, background, wait_done
 from memstrata.audit import AuditEvent, AuditQuery
 from memstrata.errors import (
     ConflictError,
@@ -172,7 +172,7 @@ class AsyncPostgresStore:
         self._listener: Any = None
         # a search's counter/cache writes: behind it, on a thread (sync store) or as tasks
         # of the loop (async store: memstrata/aio/pg_behind.py)
-        self._behind = AsyncWriteBehind(f"memstrata-{self.options.schema}")
+        self._behind = AsyncWriteBehind(f"memstrata-{self.options.schema}", self._relaxed)
         self._cache_lock = threading.Lock()  # never held across an await
         self._cache_pending: dict[tuple[str, str, str], bytes] = {}  # being written behind
         # Connections this thread (async: this task) holds, so it never waits for the writes
@@ -987,17 +987,12 @@ class AsyncPostgresStore:
         unique = sorted(dict.fromkeys(ids))
         if not unique:
             return
-        when = encode_time(at)
-
-        async def write() -> None:
-            async with self._relaxed() as c:
-                await c.execute(
-                    "UPDATE records SET access_count = access_count + 1, "
-                    "last_accessed_at = greatest(last_accessed_at, %s) "
-                    f"WHERE id = ANY(%s) AND {where}",
-                    [when, unique, *args],
-                )
-
+        write = Statement(
+            "UPDATE records SET access_count = access_count + 1, "
+            "last_accessed_at = greatest(last_accessed_at, %s) "
+            f"WHERE id = ANY(%s) AND {where}",
+            [encode_time(at), unique, *args],
+        )
         # behind the search; a later read of these records waits for it
         await self._behind.submit(write, _row_keys(scope, unique))
 
@@ -1168,17 +1163,15 @@ class AsyncPostgresStore:
         with self._cache_lock:
             self._cache_pending.update(mine)
 
-        async def write() -> None:
-            try:
-                async with self._relaxed() as c:  # one statement, not one per entry
-                    await c.execute(_UPSERT_CACHE, [list(col) for col in zip(*rows, strict=True)])
-            finally:
-                with self._cache_lock:
-                    for key, blob in mine.items():
-                        if self._cache_pending.get(key) is blob:
-                            del self._cache_pending[key]
+        def written() -> None:  # committed (or failed): read from the table again
+            with self._cache_lock:
+                for key, blob in mine.items():
+                    if self._cache_pending.get(key) is blob:
+                        del self._cache_pending[key]
 
-        await self._behind.submit(write)  # behind the search; writes and full reads wait for it
+        # one statement, not one per entry; behind the search (writes and full reads wait)
+        columns = [list(col) for col in zip(*rows, strict=True)]
+        await self._behind.submit(Statement(_UPSERT_CACHE, columns, written))
 
     async def scan(self, batch_size: int = 500) -> AsyncIterator[list[MemoryRecord]]:
         last = 0
