@@ -69,6 +69,40 @@ def test_resolved(text: str, said: datetime, expected: str) -> None:
     assert annotate_relative_dates(text, said) == expected
 
 
+JULY_17 = datetime(2023, 7, 17, 10, 0, tzinfo=UTC)  # a Monday
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "expected"),
+    [
+        # left unresolved in LoCoMo's turns before (ninth session)
+        (
+            "I just joined a new activist group last Tues.",
+            JULY_17,
+            "I just joined a new activist group last Tues (11 July 2023).",
+        ),
+        ("I had a car accident last Fri", JULY_17, "I had a car accident last Fri (14 July 2023)"),
+        ("last Wed I quit", JULY_17, "last Wed (12 July 2023) I quit"),
+        ("see you next Fri", JULY_17, "see you next Fri (21 July 2023)"),
+        (
+            "camping this past weekend",
+            JULY_17,
+            "camping this past weekend (the weekend of 15 July 2023)",
+        ),
+        (
+            "we went two weekends ago",
+            JULY_17,
+            "we went two weekends ago (the weekend of 8 July 2023)",
+        ),
+        ("since last August", JULY_17, "since last August (August 2022)"),
+        ("since last July", JULY_17, "since last July (July 2022)"),
+        ("last January", JULY_17, "last January (January 2023)"),
+    ],
+)
+def test_resolved_ninth_session(text: str, said: datetime, expected: str) -> None:
+    assert annotate_relative_dates(text, said) == expected
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -79,6 +113,12 @@ def test_resolved(text: str, said: datetime, expected: str) -> None:
         "the last summer of my childhood",
         "in the last week of May",
         "the next year of school",
+        "the last monthly meeting",
+        "my last wedding anniversary",
+        "at last march on",  # a verb
+        "last May 5th",  # a date of its own
+        "the last August of the decade",
+        "this past week was busy",  # the last seven days, not a calendar week
     ],
 )
 def test_left_alone(text: str) -> None:

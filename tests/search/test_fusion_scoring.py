@@ -9,7 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstrata.search.fusion import reciprocal_rank_fusion, weighted_fusion
+from memstrata.errors import ValidationError
+from memstrata.search.config import SearchConfig
+from memstrata.search.fusion import max_scaled, reciprocal_rank_fusion, weighted_fusion
+from memstrata.search.hybrid import _fuse
 from memstrata.search.mmr import mmr_order
 from memstrata.search.scoring import recency
 from memstrata.search.tokenize import tokenize
@@ -43,6 +46,36 @@ def test_weighted_fusion_min_max() -> None:
     fused = {f.id: f.score for f in weighted_fusion(lists, {"lexical": 1.0, "dense": 1.0})}
     assert fused["a"] == pytest.approx(0.5)
     assert fused["b"] == pytest.approx(0.5)
+
+
+def test_weighted_fusion_anchored_list_divided_by_its_best() -> None:
+    lists = {
+        "lexical": [Candidate("a", 10.0), Candidate("b", 8.0)],
+        "dense": [Candidate("b", 0.9), Candidate("a", 0.5)],
+    }
+    weights = {"lexical": 1.0, "dense": 1.0}
+    anchored = {f.id: f.score for f in weighted_fusion(lists, weights, anchored=("lexical",))}
+    # b's BM25 is 80 % of the best's: 0.8, not the pool's weakest 0.0 of min-max.
+    assert anchored["a"] == pytest.approx((1.0 + 0.0) / 2)
+    assert anchored["b"] == pytest.approx((0.8 + 1.0) / 2)
+    plain = {f.id: f.score for f in weighted_fusion(lists, weights)}
+    assert plain["b"] == pytest.approx(0.5)
+
+
+def test_max_scaled_falls_back_to_min_max_without_a_positive_best() -> None:
+    got = [n for _, n in max_scaled([Candidate("a", 0.0), Candidate("b", -1.0)])]
+    assert got == [1.0, 0.0]
+    assert max_scaled([]) == []
+
+
+def test_search_config_lexical_scale_is_checked_and_reaches_fusion() -> None:
+    with pytest.raises(ValidationError, match="lexical_scale"):
+        SearchConfig(lexical_scale="rank")  # type: ignore[arg-type]
+    lists = {"lexical": [Candidate("a", 4.0), Candidate("b", 2.0)], "dense": []}
+    fused = {f.id: f.score for f in _fuse(lists, SearchConfig(lexical_scale="max"))}
+    assert fused["b"] == pytest.approx(0.5)
+    fused = {f.id: f.score for f in _fuse(lists, SearchConfig())}
+    assert fused["b"] == pytest.approx(0.0)
 
 
 @given(

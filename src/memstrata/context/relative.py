@@ -6,9 +6,11 @@ answering "when did ...") no longer has to do calendar arithmetic, and gets it w
 
 English: "yesterday", "tomorrow", "the day before yesterday", "the day after tomorrow",
 "last night", "last/this past <weekday>", "next <weekday>" (the first one after the day it
-was said), "last week/weekend/month/year", "next week/month/year", "last/next
-summer/winter/spring/fall/autumn" (northern seasons), "on the 17th" (a day of the month it
-was said in, on or before that day), "N days/weeks/months/years ago" (also "few days ago").
+was said; weekdays also abbreviated: "last Fri", "last Tues"), "last week/weekend/month/year",
+"this past weekend", "next week/month/year", "last/next summer/winter/spring/fall/autumn"
+(northern seasons), "last <month>" ("last August": the latest August before the month it was
+said in), "on the 17th" (a day of the month it was said in, on or before that day), "N
+days/weeks/weekends/months/years ago" (also "few days ago", "two weekends ago").
 Chinese: "昨天", "昨晚", "前天", "前晚", "大前天", "明天", "后天", "大后天",
 "上周六" / "上星期六" / "上个星期六" (the previous calendar week's), "这周六" / "本周六",
 "下周六" / "下个星期六", "上周末", "上周" / "上个星期", "下周" / "下个星期", "上个月", "去年",
@@ -28,6 +30,19 @@ __all__ = ["annotate_relative_dates"]
 
 _MONTHS_RE = "|".join(m.lower() for m in MONTH_NAMES)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# Abbreviations as people type them ("last Fri", "last Tues."); "sun"/"sat" are left out: "last
+# sun" is not a date.
+_WEEKDAY_ABBR = {
+    "mon": 0,
+    "tue": 1,
+    "tues": 1,
+    "wed": 2,
+    "thu": 3,
+    "thur": 3,
+    "thurs": 3,
+    "fri": 4,
+}
+_WD_RE = "|".join([*_WEEKDAYS, *sorted(_WEEKDAY_ABBR, key=len, reverse=True)])
 _WORDS = {
     "a": 1,
     "an": 1,
@@ -81,14 +96,16 @@ _SEASONS = {
 _EN = re.compile(
     r"\b(?:(?P<day2>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow)"
     r"|(?P<day>yesterday|tomorrow|last\s+night)"
-    r"|(?:last|this past)\s+(?P<wd>" + "|".join(_WEEKDAYS) + r")"
-    r"|next\s+(?P<nextwd>" + "|".join(_WEEKDAYS) + r")"
+    r"|(?:last|this past)\s+(?P<wd>" + _WD_RE + r")"
+    r"|next\s+(?P<nextwd>" + _WD_RE + r")"
     # "the last week of May", "the last summer of my childhood": not a date relative to now
-    r"|(?<!the\s)(?P<dir>last|next)\s+(?P<unit>week(?:end)?|month|year)(?!\s+of\b)"
+    r"|(?<!the\s)(?P<dir>last|next|this past)\s+(?P<unit>week(?:end)?|month|year)(?!\s+of\b)"
+    # "last August" (not "last May 5th", a date of its own)
+    r"|(?<!the\s)last\s+(?P<month>" + _MONTHS_RE + r")(?!\s+\d)"
     r"|(?<!the\s)(?P<sdir>last|next)\s+(?P<season>" + "|".join(_SEASONS) + r")(?!\s+of\b)"
     r"|on\s+the\s+(?P<dom>[1-9]|[12]\d|3[01])(?:st|nd|rd|th)(?!\s+of\b|\s+(?:" + _MONTHS_RE + r"))"
     r"|(?P<n>\d{1,2}|a couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
-    r"\s+(?P<agounit>day|week|month|year)s?\s+ago)\b(?!\s*[(（])",
+    r"\s+(?P<agounit>day|weekend|week|month|year)s?\s+ago)\b(?!\s*[(（])",
     re.IGNORECASE,
 )
 _ZH = re.compile(
@@ -103,6 +120,14 @@ _ZH = re.compile(
 # Every expression above contains one of these (a cheap test before the regexes).
 _EN_HINTS = ("yesterday", "tomorrow", "last", "past", "next", "ago", "on the")
 _ZH_HINTS = ("昨", "前", "明", "后", "上", "下", "这", "本", "去年")
+
+
+_MONTHS_LOWER = [m.lower() for m in MONTH_NAMES]
+
+
+def _weekday(name: str) -> int:
+    name = name.lower()
+    return _WEEKDAYS.index(name) if name in _WEEKDAYS else _WEEKDAY_ABBR[name]
 
 
 def _month_name(when: datetime, zh: bool) -> str:
@@ -165,10 +190,15 @@ def _english(m: re.Match[str], when: datetime) -> str | None:
         step = 1 if day.lower() == "tomorrow" else -1
         return format_date(when + timedelta(days=step), text)
     if wd := m.group("wd"):
-        return format_date(_previous_weekday(when, _WEEKDAYS.index(wd.lower())), text)
+        return format_date(_previous_weekday(when, _weekday(wd)), text)
     if wd := m.group("nextwd"):
-        ahead = (_WEEKDAYS.index(wd.lower()) - when.weekday()) % 7 or 7
+        ahead = (_weekday(wd) - when.weekday()) % 7 or 7
         return format_date(when + timedelta(days=ahead), text)
+    if month := m.group("month"):
+        if not month[0].isupper():
+            return None  # "at last march on", "the last may be": a verb, not the month
+        back = (when.month - 1 - _MONTHS_LOWER.index(month.lower())) % 12 or 12
+        return _month_name(_month_shift(when, -back), False)
     if season := m.group("season"):
         return _season(season.lower(), m.group("sdir").lower() == "next", when)
     if dom := m.group("dom"):
@@ -176,8 +206,11 @@ def _english(m: re.Match[str], when: datetime) -> str | None:
             return None  # this month's is still to come, or last month's: unclear
         return format_date(when.replace(day=int(dom)), text)
     if unit := m.group("unit"):
-        sign = -1 if m.group("dir").lower() == "last" else 1
+        direction = " ".join(m.group("dir").lower().split())
+        sign = 1 if direction == "next" else -1
         unit = unit.lower()
+        if direction == "this past" and unit != "weekend":
+            return None  # "this past week/year": the last seven days, not a calendar week
         if unit == "weekend":
             if sign > 0:
                 return None
@@ -188,7 +221,11 @@ def _english(m: re.Match[str], when: datetime) -> str | None:
     count = int(n) if n.isdigit() else _WORDS.get(n, 0)
     if count <= 0:
         return None
-    return _shifted(m.group("agounit").lower(), count, when, False, text)
+    unit = m.group("agounit").lower()
+    if unit == "weekend":
+        saturday = _previous_weekday(when, 5) - timedelta(days=7 * (count - 1))
+        return f"the weekend of {format_date(saturday, text)}"
+    return _shifted(unit, count, when, False, text)
 
 
 def _chinese(m: re.Match[str], when: datetime) -> str | None:

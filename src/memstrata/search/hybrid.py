@@ -81,7 +81,8 @@ def _candidates(
 def _fuse(lists: dict[str, list[Candidate]], config: SearchConfig) -> list[Fused]:
     weights = {"lexical": config.lexical_weight, "dense": config.dense_weight}
     if config.fusion == "weighted":
-        return weighted_fusion(lists, weights)
+        anchored = ("lexical",) if config.lexical_scale == "max" else ()
+        return weighted_fusion(lists, weights, anchored=anchored)
     return reciprocal_rank_fusion(lists, weights, k=config.rrf_k)
 
 
