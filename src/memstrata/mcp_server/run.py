@@ -12,11 +12,10 @@ import anyio
 
 from ..aio import AsyncMemory
 from ..errors import ValidationError
-from ..server.app import Limits
 from ..server.backend import Backend
 from ..server.factory import ServeConfig, open_server_memory
 from ..server.keys import open_key_store
-from ..server.limits import Limiter, MemoryCounters, shared_limiter
+from ..server.limits import Limiter, MemoryCounters
 from .identity import Identity
 from .server import build_mcp_server, http_app
 
@@ -101,19 +100,4 @@ def run_mcp(
 def _rate_limits(config: ServeConfig, memory: AsyncMemory) -> tuple[Limiter, Limiter | None]:
     """The HTTP transport's rate limits per key and per tenant, as ``memstrata serve``'s: kept
     in the store's counters, so every process on the store shares them."""
-    limits = Limits(
-        rate=config.rate,
-        burst=config.burst,
-        tenant_rate=config.tenant_rate,
-        tenant_burst=config.tenant_burst,
-        shared_batch=config.shared_batch,
-    )
-    counters = MemoryCounters(memory)
-
-    def limiter(rate: float, burst: int) -> Limiter:
-        return shared_limiter(rate, burst, counters=counters, batch=limits.batch_for(burst))
-
-    tenant = limits.tenant_burst_or_default
-    return limiter(limits.rate, limits.burst), (
-        limiter(limits.tenant_rate, tenant) if limits.tenant_rate > 0 else None
-    )
+    return config.limits().limiters(counters=MemoryCounters(memory))

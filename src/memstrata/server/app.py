@@ -64,6 +64,18 @@ class Limits:
     def batch_for(self, burst: int) -> int:
         return self.shared_batch or max(1, burst // 10)
 
+    def limiters(self, **where: Any) -> tuple[Limiter, Limiter | None]:
+        """The rate limiters per key and per tenant (None: no tenant limit), kept where
+        :func:`~memstrata.server.limits.shared_limiter`'s ``where`` arguments say."""
+
+        def limiter(rate: float, burst: int) -> Limiter:
+            return shared_limiter(rate, burst, batch=self.batch_for(burst), **where)
+
+        tenant = self.tenant_rate > 0
+        return limiter(self.rate, self.burst), (
+            limiter(self.tenant_rate, self.tenant_burst_or_default) if tenant else None
+        )
+
 
 def _sqlite_job_counts(url: Callable[[], str]) -> Callable[[], Mapping[str, int] | None]:
     """The jobs per status of the SQLite store at ``url()`` (read when the metrics are
@@ -114,22 +126,8 @@ def create_app(
     store: Any = memory.store if isinstance(memory, Memory) else None
     counters = MemoryCounters(native) if native is not None else None
 
-    def limiter(rate: float, burst: int) -> Limiter:
-        return shared_limiter(
-            rate,
-            burst,
-            store=store,
-            counters=counters,
-            redis=redis,
-            prefix=redis_prefix,
-            batch=limits.batch_for(burst),
-        )
-
-    key_limiter = limiter(limits.rate, limits.burst)
-    tenant_limiter = (
-        limiter(limits.tenant_rate, limits.tenant_burst_or_default)
-        if limits.tenant_rate > 0
-        else None
+    key_limiter, tenant_limiter = limits.limiters(
+        store=store, counters=counters, redis=redis, prefix=redis_prefix
     )
     mcp_run = _mount_mcp(backend, keys, host, key_limiter, tenant_limiter) if mcp else None
 

@@ -54,6 +54,17 @@ class ServeConfig:
     user_quota: str = ""  # quotas.parse_quota: "records=1000,embeddings_per_day=5000,..."
     tenant_quota: str = ""  # the same, for each tenant's total
 
+    def limits(self) -> Limits:
+        return Limits(
+            rate=self.rate,
+            burst=self.burst,
+            max_body=self.max_body,
+            max_import_body=self.max_import_body,
+            tenant_rate=self.tenant_rate,
+            tenant_burst=self.tenant_burst,
+            shared_batch=self.shared_batch,
+        )
+
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
@@ -125,15 +136,7 @@ def build_app(config: ServeConfig) -> tuple[FastAPI, AsyncMemory, KeyStore]:
             if redis is not None:
                 redis.close()
 
-    limits = Limits(
-        rate=config.rate,
-        burst=config.burst,
-        max_body=config.max_body,
-        max_import_body=config.max_import_body,
-        tenant_rate=config.tenant_rate,
-        tenant_burst=config.tenant_burst,
-        shared_batch=config.shared_batch,
-    )
+    limits = config.limits()
     prefix = "memstrata"
     if config.redis is not None:
         from ..store.redis_hot import buffer_prefix
