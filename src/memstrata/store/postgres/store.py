@@ -93,6 +93,17 @@ _COPY_RECORDS = f"COPY records (seq, {_COLS}, lex_tokens, lex_len) FROM STDIN"
 _COPY_VECTORS = (
     'COPY vectors (seq, tenant, "user", model, dims, embedding) FROM STDIN (FORMAT BINARY)'
 )
+# Batches of fewer records than this are INSERTs in pipeline mode, larger ones COPY.
+_COPY_FROM = 64
+_INSERT_RECORDS = (
+    f"INSERT INTO records (seq, {_COLS}, lex_tokens, lex_len) OVERRIDING SYSTEM VALUE "
+    f"VALUES ({', '.join(['%s'] * (len(_QCOLS) + 3))})"
+)
+_INSERT_VECTOR = (
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
+    "VALUES (%s, %s, %s, %s, %s, %s)"
+)
+_CLASH = 'SELECT id FROM records WHERE tenant = %s AND "user" = %s AND id = ANY(%s) LIMIT 1'
 _UPDATE = (
     f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])}, "
     "lex_tokens = %s, lex_len = %s WHERE seq = %s"
@@ -568,50 +579,17 @@ class PostgresStore:
         return out
 
     def _insert(self, c: Any, prepared: Sequence[_Prepared]) -> None:
+        """Insert the records with their vectors and postings. A clash with a stored id
+        names it (checked first, with the new ``seq`` values in the same round trip).
+
+        A batch of fewer than ``_COPY_FROM`` records (an add, a few turns) is plain
+        ``INSERT`` statements sent in pipeline mode: one round trip for all of them. A
+        larger one (bulk loads: 1M rows) uses ``COPY``, which pipeline mode cannot send."""
         import psycopg
 
         if not prepared:
             return
-        by_user: dict[tuple[str, str], list[str]] = {}
-        for p in prepared:
-            by_user.setdefault((p.write.record.tenant, p.write.record.user), []).append(
-                p.write.record.id
-            )
-        for (tenant, user), ids in sorted(by_user.items()):
-            clash = (
-                c.execute(
-                    'SELECT id FROM records WHERE tenant = %s AND "user" = %s '
-                    "AND id = ANY(%s) LIMIT 1",
-                    (tenant, user, ids),
-                )
-            ).fetchone()
-            if clash is not None:
-                raise ValidationError(
-                    f"record id {clash['id']!r} exists already; nothing was written: use "
-                    "replace() to update a record, new_id() for a new one"
-                )
-        # COPY, not one INSERT per row (bulk loads: 1M rows). The seqs are taken first
-        # (in order, so ties still fall to insertion order); COPY writes an identity
-        # column's given values.
-        seqs = sorted(
-            int(r["s"])
-            for r in (
-                c.execute(
-                    "SELECT nextval(pg_get_serial_sequence('records', 'seq')) AS s "
-                    "FROM generate_series(1, %s)",
-                    (len(prepared),),
-                )
-            ).fetchall()
-        )
-        try:
-            with c.cursor() as cur, cur.copy(_COPY_RECORDS) as copy:
-                for seq, p in zip(seqs, prepared, strict=True):
-                    copy.write_row((seq, *p.values))
-        except psycopg.errors.UniqueViolation:
-            raise ValidationError(
-                "a record id of this batch was inserted by another writer at the same time; "
-                "nothing was written: use replace() to update it"
-            ) from None
+        seqs = self._clash_and_seqs(c, prepared)
         docs = []
         vectors = []
         for seq, p in zip(seqs, prepared, strict=True):
@@ -619,12 +597,68 @@ class PostgresStore:
             docs.append((seq, scope_token(r.tenant, r.user), p.doc))
             if p.vector is not None:
                 vectors.append((seq, r.tenant, r.user, r.embedding_model, *p.vector))
+        bulk = len(prepared) >= _COPY_FROM
+        try:
+            with contextlib.nullcontext() if bulk else c.pipeline():
+                if bulk:
+                    self._copy_rows(c, seqs, prepared, vectors)
+                else:
+                    with c.cursor() as cur:
+                        cur.executemany(
+                            _INSERT_RECORDS,
+                            [(seq, *p.values) for seq, p in zip(seqs, prepared, strict=True)],
+                        )
+                        if vectors:
+                            cur.executemany(_INSERT_VECTOR, vectors)
+                lexical.index(c, docs)
+        except psycopg.errors.UniqueViolation:
+            raise ValidationError(
+                "a record id of this batch was inserted by another writer at the same time; "
+                "nothing was written: use replace() to update it"
+            ) from None
+
+    @staticmethod
+    def _clash_and_seqs(c: Any, prepared: Sequence[_Prepared]) -> builtins.list[int]:
+        """Raise if a record id of ``prepared`` is stored already for its user; else the
+        ``seq`` values of the new rows, taken in order (so ties still fall to insertion
+        order). The last user's check and the seqs are one statement."""
+        by_user: dict[tuple[str, str], list[str]] = {}
+        for p in prepared:
+            by_user.setdefault((p.write.record.tenant, p.write.record.user), []).append(
+                p.write.record.id
+            )
+        users = sorted(by_user.items())
+        for (tenant, user), ids in users[:-1]:
+            clash = c.execute(_CLASH, (tenant, user, ids)).fetchone()
+            _no_clash(clash["id"] if clash is not None else None)
+        (tenant, user), ids = users[-1]
+        row = (
+            c.execute(
+                f"SELECT ({_CLASH}) AS clash, ARRAY(SELECT nextval("
+                "pg_get_serial_sequence('records', 'seq')) FROM generate_series(1, %s)) AS seqs",
+                (tenant, user, ids, len(prepared)),
+            )
+        ).fetchone()
+        _no_clash(row["clash"])
+        return sorted(int(s) for s in row["seqs"])
+
+    @staticmethod
+    def _copy_rows(
+        c: Any,
+        seqs: Sequence[int],
+        prepared: Sequence[_Prepared],
+        vectors: Sequence[tuple[Any, ...]],
+    ) -> None:
+        """The records and vectors of a large batch, by ``COPY`` (COPY writes an identity
+        column's given values)."""
+        with c.cursor() as cur, cur.copy(_COPY_RECORDS) as copy:
+            for seq, p in zip(seqs, prepared, strict=True):
+                copy.write_row((seq, *p.values))
         if vectors:
             with c.cursor() as cur, cur.copy(_COPY_VECTORS) as copy:
                 copy.set_types(["int8", "text", "text", "text", "int4", "vector"])
                 for row in vectors:
                     copy.write_row(row)
-        lexical.index(c, docs)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         with self._autocommit(_row_keys(scope, [record_id])) as c:
@@ -1428,6 +1462,14 @@ class _Prepared:
     values: tuple[Any, ...]  # the INSERT's values: the record's columns, tokens, length
     doc: builtins.list[str]
     vector: tuple[int, Any] | None  # (dims, pgvector value)
+
+
+def _no_clash(clash: str | None) -> None:
+    if clash is not None:
+        raise ValidationError(
+            f"record id {clash!r} exists already; nothing was written: use replace() to "
+            "update a record, new_id() for a new one"
+        )
 
 
 def _check_turns(writes: Sequence[RecordWrite]) -> None:
