@@ -1072,7 +1072,7 @@ class PostgresStore:
         # reads no counter or cache entry: need not wait for the writes behind a search
         with self._autocommit(wait=False) as c:
             generation, max_vseq, count = self._vectors.state(
-                c, scope.tenant, scope.user, query.size
+                c, scope.tenant, scope.user, query.size, self.options.exact_below
             )
             if count == 0:
                 return []

@@ -1090,7 +1090,7 @@ class AsyncPostgresStore:
         # reads no counter or cache entry: need not wait for the writes behind a search
         async with self._autocommit(wait=False) as c:
             generation, max_vseq, count = await self._vectors.state(
-                c, scope.tenant, scope.user, query.size
+                c, scope.tenant, scope.user, query.size, self.options.exact_below
             )
             if count == 0:
                 return []
