@@ -74,11 +74,20 @@ class VectorCache:
             self._users.clear()
 
     def state(
-        self, conn: psycopg.Connection[Any], tenant: str, user: str, dims: int
+        self,
+        conn: psycopg.Connection[Any],
+        tenant: str,
+        user: str,
+        dims: int,
+        exact_below: int,
     ) -> tuple[int, int, int]:
         """``(generation, max vseq, vector count)`` of one user. The count (a scan of the
-        user's index entries) is read only when this process's copy is not up to date:
-        when it is, it holds exactly the user's vectors of ``dims``."""
+        user's index entries: 1.1 ms at 10k vectors) is read only when this process's copy
+        is not up to date: when it is, it holds exactly the user's vectors of ``dims``.
+        When the copy lacks only rows added since (same generation: nothing deleted), each
+        has a vseq above the copy's, so ``copy + (max vseq - copy's vseq)`` bounds the
+        count; a bound below ``exact_below`` is returned instead (the caller only asks
+        "none?" and "``exact_below`` or more?"; every add's dedup search used to count)."""
         with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
             cur.execute(_STATE, (scope_token(tenant, user), tenant, user, dims))
             row = cur.fetchone()
@@ -92,6 +101,10 @@ class VectorCache:
                 and cached.last_rev >= max_vseq
             ):
                 return generation, max_vseq, cached.count
+            if cached is not None and cached.generation == generation:
+                bound = cached.count + max_vseq - cached.last_rev
+                if bound < exact_below:
+                    return generation, max_vseq, bound
             cur.execute(_COUNT, (tenant, user, dims))
             counted = cur.fetchone()
         return generation, max_vseq, int(counted[0]) if counted else 0

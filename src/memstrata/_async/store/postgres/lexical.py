@@ -23,9 +23,16 @@ import psycopg
 
 from memstrata.store.postgres import fts5
 
-__all__ = ["SLOTS", "index", "search_rows", "unindex", "unindex_scope"]
+__all__ = ["COPY_FROM", "SLOTS", "index", "search_rows", "unindex", "unindex_scope"]
 
 SLOTS = 16
+# Fewer postings than this (a few messages' worth) are one INSERT, not a COPY: a COPY
+# costs its own round trips and cannot run in pipeline mode (store.py's inserts).
+COPY_FROM = 1000
+_INSERT_POSTINGS = (
+    "INSERT INTO lex_postings (scope_tok, token, seq, tf, len) "
+    "SELECT * FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int4[], %s::int4[])"
+)
 _SLOT = f"(pg_backend_pid() %% {SLOTS})"
 
 
@@ -73,7 +80,7 @@ async def index(
         df.update(counts.keys())
         ndocs += 1
         tokens += length
-    if postings:  # COPY: ~15 postings per message, 15M rows for 1M messages
+    if len(postings) >= COPY_FROM:  # COPY: ~15 postings per message, 15M for 1M messages
         async with (
             conn.cursor() as cur,
             cur.copy(
@@ -83,6 +90,8 @@ async def index(
             copy.set_types(["text", "text", "int8", "int4", "int4"])
             for row in postings:
                 await copy.write_row(row)
+    elif postings:  # one statement, which pipeline mode can send (COPY it cannot)
+        await conn.execute(_INSERT_POSTINGS, [list(col) for col in zip(*postings, strict=True)])
     await _bump_df(conn, df)
     await _bump_stats(conn, ndocs, tokens)
 
