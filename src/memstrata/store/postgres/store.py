@@ -1083,17 +1083,15 @@ class PostgresStore:
             return []
         # reads no counter or cache entry: need not wait for the writes behind a search
         with self._autocommit(wait=False) as c:
-            generation, max_vseq, count = self._vectors.state(
+            state = self._vectors.state(
                 c, scope.tenant, scope.user, query.size, self.options.exact_below
             )
-            if count == 0:
+            if state.count == 0:
                 return []
-            if count >= self.options.exact_below and query.size <= 2000:
+            if state.count >= self.options.exact_below and query.size <= 2000:
                 self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
                 return hnsw_search(c, scope, query, k, filters)
-            cache = self._vectors.load(
-                c, scope.tenant, scope.user, query.size, generation, max_vseq
-            )
+            cache = self._vectors.load(c, scope.tenant, scope.user, query.size, state)
             allowed = None
             if _python_filters(filters) or scope.caller is not None:
                 allowed = {r["id"] for r in self._select(c, scope, filters, columns="id")}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from memstrata.store.sqlite.codec import COLUMNS, scope_token
 from memstrata.store.sqlite.vectors import UserVectors, dot, top_k
 from memstrata.store.types import Candidate, Vector
 
-__all__ = ["VectorCache", "ensure_hnsw", "hnsw_name", "hnsw_search"]
+__all__ = ["VectorCache", "UserState", "ensure_hnsw", "hnsw_name", "hnsw_search"]
 
 _RCOLS = ", ".join(f'r."{c}"' for c in COLUMNS)
 
@@ -48,16 +49,64 @@ ORDER BY v.vseq
 """
 
 # max(vseq) of one dims: the newest entry of the vectors_scope index (one index probe);
-# without dims it scanned every vector of the user (3 ms per search at 10k).
+# without dims it scanned every vector of the user (3 ms per search at 10k). The last two
+# columns bound the transactions in flight in this statement's snapshot (see _Settling).
 _STATE = """
 SELECT (SELECT generation FROM scope_generation WHERE scope_tok = %s),
        (SELECT max(vseq) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s),
-       (SELECT generation FROM scope_generation WHERE scope_tok = '')
+       (SELECT generation FROM scope_generation WHERE scope_tok = ''),
+       pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+       pg_snapshot_xmax(pg_current_snapshot())::text::bigint
 """
 # The last column is the purge epoch: the scope_generation row of no one that every
 # purge_user bumps, because it deletes the user's own row (which names them by their scope
 # token) and a cache in another process could not tell otherwise (as in SQLite).
 _COUNT = 'SELECT count(*) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s'
+
+
+@dataclass(frozen=True, slots=True)
+class UserState:
+    """What one query read of a user's vectors: ``generation`` (removals), the newest
+    ``vseq``, the vector ``count`` (or a bound, see :meth:`VectorCache.state`), and
+    its snapshot's ``xmin`` (every older transaction had finished) and ``xmax`` (every
+    transaction from it on started after)."""
+
+    generation: int
+    max_vseq: int
+    count: int
+    xmin: int
+    xmax: int
+
+
+@dataclass(slots=True)
+class _Settling:
+    """Which loaded vseqs are final. A row's vseq is taken when it is written and seen when
+    its transaction commits, so two writers of one user commit out of order: a copy that
+    loaded vseq 11 may later see vseq 10 commit. Rows at or below ``safe`` are final; rows
+    above it are read again by every load (skipping the ``seen`` ones) until ``pending``
+    settles them: a load in a snapshot that saw every row up to ``vseq`` visible then, with
+    ``xmax``, makes ``vseq`` final once a later snapshot's ``xmin`` reaches ``xmax`` (every
+    transaction in flight then, the only ones that could still commit a lower vseq, has
+    ended, and the next load reads what they committed). A transaction open for long
+    anywhere on the server keeps rows unsettled meanwhile: they are read again per load."""
+
+    safe: int = 0
+    seen: set[int] = field(default_factory=set)
+    pending: list[tuple[int, int]] = field(default_factory=list)  # (xmax, vseq), in order
+
+    def settle(self, xmin: int) -> None:
+        while self.pending and self.pending[0][0] <= xmin:
+            self.safe = max(self.safe, self.pending.pop(0)[1])
+        self.seen = {v for v in self.seen if v > self.safe}
+
+    def loaded(self, state: UserState) -> None:
+        if len(self.pending) >= _MAX_PENDING:  # keep the newest; the oldest would settle first
+            self.pending.pop(0)
+        self.pending.append((state.xmax, state.max_vseq))
+        self.settle(state.xmin)
+
+
+_MAX_PENDING = 64
 
 
 class VectorCache:
@@ -66,12 +115,14 @@ class VectorCache:
     def __init__(self, max_rows: int = 500_000) -> None:
         self.max_rows = max_rows
         self._users: OrderedDict[tuple[str, str, int], UserVectors] = OrderedDict()
+        self._settling: dict[tuple[str, str, int], _Settling] = {}
         self._locks: dict[tuple[str, str, int], threading.Lock] = {}
         self._lock = threading.Lock()
 
     def clear(self) -> None:
         with self._lock:
             self._users.clear()
+            self._settling.clear()
 
     def state(
         self,
@@ -80,34 +131,40 @@ class VectorCache:
         user: str,
         dims: int,
         exact_below: int,
-    ) -> tuple[int, int, int]:
-        """``(generation, max vseq, vector count)`` of one user. The count (a scan of the
-        user's index entries: 1.1 ms at 10k vectors) is read only when this process's copy
-        is not up to date: when it is, it holds exactly the user's vectors of ``dims``.
-        When the copy lacks only rows added since (same generation: nothing deleted), each
-        has a vseq above the copy's, so ``copy + (max vseq - copy's vseq)`` bounds the
-        count; a bound below ``exact_below`` is returned instead (the caller only asks
-        "none?" and "``exact_below`` or more?"; every add's dedup search used to count)."""
+    ) -> UserState:
+        """One user's :class:`UserState`. The count (a scan of the user's index entries:
+        1.1 ms at 10k vectors) is read only when this process's copy is not up to date:
+        when it is, it holds exactly the user's vectors of ``dims``. When the copy lacks
+        only rows added since (same generation: nothing deleted), each has a vseq above the
+        copy's, so ``copy + (max vseq - copy's vseq)`` bounds the count; a bound below
+        ``exact_below`` is returned instead (the caller only asks "none?" and
+        "``exact_below`` or more?"; every add's dedup search used to count)."""
+        key = (tenant, user, dims)
         with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
             cur.execute(_STATE, (scope_token(tenant, user), tenant, user, dims))
             row = cur.fetchone()
             assert row is not None  # noqa: S101 - a SELECT of scalars always returns a row
             generation, max_vseq = (int(row[2] or 0) << 40) + int(row[0] or 0), int(row[1] or 0)
+            xmin, xmax = int(row[3]), int(row[4])
             with self._lock:
-                cached = self._users.get((tenant, user, dims))
-            if (
-                cached is not None
-                and cached.generation == generation
-                and cached.last_rev >= max_vseq
-            ):
-                return generation, max_vseq, cached.count
+                cached = self._users.get(key)
+                settling = self._settling.get(key)
             if cached is not None and cached.generation == generation:
+                if (
+                    cached.last_rev >= max_vseq
+                    and settling is not None
+                    and settling.safe >= cached.last_rev
+                ):
+                    return UserState(generation, max_vseq, cached.count, xmin, xmax)
                 bound = cached.count + max_vseq - cached.last_rev
+                if settling is not None:
+                    bound += cached.last_rev - settling.safe  # rows of unsettled vseqs
                 if bound < exact_below:
-                    return generation, max_vseq, bound
+                    return UserState(generation, max_vseq, bound, xmin, xmax)
             cur.execute(_COUNT, (tenant, user, dims))
             counted = cur.fetchone()
-        return generation, max_vseq, int(counted[0]) if counted else 0
+        count = int(counted[0]) if counted else 0
+        return UserState(generation, max_vseq, count, xmin, xmax)
 
     def load(
         self,
@@ -115,30 +172,37 @@ class VectorCache:
         tenant: str,
         user: str,
         dims: int,
-        generation: int,
-        max_vseq: int,
+        state: UserState,
     ) -> UserVectors:
-        """The user's vectors, brought up to date (inside the caller's snapshot; a state
-        another thread brought further than this snapshot is returned as it is). Rows
-        that changed since (a higher vseq) replace their old copy (see the SQLite cache)."""
+        """The user's vectors, brought up to date (inside the caller's snapshot, taken
+        after ``state``'s; a state another thread brought further than this snapshot is
+        returned as it is). Rows that changed since (a higher vseq) replace their old
+        copy (see the SQLite cache); rows above the settled vseq are read again and those
+        not loaded yet added (see :class:`_Settling`)."""
         key = (tenant, user, dims)
         with self._user_lock(key):
             with self._lock:
                 cached = self._users.get(key)
+                settling = self._settling.get(key)
                 if cached is not None:
                     self._users.move_to_end(key)
-            if cached is None or cached.generation != generation:
-                cached = UserVectors(dims=dims, generation=generation)
-            elif cached.last_rev >= max_vseq:
+            if cached is None or cached.generation != state.generation or settling is None:
+                cached, settling = UserVectors(dims=dims, generation=state.generation), _Settling()
+            elif cached.last_rev >= state.max_vseq and settling.safe >= cached.last_rev:
                 return cached
             with conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cur:
-                cur.execute(_LOAD, (tenant, user, dims, cached.last_rev))
+                cur.execute(_LOAD, (tenant, user, dims, settling.safe))
                 rows = [
-                    (*r[:9], _array(r[9]).astype("<f4").tobytes(), r[10]) for r in cur.fetchall()
+                    (*r[:9], _array(r[9]).astype("<f4").tobytes(), r[10])
+                    for r in cur.fetchall()
+                    if r[0] not in settling.seen
                 ]
-            cached = cached.extended(rows, max_vseq)
+            settling.seen.update(int(r[0]) for r in rows)
+            cached = cached.extended(rows, state.max_vseq)
+            settling.loaded(state)
             with self._lock:
                 self._users[key] = cached
+                self._settling[key] = settling
                 self._users.move_to_end(key)
                 self._evict()
         return cached
@@ -150,7 +214,8 @@ class VectorCache:
     def _evict(self) -> None:
         total = sum(u.n for u in self._users.values())
         while total > self.max_rows and len(self._users) > 1:
-            _, dropped = self._users.popitem(last=False)
+            key, dropped = self._users.popitem(last=False)
+            self._settling.pop(key, None)
             total -= dropped.n
 
 
