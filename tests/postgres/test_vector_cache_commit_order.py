@@ -8,8 +8,11 @@ to that process's dense search until something of the user was deleted)."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
+import psycopg
+import pytest
 
 from memstrata.filters import Filters
 from memstrata.scope import Scope
@@ -44,12 +47,32 @@ def test_a_row_committed_after_a_newer_one_was_loaded_is_found(pg_url: str) -> N
             s.close()
 
 
-def _copy(store: PostgresStore) -> object:
-    [copy] = store._vectors._users.values()
+def _copy(store: PostgresStore) -> Any:
+    [(copy, _)] = store._vectors._users.values()
     return copy
 
 
-def test_rows_read_again_while_unsettled_are_not_loaded_twice(pg_url: str) -> None:
+def _settled(store: PostgresStore) -> bool:
+    [(copy, settling)] = store._vectors._users.values()
+    return bool(settling.safe >= copy.last_rev and not settling.pending)
+
+
+def _count_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    loads: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self: Any, query: Any, *a: Any, **k: Any) -> Any:
+        if "JOIN records r ON r.seq = v.seq" in str(query):
+            loads.append(str(query))
+        return execute(self, query, *a, **k)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    return loads
+
+
+def test_rows_read_again_while_unsettled_are_not_loaded_twice(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     m = Maker()
     other, reader = PostgresStore(pg_url), PostgresStore(pg_url)
     try:
@@ -64,12 +87,17 @@ def test_rows_read_again_while_unsettled_are_not_loaded_twice(pg_url: str) -> No
                 assert _found(reader, w.vector, w.record.id)
             copy = _copy(reader)
             assert (copy.n, copy.dead) == (5, 0)  # each row once, however often read again
-            assert reader._vectors._settling[("t1", "u1", copy.dims)].safe < copy.last_rev
+            assert not _settled(reader)
+            loads = _count_loads(monkeypatch)
+            for w in writes:  # unsettled, nothing new: no rows read again
+                assert _found(reader, w.vector, w.record.id)
+            assert loads == []
+            monkeypatch.undo()
         assert _found(reader, held.vector, held.record.id)  # committed last, vseq lowest
         copy = _copy(reader)
         assert (copy.n, copy.dead) == (6, 0)
         _found(reader, writes[0].vector, writes[0].record.id)  # a snapshot after it ended
-        assert reader._vectors._settling[("t1", "u1", copy.dims)].safe >= copy.last_rev
+        assert _settled(reader)
     finally:
         other.close()
         reader.close()

@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,64 +50,76 @@ ORDER BY v.vseq
 """
 
 # max(vseq) of one dims: the newest entry of the vectors_scope index (one index probe);
-# without dims it scanned every vector of the user (3 ms per search at 10k). The last two
-# columns bound the transactions in flight in this statement's snapshot (see _Settling).
+# without dims it scanned every vector of the user (3 ms per search at 10k). The 4th column
+# sums the vseqs above the copy's last final one, as (count, sum) (an index range: the few
+# rows written while other writers were in flight; a row's vseq only grows, so equal pairs
+# mean the same rows); the last is the snapshot's xmin (see _Settling).
 _STATE = """
 SELECT (SELECT generation FROM scope_generation WHERE scope_tok = %s),
        (SELECT max(vseq) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s),
        (SELECT generation FROM scope_generation WHERE scope_tok = ''),
-       pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-       pg_snapshot_xmax(pg_current_snapshot())::text::bigint
+       (SELECT ARRAY[count(*), coalesce(sum(vseq), 0)]::bigint[] FROM vectors
+        WHERE tenant = %s AND "user" = %s AND dims = %s AND vseq > %s),
+       pg_snapshot_xmin(pg_current_snapshot())::text::bigint
 """
-# The last column is the purge epoch: the scope_generation row of no one that every
+# The third column is the purge epoch: the scope_generation row of no one that every
 # purge_user bumps, because it deletes the user's own row (which names them by their scope
 # token) and a cache in another process could not tell otherwise (as in SQLite).
 _COUNT = 'SELECT count(*) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s'
+# A transaction id newer than every one assigned before this statement (it assigns one to
+# the statement's own transaction, which writes nothing; read once per load, not per search).
+_NEWEST_XID = "SELECT pg_current_xact_id()::text::bigint"
+_NO_COPY = 1 << 62  # no copy: count no window
 
 
 @dataclass(frozen=True, slots=True)
 class UserState:
     """What one query read of a user's vectors: ``generation`` (removals), the newest
-    ``vseq``, the vector ``count`` (or a bound, see :meth:`VectorCache.state`), and
-    its snapshot's ``xmin`` (every older transaction had finished) and ``xmax`` (every
-    transaction from it on started after)."""
+    ``vseq``, the vector ``count`` (or a bound, see :meth:`VectorCache.state`), the
+    snapshot's ``xmin`` (every older transaction had ended), and ``current``: this
+    process's copy held every vector the snapshot saw."""
 
     generation: int
     max_vseq: int
     count: int
     xmin: int
-    xmax: int
+    current: bool = False
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Settling:
     """Which loaded vseqs are final. A row's vseq is taken when it is written and seen when
     its transaction commits, so two writers of one user commit out of order: a copy that
-    loaded vseq 11 may later see vseq 10 commit. Rows at or below ``safe`` are final; rows
-    above it are read again by every load (skipping the ``seen`` ones) until ``pending``
-    settles them: a load in a snapshot that saw every row up to ``vseq`` visible then, with
-    ``xmax``, makes ``vseq`` final once a later snapshot's ``xmin`` reaches ``xmax`` (every
-    transaction in flight then, the only ones that could still commit a lower vseq, has
-    ended, and the next load reads what they committed). A transaction open for long
-    anywhere on the server keeps rows unsettled meanwhile: they are read again per load."""
+    loaded vseq 11 may later see vseq 10 commit (before, it never loaded 10: that record
+    was missing from the process's dense search until something of the user was deleted).
+    Rows at or below ``safe`` are final; the ``seen`` ones above it are loaded; a load
+    reads every row above ``safe`` and adds the unseen. ``pending`` makes them final: a
+    load that saw every row up to ``vseq`` then visible records an xid newer than every
+    transaction that could still commit a lower vseq (they took it, and their xid, before
+    that vseq was written), and once a later snapshot's ``xmin`` passes it, they have all
+    ended — what they committed was loaded, or counted, before that settles. A transaction
+    left open anywhere on the server keeps the rows written meanwhile unsettled: counted
+    per search, read again per load, loaded once. Immutable, like the copy it describes."""
 
     safe: int = 0
-    seen: set[int] = field(default_factory=set)
-    pending: list[tuple[int, int]] = field(default_factory=list)  # (xmax, vseq), in order
+    seen: frozenset[int] = frozenset()
+    pending: tuple[tuple[int, int], ...] = ()  # (xid, vseq), oldest first
 
-    def settle(self, xmin: int) -> None:
-        while self.pending and self.pending[0][0] <= xmin:
-            self.safe = max(self.safe, self.pending.pop(0)[1])
-        self.seen = {v for v in self.seen if v > self.safe}
+    def settled(self, xmin: int) -> _Settling:
+        pending, safe = self.pending, self.safe
+        while pending and pending[0][0] < xmin:
+            safe, pending = max(safe, pending[0][1]), pending[1:]
+        if pending is self.pending:
+            return self
+        return _Settling(safe, frozenset(v for v in self.seen if v > safe), pending)
 
-    def loaded(self, state: UserState) -> None:
-        if len(self.pending) >= _MAX_PENDING:  # keep the newest; the oldest would settle first
-            self.pending.pop(0)
-        self.pending.append((state.xmax, state.max_vseq))
-        self.settle(state.xmin)
+    def loaded(self, vseqs: Iterable[int], xid: int, max_vseq: int) -> _Settling:
+        """After a load that added ``vseqs`` and saw every row up to ``max_vseq``."""
+        pending = (*self.pending[-(_MAX_PENDING - 1) :], (xid, max_vseq))
+        return _Settling(self.safe, self.seen.union(vseqs), pending)
 
 
-_MAX_PENDING = 64
+_MAX_PENDING = 64  # the oldest dropped first: the later ones settle later, never wrongly
 
 
 class VectorCache:
@@ -114,15 +127,15 @@ class VectorCache:
 
     def __init__(self, max_rows: int = 500_000) -> None:
         self.max_rows = max_rows
-        self._users: OrderedDict[tuple[str, str, int], UserVectors] = OrderedDict()
-        self._settling: dict[tuple[str, str, int], _Settling] = {}
+        self._users: OrderedDict[tuple[str, str, int], tuple[UserVectors, _Settling]] = (
+            OrderedDict()
+        )
         self._locks: dict[tuple[str, str, int], threading.Lock] = {}
         self._lock = threading.Lock()
 
     def clear(self) -> None:
         with self._lock:
             self._users.clear()
-            self._settling.clear()
 
     def state(
         self,
@@ -135,36 +148,36 @@ class VectorCache:
         """One user's :class:`UserState`. The count (a scan of the user's index entries:
         1.1 ms at 10k vectors) is read only when this process's copy is not up to date:
         when it is, it holds exactly the user's vectors of ``dims``. When the copy lacks
-        only rows added since (same generation: nothing deleted), each has a vseq above the
-        copy's, so ``copy + (max vseq - copy's vseq)`` bounds the count; a bound below
-        ``exact_below`` is returned instead (the caller only asks "none?" and
-        "``exact_below`` or more?"; every add's dedup search used to count)."""
+        only rows added since (same generation: nothing deleted), those are the rows above
+        its last final vseq that it does not hold; a count below ``exact_below`` is returned
+        so (the caller only asks "none?" and "``exact_below`` or more?"; every add's dedup
+        search used to count). A copy is up
+        to date when nothing is above its newest vseq and the rows above its last final
+        one are those it holds; what can settle then settles here, without a load."""
         key = (tenant, user, dims)
+        with self._lock:
+            held = self._users.get(key)
+        safe = held[1].safe if held is not None else _NO_COPY
+        args = (scope_token(tenant, user), tenant, user, dims, tenant, user, dims, safe)
         with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
-            cur.execute(_STATE, (scope_token(tenant, user), tenant, user, dims))
+            cur.execute(_STATE, args)
             row = cur.fetchone()
             assert row is not None  # noqa: S101 - a SELECT of scalars always returns a row
             generation, max_vseq = (int(row[2] or 0) << 40) + int(row[0] or 0), int(row[1] or 0)
-            xmin, xmax = int(row[3]), int(row[4])
-            with self._lock:
-                cached = self._users.get(key)
-                settling = self._settling.get(key)
-            if cached is not None and cached.generation == generation:
-                if (
-                    cached.last_rev >= max_vseq
-                    and settling is not None
-                    and settling.safe >= cached.last_rev
-                ):
-                    return UserState(generation, max_vseq, cached.count, xmin, xmax)
-                bound = cached.count + max_vseq - cached.last_rev
-                if settling is not None:
-                    bound += cached.last_rev - settling.safe  # rows of unsettled vseqs
-                if bound < exact_below:
-                    return UserState(generation, max_vseq, bound, xmin, xmax)
+            (window, window_sum), xmin = row[3], int(row[4])
+            if held is not None and held[0].generation == generation:
+                cached, settling = held
+                seen = settling.seen
+                if cached.last_rev >= max_vseq and (window, window_sum) == (len(seen), sum(seen)):
+                    if settling.pending:
+                        self._replace(key, held, (cached, settling.settled(xmin)))
+                    return UserState(generation, max_vseq, cached.count, xmin, current=True)
+                count = cached.count + window - len(seen)  # the rows not held are new
+                if count < exact_below:
+                    return UserState(generation, max_vseq, count, xmin)
             cur.execute(_COUNT, (tenant, user, dims))
             counted = cur.fetchone()
-        count = int(counted[0]) if counted else 0
-        return UserState(generation, max_vseq, count, xmin, xmax)
+        return UserState(generation, max_vseq, int(counted[0]) if counted else 0, xmin)
 
     def load(
         self,
@@ -177,45 +190,58 @@ class VectorCache:
         """The user's vectors, brought up to date (inside the caller's snapshot, taken
         after ``state``'s; a state another thread brought further than this snapshot is
         returned as it is). Rows that changed since (a higher vseq) replace their old
-        copy (see the SQLite cache); rows above the settled vseq are read again and those
-        not loaded yet added (see :class:`_Settling`)."""
+        copy (see the SQLite cache); rows above the last final vseq are read again and
+        those not held added (see :class:`_Settling`)."""
         key = (tenant, user, dims)
         with self._user_lock(key):
             with self._lock:
-                cached = self._users.get(key)
-                settling = self._settling.get(key)
-                if cached is not None:
+                held = self._users.get(key)
+                if held is not None:
                     self._users.move_to_end(key)
-            if cached is None or cached.generation != state.generation or settling is None:
+            if held is None or held[0].generation != state.generation:
                 cached, settling = UserVectors(dims=dims, generation=state.generation), _Settling()
-            elif cached.last_rev >= state.max_vseq and settling.safe >= cached.last_rev:
-                return cached
+            elif state.current:  # (or brought further since by another search)
+                return held[0]
+            else:
+                cached, settling = held
             with conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cur:
+                cur.execute(_NEWEST_XID)
+                xid_row = cur.fetchone()
                 cur.execute(_LOAD, (tenant, user, dims, settling.safe))
                 rows = [
                     (*r[:9], _array(r[9]).astype("<f4").tobytes(), r[10])
                     for r in cur.fetchall()
                     if r[0] not in settling.seen
                 ]
-            settling.seen.update(int(r[0]) for r in rows)
+            assert xid_row is not None  # noqa: S101 - a SELECT of a scalar returns a row
             cached = cached.extended(rows, state.max_vseq)
-            settling.loaded(state)
+            vseqs = (int(r[0]) for r in rows)
+            settling = settling.loaded(vseqs, int(xid_row[0]), state.max_vseq)
             with self._lock:
-                self._users[key] = cached
-                self._settling[key] = settling
+                self._users[key] = (cached, settling.settled(state.xmin))
                 self._users.move_to_end(key)
                 self._evict()
         return cached
+
+    def _replace(
+        self,
+        key: tuple[str, str, int],
+        old: tuple[UserVectors, _Settling],
+        new: tuple[UserVectors, _Settling],
+    ) -> None:
+        """Publish ``new`` unless another search replaced ``old`` meanwhile."""
+        with self._lock:
+            if self._users.get(key) is old:
+                self._users[key] = new
 
     def _user_lock(self, key: tuple[str, str, int]) -> threading.Lock:
         with self._lock:
             return self._locks.setdefault(key, threading.Lock())
 
     def _evict(self) -> None:
-        total = sum(u.n for u in self._users.values())
+        total = sum(u.n for u, _ in self._users.values())
         while total > self.max_rows and len(self._users) > 1:
-            key, dropped = self._users.popitem(last=False)
-            self._settling.pop(key, None)
+            _, (dropped, _) = self._users.popitem(last=False)
             total -= dropped.n
 
 
