@@ -25,6 +25,8 @@ _SPEAKER = re.compile(r"^[^:：\n]{1,40}[:：]\s*")
 def question_share(text: str) -> float:
     """The share of ``text``'s characters (without a leading "Name: ") in sentences that end
     with a question mark: 0.0 for a statement, 1.0 for a turn that only asks."""
+    if "?" not in text and "？" not in text:
+        return 0.0  # most turns: one scan instead of two regexes
     body = _SPEAKER.sub("", text, count=1).strip()
     if not body:
         return 0.0
