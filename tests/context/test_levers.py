@@ -146,9 +146,12 @@ def test_neighbours_bring_the_question_a_reply_answers() -> None:
     turns[3] = _msg("m3", "What did you name the puppy?", turns[3].observed_at)
     src = _Sources([SearchHit(turns[4], 0.9, "messages", ("m4",))], turns)
     assert {it.record_id for it in _build(src, ContextConfig()).items} == {"m4"}
-    shown = _build(src, ContextConfig(neighbour_hits=5)).items
+    shown = _build(src, ContextConfig(neighbour_hits=5, question_penalty=0.0)).items
     assert {it.record_id for it in shown} == {"m3", "m4"}
     assert next(it for it in shown if it.record_id == "m3").score == pytest.approx(0.45)
+    # the question itself only asks: it comes in below the answer, penalised
+    shown = _build(src, ContextConfig(neighbour_hits=5)).items
+    assert next(it for it in shown if it.record_id == "m3").score == pytest.approx(0.45 - 0.3)
     # a hit that asks something also brings the turn after it (the answer)
     src = _Sources([SearchHit(turns[3], 0.9, "messages", ("m3",))], turns)
     assert {it.record_id for it in _build(src, ContextConfig(neighbour_hits=5)).items} == {

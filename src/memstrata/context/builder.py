@@ -18,6 +18,7 @@ from memstrata.context.assemble import AssembledContext, ContextItem, HistoryTur
 from memstrata.context.budget import allocate, asks_overview, estimate_task
 from memstrata.context.ctx_request import ContextRequest
 from memstrata.context.dates import format_date
+from memstrata.context.question_turns import question_share
 from memstrata.context.relative import annotate_relative_dates
 from memstrata.context.temporal import Period, resolve_period
 from memstrata.records import MemoryRecord
@@ -92,7 +93,11 @@ def _scored_hits(
     extra: Mapping[str, tuple[MemoryRecord, float]],
 ) -> list[tuple[MemoryRecord, float, str]]:
     """Every candidate once, with its final score: the hit's, plus the session and date
-    boosts, plus turns brought in by digests and neighbours (at their own, lower score)."""
+    boosts, plus turns brought in by digests and neighbours (at their own, lower score),
+    minus the question penalty of a turn that asks.
+
+    The penalty only lowers scores, so ``_pack_lazily`` stays exact: a candidate not decoded
+    scores at most its fused score, below every hit decoded before it."""
     cfg = req.config
     out: dict[str, tuple[MemoryRecord, float, str]] = {}
     for h in hits:
@@ -105,6 +110,13 @@ def _scored_hits(
     for rid, (rec, score) in extra.items():
         if rid not in out:
             out[rid] = (rec, score, layer_of(rec.type))
+    if cfg.question_penalty:
+        out = {
+            rid: (rec, score - cfg.question_penalty * question_share(rec.text), layer)
+            if _is_message(rec)
+            else (rec, score, layer)
+            for rid, (rec, score, layer) in out.items()
+        }
     if cfg.session_boost:
         per_session: dict[str, float] = {}
         for rec, score, _ in out.values():

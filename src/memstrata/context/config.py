@@ -2,9 +2,9 @@
 
 Every lever here was measured on LoCoMo and on the synthetic conversational set
 (``memstrata bench locomo`` / ``bench convo``, English and Chinese). ``resolve_dates``,
-``compact_dates``, ``digest_share`` and ``tokens_per_candidate`` helped or tied on all of
-them (README, "Benchmarks"), so they are on by default; the others did not help on every
-set and are opt-in:
+``compact_dates``, ``digest_share``, ``tokens_per_candidate`` and ``question_penalty`` helped
+or tied on all of them (README, "Benchmarks"), so they are on by default; the others did not
+help on every set and are opt-in:
 ``Memory.context_config = ContextConfig(neighbour_hits=10, ...)``.
 """
 
@@ -69,13 +69,23 @@ class ContextConfig:
     clusters: int = 3
     cluster_score: float = 0.1
     clusters_in_search: bool = False
+    # A turn's score minus this × the share of it that only asks (context/question_turns.py):
+    # question-shaped turns rank high for a question and rarely hold its answer. Helped or
+    # tied on LoCoMo and both synthetic sets (README, "Issue 13, ninth session").
+    question_penalty: float = 0.3
 
     def __post_init__(self) -> None:
         if self.facts not in ("search", "similar", "off"):
             raise ValidationError("ContextConfig.facts must be 'search', 'similar' or 'off'")
         if self.digests not in ("keep", "expand", "off"):
             raise ValidationError("ContextConfig.digests must be 'keep', 'expand' or 'off'")
-        for name in ("digest_weight", "neighbour_weight", "session_boost", "temporal_boost"):
+        for name in (
+            "digest_weight",
+            "neighbour_weight",
+            "session_boost",
+            "temporal_boost",
+            "question_penalty",
+        ):
             value = getattr(self, name)
             if not 0.0 <= value <= 10.0:
                 raise ValidationError(f"ContextConfig.{name} must be in [0, 10], got {value!r}")
@@ -115,4 +125,5 @@ class ContextConfig:
             digest_share=1.0,
             clusters=0,
             clusters_in_search=True,
+            question_penalty=0.0,
         )
