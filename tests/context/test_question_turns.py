@@ -33,6 +33,12 @@ from memstrata.tokens import count_tokens
         # the speaker's name is not part of what was said
         ("Caroline: What happened?", 1.0),
         ("我们养了一只兔子！你猜它叫什么？", 7 / 16),
+        # a question about oneself says something: it is not "only asking"
+        ("Can you recommend a vet for my dog Max?", 0.0),
+        ("Should I take the job in Lisbon?", 0.0),
+        ("我该不该接受里斯本的工作？", 0.0),
+        ("Did you hear? My sister moved to Lisbon.", 13 / 40),
+        ("Mine broke. Did yours?", 10 / 22),
     ],
 )
 def test_question_share(text: str, share: float) -> None:
