@@ -46,6 +46,7 @@ SELECT v.vseq, r.id, r.type, r.agent, r.session, r.visibility, r.status,
        r.superseded_by IS NOT NULL, r.importance, v.embedding, v.seq
 FROM vectors v JOIN records r ON r.seq = v.seq
 WHERE v.tenant = %s AND v."user" = %s AND v.dims = %s AND v.vseq > %s
+  AND NOT v.vseq = ANY(%s::bigint[])
 ORDER BY v.vseq
 """
 
@@ -207,11 +208,10 @@ class VectorCache:
             with conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cur:
                 cur.execute(_NEWEST_XID)
                 xid_row = cur.fetchone()
-                cur.execute(_LOAD, (tenant, user, dims, settling.safe))
+                # rows above the last final vseq not held yet (the held ones are not sent)
+                cur.execute(_LOAD, (tenant, user, dims, settling.safe, list(settling.seen)))
                 rows = [
-                    (*r[:9], _array(r[9]).astype("<f4").tobytes(), r[10])
-                    for r in cur.fetchall()
-                    if r[0] not in settling.seen
+                    (*r[:9], _array(r[9]).astype("<f4").tobytes(), r[10]) for r in cur.fetchall()
                 ]
             assert xid_row is not None  # noqa: S101 - a SELECT of a scalar returns a row
             cached = cached.extended(rows, state.max_vseq)

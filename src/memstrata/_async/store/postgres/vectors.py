@@ -45,6 +45,7 @@ SELECT v.vseq, r.id, r.type, r.agent, r.session, r.visibility, r.status,
        r.superseded_by IS NOT NULL, r.importance, v.embedding, v.seq
 FROM vectors v JOIN records r ON r.seq = v.seq
 WHERE v.tenant = %s AND v."user" = %s AND v.dims = %s AND v.vseq > %s
+  AND NOT v.vseq = ANY(%s::bigint[])
 ORDER BY v.vseq
 """
 
@@ -206,11 +207,11 @@ class AsyncVectorCache:
             async with conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cur:
                 await cur.execute(_NEWEST_XID)
                 xid_row = await cur.fetchone()
-                await cur.execute(_LOAD, (tenant, user, dims, settling.safe))
+                # rows above the last final vseq not held yet (the held ones are not sent)
+                await cur.execute(_LOAD, (tenant, user, dims, settling.safe, list(settling.seen)))
                 rows = [
                     (*r[:9], _array(r[9]).astype("<f4").tobytes(), r[10])
                     for r in await cur.fetchall()
-                    if r[0] not in settling.seen
                 ]
             assert xid_row is not None  # noqa: S101 - a SELECT of a scalar returns a row
             cached = cached.extended(rows, state.max_vseq)
