@@ -148,3 +148,36 @@ def serve_processes(db: str, tmp_path: Path, *extra: str, workers: int = 2) -> I
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         log.close()
+
+
+@contextmanager
+def mcp_http_process(db: Path, tmp_path: Path, *options: str) -> Iterator[str]:
+    """``memstrata mcp --transport http`` on ``db`` with ``options``, until the block ends;
+    yields the endpoint's URL once it answers (401 without a key)."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    log = open(tmp_path / "mcp.log", "w+b")  # noqa: SIM115 - closed below
+    cmd = [sys.executable, "-c", "from memstrata.cli.app import main; main()",
+           "--db", f"sqlite:///{db}", "--embedder", "hashing", "mcp", "--transport", "http",
+           "--port", str(port), *options]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise AssertionError(log.read()[-3000:])
+            try:
+                with httpx2.Client() as plain:  # unauthenticated: 401, takes no token
+                    if plain.post(url, json={}).status_code == 401:
+                        break
+            except httpx2.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "memstrata mcp --transport http did not start"
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()

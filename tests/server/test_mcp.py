@@ -25,7 +25,7 @@ from memstrata.mcp_server.server import build_mcp_server, http_app
 from memstrata.server.backend import Backend, MemoryBackend, ThreadedBackend
 from memstrata.server.keys import SQLiteKeyStore
 
-from .conftest import free_port
+from .conftest import free_port, mcp_http_process
 
 TOOLS = {
     "memory_add",
@@ -288,16 +288,8 @@ def test_mcp_http_command_serves_an_async_memory(tmp_path: Path) -> None:
     keys = SQLiteKeyStore(str(db))
     key = keys.create("acme").secret
     keys.close()
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    log = open(tmp_path / "mcp.log", "w+b")  # noqa: SIM115 - closed below
-    cmd = [sys.executable, "-c", "from memstrata.cli.app import main; main()",
-           "--db", f"sqlite:///{db}", "--embedder", "hashing", "mcp", "--transport", "http",
-           "--port", str(port)]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/mcp"
 
-    async def call(tool: str, args: dict[str, Any]) -> Any:
+    async def call(url: str, tool: str, args: dict[str, Any]) -> Any:
         headers = {"X-Memstrata-User": "alice", "Authorization": f"Bearer {key}"}
         async with (
             httpx2.AsyncClient(headers=headers, timeout=30) as http,
@@ -305,29 +297,12 @@ def test_mcp_http_command_serves_an_async_memory(tmp_path: Path) -> None:
         ):
             return await client.call_tool(tool, args)
 
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise AssertionError(log.read()[-3000:])
-            try:
-                with httpx2.Client() as plain:
-                    if plain.post(url, json={}).status_code == 401:
-                        break
-            except httpx2.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "memstrata mcp --transport http did not start"
-            time.sleep(0.3)
-        r = anyio.run(call, "memory_add", {"content": "The launch is on June 3"})
+    with mcp_http_process(db, tmp_path) as url:
+        r = anyio.run(call, url, "memory_add", {"content": "The launch is on June 3"})
         assert not r.is_error, _text(r)
         rid = r.structured_content["id"]
-        r = anyio.run(call, "memory_search", {"query": "launch June"})
+        r = anyio.run(call, url, "memory_search", {"query": "launch June"})
         assert [h["id"] for h in r.structured_content["hits"]] == [rid]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
     mem = Memory(f"sqlite:///{db}", embedder="hashing", background=False)
     try:
         [note] = mem.list(Scope("acme", "alice"), filters={"types": ["note"]})

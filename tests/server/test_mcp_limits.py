@@ -5,9 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 from memstrata import Memory, Scope
 from memstrata.server.keys import SQLiteKeyStore
 
-from .conftest import free_port
+from .conftest import mcp_http_process
 
 CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
 
@@ -67,36 +64,6 @@ def test_a_bad_quota_stops_the_command_before_it_serves(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
-@contextmanager
-def _mcp_http(db: Path, tmp_path: Path, *options: str) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    log = open(tmp_path / "mcp.log", "w+b")  # noqa: SIM115 - closed below
-    cmd = [*CLI, "--db", f"sqlite:///{db}", "--embedder", "hashing", "mcp", "--transport",
-           "http", "--port", str(port), *options]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise AssertionError(log.read()[-3000:])
-            try:
-                with httpx2.Client() as plain:  # unauthenticated: 401, takes no token
-                    if plain.post(url, json={}).status_code == 401:
-                        break
-            except httpx2.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "memstrata mcp --transport http did not start"
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-
-
 def _statuses(url: str, keys: list[str]) -> list[httpx2.Response]:
     with httpx2.Client(timeout=30) as http:
         return [
@@ -117,7 +84,7 @@ def test_http_transport_rate_limits_each_key(tmp_path: Path) -> None:
     keys = SQLiteKeyStore(str(db))
     first, second = keys.create("acme").secret, keys.create("globex").secret
     keys.close()
-    with _mcp_http(db, tmp_path, "--rate-limit", "0.01", "--burst", "2") as url:
+    with mcp_http_process(db, tmp_path, "--rate-limit", "0.01", "--burst", "2") as url:
         replies = _statuses(url, [first, first, first, second])
     assert [r.status_code == 429 for r in replies] == [False, False, True, False]
     refused = replies[2]
@@ -131,7 +98,7 @@ def test_http_transport_rate_limits_a_tenant_over_all_its_keys(tmp_path: Path) -
     one, two, other = (keys.create(t).secret for t in ("acme", "acme", "globex"))
     keys.close()
     options = ("--rate-limit", "0", "--tenant-rate-limit", "0.01", "--tenant-burst", "2")
-    with _mcp_http(db, tmp_path, *options) as url:
+    with mcp_http_process(db, tmp_path, *options) as url:
         replies = _statuses(url, [one, two, two, other])
     assert [r.status_code == 429 for r in replies] == [False, False, True, False]
     assert "tenant 'acme'" in replies[2].text

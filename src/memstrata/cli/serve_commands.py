@@ -165,27 +165,40 @@ def keys_revoke(
         console.print(f"key {key.id} of tenant {key.tenant} revoked")
 
 
-def _serve_config(settings: Settings, **limits: Any) -> Any:
-    from ..server.factory import ServeConfig
+def _serve_config(
+    settings: Settings,
+    *,
+    rate_limit: float = 50.0,
+    burst: int = 100,
+    tenant_rate_limit: float = 0.0,
+    tenant_burst: int = 0,
+    user_quota: str = "",
+    tenant_quota: str = "",
+    **more: Any,
+) -> Any:
+    """A service command's ``ServeConfig``; a bad quota stops the command here, before any
+    process starts."""
+    from ..server.factory import ServeConfig, server_quotas
 
-    return ServeConfig(
+    config = ServeConfig(
         url=settings.url,
         embedder=settings.embedder,
         llm=settings.llm,
         openai_base_url=settings.openai_base_url,
         openai_api_key=settings.openai_api_key,
-        **limits,
+        rate=rate_limit,
+        burst=burst,
+        tenant_rate=tenant_rate_limit,
+        tenant_burst=tenant_burst,
+        user_quota=user_quota,
+        tenant_quota=tenant_quota,
+        **more,
     )
-
-
-def _check_quotas(config: Any) -> None:
-    """A bad quota is refused here, before any process starts."""
-    from ..server.factory import server_quotas
-
     try:
         server_quotas(config)
     except MemstrataError as exc:
         fail(str(exc))
+    return config
 
 
 def serve(
@@ -250,19 +263,18 @@ def serve(
     settings: Settings = ctx.obj
     config = _serve_config(
         settings,
-        rate=rate_limit,
+        rate_limit=rate_limit,
         burst=burst,
-        tenant_rate=tenant_rate_limit,
+        tenant_rate_limit=tenant_rate_limit,
         tenant_burst=tenant_burst,
+        user_quota=user_quota,
+        tenant_quota=tenant_quota,
         redis=redis,
         max_body=max_body,
         background=background,
         host=host,
         mcp=mcp_endpoint,
-        user_quota=user_quota,
-        tenant_quota=tenant_quota,
     )
-    _check_quotas(config)
     configure_logging(log_level)
     if workers > 1:
         os.environ[ENV_VAR] = config.to_json()
@@ -336,14 +348,13 @@ def mcp(
         fail(f"--transport {transport!r} is not one of: stdio, http")
     config = _serve_config(
         settings,
-        rate=rate_limit,
+        rate_limit=rate_limit,
         burst=burst,
-        tenant_rate=tenant_rate_limit,
+        tenant_rate_limit=tenant_rate_limit,
         tenant_burst=tenant_burst,
         user_quota=user_quota,
         tenant_quota=tenant_quota,
     )
-    _check_quotas(config)
     try:
         run_mcp(
             config,
