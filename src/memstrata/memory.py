@@ -1115,11 +1115,9 @@ class Memory:
         flt = Filters(
             include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
         )
-        records: list[MemoryRecord] = []
-        offset = 0
-        while batch := self._store.list(scope, flt, limit=1000, offset=offset, newest_first=False):
-            records.extend(batch)
-            offset += len(batch)
+        # One read, one snapshot: pages by offset skipped a record when a purge ran
+        # between two of them, and repeated one when a backfilled add did.
+        records = self._store.list(scope, flt, limit=None, newest_first=False)
         vectors = None
         if include_embeddings and records:
             vectors = self._embedder.for_scope(scope).embed_batch([r.text for r in records])

@@ -835,17 +835,18 @@ class InMemoryStore:
         scope: Scope,
         filters: Filters,
         *,
-        limit: int = 100,
+        limit: int | None = 100,
         offset: int = 0,
         newest_first: bool = True,
     ) -> list[MemoryRecord]:
-        if limit <= 0:
+        if limit is not None and limit <= 0:
             return []
         with self._lock:
             rows = [e for e in self._scoped(scope) if filters.matches(e.record)]
         rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=newest_first)
         offset = max(0, offset)
-        return [e.record for e in rows[offset : offset + limit]]
+        end = None if limit is None else offset + limit
+        return [e.record for e in rows[offset:end]]
 
 
 class _MemoryUnitOfWork:

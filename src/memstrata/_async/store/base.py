@@ -169,11 +169,14 @@ class AsyncRecordStore(Protocol):
         scope: Scope,
         filters: Filters,
         *,
-        limit: int = 100,
+        limit: int | None = 100,
         offset: int = 0,
         newest_first: bool = True,
     ) -> list[MemoryRecord]:
-        """Records ordered by ``observed_at`` (ties by insertion order)."""
+        """Records ordered by ``observed_at`` (ties by insertion order). ``limit=None``
+        returns every match, read in one statement: one snapshot, which pages read in
+        several calls are not (a purge or a backfilled add between two pages shifts the
+        offsets, so a record would be skipped or read twice)."""
         ...
 
     async def count(self, scope: Scope, filters: Filters) -> int: ...

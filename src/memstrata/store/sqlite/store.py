@@ -1468,21 +1468,23 @@ class SQLiteStore:
         scope: Scope,
         filters: Filters,
         *,
-        limit: int = 100,
+        limit: int | None = 100,
         offset: int = 0,
         newest_first: bool = True,
     ) -> list[MemoryRecord]:
-        if limit <= 0:
+        if limit is not None and limit <= 0:
             return []
         offset = max(0, offset)
         order = "DESC" if newest_first else "ASC"
         tail = f"ORDER BY observed_at {order}, seq {order}"
         with self._read() as c:
             if not needs_python(filters):
-                rows = self._select(c, scope, filters, tail + " LIMIT ? OFFSET ?", (limit, offset))
+                page = (-1 if limit is None else limit, offset)  # LIMIT -1: no limit
+                rows = self._select(c, scope, filters, tail + " LIMIT ? OFFSET ?", page)
                 return [self._dec(r) for r in rows]
             records = [self._dec(r) for r in self._select(c, scope, filters, tail)]
-        return [r for r in records if filters.matches(r)][offset : offset + limit]
+        end = None if limit is None else offset + limit
+        return [r for r in records if filters.matches(r)][offset:end]
 
 
 class _Gate:

@@ -1455,11 +1455,11 @@ class AsyncPostgresStore:
         scope: Scope,
         filters: Filters,
         *,
-        limit: int = 100,
+        limit: int | None = 100,
         offset: int = 0,
         newest_first: bool = True,
     ) -> builtins.list[MemoryRecord]:
-        if limit <= 0:
+        if limit is not None and limit <= 0:
             return []
         offset = max(0, offset)
         order = "DESC" if newest_first else "ASC"
@@ -1470,13 +1470,14 @@ class AsyncPostgresStore:
             if python:
                 rows = await self._select(c, scope, filters, tail)
             else:
-                rows = await self._select(
+                rows = await self._select(  # LIMIT NULL: no limit
                     c, scope, filters, tail + " LIMIT %s OFFSET %s", (limit, offset)
                 )
         records = [decode_record(r) for r in await self._fresh(rows, pending)]
         if not python:
             return records
-        return [r for r in records if filters.matches(r)][offset : offset + limit]
+        end = None if limit is None else offset + limit
+        return [r for r in records if filters.matches(r)][offset:end]
 
     async def _fresh(
         self, rows: builtins.list[dict[str, Any]], pending: frozenset[Hashable]
