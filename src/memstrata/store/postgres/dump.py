@@ -3,9 +3,11 @@
 """Bulk read and write of a PostgreSQL store (:class:`~memstrata.store.base.StoreCopy`).
 
 ``memstrata migrate`` copies a store through these functions; the store's methods of the
-same names call them. Reads page by key (``seq`` for records and audit events, the primary
-key otherwise), one short statement group per batch; each load is one transaction that
-skips what is already there, so an interrupted copy can be run again. A record's terms are
+same names call them. A dump reads its pages by key (``seq`` for records and audit events,
+the primary key otherwise) inside one read-only REPEATABLE READ transaction: the copy is the
+store at one moment, with nothing skipped that committed out of ``seq`` order and no record
+whose history was read after its row changed. Each load is one transaction that skips what
+is already there, so an interrupted copy can be run again. A record's terms are
 read back as what the lexical index holds for it (``lex_tokens``: FTS5's tokens of its
 terms), which index to the very same tokens again.
 """
@@ -76,8 +78,8 @@ def _keys(records: Sequence[Any]) -> tuple[list[str], list[str], list[str]]:
 def dump_records(s: PostgresStore, batch_size: int = 500) -> Iterator[list[RecordDump]]:
     last = 0
     size = max(1, batch_size)
-    while True:
-        with s._read() as c:
+    with s._snapshot() as c:
+        while True:
             rows = (
                 c.execute(
                     f"SELECT seq, {_QCOLS}, lex_tokens FROM records WHERE seq > %s "
@@ -111,25 +113,25 @@ def dump_records(s: PostgresStore, batch_size: int = 500) -> Iterator[list[Recor
                     )
                 ).fetchall():
                     deltas.setdefault(int(h["seq"]), []).append(bytes(h["delta"]))
-        out = []
-        for row, rec in zip(rows, current, strict=True):
-            seq = int(row["seq"])
-            newest: list[Any] = [rec]
-            values: dict[str, Any] = {col: row[col] for col in COLUMNS}
-            for blob in deltas.get(seq, []):
-                values = apply_delta(values, decode_delta(blob))
-                newest.append(decode_record(values))
-            versions = tuple(reversed(newest))
-            out.append(
-                RecordDump(
-                    versions,
-                    vectors.get(seq),
-                    tuple(row["lex_tokens"] or ()),
-                    counters.get(seq, {}),
+            out = []
+            for row, rec in zip(rows, current, strict=True):
+                seq = int(row["seq"])
+                newest: list[Any] = [rec]
+                values: dict[str, Any] = {col: row[col] for col in COLUMNS}
+                for blob in deltas.get(seq, []):
+                    values = apply_delta(values, decode_delta(blob))
+                    newest.append(decode_record(values))
+                versions = tuple(reversed(newest))
+                out.append(
+                    RecordDump(
+                        versions,
+                        vectors.get(seq),
+                        tuple(row["lex_tokens"] or ()),
+                        counters.get(seq, {}),
+                    )
                 )
-            )
-        last = seqs[-1]
-        yield out
+            last = seqs[-1]
+            yield out
 
 
 def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
@@ -219,8 +221,8 @@ def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
 # --- embedding cache -------------------------------------------------------------------------
 def dump_cache(s: PostgresStore, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
     key = ("", "", "")
-    while True:
-        with s._read() as c:
+    with s._snapshot() as c:
+        while True:
             rows = (
                 c.execute(
                     "SELECT scope_tok, model_id, key, vector FROM embedding_cache "
@@ -229,13 +231,15 @@ def dump_cache(s: PostgresStore, batch_size: int = 500) -> Iterator[list[CacheEn
                     (*key, max(1, batch_size)),
                 )
             ).fetchall()
-        if not rows:
-            return
-        key = (rows[-1]["scope_tok"], rows[-1]["model_id"], rows[-1]["key"])
-        yield [
-            CacheEntry(r["scope_tok"], r["model_id"], r["key"], decode_vector(bytes(r["vector"])))
-            for r in rows
-        ]
+            if not rows:
+                return
+            key = (rows[-1]["scope_tok"], rows[-1]["model_id"], rows[-1]["key"])
+            yield [
+                CacheEntry(
+                    r["scope_tok"], r["model_id"], r["key"], decode_vector(bytes(r["vector"]))
+                )
+                for r in rows
+            ]
 
 
 def load_cache(s: PostgresStore, entries: Sequence[CacheEntry]) -> int:
@@ -261,18 +265,18 @@ def load_cache(s: PostgresStore, entries: Sequence[CacheEntry]) -> int:
 # --- jobs ------------------------------------------------------------------------------------
 def dump_jobs(s: PostgresStore, batch_size: int = 500) -> Iterator[list[Job]]:
     last = ""
-    while True:
-        with s._read() as c:
+    with s._snapshot() as c:
+        while True:
             rows = (
                 c.execute(
                     f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id > %s ORDER BY id LIMIT %s",
                     (last, max(1, batch_size)),
                 )
             ).fetchall()
-        if not rows:
-            return
-        last = rows[-1]["id"]
-        yield [job_from_row(r) for r in rows]
+            if not rows:
+                return
+            last = rows[-1]["id"]
+            yield [job_from_row(r) for r in rows]
 
 
 def load_jobs(s: PostgresStore, jobs: Sequence[Job]) -> int:
@@ -293,8 +297,8 @@ def load_jobs(s: PostgresStore, jobs: Sequence[Job]) -> int:
 # --- audit log -------------------------------------------------------------------------------
 def dump_audit(s: PostgresStore, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
     last = 0
-    while True:
-        with s._read() as c:
+    with s._snapshot() as c:
+        while True:
             rows = (
                 c.execute(
                     f"SELECT seq, {_AUDIT_COLUMNS} FROM audit_log WHERE seq > %s "
@@ -302,25 +306,25 @@ def dump_audit(s: PostgresStore, batch_size: int = 500) -> Iterator[list[AuditEv
                     (last, max(1, batch_size)),
                 )
             ).fetchall()
-        if not rows:
-            return
-        last = int(rows[-1]["seq"])
-        yield [
-            AuditEvent(
-                id=r["id"],
-                tenant=r["tenant"],
-                user=r["user"],
-                actor=r["actor"],
-                action=r["action"],
-                at=datetime.fromisoformat(r["at"]),
-                record_ids=tuple(r["record_ids"]),
-                reason=r["reason"],
-                policy=r["policy"],
-                score=r["score"],
-                details=json.loads(r["details"]),
-            )
-            for r in rows
-        ]
+            if not rows:
+                return
+            last = int(rows[-1]["seq"])
+            yield [
+                AuditEvent(
+                    id=r["id"],
+                    tenant=r["tenant"],
+                    user=r["user"],
+                    actor=r["actor"],
+                    action=r["action"],
+                    at=datetime.fromisoformat(r["at"]),
+                    record_ids=tuple(r["record_ids"]),
+                    reason=r["reason"],
+                    policy=r["policy"],
+                    score=r["score"],
+                    details=json.loads(r["details"]),
+                )
+                for r in rows
+            ]
 
 
 def load_audit(s: PostgresStore, events: Sequence[AuditEvent]) -> int:

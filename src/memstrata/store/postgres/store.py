@@ -347,6 +347,16 @@ class PostgresStore:
     def _read(self) -> Any:
         return self._autocommit()
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[Any]:
+        """One read-only REPEATABLE READ transaction: every statement sees the same
+        snapshot. A dump reads its pages in it, so a copy is one moment of the store: no
+        row committed out of ``seq`` order is skipped between two pages, and a record's
+        row, vector, counters and history always agree."""
+        with self._read() as c, c.transaction():
+            c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield c
+
     # --- audit log (memstrata.audit.AuditStore) ----------------------------------------------
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
         with self._write() as c:

@@ -353,6 +353,16 @@ class AsyncPostgresStore:
     def _read(self) -> Any:
         return self._autocommit()
 
+    @asynccontextmanager
+    async def _snapshot(self) -> AsyncIterator[Any]:
+        """One read-only REPEATABLE READ transaction: every statement sees the same
+        snapshot. A dump reads its pages in it, so a copy is one moment of the store: no
+        row committed out of ``seq`` order is skipped between two pages, and a record's
+        row, vector, counters and history always agree."""
+        async with self._read() as c, c.transaction():
+            await c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield c
+
     # --- audit log (memstrata.audit.AuditStore) ----------------------------------------------
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         async with self._write() as c:
