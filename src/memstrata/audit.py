@@ -27,6 +27,7 @@ from memstrata.audit_types import PURGED, AuditEvent, AuditQuery
 from memstrata.clock import Clock
 from memstrata.errors import ValidationError
 from memstrata.records import new_id
+from memstrata.validation import check_text_sink
 
 if TYPE_CHECKING:  # only annotated here; importing it costs every CLI call ~30 ms
     from memstrata.policies.pii import PIIRedactor
@@ -163,6 +164,7 @@ class AuditLog:
 
     def export(self, tenant: str, fp: IO[str], **filters: Any) -> int:
         """Write the tenant's events as JSON Lines; returns how many."""
+        check_text_sink(fp)
         n = 0
         for event in self.iter_all(tenant, **filters):
             fp.write(json.dumps(event.as_dict(), ensure_ascii=False) + "\n")

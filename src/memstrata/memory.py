@@ -59,6 +59,7 @@ from memstrata.validation import (
     check_ratio,
     check_sequence,
     check_tags,
+    check_text_sink,
     check_time,
     check_unit,
 )
@@ -736,7 +737,9 @@ class Memory:
     ) -> builtins.list[SearchHit]:
         """Hybrid (BM25 + dense) search within ``scope``; see :class:`SearchConfig`."""
         check_scope(scope)
-        query = validate_content(query, max_chars=self.max_content_chars, field="query")
+        query = validate_content(
+            query, max_chars=self.max_content_chars, field="query", stored=False
+        )
         if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
             raise ValidationError(f"top_k must be an integer in [1, 1000], got {top_k!r}")
         flt = Filters.parse(filters)
@@ -1036,7 +1039,9 @@ class Memory:
         Returns chat ``messages`` plus the ``items`` used (layer, score, source ids)."""
         check_scope(scope)
         if query is not None:
-            query = validate_content(query, max_chars=self.max_content_chars, field="query")
+            query = validate_content(
+                query, max_chars=self.max_content_chars, field="query", stored=False
+            )
             query = self._ctx.redact_query(scope, query)
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValidationError("system_prompt must be a string")
@@ -1111,6 +1116,7 @@ class Memory:
         from memstrata.portability import export_jsonl
 
         check_scope(scope)
+        check_text_sink(fp)
         check_bool(include_embeddings, "include_embeddings")
         flt = Filters(
             include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
@@ -1139,6 +1145,11 @@ class Memory:
 
         if into is not None:
             check_scope(into)
+        if isinstance(fp, str | bytes) or not hasattr(fp, "__iter__"):
+            raise ValidationError(
+                f"fp must be a file open for reading (open(path, encoding='utf-8')) or a list "
+                f"of lines, got {type(fp).__name__}; nothing was imported"
+            )
         parsed = read_jsonl(
             fp,
             into=into,

@@ -13,12 +13,18 @@ DEFAULT_MAX_CHARS = 100_000
 
 
 def validate_content(
-    content: object, *, max_chars: int = DEFAULT_MAX_CHARS, field: str = "content"
+    content: object,
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    field: str = "content",
+    stored: bool = True,
 ) -> str:
     """Return ``content`` as a clean ``str`` or raise :class:`ValidationError` saying why not.
 
     Bytes are accepted when they are valid UTF-8. Strings holding lone surrogates (which
-    cannot be encoded as UTF-8, typically from a bad decode upstream) are refused.
+    cannot be encoded as UTF-8, typically from a bad decode upstream) are refused, and so
+    is a NUL character in text that is ``stored``: PostgreSQL text cannot hold one, and
+    every store refuses the same input (a query, not stored, may hold one).
     """
     if isinstance(content, bytes | bytearray):
         try:
@@ -39,6 +45,12 @@ def validate_content(
         ) from None
     if not content.strip():
         raise ValidationError(f"{field} is empty or whitespace only; there is nothing to store")
+    if stored and "\x00" in content:
+        raise ValidationError(
+            f"{field} holds a NUL character (position {content.index(chr(0))}), which "
+            "PostgreSQL cannot store in text and no store accepts; remove it (it carries no "
+            "meaning in text) and write again"
+        )
     if len(content) > max_chars:
         raise ValidationError(
             f"{field} has {len(content):,} characters, over the limit of {max_chars:,}: split "

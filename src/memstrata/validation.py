@@ -10,6 +10,7 @@ holds is exactly what it can give back.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, time
@@ -20,6 +21,7 @@ from .errors import ValidationError
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 
 __all__ = [
+    "check_text_sink",
     "MAX_JSON_DEPTH",
     "MAX_TAGS",
     "check_bool",
@@ -87,10 +89,14 @@ def check_int(value: object, field: str, *, low: int | None = None, high: int | 
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(f"{field} must be an integer, got {_kind(value)}")
     if (low is not None and value < low) or (high is not None and value > high):
-        lo = "" if low is None else f"{low:,}"
-        hi = "" if high is None else f"{high:,}"
+        if low is None:
+            bound = f"at most {high:,}"
+        elif high is None:
+            bound = f"at least {low:,}"
+        else:
+            bound = f"in [{low:,}, {high:,}]"
         shown = f"{value:,}" if value.bit_length() < 64 else f"a {len(str(value))}-digit number"
-        raise ValidationError(f"{field} must be in [{lo}, {hi}], got {shown}")
+        raise ValidationError(f"{field} must be {bound}, got {shown}")
     return value
 
 
@@ -350,3 +356,22 @@ def check_sequence(value: object, field: str) -> Sequence[Any]:
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, list | tuple):
         raise ValidationError(f"{field} must be a list, got {_kind(value)}")
     return value
+
+
+def check_text_sink(fp: object, field: str = "fp") -> None:
+    """A file-like object open for writing text (``str``), checked before anything is read
+    or written: a wrong one fails as a ``ValidationError`` that says what to pass."""
+    how = "open(path, 'w', encoding='utf-8') or io.StringIO()"
+    if not callable(getattr(fp, "write", None)):
+        raise ValidationError(
+            f"{field} must be a text file open for writing ({how}), got {_kind(fp)}"
+        )
+    mode = getattr(fp, "mode", "")
+    if isinstance(fp, io.RawIOBase | io.BufferedIOBase) or (isinstance(mode, str) and "b" in mode):
+        raise ValidationError(
+            f"{field} is a binary file: open it in text mode ({how}) or wrap it with "
+            "io.TextIOWrapper(fp, encoding='utf-8')"
+        )
+    writable = getattr(fp, "writable", None)
+    if callable(writable) and not writable():
+        raise ValidationError(f"{field} is not open for writing: {how}")

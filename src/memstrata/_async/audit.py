@@ -24,6 +24,7 @@ from memstrata.audit_types import PURGED, AuditEvent, AuditQuery
 from memstrata.clock import Clock
 from memstrata.errors import ValidationError
 from memstrata.records import new_id
+from memstrata.validation import check_text_sink
 
 # sync: from memstrata.audit_backends import InMemoryAudit, SQLiteAudit, audit_store
 # sync: from memstrata.audit_backends import sqlite_redact_subject
@@ -167,6 +168,7 @@ class AsyncAuditLog:
 
     async def export(self, tenant: str, fp: IO[str], **filters: Any) -> int:
         """Write the tenant's events as JSON Lines; returns how many."""
+        check_text_sink(fp)
         n = 0
         async for event in self.iter_all(tenant, **filters):
             fp.write(json.dumps(event.as_dict(), ensure_ascii=False) + "\n")
