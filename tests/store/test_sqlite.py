@@ -152,3 +152,35 @@ def test_content_only_replace_keeps_the_vector_cache(tmp_path: Path) -> None:
     store.replace(scope, RecordWrite(v3, None, ("x",)), expected_version=2)
     assert generation() == (before, rev + 1)
     store.close()
+
+
+def test_the_vector_cache_drops_the_least_recently_searched_users(
+    tmp_path: Path, maker: Maker
+) -> None:
+    """A process serving many users holds at most ``vector_cache_rows`` rows (plus one user
+    larger than that): before, every matrix it ever loaded stayed in memory."""
+    store = SQLiteStore(str(tmp_path / "many.db"), vector_cache_rows=25)
+    users = [f"u{i}" for i in range(6)]
+    writes = {u: [maker.write(user=u) for _ in range(10)] for u in users}
+    for u in users:
+        store.insert(writes[u])
+
+    def nearest(user: str, i: int) -> str:
+        scope = Scope("t1", user)
+        return store.vector_search(scope, writes[user][i].vector, 1, Filters())[0].id  # type: ignore[arg-type]
+
+    for u in users:
+        assert nearest(u, 3) == writes[u][3].record.id
+        assert store._vectors.rows_held <= 25
+    assert store._vectors.rows_held == 20  # the two most recent users
+    loaded = store._vectors.rows_loaded
+    assert nearest(users[-1], 0) == writes[users[-1]][0].record.id  # held: nothing read
+    assert store._vectors.rows_loaded == loaded
+    assert nearest(users[0], 9) == writes[users[0]][9].record.id  # dropped: read again
+    assert store._vectors.rows_loaded == loaded + 10
+    # one user alone larger than the bound is held (alone), and stays correct
+    big = [maker.write(user="big") for _ in range(40)]
+    store.insert(big)
+    top = store.vector_search(Scope("t1", "big"), big[7].vector, 1, Filters())  # type: ignore[arg-type]
+    assert top[0].id == big[7].record.id and store._vectors.rows_held == 40
+    store.close()

@@ -135,7 +135,9 @@ def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
 class SQLiteStore:
     """A :class:`~memstrata.store.base.Store` in one SQLite file (or ``:memory:``)."""
 
-    def __init__(self, path: str = ":memory:", *, url: str | None = None) -> None:
+    def __init__(
+        self, path: str = ":memory:", *, url: str | None = None, vector_cache_rows: int = 500_000
+    ) -> None:
         self.url = url or f"sqlite:///{path}"
         self.path = path
         try:
@@ -184,7 +186,7 @@ class SQLiteStore:
         self._closed = False
         self._counter_lock = threading.Lock()  # the counter buffers below
         self._flusher: ThreadPoolExecutor | None = None
-        self._vectors = VectorCache()
+        self._vectors = VectorCache(vector_cache_rows)  # bounded: least recently used dropped
         # Buffered counters (see Counters): seq -> (accesses, latest access); (seq, name) ->
         # delta. Written by the next write transaction, flush_counters() or close().
         self._touches: dict[int, tuple[int, datetime]] = {}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -240,10 +241,16 @@ class UserVectors:
 
 
 class VectorCache:
-    """The cache of every user this process has searched; one per store connection."""
+    """The vectors of the users this process has searched, one cache per store: the least
+    recently searched are dropped once the cache holds more than ``max_rows`` rows (their
+    next search loads them again), so a long-running process serving many users holds a
+    bounded amount of memory, not every matrix it ever loaded. One user larger than the
+    bound stays (alone)."""
 
-    def __init__(self) -> None:
-        self._users: dict[tuple[str, str, int], UserVectors] = {}
+    def __init__(self, max_rows: int = 500_000) -> None:
+        self.max_rows = max_rows
+        self._users: OrderedDict[tuple[str, str, int], UserVectors] = OrderedDict()
+        self._rows = 0  # sum of the held users' rows
         self._locks: dict[tuple[str, str, int], threading.Lock] = {}
         self._lock = threading.Lock()
         self.rows_loaded = 0  # vector rows read from the database (work counter, for tests)
@@ -251,6 +258,21 @@ class VectorCache:
     def clear(self) -> None:
         with self._lock:
             self._users.clear()
+            self._rows = 0
+
+    @property
+    def rows_held(self) -> int:
+        return self._rows
+
+    def _publish(self, key: tuple[str, str, int], state: UserVectors) -> None:
+        """Hold ``state`` as the user's newest, then drop the least recently used past the
+        bound (caller holds ``self._lock``)."""
+        old = self._users.pop(key, None)
+        self._rows += state.n - (old.n if old is not None else 0)
+        self._users[key] = state
+        while self._rows > self.max_rows and len(self._users) > 1:
+            _, dropped = self._users.popitem(last=False)
+            self._rows -= dropped.n
 
     def _user_lock(self, key: tuple[str, str, int]) -> threading.Lock:
         with self._lock:
@@ -272,6 +294,8 @@ class VectorCache:
         with self._user_lock(key):
             with self._lock:
                 cached = self._users.get(key)
+                if cached is not None:
+                    self._users.move_to_end(key)
             if cached is None or cached.generation != generation:
                 cached = UserVectors(dims=dims, generation=generation)
             elif cached.last_rev >= max_rev:
@@ -281,7 +305,7 @@ class VectorCache:
             # Rows of other dims up to max_rev were seen too; skip them next time.
             cached = cached.extended(rows, max_rev)
             with self._lock:
-                self._users[key] = cached
+                self._publish(key, cached)
             return cached
 
 
