@@ -36,6 +36,7 @@ from memstrata.layers.semantic_types import (
     _iso,
     _seen,
     decide,
+    fact_text,
     is_expired,
     same_value,
 )
@@ -247,7 +248,7 @@ class FactService:
         return build_record(
             self._ctx,
             scope,
-            f"{fact.key}: {fact.value}",
+            fact_text(fact.key, fact.value),
             type=RecordType.FACT,
             importance=max(0.6, min(1.0, decision.confidence)),
             confidence=decision.confidence,

@@ -9,7 +9,15 @@ from enum import StrEnum
 
 from memstrata.records import MemoryRecord
 
-__all__ = ["FactAction", "FactDecision", "FactOutcome", "decide", "is_expired", "same_value"]
+__all__ = [
+    "FactAction",
+    "FactDecision",
+    "FactOutcome",
+    "decide",
+    "fact_text",
+    "is_expired",
+    "same_value",
+]
 
 
 class FactAction(StrEnum):
@@ -25,6 +33,19 @@ class FactDecision:
     action: FactAction
     confidence: float  # of the fact that is current afterwards
     mentions: int
+
+
+_PREFERENCES = frozenset({"likes", "dislikes", "prefers"})
+
+
+def fact_text(key: str, value: str) -> str:
+    """What a fact reads as, in search and in context: ``"allergy: peanuts"``. A preference's
+    key names its object, so that several stay apart (``likes_hiking``, ``likes_jazz``); its
+    text does not say it twice (``"likes: hiking"``, not ``"likes_hiking: hiking"``)."""
+    head, sep, _ = key.partition("_")
+    if sep and head in _PREFERENCES:
+        return f"{head}: {value}"
+    return f"{key}: {value}"
 
 
 def same_value(a: str, b: str) -> bool:
