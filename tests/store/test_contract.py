@@ -207,6 +207,11 @@ def test_list_orders_by_observed_then_insertion_and_paginates(store: Store, make
     assert (
         ids(store.list(ME, Filters(), limit=2, offset=1, newest_first=False)) == oldest_first[1:3]
     )
+    # limit=None: every match, in one read (export's snapshot)
+    assert ids(store.list(ME, Filters(), limit=None, newest_first=False)) == oldest_first
+    assert ids(store.list(ME, Filters(), limit=None, offset=3)) == oldest_first[::-1][3:]
+    tagged = Filters.parse({"metadata": {"k": {"ne": "x"}}})  # applied in Python by some
+    assert ids(store.list(ME, tagged, limit=None, offset=1, newest_first=False)) == oldest_first[1:]
 
 
 # --- replace, history, status, touch ------------------------------------------------------
