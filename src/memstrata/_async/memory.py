@@ -1240,18 +1240,15 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             dims=self._raw_embedder.dims,
             max_chars=self.max_content_chars,
         )
-        fresh: list[MemoryRecord] = []
-        skipped = 0
         redacted: set[str] = set()  # their file vector is the clear text's: embed again
+        records = []
         for raw in parsed.records:
             rec = self._ctx.redact(raw)
             if rec is not raw:
                 redacted.add(rec.id)
-            try:
-                await self._store.get(rec.scope.user_scope, rec.id, include_deleted=True)
-                skipped += 1
-            except NotFoundError:
-                fresh.append(rec)
+            records.append(rec)
+        fresh = await self._absent(records)
+        skipped = len(records) - len(fresh)
         writes = []
         missing = [r for r in fresh if r.id not in parsed.vectors or r.id in redacted]
         by_user: dict[Scope, int] = {}
@@ -1269,9 +1266,29 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 if vec is None or rec.id in new_vectors:
                     vec = new_vectors[rec.id]
                 writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
-            if writes:
-                await self._store.insert(writes)
+            while writes:
+                try:
+                    await self._store.insert(writes)
+                    break
+                except ValidationError:
+                    # Another import of the same lines committed some of them since they
+                    # were looked up: skip those, as if they had been there before.
+                    absent = {r.id for r in await self._absent([w.record for w in writes])}
+                    if len(absent) == len(writes):
+                        raise
+                    skipped += len(writes) - len(absent)
+                    writes = [w for w in writes if w.record.id in absent]
         return ImportReport(imported=len(writes), skipped=skipped, reembedded=len(missing))
+
+    async def _absent(self, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
+        """Those of ``records`` whose id is not stored in their user's scope (any status)."""
+        absent = []
+        for rec in records:
+            try:
+                await self._store.get(rec.scope.user_scope, rec.id, include_deleted=True)
+            except NotFoundError:
+                absent.append(rec)
+        return absent
 
     # --- introspection -----------------------------------------------------------------
     async def stats(self, scope: Scope) -> dict[str, Any]:
