@@ -3,13 +3,13 @@ while it reads can neither skip a record that existed throughout nor write one t
 
 The concurrent write is made deterministic by running it right after the export's first
 read of the store (before the fix the export read pages of 1,000 by offset, and the write
-shifted the offsets under the second page)."""
+shifted the offsets under the second page; now it pages by ``(observed_at, seq)``)."""
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,19 +36,31 @@ def _exported_ids(mem: Memory, scope: Scope) -> list[str]:
 def _after_first_read(
     mem: Memory, monkeypatch: pytest.MonkeyPatch, write: Callable[[], None]
 ) -> None:
+    """Run ``write`` right after the export's first read of the store (a page of
+    ``list_pages``, or of ``list`` as the export read before)."""
     store = mem.store
-    original = store.list
     fired = False
 
-    def list_then_write(*args: Any, **kwargs: Any) -> Any:
+    def fire() -> None:
         nonlocal fired
-        page = original(*args, **kwargs)
         if not fired:
             fired = True
             write()
+
+    list_, pages = store.list, store.list_pages
+
+    def list_then_write(*args: Any, **kwargs: Any) -> Any:
+        page = list_(*args, **kwargs)
+        fire()
         return page
 
+    def pages_then_write(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for page in pages(*args, **kwargs):
+            yield page
+            fire()
+
     monkeypatch.setattr(store, "list", list_then_write)
+    monkeypatch.setattr(store, "list_pages", pages_then_write)
 
 
 def test_a_purge_during_the_export_skips_no_other_record(

@@ -1203,9 +1203,9 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         flt = Filters(
             include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
         )
-        # One read, one snapshot: pages by offset skipped a record when a purge ran
-        # between two of them, and repeated one when a backfilled add did.
-        records = await self._store.list(scope, flt, limit=None, newest_first=False)
+        records: list[MemoryRecord] = []
+        async for page in self._store.list_pages(scope, flt):
+            records.extend(page)
         vectors = None
         if include_embeddings and records:
             vectors = await self._embedder.for_scope(scope).embed_batch([r.text for r in records])

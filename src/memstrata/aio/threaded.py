@@ -33,7 +33,9 @@ __all__ = ["ThreadedStore", "threaded"]
 T = TypeVar("T")
 
 # Methods whose sync result is a generator of batches: streamed, not returned whole.
-_STREAMS = frozenset({"scan", "dump_records", "dump_cache", "dump_jobs", "dump_audit"})
+_STREAMS = frozenset(
+    {"scan", "list_pages", "dump_records", "dump_cache", "dump_jobs", "dump_audit"}
+)
 # Sync-only context managers of a store (SQLite's shared/exclusive file locks): entered
 # and left on one thread, like a transaction.
 _CONTEXTS = frozenset({"shared", "exclusive"})

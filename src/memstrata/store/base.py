@@ -169,14 +169,21 @@ class RecordStore(Protocol):
         scope: Scope,
         filters: Filters,
         *,
-        limit: int | None = 100,
+        limit: int = 100,
         offset: int = 0,
         newest_first: bool = True,
     ) -> list[MemoryRecord]:
-        """Records ordered by ``observed_at`` (ties by insertion order). ``limit=None``
-        returns every match, read in one statement: one snapshot, which pages read in
-        several calls are not (a purge or a backfilled add between two pages shifts the
-        offsets, so a record would be skipped or read twice)."""
+        """Records ordered by ``observed_at`` (ties by insertion order)."""
+        ...
+
+    def list_pages(
+        self, scope: Scope, filters: Filters, *, batch_size: int = 1000
+    ) -> Iterator[builtins.list[MemoryRecord]]:
+        """Every record of ``list``, oldest first, in pages read one short read at a time
+        after the last ``(observed_at, insertion order)`` returned: a record that exists
+        throughout is returned exactly once, whatever is purged or added meanwhile (pages
+        by offset skipped one after a purge and repeated one after a backfilled add), and
+        no read holds the store for the whole walk (an export of a large user)."""
         ...
 
     def count(self, scope: Scope, filters: Filters) -> int: ...

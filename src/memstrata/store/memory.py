@@ -829,24 +829,34 @@ class InMemoryStore:
     def finish_load(self) -> None:
         """Nothing is deferred by an in-memory load."""
 
+    def list_pages(
+        self, scope: Scope, filters: Filters, *, batch_size: int = 1000
+    ) -> Iterator[list[MemoryRecord]]:
+        """One snapshot (the records are read under the lock at once), yielded in pages."""
+        with self._lock:
+            rows = [e for e in self._scoped(scope) if filters.matches(e.record)]
+        rows.sort(key=lambda e: (e.record.observed_at, e.seq))
+        size = max(1, batch_size)
+        for start in range(0, len(rows), size):
+            yield [e.record for e in rows[start : start + size]]
+
     # Last in the class: below it, ``list`` in annotations would name this method.
     def list(
         self,
         scope: Scope,
         filters: Filters,
         *,
-        limit: int | None = 100,
+        limit: int = 100,
         offset: int = 0,
         newest_first: bool = True,
     ) -> list[MemoryRecord]:
-        if limit is not None and limit <= 0:
+        if limit <= 0:
             return []
         with self._lock:
             rows = [e for e in self._scoped(scope) if filters.matches(e.record)]
         rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=newest_first)
         offset = max(0, offset)
-        end = None if limit is None else offset + limit
-        return [e.record for e in rows[offset:end]]
+        return [e.record for e in rows[offset : offset + limit]]
 
 
 class _MemoryUnitOfWork:

@@ -89,6 +89,7 @@ _log = logging.getLogger("memstrata.store.postgres")
 _QCOLS = [f'"{c}"' if c == "user" else c for c in COLUMNS]
 _COLS = ", ".join(_QCOLS)
 _ROW = "seq, " + _COLS  # what reads fetch: never lex_tokens (an array psycopg would parse)
+_ORDERED_PAGE = "ORDER BY observed_at, seq LIMIT %s"
 _COPY_RECORDS = f"COPY records (seq, {_COLS}, lex_tokens, lex_len) FROM STDIN"
 _COPY_VECTORS = (
     'COPY vectors (seq, tenant, "user", model, dims, embedding) FROM STDIN (FORMAT BINARY)'
@@ -1443,11 +1444,11 @@ class PostgresStore:
         scope: Scope,
         filters: Filters,
         *,
-        limit: int | None = 100,
+        limit: int = 100,
         offset: int = 0,
         newest_first: bool = True,
     ) -> builtins.list[MemoryRecord]:
-        if limit is not None and limit <= 0:
+        if limit <= 0:
             return []
         offset = max(0, offset)
         order = "DESC" if newest_first else "ASC"
@@ -1458,14 +1459,35 @@ class PostgresStore:
             if python:
                 rows = self._select(c, scope, filters, tail)
             else:
-                rows = self._select(  # LIMIT NULL: no limit
+                rows = self._select(
                     c, scope, filters, tail + " LIMIT %s OFFSET %s", (limit, offset)
                 )
         records = [decode_record(r) for r in self._fresh(rows, pending)]
         if not python:
             return records
-        end = None if limit is None else offset + limit
-        return [r for r in records if filters.matches(r)][offset:end]
+        return [r for r in records if filters.matches(r)][offset : offset + limit]
+
+    def list_pages(
+        self, scope: Scope, filters: Filters, *, batch_size: int = 1000
+    ) -> Iterator[builtins.list[MemoryRecord]]:
+        size = max(1, batch_size)
+        after: tuple[Any, int] | None = None
+        python = needs_python(filters)
+        while True:
+            tail = _ORDERED_PAGE
+            args: builtins.list[Any] = [size]
+            if after is not None:
+                tail, args = "AND (observed_at, seq) > (%s, %s) " + tail, [*after, size]
+            pending = self._behind.pending_rows()  # before the read: see _fresh
+            with self._autocommit(wait=False) as c:
+                rows = self._select(c, scope, filters, tail, args)
+            if not rows:
+                return
+            after = (rows[-1]["observed_at"], int(rows[-1]["seq"]))
+            records = [decode_record(r) for r in self._fresh(rows, pending)]
+            page = [r for r in records if filters.matches(r)] if python else records
+            if page:
+                yield page
 
     def _fresh(
         self, rows: builtins.list[dict[str, Any]], pending: frozenset[Hashable]

@@ -957,6 +957,27 @@ class SQLiteStore:
             f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}", [*sa, *fa, *tail_args]
         ).fetchall()
 
+    def list_pages(
+        self, scope: Scope, filters: Filters, *, batch_size: int = 1000
+    ) -> Iterator[list[MemoryRecord]]:
+        size = max(1, batch_size)
+        after: tuple[str, int] | None = None
+        python = needs_python(filters)
+        while True:
+            tail = "ORDER BY observed_at, seq LIMIT ?"
+            args: list[Any] = [size]
+            if after is not None:
+                tail, args = "AND (observed_at, seq) > (?, ?) " + tail, [*after, size]
+            with self._read() as c:  # one short read per page: writers never wait for all
+                rows = self._select(c, scope, filters, tail, args)
+                records = [self._dec(r) for r in rows]
+            if not rows:
+                return
+            after = (rows[-1]["observed_at"], int(rows[-1]["seq"]))
+            page = [r for r in records if filters.matches(r)] if python else records
+            if page:
+                yield page
+
     def count(self, scope: Scope, filters: Filters) -> int:
         with self._read() as c:
             if needs_python(filters):
@@ -1470,23 +1491,21 @@ class SQLiteStore:
         scope: Scope,
         filters: Filters,
         *,
-        limit: int | None = 100,
+        limit: int = 100,
         offset: int = 0,
         newest_first: bool = True,
     ) -> list[MemoryRecord]:
-        if limit is not None and limit <= 0:
+        if limit <= 0:
             return []
         offset = max(0, offset)
         order = "DESC" if newest_first else "ASC"
         tail = f"ORDER BY observed_at {order}, seq {order}"
         with self._read() as c:
             if not needs_python(filters):
-                page = (-1 if limit is None else limit, offset)  # LIMIT -1: no limit
-                rows = self._select(c, scope, filters, tail + " LIMIT ? OFFSET ?", page)
+                rows = self._select(c, scope, filters, tail + " LIMIT ? OFFSET ?", (limit, offset))
                 return [self._dec(r) for r in rows]
             records = [self._dec(r) for r in self._select(c, scope, filters, tail)]
-        end = None if limit is None else offset + limit
-        return [r for r in records if filters.matches(r)][offset:end]
+        return [r for r in records if filters.matches(r)][offset : offset + limit]
 
 
 class _Gate:
