@@ -27,6 +27,7 @@ from ..ratelimit import SharedRateLimiter
 from .backend import Backend, MemoryBackend
 from .dto import ErrorOut, Health
 from .errors import error_response, install_handlers
+from .key_cache import CachedKeys
 from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
 from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
 from .observe import Metrics, RequestObserver
@@ -161,11 +162,17 @@ def create_app(
         lifespan=lifespan,
     )
     local = (SQLiteKeyStore, InMemoryKeyStore)  # a local file or a dict: no waiting
-    blocking_auth = not isinstance(keys, local) or any(
-        isinstance(x, SharedRateLimiter) for x in (key_limiter, tenant_limiter)
-    )
+    store_keys = keys.keys if isinstance(keys, CachedKeys) else keys
     app.state.memstrata = ServerState(
-        backend, keys, key_limiter, job_counts, tenant_limiter, blocking_auth
+        backend,
+        keys,
+        key_limiter,
+        job_counts,
+        tenant_limiter,
+        blocking_keys=not isinstance(store_keys, local),
+        blocking_limits=any(
+            isinstance(x, SharedRateLimiter) for x in (key_limiter, tenant_limiter)
+        ),
     )
     metrics = Metrics(job_counts)
     install_handlers(app)
