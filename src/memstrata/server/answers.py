@@ -4,7 +4,7 @@ A route that returns a pydantic model pays three times: the model is built from 
 library's objects (validating every field), FastAPI serialises it, and the bytes are sent.
 For the requests an agent makes on every turn (a message, a search, a context) the routes
 build the JSON-safe dicts below directly and serialise them in pydantic-core's Rust
-encoder (:class:`JsonAnswer`); a context of 70 items cost 0.33 ms through its models and
+encoder (:class:`JsonAnswer`); a context of 69 items cost 0.33 ms through its models and
 0.16 ms this way. The routes keep their ``response_model`` (:mod:`.dto`), so the OpenAPI
 schema is unchanged, and ``tests/server/test_answers.py`` checks that every body here
 validates as its model and serialises to the same JSON as the model would.
