@@ -27,6 +27,7 @@ from ..ratelimit import SharedRateLimiter
 from .backend import Backend, MemoryBackend
 from .dto import ErrorOut, Health
 from .errors import error_response, install_handlers
+from .key_cache import CachedKeys
 from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
 from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
 from .observe import Metrics, RequestObserver
@@ -36,6 +37,25 @@ from .state import ServerState, state_of
 __all__ = ["Limits", "create_app"]
 
 log = logging.getLogger("memstrata.server")
+
+# The routers in the order /openapi.json and the docs list them, and in the order a request
+# is matched against their routes: FastAPI tries one route after another (a search went
+# through 17 routes before its own), so the routes an agent calls every turn come first; a
+# search or a context then costs 50-70 us less of the app's CPU (in-process, 2026-11-26).
+DOCUMENTED = (
+    sessions.router,
+    memories.router,
+    retrieval.router,
+    key_memory.router,
+    portability.router,
+    admin.router,
+    tenant.router,
+)
+MATCHED = (
+    retrieval.router,
+    sessions.router,
+    *(r for r in DOCUMENTED[1:] if r is not retrieval.router),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,23 +181,21 @@ def create_app(
         lifespan=lifespan,
     )
     local = (SQLiteKeyStore, InMemoryKeyStore)  # a local file or a dict: no waiting
-    blocking_auth = not isinstance(keys, local) or any(
-        isinstance(x, SharedRateLimiter) for x in (key_limiter, tenant_limiter)
-    )
+    store_keys = keys.keys if isinstance(keys, CachedKeys) else keys
     app.state.memstrata = ServerState(
-        backend, keys, key_limiter, job_counts, tenant_limiter, blocking_auth
+        backend,
+        keys,
+        key_limiter,
+        job_counts,
+        tenant_limiter,
+        blocking_keys=not isinstance(store_keys, local),
+        blocking_limits=any(
+            isinstance(x, SharedRateLimiter) for x in (key_limiter, tenant_limiter)
+        ),
     )
     metrics = Metrics(job_counts)
     install_handlers(app)
-    for router in (
-        sessions.router,
-        memories.router,
-        retrieval.router,
-        key_memory.router,
-        portability.router,
-        admin.router,
-        tenant.router,
-    ):
+    for router in MATCHED:
         app.include_router(router)
     _ops_routes(app, metrics)
     if mcp_run is not None:
@@ -185,7 +203,7 @@ def create_app(
     ui = resources.files("memstrata.server") / "ui"
     app.mount("/ui", StaticFiles(directory=str(ui), html=True), name="ui")
     app.openapi_schema = None
-    _add_error_schema(app)
+    _complete_schema(app)
     app.add_middleware(
         BodyLimit,
         limit=limits.max_body,
@@ -259,14 +277,20 @@ def _ops_routes(app: FastAPI, metrics: Metrics) -> None:
         return RedirectResponse("/ui/")
 
 
-def _add_error_schema(app: FastAPI) -> None:
-    """Register ErrorOut in the OpenAPI components (the routes' error responses refer to it)."""
+def _complete_schema(app: FastAPI) -> None:
+    """List the paths in :data:`DOCUMENTED` order (not the order they are matched in) and
+    register ErrorOut in the OpenAPI components (the routes' error responses refer to it)."""
     original = app.openapi
 
     def openapi() -> dict[str, object]:
         if app.openapi_schema is not None:
             return app.openapi_schema
         schema = original()
+        paths: dict[str, Any] = schema["paths"]
+        listed = [getattr(r, "path", "") for router in DOCUMENTED for r in router.routes]
+        schema["paths"] = {p: paths[p] for p in dict.fromkeys(listed) if p in paths} | {
+            p: item for p, item in paths.items() if p not in listed
+        }
         comps = schema.setdefault("components", {}).setdefault("schemas", {})
         for model in (ErrorOut,):
             js = model.model_json_schema(ref_template="#/components/schemas/{model}")

@@ -11,6 +11,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from ..scope import Scope
 from .errors import ApiError
+from .key_cache import CachedKeys
 from .keys import ApiKey, Role
 from .limits import rate_refusal
 from .state import state_of
@@ -87,15 +88,20 @@ async def _caller(
     if not secret:
         raise ApiError(401, "unauthorized", _MISSING, challenge)
 
+    secret = secret.strip()
+    keys = state.keys
+    known = keys.remembered(secret) if isinstance(keys, CachedKeys) else None
+
     def check() -> tuple[ApiKey | None, ApiError | None]:
-        key = state.keys.authenticate(secret.strip())
+        key = known or keys.authenticate(secret)
         if key is None:
             return None, None
         return key, rate_refusal(state.limiter, state.tenant_limiter, key.id, key.tenant)
 
     # A lookup over the network (PostgreSQL keys, shared rate counters) must not stall the
     # event loop, and every other request of this process with it: it runs in a thread.
-    key, refusal = await anyio.to_thread.run_sync(check) if state.blocking_auth else check()
+    blocking = state.blocking_limits or (known is None and state.blocking_keys)
+    key, refusal = await anyio.to_thread.run_sync(check) if blocking else check()
     if key is None:
         raise ApiError(
             401,

@@ -19,6 +19,7 @@ from ..errors import ValidationError
 from ..gc_tuning import tune_gc_setting
 from ..quotas import Quotas, parse_quota
 from .app import Limits, create_app
+from .key_cache import CachedKeys
 from .keys import KeyStore, open_key_store
 
 __all__ = [
@@ -53,6 +54,10 @@ class ServeConfig:
     shared_batch: int = 0  # 0: a tenth of the burst (see Limits)
     user_quota: str = ""  # quotas.parse_quota: "records=1000,embeddings_per_day=5000,..."
     tenant_quota: str = ""  # the same, for each tenant's total
+    # How long a process answers an accepted API key from memory (server/key_cache.py): a
+    # key revoked by another process or `memstrata keys revoke` works here that long at
+    # most. 0: every request looks its key up.
+    key_cache_seconds: float = 1.0
 
     def limits(self) -> Limits:
         return Limits(
@@ -118,7 +123,9 @@ def build_app(config: ServeConfig) -> tuple[FastAPI, AsyncMemory, KeyStore]:
     closed when it stops) and its key store."""
     memory = open_server_memory(config)
     redis: Any = None
-    keys = open_key_store(config.url)
+    keys: KeyStore = open_key_store(config.url)
+    if config.key_cache_seconds > 0:
+        keys = CachedKeys(keys, config.key_cache_seconds)
     if config.redis is not None:  # a client of its own for the rate limits
         from ..store.redis_hot import open_redis
 

@@ -9,8 +9,10 @@ keeps the per-request check a single indexed lookup.
 Keys live in the same database as the memory, in a table of their own (``api_keys``):
 one file to back up for SQLite (this module creates the table through its own connection),
 and for PostgreSQL the ``api_keys`` table of the store's schema (migration 5), shared by
-every server process, so a revocation is seen by the next request of every process
-(:mod:`memstrata.server.pg_keys`; nothing is cached). ``memory://`` stores get an
+every server process, so a revocation is seen by every process
+(:mod:`memstrata.server.pg_keys`; ``memstrata serve`` remembers an accepted key for a second,
+:mod:`memstrata.server.key_cache`, so another process's revocation counts there within that
+second). ``memory://`` stores get an
 in-process key store (tests).
 
 The tenant a request acts for comes from its key, never from the request. A key may also

@@ -86,7 +86,7 @@ class MemoryCounters:
     """The durable counters of an ``AsyncMemory``'s store, for the sync rate limiter.
 
     The limiter runs on anyio worker threads (the API-key check runs there, see
-    ``ServerState.blocking_auth``). A store on threads (SQLite, ``memory://``) is called
+    ``ServerState.blocking_limits``). A store on threads (SQLite, ``memory://``) is called
     directly on that thread, its sync store's counters as with a sync ``Memory``; a natively
     async store (PostgreSQL) is awaited on the server's event loop (``anyio.from_thread``),
     on the memory's own connection pool. The store is looked up at each call: the memory is

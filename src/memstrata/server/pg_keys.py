@@ -1,10 +1,11 @@
 """API keys in PostgreSQL: the ``api_keys`` table of the store's schema (migration 5).
 
-Every ``memstrata serve`` process on one database reads the same table, so a key created
-or revoked by ``memstrata keys ... --db postgresql://...`` (or over ``/v1/keys``) counts for
-every process at its next request: ``authenticate`` is one indexed lookup per request and
-nothing is cached. The store's own pool is not shared: keys use a small pool of their own
-(at most 4 connections), opened lazily by the first call.
+Every ``memstrata serve`` process on one database reads the same table, so a key created or
+revoked by ``memstrata keys ... --db postgresql://...`` (or over ``/v1/keys``) counts for
+every process: ``authenticate`` is one indexed lookup, made again once the process's memory
+of an accepted key (:mod:`memstrata.server.key_cache`, 1 s under ``memstrata serve``)
+lapses. The store's own pool is not shared: keys use a small pool of their own (at most 4
+connections), opened lazily by the first call.
 """
 
 from __future__ import annotations

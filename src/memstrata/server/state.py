@@ -21,7 +21,10 @@ class ServerState:
     limiter: Limiter  # per API key
     job_counts: Callable[[], Mapping[str, int] | None]
     tenant_limiter: Limiter | None = None  # per tenant, over all its keys (None: no limit)
-    blocking_auth: bool = False  # the key check or the limits wait on I/O: run them in a thread
+    # The key lookup or the rate limits wait on I/O: they run on a worker thread (a key
+    # that a CachedKeys remembers needs no lookup).
+    blocking_keys: bool = False
+    blocking_limits: bool = False
 
 
 def state_of(app: FastAPI) -> ServerState:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import anyio.to_thread
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 
 from ...filters import Filters
 from ...records import RecordType
+from ..answers import JsonAnswer, record_body, records_body
 from ..auth import CallerDep, UserPath, require_admin
 from ..dto import AccessIn, MemoryIn, MemoryPatch, PurgeIn, PurgeOut, RecordList, RecordOut, Records
 from ..errors import ERROR_RESPONSES, ApiError
@@ -27,7 +28,7 @@ RecordId = Annotated[str, Query(min_length=1, max_length=256)]
 )
 async def add_memory(
     request: Request, user: UserPath, body: MemoryIn, caller: CallerDep
-) -> RecordOut:
+) -> Response:
     scope = caller.owner_scope(user, session=body.session, agent=body.agent)
     rec = await state_of(request.app).backend.add(
         scope,
@@ -43,7 +44,7 @@ async def add_memory(
         source_ids=body.source_ids,
         dedup=body.dedup,
     )
-    return RecordOut.of(rec)
+    return JsonAnswer(record_body(rec), status_code=201)
 
 
 @router.get("/memories", response_model=RecordList, summary="List records, newest first")
@@ -62,7 +63,7 @@ async def list_memories(
     agent: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
     include_deleted: bool = False,
     newest_first: bool = True,
-) -> RecordList:
+) -> Response:
     scope = caller.scope(user, session=session, agent=agent)
     filters = Filters(
         types=frozenset(type) if type else None,
@@ -73,12 +74,14 @@ async def list_memories(
         scope, filters, limit=limit, offset=offset, newest_first=newest_first
     )
     nxt = offset + len(items)
-    return RecordList(
-        items=[RecordOut.of(r) for r in items],
-        total=total,
-        limit=limit,
-        offset=offset,
-        next_offset=nxt if nxt < total else None,
+    return JsonAnswer(
+        {
+            "items": [record_body(r) for r in items],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "next_offset": nxt if nxt < total else None,
+        }
     )
 
 
@@ -89,11 +92,11 @@ async def get_memory(
     record_id: str,
     caller: CallerDep,
     include_deleted: bool = False,
-) -> RecordOut:
+) -> Response:
     rec = await state_of(request.app).backend.get(
         caller.scope(user), record_id, include_deleted=include_deleted
     )
-    return RecordOut.of(rec)
+    return JsonAnswer(record_body(rec))
 
 
 @router.patch(
@@ -103,7 +106,7 @@ async def get_memory(
 )
 async def update_memory(
     request: Request, user: UserPath, record_id: str, body: MemoryPatch, caller: CallerDep
-) -> RecordOut:
+) -> Response:
     changes = body.model_dump(exclude_unset=True, exclude={"expected_version"})
     changes = {k: v for k, v in changes.items() if v is not None}
     if not changes:
@@ -116,7 +119,7 @@ async def update_memory(
     rec = await state_of(request.app).backend.update(
         caller.owner_scope(user), record_id, expected_version=body.expected_version, **changes
     )
-    return RecordOut.of(rec)
+    return JsonAnswer(record_body(rec))
 
 
 @router.delete(
@@ -169,9 +172,9 @@ async def set_access(
 @router.get(
     "/memories/{record_id}/history", response_model=Records, summary="Every version, oldest first"
 )
-async def history(request: Request, user: UserPath, record_id: str, caller: CallerDep) -> Records:
+async def history(request: Request, user: UserPath, record_id: str, caller: CallerDep) -> Response:
     versions = await state_of(request.app).backend.history(caller.scope(user), record_id)
-    return Records(records=[RecordOut.of(r) for r in versions])
+    return JsonAnswer(records_body(versions))
 
 
 @router.post(

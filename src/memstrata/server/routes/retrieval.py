@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
+from ..answers import JsonAnswer, context_body, hit_body
 from ..auth import CallerDep, UserPath
-from ..dto import ContextIn, ContextOut, HitOut, SearchIn, SearchOut
+from ..dto import ContextIn, ContextOut, SearchIn, SearchOut
 from ..errors import ERROR_RESPONSES
 from ..state import state_of
 
@@ -13,7 +14,7 @@ router = APIRouter(prefix="/v1/users/{user}", tags=["retrieval"], responses=ERRO
 
 
 @router.post("/search", response_model=SearchOut, summary="Hybrid search (BM25 + dense)")
-async def search(request: Request, user: UserPath, body: SearchIn, caller: CallerDep) -> SearchOut:
+async def search(request: Request, user: UserPath, body: SearchIn, caller: CallerDep) -> Response:
     scope = caller.scope(user, session=body.session, agent=body.agent)
     hits = await state_of(request.app).backend.search(
         scope,
@@ -24,7 +25,7 @@ async def search(request: Request, user: UserPath, body: SearchIn, caller: Calle
         mode=body.mode,
         explain=body.explain,
     )
-    return SearchOut(hits=[HitOut.of(h) for h in hits])
+    return JsonAnswer({"hits": [hit_body(h) for h in hits]})
 
 
 @router.post(
@@ -32,11 +33,9 @@ async def search(request: Request, user: UserPath, body: SearchIn, caller: Calle
     response_model=ContextOut,
     summary="Assemble the context an LLM should see, within token_budget",
 )
-async def context(
-    request: Request, user: UserPath, body: ContextIn, caller: CallerDep
-) -> ContextOut:
+async def context(request: Request, user: UserPath, body: ContextIn, caller: CallerDep) -> Response:
     scope = caller.scope(user, session=body.session, agent=body.agent)
     built = await state_of(request.app).backend.build_context(
         scope, body.query, body.token_budget, body.system_prompt, body.reserve_ratio
     )
-    return ContextOut.of(built)
+    return JsonAnswer(context_body(built))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from ...records import Message, Role
+from ..answers import JsonAnswer, record_body, records_body
 from ..auth import CallerDep, UserPath
 from ..dto import (
     MessageBatchIn,
@@ -49,10 +50,10 @@ async def add_message(
     body: MessageIn,
     caller: CallerDep,
     agent: AgentQuery = None,
-) -> RecordOut:
+) -> Response:
     scope = caller.owner_scope(user, session=session, agent=agent)
     records = await state_of(request.app).backend.add_messages(scope, [_message(body)])
-    return RecordOut.of(records[0])
+    return JsonAnswer(record_body(records[0]), status_code=201)
 
 
 @router.post(
@@ -68,12 +69,12 @@ async def add_messages(
     body: MessageBatchIn,
     caller: CallerDep,
     agent: AgentQuery = None,
-) -> Records:
+) -> Response:
     scope = caller.owner_scope(user, session=session, agent=agent)
     records = await state_of(request.app).backend.add_messages(
         scope, [_message(m) for m in body.messages]
     )
-    return Records(records=[RecordOut.of(r) for r in records])
+    return JsonAnswer(records_body(records), status_code=201)
 
 
 @router.post(

@@ -1,0 +1,104 @@
+"""The hot routes' JSON built directly (server/answers.py) is what their models would send."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from memstrata import Memory, Message, Role, Scope
+from memstrata.server.answers import JsonAnswer, context_body, hit_body, record_body, records_body
+from memstrata.server.dto import ContextOut, HitOut, RecordOut, Records
+
+from .conftest import CLOCK, Served
+
+A = Scope("acme", "alice", session="s1")
+
+
+def _same(body: dict[str, Any], model: BaseModel) -> None:
+    """``body`` validates as ``model``'s class and encodes to the same JSON values."""
+    sent = json.loads(JsonAnswer(body).body)
+    assert sent == json.loads(model.model_dump_json())
+    assert type(model).model_validate(sent) == model
+
+
+def _memory(tmp_path: Path) -> Memory:
+    mem = Memory(f"sqlite:///{tmp_path}/a.db", embedder="hashing", background=False, clock=CLOCK)
+    trips = [f"I flew to Lisbon on trip {i} and ate pastéis in Belém" for i in range(40)]
+    mem.add_messages(A.with_session("s0"), [Message(role=Role.USER, content=t) for t in trips])
+    mem.add_messages(
+        A,
+        [
+            Message(role=Role.USER, content="What should I eat tonight?"),
+            Message(role=Role.ASSISTANT, content="Something from your trips, maybe."),
+            Message(role=Role.USER, content="Remind me what I had in Lisbon."),
+        ],
+    )
+    mem.add(
+        A,
+        "Alice is allergic to peanuts",
+        type="fact",
+        importance=0.9,
+        confidence=0.75,
+        tags=["health", "food"],
+        metadata={"from": "intake", "n": 3, "nested": {"ok": True}},
+        observed_at=datetime(2026, 2, 1, 9, 30, tzinfo=UTC),
+        visibility="shared",
+    )
+    return mem
+
+
+def test_records_hits_and_contexts_encode_as_their_models(tmp_path: Path) -> None:
+    with _memory(tmp_path) as mem:
+        records = mem.list(A, limit=50)
+        fact = next(r for r in records if r.type.value == "fact")
+        deleted = mem.delete(A, records[0].id)
+        for r in [*records, fact, deleted]:
+            _same(record_body(r), RecordOut.of(r))
+        _same(records_body(records), Records(records=[RecordOut.of(r) for r in records]))
+
+        for explain in (False, True):
+            hits = mem.search(A, "peanuts Lisbon trip", 5, explain=explain)
+            assert hits and (hits[0].explanation is not None) == explain
+            for h in hits:
+                _same(hit_body(h), HitOut.of(h))
+
+        built = mem.build_context(
+            A, "what did I eat in Lisbon?", 400, "You are helpful.", reserve_ratio=0.1
+        )
+        assert built.items and built.dropped and built.history  # every list is exercised
+        _same(context_body(built), ContextOut.of(built))
+
+
+def test_the_hot_routes_answer_json_with_their_status(served: Served) -> None:
+    c, h = served.client, served.h(served.member)
+    added = c.post(
+        "/v1/users/alice/sessions/s1/messages",
+        headers=h,
+        json={"role": "user", "content": "I moved to Lisbon last week"},
+    )
+    assert added.status_code == 201
+    assert added.headers["content-type"] == "application/json"
+    assert RecordOut.model_validate(added.json()).content.raw == "I moved to Lisbon last week"
+    batch = c.post(
+        "/v1/users/alice/sessions/s1/messages/batch",
+        headers=h,
+        json={"messages": [{"role": "user", "content": "and I like tiles"}]},
+    )
+    assert batch.status_code == 201
+    assert len(Records.model_validate(batch.json()).records) == 1
+    found = c.post("/v1/users/alice/search", headers=h, json={"query": "Lisbon", "explain": True})
+    assert found.status_code == 200 and found.json()["hits"][0]["explanation"]["final"] > 0
+    context = c.post("/v1/users/alice/context", headers=h, json={"query": "Lisbon"})
+    assert context.status_code == 200
+    assert ContextOut.model_validate(context.json()).items
+    memory = c.post("/v1/users/alice/memories", headers=h, json={"content": "likes tiles"})
+    assert memory.status_code == 201
+    rid = memory.json()["id"]
+    got = c.get(f"/v1/users/alice/memories/{rid}", headers=h)
+    assert got.status_code == 200 and got.json() == memory.json()
+    listed = c.get("/v1/users/alice/memories", headers=h, params={"limit": 1})
+    assert listed.status_code == 200 and listed.json()["next_offset"] == 1
