@@ -246,6 +246,15 @@ def serve(
             "is killed and replaced (a busy process is not a hung one)."
         ),
     ] = WORKER_TIMEOUT_S,
+    key_cache: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Seconds a process remembers an API key it accepted: a key revoked by another "
+            "process or by `memstrata keys revoke` works here that long (0: look every key up "
+            "at every request).",
+        ),
+    ] = 1.0,
 ) -> None:
     """Serve the HTTP API, the MCP endpoint (/mcp), the inspector (/ui) and metrics (default
     ./memstrata.db)."""
@@ -274,6 +283,7 @@ def serve(
         background=background,
         host=host,
         mcp=mcp_endpoint,
+        key_cache_seconds=key_cache,
     )
     configure_logging(log_level)
     if workers > 1:
