@@ -1,6 +1,6 @@
 """The user ↔ assistant style of the synthetic set (``bench convo --style assistant``).
 
-A user asks an AI assistant for help over 14–20 dated sessions; the assistant answers at
+A user asks an AI assistant for help over 24–32 dated sessions; the assistant answers at
 length (100–300 tokens of generic advice on the request's topic, sharing the questions'
 vocabulary but none of the values a question asks for). What the memory must keep is said by
 the user in passing, inside requests ("Can you recommend how to find a good vet nearby? My
@@ -34,7 +34,16 @@ from datetime import UTC, datetime, timedelta
 from memstrata.tokens import count_tokens
 
 from ..locomo.dataset import TURN_SPACING, Conversation, Question, Session, Turn
-from .assistant_vocab import ASKS, ASSISTANT_POOLS, CLOSERS, OPENERS, OTHERS, REPLIES, REQUESTS
+from .assistant_vocab import (
+    ASKS,
+    ASSISTANT_POOLS,
+    CLOSERS,
+    ECHOES,
+    OPENERS,
+    OTHERS,
+    REPLIES,
+    REQUESTS,
+)
 from .generate import _date, _month
 from .vocab import LANGS
 
@@ -56,13 +65,15 @@ REPLY_TOKENS = (100, 300)
 @dataclass
 class _Round:
     """One request and its reply; ``key`` marks a request holding a planted fact, ``said`` a
-    sentence the reply must carry (marked ``said_key``)."""
+    sentence the reply must carry (marked ``said_key``); the reply repeats ``echo``'s values
+    (the request's words that questions name, never one they ask for)."""
 
     topic: str
     request: str
     key: str | None = None
     said: str | None = None
     said_key: str | None = None
+    echo: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -89,10 +100,15 @@ class _Chat:
         self.keys += 1
         return f"k{self.keys}"
 
-    def plant(self, session: int, topic: str, name: str, **fields: str) -> str:
+    def plant(
+        self, session: int, topic: str, name: str, echo: tuple[str, ...] = (), **fields: str
+    ) -> str:
         """A request holding a fact, in ``session``; returns its evidence key."""
         k = self.key()
-        self.rounds.setdefault(session, []).append(_Round(topic, self.say(name, **fields), k))
+        words = {f: fields[f] for f in echo}
+        self.rounds.setdefault(session, []).append(
+            _Round(topic, self.say(name, **fields), k, echo=words)
+        )
         return k
 
     def ask(self, name: str, answer: str, category: int, keys: tuple[str, ...], **f: str) -> None:
@@ -106,11 +122,17 @@ class _Chat:
 def _facts(c: _Chat) -> None:
     animal, pet = c.pick("animal"), c.pick("pet")
     k = c.plant(
-        c.sessions(1)[0], "pet", "pet", animal=animal, pet=pet, age=str(c.rng.randint(2, 12))
+        c.sessions(1)[0],
+        "pet",
+        "pet",
+        ("animal",),
+        animal=animal,
+        pet=pet,
+        age=str(c.rng.randint(2, 12)),
     )
     c.ask("pet_q", pet, 4, (k,), animal=animal)
     gathering, n = c.pick("gathering"), str(c.rng.randint(12, 60))
-    k = c.plant(c.sessions(1)[0], "food", "count", gathering=gathering, n=n)
+    k = c.plant(c.sessions(1)[0], "food", "count", ("gathering",), gathering=gathering, n=n)
     c.ask("count_q", n, 4, (k,), gathering=gathering)
 
 
@@ -148,7 +170,7 @@ def _updates(c: _Chat) -> None:
 def _temporal(c: _Chat) -> None:
     s_today, s_last = c.sessions(2)
     event = c.pick("event")
-    k = c.plant(s_today, "fitness", "event_today", event=event)
+    k = c.plant(s_today, "fitness", "event_today", ("event",), event=event)
     c.ask("event_q", _date(c.starts[s_today], c.lang), 2, (k,), event=event)
     event, day = c.pick("event"), c.rng.randrange(7)
     start = c.starts[s_last]
@@ -157,7 +179,7 @@ def _temporal(c: _Chat) -> None:
     else:  # "last Saturday": the latest one before the day it is said
         when = start - timedelta(days=(start.weekday() - day) % 7 or 7)
     weekday = ASSISTANT_POOLS["weekday"][day][c.lang]
-    k = c.plant(s_last, "fitness", "event_last", event=event, weekday=weekday)
+    k = c.plant(s_last, "fitness", "event_last", ("event",), event=event, weekday=weekday)
     c.ask("event_q", _date(when, c.lang), 2, (k,), event=event)
     by_month: dict[tuple[int, int], int] = {}
     for i, st in enumerate(c.starts):
@@ -180,14 +202,14 @@ def _multi_session(c: _Chat) -> None:
     for rel in (("brother", "哥哥"), ("sister", "姐姐")):
         sib, city, job = c.pick("sibling"), c.pick("city"), c.pick("job")
         s1, s2 = c.sessions(2)
-        k1 = c.plant(s1, "family", "sib_city", rel=rel[c.lang], sib=sib, city=city)
-        k2 = c.plant(s2, "family", "sib_job", sib=sib, job=job)
+        k1 = c.plant(s1, "family", "sib_city", ("sib", "city"), rel=rel[c.lang], sib=sib, city=city)
+        k2 = c.plant(s2, "family", "sib_job", ("sib",), sib=sib, job=job)
         c.ask("sib_q", job, 1, (k1, k2), city=city)
 
 
 def _assistant_said(c: _Chat) -> None:
     book = c.pick("book")
-    _said(c, "reading", c.say("ask_book"), c.say("said_book", book=book), "said_book_q", book)
+    _said(c, "reading", c.say("ask_book"), c.say("said_book", book=book), "said_book_q", book, {})
     business, brand = c.pick("business"), c.pick("brand")
     _said(
         c,
@@ -196,7 +218,7 @@ def _assistant_said(c: _Chat) -> None:
         c.say("said_name", brand=brand),
         "said_name_q",
         brand,
-        business=business,
+        {"business": business},
     )
     city, area = c.pick("city"), c.pick("hotel_area")
     _said(
@@ -206,14 +228,19 @@ def _assistant_said(c: _Chat) -> None:
         c.say("said_stay", city=city, hotel_area=area),
         "said_stay_q",
         area,
-        city=city,
+        {"city": city},
     )
 
 
-def _said(c: _Chat, topic: str, request: str, said: str, q: str, answer: str, **f: str) -> None:
+def _said(
+    c: _Chat, topic: str, request: str, said: str, q: str, answer: str, named: dict[str, str]
+) -> None:
+    """A request whose reply carries ``said``; the question names ``named`` (echoed)."""
     k = c.key()
-    c.rounds.setdefault(c.sessions(1)[0], []).append(_Round(topic, request, said=said, said_key=k))
-    c.ask(q, answer, 7, (k,), **f)
+    c.rounds.setdefault(c.sessions(1)[0], []).append(
+        _Round(topic, request, said=said, said_key=k, echo=named)
+    )
+    c.ask(q, answer, 7, (k,), **named)
 
 
 def _filler(c: _Chat) -> _Round:
@@ -222,11 +249,26 @@ def _filler(c: _Chat) -> _Round:
         fields = {name: c.rng.choice(ASSISTANT_POOLS[name])[c.lang] for name in _OTHER_FIELDS}
         fields["rel"] = c.rng.choice((("brother", "哥哥"), ("sister", "姐姐")))[c.lang]
         topic = c.rng.choice(("pet", "work", "home", "food", "reading", "fitness", "family"))
-        return _Round(topic, tpl.format(**fields))
-    topic, pair = c.rng.choice(ASKS)
-    return _Round(topic, pair[c.lang])
+    else:
+        topic, pair = c.rng.choice(ASKS)
+        tpl = pair[c.lang]
+        fields = {name: c.rng.choice(ASSISTANT_POOLS[name])[c.lang] for name in _ASK_FIELDS}
+    used = {f: v for f, v in fields.items() if f in ECHOES and "{" + f + "}" in tpl}
+    return _Round(topic, tpl.format(**fields), echo=used)
 
 
+_ASK_FIELDS = (
+    "animal",
+    "gathering",
+    "event",
+    "sport",
+    "city",
+    "business",
+    "book",
+    "genre",
+    "allergen",
+    "job",
+)
 _OTHER_FIELDS = (
     "name",
     "animal",
@@ -256,7 +298,8 @@ def _reply(c: _Chat, r: _Round) -> str:
     opener, closer = c.rng.choice(OPENERS)[c.lang], c.rng.choice(CLOSERS)[c.lang]
     where = c.rng.random()
     sep = "" if c.lang == 1 else " "
-    body = [r.said] if r.said is not None else []
+    echoes = [c.rng.choice(ECHOES[f])[c.lang].format(**r.echo) for f in sorted(r.echo)]
+    body = ([r.said] if r.said is not None else []) + echoes
     for pair in pool + others:
         if count_tokens(sep.join([opener, *body, closer])) >= target:
             break
@@ -271,18 +314,18 @@ def _chat(lang: str, index: int, seed: int) -> Conversation:
     rng = random.Random(seed * 1000 + index + 500)
     first = datetime(2023, 1, 2, tzinfo=UTC) + timedelta(days=rng.randint(0, 300))
     starts = [first.replace(hour=rng.randint(8, 21), minute=rng.choice((0, 15, 30, 45)))]
-    for _ in range(rng.randint(14, 20) - 1):
+    for _ in range(rng.randint(24, 32) - 1):
         nxt = starts[-1] + timedelta(days=rng.randint(3, 20))
         starts.append(nxt.replace(hour=rng.randint(8, 21), minute=rng.choice((0, 15, 30, 45))))
     c = _Chat(li, rng, starts)
     for plant in (_facts, _preferences, _updates, _temporal, _multi_session, _assistant_said):
         plant(c)
-    long_sessions = set(rng.sample(range(len(starts)), 2))
+    long_sessions = set(rng.sample(range(len(starts)), 3))
     sessions: list[Session] = []
     dia_of: dict[str, str] = {}
     for s, start in enumerate(starts):
         planted = c.rounds.get(s, [])
-        size = rng.randint(8, 12) if s in long_sessions else rng.randint(2, 5)
+        size = rng.randint(8, 12) if s in long_sessions else rng.randint(2, 6)
         rounds = list(planted)
         for _ in range(max(size - len(planted), 1)):
             rounds.insert(rng.randint(0, len(rounds)), _filler(c))

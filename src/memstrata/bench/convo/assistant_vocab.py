@@ -13,7 +13,16 @@ from __future__ import annotations
 from .vocab import POOLS as BASE_POOLS
 from .vocab import Pair
 
-__all__ = ["ASKS", "ASSISTANT_POOLS", "OPENERS", "CLOSERS", "OTHERS", "REPLIES", "REQUESTS"]
+__all__ = [
+    "ASKS",
+    "ASSISTANT_POOLS",
+    "CLOSERS",
+    "ECHOES",
+    "OPENERS",
+    "OTHERS",
+    "REPLIES",
+    "REQUESTS",
+]
 
 ASSISTANT_POOLS: dict[str, tuple[Pair, ...]] = {
     **BASE_POOLS,
@@ -244,8 +253,32 @@ OTHERS: tuple[Pair, ...] = (
     ),
 )
 
-# Filler requests (topic, text): no planted value, the same vocabulary.
+# Filler requests (topic, text): no planted value, the same vocabulary. Fields are drawn from
+# the pools, and the reply echoes them (ECHOES), as an assistant does.
 ASKS: tuple[tuple[str, Pair], ...] = (
+    ("pet", ("What should I feed a young {animal}?", "小{animal}应该喂什么？")),
+    ("pet", ("How do I know if a {animal} is sick?", "怎么判断{animal}是不是生病了？")),
+    ("food", ("How much food do I need for a {gathering}?", "办{gathering}要准备多少吃的？")),
+    ("food", ("What's a good dessert for a {gathering}?", "{gathering}上准备什么甜点好？")),
+    ("fitness", ("How do I prepare for a {event}?", "参加{event}之前要怎么准备？")),
+    ("fitness", ("What should I wear to a {event}?", "去{event}穿什么好？")),
+    ("fitness", ("Is {sport} hard on the knees?", "{sport}伤膝盖吗？")),
+    ("travel", ("What is {city} like in winter?", "{city}冬天怎么样？")),
+    ("travel", ("What should I see on a first visit to {city}?", "第一次去{city}应该看什么？")),
+    (
+        "business",
+        ("How do small {business} owners find customers?", "开{business}的人怎么找顾客？"),
+    ),
+    ("reading", ("Is {book} a good pick for a book club?", "{book}适合读书会吗？")),
+    ("music", ("What instruments are typical of {genre}?", "{genre}常用哪些乐器？")),
+    (
+        "health",
+        (
+            "What snacks are safe for someone allergic to {allergen}?",
+            "对{allergen}过敏的人能吃什么零食？",
+        ),
+    ),
+    ("work", ("What does a {job} do all day?", "{job}每天都做些什么？")),
     ("pet", ("How often should a dog see the vet?", "狗狗多久应该去一次宠物医院？")),
     ("pet", ("What are good names for a new pet?", "给新宠物起什么名字好？")),
     ("work", ("How do I ask my manager for feedback?", "我怎么向领导要反馈？")),
@@ -626,4 +659,101 @@ REPLIES: dict[str, tuple[Pair, ...]] = {
         ),
         ("Compare prices for the same thing in three places.", "同样的东西比较三个地方的价格。"),
     ),
+}
+
+# Sentences of a reply that repeat the request's words (never a value a question asks for:
+# the fields here are only ones that questions name, not ones they ask).
+ECHOES: dict[str, tuple[Pair, ...]] = {
+    "animal": (
+        (
+            "A {animal} that scratches a lot should be checked for mites and dry skin.",
+            "{animal}经常挠的话，要检查有没有螨虫或皮肤干燥。",
+        ),
+        (
+            "Most vets can see a {animal} within a day or two.",
+            "大多数兽医一两天内就能给{animal}看诊。",
+        ),
+        (
+            "Every {animal} has its own temperament, so watch how yours reacts.",
+            "每只{animal}脾气都不同，看看你家的反应。",
+        ),
+    ),
+    "gathering": (
+        (
+            "For a {gathering}, plan one main dish per eight guests.",
+            "办{gathering}，每八位客人准备一道主菜。",
+        ),
+        (
+            "Guests at a {gathering} usually eat more than you expect early on.",
+            "{gathering}上客人一开始往往吃得比你想的多。",
+        ),
+        (
+            "Send a reminder to the guests two days before the {gathering}.",
+            "{gathering}前两天给客人发个提醒。",
+        ),
+    ),
+    "event": (
+        (
+            "After a {event}, give yourself a quiet day before anything demanding.",
+            "参加完{event}后，先安静休息一天再做别的。",
+        ),
+        (
+            "A {event} is a great way to meet people with the same interest.",
+            "{event}是认识同好的好机会。",
+        ),
+        (
+            "People who enjoy a {event} often like workshops and festivals too.",
+            "喜欢{event}的人往往也喜欢工作坊和节庆活动。",
+        ),
+    ),
+    "business": (
+        ("A {business} lives on word of mouth in its first year.", "{business}第一年主要靠口碑。"),
+        (
+            "The name of a {business} should fit on a small sign.",
+            "{business}的名字要能写在一块小招牌上。",
+        ),
+    ),
+    "city": (
+        (
+            "{city} is easy to explore on foot if you stay central.",
+            "住在市中心的话，{city}步行就很好逛。",
+        ),
+        (
+            "Many visitors to {city} underestimate how busy weekends are.",
+            "很多去{city}的游客低估了周末的人流。",
+        ),
+        (
+            "In {city}, the areas near the river are the liveliest in the evening.",
+            "在{city}，靠河的区域晚上最热闹。",
+        ),
+    ),
+    "sib": (
+        ("{sib} will appreciate that you thought about it.", "{sib}会感受到你的用心。"),
+        ("Ask {sib} what they would enjoy most.", "问问{sib}最喜欢什么。"),
+    ),
+    "book": (
+        ("Readers of {book} often argue about its ending.", "读过{book}的人常常争论它的结局。"),
+        (
+            "{book} works well for discussion because its characters disagree.",
+            "{book}适合讨论，因为角色之间观点不同。",
+        ),
+    ),
+    "sport": (
+        (
+            "{sport} is easier to learn with a coach in the first weeks.",
+            "{sport}前几周跟着教练学会容易很多。",
+        ),
+        (
+            "Beginners in {sport} progress fastest with short, regular sessions.",
+            "{sport}新手短而规律地练习进步最快。",
+        ),
+    ),
+    "job": (("A {job} needs good habits to avoid burning out.", "{job}需要好习惯来避免倦怠。"),),
+    "allergen": (
+        (
+            "People allergic to {allergen} should check every label.",
+            "对{allergen}过敏的人要检查每个标签。",
+        ),
+    ),
+    "genre": (("{genre} has a long history and many sub-styles.", "{genre}历史悠久，分支很多。"),),
 }
