@@ -87,7 +87,7 @@ def test_updates_keep_the_old_value_in_the_history() -> None:
         history = " ".join(t.text for t in conv.turns)
         by_dia = {t.dia_id: t for t in conv.turns}
         now = {q.question: q for q in conv.questions if q.category == 3}
-        job = now["Which company do I work for now?"]
+        job = next(q for q in now.values() if "work for now" in q.question)
         switch = by_dia[job.evidence[-1]].text
         old = re.search(r"I left (.+?) and joined", switch)
         assert old and old.group(1) != job.answer and old.group(1) in history
@@ -99,6 +99,12 @@ def test_updates_keep_the_old_value_in_the_history() -> None:
 def test_questions_are_the_users_and_distractors_share_the_values() -> None:
     (conv,) = generate_assistant("en", 1)
     assert all(re.search(r"\b(I|my|me|you)\b", q.question) for q in conv.questions)
+    # every other conversation asks some questions about the user as requests
+    _, polite = generate_assistant("en", 2)
+    assert any(q.question.startswith(("Can you", "Could you", "Do you")) for q in polite.questions)
+    assert [q.answer for q in polite.questions] == [
+        q.answer for q in generate_assistant("en", 2)[1].questions
+    ]
     users = [t.text for t in conv.turns if t.speaker == USER]
     # requests about other people carry the same kinds of values as the planted facts
     assert any(

@@ -85,6 +85,7 @@ class _Chat:
     questions: list[tuple[str, str, int, tuple[str, ...]]] = field(default_factory=list)
     used: dict[str, set[str]] = field(default_factory=dict)
     keys: int = 0
+    polite: bool = False  # ask some questions about the user as requests ("Can you remind me")
 
     def pick(self, pool: str) -> str:
         taken = self.used.setdefault(pool, set())
@@ -112,6 +113,8 @@ class _Chat:
         return k
 
     def ask(self, name: str, answer: str, category: int, keys: tuple[str, ...], **f: str) -> None:
+        if self.polite and f"{name}_polite" in REQUESTS:
+            name = f"{name}_polite"
         self.questions.append((self.say(name, **f), answer, category, keys))
 
     def sessions(self, k: int, lo: int = 0, hi: int | None = None) -> list[int]:
@@ -143,7 +146,7 @@ def _preferences(c: _Chat) -> None:
         ("allergy", "allergen", "health"),
     ):
         value = c.pick(pool)
-        k = c.plant(c.sessions(1)[0], topic, name, **{pool: value})
+        k = c.plant(c.sessions(1)[0], topic, name, (), **{pool: value})
         c.ask(f"{name}_q", value, 6, (k,))
 
 
@@ -317,7 +320,7 @@ def _chat(lang: str, index: int, seed: int) -> Conversation:
     for _ in range(rng.randint(24, 32) - 1):
         nxt = starts[-1] + timedelta(days=rng.randint(3, 20))
         starts.append(nxt.replace(hour=rng.randint(8, 21), minute=rng.choice((0, 15, 30, 45))))
-    c = _Chat(li, rng, starts)
+    c = _Chat(li, rng, starts, polite=index % 2 == 1)
     for plant in (_facts, _preferences, _updates, _temporal, _multi_session, _assistant_said):
         plant(c)
     long_sessions = set(rng.sample(range(len(starts)), 3))

@@ -77,6 +77,24 @@ REQUESTS: dict[str, Pair] = {
         "能推荐一下怎么找靠谱的宠物医院吗？我家{animal}{pet}{age}岁了，一直在挠耳朵。",
     ),
     "pet_q": ("What is my {animal}'s name?", "我家{animal}叫什么名字？"),
+    # Every other conversation asks some questions about the user as a request to the
+    # assistant ("Can you remind me ...", "你还记得 ... 吗"): a "you" that asks about the user.
+    "pet_q_polite": (
+        "Can you remind me what my {animal} is called?",
+        "你还记得我家{animal}叫什么名字吗？",
+    ),
+    "home_q_polite": (
+        "Could you remind me which city I live in now?",
+        "你能提醒我一下我现在住在哪个城市吗？",
+    ),
+    "diet_q_polite": (
+        "Do you remember what diet I follow?",
+        "你还记得我的饮食习惯是什么吗？",
+    ),
+    "job_q_now_polite": (
+        "Can you tell me which company I work for now?",
+        "你能告诉我我现在在哪家公司上班吗？",
+    ),
     "count": (
         "I'm hosting a {gathering} for {n} guests next month. Could you suggest a simple menu "
         "and a shopping list?",
