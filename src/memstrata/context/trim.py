@@ -27,14 +27,16 @@ ELLIPSIS = "…"
 def trim_turn(
     text: str,
     terms: Collection[str],
-    tokenize: Callable[[str], list[str]],
+    terms_of: Callable[[str], Collection[str]],
 ) -> str:
-    """``text`` cut to its sentences sharing one of ``terms`` (the question's lexical terms),
-    "…" marking each gap; ``text`` itself when no sentence shares one (or all do)."""
+    """``text`` cut to its sentences sharing one of ``terms`` (the question's lexical terms;
+    ``terms_of`` gives a sentence's), "…" marking each gap; ``text`` itself when no sentence
+    shares one (or all do)."""
     if not terms:
         return text
+    wanted = set(terms)
     sentences = [s for s in _SENTENCE.findall(text) if s.strip()]
-    keep = [bool(set(tokenize(s)) & set(terms)) for s in sentences]
+    keep = [not wanted.isdisjoint(terms_of(s)) for s in sentences]
     if not any(keep) or all(keep):
         return text
     sep = "" if _CJK.search(text) else " "

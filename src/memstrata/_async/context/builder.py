@@ -86,21 +86,27 @@ def _speaker_text(rec: MemoryRecord, text: str | None = None) -> str:
     return f"{name}: {body}"
 
 
-def _trimmed(req: ContextRequest, text: str) -> str:
+def _trimmed(req: ContextRequest, text: str, memo: dict[str, str]) -> str:
     """An assistant turn's words as shown: a long one cut to the sentences sharing the
     question's terms (``ContextConfig.trim_turns_over``; context/trim.py). The lazy packing
-    applies it to every candidate turn (their roles are not read yet): a lower bound."""
+    applies it to every candidate turn (their roles are not read yet): a lower bound.
+    ``memo`` (one per build) keeps each text's cut, which both packings ask for."""
     over = req.config.trim_turns_over
     if not over or not req.query or estimate_tokens(text) <= over:
         return text
     if addresses_assistant(req.query):
         return text  # what the assistant said is asked: its replies stay whole
-    return trim_turn(text, _query_terms(req.query), tokenize)
+    cut = memo.get(text)
+    if cut is None:
+        cut = memo[text] = trim_turn(text, _terms(req.query), _terms)
+    return cut
 
 
-@lru_cache(maxsize=64)
-def _query_terms(query: str) -> frozenset[str]:
-    return frozenset(tokenize(query))
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> frozenset[str]:
+    """Lexical terms of a question or of a sentence of a long turn (the same turns come back
+    as candidates build after build)."""
+    return frozenset(tokenize(text))
 
 
 def _is_assistant(rec: MemoryRecord) -> bool:
@@ -204,7 +210,7 @@ def _items(
             )
             if text is None:
                 long_reply = block == "relevant" and _is_message(rec) and _is_assistant(rec)
-                body = _trimmed(req, rec.text) if long_reply else None
+                body = _trimmed(req, rec.text, got.setdefault("cuts", {})) if long_reply else None
                 text = _speaker_text(rec, body)
                 if cfg.resolve_dates and _is_message(rec):
                     text = annotate_relative_dates(text, rec.observed_at)
@@ -375,13 +381,14 @@ async def _pack_lazily(
         # Digests made of candidate turns repeat them (_items): every candidate counts.
         got["unseen_turns"] = {f.id for f, kind, _ in rest if kind == "message"}
         floor = ranked.hits[-1].score
+        cuts: dict[str, str] = got.setdefault("cuts", {})
         items = _items(req, got, window_ids, {})
         room = pack([it for it in items if it.priority > 0 or it.score >= floor]).memory_room
         await ranked.take(
             [
                 f
                 for f, kind, text in rest
-                if count(_trimmed(req, text) if kind == "message" else text) + 1 <= room
+                if count(_trimmed(req, text, cuts) if kind == "message" else text) + 1 <= room
             ]
         )
     if ranked is not None and not ranked.done:
