@@ -176,37 +176,77 @@ def convo(
         Path | None,
         typer.Option(help="Keep the ingested stores here and reuse them (as for locomo)."),
     ] = None,
+    style: Annotated[
+        str,
+        typer.Option(
+            help='"chat": two people chatting; "assistant": a user asking an AI assistant '
+            "(facts said inside requests, long replies, what the assistant recommended; "
+            "turns stored with their roles)."
+        ),
+    ] = "chat",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summaries.")] = False,
 ) -> None:
     """A generated multi-session set (EN/ZH): facts, updates, dates, distractors, multi-hop."""
+    import tempfile
+    from dataclasses import asdict
+
+    from .convo.assistant import CATEGORY_NAMES as ASSISTANT_CATEGORIES
+    from .convo.assistant import generate_assistant
     from .convo.generate import CATEGORY_NAMES, generate
+    from .convo.roles import ingest_with_roles
     from .locomo.runner import LocomoConfig, run_locomo
     from .report import locomo_markdown, write_json
 
+    if style not in ("chat", "assistant"):
+        _err.print(f"[red]error:[/red] --style must be chat or assistant, not {style!r}")
+        raise typer.Exit(2)
     langs = [x.strip() for x in lang.split(",") if x.strip()]
+    make, categories, prefix = (
+        (generate, CATEGORY_NAMES, "convo")
+        if style == "chat"
+        else (generate_assistant, ASSISTANT_CATEGORIES, "convo-assistant")
+    )
     try:
-        sets = {x: generate(x, conversations, seed) for x in langs}
+        sets = {x: make(x, conversations, seed) for x in langs}
     except ValueError as exc:
         _err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     results = {}
-    for name, convs in sets.items():
-        cfg = LocomoConfig(
-            embedder=embedder,
-            mem0=False,
-            data_path=f"generated: seed {seed}, {conversations} conversations, {name}",
-            conversations=[c.sample_id for c in convs],
-            store_dir=str(store_dir / name) if store_dir else None,
-            benchmark=f"convo-{name}",
-            categories=dict(CATEGORY_NAMES),
-        )
-        with _progress(sum(len(c.questions) for c in convs), as_json) as tick:
-            res = run_locomo(convs, cfg, tick)
-        write_json(res, out / f"convo-{name}.json")
-        (out / f"convo-{name}.md").write_text(locomo_markdown(res), encoding="utf-8")
-        results[name] = res
-        if not as_json:
-            typer.echo(locomo_markdown(res))
+    with tempfile.TemporaryDirectory(prefix="memstrata-convo-") as tmp:
+        for name, convs in sets.items():
+            kept = store_dir / name if store_dir else None
+            if style == "assistant":
+                # Stored with their roles (convo/roles.py), then measured from the kept stores.
+                kept = (store_dir or Path(tmp)) / f"assistant-{name}"
+            cfg = LocomoConfig(
+                embedder=embedder,
+                mem0=False,
+                data_path=f"generated ({style}): seed {seed}, {conversations} conversations, "
+                f"{name}",
+                conversations=[c.sample_id for c in convs],
+                store_dir=str(kept) if kept else None,
+                benchmark=f"{prefix}-{name}",
+                categories=dict(categories),
+                speaker_in_content=style == "chat",
+            )
+            with _progress(sum(len(c.questions) for c in convs), as_json) as tick:
+                ingested = (
+                    ingest_with_roles(convs, kept, embedder, tick)
+                    if style == "assistant" and kept
+                    else None
+                )
+                res = run_locomo(convs, cfg, tick)
+            if ingested is not None and ingested.messages:
+                res["ingest"] = asdict(ingested) | {
+                    "messages_per_s": ingested.messages / ingested.seconds
+                    if ingested.seconds
+                    else None
+                }
+            write_json(res, out / f"{prefix}-{name}.json")
+            (out / f"{prefix}-{name}.md").write_text(locomo_markdown(res), encoding="utf-8")
+            results[name] = res
+            if not as_json:
+                typer.echo(locomo_markdown(res))
     if as_json:
         typer.echo(json.dumps(results, indent=2, ensure_ascii=False, default=str))
 

@@ -12,6 +12,7 @@ in the recent window, and capped.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, Protocol
 
 from memstrata.context.assemble import AssembledContext, ContextItem, HistoryTurn, assemble
@@ -20,12 +21,15 @@ from memstrata.context.ctx_request import ContextRequest
 from memstrata.context.dates import format_date
 from memstrata.context.question_turns import question_share
 from memstrata.context.relative import annotate_relative_dates
+from memstrata.context.roles import addresses_assistant
 from memstrata.context.temporal import Period, resolve_period
+from memstrata.context.trim import trim_turn
 from memstrata.records import MemoryRecord
 from memstrata.scope import Scope
 from memstrata.search.hit import SearchHit, layer_of
 from memstrata.search.hybrid import RankedHits
 from memstrata.search.search_tasks import CONTEXT_POOL, Pending, join, spawn
+from memstrata.search.tokenize import tokenize
 from memstrata.store.base import Vector
 from memstrata.tokens import estimate_tokens
 
@@ -70,12 +74,41 @@ class ContextSources(Protocol):
     def neighbours(self, scope: Scope, record: MemoryRecord, after: bool) -> list[MemoryRecord]: ...
 
 
-def _speaker_text(rec: MemoryRecord) -> str:
+def _speaker_text(rec: MemoryRecord, text: str | None = None) -> str:
+    """``text`` (the record's own by default) after its speaker's name."""
+    body = rec.text if text is None else text
     speaker = rec.metadata.get("speaker") if isinstance(rec.metadata, dict) else None
     name = speaker or (rec.role.value if rec.role else None)
     if not name or rec.type.value != "message" or rec.text.startswith(f"{name}:"):
-        return rec.text
-    return f"{name}: {rec.text}"
+        return body
+    return f"{name}: {body}"
+
+
+def _trimmed(req: ContextRequest, text: str, memo: dict[str, str]) -> str:
+    """An assistant turn's words as shown: a long one cut to the sentences sharing the
+    question's terms (``ContextConfig.trim_turns_over``; context/trim.py). The lazy packing
+    applies it to every candidate turn (their roles are not read yet): a lower bound.
+    ``memo`` (one per build) keeps each text's cut, which both packings ask for."""
+    over = req.config.trim_turns_over
+    if not over or not req.query or estimate_tokens(text) <= over:
+        return text
+    if addresses_assistant(req.query):
+        return text  # what the assistant said is asked: its replies stay whole
+    cut = memo.get(text)
+    if cut is None:
+        cut = memo[text] = trim_turn(text, _terms(req.query), _terms)
+    return cut
+
+
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> frozenset[str]:
+    """Lexical terms of a question or of a sentence of a long turn (the same turns come back
+    as candidates build after build)."""
+    return frozenset(tokenize(text))
+
+
+def _is_assistant(rec: MemoryRecord) -> bool:
+    return rec.role is not None and rec.role.value == "assistant"
 
 
 def _is_message(rec: MemoryRecord) -> bool:
@@ -114,6 +147,13 @@ def _scored_hits(
         out = {
             rid: (rec, score - cfg.question_penalty * question_share(rec.text), layer)
             if _is_message(rec)
+            else (rec, score, layer)
+            for rid, (rec, score, layer) in out.items()
+        }
+    if cfg.assistant_penalty and not addresses_assistant(req.query or ""):
+        out = {
+            rid: (rec, score - cfg.assistant_penalty, layer)
+            if _is_message(rec) and _is_assistant(rec)
             else (rec, score, layer)
             for rid, (rec, score, layer) in out.items()
         }
@@ -167,7 +207,9 @@ def _items(
                 else None
             )
             if text is None:
-                text = _speaker_text(rec)
+                long_reply = block == "relevant" and _is_message(rec) and _is_assistant(rec)
+                body = _trimmed(req, rec.text, got.setdefault("cuts", {})) if long_reply else None
+                text = _speaker_text(rec, body)
                 if cfg.resolve_dates and _is_message(rec):
                     text = annotate_relative_dates(text, rec.observed_at)
             shown = lines[key] = (text, group)
@@ -337,9 +379,16 @@ def _pack_lazily(
         # Digests made of candidate turns repeat them (_items): every candidate counts.
         got["unseen_turns"] = {f.id for f, kind, _ in rest if kind == "message"}
         floor = ranked.hits[-1].score
+        cuts: dict[str, str] = got.setdefault("cuts", {})
         items = _items(req, got, window_ids, {})
         room = pack([it for it in items if it.priority > 0 or it.score >= floor]).memory_room
-        ranked.take([f for f, _, text in rest if count(text) + 1 <= room])
+        ranked.take(
+            [
+                f
+                for f, kind, text in rest
+                if count(_trimmed(req, text, cuts) if kind == "message" else text) + 1 <= room
+            ]
+        )
     if ranked is not None and not ranked.done:
         ranked.more(ranked.top_k)
     if ranked is not None:

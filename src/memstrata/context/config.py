@@ -2,9 +2,11 @@
 
 Every lever here was measured on LoCoMo and on the synthetic conversational set
 (``memstrata bench locomo`` / ``bench convo``, English and Chinese). ``resolve_dates``,
-``compact_dates``, ``digest_share``, ``tokens_per_candidate`` and ``question_penalty`` helped
-or tied on all of them (README, "Benchmarks"), so they are on by default; the others did not
-help on every set and are opt-in:
+``compact_dates``, ``digest_share``, ``tokens_per_candidate``, ``question_penalty``,
+``assistant_penalty`` and ``trim_turns_over`` helped or tied on all of them (README,
+"Benchmarks"; the last two were measured on the user-assistant style of the synthetic set
+and change nothing where every turn is stored as the user's), so they are on by default;
+the others did not help on every set and are opt-in:
 ``Memory.context_config = ContextConfig(neighbour_hits=10, ...)``.
 """
 
@@ -73,6 +75,17 @@ class ContextConfig:
     # question-shaped turns rank high for a question and rarely hold its answer. Helped or
     # tied on LoCoMo and both synthetic sets (README, "Issue 13, ninth session").
     question_penalty: float = 0.3
+    # An assistant's turn (Role.ASSISTANT) scores this much lower unless the question speaks
+    # to the assistant ("you", 你): what the user is asked about, the user said
+    # (context/roles.py). Turns stored as the user's are never affected. With trim_turns_over
+    # it took the user-assistant synthetic set from 82.0 / 86.8 / 87.7 to 94.7 / 99.1 / 100
+    # (English) and 80.1 / 78.9 / 82.7 to 99.1 / 100 / 100 (Chinese) at 1k / 2k / 4k tokens
+    # (README, "Issue 13, tenth session").
+    assistant_penalty: float = 0.5
+    # An assistant's turn longer than this many tokens is shown as its sentences sharing a
+    # word with the question, "…" for the rest, unless the question speaks to the assistant
+    # (context/trim.py); 0 = turns are shown whole. The user's turns are never cut.
+    trim_turns_over: int = 80
 
     def __post_init__(self) -> None:
         if self.facts not in ("search", "similar", "off"):
@@ -85,6 +98,7 @@ class ContextConfig:
             "session_boost",
             "temporal_boost",
             "question_penalty",
+            "assistant_penalty",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 10.0:
@@ -103,6 +117,11 @@ class ContextConfig:
             raise ValidationError(
                 f"ContextConfig.tokens_per_candidate must be in [1, 1000], got "
                 f"{self.tokens_per_candidate!r}"
+            )
+        if not 0 <= self.trim_turns_over <= 100_000:
+            raise ValidationError(
+                f"ContextConfig.trim_turns_over must be in [0, 100000], got "
+                f"{self.trim_turns_over!r}"
             )
         if not 0.0 <= self.digest_share <= 1.0:
             raise ValidationError(
@@ -126,4 +145,6 @@ class ContextConfig:
             clusters=0,
             clusters_in_search=True,
             question_penalty=0.0,
+            assistant_penalty=0.0,
+            trim_turns_over=0,
         )
