@@ -831,6 +831,9 @@ class Memory:
         """Destroy for real. With ids: those records. Without: everything of the user
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
         self._owner(scope)
+        from memstrata.context.builder import forget_texts
+
+        forget_texts()  # sentences of the purged records may be among them
         if record_ids is None:
             self._embedder.forget()
             return self._store.purge_user(scope.tenant, scope.user)

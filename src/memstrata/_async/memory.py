@@ -895,6 +895,9 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Destroy for real. With ids: those records. Without: everything of the user
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
         self._owner(scope)
+        from memstrata._async.context.builder import forget_texts
+
+        forget_texts()  # sentences of the purged records may be among them
         if record_ids is None:
             self._embedder.forget()
             return await self._store.purge_user(scope.tenant, scope.user)

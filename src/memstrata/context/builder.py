@@ -103,8 +103,15 @@ def _trimmed(req: ContextRequest, text: str, memo: dict[str, str]) -> str:
 @lru_cache(maxsize=4096)
 def _terms(text: str) -> frozenset[str]:
     """Lexical terms of a question or of a sentence of a long turn (the same turns come back
-    as candidates build after build)."""
+    as candidates build after build). It holds users' sentences: a purge empties it
+    (:func:`forget_texts`)."""
     return frozenset(tokenize(text))
+
+
+def forget_texts() -> None:
+    """Drop the sentences this process keeps between builds (``Memory.purge`` calls it, as
+    it empties the embedder's in-process cache)."""
+    _terms.cache_clear()
 
 
 def _is_assistant(rec: MemoryRecord) -> bool:
