@@ -110,7 +110,17 @@ def locomo_markdown(res: dict[str, Any]) -> str:
     lines += _table(["method", "k"] + [f"{c} {names[c]}" for c in cats] + ["all"], rows)
 
     budgets = cfg["budgets"]
-    lines += ["", "## Answer recall in context (%), categories 1–4", ""]
+    # The categories with answers (LoCoMo's 5, adversarial, has none).
+    answered = [
+        c
+        for c in cats
+        if any(
+            c in cell
+            for m in BUDGETED
+            for cell in methods.get(m, {}).get("answer_recall", {}).values()
+        )
+    ]
+    lines += ["", f"## Answer recall in context (%), categories {', '.join(answered)}", ""]
     rows = []
     for m in BUDGETED:
         data = methods.get(m, {})
@@ -144,7 +154,7 @@ def locomo_markdown(res: dict[str, Any]) -> str:
     if rows:
         lines += [
             "",
-            "### Evidence turns shown in the context (%), categories 1–4",
+            f"### Evidence turns shown in the context (%), categories {', '.join(answered)}",
             "",
             "Share of each question's evidence turns that the context shows as turns (a "
             "summary retelling one does not count); a distractor holding the answer's words "
@@ -153,16 +163,6 @@ def locomo_markdown(res: dict[str, Any]) -> str:
         ]
         lines += _table(["method"] + [f"{b} tok" for b in budgets], rows)
     lines += ["", "### Per category at each budget (%)", ""]
-    # The categories with answers (LoCoMo's 5, adversarial, has none).
-    answered = [
-        c
-        for c in cats
-        if any(
-            c in cell
-            for m in BUDGETED
-            for cell in methods.get(m, {}).get("answer_recall", {}).values()
-        )
-    ]
     rows = []
     for m in BUDGETED:
         ar = methods.get(m, {}).get("answer_recall", {})
