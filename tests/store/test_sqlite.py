@@ -184,3 +184,44 @@ def test_the_vector_cache_drops_the_least_recently_searched_users(
     top = store.vector_search(Scope("t1", "big"), big[7].vector, 1, Filters())  # type: ignore[arg-type]
     assert top[0].id == big[7].record.id and store._vectors.rows_held == 40
     store.close()
+
+
+_READ_WHILE_CLOSING = """
+import sys, threading, time
+from memstrata.store.sqlite import SQLiteStore
+
+store = SQLiteStore(sys.argv[1])
+started, out = threading.Event(), {}
+
+def read():
+    with store._read() as c:  # a read under way on another thread, as a search's lexical leg
+        started.set()
+        out["n"] = c.execute(
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 2000000) "
+            "SELECT count(*) FROM r"
+        ).fetchone()[0]
+
+t = threading.Thread(target=read)
+t.start()
+started.wait()
+time.sleep(0.05)
+store.close()  # the caller closes the memory meanwhile
+t.join()
+print(out["n"])
+"""
+
+
+def test_close_waits_for_a_read_under_way_on_another_thread(tmp_path: Path) -> None:
+    """Closing a connection a thread is reading from crashed the process (SIGSEGV, seen in
+    CI when a search failed on its embedding while its lexical read still ran)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_WHILE_CLOSING, str(tmp_path / "c.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "2000000"

@@ -210,17 +210,22 @@ class SQLiteStore:
     def close(self) -> None:
         if self._flusher is not None:
             self._flusher.shutdown(wait=True)
-        with self._lock:
-            try:
+        try:
+            with self._lock:
                 if self._touches or self._counts or self._cache:
                     self.flush_counters()
-            finally:
-                self._vectors.clear()
-                with self._readers_lock:
-                    self._closed = True
-                    for reader in self._readers:
-                        reader.close()
-                    self._readers.clear()
+        finally:
+            self._vectors.clear()
+            # Reads under way on other threads end first: closing a connection while a
+            # thread reads from it crashes the process (a search whose embedding failed
+            # left its lexical read running while the caller closed the memory).
+            # Not holding the write lock meanwhile, so a reader never waits on us.
+            with self._gate.exclusive(), self._readers_lock:
+                self._closed = True
+                for reader in self._readers:
+                    reader.close()
+                self._readers.clear()
+            with self._lock:
                 self._conn.close()
 
     # --- transactions --------------------------------------------------------------------
