@@ -12,10 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..codec import record_to_dict
-from ..context.assemble import AssembledContext, ContextItem
 from ..jobs import Job
 from ..records import MemoryRecord
-from ..search.hit import SearchHit
 from .inspect import LayerItem, LayersView
 
 MAX_TEXT = 100_000
@@ -252,16 +250,6 @@ class HitOut(BaseModel):
     explanation: dict[str, float | int | None] | None
     record: RecordOut
 
-    @classmethod
-    def of(cls, hit: SearchHit) -> HitOut:
-        return cls(
-            score=hit.score,
-            layer=hit.layer,
-            source_ids=list(hit.source_ids),
-            explanation=dict(hit.explanation) if hit.explanation is not None else None,
-            record=RecordOut.of(hit.record),
-        )
-
 
 class SearchOut(BaseModel):
     hits: list[HitOut]
@@ -276,19 +264,6 @@ class ContextItemOut(BaseModel):
     text: str
     tokens: int
     observed_at: str | None
-
-    @classmethod
-    def of(cls, it: ContextItem) -> ContextItemOut:
-        return cls(
-            block=it.block,
-            layer=it.layer,
-            score=it.score,
-            record_id=it.record_id,
-            source_ids=list(it.source_ids),
-            text=it.text,
-            tokens=it.tokens,
-            observed_at=it.observed_at.isoformat() if it.observed_at else None,
-        )
 
 
 class TurnOut(BaseModel):
@@ -319,29 +294,6 @@ class ContextOut(BaseModel):
     history: list[TurnOut]
     tokens: int
     plan: PlanOut
-
-    @classmethod
-    def of(cls, built: AssembledContext) -> ContextOut:
-        p = built.plan
-        return cls(
-            messages=[ChatMessage(role=m["role"], content=m["content"]) for m in built.messages],
-            items=[ContextItemOut.of(i) for i in built.items],
-            dropped=[ContextItemOut.of(i) for i in built.dropped],
-            history=[
-                TurnOut(role=h.role, content=h.content, record_id=h.record_id)
-                for h in built.history
-            ],
-            tokens=built.tokens,
-            plan=PlanOut(
-                total=p.total,
-                usable=p.usable,
-                system=p.system,
-                memory=p.memory,
-                history=p.history,
-                reserve=p.reserve,
-                complexity=p.complexity,
-            ),
-        )
 
 
 class PurgeOut(BaseModel):
