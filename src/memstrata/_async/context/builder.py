@@ -120,6 +120,16 @@ def _is_assistant(rec: MemoryRecord) -> bool:
     return rec.role is not None and rec.role.value == "assistant"
 
 
+def _penalised(rec: MemoryRecord, score: float, question: float, assistant: float) -> float:
+    """A turn's ``score`` less ``question`` × its share that only asks, then less
+    ``assistant`` when an assistant said it."""
+    if question:
+        score -= question * question_share(rec.text)
+    if assistant and _is_assistant(rec):
+        score -= assistant
+    return score
+
+
 def _is_message(rec: MemoryRecord) -> bool:
     return rec.type.value == "message"
 
@@ -152,17 +162,13 @@ def _scored_hits(
     for rid, (rec, score) in extra.items():
         if rid not in out:
             out[rid] = (rec, score, layer_of(rec.type))
-    if cfg.question_penalty:
+    to_assistant = cfg.assistant_penalty
+    if to_assistant and addresses_assistant(req.query or ""):
+        to_assistant = 0.0  # the question asks what the assistant said
+    if cfg.question_penalty or to_assistant:
         out = {
-            rid: (rec, score - cfg.question_penalty * question_share(rec.text), layer)
+            rid: (rec, _penalised(rec, score, cfg.question_penalty, to_assistant), layer)
             if _is_message(rec)
-            else (rec, score, layer)
-            for rid, (rec, score, layer) in out.items()
-        }
-    if cfg.assistant_penalty and not addresses_assistant(req.query or ""):
-        out = {
-            rid: (rec, score - cfg.assistant_penalty, layer)
-            if _is_message(rec) and _is_assistant(rec)
             else (rec, score, layer)
             for rid, (rec, score, layer) in out.items()
         }
