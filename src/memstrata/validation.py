@@ -22,6 +22,7 @@ from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 
 __all__ = [
     "check_text_sink",
+    "check_text_source",
     "MAX_JSON_DEPTH",
     "MAX_TAGS",
     "check_bool",
@@ -375,3 +376,13 @@ def check_text_sink(fp: object, field: str = "fp") -> None:
     writable = getattr(fp, "writable", None)
     if callable(writable) and not writable():
         raise ValidationError(f"{field} is not open for writing: {how}")
+
+
+def check_text_source(fp: object, field: str = "fp") -> None:
+    """A file open for reading, or a list of lines (anything iterable but a string), checked
+    before anything is read: a path given as a string would be read as its characters."""
+    if isinstance(fp, str | bytes) or not hasattr(fp, "__iter__"):
+        raise ValidationError(
+            f"{field} must be a file open for reading (open(path, encoding='utf-8')) or a list "
+            f"of lines, got {type(fp).__name__}; nothing was imported"
+        )

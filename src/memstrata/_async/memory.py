@@ -58,6 +58,7 @@ from memstrata.validation import (
     check_sequence,
     check_tags,
     check_text_sink,
+    check_text_source,
     check_time,
     check_unit,
 )
@@ -1231,11 +1232,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
         if into is not None:
             check_scope(into)
-        if isinstance(fp, str | bytes) or not hasattr(fp, "__iter__"):
-            raise ValidationError(
-                f"fp must be a file open for reading (open(path, encoding='utf-8')) or a list "
-                f"of lines, got {type(fp).__name__}; nothing was imported"
-            )
+        check_text_source(fp)
         parsed = read_jsonl(
             fp,
             into=into,
