@@ -141,8 +141,12 @@ def test_cli_assistant_style_stores_roles_and_reports(tmp_path: Path) -> None:
     )
     try:
         for turn in conv.turns[:2]:  # a request and its reply, stored as an agent would
-            hits = mem.search(Scope("locomo", conv.sample_id), turn.text, top_k=5)
-            (rec,) = [h.record for h in hits if h.record.metadata.get("dia_id") == turn.dia_id]
+            # Read by dia_id, not found by a search: a request is repeated word for word in
+            # later sessions, and top_k=5 of six equal scores broke the tie by random id.
+            found = mem.list(
+                Scope("locomo", conv.sample_id), filters={"metadata": {"dia_id": turn.dia_id}}
+            )
+            (rec,) = [r for r in found if r.metadata.get("dia_id") == turn.dia_id]
             assert rec.role is not None and rec.role.value == turn.speaker
             assert rec.text == turn.text  # no "user: " written into the text
     finally:
