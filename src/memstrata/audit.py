@@ -148,8 +148,9 @@ class AuditLog:
             self._backend.append_audit(events)
 
     def query(self, tenant: str, **filters: Any) -> list[AuditEvent]:
-        """Events of ``tenant``, oldest first; filters: user, action, actor, record_id,
-        since, until, limit, offset."""
+        """Events of ``tenant``, oldest first (by time, then by append); filters: user,
+        action, actor, record_id, since, until, limit, and offset or after (an event id:
+        the events after it, so pages stay right while events are appended or redacted)."""
         try:
             q = AuditQuery(**filters)
         except TypeError as exc:
@@ -157,10 +158,16 @@ class AuditLog:
         return self._backend.query_audit(_text(tenant, "tenant"), q)
 
     def iter_all(self, tenant: str, **filters: Any) -> Iterator[AuditEvent]:
-        offset = 0
-        while batch := self.query(tenant, **filters, limit=1000, offset=offset):
+        """Every event matching ``filters``, in pages after the last event read (keyset:
+        an event appended meanwhile with an earlier time cannot repeat one, a redaction
+        that takes events out of the filter cannot skip one)."""
+        for name in ("limit", "offset", "after"):
+            if name in filters:
+                raise ValidationError(f"audit iter_all pages by itself: drop {name!r}")
+        after = None
+        while batch := self.query(tenant, **filters, limit=1000, after=after):
             yield from batch
-            offset += len(batch)
+            after = batch[-1].id
 
     def export(self, tenant: str, fp: IO[str], **filters: Any) -> int:
         """Write the tenant's events as JSON Lines; returns how many."""

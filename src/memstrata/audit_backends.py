@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .audit_types import PURGED, AuditEvent, AuditQuery, redacted_event
+from .audit_types import PURGED, AuditEvent, AuditQuery, redacted_event, unknown_event
 from .errors import StoreError
 
 if TYPE_CHECKING:
@@ -37,8 +37,17 @@ class InMemoryAudit:
             self._events.extend(events)
 
     def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]:
-        with self._lock:
-            found = [e for e in self._events if e.tenant == tenant and query.matches(e)]
+        with self._lock:  # the log's order: (at, position), as the tables' (at, seq)
+            mine = sorted(
+                ((e.at, i, e) for i, e in enumerate(self._events) if e.tenant == tenant),
+                key=lambda t: (t[0], t[1]),
+            )
+        if query.after is not None:
+            cursor = next(((at, i) for at, i, e in mine if e.id == query.after), None)
+            if cursor is None:
+                raise unknown_event(tenant, query.after)
+            mine = [t for t in mine if (t[0], t[1]) > cursor]
+        found = [e for _, _, e in mine if query.matches(e)]
         return found[query.offset : query.offset + query.limit]
 
     def redact_subject(self, tenant: str, user: str) -> int:
@@ -112,10 +121,19 @@ class SQLiteAudit:
         if query.until is not None:
             sql += " AND at < ?"
             args.append(query.until.isoformat())
+        if query.after is not None:
+            sql += " AND (at > ? OR (at = ? AND seq > ?))"
         sql += " ORDER BY at, seq LIMIT ? OFFSET ?"
-        args += [query.limit, query.offset]
         with self._store._read() as c:
-            rows = c.execute(sql, args).fetchall()
+            if query.after is not None:
+                cursor = c.execute(
+                    "SELECT at, seq FROM audit_log WHERE tenant = ? AND id = ?",
+                    (tenant, query.after),
+                ).fetchone()
+                if cursor is None:
+                    raise unknown_event(tenant, query.after)
+                args += [cursor[0], cursor[0], cursor[1]]
+            rows = c.execute(sql, [*args, query.limit, query.offset]).fetchall()
         return [_decode(r) for r in rows]
 
     def redact_subject(self, tenant: str, user: str) -> int:

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from .clock import ensure_utc
-from .errors import ValidationError
+from .errors import NotFoundError, ValidationError
 
-__all__ = ["PURGED", "AuditEvent", "AuditQuery", "redacted_event"]
+__all__ = ["PURGED", "AuditEvent", "AuditQuery", "redacted_event", "unknown_event"]
 
 _MAX_LIMIT = 100_000
 
@@ -58,8 +58,20 @@ class AuditQuery:
     until: datetime | None = None
     limit: int = 1000
     offset: int = 0
+    after: str | None = None  # an event id: only events after it in the log's order
 
     def __post_init__(self) -> None:
+        if self.after is not None:
+            if not isinstance(self.after, str) or not self.after:
+                raise ValidationError(
+                    f"audit query after must be an event id (a non-empty string), "
+                    f"got {self.after!r}"
+                )
+            if self.offset:
+                raise ValidationError(
+                    "audit query after and offset cannot be combined: page with after "
+                    "(the last event id of the previous page) alone"
+                )
         for name in ("limit", "offset"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "limit" else 0):
@@ -68,7 +80,7 @@ class AuditQuery:
                     f"{1 if name == 'limit' else 0}, got {v!r}"
                 )
         if self.limit > _MAX_LIMIT:
-            raise ValidationError(f"audit query limit must be <= {_MAX_LIMIT}; page with offset")
+            raise ValidationError(f"audit query limit must be <= {_MAX_LIMIT}; page with after")
         for name in ("since", "until"):
             v = getattr(self, name)
             if v is not None:
@@ -85,6 +97,12 @@ class AuditQuery:
             and (self.since is None or e.at >= self.since)
             and (self.until is None or e.at < self.until)
         )
+
+
+def unknown_event(tenant: str, event_id: str) -> NotFoundError:
+    """What ``AuditQuery.after`` naming no event of the tenant raises (another tenant's id
+    gets the same answer as a missing one)."""
+    return NotFoundError(f"audit event {event_id!r} not found in tenant {tenant!r}")
 
 
 PURGED = "[purged]"

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from memstrata.audit import PURGED, AuditEvent, AuditQuery
+from memstrata.audit_types import unknown_event
 
 __all__ = ["append", "query", "redact_subject"]
 
@@ -67,6 +68,17 @@ async def query(conn: Any, tenant: str, q: AuditQuery) -> list[AuditEvent]:
     if q.until is not None:
         sql += " AND at < %s"
         args.append(q.until.isoformat())
+    if q.after is not None:
+        cursor = await (
+            await conn.execute(
+                "SELECT at, seq FROM audit_log WHERE tenant = %s AND id = %s", (tenant, q.after)
+            )
+        ).fetchone()
+        if cursor is None:
+            raise unknown_event(tenant, q.after)
+        at, seq = tuple(cursor.values()) if isinstance(cursor, Mapping) else tuple(cursor)
+        sql += " AND (at > %s OR (at = %s AND seq > %s))"
+        args += [at, at, seq]
     sql += " ORDER BY at, seq LIMIT %s OFFSET %s"
     args += [q.limit, q.offset]
     return [_decode(r) for r in await (await conn.execute(sql, args)).fetchall()]
