@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -131,7 +132,10 @@ class VectorCache:
         self._users: OrderedDict[tuple[str, str, int], tuple[UserVectors, _Settling]] = (
             OrderedDict()
         )
-        self._locks: dict[tuple[str, str, int], threading.Lock] = {}
+        # a loader's lock lives while someone holds or waits for it: not one per user ever
+        self._locks: weakref.WeakValueDictionary[tuple[str, str, int], threading.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self._lock = threading.Lock()
 
     def clear(self) -> None:

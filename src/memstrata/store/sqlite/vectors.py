@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -251,7 +252,10 @@ class VectorCache:
         self.max_rows = max_rows
         self._users: OrderedDict[tuple[str, str, int], UserVectors] = OrderedDict()
         self._rows = 0  # sum of the held users' rows
-        self._locks: dict[tuple[str, str, int], threading.Lock] = {}
+        # a loader's lock lives while someone holds or waits for it: not one per user ever
+        self._locks: weakref.WeakValueDictionary[tuple[str, str, int], threading.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self._lock = threading.Lock()
         self.rows_loaded = 0  # vector rows read from the database (work counter, for tests)
 

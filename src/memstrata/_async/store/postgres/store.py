@@ -36,6 +36,7 @@ from memstrata._async.store.postgres.vectors import (
 )
 from memstrata.aio.pg_behind import AsyncHeld, AsyncWriteBehind, Statement, background, wait_done
 from memstrata.audit import AuditEvent, AuditQuery
+from memstrata.bounded import RecentDict
 from memstrata.errors import (
     ConflictError,
     MemstrataError,
@@ -90,6 +91,7 @@ _QCOLS = [f'"{c}"' if c == "user" else c for c in COLUMNS]
 _COLS = ", ".join(_QCOLS)
 _ROW = "seq, " + _COLS  # what reads fetch: never lex_tokens (an array psycopg would parse)
 _ORDERED_PAGE = "ORDER BY observed_at, seq LIMIT %s"
+_USERS_HELD = 100_000  # per-user facts a process keeps (vector counts, indexes ensured)
 _COPY_RECORDS = f"COPY records (seq, {_COLS}, lex_tokens, lex_len) FROM STDIN"
 _COPY_VECTORS = (
     'COPY vectors (seq, tenant, "user", model, dims, embedding) FROM STDIN (FORMAT BINARY)'
@@ -175,12 +177,14 @@ class AsyncPostgresStore:
         self._stats_again = False
         self._closing = False
         self._hnsw: set[int] = set()  # dims whose large users' indexes were ensured (dump.py)
-        self._hnsw_users: set[tuple[str, str, int]] = set()  # users known to have an index
+        # users known to have an index (the most recent: a dropped one is ensured again)
+        self._hnsw_users: RecentDict[tuple[str, str, int], None] = RecentDict(_USERS_HELD)
         self._hnsw_lock = asyncio.Lock()
         # Per (tenant, user, dims): the vector count last read and how many this process has
         # written since; counted again once the user may have passed exact_below (at most
         # every 1,000 vectors: other processes write too, and a search builds a missing index).
-        self._counted: dict[tuple[str, str, int], tuple[int, int]] = {}
+        # (Bounded: a user dropped is counted again at their next write.)
+        self._counted: RecentDict[tuple[str, str, int], tuple[int, int]] = RecentDict(_USERS_HELD)
         self._listener: Any = None
         # a search's counter/cache writes: behind it, on a thread (sync store) or as tasks
         # of the loop (async store: memstrata/aio/pg_behind.py)
@@ -488,7 +492,7 @@ class AsyncPostgresStore:
                     (f"hnsw:{self.options.schema}:{dims}:{tenant}\x1f{user}",),
                 )
                 await ensure_hnsw(c, self.options.schema, dims, tenant, user)
-            self._hnsw_users.add(key)
+            self._hnsw_users[key] = None
 
     async def _check_large(self, added: Mapping[tuple[str, str, int], int]) -> None:
         """After vectors were written: a user who now has ``exact_below`` or more (counted
