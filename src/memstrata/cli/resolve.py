@@ -27,10 +27,8 @@ def _matches(mem: Memory, scope: Scope, prefix: str) -> list[MemoryRecord]:
 
     flt = Filters(include_deleted=True, include_superseded=True)
     found: list[MemoryRecord] = []
-    offset = 0
-    while batch := mem.store.list(scope, flt, limit=_PAGE, offset=offset):
+    for batch in mem.store.list_pages(scope, flt, batch_size=_PAGE):  # keyset: none skipped
         found.extend(r for r in batch if r.id.startswith(prefix))
-        offset += len(batch)
     return found
 
 
