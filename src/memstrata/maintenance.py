@@ -90,10 +90,8 @@ _PAGE = 1000
 
 def _all(ctx: LayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
     out: list[MemoryRecord] = []
-    offset = 0
-    while batch := ctx.store.list(scope, flt, limit=_PAGE, offset=offset, newest_first=False):
+    for batch in ctx.store.list_pages(scope, flt, batch_size=_PAGE):  # keyset pages
         out.extend(batch)
-        offset += len(batch)
     return out
 
 

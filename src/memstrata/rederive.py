@@ -66,7 +66,7 @@ def _sources(record: MemoryRecord) -> tuple[str, ...]:
 
 def _records(ctx: LayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
     out: list[MemoryRecord] = []
-    while batch := ctx.store.list(scope, flt, limit=_PAGE, offset=len(out), newest_first=False):
+    for batch in ctx.store.list_pages(scope, flt, batch_size=_PAGE):  # keyset pages
         out.extend(batch)
     return out
 

@@ -30,7 +30,7 @@ from memstrata.layers.summaries_types import Refresh, render_turns
 from memstrata.records import Content, MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
 
-__all__ = ["Refresh", "derived_from", "refresh_stale_summaries", "stale_summaries"]
+__all__ = ["Refresh", "refresh_stale_summaries", "stale_summaries"]
 
 _PAGE = 1000
 
@@ -38,9 +38,8 @@ _PAGE = 1000
 async def _summaries(ctx: AsyncLayerContext, scope: Scope) -> list[MemoryRecord]:
     out: list[MemoryRecord] = []
     flt = Filters(types=frozenset({RecordType.SUMMARY}))
-    while batch := await ctx.store.list(
-        scope, flt, limit=_PAGE, offset=len(out), newest_first=False
-    ):
+    # keyset pages: a write meanwhile cannot hide a summary that cites a purged turn
+    async for batch in ctx.store.list_pages(scope, flt, batch_size=_PAGE):
         out.extend(batch)
     return out
 
@@ -68,9 +67,7 @@ async def _turns(
         session = uscope.with_session(summary.session)
         flt = Filters(types=frozenset({RecordType.MESSAGE}))
         turns: list[MemoryRecord] = []
-        while batch := await ctx.store.list(
-            session, flt, limit=_PAGE, offset=len(turns), newest_first=False
-        ):
+        async for batch in ctx.store.list_pages(session, flt, batch_size=_PAGE):
             turns.extend(batch)
         end = summary.observed_at
         return [t for t in turns if t.id not in gone and t.observed_at <= end]
@@ -176,25 +173,3 @@ async def _apply(
         await ctx.insert([replace(new, version=1, created_at=summary.created_at)])
         return
     await ctx.replace(uscope, new, expected_version=summary.version, reindex=True)
-
-
-async def derived_from(ctx: AsyncLayerContext, scope: Scope, ids: Collection[str]) -> list[str]:
-    """Records other than summaries that cite any of ``ids`` as a source (facts, episodes,
-    clusters, procedures, automatic key entries: they repeat its words); deleted and
-    superseded ones included."""
-    wanted = set(ids)
-    flt = Filters(include_deleted=True, include_superseded=True)
-    out: list[str] = []
-    offset = 0
-    while batch := await ctx.store.list(
-        scope.user_scope, flt, limit=_PAGE, offset=offset, newest_first=False
-    ):
-        offset += len(batch)
-        out.extend(
-            r.id
-            for r in batch
-            if r.type is not RecordType.SUMMARY
-            and r.id not in wanted
-            and wanted.intersection(r.source_ids)
-        )
-    return out

@@ -88,10 +88,8 @@ _PAGE = 1000
 
 async def _all(ctx: AsyncLayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
     out: list[MemoryRecord] = []
-    offset = 0
-    while batch := await ctx.store.list(scope, flt, limit=_PAGE, offset=offset, newest_first=False):
+    async for batch in ctx.store.list_pages(scope, flt, batch_size=_PAGE):  # keyset pages
         out.extend(batch)
-        offset += len(batch)
     return out
 
 

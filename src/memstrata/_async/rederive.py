@@ -64,9 +64,7 @@ def _sources(record: MemoryRecord) -> tuple[str, ...]:
 
 async def _records(ctx: AsyncLayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
     out: list[MemoryRecord] = []
-    while batch := await ctx.store.list(
-        scope, flt, limit=_PAGE, offset=len(out), newest_first=False
-    ):
+    async for batch in ctx.store.list_pages(scope, flt, batch_size=_PAGE):  # keyset pages
         out.extend(batch)
     return out
 

@@ -59,13 +59,8 @@ _PAGE = 1000
 
 def _turns(store: Store, scope: Scope) -> Iterator[MemoryRecord]:
     """Every message record of ``scope`` (deleted included), oldest first."""
-    offset = 0
-    while True:
-        page = store.list(scope, _EVERY_TURN, limit=_PAGE, offset=offset, newest_first=False)
+    for page in store.list_pages(scope, _EVERY_TURN, batch_size=_PAGE):  # keyset pages
         yield from page
-        if len(page) < _PAGE:
-            return
-        offset += len(page)
 
 
 def terms_after_purge(store: Store, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:

@@ -59,14 +59,9 @@ class AsyncShortTermService:
             raise ValidationError("short-term memory is per session: pass a scope with session=")
         filters = Filters(types=frozenset({RecordType.MESSAGE}))
         out: list[MemoryRecord] = []
-        page = 1000
-        while True:
-            batch = await self._ctx.store.list(
-                scope, filters, limit=page, offset=len(out), newest_first=False
-            )
+        async for batch in self._ctx.store.list_pages(scope, filters, batch_size=1000):
             out.extend(batch)
-            if len(batch) < page:
-                return _by_time(out)
+        return _by_time(out)
 
     async def rounds(self, scope: Scope) -> list[list[MemoryRecord]]:
         return group_rounds(await self.messages(scope))

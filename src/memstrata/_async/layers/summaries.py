@@ -119,11 +119,7 @@ class AsyncSummaryService:
             skip = frozenset(last.source_ids)
             filters = replace(filters, observed_after=last.observed_at)
         turns: list[MemoryRecord] = []
-        offset = 0
-        while batch := await self._ctx.store.list(
-            scope, filters, limit=500, offset=offset, newest_first=False
-        ):
-            offset += len(batch)
+        async for batch in self._ctx.store.list_pages(scope, filters, batch_size=500):
             turns.extend(m for m in batch if m.id not in skip)
         rounds = group_rounds(turns)
         if covered and len(rounds) > 1 and rounds[0][0].role is not Role.USER:

@@ -59,15 +59,10 @@ _PAGE = 1000
 
 async def _turns(store: AsyncStore, scope: Scope) -> AsyncIterator[MemoryRecord]:
     """Every message record of ``scope`` (deleted included), oldest first."""
-    offset = 0
-    while True:
-        page = await store.list(scope, _EVERY_TURN, limit=_PAGE, offset=offset, newest_first=False)
+    async for page in store.list_pages(scope, _EVERY_TURN, batch_size=_PAGE):  # keyset pages
         for rec in page:  # async-only
             yield rec  # async-only
         # sync: yield from page
-        if len(page) < _PAGE:
-            return
-        offset += len(page)
 
 
 async def terms_after_purge(

@@ -1,0 +1,61 @@
+"""A purge rebuilds every summary that cites a purged turn, found by walking the user's
+summaries. The walk reads keyset pages: summaries deleted meanwhile (another request, a
+maintenance pass) cannot shift a page past the one that cites the turn, which then kept
+the purged words (the walk read pages of 1,000 by offset)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memstrata import Memory, Message, RecordType, Scope
+from memstrata.filters import Filters
+
+
+def test_a_summary_past_the_first_page_is_rebuilt_when_a_delete_lands_mid_walk(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = Memory(f"sqlite:///{tmp_path}/m.db", embedder="hashing", background=False)
+    scope = Scope("acme", "alice", session="s")
+    try:
+        secret = mem.add_messages(scope, [Message(role="user", content="my code is zebracorn")])[0]
+        fillers = [
+            mem.add(scope, f"summary of chat {i}", type=RecordType.SUMMARY).id for i in range(1_050)
+        ]
+        cites = mem.add(
+            scope,
+            "alice said her code is zebracorn",
+            type=RecordType.SUMMARY,
+            source_ids=[secret.id],
+        ).id
+        store, fired = mem.store, []
+        list_, pages = store.list, store.list_pages
+
+        def delete_once(filters: Filters) -> None:
+            if not fired and filters.types == frozenset({RecordType.SUMMARY}):
+                fired.append(True)
+                for rid in fillers[:200]:  # in the walk's first page
+                    mem.delete(scope, rid)
+
+        def list_then_delete(scope_: Scope, filters: Filters, *a: Any, **k: Any) -> Any:
+            page = list_(scope_, filters, *a, **k)
+            delete_once(filters)
+            return page
+
+        def pages_then_delete(scope_: Scope, filters: Filters, *a: Any, **k: Any) -> Iterator[Any]:
+            for page in pages(scope_, filters, *a, **k):
+                yield page
+                delete_once(filters)
+
+        monkeypatch.setattr(store, "list", list_then_delete)
+        monkeypatch.setattr(store, "list_pages", pages_then_delete)
+        mem.purge(scope, [secret.id])
+        monkeypatch.undo()
+        assert fired
+        everything = Filters(include_deleted=True, include_superseded=True)
+        kept = [r for r in mem.store.list(scope, everything, limit=10_000) if "zebracorn" in r.text]
+        assert kept == [], f"{[r.id for r in kept]} kept the purged words (cites={cites})"
+    finally:
+        mem.close()
