@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["CONTEXT_POOL", "SEARCH_POOL", "Pending", "join", "spawn"]
+__all__ = ["CONTEXT_POOL", "SEARCH_POOL", "Pending", "join", "settle", "spawn"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -52,3 +52,9 @@ def spawn(
 async def join(job: Awaitable[T]) -> T:
     """The result of a :func:`spawn` (its exception re-raised)."""
     return await job
+
+
+async def settle(job: asyncio.Task[T]) -> None:
+    """Wait for a :func:`spawn` to end, without its result or error: a caller that raised
+    lets no read of its own run on after it (a store closed next, a test's teardown)."""
+    await asyncio.wait([job])

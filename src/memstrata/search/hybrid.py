@@ -25,7 +25,7 @@ from memstrata.search.hit import SearchHit, layer_of
 from memstrata.search.lexical import lexical_candidates
 from memstrata.search.mmr import mmr_order
 from memstrata.search.scoring import access_heat, recency
-from memstrata.search.search_tasks import SEARCH_POOL, join, spawn
+from memstrata.search.search_tasks import SEARCH_POOL, join, settle, spawn
 from memstrata.store.base import Candidate, Store
 
 __all__ = ["RankedHits", "search", "search_ranked"]
@@ -70,9 +70,14 @@ def _candidates(
             split_entities=config.split_entities,
         )
     if config.mode in ("hybrid", "dense"):
-        if vector is None:
-            vector = embedder.embed_batch([query], query=True)[0]
-        lists["dense"] = store.vector_search(scope, vector, pool, filters)
+        try:
+            if vector is None:
+                vector = embedder.embed_batch([query], query=True)[0]
+            lists["dense"] = store.vector_search(scope, vector, pool, filters)
+        except BaseException:
+            if lexical is not None:
+                settle(lexical)  # the error is raised with no read left running
+            raise
     if config.mode in ("hybrid", "lexical"):
         lists["lexical"] = join(lexical) if lexical is not None else []
     return lists

@@ -9,10 +9,10 @@ module, so those reads run on the process-wide pools below, as they always have.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import ParamSpec, Protocol, TypeVar
 
-__all__ = ["CONTEXT_POOL", "SEARCH_POOL", "Pending", "join", "spawn"]
+__all__ = ["CONTEXT_POOL", "SEARCH_POOL", "Pending", "join", "settle", "spawn"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -40,3 +40,9 @@ def spawn(
 def join(job: _Result[T]) -> T:
     """The result of a :func:`spawn` (its exception re-raised)."""
     return job.result()
+
+
+def settle(job: Future[T]) -> None:
+    """Wait for a :func:`spawn` to end, without its result or error: a caller that raised
+    lets no read of its own run on after it (a store closed next, a test's teardown)."""
+    wait([job])

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from memstrata._async.embedder.base import AsyncEmbedder
 from memstrata._async.search.lexical import lexical_candidates
 from memstrata._async.store.base import AsyncStore, Candidate
-from memstrata.aio.search_tasks import SEARCH_POOL, join, spawn  # async-only
+from memstrata.aio.search_tasks import SEARCH_POOL, join, settle, spawn  # async-only
 from memstrata.filters import Filters
 from memstrata.records import MemoryRecord
 from memstrata.scope import Scope
@@ -26,7 +26,7 @@ from memstrata.search.hit import SearchHit, layer_of
 from memstrata.search.mmr import mmr_order
 from memstrata.search.scoring import access_heat, recency
 
-# sync: from memstrata.search.search_tasks import SEARCH_POOL, join, spawn
+# sync: from memstrata.search.search_tasks import SEARCH_POOL, join, settle, spawn
 
 __all__ = ["AsyncRankedHits", "search", "search_ranked"]
 
@@ -70,9 +70,14 @@ async def _candidates(
             split_entities=config.split_entities,
         )
     if config.mode in ("hybrid", "dense"):
-        if vector is None:
-            vector = (await embedder.embed_batch([query], query=True))[0]
-        lists["dense"] = await store.vector_search(scope, vector, pool, filters)
+        try:
+            if vector is None:
+                vector = (await embedder.embed_batch([query], query=True))[0]
+            lists["dense"] = await store.vector_search(scope, vector, pool, filters)
+        except BaseException:
+            if lexical is not None:
+                await settle(lexical)  # the error is raised with no read left running
+            raise
     if config.mode in ("hybrid", "lexical"):
         lists["lexical"] = await join(lexical) if lexical is not None else []
     return lists
