@@ -136,6 +136,13 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(r"\bmy (?P<rel>" + _EN_REL + r") is\s+" + _V, "relation", _rel_key, 0.8),
     _p(r"\bI (?:live|am living|'m living) in\s+" + _V, "identity", "location", 0.85),
     _p(r"\b(?:I'm|I am) (?:based|located) in\s+" + _V, "identity", "location", 0.85),
+    _p(
+        r"\b(?:I|we) (?:have |'ve )?(?:just |recently |finally )?(?:moved|relocated) to\s+" + _V,
+        "identity",
+        "location",
+        0.85,
+    ),
+    _p(r"\bwe (?:live|are living|'re living) in\s+" + _V, "identity", "location", 0.8),
     _p(r"\bI (?:come|am|'m) from\s+" + _V, "identity", "hometown", 0.8),
     _p(r"\bI work as (?:an? )?" + _V, "identity", "occupation", 0.85),
     _p(r"\bI work (?:at|for)\s+" + _V, "identity", "employer", 0.85),
@@ -216,7 +223,14 @@ _PATTERNS: tuple[_Pattern, ...] = (
         english=False,
     ),
     _p(r"我的?(?P<rel>" + _ZH_REL + r")是" + _ZV, "relation", _rel_key, 0.8, english=False),
-    _p(r"我(?:现在)?住在" + _ZV, "identity", "location", 0.85, english=False),
+    _p(r"我们?(?:现在)?住在" + _ZV, "identity", "location", 0.85, english=False),
+    _p(
+        r"我们?(?:刚刚?|最近|已经)?搬(?:到了?|去了?)" + _ZV,
+        "identity",
+        "location",
+        0.85,
+        english=False,
+    ),
     _p(r"我来自" + _ZV, "identity", "hometown", 0.8, english=False),
     _p(
         r"我在(?P<value>[^，。！？、；,.!?;\n]{1,30}?)(?:工作|上班)",
@@ -304,14 +318,36 @@ _STATE = re.compile(
     re.IGNORECASE,
 )
 _PREFERENCE_KEYS = ("likes_", "dislikes_", "prefers_")
-_TRAILING = r"\s+(?:too|as well|very much|a lot|so much|now|also)$"
+_TRAILING = (
+    r"\s+(?:too|as well|very much|a lot|so much|now|also|anymore|any more|these days|nowadays|"
+    r"recently|yesterday|today|last (?:year|month|week|spring|summer|autumn|fall|winter))$"
+)
+_LEADING = r"^(?:now|currently|actually|nowadays)\s+"  # "my favourite X is now Y"
+# A statement that says the value changed ("we just moved to", "is now", 现在, 搬到) is surer
+# of the present than an earlier plain one: its confidence is raised by _CHANGE_BONUS, so
+# the profile's rule (a different value replaces only with a higher confidence) lets an
+# update through instead of recording it as a conflict.
+_CHANGE = re.compile(
+    r"\b(?:now|nowadays|these days|anymore|any more|no longer|new|just moved|recently moved|"
+    r"moved|switched|changed)\b|现在|如今|刚|已经|改成|换成|搬到|搬去|新的"
+)
+_CHANGE_BONUS = 0.1
 
 
 def _clean(value: str) -> str:
     value = re.split(r"\s[-–—]\s", value, maxsplit=1)[0]  # "pottery - the creativity"
     value = value.strip(" \t\"'“”‘’「」-–—")
     value = re.sub(_TRAILING, "", value, flags=re.IGNORECASE)
+    value = re.sub(_LEADING, "", value)
     return value.strip()
+
+
+def _confidence(base: float, evidence: str, value: str) -> float:
+    """``base``, raised when the sentence (outside the value: "New York" is no change)
+    says the value is new."""
+    if _CHANGE.search(evidence.replace(value, " ")):
+        return round(min(1.0, base + _CHANGE_BONUS), 6)
+    return base
 
 
 def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
@@ -338,13 +374,14 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
                     continue
                 seen.add((key, value))
                 taken.append((m.start(), m.end()))
+                evidence = _evidence(text, m)
                 facts.append(
                     ExtractedFact(
                         category=pattern.category,
                         key=key,
                         value=value,
-                        confidence=pattern.confidence,
-                        evidence=_evidence(text, m),
+                        confidence=_confidence(pattern.confidence, evidence, value),
+                        evidence=evidence,
                     )
                 )
     return facts

@@ -1,0 +1,62 @@
+"""A user who says a value changed ("we just moved to Kyoto", "is now Olive Tree", 我们刚搬到
+杭州) updates their profile fact through the offline heuristic: the statement carries a
+change cue, so its confidence beats the plain earlier one and the rule "a different value
+replaces only with a higher confidence" lets it through. The old value stays in the fact's
+history (nothing lost). Before, the update was recorded as a conflict and the context kept
+showing the stale value ("favorite_place_for_falafel: Marrow & Vine")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memstrata import Memory, Scope
+from memstrata.llm.heuristic import HeuristicLLM
+
+CASES = [
+    (
+        "My favourite place for falafel is Marrow & Vine.",
+        "My favourite place for falafel is now Olive Tree.",
+        "favorite_place_for_falafel",
+        "Marrow & Vine",
+        "Olive Tree",
+    ),
+    ("We live in Lyon.", "We just moved to Kyoto!", "location", "Lyon", "Kyoto"),
+    (
+        "I work at Harbor Bakery.",
+        "I work at Summit Bank now.",
+        "employer",
+        "Harbor Bakery",
+        "Summit Bank",
+    ),
+    ("我住在上海。", "我们刚搬到杭州！", "location", "上海", "杭州"),
+]
+
+
+@pytest.mark.parametrize(("first", "later", "key", "old", "new"), CASES)
+def test_a_stated_change_replaces_the_fact_and_keeps_the_old_value(
+    tmp_path: Path, first: str, later: str, key: str, old: str, new: str
+) -> None:
+    with Memory(f"sqlite:///{tmp_path}/m.db", embedder="hashing", background=False) as mem:
+        s1, s2 = Scope("acme", "alice", session="s1"), Scope("acme", "alice", session="s2")
+        mem.add_message(s1, "user", first)
+        mem.end_session(s1)
+        assert mem.facts.get(s1, key).content.structured["value"] == old  # type: ignore[union-attr]
+        mem.add_message(s2, "user", later)
+        mem.end_session(s2)
+        current = mem.facts.get(s2, key)
+        assert current is not None and current.content.structured["value"] == new
+        values = [r.content.structured["value"] for r in mem.facts.history(s2, key)]
+        assert old in values and new in values
+        assert new in mem.build_context(s2, "where do I live and eat?", 2000).text
+
+
+def test_a_plain_restatement_of_another_value_stays_a_conflict() -> None:
+    """Without a change cue a different value is still a conflict (the rule is unchanged)."""
+    llm = HeuristicLLM()
+    (plain,) = llm.extract_facts(["I live in Paris."])
+    (moved,) = llm.extract_facts(["We just moved to Kyoto!"])
+    assert moved.confidence > plain.confidence
+    (new_york,) = llm.extract_facts(["I live in New York."])  # "New" in the value is no cue
+    assert new_york.confidence == plain.confidence
