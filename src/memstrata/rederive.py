@@ -41,6 +41,7 @@ from memstrata.layers.base import LayerContext
 from memstrata.layers.episodic import _topics
 from memstrata.layers.key import KeyMemoryService
 from memstrata.layers.mid_term import MidTermService, _state, _structured
+from memstrata.layers.semantic_types import EXTRACTED, fact_sources, fact_without
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import Content, MemoryRecord, RecordStatus, RecordType, Role, Source
 from memstrata.rederive_types import Rederived
@@ -58,6 +59,8 @@ _NOT_DERIVED = frozenset({RecordType.MESSAGE, RecordType.SUMMARY})
 
 
 def _sources(record: MemoryRecord) -> tuple[str, ...]:
+    if record.type is RecordType.FACT:
+        return fact_sources(record)
     if record.type is RecordType.CLUSTER:
         members = record.content.structured.get("members", [])
         return tuple(dict.fromkeys([*record.source_ids, *(str(m) for m in members)]))
@@ -121,7 +124,11 @@ def rederive(
             left = [i for i in _sources(record) if i not in gone_all]
             current = record.is_active and record.superseded_by is None
             new, vector = (None, None)
-            if _user_set(record):  # their own words: only the provenance changes
+            if record.type is RecordType.FACT and (_user_set(record) or current or not purge):
+                # the conflicts the gone turns said go; the value as fact_without decides
+                note = _note(record, gone_all, when, reason)
+                new = fact_without(record, gone_all, when, note, user_set=_user_set(record))
+            elif _user_set(record):  # their own words: only the provenance changes
                 new = _cited(record, record.source_ids, gone_all, when, reason)
             elif left and (current or not purge):
                 if dry_run:  # decide only: no summariser or embedder call
@@ -157,6 +164,8 @@ def _user_set(record: MemoryRecord) -> bool:
     """Written by the user, not derived: never forgotten or purged for its sources."""
     if record.type is RecordType.KEY:
         return record.metadata.get("origin") != "auto"
+    if record.type is RecordType.FACT and record.metadata.get("origin") == EXTRACTED:
+        return record.metadata.get("pinned") is True
     return (
         record.source in (Source.EXPLICIT_USER_INPUT, Source.CORRECTED_MEMORY)
         or record.metadata.get("pinned") is True
@@ -205,6 +214,11 @@ def _rebuildable(
     """Whether :func:`_rebuilt` would find something to say (for a dry run)."""
     if record.type is RecordType.CLUSTER or _from_turns(record):
         return bool(_alive(ctx, scope, left, gone))
+    if record.type is RecordType.FACT:
+        return (
+            fact_without(record, gone, record.updated_at, {}, user_set=_user_set(record))
+            is not None
+        )
     return any(i not in gone for i in record.source_ids)
 
 

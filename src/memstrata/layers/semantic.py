@@ -29,6 +29,7 @@ from memstrata.filters import Filters
 from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
 from memstrata.layers.semantic_types import (
+    EXTRACTED,
     FactAction,
     FactDecision,
     FactOutcome,
@@ -132,11 +133,13 @@ class FactService:
         expires_at: datetime | None = None,
         source: Source = Source.EXPLICIT_USER_INPUT,
         observed_at: datetime | None = None,
+        origin: str | None = None,
     ) -> FactOutcome:
         """Apply the conflict rules to ``fact`` and write the result (see module docstring).
 
         ``observed_at`` is when the user said it (the message's time; replays of old
-        conversations must keep their dates); it defaults to now."""
+        conversations must keep their dates); it defaults to now. ``origin`` is the layer's
+        mark (``EXTRACTED``) on a fact it took from the user's turns."""
         scope = self._scope(scope)
         fact = self._ctx.redact_fields(scope, fact, "value", "evidence")
         now = self._ctx.clock.now()
@@ -156,7 +159,7 @@ class FactService:
             confirm_step=self._ctx.config.fact_confirm_step,
         )
         if decision.action is FactAction.INSERTED or current is None:
-            record = self._new(scope, fact, sources, expires_at, source, decision, when)
+            record = self._new(scope, fact, sources, expires_at, source, decision, when, origin)
             self._ctx.insert([record])
             return FactOutcome(FactAction.INSERTED, record)
         if decision.action is FactAction.CONFIRMED:
@@ -189,6 +192,7 @@ class FactService:
                 Source.CORRECTED_MEMORY,
                 decision,
                 when,
+                origin,
                 replaces=current.id,
             )
             self._ctx.insert([record])
@@ -229,6 +233,7 @@ class FactService:
         source: Source,
         decision: FactDecision,
         now: datetime,
+        origin: str | None,
         replaces: str | None = None,
     ) -> MemoryRecord:
         structured: dict[str, Any] = {
@@ -253,7 +258,8 @@ class FactService:
             importance=max(0.6, min(1.0, decision.confidence)),
             confidence=decision.confidence,
             structured=structured,
-            metadata={"category": fact.category, "key": fact.key},
+            metadata={"category": fact.category, "key": fact.key}
+            | ({"origin": origin} if origin else {}),
             source=source,
             source_ids=sources,
             tags=(fact.category,),
@@ -293,7 +299,9 @@ class FactExtractionStep:
             if message.type is not RecordType.MESSAGE or message.role is not Role.USER:
                 continue
             for fact in self._extract(message.text):
-                self._facts.upsert(scope, fact, (message.id,), observed_at=message.observed_at)
+                self._facts.upsert(
+                    scope, fact, (message.id,), observed_at=message.observed_at, origin=EXTRACTED
+                )
 
     def on_session_end(self, scope: Scope) -> None:
         """Nothing to do: facts are extracted as messages arrive."""

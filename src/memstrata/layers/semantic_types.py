@@ -3,18 +3,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from memstrata.records import MemoryRecord
+from memstrata.records import Content, MemoryRecord
+from memstrata.text import content_hash
+
+# ``metadata["origin"]`` of a fact the semantic layer extracted from the user's turns: it
+# repeats their words, so it follows them when they go (rederive.py); a fact without it was
+# set by the user (``mem.facts.upsert``, ``mem.add``) and keeps its value.
+EXTRACTED = "extracted"
 
 __all__ = [
+    "EXTRACTED",
     "FactAction",
     "FactDecision",
     "FactOutcome",
     "decide",
+    "fact_sources",
     "fact_text",
+    "fact_without",
     "is_expired",
     "same_value",
 ]
@@ -102,3 +113,66 @@ def _seen(record: MemoryRecord) -> set[str]:
     for conflict in record.content.structured.get("conflicts", []):
         seen.update(conflict.get("source_ids", []))
     return seen
+
+
+def fact_sources(record: MemoryRecord) -> tuple[str, ...]:
+    """The turns a fact repeats: its value's sources and every recorded conflict's (a
+    conflict keeps the value and sentence another turn said)."""
+    ids = list(record.source_ids)
+    for conflict in record.content.structured.get("conflicts", []):
+        ids.extend(str(i) for i in conflict.get("source_ids", []))
+    return tuple(dict.fromkeys(ids))
+
+
+def fact_without(
+    record: MemoryRecord,
+    gone: Collection[str],
+    when: datetime,
+    note: dict[str, Any],
+    *,
+    user_set: bool,
+) -> MemoryRecord | None:
+    """``record`` as its next version once the turns ``gone`` are gone: the conflicts they
+    said are dropped; the value stays while a kept turn supports it or the user set it
+    (its sentence goes with its last turn); an extracted value with no turn left gives way
+    to the newest conflict left (a value the user also said), else ``None`` (nothing left
+    to say it). ``user_set``: the value is the user's own (see ``rederive._user_set``)."""
+    data = dict(record.content.structured)
+    conflicts = [
+        {**c, "source_ids": left}
+        for c in data.get("conflicts", [])
+        if (left := [i for i in c.get("source_ids", []) if i not in gone])
+        or not c.get("source_ids")
+    ]
+    kept = tuple(i for i in record.source_ids if i not in gone)
+    text, confidence = record.text, record.confidence
+    if not kept and record.source_ids:
+        if user_set:
+            data["evidence"] = None  # the user's value stays; the purged sentence does not
+        elif conflicts:
+            newest = max(conflicts, key=lambda c: str(c.get("observed_at", "")))
+            conflicts.remove(newest)
+            kept = tuple(newest["source_ids"])
+            confidence = float(newest.get("confidence", confidence))
+            text = fact_text(str(data.get("key", "")), str(newest["value"]))
+            data.update(
+                value=newest["value"],
+                evidence=newest.get("evidence"),
+                confidence=confidence,
+                mentions=1,
+                last_updated=newest.get("observed_at", data.get("last_updated")),
+            )
+        else:
+            return None
+    if "conflicts" in data:
+        data["conflicts"] = conflicts
+    return replace(
+        record,
+        version=record.version + 1,
+        updated_at=when,
+        confidence=confidence,
+        source_ids=kept,
+        content=Content(text, record.content.summary, data),
+        content_hash=content_hash(text),
+        metadata={**record.metadata, "refreshed": {**note, "left": len(kept)}},
+    )
