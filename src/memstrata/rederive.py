@@ -141,10 +141,37 @@ def rederive(
             if not dry_run:
                 try:
                     more = _apply(ctx, uscope, record, new, vector, purge, when, reason)
+                    if new is None and record.type is RecordType.FACT and current:
+                        _reinstate(ctx, uscope, record, when, reason)
                 except (ConflictError, NotFoundError):
                     continue
                 purged = _add(purged, more)
             done.append(Rederived(record.id, record.type, action, dropped, len(left)))
+
+
+def _reinstate(
+    ctx: LayerContext, scope: Scope, gone_fact: MemoryRecord, when: datetime, reason: str
+) -> None:
+    """The fact ``gone_fact`` had replaced is current again (a new version): the update
+    went with its turns, the value the user said before it did not."""
+    link = gone_fact.content.structured.get("replaces")
+    if not link:
+        return
+    try:
+        old = ctx.store.get(scope, str(link), include_deleted=True)
+    except NotFoundError:
+        return
+    if old.superseded_by != gone_fact.id or not old.is_active:
+        return
+    back = replace(
+        old,
+        version=old.version + 1,
+        updated_at=when,
+        valid_to=None,
+        superseded_by=None,
+        metadata={**old.metadata, "reinstated": {"at": when.isoformat(), "reason": reason}},
+    )
+    ctx.replace(scope, back, expected_version=old.version, reindex=False)
 
 
 def _add(a: PurgeReport, b: PurgeReport | None) -> PurgeReport:

@@ -123,3 +123,20 @@ def test_a_forgotten_turn_forgets_its_extracted_fact_restorably(mem: Memory) -> 
     mem.maintain(S1)
     assert mem.facts.get(S1, "allergy") is None
     assert not mem.get(S1.user_scope, fact.id, include_deleted=True).is_active  # soft: restorable
+
+
+@pytest.mark.parametrize("how", ["purge", "forget"])
+def test_an_update_that_goes_gives_the_previous_value_back(mem: Memory, how: str) -> None:
+    _tell(mem, S1, "I live in Paris.")
+    moved = _tell(mem, S2, "We just moved to Zorbville!")  # a stated change: replaces Paris
+    fact = mem.facts.get(S2, "location")
+    assert fact is not None and fact.text == "location: Zorbville"
+    if how == "purge":
+        mem.purge(S2, [moved])
+        assert _says(mem, "Zorbville") == []
+    else:
+        mem.forget(S2, [moved])
+        mem.maintain(S2)
+    back = mem.facts.get(S2, "location")
+    assert back is not None and back.text == "location: Paris"
+    assert back.valid_to is None and back.superseded_by is None

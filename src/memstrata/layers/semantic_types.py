@@ -136,7 +136,8 @@ def fact_without(
     said are dropped; the value stays while a kept turn supports it or the user set it
     (its sentence goes with its last turn); an extracted value with no turn left gives way
     to the newest conflict left (a value the user also said), else ``None`` (nothing left
-    to say it). ``user_set``: the value is the user's own (see ``rederive._user_set``)."""
+    to say it; the caller reinstates the fact it replaced). ``user_set``: the value is the
+    user's own (see ``rederive._user_set``)."""
     data = dict(record.content.structured)
     conflicts = [
         {**c, "source_ids": left}
@@ -144,9 +145,11 @@ def fact_without(
         if (left := [i for i in c.get("source_ids", []) if i not in gone])
         or not c.get("source_ids")
     ]
-    kept = tuple(i for i in record.source_ids if i not in gone)
+    link = data.get("replaces")  # the fact this one superseded: a link, not a turn
+    turns = [i for i in record.source_ids if i != link]
+    kept = tuple(i for i in turns if i not in gone)
     text, confidence = record.text, record.confidence
-    if not kept and record.source_ids:
+    if turns and not kept:
         if user_set:
             data["evidence"] = None  # the user's value stays; the purged sentence does not
         elif conflicts:
@@ -164,6 +167,8 @@ def fact_without(
             )
         else:
             return None
+    if link and link not in gone:
+        kept = (*kept, link)
     if "conflicts" in data:
         data["conflicts"] = conflicts
     return replace(
