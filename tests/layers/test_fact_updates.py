@@ -60,3 +60,28 @@ def test_a_plain_restatement_of_another_value_stays_a_conflict() -> None:
     assert moved.confidence > plain.confidence
     (new_york,) = llm.extract_facts(["I live in New York."])  # "New" in the value is no cue
     assert new_york.confidence == plain.confidence
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "shown"),
+    [
+        ("I live in Paris.", "I live in Lyon.", "location: Paris (also said: Lyon)"),
+        ("我住在上海。", "我住在杭州。", "location: 上海（也说过：杭州）"),
+    ],
+)
+def test_a_conflict_is_shown_beside_the_value_it_did_not_replace(
+    tmp_path: Path, first: str, later: str, shown: str
+) -> None:
+    """A different value said without a change cue does not replace the fact (seed 001's
+    rule), but the profile no longer hides it: the fact reads both, in search and context."""
+    with Memory(f"sqlite:///{tmp_path}/m.db", embedder="hashing", background=False) as mem:
+        s1, s2 = Scope("acme", "alice", session="s1"), Scope("acme", "alice", session="s2")
+        mem.add_message(s1, "user", first)
+        mem.end_session(s1)
+        mem.add_message(s2, "user", later)
+        mem.end_session(s2)
+        fact = mem.facts.get(s2, "location")
+        assert fact is not None and fact.text == shown
+        assert shown in mem.build_context(Scope("acme", "alice", session="s3"), "where?", 2000).text
+        hits = mem.search(s2.user_scope, later.rstrip("。."), 10, layers="semantic")
+        assert any(h.record.id == fact.id for h in hits)

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from memstrata.llm._language import is_cjk
 from memstrata.records import Content, MemoryRecord
 from memstrata.text import content_hash
 
@@ -49,14 +50,26 @@ class FactDecision:
 _PREFERENCES = frozenset({"likes", "dislikes", "prefers"})
 
 
-def fact_text(key: str, value: str) -> str:
+def fact_text(key: str, value: str, conflicts: Sequence[Mapping[str, Any]] = ()) -> str:
     """What a fact reads as, in search and in context: ``"allergy: peanuts"``. A preference's
     key names its object, so that several stay apart (``likes_hiking``, ``likes_jazz``); its
-    text does not say it twice (``"likes: hiking"``, not ``"likes_hiking: hiking"``)."""
+    text does not say it twice (``"likes: hiking"``, not ``"likes_hiking: hiking"``). Other
+    values the user said that did not replace it (``conflicts``, the newest two) are shown
+    with it, so a reader sees both: ``"location: Paris (also said: Lyon)"``."""
     head, sep, _ = key.partition("_")
-    if sep and head in _PREFERENCES:
-        return f"{head}: {value}"
-    return f"{key}: {value}"
+    text = f"{head}: {value}" if sep and head in _PREFERENCES else f"{key}: {value}"
+    others = list(
+        dict.fromkeys(
+            str(c["value"])
+            for c in reversed(conflicts)
+            if "value" in c and not same_value(str(c["value"]), value)
+        )
+    )[:2]
+    if not others:
+        return text
+    if is_cjk(value + "".join(others)):
+        return f"{text}（也说过：{'、'.join(others)}）"
+    return f"{text} (also said: {', '.join(others)})"
 
 
 def same_value(a: str, b: str) -> bool:
@@ -157,7 +170,6 @@ def fact_without(
             conflicts.remove(newest)
             kept = tuple(newest["source_ids"])
             confidence = float(newest.get("confidence", confidence))
-            text = fact_text(str(data.get("key", "")), str(newest["value"]))
             data.update(
                 value=newest["value"],
                 evidence=newest.get("evidence"),
@@ -169,6 +181,8 @@ def fact_without(
             return None
     if link and link not in gone:
         kept = (*kept, link)
+    if "key" in data and "value" in data:  # written by the fact layer: "key: value (...)"
+        text = fact_text(str(data["key"]), str(data["value"]), conflicts)
     if "conflicts" in data:
         data["conflicts"] = conflicts
     return replace(

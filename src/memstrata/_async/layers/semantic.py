@@ -42,8 +42,9 @@ from memstrata.layers.semantic_types import (
 )
 from memstrata.llm.base import ExtractedFact
 from memstrata.llm.heuristic import HeuristicLLM
-from memstrata.records import MemoryRecord, RecordType, Role, Source
+from memstrata.records import Content, MemoryRecord, RecordType, Role, Source
 from memstrata.scope import Scope
+from memstrata.text import content_hash
 
 __all__ = [
     "AsyncFactExtractionStep",
@@ -215,13 +216,17 @@ class AsyncFactService:
                 "evidence": fact.evidence,
             },
         ]
+        text = fact_text(str(data.get("key", fact.key)), str(data["value"]), conflicts)
         kept = replace(
             current,
             version=current.version + 1,
             updated_at=now,
-            content=replace(current.content, structured={**data, "conflicts": conflicts}),
+            content=Content(text, current.content.summary, {**data, "conflicts": conflicts}),
+            content_hash=content_hash(text),
         )
-        await self._ctx.replace(scope, kept, expected_version=current.version, reindex=False)
+        await self._ctx.replace(
+            scope, kept, expected_version=current.version, reindex=text != current.text
+        )
         return FactOutcome(FactAction.CONFLICT, kept)
 
     def _new(
