@@ -31,6 +31,16 @@ CASES = [
         "Summit Bank",
     ),
     ("我住在上海。", "我们刚搬到杭州！", "location", "上海", "杭州"),
+    # a first statement made "these days" (+0.05) must not outrank a later move (+0.1)
+    ("我们现在住在成都。", "我们刚搬到杭州！", "location", "成都", "杭州"),
+    ("We live in Lyon these days.", "We just moved to Oslo!", "location", "Lyon", "Oslo"),
+    (
+        "I just started as a baker at Harbor Bakery.",
+        "Quick update: I left Harbor Bakery and joined Northwind as a data analyst.",
+        "employer",
+        "Harbor Bakery",
+        "Northwind",
+    ),
 ]
 
 
@@ -85,3 +95,10 @@ def test_a_conflict_is_shown_beside_the_value_it_did_not_replace(
         assert shown in mem.build_context(Scope("acme", "alice", session="s3"), "where?", 2000).text
         hits = mem.search(s2.user_scope, later.rstrip("。."), 10, layers="semantic")
         assert any(h.record.id == fact.id for h in hits)
+
+
+def test_joining_something_without_a_role_is_no_employer() -> None:
+    llm = HeuristicLLM()
+    assert llm.extract_facts(["I joined the choir last week."]) == []
+    (job,) = llm.extract_facts(["I joined Acme as an engineer."])
+    assert (job.key, job.value) == ("employer", "Acme")

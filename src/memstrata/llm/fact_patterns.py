@@ -146,6 +146,20 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(r"\bI (?:come|am|'m) from\s+" + _V, "identity", "hometown", 0.8),
     _p(r"\bI work as (?:an? )?" + _V, "identity", "occupation", 0.85),
     _p(r"\bI work (?:at|for)\s+" + _V, "identity", "employer", 0.85),
+    # a new job, said with its role ("joined the choir" is no employer)
+    _p(
+        r"\bI (?:(?:have |'ve )?left [^.,;!?\n]{1,60}? and )?(?:have |'ve )?(?:just |recently )?"
+        r"joined\s+(?P<value>[^.,;!?\n]{1,60}?)\s+as\s+an?\s+[\w -]{1,40}?",
+        "identity",
+        "employer",
+        0.85,
+    ),
+    _p(
+        r"\bI (?:have |'ve )?(?:just |recently )?started as an?\s+[\w -]{1,40}?\s+at\s+" + _V,
+        "identity",
+        "employer",
+        0.85,
+    ),
     _p(
         _I_AM + r"(?:an? )?(?P<value>vegetarian|vegan|pescatarian|teetotal|gluten[- ]free)",
         "health",
@@ -323,15 +337,16 @@ _TRAILING = (
     r"recently|yesterday|today|last (?:year|month|week|spring|summer|autumn|fall|winter))$"
 )
 _LEADING = r"^(?:now|currently|actually|nowadays)\s+"  # "my favourite X is now Y"
-# A statement that says the value changed ("we just moved to", "is now", 现在, 搬到) is surer
-# of the present than an earlier plain one: its confidence is raised by _CHANGE_BONUS, so
-# the profile's rule (a different value replaces only with a higher confidence) lets an
-# update through instead of recording it as a conflict.
+# A statement that says the value is new is surer of the present than an earlier plain one,
+# so the profile's rule (a different value replaces only with a higher confidence) lets the
+# update through instead of recording it as a conflict: +0.1 when it says an earlier value
+# was left ("we moved to", "I left X and joined Y", 搬到, 已经不), +0.05 when it says "now"
+# ("these days", 现在) — a first statement made "these days" must not outrank a later move.
 _CHANGE = re.compile(
-    r"\b(?:now|nowadays|these days|anymore|any more|no longer|new|just moved|recently moved|"
-    r"moved|switched|changed)\b|现在|如今|刚|已经|改成|换成|搬到|搬去|新的"
+    r"(?i:\b(?:moved|relocated|switched|changed|left|no longer|anymore|any more|new)\b)"
+    r"|搬到|搬去|换成|改成|不再|已经不|新的"
 )
-_CHANGE_BONUS = 0.1
+_NOW = re.compile(r"(?i:\b(?:now|nowadays|these days|currently)\b)|现在|如今|目前")
 
 
 def _clean(value: str) -> str:
@@ -344,10 +359,10 @@ def _clean(value: str) -> str:
 
 def _confidence(base: float, evidence: str, value: str) -> float:
     """``base``, raised when the sentence (outside the value: "New York" is no change)
-    says the value is new."""
-    if _CHANGE.search(evidence.replace(value, " ")):
-        return round(min(1.0, base + _CHANGE_BONUS), 6)
-    return base
+    says the value is new (see ``_CHANGE``)."""
+    around = evidence.replace(value, " ")
+    bonus = 0.1 if _CHANGE.search(around) else 0.05 if _NOW.search(around) else 0.0
+    return round(min(1.0, base + bonus), 6)
 
 
 def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
