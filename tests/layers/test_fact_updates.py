@@ -41,6 +41,13 @@ CASES = [
         "Harbor Bakery",
         "Northwind",
     ),
+    (
+        "我刚在港湾烘焙开始做面包师。",
+        "跟你说一下，我已经离开港湾烘焙，去远航科技做数据分析师了。",
+        "employer",
+        "港湾烘焙",
+        "远航科技",
+    ),
 ]
 
 
@@ -100,5 +107,6 @@ def test_a_conflict_is_shown_beside_the_value_it_did_not_replace(
 def test_joining_something_without_a_role_is_no_employer() -> None:
     llm = HeuristicLLM()
     assert llm.extract_facts(["I joined the choir last week."]) == []
+    assert llm.extract_facts(["我离开北京，到上海工作了。", "我在家开始做饭。"]) == []
     (job,) = llm.extract_facts(["I joined Acme as an engineer."])
     assert (job.key, job.value) == ("employer", "Acme")

@@ -253,6 +253,23 @@ _PATTERNS: tuple[_Pattern, ...] = (
         0.85,
         english=False,
     ),
+    # a new job, said with its role: "我已经离开A，去B做…了" (I left A for B as …), "我刚在B开始做…"
+    _p(
+        r"我(?:已经)?离开(?:了)?[^，。！？；\n]{1,30}?[，,]?\s*(?:去|到|加入)(?:了)?"
+        r"(?P<value>[^，。！？、；,.!?;\n]{1,30}?)(?:做|当|担任)[^，。！？；,.!?;\n]{1,20}?",
+        "identity",
+        "employer",
+        0.85,
+        english=False,
+    ),
+    _p(
+        r"我(?:刚|最近)?在(?!家|家里|厨房|外面|这里|那里)"
+        r"(?P<value>[^，。！？、；,.!?;\n]{1,30}?)开始(?:做|当|担任)[^，。！？；,.!?;\n]{1,20}?",
+        "identity",
+        "employer",
+        0.85,
+        english=False,
+    ),
     _p(
         r"(?:我的工作是|我的职业是|我的工作是做)" + _ZV,
         "identity",
@@ -344,7 +361,7 @@ _LEADING = r"^(?:now|currently|actually|nowadays)\s+"  # "my favourite X is now 
 # ("these days", 现在) — a first statement made "these days" must not outrank a later move.
 _CHANGE = re.compile(
     r"(?i:\b(?:moved|relocated|switched|changed|left|no longer|anymore|any more|new)\b)"
-    r"|搬到|搬去|换成|改成|不再|已经不|新的"
+    r"|搬到|搬去|换成|改成|不再|已经不|离开|新的"
 )
 _NOW = re.compile(r"(?i:\b(?:now|nowadays|these days|currently)\b)|现在|如今|目前")
 
