@@ -33,12 +33,14 @@ from ...records import (
     Visibility,
 )
 from ..base import Vector
+from ..types import RecordView, speaker_of
 
 __all__ = [
     "COLUMNS",
     "decode_record",
     "decode_time",
     "decode_vector",
+    "decode_view",
     "encode_record",
     "encode_time",
     "encode_vector",
@@ -255,6 +257,32 @@ def decode_record(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:
     for name, value in zip(_RECORD_FIELDS, values, strict=True):
         _set(out, name, value)
     return out
+
+
+# The columns ``decode_view`` reads.
+VIEW_COLUMNS = "id, type, raw, role, session, observed_at, source_ids, metadata"
+
+
+def decode_view(row: Mapping[str, Any] | sqlite3.Row) -> RecordView:
+    """What a context shows of the record in ``row`` (:data:`VIEW_COLUMNS`), each field as
+    :func:`decode_record` reads it; the metadata is parsed only when it names a speaker."""
+    kind, role = row["type"], row["role"]
+    if kind not in _TYPES or (role is not None and role not in _ROLES):
+        raise ValidationError(
+            f"record {row['id']!r} has type {kind!r} and role {role!r}, which this version does "
+            "not know; the database file is damaged or newer than this memstrata"
+        )
+    meta = row["metadata"]
+    return RecordView(
+        row["id"],
+        _TYPES[kind],
+        row["raw"],
+        None if role is None else _ROLES[role],
+        row["session"],
+        _time(row["observed_at"]),
+        _strings(row["source_ids"]),
+        speaker_of(_object(meta)) if '"speaker"' in meta else None,
+    )
 
 
 def _decode_validated(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:
