@@ -706,7 +706,7 @@ class PostgresStore:
             return {}
         with self._autocommit(wait=False) as c:  # no counter read: need not wait (behind.py)
             rows = self._visible(c, scope, ids, VIEW_COLUMNS)
-        return {row["id"]: decode_view(row) for row in rows}
+        return {row["id"]: decode_view(tuple(row.values())) for row in rows}
 
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         if not ids:

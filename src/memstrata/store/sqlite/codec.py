@@ -13,7 +13,7 @@ import functools
 import hashlib
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -259,28 +259,28 @@ def decode_record(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:
     return out
 
 
-# The columns ``decode_view`` reads.
+# The columns ``decode_view`` reads, in this order.
 VIEW_COLUMNS = "id, type, raw, role, session, observed_at, source_ids, metadata"
 
 
-def decode_view(row: Mapping[str, Any] | sqlite3.Row) -> RecordView:
-    """What a context shows of the record in ``row`` (:data:`VIEW_COLUMNS`), each field as
-    :func:`decode_record` reads it; the metadata is parsed only when it names a speaker."""
-    kind, role = row["type"], row["role"]
+def decode_view(row: Sequence[Any]) -> RecordView:
+    """What a context shows of the record in ``row`` (the values of :data:`VIEW_COLUMNS`, in
+    order), each field as :func:`decode_record` reads it; the metadata is parsed only when
+    it names a speaker, the sources only when they are not the record itself (a turn's)."""
+    rid, kind, raw, role, session, observed_at, sources, meta = row
     if kind not in _TYPES or (role is not None and role not in _ROLES):
         raise ValidationError(
-            f"record {row['id']!r} has type {kind!r} and role {role!r}, which this version does "
+            f"record {rid!r} has type {kind!r} and role {role!r}, which this version does "
             "not know; the database file is damaged or newer than this memstrata"
         )
-    meta = row["metadata"]
     return RecordView(
-        row["id"],
+        rid,
         _TYPES[kind],
-        row["raw"],
+        raw,
         None if role is None else _ROLES[role],
-        row["session"],
-        _time(row["observed_at"]),
-        _strings(row["source_ids"]),
+        session,
+        _time(observed_at),
+        (rid,) if sources == f'["{rid}"]' and "\\" not in rid else _strings(sources),
         speaker_of(_object(meta)) if '"speaker"' in meta else None,
     )
 

@@ -716,7 +716,7 @@ class AsyncPostgresStore:
             return {}
         async with self._autocommit(wait=False) as c:  # no counter read: need not wait (behind.py)
             rows = await self._visible(c, scope, ids, VIEW_COLUMNS)
-        return {row["id"]: decode_view(row) for row in rows}
+        return {row["id"]: decode_view(tuple(row.values())) for row in rows}
 
     async def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         if not ids:
