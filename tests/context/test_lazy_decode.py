@@ -197,3 +197,27 @@ def test_ranked_hits_match_the_search_and_skip_records_purged_meanwhile(
         )
         assert (view.observed_at, view.source_ids) == (rec.observed_at, rec.source_ids)
     assert [h.record.access_count for h in ranked.hits] == [0] * 10  # nothing counted
+
+
+def test_clusters_found_by_the_search_are_shown_from_views_and_counted(
+    mem: Memory, alice: Scope, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With clusters in the search (the older configuration), a cluster is a candidate
+    like a turn: shown from its view, read only to count its hit."""
+    msgs = []
+    for i in range(60):  # the first 40 rounds leave the short-term window and are clustered
+        topic = "sailing the boat across the bay" if i % 2 else "baking sourdough bread loaves"
+        msgs.append(Message(Role.USER, f"turn {i}: we talked about {topic}"))
+        msgs.append(Message(Role.ASSISTANT, f"reply {i} about {topic}"))
+    mem.add_messages(alice, msgs)
+    mem.flush()
+    mem.context_config = replace(ContextConfig(), clusters_in_search=True, clusters=0)
+    other = Scope(alice.tenant, alice.user, session="s2")
+    query = "summarize what we said about sailing the boat"
+    ctx = mem.build_context(other, query, token_budget=400, reserve_ratio=0.0)
+    shown = [it.record_id for it in ctx.items if it.layer == "mid_term" and it.record_id]
+    assert shown  # 40 candidates: a cluster's turns are not all among them
+    assert mem.layers.mid_term.hits(alice, shown) == dict.fromkeys(shown, 1)
+    monkeypatch.setattr(builder.ContextRequest, "lazy", property(lambda self: False))
+    assert mem.build_context(other, query, token_budget=400, reserve_ratio=0.0) == ctx
+    assert mem.layers.mid_term.hits(alice, shown) == dict.fromkeys(shown, 2)
