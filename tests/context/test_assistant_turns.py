@@ -182,8 +182,9 @@ _WORDS = "vet turtle clinic name records exam calm visit price owners".split()
 def test_lazy_decoding_gives_the_eager_context_with_both_levers(
     tmp_path: Any, budget: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The penalty only lowers scores and the lazy filter counts a long turn as it will be
-    shown, so decoding only what can be shown stays exact."""
+    """Candidates rendered from views (none decoded) give the context that decoding every
+    one gives, with the penalty and long replies cut (tests/context/test_lazy_decode.py
+    checks the whole context on every backend)."""
     rnd = random.Random(11)
     mem = Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing", background=False)
     try:

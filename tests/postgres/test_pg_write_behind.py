@@ -133,7 +133,7 @@ def test_a_search_reads_without_waiting_for_writes_behind_earlier_searches(pg_ur
         seen["dense"] = [c.id for c in store.vector_search(ME, vec, 1, Filters())]
         seen["cache"] = set(store.cached_vectors(ME, "m", ["q:2"]))
         seen["other"] = [r.access_count for r in store.get_many(ME, [other.record.id])]
-        seen["texts"] = sorted(store.texts(ME, [touched.record.id]))  # no counters read
+        seen["views"] = sorted(store.views(ME, [touched.record.id]))  # no counters read
 
     reader = threading.Thread(target=search_reads)
     reader.start()
@@ -145,7 +145,7 @@ def test_a_search_reads_without_waiting_for_writes_behind_earlier_searches(pg_ur
             "dense": [other.record.id],
             "cache": {"q:2"},
             "other": [0],
-            "texts": [touched.record.id],
+            "views": [touched.record.id],
         }
         waiting: list[int] = []
         late = threading.Thread(

@@ -30,16 +30,9 @@ class ContextRequest:
         return max(30, min(300, self.token_budget // self.config.tokens_per_candidate))
 
     @property
-    def decode_first(self) -> int:
-        """Candidates decoded before the first packing (then as many again while the budget
-        has room): ~25 tokens per shown turn; 80 at 2,000 tokens, where the last turn shown
-        ranked 49th (median) / 71st (p90) of 200 on the 10k synthetic bench."""
-        return max(30, self.token_budget // 25)
-
-    @property
     def lazy(self) -> bool:
-        """Whether candidates may be decoded as packing needs them: no lever reads every hit
-        (session and date boosts, digest expansion and neighbours do)."""
+        """Whether the candidates may be rendered from views, none decoded: no lever reads
+        the hits' records (session and date boosts, digest expansion and neighbours do)."""
         cfg = self.config
         return not (
             cfg.session_boost or cfg.temporal_boost or cfg.neighbour_hits or cfg.digests == "expand"

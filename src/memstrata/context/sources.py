@@ -17,6 +17,7 @@ from memstrata.scope import Scope
 from memstrata.search.hit import SearchHit
 from memstrata.search.hybrid import RankedHits
 from memstrata.store.base import Vector
+from memstrata.store.types import RecordView
 
 __all__ = ["LayerSources", "RELEVANT_TYPES"]
 
@@ -146,20 +147,27 @@ class LayerSources:
             return []
         store = self._layers.ctx.store
         found = store.vector_search(scope, vector, limit, Filters(types=_CLUSTERS))
+        if not found:
+            return []
         by_id = {r.id: r for r in store.get_many(scope, [c.id for c in found])}
         return [(by_id[c.id], float(c.score)) for c in found if c.id in by_id]
 
-    def shown(self, scope: Scope, records: Sequence[MemoryRecord]) -> None:
+    def shown(self, scope: Scope, records: Sequence[MemoryRecord | RecordView]) -> None:
         """Count what a context showed, and only that: an access on each record, a hit on
         each cluster (PMemo counts a hit per recall). Both are counters the store buffers,
         so the read path takes no write lock; a cluster whose hits reach ``promote_hits``
-        is promoted by a background job (a version is a write)."""
+        is promoted by a background job (a version is a write). A cluster shown from its
+        view is read (its hits are in its content)."""
         if not records:
             return
         ctx = self._layers.ctx
         now = ctx.clock.now()
         ctx.store.touch(scope, list(dict.fromkeys(r.id for r in records)), now)
-        clusters = [r for r in records if r.type is RecordType.CLUSTER]
+        shown = [r for r in records if r.type is RecordType.CLUSTER]
+        clusters = [r for r in shown if isinstance(r, MemoryRecord)]
+        viewed = [r.id for r in shown if isinstance(r, RecordView)]
+        if viewed:
+            clusters += ctx.store.get_many(scope, viewed)
         due = self._layers.mid_term.count_shown(scope, clusters)
         if not due:
             return

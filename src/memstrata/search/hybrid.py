@@ -27,6 +27,7 @@ from memstrata.search.mmr import mmr_order
 from memstrata.search.scoring import access_heat, recency
 from memstrata.search.search_tasks import SEARCH_POOL, join, settle, spawn
 from memstrata.store.base import Candidate, Store
+from memstrata.store.types import RecordView
 
 __all__ = ["RankedHits", "search", "search_ranked"]
 
@@ -218,11 +219,10 @@ def search(
 @dataclass(slots=True)
 class RankedHits:
     """Up to ``top_k`` hits in rank order, decoded on demand: ``hits`` holds those decoded so
-    far (in rank order), :meth:`more` decodes the next ones, :meth:`rest` reads the texts of
-    the others without decoding them, :meth:`take` decodes some of those and closes the
-    ranking. ``build_context`` asks for one candidate per 10 tokens of budget and shows a few
-    dozen; decoding (and packing) all of them was most of its cost. No access is counted here
-    (the caller counts what it shows)."""
+    far (in rank order), :meth:`more` decodes the next ones, :meth:`views` reads the rest as
+    views without decoding any. ``build_context`` asks for one candidate per 10 tokens of
+    budget and shows a few dozen; decoding all of them was most of its cost. No access is
+    counted here (the caller counts what it shows)."""
 
     store: Store | None
     scope: Scope
@@ -254,30 +254,21 @@ class RankedHits:
             new.extend(got)
         return new
 
-    def rest(self) -> list[tuple[Fused, str, str]] | None:
-        """The candidates that would fill the ranking to ``top_k``, not decoded, with their
-        type and text; ``None`` when the store cannot read those alone."""
-        texts_of = getattr(self.store, "texts", None)
-        if texts_of is None:
+    def views(self) -> list[tuple[RecordView, float]] | None:
+        """The hits :meth:`more` would decode, in rank order with their scores, as views:
+        nothing decoded (records gone since the ranking are skipped, as :meth:`more` skips
+        them); ``None`` when the store cannot read views. Closes the ranking."""
+        view_of = getattr(self.store, "views", None)
+        if view_of is None:
             return None
-        out: list[tuple[Fused, str, str]] = []
-        at = self.next
-        while at < len(self.fused) and len(self.hits) + len(out) < self.top_k:
-            batch = self.fused[at : at + self.top_k - len(self.hits) - len(out)]
-            at += len(batch)
-            found: dict[str, tuple[str, str]] = texts_of(self.scope, [f.id for f in batch])
-            out += [(f, *found[f.id]) for f in batch if f.id in found]
-        return out
-
-    def take(self, chosen: list[Fused]) -> None:
-        """Decode ``chosen`` (some of :meth:`rest`), add them in rank order, and close the
-        ranking: the candidates left out are never decoded."""
-        if chosen and self.store is not None:
-            found = {r.id: r for r in self.store.get_many(self.scope, [f.id for f in chosen])}
-            self.hits.extend(_hit(found[f.id], f.score) for f in chosen if f.id in found)
-            rank = {f.id: i for i, f in enumerate(self.fused)}
-            self.hits.sort(key=lambda h: rank.get(h.record.id, len(rank)))
+        out: list[tuple[RecordView, float]] = []
+        while self.next < len(self.fused) and len(self.hits) + len(out) < self.top_k:
+            batch = self.fused[self.next : self.next + self.top_k - len(self.hits) - len(out)]
+            self.next += len(batch)
+            found: dict[str, RecordView] = view_of(self.scope, [f.id for f in batch])
+            out += [(found[f.id], f.score) for f in batch if f.id in found]
         self.next = len(self.fused)
+        return out
 
 
 def _hit(rec: MemoryRecord, score: float) -> SearchHit:

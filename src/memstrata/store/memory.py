@@ -35,6 +35,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
+from .types import RecordView
 
 __all__ = ["InMemoryStore"]
 
@@ -241,11 +242,11 @@ class InMemoryStore:
         found = (self._visible(scope, i) for i in dict.fromkeys(ids))
         return [e.record for e in found if e is not None]
 
-    def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """``(type, text)`` of each id visible in ``scope``, without decoding the records
-        (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
+    def views(self, scope: Scope, ids: Sequence[str]) -> dict[str, RecordView]:
+        """What a context shows of each id visible in ``scope`` (as :meth:`get_many` finds
+        them); the SQL stores read it without decoding the records."""
         found = (self._visible(scope, i) for i in dict.fromkeys(ids))
-        return {e.record.id: (e.record.type.value, e.record.text) for e in found if e is not None}
+        return {e.record.id: RecordView.of(e.record) for e in found if e is not None}
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         with self._lock:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
 
-from ..records import MemoryRecord
+from ..records import JSON, MemoryRecord, RecordType, Role
 from .compaction import CompactReport
 
 __all__ = [
@@ -16,9 +17,11 @@ __all__ = [
     "Candidate",
     "PurgeReport",
     "RecordDump",
+    "RecordView",
     "RecordWrite",
     "StoreStats",
     "Vector",
+    "speaker_of",
 ]
 
 Vector = npt.NDArray[np.float32]
@@ -31,6 +34,41 @@ class RecordWrite:
     record: MemoryRecord
     vector: Vector | None
     terms: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordView:
+    """What a context shows of a record, read without decoding the record (``views``, an
+    optional store method): its text, whose it is and when it was said, and what it was made
+    from. ``speaker`` is ``metadata["speaker"]`` as the decoded record holds it (``None``
+    without one)."""
+
+    id: str
+    type: RecordType
+    text: str
+    role: Role | None
+    session: str | None
+    observed_at: datetime
+    source_ids: tuple[str, ...]
+    speaker: JSON = None
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> RecordView:
+        return cls(
+            record.id,
+            record.type,
+            record.text,
+            record.role,
+            record.session,
+            record.observed_at,
+            record.source_ids,
+            speaker_of(record.metadata),
+        )
+
+
+def speaker_of(metadata: Mapping[str, JSON]) -> JSON:
+    """Who a record's metadata says spoke it (``metadata["speaker"]``), ``None`` without one."""
+    return metadata.get("speaker") if isinstance(metadata, dict) else None
 
 
 @dataclass(frozen=True, slots=True)

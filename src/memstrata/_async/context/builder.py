@@ -25,10 +25,11 @@ from memstrata.context.relative import annotate_relative_dates
 from memstrata.context.roles import addresses_assistant
 from memstrata.context.temporal import Period, resolve_period
 from memstrata.context.trim import trim_turn
-from memstrata.records import MemoryRecord
+from memstrata.records import MemoryRecord, RecordType, Role
 from memstrata.scope import Scope
 from memstrata.search.hit import SearchHit, layer_of
 from memstrata.search.tokenize import tokenize
+from memstrata.store.types import RecordView, speaker_of
 from memstrata.tokens import estimate_tokens
 
 # sync: from memstrata.search.search_tasks import CONTEXT_POOL, Pending, join, spawn
@@ -38,7 +39,14 @@ __all__ = ["ContextRequest", "AsyncContextSources", "build"]
 # Where the sync twin runs its concurrent reads (module-level: the bench swaps it); the
 # async source runs them as tasks and has no pool (None).
 _POOL = CONTEXT_POOL
-_DIGESTS = frozenset({"summary", "episode", "cluster"})
+# Compared by identity or set membership: an enum's ``.value`` is a slow descriptor, read
+# ~1,200 times per build over 200 candidates.
+_DIGESTS = frozenset({RecordType.SUMMARY, RecordType.EPISODE, RecordType.CLUSTER})
+_MESSAGE, _FACT, _ASSISTANT = RecordType.MESSAGE, RecordType.FACT, Role.ASSISTANT
+
+# A candidate as the context renders it: a decoded record, or (the search's hits, when the
+# store reads views) its view, which holds every field the context shows.
+Shown = MemoryRecord | RecordView
 
 
 class AsyncContextSources(Protocol):
@@ -70,27 +78,26 @@ class AsyncContextSources(Protocol):
         self, scope: Scope, vector: Vector, limit: int
     ) -> list[tuple[MemoryRecord, float]]: ...
     async def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]: ...
-    async def shown(self, scope: Scope, records: Sequence[MemoryRecord]) -> None: ...
+    async def shown(self, scope: Scope, records: Sequence[Shown]) -> None: ...
     async def neighbours(
         self, scope: Scope, record: MemoryRecord, after: bool
     ) -> list[MemoryRecord]: ...
 
 
-def _speaker_text(rec: MemoryRecord, text: str | None = None) -> str:
+def _speaker_text(rec: Shown, text: str | None = None) -> str:
     """``text`` (the record's own by default) after its speaker's name."""
     body = rec.text if text is None else text
-    speaker = rec.metadata.get("speaker") if isinstance(rec.metadata, dict) else None
+    speaker = rec.speaker if isinstance(rec, RecordView) else speaker_of(rec.metadata)
     name = speaker or (rec.role.value if rec.role else None)
-    if not name or rec.type.value != "message" or rec.text.startswith(f"{name}:"):
+    if not name or rec.type is not _MESSAGE or rec.text.startswith(f"{name}:"):
         return body
     return f"{name}: {body}"
 
 
 def _trimmed(req: ContextRequest, text: str, memo: dict[str, str]) -> str:
     """An assistant turn's words as shown: a long one cut to the sentences sharing the
-    question's terms (``ContextConfig.trim_turns_over``; context/trim.py). The lazy packing
-    applies it to every candidate turn (their roles are not read yet): a lower bound.
-    ``memo`` (one per build) keeps each text's cut, which both packings ask for."""
+    question's terms (``ContextConfig.trim_turns_over``; context/trim.py). ``memo`` (one per
+    build) keeps each text's cut: replies that repeat one another are cut once."""
     over = req.config.trim_turns_over
     if not over or not req.query or estimate_tokens(text) <= over:
         return text
@@ -116,11 +123,11 @@ def forget_texts() -> None:
     _terms.cache_clear()
 
 
-def _is_assistant(rec: MemoryRecord) -> bool:
-    return rec.role is not None and rec.role.value == "assistant"
+def _is_assistant(rec: Shown) -> bool:
+    return rec.role is _ASSISTANT
 
 
-def _penalised(rec: MemoryRecord, score: float, question: float, assistant: float) -> float:
+def _penalised(rec: Shown, score: float, question: float, assistant: float) -> float:
     """A turn's ``score`` less ``question`` × its share that only asks, then less
     ``assistant`` when an assistant said it."""
     if question:
@@ -130,8 +137,8 @@ def _penalised(rec: MemoryRecord, score: float, question: float, assistant: floa
     return score
 
 
-def _is_message(rec: MemoryRecord) -> bool:
-    return rec.type.value == "message"
+def _is_message(rec: Shown) -> bool:
+    return rec.type is _MESSAGE
 
 
 def _asks(text: str) -> bool:
@@ -140,25 +147,23 @@ def _asks(text: str) -> bool:
 
 def _scored_hits(
     req: ContextRequest,
-    hits: Sequence[SearchHit],
+    hits: Sequence[tuple[Shown, float, str]],
     dated: Sequence[SearchHit],
     extra: Mapping[str, tuple[MemoryRecord, float]],
-) -> list[tuple[MemoryRecord, float, str]]:
-    """Every candidate once, with its final score: the hit's, plus the session and date
-    boosts, plus turns brought in by digests and neighbours (at their own, lower score),
-    minus the question penalty of a turn that asks.
-
-    The penalty only lowers scores, so ``_pack_lazily`` stays exact: a candidate not decoded
-    scores at most its fused score, below every hit decoded before it."""
+) -> list[tuple[Shown, float, str]]:
+    """Every candidate once, with its final score: the hit's (``hits``: record or view,
+    score, layer), plus the session and date boosts, plus turns brought in by digests and
+    neighbours (at their own, lower score), minus the question penalty of a turn that asks
+    and the assistant penalty."""
     cfg = req.config
-    out: dict[str, tuple[MemoryRecord, float, str]] = {}
-    for h in hits:
-        out.setdefault(h.record.id, (h.record, h.score, h.layer))
+    out: dict[str, tuple[Shown, float, str]] = {}
+    for rec, score, layer in hits:
+        out.setdefault(rec.id, (rec, score, layer))
     if dated and cfg.temporal_boost:
         top = max(h.score for h in dated) or 1.0
         for h in dated:
-            rec, score, layer = out.get(h.record.id, (h.record, 0.0, h.layer))
-            out[h.record.id] = (rec, score + cfg.temporal_boost * h.score / top, layer)
+            shown, score, layer = out.get(h.record.id, (h.record, 0.0, h.layer))
+            out[h.record.id] = (shown, score + cfg.temporal_boost * h.score / top, layer)
     for rid, (rec, score) in extra.items():
         if rid not in out:
             out[rid] = (rec, score, layer_of(rec.type))
@@ -193,17 +198,17 @@ def _items(
     req: ContextRequest,
     got: dict[str, Any],
     window_ids: set[str],
-    offered: dict[str, MemoryRecord],
+    offered: dict[str, Shown],
 ) -> list[ContextItem]:
     """The memories offered to the budget; ``offered`` receives their records by id."""
     cfg = req.config
     items: list[ContextItem] = []
     seen: set[str] = set()
-    lines: dict[tuple[str, str, str | None], tuple[str, str | None]] = got.setdefault("lines", {})
+    cuts: dict[str, str] = {}
 
     def add(
         block: str,
-        rec: MemoryRecord,
+        rec: Shown,
         score: float,
         layer: str,
         text: str | None = None,
@@ -213,22 +218,16 @@ def _items(
             return
         seen.add(rec.id)
         offered[rec.id] = rec
-        key = (block, rec.id, text)
-        shown = lines.get(key)  # packing twice (_pack_lazily) renders each record once
-        if shown is None:
-            group = (
-                format_date(rec.observed_at, rec.text)
-                if cfg.compact_dates and block == "relevant" and _is_message(rec)
-                else None
-            )
-            if text is None:
-                long_reply = block == "relevant" and _is_message(rec) and _is_assistant(rec)
-                body = _trimmed(req, rec.text, got.setdefault("cuts", {})) if long_reply else None
-                text = _speaker_text(rec, body)
-                if cfg.resolve_dates and _is_message(rec):
-                    text = annotate_relative_dates(text, rec.observed_at)
-            shown = lines[key] = (text, group)
-        text, group = shown
+        group = (
+            format_date(rec.observed_at, rec.text)
+            if cfg.compact_dates and block == "relevant" and _is_message(rec)
+            else None
+        )
+        if text is None:
+            long_reply = block == "relevant" and _is_message(rec) and _is_assistant(rec)
+            text = _speaker_text(rec, _trimmed(req, rec.text, cuts) if long_reply else None)
+            if cfg.resolve_dates and _is_message(rec):
+                text = annotate_relative_dates(text, rec.observed_at)
         items.append(
             ContextItem(
                 block,
@@ -240,7 +239,7 @@ def _items(
                 rec.observed_at,
                 priority,
                 group=group,
-                digest=rec.type.value in _DIGESTS,
+                digest=rec.type in _DIGESTS,
             )
         )
 
@@ -251,15 +250,15 @@ def _items(
     working = got["working"]
     if working is not None:
         add("working", working[0], 1.0, "working", text=working[1], priority=1)
-    candidates: list[tuple[MemoryRecord, float, str]] = got["candidates"]
+    candidates: list[tuple[Shown, float, str]] = got["candidates"]
     # A summary, episode, cluster or fact made only of turns that are shown anyway repeats
     # them.
     shown = set(window_ids) | {rec.id for rec, _, _ in candidates if _is_message(rec)}
-    shown |= got.get("unseen_turns", set())  # candidates not decoded (_pack_lazily)
 
-    def redundant(rec: MemoryRecord) -> bool:
-        kinds = _DIGESTS | ({"fact"} if cfg.skip_facts_shown else set())
-        return rec.type.value in kinds and bool(rec.source_ids) and set(rec.source_ids) <= shown
+    kinds = _DIGESTS | {_FACT} if cfg.skip_facts_shown else _DIGESTS
+
+    def redundant(rec: Shown) -> bool:
+        return rec.type in kinds and bool(rec.source_ids) and set(rec.source_ids) <= shown
 
     # The newest summaries are background: they fill what relevant memories leave (a
     # summary that is relevant to the query arrives through the search with its own score).
@@ -273,11 +272,11 @@ def _items(
     for rec, score, layer in candidates:
         if _is_message(rec) and rec.id in window_ids:
             continue  # already in the recent turns
-        if rec.type.value in _DIGESTS and cfg.digests != "keep":
+        if rec.type in _DIGESTS and cfg.digests != "keep":
             continue
         if redundant(rec):
             continue
-        add("facts" if rec.type.value == "fact" else "relevant", rec, score, layer)
+        add("facts" if rec.type is _FACT else "relevant", rec, score, layer)
     return items
 
 
@@ -302,7 +301,7 @@ async def _gather(
         if cfg.clusters and not cfg.clusters_in_search and cfg.digests == "keep"
         else None
     )
-    ranked: AsyncRankedHits | None = None
+    views: list[tuple[RecordView, float]] | None = None
     if req.lazy:
         ranked = await sources.ranked(
             user_scope,
@@ -312,7 +311,11 @@ async def _gather(
             facts=cfg.facts == "search",
             clusters=cfg.clusters_in_search,
         )
-        await ranked.more(req.decode_first)
+        # The candidates are rendered from views: none is decoded. A store that cannot
+        # read views has them decoded.
+        views = await ranked.views()
+        if views is None:
+            await ranked.more(ranked.top_k)
         hits = ranked.hits
     else:
         hits = await sources.relevant(
@@ -342,7 +345,7 @@ async def _gather(
     if cfg.digests == "expand":
         wanted: dict[str, float] = {}
         for h in hits:
-            if h.record.type.value in _DIGESTS:
+            if h.record.type in _DIGESTS:
                 for sid in h.record.source_ids:
                     if sid not in have:
                         wanted[sid] = max(wanted.get(sid, 0.0), cfg.digest_weight * h.score)
@@ -365,50 +368,11 @@ async def _gather(
         # Below the turns the search found: a cluster's digest retells its turns.
         for rank, (rec, _) in enumerate(await join(clusters_job)):
             extra.setdefault(rec.id, (rec, cfg.cluster_score - rank * 0.01))
-    got["candidates"] = _scored_hits(req, hits, dated, extra)
-    got["ranked"], got["extra"] = ranked, extra
+    found: list[tuple[Shown, float, str]] = [(h.record, h.score, h.layer) for h in hits]
+    found += [(v, score, layer_of(v.type)) for v, score in views or ()]
+    got["candidates"] = _scored_hits(req, found, dated, extra)
     if facts_job is not None:
         got["facts"] = await join(facts_job)
-
-
-async def _pack_lazily(
-    req: ContextRequest,
-    got: dict[str, Any],
-    window_ids: set[str],
-    offered: dict[str, MemoryRecord],
-    pack: Callable[[list[ContextItem]], AssembledContext],
-    count: Callable[[str], int],
-) -> AssembledContext:
-    """Pack the context decoding only the candidates that can be shown; the same context as
-    decoding every one.
-
-    Packing is greedy by (priority, score): packing the items that score at least as high as
-    the last decoded candidate takes the decisions the full packing takes for them, and the
-    room it leaves only shrinks afterwards. A candidate whose text alone (plus its line
-    break) needs more than that room can never be taken, so only the others are decoded.
-    With a token counter other than the built-in estimate (a line's count need not bound its
-    text's) every candidate is decoded."""
-    ranked: AsyncRankedHits | None = got.get("ranked")
-    rest = await ranked.rest() if ranked is not None and not ranked.done and ranked.hits else None
-    if ranked is not None and rest is not None and count is estimate_tokens:
-        # Digests made of candidate turns repeat them (_items): every candidate counts.
-        got["unseen_turns"] = {f.id for f, kind, _ in rest if kind == "message"}
-        floor = ranked.hits[-1].score
-        cuts: dict[str, str] = got.setdefault("cuts", {})
-        items = _items(req, got, window_ids, {})
-        room = pack([it for it in items if it.priority > 0 or it.score >= floor]).memory_room
-        await ranked.take(
-            [
-                f
-                for f, kind, text in rest
-                if count(_trimmed(req, text, cuts) if kind == "message" else text) + 1 <= room
-            ]
-        )
-    if ranked is not None and not ranked.done:
-        await ranked.more(ranked.top_k)
-    if ranked is not None:
-        got["candidates"] = _scored_hits(req, ranked.hits, [], got["extra"])
-    return pack(_items(req, got, window_ids, offered))
 
 
 async def build(
@@ -429,8 +393,6 @@ async def build(
     got: dict[str, Any] = {
         "facts": [],
         "candidates": [],
-        "ranked": None,
-        "extra": {},
         "working": None,
         "history": [],
         "summaries": [],
@@ -465,27 +427,16 @@ async def build(
         else req.config.digest_share
     )
 
-    counted: dict[str, int] = {}
-
-    def count_once(text: str) -> int:  # packing twice (_pack_lazily) counts each line once
-        n = counted.get(text)
-        if n is None:
-            n = counted[text] = count(text)
-        return n
-
-    def pack(items: list[ContextItem]) -> AssembledContext:
-        return assemble(
-            plan=plan,
-            system_prompt=req.system_prompt,
-            query=req.query,
-            items=items,
-            history=history,
-            count=count_once,
-            digest_share=digest_share,
-        )
-
-    offered: dict[str, MemoryRecord] = {}
-    built = await _pack_lazily(req, got, window_ids, offered, pack, count)
+    offered: dict[str, Shown] = {}
+    built = assemble(
+        plan=plan,
+        system_prompt=req.system_prompt,
+        query=req.query,
+        items=_items(req, got, window_ids, offered),
+        history=history,
+        count=count,
+        digest_share=digest_share,
+    )
     # Accesses (and cluster hits) count what the context shows, not the candidates it was
     # offered: at a 2k budget ~200 hits are asked for and a few dozen are shown.
     await sources.shown(

@@ -15,6 +15,7 @@ from memstrata.jobs import Job
 from memstrata.records import MemoryRecord, RecordType, new_id
 from memstrata.scope import Scope
 from memstrata.search.hit import SearchHit
+from memstrata.store.types import RecordView
 
 __all__ = ["AsyncLayerSources", "RELEVANT_TYPES"]
 
@@ -152,20 +153,27 @@ class AsyncLayerSources:
             return []
         store = self._layers.ctx.store
         found = await store.vector_search(scope, vector, limit, Filters(types=_CLUSTERS))
+        if not found:
+            return []
         by_id = {r.id: r for r in await store.get_many(scope, [c.id for c in found])}
         return [(by_id[c.id], float(c.score)) for c in found if c.id in by_id]
 
-    async def shown(self, scope: Scope, records: Sequence[MemoryRecord]) -> None:
+    async def shown(self, scope: Scope, records: Sequence[MemoryRecord | RecordView]) -> None:
         """Count what a context showed, and only that: an access on each record, a hit on
         each cluster (PMemo counts a hit per recall). Both are counters the store buffers,
         so the read path takes no write lock; a cluster whose hits reach ``promote_hits``
-        is promoted by a background job (a version is a write)."""
+        is promoted by a background job (a version is a write). A cluster shown from its
+        view is read (its hits are in its content)."""
         if not records:
             return
         ctx = self._layers.ctx
         now = ctx.clock.now()
         await ctx.store.touch(scope, list(dict.fromkeys(r.id for r in records)), now)
-        clusters = [r for r in records if r.type is RecordType.CLUSTER]
+        shown = [r for r in records if r.type is RecordType.CLUSTER]
+        clusters = [r for r in shown if isinstance(r, MemoryRecord)]
+        viewed = [r.id for r in shown if isinstance(r, RecordView)]
+        if viewed:
+            clusters += await ctx.store.get_many(scope, viewed)
         due = await self._layers.mid_term.count_shown(scope, clusters)
         if not due:
             return

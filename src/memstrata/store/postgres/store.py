@@ -55,8 +55,10 @@ from memstrata.store.postgres.vectors import (
 from memstrata.store.postgres.where import filters_sql, needs_python, scope_sql
 from memstrata.store.sqlite.codec import (
     COLUMNS,
+    VIEW_COLUMNS,
     decode_record,
     decode_vector,
+    decode_view,
     encode_record,
     encode_time,
     encode_vector,
@@ -75,6 +77,7 @@ from memstrata.store.types import (
     Candidate,
     PurgeReport,
     RecordDump,
+    RecordView,
     RecordWrite,
     StoreStats,
     Vector,
@@ -699,14 +702,19 @@ class PostgresStore:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
 
-    def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """``(type, text)`` of each id visible in ``scope``, without decoding the records
-        (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
+    def views(self, scope: Scope, ids: Sequence[str]) -> dict[str, RecordView]:
+        """What a context shows of each id visible in ``scope`` (as :meth:`get_many` finds
+        them), without decoding the records: ``build_context`` renders its candidates from
+        these and decodes none."""
+        if not ids:
+            return {}
         with self._autocommit(wait=False) as c:  # no counter read: need not wait (behind.py)
-            rows = self._visible(c, scope, ids, "id, type, raw")
-        return {row["id"]: (row["type"], row["raw"]) for row in rows}
+            rows = self._visible(c, scope, ids, VIEW_COLUMNS)
+        return {row["id"]: decode_view(tuple(row.values())) for row in rows}
 
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+        if not ids:
+            return []  # no round trip for nothing (a context's facts may find none)
         with self._autocommit(_row_keys(scope, ids)) as c:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]

@@ -13,7 +13,7 @@ import functools
 import hashlib
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -33,12 +33,14 @@ from ...records import (
     Visibility,
 )
 from ..base import Vector
+from ..types import RecordView, speaker_of
 
 __all__ = [
     "COLUMNS",
     "decode_record",
     "decode_time",
     "decode_vector",
+    "decode_view",
     "encode_record",
     "encode_time",
     "encode_vector",
@@ -255,6 +257,32 @@ def decode_record(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:
     for name, value in zip(_RECORD_FIELDS, values, strict=True):
         _set(out, name, value)
     return out
+
+
+# The columns ``decode_view`` reads, in this order.
+VIEW_COLUMNS = "id, type, raw, role, session, observed_at, source_ids, metadata"
+
+
+def decode_view(row: Sequence[Any]) -> RecordView:
+    """What a context shows of the record in ``row`` (the values of :data:`VIEW_COLUMNS`, in
+    order), each field as :func:`decode_record` reads it; the metadata is parsed only when
+    it names a speaker, the sources only when they are not the record itself (a turn's)."""
+    rid, kind, raw, role, session, observed_at, sources, meta = row
+    if kind not in _TYPES or (role is not None and role not in _ROLES):
+        raise ValidationError(
+            f"record {rid!r} has type {kind!r} and role {role!r}, which this version does "
+            "not know; the database file is damaged or newer than this memstrata"
+        )
+    return RecordView(
+        rid,
+        _TYPES[kind],
+        raw,
+        None if role is None else _ROLES[role],
+        session,
+        _time(observed_at),
+        (rid,) if sources == f'["{rid}"]' and "\\" not in rid else _strings(sources),
+        speaker_of(_object(meta)) if '"speaker"' in meta else None,
+    )
 
 
 def _decode_validated(row: Mapping[str, Any] | sqlite3.Row) -> MemoryRecord:

@@ -44,12 +44,15 @@ from ..base import (
     Vector,
 )
 from ..compaction import CompactReport
+from ..types import RecordView
 from . import dump, outbox
 from .codec import (
     COLUMNS,
+    VIEW_COLUMNS,
     decode_record,
     decode_time,
     decode_vector,
+    decode_view,
     encode_record,
     encode_time,
     encode_vector,
@@ -578,16 +581,21 @@ class SQLiteStore:
         return self._dec(rows[0])
 
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+        if not ids:
+            return []  # no read transaction for nothing (a context's facts may find none)
         with self._read() as c:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
             return [self._dec(found[i]) for i in dict.fromkeys(ids) if i in found]
 
-    def texts(self, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """``(type, text)`` of each id visible in ``scope``, without decoding the records
-        (what ``build_context`` needs to know whether a candidate could still fit its budget)."""
+    def views(self, scope: Scope, ids: Sequence[str]) -> dict[str, RecordView]:
+        """What a context shows of each id visible in ``scope`` (as :meth:`get_many` finds
+        them), without decoding the records: ``build_context`` renders its candidates from
+        these and decodes none."""
+        if not ids:
+            return {}
         with self._read() as c:
-            rows = self._visible(c, scope, ids, "id, type, raw")
-        return {row["id"]: (row["type"], row["raw"]) for row in rows}
+            rows = self._visible(c, scope, ids, VIEW_COLUMNS)
+        return {row["id"]: decode_view(row) for row in rows}
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         with self._write() as c:
