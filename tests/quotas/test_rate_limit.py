@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 from collections.abc import Iterator
@@ -87,3 +88,24 @@ def test_without_redis_or_store_each_process_limits_alone() -> None:
     ):  # type: ignore[arg-type]
         with pytest.raises(ValidationError):
             bad()
+
+
+def test_two_limiters_on_one_redis_from_concurrent_coroutines(own: servers.RedisServer) -> None:
+    """The server's event-loop path (acquire_held, else acquire_async with a worker thread
+    for Redis): 40 concurrent requests over two processes' limiters get exactly the burst."""
+    import anyio.to_thread
+
+    clients = [open_redis(own.url), open_redis(own.url)]
+    limiters = [SharedRateLimiter(1e-6, 7, client=c, prefix="t3") for c in clients]
+    assert limiters[0].acquire_held("k") is None  # Redis is the only one that knows
+
+    async def request(i: int) -> float:
+        return await limiters[i % 2].acquire_async("k", anyio.to_thread.run_sync)
+
+    async def main() -> list[float]:
+        return list(await asyncio.gather(*(request(i) for i in range(40))))
+
+    waits = asyncio.run(main())
+    assert waits.count(0.0) == 7 and all(w > 0 for w in waits if w)
+    for c in clients:
+        c.close()

@@ -23,7 +23,6 @@ from .. import __version__
 from ..aio import AsyncMemory
 from ..errors import MissingDependencyError
 from ..memory import Memory
-from ..ratelimit import SharedRateLimiter
 from .backend import Backend, MemoryBackend
 from .dto import ErrorOut, Health
 from .errors import error_response, install_handlers
@@ -189,9 +188,6 @@ def create_app(
         job_counts,
         tenant_limiter,
         blocking_keys=not isinstance(store_keys, local),
-        blocking_limits=any(
-            isinstance(x, SharedRateLimiter) for x in (key_limiter, tenant_limiter)
-        ),
     )
     metrics = Metrics(job_counts)
     install_handlers(app)
