@@ -181,3 +181,21 @@ def test_coroutines_wait_for_a_refill_under_way_on_a_thread(store: QuotaCounters
 
     assert asyncio.run(main()) == [0.0] * 5
     assert counters.takes == [(10, True)] and len(hops) == 4
+
+
+def test_a_clock_read_behind_the_window_in_use_spends_that_windows_tokens(
+    store: QuotaCounters,
+) -> None:
+    """A caller whose clock reading is older than the window another caller already moved
+    to (read before it, or a wall clock stepped back): before, it took a batch from the old
+    window's counter, replaced the tokens held for the new one and forgot the new window's
+    counter (which then admitted a whole burst again)."""
+    now = [1000.0]
+    counters = Counters(store)
+    limiter = SharedRateLimiter(1, 4, fallback=counters, batch=2, clock=lambda: now[0])
+    assert limiter.acquire("k") == 0.0  # window 250: takes 2, holds 1
+    now[0] = 999.0  # window 249
+    assert limiter.acquire("k") == 0.0  # the held one of window 250
+    assert counters.takes == [(2, True)] and counters.forgotten == []
+    assert [limiter.acquire("k") for _ in range(3)][:2] == [0.0, 0.0]
+    assert counters.granted == 4 and counters.forgotten == []
