@@ -339,7 +339,11 @@ class SharedRateLimiter:
                 return wait
             lock = self._refill_lock(name)
             if lock.acquire(blocking=False):
-                break
+                wait = self._spend_held(name, now)  # a thread's refill ended just now
+                if wait is None:
+                    break
+                lock.release()
+                return wait
             refilling = self._refilling.get(name)
             if refilling is None:  # a worker thread refills (acquire): wait for it there
                 return await run_sync(functools.partial(self._durable_acquire, sync, name))
