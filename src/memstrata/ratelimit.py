@@ -25,10 +25,11 @@ Redis is tried again after ``cooldown`` seconds. It has the same ``acquire`` /
 ``retry_after`` interface as :class:`memstrata.server.limits.RateLimiter`, and two for an
 event loop: :meth:`SharedRateLimiter.acquire_held` answers from what this process holds
 (held tokens, a window it knows is spent, the process's own bucket) without any I/O, or
-says it cannot; :meth:`SharedRateLimiter.acquire_async` refills from the store's async
-counters (:class:`AsyncRateCounters`) on the loop, and runs what can only block (Redis, a
-sync store) through the caller's ``run_sync`` (a worker thread). Keys are hashed before
-they reach Redis or the store.
+says it cannot; :meth:`SharedRateLimiter.acquire_async` asks Redis through an async client
+(:meth:`SharedRateLimiter.use_async_redis`) and refills from the store's async counters
+(:class:`AsyncRateCounters`) on the loop, and runs what can only block (Redis without an
+async client, a sync store) through the caller's ``run_sync`` (a worker thread). Keys are
+hashed before they reach Redis or the store.
 """
 
 from __future__ import annotations
@@ -145,6 +146,7 @@ class SharedRateLimiter:
         self._refilling: dict[str, asyncio.Event] = {}  # key -> set when the loop's refill ends
         self._local: dict[str, tuple[float, float]] = {}  # key -> (tokens, stamp)
         self._script = client.register_script(_BUCKET) if client is not None else None
+        self._async_script: Any = None  # the same script on a redis.asyncio client
         self._errors: tuple[type[BaseException], ...] = ()
         if client is not None:
             import redis
@@ -184,19 +186,35 @@ class SharedRateLimiter:
         return self._spend_held(name, self._clock())
 
     async def acquire_async(self, key: str, run_sync: RunSync) -> float:
-        """:meth:`acquire` on an event loop: the held tokens first, a refill from
-        :class:`AsyncRateCounters` awaited on the loop (one per key at a time: the others
-        wait for it), and what can only block (Redis, sync counters) through
-        ``run_sync(fn)``, which must run ``fn`` on a worker thread."""
+        """:meth:`acquire` on an event loop: Redis through the async client of
+        :meth:`use_async_redis`, the held tokens, a refill from :class:`AsyncRateCounters`
+        awaited on the loop (one per key at a time: the others wait for it), and what can
+        only block (Redis without an async client, sync counters) through ``run_sync(fn)``,
+        which must run ``fn`` on a worker thread."""
         if not self.enabled:
             return 0.0
         name = _hash(key)
+        if self._redis_active():
+            script = self._async_script
+            if script is None:
+                return await run_sync(lambda: self._acquire(name))
+            wait = await self._redis_acquire_async(script, name)
+            if wait is not None:
+                return wait
         fallback, native = self._fallback, self._native
-        if self._redis_active() or (fallback is not None and native is None):
+        if fallback is not None and native is None:
             return await run_sync(lambda: self._acquire(name))
         if fallback is None or native is None:
             return self._local_acquire(name)
         return await self._durable_acquire_async(fallback, native, name, run_sync)
+
+    def use_async_redis(self, client: Any) -> None:
+        """Ask Redis through ``client`` (a ``redis.asyncio`` client of the same server, used
+        on one event loop) in :meth:`acquire_async`, with no worker thread; ``None``: through
+        the sync client on a worker thread again (before the async client is closed)."""
+        if client is not None and self._script is None:
+            raise ValidationError("use_async_redis needs a limiter built with a Redis client")
+        self._async_script = client.register_script(_BUCKET) if client is not None else None
 
     @staticmethod
     def retry_after(wait: float) -> str:
@@ -227,11 +245,23 @@ class SharedRateLimiter:
         except self._errors as exc:
             self._mark_down(exc)
             return None
+        self._mark_up()
+        return float(raw)
+
+    async def _redis_acquire_async(self, script: Any, name: str) -> float | None:
+        try:
+            raw = await script(keys=[f"{self._prefix}:rate:{name}"], args=[self.rate, self.burst])
+        except self._errors as exc:
+            self._mark_down(exc)
+            return None
+        self._mark_up()
+        return float(raw)
+
+    def _mark_up(self) -> None:
         if self._down_since is not None:
             with self._lock:
                 self._down_since = None
             log.info("Redis is back; the shared rate limit is kept there again")
-        return float(raw)
 
     def _mark_down(self, exc: BaseException) -> None:
         with self._lock:

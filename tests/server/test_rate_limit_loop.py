@@ -93,3 +93,48 @@ def test_two_processes_concurrent_coroutines_get_exactly_the_burst(tmp_path: Pat
     # a process is refused only once the store is spent and it holds nothing itself; the
     # other then spends what it holds on its own waiting requests: exactly the burst
     assert admitted.count(True) == 23
+
+
+def test_with_redis_the_app_asks_it_on_the_loop(
+    tmp_path: Path, redis_buffer_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``memstrata serve --redis``: the app opens a redis.asyncio client at startup and the
+    limits ask Redis through it, with no worker thread; it is closed when the app stops."""
+    from memstrata._async.store.redis_hot import open_redis as open_async_redis
+    from memstrata.store.redis_hot import buffer_prefix, open_redis
+
+    db = tmp_path / "r.db"
+    mem = _native(db)
+    keys = SQLiteKeyStore(str(db))
+    secret = keys.create("acme").secret
+    sync = open_redis(redis_buffer_url)
+    app = create_app(
+        mem,
+        keys,
+        limits=Limits(rate=TINY, burst=5),
+        mcp=False,
+        on_close=mem.aclose,
+        redis=sync,
+        redis_prefix=buffer_prefix(redis_buffer_url),
+        async_redis=lambda: open_async_redis(redis_buffer_url),
+    )
+    limiter = state_of(app).limiter
+    assert isinstance(limiter, SharedRateLimiter)
+    hops: list[Callable[..., Any]] = []
+    real_hop = anyio.to_thread.run_sync
+
+    async def hop(fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        hops.append(fn)
+        return await real_hop(fn, *args, **kw)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", hop)
+    h = {"Authorization": f"Bearer {secret}"}
+    with TestClient(app) as client:
+        codes = [client.get("/v1/whoami", headers=h).status_code for _ in range(7)]
+        assert limiter._async_script is not None
+    assert codes == [200] * 5 + [429] * 2
+    assert hops == []  # before: one worker thread per request
+    assert limiter._async_script is None  # closed with the app
+    assert sync.keys(f"{buffer_prefix(redis_buffer_url)}:rate:*")  # the bucket is in Redis
+    sync.close()
+    keys.close()
