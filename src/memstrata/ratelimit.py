@@ -14,28 +14,41 @@ When Redis is down (or none is configured) it falls back, with one ``WARNING`` p
   requests from the store at once and admits them from memory until they are spent (one
   store write per ``batch`` requests instead of one each): never more than ``burst`` per
   window between all processes, but a process may be refused while another still holds
-  up to ``batch - 1`` unspent ones;
+  up to ``batch - 1`` unspent ones. One refill per key is under way at a time in a process
+  (the callers that find no token wait for it and then spend what it took: concurrent
+  refills would each take a batch and leave the window spent while the tokens sit unused),
+  and once the store refuses a window's last request the process refuses the rest of that
+  window itself (its counter only grows until the window ends);
 - otherwise to a bucket in this process alone (each process then allows the rate).
 
 Redis is tried again after ``cooldown`` seconds. It has the same ``acquire`` /
-``retry_after`` interface as :class:`memstrata.server.limits.RateLimiter`. Keys are hashed
-before they reach Redis or the store.
+``retry_after`` interface as :class:`memstrata.server.limits.RateLimiter`, and two for an
+event loop: :meth:`SharedRateLimiter.acquire_held` answers from what this process holds
+(held tokens, a window it knows is spent, the process's own bucket) without any I/O, or
+says it cannot; :meth:`SharedRateLimiter.acquire_async` asks Redis through an async client
+(:meth:`SharedRateLimiter.use_async_redis`) and refills from the store's async counters
+(:class:`AsyncRateCounters`) on the loop, and runs what can only block (Redis without an
+async client, a sync store) through the caller's ``run_sync`` (a worker thread). Keys are
+hashed before they reach Redis or the store.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from .errors import ValidationError
 from .store.quota_counters import Refusal, Take
 
-__all__ = ["RateCounters", "SharedRateLimiter"]
+__all__ = ["AsyncRateCounters", "RateCounters", "SharedRateLimiter"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +79,28 @@ class RateCounters(Protocol):
     def forget_counters(self, keys: Sequence[str]) -> None: ...
 
 
+@runtime_checkable
+class AsyncRateCounters(Protocol):
+    """The same counters awaited on an event loop (a fallback that has them is refilled
+    there by :meth:`SharedRateLimiter.acquire_async`, with no worker thread)."""
+
+    async def atake_counters(self, takes: Sequence[Take]) -> Refusal | None: ...
+    async def aforget_counters(self, keys: Sequence[str]) -> None: ...
+
+
+# run_sync(fn) runs a blocking call off the event loop (anyio.to_thread.run_sync)
+RunSync = Callable[[Callable[[], float]], Awaitable[float]]
+
+
+@dataclass(slots=True)
+class _Window:
+    """What this process holds of a key's current durable window."""
+
+    index: int  # the window (clock // window_seconds)
+    tokens: int = 0  # taken from the store for it and not yet spent
+    spent: bool = False  # the store refused its last request: refuse until it ends
+
+
 def _hash(key: str) -> str:
     return hashlib.blake2b(key.encode(), digest_size=10, person=b"mstr-rate").hexdigest()
 
@@ -74,7 +109,8 @@ class SharedRateLimiter:
     """Token bucket per key shared through Redis; see the module docstring.
 
     ``client`` is a connected redis-py client (:func:`memstrata.store.redis_hot.open_redis`)
-    or ``None``; ``fallback`` the durable counters used while Redis is down."""
+    or ``None``; ``fallback`` the durable counters used while Redis is down (refilled on the
+    event loop by :meth:`acquire_async` when they are also :class:`AsyncRateCounters`)."""
 
     def __init__(
         self,
@@ -98,16 +134,19 @@ class SharedRateLimiter:
         self.burst = burst
         self._client = client
         self._fallback = fallback
+        self._native = fallback if isinstance(fallback, AsyncRateCounters) else None
         self._prefix = prefix
         self._cooldown = cooldown
         self._clock = clock
         self._down_since: float | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the state below; never held across I/O
         self._batch = min(batch, burst)
-        self._windows: dict[str, int] = {}  # key -> the durable window last used
-        self._held: dict[str, tuple[int, int]] = {}  # key -> (window, taken but unspent)
+        self._windows: dict[str, _Window] = {}  # key -> its durable window, as held here
+        self._refills: dict[str, threading.Lock] = {}  # key -> held by its one refill
+        self._refilling: dict[str, asyncio.Event] = {}  # key -> set when the loop's refill ends
         self._local: dict[str, tuple[float, float]] = {}  # key -> (tokens, stamp)
         self._script = client.register_script(_BUCKET) if client is not None else None
+        self._async_script: Any = None  # the same script on a redis.asyncio client
         self._errors: tuple[type[BaseException], ...] = ()
         if client is not None:
             import redis
@@ -124,10 +163,64 @@ class SharedRateLimiter:
         return self.burst / self.rate if self.rate > 0 else 1.0
 
     def acquire(self, key: str) -> float:
-        """0 when the request may go now, else the seconds until it could."""
+        """0 when the request may go now, else the seconds until it could (may wait on
+        Redis or the store: call it off the event loop)."""
+        if not self.enabled:
+            return 0.0
+        return self._acquire(_hash(key))
+
+    def acquire_held(self, key: str) -> float | None:
+        """:meth:`acquire` without I/O, or None when only Redis or the store can answer.
+
+        0 when a token this process holds was spent; the wait when this process knows the
+        key's window is spent; the answer of the process's own bucket when there is nothing
+        to share through. After None nothing was spent: call :meth:`acquire` (on a thread)
+        or :meth:`acquire_async`."""
+        if not self.enabled:
+            return 0.0
+        if self._redis_active():
+            return None
+        name = _hash(key)
+        if self._fallback is None:
+            return self._local_acquire(name)
+        return self._spend_held(name, self._clock())
+
+    async def acquire_async(self, key: str, run_sync: RunSync) -> float:
+        """:meth:`acquire` on an event loop: Redis through the async client of
+        :meth:`use_async_redis`, the held tokens, a refill from :class:`AsyncRateCounters`
+        awaited on the loop (one per key at a time: the others wait for it), and what can
+        only block (Redis without an async client, sync counters) through ``run_sync(fn)``,
+        which must run ``fn`` on a worker thread."""
         if not self.enabled:
             return 0.0
         name = _hash(key)
+        if self._redis_active():
+            script = self._async_script
+            if script is None:
+                return await run_sync(lambda: self._acquire(name))
+            wait = await self._redis_acquire_async(script, name)
+            if wait is not None:
+                return wait
+        fallback, native = self._fallback, self._native
+        if fallback is not None and native is None:
+            return await run_sync(lambda: self._acquire(name))
+        if fallback is None or native is None:
+            return self._local_acquire(name)
+        return await self._durable_acquire_async(fallback, native, name, run_sync)
+
+    def use_async_redis(self, client: Any) -> None:
+        """Ask Redis through ``client`` (a ``redis.asyncio`` client of the same server, used
+        on one event loop) in :meth:`acquire_async`, with no worker thread; ``None``: through
+        the sync client on a worker thread again (before the async client is closed)."""
+        if client is not None and self._script is None:
+            raise ValidationError("use_async_redis needs a limiter built with a Redis client")
+        self._async_script = client.register_script(_BUCKET) if client is not None else None
+
+    @staticmethod
+    def retry_after(wait: float) -> str:
+        return str(max(1, math.ceil(wait)))
+
+    def _acquire(self, name: str) -> float:
         wait = self._redis_acquire(name)
         if wait is not None:
             return wait
@@ -135,27 +228,40 @@ class SharedRateLimiter:
             return self._durable_acquire(self._fallback, name)
         return self._local_acquire(name)
 
-    @staticmethod
-    def retry_after(wait: float) -> str:
-        return str(max(1, math.ceil(wait)))
-
     # --- Redis -----------------------------------------------------------------------------
-    def _redis_acquire(self, name: str) -> float | None:
-        if self._script is None:
-            return None
+    def _redis_active(self) -> bool:
+        """Redis is configured and not within its cooldown after a failure."""
         down = self._down_since
-        if down is not None and time.monotonic() - down < self._cooldown:
+        return self._script is not None and (
+            down is None or time.monotonic() - down >= self._cooldown
+        )
+
+    def _redis_acquire(self, name: str) -> float | None:
+        script = self._script
+        if script is None or not self._redis_active():
             return None
         try:
-            raw = self._script(keys=[f"{self._prefix}:rate:{name}"], args=[self.rate, self.burst])
+            raw = script(keys=[f"{self._prefix}:rate:{name}"], args=[self.rate, self.burst])
         except self._errors as exc:
             self._mark_down(exc)
             return None
+        self._mark_up()
+        return float(raw)
+
+    async def _redis_acquire_async(self, script: Any, name: str) -> float | None:
+        try:
+            raw = await script(keys=[f"{self._prefix}:rate:{name}"], args=[self.rate, self.burst])
+        except self._errors as exc:
+            self._mark_down(exc)
+            return None
+        self._mark_up()
+        return float(raw)
+
+    def _mark_up(self) -> None:
         if self._down_since is not None:
             with self._lock:
                 self._down_since = None
             log.info("Redis is back; the shared rate limit is kept there again")
-        return float(raw)
 
     def _mark_down(self, exc: BaseException) -> None:
         with self._lock:
@@ -172,31 +278,124 @@ class SharedRateLimiter:
                 self._cooldown,
             )
 
-    # --- fallbacks -------------------------------------------------------------------------
-    def _durable_acquire(self, counters: RateCounters, name: str) -> float:
+    # --- the durable fallback ----------------------------------------------------------------
+    def _spend_held(self, name: str, now: float) -> float | None:
+        """Spend a token held for the window of ``now``: 0, the wait when the window is
+        known to be spent, None when a refill must go to the store."""
         window = self.window_seconds
-        now = self._clock()
         index = int(now // window)
-        key = f"rate:{name}:{index}"
         with self._lock:
-            previous = self._windows.get(name)
-            self._windows[name] = index
-            held = self._held.get(name)
-            if held is not None and held[0] == index and held[1] > 0:
-                self._held[name] = (index, held[1] - 1)
+            held = self._windows.get(name)
+            if held is None or held.index < index:
+                return None
+            # held.index > index: another caller read the clock later; that window is current
+            if held.tokens > 0:
+                held.tokens -= 1
                 return 0.0
-        if previous is not None and previous != index:
-            counters.forget_counters([f"rate:{name}:{previous}"])
-        ttl = math.ceil(window)
-        for amount in dict.fromkeys((self._batch, 1)):  # a whole batch, else the last ones
-            if counters.take_counters([Take(key, amount, self.burst, ttl)]) is None:
-                with self._lock:
-                    held = self._held.get(name)
-                    spare = held[1] if held is not None and held[0] == index else 0
-                    self._held[name] = (index, spare + amount - 1)
-                return 0.0
-        return max(0.001, (index + 1) * window - now)
+            if held.spent:
+                return max(0.001, (held.index + 1) * window - now)
+            return None
 
+    def _refill_lock(self, name: str) -> threading.Lock:
+        with self._lock:
+            return self._refills.setdefault(name, threading.Lock())
+
+    def _open_window(self, name: str, now: float) -> tuple[int, str | None]:
+        """The window a refill takes from (never one older than this process has used)
+        and the counter of the window it leaves, to forget."""
+        index = int(now // self.window_seconds)
+        with self._lock:
+            held = self._windows.get(name)
+            if held is not None and held.index >= index:
+                return held.index, None
+            self._windows[name] = _Window(index)
+        return index, None if held is None else f"rate:{name}:{held.index}"
+
+    def _takes(self, counter: str) -> Generator[Take, Refusal | None, int]:
+        """The takes of one refill, each sent the store's answer: a batch, else the window's
+        last ones (a refusal says how many are used). Returns how many were taken (0: the
+        window is spent)."""
+        ttl = math.ceil(self.window_seconds)
+        amount = self._batch
+        while amount > 0:
+            refused = yield Take(counter, amount, self.burst, ttl)
+            if refused is None:
+                return amount
+            amount = min(amount - 1, self.burst - refused.used)
+        return 0
+
+    def _refilled(self, name: str, index: int, taken: int, now: float) -> float:
+        """Keep what a refill took for window ``index`` (one of them is this request's)."""
+        with self._lock:
+            held = self._windows.get(name)
+            current = held if held is not None and held.index == index else None
+            if taken == 0:
+                if current is not None:
+                    current.spent = True
+                return max(0.001, (index + 1) * self.window_seconds - now)
+            if current is not None:
+                current.tokens += taken - 1
+            return 0.0
+
+    def _durable_acquire(self, counters: RateCounters, name: str) -> float:
+        wait = self._spend_held(name, self._clock())
+        if wait is not None:
+            return wait
+        with self._refill_lock(name):
+            now = self._clock()
+            wait = self._spend_held(name, now)  # another caller's refill while we waited
+            if wait is not None:
+                return wait
+            index, passed = self._open_window(name, now)
+            if passed is not None:
+                counters.forget_counters([passed])
+            takes = self._takes(f"rate:{name}:{index}")
+            try:
+                take = next(takes)
+                while True:
+                    take = takes.send(counters.take_counters([take]))
+            except StopIteration as done:
+                return self._refilled(name, index, done.value, now)
+
+    async def _durable_acquire_async(
+        self, sync: RateCounters, counters: AsyncRateCounters, name: str, run_sync: RunSync
+    ) -> float:
+        """:meth:`_durable_acquire` with the refill awaited on the loop; a refill under way
+        on a worker thread (:meth:`acquire`'s) is waited for on a thread too."""
+        while True:
+            now = self._clock()
+            wait = self._spend_held(name, now)
+            if wait is not None:
+                return wait
+            lock = self._refill_lock(name)
+            if lock.acquire(blocking=False):
+                wait = self._spend_held(name, now)  # a thread's refill ended just now
+                if wait is None:
+                    break
+                lock.release()
+                return wait
+            refilling = self._refilling.get(name)
+            if refilling is None:  # a worker thread refills (acquire): wait for it there
+                return await run_sync(functools.partial(self._durable_acquire, sync, name))
+            await refilling.wait()
+        done = self._refilling[name] = asyncio.Event()
+        try:
+            index, passed = self._open_window(name, now)
+            if passed is not None:
+                await counters.aforget_counters([passed])
+            takes = self._takes(f"rate:{name}:{index}")
+            try:
+                take = next(takes)
+                while True:
+                    take = takes.send(await counters.atake_counters([take]))
+            except StopIteration as taken:
+                return self._refilled(name, index, taken.value, now)
+        finally:
+            del self._refilling[name]
+            lock.release()
+            done.set()
+
+    # --- this process alone -----------------------------------------------------------------
     def _local_acquire(self, name: str) -> float:
         now = time.monotonic()
         with self._lock:

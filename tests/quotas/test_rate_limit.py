@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import servers
 from memstrata.errors import ValidationError
 from memstrata.ratelimit import SharedRateLimiter
 from memstrata.store import open_store
-from memstrata.store.quota_counters import QuotaCounters
+from memstrata.store.quota_counters import QuotaCounters, Refusal, Take
 from memstrata.store.redis_hot import open_redis
 
 LOGGER = "memstrata.ratelimit"
@@ -87,3 +88,101 @@ def test_without_redis_or_store_each_process_limits_alone() -> None:
     ):  # type: ignore[arg-type]
         with pytest.raises(ValidationError):
             bad()
+
+
+@pytest.mark.parametrize("client", ["async", "thread"])
+def test_two_limiters_on_one_redis_from_concurrent_coroutines(
+    own: servers.RedisServer, client: str
+) -> None:
+    """The server's event-loop path: Redis asked through a redis.asyncio client with no
+    worker thread (or, without one, through the sync client on a thread): 40 concurrent
+    requests over two processes' limiters get exactly the burst."""
+    import anyio.to_thread
+
+    from memstrata._async.store.redis_hot import open_redis as open_async_redis
+
+    clients = [open_redis(own.url), open_redis(own.url)]
+    limiters = [SharedRateLimiter(1e-6, 7, client=c, prefix=f"t3{client}") for c in clients]
+    assert limiters[0].acquire_held("k") is None  # Redis is the only one that knows
+    hops: list[int] = []
+
+    async def run_sync(fn: Callable[[], float]) -> float:
+        hops.append(1)
+        return await anyio.to_thread.run_sync(fn)
+
+    async def main() -> list[float]:
+        native = [await open_async_redis(own.url) for _ in limiters] if client == "async" else []
+        for limiter, c in zip(limiters, native, strict=False):
+            limiter.use_async_redis(c)
+        try:
+            waits = await asyncio.gather(
+                *(limiters[i % 2].acquire_async("k", run_sync) for i in range(40))
+            )
+        finally:
+            for limiter, c in zip(limiters, native, strict=False):
+                limiter.use_async_redis(None)
+                await c.aclose()
+        return list(waits)
+
+    waits = asyncio.run(main())
+    assert waits.count(0.0) == 7 and all(w > 0 for w in waits if w)
+    assert len(hops) == (0 if client == "async" else 40)
+    for c in clients:
+        c.close()
+
+
+class _AsyncStoreCounters:
+    """A sync store's counters, also as coroutines (what MemoryCounters gives the server)."""
+
+    def __init__(self, store: QuotaCounters) -> None:
+        self.store = store
+
+    def take_counters(self, takes: Sequence[Take]) -> Refusal | None:
+        return self.store.take_counters(takes)
+
+    def forget_counters(self, keys: Sequence[str]) -> None:
+        self.store.forget_counters(keys)
+
+    async def atake_counters(self, takes: Sequence[Take]) -> Refusal | None:
+        return self.store.take_counters(takes)
+
+    async def aforget_counters(self, keys: Sequence[str]) -> None:
+        self.store.forget_counters(keys)
+
+
+def test_redis_dying_under_the_async_client_moves_the_limit_to_the_store(
+    own: servers.RedisServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memstrata._async.store.redis_hot import open_redis as open_async_redis
+
+    store = open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    assert isinstance(store, QuotaCounters)
+    client = open_redis(own.url)
+    limiter = SharedRateLimiter(
+        1e-6, 4, client=client, fallback=_AsyncStoreCounters(store), cooldown=60.0, batch=2
+    )
+
+    async def no_thread(fn: Callable[[], float]) -> float:
+        raise AssertionError("no worker thread should be needed")
+
+    async def main() -> list[float]:
+        native = await open_async_redis(own.url)
+        limiter.use_async_redis(native)
+        try:
+            waits = [await limiter.acquire_async("k", no_thread) for _ in range(2)]
+            own.kill()
+            with caplog.at_level(logging.WARNING, logger=LOGGER):
+                waits += [await limiter.acquire_async("k", no_thread) for _ in range(6)]
+        finally:
+            limiter.use_async_redis(None)
+            await native.aclose()
+        return waits
+
+    waits = asyncio.run(main())
+    # 2 from Redis, then a fresh window of 4 on the store, refused after
+    assert waits[:6] == [0.0] * 6 and waits[6] > 0 and waits[7] > 0
+    warnings = [r for r in caplog.records if r.name == LOGGER and r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "durable store" in warnings[0].getMessage()
+    assert limiter.acquire_held("k") is not None  # Redis is down: the process answers
+    client.close()
+    store.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,14 @@ from pydantic import BaseModel
 from memstrata import Memory, Message, Role, Scope
 from memstrata.context.assemble import AssembledContext, ContextItem
 from memstrata.search.hit import SearchHit
-from memstrata.server.answers import JsonAnswer, context_body, hit_body, record_body, records_body
+from memstrata.server.answers import (
+    JsonAnswer,
+    _item,
+    context_body,
+    hit_body,
+    record_body,
+    records_body,
+)
 from memstrata.server.dto import (
     ChatMessage,
     ContextItemOut,
@@ -160,3 +167,23 @@ def test_the_hot_routes_answer_json_with_their_status(served: Served) -> None:
     assert got.status_code == 200 and got.json() == memory.json()
     listed = c.get("/v1/users/alice/memories", headers=h, params={"limit": 1})
     assert listed.status_code == 200 and listed.json()["next_offset"] == 1
+
+
+def test_a_context_items_time_is_printed_in_its_own_zone() -> None:
+    """UTC times are printed from a cache; an equal time in another zone (equal as a
+    datetime, so a cache keyed by it alone would hand back the UTC text) keeps its offset."""
+    noon = datetime(2026, 3, 1, 12, 0, 0, 250, tzinfo=UTC)
+    lisbon = noon.astimezone(timezone(timedelta(hours=1)))
+    assert noon == lisbon and hash(noon) == hash(lisbon)
+    items = [ContextItem("relevant", "x", "notes", 0.5, observed_at=at) for at in (noon, lisbon)]
+    items.append(ContextItem("relevant", "y", "notes", 0.4))
+    sent = [_item(i)["observed_at"] for i in (*items, items[0])]
+    assert sent == [
+        "2026-03-01T12:00:00.000250+00:00",
+        "2026-03-01T13:00:00.000250+01:00",
+        None,
+        "2026-03-01T12:00:00.000250+00:00",
+    ]
+    assert [json.loads(JsonAnswer(_item(i)).body) for i in items] == [
+        _item_model(i).model_dump() for i in items
+    ]

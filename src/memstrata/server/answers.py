@@ -12,6 +12,8 @@ validates as its model and serialises to the same JSON as the model would.
 
 from __future__ import annotations
 
+import functools
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic_core import to_json
@@ -57,16 +59,31 @@ def hit_body(hit: SearchHit) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=16384)
+def _utc_iso(at: datetime) -> str:
+    return at.isoformat()
+
+
+def _iso(at: datetime | None) -> str | None:
+    """``at.isoformat()``, from a bounded cache for UTC times (the store's): a context's
+    150-200 items and dropped ones are mostly the same records request after request, and
+    ``isoformat`` (0.7 us) was half of what building a context's JSON cost. Only UTC times
+    are cached: equal times in two zones compare equal but print differently."""
+    if at is None:
+        return None
+    return _utc_iso(at) if at.tzinfo is UTC else at.isoformat()
+
+
 def _item(it: ContextItem) -> dict[str, Any]:
     return {
         "block": it.block,
         "layer": it.layer,
         "score": float(it.score),
         "record_id": it.record_id,
-        "source_ids": list(it.source_ids),
+        "source_ids": it.source_ids,  # a tuple: to_json writes it as the same array
         "text": it.text,
         "tokens": it.tokens,
-        "observed_at": it.observed_at.isoformat() if it.observed_at else None,
+        "observed_at": _iso(it.observed_at),
     }
 
 

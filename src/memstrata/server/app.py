@@ -127,6 +127,7 @@ def create_app(
     host: str = "127.0.0.1",
     redis: Any = None,
     redis_prefix: str = "memstrata",
+    async_redis: Callable[[], Awaitable[Any]] | None = None,
 ) -> FastAPI:
     """The HTTP API over ``memory``: an ``AsyncMemory`` (each call awaited on the server's
     event loop; the app's lifespan opens it there at startup, so its background task and
@@ -140,7 +141,9 @@ def create_app(
     is served at ``/mcp`` with the same keys and rate limits; ``host`` is the address
     served, for the SDK's DNS-rebinding protection (on for 127.0.0.1/localhost). The rate
     limits live in ``redis`` (a connected client) when given, else in the store's counters
-    (shared by every process on the store), else in this process."""
+    (shared by every process on the store), else in this process; ``async_redis`` opens a
+    ``redis.asyncio`` client of the same Redis at startup, on the server's loop, which the
+    limits then ask with no worker thread (closed when the server stops)."""
     native = memory if isinstance(memory, AsyncMemory) else None
     backend = Backend(memory) if isinstance(memory, Memory | AsyncMemory) else memory
     store: Any = memory.store if isinstance(memory, Memory) else None
@@ -151,17 +154,28 @@ def create_app(
     )
     mcp_run = _mount_mcp(backend, keys, host, key_limiter, tenant_limiter) if mcp else None
 
+    shared = [x for x in (key_limiter, tenant_limiter) if isinstance(x, SharedRateLimiter)]
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        client: Any = None
         try:
             if native is not None:  # on this loop: its background task and pools live here
                 await native.open()
+            if async_redis is not None and shared:  # bound to this loop, like the pools
+                client = await async_redis()
+                for limiter in shared:
+                    limiter.use_async_redis(client)
             if mcp_run is None:
                 yield
             else:
                 async with mcp_run[1]():
                     yield
         finally:
+            if client is not None:
+                for limiter in shared:
+                    limiter.use_async_redis(None)
+                await client.aclose()
             if on_close is not None:
                 done = on_close()
                 if inspect.isawaitable(done):
@@ -189,9 +203,6 @@ def create_app(
         job_counts,
         tenant_limiter,
         blocking_keys=not isinstance(store_keys, local),
-        blocking_limits=any(
-            isinstance(x, SharedRateLimiter) for x in (key_limiter, tenant_limiter)
-        ),
     )
     metrics = Metrics(job_counts)
     install_handlers(app)

@@ -13,7 +13,7 @@ from ..scope import Scope
 from .errors import ApiError
 from .key_cache import CachedKeys
 from .keys import ApiKey, Role
-from .limits import rate_refusal
+from .limits import admit
 from .state import state_of
 
 __all__ = ["Caller", "CallerDep", "UserPath", "require_admin"]
@@ -92,16 +92,14 @@ async def _caller(
     keys = state.keys
     known = keys.remembered(secret) if isinstance(keys, CachedKeys) else None
 
-    def check() -> tuple[ApiKey | None, ApiError | None]:
-        key = known or keys.authenticate(secret)
-        if key is None:
-            return None, None
-        return key, rate_refusal(state.limiter, state.tenant_limiter, key.id, key.tenant)
-
-    # A lookup over the network (PostgreSQL keys, shared rate counters) must not stall the
-    # event loop, and every other request of this process with it: it runs in a thread.
-    blocking = state.blocking_limits or (known is None and state.blocking_keys)
-    key, refusal = await anyio.to_thread.run_sync(check) if blocking else check()
+    # A lookup over the network (PostgreSQL keys) must not stall the event loop, and every
+    # other request of this process with it: it runs in a thread. The rate limits spend
+    # the tokens this process holds on the loop; only a refill waits on the store.
+    key = known
+    if key is None and state.blocking_keys:
+        key = await anyio.to_thread.run_sync(keys.authenticate, secret)
+    elif key is None:
+        key = keys.authenticate(secret)
     if key is None:
         raise ApiError(
             401,
@@ -111,6 +109,7 @@ async def _caller(
         )
     request.state.tenant = key.tenant
     request.state.key_id = key.id
+    refusal = await admit(state.limiter, state.tenant_limiter, key.id, key.tenant)
     if refusal is not None:
         raise refusal
     return Caller(key)

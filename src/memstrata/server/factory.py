@@ -7,8 +7,10 @@ the configuration (JSON) in ``MEMSTRATA_SERVE_CONFIG`` and each worker calls
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -145,10 +147,13 @@ def build_app(config: ServeConfig) -> tuple[FastAPI, AsyncMemory, KeyStore]:
 
     limits = config.limits()
     prefix = "memstrata"
+    async_redis: Callable[[], Awaitable[Any]] | None = None
     if config.redis is not None:
+        from .._async.store.redis_hot import open_redis as open_async_redis
         from ..store.redis_hot import buffer_prefix
 
         prefix = buffer_prefix(config.redis)
+        async_redis = functools.partial(open_async_redis, config.redis)
     app = create_app(
         memory,
         keys,
@@ -158,6 +163,7 @@ def build_app(config: ServeConfig) -> tuple[FastAPI, AsyncMemory, KeyStore]:
         host=config.host,
         redis=redis,
         redis_prefix=prefix,
+        async_redis=async_redis,
     )
     return app, memory, keys
 

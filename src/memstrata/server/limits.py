@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio.from_thread
+import anyio.to_thread
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..ratelimit import RateCounters, SharedRateLimiter
+from ..ratelimit import RateCounters, RunSync, SharedRateLimiter
 from ..store.quota_counters import QuotaCounters, Refusal, Take
 from .errors import ApiError, error_response
 
@@ -33,6 +34,7 @@ __all__ = [
     "Limiter",
     "MemoryCounters",
     "RateLimiter",
+    "admit",
     "rate_refusal",
     "shared_limiter",
 ]
@@ -47,7 +49,16 @@ class Limiter(Protocol):
     @property
     def enabled(self) -> bool: ...
     def acquire(self, key: str) -> float:
-        """0 when the request may go, else the seconds until it could."""
+        """0 when the request may go, else the seconds until it could (may block)."""
+        ...
+
+    def acquire_held(self, key: str) -> float | None:
+        """:meth:`acquire` without I/O, or None (nothing spent) when it needs
+        :meth:`acquire_async`."""
+        ...
+
+    async def acquire_async(self, key: str, run_sync: RunSync) -> float:
+        """:meth:`acquire` on the event loop; ``run_sync`` runs what blocks on a thread."""
         ...
 
     def retry_after(self, wait: float) -> str: ...
@@ -83,24 +94,36 @@ def shared_limiter(
 
 
 class MemoryCounters:
-    """The durable counters of an ``AsyncMemory``'s store, for the sync rate limiter.
+    """The durable counters of an ``AsyncMemory``'s store, for the shared rate limiter.
 
-    The limiter runs on anyio worker threads (the API-key check runs there, see
-    ``ServerState.blocking_limits``). A store on threads (SQLite, ``memory://``) is called
-    directly on that thread, its sync store's counters as with a sync ``Memory``; a natively
-    async store (PostgreSQL) is awaited on the server's event loop (``anyio.from_thread``),
-    on the memory's own connection pool. The store is looked up at each call: the memory is
-    opened by the server's lifespan, after the limiter is built."""
+    On the event loop (:func:`admit`) a refill awaits the memory's async store
+    (``atake_counters``: PostgreSQL on its connection pool, SQLite on the store's own
+    threads). On an anyio worker thread (the MCP endpoint's key check, a refill while Redis
+    is down) a store on threads (SQLite, ``memory://``) is called directly on that thread,
+    its sync store's counters as with a sync ``Memory``, and a natively async store
+    (PostgreSQL) is awaited on the server's event loop (``anyio.from_thread``). The store is
+    looked up at each call: the memory is opened by the server's lifespan, after the limiter
+    is built."""
 
     def __init__(self, memory: AsyncMemory) -> None:
         self._memory = memory
 
+    def _store(self) -> Any:
+        store: Any = self._memory.store
+        return getattr(store, "durable", store)  # behind a Redis front
+
     def _durable(self) -> Any:
         from ..aio.threaded import ThreadedStore
 
-        store: Any = self._memory.store
-        store = getattr(store, "durable", store)  # behind a Redis front
+        store = self._store()
         return store.sync if isinstance(store, ThreadedStore) else store
+
+    async def atake_counters(self, takes: Sequence[Take]) -> Refusal | None:
+        refused: Refusal | None = await self._store().take_counters(takes)
+        return refused
+
+    async def aforget_counters(self, keys: Sequence[str]) -> None:
+        await self._store().forget_counters(keys)
 
     def take_counters(self, takes: Sequence[Take]) -> Refusal | None:
         take = self._durable().take_counters
@@ -156,39 +179,73 @@ class RateLimiter:
                 return 0.0
             return (1.0 - b.tokens) / self.rate
 
+    def acquire_held(self, key: str) -> float | None:
+        return self.acquire(key)  # no I/O
+
+    async def acquire_async(self, key: str, run_sync: RunSync) -> float:
+        return self.acquire(key)
+
     @staticmethod
     def retry_after(wait: float) -> str:
         return str(max(1, math.ceil(wait)))
 
 
+def _key_refusal(limiter: Limiter, wait: float) -> ApiError:
+    return ApiError(
+        429,
+        "rate_limited",
+        f"rate limit of {limiter.rate:g} requests/s for this key exceeded; "
+        "retry after the Retry-After seconds",
+        {"Retry-After": limiter.retry_after(wait)},
+    )
+
+
+def _tenant_refusal(limiter: Limiter, wait: float, tenant: str) -> ApiError:
+    return ApiError(
+        429,
+        "rate_limited",
+        f"rate limit of {limiter.rate:g} requests/s for tenant {tenant!r} (all its "
+        "keys together) exceeded; retry after the Retry-After seconds",
+        {"Retry-After": limiter.retry_after(wait)},
+    )
+
+
 def rate_refusal(
     key_limiter: Limiter, tenant_limiter: Limiter | None, key_id: str, tenant: str
 ) -> ApiError | None:
-    """The 429 for a request of key ``key_id`` of ``tenant``, or None when it may go.
+    """The 429 for a request of key ``key_id`` of ``tenant``, or None when it may go (may
+    block on Redis or the store: off the event loop; :func:`admit` is its async twin).
 
     The key's own limit is checked first, so a key over its limit does not use up the
     tenant's requests (other keys of the tenant keep their share)."""
     wait = key_limiter.acquire(f"key:{key_id}")
     if wait:
-        return ApiError(
-            429,
-            "rate_limited",
-            f"rate limit of {key_limiter.rate:g} requests/s for this key exceeded; "
-            "retry after the Retry-After seconds",
-            {"Retry-After": key_limiter.retry_after(wait)},
-        )
+        return _key_refusal(key_limiter, wait)
     if tenant_limiter is None:
         return None
     wait = tenant_limiter.acquire(f"tenant:{tenant}")
+    return _tenant_refusal(tenant_limiter, wait, tenant) if wait else None
+
+
+async def admit(
+    key_limiter: Limiter, tenant_limiter: Limiter | None, key_id: str, tenant: str
+) -> ApiError | None:
+    """:func:`rate_refusal` on the event loop: a token this process holds is spent there
+    (most requests: a refill takes a tenth of the burst), a refill from the store is awaited
+    there, and only Redis (or a sync store's counters) is called on a worker thread."""
+    limit = f"key:{key_id}"
+    wait = key_limiter.acquire_held(limit)
+    if wait is None:
+        wait = await key_limiter.acquire_async(limit, anyio.to_thread.run_sync)
     if wait:
-        return ApiError(
-            429,
-            "rate_limited",
-            f"rate limit of {tenant_limiter.rate:g} requests/s for tenant {tenant!r} (all its "
-            "keys together) exceeded; retry after the Retry-After seconds",
-            {"Retry-After": tenant_limiter.retry_after(wait)},
-        )
-    return None
+        return _key_refusal(key_limiter, wait)
+    if tenant_limiter is None:
+        return None
+    limit = f"tenant:{tenant}"
+    wait = tenant_limiter.acquire_held(limit)
+    if wait is None:
+        wait = await tenant_limiter.acquire_async(limit, anyio.to_thread.run_sync)
+    return _tenant_refusal(tenant_limiter, wait, tenant) if wait else None
 
 
 class _TooLarge(HTTPException):

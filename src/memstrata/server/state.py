@@ -21,10 +21,9 @@ class ServerState:
     limiter: Limiter  # per API key
     job_counts: Callable[[], Mapping[str, int] | None]
     tenant_limiter: Limiter | None = None  # per tenant, over all its keys (None: no limit)
-    # The key lookup or the rate limits wait on I/O: they run on a worker thread (a key
-    # that a CachedKeys remembers needs no lookup).
+    # The key lookup waits on I/O: it runs on a worker thread (a key that a CachedKeys
+    # remembers needs no lookup).
     blocking_keys: bool = False
-    blocking_limits: bool = False
 
 
 def state_of(app: FastAPI) -> ServerState:
