@@ -133,3 +133,28 @@ def test_audit_times_must_be_iso_8601(served: Served) -> None:
     for bad in ("0.5", "2026-13-45", "yesterday"):
         r = served.client.get("/v1/audit", headers=h, params={"until": bad})
         assert r.status_code == 422 and "until" in r.json()["error"]["message"], bad
+
+
+def test_audit_pages_by_after(served: Served) -> None:
+    """Keyset pages over HTTP: ``next_after`` chains every event once; an unknown or another
+    tenant's event id is a 404; ``after`` with ``offset`` is a 422 naming both."""
+    h = served.h(served.admin)
+    for i in range(5):
+        rid = _add(served, served.member, f"note {i}")
+        assert served.client.delete(f"{A}/memories/{rid}", headers=served.h(served.member))
+    every = served.client.get("/v1/audit", headers=h, params={"limit": 1000}).json()["events"]
+    walked, after = [], None
+    while True:
+        params = {"limit": 2} | ({"after": after} if after else {})
+        page = served.client.get("/v1/audit", headers=h, params=params).json()
+        walked += [e["id"] for e in page["events"]]
+        after = page["next_after"]
+        if after is None:
+            break
+    assert walked == [e["id"] for e in every] and len(walked) >= 5
+    assert served.client.get("/v1/audit", headers=h, params={"after": "nope"}).status_code == 404
+    other_admin = served.keys.create("globex", role="admin").secret
+    r = served.client.get("/v1/audit", headers=served.h(other_admin), params={"after": walked[0]})
+    assert r.status_code == 404
+    r = served.client.get("/v1/audit", headers=h, params={"after": walked[0], "offset": 1})
+    assert r.status_code == 422 and "after" in r.json()["error"]["message"]

@@ -92,6 +92,10 @@ class AuditEventOut(BaseModel):
 
 class AuditOut(BaseModel):
     events: list[AuditEventOut]
+    next_after: str | None = Field(
+        default=None,
+        description="Pass as `after` for the next page (null: this page is the last)",
+    )
 
 
 @router.get("/keys", response_model=KeysOut, summary="The tenant's API keys (admin)")
@@ -160,6 +164,14 @@ async def audit(
     until: Annotated[str | None, Query(pattern=_ISO, description="ISO 8601 time")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    after: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=256,
+            description="An event id: the events after it (keyset paging; not with offset)",
+        ),
+    ] = None,
 ) -> AuditOut:
     require_admin(caller, "reading the audit log")
     events = await state_of(request.app).backend.audit(
@@ -172,5 +184,9 @@ async def audit(
         until=_time("until", until),
         limit=limit,
         offset=offset,
+        after=after,
     )
-    return AuditOut(events=[AuditEventOut.of(e) for e in events])
+    return AuditOut(
+        events=[AuditEventOut.of(e) for e in events],
+        next_after=events[-1].id if len(events) == limit else None,
+    )
