@@ -27,8 +27,9 @@ from ..records import MemoryRecord, RecordType
 from ..scope import Scope
 from ..server.backend import MemoryBackend
 from ..server.errors import ApiError, error_response
-from ..server.keys import ApiKey, KeyStore
-from ..server.limits import Limiter, rate_refusal
+from ..server.key_cache import CachedKeys
+from ..server.keys import KeyStore
+from ..server.limits import Limiter, admit
 from .identity import Identity, bearer_of
 
 __all__ = ["build_mcp_server", "http_app", "mcp_endpoint"]
@@ -322,15 +323,19 @@ class _RequireKey:
                 for k, v in scope.get("headers", [])
             }
             secret = bearer_of(headers)
-
-            def check() -> tuple[ApiKey | None, ApiError | None]:
-                key = self.keys.authenticate(secret) if secret else None
-                if key is None or self.limits is None:
-                    return key, None
-                return key, rate_refusal(*self.limits, key.id, key.tenant)
-
-            # the lookups may wait on the store or Redis: off the event loop
-            key, refusal = await anyio.to_thread.run_sync(check)
+            # A key accepted a moment ago is known without I/O (CachedKeys); a lookup may wait
+            # on the store, so it runs off the event loop. The rate limits spend the tokens
+            # this process holds on the loop, as the HTTP routes do (server/limits.admit).
+            key = (
+                self.keys.remembered(secret)
+                if secret and isinstance(self.keys, CachedKeys)
+                else None
+            )
+            if key is None and secret:
+                key = await anyio.to_thread.run_sync(self.keys.authenticate, secret)
+            refusal: ApiError | None = None
+            if key is not None and self.limits is not None:
+                refusal = await admit(*self.limits, key.id, key.tenant)
             if key is None:
                 response = error_response(
                     401,

@@ -35,7 +35,6 @@ __all__ = [
     "MemoryCounters",
     "RateLimiter",
     "admit",
-    "rate_refusal",
     "shared_limiter",
 ]
 
@@ -210,29 +209,16 @@ def _tenant_refusal(limiter: Limiter, wait: float, tenant: str) -> ApiError:
     )
 
 
-def rate_refusal(
-    key_limiter: Limiter, tenant_limiter: Limiter | None, key_id: str, tenant: str
-) -> ApiError | None:
-    """The 429 for a request of key ``key_id`` of ``tenant``, or None when it may go (may
-    block on Redis or the store: off the event loop; :func:`admit` is its async twin).
-
-    The key's own limit is checked first, so a key over its limit does not use up the
-    tenant's requests (other keys of the tenant keep their share)."""
-    wait = key_limiter.acquire(f"key:{key_id}")
-    if wait:
-        return _key_refusal(key_limiter, wait)
-    if tenant_limiter is None:
-        return None
-    wait = tenant_limiter.acquire(f"tenant:{tenant}")
-    return _tenant_refusal(tenant_limiter, wait, tenant) if wait else None
-
-
 async def admit(
     key_limiter: Limiter, tenant_limiter: Limiter | None, key_id: str, tenant: str
 ) -> ApiError | None:
-    """:func:`rate_refusal` on the event loop: a token this process holds is spent there
-    (most requests: a refill takes a tenth of the burst), a refill from the store is awaited
-    there, and only Redis (or a sync store's counters) is called on a worker thread."""
+    """The 429 for a request of key ``key_id`` of ``tenant``, or None when it may go.
+
+    The key's own limit is checked first, so a key over its limit does not use up the
+    tenant's requests (other keys of the tenant keep their share). Runs on the event loop: a
+    token this process holds is spent there (most requests: a refill takes a tenth of the
+    burst), a refill from the store is awaited there, and only Redis (or a sync store's
+    counters) is called on a worker thread."""
     limit = f"key:{key_id}"
     wait = key_limiter.acquire_held(limit)
     if wait is None:
