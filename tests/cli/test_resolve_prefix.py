@@ -4,7 +4,6 @@ record that matches (the walk read pages of 1,000 by offset, and the purge shift
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from memstrata import Memory, Message, Scope
 from memstrata.cli.resolve import resolve_id
 from memstrata.errors import NotFoundError, ValidationError
+from midwalk import after_first_page
 
 
 def test_a_purge_during_the_walk_does_not_hide_the_match(
@@ -32,26 +32,7 @@ def test_a_purge_during_the_walk_does_not_hide_the_match(
             if sum(i.startswith(target[:n]) for i in newest_first) == 1
         )
         victims = newest_first[:150]  # the newest: in that walk's first page
-        store, fired = mem.store, []
-        list_, pages = store.list, store.list_pages
-
-        def purge_once() -> None:
-            if not fired:
-                fired.append(True)
-                mem.purge(scope, victims)
-
-        def list_then_purge(*args: Any, **kwargs: Any) -> Any:
-            page = list_(*args, **kwargs)
-            purge_once()
-            return page
-
-        def pages_then_purge(*args: Any, **kwargs: Any) -> Iterator[Any]:
-            for page in pages(*args, **kwargs):
-                yield page
-                purge_once()
-
-        monkeypatch.setattr(store, "list", list_then_purge)
-        monkeypatch.setattr(store, "list_pages", pages_then_purge)
+        after_first_page(mem.store, monkeypatch, lambda: mem.purge(scope, victims))
         assert resolve_id(mem, scope, prefix) == target
     finally:
         mem.close()

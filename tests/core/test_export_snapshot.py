@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
 from memstrata import Memory, Message, Scope
+from midwalk import after_first_page
 
 _N = 1_005  # more than one page of the old offset loop
 
@@ -36,31 +36,8 @@ def _exported_ids(mem: Memory, scope: Scope) -> list[str]:
 def _after_first_read(
     mem: Memory, monkeypatch: pytest.MonkeyPatch, write: Callable[[], None]
 ) -> None:
-    """Run ``write`` right after the export's first read of the store (a page of
-    ``list_pages``, or of ``list`` as the export read before)."""
-    store = mem.store
-    fired = False
-
-    def fire() -> None:
-        nonlocal fired
-        if not fired:
-            fired = True
-            write()
-
-    list_, pages = store.list, store.list_pages
-
-    def list_then_write(*args: Any, **kwargs: Any) -> Any:
-        page = list_(*args, **kwargs)
-        fire()
-        return page
-
-    def pages_then_write(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        for page in pages(*args, **kwargs):
-            yield page
-            fire()
-
-    monkeypatch.setattr(store, "list", list_then_write)
-    monkeypatch.setattr(store, "list_pages", pages_then_write)
+    """Run ``write`` right after the export's first read of the store."""
+    after_first_page(mem.store, monkeypatch, write)
 
 
 def test_a_purge_during_the_export_skips_no_other_record(

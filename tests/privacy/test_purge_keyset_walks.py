@@ -5,13 +5,13 @@ the purged words (the walk read pages of 1,000 by offset)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from memstrata import Memory, Message, RecordType, Scope
 from memstrata.filters import Filters
+from midwalk import after_first_page
 
 
 def test_a_summary_past_the_first_page_is_rebuilt_when_a_delete_lands_mid_walk(
@@ -30,27 +30,12 @@ def test_a_summary_past_the_first_page_is_rebuilt_when_a_delete_lands_mid_walk(
             type=RecordType.SUMMARY,
             source_ids=[secret.id],
         ).id
-        store, fired = mem.store, []
-        list_, pages = store.list, store.list_pages
-
-        def delete_once(filters: Filters) -> None:
-            if not fired and filters.types == frozenset({RecordType.SUMMARY}):
-                fired.append(True)
-                for rid in fillers[:200]:  # in the walk's first page
-                    mem.delete(scope, rid)
-
-        def list_then_delete(scope_: Scope, filters: Filters, *a: Any, **k: Any) -> Any:
-            page = list_(scope_, filters, *a, **k)
-            delete_once(filters)
-            return page
-
-        def pages_then_delete(scope_: Scope, filters: Filters, *a: Any, **k: Any) -> Iterator[Any]:
-            for page in pages(scope_, filters, *a, **k):
-                yield page
-                delete_once(filters)
-
-        monkeypatch.setattr(store, "list", list_then_delete)
-        monkeypatch.setattr(store, "list_pages", pages_then_delete)
+        fired = after_first_page(
+            mem.store,
+            monkeypatch,
+            lambda: [mem.delete(scope, rid) for rid in fillers[:200]],  # in the first page
+            only=lambda filters: filters.types == frozenset({RecordType.SUMMARY}),
+        )
         mem.purge(scope, [secret.id])
         monkeypatch.undo()
         assert fired

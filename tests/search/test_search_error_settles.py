@@ -16,30 +16,19 @@ import pytest
 import memstrata._async.search.hybrid as async_hybrid
 import memstrata.search.hybrid as sync_hybrid
 from memstrata import AsyncMemory, Memory, Scope
-from memstrata.embedder.factory import make_embedder
+from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.errors import ProviderError
 
 _SCOPE = Scope("t", "u")
 
 
-class Failing:
+class Failing(HashingEmbedder):
     """The hashing embedder for writes; a query embedding raises."""
-
-    def __init__(self) -> None:
-        self._inner = make_embedder("hashing")
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dims(self) -> int:
-        return self._inner.dims
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if query:
             raise ProviderError("the model is gone")
-        return self._inner.embed_batch(texts)
+        return super().embed_batch(texts)
 
 
 def test_sync_search_error_waits_for_its_lexical_leg(
