@@ -16,7 +16,17 @@ import pytest
 
 from memstrata import Memory, Message, Role, Scope
 
-_READS = ("list", "vector_search", "lexical_search", "views", "get_many", "texts", "touch")
+_READS = (
+    "list",
+    "list_many",
+    "vector_search",
+    "vector_records",
+    "lexical_search",
+    "views",
+    "get_many",
+    "texts",
+    "touch",
+)
 
 
 def _counting(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], set[str]]:
@@ -55,10 +65,12 @@ def test_the_reads_of_one_build(mem: Memory, alice: Scope, monkeypatch: pytest.M
     shown = {it.record_id for it in ctx.items if it.block == "relevant"}
     assert len(shown) >= 10 and "Never suggest sailing at night" in ctx.text
     assert not shown & decoded  # no candidate decoded
-    # key memory, the task, the recent turns, the summaries; facts, clusters and the
-    # search's dense list; its lexical list; the candidates' views; the accesses counted
+    # key memory, the task, the recent turns, the summaries; facts and clusters with their
+    # records (vector_records), the search's dense list; its lexical list; the candidates'
+    # views; the accesses counted
     assert calls["views"] == 1 and calls["texts"] == 0
-    assert calls["list"] == 4 and calls["vector_search"] == 3 and calls["lexical_search"] == 1
+    assert calls["list"] == 4 and calls["lexical_search"] == 1
+    assert calls["vector_search"] == 1 and calls["vector_records"] == 2
     assert calls["touch"] == 1
-    assert calls["get_many"] <= 2  # the facts and the clusters the vector searches found
-    assert sum(calls.values()) <= 12, calls
+    assert calls["get_many"] <= 1  # a cluster shown from its view (its hits)
+    assert sum(calls.values()) <= 10, calls

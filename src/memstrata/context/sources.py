@@ -145,12 +145,7 @@ class LayerSources:
         "top-k clusters by similarity"), with their cosine, best first."""
         if limit <= 0:
             return []
-        store = self._layers.ctx.store
-        found = store.vector_search(scope, vector, limit, Filters(types=_CLUSTERS))
-        if not found:
-            return []
-        by_id = {r.id: r for r in store.get_many(scope, [c.id for c in found])}
-        return [(by_id[c.id], float(c.score)) for c in found if c.id in by_id]
+        return self._layers.ctx.store.vector_records(scope, vector, limit, Filters(types=_CLUSTERS))
 
     def shown(self, scope: Scope, records: Sequence[MemoryRecord | RecordView]) -> None:
         """Count what a context showed, and only that: an access on each record, a hit on

@@ -34,7 +34,7 @@ as long as the ranking contract (BM25 over the given terms; cosine of unit vecto
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -231,6 +231,22 @@ class CandidateSearch(Protocol):
         """Top-k by BM25 (k1=1.2, b=0.75, over the user's records) of the given,
         already-tokenised terms; higher is better; ties by insertion order. Terms are data,
         never query syntax."""
+        ...
+
+    def vector_records(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filters,
+        *,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+        want: int | None = None,
+    ) -> builtins.list[tuple[MemoryRecord, float]]:
+        """The records of :meth:`vector_search`'s top-k (as :meth:`get_many` finds them),
+        with their cosine, best first: one read for what is otherwise two. With ``keep``,
+        only the records it accepts, decoded best first until ``want`` are kept (the rest
+        of the k are never decoded)."""
         ...
 
 

@@ -35,7 +35,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
-from .types import RecordView
+from .types import RecordView, kept_records
 
 __all__ = ["InMemoryStore"]
 
@@ -518,6 +518,11 @@ class InMemoryStore:
     def vector_search(
         self, scope: Scope, vector: Vector, k: int, filters: Filters
     ) -> list[Candidate]:
+        return self._vector_search(scope, vector, k, filters)
+
+    def _vector_search(
+        self, scope: Scope, vector: Vector, k: int, filters: Filters
+    ) -> list[Candidate]:
         query = np.asarray(vector, dtype=np.float32).ravel()
         if k <= 0 or query.size == 0:
             return []
@@ -533,6 +538,25 @@ class InMemoryStore:
                     if len(out) == k:
                         break
         return out
+
+    def vector_records(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filters,
+        *,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+        want: int | None = None,
+    ) -> list[tuple[MemoryRecord, float]]:
+        with self._lock:
+            found = self._vector_search(scope, vector, k, filters)
+            rows = {
+                e.record.id: e.record
+                for e in (self._visible(scope, c.id) for c in found)
+                if e is not None
+            }
+        return kept_records(found, rows, lambda r: r, keep, want)
 
     def _bm25(self, tenant: str, user: str) -> _Lexical:
         import bm25s

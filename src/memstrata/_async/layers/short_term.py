@@ -90,7 +90,9 @@ class AsyncShortTermService:
         filters = Filters(types=frozenset({RecordType.MESSAGE}))
         out: list[MemoryRecord] = []
         starts = tokens = 0
-        page = 100
+        # First page: a user turn and its reply per round, and the start of the round before
+        # (a window whose rounds alternate is read in one page); further pages of 100.
+        page = 2 * cfg.short_term_rounds + 2
         while True:
             batch = await self._ctx.store.list(
                 scope, filters, limit=page, offset=len(out), newest_first=True
@@ -104,6 +106,7 @@ class AsyncShortTermService:
                 or tokens > cfg.short_term_token_cap
             ):
                 return _by_time(out)
+            page = 100
 
     async def left_by(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         """The turns that left the window *because* the turns ``ids`` arrived, oldest first.

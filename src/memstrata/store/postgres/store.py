@@ -17,7 +17,15 @@ import functools
 import logging
 import threading
 from collections import Counter
-from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Collection,
+    Hashable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -81,6 +89,7 @@ from memstrata.store.types import (
     RecordWrite,
     StoreStats,
     Vector,
+    kept_records,
 )
 
 if TYPE_CHECKING:
@@ -1106,39 +1115,64 @@ class PostgresStore:
             return []
         # reads no counter or cache entry: need not wait for the writes behind a search
         with self._autocommit(wait=False) as c:
-            state = self._vectors.state(
-                c, scope.tenant, scope.user, query.size, self.options.exact_below
-            )
-            if state.count == 0:
-                return []
-            if state.count >= self.options.exact_below and query.size <= 2000:
-                self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
-                return hnsw_search(c, scope, query, k, filters)
-            cache = self._vectors.load(c, scope.tenant, scope.user, query.size, state)
-            allowed = None
-            if _python_filters(filters) or scope.caller is not None:
-                allowed = {r["id"] for r in self._select(c, scope, filters, columns="id")}
-            if not needs_python(filters):
-                return [
-                    Candidate(cache.ids[i], s)
-                    for i, s in exact_search(cache, scope, query, k, filters, allowed)
-                ]
-            ranked = exact_search(cache, scope, query, cache.n, filters, allowed)
-            out: list[Candidate] = []
-            step = max(4 * k, 64)
-            for start in range(0, len(ranked), step):
-                block = ranked[start : start + step]
-                found = {
-                    r["id"]: decode_record(r)
-                    for r in self._visible(c, scope, [cache.ids[i] for i, _ in block])
-                }
-                for i, score in block:
-                    rec = found.get(cache.ids[i])
-                    if rec is not None and filters.matches(rec):
-                        out.append(Candidate(rec.id, score))
-                        if len(out) == k:
-                            return out
-            return out
+            return self._vector_search(c, scope, query, k, filters)
+
+    def vector_records(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filters,
+        *,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+        want: int | None = None,
+    ) -> builtins.list[tuple[MemoryRecord, float]]:
+        query = np.asarray(vector, dtype=np.float32).ravel()
+        if k <= 0 or query.size == 0:
+            return []
+        pending = self._behind.pending_rows()  # before the read: see _fresh
+        with self._autocommit(wait=False) as c:
+            found = self._vector_search(c, scope, query, k, filters)
+            rows = self._visible(c, scope, [f.id for f in found]) if found else []
+        by_id = {r["id"]: r for r in self._fresh(rows, pending)}
+        return kept_records(found, by_id, decode_record, keep, want)
+
+    def _vector_search(
+        self, c: Any, scope: Scope, query: Any, k: int, filters: Filters
+    ) -> builtins.list[Candidate]:
+        state = self._vectors.state(
+            c, scope.tenant, scope.user, query.size, self.options.exact_below
+        )
+        if state.count == 0:
+            return []
+        if state.count >= self.options.exact_below and query.size <= 2000:
+            self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
+            return hnsw_search(c, scope, query, k, filters)
+        cache = self._vectors.load(c, scope.tenant, scope.user, query.size, state)
+        allowed = None
+        if _python_filters(filters) or scope.caller is not None:
+            allowed = {r["id"] for r in self._select(c, scope, filters, columns="id")}
+        if not needs_python(filters):
+            return [
+                Candidate(cache.ids[i], s)
+                for i, s in exact_search(cache, scope, query, k, filters, allowed)
+            ]
+        ranked = exact_search(cache, scope, query, cache.n, filters, allowed)
+        out: list[Candidate] = []
+        step = max(4 * k, 64)
+        for start in range(0, len(ranked), step):
+            block = ranked[start : start + step]
+            found = {
+                r["id"]: decode_record(r)
+                for r in self._visible(c, scope, [cache.ids[i] for i, _ in block])
+            }
+            for i, score in block:
+                rec = found.get(cache.ids[i])
+                if rec is not None and filters.matches(rec):
+                    out.append(Candidate(rec.id, score))
+                    if len(out) == k:
+                        return out
+        return out
 
     def lexical_search(
         self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
