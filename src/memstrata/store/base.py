@@ -46,6 +46,7 @@ from memstrata.scope import Scope
 from memstrata.store.types import (
     CacheEntry,
     Candidate,
+    ListQuery,
     PurgeReport,
     RecordDump,
     RecordWrite,
@@ -174,6 +175,11 @@ class RecordStore(Protocol):
         newest_first: bool = True,
     ) -> list[MemoryRecord]:
         """Records ordered by ``observed_at`` (ties by insertion order)."""
+        ...
+
+    def list_many(self, queries: Sequence[ListQuery]) -> builtins.list[builtins.list[MemoryRecord]]:
+        """What :meth:`list` returns for each query, in the queries' order, in one read (one
+        transaction, round trip or connection, where ``list`` would take one per query)."""
         ...
 
     def list_pages(

@@ -8,6 +8,7 @@ with numpy. Nothing persists beyond the process.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -35,7 +36,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
-from .types import RecordView, kept_records
+from .types import ListQuery, RecordView, kept_records
 
 __all__ = ["InMemoryStore"]
 
@@ -878,10 +879,18 @@ class InMemoryStore:
         if limit <= 0:
             return []
         with self._lock:
-            rows = [e for e in self._scoped(scope) if filters.matches(e.record)]
-        rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=newest_first)
-        offset = max(0, offset)
-        return [e.record for e in rows[offset : offset + limit]]
+            return self._list(ListQuery(scope, filters, limit, offset, newest_first))
+
+    def list_many(self, queries: Sequence[ListQuery]) -> builtins.list[builtins.list[MemoryRecord]]:
+        """What ``list`` returns for each query, read at one moment (under the lock)."""
+        with self._lock:
+            return [self._list(q) if q.limit > 0 else [] for q in queries]
+
+    def _list(self, q: ListQuery) -> builtins.list[MemoryRecord]:
+        rows = [e for e in self._scoped(q.scope) if q.filters.matches(e.record)]
+        rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=q.newest_first)
+        offset = max(0, q.offset)
+        return [e.record for e in rows[offset : offset + q.limit]]
 
 
 class _MemoryUnitOfWork:

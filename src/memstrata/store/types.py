@@ -10,12 +10,15 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from ..filters import Filters
 from ..records import JSON, MemoryRecord, RecordType, Role
+from ..scope import Scope
 from .compaction import CompactReport
 
 __all__ = [
     "CacheEntry",
     "Candidate",
+    "ListQuery",
     "PurgeReport",
     "RecordDump",
     "RecordView",
@@ -77,6 +80,17 @@ def speaker_of(metadata: Mapping[str, JSON]) -> JSON:
 class Candidate:
     id: str
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    """One ``Store.list`` call, its arguments as ``list`` takes them (``list_many``)."""
+
+    scope: Scope
+    filters: Filters
+    limit: int = 100
+    offset: int = 0
+    newest_first: bool = True
 
 
 Row = TypeVar("Row")

@@ -44,6 +44,7 @@ from memstrata.scope import Scope
 from memstrata.store.types import (
     CacheEntry,
     Candidate,
+    ListQuery,
     PurgeReport,
     RecordDump,
     RecordWrite,
@@ -174,6 +175,13 @@ class AsyncRecordStore(Protocol):
         newest_first: bool = True,
     ) -> list[MemoryRecord]:
         """Records ordered by ``observed_at`` (ties by insertion order)."""
+        ...
+
+    async def list_many(
+        self, queries: Sequence[ListQuery]
+    ) -> builtins.list[builtins.list[MemoryRecord]]:
+        """What :meth:`list` returns for each query, in the queries' order, in one read (one
+        transaction, round trip or connection, where ``list`` would take one per query)."""
         ...
 
     def list_pages(

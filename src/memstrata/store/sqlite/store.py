@@ -13,6 +13,7 @@ database) reads through the write connection under its lock.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import sqlite3
 import threading
@@ -44,7 +45,7 @@ from ..base import (
     Vector,
 )
 from ..compaction import CompactReport
-from ..types import RecordView, kept_records
+from ..types import ListQuery, RecordView, kept_records
 from . import dump, outbox
 from .codec import (
     COLUMNS,
@@ -1535,15 +1536,27 @@ class SQLiteStore:
     ) -> list[MemoryRecord]:
         if limit <= 0:
             return []
-        offset = max(0, offset)
-        order = "DESC" if newest_first else "ASC"
-        tail = f"ORDER BY observed_at {order}, seq {order}"
         with self._read() as c:
-            if not needs_python(filters):
-                rows = self._select(c, scope, filters, tail + " LIMIT ? OFFSET ?", (limit, offset))
-                return [self._dec(r) for r in rows]
-            records = [self._dec(r) for r in self._select(c, scope, filters, tail)]
-        return [r for r in records if filters.matches(r)][offset : offset + limit]
+            return self._list(c, ListQuery(scope, filters, limit, offset, newest_first))
+
+    def list_many(self, queries: Sequence[ListQuery]) -> builtins.list[builtins.list[MemoryRecord]]:
+        """What ``list`` returns for each query, all read in one read transaction."""
+        if all(q.limit <= 0 for q in queries):
+            return [[] for _ in queries]
+        with self._read() as c:
+            return [self._list(c, q) if q.limit > 0 else [] for q in queries]
+
+    def _list(self, c: sqlite3.Connection, q: ListQuery) -> builtins.list[MemoryRecord]:
+        offset = max(0, q.offset)
+        order = "DESC" if q.newest_first else "ASC"
+        tail = f"ORDER BY observed_at {order}, seq {order}"
+        if not needs_python(q.filters):
+            rows = self._select(
+                c, q.scope, q.filters, tail + " LIMIT ? OFFSET ?", (q.limit, offset)
+            )
+            return [self._dec(r) for r in rows]
+        records = [self._dec(r) for r in self._select(c, q.scope, q.filters, tail)]
+        return [r for r in records if q.filters.matches(r)][offset : offset + q.limit]
 
 
 class _Gate:

@@ -83,6 +83,7 @@ from memstrata.store.sqlite.vectors import PURGE_EPOCH
 from memstrata.store.types import (
     CacheEntry,
     Candidate,
+    ListQuery,
     PurgeReport,
     RecordDump,
     RecordView,
@@ -1518,22 +1519,34 @@ class AsyncPostgresStore:
     ) -> builtins.list[MemoryRecord]:
         if limit <= 0:
             return []
-        offset = max(0, offset)
-        order = "DESC" if newest_first else "ASC"
-        tail = f"ORDER BY observed_at {order}, seq {order}"
+        return (await self.list_many([ListQuery(scope, filters, limit, offset, newest_first)]))[0]
+
+    async def list_many(
+        self, queries: Sequence[ListQuery]
+    ) -> builtins.list[builtins.list[MemoryRecord]]:
+        """What ``list`` returns for each query, read on one connection."""
+        if all(q.limit <= 0 for q in queries):
+            return [[] for _ in queries]
         pending = self._behind.pending_rows()  # before the read: see _fresh
-        python = needs_python(filters)
         async with self._autocommit(wait=False) as c:
-            if python:
-                rows = await self._select(c, scope, filters, tail)
-            else:
-                rows = await self._select(
-                    c, scope, filters, tail + " LIMIT %s OFFSET %s", (limit, offset)
-                )
-        records = [decode_record(r) for r in await self._fresh(rows, pending)]
-        if not python:
-            return records
-        return [r for r in records if filters.matches(r)][offset : offset + limit]
+            rows = [await self._list_rows(c, q) if q.limit > 0 else [] for q in queries]
+        out: builtins.list[builtins.list[MemoryRecord]] = []
+        for q, got in zip(queries, rows, strict=True):
+            records = [decode_record(r) for r in await self._fresh(got, pending)]
+            if needs_python(q.filters):
+                offset = max(0, q.offset)
+                records = [r for r in records if q.filters.matches(r)][offset : offset + q.limit]
+            out.append(records)
+        return out
+
+    async def _list_rows(self, c: Any, q: ListQuery) -> builtins.list[dict[str, Any]]:
+        order = "DESC" if q.newest_first else "ASC"
+        tail = f"ORDER BY observed_at {order}, seq {order}"
+        if needs_python(q.filters):
+            return await self._select(c, q.scope, q.filters, tail)
+        return await self._select(
+            c, q.scope, q.filters, tail + " LIMIT %s OFFSET %s", (q.limit, max(0, q.offset))
+        )
 
     async def list_pages(
         self, scope: Scope, filters: Filters, *, batch_size: int = 1000
