@@ -115,7 +115,9 @@ class ShortTermService:
                 or starts > cfg.short_term_rounds
                 or tokens > cfg.short_term_token_cap
             ):
-                return _by_time(out)
+                # ``out`` is newest first: reversed, turns of one moment keep the order they
+                # were added in (the sort is stable), as in ``messages``.
+                return _by_time(out[::-1])
             page = 100
             batch = self._ctx.store.list(
                 q.scope, q.filters, limit=page, offset=len(out), newest_first=True
