@@ -8,7 +8,7 @@ candidates decoded, the texts of the rest, the ones that could still fit decoded
 views, and none is decoded: 12 calls here, 10 there (7b92bcd). Since then key memory, the
 task, the history window and the summaries are one ``list_many`` (were four ``list``), and
 the facts' and the clusters' vector searches read their records in the same call
-(``vector_records``, were ``vector_search`` + ``get_many`` each): 8 calls here."""
+(``vector_records``, were ``vector_search`` + ``get_many`` each): 7 calls here."""
 
 from __future__ import annotations
 
@@ -76,4 +76,4 @@ def test_the_reads_of_one_build(mem: Memory, alice: Scope, monkeypatch: pytest.M
     assert calls["lexical_search"] == 1 and calls["views"] == 1 and calls["texts"] == 0
     assert calls["touch"] == 1
     assert calls["get_many"] <= 1  # a cluster shown from its view (its hits)
-    assert sum(calls.values()) <= 8, calls
+    assert sum(calls.values()) == 7 + calls["get_many"], calls
