@@ -1023,14 +1023,9 @@ class AsyncPostgresStore:
         *,
         columns: str = _ROW,
     ) -> list[dict[str, Any]]:
-        sw, sa = scope_sql(scope)
-        fw, fa = filters_sql(filters)
         return list(
             await (
-                await c.execute(
-                    f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}",
-                    [*sa, *fa, *tail_args],
-                )
+                await c.execute(*_select_sql(scope, filters, tail, tail_args, columns))
             ).fetchall()
         )
 
@@ -1529,7 +1524,10 @@ class AsyncPostgresStore:
             return [[] for _ in queries]
         pending = self._behind.pending_rows()  # before the read: see _fresh
         async with self._autocommit(wait=False) as c:
-            rows = [await self._list_rows(c, q) if q.limit > 0 else [] for q in queries]
+            # Pipelined: every statement sent before any answer is awaited, one round trip.
+            async with c.pipeline():
+                cursors = [await c.execute(*_list_sql(q)) if q.limit > 0 else None for q in queries]
+            rows = [list(await cur.fetchall()) if cur is not None else [] for cur in cursors]
         out: builtins.list[builtins.list[MemoryRecord]] = []
         for q, got in zip(queries, rows, strict=True):
             records = [decode_record(r) for r in await self._fresh(got, pending)]
@@ -1538,15 +1536,6 @@ class AsyncPostgresStore:
                 records = [r for r in records if q.filters.matches(r)][offset : offset + q.limit]
             out.append(records)
         return out
-
-    async def _list_rows(self, c: Any, q: ListQuery) -> builtins.list[dict[str, Any]]:
-        order = "DESC" if q.newest_first else "ASC"
-        tail = f"ORDER BY observed_at {order}, seq {order}"
-        if needs_python(q.filters):
-            return await self._select(c, q.scope, q.filters, tail)
-        return await self._select(
-            c, q.scope, q.filters, tail + " LIMIT %s OFFSET %s", (q.limit, max(0, q.offset))
-        )
 
     async def list_pages(
         self, scope: Scope, filters: Filters, *, batch_size: int = 1000
@@ -1592,6 +1581,29 @@ class AsyncPostgresStore:
             }
         gone = set(keys) - set(fresh)  # purged meanwhile
         return [fresh.get(r["seq"], r) for r in rows if r["seq"] not in gone]
+
+
+def _select_sql(
+    scope: Scope,
+    filters: Filters,
+    tail: str = "",
+    tail_args: Sequence[Any] = (),
+    columns: str = _ROW,
+) -> tuple[str, builtins.list[Any]]:
+    sw, sa = scope_sql(scope)
+    fw, fa = filters_sql(filters)
+    return f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}", [*sa, *fa, *tail_args]
+
+
+def _list_sql(q: ListQuery) -> tuple[str, builtins.list[Any]]:
+    """The statement of one ``list`` call (every match when a filter runs in Python)."""
+    order = "DESC" if q.newest_first else "ASC"
+    tail = f"ORDER BY observed_at {order}, seq {order}"
+    if needs_python(q.filters):
+        return _select_sql(q.scope, q.filters, tail)
+    return _select_sql(
+        q.scope, q.filters, tail + " LIMIT %s OFFSET %s", (q.limit, max(0, q.offset))
+    )
 
 
 def _row_keys(scope: Scope, ids: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
