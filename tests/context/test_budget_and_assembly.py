@@ -165,17 +165,10 @@ class _Sources:
         self._summaries = summaries
         self._relevant = relevant
 
-    def key(self, scope):  # type: ignore[no-untyped-def]
-        return []
+    def standing(self, scope, user_scope, summaries):  # type: ignore[no-untyped-def]
+        from memstrata.context.standing import Standing
 
-    def working(self, scope):  # type: ignore[no-untyped-def]
-        return None
-
-    def history(self, scope):  # type: ignore[no-untyped-def]
-        return []
-
-    def summaries(self, scope, limit):  # type: ignore[no-untyped-def]
-        return self._summaries[:limit]
+        return Standing(summaries=self._summaries[:summaries] if summaries is not None else [])
 
     def embed_query(self, query):  # type: ignore[no-untyped-def]
         return None

@@ -14,6 +14,7 @@ from memstrata.context.assemble import ContextItem, assemble
 from memstrata.context.budget import allocate
 from memstrata.context.builder import ContextRequest, build
 from memstrata.context.config import ContextConfig
+from memstrata.context.standing import Standing
 from memstrata.context.temporal import Period, resolve_period
 from memstrata.search.hit import SearchHit
 from memstrata.tokens import count_tokens
@@ -55,17 +56,8 @@ class _Sources:
         self.cluster_flags: list[bool] = []
         self.mid_term: list[tuple[MemoryRecord, float]] = []
 
-    def key(self, scope: Scope) -> list[MemoryRecord]:
-        return []
-
-    def working(self, scope: Scope) -> None:
-        return None
-
-    def history(self, scope: Scope) -> list[MemoryRecord]:
-        return []
-
-    def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]:
-        return []
+    def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing:
+        return Standing()
 
     def embed_query(self, query: str) -> Any:
         self.embedded.append(query)

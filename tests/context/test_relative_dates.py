@@ -13,6 +13,7 @@ from memstrata import Content, MemoryRecord, Scope
 from memstrata.context.builder import ContextRequest, build
 from memstrata.context.config import ContextConfig
 from memstrata.context.relative import annotate_relative_dates
+from memstrata.context.standing import Standing
 from memstrata.search.hit import SearchHit
 from memstrata.tokens import count_tokens
 
@@ -129,17 +130,8 @@ class _OneHit:
     def __init__(self, rec: MemoryRecord) -> None:
         self.rec = rec
 
-    def key(self, scope: Scope) -> list[MemoryRecord]:
-        return []
-
-    def working(self, scope: Scope) -> None:
-        return None
-
-    def history(self, scope: Scope) -> list[MemoryRecord]:
-        return []
-
-    def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]:
-        return []
+    def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing:
+        return Standing()
 
     def embed_query(self, query: str) -> list[float]:
         return [1.0]

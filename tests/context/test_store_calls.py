@@ -5,7 +5,10 @@ Before views (f8d535c), this build made 14 calls (``get_many`` 4 times, ``texts`
 one on the 10,000-turn store 13.6 (3.5 ``get_many`` decoding 142 records): the first 80
 candidates decoded, the texts of the rest, the ones that could still fit decoded, and a
 ``get_many`` of no id when no cluster was found. Now the candidates are read once, as
-views, and none is decoded: 12 calls here, 10 there."""
+views, and none is decoded: 12 calls here, 10 there (7b92bcd). Since then key memory, the
+task, the history window and the summaries are one ``list_many`` (were four ``list``), and
+the facts' and the clusters' vector searches read their records in the same call
+(``vector_records``, were ``vector_search`` + ``get_many`` each): 7 calls here."""
 
 from __future__ import annotations
 
@@ -16,7 +19,17 @@ import pytest
 
 from memstrata import Memory, Message, Role, Scope
 
-_READS = ("list", "vector_search", "lexical_search", "views", "get_many", "texts", "touch")
+_READS = (
+    "list",
+    "list_many",
+    "vector_search",
+    "vector_records",
+    "lexical_search",
+    "views",
+    "get_many",
+    "texts",
+    "touch",
+)
 
 
 def _counting(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], set[str]]:
@@ -55,10 +68,12 @@ def test_the_reads_of_one_build(mem: Memory, alice: Scope, monkeypatch: pytest.M
     shown = {it.record_id for it in ctx.items if it.block == "relevant"}
     assert len(shown) >= 10 and "Never suggest sailing at night" in ctx.text
     assert not shown & decoded  # no candidate decoded
-    # key memory, the task, the recent turns, the summaries; facts, clusters and the
-    # search's dense list; its lexical list; the candidates' views; the accesses counted
-    assert calls["views"] == 1 and calls["texts"] == 0
-    assert calls["list"] == 4 and calls["vector_search"] == 3 and calls["lexical_search"] == 1
+    # key memory, the task, the recent turns and the summaries in one read (list_many); facts
+    # and clusters with their records (vector_records); the search's dense list; its
+    # lexical list; the candidates' views; the accesses counted
+    assert calls["list_many"] == 1 and calls["list"] == 0
+    assert calls["vector_search"] == 1 and calls["vector_records"] == 2
+    assert calls["lexical_search"] == 1 and calls["views"] == 1 and calls["texts"] == 0
     assert calls["touch"] == 1
-    assert calls["get_many"] <= 2  # the facts and the clusters the vector searches found
-    assert sum(calls.values()) <= 12, calls
+    assert calls["get_many"] <= 1  # a cluster shown from its view (its hits)
+    assert sum(calls.values()) == 7 + calls["get_many"], calls

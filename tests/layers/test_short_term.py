@@ -151,3 +151,18 @@ def test_render_compresses_the_window(tmp_path: Path) -> None:
     with layer_ctx(tmp_path) as ctx:
         add_turns(ctx, ALICE, [("user", "question"), ("assistant", "thanks")])
         assert [m.text for m in ShortTermService(ctx).render(ALICE)] == ["question"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_turns_of_one_moment_keep_their_order_in_the_window(tmp_path: Path, kind: str) -> None:
+    """Turns with one ``observed_at`` (a batch given one time) are in the window in the
+    order they were added, and it holds the newest 20 rounds: the page read newest first was
+    sorted by time alone, so such turns came out reversed, and which of them made the window
+    depended on the read's page size."""
+    with layer_ctx(tmp_path, kind) as ctx:
+        st = ShortTermService(ctx)
+        turns = add_turns(ctx, ALICE, rounds(1, 60), step_minutes=0)
+        window = st.window(ALICE)
+        assert [m.id for m in window] == [m.id for m in turns[-40:]]
+        assert [m.id for m in st.render(ALICE)] == [m.id for m in turns[-40:]]
+        assert [m.id for m in st.recent(ALICE)] == [m.id for m in turns[-len(st.recent(ALICE)) :]]

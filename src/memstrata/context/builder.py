@@ -22,13 +22,14 @@ from memstrata.context.dates import format_date
 from memstrata.context.question_turns import question_share
 from memstrata.context.relative import annotate_relative_dates
 from memstrata.context.roles import addresses_assistant
+from memstrata.context.standing import Standing
 from memstrata.context.temporal import Period, resolve_period
 from memstrata.context.trim import trim_turn
 from memstrata.records import MemoryRecord, RecordType, Role
 from memstrata.scope import Scope
 from memstrata.search.hit import SearchHit, layer_of
 from memstrata.search.hybrid import RankedHits
-from memstrata.search.search_tasks import CONTEXT_POOL, Pending, join, spawn
+from memstrata.search.search_tasks import CONTEXT_POOL, join, spawn
 from memstrata.search.tokenize import tokenize
 from memstrata.store.base import Vector
 from memstrata.store.types import RecordView, speaker_of
@@ -52,10 +53,7 @@ Shown = MemoryRecord | RecordView
 class ContextSources(Protocol):
     """What each layer contributes; ``Memory`` implements it over its layer services."""
 
-    def key(self, scope: Scope) -> list[MemoryRecord]: ...
-    def working(self, scope: Scope) -> tuple[MemoryRecord, str] | None: ...
-    def history(self, scope: Scope) -> list[MemoryRecord]: ...
-    def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]: ...
+    def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing: ...
     def embed_query(self, query: str) -> Vector: ...
     def facts(
         self, scope: Scope, vector: Vector, limit: int
@@ -378,16 +376,8 @@ def build(
 ) -> AssembledContext:
     scope = req.scope
     user_scope = scope.user_scope.with_agent(scope.agent)
-    jobs: dict[str, Pending[Any] | None] = {
-        "key": spawn(_POOL, sources.key, user_scope),
-        "working": spawn(_POOL, sources.working, scope) if scope.session else None,
-        "history": spawn(_POOL, sources.history, scope) if scope.session else None,
-        "summaries": (
-            spawn(_POOL, sources.summaries, user_scope, req.summaries_k)
-            if req.config.background_summaries
-            else None
-        ),
-    }
+    summaries = req.summaries_k if req.config.background_summaries else None
+    standing_job = spawn(_POOL, sources.standing, scope, user_scope, summaries)
     got: dict[str, Any] = {
         "facts": [],
         "candidates": [],
@@ -397,9 +387,9 @@ def build(
     }
     if req.query:
         _gather(sources, req, req.query, user_scope, got)
-    for name, fut in jobs.items():
-        if fut is not None:
-            got[name] = join(fut)
+    standing: Standing = join(standing_job)
+    got["key"], got["working"] = standing.key, standing.working
+    got["history"], got["summaries"] = standing.history, standing.summaries
     history_records: Sequence[MemoryRecord] = got["history"]
 
     def shown(rec: MemoryRecord) -> str:

@@ -31,6 +31,7 @@ from memstrata.records import (
     new_id,
 )
 from memstrata.scope import Scope
+from memstrata.store.types import ListQuery
 from memstrata.text import content_hash, validate_content
 
 __all__ = ["KeyMemoryService", "key_order", "key_sort_key"]
@@ -141,8 +142,13 @@ class KeyMemoryService:
 
     def list(self, scope: Scope) -> builtins.list[MemoryRecord]:
         """Active entries: user-set first, then by priority (high first), then newest."""
-        records = self._ctx.store.list(self._scope(scope), Filters(types=_KEY_TYPES), limit=1000)
-        return key_order(records)
+        q = self.list_query(scope)
+        return key_order(self._ctx.store.list(q.scope, q.filters, limit=q.limit))
+
+    def list_query(self, scope: Scope) -> ListQuery:
+        """The store read behind :meth:`list` (its records go through :func:`key_order`), for
+        a caller that folds it with other reads (``Store.list_many``)."""
+        return ListQuery(self._scope(scope), Filters(types=_KEY_TYPES), limit=1000)
 
     def promote(self, scope: Scope, cluster: MemoryRecord) -> MemoryRecord:
         """Pin a hot mid-term cluster (``origin="auto"``); promoting the same cluster again

@@ -106,16 +106,19 @@ class FactService:
             facts.sort(key=lambda r: (r.confidence, r.updated_at), reverse=True)
             return facts[:limit]
         vector = query_vector(self._ctx, query, scope) if isinstance(query, str) else query
-        hits = self._ctx.store.vector_search(
-            self._scope(scope), vector, limit * 3, Filters(types=frozenset({RecordType.FACT}))
-        )
         now = self._ctx.clock.now()
-        records = self._ctx.store.get_many(self._scope(scope), [h.id for h in hits])
-        return [
-            r
-            for r in records
-            if r.is_active and r.confidence >= floor and not is_expired(_expires(r), now)
-        ][:limit]
+        # The 3 × limit nearest, decoded best first only until ``limit`` of them pass.
+        found = self._ctx.store.vector_records(
+            self._scope(scope),
+            vector,
+            limit * 3,
+            Filters(types=frozenset({RecordType.FACT})),
+            keep=lambda r: (
+                r.is_active and r.confidence >= floor and not is_expired(_expires(r), now)
+            ),
+            want=limit,
+        )
+        return [r for r, _ in found]
 
     def history(self, scope: Scope, key: str) -> list[MemoryRecord]:
         """Every version of every record that held ``key``, oldest first."""

@@ -19,7 +19,8 @@ from dataclasses import replace
 from typing import Any
 
 from memstrata.errors import NotFoundError, ValidationError
-from memstrata.layers._build import build_record, list_records
+from memstrata.filters import Filters, MetadataCondition
+from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.episodic import EpisodeService
 from memstrata.layers.procedural import ProceduralService
@@ -35,12 +36,14 @@ from memstrata.llm.base import TaskOutcome
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
+from memstrata.store.types import ListQuery
 
 __all__ = [
     "STEP_STATUS_ALIASES",
     "TaskService",
     "StepStatus",
     "TaskCompletion",
+    "current_query",
     "parse_step_status",
     "render",
 ]
@@ -48,6 +51,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _MAX_NOTES = 50  # the scratchpad keeps the newest notes; older ones stay in history
+
+
+def current_query(scope: Scope) -> ListQuery:
+    """The store read behind ``current``: its first record is the session's active task
+    (for a caller that folds it with other reads, ``Store.list_many``)."""
+    active = (MetadataCondition("task_status", "eq", "active"),)
+    return ListQuery(scope, Filters(types=frozenset({RecordType.TASK}), metadata=active), 10)
 
 
 class TaskService:
@@ -64,7 +74,8 @@ class TaskService:
 
     def current(self, scope: Scope) -> MemoryRecord | None:
         """The session's active task, or ``None``."""
-        found = list_records(self._ctx, scope, RecordType.TASK, limit=10, task_status="active")
+        q = current_query(scope)
+        found = self._ctx.store.list(q.scope, q.filters, limit=q.limit)
         return found[0] if found else None
 
     def _require(self, scope: Scope) -> MemoryRecord:

@@ -34,7 +34,7 @@ as long as the ranking contract (BM25 over the given terms; cosine of unit vecto
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -46,6 +46,7 @@ from memstrata.scope import Scope
 from memstrata.store.types import (
     CacheEntry,
     Candidate,
+    ListQuery,
     PurgeReport,
     RecordDump,
     RecordWrite,
@@ -176,6 +177,11 @@ class RecordStore(Protocol):
         """Records ordered by ``observed_at`` (ties by insertion order)."""
         ...
 
+    def list_many(self, queries: Sequence[ListQuery]) -> builtins.list[builtins.list[MemoryRecord]]:
+        """What :meth:`list` returns for each query, in the queries' order, in one read (one
+        transaction, round trip or connection, where ``list`` would take one per query)."""
+        ...
+
     def list_pages(
         self, scope: Scope, filters: Filters, *, batch_size: int = 1000
     ) -> Iterator[builtins.list[MemoryRecord]]:
@@ -231,6 +237,22 @@ class CandidateSearch(Protocol):
         """Top-k by BM25 (k1=1.2, b=0.75, over the user's records) of the given,
         already-tokenised terms; higher is better; ties by insertion order. Terms are data,
         never query syntax."""
+        ...
+
+    def vector_records(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filters,
+        *,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+        want: int | None = None,
+    ) -> builtins.list[tuple[MemoryRecord, float]]:
+        """The records of :meth:`vector_search`'s top-k (as :meth:`get_many` finds them),
+        with their cosine, best first: one read for what is otherwise two. With ``keep``,
+        only the records it accepts, decoded best first until ``want`` are kept (the rest
+        of the k are never decoded)."""
         ...
 
 

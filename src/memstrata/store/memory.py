@@ -8,6 +8,7 @@ with numpy. Nothing persists beyond the process.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -35,7 +36,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
-from .types import RecordView
+from .types import ListQuery, RecordView, kept_records
 
 __all__ = ["InMemoryStore"]
 
@@ -518,6 +519,11 @@ class InMemoryStore:
     def vector_search(
         self, scope: Scope, vector: Vector, k: int, filters: Filters
     ) -> list[Candidate]:
+        return self._vector_search(scope, vector, k, filters)
+
+    def _vector_search(
+        self, scope: Scope, vector: Vector, k: int, filters: Filters
+    ) -> list[Candidate]:
         query = np.asarray(vector, dtype=np.float32).ravel()
         if k <= 0 or query.size == 0:
             return []
@@ -533,6 +539,25 @@ class InMemoryStore:
                     if len(out) == k:
                         break
         return out
+
+    def vector_records(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filters,
+        *,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+        want: int | None = None,
+    ) -> list[tuple[MemoryRecord, float]]:
+        with self._lock:
+            found = self._vector_search(scope, vector, k, filters)
+            rows = {
+                e.record.id: e.record
+                for e in (self._visible(scope, c.id) for c in found)
+                if e is not None
+            }
+        return kept_records(found, rows, lambda r: r, keep, want)
 
     def _bm25(self, tenant: str, user: str) -> _Lexical:
         import bm25s
@@ -854,10 +879,18 @@ class InMemoryStore:
         if limit <= 0:
             return []
         with self._lock:
-            rows = [e for e in self._scoped(scope) if filters.matches(e.record)]
-        rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=newest_first)
-        offset = max(0, offset)
-        return [e.record for e in rows[offset : offset + limit]]
+            return self._list(ListQuery(scope, filters, limit, offset, newest_first))
+
+    def list_many(self, queries: Sequence[ListQuery]) -> builtins.list[builtins.list[MemoryRecord]]:
+        """What ``list`` returns for each query, read at one moment (under the lock)."""
+        with self._lock:
+            return [self._list(q) if q.limit > 0 else [] for q in queries]
+
+    def _list(self, q: ListQuery) -> builtins.list[MemoryRecord]:
+        rows = [e for e in self._scoped(q.scope) if q.filters.matches(e.record)]
+        rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=q.newest_first)
+        offset = max(0, q.offset)
+        return [e.record for e in rows[offset : offset + q.limit]]
 
 
 class _MemoryUnitOfWork:

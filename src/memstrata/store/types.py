@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from ..filters import Filters
 from ..records import JSON, MemoryRecord, RecordType, Role
+from ..scope import Scope
 from .compaction import CompactReport
 
 __all__ = [
     "CacheEntry",
     "Candidate",
+    "ListQuery",
     "PurgeReport",
     "RecordDump",
     "RecordView",
     "RecordWrite",
     "StoreStats",
     "Vector",
+    "kept_records",
     "speaker_of",
 ]
 
@@ -75,6 +80,46 @@ def speaker_of(metadata: Mapping[str, JSON]) -> JSON:
 class Candidate:
     id: str
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    """One ``Store.list`` call, its arguments as ``list`` takes them (``list_many``)."""
+
+    scope: Scope
+    filters: Filters
+    limit: int = 100
+    offset: int = 0
+    newest_first: bool = True
+
+
+Row = TypeVar("Row")
+
+
+def kept_records(
+    found: Sequence[Candidate],
+    rows: Mapping[str, Row],
+    decode: Callable[[Row], MemoryRecord],
+    keep: Callable[[MemoryRecord], bool] | None,
+    want: int | None,
+) -> list[tuple[MemoryRecord, float]]:
+    """``vector_records`` from a search's candidates and their rows by id: each found row
+    decoded best first, with its score; with ``keep``, only those it accepts, and decoding
+    stops once ``want`` are kept."""
+    out: list[tuple[MemoryRecord, float]] = []
+    if want is not None and want <= 0:
+        return out
+    for cand in found:
+        row = rows.get(cand.id)
+        if row is None:
+            continue
+        record = decode(row)
+        if keep is not None and not keep(record):
+            continue
+        out.append((record, float(cand.score)))
+        if want is not None and len(out) >= want:
+            break
+    return out
 
 
 @dataclass(frozen=True, slots=True)

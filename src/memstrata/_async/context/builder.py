@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from memstrata._async.search.hybrid import AsyncRankedHits
 from memstrata._async.store.base import Vector
-from memstrata.aio.search_tasks import CONTEXT_POOL, Pending, join, spawn  # async-only
+from memstrata.aio.search_tasks import CONTEXT_POOL, join, spawn  # async-only
 from memstrata.context.assemble import AssembledContext, ContextItem, HistoryTurn, assemble
 from memstrata.context.budget import allocate, asks_overview, estimate_task
 from memstrata.context.ctx_request import ContextRequest
@@ -23,6 +23,7 @@ from memstrata.context.dates import format_date
 from memstrata.context.question_turns import question_share
 from memstrata.context.relative import annotate_relative_dates
 from memstrata.context.roles import addresses_assistant
+from memstrata.context.standing import Standing
 from memstrata.context.temporal import Period, resolve_period
 from memstrata.context.trim import trim_turn
 from memstrata.records import MemoryRecord, RecordType, Role
@@ -32,7 +33,7 @@ from memstrata.search.tokenize import tokenize
 from memstrata.store.types import RecordView, speaker_of
 from memstrata.tokens import estimate_tokens
 
-# sync: from memstrata.search.search_tasks import CONTEXT_POOL, Pending, join, spawn
+# sync: from memstrata.search.search_tasks import CONTEXT_POOL, join, spawn
 
 __all__ = ["ContextRequest", "AsyncContextSources", "build"]
 
@@ -52,10 +53,9 @@ Shown = MemoryRecord | RecordView
 class AsyncContextSources(Protocol):
     """What each layer contributes; ``Memory`` implements it over its layer services."""
 
-    async def key(self, scope: Scope) -> list[MemoryRecord]: ...
-    async def working(self, scope: Scope) -> tuple[MemoryRecord, str] | None: ...
-    async def history(self, scope: Scope) -> list[MemoryRecord]: ...
-    async def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]: ...
+    async def standing(
+        self, scope: Scope, user_scope: Scope, summaries: int | None
+    ) -> Standing: ...
     async def embed_query(self, query: str) -> Vector: ...
     async def facts(
         self, scope: Scope, vector: Vector, limit: int
@@ -380,16 +380,8 @@ async def build(
 ) -> AssembledContext:
     scope = req.scope
     user_scope = scope.user_scope.with_agent(scope.agent)
-    jobs: dict[str, Pending[Any] | None] = {
-        "key": spawn(_POOL, sources.key, user_scope),
-        "working": spawn(_POOL, sources.working, scope) if scope.session else None,
-        "history": spawn(_POOL, sources.history, scope) if scope.session else None,
-        "summaries": (
-            spawn(_POOL, sources.summaries, user_scope, req.summaries_k)
-            if req.config.background_summaries
-            else None
-        ),
-    }
+    summaries = req.summaries_k if req.config.background_summaries else None
+    standing_job = spawn(_POOL, sources.standing, scope, user_scope, summaries)
     got: dict[str, Any] = {
         "facts": [],
         "candidates": [],
@@ -399,9 +391,9 @@ async def build(
     }
     if req.query:
         await _gather(sources, req, req.query, user_scope, got)
-    for name, fut in jobs.items():
-        if fut is not None:
-            got[name] = await join(fut)
+    standing: Standing = await join(standing_job)
+    got["key"], got["working"] = standing.key, standing.working
+    got["history"], got["summaries"] = standing.history, standing.summaries
     history_records: Sequence[MemoryRecord] = got["history"]
 
     def shown(rec: MemoryRecord) -> str:

@@ -6,16 +6,19 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from memstrata._async.layers._build import query_vector
 from memstrata._async.layers.stack import CLUSTER_HITS, AsyncLayerStack
+from memstrata._async.layers.working import current_query
 from memstrata._async.layers.working import render as render_task
 from memstrata._async.search.hybrid import AsyncRankedHits
 from memstrata._async.store.base import Vector
+from memstrata.context.standing import Standing
 from memstrata.context.temporal import Period
 from memstrata.filters import Filters
 from memstrata.jobs import Job
+from memstrata.layers.key_types import key_order
 from memstrata.records import MemoryRecord, RecordType, new_id
 from memstrata.scope import Scope
 from memstrata.search.hit import SearchHit
-from memstrata.store.types import RecordView
+from memstrata.store.types import ListQuery, RecordView
 
 __all__ = ["AsyncLayerSources", "RELEVANT_TYPES"]
 
@@ -56,25 +59,28 @@ class AsyncLayerSources:
     async def embed_query(self, query: str) -> Vector:
         return await query_vector(self._layers.ctx, query)
 
-    async def key(self, scope: Scope) -> list[MemoryRecord]:
-        return await self._layers.key.list(scope)
-
-    async def working(self, scope: Scope) -> tuple[MemoryRecord, str] | None:
-        task = await self._layers.tasks.current(scope)
-        if task is None:
-            return None
-        # The assembler adds the block header; keep the rendered state without its own.
-        lines = render_task(task).splitlines()
-        if lines and lines[0].startswith("#"):
-            lines = lines[1:]
-        return task, "\n".join(lines)
-
-    async def history(self, scope: Scope) -> list[MemoryRecord]:
-        return await self._layers.short_term.render(scope)
-
-    async def summaries(self, scope: Scope, limit: int) -> list[MemoryRecord]:
-        # Newest first straight from the store: a long-lived user has hundreds.
-        return await self._layers.ctx.store.list(scope, _SUMMARIES, limit=limit, newest_first=True)
+    async def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing:
+        """Key memory (``user_scope``), with a session the active task and the history
+        window (``scope``), and the newest ``summaries`` summaries (none if ``None``): one
+        store read (``list_many``) where each layer's own would take one each; a window
+        whose first page falls short reads on."""
+        layers = self._layers
+        window = layers.short_term.recent_query(scope) if scope.session else None
+        queries = [layers.key.list_query(user_scope)]
+        if window is not None:
+            queries += [current_query(scope), window]
+        if summaries is not None:
+            # Newest first straight from the store: a long-lived user has hundreds.
+            queries.append(ListQuery(user_scope, _SUMMARIES, summaries, newest_first=True))
+        got = iter(await layers.ctx.store.list_many(queries))
+        key = key_order(next(got))
+        working: tuple[MemoryRecord, str] | None = None
+        history: list[MemoryRecord] = []
+        if window is not None:
+            tasks = next(got)
+            working = _task_state(tasks[0]) if tasks else None
+            history = await layers.short_term.render_from(window, next(got))
+        return Standing(key, working, history, next(got) if summaries is not None else [])
 
     async def facts(
         self, scope: Scope, vector: Vector, limit: int
@@ -151,12 +157,9 @@ class AsyncLayerSources:
         "top-k clusters by similarity"), with their cosine, best first."""
         if limit <= 0:
             return []
-        store = self._layers.ctx.store
-        found = await store.vector_search(scope, vector, limit, Filters(types=_CLUSTERS))
-        if not found:
-            return []
-        by_id = {r.id: r for r in await store.get_many(scope, [c.id for c in found])}
-        return [(by_id[c.id], float(c.score)) for c in found if c.id in by_id]
+        return await self._layers.ctx.store.vector_records(
+            scope, vector, limit, Filters(types=_CLUSTERS)
+        )
 
     async def shown(self, scope: Scope, records: Sequence[MemoryRecord | RecordView]) -> None:
         """Count what a context showed, and only that: an access on each record, a hit on
@@ -191,3 +194,11 @@ class AsyncLayerSources:
                 )
             ]
         )
+
+
+def _task_state(task: MemoryRecord) -> tuple[MemoryRecord, str]:
+    # The assembler adds the block header; keep the rendered state without its own.
+    lines = render_task(task).splitlines()
+    if lines and lines[0].startswith("#"):
+        lines = lines[1:]
+    return task, "\n".join(lines)

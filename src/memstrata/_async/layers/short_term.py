@@ -32,6 +32,7 @@ from memstrata.layers.short_term_types import (
 )
 from memstrata.records import MemoryRecord, RecordType, Role
 from memstrata.scope import Scope
+from memstrata.store.types import ListQuery
 from memstrata.tokens import TokenCounter, estimate_tokens
 
 __all__ = [
@@ -83,18 +84,27 @@ class AsyncShortTermService:
         Reads newest-first a page at a time and stops once it has more round starts than
         the window keeps or more tokens than its cap, so the read path costs the same for a
         session of 30 turns and of 30,000."""
+        q = self.recent_query(scope)
+        first = await self._ctx.store.list(q.scope, q.filters, limit=q.limit, newest_first=True)
+        return await self.recent_from(q, first)
+
+    def recent_query(self, scope: Scope) -> ListQuery:
+        """The first page :meth:`recent` reads: a user turn and its reply per round of the
+        window and the start of the round before, so a window whose rounds alternate is
+        read in one page (for a caller that folds it with other reads, ``list_many``)."""
         if scope.session is None:
             raise ValidationError("short-term memory is per session: pass a scope with session=")
+        turns = 2 * self._ctx.config.short_term_rounds + 2
+        return ListQuery(scope, Filters(types=frozenset({RecordType.MESSAGE})), turns)
+
+    async def recent_from(self, q: ListQuery, first: list[MemoryRecord]) -> list[MemoryRecord]:
+        """:meth:`recent`, given the page ``q`` read: reads on in pages of 100 if needed."""
         cfg = self._ctx.config
         count = self._counter or estimate_tokens
-        filters = Filters(types=frozenset({RecordType.MESSAGE}))
         out: list[MemoryRecord] = []
         starts = tokens = 0
-        page = 100
+        page, batch = q.limit, first
         while True:
-            batch = await self._ctx.store.list(
-                scope, filters, limit=page, offset=len(out), newest_first=True
-            )
             out.extend(batch)
             starts += sum(1 for r in batch if r.role is Role.USER)
             tokens += sum(count(r.text) for r in batch)
@@ -103,7 +113,13 @@ class AsyncShortTermService:
                 or starts > cfg.short_term_rounds
                 or tokens > cfg.short_term_token_cap
             ):
-                return _by_time(out)
+                # ``out`` is newest first: reversed, turns of one moment keep the order they
+                # were added in (the sort is stable), as in ``messages``.
+                return _by_time(out[::-1])
+            page = 100
+            batch = await self._ctx.store.list(
+                q.scope, q.filters, limit=page, offset=len(out), newest_first=True
+            )
 
     async def left_by(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         """The turns that left the window *because* the turns ``ids`` arrived, oldest first.
@@ -189,9 +205,21 @@ class AsyncShortTermService:
 
     async def render(self, scope: Scope) -> list[MemoryRecord]:
         """The window after rule compression, for context assembly."""
+        q = self.recent_query(scope)
+        first = await self._ctx.store.list(q.scope, q.filters, limit=q.limit, newest_first=True)
+        return await self.render_from(q, first)
+
+    async def render_from(self, q: ListQuery, first: list[MemoryRecord]) -> list[MemoryRecord]:
+        """:meth:`render`, given the first page of :meth:`recent` (``recent_query``)."""
         cfg = self._ctx.config
+        window = window_of(
+            group_rounds(await self.recent_from(q, first)),
+            max_rounds=cfg.short_term_rounds,
+            token_cap=cfg.short_term_token_cap,
+            counter=self._counter,
+        )
         return compress_for_context(
-            await self.window(scope),
+            window,
             tool_max_chars=cfg.tool_output_max_chars,
             ack_max_chars=cfg.ack_max_chars,
         )

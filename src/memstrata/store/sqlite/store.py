@@ -13,11 +13,12 @@ database) reads through the write connection under its lock.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -44,7 +45,7 @@ from ..base import (
     Vector,
 )
 from ..compaction import CompactReport
-from ..types import RecordView
+from ..types import ListQuery, RecordView, kept_records
 from . import dump, outbox
 from .codec import (
     COLUMNS,
@@ -1238,35 +1239,60 @@ class SQLiteStore:
         if k <= 0 or query.size == 0:
             return []
         with self._read() as c:
-            cache = self._vectors.load(c, scope.tenant, scope.user, query.size)
-            keep = np.flatnonzero(cache.mask(scope, filters))
+            return self._vector_search(c, scope, query, k, filters)
+
+    def vector_records(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filters,
+        *,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+        want: int | None = None,
+    ) -> list[tuple[MemoryRecord, float]]:
+        query = np.asarray(vector, dtype=np.float32).ravel()
+        if k <= 0 or query.size == 0:
+            return []
+        with self._read() as c:
+            found = self._vector_search(c, scope, query, k, filters)
+            if not found:
+                return []
+            rows = {row["id"]: row for row in self._visible(c, scope, [f.id for f in found])}
+            return kept_records(found, rows, self._dec, keep, want)
+
+    def _vector_search(
+        self, c: sqlite3.Connection, scope: Scope, query: np.ndarray, k: int, filters: Filters
+    ) -> list[Candidate]:
+        cache = self._vectors.load(c, scope.tenant, scope.user, query.size)
+        keep = np.flatnonzero(cache.mask(scope, filters))
+        if keep.size == 0:
+            return []
+        if _python_filters(filters) or scope.caller is not None:
+            # Let SQL apply the filters (and access rules) the masks cannot; mask by id.
+            allowed = {r[0] for r in self._select(c, scope, filters, columns="id")}
+            keep = np.array([i for i in keep if cache.ids[i] in allowed], dtype=np.intp)
             if keep.size == 0:
                 return []
-            if _python_filters(filters) or scope.caller is not None:
-                # Let SQL apply the filters (and access rules) the masks cannot; mask by id.
-                allowed = {r[0] for r in self._select(c, scope, filters, columns="id")}
-                keep = np.array([i for i in keep if cache.ids[i] in allowed], dtype=np.intp)
-                if keep.size == 0:
-                    return []
-            scores = cache.scores(keep, query)
-            ties = cache.seq[keep]
-            if not needs_python(filters):
-                best = top_k(scores, k, ties)
-                return [Candidate(cache.ids[keep[i]], float(scores[i])) for i in best]
-            order = top_k(scores, scores.size, ties)
-            out: list[Candidate] = []
-            step = max(4 * k, 64)  # over-fetch: most rows usually pass the metadata filter
-            for start in range(0, order.size, step):
-                block = order[start : start + step]
-                ids = [cache.ids[keep[i]] for i in block]
-                found = {r["id"]: decode_record(r) for r in self._visible(c, scope, ids)}
-                for i, rid in zip(block, ids, strict=True):
-                    rec = found.get(rid)
-                    if rec is not None and filters.matches(rec):
-                        out.append(Candidate(rid, float(scores[i])))
-                        if len(out) == k:
-                            return out
-            return out
+        scores = cache.scores(keep, query)
+        ties = cache.seq[keep]
+        if not needs_python(filters):
+            best = top_k(scores, k, ties)
+            return [Candidate(cache.ids[keep[i]], float(scores[i])) for i in best]
+        order = top_k(scores, scores.size, ties)
+        out: list[Candidate] = []
+        step = max(4 * k, 64)  # over-fetch: most rows usually pass the metadata filter
+        for start in range(0, order.size, step):
+            block = order[start : start + step]
+            ids = [cache.ids[keep[i]] for i in block]
+            found = {r["id"]: decode_record(r) for r in self._visible(c, scope, ids)}
+            for i, rid in zip(block, ids, strict=True):
+                rec = found.get(rid)
+                if rec is not None and filters.matches(rec):
+                    out.append(Candidate(rid, float(scores[i])))
+                    if len(out) == k:
+                        return out
+        return out
 
     def lexical_search(
         self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
@@ -1510,15 +1536,27 @@ class SQLiteStore:
     ) -> list[MemoryRecord]:
         if limit <= 0:
             return []
-        offset = max(0, offset)
-        order = "DESC" if newest_first else "ASC"
-        tail = f"ORDER BY observed_at {order}, seq {order}"
         with self._read() as c:
-            if not needs_python(filters):
-                rows = self._select(c, scope, filters, tail + " LIMIT ? OFFSET ?", (limit, offset))
-                return [self._dec(r) for r in rows]
-            records = [self._dec(r) for r in self._select(c, scope, filters, tail)]
-        return [r for r in records if filters.matches(r)][offset : offset + limit]
+            return self._list(c, ListQuery(scope, filters, limit, offset, newest_first))
+
+    def list_many(self, queries: Sequence[ListQuery]) -> builtins.list[builtins.list[MemoryRecord]]:
+        """What ``list`` returns for each query, all read in one read transaction."""
+        if all(q.limit <= 0 for q in queries):
+            return [[] for _ in queries]
+        with self._read() as c:
+            return [self._list(c, q) if q.limit > 0 else [] for q in queries]
+
+    def _list(self, c: sqlite3.Connection, q: ListQuery) -> builtins.list[MemoryRecord]:
+        offset = max(0, q.offset)
+        order = "DESC" if q.newest_first else "ASC"
+        tail = f"ORDER BY observed_at {order}, seq {order}"
+        if not needs_python(q.filters):
+            rows = self._select(
+                c, q.scope, q.filters, tail + " LIMIT ? OFFSET ?", (q.limit, offset)
+            )
+            return [self._dec(r) for r in rows]
+        records = [self._dec(r) for r in self._select(c, q.scope, q.filters, tail)]
+        return [r for r in records if q.filters.matches(r)][offset : offset + q.limit]
 
 
 class _Gate:

@@ -16,7 +16,15 @@ import functools
 import logging
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Collection,
+    Hashable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,12 +83,14 @@ from memstrata.store.sqlite.vectors import PURGE_EPOCH
 from memstrata.store.types import (
     CacheEntry,
     Candidate,
+    ListQuery,
     PurgeReport,
     RecordDump,
     RecordView,
     RecordWrite,
     StoreStats,
     Vector,
+    kept_records,
 )
 
 if TYPE_CHECKING:
@@ -1013,14 +1023,9 @@ class AsyncPostgresStore:
         *,
         columns: str = _ROW,
     ) -> list[dict[str, Any]]:
-        sw, sa = scope_sql(scope)
-        fw, fa = filters_sql(filters)
         return list(
             await (
-                await c.execute(
-                    f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}",
-                    [*sa, *fa, *tail_args],
-                )
+                await c.execute(*_select_sql(scope, filters, tail, tail_args, columns))
             ).fetchall()
         )
 
@@ -1124,39 +1129,64 @@ class AsyncPostgresStore:
             return []
         # reads no counter or cache entry: need not wait for the writes behind a search
         async with self._autocommit(wait=False) as c:
-            state = await self._vectors.state(
-                c, scope.tenant, scope.user, query.size, self.options.exact_below
-            )
-            if state.count == 0:
-                return []
-            if state.count >= self.options.exact_below and query.size <= 2000:
-                await self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
-                return await hnsw_search(c, scope, query, k, filters)
-            cache = await self._vectors.load(c, scope.tenant, scope.user, query.size, state)
-            allowed = None
-            if _python_filters(filters) or scope.caller is not None:
-                allowed = {r["id"] for r in await self._select(c, scope, filters, columns="id")}
-            if not needs_python(filters):
-                return [
-                    Candidate(cache.ids[i], s)
-                    for i, s in exact_search(cache, scope, query, k, filters, allowed)
-                ]
-            ranked = exact_search(cache, scope, query, cache.n, filters, allowed)
-            out: list[Candidate] = []
-            step = max(4 * k, 64)
-            for start in range(0, len(ranked), step):
-                block = ranked[start : start + step]
-                found = {
-                    r["id"]: decode_record(r)
-                    for r in await self._visible(c, scope, [cache.ids[i] for i, _ in block])
-                }
-                for i, score in block:
-                    rec = found.get(cache.ids[i])
-                    if rec is not None and filters.matches(rec):
-                        out.append(Candidate(rec.id, score))
-                        if len(out) == k:
-                            return out
-            return out
+            return await self._vector_search(c, scope, query, k, filters)
+
+    async def vector_records(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filters,
+        *,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+        want: int | None = None,
+    ) -> builtins.list[tuple[MemoryRecord, float]]:
+        query = np.asarray(vector, dtype=np.float32).ravel()
+        if k <= 0 or query.size == 0:
+            return []
+        pending = self._behind.pending_rows()  # before the read: see _fresh
+        async with self._autocommit(wait=False) as c:
+            found = await self._vector_search(c, scope, query, k, filters)
+            rows = await self._visible(c, scope, [f.id for f in found]) if found else []
+        by_id = {r["id"]: r for r in await self._fresh(rows, pending)}
+        return kept_records(found, by_id, decode_record, keep, want)
+
+    async def _vector_search(
+        self, c: Any, scope: Scope, query: Any, k: int, filters: Filters
+    ) -> builtins.list[Candidate]:
+        state = await self._vectors.state(
+            c, scope.tenant, scope.user, query.size, self.options.exact_below
+        )
+        if state.count == 0:
+            return []
+        if state.count >= self.options.exact_below and query.size <= 2000:
+            await self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
+            return await hnsw_search(c, scope, query, k, filters)
+        cache = await self._vectors.load(c, scope.tenant, scope.user, query.size, state)
+        allowed = None
+        if _python_filters(filters) or scope.caller is not None:
+            allowed = {r["id"] for r in await self._select(c, scope, filters, columns="id")}
+        if not needs_python(filters):
+            return [
+                Candidate(cache.ids[i], s)
+                for i, s in exact_search(cache, scope, query, k, filters, allowed)
+            ]
+        ranked = exact_search(cache, scope, query, cache.n, filters, allowed)
+        out: list[Candidate] = []
+        step = max(4 * k, 64)
+        for start in range(0, len(ranked), step):
+            block = ranked[start : start + step]
+            found = {
+                r["id"]: decode_record(r)
+                for r in await self._visible(c, scope, [cache.ids[i] for i, _ in block])
+            }
+            for i, score in block:
+                rec = found.get(cache.ids[i])
+                if rec is not None and filters.matches(rec):
+                    out.append(Candidate(rec.id, score))
+                    if len(out) == k:
+                        return out
+        return out
 
     async def lexical_search(
         self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
@@ -1484,22 +1514,28 @@ class AsyncPostgresStore:
     ) -> builtins.list[MemoryRecord]:
         if limit <= 0:
             return []
-        offset = max(0, offset)
-        order = "DESC" if newest_first else "ASC"
-        tail = f"ORDER BY observed_at {order}, seq {order}"
+        return (await self.list_many([ListQuery(scope, filters, limit, offset, newest_first)]))[0]
+
+    async def list_many(
+        self, queries: Sequence[ListQuery]
+    ) -> builtins.list[builtins.list[MemoryRecord]]:
+        """What ``list`` returns for each query, read on one connection."""
+        if all(q.limit <= 0 for q in queries):
+            return [[] for _ in queries]
         pending = self._behind.pending_rows()  # before the read: see _fresh
-        python = needs_python(filters)
         async with self._autocommit(wait=False) as c:
-            if python:
-                rows = await self._select(c, scope, filters, tail)
-            else:
-                rows = await self._select(
-                    c, scope, filters, tail + " LIMIT %s OFFSET %s", (limit, offset)
-                )
-        records = [decode_record(r) for r in await self._fresh(rows, pending)]
-        if not python:
-            return records
-        return [r for r in records if filters.matches(r)][offset : offset + limit]
+            # Pipelined: every statement sent before any answer is awaited, one round trip.
+            async with c.pipeline():
+                cursors = [await c.execute(*_list_sql(q)) if q.limit > 0 else None for q in queries]
+            rows = [list(await cur.fetchall()) if cur is not None else [] for cur in cursors]
+        out: builtins.list[builtins.list[MemoryRecord]] = []
+        for q, got in zip(queries, rows, strict=True):
+            records = [decode_record(r) for r in await self._fresh(got, pending)]
+            if needs_python(q.filters):
+                offset = max(0, q.offset)
+                records = [r for r in records if q.filters.matches(r)][offset : offset + q.limit]
+            out.append(records)
+        return out
 
     async def list_pages(
         self, scope: Scope, filters: Filters, *, batch_size: int = 1000
@@ -1545,6 +1581,29 @@ class AsyncPostgresStore:
             }
         gone = set(keys) - set(fresh)  # purged meanwhile
         return [fresh.get(r["seq"], r) for r in rows if r["seq"] not in gone]
+
+
+def _select_sql(
+    scope: Scope,
+    filters: Filters,
+    tail: str = "",
+    tail_args: Sequence[Any] = (),
+    columns: str = _ROW,
+) -> tuple[str, builtins.list[Any]]:
+    sw, sa = scope_sql(scope)
+    fw, fa = filters_sql(filters)
+    return f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}", [*sa, *fa, *tail_args]
+
+
+def _list_sql(q: ListQuery) -> tuple[str, builtins.list[Any]]:
+    """The statement of one ``list`` call (every match when a filter runs in Python)."""
+    order = "DESC" if q.newest_first else "ASC"
+    tail = f"ORDER BY observed_at {order}, seq {order}"
+    if needs_python(q.filters):
+        return _select_sql(q.scope, q.filters, tail)
+    return _select_sql(
+        q.scope, q.filters, tail + " LIMIT %s OFFSET %s", (q.limit, max(0, q.offset))
+    )
 
 
 def _row_keys(scope: Scope, ids: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
