@@ -43,8 +43,10 @@ def _mem(url: str, clock: FixedClock) -> Memory:
 def _conversation(mem: Memory) -> list[MemoryRecord]:
     turns = []
     for i in range(6):
-        word = f"{SECRET} {WORD2}" if i == 0 else f"and leeks {i}"  # oldest: in the digest
-        text = f"tomato garden planted {word}"
+        # the oldest turn holds the words (in the digest); every turn shares the rest, so the
+        # oldest, clustered first, is joined by the others (hashing embedder)
+        word = f"{SECRET} {WORD2}" if i == 0 else f"{i}"
+        text = f"tomato garden planted and leeks {word}"
         turns.append(mem.add_message(S, "user", text))
         turns.append(mem.add_message(S, "assistant", f"noted tomato garden {i}"))
     mem.end_session(S)
