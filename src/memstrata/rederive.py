@@ -27,6 +27,7 @@ history, so no earlier text survives. Which sources count as gone is the caller'
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Collection, Sequence
 from dataclasses import replace
@@ -141,11 +142,13 @@ def rederive(
             if not dry_run:
                 try:
                     more = _apply(ctx, uscope, record, new, vector, purge, when, reason)
-                    if new is None and record.type is RecordType.FACT and current:
-                        _reinstate(ctx, uscope, record, when, reason)
                 except (ConflictError, NotFoundError):
                     continue
                 purged = _add(purged, more)
+                if new is None and record.type is RecordType.FACT and current:
+                    # changed meanwhile: it stays superseded, in the history, not lost
+                    with contextlib.suppress(ConflictError, NotFoundError):
+                        _reinstate(ctx, uscope, record, when, reason)
             done.append(Rederived(record.id, record.type, action, dropped, len(left)))
 
 
