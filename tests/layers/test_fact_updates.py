@@ -110,3 +110,19 @@ def test_joining_something_without_a_role_is_no_employer() -> None:
     assert llm.extract_facts(["我离开北京，到上海工作了。", "我在家开始做饭。"]) == []
     (job,) = llm.extract_facts(["I joined Acme as an engineer."])
     assert (job.key, job.value) == ("employer", "Acme")
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        ("I just moved to Lisbon from Berlin for a job at a solar energy startup.", "Lisbon"),
+        ("I live in Paris with my wife.", "Paris"),
+        ("We moved to Kyoto in 2020.", "Kyoto"),
+        ("I live in New York.", "New York"),
+    ],
+)
+def test_a_place_ends_where_the_sentence_goes_on_about_something_else(
+    text: str, place: str
+) -> None:
+    (fact,) = HeuristicLLM().extract_facts([text])
+    assert (fact.key, fact.value) == ("location", place)

@@ -353,6 +353,13 @@ _TRAILING = (
     r"\s+(?:too|as well|very much|a lot|so much|now|also|anymore|any more|these days|nowadays|"
     r"recently|yesterday|today|last (?:year|month|week|spring|summer|autumn|fall|winter))$"
 )
+_PLACES = frozenset({"location", "hometown"})
+# Where a place's name ends in "I moved to Lisbon from Berlin for a job", "I live in Paris
+# with my wife", "We moved to Kyoto in 2020".
+_PLACE_END = re.compile(
+    r"\s+(?:from|for|with|since|after|before|until|because|last|next|this|in \d{4})\b",
+    re.IGNORECASE,
+)
 _LEADING = r"^(?:now|currently|actually|nowadays)\s+"  # "my favourite X is now Y"
 # A statement that says the value is new is surer of the present than an earlier plain one,
 # so the profile's rule (a different value replaces only with a higher confidence) lets the
@@ -393,9 +400,11 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
                 if any(m.start() < end and start < m.end() for start, end in taken):
                     continue
                 value = _clean(m.group("value"))
+                key = pattern.key(m)
+                if key in _PLACES:  # "Lisbon from Berlin for a job ..." is Lisbon
+                    value = _PLACE_END.split(value, maxsplit=1)[0].strip()
                 if not value or value.lower() in _VAGUE:
                     continue
-                key = pattern.key(m)
                 raw = _slug(m.group("value"))
                 if key.endswith(raw) and _slug(value) != raw:  # a key named after the value
                     key = key[: -len(raw)] + _slug(value)
