@@ -88,27 +88,19 @@ def test_a_waiting_query_goes_before_the_next_passage_slice(
     assert engine.calls == [("passage", 4), ("query", 1), ("passage", 4), ("passage", 4)]
 
 
-class _SlowPassages:
+class _SlowPassages(HashingEmbedder):
     """A model whose passage calls block until released; queries answer at once."""
 
     def __init__(self) -> None:
-        self.inner = HashingEmbedder(64)
+        super().__init__(64)
         self.release = threading.Event()
         self.entered = threading.Event()
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dims(self) -> int:
-        return self.inner.dims
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         if not query:
             self.entered.set()
             self.release.wait(5)
-        return self.inner.embed_batch(texts, query=query)
+        return super().embed_batch(texts, query=query)
 
 
 def test_a_query_does_not_wait_for_a_passage_call_in_the_coalescer() -> None:
@@ -126,4 +118,4 @@ def test_a_query_does_not_wait_for_a_passage_call_in_the_coalescer() -> None:
     ingest.join(5)
     search.join(5)
     assert finished_first, "the query waited for the passage call"
-    assert np.allclose(out[0], slow.inner.embed_batch(["q"], query=True))
+    assert np.allclose(out[0], HashingEmbedder(64).embed_batch(["q"], query=True))
