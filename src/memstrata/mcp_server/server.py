@@ -8,7 +8,6 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -27,7 +26,7 @@ from ..records import MemoryRecord, RecordType
 from ..scope import Scope
 from ..server.backend import MemoryBackend
 from ..server.errors import ApiError, error_response
-from ..server.key_cache import CachedKeys
+from ..server.key_cache import lookup
 from ..server.keys import KeyStore
 from ..server.limits import Limiter, admit
 from .identity import Identity, bearer_of
@@ -323,16 +322,8 @@ class _RequireKey:
                 for k, v in scope.get("headers", [])
             }
             secret = bearer_of(headers)
-            # A key accepted a moment ago is known without I/O (CachedKeys); a lookup may wait
-            # on the store, so it runs off the event loop. The rate limits spend the tokens
-            # this process holds on the loop, as the HTTP routes do (server/limits.admit).
-            key = (
-                self.keys.remembered(secret)
-                if secret and isinstance(self.keys, CachedKeys)
-                else None
-            )
-            if key is None and secret:
-                key = await anyio.to_thread.run_sync(self.keys.authenticate, secret)
+            # as the HTTP routes do: the key from memory or off the loop, the limits on it
+            key = await lookup(self.keys, secret) if secret else None
             refusal: ApiError | None = None
             if key is not None and self.limits is not None:
                 refusal = await admit(*self.limits, key.id, key.tenant)

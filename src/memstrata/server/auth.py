@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-import anyio.to_thread
 from fastapi import Depends, Path, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..scope import Scope
 from .errors import ApiError
-from .key_cache import CachedKeys
+from .key_cache import lookup
 from .keys import ApiKey, Role
 from .limits import admit
 from .state import state_of
@@ -88,18 +87,9 @@ async def _caller(
     if not secret:
         raise ApiError(401, "unauthorized", _MISSING, challenge)
 
-    secret = secret.strip()
-    keys = state.keys
-    known = keys.remembered(secret) if isinstance(keys, CachedKeys) else None
-
-    # A lookup over the network (PostgreSQL keys) must not stall the event loop, and every
-    # other request of this process with it: it runs in a thread. The rate limits spend
-    # the tokens this process holds on the loop; only a refill waits on the store.
-    key = known
-    if key is None and state.blocking_keys:
-        key = await anyio.to_thread.run_sync(keys.authenticate, secret)
-    elif key is None:
-        key = keys.authenticate(secret)
+    # The rate limits spend the tokens this process holds on the loop; only a refill waits
+    # on the store.
+    key = await lookup(state.keys, secret.strip(), blocking=state.blocking_keys)
     if key is None:
         raise ApiError(
             401,

@@ -20,9 +20,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+import anyio.to_thread
+
 from .keys import ApiKey, KeyStore, NewKey, hash_key
 
-__all__ = ["CachedKeys"]
+__all__ = ["CachedKeys", "lookup"]
 
 _MAX_ENTRIES = 10_000  # keys accepted within one ttl; past that the oldest half goes
 
@@ -103,3 +105,15 @@ class CachedKeys:
 
     def close(self) -> None:
         self.keys.close()
+
+
+async def lookup(keys: KeyStore, secret: str, *, blocking: bool = True) -> ApiKey | None:
+    """The key ``secret`` names: from ``keys``' memory when it accepted it a moment ago (no
+    I/O), else from the store — on a worker thread when ``blocking`` (a lookup over the
+    network must not stall the event loop and every other request of the process)."""
+    known = keys.remembered(secret) if isinstance(keys, CachedKeys) else None
+    if known is not None:
+        return known
+    if blocking:
+        return await anyio.to_thread.run_sync(keys.authenticate, secret)
+    return keys.authenticate(secret)
