@@ -125,11 +125,12 @@ def rederive(
             left = [i for i in _sources(record) if i not in gone_all]
             current = record.is_active and record.superseded_by is None
             new, vector = (None, None)
-            if record.type is RecordType.FACT and (_user_set(record) or current or not purge):
+            users = _user_set(record)
+            if record.type is RecordType.FACT and (users or current or not purge):
                 # the conflicts the gone turns said go; the value as fact_without decides
                 note = _note(record, gone_all, when, reason)
-                new = fact_without(record, gone_all, when, note, user_set=_user_set(record))
-            elif _user_set(record):  # their own words: only the provenance changes
+                new = fact_without(record, gone_all, when, note, user_set=users)
+            elif users:  # their own words: only the provenance changes
                 new = _cited(record, record.source_ids, gone_all, when, reason)
             elif left and (current or not purge):
                 if dry_run:  # decide only: no summariser or embedder call
