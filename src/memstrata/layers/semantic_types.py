@@ -27,7 +27,9 @@ __all__ = [
     "fact_sources",
     "fact_text",
     "fact_without",
+    "holds",
     "is_expired",
+    "is_set_key",
     "same_value",
 ]
 
@@ -76,6 +78,19 @@ def same_value(a: str, b: str) -> bool:
     return " ".join(a.casefold().split()) == " ".join(b.casefold().split())
 
 
+def holds(value: str, left: str) -> bool:
+    """Whether a fact's ``value`` names ``left``, a value the user says they left: the same
+    value, or one that contains it ("去金锅小炒吃火锅" holds "金锅小炒")."""
+    needle = " ".join(left.casefold().split())
+    return len(needle) >= 2 and needle in " ".join(value.casefold().split())
+
+
+def is_set_key(key: str) -> bool:
+    """A key one of several values share (``likes_hiking``, ``likes_jazz``), not a slot
+    with one current value (``location``, ``favorite_city``)."""
+    return key.partition("_")[0] in _PREFERENCES
+
+
 def is_expired(expires_at: datetime | None, now: datetime) -> bool:
     return expires_at is not None and expires_at < now
 
@@ -88,9 +103,12 @@ def decide(
     incoming_confidence: float,
     *,
     current_expired: bool = False,
+    current_left: bool = False,
     confirm_step: float = 0.05,
 ) -> FactDecision:
-    """Seed 001's conflict rules (pure); see the module docstring."""
+    """Seed 001's conflict rules (pure); see the module docstring. ``current_left``: the
+    statement says the user left the current value ("I've stopped going to X"), which
+    replaces it whatever the confidences."""
     if current_value is None:
         return FactDecision(FactAction.INSERTED, incoming_confidence, 1)
     if same_value(current_value, incoming_value) and not current_expired:
@@ -99,7 +117,7 @@ def decide(
             round(min(1.0, current_confidence + confirm_step), 6),
             current_mentions + 1,
         )
-    if current_expired or incoming_confidence > current_confidence:
+    if current_expired or current_left or incoming_confidence > current_confidence:
         return FactDecision(FactAction.REPLACED, incoming_confidence, 1)
     return FactDecision(FactAction.CONFLICT, current_confidence, current_mentions)
 

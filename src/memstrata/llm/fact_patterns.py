@@ -118,6 +118,15 @@ _PATTERNS: tuple[_Pattern, ...] = (
         lambda m: "favorite_" + _slug(m.group("what")),
         0.9,
     ),
+    # "Olive Tree is my favourite now", "Paris is my favourite city": a named thing first
+    _p(
+        r"(?:^|(?<=[;:,.!?])\s*|\b(?:but|and|so)\s+)(?P<value>(?-i:[A-Z])[^.,;!?\n]{0,60}?)"
+        r"\s+is\s+(?:now\s+)?my\s+(?:new\s+)?favou?rite"
+        r"(?:\s+(?!now\b)(?P<what>[a-z][\w ]{0,30}?))?(?:\s+now)?",
+        "preference",
+        lambda m: "favorite_" + _slug(m.group("what")) if m.group("what") else "favorite",
+        0.9,
+    ),
     _p(_I_AM + r"allergic to\s+" + _V, "health", "allergy", 0.9),
     _p(r"\b(?:my birthday is(?: on)?|I was born on)\s+" + _V, "identity", "birthday", 0.9),
     _p(
@@ -200,10 +209,18 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # --- Chinese ---
     _p(r"(?:我的名字是|我名字叫|我的名字叫|我叫)" + _ZV, "identity", "name", 0.9, english=False),
     _p(
-        r"我最喜欢的(?P<what>[^，。！？是]{1,10})是" + _ZV,
+        r"我(?:现在|如今|目前)?最喜欢的(?P<what>[^，。！？是]{1,10})是" + _ZV,
         "preference",
         lambda m: "favorite_" + m.group("what"),
         0.9,
+        english=False,
+    ),
+    # "现在最喜欢Y" (what I like best now): a favourite, not one more like
+    _p(
+        r"(?:我|[，,；;]\s*)(?:现在|如今|目前)最(?:喜欢|爱)(?!的)" + _ZV,
+        "preference",
+        "favorite",
+        0.8,
         english=False,
     ),
     _p(
@@ -348,6 +365,10 @@ _STATE = re.compile(
     r"this month|right now|at the moment|lately)\b",
     re.IGNORECASE,
 )
+_POINTER = re.compile(
+    r"(?:this|that|these|those|it|he|she|they|you|one|mine|yours|ours|theirs|his|hers)\b",
+    re.IGNORECASE,
+)
 _PREFERENCE_KEYS = ("likes_", "dislikes_", "prefers_")
 _TRAILING = (
     r"\s+(?:too|as well|very much|a lot|so much|now|also|anymore|any more|these days|nowadays|"
@@ -367,8 +388,18 @@ _LEADING = r"^(?:now|currently|actually|nowadays)\s+"  # "my favourite X is now 
 # was left ("we moved to", "I left X and joined Y", 搬到, 已经不), +0.05 when it says "now"
 # ("these days", 现在) — a first statement made "these days" must not outrank a later move.
 _CHANGE = re.compile(
-    r"(?i:\b(?:moved|relocated|switched|changed|left|no longer|anymore|any more|new)\b)"
+    r"(?i:\b(?:moved|relocated|switched|changed|left|stopped|quit|no longer|anymore|any more|"
+    r"new)\b)"
     r"|搬到|搬去|换成|改成|不再|已经不|离开|新的"
+)
+# "I've stopped going to X", "I no longer shop at X", "我已经不去X了": a value the sentence says
+# the user left; a fact said in the same sentence is linked to the fact that held it.
+_LEFT = re.compile(
+    r"(?i:\bI(?:'ve| have)?\s+(?:stopped|quit)\s+(?:going|eating|shopping|working)\s+(?:to|at|in)"
+    r"\s+|\bI\s+no\s+longer\s+(?:go|eat|shop|work|live)\s+(?:to|at|in)\s+)"
+    r"(?P<value>[^.,;!?\n]{1,60}?)"
+    r"(?=\s+(?i:anymore|any more|and|but|because|since)\b|\s*[.,;!?\n]|\s*$)"
+    r"|我(?:已经)?(?:不再|不)去(?P<zvalue>[^，。！？、；,.!?;\n]{1,30}?)了?(?=[，。！？、；,.!?;\n]|$)"
 )
 _NOW = re.compile(r"(?i:\b(?:now|nowadays|these days|currently)\b)|现在|如今|目前")
 
@@ -423,9 +454,19 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
                         value=value,
                         confidence=_confidence(pattern.confidence, evidence, value),
                         evidence=evidence,
+                        replaces=_left_value(evidence, value),
                     )
                 )
     return facts
+
+
+def _left_value(evidence: str, value: str) -> str:
+    """The value ``evidence`` says the user left, when it is not ``value`` itself."""
+    m = _LEFT.search(evidence)
+    if m is None:
+        return ""
+    left = _clean(m.group("value") or m.group("zvalue") or "")
+    return "" if not left or left.casefold() in value.casefold() else left
 
 
 def _junk(key: str, value: str) -> bool:
@@ -435,6 +476,8 @@ def _junk(key: str, value: str) -> bool:
         return bool(_REACTION.search(value))
     if key == "self_description":
         return bool(_STATE.search(value))
+    if key.startswith("favorite") and _POINTER.match(value):  # "this one is my favourite"
+        return True
     if key == "name":  # "call me crazy", "call me at the store": a name is capitalised
         return value[:1].isascii() and not value[:1].isupper()
     return False

@@ -20,6 +20,9 @@ class ExtractedFact(BaseModel):
     value: str = Field(min_length=1, max_length=2000)
     confidence: float = Field(ge=0.0, le=1.0)
     evidence: str = ""  # the sentence it came from
+    # An earlier value the same sentence says the user left ("I've stopped going to X; Y is
+    # my favourite now"): the profile links the new value to the fact that held it.
+    replaces: str = Field(default="", max_length=2000)
 
 
 class TaskOutcome(BaseModel):

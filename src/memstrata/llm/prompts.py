@@ -98,6 +98,8 @@ def extract_facts_prompt(texts: Sequence[str]) -> Messages:
             "Never infer or guess. category: one of identity, preference, health, relation, "
             "other. key: a short snake_case English identifier such as favorite_drink. value: "
             "the user's own words. confidence: 0.0-1.0. evidence: the sentence it came from. "
+            'replaces: an earlier value the user says this one replaces ("I stopped going '
+            'to X"), else empty. '
             f'{_SAME_LANGUAGE} Return {{"facts": []}} if there are none.\n\n'
             f"Texts:\n{_numbered(texts)}"
         ),

@@ -37,7 +37,9 @@ from memstrata.layers.semantic_types import (
     _seen,
     decide,
     fact_text,
+    holds,
     is_expired,
+    is_set_key,
     same_value,
 )
 from memstrata.llm.base import ExtractedFact
@@ -152,6 +154,18 @@ class AsyncFactService:
         sources = tuple(source_ids)
         if current is not None and sources and set(sources) <= _seen(current):
             return FactOutcome(FactAction.UNCHANGED, current)
+        left = None  # a fact under another key that holds the value the user says they left
+        if fact.replaces and current is None:
+            left = await self._holder(scope, fact)
+            if left is not None and not is_set_key(str(left.content.structured["key"])):
+                # a slot ("favorite_place_for_lasagna"): the new value is its next value
+                fact = fact.model_copy(
+                    update={
+                        "key": left.content.structured["key"],
+                        "category": left.content.structured.get("category", fact.category),
+                    }
+                )
+                current, left = left, None
         data: Mapping[str, Any] = current.content.structured if current else {}
         decision = decide(
             str(data["value"]) if current else None,
@@ -160,12 +174,31 @@ class AsyncFactService:
             fact.value,
             fact.confidence,
             current_expired=current is not None and is_expired(_expires(current), now),
+            current_left=current is not None
+            and bool(fact.replaces)
+            and holds(str(data["value"]), fact.replaces),
             confirm_step=self._ctx.config.fact_confirm_step,
         )
         if decision.action is FactAction.INSERTED or current is None:
-            record = self._new(scope, fact, sources, expires_at, source, decision, when, origin)
+            # One of several likes the user left ends when the new fact is surer of itself;
+            # it stays in the history, and comes back if the new fact's turns are purged.
+            ended = left if left is not None and fact.confidence > left.confidence else None
+            record = self._new(
+                scope,
+                fact,
+                (*sources, ended.id) if ended else sources,
+                expires_at,
+                source,
+                decision,
+                when,
+                origin,
+                replaces=ended.id if ended else None,
+            )
             await self._ctx.insert([record])
-            return FactOutcome(FactAction.INSERTED, record)
+            if ended is None:
+                return FactOutcome(FactAction.INSERTED, record)
+            old = await self._supersede(scope, ended, record, now, when)
+            return FactOutcome(FactAction.INSERTED, record, old)
         if decision.action is FactAction.CONFIRMED:
             updated = replace(
                 current,
@@ -200,14 +233,7 @@ class AsyncFactService:
                 replaces=current.id,
             )
             await self._ctx.insert([record])
-            old = replace(
-                current,
-                version=current.version + 1,
-                updated_at=now,
-                valid_to=when,
-                superseded_by=record.id,
-            )
-            await self._ctx.replace(scope, old, expected_version=current.version, reindex=False)
+            old = await self._supersede(scope, current, record, now, when)
             return FactOutcome(FactAction.REPLACED, record, old)
         conflicts = [
             *data.get("conflicts", []),
@@ -231,6 +257,35 @@ class AsyncFactService:
             scope, kept, expected_version=current.version, reindex=text != current.text
         )
         return FactOutcome(FactAction.CONFLICT, kept)
+
+    async def _holder(self, scope: Scope, fact: ExtractedFact) -> MemoryRecord | None:
+        """The current fact under another key whose value holds ``fact.replaces``: the same
+        value first, then the newest that contains it."""
+        others = [
+            r
+            for r in await self.all(scope)
+            if r.content.structured.get("key") != fact.key
+            and holds(str(r.content.structured.get("value", "")), fact.replaces)
+        ]
+        if not others:
+            return None
+        return max(
+            others,
+            key=lambda r: (
+                same_value(str(r.content.structured.get("value", "")), fact.replaces),
+                r.updated_at,
+            ),
+        )
+
+    async def _supersede(
+        self, scope: Scope, old: MemoryRecord, by: MemoryRecord, now: datetime, when: datetime
+    ) -> MemoryRecord:
+        """``old``'s next version, ended at ``when`` and superseded by ``by``."""
+        ended = replace(
+            old, version=old.version + 1, updated_at=now, valid_to=when, superseded_by=by.id
+        )
+        await self._ctx.replace(scope, ended, expected_version=old.version, reindex=False)
+        return ended
 
     def _new(
         self,
