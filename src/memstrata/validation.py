@@ -96,7 +96,9 @@ def check_int(value: object, field: str, *, low: int | None = None, high: int | 
             bound = f"at least {low:,}"
         else:
             bound = f"in [{low:,}, {high:,}]"
-        shown = f"{value:,}" if value.bit_length() < 64 else f"a {len(str(value))}-digit number"
+        # (str() of an int over 4,300 digits raises: count them from the bits)
+        digits = int(value.bit_length() * 0.30103) + 1
+        shown = f"{value:,}" if value.bit_length() < 64 else f"a ~{digits}-digit number"
         raise ValidationError(f"{field} must be {bound}, got {shown}")
     return value
 
@@ -131,6 +133,16 @@ def check_unit(value: object, field: str) -> float:
 def check_ratio(value: object, field: str) -> float:
     """A share in [0, 1) (what part of a budget to keep free)."""
     return check_number(value, field, low=0.0, high=1.0, high_open=True)
+
+
+def check_text(
+    value: object, field: str, *, allow_empty: bool = False, max_chars: int = DEFAULT_MAX_CHARS
+) -> str:
+    """Text a caller hands over (see ``validate_content``); with ``allow_empty`` a blank
+    string passes as it is."""
+    if allow_empty and isinstance(value, str) and not value.strip():
+        return value
+    return validate_content(value, max_chars=max_chars, field=field)
 
 
 def check_id(value: object, field: str = "record_id") -> str:

@@ -57,6 +57,7 @@ from memstrata.validation import (
     check_ratio,
     check_sequence,
     check_tags,
+    check_text,
     check_text_sink,
     check_text_source,
     check_time,
@@ -953,6 +954,15 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
         self._owner(scope)
         when = check_time(now, "now") if now is not None else None
+        check_bool(dry_run, "dry_run")
+        check_bool(consolidate, "consolidate")
+        check_text(actor, "actor")
+        from memstrata.maintenance_types import Retention
+
+        if retention is not None and not isinstance(retention, Retention):
+            raise ValidationError(
+                f"retention must be a memstrata Retention, got {type(retention).__name__}"
+            )
         return await _maintenance.maintain(
             self._ctx,
             scope,
@@ -978,8 +988,11 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         from memstrata._async import maintenance as _maintenance
 
+        scope = self._owner(scope)
+        record_ids = check_ids(record_ids, "record_ids")
+        reason, actor = check_text(reason, "reason"), check_text(actor, "actor")
         return await _maintenance.forget(
-            self._ctx, self._owner(scope), record_ids, reason=reason, audit=self.audit, actor=actor
+            self._ctx, scope, record_ids, reason=reason, audit=self.audit, actor=actor
         )
 
     @completes  # async-only

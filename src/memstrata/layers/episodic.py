@@ -25,6 +25,9 @@ from memstrata.llm.base import Reflection, TaskOutcome
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import MemoryRecord, RecordType, Role, Source
 from memstrata.scope import Scope
+from memstrata.text import validate_content
+from memstrata.validation import check_int
+from memstrata.writes import check_scope
 
 __all__ = [
     "ConversationEpisodeStep",
@@ -136,6 +139,7 @@ class EpisodeService:
         self, scope: Scope, text: str, *, source_ids: Sequence[str] = ()
     ) -> MemoryRecord:
         """Explicit user feedback: an episode of importance 0.9 (seed 001)."""
+        check_scope(scope)
         record = build_record(
             self._ctx,
             scope,
@@ -153,6 +157,10 @@ class EpisodeService:
     # --- reader -------------------------------------------------------------------------
     def recall(self, scope: Scope, query: str, k: int | None = None) -> list[EpisodeHit]:
         """The ``k`` (3) best episodes by :func:`recall_score`, importance > 0.3 only."""
+        check_scope(scope)
+        query = validate_content(query, field="query", stored=False)
+        if k is not None:
+            check_int(k, "k", low=0, high=1000)
         cfg = self._ctx.config
         k = cfg.episodic_top_k if k is None else k
         if k <= 0:
@@ -184,6 +192,7 @@ class EpisodeService:
 
     def conversation_episode(self, scope: Scope) -> MemoryRecord | None:
         """The session-end episode already written for ``scope.session``, if any."""
+        check_scope(scope)
         found = list_records(
             self._ctx,
             scope,

@@ -37,6 +37,9 @@ from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
 from memstrata.store.types import ListQuery
+from memstrata.text import validate_content
+from memstrata.validation import check_bool, check_sequence, check_text
+from memstrata.writes import check_scope
 
 __all__ = [
     "STEP_STATUS_ALIASES",
@@ -74,7 +77,7 @@ class TaskService:
 
     def current(self, scope: Scope) -> MemoryRecord | None:
         """The session's active task, or ``None``."""
-        q = current_query(scope)
+        q = current_query(check_scope(scope))
         found = self._ctx.store.list(q.scope, q.filters, limit=q.limit)
         return found[0] if found else None
 
@@ -106,10 +109,16 @@ class TaskService:
 
     def start(self, scope: Scope, goal: str, steps: Sequence[str] = ()) -> MemoryRecord:
         """Start a task; a task still active in this session is closed as ``abandoned``."""
+        check_scope(scope)
         if not isinstance(goal, str) or not goal.strip():
             raise ValidationError("a task needs a non-empty goal")
         if isinstance(steps, str):
             raise ValidationError("steps must be a list of step descriptions, not one string")
+        goal = validate_content(goal, field="goal")
+        steps = [
+            validate_content(s, field=f"steps[{i}]")
+            for i, s in enumerate(check_sequence(steps, "steps"))
+        ]
         previous = self.current(scope)
         if previous is not None:
             self._write(scope, previous, previous.content.structured, status="abandoned")
@@ -143,6 +152,10 @@ class TaskService:
         error: str | None = None,
     ) -> MemoryRecord:
         """Set step ``index`` (0-based) to ``status`` with its result or error."""
+        result, error = (
+            None if v is None else check_text(v, name, allow_empty=True)
+            for v, name in ((result, "result"), (error, "error"))
+        )
         task = self._require(scope)
         data = dict(task.content.structured)
         steps = [dict(s) for s in data["steps"]]
@@ -159,6 +172,7 @@ class TaskService:
         return self._write(scope, task, data)
 
     def add_step(self, scope: Scope, description: str) -> MemoryRecord:
+        description = validate_content(description, field="description")
         task = self._require(scope)
         data = dict(task.content.structured)
         data["steps"] = [*data["steps"], _step(description)]
@@ -166,6 +180,9 @@ class TaskService:
 
     def note(self, scope: Scope, text: str, *, tool: str | None = None) -> MemoryRecord:
         """Add a scratchpad note (and remember the tool that produced it, if any)."""
+        text = validate_content(text, field="text")
+        if tool is not None:
+            tool = validate_content(tool, field="tool")
         task = self._require(scope)
         data = dict(task.content.structured)
         data["notes"] = [*data["notes"], text][-_MAX_NOTES:]
@@ -189,6 +206,10 @@ class TaskService:
         strategy: str = "sequential",
     ) -> TaskCompletion:
         """Close the active task: reflect, archive an episode, update procedural patterns."""
+        check_bool(success, "success")
+        outcome = check_text(outcome, "outcome", allow_empty=True)
+        feedback = check_text(feedback, "feedback", allow_empty=True)
+        strategy = check_text(strategy, "strategy")
         task = self._require(scope)
         data = task.content.structured
         # The provider sees the outcome and feedback: redacted first, like everything stored.

@@ -23,6 +23,9 @@ from memstrata.llm.base import Reflection, TaskOutcome
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import MemoryRecord, RecordType, Role, Source
 from memstrata.scope import Scope
+from memstrata.text import validate_content
+from memstrata.validation import check_int
+from memstrata.writes import check_scope
 
 __all__ = [
     "AsyncConversationEpisodeStep",
@@ -134,6 +137,7 @@ class AsyncEpisodeService:
         self, scope: Scope, text: str, *, source_ids: Sequence[str] = ()
     ) -> MemoryRecord:
         """Explicit user feedback: an episode of importance 0.9 (seed 001)."""
+        check_scope(scope)
         record = build_record(
             self._ctx,
             scope,
@@ -151,6 +155,10 @@ class AsyncEpisodeService:
     # --- reader -------------------------------------------------------------------------
     async def recall(self, scope: Scope, query: str, k: int | None = None) -> list[EpisodeHit]:
         """The ``k`` (3) best episodes by :func:`recall_score`, importance > 0.3 only."""
+        check_scope(scope)
+        query = validate_content(query, field="query", stored=False)
+        if k is not None:
+            check_int(k, "k", low=0, high=1000)
         cfg = self._ctx.config
         k = cfg.episodic_top_k if k is None else k
         if k <= 0:
@@ -182,6 +190,7 @@ class AsyncEpisodeService:
 
     async def conversation_episode(self, scope: Scope) -> MemoryRecord | None:
         """The session-end episode already written for ``scope.session``, if any."""
+        check_scope(scope)
         found = await list_records(
             self._ctx,
             scope,

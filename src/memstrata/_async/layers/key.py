@@ -31,6 +31,8 @@ from memstrata.records import (
 from memstrata.scope import Scope
 from memstrata.store.types import ListQuery
 from memstrata.text import content_hash, validate_content
+from memstrata.validation import check_id, check_int
+from memstrata.writes import check_scope
 
 __all__ = ["AsyncKeyMemoryService", "key_order", "key_sort_key"]
 
@@ -41,7 +43,7 @@ _KEY_TYPES = frozenset({RecordType.KEY})
 def _priority(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(f"key memory priority must be an integer, got {value!r}")
-    return value
+    return check_int(value, "key memory priority", low=-(2**31), high=2**31)
 
 
 class AsyncKeyMemoryService:
@@ -89,6 +91,7 @@ class AsyncKeyMemoryService:
 
     async def set(self, scope: Scope, text: str, priority: int = 0) -> MemoryRecord:
         """Pin an entry the user chose (``source=explicit_user_input``)."""
+        check_scope(scope)
         body = validate_content(text, max_chars=_MAX_KEY_CHARS)
         record = self._record(
             self._scope(scope),
@@ -100,6 +103,8 @@ class AsyncKeyMemoryService:
         return (await self._ctx.insert([record]))[0]
 
     async def get(self, scope: Scope, record_id: str) -> MemoryRecord:
+        check_scope(scope)
+        check_id(record_id)
         record = await self._ctx.store.get(self._scope(scope), record_id)
         if record.type is not RecordType.KEY:
             raise NotFoundError(f"no key memory entry {record_id!r} in {scope}")
@@ -115,6 +120,9 @@ class AsyncKeyMemoryService:
         priority: int | None = None,
     ) -> MemoryRecord:
         """A new version of an entry; ``ConflictError`` if ``expected_version`` is stale."""
+        check_int(expected_version, "expected_version", low=1, high=2**62)
+        if priority is not None:
+            _priority(priority)
         current = await self.get(scope, record_id)
         changes: dict[str, object] = {
             "version": expected_version + 1,
@@ -140,7 +148,7 @@ class AsyncKeyMemoryService:
 
     async def list(self, scope: Scope) -> builtins.list[MemoryRecord]:
         """Active entries: user-set first, then by priority (high first), then newest."""
-        q = self.list_query(scope)
+        q = self.list_query(check_scope(scope))
         return key_order(await self._ctx.store.list(q.scope, q.filters, limit=q.limit))
 
     def list_query(self, scope: Scope) -> ListQuery:

@@ -18,6 +18,8 @@ from memstrata.policies.chunking import chunk_text
 from memstrata.records import MemoryRecord, RecordType, Source, new_id
 from memstrata.scope import Scope
 from memstrata.text import validate_content
+from memstrata.validation import check_id, check_tags, check_unit
+from memstrata.writes import check_scope
 
 __all__ = ["AsyncKnowledgeService", "rejoin"]
 
@@ -37,7 +39,14 @@ class AsyncKnowledgeService:
         tags: Sequence[str] = (),
     ) -> list[MemoryRecord]:
         """Store ``text`` as chunks of one document; returns the chunk records in order."""
+        check_scope(scope)
         text = validate_content(text, max_chars=10_000_000)
+        if qa_id is not None:
+            check_id(qa_id, "qa_id")
+        if title is not None:
+            title = validate_content(title, field="title")
+        check_unit(importance, "importance")
+        tags = check_tags(tags)
         cfg = self._ctx.config
         doc = qa_id or new_id()
         chunks = chunk_text(text, cfg.chunk_tokens, cfg.chunk_overlap_tokens)

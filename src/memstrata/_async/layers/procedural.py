@@ -27,6 +27,9 @@ from memstrata.layers.procedural_types import (
 from memstrata.llm.base import Reflection, TaskOutcome
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
+from memstrata.text import validate_content
+from memstrata.validation import check_int, check_names
+from memstrata.writes import check_scope
 
 __all__ = [
     "AsyncProceduralService",
@@ -186,6 +189,11 @@ class AsyncProceduralService:
         severity: int = 3,
     ) -> MemoryRecord:
         """A failure pattern written directly (e.g. by an operator: "rate_limit")."""
+        check_scope(scope)
+        pattern = validate_content(pattern, field="pattern")
+        mitigation = validate_content(mitigation, field="mitigation")
+        indicators = check_names(indicators, "indicators")
+        severity = check_int(severity, "severity", low=-(2**31), high=2**31)  # clamped to 1-5
         record = build_record(
             self._ctx,
             scope.with_session(None),
@@ -207,6 +215,8 @@ class AsyncProceduralService:
 
     async def suggest(self, scope: Scope, query: str) -> Suggestion | None:
         """A proven decomposition to reuse for ``query``, or ``None``."""
+        check_scope(scope)
+        query = validate_content(query, field="query", stored=False)
         cfg = self._ctx.config
         for record, similarity in await self._closest(
             scope.with_session(None), query, "decomposition"
@@ -226,6 +236,9 @@ class AsyncProceduralService:
 
     async def warnings(self, scope: Scope, text: str, limit: int = 500) -> list[FailureWarning]:
         """Failure patterns whose indicators occur in ``text``, most severe first."""
+        check_scope(scope)
+        text = validate_content(text, field="text", stored=False, max_chars=10_000_000)
+        check_int(limit, "limit", low=1, high=100_000)
         out = []
         for record in await list_records(
             self._ctx, scope.with_session(None), RecordType.PROCEDURE, limit=limit, kind="failure"

@@ -22,10 +22,13 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+from pydantic import ValidationError as PydanticValidationError
+
 from memstrata._async.layers._build import build_record, list_records, query_vector
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.store.base import Vector
-from memstrata.clock import ensure_utc
+from memstrata.errors import ValidationError
 from memstrata.filters import Filters
 from memstrata.layers.semantic_types import (
     EXTRACTED,
@@ -46,7 +49,16 @@ from memstrata.llm.base import ExtractedFact
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import Content, MemoryRecord, RecordType, Role, Source
 from memstrata.scope import Scope
-from memstrata.text import content_hash
+from memstrata.text import content_hash, validate_content
+from memstrata.validation import (
+    check_enum,
+    check_id,
+    check_ids,
+    check_int,
+    check_time,
+    check_unit,
+)
+from memstrata.writes import check_scope
 
 __all__ = [
     "AsyncFactExtractionStep",
@@ -62,15 +74,36 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+def _fact(fact: object) -> ExtractedFact:
+    """``fact`` as an :class:`ExtractedFact` (one, or a mapping of its fields), checked."""
+    if isinstance(fact, Mapping):
+        try:
+            fact = ExtractedFact.model_validate(dict(fact))
+        except PydanticValidationError as exc:
+            raise ValidationError(
+                f"fact is not valid: {exc.errors()[0]['msg']} "
+                f"(field {'.'.join(map(str, exc.errors()[0]['loc']))})"
+            ) from None
+    if not isinstance(fact, ExtractedFact):
+        raise ValidationError(
+            "fact must be a memstrata.llm.models.ExtractedFact (category, key, value, "
+            f"confidence, evidence) or a mapping of those fields, got {type(fact).__name__}"
+        )
+    for field in ("category", "key", "value"):
+        validate_content(getattr(fact, field), field=f"fact.{field}")
+    return fact
+
+
 class AsyncFactService:
     def __init__(self, ctx: AsyncLayerContext) -> None:
         self._ctx = ctx
 
     @staticmethod
     def _scope(scope: Scope) -> Scope:
-        return scope.with_session(None)  # facts are about the user, not one session
+        return check_scope(scope).with_session(None)  # facts are about the user, not a session
 
     async def _current(self, scope: Scope, key: str) -> MemoryRecord | None:
+        check_id(key, "key")
         found = await list_records(self._ctx, self._scope(scope), RecordType.FACT, key=key)
         return max(found, key=lambda r: (r.confidence, r.updated_at)) if found else None
 
@@ -82,6 +115,7 @@ class AsyncFactService:
         return record
 
     async def all(self, scope: Scope, *, min_confidence: float = 0.0) -> list[MemoryRecord]:
+        check_unit(min_confidence, "min_confidence")
         now = self._ctx.clock.now()
         return [
             r
@@ -99,8 +133,22 @@ class AsyncFactService:
         """Unexpired facts with confidence >= 0.6, most similar to ``query`` first (or most
         confident first without a query), at most 20."""
         cfg = self._ctx.config
-        limit = cfg.fact_max_in_context if limit is None else limit
-        floor = cfg.fact_min_confidence if min_confidence is None else min_confidence
+        limit = (
+            cfg.fact_max_in_context
+            if limit is None
+            else check_int(limit, "limit", low=0, high=1000)
+        )
+        floor = (
+            cfg.fact_min_confidence
+            if min_confidence is None
+            else check_unit(min_confidence, "min_confidence")
+        )
+        if isinstance(query, str | bytes):
+            query = validate_content(query, field="query", stored=False)
+        elif query is not None and not isinstance(query, np.ndarray):
+            raise ValidationError(
+                f"query must be text or a vector (numpy array), got {type(query).__name__}"
+            )
         if query is None:
             facts = await self.all(scope, min_confidence=floor)
             facts.sort(key=lambda r: (r.confidence, r.updated_at), reverse=True)
@@ -122,6 +170,7 @@ class AsyncFactService:
 
     async def history(self, scope: Scope, key: str) -> list[MemoryRecord]:
         """Every version of every record that held ``key``, oldest first."""
+        check_id(key, "key")
         records = await list_records(
             self._ctx, self._scope(scope), RecordType.FACT, include_superseded=True, key=key
         )
@@ -147,9 +196,15 @@ class AsyncFactService:
         conversations must keep their dates); it defaults to now. ``origin`` is the layer's
         mark (``EXTRACTED``) on a fact it took from the user's turns."""
         scope = self._scope(scope)
+        fact = _fact(fact)
+        source_ids = check_ids(source_ids, "source_ids")
+        expires_at = None if expires_at is None else check_time(expires_at, "expires_at")
+        source = check_enum(Source, source, "source")
+        if origin is not None:
+            check_id(origin, "origin")
         fact = self._ctx.redact_fields(scope, fact, "value", "evidence")
         now = self._ctx.clock.now()
-        when = ensure_utc(observed_at) if observed_at is not None else now
+        when = check_time(observed_at, "observed_at") if observed_at is not None else now
         current = await self._current(scope, fact.key)
         sources = tuple(source_ids)
         if current is not None and sources and set(sources) <= _seen(current):
@@ -362,6 +417,11 @@ class AsyncFactExtractionStep:
             if message.type is not RecordType.MESSAGE or message.role is not Role.USER:
                 continue
             for fact in await self._extract(message.text):
+                try:
+                    _fact(fact)
+                except ValidationError as exc:  # a model's malformed fact: the rest still count
+                    log.warning("skipped an extracted fact: %s", exc)
+                    continue
                 await self._facts.upsert(
                     scope, fact, (message.id,), observed_at=message.observed_at, origin=EXTRACTED
                 )
