@@ -14,6 +14,7 @@ chunked body is never terminated, so an HTTP client reports an incomplete transf
 from __future__ import annotations
 
 import io
+import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator
@@ -21,11 +22,11 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
-from ...errors import MemstrataError, ProviderError, StoreError
+from ...errors import MemstrataError
 from ...portability import failed_line
 from ..auth import CallerDep, UserPath, require_admin
 from ..dto import ImportOut
-from ..errors import ERROR_RESPONSES, ApiError
+from ..errors import ERROR_RESPONSES, ApiError, memstrata_response
 from ..state import state_of
 
 router = APIRouter(prefix="/v1/users/{user}", tags=["portability"], responses=ERROR_RESPONSES)
@@ -72,24 +73,20 @@ async def _body(first: str, rest: AsyncIterator[str], request: Request) -> Async
         async for chunk in rest:
             yield chunk.encode("utf-8")
     except Exception as exc:
-        code, message = _failure(exc)
-        log.error("export of %s failed after it started: %r", request.url.path, exc)
+        code, message = _failure(exc, request)
         yield failed_line(code, message).encode("utf-8")
         raise ExportInterrupted(f"export of {request.url.path} failed: {message}") from exc
 
 
-def _failure(exc: Exception) -> tuple[str, str]:
-    """The code and message of the failed line (no internals of an unexpected error)."""
-    if isinstance(exc, StoreError | sqlite3.Error):
-        return "store_unavailable", (
-            f"the store became unavailable during the export ({type(exc).__name__}); "
-            "export again later"
-        )
-    if isinstance(exc, ProviderError):
-        return "provider_unavailable", f"{exc}; export again later"
+def _failure(exc: Exception, request: Request) -> tuple[str, str]:
+    """The code and message the same error gets as an answer (no internals)."""
     if isinstance(exc, MemstrataError):
-        return "export_failed", str(exc)
-    return "internal_error", "internal error during the export; the server log has the details"
+        error = json.loads(bytes(memstrata_response(exc, request).body))["error"]
+        return str(error["code"]), str(error["message"])
+    if isinstance(exc, sqlite3.Error):
+        return "store_unavailable", f"the store is unavailable ({type(exc).__name__}); retry later"
+    log.error("export of %s failed after it started", request.url.path, exc_info=exc)
+    return "internal_error", "internal error; the server log has the details"
 
 
 @router.post(
