@@ -18,14 +18,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from memstrata import Memory, Message, Scope
+from memstrata.cli.app import app
 from memstrata.codec import record_to_dict
 from memstrata.embedder.base import Matrix
 from memstrata.embedder.cache_types import LRUEmbeddingCache
 from memstrata.embedder.hashing import HashingEmbedder
-from memstrata.errors import ImportFormatError
+from memstrata.errors import ImportFormatError, StoreError
 from memstrata.portability import EXPORT_EMBED_BATCH, EXPORT_PAGE
+from memstrata.store.sqlite.store import SQLiteStore
 
 SMALL, LARGE = 2_500, 10_000  # both several pages; the large user has 4x the history
 ALICE = Scope("acme", "alice")
@@ -282,3 +285,45 @@ def test_exports_joined_after_their_headers_import_as_one(three: Memory) -> None
     three.purge(bob)
     report = three.import_records(io.StringIO(joined))
     assert (report.imported, report.skipped) == (4, 0)
+
+
+def _cli(tmp_path: Path) -> list[str]:
+    return ["--db", f"sqlite:///{tmp_path / 'cli.db'}", "--tenant", "acme", "--user", "alice",
+            "--embedder", "hashing"]  # fmt: skip
+
+
+@pytest.fixture
+def cli_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.setattr("memstrata.portability.EXPORT_PAGE", 2)
+    with Memory(f"sqlite:///{tmp_path / 'cli.db'}", embedder="hashing", background=False) as mem:
+        for i in range(5):
+            mem.add(ALICE, f"note {i} for the command line", dedup=False)
+    return _cli(tmp_path)
+
+
+def test_the_cli_export_writes_a_whole_version_2_file_or_none(
+    cli_user: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = CliRunner()
+    out = tmp_path / "x.jsonl"
+    res = runner.invoke(app, [*cli_user, "export", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["exported"] == 5
+    assert json.loads(out.read_text().splitlines()[-1]) == {"end": "complete", "count": 5}
+    res = runner.invoke(app, [*cli_user, "export", "-"])
+    assert res.exit_code == 0
+    assert res.stdout.splitlines()[1:] == out.read_text().splitlines()[1:]  # (exported_at)
+
+    pages = SQLiteStore.list_pages
+
+    def failing(self: SQLiteStore, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        for page in pages(self, *args, **kwargs):
+            yield page
+            raise StoreError("the disk went away")
+
+    monkeypatch.setattr(SQLiteStore, "list_pages", failing)
+    broken = tmp_path / "y.jsonl"
+    res = runner.invoke(app, [*cli_user, "export", str(broken)])
+    assert res.exit_code != 0 and "the disk went away" in res.output
+    # Before: an empty y.jsonl was left behind (the file was opened before the walk).
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".db") == ["x.jsonl"]
