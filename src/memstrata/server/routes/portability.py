@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import sqlite3
 from collections.abc import AsyncIterator
 
@@ -31,11 +30,10 @@ from ..state import state_of
 
 router = APIRouter(prefix="/v1/users/{user}", tags=["portability"], responses=ERROR_RESPONSES)
 
-log = logging.getLogger("memstrata.server")
-
 
 class ExportInterrupted(Exception):
-    """Raised after an export's failed line: the server then cuts the connection."""
+    """Raised after an export's failed line: the server then cuts the connection (and the
+    app's handler logs it, with the error that caused it)."""
 
 
 @router.get(
@@ -85,7 +83,6 @@ def _failure(exc: Exception, request: Request) -> tuple[str, str]:
         return str(error["code"]), str(error["message"])
     if isinstance(exc, sqlite3.Error):
         return "store_unavailable", f"the store is unavailable ({type(exc).__name__}); retry later"
-    log.error("export of %s failed after it started", request.url.path, exc_info=exc)
     return "internal_error", "internal error; the server log has the details"
 
 
