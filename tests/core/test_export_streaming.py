@@ -7,12 +7,14 @@ texts in one ``embed_batch`` call, then wrote a header counting them and the lin
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
 import tracemalloc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from memstrata import Memory, Message, Scope
+from memstrata import AsyncMemory, FixedClock, Memory, Message, Scope
 from memstrata.cli.app import app
 from memstrata.codec import record_to_dict
 from memstrata.embedder.base import Matrix
@@ -327,3 +329,28 @@ def test_the_cli_export_writes_a_whole_version_2_file_or_none(
     assert res.exit_code != 0 and "the disk went away" in res.output
     # Before: an empty y.jsonl was left behind (the file was opened before the walk).
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".db") == ["x.jsonl"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_an_async_memory_streams_the_same_export_a_page_at_a_time(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over PostgreSQL the walk is natively async (psycopg), over SQLite on a store thread."""
+    monkeypatch.setattr("memstrata.portability.EXPORT_PAGE", 10)
+    url = (
+        request.getfixturevalue("pg_url") if kind == "postgresql" else f"sqlite:///{tmp_path}/a.db"
+    )
+    clock = FixedClock(datetime(2026, 11, 26, 12, 0, tzinfo=UTC))
+    with Memory(url, embedder="hashing", background=False, clock=clock) as mem:
+        for i in range(25):
+            mem.add(ALICE, f"note {i} of an async export", dedup=False)
+        whole = io.StringIO()
+        mem.export_records(ALICE, whole, include_embeddings=True)
+
+    async def chunks() -> list[str]:
+        async with AsyncMemory(url, embedder="hashing", background=False, clock=clock) as amem:
+            return [c async for c in amem.export_chunks(ALICE, include_embeddings=True)]
+
+    got = asyncio.run(chunks())
+    assert [c.count("\n") for c in got] == [1 + 10, 10, 5, 1]  # header+page, pages, end
+    assert "".join(got) == whole.getvalue()
