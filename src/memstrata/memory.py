@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -1129,29 +1129,68 @@ class Memory:
         include_embeddings: bool = False,
         include_deleted: bool = True,
     ) -> int:
-        """Write the scope's records as versioned JSON Lines; returns the record count."""
-        from memstrata.portability import export_jsonl
-
+        """Write the scope's records to ``fp`` as versioned JSON Lines (format version 2,
+        :mod:`memstrata.portability`), each page written before the next is read (see
+        :meth:`export_chunks`); returns the record count."""
         check_scope(scope)
         check_text_sink(fp)
+        count = 0
+        for text, records in self._export_pages(scope, include_embeddings, include_deleted):
+            fp.write(text)
+            count += records
+        return count
+
+    def export_chunks(
+        self, scope: Scope, *, include_embeddings: bool = False, include_deleted: bool = True
+    ) -> Iterator[str]:
+        """The export :meth:`export_records` writes, as the text of whole lines produced a
+        page of records at a time (what the HTTP export streams): the first chunk is the
+        header and the first page, the last the end line. Memory and each embedder call are
+        bounded by a page (``EXPORT_PAGE`` records, ``EXPORT_EMBED_BATCH`` texts a call),
+        whatever the user's history. The walk pages by ``(observed_at, insertion order)``
+        (``Store.list_pages``), so a record that exists throughout is exported exactly once
+        whatever is purged or added meanwhile. An error ends the iteration with no end line,
+        so what was produced reads as incomplete; bad arguments fail at the first chunk."""
+        for text, _ in self._export_pages(scope, include_embeddings, include_deleted):
+            yield text
+
+    def _export_pages(
+        self, scope: Scope, include_embeddings: bool, include_deleted: bool
+    ) -> Iterator[tuple[str, int]]:
+        """The lines of an export, a page at a time, each with its number of records."""
+        from memstrata.portability import (
+            EXPORT_EMBED_BATCH,
+            EXPORT_PAGE,
+            end_line,
+            header_line,
+            record_lines,
+        )
+
+        check_scope(scope)
         check_bool(include_embeddings, "include_embeddings")
         flt = Filters(
             include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
         )
-        records: list[MemoryRecord] = []
-        for page in self._store.list_pages(scope, flt):
-            records.extend(page)
-        vectors = None
-        if include_embeddings and records:
-            vectors = self._embedder.for_scope(scope).embed_batch([r.text for r in records])
-        return export_jsonl(
-            fp,
-            records,
-            vectors,
+        embedder = self._embedder.for_scope(scope) if include_embeddings else None
+        head = header_line(
             model_id=self._raw_embedder.model_id,
             dims=self._raw_embedder.dims,
             exported_at=self._clock.now(),
         )
+        count = 0
+        for page in self._store.list_pages(scope, flt, batch_size=EXPORT_PAGE):
+            parts = [head]
+            if embedder is None:
+                parts.append(record_lines(page, None))
+            else:
+                for start in range(0, len(page), EXPORT_EMBED_BATCH):
+                    batch = page[start : start + EXPORT_EMBED_BATCH]
+                    vectors = embedder.embed_batch([r.text for r in batch])
+                    parts.append(record_lines(batch, vectors))
+            count += len(page)
+            yield "".join(parts), len(page)
+            head = ""
+        yield head + end_line(count), 0
 
     def import_records(self, fp: IO[str], *, into: Scope | None = None) -> ImportReport:
         """Read an export. Every line is checked before anything is written; then all

@@ -1,8 +1,23 @@
 """Portable export/import: versioned JSON Lines, embeddings optional, scope remapping.
 
-Line 1 is a header ``{"format": "memstrata.export", "version": 1, "embedding_model": ...,
-"dims": ..., "exported_at": ...}``; every further line is ``{"record": {...},
-"embedding": base64(float32) | null}``. An import checks every line before writing any.
+Version 2 (written since 2026-11, a page of records at a time)::
+
+    {"format": "memstrata.export", "version": 2, "embedding_model": ..., "dims": ...,
+     "exported_at": ...}
+    {"record": {...}, "embedding": base64(float32) | null}      (one line per record)
+    {"end": "complete", "count": N}
+
+The count is in the last line, not the header: an export is written while the user's
+records are walked page by page, and what a walk will find is only known at its end (a
+count first would be a second pass, and a write between the count and the walk would make
+it lie). The end line is also how a reader knows the export is whole: an export cut off (a
+dropped connection, a full disk, a crash) has none, and one that failed while it was being
+streamed over HTTP ends with ``{"end": "failed", "error": {"code": ..., "message": ...}}``;
+:func:`read_jsonl` refuses both, naming what happened.
+
+Version 1 (before) has the same record lines and no end line; its header carries
+``"count"``. :func:`read_jsonl` still reads it as it always did. An import checks every line
+before writing any.
 """
 
 from __future__ import annotations
@@ -26,10 +41,24 @@ from .store.base import Vector
 from .text import DEFAULT_MAX_CHARS
 from .validation import validate_record
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_jsonl", "read_jsonl"]
+__all__ = [
+    "EXPORT_EMBED_BATCH",
+    "EXPORT_FORMAT",
+    "EXPORT_PAGE",
+    "EXPORT_VERSION",
+    "ImportReport",
+    "end_line",
+    "failed_line",
+    "header_line",
+    "read_jsonl",
+    "record_lines",
+]
 
 EXPORT_FORMAT = "memstrata.export"
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+READ_VERSIONS = (1, 2)
+EXPORT_PAGE = 1000  # records read (and written) at a time: what an export holds in memory
+EXPORT_EMBED_BATCH = 256  # texts per embedder call of an export with embeddings
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,32 +74,42 @@ class ParsedImport:
     vectors: dict[str, Vector] = field(default_factory=dict)
 
 
-def export_jsonl(
-    fp: IO[str],
-    records: Sequence[MemoryRecord],
-    vectors: Matrix | None,
-    *,
-    model_id: str,
-    dims: int,
-    exported_at: datetime,
-) -> int:
-    header = {
-        "format": EXPORT_FORMAT,
-        "version": EXPORT_VERSION,
-        "embedding_model": model_id,
-        "dims": dims,
-        "exported_at": exported_at.isoformat(),
-        "count": len(records),
-    }
-    fp.write(json.dumps(header, ensure_ascii=False) + "\n")
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False) + "\n"
+
+
+def header_line(*, model_id: str, dims: int, exported_at: datetime) -> str:
+    """The first line of a version-2 export."""
+    return _line(
+        {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "embedding_model": model_id,
+            "dims": dims,
+            "exported_at": exported_at.isoformat(),
+        }
+    )
+
+
+def record_lines(records: Sequence[MemoryRecord], vectors: Matrix | None) -> str:
+    """One line per record (``vectors[i]`` is ``records[i]``'s, when given)."""
+    out = []
     for i, rec in enumerate(records):
         emb = None
         if vectors is not None:
             emb = base64.b64encode(np.asarray(vectors[i], dtype="<f4").tobytes()).decode("ascii")
-        fp.write(
-            json.dumps({"record": record_to_dict(rec), "embedding": emb}, ensure_ascii=False) + "\n"
-        )
-    return len(records)
+        out.append(_line({"record": record_to_dict(rec), "embedding": emb}))
+    return "".join(out)
+
+
+def end_line(count: int) -> str:
+    """The last line of a whole export of ``count`` records."""
+    return _line({"end": "complete", "count": count})
+
+
+def failed_line(code: str, message: str) -> str:
+    """The last line of an export that failed after it had started (the HTTP export)."""
+    return _line({"end": "failed", "error": {"code": code, "message": message}})
 
 
 def _header(line: str) -> dict[str, Any]:
@@ -82,12 +121,34 @@ def _header(line: str) -> dict[str, Any]:
         raise ImportFormatError(
             "line 1 is not a memstrata export header; export with `memstrata export` first"
         )
-    if head.get("version") != EXPORT_VERSION:
+    version = head.get("version")
+    if isinstance(version, bool) or version not in READ_VERSIONS:
         raise ImportFormatError(
-            f"export format version {head.get('version')!r} is not supported by this memstrata "
-            f"(it reads version {EXPORT_VERSION}); upgrade memstrata to import it"
+            f"export format version {version!r} is not supported by this memstrata "
+            f"(it reads versions {', '.join(map(str, READ_VERSIONS))}); upgrade memstrata to "
+            "import it"
         )
     return head
+
+
+def _check_end(item: dict[str, Any], count: int) -> None:
+    """A version-2 end line: the export is whole and holds ``count`` records, or refused."""
+    if item.get("end") == "failed":
+        error = item.get("error")
+        why = error.get("message") if isinstance(error, dict) else None
+        raise ImportFormatError(
+            f"the export failed while it was written ({why or 'no reason given'}): it is "
+            "incomplete; export again"
+        )
+    if item.get("end") != "complete" or set(item) != {"end", "count"}:
+        raise ImportFormatError(
+            'expected an end line {"end": "complete", "count": N} or a record line'
+        )
+    if isinstance(item["count"], bool) or item["count"] != count:
+        raise ImportFormatError(
+            f"the end line counts {item['count']!r} records but the export holds {count}: "
+            "lines are missing or were added; export again"
+        )
 
 
 _REMAP_NAMESPACE = uuid.UUID("6d656d73-7472-6174-612d-72656d617000")
@@ -127,7 +188,10 @@ def _remap(records: list[MemoryRecord], into: Scope) -> list[MemoryRecord]:
 def read_jsonl(
     fp: IO[str], *, into: Scope | None, model_id: str, dims: int, max_chars: int = DEFAULT_MAX_CHARS
 ) -> ParsedImport:
-    """Parse and check a whole export; raises :class:`ImportFormatError` naming the line.
+    """Parse and check a whole export (version 1 or 2); raises :class:`ImportFormatError`
+    naming the line. A version-2 export must end with its end line (see the module); each
+    end line counts the records since the header or the end line before it, so exports
+    joined after their headers (``tail -n +2``) read as one.
 
     Every record is checked field by field exactly as ``add`` checks its arguments
     (:func:`~memstrata.validation.validate_record`), so an import cannot store what
@@ -141,11 +205,19 @@ def read_jsonl(
     records: list[MemoryRecord] = []
     raw_vectors: dict[str, Vector] = {}
     seen: set[str] = set()
+    version = head["version"]
+    ended = version == 1  # a version-1 export has no end line
+    since_end = 0  # records since the header or the last end line (exports joined)
     for number, line in lines:
         if not line.strip():
             continue
         try:
             item = json.loads(line)
+            if version >= 2 and isinstance(item, dict) and "end" in item:
+                _check_end(item, since_end)
+                ended, since_end = True, 0
+                continue
+            ended = version == 1
             if not isinstance(item, dict) or "record" not in item:
                 raise ImportFormatError("expected an object with a 'record' field")
             rec = validate_record(record_from_dict(item["record"]), max_chars=max_chars)
@@ -163,6 +235,13 @@ def read_jsonl(
         except (ValueError, RecursionError) as exc:
             raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
         records.append(replace(rec, embedding_model=model_id, embedding_dims=dims))
+        since_end += 1
+    if not ended:
+        raise ImportFormatError(
+            f"the export does not end with its end line (after {len(records)} records): it "
+            "was cut off (an interrupted download or export) and nothing was imported; "
+            "export again"
+        )
     if into is None:
         return ParsedImport(records, raw_vectors)
     remapped = _remap(records, into)

@@ -29,7 +29,7 @@ def _fill(mem: Memory, scope: Scope) -> list[str]:
 def _exported_ids(mem: Memory, scope: Scope) -> list[str]:
     buf = io.StringIO()
     mem.export_records(scope, buf)
-    lines = buf.getvalue().splitlines()[1:]
+    lines = buf.getvalue().splitlines()[1:-1]  # between the header and the end line
     return [json.loads(line)["record"]["id"] for line in lines]
 
 
@@ -67,9 +67,10 @@ def test_a_backfilled_add_during_the_export_repeats_no_record(
     assert set(before) <= set(exported)
 
 
-def test_the_export_header_counts_the_lines(mem: Memory, alice: Scope) -> None:
+def test_the_export_end_line_counts_the_lines(mem: Memory, alice: Scope) -> None:
     _fill(mem, alice)
     buf = io.StringIO()
     assert mem.export_records(alice, buf) == _N
     lines = buf.getvalue().splitlines()
-    assert json.loads(lines[0])["count"] == len(lines) - 1 == _N
+    assert json.loads(lines[-1]) == {"end": "complete", "count": len(lines) - 2}
+    assert len(lines) - 2 == _N

@@ -92,7 +92,8 @@ def _lines_with_id(mem: Memory, scope: Scope, text: str, record_id: str) -> str:
     header, *rows = buf.getvalue().splitlines()
     row = json.loads(rows[0])
     row["record"]["id"] = record_id
-    return header + "\n" + json.dumps(row) + "\n"
+    end = {"end": "complete", "count": 1}
+    return header + "\n" + json.dumps(row) + "\n" + json.dumps(end) + "\n"
 
 
 def test_import_of_a_foreign_id_answers_as_for_a_fresh_id(mem: Memory) -> None:

@@ -469,11 +469,18 @@ def export(
     """Export the scope's records as versioned JSON Lines."""
     settings: Settings = ctx.obj
     with open_memory(settings) as mem:
-        if str(path) == "-":
+        if str(path) == "-":  # written a page at a time; a cut one lacks its end line
             mem.export_records(settings.scope(), sys.stdout, include_embeddings=embeddings)
             return
-        with path.open("w", encoding="utf-8") as fp:
-            n = mem.export_records(settings.scope(), fp, include_embeddings=embeddings)
+        # Written a page at a time to FILE.partial, renamed FILE once whole: a failed or
+        # killed export never leaves a file by the name asked for.
+        partial = path.with_name(path.name + ".partial")
+        try:
+            with partial.open("w", encoding="utf-8") as fp:
+                n = mem.export_records(settings.scope(), fp, include_embeddings=embeddings)
+            partial.replace(path)
+        finally:
+            partial.unlink(missing_ok=True)
         if not emit({"exported": n, "path": str(path)}, as_json):
             out(f"exported {n} records to {path}")
 

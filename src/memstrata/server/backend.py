@@ -17,8 +17,10 @@ the same operations in both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol, cast
+
+import anyio.to_thread
 
 from ..audit import AuditEvent
 from ..context.assemble import AssembledContext
@@ -123,9 +125,12 @@ class MemoryBackend(Protocol):
     async def run_jobs(self, scope: Scope) -> RunReport: ...
     async def jobs(self, scope: Scope, status: str | None) -> list[Job]: ...
     async def stats(self, scope: Scope) -> dict[str, Any]: ...
-    async def export(
-        self, scope: Scope, fp: IO[str], *, include_embeddings: bool, include_deleted: bool
-    ) -> int: ...
+    def export(
+        self, scope: Scope, *, include_embeddings: bool, include_deleted: bool
+    ) -> AsyncIterator[str]:
+        """The export's text as it is produced, a page of records a chunk."""
+        ...
+
     async def import_records(self, fp: IO[str], into: Scope) -> ImportReport: ...
     async def layers(self, scope: Scope, limit: int) -> LayersView: ...
 
@@ -313,16 +318,18 @@ class Backend:
     async def stats(self, scope: Scope) -> dict[str, Any]:
         return await self._call(self._mem.stats, scope)
 
-    async def export(
-        self, scope: Scope, fp: IO[str], *, include_embeddings: bool, include_deleted: bool
-    ) -> int:
-        return await self._call(
-            self._mem.export_records,
-            scope,
-            fp,
-            include_embeddings=include_embeddings,
-            include_deleted=include_deleted,
+    def export(
+        self, scope: Scope, *, include_embeddings: bool, include_deleted: bool
+    ) -> AsyncIterator[str]:
+        """``export_chunks`` as it is produced: iterated on the event loop for an
+        ``AsyncMemory``; for a sync ``Memory`` each chunk is made on a worker thread, the
+        next only once this one is taken (a slow client holds back the walk, not memory)."""
+        chunks = self._mem.export_chunks(
+            scope, include_embeddings=include_embeddings, include_deleted=include_deleted
         )
+        if isinstance(self.memory, Memory):
+            return _made_in_threads(cast("Generator[str, None, None]", chunks))
+        return chunks
 
     async def import_records(self, fp: IO[str], into: Scope) -> ImportReport:
         return await self._call(self._mem.import_records, fp, into=into)
@@ -336,3 +343,18 @@ class ThreadedBackend(Backend):
 
     def __init__(self, memory: Memory) -> None:
         super().__init__(memory, call=in_thread)
+
+
+async def _made_in_threads(chunks: Generator[str, None, None]) -> AsyncIterator[str]:
+    """The items of a sync generator, each made on a worker thread; the generator is closed
+    on one too (its ``finally`` blocks may read the store) when the caller stops early."""
+    done = object()
+    try:
+        while True:
+            item: object = await anyio.to_thread.run_sync(next, chunks, done)
+            if item is done:
+                return
+            yield cast(str, item)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(chunks.close)
