@@ -84,7 +84,9 @@ def test_the_thread_shell_makes_a_batch_then_each_alone(caplog: pytest.LogCaptur
     release = threading.Event()
     done: list[str] = []
     try:
-        behind.submit(lambda: None if release.wait(60) else None)  # holds the thread: the rest queue
+        behind.submit(
+            lambda: None if release.wait(60) else None
+        )  # holds the thread: the rest queue
         for statement in _statements(done):
             behind.submit(statement)
         release.set()
