@@ -18,7 +18,9 @@ When Redis is down (or none is configured) it falls back, with one ``WARNING`` p
   (the callers that find no token wait for it and then spend what it took: concurrent
   refills would each take a batch and leave the window spent while the tokens sit unused),
   and once the store refuses a window's last request the process refuses the rest of that
-  window itself (its counter only grows until the window ends);
+  window itself (its counter only grows until the window ends). A window's counter is
+  deleted once the process is two windows past it (a process whose clock reads a little
+  behind may still take from it);
 - otherwise to a bucket in this process alone (each process then allows the rate).
 
 Redis is tried again after ``cooldown`` seconds. It has the same ``acquire`` /

@@ -32,11 +32,19 @@ class _Window:
     index: int  # the window (clock // window_seconds)
     tokens: int = 0  # taken from the store for it and not yet spent
     spent: bool = False  # the store refused its last request: refuse until it ends
+    previous: int | None = None  # the window before it, whose counter is kept a window more
 
 
 class HeldWindows:
     """Fixed windows of ``burst / rate`` seconds admitting ``burst`` requests each, as one
-    process holds them; a refill takes up to ``batch`` of a window's requests at once."""
+    process holds them; a refill takes up to ``batch`` of a window's requests at once.
+
+    A window's counter is forgotten once the process is two windows past it, not at once:
+    another process whose clock reads a little behind (read just before the window ended,
+    then its take was slow; another host's clock) may still take from it, and a counter
+    forgotten under it would start again from 0 and admit a batch beyond the burst. (A clock
+    a whole window or more behind can still do that: keep hosts' clocks closer than
+    ``burst / rate`` seconds.)"""
 
     def __init__(self, rate: float, burst: int, batch: int) -> None:
         self.burst = burst
@@ -64,14 +72,19 @@ class HeldWindows:
 
     def open(self, name: str, now: float) -> tuple[int, list[str]]:
         """The window a refill takes from (never one older than this process has used)
-        and the counter of the window it leaves, to forget."""
+        and the counters of the windows it has now left for good, to forget."""
         index = int(now // self.window_seconds)
         with self._lock:
             held = self._windows.get(name)
             if held is not None and held.index >= index:
                 return held.index, []
-            self._windows[name] = _Window(index)
-        return index, [] if held is None else [f"rate:{name}:{held.index}"]
+            if held is None:
+                self._windows[name] = _Window(index)
+                return index, []
+            kept = held.index if held.index == index - 1 else None
+            self._windows[name] = _Window(index, previous=kept)
+        passed = (held.previous, None if kept is not None else held.index)
+        return index, [f"rate:{name}:{w}" for w in passed if w is not None]
 
     def takes(self, name: str, index: int) -> Generator[Take, Refusal | None, int]:
         """The takes of one refill of window ``index``, each sent the store's answer: a
