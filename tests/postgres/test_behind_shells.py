@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -161,3 +162,45 @@ def test_a_failed_write_is_logged_by_the_task_shell(caplog: pytest.LogCaptureFix
 
     asyncio.run(main())
     assert "the counter write failed" in caplog.text
+
+
+def _waiting(behind: WriteBehind, n: int = 1) -> None:
+    """Until ``n`` threads wait on the write-behind's condition (they took their snapshot)."""
+    deadline = time.monotonic() + 10
+    while len(behind._cv._waiters) < n:  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the reader never waited"
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("how", ["settle", "settle_rows"])
+def test_a_read_waits_for_the_writes_submitted_before_it_not_after(how: str) -> None:
+    """``settle`` waits for the writes submitted so far, as the async shell's does (a snapshot
+    of its tasks). Before, the thread shell waited until no write at all was pending, so a
+    write submitted while it waited (under load: the next search's) held it up too, and a
+    steady stream of searches could hold a store write up indefinitely."""
+    behind = WriteBehind("t")
+    first, second = threading.Event(), threading.Event()
+    behind.submit(lambda: None if first.wait(60) else None, rows=["r"])
+    settled = threading.Event()
+
+    def read() -> None:
+        if how == "settle":
+            behind.settle()
+        else:
+            behind.settle_rows(["r"])
+        settled.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        _waiting(behind)
+        behind.submit(lambda: None if second.wait(60) else None, rows=["r"])  # after the read
+        first.set()
+        assert settled.wait(10), "the read waited for a write submitted after it"
+        assert behind.pending_rows() == frozenset({"r"})  # the second is still pending
+    finally:
+        first.set()
+        second.set()
+        reader.join()
+        behind.close()
+    assert behind.pending_rows() == frozenset()

@@ -56,7 +56,9 @@ class WriteBehind:
     ) -> None:
         self._name = name
         self._cv = threading.Condition()
-        self._pending = 0
+        self._submitted = 0  # how many writes were submitted (each one's number)
+        # number -> the rows it changes, of the writes not made yet, in the order submitted
+        self._pending: dict[int, tuple[Hashable, ...]] = {}
         self._rows: Counter[Hashable] = Counter()  # rows the pending writes change
         self._pool: ThreadPoolExecutor | None = None
         self._mine = threading.local()  # set on the background thread: it never waits
@@ -70,36 +72,32 @@ class WriteBehind:
         with self._cv:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self._name}-behind")
-            self._pending += 1
+            self._submitted += 1
+            number = self._submitted
+            self._pending[number] = keys
             self._rows.update(keys)
             pool = self._pool
             group = self._batches.join(write)
         try:
-            pool.submit(self._background, write, group, keys)
+            pool.submit(self._background, write, group, number)
         except RuntimeError:  # shut down (closing): write it here instead
-            self._run(write, group, keys)
+            self._run(write, group, number)
 
     def _background(
-        self,
-        write: Callable[[], None] | Statement,
-        group: list[Statement] | None,
-        keys: tuple[Hashable, ...],
+        self, write: Callable[[], None] | Statement, group: list[Statement] | None, number: int
     ) -> None:
         self._mine.inside = True
-        self._run(write, group, keys)
+        self._run(write, group, number)
 
     def _run(
-        self,
-        write: Callable[[], None] | Statement,
-        group: list[Statement] | None,
-        keys: tuple[Hashable, ...],
+        self, write: Callable[[], None] | Statement, group: list[Statement] | None, number: int
     ) -> None:
         try:
             self._write(write, group)
         except Exception as exc:  # a counter or cache entry: logged, as on the thread
             log_failed(exc)
         finally:
-            self._done(keys)
+            self._done(number)
 
     def _write(self, write: Callable[[], None] | Statement, group: list[Statement] | None) -> None:
         if group is not None:
@@ -109,21 +107,28 @@ class WriteBehind:
         elif not isinstance(write, Statement):
             write()
 
-    def _done(self, keys: tuple[Hashable, ...]) -> None:
+    def _done(self, number: int) -> None:
         with self._cv:
-            self._pending -= 1
+            keys = self._pending.pop(number)
             self._rows.subtract(keys)
             for k in keys:
                 if self._rows[k] <= 0:
                     del self._rows[k]
             self._cv.notify_all()
 
+    def _made_through(self, number: int) -> bool:
+        """Every write up to ``number`` is made (the pending ones are in submit order)."""
+        return not self._pending or next(iter(self._pending)) > number
+
     def settle(self) -> None:
-        """Wait until every write submitted so far is made (not on the background thread)."""
-        if self._pending == 0 or getattr(self._mine, "inside", False):
+        """Wait until every write submitted so far is made (not on the background thread);
+        not for those submitted while it waits (a steady stream of searches would hold it
+        up)."""
+        if not self._pending or getattr(self._mine, "inside", False):
             return
         with self._cv:
-            self._cv.wait_for(lambda: self._pending == 0)
+            last = self._submitted
+            self._cv.wait_for(lambda: self._made_through(last))
 
     def pending_rows(self) -> frozenset[Hashable]:
         """The rows the writes not yet made change (a read that cannot name its rows in
@@ -134,11 +139,15 @@ class WriteBehind:
             return frozenset(self._rows)
 
     def settle_rows(self, rows: Collection[Hashable]) -> None:
-        """Wait only while a pending write changes one of ``rows``."""
+        """Wait only while a write submitted so far changes one of ``rows``."""
         if not self._rows or getattr(self._mine, "inside", False):
             return
         with self._cv:
-            self._cv.wait_for(lambda: not any(k in self._rows for k in rows))
+            wanted = {k for k in rows if k in self._rows}
+            if not wanted:  # most reads: none of their rows is being written
+                return
+            last = max(n for n, keys in self._pending.items() if not wanted.isdisjoint(keys))
+            self._cv.wait_for(lambda: self._made_through(last))
 
     def close(self) -> None:
         """Make the pending writes, then stop the thread."""
