@@ -42,6 +42,9 @@ SUBS: list[tuple[str, str]] = [
     (r"AsyncIterator", "Iterator"),
     (r"AsyncIterable", "Iterable"),
     (r"aclose", "close"),
+    # -- one object may have both (the server's MemoryCounters): the rate limiter's counters
+    # name their coroutines with an ``a`` --
+    (r"a(take_counters|forget_counters)", r"\1"),
     # -- our modules and names: AsyncX -> X (AsyncStore, AsyncMemory, psycopg's
     # AsyncConnection, openai's AsyncOpenAI, ...) --
     (r"memstrata\._async\.", "memstrata."),

@@ -102,10 +102,13 @@ def test_a_spent_window_is_refused_from_memory_until_it_ends(store: QuotaCounter
     assert limiter.acquire_held("k") == pytest.approx(2.5)  # known spent: no store call
     assert limiter.acquire("k") == pytest.approx(2.5)
     assert len(counters.takes) == takes
-    now[0] += 2.5  # the next window: a refill, and the passed window's counter forgotten
+    now[0] += 2.5  # the next window: a refill; the passed window's counter is kept
     assert limiter.acquire_held("k") is None
     assert limiter.acquire("k") == 0.0
-    assert len(counters.forgotten) == 1 and counters.takes[-1] == (2, True)
+    assert counters.forgotten == [] and counters.takes[-1] == (2, True)
+    now[0] += 4.0  # the one after: the counter two windows back is forgotten
+    assert limiter.acquire("k") == 0.0
+    assert len(counters.forgotten) == 1 and counters.forgotten[0].endswith(":250")
 
 
 def test_a_refill_takes_the_windows_last_ones_when_a_batch_does_not_fit(
@@ -199,3 +202,28 @@ def test_a_clock_read_behind_the_window_in_use_spends_that_windows_tokens(
     assert counters.takes == [(2, True)] and counters.forgotten == []
     assert [limiter.acquire("k") for _ in range(3)][:2] == [0.0, 0.0]
     assert counters.granted == 4 and counters.forgotten == []
+
+
+def test_a_process_whose_clock_is_behind_at_a_window_edge_admits_no_extra_batch(
+    store: QuotaCounters,
+) -> None:
+    """Two processes on one store's counters, the second's clock a moment behind the first's
+    (it read the clock just before the window ended and its take was slow, or another
+    host's clock). Before, the first deleted the ending window's counter as it moved on; the
+    second's refill then found no counter, started it again from 0 and admitted a batch
+    beyond the window's burst (the counter it wrote was left until its next window)."""
+    counters = Counters(store)
+    a_now, b_now = [1003.9], [1003.9]  # window 250 (1000-1004 s) ends in 0.1 s
+    a = SharedRateLimiter(1, 4, fallback=counters, batch=2, clock=lambda: a_now[0])
+    b = SharedRateLimiter(1, 4, fallback=counters, batch=2, clock=lambda: b_now[0])
+    assert [a.acquire("k"), b.acquire("k"), a.acquire("k"), b.acquire("k")] == [0.0] * 4
+    a_now[0] = 1004.0  # a is in window 251
+    assert a.acquire("k") == 0.0
+    assert b.acquire("k") == pytest.approx(0.1)  # b still in 250: its burst is spent
+    assert counters.granted == 4 + 2  # 250's burst, and a's first batch of 251
+    assert counters.forgotten == []  # 250 is kept while a process may be behind
+    b_now[0] = 1004.05
+    assert b.acquire("k") == 0.0  # b in 251 too: the one a left
+    a_now[0] = b_now[0] = 1008.0  # window 252: each forgets 250, and keeps 251 a window more
+    assert a.acquire("k") == 0.0 and b.acquire("k") == 0.0
+    assert [key.rsplit(":", 1)[1] for key in counters.forgotten] == ["250", "250"]

@@ -18,7 +18,9 @@ When Redis is down (or none is configured) it falls back, with one ``WARNING`` p
   (the callers that find no token wait for it and then spend what it took: concurrent
   refills would each take a batch and leave the window spent while the tokens sit unused),
   and once the store refuses a window's last request the process refuses the rest of that
-  window itself (its counter only grows until the window ends);
+  window itself (its counter only grows until the window ends). A window's counter is
+  deleted once the process is two windows past it (a process whose clock reads a little
+  behind may still take from it);
 - otherwise to a bucket in this process alone (each process then allows the rate).
 
 Redis is tried again after ``cooldown`` seconds. It has the same ``acquire`` /
@@ -30,6 +32,12 @@ says it cannot; :meth:`SharedRateLimiter.acquire_async` asks Redis through an as
 (:class:`AsyncRateCounters`) on the loop, and runs what can only block (Redis without an
 async client, a sync store) through the caller's ``run_sync`` (a worker thread). Keys are
 hashed before they reach Redis or the store.
+
+One source for both paths: what a step decides (the windows held, Redis's health) is
+:mod:`memstrata.ratelimit_state`, without I/O; the I/O of a step (the bucket script, a
+refill) is written once, async, in ``memstrata/_async/ratelimit_io.py``, whose sync twin
+``memstrata/ratelimit_io.py`` is generated. This module keeps what differs by nature: one
+refill per key between worker threads (a lock) and the event loop (an event).
 """
 
 from __future__ import annotations
@@ -37,20 +45,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import logging
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+from . import ratelimit_io
+from ._async import ratelimit_io as async_io
+from ._async.ratelimit_io import AsyncRateCounters
 from .errors import ValidationError
-from .store.quota_counters import Refusal, Take
+from .ratelimit_io import RateCounters
+from .ratelimit_state import HeldWindows, RedisHealth
 
 __all__ = ["AsyncRateCounters", "RateCounters", "SharedRateLimiter"]
-
-log = logging.getLogger(__name__)
 
 # KEYS[1]: the bucket (a hash). ARGV: rate (tokens/s), burst. Returns the wait in seconds
 # (a string: Redis truncates Lua numbers to integers), "0" when a token was taken.
@@ -70,35 +78,8 @@ redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 1)
 return tostring(wait)
 """
 
-
-class RateCounters(Protocol):
-    """What the durable fallback needs of a store's counters
-    (:class:`~memstrata.store.quota_counters.QuotaCounters` has it)."""
-
-    def take_counters(self, takes: Sequence[Take]) -> Refusal | None: ...
-    def forget_counters(self, keys: Sequence[str]) -> None: ...
-
-
-@runtime_checkable
-class AsyncRateCounters(Protocol):
-    """The same counters awaited on an event loop (a fallback that has them is refilled
-    there by :meth:`SharedRateLimiter.acquire_async`, with no worker thread)."""
-
-    async def atake_counters(self, takes: Sequence[Take]) -> Refusal | None: ...
-    async def aforget_counters(self, keys: Sequence[str]) -> None: ...
-
-
 # run_sync(fn) runs a blocking call off the event loop (anyio.to_thread.run_sync)
 RunSync = Callable[[Callable[[], float]], Awaitable[float]]
-
-
-@dataclass(slots=True)
-class _Window:
-    """What this process holds of a key's current durable window."""
-
-    index: int  # the window (clock // window_seconds)
-    tokens: int = 0  # taken from the store for it and not yet spent
-    spent: bool = False  # the store refused its last request: refuse until it ends
 
 
 def _hash(key: str) -> str:
@@ -132,26 +113,24 @@ class SharedRateLimiter:
             raise ValidationError(f"batch must be an integer >= 1, got {batch!r}")
         self.rate = float(rate)
         self.burst = burst
-        self._client = client
         self._fallback = fallback
         self._native = fallback if isinstance(fallback, AsyncRateCounters) else None
         self._prefix = prefix
-        self._cooldown = cooldown
         self._clock = clock
-        self._down_since: float | None = None
-        self._lock = threading.Lock()  # guards the state below; never held across I/O
-        self._batch = min(batch, burst)
-        self._windows: dict[str, _Window] = {}  # key -> its durable window, as held here
+        self._held = HeldWindows(self.rate, burst, batch)  # the durable windows
+        self._lock = threading.Lock()  # guards the dicts below; never held across I/O
         self._refills: dict[str, threading.Lock] = {}  # key -> held by its one refill
         self._refilling: dict[str, asyncio.Event] = {}  # key -> set when the loop's refill ends
         self._local: dict[str, tuple[float, float]] = {}  # key -> (tokens, stamp)
         self._script = client.register_script(_BUCKET) if client is not None else None
         self._async_script: Any = None  # the same script on a redis.asyncio client
-        self._errors: tuple[type[BaseException], ...] = ()
+        errors: tuple[type[BaseException], ...] = ()
         if client is not None:
             import redis
 
-            self._errors = (redis.RedisError,)
+            errors = (redis.RedisError,)
+        where = "the durable store's counters" if fallback else "this process alone"
+        self._redis = RedisHealth(errors, cooldown, where)
 
     @property
     def enabled(self) -> bool:
@@ -160,7 +139,7 @@ class SharedRateLimiter:
     @property
     def window_seconds(self) -> float:
         """The fixed window of the durable fallback: ``burst / rate`` seconds."""
-        return self.burst / self.rate if self.rate > 0 else 1.0
+        return self._held.window_seconds
 
     def acquire(self, key: str) -> float:
         """0 when the request may go now, else the seconds until it could (may wait on
@@ -183,7 +162,7 @@ class SharedRateLimiter:
         name = _hash(key)
         if self._fallback is None:
             return self._local_acquire(name)
-        return self._spend_held(name, self._clock())
+        return self._held.spend(name, self._clock())
 
     async def acquire_async(self, key: str, run_sync: RunSync) -> float:
         """:meth:`acquire` on an event loop: Redis through the async client of
@@ -198,7 +177,9 @@ class SharedRateLimiter:
             script = self._async_script
             if script is None:
                 return await run_sync(lambda: self._acquire(name))
-            wait = await self._redis_acquire_async(script, name)
+            wait = await async_io.ask_bucket(
+                script, self._redis, self._bucket(name), self.rate, self.burst
+            )
             if wait is not None:
                 return wait
         fallback, native = self._fallback, self._native
@@ -231,131 +212,34 @@ class SharedRateLimiter:
     # --- Redis -----------------------------------------------------------------------------
     def _redis_active(self) -> bool:
         """Redis is configured and not within its cooldown after a failure."""
-        down = self._down_since
-        return self._script is not None and (
-            down is None or time.monotonic() - down >= self._cooldown
-        )
+        return self._script is not None and self._redis.up_now()
+
+    def _bucket(self, name: str) -> str:
+        return f"{self._prefix}:rate:{name}"
 
     def _redis_acquire(self, name: str) -> float | None:
         script = self._script
-        if script is None or not self._redis_active():
+        if script is None or not self._redis.up_now():
             return None
-        try:
-            raw = script(keys=[f"{self._prefix}:rate:{name}"], args=[self.rate, self.burst])
-        except self._errors as exc:
-            self._mark_down(exc)
-            return None
-        self._mark_up()
-        return float(raw)
+        return ratelimit_io.ask_bucket(
+            script, self._redis, self._bucket(name), self.rate, self.burst
+        )
 
-    async def _redis_acquire_async(self, script: Any, name: str) -> float | None:
-        try:
-            raw = await script(keys=[f"{self._prefix}:rate:{name}"], args=[self.rate, self.burst])
-        except self._errors as exc:
-            self._mark_down(exc)
-            return None
-        self._mark_up()
-        return float(raw)
-
-    def _mark_up(self) -> None:
-        if self._down_since is not None:
-            with self._lock:
-                self._down_since = None
-            log.info("Redis is back; the shared rate limit is kept there again")
-
-    def _mark_down(self, exc: BaseException) -> None:
-        with self._lock:
-            first = self._down_since is None
-            self._down_since = time.monotonic()
-        if first:
-            where = "the durable store's counters" if self._fallback else "this process alone"
-            log.warning(
-                "Redis unavailable for the shared rate limit (%s: %s); limiting on %s until "
-                "it is back (retrying every %.1f s)",
-                type(exc).__name__,
-                exc,
-                where,
-                self._cooldown,
-            )
-
-    # --- the durable fallback ----------------------------------------------------------------
-    def _spend_held(self, name: str, now: float) -> float | None:
-        """Spend a token held for the window of ``now``: 0, the wait when the window is
-        known to be spent, None when a refill must go to the store."""
-        window = self.window_seconds
-        index = int(now // window)
-        with self._lock:
-            held = self._windows.get(name)
-            if held is None or held.index < index:
-                return None
-            # held.index > index: another caller read the clock later; that window is current
-            if held.tokens > 0:
-                held.tokens -= 1
-                return 0.0
-            if held.spent:
-                return max(0.001, (held.index + 1) * window - now)
-            return None
-
+    # --- the durable fallback: one refill per key, on a thread or on the loop --------------
     def _refill_lock(self, name: str) -> threading.Lock:
         with self._lock:
             return self._refills.setdefault(name, threading.Lock())
 
-    def _open_window(self, name: str, now: float) -> tuple[int, str | None]:
-        """The window a refill takes from (never one older than this process has used)
-        and the counter of the window it leaves, to forget."""
-        index = int(now // self.window_seconds)
-        with self._lock:
-            held = self._windows.get(name)
-            if held is not None and held.index >= index:
-                return held.index, None
-            self._windows[name] = _Window(index)
-        return index, None if held is None else f"rate:{name}:{held.index}"
-
-    def _takes(self, counter: str) -> Generator[Take, Refusal | None, int]:
-        """The takes of one refill, each sent the store's answer: a batch, else the window's
-        last ones (a refusal says how many are used). Returns how many were taken (0: the
-        window is spent)."""
-        ttl = math.ceil(self.window_seconds)
-        amount = self._batch
-        while amount > 0:
-            refused = yield Take(counter, amount, self.burst, ttl)
-            if refused is None:
-                return amount
-            amount = min(amount - 1, self.burst - refused.used)
-        return 0
-
-    def _refilled(self, name: str, index: int, taken: int, now: float) -> float:
-        """Keep what a refill took for window ``index`` (one of them is this request's)."""
-        with self._lock:
-            held = self._windows.get(name)
-            current = held if held is not None and held.index == index else None
-            if taken == 0:
-                if current is not None:
-                    current.spent = True
-                return max(0.001, (index + 1) * self.window_seconds - now)
-            if current is not None:
-                current.tokens += taken - 1
-            return 0.0
-
     def _durable_acquire(self, counters: RateCounters, name: str) -> float:
-        wait = self._spend_held(name, self._clock())
+        wait = self._held.spend(name, self._clock())
         if wait is not None:
             return wait
         with self._refill_lock(name):
             now = self._clock()
-            wait = self._spend_held(name, now)  # another caller's refill while we waited
+            wait = self._held.spend(name, now)  # another caller's refill while we waited
             if wait is not None:
                 return wait
-            index, passed = self._open_window(name, now)
-            if passed is not None:
-                counters.forget_counters([passed])
-            takes = self._takes(f"rate:{name}:{index}")
-            try:
-                take = next(takes)
-                while True:
-                    take = takes.send(counters.take_counters([take]))
-            except StopIteration as done:
-                return self._refilled(name, index, done.value, now)
+            return ratelimit_io.refill(self._held, counters, name, now)
 
     async def _durable_acquire_async(
         self, sync: RateCounters, counters: AsyncRateCounters, name: str, run_sync: RunSync
@@ -364,12 +248,12 @@ class SharedRateLimiter:
         on a worker thread (:meth:`acquire`'s) is waited for on a thread too."""
         while True:
             now = self._clock()
-            wait = self._spend_held(name, now)
+            wait = self._held.spend(name, now)
             if wait is not None:
                 return wait
             lock = self._refill_lock(name)
             if lock.acquire(blocking=False):
-                wait = self._spend_held(name, now)  # a thread's refill ended just now
+                wait = self._held.spend(name, now)  # a thread's refill ended just now
                 if wait is None:
                     break
                 lock.release()
@@ -380,16 +264,7 @@ class SharedRateLimiter:
             await refilling.wait()
         done = self._refilling[name] = asyncio.Event()
         try:
-            index, passed = self._open_window(name, now)
-            if passed is not None:
-                await counters.aforget_counters([passed])
-            takes = self._takes(f"rate:{name}:{index}")
-            try:
-                take = next(takes)
-                while True:
-                    take = takes.send(await counters.atake_counters([take]))
-            except StopIteration as taken:
-                return self._refilled(name, index, taken.value, now)
+            return await async_io.refill(self._held, counters, name, now)
         finally:
             del self._refilling[name]
             lock.release()

@@ -62,3 +62,11 @@ def test_the_substitutions() -> None:
     assert "with self._store.transaction() as uow:\n            uow.enqueue([])" in out
     assert "def __enter__(self) -> Thing:" in out and "def close(self) -> None:" in out
     assert "sleep" not in out
+
+
+def test_the_rate_counters_coroutines_lose_their_a() -> None:
+    """One object may have both kinds (the server's MemoryCounters), so the rate limiter's
+    async counters are named with an ``a``; their twin is the sync store's names."""
+    assert GEN.unasync_line("        await c.atake_counters([t])") == "        c.take_counters([t])"
+    assert GEN.unasync_line("    await c.aforget_counters(k)") == "    c.forget_counters(k)"
+    assert GEN.unasync_line("    x.data_take_counters = 1") == "    x.data_take_counters = 1"

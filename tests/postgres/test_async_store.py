@@ -404,7 +404,7 @@ def test_writes_queued_behind_a_search_commit_together_as_on_the_sync_store(
 
     def sync_part(s: PostgresStore) -> list[Any]:
         made: list[int] = []
-        original = s._behind._transaction
+        original = s._behind._batches._transaction
         assert original is not None
 
         @contextmanager
@@ -420,7 +420,7 @@ def test_writes_queued_behind_a_search_commit_together_as_on_the_sync_store(
                 yield conn
                 made.append(calls[0])
 
-        s._behind._transaction = counting
+        s._behind._batches._transaction = counting
         release = threading.Event()
         s._behind.submit(lambda: release.wait(60) and None)
         s.touch(ME, ["r0001"], NOW)
@@ -433,7 +433,7 @@ def test_writes_queued_behind_a_search_commit_together_as_on_the_sync_store(
 
     async def async_part(s: AsyncPostgresStore) -> list[Any]:
         made: list[int] = []
-        original = s._behind._transaction
+        original = s._behind._batches._transaction
         assert original is not None
 
         @asynccontextmanager
@@ -449,7 +449,7 @@ def test_writes_queued_behind_a_search_commit_together_as_on_the_sync_store(
                 yield conn
                 made.append(calls[0])
 
-        s._behind._transaction = counting
+        s._behind._batches._transaction = counting
         release = asyncio.Event()
 
         async def busy() -> None:

@@ -273,7 +273,7 @@ def test_a_list_waits_only_for_the_rows_it_returns(pg_url: str) -> None:
 def _count_transactions(store: PostgresStore) -> list[int]:
     """Wrap the write-behind's transaction: each element is the statements one made."""
     made: list[int] = []
-    original = store._behind._transaction
+    original = store._behind._batches._transaction
     assert original is not None
 
     @contextlib.contextmanager
@@ -293,7 +293,7 @@ def _count_transactions(store: PostgresStore) -> list[int]:
                 conn.execute = execute
                 made.append(calls[0])
 
-    store._behind._transaction = counting
+    store._behind._batches._transaction = counting
     return made
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memstrata._async.store.base import AsyncStore
-from memstrata.aio.core_quotas import AsyncQuotaCounters  # async-only
+from memstrata._async.store.quota_counters import AsyncQuotaCounters, Take
 from memstrata.aio.worker_tasks import AsyncSignal, AsyncSpawned, spawn  # async-only
 from memstrata.errors import StoreError, ValidationError
 from memstrata.filters import Filters
@@ -59,10 +59,8 @@ from memstrata.quota_types import (
     subject_hash,
 )
 from memstrata.scope import Scope
-from memstrata.store.quota_counters import Take
 
 # sync: import threading
-# sync: from memstrata.store.quota_counters import QuotaCounters
 # sync: from memstrata.worker_threads import Signal, Spawned, spawn
 
 __all__ = [

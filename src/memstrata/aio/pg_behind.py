@@ -9,7 +9,8 @@ stripped), imported by ``memstrata._async.store.postgres.store`` on ``# async-on
   them (:meth:`~AsyncWriteBehind.settle`, or :meth:`~AsyncWriteBehind.settle_rows` for the
   rows it reads), so a coroutine still reads its process's own writes. A failed write is
   logged, not raised (the Counters contract allows losing it). :class:`Statement` writes
-  queued together commit in one transaction, as on the sync store.
+  queued together commit in one transaction, as on the sync store: both make a batch with
+  ``memstrata/_async/store/postgres/batches.py`` (here the async source itself).
 - :func:`background` / :func:`wait_done`: the statistics refresh runs as an asyncio task
   instead of a daemon thread.
 """
@@ -17,17 +18,15 @@ stripped), imported by ``memstrata._async.store.postgres.store`` on ``# async-on
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Collection, Hashable, Iterable
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from typing import Any
 
-from ..store.postgres.behind import BATCH, LOCK_TIMEOUT, Statement
+from .._async.store.postgres.batches import AsyncStatementBatches
+from ..store.postgres.behind_types import Statement, log_failed
 
 __all__ = ["AsyncHeld", "AsyncWriteBehind", "Statement", "background", "wait_done"]
-
-_log = logging.getLogger("memstrata.store.postgres")
 # Set inside a write's own task: the store calls it makes never wait for themselves.
 _inside: ContextVar[bool] = ContextVar("memstrata_pg_behind", default=False)
 
@@ -41,10 +40,9 @@ class AsyncWriteBehind:
         transaction: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
     ) -> None:
         self._name = name
-        self._transaction = transaction
         self._pending: dict[asyncio.Task[None], tuple[Hashable, ...]] = {}  # task -> rows
         self._last: asyncio.Task[None] | None = None
-        self._group: list[Statement] | None = None  # statements the next batch takes
+        self._batches = AsyncStatementBatches(transaction)  # queue changed on the loop
 
     async def submit(
         self, write: Callable[[], Awaitable[None]] | Statement, rows: Iterable[Hashable] = ()
@@ -53,14 +51,7 @@ class AsyncWriteBehind:
         the rows it changes (see :meth:`settle_rows`). A :class:`Statement` joins the
         statements queued just before it that no transaction has taken yet."""
         before = self._last
-        group: list[Statement] | None = None
-        if isinstance(write, Statement):
-            if self._group is None or len(self._group) >= BATCH:
-                self._group = []
-            self._group.append(write)
-            group = self._group
-        else:
-            self._group = None  # statements after this write are made after it
+        group = self._batches.join(write)
 
         async def run() -> None:
             _inside.set(True)  # this task's own context
@@ -68,52 +59,16 @@ class AsyncWriteBehind:
                 await asyncio.wait([before])  # in order, as on the sync store's one thread
             try:
                 if group is not None:
-                    await self._make(group)
+                    await self._batches.make(self._batches.take(group))
                 elif not isinstance(write, Statement):
                     await write()
             except Exception as exc:  # a counter or cache entry: logged, the search returned
-                _log.warning("memstrata: a counter or cache write after a search failed: %s", exc)
+                log_failed(exc)
 
         task = asyncio.get_running_loop().create_task(run(), name=f"{self._name}-behind")
         self._pending[task] = tuple(rows)
         task.add_done_callback(self._done)
         self._last = task
-
-    async def _make(self, group: list[Statement]) -> None:
-        """Make the statements of ``group`` not made yet (an earlier task of the group may
-        have made them all), in one transaction."""
-        batch = list(group)
-        group.clear()
-        if self._group is group:
-            self._group = None
-        if not batch:
-            return
-        try:
-            try:
-                await self._execute(batch)
-            except Exception:
-                if len(batch) == 1:
-                    raise
-                for statement in batch:  # one at a time: a bad one loses no other
-                    try:
-                        await self._execute([statement])
-                    except Exception as exc:
-                        _log.warning(
-                            "memstrata: a counter or cache write after a search failed: %s", exc
-                        )
-        finally:
-            for statement in batch:
-                if statement.done is not None:
-                    statement.done()
-
-    async def _execute(self, batch: list[Statement]) -> None:
-        if self._transaction is None:
-            raise RuntimeError("this write-behind was made without a transaction")
-        async with self._transaction() as conn:
-            if len(batch) > 1:
-                await conn.execute(LOCK_TIMEOUT)
-            for statement in batch:
-                await conn.execute(statement.sql, statement.params)
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._pending.pop(task, None)

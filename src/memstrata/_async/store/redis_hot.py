@@ -49,14 +49,11 @@ from urllib.parse import quote
 import numpy as np
 
 from memstrata._async.store.base import AsyncStore, AsyncUnitOfWork
-from memstrata.aio.core_quotas import AsyncQuotaCounters  # async-only
+from memstrata._async.store.quota_counters import AsyncQuotaCounters, Refusal, Take
 from memstrata.codec import record_from_dict, record_to_dict
 from memstrata.errors import MissingDependencyError, NotFoundError, StoreError
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
-from memstrata.store.quota_counters import Refusal, Take
-
-# sync: from memstrata.store.quota_counters import QuotaCounters
 from memstrata.store.redis_common import (
     DEFAULT_PREFIX,
     INSTALL,

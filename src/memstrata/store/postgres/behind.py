@@ -21,43 +21,24 @@ behind one ``build_context`` held up the next search by 5-20 ms (measured, 10k r
 
 A sync-only shell: the async store (``memstrata._async.store.postgres``) imports
 ``memstrata.aio.pg_behind`` instead, which awaits these writes where they are submitted.
+How a batch of statements is made (one transaction, then each statement alone) is written
+once, for both: ``memstrata/_async/store/postgres/batches.py`` (its generated sync twin,
+:class:`~memstrata.store.postgres.batches.StatementBatches`, is used here).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any
 
+from .batches import StatementBatches
+from .behind_types import BATCH, LOCK_TIMEOUT, Statement, log_failed
+
 __all__ = ["BATCH", "LOCK_TIMEOUT", "Held", "Statement", "WriteBehind", "background", "wait_done"]
-
-_log = logging.getLogger("memstrata.store.postgres")
-
-BATCH = 64  # statements at most in one transaction behind the searches
-# A batch locks the rows of its statements one statement after another, so two processes'
-# batches can wait for each other's rows (a deadlock PostgreSQL breaks after a second):
-# a batch waits for a row lock at most this long, then its statements go one at a time.
-LOCK_TIMEOUT = "SET LOCAL lock_timeout = '100ms'"
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Statement:
-    """A write behind a search that is one SQL statement (a touch, a cache upsert).
-
-    Statements queued one after another are made in one transaction, one commit for all of
-    them (under load a search's touch and cache entry and those of the searches queued
-    with it): a transaction and a commit cost more than the statement. If that
-    transaction fails, each statement is tried again alone, so one bad statement loses no
-    other. ``done`` runs once the statement is committed or has failed."""
-
-    sql: str
-    params: Sequence[Any]
-    done: Callable[[], None] | None = None
 
 
 class Held(threading.local):
@@ -74,113 +55,80 @@ class WriteBehind:
         self, name: str, transaction: Callable[[], AbstractContextManager[Any]] | None = None
     ) -> None:
         self._name = name
-        self._transaction = transaction
         self._cv = threading.Condition()
-        self._pending = 0
+        self._submitted = 0  # how many writes were submitted (each one's number)
+        # number -> the rows it changes, of the writes not made yet, in the order submitted
+        self._pending: dict[int, tuple[Hashable, ...]] = {}
         self._rows: Counter[Hashable] = Counter()  # rows the pending writes change
         self._pool: ThreadPoolExecutor | None = None
         self._mine = threading.local()  # set on the background thread: it never waits
-        self._group: list[Statement] | None = None  # statements the next batch takes
+        self._batches = StatementBatches(transaction)  # queue changed under self._cv
 
     def submit(self, write: Callable[[], None] | Statement, rows: Iterable[Hashable] = ()) -> None:
         """Run ``write`` on the background thread (at once, here, once closed); ``rows``
         are the keys of the rows it changes (see :meth:`settle_rows`). A :class:`Statement`
         joins the statements queued just before it that no transaction has taken yet."""
         keys = tuple(rows)
-        group: list[Statement] | None = None
         with self._cv:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self._name}-behind")
-            self._pending += 1
+            self._submitted += 1
+            number = self._submitted
+            self._pending[number] = keys
             self._rows.update(keys)
             pool = self._pool
-            if isinstance(write, Statement):
-                if self._group is None or len(self._group) >= BATCH:
-                    self._group = []
-                self._group.append(write)
-                group = self._group
-            else:
-                self._group = None  # statements after this write are made after it
+            group = self._batches.join(write)
         try:
-            pool.submit(self._run, write, group, keys)
+            pool.submit(self._background, write, group, number)
         except RuntimeError:  # shut down (closing): write it here instead
-            try:
-                self._write(write, group)
-            finally:
-                self._done(keys)
+            self._run(write, group, number)
 
-    def _run(
-        self,
-        write: Callable[[], None] | Statement,
-        group: list[Statement] | None,
-        keys: tuple[Hashable, ...],
+    def _background(
+        self, write: Callable[[], None] | Statement, group: list[Statement] | None, number: int
     ) -> None:
         self._mine.inside = True
+        self._run(write, group, number)
+
+    def _run(
+        self, write: Callable[[], None] | Statement, group: list[Statement] | None, number: int
+    ) -> None:
         try:
             self._write(write, group)
-        except Exception as exc:  # a counter or cache entry: logged, the search returned
-            _log.warning("memstrata: a counter or cache write after a search failed: %s", exc)
+        except Exception as exc:  # a counter or cache entry: logged, as on the thread
+            log_failed(exc)
         finally:
-            self._done(keys)
+            self._done(number)
 
     def _write(self, write: Callable[[], None] | Statement, group: list[Statement] | None) -> None:
         if group is not None:
-            self._make(group)
+            with self._cv:
+                batch = self._batches.take(group)
+            self._batches.make(batch)
         elif not isinstance(write, Statement):
             write()
 
-    def _make(self, group: list[Statement]) -> None:
-        """Make the statements of ``group`` not made yet (an earlier job of the group may
-        have made them all), in one transaction."""
+    def _done(self, number: int) -> None:
         with self._cv:
-            batch = list(group)
-            group.clear()
-            if self._group is group:
-                self._group = None
-        if not batch:
-            return
-        try:
-            try:
-                self._execute(batch)
-            except Exception:
-                if len(batch) == 1:
-                    raise
-                for statement in batch:  # one at a time: a bad one loses no other
-                    try:
-                        self._execute([statement])
-                    except Exception as exc:
-                        _log.warning(
-                            "memstrata: a counter or cache write after a search failed: %s", exc
-                        )
-        finally:
-            for statement in batch:
-                if statement.done is not None:
-                    statement.done()
-
-    def _execute(self, batch: list[Statement]) -> None:
-        if self._transaction is None:
-            raise RuntimeError("this write-behind was made without a transaction")
-        with self._transaction() as conn:
-            if len(batch) > 1:
-                conn.execute(LOCK_TIMEOUT)
-            for statement in batch:
-                conn.execute(statement.sql, statement.params)
-
-    def _done(self, keys: tuple[Hashable, ...]) -> None:
-        with self._cv:
-            self._pending -= 1
+            keys = self._pending.pop(number)
             self._rows.subtract(keys)
             for k in keys:
                 if self._rows[k] <= 0:
                     del self._rows[k]
             self._cv.notify_all()
 
+    def _made_through(self, number: int) -> bool:
+        """Every write up to ``number`` is made (the pending ones are in submit order)."""
+        return not self._pending or next(iter(self._pending)) > number
+
     def settle(self) -> None:
-        """Wait until every write submitted so far is made (not on the background thread)."""
-        if self._pending == 0 or getattr(self._mine, "inside", False):
+        """Wait until every write submitted so far is made (not on the background thread);
+        not for those submitted while it waits (a steady stream of searches would hold it
+        up)."""
+        if not self._pending or getattr(self._mine, "inside", False):
             return
         with self._cv:
-            self._cv.wait_for(lambda: self._pending == 0)
+            last = self._submitted
+            self._cv.wait_for(lambda: self._made_through(last))
 
     def pending_rows(self) -> frozenset[Hashable]:
         """The rows the writes not yet made change (a read that cannot name its rows in
@@ -191,11 +139,15 @@ class WriteBehind:
             return frozenset(self._rows)
 
     def settle_rows(self, rows: Collection[Hashable]) -> None:
-        """Wait only while a pending write changes one of ``rows``."""
+        """Wait only while a write submitted so far changes one of ``rows``."""
         if not self._rows or getattr(self._mine, "inside", False):
             return
         with self._cv:
-            self._cv.wait_for(lambda: not any(k in self._rows for k in rows))
+            wanted = {k for k in rows if k in self._rows}
+            if not wanted:  # most reads: none of their rows is being written
+                return
+            last = max(n for n, keys in self._pending.items() if not wanted.isdisjoint(keys))
+            self._cv.wait_for(lambda: self._made_through(last))
 
     def close(self) -> None:
         """Make the pending writes, then stop the thread."""
