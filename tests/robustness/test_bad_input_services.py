@@ -69,3 +69,12 @@ def test_a_malformed_fact_from_a_model_is_skipped_not_retried(tmp_path: Path) ->
         m.flush(S)
         assert [f.text for f in m.facts.all(S)] == ["location: Oslo"]
         assert not [j for j in m.store.list_jobs("acme", "alice") if j.status.value != "done"]
+
+
+def test_an_id_given_twice_is_forgotten_once(mem: Memory) -> None:
+    """Found by the services fuzz test: the second soft delete of the same record raised a
+    ``ConflictError`` after the first was written (a refusal that changed the store)."""
+    said = mem.add_message(S, "user", "I live in Paris.")
+    entries = mem.forget(S, [said.id, said.id])
+    assert [e.record_id for e in entries] == [said.id]
+    assert not mem.get(S, said.id, include_deleted=True).is_active

@@ -124,9 +124,13 @@ class Decision:
 def _number(
     value: object, name: str, *, low: float = 0.0, high: float | None = None, low_open: bool = False
 ) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError(f"{name} must be a finite number, got {value!r}")
-    v = float(value)
+    try:  # (a huge int has no float: OverflowError)
+        v = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    except OverflowError:
+        v = None
+    if v is None or not math.isfinite(v):
+        shown = f"{value!r}"[:60] if not isinstance(value, int) else "an integer out of range"
+        raise ValidationError(f"{name} must be a finite number, got {shown}")
     if v < low or (low_open and v == low):
         raise ValidationError(f"{name} must be {'>' if low_open else '>='} {low}, got {v}")
     if high is not None and v > high:
