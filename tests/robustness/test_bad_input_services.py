@@ -78,3 +78,22 @@ def test_an_id_given_twice_is_forgotten_once(mem: Memory) -> None:
     entries = mem.forget(S, [said.id, said.id])
     assert [e.record_id for e in entries] == [said.id]
     assert not mem.get(S, said.id, include_deleted=True).is_active
+
+
+@pytest.mark.parametrize(
+    ("tag", "importance", "match"),
+    [
+        ("\ud800", 0.5, "surrogate"),  # reached SQLite: UnicodeEncodeError
+        ("travel", 10**400, "importance"),  # OverflowError in the forgetting policy's check
+        ("   ", 0.5, "tag must be"),
+    ],
+    ids=["surrogate-tag", "huge-importance", "blank-tag"],
+)
+def test_set_importance_by_tag_checks_its_arguments(
+    mem: Memory, tag: str, importance: float, match: str
+) -> None:
+    mem.add(S, "window seat, please", tags=["travel"])
+    before = snapshot(mem, S)
+    with pytest.raises(ValidationError, match=match):
+        mem.set_importance_by_tag(S, tag, importance)
+    assert snapshot(mem, S) == before
