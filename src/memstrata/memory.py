@@ -1176,7 +1176,7 @@ class Memory:
         flt = Filters(
             include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
         )
-        embedder = self._embedder.for_scope(scope) if include_embeddings else None
+        embedder = self._embedder if include_embeddings else None
         head = header_line(
             model_id=self._raw_embedder.model_id,
             dims=self._raw_embedder.dims,
@@ -1190,7 +1190,7 @@ class Memory:
             else:
                 for start in range(0, len(page), EXPORT_EMBED_BATCH):
                     batch = page[start : start + EXPORT_EMBED_BATCH]
-                    vectors = embedder.embed_batch([r.text for r in batch])
+                    vectors = embedder.embed_uncached([r.text for r in batch])
                     parts.append(record_lines(batch, vectors))
             count += len(page)
             yield "".join(parts), len(page)

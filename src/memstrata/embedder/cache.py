@@ -97,6 +97,15 @@ class CachedEmbedder:
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         return self._embed(texts, query=query, scope=None)
 
+    def embed_uncached(self, texts: Sequence[str]) -> Matrix:
+        """Passages embedded by the model (through the coalescer, so queries still go first)
+        without reading or filling either cache: for a walk over many stored texts (an
+        export), which would otherwise evict what searches use and write to the store."""
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        fresh = self._model.embed_batch(list(texts), query=False)
+        return check_vectors(fresh, len(texts), self.dims, self.model_id)
+
     def _embed(self, texts: Sequence[str], *, query: bool, scope: Scope | None) -> Matrix:
         items = list(texts)
         dims = self.dims
