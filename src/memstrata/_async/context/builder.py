@@ -133,11 +133,26 @@ def _resolved(text: str, at: datetime | None) -> str:
     return text if at is None else _dated(text, at, at.tzinfo)
 
 
+def _question_share(text: str) -> float:
+    """:func:`question_share`, a turn that asks kept between builds (most turns have no
+    question mark and cost one scan; the others are split into sentences)."""
+    if "?" not in text and "？" not in text:
+        return 0.0
+    return _asked(text)
+
+
+@lru_cache(maxsize=8192)
+def _asked(text: str) -> float:
+    """Holds users' sentences: a purge empties it (:func:`forget_texts`)."""
+    return question_share(text)
+
+
 def forget_texts() -> None:
     """Drop the sentences this process keeps between builds (``Memory.purge`` calls it, as
     it empties the embedder's in-process cache)."""
     _terms.cache_clear()
     _dated.cache_clear()
+    _asked.cache_clear()
 
 
 def _is_assistant(rec: Shown) -> bool:
@@ -148,7 +163,7 @@ def _penalised(rec: Shown, score: float, question: float, assistant: float) -> f
     """A turn's ``score`` less ``question`` × its share that only asks, then less
     ``assistant`` when an assistant said it."""
     if question:
-        score -= question * question_share(rec.text)
+        score -= question * _question_share(rec.text)
     if assistant and _is_assistant(rec):
         score -= assistant
     return score
