@@ -1305,8 +1305,8 @@ class SQLiteStore:
         if not needs_python(filters):
             with self._read() as c:
                 return [
-                    Candidate(row["id"], score)
-                    for row, score in ranked(c, expr, f"{sw} AND {fw}", [*sa, *fa], "r.id", k)
+                    Candidate(rid, score)
+                    for rid, score in ranked(c, expr, f"{sw} AND {fw}", [*sa, *fa], k)
                 ]
         # Metadata filters run in Python on decoded records: every match is read.
         sql = (
