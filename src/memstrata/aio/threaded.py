@@ -13,10 +13,11 @@ PostgreSQL and Redis are natively async (psycopg's and redis-py's async clients)
   ``await tx.<method>`` runs on that thread, and leaving the block commits or rolls back
   there. The writes that answer nothing (``insert``, ``append_turns``, ``replace``,
   ``enqueue``) are queued and run, in order, with the next call that answers something or
-  with the commit, in one trip to the thread; the sync transaction begins with the first of
-  those trips. So ``add_messages`` (append the turns, enqueue their job, commit) is one trip
-  where it was four, and the write lock is held only while the thread runs them, never
-  while a trip waits for a busy event loop. A queued write's error (a conflict, an id
+  with the commit, in one trip to the thread (their arguments are used then: do not change
+  them meanwhile); the sync transaction begins with the first of those trips. So
+  ``add_messages`` (append the turns, enqueue their job, commit) is one trip where it was
+  four, and the write lock is held only while the thread runs them, never while a trip
+  waits for a busy event loop. A queued write's error (a conflict, an id
   that exists) is raised where its trip runs: by the next answering call, or by the end of
   the block, which then rolls back; what the block did meanwhile was in memory only.
   Cancelling a coroutine inside the block rolls back (queued writes are never run).
