@@ -27,6 +27,8 @@ class TokenCounter(Protocol):
 def estimate_tokens(text: str) -> int:
     if not text:
         return 0
+    if text.isascii():  # no CJK character: one C scan instead of the pattern's
+        return math.ceil(len(text) / 4.0)
     cjk = len(_CJK.findall(text))
     other = len(text) - cjk
     return math.ceil(cjk / 1.5 + other / 4.0)

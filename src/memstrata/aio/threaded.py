@@ -9,9 +9,18 @@ PostgreSQL and Redis are natively async (psycopg's and redis-py's async clients)
 - Each method of the sync store becomes a coroutine with the same arguments and result;
   attributes that are not methods (``url``) are read through.
 - A transaction runs entirely on one thread of its own (SQLite ties a transaction to the
-  connection its thread holds): ``async with store.transaction() as tx`` enters the sync
-  transaction on that thread, every ``await tx.<method>`` runs there, and leaving the block
-  commits or rolls back there. Cancelling a coroutine inside the block rolls back.
+  connection its thread holds): ``async with store.transaction() as tx`` opens it, every
+  ``await tx.<method>`` runs on that thread, and leaving the block commits or rolls back
+  there. The writes that answer nothing (``insert``, ``append_turns``, ``replace``,
+  ``enqueue``) are queued and run, in order, with the next call that answers something or
+  with the commit, in one trip to the thread (their arguments are used then: do not change
+  them meanwhile); the sync transaction begins with the first of those trips. So
+  ``add_messages`` (append the turns, enqueue their job, commit) is one trip where it was
+  four, and the write lock is held only while the thread runs them, never while a trip
+  waits for a busy event loop. A queued write's error (a conflict, an id
+  that exists) is raised where its trip runs: by the next answering call, or by the end of
+  the block, which then rolls back; what the block did meanwhile was in memory only.
+  Cancelling a coroutine inside the block rolls back (queued writes are never run).
 - ``scan`` and ``dump_*`` stream their batches from a generator advanced on one thread.
 """
 
@@ -36,6 +45,8 @@ T = TypeVar("T")
 _STREAMS = frozenset(
     {"scan", "list_pages", "dump_records", "dump_cache", "dump_jobs", "dump_audit"}
 )
+# Unit-of-work methods that answer nothing: queued until a call that answers or the commit.
+_QUEUED = frozenset({"insert", "append_turns", "replace", "enqueue"})
 # Sync-only context managers of a store (SQLite's shared/exclusive file locks): entered
 # and left on one thread, like a transaction.
 _CONTEXTS = frozenset({"shared", "exclusive"})
@@ -146,8 +157,16 @@ class ThreadedStore:
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[AsyncUnitOfWork]:
-        async with self._entered(self.sync.transaction) as (uow, thread):
-            yield cast("AsyncUnitOfWork", _ThreadedUnitOfWork(uow, thread))
+        async with self._thread() as thread:
+            tx = _Transaction(self.sync.transaction, thread)
+            try:
+                yield cast("AsyncUnitOfWork", _ThreadedUnitOfWork(tx))
+            except BaseException as exc:
+                # roll back on the same thread, even when the caller was cancelled
+                await asyncio.shield(tx.end(exc))
+                raise
+            else:
+                await asyncio.shield(tx.end(None))
 
     async def _stream(
         self, method: Callable[..., Generator[T, None, None]], *args: Any, **kwargs: Any
@@ -166,17 +185,68 @@ class ThreadedStore:
                 await thread.run(generator.close)
 
 
-class _ThreadedUnitOfWork:
-    """The sync unit of work, each call on the transaction's thread."""
+class _Transaction:
+    """One sync transaction driven from the loop (see the module's docstring): begun on its
+    thread by the first trip, its answerless writes queued until the next trip."""
 
-    def __init__(self, uow: UnitOfWork, thread: _OneThread) -> None:
-        self._uow = uow
+    def __init__(
+        self, factory: Callable[[], AbstractContextManager[UnitOfWork]], thread: _OneThread
+    ) -> None:
+        self._factory = factory
         self._thread = thread
+        self._manager: AbstractContextManager[UnitOfWork] | None = None
+        self._uow: UnitOfWork | None = None
+        self._queued: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def _flush(self) -> UnitOfWork:
+        """Begin (first time) and run the queued writes; on the transaction's thread."""
+        if self._uow is None:
+            manager = self._factory()
+            self._uow = manager.__enter__()
+            self._manager = manager
+        queued, self._queued = self._queued, []
+        for name, args, kwargs in queued:
+            getattr(self._uow, name)(*args, **kwargs)
+        return self._uow
+
+    async def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if name in _QUEUED:
+            self._queued.append((name, args, kwargs))
+            return None
+        return await self._thread.run(lambda: getattr(self._flush(), name)(*args, **kwargs))
+
+    async def end(self, error: BaseException | None) -> None:
+        """Commit (``error`` None: the queued writes first) or roll back, on the thread."""
+        if error is not None:
+            self._queued = []
+            if self._manager is not None:
+                manager = self._manager
+                await self._thread.run(
+                    lambda: manager.__exit__(type(error), error, error.__traceback__)
+                )
+            return
+
+        def commit() -> None:
+            try:
+                self._flush()
+            except BaseException as exc:
+                if self._manager is not None:
+                    self._manager.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+            assert self._manager is not None
+            self._manager.__exit__(None, None, None)
+
+        await self._thread.run(commit)
+
+
+class _ThreadedUnitOfWork:
+    """The sync unit of work, its calls on the transaction's thread (or queued)."""
+
+    def __init__(self, tx: _Transaction) -> None:
+        self._tx = tx
 
     def __getattr__(self, name: str) -> Any:
-        target = getattr(self._uow, name)
-
         async def call(*args: Any, **kwargs: Any) -> Any:
-            return await self._thread.run(functools.partial(target, *args, **kwargs))
+            return await self._tx.call(name, args, kwargs)
 
         return call

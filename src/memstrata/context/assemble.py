@@ -67,6 +67,25 @@ class ContextItem:
         return f"- [{format_date(self.observed_at, self.text)}] {self.text}"
 
 
+def _with_tokens(it: ContextItem, tokens: int) -> ContextItem:
+    """``replace(it, tokens=tokens)`` without ``dataclasses.replace``'s field walk (a few
+    µs each, for every item a context keeps; tests/context/test_assemble_copy.py checks
+    that every field is carried)."""
+    return ContextItem(
+        it.block,
+        it.text,
+        it.layer,
+        it.score,
+        it.record_id,
+        it.source_ids,
+        it.observed_at,
+        it.priority,
+        tokens,
+        it.group,
+        it.digest,
+    )
+
+
 def _group_line(group: str) -> str:
     return f"[{group}]"
 
@@ -178,7 +197,7 @@ def _fit_memory(
             cost += count(_group_line(it.group or "")) + 1
         over_share = it.digest and digest_cap is not None and digests + cost > digest_cap
         if used + cost <= cap and not over_share:
-            chosen.append(replace(it, tokens=cost))
+            chosen.append(_with_tokens(it, cost))
             used += cost
             digests += cost if it.digest else 0
             opened.add(it.block)

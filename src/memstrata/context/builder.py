@@ -12,6 +12,7 @@ in the recent window, and capped.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, tzinfo
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -44,6 +45,7 @@ _POOL = CONTEXT_POOL
 # ~1,200 times per build over 200 candidates.
 _DIGESTS = frozenset({RecordType.SUMMARY, RecordType.EPISODE, RecordType.CLUSTER})
 _MESSAGE, _FACT, _ASSISTANT = RecordType.MESSAGE, RecordType.FACT, Role.ASSISTANT
+_ROLE_NAMES = {role: role.value for role in Role}
 
 # A candidate as the context renders it: a decoded record, or (the search's hits, when the
 # store reads views) its view, which holds every field the context shows.
@@ -84,7 +86,7 @@ def _speaker_text(rec: Shown, text: str | None = None) -> str:
     """``text`` (the record's own by default) after its speaker's name."""
     body = rec.text if text is None else text
     speaker = rec.speaker if isinstance(rec, RecordView) else speaker_of(rec.metadata)
-    name = speaker or (rec.role.value if rec.role else None)
+    name = speaker or (_ROLE_NAMES[rec.role] if rec.role else None)
     if not name or rec.type is not _MESSAGE or rec.text.startswith(f"{name}:"):
         return body
     return f"{name}: {body}"
@@ -113,10 +115,40 @@ def _terms(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
 
 
+@lru_cache(maxsize=8192)
+def _dated(text: str, at: datetime, zone: tzinfo | None) -> str:
+    """``text`` with its relative dates resolved (:func:`annotate_relative_dates`), kept
+    between builds: the same turns are offered build after build, and resolving is two
+    scans of the text (regular expressions when a hint is found). ``zone`` is part of the
+    key because equal instants in two zones fall on different days. Holds users'
+    sentences: a purge empties it (:func:`forget_texts`)."""
+    return annotate_relative_dates(text, at)
+
+
+def _resolved(text: str, at: datetime | None) -> str:
+    return text if at is None else _dated(text, at, at.tzinfo)
+
+
+def _question_share(text: str) -> float:
+    """:func:`question_share`, a turn that asks kept between builds (most turns have no
+    question mark and cost one scan; the others are split into sentences)."""
+    if "?" not in text and "？" not in text:
+        return 0.0
+    return _asked(text)
+
+
+@lru_cache(maxsize=8192)
+def _asked(text: str) -> float:
+    """Holds users' sentences: a purge empties it (:func:`forget_texts`)."""
+    return question_share(text)
+
+
 def forget_texts() -> None:
     """Drop the sentences this process keeps between builds (``Memory.purge`` calls it, as
     it empties the embedder's in-process cache)."""
     _terms.cache_clear()
+    _dated.cache_clear()
+    _asked.cache_clear()
 
 
 def _is_assistant(rec: Shown) -> bool:
@@ -127,7 +159,7 @@ def _penalised(rec: Shown, score: float, question: float, assistant: float) -> f
     """A turn's ``score`` less ``question`` × its share that only asks, then less
     ``assistant`` when an assistant said it."""
     if question:
-        score -= question * question_share(rec.text)
+        score -= question * _question_share(rec.text)
     if assistant and _is_assistant(rec):
         score -= assistant
     return score
@@ -214,16 +246,17 @@ def _items(
             return
         seen.add(rec.id)
         offered[rec.id] = rec
+        turn = rec.type is _MESSAGE
         group = (
             format_date(rec.observed_at, rec.text)
-            if cfg.compact_dates and block == "relevant" and _is_message(rec)
+            if turn and cfg.compact_dates and block == "relevant"
             else None
         )
         if text is None:
-            long_reply = block == "relevant" and _is_message(rec) and _is_assistant(rec)
+            long_reply = turn and block == "relevant" and rec.role is _ASSISTANT
             text = _speaker_text(rec, _trimmed(req, rec.text, cuts) if long_reply else None)
-            if cfg.resolve_dates and _is_message(rec):
-                text = annotate_relative_dates(text, rec.observed_at)
+            if turn and cfg.resolve_dates:
+                text = _resolved(text, rec.observed_at)
         items.append(
             ContextItem(
                 block,
@@ -394,7 +427,7 @@ def build(
 
     def shown(rec: MemoryRecord) -> str:
         text = _speaker_text(rec)
-        return annotate_relative_dates(text, rec.observed_at) if req.config.resolve_dates else text
+        return _resolved(text, rec.observed_at) if req.config.resolve_dates else text
 
     history = [
         HistoryTurn(r.role.value if r.role else "user", shown(r), r.observed_at, r.id)

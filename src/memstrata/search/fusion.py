@@ -38,11 +38,15 @@ class Fused:
 
 def _index(lists: Mapping[str, Sequence[Candidate]]) -> dict[str, Fused]:
     fused: dict[str, Fused] = {}
+    get = fused.get
     for name, cands in lists.items():
         for rank, c in enumerate(cands, start=1):
-            f = fused.setdefault(c.id, Fused(c.id, 0.0))
-            f.ranks[name] = rank
-            f.raw[name] = c.score
+            f = get(c.id)
+            if f is None:  # one Fused per id (``setdefault`` built one per candidate)
+                fused[c.id] = Fused(c.id, 0.0, {name: rank}, {name: c.score})
+            else:
+                f.ranks[name] = rank
+                f.raw[name] = c.score
     return fused
 
 

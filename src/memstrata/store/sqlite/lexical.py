@@ -11,6 +11,7 @@ and ranked with ``bm25(lexical, 0.0, 1.0)`` so the scope column adds nothing to 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -48,16 +49,20 @@ _SLACK = 32  # rows fetched beyond k for those the scope's other parts or the fi
 
 
 def ranked(
-    conn: sqlite3.Connection, expr: str, where: str, args: Sequence[Any], columns: str, k: int
-) -> list[tuple[sqlite3.Row, float]]:
-    """The best ``k`` records matching ``expr`` and ``where`` (over ``records r``), each with
-    its score (``-bm25``), best first and ties by insertion: what one join of the index with
-    ``records`` ordered by ``bm25, seq`` gives, without reading the record of every match.
+    conn: sqlite3.Connection, expr: str, where: str, args: Sequence[Any], k: int
+) -> list[tuple[str, float]]:
+    """The ids of the best ``k`` records matching ``expr`` and ``where`` (over ``records
+    r``), each with its score (``-bm25``), best first and ties by insertion: what one join
+    of the index with ``records`` ordered by ``bm25, seq`` gives, without reading the record
+    of every match.
 
     The index ranks its matches by itself (``bm25`` depends on the matched row and table-wide
     statistics only); the records of the best ``n`` are then read and checked against
     ``where``. When fewer than ``k`` pass and the index had more than ``n`` matches, ``n``
     grows and the index is asked again, so the answer is always that of the full join.
+    The admitted records come back as one row of two JSON arrays (seqs, ids): one step of
+    the statement instead of one per record (each step is a trip out of and back into the
+    interpreter lock, which a busy event loop holds), and no row object per record.
     """
     n = k + _SLACK
     while True:
@@ -67,15 +72,13 @@ def ranked(
         seqs = "[" + ",".join(str(int(h[0])) for h in hits) + "]"
         # CROSS JOIN keeps this order (each hit looks up its record by seq); left to
         # itself the planner scans the user's records by the scope index (30x slower).
-        admitted = {
-            int(row["seq"]): row
-            for row in conn.execute(
-                f"SELECT r.seq AS seq, {columns} FROM json_each(?) AS hit CROSS JOIN records r "
-                f"ON r.seq = hit.value WHERE {where}",
-                [seqs, *args],
-            )
-        }
-        out = [(admitted[int(seq)], -float(rank)) for seq, rank in hits if int(seq) in admitted]
+        found, ids = conn.execute(
+            "SELECT json_group_array(r.seq), json_group_array(r.id) FROM json_each(?) AS hit "
+            f"CROSS JOIN records r ON r.seq = hit.value WHERE {where}",
+            [seqs, *args],
+        ).fetchone()
+        admitted: dict[int, str] = dict(zip(json.loads(found), json.loads(ids), strict=True))
+        out = [(admitted[seq], -float(rank)) for seq, rank in hits if seq in admitted]
         if len(out) >= k or len(hits) < n:
             return out[:k]
         n *= 8

@@ -1278,7 +1278,9 @@ class SQLiteStore:
         ties = cache.seq[keep]
         if not needs_python(filters):
             best = top_k(scores, k, ties)
-            return [Candidate(cache.ids[keep[i]], float(scores[i])) for i in best]
+            # Python ints and floats first (``tolist``): indexing numpy per element is slow
+            rows, values = keep[best].tolist(), scores[best].tolist()
+            return [Candidate(cache.ids[j], v) for j, v in zip(rows, values, strict=True)]
         order = top_k(scores, scores.size, ties)
         out: list[Candidate] = []
         step = max(4 * k, 64)  # over-fetch: most rows usually pass the metadata filter
@@ -1305,8 +1307,8 @@ class SQLiteStore:
         if not needs_python(filters):
             with self._read() as c:
                 return [
-                    Candidate(row["id"], score)
-                    for row, score in ranked(c, expr, f"{sw} AND {fw}", [*sa, *fa], "r.id", k)
+                    Candidate(rid, score)
+                    for rid, score in ranked(c, expr, f"{sw} AND {fw}", [*sa, *fa], k)
                 ]
         # Metadata filters run in Python on decoded records: every match is read.
         sql = (
