@@ -92,6 +92,12 @@ def test_a_left_value_no_fact_holds_ends_nothing(mem: Memory) -> None:
             "I no longer work at Acme, and I work at Globex now.",
             [("employer", "Globex", "Acme")],
         ),
+        (  # make demo's last turn: "now work at" after "I left … and" was no employer
+            "Big news: I left the solar startup and now work at a wind-turbine company.",
+            [("employer", "a wind-turbine company", "the solar startup")],
+        ),
+        ("I now work as a nurse.", [("occupation", "nurse", "")]),
+        ("I left my keys at home and went back.", []),
         ("我现在最喜欢的运动是游泳。", [("favorite_运动", "游泳", "")]),
         ("我已经不去金锅小炒了，现在最喜欢巷子里火锅。", [("favorite", "巷子里火锅", "金锅小炒")]),
     ],

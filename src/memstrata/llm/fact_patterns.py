@@ -66,6 +66,10 @@ _PETS = r"dog|cat|puppy|kitten|parrot|rabbit|hamster|fish|bird|turtle"
 _ZH_PETS = r"猫|狗|小狗|小猫|鹦鹉|兔子|仓鼠|鱼|乌龟|鸟"
 
 
+# "I left the startup and now work at …", "I now work as …": the same statement of a job
+_NOW_WORK = r"(?:(?:have |'ve )?left [^.,;!?\n]{1,60}? and )?(?:now |currently )?"
+
+
 def _slug(text: str) -> str:
     slug = re.sub(r"[^\w]+", "_", text.lower()).strip("_")
     return slug[:100] or "item"
@@ -153,8 +157,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
     _p(r"\bwe (?:live|are living|'re living) in\s+" + _V, "identity", "location", 0.8),
     _p(r"\bI (?:come|am|'m) from\s+" + _V, "identity", "hometown", 0.8),
-    _p(r"\bI work as (?:an? )?" + _V, "identity", "occupation", 0.85),
-    _p(r"\bI work (?:at|for)\s+" + _V, "identity", "employer", 0.85),
+    _p(r"\bI " + _NOW_WORK + r"work as (?:an? )?" + _V, "identity", "occupation", 0.85),
+    _p(r"\bI " + _NOW_WORK + r"work (?:at|for)\s+" + _V, "identity", "employer", 0.85),
     # a new job, said with its role ("joined the choir" is no employer)
     _p(
         r"\bI (?:(?:have |'ve )?left [^.,;!?\n]{1,60}? and )?(?:have |'ve )?(?:just |recently )?"
@@ -396,7 +400,8 @@ _CHANGE = re.compile(
 # the user left; a fact said in the same sentence is linked to the fact that held it.
 _LEFT = re.compile(
     r"(?i:\bI(?:'ve| have)?\s+(?:stopped|quit)\s+(?:going|eating|shopping|working)\s+(?:to|at|in)"
-    r"\s+|\bI\s+no\s+longer\s+(?:go|eat|shop|work|live)\s+(?:to|at|in)\s+)"
+    r"\s+|\bI\s+no\s+longer\s+(?:go|eat|shop|work|live)\s+(?:to|at|in)\s+"
+    r"|\bI(?:'ve| have)?\s+left\s+(?=[^.;!?\n]{1,60}?\s+and\s+(?:now\s+)?(?:work|joined)\b))"
     r"(?P<value>[^.,;!?\n]{1,60}?)"
     r"(?=\s+(?i:anymore|any more|and|but|because|since)\b|\s*[.,;!?\n]|\s*$)"
     r"|我(?:已经)?(?:不再|不)去(?P<zvalue>[^，。！？、；,.!?;\n]{1,30}?)了?(?=[，。！？、；,.!?;\n]|$)"
