@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -84,14 +85,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def live_server(served: Served, tmp_path: Path) -> Iterator[Served]:
-    """The same store and keys served by a real uvicorn on 127.0.0.1 (schemathesis, the
-    browser, bench): an app of its own, whose AsyncMemory uvicorn's lifespan opens on the
-    server's loop (as ``memstrata serve`` does)."""
+@contextmanager
+def uvicorn_on(app: Any) -> Iterator[str]:
+    """``app`` served by a real uvicorn on a thread, on a free port of 127.0.0.1; yields its
+    base URL once it is up, and stops it after."""
     port = free_port()
-    native = native_memory(tmp_path / "server.db")
-    app = create_app(native, served.keys, limits=Limits(rate=0), on_close=native.aclose)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
     )
@@ -102,10 +100,23 @@ def live_server(served: Served, tmp_path: Path) -> Iterator[Served]:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.05)
-    served.url = f"http://127.0.0.1:{port}"
-    yield served
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def live_server(served: Served, tmp_path: Path) -> Iterator[Served]:
+    """The same store and keys served by a real uvicorn on 127.0.0.1 (schemathesis, the
+    browser, bench): an app of its own, whose AsyncMemory uvicorn's lifespan opens on the
+    server's loop (as ``memstrata serve`` does)."""
+    native = native_memory(tmp_path / "server.db")
+    app = create_app(native, served.keys, limits=Limits(rate=0), on_close=native.aclose)
+    with uvicorn_on(app) as url:
+        served.url = url
+        yield served
 
 
 CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,6 @@ from typing import Any
 
 import httpx2
 import pytest
-import uvicorn
 
 from memstrata import AsyncMemory, Memory, Scope
 from memstrata.errors import ImportFormatError, StoreError
@@ -27,7 +25,7 @@ from memstrata.server import create_app
 from memstrata.server.app import Limits
 from memstrata.server.keys import SQLiteKeyStore
 
-from .conftest import free_port
+from .conftest import uvicorn_on
 
 N, PAGE = 25, 10  # three pages: 10, 10, 5
 ALICE = Scope("acme", "alice")
@@ -59,26 +57,15 @@ def live(
         app = create_app(native, keys, limits=Limits(rate=0), on_close=native.aclose, mcp=False)
     else:
         app = create_app(mem, keys, limits=Limits(rate=0), mcp=False)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    store = native.store.sync if native is not None else mem.store  # type: ignore[attr-defined]
-    yield Live(
-        f"http://127.0.0.1:{port}/v1/users/alice",
-        {"Authorization": f"Bearer {member}"},
-        {"Authorization": f"Bearer {admin}"},
-        store,
-        mem,
-    )
-    server.should_exit = True
-    thread.join(timeout=10)
+    with uvicorn_on(app) as base:  # (the lifespan opens the AsyncMemory's store)
+        store = native.store.sync if native is not None else mem.store  # type: ignore[attr-defined]
+        yield Live(
+            f"{base}/v1/users/alice",
+            {"Authorization": f"Bearer {member}"},
+            {"Authorization": f"Bearer {admin}"},
+            store,
+            mem,
+        )
     keys.close()
     mem.close()
 
