@@ -58,6 +58,7 @@ from memstrata.policies.forgetting import (
     age_days,
     decay_score,
     explicit_forget,
+    importance_by_tag_args,
     is_protected,
     make_policy,
     with_importance_by_tag,
@@ -494,13 +495,9 @@ async def set_importance_by_tag(
     """Batch importance change (seed 000): every current record tagged ``tag`` (redacted
     like the stored tags are, so a tag holding an address matches its placeholder)."""
     uscope = _user(scope)
-    if isinstance(tag, str):
-        tag = ctx.redact_query(uscope, tag)
-    records = await _all(
-        ctx,
-        uscope,
-        Filters(tags_any=frozenset({tag})) if isinstance(tag, str) and tag.strip() else Filters(),
-    )
+    tag, importance = importance_by_tag_args(tag, importance)
+    tag = ctx.redact_query(uscope, tag)
+    records = await _all(ctx, uscope, Filters(tags_any=frozenset({tag})))
     updated = with_importance_by_tag(records, tag, importance, ctx.clock.now())
     for new in updated:
         await ctx.replace(uscope, new, expected_version=new.version - 1, reindex=False)

@@ -1002,13 +1002,13 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         from memstrata._async import maintenance as _maintenance
 
-        scope = self._owner(scope)
-        if not isinstance(tag, str) or not tag.strip():
-            raise ValidationError(f"tag must be a non-empty string, got {tag!r}"[:120])
-        (tag,) = check_tags([tag], "tag")
-        importance, actor = check_unit(importance, "importance"), check_text(actor, "actor")
         return await _maintenance.set_importance_by_tag(
-            self._ctx, scope, tag, importance, audit=self.audit, actor=actor
+            self._ctx,
+            self._owner(scope),
+            tag,
+            importance,
+            audit=self.audit,
+            actor=check_text(actor, "actor"),
         )
 
     # --- access control (seed 003): Scope(caller=..., roles=...) reads, owners write ------

@@ -55,6 +55,7 @@ from typing import Protocol, runtime_checkable
 
 from ..errors import ValidationError
 from ..records import MemoryRecord, RecordType, Source
+from ..validation import check_tags
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -81,6 +82,7 @@ __all__ = [
     "importance_forget_score",
     "is_protected",
     "make_policy",
+    "importance_by_tag_args",
     "with_importance_by_tag",
 ]
 
@@ -498,14 +500,21 @@ def explicit_forget(record_ids: Sequence[str], reason: str = "explicit request")
     return [Decision(i, Action.FORGET, "explicit", reason, 1.0) for i in record_ids]
 
 
+def importance_by_tag_args(tag: object, importance: object) -> tuple[str, float]:
+    """``tag`` and ``importance`` of :func:`with_importance_by_tag`, checked (before the
+    caller reads a record by that tag)."""
+    if not isinstance(tag, str) or not tag.strip():
+        raise ValidationError("tag must be a non-empty string")
+    (tag,) = check_tags([tag], "tag")
+    return tag, _unit(importance, "importance")
+
+
 def with_importance_by_tag(
     records: Sequence[MemoryRecord], tag: str, importance: float, now: datetime
 ) -> list[MemoryRecord]:
     """New versions of the records tagged ``tag`` with ``importance`` (seed 000's
     ``batch_set_importance``); records already at that importance are left out."""
-    if not isinstance(tag, str) or not tag.strip():
-        raise ValidationError("tag must be a non-empty string")
-    value = _unit(importance, "importance")
+    tag, value = importance_by_tag_args(tag, importance)
     return [
         replace(r, importance=value, version=r.version + 1, updated_at=now)
         for r in records
