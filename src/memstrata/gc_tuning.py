@@ -5,9 +5,9 @@ A search or a context build allocates tens of thousands of short-lived container
 (700 allocations) collections run in the middle of every call; the call's live objects
 survive them, are promoted to the oldest generation, and every few calls a full collection
 of the whole heap (10-25 ms in a process holding a 10k-record store) lands inside one call.
-That was most of ``build_context``'s p95 in ``memstrata bench scale`` (README, "The garbage
-collector and the tail"). A first threshold of a few thousand lets a call's temporaries die
-young instead.
+That was most of ``build_context``'s p95 in ``memstrata bench scale``
+(docs/measurements.md, "The garbage collector and the tail"). A first threshold of a few
+thousand lets a call's temporaries die young instead.
 
 The library never calls :func:`tune_gc` by itself (it does not change its host's process);
 the CLI does in ``main`` (so ``memstrata serve``, ``worker``, ``mcp`` and ``bench``), and so

@@ -4,7 +4,7 @@ that matter (ContextConfig.trim_turns_over, context/trim.py).
 
 On the user ↔ assistant synthetic set (`bench convo --style assistant`), replies of 100–300
 tokens sharing the question's words filled a 1,000-token context and pushed out the short
-request that held the answer (README, "Issue 13, tenth session")."""
+request that held the answer (docs/measurements.md, "Issue 13, tenth session")."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Turns that only ask rank below statements in build_context (ContextConfig.question_penalty).
 
 On LoCoMo, ~10 % of turns are mostly questions and ~2 % of the turns that hold an answer are;
-question-shaped turns ranked high for a question and filled the context (README, "Issue 13,
-ninth session")."""
+question-shaped turns ranked high for a question and filled the context
+(docs/measurements.md, "Issue 13, ninth session")."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 Every lever here was measured on LoCoMo and on the synthetic conversational set
 (``memstrata bench locomo`` / ``bench convo``, English and Chinese). ``resolve_dates``,
 ``compact_dates``, ``digest_share``, ``tokens_per_candidate``, ``question_penalty``,
-``assistant_penalty`` and ``trim_turns_over`` helped or tied on all of them (README,
-"Benchmarks"; the last two were measured on the user-assistant style of the synthetic set
+``assistant_penalty`` and ``trim_turns_over`` helped or tied on all of them (docs/measurements.md,
+"Context quality"; the last two were measured on the user-assistant style of the synthetic set
 and change nothing where every turn is stored as the user's), so they are on by default;
 the others did not help on every set and are opt-in:
 ``Memory.context_config = ContextConfig(neighbour_hits=10, ...)``.
@@ -73,14 +73,14 @@ class ContextConfig:
     clusters_in_search: bool = False
     # A turn's score minus this × the share of it that only asks (context/question_turns.py):
     # question-shaped turns rank high for a question and rarely hold its answer. Helped or
-    # tied on LoCoMo and both synthetic sets (README, "Issue 13, ninth session").
+    # tied on LoCoMo and both synthetic sets (docs/measurements.md, "Issue 13, ninth session").
     question_penalty: float = 0.3
     # An assistant's turn (Role.ASSISTANT) scores this much lower unless the question speaks
     # to the assistant ("you", 你): what the user is asked about, the user said
     # (context/roles.py). Turns stored as the user's are never affected. With trim_turns_over
     # it took the user-assistant synthetic set from 82.0 / 86.8 / 87.7 to 94.7 / 99.1 / 100
     # (English) and 80.1 / 78.9 / 82.7 to 99.1 / 100 / 100 (Chinese) at 1k / 2k / 4k tokens
-    # (README, "Issue 13, tenth session").
+    # (docs/measurements.md, "Issue 13, tenth session").
     assistant_penalty: float = 0.5
     # An assistant's turn longer than this many tokens is shown as its sentences sharing a
     # word with the question, "…" for the rest, unless the question speaks to the assistant

@@ -9,7 +9,7 @@ A turn with no such sentence is shown whole (nothing says which part matters). I
 applied when the question speaks to the assistant ("Which name did you suggest?"): the
 sentence that answers it need not share a word with it, and cutting lost it on the synthetic
 set. The user's turns are never cut: on LoCoMo, where turns are 20–40 tokens, trimming
-turns lost answers (README, "Issue 13, eighth session").
+turns lost answers (docs/measurements.md, "Issue 13, eighth session").
 """
 
 from __future__ import annotations

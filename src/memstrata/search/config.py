@@ -26,8 +26,8 @@ class SearchConfig:
     # Weighted fusion's BM25 scores: "minmax" = the pool's weakest candidate counts 0;
     # "max" = divided by the query's best (0 stays "no query term"). "max" raises evidence
     # recall of search (Chinese synthetic @25 83.0 -> 87.8) but lost 0.9 points of Chinese
-    # answer recall in a 1k context and tied elsewhere (README, "Issue 13, ninth session"):
-    # opt-in.
+    # answer recall in a 1k context and tied elsewhere (docs/measurements.md, "Issue 13,
+    # ninth session"): opt-in.
     lexical_scale: Literal["max", "minmax"] = "minmax"
     pool_factor: int = 3  # candidates fetched per list = pool_factor · top_k (≥ min_pool)
     min_pool: int = 50
