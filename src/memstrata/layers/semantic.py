@@ -232,8 +232,12 @@ class FactService:
             current_left=current is not None
             and bool(fact.replaces)
             and holds(str(data["value"]), fact.replaces),
+            current_ended=data.get("ended") is True,
+            incoming_ended=fact.ended,
             confirm_step=self._ctx.config.fact_confirm_step,
         )
+        if decision.action is FactAction.UNCHANGED and current is not None:
+            return FactOutcome(FactAction.UNCHANGED, current)  # it ends a value not held
         if decision.action is FactAction.INSERTED or current is None:
             # One of several likes the user left ends when the new fact is surer of itself;
             # it stays in the history, and comes back if the new fact's turns are purged.
@@ -276,6 +280,8 @@ class FactService:
             self._ctx.replace(scope, updated, expected_version=current.version, reindex=False)
             return FactOutcome(FactAction.CONFIRMED, updated)
         if decision.action is FactAction.REPLACED:
+            if fact.ended:  # the ending names the value it ends as the fact held it
+                fact = fact.model_copy(update={"value": str(data["value"])})
             record = self._new(
                 scope,
                 fact,
@@ -368,10 +374,12 @@ class FactService:
         }
         if replaces:
             structured["replaces"] = replaces
+        if fact.ended:
+            structured["ended"] = True
         return build_record(
             self._ctx,
             scope,
-            fact_text(fact.key, fact.value),
+            fact_text(fact.key, fact.value, ended=fact.ended),
             type=RecordType.FACT,
             importance=max(0.6, min(1.0, decision.confidence)),
             confidence=decision.confidence,

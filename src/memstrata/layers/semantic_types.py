@@ -52,12 +52,17 @@ class FactDecision:
 _PREFERENCES = frozenset({"likes", "dislikes", "prefers"})
 
 
-def fact_text(key: str, value: str, conflicts: Sequence[Mapping[str, Any]] = ()) -> str:
+def fact_text(
+    key: str, value: str, conflicts: Sequence[Mapping[str, Any]] = (), *, ended: bool = False
+) -> str:
     """What a fact reads as, in search and in context: ``"allergy: peanuts"``. A preference's
     key names its object, so that several stay apart (``likes_hiking``, ``likes_jazz``); its
     text does not say it twice (``"likes: hiking"``, not ``"likes_hiking: hiking"``). Other
     values the user said that did not replace it (``conflicts``, the newest two) are shown
-    with it, so a reader sees both: ``"location: Paris (also said: Lyon)"``."""
+    with it, so a reader sees both: ``"location: Paris (also said: Lyon)"``. A value the user
+    said no longer holds (``ended``) reads ``"location: no longer Berlin"`` (不再是柏林)."""
+    if ended:
+        value = f"不再是{value}" if is_cjk(value) else f"no longer {value}"
     head, sep, _ = key.partition("_")
     text = f"{head}: {value}" if sep and head in _PREFERENCES else f"{key}: {value}"
     others = list(
@@ -104,13 +109,33 @@ def decide(
     *,
     current_expired: bool = False,
     current_left: bool = False,
+    current_ended: bool = False,
+    incoming_ended: bool = False,
     confirm_step: float = 0.05,
 ) -> FactDecision:
     """Seed 001's conflict rules (pure); see the module docstring. ``current_left``: the
     statement says the user left the current value ("I've stopped going to X"), which
-    replaces it whatever the confidences."""
+    replaces it whatever the confidences.
+
+    ``incoming_ended``: the statement says its value no longer holds ("I no longer live in
+    Berlin"); it ends a current value that holds it (replaced by the ended fact, whatever the
+    confidences), confirms an ended one of the same value, and leaves any other value alone
+    (``UNCHANGED``: nothing it says is about the current value). ``current_ended``: the
+    current fact is such an ending, which any value the user then states replaces."""
     if current_value is None:
         return FactDecision(FactAction.INSERTED, incoming_confidence, 1)
+    if incoming_ended:
+        if current_ended and same_value(current_value, incoming_value):
+            return FactDecision(
+                FactAction.CONFIRMED,
+                round(min(1.0, current_confidence + confirm_step), 6),
+                current_mentions + 1,
+            )
+        if not current_ended and holds(current_value, incoming_value):
+            return FactDecision(FactAction.REPLACED, incoming_confidence, 1)
+        return FactDecision(FactAction.UNCHANGED, current_confidence, current_mentions)
+    if current_ended:
+        return FactDecision(FactAction.REPLACED, incoming_confidence, 1)
     if same_value(current_value, incoming_value) and not current_expired:
         return FactDecision(
             FactAction.CONFIRMED,
@@ -188,6 +213,7 @@ def fact_without(
             conflicts.remove(newest)
             kept = tuple(newest["source_ids"])
             confidence = float(newest.get("confidence", confidence))
+            data.pop("ended", None)  # a value the user said, not the one they left
             data.update(
                 value=newest["value"],
                 evidence=newest.get("evidence"),
@@ -200,7 +226,9 @@ def fact_without(
     if link and link not in gone:
         kept = (*kept, link)
     if "key" in data and "value" in data:  # written by the fact layer: "key: value (...)"
-        text = fact_text(str(data["key"]), str(data["value"]), conflicts)
+        text = fact_text(
+            str(data["key"]), str(data["value"]), conflicts, ended=data.get("ended") is True
+        )
     if "conflicts" in data:
         data["conflicts"] = conflicts
     return replace(

@@ -149,6 +149,14 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(r"\bmy (?P<rel>" + _EN_REL + r") is\s+" + _V, "relation", _rel_key, 0.8),
     _p(r"\bI (?:live|am living|'m living) in\s+" + _V, "identity", "location", 0.85),
     _p(r"\b(?:I'm|I am) (?:based|located) in\s+" + _V, "identity", "location", 0.85),
+    # "I moved from Berlin to Rome": Rome, and Berlin is the value left
+    _p(
+        r"\b(?:I|we) (?:have |'ve )?(?:just |recently |finally )?(?:moved|relocated) (?:away )?"
+        r"from\s+[^.,;!?\n]{1,60}?\s+to\s+" + _V,
+        "identity",
+        "location",
+        0.85,
+    ),
     _p(
         r"\b(?:I|we) (?:have |'ve )?(?:just |recently |finally )?(?:moved|relocated) to\s+" + _V,
         "identity",
@@ -260,7 +268,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(r"我的?(?P<rel>" + _ZH_REL + r")是" + _ZV, "relation", _rel_key, 0.8, english=False),
     _p(r"我们?(?:现在)?住在" + _ZV, "identity", "location", 0.85, english=False),
     _p(
-        r"我们?(?:刚刚?|最近|已经)?搬(?:到了?|去了?)" + _ZV,
+        r"我们?(?:刚刚?|最近|已经)?(?:从[^，。！？、；,.!?;\n]{1,30}?)?搬(?:到了?|去了?)" + _ZV,
         "identity",
         "location",
         0.85,
@@ -401,11 +409,95 @@ _CHANGE = re.compile(
 _LEFT = re.compile(
     r"(?i:\bI(?:'ve| have)?\s+(?:stopped|quit)\s+(?:going|eating|shopping|working)\s+(?:to|at|in)"
     r"\s+|\bI\s+no\s+longer\s+(?:go|eat|shop|work|live)\s+(?:to|at|in)\s+"
-    r"|\bI(?:'ve| have)?\s+left\s+(?=[^.;!?\n]{1,60}?\s+and\s+(?:now\s+)?(?:work|joined)\b))"
+    r"|\bI(?:'ve| have)?\s+left\s+(?=[^.;!?\n]{1,60}?\s+and\s+(?:now\s+)?(?:work|joined)\b)"
+    r"|\b(?:I|we)(?:'ve| have)?\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+"
+    r"(?:away\s+)?from\s+(?=[^.,;!?\n]{1,60}?\s+to\s))"
     r"(?P<value>[^.,;!?\n]{1,60}?)"
-    r"(?=\s+(?i:anymore|any more|and|but|because|since)\b|\s*[.,;!?\n]|\s*$)"
+    r"(?=\s+(?i:anymore|any more|and|but|because|since|to)\b|\s*[.,;!?\n]|\s*$)"
     r"|我(?:已经)?(?:不再|不)去(?P<zvalue>[^，。！？、；,.!?;\n]{1,30}?)了?(?=[，。！？、；,.!?;\n]|$)"
+    r"|从(?P<zfrom>[^，。！？、；,.!?;\n]{1,30}?)搬(?:到|去)"
 )
+# A value the user says no longer holds, with no new one: "I no longer live in Berlin", "I
+# quit my job at Acme", 我已经不在谷歌工作了. Each says the value changed (a plain "I don't live
+# in Berlin" says nothing about before and matches none). The profile ends the current fact
+# that holds the value; a sentence that also gives the new value is a replacement instead.
+_EV = r"(?P<value>[^.,;!?\n]{1,60}?)"
+_ZEV = r"(?P<value>[^，。！？、；,.!?;\n]{1,30}?)"
+_AGAIN = r"\s+(?:anymore|any more)\b"
+_ZWORK = r"(?!家|家里|外面|这里|那里)" + _ZEV  # 我不在家工作了 is no employer
+_ENDED: tuple[_Pattern, ...] = (
+    _p(
+        r"\bI\s+(?:(?:have|'ve)\s+)?no\s+longer\s+(?:live|reside)\s+in\s+" + _EV,
+        "identity",
+        "location",
+        0.9,
+    ),
+    _p(_I_AM + r"no\s+longer\s+(?:living|based)\s+in\s+" + _EV, "identity", "location", 0.9),
+    _p(
+        r"\bI\s+(?:don't|do not|dont)\s+live\s+in\s+" + _EV + _AGAIN,
+        "identity",
+        "location",
+        0.9,
+    ),
+    _p(
+        r"\b(?:I|we)(?:'ve| have)?\s+(?:just\s+|recently\s+)?moved\s+(?:out\s+of|away\s+from)\s+"
+        r"(?P<value>(?:(?!\s+to\s)[^.,;!?\n]){1,60}?)",
+        "identity",
+        "location",
+        0.9,
+    ),
+    _p(
+        r"\bI\s+(?:(?:have|'ve)\s+)?no\s+longer\s+work\s+(?:at|for)\s+" + _EV,
+        "identity",
+        "employer",
+        0.9,
+    ),
+    _p(
+        _I_AM + r"no\s+longer\s+(?:working|employed)\s+(?:at|for|by)\s+" + _EV,
+        "identity",
+        "employer",
+        0.9,
+    ),
+    _p(
+        r"\bI\s+(?:don't|do not|dont)\s+work\s+(?:at|for)\s+" + _EV + _AGAIN,
+        "identity",
+        "employer",
+        0.9,
+    ),
+    _p(
+        r"\bI(?:'ve| have)?\s+(?:just\s+|recently\s+|finally\s+)?(?:quit|left)\s+my\s+job\s+"
+        r"(?:at|with)\s+" + _EV,
+        "identity",
+        "employer",
+        0.9,
+    ),
+    _p(r"我们?(?:已经)?不再住在" + _ZEV, "identity", "location", 0.9, english=False),
+    _p(r"我们?(?:已经)?不住在" + _ZEV + r"了", "identity", "location", 0.9, english=False),
+    _p(r"我们?(?:已经)?(?:搬离|搬出)了?" + _ZEV, "identity", "location", 0.9, english=False),
+    _p(
+        r"我们?(?:已经)?从" + _ZEV + r"(?:搬走|搬出来)了?",
+        "identity",
+        "location",
+        0.9,
+        english=False,
+    ),
+    _p(
+        r"我(?:已经)?不再在" + _ZWORK + r"(?:工作|上班)了?",
+        "identity",
+        "employer",
+        0.9,
+        english=False,
+    ),
+    _p(
+        r"我(?:已经)?不在" + _ZWORK + r"(?:工作|上班)了",
+        "identity",
+        "employer",
+        0.9,
+        english=False,
+    ),
+    _p(r"我(?:已经)?从" + _ZEV + r"辞职了?", "identity", "employer", 0.9, english=False),
+)
+_JOB_AT = re.compile(r"^my\s+(?:job|position|role)\s+(?:at|with)\s+", re.IGNORECASE)
 _NOW = re.compile(r"(?i:\b(?:now|nowadays|these days|currently)\b)|现在|如今|目前")
 
 
@@ -462,7 +554,45 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
                         replaces=_left_value(evidence, value),
                     )
                 )
+        facts.extend(_ended(text, taken, facts, seen))
     return facts
+
+
+def _ended(
+    text: str,
+    taken: list[tuple[int, int]],
+    facts: list[ExtractedFact],
+    seen: set[tuple[str, str]],
+) -> list[ExtractedFact]:
+    """The values ``text`` says no longer hold (``_ENDED``), outside the spans a fact was
+    taken from; not one a fact of the text already says it replaced."""
+    left = [f.replaces.casefold() for f in facts if f.replaces]
+    out: list[ExtractedFact] = []
+    for pattern in _ENDED:
+        for m in pattern.regex.finditer(text):
+            if any(m.start() < end and start < m.end() for start, end in taken):
+                continue
+            value = _clean(m.group("value"))
+            if pattern.key(m) in _PLACES:
+                value = _PLACE_END.split(value, maxsplit=1)[0].strip()
+            if not value or value.lower() in _VAGUE or value.casefold() in left:
+                continue
+            key = pattern.key(m)
+            if (key, "ended:" + value) in seen:
+                continue
+            seen.add((key, "ended:" + value))
+            taken.append((m.start(), m.end()))
+            out.append(
+                ExtractedFact(
+                    category=pattern.category,
+                    key=key,
+                    value=value,
+                    confidence=pattern.confidence,
+                    evidence=_evidence(text, m),
+                    ended=True,
+                )
+            )
+    return out
 
 
 def _left_value(evidence: str, value: str) -> str:
@@ -470,7 +600,8 @@ def _left_value(evidence: str, value: str) -> str:
     m = _LEFT.search(evidence)
     if m is None:
         return ""
-    left = _clean(m.group("value") or m.group("zvalue") or "")
+    left = _clean(m.group("value") or m.group("zvalue") or m.group("zfrom") or "")
+    left = _JOB_AT.sub("", left)  # "I left my job at Acme and now work at …": Acme
     return "" if not left or left.casefold() in value.casefold() else left
 
 

@@ -23,6 +23,9 @@ class ExtractedFact(BaseModel):
     # An earlier value the same sentence says the user left ("I've stopped going to X; Y is
     # my favourite now"): the profile links the new value to the fact that held it.
     replaces: str = Field(default="", max_length=2000)
+    # The user says ``value`` no longer holds, with no new value ("I no longer live in
+    # Berlin", 我已经不在谷歌工作了): the current fact holding it ends, kept in its history.
+    ended: bool = False
 
 
 class TaskOutcome(BaseModel):

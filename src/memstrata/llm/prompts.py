@@ -99,7 +99,9 @@ def extract_facts_prompt(texts: Sequence[str]) -> Messages:
             "other. key: a short snake_case English identifier such as favorite_drink. value: "
             "the user's own words. confidence: 0.0-1.0. evidence: the sentence it came from. "
             'replaces: an earlier value the user says this one replaces ("I stopped going '
-            'to X"), else empty. '
+            'to X"), else empty. ended: true only when the user says a value no longer '
+            'holds and gives no new one ("I no longer live in Berlin": key location, value '
+            "Berlin, ended true). "
             f'{_SAME_LANGUAGE} Return {{"facts": []}} if there are none.\n\n'
             f"Texts:\n{_numbered(texts)}"
         ),
