@@ -29,6 +29,9 @@ def _facts(text: str) -> dict[str, str]:
         "Call me crazy, but I think so.",
         "我喜欢你的画。",
         "我喜欢这个颜色。",
+        "I'm 5 minutes away.",
+        "I'm 34 weeks pregnant.",
+        "我34岁的时候去了北京。",
     ],
 )
 def test_reactions_and_passing_states_are_not_facts(text: str) -> None:
@@ -52,6 +55,13 @@ def test_reactions_and_passing_states_are_not_facts(text: str) -> None:
         ("Call me Ishmael.", "name", "Ishmael"),
         ("我喜欢爬山。", "likes_爬山", "爬山"),
         ("我最喜欢的饺子店是蓝灯笼。", "favorite_饺子店", "蓝灯笼"),
+        ("My dog's name is Rex.", "pet_dog", "Rex"),
+        ("My cat is called Mimi.", "pet_cat", "Mimi"),
+        ("I'm 34 years old.", "age", "34"),
+        ("I am 34 and I live in Rome.", "age", "34"),
+        ("我今年34岁。", "age", "34"),
+        ("我三十四岁了。", "age", "三十四"),
+        ("我的狗叫旺财。", "pet_狗", "旺财"),
     ],
 )
 def test_standing_preferences_and_identities_stay(text: str, key: str, value: str) -> None:

@@ -141,6 +141,18 @@ _PATTERNS: tuple[_Pattern, ...] = (
         0.85,
     ),
     _p(
+        r"\bmy (?P<pet>" + _PETS + r")(?:'s name is| is (?:named|called))\s+" + _V,
+        "relation",
+        lambda m: "pet_" + m.group("pet").lower(),
+        0.85,
+    ),
+    _p(
+        _I_AM + r"(?P<value>\d{1,3})(?: years old| years of age|(?= and\b)|(?=\s*[.,;!?\n]|\s*$))",
+        "identity",
+        "age",
+        0.85,
+    ),
+    _p(
         r"\bmy (?P<rel>" + _EN_REL + r")(?:'s name is| is (?:named|called))\s+" + _V,
         "relation",
         lambda m: _rel_key(m, "_name"),
@@ -258,6 +270,20 @@ _PATTERNS: tuple[_Pattern, ...] = (
         english=False,
     ),
     _p(r"我养了(?:一只|一条|两只|只|条)?" + _ZV, "relation", "pet", 0.8, english=False),
+    _p(
+        r"我的?(?P<pet>" + _ZH_PETS + r")(?:的名字)?(?:叫做|名叫|叫)" + _ZV,
+        "relation",
+        lambda m: "pet_" + m.group("pet"),
+        0.85,
+        english=False,
+    ),
+    _p(
+        r"我(?:今年|现在)?(?P<value>\d{1,3}|[一二三四五六七八九十]{1,3})岁了?",
+        "identity",
+        "age",
+        0.85,
+        english=False,
+    ),
     _p(
         r"我的?(?P<rel>" + _ZH_REL + r")(?:的名字)?(?:叫做|名叫|叫)" + _ZV,
         "relation",
