@@ -40,6 +40,16 @@ from memstrata.search.tokenize import tokenize
         ("你能提醒我一下我现在住在哪个城市吗？", False),
         ("Can you remind me which novel you recommended?", True),
         ("你还记得你推荐的那本书吗？", True),
+        # no "you": asked about what the assistant said all the same
+        ("Which novel was recommended to me for the flight?", True),
+        ("What name did the assistant suggest for my bakery?", True),
+        ("Can you remind me what was suggested to me for the bakery's name?", True),
+        ("助手推荐了哪本小说？", True),
+        ("推荐给我的是哪本小说？", True),
+        ("What did my doctor say about my diet?", False),
+        ("Which city do I live in now?", False),
+        ("What did John find hard about becoming assistant manager?", False),
+        ("How did the assistant manager help Maria?", False),
     ],
 )
 def test_addresses_assistant(question: str, addressed: bool) -> None:

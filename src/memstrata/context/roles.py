@@ -29,7 +29,25 @@ _REQUEST = re.compile(
 )
 
 
+# Asked about the assistant without "you": "What did the assistant suggest ...?", "Which
+# novel was recommended to me?", 助手推荐了哪本书, 推荐给我的是哪本小说. Taken for one put to the
+# assistant, a question about something else (a doctor's advice) only loses the penalty:
+# the assistant's turns compete as they did without one.
+_ABOUT_ASSISTANT = re.compile(
+    r"\b(?:the|my|this)\s+(?:AI\s+)?(?:assistant|chatbot|bot)\b"
+    r"(?!\s+(?:manager|director|coach|professor|principal|editor|teacher|chef|referee))"
+    r"|\b(?:the|my)\s+AI\b"
+    r"|\b(?:recommended|suggested|advised|proposed)\s+(?:to\s+|for\s+)?me\b"
+    r"|\bwas\s+I\s+(?:told|advised|recommended|given)\b"
+    r"|助手|助理|机器人|推荐给我|建议给我|给我推荐|给我建议|推荐我|建议我",
+    re.I,
+)
+
+
 def addresses_assistant(question: str) -> bool:
     """Whether ``question`` speaks to the assistant: a second-person word that is not only
-    the form of a request ("Can you remind me ...", "你还记得 ... 吗")."""
-    return bool(_SECOND_PERSON.search(_REQUEST.sub(" ", question)))
+    the form of a request ("Can you remind me ...", "你还记得 ... 吗"), or a question about
+    what the assistant said that names no one ("Which novel was recommended to me?")."""
+    return bool(
+        _SECOND_PERSON.search(_REQUEST.sub(" ", question)) or _ABOUT_ASSISTANT.search(question)
+    )
