@@ -129,6 +129,8 @@ def test_the_users_words_are_not_crowded_out_by_long_replies() -> None:
         assert "Luna" in _shown(mem, ask, "What is my turtle's name?")
         # a question to the assistant about what it said keeps its replies in the running
         assert "Harbor Clinic" in _shown(mem, ask, "Which vet did you suggest for my turtle?")
+        # and so does one about what it said that has no "you"
+        assert "Harbor Clinic" in _shown(mem, ask, "Which vet was suggested to me for my turtle?")
     finally:
         mem.close()
 
