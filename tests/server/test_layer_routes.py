@@ -334,3 +334,34 @@ def test_the_request_models_mirror_the_librarys_names_and_limits() -> None:
         mine, lib = ours["properties"][field], theirs["properties"][field]
         for limit in ("minLength", "maxLength", "minimum", "maximum"):
             assert mine.get(limit) == lib.get(limit), (field, limit)
+
+
+def test_the_same_routes_over_a_sync_memory(served: Served) -> None:
+    """``create_app(Memory(...))``: each layer call runs the sync twin on a worker thread."""
+    from fastapi.testclient import TestClient
+
+    from memstrata.server import create_app
+    from memstrata.server.app import Limits
+
+    app = create_app(served.memory, served.keys, limits=Limits(rate=0), mcp=False)
+    h = served.h(served.admin)
+    with TestClient(app) as client:
+        r = client.post(
+            f"{U}/facts",
+            headers=h,
+            json={"category": "identity", "key": "pet", "value": "a cat", "confidence": 0.8},
+        )
+        assert r.status_code == 200 and r.json()["action"] == "inserted", r.text
+        fact = served.memory.facts.get(ALICE, "pet")
+        assert fact is not None and fact.id == r.json()["fact"]["id"]
+        assert client.get(f"{U}/facts/pet/history", headers=h).json()["records"][0]["id"] == (
+            fact.id
+        )
+        r = client.post(f"{U}/knowledge", headers=h, json={"text": "Cats sleep a lot."})
+        assert r.status_code == 201
+        assert client.get(f"{U}/knowledge/{r.json()['qa_id']}", headers=h).json() == r.json()
+        r = client.post(f"{U}/maintain", headers=h, json={"dry_run": True})
+        assert r.status_code == 200 and r.json()["scanned"] == 2
+        r = client.post(f"{U}/forget", headers=h, json={"ids": [fact.id]})
+        assert [e["record_id"] for e in r.json()["forgotten"]] == [fact.id]
+        assert served.memory.facts.get(ALICE, "pet") is None
