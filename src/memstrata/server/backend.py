@@ -17,14 +17,15 @@ the same operations in both.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from datetime import datetime
-from typing import IO, TYPE_CHECKING, Any, Protocol, cast
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
 
 import anyio.to_thread
 
 from ..audit import AuditEvent
 from ..context.assemble import AssembledContext
+from ..errors import MemstrataError
 from ..filters import Filters, MetadataCondition
 from ..jobs import Job
 from ..layers.episodic_types import EpisodeHit
@@ -34,11 +35,13 @@ from ..layers.working import TaskCompletion
 from ..llm.models import ExtractedFact
 from ..maintenance_types import LogEntry, MaintenanceReport
 from ..memory import Memory
+from ..policies.chunking import chunk_text
 from ..portability import ImportReport
 from ..records import MemoryRecord, Message, RecordType, Source
 from ..scope import Scope
 from ..search.hit import SearchHit
 from ..store.base import PurgeReport
+from ..text import validate_content
 from ..worker import RunReport
 from .calls import Call, awaited, in_thread
 from .inspect import LayersView, layers_view
@@ -55,6 +58,9 @@ __all__ = [
     "awaited",
     "in_thread",
 ]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 #: The most chunks ``GET .../knowledge/{qa_id}`` reads of one document (2,000-token chunks:
 #: some 20 million tokens; the library's ingest takes at most 10 million characters).
@@ -445,7 +451,9 @@ class Backend:
         source: Source,
         observed_at: datetime | None,
     ) -> FactOutcome:
-        return await self._call(
+        return await self._admitted(
+            scope,
+            1,
             self._mem.facts.upsert,
             scope,
             fact,
@@ -464,8 +472,8 @@ class Backend:
     async def record_feedback(
         self, scope: Scope, text: str, source_ids: Sequence[str]
     ) -> MemoryRecord:
-        return await self._call(
-            self._mem.episodes.record_feedback, scope, text, source_ids=source_ids
+        return await self._admitted(
+            scope, 1, self._mem.episodes.record_feedback, scope, text, source_ids=source_ids
         )
 
     async def suggest_procedure(self, scope: Scope, query: str) -> Suggestion | None:
@@ -482,7 +490,9 @@ class Backend:
         mitigation: str,
         severity: int,
     ) -> MemoryRecord:
-        return await self._call(
+        return await self._admitted(
+            scope,
+            1,
             self._mem.procedures.add_failure_pattern,
             scope,
             pattern,
@@ -501,9 +511,59 @@ class Backend:
         importance: float,
         tags: Sequence[str],
     ) -> list[MemoryRecord]:
-        return await self._call(
-            self._mem.knowledge.ingest, scope, text, qa_id, title, importance=importance, tags=tags
+        cfg = self._mem.layers.ctx.config
+        # as many records as the library will cut (a text it refuses: admitted as one, then
+        # refused by the library with its own message)
+        try:
+            n = len(chunk_text(validate_content(text, max_chars=10_000_000),
+                               cfg.chunk_tokens, cfg.chunk_overlap_tokens))  # fmt: skip
+        except MemstrataError:
+            n = 1
+        return await self._admitted(
+            scope,
+            n,
+            self._mem.knowledge.ingest,
+            scope,
+            text,
+            qa_id,
+            title,
+            importance=importance,
+            tags=tags,
         )
+
+    async def _admitted(
+        self,
+        scope: Scope,
+        n: int,
+        fn: Callable[P, Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn(*args, **kwargs)``, a write of ``n`` new records, under the memory's quotas
+        (``Memory(quotas=...)``; ``memstrata serve --user-quota/--tenant-quota``): the
+        layer services write without them (``mem.add`` and ``add_messages`` admit their
+        records), so the server admits theirs as ``mem.add`` does, check and write under
+        one lease; over a quota it is a ``QuotaExceededError`` (429) and nothing is written."""
+        quotas = self._mem.quotas
+        if quotas is None:
+            return await self._call(fn, *args, **kwargs)
+        if isinstance(self.memory, Memory):
+            from .. import quotas as sync_quotas
+
+            memory, sync = self.memory, cast(Callable[..., T], fn)
+
+            def admitted() -> T:
+                now = memory.clock.now()
+                with sync_quotas.admit_writes(memory.store, quotas, scope, n, now):
+                    return sync(*args, **kwargs)
+
+            return await anyio.to_thread.run_sync(admitted)
+        from .._async import quotas as async_quotas
+
+        mem = self._mem
+        async with async_quotas.admit_writes(mem.store, quotas, scope, n, mem.clock.now()):
+            return await fn(*args, **kwargs)
 
     async def knowledge_chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
         """The chunks of document ``qa_id`` (the library has no reader of one document: its
