@@ -511,24 +511,21 @@ class Backend:
         importance: float,
         tags: Sequence[str],
     ) -> list[MemoryRecord]:
+        ingest = self._mem.knowledge.ingest
+        if self._mem.quotas is None:
+            return await self._call(
+                ingest, scope, text, qa_id, title, importance=importance, tags=tags
+            )
+        # admitted by as many records as the library will cut (a text it refuses: as one,
+        # which the library then refuses with its own message)
         cfg = self._mem.layers.ctx.config
-        # as many records as the library will cut (a text it refuses: admitted as one, then
-        # refused by the library with its own message)
         try:
             n = len(chunk_text(validate_content(text, max_chars=10_000_000),
                                cfg.chunk_tokens, cfg.chunk_overlap_tokens))  # fmt: skip
         except MemstrataError:
             n = 1
         return await self._admitted(
-            scope,
-            n,
-            self._mem.knowledge.ingest,
-            scope,
-            text,
-            qa_id,
-            title,
-            importance=importance,
-            tags=tags,
+            scope, n, ingest, scope, text, qa_id, title, importance=importance, tags=tags
         )
 
     async def _admitted(
