@@ -31,7 +31,20 @@ from .key_cache import CachedKeys
 from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
 from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
 from .observe import Metrics, RequestObserver
-from .routes import admin, key_memory, memories, portability, retrieval, sessions, tenant
+from .routes import (
+    admin,
+    episodes,
+    facts,
+    key_memory,
+    knowledge,
+    maintenance,
+    memories,
+    portability,
+    procedures,
+    retrieval,
+    sessions,
+    tenant,
+)
 from .state import ServerState, state_of
 
 __all__ = ["Limits", "create_app"]
@@ -47,6 +60,11 @@ DOCUMENTED = (
     memories.router,
     retrieval.router,
     key_memory.router,
+    facts.router,
+    episodes.router,
+    procedures.router,
+    knowledge.router,
+    maintenance.router,
     portability.router,
     admin.router,
     tenant.router,

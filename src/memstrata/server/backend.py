@@ -17,22 +17,31 @@ the same operations in both.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, Protocol, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
+from datetime import datetime
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
 
 import anyio.to_thread
 
 from ..audit import AuditEvent
 from ..context.assemble import AssembledContext
-from ..filters import Filters
+from ..errors import MemstrataError
+from ..filters import Filters, MetadataCondition
 from ..jobs import Job
+from ..layers.episodic_types import EpisodeHit
+from ..layers.procedural_types import FailureWarning, Suggestion
+from ..layers.semantic_types import FactOutcome
 from ..layers.working import TaskCompletion
+from ..llm.models import ExtractedFact
+from ..maintenance_types import LogEntry, MaintenanceReport
 from ..memory import Memory
+from ..policies.chunking import chunk_text
 from ..portability import ImportReport
-from ..records import MemoryRecord, Message
+from ..records import MemoryRecord, Message, RecordType, Source
 from ..scope import Scope
 from ..search.hit import SearchHit
 from ..store.base import PurgeReport
+from ..text import validate_content
 from ..worker import RunReport
 from .calls import Call, awaited, in_thread
 from .inspect import LayersView, layers_view
@@ -40,7 +49,22 @@ from .inspect import LayersView, layers_view
 if TYPE_CHECKING:
     from ..aio import AsyncMemory
 
-__all__ = ["Backend", "Call", "MemoryBackend", "ThreadedBackend", "awaited", "in_thread"]
+__all__ = [
+    "MAX_DOCUMENT_CHUNKS",
+    "Backend",
+    "Call",
+    "MemoryBackend",
+    "ThreadedBackend",
+    "awaited",
+    "in_thread",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: The most chunks ``GET .../knowledge/{qa_id}`` reads of one document (2,000-token chunks:
+#: some 20 million tokens; the library's ingest takes at most 10 million characters).
+MAX_DOCUMENT_CHUNKS = 10_000
 
 
 class MemoryBackend(Protocol):
@@ -133,6 +157,69 @@ class MemoryBackend(Protocol):
 
     async def import_records(self, fp: IO[str], into: Scope) -> ImportReport: ...
     async def layers(self, scope: Scope, limit: int) -> LayersView: ...
+    # --- the layer services and maintenance (routes/facts.py ... routes/maintenance.py) --
+    async def facts(self, scope: Scope, min_confidence: float) -> list[MemoryRecord]: ...
+    async def fact(self, scope: Scope, key: str) -> MemoryRecord | None: ...
+    async def fact_history(self, scope: Scope, key: str) -> list[MemoryRecord]: ...
+    async def relevant_facts(
+        self, scope: Scope, query: str | None, limit: int | None, min_confidence: float | None
+    ) -> list[MemoryRecord]: ...
+    async def upsert_fact(
+        self,
+        scope: Scope,
+        fact: ExtractedFact,
+        source_ids: Sequence[str],
+        *,
+        expires_at: datetime | None,
+        source: Source,
+        observed_at: datetime | None,
+    ) -> FactOutcome: ...
+    async def recall_episodes(
+        self, scope: Scope, query: str, k: int | None
+    ) -> list[EpisodeHit]: ...
+    async def session_episode(self, scope: Scope) -> MemoryRecord | None: ...
+    async def record_feedback(
+        self, scope: Scope, text: str, source_ids: Sequence[str]
+    ) -> MemoryRecord: ...
+    async def suggest_procedure(self, scope: Scope, query: str) -> Suggestion | None: ...
+    async def failure_warnings(
+        self, scope: Scope, text: str, limit: int
+    ) -> list[FailureWarning]: ...
+    async def add_failure_pattern(
+        self,
+        scope: Scope,
+        pattern: str,
+        indicators: Sequence[str],
+        mitigation: str,
+        severity: int,
+    ) -> MemoryRecord: ...
+    async def ingest_knowledge(
+        self,
+        scope: Scope,
+        text: str,
+        qa_id: str | None,
+        title: str | None,
+        *,
+        importance: float,
+        tags: Sequence[str],
+    ) -> list[MemoryRecord]: ...
+    async def knowledge_chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]: ...
+    async def forget(
+        self, scope: Scope, record_ids: Sequence[str], *, reason: str, actor: str
+    ) -> list[LogEntry]: ...
+    async def maintain(
+        self,
+        scope: Scope,
+        *,
+        policy: str,
+        dry_run: bool,
+        consolidate: bool,
+        actor: str,
+        now: datetime | None,
+    ) -> MaintenanceReport: ...
+    async def set_importance_by_tag(
+        self, scope: Scope, tag: str, importance: float, *, actor: str
+    ) -> list[MemoryRecord]: ...
 
 
 class Backend:
@@ -336,6 +423,188 @@ class Backend:
 
     async def layers(self, scope: Scope, limit: int) -> LayersView:
         return await layers_view(self._mem, scope, limit, call=self._call)
+
+    # --- the layer services and maintenance ----------------------------------------------
+    async def facts(self, scope: Scope, min_confidence: float) -> list[MemoryRecord]:
+        return await self._call(self._mem.facts.all, scope, min_confidence=min_confidence)
+
+    async def fact(self, scope: Scope, key: str) -> MemoryRecord | None:
+        return await self._call(self._mem.facts.get, scope, key)
+
+    async def fact_history(self, scope: Scope, key: str) -> list[MemoryRecord]:
+        return await self._call(self._mem.facts.history, scope, key)
+
+    async def relevant_facts(
+        self, scope: Scope, query: str | None, limit: int | None, min_confidence: float | None
+    ) -> list[MemoryRecord]:
+        return await self._call(
+            self._mem.facts.relevant, scope, query, limit=limit, min_confidence=min_confidence
+        )
+
+    async def upsert_fact(
+        self,
+        scope: Scope,
+        fact: ExtractedFact,
+        source_ids: Sequence[str],
+        *,
+        expires_at: datetime | None,
+        source: Source,
+        observed_at: datetime | None,
+    ) -> FactOutcome:
+        return await self._admitted(
+            scope,
+            1,
+            self._mem.facts.upsert,
+            scope,
+            fact,
+            source_ids,
+            expires_at=expires_at,
+            source=source,
+            observed_at=observed_at,
+        )
+
+    async def recall_episodes(self, scope: Scope, query: str, k: int | None) -> list[EpisodeHit]:
+        return await self._call(self._mem.episodes.recall, scope, query, k)
+
+    async def session_episode(self, scope: Scope) -> MemoryRecord | None:
+        return await self._call(self._mem.episodes.conversation_episode, scope)
+
+    async def record_feedback(
+        self, scope: Scope, text: str, source_ids: Sequence[str]
+    ) -> MemoryRecord:
+        return await self._admitted(
+            scope, 1, self._mem.episodes.record_feedback, scope, text, source_ids=source_ids
+        )
+
+    async def suggest_procedure(self, scope: Scope, query: str) -> Suggestion | None:
+        return await self._call(self._mem.procedures.suggest, scope, query)
+
+    async def failure_warnings(self, scope: Scope, text: str, limit: int) -> list[FailureWarning]:
+        return await self._call(self._mem.procedures.warnings, scope, text, limit)
+
+    async def add_failure_pattern(
+        self,
+        scope: Scope,
+        pattern: str,
+        indicators: Sequence[str],
+        mitigation: str,
+        severity: int,
+    ) -> MemoryRecord:
+        return await self._admitted(
+            scope,
+            1,
+            self._mem.procedures.add_failure_pattern,
+            scope,
+            pattern,
+            indicators,
+            mitigation,
+            severity,
+        )
+
+    async def ingest_knowledge(
+        self,
+        scope: Scope,
+        text: str,
+        qa_id: str | None,
+        title: str | None,
+        *,
+        importance: float,
+        tags: Sequence[str],
+    ) -> list[MemoryRecord]:
+        ingest = self._mem.knowledge.ingest
+        if self._mem.quotas is None:
+            return await self._call(
+                ingest, scope, text, qa_id, title, importance=importance, tags=tags
+            )
+        # admitted by as many records as the library will cut (a text it refuses: as one,
+        # which the library then refuses with its own message)
+        cfg = self._mem.layers.ctx.config
+        try:
+            n = len(chunk_text(validate_content(text, max_chars=10_000_000),
+                               cfg.chunk_tokens, cfg.chunk_overlap_tokens))  # fmt: skip
+        except MemstrataError:
+            n = 1
+        return await self._admitted(
+            scope, n, ingest, scope, text, qa_id, title, importance=importance, tags=tags
+        )
+
+    async def _admitted(
+        self,
+        scope: Scope,
+        n: int,
+        fn: Callable[P, Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn(*args, **kwargs)``, a write of ``n`` new records, under the memory's quotas
+        (``Memory(quotas=...)``; ``memstrata serve --user-quota/--tenant-quota``): the
+        layer services write without them (``mem.add`` and ``add_messages`` admit their
+        records), so the server admits theirs as ``mem.add`` does, check and write under
+        one lease; over a quota it is a ``QuotaExceededError`` (429) and nothing is written."""
+        quotas = self._mem.quotas
+        if quotas is None:
+            return await self._call(fn, *args, **kwargs)
+        if isinstance(self.memory, Memory):
+            from .. import quotas as sync_quotas
+
+            memory, sync = self.memory, cast(Callable[..., T], fn)
+
+            def admitted() -> T:
+                now = memory.clock.now()
+                with sync_quotas.admit_writes(memory.store, quotas, scope, n, now):
+                    return sync(*args, **kwargs)
+
+            return await anyio.to_thread.run_sync(admitted)
+        from .._async import quotas as async_quotas
+
+        mem = self._mem
+        async with async_quotas.admit_writes(mem.store, quotas, scope, n, mem.clock.now()):
+            return await fn(*args, **kwargs)
+
+    async def knowledge_chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
+        """The chunks of document ``qa_id`` (the library has no reader of one document: its
+        chunks are the knowledge records that name it), oldest first, at most
+        :data:`MAX_DOCUMENT_CHUNKS`."""
+        filters = Filters(
+            types=frozenset({RecordType.KNOWLEDGE}),
+            metadata=(MetadataCondition("qa_id", "eq", qa_id),),
+        )
+        return await self._call(
+            self._mem.list, scope, filters=filters, limit=MAX_DOCUMENT_CHUNKS, newest_first=False
+        )
+
+    async def forget(
+        self, scope: Scope, record_ids: Sequence[str], *, reason: str, actor: str
+    ) -> list[LogEntry]:
+        return await self._call(self._mem.forget, scope, record_ids, reason=reason, actor=actor)
+
+    async def maintain(
+        self,
+        scope: Scope,
+        *,
+        policy: str,
+        dry_run: bool,
+        consolidate: bool,
+        actor: str,
+        now: datetime | None,
+    ) -> MaintenanceReport:
+        return await self._call(
+            self._mem.maintain,
+            scope,
+            policy=policy,
+            dry_run=dry_run,
+            consolidate=consolidate,
+            actor=actor,
+            now=now,
+        )
+
+    async def set_importance_by_tag(
+        self, scope: Scope, tag: str, importance: float, *, actor: str
+    ) -> list[MemoryRecord]:
+        return await self._call(
+            self._mem.set_importance_by_tag, scope, tag, importance, actor=actor
+        )
 
 
 class ThreadedBackend(Backend):

@@ -13,6 +13,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..codec import record_to_dict
 from ..jobs import Job
+from ..layers.episodic_types import EpisodeHit
+from ..layers.procedural_types import FailureWarning, Suggestion
+from ..maintenance_types import LogEntry, MaintenanceReport
 from ..records import MemoryRecord
 from .inspect import LayerItem, LayersView
 
@@ -430,3 +433,228 @@ class ErrorBody(BaseModel):
 
 class ErrorOut(BaseModel):
     error: ErrorBody
+
+
+# --- the layer services and maintenance ---------------------------------------------------
+MAX_DOCUMENT = 10_000_000  # characters, as the library's ingest; the body limit comes first
+FactKey = Annotated[str, Field(min_length=1, max_length=128)]
+Tag = Annotated[str, Field(min_length=1, max_length=256)]
+# memstrata.policies.forgetting.POLICY_NAMES (tests/server check they are the same)
+PolicyName = Literal[
+    "default", "capacity", "decay", "exponential", "hotness", "hybrid", "importance", "time"
+]
+
+
+class FactIn(Request):
+    """A profile fact (``memstrata.llm.models.ExtractedFact``) and where it came from."""
+
+    category: Annotated[str, Field(min_length=1, max_length=64)] = Field(
+        description="preference, identity, relation, ..."
+    )
+    key: FactKey = Field(description='What the fact is about: "location", "likes_tea"')
+    value: Annotated[str, Field(min_length=1, max_length=2000)]
+    confidence: float = Field(
+        ge=0,
+        le=1,
+        description="A different value replaces the current one only with a higher "
+        "confidence; otherwise it is recorded as a conflict and the value is kept.",
+    )
+    evidence: Annotated[str, Field(max_length=MAX_TEXT)] = Field(
+        "", description="The sentence it came from"
+    )
+    replaces: Annotated[str, Field(max_length=2000)] = Field(
+        "", description="A value the user says they left (it ends the fact that holds it)"
+    )
+    source_ids: list[Id] = Field(
+        default_factory=list, max_length=1000, description="Records it came from"
+    )
+    expires_at: Time | None = Field(None, description="After this the fact no longer holds")
+    source: SourceName = "explicit_user_input"
+    observed_at: Time | None = Field(None, description="When the user said it; default now")
+
+
+class FactUpsertOut(BaseModel):
+    action: Literal["inserted", "confirmed", "replaced", "conflict", "unchanged"] = Field(
+        description="inserted: a new key; confirmed: the same value again (mentions + 1, "
+        "confidence up); replaced: a new value won (previous is the version it ended); "
+        "conflict: the value was kept and this one recorded in its conflicts; unchanged: "
+        "the same source_ids were seen before"
+    )
+    fact: RecordOut = Field(description="The key's current fact afterwards")
+    previous: RecordOut | None = Field(None, description="The version it superseded")
+
+
+class FactQueryIn(Request):
+    query: Text | None = Field(None, description="Most similar first; without: most confident")
+    limit: int | None = Field(None, ge=1, le=1000, description="Default: the layer's (20)")
+    min_confidence: float | None = Field(None, ge=0, le=1, description="Default: 0.6")
+
+
+class RecallIn(Request):
+    query: Text
+    k: int | None = Field(None, ge=1, le=1000, description="Default: the layer's (3)")
+    session: Id | None = None
+
+
+class EpisodeHitOut(BaseModel):
+    score: float
+    similarity: float
+    record: RecordOut
+
+    @classmethod
+    def of(cls, hit: EpisodeHit) -> EpisodeHitOut:
+        return cls(score=hit.score, similarity=hit.similarity, record=RecordOut.of(hit.record))
+
+
+class EpisodeHits(BaseModel):
+    hits: list[EpisodeHitOut]
+
+
+class FeedbackIn(Request):
+    text: Text = Field(description="What the user said about how something went")
+    source_ids: list[Id] = Field(default_factory=list, max_length=1000)
+    session: Id | None = None
+
+
+class SuggestIn(Request):
+    query: Text = Field(description="The new task's goal")
+
+
+class SuggestionOut(BaseModel):
+    subtasks: list[str]
+    strategy: str
+    success_rate: float
+    similarity: float
+    reason: str
+    pattern: RecordOut
+
+    @classmethod
+    def of(cls, s: Suggestion) -> SuggestionOut:
+        return cls(
+            subtasks=list(s.subtasks),
+            strategy=s.strategy,
+            success_rate=s.confidence,
+            similarity=s.similarity,
+            reason=s.reason,
+            pattern=RecordOut.of(s.pattern),
+        )
+
+
+class SuggestOut(BaseModel):
+    suggestion: SuggestionOut | None = Field(
+        description="A proven decomposition to reuse (null: none is similar and reliable)"
+    )
+
+
+class WarningsIn(Request):
+    text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+    limit: int = Field(500, ge=1, le=100_000, description="Failure patterns looked at")
+
+
+class FailureWarningOut(BaseModel):
+    pattern: str
+    mitigation: str
+    severity: int
+    matched: list[str]
+    record: RecordOut
+
+    @classmethod
+    def of(cls, w: FailureWarning) -> FailureWarningOut:
+        return cls(
+            pattern=w.pattern,
+            mitigation=w.mitigation,
+            severity=w.severity,
+            matched=list(w.matched),
+            record=RecordOut.of(w.record),
+        )
+
+
+class WarningsOut(BaseModel):
+    warnings: list[FailureWarningOut]
+
+
+class FailurePatternIn(Request):
+    pattern: Text
+    indicators: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        min_length=1, max_length=100, description="Words whose presence in a task warns"
+    )
+    mitigation: Text
+    severity: int = Field(3, ge=1, le=5)
+
+
+class KnowledgeIn(Request):
+    text: Annotated[str, Field(min_length=1, max_length=MAX_DOCUMENT)]
+    qa_id: Id | None = Field(None, description="The document's id; default a new one")
+    title: Text | None = None
+    importance: float = Field(0.5, ge=0, le=1)
+    tags: list[Tag] = Field(default_factory=list, max_length=100)
+    session: Id | None = None
+
+
+class DocumentOut(BaseModel):
+    qa_id: str
+    title: str | None
+    text: str = Field(description="The chunks joined in order, overlaps removed")
+    chunks: list[RecordOut]
+
+
+class ForgetIn(Request):
+    ids: list[Id] = Field(min_length=1, max_length=1000)
+    reason: Annotated[str, Field(min_length=1, max_length=1000)] = "explicit request"
+
+
+class LogEntryOut(BaseModel):
+    record_id: str
+    action: str
+    policy: str
+    reason: str
+    score: float
+    at: datetime
+
+    @classmethod
+    def of(cls, e: LogEntry) -> LogEntryOut:
+        return cls(
+            record_id=e.record_id,
+            action=e.action,
+            policy=e.policy,
+            reason=e.reason,
+            score=e.score,
+            at=e.at,
+        )
+
+
+class ForgetOut(BaseModel):
+    forgotten: list[LogEntryOut]
+
+
+class MaintainIn(Request):
+    policy: PolicyName = "default"
+    dry_run: bool = Field(False, description="Decide and report; change nothing")
+    consolidate: bool = Field(True, description="Also merge near-duplicates, refresh summaries")
+    now: Time | None = Field(None, description="Run as of this time (default: now)")
+
+
+class MaintenanceOut(BaseModel):
+    scope: str
+    policy: str
+    dry_run: bool
+    scanned: int
+    forgotten: int
+    downgraded: int
+    preserved: int
+    purged: int
+    merged: int
+    refreshed: int
+    rederived: int
+    decay_updated: int
+    skipped: int
+    log: list[LogEntryOut]
+
+    @classmethod
+    def of(cls, r: MaintenanceReport) -> MaintenanceOut:
+        return cls.model_validate({**r.as_dict(), "log": [LogEntryOut.of(e) for e in r.log]})
+
+
+class ImportanceByTagIn(Request):
+    tag: Tag
+    importance: float = Field(ge=0, le=1)
