@@ -68,6 +68,19 @@ def test_fact_upserts_report_what_the_conflict_rules_decided(served: Served) -> 
     assert served.client.get(f"{U}/facts/employer/history", headers=h).json()["records"] == []
 
 
+def test_a_fact_marked_ended_ends_the_value_it_names(served: Served) -> None:
+    m = served.member
+    first = _fact(served, m, value="Berlin", confidence=0.9, source_ids=["m1"])
+    other = _fact(served, m, value="Rome", confidence=0.1, ended=True, source_ids=["m2"])
+    assert other["action"] == "unchanged"  # the current value is not Rome
+    ended = _fact(served, m, value="Berlin", confidence=0.1, ended=True, source_ids=["m3"])
+    assert ended["action"] == "replaced" and ended["previous"]["id"] == first["fact"]["id"]
+    assert ended["fact"]["content"]["raw"] == "location: no longer Berlin"
+    assert ended["fact"]["content"]["structured"]["ended"] is True
+    back = _fact(served, m, value="Berlin", confidence=0.1, source_ids=["m4"])
+    assert back["action"] == "replaced" and back["previous"]["id"] == ended["fact"]["id"]
+
+
 def test_fact_lists_and_relevance_match_the_library(served: Served) -> None:
     m = served.member
     _fact(served, m, value="Lisbon", confidence=0.9)

@@ -465,6 +465,12 @@ class FactIn(Request):
     replaces: Annotated[str, Field(max_length=2000)] = Field(
         "", description="A value the user says they left (it ends the fact that holds it)"
     )
+    ended: bool = Field(
+        False,
+        description="The user says this value no longer holds and gives no new one: the "
+        'current fact holding it ends ("location: no longer Berlin"); any later value '
+        "replaces the ending",
+    )
     source_ids: list[Id] = Field(
         default_factory=list, max_length=1000, description="Records it came from"
     )

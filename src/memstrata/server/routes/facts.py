@@ -47,6 +47,7 @@ async def upsert_fact(
         confidence=body.confidence,
         evidence=body.evidence,
         replaces=body.replaces,
+        ended=body.ended,
     )
     outcome = await state_of(request.app).backend.upsert_fact(
         caller.owner_scope(user),
