@@ -431,6 +431,10 @@ def http(
         float, typer.Option(help="Offered requests/s of all clients (open loop); 0: closed loop.")
     ] = 0.0,
     rate_limit: Annotated[float, typer.Option(help="The server's --rate-limit (0: none).")] = 0.0,
+    reads_first: Annotated[
+        int | None,
+        typer.Option(help="The server's --reads-first (0: arrival order; default: serve's)."),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the result as JSON here.")] = None,
 ) -> None:
     """Load test of the HTTP API on 127.0.0.1 (bounded count and duration)."""
@@ -447,6 +451,7 @@ def http(
             client=client,
             rate=rate,
             rate_limit=rate_limit,
+            server_args=() if reads_first is None else ("--reads-first", str(reads_first)),
         )
     )
     text = json.dumps(result, indent=2)

@@ -255,6 +255,14 @@ def serve(
             "at every request).",
         ),
     ] = 1.0,
+    reads_first: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Requests of the user routes a process runs at once before the others wait, "
+            "searches first, then reads, then writes (0: no gate, arrival order).",
+        ),
+    ] = 2,
 ) -> None:
     """Serve the HTTP API, the MCP endpoint (/mcp), the inspector (/ui) and metrics (default
     ./memstrata.db)."""
@@ -284,6 +292,7 @@ def serve(
         host=host,
         mcp=mcp_endpoint,
         key_cache_seconds=key_cache,
+        reads_first=reads_first,
     )
     configure_logging(log_level)
     if workers > 1:

@@ -31,6 +31,7 @@ from .key_cache import CachedKeys
 from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
 from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
 from .observe import Metrics, RequestObserver
+from .priority import ReadsFirst
 from .routes import (
     admin,
     episodes,
@@ -94,6 +95,9 @@ class Limits:
     tenant_rate: float = 0.0  # requests/s per tenant, all its keys together (0: no limit)
     tenant_burst: int = 0  # 0: two seconds' worth of tenant_rate
     shared_batch: int = 0
+    # Requests of the user routes running at once before the rest wait, reads first
+    # (server/priority.py); 0: no gate, arrival order.
+    reads_first: int = 2
 
     @property
     def tenant_burst_or_default(self) -> int:
@@ -233,6 +237,8 @@ def create_app(
     app.mount("/ui", StaticFiles(directory=str(ui), html=True), name="ui")
     app.openapi_schema = None
     _complete_schema(app)
+    if limits.reads_first > 0:
+        app.add_middleware(ReadsFirst, slots=limits.reads_first)
     app.add_middleware(
         BodyLimit,
         limit=limits.max_body,

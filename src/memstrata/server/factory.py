@@ -60,6 +60,7 @@ class ServeConfig:
     # key revoked by another process or `memstrata keys revoke` works here that long at
     # most. 0: every request looks its key up.
     key_cache_seconds: float = 1.0
+    reads_first: int = 2  # see Limits.reads_first
 
     def limits(self) -> Limits:
         return Limits(
@@ -70,6 +71,7 @@ class ServeConfig:
             tenant_rate=self.tenant_rate,
             tenant_burst=self.tenant_burst,
             shared_batch=self.shared_batch,
+            reads_first=self.reads_first,
         )
 
     def to_json(self) -> str:

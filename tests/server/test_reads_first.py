@@ -1,0 +1,172 @@
+"""Reads first under saturation (server/priority.py): the gate's order, its promotion of
+waiting writes, cancellation, the cap on how long one request holds a slot, and which
+requests pass untouched."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from memstrata.server.priority import READ, SEARCH, WRITE, PriorityGate, ReadsFirst, request_class
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "rank"),
+    [
+        ("POST", "/v1/users/alice/search", SEARCH),
+        ("POST", "/v1/users/alice/context", READ),
+        ("GET", "/v1/users/alice/memories", READ),
+        ("POST", "/v1/users/alice/sessions/s1/messages", WRITE),
+        ("DELETE", "/v1/users/alice/memories/m1", WRITE),
+        ("GET", "/v1/users/alice/export", None),
+        ("POST", "/v1/users/alice/import", None),
+        ("GET", "/healthz", None),
+        ("GET", "/v1/tenant/keys", None),
+    ],
+)
+def test_request_class(method: str, path: str, rank: int | None) -> None:
+    assert request_class(method, path) == rank
+
+
+async def _order(gate: PriorityGate, ranks: list[int], *, pause: float = 0.0) -> list[int]:
+    """Hold the only slot, queue one waiter per rank (in that order), release: the order
+    in which the waiters got the slot."""
+    await gate.acquire(WRITE)
+    got: list[int] = []
+
+    async def wait(i: int, rank: int) -> None:
+        await gate.acquire(rank)
+        got.append(i)
+        gate.release()
+
+    tasks = []
+    for i, rank in enumerate(ranks):
+        tasks.append(asyncio.create_task(wait(i, rank)))
+        await asyncio.sleep(0)  # queued in this order
+    await asyncio.sleep(pause)
+    gate.release()
+    await asyncio.gather(*tasks)
+    return got
+
+
+def test_a_freed_slot_goes_to_searches_then_reads_then_writes_each_in_arrival_order() -> None:
+    got = asyncio.run(_order(PriorityGate(1), [WRITE, READ, SEARCH, WRITE, SEARCH, READ]))
+    assert got == [2, 4, 1, 5, 0, 3]
+
+
+def test_a_write_that_waited_long_enough_goes_first() -> None:
+    async def run() -> list[int]:
+        gate = PriorityGate(1, promote_after=0.05)
+        await gate.acquire(WRITE)
+        got: list[int] = []
+
+        async def wait(i: int, rank: int) -> None:
+            await gate.acquire(rank)
+            got.append(i)
+            gate.release()
+
+        old = asyncio.create_task(wait(0, WRITE))
+        await asyncio.sleep(0.1)  # the write has waited past promote_after
+        new = asyncio.create_task(wait(1, SEARCH))
+        await asyncio.sleep(0)
+        gate.release()
+        await asyncio.gather(old, new)
+        return got
+
+    assert asyncio.run(run()) == [0, 1]
+
+
+def test_below_the_slots_nobody_waits_and_a_cancelled_waiter_takes_no_slot() -> None:
+    async def run() -> None:
+        gate = PriorityGate(2)
+        await gate.acquire(WRITE)
+        await gate.acquire(WRITE)  # both slots, at once
+        cancelled = asyncio.create_task(gate.acquire(SEARCH))
+        later = asyncio.create_task(gate.acquire(WRITE))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.sleep(0)
+        gate.release()
+        await asyncio.wait_for(later, 1)  # the slot went to the waiter still there
+        gate.release()
+        gate.release()
+        await asyncio.wait_for(gate.acquire(READ), 1)
+        await asyncio.wait_for(gate.acquire(READ), 1)
+
+    asyncio.run(run())
+
+
+def _app(durations: dict[str, float], done: list[str]) -> Any:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await asyncio.sleep(durations[scope["path"]])
+        done.append(scope["path"])
+
+    return app
+
+
+async def _call(app: Any, method: str, path: str) -> None:
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(_: dict[str, Any]) -> None:
+        return None
+
+    await app({"type": "http", "method": method, "path": path}, receive, send)
+
+
+def test_the_middleware_serves_a_search_queued_behind_writes_first() -> None:
+    u = "/v1/users/alice"
+    durations = {f"{u}/sessions/s/messages": 0.02, f"{u}/search": 0.0, f"{u}/context": 0.0}
+    done: list[str] = []
+    gated = ReadsFirst(_app(durations, done), slots=1)
+
+    async def run() -> None:
+        calls = [
+            ("POST", f"{u}/sessions/s/messages"),  # holds the slot
+            ("POST", f"{u}/sessions/s/messages"),
+            ("POST", f"{u}/context"),
+            ("POST", f"{u}/search"),
+        ]
+        tasks = []
+        for method, path in calls:
+            tasks.append(asyncio.create_task(_call(gated, method, path)))
+            await asyncio.sleep(0)
+        await asyncio.gather(*tasks)
+
+    asyncio.run(run())
+    assert [p.rsplit("/", 1)[1] for p in done] == ["messages", "search", "context", "messages"]
+
+
+def test_a_long_request_holds_its_slot_only_for_max_hold() -> None:
+    u = "/v1/users/alice"
+    durations = {f"{u}/maintain": 0.5, f"{u}/search": 0.0, "/healthz": 0.0}
+    done: list[str] = []
+    gated = ReadsFirst(_app(durations, done), slots=1, max_hold=0.05)
+
+    async def run() -> None:
+        long = asyncio.create_task(_call(gated, "POST", f"{u}/maintain"))
+        await asyncio.sleep(0)
+        await asyncio.wait_for(_call(gated, "POST", f"{u}/search"), 0.3)  # not 0.5 s
+        await long
+
+    asyncio.run(run())
+    assert done == [f"{u}/search", f"{u}/maintain"]
+
+
+def test_an_ungated_request_never_waits() -> None:
+    u = "/v1/users/alice"
+    durations = {f"{u}/maintain": 0.5, "/healthz": 0.0, f"{u}/export": 0.0}
+    done: list[str] = []
+    gated = ReadsFirst(_app(durations, done), slots=1)
+
+    async def run() -> None:
+        long = asyncio.create_task(_call(gated, "POST", f"{u}/maintain"))
+        await asyncio.sleep(0)
+        await asyncio.wait_for(_call(gated, "GET", "/healthz"), 0.2)
+        await asyncio.wait_for(_call(gated, "GET", f"{u}/export"), 0.2)
+        await long
+
+    asyncio.run(run())
+    assert done[-1] == f"{u}/maintain"
