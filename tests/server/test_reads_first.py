@@ -30,9 +30,9 @@ def test_request_class(method: str, path: str, rank: int | None) -> None:
     assert request_class(method, path) == rank
 
 
-async def _order(gate: PriorityGate, ranks: list[int], *, pause: float = 0.0) -> list[int]:
-    """Hold the only slot, queue one waiter per rank (in that order), release: the order
-    in which the waiters got the slot."""
+async def _order(gate: PriorityGate, ranks: list[int], *, gap: float = 0.0) -> list[int]:
+    """Hold the only slot, queue one waiter per rank (in that order, ``gap`` seconds apart),
+    release: the order in which the waiters got the slot."""
     await gate.acquire(WRITE)
     got: list[int] = []
 
@@ -44,8 +44,7 @@ async def _order(gate: PriorityGate, ranks: list[int], *, pause: float = 0.0) ->
     tasks = []
     for i, rank in enumerate(ranks):
         tasks.append(asyncio.create_task(wait(i, rank)))
-        await asyncio.sleep(0)  # queued in this order
-    await asyncio.sleep(pause)
+        await asyncio.sleep(gap)  # queued in this order
     gate.release()
     await asyncio.gather(*tasks)
     return got
@@ -57,25 +56,9 @@ def test_a_freed_slot_goes_to_searches_then_reads_then_writes_each_in_arrival_or
 
 
 def test_a_write_that_waited_long_enough_goes_first() -> None:
-    async def run() -> list[int]:
-        gate = PriorityGate(1, promote_after=0.05)
-        await gate.acquire(WRITE)
-        got: list[int] = []
-
-        async def wait(i: int, rank: int) -> None:
-            await gate.acquire(rank)
-            got.append(i)
-            gate.release()
-
-        old = asyncio.create_task(wait(0, WRITE))
-        await asyncio.sleep(0.1)  # the write has waited past promote_after
-        new = asyncio.create_task(wait(1, SEARCH))
-        await asyncio.sleep(0)
-        gate.release()
-        await asyncio.gather(old, new)
-        return got
-
-    assert asyncio.run(run()) == [0, 1]
+    gate = PriorityGate(1, promote_after=0.05)
+    assert asyncio.run(_order(gate, [WRITE, SEARCH], gap=0.1)) == [0, 1]
+    assert asyncio.run(_order(PriorityGate(1), [WRITE, SEARCH], gap=0.1)) == [1, 0]
 
 
 def test_below_the_slots_nobody_waits_and_a_cancelled_waiter_takes_no_slot() -> None:
