@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from memstrata.server.priority import READ, SEARCH, WRITE, PriorityGate, ReadsFirst, request_class
+from memstrata.server.priority import (
+    READ,
+    SEARCH,
+    WRITE,
+    PriorityGate,
+    ReadsFirst,
+    default_slots,
+    request_class,
+)
 
 
 @pytest.mark.parametrize(
@@ -103,7 +111,7 @@ def test_the_middleware_serves_a_search_queued_behind_writes_first() -> None:
     u = "/v1/users/alice"
     durations = {f"{u}/sessions/s/messages": 0.02, f"{u}/search": 0.0, f"{u}/context": 0.0}
     done: list[str] = []
-    gated = ReadsFirst(_app(durations, done), slots=1)
+    gated = ReadsFirst(_app(durations, done), slots=1, search_lane=0)
 
     async def run() -> None:
         calls = [
@@ -153,3 +161,57 @@ def test_an_ungated_request_never_waits() -> None:
 
     asyncio.run(run())
     assert done[-1] == f"{u}/maintain"
+
+
+@pytest.mark.parametrize(
+    ("store", "embedder", "redis", "slots"),
+    [
+        ("sqlite:///memstrata.db", None, None, 1),
+        ("memory://", "hashing:256", None, 1),
+        ("postgresql://postgres:@/postgres?host=/tmp/pg", "default", None, 1),
+        ("postgresql://me@localhost:5432/db", "st:all-MiniLM-L6-v2", "redis://127.0.0.1:6379", 1),
+        ("postgresql://me@db.internal/db", None, None, 0),  # a remote database
+        ("postgresql://me@/db?host=db.internal", None, None, 0),
+        ("sqlite:///memstrata.db", "openai:text-embedding-3-small", None, 0),  # an API call
+        ("sqlite:///memstrata.db", None, "redis://cache.internal:6379/0", 0),
+    ],
+)
+def test_the_default_slots_follow_the_deployment(
+    store: str, embedder: str | None, redis: str | None, slots: int
+) -> None:
+    assert default_slots(store, embedder, redis) == slots
+
+
+def test_serve_config_picks_the_default_unless_told() -> None:
+    from memstrata.server.factory import ServeConfig
+
+    assert ServeConfig().limits().reads_first == 1
+    assert ServeConfig(url="postgresql://me@db.internal/db").limits().reads_first == 0
+    assert ServeConfig(reads_first=3).limits().reads_first == 3
+    assert ServeConfig.from_json(ServeConfig().to_json()).reads_first is None
+
+
+def test_a_search_takes_its_lane_only_while_nobody_waits() -> None:
+    """Below saturation a search runs beside the request that holds the one slot instead of
+    waiting for it; once requests wait (saturation), searches queue for the slot, first."""
+
+    async def run() -> None:
+        gate = PriorityGate(1, search_lane=1)
+        assert await gate.acquire(READ) is False  # the slot
+        assert await gate.acquire(SEARCH) is True  # the lane, at once: nobody waits
+        write = asyncio.create_task(gate.acquire(WRITE))
+        second = asyncio.create_task(gate.acquire(SEARCH))
+        await asyncio.sleep(0)
+        gate.release(True)  # the lane frees, but requests wait: they wait for the slot
+        third = asyncio.create_task(gate.acquire(SEARCH))
+        await asyncio.sleep(0)
+        assert not (write.done() or second.done() or third.done())
+        gate.release(False)  # the slot: the earliest search, then the next, then the write
+        assert await asyncio.wait_for(second, 1) is False
+        assert not third.done() and not write.done()
+        gate.release(False)
+        assert await asyncio.wait_for(third, 1) is False
+        gate.release(False)
+        assert await asyncio.wait_for(write, 1) is False
+
+    asyncio.run(run())

@@ -256,13 +256,14 @@ def serve(
         ),
     ] = 1.0,
     reads_first: Annotated[
-        int,
+        int | None,
         typer.Option(
             min=0,
             help="Requests of the user routes a process runs at once before the others wait, "
-            "searches first, then reads, then writes (0: no gate, arrival order).",
+            "searches first, then reads, then writes (0: no gate, arrival order). Default: 1 "
+            "when the store, embedder and Redis are on this machine, else 0.",
         ),
-    ] = 2,
+    ] = None,
 ) -> None:
     """Serve the HTTP API, the MCP endpoint (/mcp), the inspector (/ui) and metrics (default
     ./memstrata.db)."""

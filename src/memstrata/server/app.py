@@ -96,8 +96,9 @@ class Limits:
     tenant_burst: int = 0  # 0: two seconds' worth of tenant_rate
     shared_batch: int = 0
     # Requests of the user routes running at once before the rest wait, reads first
-    # (server/priority.py); 0: no gate, arrival order.
-    reads_first: int = 2
+    # (server/priority.py); 0: no gate, arrival order. `memstrata serve` picks it by
+    # deployment (priority.default_slots).
+    reads_first: int = 0
 
     @property
     def tenant_burst_or_default(self) -> int:

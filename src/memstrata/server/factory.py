@@ -23,6 +23,7 @@ from ..quotas import Quotas, parse_quota
 from .app import Limits, create_app
 from .key_cache import CachedKeys
 from .keys import KeyStore, open_key_store
+from .priority import default_slots
 
 __all__ = [
     "ENV_VAR",
@@ -60,7 +61,7 @@ class ServeConfig:
     # key revoked by another process or `memstrata keys revoke` works here that long at
     # most. 0: every request looks its key up.
     key_cache_seconds: float = 1.0
-    reads_first: int = 2  # see Limits.reads_first
+    reads_first: int | None = None  # see Limits.reads_first; None: by deployment
 
     def limits(self) -> Limits:
         return Limits(
@@ -71,7 +72,11 @@ class ServeConfig:
             tenant_rate=self.tenant_rate,
             tenant_burst=self.tenant_burst,
             shared_batch=self.shared_batch,
-            reads_first=self.reads_first,
+            reads_first=(
+                default_slots(self.url, self.embedder, self.redis)
+                if self.reads_first is None
+                else self.reads_first
+            ),
         )
 
     def to_json(self) -> str:

