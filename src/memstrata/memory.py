@@ -45,7 +45,7 @@ from memstrata.search.hit import SearchHit, types_of_layers
 from memstrata.search.hybrid import search as hybrid_search
 from memstrata.store.base import Store
 from memstrata.store.compaction import CompactReport
-from memstrata.store.types import PurgeReport, RecordWrite
+from memstrata.store.types import PurgeReport, RecordWrite, Vector
 from memstrata.store.url import open_store
 from memstrata.text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from memstrata.validation import (
@@ -1164,7 +1164,6 @@ class Memory:
     ) -> Iterator[tuple[str, int]]:
         """The lines of an export, a page at a time, each with its number of records."""
         from memstrata.portability import (
-            EXPORT_EMBED_BATCH,
             EXPORT_PAGE,
             end_line,
             header_line,
@@ -1176,26 +1175,36 @@ class Memory:
         flt = Filters(
             include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
         )
-        embedder = self._embedder if include_embeddings else None
-        head = header_line(
-            model_id=self._raw_embedder.model_id,
-            dims=self._raw_embedder.dims,
-            exported_at=self._clock.now(),
-        )
+        model_id, dims = self._raw_embedder.model_id, self._raw_embedder.dims
+        head = header_line(model_id=model_id, dims=dims, exported_at=self._clock.now())
         count = 0
         for page in self._store.list_pages(scope, flt, batch_size=EXPORT_PAGE):
-            parts = [head]
-            if embedder is None:
-                parts.append(record_lines(page, None))
-            else:
-                for start in range(0, len(page), EXPORT_EMBED_BATCH):
-                    batch = page[start : start + EXPORT_EMBED_BATCH]
-                    vectors = embedder.embed_uncached([r.text for r in batch])
-                    parts.append(record_lines(batch, vectors))
+            vectors = self._export_vectors(scope, page) if include_embeddings else None
             count += len(page)
-            yield "".join(parts), len(page)
+            yield head + record_lines(page, vectors), len(page)
             head = ""
         yield head + end_line(count), 0
+
+    def _export_vectors(self, scope: Scope, page: Sequence[MemoryRecord]) -> builtins.list[Vector]:
+        """The vectors of a page of an export: the ones the store holds (one read), made by
+        the embedder's current model; a record stored without a vector, or with another
+        model's (an older model, a re-embed under way), is embedded as the file says its
+        vectors are (``EXPORT_EMBED_BATCH`` texts a call, no cache read or filled)."""
+        from memstrata.portability import EXPORT_EMBED_BATCH
+
+        model_id, dims = self._raw_embedder.model_id, self._raw_embedder.dims
+        stored = self._store.stored_vectors(scope, [r.id for r in page])
+        vectors: dict[int, Vector] = {}
+        for i, rec in enumerate(page):
+            held = stored.get(rec.id)
+            if held is not None and held.model == model_id and held.vector.shape == (dims,):
+                vectors[i] = held.vector
+        missing = [i for i in range(len(page)) if i not in vectors]
+        for start in range(0, len(missing), EXPORT_EMBED_BATCH):
+            batch = missing[start : start + EXPORT_EMBED_BATCH]
+            made = self._embedder.embed_uncached([page[i].text for i in batch])
+            vectors.update(zip(batch, made, strict=True))
+        return [vectors[i] for i in range(len(page))]
 
     def import_records(self, fp: IO[str], *, into: Scope | None = None) -> ImportReport:
         """Read an export. Every line is checked before anything is written; then all

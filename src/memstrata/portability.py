@@ -33,7 +33,7 @@ from typing import IO, Any
 import numpy as np
 
 from .codec import record_from_dict, record_to_dict
-from .embedder.base import Matrix, check_vectors
+from .embedder.base import check_vectors
 from .errors import ImportFormatError, MemstrataError
 from .records import MemoryRecord
 from .scope import Scope
@@ -91,7 +91,7 @@ def header_line(*, model_id: str, dims: int, exported_at: datetime) -> str:
     )
 
 
-def record_lines(records: Sequence[MemoryRecord], vectors: Matrix | None) -> str:
+def record_lines(records: Sequence[MemoryRecord], vectors: Sequence[Vector] | None) -> str:
     """One line per record (``vectors[i]`` is ``records[i]``'s, when given)."""
     out = []
     for i, rec in enumerate(records):
