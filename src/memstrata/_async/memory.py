@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -26,7 +26,7 @@ from memstrata.aio.core_lifecycle import AsyncLifecycle, completes  # async-only
 from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  # async-only
 from memstrata.aio.stores import open_store  # async-only
 from memstrata.clock import Clock, SystemClock
-from memstrata.errors import BudgetError, EmbeddingMismatchError, NotFoundError, ValidationError
+from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
 from memstrata.quota_types import Quotas
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from memstrata.maintenance_types import LogEntry, MaintenanceReport, Retention
     from memstrata.policies.forgetting import ForgettingPolicy
     from memstrata.policies.pii import PIIPolicy, PIIRedactor
-    from memstrata.portability import ImportReport
+    from memstrata.portability import FreshRecords, ImportReport, Item, PageSpool
     from memstrata.tokens import TokenCounter
     from memstrata.worker_types import RunReport
 
@@ -1293,70 +1293,135 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     async def import_records(self, fp: IO[str], *, into: Scope | None = None) -> ImportReport:
         """Read an export. Every line is checked before anything is written; then all
         records are written in one transaction. ``into`` remaps tenant and user (and agent
-        when given) and gives the records new ids; ids already present are skipped."""
+        when given) and gives the records new ids; ids already present are skipped.
+
+        Memory is a page's (``EXPORT_PAGE`` records), whatever the file's size: the pages
+        wait in temporary files between the passes — every line checked; the ids already
+        present looked up, a page a read; what has no usable vector embedded, a page a
+        call; then the transaction, one insert a page — so a bad line anywhere, a refused
+        quota or a failed write leaves nothing written."""
         await self._ready()  # async-only
-        from memstrata.portability import ImportReport, read_jsonl
-        from memstrata.search.tokenize import tokenize
+        from memstrata.portability import EXPORT_PAGE, ImportReport, PageSpool, read_pages
 
         if into is not None:
             check_scope(into)
         check_text_source(fp)
-        parsed = read_jsonl(
-            fp,
-            into=into,
-            model_id=self._raw_embedder.model_id,
-            dims=self._raw_embedder.dims,
-            max_chars=self.max_content_chars,
-        )
-        redacted: set[str] = set()  # their file vector is the clear text's: embed again
-        records = []
-        for raw in parsed.records:
-            rec = self._ctx.redact(raw)
-            if rec is not raw:
-                redacted.add(rec.id)
-            records.append(rec)
-        fresh = await self._absent(records)
-        skipped = len(records) - len(fresh)
-        writes = []
-        missing = [r for r in fresh if r.id not in parsed.vectors or r.id in redacted]
-        by_user: dict[Scope, int] = {}
-        for rec in fresh:  # quotas: each user's share admitted, all of it or nothing
-            by_user[rec.scope.user_scope] = by_user.get(rec.scope.user_scope, 0) + 1
-        async with AsyncExitStack() as admitted:
-            for who, n in by_user.items():
-                await admitted.enter_async_context(self._admit(who, n, self._clock.now()))
-            embedded: Any = (
-                await self._embedder.embed_batch([r.text for r in missing]) if missing else []
+        ids: set[str] = set()  # every id of the file: duplicates, references when remapped
+        checked: PageSpool[Item] = PageSpool()
+        with checked:
+            pages = read_pages(
+                fp,
+                model_id=self._raw_embedder.model_id,
+                dims=self._raw_embedder.dims,
+                max_chars=self.max_content_chars,
+                ids=ids,
+                page_size=EXPORT_PAGE,
             )
-            new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
-            for rec in fresh:
-                vec = parsed.vectors.get(rec.id)
-                if vec is None or rec.id in new_vectors:
-                    vec = new_vectors[rec.id]
-                writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
-            while writes:
-                try:
-                    await self._store.insert(writes)
-                    break
-                except ValidationError:
-                    # Another import of the same lines committed some of them since they
-                    # were looked up: skip those, as if they had been there before.
-                    absent = {r.id for r in await self._absent([w.record for w in writes])}
-                    if len(absent) == len(writes):
-                        raise
-                    skipped += len(writes) - len(absent)
-                    writes = [w for w in writes if w.record.id in absent]
-        return ImportReport(imported=len(writes), skipped=skipped, reembedded=len(missing))
+            for page in pages:
+                checked.add(page)
+            fresh = await self._import_fresh(checked, into, ids)
+        try:
+            async with AsyncExitStack() as admitted:  # each user's share, all or nothing
+                for who, n in fresh.by_user.items():
+                    await admitted.enter_async_context(self._admit(who, n, self._clock.now()))
+                with await self._import_writes(fresh.spool) as writes:
+                    fresh.spool.close()  # its disk space, while the transaction runs
+                    taken = await self._import_write(writes)
+        finally:
+            fresh.spool.close()
+        return ImportReport(
+            imported=fresh.spool.records - len(taken),
+            skipped=checked.records - fresh.spool.records + len(taken),
+            reembedded=fresh.missing,
+        )
 
-    async def _absent(self, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
-        """Those of ``records`` whose id is not stored in their user's scope (any status)."""
-        absent = []
-        for rec in records:
+    async def _import_fresh(
+        self, checked: PageSpool[Item], into: Scope | None, ids: set[str]
+    ) -> FreshRecords:
+        """The records of an import not stored yet (remapped and redacted), with their file
+        vector when it can be used (``None``: embed), a page at a time onto disk."""
+        from memstrata.portability import FreshRecords, PageSpool, remap_page
+
+        fresh = FreshRecords(PageSpool())
+        try:
+            for page in checked.pages():
+                if into is not None:
+                    page = remap_page(page, into, ids)
+                kept = []
+                for raw, vec in page:
+                    rec = self._ctx.redact(raw)
+                    # a redacted record's file vector is the clear text's: embed again
+                    kept.append((rec, vec if rec is raw else None))
+                present = await self._present([rec for rec, _ in kept])
+                kept = [(rec, vec) for rec, vec in kept if rec.id not in present]
+                for rec, vec in kept:
+                    who = rec.scope.user_scope
+                    fresh.by_user[who] = fresh.by_user.get(who, 0) + 1
+                    fresh.missing += vec is None
+                fresh.spool.add(kept)
+        except BaseException:
+            fresh.spool.close()
+            raise
+        return fresh
+
+    async def _import_writes(self, fresh: PageSpool[Item]) -> PageSpool[RecordWrite]:
+        """The writes of an import, a page at a time onto disk: each page's records without
+        a usable vector embedded in one call."""
+        from memstrata.portability import PageSpool
+        from memstrata.search.tokenize import tokenize
+
+        def terms_of(text: str) -> tuple[str, ...]:
+            return tuple(tokenize(text))
+
+        writes: PageSpool[RecordWrite] = PageSpool()
+        try:
+            for page in fresh.pages():
+                missing = [rec.text for rec, vec in page if vec is None]
+                made: Iterator[Vector] = iter([])
+                if missing:
+                    made = iter(await self._embedder.embed_batch(missing))
+                writes.add(
+                    [
+                        RecordWrite(rec, next(made) if vec is None else vec, terms_of(rec.text))
+                        for rec, vec in page
+                    ]
+                )
+        except BaseException:
+            writes.close()
+            raise
+        return writes
+
+    async def _import_write(self, writes: PageSpool[RecordWrite]) -> set[str]:
+        """Write an import in one transaction, an insert a page; returns the ids skipped
+        because another import committed them after they were looked up."""
+        taken: set[str] = set()
+        while True:
             try:
-                await self._store.get(rec.scope.user_scope, rec.id, include_deleted=True)
-            except NotFoundError:
-                absent.append(rec)
-        return absent
+                async with self._store.transaction() as tx:
+                    for page in writes.pages():
+                        await tx.insert([w for w in page if w.record.id not in taken])
+                return taken
+            except ValidationError:
+                # Another import of the same lines committed some of them since they were
+                # looked up: skip those, as if they had been there before (the whole
+                # transaction again, since a failed one wrote nothing).
+                now: set[str] = set()
+                for page in writes.pages():
+                    now |= await self._present([w.record for w in page])
+                if now <= taken:
+                    raise
+                taken |= now
+
+    async def _present(self, records: Sequence[MemoryRecord]) -> set[str]:
+        """The ids of ``records`` stored in their user's scope (any status): one read per
+        user of the records."""
+        by_user: dict[Scope, builtins.list[str]] = {}
+        for rec in records:
+            by_user.setdefault(rec.scope.user_scope, []).append(rec.id)
+        found: set[str] = set()
+        for who, ids in by_user.items():
+            found.update(r.id for r in await self._store.get_many(who, ids))
+        return found
 
     # --- introspection -----------------------------------------------------------------
     async def stats(self, scope: Scope) -> dict[str, Any]:
