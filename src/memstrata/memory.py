@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from memstrata.maintenance_types import LogEntry, MaintenanceReport, Retention
     from memstrata.policies.forgetting import ForgettingPolicy
     from memstrata.policies.pii import PIIPolicy, PIIRedactor
-    from memstrata.portability import FreshRecords, ImportReport, Item, PageSpool
+    from memstrata.portability import ImportReport, Item, PageSpool
     from memstrata.tokens import TokenCounter
     from memstrata.worker import BackgroundWorker, JobRunner
     from memstrata.worker_types import RunReport
@@ -1211,17 +1211,26 @@ class Memory:
         records are written in one transaction. ``into`` remaps tenant and user (and agent
         when given) and gives the records new ids; ids already present are skipped.
 
-        Memory is a page's (``EXPORT_PAGE`` records), whatever the file's size: the pages
-        wait in temporary files between the passes — every line checked; the ids already
-        present looked up, a page a read; what has no usable vector embedded, a page a
-        call; then the transaction, one insert a page — so a bad line anywhere, a refused
-        quota or a failed write leaves nothing written."""
-        from memstrata.portability import EXPORT_PAGE, ImportReport, PageSpool, read_pages
+        Memory is a page's (``EXPORT_PAGE`` records), whatever the file's size: the file is
+        read once, each page checked, its ids looked up (one read) and the page put in a
+        temporary file; then, a page at a time, the records are remapped and redacted and
+        those without a usable vector embedded (one call), onto a second temporary file;
+        then the transaction, one insert a page. So a bad line anywhere, a refused quota or
+        a failed write leaves nothing written."""
+        from memstrata.portability import (
+            EXPORT_PAGE,
+            ImportReport,
+            PageSpool,
+            read_pages,
+            remapped_id,
+        )
 
         if into is not None:
             check_scope(into)
         check_text_source(fp)
         ids: set[str] = set()  # every id of the file: duplicates, references when remapped
+        present: set[str] = set()  # (final) ids already stored when they were looked up
+        by_user: dict[Scope, int] = {}  # records to write per user: their quota
         checked: PageSpool[Item] = PageSpool()
         with checked:
             pages = read_pages(
@@ -1233,78 +1242,74 @@ class Memory:
                 page_size=EXPORT_PAGE,
             )
             for page in pages:
+                keys = [
+                    (rec.scope.user_scope, rec.id)
+                    if into is None
+                    else (Scope(into.tenant, into.user), remapped_id(rec.id, into))
+                    for rec, _ in page
+                ]
+                found = self._stored_ids(keys)
+                present |= found
+                for who, rid in keys:
+                    if rid not in found:
+                        by_user[who] = by_user.get(who, 0) + 1
                 checked.add(page)
-            fresh = self._import_fresh(checked, into, ids)
-        try:
+            fresh = sum(by_user.values())
             with ExitStack() as admitted:  # each user's share, all or nothing
-                for who, n in fresh.by_user.items():
+                for who, n in by_user.items():
                     admitted.enter_context(self._admit(who, n, self._clock.now()))
-                with self._import_writes(fresh.spool) as writes:
-                    fresh.spool.close()  # its disk space, while the transaction runs
+                writes, embedded = self._import_writes(checked, into, ids, present)
+                with writes:
+                    checked.close()  # its disk space, while the transaction runs
                     taken = self._import_write(writes)
-        finally:
-            fresh.spool.close()
         return ImportReport(
-            imported=fresh.spool.records - len(taken),
-            skipped=checked.records - fresh.spool.records + len(taken),
-            reembedded=fresh.missing,
+            imported=fresh - len(taken),
+            skipped=checked.records - fresh + len(taken),
+            reembedded=embedded,
         )
 
-    def _import_fresh(
-        self, checked: PageSpool[Item], into: Scope | None, ids: set[str]
-    ) -> FreshRecords:
-        """The records of an import not stored yet (remapped and redacted), with their file
-        vector when it can be used (``None``: embed), a page at a time onto disk."""
-        from memstrata.portability import FreshRecords, PageSpool, remap_page
-
-        fresh = FreshRecords(PageSpool())
-        try:
-            for page in checked.pages():
-                if into is not None:
-                    page = remap_page(page, into, ids)
-                kept = []
-                for raw, vec in page:
-                    rec = self._ctx.redact(raw)
-                    # a redacted record's file vector is the clear text's: embed again
-                    kept.append((rec, vec if rec is raw else None))
-                present = self._present([rec for rec, _ in kept])
-                kept = [(rec, vec) for rec, vec in kept if rec.id not in present]
-                for rec, vec in kept:
-                    who = rec.scope.user_scope
-                    fresh.by_user[who] = fresh.by_user.get(who, 0) + 1
-                    fresh.missing += vec is None
-                fresh.spool.add(kept)
-        except BaseException:
-            fresh.spool.close()
-            raise
-        return fresh
-
-    def _import_writes(self, fresh: PageSpool[Item]) -> PageSpool[RecordWrite]:
-        """The writes of an import, a page at a time onto disk: each page's records without
-        a usable vector embedded in one call."""
-        from memstrata.portability import PageSpool
+    def _import_writes(
+        self, checked: PageSpool[Item], into: Scope | None, ids: set[str], present: set[str]
+    ) -> tuple[PageSpool[RecordWrite], int]:
+        """The writes of an import, a page at a time onto disk (remapped, redacted, those
+        already present left out, those without a usable vector embedded in one call a
+        page), with how many were embedded."""
+        from memstrata.portability import PageSpool, remap_page
         from memstrata.search.tokenize import tokenize
 
         def terms_of(text: str) -> tuple[str, ...]:
             return tuple(tokenize(text))
 
         writes: PageSpool[RecordWrite] = PageSpool()
+        embedded = 0
         try:
-            for page in fresh.pages():
-                missing = [rec.text for rec, vec in page if vec is None]
+            for page in checked.pages():
+                if into is not None:
+                    page = remap_page(page, into, ids)
+                kept = []
+                for raw, vec in page:
+                    if raw.id in present:
+                        continue
+                    rec = self._ctx.redact(raw)
+                    # a redacted record's file vector is the clear text's: embed again
+                    kept.append((rec, vec if rec is raw else None))
+                missing = [rec.text for rec, vec in kept if vec is None]
                 made: Iterator[Vector] = iter([])
                 if missing:
                     made = iter(self._embedder.embed_batch(missing))
+                    embedded += len(missing)
                 writes.add(
                     [
-                        RecordWrite(rec, next(made) if vec is None else vec, terms_of(rec.text))
-                        for rec, vec in page
+                        RecordWrite(
+                            rec, next(made) if vec is None else vec, tuple(tokenize(rec.text))
+                        )
+                        for rec, vec in kept
                     ]
                 )
         except BaseException:
             writes.close()
             raise
-        return writes
+        return writes, embedded
 
     def _import_write(self, writes: PageSpool[RecordWrite]) -> set[str]:
         """Write an import in one transaction, an insert a page; returns the ids skipped
@@ -1314,7 +1319,9 @@ class Memory:
             try:
                 with self._store.transaction() as tx:
                     for page in writes.pages():
-                        tx.insert([w for w in page if w.record.id not in taken])
+                        page = [w for w in page if w.record.id not in taken]
+                        if page:
+                            tx.insert(page)
                 return taken
             except ValidationError:
                 # Another import of the same lines committed some of them since they were
@@ -1322,20 +1329,22 @@ class Memory:
                 # transaction again, since a failed one wrote nothing).
                 now: set[str] = set()
                 for page in writes.pages():
-                    now |= self._present([w.record for w in page])
+                    now |= self._stored_ids(
+                        [(w.record.scope.user_scope, w.record.id) for w in page]
+                    )
                 if now <= taken:
                     raise
                 taken |= now
 
-    def _present(self, records: Sequence[MemoryRecord]) -> set[str]:
-        """The ids of ``records`` stored in their user's scope (any status): one read per
-        user of the records."""
+    def _stored_ids(self, keys: Sequence[tuple[Scope, str]]) -> set[str]:
+        """Those of the ``(user scope, id)`` keys whose record is stored (any status): one
+        read per user."""
         by_user: dict[Scope, builtins.list[str]] = {}
-        for rec in records:
-            by_user.setdefault(rec.scope.user_scope, []).append(rec.id)
+        for who, rid in keys:
+            by_user.setdefault(who, []).append(rid)
         found: set[str] = set()
-        for who, ids in by_user.items():
-            found.update(r.id for r in self._store.get_many(who, ids))
+        for who, rids in by_user.items():
+            found.update(r.id for r in self._store.get_many(who, rids))
         return found
 
     # --- introspection -----------------------------------------------------------------

@@ -28,7 +28,7 @@ import pickle
 import tempfile
 import uuid
 from collections.abc import Container, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import IO, Any, Generic, TypeVar
 
@@ -48,7 +48,6 @@ __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_PAGE",
     "EXPORT_VERSION",
-    "FreshRecords",
     "ImportReport",
     "Item",
     "PageSpool",
@@ -300,14 +299,3 @@ class PageSpool(Generic[T]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@dataclass(slots=True)
-class FreshRecords:
-    """The records of an import that are not stored yet, on disk (each with its file
-    vector, ``None`` where it must be embedded), with each user's count and how many
-    must be embedded."""
-
-    spool: PageSpool[Item]
-    by_user: dict[Scope, int] = field(default_factory=dict)
-    missing: int = 0

@@ -7,6 +7,7 @@ every missing vector was embedded in one call, and all of it was inserted at onc
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import tracemalloc
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from memstrata import Memory, Message, Scope
+from memstrata import AsyncMemory, Memory, Message, Scope
 from memstrata.embedder import hashing
 from memstrata.embedder.cache_types import LRUEmbeddingCache
 from memstrata.errors import ImportFormatError, StoreError
@@ -160,6 +161,38 @@ def test_import_peak_memory_does_not_grow_with_the_file(
     large, n_large = _peak(tmp_path, files[f"{LARGE}-{embeddings}"], "large.db")
     assert (n_small, n_large) == (SMALL, LARGE)
     # Before: every record (and vector) of the file was held at once: ~4x the peak.
+    assert large < 1.35 * small, f"peak {small / 1e6:.1f} MB -> {large / 1e6:.1f} MB"
+
+
+def _async_peak(tmp_path: Path, path: Path, name: str) -> tuple[int, int]:
+    """:func:`_peak` for an ``AsyncMemory`` (SQLite on its store threads)."""
+
+    async def run() -> tuple[int, int]:
+        url = f"sqlite:///{tmp_path / name}"
+        async with AsyncMemory(url, embedder="hashing", background=False) as mem:
+            mem._embedder._lru = LRUEmbeddingCache(16)
+            await mem.stats(ALICE)
+            with path.open(encoding="utf-8") as fp:
+                tracemalloc.start()
+                try:
+                    report = await mem.import_records(fp)
+                    peak = tracemalloc.get_traced_memory()[1]
+                finally:
+                    tracemalloc.stop()
+        return peak, report.imported
+
+    return asyncio.run(run())
+
+
+def test_an_async_import_on_sqlite_holds_a_page_of_writes(
+    files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's async adapter runs a unit of work's queued inserts once a page waits
+    (before: all of them were queued until the commit, every vector included)."""
+    monkeypatch.setattr(hashing, "_WORD_CACHE_MAX", 0)
+    small, n_small = _async_peak(tmp_path, files[f"{SMALL}-True"], "small.db")
+    large, n_large = _async_peak(tmp_path, files[f"{LARGE}-True"], "large.db")
+    assert (n_small, n_large) == (SMALL, LARGE)
     assert large < 1.35 * small, f"peak {small / 1e6:.1f} MB -> {large / 1e6:.1f} MB"
 
 

@@ -166,7 +166,7 @@ def _failure(exc: Exception, request: Request) -> tuple[str, str]:
 async def import_(request: Request, user: UserPath, caller: CallerDep) -> ImportOut:
     require_admin(caller, "import")
     with tempfile.SpooledTemporaryFile(
-        max_size=IMPORT_SPOOL_IN_MEMORY, mode="w+", encoding="utf-8", newline=""
+        max_size=IMPORT_SPOOL_IN_MEMORY, mode="w+", encoding="utf-8", newline="\n"
     ) as body:
         await _spool_text(request, body)
         body.seek(0)
