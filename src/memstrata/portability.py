@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import base64
 import json
+import pickle
+import tempfile
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Container, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import IO, Any
+from typing import IO, Any, Generic, TypeVar
 
 import numpy as np
 
 from .codec import record_from_dict, record_to_dict
-from .embedder.base import Matrix, check_vectors
+from .embedder.base import check_vectors
 from .errors import ImportFormatError, MemstrataError
 from .records import MemoryRecord
 from .scope import Scope
@@ -47,11 +49,15 @@ __all__ = [
     "EXPORT_PAGE",
     "EXPORT_VERSION",
     "ImportReport",
+    "Item",
+    "PageSpool",
     "end_line",
     "failed_line",
     "header_line",
-    "read_jsonl",
+    "read_pages",
     "record_lines",
+    "remap_page",
+    "remapped_id",
 ]
 
 EXPORT_FORMAT = "memstrata.export"
@@ -66,12 +72,6 @@ class ImportReport:
     imported: int
     skipped: int
     reembedded: int
-
-
-@dataclass(slots=True)
-class ParsedImport:
-    records: list[MemoryRecord] = field(default_factory=list)
-    vectors: dict[str, Vector] = field(default_factory=dict)
 
 
 def _line(obj: dict[str, Any]) -> str:
@@ -91,7 +91,7 @@ def header_line(*, model_id: str, dims: int, exported_at: datetime) -> str:
     )
 
 
-def record_lines(records: Sequence[MemoryRecord], vectors: Matrix | None) -> str:
+def record_lines(records: Sequence[MemoryRecord], vectors: Sequence[Vector] | None) -> str:
     """One line per record (``vectors[i]`` is ``records[i]``'s, when given)."""
     out = []
     for i, rec in enumerate(records):
@@ -161,37 +161,28 @@ def remapped_id(old_id: str, into: Scope) -> str:
     return uuid.uuid5(_REMAP_NAMESPACE, key).hex
 
 
-def _remap(records: list[MemoryRecord], into: Scope) -> list[MemoryRecord]:
-    """New ids for every record, references inside the import rewritten to match."""
-    ids = {r.id: remapped_id(r.id, into) for r in records}
-    out = []
-    for r in records:
-        out.append(
-            replace(
-                r,
-                id=ids[r.id],
-                tenant=into.tenant,
-                user=into.user,
-                agent=into.agent if into.agent is not None else r.agent,
-                source_ids=tuple(ids.get(s, s) for s in r.source_ids),
-                superseded_by=ids.get(r.superseded_by, r.superseded_by)
-                if r.superseded_by
-                else None,
-                relations=tuple(
-                    replace(x, target_id=ids.get(x.target_id, x.target_id)) for x in r.relations
-                ),
-            )
-        )
-    return out
+Item = tuple[MemoryRecord, Vector | None]  # a record of an import, with its file vector
+T = TypeVar("T")
 
 
-def read_jsonl(
-    fp: IO[str], *, into: Scope | None, model_id: str, dims: int, max_chars: int = DEFAULT_MAX_CHARS
-) -> ParsedImport:
-    """Parse and check a whole export (version 1 or 2); raises :class:`ImportFormatError`
-    naming the line. A version-2 export must end with its end line (see the module); each
-    end line counts the records since the header or the end line before it, so exports
-    joined after their headers (``tail -n +2``) read as one.
+def read_pages(
+    fp: IO[str],
+    *,
+    model_id: str,
+    dims: int,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    ids: set[str] | None = None,
+    page_size: int = EXPORT_PAGE,
+) -> Iterator[list[Item]]:
+    """Parse and check an export (version 1 or 2) a page of ``page_size`` records at a
+    time, each with its vector from the file (``None`` when the line has none or the file's
+    model is not ``model_id``/``dims``); raises :class:`ImportFormatError` naming the line.
+    A version-2 export must end with its end line (see the module); each end line counts
+    the records since the header or the end line before it, so exports joined after their
+    headers (``tail -n +2``) read as one. Pages come out as they are checked: what
+    follows a page may still be refused (a bad line, no end line), so a caller writes
+    nothing before the iteration has ended. ``ids`` collects the records' ids (a record id
+    that appears twice is refused).
 
     Every record is checked field by field exactly as ``add`` checks its arguments
     (:func:`~memstrata.validation.validate_record`), so an import cannot store what
@@ -202,15 +193,16 @@ def read_jsonl(
         raise ImportFormatError("the import is empty: expected a memstrata export")
     head = _header(first[1])
     same_model = head.get("embedding_model") == model_id and head.get("dims") == dims
-    records: list[MemoryRecord] = []
-    raw_vectors: dict[str, Vector] = {}
-    seen: set[str] = set()
+    seen: set[str] = set() if ids is None else ids
+    page: list[Item] = []
+    total = 0
     version = head["version"]
     ended = version == 1  # a version-1 export has no end line
     since_end = 0  # records since the header or the last end line (exports joined)
     for number, line in lines:
         if not line.strip():
             continue
+        vec: Vector | None = None
         try:
             item = json.loads(line)
             if version >= 2 and isinstance(item, dict) and "end" in item:
@@ -228,26 +220,82 @@ def read_jsonl(
             emb = item.get("embedding")
             if emb is not None and same_model:
                 blob = base64.b64decode(emb, validate=True)
-                vec = np.frombuffer(blob, dtype="<f4").astype(np.float32)
-                raw_vectors[rec.id] = check_vectors(vec.reshape(1, -1), 1, dims, model_id)[0]
+                raw = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+                vec = check_vectors(raw.reshape(1, -1), 1, dims, model_id)[0]
         except MemstrataError as exc:
             raise ImportFormatError(f"line {number}: {exc}") from None
         except (ValueError, RecursionError) as exc:
             raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
-        records.append(replace(rec, embedding_model=model_id, embedding_dims=dims))
+        page.append((replace(rec, embedding_model=model_id, embedding_dims=dims), vec))
         since_end += 1
+        total += 1
+        if len(page) >= page_size:
+            yield page
+            page = []
     if not ended:
         raise ImportFormatError(
-            f"the export does not end with its end line (after {len(records)} records): it "
+            f"the export does not end with its end line (after {total} records): it "
             "was cut off (an interrupted download or export) and nothing was imported; "
             "export again"
         )
-    if into is None:
-        return ParsedImport(records, raw_vectors)
-    remapped = _remap(records, into)
-    vectors = {
-        new.id: raw_vectors[old.id]
-        for old, new in zip(records, remapped, strict=True)
-        if old.id in raw_vectors
-    }
-    return ParsedImport(remapped, vectors)
+    if page:
+        yield page
+
+
+def remap_page(page: Sequence[Item], into: Scope, ids: Container[str]) -> list[Item]:
+    """The records of an import into ``into``: new ids (:func:`remapped_id`), and each
+    reference to a record of the same import (``ids``: every id it holds) rewritten to
+    match; references to records outside it are kept."""
+
+    def new(old: str) -> str:
+        return remapped_id(old, into) if old in ids else old
+
+    out = []
+    for r, vec in page:
+        moved = replace(
+            r,
+            id=remapped_id(r.id, into),
+            tenant=into.tenant,
+            user=into.user,
+            agent=into.agent if into.agent is not None else r.agent,
+            source_ids=tuple(new(s) for s in r.source_ids),
+            superseded_by=new(r.superseded_by) if r.superseded_by else None,
+            relations=tuple(replace(x, target_id=new(x.target_id)) for x in r.relations),
+        )
+        out.append((moved, vec))
+    return out
+
+
+class PageSpool(Generic[T]):
+    """Pages of an import kept on disk between its passes (a temporary file, deleted when
+    closed), so that an import holds a page in memory, not the file. Written and read
+    back by this process only (pickle of its own values)."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()/__exit__
+        self.records = 0
+
+    def add(self, page: Sequence[T]) -> None:
+        if page:
+            pickle.dump(list(page), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+            self.records += len(page)
+
+    def pages(self) -> Iterator[list[T]]:
+        """Every page added, in order (from the start at each call)."""
+        self._file.flush()
+        self._file.seek(0)
+        while True:
+            try:
+                page: list[T] = pickle.load(self._file)  # noqa: S301 - our own file
+            except EOFError:
+                return
+            yield page
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> PageSpool[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

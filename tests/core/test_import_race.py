@@ -5,6 +5,7 @@ that "exists already" (before, every import but the first failed whole)."""
 from __future__ import annotations
 
 import io
+import json
 import threading
 from typing import Any
 
@@ -30,20 +31,22 @@ def test_lines_written_by_another_import_meanwhile_are_skipped(
     mem: Memory, monkeypatch: pytest.MonkeyPatch, share: float
 ) -> None:
     data = _export(40)
+    head, *lines, _end = data.splitlines(keepends=True)
+    taken = int(40 * share)
+    other = "".join([head, *lines[:taken], json.dumps({"end": "complete", "count": taken})])
     store = mem.store
-    original = store.insert
+    original = store.transaction
     fired = False
 
-    def other_import_first(writes: Any) -> Any:
+    def other_import_first() -> Any:
         nonlocal fired
         if not fired:  # the other import commits (some of) the same lines first
             fired = True
-            original(list(writes)[: int(len(writes) * share)])
-        return original(writes)
+            assert mem.import_records(io.StringIO(other)).imported == taken
+        return original()
 
-    monkeypatch.setattr(store, "insert", other_import_first)
+    monkeypatch.setattr(store, "transaction", other_import_first)
     report = mem.import_records(io.StringIO(data))
-    taken = int(40 * share)
     assert report == ImportReport(imported=40 - taken, skipped=taken, reembedded=40)
     assert len(mem.list(Scope("acme", "alice"), limit=1000)) == 40
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,6 +159,74 @@ def test_a_failure_after_the_first_page_is_not_a_complete_export(
     )
     assert imp.status_code == 422 and "export failed" in imp.json()["error"]["message"]
     assert live.memory.list(Scope("acme", "carol")) == []
+
+
+def _cut_export(live: Live) -> bytes:
+    received = b""
+    with (
+        httpx2.Client(timeout=10) as client,
+        client.stream("GET", f"{live.url}/export", headers=live.headers) as r,
+    ):
+        assert r.status_code == 200
+        with pytest.raises(httpx2.RemoteProtocolError):
+            for chunk in r.iter_raw():
+                received += chunk
+    return received
+
+
+def _logged(caplog: pytest.LogCaptureFixture, path: str) -> list[logging.LogRecord]:
+    """The records logged once the server has written the access line of ``path``."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if any(
+            getattr(r, "path", None) == path and r.name.endswith("access") for r in caplog.records
+        ):
+            break
+        time.sleep(0.02)
+    time.sleep(0.2)  # uvicorn's own line follows the app's return
+    return list(caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "traceback"),
+    [
+        (StoreError("the disk went away"), "unavailable", False),
+        (RuntimeError("a bug"), "internal_error", True),
+    ],
+    ids=["store-error", "internal-error"],
+)
+def test_a_failure_after_the_first_page_is_logged_once_with_its_context(
+    live: Live,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    error: Exception,
+    code: str,
+    traceback: bool,
+) -> None:
+    def fail() -> None:
+        raise error
+
+    _after_first_page(live.store, monkeypatch, fail)
+    caplog.set_level(logging.INFO)
+    received = _cut_export(live)
+    assert _lines(received)[-1]["end"] == "failed"
+    records = _logged(caplog, "/v1/users/alice/export")
+    errors = [r for r in records if r.levelno >= logging.ERROR]
+    ours = [r for r in errors if r.name.startswith("memstrata")]
+    # Before: "unavailable on GET ..." and "unexpected error" with a traceback, then
+    # uvicorn's "Exception in ASGI application" with two more.
+    assert len(ours) == 1, [r.getMessage() for r in ours]
+    line = ours[0]
+    assert "export of user alice failed" in line.getMessage()
+    assert (line.tenant, line.user, line.code, line.method) == ("acme", "alice", code, "GET")  # type: ignore[attr-defined]
+    assert line.path == "/v1/users/alice/export" and line.key_id  # type: ignore[attr-defined]
+    assert line.lines_sent == 1 + PAGE  # type: ignore[attr-defined]
+    assert bool(line.exc_info) is traceback  # an internal error's traceback, once
+    others = [r for r in errors if r is not line]
+    assert not any(r.exc_info for r in others)
+    assert [r.getMessage() for r in others] == [
+        "ASGI callable returned without completing response."
+    ]
 
 
 def test_a_failure_before_the_first_page_is_an_error_answer(

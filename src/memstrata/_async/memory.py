@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -26,7 +26,7 @@ from memstrata.aio.core_lifecycle import AsyncLifecycle, completes  # async-only
 from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  # async-only
 from memstrata.aio.stores import open_store  # async-only
 from memstrata.clock import Clock, SystemClock
-from memstrata.errors import BudgetError, EmbeddingMismatchError, NotFoundError, ValidationError
+from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
 from memstrata.quota_types import Quotas
@@ -44,7 +44,7 @@ from memstrata.scope import Scope
 from memstrata.search.config import SearchConfig
 from memstrata.search.hit import SearchHit, types_of_layers
 from memstrata.store.compaction import CompactReport
-from memstrata.store.types import PurgeReport, RecordWrite
+from memstrata.store.types import PurgeReport, RecordWrite, Vector
 from memstrata.text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from memstrata.validation import (
     check_bool,
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from memstrata.maintenance_types import LogEntry, MaintenanceReport, Retention
     from memstrata.policies.forgetting import ForgettingPolicy
     from memstrata.policies.pii import PIIPolicy, PIIRedactor
-    from memstrata.portability import ImportReport
+    from memstrata.portability import ImportReport, Item, PageSpool
     from memstrata.tokens import TokenCounter
     from memstrata.worker_types import RunReport
 
@@ -1245,7 +1245,6 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     ) -> AsyncIterator[tuple[str, int]]:
         """The lines of an export, a page at a time, each with its number of records."""
         from memstrata.portability import (
-            EXPORT_EMBED_BATCH,
             EXPORT_PAGE,
             end_line,
             header_line,
@@ -1258,94 +1257,180 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         flt = Filters(
             include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
         )
-        embedder = self._embedder if include_embeddings else None
-        head = header_line(
-            model_id=self._raw_embedder.model_id,
-            dims=self._raw_embedder.dims,
-            exported_at=self._clock.now(),
-        )
+        model_id, dims = self._raw_embedder.model_id, self._raw_embedder.dims
+        head = header_line(model_id=model_id, dims=dims, exported_at=self._clock.now())
         count = 0
         async for page in self._store.list_pages(scope, flt, batch_size=EXPORT_PAGE):
-            parts = [head]
-            if embedder is None:
-                parts.append(record_lines(page, None))
-            else:
-                for start in range(0, len(page), EXPORT_EMBED_BATCH):
-                    batch = page[start : start + EXPORT_EMBED_BATCH]
-                    vectors = await embedder.embed_uncached([r.text for r in batch])
-                    parts.append(record_lines(batch, vectors))
+            vectors = await self._export_vectors(scope, page) if include_embeddings else None
             count += len(page)
-            yield "".join(parts), len(page)
+            yield head + record_lines(page, vectors), len(page)
             head = ""
         yield head + end_line(count), 0
+
+    async def _export_vectors(
+        self, scope: Scope, page: Sequence[MemoryRecord]
+    ) -> builtins.list[Vector]:
+        """The vectors of a page of an export: the ones the store holds (one read), made by
+        the embedder's current model; a record stored without a vector, or with another
+        model's (an older model, a re-embed under way), is embedded as the file says its
+        vectors are (``EXPORT_EMBED_BATCH`` texts a call, no cache read or filled)."""
+        from memstrata.portability import EXPORT_EMBED_BATCH
+
+        model_id, dims = self._raw_embedder.model_id, self._raw_embedder.dims
+        stored = await self._store.stored_vectors(scope, [r.id for r in page])
+        vectors: dict[int, Vector] = {}
+        for i, rec in enumerate(page):
+            held = stored.get(rec.id)
+            if held is not None and held.model == model_id and held.vector.shape == (dims,):
+                vectors[i] = held.vector
+        missing = [i for i in range(len(page)) if i not in vectors]
+        for start in range(0, len(missing), EXPORT_EMBED_BATCH):
+            batch = missing[start : start + EXPORT_EMBED_BATCH]
+            made = await self._embedder.embed_uncached([page[i].text for i in batch])
+            vectors.update(zip(batch, made, strict=True))
+        return [vectors[i] for i in range(len(page))]
 
     async def import_records(self, fp: IO[str], *, into: Scope | None = None) -> ImportReport:
         """Read an export. Every line is checked before anything is written; then all
         records are written in one transaction. ``into`` remaps tenant and user (and agent
-        when given) and gives the records new ids; ids already present are skipped."""
+        when given) and gives the records new ids; ids already present are skipped.
+
+        Memory is a page's (``EXPORT_PAGE`` records), whatever the file's size: the file is
+        read once, each page checked, its ids looked up (one read) and the page put in a
+        temporary file; then, a page at a time, the records are remapped and redacted and
+        those without a usable vector embedded (one call), onto a second temporary file;
+        then the transaction, one insert a page. So a bad line anywhere, a refused quota or
+        a failed write leaves nothing written."""
         await self._ready()  # async-only
-        from memstrata.portability import ImportReport, read_jsonl
-        from memstrata.search.tokenize import tokenize
+        from memstrata.portability import (
+            EXPORT_PAGE,
+            ImportReport,
+            PageSpool,
+            read_pages,
+            remapped_id,
+        )
 
         if into is not None:
             check_scope(into)
         check_text_source(fp)
-        parsed = read_jsonl(
-            fp,
-            into=into,
-            model_id=self._raw_embedder.model_id,
-            dims=self._raw_embedder.dims,
-            max_chars=self.max_content_chars,
-        )
-        redacted: set[str] = set()  # their file vector is the clear text's: embed again
-        records = []
-        for raw in parsed.records:
-            rec = self._ctx.redact(raw)
-            if rec is not raw:
-                redacted.add(rec.id)
-            records.append(rec)
-        fresh = await self._absent(records)
-        skipped = len(records) - len(fresh)
-        writes = []
-        missing = [r for r in fresh if r.id not in parsed.vectors or r.id in redacted]
-        by_user: dict[Scope, int] = {}
-        for rec in fresh:  # quotas: each user's share admitted, all of it or nothing
-            by_user[rec.scope.user_scope] = by_user.get(rec.scope.user_scope, 0) + 1
-        async with AsyncExitStack() as admitted:
-            for who, n in by_user.items():
-                await admitted.enter_async_context(self._admit(who, n, self._clock.now()))
-            embedded: Any = (
-                await self._embedder.embed_batch([r.text for r in missing]) if missing else []
+        ids: set[str] = set()  # every id of the file: duplicates, references when remapped
+        present: set[str] = set()  # (final) ids already stored when they were looked up
+        by_user: dict[Scope, int] = {}  # records to write per user: their quota
+        checked: PageSpool[Item] = PageSpool()
+        with checked:
+            pages = read_pages(
+                fp,
+                model_id=self._raw_embedder.model_id,
+                dims=self._raw_embedder.dims,
+                max_chars=self.max_content_chars,
+                ids=ids,
+                page_size=EXPORT_PAGE,
             )
-            new_vectors = {r.id: embedded[i] for i, r in enumerate(missing)}
-            for rec in fresh:
-                vec = parsed.vectors.get(rec.id)
-                if vec is None or rec.id in new_vectors:
-                    vec = new_vectors[rec.id]
-                writes.append(RecordWrite(rec, vec, tuple(tokenize(rec.text))))
-            while writes:
-                try:
-                    await self._store.insert(writes)
-                    break
-                except ValidationError:
-                    # Another import of the same lines committed some of them since they
-                    # were looked up: skip those, as if they had been there before.
-                    absent = {r.id for r in await self._absent([w.record for w in writes])}
-                    if len(absent) == len(writes):
-                        raise
-                    skipped += len(writes) - len(absent)
-                    writes = [w for w in writes if w.record.id in absent]
-        return ImportReport(imported=len(writes), skipped=skipped, reembedded=len(missing))
+            for page in pages:
+                keys = [
+                    (rec.scope.user_scope, rec.id)
+                    if into is None
+                    else (Scope(into.tenant, into.user), remapped_id(rec.id, into))
+                    for rec, _ in page
+                ]
+                found = await self._stored_ids(keys)
+                present |= found
+                for who, rid in keys:
+                    if rid not in found:
+                        by_user[who] = by_user.get(who, 0) + 1
+                checked.add(page)
+            fresh = sum(by_user.values())
+            async with AsyncExitStack() as admitted:  # each user's share, all or nothing
+                for who, n in by_user.items():
+                    await admitted.enter_async_context(self._admit(who, n, self._clock.now()))
+                writes, embedded = await self._import_writes(checked, into, ids, present)
+                with writes:
+                    checked.close()  # its disk space, while the transaction runs
+                    taken = await self._import_write(writes)
+        return ImportReport(
+            imported=fresh - len(taken),
+            skipped=checked.records - fresh + len(taken),
+            reembedded=embedded,
+        )
 
-    async def _absent(self, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
-        """Those of ``records`` whose id is not stored in their user's scope (any status)."""
-        absent = []
-        for rec in records:
+    async def _import_writes(
+        self, checked: PageSpool[Item], into: Scope | None, ids: set[str], present: set[str]
+    ) -> tuple[PageSpool[RecordWrite], int]:
+        """The writes of an import, a page at a time onto disk (remapped, redacted, those
+        already present left out, those without a usable vector embedded in one call a
+        page), with how many were embedded."""
+        from memstrata.portability import PageSpool, remap_page
+        from memstrata.search.tokenize import tokenize
+
+        def terms_of(text: str) -> tuple[str, ...]:
+            return tuple(tokenize(text))
+
+        writes: PageSpool[RecordWrite] = PageSpool()
+        embedded = 0
+        try:
+            for page in checked.pages():
+                if into is not None:
+                    page = remap_page(page, into, ids)
+                kept = []
+                for raw, vec in page:
+                    if raw.id in present:
+                        continue
+                    rec = self._ctx.redact(raw)
+                    # a redacted record's file vector is the clear text's: embed again
+                    kept.append((rec, vec if rec is raw else None))
+                missing = [rec.text for rec, vec in kept if vec is None]
+                made: Iterator[Vector] = iter([])
+                if missing:
+                    made = iter(await self._embedder.embed_batch(missing))
+                    embedded += len(missing)
+                writes.add(
+                    [
+                        RecordWrite(
+                            rec, next(made) if vec is None else vec, tuple(tokenize(rec.text))
+                        )
+                        for rec, vec in kept
+                    ]
+                )
+        except BaseException:
+            writes.close()
+            raise
+        return writes, embedded
+
+    async def _import_write(self, writes: PageSpool[RecordWrite]) -> set[str]:
+        """Write an import in one transaction, an insert a page; returns the ids skipped
+        because another import committed them after they were looked up."""
+        taken: set[str] = set()
+        while True:
             try:
-                await self._store.get(rec.scope.user_scope, rec.id, include_deleted=True)
-            except NotFoundError:
-                absent.append(rec)
-        return absent
+                async with self._store.transaction() as tx:
+                    for page in writes.pages():
+                        page = [w for w in page if w.record.id not in taken]
+                        if page:
+                            await tx.insert(page)
+                return taken
+            except ValidationError:
+                # Another import of the same lines committed some of them since they were
+                # looked up: skip those, as if they had been there before (the whole
+                # transaction again, since a failed one wrote nothing).
+                now: set[str] = set()
+                for page in writes.pages():
+                    now |= await self._stored_ids(
+                        [(w.record.scope.user_scope, w.record.id) for w in page]
+                    )
+                if now <= taken:
+                    raise
+                taken |= now
+
+    async def _stored_ids(self, keys: Sequence[tuple[Scope, str]]) -> set[str]:
+        """Those of the ``(user scope, id)`` keys whose record is stored (any status): one
+        read per user."""
+        by_user: dict[Scope, builtins.list[str]] = {}
+        for who, rid in keys:
+            by_user.setdefault(who, []).append(rid)
+        found: set[str] = set()
+        for who, rids in by_user.items():
+            found.update(r.id for r in await self._store.get_many(who, rids))
+        return found
 
     # --- introspection -----------------------------------------------------------------
     async def stats(self, scope: Scope) -> dict[str, Any]:

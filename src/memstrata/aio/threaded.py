@@ -17,9 +17,12 @@ PostgreSQL and Redis are natively async (psycopg's and redis-py's async clients)
   them meanwhile); the sync transaction begins with the first of those trips. So
   ``add_messages`` (append the turns, enqueue their job, commit) is one trip where it was
   four, and the write lock is held only while the thread runs them, never while a trip
-  waits for a busy event loop. A queued write's error (a conflict, an id
-  that exists) is raised where its trip runs: by the next answering call, or by the end of
-  the block, which then rolls back; what the block did meanwhile was in memory only.
+  waits for a busy event loop. Once ``FLUSH_AT`` records (or jobs) are queued they run at
+  once, in one trip, so a long unit of work (an import, a page of records an insert) holds
+  a page of writes in memory, not all of them. A queued write's error (a conflict, an id
+  that exists) is raised where its trip runs: by the write that filled the queue, the next
+  answering call, or the end of the block, which then rolls back; what the block did
+  meanwhile was in memory only.
   Cancelling a coroutine inside the block rolls back (queued writes are never run).
 - ``scan`` and ``dump_*`` stream their batches from a generator advanced on one thread.
 """
@@ -47,6 +50,8 @@ _STREAMS = frozenset(
 )
 # Unit-of-work methods that answer nothing: queued until a call that answers or the commit.
 _QUEUED = frozenset({"insert", "append_turns", "replace", "enqueue"})
+# Queued writes run at once when this many records (or jobs) wait.
+FLUSH_AT = 1000
 # Sync-only context managers of a store (SQLite's shared/exclusive file locks): entered
 # and left on one thread, like a transaction.
 _CONTEXTS = frozenset({"shared", "exclusive"})
@@ -197,6 +202,7 @@ class _Transaction:
         self._manager: AbstractContextManager[UnitOfWork] | None = None
         self._uow: UnitOfWork | None = None
         self._queued: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self._waiting = 0  # records (or jobs) in the queued writes
 
     def _flush(self) -> UnitOfWork:
         """Begin (first time) and run the queued writes; on the transaction's thread."""
@@ -204,7 +210,7 @@ class _Transaction:
             manager = self._factory()
             self._uow = manager.__enter__()
             self._manager = manager
-        queued, self._queued = self._queued, []
+        queued, self._queued, self._waiting = self._queued, [], 0
         for name, args, kwargs in queued:
             getattr(self._uow, name)(*args, **kwargs)
         return self._uow
@@ -212,13 +218,17 @@ class _Transaction:
     async def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if name in _QUEUED:
             self._queued.append((name, args, kwargs))
+            first = args[0] if args else None
+            self._waiting += len(first) if isinstance(first, list | tuple) else 1
+            if self._waiting >= FLUSH_AT:
+                await self._thread.run(self._flush)
             return None
         return await self._thread.run(lambda: getattr(self._flush(), name)(*args, **kwargs))
 
     async def end(self, error: BaseException | None) -> None:
         """Commit (``error`` None: the queued writes first) or roll back, on the thread."""
         if error is not None:
-            self._queued = []
+            self._queued, self._waiting = [], 0
             if self._manager is not None:
                 manager = self._manager
                 await self._thread.run(

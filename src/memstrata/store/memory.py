@@ -36,7 +36,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
-from .types import ListQuery, RecordView, kept_records
+from .types import ListQuery, RecordView, StoredVector, kept_records
 
 __all__ = ["InMemoryStore"]
 
@@ -242,6 +242,15 @@ class InMemoryStore:
     def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         found = (self._visible(scope, i) for i in dict.fromkeys(ids))
         return [e.record for e in found if e is not None]
+
+    def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
+        with self._lock:
+            found = (self._visible(scope, i) for i in dict.fromkeys(ids))
+            return {
+                e.record.id: StoredVector(e.record.embedding_model, e.vector.copy())
+                for e in found
+                if e is not None and e.vector is not None
+            }
 
     def views(self, scope: Scope, ids: Sequence[str]) -> dict[str, RecordView]:
         """What a context shows of each id visible in ``scope`` (as :meth:`get_many` finds

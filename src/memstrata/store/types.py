@@ -24,6 +24,7 @@ __all__ = [
     "RecordView",
     "RecordWrite",
     "StoreStats",
+    "StoredVector",
     "Vector",
     "kept_records",
     "speaker_of",
@@ -158,6 +159,16 @@ class RecordDump:
     @property
     def record(self) -> MemoryRecord:
         return self.versions[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVector:
+    """A record's vector as the store holds it, with the model that made it (``None`` for
+    a vector stored without one): what an export with embeddings writes, so the file
+    carries the index's vectors and no text is embedded again."""
+
+    model: str | None
+    vector: Vector
 
 
 @dataclass(frozen=True, slots=True)

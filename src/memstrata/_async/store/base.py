@@ -48,6 +48,7 @@ from memstrata.store.types import (
     PurgeReport,
     RecordDump,
     RecordWrite,
+    StoredVector,
     StoreStats,
     Vector,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "RecordDump",
     "RecordWrite",
     "StoreStats",
+    "StoredVector",
     "Vector",
 ]
 
@@ -119,6 +121,13 @@ class AsyncRecordStore(Protocol):
     async def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         """Current versions of the ids visible in ``scope`` (deleted included), in the order
         given, each once; unknown and foreign ids are left out."""
+        ...
+
+    async def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
+        """The stored vector of each of ``ids`` visible in ``scope`` (deleted included, as
+        :meth:`get_many` finds them), with its model, in one read; unknown and foreign ids
+        and records stored without a vector are left out. An export with embeddings writes
+        these instead of embedding every text again."""
         ...
 
     async def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:

@@ -88,6 +88,7 @@ from memstrata.store.types import (
     RecordDump,
     RecordView,
     RecordWrite,
+    StoredVector,
     StoreStats,
     Vector,
     kept_records,
@@ -728,6 +729,23 @@ class PostgresStore:
         with self._autocommit(_row_keys(scope, ids)) as c:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
+
+    def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
+        if not ids:
+            return {}
+        where, args = scope_sql(scope)
+        with self._autocommit(wait=False) as c:  # vectors are never written behind
+            rows = (
+                c.execute(
+                    "SELECT r.id, v.model, v.embedding FROM vectors v JOIN (SELECT seq, id "
+                    f"FROM records WHERE id = ANY(%s) AND {where}) r ON v.seq = r.seq",
+                    [sorted(dict.fromkeys(ids)), *args],
+                )
+            ).fetchall()
+        return {
+            r["id"]: StoredVector(r["model"], np.asarray(r["embedding"].to_numpy(), np.float32))
+            for r in rows
+        }
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         prepared = self._prepare([write])[0]

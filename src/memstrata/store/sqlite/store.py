@@ -45,7 +45,7 @@ from ..base import (
     Vector,
 )
 from ..compaction import CompactReport
-from ..types import ListQuery, RecordView, kept_records
+from ..types import ListQuery, RecordView, StoredVector, kept_records
 from . import dump, outbox
 from .codec import (
     COLUMNS,
@@ -587,6 +587,22 @@ class SQLiteStore:
         with self._read() as c:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
             return [self._dec(found[i]) for i in dict.fromkeys(ids) if i in found]
+
+    def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
+        if not ids:
+            return {}
+        where, args = scope_sql(scope)
+        out: dict[str, StoredVector] = {}
+        with self._read() as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                sql, vals = in_list("id", chunk)
+                for rid, model, blob in c.execute(
+                    "SELECT r.id, v.model, v.vector FROM vectors v JOIN (SELECT seq, id FROM "
+                    f"records WHERE {sql} AND {where}) r ON v.seq = r.seq",
+                    vals + args,
+                ):
+                    out[rid] = StoredVector(model, decode_vector(blob))
+        return out
 
     def views(self, scope: Scope, ids: Sequence[str]) -> dict[str, RecordView]:
         """What a context shows of each id visible in ``scope`` (as :meth:`get_many` finds
