@@ -90,10 +90,10 @@ class _Waiter:
 
 
 class PriorityGate:
-    """At most ``slots`` holders at once, plus ``search_lane`` more for searches only; a freed
-    slot goes to the best waiter (lowest class, then earliest; a waiter older than
-    ``promote_after`` seconds counts as class 0), a freed lane slot to the earliest search.
-    :meth:`acquire` says which it gave (``True``: the lane), :meth:`release` takes it back."""
+    """At most ``slots`` holders at once, plus ``search_lane`` more for searches that arrive
+    while nobody waits; a freed slot goes to the best waiter (lowest class, then earliest; a
+    waiter older than ``promote_after`` seconds counts as class 0). :meth:`acquire` says
+    which it gave (``True``: the lane), :meth:`release` takes it back."""
 
     def __init__(self, slots: int, promote_after: float = 1.0, search_lane: int = 0) -> None:
         self._slots = slots
