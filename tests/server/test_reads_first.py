@@ -111,7 +111,7 @@ def test_the_middleware_serves_a_search_queued_behind_writes_first() -> None:
     u = "/v1/users/alice"
     durations = {f"{u}/sessions/s/messages": 0.02, f"{u}/search": 0.0, f"{u}/context": 0.0}
     done: list[str] = []
-    gated = ReadsFirst(_app(durations, done), slots=1, search_lane=0)
+    gated = ReadsFirst(_app(durations, done), PriorityGate(1))
 
     async def run() -> None:
         calls = [
@@ -134,7 +134,7 @@ def test_a_long_request_holds_its_slot_only_for_max_hold() -> None:
     u = "/v1/users/alice"
     durations = {f"{u}/maintain": 0.5, f"{u}/search": 0.0, "/healthz": 0.0}
     done: list[str] = []
-    gated = ReadsFirst(_app(durations, done), slots=1, max_hold=0.05)
+    gated = ReadsFirst(_app(durations, done), PriorityGate(1, search_lane=1), max_hold=0.05)
 
     async def run() -> None:
         long = asyncio.create_task(_call(gated, "POST", f"{u}/maintain"))
@@ -150,7 +150,7 @@ def test_an_ungated_request_never_waits() -> None:
     u = "/v1/users/alice"
     durations = {f"{u}/maintain": 0.5, "/healthz": 0.0, f"{u}/export": 0.0}
     done: list[str] = []
-    gated = ReadsFirst(_app(durations, done), slots=1)
+    gated = ReadsFirst(_app(durations, done), PriorityGate(1, search_lane=1))
 
     async def run() -> None:
         long = asyncio.create_task(_call(gated, "POST", f"{u}/maintain"))
@@ -216,3 +216,33 @@ def test_a_search_takes_its_lane_only_while_nobody_waits() -> None:
         assert await asyncio.wait_for(write, 1) is False
 
     asyncio.run(run())
+
+
+def test_the_gate_is_in_the_metrics() -> None:
+    """An operator sees the queue: requests waiting per class, and running."""
+    from fastapi.testclient import TestClient
+
+    from memstrata import Memory
+    from memstrata.server import create_app
+    from memstrata.server.app import Limits
+    from memstrata.server.keys import InMemoryKeyStore
+
+    mem = Memory("memory://", embedder="hashing", background=False)
+    app = create_app(mem, InMemoryKeyStore(), limits=Limits(reads_first=1))
+    with TestClient(app) as client:
+        text = client.get("/metrics").text
+    mem.close()
+    assert 'memstrata_reads_first_waiting{class="search"} 0.0' in text
+    assert "memstrata_reads_first_running 0.0" in text
+    gate = PriorityGate(1)
+
+    async def run() -> tuple[dict[int, int], int]:
+        await gate.acquire(WRITE)
+        waiter = asyncio.create_task(gate.acquire(READ))
+        await asyncio.sleep(0)
+        seen = gate.waiting(), gate.running
+        gate.release()
+        await waiter
+        return seen
+
+    assert asyncio.run(run()) == ({SEARCH: 0, READ: 1, WRITE: 0}, 1)

@@ -31,7 +31,7 @@ from .key_cache import CachedKeys
 from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
 from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
 from .observe import Metrics, RequestObserver
-from .priority import ReadsFirst
+from .priority import PriorityGate, ReadsFirst
 from .routes import (
     admin,
     episodes,
@@ -239,7 +239,9 @@ def create_app(
     app.openapi_schema = None
     _complete_schema(app)
     if limits.reads_first > 0:
-        app.add_middleware(ReadsFirst, slots=limits.reads_first)
+        gate = PriorityGate(limits.reads_first, search_lane=1)
+        metrics.watch(gate)
+        app.add_middleware(ReadsFirst, gate=gate)
     app.add_middleware(
         BodyLimit,
         limit=limits.max_body,

@@ -14,6 +14,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .priority import READ, SEARCH, WRITE, PriorityGate
+
 __all__ = ["JsonFormatter", "Metrics", "RequestObserver", "configure_logging"]
 
 log = logging.getLogger("memstrata.server.access")
@@ -76,6 +78,31 @@ class _JobGauges(Collector):
         yield failed
 
 
+class _GateGauges(Collector):
+    """The reads-first gate (server/priority.py): requests waiting per class, and running."""
+
+    def __init__(self, gate: PriorityGate) -> None:
+        self._gate = gate
+
+    def collect(self) -> Iterator[Metric]:
+        waiting = GaugeMetricFamily(
+            "memstrata_reads_first_waiting",
+            "Requests of the user routes waiting for the reads-first gate, per class",
+            labels=["class"],
+        )
+        for rank, n in self._gate.waiting().items():
+            waiting.add_metric([_CLASS_NAMES[rank]], n)
+        running = GaugeMetricFamily(
+            "memstrata_reads_first_running", "Requests of the user routes the gate let run"
+        )
+        running.add_metric([], self._gate.running)
+        yield waiting
+        yield running
+
+
+_CLASS_NAMES = {SEARCH: "search", READ: "read", WRITE: "write"}
+
+
 class Metrics:
     """A registry per app (so tests can run several apps in one process)."""
 
@@ -89,6 +116,10 @@ class Metrics:
             buckets=(0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5),
         )
         self.registry.register(_JobGauges(job_counts))
+
+    def watch(self, gate: PriorityGate) -> None:
+        """Export the reads-first gate's queue."""
+        self.registry.register(_GateGauges(gate))
 
 
 class RequestObserver:

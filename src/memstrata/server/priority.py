@@ -104,6 +104,18 @@ class PriorityGate:
         self._waiting: list[_Waiter] = []
         self._seq = itertools.count()
 
+    def waiting(self) -> dict[int, int]:
+        """How many requests wait, per class (for the metrics)."""
+        counts = dict.fromkeys((SEARCH, READ, WRITE), 0)
+        for w in self._waiting:
+            counts[w.rank] = counts.get(w.rank, 0) + 1
+        return counts
+
+    @property
+    def running(self) -> int:
+        """Requests holding a slot or the lane."""
+        return self._busy + self._lane_busy
+
     async def acquire(self, rank: int) -> bool:
         if rank == SEARCH and self._lane_busy < self._lane and not self._waiting:
             self._lane_busy += 1
@@ -145,16 +157,9 @@ class ReadsFirst:
     """ASGI middleware: each user-route request holds a slot of the gate while it runs, for
     at most ``max_hold`` seconds."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        slots: int,
-        promote_after: float = 1.0,
-        max_hold: float = 0.25,
-        search_lane: int = 1,
-    ) -> None:
+    def __init__(self, app: ASGIApp, gate: PriorityGate, max_hold: float = 0.25) -> None:
         self.app = app
-        self.gate = PriorityGate(slots, promote_after, search_lane)
+        self.gate = gate
         self.max_hold = max_hold
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
