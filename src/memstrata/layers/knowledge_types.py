@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memstrata.policies.chunking import join_chunks
+from memstrata.layers.types import LayerConfig
+from memstrata.policies.chunking import Chunk, chunk_text, join_chunks
 from memstrata.records import MemoryRecord
+from memstrata.text import validate_content
 
-__all__ = ["rejoin"]
+__all__ = ["MAX_DOCUMENT_CHARS", "document_chunks", "rejoin"]
+
+MAX_DOCUMENT_CHARS = 10_000_000  # the longest document ``knowledge.ingest`` takes
+
+
+def document_chunks(text: str, config: LayerConfig) -> list[Chunk]:
+    """The chunks ``knowledge.ingest`` stores ``text`` as (a ``ValidationError`` for a text it
+    refuses): the server counts them against the quotas before the ingest."""
+    text = validate_content(text, max_chars=MAX_DOCUMENT_CHARS)
+    return chunk_text(text, config.chunk_tokens, config.chunk_overlap_tokens)
+
 
 _GAP = "\n…\n"
 

@@ -29,19 +29,18 @@ from ..errors import MemstrataError
 from ..filters import Filters, MetadataCondition
 from ..jobs import Job
 from ..layers.episodic_types import EpisodeHit
+from ..layers.knowledge_types import document_chunks
 from ..layers.procedural_types import FailureWarning, Suggestion
 from ..layers.semantic_types import FactOutcome
 from ..layers.working import TaskCompletion
 from ..llm.models import ExtractedFact
 from ..maintenance_types import LogEntry, MaintenanceReport
 from ..memory import Memory
-from ..policies.chunking import chunk_text
 from ..portability import ImportReport
 from ..records import MemoryRecord, Message, RecordType, Source
 from ..scope import Scope
 from ..search.hit import SearchHit
 from ..store.base import PurgeReport
-from ..text import validate_content
 from ..worker import RunReport
 from .calls import Call, awaited, in_thread
 from .inspect import LayersView, layers_view
@@ -518,10 +517,8 @@ class Backend:
             )
         # admitted by as many records as the library will cut (a text it refuses: as one,
         # which the library then refuses with its own message)
-        cfg = self._mem.layers.ctx.config
         try:
-            n = len(chunk_text(validate_content(text, max_chars=10_000_000),
-                               cfg.chunk_tokens, cfg.chunk_overlap_tokens))  # fmt: skip
+            n = len(document_chunks(text, self._mem.layers.ctx.config))
         except MemstrataError:
             n = 1
         return await self._admitted(

@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from ..codec import record_to_dict
 from ..jobs import Job
 from ..layers.episodic_types import EpisodeHit
+from ..layers.knowledge_types import MAX_DOCUMENT_CHARS
 from ..layers.procedural_types import FailureWarning, Suggestion
 from ..maintenance_types import LogEntry, MaintenanceReport
 from ..records import MemoryRecord
@@ -436,7 +437,7 @@ class ErrorOut(BaseModel):
 
 
 # --- the layer services and maintenance ---------------------------------------------------
-MAX_DOCUMENT = 10_000_000  # characters, as the library's ingest; the body limit comes first
+MAX_DOCUMENT = MAX_DOCUMENT_CHARS  # characters, as the library's ingest; the body limit first
 FactKey = Annotated[str, Field(min_length=1, max_length=128)]
 Tag = Annotated[str, Field(min_length=1, max_length=256)]
 # memstrata.policies.forgetting.POLICY_NAMES (tests/server check they are the same)

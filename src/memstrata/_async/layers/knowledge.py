@@ -13,8 +13,7 @@ from collections.abc import Sequence
 
 from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
-from memstrata.layers.knowledge_types import rejoin
-from memstrata.policies.chunking import chunk_text
+from memstrata.layers.knowledge_types import document_chunks, rejoin
 from memstrata.records import MemoryRecord, RecordType, Source, new_id
 from memstrata.scope import Scope
 from memstrata.text import validate_content
@@ -40,16 +39,14 @@ class AsyncKnowledgeService:
     ) -> list[MemoryRecord]:
         """Store ``text`` as chunks of one document; returns the chunk records in order."""
         check_scope(scope)
-        text = validate_content(text, max_chars=10_000_000)
+        chunks = document_chunks(text, self._ctx.config)
         if qa_id is not None:
             check_id(qa_id, "qa_id")
         if title is not None:
             title = validate_content(title, field="title")
         check_unit(importance, "importance")
         tags = check_tags(tags)
-        cfg = self._ctx.config
         doc = qa_id or new_id()
-        chunks = chunk_text(text, cfg.chunk_tokens, cfg.chunk_overlap_tokens)
         records = [
             build_record(
                 self._ctx,
