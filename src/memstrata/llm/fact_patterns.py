@@ -8,7 +8,7 @@ user's own words and language.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -549,39 +549,49 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
     seen: set[tuple[str, str]] = set()
     for text in texts:
         taken: list[tuple[int, int]] = []
-        for pattern in _PATTERNS:
-            for m in pattern.regex.finditer(text):
-                if any(m.start() < end and start < m.end() for start, end in taken):
-                    continue
-                value = _clean(m.group("value"))
-                key = pattern.key(m)
-                if key in _PLACES:  # "Lisbon from Berlin for a job ..." is Lisbon
-                    value = _PLACE_END.split(value, maxsplit=1)[0].strip()
-                if not value or value.lower() in _VAGUE:
-                    continue
-                raw = _slug(m.group("value"))
-                if key.endswith(raw) and _slug(value) != raw:  # a key named after the value
-                    key = key[: -len(raw)] + _slug(value)
-                key = key[:128]
-                if _junk(key, value):
-                    continue
-                if (key, value) in seen:
-                    continue
-                seen.add((key, value))
-                taken.append((m.start(), m.end()))
-                evidence = _evidence(text, m)
-                facts.append(
-                    ExtractedFact(
-                        category=pattern.category,
-                        key=key,
-                        value=value,
-                        confidence=_confidence(pattern.confidence, evidence, value),
-                        evidence=evidence,
-                        replaces=_left_value(evidence, value),
-                    )
+        for pattern, m, key, value in _candidates(_PATTERNS, text, taken):
+            raw = _slug(m.group("value"))
+            if key.endswith(raw) and _slug(value) != raw:  # a key named after the value
+                key = key[: -len(raw)] + _slug(value)
+            key = key[:128]
+            if _junk(key, value):
+                continue
+            if (key, value) in seen:
+                continue
+            seen.add((key, value))
+            taken.append((m.start(), m.end()))
+            evidence = _evidence(text, m)
+            facts.append(
+                ExtractedFact(
+                    category=pattern.category,
+                    key=key,
+                    value=value,
+                    confidence=_confidence(pattern.confidence, evidence, value),
+                    evidence=evidence,
+                    replaces=_left_value(evidence, value),
                 )
+            )
         facts.extend(_ended(text, taken, facts, seen))
     return facts
+
+
+def _candidates(
+    patterns: Iterable[_Pattern], text: str, taken: list[tuple[int, int]]
+) -> Iterator[tuple[_Pattern, re.Match[str], str, str]]:
+    """``(pattern, match, key, value)`` for each match of ``patterns`` in ``text`` outside
+    the spans already ``taken`` (read as the caller adds to it), the value cleaned (a place
+    cut before "from …", "for …"); none whose value is empty or only a pronoun."""
+    for pattern in patterns:
+        for m in pattern.regex.finditer(text):
+            if any(m.start() < end and start < m.end() for start, end in taken):
+                continue
+            value = _clean(m.group("value"))
+            key = pattern.key(m)
+            if key in _PLACES:  # "Lisbon from Berlin for a job ..." is Lisbon
+                value = _PLACE_END.split(value, maxsplit=1)[0].strip()
+            if not value or value.lower() in _VAGUE:
+                continue
+            yield pattern, m, key, value
 
 
 def _ended(
@@ -594,30 +604,21 @@ def _ended(
     taken from; not one a fact of the text already says it replaced."""
     left = [f.replaces.casefold() for f in facts if f.replaces]
     out: list[ExtractedFact] = []
-    for pattern in _ENDED:
-        for m in pattern.regex.finditer(text):
-            if any(m.start() < end and start < m.end() for start, end in taken):
-                continue
-            value = _clean(m.group("value"))
-            if pattern.key(m) in _PLACES:
-                value = _PLACE_END.split(value, maxsplit=1)[0].strip()
-            if not value or value.lower() in _VAGUE or value.casefold() in left:
-                continue
-            key = pattern.key(m)
-            if (key, "ended:" + value) in seen:
-                continue
-            seen.add((key, "ended:" + value))
-            taken.append((m.start(), m.end()))
-            out.append(
-                ExtractedFact(
-                    category=pattern.category,
-                    key=key,
-                    value=value,
-                    confidence=pattern.confidence,
-                    evidence=_evidence(text, m),
-                    ended=True,
-                )
+    for pattern, m, key, value in _candidates(_ENDED, text, taken):
+        if value.casefold() in left or (key, "ended:" + value) in seen:
+            continue
+        seen.add((key, "ended:" + value))
+        taken.append((m.start(), m.end()))
+        out.append(
+            ExtractedFact(
+                category=pattern.category,
+                key=key,
+                value=value,
+                confidence=pattern.confidence,
+                evidence=_evidence(text, m),
+                ended=True,
             )
+        )
     return out
 
 
