@@ -29,7 +29,7 @@ from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 from memstrata.store import RecordWrite, Store
 from memstrata.store.sqlite.codec import scope_token
-from memstrata.store.sqlite.lexical import BM25_WEIGHTS, match_expression
+from memstrata.store.sqlite.lexical import BM25_WEIGHTS, match_expression, table
 from memstrata.store.sqlite.vectors import dot
 from memstrata.store.sqlite.where import filters_sql, needs_python, scope_sql
 from store.conftest import DIMS, T0, Maker, make_store, unit
@@ -120,12 +120,13 @@ def _reference_lexical(
     assert expr is not None and not needs_python(filters)
     sw, sa = scope_sql(scope, "r.")
     fw, fa = filters_sql(filters, "r.")
+    t = table(scope.tenant)
     conn = sqlite3.connect(path)
     try:
         rows = conn.execute(
-            f"SELECT r.id, -bm25(lexical, {BM25_WEIGHTS}) FROM lexical JOIN records r ON "
-            f"r.seq = lexical.rowid WHERE lexical MATCH ? AND {sw} AND {fw} "
-            f"ORDER BY bm25(lexical, {BM25_WEIGHTS}), r.seq LIMIT ?",
+            f"SELECT r.id, -bm25({t}, {BM25_WEIGHTS}) FROM {t} JOIN records r ON "
+            f"r.seq = {t}.rowid WHERE {t} MATCH ? AND {sw} AND {fw} "
+            f"ORDER BY bm25({t}, {BM25_WEIGHTS}), r.seq LIMIT ?",
             [expr, *sa, *fa, k],
         ).fetchall()
     finally:

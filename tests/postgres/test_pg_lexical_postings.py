@@ -48,6 +48,7 @@ def _records_fetched(pg_server: PgServer, schema: str, terms: list[str], k: int)
         conn.execute(f'SET search_path TO "{schema}", public')
         rows = pg_lexical.search_rows(
             conn,
+            ME.tenant,
             scope_token(ME.tenant, ME.user),
             terms,
             'r.tenant = %s AND r."user" = %s AND r.status = %s',

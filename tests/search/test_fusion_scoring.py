@@ -110,3 +110,12 @@ def test_tokenize_english_and_chinese() -> None:
     zh = tokenize("我明天要去北京出差")
     assert "北京" in zh and "出差" in zh and "我" not in zh
     assert tokenize("the and of") == []
+
+
+def test_a_tie_goes_to_the_candidate_a_list_ranked_higher_not_to_the_smaller_id() -> None:
+    """Ids are random: ordering ties by id gave the same memories another order in every
+    store. Each list's order already breaks its ties by insertion."""
+    lists = {"lexical": [Candidate("z", 2.0), Candidate("a", 2.0)], "dense": []}
+    assert [f.id for f in weighted_fusion(lists, anchored=("lexical",))] == ["z", "a"]
+    dense = {"lexical": [], "dense": [Candidate("y", 0.5), Candidate("b", 0.5)]}
+    assert [f.id for f in weighted_fusion(dense)] == ["y", "b"]

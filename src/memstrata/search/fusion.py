@@ -50,6 +50,13 @@ def _index(lists: Mapping[str, Sequence[Candidate]]) -> dict[str, Fused]:
     return fused
 
 
+def _order(f: Fused) -> tuple[float, int, str]:
+    """Best score first; a tie goes to the candidate a list ranked higher (each list breaks
+    its own ties by the store's insertion order), and only then to the id: ids are random,
+    so ordering ties by id alone gave the same memories a different order in every store."""
+    return (-f.score, min(f.ranks.values(), default=0), f.id)
+
+
 def reciprocal_rank_fusion(
     lists: Mapping[str, Sequence[Candidate]],
     weights: Mapping[str, float] | None = None,
@@ -60,7 +67,7 @@ def reciprocal_rank_fusion(
     best = sum(wi / (k + 1) for name, wi in w.items() if lists[name]) or 1.0
     for f in fused.values():
         f.score = sum(w[name] / (k + rank) for name, rank in f.ranks.items()) / best
-    return sorted(fused.values(), key=lambda f: (-f.score, f.id))
+    return sorted(fused.values(), key=_order)
 
 
 def weighted_fusion(
@@ -78,7 +85,7 @@ def weighted_fusion(
         normalise = max_scaled if name in anchored else min_max
         for c, norm in normalise(cands):
             fused[c.id].score += w[name] * norm / total
-    return sorted(fused.values(), key=lambda f: (-f.score, f.id))
+    return sorted(fused.values(), key=_order)
 
 
 def min_max(cands: Sequence[Candidate]) -> list[tuple[Candidate, float]]:

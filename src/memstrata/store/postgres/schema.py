@@ -77,7 +77,8 @@ CREATE TABLE counters (
 CREATE TABLE scope_generation (scope_tok {_T} PRIMARY KEY, generation BIGINT NOT NULL);
 
 -- The inverted index: one row per (user, token, record). Statistics are table-wide, as in
--- FTS5, and kept in slots (one per backend, by pid) so concurrent writers rarely contend.
+-- FTS5, and kept in slots (one per backend, by pid) so concurrent writers rarely contend
+-- (v9 keys them by tenant).
 CREATE TABLE lex_postings (
     scope_tok {_T} NOT NULL, token {_T} NOT NULL, seq BIGINT NOT NULL, tf INTEGER NOT NULL,
     PRIMARY KEY (scope_tok, token, seq)
@@ -219,6 +220,28 @@ ALTER TABLE lex_postings DROP CONSTRAINT lex_postings_pkey,
 """
 
 
+# v9 (tenant isolation): the lexical statistics are each tenant's own, as each tenant has
+# its own FTS5 table on SQLite (lexical.py): a tenant's BM25 scores never move with what
+# other tenants store. Recounted from the postings and the records they index.
+_V9_TENANT_STATISTICS = f"""
+DROP TABLE lex_df;
+DROP TABLE lex_stats;
+CREATE TABLE lex_df (
+    tenant {_T} NOT NULL, token {_T} NOT NULL, slot SMALLINT NOT NULL, df BIGINT NOT NULL,
+    PRIMARY KEY (tenant, token, slot)
+);
+CREATE TABLE lex_stats (
+    tenant {_T} NOT NULL, slot SMALLINT NOT NULL, docs BIGINT NOT NULL, tokens BIGINT NOT NULL,
+    PRIMARY KEY (tenant, slot)
+);
+INSERT INTO lex_stats (tenant, slot, docs, tokens)
+    SELECT tenant, 0, count(*), sum(lex_len) FROM records GROUP BY tenant;
+INSERT INTO lex_df (tenant, token, slot, df)
+    SELECT r.tenant, p.token, 0, count(*) FROM lex_postings p JOIN records r ON r.seq = p.seq
+    GROUP BY r.tenant, p.token;
+"""
+
+
 Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
 
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
@@ -230,6 +253,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (6, _V6_TYPE_INDEXES),
     (7, _v7_history_deltas),
     (8, _V8_POSTING_LENGTH),
+    (9, _V9_TENANT_STATISTICS),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ...audit import AuditEvent
 from ...jobs import Job
 from ..base import CacheEntry, RecordDump
+from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
 from .history import apply_delta, decode_delta, encode_delta, reverse_delta
 from .outbox import job_from_row, job_row
@@ -75,12 +76,21 @@ def dump_records(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[RecordD
                     f"SELECT seq, vector FROM vectors WHERE seq IN ({marks})", seqs
                 )
             }
-            terms = {
-                int(rowid): tuple(text.split())
-                for rowid, text in c.execute(
-                    f"SELECT rowid, terms FROM lexical WHERE rowid IN ({marks})", seqs
+            terms: dict[int, tuple[str, ...]] = {}
+            by_tenant: dict[str, list[int]] = {}
+            for r in rows:
+                by_tenant.setdefault(str(r["tenant"]), []).append(int(r["seq"]))
+            for tenant, theirs in by_tenant.items():
+                if not lexical.exists(c, tenant):
+                    continue
+                terms.update(
+                    (int(rowid), tuple(text.split()))
+                    for rowid, text in c.execute(
+                        f"SELECT rowid, terms FROM {lexical.table(tenant)} "
+                        f"WHERE rowid IN ({_marks(len(theirs))})",
+                        theirs,
+                    )
                 )
-            }
             counters: dict[int, dict[str, int]] = {}
             for seq, name, value in c.execute(
                 f"SELECT seq, name, value FROM counters WHERE seq IN ({marks})", seqs

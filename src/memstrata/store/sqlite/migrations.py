@@ -236,6 +236,23 @@ def _v8(conn: sqlite3.Connection) -> None:
         )
 
 
+def _v9(conn: sqlite3.Connection) -> None:
+    """v9 (tenant isolation): one FTS5 table per tenant instead of one for the file, so a
+    tenant's BM25 statistics hold its own records only (lexical.py). Each row moves to its
+    record's tenant's table with its rowid, scope token and terms unchanged."""
+    from . import lexical
+
+    tenants = [r[0] for r in conn.execute("SELECT DISTINCT tenant FROM records ORDER BY tenant")]
+    for tenant in tenants:
+        name = lexical.create(conn, tenant)
+        conn.execute(
+            f"INSERT INTO {name} (rowid, scope_tok, terms) SELECT l.rowid, l.scope_tok, l.terms "
+            "FROM lexical l JOIN records r ON r.seq = l.rowid WHERE r.tenant = ? ORDER BY l.rowid",
+            (tenant,),
+        )
+    conn.execute("DROP TABLE lexical")
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -245,6 +262,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (6, _V6_TYPE_INDEXES),
     (7, _V7_VECTOR_REV),
     (8, _v8),
+    (9, _v9),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

@@ -46,7 +46,7 @@ from ..base import (
 )
 from ..compaction import CompactReport
 from ..types import ListQuery, RecordView, StoredVector, kept_records
-from . import dump, outbox
+from . import dump, lexical, outbox
 from .codec import (
     COLUMNS,
     VIEW_COLUMNS,
@@ -393,9 +393,10 @@ class SQLiteStore:
 
     @staticmethod
     def _index(c: sqlite3.Connection, seq: int, r: MemoryRecord, terms: Sequence[str]) -> None:
-        c.execute("DELETE FROM lexical WHERE rowid = ?", (seq,))
+        name = lexical.create(c, r.tenant)
+        c.execute(f"DELETE FROM {name} WHERE rowid = ?", (seq,))
         c.execute(
-            "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
+            f"INSERT INTO {name} (rowid, scope_tok, terms) VALUES (?, ?, ?)",
             (seq, scope_token(r.tenant, r.user), terms_text(terms)),
         )
 
@@ -426,13 +427,17 @@ class SQLiteStore:
             self._check_vector(w.record, w.vector) if w.vector is not None else None for w in writes
         ]  # every vector checked before anything is written
         seqs = self._insert_rows(c, [w.record for w in writes])
-        c.executemany(
-            "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
-            [
+        rows: dict[str, list[tuple[int, str, str]]] = {}  # tenant -> its lexical rows
+        for seq, w in zip(seqs, writes, strict=True):
+            rows.setdefault(w.record.tenant, []).append(
                 (seq, scope_token(w.record.tenant, w.record.user), terms_text(w.terms))
-                for seq, w in zip(seqs, writes, strict=True)
-            ],
-        )
+            )
+        for tenant, mine in rows.items():
+            c.executemany(
+                f"INSERT INTO {lexical.create(c, tenant)} (rowid, scope_tok, terms) "
+                "VALUES (?, ?, ?)",
+                mine,
+            )
         owned = self._owned_cache_entries(
             c, [(w.record, blob) for w, blob in zip(writes, blobs, strict=True)]
         )
@@ -741,6 +746,7 @@ class SQLiteStore:
             v.content_hash for rid in dict.fromkeys(ids) for v in self._history_or_empty(scope, rid)
         }
         tok = scope_token(scope.tenant, scope.user)
+        index = lexical.table(scope.tenant)
         with self._write() as c:
             rows = self._visible(c, scope, ids, "seq, id")
             seqs = [int(r["seq"]) for r in rows]
@@ -752,7 +758,7 @@ class SQLiteStore:
                 ).rowcount
                 counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {sql}", vals).rowcount
                 c.execute(f"DELETE FROM counters WHERE {sql}", vals)
-                c.execute(f"DELETE FROM lexical WHERE {sql.replace('seq', 'rowid')}", vals)
+                c.execute(f"DELETE FROM {index} WHERE {sql.replace('seq', 'rowid')}", vals)
                 counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
             if seqs and reterm:
                 self._reterm(c, scope, reterm)
@@ -784,7 +790,7 @@ class SQLiteStore:
             if seqs:
                 self._bump(c, scope.tenant, scope.user)
         if seqs:
-            self._scrub()
+            self._scrub(index)
         return PurgeReport(
             records=counts["records"],
             versions=counts["versions"],
@@ -799,13 +805,14 @@ class SQLiteStore:
         """Rewrite the lexical rows of the user's records in ``reterm`` whose terms differ
         (purge; the old segment bytes go with the ``optimize`` that follows)."""
         tok = scope_token(scope.tenant, scope.user)
+        name = lexical.create(c, scope.tenant)
         for row in self._visible(c, Scope(scope.tenant, scope.user), list(reterm), "seq, id"):
             text = terms_text(reterm[row["id"]])
-            cur = c.execute("SELECT terms FROM lexical WHERE rowid = ?", (row["seq"],)).fetchone()
+            cur = c.execute(f"SELECT terms FROM {name} WHERE rowid = ?", (row["seq"],)).fetchone()
             if cur is None or cur[0] != text:
-                c.execute("DELETE FROM lexical WHERE rowid = ?", (row["seq"],))
+                c.execute(f"DELETE FROM {name} WHERE rowid = ?", (row["seq"],))
                 c.execute(
-                    "INSERT INTO lexical (rowid, scope_tok, terms) VALUES (?, ?, ?)",
+                    f"INSERT INTO {name} (rowid, scope_tok, terms) VALUES (?, ?, ?)",
                     (row["seq"], tok, text),
                 )
 
@@ -815,10 +822,19 @@ class SQLiteStore:
         except NotFoundError:
             return []
 
-    def _scrub(self) -> None:
-        """Rewrite the lexical index without deleted terms and empty the WAL."""
+    def _optimize(self, names: Sequence[str]) -> None:
+        """FTS5 ``optimize`` of these tenants' tables: their segments rewritten without the
+        deleted terms (a delete only appends tombstones). A name whose table was never
+        created (a tenant that never wrote) has nothing to rewrite."""
+        existing = set(lexical.tables(self._conn))
+        for name in names:
+            if name in existing:
+                self._conn.execute(f"INSERT INTO {name} ({name}) VALUES ('optimize')")
+
+    def _scrub(self, index: str) -> None:
+        """Rewrite one tenant's lexical index without deleted terms and empty the WAL."""
         with self._lock:
-            self._conn.execute("INSERT INTO lexical (lexical) VALUES ('optimize')")
+            self._optimize([index])
             if self.path != ":memory:":
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -831,7 +847,7 @@ class SQLiteStore:
         started = time.monotonic()
         before = self._file_bytes()
         with self._lock:
-            self._conn.execute("INSERT INTO lexical (lexical) VALUES ('optimize')")
+            self._optimize(lexical.tables(self._conn))
             if self.path != ":memory:":
                 self._conn.execute("VACUUM")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -870,6 +886,7 @@ class SQLiteStore:
         from ..shared_sql import purge_user_rows
 
         tok = scope_token(tenant, user)
+        index = lexical.table(tenant)
         args = (tenant, user)
         with self._write() as c:
             # Ids are per user: another user's record may carry the same id (it stays).
@@ -883,11 +900,12 @@ class SQLiteStore:
             ]
             self._drop_buffered(tok)
             cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?", (tok,)).rowcount
-            c.execute(
-                "DELETE FROM lexical WHERE rowid IN "
-                "(SELECT seq FROM records WHERE tenant = ? AND user = ?)",
-                args,
-            )
+            if lexical.exists(c, tenant):
+                c.execute(
+                    f"DELETE FROM {index} WHERE rowid IN "
+                    "(SELECT seq FROM records WHERE tenant = ? AND user = ?)",
+                    args,
+                )
             mine = "seq IN (SELECT seq FROM records WHERE tenant = ? AND user = ?)"
             vectors = c.execute("DELETE FROM vectors WHERE tenant = ? AND user = ?", args)
             versions = c.execute(f"DELETE FROM record_history WHERE {mine}", args)
@@ -919,11 +937,16 @@ class SQLiteStore:
             counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
         with self._lock:
             self._vectors.clear()  # no generation row to compare with: reload from disk
-            self._conn.execute("INSERT INTO lexical (lexical) VALUES ('optimize')")
+            self._optimize([index])
             if self.path != ":memory:":
                 self._conn.execute("VACUUM")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         with self._read() as c:
+            indexed = (
+                f"(SELECT count(*) FROM {index} WHERE {index} MATCH ?3)"
+                if lexical.exists(c, tenant)
+                else "0"
+            )
             remaining = int(
                 c.execute(
                     "SELECT (SELECT count(*) FROM records WHERE tenant = ?1 AND user = ?2) + "
@@ -934,7 +957,7 @@ class SQLiteStore:
                     "(SELECT count(*) FROM embedding_cache WHERE scope_tok = ?4) + "
                     "(SELECT count(*) FROM scope_generation WHERE scope_tok = ?4) + "
                     "(SELECT count(*) FROM audit_log WHERE tenant = ?1 AND user = ?2) + "
-                    "(SELECT count(*) FROM lexical WHERE lexical MATCH ?3)",
+                    f"{indexed}",
                     (tenant, user, f'scope_tok : "{tok}"', tok),
                 ).fetchone()[0]
             )
@@ -1318,21 +1341,26 @@ class SQLiteStore:
         expr = match_expression(scope_token(scope.tenant, scope.user), terms)
         if expr is None or k <= 0:
             return []
+        name = lexical.table(scope.tenant)
         sw, sa = scope_sql(scope, "r.")
         fw, fa = filters_sql(filters, "r.")
         if not needs_python(filters):
             with self._read() as c:
+                if not lexical.exists(c, scope.tenant):
+                    return []
                 return [
                     Candidate(rid, score)
-                    for rid, score in ranked(c, expr, f"{sw} AND {fw}", [*sa, *fa], k)
+                    for rid, score in ranked(c, name, expr, f"{sw} AND {fw}", [*sa, *fa], k)
                 ]
         # Metadata filters run in Python on decoded records: every match is read.
         sql = (
-            f"SELECT r.*, -bm25(lexical, {BM25_WEIGHTS}) AS score FROM lexical "
-            f"JOIN records r ON r.seq = lexical.rowid WHERE lexical MATCH ? AND {sw} AND {fw} "
-            f"ORDER BY bm25(lexical, {BM25_WEIGHTS}), r.seq"
+            f"SELECT r.*, -bm25({name}, {BM25_WEIGHTS}) AS score FROM {name} "
+            f"JOIN records r ON r.seq = {name}.rowid WHERE {name} MATCH ? AND {sw} AND {fw} "
+            f"ORDER BY bm25({name}, {BM25_WEIGHTS}), r.seq"
         )
         with self._read() as c:
+            if not lexical.exists(c, scope.tenant):
+                return []
             rows = c.execute(sql, [expr, *sa, *fa]).fetchall()
         out = [
             Candidate(r["id"], float(r["score"])) for r in rows if filters.matches(decode_record(r))

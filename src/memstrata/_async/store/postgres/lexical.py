@@ -1,12 +1,19 @@
-"""The lexical index in PostgreSQL: postings, table-wide statistics and BM25 as FTS5 ranks.
+"""The lexical index in PostgreSQL: postings, per-tenant statistics and BM25 as FTS5 ranks.
 
 ``lex_postings`` holds one row per (user, token, record) with the token's count and the
 record's length (``len``: the scoring needs nothing else of the record); the
-record row keeps its token list (``lex_tokens``) and length, ``lex_df`` the number of rows
-holding each token and ``lex_stats`` the number of rows and tokens. The statistics are
-counted in slots (the backend's pid modulo :data:`SLOTS`) and summed when read, so writers
-in different backends do not queue on one hot row; each transaction touches its rows in
-token order, so two writers in the same slot wait for each other but never deadlock.
+record row keeps its token list (``lex_tokens``) and length, ``lex_df`` the number of a
+tenant's rows holding each token and ``lex_stats`` the number of the tenant's rows and
+tokens. The statistics are the tenant's own, as each tenant has its own FTS5 table on
+SQLite (``store/sqlite/lexical.py``): a tenant's scores never move with what another
+tenant stores, so its searches reveal nothing of other tenants' words. They are counted in
+slots (the backend's pid modulo :data:`SLOTS`) and summed when read, so writers in
+different backends do not queue on one hot row; each transaction touches its rows in
+(tenant, token) order, so two writers in the same slot wait for each other but never
+deadlock.
+
+A document is ``(seq, tenant, scope_tok, tokens)``: its record's ``seq``, tenant, scope
+token (one user) and document tokens.
 
 Scoring follows :mod:`memstrata.store.postgres.fts5`: single-token phrases (nearly every
 term) are scored in SQL with the same double-precision operations in the same order;
@@ -23,7 +30,9 @@ import psycopg
 
 from memstrata.store.postgres import fts5
 
-__all__ = ["COPY_FROM", "SLOTS", "index", "search_rows", "unindex", "unindex_scope"]
+__all__ = ["COPY_FROM", "SLOTS", "Doc", "index", "search_rows", "unindex", "unindex_scope"]
+
+Doc = tuple[int, str, str, Sequence[str]]  # (seq, tenant, scope_tok, tokens)
 
 SLOTS = 16
 # Fewer postings than this (a few messages' worth) are one INSERT, not a COPY: a COPY
@@ -36,50 +45,62 @@ _INSERT_POSTINGS = (
 _SLOT = f"(pg_backend_pid() %% {SLOTS})"
 
 
-async def _bump_df(conn: psycopg.AsyncConnection[Any], deltas: Counter[str]) -> None:
-    items = sorted((t, d) for t, d in deltas.items() if d)
+async def _bump_df(conn: psycopg.AsyncConnection[Any], deltas: Counter[tuple[str, str]]) -> None:
+    """Add ``deltas`` ((tenant, token) -> rows) to ``lex_df``, in (tenant, token) order."""
+    items = sorted((k, d) for k, d in deltas.items() if d)
     if not items:
         return
     await conn.execute(
-        f"INSERT INTO lex_df (token, slot, df) SELECT t, {_SLOT}, d "
-        "FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS u(t, d, o) ORDER BY o "
-        "ON CONFLICT (token, slot) DO UPDATE SET df = lex_df.df + excluded.df",
-        ([t for t, _ in items], [d for _, d in items]),
+        f"INSERT INTO lex_df (tenant, token, slot, df) SELECT n, t, {_SLOT}, d "
+        "FROM unnest(%s::text[], %s::text[], %s::bigint[]) WITH ORDINALITY AS u(n, t, d, o) "
+        "ORDER BY o ON CONFLICT (tenant, token, slot) DO UPDATE SET df = lex_df.df + excluded.df",
+        ([k[0] for k, _ in items], [k[1] for k, _ in items], [d for _, d in items]),
     )
 
 
-async def _bump_stats(conn: psycopg.AsyncConnection[Any], docs: int, tokens: int) -> None:
-    if docs or tokens:
-        await conn.execute(
-            f"INSERT INTO lex_stats (slot, docs, tokens) VALUES ({_SLOT}, %s, %s) "
-            "ON CONFLICT (slot) DO UPDATE SET docs = lex_stats.docs + excluded.docs, "
-            "tokens = lex_stats.tokens + excluded.tokens",
-            (docs, tokens),
-        )
+async def _bump_stats(
+    conn: psycopg.AsyncConnection[Any], deltas: dict[str, tuple[int, int]]
+) -> None:
+    """Add ``deltas`` (tenant -> (rows, tokens)) to ``lex_stats``, in tenant order."""
+    for tenant, (docs, tokens) in sorted(deltas.items()):
+        if docs or tokens:
+            await conn.execute(
+                f"INSERT INTO lex_stats (tenant, slot, docs, tokens) VALUES (%s, {_SLOT}, %s, %s) "
+                "ON CONFLICT (tenant, slot) DO UPDATE SET docs = lex_stats.docs + excluded.docs, "
+                "tokens = lex_stats.tokens + excluded.tokens",
+                (tenant, docs, tokens),
+            )
+
+
+def _add(totals: dict[str, tuple[int, int]], tenant: str, docs: int, tokens: int) -> None:
+    had = totals.get(tenant, (0, 0))
+    totals[tenant] = (had[0] + docs, had[1] + tokens)
+
+
+def _negated(
+    df: Counter[tuple[str, str]], totals: dict[str, tuple[int, int]]
+) -> tuple[Counter[tuple[str, str]], dict[str, tuple[int, int]]]:
+    return Counter({k: -n for k, n in df.items()}), {t: (-d, -n) for t, (d, n) in totals.items()}
 
 
 async def index(
-    conn: psycopg.AsyncConnection[Any],
-    docs: Sequence[tuple[int, str, Sequence[str]]],
-    old: Sequence[tuple[int, str, Sequence[str]]] = (),
+    conn: psycopg.AsyncConnection[Any], docs: Sequence[Doc], old: Sequence[Doc] = ()
 ) -> None:
-    """Index ``(seq, scope_tok, document tokens)`` rows (the records already hold their
-    ``lex_tokens``), replacing the postings of ``old`` rows; statistics kept in step."""
-    df: Counter[str] = Counter()
-    ndocs = tokens = 0
+    """Index documents (the records already hold their ``lex_tokens``), replacing the
+    postings of ``old`` ones; their tenants' statistics kept in step."""
+    df: Counter[tuple[str, str]] = Counter()
+    totals: dict[str, tuple[int, int]] = {}
     if old:
-        gone = await unindex_rows(conn, old)
-        df.update({t: -n for t, n in gone[0].items()})
-        ndocs -= gone[1]
-        tokens -= gone[2]
+        gone_df, gone_totals = _negated(*await unindex_rows(conn, old))
+        df.update(gone_df)
+        totals.update(gone_totals)
     postings: list[tuple[str, str, int, int, int]] = []
-    for seq, scope_tok, doc in docs:
+    for seq, tenant, scope_tok, doc in docs:
         counts = Counter(doc)
         length = len(doc) + 1  # the scope token is one more token of the row
         postings.extend((scope_tok, token, seq, tf, length) for token, tf in sorted(counts.items()))
-        df.update(counts.keys())
-        ndocs += 1
-        tokens += length
+        df.update((tenant, token) for token in counts)
+        _add(totals, tenant, 1, length)
     if len(postings) >= COPY_FROM:  # COPY: ~15 postings per message, 15M for 1M messages
         async with (
             conn.cursor() as cur,
@@ -93,45 +114,44 @@ async def index(
     elif postings:  # one statement, which pipeline mode can send (COPY it cannot)
         await conn.execute(_INSERT_POSTINGS, [list(col) for col in zip(*postings, strict=True)])
     await _bump_df(conn, df)
-    await _bump_stats(conn, ndocs, tokens)
+    await _bump_stats(conn, totals)
 
 
 async def unindex_rows(
-    conn: psycopg.AsyncConnection[Any], rows: Sequence[tuple[int, str, Sequence[str]]]
-) -> tuple[Counter[str], int, int]:
-    """Delete the postings of ``(seq, scope_tok, tokens)`` rows; return what to subtract."""
-    df: Counter[str] = Counter()
-    tokens = 0
-    for seq, scope_tok, toks in rows:
+    conn: psycopg.AsyncConnection[Any], rows: Sequence[Doc]
+) -> tuple[Counter[tuple[str, str]], dict[str, tuple[int, int]]]:
+    """Delete the postings of these documents; return what their statistics held:
+    ((tenant, token) -> rows, tenant -> (rows, tokens))."""
+    df: Counter[tuple[str, str]] = Counter()
+    totals: dict[str, tuple[int, int]] = {}
+    for seq, tenant, scope_tok, toks in rows:
         distinct = sorted(set(toks))
         if distinct:
             await conn.execute(
                 "DELETE FROM lex_postings WHERE scope_tok = %s AND token = ANY(%s) AND seq = %s",
                 (scope_tok, distinct, seq),
             )
-        df.update(distinct)
-        tokens += len(toks) + 1
-    return df, len(rows), tokens
+        df.update((tenant, token) for token in distinct)
+        _add(totals, tenant, 1, len(toks) + 1)
+    return df, totals
 
 
-async def unindex(
-    conn: psycopg.AsyncConnection[Any], rows: Sequence[tuple[int, str, Sequence[str]]]
-) -> None:
+async def unindex(conn: psycopg.AsyncConnection[Any], rows: Sequence[Doc]) -> None:
     """Remove records from the index (purge), keeping the statistics in step."""
-    df, docs, tokens = await unindex_rows(conn, rows)
-    await _bump_df(conn, Counter({t: -n for t, n in df.items()}))
-    await _bump_stats(conn, -docs, -tokens)
+    df, totals = _negated(*await unindex_rows(conn, rows))
+    await _bump_df(conn, df)
+    await _bump_stats(conn, totals)
     await _drop_unused(conn, list(df))
 
 
-async def _drop_unused(conn: psycopg.AsyncConnection[Any], tokens: Sequence[str]) -> None:
-    """Delete the statistics rows of tokens no document holds any more (a purge): a term
-    only the purged records had must not stay readable in ``lex_df``."""
-    if tokens:
+async def _drop_unused(conn: psycopg.AsyncConnection[Any], keys: Sequence[tuple[str, str]]) -> None:
+    """Delete the statistics rows of (tenant, token)s none of the tenant's documents holds
+    any more (a purge): a term only the purged records had must not stay in ``lex_df``."""
+    for tenant in sorted({t for t, _ in keys}):
         await conn.execute(
-            "DELETE FROM lex_df WHERE token IN (SELECT token FROM lex_df WHERE token = ANY(%s) "
-            "GROUP BY token HAVING sum(df) <= 0)",
-            (sorted(set(tokens)),),
+            "DELETE FROM lex_df WHERE tenant = %s AND token IN (SELECT token FROM lex_df "
+            "WHERE tenant = %s AND token = ANY(%s) GROUP BY token HAVING sum(df) <= 0)",
+            (tenant, tenant, sorted({k for t, k in keys if t == tenant})),
         )
 
 
@@ -154,20 +174,22 @@ async def unindex_scope(
             "DELETE FROM lex_postings WHERE scope_tok = %s RETURNING token", (scope_tok,)
         )
     ).fetchall()
-    df = Counter(str(r["token"]) for r in gone)
-    await _bump_df(conn, Counter({t: -n for t, n in df.items()}))
+    df = Counter((tenant, str(r["token"])) for r in gone)
+    await _bump_df(conn, Counter({k: -n for k, n in df.items()}))
     if stats is not None:
-        await _bump_stats(conn, -int(stats["n"]), -int(stats["t"]))
+        await _bump_stats(conn, {tenant: (-int(stats["n"]), -int(stats["t"]))})
     await _drop_unused(conn, list(df))
 
 
 async def statistics(
-    conn: psycopg.AsyncConnection[Any], tokens: Sequence[str]
+    conn: psycopg.AsyncConnection[Any], tenant: str, tokens: Sequence[str]
 ) -> tuple[int, int, dict[str, int]]:
-    """``(rows, total tokens, df per token)``, table-wide."""
+    """``(rows, total tokens, df per token)`` of ``tenant``'s documents."""
     stats = await (
         await conn.execute(
-            "SELECT coalesce(sum(docs), 0) AS d, coalesce(sum(tokens), 0) AS t FROM lex_stats"
+            "SELECT coalesce(sum(docs), 0) AS d, coalesce(sum(tokens), 0) AS t FROM lex_stats "
+            "WHERE tenant = %s",
+            (tenant,),
         )
     ).fetchone()
     docs, total = (int(stats["d"]), int(stats["t"])) if stats else (0, 0)
@@ -175,8 +197,9 @@ async def statistics(
     if tokens:
         for r in await (
             await conn.execute(
-                "SELECT token, sum(df) AS n FROM lex_df WHERE token = ANY(%s) GROUP BY token",
-                (sorted(set(tokens)),),
+                "SELECT token, sum(df) AS n FROM lex_df WHERE tenant = %s AND token = ANY(%s) "
+                "GROUP BY token",
+                (tenant, sorted(set(tokens))),
             )
         ).fetchall():
             df[str(r["token"])] = int(r["n"])
@@ -185,6 +208,7 @@ async def statistics(
 
 async def search_rows(
     conn: psycopg.AsyncConnection[Any],
+    tenant: str,
     scope_tok: str,
     terms: Sequence[str],
     where: str,
@@ -195,25 +219,26 @@ async def search_rows(
 ) -> list[dict[str, Any]]:
     """Matching records (every column plus ``score``), best first, ties by insertion.
 
-    ``where``/``args`` restrict ``r`` (the records row) to the scope and the SQL filters.
+    ``scope_tok`` is the user's token, scored with ``tenant``'s statistics; ``where``/``args``
+    restrict ``r`` (the records row) to the scope and the SQL filters.
     """
     phrases = fts5.query_phrases(terms)
     live = [(i, p) for i, p in enumerate(phrases) if p]
     if not live:
         return []
     if all(len(p) == 1 for _, p in live):
-        return await _search_tokens(conn, scope_tok, live, where, args, limit, columns)
+        return await _search_tokens(conn, tenant, scope_tok, live, where, args, limit, columns)
     wanted = sorted({t for _, p in live for t in p})
-    docs, total, df = await statistics(conn, wanted)
+    docs, total, df = await statistics(conn, tenant, wanted)
     if docs == 0:
         return []
     avgdl = total / docs
     return await _search_phrases(
-        conn, scope_tok, phrases, docs, avgdl, df, where, args, limit, columns
+        conn, tenant, scope_tok, phrases, docs, avgdl, df, where, args, limit, columns
     )
 
 
-# One statement (one round trip): the table-wide statistics, each token's idf, the user's
+# One statement (one round trip): the tenant's statistics, each token's idf, the user's
 # postings scored by themselves (a posting carries its record's length), the best ``n`` kept,
 # and only then their records read and checked against the scope and the filters (a LEFT
 # JOIN: a row without a record did not pass). The idf and avgdl are computed in double
@@ -222,11 +247,11 @@ async def search_rows(
 # reading every match's record was 77% of the statement (EXPLAIN ANALYZE).
 _TOKENS = (
     "WITH st AS (SELECT coalesce(sum(docs), 0)::float8 AS n, "
-    "coalesce(sum(tokens), 0)::float8 AS t FROM lex_stats), "
+    "coalesce(sum(tokens), 0)::float8 AS t FROM lex_stats WHERE tenant = %s), "
     "raw AS (SELECT u.ord, u.token, ln((st.n - d.df + 0.5::float8) / (d.df + 0.5::float8)) "
     "AS x FROM unnest(%s::int[], %s::text[]) AS u(ord, token) CROSS JOIN st "
     "CROSS JOIN LATERAL (SELECT coalesce(sum(df), 0)::float8 AS df FROM lex_df "
-    "WHERE lex_df.token = u.token) d), "
+    "WHERE lex_df.tenant = %s AND lex_df.token = u.token) d), "
     "q AS (SELECT ord, token, CASE WHEN x > 0.0::float8 THEN x ELSE '1e-6'::float8 END AS idf "
     "FROM raw), "
     "hits AS (SELECT p.seq, q.ord, q.idf * ((p.tf::float8 * %s::float8) / "
@@ -244,6 +269,7 @@ _SLACK = 32  # hits ranked beyond k for those the scope's other parts or the fil
 
 async def _search_tokens(
     conn: psycopg.AsyncConnection[Any],
+    tenant: str,
     scope_tok: str,
     live: list[tuple[int, tuple[str, ...]]],
     where: str,
@@ -261,8 +287,10 @@ async def _search_tokens(
     while True:
         top = "" if n is None else " ORDER BY score DESC, seq LIMIT %s"
         params: list[Any] = [
+            tenant,
             [i for i, _ in live],
             [p[0] for _, p in live],
+            tenant,
             fts5.K1_PLUS_1,
             fts5.K1,
             fts5.ONE_MINUS_B,
@@ -285,6 +313,7 @@ async def _search_tokens(
 
 async def _search_phrases(
     conn: psycopg.AsyncConnection[Any],
+    tenant: str,
     scope_tok: str,
     phrases: list[tuple[str, ...]],
     docs: int,
@@ -303,10 +332,11 @@ async def _search_phrases(
         elif len(p) == 1:
             idfs.append(fts5.idf(docs, df.get(p[0], 0)))
         else:
-            # Rows anywhere in the table holding the phrase: a scan, on this rare path only.
+            # The tenant's rows holding the phrase: a scan, on this rare path only.
             rows = await (
                 await conn.execute(
-                    "SELECT lex_tokens FROM records WHERE lex_tokens @> %s", (list(p),)
+                    "SELECT lex_tokens FROM records WHERE tenant = %s AND lex_tokens @> %s",
+                    (tenant, list(p)),
                 )
             ).fetchall()
             hits = sum(1 for r in rows if fts5.phrase_count(r["lex_tokens"], p))

@@ -643,7 +643,7 @@ class AsyncPostgresStore:
         vectors = []
         for seq, p in zip(seqs, prepared, strict=True):
             r = p.write.record
-            docs.append((seq, scope_token(r.tenant, r.user), p.doc))
+            docs.append((seq, r.tenant, scope_token(r.tenant, r.user), p.doc))
             if p.vector is not None:
                 vectors.append((seq, r.tenant, r.user, r.embedding_model, *p.vector))
         bulk = len(prepared) >= _COPY_FROM
@@ -793,7 +793,9 @@ class AsyncPostgresStore:
         )
         await c.execute(_UPDATE, (*p.values[1:], seq))
         tok = scope_token(new.tenant, new.user)
-        await lexical.index(c, [(seq, tok, p.doc)], old=[(seq, tok, cur["lex_tokens"])])
+        await lexical.index(
+            c, [(seq, new.tenant, tok, p.doc)], old=[(seq, new.tenant, tok, cur["lex_tokens"])]
+        )
         if p.vector is not None:
             await c.execute(
                 _UPSERT_VECTOR, (seq, new.tenant, new.user, new.embedding_model, *p.vector)
@@ -875,7 +877,12 @@ class AsyncPostgresStore:
                 await lexical.unindex(
                     c,
                     [
-                        (int(r["seq"]), scope_token(r["tenant"], r["user"]), r["lex_tokens"])
+                        (
+                            int(r["seq"]),
+                            r["tenant"],
+                            scope_token(r["tenant"], r["user"]),
+                            r["lex_tokens"],
+                        )
                         for r in rows
                     ],
                 )
@@ -939,8 +946,8 @@ class AsyncPostgresStore:
         (purge): their postings and statistics are replaced, and a token no row holds any
         more loses its ``lex_df`` row."""
         tok = scope_token(scope.tenant, scope.user)
-        old: list[tuple[int, str, Sequence[str]]] = []
-        new: list[tuple[int, str, Sequence[str]]] = []
+        old: list[lexical.Doc] = []
+        new: list[lexical.Doc] = []
         uscope = Scope(scope.tenant, scope.user)
         for row in await self._visible(c, uscope, list(reterm), "seq, id, lex_tokens", lock=True):
             doc = fts5.document_tokens(reterm[row["id"]])
@@ -951,8 +958,8 @@ class AsyncPostgresStore:
                 "UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s",
                 (doc, len(doc) + 1, seq),
             )
-            old.append((seq, tok, row["lex_tokens"]))
-            new.append((seq, tok, doc))
+            old.append((seq, scope.tenant, tok, row["lex_tokens"]))
+            new.append((seq, scope.tenant, tok, doc))
         if new:
             await lexical.unindex(c, old)
             await lexical.index(c, new)
@@ -1218,6 +1225,7 @@ class AsyncPostgresStore:
         async with self._autocommit(wait=False) as c:
             rows = await lexical.search_rows(
                 c,
+                scope.tenant,
                 scope_token(scope.tenant, scope.user),
                 terms,
                 f"{sw} AND {fw}",
