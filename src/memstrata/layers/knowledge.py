@@ -7,16 +7,22 @@ by ``chunk_overlap_tokens`` (200); each chunk is a ``KNOWLEDGE`` record whose me
 its document (``qa_id``), its place (``chunk_index`` of ``chunk_count``) and how many leading
 characters it repeats from the previous chunk (``overlap_chars``). At read time
 :func:`rejoin` puts the hits of one document back together, in order, overlaps removed.
+
+A ``qa_id`` names one document of a user: ingesting it again replaces it. The new chunks are
+written and the old ones soft-deleted in one transaction (restorable, as every deleted
+record, until purged); the same text, title, importance and tags again writes nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.knowledge_types import document_chunks, rejoin
-from memstrata.records import MemoryRecord, RecordType, Source, new_id
+from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
 from memstrata.text import validate_content
 from memstrata.validation import check_id, check_tags, check_unit
@@ -39,7 +45,11 @@ class KnowledgeService:
         importance: float = 0.5,
         tags: Sequence[str] = (),
     ) -> list[MemoryRecord]:
-        """Store ``text`` as chunks of one document; returns the chunk records in order."""
+        """Store ``text`` as chunks of one document; returns the chunk records in order.
+
+        Under the ``qa_id`` of a stored document the text replaces it (see the module
+        docstring); the same document again returns the stored chunks. The new chunks are
+        admitted under the quotas, all or none (the replaced ones count until purged)."""
         check_scope(scope)
         chunks = document_chunks(text, self._ctx.config)
         if qa_id is not None:
@@ -71,5 +81,48 @@ class KnowledgeService:
             )
             for i, chunk in enumerate(chunks)
         ]
-        self._ctx.insert(records)
+        stored = self.chunks(scope, doc) if qa_id is not None else []
+        if stored and [_content(r) for r in stored] == [_content(r) for r in records]:
+            return stored
+        with self._ctx.admit(scope, len(records)):
+            if not stored:
+                self._ctx.insert(records)
+                return records
+            writes = self._ctx.writes(records)
+            with self._ctx.store.transaction() as tx:
+                tx.insert(writes)
+                tx.set_status(
+                    scope.user_scope,
+                    [r.id for r in stored],
+                    RecordStatus.DELETED,
+                    self._ctx.clock.now(),
+                )
         return records
+
+    def chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
+        """The chunks of document ``qa_id`` in ``scope``'s user's memory, in order (none:
+        no such document). Deleted chunks (a replaced version) are left out."""
+        check_scope(scope)
+        check_id(qa_id, "qa_id")
+        filters = Filters(
+            types=frozenset({RecordType.KNOWLEDGE}),
+            metadata=(MetadataCondition("qa_id", "eq", qa_id),),
+        )
+        found: list[MemoryRecord] = []
+        while True:  # a page at a time: a long document has thousands of chunks
+            page = self._ctx.store.list(
+                scope.user_scope, filters, limit=_PAGE, offset=len(found), newest_first=False
+            )
+            found += page
+            if len(page) < _PAGE:
+                break
+        return sorted(found, key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.created_at))
+
+
+_PAGE = 1000
+
+
+def _content(chunk: MemoryRecord) -> tuple[Any, ...]:
+    """What makes two chunks the same: re-ingesting a document that has them all changes
+    nothing."""
+    return (chunk.text, chunk.content.summary, dict(chunk.metadata), chunk.importance, chunk.tags)
