@@ -3,9 +3,11 @@
 ``knowledge.ingest`` under the ``qa_id`` of a stored document writes the new chunks and
 soft-deletes the old ones in one transaction: search, context and ``knowledge.chunks`` see
 one version, the old chunks stay in the store (restorable with ``restore``, listed with
-``include_deleted``). The same text, title, importance and tags again writes nothing and
-returns the stored chunks. Quotas admit the new chunks (the old ones count until purged);
-refused, the stored document is untouched. On ``Memory`` and ``AsyncMemory``.
+``include_deleted``). The same text and title again is the same document: nothing is
+written (metadata a caller added to its chunks aside), or, with a new importance or new
+tags, a new version of each chunk, never a new record. Quotas admit the new chunks (the old
+ones count until purged); refused, the stored document is untouched. On ``Memory`` and
+``AsyncMemory``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memstrata import Filters, MemoryRecord, RecordType
+from memstrata import Filters, Memory, MemoryRecord, RecordType
 from memstrata.errors import QuotaExceededError
 from memstrata.filters import MetadataCondition
 from memstrata.layers.knowledge import rejoin
@@ -130,3 +132,42 @@ def test_a_refused_reingest_leaves_the_stored_document(kind: str) -> None:
         assert await _text(m) == NEW and await m.count(ALICE) == used + needed
 
     run(kind, body, quotas=Quotas())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_same_text_with_new_importance_or_tags_updates_the_chunks_in_place(
+    kind: str,
+) -> None:
+    async def body(m: Mem) -> None:
+        first = await m("knowledge.ingest", ALICE, OLD, "guide", tags=["travel"])
+        ids = [r.id for r in first]
+        chunk = first[0]  # a caller's own note on a chunk does not make it another document
+        await m("update", ALICE, chunk.id, expected_version=1, metadata={**chunk.metadata, "ok": 1})
+        used = await m.count(ALICE)
+        await m("set_quota", ALICE, Quota(max_records=used))  # full: no new record is needed
+        again = await m("knowledge.ingest", ALICE, OLD, "guide", importance=0.9, tags=["lisbon"])
+        assert [r.id for r in again] == ids == await _chunks(m)
+        assert {(r.importance, r.tags) for r in await _stored(m)} == {(0.9, ("lisbon",))}
+        assert [r.version for r in again] == [3] + [2] * (len(ids) - 1)
+        assert (await _stored(m))[0].metadata["ok"] == 1
+        assert await m.count(ALICE) == used and await _text(m) == OLD
+
+    run(kind, body, quotas=Quotas())
+
+
+def test_reingest_on_every_store(mem: Memory) -> None:
+    """sqlite, memory, postgresql, postgresql+redis (tests/conftest.py): the replacement
+    is one transaction on each, and its admission holds the store's lease."""
+    old = [r.id for r in mem.knowledge.ingest(ALICE, OLD, "guide")]
+    new = [r.id for r in mem.knowledge.ingest(ALICE, NEW, "guide")]
+    assert [r.id for r in mem.knowledge.chunks(ALICE, "guide")] == new
+    assert {mem.get(ALICE, rid, include_deleted=True).status.value for rid in old} == {"deleted"}
+    assert [r.id for r in mem.knowledge.ingest(ALICE, NEW, "guide")] == new
+    every = Filters(include_deleted=True, include_superseded=True)
+    used = mem.store.count(ALICE.user_scope, every)
+    assert used == len(old) + len(new)
+    mem.set_quota(ALICE, Quota(max_records=used))
+    with pytest.raises(QuotaExceededError):
+        mem.knowledge.ingest(ALICE, OLD, "guide")
+    assert [r.id for r in mem.knowledge.chunks(ALICE, "guide")] == new
+    assert mem.store.count(ALICE.user_scope, every) == used

@@ -8,12 +8,14 @@ characters it repeats from the previous chunk (``overlap_chars``). At read time
 
 A ``qa_id`` names one document of a user: ingesting it again replaces it. The new chunks are
 written and the old ones soft-deleted in one transaction (restorable, as every deleted
-record, until purged); the same text, title, importance and tags again writes nothing.
+record, until purged). The same text and title again is the same document: nothing is
+written, or, when the importance or tags changed, a new version of each chunk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from memstrata._async.layers._build import build_record
@@ -46,7 +48,7 @@ class AsyncKnowledgeService:
         """Store ``text`` as chunks of one document; returns the chunk records in order.
 
         Under the ``qa_id`` of a stored document the text replaces it (see the module
-        docstring); the same document again returns the stored chunks. The new chunks are
+        docstring); the same text and title again returns the stored chunks. New chunks are
         admitted under the quotas, all or none (the replaced ones count until purged)."""
         check_scope(scope)
         chunks = document_chunks(text, self._ctx.config)
@@ -80,8 +82,8 @@ class AsyncKnowledgeService:
             for i, chunk in enumerate(chunks)
         ]
         stored = await self.chunks(scope, doc) if qa_id is not None else []
-        if stored and [_content(r) for r in stored] == [_content(r) for r in records]:
-            return stored
+        if stored and [_layout(r) for r in stored] == [_layout(r) for r in records]:
+            return await self._restate(scope, stored, records)
         async with self._ctx.admit(scope, len(records)):
             if not stored:
                 await self._ctx.insert(records)
@@ -96,6 +98,31 @@ class AsyncKnowledgeService:
                     self._ctx.clock.now(),
                 )
         return records
+
+    async def _restate(
+        self, scope: Scope, stored: Sequence[MemoryRecord], given: Sequence[MemoryRecord]
+    ) -> list[MemoryRecord]:
+        """The same document again: the stored chunks, each whose importance or tags the
+        caller changed as its next version (no new record)."""
+        now = self._ctx.clock.now()
+        out = []
+        for old, new in zip(stored, given, strict=True):
+            if (old.importance, old.tags) == (new.importance, new.tags):
+                out.append(old)
+                continue
+            restated = replace(
+                old,
+                version=old.version + 1,
+                updated_at=now,
+                importance=new.importance,
+                tags=new.tags,
+            )
+            out.append(
+                await self._ctx.replace(
+                    scope.user_scope, restated, expected_version=old.version, reindex=False
+                )
+            )
+        return out
 
     async def chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
         """The chunks of document ``qa_id`` in ``scope``'s user's memory, in order (none:
@@ -120,7 +147,11 @@ class AsyncKnowledgeService:
 _PAGE = 1000
 
 
-def _content(chunk: MemoryRecord) -> tuple[Any, ...]:
-    """What makes two chunks the same: re-ingesting a document that has them all changes
-    nothing."""
-    return (chunk.text, chunk.content.summary, dict(chunk.metadata), chunk.importance, chunk.tags)
+# The metadata an ingest writes: with the text and the title, the document's layout.
+_LAYOUT = ("qa_id", "chunk_index", "chunk_count", "overlap_chars", "start_char", "title")
+
+
+def _layout(chunk: MemoryRecord) -> tuple[Any, ...]:
+    """What makes a stored chunk the one an ingest would write (metadata a caller added
+    later aside): a document whose chunks all match is the same document."""
+    return (chunk.text, chunk.content.summary, [chunk.metadata.get(k) for k in _LAYOUT])
