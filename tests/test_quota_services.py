@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -260,3 +261,42 @@ def test_service_writes_never_pass_the_limit(limit: int, calls: list[str], kind:
             assert await m.count(ALICE) == used <= limit
 
     run(kind, body, quotas=Quotas(per_user=Quota(max_records=limit)))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_concurrent_service_writes_admit_exactly_the_limit(kind: str, tmp_path: Path) -> None:
+    """Twelve writers at once (threads on ``Memory``, tasks on ``AsyncMemory``) under a limit
+    of five: the check and the write share one lease, so exactly five are written."""
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    options: dict[str, Any] = {
+        "embedder": "hashing",
+        "background": False,
+        "quotas": Quotas(per_user=Quota(max_records=5)),
+    }
+    outcomes: list[object]
+    if kind == "sync":
+        with Memory(url, **options) as memory:
+
+            def pin(i: int) -> object:
+                try:
+                    return memory.key.set(ALICE, f"Rule number {i}", i)
+                except QuotaExceededError as exc:
+                    return exc
+
+            with ThreadPoolExecutor(8) as pool:
+                outcomes = list(pool.map(pin, range(12)))
+            every = Filters(include_deleted=True, include_superseded=True)
+            assert memory.store.count(ALICE.user_scope, every) == 5
+    else:
+
+        async def main() -> list[object]:
+            async with AsyncMemory(url, **options) as amemory:
+                pins = (amemory.key.set(ALICE, f"Rule number {i}", i) for i in range(12))
+                done = await asyncio.gather(*pins, return_exceptions=True)
+                every = Filters(include_deleted=True, include_superseded=True)
+                assert await amemory.store.count(ALICE.user_scope, every) == 5
+                return list(done)
+
+        outcomes = asyncio.run(main())
+    refused = [o for o in outcomes if isinstance(o, QuotaExceededError)]
+    assert len(refused) == 7 and len(outcomes) - len(refused) == 5
