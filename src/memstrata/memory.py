@@ -306,6 +306,7 @@ class Memory:
                 self._clock,
                 self._layer_config or LayerConfig(),
                 self._pii,
+                lambda: self.quotas,  # as set_quota leaves it: the services admit under it
             )
             layers = LayerStack.build(ctx)
             handlers = {

@@ -323,6 +323,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 self._clock,
                 self._layer_config or LayerConfig(),
                 self._pii,
+                lambda: self.quotas,  # as set_quota leaves it: the services admit under it
             )
             layers = AsyncLayerStack.build(ctx)
             handlers = {

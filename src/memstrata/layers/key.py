@@ -102,7 +102,9 @@ class KeyMemoryService:
             priority=_priority(priority),
             source=Source.EXPLICIT_USER_INPUT,
         )
-        return self._ctx.insert([record])[0]
+        with self._ctx.admit(scope, 1):
+            stored = self._ctx.insert([record])
+        return stored[0]
 
     def get(self, scope: Scope, record_id: str) -> MemoryRecord:
         check_scope(scope)
@@ -191,7 +193,9 @@ class KeyMemoryService:
             extra={"cluster_id": current.id},
             observed_at=current.observed_at,
         )
-        return self._ctx.insert([record])[0]
+        with self._ctx.admit(kscope, 1):  # nothing to admit for mid-term's promotions
+            stored = self._ctx.insert([record])
+        return stored[0]
 
     def _key_text(self, cluster: MemoryRecord) -> str:
         """The cluster's key information via the LLM; the offline extractor if it fails."""

@@ -16,7 +16,7 @@ MAX_DOCUMENT_CHARS = 10_000_000  # the longest document ``knowledge.ingest`` tak
 
 def document_chunks(text: str, config: LayerConfig) -> list[Chunk]:
     """The chunks ``knowledge.ingest`` stores ``text`` as (a ``ValidationError`` for a text it
-    refuses): the server counts them against the quotas before the ingest."""
+    refuses), computed once: their number is what the ingest admits under the quotas."""
     text = validate_content(text, max_chars=MAX_DOCUMENT_CHARS)
     return chunk_text(text, config.chunk_tokens, config.chunk_overlap_tokens)
 

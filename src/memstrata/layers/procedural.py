@@ -36,13 +36,24 @@ from memstrata.writes import check_scope
 __all__ = [
     "ProceduralService",
     "FailureWarning",
+    "Lesson",
     "Suggestion",
     "indicators_match",
+    "new_records",
     "should_reuse",
     "success_rate",
 ]
 
 _SAME_PATTERN = 0.95  # a new task this similar to a stored pattern updates that pattern
+
+# A pattern to write after a task: its next version with the version it replaces, or a new
+# pattern with None.
+Lesson = tuple[MemoryRecord, int | None]
+
+
+def new_records(learned: Sequence[Lesson]) -> int:
+    """How many of ``learned`` are new patterns (what a quota admits)."""
+    return sum(replaces is None for _, replaces in learned)
 
 
 class ProceduralService:
@@ -71,18 +82,44 @@ class ProceduralService:
         source_ids: Sequence[str] = (),
     ) -> list[MemoryRecord]:
         """Update the patterns after a task: its decomposition, and a failure pattern if it
-        failed. Returns the records written."""
-        scope = scope.with_session(None)  # strategies outlive the session they came from
-        written = []
-        if task.steps:
-            written.append(self._learn_decomposition(scope, task, strategy, source_ids))
-        if not task.success:
-            written.append(self._learn_failure(scope, task, reflection, source_ids))
+        failed. Returns the records written (the new ones admitted under the quotas)."""
+        learned = self.lessons(scope, task, reflection, strategy=strategy, source_ids=source_ids)
+        with self._ctx.admit(scope, new_records(learned)):
+            written = self.store_lessons(scope, learned)
         return written
 
-    def _learn_decomposition(
+    def lessons(
+        self,
+        scope: Scope,
+        task: TaskOutcome,
+        reflection: Reflection,
+        *,
+        strategy: str = "sequential",
+        source_ids: Sequence[str] = (),
+    ) -> list[Lesson]:
+        """What :meth:`learn` writes, read but not written: each pattern's next version, or
+        a new pattern (``replaces`` None) — so a caller admits the new ones first."""
+        scope = scope.with_session(None)  # strategies outlive the session they came from
+        learned = []
+        if task.steps:
+            learned.append(self._decomposition(scope, task, strategy, source_ids))
+        if not task.success:
+            learned.append(self._failure(scope, task, reflection, source_ids))
+        return learned
+
+    def store_lessons(self, scope: Scope, learned: Sequence[Lesson]) -> list[MemoryRecord]:
+        """Write :meth:`lessons`' result; returns the records written."""
+        scope = scope.with_session(None)
+        for record, replaces in learned:
+            if replaces is None:
+                self._ctx.insert([record])
+            else:
+                self._ctx.replace(scope, record, expected_version=replaces, reindex=False)
+        return [record for record, _ in learned]
+
+    def _decomposition(
         self, scope: Scope, task: TaskOutcome, strategy: str, source_ids: Sequence[str]
-    ) -> MemoryRecord:
+    ) -> Lesson:
         now = self._ctx.clock.now()
         same = [
             (r, s)
@@ -109,8 +146,7 @@ class ProceduralService:
                     },
                 ),
             )
-            self._ctx.replace(scope, updated, expected_version=record.version, reindex=False)
-            return updated
+            return updated, record.version
         structured: dict[str, Any] = {
             "kind": "decomposition",
             "query_pattern": task.goal,
@@ -130,12 +166,11 @@ class ProceduralService:
             metadata={"kind": "decomposition"},
             source_ids=source_ids,
         )
-        self._ctx.insert([record])
-        return record
+        return record, None
 
-    def _learn_failure(
+    def _failure(
         self, scope: Scope, task: TaskOutcome, reflection: Reflection, source_ids: Sequence[str]
-    ) -> MemoryRecord:
+    ) -> Lesson:
         indicators = _indicators(task.goal)
         mitigation = "; ".join(reflection.lessons) or "Plan differently next time"
         severity = max(1, min(5, round(reflection.importance * 5)))
@@ -158,8 +193,7 @@ class ProceduralService:
                         },
                     ),
                 )
-                self._ctx.replace(scope, updated, expected_version=record.version, reindex=False)
-                return updated
+                return updated, record.version
         record = build_record(
             self._ctx,
             scope,
@@ -177,8 +211,7 @@ class ProceduralService:
             metadata={"kind": "failure"},
             source_ids=source_ids,
         )
-        self._ctx.insert([record])
-        return record
+        return record, None
 
     def add_failure_pattern(
         self,
@@ -210,7 +243,8 @@ class ProceduralService:
             },
             metadata={"kind": "failure"},
         )
-        self._ctx.insert([record])
+        with self._ctx.admit(scope, 1):
+            self._ctx.insert([record])
         return record
 
     def suggest(self, scope: Scope, query: str) -> Suggestion | None:

@@ -40,16 +40,21 @@ class LayerStack:
 
     @classmethod
     def build(cls, ctx: LayerContext) -> LayerStack:
-        short = ShortTermService(ctx)
-        mid = MidTermService(ctx)
-        summaries = SummaryService(ctx, short)
-        episodes = EpisodeService(ctx)
-        procedures = ProceduralService(ctx)
+        """The services a caller reaches (``mem.key``, ``facts``, ``episodes``, ``knowledge``,
+        ``procedures``, ``tasks``) admit their writes under ``ctx``'s quotas; what the
+        library derives on its own (the ingest steps, mid-term clusters and the key entries
+        they promote, summaries) runs over ``ctx.for_system()``: counted, never refused.
+        A completed task's episode and patterns are the caller's call: ``tasks.complete``
+        admits them all at once, so its own episode and procedure services admit nothing."""
+        system = ctx.for_system()
+        short = ShortTermService(system)
+        mid = MidTermService(system)
+        summaries = SummaryService(system, short)
         steps: list[IngestStep] = [
-            MidTermStep(ctx, short, mid, summaries),
-            SummaryStep(ctx, summaries),
-            FactExtractionStep(ctx),
-            ConversationEpisodeStep(ctx),
+            MidTermStep(system, short, mid, summaries),
+            SummaryStep(system, summaries),
+            FactExtractionStep(system),
+            ConversationEpisodeStep(system),
         ]
         return cls(
             ctx,
@@ -58,11 +63,11 @@ class LayerStack:
             summaries,
             KeyMemoryService(ctx),
             FactService(ctx),
-            episodes,
+            EpisodeService(ctx),
             KnowledgeService(ctx),
-            procedures,
-            TaskService(ctx, episodes, procedures),
-            Pipeline(ctx, steps),
+            ProceduralService(ctx),
+            TaskService(ctx, EpisodeService(system), ProceduralService(system)),
+            Pipeline(system, steps),
         )
 
     def handlers(self) -> dict[str, object]:

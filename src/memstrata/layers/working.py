@@ -23,7 +23,7 @@ from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.episodic import EpisodeService
-from memstrata.layers.procedural import ProceduralService
+from memstrata.layers.procedural import ProceduralService, new_records
 from memstrata.layers.working_types import (
     STEP_STATUS_ALIASES,
     StepStatus,
@@ -119,9 +119,6 @@ class TaskService:
             validate_content(s, field=f"steps[{i}]")
             for i, s in enumerate(check_sequence(steps, "steps"))
         ]
-        previous = self.current(scope)
-        if previous is not None:
-            self._write(scope, previous, previous.content.structured, status="abandoned")
         data: dict[str, Any] = {
             "goal": goal.strip(),
             "steps": [_step(s) for s in steps],
@@ -140,7 +137,12 @@ class TaskService:
             structured=data,
             metadata={"task_status": "active"},
         )
-        self._ctx.insert([record])
+        with self._ctx.admit(scope, 1):  # refused: the previous task stays active
+            previous = self.current(scope)
+            if previous is not None:
+                structured = previous.content.structured
+                self._write(scope, previous, structured, status="abandoned")
+            self._ctx.insert([record])
         return record
 
     def update_step(
@@ -231,23 +233,33 @@ class TaskService:
         except Exception as exc:  # a failing model degrades to the heuristic reflection
             log.warning("reflect failed (%s); using the heuristic reflection", exc)
             reflection = self._fallback.reflect(outcome_in)
-        episode = self._episodes.record_task(scope, outcome_in, reflection, source_ids=(task.id,))
-        patterns = self._procedures.learn(
+        # Everything the completion adds (its episode, new patterns, the feedback episode) is
+        # read and built first, then admitted at once: refused, the task stays active.
+        episode = self._episodes.task_episode(scope, outcome_in, reflection, source_ids=(task.id,))
+        lessons = self._procedures.lessons(
             scope, outcome_in, reflection, strategy=strategy, source_ids=(task.id, episode.id)
         )
-        closed = self._write(
-            scope,
-            task,
-            {
-                **data,
-                "outcome": outcome,
-                "feedback": feedback,
-                "success": success,
-                "episode_id": episode.id,
-                "closed_at": self._ctx.clock.now().isoformat(),
-            },
-            status="completed" if success else "failed",
+        said = (
+            self._episodes.feedback_episode(scope, feedback, source_ids=(task.id,))
+            if feedback.strip()
+            else None
         )
-        if feedback.strip():
-            self._episodes.record_feedback(scope, feedback, source_ids=(task.id,))
+        with self._ctx.admit(scope, 1 + new_records(lessons) + (said is not None)):
+            self._ctx.insert([episode])
+            patterns = self._procedures.store_lessons(scope, lessons)
+            closed = self._write(
+                scope,
+                task,
+                {
+                    **data,
+                    "outcome": outcome,
+                    "feedback": feedback,
+                    "success": success,
+                    "episode_id": episode.id,
+                    "closed_at": self._ctx.clock.now().isoformat(),
+                },
+                status="completed" if success else "failed",
+            )
+            if said is not None:
+                self._ctx.insert([said])
         return TaskCompletion(closed, reflection, episode, patterns)

@@ -17,19 +17,17 @@ the same operations in both.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from datetime import datetime
-from typing import IO, TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 import anyio.to_thread
 
 from ..audit import AuditEvent
 from ..context.assemble import AssembledContext
-from ..errors import MemstrataError
 from ..filters import Filters, MetadataCondition
 from ..jobs import Job
 from ..layers.episodic_types import EpisodeHit
-from ..layers.knowledge_types import document_chunks
 from ..layers.procedural_types import FailureWarning, Suggestion
 from ..layers.semantic_types import FactOutcome
 from ..layers.working import TaskCompletion
@@ -58,8 +56,6 @@ __all__ = [
     "in_thread",
 ]
 
-P = ParamSpec("P")
-T = TypeVar("T")
 
 #: The most chunks ``GET .../knowledge/{qa_id}`` reads of one document (2,000-token chunks:
 #: some 20 million tokens; the library's ingest takes at most 10 million characters).
@@ -450,9 +446,7 @@ class Backend:
         source: Source,
         observed_at: datetime | None,
     ) -> FactOutcome:
-        return await self._admitted(
-            scope,
-            1,
+        return await self._call(
             self._mem.facts.upsert,
             scope,
             fact,
@@ -471,8 +465,8 @@ class Backend:
     async def record_feedback(
         self, scope: Scope, text: str, source_ids: Sequence[str]
     ) -> MemoryRecord:
-        return await self._admitted(
-            scope, 1, self._mem.episodes.record_feedback, scope, text, source_ids=source_ids
+        return await self._call(
+            self._mem.episodes.record_feedback, scope, text, source_ids=source_ids
         )
 
     async def suggest_procedure(self, scope: Scope, query: str) -> Suggestion | None:
@@ -489,9 +483,7 @@ class Backend:
         mitigation: str,
         severity: int,
     ) -> MemoryRecord:
-        return await self._admitted(
-            scope,
-            1,
+        return await self._call(
             self._mem.procedures.add_failure_pattern,
             scope,
             pattern,
@@ -510,54 +502,9 @@ class Backend:
         importance: float,
         tags: Sequence[str],
     ) -> list[MemoryRecord]:
-        ingest = self._mem.knowledge.ingest
-        if self._mem.quotas is None:
-            return await self._call(
-                ingest, scope, text, qa_id, title, importance=importance, tags=tags
-            )
-        # admitted by as many records as the library will cut (a text it refuses: as one,
-        # which the library then refuses with its own message)
-        try:
-            n = len(document_chunks(text, self._mem.layers.ctx.config))
-        except MemstrataError:
-            n = 1
-        return await self._admitted(
-            scope, n, ingest, scope, text, qa_id, title, importance=importance, tags=tags
+        return await self._call(
+            self._mem.knowledge.ingest, scope, text, qa_id, title, importance=importance, tags=tags
         )
-
-    async def _admitted(
-        self,
-        scope: Scope,
-        n: int,
-        fn: Callable[P, Awaitable[T]],
-        /,
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        """``fn(*args, **kwargs)``, a write of ``n`` new records, under the memory's quotas
-        (``Memory(quotas=...)``; ``memstrata serve --user-quota/--tenant-quota``): the
-        layer services write without them (``mem.add`` and ``add_messages`` admit their
-        records), so the server admits theirs as ``mem.add`` does, check and write under
-        one lease; over a quota it is a ``QuotaExceededError`` (429) and nothing is written."""
-        quotas = self._mem.quotas
-        if quotas is None:
-            return await self._call(fn, *args, **kwargs)
-        if isinstance(self.memory, Memory):
-            from .. import quotas as sync_quotas
-
-            memory, sync = self.memory, cast(Callable[..., T], fn)
-
-            def admitted() -> T:
-                now = memory.clock.now()
-                with sync_quotas.admit_writes(memory.store, quotas, scope, n, now):
-                    return sync(*args, **kwargs)
-
-            return await anyio.to_thread.run_sync(admitted)
-        from .._async import quotas as async_quotas
-
-        mem = self._mem
-        async with async_quotas.admit_writes(mem.store, quotas, scope, n, mem.clock.now()):
-            return await fn(*args, **kwargs)
 
     async def knowledge_chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
         """The chunks of document ``qa_id`` (the library has no reader of one document: its

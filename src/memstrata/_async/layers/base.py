@@ -1,4 +1,9 @@
-"""What every layer service gets: the store, providers, clock and the layer defaults.
+"""What every layer service gets: the store, providers, clock, the layer defaults and quotas.
+
+A service admits the new records a caller's call writes under the memory's quotas
+(:meth:`AsyncLayerContext.admit`); the services the library runs on its own (the ingest
+pipeline, mid-term clustering, summaries) are built over :meth:`AsyncLayerContext.for_system`,
+whose writes are counted in a user's usage but never refused.
 
 Layer services never talk to each other directly: the ingest pipeline calls each one's
 ``on_messages`` / ``on_session_end`` from a background job, and ``build_context`` asks each
@@ -8,8 +13,9 @@ beside each service so they are tested without a store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -20,13 +26,19 @@ from memstrata._async.store.base import AsyncStore, RecordWrite
 from memstrata.clock import Clock
 from memstrata.layers.types import LayerConfig
 from memstrata.policies.pii import PIIRedactor
+from memstrata.quota_types import Quotas
 from memstrata.records import MemoryRecord
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 
-__all__ = ["AsyncIngestStep", "AsyncLayerContext", "LayerConfig"]
+__all__ = ["AsyncIngestStep", "AsyncLayerContext", "LayerConfig", "unlimited"]
 
 _Model = TypeVar("_Model", bound=BaseModel)
+
+
+def unlimited() -> Quotas | None:
+    """No quotas: what a context admits when nobody gave it any."""
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +49,27 @@ class AsyncLayerContext:
     clock: Clock
     config: LayerConfig
     pii: PIIRedactor | None = None  # Memory(pii=...): applied to every record written here
+    # Memory(quotas=...) as it is when a write runs: read at each write, so a quota that
+    # Memory.set_quota sets after the services were built applies to them too.
+    quotas: Callable[[], Quotas | None] = unlimited
+
+    def admit(self, scope: Scope, n: int) -> AbstractAsyncContextManager[None]:
+        """Admit ``n`` new records for ``scope``'s user, or raise ``QuotaExceededError``:
+        run the embedding and the writes inside the block, so the check, the count and the
+        write are one step across processes (:func:`memstrata.quotas.admit_writes`, as
+        ``mem.add`` does). Nothing to admit without quotas or for ``n <= 0``."""
+        quotas = self.quotas()
+        if quotas is None or n <= 0:
+            return nullcontext()
+        from memstrata._async.quotas import admit_writes
+
+        return admit_writes(self.store, quotas, scope, n, self.clock.now())
+
+    def for_system(self) -> AsyncLayerContext:
+        """This context for what the library derives on its own (summaries, clusters, facts
+        extracted from turns, conversation episodes): those records count in a user's usage
+        like any other, but are never refused, so nothing derived is lost over a quota."""
+        return replace(self, quotas=unlimited)
 
     def embedder_for(self, scope: Scope) -> AsyncEmbedder:
         """The embedder whose cache entries belong to ``scope``'s user (purged with them);

@@ -52,6 +52,20 @@ class AsyncEpisodeService:
         *,
         source_ids: Sequence[str] = (),
     ) -> MemoryRecord:
+        """Archive a finished task with its reflection (one record, admitted)."""
+        record = self.task_episode(scope, task, reflection, source_ids=source_ids)
+        await self._insert(scope, record)
+        return record
+
+    def task_episode(
+        self,
+        scope: Scope,
+        task: TaskOutcome,
+        reflection: Reflection,
+        *,
+        source_ids: Sequence[str] = (),
+    ) -> MemoryRecord:
+        """The episode :meth:`record_task` stores, not stored yet."""
         structured: dict[str, Any] = {
             "kind": "task",
             "task": task.goal,
@@ -66,7 +80,7 @@ class AsyncEpisodeService:
             "importance": reflection.importance,
         }
         lines = [reflection.summary, *(f"Lesson: {lesson}" for lesson in reflection.lessons)]
-        record = build_record(
+        return build_record(
             self._ctx,
             scope,
             "\n".join(line for line in lines if line.strip()) or task.goal,
@@ -77,8 +91,6 @@ class AsyncEpisodeService:
             source_ids=source_ids,
             summary=reflection.summary,
         )
-        await self._ctx.insert([record])
-        return record
 
     async def record_conversation(
         self, scope: Scope, messages: Sequence[MemoryRecord], *, trigger: str = "session_end"
@@ -130,15 +142,23 @@ class AsyncEpisodeService:
             observed_at=max(m.observed_at for m in messages),
             summary=summary,
         )
-        await self._ctx.insert([record])
+        await self._insert(scope, record)
         return record
 
     async def record_feedback(
         self, scope: Scope, text: str, *, source_ids: Sequence[str] = ()
     ) -> MemoryRecord:
         """Explicit user feedback: an episode of importance 0.9 (seed 001)."""
+        record = self.feedback_episode(scope, text, source_ids=source_ids)
+        await self._insert(scope, record)
+        return record
+
+    def feedback_episode(
+        self, scope: Scope, text: str, *, source_ids: Sequence[str] = ()
+    ) -> MemoryRecord:
+        """The episode :meth:`record_feedback` stores, not stored yet."""
         check_scope(scope)
-        record = build_record(
+        return build_record(
             self._ctx,
             scope,
             text,
@@ -149,8 +169,10 @@ class AsyncEpisodeService:
             source=Source.EXPLICIT_USER_INPUT,
             source_ids=source_ids,
         )
-        await self._ctx.insert([record])
-        return record
+
+    async def _insert(self, scope: Scope, record: MemoryRecord) -> None:
+        async with self._ctx.admit(scope, 1):
+            await self._ctx.insert([record])
 
     # --- reader -------------------------------------------------------------------------
     async def recall(self, scope: Scope, query: str, k: int | None = None) -> list[EpisodeHit]:

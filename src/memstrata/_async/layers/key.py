@@ -100,7 +100,9 @@ class AsyncKeyMemoryService:
             priority=_priority(priority),
             source=Source.EXPLICIT_USER_INPUT,
         )
-        return (await self._ctx.insert([record]))[0]
+        async with self._ctx.admit(scope, 1):
+            stored = await self._ctx.insert([record])
+        return stored[0]
 
     async def get(self, scope: Scope, record_id: str) -> MemoryRecord:
         check_scope(scope)
@@ -189,7 +191,9 @@ class AsyncKeyMemoryService:
             extra={"cluster_id": current.id},
             observed_at=current.observed_at,
         )
-        return (await self._ctx.insert([record]))[0]
+        async with self._ctx.admit(kscope, 1):  # nothing to admit for mid-term's promotions
+            stored = await self._ctx.insert([record])
+        return stored[0]
 
     async def _key_text(self, cluster: MemoryRecord) -> str:
         """The cluster's key information via the LLM; the offline extractor if it fails."""

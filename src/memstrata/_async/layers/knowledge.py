@@ -5,16 +5,24 @@ by ``chunk_overlap_tokens`` (200); each chunk is a ``KNOWLEDGE`` record whose me
 its document (``qa_id``), its place (``chunk_index`` of ``chunk_count``) and how many leading
 characters it repeats from the previous chunk (``overlap_chars``). At read time
 :func:`rejoin` puts the hits of one document back together, in order, overlaps removed.
+
+A ``qa_id`` names one document of a user: ingesting it again replaces it. The new chunks are
+written and the old ones soft-deleted in one transaction (restorable, as every deleted
+record, until purged). The same text and title again is the same document: nothing is
+written, or, when the importance or tags changed, a new version of each chunk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
+from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.knowledge_types import document_chunks, rejoin
-from memstrata.records import MemoryRecord, RecordType, Source, new_id
+from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
 from memstrata.text import validate_content
 from memstrata.validation import check_id, check_tags, check_unit
@@ -37,7 +45,11 @@ class AsyncKnowledgeService:
         importance: float = 0.5,
         tags: Sequence[str] = (),
     ) -> list[MemoryRecord]:
-        """Store ``text`` as chunks of one document; returns the chunk records in order."""
+        """Store ``text`` as chunks of one document; returns the chunk records in order.
+
+        Under the ``qa_id`` of a stored document the text replaces it (see the module
+        docstring); the same text and title again returns the stored chunks. New chunks are
+        admitted under the quotas, all or none (the replaced ones count until purged)."""
         check_scope(scope)
         chunks = document_chunks(text, self._ctx.config)
         if qa_id is not None:
@@ -69,5 +81,77 @@ class AsyncKnowledgeService:
             )
             for i, chunk in enumerate(chunks)
         ]
-        await self._ctx.insert(records)
+        stored = await self.chunks(scope, doc) if qa_id is not None else []
+        if stored and [_layout(r) for r in stored] == [_layout(r) for r in records]:
+            return await self._restate(scope, stored, records)
+        async with self._ctx.admit(scope, len(records)):
+            if not stored:
+                await self._ctx.insert(records)
+                return records
+            writes = await self._ctx.writes(records)
+            async with self._ctx.store.transaction() as tx:
+                await tx.insert(writes)
+                await tx.set_status(
+                    scope.user_scope,
+                    [r.id for r in stored],
+                    RecordStatus.DELETED,
+                    self._ctx.clock.now(),
+                )
         return records
+
+    async def _restate(
+        self, scope: Scope, stored: Sequence[MemoryRecord], given: Sequence[MemoryRecord]
+    ) -> list[MemoryRecord]:
+        """The same document again: the stored chunks, each whose importance or tags the
+        caller changed as its next version (no new record)."""
+        now = self._ctx.clock.now()
+        out = []
+        for old, new in zip(stored, given, strict=True):
+            if (old.importance, old.tags) == (new.importance, new.tags):
+                out.append(old)
+                continue
+            restated = replace(
+                old,
+                version=old.version + 1,
+                updated_at=now,
+                importance=new.importance,
+                tags=new.tags,
+            )
+            out.append(
+                await self._ctx.replace(
+                    scope.user_scope, restated, expected_version=old.version, reindex=False
+                )
+            )
+        return out
+
+    async def chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
+        """The chunks of document ``qa_id`` in ``scope``'s user's memory, in order (none:
+        no such document). Deleted chunks (a replaced version) are left out."""
+        check_scope(scope)
+        check_id(qa_id, "qa_id")
+        filters = Filters(
+            types=frozenset({RecordType.KNOWLEDGE}),
+            metadata=(MetadataCondition("qa_id", "eq", qa_id),),
+        )
+        found: list[MemoryRecord] = []
+        while True:  # a page at a time: a long document has thousands of chunks
+            page = await self._ctx.store.list(
+                scope.user_scope, filters, limit=_PAGE, offset=len(found), newest_first=False
+            )
+            found += page
+            if len(page) < _PAGE:
+                break
+        return sorted(found, key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.created_at))
+
+
+_PAGE = 1000
+
+
+# The metadata an ingest writes: with the text and the title, the document's layout.
+_LAYOUT = ("qa_id", "chunk_index", "chunk_count", "overlap_chars", "start_char", "title")
+
+
+def _layout(chunk: MemoryRecord) -> tuple[Any, ...]:
+    """What makes a stored chunk the one an ingest would write (metadata a caller added
+    later aside): a document whose chunks all match is the same document."""
+    return (chunk.text, chunk.content.summary, [chunk.metadata.get(k) for k in _LAYOUT])

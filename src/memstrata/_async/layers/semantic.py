@@ -194,7 +194,10 @@ class AsyncFactService:
 
         ``observed_at`` is when the user said it (the message's time; replays of old
         conversations must keep their dates); it defaults to now. ``origin`` is the layer's
-        mark (``EXTRACTED``) on a fact it took from the user's turns."""
+        mark (``EXTRACTED``) on a fact it took from the user's turns.
+
+        A new fact (inserted, or replacing the current value) is one record admitted under
+        the quotas; a confirmation or a conflict is a new version of the stored fact."""
         scope = self._scope(scope)
         fact = _fact(fact)
         source_ids = check_ids(source_ids, "source_ids")
@@ -253,11 +256,14 @@ class AsyncFactService:
                 origin,
                 replaces=ended.id if ended else None,
             )
-            await self._ctx.insert([record])
-            if ended is None:
-                return FactOutcome(FactAction.INSERTED, record)
-            old = await self._supersede(scope, ended, record, now, when)
-            return FactOutcome(FactAction.INSERTED, record, old)
+            async with self._ctx.admit(scope, 1):
+                await self._ctx.insert([record])
+                left_old = (
+                    None
+                    if ended is None
+                    else await self._supersede(scope, ended, record, now, when)
+                )
+            return FactOutcome(FactAction.INSERTED, record, left_old)
         if decision.action is FactAction.CONFIRMED:
             updated = replace(
                 current,
@@ -293,8 +299,9 @@ class AsyncFactService:
                 origin,
                 replaces=current.id,
             )
-            await self._ctx.insert([record])
-            old = await self._supersede(scope, current, record, now, when)
+            async with self._ctx.admit(scope, 1):
+                await self._ctx.insert([record])
+                old = await self._supersede(scope, current, record, now, when)
             return FactOutcome(FactAction.REPLACED, record, old)
         conflicts = [
             *data.get("conflicts", []),

@@ -38,16 +38,21 @@ class AsyncLayerStack:
 
     @classmethod
     def build(cls, ctx: AsyncLayerContext) -> AsyncLayerStack:
-        short = AsyncShortTermService(ctx)
-        mid = AsyncMidTermService(ctx)
-        summaries = AsyncSummaryService(ctx, short)
-        episodes = AsyncEpisodeService(ctx)
-        procedures = AsyncProceduralService(ctx)
+        """The services a caller reaches (``mem.key``, ``facts``, ``episodes``, ``knowledge``,
+        ``procedures``, ``tasks``) admit their writes under ``ctx``'s quotas; what the
+        library derives on its own (the ingest steps, mid-term clusters and the key entries
+        they promote, summaries) runs over ``ctx.for_system()``: counted, never refused.
+        A completed task's episode and patterns are the caller's call: ``tasks.complete``
+        admits them all at once, so its own episode and procedure services admit nothing."""
+        system = ctx.for_system()
+        short = AsyncShortTermService(system)
+        mid = AsyncMidTermService(system)
+        summaries = AsyncSummaryService(system, short)
         steps: list[AsyncIngestStep] = [
-            AsyncMidTermStep(ctx, short, mid, summaries),
-            AsyncSummaryStep(ctx, summaries),
-            AsyncFactExtractionStep(ctx),
-            AsyncConversationEpisodeStep(ctx),
+            AsyncMidTermStep(system, short, mid, summaries),
+            AsyncSummaryStep(system, summaries),
+            AsyncFactExtractionStep(system),
+            AsyncConversationEpisodeStep(system),
         ]
         return cls(
             ctx,
@@ -56,11 +61,11 @@ class AsyncLayerStack:
             summaries,
             AsyncKeyMemoryService(ctx),
             AsyncFactService(ctx),
-            episodes,
+            AsyncEpisodeService(ctx),
             AsyncKnowledgeService(ctx),
-            procedures,
-            AsyncTaskService(ctx, episodes, procedures),
-            AsyncPipeline(ctx, steps),
+            AsyncProceduralService(ctx),
+            AsyncTaskService(ctx, AsyncEpisodeService(system), AsyncProceduralService(system)),
+            AsyncPipeline(system, steps),
         )
 
     def handlers(self) -> dict[str, object]:

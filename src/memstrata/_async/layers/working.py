@@ -19,7 +19,7 @@ from typing import Any
 from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.episodic import AsyncEpisodeService
-from memstrata._async.layers.procedural import AsyncProceduralService
+from memstrata._async.layers.procedural import AsyncProceduralService, new_records
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.working_types import (
@@ -117,9 +117,6 @@ class AsyncTaskService:
             validate_content(s, field=f"steps[{i}]")
             for i, s in enumerate(check_sequence(steps, "steps"))
         ]
-        previous = await self.current(scope)
-        if previous is not None:
-            await self._write(scope, previous, previous.content.structured, status="abandoned")
         data: dict[str, Any] = {
             "goal": goal.strip(),
             "steps": [_step(s) for s in steps],
@@ -138,7 +135,12 @@ class AsyncTaskService:
             structured=data,
             metadata={"task_status": "active"},
         )
-        await self._ctx.insert([record])
+        async with self._ctx.admit(scope, 1):  # refused: the previous task stays active
+            previous = await self.current(scope)
+            if previous is not None:
+                structured = previous.content.structured
+                await self._write(scope, previous, structured, status="abandoned")
+            await self._ctx.insert([record])
         return record
 
     async def update_step(
@@ -229,25 +231,33 @@ class AsyncTaskService:
         except Exception as exc:  # a failing model degrades to the heuristic reflection
             log.warning("reflect failed (%s); using the heuristic reflection", exc)
             reflection = self._fallback.reflect(outcome_in)
-        episode = await self._episodes.record_task(
-            scope, outcome_in, reflection, source_ids=(task.id,)
-        )
-        patterns = await self._procedures.learn(
+        # Everything the completion adds (its episode, new patterns, the feedback episode) is
+        # read and built first, then admitted at once: refused, the task stays active.
+        episode = self._episodes.task_episode(scope, outcome_in, reflection, source_ids=(task.id,))
+        lessons = await self._procedures.lessons(
             scope, outcome_in, reflection, strategy=strategy, source_ids=(task.id, episode.id)
         )
-        closed = await self._write(
-            scope,
-            task,
-            {
-                **data,
-                "outcome": outcome,
-                "feedback": feedback,
-                "success": success,
-                "episode_id": episode.id,
-                "closed_at": self._ctx.clock.now().isoformat(),
-            },
-            status="completed" if success else "failed",
+        said = (
+            self._episodes.feedback_episode(scope, feedback, source_ids=(task.id,))
+            if feedback.strip()
+            else None
         )
-        if feedback.strip():
-            await self._episodes.record_feedback(scope, feedback, source_ids=(task.id,))
+        async with self._ctx.admit(scope, 1 + new_records(lessons) + (said is not None)):
+            await self._ctx.insert([episode])
+            patterns = await self._procedures.store_lessons(scope, lessons)
+            closed = await self._write(
+                scope,
+                task,
+                {
+                    **data,
+                    "outcome": outcome,
+                    "feedback": feedback,
+                    "success": success,
+                    "episode_id": episode.id,
+                    "closed_at": self._ctx.clock.now().isoformat(),
+                },
+                status="completed" if success else "failed",
+            )
+            if said is not None:
+                await self._ctx.insert([said])
         return TaskCompletion(closed, reflection, episode, patterns)
