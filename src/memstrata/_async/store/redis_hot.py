@@ -353,15 +353,11 @@ class AsyncRedisHotStore:
     async def _finish(
         self,
         marker: str | None,
-        appended: Sequence[MemoryRecord],
+        groups: Mapping[SessionKey, Sequence[MemoryRecord]],
         invalidated: Sequence[SessionKey],
     ) -> None:
-        """After the durable commit: append turns / invalidate sessions, drop the marker."""
-        groups: dict[SessionKey, list[MemoryRecord]] = {}
-        for r in appended:
-            key = _session_of(r)
-            if key is not None:
-                groups.setdefault(key, []).append(r)
+        """After the durable commit: append turns (``groups``: a session's new turns) /
+        invalidate sessions, drop the marker."""
         touched = list(dict.fromkeys([*groups, *invalidated]))
         if not touched:
             return
@@ -434,7 +430,7 @@ class AsyncRedisHotStore:
         hashes = await self._version_hashes(scope, ids)
         marker = await self._begin(sessions)
         report = await self.durable.purge(scope, ids, reterm=reterm)
-        await self._finish(marker, (), sessions)
+        await self._finish(marker, {}, sessions)
         if report.records and hashes:
             uscope = Scope(scope.tenant, scope.user)
             names = [self._vector_key(uscope, m, h) for m in await self._models() for h in hashes]
@@ -473,7 +469,7 @@ class AsyncRedisHotStore:
         sessions = list(dict.fromkeys(k for r, _ in items if (k := _session_of(r)) is not None))
         marker = await self._begin(sessions)
         await self.durable.set_vectors(items, model_id, dims)
-        await self._finish(marker, (), sessions)
+        await self._finish(marker, {}, sessions)
 
     async def _abort(self, marker: str, sessions: Sequence[SessionKey]) -> None:
         """A rolled-back write: drop its markers, leave the turns as they are."""
@@ -734,7 +730,12 @@ class AsyncRedisHotStore:
 
 
 class _AsyncHotTransaction:
-    """The durable store's unit of work, noting which sessions' turns it changes."""
+    """The durable store's unit of work, noting which sessions' turns it changes.
+
+    It keeps the new turns of each session to push after the commit, at most what the
+    session's cache holds (``cap * 2``): a session given more in one transaction (an
+    import) is invalidated instead and reloads on its next read. Records of no session are
+    not kept at all, so an import's unit of work holds no more than the store's does."""
 
     def __init__(self, tx: AsyncUnitOfWork, hot: AsyncRedisHotStore) -> None:
         self._tx = tx
@@ -742,8 +743,20 @@ class _AsyncHotTransaction:
         self.marker = "p:" + secrets.token_hex(16)
         self.ok = True  # every marker reached Redis
         self.marked: set[SessionKey] = set()
-        self.appended: list[MemoryRecord] = []
+        self.appended: dict[SessionKey, list[MemoryRecord]] = {}
         self.invalidated: dict[SessionKey, None] = {}
+
+    def _note(self, writes: Sequence[RecordWrite]) -> None:
+        """Keep the new turns to push after the commit (see the class)."""
+        for w in writes:
+            key = _session_of(w.record)
+            if key is None or key in self.invalidated:
+                continue
+            turns = self.appended.setdefault(key, [])
+            turns.append(w.record)
+            if len(turns) > self._hot._cap * 2:
+                del self.appended[key]
+                self.invalidated[key] = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tx, name)
@@ -759,12 +772,12 @@ class _AsyncHotTransaction:
     async def append_turns(self, writes: Sequence[RecordWrite]) -> None:
         await self._mark([k for w in writes if (k := _session_of(w.record)) is not None])
         await self._tx.append_turns(writes)
-        self.appended.extend(w.record for w in writes)
+        self._note(writes)
 
     async def insert(self, writes: Sequence[RecordWrite]) -> None:
         await self._mark([k for w in writes if (k := _session_of(w.record)) is not None])
         await self._tx.insert(writes)
-        self.appended.extend(w.record for w in writes)
+        self._note(writes)
 
     async def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         key = _session_of(write.record)
