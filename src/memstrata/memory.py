@@ -1217,7 +1217,9 @@ class Memory:
         temporary file; then, a page at a time, the records are remapped and redacted and
         those without a usable vector embedded (one call), onto a second temporary file;
         then the transaction, one insert a page. So a bad line anywhere, a refused quota or
-        a failed write leaves nothing written."""
+        a failed write leaves nothing written.
+        The async API reads, checks, spools and tokenizes each page on a worker thread, so
+        its event loop keeps serving other calls during a large import."""
         from memstrata.portability import (
             EXPORT_PAGE,
             ImportReport,
@@ -1242,7 +1244,10 @@ class Memory:
                 ids=ids,
                 page_size=EXPORT_PAGE,
             )
-            for page in pages:
+            while True:
+                page = next(pages, None)
+                if page is None:
+                    break
                 keys = [
                     (rec.scope.user_scope, rec.id)
                     if into is None
@@ -1278,35 +1283,46 @@ class Memory:
         from memstrata.portability import PageSpool, remap_page
         from memstrata.search.tokenize import tokenize
 
-        def terms_of(text: str) -> tuple[str, ...]:
-            return tuple(tokenize(text))
-
         writes: PageSpool[RecordWrite] = PageSpool()
+        pages = checked.pages()
+
+        def kept_of_next() -> list[tuple[MemoryRecord, Vector | None]] | None:
+            """The next page's records to write (remapped, redacted, those already present
+            left out), each with its file vector, or ``None`` after the last page."""
+            page = next(pages, None)
+            if page is None:
+                return None
+            if into is not None:
+                page = remap_page(page, into, ids)
+            kept: list[tuple[MemoryRecord, Vector | None]] = []
+            for raw, vec in page:
+                if raw.id in present:
+                    continue
+                rec = self._ctx.redact(raw)
+                # a redacted record's file vector is the clear text's: embed again
+                kept.append((rec, vec if rec is raw else None))
+            return kept
+
+        def spool(kept: list[tuple[MemoryRecord, Vector | None]], made: Iterator[Vector]) -> None:
+            writes.add(
+                [
+                    RecordWrite(rec, next(made) if vec is None else vec, tuple(tokenize(rec.text)))
+                    for rec, vec in kept
+                ]
+            )
+
         embedded = 0
         try:
-            for page in checked.pages():
-                if into is not None:
-                    page = remap_page(page, into, ids)
-                kept = []
-                for raw, vec in page:
-                    if raw.id in present:
-                        continue
-                    rec = self._ctx.redact(raw)
-                    # a redacted record's file vector is the clear text's: embed again
-                    kept.append((rec, vec if rec is raw else None))
+            while True:
+                kept = kept_of_next()
+                if kept is None:
+                    break
                 missing = [rec.text for rec, vec in kept if vec is None]
                 made: Iterator[Vector] = iter([])
                 if missing:
                     made = iter(self._embedder.embed_batch(missing))
                     embedded += len(missing)
-                writes.add(
-                    [
-                        RecordWrite(
-                            rec, next(made) if vec is None else vec, tuple(tokenize(rec.text))
-                        )
-                        for rec, vec in kept
-                    ]
-                )
+                spool(kept, made)
         except BaseException:
             writes.close()
             raise
