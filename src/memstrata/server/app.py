@@ -31,6 +31,7 @@ from .key_cache import CachedKeys
 from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
 from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
 from .observe import Metrics, RequestObserver
+from .paths import EncodedSlashes
 from .priority import PriorityGate, ReadsFirst
 from .routes import (
     admin,
@@ -249,6 +250,7 @@ def create_app(
         large_suffixes=("/import",),
     )
     app.add_middleware(RequestObserver, metrics=metrics)
+    app.add_middleware(EncodedSlashes)  # outermost: every layer routes ids holding "/"
     return app
 
 

@@ -13,6 +13,7 @@ from .errors import ApiError
 from .key_cache import lookup
 from .keys import ApiKey, Role
 from .limits import admit
+from .paths import Decoded
 from .state import state_of
 
 __all__ = ["Caller", "CallerDep", "UserPath", "require_admin"]
@@ -23,7 +24,9 @@ _header = APIKeyHeader(
 )
 
 UserPath = Annotated[
-    str, Path(min_length=1, max_length=256, description="The user's id within the key's tenant")
+    str,
+    Decoded,
+    Path(min_length=1, max_length=256, description="The user's id within the key's tenant"),
 ]
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Request
 
 from ..auth import CallerDep, UserPath
 from ..dto import EpisodeHitOut, EpisodeHits, FeedbackIn, RecallIn, RecordOut
 from ..errors import ERROR_RESPONSES, ApiError
+from ..paths import IdPath
 from ..state import state_of
 
 router = APIRouter(prefix="/v1/users/{user}/episodes", tags=["episodes"], responses=ERROR_RESPONSES)
@@ -36,7 +35,7 @@ async def recall(
 async def session_episode(
     request: Request,
     user: UserPath,
-    session: Annotated[str, Path(min_length=1, max_length=256)],
+    session: IdPath,
     caller: CallerDep,
 ) -> RecordOut:
     found = await state_of(request.app).backend.session_episode(caller.scope(user, session=session))

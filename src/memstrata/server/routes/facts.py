@@ -14,11 +14,12 @@ from ...records import Source
 from ..auth import CallerDep, UserPath
 from ..dto import FactIn, FactQueryIn, FactUpsertOut, RecordOut, Records
 from ..errors import ERROR_RESPONSES, ApiError
+from ..paths import Decoded
 from ..state import state_of
 
 router = APIRouter(prefix="/v1/users/{user}/facts", tags=["facts"], responses=ERROR_RESPONSES)
 
-KeyPath = Annotated[str, Path(min_length=1, max_length=256, description="The fact's key")]
+KeyPath = Annotated[str, Decoded, Path(min_length=1, max_length=256, description="The fact's key")]
 
 
 @router.get("", response_model=Records, summary="The user's current, unexpired facts")

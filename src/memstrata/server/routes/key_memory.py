@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request, Response
 from ..auth import CallerDep, UserPath
 from ..dto import KeyMemoryIn, KeyMemoryPatch, RecordOut, Records
 from ..errors import ERROR_RESPONSES
+from ..paths import IdPath
 from ..state import state_of
 
 router = APIRouter(
@@ -32,7 +33,7 @@ async def set_key(
 
 @router.patch("/{record_id}", response_model=RecordOut, summary="Edit a key memory")
 async def edit_key(
-    request: Request, user: UserPath, record_id: str, body: KeyMemoryPatch, caller: CallerDep
+    request: Request, user: UserPath, record_id: IdPath, body: KeyMemoryPatch, caller: CallerDep
 ) -> RecordOut:
     rec = await state_of(request.app).backend.key_edit(
         caller.owner_scope(user),
@@ -51,7 +52,7 @@ async def edit_key(
     summary="Remove a key memory (soft delete)",
 )
 async def remove_key(
-    request: Request, user: UserPath, record_id: str, caller: CallerDep
+    request: Request, user: UserPath, record_id: IdPath, caller: CallerDep
 ) -> Response:
     await state_of(request.app).backend.key_remove(caller.owner_scope(user), record_id)
     return Response(status_code=204)

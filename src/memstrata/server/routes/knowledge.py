@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Request
 
 from ...layers.knowledge_types import rejoin
 from ..auth import CallerDep, UserPath
 from ..dto import DocumentOut, KnowledgeIn, RecordOut
 from ..errors import ERROR_RESPONSES, ApiError
+from ..paths import IdPath
 from ..state import state_of
 
 router = APIRouter(
@@ -53,7 +52,7 @@ async def ingest(
 async def document(
     request: Request,
     user: UserPath,
-    qa_id: Annotated[str, Path(min_length=1, max_length=256)],
+    qa_id: IdPath,
     caller: CallerDep,
 ) -> DocumentOut:
     chunks = await state_of(request.app).backend.knowledge_chunks(caller.scope(user), qa_id)

@@ -13,6 +13,7 @@ from ..answers import JsonAnswer, record_body, records_body
 from ..auth import CallerDep, UserPath, require_admin
 from ..dto import AccessIn, MemoryIn, MemoryPatch, PurgeIn, PurgeOut, RecordList, RecordOut, Records
 from ..errors import ERROR_RESPONSES, ApiError
+from ..paths import IdPath
 from ..state import state_of
 
 router = APIRouter(prefix="/v1/users/{user}", tags=["memories"], responses=ERROR_RESPONSES)
@@ -89,7 +90,7 @@ async def list_memories(
 async def get_memory(
     request: Request,
     user: UserPath,
-    record_id: str,
+    record_id: IdPath,
     caller: CallerDep,
     include_deleted: bool = False,
 ) -> Response:
@@ -105,7 +106,7 @@ async def get_memory(
     summary="Write a new version (409 if expected_version is stale)",
 )
 async def update_memory(
-    request: Request, user: UserPath, record_id: str, body: MemoryPatch, caller: CallerDep
+    request: Request, user: UserPath, record_id: IdPath, body: MemoryPatch, caller: CallerDep
 ) -> Response:
     changes = body.model_dump(exclude_unset=True, exclude={"expected_version"})
     changes = {k: v for k, v in changes.items() if v is not None}
@@ -128,7 +129,7 @@ async def update_memory(
     summary="Soft delete (restorable until purged)",
 )
 async def delete_memory(
-    request: Request, user: UserPath, record_id: str, caller: CallerDep
+    request: Request, user: UserPath, record_id: IdPath, caller: CallerDep
 ) -> RecordOut:
     backend = state_of(request.app).backend
     return RecordOut.of(
@@ -142,7 +143,7 @@ async def delete_memory(
     summary="Restore a soft-deleted record",
 )
 async def restore_memory(
-    request: Request, user: UserPath, record_id: str, caller: CallerDep
+    request: Request, user: UserPath, record_id: IdPath, caller: CallerDep
 ) -> RecordOut:
     backend = state_of(request.app).backend
     return RecordOut.of(
@@ -156,7 +157,7 @@ async def restore_memory(
     summary="Who besides the user may read the record (visibility, users, roles)",
 )
 async def set_access(
-    request: Request, user: UserPath, record_id: str, body: AccessIn, caller: CallerDep
+    request: Request, user: UserPath, record_id: IdPath, body: AccessIn, caller: CallerDep
 ) -> RecordOut:
     rec = await state_of(request.app).backend.set_access(
         caller.owner_scope(user),
@@ -172,7 +173,9 @@ async def set_access(
 @router.get(
     "/memories/{record_id}/history", response_model=Records, summary="Every version, oldest first"
 )
-async def history(request: Request, user: UserPath, record_id: str, caller: CallerDep) -> Response:
+async def history(
+    request: Request, user: UserPath, record_id: IdPath, caller: CallerDep
+) -> Response:
     versions = await state_of(request.app).backend.history(caller.scope(user), record_id)
     return JsonAnswer(records_body(versions))
 

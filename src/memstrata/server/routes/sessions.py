@@ -22,13 +22,14 @@ from ..dto import (
     TaskStepIn,
 )
 from ..errors import ERROR_RESPONSES, ApiError
+from ..paths import IdPath
 from ..state import state_of
 
 router = APIRouter(
     prefix="/v1/users/{user}/sessions/{session}", tags=["sessions"], responses=ERROR_RESPONSES
 )
 
-SessionPath = Annotated[str, Path(min_length=1, max_length=256)]
+SessionPath = IdPath
 AgentQuery = Annotated[
     str | None, Query(min_length=1, max_length=256, description="The agent writing (optional)")
 ]
