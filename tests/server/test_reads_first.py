@@ -170,7 +170,7 @@ def test_an_ungated_request_never_waits() -> None:
         ("memory://", "hashing:256", None, 1),
         ("sqlite:///m.db", "st:all-MiniLM-L6-v2", "redis://127.0.0.1:6379", 1),
         ("sqlite:///m.db", None, "redis://me@/0?host=/run/redis", 1),
-        # PostgreSQL's writes share commits when they run together: no gate by default
+        # a PostgreSQL request idles its slot while its queries run: no gate by default
         ("postgresql://postgres:@/postgres?host=/tmp/pg", "default", None, 0),
         ("postgresql://me@db.internal/db", None, None, 0),
         ("sqlite:///memstrata.db", "openai:text-embedding-3-small", None, 0),  # an API call

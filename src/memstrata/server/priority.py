@@ -20,7 +20,7 @@ It orders, it does not refuse: rate limits and quotas stay the routes' (429).
 One slot suits a process whose requests only compute (a SQLite store, the embedder and hot
 state on the machine): the interpreter runs one request at a time anyway, and a second one
 running alongside only doubles both latencies. A slot idles while its request waits (on the
-network, for a PostgreSQL commit), so :func:`default_slots` leaves the gate off for such a
+network, for PostgreSQL's answers), so :func:`default_slots` leaves the gate off for such a
 deployment, where ``memstrata serve --reads-first N`` sets it.
 """
 
@@ -60,10 +60,14 @@ def default_slots(store: str, embedder: str | None, redis: str | None = None) ->
     default model) and ``redis``: 1 for a SQLite (or in-memory) store with the embedder and
     Redis on this machine, else 0 (no gate).
 
-    Not PostgreSQL, even on this machine: its writes wait for their commit's WAL flush, and
-    concurrent writes share commits (the write-behind batches), so writes taken one at a
-    time cost a process 20–28 % of its requests/s at saturation (measured with one slot; two
-    slots lose as much). ``--reads-first 1`` there buys the reads' latency with that."""
+    Not PostgreSQL, even on this machine: a request holding the one slot waits there for
+    its queries' answers, during which the process computes nothing — mostly the reads' (a
+    context held its slot 29 ms, 13 of them waiting; a search 11, 5 waiting; an add 8, 3
+    waiting) — so one slot costs a process 20–28 % of its requests/s at saturation.
+    ``--reads-first 1`` there buys the reads' latency with that. The gates tried that let
+    requests overlap in those waits (two slots, a slot per class, an order of the requests'
+    steps) made the reads wait for the others' queries and computing instead: none kept
+    both the reads' latency and the throughput (docs/measurements.md)."""
     scheme = urlsplit(store).scheme.lower()
     local_embedder = embedder is None or embedder.startswith(_LOCAL_EMBEDDERS)
     local = scheme in ("sqlite", "memory") and local_embedder and (redis is None or _local(redis))
