@@ -30,6 +30,7 @@ import pytest
 
 from memstrata import AsyncMemory, Filters, FixedClock, Memory, Scope
 from memstrata.filters import MetadataCondition
+from memstrata.quotas import Quota, Quotas
 from memstrata.records import MemoryRecord, RecordType
 from test_quota_services import Mem
 
@@ -100,11 +101,17 @@ def race(
     writers: list[Writer],
     setup: Writer,
     check: Writer,
+    **memory_options: Any,
 ) -> list[Any]:
     """Run ``setup``, then every writer at once (each held at its first read of ``rtype``
     until all have read), then ``check``; returns what the writers returned."""
     clock = FixedClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
-    options: dict[str, Any] = {"embedder": "hashing", "background": False, "clock": clock}
+    options: dict[str, Any] = {
+        "embedder": "hashing",
+        "background": False,
+        "clock": clock,
+        **memory_options,
+    }
     n = len(writers) if sharing == "own" else 1
     if kind == "sync":
         memories = [Memory(url, **options) for _ in range(n)]
@@ -261,6 +268,51 @@ def test_writers_changing_a_stored_fact_lose_no_update(kind: str, url: str, shar
     _no_errors(race(kind, url, sharing, RecordType.FACT, writers, setup, check))
 
 
+@pytest.mark.parametrize("sharing", SHARING)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_deleted_fact_is_followed_by_one_new_fact(kind: str, url: str, sharing: str) -> None:
+    """No current fact, but the key has a (deleted) record: the writers still make one."""
+    writers: list[Writer] = [
+        lambda m: m("facts.upsert", ALICE, _fact("Porto", 0.8)) for _ in range(WRITERS)
+    ]
+
+    async def setup(m: Mem) -> None:
+        first = await m("facts.upsert", ALICE, _fact("Lisbon", 0.8))
+        await m("delete", ALICE.user_scope, first.record.id)
+
+    async def check(m: Mem) -> None:
+        current = await _current_facts(m)
+        assert [r.content.structured["value"] for r in current] == ["Porto"]
+        assert current[0].content.structured["mentions"] == WRITERS
+
+    _no_errors(race(kind, url, sharing, RecordType.FACT, writers, setup, check))
+
+
+@pytest.mark.parametrize("sharing", SHARING)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_full_quota_refuses_no_writer_whose_fact_another_one_stored(
+    kind: str, url: str, sharing: str
+) -> None:
+    """One record left: the first writer stores the fact, the others confirm it (no new
+    record), as they would one after another; before, they were refused."""
+    writers: list[Writer] = [
+        lambda m: m("facts.upsert", ALICE, _fact("Lisbon", 0.8)) for _ in range(WRITERS)
+    ]
+
+    async def setup(m: Mem) -> None:
+        await m("add", ALICE, "a note that leaves one record of the quota", dedup=False)
+
+    async def check(m: Mem) -> None:
+        current = await _current_facts(m)
+        assert len(current) == 1
+        assert current[0].content.structured["mentions"] == WRITERS
+        assert await m.count(ALICE) == 2
+
+    quotas = Quotas(per_user=Quota(max_records=2))
+    results = race(kind, url, sharing, RecordType.FACT, writers, setup, check, quotas=quotas)
+    _no_errors(results)
+
+
 # --- documents -----------------------------------------------------------------------------
 def _text(n: int) -> str:
     return " ".join(
@@ -330,3 +382,26 @@ def test_concurrent_first_ingests_of_a_document_leave_one_live_version(
             _doc_check(versions, False),
         )
     )
+
+
+@pytest.mark.parametrize("sharing", SHARING)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_full_quota_refuses_no_writer_of_a_document_another_one_stored(
+    kind: str, url: str, sharing: str
+) -> None:
+    """One record left and every writer ingests the same one-chunk document: the first
+    stores it, the others find the same document (nothing to write)."""
+    writers: list[Writer] = [
+        lambda m: m("knowledge.ingest", ALICE, _text(1), "ferries") for _ in range(WRITERS)
+    ]
+
+    async def setup(m: Mem) -> None:
+        await m("add", ALICE, "a note that leaves one record of the quota", dedup=False)
+
+    async def check(m: Mem) -> None:
+        assert [r.text for r in await _chunks(m, deleted=True)] == [_text(1)]
+        assert await m.count(ALICE) == 2
+
+    quotas = Quotas(per_user=Quota(max_records=2))
+    results = race(kind, url, sharing, RecordType.KNOWLEDGE, writers, setup, check, quotas=quotas)
+    _no_errors(results)
