@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,59 +53,72 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield request.getfixturevalue("pg_url")
 
 
-def _first_read_of(rtype: RecordType, filters: Filters) -> bool:
-    return filters.types is not None and rtype in filters.types
+@dataclass(frozen=True)
+class Gate:
+    """Where each writer is held: its first call of the store's ``method`` that ``wanted``
+    (the call's positional arguments) accepts."""
+
+    method: str
+    wanted: Callable[[tuple[Any, ...]], bool]
 
 
-def _gate_sync(memory: Memory, rtype: RecordType, barrier: threading.Barrier) -> None:
-    """Hold each thread at its first listing of ``rtype`` until every writer got there."""
+def reads_of(rtype: RecordType) -> Gate:
+    """Each writer's first listing of ``rtype`` records."""
+    return Gate("list", lambda args: args[1].types is not None and rtype in args[1].types)
+
+
+def _gate_sync(memory: Memory, gate: Gate, barrier: threading.Barrier) -> None:
+    """Hold each thread after its first gated call until every writer made its own."""
     store: Any = memory.store
-    listing = store.list
+    call = getattr(store, gate.method)
     passed: set[int] = set()
 
-    def gated(scope: Scope, filters: Filters, **kwargs: Any) -> Any:
+    def gated(*args: Any, **kwargs: Any) -> Any:
         me = threading.get_ident()
-        if me not in passed and _first_read_of(rtype, filters):
+        if me not in passed and gate.wanted(args):
             passed.add(me)
-            found = listing(scope, filters, **kwargs)
+            found = call(*args, **kwargs)
             with contextlib.suppress(threading.BrokenBarrierError):
                 barrier.wait(GATE_SECONDS)
             return found
-        return listing(scope, filters, **kwargs)
+        return call(*args, **kwargs)
 
-    store.list = gated
+    setattr(store, gate.method, gated)
 
 
-def _gate_async(memory: AsyncMemory, rtype: RecordType, barrier: asyncio.Barrier) -> None:
+def _gate_async(memory: AsyncMemory, gate: Gate, barrier: asyncio.Barrier) -> None:
     store: Any = memory.store
-    listing = store.list
+    call = getattr(store, gate.method)
     passed: set[object] = set()
 
-    async def gated(scope: Scope, filters: Filters, **kwargs: Any) -> Any:
+    async def gated(*args: Any, **kwargs: Any) -> Any:
         me = asyncio.current_task()
-        if me not in passed and _first_read_of(rtype, filters):
+        if me not in passed and gate.wanted(args):
             passed.add(me)
-            found = await listing(scope, filters, **kwargs)
+            found = await call(*args, **kwargs)
             with contextlib.suppress(TimeoutError, asyncio.BrokenBarrierError):
                 await asyncio.wait_for(barrier.wait(), GATE_SECONDS)
             return found
-        return await listing(scope, filters, **kwargs)
+        return await call(*args, **kwargs)
 
-    store.list = gated
+    setattr(store, gate.method, gated)
 
 
 def race(
     kind: str,
     url: str,
     sharing: str,
-    rtype: RecordType,
+    gate: Gate | RecordType,
     writers: list[Writer],
     setup: Writer,
     check: Writer,
     **memory_options: Any,
 ) -> list[Any]:
-    """Run ``setup``, then every writer at once (each held at its first read of ``rtype``
-    until all have read), then ``check``; returns what the writers returned."""
+    """Run ``setup``, then every writer at once (each held at its ``gate``, by default its
+    first read of records of a type, until all got there), then ``check``; returns what
+    the writers returned."""
+    if isinstance(gate, RecordType):
+        gate = reads_of(gate)
     clock = FixedClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
     options: dict[str, Any] = {
         "embedder": "hashing",
@@ -119,7 +133,7 @@ def race(
             asyncio.run(setup(Mem(memories[0])))
             barrier = threading.Barrier(len(writers))
             for memory in memories:
-                _gate_sync(memory, rtype, barrier)
+                _gate_sync(memory, gate, barrier)
             results: list[Any] = [None] * len(writers)
 
             def run(i: int) -> None:
@@ -134,7 +148,7 @@ def race(
             for t in threads:
                 t.join(120)
             for memory in memories:
-                vars(memory.store).pop("list")
+                vars(memory.store).pop(gate.method)
             asyncio.run(check(Mem(memories[0])))
         finally:
             for memory in memories:
@@ -149,13 +163,13 @@ def race(
             await setup(Mem(amemories[0]))
             abarrier = asyncio.Barrier(len(writers))
             for am in amemories:
-                _gate_async(am, rtype, abarrier)
+                _gate_async(am, gate, abarrier)
             out = await asyncio.gather(
                 *(w(Mem(amemories[i % n])) for i, w in enumerate(writers)),
                 return_exceptions=True,
             )
             for am in amemories:
-                vars(am.store).pop("list")
+                vars(am.store).pop(gate.method)
             await check(Mem(amemories[0]))
             return list(out)
         finally:
