@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -218,13 +219,16 @@ def test_the_same_new_fact_from_every_writer_is_one_fact_mentioned_by_each(
     writers: list[Writer] = [
         lambda m: m("facts.upsert", ALICE, _fact("Lisbon", 0.8)) for _ in range(WRITERS)
     ]
+    results = race(
+        kind, url, sharing, RecordType.FACT, writers, _nothing, _one_fact_mentioned_by_every_writer
+    )
+    _no_errors(results)
 
-    async def check(m: Mem) -> None:
-        current = await _current_facts(m)
-        assert len(current) == 1, [r.text for r in current]  # before: one per writer
-        assert current[0].content.structured["mentions"] == WRITERS  # every mention counted
 
-    _no_errors(race(kind, url, sharing, RecordType.FACT, writers, _nothing, check))
+async def _one_fact_mentioned_by_every_writer(m: Mem) -> None:
+    current = await _current_facts(m)
+    assert len(current) == 1, [r.text for r in current]  # before: one per writer
+    assert current[0].content.structured["mentions"] == WRITERS  # every mention counted
 
 
 @pytest.mark.parametrize("sharing", SHARING)
@@ -419,3 +423,49 @@ def test_a_full_quota_refuses_no_writer_of_a_document_another_one_stored(
     quotas = Quotas(per_user=Quota(max_records=2))
     results = race(kind, url, sharing, RecordType.KNOWLEDGE, writers, setup, check, quotas=quotas)
     _no_errors(results)
+
+
+# --- processes -----------------------------------------------------------------------------
+def _process_writer(url: str, job: str, n: int, barrier: Any, out: Any) -> None:
+    """One writer process: its own ``Memory`` on the shared store, held at its first read."""
+    memory = Memory(url, embedder="hashing", background=False)
+    try:
+        if job == "fact":
+            _gate_sync(memory, reads_of(RecordType.FACT), barrier)
+            memory.facts.upsert(ALICE, _fact("Lisbon", 0.8))
+        else:
+            _gate_sync(memory, reads_of(RecordType.KNOWLEDGE), barrier)
+            memory.knowledge.ingest(ALICE, _text(n), "ferries")
+        out.put(None)
+    except BaseException as exc:  # noqa: BLE001 - reported to the test
+        out.put(repr(exc))
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize("job", ["fact", "document"])
+def test_writer_processes_on_one_store_end_as_a_serial_order(url: str, job: str) -> None:
+    memory = Memory(url, embedder="hashing", background=False)
+    try:
+        if job == "document":
+            memory.knowledge.ingest(ALICE, _text(0), "ferries")
+        spawn = multiprocessing.get_context("spawn")
+        barrier, out = spawn.Barrier(WRITERS), spawn.Queue()
+        procs = [
+            spawn.Process(target=_process_writer, args=(url, job, n, barrier, out))
+            for n in range(1, WRITERS + 1)
+        ]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=300) for _ in procs]
+        for p in procs:
+            p.join(60)
+        assert results == [None] * WRITERS, results
+        check = (
+            _doc_check(list(range(1, WRITERS + 1)), True)
+            if job == "document"
+            else _one_fact_mentioned_by_every_writer
+        )
+        asyncio.run(check(Mem(memory)))
+    finally:
+        memory.close()
