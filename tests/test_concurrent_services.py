@@ -425,6 +425,32 @@ def test_a_full_quota_refuses_no_writer_of_a_document_another_one_stored(
     _no_errors(results)
 
 
+@pytest.mark.parametrize("sharing", SHARING)
+@pytest.mark.parametrize("kind", KINDS)
+def test_concurrent_ingests_of_a_deleted_document_leave_one_live_version(
+    kind: str, url: str, sharing: str
+) -> None:
+    """No live version, but deleted ones: the writers' first chunk ids must differ from
+    theirs (twice: a version made by these writers is deleted again and re-ingested)."""
+    versions = list(range(1, WRITERS + 1))
+    writers: list[Writer] = [
+        lambda m, n=n: m("knowledge.ingest", ALICE, _text(n), "ferries") for n in versions
+    ]
+
+    async def setup(m: Mem) -> None:
+        for n in (0, 0):
+            for chunk in await m("knowledge.ingest", ALICE, _text(n), "ferries"):
+                await m("delete", ALICE.user_scope, chunk.id)
+
+    async def check(m: Mem) -> None:
+        live = await _chunks(m, deleted=False)
+        assert len(live) == 1 and live[0].text in {_text(n) for n in versions}
+        stored = [r.text for r in await _chunks(m, deleted=True)]
+        assert sorted(stored) == sorted([_text(0), _text(0), *map(_text, versions)])
+
+    _no_errors(race(kind, url, sharing, RecordType.KNOWLEDGE, writers, setup, check))
+
+
 # --- processes -----------------------------------------------------------------------------
 def _process_writer(url: str, job: str, n: int, barrier: Any, out: Any) -> None:
     """One writer process: its own ``Memory`` on the shared store, held at its first read."""
