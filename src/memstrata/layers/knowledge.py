@@ -151,13 +151,13 @@ class KnowledgeService:
             include_deleted=True,
             include_superseded=True,
         )
-        ids = [doc]
+        ids: list[str] = []
         for page in self._ctx.store.list_pages(scope.user_scope, filters):
             for r in page:
                 if r.is_active:
                     raise _Raced  # a version another writer stored since this one's read
                 ids.append(r.id)
-        return "doc-" + hashlib.sha256("\x1f".join(sorted(ids)).encode()).hexdigest()[:32]
+        return "doc-" + hashlib.sha256("\x1f".join([doc, *sorted(ids)]).encode()).hexdigest()[:32]
 
     def _restate(
         self, scope: Scope, stored: Sequence[MemoryRecord], given: Sequence[MemoryRecord]

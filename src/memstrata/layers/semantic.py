@@ -386,13 +386,13 @@ class FactService:
             include_deleted=True,
             include_superseded=True,
         )
-        ids = [key]
+        ids: list[str] = []
         for page in self._ctx.store.list_pages(scope, filters):
             for r in page:
                 if r.is_active and r.superseded_by is None:
                     raise _Raced  # a fact another writer stored since this one's read
                 ids.append(r.id)
-        return "fact-" + hashlib.sha256("\x1f".join(sorted(ids)).encode()).hexdigest()[:32]
+        return "fact-" + hashlib.sha256("\x1f".join([key, *sorted(ids)]).encode()).hexdigest()[:32]
 
     def _insert(
         self,
