@@ -575,11 +575,14 @@ class Memory:
             visibility=visibility,
             source_ids=source_ids,
         )
-        with self._admit(scope, 1, self._clock.now()):
-            if dedup:
-                result = insert_or_merge(self._ctx, scope, record)
-                stored, inserted = result.record, result.action is DedupAction.INSERT
-            else:
+        now = self._clock.now()
+        if dedup:  # a merge writes no record: only an insert is admitted
+            result = insert_or_merge(
+                self._ctx, scope, record, admit=lambda: self._admit(scope, 1, now)
+            )
+            stored, inserted = result.record, result.action is DedupAction.INSERT
+        else:
+            with self._admit(scope, 1, now):
                 stored, inserted = self._ctx.insert([record])[0], True
         if refine and inserted:
             self._store.enqueue([make_refine_job(stored, self._clock.now())])

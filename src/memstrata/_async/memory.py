@@ -619,11 +619,14 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             visibility=visibility,
             source_ids=source_ids,
         )
-        async with self._admit(scope, 1, self._clock.now()):
-            if dedup:
-                result = await insert_or_merge(self._ctx, scope, record)
-                stored, inserted = result.record, result.action is DedupAction.INSERT
-            else:
+        now = self._clock.now()
+        if dedup:  # a merge writes no record: only an insert is admitted
+            result = await insert_or_merge(
+                self._ctx, scope, record, admit=lambda: self._admit(scope, 1, now)
+            )
+            stored, inserted = result.record, result.action is DedupAction.INSERT
+        else:
+            async with self._admit(scope, 1, now):
                 stored, inserted = (await self._ctx.insert([record]))[0], True
         if refine and inserted:
             await self._store.enqueue([make_refine_job(stored, self._clock.now())])

@@ -140,15 +140,18 @@ class LayerContext:
     ) -> MemoryRecord:
         """Store ``record`` as the next version; ``reindex`` re-embeds its (changed) text
         (forced when redaction changed it). Returns the version as stored."""
-        redacted = self.redact(record)
-        reindex = reindex or redacted.text != record.text
-        write = (
-            self.writes([redacted])[0]
-            if reindex
-            else RecordWrite(redacted, None, tuple(tokenize(redacted.text)))
-        )
+        write = self.version_write(record, reindex=reindex)
         self.store.replace(scope, write, expected_version=expected_version)
         return write.record
+
+    def version_write(self, record: MemoryRecord, *, reindex: bool) -> RecordWrite:
+        """What :meth:`replace` stores for ``record``, for a caller that writes it inside
+        its own transaction: redacted, re-embedded only when ``reindex`` (or redaction
+        changed its text)."""
+        redacted = self.redact(record)
+        if reindex or redacted.text != record.text:
+            return self.writes([redacted])[0]
+        return RecordWrite(redacted, None, tuple(tokenize(redacted.text)))
 
 
 class IngestStep(Protocol):

@@ -14,10 +14,18 @@ expires_at)``, stored as a user-level ``FACT`` record (no session) whose text re
   ``conflicts`` list; the value is kept.
 
 Each outcome is a new version, so :meth:`FactService.history` shows every value a key held.
+
+Writers of one key at once (threads, tasks, processes) end as some serial order would: one
+current fact, every value in the history. The store decides: a confirmation or a conflict
+names the version it read, a replacement ends the old fact in the transaction that stores
+the new one, and a first fact's id is a hash of the key's records, so two writers that saw
+no fact make the same id and the store keeps one. The loser reads again and applies the
+rules to what the winner wrote.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -27,8 +35,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
-from memstrata.errors import ValidationError
-from memstrata.filters import Filters
+from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
+from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
 from memstrata.layers.semantic_types import (
@@ -74,6 +82,14 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# A writer that finds the key changed under it decides again on what the other one left;
+# each retry follows another writer's commit, so only a storm of writers reaches this.
+_ATTEMPTS = 32
+
+
+class _Raced(Exception):
+    """Another writer changed the key between this upsert's read and its write."""
 
 
 def _fact(fact: object) -> ExtractedFact:
@@ -206,10 +222,32 @@ class FactService:
         if origin is not None:
             check_id(origin, "origin")
         fact = self._ctx.redact_fields(scope, fact, "value", "evidence")
+        when = check_time(observed_at, "observed_at") if observed_at is not None else None
+        for _ in range(_ATTEMPTS):
+            try:
+                return self._apply(scope, fact, tuple(source_ids), expires_at, source, when, origin)
+            except _Raced:
+                continue  # decide again on what the other writer left
+        raise ConflictError(
+            f"fact {fact.key!r} was changed by other writers {_ATTEMPTS} times while this "
+            "upsert ran; nothing of it was written: retry"
+        )
+
+    def _apply(
+        self,
+        scope: Scope,
+        fact: ExtractedFact,
+        sources: tuple[str, ...],
+        expires_at: datetime | None,
+        source: Source,
+        observed_at: datetime | None,
+        origin: str | None,
+    ) -> FactOutcome:
+        """One read, decision and write of :meth:`upsert`; ``_Raced`` when another writer
+        changed what was read before this write landed (nothing of this one is written)."""
         now = self._ctx.clock.now()
-        when = check_time(observed_at, "observed_at") if observed_at is not None else now
+        when = observed_at or now
         current = self._current(scope, fact.key)
-        sources = tuple(source_ids)
         if current is not None and sources and set(sources) <= _seen(current):
             return FactOutcome(FactAction.UNCHANGED, current)
         left = None  # a fact under another key that holds the value the user says they left
@@ -256,12 +294,9 @@ class FactService:
                 origin,
                 replaces=ended.id if ended else None,
             )
-            with self._ctx.admit(scope, 1):
-                self._ctx.insert([record])
-                left_old = (
-                    None if ended is None else self._supersede(scope, ended, record, now, when)
-                )
-            return FactOutcome(FactAction.INSERTED, record, left_old)
+            record = replace(record, id=self._first_id(scope, fact.key))
+            stored, left_old = self._insert(scope, record, ended, now, when, seen=None)
+            return FactOutcome(FactAction.INSERTED, stored, left_old)
         if decision.action is FactAction.CONFIRMED:
             updated = replace(
                 current,
@@ -281,7 +316,7 @@ class FactService:
                     },
                 ),
             )
-            self._ctx.replace(scope, updated, expected_version=current.version, reindex=False)
+            self._replace(scope, updated, current, reindex=False)
             return FactOutcome(FactAction.CONFIRMED, updated)
         if decision.action is FactAction.REPLACED:
             if fact.ended:  # the ending names the value it ends as the fact held it
@@ -297,10 +332,8 @@ class FactService:
                 origin,
                 replaces=current.id,
             )
-            with self._ctx.admit(scope, 1):
-                self._ctx.insert([record])
-                old = self._supersede(scope, current, record, now, when)
-            return FactOutcome(FactAction.REPLACED, record, old)
+            stored, old = self._insert(scope, record, current, now, when, seen=current)
+            return FactOutcome(FactAction.REPLACED, stored, old)
         conflicts = [
             *data.get("conflicts", []),
             {
@@ -319,9 +352,7 @@ class FactService:
             content=Content(text, current.content.summary, {**data, "conflicts": conflicts}),
             content_hash=content_hash(text),
         )
-        self._ctx.replace(
-            scope, kept, expected_version=current.version, reindex=text != current.text
-        )
+        self._replace(scope, kept, current, reindex=text != current.text)
         return FactOutcome(FactAction.CONFLICT, kept)
 
     def _holder(self, scope: Scope, fact: ExtractedFact) -> MemoryRecord | None:
@@ -343,15 +374,87 @@ class FactService:
             ),
         )
 
-    def _supersede(
-        self, scope: Scope, old: MemoryRecord, by: MemoryRecord, now: datetime, when: datetime
-    ) -> MemoryRecord:
-        """``old``'s next version, ended at ``when`` and superseded by ``by``."""
-        ended = replace(
-            old, version=old.version + 1, updated_at=now, valid_to=when, superseded_by=by.id
+    def _first_id(self, scope: Scope, key: str) -> str:
+        """The id of a new fact for a key that no current fact holds: a hash of the key and
+        of every record the key has (deleted and superseded ones too). Writers that read the
+        same state make the same id, so the store's unique ids let one insert and send the
+        others back to read it (``_Raced``); the id is never one already stored, as the
+        records it is made from do not contain it."""
+        filters = Filters(
+            types=frozenset({RecordType.FACT}),
+            metadata=(MetadataCondition("key", "eq", key),),
+            include_deleted=True,
+            include_superseded=True,
         )
-        self._ctx.replace(scope, ended, expected_version=old.version, reindex=False)
-        return ended
+        ids: list[str] = []
+        for page in self._ctx.store.list_pages(scope, filters):
+            for r in page:
+                if r.is_active and r.superseded_by is None:
+                    raise _Raced  # a fact another writer stored since this one's read
+                ids.append(r.id)
+        return "fact-" + hashlib.sha256("\x1f".join([key, *sorted(ids)]).encode()).hexdigest()[:32]
+
+    def _insert(
+        self,
+        scope: Scope,
+        record: MemoryRecord,
+        old: MemoryRecord | None,
+        now: datetime,
+        when: datetime,
+        *,
+        seen: MemoryRecord | None,
+    ) -> tuple[MemoryRecord, MemoryRecord | None]:
+        """Store ``record`` and end ``old`` (at ``when``, superseded by it) in one
+        transaction, admitted as one new record; returns both as stored. ``seen`` is the
+        current fact the decision was made on: when another writer changed it (or stored
+        ``record``'s id) first, nothing is written and ``_Raced`` says to decide again,
+        also when the quota refused a record the current state may not need."""
+        try:
+            with self._ctx.admit(scope, 1):
+                write = self._ctx.writes([record])[0]
+                ended = None
+                if old is not None:
+                    ended = self._ctx.version_write(
+                        replace(
+                            old,
+                            version=old.version + 1,
+                            updated_at=now,
+                            valid_to=when,
+                            superseded_by=record.id,
+                        ),
+                        reindex=False,
+                    )
+                with self._ctx.store.transaction() as tx:
+                    tx.insert([write])
+                    if old is not None and ended is not None:
+                        tx.replace(scope, ended, expected_version=old.version)
+        except (ConflictError, NotFoundError):
+            raise _Raced from None
+        except QuotaExceededError:
+            if self._moved(scope, record, seen):
+                raise _Raced from None
+            raise
+        except ValidationError:
+            if self._ctx.store.get_many(scope, [record.id]):
+                raise _Raced from None  # another writer stored this id first
+            raise
+        return write.record, None if ended is None else ended.record
+
+    def _replace(
+        self, scope: Scope, record: MemoryRecord, current: MemoryRecord, *, reindex: bool
+    ) -> None:
+        """Store ``record`` as ``current``'s next version; ``_Raced`` if it changed since."""
+        try:
+            self._ctx.replace(scope, record, expected_version=current.version, reindex=reindex)
+        except (ConflictError, NotFoundError):
+            raise _Raced from None
+
+    def _moved(self, scope: Scope, record: MemoryRecord, seen: MemoryRecord | None) -> bool:
+        """Whether the key's current fact is no longer ``seen`` (another writer's commit)."""
+        current = self._current(scope, str(record.content.structured["key"]))
+        if current is None or seen is None:
+            return current is not seen
+        return (current.id, current.version) != (seen.id, seen.version)
 
     def _new(
         self,

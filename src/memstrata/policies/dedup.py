@@ -29,8 +29,11 @@ version, so the old one stays in history.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
+from memstrata.errors import QuotaExceededError
 from memstrata.filters import Filters
 from memstrata.layers.base import LayerContext
 from memstrata.policies.dedup_types import (
@@ -73,16 +76,45 @@ __all__ = [
 ]
 
 
-def insert_or_merge(ctx: LayerContext, scope: Scope, record: MemoryRecord) -> DedupResult:
-    """Store ``record`` unless a stored record of its type says the same thing; then merge."""
+def insert_or_merge(
+    ctx: LayerContext,
+    scope: Scope,
+    record: MemoryRecord,
+    admit: Callable[[], AbstractContextManager[None]] = nullcontext,
+) -> DedupResult:
+    """Store ``record`` unless a stored record of its type says the same thing; then merge.
+
+    ``admit`` admits the one record an insert would write under the quotas; the embedding,
+    the near-duplicate search and the insert run inside it. An exact duplicate merges
+    before it (no embedding, no new record), so a full quota never refuses one, also when
+    another writer stored the text while this one was being refused."""
     record = ctx.redact(record)  # compared, merged, stored and returned as it may be stored
-    thresholds = thresholds_for(ctx.embedder.model_id)
-    types = [record.type.value]
-    exact = (
-        ctx.store.find_by_hash(scope, record.content_hash, types) if record.content_hash else None
-    )
+    exact = _exact(ctx, scope, record)
     if exact is not None and mergeable(exact, record):
         return _merge(ctx, scope, exact, record, DedupAction.MERGE_EXACT, 1.0)
+    try:
+        with admit():
+            return _embed_and_insert(ctx, scope, record, exact)
+    except QuotaExceededError:
+        exact = _exact(ctx, scope, record)
+        if exact is not None and mergeable(exact, record):
+            return _merge(ctx, scope, exact, record, DedupAction.MERGE_EXACT, 1.0)
+        raise
+
+
+def _exact(ctx: LayerContext, scope: Scope, record: MemoryRecord) -> MemoryRecord | None:
+    """The stored record of ``record``'s type with the same text, if any."""
+    if not record.content_hash:
+        return None
+    return ctx.store.find_by_hash(scope, record.content_hash, [record.type.value])
+
+
+def _embed_and_insert(
+    ctx: LayerContext, scope: Scope, record: MemoryRecord, exact: MemoryRecord | None
+) -> DedupResult:
+    """Merge ``record`` into a near duplicate, or store it (linked to similar records)."""
+    thresholds = thresholds_for(ctx.embedder.model_id)
+    types = [record.type.value]
     write = ctx.writes([record])[0]
     related: list[str] = [exact.id] if exact is not None else []
     best: float | None = None

@@ -10,16 +10,24 @@ A ``qa_id`` names one document of a user: ingesting it again replaces it. The ne
 written and the old ones soft-deleted in one transaction (restorable, as every deleted
 record, until purged). The same text and title again is the same document: nothing is
 written, or, when the importance or tags changed, a new version of each chunk.
+
+Writers of one ``qa_id`` at once end with one live version, the last to commit; every other
+is stored, soft-deleted. The transaction that writes a version soft-deletes the chunks its
+writer read, and fails if another writer deleted them first; when no version is live, the
+first chunk's id is a hash of the stored versions, so two writers that read the same state
+make the same id and the store keeps one. The loser reads again and replaces the winner.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
+from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.knowledge_types import document_chunks, rejoin
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
@@ -81,23 +89,73 @@ class AsyncKnowledgeService:
             )
             for i, chunk in enumerate(chunks)
         ]
-        stored = await self.chunks(scope, doc) if qa_id is not None else []
+        if qa_id is None:  # a document nobody else can name: nothing to race with
+            async with self._ctx.admit(scope, len(records)):
+                await self._ctx.insert(records)
+            return records
+        for _ in range(_ATTEMPTS):
+            try:
+                return await self._replace_document(scope, doc, records)
+            except _Raced:
+                continue  # another writer's version landed first: this one replaces it
+        raise ConflictError(
+            f"document {doc!r} was written by other writers {_ATTEMPTS} times while this "
+            "ingest ran; nothing of it was written: retry"
+        )
+
+    async def _replace_document(
+        self, scope: Scope, doc: str, records: list[MemoryRecord]
+    ) -> list[MemoryRecord]:
+        """Write ``records`` as the live version of ``doc``: one read and one transaction;
+        ``_Raced`` (nothing written) when another writer's version landed since the read."""
+        stored = await self.chunks(scope, doc)
         if stored and [_layout(r) for r in stored] == [_layout(r) for r in records]:
             return await self._restate(scope, stored, records)
-        async with self._ctx.admit(scope, len(records)):
-            if not stored:
-                await self._ctx.insert(records)
-                return records
-            writes = await self._ctx.writes(records)
-            async with self._ctx.store.transaction() as tx:
-                await tx.insert(writes)
-                await tx.set_status(
-                    scope.user_scope,
-                    [r.id for r in stored],
-                    RecordStatus.DELETED,
-                    self._ctx.clock.now(),
-                )
+        first = new_id() if stored else await self._first_id(scope, doc)
+        records = [replace(records[0], id=first), *records[1:]]
+        try:
+            async with self._ctx.admit(scope, len(records)):
+                writes = await self._ctx.writes(records)
+                async with self._ctx.store.transaction() as tx:
+                    await tx.insert(writes)
+                    ids = [r.id for r in stored]
+                    gone = await tx.set_status(
+                        scope.user_scope, ids, RecordStatus.DELETED, self._ctx.clock.now()
+                    )
+                    if len(gone) != len(ids):
+                        raise _Raced  # another writer replaced this version first
+        except QuotaExceededError:
+            if [r.id for r in await self.chunks(scope, doc)] != [r.id for r in stored]:
+                raise _Raced from None  # a refusal of a write the new state may not need
+            raise
+        except ValidationError:
+            if await self._ctx.store.get_many(scope.user_scope, [first]):
+                raise _Raced from None  # another writer's first version took this id
+            raise
         return records
+
+    async def _first_id(self, scope: Scope, doc: str) -> str:
+        """The first chunk's id of a version of ``doc`` when no version is live: a hash of
+        ``doc`` and of the first chunk of every version stored (deleted ones too). Writers
+        that read the same state make the same id, so the store's unique ids let one write
+        its version and send the others back to replace it; the id is never one already
+        stored, as the records it is made from do not contain it."""
+        filters = Filters(
+            types=frozenset({RecordType.KNOWLEDGE}),
+            metadata=(
+                MetadataCondition("qa_id", "eq", doc),
+                MetadataCondition("chunk_index", "eq", 0),
+            ),
+            include_deleted=True,
+            include_superseded=True,
+        )
+        ids: list[str] = []
+        async for page in self._ctx.store.list_pages(scope.user_scope, filters):
+            for r in page:
+                if r.is_active:
+                    raise _Raced  # a version another writer stored since this one's read
+                ids.append(r.id)
+        return "doc-" + hashlib.sha256("\x1f".join([doc, *sorted(ids)]).encode()).hexdigest()[:32]
 
     async def _restate(
         self, scope: Scope, stored: Sequence[MemoryRecord], given: Sequence[MemoryRecord]
@@ -117,11 +175,14 @@ class AsyncKnowledgeService:
                 importance=new.importance,
                 tags=new.tags,
             )
-            out.append(
-                await self._ctx.replace(
-                    scope.user_scope, restated, expected_version=old.version, reindex=False
+            try:
+                out.append(
+                    await self._ctx.replace(
+                        scope.user_scope, restated, expected_version=old.version, reindex=False
+                    )
                 )
-            )
+            except (ConflictError, NotFoundError):
+                raise _Raced from None  # another writer changed the chunk: read it again
         return out
 
     async def chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
@@ -145,6 +206,14 @@ class AsyncKnowledgeService:
 
 
 _PAGE = 1000
+
+# A writer whose read another writer's version made stale reads again and replaces it;
+# each retry follows another writer's commit, so only a storm of writers reaches this.
+_ATTEMPTS = 32
+
+
+class _Raced(Exception):
+    """Another writer's version of the document landed between this one's read and write."""
 
 
 # The metadata an ingest writes: with the text and the title, the document's layout.

@@ -27,11 +27,14 @@ version, so the old one stays in history.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import replace
 
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.store.atomic import insert_unless_exists, update_atomically
 from memstrata._async.store.base import RecordWrite
+from memstrata.errors import QuotaExceededError
 from memstrata.filters import Filters
 from memstrata.policies.dedup_types import (
     _CANDIDATES,
@@ -72,19 +75,44 @@ __all__ = [
 
 
 async def insert_or_merge(
-    ctx: AsyncLayerContext, scope: Scope, record: MemoryRecord
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    record: MemoryRecord,
+    admit: Callable[[], AbstractAsyncContextManager[None]] = nullcontext,
 ) -> DedupResult:
-    """Store ``record`` unless a stored record of its type says the same thing; then merge."""
+    """Store ``record`` unless a stored record of its type says the same thing; then merge.
+
+    ``admit`` admits the one record an insert would write under the quotas; the embedding,
+    the near-duplicate search and the insert run inside it. An exact duplicate merges
+    before it (no embedding, no new record), so a full quota never refuses one, also when
+    another writer stored the text while this one was being refused."""
     record = ctx.redact(record)  # compared, merged, stored and returned as it may be stored
-    thresholds = thresholds_for(ctx.embedder.model_id)
-    types = [record.type.value]
-    exact = (
-        await ctx.store.find_by_hash(scope, record.content_hash, types)
-        if record.content_hash
-        else None
-    )
+    exact = await _exact(ctx, scope, record)
     if exact is not None and mergeable(exact, record):
         return await _merge(ctx, scope, exact, record, DedupAction.MERGE_EXACT, 1.0)
+    try:
+        async with admit():
+            return await _embed_and_insert(ctx, scope, record, exact)
+    except QuotaExceededError:
+        exact = await _exact(ctx, scope, record)
+        if exact is not None and mergeable(exact, record):
+            return await _merge(ctx, scope, exact, record, DedupAction.MERGE_EXACT, 1.0)
+        raise
+
+
+async def _exact(ctx: AsyncLayerContext, scope: Scope, record: MemoryRecord) -> MemoryRecord | None:
+    """The stored record of ``record``'s type with the same text, if any."""
+    if not record.content_hash:
+        return None
+    return await ctx.store.find_by_hash(scope, record.content_hash, [record.type.value])
+
+
+async def _embed_and_insert(
+    ctx: AsyncLayerContext, scope: Scope, record: MemoryRecord, exact: MemoryRecord | None
+) -> DedupResult:
+    """Merge ``record`` into a near duplicate, or store it (linked to similar records)."""
+    thresholds = thresholds_for(ctx.embedder.model_id)
+    types = [record.type.value]
     write = (await ctx.writes([record]))[0]
     related: list[str] = [exact.id] if exact is not None else []
     best: float | None = None
