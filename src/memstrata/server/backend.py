@@ -25,7 +25,7 @@ import anyio.to_thread
 
 from ..audit import AuditEvent
 from ..context.assemble import AssembledContext
-from ..filters import Filters, MetadataCondition
+from ..filters import Filters
 from ..jobs import Job
 from ..layers.episodic_types import EpisodeHit
 from ..layers.procedural_types import FailureWarning, Suggestion
@@ -35,7 +35,7 @@ from ..llm.models import ExtractedFact
 from ..maintenance_types import LogEntry, MaintenanceReport
 from ..memory import Memory
 from ..portability import ImportReport
-from ..records import MemoryRecord, Message, RecordType, Source
+from ..records import MemoryRecord, Message, Source
 from ..scope import Scope
 from ..search.hit import SearchHit
 from ..store.base import PurgeReport
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from ..aio import AsyncMemory
 
 __all__ = [
-    "MAX_DOCUMENT_CHUNKS",
     "Backend",
     "Call",
     "MemoryBackend",
@@ -55,11 +54,6 @@ __all__ = [
     "awaited",
     "in_thread",
 ]
-
-
-#: The most chunks ``GET .../knowledge/{qa_id}`` reads of one document (2,000-token chunks:
-#: some 20 million tokens; the library's ingest takes at most 10 million characters).
-MAX_DOCUMENT_CHUNKS = 10_000
 
 
 class MemoryBackend(Protocol):
@@ -507,16 +501,8 @@ class Backend:
         )
 
     async def knowledge_chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
-        """The chunks of document ``qa_id`` (the library has no reader of one document: its
-        chunks are the knowledge records that name it), oldest first, at most
-        :data:`MAX_DOCUMENT_CHUNKS`."""
-        filters = Filters(
-            types=frozenset({RecordType.KNOWLEDGE}),
-            metadata=(MetadataCondition("qa_id", "eq", qa_id),),
-        )
-        return await self._call(
-            self._mem.list, scope, filters=filters, limit=MAX_DOCUMENT_CHUNKS, newest_first=False
-        )
+        """The live chunks of document ``qa_id``, in order (``mem.knowledge.chunks``)."""
+        return await self._call(self._mem.knowledge.chunks, scope, qa_id)
 
     async def forget(
         self, scope: Scope, record_ids: Sequence[str], *, reason: str, actor: str
