@@ -12,7 +12,11 @@ ones count until purged); refused, the stored document is untouched. On ``Memory
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+from unittest.mock import patch
 
 import pytest
 
@@ -171,3 +175,49 @@ def test_reingest_on_every_store(mem: Memory) -> None:
         mem.knowledge.ingest(ALICE, OLD, "guide")
     assert [r.id for r in mem.knowledge.chunks(ALICE, "guide")] == new
     assert mem.store.count(ALICE.user_scope, every) == used
+
+
+def test_restating_a_document_is_one_transaction(tmp_path: Path) -> None:
+    """New tags for the same document restate every chunk at once: a crash on the second
+    chunk leaves them all as they were (before, the first chunk kept its new version)."""
+    with Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing", background=False) as mem:
+        first = mem.knowledge.ingest(ALICE, OLD, "guide", tags=["travel"])
+        assert len(first) >= 2
+        store = mem.layers.ctx.store
+        calls = {"n": 0}
+
+        def crashing(replace: Callable[..., Any]) -> Callable[..., Any]:
+            def on_second(*args: Any, **kwargs: Any) -> Any:
+                calls["n"] += 1
+                if calls["n"] == 2:
+                    raise RuntimeError("the process died here")
+                return replace(*args, **kwargs)
+
+            return on_second
+
+        real_transaction = store.transaction
+
+        @contextmanager
+        def transaction() -> Iterator[Any]:
+            with real_transaction() as tx:
+                yield _Crashing(tx, crashing(tx.replace))
+
+        with (
+            patch.object(store, "replace", crashing(store.replace)),
+            patch.object(store, "transaction", transaction),
+            pytest.raises(RuntimeError),
+        ):
+            mem.knowledge.ingest(ALICE, OLD, "guide", tags=["lisbon"])
+        chunks = mem.knowledge.chunks(ALICE, "guide")
+        assert [r.id for r in chunks] == [r.id for r in first]
+        assert {(r.version, r.tags) for r in chunks} == {(1, ("travel",))}
+
+
+class _Crashing:
+    """A unit of work whose ``replace`` is the given one."""
+
+    def __init__(self, tx: Any, replace: Callable[..., Any]) -> None:
+        self._tx, self.replace = tx, replace
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tx, name)

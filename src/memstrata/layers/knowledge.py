@@ -34,6 +34,7 @@ from memstrata.layers.base import LayerContext
 from memstrata.layers.knowledge_types import document_chunks, rejoin
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
+from memstrata.store.base import RecordWrite
 from memstrata.text import validate_content
 from memstrata.validation import check_id, check_tags, check_unit
 from memstrata.writes import check_scope
@@ -163,9 +164,11 @@ class KnowledgeService:
         self, scope: Scope, stored: Sequence[MemoryRecord], given: Sequence[MemoryRecord]
     ) -> list[MemoryRecord]:
         """The same document again: the stored chunks, each whose importance or tags the
-        caller changed as its next version (no new record)."""
+        caller changed as its next version (no new record), all in one transaction (a crash
+        leaves every chunk as it was or every one restated)."""
         now = self._ctx.clock.now()
-        out = []
+        out: list[MemoryRecord] = []
+        changed: list[tuple[RecordWrite, int]] = []  # (next version, version it follows)
         for old, new in zip(stored, given, strict=True):
             if (old.importance, old.tags) == (new.importance, new.tags):
                 out.append(old)
@@ -177,14 +180,16 @@ class KnowledgeService:
                 importance=new.importance,
                 tags=new.tags,
             )
+            write = self._ctx.version_write(restated, reindex=False)
+            changed.append((write, old.version))
+            out.append(write.record)
+        if changed:
             try:
-                out.append(
-                    self._ctx.replace(
-                        scope.user_scope, restated, expected_version=old.version, reindex=False
-                    )
-                )
+                with self._ctx.store.transaction() as tx:
+                    for write, version in changed:
+                        tx.replace(scope.user_scope, write, expected_version=version)
             except (ConflictError, NotFoundError):
-                raise _Raced from None  # another writer changed the chunk: read it again
+                raise _Raced from None  # another writer changed a chunk: read them again
         return out
 
     def chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:

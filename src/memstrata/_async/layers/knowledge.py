@@ -27,6 +27,7 @@ from typing import Any
 
 from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
+from memstrata._async.store.base import RecordWrite
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.knowledge_types import document_chunks, rejoin
@@ -161,9 +162,11 @@ class AsyncKnowledgeService:
         self, scope: Scope, stored: Sequence[MemoryRecord], given: Sequence[MemoryRecord]
     ) -> list[MemoryRecord]:
         """The same document again: the stored chunks, each whose importance or tags the
-        caller changed as its next version (no new record)."""
+        caller changed as its next version (no new record), all in one transaction (a crash
+        leaves every chunk as it was or every one restated)."""
         now = self._ctx.clock.now()
-        out = []
+        out: list[MemoryRecord] = []
+        changed: list[tuple[RecordWrite, int]] = []  # (next version, version it follows)
         for old, new in zip(stored, given, strict=True):
             if (old.importance, old.tags) == (new.importance, new.tags):
                 out.append(old)
@@ -175,14 +178,16 @@ class AsyncKnowledgeService:
                 importance=new.importance,
                 tags=new.tags,
             )
+            write = await self._ctx.version_write(restated, reindex=False)
+            changed.append((write, old.version))
+            out.append(write.record)
+        if changed:
             try:
-                out.append(
-                    await self._ctx.replace(
-                        scope.user_scope, restated, expected_version=old.version, reindex=False
-                    )
-                )
+                async with self._ctx.store.transaction() as tx:
+                    for write, version in changed:
+                        await tx.replace(scope.user_scope, write, expected_version=version)
             except (ConflictError, NotFoundError):
-                raise _Raced from None  # another writer changed the chunk: read it again
+                raise _Raced from None  # another writer changed a chunk: read them again
         return out
 
     async def chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
