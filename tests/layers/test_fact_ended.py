@@ -169,3 +169,49 @@ def test_the_heuristic_reads_endings(text: str, facts: list[tuple[str, str, bool
 def test_a_move_from_one_place_to_another_names_the_place_left() -> None:
     (fact,) = HeuristicLLM().extract_facts(["I moved from Berlin to Rome last year."])
     assert (fact.value, fact.replaces) == ("Rome", "Berlin")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "key", "ended"),
+    [
+        (
+            "Marrow & Vine is my favourite place for falafel.",
+            "I've stopped going to Marrow & Vine.",
+            "favorite_place_for_falafel",
+            "favorite_place_for_falafel: no longer Marrow & Vine",
+        ),
+        ("我最喜欢的火锅店是金锅小炒。", "我已经不去金锅小炒了。", "favorite_火锅店", None),
+    ],
+    ids=["en", "zh"],
+)
+def test_a_place_the_user_stopped_going_to_ends_the_fact_that_names_it(
+    mem: Memory, before: str, after: str, key: str, ended: str | None
+) -> None:
+    """The sentence names no key: the fact holding the place is found by its value. Before,
+    "I've stopped going to X" with no new favourite changed nothing."""
+    _tell(mem, S1, before)
+    assert key in _current(mem)
+    _tell(mem, S2, after)
+    fact = mem.facts.get(S2, key)
+    assert fact is not None and fact.content.structured["ended"] is True
+    if ended is not None:
+        assert fact.text == ended
+    assert "goes_to" not in _current(mem)  # no second fact beside the one it ended
+    history = mem.facts.history(S2, key)  # the favourite stays in the key's history
+    assert any(not r.content.structured.get("ended") for r in history)
+
+
+def test_a_place_no_fact_names_is_remembered_as_left(mem: Memory) -> None:
+    _tell(mem, S1, "I no longer go to Iron Temple Gym.")
+    assert _current(mem) == {"goes_to": "goes_to: no longer Iron Temple Gym"}
+    _tell(mem, S2, "I stopped going to work early and I stopped going to bed late.")
+    assert set(_current(mem)) == {"goes_to"}  # work and bed are no places one left
+
+
+def test_leaving_a_place_for_a_new_favourite_is_one_replacement() -> None:
+    facts = HeuristicLLM().extract_facts(
+        ["I stopped going to Marrow & Vine; Olive Tree is my favourite now."]
+    )
+    assert [(f.value, f.ended, f.replaces) for f in facts] == [
+        ("Olive Tree", False, "Marrow & Vine")
+    ]

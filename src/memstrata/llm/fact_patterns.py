@@ -450,6 +450,10 @@ _LEFT = re.compile(
 _EV = r"(?P<value>[^.,;!?\n]{1,60}?)"
 _ZEV = r"(?P<value>[^，。！？、；,.!?;\n]{1,30}?)"
 _AGAIN = r"\s+(?:anymore|any more)\b"
+# Not a place one goes to: "I stopped going to work / to bed" ends no profile fact.
+_PLACE_EV = r"(?!(?:work|bed|sleep|school|it|there|that|this)\b)" + _EV
+# Keys whose value the profile usually holds under another key, found by the value.
+_BY_VALUE = frozenset({"goes_to"})
 _ZWORK = r"(?!家|家里|外面|这里|那里)" + _ZEV  # 我不在家工作了 is no employer
 _ENDED: tuple[_Pattern, ...] = (
     _p(
@@ -497,6 +501,23 @@ _ENDED: tuple[_Pattern, ...] = (
         "employer",
         0.9,
     ),
+    # A place the user stopped going to: its fact is often under another key (the profile's
+    # "favorite_place_for_falafel"), found by the value (``_BY_VALUE``); else "goes_to".
+    _p(
+        r"\bI(?:'ve| have)?\s+(?:stopped|quit)\s+(?:going|eating|shopping)\s+(?:to|at)\s+"
+        + _PLACE_EV,
+        "preference",
+        "goes_to",
+        0.85,
+    ),
+    _p(
+        r"\bI\s+(?:(?:have|'ve)\s+)?no\s+longer\s+(?:go|eat|shop)\s+(?:to|at)\s+" + _PLACE_EV,
+        "preference",
+        "goes_to",
+        0.85,
+    ),
+    _p(r"我(?:已经)?不再去" + _ZEV + r"了?", "preference", "goes_to", 0.85, english=False),
+    _p(r"我(?:已经)?不去" + _ZEV + r"了", "preference", "goes_to", 0.85, english=False),
     _p(r"我们?(?:已经)?不再住在" + _ZEV, "identity", "location", 0.9, english=False),
     _p(r"我们?(?:已经)?不住在" + _ZEV + r"了", "identity", "location", 0.9, english=False),
     _p(r"我们?(?:已经)?(?:搬离|搬出)了?" + _ZEV, "identity", "location", 0.9, english=False),
@@ -617,6 +638,7 @@ def _ended(
                 confidence=pattern.confidence,
                 evidence=_evidence(text, m),
                 ended=True,
+                replaces=value if key in _BY_VALUE else "",
             )
         )
     return out
