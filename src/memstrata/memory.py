@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -499,11 +499,7 @@ class Memory:
         return records
 
     def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractContextManager[None]:
-        if self.quotas is None:
-            return nullcontext()
-        from memstrata import quotas as _quotas
-
-        return _quotas.admit_writes(self._store, self.quotas, scope, n, now)
+        return self._ctx.admit(scope, n, now)
 
     def end_session(self, scope: Scope) -> RunReport:
         """Close a session: its final summary, conversation episode and clustering run now

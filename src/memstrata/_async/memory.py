@@ -10,7 +10,7 @@ import asyncio  # async-only
 import builtins
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -537,11 +537,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         return records
 
     def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractAsyncContextManager[None]:
-        if self.quotas is None:
-            return nullcontext()
-        from memstrata._async import quotas as _quotas
-
-        return _quotas.admit_writes(self._store, self.quotas, scope, n, now)
+        return self._ctx.admit(scope, n, now)
 
     @completes  # async-only
     async def end_session(self, scope: Scope) -> RunReport:

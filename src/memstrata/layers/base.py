@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -55,17 +56,20 @@ class LayerContext:
     # Memory.set_quota sets after the services were built applies to them too.
     quotas: Callable[[], Quotas | None] = unlimited
 
-    def admit(self, scope: Scope, n: int) -> AbstractContextManager[None]:
-        """Admit ``n`` new records for ``scope``'s user, or raise ``QuotaExceededError``:
-        run the embedding and the writes inside the block, so the check, the count and the
-        write are one step across processes (:func:`memstrata.quotas.admit_writes`, as
-        ``mem.add`` does). Nothing to admit without quotas or for ``n <= 0``."""
+    def admit(
+        self, scope: Scope, n: int, now: datetime | None = None
+    ) -> AbstractContextManager[None]:
+        """Admit ``n`` new records for ``scope``'s user (counted on the day of ``now``, by
+        default the clock's), or raise ``QuotaExceededError``: run the embedding and the
+        writes inside the block, so the check, the count and the write are one step across
+        processes (:func:`memstrata.quotas.admit_writes`; ``mem.add`` admits through it
+        too). Nothing to admit without quotas or for ``n <= 0``."""
         quotas = self.quotas()
         if quotas is None or n <= 0:
             return nullcontext()
         from memstrata.quotas import admit_writes
 
-        return admit_writes(self.store, quotas, scope, n, self.clock.now())
+        return admit_writes(self.store, quotas, scope, n, now or self.clock.now())
 
     def for_system(self) -> LayerContext:
         """This context for what the library derives on its own (summaries, clusters, facts

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -53,17 +54,20 @@ class AsyncLayerContext:
     # Memory.set_quota sets after the services were built applies to them too.
     quotas: Callable[[], Quotas | None] = unlimited
 
-    def admit(self, scope: Scope, n: int) -> AbstractAsyncContextManager[None]:
-        """Admit ``n`` new records for ``scope``'s user, or raise ``QuotaExceededError``:
-        run the embedding and the writes inside the block, so the check, the count and the
-        write are one step across processes (:func:`memstrata.quotas.admit_writes`, as
-        ``mem.add`` does). Nothing to admit without quotas or for ``n <= 0``."""
+    def admit(
+        self, scope: Scope, n: int, now: datetime | None = None
+    ) -> AbstractAsyncContextManager[None]:
+        """Admit ``n`` new records for ``scope``'s user (counted on the day of ``now``, by
+        default the clock's), or raise ``QuotaExceededError``: run the embedding and the
+        writes inside the block, so the check, the count and the write are one step across
+        processes (:func:`memstrata.quotas.admit_writes`; ``mem.add`` admits through it
+        too). Nothing to admit without quotas or for ``n <= 0``."""
         quotas = self.quotas()
         if quotas is None or n <= 0:
             return nullcontext()
         from memstrata._async.quotas import admit_writes
 
-        return admit_writes(self.store, quotas, scope, n, self.clock.now())
+        return admit_writes(self.store, quotas, scope, n, now or self.clock.now())
 
     def for_system(self) -> AsyncLayerContext:
         """This context for what the library derives on its own (summaries, clusters, facts
