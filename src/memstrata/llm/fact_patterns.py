@@ -23,6 +23,20 @@ _END = r"(?=\s+(?:and|but|because|so|which|though|although|since)\b|\s*[.,;!?\n]
 _ZV = r"(?P<value>[^，。！？、；,.!?;\n]{1,40}?)"
 _ZEND = r"(?=[，。！？、；,.!?;\n]|$)"
 _I_AM = r"\b(?:I'm|I am|Im)\s+"
+# "我要搬到新家了": a new home, this or that place, is no place one names.
+_ZH_NO_PLACE = ("新", "这", "那", "一个", "别的", "其他")
+# When a planned move happens, as the sentence says it (kept beside the place).
+_ZH_WHEN = (
+    r"下个?月|下周|下星期|明年|今年\w{0,4}|年底|月底|[一二三四五六七八九十\d]{1,2}月(?:份|底)?"
+    r"|很快|马上"
+)
+_WHEN = re.compile(
+    r"\b(?:next\s+(?:week|month|year|spring|summer|autumn|fall|winter)|"
+    r"this\s+(?:week|month|year|spring|summer|autumn|fall|winter)|soon|tomorrow|"
+    r"in\s+(?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December|\d{4}|a\s+(?:week|month|year)|\w+\s+(?:weeks|months)))\b",
+    re.IGNORECASE,
+)
 
 _RELATIONS = {
     "wife": "wife",
@@ -159,6 +173,22 @@ _PATTERNS: tuple[_Pattern, ...] = (
         0.85,
     ),
     _p(r"\bmy (?P<rel>" + _EN_REL + r") is\s+" + _V, "relation", _rel_key, 0.8),
+    # A move the user plans ("I'm moving to Porto next month"): where they live stays as it
+    # is; the plan is a fact of its own, with when the sentence says it happens.
+    _p(
+        r"\b(?:I'm|I am|we're|we are|I'll|I will|we'll|we will)\s+(?:be\s+)?"
+        r"(?:(?:going|planning)\s+to\s+move|moving|relocating|move)\s+to\s+" + _V,
+        "plan",
+        "moving_to",
+        0.8,
+    ),
+    _p(
+        r"我们?(?P<when>" + _ZH_WHEN + r")?(?:要|打算|准备|将要|将|会)搬(?:到|去)" + _ZV,
+        "plan",
+        "moving_to",
+        0.8,
+        english=False,
+    ),
     _p(r"\bI (?:live|am living|'m living) in\s+" + _V, "identity", "location", 0.85),
     _p(r"\b(?:I'm|I am) (?:based|located) in\s+" + _V, "identity", "location", 0.85),
     # "I moved from Berlin to Rome": Rome, and Berlin is the value left
@@ -412,7 +442,7 @@ _TRAILING = (
     r"\s+(?:too|as well|very much|a lot|so much|now|also|anymore|any more|these days|nowadays|"
     r"recently|yesterday|today|last (?:year|month|week|spring|summer|autumn|fall|winter))$"
 )
-_PLACES = frozenset({"location", "hometown"})
+_PLACES = frozenset({"location", "hometown", "moving_to"})
 # Where a place's name ends in "I moved to Lisbon from Berlin for a job", "I live in Paris
 # with my wife", "We moved to Kyoto in 2020".
 _PLACE_END = re.compile(
@@ -577,6 +607,10 @@ def extract_explicit_facts(texts: Iterable[str]) -> list[ExtractedFact]:
             key = key[:128]
             if _junk(key, value):
                 continue
+            if key == "moving_to":
+                value = _planned(value, m)
+                if not value:
+                    continue
             if (key, value) in seen:
                 continue
             seen.add((key, value))
@@ -666,6 +700,19 @@ def _junk(key: str, value: str) -> bool:
     if key == "name":  # "call me crazy", "call me at the store": a name is capitalised
         return value[:1].isascii() and not value[:1].isupper()
     return False
+
+
+def _planned(place: str, m: re.Match[str]) -> str:
+    """A planned move's value: the place (a name: "a new apartment" is no place one moves
+    to), then when, if the sentence says it ("Porto, next month"); "" for no place."""
+    place = _WHEN.split(place, maxsplit=1)[0].strip().removesuffix("了")
+    if not place or place[:1].islower() or place.startswith(_ZH_NO_PLACE):
+        return ""
+    when = m.groupdict().get("when") or ""
+    if not when:
+        found = _WHEN.search(_evidence(m.string, m))
+        when = found.group(0) if found else ""
+    return f"{place}, {when}" if when else place
 
 
 def _evidence(text: str, m: re.Match[str]) -> str:
