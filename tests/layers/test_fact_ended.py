@@ -215,3 +215,9 @@ def test_leaving_a_place_for_a_new_favourite_is_one_replacement() -> None:
     assert [(f.value, f.ended, f.replaces) for f in facts] == [
         ("Olive Tree", False, "Marrow & Vine")
     ]
+
+
+def test_a_place_the_user_stopped_visiting_is_not_where_they_stopped_living(mem: Memory) -> None:
+    _tell(mem, S1, "I live in Porto.")
+    _tell(mem, S2, "I stopped going to Porto, the city is too crowded in summer.")
+    assert _current(mem) == {"location": "location: Porto", "goes_to": "goes_to: no longer Porto"}

@@ -359,12 +359,15 @@ class AsyncFactService:
 
     async def _holder(self, scope: Scope, fact: ExtractedFact) -> MemoryRecord | None:
         """The current fact under another key whose value holds ``fact.replaces``: the same
-        value first, then the newest that contains it."""
+        value first, then the newest that contains it. An ending ("I've stopped going to
+        Porto") ends a fact of its own category only: a place the user stopped visiting is
+        not where they stopped living."""
         others = [
             r
             for r in await self.all(scope)
             if r.content.structured.get("key") != fact.key
             and holds(str(r.content.structured.get("value", "")), fact.replaces)
+            and (not fact.ended or r.content.structured.get("category") == fact.category)
         ]
         if not others:
             return None
