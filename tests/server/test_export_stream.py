@@ -227,6 +227,10 @@ def test_a_failure_after_the_first_page_is_logged_once_with_its_context(
     assert [r.getMessage() for r in others] == [
         "ASGI callable returned without completing response."
     ]
+    # an operator sees it in the metrics too (the 200 in the access log cannot say it)
+    root = live.url.split("/v1/", 1)[0]
+    metrics = httpx2.get(f"{root}/metrics", headers=live.admin, timeout=10).text
+    assert f'memstrata_export_streams_cut_total{{code="{code}"}} 1.0' in metrics
 
 
 def test_a_failure_before_the_first_page_is_an_error_answer(

@@ -229,6 +229,7 @@ def create_app(
         blocking_keys=not isinstance(store_keys, local),
     )
     metrics = Metrics(job_counts)
+    app.state.memstrata.cut_exports = lambda code: metrics.cut_exports.labels(code).inc()
     install_handlers(app)
     for router in MATCHED:
         app.include_router(router)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -116,6 +116,13 @@ class Metrics:
             buckets=(0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5),
         )
         self.registry.register(_JobGauges(job_counts))
+        # A 200 whose body ends with a failed line instead of the end line (routes/portability)
+        self.cut_exports = Counter(
+            "memstrata_export_streams_cut_total",
+            "Exports that failed after their 200 was sent (the body ends with a failed line)",
+            ["code"],
+            registry=self.registry,
+        )
 
     def watch(self, gate: PriorityGate) -> None:
         """Export the reads-first gate's queue."""

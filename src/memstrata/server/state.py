@@ -24,6 +24,8 @@ class ServerState:
     # The key lookup waits on I/O: it runs on a worker thread (a key that a CachedKeys
     # remembers needs no lookup).
     blocking_keys: bool = False
+    # Counts what no status can tell (an export cut after its 200); set by create_app.
+    cut_exports: Callable[[str], None] = lambda code: None
 
 
 def state_of(app: FastAPI) -> ServerState:

@@ -104,6 +104,7 @@ class ExportStream(StreamingResponse):
             self.failed = True
             code, message = _failure(exc, self._request)
             self._log(exc, code, message)
+            state_of(self._request.app).cut_exports(code)
             yield failed_line(code, message).encode("utf-8")
 
     def _log(self, exc: Exception, code: str, message: str) -> None:
