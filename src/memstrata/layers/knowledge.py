@@ -22,7 +22,6 @@ make the same id and the store keeps one. The loser reads again and replaces the
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -32,6 +31,7 @@ from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.knowledge_types import document_chunks, rejoin
+from memstrata.layers.races import Raced, first_version_id, settled
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
 from memstrata.store.base import RecordWrite
@@ -96,21 +96,18 @@ class KnowledgeService:
             with self._ctx.admit(scope, len(records)):
                 self._ctx.insert(records)
             return records
-        for _ in range(_ATTEMPTS):
-            try:
-                return self._replace_document(scope, doc, records)
-            except _Raced:
-                continue  # another writer's version landed first: this one replaces it
-        raise ConflictError(
-            f"document {doc!r} was written by other writers {_ATTEMPTS} times while this "
-            "ingest ran; nothing of it was written: retry"
+        # another writer's version landed first: this one replaces it
+        return settled(
+            lambda: self._replace_document(scope, doc, records),
+            f"document {doc!r} was written",
+            "ingest",
         )
 
     def _replace_document(
         self, scope: Scope, doc: str, records: list[MemoryRecord]
     ) -> list[MemoryRecord]:
         """Write ``records`` as the live version of ``doc``: one read and one transaction;
-        ``_Raced`` (nothing written) when another writer's version landed since the read."""
+        ``Raced`` (nothing written) when another writer's version landed since the read."""
         stored = self.chunks(scope, doc)
         if stored and [_layout(r) for r in stored] == [_layout(r) for r in records]:
             return self._restate(scope, stored, records)
@@ -126,14 +123,14 @@ class KnowledgeService:
                         scope.user_scope, ids, RecordStatus.DELETED, self._ctx.clock.now()
                     )
                     if len(gone) != len(ids):
-                        raise _Raced  # another writer replaced this version first
+                        raise Raced  # another writer replaced this version first
         except QuotaExceededError:
             if [r.id for r in self.chunks(scope, doc)] != [r.id for r in stored]:
-                raise _Raced from None  # a refusal of a write the new state may not need
+                raise Raced from None  # a refusal of a write the new state may not need
             raise
         except ValidationError:
             if self._ctx.store.get_many(scope.user_scope, [first]):
-                raise _Raced from None  # another writer's first version took this id
+                raise Raced from None  # another writer's first version took this id
             raise
         return records
 
@@ -152,13 +149,9 @@ class KnowledgeService:
             include_deleted=True,
             include_superseded=True,
         )
-        ids: list[str] = []
-        for page in self._ctx.store.list_pages(scope.user_scope, filters):
-            for r in page:
-                if r.is_active:
-                    raise _Raced  # a version another writer stored since this one's read
-                ids.append(r.id)
-        return "doc-" + hashlib.sha256("\x1f".join([doc, *sorted(ids)]).encode()).hexdigest()[:32]
+        return first_version_id(
+            self._ctx, scope.user_scope, filters, doc, "doc-", lambda r: r.is_active
+        )
 
     def _restate(
         self, scope: Scope, stored: Sequence[MemoryRecord], given: Sequence[MemoryRecord]
@@ -189,7 +182,7 @@ class KnowledgeService:
                     for write, version in changed:
                         tx.replace(scope.user_scope, write, expected_version=version)
             except (ConflictError, NotFoundError):
-                raise _Raced from None  # another writer changed a chunk: read them again
+                raise Raced from None  # another writer changed a chunk: read them again
         return out
 
     def chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
@@ -202,25 +195,9 @@ class KnowledgeService:
             metadata=(MetadataCondition("qa_id", "eq", qa_id),),
         )
         found: list[MemoryRecord] = []
-        while True:  # a page at a time: a long document has thousands of chunks
-            page = self._ctx.store.list(
-                scope.user_scope, filters, limit=_PAGE, offset=len(found), newest_first=False
-            )
-            found += page
-            if len(page) < _PAGE:
-                break
+        for page in self._ctx.store.list_pages(scope.user_scope, filters):
+            found += page  # a page at a time: a long document has thousands of chunks
         return sorted(found, key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.created_at))
-
-
-_PAGE = 1000
-
-# A writer whose read another writer's version made stale reads again and replaces it;
-# each retry follows another writer's commit, so only a storm of writers reaches this.
-_ATTEMPTS = 32
-
-
-class _Raced(Exception):
-    """Another writer's version of the document landed between this one's read and write."""
 
 
 # The metadata an ingest writes: with the text and the title, the document's layout.

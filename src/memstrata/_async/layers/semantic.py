@@ -23,7 +23,6 @@ rules to what the winner wrote.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -35,6 +34,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memstrata._async.layers._build import build_record, list_records, query_vector
 from memstrata._async.layers.base import AsyncLayerContext
+from memstrata._async.layers.races import Raced, first_version_id, settled
 from memstrata._async.store.base import Vector
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
@@ -80,14 +80,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# A writer that finds the key changed under it decides again on what the other one left;
-# each retry follows another writer's commit, so only a storm of writers reaches this.
-_ATTEMPTS = 32
-
-
-class _Raced(Exception):
-    """Another writer changed the key between this upsert's read and its write."""
 
 
 def _fact(fact: object) -> ExtractedFact:
@@ -223,16 +215,10 @@ class AsyncFactService:
             check_id(origin, "origin")
         fact = self._ctx.redact_fields(scope, fact, "value", "evidence")
         when = check_time(observed_at, "observed_at") if observed_at is not None else None
-        for _ in range(_ATTEMPTS):
-            try:
-                return await self._apply(
-                    scope, fact, tuple(source_ids), expires_at, source, when, origin
-                )
-            except _Raced:
-                continue  # decide again on what the other writer left
-        raise ConflictError(
-            f"fact {fact.key!r} was changed by other writers {_ATTEMPTS} times while this "
-            "upsert ran; nothing of it was written: retry"
+        return await settled(
+            lambda: self._apply(scope, fact, tuple(source_ids), expires_at, source, when, origin),
+            f"fact {fact.key!r} was changed",
+            "upsert",
         )
 
     async def _apply(
@@ -245,7 +231,7 @@ class AsyncFactService:
         observed_at: datetime | None,
         origin: str | None,
     ) -> FactOutcome:
-        """One read, decision and write of :meth:`upsert`; ``_Raced`` when another writer
+        """One read, decision and write of :meth:`upsert`; ``Raced`` when another writer
         changed what was read before this write landed (nothing of this one is written)."""
         now = self._ctx.clock.now()
         when = observed_at or now
@@ -383,7 +369,7 @@ class AsyncFactService:
         """The id of a new fact for a key that no current fact holds: a hash of the key and
         of every record the key has (deleted and superseded ones too). Writers that read the
         same state make the same id, so the store's unique ids let one insert and send the
-        others back to read it (``_Raced``); the id is never one already stored, as the
+        others back to read it (``Raced``); the id is never one already stored, as the
         records it is made from do not contain it."""
         filters = Filters(
             types=frozenset({RecordType.FACT}),
@@ -391,13 +377,14 @@ class AsyncFactService:
             include_deleted=True,
             include_superseded=True,
         )
-        ids: list[str] = []
-        async for page in self._ctx.store.list_pages(scope, filters):
-            for r in page:
-                if r.is_active and r.superseded_by is None:
-                    raise _Raced  # a fact another writer stored since this one's read
-                ids.append(r.id)
-        return "fact-" + hashlib.sha256("\x1f".join([key, *sorted(ids)]).encode()).hexdigest()[:32]
+        return await first_version_id(
+            self._ctx,
+            scope,
+            filters,
+            key,
+            "fact-",
+            lambda r: r.is_active and r.superseded_by is None,
+        )
 
     async def _insert(
         self,
@@ -412,7 +399,7 @@ class AsyncFactService:
         """Store ``record`` and end ``old`` (at ``when``, superseded by it) in one
         transaction, admitted as one new record; returns both as stored. ``seen`` is the
         current fact the decision was made on: when another writer changed it (or stored
-        ``record``'s id) first, nothing is written and ``_Raced`` says to decide again,
+        ``record``'s id) first, nothing is written and ``Raced`` says to decide again,
         also when the quota refused a record the current state may not need."""
         try:
             async with self._ctx.admit(scope, 1):
@@ -434,27 +421,27 @@ class AsyncFactService:
                     if old is not None and ended is not None:
                         await tx.replace(scope, ended, expected_version=old.version)
         except (ConflictError, NotFoundError):
-            raise _Raced from None
+            raise Raced from None
         except QuotaExceededError:
             if await self._moved(scope, record, seen):
-                raise _Raced from None
+                raise Raced from None
             raise
         except ValidationError:
             if await self._ctx.store.get_many(scope, [record.id]):
-                raise _Raced from None  # another writer stored this id first
+                raise Raced from None  # another writer stored this id first
             raise
         return write.record, None if ended is None else ended.record
 
     async def _replace(
         self, scope: Scope, record: MemoryRecord, current: MemoryRecord, *, reindex: bool
     ) -> None:
-        """Store ``record`` as ``current``'s next version; ``_Raced`` if it changed since."""
+        """Store ``record`` as ``current``'s next version; ``Raced`` if it changed since."""
         try:
             await self._ctx.replace(
                 scope, record, expected_version=current.version, reindex=reindex
             )
         except (ConflictError, NotFoundError):
-            raise _Raced from None
+            raise Raced from None
 
     async def _moved(self, scope: Scope, record: MemoryRecord, seen: MemoryRecord | None) -> bool:
         """Whether the key's current fact is no longer ``seen`` (another writer's commit)."""
