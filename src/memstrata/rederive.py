@@ -147,24 +147,34 @@ def rederive(
                     continue
                 purged = _add(purged, more)
                 if new is None and record.type is RecordType.FACT and current:
-                    # changed meanwhile: it stays superseded, in the history, not lost
-                    with contextlib.suppress(ConflictError, NotFoundError):
-                        _reinstate(ctx, uscope, record, when, reason)
+                    _reinstate(ctx, uscope, record, when, reason)
             done.append(Rederived(record.id, record.type, action, dropped, len(left)))
 
 
 def _reinstate(
     ctx: LayerContext, scope: Scope, gone_fact: MemoryRecord, when: datetime, reason: str
 ) -> None:
-    """The fact ``gone_fact`` had replaced is current again (a new version): the update
-    went with its turns, the value the user said before it did not."""
-    link = gone_fact.content.structured.get("replaces")
-    if not link:
+    """The facts ``gone_fact`` had ended are current again (a new version each): the value
+    it replaced and the plan it carried out. The update went with its turns; what the user
+    said before it did not. One changed meanwhile stays superseded, in the history, not
+    lost."""
+    for link in ("replaces", "carries_out"):
+        with contextlib.suppress(ConflictError, NotFoundError):
+            _reinstate_link(ctx, scope, gone_fact, link, when, reason)
+
+
+def _reinstate_link(
+    ctx: LayerContext,
+    scope: Scope,
+    gone_fact: MemoryRecord,
+    link: str,
+    when: datetime,
+    reason: str,
+) -> None:
+    target = gone_fact.content.structured.get(link)
+    if not target:
         return
-    try:
-        old = ctx.store.get(scope, str(link), include_deleted=True)
-    except NotFoundError:
-        return
+    old = ctx.store.get(scope, str(target), include_deleted=True)
     if old.superseded_by != gone_fact.id or not old.is_active:
         return
     back = replace(

@@ -90,6 +90,17 @@ def holds(value: str, left: str) -> bool:
     return len(needle) >= 2 and needle in " ".join(value.casefold().split())
 
 
+# A fact that carries out a plan, by key: the plan's key. "I moved to Porto" carries out
+# "moving_to: Porto, next month", which then ends, superseded by the move.
+PLANS: Mapping[str, str] = {"location": "moving_to"}
+
+
+def carries_out(plan_value: str, value: str) -> bool:
+    """Whether ``value`` ("Porto") is the place of a planned value ("Porto, next month"; the
+    plan's when follows its place after ", ")."""
+    return same_value(plan_value.partition(", ")[0], value)
+
+
 def is_set_key(key: str) -> bool:
     """A key one of several values share (``likes_hiking``, ``likes_jazz``), not a slot
     with one current value (``location``, ``favorite_city``)."""

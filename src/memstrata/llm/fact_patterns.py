@@ -642,8 +642,8 @@ def _candidates(
                 continue
             value = _clean(m.group("value"))
             key = pattern.key(m)
-            if key in _PLACES:  # "Lisbon from Berlin for a job ..." is Lisbon
-                value = _PLACE_END.split(value, maxsplit=1)[0].strip()
+            if key in _PLACES:  # "Lisbon from Berlin for a job ..." is Lisbon; 搬到上海了: 上海
+                value = _PLACE_END.split(value, maxsplit=1)[0].strip().removesuffix("了")
             if not value or value.lower() in _VAGUE:
                 continue
             yield pattern, m, key, value

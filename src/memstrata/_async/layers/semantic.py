@@ -40,12 +40,14 @@ from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, V
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.semantic_types import (
     EXTRACTED,
+    PLANS,
     FactAction,
     FactDecision,
     FactOutcome,
     _expires,
     _iso,
     _seen,
+    carries_out,
     decide,
     fact_text,
     holds,
@@ -271,6 +273,7 @@ class AsyncFactService:
             # One of several likes the user left ends when the new fact is surer of itself;
             # it stays in the history, and comes back if the new fact's turns are purged.
             ended = left if left is not None and fact.confidence > left.confidence else None
+            plan = await self._plan(scope, fact)
             record = self._new(
                 scope,
                 fact,
@@ -281,9 +284,12 @@ class AsyncFactService:
                 when,
                 origin,
                 replaces=ended.id if ended else None,
+                plan=plan,
             )
             record = replace(record, id=await self._first_id(scope, fact.key))
-            stored, left_old = await self._insert(scope, record, ended, now, when, seen=None)
+            stored, left_old = await self._insert(
+                scope, record, (ended, plan), now, when, seen=None
+            )
             return FactOutcome(FactAction.INSERTED, stored, left_old)
         if decision.action is FactAction.CONFIRMED:
             updated = replace(
@@ -309,6 +315,7 @@ class AsyncFactService:
         if decision.action is FactAction.REPLACED:
             if fact.ended:  # the ending names the value it ends as the fact held it
                 fact = fact.model_copy(update={"value": str(data["value"])})
+            plan = await self._plan(scope, fact)
             record = self._new(
                 scope,
                 fact,
@@ -319,8 +326,11 @@ class AsyncFactService:
                 when,
                 origin,
                 replaces=current.id,
+                plan=plan,
             )
-            stored, old = await self._insert(scope, record, current, now, when, seen=current)
+            stored, old = await self._insert(
+                scope, record, (current, plan), now, when, seen=current
+            )
             return FactOutcome(FactAction.REPLACED, stored, old)
         conflicts = [
             *data.get("conflicts", []),
@@ -365,6 +375,17 @@ class AsyncFactService:
             ),
         )
 
+    async def _plan(self, scope: Scope, fact: ExtractedFact) -> MemoryRecord | None:
+        """The current plan ``fact`` carries out: ``moving_to: Porto, next month`` for
+        ``location: Porto`` (``PLANS``). A move elsewhere carries out no plan: both stay."""
+        key = PLANS.get(fact.key)
+        if key is None or fact.ended:
+            return None
+        plan = await self._current(scope, key)
+        if plan is None or plan.content.structured.get("ended") is True:
+            return None
+        return plan if carries_out(str(plan.content.structured["value"]), fact.value) else None
+
     async def _first_id(self, scope: Scope, key: str) -> str:
         """The id of a new fact for a key that no current fact holds: a hash of the key and
         of every record the key has (deleted and superseded ones too). Writers that read the
@@ -390,36 +411,35 @@ class AsyncFactService:
         self,
         scope: Scope,
         record: MemoryRecord,
-        old: MemoryRecord | None,
+        olds: Sequence[MemoryRecord | None],
         now: datetime,
         when: datetime,
         *,
         seen: MemoryRecord | None,
     ) -> tuple[MemoryRecord, MemoryRecord | None]:
-        """Store ``record`` and end ``old`` (at ``when``, superseded by it) in one
-        transaction, admitted as one new record; returns both as stored. ``seen`` is the
+        """Store ``record`` and end each of ``olds`` (at ``when``, superseded by it) in one
+        transaction, admitted as one new record; returns ``record`` and the first of
+        ``olds`` as stored (the value it replaced, or the plan it carried out). ``seen`` is the
         current fact the decision was made on: when another writer changed it (or stored
         ``record``'s id) first, nothing is written and ``Raced`` says to decide again,
         also when the quota refused a record the current state may not need."""
         try:
             async with self._ctx.admit(scope, 1):
                 write = (await self._ctx.writes([record]))[0]
-                ended = None
-                if old is not None:
-                    ended = await self._ctx.version_write(
-                        replace(
-                            old,
-                            version=old.version + 1,
-                            updated_at=now,
-                            valid_to=when,
-                            superseded_by=record.id,
+                ended = [
+                    (
+                        old,
+                        await self._ctx.version_write(
+                            _superseded(old, record.id, now, when), reindex=False
                         ),
-                        reindex=False,
                     )
+                    for old in olds
+                    if old is not None
+                ]
                 async with self._ctx.store.transaction() as tx:
                     await tx.insert([write])
-                    if old is not None and ended is not None:
-                        await tx.replace(scope, ended, expected_version=old.version)
+                    for old, end in ended:
+                        await tx.replace(scope, end, expected_version=old.version)
         except (ConflictError, NotFoundError):
             raise Raced from None
         except QuotaExceededError:
@@ -430,7 +450,7 @@ class AsyncFactService:
             if await self._ctx.store.get_many(scope, [record.id]):
                 raise Raced from None  # another writer stored this id first
             raise
-        return write.record, None if ended is None else ended.record
+        return write.record, ended[0][1].record if ended else None
 
     async def _replace(
         self, scope: Scope, record: MemoryRecord, current: MemoryRecord, *, reindex: bool
@@ -461,6 +481,7 @@ class AsyncFactService:
         now: datetime,
         origin: str | None,
         replaces: str | None = None,
+        plan: MemoryRecord | None = None,
     ) -> MemoryRecord:
         structured: dict[str, Any] = {
             "category": fact.category,
@@ -476,6 +497,8 @@ class AsyncFactService:
         }
         if replaces:
             structured["replaces"] = replaces
+        if plan is not None:
+            structured["carries_out"] = plan.id
         if fact.ended:
             structured["ended"] = True
         return build_record(
@@ -494,6 +517,11 @@ class AsyncFactService:
             valid_from=now,
             observed_at=now,
         )
+
+
+def _superseded(old: MemoryRecord, by: str, now: datetime, when: datetime) -> MemoryRecord:
+    """``old``'s next version, ended at ``when`` and superseded by the record ``by``."""
+    return replace(old, version=old.version + 1, updated_at=now, valid_to=when, superseded_by=by)
 
 
 class AsyncFactExtractionStep:
