@@ -110,6 +110,15 @@ def test_a_move_elsewhere_carries_out_no_plan(mem: Memory) -> None:
     assert "carries_out" not in mem.facts.get(S2, "location").content.structured  # type: ignore[union-attr]
 
 
+def test_a_move_from_the_planned_place_is_no_next_plan(mem: Memory) -> None:
+    _tell(mem, S1, "I'm moving to Porto next month.")
+    _tell(mem, S2, "We moved from Porto to Faro last week.")
+    assert _current(mem) == {
+        "location": "location: Faro",
+        "moving_to": "moving_to: Porto, next month",
+    }
+
+
 def test_purging_the_move_brings_back_the_plan_and_the_old_location(mem: Memory) -> None:
     _tell(mem, S1, "I live in Lisbon.")
     _tell(mem, S2, "I'm moving to Porto next month.")

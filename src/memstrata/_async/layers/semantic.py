@@ -357,11 +357,12 @@ class AsyncFactService:
         """The current fact under another key whose value holds ``fact.replaces``: the same
         value first, then the newest that contains it. An ending ("I've stopped going to
         Porto") ends a fact of its own category only: a place the user stopped visiting is
-        not where they stopped living."""
+        not where they stopped living. A plan holds no value one leaves ("I moved from Porto
+        to Faro" is no next value of ``moving_to: Porto``)."""
         others = [
             r
             for r in await self.all(scope)
-            if r.content.structured.get("key") != fact.key
+            if r.content.structured.get("key") not in (fact.key, *PLANS.values())
             and holds(str(r.content.structured.get("value", "")), fact.replaces)
             and (not fact.ended or r.content.structured.get("category") == fact.category)
         ]
@@ -433,8 +434,7 @@ class AsyncFactService:
                             _superseded(old, record.id, now, when), reindex=False
                         ),
                     )
-                    for old in olds
-                    if old is not None
+                    for old in {o.id: o for o in olds if o is not None}.values()
                 ]
                 async with self._ctx.store.transaction() as tx:
                     await tx.insert([write])
