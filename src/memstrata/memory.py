@@ -28,7 +28,7 @@ from memstrata.embedder.factory import make_embedder
 from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
-from memstrata.quota_types import Quotas
+from memstrata.quota_types import Admission, Quotas
 from memstrata.records import (
     AccessControl,
     MemoryRecord,
@@ -498,7 +498,7 @@ class Memory:
                 tx.enqueue(jobs)
         return records
 
-    def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractContextManager[None]:
+    def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractContextManager[Admission]:
         return self._ctx.admit(scope, n, now)
 
     def end_session(self, scope: Scope) -> RunReport:
@@ -536,7 +536,11 @@ class Memory:
         With ``dedup`` (default) a record of the same type whose text is the same, or nearly
         (cosine ≥ ``LayerConfig.dedup_cosine``, 0.95), is not stored twice: the existing one
         gets a new version that merges provenance (mentions, source ids, tags) and is
-        returned. ``dedup=False`` always stores a new record."""
+        returned. ``dedup=False`` always stores a new record.
+
+        Quotas: only a new record needs ``max_records``; a duplicate merges at a full
+        quota too (a near one after its embedding, counted in ``embeddings_per_day``,
+        decided it), and a new text there is a ``QuotaExceededError`` with nothing written."""
         from memstrata.policies.dedup import DedupAction, insert_or_merge
         from memstrata.policies.importance import (
             heuristic_importance,
@@ -572,9 +576,12 @@ class Memory:
             source_ids=source_ids,
         )
         now = self._clock.now()
-        if dedup:  # a merge writes no record: only an insert is admitted
+        if dedup:  # a merge writes no record: only an insert needs the records quota
             result = insert_or_merge(
-                self._ctx, scope, record, admit=lambda: self._admit(scope, 1, now)
+                self._ctx,
+                scope,
+                record,
+                admit=lambda: self._ctx.admit(scope, 1, now, may_merge=True),
             )
             stored, inserted = result.record, result.action is DedupAction.INSERT
         else:

@@ -14,6 +14,7 @@ __all__ = [
     "LEASE_SECONDS",
     "RECORDS_RESET",
     "WAIT_SECONDS",
+    "Admission",
     "Quota",
     "Quotas",
     "check",
@@ -149,6 +150,27 @@ def check(
 ) -> None:
     if limit is not None and used + wanted > limit:
         raise exceeded(name, limit, used, wanted, resets, retry_after)
+
+
+@dataclass(slots=True)
+class Admission:
+    """What an admission lets its block do: its embeddings always (they are counted), its
+    records unless ``refused`` holds the records quota's refusal.
+
+    A block that may end without writing a record (``mem.add`` finding a near duplicate to
+    merge into) is admitted even when the records quota is full: it embeds, decides, and
+    calls :meth:`records` just before it would write one, which raises that refusal. The
+    embedding it computed to decide stays counted (``spent``): a full records quota is not a
+    way to have texts embedded without counting them."""
+
+    refused: QuotaExceededError | None = None
+    spent: bool = False  # records() refused: the embeddings were used to decide, keep them
+
+    def records(self) -> None:
+        """Raise the records quota's refusal, if any: call before writing the records."""
+        if self.refused is not None:
+            self.spent = True
+            raise self.refused
 
 
 def seconds_to(at: datetime, now: datetime) -> int:

@@ -30,7 +30,7 @@ from memstrata.clock import Clock, SystemClock
 from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
-from memstrata.quota_types import Quotas
+from memstrata.quota_types import Admission, Quotas
 from memstrata.records import (
     AccessControl,
     MemoryRecord,
@@ -536,7 +536,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 await tx.enqueue(jobs)
         return records
 
-    def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractAsyncContextManager[None]:
+    def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractAsyncContextManager[Admission]:
         return self._ctx.admit(scope, n, now)
 
     @completes  # async-only
@@ -576,7 +576,11 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         With ``dedup`` (default) a record of the same type whose text is the same, or nearly
         (cosine ≥ ``LayerConfig.dedup_cosine``, 0.95), is not stored twice: the existing one
         gets a new version that merges provenance (mentions, source ids, tags) and is
-        returned. ``dedup=False`` always stores a new record."""
+        returned. ``dedup=False`` always stores a new record.
+
+        Quotas: only a new record needs ``max_records``; a duplicate merges at a full
+        quota too (a near one after its embedding, counted in ``embeddings_per_day``,
+        decided it), and a new text there is a ``QuotaExceededError`` with nothing written."""
         await self._ready()  # async-only
         from memstrata._async.policies.dedup import insert_or_merge
         from memstrata.policies.dedup import DedupAction
@@ -616,9 +620,12 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             source_ids=source_ids,
         )
         now = self._clock.now()
-        if dedup:  # a merge writes no record: only an insert is admitted
+        if dedup:  # a merge writes no record: only an insert needs the records quota
             result = await insert_or_merge(
-                self._ctx, scope, record, admit=lambda: self._admit(scope, 1, now)
+                self._ctx,
+                scope,
+                record,
+                admit=lambda: self._ctx.admit(scope, 1, now, may_merge=True),
             )
             stored, inserted = result.record, result.action is DedupAction.INSERT
         else:

@@ -21,6 +21,10 @@ limit between them:
   other), else the user's. A thread renews it every ``LEASE_SECONDS / 3`` while the batch
   runs, so a batch slower than one lease keeps it; a holder that dies frees it after
   ``LEASE_SECONDS``.
+- a write that may merge instead (``mem.add``: a near duplicate is found by its embedding)
+  has the two checked apart under that one lease: with the records quota full its
+  embedding is still counted and computed, and the records refusal is raised only if it
+  would write a record (:class:`~memstrata.quota_types.Admission`).
 
 Counters live in the store's metadata, keyed by a hash of the scope (never the raw ids), one
 key per UTC day for embeddings; a user's purge removes them (and their Redis mirrors).
@@ -41,12 +45,13 @@ from datetime import datetime
 from memstrata._async.store.base import AsyncStore
 from memstrata._async.store.quota_counters import AsyncQuotaCounters, Take
 from memstrata.aio.worker_tasks import AsyncSignal, AsyncSpawned, spawn  # async-only
-from memstrata.errors import StoreError, ValidationError
+from memstrata.errors import QuotaExceededError, StoreError, ValidationError
 from memstrata.filters import Filters
 from memstrata.quota_types import (
     LEASE_SECONDS,
     RECORDS_RESET,
     WAIT_SECONDS,
+    Admission,
     Quota,
     Quotas,
     check,
@@ -66,6 +71,7 @@ from memstrata.scope import Scope
 __all__ = [
     "LEASE_SECONDS",
     "WAIT_SECONDS",
+    "Admission",
     "Quota",
     "Quotas",
     "admit_writes",
@@ -91,9 +97,6 @@ async def _user_quota(store: AsyncStore, quotas: Quotas, scope: Scope) -> Quota:
         return quotas.per_user
     a, b, c = (None if v == "" else int(v) for v in raw.split(","))
     return Quota(a, b, c)
-
-
-log = logging.getLogger("memstrata.quotas")
 
 
 def counters_of(store: AsyncStore) -> AsyncQuotaCounters:
@@ -227,14 +230,22 @@ async def admit_writes(
     now: datetime,
     *,
     wait: float = WAIT_SECONDS,
-) -> AsyncIterator[None]:
+    may_merge: bool = False,
+) -> AsyncIterator[Admission]:
     """Admit ``n`` new records (each embedded once) or raise :class:`QuotaExceededError`.
 
     Run the embedding and the write inside the block: the check and the count are atomic
     with it across processes (see the module docstring). If the block raises, the
-    embeddings counted for it are given back and nothing stays reserved."""
+    embeddings counted for it are given back and nothing stays reserved.
+
+    ``may_merge``: the block may end without writing its records (a dedup merge), and
+    only its embeddings decide whether it does. Its embeddings are then admitted on their
+    own when the records quota is full, and the records refusal waits in the
+    :class:`Admission` until the block asks for the records (:meth:`Admission.records`),
+    still under the lease: a writer never counts records that another is deciding on. The
+    embeddings stay counted when the block is refused its records (they were computed)."""
     if n <= 0:
-        yield
+        yield Admission()
         return
     counters = counters_of(store)
     tenant_limit = quotas.per_tenant.max_records
@@ -247,23 +258,45 @@ async def admit_writes(
         counters, lease_key(scope, tenant_wide=tenant_limit is not None), wait=wait
     ) as lease:
         user = await _user_quota(store, quotas, scope)
-        if tenant_limit is not None:
-            used = await counters.count_tenant_records(scope.tenant) + lease.pending
-            check("max_records (per tenant)", tenant_limit, used, n, RECORDS_RESET)
-        if user.max_records is not None:
-            used = await _all_records(store, scope)
-            check("max_records (per user)", user.max_records, used, n, RECORDS_RESET)
-        async with _counted(counters, quotas, user, scope, n, now):
-            lease.pending += n
+        try:
+            await _check_records(store, quotas, user, scope, n, lease.pending)
+        except QuotaExceededError as refused:
+            if not may_merge:
+                raise
+            admission = Admission(refused)
+        else:
+            admission = Admission()
+        records = 0 if admission.refused else n
+        async with _counted(counters, quotas, user, scope, n, now, admission):
+            lease.pending += records
             try:
-                yield
+                yield admission
             finally:
-                lease.pending -= n
+                lease.pending -= records
+
+
+async def _check_records(
+    store: AsyncStore, quotas: Quotas, user: Quota, scope: Scope, n: int, pending: int
+) -> None:
+    """Refuse ``n`` more records over the tenant's or the user's ``max_records`` (under
+    the lease; ``pending``: admitted under it by an outer admission, not yet written)."""
+    if quotas.per_tenant.max_records is not None:
+        used = await counters_of(store).count_tenant_records(scope.tenant) + pending
+        check("max_records (per tenant)", quotas.per_tenant.max_records, used, n, RECORDS_RESET)
+    if user.max_records is not None:
+        used = await _all_records(store, scope)
+        check("max_records (per user)", user.max_records, used, n, RECORDS_RESET)
 
 
 @asynccontextmanager
 async def _counted(
-    counters: AsyncQuotaCounters, quotas: Quotas, user: Quota, scope: Scope, n: int, now: datetime
+    counters: AsyncQuotaCounters,
+    quotas: Quotas,
+    user: Quota,
+    scope: Scope,
+    n: int,
+    now: datetime,
+    admission: Admission,
 ) -> AsyncIterator[None]:
     midnight = next_midnight(now)
     ttl = seconds_to(midnight, now)
@@ -288,13 +321,26 @@ async def _counted(
     refused = await counters.take_counters(takes)
     if refused is not None:
         name, limit, _ = named[refused.index]
-        raise exceeded(
+        over = exceeded(
             name, limit, refused.used, n, f"at {midnight.isoformat()} (UTC midnight)", ttl
         )
+        if admission.refused is None:
+            raise over
+        # Both full: the text may be a near duplicate that would merge, but nothing can
+        # tell without the embedding; say both, and when the call may succeed again.
+        raise QuotaExceededError(
+            f"{str(admission.refused).removesuffix(' Nothing was written.')} A near "
+            f"duplicate of a stored memory would still merge, but finding one needs an "
+            f"embedding: {over}",
+            retry_after=over.retry_after,
+        ) from over
     try:
         yield
     except BaseException:
-        await counters.add_counters([Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes])
+        if not admission.spent:
+            await counters.add_counters(
+                [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
+            )
         raise
 
 

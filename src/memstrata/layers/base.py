@@ -28,7 +28,7 @@ from memstrata.embedder.base import Embedder
 from memstrata.layers.types import LayerConfig
 from memstrata.llm.base import LLM
 from memstrata.policies.pii import PIIRedactor
-from memstrata.quota_types import Quotas
+from memstrata.quota_types import Admission, Quotas
 from memstrata.records import MemoryRecord
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
@@ -57,19 +57,25 @@ class LayerContext:
     quotas: Callable[[], Quotas | None] = unlimited
 
     def admit(
-        self, scope: Scope, n: int, now: datetime | None = None
-    ) -> AbstractContextManager[None]:
+        self, scope: Scope, n: int, now: datetime | None = None, *, may_merge: bool = False
+    ) -> AbstractContextManager[Admission]:
         """Admit ``n`` new records for ``scope``'s user (counted on the day of ``now``, by
         default the clock's), or raise ``QuotaExceededError``: run the embedding and the
         writes inside the block, so the check, the count and the write are one step across
         processes (:func:`memstrata.quotas.admit_writes`; ``mem.add`` admits through it
-        too). Nothing to admit without quotas or for ``n <= 0``."""
+        too). Nothing to admit without quotas or for ``n <= 0``.
+
+        ``may_merge``: the block may write no record after all (a dedup merge); over a
+        full records quota it still runs, and :meth:`Admission.records` raises the refusal
+        before it would write one."""
         quotas = self.quotas()
         if quotas is None or n <= 0:
-            return nullcontext()
+            return nullcontext(Admission())
         from memstrata.quotas import admit_writes
 
-        return admit_writes(self.store, quotas, scope, n, now or self.clock.now())
+        return admit_writes(
+            self.store, quotas, scope, n, now or self.clock.now(), may_merge=may_merge
+        )
 
     def for_system(self) -> LayerContext:
         """This context for what the library derives on its own (summaries, clusters, facts

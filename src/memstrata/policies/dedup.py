@@ -53,6 +53,7 @@ from memstrata.policies.dedup_types import (
     statement_key,
     thresholds_for,
 )
+from memstrata.quota_types import Admission
 from memstrata.records import MemoryRecord, Relation
 from memstrata.scope import Scope
 from memstrata.store.atomic import insert_unless_exists, update_atomically
@@ -76,25 +77,32 @@ __all__ = [
 ]
 
 
+def _admit_all() -> AbstractContextManager[Admission]:
+    return nullcontext(Admission())
+
+
 def insert_or_merge(
     ctx: LayerContext,
     scope: Scope,
     record: MemoryRecord,
-    admit: Callable[[], AbstractContextManager[None]] = nullcontext,
+    admit: Callable[[], AbstractContextManager[Admission]] = _admit_all,
 ) -> DedupResult:
     """Store ``record`` unless a stored record of its type says the same thing; then merge.
 
-    ``admit`` admits the one record an insert would write under the quotas; the embedding,
-    the near-duplicate search and the insert run inside it. An exact duplicate merges
-    before it (no embedding, no new record), so a full quota never refuses one, also when
-    another writer stored the text while this one was being refused."""
+    ``admit`` admits the one record an insert would write under the quotas, with its
+    embedding counted apart (``LayerContext.admit(..., may_merge=True)``): the
+    embedding, the near-duplicate search and the insert run inside it, and only the insert
+    needs the record (:meth:`Admission.records`), so a near duplicate merges at a full
+    records quota. An exact duplicate merges before it (no embedding, no new record), so a
+    full quota never refuses one, also when another writer stored the text while this one
+    was being refused."""
     record = ctx.redact(record)  # compared, merged, stored and returned as it may be stored
     exact = _exact(ctx, scope, record)
     if exact is not None and mergeable(exact, record):
         return _merge(ctx, scope, exact, record, DedupAction.MERGE_EXACT, 1.0)
     try:
-        with admit():
-            return _embed_and_insert(ctx, scope, record, exact)
+        with admit() as admission:
+            return _embed_and_insert(ctx, scope, record, exact, admission)
     except QuotaExceededError:
         exact = _exact(ctx, scope, record)
         if exact is not None and mergeable(exact, record):
@@ -110,9 +118,14 @@ def _exact(ctx: LayerContext, scope: Scope, record: MemoryRecord) -> MemoryRecor
 
 
 def _embed_and_insert(
-    ctx: LayerContext, scope: Scope, record: MemoryRecord, exact: MemoryRecord | None
+    ctx: LayerContext,
+    scope: Scope,
+    record: MemoryRecord,
+    exact: MemoryRecord | None,
+    admission: Admission,
 ) -> DedupResult:
-    """Merge ``record`` into a near duplicate, or store it (linked to similar records)."""
+    """Merge ``record`` into a near duplicate, or store it (linked to similar records) if
+    the quotas admit the record."""
     thresholds = thresholds_for(ctx.embedder.model_id)
     types = [record.type.value]
     write = ctx.writes([record])[0]
@@ -144,6 +157,7 @@ def _embed_and_insert(
     if links:
         record = replace(record, relations=(*record.relations, *links))
         write = RecordWrite(record, write.vector, write.terms)
+    admission.records()  # a new record from here on: refused over a full records quota
     # Atomic: a concurrent writer may have stored the same text since the look-up.
     found = insert_unless_exists(
         ctx.store, scope, write, types, accept=lambda existing: mergeable(existing, record)

@@ -53,6 +53,7 @@ from memstrata.policies.dedup_types import (
     statement_key,
     thresholds_for,
 )
+from memstrata.quota_types import Admission
 from memstrata.records import MemoryRecord, Relation
 from memstrata.scope import Scope
 
@@ -74,25 +75,32 @@ __all__ = [
 ]
 
 
+def _admit_all() -> AbstractAsyncContextManager[Admission]:
+    return nullcontext(Admission())
+
+
 async def insert_or_merge(
     ctx: AsyncLayerContext,
     scope: Scope,
     record: MemoryRecord,
-    admit: Callable[[], AbstractAsyncContextManager[None]] = nullcontext,
+    admit: Callable[[], AbstractAsyncContextManager[Admission]] = _admit_all,
 ) -> DedupResult:
     """Store ``record`` unless a stored record of its type says the same thing; then merge.
 
-    ``admit`` admits the one record an insert would write under the quotas; the embedding,
-    the near-duplicate search and the insert run inside it. An exact duplicate merges
-    before it (no embedding, no new record), so a full quota never refuses one, also when
-    another writer stored the text while this one was being refused."""
+    ``admit`` admits the one record an insert would write under the quotas, with its
+    embedding counted apart (``AsyncLayerContext.admit(..., may_merge=True)``): the
+    embedding, the near-duplicate search and the insert run inside it, and only the insert
+    needs the record (:meth:`Admission.records`), so a near duplicate merges at a full
+    records quota. An exact duplicate merges before it (no embedding, no new record), so a
+    full quota never refuses one, also when another writer stored the text while this one
+    was being refused."""
     record = ctx.redact(record)  # compared, merged, stored and returned as it may be stored
     exact = await _exact(ctx, scope, record)
     if exact is not None and mergeable(exact, record):
         return await _merge(ctx, scope, exact, record, DedupAction.MERGE_EXACT, 1.0)
     try:
-        async with admit():
-            return await _embed_and_insert(ctx, scope, record, exact)
+        async with admit() as admission:
+            return await _embed_and_insert(ctx, scope, record, exact, admission)
     except QuotaExceededError:
         exact = await _exact(ctx, scope, record)
         if exact is not None and mergeable(exact, record):
@@ -108,9 +116,14 @@ async def _exact(ctx: AsyncLayerContext, scope: Scope, record: MemoryRecord) -> 
 
 
 async def _embed_and_insert(
-    ctx: AsyncLayerContext, scope: Scope, record: MemoryRecord, exact: MemoryRecord | None
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    record: MemoryRecord,
+    exact: MemoryRecord | None,
+    admission: Admission,
 ) -> DedupResult:
-    """Merge ``record`` into a near duplicate, or store it (linked to similar records)."""
+    """Merge ``record`` into a near duplicate, or store it (linked to similar records) if
+    the quotas admit the record."""
     thresholds = thresholds_for(ctx.embedder.model_id)
     types = [record.type.value]
     write = (await ctx.writes([record]))[0]
@@ -142,6 +155,7 @@ async def _embed_and_insert(
     if links:
         record = replace(record, relations=(*record.relations, *links))
         write = RecordWrite(record, write.vector, write.terms)
+    admission.records()  # a new record from here on: refused over a full records quota
     # Atomic: a concurrent writer may have stored the same text since the look-up.
     found = await insert_unless_exists(
         ctx.store, scope, write, types, accept=lambda existing: mergeable(existing, record)
