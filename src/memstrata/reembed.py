@@ -7,9 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memstrata.embedder.base import Embedder
+from memstrata.records import MemoryRecord
 from memstrata.store.base import Store
 
-__all__ = ["reembed_store"]
+__all__ = ["MAX_PASSES", "reembed_store"]
+
+# Passes over the store at most: the second finds what the first could not see (below), a
+# third what writers still on the old model wrote meanwhile; the README says to stop them.
+MAX_PASSES = 3
 
 
 def reembed_store(
@@ -19,18 +24,34 @@ def reembed_store(
     batch_size: int = 256,
     on_batch: Callable[[int], None] | None = None,
 ) -> int:
-    """Embed every record of the store again with ``embedder``; returns how many.
+    """Embed again, with ``embedder``, every record whose vector another model made (or
+    that has none); returns how many.
 
     Vectors are replaced batch by batch; the store's model metadata is switched only by the
-    caller once every batch succeeded, so an interrupted migration is simply run again.
+    caller once every batch succeeded, so an interrupted migration is run again and embeds
+    only what it had not done. The store is walked again until a walk finds nothing left:
+    a walk pages by insertion order, and on PostgreSQL a row committed after a later one
+    (its ``seq`` taken earlier) is behind the page the walk has reached when it appears.
     """
     done = 0
-    for batch in store.scan(batch_size):
-        vectors = embedder.embed_batch([r.text for r in batch])
-        store.set_vectors(
-            [(r, vectors[i]) for i, r in enumerate(batch)], embedder.model_id, embedder.dims
-        )
-        done += len(batch)
-        if on_batch is not None:
-            on_batch(len(batch))
+    for _ in range(MAX_PASSES):
+        found = 0
+        for batch in store.scan(batch_size):
+            stale = [r for r in batch if not _made_by(r, embedder)]
+            if not stale:
+                continue
+            vectors = embedder.embed_batch([r.text for r in stale])
+            store.set_vectors(
+                [(r, vectors[i]) for i, r in enumerate(stale)], embedder.model_id, embedder.dims
+            )
+            found += len(stale)
+            if on_batch is not None:
+                on_batch(len(stale))
+        done += found
+        if not found:
+            break
     return done
+
+
+def _made_by(record: MemoryRecord, embedder: Embedder) -> bool:
+    return (record.embedding_model, record.embedding_dims) == (embedder.model_id, embedder.dims)

@@ -88,7 +88,7 @@ def test_reembed_takes_embedder_after_the_command(run: Run, db: Path) -> None:
     res = CliRunner().invoke(
         app, ["--db", f"sqlite:///{db}", "reembed", "--embedder", "hashing:64", "--json"]
     )
-    assert as_json(res) == {"embedding_model": "hashing-64", "dims": 64}
+    assert as_json(res) == {"embedding_model": "hashing-64", "dims": 64, "other_models_found": 0}
     res = CliRunner().invoke(
         app,
         [

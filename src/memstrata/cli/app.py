@@ -628,16 +628,26 @@ def reembed(
     ] = None,
     as_json: Json = False,
 ) -> None:
-    """Re-embed the whole store with --embedder (model migration)."""
+    """Re-embed the whole store with --embedder (model migration); run again on a store
+    already migrated, it re-embeds what a writer still on another model wrote since."""
+    from memstrata.reembed import reembed_store
+
     settings: Settings = ctx.obj
     if embedder is not None:
         settings.embedder = embedder
     if not settings.embedder:
         fail("say which embedder to migrate to: memstrata reembed --embedder E")
     with open_memory(settings, reembed=True) as mem:
-        data = {"embedding_model": mem.embedder.model_id, "dims": mem.embedder.dims}
+        late = reembed_store(mem.store, mem.embedder)
+        data = {
+            "embedding_model": mem.embedder.model_id,
+            "dims": mem.embedder.dims,
+            "other_models_found": late,
+        }
         if not emit(data, as_json):
             out(f"store now uses {data['embedding_model']} ({data['dims']} dims)")
+            if late:
+                out(f"{late} records written with another model since were re-embedded")
 
 
 @commands.command()
