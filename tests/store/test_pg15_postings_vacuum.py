@@ -1,8 +1,8 @@
 """The postings are vacuumed after 1% of new rows, not autovacuum's 20%.
 
 A lexical search reads the postings by an index-only scan, which reads the heap for each
-posting on a page not yet marked all-visible; at 18% of a user's postings on such pages a
-search's postings scan took 7.7 ms instead of 2.0 (migration 10, schema.py).
+posting on a page not yet marked all-visible (migration 10, schema.py: 1,852 heap fetches
+for 4,608 postings, 7.7 ms, at 10k records).
 """
 
 from __future__ import annotations
