@@ -108,3 +108,34 @@ def test_a_replace_keeps_the_stored_counters(pg_url: str) -> None:
     finally:
         store.close()
         other.close()
+
+
+def test_the_async_store_adds_a_queued_touch_without_waiting(pg_url: str) -> None:
+    """The server's store: its write-behind runs as tasks of the loop; a read of a row whose
+    touch waits behind a busy task returns the access at once, and it is written once."""
+    import asyncio
+
+    from memstrata.aio.pg_store import open_postgres
+
+    maker = Maker(rng=np.random.default_rng(14))
+    w = maker.write()
+
+    async def main() -> tuple[int, bool, int]:
+        store = await open_postgres(pg_url)
+        try:
+            await store.insert([w])
+            release = asyncio.Event()
+            await store._behind.submit(release.wait)  # the write-behind is busy
+            await store.touch(ME, [w.record.id], AT)  # queued behind it
+            read = asyncio.ensure_future(store.get_many(ME, [w.record.id]))
+            done, _ = await asyncio.wait([read], timeout=10)
+            seen = read.result()[0].access_count if done else -1
+            release.set()
+            await store.flush_counters()
+            return seen, bool(done), (await store.get(ME, w.record.id)).access_count
+        finally:
+            await store.aclose()
+
+    seen, done, written = asyncio.run(main())
+    assert done, "the read waited for a touch no transaction had taken"
+    assert (seen, written) == (1, 1)
