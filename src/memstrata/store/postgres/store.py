@@ -721,14 +721,6 @@ class PostgresStore:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
 
-    def _get(
-        self, c: Any, scope: Scope, record_id: str, *, include_deleted: bool = False
-    ) -> MemoryRecord:
-        rows = self._visible(c, scope, [record_id])
-        if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
-            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return decode_record(rows[0])
-
     def views(self, scope: Scope, ids: Sequence[str]) -> dict[str, RecordView]:
         """What a context shows of each id visible in ``scope`` (as :meth:`get_many` finds
         them), without decoding the records: ``build_context`` renders its candidates from
