@@ -33,11 +33,14 @@ class Statement:
     them (under load a search's touch and cache entry and those of the searches queued
     with it): a transaction and a commit cost more than the statement. If that
     transaction fails, each statement is tried again alone, so one bad statement loses no
-    other. ``done`` runs once the statement is committed or has failed."""
+    other. ``taken`` runs when a transaction takes the statement, before it is sent (until
+    then the database cannot hold its change); ``done`` once it is committed or has
+    failed."""
 
     sql: str
     params: Sequence[Any]
     done: Callable[[], None] | None = None
+    taken: Callable[[], None] | None = None
 
 
 def log_failed(exc: BaseException) -> None:

@@ -53,9 +53,12 @@ class AsyncStatementBatches:
     async def make(self, batch: list[Statement]) -> None:
         """Make ``batch`` in one transaction; if that fails, each statement alone (a bad one
         loses no other; a failure is logged, or raised for a batch of one). Each statement's
-        ``done`` runs at the end, committed or failed."""
+        ``taken`` runs first, its ``done`` at the end, committed or failed."""
         if not batch:
             return
+        for statement in batch:
+            if statement.taken is not None:
+                statement.taken()
         try:
             try:
                 await self._execute(batch)

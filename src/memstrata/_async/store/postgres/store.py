@@ -121,8 +121,12 @@ _INSERT_VECTOR = (
     "VALUES (%s, %s, %s, %s, %s, %s)"
 )
 _CLASH = 'SELECT id FROM records WHERE tenant = %s AND "user" = %s AND id = ANY(%s) LIMIT 1'
+# Counters are the store's, not the writer's: a replace keeps the stored ones (as SQLite
+# does). It wrote the writer's copy, which lost the accesses counted since that copy was
+# read, and counted twice a touch the copy's read had added while it waited (_fresh).
+_UPDATE_AT = tuple(i for i, c in enumerate(COLUMNS) if i > 0 and c not in COUNTERS)
 _UPDATE = (
-    f"UPDATE records SET {', '.join(c + ' = %s' for c in _QCOLS[1:])}, "
+    f"UPDATE records SET {', '.join(_QCOLS[i] + ' = %s' for i in _UPDATE_AT)}, "
     "lex_tokens = %s, lex_len = %s WHERE seq = %s"
 )
 # History is reverse deltas over the SQLite row form (sqlite/history.py), as in SQLite.
@@ -211,6 +215,13 @@ class AsyncPostgresStore:
         # Connections this thread (async: this task) holds, so it never waits for the writes
         # behind a search while holding one.
         self._held = AsyncHeld()
+        # Touches behind the searches that no transaction has taken yet, by row: the time of
+        # each. The database cannot hold them yet, so a read of such a row adds them to what
+        # it read instead of waiting for them (_fresh).
+        self._touch_lock = threading.Lock()  # never held across an await
+        self._queued: dict[tuple[str, str, str], builtins.list[str]] = {}
+        self._taken = 0  # touches taken by a transaction so far
+        self._in_flight: Counter[tuple[str, str, str]] = Counter()  # taken, not yet done
         # sync: self._open()
 
     async def open(self) -> AsyncPostgresStore:  # async-only
@@ -712,13 +723,10 @@ class AsyncPostgresStore:
     async def get(
         self, scope: Scope, record_id: str, *, include_deleted: bool = False
     ) -> MemoryRecord:
-        async with self._autocommit(_row_keys(scope, [record_id])) as c:
-            return await self._get(c, scope, record_id, include_deleted=include_deleted)
-
-    async def _get(
-        self, c: Any, scope: Scope, record_id: str, *, include_deleted: bool = False
-    ) -> MemoryRecord:
-        rows = await self._visible(c, scope, [record_id])
+        before = self._before_read()
+        async with self._autocommit(wait=False) as c:
+            rows = await self._visible(c, scope, [record_id])
+        rows = await self._fresh(rows, before)
         if not rows or (not include_deleted and rows[0]["status"] != RecordStatus.ACTIVE.value):
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
         return decode_record(rows[0])
@@ -736,8 +744,10 @@ class AsyncPostgresStore:
     async def get_many(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         if not ids:
             return []  # no round trip for nothing (a context's facts may find none)
-        async with self._autocommit(_row_keys(scope, ids)) as c:
-            found = {row["id"]: row for row in await self._visible(c, scope, ids)}
+        before = self._before_read()
+        async with self._autocommit(wait=False) as c:
+            rows = await self._visible(c, scope, ids)
+        found = {row["id"]: row for row in await self._fresh(rows, before)}
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
 
     async def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
@@ -791,7 +801,9 @@ class AsyncPostgresStore:
         await c.execute(
             _ARCHIVE, (seq, expected_version, encode_delta(reverse_delta(old_row, new_row)))
         )
-        await c.execute(_UPDATE, (*p.values[1:], seq))
+        await c.execute(
+            _UPDATE, (*(p.values[i] for i in _UPDATE_AT), *p.values[len(COLUMNS) :], seq)
+        )
         tok = scope_token(new.tenant, new.user)
         await lexical.index(
             c, [(seq, new.tenant, tok, p.doc)], old=[(seq, new.tenant, tok, cur["lex_tokens"])]
@@ -1086,14 +1098,41 @@ class AsyncPostgresStore:
         unique = sorted(dict.fromkeys(ids))
         if not unique:
             return
+        keys = _row_keys(scope, unique)
+        stamp = encode_time(at)
+        if stamp is None:  # (a datetime always encodes)
+            raise ValidationError("touch needs the time of the access")
+
+        def taken() -> None:  # the database may hold it from now on
+            with self._touch_lock:
+                self._taken += 1
+                for key in keys:
+                    queued = self._queued[key]
+                    queued.remove(stamp)
+                    if not queued:
+                        del self._queued[key]
+                self._in_flight.update(keys)
+
+        def done() -> None:
+            with self._touch_lock:
+                self._in_flight.subtract(keys)
+                for key in keys:
+                    if self._in_flight[key] <= 0:
+                        del self._in_flight[key]
+
         write = Statement(
             "UPDATE records SET access_count = access_count + 1, "
             "last_accessed_at = greatest(last_accessed_at, %s) "
             f"WHERE id = ANY(%s) AND {where}",
-            [encode_time(at), unique, *args],
+            [stamp, unique, *args],
+            done,
+            taken,
         )
-        # behind the search; a later read of these records waits for it
-        await self._behind.submit(write, _row_keys(scope, unique))
+        with self._touch_lock:
+            for key in keys:
+                self._queued.setdefault(key, []).append(stamp)
+        # behind the search; a later read of these records adds it or waits for it (_fresh)
+        await self._behind.submit(write, keys)
 
     async def add_counts(self, scope: Scope, name: str, deltas: Mapping[str, int]) -> None:
         if not deltas:
@@ -1169,11 +1208,11 @@ class AsyncPostgresStore:
         query = np.asarray(vector, dtype=np.float32).ravel()
         if k <= 0 or query.size == 0:
             return []
-        pending = self._behind.pending_rows()  # before the read: see _fresh
+        before = self._before_read()
         async with self._autocommit(wait=False) as c:
             found = await self._vector_search(c, scope, query, k, filters)
             rows = await self._visible(c, scope, [f.id for f in found]) if found else []
-        by_id = {r["id"]: r for r in await self._fresh(rows, pending)}
+        by_id = {r["id"]: r for r in await self._fresh(rows, before)}
         return kept_records(found, by_id, decode_record, keep, want)
 
     async def _vector_search(
@@ -1548,7 +1587,7 @@ class AsyncPostgresStore:
         """What ``list`` returns for each query, read on one connection."""
         if all(q.limit <= 0 for q in queries):
             return [[] for _ in queries]
-        pending = self._behind.pending_rows()  # before the read: see _fresh
+        before = self._before_read()
         async with self._autocommit(wait=False) as c:
             # Pipelined: every statement sent before any answer is awaited, one round trip.
             async with c.pipeline():
@@ -1556,7 +1595,7 @@ class AsyncPostgresStore:
             rows = [list(await cur.fetchall()) if cur is not None else [] for cur in cursors]
         out: builtins.list[builtins.list[MemoryRecord]] = []
         for q, got in zip(queries, rows, strict=True):
-            records = [decode_record(r) for r in await self._fresh(got, pending)]
+            records = [decode_record(r) for r in await self._fresh(got, before)]
             if needs_python(q.filters):
                 offset = max(0, q.offset)
                 records = [r for r in records if q.filters.matches(r)][offset : offset + q.limit]
@@ -1574,26 +1613,45 @@ class AsyncPostgresStore:
             args: builtins.list[Any] = [size]
             if after is not None:
                 tail, args = "AND (observed_at, seq) > (%s, %s) " + tail, [*after, size]
-            pending = self._behind.pending_rows()  # before the read: see _fresh
+            before = self._before_read()
             async with self._autocommit(wait=False) as c:
                 rows = await self._select(c, scope, filters, tail, args)
             if not rows:
                 return
             after = (rows[-1]["observed_at"], int(rows[-1]["seq"]))
-            records = [decode_record(r) for r in await self._fresh(rows, pending)]
+            records = [decode_record(r) for r in await self._fresh(rows, before)]
             page = [r for r in records if filters.matches(r)] if python else records
             if page:
                 yield page
 
+    def _before_read(self) -> _Before:
+        """What is behind the searches as a read begins (see :meth:`_fresh`)."""
+        pending = self._behind.pending_rows()
+        with self._touch_lock:
+            return _Before(pending, self._taken, frozenset(self._in_flight))
+
     async def _fresh(
-        self, rows: builtins.list[dict[str, Any]], pending: frozenset[Hashable]
+        self, rows: builtins.list[dict[str, Any]], before: _Before
     ) -> builtins.list[dict[str, Any]]:
-        """``rows`` (read without waiting for the writes behind a search) with those a write
-        pending before the read changes read again once it is made. A write not pending
-        then was committed before the read began, so the read saw it."""
+        """``rows`` (read without waiting for the writes behind a search) as those writes
+        leave them. A write not pending before the read was committed before it began, so
+        the read saw it. A row whose pending writes are touches no transaction had taken
+        when the read began, nor took during it, gets them added (the database could not
+        hold them); the other rows a pending write changes are read again once it is made."""
         keys = {
-            r["seq"]: key for r in rows if (key := (r["tenant"], r["user"], r["id"])) in pending
+            r["seq"]: key for r in rows if (key := (r["tenant"], r["user"], r["id"])) in before.rows
         }
+        if not keys:
+            return rows
+        added: dict[Any, builtins.list[str]] = {}
+        with self._touch_lock:
+            if self._taken == before.taken:  # no touch left the queue during the read
+                for seq, key in builtins.list(keys.items()):
+                    if key not in before.in_flight:
+                        added[seq] = builtins.list(self._queued.get(key, ()))
+                        del keys[seq]
+        if added:
+            rows = [_with_touches(r, added[r["seq"]]) if r["seq"] in added else r for r in rows]
         if not keys or self._held.n > 0:
             return rows
         async with self._autocommit(wait=list(keys.values())) as c:
@@ -1630,6 +1688,28 @@ def _list_sql(q: ListQuery) -> tuple[str, builtins.list[Any]]:
     return _select_sql(
         q.scope, q.filters, tail + " LIMIT %s OFFSET %s", (q.limit, max(0, q.offset))
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Before:
+    """What was behind the searches as a read began: the rows pending writes change, how
+    many touches transactions had taken, and the rows of those taken but not yet done."""
+
+    rows: frozenset[Hashable]
+    taken: int
+    in_flight: frozenset[tuple[str, str, str]]
+
+
+def _with_touches(row: dict[str, Any], stamps: Sequence[str]) -> dict[str, Any]:
+    """``row`` as the touches at ``stamps`` will leave it (the touch's own arithmetic:
+    ``greatest`` of the encoded times, which sort as they compare)."""
+    if not stamps:
+        return row
+    last = row["last_accessed_at"]
+    for stamp in stamps:
+        if last is None or stamp > last:
+            last = stamp
+    return {**row, "access_count": int(row["access_count"]) + len(stamps), "last_accessed_at": last}
 
 
 def _row_keys(scope: Scope, ids: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
