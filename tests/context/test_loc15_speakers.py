@@ -5,9 +5,13 @@ a small context (docs/measurements.md, "Issue 13, fifteenth session")."""
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
 from memstrata import Memory, Message, Role, Scope, ValidationError
+from memstrata.context import builder
 from memstrata.context.config import ContextConfig
 from memstrata.context.speakers import named_speakers
 
@@ -102,5 +106,42 @@ def test_turns_without_a_speaker_are_not_affected() -> None:
         before = _shown(mem, ask, "What did Nate make?", 60)
         mem.context_config = ContextConfig(speaker_penalty=1.0)
         assert _shown(mem, ask, "What did Nate make?", 60) == before
+    finally:
+        mem.close()
+
+
+_WORDS = "cook recipe turtle ice cream coconut swirl movie dance studio".split()
+
+
+@pytest.mark.parametrize("budget", [300, 1000])
+def test_lazy_decoding_gives_the_eager_context(
+    tmp_path: Any, budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The penalty only lowers scores: candidates rendered from views (none decoded) give
+    the context that decoding every one gives."""
+    rnd = random.Random(15)
+    mem = Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing", background=False)
+    try:
+        scope = Scope("acme", "alice", session="s1")
+        msgs = []
+        for i in range(160):
+            who = "Nate" if i % 2 else "Joanna"
+            other = "Joanna" if i % 2 else "Nate"
+            words = " ".join(rnd.choice(_WORDS) for _ in range(rnd.choice((3, 8, 20))))
+            msgs.append(
+                Message(Role.USER, f"{who}: {words}, {other} ({i}).", metadata={"speaker": who})
+            )
+        mem.add_messages(scope, msgs)
+        mem.flush()
+        mem.context_config = ContextConfig(speaker_penalty=0.3)
+        ask = Scope("acme", "alice", session="s2")
+        queries = ("What has Nate cooked?", "Which movie did Joanna like?", "coconut swirl")
+        lazy = [mem.build_context(ask, q, token_budget=budget) for q in queries]
+        monkeypatch.setattr(builder.ContextRequest, "lazy", property(lambda self: False))
+        eager = [mem.build_context(ask, q, token_budget=budget) for q in queries]
+        assert [[it.record_id for it in c.items] for c in lazy] == [
+            [it.record_id for it in c.items] for c in eager
+        ]
+        assert [c.messages for c in lazy] == [c.messages for c in eager]
     finally:
         mem.close()
