@@ -23,6 +23,7 @@ from memstrata.context.dates import format_date
 from memstrata.context.question_turns import question_share
 from memstrata.context.relative import annotate_relative_dates
 from memstrata.context.roles import addresses_assistant
+from memstrata.context.speakers import named_speakers
 from memstrata.context.standing import Standing
 from memstrata.context.temporal import Period, resolve_period
 from memstrata.context.trim import trim_turn
@@ -169,6 +170,33 @@ def _is_message(rec: Shown) -> bool:
     return rec.type is _MESSAGE
 
 
+def _spoken_by(rec: Shown) -> str | None:
+    """The speaker a turn's metadata names (``None`` without one, or for a non-turn)."""
+    if rec.type is not _MESSAGE:
+        return None
+    who = rec.speaker if isinstance(rec, RecordView) else speaker_of(rec.metadata)
+    return who if isinstance(who, str) and who else None
+
+
+def _speaker_penalised(
+    query: str, out: dict[str, tuple[Shown, float, str]], penalty: float
+) -> dict[str, tuple[Shown, float, str]]:
+    """``out`` with ``penalty`` taken from the turns of speakers ``query`` does not name,
+    when it names some of the candidates' speakers but not all (context/speakers.py)."""
+    speakers = {who for rec, _, _ in out.values() if (who := _spoken_by(rec)) is not None}
+    if len(speakers) < 2:
+        return out
+    named = named_speakers(query, speakers)
+    if not named or named == speakers:
+        return out
+    return {
+        rid: (rec, score - penalty, layer)
+        if (who := _spoken_by(rec)) is not None and who not in named
+        else (rec, score, layer)
+        for rid, (rec, score, layer) in out.items()
+    }
+
+
 def _asks(text: str) -> bool:
     return "?" in text or "？" in text
 
@@ -205,6 +233,8 @@ def _scored_hits(
             else (rec, score, layer)
             for rid, (rec, score, layer) in out.items()
         }
+    if cfg.speaker_penalty and req.query:
+        out = _speaker_penalised(req.query, out, cfg.speaker_penalty)
     if cfg.session_boost:
         per_session: dict[str, float] = {}
         for rec, score, _ in out.values():

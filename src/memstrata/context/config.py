@@ -86,6 +86,9 @@ class ContextConfig:
     # word with the question, "…" for the rest, unless the question speaks to the assistant
     # (context/trim.py); 0 = turns are shown whole. The user's turns are never cut.
     trim_turns_over: int = 80
+    # A turn said by someone the question does not name scores this much lower when the
+    # question names one of the people who spoke (context/speakers.py).
+    speaker_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if self.facts not in ("search", "similar", "off"):
@@ -99,6 +102,7 @@ class ContextConfig:
             "temporal_boost",
             "question_penalty",
             "assistant_penalty",
+            "speaker_penalty",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 10.0:
