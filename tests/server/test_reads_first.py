@@ -170,9 +170,13 @@ def test_an_ungated_request_never_waits() -> None:
         ("memory://", "hashing:256", None, 1),
         ("sqlite:///m.db", "st:all-MiniLM-L6-v2", "redis://127.0.0.1:6379", 1),
         ("sqlite:///m.db", None, "redis://me@/0?host=/run/redis", 1),
-        # a PostgreSQL request idles its slot while its queries run: no gate by default
-        ("postgresql://postgres:@/postgres?host=/tmp/pg", "default", None, 0),
+        # a PostgreSQL server on this machine computes on its cores: one slot
+        ("postgresql://postgres:@/postgres?host=/tmp/pg", "default", None, 1),
+        ("postgresql://me@localhost:5432/db", None, None, 1),
+        # on another host a request idles its slot while its queries travel: no gate
         ("postgresql://me@db.internal/db", None, None, 0),
+        ("postgresql://me@/db?host=db.internal", None, None, 0),
+        ("postgresql://me@localhost/db", "openai:text-embedding-3-small", None, 0),
         ("sqlite:///memstrata.db", "openai:text-embedding-3-small", None, 0),  # an API call
         ("sqlite:///memstrata.db", None, "redis://cache.internal:6379/0", 0),
     ],

@@ -261,7 +261,8 @@ def serve(
             min=0,
             help="Requests of the user routes a process runs at once before the others wait, "
             "searches first, then reads, then writes (0: no gate, arrival order). Default: 1 "
-            "with a SQLite store whose embedder and Redis are on this machine, else 0.",
+            "when the store (SQLite, or PostgreSQL on a socket or loopback), the embedder and "
+            "Redis are on this machine, else 0.",
         ),
     ] = None,
 ) -> None:

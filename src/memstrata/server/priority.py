@@ -17,11 +17,12 @@ slot at the head of the line.
 
 It orders, it does not refuse: rate limits and quotas stay the routes' (429).
 
-One slot suits a process whose requests only compute (a SQLite store, the embedder and hot
-state on the machine): the interpreter runs one request at a time anyway, and a second one
-running alongside only doubles both latencies. A slot idles while its request waits (on the
-network, for PostgreSQL's answers), so :func:`default_slots` leaves the gate off for such a
-deployment, where ``memstrata serve --reads-first N`` sets it.
+One slot suits a process whose requests compute on this machine's cores (a SQLite store, or
+a PostgreSQL server on the machine, with the embedder and hot state there too): the
+interpreter runs one request at a time anyway, and a second one running alongside only
+doubles both latencies. A slot idles while its request waits on the network (a database,
+an embedding API or Redis on another host), so :func:`default_slots` leaves the gate off for
+such a deployment, where ``memstrata serve --reads-first N`` sets it.
 """
 
 from __future__ import annotations
@@ -57,20 +58,16 @@ def _local(url: str) -> bool:
 
 def default_slots(store: str, embedder: str | None, redis: str | None = None) -> int:
     """The gate's slots for a server of ``store``, ``embedder`` (a spec: ``None`` is the
-    default model) and ``redis``: 1 for a SQLite (or in-memory) store with the embedder and
-    Redis on this machine, else 0 (no gate).
+    default model) and ``redis``: 1 when the store (a file, or a PostgreSQL server on a
+    Unix socket or loopback), the embedder and Redis are on this machine, else 0 (no gate).
 
-    Not PostgreSQL, even on this machine: a request holding the one slot waits there for
-    its queries' answers, during which the process computes nothing — mostly the reads' (a
-    context held its slot 29 ms, 13 of them waiting; a search 11, 5 waiting; an add 8, 3
-    waiting) — so one slot costs a process 20–28 % of its requests/s at saturation.
-    ``--reads-first 1`` there buys the reads' latency with that. The gates tried that let
-    requests overlap in those waits (two slots, a slot per class, an order of the requests'
-    steps) made the reads wait for the others' queries and computing instead: none kept
-    both the reads' latency and the throughput (docs/measurements.md)."""
-    scheme = urlsplit(store).scheme.lower()
+    A request holding the slot on a local PostgreSQL waits for its queries' answers, which
+    PostgreSQL computes on the same cores, so what the slot gives up is small: one process with one slot served 94–100 requests/s
+    against 109–114 in arrival order, and reads first met the closed-loop targets (search /
+    context p95 18 / 39–41 ms against 83–91 / 123–141); two processes served 126 against
+    121 (docs/measurements.md). On another host the slot would idle for the network too."""
     local_embedder = embedder is None or embedder.startswith(_LOCAL_EMBEDDERS)
-    local = scheme in ("sqlite", "memory") and local_embedder and (redis is None or _local(redis))
+    local = _local(store) and local_embedder and (redis is None or _local(redis))
     return 1 if local else 0
 
 
