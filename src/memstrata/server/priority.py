@@ -65,7 +65,7 @@ def default_slots(store: str, embedder: str | None, redis: str | None = None) ->
     PostgreSQL computes on the same cores, so what the slot gives up is small: one process
     with one slot served 94–100 requests/s against 109–114 in arrival order, and reads
     first met the closed-loop targets (search / context p95 18 / 39–41 ms against 83–91 /
-    123–141); two processes served 126 against 121 (README, "Reads first when saturated").
+    123–141); two processes served 105–126 (README, "Reads first when saturated").
     On another host the slot would idle for the network too."""
     local_embedder = embedder is None or embedder.startswith(_LOCAL_EMBEDDERS)
     local = _local(store) and local_embedder and (redis is None or _local(redis))
