@@ -14,6 +14,8 @@ import pytest
 
 from memstrata import Memory, Scope
 from memstrata.filters import Filters
+from memstrata.layers.semantic_types import FactAction
+from memstrata.llm.base import ExtractedFact
 from memstrata.llm.fact_patterns import extract_explicit_facts
 from memstrata.records import RecordType
 
@@ -128,3 +130,17 @@ def test_purging_the_move_brings_back_the_plan_and_the_old_location(mem: Memory)
         "location": "location: Lisbon",
         "moving_to": "moving_to: Porto, next month",
     }
+
+
+def test_the_outcome_names_the_value_replaced_not_the_plan(mem: Memory) -> None:
+    plan = ExtractedFact(
+        category="plan", key="moving_to", value="Porto, next month", confidence=0.8
+    )
+    move = ExtractedFact(category="identity", key="location", value="Porto", confidence=0.8)
+    mem.facts.upsert(S1, plan)
+    first = mem.facts.upsert(S2, move)
+    assert first.action is FactAction.INSERTED and first.previous is None
+    assert mem.facts.get(S2, "moving_to") is None  # the plan ended all the same
+    mem.facts.upsert(S2, plan)
+    lisbon = mem.facts.upsert(S2, move.model_copy(update={"value": "Lisbon", "confidence": 0.99}))
+    assert lisbon.previous is not None and lisbon.previous.content.structured["value"] == "Porto"

@@ -420,7 +420,7 @@ class AsyncFactService:
     ) -> tuple[MemoryRecord, MemoryRecord | None]:
         """Store ``record`` and end each of ``olds`` (at ``when``, superseded by it) in one
         transaction, admitted as one new record; returns ``record`` and the first of
-        ``olds`` as stored (the value it replaced, or the plan it carried out). ``seen`` is the
+        ``olds`` as stored (the value it replaced; not a plan it carried out). ``seen`` is the
         current fact the decision was made on: when another writer changed it (or stored
         ``record``'s id) first, nothing is written and ``Raced`` says to decide again,
         also when the quota refused a record the current state may not need."""
@@ -450,7 +450,8 @@ class AsyncFactService:
             if await self._ctx.store.get_many(scope, [record.id]):
                 raise Raced from None  # another writer stored this id first
             raise
-        return write.record, ended[0][1].record if ended else None
+        first = olds[0] if olds else None
+        return write.record, next((e.record for o, e in ended if o is first), None)
 
     async def _replace(
         self, scope: Scope, record: MemoryRecord, current: MemoryRecord, *, reindex: bool
