@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, ExitStack
+from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -28,7 +28,7 @@ from memstrata.embedder.factory import make_embedder
 from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
-from memstrata.quota_types import Admission, Quotas
+from memstrata.quota_types import Quotas
 from memstrata.records import (
     AccessControl,
     MemoryRecord,
@@ -437,7 +437,7 @@ class Memory:
         if records:
             # Quotas: checked and counted before anything is embedded, atomically with the
             # write across processes (nothing counted if the write fails).
-            with self._admit(scope, len(records), now):
+            with self._ctx.admit(scope, len(records), now):
                 # The turns, their index entries and their ingest job commit together: a
                 # crash can never leave a message that no job will process.
                 writes, job = self._turn_writes(scope, records, now)
@@ -497,9 +497,6 @@ class Memory:
                 tx.append_turns(writes)
                 tx.enqueue(jobs)
         return records
-
-    def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractContextManager[Admission]:
-        return self._ctx.admit(scope, n, now)
 
     def end_session(self, scope: Scope) -> RunReport:
         """Close a session: its final summary, conversation episode and clustering run now
@@ -585,7 +582,7 @@ class Memory:
             )
             stored, inserted = result.record, result.action is DedupAction.INSERT
         else:
-            with self._admit(scope, 1, now):
+            with self._ctx.admit(scope, 1, now):
                 stored, inserted = self._ctx.insert([record])[0], True
         if refine and inserted:
             self._store.enqueue([make_refine_job(stored, self._clock.now())])
@@ -1269,7 +1266,7 @@ class Memory:
             fresh = sum(by_user.values())
             with ExitStack() as admitted:  # each user's share, all or nothing
                 for who, n in by_user.items():
-                    admitted.enter_context(self._admit(who, n, self._clock.now()))
+                    admitted.enter_context(self._ctx.admit(who, n, self._clock.now()))
                 writes, embedded = self._import_writes(checked, into, ids, present)
                 with writes:
                     checked.close()  # its disk space, while the transaction runs

@@ -333,17 +333,7 @@ def check_writes(store: Store, quotas: Quotas, scope: Scope, n: int, now: dateti
         return
     user = _user_quota(store, quotas, scope)
     midnight = f"at {next_midnight(now).isoformat()} (UTC midnight)"
-    if quotas.per_tenant.max_records is not None:
-        used = counters_of(store).count_tenant_records(scope.tenant)
-        check("max_records (per tenant)", quotas.per_tenant.max_records, used, n, RECORDS_RESET)
-    if user.max_records is not None:
-        check(
-            "max_records (per user)",
-            user.max_records,
-            _all_records(store, scope),
-            n,
-            RECORDS_RESET,
-        )
+    _check_records(store, quotas, user, scope, n, 0)
     values = counters_of(store).counter_values(
         [day_key("emb", scope.tenant, scope.user, now), day_key("emb", scope.tenant, None, now)]
     )

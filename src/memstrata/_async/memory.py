@@ -10,7 +10,7 @@ import asyncio  # async-only
 import builtins
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -30,7 +30,7 @@ from memstrata.clock import Clock, SystemClock
 from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
-from memstrata.quota_types import Admission, Quotas
+from memstrata.quota_types import Quotas
 from memstrata.records import (
     AccessControl,
     MemoryRecord,
@@ -474,7 +474,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         if records:
             # Quotas: checked and counted before anything is embedded, atomically with the
             # write across processes (nothing counted if the write fails).
-            async with self._admit(scope, len(records), now):
+            async with self._ctx.admit(scope, len(records), now):
                 # The turns, their index entries and their ingest job commit together: a
                 # crash can never leave a message that no job will process.
                 writes, job = await self._turn_writes(scope, records, now)
@@ -535,9 +535,6 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 await tx.append_turns(writes)
                 await tx.enqueue(jobs)
         return records
-
-    def _admit(self, scope: Scope, n: int, now: datetime) -> AbstractAsyncContextManager[Admission]:
-        return self._ctx.admit(scope, n, now)
 
     @completes  # async-only
     async def end_session(self, scope: Scope) -> RunReport:
@@ -629,7 +626,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             )
             stored, inserted = result.record, result.action is DedupAction.INSERT
         else:
-            async with self._admit(scope, 1, now):
+            async with self._ctx.admit(scope, 1, now):
                 stored, inserted = (await self._ctx.insert([record]))[0], True
         if refine and inserted:
             await self._store.enqueue([make_refine_job(stored, self._clock.now())])
@@ -1357,7 +1354,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             fresh = sum(by_user.values())
             async with AsyncExitStack() as admitted:  # each user's share, all or nothing
                 for who, n in by_user.items():
-                    await admitted.enter_async_context(self._admit(who, n, self._clock.now()))
+                    await admitted.enter_async_context(self._ctx.admit(who, n, self._clock.now()))
                 writes, embedded = await self._import_writes(checked, into, ids, present)
                 with writes:
                     checked.close()  # its disk space, while the transaction runs

@@ -353,17 +353,7 @@ async def check_writes(
         return
     user = await _user_quota(store, quotas, scope)
     midnight = f"at {next_midnight(now).isoformat()} (UTC midnight)"
-    if quotas.per_tenant.max_records is not None:
-        used = await counters_of(store).count_tenant_records(scope.tenant)
-        check("max_records (per tenant)", quotas.per_tenant.max_records, used, n, RECORDS_RESET)
-    if user.max_records is not None:
-        check(
-            "max_records (per user)",
-            user.max_records,
-            await _all_records(store, scope),
-            n,
-            RECORDS_RESET,
-        )
+    await _check_records(store, quotas, user, scope, n, 0)
     values = await counters_of(store).counter_values(
         [day_key("emb", scope.tenant, scope.user, now), day_key("emb", scope.tenant, None, now)]
     )
