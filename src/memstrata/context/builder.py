@@ -20,6 +20,7 @@ from memstrata.context.assemble import AssembledContext, ContextItem, HistoryTur
 from memstrata.context.budget import allocate, asks_overview, estimate_task
 from memstrata.context.ctx_request import ContextRequest
 from memstrata.context.dates import format_date
+from memstrata.context.fact_rank import rank_facts
 from memstrata.context.question_turns import question_share
 from memstrata.context.relative import annotate_relative_dates
 from memstrata.context.roles import addresses_assistant
@@ -58,9 +59,7 @@ class ContextSources(Protocol):
 
     def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing: ...
     def embed_query(self, query: str) -> Vector: ...
-    def facts(
-        self, scope: Scope, vector: Vector, limit: int
-    ) -> list[tuple[MemoryRecord, float]]: ...
+    def facts(self, scope: Scope, vector: Vector, limit: int) -> list[MemoryRecord]: ...
     def relevant(
         self,
         scope: Scope,
@@ -431,7 +430,21 @@ def _gather(
     found += [(v, score, layer_of(v.type)) for v, score in views or ()]
     got["candidates"] = _scored_hits(req, found, dated, extra)
     if facts_job is not None:
-        got["facts"] = join(facts_job)
+        got["facts"] = _profile(req, join(facts_job))
+
+
+def _fact_text(rec: MemoryRecord) -> str:
+    return rec.text
+
+
+def _profile(
+    req: ContextRequest, facts: Sequence[MemoryRecord]
+) -> list[tuple[MemoryRecord, float]]:
+    """The profile's facts (most similar to the question first) scored by the question:
+    those sharing a term with it first, then each rank ``fact_step`` lower
+    (context/fact_rank.py)."""
+    asked = _terms(req.query) if req.query else frozenset()
+    return rank_facts(facts, _fact_text, asked, _terms, req.config.fact_step)
 
 
 def build(

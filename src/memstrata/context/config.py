@@ -2,7 +2,7 @@
 
 Every lever here was measured on LoCoMo and on the synthetic conversational set
 (``memstrata bench locomo`` / ``bench convo``, English and Chinese). ``resolve_dates``,
-``compact_dates``, ``digest_share``, ``tokens_per_candidate``, ``question_penalty``,
+``compact_dates``, ``digest_share``, ``tokens_per_candidate``, ``question_penalty``, ``fact_step``,
 ``assistant_penalty`` and ``trim_turns_over`` helped or tied on all of them (docs/measurements.md,
 "Context quality"; the last two were measured on the user-assistant style of the synthetic set
 and change nothing where every turn is stored as the user's), so they are on by default;
@@ -27,6 +27,12 @@ class ContextConfig:
     # with a fixed mid-rank score, so a profile shows whatever the question (junk facts took
     # ~270 of 1,000 tokens on LoCoMo before the extractor's precision fix); "off" = none.
     facts: Literal["search", "similar", "off"] = "similar"
+    # With facts="similar", a profile fact scores 0.6 − fact_step × its rank, the facts
+    # sharing a term with the question first, then the most similar to it
+    # (context/fact_rank.py): the tail of a large profile ranks below the relevant turns.
+    # 0.01 (the rank only breaking ties, as before) left LoCoMo's 4–26 heuristic facts
+    # ~180 of a 1,000-token context (docs/measurements.md, "Issue 13, sixteenth session").
+    fact_step: float = 0.05
     # A fact whose source turns are all candidates repeats them (off: a candidate turn may
     # still be cut by the budget, and then the fact was the only copy).
     skip_facts_shown: bool = False
@@ -103,6 +109,7 @@ class ContextConfig:
             "question_penalty",
             "assistant_penalty",
             "speaker_penalty",
+            "fact_step",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 10.0:
@@ -137,6 +144,7 @@ class ContextConfig:
         """The behaviour before the levers (for before/after measurements): every lever off."""
         return cls(
             facts="similar",
+            fact_step=0.01,
             skip_facts_shown=False,
             compact_dates=False,
             digests="keep",

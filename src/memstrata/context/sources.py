@@ -80,11 +80,10 @@ class LayerSources:
             history = layers.short_term.render_from(window, next(got))
         return Standing(key, working, history, next(got) if summaries is not None else [])
 
-    def facts(self, scope: Scope, vector: Vector, limit: int) -> list[tuple[MemoryRecord, float]]:
-        facts = self._layers.facts.relevant(scope, vector, limit)
-        # Ranked by similarity; scored to compete with mid-ranked search hits (fused scores
-        # run from ~1.0 for a first place in both lists down to ~0.3).
-        return [(f, 0.6 - i * 0.01) for i, f in enumerate(facts)]
+    def facts(self, scope: Scope, vector: Vector, limit: int) -> list[MemoryRecord]:
+        """The ``limit`` profile facts most similar to the query, best first (the builder
+        scores them: context/fact_rank.py)."""
+        return self._layers.facts.relevant(scope, vector, limit)
 
     def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         return self._layers.ctx.store.get_many(scope, ids)

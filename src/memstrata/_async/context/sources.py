@@ -82,13 +82,10 @@ class AsyncLayerSources:
             history = await layers.short_term.render_from(window, next(got))
         return Standing(key, working, history, next(got) if summaries is not None else [])
 
-    async def facts(
-        self, scope: Scope, vector: Vector, limit: int
-    ) -> list[tuple[MemoryRecord, float]]:
-        facts = await self._layers.facts.relevant(scope, vector, limit)
-        # Ranked by similarity; scored to compete with mid-ranked search hits (fused scores
-        # run from ~1.0 for a first place in both lists down to ~0.3).
-        return [(f, 0.6 - i * 0.01) for i, f in enumerate(facts)]
+    async def facts(self, scope: Scope, vector: Vector, limit: int) -> list[MemoryRecord]:
+        """The ``limit`` profile facts most similar to the query, best first (the builder
+        scores them: context/fact_rank.py)."""
+        return await self._layers.facts.relevant(scope, vector, limit)
 
     async def records(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
         return await self._layers.ctx.store.get_many(scope, ids)
