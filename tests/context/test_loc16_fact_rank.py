@@ -10,7 +10,7 @@ import pytest
 
 from memstrata import Memory, Message, Role, Scope, ValidationError
 from memstrata.context.config import ContextConfig
-from memstrata.context.fact_rank import FACT_TOP, rank_facts
+from memstrata.context.fact_rank import FACT_FLOOR, FACT_TOP, rank_facts
 from memstrata.llm.base import ExtractedFact
 from memstrata.search.tokenize import tokenize
 
@@ -38,6 +38,16 @@ def test_rank_facts_scores_by_rank_with_shared_terms_first() -> None:
         got = rank_facts(facts, str, _terms(question), _terms, 0.05)
         assert [f for f, _ in got] == facts
     assert rank_facts([], str, _terms("drink"), _terms, 0.05) == []
+
+
+def test_a_large_profile_stops_at_the_floor() -> None:
+    facts = [f"likes_{hobby}: {hobby}" for hobby in _HOBBIES]
+    scores = [score for _, score in rank_facts(facts, str, frozenset(), _terms, 0.05)]
+    assert scores[:3] == pytest.approx([FACT_TOP, FACT_TOP - 0.05, FACT_TOP - 0.10])
+    assert scores == sorted(scores, reverse=True)
+    assert min(scores) == FACT_FLOOR
+    # above the fixed scores of the digests that fill what turns leave
+    assert ContextConfig().cluster_score < FACT_FLOOR
 
 
 def test_config_is_checked() -> None:
