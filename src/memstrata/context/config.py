@@ -23,12 +23,13 @@ __all__ = ["ContextConfig"]
 @dataclass(frozen=True, slots=True)
 class ContextConfig:
     # Profile facts: "search" = facts compete in the one hybrid search with everything else
-    # (and the query is embedded once); "similar" = a separate vector search for facts
-    # with a fixed mid-rank score, so a profile shows whatever the question (junk facts took
-    # ~270 of 1,000 tokens on LoCoMo before the extractor's precision fix); "off" = none.
+    # (and the query is embedded once); "similar" = a separate vector search for facts,
+    # scored apart from the hits (``fact_step``), so the profile's best facts show whatever
+    # the question (junk facts took ~270 of 1,000 tokens on LoCoMo before the extractor's
+    # precision fix); "off" = none.
     facts: Literal["search", "similar", "off"] = "similar"
-    # With facts="similar", a profile fact scores 0.6 − fact_step × its rank, the facts
-    # sharing a term with the question first, then the most similar to it
+    # With facts="similar", a profile fact scores 0.6 − fact_step × its rank (at least 0.2),
+    # the facts sharing a term with the question first, then the most similar to it
     # (context/fact_rank.py): the tail of a large profile ranks below the relevant turns.
     # 0.01 (the rank only breaking ties, as before) left LoCoMo's 4–26 heuristic facts
     # ~180 of a 1,000-token context (docs/measurements.md, "Issue 13, sixteenth session").
