@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as evolve
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -48,7 +49,7 @@ TENANTS = ["acme", "globex"]
 USERS = ["ana", "bo", "cy"]
 terms_st = st.lists(st.sampled_from(WORDS), min_size=0, max_size=8)
 scope_st = st.tuples(st.sampled_from(TENANTS), st.sampled_from(USERS))
-op_st = st.one_of(
+op_st: st.SearchStrategy[tuple[str, Any, list[str]]] = st.one_of(
     st.tuples(st.just("insert"), scope_st, terms_st),
     st.tuples(st.just("replace"), st.integers(0, 60), terms_st),
     st.tuples(st.just("purge"), st.integers(0, 60), st.just([])),
@@ -146,7 +147,7 @@ def _search_all(
     k=st.sampled_from([1, 3, 50]),
 )
 def test_scores_ids_and_order_equal_fts5(
-    ops: list[tuple[str, object, list[str]]], queries: list[list[str]], k: int
+    ops: list[tuple[str, Any, list[str]]], queries: list[list[str]], k: int
 ) -> None:
     store = open_store("sqlite://:memory:")
     ref = Reference()
@@ -155,12 +156,12 @@ def test_scores_ids_and_order_equal_fts5(
     try:
         for step, (kind, arg, terms) in enumerate(ops):
             if kind == "insert":
-                tenant, user = arg  # type: ignore[misc]
+                tenant, user = arg
                 rec = maker.record(tenant=tenant, user=user)
                 store.insert([RecordWrite(rec, None, tuple(terms))])
                 live.append((ref.insert(tenant, user, rec.id, terms), rec))
             elif live and kind == "replace":
-                i = int(arg) % len(live)  # type: ignore[call-overload]
+                i = int(arg) % len(live)
                 rowid, rec = live[i]
                 new = evolve(rec, version=rec.version + 1)
                 store.replace(
@@ -171,11 +172,11 @@ def test_scores_ids_and_order_equal_fts5(
                 ref.replace(rowid, terms)
                 live[i] = (rowid, new)
             elif live and kind == "purge":
-                rowid, rec = live.pop(int(arg) % len(live))  # type: ignore[call-overload]
+                rowid, rec = live.pop(int(arg) % len(live))
                 store.purge(Scope(rec.tenant, rec.user), [rec.id])
                 ref.delete(rowid)
             elif kind == "purge_user":
-                tenant, user = arg  # type: ignore[misc]
+                tenant, user = arg
                 store.purge_user(tenant, user)
                 for rowid, rec in [x for x in live if (x[1].tenant, x[1].user) == arg]:
                     live.remove((rowid, rec))
