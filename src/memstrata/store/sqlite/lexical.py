@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -67,6 +68,8 @@ def terms_text(terms: Sequence[str]) -> str:
 
 def document_tokens(text: str) -> list[str]:
     """The tokens FTS5 made of an indexed text (:func:`terms_text`), in order."""
+    if _PLAIN_TEXT.fullmatch(text):
+        return text.split(" ")
     return fts5.document_tokens(text.split())
 
 
@@ -93,33 +96,40 @@ def index(conn: sqlite3.Connection, docs: Sequence[Doc]) -> None:
     scopes: dict[tuple[str, str], int] = {}
     postings: list[tuple[int, str, int, int, int]] = []
     rows: list[tuple[int, int, int, str]] = []
-    df: Counter[tuple[int, str]] = Counter()
-    totals: Counter[tuple[int, int]] = Counter()  # (tenant, 0) -> docs, (tenant, 1) -> tokens
+    df: dict[int, Counter[str]] = {}  # tenant -> token -> rows
+    totals: dict[int, list[int]] = {}  # tenant -> [rows, tokens]
     for seq, tenant, user, terms in docs:
-        if tenant not in tenants:
-            tenants[tenant] = int(conn.execute(_TENANT, (tenant_key(tenant),)).fetchone()[0])
-        tid = tenants[tenant]
-        if (tenant, user) not in scopes:
-            scopes[tenant, user] = int(
-                conn.execute(_SCOPE, (scope_token(tenant, user), tid)).fetchone()[0]
+        sid = scopes.get((tenant, user))
+        if sid is None:
+            if tenant not in tenants:
+                found = conn.execute(_TENANT, (tenant_key(tenant),)).fetchone()
+                tenants[tenant] = int(found[0])
+                df[tenants[tenant]], totals[tenants[tenant]] = Counter(), [0, 0]
+            sid = scopes[tenant, user] = int(
+                conn.execute(_SCOPE, (scope_token(tenant, user), tenants[tenant])).fetchone()[0]
             )
-        sid = scopes[tenant, user]
+        tid = tenants[tenant]
         text = terms_text(terms)
-        tokens = document_tokens(text)
+        tokens = document_tokens(text) if text else []
         counts = Counter(tokens)
         length = len(tokens) + 1  # the scope token is one more token of the row
-        postings.extend((sid, token, seq, tf, length) for token, tf in sorted(counts.items()))
+        postings += [(sid, token, seq, tf, length) for token, tf in counts.items()]
         rows.append((seq, sid, length, text))
-        df.update((tid, token) for token in counts)
-        totals[tid, 0] += 1
-        totals[tid, 1] += length
+        df[tid].update(counts.keys())
+        totals[tid][0] += 1
+        totals[tid][1] += length
     conn.executemany("INSERT INTO lex_docs (seq, scope, len, terms) VALUES (?, ?, ?, ?)", rows)
     conn.executemany(
         "INSERT INTO lex_postings (scope, token, seq, tf, len) VALUES (?, ?, ?, ?, ?)", postings
     )
-    conn.executemany(_DF, [(t, token, n) for (t, token), n in sorted(df.items())])
-    for tid in sorted(set(tenants.values())):
-        conn.execute(_STATS, (totals[tid, 0], totals[tid, 1], tid))
+    for tid in sorted(df):
+        conn.executemany(_DF, [(tid, token, n) for token, n in sorted(df[tid].items())])
+        conn.execute(_STATS, (totals[tid][0], totals[tid][1], tid))
+
+
+# Terms FTS5's tokenizer keeps whole (ASCII lower-case letters and digits), space-joined:
+# their tokens are the terms themselves (most records; the others ask ``fts5.tokens``).
+_PLAIN_TEXT = re.compile(r"[a-z0-9]+(?: [a-z0-9]+)*")
 
 
 def unindex(conn: sqlite3.Connection, seqs: Iterable[int]) -> None:
