@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstrata.filters import Filters
+from memstrata.filters import Filters, MetadataCondition
 from memstrata.records import MemoryRecord
 from memstrata.scope import Scope
 from memstrata.store import RecordWrite, Store, open_store
@@ -123,6 +123,10 @@ class Reference:
         return [(self.rows[int(r)][2], float(s)) for r, s in hits]
 
 
+# A metadata filter runs in Python on the decoded records (the store's other path).
+ODD = Filters(metadata=(MetadataCondition("odd", "eq", True),))
+
+
 def _search_all(
     store: Store, ref: Reference, queries: list[list[str]], k: int
 ) -> list[tuple[str, str, list[str]]]:
@@ -136,11 +140,16 @@ def _search_all(
                 ]
                 want = ref.search(tenant, user, q, k)
                 assert got == want, (tenant, user, q)
+                odd = [
+                    (c.id, c.score) for c in store.lexical_search(Scope(tenant, user), q, k, ODD)
+                ]
+                every = ref.search(tenant, user, q, 10_000)
+                assert odd == [h for h in every if int(h[0][1:]) % 2][:k], (tenant, user, q)
                 checked.append((tenant, user, q))
     return checked
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ops=st.lists(op_st, min_size=1, max_size=40),
     queries=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1),
@@ -158,6 +167,7 @@ def test_scores_ids_and_order_equal_fts5(
             if kind == "insert":
                 tenant, user = arg
                 rec = maker.record(tenant=tenant, user=user)
+                rec = evolve(rec, metadata={"odd": maker.n % 2 == 1})
                 store.insert([RecordWrite(rec, None, tuple(terms))])
                 live.append((ref.insert(tenant, user, rec.id, terms), rec))
             elif live and kind == "replace":
