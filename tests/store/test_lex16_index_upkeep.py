@@ -161,7 +161,7 @@ def test_a_schema_9_file_upgrades_in_place_with_bit_equal_hits(tmp_path: Path) -
     store = open_store(f"sqlite:///{path}")
     try:
         assert _hits(store) == want
-        _check_statistics(store)
+        check_statistics(store)
     finally:
         store.close()
     assert _schema(path) == (SCHEMA_VERSION, ["lex_df", "lex_postings"], {})
@@ -225,7 +225,7 @@ def test_a_kill_9_in_the_middle_of_the_upgrade_leaves_schema_9_intact(tmp_path: 
         store.close()
 
 
-def _check_statistics(store: Store) -> None:
+def check_statistics(store: Store) -> None:
     """``lex_df``, ``lex_tenants`` and the postings equal a recount of ``lex_docs``."""
     assert isinstance(store, SQLiteStore)
     with store._read() as c:
@@ -254,6 +254,8 @@ def _check_statistics(store: Store) -> None:
         assert {tuple(r) for r in c.execute("SELECT * FROM lex_postings")} == postings
         orphans = "SELECT 1 FROM lex_docs WHERE seq NOT IN (SELECT seq FROM records)"
         assert not c.execute(orphans).fetchall()
+        stale = "SELECT 1 FROM lex_scopes WHERE tenant NOT IN (SELECT id FROM lex_tenants)"
+        assert not c.execute(stale).fetchall()
 
 
 def test_statistics_follow_inserts_replaces_and_purges(tmp_path: Path) -> None:
@@ -261,7 +263,7 @@ def test_statistics_follow_inserts_replaces_and_purges(tmp_path: Path) -> None:
     try:
         maker = Maker()
         _fill(store, maker)
-        _check_statistics(store)
+        check_statistics(store)
         rec = store.get(A, "r0001")
         for terms in ("apple stone", "apple stone", "", "brand new words here"):
             new = evolve(rec, version=rec.version + 1)
@@ -269,9 +271,9 @@ def test_statistics_follow_inserts_replaces_and_purges(tmp_path: Path) -> None:
                 A, RecordWrite(new, None, tuple(tokenize(terms))), expected_version=rec.version
             )
             rec = new
-            _check_statistics(store)
+            check_statistics(store)
         store.purge(A, ["r0003"], reterm={"r0004": tokenize("kumquat marmalade")})
-        _check_statistics(store)
+        check_statistics(store)
         assert [c.id for c in store.lexical_search(A, tokenize("kumquat"), 5, Filters())] == [
             "r0004"
         ]
@@ -305,7 +307,7 @@ def test_a_users_purge_leaves_nothing_of_them_in_the_index(tmp_path: Path) -> No
         ana = [(c.id, c.score) for c in store.lexical_search(A, tokenize("apple"), 10, Filters())]
         report = store.purge_user(B.tenant, B.user)
         assert report.remaining == 0
-        _check_statistics(store)
+        check_statistics(store)
         assert isinstance(store, SQLiteStore)
         with store._read() as c:
             assert not c.execute("SELECT 1 FROM lex_df WHERE token = 'zyzzyva'").fetchall()
@@ -334,7 +336,7 @@ def test_a_users_purge_leaves_nothing_of_them_in_the_index(tmp_path: Path) -> No
                 "SELECT 1 FROM lex_df WHERE tenant NOT IN (SELECT id FROM lex_tenants)"
             ).fetchall()
             assert c.execute("SELECT count(*) FROM lex_scopes").fetchone()[0] == 1
-        _check_statistics(store)
+        check_statistics(store)
     finally:
         store.close()
     data = path.read_bytes()
@@ -354,7 +356,7 @@ def test_a_dump_and_restore_gives_bit_equal_searches(tmp_path: Path) -> None:
     target = open_store(f"sqlite:///{tmp_path / 'b.db'}")
     try:
         assert _hits(target) == want
-        _check_statistics(target)
+        check_statistics(target)
     finally:
         target.close()
 

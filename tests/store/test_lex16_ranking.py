@@ -27,6 +27,7 @@ from memstrata.store.sqlite.lexical import terms_text
 from memstrata.store.sqlite.migrations import FTS5_TOKENIZE
 
 from .conftest import Maker
+from .test_lex16_index_upkeep import check_statistics
 
 WORDS = [
     "apple",
@@ -194,5 +195,6 @@ def test_scores_ids_and_order_equal_fts5(
             if step % 7 == 0:
                 _search_all(store, ref, queries, k)
         assert _search_all(store, ref, queries, k)
+        check_statistics(store)
     finally:
         store.close()

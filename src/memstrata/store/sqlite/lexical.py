@@ -66,6 +66,11 @@ def terms_text(terms: Sequence[str]) -> str:
     return " ".join(fts5.usable(terms))
 
 
+# Terms FTS5's tokenizer keeps whole (ASCII lower-case letters and digits), space-joined:
+# their tokens are the terms themselves (most records; the others ask ``fts5.tokens``).
+_PLAIN_TEXT = re.compile(r"[a-z0-9]+(?: [a-z0-9]+)*")
+
+
 def document_tokens(text: str) -> list[str]:
     """The tokens FTS5 made of an indexed text (:func:`terms_text`), in order."""
     if _PLAIN_TEXT.fullmatch(text):
@@ -74,6 +79,9 @@ def document_tokens(text: str) -> list[str]:
 
 
 # --- writes -------------------------------------------------------------------------------
+# Each upsert returns the row's id (a DO UPDATE that changes nothing: DO NOTHING returns no
+# row). A tenant's row and its users' scope rows go with its last indexed record
+# (``_lower``).
 _TENANT = (
     "INSERT INTO lex_tenants (key, docs, tokens) VALUES (?, 0, 0) "
     "ON CONFLICT (key) DO UPDATE SET docs = docs RETURNING id"
@@ -127,11 +135,6 @@ def index(conn: sqlite3.Connection, docs: Sequence[Doc]) -> None:
         conn.execute(_STATS, (totals[tid][0], totals[tid][1], tid))
 
 
-# Terms FTS5's tokenizer keeps whole (ASCII lower-case letters and digits), space-joined:
-# their tokens are the terms themselves (most records; the others ask ``fts5.tokens``).
-_PLAIN_TEXT = re.compile(r"[a-z0-9]+(?: [a-z0-9]+)*")
-
-
 def unindex(conn: sqlite3.Connection, seqs: Iterable[int]) -> None:
     """Remove these records from the index (a replace's old terms, a purge), keeping the
     statistics in step; a term no row of the tenant holds any more leaves ``lex_df``."""
@@ -173,7 +176,10 @@ def _lower(
     )
     for tid in sorted({t for t, _ in totals}):
         conn.execute(_STATS, (-totals[tid, 0], -totals[tid, 1], tid))
-        conn.execute("DELETE FROM lex_tenants WHERE id = ? AND docs <= 0", (tid,))
+        # The tenant's last row went: its users' scope rows go too (none holds a posting),
+        # so no scope row names a tenant id that a new tenant may take.
+        if conn.execute("DELETE FROM lex_tenants WHERE id = ? AND docs <= 0", (tid,)).rowcount:
+            conn.execute("DELETE FROM lex_scopes WHERE tenant = ?", (tid,))
 
 
 def scope_id(conn: sqlite3.Connection, tenant: str, user: str) -> int | None:
