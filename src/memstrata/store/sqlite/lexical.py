@@ -109,13 +109,10 @@ def index(conn: sqlite3.Connection, docs: Sequence[Doc]) -> None:
     for seq, tenant, user, terms in docs:
         sid = scopes.get((tenant, user))
         if sid is None:
-            if tenant not in tenants:
-                found = conn.execute(_TENANT, (tenant_key(tenant),)).fetchone()
-                tenants[tenant] = int(found[0])
-                df[tenants[tenant]], totals[tenants[tenant]] = Counter(), [0, 0]
-            sid = scopes[tenant, user] = int(
-                conn.execute(_SCOPE, (scope_token(tenant, user), tenants[tenant])).fetchone()[0]
-            )
+            sid, tid = _ids(conn, tenant, user)
+            scopes[tenant, user], tenants[tenant] = sid, tid
+            if tid not in df:
+                df[tid], totals[tid] = Counter(), [0, 0]
         tid = tenants[tenant]
         text = terms_text(terms)
         tokens = document_tokens(text) if text else []
@@ -133,6 +130,17 @@ def index(conn: sqlite3.Connection, docs: Sequence[Doc]) -> None:
     for tid in sorted(df):
         conn.executemany(_DF, [(tid, token, n) for token, n in sorted(df[tid].items())])
         conn.execute(_STATS, (totals[tid][0], totals[tid][1], tid))
+
+
+def _ids(conn: sqlite3.Connection, tenant: str, user: str) -> tuple[int, int]:
+    """The user's scope id and tenant id, their rows made if missing (one read when the
+    user has written before: a write of one message runs few statements)."""
+    tok = scope_token(tenant, user)
+    found = conn.execute("SELECT id, tenant FROM lex_scopes WHERE scope_tok = ?", (tok,)).fetchone()
+    if found is not None:
+        return int(found[0]), int(found[1])
+    tid = int(conn.execute(_TENANT, (tenant_key(tenant),)).fetchone()[0])
+    return int(conn.execute(_SCOPE, (tok, tid)).fetchone()[0]), tid
 
 
 def unindex(conn: sqlite3.Connection, seqs: Iterable[int]) -> None:
