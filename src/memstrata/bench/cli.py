@@ -281,6 +281,13 @@ def scale(
     zh_sizes: Annotated[
         str, typer.Option(help='Chinese rows (record counts, e.g. "10k"; "" for none).')
     ] = "10k",
+    other_users: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Other users put in the measured user's tenant (sizes up to 10k)."
+        ),
+    ] = 0,
+    other_records: Annotated[int, typer.Option(min=1, help="Records of each other user.")] = 2000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Search/build_context p50/p95, ingest throughput and peak RSS against store size."""
@@ -304,10 +311,15 @@ def scale(
         worker_messages=worker_messages,
         session_turns=turn_list,
         zh_sizes=zh_list,
+        other_users=other_users,
+        other_records=other_records,
     )
     n_stores = max(1, len(store.split(",")))
     total = (
-        sum(size_list) + sum(zh_list) + queries * (len(size_list) + len(zh_list))
+        sum(size_list)
+        + sum(zh_list)
+        + queries * (len(size_list) + len(zh_list))
+        + other_users * other_records * (len(size_list) + len(zh_list))
     ) * n_stores + max(turn_list, default=0)
     with _progress(total, as_json) as tick:
         res = run_scale(cfg, tick)

@@ -12,6 +12,13 @@ embedding-cache entries), but ``bulk_users`` users' batches share one transactio
 store's per-call costs are paid once per transaction. The measured user (``user-0``) is
 still written through ``add_messages``; only their jobs run (as before, the other users'
 derived layers are not built). Ingest msg/s of such a row counts the bulk load and says so.
+
+``other_users`` (``--other-users N``) puts N more users of ``other_records`` records each in
+the measured user's tenant before the measured user's records are written (loaded in bulk,
+timed apart, their jobs not run): a search or context of the measured user should cost the
+same with them as without, whatever the tenant's other users store (the lexical index
+reads the searching user's postings only; docs/measurements.md, "Tenant isolation of the
+lexical index"). The row's users count them; records/user stays the measured user's.
 """
 
 from __future__ import annotations
@@ -72,6 +79,10 @@ class ScaleConfig:
     # above this many records, every user but the measured one is loaded in bulk
     bulk_above: int = 10_000
     bulk_users: int = 20  # users' add_messages batches per bulk transaction
+    # users of ``other_records`` records each put in the measured user's tenant (sizes up to
+    # 10k records, one measured user): what a search costs beside a tenant's other users
+    other_users: int = 0
+    other_records: int = 2000
 
 
 def store_kinds(spec: str) -> tuple[str, ...]:
@@ -214,10 +225,40 @@ def _batches(msgs: Sequence[SynthMessage] | Any, size: int) -> Any:
         yield batch
 
 
+def _load_other_users(mem: Any, cfg: ScaleConfig, tick: Progress, lang: str) -> dict[str, Any]:
+    """``cfg.other_users`` users of ``cfg.other_records`` records each in the tenant
+    ``scale``, loaded in bulk (their jobs queued, not run)."""
+    from memstrata import Message, Role, Scope
+
+    gen = synth_messages_zh if lang == "zh" else synth_messages
+    total = cfg.other_users * cfg.other_records
+    t0 = time.perf_counter()
+    pending: list[tuple[Any, list[Any]]] = []
+    for batch in _batches(gen(total, cfg.other_users, cfg.seed + 5), cfg.batch):
+        msgs = [
+            Message(role=Role(m.role), content=m.content, observed_at=m.observed_at) for m in batch
+        ]
+        pending.append((Scope("scale", f"other-{batch[0].user}"), msgs))
+        if len(pending) >= cfg.bulk_users:
+            mem._bulk_add_messages(pending)
+            pending = []
+        tick("other users", len(batch))
+    if pending:
+        mem._bulk_add_messages(pending)
+    seconds = time.perf_counter() - t0
+    return {
+        "users": cfg.other_users,
+        "records_each": cfg.other_records,
+        "seconds": seconds,
+        "messages_per_s": total / seconds if seconds else None,
+    }
+
+
 def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> dict[str, Any]:
     from memstrata import Memory, Message, Role, Scope
 
     users = users_for(size)
+    others = cfg.other_users if users == 1 else 0
     with (
         tempfile.TemporaryDirectory(prefix="memstrata-scale-") as tmp,
         RssSampler() as rss,
@@ -226,9 +267,10 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
         # Above 10k records (many users) only the measured user's background jobs run: at
         # 1M records the others' (clusters, facts, summaries of 999 users) would take hours
         # on 2 cores, and their messages are searchable without them (indexed when added).
-        mem: Any = Memory(url, embedder=cfg.embedder, background=users == 1)
+        mem: Any = Memory(url, embedder=cfg.embedder, background=users == 1 and not others)
         bulk = size > cfg.bulk_above and users > 1
         try:
+            other_load = _load_other_users(mem, cfg, tick, lang) if others else None
             t0 = time.perf_counter()
             gen = synth_messages_zh if lang == "zh" else synth_messages
             pending: list[tuple[Any, list[Any]]] = []
@@ -251,7 +293,7 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
             ingest_s = time.perf_counter() - t0
             scope = Scope("scale", "user-0")
             t0 = time.perf_counter()
-            mem.flush() if users == 1 else mem.flush(scope)
+            mem.flush() if users == 1 and not others else mem.flush(scope)
             flush_s = time.perf_counter() - t0
             ingest_peak = rss.peak_mb
             search = LatencyLog()
@@ -277,14 +319,15 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
         "store": _label(cfg.store),
         "size": size,
         "language": lang,
-        "users": users,
+        "users": users + others,
         "records_per_user": size // users,
+        "other_users": other_load,
         "ingest": {
             "messages": size,
             "seconds": ingest_s,
             "messages_per_s": size / ingest_s,
             "flush_seconds": flush_s,
-            "jobs_run_for": "every user" if users == 1 else "the measured user only",
+            "jobs_run_for": "every user" if users == 1 and not others else "the measured user only",
             "loader": (
                 f"bulk: the measured user through add_messages, the others' add_messages "
                 f"batches {cfg.bulk_users} users per transaction"

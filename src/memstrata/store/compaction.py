@@ -1,7 +1,7 @@
 """Compaction: rewrite a store's files so the bytes of deleted rows are gone.
 
 A purge deletes rows; whether their bytes leave the disk depends on the database. SQLite
-(``secure_delete``, FTS5 ``optimize``, ``VACUUM``, a ``TRUNCATE`` checkpoint) rewrites
+(``secure_delete``, ``VACUUM``, a ``TRUNCATE`` checkpoint) rewrites
 them at once. PostgreSQL keeps a deleted tuple in its heap page until the table is
 rewritten and every insert in its write-ahead log until the segment is removed, so a store
 that can compact implements :class:`Compactable`: ``Memory.compact()`` (and

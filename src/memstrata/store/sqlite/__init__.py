@@ -1,4 +1,4 @@
-"""The SQLite backend: one WAL file with FTS5 lexical search and a numpy vector cache."""
+"""The SQLite backend: one WAL file with a lexical index of postings and a numpy vector cache."""
 
 from .store import SQLiteStore
 

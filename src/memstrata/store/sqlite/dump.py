@@ -76,21 +76,9 @@ def dump_records(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[RecordD
                     f"SELECT seq, vector FROM vectors WHERE seq IN ({marks})", seqs
                 )
             }
-            terms: dict[int, tuple[str, ...]] = {}
-            by_tenant: dict[str, list[int]] = {}
-            for r in rows:
-                by_tenant.setdefault(str(r["tenant"]), []).append(int(r["seq"]))
-            for tenant, theirs in by_tenant.items():
-                if not lexical.exists(c, tenant):
-                    continue
-                terms.update(
-                    (int(rowid), tuple(text.split()))
-                    for rowid, text in c.execute(
-                        f"SELECT rowid, terms FROM {lexical.table(tenant)} "
-                        f"WHERE rowid IN ({_marks(len(theirs))})",
-                        theirs,
-                    )
-                )
+            terms = {
+                seq: tuple(text.split()) for seq, text in lexical.indexed_terms(c, seqs).items()
+            }
             counters: dict[int, dict[str, int]] = {}
             for seq, name, value in c.execute(
                 f"SELECT seq, name, value FROM counters WHERE seq IN ({marks})", seqs
@@ -147,7 +135,7 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
             rows = [encode_record(v) for v in d.versions]
             cur = c.execute(_INSERT, rows[-1])
             seq = int(cur.lastrowid or 0)
-            s._index(c, seq, r, d.terms)
+            s._index(c, seq, r.tenant, r.user, d.terms)
             if d.vector is not None:
                 s._store_vector(c, seq, r, d.vector)
             named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]

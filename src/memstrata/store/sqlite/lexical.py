@@ -1,147 +1,424 @@
-"""The lexical index: one FTS5 table per tenant, and query text user input cannot bend.
+"""The lexical index: postings keyed by user, statistics kept per tenant, FTS5's ``bm25``.
 
-Each tenant's records are indexed in a table of their own (:func:`table`), because FTS5's
-``bm25`` reads its statistics (rows, average length, rows holding a term) from the whole
-table: in one shared table a tenant's scores, and so the order of its hits, would move with
-what other tenants store, and a tenant could learn whether a word is common in other
-tenants' records by searching its own (issue 9, "tenant isolation"). A tenant's table is
-created by its first write; a tenant without one has nothing to match.
+A search reads the postings of the searching user only, so its cost follows that user's
+matches and never the size of other users' history (schema 10; before it, one FTS5 table
+per tenant walked the doclists of every user of the tenant). The tables (migrations.py)::
 
-Terms come pre-tokenised by :func:`memstrata.search.tokenize.tokenize`; each is quoted as
-an FTS5 string (double quotes doubled), so operators, column names and punctuation in a
-term are matched literally. The match is confined to one user by the scope token column::
+    lex_tenants  (id, key, docs, tokens)       a tenant's rows and their total length
+    lex_scopes   (id, scope_tok, tenant)       a user (the scope token) and their tenant
+    lex_postings (scope, token, seq, tf, len)  WITHOUT ROWID, keyed (scope, token, seq)
+    lex_df       (tenant, token, df)           WITHOUT ROWID: the tenant's rows holding token
+    lex_docs     (seq, scope, len, terms)      what is indexed for a record, by its seq
 
-    scope_tok : "s1a2b..." AND terms : ("t1" OR "t2" ...)
+The statistics stay each tenant's own, as with a table per tenant: what other tenants store
+never moves a tenant's scores, and a tenant cannot learn from its own searches whether a
+word is common elsewhere (issue 9, "tenant isolation"). They are kept up to date in the
+write's transaction (SQLite has one writer). ``key`` is a hash of the tenant id and
+``scope_tok`` a hash of (tenant, user): no raw id is in the index.
 
-and ranked with ``bm25(lexical, 0.0, 1.0)`` so the scope column adds nothing to a score.
+Scores are those FTS5 gave (``bm25(lexical, 0.0, 1.0)`` over ``scope_tok : "..." AND
+terms : ("t1" OR ...)``), bit for bit: the tokens, formula and operation order are
+:mod:`.fts5`'s, the statistics the rows, total tokens (a record's tokens plus its scope
+token) and per-token row counts FTS5 read from the tenant's table. A query whose terms are
+all single tokens (nearly every one) is scored in SQL from the postings alone; a term
+``unicode61`` splits into a phrase of several tokens is scored in Python from the
+candidates' indexed terms (:func:`_phrase_scores`).
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
+import re
 import sqlite3
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from . import fts5
+from .codec import scope_token
+
 __all__ = [
-    "BM25_WEIGHTS",
-    "TOKENIZE",
-    "create",
-    "exists",
-    "match_expression",
-    "quote_term",
+    "Doc",
+    "document_tokens",
+    "index",
+    "indexed_terms",
     "ranked",
-    "table",
-    "tables",
+    "scope_id",
+    "scored",
+    "tenant_key",
     "terms_text",
+    "traces",
+    "unindex",
+    "unindex_user",
 ]
 
-# Terms arrive pre-tokenised (space-joined); scope_tok confines a MATCH to one user.
-TOKENIZE = "tokenize = 'unicode61 remove_diacritics 0'"
-_PREFIX = "lex_"
-
-# bm25() weights per column (scope_tok, terms); FTS5's bm25 is "lower is better".
-BM25_WEIGHTS = "0.0, 1.0"
+Doc = tuple[int, str, str, Sequence[str]]  # (seq, tenant, user, terms)
 
 
-@functools.lru_cache(maxsize=4096)
-def table(tenant: str) -> str:
-    """The name of ``tenant``'s FTS5 table: hashed, so no raw tenant id is in the schema
-    and the name is always a safe SQL identifier."""
-    return _PREFIX + hashlib.blake2b(tenant.encode(), digest_size=10).hexdigest()
-
-
-def create(conn: sqlite3.Connection, tenant: str) -> str:
-    """Create ``tenant``'s table if it is missing (inside the caller's transaction)."""
-    name = table(tenant)
-    conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5 (scope_tok, terms, {TOKENIZE})"
-    )
-    return name
-
-
-def exists(conn: sqlite3.Connection, tenant: str) -> bool:
-    """Whether ``tenant`` has a table. A probe of the table itself (3.8 µs, the statement
-    cached) rather than a lookup in ``sqlite_master`` (49 µs with 50 tenants: a scan)."""
-    try:
-        conn.execute(f"SELECT 1 FROM {table(tenant)} LIMIT 0")
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return False
-        raise
-    return True
-
-
-def tables(conn: sqlite3.Connection) -> list[str]:
-    """Every tenant's table (FTS5's own shadow tables excluded)."""
-    return [
-        str(r[0])
-        for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB ? "
-            "AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name",
-            (_PREFIX + "*",),
-        )
-    ]
-
-
-def quote_term(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
+def tenant_key(tenant: str) -> str:
+    """The tenant's key in ``lex_tenants``: hashed (the name its FTS5 table had)."""
+    return "lex_" + hashlib.blake2b(tenant.encode(), digest_size=10).hexdigest()
 
 
 def terms_text(terms: Sequence[str]) -> str:
-    """What is indexed for a record: its terms joined by spaces (no re-tokenising)."""
-    return " ".join(t for t in terms if t and not t.isspace())
+    """What is indexed for a record: its usable terms joined by spaces (no re-tokenising)."""
+    return " ".join(fts5.usable(terms))
 
 
-def match_expression(scope_tok: str, terms: Sequence[str]) -> str | None:
-    """The MATCH expression, or ``None`` when no usable term is left (nothing can match)."""
-    unique = list(dict.fromkeys(t for t in terms if t and not t.isspace()))
-    if not unique:
-        return None
-    body = " OR ".join(quote_term(t) for t in unique)
-    return f"scope_tok : {quote_term(scope_tok)} AND terms : ({body})"
+# Terms FTS5's tokenizer keeps whole (ASCII lower-case letters and digits), space-joined:
+# their tokens are the terms themselves (most records; the others ask ``fts5.tokens``).
+_PLAIN_TEXT = re.compile(r"[a-z0-9]+(?: [a-z0-9]+)*")
 
 
-# The index alone, best first: no record is read for a row that cannot make the top.
-_TOP = "SELECT rowid, bm25({t}, {w}) FROM {t} WHERE {t} MATCH ? ORDER BY 2, 1 LIMIT ?"
+def document_tokens(text: str) -> list[str]:
+    """The tokens FTS5 made of an indexed text (:func:`terms_text`), in order."""
+    if _PLAIN_TEXT.fullmatch(text):
+        return text.split(" ")
+    return fts5.document_tokens(text.split())
+
+
+# --- writes -------------------------------------------------------------------------------
+# Each upsert returns the row's id (a DO UPDATE that changes nothing: DO NOTHING returns no
+# row). A tenant's row and its users' scope rows go with its last indexed record
+# (``_lower``).
+_TENANT = (
+    "INSERT INTO lex_tenants (key, docs, tokens) VALUES (?, 0, 0) "
+    "ON CONFLICT (key) DO UPDATE SET docs = docs RETURNING id"
+)
+_SCOPE = (
+    "INSERT INTO lex_scopes (scope_tok, tenant) VALUES (?, ?) "
+    "ON CONFLICT (scope_tok) DO UPDATE SET tenant = excluded.tenant RETURNING id"
+)
+_STATS = "UPDATE lex_tenants SET docs = docs + ?, tokens = tokens + ? WHERE id = ?"
+_DF = (
+    "INSERT INTO lex_df (tenant, token, df) VALUES (?, ?, ?) "
+    "ON CONFLICT (tenant, token) DO UPDATE SET df = df + excluded.df"
+)
+
+
+def index(conn: sqlite3.Connection, docs: Sequence[Doc]) -> None:
+    """Index new documents (their seqs hold nothing yet), in the caller's transaction:
+    the postings, the indexed terms and the tenants' statistics."""
+    tenants: dict[str, int] = {}
+    scopes: dict[tuple[str, str], int] = {}
+    postings: list[tuple[int, str, int, int, int]] = []
+    rows: list[tuple[int, int, int, str]] = []
+    df: dict[int, Counter[str]] = {}  # tenant -> token -> rows
+    totals: dict[int, list[int]] = {}  # tenant -> [rows, tokens]
+    for seq, tenant, user, terms in docs:
+        sid = scopes.get((tenant, user))
+        if sid is None:
+            sid, tid = _ids(conn, tenant, user)
+            scopes[tenant, user], tenants[tenant] = sid, tid
+            if tid not in df:
+                df[tid], totals[tid] = Counter(), [0, 0]
+        tid = tenants[tenant]
+        text = terms_text(terms)
+        tokens = document_tokens(text) if text else []
+        counts = Counter(tokens)
+        length = len(tokens) + 1  # the scope token is one more token of the row
+        postings += [(sid, token, seq, tf, length) for token, tf in counts.items()]
+        rows.append((seq, sid, length, text))
+        df[tid].update(counts.keys())
+        totals[tid][0] += 1
+        totals[tid][1] += length
+    conn.executemany("INSERT INTO lex_docs (seq, scope, len, terms) VALUES (?, ?, ?, ?)", rows)
+    conn.executemany(
+        "INSERT INTO lex_postings (scope, token, seq, tf, len) VALUES (?, ?, ?, ?, ?)", postings
+    )
+    for tid in sorted(df):
+        conn.executemany(_DF, [(tid, token, n) for token, n in sorted(df[tid].items())])
+        conn.execute(_STATS, (totals[tid][0], totals[tid][1], tid))
+
+
+def _ids(conn: sqlite3.Connection, tenant: str, user: str) -> tuple[int, int]:
+    """The user's scope id and tenant id, their rows made if missing (one read when the
+    user has written before: a write of one message runs few statements)."""
+    tok = scope_token(tenant, user)
+    found = conn.execute("SELECT id, tenant FROM lex_scopes WHERE scope_tok = ?", (tok,)).fetchone()
+    if found is not None:
+        return int(found[0]), int(found[1])
+    tid = int(conn.execute(_TENANT, (tenant_key(tenant),)).fetchone()[0])
+    return int(conn.execute(_SCOPE, (tok, tid)).fetchone()[0]), tid
+
+
+def unindex(conn: sqlite3.Connection, seqs: Iterable[int]) -> None:
+    """Remove these records from the index (a replace's old terms, a purge), keeping the
+    statistics in step; a term no row of the tenant holds any more leaves ``lex_df``."""
+    gone: list[tuple[int, int, int, int, str]] = []
+    for chunk in _chunks(sorted(set(seqs))):
+        gone += conn.execute(
+            "SELECT d.seq, d.scope, s.tenant, d.len, d.terms FROM json_each(?) AS j "
+            "CROSS JOIN lex_docs d ON d.seq = j.value JOIN lex_scopes s ON s.id = d.scope",
+            (json.dumps(chunk),),
+        ).fetchall()
+    if not gone:
+        return
+    postings: list[tuple[int, str, int]] = []
+    df: Counter[tuple[int, str]] = Counter()
+    totals: Counter[tuple[int, int]] = Counter()
+    for seq, sid, tid, length, text in gone:
+        distinct = sorted(set(document_tokens(text)))
+        postings.extend((sid, token, seq) for token in distinct)
+        df.update((tid, token) for token in distinct)
+        totals[tid, 0] += 1
+        totals[tid, 1] += length
+    conn.executemany("DELETE FROM lex_postings WHERE scope = ? AND token = ? AND seq = ?", postings)
+    conn.executemany("DELETE FROM lex_docs WHERE seq = ?", [(g[0],) for g in gone])
+    _lower(conn, df, totals)
+
+
+def _lower(
+    conn: sqlite3.Connection, df: Counter[tuple[int, str]], totals: Counter[tuple[int, int]]
+) -> None:
+    """Subtract removed rows from the statistics; drop the rows that reach zero."""
+    keys = sorted(df.items())
+    conn.executemany(
+        "UPDATE lex_df SET df = df - ? WHERE tenant = ? AND token = ?",
+        [(n, t, token) for (t, token), n in keys],
+    )
+    conn.executemany(
+        "DELETE FROM lex_df WHERE tenant = ? AND token = ? AND df <= 0",
+        [(t, token) for (t, token), _ in keys],
+    )
+    for tid in sorted({t for t, _ in totals}):
+        conn.execute(_STATS, (-totals[tid, 0], -totals[tid, 1], tid))
+        # The tenant's last row went: its users' scope rows go too (none holds a posting),
+        # so no scope row names a tenant id that a new tenant may take.
+        if conn.execute("DELETE FROM lex_tenants WHERE id = ? AND docs <= 0", (tid,)).rowcount:
+            conn.execute("DELETE FROM lex_scopes WHERE tenant = ?", (tid,))
+
+
+def scope_id(conn: sqlite3.Connection, tenant: str, user: str) -> int | None:
+    """The user's id in ``lex_scopes`` (``None``: nothing of theirs was ever indexed)."""
+    found = conn.execute(
+        "SELECT id FROM lex_scopes WHERE scope_tok = ?", (scope_token(tenant, user),)
+    ).fetchone()
+    return None if found is None else int(found[0])
+
+
+def traces(conn: sqlite3.Connection, scope_tok: str, sid: int | None) -> int:
+    """Rows of a purged user left in the index (``purge_user``'s check; 0 after it): their
+    scope row, postings (``sid``: their id before the purge) and the indexed terms of
+    records that are gone (a scan of ``lex_docs``, as the purge's ``VACUUM`` reads all)."""
+    return int(
+        conn.execute(
+            "SELECT (SELECT count(*) FROM lex_scopes WHERE scope_tok = ?1) + "
+            "(SELECT count(*) FROM lex_postings WHERE scope = ?2) + "
+            "(SELECT count(*) FROM lex_docs d WHERE NOT EXISTS "
+            "(SELECT 1 FROM records r WHERE r.seq = d.seq))",
+            (scope_tok, -1 if sid is None else sid),
+        ).fetchone()[0]
+    )
+
+
+def unindex_user(conn: sqlite3.Connection, tenant: str, user: str) -> None:
+    """Remove every row of one user (``purge_user``): postings, indexed terms, their share
+    of the tenant's statistics and the user's scope row."""
+    found = conn.execute(
+        "SELECT id, tenant FROM lex_scopes WHERE scope_tok = ?", (scope_token(tenant, user),)
+    ).fetchone()
+    if found is None:
+        return
+    sid, tid = int(found[0]), int(found[1])
+    df: Counter[tuple[int, str]] = Counter(
+        {
+            (tid, str(token)): int(n)
+            for token, n in conn.execute(
+                "SELECT token, count(*) FROM lex_postings WHERE scope = ? GROUP BY token", (sid,)
+            )
+        }
+    )
+    # The user's rows are found through their records (lex_docs has no index by scope).
+    mine = "seq IN (SELECT seq FROM records WHERE tenant = ? AND user = ?)"
+    docs, tokens = conn.execute(
+        f"SELECT count(*), coalesce(sum(len), 0) FROM lex_docs WHERE {mine}", (tenant, user)
+    ).fetchone()
+    conn.execute("DELETE FROM lex_postings WHERE scope = ?", (sid,))
+    conn.execute(f"DELETE FROM lex_docs WHERE {mine}", (tenant, user))
+    conn.execute("DELETE FROM lex_scopes WHERE id = ?", (sid,))
+    _lower(conn, df, Counter({(tid, 0): int(docs), (tid, 1): int(tokens)}))
+
+
+def indexed_terms(conn: sqlite3.Connection, seqs: Sequence[int]) -> dict[int, str]:
+    """The indexed text of each of these records that has one (dump, reterm)."""
+    out: dict[int, str] = {}
+    for chunk in _chunks(sorted(set(seqs))):
+        out.update(
+            (int(seq), str(text))
+            for seq, text in conn.execute(
+                "SELECT d.seq, d.terms FROM json_each(?) AS j CROSS JOIN lex_docs d "
+                "ON d.seq = j.value",
+                (json.dumps(chunk),),
+            )
+        )
+    return out
+
+
+def _chunks(items: list[int], size: int = 10_000) -> Iterable[list[int]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# --- search -------------------------------------------------------------------------------
+# The user's postings of the query's tokens, each scored by itself (a posting carries its
+# row's length), summed per record in phrase order: ``coalesce(p0, 0.0) + coalesce(p1, 0.0)
+# + ...`` left to right is FTS5's loop (a phrase the row lacks adds 0.0, which changes no
+# double), written out rather than left to ``sum()``, whose order within a group SQLite
+# does not promise (and whose algorithm changed in 3.43). The idfs and avgdl come in as
+# parameters, computed by :func:`fts5.idf` as the C code does.
+_PART = "q.idf * ((p.tf * ?) / (p.tf + ? * (? + ? * p.len / ?)))"
+_SCORE = (
+    "WITH q (ord, token, idf) AS (VALUES {values}), "
+    "hits AS (SELECT p.seq AS seq, q.ord AS ord, {part} AS part FROM q "
+    "JOIN lex_postings p ON p.scope = ? AND p.token = q.token) "
+    "SELECT seq, {total} AS score FROM hits GROUP BY seq ORDER BY score DESC, seq{limit}"
+)
+
+
+def scored(
+    conn: sqlite3.Connection, tenant: str, user: str, terms: Sequence[str], limit: int | None
+) -> list[tuple[int, float]]:
+    """The best ``limit`` (all when ``None``) of the user's records matching any of
+    ``terms``, as ``(seq, score)``, best first and ties by insertion."""
+    phrases = fts5.query_phrases(terms)
+    live = [(i, p) for i, p in enumerate(phrases) if p]
+    if not live:
+        return []
+    found = conn.execute(
+        "SELECT s.id, t.id, t.docs, t.tokens FROM lex_scopes s JOIN lex_tenants t "
+        "ON t.id = s.tenant WHERE s.scope_tok = ?",
+        (scope_token(tenant, user),),
+    ).fetchone()
+    if found is None:
+        return []
+    sid, tid, docs, total = (int(v) for v in found)
+    if docs <= 0:
+        return []
+    avgdl = total / docs
+    wanted = sorted({t for _, p in live for t in p})
+    df = _df(conn, tid, wanted)
+    if any(len(p) > 1 for _, p in live):
+        return _phrase_scores(conn, tenant, sid, phrases, docs, avgdl, df, limit)
+    idfs = {token: fts5.idf(docs, df.get(token, 0)) for token in wanted}
+    values = ", ".join("(?, ?, ?)" for _ in live)
+    total_sql = " + ".join(f"coalesce(max(CASE ord WHEN {i} THEN part END), 0.0)" for i, _ in live)
+    sql = _SCORE.format(
+        values=values,
+        part=_PART,
+        total=total_sql,
+        limit="" if limit is None else " LIMIT ?",
+    )
+    args: list[Any] = [v for i, p in live for v in (i, p[0], idfs[p[0]])]
+    args += [fts5.K1_PLUS_1, fts5.K1, fts5.ONE_MINUS_B, fts5.B, avgdl, sid]
+    if limit is not None:
+        args.append(limit)
+    return [(int(seq), float(score)) for seq, score in conn.execute(sql, args)]
+
+
+def _df(conn: sqlite3.Connection, tid: int, tokens: Sequence[str]) -> dict[str, int]:
+    return {
+        str(token): int(n)
+        for token, n in conn.execute(
+            "SELECT token, df FROM lex_df WHERE tenant = ? AND token IN "
+            f"({', '.join('?' * len(tokens))})",
+            [tid, *tokens],
+        )
+    }
+
+
+def _phrase_scores(
+    conn: sqlite3.Connection,
+    tenant: str,
+    sid: int,
+    phrases: list[tuple[str, ...]],
+    docs: int,
+    avgdl: float,
+    df: dict[str, int],
+    limit: int | None,
+) -> list[tuple[int, float]]:
+    """The rare path: a phrase of several tokens (e.g. a term with ``・`` inside). Its
+    row count is found by reading the terms of every row of the tenant (a scan, on this
+    path only, and skipped when one of its tokens is in no row); the candidates are the
+    user's rows holding the first token of some phrase."""
+    idfs: list[float] = []
+    for p in phrases:
+        if len(p) == 0:
+            idfs.append(0.0)
+        elif len(p) == 1:
+            idfs.append(fts5.idf(docs, df.get(p[0], 0)))
+        else:
+            hits = 0
+            if df.get(p[0], 0) and all(df.get(t, 0) for t in p):
+                hits = sum(
+                    1
+                    for (text,) in conn.execute(
+                        "SELECT d.terms FROM records r JOIN lex_docs d ON d.seq = r.seq "
+                        "WHERE r.tenant = ?",
+                        (tenant,),
+                    )
+                    if fts5.phrase_count(document_tokens(text), p)
+                )
+            idfs.append(fts5.idf(docs, hits))
+    first = sorted({p[0] for p in phrases if p})
+    rows = conn.execute(
+        "SELECT d.seq, d.len, d.terms FROM lex_docs d WHERE d.seq IN (SELECT seq FROM "
+        f"lex_postings WHERE scope = ? AND token IN ({', '.join('?' * len(first))}))",
+        [sid, *first],
+    ).fetchall()
+    out: list[tuple[float, int]] = []
+    for seq, length, text in rows:
+        doc = document_tokens(text)
+        score = 0.0
+        matched = False
+        for p, w in zip(phrases, idfs, strict=True):
+            freq = fts5.phrase_count(doc, p)
+            matched = matched or freq > 0
+            score += fts5.term_score(w, float(freq), float(length), avgdl)
+        if matched:
+            out.append((-score, int(seq)))
+    out.sort()
+    best = [(seq, -neg) for neg, seq in out]
+    return best if limit is None else best[:limit]
+
+
 _SLACK = 32  # rows fetched beyond k for those the scope's other parts or the filters drop
 
 
 def ranked(
-    conn: sqlite3.Connection, name: str, expr: str, where: str, args: Sequence[Any], k: int
+    conn: sqlite3.Connection,
+    tenant: str,
+    user: str,
+    terms: Sequence[str],
+    where: str,
+    args: Sequence[Any],
+    k: int,
 ) -> list[tuple[str, float]]:
-    """The ids of the best ``k`` records matching ``expr`` and ``where`` (over ``records
-    r``), each with its score (``-bm25``), best first and ties by insertion: what one join
-    of the index with ``records`` ordered by ``bm25, seq`` gives, without reading the record
-    of every match.
+    """The ids of the best ``k`` records matching ``terms`` and ``where`` (over ``records
+    r``), each with its score, best first and ties by insertion: what scoring every match
+    and joining it with ``records`` gives, without reading the record of every match.
 
-    ``name`` is the tenant's table. The index ranks its matches by itself (``bm25`` depends
-    on the matched row and the tenant's table-wide statistics only); the records of the
-    best ``n`` are then read and checked against ``where``. When fewer than ``k`` pass and
-    the index had more than ``n`` matches, ``n`` grows and the index is asked again, so the
-    answer is always that of the full join.
-    The admitted records come back as one row of two JSON arrays (seqs, ids): one step of
-    the statement instead of one per record (each step is a trip out of and back into the
-    interpreter lock, which a busy event loop holds), and no row object per record.
+    The postings rank their matches by themselves; the records of the best ``n`` are then
+    read and checked against ``where``. When fewer than ``k`` pass and there were more than
+    ``n`` matches, ``n`` grows and the postings are asked again, so the answer is always
+    that of the full join. The admitted records come back as one row of two JSON arrays
+    (seqs, ids): one step of the statement instead of one per record.
     """
     n = k + _SLACK
-    top = _TOP.format(t=name, w=BM25_WEIGHTS)
     while True:
-        hits = conn.execute(top, (expr, n)).fetchall()
+        hits = scored(conn, tenant, user, terms, n)
         if not hits:
             return []
-        seqs = "[" + ",".join(str(int(h[0])) for h in hits) + "]"
         # CROSS JOIN keeps this order (each hit looks up its record by seq); left to
         # itself the planner scans the user's records by the scope index (30x slower).
         found, ids = conn.execute(
             "SELECT json_group_array(r.seq), json_group_array(r.id) FROM json_each(?) AS hit "
             f"CROSS JOIN records r ON r.seq = hit.value WHERE {where}",
-            [seqs, *args],
+            [json.dumps([seq for seq, _ in hits]), *args],
         ).fetchone()
         admitted: dict[int, str] = dict(zip(json.loads(found), json.loads(ids), strict=True))
-        out = [(admitted[seq], -float(rank)) for seq, rank in hits if seq in admitted]
+        out = [(admitted[seq], score) for seq, score in hits if seq in admitted]
         if len(out) >= k or len(hits) < n:
             return out[:k]
         n *= 8

@@ -15,7 +15,14 @@ from typing import Final
 from ...errors import SchemaVersionError, StoreError
 from .codec import COLUMNS
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
+__all__ = [
+    "FTS5_TOKENIZE",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "fts5_tables",
+    "migrate",
+    "schema_version",
+]
 
 Step = str | Callable[[sqlite3.Connection], None]
 
@@ -236,21 +243,88 @@ def _v8(conn: sqlite3.Connection) -> None:
         )
 
 
+# The FTS5 tables of schemas 1-9 (v10 replaced them): one per tenant from v9, named by a
+# hash of the tenant id (lexical.tenant_key), holding (rowid = the record's seq,
+# scope_tok, terms).
+FTS5_TOKENIZE = "tokenize = 'unicode61 remove_diacritics 0'"
+
+
+def fts5_tables(conn: sqlite3.Connection) -> list[str]:
+    """The per-tenant FTS5 tables of a file before v10 (FTS5's shadow tables excluded)."""
+    return [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'lex_*' "
+            "AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"
+        )
+    ]
+
+
 def _v9(conn: sqlite3.Connection) -> None:
     """v9 (tenant isolation): one FTS5 table per tenant instead of one for the file, so a
-    tenant's BM25 statistics hold its own records only (lexical.py). Each row moves to its
-    record's tenant's table with its rowid, scope token and terms unchanged."""
-    from . import lexical
+    tenant's BM25 statistics hold its own records only. Each row moves to its record's
+    tenant's table with its rowid, scope token and terms unchanged."""
+    from .lexical import tenant_key
 
     tenants = [r[0] for r in conn.execute("SELECT DISTINCT tenant FROM records ORDER BY tenant")]
     for tenant in tenants:
-        name = lexical.create(conn, tenant)
+        name = tenant_key(tenant)
+        conn.execute(f"CREATE VIRTUAL TABLE {name} USING fts5 (scope_tok, terms, {FTS5_TOKENIZE})")
         conn.execute(
             f"INSERT INTO {name} (rowid, scope_tok, terms) SELECT l.rowid, l.scope_tok, l.terms "
             "FROM lexical l JOIN records r ON r.seq = l.rowid WHERE r.tenant = ? ORDER BY l.rowid",
             (tenant,),
         )
     conn.execute("DROP TABLE lexical")
+
+
+# v10 (a search reads its user's postings only): the tables of lexical.py.
+_V10_DDL = """
+CREATE TABLE lex_tenants (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE,
+    docs INTEGER NOT NULL, tokens INTEGER NOT NULL
+);
+CREATE TABLE lex_scopes (
+    id INTEGER PRIMARY KEY, scope_tok TEXT NOT NULL UNIQUE, tenant INTEGER NOT NULL
+);
+CREATE TABLE lex_postings (
+    scope INTEGER NOT NULL, token TEXT NOT NULL, seq INTEGER NOT NULL,
+    tf INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (scope, token, seq)
+) WITHOUT ROWID;
+CREATE TABLE lex_df (
+    tenant INTEGER NOT NULL, token TEXT NOT NULL, df INTEGER NOT NULL,
+    PRIMARY KEY (tenant, token)
+) WITHOUT ROWID;
+CREATE TABLE lex_docs (
+    seq INTEGER PRIMARY KEY, scope INTEGER NOT NULL, len INTEGER NOT NULL, terms TEXT NOT NULL
+);
+"""
+
+
+def _v10(conn: sqlite3.Connection) -> None:
+    """v10: the per-tenant FTS5 tables become postings keyed by user (lexical.py). Each
+    tenant's rows are indexed anew from what FTS5 held (its ``rowid`` is the record's seq,
+    ``terms`` the indexed text; a row whose record is gone, which no write leaves, is not
+    carried over), then the FTS5 tables are dropped. One transaction, like every step."""
+    from . import lexical
+
+    for statement in _statements(_V10_DDL):
+        conn.execute(statement)
+    for name in fts5_tables(conn):
+        last = 0
+        while True:
+            batch = conn.execute(
+                f"SELECT l.rowid, r.tenant, r.user, l.terms FROM {name} l "
+                "JOIN records r ON r.seq = l.rowid WHERE l.rowid > ? ORDER BY l.rowid LIMIT 5000",
+                (last,),
+            ).fetchall()
+            if not batch:
+                break
+            lexical.index(
+                conn, [(int(seq), str(t), str(u), str(text).split()) for seq, t, u, text in batch]
+            )
+            last = int(batch[-1][0])
+        conn.execute(f"DROP TABLE {name}")
 
 
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
@@ -263,6 +337,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (7, _V7_VECTOR_REV),
     (8, _v8),
     (9, _v9),
+    (10, _v10),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

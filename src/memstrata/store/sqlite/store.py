@@ -1,6 +1,6 @@
 """The SQLite store: the embedded default and the reference every other store must match.
 
-One file in WAL mode holds records, their history, vectors, an FTS5 lexical index, the
+One file in WAL mode holds records, their history, vectors, a lexical index, the
 embedding cache and the job queue. The connection runs in autocommit mode and every write
 method is one ``BEGIN IMMEDIATE`` transaction, so a write applies whole or not at all and
 two processes sharing a file serialise their writes instead of failing half-way.
@@ -14,6 +14,7 @@ database) reads through the write connection under its lock.
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 import sqlite3
 import threading
@@ -60,7 +61,6 @@ from .codec import (
     scope_token,
 )
 from .history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
-from .lexical import BM25_WEIGHTS, match_expression, ranked, terms_text
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, VectorCache, top_k
 from .where import filters_sql, in_list, needs_python, scope_sql
@@ -392,13 +392,17 @@ class SQLiteStore:
         return blob
 
     @staticmethod
-    def _index(c: sqlite3.Connection, seq: int, r: MemoryRecord, terms: Sequence[str]) -> None:
-        name = lexical.create(c, r.tenant)
-        c.execute(f"DELETE FROM {name} WHERE rowid = ?", (seq,))
-        c.execute(
-            f"INSERT INTO {name} (rowid, scope_tok, terms) VALUES (?, ?, ?)",
-            (seq, scope_token(r.tenant, r.user), terms_text(terms)),
-        )
+    def _index(
+        c: sqlite3.Connection, seq: int, tenant: str, user: str, terms: Sequence[str]
+    ) -> None:
+        """Give record ``seq`` these lexical terms: nothing is written when they are the
+        ones it has (a replace that keeps the text, a reterm of an unchanged record)."""
+        old = lexical.indexed_terms(c, [seq]).get(seq)
+        if old == lexical.terms_text(terms):
+            return
+        if old is not None:
+            lexical.unindex(c, [seq])
+        lexical.index(c, [(seq, tenant, user, terms)])
 
     @staticmethod
     def _bump(c: sqlite3.Connection, tenant: str, user: str) -> None:
@@ -422,22 +426,18 @@ class SQLiteStore:
         ``seq``, and a clash must name its id), then the lexical rows, the embedding-cache
         moves and the vectors in one ``executemany`` each (a batch of turns is thousands of
         statements otherwise). A new ``seq`` was never used (``AUTOINCREMENT``), so no old
-        lexical row can hold it: nothing is deleted first, as ``replace`` must."""
+        lexical row can hold it: nothing is looked up first, as ``replace`` must."""
         blobs = [
             self._check_vector(w.record, w.vector) if w.vector is not None else None for w in writes
         ]  # every vector checked before anything is written
         seqs = self._insert_rows(c, [w.record for w in writes])
-        rows: dict[str, list[tuple[int, str, str]]] = {}  # tenant -> its lexical rows
-        for seq, w in zip(seqs, writes, strict=True):
-            rows.setdefault(w.record.tenant, []).append(
-                (seq, scope_token(w.record.tenant, w.record.user), terms_text(w.terms))
-            )
-        for tenant, mine in rows.items():
-            c.executemany(
-                f"INSERT INTO {lexical.create(c, tenant)} (rowid, scope_tok, terms) "
-                "VALUES (?, ?, ?)",
-                mine,
-            )
+        lexical.index(
+            c,
+            [
+                (seq, w.record.tenant, w.record.user, w.terms)
+                for seq, w in zip(seqs, writes, strict=True)
+            ],
+        )
         owned = self._owned_cache_entries(
             c, [(w.record, blob) for w, blob in zip(writes, blobs, strict=True)]
         )
@@ -665,7 +665,7 @@ class SQLiteStore:
             ),
         )
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
-        self._index(c, seq, new, write.terms)
+        self._index(c, seq, new.tenant, new.user, write.terms)
         if write.vector is not None:
             self._store_vector(c, seq, new, write.vector)
         # The vector cache holds the vector and the masked columns: a change to one of
@@ -735,22 +735,21 @@ class SQLiteStore:
         """Destroy these records, every version, vector, counter, lexical row and the
         embedding-cache entries of their texts, and give the records named in ``reterm``
         their new lexical terms (same transaction); then leave no byte of them in the file:
-        ``secure_delete`` (on for every connection) zeroes the freed cells and pages, FTS5
-        ``optimize`` rewrites the index segments without their terms (a delete only
-        appends tombstones) and a ``TRUNCATE`` checkpoint empties the WAL. No ``VACUUM``:
-        its cost is a rewrite of the whole file; ``optimize`` costs a rewrite of the
-        lexical index (see README, "Audit log, purge, access control")."""
+        ``secure_delete`` (on for every connection) zeroes the freed cells and pages (the
+        lexical index is ordinary tables: its deleted postings go the same way) and a
+        ``TRUNCATE`` checkpoint empties the WAL. No ``VACUUM``: its cost is a rewrite of
+        the whole file (see README, "Audit log, purge, access control")."""
         if scope.caller is not None:
             return PurgeReport()
         hashes = {
             v.content_hash for rid in dict.fromkeys(ids) for v in self._history_or_empty(scope, rid)
         }
         tok = scope_token(scope.tenant, scope.user)
-        index = lexical.table(scope.tenant)
         with self._write() as c:
             rows = self._visible(c, scope, ids, "seq, id")
             seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
+            lexical.unindex(c, seqs)
             for chunk in _chunks(seqs):
                 sql, vals = _seq_list(chunk)
                 counts["versions"] += c.execute(
@@ -758,7 +757,6 @@ class SQLiteStore:
                 ).rowcount
                 counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {sql}", vals).rowcount
                 c.execute(f"DELETE FROM counters WHERE {sql}", vals)
-                c.execute(f"DELETE FROM {index} WHERE {sql.replace('seq', 'rowid')}", vals)
                 counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
             if seqs and reterm:
                 self._reterm(c, scope, reterm)
@@ -790,7 +788,7 @@ class SQLiteStore:
             if seqs:
                 self._bump(c, scope.tenant, scope.user)
         if seqs:
-            self._scrub(index)
+            self._scrub()
         return PurgeReport(
             records=counts["records"],
             versions=counts["versions"],
@@ -803,18 +801,9 @@ class SQLiteStore:
         self, c: sqlite3.Connection, scope: Scope, reterm: Mapping[str, Sequence[str]]
     ) -> None:
         """Rewrite the lexical rows of the user's records in ``reterm`` whose terms differ
-        (purge; the old segment bytes go with the ``optimize`` that follows)."""
-        tok = scope_token(scope.tenant, scope.user)
-        name = lexical.create(c, scope.tenant)
+        (purge; ``secure_delete`` zeroes the old rows' bytes)."""
         for row in self._visible(c, Scope(scope.tenant, scope.user), list(reterm), "seq, id"):
-            text = terms_text(reterm[row["id"]])
-            cur = c.execute(f"SELECT terms FROM {name} WHERE rowid = ?", (row["seq"],)).fetchone()
-            if cur is None or cur[0] != text:
-                c.execute(f"DELETE FROM {name} WHERE rowid = ?", (row["seq"],))
-                c.execute(
-                    f"INSERT INTO {name} (rowid, scope_tok, terms) VALUES (?, ?, ?)",
-                    (row["seq"], tok, text),
-                )
+            self._index(c, int(row["seq"]), scope.tenant, scope.user, reterm[row["id"]])
 
     def _history_or_empty(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         try:
@@ -822,32 +811,22 @@ class SQLiteStore:
         except NotFoundError:
             return []
 
-    def _optimize(self, names: Sequence[str]) -> None:
-        """FTS5 ``optimize`` of these tenants' tables: their segments rewritten without the
-        deleted terms (a delete only appends tombstones). A name whose table was never
-        created (a tenant that never wrote) has nothing to rewrite."""
-        existing = set(lexical.tables(self._conn))
-        for name in names:
-            if name in existing:
-                self._conn.execute(f"INSERT INTO {name} ({name}) VALUES ('optimize')")
-
-    def _scrub(self, index: str) -> None:
-        """Rewrite one tenant's lexical index without deleted terms and empty the WAL."""
+    def _scrub(self) -> None:
+        """Empty the WAL, which still holds the pages a purge changed."""
         with self._lock:
-            self._optimize([index])
             if self.path != ":memory:":
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
-        """Rewrite the file: FTS5 ``optimize``, ``VACUUM``, a ``TRUNCATE`` checkpoint (a
-        whole-user purge does this itself; a record purge relies on ``secure_delete``).
+        """Rewrite the file: ``VACUUM`` and a ``TRUNCATE`` checkpoint (a whole-user purge
+        does this itself; a record purge relies on ``secure_delete``). The lexical index is
+        ordinary tables (since schema 10), rewritten by ``VACUUM`` with the rest.
         ``lock_timeout``: unused (one writer at a time; the busy timeout applies)."""
         import time
 
         started = time.monotonic()
         before = self._file_bytes()
         with self._lock:
-            self._optimize(lexical.tables(self._conn))
             if self.path != ":memory:":
                 self._conn.execute("VACUUM")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -874,11 +853,11 @@ class SQLiteStore:
         """Destroy every trace of one user, then make sure no byte of it is left on disk.
 
         Rows first (one transaction): records, versions, vectors, counters, jobs, the
-        embedding cache (query embeddings included), the FTS5 rows, the scope's generation
+        embedding cache (query embeddings included), the lexical postings, indexed terms and
+        scope row (the tenant's statistics lose the user's share), the scope's generation
         row, and the user's audit events lose who and which ids (the events stay). Then the
-        bytes: FTS5 ``optimize`` rewrites the index segments without the deleted terms
-        (a DELETE only appends tombstones), ``VACUUM`` rebuilds the file so freed pages and
-        cells keep nothing, and a ``TRUNCATE`` checkpoint empties the WAL. ``remaining``
+        bytes: ``VACUUM`` rebuilds the file so freed pages and cells keep nothing, and a
+        ``TRUNCATE`` checkpoint empties the WAL. ``remaining``
         counts the rows still found plus the user's record ids and scope token still present
         in the file's bytes."""
         from ...audit import sqlite_redact_subject
@@ -886,7 +865,6 @@ class SQLiteStore:
         from ..shared_sql import purge_user_rows
 
         tok = scope_token(tenant, user)
-        index = lexical.table(tenant)
         args = (tenant, user)
         with self._write() as c:
             # Ids are per user: another user's record may carry the same id (it stays).
@@ -900,12 +878,8 @@ class SQLiteStore:
             ]
             self._drop_buffered(tok)
             cache = c.execute("DELETE FROM embedding_cache WHERE scope_tok = ?", (tok,)).rowcount
-            if lexical.exists(c, tenant):
-                c.execute(
-                    f"DELETE FROM {index} WHERE rowid IN "
-                    "(SELECT seq FROM records WHERE tenant = ? AND user = ?)",
-                    args,
-                )
+            scope_id = lexical.scope_id(c, tenant, user)
+            lexical.unindex_user(c, tenant, user)
             mine = "seq IN (SELECT seq FROM records WHERE tenant = ? AND user = ?)"
             vectors = c.execute("DELETE FROM vectors WHERE tenant = ? AND user = ?", args)
             versions = c.execute(f"DELETE FROM record_history WHERE {mine}", args)
@@ -937,28 +911,21 @@ class SQLiteStore:
             counts = (records.rowcount, versions.rowcount, vectors.rowcount, jobs.rowcount)
         with self._lock:
             self._vectors.clear()  # no generation row to compare with: reload from disk
-            self._optimize([index])
             if self.path != ":memory:":
                 self._conn.execute("VACUUM")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         with self._read() as c:
-            indexed = (
-                f"(SELECT count(*) FROM {index} WHERE {index} MATCH ?3)"
-                if lexical.exists(c, tenant)
-                else "0"
-            )
-            remaining = int(
+            remaining = lexical.traces(c, tok, scope_id) + int(
                 c.execute(
                     "SELECT (SELECT count(*) FROM records WHERE tenant = ?1 AND user = ?2) + "
                     "(SELECT count(*) FROM record_history h WHERE NOT EXISTS "
                     "(SELECT 1 FROM records r WHERE r.seq = h.seq)) + "
                     "(SELECT count(*) FROM vectors WHERE tenant = ?1 AND user = ?2) + "
                     "(SELECT count(*) FROM jobs WHERE tenant = ?1 AND user = ?2) + "
-                    "(SELECT count(*) FROM embedding_cache WHERE scope_tok = ?4) + "
-                    "(SELECT count(*) FROM scope_generation WHERE scope_tok = ?4) + "
-                    "(SELECT count(*) FROM audit_log WHERE tenant = ?1 AND user = ?2) + "
-                    f"{indexed}",
-                    (tenant, user, f'scope_tok : "{tok}"', tok),
+                    "(SELECT count(*) FROM embedding_cache WHERE scope_tok = ?3) + "
+                    "(SELECT count(*) FROM scope_generation WHERE scope_tok = ?3) + "
+                    "(SELECT count(*) FROM audit_log WHERE tenant = ?1 AND user = ?2)",
+                    (tenant, user, tok),
                 ).fetchone()[0]
             )
             # ids are unique per (tenant, user): another user's record may carry the same id
@@ -1338,34 +1305,40 @@ class SQLiteStore:
     def lexical_search(
         self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
     ) -> list[Candidate]:
-        expr = match_expression(scope_token(scope.tenant, scope.user), terms)
-        if expr is None or k <= 0:
+        if k <= 0:
             return []
-        name = lexical.table(scope.tenant)
         sw, sa = scope_sql(scope, "r.")
         fw, fa = filters_sql(filters, "r.")
+        where, args = f"{sw} AND {fw}", [*sa, *fa]
         if not needs_python(filters):
             with self._read() as c:
-                if not lexical.exists(c, scope.tenant):
-                    return []
                 return [
                     Candidate(rid, score)
-                    for rid, score in ranked(c, name, expr, f"{sw} AND {fw}", [*sa, *fa], k)
+                    for rid, score in lexical.ranked(
+                        c, scope.tenant, scope.user, terms, where, args, k
+                    )
                 ]
-        # Metadata filters run in Python on decoded records: every match is read.
-        sql = (
-            f"SELECT r.*, -bm25({name}, {BM25_WEIGHTS}) AS score FROM {name} "
-            f"JOIN records r ON r.seq = {name}.rowid WHERE {name} MATCH ? AND {sw} AND {fw} "
-            f"ORDER BY bm25({name}, {BM25_WEIGHTS}), r.seq"
-        )
+        # Metadata filters run in Python on decoded records: every match is read, in order.
+        out: list[Candidate] = []
         with self._read() as c:
-            if not lexical.exists(c, scope.tenant):
-                return []
-            rows = c.execute(sql, [expr, *sa, *fa]).fetchall()
-        out = [
-            Candidate(r["id"], float(r["score"])) for r in rows if filters.matches(decode_record(r))
-        ]
-        return out[:k]
+            hits = lexical.scored(c, scope.tenant, scope.user, terms, None)
+            for start in range(0, len(hits), 500):
+                block = hits[start : start + 500]
+                rows = {
+                    int(r["seq"]): r
+                    for r in c.execute(
+                        "SELECT r.* FROM json_each(?) AS hit CROSS JOIN records r "
+                        f"ON r.seq = hit.value WHERE {where}",
+                        [json.dumps([seq for seq, _ in block]), *args],
+                    )
+                }
+                for seq, score in block:
+                    row = rows.get(seq)
+                    if row is not None and filters.matches(decode_record(row)):
+                        out.append(Candidate(row["id"], score))
+                        if len(out) == k:
+                            return out
+        return out
 
     # --- embeddings -------------------------------------------------------------------------------
     def cached_vectors(self, scope: Scope, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
