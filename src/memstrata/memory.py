@@ -821,7 +821,7 @@ class Memory:
     def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
         """Rewrite the store's files so no deleted row's bytes remain (store/compaction.py).
 
-        SQLite: FTS5 ``optimize``, ``VACUUM``, WAL truncated. PostgreSQL: ``VACUUM (FULL,
+        SQLite: ``VACUUM``, WAL truncated. PostgreSQL: ``VACUUM (FULL,
         ANALYZE)`` of every table of the schema (each locked against reads and writes while
         it is copied), ``pg_statistic`` rewritten, WAL switched and checkpointed; what the
         server keeps out of reach is in ``residuals``; a table another transaction holds for

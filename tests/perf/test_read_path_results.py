@@ -29,7 +29,8 @@ from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 from memstrata.store import RecordWrite, Store
 from memstrata.store.sqlite.codec import scope_token
-from memstrata.store.sqlite.lexical import BM25_WEIGHTS, match_expression, table
+from memstrata.store.sqlite.lexical import tenant_key
+from memstrata.store.sqlite.migrations import FTS5_TOKENIZE
 from memstrata.store.sqlite.vectors import dot
 from memstrata.store.sqlite.where import filters_sql, needs_python, scope_sql
 from store.conftest import DIMS, T0, Maker, make_store, unit
@@ -112,21 +113,36 @@ def _queries(seed: int) -> list[list[str]]:
     return [q for q in out if q]
 
 
+def _match_expression(scope_tok: str, terms: list[str]) -> str | None:
+    unique = list(dict.fromkeys(t for t in terms if t and not t.isspace()))
+    if not unique:
+        return None
+    body = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+    return f'scope_tok : "{scope_tok}" AND terms : ({body})'
+
+
 def _reference_lexical(
     path: Path, scope: Scope, terms: list[str], k: int, filters: Filters
 ) -> list[tuple[str, float]]:
-    """The statement the SQLite store ran before: one join, ordered by ``bm25, seq``."""
-    expr = match_expression(scope_token(scope.tenant, scope.user), terms)
+    """The statement the SQLite store ran before schema 10: one join of the tenant's FTS5
+    table (rebuilt here from what the index holds) with ``records``, by ``bm25, seq``."""
+    expr = _match_expression(scope_token(scope.tenant, scope.user), terms)
     assert expr is not None and not needs_python(filters)
     sw, sa = scope_sql(scope, "r.")
     fw, fa = filters_sql(filters, "r.")
-    t = table(scope.tenant)
     conn = sqlite3.connect(path)
     try:
+        conn.execute(f"CREATE VIRTUAL TABLE temp.t USING fts5 (scope_tok, terms, {FTS5_TOKENIZE})")
+        conn.execute(
+            "INSERT INTO temp.t (rowid, scope_tok, terms) SELECT d.seq, s.scope_tok, d.terms "
+            "FROM lex_docs d JOIN lex_scopes s ON s.id = d.scope JOIN lex_tenants n "
+            "ON n.id = s.tenant WHERE n.key = ?",
+            (tenant_key(scope.tenant),),
+        )
         rows = conn.execute(
-            f"SELECT r.id, -bm25({t}, {BM25_WEIGHTS}) FROM {t} JOIN records r ON "
-            f"r.seq = {t}.rowid WHERE {t} MATCH ? AND {sw} AND {fw} "
-            f"ORDER BY bm25({t}, {BM25_WEIGHTS}), r.seq LIMIT ?",
+            f"SELECT r.id, -bm25(t, 0.0, 1.0) FROM temp.t AS t JOIN records r ON "
+            f"r.seq = t.rowid WHERE t MATCH ? AND {sw} AND {fw} "
+            f"ORDER BY bm25(t, 0.0, 1.0), r.seq LIMIT ?",
             [expr, *sa, *fa, k],
         ).fetchall()
     finally:

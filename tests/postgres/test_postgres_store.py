@@ -13,8 +13,8 @@ from memstrata.filters import Filters
 from memstrata.jobs import Job
 from memstrata.scope import Scope
 from memstrata.store import open_store
+from memstrata.store.fts5 import document_tokens, tokens
 from memstrata.store.postgres import PostgresStore
-from memstrata.store.postgres.fts5 import document_tokens, tokens
 from servers import PgServer
 from store.conftest import Maker
 

@@ -4,9 +4,10 @@ BM25 scores a match with statistics of the indexed rows (how many, their mean le
 many hold the term). Counted over every tenant of a store, they let one tenant's words
 change another's scores and the order of its hits, and a tenant could learn whether a word
 is common in other tenants' records by searching its own. Each backend keeps them per
-tenant (SQLite: one FTS5 table per tenant; PostgreSQL: ``lex_df``/``lex_stats`` keyed by
-tenant; the in-memory store: one index per user), and stores written before keep their
-hits across the upgrade.
+tenant (SQLite: ``lex_tenants``/``lex_df`` keyed by a hash of the tenant; PostgreSQL:
+``lex_df``/``lex_stats`` keyed by tenant; the in-memory store: one index per user), and
+stores written before keep their hits across the upgrade (SQLite files of schema 8 and 9:
+``test_lex16_index_upkeep.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 from memstrata.store import Store, open_store
 from memstrata.store.sqlite import lexical
+from memstrata.store.sqlite.migrations import FTS5_TOKENIZE
 
 from .conftest import STORE_KINDS, Maker, make_store
 
@@ -71,22 +73,21 @@ def test_another_tenants_records_do_not_move_my_scores(kind: str, tmp_path: Path
             servers.postgres().drop(store.options.schema)  # type: ignore[attr-defined]
 
 
-def test_sqlite_keeps_each_tenant_in_a_table_of_its_own(tmp_path: Path) -> None:
+def test_sqlite_keeps_each_tenants_statistics_under_a_hashed_key(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'm.db'}")
     maker = Maker()
     try:
-        assert not store.lexical_search(A, tokenize("apple"), 5, Filters())  # no table yet
+        assert not store.lexical_search(A, tokenize("apple"), 5, Filters())  # nothing yet
         store.insert([maker.write(text="apple", tenant=A.tenant, user=A.user)])
         store.insert([maker.write(text="apple", tenant=B.tenant, user=B.user)])
     finally:
         store.close()
     conn = sqlite3.connect(tmp_path / "m.db")
     try:
-        names = lexical.tables(conn)
-        assert names == sorted([lexical.table(A.tenant), lexical.table(B.tenant)])
-        for name in names:  # the tenant's name is hashed: no raw id in the schema
-            assert A.tenant not in name and B.tenant not in name
-            assert conn.execute(f"SELECT count(*) FROM {name}").fetchone()[0] == 1
+        rows = dict(conn.execute("SELECT key, docs FROM lex_tenants").fetchall())
+        assert rows == {lexical.tenant_key(A.tenant): 1, lexical.tenant_key(B.tenant): 1}
+        for key in rows:  # the tenant's name is hashed: no raw id in the index
+            assert A.tenant not in key and B.tenant not in key
     finally:
         conn.close()
 
@@ -108,15 +109,13 @@ def test_a_sqlite_file_of_one_shared_table_upgrades_with_its_hits(tmp_path: Path
     # The file as schema 8 had it: one FTS5 table holding every tenant's rows.
     conn = sqlite3.connect(path, isolation_level=None)
     try:
+        conn.execute(f"CREATE VIRTUAL TABLE lexical USING fts5 (scope_tok, terms, {FTS5_TOKENIZE})")
         conn.execute(
-            f"CREATE VIRTUAL TABLE lexical USING fts5 (scope_tok, terms, {lexical.TOKENIZE})"
+            "INSERT INTO lexical (rowid, scope_tok, terms) SELECT d.seq, s.scope_tok, d.terms "
+            "FROM lex_docs d JOIN lex_scopes s ON s.id = d.scope ORDER BY d.seq"
         )
-        for name in lexical.tables(conn):
-            conn.execute(
-                f"INSERT INTO lexical (rowid, scope_tok, terms) "
-                f"SELECT rowid, scope_tok, terms FROM {name}"
-            )
-            conn.execute(f"DROP TABLE {name}")
+        for table in ("lex_tenants", "lex_scopes", "lex_postings", "lex_df", "lex_docs"):
+            conn.execute(f"DROP TABLE {table}")
         conn.execute("PRAGMA user_version = 8")
     finally:
         conn.close()

@@ -20,6 +20,7 @@ from ...audit import AuditEvent
 from ...codec import record_to_dict
 from ...jobs import Job, JobStatus
 from ..base import CacheEntry, RecordDump, Vector
+from ..fts5 import document_tokens
 from ..sqlite.outbox import job_row
 
 __all__ = [
@@ -36,12 +37,8 @@ __all__ = [
 
 
 def _tokens(terms: Sequence[str]) -> list[str]:
-    """What the lexical index holds for these terms. Without the ``postgres`` extra no
-    PostgreSQL store can take part, and the other stores keep the terms themselves."""
-    try:
-        from ..postgres.fts5 import document_tokens
-    except ImportError:
-        return [t for t in terms if t and not t.isspace()]
+    """What the lexical index holds for these terms (the tokens FTS5's tokenizer makes of
+    them, as both SQL stores index them)."""
     return document_tokens(terms)
 
 

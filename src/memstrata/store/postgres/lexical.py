@@ -17,7 +17,7 @@ deadlock.
 A document is ``(seq, tenant, scope_tok, tokens)``: its record's ``seq``, tenant, scope
 token (one user) and document tokens.
 
-Scoring follows :mod:`memstrata.store.postgres.fts5`: single-token phrases (nearly every
+Scoring follows :mod:`memstrata.store.fts5`: single-token phrases (nearly every
 term) are scored in SQL with the same double-precision operations in the same order;
 a query holding a multi-token phrase is scored in Python from the records' token lists.
 """
@@ -30,7 +30,7 @@ from typing import Any
 
 import psycopg
 
-from memstrata.store.postgres import fts5
+from memstrata.store import fts5
 
 __all__ = ["COPY_FROM", "SLOTS", "Doc", "index", "search_rows", "unindex", "unindex_scope"]
 

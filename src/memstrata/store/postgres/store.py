@@ -46,11 +46,11 @@ from memstrata.filters import Filters
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
+from memstrata.store import fts5, shared_sql
 from memstrata.store import quota_counters as qc
-from memstrata.store import shared_sql
 from memstrata.store.base import UnitOfWork
 from memstrata.store.compaction import CompactReport
-from memstrata.store.postgres import audit, dump, fts5, lexical, outbox
+from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
 from memstrata.store.postgres.schema import check_pgvector, migrate

@@ -35,7 +35,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import fts5
+from memstrata.store import fts5
+
 from .codec import scope_token
 
 __all__ = [

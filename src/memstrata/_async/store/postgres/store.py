@@ -56,9 +56,9 @@ from memstrata.filters import Filters
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
+from memstrata.store import fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
-from memstrata.store.postgres import fts5
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
 from memstrata.store.postgres.where import filters_sql, needs_python, scope_sql
 from memstrata.store.sqlite.codec import (
