@@ -76,7 +76,6 @@ __all__ = [
     "Quotas",
     "admit_writes",
     "check_context",
-    "check_writes",
     "day_key",
     "next_midnight",
     "parse_quota",
@@ -342,38 +341,6 @@ async def _counted(
                 [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
             )
         raise
-
-
-async def check_writes(
-    store: AsyncStore, quotas: Quotas, scope: Scope, n: int, now: datetime
-) -> None:
-    """Whether ``n`` new records would be admitted now (no count taken; a hint only —
-    :func:`admit_writes` is the atomic check)."""
-    if n <= 0:
-        return
-    user = await _user_quota(store, quotas, scope)
-    midnight = f"at {next_midnight(now).isoformat()} (UTC midnight)"
-    await _check_records(store, quotas, user, scope, n, 0)
-    values = await counters_of(store).counter_values(
-        [day_key("emb", scope.tenant, scope.user, now), day_key("emb", scope.tenant, None, now)]
-    )
-    wait = seconds_to(next_midnight(now), now)
-    check(
-        "embeddings_per_day (per user)",
-        user.embeddings_per_day,
-        values[day_key("emb", scope.tenant, scope.user, now)],
-        n,
-        midnight,
-        wait,
-    )
-    check(
-        "embeddings_per_day (per tenant)",
-        quotas.per_tenant.embeddings_per_day,
-        values[day_key("emb", scope.tenant, None, now)],
-        n,
-        midnight,
-        wait,
-    )
 
 
 async def check_context(store: AsyncStore, quotas: Quotas, scope: Scope, tokens: int) -> None:
