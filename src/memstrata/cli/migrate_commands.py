@@ -60,6 +60,14 @@ def migrate(
             help="Records per transaction (memory use grows with it).",
         ),
     ] = 500,
+    replace_nul: Annotated[
+        bool,
+        typer.Option(
+            "--replace-nul",
+            help="Store each NUL character of old records' text as U+FFFD (PostgreSQL "
+            "cannot hold NUL in text); the report counts the texts changed.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Copy the --db store (every tenant, record version, vector, cache entry, job, audit
@@ -81,7 +89,7 @@ def migrate(
         note(f"{verb} {redact_url(settings.url)} -> {redact_url(to)}")
     try:
         if verify_only:
-            report = verify_stores(settings.url, to, batch_size=batch_size)
+            report = verify_stores(settings.url, to, batch_size=batch_size, replace_nul=replace_nul)
         else:
             # A dry run into a SQLite file not created yet counts against an empty store
             # standing in for it, so that no file is created.
@@ -93,6 +101,7 @@ def migrate(
                 resume=resume,
                 dry_run=dry_run,
                 verify=not no_verify,
+                replace_nul=replace_nul,
             )
             report.target = redact_url(to)
     except MemstrataError as exc:
@@ -131,6 +140,7 @@ def _print(report: MigrationReport, *, copying: bool) -> None:
             f"records/s), " + timing
         )
     console.print(Text(timing, style="dim"))
+    _print_nul(report)
     for m in report.mismatches:
         console.print(Text("differs: ", style="red") + Text(str(m)))
     if report.mismatch_total > len(report.mismatches):
@@ -153,3 +163,23 @@ def _print(report: MigrationReport, *, copying: bool) -> None:
 
 def register(app: typer.Typer) -> None:
     app.command("migrate")(migrate)
+
+
+def _print_nul(report: MigrationReport) -> None:
+    from rich.text import Text
+
+    n = report.nul_texts
+    if not n:
+        return
+    texts = f"{n:,} text{'s' if n != 1 else ''} of old records hold a NUL character"
+    if report.replace_nul:
+        done = "will be stored" if report.dry_run else "was stored"
+        console.print(Text(f"{texts}: each NUL {done} as U+FFFD", style="yellow"))
+    elif not report.target_stores_nul:
+        console.print(
+            Text(
+                f"{texts}, which the target cannot store: add --replace-nul to store each "
+                "as U+FFFD",
+                style="yellow",
+            )
+        )

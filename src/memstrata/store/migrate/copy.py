@@ -23,9 +23,10 @@ from contextlib import ExitStack
 from typing import cast
 
 from ...errors import EmbeddingMismatchError, StoreError, ValidationError
-from ..base import Store, StoreCopy
+from ..base import RecordDump, Store, StoreCopy
 from ..url import open_store
-from .digest import copied_job
+from .digest import copied_job, record_key
+from .nul import first_nul, nul_texts, without_nul
 from .report import MigrationReport, redact_url
 from .verify import verify_into
 
@@ -108,6 +109,7 @@ def copy_store(
     resume: bool = False,
     dry_run: bool = False,
     verify: bool = True,
+    replace_nul: bool = False,
     progress: Progress | None = None,
 ) -> MigrationReport:
     """Copy everything ``source`` holds into ``target`` (URLs or open stores), then verify.
@@ -119,6 +121,12 @@ def copy_store(
     the verification is in ``report.mismatches``, not an exception. Bad URLs, an occupied
     target, another embedding model: :class:`~memstrata.errors.MemstrataError` before
     anything is written.
+
+    A record whose text holds a NUL character (written before every store refused one)
+    cannot go into PostgreSQL: the copy stops at its batch with a
+    :class:`~memstrata.errors.ValidationError` naming it (the batches before it are in the
+    target; ``resume=True`` completes the copy), unless ``replace_nul`` stores each NUL as
+    U+FFFD (``nul.py``). ``report.nul_texts`` counts such texts, a dry run included.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
@@ -138,6 +146,8 @@ def copy_store(
             dry_run=dry_run,
             resumed=resume,
             batch_size=batch_size,
+            replace_nul=replace_nul,
+            target_stores_nul=bool(getattr(dst, "stores_nul", True)),
         )
         _check_target(src, dst, resume, report.target)
         started = time.perf_counter()
@@ -149,7 +159,7 @@ def copy_store(
         report.copy_seconds = time.perf_counter() - started
         if verify and not dry_run:
             started = time.perf_counter()
-            verify_into(src, dst, report, batch_size)
+            verify_into(src, dst, report, batch_size, replace_nul=replace_nul)
             report.verify_seconds = time.perf_counter() - started
         log.info(
             "migrate %s -> %s: %s",
@@ -161,16 +171,20 @@ def copy_store(
 
 
 def verify_stores(
-    source: StoreLike, target: StoreLike, *, batch_size: int = 500
+    source: StoreLike, target: StoreLike, *, batch_size: int = 500, replace_nul: bool = False
 ) -> MigrationReport:
     """Compare two stores (counts per kind, a hash per record, history chain, vector,
-    terms, counters, cache entry, job and audit event) without writing anything."""
+    terms, counters, cache entry, job and audit event) without writing anything.
+    ``replace_nul``: the source's NUL characters count as U+FFFD, as a copy made with
+    ``replace_nul`` stored them."""
     with ExitStack() as stack:
         src, src_url = _open(stack, source, "source")
         dst, dst_url = _open(stack, target, "target")
-        report = MigrationReport(redact_url(src_url), redact_url(dst_url), batch_size=batch_size)
+        report = MigrationReport(
+            redact_url(src_url), redact_url(dst_url), batch_size=batch_size, replace_nul=replace_nul
+        )
         started = time.perf_counter()
-        verify_into(src, dst, report, batch_size)
+        verify_into(src, dst, report, batch_size, replace_nul=replace_nul)
         report.verify_seconds = time.perf_counter() - started
         return report
 
@@ -211,6 +225,7 @@ def _copy(
     log.info("cache: %d entries, %d new", counts["cache"].source, counts["cache"].copied)
     for dumps in src.dump_records(batch_size):
         counts["records"].source += len(dumps)
+        dumps = _nul_checked(dumps, report)
         new = dst.load_records(dumps)
         counts["records"].copied += new
         versions = sum(len(d.versions) - 1 for d in dumps)
@@ -248,6 +263,7 @@ def _count_only(src: StoreCopy, report: MigrationReport, batch_size: int) -> Non
         counts["cache"].source += len(entries)
     for dumps in src.dump_records(batch_size):
         counts["records"].source += len(dumps)
+        report.nul_texts += sum(nul_texts(d) for d in dumps)
         counts["versions"].source += sum(len(d.versions) - 1 for d in dumps)
         counts["vectors"].source += sum(d.vector is not None for d in dumps)
         counts["counters"].source += sum(len(d.counters) for d in dumps)
@@ -255,3 +271,25 @@ def _count_only(src: StoreCopy, report: MigrationReport, batch_size: int) -> Non
         counts["jobs"].source += len(jobs)
     for events in src.dump_audit(batch_size):
         counts["audit"].source += len(events)
+
+
+def _nul_checked(dumps: list[RecordDump], report: MigrationReport) -> list[RecordDump]:
+    """The batch as the target can store it: NUL characters replaced if asked; otherwise
+    the batch is refused, before it is written, when the target cannot hold them."""
+    found = [d for d in dumps if nul_texts(d)]
+    if not found:
+        return dumps
+    report.nul_texts += sum(nul_texts(d) for d in found)
+    if report.replace_nul:
+        return [without_nul(d) for d in dumps]
+    if report.target_stores_nul:
+        return dumps
+    d = found[0]
+    raise ValidationError(
+        f"record {record_key(d)} holds a NUL character in {first_nul(d)} (written before "
+        f"every store refused one), which {report.target} cannot store in text; the copy "
+        f"stopped at its batch ({report.counts['records'].copied:,} records copied before "
+        "it stay in the target). Run the migration again with --resume --replace-nul "
+        "(replace_nul=True) to store each NUL as U+FFFD, the replacement character; the "
+        "report counts the texts changed"
+    )

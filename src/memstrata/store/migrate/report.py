@@ -48,6 +48,10 @@ class MigrationReport:
     mismatch_total: int = 0
     copy_seconds: float = 0.0
     verify_seconds: float = 0.0
+    # Texts (a version's content or summary) holding a NUL character, and what was done.
+    nul_texts: int = 0
+    replace_nul: bool = False
+    target_stores_nul: bool = True
 
     @property
     def ok(self) -> bool:
@@ -90,6 +94,8 @@ class MigrationReport:
             "copy_seconds": round(self.copy_seconds, 3),
             "verify_seconds": round(self.verify_seconds, 3),
             "records_per_second": round(self.records_per_second, 1),
+            "nul_texts": self.nul_texts,
+            "nul_replaced": self.nul_texts if self.replace_nul and not self.dry_run else 0,
         }
 
 

@@ -27,6 +27,7 @@ from .digest import (
     record_digest,
     record_key,
 )
+from .nul import without_nul
 from .report import KindCount, MigrationReport
 
 __all__ = ["verify_into"]
@@ -86,13 +87,20 @@ def _pairs(a: Iterator[list[_T]], b: Iterator[list[_T]]) -> Iterator[tuple[list[
 
 
 def verify_into(
-    source: StoreCopy, target: StoreCopy, report: MigrationReport, batch_size: int = 500
+    source: StoreCopy,
+    target: StoreCopy,
+    report: MigrationReport,
+    batch_size: int = 500,
+    *,
+    replace_nul: bool = False,
 ) -> None:
-    """Compare every kind; fill ``report``'s source/target counts and its mismatches."""
+    """Compare every kind; fill ``report``'s source/target counts and its mismatches.
+    ``replace_nul``: the source's records are compared as a copy with ``replace_nul``
+    stored them (``nul.py``)."""
     for kind in report.counts.values():
         kind.source = kind.target = 0
     _meta(source, target, report)
-    _records(source, target, report, batch_size)
+    _records(source, target, report, batch_size, replace_nul)
     _cache(source, target, report, batch_size)
     _jobs(source, target, report, batch_size)
     _audit(source, target, report, batch_size)
@@ -117,7 +125,11 @@ def _fields(a: MemoryRecord | None, b: MemoryRecord | None) -> str:
 
 
 def _records(
-    source: StoreCopy, target: StoreCopy, report: MigrationReport, batch_size: int
+    source: StoreCopy,
+    target: StoreCopy,
+    report: MigrationReport,
+    batch_size: int,
+    replace_nul: bool,
 ) -> None:
     detailed = 0
 
@@ -137,7 +149,7 @@ def _records(
     for left, right in _pairs(source.dump_records(batch_size), target.dump_records(batch_size)):
         for side, batch in ((0, left), (1, right)):
             for d in batch:
-                digest = record_digest(d)
+                digest = record_digest(without_nul(d) if replace_nul and side == 0 else d)
                 _count(counts["records"], side, 1)
                 _count(counts["versions"], side, digest.versions)
                 _count(counts["vectors"], side, int(digest.has_vector))

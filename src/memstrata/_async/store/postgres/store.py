@@ -179,6 +179,9 @@ def _no_nul(r: MemoryRecord) -> None:
 class AsyncPostgresStore:
     """A :class:`~memstrata.store.base.Store` in a PostgreSQL database with pgvector."""
 
+    # PostgreSQL text cannot hold a NUL character (a migration asks for --replace-nul).
+    stores_nul = False
+
     def __init__(self, url: str, *, vector_cache_rows: int = 500_000) -> None:
         self.url = url
         self.options: PgOptions = parse_url(url)
