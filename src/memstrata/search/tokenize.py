@@ -1,8 +1,13 @@
-"""Lexical terms for BM25, in English and Chinese (and any space-separated language).
+"""Lexical terms for BM25, in every script.
 
-CJK runs are segmented with jieba (``rjieba``, in search mode so compound words also yield
-their parts); other runs are split on word characters, lower-cased, stripped of stop words
-and Snowball-stemmed. The same function makes document terms and query terms, so they meet.
+Chinese runs are segmented with jieba (``rjieba``, in search mode so compound words also
+yield their parts); other runs are split on word characters, lower-cased, stripped of
+English stop words and Snowball-stemmed (English rules: other Latin and Cyrillic words
+mostly pass unchanged). Korean, Japanese kana, Thai, Lao, Khmer and Myanmar runs become
+overlapping bigrams and marks stay inside Indic, Arabic, Hebrew … words
+(:mod:`memstrata.search.scripts`). The same function makes document terms and query
+terms, so they meet. A text without those scripts gets exactly the terms it got before
+schema 11 (the classic path below, unchanged).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import re
 import unicodedata
 from functools import lru_cache
 from typing import Any
+
+from memstrata.search import scripts
 
 __all__ = ["tokenize"]
 
@@ -56,6 +63,8 @@ def _cut(run: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Terms of ``text`` for lexical search (may be empty for stop-word-only text)."""
     norm = unicodedata.normalize("NFKC", text).lower()
+    if scripts.special(norm):
+        return _multiscript(norm)
     latin: list[str] = []
     out: list[str] = []
     for match in _RUN.finditer(norm):
@@ -66,6 +75,30 @@ def tokenize(text: str) -> list[str]:
             for part in run.split("_"):
                 if part and part not in _EN_STOP:
                     latin.append(part)
+    if latin:
+        out.extend(_stemmer().stemWords(latin))
+    return out
+
+
+def _multiscript(norm: str) -> list[str]:
+    """:func:`tokenize` of a text holding Hangul, kana, a space-less script or a letter
+    that may carry marks: Chinese and other words as on the classic path, the rest by
+    :mod:`.scripts`."""
+    latin: list[str] = []
+    out: list[str] = []
+    for match in scripts.runs().finditer(scripts.keep_marks(norm)):
+        run = match.group(0)
+        kind = match.lastgroup
+        if kind == "han":
+            out.extend(w for w in _cut(run) if w not in _ZH_STOP)
+        elif kind == "hangul":
+            out.extend(scripts.hangul_terms(run))
+        elif kind == "kana":
+            out.extend(scripts.kana_terms(run))
+        elif kind == "spaceless":
+            out.extend(scripts.spaceless_terms(run))
+        else:
+            latin.extend(p for p in run.split("_") if p and p not in _EN_STOP)
     if latin:
         out.extend(_stemmer().stemWords(latin))
     return out
