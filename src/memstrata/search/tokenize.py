@@ -19,7 +19,7 @@ from typing import Any
 
 from memstrata.search import scripts
 
-__all__ = ["tokenize"]
+__all__ = ["tokenize", "tokenize_v10"]
 
 _RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|\w+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
@@ -65,9 +65,19 @@ def tokenize(text: str) -> list[str]:
     norm = unicodedata.normalize("NFKC", text).lower()
     if scripts.special(norm):
         return _multiscript(norm)
+    return _classic(norm)
+
+
+def tokenize_v10(text: str) -> list[str]:
+    """The terms :func:`tokenize` gave up to schema 10 (Hangul and kana to jieba, marks
+    separating): what the schema 11 migrations recognise in the index."""
+    return _classic(unicodedata.normalize("NFKC", text).lower())
+
+
+def _classic(norm: str) -> list[str]:
     latin: list[str] = []
     out: list[str] = []
-    for match in _RUN.finditer(norm):
+    for match in _RUN.finditer(norm):  # for text without special scripts: CJK is Chinese
         run = match.group(0)
         if _CJK.match(run):
             out.extend(w for w in _cut(run) if w not in _ZH_STOP)
