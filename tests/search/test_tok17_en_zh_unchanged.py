@@ -82,10 +82,19 @@ def _corpus() -> list[str]:
             texts += [t.text for t in conv.turns]
             texts += [q.question for q in conv.questions] + [q.answer for q in conv.questions]
     texts += [
-        "用iPhone拍照", "iphone使用说明", "我在Google工作了3年", "café naïve résumé Zoë",
-        "Привет, как дела? Я люблю книги", "Ich habe die Bücher gelesen", "x_y__z 2024-05-01",
-        "e\u0301 q\u0303 n\u0308 1\ufe0f\u20e3 ❤️ 👍🏽", "ＡＢＣ１２３ 全角", "Ⅻ ① ﬁ ㎏",
-        "中文，标点！还有“引号”和（括号）", "Ελληνικά κείμενα", "what's up? I'm fine :)",
+        "用iPhone拍照",
+        "iphone使用说明",
+        "我在Google工作了3年",
+        "café naïve résumé Zoë",
+        "Привет, как дела? Я люблю книги",
+        "Ich habe die Bücher gelesen",
+        "x_y__z 2024-05-01",
+        "e\u0301 q\u0303 n\u0308 1\ufe0f\u20e3 ❤️ 👍🏽",
+        "ＡＢＣ１２３ 全角",
+        "Ⅻ ① ﬁ ㎏",
+        "中文，标点！还有“引号”和（括号）",
+        "Ελληνικά κείμενα",
+        "what's up? I'm fine :)",
     ]
     return texts
 
