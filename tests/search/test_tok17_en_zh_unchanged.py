@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from memstrata.bench.convo.assistant import generate_assistant
 from memstrata.bench.convo.generate import generate
 from memstrata.bench.synth import synth_messages, synth_messages_zh, synth_queries, synth_queries_zh
-from memstrata.search.tokenize import tokenize
+from memstrata.search.tokenize import tokenize, tokenize_v10
 
 _RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|\w+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
@@ -124,3 +124,13 @@ _EN_ZH = st.text(
 @given(_EN_ZH)
 def test_random_latin_cyrillic_greek_chinese_text_is_unchanged(text: str) -> None:
     assert tokenize(text) == old_tokenize(text)
+
+
+def test_the_migrations_old_tokenizer_is_the_old_one() -> None:
+    """``tokenize_v10`` (what the schema 11 migrations read the index by) is daa18de's
+    tokenizer for every script, the ones whose terms changed included."""
+    from tok17_texts import OTHER, PAIRS
+
+    texts = _corpus()[:500] + [t for pairs in PAIRS.values() for p in pairs for t in p]
+    texts += [t for ts in OTHER.values() for t in ts]
+    assert [tokenize_v10(t) for t in texts] == [old_tokenize(t) for t in texts]
