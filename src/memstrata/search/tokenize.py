@@ -46,6 +46,15 @@ _ZH_STOP = frozenset(
     "，。！？、；：“”‘’（）《》".split()
 )
 
+# Hindi function words (postpositions, auxiliaries, pronouns, question words), as the
+# English list drops theirs: they are in most messages and rank nothing. Only words of
+# the multi-script path are looked up here (Devanagari is never on the classic path).
+_HI_STOP = frozenset(
+    "है हैं हूँ हो था थी थे में से की का के को और पर भी तो ही ने यह वह ये वे कि जो क्या कब "
+    "कहाँ कैसे कैसा कैसी कौन क्यों मैं तुम आप हम मुझे मेरा मेरी मेरे तुम्हें तुम्हारा तुम्हारी "
+    "तुम्हारे हमारा हमारी हमारे उसका उसकी उसके एक इस उस रहा रही रहे".split()
+)
+
 
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:
@@ -108,7 +117,9 @@ def _multiscript(norm: str) -> list[str]:
         elif kind == "spaceless":
             out.extend(scripts.spaceless_terms(run))
         else:
-            latin.extend(p for p in run.split("_") if p and p not in _EN_STOP)
+            latin.extend(
+                p for p in run.split("_") if p and p not in _EN_STOP and p not in _HI_STOP
+            )
     if latin:
         out.extend(_stemmer().stemWords(latin))
     return out
