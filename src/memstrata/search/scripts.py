@@ -66,13 +66,17 @@ def special(norm: str) -> bool:
 @lru_cache(maxsize=1)
 def _mark_class() -> str:
     """Every combining mark (categories Mn, Mc, Me) as regex class ranges."""
+    return _ranges([cp for cp in range(0x110000) if unicodedata.category(chr(cp))[0] == "M"])
+
+
+def _ranges(cps: list[int]) -> str:
+    """Code points as regex class ranges."""
     ranges: list[tuple[int, int]] = []
-    for cp in range(0x110000):
-        if unicodedata.category(chr(cp))[0] == "M":
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1] = (ranges[-1][0], cp)
-            else:
-                ranges.append((cp, cp))
+    for cp in cps:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1] = (ranges[-1][0], cp)
+        else:
+            ranges.append((cp, cp))
     return "".join(
         re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
         for a, b in ranges
@@ -80,15 +84,23 @@ def _mark_class() -> str:
 
 
 @lru_cache(maxsize=1)
-def _marks() -> re.Pattern[str]:
+def _lone_marks() -> re.Pattern[str]:
+    """Marks that follow neither a word character of :data:`MARKED` nor a kept mark."""
+    bases = [
+        cp
+        for a, b in ((0x0590, 0x1CFF), (0xA800, 0xABFF), (0x10000, 0x1FFFF))
+        for cp in range(a, b + 1)
+        if re.match(r"\w", chr(cp))
+    ]
     m = _mark_class()
-    return re.compile(f"((?:(?=\\w)[{MARKED}])[{m}]+)|[{m}]+")
+    # The mark first (a class: the scan skips to the next mark), then what is before it.
+    return re.compile(f"[{m}](?<![{_ranges(bases)}{m}][{m}])[{m}]*")
 
 
 def keep_marks(norm: str) -> str:
     """``norm`` with every mark that does not follow a letter of :data:`MARKED` (or a kept
     mark) replaced by a space: a separator, as every mark was before."""
-    return _marks().sub(lambda m: m.group(1) or " ", norm)
+    return _lone_marks().sub(" ", norm)
 
 
 @lru_cache(maxsize=1)

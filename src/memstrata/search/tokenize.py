@@ -117,9 +117,7 @@ def _multiscript(norm: str) -> list[str]:
         elif kind == "spaceless":
             out.extend(scripts.spaceless_terms(run))
         else:
-            latin.extend(
-                p for p in run.split("_") if p and p not in _EN_STOP and p not in _HI_STOP
-            )
+            latin.extend(p for p in run.split("_") if p and p not in _EN_STOP and p not in _HI_STOP)
     if latin:
         out.extend(_stemmer().stemWords(latin))
     return out
