@@ -72,7 +72,7 @@ def _cut(run: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Terms of ``text`` for lexical search (may be empty for stop-word-only text)."""
     norm = unicodedata.normalize("NFKC", text).lower()
-    if scripts.special(norm):
+    if not norm.isascii() and scripts.special(norm):
         return _multiscript(norm)
     return _classic(norm)
 
