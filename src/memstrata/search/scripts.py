@@ -37,7 +37,9 @@ __all__ = [
     "kana_terms",
     "keep_marks",
     "may_change",
+    "runs",
     "spaceless_terms",
+    "special",
 ]
 
 HANGUL = "\uac00-\ud7af"  # syllables (what the tokenizer's CJK class held before)
