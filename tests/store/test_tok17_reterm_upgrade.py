@@ -32,6 +32,7 @@ from .conftest import Maker
 from .test_lex16_index_upkeep import check_statistics
 
 EN, MIX = Scope("acme", "ana"), Scope("globex", "min")
+KO = Scope("initech", "jun")  # a tenant whose every record is re-termed
 # (scope, session, text): turns in order; a turn after a question is indexed under it.
 TURNS: list[tuple[Scope, str | None, str]] = [
     (EN, "s1", "We adopted a puppy this weekend!"),
@@ -53,10 +54,14 @@ TURNS: list[tuple[Scope, str | None, str]] = [
     (MIX, None, "the monthly report is due on Friday"),
     (MIX, "t1", "ซื้ออะไรที่ตลาด?"),
     (MIX, "t1", "มะม่วงสองกิโล"),
+    (KO, "j1", "부산에 살아요"),
+    (KO, "j1", "바다가 가까워요?"),
+    (KO, "j1", "네, 바다가 보여요"),
 ]
 QUERIES = {
     EN: ["puppy name", "Biscuit", "苹果", "多少苹果", "niece"],
     MIX: ["서울", "카페", "किताब", "हिन्दी", "ตลาด", "コーヒー", "monthly report", "eat"],
+    KO: ["부산", "바다"],
 }
 
 
@@ -184,6 +189,7 @@ def test_upgrade_gives_the_index_a_fresh_write_makes(tmp_path: Path) -> None:
         assert ids[text] in hits, q
         above = [_ids(path)[i] for i in hits[: hits.index(ids[text])]]
         assert all(set(tokenize(q)) <= set(got[t].split()) for t in above), q
+    assert [i for i, _ in after["initech 부산"]] == [ids["부산에 살아요"]]
     assert ids["ฉันไปตลาดเมื่อวานนี้กับแม่ของฉัน"] not in [i for i, _ in before["globex ตลาด"]]
 
 
