@@ -7,7 +7,7 @@ them to writes and purges; these two functions are the whole rule, shared by bot
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memstrata.search.tokenize import tokenize
 
@@ -16,11 +16,14 @@ __all__ = ["question_terms", "reply_terms"]
 _QUESTION = re.compile(r"[^.!?。！？\n]*[?？]")
 
 
-def question_terms(text: str | None) -> tuple[str, ...]:
-    """The lexical terms of the sentences of ``text`` that ask something (may be empty)."""
+def question_terms(
+    text: str | None, terms: Callable[[str], list[str]] = tokenize
+) -> tuple[str, ...]:
+    """The lexical terms (``terms``: :func:`tokenize`, or the schema 11 migrations' old
+    tokenizer) of the sentences of ``text`` that ask something (may be empty)."""
     if not text or ("?" not in text and "？" not in text):
         return ()
-    return tuple(t for sentence in _QUESTION.findall(text) for t in tokenize(sentence))
+    return tuple(t for sentence in _QUESTION.findall(text) for t in terms(sentence))
 
 
 def reply_terms(texts: Sequence[str], before: str | None) -> list[tuple[str, ...]]:

@@ -1,8 +1,13 @@
-"""Lexical terms for BM25, in English and Chinese (and any space-separated language).
+"""Lexical terms for BM25, in every script.
 
-CJK runs are segmented with jieba (``rjieba``, in search mode so compound words also yield
-their parts); other runs are split on word characters, lower-cased, stripped of stop words
-and Snowball-stemmed. The same function makes document terms and query terms, so they meet.
+Chinese runs are segmented with jieba (``rjieba``, in search mode so compound words also
+yield their parts); other runs are split on word characters, lower-cased, stripped of
+English stop words and Snowball-stemmed (English rules: other Latin and Cyrillic words
+mostly pass unchanged). Korean, Japanese kana, Thai, Lao, Khmer and Myanmar runs become
+overlapping bigrams and marks stay inside Indic, Arabic, Hebrew … words
+(:mod:`memstrata.search.scripts`). The same function makes document terms and query
+terms, so they meet. A text without those scripts gets exactly the terms it got before
+schema 11 (the classic path below, unchanged).
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["tokenize"]
+from memstrata.search import scripts
+
+__all__ = ["tokenize", "tokenize_v10"]
 
 _RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|\w+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
@@ -39,6 +46,15 @@ _ZH_STOP = frozenset(
     "，。！？、；：“”‘’（）《》".split()
 )
 
+# Hindi function words (postpositions, auxiliaries, pronouns, question words), as the
+# English list drops theirs: they are in most messages and rank nothing. Only words of
+# the multi-script path are looked up here (Devanagari is never on the classic path).
+_HI_STOP = frozenset(
+    "है हैं हूँ हो था थी थे में से की का के को और पर भी तो ही ने यह वह ये वे कि जो क्या कब "
+    "कहाँ कैसे कैसा कैसी कौन क्यों मैं तुम आप हम मुझे मेरा मेरी मेरे तुम्हें तुम्हारा तुम्हारी "
+    "तुम्हारे हमारा हमारी हमारे उसका उसकी उसके एक इस उस रहा रही रहे".split()
+)
+
 
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:
@@ -56,9 +72,21 @@ def _cut(run: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Terms of ``text`` for lexical search (may be empty for stop-word-only text)."""
     norm = unicodedata.normalize("NFKC", text).lower()
+    if not norm.isascii() and scripts.special(norm):
+        return _multiscript(norm)
+    return _classic(norm)
+
+
+def tokenize_v10(text: str) -> list[str]:
+    """The terms :func:`tokenize` gave up to schema 10 (Hangul and kana to jieba, marks
+    separating): what the schema 11 migrations recognise in the index."""
+    return _classic(unicodedata.normalize("NFKC", text).lower())
+
+
+def _classic(norm: str) -> list[str]:
     latin: list[str] = []
     out: list[str] = []
-    for match in _RUN.finditer(norm):
+    for match in _RUN.finditer(norm):  # for text without special scripts: CJK is Chinese
         run = match.group(0)
         if _CJK.match(run):
             out.extend(w for w in _cut(run) if w not in _ZH_STOP)
@@ -66,6 +94,30 @@ def tokenize(text: str) -> list[str]:
             for part in run.split("_"):
                 if part and part not in _EN_STOP:
                     latin.append(part)
+    if latin:
+        out.extend(_stemmer().stemWords(latin))
+    return out
+
+
+def _multiscript(norm: str) -> list[str]:
+    """:func:`tokenize` of a text holding Hangul, kana, a space-less script or a letter
+    that may carry marks: Chinese and other words as on the classic path, the rest by
+    :mod:`.scripts`."""
+    latin: list[str] = []
+    out: list[str] = []
+    for match in scripts.runs().finditer(scripts.keep_marks(norm)):
+        run = match.group(0)
+        kind = match.lastgroup
+        if kind == "han":
+            out.extend(w for w in _cut(run) if w not in _ZH_STOP)
+        elif kind == "hangul":
+            out.extend(scripts.hangul_terms(run))
+        elif kind == "kana":
+            out.extend(scripts.kana_terms(run))
+        elif kind == "spaceless":
+            out.extend(scripts.spaceless_terms(run))
+        else:
+            latin.extend(p for p in run.split("_") if p and p not in _EN_STOP and p not in _HI_STOP)
     if latin:
         out.extend(_stemmer().stemWords(latin))
     return out

@@ -9,7 +9,9 @@ each tenant's own (as FTS5 read them from the tenant's table):
 
 - ``tokens(term)``: the tokens ``unicode61`` makes of one term (usually the term itself;
   punctuation such as ``・`` is dropped, ``foo-bar`` becomes a two-token phrase). Asked of
-  SQLite's own tokenizer, so a Unicode table never drifts between the two stores.
+  SQLite's own tokenizer, so a Unicode table never drifts between the two stores. A term
+  of word characters and combining marks (Indic, Thai … terms since schema 11) is one
+  token as it is: ``unicode61`` would cut it at every mark.
 - ``idf = log((N - n + 0.5) / (n + 0.5))``, floored at ``1e-6`` when not positive, with
   ``N`` the number of indexed rows and ``n`` the rows holding the phrase;
 - ``score(doc) = Σ_phrases idf · f·(k1+1) / (f + k1·(1 - b + b·D/avgdl))`` with
@@ -27,6 +29,7 @@ import math
 import re
 import sqlite3
 import threading
+import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
@@ -49,6 +52,8 @@ K1_PLUS_1 = K1 + 1.0  # computed as the C code does, not written as 2.2
 ONE_MINUS_B = 1 - B
 
 _PLAIN = re.compile(r"[a-z0-9]+")
+# Kana voicing marks are left to unicode61: terms made before schema 11 may hold them.
+_KANA_VOICING = frozenset("\u3099\u309a")
 _lock = threading.Lock()
 _conn: sqlite3.Connection | None = None
 
@@ -70,12 +75,26 @@ def tokens(term: str) -> tuple[str, ...]:
     """The tokens FTS5's ``unicode61`` tokenizer makes of ``term``, in order."""
     if _PLAIN.fullmatch(term):
         return (term,)
+    if _marked(term):
+        return (term,)
     with _lock:
         conn = _tokenizer()
         conn.execute("DELETE FROM t")
         conn.execute("INSERT INTO t (rowid, terms) VALUES (1, ?)", (term,))
         rows = conn.execute("SELECT term FROM v WHERE doc = 1 ORDER BY offset").fetchall()
     return tuple(str(r[0]) for r in rows)
+
+
+def _marked(term: str) -> bool:
+    """A term of word characters (``_`` aside) and marks, holding a mark."""
+    mark = False
+    for ch in term:
+        cat = unicodedata.category(ch)
+        if cat[0] == "M" and ch not in _KANA_VOICING:
+            mark = True
+        elif ch == "_" or not (cat[0] in "LN" or cat[0] == "M"):
+            return False
+    return mark
 
 
 def usable(terms: Iterable[str]) -> list[str]:

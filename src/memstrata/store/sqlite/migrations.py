@@ -8,6 +8,7 @@ by a newer memstrata and is refused untouched: downgrading a schema silently los
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from typing import Final
@@ -327,6 +328,80 @@ def _v10(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP TABLE {name}")
 
 
+def _v11(conn: sqlite3.Connection) -> None:
+    """v11 (terms in every language, :mod:`memstrata.search.scripts`): the records whose
+    indexed terms hold Hangul, kana, a space-less script or a letter that may carry marks
+    are indexed again under the terms :func:`memstrata.search.reterm.reterm` makes, the
+    tenants' statistics following (unindex, then index, in this one transaction). Every
+    other record (English, Chinese …) is only read: its terms cannot change."""
+    from memstrata.search.reterm import answers, reterm
+    from memstrata.search.scripts import may_change
+
+    from . import lexical
+
+    last = 0
+    while True:
+        batch = conn.execute(
+            "SELECT seq, terms FROM lex_docs WHERE seq > ? ORDER BY seq LIMIT 5000", (last,)
+        ).fetchall()
+        if not batch:
+            break
+        last = int(batch[-1][0])
+        seqs = [int(seq) for seq, terms in batch if may_change(str(terms))]
+        rows = conn.execute(
+            "SELECT r.seq, r.tenant, r.user, r.session, r.type, r.observed_at, r.raw, d.terms "
+            "FROM json_each(?) AS j CROSS JOIN records r ON r.seq = j.value "
+            "JOIN lex_docs d ON d.seq = r.seq ORDER BY r.seq",
+            (json.dumps(seqs),),
+        ).fetchall()
+        docs: list[lexical.Doc] = []
+        for seq, tenant, user, session, kind, observed, raw, terms in rows:
+            tokens = lexical.document_tokens(str(terms))
+            before = (
+                _turns_before(conn, int(seq), tenant, user, session, kind, observed)
+                if answers(str(raw), tokens)
+                else []
+            )
+            new = reterm(str(raw), tokens, before)
+            if new is not None and lexical.terms_text(new) != terms:
+                docs.append((int(seq), str(tenant), str(user), new))
+        if docs:
+            lexical.unindex(conn, [d[0] for d in docs])
+            lexical.index(conn, docs)
+
+
+def _turns_before(
+    conn: sqlite3.Connection,
+    seq: int,
+    tenant: str,
+    user: str,
+    session: str | None,
+    kind: str,
+    observed: str,
+) -> list[str]:
+    """The texts of the messages that may be the turn ``seq`` answers, likeliest first: the
+    session's message before it by time (what a write reads), then by insertion."""
+    if kind != "message":
+        return []
+    same = "tenant = ? AND user = ? AND session IS ? AND type = 'message'"
+    out: list[str] = []
+    for order, where, args in (
+        (
+            "observed_at DESC, seq DESC",
+            "(observed_at < ? OR (observed_at = ? AND seq < ?))",
+            (observed, observed, seq),
+        ),
+        ("seq DESC", "seq < ?", (seq,)),
+    ):
+        found = conn.execute(
+            f"SELECT raw FROM records WHERE {same} AND {where} ORDER BY {order} LIMIT 1",
+            (tenant, user, session, *args),
+        ).fetchone()
+        if found is not None:
+            out.append(str(found[0]))
+    return out
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -338,6 +413,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (8, _v8),
     (9, _v9),
     (10, _v10),
+    (11, _v11),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

@@ -13,7 +13,7 @@ they do in SQLite (the reference store), whatever the database's locale.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import Final, cast
 
 import psycopg
 from psycopg import sql
@@ -254,6 +254,88 @@ ALTER TABLE lex_postings SET (autovacuum_vacuum_insert_threshold = 1000,
 """
 
 
+async def _v11_reterm(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> None:
+    """v11 (terms in every language, :mod:`memstrata.search.scripts`): the records whose
+    ``lex_tokens`` hold Hangul, kana, a space-less script or a letter that may carry marks
+    get the tokens of the terms :func:`memstrata.search.reterm.reterm` makes; their
+    postings and their tenants' statistics are replaced (``lexical.index`` with ``old``),
+    in this migration's one transaction. Other records are only read."""
+    from memstrata._async.store.postgres import lexical
+    from memstrata.search.reterm import answers, reterm
+    from memstrata.search.scripts import may_change
+    from memstrata.store import fts5
+    from memstrata.store.sqlite.codec import scope_token
+
+    last = 0
+    while True:
+        await cur.execute(
+            b"SELECT seq, lex_tokens FROM records WHERE seq > %s ORDER BY seq LIMIT 5000",
+            (last,),
+        )
+        batch = await cur.fetchall()
+        if not batch:
+            break
+        last = cast(int, batch[-1][0])
+        seqs = [s for s, toks in batch if may_change(" ".join(cast(list[str], toks)))]
+        if not seqs:
+            continue
+        await cur.execute(
+            b'SELECT seq, tenant, "user", session, type, observed_at, raw, lex_tokens '
+            b"FROM records WHERE seq = ANY(%s) ORDER BY seq",
+            (seqs,),
+        )
+        old: list[lexical.Doc] = []
+        new: list[lexical.Doc] = []
+        for seq, tenant, user, session, kind, observed, raw, toks in await cur.fetchall():
+            tokens = list(cast(list[str], toks))
+            before: list[str] = []
+            if answers(str(raw), tokens) and kind == "message":
+                before = await _turns_before(cur, seq, tenant, user, session, observed)
+            terms = reterm(str(raw), tokens, before)
+            if terms is None:
+                continue
+            doc = fts5.document_tokens(terms)
+            if doc == tokens:
+                continue
+            await cur.execute(
+                b"UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s",
+                (doc, len(doc) + 1, seq),
+            )
+            tok = scope_token(str(tenant), str(user))
+            old.append((cast(int, seq), str(tenant), tok, tokens))
+            new.append((cast(int, seq), str(tenant), tok, doc))
+        if new:
+            await lexical.index(cur.connection, new, old=old)
+
+
+async def _turns_before(
+    cur: psycopg.AsyncCursor[tuple[object, ...]],
+    seq: object,
+    tenant: object,
+    user: object,
+    session: object,
+    observed: object,
+) -> list[str]:
+    """The texts of the messages that may be the turn ``seq`` answers, likeliest first: the
+    session's message before it by time (what a write reads), then by insertion."""
+    same = b"tenant = %s AND \"user\" = %s AND session IS NOT DISTINCT FROM %s AND type = 'message'"
+    out: list[str] = []
+    for tail, args in (
+        (
+            b" AND (observed_at, seq) < (%s, %s) ORDER BY observed_at DESC, seq DESC LIMIT 1",
+            (observed, seq),
+        ),
+        (b" AND seq < %s ORDER BY seq DESC LIMIT 1", (seq,)),
+    ):
+        await cur.execute(
+            b"SELECT raw FROM records WHERE " + same + tail, (tenant, user, session, *args)
+        )
+        found = await cur.fetchone()
+        if found is not None:
+            out.append(str(found[0]))
+    return out
+
+
 Step = str | Callable[[psycopg.AsyncCursor[tuple[object, ...]]], Awaitable[None]]  # async-only
 # sync: Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
 
@@ -268,6 +350,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (8, _V8_POSTING_LENGTH),
     (9, _V9_TENANT_STATISTICS),
     (10, _V10_POSTINGS_VACUUM),
+    (11, _v11_reterm),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
