@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from tok17_texts import PAIRS
 
@@ -134,6 +134,7 @@ def _found(word: str, text: str) -> bool:
 def test_any_word_of_a_spaced_text_finds_it(words: list[str], data: st.DataObject) -> None:
     text = " ".join(words)
     word = data.draw(st.sampled_from(words))
+    assume(tokenize(word))  # a function word (Hindi का, है …) makes no term, by design
     assert _found(word, text)
     if "\uac00" <= word[0] <= "\ud7a3":  # a Korean stem: any start of an eojeol
         assert _found(word[: data.draw(st.integers(1, len(word)))], text)
