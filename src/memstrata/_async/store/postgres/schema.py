@@ -284,56 +284,60 @@ async def _v11_reterm(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> None:
             b"FROM records WHERE seq = ANY(%s) ORDER BY seq",
             (seqs,),
         )
+        found = await cur.fetchall()
+        replies = [
+            row[0]
+            for row in found
+            if row[4] == "message" and answers(str(row[6]), cast(list[str], row[7]))
+        ]
+        befores = await _turns_before(cur, replies) if replies else {}
         old: list[lexical.Doc] = []
         new: list[lexical.Doc] = []
-        for seq, tenant, user, session, kind, observed, raw, toks in await cur.fetchall():
+        rows: list[tuple[list[str], int, int]] = []
+        for seq, tenant, user, _session, _kind, _observed, raw, toks in found:
             tokens = list(cast(list[str], toks))
-            before: list[str] = []
-            if answers(str(raw), tokens) and kind == "message":
-                before = await _turns_before(cur, seq, tenant, user, session, observed)
-            terms = reterm(str(raw), tokens, before)
+            terms = reterm(str(raw), tokens, befores.get(seq, ()))
             if terms is None:
                 continue
             doc = fts5.document_tokens(terms)
             if doc == tokens:
                 continue
-            await cur.execute(
-                b"UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s",
-                (doc, len(doc) + 1, seq),
-            )
+            rows.append((doc, len(doc) + 1, cast(int, seq)))
             tok = scope_token(str(tenant), str(user))
             old.append((cast(int, seq), str(tenant), tok, tokens))
             new.append((cast(int, seq), str(tenant), tok, doc))
         if new:
+            await cur.executemany(  # one pipelined round trip, not one per record
+                b"UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s", rows
+            )
             await lexical.index(cur.connection, new, old=old)
 
 
 async def _turns_before(
-    cur: psycopg.AsyncCursor[tuple[object, ...]],
-    seq: object,
-    tenant: object,
-    user: object,
-    session: object,
-    observed: object,
-) -> list[str]:
-    """The texts of the messages that may be the turn ``seq`` answers, likeliest first: the
-    session's message before it by time (what a write reads), then by insertion."""
-    same = b"tenant = %s AND \"user\" = %s AND session IS NOT DISTINCT FROM %s AND type = 'message'"
-    out: list[str] = []
-    for tail, args in (
-        (
-            b" AND (observed_at, seq) < (%s, %s) ORDER BY observed_at DESC, seq DESC LIMIT 1",
-            (observed, seq),
-        ),
-        (b" AND seq < %s ORDER BY seq DESC LIMIT 1", (seq,)),
-    ):
-        await cur.execute(
-            b"SELECT raw FROM records WHERE " + same + tail, (tenant, user, session, *args)
-        )
-        found = await cur.fetchone()
-        if found is not None:
-            out.append(str(found[0]))
-    return out
+    cur: psycopg.AsyncCursor[tuple[object, ...]], seqs: list[object]
+) -> dict[object, list[str]]:
+    """For each record of ``seqs``, the texts of the messages that may be the turn it
+    answers, likeliest first: the session's message before it by time (what a write
+    reads), then by insertion. One query for the batch."""
+    same = (
+        b'p.tenant = r.tenant AND p."user" = r."user" '
+        b"AND p.session IS NOT DISTINCT FROM r.session AND p.type = 'message'"
+    )
+    await cur.execute(
+        b"SELECT r.seq, (SELECT p.raw FROM records p WHERE "
+        + same
+        + b" AND (p.observed_at, p.seq) < (r.observed_at, r.seq)"
+        b" ORDER BY p.observed_at DESC, p.seq DESC LIMIT 1),"
+        b" (SELECT p.raw FROM records p WHERE "
+        + same
+        + b" AND p.seq < r.seq ORDER BY p.seq DESC LIMIT 1)"
+        b" FROM records r WHERE r.seq = ANY(%s)",
+        (seqs,),
+    )
+    return {
+        seq: [str(t) for t in (by_time, by_seq) if t is not None]
+        for seq, by_time, by_seq in await cur.fetchall()
+    }
 
 
 Step = str | Callable[[psycopg.AsyncCursor[tuple[object, ...]]], Awaitable[None]]  # async-only
