@@ -276,15 +276,15 @@ def _count_only(src: StoreCopy, report: MigrationReport, batch_size: int) -> Non
 def _nul_checked(dumps: list[RecordDump], report: MigrationReport) -> list[RecordDump]:
     """The batch as the target can store it: NUL characters replaced if asked; otherwise
     the batch is refused, before it is written, when the target cannot hold them."""
-    found = [d for d in dumps if nul_texts(d)]
+    found = [(d, n) for d in dumps if (n := nul_texts(d))]
     if not found:
         return dumps
-    report.nul_texts += sum(nul_texts(d) for d in found)
+    report.nul_texts += sum(n for _, n in found)
     if report.replace_nul:
         return [without_nul(d) for d in dumps]
     if report.target_stores_nul:
         return dumps
-    d = found[0]
+    d = found[0][0]
     raise ValidationError(
         f"record {record_key(d)} holds a NUL character in {first_nul(d)} (written before "
         f"every store refused one), which {report.target} cannot store in text; the copy "
