@@ -389,7 +389,7 @@ def ingest(
             help='Thread settings to compare, ";"-separated, e.g. '
             '"default;OMP_WAIT_POLICY=PASSIVE;OMP_WAIT_POLICY=PASSIVE,OMP_NUM_THREADS=1"'
         ),
-    ] = "default;OMP_WAIT_POLICY=PASSIVE",
+    ] = "default;OMP_WAIT_POLICY=PASSIVE;OMP_WAIT_POLICY=PASSIVE,GOMP_SPINCOUNT=1000",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Ingest throughput (add + background jobs) vs the raw embedder on LoCoMo's turns."""

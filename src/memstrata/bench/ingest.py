@@ -10,9 +10,9 @@ run measures, in this order and in one process:
 3. **raw** again (the machine's load drifts; the ratio uses the mean of both raw runs).
 
 It reports texts/s of each, the ratio ingest ÷ raw (goal ≥ 0.8), and the job queue's
-retries and failures (goal 0). Thread settings (``OMP_WAIT_POLICY``, ``OMP_NUM_THREADS``)
-are read by the embedding engine when it loads, so each setting runs in a child process of
-its own (:func:`run_settings`).
+retries and failures (goal 0). Thread settings (``OMP_WAIT_POLICY``, ``OMP_NUM_THREADS``,
+``GOMP_SPINCOUNT``) are read by the embedding engine when it loads, so each setting runs in
+a child process of its own (:func:`run_settings`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ..embedder.batching import CoalescingEmbedder
 
 __all__ = ["IngestConfig", "ingest_markdown", "run_ingest", "run_settings"]
 
-_THREAD_VARS = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")
+_THREAD_VARS = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "GOMP_SPINCOUNT")
 
 
 @dataclass(frozen=True)
@@ -203,21 +203,20 @@ def ingest_markdown(res: dict[str, Any]) -> str:
         f"conversation(s), mode {cfg['mode']}"
         f"{'' if cfg.get('coalesce', True) else ', calls not merged'})",
         "",
-        "| OMP_WAIT_POLICY | OMP_NUM_THREADS | texts | raw texts/s | ingest msg/s | "
-        "ratio | CPU ratio | retries | failed jobs |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| OMP_WAIT_POLICY | OMP_NUM_THREADS | GOMP_SPINCOUNT | texts | raw texts/s | "
+        "ingest msg/s | ratio | CPU ratio | retries | failed jobs |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in res["runs"]:
         s = run["settings"]
-        policy = s.get("OMP_WAIT_POLICY") or "(unset)"
-        threads = s.get("OMP_NUM_THREADS") or "(unset)"
+        cells = " | ".join(s.get(k) or "(unset)" for k in _THREAD_VARS)
         if "error" in run:
-            lines.append(f"| {policy} | {threads} | error: {run['error'][:80]} ||||||| ")
+            lines.append(f"| {cells} | error: {run['error'][:80]} ||||||| ")
             continue
         raw = sum(run["raw_texts_per_s"]) / 2
         ing = run["ingest"]
         lines.append(
-            f"| {policy} | {threads} | {run['texts']} | {raw:.1f} | "
+            f"| {cells} | {run['texts']} | {raw:.1f} | "
             f"{ing['messages_per_s']:.1f} | {run['ratio']:.2f} | "
             f"{run.get('cpu_ratio', float('nan')):.2f} | {ing['job_retries']} | "
             f"{ing['job_failures']} |"

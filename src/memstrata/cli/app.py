@@ -660,11 +660,16 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
 
 
 def main() -> None:
-    # The CLI owns its process: OpenMP threads of the embedding engine sleep when idle
-    # instead of spinning, which kept the cores from the rest of ingest and from other
-    # processes (`memstrata bench ingest`: ingest/raw 0.64 unset vs 0.96 PASSIVE, loaded
-    # 2-core machine). A value the user set wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # The CLI owns its process: OpenMP threads of the embedding engine spin 1,000 turns
+    # (microseconds) before they sleep. OpenMP's default (300,000 turns) kept the cores from
+    # the rest of ingest and from other processes (`memstrata bench ingest`: ingest/raw 0.64
+    # unset vs 0.96 PASSIVE, loaded 2-core machine); sleeping at once (PASSIVE) makes each of
+    # a query's ~170 parallel regions wake a thread (a Chinese query 25 ms instead of 10 on an
+    # idle machine). PASSIVE stays the policy for OpenMP runtimes other than GNU's, which read
+    # no GOMP_SPINCOUNT. A value the user set wins.
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     # pydantic (typer's parameter adapters, the LLM output models) scans every installed
     # package's entry points for plugins on first use: 20-50 ms per CLI call in a full venv.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")

