@@ -135,22 +135,13 @@ class KnowledgeService:
         return records
 
     def _first_id(self, scope: Scope, doc: str) -> str:
-        """The first chunk's id of a version of ``doc`` when no version is live: a hash of
-        ``doc`` and of the first chunk of every version stored (deleted ones too). Writers
-        that read the same state make the same id, so the store's unique ids let one write
-        its version and send the others back to replace it; the id is never one already
-        stored, as the records it is made from do not contain it."""
-        filters = Filters(
-            types=frozenset({RecordType.KNOWLEDGE}),
-            metadata=(
-                MetadataCondition("qa_id", "eq", doc),
-                MetadataCondition("chunk_index", "eq", 0),
-            ),
-            include_deleted=True,
-            include_superseded=True,
-        )
+        """The first chunk's id of a version of ``doc`` when no version is live, made from
+        what ``doc`` stored (its chunks' count and last one, deleted ones too;
+        ``races.first_version_id``). Writers that read the same state make the same id, so
+        the store's unique ids let one write its version and send the others back to
+        replace it; the id is never one already stored."""
         return first_version_id(
-            self._ctx, scope.user_scope, filters, doc, "doc-", lambda r: r.is_active
+            self._ctx, scope.user_scope, RecordType.KNOWLEDGE, "qa_id", doc, "doc-"
         )
 
     def _restate(

@@ -5,8 +5,9 @@
 A service reads, decides and writes; when another writer's commit made its read stale, the
 write fails with nothing of it stored (:class:`Raced`) and the service reads and decides
 again (:func:`settled`). A first record (no live one to name a version of) gets an id that
-is a hash of what is stored (:func:`first_version_id`): writers that read the same state
-make the same id, so the store's unique ids let one of them insert it.
+is a hash of what is stored of its name (:func:`first_version_id`: how many records, the
+last inserted): writers that read the same state make the same id, so the store's unique
+ids let one of them insert it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from memstrata.errors import ConflictError
-from memstrata.filters import Filters
 from memstrata.layers.base import LayerContext
-from memstrata.records import MemoryRecord
+from memstrata.records import RecordType
 from memstrata.scope import Scope
 
 __all__ = ["ATTEMPTS", "Raced", "first_version_id", "settled"]
@@ -49,21 +49,44 @@ def settled(attempt: Callable[[], T], what: str, call: str) -> T:
 
 
 def first_version_id(
-    ctx: LayerContext,
-    scope: Scope,
-    filters: Filters,
-    name: str,
-    prefix: str,
-    live: Callable[[MemoryRecord], bool],
+    ctx: LayerContext, scope: Scope, type: RecordType, field: str, name: str, prefix: str
 ) -> str:
-    """The id of a first record of ``name`` (a fact key, a document): ``prefix`` and a hash
-    of ``name`` and of every stored record ``filters`` finds (deleted and superseded ones
-    too, as the filters say). Never the id of one of them, as they do not contain it.
-    :class:`Raced` when one of them is ``live``: another writer stored it since the read."""
-    ids: list[str] = []
-    for page in ctx.store.list_pages(scope, filters):
-        for r in page:
-            if live(r):
-                raise Raced
-            ids.append(r.id)
-    return prefix + hashlib.sha256("\x1f".join([name, *sorted(ids)]).encode()).hexdigest()[:32]
+    """The id of a first record of ``name`` (a fact key, a document): the records of
+    ``type`` whose ``metadata[field]`` is ``name`` (deleted and superseded ones too) have no
+    live one. :class:`Raced` when one is live: another writer stored it since the read.
+
+    Two reads of the store, each one moment, none decoding a record or growing with the
+    name's history (:meth:`~memstrata.store.base.RecordStore.key_versions`):
+
+    - the id is ``prefix`` and a hash of ``name``, how many records the name has and the id
+      of the one inserted last. Writers that read the same state make the same id (one
+      insert wins); an insert of the name changes the last one, a purge the count, so the
+      id after a commit is another one;
+    - it is never an id already stored: the second read asks whether it is taken (the id
+      of any record of the user). It is taken only when records came back with their old
+      ids (an import, a migration, after purges) so that the name shows a count and a last
+      record it showed before, when the first record made from them was stored, and that
+      record is still there. Then the next id is a hash of the taken one, and so on, each
+      asked in the same read as the state: writers that read the same state walk the same
+      ids to the same free one. Each taken id is a stored record: the walk ends.
+
+    The second read also reads the state again: when another writer's commit changed it
+    (or freed an id of the walk) since the first, :class:`Raced` (read and decide again)."""
+    store = ctx.store
+    seen = store.key_versions(scope, type, field, name)
+    if seen.live:
+        raise Raced
+    walk = [_hash(prefix, name, str(seen.count), seen.newest or "")]
+    while True:
+        now = store.key_versions(scope, type, field, name, walk)
+        if now.live or (now.count, now.newest) != (seen.count, seen.newest):
+            raise Raced
+        if walk[-1] not in now.taken:
+            if now.taken != frozenset(walk[:-1]):
+                raise Raced  # an id of the walk was purged meanwhile: read again
+            return walk[-1]
+        walk.append(_hash(prefix, name, "taken", walk[-1]))
+
+
+def _hash(prefix: str, *parts: str) -> str:
+    return prefix + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]

@@ -35,7 +35,7 @@ import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
-from memstrata.filters import Filters, MetadataCondition
+from memstrata.filters import Filters
 from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
 from memstrata.layers.races import Raced, first_version_id, settled
@@ -384,25 +384,12 @@ class FactService:
         return plan if carries_out(str(plan.content.structured["value"]), fact.value) else None
 
     def _first_id(self, scope: Scope, key: str) -> str:
-        """The id of a new fact for a key that no current fact holds: a hash of the key and
-        of every record the key has (deleted and superseded ones too). Writers that read the
-        same state make the same id, so the store's unique ids let one insert and send the
-        others back to read it (``Raced``); the id is never one already stored, as the
-        records it is made from do not contain it."""
-        filters = Filters(
-            types=frozenset({RecordType.FACT}),
-            metadata=(MetadataCondition("key", "eq", key),),
-            include_deleted=True,
-            include_superseded=True,
-        )
-        return first_version_id(
-            self._ctx,
-            scope,
-            filters,
-            key,
-            "fact-",
-            lambda r: r.is_active and r.superseded_by is None,
-        )
+        """The id of a new fact for a key that no current fact holds, made from what the
+        key stored (its records' count and last one; ``races.first_version_id``). Writers
+        that read the same state make the same id, so the store's unique ids let one insert
+        and send the others back to read it (``Raced``); the id is never one already
+        stored."""
+        return first_version_id(self._ctx, scope, RecordType.FACT, "key", key, "fact-")
 
     def _insert(
         self,

@@ -60,7 +60,7 @@ from memstrata.store.postgres.vectors import (
     exact_search,
     hnsw_search,
 )
-from memstrata.store.postgres.where import filters_sql, needs_python, scope_sql
+from memstrata.store.postgres.where import filters_sql, json_pair, needs_python, scope_sql
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     VIEW_COLUMNS,
@@ -83,6 +83,7 @@ from memstrata.store.sqlite.vectors import PURGE_EPOCH
 from memstrata.store.types import (
     CacheEntry,
     Candidate,
+    KeyVersions,
     ListQuery,
     PurgeReport,
     RecordDump,
@@ -92,6 +93,7 @@ from memstrata.store.types import (
     StoreStats,
     Vector,
     kept_records,
+    name_field,
 )
 
 if TYPE_CHECKING:
@@ -1053,6 +1055,48 @@ class PostgresStore:
                 )
             rows = self._select(c, scope, filters, columns="count(*) AS n")
         return int(rows[0]["n"])
+
+    def key_versions(
+        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+    ) -> KeyVersions:
+        """One statement (one snapshot), over the user's rows of ``type`` (``records_type``)
+        that hold the string (``where.py``), checked exactly as JSON: no record is decoded.
+        ``metadata::json`` cannot read a ``\\u0000`` escape (a NUL in some value of the
+        record's metadata): such a row is taken on the string test alone."""
+        name_field(field)
+        sw, sa = scope_sql(scope)
+        sql = (
+            f"WITH mine AS (SELECT seq, id, status, superseded_by FROM records WHERE {sw} "
+            "AND type = %s AND strpos(metadata, %s) > 0 AND CASE WHEN strpos(metadata, %s) > 0 "
+            "THEN TRUE ELSE json_typeof(metadata::json -> %s) = 'string' "
+            "AND metadata::json ->> %s = %s END) "
+            "SELECT (SELECT count(*) FROM mine) AS n, "
+            "(SELECT id FROM mine ORDER BY seq DESC LIMIT 1) AS newest, "
+            "EXISTS (SELECT 1 FROM mine WHERE status = %s AND superseded_by IS NULL) AS live, "
+            'ARRAY(SELECT id FROM records WHERE tenant = %s AND "user" = %s '
+            "AND id = ANY(%s)) AS taken"
+        )
+        args = [
+            *sa,
+            str(type),
+            json_pair(field, value),
+            "\\u0000",
+            field,
+            field,
+            value,
+            RecordStatus.ACTIVE.value,
+            scope.tenant,
+            scope.user,
+            sorted(set(probe)),
+        ]
+        with self._read() as c:
+            row = c.execute(sql, args).fetchone()
+        return KeyVersions(
+            live=bool(row["live"]),
+            count=int(row["n"]),
+            newest=row["newest"],
+            taken=frozenset(row["taken"]),
+        )
 
     def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]

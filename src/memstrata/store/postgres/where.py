@@ -13,7 +13,7 @@ from ...records import RecordStatus
 from ...scope import Scope
 from ..sqlite.codec import encode_time
 
-__all__ = ["filters_sql", "needs_python", "scope_sql"]
+__all__ = ["filters_sql", "json_pair", "needs_python", "scope_sql"]
 
 Fragment = tuple[str, list[Any]]
 
@@ -87,11 +87,12 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
     # string is escaped). No JSON is parsed: ``::jsonb`` refuses a ``\u0000`` escape.
     for cond in f.metadata:
         if cond.op == "eq" and isinstance(cond.value, str):
-            add(f"strpos({p}metadata, %s) > 0", _json_pair(cond.key, cond.value))
+            add(f"strpos({p}metadata, %s) > 0", json_pair(cond.key, cond.value))
     return (" AND ".join(parts) or "TRUE"), args
 
 
-def _json_pair(key: str, value: str) -> str:
+def json_pair(key: str, value: str) -> str:
+    """``"key":"value"`` as the stored metadata text holds a top-level string pair."""
     dump = functools.partial(json.dumps, ensure_ascii=False)
     return f"{dump(key)}:{dump(value)}"
 

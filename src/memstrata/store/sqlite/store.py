@@ -46,7 +46,7 @@ from ..base import (
     Vector,
 )
 from ..compaction import CompactReport
-from ..types import ListQuery, RecordView, StoredVector, kept_records
+from ..types import KeyVersions, ListQuery, RecordView, StoredVector, kept_records, name_field
 from . import dump, lexical, outbox
 from .codec import (
     COLUMNS,
@@ -1011,6 +1011,39 @@ class SQLiteStore:
                     f"SELECT count(*) FROM records WHERE {sw} AND {fw}", [*sa, *fa]
                 ).fetchone()[0]
             )
+
+    def key_versions(
+        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+    ) -> KeyVersions:
+        """One read transaction: the name's aggregates in one pass over the user's rows of
+        ``type`` (the ``records_type`` index; SQLite's JSON functions read ``metadata``, no
+        record is decoded), then which ids of ``probe`` are taken (by the unique key)."""
+        path = "$." + name_field(field)  # a plain name: safe in the SQL text
+        sw, sa = scope_sql(scope)
+        rows = (
+            f"FROM records WHERE {sw} AND type = ? AND json_extract(metadata, '{path}') = ? "
+            f"AND json_type(metadata, '{path}') = 'text'"
+        )
+        args = [*sa, str(type), value]
+        ids = list(dict.fromkeys(probe))
+        taken: set[str] = set()
+        with self._read() as c:
+            # one pass: ``id`` is the row of max(seq) (SQLite's bare column of a max)
+            count, _, newest, live = c.execute(
+                "SELECT count(*), max(seq), id, "
+                f"coalesce(max(status = ? AND superseded_by IS NULL), 0) {rows}",
+                [RecordStatus.ACTIVE.value, *args],
+            ).fetchone()
+            for chunk in _chunks(ids):
+                where, chunk_args = in_list("id", chunk)
+                taken.update(
+                    r[0]
+                    for r in c.execute(
+                        f"SELECT id FROM records WHERE tenant = ? AND user = ? AND {where}",
+                        [scope.tenant, scope.user, *chunk_args],
+                    )
+                )
+        return KeyVersions(bool(live), int(count), newest, frozenset(taken))
 
     def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]
