@@ -187,31 +187,37 @@ def test_a_first_fact_id_already_taken_by_another_record_is_walked_past(mem: Mem
     assert [r.id for r in _live(mem)] == [record.id]
 
 
-def test_the_same_state_gives_the_same_id_and_any_commit_of_the_key_another(
+def test_the_same_state_gives_the_same_id_and_an_insert_of_the_key_another(
     mem: Memory,
 ) -> None:
+    """The id follows the key's last record: an insert of the key changes it, and so does a
+    purge of its last record; a purge of an older one does not (two first writers reading
+    before and after it still make one id), nor does a record of another name."""
     ctx = mem.layers.facts._ctx
     scope = mem.layers.facts._scope(ALICE)
 
     def first() -> str:
         return first_version_id(ctx, scope, RecordType.FACT, "key", KEY, "fact-")
 
-    ids = set()
     a = first()
     assert first() == a  # the same state: the same id
-    ids.add(a)
     made = _new_then_delete(mem, "Lisbon")
     assert made.id == a  # the writer took the id it read
     b = first()
-    assert b not in ids
-    ids.add(b)
+    assert b != a
     other = _new_then_delete(mem, "Porto")
     assert other.id == b
-    mem.purge(ALICE.user_scope, [made.id])  # a purge alone changes the id too
     c = first()
-    assert c not in ids
+    assert c not in {a, b}
     mem.add(ALICE, "another note", dedup=False)  # not the key's: the same id
+    mem.facts.upsert(ALICE, {**_fact("Faro"), "key": "home"})  # another key's: the same
     assert first() == c
+    mem.purge(ALICE.user_scope, [made.id])  # an older record of the key: the same id
+    assert first() == c
+    mem.purge(ALICE.user_scope, [other.id])  # its last one: the id after the one before
+    assert first() == a  # made from nothing: nothing holds a any more (purged)
+    record = mem.facts.upsert(ALICE, _fact("Braga")).record
+    assert record.id == a and [r.id for r in _live(mem)] == [a]
 
 
 def test_a_first_document_version_after_purges_is_stored(mem: Memory) -> None:

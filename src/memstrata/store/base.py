@@ -217,12 +217,13 @@ class RecordStore(Protocol):
         of ``type`` visible in ``scope`` whose ``metadata[field]`` is the string ``value``,
         deleted and superseded ones included (the records ``Filters(types={type},
         metadata=(MetadataCondition(field, "eq", value),), include_deleted=True,
-        include_superseded=True)`` lists). Whether one is live (active, not superseded), how
-        many there are, the id of the one inserted last, and which ids of ``probe`` are the
-        id of a record of ``scope``'s tenant and user (any type, any visibility: what an
-        insert would collide with). ``field`` is a plain name (letters, digits, ``_``; else
-        ``ValidationError``). No record is decoded (SQL stores answer with one statement):
-        a first version's id is made from it (``layers/races.py``)."""
+        include_superseded=True)`` lists). Whether one is live (active, not superseded), the
+        id of the one inserted last, and which ids of ``probe`` are the id of a record of
+        ``scope``'s tenant and user (any type, any visibility: what an insert would collide
+        with). ``field`` is a plain name (letters, digits, ``_``) and ``type`` a record type,
+        else ``ValidationError``. A fact's ``key`` and a document's ``qa_id`` are read by
+        index (SQLite and PostgreSQL schema 12), in a time that does not grow with their
+        history: a first version's id is made from it (``layers/races.py``)."""
         ...
 
     def find_by_hash(

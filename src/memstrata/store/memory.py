@@ -36,7 +36,15 @@ from .base import (
     UnitOfWork,
     Vector,
 )
-from .types import KeyVersions, ListQuery, RecordView, StoredVector, kept_records, name_field
+from .types import (
+    KeyVersions,
+    ListQuery,
+    RecordView,
+    StoredVector,
+    kept_records,
+    name_field,
+    name_type,
+)
 
 __all__ = ["InMemoryStore"]
 
@@ -446,18 +454,18 @@ class InMemoryStore:
         self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
     ) -> KeyVersions:
         """Read under the lock, at one moment (nothing to decode in process memory)."""
+        kind = RecordType(name_type(type))
         name_field(field)
         with self._lock:
             mine = [
                 e
                 for e in self._scoped(scope)
-                if e.record.type.value == str(type) and _is(e.record.metadata.get(field), value)
+                if e.record.type is kind and _is(e.record.metadata.get(field), value)
             ]
             taken = {i for i in probe if (scope.tenant, scope.user, i) in self._entries}
         newest = max(mine, key=lambda e: e.seq, default=None)
         return KeyVersions(
             live=any(e.record.is_active and e.record.superseded_by is None for e in mine),
-            count=len(mine),
             newest=newest.record.id if newest else None,
             taken=frozenset(taken),
         )

@@ -31,6 +31,7 @@ __all__ = [
     "Vector",
     "kept_records",
     "name_field",
+    "name_type",
     "speaker_of",
 ]
 
@@ -50,12 +51,11 @@ class RecordWrite:
 class KeyVersions:
     """What :meth:`RecordStore.key_versions` read of the records of one name (a fact key, a
     document), all at one moment: whether one of them is ``live`` (active, not superseded),
-    how many there are (``count``: deleted and superseded ones too), the id of the one
-    inserted last (``newest``; ``None`` without any), and which of the ids asked about are
-    ``taken`` (the id of some record of the user, of any name or type)."""
+    the id of the one inserted last (``newest``, deleted and superseded ones included;
+    ``None`` without any), and which of the ids asked about are ``taken`` (the id of some
+    record of the user, of any name or type)."""
 
     live: bool
-    count: int
     newest: str | None
     taken: frozenset[str]
 
@@ -102,6 +102,18 @@ def name_field(field: str) -> str:
             f"got {field!r}"
         )
     return field
+
+
+def name_type(type: str) -> str:
+    """The value of the record type ``type`` (a ``RecordType`` or its value): the stores
+    write it into their SQL, so anything else is a ``ValidationError``."""
+    try:
+        return RecordType(type).value
+    except ValueError:
+        raise ValidationError(
+            f"the type of key_versions must be a record type "
+            f"({', '.join(t.value for t in RecordType)}), got {type!r}"
+        ) from None
 
 
 def speaker_of(metadata: Mapping[str, JSON]) -> JSON:

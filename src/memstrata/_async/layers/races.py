@@ -3,8 +3,8 @@
 A service reads, decides and writes; when another writer's commit made its read stale, the
 write fails with nothing of it stored (:class:`Raced`) and the service reads and decides
 again (:func:`settled`). A first record (no live one to name a version of) gets an id that
-is a hash of what is stored of its name (:func:`first_version_id`: how many records, the
-last inserted): writers that read the same state make the same id, so the store's unique
+is a hash of what is stored of its name (:func:`first_version_id`: its record inserted
+last): writers that read the same state make the same id, so the store's unique
 ids let one of them insert it.
 """
 
@@ -53,20 +53,22 @@ async def first_version_id(
     ``type`` whose ``metadata[field]`` is ``name`` (deleted and superseded ones too) have no
     live one. :class:`Raced` when one is live: another writer stored it since the read.
 
-    Two reads of the store, each one moment, none decoding a record or growing with the
-    name's history (:meth:`~memstrata._async.store.base.AsyncRecordStore.key_versions`):
+    Two index reads, each one moment, neither decoding a record nor growing with the name's
+    history (:meth:`~memstrata._async.store.base.AsyncRecordStore.key_versions`):
 
-    - the id is ``prefix`` and a hash of ``name``, how many records the name has and the id
-      of the one inserted last. Writers that read the same state make the same id (one
-      insert wins); an insert of the name changes the last one, a purge the count, so the
-      id after a commit is another one;
+    - the id is ``prefix`` and a hash of ``name`` and of the id of its record inserted last.
+      Writers that read the same state make the same id (one insert wins, the others read
+      again); the next insert of the name is the new last one, so after it the id is
+      another. A purge changes it only when it takes the last record: two writers, one
+      reading before such a purge and one after, could make two ids (as they could with a
+      hash of every stored id), but any other purge leaves their ids equal;
     - it is never an id already stored: the second read asks whether it is taken (the id
-      of any record of the user). It is taken only when records came back with their old
-      ids (an import, a migration, after purges) so that the name shows a count and a last
-      record it showed before, when the first record made from them was stored, and that
-      record is still there. Then the next id is a hash of the taken one, and so on, each
-      asked in the same read as the state: writers that read the same state walk the same
-      ids to the same free one. Each taken id is a stored record: the walk ends.
+      of any record of the user). A record made from this last one is newer than it, so it
+      is taken only when records came back with their old ids (an import, a migration,
+      after purges) and the old last one is the last again. Then the next id is a hash of
+      the taken one, and so on, each asked in the same read as the state: writers that
+      read the same state walk the same ids to the same free one. Each taken id is a stored
+      record, so the walk ends (in practice at the first or second id).
 
     The second read also reads the state again: when another writer's commit changed it
     (or freed an id of the walk) since the first, :class:`Raced` (read and decide again)."""
@@ -74,10 +76,10 @@ async def first_version_id(
     seen = await store.key_versions(scope, type, field, name)
     if seen.live:
         raise Raced
-    walk = [_hash(prefix, name, str(seen.count), seen.newest or "")]
+    walk = [_hash(prefix, name, seen.newest or "")]
     while True:
         now = await store.key_versions(scope, type, field, name, walk)
-        if now.live or (now.count, now.newest) != (seen.count, seen.newest):
+        if now.live or now.newest != seen.newest:
             raise Raced
         if walk[-1] not in now.taken:
             if now.taken != frozenset(walk[:-1]):

@@ -13,7 +13,7 @@ from ...records import RecordStatus
 from ...scope import Scope
 from ..sqlite.codec import encode_time
 
-__all__ = ["filters_sql", "json_pair", "needs_python", "scope_sql"]
+__all__ = ["filters_sql", "json_pair", "key_sql", "needs_python", "scope_sql"]
 
 Fragment = tuple[str, list[Any]]
 
@@ -100,3 +100,25 @@ def json_pair(key: str, value: str) -> str:
 def needs_python(f: Filters) -> bool:
     """Whether results must still pass ``Filters.matches`` after the SQL (metadata)."""
     return bool(f.metadata)
+
+
+# ``metadata`` as JSON, an unescaped ``\\u0000`` read as ``\\u0001`` (``::json`` cannot read
+# it, and schema 12's indexes must not fail on any row): the words of those indexes.
+_NAME_JSON = r"regexp_replace(metadata, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\u0001', 'g')::json"
+
+
+def key_sql(kind: str, field: str, value: str) -> Fragment:
+    """The records of type ``kind`` whose ``metadata[field]`` is the string ``value``, in the
+    words of schema 12's partial indexes (``records_fact_key``, ``records_doc_key`` ...), so
+    PostgreSQL reads them by index; the stored text must also hold the pair (exact where the
+    index reads a NUL as U+0001). ``kind`` and ``field`` are written into the SQL: a record
+    type and a plain name only."""
+    return (
+        f"({_NAME_JSON} ->> '{field}') = %s AND type = '{kind}' "
+        f"AND json_typeof({_NAME_JSON} -> '{field}') = 'string' AND strpos(metadata, %s) > 0",
+        [value, json_pair(field, value)],
+    )
+
+
+# what key_sql adds for the live ones (``records_fact_live`` ...)
+LIVE_SQL = f"status = '{RecordStatus.ACTIVE.value}' AND superseded_by IS NULL"

@@ -46,7 +46,15 @@ from ..base import (
     Vector,
 )
 from ..compaction import CompactReport
-from ..types import KeyVersions, ListQuery, RecordView, StoredVector, kept_records, name_field
+from ..types import (
+    KeyVersions,
+    ListQuery,
+    RecordView,
+    StoredVector,
+    kept_records,
+    name_field,
+    name_type,
+)
 from . import dump, lexical, outbox
 from .codec import (
     COLUMNS,
@@ -63,7 +71,7 @@ from .codec import (
 from .history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, VectorCache, top_k
-from .where import filters_sql, in_list, needs_python, scope_sql
+from .where import LIVE_SQL, filters_sql, in_list, key_sql, needs_python, scope_sql
 
 __all__ = ["SQLiteStore"]
 
@@ -134,6 +142,20 @@ _T = TypeVar("_T")
 def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
     for i in range(0, len(items), _CHUNK):
         yield items[i : i + _CHUNK]
+
+
+def key_versions_sql(scope: Scope, type: str, field: str, value: str) -> tuple[str, list[Any]]:
+    """The statement of :meth:`SQLiteStore.key_versions`' state: the name's last id and
+    whether a live record holds it (``tests/store/test_key_versions_fv18.py`` asks SQLite
+    for its plan)."""
+    name = key_sql(name_type(type), name_field(field))
+    sw, sa = scope_sql(scope)
+    rows = f"FROM records WHERE {sw} AND {name}"
+    return (
+        f"SELECT (SELECT id {rows} ORDER BY seq DESC LIMIT 1), "
+        f"EXISTS (SELECT 1 {rows} AND {LIVE_SQL})",
+        [*sa, value, *sa, value],
+    )
 
 
 class SQLiteStore:
@@ -1015,25 +1037,14 @@ class SQLiteStore:
     def key_versions(
         self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
     ) -> KeyVersions:
-        """One read transaction: the name's aggregates in one pass over the user's rows of
-        ``type`` (the ``records_type`` index; SQLite's JSON functions read ``metadata``, no
-        record is decoded), then which ids of ``probe`` are taken (by the unique key)."""
-        path = "$." + name_field(field)  # a plain name: safe in the SQL text
-        sw, sa = scope_sql(scope)
-        rows = (
-            f"FROM records WHERE {sw} AND type = ? AND json_extract(metadata, '{path}') = ? "
-            f"AND json_type(metadata, '{path}') = 'text'"
-        )
-        args = [*sa, str(type), value]
+        """One read transaction of index look-ups: the name's last row and whether it has a
+        live one (schema 12's ``records_fact_key`` / ``_live`` and ``records_doc_*`` for a
+        fact's key and a document's qa_id; other names scan the type's rows), then the ids
+        of ``probe`` taken (the unique key). No record is decoded."""
         ids = list(dict.fromkeys(probe))
         taken: set[str] = set()
         with self._read() as c:
-            # one pass: ``id`` is the row of max(seq) (SQLite's bare column of a max)
-            count, _, newest, live = c.execute(
-                "SELECT count(*), max(seq), id, "
-                f"coalesce(max(status = ? AND superseded_by IS NULL), 0) {rows}",
-                [RecordStatus.ACTIVE.value, *args],
-            ).fetchone()
+            newest, live = c.execute(*key_versions_sql(scope, type, field, value)).fetchone()
             for chunk in _chunks(ids):
                 where, chunk_args = in_list("id", chunk)
                 taken.update(
@@ -1043,7 +1054,7 @@ class SQLiteStore:
                         [scope.tenant, scope.user, *chunk_args],
                     )
                 )
-        return KeyVersions(bool(live), int(count), newest, frozenset(taken))
+        return KeyVersions(bool(live), newest, frozenset(taken))
 
     def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]

@@ -19,7 +19,7 @@ from ...records import RecordStatus
 from ...scope import Scope
 from .codec import encode_time
 
-__all__ = ["filters_sql", "in_list", "needs_python", "scope_sql"]
+__all__ = ["filters_sql", "in_list", "key_sql", "needs_python", "scope_sql"]
 
 Fragment = tuple[str, list[Any]]
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a key a JSON path names unquoted
@@ -98,3 +98,19 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
 def needs_python(f: Filters) -> bool:
     """Whether results must still pass ``Filters.matches`` after the SQL (metadata)."""
     return bool(f.metadata)
+
+
+def key_sql(kind: str, field: str, p: str = "") -> str:
+    """The records of type ``kind`` whose ``metadata[field]`` is the string ``?`` (exactly:
+    ``Filters.matches``), in the words of schema 12's partial indexes (``records_fact_key``,
+    ``records_doc_key`` ...: a fact's key, a document's qa_id), so SQLite reads them by index.
+    ``kind`` and ``field`` are written into the SQL: a record type and a plain name only."""
+    path = f"'$.{field}'"
+    return (
+        f"json_extract({p}metadata, {path}) = ? AND {p}type = '{kind}' "
+        f"AND json_type({p}metadata, {path}) = 'text'"
+    )
+
+
+# what key_sql adds for the live ones (``records_fact_live`` ...)
+LIVE_SQL = f"status = '{RecordStatus.ACTIVE.value}' AND superseded_by IS NULL"

@@ -60,7 +60,13 @@ from memstrata.store import fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
-from memstrata.store.postgres.where import filters_sql, json_pair, needs_python, scope_sql
+from memstrata.store.postgres.where import (
+    LIVE_SQL,
+    filters_sql,
+    key_sql,
+    needs_python,
+    scope_sql,
+)
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     VIEW_COLUMNS,
@@ -94,6 +100,7 @@ from memstrata.store.types import (
     Vector,
     kept_records,
     name_field,
+    name_type,
 )
 
 if TYPE_CHECKING:
@@ -1083,43 +1090,17 @@ class AsyncPostgresStore:
     async def key_versions(
         self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
     ) -> KeyVersions:
-        """One statement (one snapshot), over the user's rows of ``type`` (``records_type``)
-        that hold the string (``where.py``), checked exactly as JSON: no record is decoded.
-        ``metadata::json`` cannot read a ``\\u0000`` escape (a NUL in some value of the
-        record's metadata): such a row is taken on the string test alone."""
-        name_field(field)
-        sw, sa = scope_sql(scope)
-        sql = (
-            f"WITH mine AS (SELECT seq, id, status, superseded_by FROM records WHERE {sw} "
-            "AND type = %s AND strpos(metadata, %s) > 0 AND CASE WHEN strpos(metadata, %s) > 0 "
-            "THEN TRUE ELSE json_typeof(metadata::json -> %s) = 'string' "
-            "AND metadata::json ->> %s = %s END) "
-            "SELECT (SELECT count(*) FROM mine) AS n, "
-            "(SELECT id FROM mine ORDER BY seq DESC LIMIT 1) AS newest, "
-            "EXISTS (SELECT 1 FROM mine WHERE status = %s AND superseded_by IS NULL) AS live, "
-            'ARRAY(SELECT id FROM records WHERE tenant = %s AND "user" = %s '
-            "AND id = ANY(%s)) AS taken"
-        )
-        args = [
-            *sa,
-            str(type),
-            json_pair(field, value),
-            "\\u0000",
-            field,
-            field,
-            value,
-            RecordStatus.ACTIVE.value,
-            scope.tenant,
-            scope.user,
-            sorted(set(probe)),
-        ]
+        """One statement (one snapshot) of index look-ups: the name's last row (a backward
+        step of schema 12's ``records_fact_key`` / ``records_doc_key`` for a fact's key and a
+        document's qa_id; other names scan the type's rows), whether it has a live one
+        (``records_*_live``) and the ids of ``probe`` taken (the unique key). No record is
+        decoded."""
         async with self._read() as c:
-            row = await (await c.execute(sql, args)).fetchone()
+            row = await (
+                await c.execute(*key_versions_sql(scope, type, field, value, probe))
+            ).fetchone()
         return KeyVersions(
-            live=bool(row["live"]),
-            count=int(row["n"]),
-            newest=row["newest"],
-            taken=frozenset(row["taken"]),
+            live=bool(row["live"]), newest=row["newest"], taken=frozenset(row["taken"])
         )
 
     async def find_by_hash(
@@ -1712,6 +1693,23 @@ class AsyncPostgresStore:
             }
         gone = set(keys) - set(fresh)  # purged meanwhile
         return [fresh.get(r["seq"], r) for r in rows if r["seq"] not in gone]
+
+
+def key_versions_sql(
+    scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+) -> tuple[str, builtins.list[Any]]:
+    """The statement of :meth:`key_versions` (``tests/store/test_key_versions_fv18.py`` asks
+    PostgreSQL for its plan)."""
+    name, name_args = key_sql(name_type(type), name_field(field), value)
+    sw, sa = scope_sql(scope)
+    rows = f"FROM records WHERE {sw} AND {name}"
+    sql = (
+        f"SELECT (SELECT id {rows} ORDER BY seq DESC LIMIT 1) AS newest, "
+        f"EXISTS (SELECT 1 {rows} AND {LIVE_SQL}) AS live, "
+        'ARRAY(SELECT id FROM records WHERE tenant = %s AND "user" = %s '
+        "AND id = ANY(%s)) AS taken"
+    )
+    return sql, [*sa, *name_args, *sa, *name_args, scope.tenant, scope.user, sorted(set(probe))]
 
 
 def _select_sql(
