@@ -151,3 +151,54 @@ def test_a_field_or_type_that_is_no_plain_name_is_refused(mem: Memory) -> None:
             mem.store.key_versions(ALICE, RecordType.FACT, field, "x")
     with pytest.raises(ValidationError, match="record type"):
         mem.store.key_versions(ALICE, "fact'; DROP TABLE records; --", "key", "x")
+
+
+NAME_INDEXES = ("records_fact_key", "records_fact_live", "records_doc_key", "records_doc_live")
+
+
+def test_a_schema_11_sqlite_file_gets_the_name_indexes(tmp_path: Any) -> None:
+    path = tmp_path / "m.db"
+    mem = Memory(f"sqlite:///{path}", embedder="hashing", background=False)
+    fact = _fact(mem)
+    mem.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    for name in NAME_INDEXES:  # the file as schema 11 left it
+        conn.execute(f"DROP INDEX {name}")
+    conn.execute("PRAGMA user_version = 11")
+    conn.close()
+    mem = Memory(f"sqlite:///{path}", embedder="hashing", background=False)
+    try:
+        found = mem.store.key_versions(ALICE, RecordType.FACT, "key", "location")
+        assert (found.live, found.newest) == (True, fact.id)
+    finally:
+        mem.close()
+    conn = sqlite3.connect(path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    conn.close()
+    assert set(NAME_INDEXES) <= names and version == 12
+
+
+def test_a_schema_11_postgresql_schema_gets_the_name_indexes(pg_url: str) -> None:
+    mem = Memory(pg_url, embedder="hashing", background=False)
+    fact = _fact(mem)
+    with mem.store._read() as c:  # type: ignore[attr-defined]
+        for name in NAME_INDEXES:  # the schema as version 11 left it
+            c.execute(f"DROP INDEX {name}")
+        c.execute("DELETE FROM schema_migrations WHERE version = 12")
+    mem.close()
+    mem = Memory(pg_url, embedder="hashing", background=False)
+    try:
+        found = mem.store.key_versions(ALICE, RecordType.FACT, "key", "location")
+        assert (found.live, found.newest) == (True, fact.id)
+        with mem.store._read() as c:  # type: ignore[attr-defined]
+            names = {
+                r["indexname"]
+                for r in c.execute(
+                    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+                )
+            }
+            version = c.execute("SELECT max(version) AS v FROM schema_migrations").fetchone()
+        assert set(NAME_INDEXES) <= names and version["v"] == 12
+    finally:
+        mem.close()

@@ -342,7 +342,8 @@ def _turns_before(
     }
 
 
-# v12: a fact's key and a document's qa_id, read by index (store.key_versions: the first
+# v12 (IF NOT EXISTS: tests turn new files into older ones without dropping them): a
+# fact's key and a document's qa_id, read by index (store.key_versions: the first
 # version of a key made after deletes read every version of it). ``metadata::json`` cannot
 # read a ``\\u0000`` escape (a NUL in any value), and an index expression that fails would
 # refuse the insert: an unescaped one is read as ``\\u0001`` first (the query checks the
@@ -351,9 +352,11 @@ def _turns_before(
 _NAME_JSON = r"regexp_replace(metadata, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\u0001', 'g')::json"
 _V12_NAME_INDEXES = "".join(
     f"""
-CREATE INDEX records_{short}_key ON records (tenant, "user", ({_NAME_JSON} ->> '{field}'), seq)
+CREATE INDEX IF NOT EXISTS records_{short}_key ON records
+(tenant, "user", ({_NAME_JSON} ->> '{field}'), seq)
 WHERE type = '{kind}' AND json_typeof({_NAME_JSON} -> '{field}') = 'string';
-CREATE INDEX records_{short}_live ON records (tenant, "user", ({_NAME_JSON} ->> '{field}'))
+CREATE INDEX IF NOT EXISTS records_{short}_live ON records
+(tenant, "user", ({_NAME_JSON} ->> '{field}'))
 WHERE type = '{kind}' AND json_typeof({_NAME_JSON} -> '{field}') = 'string'
 AND status = 'active' AND superseded_by IS NULL;
 """

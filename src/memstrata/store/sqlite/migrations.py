@@ -402,19 +402,24 @@ def _turns_before(
     return out
 
 
-# v12: a fact's key and a document's qa_id, read by index (store.key_versions: the first
+# v12 (IF NOT EXISTS: tests turn new files into older ones without dropping them): a
+# fact's key and a document's qa_id, read by index (store.key_versions: the first
 # version of a key made after deletes read every version of it, 41 ms at 1,020). Partial
 # indexes: the rows of the type whose metadata holds the name as a string, and the live ones
 # among them; the queries (where.key_sql) repeat these expressions word for word.
 _V12_NAME_INDEXES = """
-CREATE INDEX records_fact_key ON records (tenant, user, json_extract(metadata, '$.key'))
+CREATE INDEX IF NOT EXISTS records_fact_key ON records
+(tenant, user, json_extract(metadata, '$.key'))
 WHERE type = 'fact' AND json_type(metadata, '$.key') = 'text';
-CREATE INDEX records_fact_live ON records (tenant, user, json_extract(metadata, '$.key'))
+CREATE INDEX IF NOT EXISTS records_fact_live ON records
+(tenant, user, json_extract(metadata, '$.key'))
 WHERE type = 'fact' AND json_type(metadata, '$.key') = 'text' AND status = 'active'
 AND superseded_by IS NULL;
-CREATE INDEX records_doc_key ON records (tenant, user, json_extract(metadata, '$.qa_id'))
+CREATE INDEX IF NOT EXISTS records_doc_key ON records
+(tenant, user, json_extract(metadata, '$.qa_id'))
 WHERE type = 'knowledge' AND json_type(metadata, '$.qa_id') = 'text';
-CREATE INDEX records_doc_live ON records (tenant, user, json_extract(metadata, '$.qa_id'))
+CREATE INDEX IF NOT EXISTS records_doc_live ON records
+(tenant, user, json_extract(metadata, '$.qa_id'))
 WHERE type = 'knowledge' AND json_type(metadata, '$.qa_id') = 'text' AND status = 'active'
 AND superseded_by IS NULL;
 """
