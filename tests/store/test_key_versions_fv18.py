@@ -202,3 +202,53 @@ def test_a_schema_11_postgresql_schema_gets_the_name_indexes(pg_url: str) -> Non
         assert set(NAME_INDEXES) <= names and version["v"] == 12
     finally:
         mem.close()
+
+
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_a_listing_of_a_keys_current_fact_is_read_by_index(
+    db: str, tmp_path: Any, request: Any
+) -> None:
+    """What every upsert asks first (the key's current fact: ``Filters`` of the type and the
+    key) reads the live index; with deleted ones, the index of the key's rows. Before, every
+    fact row of the user was read (``records_type``)."""
+    url = f"sqlite:///{tmp_path / 'm.db'}" if db == "sqlite" else request.getfixturevalue("pg_url")
+    mem = Memory(url, embedder="hashing", background=False)
+    try:
+        template = _fact(mem)
+        mem.store.insert(_copies(template, 3000, status=RecordStatus.DELETED))
+        plans = {}
+        for live in (True, False):
+            flt = Filters(
+                types=frozenset({RecordType.FACT}),
+                metadata=(MetadataCondition("key", "eq", "location"),),
+                include_deleted=not live,
+                include_superseded=not live,
+            )
+            if db == "sqlite":
+                from memstrata.store.sqlite.where import filters_sql, scope_sql
+
+                sw, sa = scope_sql(ALICE)
+                fw, fa = filters_sql(flt)
+                conn = sqlite3.connect(str(tmp_path / "m.db"))
+                rows = conn.execute(
+                    f"EXPLAIN QUERY PLAN SELECT * FROM records WHERE {sw} AND {fw}", [*sa, *fa]
+                ).fetchall()
+                conn.close()
+                plans[live] = " | ".join(str(r[-1]) for r in rows)
+            else:
+                from memstrata.store.postgres.where import filters_sql as pg_filters
+                from memstrata.store.postgres.where import scope_sql as pg_scope
+
+                sw, sa = pg_scope(ALICE)
+                fw, fa = pg_filters(flt)
+                with mem.store._read() as c:  # type: ignore[attr-defined]
+                    c.execute("ANALYZE records")
+                    rows = c.execute(
+                        f"EXPLAIN SELECT * FROM records WHERE {sw} AND {fw}", [*sa, *fa]
+                    ).fetchall()
+                plans[live] = " | ".join(str(next(iter(r.values()))) for r in rows)
+            assert [r.id for r in mem.store.list(ALICE, flt)] == [template.id]
+        assert "records_fact_live" in plans[True], plans
+        assert "records_fact_key" in plans[False], plans
+    finally:
+        mem.close()

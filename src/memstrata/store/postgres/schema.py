@@ -345,8 +345,8 @@ def _turns_before(
 # v12 (IF NOT EXISTS: tests turn new files into older ones without dropping them): a
 # fact's key and a document's qa_id, read by index (store.key_versions: the first
 # version of a key made after deletes read every version of it). ``metadata::json`` cannot
-# read a ``\\u0000`` escape (a NUL in any value), and an index expression that fails would
-# refuse the insert: an unescaped one is read as ``\\u0001`` first (the query checks the
+# read a ``\u0000`` escape (a NUL in any value), and an index expression that fails would
+# refuse the insert: an unescaped one is read as ``\u0001`` first (the query checks the
 # exact text too, where.key_sql, which repeats these expressions word for word). With
 # ``seq`` in the index, the last record of a name is one step of a backward scan.
 _NAME_JSON = r"regexp_replace(metadata, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\u0001', 'g')::json"
