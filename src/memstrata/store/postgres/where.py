@@ -13,7 +13,7 @@ from ...records import RecordStatus, RecordType
 from ...scope import Scope
 from ..sqlite.codec import encode_time
 
-__all__ = ["filters_sql", "json_pair", "key_sql", "needs_python", "scope_sql"]
+__all__ = ["LIVE_SQL", "filters_sql", "json_pair", "key_sql", "needs_python", "scope_sql"]
 
 Fragment = tuple[str, list[Any]]
 

@@ -71,7 +71,15 @@ from .codec import (
 from .history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, VectorCache, top_k
-from .where import LIVE_SQL, filters_sql, in_list, key_sql, needs_python, scope_sql
+from .where import (
+    LIVE_SQL,
+    filters_sql,
+    in_list,
+    key_indexes,
+    key_sql,
+    needs_python,
+    scope_sql,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -148,12 +156,14 @@ def key_versions_sql(scope: Scope, type: str, field: str, value: str) -> tuple[s
     """The statement of :meth:`SQLiteStore.key_versions`' state: the name's last id and
     whether a live record holds it (``tests/store/test_key_versions_fv18.py`` asks SQLite
     for its plan)."""
-    name = key_sql(name_type(type), name_field(field))
+    kind, field = name_type(type), name_field(field)
+    name = key_sql(kind, field)
+    every, live = key_indexes(kind, field)
     sw, sa = scope_sql(scope)
-    rows = f"FROM records WHERE {sw} AND {name}"
+    where = f"WHERE {sw} AND {name}"
     return (
-        f"SELECT (SELECT id {rows} ORDER BY seq DESC LIMIT 1), "
-        f"EXISTS (SELECT 1 {rows} AND {LIVE_SQL})",
+        f"SELECT (SELECT id FROM records {every} {where} ORDER BY seq DESC LIMIT 1), "
+        f"EXISTS (SELECT 1 FROM records {live} {where} AND {LIVE_SQL})",
         [*sa, value, *sa, value],
     )
 

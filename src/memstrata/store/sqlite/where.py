@@ -21,7 +21,15 @@ from ...records import RecordStatus, RecordType
 from ...scope import Scope
 from .codec import encode_time
 
-__all__ = ["filters_sql", "in_list", "key_sql", "needs_python", "scope_sql"]
+__all__ = [
+    "LIVE_SQL",
+    "filters_sql",
+    "in_list",
+    "key_indexes",
+    "key_sql",
+    "needs_python",
+    "scope_sql",
+]
 
 Fragment = tuple[str, list[Any]]
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a key a JSON path names unquoted
@@ -120,6 +128,18 @@ def key_sql(kind: str, field: str, p: str = "") -> str:
         f"AND json_type({p}metadata, {path}) = 'text'"
     )
 
+
+def key_indexes(kind: str, field: str) -> tuple[str, str]:
+    """``INDEXED BY`` clauses naming schema 12's indexes of the name's rows and of its live
+    rows (empty for a name it has none for). Without them SQLite may read the live check
+    through the index of every row of the key (it has no statistics to tell them apart)."""
+    short = _SHORT.get((kind, field))
+    if short is None:
+        return "", ""
+    return f"INDEXED BY records_{short}_key", f"INDEXED BY records_{short}_live"
+
+
+_SHORT = {(RecordType.FACT.value, "key"): "fact", (RecordType.KNOWLEDGE.value, "qa_id"): "doc"}
 
 # what key_sql adds for the live ones (``records_fact_live`` ...)
 LIVE_SQL = f"status = '{RecordStatus.ACTIVE.value}' AND superseded_by IS NULL"
