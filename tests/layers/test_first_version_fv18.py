@@ -18,6 +18,7 @@ import pytest
 
 from memstrata import Memory, Scope
 from memstrata.filters import Filters, MetadataCondition
+from memstrata.layers import races
 from memstrata.layers.races import first_version_id
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.store.base import RecordWrite
@@ -179,9 +180,16 @@ def test_a_first_fact_id_already_taken_by_another_record_is_walked_past(mem: Mem
     note = mem.store.get(ALICE, holder.id)
     taken = replace(note, id=wanted)
     mem.store.insert([RecordWrite(taken, None, ())])
-    # the store's state changed (a record was added, not of the key): the key's is the same
-    assert first_version_id(ctx, scope, RecordType.FACT, "key", KEY, "fact-") != wanted
+    # a first attempt uses the id unchecked (its insert collides: the next attempt checks)
+    assert first_version_id(ctx, scope, RecordType.FACT, "key", KEY, "fact-") == wanted
+    again = races._AGAIN.set(True)  # what settled() sets for the attempts after a Raced one
+    try:
+        walked = first_version_id(ctx, scope, RecordType.FACT, "key", KEY, "fact-")
+    finally:
+        races._AGAIN.reset(again)
+    assert walked != wanted
     record = mem.facts.upsert(ALICE, _fact("Porto")).record
+    assert record.id == walked  # the upsert's second attempt, as every writer would
     assert record.id != wanted and record.id.startswith("fact-")
     assert mem.store.get(ALICE, wanted).text == note.text
     assert [r.id for r in _live(mem)] == [record.id]
@@ -238,3 +246,26 @@ def test_a_first_document_version_after_purges_is_stored(mem: Memory) -> None:
         else:
             stored.add(chunks[0].id)
             mem.delete(ALICE.user_scope, chunks[0].id)
+
+
+@pytest.mark.parametrize("holder_agent", [None, "other"])
+def test_a_taken_first_id_held_by_a_record_the_writer_cannot_see_is_walked_past(
+    mem: Memory, holder_agent: str | None
+) -> None:
+    """The record holding the id is another agent's private one: invisible to the writer's
+    scope, yet its id is taken (ids are unique per user). The upsert walks past it; before
+    the check looked in the writer's scope, it would have raised the insert's error."""
+    me = Scope("acme", "alice", agent="me")
+    _new_then_delete(mem, "Lisbon")
+    ctx = mem.layers.facts._ctx
+    wanted = first_version_id(
+        ctx, mem.layers.facts._scope(me), RecordType.FACT, "key", KEY, "fact-"
+    )
+    owner = Scope("acme", "alice", agent=holder_agent)
+    holder = mem.add(owner, "a private note", dedup=False, visibility="private")
+    note = mem.store.get(owner, holder.id)
+    mem.store.insert([RecordWrite(replace(note, id=wanted), None, ())])
+    record = mem.facts.upsert(me, _fact("Porto")).record
+    assert record.id != wanted
+    assert mem.store.get(owner, wanted).text == "a private note"
+    assert [r.id for r in _live(mem)] == [record.id]

@@ -31,7 +31,7 @@ from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.knowledge_types import document_chunks, rejoin
-from memstrata.layers.races import Raced, first_version_id, settled
+from memstrata.layers.races import Raced, first_version_id, settled, taken
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
 from memstrata.store.base import RecordWrite
@@ -129,7 +129,8 @@ class KnowledgeService:
                 raise Raced from None  # a refusal of a write the new state may not need
             raise
         except ValidationError:
-            if self._ctx.store.get_many(scope.user_scope, [first]):
+            user = scope.user_scope
+            if taken(self._ctx, user, RecordType.KNOWLEDGE, "qa_id", doc, first):
                 raise Raced from None  # another writer's first version took this id
             raise
         return records

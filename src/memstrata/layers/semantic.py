@@ -38,7 +38,7 @@ from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, V
 from memstrata.filters import Filters
 from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
-from memstrata.layers.races import Raced, first_version_id, settled
+from memstrata.layers.races import Raced, first_version_id, settled, taken
 from memstrata.layers.semantic_types import (
     EXTRACTED,
     PLANS,
@@ -430,7 +430,8 @@ class FactService:
                 raise Raced from None
             raise
         except ValidationError:
-            if self._ctx.store.get_many(scope, [record.id]):
+            key = str(record.content.structured["key"])
+            if taken(self._ctx, scope, RecordType.FACT, "key", key, record.id):
                 raise Raced from None  # another writer stored this id first
             raise
         first = olds[0] if olds else None

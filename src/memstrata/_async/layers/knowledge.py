@@ -26,7 +26,7 @@ from typing import Any
 
 from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
-from memstrata._async.layers.races import Raced, first_version_id, settled
+from memstrata._async.layers.races import Raced, first_version_id, settled, taken
 from memstrata._async.store.base import RecordWrite
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
@@ -127,7 +127,8 @@ class AsyncKnowledgeService:
                 raise Raced from None  # a refusal of a write the new state may not need
             raise
         except ValidationError:
-            if await self._ctx.store.get_many(scope.user_scope, [first]):
+            user = scope.user_scope
+            if await taken(self._ctx, user, RecordType.KNOWLEDGE, "qa_id", doc, first):
                 raise Raced from None  # another writer's first version took this id
             raise
         return records

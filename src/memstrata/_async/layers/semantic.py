@@ -34,7 +34,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memstrata._async.layers._build import build_record, list_records, query_vector
 from memstrata._async.layers.base import AsyncLayerContext
-from memstrata._async.layers.races import Raced, first_version_id, settled
+from memstrata._async.layers.races import Raced, first_version_id, settled, taken
 from memstrata._async.store.base import Vector
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters
@@ -434,7 +434,8 @@ class AsyncFactService:
                 raise Raced from None
             raise
         except ValidationError:
-            if await self._ctx.store.get_many(scope, [record.id]):
+            key = str(record.content.structured["key"])
+            if await taken(self._ctx, scope, RecordType.FACT, "key", key, record.id):
                 raise Raced from None  # another writer stored this id first
             raise
         first = olds[0] if olds else None
