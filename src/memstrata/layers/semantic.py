@@ -18,9 +18,9 @@ Each outcome is a new version, so :meth:`FactService.history` shows every value 
 Writers of one key at once (threads, tasks, processes) end as some serial order would: one
 current fact, every value in the history. The store decides: a confirmation or a conflict
 names the version it read, a replacement ends the old fact in the transaction that stores
-the new one, and a first fact's id is a hash of the key's records, so two writers that saw
-no fact make the same id and the store keeps one. The loser reads again and applies the
-rules to what the winner wrote.
+the new one, and a first fact's id is a hash of the key's record stored last, so two
+writers that saw no fact make the same id and the store keeps one. The loser reads again
+and applies the rules to what the winner wrote.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ written, or, when the importance or tags changed, a new version of each chunk.
 Writers of one ``qa_id`` at once end with one live version, the last to commit; every other
 is stored, soft-deleted. The transaction that writes a version soft-deletes the chunks its
 writer read, and fails if another writer deleted them first; when no version is live, the
-first chunk's id is a hash of the stored versions, so two writers that read the same state
-make the same id and the store keeps one. The loser reads again and replaces the winner.
+first chunk's id is a hash of the document's chunk stored last, so two writers that read
+the same state make the same id and the store keeps one. The loser reads again and
+replaces the winner.
 """
 
 from __future__ import annotations
