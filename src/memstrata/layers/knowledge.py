@@ -16,8 +16,9 @@ written, or, when the importance or tags changed, a new version of each chunk.
 Writers of one ``qa_id`` at once end with one live version, the last to commit; every other
 is stored, soft-deleted. The transaction that writes a version soft-deletes the chunks its
 writer read, and fails if another writer deleted them first; when no version is live, the
-first chunk's id is a hash of the stored versions, so two writers that read the same state
-make the same id and the store keeps one. The loser reads again and replaces the winner.
+first chunk's id is a hash of the document's chunk stored last, so two writers that read
+the same state make the same id and the store keeps one. The loser reads again and
+replaces the winner.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.knowledge_types import document_chunks, rejoin
-from memstrata.layers.races import Raced, first_version_id, settled
+from memstrata.layers.races import Raced, first_version_id, settled, taken
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
 from memstrata.store.base import RecordWrite
@@ -129,28 +130,20 @@ class KnowledgeService:
                 raise Raced from None  # a refusal of a write the new state may not need
             raise
         except ValidationError:
-            if self._ctx.store.get_many(scope.user_scope, [first]):
+            user = scope.user_scope
+            if taken(self._ctx, user, RecordType.KNOWLEDGE, "qa_id", doc, first):
                 raise Raced from None  # another writer's first version took this id
             raise
         return records
 
     def _first_id(self, scope: Scope, doc: str) -> str:
-        """The first chunk's id of a version of ``doc`` when no version is live: a hash of
-        ``doc`` and of the first chunk of every version stored (deleted ones too). Writers
-        that read the same state make the same id, so the store's unique ids let one write
-        its version and send the others back to replace it; the id is never one already
-        stored, as the records it is made from do not contain it."""
-        filters = Filters(
-            types=frozenset({RecordType.KNOWLEDGE}),
-            metadata=(
-                MetadataCondition("qa_id", "eq", doc),
-                MetadataCondition("chunk_index", "eq", 0),
-            ),
-            include_deleted=True,
-            include_superseded=True,
-        )
+        """The first chunk's id of a version of ``doc`` when no version is live, made from
+        what ``doc`` stored (its chunks' count and last one, deleted ones too;
+        ``races.first_version_id``). Writers that read the same state make the same id, so
+        the store's unique ids let one write its version and send the others back to
+        replace it; the id is never one already stored."""
         return first_version_id(
-            self._ctx, scope.user_scope, filters, doc, "doc-", lambda r: r.is_active
+            self._ctx, scope.user_scope, RecordType.KNOWLEDGE, "qa_id", doc, "doc-"
         )
 
     def _restate(

@@ -18,9 +18,9 @@ Each outcome is a new version, so :meth:`FactService.history` shows every value 
 Writers of one key at once (threads, tasks, processes) end as some serial order would: one
 current fact, every value in the history. The store decides: a confirmation or a conflict
 names the version it read, a replacement ends the old fact in the transaction that stores
-the new one, and a first fact's id is a hash of the key's records, so two writers that saw
-no fact make the same id and the store keeps one. The loser reads again and applies the
-rules to what the winner wrote.
+the new one, and a first fact's id is a hash of the key's record stored last, so two
+writers that saw no fact make the same id and the store keeps one. The loser reads again
+and applies the rules to what the winner wrote.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
-from memstrata.filters import Filters, MetadataCondition
+from memstrata.filters import Filters
 from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
-from memstrata.layers.races import Raced, first_version_id, settled
+from memstrata.layers.races import Raced, first_version_id, settled, taken
 from memstrata.layers.semantic_types import (
     EXTRACTED,
     PLANS,
@@ -384,25 +384,12 @@ class FactService:
         return plan if carries_out(str(plan.content.structured["value"]), fact.value) else None
 
     def _first_id(self, scope: Scope, key: str) -> str:
-        """The id of a new fact for a key that no current fact holds: a hash of the key and
-        of every record the key has (deleted and superseded ones too). Writers that read the
-        same state make the same id, so the store's unique ids let one insert and send the
-        others back to read it (``Raced``); the id is never one already stored, as the
-        records it is made from do not contain it."""
-        filters = Filters(
-            types=frozenset({RecordType.FACT}),
-            metadata=(MetadataCondition("key", "eq", key),),
-            include_deleted=True,
-            include_superseded=True,
-        )
-        return first_version_id(
-            self._ctx,
-            scope,
-            filters,
-            key,
-            "fact-",
-            lambda r: r.is_active and r.superseded_by is None,
-        )
+        """The id of a new fact for a key that no current fact holds, made from what the
+        key stored (its records' count and last one; ``races.first_version_id``). Writers
+        that read the same state make the same id, so the store's unique ids let one insert
+        and send the others back to read it (``Raced``); the id is never one already
+        stored."""
+        return first_version_id(self._ctx, scope, RecordType.FACT, "key", key, "fact-")
 
     def _insert(
         self,
@@ -443,7 +430,8 @@ class FactService:
                 raise Raced from None
             raise
         except ValidationError:
-            if self._ctx.store.get_many(scope, [record.id]):
+            key = str(record.content.structured["key"])
+            if taken(self._ctx, scope, RecordType.FACT, "key", key, record.id):
                 raise Raced from None  # another writer stored this id first
             raise
         first = olds[0] if olds else None

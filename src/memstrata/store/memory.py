@@ -36,7 +36,15 @@ from .base import (
     UnitOfWork,
     Vector,
 )
-from .types import ListQuery, RecordView, StoredVector, kept_records
+from .types import (
+    KeyVersions,
+    ListQuery,
+    RecordView,
+    StoredVector,
+    kept_records,
+    name_field,
+    name_type,
+)
 
 __all__ = ["InMemoryStore"]
 
@@ -85,6 +93,11 @@ class _Lexical:
 
 def _key(r: MemoryRecord) -> tuple[str, str, str]:
     return (r.tenant, r.user, r.id)
+
+
+def _is(stored: object, value: str) -> bool:
+    """``stored == value`` for a string ``value``, as ``Filters.matches`` compares them."""
+    return isinstance(stored, str) and stored == value
 
 
 class InMemoryStore:
@@ -436,6 +449,26 @@ class InMemoryStore:
     def count(self, scope: Scope, filters: Filters) -> int:
         with self._lock:
             return sum(filters.matches(e.record) for e in self._scoped(scope))
+
+    def key_versions(
+        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+    ) -> KeyVersions:
+        """Read under the lock, at one moment (nothing to decode in process memory)."""
+        kind = RecordType(name_type(type))
+        name_field(field)
+        with self._lock:
+            mine = [
+                e
+                for e in self._scoped(scope)
+                if e.record.type is kind and _is(e.record.metadata.get(field), value)
+            ]
+            taken = {i for i in probe if (scope.tenant, scope.user, i) in self._entries}
+        newest = max(mine, key=lambda e: e.seq, default=None)
+        return KeyVersions(
+            live=any(e.record.is_active and e.record.superseded_by is None for e in mine),
+            newest=newest.record.id if newest else None,
+            taken=frozenset(taken),
+        )
 
     def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -10,6 +11,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import ValidationError
 from ..filters import Filters
 from ..records import JSON, MemoryRecord, RecordType, Role
 from ..scope import Scope
@@ -18,6 +20,7 @@ from .compaction import CompactReport
 __all__ = [
     "CacheEntry",
     "Candidate",
+    "KeyVersions",
     "ListQuery",
     "PurgeReport",
     "RecordDump",
@@ -27,6 +30,8 @@ __all__ = [
     "StoredVector",
     "Vector",
     "kept_records",
+    "name_field",
+    "name_type",
     "speaker_of",
 ]
 
@@ -40,6 +45,19 @@ class RecordWrite:
     record: MemoryRecord
     vector: Vector | None
     terms: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyVersions:
+    """What :meth:`RecordStore.key_versions` read of the records of one name (a fact key, a
+    document), all at one moment: whether one of them is ``live`` (active, not superseded),
+    the id of the one inserted last (``newest``, deleted and superseded ones included;
+    ``None`` without any), and which of the ids asked about are ``taken`` (the id of some
+    record of the user, of any name or type)."""
+
+    live: bool
+    newest: str | None
+    taken: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +88,32 @@ class RecordView:
             record.source_ids,
             speaker_of(record.metadata),
         )
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def name_field(field: str) -> str:
+    """``field`` if it is a plain metadata key (letters, digits, ``_``): the stores write it
+    into their SQL as a JSON path, so anything else is a ``ValidationError``."""
+    if not isinstance(field, str) or not _PLAIN.fullmatch(field):
+        raise ValidationError(
+            f"the metadata field of key_versions must be a plain name (letters, digits, _), "
+            f"got {field!r}"
+        )
+    return field
+
+
+def name_type(type: str) -> str:
+    """The value of the record type ``type`` (a ``RecordType`` or its value): the stores
+    write it into their SQL, so anything else is a ``ValidationError``."""
+    try:
+        return RecordType(type).value
+    except ValueError:
+        raise ValidationError(
+            f"the type of key_versions must be a record type "
+            f"({', '.join(t.value for t in RecordType)}), got {type!r}"
+        ) from None
 
 
 def speaker_of(metadata: Mapping[str, JSON]) -> JSON:

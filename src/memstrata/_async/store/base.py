@@ -44,6 +44,7 @@ from memstrata.scope import Scope
 from memstrata.store.types import (
     CacheEntry,
     Candidate,
+    KeyVersions,
     ListQuery,
     PurgeReport,
     RecordDump,
@@ -69,6 +70,7 @@ __all__ = [
     "AsyncUnitOfWork",
     "CacheEntry",
     "Candidate",
+    "KeyVersions",
     "PurgeReport",
     "RecordDump",
     "RecordWrite",
@@ -204,6 +206,27 @@ class AsyncRecordStore(Protocol):
         ...
 
     async def count(self, scope: Scope, filters: Filters) -> int: ...
+
+    async def key_versions(
+        self,
+        scope: Scope,
+        type: str,
+        field: str,
+        value: str,
+        probe: Sequence[str] = (),
+    ) -> KeyVersions:
+        """The records of one name (a fact key, a document) in one read, none decoded: those
+        of ``type`` visible in ``scope`` whose ``metadata[field]`` is the string ``value``,
+        deleted and superseded ones included (the records ``Filters(types={type},
+        metadata=(MetadataCondition(field, "eq", value),), include_deleted=True,
+        include_superseded=True)`` lists). Whether one is live (active, not superseded), the
+        id of the one inserted last, and which ids of ``probe`` are the id of a record of
+        ``scope``'s tenant and user (any type, any visibility: what an insert would collide
+        with). ``field`` is a plain name (letters, digits, ``_``) and ``type`` a record type,
+        else ``ValidationError``. A fact's ``key`` and a document's ``qa_id`` are read by
+        index (SQLite and PostgreSQL schema 12), in a time that does not grow with their
+        history: a first version's id is made from it (``layers/races.py``)."""
+        ...
 
     async def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]

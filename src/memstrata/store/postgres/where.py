@@ -9,11 +9,11 @@ import json
 from typing import Any
 
 from ...filters import Filters
-from ...records import RecordStatus
+from ...records import RecordStatus, RecordType
 from ...scope import Scope
 from ..sqlite.codec import encode_time
 
-__all__ = ["filters_sql", "needs_python", "scope_sql"]
+__all__ = ["LIVE_SQL", "filters_sql", "json_pair", "key_sql", "needs_python", "scope_sql"]
 
 Fragment = tuple[str, list[Any]]
 
@@ -48,8 +48,8 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
         parts.append(sql)
         args.extend(values)
 
-    if not f.include_deleted:
-        add(f"{p}status = %s", RecordStatus.ACTIVE.value)
+    if not f.include_deleted:  # a literal: schema 12's indexes of live rows apply
+        add(f"{p}status = '{RecordStatus.ACTIVE.value}'")
     if f.valid_at is not None:
         at = encode_time(f.valid_at)
         add(f"({p}valid_from IS NULL OR {p}valid_from <= %s)", at)
@@ -85,13 +85,21 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
     # non-ASCII as is), where a top-level ``key == value`` is always the substring
     # ``"key":"value"`` (JSON-encoded); elsewhere it is only nested (or a quote inside a
     # string is escaped). No JSON is parsed: ``::jsonb`` refuses a ``\u0000`` escape.
+    # A fact's key and a document's qa_id are asked in the words of schema 12's partial
+    # indexes (key_sql, which checks the pair's text too): read by index.
     for cond in f.metadata:
         if cond.op == "eq" and isinstance(cond.value, str):
-            add(f"strpos({p}metadata, %s) > 0", _json_pair(cond.key, cond.value))
+            kind = _INDEXED.get(cond.key)
+            if kind is not None and f.types == frozenset({kind}):
+                name_sql, name_args = key_sql(kind, cond.key, cond.value, p)
+                add(name_sql, *name_args)
+            else:
+                add(f"strpos({p}metadata, %s) > 0", json_pair(cond.key, cond.value))
     return (" AND ".join(parts) or "TRUE"), args
 
 
-def _json_pair(key: str, value: str) -> str:
+def json_pair(key: str, value: str) -> str:
+    """``"key":"value"`` as the stored metadata text holds a top-level string pair."""
     dump = functools.partial(json.dumps, ensure_ascii=False)
     return f"{dump(key)}:{dump(value)}"
 
@@ -99,3 +107,29 @@ def _json_pair(key: str, value: str) -> str:
 def needs_python(f: Filters) -> bool:
     """Whether results must still pass ``Filters.matches`` after the SQL (metadata)."""
     return bool(f.metadata)
+
+
+# The metadata field schema 12 indexes for the records of one type.
+_INDEXED = {"key": RecordType.FACT.value, "qa_id": RecordType.KNOWLEDGE.value}
+
+# ``metadata`` as JSON, an unescaped ``\u0000`` read as ``\u0001`` (``::json`` cannot read
+# it, and schema 12's indexes must not fail on any row): the words of those indexes.
+_NAME_JSON = r"regexp_replace({p}metadata, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\u0001', 'g')::json"
+
+
+def key_sql(kind: str, field: str, value: str, p: str = "") -> Fragment:
+    """The records of type ``kind`` whose ``metadata[field]`` is the string ``value``, in the
+    words of schema 12's partial indexes (``records_fact_key``, ``records_doc_key`` ...), so
+    PostgreSQL reads them by index; the stored text must also hold the pair (exact where the
+    index reads a NUL as U+0001). ``kind`` and ``field`` are written into the SQL: a record
+    type and a plain name only."""
+    meta = _NAME_JSON.format(p=p)
+    return (
+        f"({meta} ->> '{field}') = %s AND {p}type = '{kind}' "
+        f"AND json_typeof({meta} -> '{field}') = 'string' AND strpos({p}metadata, %s) > 0",
+        [value, json_pair(field, value)],
+    )
+
+
+# what key_sql adds for the live ones (``records_fact_live`` ...)
+LIVE_SQL = f"status = '{RecordStatus.ACTIVE.value}' AND superseded_by IS NULL"

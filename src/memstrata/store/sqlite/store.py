@@ -46,7 +46,15 @@ from ..base import (
     Vector,
 )
 from ..compaction import CompactReport
-from ..types import ListQuery, RecordView, StoredVector, kept_records
+from ..types import (
+    KeyVersions,
+    ListQuery,
+    RecordView,
+    StoredVector,
+    kept_records,
+    name_field,
+    name_type,
+)
 from . import dump, lexical, outbox
 from .codec import (
     COLUMNS,
@@ -63,7 +71,15 @@ from .codec import (
 from .history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, VectorCache, top_k
-from .where import filters_sql, in_list, needs_python, scope_sql
+from .where import (
+    LIVE_SQL,
+    filters_sql,
+    in_list,
+    key_indexes,
+    key_sql,
+    needs_python,
+    scope_sql,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -134,6 +150,22 @@ _T = TypeVar("_T")
 def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
     for i in range(0, len(items), _CHUNK):
         yield items[i : i + _CHUNK]
+
+
+def key_versions_sql(scope: Scope, type: str, field: str, value: str) -> tuple[str, list[Any]]:
+    """The statement of :meth:`SQLiteStore.key_versions`' state: the name's last id and
+    whether a live record holds it (``tests/store/test_key_versions_fv18.py`` asks SQLite
+    for its plan)."""
+    kind, field = name_type(type), name_field(field)
+    name = key_sql(kind, field)
+    every, live = key_indexes(kind, field)
+    sw, sa = scope_sql(scope)
+    where = f"WHERE {sw} AND {name}"
+    return (
+        f"SELECT (SELECT id FROM records {every} {where} ORDER BY seq DESC LIMIT 1), "
+        f"EXISTS (SELECT 1 FROM records {live} {where} AND {LIVE_SQL})",
+        [*sa, value, *sa, value],
+    )
 
 
 class SQLiteStore:
@@ -1011,6 +1043,28 @@ class SQLiteStore:
                     f"SELECT count(*) FROM records WHERE {sw} AND {fw}", [*sa, *fa]
                 ).fetchone()[0]
             )
+
+    def key_versions(
+        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+    ) -> KeyVersions:
+        """One read transaction of index look-ups: the name's last row and whether it has a
+        live one (schema 12's ``records_fact_key`` / ``_live`` and ``records_doc_*`` for a
+        fact's key and a document's qa_id; other names scan the type's rows), then the ids
+        of ``probe`` taken (the unique key). No record is decoded."""
+        ids = list(dict.fromkeys(probe))
+        taken: set[str] = set()
+        with self._read() as c:
+            newest, live = c.execute(*key_versions_sql(scope, type, field, value)).fetchone()
+            for chunk in _chunks(ids):
+                where, chunk_args = in_list("id", chunk)
+                taken.update(
+                    r[0]
+                    for r in c.execute(
+                        f"SELECT id FROM records WHERE tenant = ? AND user = ? AND {where}",
+                        [scope.tenant, scope.user, *chunk_args],
+                    )
+                )
+        return KeyVersions(bool(live), newest, frozenset(taken))
 
     def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]

@@ -5,7 +5,9 @@ Metadata conditions stay in Python (``Filters.matches``): their operators compar
 JSON values with Python semantics that SQL's type affinity would not reproduce exactly.
 Equality with a string is also given to SQL as a *pre-filter* (exact for strings: SQL keeps
 every row Python would), so a look-up such as a fact by its key decodes the matching rows
-only, not every record of the type (Python still decides).
+only, not every record of the type (Python still decides). A fact's key and a document's
+qa_id are asked in the words of schema 12's partial indexes (``key_sql``): SQLite reads
+those rows by index, not every record of the type.
 """
 
 from __future__ import annotations
@@ -15,14 +17,25 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...filters import Filters
-from ...records import RecordStatus
+from ...records import RecordStatus, RecordType
 from ...scope import Scope
 from .codec import encode_time
 
-__all__ = ["filters_sql", "in_list", "needs_python", "scope_sql"]
+__all__ = [
+    "LIVE_SQL",
+    "filters_sql",
+    "in_list",
+    "key_indexes",
+    "key_sql",
+    "needs_python",
+    "scope_sql",
+]
 
 Fragment = tuple[str, list[Any]]
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a key a JSON path names unquoted
+# The metadata field schema 12 indexes for the records of one type: a fact's key, a
+# document's qa_id (key_sql).
+_INDEXED = {"key": RecordType.FACT.value, "qa_id": RecordType.KNOWLEDGE.value}
 
 
 def in_list(column: str, values: Iterable[str]) -> Fragment:
@@ -61,8 +74,8 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
         parts.append(sql)
         args.extend(values)
 
-    if not f.include_deleted:
-        add(f"{p}status = ?", RecordStatus.ACTIVE.value)
+    if not f.include_deleted:  # a literal: schema 12's indexes of live rows apply
+        add(f"{p}status = '{RecordStatus.ACTIVE.value}'")
     if f.valid_at is not None:
         at = encode_time(f.valid_at)
         add(f"({p}valid_from IS NULL OR {p}valid_from <= ?)", at)
@@ -91,10 +104,42 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
         add(f"{p}importance >= ?", f.min_importance)
     for cond in f.metadata:
         if cond.op == "eq" and isinstance(cond.value, str) and _PLAIN_KEY.fullmatch(cond.key):
-            add(f"json_extract({p}metadata, ?) = ?", f"$.{cond.key}", cond.value)
+            kind = _INDEXED.get(cond.key)
+            if kind is not None and f.types == frozenset({kind}):  # a fact by key ...
+                add(key_sql(kind, cond.key, p), cond.value)  # ... read by index
+            else:
+                add(f"json_extract({p}metadata, ?) = ?", f"$.{cond.key}", cond.value)
     return (" AND ".join(parts) or "1"), args
 
 
 def needs_python(f: Filters) -> bool:
     """Whether results must still pass ``Filters.matches`` after the SQL (metadata)."""
     return bool(f.metadata)
+
+
+def key_sql(kind: str, field: str, p: str = "") -> str:
+    """The records of type ``kind`` whose ``metadata[field]`` is the string ``?`` (exactly:
+    ``Filters.matches``), in the words of schema 12's partial indexes (``records_fact_key``,
+    ``records_doc_key`` ...: a fact's key, a document's qa_id), so SQLite reads them by index.
+    ``kind`` and ``field`` are written into the SQL: a record type and a plain name only."""
+    path = f"'$.{field}'"
+    return (
+        f"json_extract({p}metadata, {path}) = ? AND {p}type = '{kind}' "
+        f"AND json_type({p}metadata, {path}) = 'text'"
+    )
+
+
+def key_indexes(kind: str, field: str) -> tuple[str, str]:
+    """``INDEXED BY`` clauses naming schema 12's indexes of the name's rows and of its live
+    rows (empty for a name it has none for). Without them SQLite may read the live check
+    through the index of every row of the key (it has no statistics to tell them apart)."""
+    short = _SHORT.get((kind, field))
+    if short is None:
+        return "", ""
+    return f"INDEXED BY records_{short}_key", f"INDEXED BY records_{short}_live"
+
+
+_SHORT = {(RecordType.FACT.value, "key"): "fact", (RecordType.KNOWLEDGE.value, "qa_id"): "doc"}
+
+# what key_sql adds for the live ones (``records_fact_live`` ...)
+LIVE_SQL = f"status = '{RecordStatus.ACTIVE.value}' AND superseded_by IS NULL"

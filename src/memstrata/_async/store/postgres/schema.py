@@ -340,6 +340,28 @@ async def _turns_before(
     }
 
 
+# v12 (IF NOT EXISTS: tests turn new files into older ones without dropping them): a
+# fact's key and a document's qa_id, read by index (store.key_versions: the first
+# version of a key made after deletes read every version of it). ``metadata::json`` cannot
+# read a ``\u0000`` escape (a NUL in any value), and an index expression that fails would
+# refuse the insert: an unescaped one is read as ``\u0001`` first (the query checks the
+# exact text too, where.key_sql, which repeats these expressions word for word). With
+# ``seq`` in the index, the last record of a name is one step of a backward scan.
+_NAME_JSON = r"regexp_replace(metadata, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\u0001', 'g')::json"
+_V12_NAME_INDEXES = "".join(
+    f"""
+CREATE INDEX IF NOT EXISTS records_{short}_key ON records
+(tenant, "user", ({_NAME_JSON} ->> '{field}'), seq)
+WHERE type = '{kind}' AND json_typeof({_NAME_JSON} -> '{field}') = 'string';
+CREATE INDEX IF NOT EXISTS records_{short}_live ON records
+(tenant, "user", ({_NAME_JSON} ->> '{field}'))
+WHERE type = '{kind}' AND json_typeof({_NAME_JSON} -> '{field}') = 'string'
+AND status = 'active' AND superseded_by IS NULL;
+"""
+    for short, kind, field in (("fact", "fact", "key"), ("doc", "knowledge", "qa_id"))
+)
+
+
 Step = str | Callable[[psycopg.AsyncCursor[tuple[object, ...]]], Awaitable[None]]  # async-only
 # sync: Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
 
@@ -355,6 +377,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (9, _V9_TENANT_STATISTICS),
     (10, _V10_POSTINGS_VACUUM),
     (11, _v11_reterm),
+    (12, _V12_NAME_INDEXES),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

@@ -60,7 +60,13 @@ from memstrata.store import fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
-from memstrata.store.postgres.where import filters_sql, needs_python, scope_sql
+from memstrata.store.postgres.where import (
+    LIVE_SQL,
+    filters_sql,
+    key_sql,
+    needs_python,
+    scope_sql,
+)
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     VIEW_COLUMNS,
@@ -83,6 +89,7 @@ from memstrata.store.sqlite.vectors import PURGE_EPOCH
 from memstrata.store.types import (
     CacheEntry,
     Candidate,
+    KeyVersions,
     ListQuery,
     PurgeReport,
     RecordDump,
@@ -92,6 +99,8 @@ from memstrata.store.types import (
     StoreStats,
     Vector,
     kept_records,
+    name_field,
+    name_type,
 )
 
 if TYPE_CHECKING:
@@ -1078,6 +1087,22 @@ class AsyncPostgresStore:
             rows = await self._select(c, scope, filters, columns="count(*) AS n")
         return int(rows[0]["n"])
 
+    async def key_versions(
+        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+    ) -> KeyVersions:
+        """One statement (one snapshot) of index look-ups: the name's last row (a backward
+        step of schema 12's ``records_fact_key`` / ``records_doc_key`` for a fact's key and a
+        document's qa_id; other names scan the type's rows), whether it has a live one
+        (``records_*_live``) and the ids of ``probe`` taken (the unique key). No record is
+        decoded."""
+        async with self._read() as c:
+            row = await (
+                await c.execute(*key_versions_sql(scope, type, field, value, probe))
+            ).fetchone()
+        return KeyVersions(
+            live=bool(row["live"]), newest=row["newest"], taken=frozenset(row["taken"])
+        )
+
     async def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]
     ) -> MemoryRecord | None:
@@ -1668,6 +1693,26 @@ class AsyncPostgresStore:
             }
         gone = set(keys) - set(fresh)  # purged meanwhile
         return [fresh.get(r["seq"], r) for r in rows if r["seq"] not in gone]
+
+
+def key_versions_sql(
+    scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+) -> tuple[str, builtins.list[Any]]:
+    """The statement of :meth:`key_versions` (``tests/store/test_key_versions_fv18.py`` asks
+    PostgreSQL for its plan)."""
+    name, name_args = key_sql(name_type(type), name_field(field), value)
+    sw, sa = scope_sql(scope)
+    rows = f"FROM records WHERE {sw} AND {name}"
+    sql = (
+        f"SELECT (SELECT id {rows} ORDER BY seq DESC LIMIT 1) AS newest, "
+        f"EXISTS (SELECT 1 {rows} AND {LIVE_SQL}) AS live, "
+    )
+    args = [*sa, *name_args, *sa, *name_args]
+    if not probe:  # nothing to ask: a subquery less to plan (each statement is planned)
+        return sql + "ARRAY[]::text[] AS taken", args
+    sql += 'ARRAY(SELECT id FROM records WHERE tenant = %s AND "user" = %s '
+    sql += "AND id = ANY(%s)) AS taken"
+    return sql, [*args, scope.tenant, scope.user, sorted(set(probe))]
 
 
 def _select_sql(
