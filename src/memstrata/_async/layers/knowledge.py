@@ -136,7 +136,7 @@ class AsyncKnowledgeService:
 
     async def _first_id(self, scope: Scope, doc: str) -> str:
         """The first chunk's id of a version of ``doc`` when no version is live, made from
-        what ``doc`` stored (its chunks' count and last one, deleted ones too;
+        what ``doc`` stored (the id of its chunk stored last, deleted ones too;
         ``races.first_version_id``). Writers that read the same state make the same id, so
         the store's unique ids let one write its version and send the others back to
         replace it; the id is never one already stored."""

@@ -389,7 +389,7 @@ class AsyncFactService:
 
     async def _first_id(self, scope: Scope, key: str) -> str:
         """The id of a new fact for a key that no current fact holds, made from what the
-        key stored (its records' count and last one; ``races.first_version_id``). Writers
+        key stored (the id of its record stored last; ``races.first_version_id``). Writers
         that read the same state make the same id, so the store's unique ids let one insert
         and send the others back to read it (``Raced``); the id is never one already
         stored."""
