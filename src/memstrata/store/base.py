@@ -489,6 +489,10 @@ class StoreCopy(Protocol):
     no re-embedding); jobs keep their status and attempts as given.
     """
 
+    # Whether text holding a NUL character can be stored (PostgreSQL: no; a migration
+    # into it asks for --replace-nul).
+    stores_nul: bool
+
     def dump_records(self, batch_size: int = 500) -> Iterator[builtins.list[RecordDump]]: ...
     def load_records(self, dumps: Sequence[RecordDump]) -> int: ...
     def dump_cache(self, batch_size: int = 500) -> Iterator[builtins.list[CacheEntry]]: ...

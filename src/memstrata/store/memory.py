@@ -103,6 +103,8 @@ def _is(stored: object, value: str) -> bool:
 class InMemoryStore:
     """A :class:`~memstrata.store.base.Store` kept in process memory."""
 
+    stores_nul = True  # the store refuses NUL in new text; records from before hold it
+
     def __init__(self, *, url: str = "memory://") -> None:
         self.url = url
         self._lock = threading.RLock()

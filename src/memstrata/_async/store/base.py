@@ -497,6 +497,10 @@ class AsyncStoreCopy(Protocol):
     no re-embedding); jobs keep their status and attempts as given.
     """
 
+    # Whether text holding a NUL character can be stored (PostgreSQL: no; a migration
+    # into it asks for --replace-nul).
+    stores_nul: bool
+
     def dump_records(self, batch_size: int = 500) -> AsyncIterator[builtins.list[RecordDump]]: ...
     async def load_records(self, dumps: Sequence[RecordDump]) -> int: ...
     def dump_cache(self, batch_size: int = 500) -> AsyncIterator[builtins.list[CacheEntry]]: ...

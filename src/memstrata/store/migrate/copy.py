@@ -147,7 +147,7 @@ def copy_store(
             resumed=resume,
             batch_size=batch_size,
             replace_nul=replace_nul,
-            target_stores_nul=bool(getattr(dst, "stores_nul", True)),
+            target_stores_nul=dst.stores_nul,
         )
         _check_target(src, dst, resume, report.target)
         started = time.perf_counter()
@@ -159,7 +159,7 @@ def copy_store(
         report.copy_seconds = time.perf_counter() - started
         if verify and not dry_run:
             started = time.perf_counter()
-            verify_into(src, dst, report, batch_size, replace_nul=replace_nul)
+            verify_into(src, dst, report, batch_size)
             report.verify_seconds = time.perf_counter() - started
         log.info(
             "migrate %s -> %s: %s",
@@ -184,7 +184,7 @@ def verify_stores(
             redact_url(src_url), redact_url(dst_url), batch_size=batch_size, replace_nul=replace_nul
         )
         started = time.perf_counter()
-        verify_into(src, dst, report, batch_size, replace_nul=replace_nul)
+        verify_into(src, dst, report, batch_size)
         report.verify_seconds = time.perf_counter() - started
         return report
 

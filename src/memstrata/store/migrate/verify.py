@@ -91,16 +91,14 @@ def verify_into(
     target: StoreCopy,
     report: MigrationReport,
     batch_size: int = 500,
-    *,
-    replace_nul: bool = False,
 ) -> None:
     """Compare every kind; fill ``report``'s source/target counts and its mismatches.
-    ``replace_nul``: the source's records are compared as a copy with ``replace_nul``
-    stored them (``nul.py``)."""
+    With ``report.replace_nul`` the source's records are compared as a copy with
+    ``replace_nul`` stored them (``nul.py``)."""
     for kind in report.counts.values():
         kind.source = kind.target = 0
     _meta(source, target, report)
-    _records(source, target, report, batch_size, replace_nul)
+    _records(source, target, report, batch_size)
     _cache(source, target, report, batch_size)
     _jobs(source, target, report, batch_size)
     _audit(source, target, report, batch_size)
@@ -129,9 +127,9 @@ def _records(
     target: StoreCopy,
     report: MigrationReport,
     batch_size: int,
-    replace_nul: bool,
 ) -> None:
     detailed = 0
+    replace_nul = report.replace_nul
 
     def compare(key: str, a: RecordDigest, b: RecordDigest) -> None:
         nonlocal detailed

@@ -171,6 +171,8 @@ def key_versions_sql(scope: Scope, type: str, field: str, value: str) -> tuple[s
 class SQLiteStore:
     """A :class:`~memstrata.store.base.Store` in one SQLite file (or ``:memory:``)."""
 
+    stores_nul = True  # the store refuses NUL in new text; records from before hold it
+
     def __init__(
         self, path: str = ":memory:", *, url: str | None = None, vector_cache_rows: int = 500_000
     ) -> None:
