@@ -20,7 +20,9 @@ from .compaction import CompactReport
 __all__ = [
     "CacheEntry",
     "Candidate",
+    "INDEXED_NAMES",
     "KeyVersions",
+    "PLAIN_NAME",
     "ListQuery",
     "PurgeReport",
     "RecordDump",
@@ -90,13 +92,22 @@ class RecordView:
         )
 
 
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A metadata key a JSON path names unquoted; the only kind the stores write into SQL.
+PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# The names schema 12 indexes on SQLite and PostgreSQL, by metadata field: the record type
+# whose names they are and the indexes' prefix (``records_fact_key``, ``records_doc_live``
+# ...): a fact's key, a document's qa_id (``store.key_versions`` and filters by them).
+INDEXED_NAMES: Mapping[str, tuple[str, str]] = {
+    "key": (RecordType.FACT.value, "fact"),
+    "qa_id": (RecordType.KNOWLEDGE.value, "doc"),
+}
 
 
 def name_field(field: str) -> str:
     """``field`` if it is a plain metadata key (letters, digits, ``_``): the stores write it
     into their SQL as a JSON path, so anything else is a ``ValidationError``."""
-    if not isinstance(field, str) or not _PLAIN.fullmatch(field):
+    if not isinstance(field, str) or not PLAIN_NAME.fullmatch(field):
         raise ValidationError(
             f"the metadata field of key_versions must be a plain name (letters, digits, _), "
             f"got {field!r}"

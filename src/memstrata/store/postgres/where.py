@@ -9,9 +9,10 @@ import json
 from typing import Any
 
 from ...filters import Filters
-from ...records import RecordStatus, RecordType
+from ...records import RecordStatus
 from ...scope import Scope
 from ..sqlite.codec import encode_time
+from ..types import INDEXED_NAMES
 
 __all__ = ["LIVE_SQL", "filters_sql", "json_pair", "key_sql", "needs_python", "scope_sql"]
 
@@ -89,7 +90,7 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
     # indexes (key_sql, which checks the pair's text too): read by index.
     for cond in f.metadata:
         if cond.op == "eq" and isinstance(cond.value, str):
-            kind = _INDEXED.get(cond.key)
+            kind, _ = INDEXED_NAMES.get(cond.key, (None, None))
             if kind is not None and f.types == frozenset({kind}):
                 name_sql, name_args = key_sql(kind, cond.key, cond.value, p)
                 add(name_sql, *name_args)
@@ -108,9 +109,6 @@ def needs_python(f: Filters) -> bool:
     """Whether results must still pass ``Filters.matches`` after the SQL (metadata)."""
     return bool(f.metadata)
 
-
-# The metadata field schema 12 indexes for the records of one type.
-_INDEXED = {"key": RecordType.FACT.value, "qa_id": RecordType.KNOWLEDGE.value}
 
 # ``metadata`` as JSON, an unescaped ``\u0000`` read as ``\u0001`` (``::json`` cannot read
 # it, and schema 12's indexes must not fail on any row): the words of those indexes.

@@ -12,13 +12,13 @@ those rows by index, not every record of the type.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 from ...filters import Filters
-from ...records import RecordStatus, RecordType
+from ...records import RecordStatus
 from ...scope import Scope
+from ..types import INDEXED_NAMES, PLAIN_NAME
 from .codec import encode_time
 
 __all__ = [
@@ -32,10 +32,6 @@ __all__ = [
 ]
 
 Fragment = tuple[str, list[Any]]
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a key a JSON path names unquoted
-# The metadata field schema 12 indexes for the records of one type: a fact's key, a
-# document's qa_id (key_sql).
-_INDEXED = {"key": RecordType.FACT.value, "qa_id": RecordType.KNOWLEDGE.value}
 
 
 def in_list(column: str, values: Iterable[str]) -> Fragment:
@@ -103,8 +99,8 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
     if f.min_importance is not None:
         add(f"{p}importance >= ?", f.min_importance)
     for cond in f.metadata:
-        if cond.op == "eq" and isinstance(cond.value, str) and _PLAIN_KEY.fullmatch(cond.key):
-            kind = _INDEXED.get(cond.key)
+        if cond.op == "eq" and isinstance(cond.value, str) and PLAIN_NAME.fullmatch(cond.key):
+            kind, _ = INDEXED_NAMES.get(cond.key, (None, None))
             if kind is not None and f.types == frozenset({kind}):  # a fact by key ...
                 add(key_sql(kind, cond.key, p), cond.value)  # ... read by index
             else:
@@ -133,13 +129,11 @@ def key_indexes(kind: str, field: str) -> tuple[str, str]:
     """``INDEXED BY`` clauses naming schema 12's indexes of the name's rows and of its live
     rows (empty for a name it has none for). Without them SQLite may read the live check
     through the index of every row of the key (it has no statistics to tell them apart)."""
-    short = _SHORT.get((kind, field))
-    if short is None:
+    indexed_kind, short = INDEXED_NAMES.get(field, (None, None))
+    if indexed_kind != kind:
         return "", ""
     return f"INDEXED BY records_{short}_key", f"INDEXED BY records_{short}_live"
 
-
-_SHORT = {(RecordType.FACT.value, "key"): "fact", (RecordType.KNOWLEDGE.value, "qa_id"): "doc"}
 
 # what key_sql adds for the live ones (``records_fact_live`` ...)
 LIVE_SQL = f"status = '{RecordStatus.ACTIVE.value}' AND superseded_by IS NULL"
