@@ -130,9 +130,11 @@ class _SlowEmbedder(HashingEmbedder):
     def __init__(self, delay: float) -> None:
         super().__init__()
         self.delay = delay
+        self.started = threading.Event()  # a passage batch began (under the records lease)
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Any:
         if not query and self.delay:
+            self.started.set()
             time.sleep(self.delay)
         return np.asarray(super().embed_batch(texts, query=query))
 
@@ -147,9 +149,12 @@ def test_a_batch_slower_than_its_lease_keeps_it(
 ) -> None:
     import memstrata.quotas as q
 
-    monkeypatch.setattr(q, "LEASE_SECONDS", 0.3)  # renewed every 0.1 s
+    # Renewed every 0.25 s: a renewal thread starved that long on a loaded machine (a full
+    # test run on 2 cores) would lose the lease; 0.1 s did once.
+    monkeypatch.setattr(q, "LEASE_SECONDS", 0.75)
     url = f"sqlite:///{tmp_path / 'lease.db'}"
-    slow = Memory(url, embedder=_SlowEmbedder(1.2), background=False, quotas=quotas)
+    embedder = _SlowEmbedder(2.5)
+    slow = Memory(url, embedder=embedder, background=False, quotas=quotas)
     fast = Memory(url, embedder=_SlowEmbedder(0.0), background=False, quotas=quotas)
     errors: list[BaseException] = []
 
@@ -162,7 +167,11 @@ def test_a_batch_slower_than_its_lease_keeps_it(
     try:
         t = threading.Thread(target=batch)
         t.start()
-        time.sleep(0.5)  # the slow batch holds the lease, well past one lease length
+        # The slow batch embeds under the lease (taken before it embeds): wait until it
+        # does — a fixed sleep let the fast writer go first on a loaded machine — then
+        # past one lease length, so only renewals keep it.
+        assert embedder.started.wait(60)
+        time.sleep(1.0)
         with pytest.raises(QuotaExceededError):
             fast.add(scope_b, "the fourth record", dedup=False)  # waits, then counts 3
         t.join()
