@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import types
 import warnings
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ class _RecordingModel:
 
     def __init__(self, fail_on: str | None = None, gate: threading.Semaphore | None = None):
         self.calls: list[tuple[int, str | None, list[str], int]] = []
+        self.thread_names: list[str] = []
         self.fail_on = fail_on
         self.gate = gate
         self.in_passage = threading.Event()
@@ -53,6 +53,7 @@ class _RecordingModel:
     ) -> Matrix:
         items = list(texts)
         self.calls.append((threading.get_ident(), prompt, items, batch_size))
+        self.thread_names.append(threading.current_thread().name)
         if prompt == "passage: " and self.gate is not None:
             self.in_passage.set()
             assert self.gate.acquire(timeout=5), "the test never released the passage call"
@@ -69,7 +70,10 @@ def _embedder(model: _RecordingModel, batch_size: int = 2) -> SentenceTransforme
     return emb
 
 
-def test_calls_from_many_threads_run_on_one_thread() -> None:
+def test_calls_from_many_threads_run_on_the_engine_thread() -> None:
+    """Passages run on the one engine thread; a query runs there too, or, if it arrives while
+    a passage slice runs, beside it on a thread that has ended when the query returns. No
+    caller's thread ever calls the model."""
     model = _RecordingModel()
     emb = _embedder(model)
     callers = [
@@ -84,14 +88,18 @@ def test_calls_from_many_threads_run_on_one_thread() -> None:
     emb.embed_batch(["from the main thread"], query=True)
     for t in callers:
         t.join(10)
-    threads = [call[0] for call in model.calls]
-    assert len(set(threads)) == 1
-    assert len(threads) == 4 * 3 + 4 + 1  # passages in slices of 2: 2 + 2 + 1
-    assert threads[0] not in {t.ident for t in callers} | {threading.get_ident()}
+    assert set(model.thread_names) <= {"memstrata-st", "memstrata-st-query"}  # no caller's
+    assert len(model.calls) == 4 * 3 + 4 + 1  # passages in slices of 2: 2 + 2 + 1
+    named = zip(model.calls, model.thread_names, strict=True)
+    engine = {call[0] for call, name in named if name == "memstrata-st"}
+    assert len(engine) == 1
+    passages = {c[0] for c in model.calls if c[1] == "passage: "}
+    assert passages == engine
+    assert not [t for t in threading.enumerate() if t.name == "memstrata-st-query"]
     # one thread for every st: model, as torch's OpenMP team belongs to the thread
     other = _RecordingModel()
     _embedder(other).embed_batch(["another model"])
-    assert other.calls[0][0] == threads[0]
+    assert other.calls[0][0] in engine
 
 
 def test_slices_keep_each_texts_row_and_go_longest_first() -> None:
@@ -106,33 +114,36 @@ def test_slices_keep_each_texts_row_and_go_longest_first() -> None:
     ]
 
 
-def test_a_waiting_query_goes_before_the_next_passage_slice() -> None:
+def test_a_query_during_a_passage_slice_runs_beside_it_on_a_thread_that_ends() -> None:
     gate = threading.Semaphore(0)
-    model = _RecordingModel(gate=gate)
+    model = _RecordingModel(gate=gate, fail_on="bad question")
     emb = _embedder(model, batch_size=4)
-    ingest = threading.Thread(target=emb.embed_batch, args=([f"m{i}" for i in range(12)],))
+    ingest = threading.Thread(target=emb.embed_batch, args=([f"m{i}" for i in range(8)],))
     ingest.start()
     assert model.in_passage.wait(5)
-    searched = threading.Event()
-
-    def search_query() -> None:
-        emb.embed_batch(["q"], query=True)
-        searched.set()
-
-    search = threading.Thread(target=search_query)
-    search.start()
-    time.sleep(0.3)  # the query queues for the model
-    gate.release()  # the first slice ends: the query goes next
-    assert searched.wait(5)
+    got = emb.embed_batch(["q"], query=True)  # the passage slice still blocks
+    assert np.allclose(got, HashingEmbedder(DIMS).embed_batch(["query: q"]))
+    with pytest.raises(ProviderError, match="failed on 'bad question'"):
+        emb.embed_batch(["bad question"], query=True)
+    assert not [t for t in threading.enumerate() if t.name == "memstrata-st-query"]
     for _ in range(2):
         gate.release()
     ingest.join(5)
-    search.join(5)
-    assert [(call[1], len(call[2])) for call in model.calls] == [
+    assert not ingest.is_alive()
+    emb.embed_batch(["after the ingest"], query=True)
+    assert [(c[1], len(c[2])) for c in model.calls] == [
         ("passage: ", 4),
         ("query: ", 1),
+        ("query: ", 1),
         ("passage: ", 4),
-        ("passage: ", 4),
+        ("query: ", 1),
+    ]
+    assert model.thread_names == [
+        "memstrata-st",
+        "memstrata-st-query",
+        "memstrata-st-query",
+        "memstrata-st",
+        "memstrata-st",
     ]
 
 

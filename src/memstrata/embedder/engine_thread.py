@@ -11,7 +11,11 @@ query pays a thread wake-up (docs/measurements.md, sessions 18 and 19).
 
 Served in arrival order, a search's query would wait for the ingest batch before it (hundreds
 of passages, seconds). Instead the embedders hand passages over in slices of a few texts, and
-a waiting query goes before the next slice, so it waits for one slice at most.
+a waiting query goes before the next slice, so it waits for one slice at most. With
+``queries_beside_passages`` a query that arrives while a slice runs does not wait at all: it
+runs at once on a short-lived thread of its own. Its OpenMP team is freed when that thread
+ends (libgomp releases a thread's pool at thread exit), so the process holds two teams only
+while both calls run, and a query after the ingest is as fast as before it.
 """
 
 from __future__ import annotations
@@ -29,28 +33,44 @@ __all__ = ["EngineThread", "spin_setting"]
 
 class EngineThread:
     """Runs the calls handed to :meth:`call` one at a time on a thread of its own (started
-    on first use, a daemon named ``name``), queries before passages.
+    on first use, a daemon named ``name``), queries before passages; with
+    ``queries_beside_passages``, a query that arrives during a passage call runs beside it on
+    a thread named ``name + "-query"`` that ends with the query (one such query at a time).
 
     A process-wide object: the owner registers :meth:`forget_thread` with
     ``os.register_at_fork(after_in_child=...)``.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, queries_beside_passages: bool = False) -> None:
         self._name = name
+        self._beside = queries_beside_passages
         self._cv = threading.Condition()
         self._queries: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
         self._passages: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
         self._thread: threading.Thread | None = None
+        self._in_passage = False
+        self._beside_lock = threading.Lock()
 
     def call(self, fn: Callable[[], Any], *, query: bool) -> Any:
         """``fn()`` on the engine thread; its result, or its exception raised here."""
         done: Future[Any] = Future()
         with self._cv:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
-                self._thread.start()
-            (self._queries if query else self._passages).append((fn, done))
-            self._cv.notify()
+            beside = query and self._beside and self._in_passage
+            if not beside:
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._serve, name=self._name, daemon=True
+                    )
+                    self._thread.start()
+                (self._queries if query else self._passages).append((fn, done))
+                self._cv.notify()
+        if beside:
+            with self._beside_lock:
+                side = threading.Thread(
+                    target=_settle, args=(fn, done), name=f"{self._name}-query", daemon=True
+                )
+                side.start()
+                side.join()  # its OpenMP team is gone when the query returns
         return done.result()
 
     def _serve(self) -> None:
@@ -58,11 +78,11 @@ class EngineThread:
             with self._cv:
                 while not (self._queries or self._passages):
                     self._cv.wait()
+                self._in_passage = not self._queries
                 fn, done = (self._queries or self._passages).popleft()
-            try:
-                done.set_result(fn())
-            except BaseException as exc:  # handed to the caller, which raises it
-                done.set_exception(exc)
+            _settle(fn, done)
+            with self._cv:
+                self._in_passage = False
 
     def forget_thread(self) -> None:
         """In a forked child: the parent's thread does not exist there (nor its queue's
@@ -71,6 +91,15 @@ class EngineThread:
         self._queries.clear()
         self._passages.clear()
         self._thread = None
+        self._in_passage = False
+        self._beside_lock = threading.Lock()
+
+
+def _settle(fn: Callable[[], Any], done: Future[Any]) -> None:
+    try:
+        done.set_result(fn())
+    except BaseException as exc:  # handed to the caller, which raises it
+        done.set_exception(exc)
 
 
 @contextmanager

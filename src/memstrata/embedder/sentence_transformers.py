@@ -6,10 +6,10 @@ need their prompts: pass e.g. ``query_prompt="query: "`` and ``passage_prompt="p
 Every call into torch runs on one process-wide thread (:class:`EngineThread`), whichever
 thread asks and whichever model: torch's CPU kernels run on GNU OpenMP, which keeps a team of
 threads per calling thread, so a second caller that stays alive (the background worker after
-an ingest, a server's adapter thread) made every later query ~3x slower on an idle 2-core
+an ingest, a server's adapter thread) made every later query twice as slow on an idle 2-core
 machine (docs/measurements.md, session 19). Passages go in slices of ``batch_size`` texts,
-longest first as sentence-transformers orders them, and a waiting query goes before the next
-slice.
+longest first as sentence-transformers orders them; a query that arrives while a slice runs
+goes beside it on a short-lived thread (waiting for the slice took 45-175 ms).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _INSTALL_HINT = (
 
 # One thread for every model: torch's OpenMP team belongs to the calling thread, not to a
 # model, so two models called from two threads would hold two teams again.
-_engine = EngineThread("memstrata-st")
+_engine = EngineThread("memstrata-st", queries_beside_passages=True)
 os.register_at_fork(after_in_child=_engine.forget_thread)
 
 # Turns an idle OpenMP thread of torch spins before it sleeps, set while torch is imported
