@@ -45,7 +45,7 @@ class _RecordingModel:
     def get_embedding_dimension(self) -> int:
         return DIMS
 
-    def get_sentence_embedding_dimension(self) -> int:  # sentence-transformers < 5
+    def get_sentence_embedding_dimension(self) -> int:  # the older name
         return DIMS
 
     def encode(
@@ -165,7 +165,7 @@ def test_a_load_error_reaches_its_caller(tmp_path: Path) -> None:
 
 
 class _RenamedModel(_RecordingModel):
-    """As sentence-transformers 5 and later: the old name warns."""
+    """As sentence-transformers 6.2: the old name warns."""
 
     def get_sentence_embedding_dimension(self) -> int:
         warnings.warn("renamed to get_embedding_dimension", FutureWarning, stacklevel=2)

@@ -107,7 +107,7 @@ class SentenceTransformerEmbedder:
     @property
     def dims(self) -> int:
         model = self._model_now()
-        # sentence-transformers 5 renamed it (the old name warns)
+        # newer sentence-transformers renamed it (the old name warns: 6.2 does)
         size = getattr(model, "get_embedding_dimension", None)
         dims = (size or model.get_sentence_embedding_dimension)()
         if not isinstance(dims, int) or dims < 1:
