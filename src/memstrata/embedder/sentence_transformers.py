@@ -115,8 +115,10 @@ class SentenceTransformerEmbedder:
         return dims
 
     def _encode(self, texts: list[str], prompt: str | None) -> Any:
+        """On the engine's threads already: the model is read (or loaded) here directly, as
+        a call handed to the engine thread from its own thread would wait for itself."""
         try:
-            return self._model_now().encode(
+            return self._load().encode(
                 texts,
                 prompt=prompt,
                 batch_size=len(texts),
