@@ -114,3 +114,39 @@ def test_many_users_run_only_the_measured_users_jobs(monkeypatch: pytest.MonkeyP
     assert many["users"] == 3
     assert many["ingest"]["jobs_run_for"] == "the measured user only"
     assert getattr(flushed[1], "user", None) == "user-0"
+
+
+def test_search_during_an_ingest_row(tmp_path: Path) -> None:
+    """``during_ingest``: the messages are added (and searchable) while searches run, each
+    with a question no search asked before; English and Chinese rows, and the markdown."""
+    res = run_scale(
+        ScaleConfig(
+            sizes=(100,),
+            embedder="hashing",
+            store="memory",
+            queries=2,
+            zh_sizes=(100,),
+            worker_messages=0,
+            context_threads=(),
+            during_ingest=300,
+        )
+    )
+    for row in res["results"]:
+        d = row["search_during_ingest"]
+        assert d["messages"] == 300 and d["ingest_seconds"] > 0
+        assert d["during"]["n"] >= 1 and d["after"]["n"] == d["during"]["n"]
+    md = latency_markdown(res)
+    assert "Search while the same process ingests" in md
+    assert "| memory | 100 | zh | 300 |" in md
+    # off by default: no row, nothing added
+    plain = run_scale(
+        ScaleConfig(sizes=(50,), embedder="hashing", store="memory", queries=1, zh_sizes=())
+    )
+    assert plain["results"][0]["search_during_ingest"] is None
+    assert "Search while the same process ingests" not in latency_markdown(plain)
+    # the questions are fresh: none repeats
+    from memstrata.bench.scale import _fresh_questions
+
+    gen = _fresh_questions(["一二三四五六七八九十甲乙丙丁戊己庚辛壬癸子丑寅卯"] * 3, 1, "zh")
+    qs = [next(gen) for _ in range(50)]
+    assert len(set(qs)) == 50 and all(8 <= len(q) - 1 <= 19 for q in qs)

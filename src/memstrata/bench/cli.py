@@ -288,6 +288,14 @@ def scale(
         ),
     ] = 0,
     other_records: Annotated[int, typer.Option(min=1, help="Records of each other user.")] = 2000,
+    during_ingest: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Messages another thread adds while the user searches 10 times a second "
+            "(sizes up to 10k, one user; 0 skips it).",
+        ),
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Search/build_context p50/p95, ingest throughput and peak RSS against store size."""
@@ -313,6 +321,7 @@ def scale(
         zh_sizes=zh_list,
         other_users=other_users,
         other_records=other_records,
+        during_ingest=during_ingest,
     )
     n_stores = max(1, len(store.split(",")))
     total = (

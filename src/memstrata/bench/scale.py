@@ -83,6 +83,9 @@ class ScaleConfig:
     # 10k records, one measured user): what a search costs beside a tenant's other users
     other_users: int = 0
     other_records: int = 2000
+    # messages another thread adds (in add_messages of 50) while the measured user searches
+    # ten times a second with fresh questions, on sizes up to 10k records of one user (0 skips)
+    during_ingest: int = 0
 
 
 def store_kinds(spec: str) -> tuple[str, ...]:
@@ -313,6 +316,11 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
                 tick(f"queries {size:,}", 1)
             load_after = load_average()
             threads = _context_threads(mem, scope, queries, cfg) if has_ctx and users == 1 else {}
+            during = (
+                _search_during_ingest(mem, scope, cfg, lang)
+                if cfg.during_ingest and users == 1 and not others
+                else None
+            )
         finally:
             mem.close()
     return {
@@ -343,6 +351,7 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
         "ingest_peak_rss_mb": ingest_peak,
         "load_average_1m": {"before_queries": load_before, "after_queries": load_after},
         "context_threads": threads,
+        "search_during_ingest": during,
     }
 
 
@@ -376,6 +385,86 @@ def _context_threads(
     finally:
         builder._POOL = original
     return out
+
+
+_DURING_INTERVAL_S = 0.1  # ten searches a second, open loop
+
+
+def _fresh_questions(texts: Sequence[str], seed: int, lang: str) -> Iterator[str]:
+    """Questions no search asked before (so none is in the embedding caches): runs of 5-12
+    words (English) or 8-19 characters (Chinese) of the generator's messages."""
+    import random
+
+    rng = random.Random(seed)
+    seen: set[str] = set()
+    while True:
+        t = rng.choice(texts)
+        if lang == "zh":
+            n = rng.randint(8, 19)
+            i = rng.randint(0, max(0, len(t) - n))
+            q = t[i : i + n] + "？"
+        else:
+            words = t.split()
+            n = rng.randint(5, 12)
+            i = rng.randint(0, max(0, len(words) - n))
+            q = " ".join(words[i : i + n]) + "?"
+        if q not in seen:
+            seen.add(q)
+            yield q
+
+
+def _search_during_ingest(mem: Any, scope: Any, cfg: ScaleConfig, lang: str) -> dict[str, Any]:
+    """Search p50/p95 while another thread adds ``cfg.during_ingest`` new messages (in
+    add_messages of 50), searching ten times a second with fresh questions; then the same
+    number of searches after the ingest, and the ingest's own time. A search arriving
+    during an ingest shares the cores (and the embedder) with it."""
+    import threading
+
+    from memstrata import Message, Role
+
+    gen = synth_messages_zh if lang == "zh" else synth_messages
+    new = [
+        Message(role=Role(m.role), content=f"{m.content} ({i})", observed_at=m.observed_at)
+        for i, m in enumerate(gen(cfg.during_ingest, 1, cfg.seed + 100))
+    ]
+    questions = _fresh_questions([m.content for m in new], cfg.seed + 200, lang)
+    ingest_s: list[float] = []
+    errors: list[BaseException] = []
+
+    def ingest() -> None:
+        t0 = time.perf_counter()
+        try:
+            for i in range(0, len(new), 50):
+                mem.add_messages(scope, new[i : i + 50])
+        except BaseException as exc:  # reported by the caller
+            errors.append(exc)
+        ingest_s.append(time.perf_counter() - t0)
+
+    during = LatencyLog()
+    thread = threading.Thread(target=ingest, name="bench-during-ingest")
+    thread.start()
+    due = time.perf_counter()
+    while True:  # at least one search, however short the ingest
+        due += _DURING_INTERVAL_S
+        with during.time():
+            mem.search(scope, next(questions), top_k=cfg.top_k)
+        if not thread.is_alive():
+            break
+        time.sleep(max(0.0, due - time.perf_counter()))
+    thread.join()
+    if errors:
+        raise errors[0]
+    after = LatencyLog()
+    for _ in range(max(1, len(during.samples))):
+        with after.time():
+            mem.search(scope, next(questions), top_k=cfg.top_k)
+    return {
+        "messages": cfg.during_ingest,
+        "ingest_seconds": ingest_s[0],
+        "searches_per_s": 1 / _DURING_INTERVAL_S,
+        "during": during.summary_ms(),
+        "after": after.summary_ms(),
+    }
 
 
 def latency_markdown(res: dict[str, Any]) -> str:
@@ -431,6 +520,24 @@ def latency_markdown(res: dict[str, Any]) -> str:
             ]
             lines.append(
                 f"| {r['store']} | {r['size']:,} | {r['language']} | " + " | ".join(cells) + " |"
+            )
+    during = [r for r in rows if r.get("search_during_ingest")]
+    if during:
+        lines += [
+            "",
+            "### Search while the same process ingests (ten searches a second, fresh questions)",
+            "",
+            "| store | records | language | messages added | ingest s | search during p50 / "
+            "p95 | searches | search after p50 / p95 |",
+            "|---|---:|---|---:|---:|---:|---:|---:|",
+        ]
+        for r in during:
+            d = r["search_during_ingest"]
+            lines.append(
+                f"| {r['store']} | {r['size']:,} | {r['language']} | {d['messages']:,} | "
+                f"{d['ingest_seconds']:.1f} | {ms(d['during'], 'p50_ms')} / "
+                f"{ms(d['during'], 'p95_ms')} | {d['during'].get('n', 0)} | "
+                f"{ms(d['after'], 'p50_ms')} / {ms(d['after'], 'p95_ms')} |"
             )
     return "\n".join(lines) + "\n"
 
