@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import closing
 
+import numpy as np
 import pytest
 
 from memstrata import FixedClock, Memory, Scope
@@ -93,7 +94,9 @@ def _write_between_pages(
         [AuditEvent(id="late", tenant="acme", user="alice", actor="t", action="note", at=NOW)]
     )
     store.enqueue([_job("late-job")])
-    mem.search(ALICE, "a query never seen before")  # caches the query's embedding
+    store.cache_vectors(
+        ALICE, mem.embedder.model_id, {"late-entry": np.ones(mem.embedder.dims, dtype=np.float32)}
+    )
 
     got_events += [e.id for batch in events for e in batch]
     got_cache += [c for batch in cache for c in batch]

@@ -1,7 +1,7 @@
 """PII is redacted on every write path, on queries, and in everything derived (issue 10 §3).
 
 Each path gets random PII (hypothesis) inside ordinary words; afterwards no version of any
-record, no lexical term, no cached query embedding and no byte of the SQLite file holds it.
+record, no lexical term, no query the model embedded and no byte of the SQLite file holds it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstrata import FixedClock, Memory, Scope
+from memstrata.embedder.base import Matrix
 from memstrata.embedder.cache import cache_key
+from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.llm.base import ExtractedFact
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.policies.pii import PIIPolicy, PIIRedactor, redact
@@ -98,10 +100,28 @@ def path(tmp_path: Path) -> Path:
     return tmp_path / "pii.db"
 
 
+class _QueriesSeen(HashingEmbedder):
+    """The hashing embedder, keeping every query text it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[str] = []
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
+        if query:
+            self.queries += texts
+        return super().embed_batch(texts, query=query)
+
+
 def _memory(path: Path, clock: FixedClock, **kw: object) -> Memory:
     return Memory(
-        f"sqlite:///{path}", embedder="hashing", clock=clock, background=False, pii="redact", **kw
-    )  # type: ignore[arg-type]
+        f"sqlite:///{path}",
+        embedder=_QueriesSeen(),
+        clock=clock,
+        background=False,
+        pii="redact",
+        **kw,  # type: ignore[arg-type]
+    )
 
 
 S = Scope("acme", "alice", session="s1")
@@ -216,13 +236,11 @@ def test_queries_are_redacted_before_embedding_and_caching(
         ctx = mem.build_context(S, f"who has {value}", token_budget=2000)
         assert value not in json.dumps(ctx.messages, ensure_ascii=False)
         model = mem.embedder.model_id
-        cached = mem.store.cached_vectors(
-            S.user_scope,
-            model,
-            [cache_key(query, query=True), cache_key(redact(query).text, query=True)],
-        )
-        assert cache_key(query, query=True) not in cached
-        assert cache_key(redact(query).text, query=True) in cached
+        keys = [cache_key(query, query=True), cache_key(redact(query).text, query=True)]
+        assert mem.store.cached_vectors(S.user_scope, model, keys) == {}  # queries: never stored
+        assert isinstance(mem.embedder, _QueriesSeen)
+        assert redact(query).text in mem.embedder.queries  # the model saw the redacted query
+        assert not any(value in q for q in mem.embedder.queries)
         mem.facts.relevant(S, query)
         mem.episodes.recall(S, query)
     finally:

@@ -50,7 +50,7 @@ def test_purge_leaves_no_byte_of_the_user(tmp_path: Path, clock: FixedClock) -> 
         expected_version=note.version,
         content="Flumblewick adores quarzanite biscuits",
     )
-    mem.search(VICTIM.user_scope, "what is Flumblewick allergic to")  # query embedding cached
+    mem.search(VICTIM.user_scope, "what is Flumblewick allergic to")
     mem.end_session(VICTIM)
     mem.delete(VICTIM, ids[0], actor="user:victim-user-7731")
     clock.advance(days=200)

@@ -4,11 +4,14 @@
 
 Two levels:
 
-- a durable, per-user cache: any object with ``cached_vectors(scope, model, keys)`` and
-  ``cache_vectors(scope, model, vectors)`` (every ``Store`` has both). Entries are keyed by
-  tenant, user, model and text hash, so a user's purge deletes them, query embeddings
-  included. :meth:`CachedEmbedder.for_scope` gives an embedder that reads and writes
-  it;
+- a durable, per-user cache of passages: any object with ``cached_vectors(scope, model,
+  keys)`` and ``cache_vectors(scope, model, vectors)`` (every ``Store`` has both). Entries
+  are keyed by tenant, user, model and text hash, so a user's purge deletes them.
+  :meth:`CachedEmbedder.for_scope` gives an embedder that reads and writes it. Search
+  queries never reach it: a read writes nothing to the store, the table does not grow with
+  every new question a user asks, and no vector of a question outlives the process (a
+  repeated question within one is found in the LRU; a new one costs one embedding, which a
+  miss in the durable cache cost anyway, after a read);
 - a bounded in-process LRU keyed by model and text hash only, shared by every call of one
   :class:`CachedEmbedder` (scoped or not). It never reaches disk;
   :meth:`CachedEmbedder.forget` empties it (``Memory.purge`` does), so a purged user's
@@ -57,7 +60,7 @@ class CachedEmbedder:
     """Wraps an embedder so only texts missing from the caches reach it, in one call.
 
     ``embed_batch`` uses the in-process LRU only; ``for_scope(scope).embed_batch`` also
-    uses the durable per-user cache (when one was given).
+    uses the durable per-user cache (when one was given) for passages, never for queries.
     """
 
     def __init__(
@@ -114,7 +117,7 @@ class CachedEmbedder:
         keys = [cache_key(t, query=query) for t in items]
         unique = list(dict.fromkeys(keys))
         found = self._lru.get(self.model_id, unique)
-        durable = self._durable if scope is not None else None
+        durable = self._durable if scope is not None and not query else None
         if durable is not None and scope is not None and len(found) < len(unique):
             stored = durable.cached_vectors(
                 scope, self.model_id, [k for k in unique if k not in found]

@@ -426,6 +426,11 @@ WHERE type = 'knowledge' AND json_type(metadata, '$.qa_id') = 'text' AND status 
 AND superseded_by IS NULL;
 """
 
+# v13: search queries' vectors are no longer cached in the store (embedder/cache.py: a read
+# writes nothing, and the table does not grow with every new question); the entries that
+# earlier versions wrote are dropped. Passages' keys are content hashes, never "q:...".
+_V13_NO_QUERY_VECTORS = "DELETE FROM embedding_cache WHERE substr(key, 1, 2) = 'q:';"
+
 
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
@@ -440,6 +445,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (10, _v10),
     (11, _v11),
     (12, _V12_NAME_INDEXES),
+    (13, _V13_NO_QUERY_VECTORS),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

@@ -361,6 +361,11 @@ AND status = 'active' AND superseded_by IS NULL;
     for short, kind, field in (("fact", "fact", "key"), ("doc", "knowledge", "qa_id"))
 )
 
+# v13: search queries' vectors are no longer cached in the store (embedder/cache.py: a read
+# writes nothing, and the table does not grow with every new question); the entries that
+# earlier versions wrote are dropped. Passages' keys are content hashes, never "q:...".
+_V13_NO_QUERY_VECTORS = "DELETE FROM embedding_cache WHERE starts_with(key, 'q:');"
+
 
 Step = str | Callable[[psycopg.AsyncCursor[tuple[object, ...]]], Awaitable[None]]  # async-only
 # sync: Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
@@ -378,6 +383,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (10, _V10_POSTINGS_VACUUM),
     (11, _v11_reterm),
     (12, _V12_NAME_INDEXES),
+    (13, _V13_NO_QUERY_VECTORS),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

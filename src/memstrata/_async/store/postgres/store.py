@@ -1355,7 +1355,8 @@ class AsyncPostgresStore:
         # A passage's entry (the text of a record about to be written: an add, a turn)
         # waits for the write transaction that follows, which carries it: one transaction
         # and commit fewer per add (1 ms of this process's CPU and 0.75 ms of PostgreSQL's,
-        # measured). Query entries are written behind the search, as before.
+        # measured). Entries under a query's key (``q:``: callers of the store's own; the
+        # library keeps questions' vectors in the process only) are written behind at once.
         self._defer({key: blob for key, blob in mine.items() if not key[2].startswith("q:")})
         queries = {key: blob for key, blob in mine.items() if key[2].startswith("q:")}
         if queries:
