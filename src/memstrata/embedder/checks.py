@@ -32,5 +32,13 @@ def check_vectors(raw: object, count: int, dims: int, model_id: str) -> Matrix:
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     if count and float(norms.min()) == 0.0:
         raise ProviderError(f"embedder {model_id} returned an all-zero vector; nothing stored")
-    out: Matrix = (arr / norms).astype(np.float32, copy=False)
+    # A row of unit length already is kept bit for bit: dividing it by its norm again moves
+    # some components by one float32 step, so a vector the cache hands back was not the one
+    # stored with its text, and a text embedded once was stored as two vectors.
+    off = np.abs(norms - 1.0) > _UNIT
+    out: Matrix = np.where(off, arr / norms, arr).astype(np.float32, copy=False)
     return out
+
+
+# |norm - 1| of a float32 row already divided by its norm is ~1e-7 at a few hundred dims.
+_UNIT = 1e-5
