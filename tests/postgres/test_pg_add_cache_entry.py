@@ -1,5 +1,6 @@
 """An add's embedding-cache entry rides in the add's own transaction (it was a second
-transaction and commit behind the add, 1 ms of client CPU per add), and is never lost:
+transaction and commit behind the add, 1 ms of client CPU per add; since schema 15 the
+add's vector row takes it over when they hold the same vector), and is never lost:
 a write that rolls back leaves it for the next one, a full read or ``close`` writes it,
 and a purge deletes it like any other entry."""
 
@@ -44,7 +45,7 @@ def transactions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def _stored(url: str, key: str) -> bool:
-    store = PostgresStore(url)  # another process's view: the table only
+    store = PostgresStore(url)  # another process's view: what is committed
     try:
         return key in store.cached_vectors(ME, MODEL, [key])
     finally:
@@ -64,9 +65,11 @@ def _rows(url: str, key: str) -> int:
         store.close()
 
 
-def test_an_adds_cache_entry_is_written_in_the_adds_transaction(
+def test_an_adds_cache_entry_is_taken_over_in_the_adds_transaction(
     pg_url: str, transactions: list[list[str]]
 ) -> None:
+    """The add's record holds the entry's very vector: its vector row keeps it (``own``,
+    schema 15), and the entry is never written as a row of its own."""
     m = Maker()
     store = PostgresStore(pg_url)
     try:
@@ -76,9 +79,10 @@ def test_an_adds_cache_entry_is_written_in_the_adds_transaction(
         store.cache_vectors(ME, MODEL, {w.record.content_hash: np.asarray(w.vector)})
         store.insert([w])
         assert len(transactions) == 1, transactions  # was 2: the entry's own, then the add's
-        assert any("INSERT INTO embedding_cache" in s for s in transactions[0])
+        assert not any("INSERT INTO embedding_cache" in s for s in transactions[0])
         assert any("SELECT (SELECT id FROM records" in s for s in transactions[0])
-        assert _stored(pg_url, w.record.content_hash)
+        assert _rows(pg_url, w.record.content_hash) == 0
+        assert _stored(pg_url, w.record.content_hash)  # another process finds it
         got = store.cached_vectors(ME, MODEL, [w.record.content_hash])
         assert np.array_equal(got[w.record.content_hash], np.asarray(w.vector, np.float32))
     finally:

@@ -27,6 +27,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,7 @@ from memstrata.store.postgres.vectors import (
     exact_search,
     hnsw_search,
 )
+from memstrata.store.postgres.vectors import _array as vector_array
 from memstrata.store.postgres.where import (
     LIVE_SQL,
     filters_sql,
@@ -117,7 +119,11 @@ _ORDERED_PAGE = "ORDER BY observed_at, seq LIMIT %s"
 _USERS_HELD = 100_000  # per-user facts a process keeps (vector counts, indexes ensured)
 _COPY_RECORDS = f"COPY records (seq, {_COLS}, lex_tokens, lex_len) FROM STDIN"
 _COPY_VECTORS = (
-    'COPY vectors (seq, tenant, "user", model, dims, embedding) FROM STDIN (FORMAT BINARY)'
+    'COPY vectors (seq, tenant, "user", model, dims, embedding, own) FROM STDIN (FORMAT BINARY)'
+)
+# The cache entries a write transaction carries and has not written yet (``_tx``).
+_CARRIED: ContextVar[dict[tuple[str, str, str], bytes] | None] = ContextVar(
+    "memstrata_pg_carried", default=None
 )
 # Batches of fewer records than this are INSERTs in pipeline mode, larger ones COPY.
 _COPY_FROM = 64
@@ -126,8 +132,8 @@ _INSERT_RECORDS = (
     f"VALUES ({', '.join(['%s'] * (len(_QCOLS) + 3))})"
 )
 _INSERT_VECTOR = (
-    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
-    "VALUES (%s, %s, %s, %s, %s, %s)"
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding, own) '
+    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
 )
 _CLASH = 'SELECT id FROM records WHERE tenant = %s AND "user" = %s AND id = ANY(%s) LIMIT 1'
 # Counters are the store's, not the writer's: a replace keeps the stored ones (as SQLite
@@ -149,7 +155,47 @@ _UPSERT_VECTOR = (
     'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
     "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
     "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
-    "vseq = DEFAULT"
+    "vseq = DEFAULT, own = false"
+)
+# A passage vector is kept once (``own``, as SQLite keeps it): when the cache holds exactly
+# the vector written for a record's text, the vector row is marked ``own`` and
+# ``cached_vectors`` finds the vector through the record. An add's entry (its text was just
+# embedded) is carried by the add's transaction, which takes it over and never writes it
+# (``_take_carried``); an entry stored before is asked for here and dropped (``_DROP_MOVED``).
+# Decided as the row is written (no second version of it to vacuum), and sent without
+# awaiting an answer (pipeline mode: the add's one round trip).
+_OWN = (
+    "EXISTS (SELECT 1 FROM embedding_cache WHERE scope_tok = %s AND model_id = %s "
+    "AND key = %s AND vector = %s)"
+)
+_INSERT_OWN_VECTOR = (
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding, own) '
+    f"VALUES (%s, %s, %s, %s, %s, %s, %s OR {_OWN})"
+)
+_UPSERT_OWN_VECTOR = (
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding, own) '
+    f"VALUES (%s, %s, %s, %s, %s, %s, %s OR {_OWN}) ON CONFLICT (seq) DO UPDATE SET "
+    "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
+    "vseq = DEFAULT, own = excluded.own"
+)
+_OWNED_KEYS = (  # a COPY cannot ask: the bulk path asks first
+    "SELECT e.scope_tok, e.model_id, e.key FROM embedding_cache e JOIN unnest(%s::text[], "
+    "%s::text[], %s::text[], %s::bytea[]) AS x (tok, model, key, blob) ON e.scope_tok = "
+    "x.tok AND e.model_id = x.model AND e.key = x.key AND e.vector = x.blob"
+)
+_DROP_MOVED = (
+    "DELETE FROM embedding_cache e USING unnest(%s::text[], %s::text[], %s::text[], "
+    "%s::bytea[]) AS x (tok, model, key, blob) WHERE e.scope_tok = x.tok AND e.model_id = "
+    "x.model AND e.key = x.key AND e.vector = x.blob"
+)
+# Passage vectors kept in their record, by text: the first record's (as SQLite reads them).
+# Entries and such vectors in one round trip; an entry wins over a record's vector.
+_CACHED = (
+    "SELECT key, vector, NULL::vector AS embedding FROM embedding_cache WHERE scope_tok = %s "
+    "AND model_id = %s AND key = ANY(%s) UNION ALL (SELECT DISTINCT ON (r.content_hash) "
+    "r.content_hash, NULL, v.embedding FROM records r JOIN vectors v ON v.seq = r.seq WHERE "
+    'r.tenant = %s AND r."user" = %s AND r.content_hash = ANY(%s) AND v.own AND v.model = %s '
+    "ORDER BY r.content_hash, r.seq)"
 )
 # Embedding-cache entries, many in one statement (an add_messages batch caches 1,000; one
 # INSERT per entry cost 1,000 executions).
@@ -312,6 +358,11 @@ class PostgresStore:
         import psycopg
 
         carried = self._take_deferred() if not self._held.n else {}
+        # Written last: a record this transaction stores with an entry's very vector takes
+        # the entry over (_insert), so the entry is never written; a purge here forgets the
+        # purged user's entries (_forget_carried).
+        unowned = dict(carried)
+        carrying = _CARRIED.set(unowned) if not self._held.n else None
         committing = False
         try:
             self._settle()
@@ -323,9 +374,9 @@ class PostgresStore:
                 tx = conn.transaction()
                 tx.__enter__()
                 try:
-                    if carried:
-                        conn.execute(_UPSERT_CACHE, _cache_columns(carried))
                     yield conn
+                    if unowned:
+                        conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
                 except BaseException as exc:
                     tx.__exit__(type(exc), exc, exc.__traceback__)
                     raise
@@ -336,6 +387,9 @@ class PostgresStore:
             if isinstance(exc, psycopg.Error):
                 raise translate(exc, self._where, committing=committing) from exc
             raise
+        finally:
+            if carrying is not None:
+                _CARRIED.reset(carrying)
         self._cached(carried)
 
     def _settle(self) -> None:
@@ -639,12 +693,17 @@ class PostgresStore:
             _no_nul(r)
             vec = self._vector_value(r, w.vector) if w.vector is not None else None
             doc = fts5.document_tokens(w.terms)
-            out.append(_Prepared(w, (*encode_record(r), doc, len(doc) + 1), doc, vec))
+            blob = encode_vector(w.vector) if w.vector is not None else None
+            out.append(_Prepared(w, (*encode_record(r), doc, len(doc) + 1), doc, vec, blob))
         return out
 
-    def _insert(self, c: Any, prepared: Sequence[_Prepared]) -> None:
+    def _insert(self, c: Any, prepared: Sequence[_Prepared], *, own: bool = True) -> None:
         """Insert the records with their vectors and postings. A clash with a stored id
         names it (checked first, with the new ``seq`` values in the same round trip).
+
+        ``own``: a vector takes over its text's cache entry when the two are the same
+        (``_OWN``). A load (``memstrata migrate``) copies both as they are, so a resumed
+        copy finds the entries it loaded where it left them.
 
         A batch of fewer than ``_COPY_FROM`` records (an add, a few turns) is plain
         ``INSERT`` statements sent in pipeline mode: one round trip for all of them. A
@@ -655,16 +714,29 @@ class PostgresStore:
             return
         seqs = self._clash_and_seqs(c, prepared)
         docs = []
-        vectors = []
+        vectors: list[tuple[Any, ...]] = []  # the row's values, own last
+        keys = []  # the cache entry each vector row may take over (_OWN)
+        cached = []  # those of them not carried by this transaction: maybe stored
         for seq, p in zip(seqs, prepared, strict=True):
             r = p.write.record
-            docs.append((seq, r.tenant, scope_token(r.tenant, r.user), p.doc))
+            tok = scope_token(r.tenant, r.user)
+            docs.append((seq, r.tenant, tok, p.doc))
             if p.vector is not None:
-                vectors.append((seq, r.tenant, r.user, r.embedding_model, *p.vector))
+                key = (tok, r.embedding_model, r.content_hash)
+                mine = own and _take_carried(key, p.blob)
+                vectors.append((seq, r.tenant, r.user, r.embedding_model, *p.vector, mine))
+                keys.append((*key, p.blob))
+                if own and not mine:
+                    cached.append((*key, p.blob))
         bulk = len(prepared) >= _COPY_FROM
         try:
             with contextlib.nullcontext() if bulk else c.pipeline():
                 if bulk:
+                    owned = _owned(c, cached)
+                    vectors = [
+                        (*v[:-1], v[-1] or k[:3] in owned)
+                        for v, k in zip(vectors, keys, strict=True)
+                    ]
                     self._copy_rows(c, seqs, prepared, vectors)
                 else:
                     with c.cursor() as cur:
@@ -672,8 +744,15 @@ class PostgresStore:
                             _INSERT_RECORDS,
                             [(seq, *p.values) for seq, p in zip(seqs, prepared, strict=True)],
                         )
-                        if vectors:
+                        if cached:  # some entry may be stored already: ask (_OWN)
+                            cur.executemany(
+                                _INSERT_OWN_VECTOR,
+                                [(*v, *k) for v, k in zip(vectors, keys, strict=True)],
+                            )
+                        elif vectors:
                             cur.executemany(_INSERT_VECTOR, vectors)
+                if cached:
+                    c.execute(_DROP_MOVED, _columns(cached))
                 lexical.index(c, docs)
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
@@ -720,7 +799,7 @@ class PostgresStore:
                 copy.write_row((seq, *p.values))
         if vectors:
             with c.cursor() as cur, cur.copy(_COPY_VECTORS) as copy:
-                copy.set_types(["int8", "text", "text", "text", "int4", "vector"])
+                copy.set_types(["int8", "text", "text", "text", "int4", "vector", "bool"])
                 for row in vectors:
                     copy.write_row(row)
 
@@ -807,7 +886,14 @@ class PostgresStore:
             c, [(seq, new.tenant, tok, p.doc)], old=[(seq, new.tenant, tok, cur["lex_tokens"])]
         )
         if p.vector is not None:
-            c.execute(_UPSERT_VECTOR, (seq, new.tenant, new.user, new.embedding_model, *p.vector))
+            cached = (tok, new.embedding_model, new.content_hash, p.blob)
+            mine = _take_carried(cached[:3], p.blob)
+            c.execute(
+                _UPSERT_OWN_VECTOR,
+                (seq, new.tenant, new.user, new.embedding_model, *p.vector, mine, *cached),
+            )
+            if not mine:
+                c.execute(_DROP_MOVED, _columns([cached]))
         old_masked = tuple(float(cur[k]) if k == "importance" else cur[k] for k in _MASKED)
         if p.vector is None and old_masked != _masked_of(new):
             c.execute(_TOUCH_VECTOR, (seq,))
@@ -904,18 +990,21 @@ class PostgresStore:
                 if reterm:
                     self._reterm(c, scope, reterm)
                 counts["cache_entries"] = (
-                    c.execute(
-                        "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = ANY(%s) AND "
-                        'NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND "user" = %s '
-                        "AND content_hash = embedding_cache.key)",
-                        (
-                            scope_token(scope.tenant, scope.user),
-                            sorted(hashes),
-                            scope.tenant,
-                            scope.user,
-                        ),
-                    )
-                ).rowcount
+                    _forget_carried(scope_token(scope.tenant, scope.user), hashes)
+                    + (
+                        c.execute(
+                            "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = "
+                            "ANY(%s) AND NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND "
+                            '"user" = %s AND content_hash = embedding_cache.key)',
+                            (
+                                scope_token(scope.tenant, scope.user),
+                                sorted(hashes),
+                                scope.tenant,
+                                scope.user,
+                            ),
+                        )
+                    ).rowcount
+                )
                 remaining = int(
                     (
                         (
@@ -976,7 +1065,10 @@ class PostgresStore:
         tok = scope_token(tenant, user)
         args = {"t": tenant, "u": user, "tok": tok}
         with self._write() as c:
-            cache = (c.execute("DELETE FROM embedding_cache WHERE scope_tok = %s", (tok,))).rowcount
+            cache = (
+                _forget_carried(tok)
+                + (c.execute("DELETE FROM embedding_cache WHERE scope_tok = %s", (tok,))).rowcount
+            )
             lexical.unindex_scope(c, tenant, user, tok)
             mine_args = (tenant, user)
             vectors = (
@@ -1298,15 +1390,19 @@ class PostgresStore:
         rest = [key for key in unique if key not in out]
         if not rest:
             return out
+        passages = [key for key in rest if not key.startswith("q:")]
         with self._autocommit(wait=False) as c:
             rows = (
                 c.execute(
-                    "SELECT key, vector FROM embedding_cache WHERE scope_tok = %s "
-                    "AND model_id = %s AND key = ANY(%s)",
-                    (tok, model_id, rest),
+                    _CACHED, (tok, model_id, rest, scope.tenant, scope.user, passages, model_id)
                 )
             ).fetchall()
-        out.update((r["key"], decode_vector(bytes(r["vector"]))) for r in rows)
+        for r in rows:  # passage vectors that moved into their record (_OWN) after entries
+            if r["vector"] is not None:
+                out[r["key"]] = decode_vector(bytes(r["vector"]))
+        for r in rows:
+            if r["vector"] is None:
+                out.setdefault(r["key"], vector_array(r["embedding"]))
         return out
 
     def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
@@ -1748,6 +1844,47 @@ class _Prepared:
     values: tuple[Any, ...]  # the INSERT's values: the record's columns, tokens, length
     doc: builtins.list[str]
     vector: tuple[int, Any] | None  # (dims, pgvector value)
+    blob: bytes | None = None  # the vector as the cache stores it
+
+
+def _take_carried(key: tuple[str, str | None, str], blob: bytes | None) -> bool:
+    """Whether this transaction carries the cache entry ``key`` holding exactly ``blob``;
+    if so it is taken out: the vector row keeps it, and the transaction does not write it."""
+    unowned = _CARRIED.get()
+    model = key[1]
+    if unowned is None or model is None or blob is None:
+        return False
+    full = (key[0], model, key[2])
+    if unowned.get(full) != blob:
+        return False
+    del unowned[full]
+    return True
+
+
+def _forget_carried(tok: str, keys: Collection[str] | None = None) -> int:
+    """Take the user's entries (of ``keys``, or all) out of what this transaction writes
+    last: a purge in it must not write them back. How many were taken."""
+    unowned = _CARRIED.get()
+    if not unowned:
+        return 0
+    gone = [k for k in unowned if k[0] == tok and (keys is None or k[2] in keys)]
+    for k in gone:
+        del unowned[k]
+    return len(gone)
+
+
+def _owned(
+    c: Any, cached: Sequence[tuple[str, str | None, str, bytes | None]]
+) -> set[tuple[str, str | None, str]]:
+    """The ``(scope_tok, model, key)`` of ``cached`` whose cache entry holds that vector."""
+    if not cached:
+        return set()
+    rows = c.execute(_OWNED_KEYS, _columns(cached)).fetchall()
+    return {(r["scope_tok"], r["model_id"], r["key"]) for r in rows}
+
+
+def _columns(rows: Sequence[tuple[Any, ...]]) -> builtins.list[Any]:
+    return [list(col) for col in zip(*rows, strict=True)]
 
 
 def _cache_columns(entries: Mapping[tuple[str, str, str], bytes]) -> builtins.list[Any]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memstrata._async.store.postgres.vectors import _array as vector_array
 from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
 from memstrata.store.sqlite.codec import (
@@ -28,6 +29,7 @@ from memstrata.store.sqlite.codec import (
     decode_vector,
     encode_record,
     encode_vector,
+    scope_token,
 )
 from memstrata.store.sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
 from memstrata.store.sqlite.outbox import job_from_row, job_row
@@ -182,7 +184,7 @@ async def load_records(s: AsyncPostgresStore, dumps: Sequence[RecordDump]) -> in
             ]
             todo = [todo[i] for i in keep]
             prepared = [prepared[i] for i in keep]
-        await s._insert(c, prepared)
+        await s._insert(c, prepared, own=False)  # the cache as it was copied: see _insert
         seqs = {
             (r["tenant"], r["user"], r["id"]): int(r["seq"])
             for r in await (
@@ -238,7 +240,7 @@ async def dump_cache(
                 )
             ).fetchall()
             if not rows:
-                return
+                break
             key = (rows[-1]["scope_tok"], rows[-1]["model_id"], rows[-1]["key"])
             yield [
                 CacheEntry(
@@ -246,6 +248,42 @@ async def dump_cache(
                 )
                 for r in rows
             ]
+        # Passage vectors that moved into their record (``vectors.own``): the first per key,
+        # unless a cache row holds that key (cached_vectors prefers the row), as SQLite.
+        last = 0
+        while True:
+            rows = await (await c.execute(_OWN_ENTRIES, (last, max(1, batch_size)))).fetchall()
+            if not rows:
+                return
+            last = int(rows[-1]["seq"])
+            found = [
+                (scope_token(r["tenant"], r["user"]), r["model"], r["content_hash"], r)
+                for r in rows
+            ]
+            held = await (
+                await c.execute(
+                    "SELECT scope_tok, model_id, key FROM embedding_cache WHERE (scope_tok, "
+                    "model_id, key) IN (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+                    [[f[i] for f in found] for i in range(3)],
+                )
+            ).fetchall()
+            rowed = {(h["scope_tok"], h["model_id"], h["key"]) for h in held}
+            out = [
+                CacheEntry(tok, model, key, vector_array(r["embedding"]))
+                for tok, model, key, r in found
+                if (tok, model, key) not in rowed
+            ]
+            if out:
+                yield out
+
+
+_OWN_ENTRIES = (
+    'SELECT v.seq, r.tenant, r."user", v.model, r.content_hash, v.embedding FROM vectors v '
+    "JOIN records r ON r.seq = v.seq WHERE v.own AND v.model IS NOT NULL AND v.seq > %s "
+    "AND NOT EXISTS (SELECT 1 FROM records r2 JOIN vectors v2 ON v2.seq = r2.seq WHERE "
+    'r2.tenant = r.tenant AND r2."user" = r."user" AND r2.content_hash = r.content_hash '
+    "AND v2.own AND v2.model = v.model AND r2.seq < r.seq) ORDER BY v.seq LIMIT %s"
+)
 
 
 async def load_cache(s: AsyncPostgresStore, entries: Sequence[CacheEntry]) -> int:

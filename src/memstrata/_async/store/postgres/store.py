@@ -26,6 +26,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ from memstrata._async.store.postgres.vectors import (
     exact_search,
     hnsw_search,
 )
+from memstrata._async.store.postgres.vectors import _array as vector_array
 from memstrata.aio.pg_behind import AsyncHeld, AsyncWriteBehind, Statement, background, wait_done
 from memstrata.audit import AuditEvent, AuditQuery
 from memstrata.bounded import RecentDict
@@ -117,7 +119,11 @@ _ORDERED_PAGE = "ORDER BY observed_at, seq LIMIT %s"
 _USERS_HELD = 100_000  # per-user facts a process keeps (vector counts, indexes ensured)
 _COPY_RECORDS = f"COPY records (seq, {_COLS}, lex_tokens, lex_len) FROM STDIN"
 _COPY_VECTORS = (
-    'COPY vectors (seq, tenant, "user", model, dims, embedding) FROM STDIN (FORMAT BINARY)'
+    'COPY vectors (seq, tenant, "user", model, dims, embedding, own) FROM STDIN (FORMAT BINARY)'
+)
+# The cache entries a write transaction carries and has not written yet (``_tx``).
+_CARRIED: ContextVar[dict[tuple[str, str, str], bytes] | None] = ContextVar(
+    "memstrata_pg_carried", default=None
 )
 # Batches of fewer records than this are INSERTs in pipeline mode, larger ones COPY.
 _COPY_FROM = 64
@@ -126,8 +132,8 @@ _INSERT_RECORDS = (
     f"VALUES ({', '.join(['%s'] * (len(_QCOLS) + 3))})"
 )
 _INSERT_VECTOR = (
-    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
-    "VALUES (%s, %s, %s, %s, %s, %s)"
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding, own) '
+    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
 )
 _CLASH = 'SELECT id FROM records WHERE tenant = %s AND "user" = %s AND id = ANY(%s) LIMIT 1'
 # Counters are the store's, not the writer's: a replace keeps the stored ones (as SQLite
@@ -149,7 +155,47 @@ _UPSERT_VECTOR = (
     'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
     "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
     "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
-    "vseq = DEFAULT"
+    "vseq = DEFAULT, own = false"
+)
+# A passage vector is kept once (``own``, as SQLite keeps it): when the cache holds exactly
+# the vector written for a record's text, the vector row is marked ``own`` and
+# ``cached_vectors`` finds the vector through the record. An add's entry (its text was just
+# embedded) is carried by the add's transaction, which takes it over and never writes it
+# (``_take_carried``); an entry stored before is asked for here and dropped (``_DROP_MOVED``).
+# Decided as the row is written (no second version of it to vacuum), and sent without
+# awaiting an answer (pipeline mode: the add's one round trip).
+_OWN = (
+    "EXISTS (SELECT 1 FROM embedding_cache WHERE scope_tok = %s AND model_id = %s "
+    "AND key = %s AND vector = %s)"
+)
+_INSERT_OWN_VECTOR = (
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding, own) '
+    f"VALUES (%s, %s, %s, %s, %s, %s, %s OR {_OWN})"
+)
+_UPSERT_OWN_VECTOR = (
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding, own) '
+    f"VALUES (%s, %s, %s, %s, %s, %s, %s OR {_OWN}) ON CONFLICT (seq) DO UPDATE SET "
+    "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
+    "vseq = DEFAULT, own = excluded.own"
+)
+_OWNED_KEYS = (  # a COPY cannot ask: the bulk path asks first
+    "SELECT e.scope_tok, e.model_id, e.key FROM embedding_cache e JOIN unnest(%s::text[], "
+    "%s::text[], %s::text[], %s::bytea[]) AS x (tok, model, key, blob) ON e.scope_tok = "
+    "x.tok AND e.model_id = x.model AND e.key = x.key AND e.vector = x.blob"
+)
+_DROP_MOVED = (
+    "DELETE FROM embedding_cache e USING unnest(%s::text[], %s::text[], %s::text[], "
+    "%s::bytea[]) AS x (tok, model, key, blob) WHERE e.scope_tok = x.tok AND e.model_id = "
+    "x.model AND e.key = x.key AND e.vector = x.blob"
+)
+# Passage vectors kept in their record, by text: the first record's (as SQLite reads them).
+# Entries and such vectors in one round trip; an entry wins over a record's vector.
+_CACHED = (
+    "SELECT key, vector, NULL::vector AS embedding FROM embedding_cache WHERE scope_tok = %s "
+    "AND model_id = %s AND key = ANY(%s) UNION ALL (SELECT DISTINCT ON (r.content_hash) "
+    "r.content_hash, NULL, v.embedding FROM records r JOIN vectors v ON v.seq = r.seq WHERE "
+    'r.tenant = %s AND r."user" = %s AND r.content_hash = ANY(%s) AND v.own AND v.model = %s '
+    "ORDER BY r.content_hash, r.seq)"
 )
 # Embedding-cache entries, many in one statement (an add_messages batch caches 1,000; one
 # INSERT per entry cost 1,000 executions).
@@ -318,6 +364,11 @@ class AsyncPostgresStore:
         import psycopg
 
         carried = self._take_deferred() if not self._held.n else {}
+        # Written last: a record this transaction stores with an entry's very vector takes
+        # the entry over (_insert), so the entry is never written; a purge here forgets the
+        # purged user's entries (_forget_carried).
+        unowned = dict(carried)
+        carrying = _CARRIED.set(unowned) if not self._held.n else None
         committing = False
         try:
             await self._settle()
@@ -329,9 +380,9 @@ class AsyncPostgresStore:
                 tx = conn.transaction()
                 await tx.__aenter__()
                 try:
-                    if carried:
-                        await conn.execute(_UPSERT_CACHE, _cache_columns(carried))
                     yield conn
+                    if unowned:
+                        await conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
                 except BaseException as exc:
                     await tx.__aexit__(type(exc), exc, exc.__traceback__)
                     raise
@@ -342,6 +393,9 @@ class AsyncPostgresStore:
             if isinstance(exc, psycopg.Error):
                 raise translate(exc, self._where, committing=committing) from exc
             raise
+        finally:
+            if carrying is not None:
+                _CARRIED.reset(carrying)
         self._cached(carried)
 
     async def _settle(self) -> None:
@@ -647,12 +701,17 @@ class AsyncPostgresStore:
             _no_nul(r)
             vec = self._vector_value(r, w.vector) if w.vector is not None else None
             doc = fts5.document_tokens(w.terms)
-            out.append(_Prepared(w, (*encode_record(r), doc, len(doc) + 1), doc, vec))
+            blob = encode_vector(w.vector) if w.vector is not None else None
+            out.append(_Prepared(w, (*encode_record(r), doc, len(doc) + 1), doc, vec, blob))
         return out
 
-    async def _insert(self, c: Any, prepared: Sequence[_Prepared]) -> None:
+    async def _insert(self, c: Any, prepared: Sequence[_Prepared], *, own: bool = True) -> None:
         """Insert the records with their vectors and postings. A clash with a stored id
         names it (checked first, with the new ``seq`` values in the same round trip).
+
+        ``own``: a vector takes over its text's cache entry when the two are the same
+        (``_OWN``). A load (``memstrata migrate``) copies both as they are, so a resumed
+        copy finds the entries it loaded where it left them.
 
         A batch of fewer than ``_COPY_FROM`` records (an add, a few turns) is plain
         ``INSERT`` statements sent in pipeline mode: one round trip for all of them. A
@@ -663,16 +722,29 @@ class AsyncPostgresStore:
             return
         seqs = await self._clash_and_seqs(c, prepared)
         docs = []
-        vectors = []
+        vectors: list[tuple[Any, ...]] = []  # the row's values, own last
+        keys = []  # the cache entry each vector row may take over (_OWN)
+        cached = []  # those of them not carried by this transaction: maybe stored
         for seq, p in zip(seqs, prepared, strict=True):
             r = p.write.record
-            docs.append((seq, r.tenant, scope_token(r.tenant, r.user), p.doc))
+            tok = scope_token(r.tenant, r.user)
+            docs.append((seq, r.tenant, tok, p.doc))
             if p.vector is not None:
-                vectors.append((seq, r.tenant, r.user, r.embedding_model, *p.vector))
+                key = (tok, r.embedding_model, r.content_hash)
+                mine = own and _take_carried(key, p.blob)
+                vectors.append((seq, r.tenant, r.user, r.embedding_model, *p.vector, mine))
+                keys.append((*key, p.blob))
+                if own and not mine:
+                    cached.append((*key, p.blob))
         bulk = len(prepared) >= _COPY_FROM
         try:
             async with contextlib.nullcontext() if bulk else c.pipeline():
                 if bulk:
+                    owned = await _owned(c, cached)
+                    vectors = [
+                        (*v[:-1], v[-1] or k[:3] in owned)
+                        for v, k in zip(vectors, keys, strict=True)
+                    ]
                     await self._copy_rows(c, seqs, prepared, vectors)
                 else:
                     async with c.cursor() as cur:
@@ -680,8 +752,15 @@ class AsyncPostgresStore:
                             _INSERT_RECORDS,
                             [(seq, *p.values) for seq, p in zip(seqs, prepared, strict=True)],
                         )
-                        if vectors:
+                        if cached:  # some entry may be stored already: ask (_OWN)
+                            await cur.executemany(
+                                _INSERT_OWN_VECTOR,
+                                [(*v, *k) for v, k in zip(vectors, keys, strict=True)],
+                            )
+                        elif vectors:
                             await cur.executemany(_INSERT_VECTOR, vectors)
+                if cached:
+                    await c.execute(_DROP_MOVED, _columns(cached))
                 await lexical.index(c, docs)
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
@@ -728,7 +807,7 @@ class AsyncPostgresStore:
                 await copy.write_row((seq, *p.values))
         if vectors:
             async with c.cursor() as cur, cur.copy(_COPY_VECTORS) as copy:
-                copy.set_types(["int8", "text", "text", "text", "int4", "vector"])
+                copy.set_types(["int8", "text", "text", "text", "int4", "vector", "bool"])
                 for row in vectors:
                     await copy.write_row(row)
 
@@ -821,9 +900,14 @@ class AsyncPostgresStore:
             c, [(seq, new.tenant, tok, p.doc)], old=[(seq, new.tenant, tok, cur["lex_tokens"])]
         )
         if p.vector is not None:
+            cached = (tok, new.embedding_model, new.content_hash, p.blob)
+            mine = _take_carried(cached[:3], p.blob)
             await c.execute(
-                _UPSERT_VECTOR, (seq, new.tenant, new.user, new.embedding_model, *p.vector)
+                _UPSERT_OWN_VECTOR,
+                (seq, new.tenant, new.user, new.embedding_model, *p.vector, mine, *cached),
             )
+            if not mine:
+                await c.execute(_DROP_MOVED, _columns([cached]))
         old_masked = tuple(float(cur[k]) if k == "importance" else cur[k] for k in _MASKED)
         if p.vector is None and old_masked != _masked_of(new):
             await c.execute(_TOUCH_VECTOR, (seq,))
@@ -922,18 +1006,21 @@ class AsyncPostgresStore:
                 if reterm:
                     await self._reterm(c, scope, reterm)
                 counts["cache_entries"] = (
-                    await c.execute(
-                        "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = ANY(%s) AND "
-                        'NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND "user" = %s '
-                        "AND content_hash = embedding_cache.key)",
-                        (
-                            scope_token(scope.tenant, scope.user),
-                            sorted(hashes),
-                            scope.tenant,
-                            scope.user,
-                        ),
-                    )
-                ).rowcount
+                    _forget_carried(scope_token(scope.tenant, scope.user), hashes)
+                    + (
+                        await c.execute(
+                            "DELETE FROM embedding_cache WHERE scope_tok = %s AND key = "
+                            "ANY(%s) AND NOT EXISTS (SELECT 1 FROM records WHERE tenant = %s AND "
+                            '"user" = %s AND content_hash = embedding_cache.key)',
+                            (
+                                scope_token(scope.tenant, scope.user),
+                                sorted(hashes),
+                                scope.tenant,
+                                scope.user,
+                            ),
+                        )
+                    ).rowcount
+                )
                 remaining = int(
                     (
                         await (
@@ -995,8 +1082,11 @@ class AsyncPostgresStore:
         args = {"t": tenant, "u": user, "tok": tok}
         async with self._write() as c:
             cache = (
-                await c.execute("DELETE FROM embedding_cache WHERE scope_tok = %s", (tok,))
-            ).rowcount
+                _forget_carried(tok)
+                + (
+                    await c.execute("DELETE FROM embedding_cache WHERE scope_tok = %s", (tok,))
+                ).rowcount
+            )
             await lexical.unindex_scope(c, tenant, user, tok)
             mine_args = (tenant, user)
             vectors = (
@@ -1326,15 +1416,19 @@ class AsyncPostgresStore:
         rest = [key for key in unique if key not in out]
         if not rest:
             return out
+        passages = [key for key in rest if not key.startswith("q:")]
         async with self._autocommit(wait=False) as c:
             rows = await (
                 await c.execute(
-                    "SELECT key, vector FROM embedding_cache WHERE scope_tok = %s "
-                    "AND model_id = %s AND key = ANY(%s)",
-                    (tok, model_id, rest),
+                    _CACHED, (tok, model_id, rest, scope.tenant, scope.user, passages, model_id)
                 )
             ).fetchall()
-        out.update((r["key"], decode_vector(bytes(r["vector"]))) for r in rows)
+        for r in rows:  # passage vectors that moved into their record (_OWN) after entries
+            if r["vector"] is not None:
+                out[r["key"]] = decode_vector(bytes(r["vector"]))
+        for r in rows:
+            if r["vector"] is None:
+                out.setdefault(r["key"], vector_array(r["embedding"]))
         return out
 
     async def cache_vectors(
@@ -1782,6 +1876,47 @@ class _Prepared:
     values: tuple[Any, ...]  # the INSERT's values: the record's columns, tokens, length
     doc: builtins.list[str]
     vector: tuple[int, Any] | None  # (dims, pgvector value)
+    blob: bytes | None = None  # the vector as the cache stores it
+
+
+def _take_carried(key: tuple[str, str | None, str], blob: bytes | None) -> bool:
+    """Whether this transaction carries the cache entry ``key`` holding exactly ``blob``;
+    if so it is taken out: the vector row keeps it, and the transaction does not write it."""
+    unowned = _CARRIED.get()
+    model = key[1]
+    if unowned is None or model is None or blob is None:
+        return False
+    full = (key[0], model, key[2])
+    if unowned.get(full) != blob:
+        return False
+    del unowned[full]
+    return True
+
+
+def _forget_carried(tok: str, keys: Collection[str] | None = None) -> int:
+    """Take the user's entries (of ``keys``, or all) out of what this transaction writes
+    last: a purge in it must not write them back. How many were taken."""
+    unowned = _CARRIED.get()
+    if not unowned:
+        return 0
+    gone = [k for k in unowned if k[0] == tok and (keys is None or k[2] in keys)]
+    for k in gone:
+        del unowned[k]
+    return len(gone)
+
+
+async def _owned(
+    c: Any, cached: Sequence[tuple[str, str | None, str, bytes | None]]
+) -> set[tuple[str, str | None, str]]:
+    """The ``(scope_tok, model, key)`` of ``cached`` whose cache entry holds that vector."""
+    if not cached:
+        return set()
+    rows = await (await c.execute(_OWNED_KEYS, _columns(cached))).fetchall()
+    return {(r["scope_tok"], r["model_id"], r["key"]) for r in rows}
+
+
+def _columns(rows: Sequence[tuple[Any, ...]]) -> builtins.list[Any]:
+    return [list(col) for col in zip(*rows, strict=True)]
 
 
 def _cache_columns(entries: Mapping[tuple[str, str, str], bytes]) -> builtins.list[Any]:
