@@ -494,10 +494,17 @@ def storage(
         ),
     ] = 1_000,
     out: Annotated[Path, typer.Option(help="Folder for storage.json/.md.")] = Path("bench-results"),
+    store: Annotated[
+        str,
+        typer.Option(
+            help="sqlite (a temp file) | a postgresql:// URL (a fresh schema, its relations "
+            "measured)"
+        ),
+    ] = "sqlite",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
-    """SQLite file size: bytes per message at checkpoints, bytes per table, and the file's
-    growth per 1,000 build_context calls."""
+    """Store size: bytes per message at checkpoints, bytes per table, and the growth per
+    1,000 build_context calls (SQLite file, or a PostgreSQL schema's relations)."""
     from dataclasses import asdict
 
     from .report import write_json
@@ -506,7 +513,12 @@ def storage(
     if messages < 1 or builds < 0:
         _err.print("[red]error:[/red] --messages must be >= 1 and --builds >= 0")
         raise typer.Exit(2)
-    res = run_storage(StorageConfig(messages=messages, embedder=embedder, context_builds=builds))
+    if store != "sqlite" and not store.startswith(("postgresql://", "postgres://")):
+        _err.print("[red]error:[/red] --store must be sqlite or a postgresql:// URL")
+        raise typer.Exit(2)
+    res = run_storage(
+        StorageConfig(messages=messages, embedder=embedder, context_builds=builds, store=store)
+    )
     write_json(asdict(res), out / "storage.json")
     md = storage_markdown(res)
     (out / "storage.md").write_text(md, encoding="utf-8")

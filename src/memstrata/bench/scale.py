@@ -93,12 +93,12 @@ def store_kinds(spec: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in spec.split(",") if p.strip())
 
 
-def _label(store: str) -> str:
+def store_label(store: str) -> str:
     return store.split("?", 1)[0] if "://" in store else store
 
 
 @contextmanager
-def _store_url(store: str, tmp: str, tag: str) -> Iterator[str]:
+def fresh_store(store: str, tmp: str, tag: str) -> Iterator[str]:
     """A fresh store for one measurement: a temp SQLite file, ``memory://``, or a new schema
     (dropped afterwards) in the PostgreSQL database the URL names."""
     if store == "sqlite":
@@ -155,7 +155,7 @@ def _worker_throughput(store: str, cfg: ScaleConfig, tmp: str) -> dict[str, Any]
         return out
     msgs = list(synth_messages(cfg.worker_messages, _WORKER_USERS, cfg.seed + 3))
     for n in cfg.workers:
-        with _store_url(store, tmp, f"workers{n}") as url:
+        with fresh_store(store, tmp, f"workers{n}") as url:
             mem: Any = Memory(url, embedder=cfg.embedder, background=False)
             try:
                 for batch in _batches(msgs, _WORKER_BATCH):
@@ -265,7 +265,7 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
     with (
         tempfile.TemporaryDirectory(prefix="memstrata-scale-") as tmp,
         RssSampler() as rss,
-        _store_url(cfg.store, tmp, f"s{size}") as url,
+        fresh_store(cfg.store, tmp, f"s{size}") as url,
     ):
         # Above 10k records (many users) only the measured user's background jobs run: at
         # 1M records the others' (clusters, facts, summaries of 999 users) would take hours
@@ -324,7 +324,7 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
         finally:
             mem.close()
     return {
-        "store": _label(cfg.store),
+        "store": store_label(cfg.store),
         "size": size,
         "language": lang,
         "users": users + others,
@@ -581,7 +581,7 @@ def _workers_all(cfg: ScaleConfig) -> list[dict[str, Any]]:
     out = []
     with tempfile.TemporaryDirectory(prefix="memstrata-workers-") as tmp:
         for store in store_kinds(cfg.store):
-            out.append({"store": _label(store), **_worker_throughput(store, cfg, tmp)})
+            out.append({"store": store_label(store), **_worker_throughput(store, cfg, tmp)})
     return out
 
 
@@ -603,7 +603,7 @@ def long_session(cfg: ScaleConfig, tick: Progress | None = None) -> dict[str, An
     store = store_kinds(cfg.store)[0]  # the first store named (sqlite by default)
     with (
         tempfile.TemporaryDirectory(prefix="memstrata-session-") as tmp,
-        _store_url(store, tmp, "session") as url,
+        fresh_store(store, tmp, "session") as url,
     ):
         mem: Any = Memory(url, embedder=cfg.embedder, llm="heuristic", background=False)
         scope = Scope("bench", "long-user", session="long-session")
@@ -629,7 +629,7 @@ def long_session(cfg: ScaleConfig, tick: Progress | None = None) -> dict[str, An
         row["vs_first"] = row["ms_per_message"] / base if base else None
     return {
         "embedder": cfg.embedder,
-        "store": _label(store),
+        "store": store_label(store),
         "window": window,
         "rows": rows,
         "job_retries": retried,

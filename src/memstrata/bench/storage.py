@@ -1,4 +1,4 @@
-"""How big a SQLite store gets: bytes per message, and growth per 1,000 context builds.
+"""How big a store gets: bytes per message, and growth per 1,000 context builds.
 
 One user talks in sessions of ``session_turns`` turns (synthetic chat text from
 :mod:`memstrata.bench.synth`); every turn is one ``add_message`` (as an agent would call
@@ -6,13 +6,20 @@ it), background jobs run every ``flush_every`` turns (clustering, summaries, fac
 session is closed with ``end_session``. The file is checkpointed (WAL folded in) and
 measured at checkpoints, with the bytes per table from SQLite's ``dbstat`` when it is
 compiled in. Then ``context_builds`` ``build_context`` calls (each followed by the jobs
-they queue, e.g. cluster hit counts) measure what the read path adds to the file.
+they queue, e.g. cluster hit counts) measure what the read path adds to the file. Last,
+``Memory.compact()`` rewrites the store and it is measured again: its live data alone.
+
+``store`` is ``sqlite`` (a temp file) or a ``postgresql://`` URL: then a fresh schema of that
+database (dropped afterwards), measured as the sum of its relations (tables with their
+indexes and TOAST, ``pg_total_relation_size``) after the writes; there is no WAL to fold in,
+and rows deleted since the last vacuum still count.
 
 Only the public ``Memory`` API is used, so the same function measures any version.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -24,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .scale import store_label
 from .synth import synth_messages, synth_queries
 
 __all__ = [
@@ -46,6 +54,7 @@ class StorageConfig:
     context_builds: int = 1_000
     budget: int = 2_000
     seed: int = 7
+    store: str = "sqlite"
 
 
 @dataclass
@@ -58,6 +67,10 @@ class StorageResult:
     context_builds: int = 0
     context_growth_bytes: int = 0
     context_growth_per_1000: float = 0.0
+    # After ``Memory.compact()`` (SQLite VACUUM, PostgreSQL VACUUM FULL): the live data alone,
+    # without free pages or rows deleted since the last vacuum.
+    compacted_bytes_per_message: float = 0.0
+    compacted_tables: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -83,6 +96,41 @@ def table_bytes(path: Path) -> dict[str, int]:
     finally:
         conn.close()
     return {str(name): int(size) for name, size in rows}
+
+
+def relation_bytes(url: str) -> dict[str, int]:
+    """Bytes per table of the PostgreSQL schema a store URL names (``schema=``, default
+    ``memstrata``), its indexes and TOAST included, largest first."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    import psycopg
+
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    schema = dict(query).get("schema", "memstrata")
+    plain = [(k, v) for k, v in query if k != "schema"]
+    admin = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(plain), ""))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace "
+            "n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind IN ('r', 'p') "
+            "ORDER BY 2 DESC",
+            (schema,),
+        ).fetchall()
+    return {str(name): int(size) for name, size in rows}
+
+
+def _schema_bytes(url: str) -> int:
+    return sum(relation_bytes(url).values())
+
+
+def _measures(
+    store: str, path: Path, url: str
+) -> tuple[Callable[[], int], Callable[[], dict[str, int]]]:
+    """The store's whole size and its size per table, as functions of nothing."""
+    if store == "sqlite":
+        return functools.partial(file_bytes, path), functools.partial(table_bytes, path)
+    return functools.partial(_schema_bytes, url), functools.partial(relation_bytes, url)
 
 
 def history_bytes(path: Path) -> dict[str, Any]:
@@ -127,12 +175,17 @@ def run_storage(
 ) -> StorageResult:
     from ..memory import Memory
     from ..scope import Scope
+    from .scale import fresh_store  # imports psycopg only for a postgresql:// store
 
     started = time.perf_counter()
     result = StorageResult(config=asdict(cfg))
-    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+    with (
+        tempfile.TemporaryDirectory(dir=directory) as tmp,
+        fresh_store(cfg.store, tmp, "storage") as url,
+    ):
         path = Path(tmp) / "storage.db"
-        mem: Any = Memory(f"sqlite:///{path}", embedder=cfg.embedder, background=False)
+        total, sizes = _measures(cfg.store, path, url)
+        mem: Any = Memory(url, embedder=cfg.embedder, background=False)
         try:
             marks = sorted(c for c in cfg.checkpoints if c <= cfg.messages)
             if cfg.messages not in marks:
@@ -150,29 +203,31 @@ def run_storage(
                     progress("write", 1)
                 if n in marks:
                     mem.flush()
-                    size = file_bytes(path)
+                    size = total()
                     result.sizes.append(
                         {"messages": n, "bytes": size, "bytes_per_message": round(size / n, 1)}
                     )
             mem.flush()
-            result.tables = table_bytes(path)
-            result.history = history_bytes(path)
-            total = file_bytes(path)
-            result.bytes_per_message = round(total / max(1, cfg.messages), 1)
+            result.tables = sizes()
+            result.history = history_bytes(path) if cfg.store == "sqlite" else {}
+            before = total()
+            result.bytes_per_message = round(before / max(1, cfg.messages), 1)
             if cfg.context_builds > 0:
-                before = total
                 queries = synth_queries(min(cfg.context_builds, 200), seed=cfg.seed + 4)
                 for i in range(cfg.context_builds):
                     mem.build_context(scope, queries[i % len(queries)], token_budget=cfg.budget)
                     mem.flush()
                     if progress is not None:
                         progress("context", 1)
-                after = file_bytes(path)
+                after = total()
                 result.context_builds = cfg.context_builds
                 result.context_growth_bytes = after - before
                 result.context_growth_per_1000 = round(
                     (after - before) * 1000 / cfg.context_builds, 1
                 )
+            mem.compact()
+            result.compacted_bytes_per_message = round(total() / max(1, cfg.messages), 1)
+            result.compacted_tables = sizes()
         finally:
             mem.close()
     result.seconds = round(time.perf_counter() - started, 1)
@@ -183,16 +238,17 @@ def storage_markdown(res: StorageResult) -> str:
     cfg = res.config
     lines = [
         f"## Storage ({cfg['messages']:,} messages, embedder {cfg['embedder']}, "
-        f"sessions of {cfg['session_turns']} turns)",
+        f"sessions of {cfg['session_turns']} turns, "
+        f"store {store_label(cfg.get('store', 'sqlite'))})",
         "",
-        "| messages | file bytes | bytes/message |",
+        "| messages | bytes | bytes/message |",
         "|---:|---:|---:|",
     ]
     lines += [
         f"| {s['messages']:,} | {s['bytes']:,} | {s['bytes_per_message']:,} |" for s in res.sizes
     ]
     if res.tables:
-        lines += ["", "| table / index | bytes |", "|---|---:|"]
+        lines += ["", "| table (SQLite: or index) | bytes |", "|---|---:|"]
         lines += [f"| {name} | {size:,} |" for name, size in res.tables.items()]
     if res.history:
         lines += ["", "| history of record type | versions | delta bytes |", "|---|---:|---:|"]
@@ -202,10 +258,19 @@ def storage_markdown(res: StorageResult) -> str:
         ]
         lines += ["", "| history bytes by type.column (top 15) | bytes |", "|---|---:|"]
         lines += [f"| {col} | {size:,} |" for col, size in res.history["columns"].items()]
+    if res.compacted_tables:
+        lines += [
+            "",
+            f"After `compact()` (VACUUM): {res.compacted_bytes_per_message:,} bytes/message.",
+            "",
+            "| table, compacted | bytes |",
+            "|---|---:|",
+        ]
+        lines += [f"| {name} | {size:,} |" for name, size in res.compacted_tables.items()]
     if res.context_builds:
         lines += [
             "",
-            f"File growth over {res.context_builds:,} build_context calls: "
+            f"Growth over {res.context_builds:,} build_context calls: "
             f"{res.context_growth_bytes:,} bytes "
             f"({res.context_growth_per_1000:,} per 1,000).",
         ]
