@@ -12,7 +12,7 @@ import base64
 import io
 import json
 import tracemalloc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,27 +26,14 @@ from memstrata import AsyncMemory, FixedClock, Memory, Message, Scope
 from memstrata.cli.app import app
 from memstrata.codec import record_to_dict
 from memstrata.embedder import hashing
-from memstrata.embedder.base import Matrix
 from memstrata.embedder.cache_types import LRUEmbeddingCache
-from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.errors import ImportFormatError, StoreError
 from memstrata.portability import EXPORT_EMBED_BATCH, EXPORT_PAGE
 from memstrata.store.sqlite.store import SQLiteStore
+from recording_embedder import RecordingEmbedder
 
 SMALL, LARGE = 2_500, 10_000  # both several pages; the large user has 4x the history
 ALICE = Scope("acme", "alice")
-
-
-class CountingEmbedder(HashingEmbedder):
-    """The hashing embedder, recording how many texts each call was given."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[int] = []
-
-    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
-        self.calls.append(len(texts))
-        return super().embed_batch(texts, query=query)
 
 
 class Discard:
@@ -127,12 +114,12 @@ def test_the_embedder_is_called_in_bounded_batches(tmp_path: Path) -> None:
         # Stored by another model (an older one): an export must embed them again.
         old = [(r, np.ones(8, np.float32)) for page in src.store.scan() for r in page]
         src.store.set_vectors(old, "older-model", 8)
-    counting = CountingEmbedder()
+    counting = RecordingEmbedder()
     with Memory(f"sqlite:///{db}", embedder=counting, background=False) as mem:
         out = io.StringIO()
         assert mem.export_records(ALICE, out, include_embeddings=True) == n
-    assert sum(counting.calls) == n, counting.calls
-    assert max(counting.calls) <= EXPORT_EMBED_BATCH, counting.calls  # before: one call of n
+    assert sum(counting.sizes) == n, counting.sizes
+    assert max(counting.sizes) <= EXPORT_EMBED_BATCH, counting.sizes  # before: one call of n
     lines = out.getvalue().splitlines()
     assert all(json.loads(x)["embedding"] for x in lines[1:-1])
 

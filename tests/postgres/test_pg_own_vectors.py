@@ -22,6 +22,7 @@ from memstrata.records import Content
 from memstrata.store.base import RecordWrite
 from memstrata.store.postgres.schema import SCHEMA_VERSION
 from memstrata.text import content_hash
+from recording_embedder import RecordingEmbedder
 
 ALICE = Scope("acme", "alice", session="s1")
 BOB = Scope("acme", "bob", session="s1")
@@ -71,22 +72,14 @@ def test_a_new_process_finds_the_vectors_and_embeds_nothing_again(pg_url: str) -
     mem = Memory(pg_url, embedder="hashing", background=False)
     texts = _write_everything(mem)
     mem.close()
-    calls: list[list[str]] = []
-
-    from memstrata.embedder.hashing import HashingEmbedder
-
-    class Counting(HashingEmbedder):
-        def embed_batch(self, batch: Any, *, query: bool = False) -> Any:
-            calls.append(list(batch))
-            return super().embed_batch(batch, query=query)
-
-    again = Memory(pg_url, embedder=Counting(), background=False)
+    counting = RecordingEmbedder()
+    again = Memory(pg_url, embedder=counting, background=False)
     try:
         scoped = again._embedder.for_scope(ALICE.user_scope)  # type: ignore[attr-defined]
         scoped.embed_batch(texts[:6])
-        assert calls == []
+        assert counting.calls == []
         scoped.embed_batch(["a text never seen"])
-        assert calls == [["a text never seen"]]
+        assert counting.calls == [(["a text never seen"], False)]
     finally:
         again.close()
 

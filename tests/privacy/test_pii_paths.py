@@ -16,12 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstrata import FixedClock, Memory, Scope
-from memstrata.embedder.base import Matrix
 from memstrata.embedder.cache import cache_key
-from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.llm.base import ExtractedFact
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.policies.pii import PIIPolicy, PIIRedactor, redact
+from recording_embedder import RecordingEmbedder
 
 from .store_dump import all_versions, file_bytes
 
@@ -100,23 +99,10 @@ def path(tmp_path: Path) -> Path:
     return tmp_path / "pii.db"
 
 
-class _QueriesSeen(HashingEmbedder):
-    """The hashing embedder, keeping every query text it was asked to embed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.queries: list[str] = []
-
-    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
-        if query:
-            self.queries += texts
-        return super().embed_batch(texts, query=query)
-
-
 def _memory(path: Path, clock: FixedClock, **kw: object) -> Memory:
     return Memory(
         f"sqlite:///{path}",
-        embedder=_QueriesSeen(),
+        embedder=RecordingEmbedder(),
         clock=clock,
         background=False,
         pii="redact",
@@ -238,7 +224,7 @@ def test_queries_are_redacted_before_embedding_and_caching(
         model = mem.embedder.model_id
         keys = [cache_key(query, query=True), cache_key(redact(query).text, query=True)]
         assert mem.store.cached_vectors(S.user_scope, model, keys) == {}  # queries: never stored
-        assert isinstance(mem.embedder, _QueriesSeen)
+        assert isinstance(mem.embedder, RecordingEmbedder)
         assert redact(query).text in mem.embedder.queries  # the model saw the redacted query
         assert not any(value in q for q in mem.embedder.queries)
         mem.facts.relevant(S, query)

@@ -10,7 +10,6 @@ every question ever asked.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,10 @@ import numpy as np
 import pytest
 
 from memstrata import Memory, Scope
-from memstrata.embedder.base import Matrix
 from memstrata.embedder.cache import cache_key
-from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.store.postgres.schema import SCHEMA_VERSION as PG_SCHEMA
 from memstrata.store.sqlite.migrations import SCHEMA_VERSION as SQLITE_SCHEMA
+from recording_embedder import RecordingEmbedder
 
 ALICE = Scope("acme", "alice", session="s1")
 QUESTIONS = (
@@ -31,19 +29,6 @@ QUESTIONS = (
     "which city is Alice moving to",
     "who is Alice's dentist",
 )
-
-
-class _Counting(HashingEmbedder):
-    """The hashing embedder, counting the queries it embeds."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.queries: list[str] = []
-
-    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
-        if query:
-            self.queries += texts
-        return super().embed_batch(texts, query=query)
 
 
 def _url(db: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
@@ -75,7 +60,7 @@ def _query_rows(mem: Memory, db: str, tmp_path: Path) -> int:
 def test_reads_store_no_query_vector(
     db: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    embedder = _Counting()
+    embedder = RecordingEmbedder()
     mem = Memory(_url(db, tmp_path, request), embedder=embedder, background=False)
     try:
         mem.add_message(ALICE, "user", "I keep my bicycle in the cellar")
