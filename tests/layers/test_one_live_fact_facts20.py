@@ -321,3 +321,47 @@ def test_random_sequences_keep_one_live_fact_and_every_value(
     )
     with Memory(url, embedder="hashing", background=False) as mem:
         _run(mem, steps)
+
+
+# --- documents: one live version per qa_id ---------------------------------------------------
+def _doc_memory(url: str) -> Memory:
+    from memstrata.layers.types import LayerConfig
+
+    small = LayerConfig(chunk_tokens=40, chunk_overlap_tokens=5)
+    return Memory(url, embedder="hashing", background=False, layer_config=small)
+
+
+def _text(word: str) -> str:
+    return " ".join(f"{word} line {i} of the timetable." for i in range(30))
+
+
+def test_a_restored_chunk_of_a_document_written_again_since_is_its_version(url: str) -> None:
+    """A one-chunk document deleted, ingested again (a first version), then the old chunk
+    restored: the document is the restored one, the other soft-deleted (restorable)."""
+    with Memory(url, embedder="hashing", background=False) as mem:
+        old = mem.knowledge.ingest(ALICE, "the ferries leave at nine", "ferries")[0]
+        mem.delete(ALICE, old.id)
+        new = mem.knowledge.ingest(ALICE, "the ferries leave at ten", "ferries")[0]
+        mem.restore(ALICE, old.id)
+        assert [r.id for r in mem.knowledge.chunks(ALICE, "ferries")] == [old.id]
+        assert mem.store.get(ALICE, new.id, include_deleted=True).is_active is False
+        mem.restore(ALICE, new.id)  # and back again: the other way round
+        assert [r.id for r in mem.knowledge.chunks(ALICE, "ferries")] == [new.id]
+
+
+def test_a_restored_chunk_of_a_replaced_version_brings_the_version_back(url: str) -> None:
+    with _doc_memory(url) as mem:
+        first = mem.knowledge.ingest(ALICE, _text("boats"), "timetable")
+        second = mem.knowledge.ingest(ALICE, _text("trains"), "timetable")
+        assert len(first) > 2 and len(second) > 2
+        mem.restore(ALICE, first[1].id)
+        assert [r.id for r in mem.knowledge.chunks(ALICE, "timetable")] == [r.id for r in first]
+        assert not any(mem.store.get(ALICE, r.id, include_deleted=True).is_active for r in second)
+
+
+def test_a_restored_chunk_of_the_live_version_changes_nothing_else(url: str) -> None:
+    with _doc_memory(url) as mem:
+        chunks = mem.knowledge.ingest(ALICE, _text("boats"), "timetable")
+        mem.delete(ALICE, chunks[1].id)
+        mem.restore(ALICE, chunks[1].id)
+        assert [r.id for r in mem.knowledge.chunks(ALICE, "timetable")] == [r.id for r in chunks]

@@ -838,12 +838,16 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         self, scope: Scope, record_id: str, *, actor: str = "library"
     ) -> MemoryRecord:
         """Undo a soft delete. A fact whose key has another live fact is the current value
-        again, the other ends superseded by it (``facts.restore``)."""
+        again, the other ends superseded by it (``facts.restore``); a chunk of a document
+        with another live version brings its own version back in its place
+        (``knowledge.restore``)."""
         await self._ready()  # async-only
         self._owner(scope)
         found = await self._store.get(scope, check_id(record_id), include_deleted=True)
         if found.type is RecordType.FACT and isinstance(found.metadata.get("key"), str):
             rec = await self.layers.facts.restore(scope, found)
+        elif found.type is RecordType.KNOWLEDGE and isinstance(found.metadata.get("qa_id"), str):
+            rec = await self.layers.knowledge.restore(scope, found)
         else:
             rec = await self._set_status(scope, record_id, RecordStatus.ACTIVE)
         await self.audit.record(
