@@ -365,3 +365,35 @@ def test_a_restored_chunk_of_the_live_version_changes_nothing_else(url: str) -> 
         mem.delete(ALICE, chunks[1].id)
         mem.restore(ALICE, chunks[1].id)
         assert [r.id for r in mem.knowledge.chunks(ALICE, "timetable")] == [r.id for r in chunks]
+
+
+def test_the_sequence_with_a_fixed_clock_and_a_redis_buffer(mem: Memory) -> None:
+    """Every backend of ``conftest.mem`` (with Redis in front of PostgreSQL), where every
+    record has the same times: the restored fact is current all the same."""
+    paris = mem.facts.upsert(ALICE, _fact("Paris")).record
+    mem.delete(ALICE, paris.id)
+    oslo = mem.facts.upsert(ALICE, _fact("Oslo")).record
+    mem.restore(ALICE, paris.id)
+    assert [r.id for r in _live(mem)] == [paris.id]
+    assert mem.store.get(ALICE, oslo.id).superseded_by == paris.id
+    mem.facts.upsert(ALICE, _fact("Rome", 0.95))
+    assert [_value(r) for r in _live(mem)] == ["Rome"]
+    assert _values(mem) == {"Paris", "Oslo", "Rome"}
+
+
+def test_the_async_api_restores_the_same_way(tmp_path: Path) -> None:
+    import asyncio
+
+    from memstrata import AsyncMemory
+
+    async def run() -> None:
+        url = f"sqlite:///{tmp_path / 'm.db'}"
+        async with AsyncMemory(url, embedder="hashing", background=False) as mem:
+            paris = (await mem.facts.upsert(ALICE, _fact("Paris"))).record
+            await mem.delete(ALICE, paris.id)
+            oslo = (await mem.facts.upsert(ALICE, _fact("Oslo"))).record
+            await mem.restore(ALICE, paris.id)
+            assert [r.id for r in await mem.facts.all(ALICE)] == [paris.id]
+            assert (await mem.store.get(ALICE, oslo.id)).superseded_by == paris.id
+
+    asyncio.run(run())
