@@ -780,7 +780,18 @@ class Memory:
         return rec
 
     def restore(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
-        rec = self._set_status(scope, record_id, RecordStatus.ACTIVE)
+        """Undo a soft delete. A fact whose key has another live fact is the current value
+        again, the other ends superseded by it (``facts.restore``); a chunk of a document
+        with another live version brings its own version back in its place
+        (``knowledge.restore``)."""
+        self._owner(scope)
+        found = self._store.get(scope, check_id(record_id), include_deleted=True)
+        if found.type is RecordType.FACT and isinstance(found.metadata.get("key"), str):
+            rec = self.layers.facts.restore(scope, found)
+        elif found.type is RecordType.KNOWLEDGE and isinstance(found.metadata.get("qa_id"), str):
+            rec = self.layers.knowledge.restore(scope, found)
+        else:
+            rec = self._set_status(scope, record_id, RecordStatus.ACTIVE)
         self.audit.record(scope.tenant, actor, "restore", user=scope.user, record_ids=[rec.id])
         return rec
 
@@ -1271,6 +1282,8 @@ class Memory:
                 with writes:
                     checked.close()  # its disk space, while the transaction runs
                     taken = self._import_write(writes)
+                    for written in writes.pages():  # a key with two live facts keeps one
+                        self.layers.facts.settle(w.record for w in written)
         return ImportReport(
             imported=fresh - len(taken),
             skipped=checked.records - fresh + len(taken),

@@ -837,8 +837,19 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     async def restore(
         self, scope: Scope, record_id: str, *, actor: str = "library"
     ) -> MemoryRecord:
+        """Undo a soft delete. A fact whose key has another live fact is the current value
+        again, the other ends superseded by it (``facts.restore``); a chunk of a document
+        with another live version brings its own version back in its place
+        (``knowledge.restore``)."""
         await self._ready()  # async-only
-        rec = await self._set_status(scope, record_id, RecordStatus.ACTIVE)
+        self._owner(scope)
+        found = await self._store.get(scope, check_id(record_id), include_deleted=True)
+        if found.type is RecordType.FACT and isinstance(found.metadata.get("key"), str):
+            rec = await self.layers.facts.restore(scope, found)
+        elif found.type is RecordType.KNOWLEDGE and isinstance(found.metadata.get("qa_id"), str):
+            rec = await self.layers.knowledge.restore(scope, found)
+        else:
+            rec = await self._set_status(scope, record_id, RecordStatus.ACTIVE)
         await self.audit.record(
             scope.tenant, actor, "restore", user=scope.user, record_ids=[rec.id]
         )
@@ -1359,6 +1370,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 with writes:
                     checked.close()  # its disk space, while the transaction runs
                     taken = await self._import_write(writes)
+                    for written in writes.pages():  # a key with two live facts keeps one
+                        await self.layers.facts.settle(w.record for w in written)
         return ImportReport(
             imported=fresh - len(taken),
             skipped=checked.records - fresh + len(taken),

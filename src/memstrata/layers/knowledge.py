@@ -178,6 +178,66 @@ class KnowledgeService:
                 raise Raced from None  # another writer changed a chunk: read them again
         return out
 
+    def restore(self, scope: Scope, chunk: MemoryRecord) -> MemoryRecord:
+        """Restore the deleted chunk ``chunk`` (as read, deleted included) of a document;
+        returns it as stored. When the document has a live version it is not part of
+        (a live chunk of another ``chunk_count`` or at its ``chunk_index``: written while
+        it was deleted), the version it was deleted with comes back whole (the document's
+        chunks deleted at the same moment, of its ``chunk_count``: as the ingest that
+        replaced it, or one delete, left them) and that live version is soft-deleted
+        (restorable), in one transaction: one live version, the restored one. Otherwise
+        only ``chunk`` comes back, as any restore."""
+        doc = chunk.metadata.get("qa_id")
+        if chunk.type is not RecordType.KNOWLEDGE or not isinstance(doc, str):
+            raise ValidationError(f"record {chunk.id!r} is no chunk of a document")
+        return settled(
+            lambda: self._restore(scope, chunk.id, doc), f"document {doc!r} was written", "restore"
+        )
+
+    def _restore(self, scope: Scope, chunk_id: str, doc: str) -> MemoryRecord:
+        """One read (two when another version is live) and one transaction of
+        :meth:`restore`; ``Raced`` when another writer changed a chunk since."""
+        store = self._ctx.store
+        user = scope.user_scope
+        chunk = store.get(scope, chunk_id, include_deleted=True)
+        live = [r for r in self.chunks(scope, doc) if r.id != chunk_id]
+        count, index = chunk.metadata.get("chunk_count"), chunk.metadata.get("chunk_index")
+        other = chunk.is_active is False and any(
+            r.metadata.get("chunk_count") != count or r.metadata.get("chunk_index") == index
+            for r in live
+        )
+        back = [chunk_id]
+        if other:  # the chunks deleted with it: its version
+            back += [
+                r.id
+                for r in self._deleted(user, doc)
+                if r.id != chunk_id
+                and r.deleted_at == chunk.deleted_at
+                and r.metadata.get("chunk_count") == count
+            ]
+        gone = [r.id for r in live] if other else []
+        now = self._ctx.clock.now()
+        with store.transaction() as tx:
+            if tx.get(scope, chunk_id, include_deleted=True).version != chunk.version:
+                raise Raced  # changed since the read
+            restored = tx.set_status(user, back, RecordStatus.ACTIVE, now)
+            ended = tx.set_status(user, gone, RecordStatus.DELETED, now)
+            if len(ended) != len(gone) or len(restored) != (0 if chunk.is_active else len(back)):
+                raise Raced  # another writer changed the document since the read
+        return store.get(scope, chunk_id, include_deleted=True)
+
+    def _deleted(self, scope: Scope, doc: str) -> list[MemoryRecord]:
+        """The deleted chunks of ``doc`` (every version it had), a page at a time."""
+        filters = Filters(
+            types=frozenset({RecordType.KNOWLEDGE}),
+            metadata=(MetadataCondition("qa_id", "eq", doc),),
+            include_deleted=True,
+        )
+        found: list[MemoryRecord] = []
+        for page in self._ctx.store.list_pages(scope, filters):
+            found += [r for r in page if not r.is_active]
+        return found
+
     def chunks(self, scope: Scope, qa_id: str) -> list[MemoryRecord]:
         """The chunks of document ``qa_id`` in ``scope``'s user's memory, in order (none:
         no such document). Deleted chunks (a replaced version) are left out."""

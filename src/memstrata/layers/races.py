@@ -8,6 +8,14 @@ again (:func:`settled`). A first record (no live one to name a version of) gets 
 is a hash of what is stored of its name (:func:`first_version_id`: its record inserted
 last): writers that read the same state make the same id, so the store's unique
 ids let one of them insert it.
+
+What no unique id can stop leaves a name with two live records: a restore (or an import)
+committed between a first writer's read and its insert, or a purge of the name's newest
+record between two first writers' reads (they make two ids). The next write of the name
+ends the others: a fact's upsert ends every other live fact of its key, superseded by the
+record it writes or keeps (``semantic.py``), and an ingest of a document soft-deletes
+every live chunk it read (``knowledge.py``); ``facts.get`` meanwhile picks one by a fixed
+order. A restore of a fact or a document's chunk ends the other live record(s) itself.
 """
 
 from __future__ import annotations

@@ -19,12 +19,20 @@ names the version it read, a replacement ends the old fact in the transaction th
 the new one, and a first fact's id is a hash of the key's record stored last, so two
 writers that saw no fact make the same id and the store keeps one. The loser reads again
 and applies the rules to what the winner wrote.
+
+One live (active, not superseded) fact per key: a restore of a fact whose key has another
+makes the restored one current and ends the others, superseded by it, in its transaction
+(:meth:`AsyncFactService.restore`). Two live ones can still come from an import of a
+backup or a rare race (``races.py``); meanwhile the current one is the most confident, then
+the last updated (then the greatest id), and the next write of the key ends the others,
+superseded by the record it writes or keeps, in its own transaction: the key's one read
+finds them all, so converging costs no further read.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -35,7 +43,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memstrata._async.layers._build import build_record, list_records, query_vector
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.races import Raced, first_version_id, settled, taken
-from memstrata._async.store.base import Vector
+from memstrata._async.store.base import RecordWrite, Vector
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters
 from memstrata.layers.semantic_types import (
@@ -57,7 +65,7 @@ from memstrata.layers.semantic_types import (
 )
 from memstrata.llm.base import ExtractedFact
 from memstrata.llm.heuristic import HeuristicLLM
-from memstrata.records import Content, MemoryRecord, RecordType, Role, Source
+from memstrata.records import Content, MemoryRecord, RecordStatus, RecordType, Role, Source
 from memstrata.scope import Scope
 from memstrata.text import content_hash, validate_content
 from memstrata.validation import (
@@ -113,9 +121,17 @@ class AsyncFactService:
         return check_scope(scope).with_session(None)  # facts are about the user, not a session
 
     async def _current(self, scope: Scope, key: str) -> MemoryRecord | None:
+        return (await self._live(scope, key))[0]
+
+    async def _live(self, scope: Scope, key: str) -> tuple[MemoryRecord | None, list[MemoryRecord]]:
+        """The key's current fact and the other live ones (none, but for an import or a race
+        that made two: the next write ends them), in one read by index."""
         check_id(key, "key")
         found = await list_records(self._ctx, self._scope(scope), RecordType.FACT, key=key)
-        return max(found, key=lambda r: (r.confidence, r.updated_at)) if found else None
+        if not found:
+            return None, []
+        current = max(found, key=_rank)
+        return current, [r for r in found if r.id != current.id]
 
     async def get(self, scope: Scope, key: str) -> MemoryRecord | None:
         """The current, unexpired fact for ``key``, or ``None``."""
@@ -189,6 +205,77 @@ class AsyncFactService:
         ]
         return sorted(versions, key=lambda v: (v.updated_at, v.created_at, v.version))
 
+    async def restore(self, scope: Scope, record: MemoryRecord) -> MemoryRecord:
+        """Restore the deleted fact ``record`` (as read, deleted included); returns it as
+        stored. When it is then live (not superseded) and its key has other live facts,
+        it is the current value again and they end, superseded by it (``valid_to`` now,
+        kept in the history as by an update), in the transaction of the restore: the
+        value the user brings back is the one they see. A superseded fact comes back as an
+        earlier version, in the history only."""
+        key = record.metadata.get("key")
+        if record.type is not RecordType.FACT or not isinstance(key, str):
+            raise ValidationError(f"record {record.id!r} is no fact with a key: nothing to restore")
+        return await settled(
+            lambda: self._restore(scope, record.id, key),
+            f"fact {key!r} was changed",
+            "restore",
+        )
+
+    async def _restore(self, scope: Scope, record_id: str, key: str) -> MemoryRecord:
+        """One read and one transaction of :meth:`restore`; ``Raced`` when another writer
+        changed the record or one of the key's live facts since the read."""
+        store = self._ctx.store
+        record = await store.get(scope, record_id, include_deleted=True)
+        others: list[MemoryRecord] = []
+        if record.superseded_by is None:
+            current, found = await self._live(scope, key)
+            others = [r for r in (current, *found) if r is not None and r.id != record_id]
+        now = self._ctx.clock.now()
+        ends = [
+            (
+                await self._ctx.version_write(_superseded(o, record_id, now, now), reindex=False),
+                o.version,
+            )
+            for o in others
+        ]
+        try:
+            async with store.transaction() as tx:
+                if (await tx.get(scope, record_id, include_deleted=True)).version != (
+                    record.version
+                ):
+                    raise Raced  # changed since the read: read again
+                await tx.set_status(scope, [record_id], RecordStatus.ACTIVE, now)
+                for write, version in ends:
+                    await tx.replace(self._scope(scope), write, expected_version=version)
+        except (ConflictError, NotFoundError):
+            raise Raced from None
+        return await store.get(scope, record_id, include_deleted=True)
+
+    async def settle(self, records: Iterable[MemoryRecord]) -> None:
+        """After ``records`` were stored as they are (an import): each key of a live fact
+        among them that has more than one live fact keeps its current one (the most
+        confident, then the one updated last; as :meth:`get` picks it), the others end
+        superseded by it, in one transaction per key (the rules keep a more confident
+        value against a different one too). One read per key, by index."""
+        keys = {
+            (self._scope(r.scope), r.metadata["key"])
+            for r in records
+            if r.type is RecordType.FACT
+            and isinstance(r.metadata.get("key"), str)
+            and r.is_active
+            and r.superseded_by is None
+        }
+        for scope, key in sorted(keys, key=str):
+            await settled(self._settle(scope, key), f"fact {key!r} was changed", "import")
+
+    def _settle(self, scope: Scope, key: str) -> Callable[[], Awaitable[None]]:
+        async def attempt() -> None:
+            current, extras = await self._live(scope, key)
+            if current is not None:
+                await self._end(scope, current, extras)
+
+        return attempt
+
     async def upsert(
         self,
         scope: Scope,
@@ -237,9 +324,9 @@ class AsyncFactService:
         changed what was read before this write landed (nothing of this one is written)."""
         now = self._ctx.clock.now()
         when = observed_at or now
-        current = await self._current(scope, fact.key)
+        current, extras = await self._live(scope, fact.key)
         if current is not None and sources and set(sources) <= _seen(current):
-            return FactOutcome(FactAction.UNCHANGED, current)
+            return FactOutcome(FactAction.UNCHANGED, await self._end(scope, current, extras))
         left = None  # a fact under another key that holds the value the user says they left
         if fact.replaces and current is None:
             left = await self._holder(scope, fact)
@@ -268,7 +355,8 @@ class AsyncFactService:
             confirm_step=self._ctx.config.fact_confirm_step,
         )
         if decision.action is FactAction.UNCHANGED and current is not None:
-            return FactOutcome(FactAction.UNCHANGED, current)  # it ends a value not held
+            # it ends a value not held
+            return FactOutcome(FactAction.UNCHANGED, await self._end(scope, current, extras))
         if decision.action is FactAction.INSERTED or current is None:
             # One of several likes the user left ends when the new fact is surer of itself;
             # it stays in the history, and comes back if the new fact's turns are purged.
@@ -310,7 +398,7 @@ class AsyncFactService:
                     },
                 ),
             )
-            await self._replace(scope, updated, current, reindex=False)
+            await self._replace(scope, updated, current, extras, reindex=False)
             return FactOutcome(FactAction.CONFIRMED, updated)
         if decision.action is FactAction.REPLACED:
             if fact.ended:  # the ending names the value it ends as the fact held it
@@ -329,7 +417,7 @@ class AsyncFactService:
                 plan=plan,
             )
             stored, old = await self._insert(
-                scope, record, (current, plan), now, when, seen=current
+                scope, record, (current, plan), now, when, seen=current, extras=extras
             )
             return FactOutcome(FactAction.REPLACED, stored, old)
         conflicts = [
@@ -350,7 +438,7 @@ class AsyncFactService:
             content=Content(text, current.content.summary, {**data, "conflicts": conflicts}),
             content_hash=content_hash(text),
         )
-        await self._replace(scope, kept, current, reindex=text != current.text)
+        await self._replace(scope, kept, current, extras, reindex=text != current.text)
         return FactOutcome(FactAction.CONFLICT, kept)
 
     async def _holder(self, scope: Scope, fact: ExtractedFact) -> MemoryRecord | None:
@@ -404,24 +492,28 @@ class AsyncFactService:
         when: datetime,
         *,
         seen: MemoryRecord | None,
+        extras: Sequence[MemoryRecord] = (),
     ) -> tuple[MemoryRecord, MemoryRecord | None]:
-        """Store ``record`` and end each of ``olds`` (at ``when``, superseded by it) in one
-        transaction, admitted as one new record; returns ``record`` and the first of
-        ``olds`` as stored (the value it replaced; not a plan it carried out). ``seen`` is the
-        current fact the decision was made on: when another writer changed it (or stored
-        ``record``'s id) first, nothing is written and ``Raced`` says to decide again,
-        also when the quota refused a record the current state may not need."""
+        """Store ``record`` and end each of ``olds`` (at ``when``) and of ``extras`` (the
+        key's other live facts, at ``now``), superseded by it, in one transaction, admitted
+        as one new record; returns ``record`` and the first of ``olds`` as stored (the value
+        it replaced; not a plan it carried out). ``seen`` is the current fact the decision
+        was made on: when another writer changed it (or stored ``record``'s id) first,
+        nothing is written and ``Raced`` says to decide again, also when the quota refused
+        a record the current state may not need."""
         try:
             async with self._ctx.admit(scope, 1):
                 write = (await self._ctx.writes([record]))[0]
+                ending = {o.id: (o, when) for o in olds if o is not None}
+                ending |= {o.id: (o, now) for o in extras if o.id not in ending}
                 ended = [
                     (
                         old,
                         await self._ctx.version_write(
-                            _superseded(old, record.id, now, when), reindex=False
+                            _superseded(old, record.id, now, at), reindex=False
                         ),
                     )
-                    for old in {o.id: o for o in olds if o is not None}.values()
+                    for old, at in ending.values()
                 ]
                 async with self._ctx.store.transaction() as tx:
                     await tx.insert([write])
@@ -442,15 +534,58 @@ class AsyncFactService:
         return write.record, next((e.record for o, e in ended if o is first), None)
 
     async def _replace(
-        self, scope: Scope, record: MemoryRecord, current: MemoryRecord, *, reindex: bool
+        self,
+        scope: Scope,
+        record: MemoryRecord,
+        current: MemoryRecord,
+        extras: Sequence[MemoryRecord],
+        *,
+        reindex: bool,
     ) -> None:
-        """Store ``record`` as ``current``'s next version; ``Raced`` if it changed since."""
+        """Store ``record`` as ``current``'s next version and end ``extras`` (the key's other
+        live facts), superseded by it, in one transaction; ``Raced`` if any changed since."""
         try:
-            await self._ctx.replace(
-                scope, record, expected_version=current.version, reindex=reindex
-            )
+            if not extras:
+                await self._ctx.replace(
+                    scope, record, expected_version=current.version, reindex=reindex
+                )
+                return
+            write = await self._ctx.version_write(record, reindex=reindex)
+            await self._supersede(scope, [(write, current.version)], record.id, extras)
         except (ConflictError, NotFoundError):
             raise Raced from None
+
+    async def _end(
+        self, scope: Scope, current: MemoryRecord, extras: Sequence[MemoryRecord]
+    ) -> MemoryRecord:
+        """``current``, after ending ``extras`` (the key's other live facts) superseded by
+        it in one transaction, when there are any: a write that changes nothing of the key
+        still leaves it one live fact. ``Raced`` if one changed since it was read."""
+        if extras:
+            try:
+                await self._supersede(scope, [], current.id, extras)
+            except (ConflictError, NotFoundError):
+                raise Raced from None
+        return current
+
+    async def _supersede(
+        self,
+        scope: Scope,
+        writes: Sequence[tuple[RecordWrite, int]],
+        by: str,
+        extras: Sequence[MemoryRecord],
+    ) -> None:
+        """One transaction: each of ``writes`` (a next version, the version it follows) and
+        each of ``extras`` ended now, superseded by the record ``by``; ``ConflictError`` (or
+        ``NotFoundError``) when one changed since it was read, and nothing is written."""
+        now = self._ctx.clock.now()
+        ends = [
+            (await self._ctx.version_write(_superseded(o, by, now, now), reindex=False), o.version)
+            for o in extras
+        ]
+        async with self._ctx.store.transaction() as tx:
+            for write, version in (*writes, *ends):
+                await tx.replace(scope, write, expected_version=version)
 
     async def _moved(self, scope: Scope, record: MemoryRecord, seen: MemoryRecord | None) -> bool:
         """Whether the key's current fact is no longer ``seen`` (another writer's commit)."""
@@ -506,6 +641,13 @@ class AsyncFactService:
             valid_from=now,
             observed_at=now,
         )
+
+
+def _rank(record: MemoryRecord) -> tuple[float, datetime, datetime, str]:
+    """Which of a key's live facts is current: the most confident, then the one updated
+    last, then the one created last, then the greatest id (an order every reader agrees
+    on)."""
+    return (record.confidence, record.updated_at, record.created_at, record.id)
 
 
 def _superseded(old: MemoryRecord, by: str, now: datetime, when: datetime) -> MemoryRecord:

@@ -73,6 +73,7 @@ from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, VectorCache, top_k
 from .where import (
     LIVE_SQL,
+    filters_index,
     filters_sql,
     in_list,
     key_indexes,
@@ -1007,8 +1008,10 @@ class SQLiteStore:
     ) -> list[sqlite3.Row]:
         sw, sa = scope_sql(scope)
         fw, fa = filters_sql(filters)
+        by = filters_index(filters)  # a fact's history: by its key's index
         return c.execute(
-            f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}", [*sa, *fa, *tail_args]
+            f"SELECT {columns} FROM records {by} WHERE {sw} AND {fw} {tail}",
+            [*sa, *fa, *tail_args],
         ).fetchall()
 
     def list_pages(

@@ -23,6 +23,7 @@ from .codec import encode_time
 
 __all__ = [
     "LIVE_SQL",
+    "filters_index",
     "filters_sql",
     "in_list",
     "key_indexes",
@@ -106,6 +107,22 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
             else:
                 add(f"json_extract({p}metadata, ?) = ?", f"$.{cond.key}", cond.value)
     return (" AND ".join(parts) or "1"), args
+
+
+def filters_index(f: Filters) -> str:
+    """``INDEXED BY`` schema 12's index of every row of a fact's key (a document's qa_id)
+    for a listing of that name (``filters_sql`` asks it in ``key_sql``'s words) that reads
+    more than its live rows (superseded or deleted ones, or as of a time): a fact's history.
+    Without it SQLite reads every record of the type (it has no statistics to prefer the
+    name's index; the live rows' index it finds alone). Empty for any other listing."""
+    if not (f.include_deleted or f.include_superseded or f.valid_at is not None):
+        return ""
+    for cond in f.metadata:
+        if cond.op == "eq" and isinstance(cond.value, str) and PLAIN_NAME.fullmatch(cond.key):
+            kind, short = INDEXED_NAMES.get(cond.key, (None, None))
+            if kind is not None and f.types == frozenset({kind}):
+                return f"INDEXED BY records_{short}_key"
+    return ""
 
 
 def needs_python(f: Filters) -> bool:

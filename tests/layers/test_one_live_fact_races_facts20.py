@@ -1,0 +1,66 @@
+"""A restore committed between a first writer's read and its insert (``layers/races.py``):
+both are held at their transaction until both have read, so the key ends with two live
+facts (the restored one and the new first one). The next write of the key ends the other:
+one live fact, every value in the history. Before, the second stayed live for good."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstrata.records import RecordType
+from test_concurrent_services import (
+    ALICE,
+    SHARING,
+    Gate,
+    Mem,
+    Writer,
+    _current_facts,
+    _fact,
+    _no_errors,
+    _values_in_history,
+    race,
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'm.db'}"
+    else:
+        yield request.getfixturevalue("pg_url")
+
+
+@pytest.mark.parametrize("sharing", SHARING)
+def test_a_restore_racing_a_first_fact_is_ended_by_the_next_write(url: str, sharing: str) -> None:
+    made: dict[str, str] = {}
+
+    async def setup(m: Mem) -> None:
+        paris = (await m("facts.upsert", ALICE, _fact("Paris", 0.8))).record
+        await m("delete", ALICE.user_scope, paris.id)
+        made["paris"] = paris.id
+
+    writers: list[Writer] = [
+        lambda m: m("facts.upsert", ALICE, _fact("Oslo", 0.8)),
+        lambda m: m("restore", ALICE.user_scope, made["paris"]),
+    ]
+
+    async def check(m: Mem) -> None:
+        live = await _current_facts(m)
+        # the race was forced: each read the other's write not there yet
+        assert sorted(str(r.content.structured["value"]) for r in live) == ["Oslo", "Paris"]
+        current = await m("facts.get", ALICE, "location")
+        assert current.id == max(live, key=lambda r: (r.confidence, r.updated_at, r.id)).id
+        await m("facts.upsert", ALICE, _fact("Rome", 0.95))
+        live = await _current_facts(m)
+        assert [r.content.structured["value"] for r in live] == ["Rome"]
+        assert await _values_in_history(m) == {"Paris", "Oslo", "Rome"}
+
+    # held at the store's transaction: every read of both is done, neither has written
+    gate = Gate("transaction", lambda args: True)
+    results: list[Any] = race("sync", url, sharing, gate, writers, setup, check)
+    _no_errors(results)
+    assert results[1].type is RecordType.FACT
