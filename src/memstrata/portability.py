@@ -27,7 +27,7 @@ import json
 import pickle
 import tempfile
 import uuid
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import IO, Any, Generic, TypeVar
@@ -58,6 +58,8 @@ __all__ = [
     "record_lines",
     "remap_page",
     "remapped_id",
+    "collided_id",
+    "rename_page",
 ]
 
 EXPORT_FORMAT = "memstrata.export"
@@ -72,6 +74,10 @@ class ImportReport:
     imported: int
     skipped: int
     reembedded: int
+    # Of ``imported``: records whose id another record of the user holds (made since the
+    # export: a fact key begun again after a purge names its first fact as before), kept
+    # under a new id (:func:`collided_id`) beside it.
+    renamed: int = 0
 
 
 def _line(obj: dict[str, Any]) -> str:
@@ -159,6 +165,37 @@ def remapped_id(old_id: str, into: Scope) -> str:
     the target tenant/user/agent, so importing the same export twice adds nothing."""
     key = "\x1f".join((into.tenant, into.user, into.agent or "", old_id))
     return uuid.uuid5(_REMAP_NAMESPACE, key).hex
+
+
+def collided_id(old_id: str, created_at: datetime) -> str:
+    """The id an imported record gets when ``old_id`` is held by another record of the user
+    (one created at another time): derived from both, so importing the same export again
+    finds it and adds nothing."""
+    key = "\x1f".join(("collided", old_id, created_at.isoformat()))
+    return uuid.uuid5(_REMAP_NAMESPACE, key).hex
+
+
+def rename_page(page: Sequence[Item], renamed: Mapping[str, str]) -> list[Item]:
+    """``page`` with the ids in ``renamed`` replaced, each reference to them included."""
+    if not renamed:
+        return list(page)
+
+    def new(old: str) -> str:
+        return renamed.get(old, old)
+
+    return [
+        (
+            replace(
+                r,
+                id=new(r.id),
+                source_ids=tuple(new(s) for s in r.source_ids),
+                superseded_by=new(r.superseded_by) if r.superseded_by else None,
+                relations=tuple(replace(x, target_id=new(x.target_id)) for x in r.relations),
+            ),
+            vec,
+        )
+        for r, vec in page
+    ]
 
 
 Item = tuple[MemoryRecord, Vector | None]  # a record of an import, with its file vector

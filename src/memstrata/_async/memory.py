@@ -1309,7 +1309,11 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     async def import_records(self, fp: IO[str], *, into: Scope | None = None) -> ImportReport:
         """Read an export. Every line is checked before anything is written; then all
         records are written in one transaction. ``into`` remaps tenant and user (and agent
-        when given) and gives the records new ids; ids already present are skipped.
+        when given) and gives the records new ids; records already present are skipped. A
+        record whose id another record of the user holds (one created at another time: a
+        fact key begun again after a purge names its first fact as the exported one was
+        named) is kept beside it under a new id (``ImportReport.renamed``), with the
+        import's references to it; importing the same export again adds nothing.
 
         Memory is a page's (``EXPORT_PAGE`` records), whatever the file's size: the file is
         read once, each page checked, its ids looked up (one read) and the page put in a
@@ -1324,6 +1328,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             EXPORT_PAGE,
             ImportReport,
             PageSpool,
+            collided_id,
             read_pages,
             remapped_id,
         )
@@ -1332,7 +1337,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             check_scope(into)
         check_text_source(fp)
         ids: set[str] = set()  # every id of the file: duplicates, references when remapped
-        present: set[str] = set()  # (final) ids already stored when they were looked up
+        present: set[str] = set()  # (final) ids of records already stored: skipped
+        renamed: dict[str, str] = {}  # (final) ids another record holds -> the import's ids
         by_user: dict[Scope, int] = {}  # records to write per user: their quota
         checked: PageSpool[Item] = PageSpool()
         with checked:
@@ -1355,10 +1361,17 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                     else (Scope(into.tenant, into.user), remapped_id(rec.id, into))
                     for rec, _ in page
                 ]
-                found = await self._stored_ids(keys)
-                present |= found
+                found = await self._stored_created(keys)
+                moved = {
+                    rid: collided_id(rid, rec.created_at)
+                    for (_, rid), (rec, _) in zip(keys, page, strict=True)
+                    if rid in found and found[rid] != rec.created_at
+                }
+                renamed |= moved
+                again = await self._stored_ids([(w, moved[r]) for w, r in keys if r in moved])
+                present |= {r for r in found if r not in moved} | again
                 for who, rid in keys:
-                    if rid not in found:
+                    if rid not in found or (rid in moved and moved[rid] not in again):
                         by_user[who] = by_user.get(who, 0) + 1
                 await asyncio.to_thread(checked.add, page)  # async-only
                 # sync: checked.add(page)
@@ -1366,7 +1379,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             async with AsyncExitStack() as admitted:  # each user's share, all or nothing
                 for who, n in by_user.items():
                     await admitted.enter_async_context(self._ctx.admit(who, n, self._clock.now()))
-                writes, embedded = await self._import_writes(checked, into, ids, present)
+                writes, embedded = await self._import_writes(checked, into, ids, present, renamed)
                 with writes:
                     checked.close()  # its disk space, while the transaction runs
                     taken = await self._import_write(writes)
@@ -1376,15 +1389,21 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             imported=fresh - len(taken),
             skipped=checked.records - fresh + len(taken),
             reembedded=embedded,
+            renamed=len({new for new in renamed.values() if new not in present | taken}),
         )
 
     async def _import_writes(
-        self, checked: PageSpool[Item], into: Scope | None, ids: set[str], present: set[str]
+        self,
+        checked: PageSpool[Item],
+        into: Scope | None,
+        ids: set[str],
+        present: set[str],
+        renamed: Mapping[str, str],
     ) -> tuple[PageSpool[RecordWrite], int]:
-        """The writes of an import, a page at a time onto disk (remapped, redacted, those
-        already present left out, those without a usable vector embedded in one call a
-        page), with how many were embedded."""
-        from memstrata.portability import PageSpool, remap_page
+        """The writes of an import, a page at a time onto disk (remapped, renamed, redacted,
+        those already present left out, those without a usable vector embedded in one call
+        a page), with how many were embedded."""
+        from memstrata.portability import PageSpool, remap_page, rename_page
         from memstrata.search.tokenize import tokenize
 
         writes: PageSpool[RecordWrite] = PageSpool()
@@ -1398,6 +1417,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 return None
             if into is not None:
                 page = remap_page(page, into, ids)
+            page = rename_page(page, renamed)
             kept: list[tuple[MemoryRecord, Vector | None]] = []
             for raw, vec in page:
                 if raw.id in present:
@@ -1460,14 +1480,18 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 taken |= now
 
     async def _stored_ids(self, keys: Sequence[tuple[Scope, str]]) -> set[str]:
-        """Those of the ``(user scope, id)`` keys whose record is stored (any status): one
-        read per user."""
+        """Those of the ``(user scope, id)`` keys whose record is stored (any status)."""
+        return set(await self._stored_created(keys))
+
+    async def _stored_created(self, keys: Sequence[tuple[Scope, str]]) -> dict[str, datetime]:
+        """The ``created_at`` of each stored record (any status) of the ``(user scope,
+        id)`` keys: one read per user."""
         by_user: dict[Scope, builtins.list[str]] = {}
         for who, rid in keys:
             by_user.setdefault(who, []).append(rid)
-        found: set[str] = set()
+        found: dict[str, datetime] = {}
         for who, rids in by_user.items():
-            found.update(r.id for r in await self._store.get_many(who, rids))
+            found.update((r.id, r.created_at) for r in await self._store.get_many(who, rids))
         return found
 
     # --- introspection -----------------------------------------------------------------

@@ -538,6 +538,7 @@ def import_(
         "imported": report.imported,
         "skipped": report.skipped,
         "reembedded": report.reembedded,
+        "renamed": report.renamed,
         "into": f"{target[0]}/{target[1]}" if target else ", ".join(f"{t}/{u}" for t, u in owners),
     }
     advice = _import_advice(settings, report.imported, report.skipped, owners, remap)
@@ -554,6 +555,7 @@ def import_(
                 "imported": report.imported,
                 "skipped (already present)": report.skipped,
                 "re-embedded": report.reembedded,
+                "renamed (id held by another record)": report.renamed,
                 "into (tenant/user)": data["into"],
             },
         )

@@ -354,6 +354,7 @@ class ImportOut(BaseModel):
     imported: int
     skipped: int
     reembedded: int
+    renamed: int = 0  # of imported: kept under a new id beside a record holding theirs
 
 
 class Stats(BaseModel):

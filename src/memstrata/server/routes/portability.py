@@ -174,7 +174,12 @@ async def import_(request: Request, user: UserPath, caller: CallerDep) -> Import
         # Always into this tenant and user: an export names its own tenant, and importing
         # it as-is would let a key write into whatever tenant the file says.
         report = await state_of(request.app).backend.import_records(body, caller.owner_scope(user))
-    return ImportOut(imported=report.imported, skipped=report.skipped, reembedded=report.reembedded)
+    return ImportOut(
+        imported=report.imported,
+        skipped=report.skipped,
+        reembedded=report.reembedded,
+        renamed=report.renamed,
+    )
 
 
 async def _spool_text(request: Request, body: IO[str]) -> None:
