@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -33,6 +33,7 @@ from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
 from .observe import Metrics, RequestObserver
 from .paths import EncodedSlashes
 from .priority import PriorityGate, ReadsFirst
+from .query_params import one_value_each
 from .routes import (
     admin,
     episodes,
@@ -231,8 +232,8 @@ def create_app(
     metrics = Metrics(job_counts)
     app.state.memstrata.cut_exports = lambda code: metrics.cut_exports.labels(code).inc()
     install_handlers(app)
-    for router in MATCHED:
-        app.include_router(router)
+    for router in MATCHED:  # a query name that takes one value, repeated: 422
+        app.include_router(router, dependencies=[Depends(one_value_each)])
     _ops_routes(app, metrics)
     if mcp_run is not None:
         app.router.routes.append(Route("/mcp", endpoint=mcp_run[0]))
