@@ -148,9 +148,11 @@ def race(
                 t.start()
             for t in threads:
                 t.join(120)
+            stuck = [i for i, t in enumerate(threads) if t.is_alive()]
+            assert not stuck, f"writers {stuck} still running after 120 s: {results}"
             for memory in memories:
                 vars(memory.store).pop(gate.method)
-            asyncio.run(check(Mem(memories[0])))
+            _checked(lambda: asyncio.run(check(Mem(memories[0]))), results)
         finally:
             for memory in memories:
                 memory.close()
@@ -171,13 +173,25 @@ def race(
             )
             for am in amemories:
                 vars(am.store).pop(gate.method)
-            await check(Mem(amemories[0]))
+            try:
+                await check(Mem(amemories[0]))
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}; the writers returned {list(out)}") from exc
             return list(out)
         finally:
             for am in amemories:
                 await am.__aexit__(None, None, None)
 
     return asyncio.run(main())
+
+
+def _checked(check: Callable[[], Any], results: list[Any]) -> None:
+    """``check()``; a failure also says what each writer returned (an error among them is
+    usually why: the check runs before the test looks at the errors)."""
+    try:
+        check()
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the writers returned {results}") from exc
 
 
 def _no_errors(results: list[Any]) -> None:
