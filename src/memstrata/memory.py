@@ -9,6 +9,7 @@ pure functions in their own modules, which the sync and the async memory share.
 from __future__ import annotations
 
 import builtins
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -56,6 +57,7 @@ from memstrata.validation import (
     check_int,
     check_metadata,
     check_names,
+    check_number,
     check_ratio,
     check_sequence,
     check_tags,
@@ -107,11 +109,9 @@ def _access_control(
     roles: Sequence[str] | None,
     known: frozenset[str],
 ) -> AccessControl:
-    for name, values in (("allowed_users", users), ("allowed_roles", roles)):
-        if values is not None and (
-            isinstance(values, str) or not all(isinstance(v, str) and v.strip() for v in values)
-        ):
-            raise ValidationError(f"{name} must be a list of non-empty strings")
+    # checked as an import checks them: ids without NUL, valid UTF-8
+    users = None if users is None else check_ids(users, "allowed_users")
+    roles = None if roles is None else check_ids(roles, "allowed_roles")
     unknown = sorted(set(roles or ()) - known)
     if unknown:
         raise ValidationError(
@@ -607,6 +607,8 @@ class Memory:
 
         self._owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
+        # Checked whatever the router decides: bad tags are refused, not dropped with the text.
+        tags, metadata = check_tags(tags), check_metadata(metadata)
         item = estimate(text)
         layer = route(item)
         record: MemoryRecord | None = None
@@ -746,7 +748,7 @@ class Memory:
         query = validate_content(
             query, max_chars=self.max_content_chars, field="query", stored=False
         )
-        if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
             raise ValidationError(f"top_k must be an integer in [1, 1000], got {top_k!r}")
         flt = Filters.parse(filters)
         check_bool(explain, "explain")
@@ -775,11 +777,13 @@ class Memory:
     # --- forgetting --------------------------------------------------------------------
     def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged."""
+        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         rec = self._set_status(scope, record_id, RecordStatus.DELETED)
         self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
         return rec
 
     def restore(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
+        actor = check_text(actor, "actor")
         rec = self._set_status(scope, record_id, RecordStatus.ACTIVE)
         self.audit.record(scope.tenant, actor, "restore", user=scope.user, record_ids=[rec.id])
         return rec
@@ -801,6 +805,8 @@ class Memory:
     ) -> PurgeReport:
         """Destroy records for real (or every trace of the user). ``compact=True`` then
         runs :meth:`compact`, so the database's files keep no byte of them either."""
+        actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
+        check_bool(compact, "compact")
         report = self._purge(scope, record_ids)
         whole = record_ids is None
         if whole:  # keep what happened, not who: the user's events lose their ids
@@ -827,6 +833,8 @@ class Memory:
         server keeps out of reach is in ``residuals``; a table another transaction holds for
         over ``lock_timeout`` seconds is skipped and named. ``memory://`` has no files."""
         from memstrata.store.compaction import Compactable
+
+        lock_timeout = check_number(lock_timeout, "lock_timeout", low=0.0, high=86_400.0)
 
         store: object = getattr(self._store, "durable", self._store)  # behind Redis
         if not isinstance(store, Compactable):
@@ -966,6 +974,8 @@ class Memory:
         """Who besides the user may read a record (a new version). Roles must be among
         ``Memory(roles=...)``; users are user ids of the same tenant."""
         self._owner(scope)
+        record_id = check_id(record_id)
+        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         current = self._store.get(scope, record_id, include_deleted=True)
         access = _access_control(
             current.access, visibility, allowed_users, allowed_roles, self.roles
@@ -1029,6 +1039,8 @@ class Memory:
         Jobs another worker holds (the background thread, another process) are waited for;
         a dead process's jobs come back when their lease runs out (seconds) and run here.
         ``timeout`` bounds the wait (the report's ``waiting`` counts what is still held)."""
+        if timeout is not None:
+            timeout = check_number(timeout, "timeout", low=0.0, high=math.inf)
         if scope is None:
             return self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
         check_scope(scope)

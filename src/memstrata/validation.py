@@ -32,9 +32,11 @@ __all__ = [
     "check_int",
     "check_json",
     "check_metadata",
+    "check_model",
     "check_names",
     "check_number",
     "check_ratio",
+    "check_records",
     "check_sequence",
     "check_tags",
     "check_time",
@@ -49,6 +51,7 @@ MAX_TAG_CHARS = 256
 MAX_ID_CHARS = 256
 
 E = TypeVar("E", bound=StrEnum)
+M = TypeVar("M")
 
 
 def _kind(value: object) -> str:
@@ -200,6 +203,11 @@ def check_tags(value: object, field: str = "tags") -> tuple[str, ...]:
         if not tag.strip() or len(tag) > MAX_TAG_CHARS:
             raise ValidationError(
                 f"{field}[{i}] must be non-empty text of at most {MAX_TAG_CHARS} characters"
+            )
+        if "\x00" in tag:  # PostgreSQL cannot read one back out of the stored list
+            raise ValidationError(
+                f"{field}[{i}] holds a NUL character (position {tag.index(chr(0))}), which no "
+                "store accepts in a tag; remove it (it carries no meaning in text)"
             )
         out[_clean_str(tag, f"{field}[{i}]")] = None
     return tuple(out)
@@ -362,6 +370,42 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
         content_hash=content_hash(text),
         **times,
     )
+
+
+def check_model(value: object, kind: type[M], field: str) -> M:
+    """An instance of the pydantic model ``kind``, or a mapping of its fields made into one
+    (``TaskOutcome``, ``Reflection`` ...); anything else is a :class:`ValidationError`
+    that names the field, never an ``AttributeError`` deep inside the call."""
+    if isinstance(value, kind):
+        return value
+    name = kind.__name__
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"{field} must be a {name} (or a mapping of its fields), got {_kind(value)}"
+        )
+    import pydantic
+
+    try:
+        made: M = kind.model_validate(dict(value))  # type: ignore[attr-defined]
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "?"
+        raise ValidationError(f"{field}.{where}: {first['msg']} (a {name})") from None
+    return made
+
+
+def check_records(value: object, field: str) -> list[Any]:
+    """A list of :class:`MemoryRecord` (as ``list``/``search`` return them)."""
+    from .records import MemoryRecord
+
+    items = check_sequence(value, field)
+    for i, item in enumerate(items):
+        if not isinstance(item, MemoryRecord):
+            raise ValidationError(
+                f"{field}[{i}] must be a MemoryRecord (as mem.list or mem.get return), "
+                f"got {_kind(item)}"
+            )
+    return list(items)
 
 
 def check_sequence(value: object, field: str) -> Sequence[Any]:
