@@ -23,6 +23,7 @@ from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 __all__ = [
     "check_text_sink",
     "check_text_source",
+    "MAX_EMBEDDING_DIMS",
     "MAX_JSON_DEPTH",
     "MAX_TAGS",
     "check_bool",
@@ -49,6 +50,7 @@ MAX_JSON_ITEMS = 100_000  # values in one metadata tree
 MAX_TAGS = 256
 MAX_TAG_CHARS = 256
 MAX_ID_CHARS = 256
+MAX_EMBEDDING_DIMS = 65_536  # a vector's length (an import's embedding_dims, hashing:DIMS)
 
 E = TypeVar("E", bound=StrEnum)
 M = TypeVar("M")
@@ -336,7 +338,7 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
     check_int(r.version, "version", low=1)
     check_int(r.access_count, "access_count", low=0)
     if r.embedding_dims is not None:
-        check_int(r.embedding_dims, "embedding_dims", low=1, high=65_536)
+        check_int(r.embedding_dims, "embedding_dims", low=1, high=MAX_EMBEDDING_DIMS)
     times = {}
     for name in (
         "created_at",

@@ -185,10 +185,25 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
             self._maintenance_every = check_interval(maintenance_every)
         if retention is not None:  # otherwise Retention() on first use (__getattr__)
+            from memstrata.maintenance_types import Retention
+
+            if not isinstance(retention, Retention):
+                raise ValidationError(
+                    f"retention must be a memstrata Retention, got {type(retention).__name__}"
+                )
             self.retention = retention
+        if clock is not None and not callable(getattr(clock, "now", None)):
+            raise ValidationError(
+                f"clock must be a memstrata Clock (SystemClock, FixedClock), got "
+                f"{type(clock).__name__}"
+            )
+        if search_config is not None and not isinstance(search_config, SearchConfig):
+            raise ValidationError("search_config must be a memstrata.SearchConfig")
+        check_bool(background, "background")
+        check_bool(reembed, "reembed")
         self._clock = clock or SystemClock()
         self.search_config = search_config or SearchConfig()
-        self.max_content_chars = max_content_chars
+        self.max_content_chars = check_int(max_content_chars, "max_content_chars", low=1)
         self._layer_config = layer_config
         self._build_lock = threading.Lock()
         self._count = token_counter  # None: estimate_tokens (tokens.py), in build_context
