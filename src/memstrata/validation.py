@@ -47,9 +47,13 @@ __all__ = [
 
 MAX_JSON_DEPTH = 32  # nesting of metadata / structured content
 MAX_JSON_ITEMS = 100_000  # values in one metadata tree
+# Python writes an int as JSON text only up to 4,300 digits (sys.int_info): a bigger one
+# was stored in memory:// and then failed every export with a raw ValueError.
+_MAX_JSON_INT_BITS = 14_000  # about 4,214 digits
 MAX_TAGS = 256
 MAX_TAG_CHARS = 256
 MAX_ID_CHARS = 256
+MAX_INT32 = 2**31 - 1  # a record's version and access count (PostgreSQL INTEGER columns)
 MAX_EMBEDDING_DIMS = 65_536  # a vector's length (an import's embedding_dims, hashing:DIMS)
 
 E = TypeVar("E", bound=StrEnum)
@@ -237,6 +241,12 @@ def check_json(value: object, field: str) -> Any:
                 f"(at {path[:120]}...); flatten it"
             )
         if item is None or isinstance(item, int):  # bool is an int
+            if item is not None and item.bit_length() > _MAX_JSON_INT_BITS:
+                raise ValidationError(
+                    f"{path} is an integer of about {int(item.bit_length() * 0.30103):,} "
+                    "digits; memstrata writes JSON numbers of at most 4,300 digits (Python's "
+                    "limit): store it as a string"
+                )
             parent[slot] = item
         elif isinstance(item, float):
             if not math.isfinite(item):
@@ -335,8 +345,9 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
         raise ValidationError(f"content_hash must be a string, got {_kind(r.content_hash)}")
     for name in ("importance", "confidence", "decay_score"):
         check_unit(getattr(r, name), name)
-    check_int(r.version, "version", low=1)
-    check_int(r.access_count, "access_count", low=0)
+    # PostgreSQL keeps both in an INTEGER column, SQLite in a 64-bit one: one bound for all
+    check_int(r.version, "version", low=1, high=MAX_INT32)
+    check_int(r.access_count, "access_count", low=0, high=MAX_INT32)
     if r.embedding_dims is not None:
         check_int(r.embedding_dims, "embedding_dims", low=1, high=MAX_EMBEDDING_DIMS)
     times = {}
