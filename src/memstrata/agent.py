@@ -19,6 +19,7 @@ explicitly, or taken from ``memory.facts`` / ``memory.tasks`` / ``memory.episode
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Protocol
 
 from memstrata.agent_types import TaskStart
@@ -27,6 +28,8 @@ from memstrata.layers.procedural import ProceduralService
 from memstrata.layers.semantic import FactService
 from memstrata.layers.working import StepStatus, TaskCompletion, TaskService
 from memstrata.scope import Scope
+from memstrata.text import validate_content
+from memstrata.validation import check_bool, check_text
 
 __all__ = ["AgentHooks", "MessageSink", "TaskStart"]
 
@@ -71,10 +74,17 @@ class AgentHooks:
 
     def on_tool_result(self, scope: Scope, tool: str, result: str, *, error: bool = False) -> Any:
         """Store the tool turn; note a truncated copy in the active task's scratchpad."""
+        # Both texts checked before the turn is stored: a refused note must not follow a
+        # stored turn (and a None tool or result is an error, not "[None] None").
+        tool = validate_content(tool, field="tool")
+        # (its length is the memory's to check, by its max_content_chars)
+        result = check_text(result, "result", allow_empty=True, max_chars=sys.maxsize)
+        check_bool(error, "error")
+        short = result if len(result) <= _TOOL_NOTE_CHARS else result[:_TOOL_NOTE_CHARS] + "…"
+        note = validate_content(f"{tool}{' error' if error else ''}: {short}", field="note")
         message = self._memory.add_message(scope, "tool", f"[{tool}] {result}")
         if self.tasks is not None and self.tasks.current(scope) is not None:
-            short = result if len(result) <= _TOOL_NOTE_CHARS else result[:_TOOL_NOTE_CHARS] + "…"
-            self.tasks.note(scope, f"{tool}{' error' if error else ''}: {short}", tool=tool)
+            self.tasks.note(scope, note, tool=tool)
         return message
 
     def on_step_complete(
@@ -90,6 +100,7 @@ class AgentHooks:
         """Start the task; without a plan, reuse a proven decomposition when one applies;
         warn about matching failure patterns either way."""
         suggestion = warnings = None
+        goal = validate_content(goal, field="goal")  # named as the caller knows it
         if self.procedures is not None:
             suggestion = self.procedures.suggest(scope, goal)
             warnings = self.procedures.warnings(scope, goal)

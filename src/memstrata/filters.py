@@ -80,6 +80,20 @@ def _parse_metadata(spec: Mapping[str, Any]) -> tuple[MetadataCondition, ...]:
     return tuple(conds)
 
 
+def _without_nul(f: Filters) -> Filters:
+    """``f``, refused if a tag or id it asks for holds a NUL: no store holds one (tags and
+    ids are refused with one when written) and PostgreSQL cannot take one as a parameter,
+    so the answer is this error on every store rather than nothing on some."""
+    for name, values in (("tags", f.tags_any), ("tags_all", f.tags_all), ("ids", f.ids)):
+        for v in values or ():
+            if isinstance(v, str) and "\x00" in v:
+                raise ValidationError(
+                    f"filters.{name} holds {v!r} with a NUL character, which no stored tag or "
+                    "id has; remove it"
+                )
+    return f
+
+
 _KNOWN = frozenset(
     {
         "types",
@@ -128,7 +142,7 @@ class Filters:
         if spec is None:
             return cls()
         if isinstance(spec, Filters):
-            return spec
+            return _without_nul(spec)
         if not isinstance(spec, Mapping):
             raise ValidationError(
                 f"filters must be a mapping such as {{'tags': ['work']}}, got {type(spec).__name__}"
@@ -161,23 +175,25 @@ class Filters:
         if not isinstance(meta, Mapping):
             raise ValidationError("filters.metadata must be a mapping of key -> value/operators")
         mi = spec.get("min_importance")
-        return cls(
-            types=enums(RecordType, "types"),
-            tags_any=strings("tags"),
-            tags_all=strings("tags_all"),
-            observed_after=when("observed_after"),
-            observed_before=when("observed_before"),
-            valid_at=when("valid_at"),
-            min_importance=None if mi is None else check_unit(mi, "filters.min_importance"),
-            sources=enums(Source, "sources"),
-            metadata=_parse_metadata(meta),
-            include_deleted=check_bool(
-                spec.get("include_deleted", False), "filters.include_deleted"
-            ),
-            include_superseded=check_bool(
-                spec.get("include_superseded", False), "filters.include_superseded"
-            ),
-            ids=strings("ids"),
+        return _without_nul(
+            cls(
+                types=enums(RecordType, "types"),
+                tags_any=strings("tags"),
+                tags_all=strings("tags_all"),
+                observed_after=when("observed_after"),
+                observed_before=when("observed_before"),
+                valid_at=when("valid_at"),
+                min_importance=None if mi is None else check_unit(mi, "filters.min_importance"),
+                sources=enums(Source, "sources"),
+                metadata=_parse_metadata(meta),
+                include_deleted=check_bool(
+                    spec.get("include_deleted", False), "filters.include_deleted"
+                ),
+                include_superseded=check_bool(
+                    spec.get("include_superseded", False), "filters.include_superseded"
+                ),
+                ids=strings("ids"),
+            )
         )
 
     def matches(self, r: MemoryRecord) -> bool:

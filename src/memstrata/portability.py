@@ -256,6 +256,10 @@ def read_pages(
             seen.add(rec.id)
             emb = item.get("embedding")
             if emb is not None and same_model:
+                if not isinstance(emb, str):  # b64decode would raise a TypeError
+                    raise ImportFormatError(
+                        f"embedding must be base64 text (as exported), got {type(emb).__name__}"
+                    )
                 blob = base64.b64decode(emb, validate=True)
                 raw = np.frombuffer(blob, dtype="<f4").astype(np.float32)
                 vec = check_vectors(raw.reshape(1, -1), 1, dims, model_id)[0]

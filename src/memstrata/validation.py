@@ -23,6 +23,7 @@ from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 __all__ = [
     "check_text_sink",
     "check_text_source",
+    "MAX_EMBEDDING_DIMS",
     "MAX_JSON_DEPTH",
     "MAX_TAGS",
     "check_bool",
@@ -32,9 +33,11 @@ __all__ = [
     "check_int",
     "check_json",
     "check_metadata",
+    "check_model",
     "check_names",
     "check_number",
     "check_ratio",
+    "check_records",
     "check_sequence",
     "check_tags",
     "check_time",
@@ -44,11 +47,17 @@ __all__ = [
 
 MAX_JSON_DEPTH = 32  # nesting of metadata / structured content
 MAX_JSON_ITEMS = 100_000  # values in one metadata tree
+# Python writes an int as JSON text only up to 4,300 digits (sys.int_info): a bigger one
+# was stored in memory:// and then failed every export with a raw ValueError.
+_MAX_JSON_INT_BITS = 14_000  # about 4,214 digits
 MAX_TAGS = 256
 MAX_TAG_CHARS = 256
 MAX_ID_CHARS = 256
+MAX_INT32 = 2**31 - 1  # a record's version and access count (PostgreSQL INTEGER columns)
+MAX_EMBEDDING_DIMS = 65_536  # a vector's length (an import's embedding_dims, hashing:DIMS)
 
 E = TypeVar("E", bound=StrEnum)
+M = TypeVar("M")
 
 
 def _kind(value: object) -> str:
@@ -201,6 +210,11 @@ def check_tags(value: object, field: str = "tags") -> tuple[str, ...]:
             raise ValidationError(
                 f"{field}[{i}] must be non-empty text of at most {MAX_TAG_CHARS} characters"
             )
+        if "\x00" in tag:  # PostgreSQL cannot read one back out of the stored list
+            raise ValidationError(
+                f"{field}[{i}] holds a NUL character (position {tag.index(chr(0))}), which no "
+                "store accepts in a tag; remove it (it carries no meaning in text)"
+            )
         out[_clean_str(tag, f"{field}[{i}]")] = None
     return tuple(out)
 
@@ -227,6 +241,12 @@ def check_json(value: object, field: str) -> Any:
                 f"(at {path[:120]}...); flatten it"
             )
         if item is None or isinstance(item, int):  # bool is an int
+            if item is not None and item.bit_length() > _MAX_JSON_INT_BITS:
+                raise ValidationError(
+                    f"{path} is an integer of about {int(item.bit_length() * 0.30103):,} "
+                    "digits; memstrata writes JSON numbers of at most 4,300 digits (Python's "
+                    "limit): store it as a string"
+                )
             parent[slot] = item
         elif isinstance(item, float):
             if not math.isfinite(item):
@@ -325,10 +345,11 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
         raise ValidationError(f"content_hash must be a string, got {_kind(r.content_hash)}")
     for name in ("importance", "confidence", "decay_score"):
         check_unit(getattr(r, name), name)
-    check_int(r.version, "version", low=1)
-    check_int(r.access_count, "access_count", low=0)
+    # PostgreSQL keeps both in an INTEGER column, SQLite in a 64-bit one: one bound for all
+    check_int(r.version, "version", low=1, high=MAX_INT32)
+    check_int(r.access_count, "access_count", low=0, high=MAX_INT32)
     if r.embedding_dims is not None:
-        check_int(r.embedding_dims, "embedding_dims", low=1, high=65_536)
+        check_int(r.embedding_dims, "embedding_dims", low=1, high=MAX_EMBEDDING_DIMS)
     times = {}
     for name in (
         "created_at",
@@ -362,6 +383,42 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
         content_hash=content_hash(text),
         **times,
     )
+
+
+def check_model(value: object, kind: type[M], field: str) -> M:
+    """An instance of the pydantic model ``kind``, or a mapping of its fields made into one
+    (``TaskOutcome``, ``Reflection`` ...); anything else is a :class:`ValidationError`
+    that names the field, never an ``AttributeError`` deep inside the call."""
+    if isinstance(value, kind):
+        return value
+    name = kind.__name__
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"{field} must be a {name} (or a mapping of its fields), got {_kind(value)}"
+        )
+    import pydantic
+
+    try:
+        made: M = kind.model_validate(dict(value))  # type: ignore[attr-defined]
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "?"
+        raise ValidationError(f"{field}.{where}: {first['msg']} (a {name})") from None
+    return made
+
+
+def check_records(value: object, field: str) -> list[Any]:
+    """A list of :class:`MemoryRecord` (as ``list``/``search`` return them)."""
+    from .records import MemoryRecord
+
+    items = check_sequence(value, field)
+    for i, item in enumerate(items):
+        if not isinstance(item, MemoryRecord):
+            raise ValidationError(
+                f"{field}[{i}] must be a MemoryRecord (as mem.list or mem.get return), "
+                f"got {_kind(item)}"
+            )
+    return list(items)
 
 
 def check_sequence(value: object, field: str) -> Sequence[Any]:

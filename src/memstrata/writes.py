@@ -142,7 +142,9 @@ def note_record(
         source=check_enum(Source, source, "source"),
         valid_from=check_time(valid_from, "valid_from") if valid_from is not None else None,
         access=AccessControl(visibility=vis),
-        source_ids=check_ids(source_ids, "source_ids"),
+        # each source once: a record made from records that cite the same messages (an
+        # episode of earlier episodes) doubled its list with every generation
+        source_ids=tuple(dict.fromkeys(check_ids(source_ids, "source_ids"))),
         metadata=check_metadata(metadata),
         content_hash=content_hash(text),
     )

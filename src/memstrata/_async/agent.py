@@ -17,6 +17,7 @@ explicitly, or taken from ``memory.facts`` / ``memory.tasks`` / ``memory.episode
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Protocol
 
 from memstrata._async.layers.episodic import AsyncEpisodeService
@@ -26,6 +27,8 @@ from memstrata._async.layers.working import AsyncTaskService
 from memstrata.agent_types import TaskStart
 from memstrata.layers.working import StepStatus, TaskCompletion
 from memstrata.scope import Scope
+from memstrata.text import validate_content
+from memstrata.validation import check_bool, check_text
 
 __all__ = ["AsyncAgentHooks", "AsyncMessageSink", "TaskStart"]
 
@@ -74,10 +77,17 @@ class AsyncAgentHooks:
         self, scope: Scope, tool: str, result: str, *, error: bool = False
     ) -> Any:
         """Store the tool turn; note a truncated copy in the active task's scratchpad."""
+        # Both texts checked before the turn is stored: a refused note must not follow a
+        # stored turn (and a None tool or result is an error, not "[None] None").
+        tool = validate_content(tool, field="tool")
+        # (its length is the memory's to check, by its max_content_chars)
+        result = check_text(result, "result", allow_empty=True, max_chars=sys.maxsize)
+        check_bool(error, "error")
+        short = result if len(result) <= _TOOL_NOTE_CHARS else result[:_TOOL_NOTE_CHARS] + "…"
+        note = validate_content(f"{tool}{' error' if error else ''}: {short}", field="note")
         message = await self._memory.add_message(scope, "tool", f"[{tool}] {result}")
         if self.tasks is not None and await self.tasks.current(scope) is not None:
-            short = result if len(result) <= _TOOL_NOTE_CHARS else result[:_TOOL_NOTE_CHARS] + "…"
-            await self.tasks.note(scope, f"{tool}{' error' if error else ''}: {short}", tool=tool)
+            await self.tasks.note(scope, note, tool=tool)
         return message
 
     async def on_step_complete(
@@ -95,6 +105,7 @@ class AsyncAgentHooks:
         """Start the task; without a plan, reuse a proven decomposition when one applies;
         warn about matching failure patterns either way."""
         suggestion = warnings = None
+        goal = validate_content(goal, field="goal")  # named as the caller knows it
         if self.procedures is not None:
             suggestion = await self.procedures.suggest(scope, goal)
             warnings = await self.procedures.warnings(scope, goal)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio  # async-only
 import builtins
+import math
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -55,6 +56,7 @@ from memstrata.validation import (
     check_int,
     check_metadata,
     check_names,
+    check_number,
     check_ratio,
     check_sequence,
     check_tags,
@@ -110,11 +112,9 @@ def _access_control(
     roles: Sequence[str] | None,
     known: frozenset[str],
 ) -> AccessControl:
-    for name, values in (("allowed_users", users), ("allowed_roles", roles)):
-        if values is not None and (
-            isinstance(values, str) or not all(isinstance(v, str) and v.strip() for v in values)
-        ):
-            raise ValidationError(f"{name} must be a list of non-empty strings")
+    # checked as an import checks them: ids without NUL, valid UTF-8
+    users = None if users is None else check_ids(users, "allowed_users")
+    roles = None if roles is None else check_ids(roles, "allowed_roles")
     unknown = sorted(set(roles or ()) - known)
     if unknown:
         raise ValidationError(
@@ -185,10 +185,25 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
             self._maintenance_every = check_interval(maintenance_every)
         if retention is not None:  # otherwise Retention() on first use (__getattr__)
+            from memstrata.maintenance_types import Retention
+
+            if not isinstance(retention, Retention):
+                raise ValidationError(
+                    f"retention must be a memstrata Retention, got {type(retention).__name__}"
+                )
             self.retention = retention
+        if clock is not None and not callable(getattr(clock, "now", None)):
+            raise ValidationError(
+                f"clock must be a memstrata Clock (SystemClock, FixedClock), got "
+                f"{type(clock).__name__}"
+            )
+        if search_config is not None and not isinstance(search_config, SearchConfig):
+            raise ValidationError("search_config must be a memstrata.SearchConfig")
+        check_bool(background, "background")
+        check_bool(reembed, "reembed")
         self._clock = clock or SystemClock()
         self.search_config = search_config or SearchConfig()
-        self.max_content_chars = max_content_chars
+        self.max_content_chars = check_int(max_content_chars, "max_content_chars", low=1)
         self._layer_config = layer_config
         self._build_lock = threading.Lock()
         self._count = token_counter  # None: estimate_tokens (tokens.py), in build_context
@@ -652,6 +667,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
         self._owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
+        # Checked whatever the router decides: bad tags are refused, not dropped with the text.
+        tags, metadata = check_tags(tags), check_metadata(metadata)
         item = estimate(text)
         layer = route(item)
         record: MemoryRecord | None = None
@@ -798,7 +815,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         query = validate_content(
             query, max_chars=self.max_content_chars, field="query", stored=False
         )
-        if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
             raise ValidationError(f"top_k must be an integer in [1, 1000], got {top_k!r}")
         flt = Filters.parse(filters)
         check_bool(explain, "explain")
@@ -829,6 +846,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     async def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged."""
         await self._ready()  # async-only
+        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         rec = await self._set_status(scope, record_id, RecordStatus.DELETED)
         await self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
         return rec
@@ -842,6 +860,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         with another live version brings its own version back in its place
         (``knowledge.restore``)."""
         await self._ready()  # async-only
+        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         self._owner(scope)
         found = await self._store.get(scope, check_id(record_id), include_deleted=True)
         if found.type is RecordType.FACT and isinstance(found.metadata.get("key"), str):
@@ -874,6 +893,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Destroy records for real (or every trace of the user). ``compact=True`` then
         runs :meth:`compact`, so the database's files keep no byte of them either."""
         await self._ready()  # async-only
+        actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
+        check_bool(compact, "compact")
         report = await self._purge(scope, record_ids)
         whole = record_ids is None
         if whole:  # keep what happened, not who: the user's events lose their ids
@@ -901,6 +922,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         over ``lock_timeout`` seconds is skipped and named. ``memory://`` has no files."""
         await self._ready()  # async-only
         from memstrata.store.compaction import Compactable
+
+        lock_timeout = check_number(lock_timeout, "lock_timeout", low=0.0, high=86_400.0)
 
         store: object = getattr(self._store, "durable", self._store)  # behind Redis
         if not isinstance(store, Compactable):
@@ -1052,6 +1075,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         ``Memory(roles=...)``; users are user ids of the same tenant."""
         await self._ready()  # async-only
         self._owner(scope)
+        record_id = check_id(record_id)
+        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         current = await self._store.get(scope, record_id, include_deleted=True)
         access = _access_control(
             current.access, visibility, allowed_users, allowed_roles, self.roles
@@ -1119,6 +1144,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         a dead process's jobs come back when their lease runs out (seconds) and run here.
         ``timeout`` bounds the wait (the report's ``waiting`` counts what is still held)."""
         await self._ready()  # async-only
+        if timeout is not None:
+            timeout = check_number(timeout, "timeout", low=0.0, high=math.inf)
         if scope is None:
             return await self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
         check_scope(scope)

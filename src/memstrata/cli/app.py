@@ -468,6 +468,11 @@ def export(
 ) -> None:
     """Export the scope's records as versioned JSON Lines."""
     settings: Settings = ctx.obj
+    if str(path) != "-":  # checked before the store is opened: nothing half-written
+        if path.is_dir() or not path.name:
+            fail(f"{path} is a folder: give the name of the .jsonl file to write")
+        if not path.parent.is_dir():
+            fail(f"cannot write {path}: the folder {path.parent} does not exist")
     with open_memory(settings) as mem:
         if str(path) == "-":  # written a page at a time; a cut one lacks its end line
             mem.export_records(settings.scope(), sys.stdout, include_embeddings=embeddings)
@@ -479,6 +484,8 @@ def export(
             with partial.open("w", encoding="utf-8") as fp:
                 n = mem.export_records(settings.scope(), fp, include_embeddings=embeddings)
             partial.replace(path)
+        except OSError as exc:  # no space, no permission ...: nothing left by that name
+            fail(f"cannot write {path}: {exc.strerror or exc}; nothing was exported")
         finally:
             partial.unlink(missing_ok=True)
         if not emit({"exported": n, "path": str(path)}, as_json):
@@ -521,6 +528,12 @@ def import_(
     settings: Settings = ctx.obj
     if not path.exists():
         fail(f"{path} does not exist")
+    if path.is_dir():
+        fail(f"{path} is a folder: give the export's .jsonl file")
+    try:
+        path.open("rb").close()
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}; nothing was imported")
     into = settings.scope() if remap else None
     with open_memory(settings, create=True) as mem, Progress(transient=True) as progress:
         progress.add_task(f"importing {path.name}", total=None)

@@ -76,6 +76,11 @@ def _not_a_store(path: Path) -> str | None:
         finally:
             conn.close()
     except sqlite3.Error as exc:
+        if "locked" in str(exc) or "busy" in str(exc):  # a store, held by another process
+            return (
+                f"{path} is locked by another process ({exc}); wait for it to finish (or "
+                "stop it) and run the command again"
+            )
         return f"{path} is not a readable memstrata store ({exc}); check --db"
     if not tables:
         return None  # a blank SQLite file: nothing to lose, the store can initialise it

@@ -33,9 +33,14 @@ def make_embedder(
 
         if not arg:
             return HashingEmbedder()
-        if arg.isdigit() and int(arg) >= 8:
+        from memstrata.validation import MAX_EMBEDDING_DIMS
+
+        if arg.isdigit() and 8 <= int(arg) <= MAX_EMBEDDING_DIMS:
             return HashingEmbedder(int(arg))
-        raise ValidationError(f"hashing dims must be an integer >= 8, got {arg!r} in {spec!r}")
+        raise ValidationError(
+            f"hashing dims must be an integer in [8, {MAX_EMBEDDING_DIMS:,}], got {arg!r} in "
+            f"{spec!r}"
+        )
     if name == "openai" and arg:
         from .openai import OpenAIEmbedder
 

@@ -52,8 +52,9 @@ class HashingEmbedder:
     """Signed feature hashing into ``dims`` buckets, L2-normalised."""
 
     def __init__(self, dims: int = 256) -> None:
-        if dims < 8:
-            raise ValueError(f"HashingEmbedder needs at least 8 dims, got {dims}")
+        from memstrata.validation import MAX_EMBEDDING_DIMS, check_int
+
+        dims = check_int(dims, "HashingEmbedder dims", low=8, high=MAX_EMBEDDING_DIMS)
         self._dims = dims
         # word -> (buckets, signed weights) of every feature of the word
         self._words: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}

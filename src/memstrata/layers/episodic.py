@@ -26,7 +26,7 @@ from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import MemoryRecord, RecordType, Role, Source
 from memstrata.scope import Scope
 from memstrata.text import validate_content
-from memstrata.validation import check_int
+from memstrata.validation import check_int, check_model, check_records
 from memstrata.writes import check_scope
 
 __all__ = [
@@ -68,6 +68,9 @@ class EpisodeService:
         source_ids: Sequence[str] = (),
     ) -> MemoryRecord:
         """The episode :meth:`record_task` stores, not stored yet."""
+        check_scope(scope)
+        task = check_model(task, TaskOutcome, "task")
+        reflection = check_model(reflection, Reflection, "reflection")
         structured: dict[str, Any] = {
             "kind": "task",
             "task": task.goal,
@@ -98,6 +101,9 @@ class EpisodeService:
         self, scope: Scope, messages: Sequence[MemoryRecord], *, trigger: str = "session_end"
     ) -> MemoryRecord | None:
         """One episode summarising ``messages``; ``None`` if there is nothing to summarise."""
+        check_scope(scope)
+        messages = check_records(messages, "messages")
+        trigger = validate_content(trigger, field="trigger")
         texts = [m.text for m in messages if m.text.strip()]
         if not texts:
             return None

@@ -54,7 +54,7 @@ class KeyMemoryService:
 
     @staticmethod
     def _scope(scope: Scope) -> Scope:
-        return scope.with_session(None)
+        return check_scope(scope).with_session(None)
 
     def _record(
         self,
@@ -164,6 +164,11 @@ class KeyMemoryService:
         """Pin a hot mid-term cluster (``origin="auto"``); promoting the same cluster again
         returns the entry made the first time. A deleted or missing cluster is refused."""
         kscope = self._scope(scope)
+        if not isinstance(cluster, MemoryRecord):
+            raise ValidationError(
+                f"cluster must be a cluster MemoryRecord (from mem.list or mem.search), got "
+                f"{type(cluster).__name__}"
+            )
         if cluster.type is not RecordType.CLUSTER:
             raise ValidationError(f"only cluster records can be promoted, got {cluster.type}")
         current = self._ctx.store.get(kscope, cluster.id, include_deleted=True)

@@ -79,7 +79,7 @@ _ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorOut"}
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"description": text, "content": {"application/json": {"schema": _ERROR_SCHEMA}}}
     for status, text in (
-        (400, "Malformed JSON"),
+        (400, "Malformed JSON, or a URL whose percent-escapes are not UTF-8"),
         (401, "Missing, unknown or revoked API key"),
         (403, "The key's role may not do this"),
         (404, "No such record for this user"),
@@ -134,6 +134,15 @@ def _validation_message(errors: Sequence[Mapping[str, Any]]) -> tuple[str, list[
     return "; ".join(parts) + more, fields
 
 
+# What FastAPI says when the body cannot even be decoded (not UTF-8, compressed, a number of
+# over 4,300 digits, nesting deeper than Python's recursion limit), and what to do instead.
+_UNREADABLE_BODY = (
+    "the request body could not be read as JSON (not UTF-8 text, compressed, nested too "
+    "deep or holding a number too long); send a JSON object encoded as UTF-8, uncompressed, "
+    "with Content-Type: application/json"
+)
+
+
 def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -158,6 +167,8 @@ def install_handlers(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc.detail, str) else "request refused"
         if exc.status_code == 404 and detail == "Not Found":
             detail = "no such path; see /docs for the API"
+        if exc.status_code == 400 and detail == "There was an error parsing the body":
+            code, detail = "malformed_json", _UNREADABLE_BODY
         return error_response(exc.status_code, code, detail, headers=exc.headers)
 
     @app.exception_handler(ApiError)

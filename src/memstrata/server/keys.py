@@ -45,6 +45,7 @@ from typing import Protocol
 from ..errors import NotFoundError, StoreError, ValidationError
 from ..scope import Scope
 from ..store import user_tables
+from ..validation import check_text
 
 __all__ = [
     "KEYS_OF_A_USER",
@@ -150,10 +151,19 @@ def check_key_fields(
     return user, found
 
 
+def key_id_of(key_id: object) -> str:
+    """``key_id`` if it could name a key (printable ASCII text), else the unknown key's
+    NotFoundError: every key store answers the same, and none sends a NUL to its database."""
+    if not isinstance(key_id, str) or not key_id.isascii() or not key_id.isprintable():
+        raise NotFoundError(f"no API key {key_id!r}; `memstrata keys list` shows them")
+    return key_id
+
+
 def new_key(
     tenant: str, role: str, name: str, now: datetime, user: str | None, roles: Iterable[str]
 ) -> NewKey:
     user, access = check_key_fields(tenant, user, roles)
+    name = check_text(name, "name", allow_empty=True, max_chars=1000)  # no NUL, valid UTF-8
     key_id = secrets.token_hex(6)
     secret = f"ms_{key_id}_{secrets.token_urlsafe(32)}"
     return NewKey(secret, ApiKey(key_id, tenant, _role(role), name, now, None, user, access))
@@ -231,6 +241,7 @@ class InMemoryKeyStore:
         )
 
     def revoke(self, key_id: str) -> ApiKey:
+        key_id = key_id_of(key_id)
         with self._lock:
             if key_id not in self._keys:
                 raise NotFoundError(f"no API key {key_id!r}; `memstrata keys list` shows them")
@@ -374,6 +385,7 @@ class SQLiteKeyStore:
         return [self._key(r) for r in rows]
 
     def revoke(self, key_id: str) -> ApiKey:
+        key_id = key_id_of(key_id)
         self._run(
             "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
             (datetime.now(UTC).isoformat(), key_id),

@@ -27,6 +27,7 @@ from .keys import (
     NewKey,
     encode_roles,
     hash_key,
+    key_id_of,
     key_of_row,
     new_key,
     parse_key,
@@ -162,6 +163,7 @@ class PostgresKeyStore:
         return [key_of_row(r) for r in self._rows(sql + " ORDER BY tenant, created_at, id", args)]
 
     def revoke(self, key_id: str) -> ApiKey:
+        key_id = key_id_of(key_id)
         with self._conn() as conn:
             conn.execute(
                 "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL",

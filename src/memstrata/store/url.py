@@ -21,6 +21,8 @@ def open_store(url: str) -> Store:
     """
     if not isinstance(url, str) or "://" not in url:
         raise ValidationError(f"store URL {url!r} has no scheme; use {_SCHEMES}")
+    if "\x00" in url:  # sqlite3 and libpq raise a raw ValueError on one
+        raise ValidationError(f"store URL {url!r} holds a NUL character; remove it")
     scheme, rest = url.split("://", 1)
     scheme = scheme.lower()
     if scheme == "sqlite":

@@ -15,6 +15,7 @@ from typing import Any
 
 from memstrata._async.layers._build import build_record, list_records, query_vector
 from memstrata._async.layers.base import AsyncLayerContext
+from memstrata.errors import ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.procedural_types import (
     FailureWarning,
@@ -28,7 +29,7 @@ from memstrata.llm.base import Reflection, TaskOutcome
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
 from memstrata.text import validate_content
-from memstrata.validation import check_int, check_names
+from memstrata.validation import check_int, check_model, check_names, check_sequence
 from memstrata.writes import check_scope
 
 __all__ = [
@@ -99,6 +100,10 @@ class AsyncProceduralService:
     ) -> list[Lesson]:
         """What :meth:`learn` writes, read but not written: each pattern's next version, or
         a new pattern (``replaces`` None) — so a caller admits the new ones first."""
+        check_scope(scope)
+        task = check_model(task, TaskOutcome, "task")
+        reflection = check_model(reflection, Reflection, "reflection")
+        strategy = validate_content(strategy, field="strategy")
         scope = scope.with_session(None)  # strategies outlive the session they came from
         learned = []
         if task.steps:
@@ -109,6 +114,21 @@ class AsyncProceduralService:
 
     async def store_lessons(self, scope: Scope, learned: Sequence[Lesson]) -> list[MemoryRecord]:
         """Write :meth:`lessons`' result; returns the records written."""
+        check_scope(scope)
+        for i, item in enumerate(check_sequence(learned, "learned")):
+            record, replaces = item if isinstance(item, tuple) and len(item) == 2 else (None, 0)
+            if not isinstance(record, MemoryRecord) or not (
+                replaces is None or (isinstance(replaces, int) and not isinstance(replaces, bool))
+            ):
+                raise ValidationError(
+                    f"learned[{i}] must be a (MemoryRecord, version or None) pair, as "
+                    "lessons() returns"
+                )
+            if (record.tenant, record.user) != (scope.tenant, scope.user):
+                raise ValidationError(
+                    f"learned[{i}] belongs to another user than the scope's; write each "
+                    "user's lessons through their own scope"
+                )
         scope = scope.with_session(None)
         for record, replaces in learned:
             if replaces is None:

@@ -8,6 +8,10 @@ the Unicode replacement character: the text keeps its length and shows where the
 character was, nothing else changes (the vector, the lexical terms — a NUL makes none —
 and the content hash stay those of the text as it was given), and the report counts the
 texts so changed. The verification applies the same replacement to the source's side.
+
+Tags count as texts too: until the twentieth session a tag could hold a NUL on every store,
+and PostgreSQL stores one (inside the JSON list) but cannot read it back out, so every
+tag-filtered list and search of that user failed there.
 """
 
 from __future__ import annotations
@@ -22,38 +26,43 @@ __all__ = ["REPLACEMENT", "first_nul", "nul_texts", "without_nul"]
 REPLACEMENT = "\ufffd"
 
 
-def _texts(r: MemoryRecord) -> tuple[str, str]:
-    return r.content.raw, r.content.summary or ""
+def _texts(r: MemoryRecord) -> tuple[str, ...]:
+    return (r.content.raw, r.content.summary or "", *r.tags)
+
+
+def _names(r: MemoryRecord) -> tuple[str, ...]:
+    return ("content", "summary", *(f"tag {t!r}" for t in r.tags))
 
 
 def nul_texts(d: RecordDump) -> int:
-    """How many texts (a version's content or summary) of the record hold a NUL."""
+    """How many texts (a version's content, summary or tags) of the record hold a NUL."""
     return sum("\x00" in text for v in d.versions for text in _texts(v))
 
 
 def first_nul(d: RecordDump) -> str:
     """Where the record's first NUL is, in words: ``"the content of version 2"``."""
     for v in d.versions:
-        for name, text in zip(("content", "summary"), _texts(v), strict=True):
+        for name, text in zip(_names(v), _texts(v), strict=True):
             if "\x00" in text:
                 return f"the {name} of version {v.version}"
     return "no text"
 
 
 def _clean(r: MemoryRecord) -> MemoryRecord:
-    raw, summary = _texts(r)
-    if "\x00" not in raw and "\x00" not in summary:
+    if not any("\x00" in text for text in _texts(r)):
         return r
+    raw, summary = r.content.raw, r.content.summary
     content = replace(
         r.content,
         raw=raw.replace("\x00", REPLACEMENT),
-        summary=None if r.content.summary is None else summary.replace("\x00", REPLACEMENT),
+        summary=None if summary is None else summary.replace("\x00", REPLACEMENT),
     )
-    return replace(r, content=content)
+    tags = tuple(dict.fromkeys(t.replace("\x00", REPLACEMENT) for t in r.tags))
+    return replace(r, content=content, tags=tags)
 
 
 def without_nul(d: RecordDump) -> RecordDump:
-    """The record with every NUL of every version's content and summary as U+FFFD."""
+    """The record with every NUL of every version's content, summary and tags as U+FFFD."""
     if not nul_texts(d):
         return d
     return replace(d, versions=tuple(_clean(v) for v in d.versions))

@@ -210,6 +210,11 @@ class SQLiteStore:
             migrate(conn, path=path)
         except sqlite3.Error as exc:
             conn.close()
+            if "locked" in str(exc) or "busy" in str(exc):  # a store another process holds
+                raise StoreError(
+                    f"{path!r} is locked by another process ({exc}): wait for it to finish "
+                    "(or stop it) and open the store again"
+                ) from exc
             raise StoreError(
                 f"cannot use {path!r} as a memstrata store: {exc}; point the URL "
                 "at a memstrata store file, or at a new file to create one"
