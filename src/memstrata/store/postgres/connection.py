@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from ...errors import MissingDependencyError, StoreError, ValidationError
+from ...errors import ConflictError, MissingDependencyError, StoreError, ValidationError
 
 __all__ = ["PgOptions", "driver", "mapped", "parse_url", "translate"]
 
@@ -119,11 +119,24 @@ def driver() -> Any:
     return psycopg
 
 
-def translate(exc: BaseException, where: str, *, committing: bool = False) -> StoreError:
-    """A driver error as a :class:`StoreError` naming the problem and the fix."""
+# serialization_failure, deadlock_detected: PostgreSQL rolled the transaction back.
+_ROLLED_BACK = frozenset({"40001", "40P01"})
+
+
+def translate(
+    exc: BaseException, where: str, *, committing: bool = False
+) -> StoreError | ConflictError:
+    """A driver error as a :class:`StoreError` naming the problem and the fix; a deadlock or
+    a serialization failure (PostgreSQL rolled the transaction back, class 40) as a
+    :class:`ConflictError`, which the layers' writers retry like any other writer's race."""
     import psycopg
 
     message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip()
+    if getattr(exc, "sqlstate", None) in _ROLLED_BACK:  # OperationalErrors too: checked first
+        return ConflictError(
+            f"{where} rolled this call back ({message}): another writer's transaction held "
+            "rows it needed at the same moment; nothing of it was written: retry"
+        )
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
         return StoreError(
             f"{where} refused this user: {message}; connect as a role that holds that "

@@ -759,8 +759,8 @@ class AsyncPostgresStore:
                             )
                         elif vectors:
                             await cur.executemany(_INSERT_VECTOR, vectors)
-                if cached:
-                    await c.execute(_DROP_MOVED, _columns(cached))
+                if cached:  # in key order, as every writer takes cache rows (deadlocks)
+                    await c.execute(_DROP_MOVED, _columns(sorted(cached, key=_entry_order)))
                 await lexical.index(c, docs)
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
@@ -1913,6 +1913,10 @@ async def _owned(
         return set()
     rows = await (await c.execute(_OWNED_KEYS, _columns(cached))).fetchall()
     return {(r["scope_tok"], r["model_id"], r["key"]) for r in rows}
+
+
+def _entry_order(entry: tuple[str, str | None, str, bytes | None]) -> tuple[str, str, str]:
+    return entry[0], entry[1] or "", entry[2]
 
 
 def _columns(rows: Sequence[tuple[Any, ...]]) -> builtins.list[Any]:
