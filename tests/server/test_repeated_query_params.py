@@ -1,4 +1,5 @@
-"""A query parameter that takes one value, repeated, is a 422 naming it; one that takes a
+"""A query parameter the route does not read, or that takes one value and is repeated, is
+a 422 naming it; one that takes a
 list repeats as before. FastAPI kept the last value and dropped the others without a word
 (``?agent=a&agent=b`` listed agent b's records), which schemathesis's negative-data check
 caught now and then."""
@@ -32,3 +33,17 @@ def test_a_list_parameter_still_repeats(served: Served) -> None:
     r = served.client.get("/v1/users/alice/memories?tag=x&tag=y&type=note&type=fact", headers=h)
     assert r.status_code == 200, r.text
     assert sorted(x["content"]["raw"] for x in r.json()["items"]) == ["tagged", "tagged too"]
+
+
+def test_a_query_parameter_the_route_does_not_read_is_refused(served: Served) -> None:
+    """``observed_after`` is a search filter, not a listing parameter: the listing ignored
+    it and answered every record, as if filtered."""
+    h = served.h(served.admin)
+    served.memory.add(Scope("acme", "alice"), "an old note")
+    r = served.client.get("/v1/users/alice/memories?observed_after=2030-01-01T00:00:00Z", headers=h)
+    assert r.status_code == 422, r.text
+    message = r.json()["error"]["message"]
+    assert "'observed_after' is not one this route reads" in message and "limit" in message
+    assert served.client.get("/v1/users/alice/memories?limit=5", headers=h).status_code == 200
+    r = served.client.get("/v1/users/alice/memories/x/history?verbose=1", headers=h)
+    assert r.status_code == 422 and "(it takes: none)" in r.json()["error"]["message"]

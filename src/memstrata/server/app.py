@@ -33,7 +33,7 @@ from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
 from .observe import Metrics, RequestObserver
 from .paths import EncodedSlashes
 from .priority import PriorityGate, ReadsFirst
-from .query_params import one_value_each
+from .query_params import query_as_declared
 from .routes import (
     admin,
     episodes,
@@ -232,8 +232,8 @@ def create_app(
     metrics = Metrics(job_counts)
     app.state.memstrata.cut_exports = lambda code: metrics.cut_exports.labels(code).inc()
     install_handlers(app)
-    for router in MATCHED:  # a query name that takes one value, repeated: 422
-        app.include_router(router, dependencies=[Depends(one_value_each)])
+    for router in MATCHED:  # a query name the route does not read, or repeated: 422
+        app.include_router(router, dependencies=[Depends(query_as_declared)])
     _ops_routes(app, metrics)
     if mcp_run is not None:
         app.router.routes.append(Route("/mcp", endpoint=mcp_run[0]))

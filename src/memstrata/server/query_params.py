@@ -1,9 +1,11 @@
-"""A query parameter that takes one value, given more than once, is refused (422).
+"""Query parameters the route does not read, or repeated when it reads one value, are
+refused (422), as unknown body fields are.
 
 FastAPI reads the last of ``?agent=a&agent=b`` and drops the others without a word: the
 client meant two agents, or built its URL wrongly; either way an answer for one of them is
-not what it asked for (schemathesis's negative-data check found it). Parameters that take a
-list (``type``, ``tag``) repeat as before.
+not what it asked for (schemathesis's negative-data check found it). And it ignores a name
+the route does not take: ``GET /memories?observed_after=...`` listed every record, unfiltered
+(the audit found it). Parameters that take a list (``type``, ``tag``) repeat as before.
 """
 
 from __future__ import annotations
@@ -17,27 +19,41 @@ from fastapi import Request
 
 from memstrata.errors import ValidationError
 
-__all__ = ["one_value_each"]
+__all__ = ["query_as_declared"]
 
 _MANY = (list, tuple, set, frozenset)
-_SINGLES: dict[int, frozenset[str]] = {}  # per route: the query names that take one value
+# per route: every query name it reads, and those that take one value
+_NAMES: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
 
 
-async def one_value_each(request: Request) -> None:
-    """Refuse a request that repeats a query parameter its route reads one value of."""
+async def query_as_declared(request: Request) -> None:
+    """Refuse a request with a query parameter its route does not read, or that repeats
+    one its route reads one value of."""
     query = request.query_params
-    if len(query) == len(query.multi_items()):  # no name repeated: nothing to ask
+    if not query:
         return
     route = request.scope.get("route")
     dependant = getattr(route, "dependant", None)
     if dependant is None:
         return
-    singles = _SINGLES.get(id(route))
-    if singles is None:
-        singles = frozenset(
-            f.alias for f in _query_fields(dependant) if not _takes_many(f.field_info.annotation)
+    names = _NAMES.get(id(route))
+    if names is None:
+        fields = list(_query_fields(dependant))
+        names = (
+            frozenset(f.alias for f in fields),
+            frozenset(f.alias for f in fields if not _takes_many(f.field_info.annotation)),
         )
-        _SINGLES[id(route)] = singles
+        _NAMES[id(route)] = names
+    known, singles = names
+    unknown = sorted(set(query) - known)
+    if unknown:
+        takes = ", ".join(sorted(known)) or "none"
+        raise ValidationError(
+            f"query parameter {unknown[0]!r} is not one this route reads (it takes: {takes}); "
+            "remove it or check its spelling"
+        )
+    if len(query) == len(query.multi_items()):  # no name repeated
+        return
     counts = Counter(name for name, _ in query.multi_items())
     repeated = sorted(name for name, n in counts.items() if n > 1 and name in singles)
     if repeated:
