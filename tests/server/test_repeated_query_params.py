@@ -1,8 +1,7 @@
 """A query parameter the route does not read, or that takes one value and is repeated, is
-a 422 naming it; one that takes a
-list repeats as before. FastAPI kept the last value and dropped the others without a word
-(``?agent=a&agent=b`` listed agent b's records), which schemathesis's negative-data check
-caught now and then."""
+a 422 naming it; one that takes a list repeats as before. FastAPI ignored the first and
+kept the last value of the second without a word (``?agent=a&agent=b`` listed agent b's
+records), which schemathesis's negative-data check caught now and then."""
 
 from __future__ import annotations
 
