@@ -22,8 +22,9 @@ from memstrata.errors import ValidationError
 __all__ = ["query_as_declared"]
 
 _MANY = (list, tuple, set, frozenset)
-# per route: every query name it reads, and those that take one value
-_NAMES: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+# kept on each route: every query name it reads, and those that take one value (on the
+# route, not in a table by id(route): a route of an app that has gone may share its id)
+_NAMES = "_memstrata_query_names"
 
 
 async def query_as_declared(request: Request) -> None:
@@ -36,14 +37,14 @@ async def query_as_declared(request: Request) -> None:
     dependant = getattr(route, "dependant", None)
     if dependant is None:
         return
-    names = _NAMES.get(id(route))
+    names: tuple[frozenset[str], frozenset[str]] | None = getattr(route, _NAMES, None)
     if names is None:
         fields = list(_query_fields(dependant))
         names = (
             frozenset(f.alias for f in fields),
             frozenset(f.alias for f in fields if not _takes_many(f.field_info.annotation)),
         )
-        _NAMES[id(route)] = names
+        setattr(route, _NAMES, names)
     known, singles = names
     unknown = sorted(set(query) - known)
     if unknown:
