@@ -49,6 +49,16 @@ def mem(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> It
     m.close()
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store URL: a fresh SQLite file, or a fresh schema on the session's PostgreSQL (a
+    module's own ``url`` fixture, with other stores, takes its place)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'm.db'}"
+    else:
+        yield request.getfixturevalue("pg_url")
+
+
 @pytest.fixture
 def alice() -> Scope:
     return Scope("acme", "alice", session="s1")

@@ -22,10 +22,9 @@ import asyncio
 import contextlib
 import multiprocessing
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,18 +39,9 @@ ALICE = Scope("acme", "alice", session="s1")
 WRITERS = 4
 GATE_SECONDS = 20.0  # a writer that never reaches the gate (it failed first) frees the rest
 KINDS = ["sync", "async"]
-STORES = ["sqlite", "postgresql"]
 SHARING = ["shared", "own"]  # writers share one memory, or each opens its own on the store
 
 Writer = Callable[[Mem], Awaitable[Any]]
-
-
-@pytest.fixture(params=STORES)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'm.db'}"
-    else:
-        yield request.getfixturevalue("pg_url")
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,8 @@ from memstrata import Filters
 from memstrata.errors import QuotaExceededError
 from memstrata.quotas import Quota, Quotas
 from memstrata.records import RecordType
-from test_concurrent_services import ALICE, KINDS, SHARING, WRITERS, Gate, Mem, race, url
+from test_concurrent_services import ALICE, KINDS, SHARING, WRITERS, Gate, Mem, race
 from test_quota_services import run
-
-__all__ = ["url"]  # the fixture, parametrised over SQLite and PostgreSQL
 
 FULL = Quotas(per_user=Quota(max_records=2))
 TEXT = "The spare key is under the blue flowerpot"

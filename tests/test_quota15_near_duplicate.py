@@ -27,10 +27,8 @@ from memstrata.errors import QuotaExceededError
 from memstrata.quota_types import day_key
 from memstrata.quotas import Quota, Quotas
 from memstrata.records import RecordType
-from test_concurrent_services import ALICE, KINDS, SHARING, Gate, Mem, race, url
+from test_concurrent_services import ALICE, KINDS, SHARING, Gate, Mem, race
 from test_quota_services import BOB, run
-
-__all__ = ["url"]  # the fixture, parametrised over SQLite and PostgreSQL
 
 # Each statement in three forms with one statement key; with the hashing embedder every
 # pair of forms is at cosine >= 0.80 (its merge threshold is 0.37), so any form merges

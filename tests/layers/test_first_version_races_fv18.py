@@ -6,9 +6,6 @@ none raises, no value is lost."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memstrata.records import RecordType
@@ -26,14 +23,6 @@ from test_concurrent_services import (
     _values_in_history,
     race,
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'm.db'}"
-    else:
-        yield request.getfixturevalue("pg_url")
 
 
 async def _history(m: Mem) -> None:

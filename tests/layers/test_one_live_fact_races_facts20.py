@@ -5,8 +5,6 @@ one live fact, every value in the history. Before, the second stayed live for go
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,14 +22,6 @@ from test_concurrent_services import (
     _values_in_history,
     race,
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'm.db'}"
-    else:
-        yield request.getfixturevalue("pg_url")
 
 
 @pytest.mark.parametrize("sharing", SHARING)
