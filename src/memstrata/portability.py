@@ -27,7 +27,7 @@ import json
 import pickle
 import tempfile
 import uuid
-from collections.abc import Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import IO, Any, Generic, TypeVar
@@ -183,19 +183,19 @@ def rename_page(page: Sequence[Item], renamed: Mapping[str, str]) -> list[Item]:
     def new(old: str) -> str:
         return renamed.get(old, old)
 
-    return [
-        (
-            replace(
-                r,
-                id=new(r.id),
-                source_ids=tuple(new(s) for s in r.source_ids),
-                superseded_by=new(r.superseded_by) if r.superseded_by else None,
-                relations=tuple(replace(x, target_id=new(x.target_id)) for x in r.relations),
-            ),
-            vec,
-        )
-        for r, vec in page
-    ]
+    return [(_referring(r, new, id=new(r.id)), vec) for r, vec in page]
+
+
+def _referring(r: MemoryRecord, new: Callable[[str], str], **changes: Any) -> MemoryRecord:
+    """``r`` with ``changes`` and each id it names of another record (its sources, its
+    successor, its relations' targets) passed through ``new``."""
+    return replace(
+        r,
+        source_ids=tuple(new(s) for s in r.source_ids),
+        superseded_by=new(r.superseded_by) if r.superseded_by else None,
+        relations=tuple(replace(x, target_id=new(x.target_id)) for x in r.relations),
+        **changes,
+    )
 
 
 Item = tuple[MemoryRecord, Vector | None]  # a record of an import, with its file vector
@@ -291,20 +291,20 @@ def remap_page(page: Sequence[Item], into: Scope, ids: Container[str]) -> list[I
     def new(old: str) -> str:
         return remapped_id(old, into) if old in ids else old
 
-    out = []
-    for r, vec in page:
-        moved = replace(
-            r,
-            id=remapped_id(r.id, into),
-            tenant=into.tenant,
-            user=into.user,
-            agent=into.agent if into.agent is not None else r.agent,
-            source_ids=tuple(new(s) for s in r.source_ids),
-            superseded_by=new(r.superseded_by) if r.superseded_by else None,
-            relations=tuple(replace(x, target_id=new(x.target_id)) for x in r.relations),
+    return [
+        (
+            _referring(
+                r,
+                new,
+                id=remapped_id(r.id, into),
+                tenant=into.tenant,
+                user=into.user,
+                agent=into.agent if into.agent is not None else r.agent,
+            ),
+            vec,
         )
-        out.append((moved, vec))
-    return out
+        for r, vec in page
+    ]
 
 
 class PageSpool(Generic[T]):

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .scale import store_label
+from .scale import fresh_store, store_label
 from .synth import synth_messages, synth_queries
 
 __all__ = [
@@ -175,7 +175,6 @@ def run_storage(
 ) -> StorageResult:
     from ..memory import Memory
     from ..scope import Scope
-    from .scale import fresh_store  # imports psycopg only for a postgresql:// store
 
     started = time.perf_counter()
     result = StorageResult(config=asdict(cfg))

@@ -24,7 +24,7 @@ import numpy as np
 
 from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
-from memstrata.store.postgres.vectors import _array as vector_array
+from memstrata.store.postgres.vectors import vector_array
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     decode_record,

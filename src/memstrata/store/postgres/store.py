@@ -60,8 +60,8 @@ from memstrata.store.postgres.vectors import (
     ensure_hnsw,
     exact_search,
     hnsw_search,
+    vector_array,
 )
-from memstrata.store.postgres.vectors import _array as vector_array
 from memstrata.store.postgres.where import (
     LIVE_SQL,
     filters_sql,
@@ -843,10 +843,7 @@ class PostgresStore:
                     [sorted(dict.fromkeys(ids)), *args],
                 )
             ).fetchall()
-        return {
-            r["id"]: StoredVector(r["model"], np.asarray(r["embedding"].to_numpy(), np.float32))
-            for r in rows
-        }
+        return {r["id"]: StoredVector(r["model"], vector_array(r["embedding"])) for r in rows}
 
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         prepared = self._prepare([write])[0]

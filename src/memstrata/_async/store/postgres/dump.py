@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memstrata._async.store.postgres.vectors import _array as vector_array
+from memstrata._async.store.postgres.vectors import vector_array
 from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
 from memstrata.store.sqlite.codec import (

@@ -42,8 +42,8 @@ from memstrata._async.store.postgres.vectors import (
     ensure_hnsw,
     exact_search,
     hnsw_search,
+    vector_array,
 )
-from memstrata._async.store.postgres.vectors import _array as vector_array
 from memstrata.aio.pg_behind import AsyncHeld, AsyncWriteBehind, Statement, background, wait_done
 from memstrata.audit import AuditEvent, AuditQuery
 from memstrata.bounded import RecentDict
@@ -853,10 +853,7 @@ class AsyncPostgresStore:
                     [sorted(dict.fromkeys(ids)), *args],
                 )
             ).fetchall()
-        return {
-            r["id"]: StoredVector(r["model"], np.asarray(r["embedding"].to_numpy(), np.float32))
-            for r in rows
-        }
+        return {r["id"]: StoredVector(r["model"], vector_array(r["embedding"])) for r in rows}
 
     async def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None:
         prepared = self._prepare([write])[0]

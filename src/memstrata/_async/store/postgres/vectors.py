@@ -37,7 +37,14 @@ from memstrata.store.sqlite.codec import COLUMNS, scope_token
 from memstrata.store.sqlite.vectors import UserVectors, dot, top_k
 from memstrata.store.types import Candidate, Vector
 
-__all__ = ["AsyncVectorCache", "UserState", "ensure_hnsw", "hnsw_name", "hnsw_search"]
+__all__ = [
+    "AsyncVectorCache",
+    "UserState",
+    "ensure_hnsw",
+    "hnsw_name",
+    "hnsw_search",
+    "vector_array",
+]
 
 _RCOLS = ", ".join(f'r."{c}"' for c in COLUMNS)
 
@@ -214,7 +221,7 @@ class AsyncVectorCache:
                 # rows above the last final vseq not held yet (the held ones are not sent)
                 await cur.execute(_LOAD, (tenant, user, dims, settling.safe, list(settling.seen)))
                 rows = [
-                    (*r[:9], _array(r[9]).astype("<f4").tobytes(), r[10])
+                    (*r[:9], vector_array(r[9]).astype("<f4").tobytes(), r[10])
                     for r in await cur.fetchall()
                 ]
             assert xid_row is not None  # noqa: S101 - a SELECT of a scalar returns a row
@@ -334,7 +341,7 @@ async def hnsw_search(
         rows = [r for r in rows if filters.matches(decode_record(r))]
     if not rows:
         return []
-    matrix = np.stack([_array(r["vec"]) for r in rows])
+    matrix = np.stack([vector_array(r["vec"]) for r in rows])
     scores = dot(matrix, query)
     seqs = np.array([int(r["seq"]) for r in rows])
     order = np.lexsort((seqs, -scores))[:k]
@@ -347,7 +354,7 @@ def _pgvector(query: Vector) -> Any:
     return PgVector(np.asarray(query, dtype=np.float32))
 
 
-def _array(value: Any) -> Vector:
+def vector_array(value: Any) -> Vector:
     """A pgvector value as a float32 array (the binary loader gives ``pgvector.Vector``)."""
     if hasattr(value, "to_numpy"):
         value = value.to_numpy()
