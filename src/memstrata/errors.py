@@ -73,6 +73,16 @@ class StoreError(MemstrataError):
     """The storage backend failed or cannot be used as asked."""
 
 
+def closed_store(store: object) -> StoreError:
+    """The error of any call on a store after its ``close()``: every backend says the same.
+    ``store``: the store, or a text naming it."""
+    what = store if isinstance(store, str) else repr(store)
+    return StoreError(
+        f"{what} is closed (close() was called): nothing of this call was written; open "
+        "a new Memory to keep using the store"
+    )
+
+
 class SchemaVersionError(StoreError):
     """The database file was written by a newer memstrata than this one."""
 

@@ -36,6 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from ..errors import closed_store
+
 if TYPE_CHECKING:
     from .._async.store.base import AsyncStore, AsyncUnitOfWork
     from ..store.base import Store, UnitOfWork
@@ -83,8 +85,14 @@ class ThreadedStore:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memstrata-store")
         self._spare: list[_OneThread] = []  # single threads for transactions and streams
         self._dedicated: list[_OneThread] = []  # every one made (joined by aclose)
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:  # the threads are gone: say so, not "cannot schedule new futures"
+            raise closed_store(self.sync)
 
     async def _run(self, fn: Callable[[], T]) -> T:
+        self._check_open()
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
 
     def __getattr__(self, name: str) -> Any:
@@ -107,10 +115,13 @@ class ThreadedStore:
 
     async def aclose(self) -> None:
         """Close the sync store (flushing its counters) on a thread, then end the threads
-        (joined off the loop: none outlives the store)."""
+        (joined off the loop: none outlives the store). A second call does nothing."""
+        if self._closed:
+            return
         try:
             await self._run(self.sync.close)
         finally:
+            self._closed = True
             threads, self._dedicated, self._spare = self._dedicated, [], []
 
             def join() -> None:
@@ -125,6 +136,7 @@ class ThreadedStore:
     async def _thread(self) -> AsyncIterator[_OneThread]:
         """A single thread of the store's, for one transaction or stream, then back to the
         spares (calls queue on it, so one still finishing runs before the next user's)."""
+        self._check_open()
         if self._spare:
             thread = self._spare.pop()
         else:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..audit import AuditEvent
-from ..errors import ConflictError, NotFoundError, ValidationError
+from ..errors import ConflictError, NotFoundError, ValidationError, closed_store
 from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from ..records import MemoryRecord, RecordStatus, RecordType
@@ -49,6 +49,24 @@ from .types import (
 __all__ = ["InMemoryStore"]
 
 _OPEN = (JobStatus.PENDING, JobStatus.RUNNING)
+
+
+class _Lock:
+    """The store's lock; once the store is closed, taking it refuses the call."""
+
+    def __init__(self, store: object) -> None:
+        self._lock = threading.RLock()
+        self._store = store
+        self.closed = False
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        if self.closed:
+            self._lock.release()
+            raise closed_store(self._store)
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
 
 
 def _vector(v: Vector) -> Vector:
@@ -107,7 +125,7 @@ class InMemoryStore:
 
     def __init__(self, *, url: str = "memory://") -> None:
         self.url = url
-        self._lock = threading.RLock()
+        self._lock = _Lock(self)
         self._meta: dict[str, str] = {}
         self._entries: dict[tuple[str, str, str], _Entry] = {}  # (tenant, user, id)
         self._seq = 0
@@ -121,7 +139,12 @@ class InMemoryStore:
         return f"InMemoryStore({self.url!r})"
 
     def close(self) -> None:
+        """Later calls raise :class:`~memstrata.errors.StoreError` (a second close does
+        nothing); the records stay in memory until the store is dropped."""
+        if self._lock.closed:
+            return
         with self._lock:
+            self._lock.closed = True
             self._lexical.clear()
             self._dense.clear()
 

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from ...errors import ConflictError, MissingDependencyError, StoreError, ValidationError
+from ...errors import (
+    ConflictError,
+    MissingDependencyError,
+    StoreError,
+    ValidationError,
+    closed_store,
+)
 
 __all__ = ["PgOptions", "driver", "mapped", "parse_url", "translate"]
 
@@ -130,7 +136,10 @@ def translate(
     a serialization failure (PostgreSQL rolled the transaction back, class 40) as a
     :class:`ConflictError`, which the layers' writers retry like any other writer's race."""
     import psycopg
+    from psycopg_pool import PoolClosed
 
+    if isinstance(exc, PoolClosed):  # close() was called: no lost connection to report
+        return closed_store(where)
     message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip()
     if getattr(exc, "sqlstate", None) in _ROLLED_BACK:  # OperationalErrors too: checked first
         return ConflictError(

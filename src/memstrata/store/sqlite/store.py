@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ...audit import AuditEvent
-from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
+from ...errors import ConflictError, NotFoundError, StoreError, ValidationError, closed_store
 from ...filters import Filters
 from ...jobs import Job
 from ...records import MemoryRecord, RecordStatus, RecordType
@@ -276,6 +276,8 @@ class SQLiteStore:
     @contextmanager
     def _tx(self, begin: str) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            if self._closed:
+                raise closed_store(self)
             try:
                 self._conn.execute(begin)
             except sqlite3.Error as exc:
@@ -336,7 +338,7 @@ class SQLiteStore:
         with self._readers_lock:
             if self._closed:
                 conn.close()
-                raise StoreError(f"{self!r} is closed; open a new store")
+                raise closed_store(self)
             self._readers.append(conn)
         self._local.conn = conn
         return conn
@@ -347,6 +349,8 @@ class SQLiteStore:
         sees the same snapshot, and no writer waits for it (WAL)."""
         conn = self._reader()
         with self._gate.shared():
+            if self._closed:
+                raise closed_store(self)
             try:
                 conn.execute("BEGIN")
             except sqlite3.Error as exc:
