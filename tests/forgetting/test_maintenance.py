@@ -254,3 +254,12 @@ def test_cli_maintain_dry_run_and_bad_policy(tmp_path) -> None:  # type: ignore[
     assert data["dry_run"] is True and data["scanned"] == 1 and data["log"] == []
     bad = runner.invoke(app, [*base, "maintain", "--policy", "nope"])
     assert bad.exit_code != 0 and "unknown forgetting policy" in bad.output
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_a_bool_importance_is_named_as_a_bool(value: bool) -> None:
+    """Session 21: ``set_importance_by_tag(s, tag, True)`` said "got an integer out of
+    range" (a bool is an int); the message names what was passed."""
+    mem = Memory(embedder="hashing", background=False)
+    with pytest.raises(ValidationError, match=f"got {value}$"):
+        mem.set_importance_by_tag(Scope("acme", "alice"), "x", value)

@@ -131,7 +131,11 @@ def _number(
     except OverflowError:
         v = None
     if v is None or not math.isfinite(v):
-        shown = f"{value!r}"[:60] if not isinstance(value, int) else "an integer out of range"
+        shown = (
+            f"{value!r}"[:60]
+            if not isinstance(value, int) or isinstance(value, bool)
+            else "an integer out of range"
+        )
         raise ValidationError(f"{name} must be a finite number, got {shown}")
     if v < low or (low_open and v == low):
         raise ValidationError(f"{name} must be {'>' if low_open else '>='} {low}, got {v}")
