@@ -19,6 +19,22 @@ __all__ = ["LIVE_SQL", "filters_sql", "json_pair", "key_sql", "needs_python", "s
 Fragment = tuple[str, list[Any]]
 
 
+# A ``\u0000`` escape in JSON text, not preceded by an odd run of backslashes (those make
+# it a backslash and "u0000" as characters): the pattern of schema.py's ``_NAME_JSON`` too.
+_NUL_ESCAPE = r"'(?<!\\)((?:\\\\)*)\\u0000'"
+
+
+def json_of(column: str) -> str:
+    """``column`` (a JSON text column: tags, access) as ``json``. A NUL in one of its
+    strings, which rows written before session 20 may hold, is read as U+FFFD: PostgreSQL's
+    ``json`` cannot turn that escape into text, and the cast failed every filter over the
+    user's rows. The row itself is left as it was written."""
+    return (
+        f"(CASE WHEN strpos({column}, '\\u0000') = 0 THEN {column} "
+        f"ELSE regexp_replace({column}, {_NUL_ESCAPE}, '\\1\\\\ufffd', 'g') END)::json"
+    )
+
+
 def scope_sql(scope: Scope, p: str = "") -> Fragment:
     """Tenant and user always; session and agent per ``Scope.admits``."""
     parts = [f"{p}tenant = %s", f'{p}"user" = %s']
@@ -32,8 +48,8 @@ def scope_sql(scope: Scope, p: str = "") -> Fragment:
     if scope.caller is not None:  # access control (seed 003), as in Scope.admits
         parts.append(
             f"({p}visibility = 'public' OR EXISTS (SELECT 1 FROM json_array_elements_text("
-            f"({p}access::json)->'allowed_users') AS au(v) WHERE au.v = %s) OR EXISTS ("
-            f"SELECT 1 FROM json_array_elements_text(({p}access::json)->'allowed_roles') "
+            f"{json_of(p + 'access')}->'allowed_users') AS au(v) WHERE au.v = %s) OR EXISTS ("
+            f"SELECT 1 FROM json_array_elements_text({json_of(p + 'access')}->'allowed_roles') "
             "AS ar(v) WHERE ar.v = ANY(%s)))"
         )
         args += [scope.caller, sorted(scope.roles)]
@@ -62,15 +78,15 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
             add(f"{p}{column} = ANY(%s)", sorted(str(v) for v in values))
     if f.tags_any is not None:
         add(
-            f"EXISTS (SELECT 1 FROM json_array_elements_text({p}tags::json) AS t(v) "
+            f"EXISTS (SELECT 1 FROM json_array_elements_text({json_of(p + 'tags')}) AS t(v) "
             "WHERE t.v = ANY(%s))",
             sorted(f.tags_any),
         )
     if f.tags_all:
         wanted = sorted(f.tags_all)
         add(
-            f"(SELECT count(DISTINCT t.v) FROM json_array_elements_text({p}tags::json) AS t(v) "
-            "WHERE t.v = ANY(%s)) = %s",
+            "(SELECT count(DISTINCT t.v) FROM "
+            f"json_array_elements_text({json_of(p + 'tags')}) AS t(v) WHERE t.v = ANY(%s)) = %s",
             wanted,
             len(wanted),
         )
