@@ -878,8 +878,10 @@ class Memory:
             self._embedder.forget()
             return self._store.purge_user(scope.tenant, scope.user)
         record_ids = check_ids(record_ids, "record_ids")
+        found = {r.id for r in self._store.get_many(scope, record_ids)}  # one read
         for rid in record_ids:
-            self._store.get(scope, rid, include_deleted=True)
+            if rid not in found:  # what get says of it: nothing is purged
+                self._store.get(scope, rid, include_deleted=True)
         from memstrata.consolidation import refresh_stale_summaries
         from memstrata.rederive import rederive
 

@@ -943,8 +943,10 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             self._embedder.forget()
             return await self._store.purge_user(scope.tenant, scope.user)
         record_ids = check_ids(record_ids, "record_ids")
+        found = {r.id for r in await self._store.get_many(scope, record_ids)}  # one read
         for rid in record_ids:
-            await self._store.get(scope, rid, include_deleted=True)
+            if rid not in found:  # what get says of it: nothing is purged
+                await self._store.get(scope, rid, include_deleted=True)
         from memstrata._async.consolidation import refresh_stale_summaries
         from memstrata._async.rederive import rederive
 

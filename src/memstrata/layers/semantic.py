@@ -202,7 +202,8 @@ class FactService:
         records = list_records(
             self._ctx, self._scope(scope), RecordType.FACT, include_superseded=True, key=key
         )
-        versions = [v for r in records for v in self._ctx.store.history(self._scope(scope), r.id)]
+        found = self._ctx.store.histories(self._scope(scope), [r.id for r in records])
+        versions = [v for history in found.values() for v in history]
         return sorted(versions, key=lambda v: (v.updated_at, v.created_at, v.version))
 
     def restore(self, scope: Scope, record: MemoryRecord) -> MemoryRecord:

@@ -147,6 +147,11 @@ class RecordStore(Protocol):
         records, with the counters of the current version)."""
         ...
 
+    def histories(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
+        """:meth:`history` of each record of ``ids`` visible in ``scope`` (the others are
+        left out, not an error), in one read of the store whatever their number."""
+        ...
+
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
     ) -> list[str]:

@@ -351,10 +351,15 @@ class InMemoryStore:
         return restore
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
-        entry = self._visible(scope, record_id)
-        if entry is None:
+        found = self.histories(scope, [record_id])
+        if not found:
             raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return [*entry.history, entry.record]
+        return found[record_id]
+
+    def histories(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
+        with self._lock:
+            entries = {i: self._visible(scope, i) for i in dict.fromkeys(ids)}
+            return {i: [*e.history, e.record] for i, e in entries.items() if e is not None}
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime

@@ -449,11 +449,7 @@ class RedisHotStore:
     def _version_hashes(self, scope: Scope, ids: Sequence[str]) -> builtins.list[str]:
         """The text hashes of every version of these records (their embedding-cache keys)."""
         out: dict[str, None] = {}
-        for rid in dict.fromkeys(ids):
-            try:
-                versions = self.durable.history(scope, rid)
-            except NotFoundError:
-                continue
+        for versions in self.durable.histories(scope, ids).values():
             out.update(dict.fromkeys(v.content_hash for v in versions if v.content_hash))
         return list(out)
 

@@ -79,10 +79,14 @@ async def terms_after_purge(
     uscope = Scope(scope.tenant, scope.user)
     gone = set(ids)
     since: dict[str | None, datetime] = {}  # session -> the earliest purged turn that asked
-    for r in await store.get_many(uscope, list(dict.fromkeys(ids))):
-        if r.type is not RecordType.MESSAGE:
-            continue
-        if any(question_terms(v.text) for v in await store.history(uscope, r.id)):
+    turns = [
+        r
+        for r in await store.get_many(uscope, list(dict.fromkeys(ids)))
+        if r.type is RecordType.MESSAGE
+    ]
+    versions = await store.histories(uscope, [r.id for r in turns])
+    for r in turns:
+        if any(question_terms(v.text) for v in versions.get(r.id, ())):
             first = since.get(r.session)
             since[r.session] = r.created_at if first is None else min(first, r.created_at)
     out: dict[str, tuple[str, ...]] = {}

@@ -147,6 +147,11 @@ class AsyncRecordStore(Protocol):
         records, with the counters of the current version)."""
         ...
 
+    async def histories(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
+        """:meth:`history` of each record of ``ids`` visible in ``scope`` (the others are
+        left out, not an error), in one read of the store whatever their number."""
+        ...
+
     async def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
     ) -> list[str]:

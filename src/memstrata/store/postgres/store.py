@@ -82,10 +82,9 @@ from memstrata.store.sqlite.codec import (
 )
 from memstrata.store.sqlite.history import (
     COUNTERS,
-    apply_delta,
-    decode_delta,
     encode_delta,
     reverse_delta,
+    versions_by_id,
 )
 from memstrata.store.sqlite.vectors import PURGE_EPOCH
 from memstrata.store.types import (
@@ -896,22 +895,29 @@ class PostgresStore:
             c.execute(_TOUCH_VECTOR, (seq,))
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+        found = self.histories(scope, [record_id])
+        if not found:
+            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+        return found[record_id]
+
+    def histories(
+        self, scope: Scope, ids: Sequence[str]
+    ) -> builtins.dict[str, builtins.list[MemoryRecord]]:
         with self._read() as c:
-            rows = self._visible(c, scope, [record_id])
-            if not rows:
-                raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+            rows = self._visible(c, scope, ids)
             deltas = (
-                c.execute(
-                    "SELECT delta FROM record_history WHERE seq = %s ORDER BY version DESC",
-                    (rows[0]["seq"],),
-                )
-            ).fetchall()
-        row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
-        versions = [decode_record(row)]
-        for found in deltas:
-            row = apply_delta(row, decode_delta(found["delta"]))
-            versions.append(decode_record(row))
-        return versions[::-1]
+                (
+                    c.execute(
+                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
+                        "ORDER BY seq, version DESC",
+                        ([r["seq"] for r in rows],),
+                    )
+                ).fetchall()
+                if rows
+                else []
+            )
+        triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
+        return versions_by_id(rows, triples, ids, decode_record)
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
@@ -952,10 +958,9 @@ class PostgresStore:
     ) -> PurgeReport:
         if scope.caller is not None:
             return PurgeReport()
-        hashes: set[str] = set()
-        for rid in dict.fromkeys(ids):  # every version's text: its cache entry goes too
-            with contextlib.suppress(NotFoundError):
-                hashes.update(v.content_hash for v in self.history(scope, rid))
+        hashes = {  # every version's text: its cache entry goes too
+            v.content_hash for versions in self.histories(scope, ids).values() for v in versions
+        }
         with self._write() as c:
             rows = self._visible(c, scope, ids, 'seq, id, tenant, "user", lex_tokens', lock=True)
             found = [r["id"] for r in rows]

@@ -37,14 +37,22 @@ import json
 import re
 import unicodedata
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .codec import COLUMNS
+from ...records import MemoryRecord
+from .codec import COLUMNS, decode_record
 
-__all__ = ["COUNTERS", "apply_delta", "decode_delta", "encode_delta", "reverse_delta"]
+__all__ = [
+    "COUNTERS",
+    "apply_delta",
+    "decode_delta",
+    "encode_delta",
+    "reverse_delta",
+    "versions_by_id",
+]
 
 Row = dict[str, Any]
 Op = list[Any]
@@ -331,3 +339,31 @@ def decode_delta(blob: bytes) -> dict[str, Op]:
         text = zlib.decompress(data)
     out: dict[str, Op] = json.loads(text.decode("utf-8"))
     return out
+
+
+def versions_by_id(
+    rows: Iterable[Any],
+    deltas: Iterable[tuple[int, int, bytes]],
+    ids: Sequence[str],
+    current: Callable[[Any], MemoryRecord],
+) -> dict[str, list[MemoryRecord]]:
+    """Every version of each record, oldest first (``histories`` of the SQL stores).
+
+    ``rows``: the records' current rows (read by column name, with ``seq``);
+    ``deltas``: ``(seq, version, blob)``, each record's newest first; ``current`` decodes a
+    current row (with the store's counters). A delta of the row's own version or a later
+    one was written after the row was read and is left out, so the versions always fit the
+    row read. Keyed in the order of ``ids``; a record without a row is left out."""
+    by_seq: dict[int, list[tuple[int, bytes]]] = {}
+    for seq, version, blob in deltas:
+        by_seq.setdefault(int(seq), []).append((int(version), blob))
+    found: dict[str, list[MemoryRecord]] = {}
+    for r in rows:
+        row: Row = {col: r[col] for col in COLUMNS}
+        versions = [current(r)]
+        for version, blob in by_seq.get(int(r["seq"]), ()):
+            if version < int(r["version"]):
+                row = apply_delta(row, decode_delta(blob))
+                versions.append(decode_record(row))
+        found[r["id"]] = versions[::-1]
+    return {i: found[i] for i in dict.fromkeys(ids) if i in found}

@@ -68,7 +68,7 @@ from .codec import (
     encode_vector,
     scope_token,
 )
-from .history import COUNTERS, apply_delta, decode_delta, encode_delta, reverse_delta
+from .history import COUNTERS, encode_delta, reverse_delta, versions_by_id
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, VectorCache, top_k
 from .where import (
@@ -719,20 +719,22 @@ class SQLiteStore:
             c.execute(_TOUCH_VECTOR, (seq, new.tenant, new.user))
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+        found = self.histories(scope, [record_id])
+        if not found:
+            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+        return found[record_id]
+
+    def histories(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
         with self._read() as c:
-            rows = self._visible(c, scope, [record_id], f"seq, {_COLS}")
-            if not rows:
-                raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-            deltas = c.execute(
-                "SELECT delta FROM record_history WHERE seq = ? ORDER BY version DESC",
-                (rows[0]["seq"],),
-            ).fetchall()
-        row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
-        versions = [self._dec(rows[0])]
-        for (blob,) in deltas:
-            row = apply_delta(row, decode_delta(blob))
-            versions.append(decode_record(row))
-        return versions[::-1]
+            rows = self._visible(c, scope, ids, f"seq, {_COLS}")
+            deltas: list[tuple[int, int, bytes]] = []
+            for chunk in _chunks([int(r["seq"]) for r in rows]):
+                deltas += c.execute(
+                    "SELECT seq, version, delta FROM record_history WHERE seq IN "
+                    f"({', '.join('?' * len(chunk))}) ORDER BY seq, version DESC",
+                    chunk,
+                ).fetchall()
+        return versions_by_id(rows, deltas, ids, self._dec)
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime

@@ -82,10 +82,9 @@ from memstrata.store.sqlite.codec import (
 )
 from memstrata.store.sqlite.history import (
     COUNTERS,
-    apply_delta,
-    decode_delta,
     encode_delta,
     reverse_delta,
+    versions_by_id,
 )
 from memstrata.store.sqlite.vectors import PURGE_EPOCH
 from memstrata.store.types import (
@@ -910,22 +909,29 @@ class AsyncPostgresStore:
             await c.execute(_TOUCH_VECTOR, (seq,))
 
     async def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
+        found = await self.histories(scope, [record_id])
+        if not found:
+            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+        return found[record_id]
+
+    async def histories(
+        self, scope: Scope, ids: Sequence[str]
+    ) -> builtins.dict[str, builtins.list[MemoryRecord]]:
         async with self._read() as c:
-            rows = await self._visible(c, scope, [record_id])
-            if not rows:
-                raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-            deltas = await (
-                await c.execute(
-                    "SELECT delta FROM record_history WHERE seq = %s ORDER BY version DESC",
-                    (rows[0]["seq"],),
-                )
-            ).fetchall()
-        row: dict[str, Any] = {col: rows[0][col] for col in COLUMNS}
-        versions = [decode_record(row)]
-        for found in deltas:
-            row = apply_delta(row, decode_delta(found["delta"]))
-            versions.append(decode_record(row))
-        return versions[::-1]
+            rows = await self._visible(c, scope, ids)
+            deltas = (
+                await (
+                    await c.execute(
+                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
+                        "ORDER BY seq, version DESC",
+                        ([r["seq"] for r in rows],),
+                    )
+                ).fetchall()
+                if rows
+                else []
+            )
+        triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
+        return versions_by_id(rows, triples, ids, decode_record)
 
     async def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
@@ -966,10 +972,11 @@ class AsyncPostgresStore:
     ) -> PurgeReport:
         if scope.caller is not None:
             return PurgeReport()
-        hashes: set[str] = set()
-        for rid in dict.fromkeys(ids):  # every version's text: its cache entry goes too
-            with contextlib.suppress(NotFoundError):
-                hashes.update(v.content_hash for v in await self.history(scope, rid))
+        hashes = {  # every version's text: its cache entry goes too
+            v.content_hash
+            for versions in (await self.histories(scope, ids)).values()
+            for v in versions
+        }
         async with self._write() as c:
             rows = await self._visible(
                 c, scope, ids, 'seq, id, tenant, "user", lex_tokens', lock=True
