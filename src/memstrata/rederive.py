@@ -38,11 +38,17 @@ import numpy as np
 
 from memstrata.errors import ConflictError, NotFoundError
 from memstrata.filters import Filters
+from memstrata.layers._build import list_records
 from memstrata.layers.base import LayerContext
 from memstrata.layers.episodic import _topics
 from memstrata.layers.key import KeyMemoryService
 from memstrata.layers.mid_term import MidTermService, _state, _structured
-from memstrata.layers.semantic_types import EXTRACTED, fact_sources, fact_without
+from memstrata.layers.semantic_types import (
+    EXTRACTED,
+    current_rank,
+    fact_sources,
+    fact_without,
+)
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import Content, MemoryRecord, RecordStatus, RecordType, Role, Source
 from memstrata.rederive_types import Rederived
@@ -161,6 +167,8 @@ def _reinstate(
     for link in ("replaces", "carries_out"):
         with contextlib.suppress(ConflictError, NotFoundError):
             _reinstate_link(ctx, scope, gone_fact, link, when, reason)
+    with contextlib.suppress(ConflictError, NotFoundError):
+        _reinstate_ended(ctx, scope, gone_fact, when, reason)
 
 
 def _reinstate_link(
@@ -177,6 +185,11 @@ def _reinstate_link(
     old = ctx.store.get(scope, str(target), include_deleted=True)
     if old.superseded_by != gone_fact.id or not old.is_active:
         return
+    _back(ctx, scope, old, when, reason)
+
+
+def _back(ctx: LayerContext, scope: Scope, old: MemoryRecord, when: datetime, reason: str) -> None:
+    """``old``, an ended fact, current again (a new version, marked reinstated)."""
     back = replace(
         old,
         version=old.version + 1,
@@ -186,6 +199,24 @@ def _reinstate_link(
         metadata={**old.metadata, "reinstated": {"at": when.isoformat(), "reason": reason}},
     )
     ctx.replace(scope, back, expected_version=old.version, reindex=False)
+
+
+def _reinstate_ended(
+    ctx: LayerContext, scope: Scope, gone_fact: MemoryRecord, when: datetime, reason: str
+) -> None:
+    """When the key is left with no live fact: the current one of the facts ``gone_fact``
+    ended without naming them (a restore or an import made it current over them, an
+    upsert ended an extra one) is current again, as the value it replaced would be."""
+    key = gone_fact.metadata.get("key")
+    if not isinstance(key, str) or list_records(ctx, scope, RecordType.FACT, key=key):
+        return
+    ended = [
+        r
+        for r in list_records(ctx, scope, RecordType.FACT, include_superseded=True, key=key)
+        if r.superseded_by == gone_fact.id and r.is_active
+    ]
+    if ended:
+        _back(ctx, scope, max(ended, key=current_rank), when, reason)
 
 
 def _add(a: PurgeReport, b: PurgeReport | None) -> PurgeReport:

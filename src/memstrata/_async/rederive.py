@@ -34,13 +34,19 @@ from typing import Any
 
 import numpy as np
 
+from memstrata._async.layers._build import list_records
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.episodic import _topics
 from memstrata._async.layers.key import AsyncKeyMemoryService
 from memstrata._async.layers.mid_term import AsyncMidTermService, _state, _structured
 from memstrata.errors import ConflictError, NotFoundError
 from memstrata.filters import Filters
-from memstrata.layers.semantic_types import EXTRACTED, fact_sources, fact_without
+from memstrata.layers.semantic_types import (
+    EXTRACTED,
+    current_rank,
+    fact_sources,
+    fact_without,
+)
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import Content, MemoryRecord, RecordStatus, RecordType, Role, Source
 from memstrata.rederive_types import Rederived
@@ -161,6 +167,8 @@ async def _reinstate(
     for link in ("replaces", "carries_out"):
         with contextlib.suppress(ConflictError, NotFoundError):
             await _reinstate_link(ctx, scope, gone_fact, link, when, reason)
+    with contextlib.suppress(ConflictError, NotFoundError):
+        await _reinstate_ended(ctx, scope, gone_fact, when, reason)
 
 
 async def _reinstate_link(
@@ -177,6 +185,13 @@ async def _reinstate_link(
     old = await ctx.store.get(scope, str(target), include_deleted=True)
     if old.superseded_by != gone_fact.id or not old.is_active:
         return
+    await _back(ctx, scope, old, when, reason)
+
+
+async def _back(
+    ctx: AsyncLayerContext, scope: Scope, old: MemoryRecord, when: datetime, reason: str
+) -> None:
+    """``old``, an ended fact, current again (a new version, marked reinstated)."""
     back = replace(
         old,
         version=old.version + 1,
@@ -186,6 +201,24 @@ async def _reinstate_link(
         metadata={**old.metadata, "reinstated": {"at": when.isoformat(), "reason": reason}},
     )
     await ctx.replace(scope, back, expected_version=old.version, reindex=False)
+
+
+async def _reinstate_ended(
+    ctx: AsyncLayerContext, scope: Scope, gone_fact: MemoryRecord, when: datetime, reason: str
+) -> None:
+    """When the key is left with no live fact: the current one of the facts ``gone_fact``
+    ended without naming them (a restore or an import made it current over them, an
+    upsert ended an extra one) is current again, as the value it replaced would be."""
+    key = gone_fact.metadata.get("key")
+    if not isinstance(key, str) or await list_records(ctx, scope, RecordType.FACT, key=key):
+        return
+    ended = [
+        r
+        for r in await list_records(ctx, scope, RecordType.FACT, include_superseded=True, key=key)
+        if r.superseded_by == gone_fact.id and r.is_active
+    ]
+    if ended:
+        await _back(ctx, scope, max(ended, key=current_rank), when, reason)
 
 
 def _add(a: PurgeReport, b: PurgeReport | None) -> PurgeReport:

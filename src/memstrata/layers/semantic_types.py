@@ -20,6 +20,7 @@ EXTRACTED = "extracted"
 
 __all__ = [
     "EXTRACTED",
+    "current_rank",
     "FactAction",
     "FactDecision",
     "FactOutcome",
@@ -252,3 +253,10 @@ def fact_without(
         content_hash=content_hash(text),
         metadata={**record.metadata, "refreshed": {**note, "left": len(kept)}},
     )
+
+
+def current_rank(record: MemoryRecord) -> tuple[float, datetime, datetime, str]:
+    """Which of a key's live facts is current: the most confident, then
+    the one updated last, then the one created last, then the greatest id (an order every
+    reader agrees on)."""
+    return (record.confidence, record.updated_at, record.created_at, record.id)

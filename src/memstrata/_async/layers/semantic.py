@@ -56,6 +56,7 @@ from memstrata.layers.semantic_types import (
     _iso,
     _seen,
     carries_out,
+    current_rank,
     decide,
     fact_text,
     holds,
@@ -130,7 +131,7 @@ class AsyncFactService:
         found = await list_records(self._ctx, self._scope(scope), RecordType.FACT, key=key)
         if not found:
             return None, []
-        current = max(found, key=_rank)
+        current = max(found, key=current_rank)
         return current, [r for r in found if r.id != current.id]
 
     async def get(self, scope: Scope, key: str) -> MemoryRecord | None:
@@ -640,13 +641,6 @@ class AsyncFactService:
             valid_from=now,
             observed_at=now,
         )
-
-
-def _rank(record: MemoryRecord) -> tuple[float, datetime, datetime, str]:
-    """Which of a key's live facts is current: the most confident, then the one updated
-    last, then the one created last, then the greatest id (an order every reader agrees
-    on)."""
-    return (record.confidence, record.updated_at, record.created_at, record.id)
 
 
 def _superseded(old: MemoryRecord, by: str, now: datetime, when: datetime) -> MemoryRecord:
