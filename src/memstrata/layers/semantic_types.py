@@ -20,10 +20,10 @@ EXTRACTED = "extracted"
 
 __all__ = [
     "EXTRACTED",
-    "current_rank",
     "FactAction",
     "FactDecision",
     "FactOutcome",
+    "current_rank",
     "decide",
     "fact_sources",
     "fact_text",
@@ -256,7 +256,7 @@ def fact_without(
 
 
 def current_rank(record: MemoryRecord) -> tuple[float, datetime, datetime, str]:
-    """Which of a key's live facts is current: the most confident, then
-    the one updated last, then the one created last, then the greatest id (an order every
-    reader agrees on)."""
+    """Which of a key's live facts is current: the most confident, then the one updated
+    last, then the one created last, then the greatest id (an order every reader agrees
+    on)."""
     return (record.confidence, record.updated_at, record.created_at, record.id)
