@@ -214,6 +214,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         self._opened = False
         self._owned = []  # async-only
         self._closed = False  # async-only
+        self._running = set()  # async-only
         # sync: self._open()
 
     async def _open(self) -> AsyncMemory:
@@ -397,6 +398,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         self._closed = True  # async-only
         if not self._opened:  # async-only
             return  # async-only
+        await self._finish_started()  # async-only
         if self._worker is not None:
             await self._worker.stop()
         runner = self.__dict__.get("_runner")  # never built: nothing to stop

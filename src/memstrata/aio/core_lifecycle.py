@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from ..errors import StoreError
 
@@ -18,26 +19,42 @@ __all__ = ["AsyncLifecycle", "completes"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
+L = TypeVar("L", bound="AsyncLifecycle")
+
+log = logging.getLogger("memstrata.aio")
 
 
-def completes(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+def completes(
+    fn: Callable[Concatenate[L, P], Awaitable[T]],
+) -> Callable[Concatenate[L, P], Awaitable[T]]:
     """A call that commits several times (a write and its audit event, a purge and the
     re-derivations it needs, a maintenance pass) runs to its end once started, even if its
-    caller is cancelled (the result is dropped): cancelling never leaves half of it. A call
-    that commits once (add, add_messages, update, import) is simply cancelled."""
+    caller is cancelled (the result is dropped): cancelling never leaves half of it, and
+    ``aclose`` waits for it before closing the store. Its error, once its caller has gone,
+    is logged (``memstrata.aio``), not lost. A call that commits once (add, add_messages,
+    update, import) is simply cancelled."""
 
     @functools.wraps(fn)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        task = asyncio.ensure_future(fn(*args, **kwargs))
-        task.add_done_callback(_retrieved)
-        return await asyncio.shield(task)
+    async def run(self: L, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        task = asyncio.ensure_future(fn(self, *args, **kwargs))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done() or not task.cancelled():
+                task.add_done_callback(functools.partial(_orphaned, fn.__name__))
+            raise
 
     return run
 
 
-def _retrieved(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # an error nobody awaits any more is not logged as lost
+def _orphaned(name: str, task: asyncio.Future[Any]) -> None:
+    """The end of a call whose caller was cancelled: its error goes to the log."""
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.error(
+            "%s, whose caller was cancelled, failed after it: %r", name, error, exc_info=error
+        )
 
 
 class AsyncLifecycle:
@@ -46,6 +63,7 @@ class AsyncLifecycle:
     _opened: bool
     _closed: bool
     _owned: list[Callable[[], Awaitable[None]]]  # what aclose() ends besides the store
+    _running: set[asyncio.Future[Any]]  # calls that run to their end (completes)
 
     async def _open(self) -> Any:
         raise NotImplementedError
@@ -61,6 +79,12 @@ class AsyncLifecycle:
             raise StoreError("this AsyncMemory is closed: open a new one to keep using the store")
         if not self._opened:
             await self._open()
+
+    async def _finish_started(self) -> None:
+        """``aclose``'s first step: the calls that run to their end (:func:`completes`)
+        still running, their callers cancelled, end before the store is closed."""
+        while self._running:
+            await asyncio.wait(set(self._running))
 
     def _usable(self) -> None:
         """A layer namespace's check (a property cannot open the memory)."""
