@@ -106,3 +106,34 @@ def test_the_error_of_a_call_whose_caller_has_gone_is_logged(
         asyncio.run(main())
     assert "delete, whose caller was cancelled, failed" in caplog.text
     assert "NotFoundError" in caplog.text
+
+
+def test_a_cancelled_end_session_still_runs_its_jobs_when_closed_at_once(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``end_session`` flushes the session's jobs itself; closed while it runs, the memory
+    still serves that flush (it refused it as closed, logged as an error, jobs left)."""
+
+    async def main() -> int:
+        mem = AsyncMemory(url, embedder="hashing", background=False)
+        await mem.open()
+        await mem.add_messages(
+            ALICE,
+            [
+                {"role": "user", "content": "I moved to Porto last spring"},  # type: ignore[list-item]
+                {"role": "assistant", "content": "Porto is a lovely city by the river"},  # type: ignore[list-item]
+            ],
+        )
+        task = asyncio.create_task(mem.end_session(ALICE))
+        await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await mem.aclose()
+        async with AsyncMemory(url, embedder="hashing", background=False) as again:
+            return int((await again.stats(ALICE))["pending_jobs"])
+
+    with caplog.at_level("ERROR", logger="memstrata.aio"):
+        pending = asyncio.run(main())
+    assert "failed" not in caplog.text
+    assert pending == 0

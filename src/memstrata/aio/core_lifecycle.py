@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from ..errors import StoreError
@@ -22,6 +23,9 @@ P = ParamSpec("P")
 L = TypeVar("L", bound="AsyncLifecycle")
 
 log = logging.getLogger("memstrata.aio")
+# Set in the task of a call that runs to its end: the calls it makes itself (end_session's
+# flush) are still served while aclose waits for it.
+_STARTED: ContextVar[bool] = ContextVar("memstrata_started", default=False)
 
 
 def completes(
@@ -36,7 +40,11 @@ def completes(
 
     @functools.wraps(fn)
     async def run(self: L, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        task = asyncio.ensure_future(fn(self, *args, **kwargs))
+        started = _STARTED.set(True)  # the task's context: its own calls pass a closing memory
+        try:
+            task = asyncio.ensure_future(fn(self, *args, **kwargs))
+        finally:
+            _STARTED.reset(started)
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         try:
@@ -75,7 +83,7 @@ class AsyncLifecycle:
 
     async def _ready(self) -> None:
         """Every call's first step: open on first use, refuse once closed."""
-        if self._closed:
+        if self._closed and not (self._opened and _STARTED.get()):
             raise StoreError("this AsyncMemory is closed: open a new one to keep using the store")
         if not self._opened:
             await self._open()
@@ -88,7 +96,7 @@ class AsyncLifecycle:
 
     def _usable(self) -> None:
         """A layer namespace's check (a property cannot open the memory)."""
-        if self._closed or not self._opened:
+        if (self._closed and not _STARTED.get()) or not self._opened:
             state = "closed" if self._closed else "not open yet (await mem.open())"
             raise StoreError(f"this AsyncMemory is {state}")
 
