@@ -185,7 +185,7 @@ class JobRunner:
         while True:
             now = self._clock.now()
             horizon = now + timedelta(days=3650) if include_delayed or wait else None
-            jobs = self._store.claim_jobs(
+            claimed = self._store.claim_jobs(
                 now,
                 limit=size,
                 lease_seconds=self.lease_seconds,
@@ -194,6 +194,7 @@ class JobRunner:
                 session=session,
                 due_before=horizon,
             )
+            jobs = claimed
             if jobs:
                 self._run_claim(jobs, report)
                 continue

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 
 from memstrata._async.store.base import AsyncStore
+from memstrata.aio.cancellation import given_back, to_the_end  # async-only
 from memstrata.aio.worker_tasks import AsyncFinished, AsyncSignal, AsyncSpawned, spawn  # async-only
 
 # sync: from memstrata.worker_threads import Finished, Signal, Spawned, spawn
@@ -187,7 +188,7 @@ class AsyncJobRunner:
         while True:
             now = self._clock.now()
             horizon = now + timedelta(days=3650) if include_delayed or wait else None
-            jobs = await self._store.claim_jobs(
+            claimed = self._store.claim_jobs(
                 now,
                 limit=size,
                 lease_seconds=self.lease_seconds,
@@ -196,6 +197,9 @@ class AsyncJobRunner:
                 session=session,
                 due_before=horizon,
             )
+            # cancelled meanwhile, the claim (made by the store anyway) is given back  # async-only
+            jobs = await given_back(claimed, self._give_back)  # async-only
+            # sync: jobs = claimed
             if jobs:
                 await self._run_claim(jobs, report)
                 continue
@@ -213,12 +217,27 @@ class AsyncJobRunner:
     async def _run_claim(self, jobs: list[Job], report: RunReport) -> None:
         claim = _Claim(jobs)
         self._heartbeat.add(claim)
+        ran = 0  # async-only
         try:
             for job in jobs:
                 await self._run_one(job, claim, report)
+                ran += 1  # async-only
+        except asyncio.CancelledError:  # async-only
+            # queued again now, not when the lease runs out (the next flush waited)  # async-only
+            await to_the_end(self._give_back(jobs[ran:]))  # async-only
+            raise  # async-only
         finally:
             self._heartbeat.remove(claim)
             self._finished.notify_all()
+
+    async def _give_back(self, jobs: list[Job]) -> None:  # async-only
+        """A cancelled claim's jobs, pending again now (rerun from the start)."""  # async-only
+        fail, now = self._store.fail_job, self._clock.now()  # async-only
+        for job in jobs:  # async-only
+            try:  # async-only
+                await fail(job.id, "its run was cancelled", now, job.lease_token)  # async-only
+            except (LeaseLostError, NotFoundError):  # async-only
+                continue  # taken over or purged meanwhile: not ours to give back  # async-only
 
     def _lost(self, job: Job, report: RunReport, why: str) -> None:
         report.lost += 1
