@@ -876,7 +876,23 @@ class Memory:
         forget_texts()  # sentences of the purged records may be among them
         if record_ids is None:
             self._embedder.forget()
-            return self._store.purge_user(scope.tenant, scope.user)
+            runner = self.__dict__.get("_runner")
+            busy = runner is not None and runner.running(scope.tenant, scope.user)
+            report = self._store.purge_user(scope.tenant, scope.user)
+            if runner is not None and (busy or runner.running(scope.tenant, scope.user)):
+                # A job of the user was running here (the background worker, a flush): what
+                # it writes after the purge (facts, summaries) would bring the user back.
+                runner.wait_user(scope.tenant, scope.user)
+                again = self._store.purge_user(scope.tenant, scope.user)
+                report = PurgeReport(
+                    records=report.records + again.records,
+                    versions=report.versions + again.versions,
+                    vectors=report.vectors + again.vectors,
+                    jobs=report.jobs + again.jobs,
+                    cache_entries=report.cache_entries + again.cache_entries,
+                    remaining=again.remaining,
+                )
+            return report
         record_ids = check_ids(record_ids, "record_ids")
         for rid in record_ids:
             self._store.get(scope, rid, include_deleted=True)
