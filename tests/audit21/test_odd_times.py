@@ -75,3 +75,31 @@ def test_an_audit_time_out_of_range_over_http_is_a_422(served: Served) -> None:
         r = served.client.get(f"/v1/audit?{query}", headers=h)
         assert r.status_code == 422, r.text
         assert "audit query" in r.json()["error"]["message"]
+
+
+ODD = [
+    "0001-01-01T00:00:00+14:00",  # before year 1 in UTC
+    "9999-12-31T23:00:00-12:00",  # after year 9999 in UTC
+    "2016-12-31T23:59:60Z",  # a leap second
+    "2024-02-30T00:00:00Z",  # no such day
+]
+
+
+@pytest.mark.parametrize("when", ODD)
+def test_odd_times_in_bodies_are_a_422_naming_the_field(served: Served, when: str) -> None:
+    h = served.h(served.admin)
+    calls = [
+        ("/v1/users/alice/memories", {"content": "Alice keeps bees", "observed_at": when}),
+        ("/v1/users/alice/search", {"query": "bees", "filters": {"observed_after": when}}),
+        ("/v1/users/alice/search", {"query": "bees", "filters": {"valid_at": when}}),
+        (
+            "/v1/users/alice/facts",
+            {"category": "identity", "key": "pet", "value": "bees", "expires_at": when},
+        ),
+        ("/v1/users/alice/maintain", {"now": when}),
+    ]
+    for path, body in calls:
+        r = served.client.post(path, json=body, headers=h)
+        assert r.status_code == 422, (path, body, r.status_code, r.text)
+        assert r.json()["error"]["code"] in ("invalid_request", "validation_error"), r.text
+    assert served.client.get("/v1/users/alice/memories", headers=h).json()["items"] == []
