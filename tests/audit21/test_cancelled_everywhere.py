@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from aio.helpers import threads
 from memstrata import AsyncMemory, Filters, Scope
 from memstrata.quotas import Quota, Quotas
 
@@ -181,7 +182,8 @@ def test_closing_right_after_a_cancelled_write(
     store: str, request: pytest.FixtureRequest, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Each write cancelled, then the memory closed at once: closing returns, nothing is
-    logged as failed, and the store, opened again, holds whole records only."""
+    logged as failed, no thread is left, and the store, opened again, holds whole records
+    only."""
     url = f"sqlite:///{tmp_path / 'm.db'}"
     if store.startswith("postgresql"):
         url = request.getfixturevalue("pg_url")
@@ -200,6 +202,8 @@ def test_closing_right_after_a_cancelled_write(
             await asyncio.wait_for(mem.flush(), timeout=30)
             return await _whole(mem)
 
+    before = threads()
     with caplog.at_level("ERROR"):
         assert asyncio.run(main()) == []
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+    assert threads() == before  # no thread of a closed memory outlives it

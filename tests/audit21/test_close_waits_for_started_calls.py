@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from aio.helpers import threads
 from memstrata import AsyncMemory, MemoryRecord, Scope
 
 ALICE = Scope("acme", "alice", session="s1")
@@ -137,3 +138,45 @@ def test_a_cancelled_end_session_still_runs_its_jobs_when_closed_at_once(
         pending = asyncio.run(main())
     assert "failed" not in caplog.text
     assert pending == 0
+
+
+def _connections(request: pytest.FixtureRequest, url: str) -> int:
+    """The PostgreSQL server's client connections (0 on SQLite)."""
+    if not url.startswith("postgresql"):
+        return 0
+    import psycopg
+
+    admin = request.getfixturevalue("pg_server").admin_url
+    with psycopg.connect(admin, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]) - 1  # not this one
+
+
+def test_a_cancelled_close_still_closes_and_a_second_one_waits(
+    url: str, request: pytest.FixtureRequest
+) -> None:
+    """``async with asyncio.timeout(...)`` around a memory cancels its ``aclose`` when time
+    is up: the close went no further, the second ``aclose`` returned at once (the memory
+    was marked closed), and the store stayed open for good with its threads (SQLite) or its
+    pool's connections (PostgreSQL)."""
+    before, connections = threads(), _connections(request, url)
+
+    async def main() -> None:
+        for steps in range(8):
+            mem = AsyncMemory(url, embedder="hashing", background=True)
+            await mem.open()
+            await mem.add(ALICE, f"a note before close {steps}")
+            task = asyncio.create_task(mem.aclose())
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await mem.aclose()  # waits for the first close's work
+
+    asyncio.run(main())
+    assert threads() == before
+    assert _connections(request, url) == connections

@@ -393,9 +393,9 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     async def aclose(self) -> None:
         """Stop the background worker (after its current job) and close the store; jobs
         still queued stay in the store and run at the next start, flush or worker."""
-        if self._closed:  # async-only
-            return  # async-only
-        self._closed = True  # async-only
+        # run once, as a task of its own, to its end if cancelled (a 2nd aclose waits)  # async-only
+        if not self._shutting_here():  # async-only
+            return await self._closing(self.aclose)  # async-only
         if not self._opened:  # async-only
             return  # async-only
         await self._finish_started()  # async-only

@@ -72,6 +72,7 @@ class AsyncLifecycle:
     _closed: bool
     _owned: list[Callable[[], Awaitable[None]]]  # what aclose() ends besides the store
     _running: set[asyncio.Future[Any]]  # calls that run to their end (completes)
+    _shutting: asyncio.Future[None] | None = None  # aclose's work, once
 
     async def _open(self) -> Any:
         raise NotImplementedError
@@ -87,6 +88,21 @@ class AsyncLifecycle:
             raise StoreError("this AsyncMemory is closed: open a new one to keep using the store")
         if not self._opened:
             await self._open()
+
+    async def _closing(self, shut: Callable[[], Awaitable[None]]) -> None:
+        """``aclose``: refuse calls from now on and run ``shut`` (``aclose`` itself, which
+        then finds itself in :meth:`_shutting_here`) once, as a task, to its end even if the
+        closing caller is cancelled (a close cancelled half way left the store open and its
+        threads running, and a second ``aclose`` returned at once); a second ``aclose``
+        waits for the first."""
+        if self._shutting is None:
+            self._closed = True
+            self._shutting = asyncio.ensure_future(shut())
+        await asyncio.shield(self._shutting)
+
+    def _shutting_here(self) -> bool:
+        """Whether this is the task of :meth:`_closing`."""
+        return self._shutting is not None and asyncio.current_task() is self._shutting
 
     async def _finish_started(self) -> None:
         """``aclose``'s first step: the calls that run to their end (:func:`completes`)
