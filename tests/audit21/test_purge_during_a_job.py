@@ -1,7 +1,8 @@
-"""A whole-user purge while this process's worker runs one of the user's jobs: the job,
-already past reading the user's turns, writes what it derived (facts, clusters, summaries)
-after the purge. Before audit21 those records brought the purged user back (the purge's
-report said 0 remaining); now the purge waits for the job and purges again."""
+"""A purge while this process's worker runs one of the user's jobs: the job, already past
+reading the user's turns, writes what it derived (facts, clusters, summaries) after the
+purge. Before audit21 those records brought the purged user (or the purged turns' words)
+back (the purge's report said 0 remaining); now the purge waits for the job and purges
+again."""
 
 from __future__ import annotations
 
@@ -58,6 +59,23 @@ def test_async_purge_while_the_background_task_runs_a_job(url: str) -> None:
         return [r.text for r in left]
 
     assert asyncio.run(main()) == []
+
+
+def test_a_record_purge_while_a_job_derives_from_the_record(url: str) -> None:
+    """The same for ``purge(scope, ids)``: the job's facts cited the purged turns and
+    repeated their words ("location: Lisbon", "allergy: peanuts")."""
+    slow = SlowEmbedder(0.0)
+    with Memory(url, embedder=slow, background=True) as mem:
+        kept = mem.add(ALICE, "Alice has a cat named Tom")
+        turns = mem.add_messages(ALICE, TURNS)  # type: ignore[arg-type]
+        slow.release = threading.Event()
+        slow.started.clear()
+        assert slow.started.wait(10)
+        _release_soon(slow.release)
+        mem.purge(ALICE, [t.id for t in turns])
+    with Memory(url, embedder="hashing", background=False) as again:
+        left = again.list(ALICE.user_scope, filters=EVERYTHING, limit=1000)
+    assert [r.id for r in left] == [kept.id]
 
 
 def test_a_purge_made_by_a_job_of_the_user_does_not_wait_for_itself(tmp_path: Path) -> None:
