@@ -66,3 +66,20 @@ def test_the_other_memory_follows_every_change(pair: tuple[Memory, Memory]) -> N
     assert _seen(b).split("BOB:")[1].strip() == ""
     assert b.search(ALICE, QUESTION, 20) == []
     assert "9902" not in b.build_context(ALICE, "locker code?", 4000).text
+
+
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+def test_a_record_purged_through_one_takes_no_place_in_the_others_top_k(
+    pair: tuple[Memory, Memory], mode: str
+) -> None:
+    """The other memory's caches (vectors, terms) held the purged record: its search for
+    the purged words at ``top_k=1`` returns the next record, not the purged one or none."""
+    a, b = pair
+    gone = a.add(ALICE, "the purple giraffe eats lemons at noon")
+    next_best = a.add(ALICE, "the purple giraffe sleeps at night")
+    for i in range(20):
+        a.add(ALICE, f"unrelated note number {i} on tax forms")
+    assert [h.id for h in b.search(ALICE, "purple giraffe eats lemons", 1, mode=mode)] == [gone.id]
+    a.purge(ALICE, [gone.id])
+    hits = b.search(ALICE, "purple giraffe eats lemons", 1, mode=mode)
+    assert [h.id for h in hits] == [next_best.id]
