@@ -50,7 +50,7 @@ def completes(
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
-            if not task.done() or not task.cancelled():
+            if not task.cancelled():
                 task.add_done_callback(functools.partial(_orphaned, fn.__name__))
             raise
 
@@ -98,7 +98,12 @@ class AsyncLifecycle:
         if self._shutting is None:
             self._closed = True
             self._shutting = asyncio.ensure_future(shut())
-        await asyncio.shield(self._shutting)
+        try:
+            await asyncio.shield(self._shutting)
+        except asyncio.CancelledError:
+            if not self._shutting.cancelled():
+                self._shutting.add_done_callback(functools.partial(_orphaned, "aclose"))
+            raise
 
     def _shutting_here(self) -> bool:
         """Whether this is the task of :meth:`_closing`."""
