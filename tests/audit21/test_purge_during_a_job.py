@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from aio.helpers import SlowEmbedder
 from memstrata import AsyncMemory, Filters, Memory, Scope
+from memstrata.embedder.base import Matrix
+from memstrata.embedder.hashing import HashingEmbedder
 
 ALICE = Scope("acme", "alice", session="s1")
 TURNS = [
@@ -23,18 +25,42 @@ TURNS = [
 EVERYTHING = Filters(include_deleted=True, include_superseded=True)
 
 
-def _release_soon(release: threading.Event) -> None:
-    threading.Timer(0.3, release.set).start()  # while the purge is under way
+class Gated:
+    """The hashing embedder, whose calls after the first ``free`` (the caller's own
+    writes) wait for ``gate``: the worker's job is held while it embeds what it derived."""
+
+    def __init__(self, free: int) -> None:
+        self._inner = HashingEmbedder()
+        self.free = free
+        self.calls = 0
+        self.gate = threading.Event()
+        self.blocked = threading.Event()
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dims(self) -> int:
+        return self._inner.dims
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
+        self.calls += 1
+        if self.calls > self.free:
+            self.blocked.set()
+            assert self.gate.wait(10), "the test never opened the gate"
+        return self._inner.embed_batch(texts, query=query)
+
+    def open_soon(self) -> None:
+        threading.Timer(0.3, self.gate.set).start()  # while the purge is under way
 
 
 def test_sync_purge_while_the_background_thread_runs_a_job(url: str) -> None:
-    slow = SlowEmbedder(0.0)
-    with Memory(url, embedder=slow, background=True) as mem:
+    gated = Gated(free=1)
+    with Memory(url, embedder=gated, background=True) as mem:
         mem.add_messages(ALICE, TURNS)  # type: ignore[arg-type]
-        slow.release = threading.Event()
-        slow.started.clear()
-        assert slow.started.wait(10)  # the worker's job is embedding what it derived
-        _release_soon(slow.release)
+        assert gated.blocked.wait(10)  # the worker's job is embedding what it derived
+        gated.open_soon()
         report = mem.purge(ALICE)
     # closed: the worker's job has ended
     with Memory(url, embedder="hashing", background=False) as again:
@@ -45,13 +71,11 @@ def test_sync_purge_while_the_background_thread_runs_a_job(url: str) -> None:
 
 def test_async_purge_while_the_background_task_runs_a_job(url: str) -> None:
     async def main() -> list[str]:
-        slow = SlowEmbedder(0.0)
-        async with AsyncMemory(url, embedder=slow, background=True) as mem:
+        gated = Gated(free=1)
+        async with AsyncMemory(url, embedder=gated, background=True) as mem:
             await mem.add_messages(ALICE, TURNS)  # type: ignore[arg-type]
-            slow.release = threading.Event()
-            slow.started.clear()
-            assert await asyncio.to_thread(slow.started.wait, 10)
-            _release_soon(slow.release)
+            assert await asyncio.to_thread(gated.blocked.wait, 10)
+            gated.open_soon()
             await mem.purge(ALICE)
         # closed: the worker's job has ended
         async with AsyncMemory(url, embedder="hashing", background=False) as again:
@@ -64,14 +88,12 @@ def test_async_purge_while_the_background_task_runs_a_job(url: str) -> None:
 def test_a_record_purge_while_a_job_derives_from_the_record(url: str) -> None:
     """The same for ``purge(scope, ids)``: the job's facts cited the purged turns and
     repeated their words ("location: Lisbon", "allergy: peanuts")."""
-    slow = SlowEmbedder(0.0)
-    with Memory(url, embedder=slow, background=True) as mem:
+    gated = Gated(free=2)
+    with Memory(url, embedder=gated, background=True) as mem:
         kept = mem.add(ALICE, "Alice has a cat named Tom")
         turns = mem.add_messages(ALICE, TURNS)  # type: ignore[arg-type]
-        slow.release = threading.Event()
-        slow.started.clear()
-        assert slow.started.wait(10)
-        _release_soon(slow.release)
+        assert gated.blocked.wait(10)
+        gated.open_soon()
         mem.purge(ALICE, [t.id for t in turns])
     with Memory(url, embedder="hashing", background=False) as again:
         left = again.list(ALICE.user_scope, filters=EVERYTHING, limit=1000)
@@ -90,8 +112,10 @@ def test_a_purge_made_by_a_job_of_the_user_does_not_wait_for_itself(tmp_path: Pa
 
         mem.add_messages(ALICE, TURNS)  # type: ignore[arg-type]
         mem._runner._handlers["ingest"] = purge_my_user  # noqa: SLF001
-        mem.flush()
-    assert done.is_set()
+        flushing = threading.Thread(target=mem.flush, daemon=True)
+        flushing.start()
+        flushing.join(10)  # waiting for itself, it would never end
+        assert done.is_set()
 
 
 @pytest.fixture(autouse=True)
