@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .clock import ensure_utc
 from .errors import NotFoundError, ValidationError
+from .validation import check_time
 
 __all__ = ["PURGED", "AuditEvent", "AuditQuery", "redacted_event", "unknown_event"]
 
@@ -83,10 +83,8 @@ class AuditQuery:
             raise ValidationError(f"audit query limit must be <= {_MAX_LIMIT}; page with after")
         for name in ("since", "until"):
             v = getattr(self, name)
-            if v is not None:
-                if not isinstance(v, datetime):
-                    raise ValidationError(f"audit query {name} must be a datetime")
-                object.__setattr__(self, name, ensure_utc(v))
+            if v is not None:  # as every time parameter: a datetime, a date, ISO-8601
+                object.__setattr__(self, name, check_time(v, f"audit query {name}"))
 
     def matches(self, e: AuditEvent) -> bool:
         return (

@@ -871,17 +871,43 @@ class Memory:
         """Destroy for real. With ids: those records. Without: everything of the user
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
         self._owner(scope)
+        if record_ids is not None:
+            record_ids = check_ids(record_ids, "record_ids")
+            found = {r.id for r in self._store.get_many(scope, record_ids)}  # one read
+            for rid in record_ids:
+                if rid not in found:  # what get says of it: nothing is purged
+                    self._store.get(scope, rid, include_deleted=True)
+        # A job of the user that this process runs (the background worker, a flush), past
+        # reading the turns, writes what it derived from them (facts, clusters, summaries)
+        # after the purge and brings the purged words back: it is waited for and the
+        # purge done again.
+        runner = self.__dict__.get("_runner")
+        busy = runner is not None and runner.running(scope.tenant, scope.user)
+        report = self._purge_once(scope, record_ids)
+        if runner is not None and (busy or runner.running(scope.tenant, scope.user)):
+            runner.wait_user(scope.tenant, scope.user)
+            again = self._purge_once(scope, record_ids, again=True)
+            report = PurgeReport(
+                records=report.records + again.records,
+                versions=report.versions + again.versions,
+                vectors=report.vectors + again.vectors,
+                jobs=report.jobs + again.jobs,
+                cache_entries=report.cache_entries + again.cache_entries,
+                remaining=again.remaining,
+            )
+        return report
+
+    def _purge_once(
+        self, scope: Scope, record_ids: Sequence[str] | None, *, again: bool = False
+    ) -> PurgeReport:
+        """One pass of :meth:`_purge`; ``again``: the records themselves are gone already,
+        what was derived from them since is purged."""
         from memstrata.context.builder import forget_texts
 
         forget_texts()  # sentences of the purged records may be among them
         if record_ids is None:
             self._embedder.forget()
             return self._store.purge_user(scope.tenant, scope.user)
-        record_ids = check_ids(record_ids, "record_ids")
-        found = {r.id for r in self._store.get_many(scope, record_ids)}  # one read
-        for rid in record_ids:
-            if rid not in found:  # what get says of it: nothing is purged
-                self._store.get(scope, rid, include_deleted=True)
         from memstrata.consolidation import refresh_stale_summaries
         from memstrata.rederive import rederive
 
@@ -892,7 +918,7 @@ class Memory:
         from memstrata.search.reply_terms import purge_records
 
         # A reply indexed under a purged question is indexed again without its words.
-        report = purge_records(self._store, scope, list(record_ids))
+        report = PurgeReport() if again else purge_records(self._store, scope, list(record_ids))
         _, more = rederive(self._ctx, scope, record_ids, reason="sources were purged", purge=True)
         report = replace(
             report,

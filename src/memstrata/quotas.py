@@ -14,7 +14,8 @@ limit between them:
   :meth:`~memstrata.store.quota_counters.QuotaCounters.take_counters` (SQLite: one
   ``BEGIN IMMEDIATE`` transaction; PostgreSQL: row locks; with ``buffer=redis://...`` a
   Redis mirror answers refusals first and the durable counters stay the authority). A call
-  that fails after its take gives the take back.
+  that fails after its take gives the take back; an async call cancelled after it keeps
+  it (its embedding may have run and its write landed: cancelling is no free embedding).
 - records per user and per tenant count the store's own records (every type, deleted and
   superseded ones included, until they are purged), so the check and the write run under a
   lease (:meth:`~memstrata.store.quota_counters.QuotaCounters.lease`, in the durable
@@ -191,13 +192,17 @@ def _records_lease(counters: QuotaCounters, key: str, *, wait: float) -> Iterato
         pause = min(pause * 2, 0.05)
     renewer = Renewer(counters, key, token, seconds)
     renewer.start()
+
+    def end() -> None:
+        renewer.stop()
+        counters.release(key, token)
+
     held[mine] = lease = _Lease()
     try:
         yield lease
     finally:
         del held[mine]
-        renewer.stop()
-        counters.release(key, token)
+        end()
 
 
 def _all_records(store: Store, scope: Scope) -> int:
@@ -301,6 +306,7 @@ def _counted(
         ),
     ]
     takes = [take for _, _, take in named]
+    undo = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
     refused = counters.take_counters(takes)
     if refused is not None:
         name, limit, _ = named[refused.index]
@@ -321,7 +327,7 @@ def _counted(
         yield
     except BaseException:
         if not admission.spent:
-            counters.add_counters([Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes])
+            counters.add_counters(undo)
         raise
 
 

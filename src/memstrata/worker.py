@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 
 from memstrata.clock import Clock
@@ -42,6 +43,9 @@ log = logging.getLogger("memstrata.worker")
 Handler = Callable[[Job], None]
 
 _WAIT_POLL_SECONDS = 0.05  # how often flush() looks again at jobs another worker holds
+# The token of the claim whose job the current thread (task) runs: a purge made by that job
+# does not wait for the job itself.
+_CLAIM: ContextVar[str | None] = ContextVar("memstrata_claim", default=None)
 
 
 class _Claim:
@@ -49,6 +53,7 @@ class _Claim:
 
     def __init__(self, jobs: list[Job]) -> None:
         self.token = jobs[0].lease_token or ""
+        self.user = (jobs[0].tenant, jobs[0].user)  # a claim's jobs are of one user
         self.open = {j.id for j in jobs}  # claimed, not finished by us yet
         self.lost: set[str] = set()
         leases = [j.lease_until for j in jobs if j.lease_until is not None]
@@ -89,6 +94,12 @@ class Heartbeat:
     def remove(self, claim: _Claim) -> None:
         with self._lock:
             self._claims.pop(claim.token, None)
+
+    def running(self, tenant: str, user: str) -> bool:
+        """Whether a claim of the user is in progress (but the caller's own)."""
+        own = _CLAIM.get()
+        with self._lock:
+            return any(c.user == (tenant, user) and c.token != own for c in self._claims.values())
 
     def stop(self) -> None:
         self._stop.set()
@@ -185,7 +196,7 @@ class JobRunner:
         while True:
             now = self._clock.now()
             horizon = now + timedelta(days=3650) if include_delayed or wait else None
-            jobs = self._store.claim_jobs(
+            claimed = self._store.claim_jobs(
                 now,
                 limit=size,
                 lease_seconds=self.lease_seconds,
@@ -194,6 +205,7 @@ class JobRunner:
                 session=session,
                 due_before=horizon,
             )
+            jobs = claimed
             if jobs:
                 self._run_claim(jobs, report)
                 continue
@@ -211,12 +223,24 @@ class JobRunner:
     def _run_claim(self, jobs: list[Job], report: RunReport) -> None:
         claim = _Claim(jobs)
         self._heartbeat.add(claim)
+        mine = _CLAIM.set(claim.token)
         try:
             for job in jobs:
                 self._run_one(job, claim, report)
         finally:
+            _CLAIM.reset(mine)
             self._heartbeat.remove(claim)
             self._finished.notify_all()
+
+    def running(self, tenant: str, user: str) -> bool:
+        """Whether this runner is running a job of the user (the background worker, a
+        flush; not the caller's own job)."""
+        return self._heartbeat.running(tenant, user)
+
+    def wait_user(self, tenant: str, user: str) -> None:
+        """Wait until this runner runs no job of the user (but the caller's own)."""
+        while self._heartbeat.running(tenant, user):
+            self._finished.wait(_WAIT_POLL_SECONDS)
 
     def _lost(self, job: Job, report: RunReport, why: str) -> None:
         report.lost += 1

@@ -12,6 +12,7 @@ from memstrata import Memory, Scope
 
 S = Scope("acme", "alice", session="s1")
 U = S.user_scope
+OSLO = {"category": "profile", "key": "location", "value": "Oslo", "confidence": 0.9}
 
 
 def _value(mem: Memory) -> str | None:
@@ -25,7 +26,7 @@ def test_purging_a_restored_facts_turn_gives_back_what_it_ended(mem: Memory) -> 
     paris = mem.facts.get(U, "location")
     assert paris is not None and paris.metadata.get("origin") == "extracted"
     mem.delete(U, paris.id)
-    mem.facts.upsert(U, {"category": "profile", "key": "location", "value": "Oslo", "confidence": 0.9})
+    mem.facts.upsert(U, OSLO)
     mem.restore(U, paris.id)
     assert _value(mem) == "Paris"
     mem.purge(S, [turn.id])
@@ -41,7 +42,7 @@ def test_a_later_value_is_not_overridden(mem: Memory) -> None:
     paris = mem.facts.get(U, "location")
     assert paris is not None
     mem.delete(U, paris.id)
-    mem.facts.upsert(U, {"category": "profile", "key": "location", "value": "Oslo", "confidence": 0.9})
+    mem.facts.upsert(U, OSLO)
     mem.restore(U, paris.id)
     mem.facts.upsert(
         U, {"category": "profile", "key": "location", "value": "Rome", "confidence": 1.0}

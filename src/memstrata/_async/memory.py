@@ -214,6 +214,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         self._opened = False
         self._owned = []  # async-only
         self._closed = False  # async-only
+        self._running = set()  # async-only
         # sync: self._open()
 
     async def _open(self) -> AsyncMemory:
@@ -392,11 +393,12 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     async def aclose(self) -> None:
         """Stop the background worker (after its current job) and close the store; jobs
         still queued stay in the store and run at the next start, flush or worker."""
-        if self._closed:  # async-only
-            return  # async-only
-        self._closed = True  # async-only
+        # run once, as a task of its own, to its end if cancelled (a 2nd aclose waits)  # async-only
+        if not self._shutting_here():  # async-only
+            return await self._closing(self.aclose)  # async-only
         if not self._opened:  # async-only
             return  # async-only
+        await self._finish_started()  # async-only
         if self._worker is not None:
             await self._worker.stop()
         runner = self.__dict__.get("_runner")  # never built: nothing to stop
@@ -936,17 +938,43 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Destroy for real. With ids: those records. Without: everything of the user
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
         self._owner(scope)
+        if record_ids is not None:
+            record_ids = check_ids(record_ids, "record_ids")
+            found = {r.id for r in await self._store.get_many(scope, record_ids)}  # one read
+            for rid in record_ids:
+                if rid not in found:  # what get says of it: nothing is purged
+                    await self._store.get(scope, rid, include_deleted=True)
+        # A job of the user that this process runs (the background worker, a flush), past
+        # reading the turns, writes what it derived from them (facts, clusters, summaries)
+        # after the purge and brings the purged words back: it is waited for and the
+        # purge done again.
+        runner = self.__dict__.get("_runner")
+        busy = runner is not None and runner.running(scope.tenant, scope.user)
+        report = await self._purge_once(scope, record_ids)
+        if runner is not None and (busy or runner.running(scope.tenant, scope.user)):
+            await runner.wait_user(scope.tenant, scope.user)
+            again = await self._purge_once(scope, record_ids, again=True)
+            report = PurgeReport(
+                records=report.records + again.records,
+                versions=report.versions + again.versions,
+                vectors=report.vectors + again.vectors,
+                jobs=report.jobs + again.jobs,
+                cache_entries=report.cache_entries + again.cache_entries,
+                remaining=again.remaining,
+            )
+        return report
+
+    async def _purge_once(
+        self, scope: Scope, record_ids: Sequence[str] | None, *, again: bool = False
+    ) -> PurgeReport:
+        """One pass of :meth:`_purge`; ``again``: the records themselves are gone already,
+        what was derived from them since is purged."""
         from memstrata._async.context.builder import forget_texts
 
         forget_texts()  # sentences of the purged records may be among them
         if record_ids is None:
             self._embedder.forget()
             return await self._store.purge_user(scope.tenant, scope.user)
-        record_ids = check_ids(record_ids, "record_ids")
-        found = {r.id for r in await self._store.get_many(scope, record_ids)}  # one read
-        for rid in record_ids:
-            if rid not in found:  # what get says of it: nothing is purged
-                await self._store.get(scope, rid, include_deleted=True)
         from memstrata._async.consolidation import refresh_stale_summaries
         from memstrata._async.rederive import rederive
 
@@ -957,7 +985,9 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         from memstrata._async.search.reply_terms import purge_records
 
         # A reply indexed under a purged question is indexed again without its words.
-        report = await purge_records(self._store, scope, list(record_ids))
+        report = (
+            PurgeReport() if again else await purge_records(self._store, scope, list(record_ids))
+        )
         _, more = await rederive(
             self._ctx, scope, record_ids, reason="sources were purged", purge=True
         )

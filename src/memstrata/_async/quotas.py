@@ -12,7 +12,8 @@ limit between them:
   :meth:`~memstrata.store.quota_counters.QuotaCounters.take_counters` (SQLite: one
   ``BEGIN IMMEDIATE`` transaction; PostgreSQL: row locks; with ``buffer=redis://...`` a
   Redis mirror answers refusals first and the durable counters stay the authority). A call
-  that fails after its take gives the take back.
+  that fails after its take gives the take back; an async call cancelled after it keeps
+  it (its embedding may have run and its write landed: cancelling is no free embedding).
 - records per user and per tenant count the store's own records (every type, deleted and
   superseded ones included, until they are purged), so the check and the write run under a
   lease (:meth:`~memstrata.store.quota_counters.QuotaCounters.lease`, in the durable
@@ -44,6 +45,7 @@ from datetime import datetime
 
 from memstrata._async.store.base import AsyncStore
 from memstrata._async.store.quota_counters import AsyncQuotaCounters, Take
+from memstrata.aio.cancellation import given_back, to_the_end  # async-only
 from memstrata.aio.worker_tasks import AsyncSignal, AsyncSpawned, spawn  # async-only
 from memstrata.errors import QuotaExceededError, StoreError, ValidationError
 from memstrata.filters import Filters
@@ -193,8 +195,14 @@ async def _records_lease(
     pause = 0.002
     while True:
         now_ms = int(time.time() * 1000)
-        if await counters.lease(key, token, now_ms, now_ms + int(seconds * 1000)):
-            break
+        # a caller cancelled while the store takes the lease gives it back  # async-only
+        if await given_back(  # async-only
+            counters.lease(key, token, now_ms, now_ms + int(seconds * 1000)),  # async-only
+            lambda got: counters.release(key, token) if got else asyncio.sleep(0),  # async-only
+        ):  # async-only
+            break  # async-only
+        # sync: if counters.lease(key, token, now_ms, now_ms + int(seconds * 1000)):
+        # sync:     break
         if time.monotonic() > deadline:
             raise StoreError(
                 f"another writer has held this records quota lease for over {wait:.0f} s; "
@@ -205,13 +213,19 @@ async def _records_lease(
         pause = min(pause * 2, 0.05)
     renewer = AsyncRenewer(counters, key, token, seconds)
     renewer.start()
+
+    async def end() -> None:
+        await renewer.stop()
+        await counters.release(key, token)
+
     held[mine] = lease = _Lease()
     try:
         yield lease
     finally:
         del held[mine]
-        await renewer.stop()
-        await counters.release(key, token)
+        # a cancellation landing here must not keep the lease  # async-only
+        await to_the_end(end())  # async-only
+        # sync: end()
 
 
 async def _all_records(store: AsyncStore, scope: Scope) -> int:
@@ -317,7 +331,12 @@ async def _counted(
         ),
     ]
     takes = [take for _, _, take in named]
-    refused = await counters.take_counters(takes)
+    undo = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
+    refused = await given_back(  # async-only
+        counters.take_counters(takes),  # async-only
+        lambda no: counters.add_counters(undo) if no is None else asyncio.sleep(0),  # async-only
+    )  # async-only
+    # sync: refused = counters.take_counters(takes)
     if refused is not None:
         name, limit, _ = named[refused.index]
         over = exceeded(
@@ -335,11 +354,12 @@ async def _counted(
         ) from over
     try:
         yield
+    except asyncio.CancelledError:  # async-only
+        # its embedding may have run and its write landed: the take stays  # async-only
+        raise  # async-only
     except BaseException:
         if not admission.spent:
-            await counters.add_counters(
-                [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
-            )
+            await counters.add_counters(undo)
         raise
 
 

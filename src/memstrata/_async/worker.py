@@ -25,9 +25,11 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 
 from memstrata._async.store.base import AsyncStore
+from memstrata.aio.cancellation import given_back, to_the_end  # async-only
 from memstrata.aio.worker_tasks import AsyncFinished, AsyncSignal, AsyncSpawned, spawn  # async-only
 
 # sync: from memstrata.worker_threads import Finished, Signal, Spawned, spawn
@@ -44,6 +46,9 @@ Handler = Callable[[Job], Awaitable[None]]  # async-only
 # sync: Handler = Callable[[Job], None]
 
 _WAIT_POLL_SECONDS = 0.05  # how often flush() looks again at jobs another worker holds
+# The token of the claim whose job the current thread (task) runs: a purge made by that job
+# does not wait for the job itself.
+_CLAIM: ContextVar[str | None] = ContextVar("memstrata_claim", default=None)
 
 
 class _Claim:
@@ -51,6 +56,7 @@ class _Claim:
 
     def __init__(self, jobs: list[Job]) -> None:
         self.token = jobs[0].lease_token or ""
+        self.user = (jobs[0].tenant, jobs[0].user)  # a claim's jobs are of one user
         self.open = {j.id for j in jobs}  # claimed, not finished by us yet
         self.lost: set[str] = set()
         leases = [j.lease_until for j in jobs if j.lease_until is not None]
@@ -91,6 +97,12 @@ class AsyncHeartbeat:
     def remove(self, claim: _Claim) -> None:
         with self._lock:
             self._claims.pop(claim.token, None)
+
+    def running(self, tenant: str, user: str) -> bool:
+        """Whether a claim of the user is in progress (but the caller's own)."""
+        own = _CLAIM.get()
+        with self._lock:
+            return any(c.user == (tenant, user) and c.token != own for c in self._claims.values())
 
     async def stop(self) -> None:
         self._stop.set()
@@ -187,7 +199,7 @@ class AsyncJobRunner:
         while True:
             now = self._clock.now()
             horizon = now + timedelta(days=3650) if include_delayed or wait else None
-            jobs = await self._store.claim_jobs(
+            claimed = self._store.claim_jobs(
                 now,
                 limit=size,
                 lease_seconds=self.lease_seconds,
@@ -196,6 +208,9 @@ class AsyncJobRunner:
                 session=session,
                 due_before=horizon,
             )
+            # cancelled meanwhile, the claim (made by the store anyway) is given back  # async-only
+            jobs = await given_back(claimed, self._give_back)  # async-only
+            # sync: jobs = claimed
             if jobs:
                 await self._run_claim(jobs, report)
                 continue
@@ -213,12 +228,39 @@ class AsyncJobRunner:
     async def _run_claim(self, jobs: list[Job], report: RunReport) -> None:
         claim = _Claim(jobs)
         self._heartbeat.add(claim)
+        mine = _CLAIM.set(claim.token)
+        ran = 0  # async-only
         try:
             for job in jobs:
                 await self._run_one(job, claim, report)
+                ran += 1  # async-only
+        except asyncio.CancelledError:  # async-only
+            # queued again now, not when the lease runs out (the next flush waited)  # async-only
+            await to_the_end(self._give_back(jobs[ran:]))  # async-only
+            raise  # async-only
         finally:
+            _CLAIM.reset(mine)
             self._heartbeat.remove(claim)
             self._finished.notify_all()
+
+    def running(self, tenant: str, user: str) -> bool:
+        """Whether this runner is running a job of the user (the background worker, a
+        flush; not the caller's own job)."""
+        return self._heartbeat.running(tenant, user)
+
+    async def wait_user(self, tenant: str, user: str) -> None:
+        """Wait until this runner runs no job of the user (but the caller's own)."""
+        while self._heartbeat.running(tenant, user):
+            await self._finished.wait(_WAIT_POLL_SECONDS)
+
+    async def _give_back(self, jobs: list[Job]) -> None:  # async-only
+        """A cancelled claim's jobs, pending again now (rerun from the start)."""  # async-only
+        fail, now = self._store.fail_job, self._clock.now()  # async-only
+        for job in jobs:  # async-only
+            try:  # async-only
+                await fail(job.id, "its run was cancelled", now, job.lease_token)  # async-only
+            except (LeaseLostError, NotFoundError):  # async-only
+                continue  # taken over or purged meanwhile: not ours to give back  # async-only
 
     def _lost(self, job: Job, report: RunReport, why: str) -> None:
         report.lost += 1

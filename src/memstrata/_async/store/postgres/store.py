@@ -333,8 +333,10 @@ class AsyncPostgresStore:
         )
         try:
             await self._pool.open(wait=True, timeout=15)
-        except Exception as exc:
-            await self._pool.close()
+        except BaseException as exc:
+            await self._pool.close()  # cancelled too: no pool task or connection left open
+            if not isinstance(exc, Exception):
+                raise
             raise StoreError(f"cannot open a connection pool to {where}: {exc}") from None
 
     def __repr__(self) -> str:
