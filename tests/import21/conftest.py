@@ -20,17 +20,18 @@ ALICE = Scope("acme", "alice", session="s1")
 USER = Scope("acme", "alice")
 BOB = Scope("acme", "bob")
 
-Fresh = Callable[[], Memory]
+Fresh = Callable[..., Memory]
 
 
 @pytest.fixture(params=["sqlite", "memory", "postgresql"])
 def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fresh]:
-    """Makes a memory on a store of its own at each call (closed, and its PostgreSQL
-    schema dropped, after the test)."""
+    """Makes a memory on a store of its own at each call, on the clock given (a
+    ``FixedClock`` at 2026-01-01 12:00 UTC otherwise); closed, and its PostgreSQL schema
+    dropped, after the test."""
     made: list[Memory] = []
     schemas: list[str] = []
 
-    def make() -> Memory:
+    def make(clock: FixedClock | None = None) -> Memory:
         if request.param == "sqlite":
             url = f"sqlite:///{tmp_path / f'm{len(made)}.db'}"
         elif request.param == "memory":
@@ -39,7 +40,7 @@ def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fresh]:
             server = request.getfixturevalue("pg_server")
             url = server.url()
             schemas.append(server.schemas[-1])
-        clock = FixedClock(datetime(2026, 1, 1, 12, 0, tzinfo=UTC))
+        clock = clock or FixedClock(datetime(2026, 1, 1, 12, 0, tzinfo=UTC))
         m = Memory(url, embedder="hashing", clock=clock, background=False)
         made.append(m)
         return m
