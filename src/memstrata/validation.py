@@ -79,13 +79,16 @@ def check_enum(kind: type[E], value: object, field: str) -> E:
     """``value`` as a member of ``kind``; the error lists every valid value."""
     if isinstance(value, kind):
         return value
+    if isinstance(value, str):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    # the list is made only for the error: an import checks five enums a record
     allowed = ", ".join(m.value for m in kind)
     if not isinstance(value, str):
         raise ValidationError(f"{field} must be one of: {allowed} (got {_kind(value)} {value!r})")
-    try:
-        return kind(value)
-    except ValueError:
-        raise ValidationError(f"{field} {value!r} is not one of: {allowed}") from None
+    raise ValidationError(f"{field} {value!r} is not one of: {allowed}")
 
 
 def check_bool(value: object, field: str) -> bool:
@@ -392,16 +395,14 @@ def _check_consistent(r: Any, times: Mapping[str, datetime]) -> None:
     true only its author knows. (Times in an unusual order are not refused: a clock set
     back, a replay of old turns or a fact observed before the one it replaced produce
     them, and an export of those must import.)"""
-    from .records import RecordStatus
-
     deleted_at = times.get("deleted_at")
-    if r.status is RecordStatus.ACTIVE and deleted_at is not None:
+    if r.status == "active" and deleted_at is not None:
         raise ValidationError(
             f"record {r.id} is active but has deleted_at {deleted_at.isoformat()}: every store "
             'clears deleted_at when a record is restored; set "status": "deleted" to import '
             'it deleted, or "deleted_at": null to import it active; nothing was imported'
         )
-    if r.status is RecordStatus.DELETED and deleted_at is None:
+    if r.status == "deleted" and deleted_at is None:
         raise ValidationError(
             f"record {r.id} is deleted but has no deleted_at (every store records when a "
             'record is deleted): give "deleted_at" the time it was deleted, or set "status": '

@@ -61,7 +61,7 @@ def export_text(mem: Memory, scope: Scope = USER, *, embeddings: bool = False) -
 
 
 def lines_of(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
 
 
 def text_of(lines: list[dict[str, Any]]) -> str:

@@ -208,7 +208,7 @@ def test_every_field_memstrata_writes_is_known(fresh: Fresh) -> None:
     other = fresh()
     report = other.import_records(io.StringIO(text))
     assert report.imported == len(lines_of(text)) - 2
-    assert export_text(other, USER, embeddings=True).splitlines()[1:] == text.splitlines()[1:]
+    assert export_text(other, USER, embeddings=True).split("\n")[1:] == text.split("\n")[1:]
 
 
 def test_the_cli_refuses_and_says_why(tmp_path: Path) -> None:
