@@ -2,17 +2,19 @@
 store of each backend exports again the same, record for record; and a second import of
 the same file imports nothing.
 
-Random sequences of add (notes, facts, episodes; dedup on or off, so near-duplicates merge
-and link), add_message, update, delete, restore, facts.upsert (values replaced, confirmed
-or in conflict; observed out of order), purge of one record and clock moves (forward and
-set back) run on a memory of the backend under test; its export (with embeddings) is
-imported into a fresh SQLite, memory:// and PostgreSQL store. What may differ: the header's
-``exported_at`` (the time of each export) and the order of the keys inside ``metadata``
-and ``content.structured`` (each store's own: SQLite and PostgreSQL give them back
-sorted, memory:// as written; the lines are compared as JSON) — ids, times, versions,
-statuses, references and vectors all come back. Imported ``into`` another user, each
-record comes back under :func:`~memstrata.portability.remapped_id`, with its references
-to records of the file rewritten the same way."""
+Random sequences of add (notes, facts, episodes, knowledge; dedup on or off, so
+near-duplicates merge and link; JSON metadata; an agent's records, each visibility),
+add_message, update, delete, restore, forget, set_access, facts.upsert (values replaced,
+confirmed or in conflict; observed out of order), purge of one record and clock moves
+(forward and set back, to the microsecond) run on a memory of the backend under test;
+its export (with embeddings) is imported into a fresh SQLite, memory:// and PostgreSQL
+store. What may differ: the header's ``exported_at`` (the time of each export) and the
+order of the keys inside ``metadata`` and ``content.structured`` (each store's own:
+SQLite and PostgreSQL give them back sorted, memory:// as written; the lines are
+compared as JSON) — ids, times, versions, statuses, references and vectors all come
+back. Imported ``into`` another user, each record comes back under
+:func:`~memstrata.portability.remapped_id`, with its references to records of the file
+rewritten the same way."""
 
 from __future__ import annotations
 
@@ -72,6 +74,8 @@ ADD = st.tuples(
     st.booleans(),
     st.none() | days,
     st.dictionaries(st.text(min_size=1, max_size=6), JSON, max_size=3),
+    st.sampled_from([None, "bot"]),
+    st.sampled_from([None, "private", "shared", "public"]),
 )
 FACT = st.tuples(
     st.just("fact"),
@@ -92,6 +96,14 @@ OPS = st.lists(
         st.tuples(st.just("restore"), index),
         st.tuples(st.just("clock"), days),
         st.tuples(st.just("purge"), index),
+        FACT,
+        st.tuples(
+            st.just("access"),
+            index,
+            st.sampled_from(["private", "shared", "public"]),
+            st.lists(st.sampled_from(["bob", "carol"]), max_size=2),
+        ),
+        st.tuples(st.just("forget"), index),
     ),
     min_size=10,
     max_size=40,
@@ -125,10 +137,17 @@ def _apply(mem: Memory, clock: FixedClock, op: tuple[Any, ...]) -> None:
     ids = _every(mem)
     pick = ids[op[1] % len(ids)] if ids and isinstance(op[1], int) and kind != "clock" else None
     if kind == "add":
-        _, text, type_, tags, dedup, offset, metadata = op
+        _, text, type_, tags, dedup, offset, metadata, agent, visibility = op
         when = None if offset is None else clock.now() + timedelta(days=offset)
         mem.add(
-            ALICE, text, type=type_, tags=tags, dedup=dedup, observed_at=when, metadata=metadata
+            Scope(ALICE.tenant, ALICE.user, agent, ALICE.session),
+            text,
+            type=type_,
+            tags=tags,
+            dedup=dedup,
+            observed_at=when,
+            metadata=metadata,
+            visibility=visibility,
         )
     elif kind == "message":
         mem.add_message(ALICE, op[2], op[1])
@@ -150,6 +169,10 @@ def _apply(mem: Memory, clock: FixedClock, op: tuple[Any, ...]) -> None:
             mem.restore(USER, pick)
         elif kind == "purge":
             mem.purge(USER, [pick])
+        elif kind == "access":
+            mem.set_access(USER, pick, visibility=op[2], allowed_users=op[3])
+        elif kind == "forget":
+            mem.forget(USER, [pick])
 
 
 def _without_time(line: str) -> dict[str, Any]:
@@ -227,7 +250,7 @@ def _check(backend: str, ops: list[tuple[Any, ...]], pg: Any) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -239,3 +239,25 @@ def test_the_http_route_refuses_and_says_why(served: Any) -> None:  # noqa: F811
 
     assert stored(served.memory, Scope("acme", "carol")) == 0
     assert stored(served.memory, USER) == 0
+
+
+def test_the_async_memory_refuses_the_same(tmp_path: Path) -> None:
+    import asyncio
+
+    from memstrata import AsyncMemory, Scope
+
+    lines = _source()
+    _record(lines)["access"]["allowed_user"] = ["bob"]
+
+    async def run() -> tuple[str, int]:
+        mem = AsyncMemory(f"sqlite:///{tmp_path / 'a.db'}", embedder="hashing", background=False)
+        try:
+            with pytest.raises(ImportFormatError) as caught:
+                await mem.import_records(io.StringIO(text_of(lines)))
+            return str(caught.value), (await mem.stats(Scope("acme", "alice")))["records"]
+        finally:
+            await mem.aclose()
+
+    says, records = asyncio.run(run())
+    assert "line 3: access has the field 'allowed_user'" in says
+    assert records == 0
