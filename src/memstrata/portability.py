@@ -13,11 +13,15 @@ count first would be a second pass, and a write between the count and the walk w
 it lie). The end line is also how a reader knows the export is whole: an export cut off (a
 dropped connection, a full disk, a crash) has none, and one that failed while it was being
 streamed over HTTP ends with ``{"end": "failed", "error": {"code": ..., "message": ...}}``;
-:func:`read_jsonl` refuses both, naming what happened.
+:func:`read_pages` refuses both, naming what happened.
 
 Version 1 (before) has the same record lines and no end line; its header carries
-``"count"``. :func:`read_jsonl` still reads it as it always did. An import checks every line
-before writing any.
+``"count"``, which an import checks against the records it holds. An import checks every
+line before writing any, and refuses what it would otherwise drop or misread: a field it
+does not know (of a header, a line, a record or its nested objects; every export memstrata
+has written holds none: see ``codec.RECORD_FIELDS``), a key given twice in an object, text
+where a list belongs, and a record that contradicts itself
+(:func:`~memstrata.validation.validate_record`).
 """
 
 from __future__ import annotations
@@ -118,9 +122,9 @@ def failed_line(code: str, message: str) -> str:
     return _line({"end": "failed", "error": {"code": code, "message": message}})
 
 
-# The fields of a header (version 1 also wrote "count"), of a record line and of an end
-# line; an import refuses any other (codec.check_fields), as it refuses an unknown field of
-# a record.
+# The fields of a header (version 1 also wrote "count") and of a record line; an import
+# refuses any other (codec.check_fields), as it refuses an unknown field of a record (an
+# end line's are checked by _check_end).
 HEADER_FIELDS = frozenset(("format", "version", "embedding_model", "dims", "exported_at"))
 V1_HEADER_FIELDS = HEADER_FIELDS | {"count"}
 LINE_FIELDS = frozenset(("record", "embedding"))
@@ -130,14 +134,17 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object of an export; a key given twice is refused (``json`` would keep the
     last value and drop the first without a word)."""
     d = dict(pairs)
-    if len(d) != len(pairs):
-        seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise ImportFormatError(
-            f"an object has the key {twice!r} twice (JSON would keep only the last value): "
-            "keep the one you mean and import again; nothing was imported"
-        )
-    return d
+    if len(d) == len(pairs):
+        return d
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ImportFormatError(
+                f"an object has the key {key!r} twice (JSON would keep only the last value): "
+                "keep the one you mean and import again; nothing was imported"
+            )
+        seen.add(key)
+    return d  # not reached: a shorter dict means a key came twice
 
 
 def _loads(line: str) -> Any:
