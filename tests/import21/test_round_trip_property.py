@@ -5,7 +5,8 @@ the same file imports nothing.
 Random sequences of add (notes, facts, episodes, knowledge; dedup on or off, so
 near-duplicates merge and link; JSON metadata; an agent's records, each visibility),
 add_message, update, delete, restore, forget, set_access, facts.upsert (values replaced,
-confirmed or in conflict; observed out of order), purge of one record and clock moves
+confirmed or in conflict; observed out of order), fact records of a key added directly
+(two live facts of one key), purge of one record and clock moves
 (forward and set back, to the microsecond) run on a memory of the backend under test;
 its export (with embeddings) is imported into a fresh SQLite, memory:// and PostgreSQL
 store. What may differ: the header's ``exported_at`` (the time of each export) and the
@@ -104,6 +105,7 @@ OPS = st.lists(
             st.lists(st.sampled_from(["bob", "carol"]), max_size=2),
         ),
         st.tuples(st.just("forget"), index),
+        st.tuples(st.just("keyed"), st.sampled_from(TEXTS), st.sampled_from(["pet", "team"])),
     ),
     min_size=10,
     max_size=40,
@@ -149,6 +151,9 @@ def _apply(mem: Memory, clock: FixedClock, op: tuple[Any, ...]) -> None:
             metadata=metadata,
             visibility=visibility,
         )
+    elif kind == "keyed":  # a key's fact written directly: two may be live
+        # (not a key facts.upsert writes: an upsert of such a key raises KeyError 'value')
+        mem.add(ALICE, op[1], type="fact", metadata={"key": op[2]}, dedup=False)
     elif kind == "message":
         mem.add_message(ALICE, op[2], op[1])
     elif kind == "fact":
