@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,7 +12,16 @@ from .errors import ImportFormatError, ValidationError
 from .records import AccessControl, Content, MemoryRecord, Relation
 from .validation import check_sequence, check_time
 
-__all__ = ["record_from_dict", "record_to_dict"]
+__all__ = [
+    "ACCESS_FIELDS",
+    "CONTENT_FIELDS",
+    "LEGACY_FIELDS",
+    "RECORD_FIELDS",
+    "RELATION_FIELDS",
+    "check_fields",
+    "record_from_dict",
+    "record_to_dict",
+]
 
 _TIMES = (
     "created_at",
@@ -66,6 +76,70 @@ def record_to_dict(r: MemoryRecord) -> dict[str, Any]:
     }
 
 
+# The fields of an export's record line, as :func:`record_to_dict` writes them, and of its
+# nested objects. An import refuses a field outside these (``exact``): memstrata cannot
+# store it, and dropping it would lose what the file says without a word. Every export
+# memstrata has written (format version 1 since the first, cb2c9c9, and version 2) holds
+# exactly these: ``git log -p -- src/memstrata/codec.py src/memstrata/portability.py``
+# shows the set never changed, so no retired field has to be let through. A field that
+# a later version retires goes into LEGACY_FIELDS (read and ignored, documented), so
+# the backups that carry it stay readable.
+RECORD_FIELDS = frozenset(
+    (
+        "id",
+        "tenant",
+        "user",
+        "agent",
+        "session",
+        "type",
+        "role",
+        "content",
+        "embedding_model",
+        "embedding_dims",
+        "importance",
+        "confidence",
+        "tags",
+        "source",
+        "version",
+        "access_count",
+        "decay_score",
+        "superseded_by",
+        "relations",
+        "access",
+        "source_ids",
+        "metadata",
+        "content_hash",
+        "status",
+        *_TIMES,
+    )
+)
+CONTENT_FIELDS = frozenset(("raw", "summary", "structured"))
+ACCESS_FIELDS = frozenset(("visibility", "allowed_users", "allowed_roles"))
+RELATION_FIELDS = frozenset(("kind", "target_id"))
+# where (a path of the record) -> fields older exports wrote there that today's reader
+# ignores; none so far (see above)
+LEGACY_FIELDS: Mapping[str, frozenset[str]] = {}
+
+
+def check_fields(value: Mapping[str, Any], known: frozenset[str], where: str) -> None:
+    """Refuse a field of ``value`` outside ``known`` (and the legacy fields of ``where``)
+    with an :class:`ImportFormatError` naming it, the nearest known name when one is close,
+    and what to do."""
+    legacy = LEGACY_FIELDS.get(where, frozenset())
+    for name in value:
+        if name in known or name in legacy:
+            continue
+        near = difflib.get_close_matches(str(name), sorted(known), n=1)
+        hint = f"rename it to {near[0]!r} if that is what it holds, " if near else ""
+        listed = f" (it knows {', '.join(sorted(known))})" if len(known) <= 6 else ""
+        raise ImportFormatError(
+            f"{where} has the field {name!r}, which memstrata does not know{listed}; an "
+            f"import refuses what it would have to drop: {hint}remove it if its value may "
+            "be lost, or import the file with the newer memstrata that wrote it; nothing "
+            "was imported"
+        )
+
+
 def _time(d: Mapping[str, Any], name: str) -> datetime | None:
     v = d.get(name)
     if v is None:
@@ -81,24 +155,51 @@ def _mapping(value: object, name: str) -> Mapping[str, Any]:
     return value
 
 
-def record_from_dict(d: Mapping[str, Any]) -> MemoryRecord:
+def _list(value: object, name: str) -> Sequence[Any]:
+    """A JSON list (``null`` is an empty one); text is refused, not split into letters."""
+    if value is None:
+        return ()
+    return check_sequence(value, name)
+
+
+def _relation(value: object, i: int, exact: bool) -> Relation:
+    where = f"relations[{i}]"
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f'{where} must be an object {{"kind": ..., "target_id": ...}}, got '
+            f"{type(value).__name__}"
+        )
+    if exact:
+        check_fields(value, RELATION_FIELDS, where)
+    return Relation(value["kind"], value["target_id"])
+
+
+def record_from_dict(d: Mapping[str, Any], *, exact: bool = False) -> MemoryRecord:
     """Inverse of :func:`record_to_dict`; any defect is an :class:`ImportFormatError`.
 
-    Only the shape is read here; :func:`memstrata.validation.validate_record` then checks
-    every field as ``add`` does."""
+    With ``exact`` (an import) a field it does not know, at any level of the record, is
+    refused (:func:`check_fields`) rather than dropped. Lists must be lists and objects
+    objects (``null`` stands for an empty one). Only the shape is read here;
+    :func:`memstrata.validation.validate_record` then checks every field as ``add``
+    does."""
     try:
         if not isinstance(d, Mapping):
             raise ValidationError(f"a record must be an object, got {type(d).__name__}")
+        if exact:
+            check_fields(d, RECORD_FIELDS, "record")
         c = d["content"]
         if not isinstance(c, Mapping):
             raise ValidationError(f"content must be an object with 'raw', got {type(c).__name__}")
         acc = _mapping(d.get("access"), "access")
+        if exact:
+            check_fields(c, CONTENT_FIELDS, "content")
+            check_fields(acc, ACCESS_FIELDS, "access")
         times = {name: _time(d, name) for name in _TIMES}
         for required in ("created_at", "updated_at", "observed_at"):
             if times[required] is None:
                 raise KeyError(required)
         return MemoryRecord(
-            id=str(d["id"]),
+            id=d["id"],
             tenant=d["tenant"],
             user=d["user"],
             agent=d.get("agent"),
@@ -114,22 +215,21 @@ def record_from_dict(d: Mapping[str, Any]) -> MemoryRecord:
             embedding_dims=d.get("embedding_dims"),
             importance=d.get("importance", 0.5),
             confidence=d.get("confidence", 1.0),
-            tags=tuple(check_sequence(d.get("tags") or [], "tags")),
+            tags=tuple(_list(d.get("tags"), "tags")),
             source=d.get("source", "explicit_user_input"),
             version=d.get("version", 1),
             access_count=d.get("access_count", 0),
             decay_score=d.get("decay_score", 1.0),
             superseded_by=d.get("superseded_by"),
             relations=tuple(
-                Relation(x["kind"], x["target_id"])
-                for x in check_sequence(d.get("relations") or [], "relations")
+                _relation(x, i, exact) for i, x in enumerate(_list(d.get("relations"), "relations"))
             ),
             access=AccessControl(
                 visibility=acc.get("visibility", "private"),
-                allowed_users=tuple(acc.get("allowed_users") or ()),
-                allowed_roles=tuple(acc.get("allowed_roles") or ()),
+                allowed_users=tuple(_list(acc.get("allowed_users"), "access.allowed_users")),
+                allowed_roles=tuple(_list(acc.get("allowed_roles"), "access.allowed_roles")),
             ),
-            source_ids=tuple(d.get("source_ids") or ()),
+            source_ids=tuple(_list(d.get("source_ids"), "source_ids")),
             metadata=_mapping(d.get("metadata"), "metadata"),
             content_hash=d.get("content_hash", ""),
             status=d.get("status", "active"),
@@ -141,6 +241,8 @@ def record_from_dict(d: Mapping[str, Any]) -> MemoryRecord:
             valid_to=times["valid_to"],
             deleted_at=times["deleted_at"],
         )
+    except ImportFormatError:
+        raise
     except KeyError as exc:
         raise ImportFormatError(f"record is missing the field {exc.args[0]!r}") from None
     except (TypeError, ValueError, AttributeError, ValidationError) as exc:

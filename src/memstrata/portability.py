@@ -13,11 +13,15 @@ count first would be a second pass, and a write between the count and the walk w
 it lie). The end line is also how a reader knows the export is whole: an export cut off (a
 dropped connection, a full disk, a crash) has none, and one that failed while it was being
 streamed over HTTP ends with ``{"end": "failed", "error": {"code": ..., "message": ...}}``;
-:func:`read_jsonl` refuses both, naming what happened.
+:func:`read_pages` refuses both, naming what happened.
 
 Version 1 (before) has the same record lines and no end line; its header carries
-``"count"``. :func:`read_jsonl` still reads it as it always did. An import checks every line
-before writing any.
+``"count"``, which an import checks against the records it holds. An import checks every
+line before writing any, and refuses what it would otherwise drop or misread: a field it
+does not know (of a header, a line, a record or its nested objects; every export memstrata
+has written holds none: see ``codec.RECORD_FIELDS``), a key given twice in an object, text
+where a list belongs, and a record that contradicts itself
+(:func:`~memstrata.validation.validate_record`).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from typing import IO, Any, Generic, TypeVar
 
 import numpy as np
 
-from .codec import record_from_dict, record_to_dict
+from .codec import check_fields, record_from_dict, record_to_dict
 from .embedder.base import check_vectors
 from .errors import ImportFormatError, MemstrataError
 from .records import MemoryRecord
@@ -118,9 +122,40 @@ def failed_line(code: str, message: str) -> str:
     return _line({"end": "failed", "error": {"code": code, "message": message}})
 
 
+# The fields of a header (version 1 also wrote "count") and of a record line; an import
+# refuses any other (codec.check_fields), as it refuses an unknown field of a record (an
+# end line's are checked by _check_end).
+HEADER_FIELDS = frozenset(("format", "version", "embedding_model", "dims", "exported_at"))
+V1_HEADER_FIELDS = HEADER_FIELDS | {"count"}
+LINE_FIELDS = frozenset(("record", "embedding"))
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object of an export; a key given twice is refused (``json`` would keep the
+    last value and drop the first without a word)."""
+    d = dict(pairs)
+    if len(d) == len(pairs):
+        return d
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ImportFormatError(
+                f"an object has the key {key!r} twice (JSON would keep only the last value): "
+                "keep the one you mean and import again; nothing was imported"
+            )
+        seen.add(key)
+    return d  # not reached: a shorter dict means a key came twice
+
+
+def _loads(line: str) -> Any:
+    return json.loads(line, object_pairs_hook=_object)
+
+
 def _header(line: str) -> dict[str, Any]:
     try:
-        head = json.loads(line)
+        head = _loads(line)
+    except ImportFormatError as exc:  # a key twice
+        raise ImportFormatError(f"line 1: {exc}") from None
     except (ValueError, RecursionError):
         head = None
     if not isinstance(head, dict) or head.get("format") != EXPORT_FORMAT:
@@ -134,6 +169,13 @@ def _header(line: str) -> dict[str, Any]:
             f"(it reads versions {', '.join(map(str, READ_VERSIONS))}); upgrade memstrata to "
             "import it"
         )
+    try:
+        check_fields(head, V1_HEADER_FIELDS if version == 1 else HEADER_FIELDS, "header")
+    except ImportFormatError as exc:
+        raise ImportFormatError(f"line 1: {exc}") from None
+    count = head.get("count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+        raise ImportFormatError(f"line 1: the header's count must be an integer, got {count!r}")
     return head
 
 
@@ -241,7 +283,7 @@ def read_pages(
             continue
         vec: Vector | None = None
         try:
-            item = json.loads(line)
+            item = _loads(line)
             if version >= 2 and isinstance(item, dict) and "end" in item:
                 _check_end(item, since_end)
                 ended, since_end = True, 0
@@ -249,17 +291,18 @@ def read_pages(
             ended = version == 1
             if not isinstance(item, dict) or "record" not in item:
                 raise ImportFormatError("expected an object with a 'record' field")
-            rec = validate_record(record_from_dict(item["record"]), max_chars=max_chars)
+            check_fields(item, LINE_FIELDS, "the line")
+            rec = validate_record(record_from_dict(item["record"], exact=True), max_chars=max_chars)
             Scope(rec.tenant, rec.user, rec.agent, rec.session)  # the ids' own checks
             if rec.id in seen:
                 raise ImportFormatError(f"record id {rec.id} appears twice")
             seen.add(rec.id)
             emb = item.get("embedding")
+            if emb is not None and not isinstance(emb, str):  # b64decode: a TypeError
+                raise ImportFormatError(
+                    f"embedding must be base64 text (as exported) or null, got {type(emb).__name__}"
+                )
             if emb is not None and same_model:
-                if not isinstance(emb, str):  # b64decode would raise a TypeError
-                    raise ImportFormatError(
-                        f"embedding must be base64 text (as exported), got {type(emb).__name__}"
-                    )
                 blob = base64.b64decode(emb, validate=True)
                 raw = np.frombuffer(blob, dtype="<f4").astype(np.float32)
                 vec = check_vectors(raw.reshape(1, -1), 1, dims, model_id)[0]
@@ -273,6 +316,12 @@ def read_pages(
         if len(page) >= page_size:
             yield page
             page = []
+    if version == 1 and head.get("count") is not None and head["count"] != total:
+        raise ImportFormatError(
+            f"the header counts {head['count']} records but the export holds {total}: lines "
+            "are missing or were added (a cut or edited file); nothing was imported; export "
+            "again"
+        )
     if not ended:
         raise ImportFormatError(
             f"the export does not end with its end line (after {total} records): it "

@@ -79,13 +79,16 @@ def check_enum(kind: type[E], value: object, field: str) -> E:
     """``value`` as a member of ``kind``; the error lists every valid value."""
     if isinstance(value, kind):
         return value
+    if isinstance(value, str):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    # the list is made only for the error: an import checks five enums a record
     allowed = ", ".join(m.value for m in kind)
     if not isinstance(value, str):
         raise ValidationError(f"{field} must be one of: {allowed} (got {_kind(value)} {value!r})")
-    try:
-        return kind(value)
-    except ValueError:
-        raise ValidationError(f"{field} {value!r} is not one of: {allowed}") from None
+    raise ValidationError(f"{field} {value!r} is not one of: {allowed}")
 
 
 def check_bool(value: object, field: str) -> bool:
@@ -374,6 +377,7 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
         raise ValidationError("access must be an AccessControl")
     check_ids(r.access.allowed_users, "access.allowed_users")
     check_ids(r.access.allowed_roles, "access.allowed_roles")
+    _check_consistent(r, times)
     return replace(
         r,
         content=Content(text, r.content.summary, structured),
@@ -383,6 +387,33 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
         content_hash=content_hash(text),
         **times,
     )
+
+
+def _check_consistent(r: Any, times: Mapping[str, datetime]) -> None:
+    """Refuse a record whose fields contradict each other in a way no memstrata write
+    produces, so that storing it would keep one half and lose the other: which half is
+    true only its author knows. (Times in an unusual order are not refused: a clock set
+    back, a replay of old turns or a fact observed before the one it replaced produce
+    them, and an export of those must import.)"""
+    deleted_at = times.get("deleted_at")
+    if r.status == "active" and deleted_at is not None:
+        raise ValidationError(
+            f"record {r.id} is active but has deleted_at {deleted_at.isoformat()}: every store "
+            'clears deleted_at when a record is restored; set "status": "deleted" to import '
+            'it deleted, or "deleted_at": null to import it active; nothing was imported'
+        )
+    if r.status == "deleted" and deleted_at is None:
+        raise ValidationError(
+            f"record {r.id} is deleted but has no deleted_at (every store records when a "
+            'record is deleted): give "deleted_at" the time it was deleted, or set "status": '
+            '"active" to import it active; nothing was imported'
+        )
+    if r.superseded_by is not None and r.superseded_by == r.id:
+        raise ValidationError(
+            f"record {r.id} is superseded by itself: it would be hidden from search with no "
+            'record replacing it; set "superseded_by" to the id of the record that replaced '
+            "it, or null if none did; nothing was imported"
+        )
 
 
 def check_model(value: object, kind: type[M], field: str) -> M:

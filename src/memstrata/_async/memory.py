@@ -1438,12 +1438,17 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             async with AsyncExitStack() as admitted:  # each user's share, all or nothing
                 for who, n in by_user.items():
                     await admitted.enter_async_context(self._ctx.admit(who, n, self._clock.now()))
-                writes, embedded = await self._import_writes(checked, into, ids, present, renamed)
+                brought = set(present)  # ids of the file's records, stored or written
+                writes, embedded = await self._import_writes(
+                    checked, into, ids, present, renamed, brought
+                )
                 with writes:
                     checked.close()  # its disk space, while the transaction runs
                     taken = await self._import_write(writes)
-                    for written in writes.pages():  # a key with two live facts keeps one
-                        await self.layers.facts.settle(w.record for w in written)
+                    # a key with a live fact of the store's and one of the file's keeps
+                    # one; the file's own live facts of a key stay as the file has them
+                    for written in writes.pages():
+                        await self.layers.facts.settle((w.record for w in written), brought=brought)
         return ImportReport(
             imported=fresh - len(taken),
             skipped=checked.records - fresh + len(taken),
@@ -1458,10 +1463,12 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         ids: set[str],
         present: set[str],
         renamed: Mapping[str, str],
+        brought: set[str],
     ) -> tuple[PageSpool[RecordWrite], int]:
         """The writes of an import, a page at a time onto disk (remapped, renamed, redacted,
         those already present left out, those without a usable vector embedded in one call
-        a page), with how many were embedded."""
+        a page), with how many were embedded; the id of each write is added to
+        ``brought``."""
         from memstrata.portability import PageSpool, remap_page, rename_page
         from memstrata.search.tokenize import tokenize
 
@@ -1484,6 +1491,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 rec = self._ctx.redact(raw)
                 # a redacted record's file vector is the clear text's: embed again
                 kept.append((rec, vec if rec is raw else None))
+                brought.add(rec.id)
             return kept
 
         def spool(kept: list[tuple[MemoryRecord, Vector | None]], made: Iterator[Vector]) -> None:

@@ -32,7 +32,7 @@ finds them all, so converging costs no further read.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -251,12 +251,20 @@ class AsyncFactService:
             raise Raced from None
         return await store.get(scope, record_id, include_deleted=True)
 
-    async def settle(self, records: Iterable[MemoryRecord]) -> None:
+    async def settle(
+        self, records: Iterable[MemoryRecord], *, brought: Container[str] | None = None
+    ) -> None:
         """After ``records`` were stored as they are (an import): each key of a live fact
         among them that has more than one live fact keeps its current one (the most
         confident, then the one updated last; as :meth:`get` picks it), the others end
         superseded by it, in one transaction per key (the rules keep a more confident
-        value against a different one too). One read per key, by index."""
+        value against a different one too). One read per key, by index.
+
+        With ``brought`` (the ids of every record of the import), a key whose live facts
+        are all the import's keeps them as the file has them: several live facts of a key
+        are a state memstrata writes (``add(type="fact", metadata={"key": ...})`` twice),
+        and a restore of a backup gives it back; only a key that also has a live fact of
+        the store's own settles."""
         keys = {
             (self._scope(r.scope), r.metadata["key"])
             for r in records
@@ -266,13 +274,18 @@ class AsyncFactService:
             and r.superseded_by is None
         }
         for scope, key in sorted(keys, key=str):
-            await settled(self._settle(scope, key), f"fact {key!r} was changed", "import")
+            await settled(self._settle(scope, key, brought), f"fact {key!r} was changed", "import")
 
-    def _settle(self, scope: Scope, key: str) -> Callable[[], Awaitable[None]]:
+    def _settle(
+        self, scope: Scope, key: str, brought: Container[str] | None
+    ) -> Callable[[], Awaitable[None]]:
         async def attempt() -> None:
             current, extras = await self._live(scope, key)
-            if current is not None:
-                await self._end(scope, current, extras)
+            if current is None:
+                return
+            if brought is not None and all(r.id in brought for r in (current, *extras)):
+                return  # the file's own live facts, as it has them
+            await self._end(scope, current, extras)
 
         return attempt
 
