@@ -60,6 +60,7 @@ from memstrata.layers.semantic_types import (
     current_rank,
     decide,
     fact_text,
+    fact_value,
     holds,
     is_expired,
     is_set_key,
@@ -350,9 +351,14 @@ class FactService:
                     }
                 )
                 current, left = left, None
-        data: Mapping[str, Any] = current.content.structured if current else {}
+        # A fact written otherwise (add(type="fact")) gets the key and value it holds.
+        data: Mapping[str, Any] = (
+            {"key": fact.key, "value": fact_value(current), **current.content.structured}
+            if current
+            else {}
+        )
         decision = decide(
-            str(data["value"]) if current else None,
+            fact_value(current) if current else None,
             current.confidence if current else 0.0,
             int(data.get("mentions", 1)),
             fact.value,
@@ -360,7 +366,7 @@ class FactService:
             current_expired=current is not None and is_expired(_expires(current), now),
             current_left=current is not None
             and bool(fact.replaces)
-            and holds(str(data["value"]), fact.replaces),
+            and holds(fact_value(current), fact.replaces),
             current_ended=data.get("ended") is True,
             incoming_ended=fact.ended,
             confirm_step=self._ctx.config.fact_confirm_step,
@@ -411,7 +417,7 @@ class FactService:
             return FactOutcome(FactAction.CONFIRMED, updated)
         if decision.action is FactAction.REPLACED:
             if fact.ended:  # the ending names the value it ends as the fact held it
-                fact = fact.model_copy(update={"value": str(data["value"])})
+                fact = fact.model_copy(update={"value": fact_value(current)})
             plan = self._plan(scope, fact)
             record = self._new(
                 scope,
@@ -439,7 +445,7 @@ class FactService:
                 "evidence": fact.evidence,
             },
         ]
-        text = fact_text(str(data.get("key", fact.key)), str(data["value"]), conflicts)
+        text = fact_text(str(data.get("key", fact.key)), fact_value(current), conflicts)
         kept = replace(
             current,
             version=current.version + 1,
@@ -482,7 +488,7 @@ class FactService:
         plan = self._current(scope, key)
         if plan is None or plan.content.structured.get("ended") is True:
             return None
-        return plan if carries_out(str(plan.content.structured["value"]), fact.value) else None
+        return plan if carries_out(fact_value(plan), fact.value) else None
 
     def _first_id(self, scope: Scope, key: str) -> str:
         """The id of a new fact for a key that no current fact holds, made from what the

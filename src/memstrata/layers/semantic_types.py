@@ -27,6 +27,7 @@ __all__ = [
     "decide",
     "fact_sources",
     "fact_text",
+    "fact_value",
     "fact_without",
     "holds",
     "is_expired",
@@ -260,3 +261,15 @@ def current_rank(record: MemoryRecord) -> tuple[float, datetime, datetime, str]:
     last, then the one created last, then the greatest id (an order every reader agrees
     on)."""
     return (record.confidence, record.updated_at, record.created_at, record.id)
+
+
+def fact_value(record: MemoryRecord) -> str:
+    """The value a fact record holds: its ``structured["value"]`` as the fact layer writes
+    it, or for a fact written otherwise (``add(..., type="fact")``, an import) its text,
+    without a leading ``"<key>: "`` (the fact layer's own text form)."""
+    value = record.content.structured.get("value")
+    if value is not None:
+        return str(value)
+    key = record.metadata.get("key")
+    raw = record.content.raw
+    return raw.removeprefix(f"{key}: ") if isinstance(key, str) else raw
