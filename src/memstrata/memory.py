@@ -1295,6 +1295,7 @@ class Memory:
         its event loop keeps serving other calls during a large import."""
         from memstrata.portability import (
             EXPORT_PAGE,
+            AnyOf,
             ImportReport,
             PageSpool,
             collided_id,
@@ -1346,10 +1347,9 @@ class Memory:
             with ExitStack() as admitted:  # each user's share, all or nothing
                 for who, n in by_user.items():
                     admitted.enter_context(self._ctx.admit(who, n, self._clock.now()))
-                brought = set(present)  # ids of the file's records, stored or written
-                writes, embedded = self._import_writes(
-                    checked, into, ids, present, renamed, brought
-                )
+                facts: set[str] = set()  # ids of the file's facts it writes
+                writes, embedded = self._import_writes(checked, into, ids, present, renamed, facts)
+                brought = AnyOf(present, facts)  # the file's records, stored or written
                 with writes:
                     checked.close()  # its disk space, while the transaction runs
                     taken = self._import_write(writes)
@@ -1375,7 +1375,7 @@ class Memory:
     ) -> tuple[PageSpool[RecordWrite], int]:
         """The writes of an import, a page at a time onto disk (remapped, renamed, redacted,
         those already present left out, those without a usable vector embedded in one call
-        a page), with how many were embedded; the id of each write is added to
+        a page), with how many were embedded; the id of each fact written is added to
         ``brought``."""
         from memstrata.portability import PageSpool, remap_page, rename_page
         from memstrata.search.tokenize import tokenize
@@ -1399,7 +1399,8 @@ class Memory:
                 rec = self._ctx.redact(raw)
                 # a redacted record's file vector is the clear text's: embed again
                 kept.append((rec, vec if rec is raw else None))
-                brought.add(rec.id)
+                if rec.type is RecordType.FACT:  # what settle asks of (not every message)
+                    brought.add(rec.id)
             return kept
 
         def spool(kept: list[tuple[MemoryRecord, Vector | None]], made: Iterator[Vector]) -> None:

@@ -52,9 +52,11 @@ __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_PAGE",
     "EXPORT_VERSION",
+    "AnyOf",
     "ImportReport",
     "Item",
     "PageSpool",
+    "collided_id",
     "end_line",
     "failed_line",
     "header_line",
@@ -62,7 +64,6 @@ __all__ = [
     "record_lines",
     "remap_page",
     "remapped_id",
-    "collided_id",
     "rename_page",
 ]
 
@@ -71,6 +72,17 @@ EXPORT_VERSION = 2
 READ_VERSIONS = (1, 2)
 EXPORT_PAGE = 1000  # records read (and written) at a time: what an export holds in memory
 EXPORT_EMBED_BATCH = 256  # texts per embedder call of an export with embeddings
+
+
+class AnyOf:
+    """The union of id containers, without copying them (an import's ids already stored
+    and the facts it writes: no second set of every id of the file)."""
+
+    def __init__(self, *parts: Container[str]) -> None:
+        self._parts = parts
+
+    def __contains__(self, item: object) -> bool:
+        return any(item in part for part in self._parts)
 
 
 @dataclass(frozen=True, slots=True)
