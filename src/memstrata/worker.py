@@ -182,6 +182,7 @@ class JobRunner:
         include_delayed: bool = False,
         wait: bool = False,
         timeout: float | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> RunReport:
         """Run claimable jobs until none is left.
 
@@ -189,11 +190,15 @@ class JobRunner:
         ``flush()`` does) also waits for jobs held by another worker — this process's
         background thread or another process — until none is open; a dead worker's jobs
         come back when its lease runs out (seconds) and are run here. ``timeout`` bounds
-        that wait; jobs still held elsewhere then are counted in ``waiting``."""
+        that wait; jobs still held elsewhere then are counted in ``waiting``. ``stopping``
+        (the background worker's stop) is asked before each job: once it says so, the run
+        ends after the current job and the rest of its claim is pending again at once."""
         report = RunReport()
         deadline = None if timeout is None else time.monotonic() + timeout
         size = batch or self.batch
         while True:
+            if stopping is not None and stopping():
+                return report
             now = self._clock.now()
             horizon = now + timedelta(days=3650) if include_delayed or wait else None
             claimed = self._store.claim_jobs(
@@ -207,7 +212,7 @@ class JobRunner:
             )
             jobs = claimed
             if jobs:
-                self._run_claim(jobs, report)
+                self._run_claim(jobs, report, stopping)
                 continue
             if not wait:
                 return report
@@ -220,13 +225,20 @@ class JobRunner:
             log.debug("waiting for %d job(s) held by another worker", still)
             self._finished.wait(_WAIT_POLL_SECONDS)
 
-    def _run_claim(self, jobs: list[Job], report: RunReport) -> None:
+    def _run_claim(
+        self, jobs: list[Job], report: RunReport, stopping: Callable[[], bool] | None = None
+    ) -> None:
         claim = _Claim(jobs)
         self._heartbeat.add(claim)
         mine = _CLAIM.set(claim.token)
+        ran = 0
         try:
             for job in jobs:
+                if stopping is not None and stopping():  # the rest waits for the next run
+                    self._give_back(jobs[ran:], "the worker stopped before it")
+                    return
                 self._run_one(job, claim, report)
+                ran += 1
         finally:
             _CLAIM.reset(mine)
             self._heartbeat.remove(claim)
@@ -241,6 +253,15 @@ class JobRunner:
         """Wait until this runner runs no job of the user (but the caller's own)."""
         while self._heartbeat.running(tenant, user):
             self._finished.wait(_WAIT_POLL_SECONDS)
+
+    def _give_back(self, jobs: list[Job], why: str) -> None:
+        """Claimed jobs not run (cancelled, or the worker stopped), pending again now."""
+        fail, now = self._store.fail_job, self._clock.now()
+        for job in jobs:
+            try:
+                fail(job.id, why, now, job.lease_token)
+            except (LeaseLostError, NotFoundError):
+                continue  # taken over or purged meanwhile: not ours to give back
 
     def _lost(self, job: Job, report: RunReport, why: str) -> None:
         report.lost += 1
@@ -346,6 +367,6 @@ class BackgroundWorker:
             if self._stopping.is_set():
                 return
             try:
-                self._runner.run_pending()
+                self._runner.run_pending(stopping=self._stopping.is_set)
             except Exception:  # the store may be busy or gone; the next wake retries
                 log.exception("background job run failed; will retry")

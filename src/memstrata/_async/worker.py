@@ -185,6 +185,7 @@ class AsyncJobRunner:
         include_delayed: bool = False,
         wait: bool = False,
         timeout: float | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> RunReport:
         """Run claimable jobs until none is left.
 
@@ -192,11 +193,15 @@ class AsyncJobRunner:
         ``flush()`` does) also waits for jobs held by another worker — this process's
         background thread or another process — until none is open; a dead worker's jobs
         come back when its lease runs out (seconds) and are run here. ``timeout`` bounds
-        that wait; jobs still held elsewhere then are counted in ``waiting``."""
+        that wait; jobs still held elsewhere then are counted in ``waiting``. ``stopping``
+        (the background worker's stop) is asked before each job: once it says so, the run
+        ends after the current job and the rest of its claim is pending again at once."""
         report = RunReport()
         deadline = None if timeout is None else time.monotonic() + timeout
         size = batch or self.batch
         while True:
+            if stopping is not None and stopping():
+                return report
             now = self._clock.now()
             horizon = now + timedelta(days=3650) if include_delayed or wait else None
             claimed = self._store.claim_jobs(
@@ -209,10 +214,10 @@ class AsyncJobRunner:
                 due_before=horizon,
             )
             # cancelled meanwhile, the claim (made by the store anyway) is given back  # async-only
-            jobs = await given_back(claimed, self._give_back)  # async-only
+            jobs = await given_back(claimed, self._give_back_cancelled)  # async-only
             # sync: jobs = claimed
             if jobs:
-                await self._run_claim(jobs, report)
+                await self._run_claim(jobs, report, stopping)
                 continue
             if not wait:
                 return report
@@ -225,18 +230,23 @@ class AsyncJobRunner:
             log.debug("waiting for %d job(s) held by another worker", still)
             await self._finished.wait(_WAIT_POLL_SECONDS)
 
-    async def _run_claim(self, jobs: list[Job], report: RunReport) -> None:
+    async def _run_claim(
+        self, jobs: list[Job], report: RunReport, stopping: Callable[[], bool] | None = None
+    ) -> None:
         claim = _Claim(jobs)
         self._heartbeat.add(claim)
         mine = _CLAIM.set(claim.token)
-        ran = 0  # async-only
+        ran = 0
         try:
             for job in jobs:
+                if stopping is not None and stopping():  # the rest waits for the next run
+                    await self._give_back(jobs[ran:], "the worker stopped before it")
+                    return
                 await self._run_one(job, claim, report)
-                ran += 1  # async-only
+                ran += 1
         except asyncio.CancelledError:  # async-only
             # queued again now, not when the lease runs out (the next flush waited)  # async-only
-            await to_the_end(self._give_back(jobs[ran:]))  # async-only
+            await to_the_end(self._give_back_cancelled(jobs[ran:]))  # async-only
             raise  # async-only
         finally:
             _CLAIM.reset(mine)
@@ -253,14 +263,17 @@ class AsyncJobRunner:
         while self._heartbeat.running(tenant, user):
             await self._finished.wait(_WAIT_POLL_SECONDS)
 
-    async def _give_back(self, jobs: list[Job]) -> None:  # async-only
-        """A cancelled claim's jobs, pending again now (rerun from the start)."""  # async-only
-        fail, now = self._store.fail_job, self._clock.now()  # async-only
-        for job in jobs:  # async-only
-            try:  # async-only
-                await fail(job.id, "its run was cancelled", now, job.lease_token)  # async-only
-            except (LeaseLostError, NotFoundError):  # async-only
-                continue  # taken over or purged meanwhile: not ours to give back  # async-only
+    async def _give_back_cancelled(self, jobs: list[Job]) -> None:  # async-only
+        await self._give_back(jobs, "its run was cancelled")  # async-only
+
+    async def _give_back(self, jobs: list[Job], why: str) -> None:
+        """Claimed jobs not run (cancelled, or the worker stopped), pending again now."""
+        fail, now = self._store.fail_job, self._clock.now()
+        for job in jobs:
+            try:
+                await fail(job.id, why, now, job.lease_token)
+            except (LeaseLostError, NotFoundError):
+                continue  # taken over or purged meanwhile: not ours to give back
 
     def _lost(self, job: Job, report: RunReport, why: str) -> None:
         report.lost += 1
@@ -366,6 +379,6 @@ class AsyncBackgroundWorker:
             if self._stopping.is_set():
                 return
             try:
-                await self._runner.run_pending()
+                await self._runner.run_pending(stopping=self._stopping.is_set)
             except Exception:  # the store may be busy or gone; the next wake retries
                 log.exception("background job run failed; will retry")
