@@ -47,6 +47,11 @@ TenantQuota = Annotated[
 # connection it holds.
 KEEP_ALIVE_S = 75
 WORKER_TIMEOUT_S = 60
+# uvicorn waits for every open connection on SIGTERM, with no limit: a client that sent half
+# a body, or reads an export slowly, kept the process from exiting (still up 60 s after the
+# signal, session 21). Requests still running after this are cancelled (a write not yet
+# committed is rolled back, never acknowledged); below an orchestrator's usual 30 s grace.
+SHUTDOWN_TIMEOUT_S = 20
 APP_FACTORY = "memstrata.server.factory:app_from_env"
 
 keys_app = typer.Typer(
@@ -246,6 +251,14 @@ def serve(
             "is killed and replaced (a busy process is not a hung one)."
         ),
     ] = WORKER_TIMEOUT_S,
+    shutdown_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Seconds a stopping process (SIGTERM) lets running requests finish; then they "
+            "are cancelled (an uncommitted write is rolled back, never acknowledged) and it exits.",
+        ),
+    ] = SHUTDOWN_TIMEOUT_S,
     key_cache: Annotated[
         float,
         typer.Option(
@@ -309,6 +322,7 @@ def serve(
             "access_log": False,
             "timeout_keep_alive": keep_alive,
             "timeout_worker_healthcheck": worker_timeout,
+            "timeout_graceful_shutdown": shutdown_timeout,
         }
         from ..server.workers import run_workers
 
@@ -332,6 +346,7 @@ def serve(
         log_config=None,
         access_log=False,
         timeout_keep_alive=keep_alive,
+        timeout_graceful_shutdown=shutdown_timeout,
     )
 
 
