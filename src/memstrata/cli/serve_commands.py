@@ -252,9 +252,9 @@ def serve(
         ),
     ] = WORKER_TIMEOUT_S,
     shutdown_timeout: Annotated[
-        float,
+        int,
         typer.Option(
-            min=0.0,
+            min=0,
             help="Seconds a stopping process (SIGTERM) lets running requests finish; then they "
             "are cancelled (an uncommitted write is rolled back, never acknowledged) and it exits.",
         ),
