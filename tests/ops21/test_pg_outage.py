@@ -12,6 +12,7 @@ by the same process.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -107,6 +108,11 @@ def test_serve_fails_fast_while_postgres_is_down_and_serves_again_after(
         after = c.post("/v1/users/alice/memories", json={"content": "after", "dedup": False})
         assert after.status_code == 201, after.text
         assert set(acked) | {after.json()["id"]} <= _ids(c)
+
+        # the pool's own warnings are log lines like the others (JSON), not console boxes
+        pool_lines = [x for x in s.log_text().splitlines() if "error connecting in" in x]
+        assert pool_lines, s.log_text()[-2000:]
+        assert all(json.loads(x)["logger"] == "psycopg.pool" for x in pool_lines), pool_lines[:3]
 
         # a restart while the process is idle: the connections the server closed are not
         # handed to the next requests (each was a 503 before)
