@@ -66,7 +66,7 @@ class OwnPostgres:
         )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def own_pg() -> Iterator[OwnPostgres]:
     base = Path(tempfile.mkdtemp(prefix="ms-ops21-"))  # short: a socket path has 107 bytes
     base.chmod(0o755)
