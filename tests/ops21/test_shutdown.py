@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -21,7 +23,7 @@ import httpx2
 from memstrata import Memory, Scope
 from memstrata.server.keys import SQLiteKeyStore
 
-from .conftest import serve
+from .conftest import CLI, free_port, serve
 
 
 def test_sigterm_with_a_stalled_client_exits_in_bounded_time_keeping_every_2xx(
@@ -84,3 +86,48 @@ def test_sigterm_with_a_stalled_client_exits_in_bounded_time_keeping_every_2xx(
             assert mem.get(scope, rid).id == rid
     finally:
         mem.close()
+
+
+def test_mcp_over_http_exits_on_sigterm_beside_a_stalled_client(tmp_path: Path) -> None:
+    """``memstrata mcp --transport http`` is uvicorn too: the same unbounded wait before."""
+    db = tmp_path / "m.db"
+    keys = SQLiteKeyStore(str(db))
+    key = keys.create("acme").secret
+    keys.close()
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cmd = [*CLI, "--db", f"sqlite:///{db}", "--embedder", "hashing", "mcp", "--transport",
+           "http", "--port", str(port), "--shutdown-timeout", "2"]  # fmt: skip
+    log = tmp_path / "mcp.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # up: 401 without a key
+            assert proc.poll() is None, log.read_text()
+            try:
+                if httpx2.post(f"http://127.0.0.1:{port}/mcp", json={}).status_code == 401:
+                    break
+            except httpx2.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "memstrata mcp --transport http did not start"
+            time.sleep(0.2)
+        stalled = socket.create_connection(("127.0.0.1", port), timeout=30)
+        stalled.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Bearer {key}\r\n".encode()
+            + b"Content-Type: application/json\r\nAccept: application/json, text/event-stream"
+            + b'\r\nContent-Length: 100\r\n\r\n{"jsonrpc": "2.0", '
+        )
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        finally:
+            stalled.close()
+        assert time.monotonic() - t0 < 10, log.read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

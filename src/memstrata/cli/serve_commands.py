@@ -54,6 +54,15 @@ WORKER_TIMEOUT_S = 60
 SHUTDOWN_TIMEOUT_S = 20
 APP_FACTORY = "memstrata.server.factory:app_from_env"
 
+ShutdownTimeout = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Seconds a stopping process (SIGTERM) lets running requests finish; then they "
+        "are cancelled (an uncommitted write is rolled back, never acknowledged) and it exits.",
+    ),
+]
+
 keys_app = typer.Typer(
     help="API keys: each names a tenant; the HTTP and MCP servers need one.", no_args_is_help=True
 )
@@ -251,14 +260,7 @@ def serve(
             "is killed and replaced (a busy process is not a hung one)."
         ),
     ] = WORKER_TIMEOUT_S,
-    shutdown_timeout: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="Seconds a stopping process (SIGTERM) lets running requests finish; then they "
-            "are cancelled (an uncommitted write is rolled back, never acknowledged) and it exits.",
-        ),
-    ] = SHUTDOWN_TIMEOUT_S,
+    shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,
     key_cache: Annotated[
         float,
         typer.Option(
@@ -367,6 +369,7 @@ def mcp(
     tenant_burst: TenantBurst = 0,
     user_quota: UserQuota = "",
     tenant_quota: TenantQuota = "",
+    shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,
 ) -> None:
     """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP).
 
@@ -402,6 +405,7 @@ def mcp(
             agent=settings.agent,
             host=host,
             port=port,
+            shutdown_timeout=shutdown_timeout,
         )
     except MemstrataError as exc:
         fail(str(exc))
