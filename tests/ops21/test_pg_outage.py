@@ -155,7 +155,7 @@ def test_writes_in_flight_when_postgres_dies_are_acknowledged_and_kept_or_refuse
         try:
             time.sleep(1.0)
             own_pg.stop("immediate")
-            time.sleep(1.5)
+            time.sleep(3.0)  # longer than a request waits before it probes (2 s): 503s
         finally:
             own_pg.start()
         time.sleep(1.5)
