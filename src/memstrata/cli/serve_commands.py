@@ -47,7 +47,21 @@ TenantQuota = Annotated[
 # connection it holds.
 KEEP_ALIVE_S = 75
 WORKER_TIMEOUT_S = 60
+# uvicorn waits for every open connection on SIGTERM, with no limit: a client that sent half
+# a body, or reads an export slowly, kept the process from exiting (still up 60 s after the
+# signal, session 21). Requests still running after this are cancelled (a write not yet
+# committed is rolled back, never acknowledged); below an orchestrator's usual 30 s grace.
+SHUTDOWN_TIMEOUT_S = 20
 APP_FACTORY = "memstrata.server.factory:app_from_env"
+
+ShutdownTimeout = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Seconds a stopping process (SIGTERM) lets running requests finish; then they "
+        "are cancelled (an uncommitted write is rolled back, never acknowledged) and it exits.",
+    ),
+]
 
 keys_app = typer.Typer(
     help="API keys: each names a tenant; the HTTP and MCP servers need one.", no_args_is_help=True
@@ -246,6 +260,7 @@ def serve(
             "is killed and replaced (a busy process is not a hung one)."
         ),
     ] = WORKER_TIMEOUT_S,
+    shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,
     key_cache: Annotated[
         float,
         typer.Option(
@@ -309,6 +324,7 @@ def serve(
             "access_log": False,
             "timeout_keep_alive": keep_alive,
             "timeout_worker_healthcheck": worker_timeout,
+            "timeout_graceful_shutdown": shutdown_timeout,
         }
         from ..server.workers import run_workers
 
@@ -332,6 +348,7 @@ def serve(
         log_config=None,
         access_log=False,
         timeout_keep_alive=keep_alive,
+        timeout_graceful_shutdown=shutdown_timeout,
     )
 
 
@@ -352,6 +369,7 @@ def mcp(
     tenant_burst: TenantBurst = 0,
     user_quota: UserQuota = "",
     tenant_quota: TenantQuota = "",
+    shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,
 ) -> None:
     """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP).
 
@@ -387,6 +405,7 @@ def mcp(
             agent=settings.agent,
             host=host,
             port=port,
+            shutdown_timeout=shutdown_timeout,
         )
     except MemstrataError as exc:
         fail(str(exc))

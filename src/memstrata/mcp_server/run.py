@@ -35,6 +35,7 @@ def run_mcp(
     agent: str | None,
     host: str = "127.0.0.1",
     port: int = 8001,
+    shutdown_timeout: int | None = None,
 ) -> None:
     """Serve until stopped. The ``AsyncMemory`` is opened on the transport's event loop
     (stdio: the loop of ``anyio.run``; HTTP: uvicorn's, in the app's lifespan) and closed
@@ -92,7 +93,15 @@ def run_mcp(
                 yield state
 
         app.router.lifespan_context = lifespan
-        uvicorn.run(app, host=host, port=port, log_config=None)
+        # HTTP: ``shutdown_timeout`` bounds the wait for open requests on SIGTERM (an MCP
+        # client's event stream stays open: without it the process never exited)
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_config=None,
+            timeout_graceful_shutdown=shutdown_timeout,
+        )
     finally:
         keys.close()
 

@@ -46,7 +46,8 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(level: str = "info") -> None:
-    """JSON lines on stderr for memstrata and uvicorn (what ``memstrata serve`` calls)."""
+    """JSON lines on stderr for memstrata, uvicorn and the PostgreSQL driver (what
+    ``memstrata serve`` calls)."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     for name in ("memstrata", "uvicorn", "uvicorn.error"):
@@ -55,6 +56,13 @@ def configure_logging(level: str = "info") -> None:
         logger.setLevel(level.upper())
         logger.propagate = False
     logging.getLogger("uvicorn.access").disabled = True  # our access log replaces it
+    # The PostgreSQL pool's warnings (a server gone: "error connecting", connections
+    # discarded) as JSON lines too; they went to the CLI's console, boxed and wrapped.
+    # Its INFO lines are one per connection taken: warnings and up only.
+    driver = logging.getLogger("psycopg")
+    driver.handlers[:] = [handler]
+    driver.setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
+    driver.propagate = False
 
 
 class _JobGauges(Collector):

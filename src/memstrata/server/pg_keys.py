@@ -20,6 +20,7 @@ from ..errors import MemstrataError, NotFoundError, StoreError
 from ..store import user_tables
 from ..store.postgres.connection import driver, parse_url, translate
 from ..store.postgres.migrations import check_pgvector, migrate
+from ..store.postgres.reach import RECONNECT_S, Reach
 from .keys import (
     KEY_COLUMNS,
     KEYS_OF_A_USER,
@@ -86,7 +87,9 @@ class PostgresKeyStore:
             configure=configure,
             name=f"memstrata-keys-{schema}",
             kwargs={"autocommit": True},
+            reconnect_timeout=RECONNECT_S,
         )
+        self._reach = Reach(options.conninfo, self._where)  # fails fast while the server is down
         self._opened = False
         self._lock = threading.Lock()
 
@@ -99,7 +102,7 @@ class PostgresKeyStore:
                 self._pool.open(wait=False)
                 self._opened = True
         try:
-            with self._pool.connection(timeout=10) as conn:
+            with self._reach.connection(self._pool, timeout=10) as conn:
                 yield conn
         except psycopg.Error as exc:
             raise translate(exc, self._where) from exc

@@ -54,6 +54,7 @@ from memstrata.store.compaction import CompactReport
 from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
+from memstrata.store.postgres.reach import RECONNECT_S, Reach
 from memstrata.store.postgres.schema import check_pgvector, migrate
 from memstrata.store.postgres.vectors import (
     VectorCache,
@@ -242,6 +243,7 @@ class PostgresStore:
         driver()
         self._where = self.options.where
         self._pool: ConnectionPool[Any]  # set by _open
+        self._reach = Reach(self.options.conninfo, self._where)  # fails fast while down
         self._vectors = VectorCache(vector_cache_rows)
         self._inserted = 0  # rows inserted since this process last refreshed statistics
         self._analyzed_at = 0
@@ -324,6 +326,7 @@ class PostgresStore:
             configure=configure,
             name=f"memstrata-{schema}",
             kwargs={"autocommit": True, "row_factory": dict_row},
+            reconnect_timeout=RECONNECT_S,  # reach.py: a server back is used within seconds
         )
         try:
             self._pool.open(wait=True, timeout=15)
@@ -368,7 +371,7 @@ class PostgresStore:
         try:
             self._settle()
             with (
-                self._pool.connection() as conn,
+                self._reach.connection(self._pool) as conn,
                 conn.pipeline() if pipeline else contextlib.nullcontext(),
                 self._holding(),
             ):
@@ -433,7 +436,7 @@ class PostgresStore:
         elif wait and not self._held.n:
             self._behind.settle_rows(wait)
         try:
-            with self._pool.connection() as conn, self._holding():
+            with self._reach.connection(self._pool) as conn, self._holding():
                 yield conn
         except psycopg.Error as exc:
             raise translate(exc, self._where) from exc
@@ -656,7 +659,7 @@ class PostgresStore:
     def _refresh_statistics(self) -> None:
         while True:
             try:
-                with self._pool.connection() as c:
+                with self._reach.connection(self._pool) as c:
                     c.execute("VACUUM (ANALYZE, SKIP_LOCKED) lex_postings")
                     c.execute("ANALYZE (SKIP_LOCKED) records, vectors")
             except Exception as exc:  # only planner statistics: logged, the write returned

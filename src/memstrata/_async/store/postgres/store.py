@@ -36,6 +36,7 @@ import numpy as np
 from memstrata._async.store import shared_sql
 from memstrata._async.store.base import AsyncUnitOfWork
 from memstrata._async.store.postgres import audit, dump, lexical, outbox
+from memstrata._async.store.postgres.reach import RECONNECT_S, AsyncReach
 from memstrata._async.store.postgres.schema import check_pgvector, migrate
 from memstrata._async.store.postgres.vectors import (
     AsyncVectorCache,
@@ -242,6 +243,7 @@ class AsyncPostgresStore:
         driver()
         self._where = self.options.where
         self._pool: AsyncConnectionPool[Any]  # set by _open
+        self._reach = AsyncReach(self.options.conninfo, self._where)  # fails fast while down
         self._vectors = AsyncVectorCache(vector_cache_rows)
         self._inserted = 0  # rows inserted since this process last refreshed statistics
         self._analyzed_at = 0
@@ -330,6 +332,7 @@ class AsyncPostgresStore:
             configure=configure,
             name=f"memstrata-{schema}",
             kwargs={"autocommit": True, "row_factory": dict_row},
+            reconnect_timeout=RECONNECT_S,  # reach.py: a server back is used within seconds
         )
         try:
             await self._pool.open(wait=True, timeout=15)
@@ -374,7 +377,7 @@ class AsyncPostgresStore:
         try:
             await self._settle()
             async with (
-                self._pool.connection() as conn,
+                self._reach.connection(self._pool) as conn,
                 conn.pipeline() if pipeline else contextlib.nullcontext(),
                 self._holding(),
             ):
@@ -439,7 +442,7 @@ class AsyncPostgresStore:
         elif wait and not self._held.n:
             await self._behind.settle_rows(wait)
         try:
-            async with self._pool.connection() as conn, self._holding():
+            async with self._reach.connection(self._pool) as conn, self._holding():
                 yield conn
         except psycopg.Error as exc:
             raise translate(exc, self._where) from exc
@@ -664,7 +667,7 @@ class AsyncPostgresStore:
     async def _refresh_statistics(self) -> None:
         while True:
             try:
-                async with self._pool.connection() as c:
+                async with self._reach.connection(self._pool) as c:
                     await c.execute("VACUUM (ANALYZE, SKIP_LOCKED) lex_postings")
                     await c.execute("ANALYZE (SKIP_LOCKED) records, vectors")
             except Exception as exc:  # only planner statistics: logged, the write returned
