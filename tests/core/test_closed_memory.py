@@ -54,14 +54,18 @@ def test_sync_calls_after_close_say_the_memory_is_closed(opened: dict[str, Any],
     m.close()  # a second close is harmless
 
 
-def test_what_was_written_before_close_is_kept(opened: dict[str, Any]) -> None:
-    if opened["url"] == "memory://":
-        pytest.skip("memory:// keeps nothing after its process's store is closed, by design")
-    kw = {k: v for k, v in opened.items() if k != "url"}
-    m = Memory(opened["url"], **kw)
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])  # memory:// keeps nothing
+def test_what_was_written_before_close_is_kept(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}" if kind == "sqlite" else ""
+    if kind == "postgresql":
+        url = request.getfixturevalue("pg_url")
+    kw: dict[str, Any] = {"embedder": "hashing", "background": False}
+    m = Memory(url, **kw)
     m.add(S, "hello world")
     m.close()
-    with Memory(opened["url"], **kw) as again:
+    with Memory(url, **kw) as again:
         assert [r.text for r in again.list(S)] == ["hello world"]
 
 
