@@ -14,14 +14,27 @@ from ...scope import Scope
 from ..sqlite.codec import encode_time
 from ..types import INDEXED_NAMES
 
-__all__ = ["LIVE_SQL", "filters_sql", "json_pair", "key_sql", "needs_python", "scope_sql"]
+__all__ = [
+    "LIVE_SQL",
+    "filters_sql",
+    "json_of",
+    "json_pair",
+    "key_sql",
+    "needs_python",
+    "nul_read_as",
+    "scope_sql",
+]
 
 Fragment = tuple[str, list[Any]]
 
 
-# A ``\u0000`` escape in JSON text, not preceded by an odd run of backslashes (those make
-# it a backslash and "u0000" as characters): the pattern of schema.py's ``_NAME_JSON`` too.
-_NUL_ESCAPE = r"'(?<!\\)((?:\\\\)*)\\u0000'"
+def nul_read_as(column: str, escape: str) -> str:
+    """SQL: the JSON text ``column`` with each ``\\u0000`` escape (a NUL, which ``::json``
+    cannot read) written as the JSON escape ``escape`` (``"u0001"``, ``"ufffd"``). Only a real
+    escape: one preceded by an odd run of backslashes is a backslash and "u0000" as
+    characters. The one spelling of this pattern: schema 12's indexes repeat it word for
+    word (:func:`key_sql`)."""
+    return rf"regexp_replace({column}, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\{escape}', 'g')"
 
 
 def json_of(column: str) -> str:
@@ -31,7 +44,7 @@ def json_of(column: str) -> str:
     user's rows. The row itself is left as it was written."""
     return (
         f"(CASE WHEN strpos({column}, '\\u0000') = 0 THEN {column} "
-        f"ELSE regexp_replace({column}, {_NUL_ESCAPE}, '\\1\\\\ufffd', 'g') END)::json"
+        f"ELSE {nul_read_as(column, 'ufffd')} END)::json"
     )
 
 
@@ -126,18 +139,14 @@ def needs_python(f: Filters) -> bool:
     return bool(f.metadata)
 
 
-# ``metadata`` as JSON, an unescaped ``\u0000`` read as ``\u0001`` (``::json`` cannot read
-# it, and schema 12's indexes must not fail on any row): the words of those indexes.
-_NAME_JSON = r"regexp_replace({p}metadata, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\u0001', 'g')::json"
-
-
 def key_sql(kind: str, field: str, value: str, p: str = "") -> Fragment:
     """The records of type ``kind`` whose ``metadata[field]`` is the string ``value``, in the
     words of schema 12's partial indexes (``records_fact_key``, ``records_doc_key`` ...), so
     PostgreSQL reads them by index; the stored text must also hold the pair (exact where the
     index reads a NUL as U+0001). ``kind`` and ``field`` are written into the SQL: a record
-    type and a plain name only."""
-    meta = _NAME_JSON.format(p=p)
+    type and a plain name only. ``metadata`` is read with a NUL as U+0001 (the indexes
+    must not fail on any row)."""
+    meta = f"{nul_read_as(p + 'metadata', 'u0001')}::json"
     return (
         f"({meta} ->> '{field}') = %s AND {p}type = '{kind}' "
         f"AND json_typeof({meta} -> '{field}') = 'string' AND strpos({p}metadata, %s) > 0",

@@ -19,6 +19,7 @@ import psycopg
 from psycopg import sql
 
 from memstrata.errors import SchemaVersionError, StoreError
+from memstrata.store.postgres.where import nul_read_as
 from memstrata.store.sqlite.codec import COLUMNS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
@@ -347,7 +348,7 @@ async def _turns_before(
 # refuse the insert: an unescaped one is read as ``\u0001`` first (the query checks the
 # exact text too, where.key_sql, which repeats these expressions word for word). With
 # ``seq`` in the index, the last record of a name is one step of a backward scan.
-_NAME_JSON = r"regexp_replace(metadata, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\u0001', 'g')::json"
+_NAME_JSON = f"{nul_read_as('metadata', 'u0001')}::json"
 _V12_NAME_INDEXES = "".join(
     f"""
 CREATE INDEX IF NOT EXISTS records_{short}_key ON records
