@@ -353,14 +353,13 @@ class AsyncFactService:
                     }
                 )
                 current, left = left, None
+        value = fact_value(current) if current else None  # what the current fact holds
         # A fact written otherwise (add(type="fact")) gets the key and value it holds.
         data: Mapping[str, Any] = (
-            {"key": fact.key, "value": fact_value(current), **current.content.structured}
-            if current
-            else {}
+            {"key": fact.key, "value": value, **current.content.structured} if current else {}
         )
         decision = decide(
-            fact_value(current) if current else None,
+            value,
             current.confidence if current else 0.0,
             int(data.get("mentions", 1)),
             fact.value,
@@ -368,7 +367,7 @@ class AsyncFactService:
             current_expired=current is not None and is_expired(_expires(current), now),
             current_left=current is not None
             and bool(fact.replaces)
-            and holds(fact_value(current), fact.replaces),
+            and holds(str(value), fact.replaces),
             current_ended=data.get("ended") is True,
             incoming_ended=fact.ended,
             confirm_step=self._ctx.config.fact_confirm_step,
@@ -421,7 +420,7 @@ class AsyncFactService:
             return FactOutcome(FactAction.CONFIRMED, updated)
         if decision.action is FactAction.REPLACED:
             if fact.ended:  # the ending names the value it ends as the fact held it
-                fact = fact.model_copy(update={"value": fact_value(current)})
+                fact = fact.model_copy(update={"value": value})
             plan = await self._plan(scope, fact)
             record = self._new(
                 scope,
@@ -449,7 +448,7 @@ class AsyncFactService:
                 "evidence": fact.evidence,
             },
         ]
-        text = fact_text(str(data.get("key", fact.key)), fact_value(current), conflicts)
+        text = fact_text(str(data.get("key", fact.key)), str(value), conflicts)
         kept = replace(
             current,
             version=current.version + 1,
