@@ -729,10 +729,11 @@ class SQLiteStore:
             rows = self._visible(c, scope, ids, f"seq, {_COLS}")
             deltas: list[tuple[int, int, bytes]] = []
             for chunk in _chunks([int(r["seq"]) for r in rows]):
+                sql, vals = in_list("seq", chunk)
                 deltas += c.execute(
-                    "SELECT seq, version, delta FROM record_history WHERE seq IN "
-                    f"({', '.join('?' * len(chunk))}) ORDER BY seq, version DESC",
-                    chunk,
+                    f"SELECT seq, version, delta FROM record_history WHERE {sql} "
+                    "ORDER BY seq, version DESC",
+                    vals,
                 ).fetchall()
         return versions_by_id(rows, deltas, ids, self._dec)
 

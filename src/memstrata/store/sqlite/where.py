@@ -35,9 +35,9 @@ __all__ = [
 Fragment = tuple[str, list[Any]]
 
 
-def in_list(column: str, values: Iterable[str]) -> Fragment:
-    items = sorted(values)
-    return f"{column} IN ({', '.join('?' * len(items))})", list(items)
+def in_list(column: str, values: Iterable[str] | Iterable[int]) -> Fragment:
+    items: list[Any] = sorted(values)  # all of one kind
+    return f"{column} IN ({', '.join('?' * len(items))})", items
 
 
 def scope_sql(scope: Scope, p: str = "") -> Fragment:
