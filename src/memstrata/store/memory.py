@@ -41,6 +41,7 @@ from .types import (
     ListQuery,
     RecordView,
     StoredVector,
+    history_of,
     kept_records,
     name_field,
     name_type,
@@ -351,10 +352,7 @@ class InMemoryStore:
         return restore
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
-        found = self.histories(scope, [record_id])
-        if not found:
-            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return found[record_id]
+        return history_of(self.histories(scope, [record_id]), scope, record_id)
 
     def histories(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
         with self._lock:

@@ -11,7 +11,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ValidationError
+from ..errors import NotFoundError, ValidationError
 from ..filters import Filters
 from ..records import JSON, MemoryRecord, RecordType, Role
 from ..scope import Scope
@@ -22,8 +22,8 @@ __all__ = [
     "Candidate",
     "INDEXED_NAMES",
     "KeyVersions",
-    "PLAIN_NAME",
     "ListQuery",
+    "PLAIN_NAME",
     "PurgeReport",
     "RecordDump",
     "RecordView",
@@ -31,6 +31,7 @@ __all__ = [
     "StoreStats",
     "StoredVector",
     "Vector",
+    "history_of",
     "kept_records",
     "name_field",
     "name_type",
@@ -236,3 +237,13 @@ class CacheEntry:
     model_id: str
     key: str
     vector: Vector
+
+
+def history_of(
+    found: Mapping[str, list[MemoryRecord]], scope: Scope, record_id: str
+) -> list[MemoryRecord]:
+    """A store's ``history`` from its ``histories`` answer: ``NotFoundError`` when the
+    record is not visible in ``scope``."""
+    if record_id not in found:
+        raise NotFoundError(f"no record {record_id!r} in scope {scope}")
+    return found[record_id]

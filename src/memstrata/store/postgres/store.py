@@ -100,6 +100,7 @@ from memstrata.store.types import (
     StoredVector,
     StoreStats,
     Vector,
+    history_of,
     kept_records,
     name_field,
     name_type,
@@ -900,10 +901,7 @@ class PostgresStore:
             c.execute(_TOUCH_VECTOR, (seq,))
 
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
-        found = self.histories(scope, [record_id])
-        if not found:
-            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return found[record_id]
+        return history_of(self.histories(scope, [record_id]), scope, record_id)
 
     def histories(
         self, scope: Scope, ids: Sequence[str]

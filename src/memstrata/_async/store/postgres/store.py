@@ -100,6 +100,7 @@ from memstrata.store.types import (
     StoredVector,
     StoreStats,
     Vector,
+    history_of,
     kept_records,
     name_field,
     name_type,
@@ -914,10 +915,7 @@ class AsyncPostgresStore:
             await c.execute(_TOUCH_VECTOR, (seq,))
 
     async def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
-        found = await self.histories(scope, [record_id])
-        if not found:
-            raise NotFoundError(f"no record {record_id!r} in scope {scope}")
-        return found[record_id]
+        return history_of(await self.histories(scope, [record_id]), scope, record_id)
 
     async def histories(
         self, scope: Scope, ids: Sequence[str]
