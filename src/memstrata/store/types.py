@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -33,6 +33,7 @@ __all__ = [
     "Vector",
     "history_of",
     "kept_records",
+    "reembedded",
     "name_field",
     "name_type",
     "speaker_of",
@@ -247,3 +248,23 @@ def history_of(
     if record_id not in found:
         raise NotFoundError(f"no record {record_id!r} in scope {scope}")
     return found[record_id]
+
+
+def reembedded(
+    items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
+) -> list[tuple[MemoryRecord, bytes]]:
+    """What ``set_vectors`` writes: each record as ``model_id`` made its vector, with the
+    vector as stored (little-endian float32). A vector of other than ``dims`` dimensions is
+    refused before anything is written."""
+    from .sqlite.codec import encode_vector  # it imports this module
+
+    out = []
+    for record, vector in items:
+        blob = encode_vector(vector)
+        if len(blob) // 4 != dims:
+            raise ValidationError(
+                f"vector for {record.id!r} has {len(blob) // 4} "
+                f"dimensions, but set_vectors was told {dims}"
+            )
+        out.append((replace(record, embedding_model=model_id, embedding_dims=dims), blob))
+    return out

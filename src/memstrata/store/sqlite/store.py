@@ -55,6 +55,7 @@ from ..types import (
     kept_records,
     name_field,
     name_type,
+    reembedded,
 )
 from . import dump, lexical, outbox
 from .codec import (
@@ -1463,32 +1464,48 @@ class SQLiteStore:
     def set_vectors(
         self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
     ) -> None:
+        """Each record's vector becomes ``vector``, made by ``model_id``: the passage vector
+        of the record's text, so it is kept as the cache's entry too (``own``; an entry the
+        cache holds with the same vector is deleted, as an insert does). Every record's
+        ``seq`` is read in one statement per user; a missing record writes nothing."""
+        moved = reembedded(items, model_id, dims)
         with self._write() as c:
-            users: set[tuple[str, str]] = set()
-            for record, vector in items:
-                blob = encode_vector(vector)
-                if len(blob) // 4 != dims:
-                    raise ValidationError(
-                        f"vector for {record.id!r} has {len(blob) // 4} "
-                        f"dimensions, but set_vectors was told {dims}"
-                    )
-                row = c.execute(
-                    "SELECT seq FROM records WHERE tenant = ? AND user = ? AND id = ?",
-                    (record.tenant, record.user, record.id),
-                ).fetchone()
-                if row is None:
-                    raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
-                c.execute(
-                    _UPSERT_VECTOR,
-                    (row["seq"], record.tenant, record.user, model_id, dims, 0, blob),
-                )
-                c.execute(
-                    "UPDATE records SET embedding_model = ?, embedding_dims = ? WHERE seq = ?",
-                    (model_id, dims, row["seq"]),
-                )
-                users.add((record.tenant, record.user))
-            for tenant, user in users:
+            seqs = self._seqs(c, [r for r, _ in moved])
+            self._owned_cache_entries(c, [(r, blob) for r, blob in moved])
+            c.executemany(
+                _UPSERT_VECTOR,
+                [
+                    (seq, r.tenant, r.user, model_id, dims, 1, blob)
+                    for seq, (r, blob) in zip(seqs, moved, strict=True)
+                ],
+            )
+            c.executemany(
+                "UPDATE records SET embedding_model = ?, embedding_dims = ? WHERE seq = ?",
+                [(model_id, dims, seq) for seq in seqs],
+            )
+            for tenant, user in dict.fromkeys((r.tenant, r.user) for r, _ in moved):
                 self._bump(c, tenant, user)
+
+    @staticmethod
+    def _seqs(c: sqlite3.Connection, records: Sequence[MemoryRecord]) -> list[int]:
+        """The ``seq`` of each record (by tenant, user and id), in order; ``NotFoundError``
+        naming the first one not stored."""
+        by_user: dict[tuple[str, str], list[str]] = {}
+        for r in records:
+            by_user.setdefault((r.tenant, r.user), []).append(r.id)
+        found: dict[tuple[str, str, str], int] = {}
+        for (tenant, user), ids in by_user.items():
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                sql, vals = in_list("id", chunk)
+                for rid, seq in c.execute(
+                    f"SELECT id, seq FROM records WHERE tenant = ? AND user = ? AND {sql}",
+                    [tenant, user, *vals],
+                ):
+                    found[(tenant, user, rid)] = seq
+        for r in records:
+            if (r.tenant, r.user, r.id) not in found:
+                raise NotFoundError(f"no record {r.id!r}; nothing was re-embedded")
+        return [found[(r.tenant, r.user, r.id)] for r in records]
 
     # --- jobs ----------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:

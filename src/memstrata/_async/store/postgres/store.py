@@ -104,6 +104,7 @@ from memstrata.store.types import (
     kept_records,
     name_field,
     name_type,
+    reembedded,
 )
 
 if TYPE_CHECKING:
@@ -152,12 +153,6 @@ _BUMP = (
     "ON CONFLICT (scope_tok) DO UPDATE SET generation = scope_generation.generation + 1"
 )
 # An updated vector takes a new vseq, so the vector cache loads that row again (vectors.py).
-_UPSERT_VECTOR = (
-    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding) '
-    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (seq) DO UPDATE SET "
-    "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
-    "vseq = DEFAULT, own = false"
-)
 # A passage vector is kept once (``own``, as SQLite keeps it): when the cache holds exactly
 # the vector written for a record's text, the vector row is marked ``own`` and
 # ``cached_vectors`` finds the vector through the record. An add's entry (its text was just
@@ -178,6 +173,12 @@ _UPSERT_OWN_VECTOR = (
     f"VALUES (%s, %s, %s, %s, %s, %s, %s OR {_OWN}) ON CONFLICT (seq) DO UPDATE SET "
     "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
     "vseq = DEFAULT, own = excluded.own"
+)
+_REEMBEDDED_VECTOR = (  # set_vectors: the text's passage vector, the cache's entry too
+    'INSERT INTO vectors (seq, tenant, "user", model, dims, embedding, own) '
+    "VALUES (%s, %s, %s, %s, %s, %s, true) ON CONFLICT (seq) DO UPDATE SET "
+    "model = excluded.model, dims = excluded.dims, embedding = excluded.embedding, "
+    "vseq = DEFAULT, own = true"
 )
 _OWNED_KEYS = (  # a COPY cannot ask: the bulk path asks first
     "SELECT e.scope_tok, e.model_id, e.key FROM embedding_cache e JOIN unnest(%s::text[], "
@@ -1510,39 +1511,60 @@ class AsyncPostgresStore:
     async def set_vectors(
         self, items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
     ) -> None:
+        """Each record's vector becomes ``vector``, made by ``model_id``: the passage vector
+        of the record's text, so it is kept as the cache's entry too (``own``; an entry the
+        cache holds with the same vector is dropped, as an insert does). Every record's
+        ``seq`` is read in one statement per user; a missing record writes nothing."""
         from pgvector import Vector as PgVector
 
-        checked = []
-        for record, vector in items:
-            blob = encode_vector(vector)
-            if len(blob) // 4 != dims:
-                raise ValidationError(
-                    f"vector for {record.id!r} has {len(blob) // 4} "
-                    f"dimensions, but set_vectors was told {dims}"
-                )
-            checked.append((record, PgVector(np.frombuffer(blob, dtype="<f4"))))
+        moved = reembedded(items, model_id, dims)
         async with self._write() as c:
-            users: set[tuple[str, str]] = set()
-            for record, vec in checked:
-                row = await (
-                    await c.execute(
-                        'SELECT seq FROM records WHERE tenant = %s AND "user" = %s AND id = %s',
-                        (record.tenant, record.user, record.id),
-                    )
-                ).fetchone()
-                if row is None:
-                    raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
-                await c.execute(
-                    _UPSERT_VECTOR, (row["seq"], record.tenant, record.user, model_id, dims, vec)
+            seqs = await self._seqs(c, [r for r, _ in moved])
+            stored = []  # entries of these texts this transaction does not carry: maybe stored
+            for r, blob in moved:
+                key = (scope_token(r.tenant, r.user), model_id, r.content_hash)
+                if not _take_carried(key, blob):
+                    stored.append((*key, blob))
+            vecs = [PgVector(np.frombuffer(blob, dtype="<f4")) for _, blob in moved]
+            async with c.cursor() as cur:
+                await cur.executemany(
+                    _REEMBEDDED_VECTOR,
+                    [
+                        (seq, r.tenant, r.user, model_id, dims, vec)
+                        for seq, (r, _), vec in zip(seqs, moved, vecs, strict=True)
+                    ],
                 )
-                await c.execute(
+                await cur.executemany(
                     "UPDATE records SET embedding_model = %s, embedding_dims = %s WHERE seq = %s",
-                    (model_id, dims, row["seq"]),
+                    [(model_id, dims, seq) for seq in seqs],
                 )
-                users.add((record.tenant, record.user))
-            for tenant, user in sorted(users):
+            if stored:  # in key order, as every writer takes cache rows (deadlocks)
+                await c.execute(_DROP_MOVED, _columns(sorted(stored, key=_entry_order)))
+            for tenant, user in sorted({(r.tenant, r.user) for r, _ in moved}):
                 await self._bump(c, tenant, user)
-        await self._check_large(Counter((r.tenant, r.user, dims) for r, _ in checked))
+        await self._check_large(Counter((r.tenant, r.user, dims) for r, _ in moved))
+
+    @staticmethod
+    async def _seqs(c: Any, records: Sequence[MemoryRecord]) -> builtins.list[int]:
+        """The ``seq`` of each record (by tenant, user and id), in order; ``NotFoundError``
+        naming the first one not stored."""
+        by_user: dict[tuple[str, str], list[str]] = {}
+        for r in records:
+            by_user.setdefault((r.tenant, r.user), []).append(r.id)
+        found: dict[tuple[str, str, str], int] = {}
+        for (tenant, user), ids in by_user.items():
+            for row in await (
+                await c.execute(
+                    'SELECT id, seq FROM records WHERE tenant = %s AND "user" = %s '
+                    "AND id = ANY(%s)",
+                    (tenant, user, ids),
+                )
+            ).fetchall():
+                found[(tenant, user, row["id"])] = row["seq"]
+        for r in records:
+            if (r.tenant, r.user, r.id) not in found:
+                raise NotFoundError(f"no record {r.id!r}; nothing was re-embedded")
+        return [found[(r.tenant, r.user, r.id)] for r in records]
 
     # --- jobs -------------------------------------------------------------------------------------
     async def enqueue(self, jobs: Sequence[Job]) -> None:
