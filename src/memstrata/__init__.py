@@ -13,6 +13,7 @@ if _typing.TYPE_CHECKING:  # the names below are imported on first use (PEP 562)
     from .aio import AsyncMemory
     from .clock import Clock, FixedClock, SystemClock
     from .errors import (
+        ArgumentError,
         BudgetError,
         ConflictError,
         EmbeddingMismatchError,
@@ -52,6 +53,7 @@ _LAZY = {
     **dict.fromkeys(("Clock", "FixedClock", "SystemClock"), "clock"),
     **dict.fromkeys(
         (
+            "ArgumentError",
             "BudgetError",
             "ConflictError",
             "EmbeddingMismatchError",
@@ -111,6 +113,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AccessControl",
+    "ArgumentError",
     "AsyncMemory",
     "BudgetError",
     "Clock",

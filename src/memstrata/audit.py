@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memstrata.audit_backends import InMemoryAudit, SQLiteAudit, audit_store, sqlite_redact_subject
 from memstrata.audit_types import PURGED, AuditEvent, AuditQuery
+from memstrata.calls import checked_calls
 from memstrata.clock import Clock
 from memstrata.errors import ValidationError
 from memstrata.records import new_id
@@ -66,6 +67,7 @@ def _text(value: object, name: str) -> str:
     return value
 
 
+@checked_calls
 class AuditLog:
     """What ``Memory.audit`` is: record, query and export events per tenant."""
 

@@ -21,6 +21,7 @@ this tree at the boundary where they occur::
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentError",
     "BudgetError",
     "ConflictError",
     "EmbeddingMismatchError",
@@ -42,6 +43,11 @@ class MemstrataError(Exception):
 
 class ValidationError(MemstrataError, ValueError):
     """The caller passed something memstrata cannot accept."""
+
+
+class ArgumentError(ValidationError, TypeError):
+    """A public call's arguments do not fit its signature (a missing argument, a keyword it
+    does not take): what Python says with a bare ``TypeError`` (still an instance of one)."""
 
 
 class BudgetError(ValidationError):

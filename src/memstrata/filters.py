@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .calls import checked_init
 from .errors import ValidationError
 from .records import MemoryRecord, RecordType, Source
 from .validation import check_bool, check_enum, check_json, check_names, check_time, check_unit
@@ -112,6 +113,7 @@ _KNOWN = frozenset(
 )
 
 
+@checked_init
 @dataclass(frozen=True, slots=True)
 class Filters:
     """What a search or listing may return, beyond the scope.

@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
 
 # What opening a store and reading or searching it needs. The layer services, the LLM, the
@@ -133,6 +134,7 @@ _BUILT_ON_FIRST_USE = frozenset(
 )
 
 
+@checked_calls
 class Memory:
     """Layered long-term memory for one application (any number of tenants and users).
 

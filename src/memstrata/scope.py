@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .calls import checked_init
 from .errors import ValidationError
 
 __all__ = ["Scope"]
@@ -28,6 +29,7 @@ def _check_id(name: str, value: str | None, *, required: bool) -> None:
         raise ValidationError(f"scope.{name} contains a NUL character")
 
 
+@checked_init
 @dataclass(frozen=True, slots=True)
 class Scope:
     """``(tenant, user, agent, session)``.

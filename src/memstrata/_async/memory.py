@@ -27,6 +27,7 @@ from memstrata._async.store.base import AsyncStore
 from memstrata.aio.core_lifecycle import AsyncLifecycle, completes  # async-only
 from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  # async-only
 from memstrata.aio.stores import open_store  # async-only
+from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
 from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
 from memstrata.filters import Filters
@@ -136,6 +137,7 @@ _BUILT_ON_FIRST_USE = frozenset(
 )
 
 
+@checked_calls
 # sync: class Memory:
 class AsyncMemory(AsyncLifecycle):  # async-only
     """Layered long-term memory for one application (any number of tenants and users).

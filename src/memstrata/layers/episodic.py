@@ -16,6 +16,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from memstrata.calls import checked_calls
 from memstrata.filters import Filters
 from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 _HEURISTIC = HeuristicLLM()
 
 
+@checked_calls
 class EpisodeService:
     def __init__(self, ctx: LayerContext) -> None:
         self._ctx = ctx

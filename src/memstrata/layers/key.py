@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from memstrata.calls import checked_calls
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.base import LayerContext
@@ -48,6 +49,7 @@ def _priority(value: object) -> int:
     return check_int(value, "key memory priority", low=-(2**31), high=2**31)
 
 
+@checked_calls
 class KeyMemoryService:
     def __init__(self, ctx: LayerContext) -> None:
         self._ctx = ctx

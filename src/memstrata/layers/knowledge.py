@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from memstrata.calls import checked_calls
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
@@ -43,6 +44,7 @@ from memstrata.writes import check_scope
 __all__ = ["KnowledgeService", "rejoin"]
 
 
+@checked_calls
 class KnowledgeService:
     def __init__(self, ctx: LayerContext) -> None:
         self._ctx = ctx

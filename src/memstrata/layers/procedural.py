@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from memstrata.calls import checked_calls
 from memstrata.errors import ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record, list_records, query_vector
@@ -57,6 +58,7 @@ def new_records(learned: Sequence[Lesson]) -> int:
     return sum(replaces is None for _, replaces in learned)
 
 
+@checked_calls
 class ProceduralService:
     def __init__(self, ctx: LayerContext) -> None:
         self._ctx = ctx

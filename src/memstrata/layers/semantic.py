@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
+from memstrata.calls import checked_calls
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters
 from memstrata.layers._build import build_record, list_records, query_vector
@@ -116,6 +117,7 @@ def _fact(fact: object) -> ExtractedFact:
     return fact
 
 
+@checked_calls
 class FactService:
     def __init__(self, ctx: LayerContext) -> None:
         self._ctx = ctx

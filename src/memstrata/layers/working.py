@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from memstrata.calls import checked_calls
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
@@ -63,6 +64,7 @@ def current_query(scope: Scope) -> ListQuery:
     return ListQuery(scope, Filters(types=frozenset({RecordType.TASK}), metadata=active), 10)
 
 
+@checked_calls
 class TaskService:
     def __init__(
         self,

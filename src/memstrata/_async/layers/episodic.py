@@ -16,6 +16,7 @@ from typing import Any
 
 from memstrata._async.layers._build import build_record, list_records, query_vector
 from memstrata._async.layers.base import AsyncLayerContext
+from memstrata.calls import checked_calls
 from memstrata.filters import Filters
 from memstrata.layers.episodic_types import EpisodeHit, age_days, recall_score
 from memstrata.layers.episodic_types import _topics as _topics  # rederive uses it
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 _HEURISTIC = HeuristicLLM()
 
 
+@checked_calls
 class AsyncEpisodeService:
     def __init__(self, ctx: AsyncLayerContext) -> None:
         self._ctx = ctx

@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memstrata._async.layers.base import AsyncLayerContext
+from memstrata.calls import checked_calls
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.key_types import ORIGIN_AUTO, ORIGIN_USER, key_order, key_sort_key
@@ -46,6 +47,7 @@ def _priority(value: object) -> int:
     return check_int(value, "key memory priority", low=-(2**31), high=2**31)
 
 
+@checked_calls
 class AsyncKeyMemoryService:
     def __init__(self, ctx: AsyncLayerContext) -> None:
         self._ctx = ctx

@@ -29,6 +29,7 @@ from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.races import Raced, first_version_id, settled, taken
 from memstrata._async.store.base import RecordWrite
+from memstrata.calls import checked_calls
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.knowledge_types import document_chunks, rejoin
@@ -41,6 +42,7 @@ from memstrata.writes import check_scope
 __all__ = ["AsyncKnowledgeService", "rejoin"]
 
 
+@checked_calls
 class AsyncKnowledgeService:
     def __init__(self, ctx: AsyncLayerContext) -> None:
         self._ctx = ctx

@@ -15,6 +15,7 @@ from typing import Any
 
 from memstrata._async.layers._build import build_record, list_records, query_vector
 from memstrata._async.layers.base import AsyncLayerContext
+from memstrata.calls import checked_calls
 from memstrata.errors import ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.procedural_types import (
@@ -55,6 +56,7 @@ def new_records(learned: Sequence[Lesson]) -> int:
     return sum(replaces is None for _, replaces in learned)
 
 
+@checked_calls
 class AsyncProceduralService:
     def __init__(self, ctx: AsyncLayerContext) -> None:
         self._ctx = ctx

@@ -44,6 +44,7 @@ from memstrata._async.layers._build import build_record, list_records, query_vec
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.races import Raced, first_version_id, settled, taken
 from memstrata._async.store.base import RecordWrite, Vector
+from memstrata.calls import checked_calls
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters
 from memstrata.layers.semantic_types import (
@@ -114,6 +115,7 @@ def _fact(fact: object) -> ExtractedFact:
     return fact
 
 
+@checked_calls
 class AsyncFactService:
     def __init__(self, ctx: AsyncLayerContext) -> None:
         self._ctx = ctx

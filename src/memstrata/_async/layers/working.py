@@ -20,6 +20,7 @@ from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.episodic import AsyncEpisodeService
 from memstrata._async.layers.procedural import AsyncProceduralService, new_records
+from memstrata.calls import checked_calls
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.working_types import (
@@ -61,6 +62,7 @@ def current_query(scope: Scope) -> ListQuery:
     return ListQuery(scope, Filters(types=frozenset({RecordType.TASK}), metadata=active), 10)
 
 
+@checked_calls
 class AsyncTaskService:
     def __init__(
         self,
