@@ -42,6 +42,7 @@ class FactAction(StrEnum):
     REPLACED = "replaced"
     CONFLICT = "conflict"
     UNCHANGED = "unchanged"  # the same evidence seen again (an ingest job run twice)
+    EARLIER = "earlier"  # a value said before the current one began: kept in the history
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +165,8 @@ def decide(
 class FactOutcome:
     action: FactAction
     record: MemoryRecord  # the current fact afterwards
-    previous: MemoryRecord | None = None  # the superseded version, when replaced
+    # the superseded version, when replaced; the value stored in the history, when earlier
+    previous: MemoryRecord | None = None
 
 
 def _iso(when: datetime | None) -> str | None:

@@ -482,14 +482,19 @@ class FactIn(Request):
 
 
 class FactUpsertOut(BaseModel):
-    action: Literal["inserted", "confirmed", "replaced", "conflict", "unchanged"] = Field(
-        description="inserted: a new key; confirmed: the same value again (mentions + 1, "
-        "confidence up); replaced: a new value won (previous is the version it ended); "
-        "conflict: the value was kept and this one recorded in its conflicts; unchanged: "
-        "the same source_ids were seen before"
+    action: Literal["inserted", "confirmed", "replaced", "conflict", "unchanged", "earlier"] = (
+        Field(
+            description="inserted: a new key; confirmed: the same value again (mentions + 1, "
+            "confidence up); replaced: a new value won (previous is the version it ended); "
+            "conflict: the value was kept and this one recorded in its conflicts; unchanged: "
+            "the same source_ids were seen before; earlier: said before the current value "
+            "began, so stored in the history (previous) until the next value began"
+        )
     )
     fact: RecordOut = Field(description="The key's current fact afterwards")
-    previous: RecordOut | None = Field(None, description="The version it superseded")
+    previous: RecordOut | None = Field(
+        None, description="The version it superseded (earlier: the value stored in the history)"
+    )
 
 
 class FactQueryIn(Request):

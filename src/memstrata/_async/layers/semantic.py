@@ -420,6 +420,14 @@ class AsyncFactService:
             )
             await self._replace(scope, updated, current, extras, reindex=False)
             return FactOutcome(FactAction.CONFIRMED, updated)
+        if decision.action is FactAction.REPLACED and current is not None:
+            if when < _start(current):  # said before the current value began
+                return await self._earlier(
+                    scope, fact, sources, expires_at, source, decision, when, origin, current
+                )
+            if when < current.observed_at:  # the user confirmed the current value after it
+                mentions = int(data.get("mentions", 1))
+                decision = FactDecision(FactAction.CONFLICT, current.confidence, mentions)
         if decision.action is FactAction.REPLACED:
             if fact.ended:  # the ending names the value it ends as the fact held it
                 fact = fact.model_copy(update={"value": value})
@@ -460,6 +468,45 @@ class AsyncFactService:
         )
         await self._replace(scope, kept, current, extras, reindex=text != current.text)
         return FactOutcome(FactAction.CONFLICT, kept)
+
+    async def _earlier(
+        self,
+        scope: Scope,
+        fact: ExtractedFact,
+        sources: tuple[str, ...],
+        expires_at: datetime | None,
+        source: Source,
+        decision: FactDecision,
+        when: datetime,
+        origin: str | None,
+        current: MemoryRecord,
+    ) -> FactOutcome:
+        """``fact`` would replace the current value but was said before that value began (a
+        replay of older turns after newer ones): it was the key's value from ``when`` until
+        the next value began, superseded by that one, and the value it followed ends at
+        ``when``; the current value stays current. One transaction, as a replacement."""
+        versions = await list_records(
+            self._ctx, self._scope(scope), RecordType.FACT, include_superseded=True, key=fact.key
+        )
+        later = min((r for r in (current, *versions) if _start(r) > when), key=_start)
+        before = [
+            r
+            for r in versions
+            if r.superseded_by is not None
+            and _start(r) <= when
+            and (r.valid_to is None or r.valid_to > when)
+        ]
+        record = self._new(scope, fact, sources, expires_at, source, decision, when, origin)
+        record = replace(record, valid_to=_start(later), superseded_by=later.id)
+        stored, _ = await self._insert(
+            scope,
+            record,
+            (max(before, key=_start) if before else None,),
+            self._ctx.clock.now(),
+            when,
+            seen=current,
+        )
+        return FactOutcome(FactAction.EARLIER, current, stored)
 
     async def _holder(self, scope: Scope, fact: ExtractedFact) -> MemoryRecord | None:
         """The current fact under another key whose value holds ``fact.replaces``: the same
@@ -661,6 +708,11 @@ class AsyncFactService:
             valid_from=now,
             observed_at=now,
         )
+
+
+def _start(fact: MemoryRecord) -> datetime:
+    """When the fact's value began to hold (a fact ``add`` wrote has no ``valid_from``)."""
+    return fact.valid_from or fact.observed_at
 
 
 def _superseded(old: MemoryRecord, by: str, now: datetime, when: datetime) -> MemoryRecord:
