@@ -34,6 +34,8 @@ __all__ = [
     "history_of",
     "kept_records",
     "reembedded",
+    "seqs_in_order",
+    "user_ids",
     "name_field",
     "name_type",
     "speaker_of",
@@ -268,3 +270,22 @@ def reembedded(
             )
         out.append((replace(record, embedding_model=model_id, embedding_dims=dims), blob))
     return out
+
+
+def user_ids(records: Sequence[MemoryRecord]) -> dict[tuple[str, str], list[str]]:
+    """The records' ids by ``(tenant, user)``, each once, in order."""
+    out: dict[tuple[str, str], dict[str, None]] = {}
+    for r in records:
+        out.setdefault((r.tenant, r.user), {})[r.id] = None
+    return {user: list(ids) for user, ids in out.items()}
+
+
+def seqs_in_order(
+    records: Sequence[MemoryRecord], found: Mapping[tuple[str, str, str], int]
+) -> list[int]:
+    """Each record's ``seq`` from ``found`` (by tenant, user and id), in order;
+    ``NotFoundError`` naming the first record not there: nothing was re-embedded."""
+    for r in records:
+        if (r.tenant, r.user, r.id) not in found:
+            raise NotFoundError(f"no record {r.id!r}; nothing was re-embedded")
+    return [found[(r.tenant, r.user, r.id)] for r in records]

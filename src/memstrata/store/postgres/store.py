@@ -105,6 +105,8 @@ from memstrata.store.types import (
     name_field,
     name_type,
     reembedded,
+    seqs_in_order,
+    user_ids,
 )
 
 if TYPE_CHECKING:
@@ -1518,11 +1520,8 @@ class PostgresStore:
     def _seqs(c: Any, records: Sequence[MemoryRecord]) -> builtins.list[int]:
         """The ``seq`` of each record (by tenant, user and id), in order; ``NotFoundError``
         naming the first one not stored."""
-        by_user: dict[tuple[str, str], list[str]] = {}
-        for r in records:
-            by_user.setdefault((r.tenant, r.user), []).append(r.id)
         found: dict[tuple[str, str, str], int] = {}
-        for (tenant, user), ids in by_user.items():
+        for (tenant, user), ids in user_ids(records).items():
             for row in (
                 c.execute(
                     'SELECT id, seq FROM records WHERE tenant = %s AND "user" = %s '
@@ -1531,10 +1530,7 @@ class PostgresStore:
                 )
             ).fetchall():
                 found[(tenant, user, row["id"])] = row["seq"]
-        for r in records:
-            if (r.tenant, r.user, r.id) not in found:
-                raise NotFoundError(f"no record {r.id!r}; nothing was re-embedded")
-        return [found[(r.tenant, r.user, r.id)] for r in records]
+        return seqs_in_order(records, found)
 
     # --- jobs -------------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:

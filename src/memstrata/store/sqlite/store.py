@@ -56,6 +56,8 @@ from ..types import (
     name_field,
     name_type,
     reembedded,
+    seqs_in_order,
+    user_ids,
 )
 from . import dump, lexical, outbox
 from .codec import (
@@ -1490,22 +1492,16 @@ class SQLiteStore:
     def _seqs(c: sqlite3.Connection, records: Sequence[MemoryRecord]) -> list[int]:
         """The ``seq`` of each record (by tenant, user and id), in order; ``NotFoundError``
         naming the first one not stored."""
-        by_user: dict[tuple[str, str], list[str]] = {}
-        for r in records:
-            by_user.setdefault((r.tenant, r.user), []).append(r.id)
         found: dict[tuple[str, str, str], int] = {}
-        for (tenant, user), ids in by_user.items():
-            for chunk in _chunks(list(dict.fromkeys(ids))):
+        for (tenant, user), ids in user_ids(records).items():
+            for chunk in _chunks(ids):
                 sql, vals = in_list("id", chunk)
                 for rid, seq in c.execute(
                     f"SELECT id, seq FROM records WHERE tenant = ? AND user = ? AND {sql}",
                     [tenant, user, *vals],
                 ):
                     found[(tenant, user, rid)] = seq
-        for r in records:
-            if (r.tenant, r.user, r.id) not in found:
-                raise NotFoundError(f"no record {r.id!r}; nothing was re-embedded")
-        return [found[(r.tenant, r.user, r.id)] for r in records]
+        return seqs_in_order(records, found)
 
     # --- jobs ----------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:
