@@ -1,5 +1,6 @@
 """Earlier versions written back to a record (``UnitOfWork.insert_history``): what every
-store checks before it writes them, and the reverse deltas the SQL stores keep them as.
+store checks before it writes them (the SQL stores then keep them as reverse deltas,
+:func:`memstrata.store.sqlite.history.past_deltas`).
 
 An import restores an export's history this way: the records are inserted first (their
 current versions), then each one's earlier versions, oldest first, in the same
@@ -10,15 +11,12 @@ that breaks them, naming its line (:func:`memstrata.portability.read_pages`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from ..errors import ValidationError
 from ..records import MemoryRecord
-from .sqlite.codec import COLUMNS, encode_record
-from .sqlite.history import encode_delta, reverse_delta
 
-__all__ = ["check_past", "history_key", "past_deltas"]
+__all__ = ["check_past", "history_key"]
 
 
 def history_key(past: Sequence[MemoryRecord]) -> tuple[str, str, str]:
@@ -50,15 +48,3 @@ def check_past(past: Sequence[MemoryRecord], version: int, has_history: bool) ->
                 f"version {version}; nothing was written"
             )
         previous = v.version
-
-
-def past_deltas(current: Any, past: Sequence[MemoryRecord]) -> list[tuple[int, bytes]]:
-    """``(version, delta)`` of each of ``past`` (oldest first) as a SQL store keeps it: what
-    turns the version after it back into it, the last one's against ``current`` (the
-    stored row: a mapping or database row read by column name)."""
-    rows = [dict(zip(COLUMNS, encode_record(v), strict=True)) for v in past]
-    newer: list[Mapping[str, Any]] = [*rows[1:], {col: current[col] for col in COLUMNS}]
-    return [
-        (int(old["version"]), encode_delta(reverse_delta(old, after)))
-        for old, after in zip(rows, newer, strict=True)
-    ]

@@ -26,7 +26,7 @@ from memstrata.audit import AuditEvent
 from memstrata.errors import ValidationError
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
-from memstrata.store.past_versions import check_past, history_key, past_deltas
+from memstrata.store.past_versions import check_past, history_key
 from memstrata.store.postgres.vectors import vector_array
 from memstrata.store.sqlite.codec import (
     COLUMNS,
@@ -36,7 +36,13 @@ from memstrata.store.sqlite.codec import (
     encode_vector,
     scope_token,
 )
-from memstrata.store.sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
+from memstrata.store.sqlite.history import (
+    apply_delta,
+    decode_delta,
+    encode_delta,
+    past_deltas,
+    reverse_delta,
+)
 from memstrata.store.sqlite.outbox import job_from_row, job_row
 from memstrata.store.types import CacheEntry, RecordDump, RecordWrite
 

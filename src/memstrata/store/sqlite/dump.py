@@ -25,10 +25,10 @@ from ...errors import ValidationError
 from ...jobs import Job
 from ...records import MemoryRecord
 from ..base import CacheEntry, RecordDump
-from ..past_versions import check_past, history_key, past_deltas
+from ..past_versions import check_past, history_key
 from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
-from .history import apply_delta, decode_delta, encode_delta, reverse_delta
+from .history import apply_delta, decode_delta, encode_delta, past_deltas, reverse_delta
 from .outbox import job_from_row, job_row
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from memstrata.audit import AuditEvent
 from memstrata.errors import ValidationError
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
-from memstrata.store.past_versions import check_past, history_key, past_deltas
+from memstrata.store.past_versions import check_past, history_key
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -34,7 +34,13 @@ from memstrata.store.sqlite.codec import (
     encode_vector,
     scope_token,
 )
-from memstrata.store.sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
+from memstrata.store.sqlite.history import (
+    apply_delta,
+    decode_delta,
+    encode_delta,
+    past_deltas,
+    reverse_delta,
+)
 from memstrata.store.sqlite.outbox import job_from_row, job_row
 from memstrata.store.types import CacheEntry, RecordDump, RecordWrite
 
