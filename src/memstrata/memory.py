@@ -89,12 +89,12 @@ if TYPE_CHECKING:
     from memstrata.policies.forgetting import ForgettingPolicy
     from memstrata.policies.pii import PIIPolicy, PIIRedactor
     from memstrata.portability import ImportReport, Item, PageSpool
+    from memstrata.tokens import TokenCounter
     from memstrata.worker import BackgroundWorker, JobRunner
+    from memstrata.worker_types import RunReport
 
     # a write of an import, with the record's earlier versions
     Written = tuple[RecordWrite, tuple[MemoryRecord, ...]]
-    from memstrata.tokens import TokenCounter
-    from memstrata.worker_types import RunReport
 
 __all__ = ["DEFAULT_ROLES", "Memory", "Remembered"]
 

@@ -93,11 +93,11 @@ if TYPE_CHECKING:
     from memstrata.policies.forgetting import ForgettingPolicy
     from memstrata.policies.pii import PIIPolicy, PIIRedactor
     from memstrata.portability import ImportReport, Item, PageSpool
+    from memstrata.tokens import TokenCounter
+    from memstrata.worker_types import RunReport
 
     # a write of an import, with the record's earlier versions
     Written = tuple[RecordWrite, tuple[MemoryRecord, ...]]
-    from memstrata.tokens import TokenCounter
-    from memstrata.worker_types import RunReport
 
 __all__ = ["DEFAULT_ROLES", "AsyncMemory", "Remembered"]
 
