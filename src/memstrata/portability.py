@@ -12,8 +12,8 @@ before an update, a delete or restore, an access change..., with the tenant, use
 of the record line it follows and a version number below the next one's and the
 record's; no embedding (a store keeps the current version's vector only). The end line
 counts the past versions too, so a line dropped from the middle of a history is found.
-An export without history (``include_history=False``) is written as version 2, which
-memstrata before version 3 reads.
+An export without history (``include_history=False``) is written as version 2, which a
+memstrata that predates version 3 reads too.
 
 Version 2 (written from 2026-11 to 2026-11-27, a page of records at a time)::
 
