@@ -77,11 +77,12 @@ def record_to_dict(r: MemoryRecord) -> dict[str, Any]:
 
 
 # The fields of an export's record line, as :func:`record_to_dict` writes them, and of its
-# nested objects. An import refuses a field outside these (``exact``): memstrata cannot
-# store it, and dropping it would lose what the file says without a word. Every export
-# memstrata has written (format version 1 since the first, cb2c9c9, and version 2) holds
-# exactly these: ``git log -p -- src/memstrata/codec.py src/memstrata/portability.py``
-# shows the set never changed, so no retired field has to be let through. A field that
+# nested objects (and of a format-3 ``past_version`` line's record: the same fields). An
+# import refuses a field outside these (``exact``): memstrata cannot store it, and dropping
+# it would lose what the file says without a word. Every export memstrata has written
+# (format version 1 since the first, cb2c9c9, version 2 and version 3) holds exactly
+# these: ``git log -p -- src/memstrata/codec.py src/memstrata/portability.py`` shows the
+# set never changed, so no retired field has to be let through. A field that
 # a later version retires goes into LEGACY_FIELDS (read and ignored, documented), so
 # the backups that carry it stay readable.
 RECORD_FIELDS = frozenset(

@@ -94,6 +94,9 @@ if TYPE_CHECKING:
     from memstrata.worker import BackgroundWorker, JobRunner
     from memstrata.worker_types import RunReport
 
+    # a write of an import, with the record's earlier versions
+    Written = tuple[RecordWrite, tuple[MemoryRecord, ...]]
+
 __all__ = ["DEFAULT_ROLES", "Memory", "Remembered"]
 
 
@@ -1205,20 +1208,29 @@ class Memory:
         *,
         include_embeddings: bool = False,
         include_deleted: bool = True,
+        include_history: bool = True,
     ) -> int:
-        """Write the scope's records to ``fp`` as versioned JSON Lines (format version 2,
-        :mod:`memstrata.portability`), each page written before the next is read (see
-        :meth:`export_chunks`); returns the record count."""
+        """Write the scope's records to ``fp`` as versioned JSON Lines (format version 3,
+        each record followed by its earlier versions; version 2, current versions only,
+        with ``include_history=False``: :mod:`memstrata.portability`), each page written
+        before the next is read (see :meth:`export_chunks`); returns the record count."""
         check_scope(scope)
         check_text_sink(fp)
         count = 0
-        for text, records in self._export_pages(scope, include_embeddings, include_deleted):
+        for text, records in self._export_pages(
+            scope, include_embeddings, include_deleted, include_history
+        ):
             fp.write(text)
             count += records
         return count
 
     def export_chunks(
-        self, scope: Scope, *, include_embeddings: bool = False, include_deleted: bool = True
+        self,
+        scope: Scope,
+        *,
+        include_embeddings: bool = False,
+        include_deleted: bool = True,
+        include_history: bool = True,
     ) -> Iterator[str]:
         """The export :meth:`export_records` writes, as the text of whole lines produced a
         page of records at a time (what the HTTP export streams): the first chunk is the
@@ -1226,17 +1238,23 @@ class Memory:
         bounded by a page (``EXPORT_PAGE`` records, ``EXPORT_EMBED_BATCH`` texts a call),
         whatever the user's history. The walk pages by ``(observed_at, insertion order)``
         (``Store.list_pages``), so a record that exists throughout is exported exactly once
-        whatever is purged or added meanwhile. An error ends the iteration with no end line,
+        whatever is purged or added meanwhile. Each record's earlier versions are read a
+        page at a time too (``Store.histories``, one read a page, or one per
+        ``HISTORY_PAGE`` versions). An error ends the iteration with no end line,
         so what was produced reads as incomplete; bad arguments fail at the first chunk."""
-        for text, _ in self._export_pages(scope, include_embeddings, include_deleted):
+        for text, _ in self._export_pages(
+            scope, include_embeddings, include_deleted, include_history
+        ):
             yield text
 
     def _export_pages(
-        self, scope: Scope, include_embeddings: bool, include_deleted: bool
+        self, scope: Scope, include_embeddings: bool, include_deleted: bool, include_history: bool
     ) -> Iterator[tuple[str, int]]:
         """The lines of an export, a page at a time, each with its number of records."""
         from memstrata.portability import (
             EXPORT_PAGE,
+            EXPORT_VERSION,
+            PLAIN_VERSION,
             end_line,
             header_line,
             record_lines,
@@ -1244,18 +1262,44 @@ class Memory:
 
         check_scope(scope)
         check_bool(include_embeddings, "include_embeddings")
+        check_bool(include_history, "include_history")
         flt = Filters(
             include_deleted=check_bool(include_deleted, "include_deleted"), include_superseded=True
         )
         model_id, dims = self._raw_embedder.model_id, self._raw_embedder.dims
-        head = header_line(model_id=model_id, dims=dims, exported_at=self._clock.now())
-        count = 0
+        head = header_line(
+            model_id=model_id,
+            dims=dims,
+            exported_at=self._clock.now(),
+            version=EXPORT_VERSION if include_history else PLAIN_VERSION,
+        )
+        count = versions = 0
         for page in self._store.list_pages(scope, flt, batch_size=EXPORT_PAGE):
             vectors = self._export_vectors(scope, page) if include_embeddings else None
+            past = self._export_past(scope, page) if include_history else None
             count += len(page)
-            yield head + record_lines(page, vectors), len(page)
+            versions += sum(map(len, past.values())) if past else 0
+            yield head + record_lines(page, vectors, past), len(page)
             head = ""
-        yield head + end_line(count), 0
+        yield head + end_line(count, versions if include_history else None), 0
+
+    def _export_past(
+        self, scope: Scope, page: Sequence[MemoryRecord]
+    ) -> dict[str, builtins.list[MemoryRecord]]:
+        """The earlier versions of a page's records, oldest first, by id: one
+        ``Store.histories`` read for those with a version above 1 (one per
+        ``HISTORY_PAGE`` versions). Only versions below the page's: a record updated since
+        the page was read is exported as the page has it, with the history it had then."""
+        from memstrata.portability import history_chunks
+
+        past: dict[str, builtins.list[MemoryRecord]] = {}
+        for chunk in history_chunks(page):
+            found = self._store.histories(scope, [r.id for r in chunk])
+            for rec in chunk:
+                older = [v for v in found.get(rec.id, ()) if v.version < rec.version]
+                if older:
+                    past[rec.id] = older
+        return past
 
     def _export_vectors(self, scope: Scope, page: Sequence[MemoryRecord]) -> builtins.list[Vector]:
         """The vectors of a page of an export: the ones the store holds (one read), made by
@@ -1285,7 +1329,10 @@ class Memory:
         record whose id another record of the user holds (one created at another time: a
         fact key begun again after a purge names its first fact as the exported one was
         named) is kept beside it under a new id (``ImportReport.renamed``), with the
-        import's references to it; importing the same export again adds nothing.
+        import's references to it; importing the same export again adds nothing. A
+        record's earlier versions (format version 3) are written with it, remapped,
+        renamed and redacted as it is (``ImportReport.versions``), so ``history`` gives
+        what it gave where the export was made; a record skipped skips its versions.
 
         Memory is a page's (``EXPORT_PAGE`` records), whatever the file's size: the file is
         read once, each page checked, its ids looked up (one read) and the page put in a
@@ -1330,12 +1377,12 @@ class Memory:
                     (rec.scope.user_scope, rec.id)
                     if into is None
                     else (Scope(into.tenant, into.user), remapped_id(rec.id, into))
-                    for rec, _ in page
+                    for rec, _, _ in page
                 ]
                 found = self._stored_created(keys)
                 moved = {
                     rid: collided_id(rid, rec.created_at)
-                    for (_, rid), (rec, _) in zip(keys, page, strict=True)
+                    for (_, rid), (rec, _, _) in zip(keys, page, strict=True)
                     if rid in found and found[rid] != rec.created_at
                 }
                 renamed |= moved
@@ -1354,16 +1401,17 @@ class Memory:
                 brought = AnyOf(present, facts)  # the file's records, stored or written
                 with writes:
                     checked.close()  # its disk space, while the transaction runs
-                    taken = self._import_write(writes)
+                    taken, versions = self._import_write(writes)
                     # a key with a live fact of the store's and one of the file's keeps
                     # one; the file's own live facts of a key stay as the file has them
                     for written in writes.pages():
-                        self.layers.facts.settle((w.record for w in written), brought=brought)
+                        self.layers.facts.settle((w.record for w, _ in written), brought=brought)
         return ImportReport(
             imported=fresh - len(taken),
             skipped=checked.records - fresh + len(taken),
             reembedded=embedded,
             renamed=len({new for new in renamed.values() if new not in present | taken}),
+            versions=versions,
         )
 
     def _import_writes(
@@ -1374,42 +1422,48 @@ class Memory:
         present: set[str],
         renamed: Mapping[str, str],
         brought: set[str],
-    ) -> tuple[PageSpool[RecordWrite], int]:
+    ) -> tuple[PageSpool[Written], int]:
         """The writes of an import, a page at a time onto disk (remapped, renamed, redacted,
         those already present left out, those without a usable vector embedded in one call
-        a page), with how many were embedded; the id of each fact written is added to
-        ``brought``."""
+        a page), each with its earlier versions (remapped, renamed and redacted alike),
+        with how many were embedded; the id of each fact written is added to ``brought``."""
         from memstrata.portability import PageSpool, remap_page, rename_page
         from memstrata.search.tokenize import tokenize
 
-        writes: PageSpool[RecordWrite] = PageSpool()
+        writes: PageSpool[Written] = PageSpool()
         pages = checked.pages()
 
-        def kept_of_next() -> list[tuple[MemoryRecord, Vector | None]] | None:
+        def kept_of_next() -> list[Item] | None:
             """The next page's records to write (remapped, redacted, those already present
-            left out), each with its file vector, or ``None`` after the last page."""
+            left out), each with its file vector and its earlier versions, or ``None``
+            after the last page."""
             page = next(pages, None)
             if page is None:
                 return None
             if into is not None:
                 page = remap_page(page, into, ids)
             page = rename_page(page, renamed)
-            kept: list[tuple[MemoryRecord, Vector | None]] = []
-            for raw, vec in page:
+            kept: list[Item] = []
+            for raw, vec, past in page:
                 if raw.id in present:
                     continue
                 rec = self._ctx.redact(raw)
                 # a redacted record's file vector is the clear text's: embed again
-                kept.append((rec, vec if rec is raw else None))
+                kept.append((rec, vec if rec is raw else None, tuple(map(self._ctx.redact, past))))
                 if rec.type is RecordType.FACT:  # what settle asks of (not every message)
                     brought.add(rec.id)
             return kept
 
-        def spool(kept: list[tuple[MemoryRecord, Vector | None]], made: Iterator[Vector]) -> None:
+        def spool(kept: list[Item], made: Iterator[Vector]) -> None:
             writes.add(
                 [
-                    RecordWrite(rec, next(made) if vec is None else vec, tuple(tokenize(rec.text)))
-                    for rec, vec in kept
+                    (
+                        RecordWrite(
+                            rec, next(made) if vec is None else vec, tuple(tokenize(rec.text))
+                        ),
+                        past,
+                    )
+                    for rec, vec, past in kept
                 ]
             )
 
@@ -1419,7 +1473,7 @@ class Memory:
                 kept = kept_of_next()
                 if kept is None:
                     break
-                missing = [rec.text for rec, vec in kept if vec is None]
+                missing = [rec.text for rec, vec, _ in kept if vec is None]
                 made: Iterator[Vector] = iter([])
                 if missing:
                     made = iter(self._embedder.embed_batch(missing))
@@ -1430,18 +1484,25 @@ class Memory:
             raise
         return writes, embedded
 
-    def _import_write(self, writes: PageSpool[RecordWrite]) -> set[str]:
-        """Write an import in one transaction, an insert a page; returns the ids skipped
-        because another import committed them after they were looked up."""
+    def _import_write(self, writes: PageSpool[Written]) -> tuple[set[str], int]:
+        """Write an import in one transaction, an insert a page and the page's earlier
+        versions after it (``insert_history``); returns the ids skipped because another
+        import committed them after they were looked up, and the earlier versions
+        written."""
         taken: set[str] = set()
         while True:
+            versions = 0
             try:
                 with self._store.transaction() as tx:
                     for page in writes.pages():
-                        page = [w for w in page if w.record.id not in taken]
+                        page = [(w, p) for w, p in page if w.record.id not in taken]
                         if page:
-                            tx.insert(page)
-                return taken
+                            tx.insert([w for w, _ in page])
+                        past = [p for _, p in page if p]
+                        if past:
+                            tx.insert_history(past)
+                            versions += sum(map(len, past))
+                return taken, versions
             except ValidationError:
                 # Another import of the same lines committed some of them since they were
                 # looked up: skip those, as if they had been there before (the whole
@@ -1449,7 +1510,7 @@ class Memory:
                 now: set[str] = set()
                 for page in writes.pages():
                     now |= self._stored_ids(
-                        [(w.record.scope.user_scope, w.record.id) for w in page]
+                        [(w.record.scope.user_scope, w.record.id) for w, _ in page]
                     )
                 if now <= taken:
                     raise

@@ -1,6 +1,21 @@
 """Portable export/import: versioned JSON Lines, embeddings optional, scope remapping.
 
-Version 2 (written since 2026-11, a page of records at a time)::
+Version 3 (written since 2026-11-27: version 2 with each record's history)::
+
+    {"format": "memstrata.export", "version": 3, ...the header of version 2...}
+    {"record": {...}, "embedding": ...}                         (the record as it is now)
+    {"past_version": {...}}      (each earlier version of it, oldest first, after its line)
+    {"end": "complete", "count": N, "past_versions": M}
+
+A ``past_version`` is a whole record (``codec.record_to_dict``): the record as it was
+before an update, a delete or restore, an access change..., with the tenant, user and id
+of the record line it follows and a version number below the next one's and the
+record's; no embedding (a store keeps the current version's vector only). The end line
+counts the past versions too, so a line dropped from the middle of a history is found.
+An export without history (``include_history=False``) is written as version 2, which a
+memstrata that predates version 3 reads too.
+
+Version 2 (written from 2026-11 to 2026-11-27, a page of records at a time)::
 
     {"format": "memstrata.export", "version": 2, "embedding_model": ..., "dims": ...,
      "exported_at": ...}
@@ -21,7 +36,9 @@ line before writing any, and refuses what it would otherwise drop or misread: a 
 does not know (of a header, a line, a record or its nested objects; every export memstrata
 has written holds none: see ``codec.RECORD_FIELDS``), a key given twice in an object, text
 where a list belongs, and a record that contradicts itself
-(:func:`~memstrata.validation.validate_record`).
+(:func:`~memstrata.validation.validate_record`); and history that contradicts its record
+(a past version of another id, tenant or user, not below the record's version, out of
+order, or before any record line).
 """
 
 from __future__ import annotations
@@ -52,6 +69,8 @@ __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_PAGE",
     "EXPORT_VERSION",
+    "HISTORY_PAGE",
+    "PLAIN_VERSION",
     "AnyOf",
     "ImportReport",
     "Item",
@@ -60,6 +79,7 @@ __all__ = [
     "end_line",
     "failed_line",
     "header_line",
+    "history_chunks",
     "read_pages",
     "record_lines",
     "remap_page",
@@ -68,9 +88,13 @@ __all__ = [
 ]
 
 EXPORT_FORMAT = "memstrata.export"
-EXPORT_VERSION = 2
-READ_VERSIONS = (1, 2)
+EXPORT_VERSION = 3  # with history
+PLAIN_VERSION = 2  # without (include_history=False): what memstrata before 3 reads
+READ_VERSIONS = (1, 2, 3)
 EXPORT_PAGE = 1000  # records read (and written) at a time: what an export holds in memory
+# Past versions an export reads at a time, and an import holds in a page besides its
+# records (a record with more is read, and held, whole: a store's history is read so).
+HISTORY_PAGE = 5000
 EXPORT_EMBED_BATCH = 256  # texts per embedder call of an export with embeddings
 
 
@@ -94,18 +118,23 @@ class ImportReport:
     # export: a fact key begun again after a purge names its first fact as before), kept
     # under a new id (:func:`collided_id`) beside it.
     renamed: int = 0
+    # Earlier versions written with the imported records (the file's past_version lines
+    # of the records imported; those of records skipped are skipped with them).
+    versions: int = 0
 
 
 def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False) + "\n"
 
 
-def header_line(*, model_id: str, dims: int, exported_at: datetime) -> str:
-    """The first line of a version-2 export."""
+def header_line(
+    *, model_id: str, dims: int, exported_at: datetime, version: int = EXPORT_VERSION
+) -> str:
+    """The first line of an export of ``version`` (3 with history, 2 without)."""
     return _line(
         {
             "format": EXPORT_FORMAT,
-            "version": EXPORT_VERSION,
+            "version": version,
             "embedding_model": model_id,
             "dims": dims,
             "exported_at": exported_at.isoformat(),
@@ -113,20 +142,48 @@ def header_line(*, model_id: str, dims: int, exported_at: datetime) -> str:
     )
 
 
-def record_lines(records: Sequence[MemoryRecord], vectors: Sequence[Vector] | None) -> str:
-    """One line per record (``vectors[i]`` is ``records[i]``'s, when given)."""
+def record_lines(
+    records: Sequence[MemoryRecord],
+    vectors: Sequence[Vector] | None,
+    past: Mapping[str, Sequence[MemoryRecord]] | None = None,
+) -> str:
+    """One line per record (``vectors[i]`` is ``records[i]``'s, when given), each followed
+    by a line per earlier version of it in ``past`` (by id, oldest first: version 3)."""
     out = []
     for i, rec in enumerate(records):
         emb = None
         if vectors is not None:
             emb = base64.b64encode(np.asarray(vectors[i], dtype="<f4").tobytes()).decode("ascii")
         out.append(_line({"record": record_to_dict(rec), "embedding": emb}))
+        if past:
+            out += [_line({"past_version": record_to_dict(v)}) for v in past.get(rec.id, ())]
     return "".join(out)
 
 
-def end_line(count: int) -> str:
-    """The last line of a whole export of ``count`` records."""
-    return _line({"end": "complete", "count": count})
+def history_chunks(records: Sequence[MemoryRecord]) -> Iterator[list[MemoryRecord]]:
+    """The records of an export's page that may have earlier versions (``version`` above
+    1), in runs whose versions add up to at most :data:`HISTORY_PAGE` (a record with more
+    on its own): one ``Store.histories`` read each, one a page for most users."""
+    run: list[MemoryRecord] = []
+    held = 0
+    for rec in records:
+        if rec.version <= 1:
+            continue
+        if run and held + rec.version - 1 > HISTORY_PAGE:
+            yield run
+            run, held = [], 0
+        run.append(rec)
+        held += rec.version - 1
+    if run:
+        yield run
+
+
+def end_line(count: int, past_versions: int | None = None) -> str:
+    """The last line of a whole export of ``count`` records (and ``past_versions`` earlier
+    versions: version 3)."""
+    if past_versions is None:
+        return _line({"end": "complete", "count": count})
+    return _line({"end": "complete", "count": count, "past_versions": past_versions})
 
 
 def failed_line(code: str, message: str) -> str:
@@ -140,6 +197,7 @@ def failed_line(code: str, message: str) -> str:
 HEADER_FIELDS = frozenset(("format", "version", "embedding_model", "dims", "exported_at"))
 V1_HEADER_FIELDS = HEADER_FIELDS | {"count"}
 LINE_FIELDS = frozenset(("record", "embedding"))
+PAST_FIELDS = frozenset(("past_version",))
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -191,8 +249,10 @@ def _header(line: str) -> dict[str, Any]:
     return head
 
 
-def _check_end(item: dict[str, Any], count: int) -> None:
-    """A version-2 end line: the export is whole and holds ``count`` records, or refused."""
+def _check_end(item: dict[str, Any], count: int, past: int) -> None:
+    """An end line: the export is whole and holds ``count`` records and ``past`` earlier
+    versions, or refused. An end line without ``past_versions`` (version 2's, joined to a
+    version-3 file) counts none."""
     if item.get("end") == "failed":
         error = item.get("error")
         why = error.get("message") if isinstance(error, dict) else None
@@ -200,15 +260,55 @@ def _check_end(item: dict[str, Any], count: int) -> None:
             f"the export failed while it was written ({why or 'no reason given'}): it is "
             "incomplete; export again"
         )
-    if item.get("end") != "complete" or set(item) != {"end", "count"}:
+    if item.get("end") != "complete" or not {"end", "count"} <= set(item) <= _END_FIELDS:
         raise ImportFormatError(
-            'expected an end line {"end": "complete", "count": N} or a record line'
+            'expected an end line {"end": "complete", "count": N, "past_versions": M} or a '
+            "record line"
         )
     if isinstance(item["count"], bool) or item["count"] != count:
         raise ImportFormatError(
             f"the end line counts {item['count']!r} records but the export holds {count}: "
             "lines are missing or were added; export again"
         )
+    told = item.get("past_versions", 0)
+    if isinstance(told, bool) or told != past:
+        raise ImportFormatError(
+            f"the end line counts {told!r} past versions but the export holds {past}: "
+            "past_version lines are missing or were added; export again"
+        )
+
+
+_END_FIELDS = frozenset(("end", "count", "past_versions"))
+
+
+def _past_version(
+    item: dict[str, Any], rec: MemoryRecord, at: int, last: int, max_chars: int
+) -> MemoryRecord:
+    """A ``past_version`` line checked against ``rec`` (the record of the line it follows,
+    line ``at``) and ``last`` (the version of the past line before it, 0 for none)."""
+    check_fields(item, PAST_FIELDS, "the line")
+    v: MemoryRecord = validate_record(
+        record_from_dict(item["past_version"], exact=True), max_chars=max_chars
+    )
+    for name in ("id", "tenant", "user"):
+        if getattr(v, name) != getattr(rec, name):
+            raise ImportFormatError(
+                f"past_version.{name} is {getattr(v, name)!r} but the record it follows (line "
+                f"{at}) has {getattr(rec, name)!r}: a past version belongs after its own "
+                "record's line; move it there or remove it"
+            )
+    if v.version >= rec.version:
+        raise ImportFormatError(
+            f"past_version.version is {v.version}, not below the version of its record "
+            f"(line {at}: {rec.version}): a past version is older than its record; fix the "
+            "number or remove the line"
+        )
+    if v.version <= last:
+        raise ImportFormatError(
+            f"past_version.version is {v.version} after version {last}: a record's past "
+            "versions go oldest first, each number once; put them in order"
+        )
+    return v
 
 
 _REMAP_NAMESPACE = uuid.UUID("6d656d73-7472-6174-612d-72656d617000")
@@ -237,7 +337,14 @@ def rename_page(page: Sequence[Item], renamed: Mapping[str, str]) -> list[Item]:
     def new(old: str) -> str:
         return renamed.get(old, old)
 
-    return [(_referring(r, new, id=new(r.id)), vec) for r, vec in page]
+    return [
+        (
+            _referring(r, new, id=new(r.id)),
+            vec,
+            tuple(_referring(v, new, id=new(v.id)) for v in past),
+        )
+        for r, vec, past in page
+    ]
 
 
 def _referring(r: MemoryRecord, new: Callable[[str], str], **changes: Any) -> MemoryRecord:
@@ -252,7 +359,8 @@ def _referring(r: MemoryRecord, new: Callable[[str], str], **changes: Any) -> Me
     )
 
 
-Item = tuple[MemoryRecord, Vector | None]  # a record of an import, with its file vector
+# A record of an import, with its file vector and its earlier versions (oldest first)
+Item = tuple[MemoryRecord, Vector | None, tuple[MemoryRecord, ...]]
 T = TypeVar("T")
 
 
@@ -265,19 +373,22 @@ def read_pages(
     ids: set[str] | None = None,
     page_size: int = EXPORT_PAGE,
 ) -> Iterator[list[Item]]:
-    """Parse and check an export (version 1 or 2) a page of ``page_size`` records at a
-    time, each with its vector from the file (``None`` when the line has none or the file's
-    model is not ``model_id``/``dims``); raises :class:`ImportFormatError` naming the line.
-    A version-2 export must end with its end line (see the module); each end line counts
-    the records since the header or the end line before it, so exports joined after their
-    headers (``tail -n +2``) read as one. Pages come out as they are checked: what
+    """Parse and check an export (version 1, 2 or 3) a page of ``page_size`` records at a
+    time (fewer when their past versions reach :data:`HISTORY_PAGE`), each with its vector
+    from the file (``None`` when the line has none or the file's model is not
+    ``model_id``/``dims``) and its past versions (version 3); raises
+    :class:`ImportFormatError` naming the line. An export of version 2 or 3 must end with
+    its end line (see the module); each end line counts the records and past versions
+    since the header or the end line before it, so exports joined after their headers
+    (``tail -n +2``) read as one. Pages come out as they are checked: what
     follows a page may still be refused (a bad line, no end line), so a caller writes
     nothing before the iteration has ended. ``ids`` collects the records' ids (a record id
     that appears twice is refused).
 
     Every record is checked field by field exactly as ``add`` checks its arguments
     (:func:`~memstrata.validation.validate_record`), so an import cannot store what
-    ``add`` would refuse."""
+    ``add`` would refuse; so is each past version, which keeps its ``embedding_model``
+    and ``embedding_dims`` (no vector of it is held)."""
     lines = iter(enumerate(fp, start=1))
     first = next(lines, None)
     if first is None:
@@ -286,21 +397,55 @@ def read_pages(
     same_model = head.get("embedding_model") == model_id and head.get("dims") == dims
     seen: set[str] = set() if ids is None else ids
     page: list[Item] = []
+    held = 0  # past versions in the page
     total = 0
     version = head["version"]
     ended = version == 1  # a version-1 export has no end line
     since_end = 0  # records since the header or the last end line (exports joined)
+    past_since_end = 0  # past versions since then
+    # the last record read, with its vector, its past versions so far and its line number
+    last: tuple[MemoryRecord, Vector | None, list[MemoryRecord], int] | None = None
     for number, line in lines:
         if not line.strip():
             continue
         vec: Vector | None = None
         try:
             item = _loads(line)
+            if version >= 3 and isinstance(item, dict) and "past_version" in item:
+                if last is None:
+                    raise ImportFormatError(
+                        "a past_version line must follow the line of its record (a past "
+                        "version comes after its record's line, before the next record's); "
+                        "move it there"
+                    )
+                older = last[2][-1].version if last[2] else 0
+                last[2].append(_past_version(item, last[0], last[3], older, max_chars))
+                past_since_end += 1
+                continue
+        except MemstrataError as exc:
+            raise ImportFormatError(f"line {number}: {exc}") from None
+        except (ValueError, RecursionError) as exc:
+            raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
+        if last is not None:  # the record before is whole: into the page
+            rec, fvec, history, _ = last
+            page.append((rec, fvec, tuple(history)))
+            held += len(history)
+            last = None
+            if len(page) >= page_size or held >= HISTORY_PAGE:
+                yield page
+                page, held = [], 0
+        try:
             if version >= 2 and isinstance(item, dict) and "end" in item:
-                _check_end(item, since_end)
-                ended, since_end = True, 0
+                _check_end(item, since_end, past_since_end)
+                ended, since_end, past_since_end = True, 0, 0
                 continue
             ended = version == 1
+            if isinstance(item, dict) and "past_version" in item:
+                raise ImportFormatError(
+                    f"a past_version line in an export of version {version}, which has none "
+                    "(they came with version 3): the file was edited or joined to another; "
+                    "export again"
+                )
             if not isinstance(item, dict) or "record" not in item:
                 raise ImportFormatError("expected an object with a 'record' field")
             check_fields(item, LINE_FIELDS, "the line")
@@ -322,12 +467,11 @@ def read_pages(
             raise ImportFormatError(f"line {number}: {exc}") from None
         except (ValueError, RecursionError) as exc:
             raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
-        page.append((replace(rec, embedding_model=model_id, embedding_dims=dims), vec))
+        last = (replace(rec, embedding_model=model_id, embedding_dims=dims), vec, [], number)
         since_end += 1
         total += 1
-        if len(page) >= page_size:
-            yield page
-            page = []
+    if last is not None:
+        page.append((last[0], last[1], tuple(last[2])))
     if version == 1 and head.get("count") is not None and head["count"] != total:
         raise ImportFormatError(
             f"the header counts {head['count']} records but the export holds {total}: lines "
@@ -347,25 +491,22 @@ def read_pages(
 def remap_page(page: Sequence[Item], into: Scope, ids: Container[str]) -> list[Item]:
     """The records of an import into ``into``: new ids (:func:`remapped_id`), and each
     reference to a record of the same import (``ids``: every id it holds) rewritten to
-    match; references to records outside it are kept."""
+    match; references to records outside it are kept. Their past versions alike."""
 
     def new(old: str) -> str:
         return remapped_id(old, into) if old in ids else old
 
-    return [
-        (
-            _referring(
-                r,
-                new,
-                id=remapped_id(r.id, into),
-                tenant=into.tenant,
-                user=into.user,
-                agent=into.agent if into.agent is not None else r.agent,
-            ),
-            vec,
+    def moved(r: MemoryRecord) -> MemoryRecord:
+        return _referring(
+            r,
+            new,
+            id=remapped_id(r.id, into),
+            tenant=into.tenant,
+            user=into.user,
+            agent=into.agent if into.agent is not None else r.agent,
         )
-        for r, vec in page
-    ]
+
+    return [(moved(r), vec, tuple(moved(v) for v in past)) for r, vec, past in page]
 
 
 class PageSpool(Generic[T]):

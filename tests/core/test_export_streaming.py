@@ -146,7 +146,7 @@ def test_the_export_is_produced_a_page_at_a_time(
         assert first.count("\n") == 1 + EXPORT_PAGE  # the header and the first page
         rest = list(chunks)
     assert reads == [EXPORT_PAGE, EXPORT_PAGE, 5]
-    assert json.loads(rest[-1]) == {"end": "complete", "count": n}
+    assert json.loads(rest[-1]) == {"end": "complete", "count": n, "past_versions": 0}
 
 
 def _scripted(mem: Memory) -> None:
@@ -188,7 +188,7 @@ def test_a_version_2_export_round_trips_every_field_and_embedding(tmp_path: Path
         _scripted(src)
         originals = _all(src)
         buf = io.StringIO()
-        n = src.export_records(ALICE, buf, include_embeddings=True)
+        n = src.export_records(ALICE, buf, include_embeddings=True, include_history=False)
     text = buf.getvalue()
     lines = text.splitlines()
     head, end = json.loads(lines[0]), json.loads(lines[-1])
@@ -294,7 +294,7 @@ def cli_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return _cli(tmp_path)
 
 
-def test_the_cli_export_writes_a_whole_version_2_file_or_none(
+def test_the_cli_export_writes_a_whole_file_or_none(
     cli_user: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runner = CliRunner()
@@ -302,7 +302,8 @@ def test_the_cli_export_writes_a_whole_version_2_file_or_none(
     res = runner.invoke(app, [*cli_user, "export", str(out), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["exported"] == 5
-    assert json.loads(out.read_text().splitlines()[-1]) == {"end": "complete", "count": 5}
+    end = {"end": "complete", "count": 5, "past_versions": 0}
+    assert json.loads(out.read_text().splitlines()[-1]) == end
     res = runner.invoke(app, [*cli_user, "export", "-"])
     assert res.exit_code == 0
     assert res.stdout.splitlines()[1:] == out.read_text().splitlines()[1:]  # (exported_at)

@@ -64,6 +64,11 @@ def lines_of(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.split("\n") if line.strip()]
 
 
+def records_of(text: str) -> list[dict[str, Any]]:
+    """The records of an export's record lines (not its past versions), in file order."""
+    return [x["record"] for x in lines_of(text) if "record" in x]
+
+
 def text_of(lines: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(x) + "\n" for x in lines)
 

@@ -22,7 +22,7 @@ from memstrata import FixedClock, Memory
 from memstrata.errors import ImportFormatError
 from memstrata.llm.models import ExtractedFact
 
-from .conftest import ALICE, USER, Fresh, export_text, lines_of, stored, text_of
+from .conftest import ALICE, USER, Fresh, export_text, lines_of, records_of, stored, text_of
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -91,7 +91,7 @@ def _round_trip(fresh: Fresh, mem: Memory) -> dict[str, dict[str, Any]]:
     other.import_records(io.StringIO(text))
     again = export_text(other, USER, embeddings=True)
     assert again.split("\n")[1:] == text.split("\n")[1:]
-    return {x["record"]["id"]: x["record"] for x in lines_of(again)[1:-1]}
+    return {r["id"]: r for r in records_of(again)}
 
 
 def _time(value: str | None) -> datetime:

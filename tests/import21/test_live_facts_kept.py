@@ -14,7 +14,7 @@ import pytest
 
 from memstrata import Memory
 
-from .conftest import ALICE, USER, Fresh, export_text, lines_of
+from .conftest import ALICE, USER, Fresh, export_text, records_of
 
 
 def _two_live(mem: Memory) -> str:
@@ -29,11 +29,11 @@ def test_the_files_own_live_facts_of_a_key_stay_live(
 ) -> None:
     monkeypatch.setattr("memstrata.portability.EXPORT_PAGE", page)  # 1: one fact a page
     text = _two_live(fresh())
-    records = [x["record"] for x in lines_of(text)[1:-1]]
+    records = records_of(text)
     assert [r["superseded_by"] for r in records] == [None, None]
     other = fresh()
     assert other.import_records(io.StringIO(text)).imported == 2
-    again = [x["record"] for x in lines_of(export_text(other, USER, embeddings=True))[1:-1]]
+    again = records_of(export_text(other, USER, embeddings=True))
     assert again == records  # both live, version 1, as the file has them
 
 
@@ -42,7 +42,7 @@ def test_a_key_with_a_live_fact_of_the_stores_still_keeps_one(fresh: Fresh) -> N
     other = fresh()
     mine = other.add(ALICE, "pet: a parrot", type="fact", metadata={"key": "pet"}, confidence=0.2)
     other.import_records(io.StringIO(text))
-    records = [x["record"] for x in lines_of(export_text(other, USER))[1:-1]]
+    records = records_of(export_text(other, USER))
     live = [r for r in records if r["superseded_by"] is None]
     assert len(live) == 1
     assert {r["id"] for r in records if r["superseded_by"]} >= {mine.id}

@@ -13,9 +13,11 @@ store. What may differ: the header's ``exported_at`` (the time of each export) a
 order of the keys inside ``metadata`` and ``content.structured`` (each store's own:
 SQLite and PostgreSQL give them back sorted, memory:// as written; the lines are
 compared as JSON) — ids, times, versions, statuses, references and vectors all come
-back. Imported ``into`` another user, each record comes back under
+back, and so does each record's history (format version 3: its past versions follow it
+in the file, and ``history`` on the fresh store gives what it gave on the first). Imported
+``into`` another user, each record comes back under
 :func:`~memstrata.portability.remapped_id`, with its references to records of the file
-rewritten the same way."""
+rewritten the same way, its past versions too."""
 
 from __future__ import annotations
 
@@ -32,12 +34,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memstrata import FixedClock, Memory, Scope
+from memstrata.codec import record_to_dict
 from memstrata.errors import MemstrataError
 from memstrata.filters import Filters
 from memstrata.llm.models import ExtractedFact
 from memstrata.portability import remapped_id
 
-from .conftest import ALICE, BOB, USER, export_text, lines_of
+from .conftest import ALICE, BOB, USER, export_text, lines_of, records_of
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 TEXTS = [
@@ -127,6 +130,16 @@ def _memory(backend: str, clock: FixedClock, pg: Any) -> Iterator[Memory]:
         m = Memory(url, embedder="hashing", clock=clock, background=False)
         stack.callback(m.close)
         yield m
+
+
+def _histories(mem: Memory, scope: Scope = USER) -> dict[str, list[dict[str, Any]]]:
+    """``history`` of every record of the user's, each version as an export writes it."""
+    return {rid: [record_to_dict(v) for v in mem.history(scope, rid)] for rid in _every(mem)}
+
+
+def _bodies(text: str) -> list[dict[str, Any]]:
+    """The record of each record line and each past version line, in file order."""
+    return [x.get("record") or x["past_version"] for x in lines_of(text)[1:-1]]
 
 
 def _every(mem: Memory) -> list[str]:
@@ -228,8 +241,11 @@ def _check(backend: str, ops: list[tuple[Any, ...]], pg: Any) -> None:
             with contextlib.suppress(MemstrataError):  # refused: e.g. an update of a gone one
                 _apply(mem, clock, op)
         text = export_text(mem, USER, embeddings=True)
+        histories = _histories(mem)
     lines = text.split("\n")
-    records = [x["record"] for x in lines_of(text)[1:-1]]
+    records = records_of(text)
+    pasts = sum("past_version" in x for x in lines_of(text))
+    event(f"past versions: {'none' if not pasts else '1-9' if pasts < 10 else '10+'}")
     event(f"records: {len(records) // 10 * 10}+")
     event(f"deleted: {any(r['status'] == 'deleted' for r in records)}")
     event(f"superseded: {any(r['superseded_by'] for r in records)}")
@@ -238,19 +254,22 @@ def _check(backend: str, ops: list[tuple[Any, ...]], pg: Any) -> None:
         with _memory(target, clock, pg) as other:
             report = other.import_records(io.StringIO(text))
             assert (report.imported, report.skipped, report.renamed) == (len(records), 0, 0)
+            assert report.versions == pasts
+            assert _histories(other) == histories, target
             again = export_text(other, USER, embeddings=True).split("\n")
             assert _without_time(again[0]) == _without_time(lines[0])
             assert _differences(again[1:], lines[1:]) == [], target  # vectors included
             second = other.import_records(io.StringIO(text))
             assert (second.imported, second.skipped, second.renamed) == (0, len(records), 0)
+            assert second.versions == 0
             assert (
                 _differences(export_text(other, USER, embeddings=True).split("\n")[1:], lines[1:])
                 == []
             )
             other.import_records(io.StringIO(text), into=BOB)
-            moved = [x["record"] for x in lines_of(export_text(other, BOB))[1:-1]]
+            moved = _bodies(export_text(other, BOB))
             ids = {r["id"] for r in records}
-            assert moved == [_remapped(r, ids, BOB) for r in records], target
+            assert moved == [_remapped(r, ids, BOB) for r in _bodies(text)], target
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -249,7 +249,7 @@ def test_export_streams_jsonl_and_import_lands_in_the_callers_tenant(served: Ser
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
     lines = [json.loads(x) for x in r.text.splitlines() if x.strip()]
     assert lines[0]["format"] == "memstrata.export"
-    assert lines[-1] == {"end": "complete", "count": 5}
+    assert lines[-1] == {"end": "complete", "count": 5, "past_versions": 0}
     assert sorted(x["record"]["content"]["raw"] for x in lines[1:-1]) == [
         f"memory {i} " * 3 for i in range(5)
     ]

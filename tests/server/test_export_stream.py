@@ -119,8 +119,8 @@ def test_the_first_page_arrives_while_the_walk_is_still_going(
     finally:
         gate.set()
     lines = _lines(received)
-    assert lines[0]["format"] == "memstrata.export" and lines[0]["version"] == 2
-    assert lines[-1] == {"end": "complete", "count": N}
+    assert lines[0]["format"] == "memstrata.export" and lines[0]["version"] == 3
+    assert lines[-1] == {"end": "complete", "count": N, "past_versions": 0}
     assert len(lines) == N + 2
     assert sorted(x["record"]["content"]["raw"] for x in lines[1:-1]) == sorted(
         f"memory number {i} of alice" for i in range(N)

@@ -464,9 +464,16 @@ def export(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="Output .jsonl file; - for stdout.")],
     embeddings: Annotated[bool, typer.Option(help="Include vectors.")] = False,
+    history: Annotated[
+        bool,
+        typer.Option(
+            help="Include each record's earlier versions (format 3); --no-history writes "
+            "current versions only (format 2, which memstrata before 3 reads)."
+        ),
+    ] = True,
     as_json: Json = False,
 ) -> None:
-    """Export the scope's records as versioned JSON Lines."""
+    """Export the scope's records (with their history) as versioned JSON Lines."""
     settings: Settings = ctx.obj
     if str(path) != "-":  # checked before the store is opened: nothing half-written
         if path.is_dir() or not path.name:
@@ -475,14 +482,18 @@ def export(
             fail(f"cannot write {path}: the folder {path.parent} does not exist")
     with open_memory(settings) as mem:
         if str(path) == "-":  # written a page at a time; a cut one lacks its end line
-            mem.export_records(settings.scope(), sys.stdout, include_embeddings=embeddings)
+            mem.export_records(
+                settings.scope(), sys.stdout, include_embeddings=embeddings, include_history=history
+            )
             return
         # Written a page at a time to FILE.partial, renamed FILE once whole: a failed or
         # killed export never leaves a file by the name asked for.
         partial = path.with_name(path.name + ".partial")
         try:
             with partial.open("w", encoding="utf-8") as fp:
-                n = mem.export_records(settings.scope(), fp, include_embeddings=embeddings)
+                n = mem.export_records(
+                    settings.scope(), fp, include_embeddings=embeddings, include_history=history
+                )
             partial.replace(path)
         except OSError as exc:  # no space, no permission ...: nothing left by that name
             fail(f"cannot write {path}: {exc.strerror or exc}; nothing was exported")
@@ -552,6 +563,7 @@ def import_(
         "skipped": report.skipped,
         "reembedded": report.reembedded,
         "renamed": report.renamed,
+        "versions": report.versions,
         "into": f"{target[0]}/{target[1]}" if target else ", ".join(f"{t}/{u}" for t, u in owners),
     }
     advice = _import_advice(settings, report.imported, report.skipped, owners, remap)
@@ -569,6 +581,7 @@ def import_(
                 "skipped (already present)": report.skipped,
                 "re-embedded": report.reembedded,
                 "renamed (id held by another record)": report.renamed,
+                "earlier versions (history)": report.versions,
                 "into (tenant/user)": data["into"],
             },
         )

@@ -36,6 +36,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
+from .past_versions import check_past, history_key
 from .types import (
     KeyVersions,
     ListQuery,
@@ -894,6 +895,25 @@ class InMemoryStore:
             users=len(users),
         )
 
+    def _insert_history(self, histories: Sequence[Sequence[MemoryRecord]], undo: Undo) -> None:
+        """``UnitOfWork.insert_history``: every sequence checked before any is kept."""
+        found: list[tuple[_Entry, list[MemoryRecord]]] = []
+        given: set[tuple[str, str, str]] = set()
+        for past in (list(h) for h in histories if h):
+            key = history_key(past)
+            entry = self._entries.get(key)
+            if entry is None:
+                raise ValidationError(
+                    f"record {key[2]!r} of {key[0]}/{key[1]} is not stored: insert it "
+                    "before its earlier versions; nothing was written"
+                )
+            check_past(past, entry.record.version, bool(entry.history) or key in given)
+            given.add(key)
+            found.append((entry, past))
+        for entry, past in found:
+            undo.append(self._snapshot(entry))
+            entry.history = past
+
     # --- bulk copy (StoreCopy, memstrata migrate; in memory_dump.py) ----------------------
     def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
         return dump.dump_records(self, batch_size)
@@ -995,3 +1015,6 @@ class _MemoryUnitOfWork:
 
     def enqueue(self, jobs: Sequence[Job]) -> None:
         self._s._enqueue(jobs, self._undo)
+
+    def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+        self._s._insert_history(histories, self._undo)

@@ -1984,6 +1984,12 @@ class _PgUnitOfWork:
     def enqueue(self, jobs: Sequence[Job]) -> None:
         self._s._enqueue(self._c, jobs)
 
+    def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+        for past in histories:
+            for version in past:
+                _no_nul(version)
+        dump.insert_history(self._c, histories)
+
 
 def _python_filters(f: Filters) -> bool:
     """Filters the vector cache cannot apply as numpy masks (SQL or Python applies them)."""

@@ -21,11 +21,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...audit import AuditEvent
+from ...errors import ValidationError
 from ...jobs import Job
+from ...records import MemoryRecord
 from ..base import CacheEntry, RecordDump
+from ..past_versions import check_past, history_key
 from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
-from .history import apply_delta, decode_delta, encode_delta, reverse_delta
+from .history import apply_delta, decode_delta, encode_delta, past_deltas, reverse_delta
 from .outbox import job_from_row, job_row
 
 if TYPE_CHECKING:
@@ -36,6 +39,7 @@ __all__ = [
     "dump_cache",
     "dump_jobs",
     "dump_records",
+    "insert_history",
     "load_audit",
     "load_cache",
     "load_jobs",
@@ -46,6 +50,7 @@ __all__ = [
 _COLS = ", ".join(COLUMNS)
 _INSERT = f"INSERT INTO records ({_COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
+_CHUNK = 500  # ids or seqs bound in one statement
 _JOB_COLUMNS = (
     "id, kind, tenant, user, agent, session, payload, created_at, run_after, "
     "status, attempts, last_error, lease_until, dedup_key, lease_token"
@@ -150,6 +155,53 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
         for tenant, user in sorted(users):
             s._bump(c, tenant, user)
     return new
+
+
+def insert_history(c: sqlite3.Connection, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+    """``UnitOfWork.insert_history`` on the transaction's connection: the records' rows
+    (one read per user and 500 ids), which of them have history (one read per 500), then
+    the deltas in one ``executemany``."""
+    wanted = [list(h) for h in histories if h]
+    if not wanted:
+        return
+    by_user: dict[tuple[str, str], list[str]] = {}
+    for past in wanted:
+        tenant, user, rid = history_key(past)
+        by_user.setdefault((tenant, user), []).append(rid)
+    rows: dict[tuple[str, str, str], sqlite3.Row] = {}
+    for (tenant, user), ids in by_user.items():
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            for r in c.execute(
+                f"SELECT seq, {_COLS} FROM records WHERE tenant = ? AND user = ? AND id IN "
+                f"({_marks(len(chunk))})",
+                [tenant, user, *chunk],
+            ):
+                rows[(tenant, user, r["id"])] = r
+    seqs = [int(r["seq"]) for r in rows.values()]
+    kept: set[int] = set()
+    for start in range(0, len(seqs), _CHUNK):
+        part = seqs[start : start + _CHUNK]
+        kept.update(
+            int(seq)
+            for (seq,) in c.execute(
+                f"SELECT DISTINCT seq FROM record_history WHERE seq IN ({_marks(len(part))})",
+                part,
+            )
+        )
+    archive: list[tuple[int, int, bytes]] = []
+    for past in wanted:
+        row = rows.get(history_key(past))
+        if row is None:
+            raise ValidationError(
+                f"record {past[0].id!r} of {past[0].tenant}/{past[0].user} is not stored: "
+                "insert it before its earlier versions; nothing was written"
+            )
+        seq = int(row["seq"])
+        check_past(past, int(row["version"]), seq in kept)
+        kept.add(seq)  # the same record twice in one call: refused as having history
+        archive += [(seq, v, blob) for v, blob in past_deltas(row, past)]
+    c.executemany(_ARCHIVE, archive)
 
 
 # --- embedding cache -------------------------------------------------------------------------

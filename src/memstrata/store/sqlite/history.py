@@ -43,13 +43,14 @@ from typing import Any
 import numpy as np
 
 from ...records import MemoryRecord
-from .codec import COLUMNS, decode_record
+from .codec import COLUMNS, decode_record, encode_record
 
 __all__ = [
     "COUNTERS",
     "apply_delta",
     "decode_delta",
     "encode_delta",
+    "past_deltas",
     "reverse_delta",
     "versions_by_id",
 ]
@@ -367,3 +368,15 @@ def versions_by_id(
                 versions.append(decode_record(row))
         found[r["id"]] = versions[::-1]
     return {i: found[i] for i in dict.fromkeys(ids) if i in found}
+
+
+def past_deltas(current: Any, past: Sequence[MemoryRecord]) -> list[tuple[int, bytes]]:
+    """``(version, delta)`` of each of ``past`` (oldest first) as a SQL store keeps it: what
+    turns the version after it back into it, the last one's against ``current`` (the
+    stored row: a mapping or database row read by column name)."""
+    rows = [dict(zip(COLUMNS, encode_record(v), strict=True)) for v in past]
+    newer: list[Mapping[str, Any]] = [*rows[1:], {col: current[col] for col in COLUMNS}]
+    return [
+        (int(old["version"]), encode_delta(reverse_delta(old, after)))
+        for old, after in zip(rows, newer, strict=True)
+    ]

@@ -1758,3 +1758,6 @@ class _SQLiteUnitOfWork:
 
     def enqueue(self, jobs: Sequence[Job]) -> None:
         self._s._enqueue(self._c, jobs)
+
+    def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+        dump.insert_history(self._c, histories)

@@ -22,7 +22,10 @@ import numpy as np
 
 from memstrata._async.store.postgres.vectors import vector_array
 from memstrata.audit import AuditEvent
+from memstrata.errors import ValidationError
 from memstrata.jobs import Job
+from memstrata.records import MemoryRecord
+from memstrata.store.past_versions import check_past, history_key
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -31,7 +34,13 @@ from memstrata.store.sqlite.codec import (
     encode_vector,
     scope_token,
 )
-from memstrata.store.sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
+from memstrata.store.sqlite.history import (
+    apply_delta,
+    decode_delta,
+    encode_delta,
+    past_deltas,
+    reverse_delta,
+)
 from memstrata.store.sqlite.outbox import job_from_row, job_row
 from memstrata.store.types import CacheEntry, RecordDump, RecordWrite
 
@@ -43,6 +52,7 @@ __all__ = [
     "dump_cache",
     "dump_jobs",
     "dump_records",
+    "insert_history",
     "load_audit",
     "load_cache",
     "load_jobs",
@@ -222,6 +232,50 @@ async def load_records(s: AsyncPostgresStore, dumps: Sequence[RecordDump]) -> in
     if todo:
         s._grew(len(todo))
     return len(todo)
+
+
+async def insert_history(c: Any, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+    """``UnitOfWork.insert_history`` on the transaction's connection: the records' rows
+    and which of them have history (two reads), then the deltas in one ``executemany``."""
+    wanted = [list(h) for h in histories if h]
+    if not wanted:
+        return
+    keys = [history_key(past) for past in wanted]
+    columns = ", ".join(f"v.{q}" for q in _QCOLS.split(", "))
+    rows = {
+        (r["tenant"], r["user"], r["id"]): r
+        for r in await (
+            await c.execute(
+                f"SELECT v.seq, {columns} FROM {_KEYS} JOIN records v ON {_MATCH}",
+                [list(col) for col in zip(*keys, strict=True)],
+            )
+        ).fetchall()
+    }
+    kept = {
+        int(r["seq"])
+        for r in await (
+            await c.execute(
+                "SELECT DISTINCT seq FROM record_history WHERE seq = ANY(%s)",
+                ([int(r["seq"]) for r in rows.values()],),
+            )
+        ).fetchall()
+    }
+    archive: list[tuple[int, int, bytes]] = []
+    for key, past in zip(keys, wanted, strict=True):
+        row = rows.get(key)
+        if row is None:
+            raise ValidationError(
+                f"record {key[2]!r} of {key[0]}/{key[1]} is not stored: insert it before "
+                "its earlier versions; nothing was written"
+            )
+        seq = int(row["seq"])
+        check_past(past, int(row["version"]), seq in kept)
+        kept.add(seq)  # the same record twice in one call: refused as having history
+        archive += [(seq, v, blob) for v, blob in past_deltas(row, past)]
+    async with c.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)", archive
+        )
 
 
 # --- embedding cache -------------------------------------------------------------------------

@@ -2020,6 +2020,12 @@ class _PgUnitOfWork:
     async def enqueue(self, jobs: Sequence[Job]) -> None:
         await self._s._enqueue(self._c, jobs)
 
+    async def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+        for past in histories:
+            for version in past:
+                _no_nul(version)
+        await dump.insert_history(self._c, histories)
+
 
 def _python_filters(f: Filters) -> bool:
     """Filters the vector cache cannot apply as numpy masks (SQL or Python applies them)."""
