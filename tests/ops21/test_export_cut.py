@@ -14,8 +14,9 @@ import httpx2
 import psycopg
 
 from memstrata.server.keys import open_key_store
+from serving import serve
 
-from .conftest import OwnPostgres, serve
+from .conftest import OwnPostgres
 
 
 def _backends(admin_url: str) -> dict[str, int]:
@@ -44,9 +45,8 @@ def test_cut_and_stalled_exports_leak_no_descriptor_and_no_connection(
     keys = open_key_store(url)
     key = keys.create("acme", role="admin").secret
     keys.close()
-    with serve(url, tmp_path, "--no-mcp", "--no-background") as s:
-        host, port = s.url.removeprefix("http://").split(":")
-        address = (host, int(port))
+    with serve(url, tmp_path, "--rate-limit", "0", "--no-mcp", "--no-background") as s:
+        address = s.address
         headers = {"Authorization": f"Bearer {key}"}
         with httpx2.Client(base_url=s.url, headers=headers, timeout=30) as c:
             filler = "lorem ipsum dolor sit amet " * 20

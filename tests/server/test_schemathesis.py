@@ -29,8 +29,7 @@ from memstrata import Memory, Scope
 from memstrata.server import create_app
 from memstrata.server.app import Limits
 from memstrata.server.keys import SQLiteKeyStore
-
-from .conftest import free_port
+from serving import free_port
 
 MAX_EXAMPLES = 12
 
