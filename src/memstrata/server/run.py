@@ -18,6 +18,7 @@ shell; session 21) and a supervisor could not tell a clean stop from a crash. He
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import signal
@@ -36,6 +37,14 @@ __all__ = ["STOP_FORCED", "GracefulServer", "serve_until_stopped"]
 log = logging.getLogger("memstrata.server")
 
 STOP_FORCED = 1
+
+
+def _cancelled_at_stop(record: logging.LogRecord) -> bool:
+    """False for uvicorn's "Exception in ASGI application" traceback of a request cancelled
+    by the shutdown timeout: its "Cancel N running task(s)" line has said it already, and a
+    traceback per stalled client reads like a bug."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not isinstance(error, asyncio.CancelledError)
 
 
 class GracefulServer(uvicorn.Server):
@@ -60,7 +69,12 @@ class GracefulServer(uvicorn.Server):
 
     async def shutdown(self, sockets: Any = None) -> None:
         # uvicorn cancels what still runs at the timeout and goes on (its log says how many)
-        await super().shutdown(sockets)
+        errors = logging.getLogger("uvicorn.error")
+        errors.addFilter(_cancelled_at_stop)
+        try:
+            await super().shutdown(sockets)
+        finally:
+            errors.removeFilter(_cancelled_at_stop)
         self.waited = not self.force_exit
 
     @property
