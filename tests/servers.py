@@ -29,6 +29,8 @@ from urllib.parse import urlencode
 
 import pytest
 
+from serving import free_port
+
 __all__ = [
     "PgServer",
     "RedisServer",
@@ -144,18 +146,12 @@ def _redis_binary() -> str | None:
         return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class RedisServer:
     """A redis-server child process this test session controls (kill and restart it)."""
 
     binary: str
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
     @property

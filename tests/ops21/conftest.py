@@ -1,37 +1,21 @@
 """A PostgreSQL of these tests' own, which they stop and start again (the session's shared
-server, tests/servers.py, must stay up for every other test), and ``memstrata serve`` as
-a real process on it."""
+server, tests/servers.py, must stay up for every other test); ``memstrata serve`` runs on
+it as a real process (tests/serving.py)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 import uuid
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from servers import unavailable
-
-CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -93,52 +77,3 @@ def own_pg() -> Iterator[OwnPostgres]:
         if pg.running():
             pg.stop("immediate")
         shutil.rmtree(base, ignore_errors=True)
-
-
-@dataclass
-class Serve:
-    url: str
-    proc: subprocess.Popen[bytes]
-    log: Path
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
-@contextmanager
-def serve(db: str, tmp_path: Path, *extra: str) -> Iterator[Serve]:
-    """``memstrata serve`` (one process) on ``db``; yields once /readyz answers 200, and
-    stops it (SIGTERM, then SIGKILL after 30 s) afterwards if the test did not."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    log_path = tmp_path / f"serve-{port}.log"
-    log = open(log_path, "w+b")  # noqa: SIM115 - closed below
-    cmd = [*CLI, "--db", db, "--embedder", "hashing", "serve", "--port", str(port),
-           "--rate-limit", "0", "--log-level", "warning", *extra]  # fmt: skip
-    proc = subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"serve exited with {proc.returncode}: {log_path.read_text()}")
-            try:
-                if httpx2.get(f"{url}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("serve did not become ready in 120 s")
-            time.sleep(0.2)
-        yield Serve(url, proc, log_path)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-        log.close()

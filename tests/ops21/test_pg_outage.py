@@ -20,8 +20,9 @@ from pathlib import Path
 import httpx2
 
 from memstrata.server.keys import open_key_store
+from serving import serve
 
-from .conftest import OwnPostgres, serve
+from .conftest import OwnPostgres
 
 BOUND_S = 5.0  # a request while the store is down is answered within this
 
@@ -72,7 +73,7 @@ def test_serve_fails_fast_while_postgres_is_down_and_serves_again_after(
     url = own_pg.url()
     key = _key(url)
     with (
-        serve(url, tmp_path, "--no-mcp") as s,
+        serve(url, tmp_path, "--rate-limit", "0", "--no-mcp") as s,
         httpx2.Client(
             base_url=s.url, headers={"Authorization": f"Bearer {key}"}, timeout=BOUND_S + 3
         ) as c,
@@ -132,7 +133,7 @@ def test_writes_in_flight_when_postgres_dies_are_acknowledged_and_kept_or_refuse
     other answer is a 503 — no 500, no hang."""
     url = own_pg.url()
     key = _key(url)
-    with serve(url, tmp_path, "--no-mcp") as s:
+    with serve(url, tmp_path, "--rate-limit", "0", "--no-mcp") as s:
         acked: list[str] = []
         answers: list[int] = []
         stop = threading.Event()

@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,8 +20,7 @@ import httpx2
 
 from memstrata import Memory, Scope
 from memstrata.server.keys import SQLiteKeyStore
-
-from .conftest import CLI, free_port, serve
+from serving import mcp_http, serve
 
 
 def test_sigterm_with_a_stalled_client_exits_in_bounded_time_keeping_every_2xx(
@@ -35,7 +32,9 @@ def test_sigterm_with_a_stalled_client_exits_in_bounded_time_keeping_every_2xx(
     keys.close()
     acked: list[str] = []
     answers: list[int] = []
-    with serve(f"sqlite:///{db}", tmp_path, "--no-mcp", "--shutdown-timeout", "2") as s:
+    with serve(
+        f"sqlite:///{db}", tmp_path, "--rate-limit", "0", "--no-mcp", "--shutdown-timeout", "2"
+    ) as s:
         stop = threading.Event()
 
         def writer(n: int) -> None:
@@ -53,8 +52,7 @@ def test_sigterm_with_a_stalled_client_exits_in_bounded_time_keeping_every_2xx(
                         acked.append(r.json()["id"])
                     i += 1
 
-        host, port = s.url.removeprefix("http://").split(":")
-        stalled = socket.create_connection((host, int(port)), timeout=30)
+        stalled = socket.create_connection(s.address, timeout=30)
         stalled.sendall(
             b"POST /v1/users/alice/memories HTTP/1.1\r\nHost: x\r\n"
             + f"Authorization: Bearer {key}\r\n".encode()
@@ -94,25 +92,8 @@ def test_mcp_over_http_exits_on_sigterm_beside_a_stalled_client(tmp_path: Path) 
     keys = SQLiteKeyStore(str(db))
     key = keys.create("acme").secret
     keys.close()
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    cmd = [*CLI, "--db", f"sqlite:///{db}", "--embedder", "hashing", "mcp", "--transport",
-           "http", "--port", str(port), "--shutdown-timeout", "2"]  # fmt: skip
-    log = tmp_path / "mcp.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while True:  # up: 401 without a key
-            assert proc.poll() is None, log.read_text()
-            try:
-                if httpx2.post(f"http://127.0.0.1:{port}/mcp", json={}).status_code == 401:
-                    break
-            except httpx2.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "memstrata mcp --transport http did not start"
-            time.sleep(0.2)
-        stalled = socket.create_connection(("127.0.0.1", port), timeout=30)
+    with mcp_http(f"sqlite:///{db}", tmp_path, "--shutdown-timeout", "2") as m:
+        stalled = socket.create_connection(m.address, timeout=30)
         stalled.sendall(
             b"POST /mcp HTTP/1.1\r\nHost: x\r\n"
             + f"Authorization: Bearer {key}\r\n".encode()
@@ -121,13 +102,8 @@ def test_mcp_over_http_exits_on_sigterm_beside_a_stalled_client(tmp_path: Path) 
         )
         time.sleep(0.3)
         t0 = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=15)
+            m.stop(timeout=15)
         finally:
             stalled.close()
-        assert time.monotonic() - t0 < 10, log.read_text()[-2000:]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        assert time.monotonic() - t0 < 10, m.log_text()[-2000:]

@@ -20,7 +20,7 @@ import httpx2
 import pytest
 
 from memstrata.server.keys import open_key_store
-from server.conftest import serve_processes  # tests/server: the one `serve --workers 2` runner
+from serving import serve  # the one runner of `memstrata serve` processes
 
 CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
 
@@ -36,8 +36,9 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
     key = keys.create("acme").secret
     keys.close()
     quotas = ["--user-quota", "embeddings_per_day=5,records=50", "--tenant-quota", "records=8"]
-    with serve_processes(db, tmp_path, "--rate-limit", "0", *quotas) as url:
-        yield url, key
+    with serve(db, tmp_path, "--no-mcp", "--no-background", "--rate-limit", "0", *quotas,
+               workers=2) as s:  # fmt: skip
+        yield s.url, key
 
 
 def _post_many(url: str, key: str, user: str, n: int) -> list[Any]:

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -26,6 +20,7 @@ from memstrata import AsyncMemory, FixedClock, Memory
 from memstrata.server import create_app
 from memstrata.server.app import Limits
 from memstrata.server.keys import SQLiteKeyStore
+from serving import free_port
 
 
 @dataclass
@@ -79,12 +74,6 @@ def served(tmp_path: Path) -> Iterator[Served]:
     memory.close()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def uvicorn_on(app: Any) -> Iterator[str]:
     """``app`` served by a real uvicorn on a thread, on a free port of 127.0.0.1; yields its
@@ -117,78 +106,3 @@ def live_server(served: Served, tmp_path: Path) -> Iterator[Served]:
     with uvicorn_on(app) as url:
         served.url = url
         yield served
-
-
-CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
-
-
-@contextmanager
-def serve_processes(db: str, tmp_path: Path, *extra: str, workers: int = 2) -> Iterator[str]:
-    """``memstrata serve --workers N`` as a real subprocess on ``db`` (no MCP, no background
-    jobs); yields its base URL once /readyz answers, and stops the whole process group."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    log = open(tmp_path / f"serve-{port}.log", "w+b")  # noqa: SIM115 - closed below
-    cmd = [*CLI, "--db", db, "--embedder", "hashing", "serve", "--workers", str(workers),
-           "--port", str(port), "--no-mcp", "--no-background", "--log-level", "warning",
-           *extra]  # fmt: skip
-    proc = subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + 180  # N processes importing on a loaded machine
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"serve exited with {proc.returncode}: {log.read()[-3000:]!r}")
-            try:
-                if httpx2.get(f"{url}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"serve --workers {workers} did not become ready in 180 s")
-            time.sleep(0.5)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
-
-
-@contextmanager
-def mcp_http_process(db: Path, tmp_path: Path, *options: str) -> Iterator[str]:
-    """``memstrata mcp --transport http`` on ``db`` with ``options``, until the block ends;
-    yields the endpoint's URL once it answers (401 without a key)."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    log = open(tmp_path / "mcp.log", "w+b")  # noqa: SIM115 - closed below
-    cmd = [sys.executable, "-c", "from memstrata.cli.app import main; main()",
-           "--db", f"sqlite:///{db}", "--embedder", "hashing", "mcp", "--transport", "http",
-           "--port", str(port), *options]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise AssertionError(log.read()[-3000:])
-            try:
-                with httpx2.Client() as plain:  # unauthenticated: 401, takes no token
-                    if plain.post(url, json={}).status_code == 401:
-                        break
-            except httpx2.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "memstrata mcp --transport http did not start"
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()

@@ -24,8 +24,7 @@ from memstrata.mcp_server.identity import Identity
 from memstrata.mcp_server.server import build_mcp_server, http_app
 from memstrata.server.backend import Backend, MemoryBackend, ThreadedBackend
 from memstrata.server.keys import SQLiteKeyStore
-
-from .conftest import free_port, mcp_http_process
+from serving import free_port, mcp_http
 
 TOOLS = {
     "memory_add",
@@ -297,11 +296,11 @@ def test_mcp_http_command_serves_an_async_memory(tmp_path: Path) -> None:
         ):
             return await client.call_tool(tool, args)
 
-    with mcp_http_process(db, tmp_path) as url:
-        r = anyio.run(call, url, "memory_add", {"content": "The launch is on June 3"})
+    with mcp_http(f"sqlite:///{db}", tmp_path) as m:
+        r = anyio.run(call, m.url, "memory_add", {"content": "The launch is on June 3"})
         assert not r.is_error, _text(r)
         rid = r.structured_content["id"]
-        r = anyio.run(call, url, "memory_search", {"query": "launch June"})
+        r = anyio.run(call, m.url, "memory_search", {"query": "launch June"})
         assert [h["id"] for h in r.structured_content["hits"]] == [rid]
     mem = Memory(f"sqlite:///{db}", embedder="hashing", background=False)
     try:

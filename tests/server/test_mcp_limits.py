@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +14,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from memstrata import Memory, Scope
 from memstrata.server.keys import SQLiteKeyStore
-
-from .conftest import mcp_http_process
-
-CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
+from serving import CLI, mcp_http
 
 
 def _text(result: Any) -> str:
@@ -84,8 +80,8 @@ def test_http_transport_rate_limits_each_key(tmp_path: Path) -> None:
     keys = SQLiteKeyStore(str(db))
     first, second = keys.create("acme").secret, keys.create("globex").secret
     keys.close()
-    with mcp_http_process(db, tmp_path, "--rate-limit", "0.01", "--burst", "2") as url:
-        replies = _statuses(url, [first, first, first, second])
+    with mcp_http(f"sqlite:///{db}", tmp_path, "--rate-limit", "0.01", "--burst", "2") as m:
+        replies = _statuses(m.url, [first, first, first, second])
     assert [r.status_code == 429 for r in replies] == [False, False, True, False]
     refused = replies[2]
     assert int(refused.headers["Retry-After"]) >= 1
@@ -98,7 +94,7 @@ def test_http_transport_rate_limits_a_tenant_over_all_its_keys(tmp_path: Path) -
     one, two, other = (keys.create(t).secret for t in ("acme", "acme", "globex"))
     keys.close()
     options = ("--rate-limit", "0", "--tenant-rate-limit", "0.01", "--tenant-burst", "2")
-    with mcp_http_process(db, tmp_path, *options) as url:
-        replies = _statuses(url, [one, two, two, other])
+    with mcp_http(f"sqlite:///{db}", tmp_path, *options) as m:
+        replies = _statuses(m.url, [one, two, two, other])
     assert [r.status_code == 429 for r in replies] == [False, False, True, False]
     assert "tenant 'acme'" in replies[2].text

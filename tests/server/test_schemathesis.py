@@ -11,12 +11,24 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import schemathesis
 import uvicorn
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.mutations import Mutation, MutationChannel, OperatorKind
+from schemathesis.core.parameters import ParameterLocation
+from schemathesis.generation import GenerationMode
+from schemathesis.generation.meta import (
+    CaseMetadata,
+    ComponentInfo,
+    FuzzingPhaseData,
+    GenerationInfo,
+    PhaseInfo,
+    TestPhase,
+)
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,
@@ -29,8 +41,7 @@ from memstrata import Memory, Scope
 from memstrata.server import create_app
 from memstrata.server.app import Limits
 from memstrata.server.keys import SQLiteKeyStore
-
-from .conftest import free_port
+from serving import free_port
 
 MAX_EXAMPLES = 12
 
@@ -47,7 +58,7 @@ def negative_data_rejected(ctx: Any, response: Any, case: Any) -> bool | None:
     mutated |= {getattr(m, "parameter", None) for m in getattr(data, "mutations", None) or ()}
     if mutated & {"Authorization", "X-API-Key"}:
         return None
-    if _strings_in_the_query(case, data):
+    if _strings_in_the_query(case, data, response):
         return None
     return negative_data_rejection(ctx, response, case)
 
@@ -63,28 +74,31 @@ def _string_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _strings_in_the_query(case: Any, data: Any) -> bool:
-    """Whether every mutation puts numbers or booleans into a query parameter that takes
-    free strings: in a URL, ``tag=6.1e+16`` *is* the string "6.1e+16", a valid tag, so the
-    server is right to accept it (schemathesis only sees this for a plain string schema,
-    not for a list of strings under ``anyOf``)."""
+def _strings_in_the_query(case: Any, data: Any, response: Any) -> bool:
+    """Whether every mutation is of a query parameter that takes free strings and what was
+    sent for it is such strings: in a URL every value is text, so ``tag=6.1e+16`` *is* the
+    string "6.1e+16", and the HTTP client sends an object's keys (``{"stable": ..}`` goes
+    as ``tag=stable``) and ``true`` as ``tag=true``: valid tags, which the server is right
+    to accept. Judged by the query as sent, not by the mutation's value: schemathesis often
+    records none (a negated ``anyOf``: ``new_value`` None), and only sees this itself for a
+    plain string schema, not for a list of strings under ``anyOf``."""
     mutations = getattr(data, "mutations", None) or ()
     if not mutations:
         return False
-    params = {p.name: p.definition.get("schema", {}) for p in case.operation.query}
+    params = {p.name: p.definition for p in case.operation.query}
+    sent = parse_qs(urlsplit(response.request.url).query, keep_blank_values=True)
     for m in mutations:
         if getattr(m.parameter_location, "value", None) != "query" or m.parameter not in params:
             return False
-        strings = _string_schema(params[m.parameter])
-        values = m.new_value if isinstance(m.new_value, list) else [m.new_value]
-        if strings is None or not values:
+        strings = _string_schema(params[m.parameter].get("schema", {}))
+        if strings is None:
             return False
-        for v in values:
-            if not isinstance(v, int | float | str):
-                return False
-            text = str(v)
-            if not strings.get("minLength", 0) <= len(text) <= strings.get("maxLength", 1 << 30):
-                return False
+        texts = sent.get(m.parameter, [])
+        if not texts and params[m.parameter].get("required", False):
+            return False  # a required parameter left out: the server must refuse it
+        low, high = strings.get("minLength", 0), strings.get("maxLength", 1 << 30)
+        if not all(low <= len(text) <= high for text in texts):
+            return False
     return True
 
 
@@ -150,3 +164,32 @@ def test_api_conforms_to_its_openapi(case: Any, running: tuple[str, str]) -> Non
     case.call_and_validate(
         base_url=base, headers={"Authorization": f"Bearer {secret}"}, timeout=120, checks=CHECKS
     )
+
+
+def test_an_object_sent_as_its_keys_is_not_a_negative_case(running: tuple[str, str]) -> None:
+    """The flake of session 21: a negative case made ``tag`` (an array of strings) an object,
+    ``{"stable": ...}``; the HTTP client sends an object's keys, ``?tag=stable``, a valid
+    tag, so the server was right to answer 200, but the check called it a failure. Whether a
+    case is still negative is judged by the query as sent."""
+    base, secret = running
+    operation = schema["/v1/users/{user}/memories"]["GET"]
+    # as schemathesis records it (seen with --hypothesis-seed=2): no new value
+    mutation = Mutation(
+        path=("tag",), parameter_location=ParameterLocation.QUERY,
+        schema_pointer="/properties/tag", channel=MutationChannel.SCHEMA,
+        operator=OperatorKind.NEGATE_CONSTRAINTS, keywords=("anyOf",), parameter="tag",
+        original_value=None, new_value=None,
+    )  # fmt: skip
+    data = FuzzingPhaseData("tag", "tag", ParameterLocation.QUERY, None, (mutation,))
+    negative = GenerationMode.NEGATIVE
+    meta = CaseMetadata(
+        generation=GenerationInfo(time=0.0, mode=negative),
+        components={ParameterLocation.QUERY: ComponentInfo(mode=negative)},
+        phase=PhaseInfo(name=TestPhase.FUZZING, data=data),
+    )
+    case = operation.Case(path_parameters={"user": "alice"}, query={"tag": {"stable": "x"}},
+                          _meta=meta)  # fmt: skip
+    response = case.call(base_url=base, headers={"Authorization": f"Bearer {secret}"})
+    assert response.request.url.endswith("?tag=stable") and response.status_code == 200
+    case.call_and_validate(base_url=base, headers={"Authorization": f"Bearer {secret}"},
+                           checks=[negative_data_rejected])  # fmt: skip

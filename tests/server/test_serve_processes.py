@@ -3,10 +3,6 @@ the data and the keys are the same in both, and /mcp is served with the same key
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,10 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from memstrata.server.keys import open_key_store
-
-from .conftest import free_port
-
-CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
+from serving import serve
 
 
 @dataclass
@@ -35,21 +28,6 @@ class Running:
     other: str  # globex
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], url: str, log: Any) -> None:
-    deadline = time.monotonic() + 180  # two processes importing on a loaded machine
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(f"serve exited with {proc.returncode}: {log.read()[-3000:]!r}")
-        try:
-            if httpx2.get(f"{url}/readyz", timeout=5).status_code == 200:
-                return
-        except httpx2.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError("serve --workers 2 did not become ready in 180 s")
-
-
 @pytest.fixture
 def running(pg_url: str, tmp_path: Any) -> Iterator[Running]:
     keys = open_key_store(pg_url)
@@ -58,43 +36,8 @@ def running(pg_url: str, tmp_path: Any) -> Iterator[Running]:
     bob = keys.create("acme", user="bob").secret
     other = keys.create("globex").secret
     keys.close()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    log = open(tmp_path / "serve.log", "w+b")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [
-            *CLI,
-            "--db",
-            pg_url,
-            "--embedder",
-            "hashing",
-            "serve",
-            "--workers",
-            "2",
-            "--port",
-            str(port),
-            "--rate-limit",
-            "0",
-            "--log-level",
-            "warning",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        _wait_ready(proc, url, log)
-        yield Running(url, pg_url, admin, member, bob, other)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
+    with serve(pg_url, tmp_path, "--rate-limit", "0", workers=2) as s:
+        yield Running(s.url, pg_url, admin, member, bob, other)
 
 
 def _each_connection(

@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from memstrata.server.workers import reuseport_supported
-
-from .conftest import serve_processes
+from serving import serve
 
 
 def _exchange(sock: socket.socket, host: str) -> tuple[int, str]:
@@ -48,9 +47,8 @@ def _exchange(sock: socket.socket, host: str) -> tuple[int, str]:
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX job control signals")
 def test_a_paused_process_and_an_idle_connection_survive(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
-    with serve_processes(db, tmp_path, "--rate-limit", "0") as url:
-        host = url.removeprefix("http://")
-        address = (host.split(":")[0], int(host.split(":")[1]))
+    with serve(db, tmp_path, "--no-mcp", "--no-background", "--rate-limit", "0", workers=2) as s:
+        host, address = s.url.removeprefix("http://"), s.address
         with socket.create_connection(address, timeout=60) as sock:
             status, pid = _exchange(sock, host)
             assert status == 200
@@ -90,9 +88,8 @@ def test_connections_opened_together_reach_every_process(tmp_path: Path) -> None
     """16 clients connecting at once: with one shared socket the first process to wake
     accepted (nearly) all of them; with a socket per process the kernel spreads them."""
     db = f"sqlite:///{tmp_path / 'b.db'}"
-    with serve_processes(db, tmp_path, "--rate-limit", "0") as url:
-        host = url.removeprefix("http://")
-        address = (host.split(":")[0], int(host.split(":")[1]))
+    with serve(db, tmp_path, "--no-mcp", "--no-background", "--rate-limit", "0", workers=2) as s:
+        host, address = s.url.removeprefix("http://"), s.address
         _until_both_listen(address, host)
         socks = [socket.create_connection(address, timeout=60) for _ in range(16)]
         try:

@@ -22,8 +22,7 @@ from memstrata.server import create_app
 from memstrata.server.app import Limits
 from memstrata.server.keys import SQLiteKeyStore, open_key_store
 from memstrata.server.limits import RateLimiter, shared_limiter
-
-from .conftest import serve_processes
+from serving import serve
 
 TINY = 1e-6  # requests/s: a window of burst / TINY seconds, months long
 
@@ -123,9 +122,9 @@ def test_two_server_processes_share_one_limit(
     extra += ["--tenant-rate-limit", str(TINY), "--tenant-burst", "8"]
     if where == "redis":
         extra += ["--redis", request.getfixturevalue("redis_buffer_url")]
-    with serve_processes(pg_url, tmp_path, *extra) as url:
-        first = _fresh(url, a_key, 24)
-        second = _fresh(url, b_key, 12)
+    with serve(pg_url, tmp_path, "--no-mcp", "--no-background", *extra, workers=2) as s:
+        first = _fresh(s.url, a_key, 24)
+        second = _fresh(s.url, b_key, 12)
     pids = {r.headers["x-memstrata-process"] for r in first + second}
     assert len(pids) == 2, "both processes should have answered"
     # per process the key would get 5 in each (up to 10); globally exactly 5

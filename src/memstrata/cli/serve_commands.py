@@ -53,6 +53,12 @@ WORKER_TIMEOUT_S = 60
 # committed is rolled back, never acknowledged); below an orchestrator's usual 30 s grace.
 SHUTDOWN_TIMEOUT_S = 20
 APP_FACTORY = "memstrata.server.factory:app_from_env"
+# Deadlines for clients that stall (server/slow_clients.py). nginx's client_body_timeout and
+# send_timeout are 60 s; its client_header_timeout is 60 s too, but a client sends its
+# headers in one packet: 10 s leaves a slow link ample time and lets a slow-loris hold each
+# connection it opens 6x less long.
+HEADER_TIMEOUT_S = 10.0
+BODY_TIMEOUT_S = 60.0
 
 ShutdownTimeout = Annotated[
     int,
@@ -60,6 +66,24 @@ ShutdownTimeout = Annotated[
         min=0,
         help="Seconds a stopping process (SIGTERM) lets running requests finish; then they "
         "are cancelled (an uncommitted write is rolled back, never acknowledged) and it exits.",
+    ),
+]
+
+HeaderTimeout = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        help="Seconds a client has to send a request's headers (from the connection opening, "
+        "or the request's first byte); then 408 and the connection is closed (0: no limit).",
+    ),
+]
+BodyTimeout = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        help="Seconds a request body may pause between two chunks (a slow upload that moves "
+        "is never cut), and a client may take nothing of an answer; then 408 (or the "
+        "connection closed) (0: no limit).",
     ),
 ]
 
@@ -261,6 +285,8 @@ def serve(
         ),
     ] = WORKER_TIMEOUT_S,
     shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,
+    header_timeout: HeaderTimeout = HEADER_TIMEOUT_S,
+    body_timeout: BodyTimeout = BODY_TIMEOUT_S,
     key_cache: Annotated[
         float,
         typer.Option(
@@ -282,17 +308,20 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the HTTP API, the MCP endpoint (/mcp), the inspector (/ui) and metrics (default
-    ./memstrata.db)."""
+    ./memstrata.db).
+
+    A stop on SIGTERM or SIGINT exits 0 (also when --shutdown-timeout cancelled requests);
+    1 if it was forced or the shutdown failed, 3 if the server did not start."""
     from ..server import require_server_extra
 
     try:
         require_server_extra()
     except MemstrataError as exc:
         fail(str(exc))
-    import uvicorn
-
     from ..server.factory import ENV_VAR, build_app
     from ..server.observe import configure_logging
+    from ..server.run import serve_until_stopped
+    from ..server.slow_clients import TimedConfig
 
     settings: Settings = ctx.obj
     config = _serve_config(
@@ -325,13 +354,13 @@ def serve(
             "timeout_keep_alive": keep_alive,
             "timeout_worker_healthcheck": worker_timeout,
             "timeout_graceful_shutdown": shutdown_timeout,
+            "header_timeout": header_timeout,
+            "body_timeout": body_timeout,
         }
         from ..server.workers import run_workers
 
         # a listening socket per process (Linux), else uvicorn's one shared socket
-        if not run_workers(uvicorn.Config(APP_FACTORY, **options), workers):
-            uvicorn.run(APP_FACTORY, **options)
-        return
+        raise typer.Exit(run_workers(TimedConfig(APP_FACTORY, **options), workers))
     try:
         app, _, _ = build_app(config)
     except MemstrataError as exc:
@@ -341,14 +370,18 @@ def serve(
         "/ui, MCP: /mcp)",
         highlight=False,
     )
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_config=None,
-        access_log=False,
-        timeout_keep_alive=keep_alive,
-        timeout_graceful_shutdown=shutdown_timeout,
+    raise typer.Exit(
+        serve_until_stopped(
+            app,
+            host=host,
+            port=port,
+            log_config=None,
+            access_log=False,
+            timeout_keep_alive=keep_alive,
+            timeout_graceful_shutdown=shutdown_timeout,
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
+        )
     )
 
 
@@ -370,10 +403,13 @@ def mcp(
     user_quota: UserQuota = "",
     tenant_quota: TenantQuota = "",
     shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,
+    header_timeout: HeaderTimeout = HEADER_TIMEOUT_S,
+    body_timeout: BodyTimeout = BODY_TIMEOUT_S,
 ) -> None:
     """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP).
 
-    Quotas apply on both transports; the rate limits on HTTP (a stdio server has one client)."""
+    Quotas apply on both transports; the rate limits on HTTP (a stdio server has one client).
+    HTTP: a stop on SIGTERM or SIGINT exits 0, as `memstrata serve`'s."""
     from ..mcp_server import require_mcp_extra
 
     try:
@@ -395,7 +431,7 @@ def mcp(
         tenant_quota=tenant_quota,
     )
     try:
-        run_mcp(
+        status = run_mcp(
             config,
             transport=transport,
             key=key,
@@ -406,9 +442,12 @@ def mcp(
             host=host,
             port=port,
             shutdown_timeout=shutdown_timeout,
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
         )
     except MemstrataError as exc:
         fail(str(exc))
+    raise typer.Exit(status)
 
 
 def register(app: typer.Typer) -> None:

@@ -36,10 +36,14 @@ def run_mcp(
     host: str = "127.0.0.1",
     port: int = 8001,
     shutdown_timeout: int | None = None,
-) -> None:
-    """Serve until stopped. The ``AsyncMemory`` is opened on the transport's event loop
-    (stdio: the loop of ``anyio.run``; HTTP: uvicorn's, in the app's lifespan) and closed
-    when the server stops."""
+    header_timeout: float = 0.0,
+    body_timeout: float = 0.0,
+) -> int:
+    """Serve until stopped; the exit status (HTTP: :mod:`memstrata.server.run`'s, stdio: 0).
+    The ``AsyncMemory`` is opened on the transport's event loop (stdio: the loop of
+    ``anyio.run``; HTTP: uvicorn's, in the app's lifespan) and closed when the server
+    stops. HTTP: ``header_timeout`` and ``body_timeout`` are the deadlines of
+    :mod:`memstrata.server.slow_clients` (0: none)."""
     memory = open_server_memory(config)
     keys = open_key_store(config.url)
     try:
@@ -80,8 +84,8 @@ def run_mcp(
                     await server.run_stdio_async()
 
             anyio.run(stdio)
-            return
-        import uvicorn
+            return 0
+        from ..server.run import serve_until_stopped
 
         server = build_mcp_server(backend, Identity(None, user, session, agent, keys=keys))
         app = http_app(server, keys, host=host, limits=_rate_limits(config, memory))
@@ -95,12 +99,14 @@ def run_mcp(
         app.router.lifespan_context = lifespan
         # HTTP: ``shutdown_timeout`` bounds the wait for open requests on SIGTERM (an MCP
         # client's event stream stays open: without it the process never exited)
-        uvicorn.run(
+        return serve_until_stopped(
             app,
             host=host,
             port=port,
             log_config=None,
             timeout_graceful_shutdown=shutdown_timeout,
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
         )
     finally:
         keys.close()

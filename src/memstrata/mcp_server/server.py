@@ -29,6 +29,7 @@ from ..server.errors import ApiError, error_response
 from ..server.key_cache import lookup
 from ..server.keys import KeyStore
 from ..server.limits import Limiter, admit
+from ..server.priority import whole_body
 from .identity import Identity, bearer_of
 
 __all__ = ["build_mcp_server", "http_app", "mcp_endpoint"]
@@ -342,6 +343,12 @@ class _RequireKey:
                     refusal.status, refusal.code, refusal.message, headers=refusal.headers
                 )
                 await response(scope, receive, send)
+                return
+            # The SDK reads the whole body and logs a client that left midway (one cut at
+            # its deadline, server/slow_clients.py) as an error with a traceback: it gets
+            # the body read already, and a request whose client left is not run at all.
+            receive, gone = await whole_body(receive)
+            if gone:
                 return
         await self.app(scope, receive, send)
 

@@ -28,6 +28,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ..errors import (
     ConflictError,
@@ -188,6 +189,14 @@ def install_handlers(app: FastAPI) -> None:
             f"the store is unavailable ({type(exc).__name__}); retry later",
             headers={"Retry-After": str(STORE_RETRY_SECONDS)},
         )
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, _: ClientDisconnect) -> JSONResponse:
+        # the client left (or stalled and was cut: server/slow_clients.py) before its body
+        # was read; a route that reads as the body comes (an import) sees it here. Nobody is
+        # left to answer: 499, as nginx logs it, for the access log and the metrics.
+        log.info("client left mid-body on %s %s", request.method, request.url.path)
+        return error_response(499, "client_closed_request", "the client left mid-body")
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

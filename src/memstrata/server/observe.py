@@ -16,7 +16,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .priority import READ, SEARCH, WRITE, PriorityGate
 
-__all__ = ["JsonFormatter", "Metrics", "RequestObserver", "configure_logging"]
+# Set in a request's ``scope["state"]`` (one dict, whichever middleware copied the scope) by
+# server/slow_clients.py when the client stalled and got a 408 there: the app's own answer
+# went nowhere, so the access log and the metrics record the 408.
+TIMED_OUT = "memstrata.client_timed_out"
+
+__all__ = ["TIMED_OUT", "JsonFormatter", "Metrics", "RequestObserver", "configure_logging"]
 
 log = logging.getLogger("memstrata.server.access")
 
@@ -168,8 +173,10 @@ class RequestObserver:
             elapsed = time.perf_counter() - start
             route = scope.get("route")
             template = getattr(route, "path", None) or _bucket(scope.get("path", ""))
-            self.metrics.latency.labels(scope["method"], template, str(status)).observe(elapsed)
             state = scope.get("state") or {}
+            if state.get(TIMED_OUT):  # the client stalled: it got a 408 (server/slow_clients)
+                status = 408
+            self.metrics.latency.labels(scope["method"], template, str(status)).observe(elapsed)
             log.info(
                 "%s %s %d",
                 scope["method"],

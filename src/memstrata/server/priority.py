@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["PriorityGate", "ReadsFirst", "default_slots", "request_class"]
+__all__ = ["PriorityGate", "ReadsFirst", "default_slots", "request_class", "whole_body"]
 
 SEARCH, READ, WRITE = 0, 1, 2
 _STREAMS = ("/export", "/import")
@@ -156,7 +156,7 @@ class PriorityGate:
             best.future.set_result(False)
 
 
-async def _whole_body(receive: Receive) -> tuple[Receive, bool]:
+async def whole_body(receive: Receive) -> tuple[Receive, bool]:
     """Read the request's body now; a ``receive`` that gives it again, then the client's
     next messages (a disconnect), and whether the client disconnected before the end."""
     messages: list[Message] = []
@@ -196,7 +196,7 @@ class ReadsFirst:
         # The body first, then a slot: a client that sends half a body and stalls held the
         # slot until max_hold, so each such connection stopped every other request for
         # 0.25 s (20 of them: 4.3 s; session 21). What is read is bounded by BodyLimit.
-        receive, gone = await _whole_body(receive)
+        receive, gone = await whole_body(receive)
         if gone:  # the client left mid-body: nothing to run, nothing to wait for
             await self.app(scope, receive, send)
             return

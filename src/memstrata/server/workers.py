@@ -11,14 +11,23 @@ port. uvicorn's supervisor still restarts a process that dies (on the dead one's
 so connections waiting in its queue are kept).
 
 ``SO_REUSEPORT`` with load balancing is Linux's (3.9+); elsewhere :func:`run_workers`
-returns False and the caller falls back to uvicorn's shared socket.
+falls back to uvicorn's one shared socket.
+
+Each process is a :class:`~memstrata.server.run.GracefulServer`; the supervisor exits 0
+when every process stopped cleanly (the statuses of :mod:`memstrata.server.run`), else 1.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import socket
-from typing import Any
+
+from uvicorn.config import STARTUP_FAILURE, Config
+from uvicorn.server import Server
+from uvicorn.supervisors.multiprocess import Multiprocess, Process
+
+from .run import STOP_FORCED, GracefulServer
 
 __all__ = ["reuseport_supported", "run_workers"]
 
@@ -41,67 +50,89 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_workers(config: Any, workers: int) -> bool:
-    """Run ``workers`` processes of the uvicorn ``config`` (an app factory import string),
-    each on its own ``SO_REUSEPORT`` socket; False (nothing started) where unsupported."""
-    if not reuseport_supported():
-        return False
-    from uvicorn.config import STARTUP_FAILURE
-    from uvicorn.supervisors.multiprocess import Multiprocess, Process
+class _Process(Process):
+    """uvicorn's worker process, running a :class:`GracefulServer`: it exits 0 when it
+    stopped cleanly on its SIGTERM (uvicorn's raised the signal again: -15), else 1."""
 
-    class OwnSockets(Multiprocess):
-        """uvicorn's supervisor with one socket per process (index i: ``sockets[i]``)."""
+    @property
+    def server(self) -> Server:
+        if self._server is None:
+            self._server = GracefulServer(config=self.config)
+        return self._server
 
-        def init_processes(self) -> None:
-            for sock in self.sockets:
-                process = Process(self.config, [sock])
-                process.start()
-                self.processes.append(process)
+    def target(self, sockets: list[socket.socket] | None = None) -> None:
+        super().target(sockets)
+        server = self.server
+        if isinstance(server, GracefulServer) and not server.stopped_cleanly:
+            raise SystemExit(STOP_FORCED)
 
-        def keep_subprocess_alive(self) -> None:
+
+class _Supervisor(Multiprocess):
+    """uvicorn's supervisor, process i on ``sockets[i]`` (its own, or all the same one)."""
+
+    def init_processes(self) -> None:
+        for sock in self.sockets:
+            process = _Process(self.config, [sock])
+            process.start()
+            self.processes.append(process)
+
+    def keep_subprocess_alive(self) -> None:
+        if self.should_exit.is_set():
+            return
+        for idx, process in enumerate(self.processes):
+            if process.is_alive(timeout=self.config.timeout_worker_healthcheck):
+                continue
+            process.kill()
+            process.join()
+            if process.exitcode == STARTUP_FAILURE:
+                log.error("server process %s failed to start; stopping", process.pid)
+                self.should_exit.set()
+                return
             if self.should_exit.is_set():
                 return
-            for idx, process in enumerate(self.processes):
-                if process.is_alive(timeout=self.config.timeout_worker_healthcheck):
-                    continue
-                process.kill()
-                process.join()
-                if process.exitcode == STARTUP_FAILURE:
-                    log.error("server process %s failed to start; stopping", process.pid)
-                    self.should_exit.set()
-                    return
-                if self.should_exit.is_set():
-                    return
-                log.warning("server process %s died; starting another on its socket", process.pid)
-                replacement = Process(self.config, [self.sockets[idx]])
-                replacement.start()
-                self.processes[idx] = replacement
+            log.warning("server process %s died; starting another on its socket", process.pid)
+            replacement = _Process(self.config, [self.sockets[idx]])
+            replacement.start()
+            self.processes[idx] = replacement
 
-        def restart_all(self) -> None:  # SIGHUP: replace each process on its own socket
-            for idx, old in enumerate(self.processes):
-                if self.should_exit.is_set():
-                    return
-                new = Process(self.config, [self.sockets[idx]])
-                new.start()
-                if not new.wait_until_ready(self.config.timeout_worker_healthcheck):
-                    new.kill()
-                    new.join()
-                    log.error("a new server process was not ready in time; restart aborted")
-                    return
-                old.terminate()
-                old.join()
-                self.processes[idx] = new
+    def restart_all(self) -> None:  # SIGHUP: replace each process on its own socket
+        for idx, old in enumerate(self.processes):
+            if self.should_exit.is_set():
+                return
+            new = _Process(self.config, [self.sockets[idx]])
+            new.start()
+            if not new.wait_until_ready(self.config.timeout_worker_healthcheck):
+                new.kill()
+                new.join()
+                log.error("a new server process was not ready in time; restart aborted")
+                return
+            old.terminate()
+            old.join()
+            self.processes[idx] = new
 
-        def handle_ttin(self) -> None:
-            log.warning("the number of processes is fixed (--workers); SIGTTIN ignored")
+    def handle_ttin(self) -> None:
+        log.warning("the number of processes is fixed (--workers); SIGTTIN ignored")
 
-        def handle_ttou(self) -> None:
-            log.warning("the number of processes is fixed (--workers); SIGTTOU ignored")
+    def handle_ttou(self) -> None:
+        log.warning("the number of processes is fixed (--workers); SIGTTOU ignored")
 
-    sockets = [_listening_socket(config.host, config.port) for _ in range(workers)]
+
+def run_workers(config: Config, workers: int) -> int:
+    """Run ``workers`` processes of the uvicorn ``config`` (an app factory import string),
+    each on its own ``SO_REUSEPORT`` socket (else all on one) until stopped; the exit
+    status (see the module)."""
+    if reuseport_supported():
+        sockets = [_listening_socket(config.host, config.port) for _ in range(workers)]
+    else:
+        sockets = [config.bind_socket()] * workers
+    supervisor = _Supervisor(config, sockets=sockets)
     try:
-        OwnSockets(config, sockets=sockets).run()
+        supervisor.run()
     finally:
-        for sock in sockets:
+        for sock in set(sockets):
             sock.close()
-    return True
+    # -SIGTERM: killed by the supervisor's own SIGTERM after its server had stopped (the
+    # group's SIGTERM came first) or before it started: not serving either way, since a
+    # serving process handles SIGTERM
+    clean = (0, -signal.SIGTERM)
+    return 0 if all(p.exitcode in clean for p in supervisor.processes) else STOP_FORCED

@@ -42,6 +42,7 @@ from ..auth import CallerDep, UserPath, require_admin
 from ..dto import ImportOut
 from ..errors import ERROR_RESPONSES, ApiError, memstrata_response
 from ..state import state_of
+from ..streaming import StopsBetweenChunks, aclose
 
 log = logging.getLogger("memstrata.server")
 
@@ -79,9 +80,10 @@ async def export(
     return ExportStream(first, chunks, request, user)
 
 
-class ExportStream(StreamingResponse):
+class ExportStream(StopsBetweenChunks):
     """The chunks of an export; one that fails after the first ends with the failed line
-    and no terminating chunk (see the module), logged once."""
+    and no terminating chunk (see the module), logged once. A client that leaves stops the
+    export between two pages (server/streaming.py)."""
 
     def __init__(self, first: str, rest: AsyncIterator[str], request: Request, user: str):
         super().__init__(self._chunks(first, rest), media_type="application/x-ndjson")
@@ -106,6 +108,8 @@ class ExportStream(StreamingResponse):
             self._log(exc, code, message)
             state_of(self._request.app).cut_exports(code)
             yield failed_line(code, message).encode("utf-8")
+        finally:
+            await aclose(rest)  # its snapshot transaction ends now, its connection goes back
 
     def _log(self, exc: Exception, code: str, message: str) -> None:
         state = self._request.state
