@@ -373,6 +373,14 @@ class AsyncJobQueue(Protocol):
         ``lease_token`` as :meth:`finish_job`."""
         ...
 
+    async def give_back_job(
+        self, job_id: str, reason: str, run_at: datetime, lease_token: str | None = None
+    ) -> None:
+        """A claimed job not run (its run cancelled, the worker stopping): pending again at
+        ``run_at`` with the attempt its claim counted given back (``reason`` is kept as
+        ``last_error``). Fenced by ``lease_token`` as :meth:`finish_job`."""
+        ...
+
     async def count_open_jobs(
         self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
     ) -> int:
