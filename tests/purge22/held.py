@@ -17,13 +17,13 @@ SCRIPT = Path(__file__).with_name("job_process.py")
 class HeldJob:
     """The other process, held at its job's first embedding once :meth:`wait_held` returns."""
 
-    def __init__(self, url: str, gate: Path) -> None:
+    def __init__(self, url: str, gate: Path, buffer: str | None = None) -> None:
         gate.mkdir(parents=True, exist_ok=True)
         self.gate = gate
         self._log = gate / "output.txt"
         with self._log.open("w") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, str(SCRIPT), url, str(gate)],
+                [sys.executable, str(SCRIPT), url, str(gate), *([buffer] if buffer else [])],
                 env=dict(os.environ),
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -2,7 +2,7 @@
 held inside the first job at its first embedding (after it read the user's turns, before
 it writes what it derived from them) until the test releases it.
 
-``python job_process.py URL GATE_DIR``: writes ``GATE_DIR/held`` once held, waits for
+``python job_process.py URL GATE_DIR [BUFFER_URL]``: writes ``GATE_DIR/held`` once held, waits for
 ``GATE_DIR/go``, then runs on and writes its ``RunReport`` to ``GATE_DIR/report.json``.
 """
 
@@ -47,8 +47,8 @@ class HeldEmbedder:
         return self._inner.embed_batch(texts, query=query)
 
 
-def main(url: str, gate: Path) -> None:
-    with Memory(url, embedder=HeldEmbedder(gate), background=False) as mem:
+def main(url: str, gate: Path, buffer: str | None) -> None:
+    with Memory(url, embedder=HeldEmbedder(gate), background=False, buffer=buffer) as mem:
         report = mem.flush(timeout=120)
     (gate / "report.json").write_text(
         json.dumps(
@@ -65,4 +65,4 @@ def main(url: str, gate: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    main(sys.argv[1], Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
