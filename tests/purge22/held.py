@@ -17,13 +17,22 @@ SCRIPT = Path(__file__).with_name("job_process.py")
 class HeldJob:
     """The other process, held at its job's first embedding once :meth:`wait_held` returns."""
 
-    def __init__(self, url: str, gate: Path, buffer: str | None = None) -> None:
+    def __init__(
+        self, url: str, gate: Path, buffer: str | None = None, *, use_async: bool = False
+    ) -> None:
         gate.mkdir(parents=True, exist_ok=True)
         self.gate = gate
         self._log = gate / "output.txt"
         with self._log.open("w") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, str(SCRIPT), url, str(gate), *([buffer] if buffer else [])],
+                [
+                    sys.executable,
+                    str(SCRIPT),
+                    url,
+                    str(gate),
+                    buffer or "-",
+                    "async" if use_async else "sync",
+                ],
                 env=dict(os.environ),
                 stdout=log,
                 stderr=subprocess.STDOUT,

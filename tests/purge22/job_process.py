@@ -2,21 +2,24 @@
 held inside the first job at its first embedding (after it read the user's turns, before
 it writes what it derived from them) until the test releases it.
 
-``python job_process.py URL GATE_DIR [BUFFER_URL]``: writes ``GATE_DIR/held`` once held, waits for
-``GATE_DIR/go``, then runs on and writes its ``RunReport`` to ``GATE_DIR/report.json``.
+``python job_process.py URL GATE_DIR [BUFFER_URL|-] [async|sync]``: writes
+``GATE_DIR/held`` once held, waits for ``GATE_DIR/go``, then runs on and writes its
+``RunReport`` to ``GATE_DIR/report.json``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from memstrata import Memory
+from memstrata import AsyncMemory, Memory
 from memstrata.embedder.base import Matrix
 from memstrata.embedder.hashing import HashingEmbedder
+from memstrata.worker_types import RunReport
 
 
 class HeldEmbedder:
@@ -47,9 +50,18 @@ class HeldEmbedder:
         return self._inner.embed_batch(texts, query=query)
 
 
-def main(url: str, gate: Path, buffer: str | None) -> None:
-    with Memory(url, embedder=HeldEmbedder(gate), background=False, buffer=buffer) as mem:
-        report = mem.flush(timeout=120)
+def main(url: str, gate: Path, buffer: str | None, use_async: bool) -> None:
+    if use_async:  # AsyncMemory: SQLite's calls run on the store's threads (aio/threaded.py)
+
+        async def flush() -> RunReport:
+            embedder = HeldEmbedder(gate)
+            async with AsyncMemory(url, embedder=embedder, background=False, buffer=buffer) as mem:
+                return await mem.flush(timeout=120)
+
+        report = asyncio.run(flush())
+    else:
+        with Memory(url, embedder=HeldEmbedder(gate), background=False, buffer=buffer) as mem:
+            report = mem.flush(timeout=120)
     (gate / "report.json").write_text(
         json.dumps(
             {
@@ -65,4 +77,5 @@ def main(url: str, gate: Path, buffer: str | None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
+    args = sys.argv[1:] + ["-", ""]
+    main(args[0], Path(args[1]), None if args[2] == "-" else args[2], args[3] == "async")

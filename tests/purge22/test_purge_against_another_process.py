@@ -52,6 +52,10 @@ class Backend:
     url: str
     buffer: str | None
     traces: Callable[[list[str]], list[str]]  # which needles the store still holds
+    use_async: bool = False  # the other process runs AsyncMemory
+
+    def held(self, gate: Path) -> HeldJob:
+        return HeldJob(self.url, gate, self.buffer, use_async=self.use_async)
 
     def memory(self) -> Memory:
         return Memory(self.url, embedder="hashing", background=False, buffer=self.buffer)
@@ -127,11 +131,13 @@ def _redis_traces(buffer: str) -> Callable[[list[str]], list[str]]:
     return traces
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "postgresql+redis"])
+@pytest.fixture(params=["sqlite", "sqlite-async", "postgresql", "postgresql+redis"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    if request.param == "sqlite":
+    if request.param.startswith("sqlite"):
         path = str(tmp_path / "m.db")
-        return Backend(f"sqlite:///{path}", None, _sqlite_traces(path))
+        return Backend(
+            f"sqlite:///{path}", None, _sqlite_traces(path), request.param == "sqlite-async"
+        )
     url = request.getfixturevalue("pg_url")
     if request.param == "postgresql":
         return Backend(url, None, _pg_traces(url))
@@ -147,7 +153,7 @@ def test_a_user_purged_while_another_process_runs_their_job_stays_purged(
         mem.add_messages(BOB, [{"role": "user", "content": "Bob lives in Porto."}])
         mem.flush()
         mem.add_messages(ALICE, TURNS)  # type: ignore[arg-type]
-        other = HeldJob(backend.url, tmp_path / "gate", backend.buffer)
+        other = backend.held(tmp_path / "gate")
         try:
             assert _derived(other.wait_held())  # from the turns it read, not written yet
             report = mem.purge(ALICE)
@@ -168,7 +174,7 @@ def test_records_purged_while_another_process_runs_a_job_that_read_them(
     runs again on the turns left (the peanuts fact is derived from what is left)."""
     with backend.memory() as mem:
         turns = mem.add_messages(ALICE, TURNS)  # type: ignore[arg-type]
-        other = HeldJob(backend.url, tmp_path / "gate", backend.buffer)
+        other = backend.held(tmp_path / "gate")
         try:
             assert _derived(other.wait_held())
             report = mem.purge(ALICE, [turns[0].id, turns[1].id])
