@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -41,7 +42,9 @@ class HeldEmbedder:
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         if not self.held:
             self.held = True
-            (self._gate / "held").write_text("\n".join(texts))
+            partial = self._gate / "held.partial"  # renamed whole: never read half written
+            partial.write_text("\n".join(texts))
+            os.replace(partial, self._gate / "held")
             deadline = time.monotonic() + 120
             while not (self._gate / "go").exists():
                 if time.monotonic() > deadline:

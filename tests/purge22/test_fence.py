@@ -189,3 +189,69 @@ def test_writes_outside_a_job_are_not_fenced(store: Store, maker: Maker) -> None
         beside.join(30)
     assert [r.text for r in store.get_many(SCOPE, [mine.record.id])] == [mine.record.text]
     assert store.count(SCOPE, Filters()) == 2
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["purge_user", "purge_ids"])
+def test_a_job_writing_in_a_loop_never_outlives_the_purge(
+    store: Store, maker: Maker, whole: bool
+) -> None:
+    """Real concurrency, many interleavings: a job writes derived records one transaction
+    after another while the purge comes at a random moment. Whatever it wrote before is
+    purged (a whole user) or still there to be derived again (some records); nothing it
+    wrote after the purge's commit exists, and nothing deadlocks."""
+    import random
+
+    rng = random.Random(22)
+    for round_ in range(8):
+        source = maker.write(text=f"source turn {round_}")
+        store.insert([source])
+        store.enqueue(
+            [
+                Job(
+                    id=f"j{round_}",
+                    kind="k",
+                    tenant="t1",
+                    user="u1",
+                    payload={},
+                    created_at=T0,
+                    run_after=T0,
+                )
+            ]
+        )
+        (job,) = store.claim_jobs(T0, limit=1, lease_seconds=600)
+        fence = _fence(job)
+        written: list[str] = []
+        refused = threading.Event()
+
+        def write_until_refused(
+            fence: Fence = fence, written: list[str] = written, refused: Any = refused
+        ) -> None:
+            try:
+                while True:
+                    w = maker.write(text="derived from the source")
+                    with fenced(fence), store.transaction() as tx:
+                        tx.insert([w])
+                    written.append(w.record.id)
+            except JobRevokedError:
+                refused.set()
+
+        writer = threading.Thread(target=write_until_refused, daemon=True)
+        writer.start()
+        threading.Event().wait(rng.uniform(0.0, 0.05))
+        if whole:
+            report = store.purge_user("t1", "u1")
+            assert report.remaining == 0
+        else:
+            store.purge(SCOPE, [source.record.id])
+        writer.join(30)
+        assert refused.is_set() and not writer.is_alive()
+        left = {r.id for r in store.get_many(SCOPE, written)}
+        if whole:
+            assert left == set(), f"round {round_}: {len(left)} written under the claim stayed"
+        else:  # every write the job made before the purge is there (to be derived again)
+            assert left == set(written)
+            (back,) = [j for j in store.list_jobs("t1", "u1") if j.id == job.id]
+            assert back.status is JobStatus.PENDING and back.lease_token is None
+            for j in store.list_jobs("t1", "u1"):  # next round claims only its own job
+                if j.status is JobStatus.PENDING:
+                    store.finish_job(j.id)
