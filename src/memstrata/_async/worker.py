@@ -156,7 +156,8 @@ class AsyncHeartbeat:
             taken = claim.open - held
             if taken - claim.lost:
                 log.warning(
-                    "jobs %s were taken over by another worker (lease expired)",
+                    "jobs %s are no longer held by this worker (their lease expired and another "
+                    "worker took them over, or a purge took them back)",
                     sorted(taken - claim.lost),
                 )
             claim.lost |= taken
@@ -352,7 +353,7 @@ class AsyncJobRunner:
         except LeaseLostError as exc:
             self._lost(job, report, str(exc))
         except NotFoundError:  # purged with its user while it ran: nothing left to record
-            log.debug("job %s (%s) was purged while it ran", job.id, job.kind)
+            self._revoked(job, report)
         finally:
             claim.close(job.id)
 
