@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -11,17 +11,22 @@ from enum import StrEnum
 from typing import Any
 from uuid import uuid4
 
-from .errors import ConflictError
+from .errors import ConflictError, MemstrataError
 
 __all__ = [
+    "Fence",
     "Job",
+    "JobRevokedError",
     "JobStatus",
     "LeaseLostError",
     "check_lease",
+    "current_fence",
+    "fenced",
     "job_status",
     "lease_guard",
     "new_lease_token",
     "retry_delay",
+    "unfenced",
 ]
 
 
@@ -69,6 +74,73 @@ class LeaseLostError(ConflictError):
     recorded (the other worker runs the job; handlers are idempotent)."""
 
 
+class JobRevokedError(MemstrataError):
+    """A purge took the job back while it ran (deleted with its user, or queued again to run
+    on the records left): the write that found out was refused and nothing of it stored.
+    The worker stops the job; it is not a failure.
+
+    Deliberately not a :class:`ConflictError`: code that reads again and retries on a
+    conflict would only be refused again; this one has to reach the worker."""
+
+
+class Fence:
+    """The claim a job runs under, as every write transaction it makes checks it.
+
+    The worker sets one around a handler (:func:`fenced`); a store's write transaction
+    started under it first checks, inside that transaction, that the job row still exists
+    and is held under ``lease_token`` (one indexed read; on PostgreSQL it also locks the
+    row ``FOR SHARE``, so a purge's ``DELETE``/``UPDATE`` of the row waits for that write
+    and then fences the next). A purge deletes the user's jobs or takes their claims back
+    in its own transaction, so a job's write lands either before the purge (which then
+    removes or derives it again) or not at all (:class:`JobRevokedError`).
+
+    ``carried``: what a store holds for this job's next write transaction (embedding-cache
+    entries of the texts the job embedded), by store; it goes with the fence, so it is
+    written only under the job's claim and dropped once the job ends or is refused."""
+
+    __slots__ = ("_on_revoked", "carried", "job_id", "lease_token")
+
+    def __init__(self, job_id: str, lease_token: str, on_revoked: Callable[[], None]) -> None:
+        self.job_id = job_id
+        self.lease_token = lease_token
+        self._on_revoked = on_revoked
+        self.carried: dict[int, dict[Any, Any]] = {}
+
+    def refused(self) -> JobRevokedError:
+        """The error of a write this claim no longer allows (and tell the worker)."""
+        self.carried.clear()
+        self._on_revoked()
+        return JobRevokedError(
+            f"job {self.job_id} was taken back by a purge while it ran (its user purged, or "
+            "queued again to run on the records left); this write was refused and nothing "
+            "of it was stored"
+        )
+
+
+_FENCE: ContextVar[Fence | None] = ContextVar("memstrata_job_fence", default=None)
+
+
+@contextmanager
+def fenced(fence: Fence | None) -> Iterator[None]:
+    """Run the block's writes under ``fence`` (``None``: under none, :func:`unfenced`)."""
+    token = _FENCE.set(fence)
+    try:
+        yield
+    finally:
+        _FENCE.reset(token)
+
+
+def unfenced() -> AbstractContextManager[None]:
+    """Writes of the block are not a job's (a purge a handler makes is the user's erasure,
+    not a derived write: it must not be refused for having deleted its own job)."""
+    return fenced(None)
+
+
+def current_fence() -> Fence | None:
+    """The claim the current job's writes are checked against; ``None`` outside a job."""
+    return _FENCE.get()
+
+
 def new_lease_token() -> str:
     return uuid4().hex
 
@@ -96,7 +168,8 @@ def lease_guard(check: Callable[[], None]) -> Iterator[None]:
 def check_lease() -> None:
     """Raise :class:`LeaseLostError` if the job being run has lost its lease (a handler
     calls it between steps, so a worker that stalled past its lease stops instead of working
-    on beside the new holder). Outside a job it does nothing."""
+    on beside the new holder), :class:`JobRevokedError` once a write of it was refused
+    because a purge took it back. Outside a job it does nothing."""
     check = _GUARD.get()
     if check is not None:
         check()

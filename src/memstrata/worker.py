@@ -17,7 +17,13 @@ No job runs twice at once, and no two jobs of one user run at once:
   stalled past its lease cannot record a result over the new holder's;
 - a worker whose lease ran out (its heartbeat could not renew it) stops before the next
   step of the job (:func:`~memstrata.jobs.check_lease`) instead of working on beside the
-  new holder.
+  new holder;
+- a handler runs under its claim's :class:`~memstrata.jobs.Fence`: every write transaction
+  it makes checks, inside that transaction, that the claim still stands. A purge deletes
+  the user's jobs (or, of some records, takes their claims back) in its own transaction,
+  so what the job derived from the purged records lands before the purge (which removes or
+  derives it again) or is refused (:class:`~memstrata.jobs.JobRevokedError`): the job stops
+  there, counted in ``revoked``, not as a failure, in whichever process it runs.
 """
 
 from __future__ import annotations
@@ -31,7 +37,15 @@ from datetime import datetime, timedelta
 
 from memstrata.clock import Clock
 from memstrata.errors import ConflictError, NotFoundError
-from memstrata.jobs import Job, LeaseLostError, lease_guard, retry_delay
+from memstrata.jobs import (
+    Fence,
+    Job,
+    JobRevokedError,
+    LeaseLostError,
+    fenced,
+    lease_guard,
+    retry_delay,
+)
 from memstrata.store.base import Store
 from memstrata.worker_threads import Finished, Signal, Spawned, spawn
 from memstrata.worker_types import DEFAULT_LEASE_SECONDS, RunReport
@@ -56,6 +70,7 @@ class _Claim:
         self.user = (jobs[0].tenant, jobs[0].user)  # a claim's jobs are of one user
         self.open = {j.id for j in jobs}  # claimed, not finished by us yet
         self.lost: set[str] = set()
+        self.revoked: set[str] = set()  # taken back by a purge (a write of theirs refused)
         leases = [j.lease_until for j in jobs if j.lease_until is not None]
         self.expires: datetime | None = min(leases) if leases else None
         self.lock = threading.Lock()
@@ -67,6 +82,14 @@ class _Claim:
     def close(self, job_id: str) -> None:
         with self.lock:
             self.open.discard(job_id)
+
+    def revoke(self, job_id: str) -> None:
+        with self.lock:
+            self.revoked.add(job_id)
+
+    def was_revoked(self, job_id: str) -> bool:
+        with self.lock:
+            return job_id in self.revoked
 
 
 class Heartbeat:
@@ -130,7 +153,8 @@ class Heartbeat:
             taken = claim.open - held
             if taken - claim.lost:
                 log.warning(
-                    "jobs %s were taken over by another worker (lease expired)",
+                    "jobs %s are no longer held by this worker (their lease expired and another "
+                    "worker took them over, or a purge took them back)",
                     sorted(taken - claim.lost),
                 )
             claim.lost |= taken
@@ -255,17 +279,27 @@ class JobRunner:
             self._finished.wait(_WAIT_POLL_SECONDS)
 
     def _give_back(self, jobs: list[Job], why: str) -> None:
-        """Claimed jobs not run (cancelled, or the worker stopped), pending again now."""
-        fail, now = self._store.fail_job, self._clock.now()
+        """Claimed jobs not run (cancelled, or the worker stopped), pending again now, with
+        the attempt their claim counted given back (not run is not a failed attempt)."""
+        give_back, now = self._store.give_back_job, self._clock.now()
         for job in jobs:
             try:
-                fail(job.id, why, now, job.lease_token)
+                give_back(job.id, why, now, job.lease_token)
             except (LeaseLostError, NotFoundError):
                 continue  # taken over or purged meanwhile: not ours to give back
 
     def _lost(self, job: Job, report: RunReport, why: str) -> None:
         report.lost += 1
         log.warning("job %s (%s): %s; another worker runs it", job.id, job.kind, why)
+
+    def _revoked(self, job: Job, report: RunReport) -> None:
+        report.revoked += 1
+        log.info(
+            "job %s (%s) was taken back by a purge while it ran; it stopped, its writes since "
+            "were refused",
+            job.id,
+            job.kind,
+        )
 
     def _run_one(self, job: Job, claim: _Claim, report: RunReport) -> None:
         token = job.lease_token
@@ -282,23 +316,32 @@ class JobRunner:
                 return
 
             def check() -> None:
+                if claim.was_revoked(job.id):
+                    raise JobRevokedError(f"job {job.id} was taken back by a purge")
                 if not claim.holds(job.id, self._clock.now()):
                     raise LeaseLostError(f"the lease of job {job.id} ran out mid-job")
 
+            fence = Fence(job.id, token or "", lambda: claim.revoke(job.id))
             try:
-                with lease_guard(check):
+                with lease_guard(check), fenced(fence if token is not None else None):
                     handler(job)
             except LeaseLostError:
                 raise
             except Exception as exc:  # a handler may fail in any way; the job keeps it
+                if isinstance(exc, JobRevokedError) or claim.was_revoked(job.id):
+                    self._revoked(job, report)  # (a handler may have wrapped the refusal)
+                    return
                 self._failed(job, exc, report)
+                return
+            if claim.was_revoked(job.id):  # a handler that swallowed a refused write
+                self._revoked(job, report)
                 return
             self._store.finish_job(job.id, lease_token=token)
             report.done += 1
         except LeaseLostError as exc:
             self._lost(job, report, str(exc))
         except NotFoundError:  # purged with its user while it ran: nothing left to record
-            log.debug("job %s (%s) was purged while it ran", job.id, job.kind)
+            self._revoked(job, report)
         finally:
             claim.close(job.id)
 
@@ -329,7 +372,9 @@ class JobRunner:
         wait = getattr(self._store, "wait_for_jobs", None)
         while not stop():
             report = self.run_pending()
-            if not (report.done or report.retried or report.failed or report.lost):
+            if not (
+                report.done or report.retried or report.failed or report.lost or report.revoked
+            ):
                 if wait is not None:
                     wait(poll_seconds)
                 else:

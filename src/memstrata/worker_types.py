@@ -17,3 +17,6 @@ class RunReport:
     errors: list[str] = field(default_factory=list)
     lost: int = 0  # jobs whose lease was taken over while this worker held them
     waiting: int = 0  # jobs still held by another worker when a timed-out flush returned
+    # jobs a purge took back while they ran (deleted with their user, or queued again to
+    # run on the records left): stopped, their writes since refused; not failures
+    revoked: int = 0

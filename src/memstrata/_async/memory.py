@@ -11,7 +11,7 @@ import builtins
 import math
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -31,6 +31,7 @@ from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
 from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
 from memstrata.filters import Filters
+from memstrata.jobs import unfenced
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
 from memstrata.quota_types import Quotas
 from memstrata.records import (
@@ -902,19 +903,23 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
         check_bool(compact, "compact")
-        report = await self._purge(scope, record_ids)
         whole = record_ids is None
-        if whole:  # keep what happened, not who: the user's events lose their ids
-            await self.audit.redact_subject(scope.tenant, scope.user)
-        await self.audit.record(
-            scope.tenant,
-            actor,
-            "purge",
-            user=None if whole else scope.user,
-            record_ids=list(record_ids or ()),
-            reason="a whole user" if whole else None,
-            details={"records": report.records, "remaining": report.remaining},
-        )
+        # A job's writes are checked against its claim (jobs.Fence); a whole-user purge made
+        # by one deletes that claim with the user's jobs, and its own writes (the audit
+        # event) are the erasure, not something derived: they are not the job's.
+        with unfenced() if whole else nullcontext():
+            report = await self._purge(scope, record_ids)
+            if whole:  # keep what happened, not who: the user's events lose their ids
+                await self.audit.redact_subject(scope.tenant, scope.user)
+            await self.audit.record(
+                scope.tenant,
+                actor,
+                "purge",
+                user=None if whole else scope.user,
+                record_ids=list(record_ids or ()),
+                reason="a whole user" if whole else None,
+                details={"records": report.records, "remaining": report.remaining},
+            )
         if compact:  # after the audit event: its rewrite of the user's events goes too
             report = replace(report, compaction=await self.compact())
         return report

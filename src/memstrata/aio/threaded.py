@@ -30,6 +30,7 @@ PostgreSQL and Redis are natively async (psycopg's and redis-py's async clients)
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 from collections.abc import AsyncIterator, Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
@@ -71,7 +72,10 @@ class _OneThread:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
 
     async def run(self, fn: Callable[[], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        # the caller's context goes with the call (as asyncio.to_thread): a job's fence
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, contextvars.copy_context().run, fn
+        )
 
     def shutdown(self) -> None:
         self._executor.shutdown()
@@ -93,7 +97,9 @@ class ThreadedStore:
 
     async def _run(self, fn: Callable[[], T]) -> T:
         self._check_open()
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, contextvars.copy_context().run, fn
+        )
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.sync, name)  # AttributeError for what the store lacks

@@ -849,6 +849,21 @@ class InMemoryStore:
                 )
             self._jobs[job_id] = job
 
+    def give_back_job(
+        self, job_id: str, reason: str, run_at: datetime, lease_token: str | None = None
+    ) -> None:
+        with self._lock:
+            job = self._job(job_id, lease_token)
+            self._jobs[job_id] = replace(
+                job,
+                status=JobStatus.PENDING,
+                last_error=reason,
+                lease_until=None,
+                lease_token=None,
+                run_after=run_at,
+                attempts=max(job.attempts - 1, 0),
+            )
+
     def count_open_jobs(
         self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
     ) -> int:

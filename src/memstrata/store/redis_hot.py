@@ -50,6 +50,7 @@ import numpy as np
 
 from memstrata.codec import record_from_dict, record_to_dict
 from memstrata.errors import MissingDependencyError, NotFoundError, StoreError
+from memstrata.jobs import current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
 from memstrata.store.base import Store, UnitOfWork
@@ -591,6 +592,10 @@ class RedisHotStore:
         self._store_vectors(scope, model_id, vectors)
 
     def _store_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
+        if current_fence() is not None:
+            # A job's entries stay in the durable store, written under its claim (jobs.Fence):
+            # a key set here after a purge of the user would name them again.
+            return
         self._seen_models.add(model_id)
 
         def run() -> None:

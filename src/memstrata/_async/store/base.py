@@ -172,13 +172,20 @@ class AsyncRecordStore(Protocol):
         unknown ids are ignored), written in the same transaction without a new version
         when they differ from the stored ones: a record indexed under words of a purged
         one (a reply under its question, ``search/reply_terms.py``) loses them. It applies
-        only when a record was purged."""
+        only when a record was purged.
+
+        In the same transaction, first, the user's running jobs (but those of the calling
+        job's own claim) are pending again with their attempt given back: they may have
+        read these records, so they run again on what is left, and a write they would still
+        make under the old claim is refused (:class:`~memstrata.jobs.Fence`)."""
         ...
 
     async def purge_user(self, tenant: str, user: str) -> PurgeReport:
         """Destroy everything of one user — records, history, vectors, terms, counters,
         jobs, session buffer and embedding-cache entries (query embeddings included) — and
-        verify with a fresh query that nothing is left (``remaining``, must be 0)."""
+        verify with a fresh query that nothing is left (``remaining``, must be 0). The jobs
+        go first: a job's write under way is waited for and purged with the rest, a later
+        one is refused (:class:`~memstrata.jobs.Fence`)."""
         ...
 
     async def list(
@@ -371,6 +378,14 @@ class AsyncJobQueue(Protocol):
     ) -> None:
         """Record a failure; ``retry_at=None`` gives up (status ``failed``). Fenced by
         ``lease_token`` as :meth:`finish_job`."""
+        ...
+
+    async def give_back_job(
+        self, job_id: str, reason: str, run_at: datetime, lease_token: str | None = None
+    ) -> None:
+        """A claimed job not run (its run cancelled, the worker stopping): pending again at
+        ``run_at`` with the attempt its claim counted given back (``reason`` is kept as
+        ``last_error``). Fenced by ``lease_token`` as :meth:`finish_job`."""
         ...
 
     async def count_open_jobs(

@@ -52,6 +52,7 @@ from memstrata._async.store.base import AsyncStore, AsyncUnitOfWork
 from memstrata._async.store.quota_counters import AsyncQuotaCounters, Refusal, Take
 from memstrata.codec import record_from_dict, record_to_dict
 from memstrata.errors import MissingDependencyError, NotFoundError, StoreError
+from memstrata.jobs import current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
 from memstrata.store.redis_common import (
@@ -597,6 +598,10 @@ class AsyncRedisHotStore:
     async def _store_vectors(
         self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]
     ) -> None:
+        if current_fence() is not None:
+            # A job's entries stay in the durable store, written under its claim (jobs.Fence):
+            # a key set here after a purge of the user would name them again.
+            return
         self._seen_models.add(model_id)
 
         async def run() -> None:

@@ -44,7 +44,7 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.filters import Filters
-from memstrata.jobs import Job
+from memstrata.jobs import Job, JobRevokedError, current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
 from memstrata.store import fts5, shared_sql
@@ -121,6 +121,9 @@ _COLS = ", ".join(_QCOLS)
 _ROW = "seq, " + _COLS  # what reads fetch: never lex_tokens (an array psycopg would parse)
 _ORDERED_PAGE = "ORDER BY observed_at, seq LIMIT %s"
 _USERS_HELD = 100_000  # per-user facts a process keeps (vector counts, indexes ensured)
+# connect_timeout of a connection opened outside the pool (the first one, the LISTEN one):
+# a server that drops packets is reported in seconds, not after the OS's TCP timeout.
+CONNECT_TIMEOUT_S = 10
 _COPY_RECORDS = f"COPY records (seq, {_COLS}, lex_tokens, lex_len) FROM STDIN"
 _COPY_VECTORS = (
     'COPY vectors (seq, tenant, "user", model, dims, embedding, own) FROM STDIN (FORMAT BINARY)'
@@ -294,7 +297,7 @@ class PostgresStore:
         where = self._where
         try:
             first = psycopg.Connection.connect(
-                self.options.conninfo, autocommit=True, connect_timeout=10
+                self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
         except psycopg.Error as exc:
             raise StoreError(
@@ -365,11 +368,17 @@ class PostgresStore:
         trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
         import psycopg
 
+        # A job's write first checks (and locks) its claim inside the transaction: a purge
+        # deleted or took back the user's jobs before, or waits for this one (jobs.Fence).
+        # Not the relaxed writes behind searches (pipeline): counters and query entries.
+        fence = None if pipeline else current_fence()
         carried = self._take_deferred() if not self._held.n else {}
+        # the job's own cache entries, written only under its checked claim
+        mine = fence.carried.pop(id(self), {}) if fence is not None else {}
         # Written last: a record this transaction stores with an entry's very vector takes
         # the entry over (_insert), so the entry is never written; a purge here forgets the
         # purged user's entries (_forget_carried).
-        unowned = dict(carried)
+        unowned = {**carried, **mine}
         carrying = _CARRIED.set(unowned) if not self._held.n else None
         committing = False
         try:
@@ -382,6 +391,10 @@ class PostgresStore:
                 tx = conn.transaction()
                 tx.__enter__()
                 try:
+                    if fence is not None and not outbox.holds_claim(
+                        conn, fence.job_id, fence.lease_token
+                    ):
+                        raise fence.refused()
                     yield conn
                     if unowned:
                         conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
@@ -392,6 +405,9 @@ class PostgresStore:
                 tx.__exit__(None, None, None)
         except BaseException as exc:
             self._defer(carried)  # not written: the next transaction carries them
+            if fence is not None and mine and not isinstance(exc, JobRevokedError):
+                # back to the job, for its next write (refused: the claim and they are gone)
+                fence.carried[id(self)] = {**mine, **fence.carried.get(id(self), {})}
             if isinstance(exc, psycopg.Error):
                 raise translate(exc, self._where, committing=committing) from exc
             raise
@@ -967,7 +983,14 @@ class PostgresStore:
         hashes = {  # every version's text: its cache entry goes too
             v.content_hash for versions in self.histories(scope, ids).values() for v in versions
         }
+        own = current_fence()
         with self._write() as c:
+            # First: the user's running jobs may have read these records. They run again on
+            # what is left; their writes under way are waited for (and seen by what follows),
+            # later ones refused (jobs.Fence). Job rows before record rows, as a job locks.
+            outbox.take_back_claims(
+                c, scope.tenant, scope.user, own.lease_token if own is not None else None
+            )
             rows = self._visible(c, scope, ids, 'seq, id, tenant, "user", lex_tokens', lock=True)
             found = [r["id"] for r in rows]
             seqs = [int(r["seq"]) for r in rows]
@@ -1073,12 +1096,17 @@ class PostgresStore:
         tok = scope_token(tenant, user)
         args = {"t": tenant, "u": user, "tok": tok}
         with self._write() as c:
+            # First: the user's jobs go, waiting for any write under way under their claims
+            # (it then is deleted below: READ COMMITTED reads again); a later one is refused.
+            mine_args = (tenant, user)
+            jobs = (
+                c.execute('DELETE FROM jobs WHERE tenant = %s AND "user" = %s', mine_args)
+            ).rowcount
             cache = (
                 _forget_carried(tok)
                 + (c.execute("DELETE FROM embedding_cache WHERE scope_tok = %s", (tok,))).rowcount
             )
             lexical.unindex_scope(c, tenant, user, tok)
-            mine_args = (tenant, user)
             vectors = (
                 c.execute('DELETE FROM vectors WHERE tenant = %s AND "user" = %s', mine_args)
             ).rowcount
@@ -1088,9 +1116,6 @@ class PostgresStore:
                     'tenant = %s AND "user" = %s)',
                     mine_args,
                 )
-            ).rowcount
-            jobs = (
-                c.execute('DELETE FROM jobs WHERE tenant = %s AND "user" = %s', mine_args)
             ).rowcount
             records = (
                 c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s', mine_args)
@@ -1390,9 +1415,13 @@ class PostgresStore:
             return {}
         tok = scope_token(scope.tenant, scope.user)
         out: dict[str, Vector] = {}
+        fence = current_fence()
+        carried = fence.carried.get(id(self), {}) if fence is not None else {}
         with self._cache_lock:  # entries still being written behind a search (read first)
             for key in unique:
-                pending = self._cache_pending.get((tok, model_id, key))
+                pending = carried.get((tok, model_id, key)) or self._cache_pending.get(
+                    (tok, model_id, key)
+                )
                 if pending is not None:
                     out[key] = decode_vector(pending)
         rest = [key for key in unique if key not in out]
@@ -1421,9 +1450,14 @@ class PostgresStore:
             rows.append((tok, model_id, key, len(blob) // 4, blob))
         if not rows:
             return
+        mine = {(t, m, k): blob for t, m, k, _, blob in rows}
+        fence = current_fence()
+        if fence is not None:  # a job's: written by its next write, under its claim
+            with self._cache_lock:  # (and read from there by the job until then)
+                fence.carried[id(self)] = {**fence.carried.get(id(self), {}), **mine}
+            return
         # Until written, this process reads the entries from here (cached_vectors), so its
         # reads need not wait for the write; an entry leaves only once it is committed.
-        mine = {(t, m, k): blob for t, m, k, _, blob in rows}
         with self._cache_lock:
             self._cache_pending.update(mine)
         # A passage's entry (the text of a record about to be written: an add, a turn)
@@ -1577,6 +1611,12 @@ class PostgresStore:
         with self._write() as c:
             outbox.fail_job(c, job_id, error, retry_at, lease_token)
 
+    def give_back_job(
+        self, job_id: str, reason: str, run_at: datetime, lease_token: str | None = None
+    ) -> None:
+        with self._write() as c:
+            outbox.give_back_job(c, job_id, reason, run_at, lease_token)
+
     def count_open_jobs(
         self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
     ) -> int:
@@ -1594,7 +1634,9 @@ class PostgresStore:
 
         try:
             if self._listener is None:
-                conn = psycopg.Connection.connect(self.options.conninfo, autocommit=True)
+                conn = psycopg.Connection.connect(
+                    self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
+                )
                 conn.execute(f"LISTEN {outbox.channel(self.options.schema)}")
                 self._listener = conn
             for _ in self._listener.notifies(timeout=timeout, stop_after=1):

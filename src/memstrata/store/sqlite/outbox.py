@@ -32,10 +32,13 @@ __all__ = [
     "enqueue",
     "fail_job",
     "finish_job",
+    "give_back_job",
+    "holds_claim",
     "job_from_row",
     "job_row",
     "list_jobs",
     "renew_leases",
+    "take_back_claims",
 ]
 
 _COLUMNS = (
@@ -257,6 +260,46 @@ def fail_job(
             "lease_until = NULL, lease_token = NULL, run_after = ?",
             (JobStatus.PENDING.value, error, encode_time(retry_at)),
         )
+
+
+def give_back_job(
+    conn: sqlite3.Connection, job_id: str, reason: str, run_at: datetime, token: str | None
+) -> None:
+    """A claimed job not run (its run cancelled, the worker stopping) pending again at
+    ``run_at``, with the attempt its claim counted given back: a job given back at every
+    shutdown must not have used up its retries before it ever failed."""
+    _fenced(
+        conn,
+        job_id,
+        token,
+        "UPDATE jobs SET status = ?, last_error = ?, lease_until = NULL, lease_token = NULL, "
+        "run_after = ?, attempts = max(attempts - 1, 0)",
+        (JobStatus.PENDING.value, reason, encode_time(run_at)),
+    )
+
+
+# The job's claim still stands: its row exists and is held under the token (by primary key).
+HOLDS_CLAIM = "SELECT 1 FROM jobs WHERE id = ? AND lease_token = ? AND status = ?"
+
+
+def holds_claim(conn: sqlite3.Connection, job_id: str, token: str) -> bool:
+    """Whether the job is still held under ``token`` (a write transaction of the job checks
+    it first: :class:`~memstrata.jobs.Fence`)."""
+    return conn.execute(HOLDS_CLAIM, (job_id, token, _RUNNING)).fetchone() is not None
+
+
+def take_back_claims(conn: sqlite3.Connection, tenant: str, user: str, keep: str | None) -> int:
+    """A purge of some of the user's records: the user's running jobs (but those of the
+    claim ``keep``, the purging job's own) are pending again at once, their attempt given
+    back (due as they were: a claimed job was due). Whatever they read may be gone: they
+    run again on the records left, and every write they would still make under the old
+    claim is refused (:class:`~memstrata.jobs.Fence`)."""
+    return conn.execute(
+        "UPDATE jobs SET status = ?, lease_until = NULL, lease_token = NULL, "
+        "attempts = max(attempts - 1, 0) WHERE tenant = ? AND user = ? AND status = ? "
+        "AND lease_token IS NOT ?",
+        (JobStatus.PENDING.value, tenant, user, _RUNNING, keep),
+    ).rowcount
 
 
 def count_open(

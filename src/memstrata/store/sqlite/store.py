@@ -30,7 +30,7 @@ import numpy as np
 from ...audit import AuditEvent
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError, closed_store
 from ...filters import Filters
-from ...jobs import Job
+from ...jobs import Fence, Job, current_fence
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
 from .. import quota_counters as qc
@@ -286,10 +286,22 @@ class SQLiteStore:
                 self._conn.execute(begin)
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite could not start a transaction: {exc}") from exc
+            writing = begin == "BEGIN IMMEDIATE"
+            # A job's write first checks, under the write lock, that its claim still stands:
+            # a purge (its own write transaction) deleted or took back the user's jobs
+            # before, or waits for this one to commit (jobs.Fence).
+            fence = current_fence() if writing else None
+            if fence is not None and not outbox.holds_claim(
+                self._conn, fence.job_id, fence.lease_token
+            ):
+                self._conn.execute("ROLLBACK")
+                raise fence.refused()
             # Every write transaction also writes the buffered counters. Until it commits
             # they are "in flight": readers on other connections add them to what they read,
             # and the commit waits for those readers (see _Gate) so none counts them twice.
-            pending = self._take_counters() if begin == "BEGIN IMMEDIATE" else None
+            pending = self._take_counters() if writing else None
+            # The job's own cache entries are written with it, under its checked claim.
+            mine = self._carry(fence)
             try:
                 if pending is not None:
                     self._write_counters(self._conn, *pending)
@@ -299,7 +311,7 @@ class SQLiteStore:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 if pending is not None:
-                    self._give_back_counters(*pending)
+                    self._give_back_counters(*pending, carried=(fence, mine))
                 raise
             try:
                 if pending is not None and (pending[0] or pending[1]):
@@ -312,7 +324,7 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 self._conn.execute("ROLLBACK")
                 if pending is not None:
-                    self._give_back_counters(*pending)
+                    self._give_back_counters(*pending, carried=(fence, mine))
                 raise StoreError(f"SQLite could not commit: {exc}") from exc
         if begin == "BEGIN IMMEDIATE" and self._pending_since is not None:
             self._buffered()
@@ -793,7 +805,13 @@ class SQLiteStore:
             v.content_hash for rid in dict.fromkeys(ids) for v in self._history_or_empty(scope, rid)
         }
         tok = scope_token(scope.tenant, scope.user)
+        own = current_fence()
         with self._write() as c:
+            # The user's running jobs may have read these records: they run again on what
+            # is left, and nothing more they write under their claim is stored (jobs.Fence).
+            outbox.take_back_claims(
+                c, scope.tenant, scope.user, own.lease_token if own is not None else None
+            )
             rows = self._visible(c, scope, ids, "seq, id")
             seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
@@ -1184,12 +1202,34 @@ class SQLiteStore:
             self._cache_inflight, self._cache = self._cache, {}
         return touches, counts
 
+    def _carry(self, fence: Fence | None) -> dict[tuple[str, str, str], bytes]:
+        """Put the cache entries ``fence``'s job buffered (its claim just checked) among
+        those this transaction writes; they are returned to check on a rollback."""
+        mine: dict[tuple[str, str, str], bytes] = (
+            fence.carried.pop(id(self), {}) if fence is not None else {}
+        )
+        if mine:
+            with self._counter_lock:
+                self._cache_inflight = {**(self._cache_inflight or {}), **mine}
+        return mine
+
     def _give_back_counters(
-        self, touches: dict[int, tuple[int, datetime]], counts: dict[tuple[int, str], int]
+        self,
+        touches: dict[int, tuple[int, datetime]],
+        counts: dict[tuple[int, str], int],
+        *,
+        carried: tuple[Fence | None, dict[tuple[str, str, str], bytes]] = (None, {}),
     ) -> None:
+        fence, mine = carried
         with self._counter_lock:
             self._inflight = None
             self._give_back_locked(touches, counts)
+            if mine and self._cache_inflight:
+                # the job's entries go back to its fence, never to the shared buffer (which
+                # any transaction writes, the job's claim checked or not)
+                back = {k: b for k, b in mine.items() if self._cache_inflight.pop(k, None) is b}
+                if fence is not None and back:
+                    fence.carried[id(self)] = {**back, **fence.carried.get(id(self), {})}
             if self._cache_inflight:  # newer entries (buffered since) win
                 self._cache = {**self._cache_inflight, **self._cache}
                 if self._pending_since is None:
@@ -1213,11 +1253,13 @@ class SQLiteStore:
     def _buffered_vectors(self, tok: str, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
         """Entries of ``keys`` buffered or being written (not yet in a snapshot)."""
         out: dict[str, Vector] = {}
+        fence = current_fence()
+        mine = fence.carried.get(id(self), {}) if fence is not None else {}
         with self._counter_lock:
-            if not self._cache and not self._cache_inflight:
+            if not self._cache and not self._cache_inflight and not mine:
                 return out
             for k in keys:
-                blob = self._cache.get((tok, model_id, k))
+                blob = mine.get((tok, model_id, k)) or self._cache.get((tok, model_id, k))
                 if blob is None and self._cache_inflight:
                     blob = self._cache_inflight.get((tok, model_id, k))
                 if blob is not None:
@@ -1446,6 +1488,11 @@ class SQLiteStore:
         blobs = {(tok, model_id, k): encode_vector(v) for k, v in vectors.items()}
         if not blobs:
             return
+        fence = current_fence()
+        if fence is not None:  # a job's: written by its next write, under its claim
+            with self._counter_lock:
+                fence.carried[id(self)] = {**fence.carried.get(id(self), {}), **blobs}
+            return
         with self._counter_lock:
             self._cache.update(blobs)
         self._buffered()
@@ -1548,6 +1595,12 @@ class SQLiteStore:
     ) -> None:
         with self._write() as c:
             outbox.fail_job(c, job_id, error, retry_at, lease_token)
+
+    def give_back_job(
+        self, job_id: str, reason: str, run_at: datetime, lease_token: str | None = None
+    ) -> None:
+        with self._write() as c:
+            outbox.give_back_job(c, job_id, reason, run_at, lease_token)
 
     def count_open_jobs(
         self, *, tenant: str | None = None, user: str | None = None, session: str | None = None

@@ -32,8 +32,11 @@ __all__ = [
     "enqueue",
     "fail_job",
     "finish_job",
+    "give_back_job",
+    "holds_claim",
     "list_jobs",
     "renew_leases",
+    "take_back_claims",
 ]
 
 _COLUMNS = (
@@ -230,6 +233,54 @@ async def fail_job(
             "lease_until = NULL, lease_token = NULL, run_after = %s",
             (error, encode_time(retry_at)),
         )
+
+
+async def give_back_job(
+    conn: psycopg.AsyncConnection[Any],
+    job_id: str,
+    reason: str,
+    run_at: datetime,
+    token: str | None = None,
+) -> None:
+    """Pending again at ``run_at``, the claim's attempt given back (the SQLite reference)."""
+    await _fenced(
+        conn,
+        job_id,
+        token,
+        "UPDATE jobs SET status = 'pending', last_error = %s, lease_until = NULL, "
+        "lease_token = NULL, run_after = %s, attempts = greatest(attempts - 1, 0)",
+        (reason, encode_time(run_at)),
+    )
+
+
+# FOR SHARE: conflicts with the purge's DELETE and with its UPDATE of the claim (FOR NO KEY
+# UPDATE, which FOR KEY SHARE would let through), so the purge waits for this write to
+# commit; a purge that came first makes this read wait for it and then find no row.
+HOLDS_CLAIM = (
+    "SELECT 1 FROM jobs WHERE id = %s AND lease_token = %s AND status = 'running' FOR SHARE"
+)
+
+
+async def holds_claim(conn: psycopg.AsyncConnection[Any], job_id: str, token: str) -> bool:
+    """Whether the job is still held under ``token``, its row locked until this write
+    transaction ends (:class:`~memstrata.jobs.Fence`)."""
+    return await (await conn.execute(HOLDS_CLAIM, (job_id, token))).fetchone() is not None
+
+
+async def take_back_claims(
+    conn: psycopg.AsyncConnection[Any], tenant: str, user: str, keep: str | None
+) -> int:
+    """The user's running jobs (but the claim ``keep``'s) pending again, their attempt given
+    back; the first statement of a purge's transaction, so it waits for the writes under
+    way under those claims and the purge's next statements see them (READ COMMITTED), and
+    takes the job rows before any record row (a job's write locks them in that order too)."""
+    cur = await conn.execute(
+        "UPDATE jobs SET status = 'pending', lease_until = NULL, lease_token = NULL, "
+        'attempts = greatest(attempts - 1, 0) WHERE tenant = %s AND "user" = %s '
+        "AND status = 'running' AND lease_token IS DISTINCT FROM %s",
+        (tenant, user, keep),
+    )
+    return int(cur.rowcount)
 
 
 async def count_open(

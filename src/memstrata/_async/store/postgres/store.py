@@ -56,7 +56,7 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.filters import Filters
-from memstrata.jobs import Job
+from memstrata.jobs import Job, JobRevokedError, current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
 from memstrata.store import fts5
@@ -121,6 +121,9 @@ _COLS = ", ".join(_QCOLS)
 _ROW = "seq, " + _COLS  # what reads fetch: never lex_tokens (an array psycopg would parse)
 _ORDERED_PAGE = "ORDER BY observed_at, seq LIMIT %s"
 _USERS_HELD = 100_000  # per-user facts a process keeps (vector counts, indexes ensured)
+# connect_timeout of a connection opened outside the pool (the first one, the LISTEN one):
+# a server that drops packets is reported in seconds, not after the OS's TCP timeout.
+CONNECT_TIMEOUT_S = 10
 _COPY_RECORDS = f"COPY records (seq, {_COLS}, lex_tokens, lex_len) FROM STDIN"
 _COPY_VECTORS = (
     'COPY vectors (seq, tenant, "user", model, dims, embedding, own) FROM STDIN (FORMAT BINARY)'
@@ -300,7 +303,7 @@ class AsyncPostgresStore:
         where = self._where
         try:
             first = await psycopg.AsyncConnection.connect(
-                self.options.conninfo, autocommit=True, connect_timeout=10
+                self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
         except psycopg.Error as exc:
             raise StoreError(
@@ -371,11 +374,17 @@ class AsyncPostgresStore:
         trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
         import psycopg
 
+        # A job's write first checks (and locks) its claim inside the transaction: a purge
+        # deleted or took back the user's jobs before, or waits for this one (jobs.Fence).
+        # Not the relaxed writes behind searches (pipeline): counters and query entries.
+        fence = None if pipeline else current_fence()
         carried = self._take_deferred() if not self._held.n else {}
+        # the job's own cache entries, written only under its checked claim
+        mine = fence.carried.pop(id(self), {}) if fence is not None else {}
         # Written last: a record this transaction stores with an entry's very vector takes
         # the entry over (_insert), so the entry is never written; a purge here forgets the
         # purged user's entries (_forget_carried).
-        unowned = dict(carried)
+        unowned = {**carried, **mine}
         carrying = _CARRIED.set(unowned) if not self._held.n else None
         committing = False
         try:
@@ -388,6 +397,10 @@ class AsyncPostgresStore:
                 tx = conn.transaction()
                 await tx.__aenter__()
                 try:
+                    if fence is not None and not await outbox.holds_claim(
+                        conn, fence.job_id, fence.lease_token
+                    ):
+                        raise fence.refused()
                     yield conn
                     if unowned:
                         await conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
@@ -398,6 +411,9 @@ class AsyncPostgresStore:
                 await tx.__aexit__(None, None, None)
         except BaseException as exc:
             self._defer(carried)  # not written: the next transaction carries them
+            if fence is not None and mine and not isinstance(exc, JobRevokedError):
+                # back to the job, for its next write (refused: the claim and they are gone)
+                fence.carried[id(self)] = {**mine, **fence.carried.get(id(self), {})}
             if isinstance(exc, psycopg.Error):
                 raise translate(exc, self._where, committing=committing) from exc
             raise
@@ -983,7 +999,14 @@ class AsyncPostgresStore:
             for versions in (await self.histories(scope, ids)).values()
             for v in versions
         }
+        own = current_fence()
         async with self._write() as c:
+            # First: the user's running jobs may have read these records. They run again on
+            # what is left; their writes under way are waited for (and seen by what follows),
+            # later ones refused (jobs.Fence). Job rows before record rows, as a job locks.
+            await outbox.take_back_claims(
+                c, scope.tenant, scope.user, own.lease_token if own is not None else None
+            )
             rows = await self._visible(
                 c, scope, ids, 'seq, id, tenant, "user", lex_tokens', lock=True
             )
@@ -1091,6 +1114,12 @@ class AsyncPostgresStore:
         tok = scope_token(tenant, user)
         args = {"t": tenant, "u": user, "tok": tok}
         async with self._write() as c:
+            # First: the user's jobs go, waiting for any write under way under their claims
+            # (it then is deleted below: READ COMMITTED reads again); a later one is refused.
+            mine_args = (tenant, user)
+            jobs = (
+                await c.execute('DELETE FROM jobs WHERE tenant = %s AND "user" = %s', mine_args)
+            ).rowcount
             cache = (
                 _forget_carried(tok)
                 + (
@@ -1098,7 +1127,6 @@ class AsyncPostgresStore:
                 ).rowcount
             )
             await lexical.unindex_scope(c, tenant, user, tok)
-            mine_args = (tenant, user)
             vectors = (
                 await c.execute('DELETE FROM vectors WHERE tenant = %s AND "user" = %s', mine_args)
             ).rowcount
@@ -1108,9 +1136,6 @@ class AsyncPostgresStore:
                     'tenant = %s AND "user" = %s)',
                     mine_args,
                 )
-            ).rowcount
-            jobs = (
-                await c.execute('DELETE FROM jobs WHERE tenant = %s AND "user" = %s', mine_args)
             ).rowcount
             records = (
                 await c.execute('DELETE FROM records WHERE tenant = %s AND "user" = %s', mine_args)
@@ -1418,9 +1443,13 @@ class AsyncPostgresStore:
             return {}
         tok = scope_token(scope.tenant, scope.user)
         out: dict[str, Vector] = {}
+        fence = current_fence()
+        carried = fence.carried.get(id(self), {}) if fence is not None else {}
         with self._cache_lock:  # entries still being written behind a search (read first)
             for key in unique:
-                pending = self._cache_pending.get((tok, model_id, key))
+                pending = carried.get((tok, model_id, key)) or self._cache_pending.get(
+                    (tok, model_id, key)
+                )
                 if pending is not None:
                     out[key] = decode_vector(pending)
         rest = [key for key in unique if key not in out]
@@ -1451,9 +1480,14 @@ class AsyncPostgresStore:
             rows.append((tok, model_id, key, len(blob) // 4, blob))
         if not rows:
             return
+        mine = {(t, m, k): blob for t, m, k, _, blob in rows}
+        fence = current_fence()
+        if fence is not None:  # a job's: written by its next write, under its claim
+            with self._cache_lock:  # (and read from there by the job until then)
+                fence.carried[id(self)] = {**fence.carried.get(id(self), {}), **mine}
+            return
         # Until written, this process reads the entries from here (cached_vectors), so its
         # reads need not wait for the write; an entry leaves only once it is committed.
-        mine = {(t, m, k): blob for t, m, k, _, blob in rows}
         with self._cache_lock:
             self._cache_pending.update(mine)
         # A passage's entry (the text of a record about to be written: an add, a turn)
@@ -1607,6 +1641,12 @@ class AsyncPostgresStore:
         async with self._write() as c:
             await outbox.fail_job(c, job_id, error, retry_at, lease_token)
 
+    async def give_back_job(
+        self, job_id: str, reason: str, run_at: datetime, lease_token: str | None = None
+    ) -> None:
+        async with self._write() as c:
+            await outbox.give_back_job(c, job_id, reason, run_at, lease_token)
+
     async def count_open_jobs(
         self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
     ) -> int:
@@ -1624,7 +1664,9 @@ class AsyncPostgresStore:
 
         try:
             if self._listener is None:
-                conn = await psycopg.AsyncConnection.connect(self.options.conninfo, autocommit=True)
+                conn = await psycopg.AsyncConnection.connect(
+                    self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
+                )
                 await conn.execute(f"LISTEN {outbox.channel(self.options.schema)}")
                 self._listener = conn
             async for _ in self._listener.notifies(timeout=timeout, stop_after=1):
