@@ -239,6 +239,35 @@ def test_key_memory_tasks_end_session_jobs_stats_layers(served: Served) -> None:
     assert served.client.get(f"{U}/key-memory", headers=h).json()["records"] == []
 
 
+def test_export_carries_history_unless_asked_not_to(served: Served) -> None:
+    h = served.h(served.admin)
+    made = served.client.post(f"{U}/memories", headers=h, json={"content": "Alice keeps bees"})
+    rid = made.json()["id"]
+    changed = served.client.patch(
+        f"{U}/memories/{rid}",
+        headers=h,
+        json={"content": "Alice keeps two hives", "expected_version": 1},
+    )
+    assert changed.status_code == 200, changed.text
+    full = served.client.get(f"{U}/export", headers=h)
+    lines = [json.loads(x) for x in full.text.splitlines() if x.strip()]
+    assert lines[0]["version"] == 3
+    assert [x["past_version"]["content"]["raw"] for x in lines if "past_version" in x] == [
+        "Alice keeps bees"
+    ]
+    assert lines[-1] == {"end": "complete", "count": 1, "past_versions": 1}
+    bare = served.client.get(f"{U}/export", headers=h, params={"include_history": "false"})
+    plain = [json.loads(x) for x in bare.text.splitlines() if x.strip()]
+    assert plain[0]["version"] == 2 and not any("past_version" in x for x in plain)
+    assert plain[-1] == {"end": "complete", "count": 1}
+    imp = served.client.post(
+        "/v1/users/dora/import",
+        content=full.content,
+        headers={**h, "content-type": "application/x-ndjson"},
+    )
+    assert imp.status_code == 200 and imp.json()["versions"] == 1, imp.text
+
+
 def test_export_streams_jsonl_and_import_lands_in_the_callers_tenant(served: Served) -> None:
     h = served.h(served.admin)
     for i in range(5):

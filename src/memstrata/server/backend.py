@@ -139,7 +139,12 @@ class MemoryBackend(Protocol):
     async def jobs(self, scope: Scope, status: str | None) -> list[Job]: ...
     async def stats(self, scope: Scope) -> dict[str, Any]: ...
     def export(
-        self, scope: Scope, *, include_embeddings: bool, include_deleted: bool
+        self,
+        scope: Scope,
+        *,
+        include_embeddings: bool,
+        include_deleted: bool,
+        include_history: bool = True,
     ) -> AsyncIterator[str]:
         """The export's text as it is produced, a page of records a chunk."""
         ...
@@ -395,13 +400,21 @@ class Backend:
         return await self._call(self._mem.stats, scope)
 
     def export(
-        self, scope: Scope, *, include_embeddings: bool, include_deleted: bool
+        self,
+        scope: Scope,
+        *,
+        include_embeddings: bool,
+        include_deleted: bool,
+        include_history: bool = True,
     ) -> AsyncIterator[str]:
         """``export_chunks`` as it is produced: iterated on the event loop for an
         ``AsyncMemory``; for a sync ``Memory`` each chunk is made on a worker thread, the
         next only once this one is taken (a slow client holds back the walk, not memory)."""
         chunks = self._mem.export_chunks(
-            scope, include_embeddings=include_embeddings, include_deleted=include_deleted
+            scope,
+            include_embeddings=include_embeddings,
+            include_deleted=include_deleted,
+            include_history=include_history,
         )
         if isinstance(self.memory, Memory):
             return _made_in_threads(cast("Generator[str, None, None]", chunks))

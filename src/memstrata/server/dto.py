@@ -355,6 +355,7 @@ class ImportOut(BaseModel):
     skipped: int
     reembedded: int
     renamed: int = 0  # of imported: kept under a new id beside a record holding theirs
+    versions: int = 0  # earlier versions written with the imported records
 
 
 class Stats(BaseModel):

@@ -2,12 +2,13 @@
 
 The export is sent as the memory produces it, a page of records a chunk (the first byte
 leaves after the first page, and the server holds one page, not the user's history; no
-spool on disk). Its count is in its last line (``{"end": "complete", "count": N}``, format
-version 2, :mod:`memstrata.portability`): no ``X-Record-Count`` header, since the count is
-only known when the walk ends. An error before the first chunk is an ordinary error answer
-(404, 503, ...). An error after it, once the 200 has gone out, ends the body with
-``{"end": "failed", "error": {"code", "message"}}`` and leaves the chunked body
-unterminated (the server closes the connection, so an HTTP client reports an incomplete
+spool on disk). Its counts are in its last line (``{"end": "complete", "count": N,
+"past_versions": M}``: format version 3, with each record's history; version 2, without it,
+when ``include_history=false``; :mod:`memstrata.portability`): no ``X-Record-Count``
+header, since the counts are only known when the walk ends. An error before the first
+chunk is an ordinary error answer (404, 503, ...). An error after it, once the 200 has gone
+out, ends the body with ``{"end": "failed", "error": {"code", "message"}}`` and leaves the
+chunked body unterminated (the server closes the connection, so an HTTP client reports an incomplete
 transfer and ``curl`` exits non-zero); an import refuses a body without its complete end
 line either way. Such a failure is logged once, as one ``ERROR`` record of the
 ``memstrata.server`` logger with the request's context (method, path, tenant, key id, user,
@@ -58,9 +59,10 @@ router = APIRouter(prefix="/v1/users/{user}", tags=["portability"], responses=ER
     responses={
         200: {
             "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
-            "description": "One JSON object per line: a header, one line per record, and "
-            'an end line {"end": "complete", "count": N}; an export without that end line '
-            "is incomplete",
+            "description": "One JSON object per line: a header, one line per record "
+            "followed by its earlier versions (past_version lines; none with "
+            'include_history=false), and an end line {"end": "complete", "count": N, '
+            '"past_versions": M}; an export without that end line is incomplete',
         }
     },
 )
@@ -70,9 +72,13 @@ async def export(
     caller: CallerDep,
     include_embeddings: bool = False,
     include_deleted: bool = True,
+    include_history: bool = True,
 ) -> StreamingResponse:
     chunks = state_of(request.app).backend.export(
-        caller.scope(user), include_embeddings=include_embeddings, include_deleted=include_deleted
+        caller.scope(user),
+        include_embeddings=include_embeddings,
+        include_deleted=include_deleted,
+        include_history=include_history,
     )
     # The header and the first page (or the whole of a small export): what fails here is
     # answered with its own status, before any byte of a 200.
@@ -183,6 +189,7 @@ async def import_(request: Request, user: UserPath, caller: CallerDep) -> Import
         skipped=report.skipped,
         reembedded=report.reembedded,
         renamed=report.renamed,
+        versions=report.versions,
     )
 
 
