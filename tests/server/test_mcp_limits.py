@@ -1,9 +1,11 @@
-"""`memstrata mcp` enforces quotas (both transports) and rate limits (HTTP), as `serve` does."""
+"""`memstrata mcp` enforces quotas (both transports), rate limits and a body cap (HTTP), as
+`serve` does."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +100,31 @@ def test_http_transport_rate_limits_a_tenant_over_all_its_keys(tmp_path: Path) -
         replies = _statuses(m.url, [one, two, two, other])
     assert [r.status_code == 429 for r in replies] == [False, False, True, False]
     assert "tenant 'acme'" in replies[2].text
+
+
+def test_http_transport_refuses_a_body_over_max_body(tmp_path: Path) -> None:
+    """Before session 22 ``mcp --transport http`` had no ``--max-body``: a 2 MB ping was
+    read and answered 200 (only a 20 MB one met a cap: the SDK's plain-text 413)."""
+    db = tmp_path / "body.db"
+    keys = SQLiteKeyStore(str(db))
+    key = keys.create("acme").secret
+    keys.close()
+    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"}
+    big = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 300_000}}
+    with (
+        mcp_http(f"sqlite:///{db}", tmp_path, "--max-body", "200000") as m,
+        httpx2.Client(timeout=30) as http,
+    ):
+        refused = http.post(m.url, json=big, headers=headers)
+        fine = http.post(m.url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=headers)
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+            yield b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"pad": "'
+            for _ in range(30):
+                yield b"y" * 10_000
+            yield b'"}}'
+
+        streamed = http.post(m.url, content=chunks(), headers=headers)
+    assert refused.status_code == 413 and "larger than 200000 bytes" in refused.text
+    assert streamed.status_code == 413
+    assert fine.status_code == 200, fine.text

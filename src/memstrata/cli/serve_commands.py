@@ -69,6 +69,8 @@ ShutdownTimeout = Annotated[
     ),
 ]
 
+MAX_BODY = 1024 * 1024
+MaxBody = Annotated[int, typer.Option(min=1, help="Largest request body, bytes (413 above).")]
 HeaderTimeout = Annotated[
     float,
     typer.Option(
@@ -262,7 +264,7 @@ def serve(
     ] = None,
     user_quota: UserQuota = "",
     tenant_quota: TenantQuota = "",
-    max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 1024 * 1024,
+    max_body: MaxBody = MAX_BODY,
     background: Annotated[
         bool, typer.Option(help="Run background jobs in the server (else run `memstrata worker`).")
     ] = True,
@@ -405,6 +407,7 @@ def mcp(
     shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,
     header_timeout: HeaderTimeout = HEADER_TIMEOUT_S,
     body_timeout: BodyTimeout = BODY_TIMEOUT_S,
+    max_body: MaxBody = MAX_BODY,
 ) -> None:
     """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP).
 
@@ -429,6 +432,7 @@ def mcp(
         tenant_burst=tenant_burst,
         user_quota=user_quota,
         tenant_quota=tenant_quota,
+        max_body=max_body,
     )
     try:
         status = run_mcp(

@@ -88,7 +88,9 @@ def run_mcp(
         from ..server.run import serve_until_stopped
 
         server = build_mcp_server(backend, Identity(None, user, session, agent, keys=keys))
-        app = http_app(server, keys, host=host, limits=_rate_limits(config, memory))
+        app = http_app(
+            server, keys, host=host, limits=_rate_limits(config, memory), max_body=config.max_body
+        )
         sdk_lifespan = app.router.lifespan_context
 
         @asynccontextmanager

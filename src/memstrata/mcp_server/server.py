@@ -28,7 +28,7 @@ from ..server.backend import MemoryBackend
 from ..server.errors import ApiError, error_response
 from ..server.key_cache import lookup
 from ..server.keys import KeyStore
-from ..server.limits import Limiter, admit
+from ..server.limits import BodyLimit, Limiter, admit
 from ..server.priority import whole_body
 from .identity import Identity, bearer_of
 
@@ -359,11 +359,15 @@ def http_app(
     *,
     host: str = "127.0.0.1",
     limits: tuple[Limiter, Limiter | None] | None = None,
+    max_body: int | None = None,
 ) -> Starlette:
     """The streamable HTTP app (at ``/mcp``) behind the API-key check and, when given, the
-    rate limits (``limits``: per key, per tenant)."""
+    rate limits (``limits``: per key, per tenant) and a body cap (``max_body`` bytes: 413
+    above it, before the SDK reads the body into memory)."""
     app = server.streamable_http_app(host=host, stateless_http=True, json_response=True)
     app.add_middleware(_RequireKey, keys=keys, limits=limits)
+    if max_body is not None:
+        app.add_middleware(BodyLimit, limit=max_body, large_limit=max_body)
     return app
 
 
