@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -128,3 +131,17 @@ def test_http_transport_refuses_a_body_over_max_body(tmp_path: Path) -> None:
     assert refused.status_code == 413 and "larger than 200000 bytes" in refused.text
     assert streamed.status_code == 413
     assert fine.status_code == 200, fine.text
+
+
+def test_http_transport_logs_json_lines(tmp_path: Path) -> None:
+    """As `serve` logs. Before session 22 the standalone endpoint configured no logging: at
+    the default level it logged nothing (a stalled client's 408 was invisible)."""
+    db = tmp_path / "log.db"
+    with mcp_http(f"sqlite:///{db}", tmp_path, "--header-timeout", "1") as m:
+        stalled = socket.create_connection(m.address)
+        stalled.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+        time.sleep(2.5)
+        stalled.close()
+    lines = [json.loads(x) for x in m.log_text().splitlines() if x.strip()]
+    assert any("headers did not arrive within 1 s" in x["message"] for x in lines)
+    assert all(x["level"] in ("debug", "info", "warning", "error") for x in lines)

@@ -69,6 +69,7 @@ ShutdownTimeout = Annotated[
     ),
 ]
 
+LogLevel = Annotated[str, typer.Option(help="debug, info, warning, error.")]
 MAX_BODY = 1024 * 1024
 MaxBody = Annotated[int, typer.Option(min=1, help="Largest request body, bytes (413 above).")]
 HeaderTimeout = Annotated[
@@ -268,7 +269,7 @@ def serve(
     background: Annotated[
         bool, typer.Option(help="Run background jobs in the server (else run `memstrata worker`).")
     ] = True,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning, error.")] = "info",
+    log_level: LogLevel = "info",
     mcp_endpoint: Annotated[
         bool, typer.Option("--mcp/--no-mcp", help="Serve the MCP endpoint at /mcp too.")
     ] = True,
@@ -408,6 +409,7 @@ def mcp(
     header_timeout: HeaderTimeout = HEADER_TIMEOUT_S,
     body_timeout: BodyTimeout = BODY_TIMEOUT_S,
     max_body: MaxBody = MAX_BODY,
+    log_level: LogLevel = "info",
 ) -> None:
     """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP).
 
@@ -424,6 +426,10 @@ def mcp(
     settings: Settings = ctx.obj
     if transport not in ("stdio", "http"):
         fail(f"--transport {transport!r} is not one of: stdio, http")
+    if transport == "http":  # JSON lines on stderr, as `serve` logs (stdio: stdout is MCP's)
+        from ..server.observe import configure_logging
+
+        configure_logging(log_level)
     config = _serve_config(
         settings,
         rate_limit=rate_limit,
