@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memstrata.audit import AuditEvent
-from memstrata.errors import ValidationError
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
-from memstrata.store.past_versions import check_past, history_key
+from memstrata.store.past_versions import history_key
 from memstrata.store.postgres.vectors import vector_array
 from memstrata.store.sqlite.codec import (
     COLUMNS,
@@ -38,9 +37,9 @@ from memstrata.store.sqlite.codec import (
 )
 from memstrata.store.sqlite.history import (
     apply_delta,
+    archived,
     decode_delta,
     encode_delta,
-    past_deltas,
     reverse_delta,
 )
 from memstrata.store.sqlite.outbox import job_from_row, job_row
@@ -256,18 +255,7 @@ def insert_history(c: Any, histories: Sequence[Sequence[MemoryRecord]]) -> None:
             )
         ).fetchall()
     }
-    archive: list[tuple[int, int, bytes]] = []
-    for key, past in zip(keys, wanted, strict=True):
-        row = rows.get(key)
-        if row is None:
-            raise ValidationError(
-                f"record {key[2]!r} of {key[0]}/{key[1]} is not stored: insert it before "
-                "its earlier versions; nothing was written"
-            )
-        seq = int(row["seq"])
-        check_past(past, int(row["version"]), seq in kept)
-        kept.add(seq)  # the same record twice in one call: refused as having history
-        archive += [(seq, v, blob) for v, blob in past_deltas(row, past)]
+    archive = archived(rows, wanted, kept)
     with c.cursor() as cur:
         cur.executemany(
             "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)", archive

@@ -21,14 +21,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...audit import AuditEvent
-from ...errors import ValidationError
 from ...jobs import Job
 from ...records import MemoryRecord
 from ..base import CacheEntry, RecordDump
-from ..past_versions import check_past, history_key
+from ..past_versions import history_key
 from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
-from .history import apply_delta, decode_delta, encode_delta, past_deltas, reverse_delta
+from .history import apply_delta, archived, decode_delta, encode_delta, reverse_delta
 from .outbox import job_from_row, job_row
 
 if TYPE_CHECKING:
@@ -189,18 +188,7 @@ def insert_history(c: sqlite3.Connection, histories: Sequence[Sequence[MemoryRec
                 part,
             )
         )
-    archive: list[tuple[int, int, bytes]] = []
-    for past in wanted:
-        row = rows.get(history_key(past))
-        if row is None:
-            raise ValidationError(
-                f"record {past[0].id!r} of {past[0].tenant}/{past[0].user} is not stored: "
-                "insert it before its earlier versions; nothing was written"
-            )
-        seq = int(row["seq"])
-        check_past(past, int(row["version"]), seq in kept)
-        kept.add(seq)  # the same record twice in one call: refused as having history
-        archive += [(seq, v, blob) for v, blob in past_deltas(row, past)]
+    archive = archived(rows, wanted, kept)
     c.executemany(_ARCHIVE, archive)
 
 

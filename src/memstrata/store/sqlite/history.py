@@ -42,7 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import ValidationError
 from ...records import MemoryRecord
+from ..past_versions import check_past, history_key
 from .codec import COLUMNS, decode_record, encode_record
 
 __all__ = [
@@ -380,3 +382,27 @@ def past_deltas(current: Any, past: Sequence[MemoryRecord]) -> list[tuple[int, b
         (int(old["version"]), encode_delta(reverse_delta(old, after)))
         for old, after in zip(rows, newer, strict=True)
     ]
+
+
+def archived(
+    rows: Mapping[tuple[str, str, str], Any],
+    wanted: Sequence[Sequence[MemoryRecord]],
+    kept: set[int],
+) -> list[tuple[int, int, bytes]]:
+    """The ``record_history`` rows ``(seq, version, delta)`` of each earlier-version sequence
+    in ``wanted``, checked (:func:`check_past`) against its record's stored row in ``rows``
+    (by tenant, user and id). ``kept``: the seqs that have history already; each sequence's
+    record joins them, so a record given twice is refused."""
+    out: list[tuple[int, int, bytes]] = []
+    for past in wanted:
+        row = rows.get(history_key(past))
+        if row is None:
+            raise ValidationError(
+                f"record {past[0].id!r} of {past[0].tenant}/{past[0].user} is not stored: "
+                "insert it before its earlier versions; nothing was written"
+            )
+        seq = int(row["seq"])
+        check_past(past, int(row["version"]), seq in kept)
+        kept.add(seq)
+        out += [(seq, v, blob) for v, blob in past_deltas(row, past)]
+    return out
