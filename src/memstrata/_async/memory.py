@@ -979,11 +979,12 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     ) -> PurgeReport:
         """One pass of :meth:`_purge`; ``again``: the records themselves are gone already,
         what was derived from them since is purged."""
-        from memstrata._async.context.builder import forget_texts
+        from memstrata.traces import forget_words
 
-        forget_texts()  # sentences of the purged records may be among them
+        # What this process keeps of users' words between calls (sentences, names, terms,
+        # the embedders' vectors of texts) may hold the purged records'.
+        forget_words()
         if record_ids is None:
-            self._embedder.forget()
             return await self._store.purge_user(scope.tenant, scope.user)
         from memstrata._async.consolidation import refresh_stale_summaries
         from memstrata._async.rederive import rederive

@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from memstrata.traces import keeps_words
+
 __all__ = ["named_speakers"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -40,6 +42,11 @@ def _pattern(name: str) -> re.Pattern[str] | None:
         return None
     alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
     return re.compile(rf"(?<![\w'’])(?:{alternatives})(?![\w])")
+
+
+# Names are users' words, kept here and in ``re``'s own cache (memstrata.traces).
+keeps_words(_pattern.cache_clear)
+keeps_words(re.purge)
 
 
 def named_speakers(question: str, speakers: Iterable[str]) -> frozenset[str]:

@@ -35,6 +35,7 @@ from memstrata.embedder.base import Embedder, Matrix, check_vectors
 from memstrata.embedder.batching import CoalescingEmbedder
 from memstrata.embedder.cache_types import LRUEmbeddingCache, Vector, cache_key
 from memstrata.scope import Scope
+from memstrata.traces import keeps_words_of
 
 __all__ = [
     "CachedEmbedder",
@@ -75,6 +76,7 @@ class CachedEmbedder:
         self._model = CoalescingEmbedder(inner)
         self._durable = cache
         self._lru = LRUEmbeddingCache(lru_entries)
+        keeps_words_of(self)  # a purge anywhere empties the LRU (memstrata.traces)
 
     @property
     def inner(self) -> Embedder:
@@ -93,8 +95,8 @@ class CachedEmbedder:
         return ScopedEmbedder(self, scope)
 
     def forget(self) -> None:
-        """Empty the in-process LRU (after a purge; the durable cache is purged by the
-        store)."""
+        """Empty the in-process LRU (after a purge, :func:`memstrata.traces.forget_words`;
+        the durable cache is purged by the store)."""
         self._lru.clear()
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:

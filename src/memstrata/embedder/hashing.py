@@ -15,6 +15,7 @@ from itertools import repeat
 
 import numpy as np
 
+from ..traces import keeps_words_of
 from .base import Matrix, check_vectors
 
 __all__ = ["HashingEmbedder"]
@@ -58,6 +59,11 @@ class HashingEmbedder:
         self._dims = dims
         # word -> (buckets, signed weights) of every feature of the word
         self._words: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+        keeps_words_of(self)  # the words are users' (memstrata.traces)
+
+    def forget(self) -> None:
+        """Drop the words kept (after a purge)."""
+        self._words.clear()
 
     @property
     def model_id(self) -> str:

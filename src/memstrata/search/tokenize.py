@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from memstrata.search import scripts
+from memstrata.traces import keeps_words
 
 __all__ = ["tokenize", "tokenize_v10"]
 
@@ -61,6 +62,17 @@ def _stemmer() -> Any:
     import Stemmer
 
     return Stemmer.Stemmer("english")
+
+
+@keeps_words
+def _forget_stems() -> None:
+    """Empty the stemmer's own cache of the words it stemmed (users' words): setting its
+    size to 0 empties it."""
+    if _stemmer.cache_info().currsize:
+        stemmer = _stemmer()
+        size = stemmer.maxCacheSize
+        stemmer.maxCacheSize = 0
+        stemmer.maxCacheSize = size
 
 
 def _cut(run: str) -> list[str]:

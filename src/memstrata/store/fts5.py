@@ -33,6 +33,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+from ..traces import keeps_words
+
 __all__ = [
     "B",
     "K1",
@@ -83,6 +85,9 @@ def tokens(term: str) -> tuple[str, ...]:
         conn.execute("INSERT INTO t (rowid, terms) VALUES (1, ?)", (term,))
         rows = conn.execute("SELECT term FROM v WHERE doc = 1 ORDER BY offset").fetchall()
     return tuple(str(r[0]) for r in rows)
+
+
+keeps_words(tokens.cache_clear)  # the terms are users' words (memstrata.traces)
 
 
 def _marked(term: str) -> bool:

@@ -35,6 +35,7 @@ from memstrata.search.hit import SearchHit, layer_of
 from memstrata.search.tokenize import tokenize
 from memstrata.store.types import RecordView, speaker_of
 from memstrata.tokens import estimate_tokens
+from memstrata.traces import keeps_words
 
 # sync: from memstrata.search.search_tasks import CONTEXT_POOL, join, spawn
 
@@ -147,9 +148,10 @@ def _asked(text: str) -> float:
     return question_share(text)
 
 
+@keeps_words
 def forget_texts() -> None:
-    """Drop the sentences this process keeps between builds (``Memory.purge`` calls it, as
-    it empties the embedder's in-process cache)."""
+    """Drop the sentences this process keeps between builds (a purge does, through
+    :func:`memstrata.traces.forget_words`)."""
     _terms.cache_clear()
     _dated.cache_clear()
     _asked.cache_clear()

@@ -33,6 +33,7 @@ from memstrata._async.embedder.base import AsyncEmbedder, Matrix, check_vectors
 from memstrata._async.embedder.batching import AsyncCoalescingEmbedder
 from memstrata.embedder.cache_types import LRUEmbeddingCache, Vector, cache_key
 from memstrata.scope import Scope
+from memstrata.traces import keeps_words_of
 
 __all__ = [
     "AsyncCachedEmbedder",
@@ -75,6 +76,7 @@ class AsyncCachedEmbedder:
         self._model = AsyncCoalescingEmbedder(inner)
         self._durable = cache
         self._lru = LRUEmbeddingCache(lru_entries)
+        keeps_words_of(self)  # a purge anywhere empties the LRU (memstrata.traces)
 
     @property
     def inner(self) -> AsyncEmbedder:
@@ -93,8 +95,8 @@ class AsyncCachedEmbedder:
         return AsyncScopedEmbedder(self, scope)
 
     def forget(self) -> None:
-        """Empty the in-process LRU (after a purge; the durable cache is purged by the
-        store)."""
+        """Empty the in-process LRU (after a purge, :func:`memstrata.traces.forget_words`;
+        the durable cache is purged by the store)."""
         self._lru.clear()
 
     async def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:

@@ -87,7 +87,7 @@ from memstrata.store.sqlite.history import (
     reverse_delta,
     versions_by_id,
 )
-from memstrata.store.sqlite.vectors import PURGE_EPOCH
+from memstrata.store.sqlite.vectors import PURGE_EPOCH, PURGES
 from memstrata.store.types import (
     CacheEntry,
     Candidate,
@@ -1059,6 +1059,7 @@ class PostgresStore:
                     )["n"]
                 )
                 self._bump(c, scope.tenant, scope.user)
+                c.execute(_BUMP, (PURGES,))  # other processes forget the words
         return PurgeReport(
             records=counts["records"],
             versions=counts["versions"],
@@ -1124,6 +1125,7 @@ class PostgresStore:
             # purge epoch (a row of no one, vectors.py) tells every process's cache to reload.
             c.execute("DELETE FROM scope_generation WHERE scope_tok = %s", (tok,))
             c.execute(_BUMP, (PURGE_EPOCH,))
+            c.execute(_BUMP, (PURGES,))  # other processes forget the words (traces.py)
             # quota counters and the user's quota override name the user by a hash
             c.execute(
                 "DELETE FROM meta WHERE key LIKE %s", (f"quota:%:{subject_hash(tenant, user)}:%",)

@@ -32,6 +32,7 @@ from ...records import (
     Source,
     Visibility,
 )
+from ...traces import keeps_words
 from ..base import Vector
 from ..types import RecordView, speaker_of
 
@@ -152,6 +153,9 @@ def scope_token(tenant: str, user: str) -> str:
     """
     digest = hashlib.blake2b(f"{tenant}\x00{user}".encode(), digest_size=10).hexdigest()
     return "s" + digest
+
+
+keeps_words(scope_token.cache_clear)  # its keys are user ids (memstrata.traces)
 
 
 def encode_record(r: MemoryRecord) -> tuple[Any, ...]:

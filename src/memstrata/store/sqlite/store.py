@@ -74,7 +74,7 @@ from .codec import (
 )
 from .history import COUNTERS, encode_delta, reverse_delta, versions_by_id
 from .migrations import SCHEMA_VERSION, migrate, schema_version
-from .vectors import PURGE_EPOCH, VectorCache, top_k
+from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
 from .where import (
     LIVE_SQL,
     filters_index,
@@ -853,6 +853,7 @@ class SQLiteStore:
                 ).fetchone()[0]
             if seqs:
                 self._bump(c, scope.tenant, scope.user)
+                c.execute(_BUMP, (PURGES,))  # other processes forget the words (traces.py)
         if seqs:
             self._scrub()
         return PurgeReport(
@@ -956,6 +957,7 @@ class SQLiteStore:
             # The user's generation row is gone (no trace of them left): the purge epoch, a
             # row of no one, tells every process's vector cache to reload (vectors.py).
             c.execute(_BUMP, (PURGE_EPOCH,))
+            c.execute(_BUMP, (PURGES,))  # other processes forget the words (traces.py)
             c.execute(
                 "DELETE FROM meta WHERE key LIKE ?", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )

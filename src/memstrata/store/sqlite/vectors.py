@@ -40,10 +40,11 @@ import numpy.typing as npt
 from ...filters import Filters
 from ...records import RecordStatus, RecordType
 from ...scope import Scope
+from ...traces import PurgeCount
 from ..base import Vector
 from .codec import scope_token
 
-__all__ = ["PURGE_EPOCH", "UserVectors", "VectorCache", "dot", "top_k"]
+__all__ = ["PURGES", "PURGE_EPOCH", "UserVectors", "VectorCache", "dot", "top_k"]
 
 # Rows: (change number, id, type, agent, session, visibility, status, superseded,
 # importance, vector bytes, seq).
@@ -58,11 +59,15 @@ ORDER BY v.rev, v.seq
 _STATE = """
 SELECT (SELECT generation FROM scope_generation WHERE scope_tok = ?),
        (SELECT max(rev) FROM vectors WHERE tenant = ? AND user = ?),
+       (SELECT generation FROM scope_generation WHERE scope_tok = ?),
        (SELECT generation FROM scope_generation WHERE scope_tok = ?)
 """
 # The scope_generation row bumped by every purge_user (it deletes the user's own row, so a
 # cache in another process could not tell a purged user's new rows from their old ones).
 PURGE_EPOCH = ""
+# The row every purge bumps, of some records or of a user: a process that reads it risen
+# forgets what it keeps of users' words (memstrata.traces.PurgeCount).
+PURGES = "purges"
 
 # Record types as small integers: a type filter is then an integer ``isin`` (tens of µs
 # for 10k rows) instead of one over Python strings (~2 ms, the largest part of a search's
@@ -258,6 +263,7 @@ class VectorCache:
         )
         self._lock = threading.Lock()
         self.rows_loaded = 0  # vector rows read from the database (work counter, for tests)
+        self.purges = PurgeCount()
 
     def clear(self) -> None:
         with self._lock:
@@ -288,9 +294,10 @@ class VectorCache:
         Runs inside the caller's read transaction, so state and rows come from one snapshot
         (a state another thread brought further than this snapshot is returned as it is).
         """
-        generation, max_rev, epoch = conn.execute(
-            _STATE, (scope_token(tenant, user), tenant, user, PURGE_EPOCH)
+        generation, max_rev, epoch, purges = conn.execute(
+            _STATE, (scope_token(tenant, user), tenant, user, PURGE_EPOCH, PURGES)
         ).fetchone()
+        self.purges.read(int(purges or 0))
         # both counts only grow; a purge_user resets the user's to 0 and raises the epoch's
         generation = (int(epoch or 0) << 40) + int(generation or 0)
         max_rev = int(max_rev or 0)

@@ -36,6 +36,7 @@ from memstrata.store.postgres.where import filters_sql, needs_python, scope_sql
 from memstrata.store.sqlite.codec import COLUMNS, scope_token
 from memstrata.store.sqlite.vectors import UserVectors, dot, top_k
 from memstrata.store.types import Candidate, Vector
+from memstrata.traces import PurgeCount
 
 __all__ = [
     "AsyncVectorCache",
@@ -68,11 +69,13 @@ SELECT (SELECT generation FROM scope_generation WHERE scope_tok = %s),
        (SELECT generation FROM scope_generation WHERE scope_tok = ''),
        (SELECT ARRAY[count(*), coalesce(sum(vseq), 0)]::bigint[] FROM vectors
         WHERE tenant = %s AND "user" = %s AND dims = %s AND vseq > %s),
-       pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+       pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+       (SELECT generation FROM scope_generation WHERE scope_tok = 'purges')
 """
 # The third column is the purge epoch: the scope_generation row of no one that every
 # purge_user bumps, because it deletes the user's own row (which names them by their scope
-# token) and a cache in another process could not tell otherwise (as in SQLite).
+# token) and a cache in another process could not tell otherwise (as in SQLite). The last
+# is the count of purges (sqlite/vectors.py ``PURGES``; memstrata.traces.PurgeCount).
 _COUNT = 'SELECT count(*) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s'
 # A transaction id newer than every one assigned before this statement (it assigns one to
 # the statement's own transaction, which writes nothing; read once per load, not per search).
@@ -143,6 +146,7 @@ class AsyncVectorCache:
             weakref.WeakValueDictionary()
         )
         self._lock = threading.Lock()
+        self.purges = PurgeCount()
 
     def clear(self) -> None:
         with self._lock:
@@ -176,6 +180,7 @@ class AsyncVectorCache:
             assert row is not None  # noqa: S101 - a SELECT of scalars always returns a row
             generation, max_vseq = (int(row[2] or 0) << 40) + int(row[0] or 0), int(row[1] or 0)
             (window, window_sum), xmin = row[3], int(row[4])
+            self.purges.read(int(row[5] or 0))
             if held is not None and held[0].generation == generation:
                 cached, settling = held
                 seen = settling.seen
