@@ -413,9 +413,14 @@ class Memory:
         stored_dims = self._store.get_meta(_META_DIMS)
         if stored is not None and (stored != model or stored_dims != str(dims)) and reembed:
             from memstrata.reembed import reembed_store
+            from memstrata.store.one_model import NEXT_KEY
 
+            # While it runs, the store takes vectors of both models (store/one_model.py).
             reembed_store(self._store, self._embedder)
-            stored = None
+            self._store.set_meta(_META_DIMS, str(dims))
+            self._store.set_meta(_META_MODEL, model)
+            self._store.set_meta(NEXT_KEY, "")
+            return
         if stored is None:
             # Dims before the model: another process opening the same new store reads the
             # model first, so once it sees a model it also sees its dims.

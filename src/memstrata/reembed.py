@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from memstrata.embedder.base import Embedder
 from memstrata.records import MemoryRecord
+from memstrata.store import one_model
 from memstrata.store.base import Store
 
 __all__ = ["MAX_PASSES", "reembed_store"]
@@ -33,6 +34,7 @@ def reembed_store(
     a walk pages by insertion order, and on PostgreSQL a row committed after a later one
     (its ``seq`` taken earlier) is behind the page the walk has reached when it appears.
     """
+    _mark(store, embedder)
     done = 0
     for _ in range(MAX_PASSES):
         found = 0
@@ -51,6 +53,16 @@ def reembed_store(
         if not found:
             break
     return done
+
+
+def _mark(store: Store, embedder: Embedder) -> None:
+    """Let the store take this model's vectors beside its own until the caller switches it
+    (``reembed_to``, store/one_model.py); a store of this model, or of none yet, needs no
+    mark."""
+    model = store.get_meta(one_model.MODEL_KEY)
+    dims = store.get_meta(one_model.DIMS_KEY)
+    if model is not None and (model, dims) != (embedder.model_id, str(embedder.dims)):
+        store.set_meta(one_model.NEXT_KEY, f"{embedder.model_id}\t{embedder.dims}")
 
 
 def _made_by(record: MemoryRecord, embedder: Embedder) -> bool:

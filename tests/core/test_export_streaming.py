@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from legacy_vectors import another_model
 from memstrata import AsyncMemory, FixedClock, Memory, Message, Scope
 from memstrata.cli.app import app
 from memstrata.codec import record_to_dict
@@ -113,7 +114,8 @@ def test_the_embedder_is_called_in_bounded_batches(tmp_path: Path) -> None:
         _fill(src, ALICE, n)
         # Stored by another model (an older one): an export must embed them again.
         old = [(r, np.ones(8, np.float32)) for page in src.store.scan() for r in page]
-        src.store.set_vectors(old, "older-model", 8)
+        with another_model(src.store, "older-model", 8):
+            src.store.set_vectors(old, "older-model", 8)
     counting = RecordingEmbedder()
     with Memory(f"sqlite:///{db}", embedder=counting, background=False) as mem:
         out = io.StringIO()

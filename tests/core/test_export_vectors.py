@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from legacy_vectors import another_model
 from memstrata import Memory, Scope
 from memstrata.embedder.base import Matrix
 from memstrata.portability import EXPORT_EMBED_BATCH
@@ -86,7 +87,8 @@ def test_a_vector_of_another_model_is_embedded_by_the_current_one(
     n = EXPORT_EMBED_BATCH + 20
     ids = _fill(mem, n)
     older = mem.store.get_many(ALICE, ids[: EXPORT_EMBED_BATCH + 5])
-    mem.store.set_vectors([(r, np.ones(8, np.float32)) for r in older], "older-model", 8)
+    with another_model(mem.store, "older-model", 8):
+        mem.store.set_vectors([(r, np.ones(8, np.float32)) for r in older], "older-model", 8)
     in_file = _vectors_of(_export(mem))
     assert sum(len(c) for c in counted.calls) == len(older)
     assert max(len(c) for c in counted.calls) <= EXPORT_EMBED_BATCH

@@ -17,6 +17,7 @@ import pytest
 from memstrata import Memory, Scope
 from memstrata.embedder.base import Matrix
 from memstrata.embedder.hashing import HashingEmbedder
+from memstrata.errors import EmbeddingMismatchError
 from memstrata.filters import Filters
 from memstrata.records import MemoryRecord
 from memstrata.reembed import reembed_store
@@ -120,10 +121,16 @@ def test_the_cli_run_again_reembeds_what_an_old_model_wrote_since(tmp_path: Path
     assert first.exit_code == 0, first.output
     assert json.loads(first.stdout)["other_models_found"] == 0
     with Memory(url, embedder=HashingEmbedder(dims=64), background=False) as m:
-        # a process still on the old model wrote this after the switch
         stale = m.store.get(SCOPE, old[1].id)
         vector = HashingEmbedder().embed_batch([stale.text])[0]
+        # a process still on the old model writing after the switch is refused
+        # (store/one_model.py) ...
+        with pytest.raises(EmbeddingMismatchError, match="nothing of this call was written"):
+            m.store.set_vectors([(stale, vector)], HashingEmbedder().model_id, 256)
+        # ... but one that wrote while a migration ran, after its last walk, is not
+        m.store.set_meta("reembed_to", "hashing-256\t256")
         m.store.set_vectors([(stale, vector)], HashingEmbedder().model_id, 256)
+        m.store.set_meta("reembed_to", "")
     again = CliRunner().invoke(app, migrate)
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["other_models_found"] == 1

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from legacy_vectors import another_model
 from memstrata import Memory, Scope
 from memstrata.embedder.cache import cache_key
 
@@ -95,7 +96,10 @@ def test_set_vectors_of_a_missing_record_writes_nothing(
         records = mem.list(ALICE.user_scope, limit=10)
         ghost = replace(records[0], id="no-such-record")
         items = [(r, np.ones(16, np.float32) / 4.0) for r in [*records, ghost]]
-        with pytest.raises(NotFoundError, match="no-such-record"):
+        with (
+            another_model(mem.store, "other-model", 16),
+            pytest.raises(NotFoundError, match="no-such-record"),
+        ):
             mem.store.set_vectors(items, "other-model", 16)
         assert {r.embedding_model for r in mem.list(ALICE.user_scope, limit=10)} == {
             mem.embedder.model_id

@@ -450,9 +450,14 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         stored_dims = await self._store.get_meta(_META_DIMS)
         if stored is not None and (stored != model or stored_dims != str(dims)) and reembed:
             from memstrata._async.reembed import reembed_store
+            from memstrata.store.one_model import NEXT_KEY
 
+            # While it runs, the store takes vectors of both models (store/one_model.py).
             await reembed_store(self._store, self._embedder)
-            stored = None
+            await self._store.set_meta(_META_DIMS, str(dims))
+            await self._store.set_meta(_META_MODEL, model)
+            await self._store.set_meta(NEXT_KEY, "")
+            return
         if stored is None:
             # Dims before the model: another process opening the same new store reads the
             # model first, so once it sees a model it also sees its dims.

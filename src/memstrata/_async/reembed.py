@@ -7,6 +7,7 @@ from collections.abc import Callable
 from memstrata._async.embedder.base import AsyncEmbedder
 from memstrata._async.store.base import AsyncStore
 from memstrata.records import MemoryRecord
+from memstrata.store import one_model
 
 __all__ = ["MAX_PASSES", "reembed_store"]
 
@@ -31,6 +32,7 @@ async def reembed_store(
     a walk pages by insertion order, and on PostgreSQL a row committed after a later one
     (its ``seq`` taken earlier) is behind the page the walk has reached when it appears.
     """
+    await _mark(store, embedder)
     done = 0
     for _ in range(MAX_PASSES):
         found = 0
@@ -49,6 +51,16 @@ async def reembed_store(
         if not found:
             break
     return done
+
+
+async def _mark(store: AsyncStore, embedder: AsyncEmbedder) -> None:
+    """Let the store take this model's vectors beside its own until the caller switches it
+    (``reembed_to``, store/one_model.py); a store of this model, or of none yet, needs no
+    mark."""
+    model = await store.get_meta(one_model.MODEL_KEY)
+    dims = await store.get_meta(one_model.DIMS_KEY)
+    if model is not None and (model, dims) != (embedder.model_id, str(embedder.dims)):
+        await store.set_meta(one_model.NEXT_KEY, f"{embedder.model_id}\t{embedder.dims}")
 
 
 def _made_by(record: MemoryRecord, embedder: AsyncEmbedder) -> bool:

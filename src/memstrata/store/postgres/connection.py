@@ -31,6 +31,7 @@ from ...errors import (
     ValidationError,
     closed_store,
 )
+from .. import one_model
 
 __all__ = ["PgOptions", "driver", "mapped", "parse_url", "translate"]
 
@@ -141,6 +142,10 @@ def translate(
     if isinstance(exc, PoolClosed):  # close() was called: no lost connection to report
         return closed_store(where)
     message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip()
+    if getattr(exc, "sqlstate", None) == one_model.SQLSTATE:  # the trigger's: the store's model
+        detail = getattr(getattr(exc, "diag", None), "message_detail", None) or ""
+        model, _, dims = detail.partition("\t")
+        return one_model.refused(where, model, dims)
     if getattr(exc, "sqlstate", None) in _ROLLED_BACK:  # OperationalErrors too: checked first
         return ConflictError(
             f"{where} rolled this call back ({message}): another writer's transaction held "

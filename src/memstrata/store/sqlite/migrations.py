@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Final
 
 from ...errors import SchemaVersionError, StoreError
+from ..one_model import SQLITE_TRIGGERS
 from .codec import COLUMNS
 
 __all__ = [
@@ -446,6 +447,8 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (11, _v11),
     (12, _V12_NAME_INDEXES),
     (13, _V13_NO_QUERY_VECTORS),
+    # v14: a vector of a model other than the store's is refused (store/one_model.py)
+    (14, SQLITE_TRIGGERS),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

@@ -33,8 +33,8 @@ from ...filters import Filters
 from ...jobs import Fence, Job, current_fence
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
+from .. import one_model, shared_sql
 from .. import quota_counters as qc
-from .. import shared_sql
 from ..base import (
     CacheEntry,
     Candidate,
@@ -308,10 +308,12 @@ class SQLiteStore:
                 yield self._conn
                 if pending is not None:
                     self._write_cache(self._conn)
-            except BaseException:
+            except BaseException as exc:
                 self._conn.execute("ROLLBACK")
                 if pending is not None:
                     self._give_back_counters(*pending, carried=(fence, mine))
+                if one_model.refusal(exc):  # a vector of another model (one_model.py)
+                    raise self._refused_model() from None
                 raise
             try:
                 if pending is not None and (pending[0] or pending[1]):
@@ -383,6 +385,18 @@ class SQLiteStore:
     def _unit_of_work(self) -> Iterator[UnitOfWork]:
         with self._write() as c:
             yield _SQLiteUnitOfWork(self, c)
+
+    def _refused_model(self) -> StoreError:
+        """The error for a vector the store's trigger refused (caller holds the lock)."""
+        meta = dict(
+            self._conn.execute(
+                "SELECT key, value FROM meta WHERE key IN (?, ?)",
+                (one_model.MODEL_KEY, one_model.DIMS_KEY),
+            ).fetchall()
+        )
+        return one_model.refused(
+            repr(self.path), meta.get(one_model.MODEL_KEY), meta.get(one_model.DIMS_KEY)
+        )
 
     # --- metadata --------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

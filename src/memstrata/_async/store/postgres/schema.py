@@ -19,6 +19,7 @@ import psycopg
 from psycopg import sql
 
 from memstrata.errors import SchemaVersionError, StoreError
+from memstrata.store.one_model import PG_TRIGGERS
 from memstrata.store.postgres.where import nul_read_as
 from memstrata.store.sqlite.codec import COLUMNS
 
@@ -406,6 +407,8 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (13, _V13_NO_QUERY_VECTORS),
     (14, _V14_USER_HASH_INDEX),
     (15, _V15_OWN_VECTORS),
+    # v16: a vector of a model other than the store's is refused (store/one_model.py)
+    (16, PG_TRIGGERS),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
