@@ -8,7 +8,7 @@ from memstrata._async.embedder.base import AsyncEmbedder
 from memstrata._async.store.base import AsyncStore
 from memstrata.records import MemoryRecord
 
-__all__ = ["MAX_PASSES", "reembed_store"]
+__all__ = ["MAX_PASSES", "migrate_model", "reembed_store"]
 
 # Passes over the store at most: the second finds what the first could not see (below), a
 # third what writers still on the old model wrote meanwhile; the README says to stop them.
@@ -48,6 +48,24 @@ async def reembed_store(
         done += found
         if not found:
             break
+    return done
+
+
+async def migrate_model(
+    store: AsyncStore, embedder: AsyncEmbedder, *, model_key: str, dims_key: str, mark_key: str
+) -> int:
+    """Move the whole store to ``embedder``'s model: mark it (``mark_key`` holds
+    "model\tdims" of the model it moves to), re-embed every record, switch the store's
+    model (``dims_key`` before ``model_key``), then empty the mark. A run killed anywhere in
+    between leaves the mark, and the store holds vectors of two models until a run ends:
+    the caller refuses to open it as one model's meanwhile (``Memory``)."""
+    await store.set_meta(mark_key, f"{embedder.model_id}\t{embedder.dims}")
+    done = await reembed_store(store, embedder)
+    # Dims before the model: another process opening the store reads the model first, so
+    # once it sees a model it also sees its dims.
+    await store.set_meta(dims_key, str(embedder.dims))
+    await store.set_meta(model_key, embedder.model_id)
+    await store.set_meta(mark_key, "")
     return done
 
 
