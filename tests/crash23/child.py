@@ -30,6 +30,7 @@ from memstrata.embedder.base import Matrix
 from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.maintenance import Retention
 
+SCRIPT = __file__
 VICTIM = Scope("acme", "victim-user-7731", session="sv")
 
 
@@ -49,7 +50,9 @@ class Gate:
         self.seen = 0
 
     def statement(self, sql: str, on_steps: Any = None) -> None:
-        if self.pattern in ("", "embed"):
+        if self.pattern == "log":
+            print(" ".join(sql.split())[:70], file=sys.stderr, flush=True)
+        if self.pattern in ("", "embed", "log"):
             return
         if not sql.lower().lstrip().startswith(self.pattern):
             return
