@@ -10,11 +10,14 @@ outside would at that instant:
   hundred SQLite VM steps after that statement started (inside a ``VACUUM``, a long
   ``INSERT``: SQLite's progress handler);
 - ``embed@N``: the ``N``-th embedding call is about to run;
+- ``call:NAME@N``: the ``N``-th call of ``memstrata.portability.NAME`` (what an export
+  writes: ``record_lines`` a page, ``end_line`` its end) is about to run;
 - ``-``: no gate (the parent kills the process at a time of its choosing, after ``go`` is
   printed on stdout, or the operation runs to its end and prints ``done``).
 
 Ops: ``purge-user``, ``purge-ids IDS...``, ``import FILE``, ``reembed DIMS``,
-``compact``, ``maintain``, ``forget IDS...``.
+``compact``, ``maintain``, ``forget IDS...``, ``cli ARGS...`` (``memstrata --db URL
+ARGS...`` in this process, as the victim user).
 """
 
 from __future__ import annotations
@@ -133,8 +136,34 @@ def _pg_gate(gate: Gate) -> None:
             setattr(cls, name, execute)
 
 
+def _call_gate(spec: str) -> None:
+    import memstrata.portability as portability
+
+    name, _, n = spec.removeprefix("call:").partition("@")
+    plain, seen = getattr(portability, name), [0]
+
+    def gated(*args: Any, **kw: Any) -> Any:
+        seen[0] += 1
+        if seen[0] == int(n):
+            die()
+        return plain(*args, **kw)
+
+    setattr(portability, name, gated)
+
+
 def main(url: str, spec: str, op: str, args: list[str]) -> None:
+    if spec.startswith("call:"):
+        _call_gate(spec)
+        spec = "-"
     gate = Gate(spec)
+    if op == "cli":
+        from memstrata.cli.app import main as cli
+
+        sys.argv = ["memstrata", "--db", url, "--tenant", VICTIM.tenant, "--user", VICTIM.user]
+        sys.argv += ["--embedder", "hashing", *args]
+        print("go", flush=True)
+        cli()
+        return
     dims = int(args[0]) if op == "reembed" else 256
     embedder = GatedEmbedder(dims, gate)
     if url.startswith("postgresql"):
