@@ -11,7 +11,8 @@ outside would at that instant:
   ``INSERT``: SQLite's progress handler);
 - ``embed@N``: the ``N``-th embedding call is about to run;
 - ``call:NAME@N``: the ``N``-th call of ``memstrata.portability.NAME`` (what an export
-  writes: ``record_lines`` a page, ``end_line`` its end) is about to run;
+  writes: ``record_lines`` a page, ``end_line`` its end) is about to run, or of
+  ``module.NAME`` when dotted; ``after:...`` kills once that call returned;
 - ``-``: no gate (the parent kills the process at a time of its choosing, after ``go`` is
   printed on stdout, or the operation runs to its end and prints ``done``).
 
@@ -137,22 +138,28 @@ def _pg_gate(gate: Gate) -> None:
 
 
 def _call_gate(spec: str) -> None:
-    import memstrata.portability as portability
+    import importlib
 
-    name, _, n = spec.removeprefix("call:").partition("@")
-    plain, seen = getattr(portability, name), [0]
+    kind, _, rest = spec.partition(":")
+    path, _, n = rest.partition("@")
+    where, _, name = path.rpartition(".")
+    module = importlib.import_module(where or "memstrata.portability")
+    plain, seen = getattr(module, name), [0]
 
     def gated(*args: Any, **kw: Any) -> Any:
         seen[0] += 1
-        if seen[0] == int(n):
+        if kind == "call" and seen[0] == int(n):
             die()
-        return plain(*args, **kw)
+        out = plain(*args, **kw)
+        if kind == "after" and seen[0] == int(n):
+            die()
+        return out
 
-    setattr(portability, name, gated)
+    setattr(module, name, gated)
 
 
 def main(url: str, spec: str, op: str, args: list[str]) -> None:
-    if spec.startswith("call:"):
+    if spec.startswith(("call:", "after:")):
         _call_gate(spec)
         spec = "-"
     gate = Gate(spec)
