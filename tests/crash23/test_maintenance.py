@@ -65,3 +65,25 @@ def test_a_killed_retention_pass_loses_no_purge_from_the_audit(url: str, gate: s
         left = _turns(mem)
         assert len(turns - left) == 100
         assert turns - left <= set(_audited_purges(mem))
+
+
+def test_a_retention_purge_that_fails_says_so_after_its_events(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The events come first, so a purge that then fails (not a kill: an error) is
+    followed by a ``purge_failed`` event naming the same records, and nothing is purged."""
+    import memstrata.search.reply_terms as reply_terms
+    from memstrata.errors import StoreError
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise StoreError("the store went away")
+
+    turns = _fill(url)
+    monkeypatch.setattr(reply_terms, "purge_records", refused)
+    with Memory(url, embedder="hashing", background=False) as mem:
+        with pytest.raises(StoreError, match="went away"):
+            mem.maintain(VICTIM, retention=Retention.seed_002())
+        assert _turns(mem) == turns
+        (failed,) = mem.audit.query("acme", action="purge_failed")
+        assert sorted(failed.record_ids) == sorted(_audited_purges(mem))
+        assert "went away" in (failed.reason or "")

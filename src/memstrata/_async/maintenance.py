@@ -201,9 +201,22 @@ async def maintain(
             # Recorded before the purge, not with the pass's report at its end: a purge
             # cannot be undone, and a process killed after it left no event naming what
             # it destroyed. Killed between the two, the event precedes a purge that the
-            # next pass makes (and records again).
+            # next pass makes (and records again); a purge that fails says so too.
             await audit.append([_event(audit, uscope, e, actor) for e in purges])
-        await purge_records(ctx.store, uscope, [rid for rid, _ in purge_ids])
+        try:
+            await purge_records(ctx.store, uscope, [rid for rid, _ in purge_ids])
+        except Exception as exc:
+            if audit is not None:
+                await audit.record(
+                    uscope.tenant,
+                    actor,
+                    "purge_failed",
+                    user=uscope.user,
+                    record_ids=[rid for rid, _ in purge_ids],
+                    reason=f"the retention purge recorded before it failed: {exc}",
+                    policy="retention",
+                )
+            raise
     report.purged = len(purge_ids)
 
     # 5. consolidation when idle
