@@ -16,9 +16,9 @@ outside would at that instant:
 - ``-``: no gate (the parent kills the process at a time of its choosing, after ``go`` is
   printed on stdout, or the operation runs to its end and prints ``done``).
 
-Ops: ``purge-user``, ``purge-ids IDS...``, ``import FILE``, ``reembed DIMS``,
-``compact``, ``maintain``, ``forget IDS...``, ``cli ARGS...`` (``memstrata --db URL
-ARGS...`` in this process, as the victim user).
+Ops: ``purge-user``, ``purge-user-compact``, ``purge-ids IDS...``, ``import FILE``,
+``reembed DIMS``, ``compact``, ``maintain``, ``forget IDS...``, ``cli ARGS...``
+(``memstrata --db URL ARGS...`` in this process, as the victim user).
 """
 
 from __future__ import annotations
@@ -197,6 +197,8 @@ def main(url: str, spec: str, op: str, args: list[str]) -> None:
     print("go", flush=True)
     if op == "purge-user":
         mem.purge(VICTIM.user_scope)
+    elif op == "purge-user-compact":
+        mem.purge(VICTIM.user_scope, compact=True)
     elif op == "purge-ids":
         mem.purge(VICTIM.user_scope, args)
     elif op == "import":
