@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,35 @@ def test_a_purge_of_records_killed_leaves_no_byte_once_reopened(tmp_path: Path, 
         assert _words_left(path, words) == []
         assert _words_left(path, [b"flumble0020x"]) == [b"flumble0020x"]  # kept: still there
     assert _words_left(path, words) == []
+
+
+def _owed(path: Path) -> str | None:
+    conn = sqlite3.connect(path)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'scrub_owed'").fetchone()
+    finally:
+        conn.close()
+    return None if row is None else str(row[0])
+
+
+def test_a_wal_kept_busy_by_a_reader_stays_owed_and_is_reported(tmp_path: Path) -> None:
+    """A checkpoint another connection's read keeps from emptying the WAL leaves the marker
+    (and the whole-user purge counts the bytes left in ``remaining``); the next purge or
+    ``compact`` once the read ended finishes it."""
+    path = tmp_path / "m.db"
+    url = f"sqlite:///{path}"
+    ids = _fill(url)
+    with Memory(url, embedder="hashing", background=False) as mem:
+        mem.store._conn.execute("PRAGMA busy_timeout = 0")  # type: ignore[attr-defined]
+        reader = sqlite3.connect(path)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM records").fetchone()  # a snapshot held
+        mem.purge(VICTIM.user_scope, ids[:5])
+        assert _owed(path) == "checkpoint"
+        assert mem.purge(VICTIM.user_scope).remaining > 0  # its words are in the WAL still
+        assert _owed(path) == "checkpoint"  # VACUUMed: only the checkpoint is owed now
+        reader.rollback()
+        reader.close()
+        report = mem.compact()
+        assert report.checkpoint and _owed(path) is None
+        assert _words_left(path, [b"zorblattquix", VICTIM.user.encode()]) == []
