@@ -37,6 +37,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from memstrata.audit import AuditLog
+from memstrata.audit_types import AuditEvent
 from memstrata.clock import FixedClock
 from memstrata.consolidation import refresh_stale_summaries
 from memstrata.errors import ConflictError, NotFoundError, ValidationError
@@ -191,12 +192,31 @@ def maintain(
 
     # 4. retention
     purge_ids = _retention_victims(ctx, uscope, records, ret, now)
-    for rid, reason in purge_ids:
-        report.log.append(LogEntry(rid, "purge", "retention", reason, 0.0, now))
+    purges = [LogEntry(rid, "purge", "retention", reason, 0.0, now) for rid, reason in purge_ids]
+    report.log.extend(purges)
     if purge_ids and not dry_run:
         from memstrata.search.reply_terms import purge_records
 
-        purge_records(ctx.store, uscope, [rid for rid, _ in purge_ids])
+        if audit is not None:
+            # Recorded before the purge, not with the pass's report at its end: a purge
+            # cannot be undone, and a process killed after it left no event naming what
+            # it destroyed. Killed between the two, the event precedes a purge that the
+            # next pass makes (and records again); a purge that fails says so too.
+            audit.append([_event(audit, uscope, e, actor) for e in purges])
+        try:
+            purge_records(ctx.store, uscope, [rid for rid, _ in purge_ids])
+        except Exception as exc:
+            if audit is not None:
+                audit.record(
+                    uscope.tenant,
+                    actor,
+                    "purge_failed",
+                    user=uscope.user,
+                    record_ids=[rid for rid, _ in purge_ids],
+                    reason=f"the retention purge recorded before it failed: {exc}",
+                    policy="retention",
+                )
+            raise
     report.purged = len(purge_ids)
 
     # 5. consolidation when idle
@@ -224,20 +244,8 @@ def maintain(
 
 
 def _audit_report(audit: AuditLog, scope: Scope, report: MaintenanceReport, actor: str) -> None:
-    events = [
-        audit.event(
-            scope.tenant,
-            actor,
-            e.action,
-            user=scope.user,
-            record_ids=[e.record_id],
-            reason=e.reason,
-            policy=e.policy,
-            score=e.score,
-            at=e.at,
-        )
-        for e in report.log
-    ]
+    # the retention purges were recorded before they were made (maintain)
+    events = [_event(audit, scope, e, actor) for e in report.log if e.action != "purge"]
     events.append(
         audit.event(
             scope.tenant,
@@ -249,6 +257,20 @@ def _audit_report(audit: AuditLog, scope: Scope, report: MaintenanceReport, acto
         )
     )
     audit.append(events)
+
+
+def _event(audit: AuditLog, scope: Scope, e: LogEntry, actor: str) -> AuditEvent:
+    return audit.event(
+        scope.tenant,
+        actor,
+        e.action,
+        user=scope.user,
+        record_ids=[e.record_id],
+        reason=e.reason,
+        policy=e.policy,
+        score=e.score,
+        at=e.at,
+    )
 
 
 def _write(ctx: LayerContext, scope: Scope, old: MemoryRecord, new: MemoryRecord) -> None:

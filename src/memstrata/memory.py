@@ -46,6 +46,7 @@ from memstrata.scope import Scope
 from memstrata.search.config import SearchConfig
 from memstrata.search.hit import SearchHit, types_of_layers
 from memstrata.search.hybrid import search as hybrid_search
+from memstrata.store import one_model
 from memstrata.store.base import Store
 from memstrata.store.compaction import CompactReport
 from memstrata.store.types import PurgeReport, RecordWrite, Vector
@@ -130,8 +131,9 @@ def _access_control(
     )
 
 
-_META_MODEL = "embedding_model"
-_META_DIMS = "embedding_dims"
+_META_MODEL = one_model.MODEL_KEY
+_META_DIMS = one_model.DIMS_KEY
+_META_REEMBED_TO = one_model.NEXT_KEY  # "model\tdims" while a migration runs, then ""
 # Attributes of Memory built on first use (Memory._build).
 _BUILT_ON_FIRST_USE = frozenset(
     {"audit", "layers", "retention", "context_config", "_llm", "_ctx", "_runner", "_sources"}
@@ -411,16 +413,29 @@ class Memory:
         model, dims = self._raw_embedder.model_id, self._raw_embedder.dims
         stored = self._store.get_meta(_META_MODEL)
         stored_dims = self._store.get_meta(_META_DIMS)
-        if stored is not None and (stored != model or stored_dims != str(dims)) and reembed:
-            from memstrata.reembed import reembed_store
-            from memstrata.store.one_model import NEXT_KEY
+        # A migration killed half way left vectors of two models (reembed.migrate_model).
+        unfinished = self._store.get_meta(_META_REEMBED_TO)
+        moved = stored is not None and (stored != model or stored_dims != str(dims))
+        if reembed and (moved or unfinished):
+            from memstrata.reembed import migrate_model
 
-            # While it runs, the store takes vectors of both models (store/one_model.py).
-            reembed_store(self._store, self._embedder)
-            self._store.set_meta(_META_DIMS, str(dims))
-            self._store.set_meta(_META_MODEL, model)
-            self._store.set_meta(NEXT_KEY, "")
+            migrate_model(
+                self._store,
+                self._embedder,
+                model_key=_META_MODEL,
+                dims_key=_META_DIMS,
+                mark_key=_META_REEMBED_TO,
+            )
             return
+        if unfinished:
+            to_model, _, to_dims = unfinished.partition("\t")
+            raise EmbeddingMismatchError(
+                f"a re-embedding of this store to {to_model!r} ({to_dims} dims) was "
+                "interrupted: its records hold vectors of two models, and a search would miss "
+                "those of the other one. Finish it: `memstrata reembed --embedder ...` or "
+                "Memory(..., reembed=True) with that embedder (or with the store's former one "
+                "to go back)"
+            )
         if stored is None:
             # Dims before the model: another process opening the same new store reads the
             # model first, so once it sees a model it also sees its dims.

@@ -29,6 +29,7 @@ from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
 from .history import apply_delta, archived, decode_delta, encode_delta, reverse_delta
 from .outbox import job_from_row, job_row
+from .scrub import OWED
 
 if TYPE_CHECKING:
     from .store import SQLiteStore
@@ -343,4 +344,5 @@ def load_audit(s: SQLiteStore, events: Sequence[AuditEvent]) -> int:
 
 def meta_items(s: SQLiteStore) -> dict[str, str]:
     with s._read() as c:
-        return {str(k): str(v) for k, v in c.execute("SELECT key, value FROM meta ORDER BY key")}
+        rows = c.execute("SELECT key, value FROM meta WHERE key != ? ORDER BY key", (OWED,))
+        return {str(k): str(v) for k, v in rows}  # a purge's owed scrub is this file's own
