@@ -45,3 +45,6 @@ def test_users_mode_feeds_conversations_concurrently(locomo_file: Path) -> None:
         assert res["ingest"]["messages"] == res["texts"]
         assert res["cpu_ratio"] > 0 and len(res["raw_texts_per_cpu_s"]) == 2
         assert (res["ingest"]["job_retries"], res["ingest"]["job_failures"]) == (0, 0)
+        jobs = res["ingest"]["jobs"]  # every job the flushes claimed, in one outcome
+        outcomes = ("done", "retried", "failed", "lost", "revoked", "given_back")
+        assert jobs["claimed"] == sum(jobs[k] for k in outcomes) == jobs["done"] > 0, jobs

@@ -18,7 +18,13 @@ class HeldJob:
     """The other process, held at its job's first embedding once :meth:`wait_held` returns."""
 
     def __init__(
-        self, url: str, gate: Path, buffer: str | None = None, *, use_async: bool = False
+        self,
+        url: str,
+        gate: Path,
+        buffer: str | None = None,
+        *,
+        use_async: bool = False,
+        lease_seconds: float | None = None,
     ) -> None:
         gate.mkdir(parents=True, exist_ok=True)
         self.gate = gate
@@ -32,6 +38,7 @@ class HeldJob:
                     str(gate),
                     buffer or "-",
                     "async" if use_async else "sync",
+                    "" if lease_seconds is None else str(lease_seconds),
                 ],
                 env=dict(os.environ),
                 stdout=log,

@@ -2,9 +2,11 @@
 held inside the first job at its first embedding (after it read the user's turns, before
 it writes what it derived from them) until the test releases it.
 
-``python job_process.py URL GATE_DIR [BUFFER_URL|-] [async|sync]``: writes
+``python job_process.py URL GATE_DIR [BUFFER_URL|-] [async|sync] [LEASE_SECONDS]``: writes
 ``GATE_DIR/held`` once held, waits for ``GATE_DIR/go``, then runs on and writes its
-``RunReport`` to ``GATE_DIR/report.json``.
+``RunReport`` to ``GATE_DIR/report.json``. ``LEASE_SECONDS`` (default: the worker's) is
+the claims' lease; its heartbeat renews a third of it, so a short one notices soon that a
+purge took the claim's jobs.
 """
 
 from __future__ import annotations
@@ -16,11 +18,20 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memstrata import AsyncMemory, Memory
 from memstrata.embedder.base import Matrix
 from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.worker_types import RunReport
+
+
+def _lease(mem: Any, seconds: float | None, heartbeat: Any) -> None:
+    """Claims of ``mem``'s runner under a ``seconds`` lease (a test's: not a public option)."""
+    if seconds is not None:
+        runner = mem._runner  # noqa: SLF001
+        runner.lease_seconds = seconds
+        runner._heartbeat = heartbeat(runner._store, runner._clock, seconds)  # noqa: SLF001
 
 
 class HeldEmbedder:
@@ -53,17 +64,22 @@ class HeldEmbedder:
         return self._inner.embed_batch(texts, query=query)
 
 
-def main(url: str, gate: Path, buffer: str | None, use_async: bool) -> None:
+def main(url: str, gate: Path, buffer: str | None, use_async: bool, lease: float | None) -> None:
     if use_async:  # AsyncMemory: SQLite's calls run on the store's threads (aio/threaded.py)
+        from memstrata._async.worker import AsyncHeartbeat
 
         async def flush() -> RunReport:
             embedder = HeldEmbedder(gate)
             async with AsyncMemory(url, embedder=embedder, background=False, buffer=buffer) as mem:
+                _lease(mem, lease, AsyncHeartbeat)
                 return await mem.flush(timeout=120)
 
         report = asyncio.run(flush())
     else:
+        from memstrata.worker import Heartbeat
+
         with Memory(url, embedder=HeldEmbedder(gate), background=False, buffer=buffer) as mem:
+            _lease(mem, lease, Heartbeat)
             report = mem.flush(timeout=120)
     (gate / "report.json").write_text(
         json.dumps(
@@ -73,6 +89,8 @@ def main(url: str, gate: Path, buffer: str | None, use_async: bool) -> None:
                 "retried": report.retried,
                 "lost": report.lost,
                 "revoked": getattr(report, "revoked", None),
+                "given_back": getattr(report, "given_back", None),
+                "claimed": getattr(report, "claimed", None),
                 "errors": report.errors,
             }
         )
@@ -80,5 +98,12 @@ def main(url: str, gate: Path, buffer: str | None, use_async: bool) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:] + ["-", ""]
-    main(args[0], Path(args[1]), None if args[2] == "-" else args[2], args[3] == "async")
+    given = sys.argv[1:]
+    url, gate, buffer, mode, lease = given + ["-", "sync", ""][len(given) - 2 :]
+    main(
+        url,
+        Path(gate),
+        None if buffer == "-" else buffer,
+        mode == "async",
+        float(lease) if lease else None,
+    )

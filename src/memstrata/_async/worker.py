@@ -72,8 +72,9 @@ class _Claim:
         self.token = jobs[0].lease_token or ""
         self.user = (jobs[0].tenant, jobs[0].user)  # a claim's jobs are of one user
         self.open = {j.id for j in jobs}  # claimed, not finished by us yet
-        self.lost: set[str] = set()
-        self.revoked: set[str] = set()  # taken back by a purge (a write of theirs refused)
+        self.lost: set[str] = set()  # held no more once the lease had run out: maybe elsewhere
+        # taken back by a purge: a write of theirs refused, or gone while the lease stood
+        self.revoked: set[str] = set()
         leases = [j.lease_until for j in jobs if j.lease_until is not None]
         self.expires: datetime | None = min(leases) if leases else None
         self.lock = threading.Lock()
@@ -81,6 +82,18 @@ class _Claim:
     def holds(self, job_id: str, now: datetime) -> bool:
         with self.lock:
             return job_id not in self.lost and (self.expires is None or now < self.expires)
+
+    def taken(self, held: set[str], now: datetime) -> list[str]:
+        """Record the heartbeat's answer (``held``: the jobs still ours, read before
+        ``now``); the newly lost ones. A job no longer held while the lease stood was taken
+        by a purge: another worker claims a running job only once its lease ran out."""
+        with self.lock:
+            gone = self.open - held - self.lost - self.revoked
+            if self.expires is None or now < self.expires:
+                self.revoked |= gone
+                return []
+            self.lost |= gone
+            return sorted(gone)
 
     def close(self, job_id: str) -> None:
         with self.lock:
@@ -152,16 +165,21 @@ class AsyncHeartbeat:
                 exc_info=True,
             )
             return
+        # now, after the answer: the lease stood until then for every job in it
+        lost = claim.taken(held, self._clock.now())
+        if lost:
+            log.warning(
+                "jobs %s are no longer held by this worker (their lease ran out and another "
+                "worker may have taken them over)",
+                lost,
+            )
         with claim.lock:
-            taken = claim.open - held
-            if taken - claim.lost:
-                log.warning(
-                    "jobs %s are no longer held by this worker (their lease expired and another "
-                    "worker took them over, or a purge took them back)",
-                    sorted(taken - claim.lost),
-                )
-            claim.lost |= taken
             claim.expires = until
+
+
+class _RanOut(LeaseLostError):
+    """This worker's lease of the job ran out (its heartbeat could not renew it in time):
+    another worker may have claimed it."""
 
 
 def _expected(exc: BaseException) -> bool:
@@ -240,6 +258,7 @@ class AsyncJobRunner:
             # cancelled meanwhile, the claim (made by the store anyway) is given back  # async-only
             jobs = await given_back(claimed, self._give_back_cancelled)  # async-only
             # sync: jobs = claimed
+            report.claimed += len(jobs)
             if jobs:
                 await self._run_claim(jobs, report, stopping)
                 continue
@@ -264,7 +283,7 @@ class AsyncJobRunner:
         try:
             for job in jobs:
                 if stopping is not None and stopping():  # the rest waits for the next run
-                    await self._give_back(jobs[ran:], "the worker stopped before it")
+                    await self._give_back(jobs[ran:], "the worker stopped before it", report, claim)
                     return
                 await self._run_one(job, claim, report)
                 ran += 1
@@ -290,33 +309,66 @@ class AsyncJobRunner:
     async def _give_back_cancelled(self, jobs: list[Job]) -> None:  # async-only
         await self._give_back(jobs, "its run was cancelled")  # async-only
 
-    async def _give_back(self, jobs: list[Job], why: str) -> None:
+    async def _give_back(
+        self,
+        jobs: list[Job],
+        why: str,
+        report: RunReport | None = None,
+        claim: _Claim | None = None,
+    ) -> None:
         """Claimed jobs not run (cancelled, or the worker stopped), pending again now, with
-        the attempt their claim counted given back (not run is not a failed attempt)."""
+        the attempt their claim counted given back (not run is not a failed attempt).
+        ``report`` counts each (a cancelled run has none to return)."""
         give_back, now = self._store.give_back_job, self._clock.now()
         for job in jobs:
             try:
+                if claim is not None and claim.was_revoked(job.id):
+                    raise NotFoundError(f"job {job.id} was taken back by a purge")
                 await give_back(job.id, why, now, job.lease_token)
-            except (LeaseLostError, NotFoundError):
-                continue  # taken over or purged meanwhile: not ours to give back
+            except (LeaseLostError, NotFoundError) as exc:
+                # taken over or purged meanwhile: not ours to give back
+                if report is not None and claim is not None:
+                    self._taken(job, claim, report, exc, "before it started")
+                continue
+            if report is not None:
+                report.given_back += 1
+
+    def _taken(self, job: Job, claim: _Claim, report: RunReport, exc: Exception, when: str) -> None:
+        """The store refused to record the job's end (``exc``), or the heartbeat saw it
+        go: revoked if a purge took it (its row gone, or refused while the lease stood),
+        else lost (the lease had run out: another worker may run it)."""
+        if (
+            isinstance(exc, NotFoundError)
+            or claim.was_revoked(job.id)
+            or (not isinstance(exc, _RanOut) and claim.holds(job.id, self._clock.now()))
+        ):
+            self._revoked(job, report, when)
+        else:
+            self._lost(job, report, str(exc))
 
     def _lost(self, job: Job, report: RunReport, why: str) -> None:
         report.lost += 1
-        log.warning("job %s (%s): %s; another worker runs it", job.id, job.kind, why)
+        log.warning("job %s (%s): %s; another worker may run it", job.id, job.kind, why)
 
-    def _revoked(self, job: Job, report: RunReport) -> None:
+    def _revoked(self, job: Job, report: RunReport, when: str = "while it ran") -> None:
         report.revoked += 1
         log.info(
-            "job %s (%s) was taken back by a purge while it ran; it stopped, its writes since "
-            "were refused",
+            "job %s (%s) was taken back by a purge %s: it stopped there, nothing it would "
+            "still write is stored (not a failure)",
             job.id,
             job.kind,
+            when,
         )
 
     async def _run_one(self, job: Job, claim: _Claim, report: RunReport) -> None:
         token = job.lease_token
+        if claim.was_revoked(job.id):  # the heartbeat saw a purge take it
+            self._revoked(job, report, "before it started")
+            claim.close(job.id)
+            return
         if not claim.holds(job.id, self._clock.now()):
             self._lost(job, report, "its lease ran out before it started")
+            claim.close(job.id)
             return
         try:
             handler = self._handlers.get(job.kind)
@@ -331,7 +383,7 @@ class AsyncJobRunner:
                 if claim.was_revoked(job.id):
                     raise JobRevokedError(f"job {job.id} was taken back by a purge")
                 if not claim.holds(job.id, self._clock.now()):
-                    raise LeaseLostError(f"the lease of job {job.id} ran out mid-job")
+                    raise _RanOut(f"the lease of job {job.id} ran out mid-job")
 
             fence = Fence(job.id, token or "", lambda: claim.revoke(job.id))
             try:
@@ -350,31 +402,33 @@ class AsyncJobRunner:
                 return
             await self._store.finish_job(job.id, lease_token=token)
             report.done += 1
-        except LeaseLostError as exc:
-            self._lost(job, report, str(exc))
-        except NotFoundError:  # purged with its user while it ran: nothing left to record
-            self._revoked(job, report)
+        except (LeaseLostError, NotFoundError) as exc:
+            # its end not recorded: its row deleted with its user or its claim taken back
+            # by a purge (revoked), or its lease ran out (lost)
+            self._taken(job, claim, report, exc, "while it ran")
         finally:
             claim.close(job.id)
 
     async def _failed(self, job: Job, exc: Exception, report: RunReport) -> None:
+        """Record the failure (the store refusing it, the job was taken: the caller counts
+        it so, not as a failure)."""
         attempts = job.attempts  # counted by the claim
         message = f"{type(exc).__name__}: {exc}"
-        report.errors.append(f"{job.kind} {job.id}: {message}")
         if attempts >= self.max_attempts:
-            log.error("job %s (%s) failed for good: %s", job.id, job.kind, message)
             await self._store.fail_job(job.id, message, None, lease_token=job.lease_token)
+            log.error("job %s (%s) failed for good: %s", job.id, job.kind, message)
             report.failed += 1
         else:
-            level = logging.DEBUG if _expected(exc) else logging.WARNING
-            log.log(level, "job %s (%s) failed, will retry: %s", job.id, job.kind, message)
             await self._store.fail_job(
                 job.id,
                 message,
                 self._clock.now() + retry_delay(attempts),
                 lease_token=job.lease_token,
             )
+            level = logging.DEBUG if _expected(exc) else logging.WARNING
+            log.log(level, "job %s (%s) failed, will retry: %s", job.id, job.kind, message)
             report.retried += 1
+        report.errors.append(f"{job.kind} {job.id}: {message}")
 
     async def run_forever(
         self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
@@ -384,9 +438,7 @@ class AsyncJobRunner:
         wait = getattr(self._store, "wait_for_jobs", None)
         while not stop():
             report = await self.run_pending()
-            if not (
-                report.done or report.retried or report.failed or report.lost or report.revoked
-            ):
+            if not report.claimed:
                 if wait is not None:
                     await wait(poll_seconds)
                 else:

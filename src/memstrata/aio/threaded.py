@@ -24,6 +24,11 @@ PostgreSQL and Redis are natively async (psycopg's and redis-py's async clients)
   answering call, or the end of the block, which then rolls back; what the block did
   meanwhile was in memory only.
   Cancelling a coroutine inside the block rolls back (queued writes are never run).
+  A call on the store itself (not on ``tx``) inside the block runs on the transaction's
+  thread too, after its queued writes, as the sync store's would on the caller's thread:
+  a read reads as it would there, a write is the sync store's nested write (SQLite refuses
+  it: it cannot nest transactions). On a thread of the pool it waited forever for the
+  store's lock, which the transaction's thread holds.
 - ``scan`` and ``dump_*`` stream their batches from a generator advanced on one thread.
 """
 
@@ -90,6 +95,11 @@ class ThreadedStore:
         self._spare: list[_OneThread] = []  # single threads for transactions and streams
         self._dedicated: list[_OneThread] = []  # every one made (joined by aclose)
         self._closed = False
+        # the transaction the calling task has open on this store (its nested calls go to
+        # that transaction's thread)
+        self._open: contextvars.ContextVar[_Transaction | None] = contextvars.ContextVar(
+            f"memstrata_threaded_tx_{id(self)}", default=None
+        )
 
     def _check_open(self) -> None:
         if self._closed:  # the threads are gone: say so, not "cannot schedule new futures"
@@ -112,6 +122,9 @@ class ThreadedStore:
 
         @functools.wraps(target)
         async def call(*args: Any, **kwargs: Any) -> Any:
+            tx = self._open.get()
+            if tx is not None:
+                return await tx.beside(functools.partial(target, *args, **kwargs))
             return await self._run(functools.partial(target, *args, **kwargs))
 
         return call
@@ -182,6 +195,7 @@ class ThreadedStore:
     async def _transaction(self) -> AsyncIterator[AsyncUnitOfWork]:
         async with self._thread() as thread:
             tx = _Transaction(self.sync.transaction, thread)
+            mine = self._open.set(tx)
             try:
                 yield cast("AsyncUnitOfWork", _ThreadedUnitOfWork(tx))
             except BaseException as exc:
@@ -190,6 +204,8 @@ class ThreadedStore:
                 raise
             else:
                 await asyncio.shield(tx.end(None))
+            finally:
+                self._open.reset(mine)
 
     async def _stream(
         self, method: Callable[..., Generator[T, None, None]], *args: Any, **kwargs: Any
@@ -242,6 +258,16 @@ class _Transaction:
                 await self._thread.run(self._flush)
             return None
         return await self._thread.run(lambda: getattr(self._flush(), name)(*args, **kwargs))
+
+    async def beside(self, fn: Callable[[], T]) -> T:
+        """A call on the store made inside this transaction: on its thread, once it began
+        and ran its queued writes (where the sync store's own thread would make it)."""
+
+        def run() -> T:
+            self._flush()
+            return fn()
+
+        return await self._thread.run(run)
 
     async def end(self, error: BaseException | None) -> None:
         """Commit (``error`` None: the queued writes first) or roll back, on the thread."""

@@ -10,9 +10,11 @@ run measures, in this order and in one process:
 3. **raw** again (the machine's load drifts; the ratio uses the mean of both raw runs).
 
 It reports texts/s of each, the ratio ingest ÷ raw (goal ≥ 0.8), and the job queue's
-retries and failures (goal 0). Thread settings (``OMP_WAIT_POLICY``, ``OMP_NUM_THREADS``,
-``GOMP_SPINCOUNT``) are read by the embedding engine when it loads, so each setting runs in
-a child process of its own (:func:`run_settings`).
+retries and failures (goal 0), with every job the flushes claimed accounted for (``jobs``:
+each of ``RunReport``'s outcomes, which add up to ``claimed``). Thread settings
+(``OMP_WAIT_POLICY``, ``OMP_NUM_THREADS``, ``GOMP_SPINCOUNT``) are read by the embedding
+engine when it loads, so each setting runs in a child process of its own
+(:func:`run_settings`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from ..embedder.batching import CoalescingEmbedder
 __all__ = ["IngestConfig", "ingest_markdown", "run_ingest", "run_settings"]
 
 _THREAD_VARS = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "GOMP_SPINCOUNT")
+# what a flush's RunReport counts of the jobs it claimed (the others add up to "claimed")
+_JOB_COUNTS = ("claimed", "done", "retried", "failed", "lost", "revoked", "given_back")
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,8 @@ def _ingest(
             mem.embedder.embed_batch(["warm up"])  # load the model outside the timing
             if not cfg.coalesce:  # the "before" of the coalescer: one model call per caller
                 mem._embedder._model = CoalescingEmbedder(mem.embedder, max_batch=1)
-            counts: dict[str, float] = {"retried": 0, "failed": 0, "messages": 0, "add_s": 0.0}
+            counts: dict[str, float] = {"messages": 0, "add_s": 0.0}
+            jobs = dict.fromkeys(_JOB_COUNTS, 0)
             lock = threading.Lock()
 
             def feed(part: list[tuple[str, int, list[tuple[str, datetime]]]]) -> None:
@@ -111,8 +116,8 @@ def _ingest(
                     with lock:
                         counts["add_s"] += spent
                         counts["messages"] += len(msgs)
-                        counts["retried"] += report.retried
-                        counts["failed"] += report.failed
+                        for key in _JOB_COUNTS:
+                            jobs[key] += getattr(report, key)
 
             t0, c0 = time.perf_counter(), time.process_time()
             if cfg.mode == "users":  # one thread per user (conversation), as a server would
@@ -126,13 +131,12 @@ def _ingest(
                     th.join()
             else:
                 feed(sessions)
-            retried, failed = int(counts["retried"]), int(counts["failed"])
             messages, add_s = int(counts["messages"]), counts["add_s"]
             report = mem.flush()
             total = time.perf_counter() - t0
             cpu = time.process_time() - c0
-            retried += report.retried
-            failed += report.failed
+            for key in _JOB_COUNTS:
+                jobs[key] += getattr(report, key)
         finally:
             mem.close()
     return {
@@ -142,8 +146,9 @@ def _ingest(
         "cpu_seconds": cpu,
         "messages_per_cpu_s": messages / max(1e-9, cpu),
         "add_seconds": add_s,
-        "job_retries": retried,
-        "job_failures": failed,
+        "job_retries": jobs["retried"],
+        "job_failures": jobs["failed"],
+        "jobs": jobs,
     }
 
 

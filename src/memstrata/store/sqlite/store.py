@@ -97,6 +97,14 @@ _COUNTER_COLUMNS = ("access_count", "last_accessed_at")
 _UPDATE_COLUMNS = tuple(c for c in COLUMNS[1:] if c not in _COUNTER_COLUMNS)
 _UPDATE_AT = tuple(COLUMNS.index(c) for c in _UPDATE_COLUMNS)
 _UPDATE = f"UPDATE records SET {', '.join(c + ' = ?' for c in _UPDATE_COLUMNS)} WHERE seq = ?"
+# A transaction opened inside another on the same thread: SQLite cannot nest them (and on
+# PostgreSQL it would be a second connection and a transaction of its own).
+_NESTED = (
+    "a transaction was opened while this thread already has one open on this store; SQLite "
+    "cannot nest them (PostgreSQL would make it a second, separate transaction, not undone "
+    "with the first and waiting forever for a row the first wrote): make the write through "
+    "the open transaction (its unit of work), or after it ends"
+)
 _FLUSH_AFTER_S = 1.0  # buffered counters are written at most this late (on the next call)
 _FLUSH_AT = 512  # ... or once this many records have buffered increments
 _MASKED = "type, agent, session, visibility, status, superseded_by, importance"
@@ -289,6 +297,8 @@ class SQLiteStore:
         with self._lock:
             if self._closed:
                 raise closed_store(self)
+            if self._conn.in_transaction:  # this thread's own: the lock is reentrant
+                raise StoreError(_NESTED)
             try:
                 self._conn.execute(begin)
             except sqlite3.Error as exc:

@@ -120,6 +120,15 @@ _QCOLS = [f'"{c}"' if c == "user" else c for c in COLUMNS]
 _COLS = ", ".join(_QCOLS)
 _ROW = "seq, " + _COLS  # what reads fetch: never lex_tokens (an array psycopg would parse)
 _ORDERED_PAGE = "ORDER BY observed_at, seq LIMIT %s"
+# A write transaction opened inside another on the same thread (task) would be a second
+# connection and a transaction of its own: not undone with the first, and waiting forever for
+# a row the first wrote (two connections: a deadlock PostgreSQL cannot see).
+_NESTED_WRITE = (
+    "a write transaction was opened while this thread (task) already has one open on this "
+    "store; on PostgreSQL it would be a second connection and a separate transaction (not "
+    "undone with the first, and waiting forever for a row the first wrote): make the write "
+    "through the open transaction (its unit of work), or after it ends"
+)
 _USERS_HELD = 100_000  # per-user facts a process keeps (vector counts, indexes ensured)
 # connect_timeout of a connection opened outside the pool (the first one, the LISTEN one):
 # a server that drops packets is reported in seconds, not after the OS's TCP timeout.
@@ -281,6 +290,7 @@ class AsyncPostgresStore:
         # Connections this thread (async: this task) holds, so it never waits for the writes
         # behind a search while holding one.
         self._held = AsyncHeld()
+        self._writing = AsyncHeld()  # write transactions this thread (task) has open
         # Touches behind the searches that no transaction has taken yet, by row: the time of
         # each. The database cannot hold them yet, so a read of such a row adds them to what
         # it read instead of waiting for them (_fresh).
@@ -374,6 +384,8 @@ class AsyncPostgresStore:
         trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
         import psycopg
 
+        if self._writing.n and not pipeline:
+            raise StoreError(_NESTED_WRITE)
         # A job's write first checks (and locks) its claim inside the transaction: a purge
         # deleted or took back the user's jobs before, or waits for this one (jobs.Fence).
         # Not the relaxed writes behind searches (pipeline): counters and query entries.
@@ -394,14 +406,22 @@ class AsyncPostgresStore:
                 conn.pipeline() if pipeline else contextlib.nullcontext(),
                 self._holding(),
             ):
-                tx = conn.transaction()
-                await tx.__aenter__()
-                try:
-                    if fence is not None and not await outbox.holds_claim(
+                if fence is None:
+                    tx = conn.transaction()
+                    await tx.__aenter__()
+                    held = True
+                else:  # BEGIN and the check in one round trip
+                    tx, held = await outbox.begin_holding_claim(
                         conn, fence.job_id, fence.lease_token
-                    ):
+                    )
+                try:
+                    if fence is not None and not held:
                         raise fence.refused()
-                    yield conn
+                    self._writing.n += 1
+                    try:
+                        yield conn
+                    finally:
+                        self._writing.n -= 1
                     if unowned:
                         await conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
                 except BaseException as exc:
