@@ -37,6 +37,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running, 
         yield s, key
     log = s.log_text()
     assert "Traceback" not in log and '"level": "error"' not in log, log[-3000:]
+    # a client's bad request is not the server's warning (before: uvicorn's "Invalid HTTP
+    # request received." and, for an upgrade, two warnings advising a WebSocket library)
+    assert '"level": "warning"' not in log, log[-3000:]
 
 
 def _other_client_served(s: Running, key: str) -> None:
@@ -184,6 +187,39 @@ def test_headers_under_the_limits_are_served(server: tuple[Running, str]) -> Non
     extra = b"".join(b"X-H%d: v\r\n" % i for i in range(90)) + b"X-Big: " + b"a" * 30_000 + b"\r\n"
     answer = _probe(server, request("GET", MEMORIES, server[1], extra=extra))
     assert answer.status == "200", answer.raw[:300]
+
+
+@pytest.mark.parametrize(
+    "upgrade",
+    [b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="
+     b"\r\nSec-WebSocket-Version: 13\r\n",
+     b"Upgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABk\r\n"],
+    ids=["websocket", "h2c"],
+)  # fmt: skip
+def test_an_upgrade_is_answered_as_plain_http(
+    server: tuple[Running, str], upgrade: bytes
+) -> None:
+    """Nothing here upgrades: the request is served as HTTP/1.1 (held before, with two
+    warnings in the log per request)."""
+    answer = _probe(server, request("GET", MEMORIES, server[1], extra=upgrade))
+    assert answer.status == "200" and "items" in answer.json()
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [(b"CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n", "invalid url"),
+     (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "PRI"),
+     (b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"\x00" * 40, "Invalid method")],
+    ids=["CONNECT", "HTTP/2 preface", "TLS handshake"],
+)  # fmt: skip
+def test_what_is_not_http_1_1_is_a_json_400(
+    server: tuple[Running, str], data: bytes, says: str
+) -> None:
+    """Before: uvicorn's text/plain 400; a CONNECT said "User callback error" (its target
+    is not a URL the parser can split)."""
+    answer = _probe(server, data)
+    assert (answer.status, answer.error_code()) == ("400", "bad_request")
+    assert says in answer.json()["error"]["message"], answer.json()
 
 
 def test_http_1_0_without_host_is_served(server: tuple[Running, str]) -> None:

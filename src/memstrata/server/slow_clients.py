@@ -107,6 +107,13 @@ def fit_descriptors(max_connections: int) -> int:
     return max_connections
 
 
+def _not_uvicorns_parser_warning(record: logging.LogRecord) -> bool:
+    """False for uvicorn's warning on each request its parser refuses: the protocol below
+    logs the client and the reason instead, at info (a client's fault, not the server's;
+    a warning a request let anyone fill the log at the level operators watch)."""
+    return record.getMessage() != "Invalid HTTP request received."
+
+
 class TimedConfig(Config):
     """uvicorn's ``Config`` carrying the deadlines in seconds (0: none), the body's minimum
     rate in bytes/s (0: none), the connection cap (0: none) and the request head's limits
@@ -191,6 +198,8 @@ class TimedHttpProtocol(HttpToolsProtocol):
 
     def __init__(self, config: Config, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
+        # here, not in the config: a --workers process unpickles its config (no __init__)
+        self.logger.addFilter(_not_uvicorns_parser_warning)  # once: a filter is kept once
         # another Config (uvicorn's own): no deadlines and no cap, as uvicorn
         self.header_timeout = float(getattr(config, "header_timeout", 0.0))
         self.body_timeout = float(getattr(config, "body_timeout", 0.0))
@@ -298,18 +307,29 @@ class TimedHttpProtocol(HttpToolsProtocol):
         """The parser refused the request (uvicorn answered a text/plain 400): JSON, saying
         why, as the app's errors; a 414 or a 431 for a head over its limits."""
         error = sys.exc_info()[1]
-        refused = error.__context__ if error is not None else None
-        if isinstance(refused, _Refused):
-            answer = refused.answer
-            reason = str(refused)
+        cause = error.__context__ if error is not None else None  # a callback's exception
+        if isinstance(cause, _Refused):
+            answer = cause.answer
+            reason = str(cause)
         else:
-            detail = str(error) if error is not None and str(error) else "malformed request"
+            # llhttp's own words ("Duplicate Content-Length"); for a callback's failure
+            # ("User callback error"), what failed in it (an unparseable URL)
+            detail = str(cause or error or "") or "malformed request"
             reason = f"the request is not valid HTTP/1.1 ({detail})"
             answer = _answer(400, b"Bad Request", "bad_request", f"{reason}; send a valid request")
         self.logger.info("client %s: %s; connection closed", self.client, reason)
         self.transport.write(answer)
         self.transport.close()
         self.loop.call_later(_LINGER_S, self.transport.abort)
+
+    def _unsupported_upgrade_warning(self) -> None:
+        # uvicorn: two warnings a request, the second advising to install a WebSocket
+        # library; nothing here speaks WebSocket or h2c, so the request is answered as
+        # plain HTTP/1.1, which is what the protocol asks of a server that does not upgrade
+        self.logger.info(
+            "client %s asked to upgrade to %r, which is not served: answered as HTTP/1.1",
+            self.client, (self._get_upgrade() or b"").decode("latin-1")[:40],
+        )  # fmt: skip
 
     def on_url(self, url: bytes) -> None:
         self._head += len(url)
