@@ -141,6 +141,40 @@ def test_odd_numbers_in_the_query_and_a_patch(server: tuple[Running, str]) -> No
         answer.error_code()
 
 
+@pytest.mark.parametrize(
+    ("method", "target", "body", "extra", "status"),
+    [("POST", MEMORIES, b'{"content":"a\\ud800b"}', b"", "422"),
+     ("POST", MEMORIES, b'{"content":"x","tags":["\\udfff"]}', b"", "422"),
+     ("POST", MEMORIES, b'{"content":"x","metadata":{"\\ud800":1}}', b"", "422"),
+     ("POST", MEMORIES, b'{"content":"a\\u0000b"}', b"", "422"),
+     ("GET", b"/v1/users/%00/memories", b"", b"", "422"),
+     ("GET", b"/v1/users/%ff%fe/memories", b"", b"", "400"),
+     ("GET", MEMORIES + b"?tag=%ff", b"", b"", "400"),
+     ("GET", MEMORIES + b"?tag=%00", b"", b"", "422"),
+     ("POST", MEMORIES, b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", b"Content-Encoding: gzip\r\n",
+      "400")],
+    ids=["surrogate in content", "surrogate in a tag", "surrogate in a metadata key",
+         "NUL in content", "NUL user", "not UTF-8 user", "not UTF-8 tag", "NUL tag", "gzip"],
+)  # fmt: skip
+def test_text_no_store_can_hold_is_a_json_4xx(
+    server: tuple[Running, str], method: str, target: bytes, body: bytes, extra: bytes,
+    status: str,
+) -> None:  # fmt: skip
+    """Held before: refused with what to fix, nothing stored."""
+    answer = _probe(server, request(method, target, server[1], body, extra=extra))
+    assert answer.status == status, answer.raw[:300]
+    assert answer.error_code() in ("invalid_request", "bad_encoding", "malformed_json")
+
+
+def test_a_huge_declared_body_waiting_for_100_continue_is_a_413(
+    server: tuple[Running, str],
+) -> None:
+    """Held before: refused on its Content-Length, before the client sends a byte of it."""
+    data = request("POST", MEMORIES, server[1], extra=b"Expect: 100-continue\r\n")
+    answer = _probe(server, data.replace(b"Content-Length: 0", b"Content-Length: 99999999999"))
+    assert (answer.status, answer.error_code()) == ("413", "too_large")
+
+
 # --- the URL and the headers ---------------------------------------------------------------
 
 
@@ -196,9 +230,7 @@ def test_headers_under_the_limits_are_served(server: tuple[Running, str]) -> Non
      b"Upgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABk\r\n"],
     ids=["websocket", "h2c"],
 )  # fmt: skip
-def test_an_upgrade_is_answered_as_plain_http(
-    server: tuple[Running, str], upgrade: bytes
-) -> None:
+def test_an_upgrade_is_answered_as_plain_http(server: tuple[Running, str], upgrade: bytes) -> None:
     """Nothing here upgrades: the request is served as HTTP/1.1 (held before, with two
     warnings in the log per request)."""
     answer = _probe(server, request("GET", MEMORIES, server[1], extra=upgrade))
