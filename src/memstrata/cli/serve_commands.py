@@ -59,6 +59,14 @@ APP_FACTORY = "memstrata.server.factory:app_from_env"
 # connection it opens 6x less long.
 HEADER_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 60.0
+# A body's minimum average rate once it has been coming for --body-timeout s: Apache
+# mod_reqtimeout's MinRate default. Below a 9,600 bit/s modem (1,200 bytes/s) and a GPRS
+# uplink (2-5 kB/s), so no working link is cut; a trickler must spend 500 bytes/s per
+# connection it holds.
+MIN_BODY_RATE = 500.0
+# Connections a process holds open: nginx's worker_connections is 512-1024. The process's
+# descriptor limit is raised to fit them (and the store's) where the hard limit allows.
+MAX_CONNECTIONS = 1000
 
 ShutdownTimeout = Annotated[
     int,
@@ -87,6 +95,24 @@ BodyTimeout = Annotated[
         help="Seconds a request body may pause between two chunks (a slow upload that moves "
         "is never cut), and a client may take nothing of an answer; then 408 (or the "
         "connection closed) (0: no limit).",
+    ),
+]
+
+MinBodyRate = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        help="Bytes/s a request body must average once it has been coming for --body-timeout "
+        "s (server hold-ups not counted); then 408 and the connection is closed (0: no "
+        "minimum).",
+    ),
+]
+MaxConnections = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Connections a process keeps open; one more closes the one idle longest, or is "
+        "answered 503 when none is idle (0: no cap).",
     ),
 ]
 
@@ -290,6 +316,8 @@ def serve(
     shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,
     header_timeout: HeaderTimeout = HEADER_TIMEOUT_S,
     body_timeout: BodyTimeout = BODY_TIMEOUT_S,
+    min_body_rate: MinBodyRate = MIN_BODY_RATE,
+    max_connections: MaxConnections = MAX_CONNECTIONS,
     key_cache: Annotated[
         float,
         typer.Option(
@@ -324,7 +352,7 @@ def serve(
     from ..server.factory import ENV_VAR, build_app
     from ..server.observe import configure_logging
     from ..server.run import serve_until_stopped
-    from ..server.slow_clients import TimedConfig
+    from ..server.slow_clients import TimedConfig, fit_descriptors
 
     settings: Settings = ctx.obj
     config = _serve_config(
@@ -344,6 +372,7 @@ def serve(
         reads_first=reads_first,
     )
     configure_logging(log_level)
+    max_connections = fit_descriptors(max_connections)  # inherited by --workers' processes
     if workers > 1:
         os.environ[ENV_VAR] = config.to_json()
         os.environ["MEMSTRATA_LOG_LEVEL"] = log_level
@@ -359,6 +388,8 @@ def serve(
             "timeout_graceful_shutdown": shutdown_timeout,
             "header_timeout": header_timeout,
             "body_timeout": body_timeout,
+            "min_body_rate": min_body_rate,
+            "max_connections": max_connections,
         }
         from ..server.workers import run_workers
 
@@ -384,6 +415,8 @@ def serve(
             timeout_graceful_shutdown=shutdown_timeout,
             header_timeout=header_timeout,
             body_timeout=body_timeout,
+            min_body_rate=min_body_rate,
+            max_connections=max_connections,
         )
     )
 
@@ -408,6 +441,8 @@ def mcp(
     shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,
     header_timeout: HeaderTimeout = HEADER_TIMEOUT_S,
     body_timeout: BodyTimeout = BODY_TIMEOUT_S,
+    min_body_rate: MinBodyRate = MIN_BODY_RATE,
+    max_connections: MaxConnections = MAX_CONNECTIONS,
     max_body: MaxBody = MAX_BODY,
     log_level: LogLevel = "info",
 ) -> None:
@@ -428,8 +463,10 @@ def mcp(
         fail(f"--transport {transport!r} is not one of: stdio, http")
     if transport == "http":  # JSON lines on stderr, as `serve` logs (stdio: stdout is MCP's)
         from ..server.observe import configure_logging
+        from ..server.slow_clients import fit_descriptors
 
         configure_logging(log_level)
+        max_connections = fit_descriptors(max_connections)
     config = _serve_config(
         settings,
         rate_limit=rate_limit,
@@ -454,6 +491,8 @@ def mcp(
             shutdown_timeout=shutdown_timeout,
             header_timeout=header_timeout,
             body_timeout=body_timeout,
+            min_body_rate=min_body_rate,
+            max_connections=max_connections,
         )
     except MemstrataError as exc:
         fail(str(exc))

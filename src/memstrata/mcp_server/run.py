@@ -38,12 +38,15 @@ def run_mcp(
     shutdown_timeout: int | None = None,
     header_timeout: float = 0.0,
     body_timeout: float = 0.0,
+    min_body_rate: float = 0.0,
+    max_connections: int = 0,
 ) -> int:
     """Serve until stopped; the exit status (HTTP: :mod:`memstrata.server.run`'s, stdio: 0).
     The ``AsyncMemory`` is opened on the transport's event loop (stdio: the loop of
     ``anyio.run``; HTTP: uvicorn's, in the app's lifespan) and closed when the server
-    stops. HTTP: ``header_timeout`` and ``body_timeout`` are the deadlines of
-    :mod:`memstrata.server.slow_clients` (0: none)."""
+    stops. HTTP: ``header_timeout``, ``body_timeout``, ``min_body_rate`` and
+    ``max_connections`` are the deadlines and limits of :mod:`memstrata.server.slow_clients`
+    (0: none)."""
     memory = open_server_memory(config)
     keys = open_key_store(config.url)
     try:
@@ -109,6 +112,8 @@ def run_mcp(
             timeout_graceful_shutdown=shutdown_timeout,
             header_timeout=header_timeout,
             body_timeout=body_timeout,
+            min_body_rate=min_body_rate,
+            max_connections=max_connections,
         )
     finally:
         keys.close()

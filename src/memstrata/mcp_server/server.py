@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -15,6 +16,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.applications import Starlette
+from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
@@ -29,7 +31,7 @@ from ..server.errors import ApiError, error_response
 from ..server.key_cache import lookup
 from ..server.keys import KeyStore
 from ..server.limits import BodyLimit, Limiter, admit
-from ..server.priority import whole_body
+from ..server.priority import whole_body_bytes
 from .identity import Identity, bearer_of
 
 __all__ = ["build_mcp_server", "http_app", "mcp_endpoint"]
@@ -347,10 +349,43 @@ class _RequireKey:
             # The SDK reads the whole body and logs a client that left midway (one cut at
             # its deadline, server/slow_clients.py) as an error with a traceback: it gets
             # the body read already, and a request whose client left is not run at all.
-            receive, gone = await whole_body(receive)
-            if gone:
+            receive, body = await whole_body_bytes(receive)
+            if body is None:
+                return
+            bad_id = _bad_request_id(body)
+            if bad_id is not None:
+                answer = JSONResponse(
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": bad_id}},
+                    status_code=400,
+                )
+                await answer(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _bad_request_id(body: bytes) -> str | None:
+    """Why a JSON-RPC request in ``body`` has an id MCP does not allow (None: it has not).
+
+    MCP's ids are strings or integers; the SDK took a request with any other id (``1.5``,
+    ``1e999``, ``null``, ``[1]``) for a notification and answered 202 with no body, so the
+    client waited for an answer that never came. A body that is not JSON is the SDK's to
+    answer (its parse error)."""
+    if b"id" not in body and b"\\u" not in body:  # no "id" key, even escaped
+        return None
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    for message in parsed if isinstance(parsed, list) else [parsed]:
+        if isinstance(message, dict) and "method" in message and "id" in message:
+            rid = message["id"]
+            if not isinstance(rid, str) and (not isinstance(rid, int) or isinstance(rid, bool)):
+                shown = json.dumps(rid)[:40] if rid is not None else "null"
+                return (
+                    f"Invalid Request: the id {shown} is not a string or an integer (MCP "
+                    "requests need one; a notification has no id)"
+                )
+    return None
 
 
 def http_app(

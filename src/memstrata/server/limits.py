@@ -239,7 +239,7 @@ class _TooLarge(HTTPException):
     are, so the app's handler answers 413 (and this middleware does, outside FastAPI)."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(413, _too_large(limit))
+        super().__init__(413, _too_large(limit), headers={"Connection": "close"})
 
 
 def _too_large(limit: int) -> str:
@@ -304,5 +304,9 @@ class BodyLimit:
 
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
-        response = error_response(413, "too_large", _too_large(limit))
+        # and the connection closes: else uvicorn reads (and drops) the rest of a body the
+        # client declared at any size, to reach a next request on it
+        response = error_response(
+            413, "too_large", _too_large(limit), headers={"Connection": "close"}
+        )
         await response(scope, receive, send)

@@ -36,7 +36,14 @@ from urllib.parse import parse_qs, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["PriorityGate", "ReadsFirst", "default_slots", "request_class", "whole_body"]
+__all__ = [
+    "PriorityGate",
+    "ReadsFirst",
+    "default_slots",
+    "request_class",
+    "whole_body",
+    "whole_body_bytes",
+]
 
 SEARCH, READ, WRITE = 0, 1, 2
 _STREAMS = ("/export", "/import")
@@ -159,6 +166,19 @@ class PriorityGate:
 async def whole_body(receive: Receive) -> tuple[Receive, bool]:
     """Read the request's body now; a ``receive`` that gives it again, then the client's
     next messages (a disconnect), and whether the client disconnected before the end."""
+    replayed, messages = await _read_all(receive)
+    return replayed, messages[-1]["type"] == "http.disconnect"
+
+
+async def whole_body_bytes(receive: Receive) -> tuple[Receive, bytes | None]:
+    """:func:`whole_body`, and the body's bytes (None: the client left before its end)."""
+    replayed, messages = await _read_all(receive)
+    if messages[-1]["type"] == "http.disconnect":
+        return replayed, None
+    return replayed, b"".join(m.get("body", b"") for m in messages)
+
+
+async def _read_all(receive: Receive) -> tuple[Receive, list[Message]]:
     messages: list[Message] = []
     while True:
         message = await receive()
@@ -172,7 +192,7 @@ async def whole_body(receive: Receive) -> tuple[Receive, bool]:
             return message
         return await receive()
 
-    return replayed, messages[-1]["type"] == "http.disconnect"
+    return replayed, messages
 
 
 class ReadsFirst:

@@ -19,65 +19,208 @@ descriptors (a slow-loris). This protocol adds three deadlines, as nginx has the
   while the server has more to send (its socket buffer full) is disconnected: a stalled
   export reader otherwise held its connection and its snapshot transaction open.
 
+- **body rate** (session 23): the pause deadline alone let a client send a byte every 59 s
+  and hold its connection, its request task and what it had sent for as long as it
+  liked. Once a body has been coming for a grace period (``body_timeout``, else 60 s),
+  its average since its first byte must be at least ``min_body_rate`` bytes/s (Apache
+  mod_reqtimeout's ``MinRate``); time the server held it (reading paused) is not the
+  client's. Then: 408 if no answer has started, and the connection is closed.
+
+The request head is bounded too, since httptools keeps what it parses in memory and
+the header deadline bounds time, not bytes (an 8 MB header was read whole): a request
+target over ``max_url`` bytes is a 414, a head over ``max_head`` bytes or with more than
+``max_fields`` header fields a 431, and any other request the parser refuses (a bad
+``Content-Length``, both it and chunked, a malformed chunk) a 400; each is JSON, like the
+app's errors, and closes the connection. And at most ``max_connections`` connections
+are open: one more closes the one idle longest (between two requests, or before its
+first byte), as nginx reuses its connections, or, with none idle, is answered 503.
+
 The checks cost one timer per connection, re-armed at most once per deadline; a chunk
-that arrives only records the time.
+that arrives only records its time and size.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import sys
 from typing import Any
 
 from uvicorn.config import Config
+from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .observe import TIMED_OUT
 
-__all__ = ["TimedConfig", "TimedHttpProtocol"]
+__all__ = ["TimedConfig", "TimedHttpProtocol", "fit_descriptors"]
+
+log = logging.getLogger("memstrata.server")
 
 # After a 408, the connection is closed once the answer has left; a client that does not
 # read it either is cut this much later.
 _LINGER_S = 1.0
+# The body rate's grace period when there is no body deadline to take it from.
+_RATE_GRACE_S = 60.0
+# The request head: nginx reads a request line or header of up to 8 kB, 32 kB in all by
+# default; Apache 8 kB a line and 100 fields; Node 16 kB in all. Generous beside them (a
+# search with a hundred 256-character tags is 30 kB of URL), small beside a process's
+# memory: 64 kB a connection.
+MAX_URL = 32 * 1024
+MAX_HEAD = 64 * 1024
+MAX_FIELDS = 100
+
+
+# Descriptors kept for what is not a client: the store's files and pools, logs, the
+# listening socket, a worker's pipes.
+_RESERVED_FDS = 64
+
+
+def fit_descriptors(max_connections: int) -> int:
+    """The connection cap this process can hold: its soft descriptor limit is raised to fit
+    ``max_connections`` and what the process needs besides, as far as the hard limit allows
+    (inherited by ``--workers``' processes); a cap that still does not fit is lowered, and
+    the log says so. 0 (no cap) stays 0."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: nothing to fit
+        return max_connections
+    if max_connections <= 0:
+        return max_connections
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = max_connections + _RESERVED_FDS
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        fitted = max(1, soft - _RESERVED_FDS)
+        log.warning(
+            "--max-connections %d does not fit the descriptor limit (%d, hard %d): %d "
+            "connections at most; raise the limit (ulimit -n) for more",
+            max_connections, soft, hard, fitted,
+        )  # fmt: skip
+        return fitted
+    return max_connections
+
+
+def _not_uvicorns_parser_warning(record: logging.LogRecord) -> bool:
+    """False for uvicorn's warning on each request its parser refuses: the protocol below
+    logs the client and the reason instead, at info (a client's fault, not the server's;
+    a warning a request let anyone fill the log at the level operators watch)."""
+    return record.getMessage() != "Invalid HTTP request received."
 
 
 class TimedConfig(Config):
-    """uvicorn's ``Config`` carrying the two deadlines in seconds, 0 for none (picklable,
-    for ``--workers``); its protocol is :class:`TimedHttpProtocol` unless ``http`` says
-    otherwise. The CLI's options have the defaults (``memstrata serve --help``)."""
+    """uvicorn's ``Config`` carrying the deadlines in seconds (0: none), the body's minimum
+    rate in bytes/s (0: none), the connection cap (0: none) and the request head's limits
+    (picklable, for ``--workers``); its protocol is :class:`TimedHttpProtocol` unless
+    ``http`` says otherwise. The CLI's options have the defaults (``memstrata serve
+    --help``)."""
 
     def __init__(
-        self, app: Any, *, header_timeout: float, body_timeout: float, **options: Any
+        self,
+        app: Any,
+        *,
+        header_timeout: float,
+        body_timeout: float,
+        min_body_rate: float = 0.0,
+        max_connections: int = 0,
+        max_url: int = MAX_URL,
+        max_head: int = MAX_HEAD,
+        max_fields: int = MAX_FIELDS,
+        **options: Any,
     ) -> None:
         options.setdefault("http", TimedHttpProtocol)
         super().__init__(app, **options)
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
+        self.min_body_rate = min_body_rate
+        self.max_connections = max_connections
+        self.max_url = max_url
+        self.max_head = max_head
+        self.max_fields = max_fields
+
+
+def _answer(status: int, reason: bytes, code: str, message: str, extra: bytes = b"") -> bytes:
+    body = json.dumps({"error": {"code": code, "message": message, "fields": []}}).encode()
+    return (
+        b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n" % (status, reason)
+        + b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n"
+        + extra + b"\r\n" + body
+    )  # fmt: skip
 
 
 def _timeout_answer(message: str) -> bytes:
-    body = json.dumps(
-        {"error": {"code": "request_timeout", "message": message, "fields": []}}
-    ).encode()
-    return (
-        b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-        b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
-    )
+    return _answer(408, b"Request Timeout", "request_timeout", message)
+
+
+class _Refused(Exception):
+    """Raised in a parser callback (httptools then raises its ``HttpParserCallbackError``,
+    which uvicorn answers with :meth:`TimedHttpProtocol.send_400_response`)."""
+
+    def __init__(self, status: int, reason: bytes, code: str, message: str) -> None:
+        super().__init__(message)
+        self.answer = _answer(status, reason, code, message)
+
+
+class _TimedFlow(FlowControl):
+    """uvicorn's flow control, counting the time reading was paused (the server's, not the
+    client's, in a body's rate)."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(transport)
+        self._loop = loop
+        self._paused_at = 0.0
+        self._paused_for = 0.0
+
+    def pause_reading(self) -> None:
+        if not self.read_paused:
+            self._paused_at = self._loop.time()
+        super().pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.read_paused:
+            self._paused_for += self._loop.time() - self._paused_at
+        super().resume_reading()
+
+    def paused_for(self, now: float) -> float:
+        """Seconds reading has been paused since the connection opened, until ``now``."""
+        return self._paused_for + (now - self._paused_at if self.read_paused else 0.0)
 
 
 class TimedHttpProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with the deadlines of the module's docstring."""
+    """uvicorn's httptools protocol with the deadlines and limits of the module's
+    docstring."""
 
     def __init__(self, config: Config, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
-        # another Config (uvicorn's own): no deadlines, as uvicorn
+        # here, not in the config: a --workers process unpickles its config (no __init__)
+        self.logger.addFilter(_not_uvicorns_parser_warning)  # once: a filter is kept once
+        # another Config (uvicorn's own): no deadlines and no cap, as uvicorn
         self.header_timeout = float(getattr(config, "header_timeout", 0.0))
         self.body_timeout = float(getattr(config, "body_timeout", 0.0))
+        self.min_body_rate = float(getattr(config, "min_body_rate", 0.0))
+        self.rate_grace = self.body_timeout or _RATE_GRACE_S
+        self.max_connections = int(getattr(config, "max_connections", 0))
+        self.max_url = int(getattr(config, "max_url", 0)) or sys.maxsize
+        self.max_head = int(getattr(config, "max_head", 0)) or sys.maxsize
+        self.max_fields = int(getattr(config, "max_fields", 0)) or sys.maxsize
         self._deadline: asyncio.TimerHandle | None = None
         self._waiting = ""  # "headers", "body" or "", what the deadline is for
         self._begun = False  # a byte of the current request came
         self._last_chunk = 0.0
+        self._chunk_paused = 0.0  # the reading paused before the last chunk
         self._send_stalled: asyncio.TimerHandle | None = None
+        self._head = 0  # bytes of the current request's head
+        self._fields = 0
+        self._body_start = -1.0  # when its body's first byte came (-1: none yet)
+        self._body_paused = 0.0  # the reading paused before it
+        self._body_bytes = 0
+        self._idle_since = 0.0  # when it last had no request in progress
 
     # --- the deadline ----------------------------------------------------------------------
     def _arm(self, waiting: str, delay: float) -> None:
@@ -110,11 +253,13 @@ class TimedHttpProtocol(HttpToolsProtocol):
             # the server holds it (the app has not taken what came, or has not asked for
             # the body yet): the client's clock starts again from now
             self._last_chunk = now
-            self._arm("body", self.body_timeout)
+            if isinstance(self.flow, _TimedFlow):
+                self._chunk_paused = self.flow.paused_for(now)
+            self._arm("body", self.body_timeout or self.rate_grace)
             return
-        idle = now - self._last_chunk
-        if idle < self.body_timeout:  # a chunk came meanwhile
-            self._arm("body", self.body_timeout - idle)
+        reason, next_check = self._body_verdict(now)
+        if reason is None:
+            self._arm("body", next_check)
             return
         self._waiting = ""
         answer = cycle is not None and not cycle.response_started
@@ -124,7 +269,31 @@ class TimedHttpProtocol(HttpToolsProtocol):
             state = cycle.scope.get("state")
             if isinstance(state, dict):
                 state[TIMED_OUT] = True
-        self._give_up(f"the request body stalled for {self.body_timeout:g} s", answer=answer)
+        self._give_up(reason, answer=answer)
+
+    def _body_verdict(self, now: float) -> tuple[str | None, float]:
+        """Why the body is cut now (None: it is not), and else when to look again."""
+        checks: list[float] = []
+        paused = self.flow.paused_for(now) if isinstance(self.flow, _TimedFlow) else 0.0
+        if self.body_timeout > 0:  # the server's pauses since the last chunk are not idle
+            idle = now - self._last_chunk - (paused - self._chunk_paused)
+            if idle >= self.body_timeout:
+                return f"the request body stalled for {self.body_timeout:g} s", 0.0
+            checks.append(self.body_timeout - idle)
+        if self.min_body_rate > 0:
+            if self._body_start < 0:  # no byte yet: the pause deadline's, or the grace
+                checks.append(self.rate_grace)
+            else:
+                sending = now - self._body_start - (paused - self._body_paused)
+                due = self._body_bytes / self.min_body_rate  # the time the bytes are worth
+                if sending >= self.rate_grace and due < sending:
+                    return (
+                        f"the request body came at {self._body_bytes / sending:.0f} bytes/s "
+                        f"over {sending:.0f} s, below the minimum of {self.min_body_rate:g}"
+                    ), 0.0
+                # what came is enough until then (no sooner than the grace's end)
+                checks.append(max(self.rate_grace, due) - sending)
+        return None, max(0.05, min(checks, default=0.0))
 
     def _give_up(self, reason: str, *, answer: bool) -> None:
         self.logger.info("client %s: %s; connection closed", self.client, reason)
@@ -133,9 +302,101 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self.transport.close()  # after what is buffered has been sent ...
         self.loop.call_later(_LINGER_S, self.transport.abort)  # ... or not taken in time
 
+    # --- refusals ----------------------------------------------------------------------------
+    def send_400_response(self, msg: str) -> None:
+        """The parser refused the request (uvicorn answered a text/plain 400): JSON, saying
+        why, as the app's errors; a 414 or a 431 for a head over its limits."""
+        error = sys.exc_info()[1]
+        cause = error.__context__ if error is not None else None  # a callback's exception
+        if isinstance(cause, _Refused):
+            answer = cause.answer
+            reason = str(cause)
+        else:
+            # llhttp's own words ("Duplicate Content-Length"); for a callback's failure
+            # ("User callback error"), what failed in it (an unparseable URL)
+            detail = str(cause or error or "") or "malformed request"
+            reason = f"the request is not valid HTTP/1.1 ({detail})"
+            answer = _answer(400, b"Bad Request", "bad_request", f"{reason}; send a valid request")
+        self.logger.info("client %s: %s; connection closed", self.client, reason)
+        self.transport.write(answer)
+        self.transport.close()
+        self.loop.call_later(_LINGER_S, self.transport.abort)
+
+    def _unsupported_upgrade_warning(self) -> None:
+        # uvicorn: two warnings a request, the second advising to install a WebSocket
+        # library; nothing here speaks WebSocket or h2c, so the request is answered as
+        # plain HTTP/1.1, which is what the protocol asks of a server that does not upgrade
+        self.logger.info(
+            "client %s asked to upgrade to %r, which is not served: answered as HTTP/1.1",
+            self.client, (self._get_upgrade() or b"").decode("latin-1")[:40],
+        )  # fmt: skip
+
+    def on_url(self, url: bytes) -> None:
+        self._head += len(url)
+        if self._head > self.max_url:
+            raise _Refused(
+                414, b"URI Too Long", "uri_too_long",
+                f"the request target is longer than {self.max_url} bytes; send fewer or "
+                "shorter query parameters (a search's filters go in its JSON body)",
+            )  # fmt: skip
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head += len(name) + len(value) + 4
+        self._fields += 1
+        if self._head > self.max_head or self._fields > self.max_fields:
+            raise _Refused(
+                431, b"Request Header Fields Too Large", "headers_too_large",
+                f"the request's head is over {self.max_head} bytes or {self.max_fields} "
+                "header fields; send fewer and shorter headers",
+            )  # fmt: skip
+        super().on_header(name, value)
+
+    # --- the connection cap --------------------------------------------------------------------
+    def _idle(self) -> bool:
+        """No request in progress: between two requests, or before the first byte."""
+        return not self._begun and (self.cycle is None or self.cycle.response_complete)
+
+    def _make_room(self) -> bool:
+        """Close the connection idle longest to make room for this one; False if none is."""
+        oldest: TimedHttpProtocol | None = None
+        for other in self.connections:
+            if (
+                other is not self
+                and isinstance(other, TimedHttpProtocol)
+                and not other.transport.is_closing()
+                and other._idle()
+                and (oldest is None or other._idle_since < oldest._idle_since)
+            ):
+                oldest = other
+        if oldest is None:
+            return False
+        oldest._disarm()
+        oldest.transport.close()  # as its keep-alive timeout would have
+        return True
+
     # --- the protocol's events -------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.flow = _TimedFlow(transport, self.loop)
+        self._idle_since = self.loop.time()
+        if 0 < self.max_connections < len(self.connections) and not self._make_room():
+            message = (
+                f"the server has {self.max_connections} connections open, its limit, and "
+                "none idle; try again in a moment"
+            )
+            self.logger.warning("client %s refused: %s", self.client, message)
+            self.transport.write(
+                _answer(
+                    503,
+                    b"Service Unavailable",
+                    "too_many_connections",
+                    message,
+                    b"retry-after: 1\r\n",
+                )  # fmt: skip
+            )
+            self.transport.close()
+            return
         self._arm("headers", self.header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -148,6 +409,7 @@ class TimedHttpProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._begun = True
+        self._head = self._fields = 0
         if self._waiting != "headers":  # a later request on a kept-alive connection
             self._arm("headers", self.header_timeout)
 
@@ -156,17 +418,31 @@ class TimedHttpProtocol(HttpToolsProtocol):
         before = self.cycle
         super().on_headers_complete()
         if self.cycle is not before:  # a request (not an upgrade): its body may follow
-            self._last_chunk = self.loop.time()
-            self._arm("body", self.body_timeout)
+            self._last_chunk = now = self.loop.time()
+            if isinstance(self.flow, _TimedFlow):
+                self._chunk_paused = self.flow.paused_for(now)
+            self._body_start = -1.0
+            self._body_bytes = 0
+            self._arm("body", self.body_timeout or (self.min_body_rate and self.rate_grace))
 
     def on_body(self, body: bytes) -> None:
-        self._last_chunk = self.loop.time()
+        self._last_chunk = now = self.loop.time()
+        if isinstance(self.flow, _TimedFlow):
+            self._chunk_paused = self.flow.paused_for(now)
+        if self._body_start < 0:
+            self._body_start = now
+            self._body_paused = self._chunk_paused
+        self._body_bytes += len(body)
         super().on_body(body)
 
     def on_message_complete(self) -> None:
         self._disarm()
         self._begun = False
         super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        self._idle_since = self.loop.time()
+        super().on_response_complete()
 
     def pause_writing(self) -> None:
         super().pause_writing()
