@@ -6,28 +6,20 @@ import threading
 import time
 from collections.abc import Sequence
 
+from embedders import WrappedHashing
 from memstrata.embedder.base import Matrix
-from memstrata.embedder.hashing import HashingEmbedder
 
 
-class SlowEmbedder:
+class SlowEmbedder(WrappedHashing):
     """The hashing embedder behind a delay, like a remote provider; ``started`` is set when
     a call begins and ``release`` (if given) must be set before it returns."""
 
     def __init__(self, delay: float, release: threading.Event | None = None) -> None:
-        self._inner = HashingEmbedder()
+        super().__init__()
         self.delay = delay
         self.release = release
         self.started = threading.Event()
         self.calls = 0
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dims(self) -> int:
-        return self._inner.dims
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         self.calls += 1
@@ -35,7 +27,7 @@ class SlowEmbedder:
         if self.release is not None:
             assert self.release.wait(10), "the test never released the embedder"
         time.sleep(self.delay)
-        return self._inner.embed_batch(texts, query=query)
+        return super().embed_batch(texts, query=query)
 
 
 # process-wide, shared by every Memory

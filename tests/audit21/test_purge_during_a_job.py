@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from embedders import WrappedHashing
 from memstrata import AsyncMemory, Filters, Memory, Scope
 from memstrata.embedder.base import Matrix
-from memstrata.embedder.hashing import HashingEmbedder
 
 ALICE = Scope("acme", "alice", session="s1")
 TURNS = [
@@ -25,31 +25,23 @@ TURNS = [
 EVERYTHING = Filters(include_deleted=True, include_superseded=True)
 
 
-class Gated:
+class Gated(WrappedHashing):
     """The hashing embedder, whose calls after the first ``free`` (the caller's own
     writes) wait for ``gate``: the worker's job is held while it embeds what it derived."""
 
     def __init__(self, free: int) -> None:
-        self._inner = HashingEmbedder()
+        super().__init__()
         self.free = free
         self.calls = 0
         self.gate = threading.Event()
         self.blocked = threading.Event()
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dims(self) -> int:
-        return self._inner.dims
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         self.calls += 1
         if self.calls > self.free:
             self.blocked.set()
             assert self.gate.wait(10), "the test never opened the gate"
-        return self._inner.embed_batch(texts, query=query)
+        return super().embed_batch(texts, query=query)
 
     def open_soon(self) -> None:
         threading.Timer(0.3, self.gate.set).start()  # while the purge is under way

@@ -20,10 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memstrata import AsyncMemory, Memory
-from memstrata.embedder.base import Matrix
-from memstrata.embedder.hashing import HashingEmbedder
-from memstrata.worker_types import RunReport
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests' helpers (a script's path)
+
+from embedders import WrappedHashing  # noqa: E402
+from memstrata import AsyncMemory, Memory  # noqa: E402
+from memstrata.embedder.base import Matrix  # noqa: E402
+from memstrata.worker_types import RunReport  # noqa: E402
 
 
 def _lease(mem: Any, seconds: float | None, heartbeat: Any) -> None:
@@ -34,21 +36,13 @@ def _lease(mem: Any, seconds: float | None, heartbeat: Any) -> None:
         runner._heartbeat = heartbeat(runner._store, runner._clock, seconds)  # noqa: SLF001
 
 
-class HeldEmbedder:
+class HeldEmbedder(WrappedHashing):
     """The hashing embedder, whose first call waits for the test's ``go``."""
 
     def __init__(self, gate: Path) -> None:
-        self._inner = HashingEmbedder()
+        super().__init__()
         self._gate = gate
         self.held = False
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dims(self) -> int:
-        return self._inner.dims
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         if not self.held:
@@ -61,7 +55,7 @@ class HeldEmbedder:
                 if time.monotonic() > deadline:
                     raise SystemExit("the test never released the job")
                 time.sleep(0.02)
-        return self._inner.embed_batch(texts, query=query)
+        return super().embed_batch(texts, query=query)
 
 
 def main(url: str, gate: Path, buffer: str | None, use_async: bool, lease: float | None) -> None:
