@@ -123,7 +123,7 @@ class ThreadedStore:
         @functools.wraps(target)
         async def call(*args: Any, **kwargs: Any) -> Any:
             tx = self._open.get()
-            if tx is not None:
+            if tx is not None and not tx.ended:  # (a task started in the block outlives it)
                 return await tx.beside(functools.partial(target, *args, **kwargs))
             return await self._run(functools.partial(target, *args, **kwargs))
 
@@ -237,6 +237,7 @@ class _Transaction:
         self._uow: UnitOfWork | None = None
         self._queued: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self._waiting = 0  # records (or jobs) in the queued writes
+        self.ended = False
 
     def _flush(self) -> UnitOfWork:
         """Begin (first time) and run the queued writes; on the transaction's thread."""
@@ -271,6 +272,7 @@ class _Transaction:
 
     async def end(self, error: BaseException | None) -> None:
         """Commit (``error`` None: the queued writes first) or roll back, on the thread."""
+        self.ended = True
         if error is not None:
             self._queued, self._waiting = [], 0
             if self._manager is not None:
