@@ -18,8 +18,8 @@ class WrappedHashing:
     A wrapper, not a ``HashingEmbedder`` subclass: the async adapter runs that very class
     inline on the event loop (``aio/providers.py``), and these embedders block."""
 
-    def __init__(self) -> None:
-        self._inner = HashingEmbedder()
+    def __init__(self, dims: int = 256) -> None:
+        self._inner = HashingEmbedder(dims)
 
     @property
     def model_id(self) -> str:

@@ -27,12 +27,15 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from memstrata import Memory, Scope
 from memstrata.embedder.base import Matrix
-from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.maintenance import Retention
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests' helpers (a script's path)
+from embedders import WrappedHashing  # noqa: E402
 
 SCRIPT = __file__
 VICTIM = Scope("acme", "victim-user-7731", session="sv")
@@ -75,24 +78,16 @@ class Gate:
                 die()
 
 
-class GatedEmbedder:
+class GatedEmbedder(WrappedHashing):
     """The hashing embedder behind the gate's ``embed@N``."""
 
     def __init__(self, dims: int, gate: Gate) -> None:
-        self._inner = HashingEmbedder(dims)
+        super().__init__(dims)
         self._gate = gate
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dims(self) -> int:
-        return self._inner.dims
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         self._gate.embedding()
-        return self._inner.embed_batch(texts, query=query)
+        return super().embed_batch(texts, query=query)
 
 
 def _sqlite_gate(mem: Memory, gate: Gate) -> None:

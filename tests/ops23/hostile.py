@@ -8,7 +8,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Answer", "exchange", "request"]
+__all__ = ["Answer", "exchange", "read_until_closed", "request"]
 
 
 def request(
@@ -73,10 +73,15 @@ def exchange(
                 sock.shutdown(socket.SHUT_WR)
         except OSError:  # the server answered and closed before taking it all
             pass
-        out = b""
-        try:
-            while chunk := sock.recv(65536):
-                out += chunk
-        except ConnectionResetError:
-            pass
-        return Answer(out)
+        return Answer(read_until_closed(sock))
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """What the server sends until it closes the connection (a reset ends it too)."""
+    out = b""
+    try:
+        while chunk := sock.recv(65536):
+            out += chunk
+    except ConnectionResetError:
+        pass
+    return out

@@ -17,17 +17,9 @@ from typing import Any
 
 from ops22.test_deadlines import echo, running
 
+from .hostile import read_until_closed
+
 HEAD = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
-
-
-def _answer(sock: socket.socket) -> bytes:
-    data = b""
-    try:
-        while chunk := sock.recv(65536):
-            data += chunk
-    except ConnectionResetError:
-        pass
-    return data
 
 
 def test_a_trickling_body_is_cut_below_the_minimum_rate() -> None:
@@ -46,7 +38,7 @@ def test_a_trickling_body_is_cut_below_the_minimum_rate() -> None:
                     time.sleep(0.3)
             except OSError:  # cut while sending
                 pass
-            answer = _answer(sock)
+            answer = read_until_closed(sock)
         assert answer.startswith(b"HTTP/1.1 408 "), answer
         assert b"application/json" in answer and b"below the minimum of 100" in answer, answer
         assert sent < 60  # cut before the client was done
@@ -63,7 +55,7 @@ def test_a_steady_body_above_the_minimum_rate_is_not_cut() -> None:
             for _ in range(30):  # 10 kB/s for 3 s, five times the minimum
                 sock.sendall(b"y" * 1000)
                 time.sleep(0.1)
-            answer = _answer(sock)
+            answer = read_until_closed(sock)
         assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"30000"), answer
 
 
@@ -86,7 +78,7 @@ def test_time_the_server_held_the_body_is_not_the_clients() -> None:
             sock.sendall(HEAD % 201_000 + b"z" * 200_000)
             time.sleep(3.5)  # counting the hold: 200 kB in 3 s is 67 kB/s, cut at 3 s
             sock.sendall(b"z" * 1000)
-            answer = _answer(sock)
+            answer = read_until_closed(sock)
         assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"201000"), answer
 
 
@@ -114,7 +106,7 @@ def test_other_clients_are_served_while_bodies_trickle() -> None:
             with socket.create_connection(address, timeout=20) as other:
                 other.sendall(HEAD % 5 + b"hello")
                 assert _answer_status(other) == b"200"
-            answers = [_answer(sock) for sock in tricklers]
+            answers = [read_until_closed(sock) for sock in tricklers]
         finally:
             stop.set()
             thread.join(timeout=10)

@@ -20,7 +20,7 @@ import httpx2
 from memstrata.server.keys import SQLiteKeyStore
 from serving import serve
 
-from .hostile import Answer, exchange, request
+from .hostile import Answer, exchange, read_until_closed, request
 
 
 def _key(db: Path, role: str = "member") -> str:
@@ -120,13 +120,7 @@ def test_a_trickled_import_is_cut_below_the_minimum_rate(tmp_path: Path) -> None
                         assert _write(s.url, key) == 201  # served meanwhile
             except OSError:
                 pass
-            data = b""
-            try:
-                while chunk := sock.recv(65536):
-                    data += chunk
-            except ConnectionResetError:
-                pass
-        answer = Answer(data)
+            answer = Answer(read_until_closed(sock))
         assert answer.status == "408" and answer.error_code() == "request_timeout"
         assert sent < 120
         assert _write(s.url, key) == 201
