@@ -419,13 +419,7 @@ class Memory:
         if reembed and (moved or unfinished):
             from memstrata.reembed import migrate_model
 
-            migrate_model(
-                self._store,
-                self._embedder,
-                model_key=_META_MODEL,
-                dims_key=_META_DIMS,
-                mark_key=_META_REEMBED_TO,
-            )
+            migrate_model(self._store, self._embedder)
             return
         if unfinished:
             to_model, _, to_dims = unfinished.partition("\t")

@@ -14,7 +14,8 @@ from memstrata.store.base import Store
 __all__ = ["MAX_PASSES", "migrate_model", "reembed_store"]
 
 # Passes over the store at most: the second finds what the first could not see (below), a
-# third what writers still on the old model wrote meanwhile; the README says to stop them.
+# third what writers still on the old model wrote meanwhile (the store takes their vectors
+# until the switch: store/one_model.py).
 MAX_PASSES = 3
 
 
@@ -65,21 +66,19 @@ def _mark(store: Store, embedder: Embedder) -> None:
         store.set_meta(one_model.NEXT_KEY, f"{embedder.model_id}\t{embedder.dims}")
 
 
-def migrate_model(
-    store: Store, embedder: Embedder, *, model_key: str, dims_key: str, mark_key: str
-) -> int:
-    """Move the whole store to ``embedder``'s model: mark it (``mark_key`` holds
+def migrate_model(store: Store, embedder: Embedder) -> int:
+    """Move the whole store to ``embedder``'s model: mark it (``reembed_to`` holds
     "model\tdims" of the model it moves to), re-embed every record, switch the store's
-    model (``dims_key`` before ``model_key``), then empty the mark. A run killed anywhere in
+    model (its dims before its model), then empty the mark. A run killed anywhere in
     between leaves the mark, and the store holds vectors of two models until a run ends:
     the caller refuses to open it as one model's meanwhile (``Memory``)."""
-    store.set_meta(mark_key, f"{embedder.model_id}\t{embedder.dims}")
+    store.set_meta(one_model.NEXT_KEY, f"{embedder.model_id}\t{embedder.dims}")
     done = reembed_store(store, embedder)
     # Dims before the model: another process opening the store reads the model first, so
     # once it sees a model it also sees its dims.
-    store.set_meta(dims_key, str(embedder.dims))
-    store.set_meta(model_key, embedder.model_id)
-    store.set_meta(mark_key, "")
+    store.set_meta(one_model.DIMS_KEY, str(embedder.dims))
+    store.set_meta(one_model.MODEL_KEY, embedder.model_id)
+    store.set_meta(one_model.NEXT_KEY, "")
     return done
 
 

@@ -456,13 +456,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         if reembed and (moved or unfinished):
             from memstrata._async.reembed import migrate_model
 
-            await migrate_model(
-                self._store,
-                self._embedder,
-                model_key=_META_MODEL,
-                dims_key=_META_DIMS,
-                mark_key=_META_REEMBED_TO,
-            )
+            await migrate_model(self._store, self._embedder)
             return
         if unfinished:
             to_model, _, to_dims = unfinished.partition("\t")
