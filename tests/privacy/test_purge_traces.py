@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from crash23.kill import file_bytes
 from memstrata import FixedClock, Memory, Scope
 from memstrata.records import RecordType, Source
 from memstrata.search.tokenize import tokenize
@@ -18,15 +19,6 @@ WORDS = [
     "My locker number is 88231957 and my dog is called Flumblewick",
     "Remind me that the quarzanite shipment arrives on Thursday",
 ]
-
-
-def _files(path: Path) -> bytes:
-    out = b""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        p = Path(str(path) + suffix)
-        if p.exists():
-            out += p.read_bytes()
-    return out
 
 
 def test_purge_leaves_no_byte_of_the_user(tmp_path: Path, clock: FixedClock) -> None:
@@ -70,7 +62,7 @@ def test_purge_leaves_no_byte_of_the_user(tmp_path: Path, clock: FixedClock) -> 
     assert mem.audit.query("acme", action="purge")
     mem.close()
 
-    raw = _files(path)
+    raw = file_bytes(path)
     needles = {
         "flumblewick",
         "quarzanite",

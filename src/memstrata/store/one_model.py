@@ -11,13 +11,29 @@ vector whose model and dims are neither the store's nor those of the migration u
 and it walks the store again for what the old ones wrote). The writer gets
 :class:`~memstrata.errors.EmbeddingMismatchError` and nothing of its call is written. A store
 with no model yet (a new one) takes any.
+
+Reads are kept to the model too (:class:`ModelPin`): such a process would go on embedding
+its questions with the old model, and its searches would find nothing by meaning (other
+dims) or the wrong records (same dims). Every search reads the store's model and dims in the
+statement that reads its vector state, and a store object that has since seen another one
+refuses the search.
 """
 
 from __future__ import annotations
 
+import threading
+
 from memstrata.errors import EmbeddingMismatchError
 
-__all__ = ["MARK", "PG_TRIGGERS", "SQLITE_TRIGGERS", "SQLSTATE", "refusal", "refused"]
+__all__ = [
+    "MARK",
+    "PG_TRIGGERS",
+    "SQLITE_TRIGGERS",
+    "SQLSTATE",
+    "ModelPin",
+    "refusal",
+    "refused",
+]
 
 MODEL_KEY = "embedding_model"
 DIMS_KEY = "embedding_dims"
@@ -94,3 +110,45 @@ def refused(where: str, model: str | None, dims: str | None) -> EmbeddingMismatc
         "`memstrata reembed`); nothing of this call was written: open the store again with "
         "its embedder"
     )
+
+
+class ModelPin:
+    """The embedding model a store object serves: the model and dims it last read from or
+    wrote to ``meta`` through ``get_meta``/``set_meta`` (a Memory reads them as it opens,
+    ``reembed`` writes them at its switch). :meth:`check` is given what a search read in
+    ``meta``; another model there means another process migrated the store since this one
+    opened it, and the search is refused rather than answered with the old model's
+    question vector. A store object no Memory opened (nothing read yet) checks nothing."""
+
+    def __init__(self, where: str = "this store") -> None:
+        self.where = where
+        self._model: str | None = None
+        self._dims: str | None = None
+        self._lock = threading.Lock()
+
+    def saw(self, key: str, value: str | None) -> None:
+        """Note a ``meta`` read or write of ``key``; other keys are ignored."""
+        if value is None:
+            return
+        with self._lock:
+            if key == MODEL_KEY:
+                self._model = value
+            elif key == DIMS_KEY:
+                self._dims = value
+
+    def check(self, model: str | None, dims: str | None) -> None:
+        """Raise :class:`EmbeddingMismatchError` if ``meta`` now holds another model or
+        other dims than this object last saw there."""
+        with self._lock:
+            mine, my_dims = self._model, self._dims
+        if (mine is None or model is None or mine == model) and (
+            my_dims is None or dims is None or my_dims == dims
+        ):
+            return
+        raise EmbeddingMismatchError(
+            f"{self.where} now holds vectors of embedding model {model!r} ({dims} dims), not of "
+            f"{mine!r} ({my_dims} dims) that this Memory embeds its questions with: another "
+            "process migrated it (`memstrata reembed`) after this one opened it, so the "
+            "call stopped at its search, before searching: open the store again with its "
+            "embedder"
+        )

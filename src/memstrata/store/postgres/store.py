@@ -51,6 +51,7 @@ from memstrata.store import fts5, shared_sql
 from memstrata.store import quota_counters as qc
 from memstrata.store.base import UnitOfWork
 from memstrata.store.compaction import CompactReport
+from memstrata.store.one_model import ModelPin
 from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
@@ -260,7 +261,8 @@ class PostgresStore:
         self._where = self.options.where
         self._pool: ConnectionPool[Any]  # set by _open
         self._reach = Reach(self.options.conninfo, self._where)  # fails fast while down
-        self._vectors = VectorCache(vector_cache_rows)
+        # searches keep to the store's embedding model (one_model.ModelPin)
+        self._vectors = VectorCache(vector_cache_rows, ModelPin(self._where))
         self._inserted = 0  # rows inserted since this process last refreshed statistics
         self._analyzed_at = 0
         self._stats_lock = threading.Lock()  # never held across an await
@@ -512,7 +514,9 @@ class PostgresStore:
     def get_meta(self, key: str) -> str | None:
         with self._read() as c:
             row = (c.execute("SELECT value FROM meta WHERE key = %s", (key,))).fetchone()
-        return None if row is None else str(row["value"])
+        value = None if row is None else str(row["value"])
+        self._vectors.model.saw(key, value)
+        return value
 
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as c:
@@ -521,6 +525,7 @@ class PostgresStore:
                 "DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+        self._vectors.model.saw(key, value)
 
     # --- quota counters (memstrata.store.quota_counters; row locks make them atomic) -
     def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:

@@ -242,7 +242,8 @@ class SQLiteStore:
         self._closed = False
         self._counter_lock = threading.Lock()  # the counter buffers below
         self._flusher: ThreadPoolExecutor | None = None
-        self._vectors = VectorCache(vector_cache_rows)  # bounded: least recently used dropped
+        # bounded: least recently used dropped; searches keep to the store's model
+        self._vectors = VectorCache(vector_cache_rows, one_model.ModelPin(repr(self.path)))
         # Buffered counters (see Counters): seq -> (accesses, latest access); (seq, name) ->
         # delta. Written by the next write transaction, flush_counters() or close().
         self._touches: dict[int, tuple[int, datetime]] = {}
@@ -419,7 +420,9 @@ class SQLiteStore:
     def get_meta(self, key: str) -> str | None:
         with self._read() as c:
             row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        value = None if row is None else str(row[0])
+        self._vectors.model.saw(key, value)
+        return value
 
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as c:
@@ -428,6 +431,7 @@ class SQLiteStore:
                 "DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+        self._vectors.model.saw(key, value)
 
     # --- quota counters (memstrata.store.quota_counters; BEGIN IMMEDIATE makes them atomic) -
     def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:

@@ -42,6 +42,7 @@ from ...records import RecordStatus, RecordType
 from ...scope import Scope
 from ...traces import PurgeCount
 from ..base import Vector
+from ..one_model import DIMS_KEY, MODEL_KEY, ModelPin
 from .codec import scope_token
 
 __all__ = ["PURGES", "PURGE_EPOCH", "UserVectors", "VectorCache", "dot", "top_k"]
@@ -60,13 +61,17 @@ _STATE = """
 SELECT (SELECT generation FROM scope_generation WHERE scope_tok = ?),
        (SELECT max(rev) FROM vectors WHERE tenant = ? AND user = ?),
        (SELECT generation FROM scope_generation WHERE scope_tok = ?),
-       (SELECT generation FROM scope_generation WHERE scope_tok = ?)
+       (SELECT generation FROM scope_generation WHERE scope_tok = ?),
+       (SELECT value FROM meta WHERE key = ?),
+       (SELECT value FROM meta WHERE key = ?)
 """
 # The scope_generation row bumped by every purge_user (it deletes the user's own row, so a
 # cache in another process could not tell a purged user's new rows from their old ones).
 PURGE_EPOCH = ""
 # The row every purge bumps, of some records or of a user: a process that reads it risen
-# forgets what it keeps of users' words (memstrata.traces.PurgeCount).
+# forgets what it keeps of users' words (memstrata.traces.PurgeCount). The last two columns
+# are the store's embedding model and dims, which a search must still embed with
+# (one_model.ModelPin).
 PURGES = "purges"
 
 # Record types as small integers: a type filter is then an integer ``isin`` (tens of µs
@@ -253,8 +258,9 @@ class VectorCache:
     bounded amount of memory, not every matrix it ever loaded. One user larger than the
     bound stays (alone)."""
 
-    def __init__(self, max_rows: int = 500_000) -> None:
+    def __init__(self, max_rows: int = 500_000, model: ModelPin | None = None) -> None:
         self.max_rows = max_rows
+        self.model = model if model is not None else ModelPin()
         self._users: OrderedDict[tuple[str, str, int], UserVectors] = OrderedDict()
         self._rows = 0  # sum of the held users' rows
         # a loader's lock lives while someone holds or waits for it: not one per user ever
@@ -294,10 +300,12 @@ class VectorCache:
         Runs inside the caller's read transaction, so state and rows come from one snapshot
         (a state another thread brought further than this snapshot is returned as it is).
         """
-        generation, max_rev, epoch, purges = conn.execute(
-            _STATE, (scope_token(tenant, user), tenant, user, PURGE_EPOCH, PURGES)
+        generation, max_rev, epoch, purges, model, model_dims = conn.execute(
+            _STATE,
+            (scope_token(tenant, user), tenant, user, PURGE_EPOCH, PURGES, MODEL_KEY, DIMS_KEY),
         ).fetchone()
         self.purges.read(int(purges or 0))
+        self.model.check(model, model_dims)
         # both counts only grow; a purge_user resets the user's to 0 and raises the epoch's
         generation = (int(epoch or 0) << 40) + int(generation or 0)
         max_rev = int(max_rev or 0)

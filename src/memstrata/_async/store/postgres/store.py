@@ -62,6 +62,7 @@ from memstrata.scope import Scope
 from memstrata.store import fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
+from memstrata.store.one_model import ModelPin
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
 from memstrata.store.postgres.where import (
     LIVE_SQL,
@@ -260,7 +261,8 @@ class AsyncPostgresStore:
         self._where = self.options.where
         self._pool: AsyncConnectionPool[Any]  # set by _open
         self._reach = AsyncReach(self.options.conninfo, self._where)  # fails fast while down
-        self._vectors = AsyncVectorCache(vector_cache_rows)
+        # searches keep to the store's embedding model (one_model.ModelPin)
+        self._vectors = AsyncVectorCache(vector_cache_rows, ModelPin(self._where))
         self._inserted = 0  # rows inserted since this process last refreshed statistics
         self._analyzed_at = 0
         self._stats_lock = threading.Lock()  # never held across an await
@@ -522,7 +524,9 @@ class AsyncPostgresStore:
             row = await (
                 await c.execute("SELECT value FROM meta WHERE key = %s", (key,))
             ).fetchone()
-        return None if row is None else str(row["value"])
+        value = None if row is None else str(row["value"])
+        self._vectors.model.saw(key, value)
+        return value
 
     async def set_meta(self, key: str, value: str) -> None:
         async with self._write() as c:
@@ -531,6 +535,7 @@ class AsyncPostgresStore:
                 "DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+        self._vectors.model.saw(key, value)
 
     # --- quota counters (memstrata.store.quota_counters; row locks make them atomic) -
     async def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:

@@ -32,6 +32,7 @@ from psycopg import sql
 
 from memstrata.filters import Filters
 from memstrata.scope import Scope
+from memstrata.store.one_model import DIMS_KEY, MODEL_KEY, ModelPin
 from memstrata.store.postgres.where import filters_sql, needs_python, scope_sql
 from memstrata.store.sqlite.codec import COLUMNS, scope_token
 from memstrata.store.sqlite.vectors import UserVectors, dot, top_k
@@ -70,12 +71,16 @@ SELECT (SELECT generation FROM scope_generation WHERE scope_tok = %s),
        (SELECT ARRAY[count(*), coalesce(sum(vseq), 0)]::bigint[] FROM vectors
         WHERE tenant = %s AND "user" = %s AND dims = %s AND vseq > %s),
        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-       (SELECT generation FROM scope_generation WHERE scope_tok = 'purges')
+       (SELECT generation FROM scope_generation WHERE scope_tok = 'purges'),
+       (SELECT value FROM meta WHERE key = %s),
+       (SELECT value FROM meta WHERE key = %s)
 """
 # The third column is the purge epoch: the scope_generation row of no one that every
 # purge_user bumps, because it deletes the user's own row (which names them by their scope
 # token) and a cache in another process could not tell otherwise (as in SQLite). The last
-# is the count of purges (sqlite/vectors.py ``PURGES``; memstrata.traces.PurgeCount).
+# is the count of purges (sqlite/vectors.py ``PURGES``; memstrata.traces.PurgeCount), then
+# the store's embedding model and dims, which a search must still embed with
+# (one_model.ModelPin).
 _COUNT = 'SELECT count(*) FROM vectors WHERE tenant = %s AND "user" = %s AND dims = %s'
 # A transaction id newer than every one assigned before this statement (it assigns one to
 # the statement's own transaction, which writes nothing; read once per load, not per search).
@@ -136,8 +141,9 @@ _MAX_PENDING = 64  # the oldest dropped first: the later ones settle later, neve
 class AsyncVectorCache:
     """Users' vector matrices, least recently used dropped past ``max_rows`` rows."""
 
-    def __init__(self, max_rows: int = 500_000) -> None:
+    def __init__(self, max_rows: int = 500_000, model: ModelPin | None = None) -> None:
         self.max_rows = max_rows
+        self.model = model if model is not None else ModelPin()
         self._users: OrderedDict[tuple[str, str, int], tuple[UserVectors, _Settling]] = (
             OrderedDict()
         )
@@ -173,7 +179,8 @@ class AsyncVectorCache:
         with self._lock:
             held = self._users.get(key)
         safe = held[1].safe if held is not None else _NO_COPY
-        args = (scope_token(tenant, user), tenant, user, dims, tenant, user, dims, safe)
+        tok = scope_token(tenant, user)
+        args = (tok, tenant, user, dims, tenant, user, dims, safe, MODEL_KEY, DIMS_KEY)
         async with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
             await cur.execute(_STATE, args)
             row = await cur.fetchone()
@@ -181,6 +188,7 @@ class AsyncVectorCache:
             generation, max_vseq = (int(row[2] or 0) << 40) + int(row[0] or 0), int(row[1] or 0)
             (window, window_sum), xmin = row[3], int(row[4])
             self.purges.read(int(row[5] or 0))
+            self.model.check(row[6], row[7])
             if held is not None and held[0].generation == generation:
                 cached, settling = held
                 seen = settling.seen
