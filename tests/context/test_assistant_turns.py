@@ -112,7 +112,9 @@ def _chat(mem: Memory, scope: Scope) -> None:
     mem.flush()
 
 
-def _shown(mem: Memory, scope: Scope, question: str, budget: int = 150) -> str:
+# 180: what the turns just fit in, as tokens.py estimates them (the eight short thanks,
+# then the long reply or the turtle turn, not both)
+def _shown(mem: Memory, scope: Scope, question: str, budget: int = 180) -> str:
     ctx = mem.build_context(scope, question, token_budget=budget, reserve_ratio=0.0)
     return "\n".join(m["content"] for m in ctx.messages[:-1])
 

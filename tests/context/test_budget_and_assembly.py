@@ -41,8 +41,9 @@ def test_estimate_task() -> None:
 
 
 def test_token_estimate_cjk_and_latin() -> None:
-    assert estimate_tokens("abcd" * 10) == 10
-    assert estimate_tokens("北京北京北京") == 4
+    assert estimate_tokens("abcd" * 10) == 9  # one word: (40 - 1) / 4.5 (tokens.py)
+    assert estimate_tokens("four short words here") == 5  # >= 1 token a word, 1/4 a space
+    assert estimate_tokens("北京北京北京") == 6  # 0.9 a CJK character
     assert count_tokens("") == 0
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata import Memory, Scope
@@ -25,6 +25,8 @@ def test_each_turn_gets_the_questions_of_the_turn_before() -> None:
     assert extra[1] == ()  # "Max. My niece picked it." asks nothing
 
 
+# no deadline: the first example builds the tokenizer's tables (scripts._mark_class, ~0.2 s)
+@settings(deadline=None)
 @given(st.lists(st.text(max_size=60), max_size=6), st.one_of(st.none(), st.text(max_size=60)))
 def test_one_entry_per_turn_and_only_question_terms(texts: list[str], before: str | None) -> None:
     extra = reply_terms(texts, before)
