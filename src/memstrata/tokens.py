@@ -8,7 +8,7 @@ and later), per kind of character (docs/measurements.md, "twenty-fourth session"
   more), and a space a quarter;
 - a run of digits a token per three digits (and a space before it a whole token), ASCII
   punctuation 0.8;
-- CJK characters (Han, kana, Hangul, their punctuation) 0.9 each, Indic and Southeast Asian
+- CJK characters (Han, kana, Hangul, their punctuation) 1.0 each, Indic and Southeast Asian
   letters (Devanagari … Sinhala, Thai, Lao, Tibetan, Myanmar, Khmer) 0.5, Cyrillic 0.4,
   Greek, Armenian, Hebrew, Arabic, Syriac and Thaana 0.5, anything else (emoji, symbols)
   1.5.
@@ -17,7 +17,7 @@ Before session 24 it counted CJK at 1.5 characters per token and everything else
 which ``o200k_base`` exceeds on every script but English and its neighbours (Chinese by
 22%, Thai, Greek and Hebrew by half, emoji and identifiers by about double) and the older
 ``cl100k_base`` (GPT-4, GPT-3.5) by up to four times. ``cl100k_base`` still counts more
-than this estimate outside English (Chinese 1.4x, Hindi 2.1x): count with
+than this estimate outside English (Chinese 1.3x, Hindi 2.1x): count with
 ``tiktoken_counter("cl100k_base")`` for such models.
 """
 
@@ -46,7 +46,7 @@ _KINDS: tuple[tuple[re.Pattern[str], float], ...] = (
             "[\\u1100-\\u11ff\\u3000-\\u30ff\\u3130-\\u318f\\u3400-\\u4dbf\\u4e00-\\u9fff"
             "\\uac00-\\ud7af\\uf900-\\ufaff\\uff00-\\uffef]"
         ),
-        0.9,
+        1.0,
     ),
     (re.compile("[\\u0900-\\u0fff\\u1000-\\u109f\\u1780-\\u17ff]"), 0.5),
     (re.compile("[\\u0400-\\u052f]"), 0.4),
