@@ -37,12 +37,15 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import AsyncIterator, Callable, Generator
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import closed_store
+
+_log = logging.getLogger("memstrata.aio")
 
 if TYPE_CHECKING:
     from .._async.store.base import AsyncStore, AsyncUnitOfWork
@@ -179,10 +182,10 @@ class ThreadedStore:
             except BaseException as exc:
                 # roll back on the same thread, even when the caller was cancelled
                 undo = functools.partial(manager.__exit__, type(exc), exc, exc.__traceback__)
-                await asyncio.shield(thread.run(undo))
+                await _to_the_end(thread.run(undo))
                 raise
             else:
-                await asyncio.shield(thread.run(lambda: manager.__exit__(None, None, None)))
+                await _to_the_end(thread.run(lambda: manager.__exit__(None, None, None)))
 
     @asynccontextmanager
     async def _context(
@@ -200,10 +203,10 @@ class ThreadedStore:
                 yield cast("AsyncUnitOfWork", _ThreadedUnitOfWork(tx))
             except BaseException as exc:
                 # roll back on the same thread, even when the caller was cancelled
-                await asyncio.shield(tx.end(exc))
+                await _to_the_end(tx.end(exc))
                 raise
             else:
-                await asyncio.shield(tx.end(None))
+                await _to_the_end(tx.end(None))
             finally:
                 self._open.reset(mine)
 
@@ -222,6 +225,25 @@ class ThreadedStore:
                     yield cast(T, item)
             finally:
                 await thread.run(generator.close)
+
+
+async def _to_the_end(end: Awaitable[object]) -> None:
+    """Await the end of a transaction (commit or roll back), which runs on its thread to the
+    end even when the caller is cancelled meanwhile. Its outcome then reaches no caller: it
+    is retrieved here (asyncio would log "Task exception was never retrieved", an error, when
+    a memory closed under a cancelled write made its commit fail: nothing was written) and
+    logged as a warning."""
+    task = asyncio.ensure_future(end)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.add_done_callback(_ended_unheard)
+        raise
+
+
+def _ended_unheard(task: asyncio.Future[object]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        _log.warning("a cancelled call's transaction did not end cleanly: %s", exc)
 
 
 class _Transaction:
