@@ -42,7 +42,7 @@ def test_a_reader_opened_before_a_migration_is_refused(
         assert old.search(ME, "green tea")[0].record.text == TURNS[0]
     migrated = Memory(url, embedder=_new(new), reembed=True, background=False)
     try:
-        with pytest.raises(EmbeddingMismatchError, match="stopped at its search, before searching"):
+        with pytest.raises(EmbeddingMismatchError, match="stopped before searching"):
             old.search(ME, "green tea")
         with pytest.raises(EmbeddingMismatchError, match="open the store again"):
             old.build_context(ME, "Where does my sister live?")

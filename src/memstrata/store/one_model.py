@@ -149,6 +149,6 @@ class ModelPin:
             f"{self.where} now holds vectors of embedding model {model!r} ({dims} dims), not of "
             f"{mine!r} ({my_dims} dims) that this Memory embeds its questions with: another "
             "process migrated it (`memstrata reembed`) after this one opened it, so the "
-            "call stopped at its search, before searching: open the store again with its "
+            "call stopped before searching: open the store again with its "
             "embedder"
         )
