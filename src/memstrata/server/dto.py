@@ -18,6 +18,7 @@ from ..layers.knowledge_types import MAX_DOCUMENT_CHARS
 from ..layers.procedural_types import FailureWarning, Suggestion
 from ..maintenance_types import LogEntry, MaintenanceReport
 from ..records import MemoryRecord
+from ..worker_types import RunReport
 from .inspect import LayerItem, LayersView
 
 MAX_TEXT = 100_000
@@ -310,10 +311,34 @@ class PurgeOut(BaseModel):
 
 
 class RunReportOut(BaseModel):
+    """What a run of the user's jobs did: every job it ``claimed`` ends in exactly one of
+    ``done``, ``retried``, ``failed``, ``lost``, ``revoked`` and ``given_back``, so they add
+    up to ``claimed``; ``waiting`` counts jobs another worker still held when the run
+    returned (not claimed by it)."""
+
     done: int
     retried: int
     failed: int
     errors: list[str]
+    claimed: int = 0
+    lost: int = 0
+    revoked: int = 0
+    given_back: int = 0
+    waiting: int = 0
+
+    @classmethod
+    def of(cls, report: RunReport) -> RunReportOut:
+        return cls(
+            done=report.done,
+            retried=report.retried,
+            failed=report.failed,
+            errors=report.errors,
+            claimed=report.claimed,
+            lost=report.lost,
+            revoked=report.revoked,
+            given_back=report.given_back,
+            waiting=report.waiting,
+        )
 
 
 class JobOut(BaseModel):
