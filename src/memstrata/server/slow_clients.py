@@ -35,6 +35,13 @@ app's errors, and closes the connection. And at most ``max_connections`` connect
 are open: one more closes the one idle longest (between two requests, or before its
 first byte), as nginx reuses its connections, or, with none idle, is answered 503.
 
+Nothing here upgrades (no WebSocket, no h2c): a request asking to (``Connection:
+Upgrade``) is served as the HTTP/1.1 request it also is, as RFC 9110 (7.8) allows, its
+body and the requests after it on the connection included. The parser, told an upgrade
+was coming, would skip the body and stop at the end of the head; the head is parsed again
+without its ``Upgrade`` (session 24: before, the body was dropped, the app answered 422
+and the connection waited out its keep-alive timeout).
+
 The checks cost one timer per connection, re-armed at most once per deadline; a chunk
 that arrives only records its time and size.
 """
@@ -47,6 +54,7 @@ import logging
 import sys
 from typing import Any
 
+import httptools
 from uvicorn.config import Config
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -135,6 +143,7 @@ class TimedConfig(Config):
         **options: Any,
     ) -> None:
         options.setdefault("http", TimedHttpProtocol)
+        options.setdefault("ws", "none")  # nothing here speaks WebSocket (see above)
         super().__init__(app, **options)
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
@@ -221,6 +230,7 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self._body_paused = 0.0  # the reading paused before it
         self._body_bytes = 0
         self._idle_since = 0.0  # when it last had no request in progress
+        self._unupgraded = b""  # an upgrade request's head, without its Upgrade, to parse again
 
     # --- the deadline ----------------------------------------------------------------------
     def _arm(self, waiting: str, delay: float) -> None:
@@ -322,14 +332,50 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self.transport.close()
         self.loop.call_later(_LINGER_S, self.transport.abort)
 
-    def _unsupported_upgrade_warning(self) -> None:
-        # uvicorn: two warnings a request, the second advising to install a WebSocket
-        # library; nothing here speaks WebSocket or h2c, so the request is answered as
-        # plain HTTP/1.1, which is what the protocol asks of a server that does not upgrade
-        self.logger.info(
-            "client %s asked to upgrade to %r, which is not served: answered as HTTP/1.1",
-            self.client, (self._get_upgrade() or b"").decode("latin-1")[:40],
-        )  # fmt: skip
+    # --- upgrades (none served) ------------------------------------------------------------
+    def data_received(self, data: bytes) -> None:
+        # uvicorn's, but an upgrade the parser stopped at is not one: what follows the head
+        # is the request's body and the connection's next requests (uvicorn dropped it)
+        self._unset_keepalive_if_required()
+        while data:  # a loop, not a recursion: a packet may hold many such requests
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserError:
+                self.send_400_response("Invalid HTTP request received.")
+            except httptools.HttpParserUpgrade as stop:
+                head, self._unupgraded = self._unupgraded, b""
+                if head:  # (none: CONNECT, refused at its head)
+                    self.logger.info(
+                        "client %s asked to upgrade to %r, which is not served: answered as "
+                        "HTTP/1.1",
+                        self.client, (self._get_upgrade() or b"").decode("latin-1")[:40],
+                    )  # fmt: skip
+                    # the head again without its Upgrade, then the bytes after it, to a
+                    # new parser (the old one, after a "Connection: close", would drop them)
+                    data = head + data[int(stop.args[0]) :]
+                    self.parser = httptools.HttpRequestParser(self)
+                    self.parser.set_dangerous_leniencies(
+                        lenient_data_after_close=True
+                    )  # as uvicorn
+                    continue
+            return
+
+    def _without_upgrade(self) -> bytes:
+        """The current request's head as it came, less its ``Upgrade`` header(s) and the
+        ``upgrade`` token of its ``Connection`` header(s): a plain HTTP/1.1 request."""
+        method = self.parser.get_method()
+        version = self.parser.get_http_version().encode("ascii")
+        lines = [method + b" " + self.url + b" HTTP/" + version]
+        for name, value in self.headers:
+            if name == b"upgrade":
+                continue
+            if name == b"connection":
+                tokens = [t.strip() for t in value.split(b",")]
+                value = b", ".join(t for t in tokens if t and t.lower() != b"upgrade")
+                if not value:
+                    continue
+            lines.append(name + b": " + value)
+        return b"\r\n".join(lines) + b"\r\n\r\n"
 
     def on_url(self, url: bytes) -> None:
         self._head += len(url)
@@ -415,6 +461,11 @@ class TimedHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm()
+        if self.parser.should_upgrade() and self.parser.get_method() != b"CONNECT":
+            # the parser skips the body of a request that upgrades: no request yet; it is
+            # parsed again, without the Upgrade, when the parser stops (data_received)
+            self._unupgraded = self._without_upgrade()
+            return
         before = self.cycle
         super().on_headers_complete()
         if self.cycle is not before:  # a request (not an upgrade): its body may follow
@@ -437,6 +488,8 @@ class TimedHttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._disarm()
+        if self._unupgraded:  # not the request's end: it is parsed again (above)
+            return
         self._begun = False
         super().on_message_complete()
 
