@@ -33,7 +33,11 @@ target over ``max_url`` bytes is a 414, a head over ``max_head`` bytes or with m
 ``Content-Length``, both it and chunked, a malformed chunk) a 400; each is JSON, like the
 app's errors, and closes the connection. And at most ``max_connections`` connections
 are open: one more closes the one idle longest (between two requests, or before its
-first byte), as nginx reuses its connections, or, with none idle, is answered 503.
+first byte), as nginx reuses its connections, or, with none idle, is answered 503. With
+``max_connections_per_ip`` (session 24; 0, no cap, by default) one client address holds
+at most that many: one more closes that address's connection idle longest, or, with none
+idle, is answered 429 (nginx's ``limit_conn``). It counts the connection's peer, which
+behind a proxy is the proxy: leave it off there, and cap each client in the proxy.
 
 Nothing here upgrades (no WebSocket, no h2c): a request asking to (``Connection:
 Upgrade``) is served as the HTTP/1.1 request it also is, as RFC 9110 (7.8) allows, its
@@ -52,6 +56,8 @@ import asyncio
 import json
 import logging
 import sys
+import weakref
+from collections import Counter
 from typing import Any
 
 import httptools
@@ -124,7 +130,7 @@ def _not_uvicorns_parser_warning(record: logging.LogRecord) -> bool:
 
 class TimedConfig(Config):
     """uvicorn's ``Config`` carrying the deadlines in seconds (0: none), the body's minimum
-    rate in bytes/s (0: none), the connection cap (0: none) and the request head's limits
+    rate in bytes/s (0: none), the connection caps (0: none) and the request head's limits
     (picklable, for ``--workers``); its protocol is :class:`TimedHttpProtocol` unless
     ``http`` says otherwise. The CLI's options have the defaults (``memstrata serve
     --help``)."""
@@ -137,6 +143,7 @@ class TimedConfig(Config):
         body_timeout: float,
         min_body_rate: float = 0.0,
         max_connections: int = 0,
+        max_connections_per_ip: int = 0,
         max_url: int = MAX_URL,
         max_head: int = MAX_HEAD,
         max_fields: int = MAX_FIELDS,
@@ -149,6 +156,7 @@ class TimedConfig(Config):
         self.body_timeout = body_timeout
         self.min_body_rate = min_body_rate
         self.max_connections = max_connections
+        self.max_connections_per_ip = max_connections_per_ip
         self.max_url = max_url
         self.max_head = max_head
         self.max_fields = max_fields
@@ -174,6 +182,11 @@ class _Refused(Exception):
     def __init__(self, status: int, reason: bytes, code: str, message: str) -> None:
         super().__init__(message)
         self.answer = _answer(status, reason, code, message)
+
+
+# Open connections per client address, for each server (its ``ServerState``: the protocols
+# of one server share it), counted as they open and close: O(1) a connection.
+_PER_ADDRESS: weakref.WeakKeyDictionary[Any, Counter[str]] = weakref.WeakKeyDictionary()
 
 
 class _TimedFlow(FlowControl):
@@ -215,6 +228,8 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self.min_body_rate = float(getattr(config, "min_body_rate", 0.0))
         self.rate_grace = self.body_timeout or _RATE_GRACE_S
         self.max_connections = int(getattr(config, "max_connections", 0))
+        self.max_per_address = int(getattr(config, "max_connections_per_ip", 0))
+        self._address = ""  # the client's address, once counted in _PER_ADDRESS
         self.max_url = int(getattr(config, "max_url", 0)) or sys.maxsize
         self.max_head = int(getattr(config, "max_head", 0)) or sys.maxsize
         self.max_fields = int(getattr(config, "max_fields", 0)) or sys.maxsize
@@ -403,14 +418,16 @@ class TimedHttpProtocol(HttpToolsProtocol):
         """No request in progress: between two requests, or before the first byte."""
         return not self._begun and (self.cycle is None or self.cycle.response_complete)
 
-    def _make_room(self) -> bool:
-        """Close the connection idle longest to make room for this one; False if none is."""
+    def _make_room(self, address: str = "") -> bool:
+        """Close the connection idle longest (of ``address``, if given) to make room for
+        this one; False if none is."""
         oldest: TimedHttpProtocol | None = None
         for other in self.connections:
             if (
                 other is not self
                 and isinstance(other, TimedHttpProtocol)
                 and not other.transport.is_closing()
+                and (not address or other._address == address)
                 and other._idle()
                 and (oldest is None or other._idle_since < oldest._idle_since)
             ):
@@ -443,10 +460,44 @@ class TimedHttpProtocol(HttpToolsProtocol):
             )
             self.transport.close()
             return
+        if self.max_per_address > 0 and self.client is not None and self._over_address_cap():
+            return
         self._arm("headers", self.header_timeout)
+
+    def _over_address_cap(self) -> bool:
+        """Count this connection for its client's address; past the cap, make room among
+        that address's own connections or refuse this one (429, closed)."""
+        self._address = address = str(self.client[0]) if self.client else ""
+        counts = _PER_ADDRESS.setdefault(self.server_state, Counter())
+        counts[address] += 1
+        if counts[address] <= self.max_per_address or self._make_room(address):
+            return False
+        message = (
+            f"this address has {self.max_per_address} connections open to the server, its "
+            "limit, and none idle; reuse one (keep-alive) or try again in a moment"
+        )
+        self.logger.info("client %s refused: %s", self.client, message)
+        self.transport.write(
+            _answer(
+                429,
+                b"Too Many Requests",
+                "too_many_connections",
+                message,
+                b"retry-after: 1\r\n",
+            )  # fmt: skip
+        )
+        self.transport.close()
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._address:
+            counts = _PER_ADDRESS.get(self.server_state)
+            if counts is not None:
+                counts[self._address] -= 1
+                if counts[self._address] <= 0:
+                    del counts[self._address]
+            self._address = ""
         if self._send_stalled is not None:
             self._send_stalled.cancel()
             self._send_stalled = None
