@@ -7,7 +7,7 @@ validation error for memory_addArguments / importance / Input should be a valid 
 [type=float_type, input_value='AAAA…', input_type=str] / For further information visit
 https://errors.pydantic.dev/2.12/v/float_type" — a URL, the model's own input echoed back,
 and the internal model's name. And ``observed_at: 12`` was taken as a Unix time (1970-01-01
-00:00:12), a JavaScript ``Date.now()`` as a time in the year 55,000-odd: now refused, as
+00:00:12; pydantic guesses seconds or milliseconds by the number's size): now refused, as
 the HTTP API refuses it, with the fix."""
 
 from __future__ import annotations
