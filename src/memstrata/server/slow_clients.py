@@ -53,6 +53,7 @@ that arrives only records its time and size.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
@@ -369,9 +370,10 @@ class TimedHttpProtocol(HttpToolsProtocol):
                     # new parser (the old one, after a "Connection: close", would drop them)
                     data = head + data[int(stop.args[0]) :]
                     self.parser = httptools.HttpRequestParser(self)
-                    self.parser.set_dangerous_leniencies(
-                        lenient_data_after_close=True
-                    )  # as uvicorn
+                    # as uvicorn's: a pipelined request after a "close" is no error (the
+                    # setting is missing before httptools 0.6.3; uvicorn guards it too)
+                    with contextlib.suppress(AttributeError):
+                        self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
                     continue
             return
 
