@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from memstrata.audit_types import PURGED
 from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
 
@@ -853,23 +854,44 @@ class Memory:
         runs :meth:`compact`, so the database's files keep no byte of them either."""
         actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
         check_bool(compact, "compact")
+        self._owner(scope)
         whole = record_ids is None
+        if record_ids is not None:  # every id checked before anything is written
+            record_ids = self._purgeable(scope, record_ids)
         # A job's writes are checked against its claim (jobs.Fence); a whole-user purge made
         # by one deletes that claim with the user's jobs, and its own writes (the audit
         # event) are the erasure, not something derived: they are not the job's.
         with unfenced() if whole else nullcontext():
-            report = self._purge(scope, record_ids)
-            if whole:  # keep what happened, not who: the user's events lose their ids
-                self.audit.redact_subject(scope.tenant, scope.user)
+            # Recorded before the purge, as the maintenance pass records its retention
+            # purges: a purge cannot be undone, and one killed after the store's purge
+            # left no event of it. Killed between the two, the event precedes a purge not
+            # made (purge again); a purge that fails says so in a purge_failed event. The
+            # event holds no word of the user: ids (of some records; none for a whole
+            # user, whom it does not name — nor does its actor once they are purged).
             self.audit.record(
                 scope.tenant,
-                actor,
+                PURGED if whole and scope.user in actor else actor,
                 "purge",
                 user=None if whole else scope.user,
                 record_ids=list(record_ids or ()),
                 reason="a whole user" if whole else None,
-                details={"records": report.records, "remaining": report.remaining},
             )
+            try:
+                report = self._purge(scope, record_ids)
+            except Exception as exc:
+                # It names the user (the purge did not happen): the next purge of the
+                # whole user redacts it with their other events.
+                self.audit.record(
+                    scope.tenant,
+                    actor,
+                    "purge_failed",
+                    user=scope.user,
+                    record_ids=list(record_ids or ()),
+                    reason=f"the purge recorded before it failed: {type(exc).__name__}: {exc}",
+                )
+                raise
+            if whole:  # keep what happened, not who: the user's events lose their ids
+                self.audit.redact_subject(scope.tenant, scope.user)
         if compact:  # after the audit event: its rewrite of the user's events goes too
             report = replace(report, compaction=self.compact())
         return report
@@ -891,16 +913,19 @@ class Memory:
             return CompactReport()
         return store.compact(lock_timeout=lock_timeout)
 
+    def _purgeable(self, scope: Scope, record_ids: Sequence[str]) -> builtins.list[str]:
+        """``record_ids`` checked: each a record of ``scope`` (``NotFoundError`` as ``get``
+        says of one that is not: nothing is purged, nor recorded)."""
+        record_ids = check_ids(record_ids, "record_ids")
+        found = {r.id for r in self._store.get_many(scope, record_ids)}  # one read
+        for rid in record_ids:
+            if rid not in found:
+                self._store.get(scope, rid, include_deleted=True)
+        return list(record_ids)
+
     def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
         """Destroy for real. With ids: those records. Without: everything of the user
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
-        self._owner(scope)
-        if record_ids is not None:
-            record_ids = check_ids(record_ids, "record_ids")
-            found = {r.id for r in self._store.get_many(scope, record_ids)}  # one read
-            for rid in record_ids:
-                if rid not in found:  # what get says of it: nothing is purged
-                    self._store.get(scope, rid, include_deleted=True)
         # A job of the user that this process runs (the background worker, a flush), past
         # reading the turns, writes what it derived from them (facts, clusters, summaries)
         # after the purge and brings the purged words back: it is waited for and the

@@ -253,6 +253,9 @@ class PostgresStore:
 
     # PostgreSQL text cannot hold a NUL character (a migration asks for --replace-nul).
     stores_nul = False
+    # Its audit log is a table of its database: a unit of work appends events in its
+    # transaction (_PgUnitOfWork.append_audit), with the writes they record.
+    audit_in_transactions = True
 
     def __init__(self, url: str, *, vector_cache_rows: int = 500_000) -> None:
         self.url = url
@@ -2059,6 +2062,10 @@ class _PgUnitOfWork:
             for version in past:
                 _no_nul(version)
         dump.insert_history(self._c, histories)
+
+    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Audit events in this transaction: they commit, or roll back, with its writes."""
+        audit.append(self._c, events)
 
 
 def _python_filters(f: Filters) -> bool:
