@@ -209,3 +209,25 @@ def test_the_event_is_in_the_log_when_the_store_purges_async(url: str) -> None:
 
     asyncio.run(purge())
     assert seen == [1]
+
+
+def test_a_failure_that_cannot_be_recorded_is_logged_and_the_purges_error_raised(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    ids = _fill(url)
+    _refuse_record_deletes(url)
+    conn = sqlite3.connect(tmp_path / "m.db")
+    conn.execute(
+        "CREATE TRIGGER d24_unrecorded BEFORE INSERT ON audit_log WHEN NEW.action = "
+        "'purge_failed' BEGIN SELECT RAISE(ABORT, 'audit refused by d24'); END"
+    )
+    conn.commit()
+    conn.close()
+    with Memory(url, embedder="hashing", background=False) as mem:
+        with pytest.raises(Exception, match="delete refused by d24"):  # the purge's, not ours
+            mem.purge(VICTIM.user_scope, ids[:2])
+        assert [e.action for e in mem.audit.query("acme")] == ["delete", "purge"]
+    assert "purge_failed event not recorded" in caplog.text and "audit refused" in caplog.text

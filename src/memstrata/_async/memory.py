@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio  # async-only
 import builtins
+import logging
 import math
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -104,6 +105,8 @@ if TYPE_CHECKING:
     Written = tuple[RecordWrite, tuple[MemoryRecord, ...]]
 
 __all__ = ["DEFAULT_ROLES", "AsyncMemory", "Remembered"]
+
+_log = logging.getLogger("memstrata.audit")
 
 
 def _roles(roles: Iterable[str]) -> frozenset[str]:
@@ -943,16 +946,19 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             try:
                 report = await self._purge(scope, record_ids)
             except Exception as exc:
-                # It names the user (the purge did not happen): the next purge of the
-                # whole user redacts it with their other events.
-                await self.audit.record(
-                    scope.tenant,
-                    actor,
-                    "purge_failed",
-                    user=scope.user,
-                    record_ids=list(record_ids or ()),
-                    reason=f"the purge recorded before it failed: {type(exc).__name__}: {exc}",
-                )
+                # It names the user (the purge failed, or part of it: purge again), and the
+                # purge of the whole user that succeeds redacts it with their other events.
+                try:
+                    await self.audit.record(
+                        scope.tenant,
+                        actor,
+                        "purge_failed",
+                        user=scope.user,
+                        record_ids=list(record_ids or ()),
+                        reason=f"the purge recorded before it failed: {type(exc).__name__}: {exc}",
+                    )
+                except Exception as unrecorded:  # the store is down: its error is the news
+                    _log.warning("purge_failed event not recorded: %s", unrecorded)
                 raise
             if whole:  # keep what happened, not who: the user's events lose their ids
                 await self.audit.redact_subject(scope.tenant, scope.user)
