@@ -56,11 +56,13 @@ WHOLE = {
 }
 
 
-@pytest.mark.parametrize("gate", sorted({g for gates in WHOLE.values() for g in gates}))
-def test_a_killed_whole_user_purge_is_never_without_its_event(url: str, gate: str) -> None:
-    backend = "sqlite" if url.startswith("sqlite") else "postgresql"
-    if gate not in WHOLE[backend]:
-        pytest.skip(f"{gate} is a gate of the other backend")
+@pytest.mark.parametrize(("backend", "gate"), [(b, g) for b, gates in WHOLE.items() for g in gates])
+def test_a_killed_whole_user_purge_is_never_without_its_event(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str, gate: str
+) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    if backend == "postgresql":
+        url = request.getfixturevalue("pg_url")
     ids = _fill(url)
     assert run(url, gate, "purge-user") == -signal.SIGKILL
     with Memory(url, embedder="hashing", background=False) as mem:
