@@ -866,11 +866,11 @@ class Memory:
         # event) are the erasure, not something derived: they are not the job's.
         with unfenced() if whole else nullcontext():
             # Recorded before the purge, as the maintenance pass records its retention
-            # purges: a purge cannot be undone, and one killed after the store's purge
-            # left no event of it. Killed between the two, the event precedes a purge not
-            # made (purge again); a purge that fails says so in a purge_failed event. The
-            # event holds no word of the user: ids (of some records; none for a whole
-            # user, whom it does not name — nor does its actor once they are purged).
+            # purges: a purge cannot be undone, and an event written after it is lost to a
+            # kill between the two. Killed there now, the event precedes a purge not made
+            # (purge again); a purge that fails says so in a purge_failed event. The event
+            # holds no word of the user: ids (of some records; none for a whole user, whom
+            # it does not name — nor does its actor once they are purged).
             self.audit.record(
                 scope.tenant,
                 PURGED if whole and scope.user in actor else actor,
