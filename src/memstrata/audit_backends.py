@@ -25,6 +25,7 @@ __all__ = [
     "SQLiteAudit",
     "audit_store",
     "sqlite_append_audit",
+    "sqlite_audit_row",
     "sqlite_redact_subject",
 ]
 
@@ -79,25 +80,27 @@ def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> i
 _COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
 
 
+def sqlite_audit_row(e: AuditEvent) -> tuple[Any, ...]:
+    """``e`` as a row of the SQLite ``audit_log`` table, in its columns' order."""
+    return (
+        e.id,
+        e.tenant,
+        e.user,
+        e.actor,
+        e.action,
+        e.at.isoformat(),
+        json.dumps(list(e.record_ids)),
+        e.reason,
+        e.policy,
+        e.score,
+        json.dumps(dict(e.details), ensure_ascii=False, default=str),
+    )
+
+
 def sqlite_append_audit(conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
     """Append ``events`` inside the caller's transaction (``SQLiteAudit.append_audit``'s
     own, or a unit of work's: ``UnitOfWork.append_audit``)."""
-    rows = [
-        (
-            e.id,
-            e.tenant,
-            e.user,
-            e.actor,
-            e.action,
-            e.at.isoformat(),
-            json.dumps(list(e.record_ids)),
-            e.reason,
-            e.policy,
-            e.score,
-            json.dumps(dict(e.details), ensure_ascii=False, default=str),
-        )
-        for e in events
-    ]
+    rows = [sqlite_audit_row(e) for e in events]
     conn.executemany(f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows)
 
 
