@@ -155,8 +155,12 @@ _NAMED = {
     "ʉ": "u",
 }
 _WITH = re.compile(r"LATIN (?:SMALL|CAPITAL) LETTER ([A-Z]) WITH (?!.*LETTER).*")
-# The blocks of Latin and Greek letters (Latin-1 to Latin Extended-G, IPA, phonetic
+# The blocks of Latin and Greek letters (Latin-1 to Latin Extended-E, IPA, phonetic
 # extensions, Greek and Coptic, Greek Extended); only letters named LATIN or GREEK count.
+# All in the Basic Multilingual Plane, and so are the marks :func:`fold` drops: a regex
+# class holding a code point above U+FFFF is tested range by range, and scanning a message
+# for one took 37 µs instead of 0.5 (the phonetic letters of Latin Extended-F and -G, and
+# marks of historic scripts, are not written after a Latin letter in chat).
 _BLOCKS = (
     (0x00C0, 0x02AF),
     (0x0370, 0x03FF),
@@ -165,8 +169,6 @@ _BLOCKS = (
     (0x2C60, 0x2C7F),
     (0xA720, 0xA7FF),
     (0xAB30, 0xAB6F),
-    (0x10780, 0x107BF),
-    (0x1DF00, 0x1DFFF),
 )
 
 
@@ -199,11 +201,14 @@ def _folding() -> tuple[re.Pattern[str], dict[int, str | None]]:
             folded = _folded(ch)
             if folded != ch.lower():
                 table[cp] = folded
-    m = _mark_class()
-    table.update(dict.fromkeys(_marks()))
+    marks = [cp for cp in _marks() if cp <= 0xFFFF]
+    table.update(dict.fromkeys(marks))
+    folds, m = _ranges(sorted(k for k, v in table.items() if v is not None)), _ranges(marks)
+    # One class first, so the scan skips to the next candidate in C (1.6 µs a message with
+    # an accent, against 5.9 for two alternatives), then what comes before it: the letter
+    # itself, or a Latin or Greek letter before the mark.
     pattern = re.compile(
-        f"[{_ranges(sorted(k for k, v in table.items() if v is not None))}][{m}]*"
-        f"|(?<=[{_ranges(sorted(letters))}])[{m}]+"
+        f"[{folds}{m}](?:(?<=[{folds}])|(?<=[{_ranges(sorted(letters))}][{m}]))[{m}]*"
     )
     return pattern, table
 
