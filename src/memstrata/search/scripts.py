@@ -201,7 +201,7 @@ def _folding() -> tuple[re.Pattern[str], dict[int, str | None]]:
             folded = _folded(ch)
             if folded != ch.lower():
                 table[cp] = folded
-    marks = [cp for cp in _marks() if cp <= 0xFFFF]
+    marks = [cp for cp in range(0x10000) if unicodedata.category(chr(cp))[0] == "M"]
     table.update(dict.fromkeys(marks))
     folds, m = _ranges(sorted(k for k, v in table.items() if v is not None)), _ranges(marks)
     # One class first, so the scan skips to the next candidate in C (1.6 µs a message with
