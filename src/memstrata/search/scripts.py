@@ -134,9 +134,10 @@ def runs() -> re.Pattern[str]:
 
 
 # Letters that do not decompose into a letter and marks, written as a reader who lacks them
-# on a keyboard does (the common part of Lucene's ASCIIFoldingFilter and ICU folding).
-# A letter named "LATIN ... LETTER X WITH ..." (a stroke, hook, bar …: "ø", "ł", "đ", "ɓ")
-# is "x" without a table entry. "ə" (Azerbaijani) is typed "e", as in "Azerbaijan".
+# on a keyboard does (as Lucene's ASCIIFoldingFilter writes them, but for "ə": Lucene makes
+# it "a", while Azerbaijani is typed with "e", as in "Azerbaijan"). A letter named
+# "LATIN ... LETTER X WITH ..." (a stroke, hook, bar …: "ø", "ł", "đ", "ɓ") is "x" without
+# a table entry.
 _NAMED = {
     "æ": "ae",
     "œ": "oe",
