@@ -20,7 +20,14 @@ from .errors import StoreError
 if TYPE_CHECKING:
     from .audit import AuditStore
 
-__all__ = ["InMemoryAudit", "SQLiteAudit", "audit_store", "sqlite_redact_subject"]
+__all__ = [
+    "InMemoryAudit",
+    "SQLiteAudit",
+    "audit_store",
+    "sqlite_append_audit",
+    "sqlite_audit_row",
+    "sqlite_redact_subject",
+]
 
 log = logging.getLogger("memstrata.audit")
 
@@ -73,33 +80,43 @@ def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> i
 _COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
 
 
+def sqlite_audit_row(e: AuditEvent) -> tuple[Any, ...]:
+    """``e`` as a row of the SQLite ``audit_log`` table, in its columns' order."""
+    return (
+        e.id,
+        e.tenant,
+        e.user,
+        e.actor,
+        e.action,
+        e.at.isoformat(),
+        json.dumps(list(e.record_ids)),
+        e.reason,
+        e.policy,
+        e.score,
+        json.dumps(dict(e.details), ensure_ascii=False, default=str),
+    )
+
+
+def sqlite_append_audit(conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
+    """Append ``events`` inside the caller's transaction (``SQLiteAudit.append_audit``'s
+    own, or a unit of work's: ``UnitOfWork.append_audit``)."""
+    rows = [sqlite_audit_row(e) for e in events]
+    conn.executemany(f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows)
+
+
 class SQLiteAudit:
     """The ``audit_log`` table of a SQLite store, written in the store's own transactions."""
+
+    # Its events are rows of the store's database: a unit of work of the store appends
+    # them in its transaction (``UnitOfWork.append_audit``), with the writes they record.
+    audit_in_transactions = True
 
     def __init__(self, store: Any) -> None:
         self._store = store
 
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
-        rows = [
-            (
-                e.id,
-                e.tenant,
-                e.user,
-                e.actor,
-                e.action,
-                e.at.isoformat(),
-                json.dumps(list(e.record_ids)),
-                e.reason,
-                e.policy,
-                e.score,
-                json.dumps(dict(e.details), ensure_ascii=False, default=str),
-            )
-            for e in events
-        ]
         with self._store._write() as c:
-            c.executemany(
-                f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows
-            )
+            sqlite_append_audit(c, events)
 
     def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]:
         sql = f"SELECT {_COLUMNS} FROM audit_log WHERE tenant = ?"

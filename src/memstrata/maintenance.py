@@ -97,8 +97,19 @@ def _all(ctx: LayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
     return out
 
 
-def _soft_delete(ctx: LayerContext, scope: Scope, record: MemoryRecord, entry: LogEntry) -> None:
-    """Write the log entry on the record (a new version), then soft-delete it."""
+def _soft_delete(
+    ctx: LayerContext,
+    scope: Scope,
+    record: MemoryRecord,
+    entry: LogEntry,
+    *,
+    audit: AuditLog | None = None,
+    event: AuditEvent | None = None,
+) -> None:
+    """Write the log entry on the record (a new version) and soft-delete it, in one
+    transaction; with ``event``, its audit event too — in that transaction when the log is
+    a table of the store (SQLite, PostgreSQL), else just before it (``memory://``, whose
+    log goes with the process anyway): killed anywhere, a forgotten record has its event."""
     now = ctx.clock.now()
     note = {
         "action": entry.action,
@@ -113,8 +124,16 @@ def _soft_delete(ctx: LayerContext, scope: Scope, record: MemoryRecord, entry: L
         updated_at=now,
         metadata={**record.metadata, "forgotten": note},
     )
-    ctx.replace(scope, tagged, expected_version=record.version, reindex=False)
-    ctx.store.set_status(scope, [record.id], RecordStatus.DELETED, now)
+    write = ctx.version_write(tagged, reindex=False)
+    events = [] if event is None else [event]
+    joined = audit if audit is not None and events and audit.in_transactions else None
+    if audit is not None and joined is None:
+        audit.append(events)
+    with ctx.store.transaction() as tx:
+        tx.replace(scope, write, expected_version=record.version)
+        tx.set_status(scope, [record.id], RecordStatus.DELETED, now)
+        if joined is not None:
+            joined.append_in(tx, events)
 
 
 def _user(scope: Scope) -> Scope:
@@ -484,10 +503,9 @@ def forget(
     out = []
     for rec, d in zip(records, explicit_forget([r.id for r in records], reason), strict=True):
         entry = LogEntry(rec.id, "forget", d.policy, d.reason, d.score, now)
-        _soft_delete(ctx, uscope, rec, entry)
-        out.append(entry)
+        event = None
         if audit is not None:
-            audit.record(
+            event = audit.event(
                 uscope.tenant,
                 actor,
                 "forget",
@@ -497,6 +515,8 @@ def forget(
                 policy="explicit",
                 score=d.score,
             )
+        _soft_delete(ctx, uscope, rec, entry, audit=audit, event=event)
+        out.append(entry)
     return out
 
 

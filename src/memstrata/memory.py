@@ -9,6 +9,7 @@ pure functions in their own modules, which the sync and the async memory share.
 from __future__ import annotations
 
 import builtins
+import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -17,6 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from memstrata.audit_types import PURGED
 from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
 
@@ -100,6 +102,8 @@ if TYPE_CHECKING:
     Written = tuple[RecordWrite, tuple[MemoryRecord, ...]]
 
 __all__ = ["DEFAULT_ROLES", "Memory", "Remembered"]
+
+_log = logging.getLogger("memstrata.audit")
 
 
 def _roles(roles: Iterable[str]) -> frozenset[str]:
@@ -853,23 +857,47 @@ class Memory:
         runs :meth:`compact`, so the database's files keep no byte of them either."""
         actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
         check_bool(compact, "compact")
+        self._owner(scope)
         whole = record_ids is None
+        if record_ids is not None:  # every id checked before anything is written
+            record_ids = self._purgeable(scope, record_ids)
         # A job's writes are checked against its claim (jobs.Fence); a whole-user purge made
         # by one deletes that claim with the user's jobs, and its own writes (the audit
         # event) are the erasure, not something derived: they are not the job's.
         with unfenced() if whole else nullcontext():
-            report = self._purge(scope, record_ids)
-            if whole:  # keep what happened, not who: the user's events lose their ids
-                self.audit.redact_subject(scope.tenant, scope.user)
+            # Recorded before the purge, as the maintenance pass records its retention
+            # purges: a purge cannot be undone, and an event written after it is lost to a
+            # kill between the two. Killed there now, the event precedes a purge not made
+            # (purge again); a purge that fails says so in a purge_failed event. The event
+            # holds no word of the user: ids (of some records; none for a whole user, whom
+            # it does not name — nor does its actor once they are purged).
             self.audit.record(
                 scope.tenant,
-                actor,
+                PURGED if whole and scope.user in actor else actor,
                 "purge",
                 user=None if whole else scope.user,
                 record_ids=list(record_ids or ()),
                 reason="a whole user" if whole else None,
-                details={"records": report.records, "remaining": report.remaining},
             )
+            try:
+                report = self._purge(scope, record_ids)
+            except Exception as exc:
+                # It names the user (the purge failed, or part of it: purge again), and the
+                # purge of the whole user that succeeds redacts it with their other events.
+                try:
+                    self.audit.record(
+                        scope.tenant,
+                        actor,
+                        "purge_failed",
+                        user=scope.user,
+                        record_ids=list(record_ids or ()),
+                        reason=f"the purge recorded before it failed: {type(exc).__name__}: {exc}",
+                    )
+                except Exception as unrecorded:  # the store is down: its error is the news
+                    _log.warning("purge_failed event not recorded: %s", unrecorded)
+                raise
+            if whole:  # keep what happened, not who: the user's events lose their ids
+                self.audit.redact_subject(scope.tenant, scope.user)
         if compact:  # after the audit event: its rewrite of the user's events goes too
             report = replace(report, compaction=self.compact())
         return report
@@ -891,16 +919,19 @@ class Memory:
             return CompactReport()
         return store.compact(lock_timeout=lock_timeout)
 
+    def _purgeable(self, scope: Scope, record_ids: Sequence[str]) -> builtins.list[str]:
+        """``record_ids`` checked: each a record of ``scope`` (``NotFoundError`` as ``get``
+        says of one that is not: nothing is purged, nor recorded)."""
+        record_ids = check_ids(record_ids, "record_ids")
+        found = {r.id for r in self._store.get_many(scope, record_ids)}  # one read
+        for rid in record_ids:
+            if rid not in found:
+                self._store.get(scope, rid, include_deleted=True)
+        return list(record_ids)
+
     def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
         """Destroy for real. With ids: those records. Without: everything of the user
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
-        self._owner(scope)
-        if record_ids is not None:
-            record_ids = check_ids(record_ids, "record_ids")
-            found = {r.id for r in self._store.get_many(scope, record_ids)}  # one read
-            for rid in record_ids:
-                if rid not in found:  # what get says of it: nothing is purged
-                    self._store.get(scope, rid, include_deleted=True)
         # A job of the user that this process runs (the background worker, a flush), past
         # reading the turns, writes what it derived from them (facts, clusters, summaries)
         # after the purge and brings the purged words back: it is waited for and the

@@ -67,7 +67,10 @@ def message_record(
     scope: Scope, message: Message, *, now: datetime, model_id: str, dims: int, max_chars: int
 ) -> MemoryRecord:
     text = validate_content(message.content, max_chars=max_chars)
-    observed = check_time(message.observed_at, "observed_at") if message.observed_at else now
+    # "is not None": 0, "" or False are refused by check_time, not taken for "now"
+    observed = (
+        check_time(message.observed_at, "observed_at") if message.observed_at is not None else now
+    )
     metadata = check_metadata(message.metadata)
     rid = new_id()
     source = Source.EXPLICIT_USER_INPUT if message.role is Role.USER else Source.SYSTEM_GENERATED

@@ -2,7 +2,10 @@
 
 The tokenizer of commit daa18de is kept below, word for word, and compared with
 :func:`tokenize` over the synthetic bench sets (English and Chinese, messages, queries and
-conversations), mixed Latin/Chinese strings and random text of those scripts.
+conversations), mixed Latin/Chinese strings and random text of those scripts. Since fold24
+a text holding an accented Latin or Greek letter gets folded terms
+(:func:`memstrata.search.scripts.may_fold`); :func:`tokenize_v14`, which the accent
+migrations read the index by, still gives daa18de's terms for it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from hypothesis import strategies as st
 from memstrata.bench.convo.assistant import generate_assistant
 from memstrata.bench.convo.generate import generate
 from memstrata.bench.synth import synth_messages, synth_messages_zh, synth_queries, synth_queries_zh
-from memstrata.search.tokenize import tokenize, tokenize_v10
+from memstrata.search.scripts import may_fold
+from memstrata.search.tokenize import tokenize, tokenize_v10, tokenize_v14
 
 _RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|\w+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
@@ -103,7 +107,8 @@ def test_english_and_chinese_terms_are_unchanged() -> None:
     corpus = _corpus()
     assert len(corpus) > 6000
     differ = [t for t in corpus if tokenize(t) != old_tokenize(t)]
-    assert differ == []
+    assert differ == [t for t in corpus if may_fold(t)] and len(differ) < 100
+    assert [t for t in corpus if tokenize_v14(t) != old_tokenize(t)] == []
 
 
 _EN_ZH = st.text(
@@ -123,7 +128,9 @@ _EN_ZH = st.text(
 @settings(max_examples=400, deadline=None)
 @given(_EN_ZH)
 def test_random_latin_cyrillic_greek_chinese_text_is_unchanged(text: str) -> None:
-    assert tokenize(text) == old_tokenize(text)
+    assert tokenize_v14(text) == old_tokenize(text)
+    if not may_fold(text):
+        assert tokenize(text) == old_tokenize(text)
 
 
 def test_the_migrations_old_tokenizer_is_the_old_one() -> None:

@@ -41,9 +41,9 @@ TEXTS = [
     "apple apple orchard in spring",
     "tea-pot and a・b on the shelf",
     "nothing to see here",
-    "Ünder the river stone apple",
+    "Über the river stone apple",
 ]
-QUERIES = ["apple", "river stone", "quiet harbour apple", "tea-pot shelf", "a・b", "Ünder"]
+QUERIES = ["apple", "river stone", "quiet harbour apple", "tea-pot shelf", "a・b", "Über"]
 
 
 def _fill(store: Store, maker: Maker) -> None:

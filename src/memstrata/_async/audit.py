@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
-from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from memstrata.audit_types import PURGED, AuditEvent, AuditQuery
 from memstrata.calls import checked_calls
@@ -59,6 +59,12 @@ class AsyncAuditStore(Protocol):
         (``user`` → None, ``record_ids`` → (), ``reason`` → "[purged]", ``details`` → {},
         an actor naming them → "[purged]"). Returns how many events were redacted."""
         ...
+
+
+class _AuditUnit(Protocol):
+    """A unit of work of a store that keeps the audit log (SQLite, PostgreSQL)."""
+
+    async def append_audit(self, events: Sequence[AuditEvent]) -> None: ...
 
 
 def _text(value: object, name: str) -> str:
@@ -150,6 +156,25 @@ class AsyncAuditLog:
     async def append(self, events: Sequence[AuditEvent]) -> None:
         if events:
             await self._backend.append_audit(events)
+
+    @property
+    def in_transactions(self) -> bool:
+        """Whether a unit of work of the store can append events in its transaction
+        (:meth:`append_in`): the log is a table of the store's own database (SQLite,
+        PostgreSQL; behind Redis too), not ``memory://``'s list."""
+        return bool(getattr(self._backend, "audit_in_transactions", False))
+
+    async def append_in(self, tx: object, events: Sequence[AuditEvent]) -> None:
+        """Append ``events`` in the open transaction ``tx`` (a unit of work of the store
+        this log is kept in, :attr:`in_transactions`): they commit or roll back with the
+        writes they record."""
+        if not self.in_transactions:
+            raise ValidationError(
+                "this audit log is not kept in the store's database: append its events "
+                "with append(), before the writes they record"
+            )
+        if events:
+            await cast(_AuditUnit, tx).append_audit(events)
 
     async def query(self, tenant: str, **filters: Any) -> list[AuditEvent]:
         """Events of ``tenant``, oldest first (by time, then by append); filters: user,

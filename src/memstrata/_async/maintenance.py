@@ -96,9 +96,18 @@ async def _all(ctx: AsyncLayerContext, scope: Scope, flt: Filters) -> list[Memor
 
 
 async def _soft_delete(
-    ctx: AsyncLayerContext, scope: Scope, record: MemoryRecord, entry: LogEntry
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    record: MemoryRecord,
+    entry: LogEntry,
+    *,
+    audit: AsyncAuditLog | None = None,
+    event: AuditEvent | None = None,
 ) -> None:
-    """Write the log entry on the record (a new version), then soft-delete it."""
+    """Write the log entry on the record (a new version) and soft-delete it, in one
+    transaction; with ``event``, its audit event too — in that transaction when the log is
+    a table of the store (SQLite, PostgreSQL), else just before it (``memory://``, whose
+    log goes with the process anyway): killed anywhere, a forgotten record has its event."""
     now = ctx.clock.now()
     note = {
         "action": entry.action,
@@ -113,8 +122,16 @@ async def _soft_delete(
         updated_at=now,
         metadata={**record.metadata, "forgotten": note},
     )
-    await ctx.replace(scope, tagged, expected_version=record.version, reindex=False)
-    await ctx.store.set_status(scope, [record.id], RecordStatus.DELETED, now)
+    write = await ctx.version_write(tagged, reindex=False)
+    events = [] if event is None else [event]
+    joined = audit if audit is not None and events and audit.in_transactions else None
+    if audit is not None and joined is None:
+        await audit.append(events)
+    async with ctx.store.transaction() as tx:
+        await tx.replace(scope, write, expected_version=record.version)
+        await tx.set_status(scope, [record.id], RecordStatus.DELETED, now)
+        if joined is not None:
+            await joined.append_in(tx, events)
 
 
 def _user(scope: Scope) -> Scope:
@@ -489,10 +506,9 @@ async def forget(
     out = []
     for rec, d in zip(records, explicit_forget([r.id for r in records], reason), strict=True):
         entry = LogEntry(rec.id, "forget", d.policy, d.reason, d.score, now)
-        await _soft_delete(ctx, uscope, rec, entry)
-        out.append(entry)
+        event = None
         if audit is not None:
-            await audit.record(
+            event = audit.event(
                 uscope.tenant,
                 actor,
                 "forget",
@@ -502,6 +518,8 @@ async def forget(
                 policy="explicit",
                 score=d.score,
             )
+        await _soft_delete(ctx, uscope, rec, entry, audit=audit, event=event)
+        out.append(entry)
     return out
 
 

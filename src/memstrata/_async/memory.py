@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio  # async-only
 import builtins
+import logging
 import math
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -27,6 +28,7 @@ from memstrata._async.store.base import AsyncStore
 from memstrata.aio.core_lifecycle import AsyncLifecycle, completes  # async-only
 from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  # async-only
 from memstrata.aio.stores import open_store  # async-only
+from memstrata.audit_types import PURGED
 from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
 from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
@@ -103,6 +105,8 @@ if TYPE_CHECKING:
     Written = tuple[RecordWrite, tuple[MemoryRecord, ...]]
 
 __all__ = ["DEFAULT_ROLES", "AsyncMemory", "Remembered"]
+
+_log = logging.getLogger("memstrata.audit")
 
 
 def _roles(roles: Iterable[str]) -> frozenset[str]:
@@ -917,23 +921,47 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
         check_bool(compact, "compact")
+        self._owner(scope)
         whole = record_ids is None
+        if record_ids is not None:  # every id checked before anything is written
+            record_ids = await self._purgeable(scope, record_ids)
         # A job's writes are checked against its claim (jobs.Fence); a whole-user purge made
         # by one deletes that claim with the user's jobs, and its own writes (the audit
         # event) are the erasure, not something derived: they are not the job's.
         with unfenced() if whole else nullcontext():
-            report = await self._purge(scope, record_ids)
-            if whole:  # keep what happened, not who: the user's events lose their ids
-                await self.audit.redact_subject(scope.tenant, scope.user)
+            # Recorded before the purge, as the maintenance pass records its retention
+            # purges: a purge cannot be undone, and an event written after it is lost to a
+            # kill between the two. Killed there now, the event precedes a purge not made
+            # (purge again); a purge that fails says so in a purge_failed event. The event
+            # holds no word of the user: ids (of some records; none for a whole user, whom
+            # it does not name — nor does its actor once they are purged).
             await self.audit.record(
                 scope.tenant,
-                actor,
+                PURGED if whole and scope.user in actor else actor,
                 "purge",
                 user=None if whole else scope.user,
                 record_ids=list(record_ids or ()),
                 reason="a whole user" if whole else None,
-                details={"records": report.records, "remaining": report.remaining},
             )
+            try:
+                report = await self._purge(scope, record_ids)
+            except Exception as exc:
+                # It names the user (the purge failed, or part of it: purge again), and the
+                # purge of the whole user that succeeds redacts it with their other events.
+                try:
+                    await self.audit.record(
+                        scope.tenant,
+                        actor,
+                        "purge_failed",
+                        user=scope.user,
+                        record_ids=list(record_ids or ()),
+                        reason=f"the purge recorded before it failed: {type(exc).__name__}: {exc}",
+                    )
+                except Exception as unrecorded:  # the store is down: its error is the news
+                    _log.warning("purge_failed event not recorded: %s", unrecorded)
+                raise
+            if whole:  # keep what happened, not who: the user's events lose their ids
+                await self.audit.redact_subject(scope.tenant, scope.user)
         if compact:  # after the audit event: its rewrite of the user's events goes too
             report = replace(report, compaction=await self.compact())
         return report
@@ -958,16 +986,19 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         return cast(CompactReport, await compact(lock_timeout=lock_timeout))  # async-only
         # sync: return store.compact(lock_timeout=lock_timeout)
 
+    async def _purgeable(self, scope: Scope, record_ids: Sequence[str]) -> builtins.list[str]:
+        """``record_ids`` checked: each a record of ``scope`` (``NotFoundError`` as ``get``
+        says of one that is not: nothing is purged, nor recorded)."""
+        record_ids = check_ids(record_ids, "record_ids")
+        found = {r.id for r in await self._store.get_many(scope, record_ids)}  # one read
+        for rid in record_ids:
+            if rid not in found:
+                await self._store.get(scope, rid, include_deleted=True)
+        return list(record_ids)
+
     async def _purge(self, scope: Scope, record_ids: Sequence[str] | None) -> PurgeReport:
         """Destroy for real. With ids: those records. Without: everything of the user
         (records, history, vectors, caches, queued jobs), verified empty afterwards."""
-        self._owner(scope)
-        if record_ids is not None:
-            record_ids = check_ids(record_ids, "record_ids")
-            found = {r.id for r in await self._store.get_many(scope, record_ids)}  # one read
-            for rid in record_ids:
-                if rid not in found:  # what get says of it: nothing is purged
-                    await self._store.get(scope, rid, include_deleted=True)
         # A job of the user that this process runs (the background worker, a flush), past
         # reading the turns, writes what it derived from them (facts, clusters, summaries)
         # after the purge and brings the purged words back: it is waited for and the

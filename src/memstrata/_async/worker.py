@@ -373,10 +373,10 @@ class AsyncJobRunner:
         try:
             handler = self._handlers.get(job.kind)
             if handler is None:
-                await self._store.fail_job(
-                    job.id, f"no handler for job kind {job.kind!r}", None, lease_token=token
-                )
+                message = f"no handler for job kind {job.kind!r}"
+                await self._store.fail_job(job.id, message, None, lease_token=token)
                 report.failed += 1
+                report.errors.append(f"{job.kind} {job.id}: {message}")
                 return
 
             def check() -> None:

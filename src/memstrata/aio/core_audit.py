@@ -26,6 +26,8 @@ class AsyncThreadAudit:
 
     def __init__(self, backend: AuditStore) -> None:
         self._backend = backend
+        # the sync backend's: its events are rows the store's unit of work can append
+        self.audit_in_transactions = bool(getattr(backend, "audit_in_transactions", False))
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         await asyncio.to_thread(self._backend.append_audit, events)

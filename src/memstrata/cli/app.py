@@ -487,20 +487,44 @@ def export(
             )
             return
         # Written a page at a time to FILE.partial, renamed FILE once whole: a failed or
-        # killed export never leaves a file by the name asked for.
+        # killed export never leaves a file by the name asked for. Its bytes reach the disk
+        # before the rename, and the rename before we answer: after a power cut FILE is the
+        # whole export or what was there before, never a renamed file still empty or short.
         partial = path.with_name(path.name + ".partial")
         try:
             with partial.open("w", encoding="utf-8") as fp:
                 n = mem.export_records(
                     settings.scope(), fp, include_embeddings=embeddings, include_history=history
                 )
+                fp.flush()
+                os.fsync(fp.fileno())
             partial.replace(path)
         except OSError as exc:  # no space, no permission ...: nothing left by that name
             fail(f"cannot write {path}: {exc.strerror or exc}; nothing was exported")
         finally:
             partial.unlink(missing_ok=True)
+        unsynced = _sync_folder(path.parent)
+        if unsynced:  # the export is whole; only a power cut now could undo its rename
+            note(f"exported, but {path.parent} could not be synced to disk ({unsynced})")
         if not emit({"exported": n, "path": str(path)}, as_json):
             out(f"exported {n} records to {path}")
+
+
+def _sync_folder(folder: Path) -> str | None:
+    """Make a rename in ``folder`` durable (fsync of the folder: POSIX; Windows has no such
+    call and its renames go through the file system's journal). Returns why it could not
+    be, or ``None``."""
+    if os.name != "posix":
+        return None
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # a file system that cannot sync a folder (some network ones)
+        return exc.strerror or str(exc)
+    return None
 
 
 def _export_owners(path: Path) -> set[tuple[str, str]]:

@@ -316,16 +316,10 @@ def worker(
     settings: Settings = ctx.obj
     with open_memory(settings, background=False) as mem:
         if once:
-            report = mem.flush()
-            data = {
-                "done": report.done,
-                "retried": report.retried,
-                "failed": report.failed,
-                "errors": report.errors,
-            }
-            if not emit(data, as_json):
-                from .output import report_table
+            from .output import report_table, run_report_data
 
+            data = run_report_data(mem.flush())
+            if not emit(data, as_json):
                 console.print(report_table("background jobs run", data))
             return
         stopping = {"now": False}
@@ -344,16 +338,10 @@ def end_session(ctx: typer.Context, as_json: Json = False) -> None:
     settings: Settings = ctx.obj
     with open_memory(settings, background=False) as mem:
         scope = _session_scope(settings)
-        report = mem.end_session(scope)
-        data = {
-            "done": report.done,
-            "retried": report.retried,
-            "failed": report.failed,
-            "errors": report.errors,
-        }
-        if not emit(data, as_json):
-            from .output import report_table
+        from .output import report_table, run_report_data
 
+        data = run_report_data(mem.end_session(scope))
+        if not emit(data, as_json):
             console.print(report_table(f"session {scope.session} ended: jobs", data))
 
 

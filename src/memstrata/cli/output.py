@@ -16,6 +16,7 @@ from .table import PlainTable
 if TYPE_CHECKING:
     from ..records import MemoryRecord
     from ..search.hit import SearchHit
+    from ..worker_types import RunReport
 
 __all__ = [
     "SHORT_ID",
@@ -24,6 +25,7 @@ __all__ = [
     "kv_table",
     "records_table",
     "report_table",
+    "run_report_data",
     "stats_table",
 ]
 
@@ -104,6 +106,22 @@ def report_table(title: str, data: Mapping[str, Any]) -> PlainTable:
             value = "\n".join(map(str, value)) if value else "-"
         rows.append((key.replace("_", " "), value))
     return kv_table(title, rows)
+
+
+def run_report_data(report: RunReport) -> dict[str, Any]:
+    """Every count of a job run, ``claimed`` first: the six after it add up to it
+    (``waiting``: jobs another worker still held when a timed-out flush returned)."""
+    return {
+        "claimed": report.claimed,
+        "done": report.done,
+        "retried": report.retried,
+        "failed": report.failed,
+        "lost": report.lost,
+        "revoked": report.revoked,
+        "given_back": report.given_back,
+        "waiting": report.waiting,
+        "errors": report.errors,
+    }
 
 
 def stats_table(data: Mapping[str, Any]) -> PlainTable:

@@ -116,6 +116,16 @@ MaxConnections = Annotated[
     ),
 ]
 
+MaxConnectionsPerIp = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Connections one client address may keep open to a process; one more closes "
+        "that address's connection idle longest, or is answered 429 when none is idle (0: "
+        "no cap). Behind a proxy every client has the proxy's address: leave it 0 there.",
+    ),
+]
+
 keys_app = typer.Typer(
     help="API keys: each names a tenant; the HTTP and MCP servers need one.", no_args_is_help=True
 )
@@ -318,6 +328,7 @@ def serve(
     body_timeout: BodyTimeout = BODY_TIMEOUT_S,
     min_body_rate: MinBodyRate = MIN_BODY_RATE,
     max_connections: MaxConnections = MAX_CONNECTIONS,
+    max_connections_per_ip: MaxConnectionsPerIp = 0,
     key_cache: Annotated[
         float,
         typer.Option(
@@ -390,6 +401,7 @@ def serve(
             "body_timeout": body_timeout,
             "min_body_rate": min_body_rate,
             "max_connections": max_connections,
+            "max_connections_per_ip": max_connections_per_ip,
         }
         from ..server.workers import run_workers
 
@@ -417,6 +429,7 @@ def serve(
             body_timeout=body_timeout,
             min_body_rate=min_body_rate,
             max_connections=max_connections,
+            max_connections_per_ip=max_connections_per_ip,
         )
     )
 
@@ -443,6 +456,7 @@ def mcp(
     body_timeout: BodyTimeout = BODY_TIMEOUT_S,
     min_body_rate: MinBodyRate = MIN_BODY_RATE,
     max_connections: MaxConnections = MAX_CONNECTIONS,
+    max_connections_per_ip: MaxConnectionsPerIp = 0,
     max_body: MaxBody = MAX_BODY,
     log_level: LogLevel = "info",
 ) -> None:
@@ -493,6 +507,7 @@ def mcp(
             body_timeout=body_timeout,
             min_body_rate=min_body_rate,
             max_connections=max_connections,
+            max_connections_per_ip=max_connections_per_ip,
         )
     except MemstrataError as exc:
         fail(str(exc))

@@ -40,13 +40,14 @@ def run_mcp(
     body_timeout: float = 0.0,
     min_body_rate: float = 0.0,
     max_connections: int = 0,
+    max_connections_per_ip: int = 0,
 ) -> int:
     """Serve until stopped; the exit status (HTTP: :mod:`memstrata.server.run`'s, stdio: 0).
     The ``AsyncMemory`` is opened on the transport's event loop (stdio: the loop of
     ``anyio.run``; HTTP: uvicorn's, in the app's lifespan) and closed when the server
-    stops. HTTP: ``header_timeout``, ``body_timeout``, ``min_body_rate`` and
-    ``max_connections`` are the deadlines and limits of :mod:`memstrata.server.slow_clients`
-    (0: none)."""
+    stops. HTTP: ``header_timeout``, ``body_timeout``, ``min_body_rate``,
+    ``max_connections`` and ``max_connections_per_ip`` are the deadlines and limits of
+    :mod:`memstrata.server.slow_clients` (0: none)."""
     memory = open_server_memory(config)
     keys = open_key_store(config.url)
     try:
@@ -114,6 +115,7 @@ def run_mcp(
             body_timeout=body_timeout,
             min_body_rate=min_body_rate,
             max_connections=max_connections,
+            max_connections_per_ip=max_connections_per_ip,
         )
     finally:
         keys.close()

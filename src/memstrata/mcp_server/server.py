@@ -6,7 +6,6 @@ import functools
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -15,6 +14,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as ArgumentsError
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -27,7 +27,8 @@ from ..filters import Filters
 from ..records import MemoryRecord, RecordType
 from ..scope import Scope
 from ..server.backend import MemoryBackend
-from ..server.errors import ApiError, error_response
+from ..server.dto import Time
+from ..server.errors import ApiError, error_response, validation_message
 from ..server.key_cache import lookup
 from ..server.keys import KeyStore
 from ..server.limits import BodyLimit, Limiter, admit
@@ -129,13 +130,14 @@ def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[An
     async def memory_add(
         content: Text,
         ctx: Context[Any, Any],
-        observed_at: datetime | None = None,
+        observed_at: Time | None = None,
         tags: Annotated[list[str], Field(max_length=50)] | None = None,
         importance: Annotated[float, Field(ge=0, le=1)] | None = None,
     ) -> MemoryOut:
         """Remember a fact, preference or decision about the user for later sessions.
-        observed_at: when it was true or said (ISO 8601), default now. A near-duplicate of an
-        existing memory is merged into it instead of stored twice."""
+        observed_at: when it was true or said, an ISO 8601 string (not a number), default
+        now. A near-duplicate of an existing memory is merged into it instead of stored
+        twice."""
         scope = scope_of(ctx).user_scope.with_agent(identity.agent)
         rec = await backend.add(
             scope, content, observed_at=observed_at, tags=tags or (), importance=importance
@@ -260,7 +262,7 @@ def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[An
         (key_memory_list, _annotations(read_only=True, idempotent=True)),
     ]
     tools = [
-        _strict(Tool.from_function(_reported(fn), annotations=ann, structured_output=True))
+        _strict(_Tool.from_function(_reported(fn), annotations=ann, structured_output=True))
         for fn, ann in specs
     ]
     return MCPServer(
@@ -285,6 +287,25 @@ def _reported(fn: Callable[..., Awaitable[BaseModel]]) -> Callable[..., Awaitabl
             raise ToolError(str(exc)) from None
 
     return tool
+
+
+class _Tool(Tool):
+    """The SDK's tool, but arguments its schema refuses are answered in a line: each
+    argument, what was wrong, what to send (the SDK gave pydantic's text: the internal
+    model's name, the value echoed back whatever its size, a link to pydantic's docs)."""
+
+    async def run(
+        self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False
+    ) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ArgumentsError):
+                raise
+            errors = exc.__cause__.errors(include_url=False, include_input=False)
+            message, _ = validation_message(errors, noun="argument", whole="arguments")
+            # the cause kept: the SDK logs the names of the refused arguments from it
+            raise ToolError(f"invalid arguments for {self.name}: {message}") from exc.__cause__
 
 
 def _strict(tool: Tool) -> Tool:

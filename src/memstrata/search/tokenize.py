@@ -5,9 +5,11 @@ yield their parts); other runs are split on word characters, lower-cased, stripp
 English stop words and Snowball-stemmed (English rules: other Latin and Cyrillic words
 mostly pass unchanged). Korean, Japanese kana, Thai, Lao, Khmer and Myanmar runs become
 overlapping bigrams and marks stay inside Indic, Arabic, Hebrew … words
-(:mod:`memstrata.search.scripts`). The same function makes document terms and query
-terms, so they meet. A text without those scripts gets exactly the terms it got before
-schema 11 (the classic path below, unchanged).
+(:mod:`memstrata.search.scripts`). Latin and Greek letters lose their diacritics first
+(:func:`memstrata.search.scripts.fold`: "Zoë" and "Zoe" both give ``zoe``, "naïve" is
+stemmed as "naive"). The same function makes document terms and query terms, so they
+meet. ASCII text, and any text without those scripts and accents, gets exactly the terms
+it got before schema 11 (the classic path below, unchanged).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from memstrata.search import scripts
 from memstrata.traces import keeps_words
 
-__all__ = ["tokenize", "tokenize_v10"]
+__all__ = ["tokenize", "tokenize_v10", "tokenize_v14"]
 
 _RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|\w+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
@@ -83,6 +85,18 @@ def _cut(run: str) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     """Terms of ``text`` for lexical search (may be empty for stop-word-only text)."""
+    norm = unicodedata.normalize("NFKC", text).lower()
+    if norm.isascii():
+        return _classic(norm)
+    norm = scripts.fold(norm)
+    if scripts.special(norm):
+        return _multiscript(norm)
+    return _classic(norm)
+
+
+def tokenize_v14(text: str) -> list[str]:
+    """The terms :func:`tokenize` gave from schema 11 to SQLite's schema 14 (PostgreSQL's
+    16), accents kept: what the accent-folding migrations recognise in the index."""
     norm = unicodedata.normalize("NFKC", text).lower()
     if not norm.isascii() and scripts.special(norm):
         return _multiscript(norm)

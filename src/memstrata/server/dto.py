@@ -18,6 +18,7 @@ from ..layers.knowledge_types import MAX_DOCUMENT_CHARS
 from ..layers.procedural_types import FailureWarning, Suggestion
 from ..maintenance_types import LogEntry, MaintenanceReport
 from ..records import MemoryRecord
+from ..worker_types import RunReport
 from .inspect import LayerItem, LayersView
 
 MAX_TEXT = 100_000
@@ -26,12 +27,21 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 Id = Annotated[str, Field(min_length=1, max_length=256)]
 
 
+_JSON_KINDS = {bool: "true or false", list: "an array", dict: "an object"}
+
+
 def _time_text(value: Any) -> Any:
     # Request models are strict (no "1" for 1, no false for 0), but a time arrives in JSON
-    # as an ISO 8601 string; a number is refused rather than read as a Unix timestamp.
-    if not isinstance(value, str):
-        raise ValueError("a time must be an ISO 8601 string such as 2024-05-08T13:00:00Z")
-    return value
+    # as an ISO 8601 string; a number is refused rather than read as a Unix timestamp
+    # (pydantic's lax mode would: 12 is 1970-01-01T00:00:12, and seconds and milliseconds
+    # cannot be told apart).
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        why = "not a number (a Unix time in seconds and one in milliseconds look alike)"
+    else:
+        why = f"not {_JSON_KINDS.get(type(value), type(value).__name__)}"
+    raise ValueError(f"send the time as an ISO 8601 string such as 2024-05-08T13:00:00Z, {why}")
 
 
 Time = Annotated[datetime, Field(strict=False), BeforeValidator(_time_text)]
@@ -310,10 +320,34 @@ class PurgeOut(BaseModel):
 
 
 class RunReportOut(BaseModel):
+    """What a run of the user's jobs did: every job it ``claimed`` ends in exactly one of
+    ``done``, ``retried``, ``failed``, ``lost``, ``revoked`` and ``given_back``, so they add
+    up to ``claimed``; ``waiting`` counts jobs another worker still held when the run
+    returned (not claimed by it)."""
+
     done: int
     retried: int
     failed: int
     errors: list[str]
+    claimed: int = 0
+    lost: int = 0
+    revoked: int = 0
+    given_back: int = 0
+    waiting: int = 0
+
+    @classmethod
+    def of(cls, report: RunReport) -> RunReportOut:
+        return cls(
+            done=report.done,
+            retried=report.retried,
+            failed=report.failed,
+            errors=report.errors,
+            claimed=report.claimed,
+            lost=report.lost,
+            revoked=report.revoked,
+            given_back=report.given_back,
+            waiting=report.waiting,
+        )
 
 
 class JobOut(BaseModel):

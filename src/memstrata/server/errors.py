@@ -41,7 +41,13 @@ from ..errors import (
     ValidationError,
 )
 
-__all__ = ["ApiError", "ERROR_RESPONSES", "error_response", "install_handlers"]
+__all__ = [
+    "ApiError",
+    "ERROR_RESPONSES",
+    "error_response",
+    "install_handlers",
+    "validation_message",
+]
 
 log = logging.getLogger("memstrata.server")
 
@@ -93,8 +99,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 _FIXES = {
-    "missing": "add this field",
-    "extra_forbidden": "remove this field; it is not part of this request",
+    "missing": "add this {noun}",
+    "extra_forbidden": "remove this {noun}; it is not part of this request",
     "string_too_short": "send a non-empty string",
     "string_too_long": "send a shorter string",
     "too_short": "send at least one item",
@@ -104,6 +110,7 @@ _FIXES = {
     "int_type": "send an integer",
     "float_parsing": "send a number",
     "float_type": "send a number",
+    "finite_number": "send a finite number",
     "bool_parsing": "send true or false",
     "bool_type": "send true or false",
     "string_type": "send a string",
@@ -120,16 +127,26 @@ _FIXES = {
 }
 
 
-def _field(loc: Sequence[Any]) -> str:
-    return ".".join(str(p) for p in loc) or "body"
+def _field(loc: Sequence[Any], whole: str) -> str:
+    return ".".join(str(p) for p in loc) or whole
 
 
-def _validation_message(errors: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
+def validation_message(
+    errors: Sequence[Mapping[str, Any]], *, noun: str = "field", whole: str = "body"
+) -> tuple[str, list[str]]:
+    """pydantic's errors in one line, and the names they are about: for each (10 at most),
+    the name, what was wrong (pydantic's ``msg``: never the value, which may be huge or
+    private) and what to do; ``noun`` is what a name is (an MCP tool has arguments)."""
     parts, fields = [], []
     for err in errors[:10]:
-        name = _field(err.get("loc", ()))
-        fix = _FIXES.get(str(err.get("type")), "correct this value")
-        parts.append(f"{name}: {err.get('msg', 'invalid')} — {fix}")
+        name = _field(err.get("loc", ()), whole)
+        kind = str(err.get("type"))
+        msg = str(err.get("msg", "invalid"))[:200]
+        if kind == "value_error":  # memstrata's own check: its message says what to do
+            parts.append(f"{name}: {msg.removeprefix('Value error, ')}")
+        else:
+            fix = _FIXES.get(kind, "correct this value").format(noun=noun)
+            parts.append(f"{name}: {msg} — {fix}")
         fields.append(name)
     more = f" (+{len(errors) - 10} more)" if len(errors) > 10 else ""
     return "; ".join(parts) + more, fields
@@ -157,7 +174,7 @@ def install_handlers(app: FastAPI) -> None:
                 f"the request body is not valid JSON ({ctx.get('error', 'parse error')}); "
                 "send a JSON object with Content-Type: application/json",
             )
-        message, fields = _validation_message(errors)
+        message, fields = validation_message(errors)
         return error_response(422, "invalid_request", message, fields=fields)
 
     @app.exception_handler(StarletteHTTPException)

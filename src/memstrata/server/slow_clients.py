@@ -33,7 +33,18 @@ target over ``max_url`` bytes is a 414, a head over ``max_head`` bytes or with m
 ``Content-Length``, both it and chunked, a malformed chunk) a 400; each is JSON, like the
 app's errors, and closes the connection. And at most ``max_connections`` connections
 are open: one more closes the one idle longest (between two requests, or before its
-first byte), as nginx reuses its connections, or, with none idle, is answered 503.
+first byte), as nginx reuses its connections, or, with none idle, is answered 503. With
+``max_connections_per_ip`` (session 24; 0, no cap, by default) one client address holds
+at most that many: one more closes that address's connection idle longest, or, with none
+idle, is answered 429 (nginx's ``limit_conn``). It counts the connection's peer, which
+behind a proxy is the proxy: leave it off there, and cap each client in the proxy.
+
+Nothing here upgrades (no WebSocket, no h2c): a request asking to (``Connection:
+Upgrade``) is served as the HTTP/1.1 request it also is, as RFC 9110 (7.8) allows, its
+body and the requests after it on the connection included. The parser, told an upgrade
+was coming, would skip the body and stop at the end of the head; the head is parsed again
+without its ``Upgrade`` (session 24: before, the body was dropped, the app answered 422
+and the connection waited out its keep-alive timeout).
 
 The checks cost one timer per connection, re-armed at most once per deadline; a chunk
 that arrives only records its time and size.
@@ -42,11 +53,15 @@ that arrives only records its time and size.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
+import weakref
+from collections import Counter
 from typing import Any
 
+import httptools
 from uvicorn.config import Config
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -116,7 +131,7 @@ def _not_uvicorns_parser_warning(record: logging.LogRecord) -> bool:
 
 class TimedConfig(Config):
     """uvicorn's ``Config`` carrying the deadlines in seconds (0: none), the body's minimum
-    rate in bytes/s (0: none), the connection cap (0: none) and the request head's limits
+    rate in bytes/s (0: none), the connection caps (0: none) and the request head's limits
     (picklable, for ``--workers``); its protocol is :class:`TimedHttpProtocol` unless
     ``http`` says otherwise. The CLI's options have the defaults (``memstrata serve
     --help``)."""
@@ -129,17 +144,20 @@ class TimedConfig(Config):
         body_timeout: float,
         min_body_rate: float = 0.0,
         max_connections: int = 0,
+        max_connections_per_ip: int = 0,
         max_url: int = MAX_URL,
         max_head: int = MAX_HEAD,
         max_fields: int = MAX_FIELDS,
         **options: Any,
     ) -> None:
         options.setdefault("http", TimedHttpProtocol)
+        options.setdefault("ws", "none")  # nothing here speaks WebSocket (see above)
         super().__init__(app, **options)
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
         self.min_body_rate = min_body_rate
         self.max_connections = max_connections
+        self.max_connections_per_ip = max_connections_per_ip
         self.max_url = max_url
         self.max_head = max_head
         self.max_fields = max_fields
@@ -165,6 +183,11 @@ class _Refused(Exception):
     def __init__(self, status: int, reason: bytes, code: str, message: str) -> None:
         super().__init__(message)
         self.answer = _answer(status, reason, code, message)
+
+
+# Open connections per client address, for each server (its ``ServerState``: the protocols
+# of one server share it), counted as they open and close: O(1) a connection.
+_PER_ADDRESS: weakref.WeakKeyDictionary[Any, Counter[str]] = weakref.WeakKeyDictionary()
 
 
 class _TimedFlow(FlowControl):
@@ -206,6 +229,8 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self.min_body_rate = float(getattr(config, "min_body_rate", 0.0))
         self.rate_grace = self.body_timeout or _RATE_GRACE_S
         self.max_connections = int(getattr(config, "max_connections", 0))
+        self.max_per_address = int(getattr(config, "max_connections_per_ip", 0))
+        self._address = ""  # the client's address, once counted in _PER_ADDRESS
         self.max_url = int(getattr(config, "max_url", 0)) or sys.maxsize
         self.max_head = int(getattr(config, "max_head", 0)) or sys.maxsize
         self.max_fields = int(getattr(config, "max_fields", 0)) or sys.maxsize
@@ -221,6 +246,7 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self._body_paused = 0.0  # the reading paused before it
         self._body_bytes = 0
         self._idle_since = 0.0  # when it last had no request in progress
+        self._unupgraded = b""  # an upgrade request's head, without its Upgrade, to parse again
 
     # --- the deadline ----------------------------------------------------------------------
     def _arm(self, waiting: str, delay: float) -> None:
@@ -322,14 +348,51 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self.transport.close()
         self.loop.call_later(_LINGER_S, self.transport.abort)
 
-    def _unsupported_upgrade_warning(self) -> None:
-        # uvicorn: two warnings a request, the second advising to install a WebSocket
-        # library; nothing here speaks WebSocket or h2c, so the request is answered as
-        # plain HTTP/1.1, which is what the protocol asks of a server that does not upgrade
-        self.logger.info(
-            "client %s asked to upgrade to %r, which is not served: answered as HTTP/1.1",
-            self.client, (self._get_upgrade() or b"").decode("latin-1")[:40],
-        )  # fmt: skip
+    # --- upgrades (none served) ------------------------------------------------------------
+    def data_received(self, data: bytes) -> None:
+        # uvicorn's, but an upgrade the parser stopped at is not one: what follows the head
+        # is the request's body and the connection's next requests (uvicorn dropped it)
+        self._unset_keepalive_if_required()
+        while data:  # a loop, not a recursion: a packet may hold many such requests
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserError:
+                self.send_400_response("Invalid HTTP request received.")
+            except httptools.HttpParserUpgrade as stop:
+                head, self._unupgraded = self._unupgraded, b""
+                if head:  # (none: CONNECT, refused at its head)
+                    self.logger.info(
+                        "client %s asked to upgrade to %r, which is not served: answered as "
+                        "HTTP/1.1",
+                        self.client, (self._get_upgrade() or b"").decode("latin-1")[:40],
+                    )  # fmt: skip
+                    # the head again without its Upgrade, then the bytes after it, to a
+                    # new parser (the old one, after a "Connection: close", would drop them)
+                    data = head + data[int(stop.args[0]) :]
+                    self.parser = httptools.HttpRequestParser(self)
+                    # as uvicorn's: a pipelined request after a "close" is no error (the
+                    # setting is missing before httptools 0.6.3; uvicorn guards it too)
+                    with contextlib.suppress(AttributeError):
+                        self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
+                    continue
+            return
+
+    def _without_upgrade(self) -> bytes:
+        """The current request's head as it came, less its ``Upgrade`` header(s) and the
+        ``upgrade`` token of its ``Connection`` header(s): a plain HTTP/1.1 request."""
+        method = self.parser.get_method()
+        version = self.parser.get_http_version().encode("ascii")
+        lines = [method + b" " + self.url + b" HTTP/" + version]
+        for name, value in self.headers:
+            if name == b"upgrade":
+                continue
+            if name == b"connection":
+                tokens = [t.strip() for t in value.split(b",")]
+                value = b", ".join(t for t in tokens if t and t.lower() != b"upgrade")
+                if not value:
+                    continue
+            lines.append(name + b": " + value)
+        return b"\r\n".join(lines) + b"\r\n\r\n"
 
     def on_url(self, url: bytes) -> None:
         self._head += len(url)
@@ -357,14 +420,16 @@ class TimedHttpProtocol(HttpToolsProtocol):
         """No request in progress: between two requests, or before the first byte."""
         return not self._begun and (self.cycle is None or self.cycle.response_complete)
 
-    def _make_room(self) -> bool:
-        """Close the connection idle longest to make room for this one; False if none is."""
+    def _make_room(self, address: str = "") -> bool:
+        """Close the connection idle longest (of ``address``, if given) to make room for
+        this one; False if none is."""
         oldest: TimedHttpProtocol | None = None
         for other in self.connections:
             if (
                 other is not self
                 and isinstance(other, TimedHttpProtocol)
                 and not other.transport.is_closing()
+                and (not address or other._address == address)
                 and other._idle()
                 and (oldest is None or other._idle_since < oldest._idle_since)
             ):
@@ -397,10 +462,44 @@ class TimedHttpProtocol(HttpToolsProtocol):
             )
             self.transport.close()
             return
+        if self.max_per_address > 0 and self.client is not None and self._over_address_cap():
+            return
         self._arm("headers", self.header_timeout)
+
+    def _over_address_cap(self) -> bool:
+        """Count this connection for its client's address; past the cap, make room among
+        that address's own connections or refuse this one (429, closed)."""
+        self._address = address = str(self.client[0]) if self.client else ""
+        counts = _PER_ADDRESS.setdefault(self.server_state, Counter())
+        counts[address] += 1
+        if counts[address] <= self.max_per_address or self._make_room(address):
+            return False
+        message = (
+            f"this address has {self.max_per_address} connections open to the server, its "
+            "limit, and none idle; reuse one (keep-alive) or try again in a moment"
+        )
+        self.logger.info("client %s refused: %s", self.client, message)
+        self.transport.write(
+            _answer(
+                429,
+                b"Too Many Requests",
+                "too_many_connections",
+                message,
+                b"retry-after: 1\r\n",
+            )  # fmt: skip
+        )
+        self.transport.close()
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._address:
+            counts = _PER_ADDRESS.get(self.server_state)
+            if counts is not None:
+                counts[self._address] -= 1
+                if counts[self._address] <= 0:
+                    del counts[self._address]
+            self._address = ""
         if self._send_stalled is not None:
             self._send_stalled.cancel()
             self._send_stalled = None
@@ -415,6 +514,11 @@ class TimedHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm()
+        if self.parser.should_upgrade() and self.parser.get_method() != b"CONNECT":
+            # the parser skips the body of a request that upgrades: no request yet; it is
+            # parsed again, without the Upgrade, when the parser stops (data_received)
+            self._unupgraded = self._without_upgrade()
+            return
         before = self.cycle
         super().on_headers_complete()
         if self.cycle is not before:  # a request (not an upgrade): its body may follow
@@ -437,6 +541,8 @@ class TimedHttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._disarm()
+        if self._unupgraded:  # not the request's end: it is parsed again (above)
+            return
         self._begun = False
         super().on_message_complete()
 

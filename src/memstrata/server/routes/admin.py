@@ -49,9 +49,7 @@ async def jobs(
 async def run_jobs(request: Request, user: UserPath, caller: CallerDep) -> RunReportOut:
     require_admin(caller, "running jobs")
     report = await state_of(request.app).backend.run_jobs(caller.owner_scope(user))
-    return RunReportOut(
-        done=report.done, retried=report.retried, failed=report.failed, errors=report.errors
-    )
+    return RunReportOut.of(report)
 
 
 @router.get(

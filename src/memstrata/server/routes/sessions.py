@@ -89,9 +89,7 @@ async def end_session(
     report = await state_of(request.app).backend.end_session(
         caller.owner_scope(user, session=session)
     )
-    return RunReportOut(
-        done=report.done, retried=report.retried, failed=report.failed, errors=report.errors
-    )
+    return RunReportOut.of(report)
 
 
 @router.get("/task", response_model=RecordOut, summary="The session's active task (404: none)")

@@ -24,6 +24,7 @@ import psycopg
 
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
+from memstrata.store.postgres.pipeline import begin_transaction
 from memstrata.store.sqlite.codec import encode_time
 from memstrata.store.sqlite.outbox import job_from_row, job_row
 
@@ -271,18 +272,17 @@ def begin_holding_claim(
     the same statements in the same order as one after the other, so the purge's
     ``DELETE``/``UPDATE`` waits for this transaction as before; the check sent after
     ``BEGIN`` cost a round trip more per write transaction of a job (session 22). The
-    transaction is made here, not by ``conn.transaction()``, which inside a pipeline syncs
-    before and after ``BEGIN`` (two round trips more)."""
-    tx = psycopg.Transaction(conn)
-    entered = False
+    transaction is made by :func:`pipeline.begin_transaction`, not by
+    ``conn.transaction()``, which inside a pipeline syncs before and after ``BEGIN`` (two
+    round trips more)."""
+    tx = None
     try:
         with conn.pipeline():
-            tx.__enter__()
-            entered = True
+            tx = begin_transaction(conn)
             cur = conn.execute(HOLDS_CLAIM, (job_id, token))
         return tx, cur.fetchone() is not None
     except BaseException as exc:
-        if entered:
+        if tx is not None:
             tx.__exit__(type(exc), exc, exc.__traceback__)
         raise
 

@@ -264,23 +264,69 @@ def _v11_reterm(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
     get the tokens of the terms :func:`memstrata.search.reterm.reterm` makes; their
     postings and their tenants' statistics are replaced (``lexical.index`` with ``old``),
     in this migration's one transaction. Other records are only read."""
-    from memstrata.search.reterm import answers, reterm
     from memstrata.search.scripts import may_change
+    from memstrata.search.tokenize import tokenize_v10, tokenize_v14
+
+    _reterm(
+        cur,
+        b"SELECT seq, lex_tokens FROM records WHERE seq > %s ORDER BY seq LIMIT 5000",
+        lambda row: may_change(" ".join(cast(list[str], row[1]))),
+        old=tokenize_v10,
+        new=tokenize_v14,
+    )
+
+
+def _v17_fold(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """v17 (accent-insensitive terms, :func:`memstrata.search.scripts.fold`): the records
+    whose ``lex_tokens`` or text hold a Latin or Greek letter with diacritics (or a mark
+    after one) get the tokens of the terms :func:`memstrata.search.tokenize.tokenize`
+    makes now, as v11 did for its scripts. Rows whose text and tokens are both ASCII (all
+    of an English store) are passed over by the server, never sent."""
+    from memstrata.search.scripts import may_fold
+    from memstrata.search.tokenize import tokenize, tokenize_v14
+
+    tokens = b"array_to_string(lex_tokens, ' ')"
+    _reterm(
+        cur,
+        b"SELECT seq, lex_tokens, raw FROM records WHERE seq > %s AND (octet_length(raw) "
+        b"<> char_length(raw) OR octet_length("
+        + tokens
+        + b") <> char_length("
+        + tokens
+        + b")) ORDER BY seq LIMIT 5000",
+        lambda row: may_fold(" ".join(cast(list[str], row[1]))) or may_fold(str(row[2])),
+        old=tokenize_v14,
+        new=tokenize,
+        fold_strays=True,
+    )
+
+
+def _reterm(
+    cur: psycopg.Cursor[tuple[object, ...]],
+    batches: bytes,
+    pick: Callable[[tuple[object, ...]], bool],
+    *,
+    old: Callable[[str], list[str]],
+    new: Callable[[str], list[str]],
+    fold_strays: bool = False,
+) -> None:
+    """Re-term the records ``pick`` chooses among the rows of ``batches`` (``seq`` first,
+    read 5,000 at a time after the last one): :func:`memstrata.search.reterm.reterm`
+    from the ``old`` tokenizer's terms to the ``new`` one's, replies' question terms
+    included; their postings and their tenants' statistics are replaced."""
+    from memstrata.search.reterm import answers, reterm
     from memstrata.store import fts5
     from memstrata.store.postgres import lexical
     from memstrata.store.sqlite.codec import scope_token
 
     last = 0
     while True:
-        cur.execute(
-            b"SELECT seq, lex_tokens FROM records WHERE seq > %s ORDER BY seq LIMIT 5000",
-            (last,),
-        )
+        cur.execute(batches, (last,))
         batch = cur.fetchall()
         if not batch:
             break
         last = cast(int, batch[-1][0])
-        seqs = [s for s, toks in batch if may_change(" ".join(cast(list[str], toks)))]
+        seqs = [row[0] for row in batch if pick(row)]
         if not seqs:
             continue
         cur.execute(
@@ -292,15 +338,22 @@ def _v11_reterm(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
         replies = [
             row[0]
             for row in found
-            if row[4] == "message" and answers(str(row[6]), cast(list[str], row[7]))
+            if row[4] == "message" and answers(str(row[6]), cast(list[str], row[7]), old=old)
         ]
         befores = _turns_before(cur, replies) if replies else {}
-        old: list[lexical.Doc] = []
-        new: list[lexical.Doc] = []
+        olds: list[lexical.Doc] = []
+        news: list[lexical.Doc] = []
         rows: list[tuple[list[str], int, int]] = []
         for seq, tenant, user, _session, _kind, _observed, raw, toks in found:
             tokens = list(cast(list[str], toks))
-            terms = reterm(str(raw), tokens, befores.get(seq, ()))
+            terms = reterm(
+                str(raw),
+                tokens,
+                befores.get(seq, ()),
+                old=old,
+                new=new,
+                fold_strays=fold_strays,
+            )
             if terms is None:
                 continue
             doc = fts5.document_tokens(terms)
@@ -308,13 +361,13 @@ def _v11_reterm(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
                 continue
             rows.append((doc, len(doc) + 1, cast(int, seq)))
             tok = scope_token(str(tenant), str(user))
-            old.append((cast(int, seq), str(tenant), tok, tokens))
-            new.append((cast(int, seq), str(tenant), tok, doc))
-        if new:
+            olds.append((cast(int, seq), str(tenant), tok, tokens))
+            news.append((cast(int, seq), str(tenant), tok, doc))
+        if news:
             cur.executemany(  # one pipelined round trip, not one per record
                 b"UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s", rows
             )
-            lexical.index(cur.connection, new, old=old)
+            lexical.index(cur.connection, news, old=olds)
 
 
 def _turns_before(
@@ -410,6 +463,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (15, _V15_OWN_VECTORS),
     # v16: a vector of a model other than the store's is refused (store/one_model.py)
     (16, PG_TRIGGERS),
+    (17, _v17_fold),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

@@ -55,6 +55,7 @@ from memstrata.store.one_model import ModelPin
 from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
+from memstrata.store.postgres.pipeline import begin_transaction
 from memstrata.store.postgres.reach import RECONNECT_S, Reach
 from memstrata.store.postgres.schema import check_pgvector, migrate
 from memstrata.store.postgres.vectors import (
@@ -253,6 +254,9 @@ class PostgresStore:
 
     # PostgreSQL text cannot hold a NUL character (a migration asks for --replace-nul).
     stores_nul = False
+    # Its audit log is a table of its database: a unit of work appends events in its
+    # transaction (_PgUnitOfWork.append_audit), with the writes they record.
+    audit_in_transactions = True
 
     def __init__(self, url: str, *, vector_cache_rows: int = 500_000) -> None:
         self.url = url
@@ -376,8 +380,11 @@ class PostgresStore:
         """One write transaction (READ COMMITTED; rows read before a write are locked).
 
         ``pipeline``: statements are sent without waiting for each answer (psycopg's
-        pipeline mode), so a transaction whose statements return nothing costs one round
-        trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
+        pipeline mode): ``BEGIN`` and the statements go in one round trip, the ``COMMIT`` in
+        a second one, sent once every statement succeeded (a read waits as usual). Not
+        ``conn.transaction()``, which in a pipeline syncs after ``BEGIN``, after the
+        statements and after ``COMMIT``, before the pipeline's own last sync: four round
+        trips for a transaction of one statement (``tests/durable24/``)."""
         import psycopg
 
         if self._writing.n and not pipeline:
@@ -399,13 +406,15 @@ class PostgresStore:
             self._settle()
             with (
                 self._reach.connection(self._pool) as conn,
-                conn.pipeline() if pipeline else contextlib.nullcontext(),
+                conn.pipeline() if pipeline else contextlib.nullcontext() as batch,
                 self._holding(),
             ):
-                if fence is None:
+                if fence is None and batch is None:
                     tx = conn.transaction()
                     tx.__enter__()
                     held = True
+                elif fence is None:  # BEGIN goes with the statements (pipeline.py)
+                    tx, held = begin_transaction(conn), True
                 else:  # BEGIN and the check in one round trip
                     tx, held = outbox.begin_holding_claim(conn, fence.job_id, fence.lease_token)
                 try:
@@ -418,6 +427,8 @@ class PostgresStore:
                         self._writing.n -= 1
                     if unowned:
                         conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
+                    if batch is not None:  # a failed statement raises here, before COMMIT
+                        batch.sync()
                 except BaseException as exc:
                     tx.__exit__(type(exc), exc, exc.__traceback__)
                     raise
@@ -2056,6 +2067,10 @@ class _PgUnitOfWork:
             for version in past:
                 _no_nul(version)
         dump.insert_history(self._c, histories)
+
+    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Audit events in this transaction: they commit, or roll back, with its writes."""
+        audit.append(self._c, events)
 
 
 def _python_filters(f: Filters) -> bool:

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...audit import AuditEvent
+from ...audit_backends import sqlite_audit_row
 from ...jobs import Job
 from ...records import MemoryRecord
 from ..base import CacheEntry, RecordDump
@@ -315,22 +316,7 @@ def _event(r: sqlite3.Row) -> AuditEvent:
 
 
 def load_audit(s: SQLiteStore, events: Sequence[AuditEvent]) -> int:
-    rows = [
-        (
-            e.id,
-            e.tenant,
-            e.user,
-            e.actor,
-            e.action,
-            e.at.isoformat(),
-            json.dumps(list(e.record_ids)),
-            e.reason,
-            e.policy,
-            e.score,
-            json.dumps(dict(e.details), ensure_ascii=False, default=str),
-        )
-        for e in events
-    ]
+    rows = [sqlite_audit_row(e) for e in events]
     new = 0
     with s._write() as c:
         for row in rows:

@@ -335,20 +335,65 @@ def _v11(conn: sqlite3.Connection) -> None:
     are indexed again under the terms :func:`memstrata.search.reterm.reterm` makes, the
     tenants' statistics following (unindex, then index, in this one transaction). Every
     other record (English, Chinese …) is only read: its terms cannot change."""
-    from memstrata.search.reterm import answers, reterm
     from memstrata.search.scripts import may_change
+    from memstrata.search.tokenize import tokenize_v10, tokenize_v14
+
+    _reterm(
+        conn,
+        "SELECT seq, terms FROM lex_docs WHERE seq > ? ORDER BY seq LIMIT 5000",
+        lambda row: may_change(str(row[1])),
+        old=tokenize_v10,
+        new=tokenize_v14,
+    )
+
+
+def _v15(conn: sqlite3.Connection) -> None:
+    """v15 (accent-insensitive terms, :func:`memstrata.search.scripts.fold`): the records
+    whose indexed terms or text hold a Latin or Greek letter with diacritics (or a mark
+    after one) are indexed again under the terms :func:`memstrata.search.tokenize.tokenize`
+    makes now, as v11 did for its scripts. Rows whose text and terms are both ASCII (all
+    of an English store) are passed over by SQLite itself, never read into Python."""
+    from memstrata.search.scripts import may_fold
+    from memstrata.search.tokenize import tokenize, tokenize_v14
+
+    _reterm(
+        conn,
+        "SELECT d.seq, d.terms, r.raw FROM lex_docs d JOIN records r ON r.seq = d.seq "
+        "WHERE d.seq > ? AND (length(CAST(d.terms AS BLOB)) != length(d.terms) "
+        "OR length(CAST(r.raw AS BLOB)) != length(r.raw)) ORDER BY d.seq LIMIT 5000",
+        lambda row: may_fold(str(row[1])) or may_fold(str(row[2])),
+        old=tokenize_v14,
+        new=tokenize,
+        fold_strays=True,
+    )
+
+
+def _reterm(
+    conn: sqlite3.Connection,
+    batches: str,
+    pick: Callable[[tuple[object, ...]], bool],
+    *,
+    old: Callable[[str], list[str]],
+    new: Callable[[str], list[str]],
+    fold_strays: bool = False,
+) -> None:
+    """Re-term the records ``pick`` chooses among the rows of ``batches`` (``seq`` first,
+    read 5,000 at a time after the last one): :func:`memstrata.search.reterm.reterm`
+    from the ``old`` tokenizer's terms to the ``new`` one's, replies' question terms
+    included; unindex, then index the changed ones."""
+    from memstrata.search.reterm import answers, reterm
 
     from . import lexical
 
     last = 0
     while True:
-        batch = conn.execute(
-            "SELECT seq, terms FROM lex_docs WHERE seq > ? ORDER BY seq LIMIT 5000", (last,)
-        ).fetchall()
+        batch = conn.execute(batches, (last,)).fetchall()
         if not batch:
             break
         last = int(batch[-1][0])
-        seqs = [int(seq) for seq, terms in batch if may_change(str(terms))]
+        seqs = [int(row[0]) for row in batch if pick(tuple(row))]
+        if not seqs:
+            continue
         rows = conn.execute(
             "SELECT r.seq, r.tenant, r.user, r.session, r.type, r.observed_at, r.raw, d.terms "
             "FROM json_each(?) AS j CROSS JOIN records r ON r.seq = j.value "
@@ -360,12 +405,12 @@ def _v11(conn: sqlite3.Connection) -> None:
             tokens = lexical.document_tokens(str(terms))
             before = (
                 _turns_before(conn, int(seq), tenant, user, session, kind, observed)
-                if answers(str(raw), tokens)
+                if answers(str(raw), tokens, old=old)
                 else []
             )
-            new = reterm(str(raw), tokens, before)
-            if new is not None and lexical.terms_text(new) != terms:
-                docs.append((int(seq), str(tenant), str(user), new))
+            made = reterm(str(raw), tokens, before, old=old, new=new, fold_strays=fold_strays)
+            if made is not None and lexical.terms_text(made) != terms:
+                docs.append((int(seq), str(tenant), str(user), made))
         if docs:
             lexical.unindex(conn, [d[0] for d in docs])
             lexical.index(conn, docs)
@@ -449,6 +494,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (13, _V13_NO_QUERY_VECTORS),
     # v14: a vector of a model other than the store's is refused (store/one_model.py)
     (14, SQLITE_TRIGGERS),
+    (15, _v15),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

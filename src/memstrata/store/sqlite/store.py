@@ -1852,3 +1852,10 @@ class _SQLiteUnitOfWork:
 
     def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
         dump.insert_history(self._c, histories)
+
+    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Audit events in this transaction: they commit, or roll back, with its writes
+        (``audit_log`` is a table of this database; ``SQLiteAudit`` reads them)."""
+        from ...audit_backends import sqlite_append_audit
+
+        sqlite_append_audit(self._c, events)

@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 
+from memstrata._async.store.postgres.pipeline import begin_transaction
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from memstrata.store.sqlite.codec import encode_time
@@ -273,18 +274,17 @@ async def begin_holding_claim(
     the same statements in the same order as one after the other, so the purge's
     ``DELETE``/``UPDATE`` waits for this transaction as before; the check sent after
     ``BEGIN`` cost a round trip more per write transaction of a job (session 22). The
-    transaction is made here, not by ``conn.transaction()``, which inside a pipeline syncs
-    before and after ``BEGIN`` (two round trips more)."""
-    tx = psycopg.AsyncTransaction(conn)
-    entered = False
+    transaction is made by :func:`pipeline.begin_transaction`, not by
+    ``conn.transaction()``, which inside a pipeline syncs before and after ``BEGIN`` (two
+    round trips more)."""
+    tx = None
     try:
         async with conn.pipeline():
-            await tx.__aenter__()
-            entered = True
+            tx = await begin_transaction(conn)
             cur = await conn.execute(HOLDS_CLAIM, (job_id, token))
         return tx, await cur.fetchone() is not None
     except BaseException as exc:
-        if entered:
+        if tx is not None:
             await tx.__aexit__(type(exc), exc, exc.__traceback__)
         raise
 

@@ -36,6 +36,7 @@ import numpy as np
 from memstrata._async.store import shared_sql
 from memstrata._async.store.base import AsyncUnitOfWork
 from memstrata._async.store.postgres import audit, dump, lexical, outbox
+from memstrata._async.store.postgres.pipeline import begin_transaction
 from memstrata._async.store.postgres.reach import RECONNECT_S, AsyncReach
 from memstrata._async.store.postgres.schema import check_pgvector, migrate
 from memstrata._async.store.postgres.vectors import (
@@ -253,6 +254,9 @@ class AsyncPostgresStore:
 
     # PostgreSQL text cannot hold a NUL character (a migration asks for --replace-nul).
     stores_nul = False
+    # Its audit log is a table of its database: a unit of work appends events in its
+    # transaction (_PgUnitOfWork.append_audit), with the writes they record.
+    audit_in_transactions = True
 
     def __init__(self, url: str, *, vector_cache_rows: int = 500_000) -> None:
         self.url = url
@@ -382,8 +386,11 @@ class AsyncPostgresStore:
         """One write transaction (READ COMMITTED; rows read before a write are locked).
 
         ``pipeline``: statements are sent without waiting for each answer (psycopg's
-        pipeline mode), so a transaction whose statements return nothing costs one round
-        trip instead of one per statement (BEGIN, ..., COMMIT); a read waits as usual."""
+        pipeline mode): ``BEGIN`` and the statements go in one round trip, the ``COMMIT`` in
+        a second one, sent once every statement succeeded (a read waits as usual). Not
+        ``conn.transaction()``, which in a pipeline syncs after ``BEGIN``, after the
+        statements and after ``COMMIT``, before the pipeline's own last sync: four round
+        trips for a transaction of one statement (``tests/durable24/``)."""
         import psycopg
 
         if self._writing.n and not pipeline:
@@ -405,13 +412,15 @@ class AsyncPostgresStore:
             await self._settle()
             async with (
                 self._reach.connection(self._pool) as conn,
-                conn.pipeline() if pipeline else contextlib.nullcontext(),
+                conn.pipeline() if pipeline else contextlib.nullcontext() as batch,
                 self._holding(),
             ):
-                if fence is None:
+                if fence is None and batch is None:
                     tx = conn.transaction()
                     await tx.__aenter__()
                     held = True
+                elif fence is None:  # BEGIN goes with the statements (pipeline.py)
+                    tx, held = await begin_transaction(conn), True
                 else:  # BEGIN and the check in one round trip
                     tx, held = await outbox.begin_holding_claim(
                         conn, fence.job_id, fence.lease_token
@@ -426,6 +435,8 @@ class AsyncPostgresStore:
                         self._writing.n -= 1
                     if unowned:
                         await conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
+                    if batch is not None:  # a failed statement raises here, before COMMIT
+                        await batch.sync()
                 except BaseException as exc:
                     await tx.__aexit__(type(exc), exc, exc.__traceback__)
                     raise
@@ -2094,6 +2105,10 @@ class _PgUnitOfWork:
             for version in past:
                 _no_nul(version)
         await dump.insert_history(self._c, histories)
+
+    async def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Audit events in this transaction: they commit, or roll back, with its writes."""
+        await audit.append(self._c, events)
 
 
 def _python_filters(f: Filters) -> bool:
