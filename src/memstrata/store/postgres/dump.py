@@ -26,6 +26,7 @@ from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
 from memstrata.store.past_versions import history_key
+from memstrata.store.postgres.audit import audit_row
 from memstrata.store.postgres.vectors import vector_array
 from memstrata.store.sqlite.codec import (
     COLUMNS,
@@ -408,22 +409,7 @@ def dump_audit(s: PostgresStore, batch_size: int = 500) -> Iterator[list[AuditEv
 
 
 def load_audit(s: PostgresStore, events: Sequence[AuditEvent]) -> int:
-    rows = [
-        (
-            e.id,
-            e.tenant,
-            e.user,
-            e.actor,
-            e.action,
-            e.at.isoformat(),
-            list(e.record_ids),
-            e.reason,
-            e.policy,
-            e.score,
-            json.dumps(dict(e.details), ensure_ascii=False, default=str),
-        )
-        for e in events
-    ]
+    rows = [audit_row(e) for e in events]
     new = 0
     with s._write() as c:
         for row in rows:

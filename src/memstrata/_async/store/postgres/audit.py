@@ -12,28 +12,30 @@ from typing import Any
 from memstrata.audit import PURGED, AuditEvent, AuditQuery
 from memstrata.audit_types import unknown_event
 
-__all__ = ["append", "query", "redact_subject"]
+__all__ = ["append", "audit_row", "query", "redact_subject"]
 
 _COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
 
 
+def audit_row(e: AuditEvent) -> tuple[Any, ...]:
+    """``e`` as a row of ``audit_log``, in the order of its columns (``_COLUMNS``)."""
+    return (
+        e.id,
+        e.tenant,
+        e.user,
+        e.actor,
+        e.action,
+        e.at.isoformat(),
+        list(e.record_ids),
+        e.reason,
+        e.policy,
+        e.score,
+        json.dumps(dict(e.details), ensure_ascii=False, default=str),
+    )
+
+
 async def append(conn: Any, events: Sequence[AuditEvent]) -> None:
-    rows = [
-        (
-            e.id,
-            e.tenant,
-            e.user,
-            e.actor,
-            e.action,
-            e.at.isoformat(),
-            list(e.record_ids),
-            e.reason,
-            e.policy,
-            e.score,
-            json.dumps(dict(e.details), ensure_ascii=False, default=str),
-        )
-        for e in events
-    ]
+    rows = [audit_row(e) for e in events]
     if rows:
         async with conn.cursor() as cur:
             await cur.executemany(

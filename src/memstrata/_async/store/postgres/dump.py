@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memstrata._async.store.postgres.audit import audit_row
 from memstrata._async.store.postgres.vectors import vector_array
 from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
@@ -416,22 +417,7 @@ async def dump_audit(
 
 
 async def load_audit(s: AsyncPostgresStore, events: Sequence[AuditEvent]) -> int:
-    rows = [
-        (
-            e.id,
-            e.tenant,
-            e.user,
-            e.actor,
-            e.action,
-            e.at.isoformat(),
-            list(e.record_ids),
-            e.reason,
-            e.policy,
-            e.score,
-            json.dumps(dict(e.details), ensure_ascii=False, default=str),
-        )
-        for e in events
-    ]
+    rows = [audit_row(e) for e in events]
     new = 0
     async with s._write() as c:
         for row in rows:
