@@ -65,9 +65,8 @@ def test_a_paused_process_and_an_idle_connection_survive(tmp_path: Path) -> None
             try:
                 again = _exchange(sock, host)
             except OSError as exc:  # flaked once in a full run: say what the server saw
-                logs = b"".join(p.read_bytes() for p in tmp_path.glob("serve-*.log"))
                 alive = Path(f"/proc/{pid}").exists()
-                pytest.fail(f"{exc!r}; process {pid} alive: {alive}; log: {logs[-3000:]!r}")
+                pytest.fail(f"{exc!r}; process {pid} alive: {alive}; log: {s.log_text()[-3000:]}")
             assert again == (200, pid)
 
 
@@ -100,3 +99,18 @@ def test_connections_opened_together_reach_every_process(tmp_path: Path) -> None
     counts = sorted(Counter(pids).values())
     assert len(counts) == 2, counts  # all 16 on one process: 2 in 65,536 by chance
     assert counts[0] >= 2, counts  # 15 to 1 was the shared socket's usual split
+
+
+def test_a_process_that_dies_is_replaced_and_the_log_says_how_it_died(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    with serve(db, tmp_path, "--no-mcp", "--no-background", "--rate-limit", "0", workers=2) as s:
+        host, address = s.url.removeprefix("http://"), s.address
+        with socket.create_connection(address, timeout=60) as sock:
+            _, pid = _exchange(sock, host)
+        os.kill(int(pid), signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while "exited with status -9" not in s.log_text():
+            assert time.monotonic() < deadline, s.log_text()[-3000:]
+            time.sleep(0.2)
+        _until_both_listen(address, host)  # the replacement serves beside the other
+        assert f"server process {pid} exited with status -9" in s.log_text()

@@ -80,8 +80,10 @@ class _Supervisor(Multiprocess):
         if self.should_exit.is_set():
             return
         for idx, process in enumerate(self.processes):
-            if process.is_alive(timeout=self.config.timeout_worker_healthcheck):
+            timeout = self.config.timeout_worker_healthcheck
+            if process.is_alive(timeout=timeout):
                 continue
+            hung = process.exitcode is None  # alive, but no answer in time
             process.kill()
             process.join()
             if process.exitcode == STARTUP_FAILURE:
@@ -90,7 +92,11 @@ class _Supervisor(Multiprocess):
                 return
             if self.should_exit.is_set():
                 return
-            log.warning("server process %s died; starting another on its socket", process.pid)
+            if hung:
+                why = f"did not answer the supervisor in {timeout} s and was killed"
+            else:
+                why = f"exited with status {process.exitcode}"
+            log.warning("server process %s %s; starting another on its socket", process.pid, why)
             replacement = _Process(self.config, [self.sockets[idx]])
             replacement.start()
             self.processes[idx] = replacement

@@ -181,6 +181,28 @@ def key_versions_sql(scope: Scope, type: str, field: str, value: str) -> tuple[s
     )
 
 
+def _enter_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode = WAL``, waiting up to the busy timeout for other openers.
+
+    Turning a file to WAL escalates a shared lock to an exclusive one, and SQLite answers
+    "database is locked" at once, without its busy handler, when another connection holds
+    a lock it must wait for: a process that opened a new file at the same moment as
+    another (the processes of ``serve --workers``, a worker beside its server) failed.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    pause = 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            waiting = "locked" in str(exc) or "busy" in str(exc)
+            if not waiting or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 class SQLiteStore:
     """A :class:`~memstrata.store.base.Store` in one SQLite file (or ``:memory:``)."""
 
@@ -212,7 +234,7 @@ class SQLiteStore:
                 # A new file: 8 kB pages waste less around 1.5 kB vector rows than 4 kB
                 # ones (bench/storage.py). Only possible before the first table exists.
                 conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _enter_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             # Deleted rows are overwritten with zeros, not left in free space: a purge must
