@@ -309,15 +309,23 @@ class SQLiteKeyStore:
                 path, timeout=10.0, isolation_level=None, check_same_thread=False
             )
             self._conn.execute("PRAGMA busy_timeout = 10000")
-            self._conn.execute(_SCHEMA)
-            have = {row[1] for row in self._conn.execute("PRAGMA table_info(api_keys)")}
-            for column, decl in _ADDED:
-                if column not in have:
-                    self._conn.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {decl}")
-            # A user's purge deletes the keys bound to them in its own transaction: the
-            # table is registered for it in the database (store/user_tables.py).
-            self._conn.execute(user_tables.DDL)
-            self._conn.execute(user_tables.register_sql("?"), KEYS_OF_A_USER)
+            # one transaction: two processes opening an old file together would both see a
+            # column missing, and the second one's ALTER TABLE would fail
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(_SCHEMA)
+                have = {row[1] for row in self._conn.execute("PRAGMA table_info(api_keys)")}
+                for column, decl in _ADDED:
+                    if column not in have:
+                        self._conn.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {decl}")
+                # A user's purge deletes the keys bound to them in its own transaction: the
+                # table is registered for it in the database (store/user_tables.py).
+                self._conn.execute(user_tables.DDL)
+                self._conn.execute(user_tables.register_sql("?"), KEYS_OF_A_USER)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the API key table in {path!r}: {exc}") from exc
         self._lock = threading.Lock()
