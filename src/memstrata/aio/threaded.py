@@ -176,7 +176,22 @@ class ThreadedStore:
         """Enter a sync context manager on one thread, leave it on the same thread."""
         async with self._thread() as thread:
             manager = factory(*args, **kwargs)
-            value = await thread.run(manager.__enter__)
+            entered: list[T] = []  # on the thread: whether it entered (a cancelled caller
+            # stops waiting for the enter, not the enter itself)
+
+            def enter() -> T:
+                entered.append(manager.__enter__())
+                return entered[0]
+
+            def leave_if_entered(exc: BaseException) -> None:
+                if entered:
+                    manager.__exit__(type(exc), exc, exc.__traceback__)
+
+            try:
+                value = await thread.run(enter)
+            except BaseException as exc:
+                await _to_the_end(thread.run(functools.partial(leave_if_entered, exc)))
+                raise
             try:
                 yield value, thread
             except BaseException as exc:
@@ -297,11 +312,15 @@ class _Transaction:
         self.ended = True
         if error is not None:
             self._queued, self._waiting = [], 0
-            if self._manager is not None:
-                manager = self._manager
-                await self._thread.run(
-                    lambda: manager.__exit__(type(error), error, error.__traceback__)
-                )
+
+            def roll_back() -> None:
+                # decided on the thread, after any trip still running there: a caller
+                # cancelled while its trip began the transaction saw no transaction yet,
+                # and one left open held SQLite's write lock for good
+                if self._manager is not None:
+                    self._manager.__exit__(type(error), error, error.__traceback__)
+
+            await self._thread.run(roll_back)
             return
 
         def commit() -> None:
