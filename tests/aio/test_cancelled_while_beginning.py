@@ -6,7 +6,10 @@ call was cancelled: a begin still running on the thread then was never ended, an
 thread held SQLite's write lock for good: every later write, and closing the store, waited
 forever (the whole suite hung once in ``tests/audit21/test_cancelled_everywhere.py``, idle).
 Likewise a store's sync context (``shared`` / ``exclusive``, entered and left on one thread)
-entered on the thread after its caller was cancelled was never left.
+entered on the thread after its caller was cancelled was never left. And a stream cancelled
+again while it waited to close was never closed on its thread: the garbage collector closed
+its generator later, on whatever thread (a read transaction ended off its connection's
+thread, or, in a reference cycle, not for a long time).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +155,57 @@ def test_a_store_context_entered_after_its_caller_was_cancelled_is_left(
                         await asyncio.sleep(3600)
 
                 await _cancel_while_entering(slow, hold)
+            finally:
+                await asyncio.wait_for(store.aclose(), timeout=20)
+
+        asyncio.run(main())
+
+    _in_a_child(scenario)
+
+
+@forks
+def test_a_stream_cancelled_twice_is_still_closed_on_its_thread(tmp_path: Path) -> None:
+    """Cancelled while a batch is read, then again while it waits to close the stream: the
+    close (queued behind the batch) ran nonetheless, and with it the generator's finally
+    (a read transaction's end)."""
+
+    def scenario() -> None:
+        sync = SQLiteStore(str(tmp_path / "s.db"))
+        reading, go, closed = threading.Event(), threading.Event(), threading.Event()
+        closed_on: list[str] = []
+
+        def scan(batch_size: int = 500) -> Iterator[list[object]]:
+            try:
+                reading.set()
+                assert go.wait(10)
+                yield []
+            finally:
+                closed_on.append(threading.current_thread().name)
+                closed.set()
+
+        sync.scan = scan  # type: ignore[method-assign,assignment]
+
+        async def main() -> None:
+            store = threaded(sync)
+            try:
+
+                async def read() -> None:
+                    async for _batch in store.scan():
+                        pass
+
+                task = asyncio.create_task(read())
+                assert await asyncio.to_thread(reading.wait, 10)
+                task.cancel()
+                await asyncio.sleep(0.2)  # in its finally, waiting for the close's turn
+                task.cancel()
+                await asyncio.sleep(0.2)
+                go.set()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait_for(task, timeout=10)
+                assert await asyncio.to_thread(closed.wait, 10), "the stream was never closed"
+                # by its close on its thread (not by the garbage collector, on any thread,
+                # whenever it collects the generator)
+                assert closed_on[0].startswith("memstrata-tx"), closed_on
             finally:
                 await asyncio.wait_for(store.aclose(), timeout=20)
 

@@ -238,8 +238,8 @@ class ThreadedStore:
                     if item is done:
                         return
                     yield cast(T, item)
-            finally:
-                await thread.run(generator.close)
+            finally:  # on its thread, even when the caller is cancelled again meanwhile
+                await _to_the_end(thread.run(generator.close))
 
 
 async def _to_the_end(end: Awaitable[object]) -> None:
