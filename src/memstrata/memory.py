@@ -1183,10 +1183,15 @@ class Memory:
         )
 
     def run_worker(
-        self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
+        self,
+        *,
+        poll_seconds: float = 1.0,
+        stop: Callable[[], bool] = lambda: False,
+        on_run: Callable[[RunReport], object] | None = None,
     ) -> None:
-        """Run jobs until ``stop()`` is true (what ``memstrata worker`` does)."""
-        self._runner.run_forever(poll_seconds=poll_seconds, stop=stop)
+        """Run jobs until ``stop()`` is true (what ``memstrata worker`` does); ``on_run``
+        is given the report of each run that claimed a job (idle polls report nothing)."""
+        self._runner.run_forever(poll_seconds=poll_seconds, stop=stop, on_run=on_run)
 
     # --- context -----------------------------------------------------------------------
     def build_context(
