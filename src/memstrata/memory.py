@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from memstrata.audit_types import PURGED
+from memstrata.audit_types import PURGED, AuditEvent
 from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
 
@@ -817,9 +817,13 @@ class Memory:
     def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged."""
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
-        rec = self._set_status(scope, record_id, RecordStatus.DELETED)
-        self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
-        return rec
+        self._owner(scope)
+        record_id = check_id(record_id)
+        self._store.get(scope, record_id, include_deleted=True)  # NotFound outside scope
+        event = self.audit.event(
+            scope.tenant, actor, "delete", user=scope.user, record_ids=[record_id]
+        )
+        return self._set_status(scope, record_id, RecordStatus.DELETED, event)
 
     def restore(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Undo a soft delete. A fact whose key has another live fact is the current value
@@ -829,20 +833,29 @@ class Memory:
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         self._owner(scope)
         found = self._store.get(scope, check_id(record_id), include_deleted=True)
+        event = self.audit.event(
+            scope.tenant, actor, "restore", user=scope.user, record_ids=[found.id]
+        )
         if found.type is RecordType.FACT and isinstance(found.metadata.get("key"), str):
-            rec = self.layers.facts.restore(scope, found)
-        elif found.type is RecordType.KNOWLEDGE and isinstance(found.metadata.get("qa_id"), str):
-            rec = self.layers.knowledge.restore(scope, found)
-        else:
-            rec = self._set_status(scope, record_id, RecordStatus.ACTIVE)
-        self.audit.record(scope.tenant, actor, "restore", user=scope.user, record_ids=[rec.id])
-        return rec
+            events = self.audit.ahead([event])
+            return self.layers.facts.restore(scope, found, audit=self.audit, events=events)
+        if found.type is RecordType.KNOWLEDGE and isinstance(found.metadata.get("qa_id"), str):
+            events = self.audit.ahead([event])
+            return self.layers.knowledge.restore(scope, found, audit=self.audit, events=events)
+        return self._set_status(scope, found.id, RecordStatus.ACTIVE, event)
 
-    def _set_status(self, scope: Scope, record_id: str, status: RecordStatus) -> MemoryRecord:
-        self._owner(scope)
-        check_id(record_id)
-        self._store.get(scope, record_id, include_deleted=True)  # NotFound outside scope
-        self._store.set_status(scope, [record_id], status, self._clock.now())
+    def _set_status(
+        self, scope: Scope, record_id: str, status: RecordStatus, event: AuditEvent
+    ) -> MemoryRecord:
+        """Set the status of a record of ``scope`` (checked) and record ``event`` in the
+        same transaction where the audit log is a table of the store (SQLite, PostgreSQL),
+        else just before it (``memory://``): killed anywhere, a record deleted or restored
+        has its event, and an event its change (before session 25 the event was written
+        after the change had committed)."""
+        events = self.audit.ahead([event])
+        with self._store.transaction() as tx:
+            tx.set_status(scope, [record_id], status, self._clock.now())
+            self.audit.append_in(tx, events)
         return self._store.get(scope, record_id, include_deleted=True)
 
     def purge(
@@ -1093,8 +1106,7 @@ class Memory:
         new = replace(
             current, access=access, version=current.version + 1, updated_at=self._clock.now()
         )
-        self._ctx.replace(scope, new, expected_version=current.version, reindex=False)
-        self.audit.record(
+        event = self.audit.event(
             scope.tenant,
             actor,
             "set_access",
@@ -1106,6 +1118,13 @@ class Memory:
                 "allowed_roles": list(access.allowed_roles),
             },
         )
+        write = self._ctx.version_write(new, reindex=False)
+        # The new version and its event in one transaction (memory://: the event first),
+        # as delete and restore: the access a record has is never one no event gave it.
+        events = self.audit.ahead([event])
+        with self._store.transaction() as tx:
+            tx.replace(scope, write, expected_version=current.version)
+            self.audit.append_in(tx, events)
         return new
 
     def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
@@ -1164,10 +1183,15 @@ class Memory:
         )
 
     def run_worker(
-        self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
+        self,
+        *,
+        poll_seconds: float = 1.0,
+        stop: Callable[[], bool] = lambda: False,
+        on_run: Callable[[RunReport], object] | None = None,
     ) -> None:
-        """Run jobs until ``stop()`` is true (what ``memstrata worker`` does)."""
-        self._runner.run_forever(poll_seconds=poll_seconds, stop=stop)
+        """Run jobs until ``stop()`` is true (what ``memstrata worker`` does); ``on_run``
+        is given the report of each run that claimed a job (idle polls report nothing)."""
+        self._runner.run_forever(poll_seconds=poll_seconds, stop=stop, on_run=on_run)
 
     # --- context -----------------------------------------------------------------------
     def build_context(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, time
 from enum import StrEnum
@@ -313,6 +314,15 @@ def check_time(value: object, field: str) -> datetime:
             ) from None
     elif isinstance(value, date) and not isinstance(value, datetime):
         value = datetime.combine(value, time(), tzinfo=UTC)
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        # Never read as a Unix time: 1700000000 (seconds) and 1700000000000 (milliseconds)
+        # are both plausible, and a wrong guess stores a date decades or millennia off.
+        raise ValidationError(
+            f"{field} must be a datetime or an ISO-8601 string, got {_kind(value)}: numbers "
+            "are refused because an epoch number is ambiguous (seconds? milliseconds?); "
+            "pass an ISO 8601 string such as '2024-05-01T09:30:00Z', or a datetime (for "
+            "Unix seconds: datetime.fromtimestamp(n, timezone.utc))"
+        )
     if not isinstance(value, datetime):
         raise ValidationError(
             f"{field} must be a datetime or an ISO-8601 string, got {_kind(value)}"

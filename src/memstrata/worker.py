@@ -419,13 +419,20 @@ class JobRunner:
         report.errors.append(f"{job.kind} {job.id}: {message}")
 
     def run_forever(
-        self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
+        self,
+        *,
+        poll_seconds: float = 1.0,
+        stop: Callable[[], bool] = lambda: False,
+        on_run: Callable[[RunReport], object] | None = None,
     ) -> None:
         """The ``memstrata worker`` loop. A store that can announce new jobs (PostgreSQL's
-        ``LISTEN``/``NOTIFY``: ``wait_for_jobs``) wakes it at once instead of at the next poll."""
+        ``LISTEN``/``NOTIFY``: ``wait_for_jobs``) wakes it at once instead of at the next poll.
+        ``on_run`` is given the report of each run that claimed a job (not of idle polls)."""
         wait = getattr(self._store, "wait_for_jobs", None)
         while not stop():
             report = self.run_pending()
+            if report.claimed and on_run is not None:
+                on_run(report)
             if not report.claimed:
                 if wait is not None:
                     wait(poll_seconds)

@@ -8,8 +8,8 @@ triggers that refuse UPDATE and DELETE), the in-memory store in a list, and Post
 implement the same two methods.
 
 ``Memory.audit`` (an :class:`AuditLog`) records what ``maintain``, ``forget``, ``delete``,
-``restore``, ``purge`` and ``set_importance_by_tag`` did, and answers ``query`` and
-``export`` (JSON Lines) per tenant.
+``restore``, ``purge``, ``set_access`` and ``set_importance_by_tag`` did, and answers
+``query`` and ``export`` (JSON Lines) per tenant.
 """
 
 from __future__ import annotations
@@ -164,17 +164,29 @@ class AsyncAuditLog:
         PostgreSQL; behind Redis too), not ``memory://``'s list."""
         return bool(getattr(self._backend, "audit_in_transactions", False))
 
+    async def ahead(self, events: Sequence[AuditEvent]) -> list[AuditEvent]:
+        """The events of writes about to be made in one unit of work, recorded before or
+        with them: where the log is a table of the store (:attr:`in_transactions`) they are
+        returned, for :meth:`append_in` in that transaction (they commit or roll back with
+        the writes); else (``memory://``, whose log goes with the process) they are
+        appended now, before the writes, and nothing is returned."""
+        if self.in_transactions:
+            return list(events)
+        await self.append(events)
+        return []
+
     async def append_in(self, tx: object, events: Sequence[AuditEvent]) -> None:
         """Append ``events`` in the open transaction ``tx`` (a unit of work of the store
         this log is kept in, :attr:`in_transactions`): they commit or roll back with the
-        writes they record."""
+        writes they record. No events: nothing to do, on any store."""
+        if not events:
+            return
         if not self.in_transactions:
             raise ValidationError(
                 "this audit log is not kept in the store's database: append its events "
                 "with append(), before the writes they record"
             )
-        if events:
-            await cast(_AuditUnit, tx).append_audit(events)
+        await cast(_AuditUnit, tx).append_audit(events)
 
     async def query(self, tenant: str, **filters: Any) -> list[AuditEvent]:
         """Events of ``tenant``, oldest first (by time, then by append); filters: user,

@@ -28,7 +28,7 @@ from memstrata._async.store.base import AsyncStore
 from memstrata.aio.core_lifecycle import AsyncLifecycle, completes  # async-only
 from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  # async-only
 from memstrata.aio.stores import open_store  # async-only
-from memstrata.audit_types import PURGED
+from memstrata.audit_types import PURGED, AuditEvent
 from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
 from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
@@ -873,9 +873,13 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Soft delete: hidden from reads and searches, restorable until purged."""
         await self._ready()  # async-only
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
-        rec = await self._set_status(scope, record_id, RecordStatus.DELETED)
-        await self.audit.record(scope.tenant, actor, "delete", user=scope.user, record_ids=[rec.id])
-        return rec
+        self._owner(scope)
+        record_id = check_id(record_id)
+        await self._store.get(scope, record_id, include_deleted=True)  # NotFound outside scope
+        event = self.audit.event(
+            scope.tenant, actor, "delete", user=scope.user, record_ids=[record_id]
+        )
+        return await self._set_status(scope, record_id, RecordStatus.DELETED, event)
 
     @completes  # async-only
     async def restore(
@@ -889,22 +893,31 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         self._owner(scope)
         found = await self._store.get(scope, check_id(record_id), include_deleted=True)
-        if found.type is RecordType.FACT and isinstance(found.metadata.get("key"), str):
-            rec = await self.layers.facts.restore(scope, found)
-        elif found.type is RecordType.KNOWLEDGE and isinstance(found.metadata.get("qa_id"), str):
-            rec = await self.layers.knowledge.restore(scope, found)
-        else:
-            rec = await self._set_status(scope, record_id, RecordStatus.ACTIVE)
-        await self.audit.record(
-            scope.tenant, actor, "restore", user=scope.user, record_ids=[rec.id]
+        event = self.audit.event(
+            scope.tenant, actor, "restore", user=scope.user, record_ids=[found.id]
         )
-        return rec
+        if found.type is RecordType.FACT and isinstance(found.metadata.get("key"), str):
+            events = await self.audit.ahead([event])
+            return await self.layers.facts.restore(scope, found, audit=self.audit, events=events)
+        if found.type is RecordType.KNOWLEDGE and isinstance(found.metadata.get("qa_id"), str):
+            events = await self.audit.ahead([event])
+            return await self.layers.knowledge.restore(
+                scope, found, audit=self.audit, events=events
+            )
+        return await self._set_status(scope, found.id, RecordStatus.ACTIVE, event)
 
-    async def _set_status(self, scope: Scope, record_id: str, status: RecordStatus) -> MemoryRecord:
-        self._owner(scope)
-        check_id(record_id)
-        await self._store.get(scope, record_id, include_deleted=True)  # NotFound outside scope
-        await self._store.set_status(scope, [record_id], status, self._clock.now())
+    async def _set_status(
+        self, scope: Scope, record_id: str, status: RecordStatus, event: AuditEvent
+    ) -> MemoryRecord:
+        """Set the status of a record of ``scope`` (checked) and record ``event`` in the
+        same transaction where the audit log is a table of the store (SQLite, PostgreSQL),
+        else just before it (``memory://``): killed anywhere, a record deleted or restored
+        has its event, and an event its change (before session 25 the event was written
+        after the change had committed)."""
+        events = await self.audit.ahead([event])
+        async with self._store.transaction() as tx:
+            await tx.set_status(scope, [record_id], status, self._clock.now())
+            await self.audit.append_in(tx, events)
         return await self._store.get(scope, record_id, include_deleted=True)
 
     @completes  # async-only
@@ -1172,8 +1185,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         new = replace(
             current, access=access, version=current.version + 1, updated_at=self._clock.now()
         )
-        await self._ctx.replace(scope, new, expected_version=current.version, reindex=False)
-        await self.audit.record(
+        event = self.audit.event(
             scope.tenant,
             actor,
             "set_access",
@@ -1185,6 +1197,13 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 "allowed_roles": list(access.allowed_roles),
             },
         )
+        write = await self._ctx.version_write(new, reindex=False)
+        # The new version and its event in one transaction (memory://: the event first),
+        # as delete and restore: the access a record has is never one no event gave it.
+        events = await self.audit.ahead([event])
+        async with self._store.transaction() as tx:
+            await tx.replace(scope, write, expected_version=current.version)
+            await self.audit.append_in(tx, events)
         return new
 
     async def set_quota(self, scope: Scope, quota: _quotas.Quota) -> None:
@@ -1247,11 +1266,16 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         )
 
     async def run_worker(
-        self, *, poll_seconds: float = 1.0, stop: Callable[[], bool] = lambda: False
+        self,
+        *,
+        poll_seconds: float = 1.0,
+        stop: Callable[[], bool] = lambda: False,
+        on_run: Callable[[RunReport], object] | None = None,
     ) -> None:
-        """Run jobs until ``stop()`` is true (what ``memstrata worker`` does)."""
+        """Run jobs until ``stop()`` is true (what ``memstrata worker`` does); ``on_run``
+        is given the report of each run that claimed a job (idle polls report nothing)."""
         await self._ready()  # async-only
-        await self._runner.run_forever(poll_seconds=poll_seconds, stop=stop)
+        await self._runner.run_forever(poll_seconds=poll_seconds, stop=stop, on_run=on_run)
 
     # --- context -----------------------------------------------------------------------
     async def build_context(

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import signal
-from typing import Annotated, Any
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from .options import Settings, choice, console, emit, fail, open_memory
 from .resolve import resolve_id
+
+if TYPE_CHECKING:
+    from ..worker_types import RunReport
 
 __all__ = ["register"]
 
@@ -310,9 +316,14 @@ def worker(
     ctx: typer.Context,
     once: Annotated[bool, typer.Option(help="Run what is queued, then exit.")] = False,
     poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 1.0,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No line per run (run continuously).")
+    ] = False,
     as_json: Json = False,
 ) -> None:
-    """Run background jobs (summaries, extraction, clustering, promotion) continuously."""
+    """Run background jobs (summaries, extraction, clustering, promotion) continuously:
+    one line per run that claimed jobs (its time and counts; with --json, a JSON object),
+    nothing for polls that found none."""
     settings: Settings = ctx.obj
     with open_memory(settings, background=False) as mem:
         if once:
@@ -329,8 +340,42 @@ def worker(
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        console.print(f"worker running on {settings.url} (Ctrl-C to stop)")
-        mem.run_worker(poll_seconds=poll, stop=lambda: stopping["now"])
+        started = f"worker running on {settings.url} (Ctrl-C to stop)"
+        if as_json:  # stdout is JSON Lines, one a run
+            print(started, file=sys.stderr, flush=True)
+        else:
+            console.print(started)
+        mem.run_worker(
+            poll_seconds=poll,
+            stop=lambda: stopping["now"],
+            on_run=None if quiet else functools.partial(_run_line, as_json=as_json),
+        )
+
+
+def _run_line(report: RunReport, *, as_json: bool) -> None:
+    """One run of ``memstrata worker``, on one line (flushed: a log reads it at once):
+    when it ended, then what ``--once`` reports, counts that are 0 beside ``claimed``,
+    ``done``, ``retried`` and ``failed`` left out; errors last."""
+    from datetime import UTC, datetime
+
+    from .output import run_report_data
+
+    data = run_report_data(report)
+    at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    if as_json:
+        line = json.dumps({"at": at, **data}, ensure_ascii=False, default=str)
+    else:
+        always = ("claimed", "done", "retried", "failed")
+        counts = ", ".join(
+            f"{k.replace('_', ' ')} {v}"
+            for k, v in data.items()
+            if k != "errors" and (k in always or v)
+        )
+        line = f"{at} jobs run: {counts}"
+        if report.errors:
+            line += "; errors: " + " | ".join(" ".join(e.split()) for e in report.errors)
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def end_session(ctx: typer.Context, as_json: Json = False) -> None:

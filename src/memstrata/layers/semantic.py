@@ -37,7 +37,7 @@ import logging
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError as PydanticValidationError
@@ -82,6 +82,10 @@ from memstrata.validation import (
     check_unit,
 )
 from memstrata.writes import check_scope
+
+if TYPE_CHECKING:
+    from memstrata.audit import AuditLog
+    from memstrata.audit_types import AuditEvent
 
 __all__ = [
     "FactExtractionStep",
@@ -210,23 +214,38 @@ class FactService:
         versions = [v for history in found.values() for v in history]
         return sorted(versions, key=lambda v: (v.updated_at, v.created_at, v.version))
 
-    def restore(self, scope: Scope, record: MemoryRecord) -> MemoryRecord:
+    def restore(
+        self,
+        scope: Scope,
+        record: MemoryRecord,
+        *,
+        audit: AuditLog | None = None,
+        events: Sequence[AuditEvent] = (),
+    ) -> MemoryRecord:
         """Restore the deleted fact ``record`` (as read, deleted included); returns it as
         stored. When it is then live (not superseded) and its key has other live facts,
         it is the current value again and they end, superseded by it (``valid_to`` now,
         kept in the history as by an update), in the transaction of the restore: the
         value the user brings back is the one they see. A superseded fact comes back as an
-        earlier version, in the history only."""
+        earlier version, in the history only. ``events`` (of ``audit``, as its
+        ``ahead`` returned them) are appended in that transaction."""
         key = record.metadata.get("key")
         if record.type is not RecordType.FACT or not isinstance(key, str):
             raise ValidationError(f"record {record.id!r} is no fact with a key: nothing to restore")
         return settled(
-            lambda: self._restore(scope, record.id, key),
+            lambda: self._restore(scope, record.id, key, audit, events),
             f"fact {key!r} was changed",
             "restore",
         )
 
-    def _restore(self, scope: Scope, record_id: str, key: str) -> MemoryRecord:
+    def _restore(
+        self,
+        scope: Scope,
+        record_id: str,
+        key: str,
+        audit: AuditLog | None,
+        events: Sequence[AuditEvent],
+    ) -> MemoryRecord:
         """One read and one transaction of :meth:`restore`; ``Raced`` when another writer
         changed the record or one of the key's live facts since the read."""
         store = self._ctx.store
@@ -250,6 +269,8 @@ class FactService:
                 tx.set_status(scope, [record_id], RecordStatus.ACTIVE, now)
                 for write, version in ends:
                     tx.replace(self._scope(scope), write, expected_version=version)
+                if audit is not None:
+                    audit.append_in(tx, events)
         except (ConflictError, NotFoundError):
             raise Raced from None
         return store.get(scope, record_id, include_deleted=True)

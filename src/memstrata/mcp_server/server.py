@@ -22,13 +22,13 @@ from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from .. import __version__
-from ..errors import MemstrataError
+from ..errors import EmbeddingMismatchError, MemstrataError
 from ..filters import Filters
 from ..records import MemoryRecord, RecordType
 from ..scope import Scope
 from ..server.backend import MemoryBackend
 from ..server.dto import Time
-from ..server.errors import ApiError, error_response, validation_message
+from ..server.errors import ApiError, error_response, restart_needed, validation_message
 from ..server.key_cache import lookup
 from ..server.keys import KeyStore
 from ..server.limits import BodyLimit, Limiter, admit
@@ -283,6 +283,8 @@ def _reported(fn: Callable[..., Awaitable[BaseModel]]) -> Callable[..., Awaitabl
     async def tool(*args: Any, **kwargs: Any) -> BaseModel:
         try:
             return await fn(*args, **kwargs)
+        except EmbeddingMismatchError as exc:  # the server must restart: says so
+            raise ToolError(restart_needed(exc, "mcp")) from None
         except MemstrataError as exc:
             raise ToolError(str(exc)) from None
 

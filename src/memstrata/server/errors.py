@@ -11,6 +11,7 @@ ConflictError             409     ``expected_version`` is stale
 body too large            413
 ValidationError, schema   422     the message names the field and the fix
 rate limit, quota         429     ``Retry-After``
+EmbeddingMismatchError    500     no ``Retry-After``: a restart with the store's embedder
 StoreError, sqlite3.Error 503     ``Retry-After``; the store is down or locked
 ProviderError             503     an embedding/LLM provider failed
 anything else             500     logged with its traceback, answered without it
@@ -32,6 +33,7 @@ from starlette.requests import ClientDisconnect
 
 from ..errors import (
     ConflictError,
+    EmbeddingMismatchError,
     ImportFormatError,
     MemstrataError,
     NotFoundError,
@@ -46,6 +48,7 @@ __all__ = [
     "ERROR_RESPONSES",
     "error_response",
     "install_handlers",
+    "restart_needed",
     "validation_message",
 ]
 
@@ -223,6 +226,18 @@ def install_handlers(app: FastAPI) -> None:
         )
 
 
+def restart_needed(exc: EmbeddingMismatchError, command: str) -> str:
+    """What a server (``memstrata serve``, ``memstrata mcp``: ``command``) says of a store
+    that holds vectors of another embedding model than the one it embeds with: another
+    process re-embedded it, and every search and write is refused until this process is
+    started again with an embedder of the store's model. Retrying cannot help."""
+    return (
+        f"{exc}. Retrying will not help: this server embeds with the model it was started "
+        f"with until it is restarted; restart it with an embedder of the store's model "
+        f"(`memstrata {command} --embedder ...`), or re-embed the store back to this one's"
+    )
+
+
 def memstrata_response(exc: MemstrataError, request: Request | None = None) -> JSONResponse:
     msg = str(exc)
     if isinstance(exc, NotFoundError):
@@ -236,6 +251,12 @@ def memstrata_response(exc: MemstrataError, request: Request | None = None) -> J
         # help, but 429 keeps its Retry-After (clients back off instead of hammering)
         wait = exc.retry_after if exc.retry_after is not None else 3600
         return error_response(429, "quota_exceeded", msg, headers={"Retry-After": str(wait)})
+    if isinstance(exc, EmbeddingMismatchError):
+        # Not 503 with Retry-After (until session 25): the store will not change back by
+        # itself, and clients retried for nothing. A fault of this server, not the request.
+        where = f" on {request.method} {request.url.path}" if request else ""
+        log.error("embedding mismatch%s: %s", where, msg)
+        return error_response(500, "embedding_mismatch", restart_needed(exc, "serve"))
     if isinstance(exc, StoreError | ProviderError):
         where = f" on {request.method} {request.url.path}" if request else ""
         log.error("unavailable%s: %s", where, msg)

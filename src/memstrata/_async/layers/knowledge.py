@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
@@ -38,6 +38,10 @@ from memstrata.scope import Scope
 from memstrata.text import validate_content
 from memstrata.validation import check_id, check_tags, check_unit
 from memstrata.writes import check_scope
+
+if TYPE_CHECKING:
+    from memstrata._async.audit import AsyncAuditLog
+    from memstrata.audit_types import AuditEvent
 
 __all__ = ["AsyncKnowledgeService", "rejoin"]
 
@@ -178,7 +182,14 @@ class AsyncKnowledgeService:
                 raise Raced from None  # another writer changed a chunk: read them again
         return out
 
-    async def restore(self, scope: Scope, chunk: MemoryRecord) -> MemoryRecord:
+    async def restore(
+        self,
+        scope: Scope,
+        chunk: MemoryRecord,
+        *,
+        audit: AsyncAuditLog | None = None,
+        events: Sequence[AuditEvent] = (),
+    ) -> MemoryRecord:
         """Restore the deleted chunk ``chunk`` (as read, deleted included) of a document;
         returns it as stored. When the document has a live version it is not part of
         (a live chunk of another ``chunk_count`` or at its ``chunk_index``: written while
@@ -186,15 +197,25 @@ class AsyncKnowledgeService:
         chunks deleted at the same moment, of its ``chunk_count``: as the ingest that
         replaced it, or one delete, left them) and that live version is soft-deleted
         (restorable), in one transaction: one live version, the restored one. Otherwise
-        only ``chunk`` comes back, as any restore."""
+        only ``chunk`` comes back, as any restore. ``events`` (of ``audit``, as its
+        ``ahead`` returned them) are appended in that transaction."""
         doc = chunk.metadata.get("qa_id")
         if chunk.type is not RecordType.KNOWLEDGE or not isinstance(doc, str):
             raise ValidationError(f"record {chunk.id!r} is no chunk of a document")
         return await settled(
-            lambda: self._restore(scope, chunk.id, doc), f"document {doc!r} was written", "restore"
+            lambda: self._restore(scope, chunk.id, doc, audit, events),
+            f"document {doc!r} was written",
+            "restore",
         )
 
-    async def _restore(self, scope: Scope, chunk_id: str, doc: str) -> MemoryRecord:
+    async def _restore(
+        self,
+        scope: Scope,
+        chunk_id: str,
+        doc: str,
+        audit: AsyncAuditLog | None,
+        events: Sequence[AuditEvent],
+    ) -> MemoryRecord:
         """One read (two when another version is live) and one transaction of
         :meth:`restore`; ``Raced`` when another writer changed a chunk since."""
         store = self._ctx.store
@@ -224,6 +245,8 @@ class AsyncKnowledgeService:
             ended = await tx.set_status(user, gone, RecordStatus.DELETED, now)
             if len(ended) != len(gone) or len(restored) != (0 if chunk.is_active else len(back)):
                 raise Raced  # another writer changed the document since the read
+            if audit is not None:
+                await audit.append_in(tx, events)
         return await store.get(scope, chunk_id, include_deleted=True)
 
     async def _deleted(self, scope: Scope, doc: str) -> list[MemoryRecord]:

@@ -37,11 +37,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from starlette.types import Send
 
-from ...errors import MemstrataError, ProviderError, StoreError
+from ...errors import EmbeddingMismatchError, MemstrataError, ProviderError, StoreError
 from ...portability import failed_line
 from ..auth import CallerDep, UserPath, require_admin
 from ..dto import ImportOut
-from ..errors import ERROR_RESPONSES, ApiError, memstrata_response
+from ..errors import ERROR_RESPONSES, ApiError, memstrata_response, restart_needed
 from ..state import state_of
 from ..streaming import StopsBetweenChunks, aclose
 
@@ -153,6 +153,8 @@ class ExportStream(StopsBetweenChunks):
 def _failure(exc: Exception, request: Request) -> tuple[str, str]:
     """The code and message the same error gets as an answer (no internals); the answer's
     own log line is not written (the stream logs its failure once)."""
+    if isinstance(exc, EmbeddingMismatchError):  # as memstrata_response answers it (500)
+        return "embedding_mismatch", restart_needed(exc, "serve")
     if isinstance(exc, StoreError | ProviderError):
         return "unavailable", str(exc)  # as memstrata_response answers them (503)
     if isinstance(exc, MemstrataError):

@@ -325,7 +325,7 @@ class SQLiteStore:
             try:
                 self._conn.execute(begin)
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite could not start a transaction: {exc}") from exc
+                raise self._failed(exc, "could not start a transaction") from exc
             writing = begin == "BEGIN IMMEDIATE"
             # A job's write first checks, under the write lock, that its claim still stands:
             # a purge (its own write transaction) deleted or took back the user's jobs
@@ -349,11 +349,13 @@ class SQLiteStore:
                 if pending is not None:
                     self._write_cache(self._conn)
             except BaseException as exc:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 if pending is not None:
                     self._give_back_counters(*pending, carried=(fence, mine))
                 if one_model.refusal(exc):  # a vector of another model (one_model.py)
                     raise self._refused_model() from None
+                if isinstance(exc, sqlite3.Error):  # what happened and what to do
+                    raise self._failed(exc, "failed") from exc
                 raise
             try:
                 if pending is not None and (pending[0] or pending[1]):
@@ -364,12 +366,56 @@ class SQLiteStore:
                     self._conn.execute("COMMIT")
                 self._cache_inflight = None
             except sqlite3.Error as exc:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 if pending is not None:
                     self._give_back_counters(*pending, carried=(fence, mine))
-                raise StoreError(f"SQLite could not commit: {exc}") from exc
+                raise self._failed(exc, "could not commit") from exc
         if begin == "BEGIN IMMEDIATE" and self._pending_since is not None:
             self._buffered()
+
+    def _rollback(self) -> None:
+        """End the failed transaction. SQLite has already rolled it back itself after some
+        errors (a full disk, an I/O error, out of memory): a ROLLBACK then raised "no
+        transaction is active", raw, in place of the error that ended it."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def _failed(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        """SQLite's error in a write transaction (rolled back) as a :class:`StoreError`
+        that says what happened and what to do; the driver's error is its cause."""
+        text = str(exc)
+        where = f"SQLite store {self.path!r}"
+        undone = "nothing of this call was written"
+        if "locked" in text or "busy" in text:  # the busy timeout ran out
+            return StoreError(
+                f"{where} {doing}: it is locked ({text}) — another process (a server, a "
+                f"worker, an import) held its write lock for over {_BUSY_TIMEOUT_S:g} s; "
+                f"{undone}: retry once that process is done, or stop it"
+            )
+        if "full" in text:  # SQLITE_FULL: the disk, or max_page_count
+            return StoreError(
+                f"{where} {doing}: the database or its disk is full ({text}); {undone}: "
+                "free disk space (or raise PRAGMA max_page_count), then retry"
+            )
+        if "readonly" in text or "read-only" in text:
+            return StoreError(
+                f"{where} {doing}: it cannot be written ({text}); {undone}: make the file, "
+                "its -wal and -shm files and its folder writable by this process"
+            )
+        if "disk I/O" in text:
+            return StoreError(
+                f"{where} {doing}: the disk failed a read or a write ({text}); {undone}: "
+                "check the disk and the file system it is on, then retry"
+            )
+        if "malformed" in text or "not a database" in text:
+            return StoreError(
+                f"{where} {doing}: the file is damaged ({text}); {undone}: restore the "
+                "store from a backup or an export (memstrata import)"
+            )
+        return StoreError(
+            f"{where} {doing}: SQLite refused this call ({type(exc).__name__}: {text}); "
+            f"{undone} (rolled back)"
+        )
 
     def _write(self) -> Any:
         return self._tx("BEGIN IMMEDIATE")
