@@ -11,14 +11,17 @@ from pathlib import Path
 SCRIPT = Path(__file__).with_name("child.py")
 
 
-def run(url: str, gate: str, op: str, *args: str, tmp: Path | None = None) -> int:
-    """Run ``op`` in a child killed at ``gate``; its return code (``-SIGKILL`` when the gate
-    was reached, 0 when the operation finished first). ``tmp``: the child's ``TMPDIR``."""
+def run(
+    url: str, gate: str, op: str, *args: str, tmp: Path | None = None, script: Path = SCRIPT
+) -> int:
+    """Run ``op`` in a child (``script``, :mod:`child` unless given) killed at ``gate``; its
+    return code (``-SIGKILL`` when the gate was reached, 0 when the operation finished
+    first). ``tmp``: the child's ``TMPDIR``."""
     env = dict(os.environ)
     if tmp is not None:
         env["TMPDIR"] = str(tmp)
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), url, gate, op, *args],
+        [sys.executable, str(script), url, gate, op, *args],
         env=env,
         capture_output=True,
         text=True,

@@ -14,14 +14,12 @@ event naming its record."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from crash23 import kill
 from crash23.child import VICTIM
 from durable24.test_forget_atomic import _refuse_audit_inserts
 from memstrata import AsyncMemory, Memory
@@ -31,19 +29,6 @@ from memstrata.records import MemoryRecord, RecordStatus
 CHILD = Path(__file__).with_name("child.py")
 U = VICTIM.user_scope
 ACTION = {"delete": "delete", "restore": "restore", "set-access": "set_access"}
-
-
-def _run(url: str, gate: str, op: str, record_id: str) -> int:
-    proc = subprocess.run(
-        [sys.executable, str(CHILD), url, gate, op, record_id],
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(f"the child failed ({proc.returncode}):\n{proc.stderr}")
-    return proc.returncode
 
 
 def _open(url: str) -> Memory:
@@ -65,12 +50,12 @@ def test_a_call_killed_at_its_event_leaves_neither_change_nor_event(url: str, op
         if op == "restore":
             mem.delete(VICTIM, rec.id)
         before = _state(mem.get(VICTIM, rec.id, include_deleted=True))
-    assert _run(url, "insert into audit_log@1", op, rec.id) == -signal.SIGKILL
+    assert kill.run(url, "insert into audit_log@1", op, rec.id, script=CHILD) == -signal.SIGKILL
     with _open(url) as mem:
         # before session 25: the change committed, then the kill took its event
         assert _state(mem.get(VICTIM, rec.id, include_deleted=True)) == before
         assert _events(mem, ACTION[op], rec.id) == []
-    assert _run(url, "-", op, rec.id) == 0  # run again, to its end
+    assert kill.run(url, "-", op, rec.id, script=CHILD) == 0  # run again, to its end
     with _open(url) as mem:
         after = mem.get(VICTIM, rec.id, include_deleted=True)
         assert _state(after) != before
