@@ -36,7 +36,13 @@ from contextvars import ContextVar
 from datetime import datetime, timedelta
 
 from memstrata.clock import Clock
-from memstrata.errors import ConflictError, NotFoundError
+from memstrata.errors import (
+    ConflictError,
+    EmbeddingMismatchError,
+    NotFoundError,
+    SchemaVersionError,
+    StoreError,
+)
 from memstrata.jobs import (
     Fence,
     Job,
@@ -56,6 +62,8 @@ log = logging.getLogger("memstrata.worker")
 
 Handler = Callable[[Job], None]
 
+# The longest pause of ``run_forever`` between attempts to reach a store that did not answer.
+OUTAGE_PAUSE_MAX_S = 30.0
 _WAIT_POLL_SECONDS = 0.05  # how often flush() looks again at jobs another worker holds
 # The token of the claim whose job the current thread (task) runs: a purge made by that job
 # does not wait for the job itself.
@@ -427,17 +435,38 @@ class JobRunner:
     ) -> None:
         """The ``memstrata worker`` loop. A store that can announce new jobs (PostgreSQL's
         ``LISTEN``/``NOTIFY``: ``wait_for_jobs``) wakes it at once instead of at the next poll.
-        ``on_run`` is given the report of each run that claimed a job (not of idle polls)."""
+        ``on_run`` is given the report of each run that claimed a job (not of idle polls).
+
+        A store that cannot be reached (PostgreSQL restarting, a SQLite file locked past its
+        busy timeout) is tried again after a pause that doubles up to
+        :data:`OUTAGE_PAUSE_MAX_S`, with a warning each time and a line once it answers;
+        its jobs wait in it. A store this worker cannot use as it is (a newer schema, vectors
+        of another embedding model) ends the loop: waiting would not change it."""
         wait = getattr(self._store, "wait_for_jobs", None)
+        failures = 0
         while not stop():
-            report = self.run_pending()
+            try:
+                report = self.run_pending()
+                if not report.claimed:
+                    if wait is not None:
+                        wait(poll_seconds)
+                    else:
+                        time.sleep(poll_seconds)
+            except (SchemaVersionError, EmbeddingMismatchError):
+                raise
+            except StoreError as exc:
+                failures += 1
+                pause = min(poll_seconds * 2**failures, OUTAGE_PAUSE_MAX_S)
+                log.warning("the store did not answer (%s); trying again in %.1f s", exc, pause)
+                deadline = time.monotonic() + pause
+                while not stop() and (left := deadline - time.monotonic()) > 0:
+                    time.sleep(min(left, poll_seconds))
+                continue
+            if failures:
+                log.warning("the store answers again after %d failed attempts", failures)
+                failures = 0
             if report.claimed and on_run is not None:
                 on_run(report)
-            if not report.claimed:
-                if wait is not None:
-                    wait(poll_seconds)
-                else:
-                    time.sleep(poll_seconds)
 
 
 class BackgroundWorker:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import signal
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
@@ -340,6 +341,7 @@ def worker(
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        _warnings_on_stderr()
         started = f"worker running on {settings.url} (Ctrl-C to stop)"
         if as_json:  # stdout is JSON Lines, one a run
             print(started, file=sys.stderr, flush=True)
@@ -350,6 +352,19 @@ def worker(
             stop=lambda: stopping["now"],
             on_run=None if quiet else functools.partial(_run_line, as_json=as_json),
         )
+
+
+def _warnings_on_stderr() -> None:
+    """The worker's warnings (the store not answering and answering again, a lease lost)
+    on stderr, as a daemon's log, unless ``-v`` already shows the library's log there: the
+    CLI otherwise hides it, and a worker waiting for its store said nothing."""
+    lib = logging.getLogger("memstrata")
+    if any(not isinstance(h, logging.NullHandler) for h in lib.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logging.getLogger("memstrata.worker").addHandler(handler)
 
 
 def _run_line(report: RunReport, *, as_json: bool) -> None:
