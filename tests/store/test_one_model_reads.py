@@ -95,3 +95,21 @@ def test_a_store_no_memory_opened_checks_nothing(url: str) -> None:
         assert len(store.vector_search(ME, vector, 5, Filters())) == 1
     finally:
         store.close()
+
+
+def test_reading_the_stores_model_does_not_pin_a_reader_left_behind(url: str) -> None:
+    """``get_meta`` of the model and dims (what the server's ``/readyz`` reads, every few
+    seconds behind a load balancer) re-pinned the store object until session 25: the old
+    process then searched the new model's vectors with its old model's questions."""
+    from memstrata.store import one_model
+
+    old = Memory(url, embedder="hashing", background=False)
+    try:
+        old.add(ME, TURNS[0])
+        Memory(url, embedder=Rotated(), reembed=True, background=False).close()  # same dims
+        for key in (one_model.MODEL_KEY, one_model.DIMS_KEY):
+            assert old.store.get_meta(key) is not None
+        with pytest.raises(EmbeddingMismatchError, match="stopped before searching"):
+            old.search(ME, "green tea")
+    finally:
+        old.close()

@@ -21,12 +21,12 @@ from starlette.types import ASGIApp
 
 from .. import __version__
 from ..aio import AsyncMemory
-from ..errors import MissingDependencyError
+from ..errors import EmbeddingMismatchError, MissingDependencyError
 from ..memory import Memory
 from ..ratelimit import SharedRateLimiter
 from .backend import Backend, MemoryBackend
 from .dto import ErrorOut, Health
-from .errors import error_response, install_handlers
+from .errors import error_response, install_handlers, restart_needed
 from .key_cache import CachedKeys
 from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
 from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
@@ -293,6 +293,8 @@ def _ops_routes(app: FastAPI, metrics: Metrics) -> None:
     async def readyz(request: Request) -> Response:
         try:
             await state_of(request.app).backend.ready()
+        except EmbeddingMismatchError as exc:  # not until restarted: no Retry-After
+            return error_response(503, "not_ready", restart_needed(exc, "serve"))
         except Exception as exc:  # any failure to answer means "not ready"
             return error_response(
                 503, "not_ready", f"the store does not answer: {exc}", headers={"Retry-After": "5"}

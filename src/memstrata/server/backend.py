@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from ..audit import AuditEvent
 from ..context.assemble import AssembledContext
+from ..errors import EmbeddingMismatchError
 from ..filters import Filters
 from ..jobs import Job
 from ..layers.episodic_types import EpisodeHit
@@ -38,6 +39,7 @@ from ..portability import ImportReport
 from ..records import MemoryRecord, Message, Source
 from ..scope import Scope
 from ..search.hit import SearchHit
+from ..store import one_model
 from ..store.base import PurgeReport
 from ..worker import RunReport
 from .calls import Call, awaited, in_thread
@@ -228,7 +230,18 @@ class Backend:
         self._call: Call = call or (in_thread if isinstance(memory, Memory) else awaited)
 
     async def ready(self) -> None:
-        await self._call(self._mem.store.get_meta, "embedding_model")
+        """The store answers, and holds vectors of this server's embedding model: a server
+        another process's ``memstrata reembed`` left behind is not ready (it would refuse
+        every search and write), so a load balancer takes it out until it is restarted."""
+        store = self._mem.store
+        model = await self._call(store.get_meta, one_model.MODEL_KEY)
+        dims = await self._call(store.get_meta, one_model.DIMS_KEY)
+        embedder = self._mem.embedder
+        if model is not None and (model != embedder.model_id or dims != str(embedder.dims)):
+            raise EmbeddingMismatchError(
+                f"the store now holds vectors of embedding model {model!r} ({dims} dims), not "
+                f"of {embedder.model_id!r} ({embedder.dims} dims) that this server embeds with"
+            )
 
     async def add_messages(self, scope: Scope, messages: Sequence[Message]) -> list[MemoryRecord]:
         return await self._call(self._mem.add_messages, scope, messages)

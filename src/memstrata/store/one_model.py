@@ -126,14 +126,18 @@ class ModelPin:
         self._dims: str | None = None
         self._lock = threading.Lock()
 
-    def saw(self, key: str, value: str | None) -> None:
-        """Note a ``meta`` read or write of ``key``; other keys are ignored."""
+    def saw(self, key: str, value: str | None, *, read: bool = False) -> None:
+        """Note a ``meta`` write of ``key`` (or a ``read``); other keys are ignored. A read
+        pins only an object that has seen nothing yet (the Memory's opening): until session
+        25 any read re-pinned, so one ``get_meta`` of the model (the server's ``/readyz``,
+        polled by every load balancer) turned a process the migration left behind into one
+        that searched the new model's vectors with its old model's questions."""
         if value is None:
             return
         with self._lock:
-            if key == MODEL_KEY:
+            if key == MODEL_KEY and (self._model is None or not read):
                 self._model = value
-            elif key == DIMS_KEY:
+            elif key == DIMS_KEY and (self._dims is None or not read):
                 self._dims = value
 
     def check(self, model: str | None, dims: str | None) -> None:

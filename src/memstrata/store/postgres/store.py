@@ -526,7 +526,7 @@ class PostgresStore:
         with self._read() as c:
             row = (c.execute("SELECT value FROM meta WHERE key = %s", (key,))).fetchone()
         value = None if row is None else str(row["value"])
-        self._vectors.model.saw(key, value)
+        self._vectors.model.saw(key, value, read=True)
         return value
 
     def set_meta(self, key: str, value: str) -> None:

@@ -489,7 +489,7 @@ class SQLiteStore:
         with self._read() as c:
             row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         value = None if row is None else str(row[0])
-        self._vectors.model.saw(key, value)
+        self._vectors.model.saw(key, value, read=True)
         return value
 
     def set_meta(self, key: str, value: str) -> None:

@@ -536,7 +536,7 @@ class AsyncPostgresStore:
                 await c.execute("SELECT value FROM meta WHERE key = %s", (key,))
             ).fetchone()
         value = None if row is None else str(row["value"])
-        self._vectors.model.saw(key, value)
+        self._vectors.model.saw(key, value, read=True)
         return value
 
     async def set_meta(self, key: str, value: str) -> None:
