@@ -8,6 +8,8 @@ library's "open the store again with its embedder", which a model cannot act on.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,13 @@ def _reembed(url: str) -> None:
     Memory(url, embedder="hashing:64", background=False, reembed=True).close()
 
 
-def test_http_says_a_restart_is_needed_not_a_retry(tmp_path: Path) -> None:
+SAID = {"role": "user", "content": "the heron stood by the lake"}
+
+
+@contextmanager
+def served(tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, str], str]]:
+    """A server (in-process) on a new SQLite store holding alice's one message: its
+    client, an admin key's headers and the store's URL."""
     db = tmp_path / "h.db"
     url = f"sqlite:///{db}"
     keys = SQLiteKeyStore(str(db))
@@ -37,13 +45,17 @@ def test_http_says_a_restart_is_needed_not_a_retry(tmp_path: Path) -> None:
     app = create_app(native, keys, limits=Limits(rate=0), on_close=native.aclose)
     auth = {"Authorization": f"Bearer {key}"}
     with TestClient(app) as client:
-        said = {"role": "user", "content": "the heron stood by the lake"}
-        r = client.post("/v1/users/alice/sessions/s1/messages", headers=auth, json=said)
+        r = client.post("/v1/users/alice/sessions/s1/messages", headers=auth, json=SAID)
         assert r.status_code in (200, 201), r.text
+        yield client, auth, url
+
+
+def test_http_says_a_restart_is_needed_not_a_retry(tmp_path: Path) -> None:
+    with served(tmp_path) as (client, auth, url):
         _reembed(url)
         for path, body in (
             ("/v1/users/alice/search", {"query": "heron"}),  # the search's model check
-            ("/v1/users/alice/sessions/s1/messages", said),  # the store's trigger
+            ("/v1/users/alice/sessions/s1/messages", SAID),  # the store's trigger
         ):
             r = client.post(path, headers=auth, json=body)
             assert r.status_code == 500, r.text

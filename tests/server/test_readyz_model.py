@@ -8,27 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi.testclient import TestClient
-
-from memstrata import AsyncMemory, Memory
-from memstrata.server import create_app
-from memstrata.server.app import Limits
-from memstrata.server.keys import SQLiteKeyStore
+from memstrata import Memory
+from ops25.test_embedding_mismatch import served
 from store.test_one_model import Rotated
 
 
 def test_readyz_takes_a_server_left_behind_by_a_reembed_out(tmp_path: Path) -> None:
-    db = tmp_path / "r.db"
-    url = f"sqlite:///{db}"
-    keys = SQLiteKeyStore(str(db))
-    key = keys.create("acme").secret
-    native = AsyncMemory(url, embedder="hashing", background=False)
-    app = create_app(native, keys, limits=Limits(rate=0), on_close=native.aclose)
-    auth = {"Authorization": f"Bearer {key}"}
-    with TestClient(app) as client:
-        said = {"role": "user", "content": "the heron stood by the lake"}
-        r = client.post("/v1/users/alice/sessions/s1/messages", headers=auth, json=said)
-        assert r.status_code in (200, 201), r.text
+    with served(tmp_path) as (client, auth, url):
         assert client.get("/readyz").status_code == 200
         # another process re-embeds with a model of the same dims
         Memory(url, embedder=Rotated(), reembed=True, background=False).close()
