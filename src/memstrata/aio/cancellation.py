@@ -14,6 +14,7 @@ them calls the store directly (a sync call is never cancelled half way).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -48,17 +49,25 @@ async def _undo(task: asyncio.Future[T], undo: Callable[[T], Awaitable[object]])
         log.error("giving back what a cancelled call took failed: %r", exc, exc_info=exc)
 
 
-async def to_the_end(call: Awaitable[T]) -> T:
+async def to_the_end(
+    call: Awaitable[T],
+    *,
+    unheard: str = "a cleanup whose caller was cancelled failed",
+    level: int = logging.ERROR,
+) -> T:
     """``await call``, which runs to its end even if the caller is cancelled meanwhile (the
-    cancellation then goes on at once, the call in the background; its error is logged)."""
+    cancellation then goes on at once, the call in the background). An error of a call
+    whose caller was cancelled reaches no one: it is logged (``unheard: error``, at
+    ``level``) rather than left to asyncio's "Task exception was never retrieved"."""
     task = asyncio.ensure_future(call)
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        task.add_done_callback(_logged)
+        task.add_done_callback(functools.partial(_logged, unheard=unheard, level=level))
         raise
 
 
-def _logged(task: asyncio.Future[Any]) -> None:
+def _logged(task: asyncio.Future[Any], *, unheard: str, level: int) -> None:
     if not task.cancelled() and (error := task.exception()) is not None:
-        log.error("a cleanup whose caller was cancelled failed: %r", error, exc_info=error)
+        exc_info = error if level >= logging.ERROR else None
+        log.log(level, "%s: %r", unheard, error, exc_info=exc_info)

@@ -44,8 +44,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager, asyn
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import closed_store
-
-_log = logging.getLogger("memstrata.aio")
+from .cancellation import to_the_end
 
 if TYPE_CHECKING:
     from .._async.store.base import AsyncStore, AsyncUnitOfWork
@@ -245,20 +244,11 @@ class ThreadedStore:
 async def _to_the_end(end: Awaitable[object]) -> None:
     """Await the end of a transaction (commit or roll back), which runs on its thread to the
     end even when the caller is cancelled meanwhile. Its outcome then reaches no caller: it
-    is retrieved here (asyncio would log "Task exception was never retrieved", an error, when
-    a memory closed under a cancelled write made its commit fail: nothing was written) and
-    logged as a warning."""
-    task = asyncio.ensure_future(end)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        task.add_done_callback(_ended_unheard)
-        raise
-
-
-def _ended_unheard(task: asyncio.Future[object]) -> None:
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        _log.warning("a cancelled call's transaction did not end cleanly: %s", exc)
+    is logged as a warning (a memory closed under a cancelled write made its commit fail:
+    nothing was written, an error would be too loud)."""
+    await to_the_end(
+        end, unheard="a cancelled call's transaction did not end cleanly", level=logging.WARNING
+    )
 
 
 class _Transaction:
