@@ -358,13 +358,32 @@ def _warnings_on_stderr() -> None:
     """The worker's warnings (the store not answering and answering again, a lease lost)
     on stderr, as a daemon's log, unless ``-v`` already shows the library's log there: the
     CLI otherwise hides it, and a worker waiting for its store said nothing."""
-    lib = logging.getLogger("memstrata")
+    lib, worker = logging.getLogger("memstrata"), logging.getLogger("memstrata.worker")
     if any(not isinstance(h, logging.NullHandler) for h in lib.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    if any(h.get_name() == _WORKER_STDERR for h in worker.handlers):
+        return  # a second `worker` command in this process (tests, an embedding program)
+    handler = _Stderr()
+    handler.set_name(_WORKER_STDERR)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.WARNING)
-    logging.getLogger("memstrata.worker").addHandler(handler)
+    worker.addHandler(handler)
+
+
+_WORKER_STDERR = "memstrata-worker-stderr"
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler writing to ``sys.stderr`` as it is at each record (as logging's own last
+    resort does): a program that runs the CLI in-process swaps it between commands."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
 
 
 def _run_line(report: RunReport, *, as_json: bool) -> None:
