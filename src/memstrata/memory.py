@@ -419,7 +419,7 @@ class Memory:
         stored_dims = self._store.get_meta(_META_DIMS)
         # A migration killed half way left vectors of two models (reembed.migrate_model).
         unfinished = self._store.get_meta(_META_REEMBED_TO)
-        moved = stored is not None and (stored != model or stored_dims != str(dims))
+        moved = one_model.holds_another(stored, stored_dims, model, dims)
         if reembed and (moved or unfinished):
             from memstrata.reembed import migrate_model
 
@@ -440,7 +440,7 @@ class Memory:
             self._store.set_meta(_META_DIMS, str(dims))
             self._store.set_meta(_META_MODEL, model)
             return
-        if stored != model or stored_dims != str(dims):
+        if moved:
             raise EmbeddingMismatchError(
                 f"this store was built with embedding model {stored!r} ({stored_dims} dims) but "
                 f"was opened with {model!r} ({dims} dims): open it with the same embedder, or "

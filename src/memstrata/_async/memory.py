@@ -456,7 +456,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         stored_dims = await self._store.get_meta(_META_DIMS)
         # A migration killed half way left vectors of two models (reembed.migrate_model).
         unfinished = await self._store.get_meta(_META_REEMBED_TO)
-        moved = stored is not None and (stored != model or stored_dims != str(dims))
+        moved = one_model.holds_another(stored, stored_dims, model, dims)
         if reembed and (moved or unfinished):
             from memstrata._async.reembed import migrate_model
 
@@ -477,7 +477,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             await self._store.set_meta(_META_DIMS, str(dims))
             await self._store.set_meta(_META_MODEL, model)
             return
-        if stored != model or stored_dims != str(dims):
+        if moved:
             raise EmbeddingMismatchError(
                 f"this store was built with embedding model {stored!r} ({stored_dims} dims) but "
                 f"was opened with {model!r} ({dims} dims): open it with the same embedder, or "

@@ -237,7 +237,7 @@ class Backend:
         model = await self._call(store.get_meta, one_model.MODEL_KEY)
         dims = await self._call(store.get_meta, one_model.DIMS_KEY)
         embedder = self._mem.embedder
-        if model is not None and (model != embedder.model_id or dims != str(embedder.dims)):
+        if one_model.holds_another(model, dims, embedder.model_id, embedder.dims):
             raise EmbeddingMismatchError(
                 f"the store now holds vectors of embedding model {model!r} ({dims} dims), not "
                 f"of {embedder.model_id!r} ({embedder.dims} dims) that this server embeds with"

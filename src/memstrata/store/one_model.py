@@ -31,6 +31,7 @@ __all__ = [
     "SQLITE_TRIGGERS",
     "SQLSTATE",
     "ModelPin",
+    "holds_another",
     "refusal",
     "refused",
 ]
@@ -99,6 +100,13 @@ def refusal(exc: BaseException | None) -> bool:
             return True
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return False
+
+
+def holds_another(stored: str | None, stored_dims: str | None, model: str, dims: int) -> bool:
+    """Whether ``meta``'s model and dims (``stored``, ``stored_dims``: None in a new store)
+    are another model's than an embedder's ``model`` of ``dims``: what a Memory opening the
+    store refuses, and what makes a server's ``/readyz`` answer not ready."""
+    return stored is not None and (stored != model or stored_dims != str(dims))
 
 
 def refused(where: str, model: str | None, dims: str | None) -> EmbeddingMismatchError:
