@@ -6,9 +6,10 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from ..aio import AsyncMemory
 from ..errors import ValidationError
@@ -16,6 +17,7 @@ from ..server.backend import Backend
 from ..server.factory import ServeConfig, open_server_memory
 from ..server.keys import open_key_store
 from ..server.limits import Limiter, MemoryCounters
+from ..server.readiness import routes as readiness_routes
 from .identity import Identity
 from .server import build_mcp_server, http_app
 
@@ -92,17 +94,20 @@ def run_mcp(
         from ..server.run import serve_until_stopped
 
         server = build_mcp_server(backend, Identity(None, user, session, agent, keys=keys))
-        app = http_app(
+        mcp = http_app(
             server, keys, host=host, limits=_rate_limits(config, memory), max_body=config.max_body
         )
-        sdk_lifespan = app.router.lifespan_context
 
         @asynccontextmanager
-        async def lifespan(a: Any) -> AsyncIterator[Any]:
-            async with memory, sdk_lifespan(a) as state:
-                yield state
+        async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+            async with memory, mcp.router.lifespan_context(mcp):
+                yield
 
-        app.router.lifespan_context = lifespan
+        # /healthz and /readyz beside the endpoint, outside its key check: what a load
+        # balancer polls, answered as `memstrata serve` answers them
+        app = Starlette(
+            routes=[*readiness_routes(backend, "mcp"), Mount("/", app=mcp)], lifespan=lifespan
+        )
         # HTTP: ``shutdown_timeout`` bounds the wait for open requests on SIGTERM (an MCP
         # client's event stream stays open: without it the process never exited)
         return serve_until_stopped(

@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.routing import Route
@@ -21,12 +21,12 @@ from starlette.types import ASGIApp
 
 from .. import __version__
 from ..aio import AsyncMemory
-from ..errors import EmbeddingMismatchError, MissingDependencyError
+from ..errors import MissingDependencyError
 from ..memory import Memory
 from ..ratelimit import SharedRateLimiter
 from .backend import Backend, MemoryBackend
 from .dto import ErrorOut, Health
-from .errors import error_response, install_handlers, restart_needed
+from .errors import install_handlers
 from .key_cache import CachedKeys
 from .keys import InMemoryKeyStore, KeyStore, SQLiteKeyStore, sqlite_path
 from .limits import BodyLimit, Limiter, MemoryCounters, shared_limiter
@@ -34,6 +34,7 @@ from .observe import Metrics, RequestObserver
 from .paths import EncodedSlashes
 from .priority import PriorityGate, ReadsFirst
 from .query_params import query_as_declared
+from .readiness import readiness
 from .routes import (
     admin,
     episodes,
@@ -291,15 +292,7 @@ def _ops_routes(app: FastAPI, metrics: Metrics) -> None:
         responses={503: {"model": ErrorOut, "description": "Store unavailable"}},
     )
     async def readyz(request: Request) -> Response:
-        try:
-            await state_of(request.app).backend.ready()
-        except EmbeddingMismatchError as exc:  # not until restarted: no Retry-After
-            return error_response(503, "not_ready", restart_needed(exc, "serve"))
-        except Exception as exc:  # any failure to answer means "not ready"
-            return error_response(
-                503, "not_ready", f"the store does not answer: {exc}", headers={"Retry-After": "5"}
-            )
-        return JSONResponse({"status": "ready"})
+        return await readiness(state_of(request.app).backend, "serve")
 
     @app.get(
         "/metrics",
