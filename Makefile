@@ -38,7 +38,7 @@ demo: $(RUNTIME)
 
 test: $(TESTS)
 	bash .ci/install-browser  # Debian's chromium for the web inspector's browser test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25  # the slowest tests, for whoever plans the next speed-up
 
 lint: $(DEV)
 	$(BIN)/ruff check src tests
