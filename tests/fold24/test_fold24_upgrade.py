@@ -19,18 +19,16 @@ from pathlib import Path
 import pytest
 
 from memstrata.filters import Filters
-from memstrata.records import RecordType
 from memstrata.scope import Scope
-from memstrata.search.search_questions import question_terms
 from memstrata.search.tokenize import tokenize, tokenize_v14
-from memstrata.store import RecordWrite, Store, open_store
+from memstrata.store import Store, open_store
 from memstrata.store.sqlite.migrations import SCHEMA_VERSION
-from store.conftest import Maker
+from store.reterm_files import Turn, indexed_file, lex_tables
 from store.test_lex16_index_upkeep import check_statistics
 
 EN, ACC = Scope("acme", "ana"), Scope("globex", "zoe")
 # (scope, session, text): turns in order; a turn after a question is indexed under it.
-TURNS: list[tuple[Scope, str | None, str]] = [
+TURNS: list[Turn] = [
     (EN, "s1", "We adopted a puppy this weekend!"),
     (EN, "s1", "Lovely! What did you name the puppy?"),
     (EN, "s1", "Biscuit. My niece picked it."),
@@ -50,34 +48,6 @@ QUERIES = {
     EN: ["puppy name", "Biscuit", "cafe", "niece"],
     ACC: ["zoe", "café", "cafe", "jose", "istanbul", "sao", "ΑΘΗΝΑ", "दिल", "lodz"],
 }
-
-
-def _writes(maker: Maker, terms: Callable[[str], list[str]]) -> list[RecordWrite]:
-    """The turns with terms made by ``terms`` (and the questions of the turn before, in
-    the same session, by the same tokenizer)."""
-    out: list[RecordWrite] = []
-    last: dict[tuple[Scope, str | None], str] = {}
-    for scope, session, text in TURNS:
-        w = maker.write(
-            text=text, tenant=scope.tenant, user=scope.user, session=session,
-            type=RecordType.MESSAGE,
-        )  # fmt: skip
-        before = last.get((scope, session)) if session is not None else None
-        out.append(
-            RecordWrite(w.record, w.vector, tuple(terms(text)) + question_terms(before, terms))
-        )
-        last[scope, session] = text
-    return out
-
-
-def _file(path: Path, terms: Callable[[str], list[str]], only: Scope | None = None) -> None:
-    store = open_store(f"sqlite:///{path}")
-    try:
-        for w in _writes(Maker(), terms):
-            if only is None or (w.record.tenant, w.record.user) == (only.tenant, only.user):
-                store.insert([w])
-    finally:
-        store.close()
 
 
 def _rows(path: Path) -> dict[str, str]:
@@ -102,17 +72,6 @@ def _ids(path: Path) -> dict[str, str]:
         conn.close()
 
 
-def _lex_tables(path: Path) -> list[object]:
-    conn = sqlite3.connect(path)
-    try:
-        out: list[object] = [int(conn.execute("PRAGMA user_version").fetchone()[0])]
-        for t in ("lex_tenants", "lex_scopes", "lex_postings", "lex_df", "lex_docs"):
-            out.append(sorted(conn.execute(f"SELECT * FROM {t}").fetchall()))
-        return out
-    finally:
-        conn.close()
-
-
 def _hits(store: Store, terms: Callable[[str], list[str]]) -> dict[str, list[str]]:
     return {
         f"{s.tenant} {q}": [c.id for c in store.lexical_search(s, terms(q), 10, Filters())]
@@ -133,7 +92,7 @@ def _schema14_file(
     """A file indexed as 918f2db indexed it, at version 14; the hits 918f2db's queries
     found in it, and those a folded query finds in it before the upgrade."""
     path = tmp_path / "old.db"
-    _file(path, tokenize_v14, only)
+    indexed_file(path, TURNS, tokenize_v14, only)
     store = open_store(f"sqlite:///{path}")
     try:
         old, stale = _hits(store, tokenize_v14), _hits(store, tokenize)
@@ -147,14 +106,14 @@ def test_upgrade_gives_the_index_a_fresh_write_makes(tmp_path: Path) -> None:
     path, old, stale = _schema14_file(tmp_path)
     before = _rows(path)
     fresh = tmp_path / "new.db"
-    _file(fresh, tokenize)
+    indexed_file(fresh, TURNS, tokenize)
     store = open_store(f"sqlite:///{path}")
     try:
         after = _hits(store, tokenize)
         check_statistics(store)
     finally:
         store.close()
-    assert _lex_tables(path)[0] == SCHEMA_VERSION == 15
+    assert lex_tables(path)[0] == SCHEMA_VERSION == 15
     got = _rows(path)
     assert got == _rows(fresh)
     changed = {t for t in before if before[t] != got[t]}
@@ -186,7 +145,7 @@ def test_an_ascii_store_is_not_rewritten(tmp_path: Path, monkeypatch: pytest.Mon
     import memstrata.search.scripts as scripts
 
     path, old, _ = _schema14_file(tmp_path, only=EN)
-    want = _lex_tables(path)
+    want = lex_tables(path)
     assert want[0] == 14 and want[-1]
     calls: list[str] = []
     for module, name in ((scripts, "may_fold"), (reterm_module, "reterm")):
@@ -203,7 +162,7 @@ def test_an_ascii_store_is_not_rewritten(tmp_path: Path, monkeypatch: pytest.Mon
     finally:
         store.close()
     assert calls == []  # no row read into Python: SQLite passed over every ASCII row
-    assert _lex_tables(path) == [SCHEMA_VERSION, *want[1:]]
+    assert lex_tables(path) == [SCHEMA_VERSION, *want[1:]]
 
 
 def test_a_failing_upgrade_leaves_schema_14_whole(
@@ -212,7 +171,7 @@ def test_a_failing_upgrade_leaves_schema_14_whole(
     from memstrata.store.sqlite import lexical
 
     path, _, _ = _schema14_file(tmp_path)
-    want = _lex_tables(path)
+    want = lex_tables(path)
     index = lexical.index
 
     def index_then_fail(*args: object, **kw: object) -> None:
@@ -223,8 +182,8 @@ def test_a_failing_upgrade_leaves_schema_14_whole(
     with pytest.raises(RuntimeError, match="killed mid-migration"):
         open_store(f"sqlite:///{path}")
     monkeypatch.undo()
-    assert _lex_tables(path) == want
+    assert lex_tables(path) == want
     fresh = tmp_path / "new.db"
-    _file(fresh, tokenize)
+    indexed_file(fresh, TURNS, tokenize)
     open_store(f"sqlite:///{path}").close()
     assert _rows(path) == _rows(fresh)

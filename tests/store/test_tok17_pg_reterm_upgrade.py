@@ -6,86 +6,45 @@ schema at version 10, whole)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import psycopg
 import pytest
-from psycopg import sql
 
 import servers
 from memstrata.search.tokenize import tokenize, tokenize_v10
 from memstrata.store import open_store
 
-from .conftest import Maker
+from .reterm_files import (
+    indexed_store,
+    pg_as_schema,
+    pg_id,
+    pg_lexical,
+    pg_rows,
+    pg_schema,
+    pg_version,
+)
 from .test_lexical_tenant_statistics import _recount, _statistics
-from .test_tok17_reterm_upgrade import EN, MIX, _hits, _writes
-
-
-def _schema(url: str) -> str:
-    return url.rsplit("schema=", 1)[1].split("&")[0]
-
-
-def _fill(url: str, terms: Callable[[str], list[str]]) -> None:
-    store = open_store(url)
-    try:
-        for w in _writes(Maker(), terms):
-            store.insert([w])
-    finally:
-        store.close()
-
-
-def _rows(url: str) -> dict[str, tuple[list[str], int]]:
-    with psycopg.connect(servers.postgres().admin_url) as conn:
-        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(_schema(url))))
-        return {
-            str(raw): (list(toks), int(n))
-            for raw, toks, n in conn.execute("SELECT raw, lex_tokens, lex_len FROM records")
-        }
-
-
-def _id(url: str, text: str) -> str:
-    with psycopg.connect(servers.postgres().admin_url) as conn:
-        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(_schema(url))))
-        row = conn.execute("SELECT id FROM records WHERE raw = %s", (text,)).fetchone()
-        assert row is not None
-        return str(row[0])
-
-
-def _lexical(url: str) -> list[object]:
-    with psycopg.connect(servers.postgres().admin_url) as conn:
-        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(_schema(url))))
-        return [
-            sorted(conn.execute(f"SELECT * FROM {t}").fetchall())
-            for t in ("lex_postings", "lex_df", "lex_stats")
-        ] + [sorted(conn.execute("SELECT seq, lex_tokens, lex_len FROM records").fetchall())]
-
-
-def _as_schema_10(url: str) -> None:
-    with psycopg.connect(servers.postgres().admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(_schema(url))))
-        conn.execute("DELETE FROM schema_migrations WHERE version >= 11")
+from .test_tok17_reterm_upgrade import EN, MIX, TURNS, _hits
 
 
 def test_a_postgres_schema_10_is_re_termed_like_a_fresh_write() -> None:
     server = servers.postgres()
     url, fresh = server.url(), server.url()
     try:
-        _fill(url, tokenize_v10)
-        _fill(fresh, tokenize)
+        indexed_store(url, TURNS, tokenize_v10)
+        indexed_store(fresh, TURNS, tokenize)
         store = open_store(url)
         try:
             before = _hits(store)
         finally:
             store.close()
-        old = _rows(url)
-        _as_schema_10(url)
+        old = pg_rows(url)
+        pg_as_schema(url, 10)
         store = open_store(url)
         try:
             after = _hits(store)
         finally:
             store.close()
-        got = _rows(url)
-        assert got == _rows(fresh)
+        got = pg_rows(url)
+        assert got == pg_rows(fresh)
         assert _statistics(url) == _recount(url)
         changed = {t for t in old if old[t] != got[t]}
         assert "Biscuit. My niece picked it." not in changed and "五个，很甜。" not in changed
@@ -93,12 +52,12 @@ def test_a_postgres_schema_10_is_re_termed_like_a_fresh_write() -> None:
         for key in before:
             if key.startswith(f"{EN.tenant} "):
                 assert after[key] == before[key] and after[key], key
-        thai = _id(url, "ฉันไปตลาดเมื่อวานนี้กับแม่ของฉัน")
+        thai = pg_id(url, "ฉันไปตลาดเมื่อวานนี้กับแม่ของฉัน")
         assert thai in [i for i, _ in after[f"{MIX.tenant} ตลาด"]]
         assert thai not in [i for i, _ in before[f"{MIX.tenant} ตลาด"]]
     finally:
-        server.drop(_schema(url))
-        server.drop(_schema(fresh))
+        server.drop(pg_schema(url))
+        server.drop(pg_schema(fresh))
 
 
 def test_a_failing_re_term_leaves_schema_10_whole(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,9 +66,9 @@ def test_a_failing_re_term_leaves_schema_10_whole(monkeypatch: pytest.MonkeyPatc
     server = servers.postgres()
     url = server.url()
     try:
-        _fill(url, tokenize_v10)
-        _as_schema_10(url)
-        want = _lexical(url)
+        indexed_store(url, TURNS, tokenize_v10)
+        pg_as_schema(url, 10)
+        want = pg_lexical(url)
 
         def index_then_fail(*args: object, **kw: object) -> None:
             index(*args, **kw)  # type: ignore[arg-type]
@@ -120,11 +79,9 @@ def test_a_failing_re_term_leaves_schema_10_whole(monkeypatch: pytest.MonkeyPatc
         with pytest.raises(RuntimeError, match="killed mid-migration"):
             open_store(url)
         monkeypatch.undo()
-        assert _lexical(url) == want
-        with psycopg.connect(server.admin_url) as conn:
-            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(_schema(url))))
-            assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (10,)
+        assert pg_lexical(url) == want
+        assert pg_version(url) == 10
         open_store(url).close()
         assert _statistics(url) == _recount(url)
     finally:
-        server.drop(_schema(url))
+        server.drop(pg_schema(url))

@@ -17,24 +17,21 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from memstrata.filters import Filters
-from memstrata.records import RecordType
 from memstrata.scope import Scope
-from memstrata.search.search_questions import question_terms
 from memstrata.search.tokenize import tokenize, tokenize_v10
-from memstrata.store import RecordWrite, Store, open_store
+from memstrata.store import Store, open_store
 from memstrata.store.sqlite.migrations import SCHEMA_VERSION
 
-from .conftest import Maker
+from .reterm_files import Turn, indexed_file, lex_tables
 from .test_lex16_index_upkeep import check_statistics
 
 EN, MIX = Scope("acme", "ana"), Scope("globex", "min")
 KO = Scope("initech", "jun")  # a tenant whose every record is re-termed
 # (scope, session, text): turns in order; a turn after a question is indexed under it.
-TURNS: list[tuple[Scope, str | None, str]] = [
+TURNS: list[Turn] = [
     (EN, "s1", "We adopted a puppy this weekend!"),
     (EN, "s1", "Lovely! What did you name the puppy?"),
     (EN, "s1", "Biscuit. My niece picked it."),
@@ -65,36 +62,6 @@ QUERIES = {
 }
 
 
-def _writes(maker: Maker, terms: Callable[[str], list[str]]) -> list[RecordWrite]:
-    """The turns as the store was given them, with terms made by ``terms`` (and the
-    questions of the turn before, in the same session, by the same tokenizer)."""
-    out: list[RecordWrite] = []
-    last: dict[tuple[Scope, str | None], str] = {}
-    for scope, session, text in TURNS:
-        w = maker.write(
-            text=text,
-            tenant=scope.tenant,
-            user=scope.user,
-            session=session,
-            type=RecordType.MESSAGE,
-        )
-        before = last.get((scope, session)) if session is not None else None
-        out.append(
-            RecordWrite(w.record, w.vector, tuple(terms(text)) + question_terms(before, terms))
-        )
-        last[scope, session] = text
-    return out
-
-
-def _file(path: Path, terms: Callable[[str], list[str]]) -> None:
-    store = open_store(f"sqlite:///{path}")
-    try:
-        for w in _writes(Maker(), terms):
-            store.insert([w])
-    finally:
-        store.close()
-
-
 def _index(path: Path) -> dict[str, str]:
     conn = sqlite3.connect(path)
     try:
@@ -104,17 +71,6 @@ def _index(path: Path) -> dict[str, str]:
                 "SELECT r.id, d.terms FROM lex_docs d JOIN records r ON r.seq = d.seq"
             )
         }
-    finally:
-        conn.close()
-
-
-def _lex_tables(path: Path) -> list[object]:
-    conn = sqlite3.connect(path)
-    try:
-        out: list[object] = [int(conn.execute("PRAGMA user_version").fetchone()[0])]
-        for t in ("lex_tenants", "lex_scopes", "lex_postings", "lex_df", "lex_docs"):
-            out.append(sorted(conn.execute(f"SELECT * FROM {t}").fetchall()))
-        return out
     finally:
         conn.close()
 
@@ -132,7 +88,7 @@ def _hits(store: Store) -> dict[str, list[tuple[str, float]]]:
 def _schema10_file(tmp_path: Path) -> tuple[Path, dict[str, list[tuple[str, float]]]]:
     """A file indexed by the old tokenizer, at version 10, and its hits read as they are."""
     path = tmp_path / "old.db"
-    _file(path, tokenize_v10)
+    indexed_file(path, TURNS, tokenize_v10)
     store = open_store(f"sqlite:///{path}")
     try:
         hits = _hits(store)
@@ -157,14 +113,14 @@ def test_upgrade_gives_the_index_a_fresh_write_makes(tmp_path: Path) -> None:
     path, before = _schema10_file(tmp_path)
     old = _by_text(path)
     fresh = tmp_path / "new.db"
-    _file(fresh, tokenize)
+    indexed_file(fresh, TURNS, tokenize)
     store = open_store(f"sqlite:///{path}")
     try:
         after = _hits(store)
         check_statistics(store)
     finally:
         store.close()
-    assert _lex_tables(path)[0] == SCHEMA_VERSION
+    assert lex_tables(path)[0] == SCHEMA_VERSION
     got, want = _by_text(path), _by_text(fresh)
     assert got == want
     changed = {t for t in old if old[t] != got[t]}
@@ -219,7 +175,7 @@ open_store("sqlite:///" + sys.argv[1])
 
 def test_a_kill_9_in_the_middle_of_the_upgrade_leaves_schema_10_intact(tmp_path: Path) -> None:
     path, _ = _schema10_file(tmp_path)
-    before = _lex_tables(path)
+    before = lex_tables(path)
     assert before[0] == 10
     proc = subprocess.run(
         [sys.executable, "-c", _KILLED_MID_UPGRADE, str(path)],
@@ -229,13 +185,13 @@ def test_a_kill_9_in_the_middle_of_the_upgrade_leaves_schema_10_intact(tmp_path:
         timeout=120,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert _lex_tables(path) == before  # version 10, every lexical row as it was
+    assert lex_tables(path) == before  # version 10, every lexical row as it was
     fresh = tmp_path / "new.db"
-    _file(fresh, tokenize)
+    indexed_file(fresh, TURNS, tokenize)
     store = open_store(f"sqlite:///{path}")
     try:
         check_statistics(store)
     finally:
         store.close()
-    assert _lex_tables(path)[0] == SCHEMA_VERSION
+    assert lex_tables(path)[0] == SCHEMA_VERSION
     assert _by_text(path) == _by_text(fresh)
