@@ -14,6 +14,7 @@ from memstrata.search.tokenize import tokenize, tokenize_v14
 from memstrata.store import open_store
 from memstrata.store.postgres.schema import SCHEMA_VERSION
 from store.reterm_files import (
+    check_a_failing_pg_re_term_leaves_it_whole,
     indexed_store,
     pg_as_schema,
     pg_id,
@@ -92,27 +93,4 @@ def test_an_ascii_schema_is_not_rewritten(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_a_failing_re_term_leaves_schema_16_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memstrata.store.postgres import lexical
-
-    server = servers.postgres()
-    url = server.url()
-    try:
-        indexed_store(url, TURNS, tokenize_v14)
-        pg_as_schema(url, 16)
-        want = pg_lexical(url)
-
-        def index_then_fail(*args: object, **kw: object) -> None:
-            index(*args, **kw)  # type: ignore[arg-type]
-            raise RuntimeError("killed mid-migration")
-
-        index = lexical.index
-        monkeypatch.setattr(lexical, "index", index_then_fail)
-        with pytest.raises(RuntimeError, match="killed mid-migration"):
-            open_store(url)
-        monkeypatch.undo()
-        assert pg_lexical(url) == want
-        assert pg_version(url) == 16
-        open_store(url).close()
-        assert _statistics(url) == _recount(url)
-    finally:
-        server.drop(pg_schema(url))
+    check_a_failing_pg_re_term_leaves_it_whole(monkeypatch, TURNS, tokenize_v14, 16)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg import sql
 
 import servers
@@ -132,3 +133,40 @@ def pg_as_schema(url: str, version: int) -> None:
 
 def pg_id(url: str, text: str) -> str:
     return str(pg_query(url, "SELECT id FROM records WHERE raw = %s", text)[0][0])
+
+
+def check_a_failing_pg_re_term_leaves_it_whole(
+    monkeypatch: pytest.MonkeyPatch,
+    turns: Sequence[Turn],
+    old_terms: Callable[[str], list[str]],
+    version: int,
+) -> None:
+    """A PostgreSQL store indexed by ``old_terms`` and marked as left by schema ``version``:
+    a failure in the middle of its upgrade's re-term leaves every lexical row and the schema
+    version as they were, and the next open upgrades it (statistics equal a recount)."""
+    from memstrata.store.postgres import lexical
+
+    from .test_lexical_tenant_statistics import _recount, _statistics
+
+    server = servers.postgres()
+    url = server.url()
+    try:
+        indexed_store(url, turns, old_terms)
+        pg_as_schema(url, version)
+        want = pg_lexical(url)
+
+        def index_then_fail(*args: object, **kw: object) -> None:
+            index(*args, **kw)  # type: ignore[arg-type]
+            raise RuntimeError("killed mid-migration")
+
+        index = lexical.index
+        monkeypatch.setattr(lexical, "index", index_then_fail)
+        with pytest.raises(RuntimeError, match="killed mid-migration"):
+            open_store(url)
+        monkeypatch.undo()
+        assert pg_lexical(url) == want
+        assert pg_version(url) == version
+        open_store(url).close()
+        assert _statistics(url) == _recount(url)
+    finally:
+        server.drop(pg_schema(url))

@@ -13,13 +13,12 @@ from memstrata.search.tokenize import tokenize, tokenize_v10
 from memstrata.store import open_store
 
 from .reterm_files import (
+    check_a_failing_pg_re_term_leaves_it_whole,
     indexed_store,
     pg_as_schema,
     pg_id,
-    pg_lexical,
     pg_rows,
     pg_schema,
-    pg_version,
 )
 from .test_lexical_tenant_statistics import _recount, _statistics
 from .test_tok17_reterm_upgrade import EN, MIX, TURNS, _hits
@@ -61,27 +60,4 @@ def test_a_postgres_schema_10_is_re_termed_like_a_fresh_write() -> None:
 
 
 def test_a_failing_re_term_leaves_schema_10_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memstrata.store.postgres import lexical
-
-    server = servers.postgres()
-    url = server.url()
-    try:
-        indexed_store(url, TURNS, tokenize_v10)
-        pg_as_schema(url, 10)
-        want = pg_lexical(url)
-
-        def index_then_fail(*args: object, **kw: object) -> None:
-            index(*args, **kw)  # type: ignore[arg-type]
-            raise RuntimeError("killed mid-migration")
-
-        index = lexical.index
-        monkeypatch.setattr(lexical, "index", index_then_fail)
-        with pytest.raises(RuntimeError, match="killed mid-migration"):
-            open_store(url)
-        monkeypatch.undo()
-        assert pg_lexical(url) == want
-        assert pg_version(url) == 10
-        open_store(url).close()
-        assert _statistics(url) == _recount(url)
-    finally:
-        server.drop(pg_schema(url))
+    check_a_failing_pg_re_term_leaves_it_whole(monkeypatch, TURNS, tokenize_v10, 10)
