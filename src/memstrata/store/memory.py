@@ -46,6 +46,7 @@ from .types import (
     kept_records,
     name_field,
     name_type,
+    readable_versions,
 )
 
 __all__ = ["InMemoryStore"]
@@ -358,7 +359,8 @@ class InMemoryStore:
     def histories(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
         with self._lock:
             entries = {i: self._visible(scope, i) for i in dict.fromkeys(ids)}
-            return {i: [*e.history, e.record] for i, e in entries.items() if e is not None}
+            found = {i: [*e.history, e.record] for i, e in entries.items() if e is not None}
+        return readable_versions(found, scope)
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime

@@ -252,6 +252,18 @@ def history_of(
     return found[record_id]
 
 
+def readable_versions(
+    found: dict[str, list[MemoryRecord]], scope: Scope
+) -> dict[str, list[MemoryRecord]]:
+    """A ``histories`` answer as ``scope`` may read it: through a caller, only the versions
+    whose access admitted the caller when they were current. A record shared after a
+    private edit showed its private words to the user it was shared with, through its
+    history and an export (until session 26). The owner reads every version."""
+    if scope.caller is None:
+        return found
+    return {rid: [v for v in versions if v.visible_in(scope)] for rid, versions in found.items()}
+
+
 def reembedded(
     items: Sequence[tuple[MemoryRecord, Vector]], model_id: str, dims: int
 ) -> list[tuple[MemoryRecord, bytes]]:

@@ -149,7 +149,9 @@ class AsyncRecordStore(Protocol):
 
     async def histories(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
         """:meth:`history` of each record of ``ids`` visible in ``scope`` (the others are
-        left out, not an error), in one read of the store whatever their number."""
+        left out, not an error), in one read of the store whatever their number. Through a
+        caller, only the versions whose access admitted the caller
+        (:func:`~memstrata.store.types.readable_versions`)."""
         ...
 
     async def set_status(

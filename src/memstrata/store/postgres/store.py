@@ -106,6 +106,7 @@ from memstrata.store.types import (
     kept_records,
     name_field,
     name_type,
+    readable_versions,
     reembedded,
     seqs_in_order,
     user_ids,
@@ -973,7 +974,7 @@ class PostgresStore:
                 else []
             )
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
-        return versions_by_id(rows, triples, ids, decode_record)
+        return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime

@@ -55,6 +55,7 @@ from ..types import (
     kept_records,
     name_field,
     name_type,
+    readable_versions,
     reembedded,
     seqs_in_order,
     user_ids,
@@ -851,7 +852,7 @@ class SQLiteStore:
                     "ORDER BY seq, version DESC",
                     vals,
                 ).fetchall()
-        return versions_by_id(rows, deltas, ids, self._dec)
+        return readable_versions(versions_by_id(rows, deltas, ids, self._dec), scope)
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime

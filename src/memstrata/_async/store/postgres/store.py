@@ -106,6 +106,7 @@ from memstrata.store.types import (
     kept_records,
     name_field,
     name_type,
+    readable_versions,
     reembedded,
     seqs_in_order,
     user_ids,
@@ -989,7 +990,7 @@ class AsyncPostgresStore:
                 else []
             )
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
-        return versions_by_id(rows, triples, ids, decode_record)
+        return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
 
     async def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
