@@ -29,7 +29,7 @@ from .validation import (
     check_unit,
 )
 
-__all__ = ["check_scope", "message_record", "note_record", "to_message"]
+__all__ = ["check_owner", "check_scope", "message_record", "note_record", "to_message"]
 
 
 def check_scope(scope: object) -> Scope:
@@ -38,6 +38,18 @@ def check_scope(scope: object) -> Scope:
             f"scope must be a memstrata.Scope(tenant=..., user=...), got {type(scope).__name__}"
         )
     return scope
+
+
+def check_owner(scope: object) -> Scope:
+    """:func:`check_scope` for a write: a caller's scope (``Scope(caller=...)``) reads what
+    its user shared with the caller and changes nothing (README, access control)."""
+    checked = check_scope(scope)
+    if checked.caller is not None:
+        raise ValidationError(
+            f"caller {checked.caller!r} may read what {checked.user!r} shared, but not change "
+            "it: write through the caller's own scope (without caller=)"
+        )
+    return checked
 
 
 def to_message(item: object, index: int = 0) -> Message:

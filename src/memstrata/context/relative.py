@@ -22,6 +22,7 @@ in the text changes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from .dates import MONTH_NAMES, format_date
@@ -261,6 +262,18 @@ def _chinese(m: re.Match[str], when: datetime) -> str | None:
     return _shifted(unit, count, when, True, text)
 
 
+def _within_calendar(
+    resolve: Callable[[re.Match[str], datetime], str | None], m: re.Match[str], when: datetime
+) -> str | None:
+    """``resolve(m, when)``, or ``None`` when the date it means is outside years 1-9999
+    ("yesterday" said on 1 January of year 1, "next month" in December 9999: times every
+    write accepts): the phrase is then left as it is, as one with no date."""
+    try:
+        return resolve(m, when)
+    except (OverflowError, ValueError):
+        return None
+
+
 def annotate_relative_dates(text: str, said_at: datetime | None) -> str:
     """``text`` with each relative date followed by the date it means when said at
     ``said_at`` ("yesterday (7 May 2023)", "昨天（2023年5月7日）"); unchanged without a date."""
@@ -272,11 +285,11 @@ def annotate_relative_dates(text: str, said_at: datetime | None) -> str:
         return text  # most turns: two substring scans instead of two regex passes
 
     def on_english(m: re.Match[str]) -> str:
-        resolved = _english(m, said_at)
+        resolved = _within_calendar(_english, m, said_at)
         return m.group(0) if resolved is None else f"{m.group(0)} ({resolved})"
 
     def on_chinese(m: re.Match[str]) -> str:
-        resolved = _chinese(m, said_at)
+        resolved = _within_calendar(_chinese, m, said_at)
         return m.group(0) if resolved is None else f"{m.group(0)}（{resolved}）"
 
     out = _EN.sub(on_english, text) if english else text

@@ -28,7 +28,7 @@ from memstrata.records import MemoryRecord, RecordType, Role, Source
 from memstrata.scope import Scope
 from memstrata.text import validate_content
 from memstrata.validation import check_int, check_model, check_records
-from memstrata.writes import check_scope
+from memstrata.writes import check_owner, check_scope
 
 __all__ = [
     "ConversationEpisodeStep",
@@ -70,7 +70,7 @@ class EpisodeService:
         source_ids: Sequence[str] = (),
     ) -> MemoryRecord:
         """The episode :meth:`record_task` stores, not stored yet."""
-        check_scope(scope)
+        check_owner(scope)
         task = check_model(task, TaskOutcome, "task")
         reflection = check_model(reflection, Reflection, "reflection")
         structured: dict[str, Any] = {
@@ -103,7 +103,7 @@ class EpisodeService:
         self, scope: Scope, messages: Sequence[MemoryRecord], *, trigger: str = "session_end"
     ) -> MemoryRecord | None:
         """One episode summarising ``messages``; ``None`` if there is nothing to summarise."""
-        check_scope(scope)
+        check_owner(scope)
         messages = check_records(messages, "messages")
         trigger = validate_content(trigger, field="trigger")
         texts = [m.text for m in messages if m.text.strip()]
@@ -167,7 +167,7 @@ class EpisodeService:
         self, scope: Scope, text: str, *, source_ids: Sequence[str] = ()
     ) -> MemoryRecord:
         """The episode :meth:`record_feedback` stores, not stored yet."""
-        check_scope(scope)
+        check_owner(scope)
         return build_record(
             self._ctx,
             scope,

@@ -35,7 +35,7 @@ from memstrata.scope import Scope
 from memstrata.store.types import ListQuery
 from memstrata.text import content_hash, validate_content
 from memstrata.validation import check_id, check_int
-from memstrata.writes import check_scope
+from memstrata.writes import check_owner, check_scope
 
 __all__ = ["KeyMemoryService", "key_order", "key_sort_key"]
 
@@ -95,7 +95,7 @@ class KeyMemoryService:
 
     def set(self, scope: Scope, text: str, priority: int = 0) -> MemoryRecord:
         """Pin an entry the user chose (``source=explicit_user_input``)."""
-        check_scope(scope)
+        check_owner(scope)
         body = validate_content(text, max_chars=_MAX_KEY_CHARS)
         record = self._record(
             self._scope(scope),
@@ -126,6 +126,7 @@ class KeyMemoryService:
         priority: int | None = None,
     ) -> MemoryRecord:
         """A new version of an entry; ``ConflictError`` if ``expected_version`` is stale."""
+        check_owner(scope)
         check_int(expected_version, "expected_version", low=1, high=2**62)
         if priority is not None:
             _priority(priority)
@@ -147,6 +148,7 @@ class KeyMemoryService:
 
     def remove(self, scope: Scope, record_id: str) -> None:
         """Soft delete (restorable until purged)."""
+        check_owner(scope)
         self.get(scope, record_id)
         self._ctx.store.set_status(
             self._scope(scope), [record_id], RecordStatus.DELETED, self._ctx.clock.now()
@@ -165,7 +167,7 @@ class KeyMemoryService:
     def promote(self, scope: Scope, cluster: MemoryRecord) -> MemoryRecord:
         """Pin a hot mid-term cluster (``origin="auto"``); promoting the same cluster again
         returns the entry made the first time. A deleted or missing cluster is refused."""
-        kscope = self._scope(scope)
+        kscope = self._scope(check_owner(scope))
         if not isinstance(cluster, MemoryRecord):
             raise ValidationError(
                 f"cluster must be a cluster MemoryRecord (from mem.list or mem.search), got "

@@ -40,7 +40,7 @@ from memstrata.scope import Scope
 from memstrata.store.types import ListQuery
 from memstrata.text import validate_content
 from memstrata.validation import check_bool, check_sequence, check_text
-from memstrata.writes import check_scope
+from memstrata.writes import check_owner, check_scope
 
 __all__ = [
     "STEP_STATUS_ALIASES",
@@ -84,7 +84,8 @@ class TaskService:
         return found[0] if found else None
 
     def _require(self, scope: Scope) -> MemoryRecord:
-        task = self.current(scope)
+        """The active task, for a write to it (a caller's scope changes nothing)."""
+        task = self.current(check_owner(scope))
         if task is None:
             raise NotFoundError(f"no active task in {scope}; start one with tasks.start()")
         return task
@@ -111,7 +112,7 @@ class TaskService:
 
     def start(self, scope: Scope, goal: str, steps: Sequence[str] = ()) -> MemoryRecord:
         """Start a task; a task still active in this session is closed as ``abandoned``."""
-        check_scope(scope)
+        check_owner(scope)
         if not isinstance(goal, str) or not goal.strip():
             raise ValidationError("a task needs a non-empty goal")
         if isinstance(steps, str):

@@ -37,7 +37,7 @@ from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, ne
 from memstrata.scope import Scope
 from memstrata.text import validate_content
 from memstrata.validation import check_id, check_tags, check_unit
-from memstrata.writes import check_scope
+from memstrata.writes import check_owner, check_scope
 
 if TYPE_CHECKING:
     from memstrata._async.audit import AsyncAuditLog
@@ -66,7 +66,7 @@ class AsyncKnowledgeService:
         Under the ``qa_id`` of a stored document the text replaces it (see the module
         docstring); the same text and title again returns the stored chunks. New chunks are
         admitted under the quotas, all or none (the replaced ones count until purged)."""
-        check_scope(scope)
+        check_owner(scope)
         chunks = document_chunks(text, self._ctx.config)
         if qa_id is not None:
             check_id(qa_id, "qa_id")
@@ -199,6 +199,7 @@ class AsyncKnowledgeService:
         (restorable), in one transaction: one live version, the restored one. Otherwise
         only ``chunk`` comes back, as any restore. ``events`` (of ``audit``, as its
         ``ahead`` returned them) are appended in that transaction."""
+        check_owner(scope)
         doc = chunk.metadata.get("qa_id")
         if chunk.type is not RecordType.KNOWLEDGE or not isinstance(doc, str):
             raise ValidationError(f"record {chunk.id!r} is no chunk of a document")

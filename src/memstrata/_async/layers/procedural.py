@@ -31,7 +31,7 @@ from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
 from memstrata.text import validate_content
 from memstrata.validation import check_int, check_model, check_names, check_sequence
-from memstrata.writes import check_scope
+from memstrata.writes import check_owner, check_scope
 
 __all__ = [
     "AsyncProceduralService",
@@ -84,6 +84,7 @@ class AsyncProceduralService:
     ) -> list[MemoryRecord]:
         """Update the patterns after a task: its decomposition, and a failure pattern if it
         failed. Returns the records written (the new ones admitted under the quotas)."""
+        check_owner(scope)
         learned = await self.lessons(
             scope, task, reflection, strategy=strategy, source_ids=source_ids
         )
@@ -116,7 +117,7 @@ class AsyncProceduralService:
 
     async def store_lessons(self, scope: Scope, learned: Sequence[Lesson]) -> list[MemoryRecord]:
         """Write :meth:`lessons`' result; returns the records written."""
-        check_scope(scope)
+        check_owner(scope)
         for i, item in enumerate(check_sequence(learned, "learned")):
             record, replaces = item if isinstance(item, tuple) and len(item) == 2 else (None, 0)
             if not isinstance(record, MemoryRecord) or not (
@@ -244,7 +245,7 @@ class AsyncProceduralService:
         severity: int = 3,
     ) -> MemoryRecord:
         """A failure pattern written directly (e.g. by an operator: "rate_limit")."""
-        check_scope(scope)
+        check_owner(scope)
         pattern = validate_content(pattern, field="pattern")
         mitigation = validate_content(mitigation, field="mitigation")
         indicators = check_names(indicators, "indicators")

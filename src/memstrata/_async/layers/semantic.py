@@ -79,7 +79,7 @@ from memstrata.validation import (
     check_time,
     check_unit,
 )
-from memstrata.writes import check_scope
+from memstrata.writes import check_owner, check_scope
 
 if TYPE_CHECKING:
     from memstrata._async.audit import AsyncAuditLog
@@ -227,6 +227,7 @@ class AsyncFactService:
         value the user brings back is the one they see. A superseded fact comes back as an
         earlier version, in the history only. ``events`` (of ``audit``, as its
         ``ahead`` returned them) are appended in that transaction."""
+        check_owner(scope)
         key = record.metadata.get("key")
         if record.type is not RecordType.FACT or not isinstance(key, str):
             raise ValidationError(f"record {record.id!r} is no fact with a key: nothing to restore")
@@ -332,7 +333,7 @@ class AsyncFactService:
 
         A new fact (inserted, or replacing the current value) is one record admitted under
         the quotas; a confirmation or a conflict is a new version of the stored fact."""
-        scope = self._scope(scope)
+        scope = self._scope(check_owner(scope))
         fact = _fact(fact)
         source_ids = check_ids(source_ids, "source_ids")
         expires_at = None if expires_at is None else check_time(expires_at, "expires_at")

@@ -38,7 +38,7 @@ from memstrata.scope import Scope
 from memstrata.store.types import ListQuery
 from memstrata.text import validate_content
 from memstrata.validation import check_bool, check_sequence, check_text
-from memstrata.writes import check_scope
+from memstrata.writes import check_owner, check_scope
 
 __all__ = [
     "STEP_STATUS_ALIASES",
@@ -82,7 +82,8 @@ class AsyncTaskService:
         return found[0] if found else None
 
     async def _require(self, scope: Scope) -> MemoryRecord:
-        task = await self.current(scope)
+        """The active task, for a write to it (a caller's scope changes nothing)."""
+        task = await self.current(check_owner(scope))
         if task is None:
             raise NotFoundError(f"no active task in {scope}; start one with tasks.start()")
         return task
@@ -109,7 +110,7 @@ class AsyncTaskService:
 
     async def start(self, scope: Scope, goal: str, steps: Sequence[str] = ()) -> MemoryRecord:
         """Start a task; a task still active in this session is closed as ``abandoned``."""
-        check_scope(scope)
+        check_owner(scope)
         if not isinstance(goal, str) or not goal.strip():
             raise ValidationError("a task needs a non-empty goal")
         if isinstance(steps, str):

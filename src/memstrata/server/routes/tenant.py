@@ -1,4 +1,8 @@
-"""The tenant's API keys and audit log: admin keys only, and only their own tenant's."""
+"""The tenant's API keys and audit log: admin keys only, and only their own tenant's.
+
+A key bound to one user (``user=``) acts for that user only (server/keys.py), admin or not:
+it may not list, create or revoke the tenant's keys (a key it made without a user would act
+for every user of the tenant), and reads the audit events of its own user only."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from ...audit import AuditEvent
 from ...errors import NotFoundError
-from ..auth import CallerDep, require_admin
+from ..auth import Caller, CallerDep, require_admin
 from ..dto import Id
 from ..dto import Request as RequestBody
 from ..errors import ERROR_RESPONSES, ApiError
@@ -19,6 +23,18 @@ from ..keys import ApiKey
 from ..state import state_of
 
 router = APIRouter(prefix="/v1", tags=["tenant"], responses=ERROR_RESPONSES)
+
+
+def _require_service_admin(caller: Caller, action: str) -> None:
+    """An admin key of the whole tenant (no user): 403 for a key bound to one user."""
+    require_admin(caller, action)
+    if caller.key.user is not None:
+        raise ApiError(
+            403,
+            "forbidden",
+            f"{action} needs a service admin key (created without --for-user): this key "
+            f"{caller.key.id} is bound to user {caller.key.user!r} and acts for that user only",
+        )
 
 
 class KeyIn(RequestBody):
@@ -100,7 +116,7 @@ class AuditOut(BaseModel):
 
 @router.get("/keys", response_model=KeysOut, summary="The tenant's API keys (admin)")
 async def list_keys(request: Request, caller: CallerDep) -> KeysOut:
-    require_admin(caller, "listing keys")
+    _require_service_admin(caller, "listing keys")
     keys = state_of(request.app).keys
     found = await anyio.to_thread.run_sync(keys.list, caller.tenant)
     return KeysOut(keys=[KeyOut.of(k) for k in found])
@@ -108,7 +124,7 @@ async def list_keys(request: Request, caller: CallerDep) -> KeysOut:
 
 @router.post("/keys", status_code=201, response_model=NewKeyOut, summary="Create a key (admin)")
 async def create_key(request: Request, body: KeyIn, caller: CallerDep) -> NewKeyOut:
-    require_admin(caller, "creating keys")
+    _require_service_admin(caller, "creating keys")
     keys = state_of(request.app).keys
 
     def create() -> Any:
@@ -122,7 +138,7 @@ async def create_key(request: Request, body: KeyIn, caller: CallerDep) -> NewKey
 
 @router.delete("/keys/{key_id}", response_model=KeyOut, summary="Revoke a key (admin)")
 async def revoke_key(request: Request, key_id: Id, caller: CallerDep) -> KeyOut:
-    require_admin(caller, "revoking keys")
+    _require_service_admin(caller, "revoking keys")
     keys = state_of(request.app).keys
 
     def revoke() -> ApiKey:
@@ -174,6 +190,15 @@ async def audit(
     ] = None,
 ) -> AuditOut:
     require_admin(caller, "reading the audit log")
+    bound = caller.key.user
+    if bound is not None and user not in (None, bound):
+        raise ApiError(
+            403,
+            "forbidden",
+            f"this key is bound to user {bound!r}: it reads that user's audit events only; "
+            f"use a service admin key (created without --for-user) for user {user!r}'s",
+        )
+    user = bound or user
     events = await state_of(request.app).backend.audit(
         caller.tenant,
         user=user,
