@@ -72,7 +72,13 @@ from memstrata.validation import (
     check_time,
     check_unit,
 )
-from memstrata.writes import check_scope, message_record, note_record, to_message
+from memstrata.writes import (
+    check_owner,
+    check_scope,
+    message_record,
+    note_record,
+    to_message,
+)
 
 if TYPE_CHECKING:
     from memstrata import quotas as _quotas
@@ -470,7 +476,7 @@ class Memory:
         self, scope: Scope, messages: Sequence[Message]
     ) -> builtins.list[MemoryRecord]:
         """Store many turns in one embedding call and one transaction (all or nothing)."""
-        self._owner(scope)
+        check_owner(scope)
         now = self._clock.now()
         records = self._turn_records(scope, messages, now)
         if records:
@@ -524,7 +530,7 @@ class Memory:
         writes: builtins.list[RecordWrite] = []
         jobs: builtins.list[Job] = []
         for scope, messages in batches:
-            self._owner(scope)
+            check_owner(scope)
             mine = self._turn_records(scope, messages, now)
             if mine:
                 more, job = self._turn_writes(scope, mine, now)
@@ -542,7 +548,7 @@ class Memory:
         (with any of the session's jobs still queued)."""
         from memstrata.layers.pipeline import make_session_end_job
 
-        self._owner(scope)
+        check_owner(scope)
         self._store.enqueue([make_session_end_job(scope, self._clock.now())])
         self._schedule_maintenance(scope)
         return self.flush(scope)
@@ -584,7 +590,7 @@ class Memory:
             needs_refinement,
         )
 
-        self._owner(scope)
+        check_owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
         rtype = check_enum(RecordType, type, "type")
         check_bool(dedup, "dedup")
@@ -644,7 +650,7 @@ class Memory:
         no fact) is not stored long-term and comes back with ``record=None``."""
         from memstrata.layers.router import Layer, estimate, route
 
-        self._owner(scope)
+        check_owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
         # Checked whatever the router decides: bad tags are refused, not dropped with the text.
         tags, metadata = check_tags(tags), check_metadata(metadata)
@@ -709,7 +715,7 @@ class Memory:
     ) -> MemoryRecord:
         """Write a new version of a record. ``expected_version`` is the version you read; if
         someone else updated it since, :class:`ConflictError` is raised and nothing changes."""
-        self._owner(scope)
+        check_owner(scope)
         check_id(record_id)
         check_int(expected_version, "expected_version", low=1)
         changes: dict[str, Any] = {"version": expected_version + 1, "updated_at": self._clock.now()}
@@ -817,7 +823,7 @@ class Memory:
     def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged."""
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
-        self._owner(scope)
+        check_owner(scope)
         record_id = check_id(record_id)
         self._store.get(scope, record_id, include_deleted=True)  # NotFound outside scope
         event = self.audit.event(
@@ -831,7 +837,7 @@ class Memory:
         with another live version brings its own version back in its place
         (``knowledge.restore``)."""
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
-        self._owner(scope)
+        check_owner(scope)
         found = self._store.get(scope, check_id(record_id), include_deleted=True)
         event = self.audit.event(
             scope.tenant, actor, "restore", user=scope.user, record_ids=[found.id]
@@ -870,7 +876,7 @@ class Memory:
         runs :meth:`compact`, so the database's files keep no byte of them either."""
         actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
         check_bool(compact, "compact")
-        self._owner(scope)
+        check_owner(scope)
         whole = record_ids is None
         if record_ids is not None:  # every id checked before anything is written
             record_ids = self._purgeable(scope, record_ids)
@@ -1019,7 +1025,7 @@ class Memory:
         stale summaries refreshed. ``now`` runs it as of that time (default: the clock)."""
         from memstrata import maintenance as _maintenance
 
-        self._owner(scope)
+        check_owner(scope)
         when = check_time(now, "now") if now is not None else None
         check_bool(dry_run, "dry_run")
         check_bool(consolidate, "consolidate")
@@ -1053,7 +1059,7 @@ class Memory:
         """Explicit forget: soft-delete with a log entry; ``restore`` brings them back."""
         from memstrata import maintenance as _maintenance
 
-        scope = self._owner(scope)
+        scope = check_owner(scope)
         record_ids = tuple(dict.fromkeys(check_ids(record_ids, "record_ids")))  # each once
         reason, actor = check_text(reason, "reason"), check_text(actor, "actor")
         return _maintenance.forget(
@@ -1067,7 +1073,7 @@ class Memory:
 
         return _maintenance.set_importance_by_tag(
             self._ctx,
-            self._owner(scope),
+            check_owner(scope),
             tag,
             importance,
             audit=self.audit,
@@ -1075,15 +1081,6 @@ class Memory:
         )
 
     # --- access control (seed 003): Scope(caller=..., roles=...) reads, owners write ------
-    def _owner(self, scope: Scope) -> Scope:
-        check_scope(scope)
-        if scope.caller is not None:
-            raise ValidationError(
-                f"caller {scope.caller!r} may read what {scope.user!r} shared, but not change "
-                "it: write through the caller's own scope (without caller=)"
-            )
-        return scope
-
     def set_access(
         self,
         scope: Scope,
@@ -1096,7 +1093,7 @@ class Memory:
     ) -> MemoryRecord:
         """Who besides the user may read a record (a new version). Roles must be among
         ``Memory(roles=...)``; users are user ids of the same tenant."""
-        self._owner(scope)
+        check_owner(scope)
         record_id = check_id(record_id)
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         current = self._store.get(scope, record_id, include_deleted=True)
@@ -1134,7 +1131,7 @@ class Memory:
         _quotas.set_user_quota(
             self._store,
             self.quotas or Quotas(),
-            self._owner(scope),
+            check_owner(scope),
             quota,
             self._clock.now(),
         )
@@ -1428,7 +1425,7 @@ class Memory:
         )
 
         if into is not None:
-            check_scope(into)
+            check_owner(into)
         check_text_source(fp)
         ids: set[str] = set()  # every id of the file: duplicates, references when remapped
         present: set[str] = set()  # (final) ids of records already stored: skipped

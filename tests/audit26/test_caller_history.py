@@ -4,9 +4,10 @@ words it held while it was private — through ``history``, ``facts.history``, a
 made through the caller's scope, or the HTTP routes a user-bound key reaches.
 (``facts.history`` holds: a fact's earlier value is another record, checked on its own.)
 
-Found by audit26: the caller check is made on the current version only, so every past
-version comes back with it (on every store, and over HTTP with a key bound to another
-user)."""
+Found by audit26: the caller check was made on the current version only, so every past
+version came back with it (on every store, and over HTTP with a key bound to another
+user). Fixed in session 26: ``store.types.readable_versions`` in every store's
+``histories``."""
 
 from __future__ import annotations
 
@@ -25,12 +26,6 @@ from .conftest import served  # noqa: F401
 BOB = Scope("acme", "bob")
 ALICE_ON_BOB = BOB.as_caller("alice")
 SECRET = "zanzibarsecret"
-XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="a caller gets every past version of a record shared with them, the private ones "
-    "included; fix in src/memstrata/_async/memory.py (history, _export_past) and "
-    "_async/layers/semantic.py (history): keep a version only when scope.admits its access",
-)
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
@@ -60,14 +55,12 @@ def test_the_owner_still_reads_every_version(mem: Memory) -> None:
     assert mem.get(ALICE_ON_BOB, rid).text == "the plan is ready"  # shared now
 
 
-@XFAIL
 def test_history_through_a_caller_hides_private_versions(mem: Memory) -> None:
     rid = _shared_after_a_private_edit(mem)
     texts = [v.text for v in mem.history(ALICE_ON_BOB, rid)]
     assert texts and not any(SECRET in t for t in texts), texts
 
 
-@XFAIL
 def test_an_export_through_a_caller_hides_private_versions(mem: Memory) -> None:
     _shared_after_a_private_edit(mem)
     buf = io.StringIO()
@@ -89,7 +82,6 @@ def test_fact_history_through_a_caller_hides_private_values(mem: Memory) -> None
     assert not any(SECRET in t for t in texts), texts
 
 
-@XFAIL
 def test_a_key_bound_to_another_user_reads_no_private_version(served) -> None:  # noqa: F811
     mem: Memory = served.memory
     rid = _shared_after_a_private_edit(mem)

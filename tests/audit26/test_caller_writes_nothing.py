@@ -89,11 +89,6 @@ def test_the_owner_still_writes_through_every_service() -> None:
         assert len(_bob_state(mem)) >= 6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="import_records(into=a caller's scope) writes into that user's memory; fix in "
-    "src/memstrata/_async/memory.py import_records: self._owner(into) when into is given",
-)
 def test_an_import_into_a_callers_scope_writes_nothing() -> None:
     with Memory("memory://", embedder="hashing", background=False) as mem:
         mem.add(Scope("acme", "alice"), "alice's note")

@@ -71,7 +71,13 @@ from memstrata.validation import (
     check_time,
     check_unit,
 )
-from memstrata.writes import check_scope, message_record, note_record, to_message
+from memstrata.writes import (
+    check_owner,
+    check_scope,
+    message_record,
+    note_record,
+    to_message,
+)
 
 # sync: from memstrata.embedder.factory import make_embedder
 # sync: from memstrata.store.url import open_store
@@ -509,7 +515,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     ) -> builtins.list[MemoryRecord]:
         """Store many turns in one embedding call and one transaction (all or nothing)."""
         await self._ready()  # async-only
-        self._owner(scope)
+        check_owner(scope)
         now = self._clock.now()
         records = self._turn_records(scope, messages, now)
         if records:
@@ -564,7 +570,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         writes: builtins.list[RecordWrite] = []
         jobs: builtins.list[Job] = []
         for scope, messages in batches:
-            self._owner(scope)
+            check_owner(scope)
             mine = self._turn_records(scope, messages, now)
             if mine:
                 more, job = await self._turn_writes(scope, mine, now)
@@ -584,7 +590,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         from memstrata.layers.pipeline import make_session_end_job
 
-        self._owner(scope)
+        check_owner(scope)
         await self._store.enqueue([make_session_end_job(scope, self._clock.now())])
         await self._schedule_maintenance(scope)
         return await self.flush(scope)
@@ -628,7 +634,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             needs_refinement,
         )
 
-        self._owner(scope)
+        check_owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
         rtype = check_enum(RecordType, type, "type")
         check_bool(dedup, "dedup")
@@ -691,7 +697,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         from memstrata.layers.router import Layer, estimate, route
 
-        self._owner(scope)
+        check_owner(scope)
         text = validate_content(content, max_chars=self.max_content_chars)
         # Checked whatever the router decides: bad tags are refused, not dropped with the text.
         tags, metadata = check_tags(tags), check_metadata(metadata)
@@ -757,7 +763,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Write a new version of a record. ``expected_version`` is the version you read; if
         someone else updated it since, :class:`ConflictError` is raised and nothing changes."""
         await self._ready()  # async-only
-        self._owner(scope)
+        check_owner(scope)
         check_id(record_id)
         check_int(expected_version, "expected_version", low=1)
         changes: dict[str, Any] = {"version": expected_version + 1, "updated_at": self._clock.now()}
@@ -873,7 +879,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Soft delete: hidden from reads and searches, restorable until purged."""
         await self._ready()  # async-only
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
-        self._owner(scope)
+        check_owner(scope)
         record_id = check_id(record_id)
         await self._store.get(scope, record_id, include_deleted=True)  # NotFound outside scope
         event = self.audit.event(
@@ -891,7 +897,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         (``knowledge.restore``)."""
         await self._ready()  # async-only
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
-        self._owner(scope)
+        check_owner(scope)
         found = await self._store.get(scope, check_id(record_id), include_deleted=True)
         event = self.audit.event(
             scope.tenant, actor, "restore", user=scope.user, record_ids=[found.id]
@@ -934,7 +940,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
         check_bool(compact, "compact")
-        self._owner(scope)
+        check_owner(scope)
         whole = record_ids is None
         if record_ids is not None:  # every id checked before anything is written
             record_ids = await self._purgeable(scope, record_ids)
@@ -1092,7 +1098,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         from memstrata._async import maintenance as _maintenance
 
-        self._owner(scope)
+        check_owner(scope)
         when = check_time(now, "now") if now is not None else None
         check_bool(dry_run, "dry_run")
         check_bool(consolidate, "consolidate")
@@ -1128,7 +1134,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         from memstrata._async import maintenance as _maintenance
 
-        scope = self._owner(scope)
+        scope = check_owner(scope)
         record_ids = tuple(dict.fromkeys(check_ids(record_ids, "record_ids")))  # each once
         reason, actor = check_text(reason, "reason"), check_text(actor, "actor")
         return await _maintenance.forget(
@@ -1144,7 +1150,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
         return await _maintenance.set_importance_by_tag(
             self._ctx,
-            self._owner(scope),
+            check_owner(scope),
             tag,
             importance,
             audit=self.audit,
@@ -1152,15 +1158,6 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         )
 
     # --- access control (seed 003): Scope(caller=..., roles=...) reads, owners write ------
-    def _owner(self, scope: Scope) -> Scope:
-        check_scope(scope)
-        if scope.caller is not None:
-            raise ValidationError(
-                f"caller {scope.caller!r} may read what {scope.user!r} shared, but not change "
-                "it: write through the caller's own scope (without caller=)"
-            )
-        return scope
-
     @completes  # async-only
     async def set_access(
         self,
@@ -1175,7 +1172,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Who besides the user may read a record (a new version). Roles must be among
         ``Memory(roles=...)``; users are user ids of the same tenant."""
         await self._ready()  # async-only
-        self._owner(scope)
+        check_owner(scope)
         record_id = check_id(record_id)
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         current = await self._store.get(scope, record_id, include_deleted=True)
@@ -1214,7 +1211,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await _quotas.set_user_quota(
             self._store,
             self.quotas or Quotas(),
-            self._owner(scope),
+            check_owner(scope),
             quota,
             self._clock.now(),
         )
@@ -1518,7 +1515,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         )
 
         if into is not None:
-            check_scope(into)
+            check_owner(into)
         check_text_source(fp)
         ids: set[str] = set()  # every id of the file: duplicates, references when remapped
         present: set[str] = set()  # (final) ids of records already stored: skipped
