@@ -81,10 +81,11 @@ class StoreError(MemstrataError):
 
     ``retryable``: whether the same call may succeed later with nothing changed: a lock
     another process held past the busy timeout, a PostgreSQL that is restarting or out of
-    connections, a lost connection. False (the default) when someone must act first: a
-    damaged or read-only file, a full disk, a schema this memstrata cannot use, a trigger
-    or constraint that refused the write, a closed store. ``memstrata serve`` answers the
-    first 503 with ``Retry-After`` and the second 500 ``store_failed`` without it.
+    connections, a lost connection, a store being closed (a server shutting down). False
+    (the default) when someone must act first: a damaged or read-only file, a full disk, a
+    schema this memstrata cannot use, a trigger or constraint that refused the write.
+    ``memstrata serve`` answers the first 503 with ``Retry-After`` and the second 500
+    ``store_failed`` without it.
     """
 
     def __init__(self, message: str, *, retryable: bool = False) -> None:
@@ -94,11 +95,14 @@ class StoreError(MemstrataError):
 
 def closed_store(store: object) -> StoreError:
     """The error of any call on a store after its ``close()``: every backend says the same.
-    ``store``: the store, or a text naming it."""
+    ``store``: the store, or a text naming it. Retryable: a server answers it while it
+    shuts down, and the same request succeeds on the server that replaces it (a library
+    caller's closed object stays closed: the message says to open a new Memory)."""
     what = store if isinstance(store, str) else repr(store)
     return StoreError(
         f"{what} is closed (close() was called): nothing of this call was written; open "
-        "a new Memory to keep using the store"
+        "a new Memory to keep using the store",
+        retryable=True,
     )
 
 
