@@ -245,3 +245,23 @@ def test_a_lock_held_past_the_busy_timeout_is_still_503_with_retry_after(
         assert "locked" in r.json()["error"]["message"]
         r = client.post("/v1/users/alice/memories", headers=auth, json={"content": "heron"})
         assert r.status_code == 201, r.text
+
+
+def test_a_compaction_the_lock_holds_up_is_a_store_error_worth_retrying(tmp_path: Path) -> None:
+    """``compact()`` (and a purge's own VACUUM) ran outside a transaction, and SQLite's
+    "database is locked" came out raw."""
+    db = tmp_path / "m.db"
+    with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:
+        mem.add(ME, "a heron by the lake")
+        mem.store._conn.execute("PRAGMA busy_timeout = 200")  # type: ignore[attr-defined]
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(StoreError, match="locked") as caught:
+                mem.store.compact()  # type: ignore[attr-defined]
+            assert caught.value.retryable is True
+            assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert mem.store.compact().checkpoint  # type: ignore[attr-defined]

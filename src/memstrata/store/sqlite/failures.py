@@ -64,13 +64,17 @@ def operator_needed(exc: sqlite3.Error) -> bool:
     return _code(exc) in (_CORRUPT, _READONLY, _IOERR, _FULL)
 
 
-def failure(exc: sqlite3.Error, where: str, doing: str, *, writing: bool) -> StoreError:
+def failure(
+    exc: sqlite3.Error, where: str, doing: str, *, writing: bool, undone: str | None = None
+) -> StoreError:
     """SQLite's error ``exc`` as a :class:`StoreError` that says what happened and what to
     do; ``where`` names the store, ``doing`` what failed ("could not commit"); ``writing``:
-    in a write transaction (rolled back: the message says nothing of it was written)."""
+    in a write transaction (rolled back: the message says nothing of it was written);
+    ``undone``: what became of the call, when neither says it."""
     text = str(exc)
     code = _code(exc)
-    undone = "nothing of this call was written" if writing else "nothing was changed"
+    if undone is None:
+        undone = "nothing of this call was written" if writing else "nothing was changed"
     again = transient(exc)
     if _locked(exc):  # the busy timeout ran out
         return StoreError(

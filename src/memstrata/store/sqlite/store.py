@@ -292,7 +292,7 @@ class SQLiteStore:
             # that first (scrub.py). Not fatal to the open: the marker stays for the next.
             try:
                 self._scrub()
-            except sqlite3.Error as exc:
+            except StoreError as exc:  # SQLite's error, mapped (_scrub)
                 _log.warning("memstrata: a purge's owed VACUUM/checkpoint failed: %s", exc)
 
     def __repr__(self) -> str:
@@ -975,7 +975,19 @@ class SQLiteStore:
         with self._lock:
             if self.path == ":memory:":
                 return True
-            return scrub.scrub(self._conn, vacuum=vacuum)
+            try:
+                return scrub.scrub(self._conn, vacuum=vacuum)
+            except sqlite3.Error as exc:  # locked past the busy timeout, a full disk ...
+                raise failure(
+                    exc,
+                    f"SQLite store {self.path!r}",
+                    "could not rewrite the file (VACUUM) or empty its WAL",
+                    writing=False,
+                    undone=(
+                        "what the call changed is committed; the bytes a purge removed "
+                        "stay in the file until the next compact, purge or open does this"
+                    ),
+                ) from exc
 
     def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
         """Rewrite the file: ``VACUUM`` and a ``TRUNCATE`` checkpoint (a whole-user purge
