@@ -11,7 +11,8 @@ this tree at the boundary where they occur::
     ├── NotFoundError              no such record *in this scope* (other tenants' ids too)
     ├── ConflictError              optimistic-locking version mismatch
     ├── QuotaExceededError         a tenant/user quota would be exceeded
-    ├── StoreError                 the store failed or is unusable
+    ├── StoreError                 the store failed or is unusable; ``retryable`` says
+    │   │                          whether the same call may succeed later by itself
     │   ├── SchemaVersionError     the database was written by a newer memstrata
     │   └── EmbeddingMismatchError the store was built with another embedding model
     └── ProviderError              an embedder or LLM provider failed or returned garbage
@@ -76,16 +77,32 @@ class QuotaExceededError(MemstrataError):
 
 
 class StoreError(MemstrataError):
-    """The storage backend failed or cannot be used as asked."""
+    """The storage backend failed or cannot be used as asked.
+
+    ``retryable``: whether the same call may succeed later with nothing changed: a lock
+    another process held past the busy timeout, a PostgreSQL that is restarting or out of
+    connections, a lost connection, a store being closed (a server shutting down). False
+    (the default) when someone must act first: a damaged or read-only file, a full disk, a
+    schema this memstrata cannot use, a trigger or constraint that refused the write.
+    ``memstrata serve`` answers the first 503 with ``Retry-After`` and the second 500
+    ``store_failed`` without it.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def closed_store(store: object) -> StoreError:
     """The error of any call on a store after its ``close()``: every backend says the same.
-    ``store``: the store, or a text naming it."""
+    ``store``: the store, or a text naming it. Retryable: a server answers it while it
+    shuts down, and the same request succeeds on the server that replaces it (a library
+    caller's closed object stays closed: the message says to open a new Memory)."""
     what = store if isinstance(store, str) else repr(store)
     return StoreError(
         f"{what} is closed (close() was called): nothing of this call was written; open "
-        "a new Memory to keep using the store"
+        "a new Memory to keep using the store",
+        retryable=True,
     )
 
 

@@ -186,7 +186,8 @@ def _records_lease(counters: QuotaCounters, key: str, *, wait: float) -> Iterato
             raise StoreError(
                 f"another writer has held this records quota lease for over {wait:.0f} s; "
                 "retry later (a writer that died frees it within "
-                f"{seconds:.0f} s)"
+                f"{seconds:.0f} s)",
+                retryable=True,
             )
         time.sleep(pause)
         pause = min(pause * 2, 0.05)

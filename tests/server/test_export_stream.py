@@ -131,7 +131,7 @@ def test_a_failure_after_the_first_page_is_not_a_complete_export(
     live: Live, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def fail() -> None:
-        raise StoreError("the disk went away")
+        raise StoreError("the disk went away", retryable=True)
 
     _after_first_page(live.store, monkeypatch, fail)
     received = b""
@@ -190,7 +190,7 @@ def _logged(caplog: pytest.LogCaptureFixture, path: str) -> list[logging.LogReco
 @pytest.mark.parametrize(
     ("error", "code", "traceback"),
     [
-        (StoreError("the disk went away"), "unavailable", False),
+        (StoreError("the disk went away", retryable=True), "unavailable", False),
         (RuntimeError("a bug"), "internal_error", True),
     ],
     ids=["store-error", "internal-error"],
@@ -237,7 +237,7 @@ def test_a_failure_before_the_first_page_is_an_error_answer(
     live: Live, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def down(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        raise StoreError("the disk went away")
+        raise StoreError("the disk went away", retryable=True)
         yield  # a generator, as list_pages is
 
     monkeypatch.setattr(live.store, "list_pages", down)

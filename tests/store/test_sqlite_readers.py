@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstrata.errors import ValidationError
+from memstrata.errors import StoreError, ValidationError
 from memstrata.filters import Filters
 from memstrata.records import MemoryRecord, RecordType, Role, Source, Visibility
 from memstrata.scope import Scope
@@ -71,10 +71,16 @@ def test_a_read_does_not_wait_for_another_threads_write(tmp_path: Path, maker: M
 
 
 def test_read_connections_cannot_write(tmp_path: Path, maker: Maker) -> None:
+    """An internal guard (only memstrata's own code runs SQL on a read connection), but
+    like every error of a read it comes out as a StoreError saying what happened: here a
+    memstrata bug, which retrying cannot fix; SQLite's refusal is its cause."""
     store = SQLiteStore(str(tmp_path / "r.db"))
     store.insert([maker.write()])
-    with store._read() as c, pytest.raises(sqlite3.OperationalError, match="readonly"):
+    with pytest.raises(StoreError, match="a read tried to write") as caught, store._read() as c:
         c.execute("DELETE FROM records")
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+    assert "readonly" in str(caught.value.__cause__)
+    assert caught.value.retryable is False and "memstrata bug" in str(caught.value)
     assert store.count(ME, Filters()) == 1
     store.close()
 

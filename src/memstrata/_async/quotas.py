@@ -207,7 +207,8 @@ async def _records_lease(
             raise StoreError(
                 f"another writer has held this records quota lease for over {wait:.0f} s; "
                 "retry later (a writer that died frees it within "
-                f"{seconds:.0f} s)"
+                f"{seconds:.0f} s)",
+                retryable=True,
             )
         await asyncio.sleep(pause)
         pause = min(pause * 2, 0.05)

@@ -85,7 +85,10 @@ class AsyncLifecycle:
     async def _ready(self) -> None:
         """Every call's first step: open on first use, refuse once closed."""
         if self._closed and not (self._opened and _STARTED.get()):
-            raise StoreError("this AsyncMemory is closed: open a new one to keep using the store")
+            raise StoreError(  # a server shutting down: its replacement answers
+                "this AsyncMemory is closed: open a new one to keep using the store",
+                retryable=True,
+            )
         if not self._opened:
             await self._open()
 

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from .. import __version__
-from ..errors import EmbeddingMismatchError, MemstrataError
+from ..errors import EmbeddingMismatchError, MemstrataError, StoreError
 from ..filters import Filters
 from ..records import MemoryRecord, RecordType
 from ..scope import Scope
@@ -285,10 +285,22 @@ def _reported(fn: Callable[..., Awaitable[BaseModel]]) -> Callable[..., Awaitabl
             return await fn(*args, **kwargs)
         except EmbeddingMismatchError as exc:  # the server must restart: says so
             raise ToolError(restart_needed(exc, "mcp")) from None
+        except StoreError as exc:  # whether calling again can help, as HTTP's 503 / 500
+            raise ToolError(_store_failed(exc)) from None
         except MemstrataError as exc:
             raise ToolError(str(exc)) from None
 
     return tool
+
+
+def _store_failed(exc: StoreError) -> str:
+    """A store's failure as a tool error that tells the model whether to call again."""
+    if exc.retryable:
+        return f"{exc}. The store is unavailable for now: call the tool again in a few seconds"
+    return (
+        f"{exc}. Retrying will not help: the memory store needs its operator; carry on "
+        "without memory and tell the user it is unavailable"
+    )
 
 
 class _Tool(Tool):

@@ -12,10 +12,19 @@ body too large            413
 ValidationError, schema   422     the message names the field and the fix
 rate limit, quota         429     ``Retry-After``
 EmbeddingMismatchError    500     no ``Retry-After``: a restart with the store's embedder
-StoreError, sqlite3.Error 503     ``Retry-After``; the store is down or locked
+StoreError, not retryable 500     ``store_failed``, no ``Retry-After``: damaged or
+                                  read-only file, full disk, schema, trigger refusal
+StoreError, retryable     503     ``unavailable``, ``Retry-After``: the store is down
+                                  (restarting) or locked, no connection free
 ProviderError             503     an embedding/LLM provider failed
 anything else             500     logged with its traceback, answered without it
 ========================  ======  ===============================================
+
+A store failure says whether retrying helps (``StoreError.retryable``; a raw
+``sqlite3.Error``, which the stores no longer let out, is classified the same way): a client
+told ``Retry-After`` for a damaged file retried forever. Not retryable is 500, not 507: the
+store is this server's fault, not the request's, and 500 is what clients and monitors
+already treat as "needs an operator"; the message says what the operator should do.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ from ..errors import (
     StoreError,
     ValidationError,
 )
+from ..store.sqlite.failures import transient as sqlite_transient
 
 __all__ = [
     "ApiError",
@@ -49,6 +59,7 @@ __all__ = [
     "error_response",
     "install_handlers",
     "restart_needed",
+    "store_answer",
     "validation_message",
 ]
 
@@ -97,7 +108,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (413, "Request body too large"),
         (422, "Invalid input: the message names the field and the fix"),
         (429, "Rate limit or quota; see Retry-After"),
-        (503, "Store or provider unavailable"),
+        (
+            500,
+            "The store failed in a way retrying will not mend (store_failed), or an internal error",
+        ),
+        (503, "Store or provider unavailable for now; see Retry-After"),
     )
 }
 
@@ -203,11 +218,17 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(sqlite3.Error)
     async def _sqlite(request: Request, exc: sqlite3.Error) -> JSONResponse:
         log.error("store error on %s %s: %s", request.method, request.url.path, exc)
+        if sqlite_transient(exc):
+            return error_response(
+                503,
+                "store_unavailable",
+                f"the store is unavailable ({type(exc).__name__}); retry later",
+                headers={"Retry-After": str(STORE_RETRY_SECONDS)},
+            )
         return error_response(
-            503,
-            "store_unavailable",
-            f"the store is unavailable ({type(exc).__name__}); retry later",
-            headers={"Retry-After": str(STORE_RETRY_SECONDS)},
+            500,
+            "store_failed",
+            f"the store failed ({type(exc).__name__}: {exc}). {_NO_RETRY}",
         )
 
     @app.exception_handler(ClientDisconnect)
@@ -238,6 +259,23 @@ def restart_needed(exc: EmbeddingMismatchError, command: str) -> str:
     )
 
 
+_NO_RETRY = (
+    "Retrying will not help: the store needs its operator (the message says what to do; "
+    "the server log has the details)"
+)
+
+
+def store_answer(exc: StoreError | ProviderError) -> tuple[int, str, str, dict[str, str]]:
+    """The status, code, message and headers of a store's (or a provider's) failure, as
+    ``memstrata_response`` answers it, without its log line: 503 ``unavailable`` with
+    ``Retry-After`` when the same call may succeed later (``StoreError.retryable``, any
+    ``ProviderError``), else 500 ``store_failed`` saying that retrying will not help."""
+    msg = str(exc)
+    if isinstance(exc, StoreError) and not exc.retryable:
+        return 500, "store_failed", f"{msg}. {_NO_RETRY}", {}
+    return 503, "unavailable", msg, {"Retry-After": str(STORE_RETRY_SECONDS)}
+
+
 def memstrata_response(exc: MemstrataError, request: Request | None = None) -> JSONResponse:
     msg = str(exc)
     if isinstance(exc, NotFoundError):
@@ -258,9 +296,8 @@ def memstrata_response(exc: MemstrataError, request: Request | None = None) -> J
         log.error("embedding mismatch%s: %s", where, msg)
         return error_response(500, "embedding_mismatch", restart_needed(exc, "serve"))
     if isinstance(exc, StoreError | ProviderError):
+        status, code, text, headers = store_answer(exc)
         where = f" on {request.method} {request.url.path}" if request else ""
-        log.error("unavailable%s: %s", where, msg)
-        return error_response(
-            503, "unavailable", msg, headers={"Retry-After": str(STORE_RETRY_SECONDS)}
-        )
+        log.error("%s%s: %s", "unavailable" if status == 503 else "store failed", where, msg)
+        return error_response(status, code, text, headers=headers)
     return error_response(422, "invalid_request", msg)

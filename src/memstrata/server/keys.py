@@ -45,6 +45,7 @@ from typing import Protocol
 from ..errors import NotFoundError, StoreError, ValidationError
 from ..scope import Scope
 from ..store import user_tables
+from ..store.sqlite.failures import transient as sqlite_transient
 from ..validation import check_text
 
 __all__ = [
@@ -339,7 +340,9 @@ class SQLiteKeyStore:
             with self._lock:
                 return self._conn.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
-            raise StoreError(f"API key table unavailable: {exc}") from exc
+            raise StoreError(
+                f"API key table unavailable: {exc}", retryable=sqlite_transient(exc)
+            ) from exc
 
     def create(
         self,
@@ -411,7 +414,9 @@ class SQLiteKeyStore:
                     'DELETE FROM api_keys WHERE tenant = ? AND "user" = ?', (tenant, user)
                 ).rowcount
         except sqlite3.Error as exc:
-            raise StoreError(f"API key table unavailable: {exc}") from exc
+            raise StoreError(
+                f"API key table unavailable: {exc}", retryable=sqlite_transient(exc)
+            ) from exc
 
     def close(self) -> None:
         with self._lock:

@@ -41,7 +41,13 @@ from ...errors import EmbeddingMismatchError, MemstrataError, ProviderError, Sto
 from ...portability import failed_line
 from ..auth import CallerDep, UserPath, require_admin
 from ..dto import ImportOut
-from ..errors import ERROR_RESPONSES, ApiError, memstrata_response, restart_needed
+from ..errors import (
+    ERROR_RESPONSES,
+    ApiError,
+    memstrata_response,
+    restart_needed,
+    store_answer,
+)
 from ..state import state_of
 from ..streaming import StopsBetweenChunks, aclose
 
@@ -156,7 +162,8 @@ def _failure(exc: Exception, request: Request) -> tuple[str, str]:
     if isinstance(exc, EmbeddingMismatchError):  # as memstrata_response answers it (500)
         return "embedding_mismatch", restart_needed(exc, "serve")
     if isinstance(exc, StoreError | ProviderError):
-        return "unavailable", str(exc)  # as memstrata_response answers them (503)
+        _, code, message, _ = store_answer(exc)  # as memstrata_response answers them
+        return code, message
     if isinstance(exc, MemstrataError):
         error = json.loads(bytes(memstrata_response(exc, request).body))["error"]
         return str(error["code"]), str(error["message"])

@@ -33,7 +33,7 @@ from ...errors import (
 )
 from .. import one_model
 
-__all__ = ["PgOptions", "driver", "mapped", "parse_url", "translate"]
+__all__ = ["PgOptions", "driver", "mapped", "parse_url", "transient", "translate"]
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -128,29 +128,58 @@ def driver() -> Any:
 
 # serialization_failure, deadlock_detected: PostgreSQL rolled the transaction back.
 _ROLLED_BACK = frozenset({"40001", "40P01"})
+# SQLSTATEs after which the same call may succeed later with nothing changed: connection
+# problems (class 08), the server shutting down or starting (57P01-57P03), a statement
+# cancelled (57014: statement_timeout, or an operator), a lock not granted in time (55P03)
+# or an object in use (55006), resources short for now (class 53: connections, memory; not
+# 53100, a full disk, which someone must free), statement completion unknown (40003).
+_TRANSIENT_CLASSES = frozenset({"08", "53"})
+_TRANSIENT = frozenset({"57P01", "57P02", "57P03", "57014", "55P03", "55006", "40003"})
+_DISK_FULL = "53100"
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether a driver error may pass by itself (see the SQLSTATEs above): a connection
+    error the driver raised without one (a lost socket, psycopg_pool's timeout) too."""
+    import psycopg
+
+    state = getattr(exc, "sqlstate", None)
+    if state is None:
+        return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+    if state == _DISK_FULL:
+        return False
+    return state in _TRANSIENT or state[:2] in _TRANSIENT_CLASSES or state in _ROLLED_BACK
 
 
 def translate(
     exc: BaseException, where: str, *, committing: bool = False
 ) -> StoreError | ConflictError:
-    """A driver error as a :class:`StoreError` naming the problem and the fix; a deadlock or
-    a serialization failure (PostgreSQL rolled the transaction back, class 40) as a
+    """A driver error as a :class:`StoreError` naming the problem and the fix, and whether
+    retrying helps (``retryable``: :func:`transient`); a deadlock or a serialization
+    failure (PostgreSQL rolled the transaction back, class 40) as a
     :class:`ConflictError`, which the layers' writers retry like any other writer's race."""
     import psycopg
     from psycopg_pool import PoolClosed
 
     if isinstance(exc, PoolClosed):  # close() was called: no lost connection to report
         return closed_store(where)
-    message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip()
-    if getattr(exc, "sqlstate", None) == one_model.SQLSTATE:  # the trigger's: the store's model
-        detail = getattr(getattr(exc, "diag", None), "message_detail", None) or ""
+    diag = getattr(exc, "diag", None)
+    message = getattr(diag, "message_primary", None) or str(exc).strip()
+    state: str | None = getattr(exc, "sqlstate", None)
+    if state == one_model.SQLSTATE:  # the trigger's: the store's model
+        detail = getattr(diag, "message_detail", None) or ""
         model, _, dims = detail.partition("\t")
         return one_model.refused(where, model, dims)
-    if getattr(exc, "sqlstate", None) in _ROLLED_BACK:  # OperationalErrors too: checked first
+    if state in _ROLLED_BACK:  # OperationalErrors too: checked first
         return ConflictError(
             f"{where} rolled this call back ({message}): another writer's transaction held "
             "rows it needed at the same moment; nothing of it was written: retry"
         )
+    undone = (
+        "the write may or may not have been applied: re-read before retrying"
+        if committing
+        else "nothing of this call was written"
+    )
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
         return StoreError(
             f"{where} refused this user: {message}; connect as a role that holds that "
@@ -158,17 +187,64 @@ def translate(
             "and tables on first use: GRANT CREATE ON DATABASE ... TO ...); nothing of this "
             "call was written"
         )
-    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
-        if committing:
+    if state == _DISK_FULL:
+        return StoreError(
+            f"{where} is out of disk space ({message}); {undone}: free space on the "
+            "server's disk, then retry"
+        )
+    if transient(exc):
+        if state is None or state[:2] == "08" or state.startswith("57P"):
+            if committing:
+                return StoreError(
+                    f"lost the connection to {where} while committing ({message}); the "
+                    "write may or may not have been applied: re-read before retrying",
+                    retryable=True,
+                )
             return StoreError(
-                f"lost the connection to {where} while committing ({message}); the write may "
-                "or may not have been applied: re-read before retrying"
+                f"lost the connection to {where} ({message}); the call was rolled back and "
+                "nothing of it was written: check that the server is up and retry",
+                retryable=True,
             )
         return StoreError(
-            f"lost the connection to {where} ({message}); the call was rolled back and "
-            "nothing of it was written: check that the server is up and retry"
+            f"{where} could not do this call now ({message}; SQLSTATE {state}); {undone}: "
+            "retry in a few seconds",
+            retryable=True,
         )
-    return StoreError(f"{where} failed: {message}")
+    cls = (state or "")[:2]
+    if state in ("XX001", "XX002"):
+        fix = (
+            "rebuild the index (REINDEX) or restore the database from a backup"
+            if state == "XX002"
+            else "restore the database from a backup (or an export: memstrata import)"
+        )
+        return StoreError(
+            f"{where} found damaged data ({message}); {undone}: {fix}; retrying will not repair it"
+        )
+    if cls == "58":
+        return StoreError(
+            f"{where}'s disk or file system failed ({message}); {undone}: check the "
+            "server's disk and its log"
+        )
+    if cls == "42":
+        return StoreError(
+            f"{where}'s memstrata schema is not what this memstrata expects ({message}); "
+            f"{undone}: a table, column or function was changed or dropped by hand, or the "
+            "URL's schema= names another program's tables; restore the schema (a backup, "
+            "or an export into a new schema)"
+        )
+    if cls == "23" or (cls == "P0"):
+        return StoreError(
+            f"{where} refused the write: a constraint or trigger said {message!r}; {undone}: "
+            "a trigger or constraint memstrata did not make must be dropped (or let this "
+            "write through) before the call can succeed"
+        )
+    if state == "25006":
+        return StoreError(
+            f"{where} is read-only ({message}: a standby, or default_transaction_read_only);"
+            f" {undone}: point the URL at the primary server"
+        )
+    what = f"; SQLSTATE {state}" if state else ""
+    return StoreError(f"{where} failed: {message}{what}; {undone}")
 
 
 @contextmanager

@@ -54,7 +54,13 @@ from memstrata.store.compaction import CompactReport
 from memstrata.store.one_model import ModelPin
 from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
-from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
+from memstrata.store.postgres.connection import (
+    PgOptions,
+    driver,
+    parse_url,
+    transient,
+    translate,
+)
 from memstrata.store.postgres.pipeline import begin_transaction
 from memstrata.store.postgres.reach import RECONNECT_S, Reach
 from memstrata.store.postgres.schema import check_pgvector, migrate
@@ -320,7 +326,8 @@ class PostgresStore:
             raise StoreError(
                 f"cannot connect to {where}: {str(exc).strip()}; check the URL "
                 "(postgresql://user:password@host:port/database), that the server is running "
-                "and that the database exists"
+                "and that the database exists",
+                retryable=transient(exc),
             ) from None
         try:
             with first:
@@ -358,7 +365,9 @@ class PostgresStore:
             self._pool.close()  # cancelled too: no pool task or connection left open
             if not isinstance(exc, Exception):
                 raise
-            raise StoreError(f"cannot open a connection pool to {where}: {exc}") from None
+            raise StoreError(
+                f"cannot open a connection pool to {where}: {exc}", retryable=transient(exc)
+            ) from None
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.options.where}, schema={self.options.schema!r})"

@@ -25,6 +25,7 @@ from typing import Any
 from ...errors import NotFoundError, ValidationError
 from ...jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from .codec import decode_time, encode_time
+from .failures import duplicate
 
 __all__ = [
     "claim_jobs",
@@ -114,7 +115,9 @@ def enqueue(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
             conn.execute(
                 f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})", job_row(job)
             )
-        except sqlite3.IntegrityError:
+        except sqlite3.IntegrityError as exc:
+            if not duplicate(exc):  # a trigger or another constraint: a StoreError
+                raise
             raise ValidationError(
                 f"job id {job.id!r} exists already; give each job a new id"
             ) from None

@@ -73,6 +73,8 @@ from .codec import (
     encode_vector,
     scope_token,
 )
+from .failures import BUSY_TIMEOUT_S as _BUSY_TIMEOUT_S
+from .failures import duplicate, failure, operator_needed, transient
 from .history import COUNTERS, encode_delta, reverse_delta, versions_by_id
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
@@ -155,7 +157,6 @@ _UPSERT_CACHE = (
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
     "UPDATE SET dims = excluded.dims, vector = excluded.vector"
 )
-_BUSY_TIMEOUT_S = 10.0
 _PAGE_SIZE = 8192
 _CHUNK = 500  # ids per IN (...) list
 _T = TypeVar("_T")
@@ -245,11 +246,15 @@ class SQLiteStore:
             migrate(conn, path=path)
         except sqlite3.Error as exc:
             conn.close()
-            if "locked" in str(exc) or "busy" in str(exc):  # a store another process holds
+            if transient(exc):  # a store another process holds
                 raise StoreError(
                     f"{path!r} is locked by another process ({exc}): wait for it to finish "
-                    "(or stop it) and open the store again"
+                    "(or stop it) and open the store again",
+                    retryable=True,
                 ) from exc
+            if operator_needed(exc):  # damaged, read-only, a full or failing disk
+                where = f"SQLite store {path!r}"
+                raise failure(exc, where, "cannot be opened", writing=True) from exc
             raise StoreError(
                 f"cannot use {path!r} as a memstrata store: {exc}; point the URL "
                 "at a memstrata store file, or at a new file to create one"
@@ -288,7 +293,7 @@ class SQLiteStore:
             # that first (scrub.py). Not fatal to the open: the marker stays for the next.
             try:
                 self._scrub()
-            except sqlite3.Error as exc:
+            except StoreError as exc:  # SQLite's error, mapped (_scrub)
                 _log.warning("memstrata: a purge's owed VACUUM/checkpoint failed: %s", exc)
 
     def __repr__(self) -> str:
@@ -381,42 +386,11 @@ class SQLiteStore:
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
 
-    def _failed(self, exc: sqlite3.Error, doing: str) -> StoreError:
-        """SQLite's error in a write transaction (rolled back) as a :class:`StoreError`
-        that says what happened and what to do; the driver's error is its cause."""
-        text = str(exc)
-        where = f"SQLite store {self.path!r}"
-        undone = "nothing of this call was written"
-        if "locked" in text or "busy" in text:  # the busy timeout ran out
-            return StoreError(
-                f"{where} {doing}: it is locked ({text}) — another process (a server, a "
-                f"worker, an import) held its write lock for over {_BUSY_TIMEOUT_S:g} s; "
-                f"{undone}: retry once that process is done, or stop it"
-            )
-        if "full" in text:  # SQLITE_FULL: the disk, or max_page_count
-            return StoreError(
-                f"{where} {doing}: the database or its disk is full ({text}); {undone}: "
-                "free disk space (or raise PRAGMA max_page_count), then retry"
-            )
-        if "readonly" in text or "read-only" in text:
-            return StoreError(
-                f"{where} {doing}: it cannot be written ({text}); {undone}: make the file, "
-                "its -wal and -shm files and its folder writable by this process"
-            )
-        if "disk I/O" in text:
-            return StoreError(
-                f"{where} {doing}: the disk failed a read or a write ({text}); {undone}: "
-                "check the disk and the file system it is on, then retry"
-            )
-        if "malformed" in text or "not a database" in text:
-            return StoreError(
-                f"{where} {doing}: the file is damaged ({text}); {undone}: restore the "
-                "store from a backup or an export (memstrata import)"
-            )
-        return StoreError(
-            f"{where} {doing}: SQLite refused this call ({type(exc).__name__}: {text}); "
-            f"{undone} (rolled back)"
-        )
+    def _failed(self, exc: sqlite3.Error, doing: str, *, writing: bool = True) -> StoreError:
+        """SQLite's error in a transaction (rolled back) as a :class:`StoreError` that says
+        what happened, what to do and whether retrying helps (failures.py); the driver's
+        error is its cause."""
+        return failure(exc, f"SQLite store {self.path!r}", doing, writing=writing)
 
     def _write(self) -> Any:
         return self._tx("BEGIN IMMEDIATE")
@@ -439,7 +413,9 @@ class SQLiteStore:
             conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
             conn.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open a read connection to {self.path!r}: {exc}") from exc
+            if conn is not None:
+                conn.close()
+            raise self._failed(exc, "could not open a read connection", writing=False) from exc
         with self._readers_lock:
             if self._closed:
                 conn.close()
@@ -459,11 +435,19 @@ class SQLiteStore:
             try:
                 conn.execute("BEGIN")
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite could not start a read transaction: {exc}") from exc
+                raise self._failed(exc, "could not start a read", writing=False) from exc
             try:
                 yield conn
+            except sqlite3.Error as exc:  # a damaged page, a lock, a failing disk
+                raise self._failed(exc, "could not read", writing=False) from exc
             finally:
-                conn.execute("ROLLBACK")  # nothing was written: ending the snapshot is all
+                # nothing was written: ending the snapshot is all. SQLite has ended it
+                # itself after some errors (an I/O error): ROLLBACK would then raise.
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error as exc:
+                        raise self._failed(exc, "could not end a read", writing=False) from exc
 
     def transaction(self) -> AbstractContextManager[UnitOfWork]:
         return self._unit_of_work()
@@ -634,7 +618,9 @@ class SQLiteStore:
         before = int(row[0]) if row is not None else 0
         try:
             c.executemany(_INSERT, [encode_record(r) for r in records])
-        except sqlite3.IntegrityError:
+        except sqlite3.IntegrityError as exc:
+            if not duplicate(exc):  # a trigger or another constraint: a StoreError (_tx)
+                raise
             raise ValidationError(
                 f"record id {self._clashing_id(c, records, before)!r} exists already (or "
                 "twice in this batch); nothing was written: use replace() to update a "
@@ -990,7 +976,19 @@ class SQLiteStore:
         with self._lock:
             if self.path == ":memory:":
                 return True
-            return scrub.scrub(self._conn, vacuum=vacuum)
+            try:
+                return scrub.scrub(self._conn, vacuum=vacuum)
+            except sqlite3.Error as exc:  # locked past the busy timeout, a full disk ...
+                raise failure(
+                    exc,
+                    f"SQLite store {self.path!r}",
+                    "could not rewrite the file (VACUUM) or empty its WAL",
+                    writing=False,
+                    undone=(
+                        "what the call changed is committed; the bytes a purge removed "
+                        "stay in the file until the next compact, purge or open does this"
+                    ),
+                ) from exc
 
     def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
         """Rewrite the file: ``VACUUM`` and a ``TRUNCATE`` checkpoint (a whole-user purge

@@ -117,5 +117,6 @@ class AsyncReach:
         if error is not None:
             raise StoreError(
                 f"cannot reach {self.where} ({error}): the server is down or refuses "
-                "connections; nothing of this call was written: retry in a few seconds"
+                "connections; nothing of this call was written: retry in a few seconds",
+                retryable=True,
             )

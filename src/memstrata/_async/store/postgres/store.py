@@ -64,7 +64,13 @@ from memstrata.store import fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
 from memstrata.store.one_model import ModelPin
-from memstrata.store.postgres.connection import PgOptions, driver, parse_url, translate
+from memstrata.store.postgres.connection import (
+    PgOptions,
+    driver,
+    parse_url,
+    transient,
+    translate,
+)
 from memstrata.store.postgres.where import (
     LIVE_SQL,
     filters_sql,
@@ -326,7 +332,8 @@ class AsyncPostgresStore:
             raise StoreError(
                 f"cannot connect to {where}: {str(exc).strip()}; check the URL "
                 "(postgresql://user:password@host:port/database), that the server is running "
-                "and that the database exists"
+                "and that the database exists",
+                retryable=transient(exc),
             ) from None
         try:
             async with first:
@@ -364,7 +371,9 @@ class AsyncPostgresStore:
             await self._pool.close()  # cancelled too: no pool task or connection left open
             if not isinstance(exc, Exception):
                 raise
-            raise StoreError(f"cannot open a connection pool to {where}: {exc}") from None
+            raise StoreError(
+                f"cannot open a connection pool to {where}: {exc}", retryable=transient(exc)
+            ) from None
 
     def __repr__(self) -> str:
         return f"AsyncPostgresStore({self.options.where}, schema={self.options.schema!r})"
