@@ -109,7 +109,9 @@ class PostgresKeyStore:
         except Exception as exc:  # the pool's timeout (PoolTimeout) and the like
             if isinstance(exc, MemstrataError):
                 raise
-            raise StoreError(f"the API key table at {self._where} is unavailable: {exc}") from exc
+            raise StoreError(
+                f"the API key table at {self._where} is unavailable: {exc}", retryable=True
+            ) from exc
 
     def _rows(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         with self._conn() as conn:

@@ -3,8 +3,9 @@
 
 ``/healthz``: the process is up. ``/readyz``: the store answers and holds vectors of this
 server's embedding model; otherwise 503 ``not_ready`` — with ``Retry-After`` when the
-store may come back by itself, without it when only a restart helps (another process
-re-embedded the store).
+store may come back by itself (``StoreError.retryable``, or any other failure to answer),
+without it when someone must act first: a restart (another process re-embedded the store)
+or the store's operator (a damaged or read-only file, a full disk).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import EmbeddingMismatchError
+from ..errors import EmbeddingMismatchError, StoreError
 from .backend import MemoryBackend
-from .errors import STORE_RETRY_SECONDS, error_response, restart_needed
+from .errors import STORE_RETRY_SECONDS, error_response, restart_needed, store_answer
 
 __all__ = ["health", "readiness", "routes"]
 
@@ -31,6 +32,8 @@ async def readiness(backend: MemoryBackend, command: str) -> Response:
     except EmbeddingMismatchError as exc:  # not until restarted: no Retry-After
         return error_response(503, "not_ready", restart_needed(exc, command))
     except Exception as exc:  # any failure to answer means "not ready"
+        if isinstance(exc, StoreError) and not exc.retryable:  # not by waiting: no Retry-After
+            return error_response(503, "not_ready", f"the store failed: {store_answer(exc)[2]}")
         return error_response(
             503,
             "not_ready",
