@@ -13,10 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from memstrata import Memory, Scope
 from memstrata.llm.models import ExtractedFact
@@ -26,19 +22,6 @@ from .conftest import served  # noqa: F401
 BOB = Scope("acme", "bob")
 ALICE_ON_BOB = BOB.as_caller("alice")
 SECRET = "zanzibarsecret"
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
-def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'm.db'}"
-    else:
-        url = request.getfixturevalue("pg_server").url()
-    m = Memory(url, embedder="hashing", background=False)
-    yield m
-    m.close()
 
 
 def _shared_after_a_private_edit(mem: Memory) -> str:

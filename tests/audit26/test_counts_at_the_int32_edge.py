@@ -11,27 +11,12 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from memstrata import Memory, Scope
 
 U = Scope("acme", "u1", session="s1")
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
-def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'm.db'}"
-    else:
-        url = request.getfixturevalue("pg_server").url()
-    m = Memory(url, embedder="hashing", background=False)
-    yield m
-    m.close()
 
 
 def _export_with(field: str, value: int) -> tuple[str, str]:

@@ -7,7 +7,6 @@ what was shared with the purged one. Found by audit26."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,19 +23,6 @@ FIX = (
     "store/memory.py and audit_backends.py (redact the id from the tenant's access lists, "
     "their history and set_access details in the purge's transaction)"
 )
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
-def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'm.db'}"
-    else:
-        url = request.getfixturevalue("pg_server").url()
-    m = Memory(url, embedder="hashing", background=False)
-    yield m
-    m.close()
 
 
 def _shared_with_carol(mem: Memory) -> str:

@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -24,6 +23,7 @@ from memstrata.server.keys import SQLiteKeyStore
 from memstrata.store.postgres.connection import parse_url
 
 from .conftest import OwnPostgres
+from .test_sqlite_failures import _store_failed
 
 ME = Scope("acme", "alice", session="s1")
 
@@ -46,15 +46,6 @@ def _sql(url: str, *statements: str) -> None:
         conn.execute(f'SET search_path TO "{options.schema}", public')
         for statement in statements:
             conn.execute(statement)
-
-
-def _store_failed(r: Any) -> str:
-    assert r.status_code == 500, r.text
-    assert "retry-after" not in r.headers
-    error = r.json()["error"]
-    assert error["code"] == "store_failed", error
-    assert "will not help" in error["message"], error
-    return str(error["message"])
 
 
 def test_a_stopped_server_is_worth_retrying(own_pg: OwnPostgres, tmp_path: Path) -> None:
