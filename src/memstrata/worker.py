@@ -38,9 +38,7 @@ from datetime import datetime, timedelta
 from memstrata.clock import Clock
 from memstrata.errors import (
     ConflictError,
-    EmbeddingMismatchError,
     NotFoundError,
-    SchemaVersionError,
     StoreError,
 )
 from memstrata.jobs import (
@@ -437,11 +435,12 @@ class JobRunner:
         ``LISTEN``/``NOTIFY``: ``wait_for_jobs``) wakes it at once instead of at the next poll.
         ``on_run`` is given the report of each run that claimed a job (not of idle polls).
 
-        A store that cannot be reached (PostgreSQL restarting, a SQLite file locked past its
-        busy timeout) is tried again after a pause that doubles up to
-        :data:`OUTAGE_PAUSE_MAX_S`, with a warning each time and a line once it answers;
-        its jobs wait in it. A store this worker cannot use as it is (a newer schema, vectors
-        of another embedding model) ends the loop: waiting would not change it."""
+        A store that cannot be reached (a retryable ``StoreError``: PostgreSQL restarting, a
+        SQLite file locked past its busy timeout) is tried again after a pause that doubles
+        up to :data:`OUTAGE_PAUSE_MAX_S`, with a warning each time and a line once it
+        answers; its jobs wait in it. A store this worker cannot use as it is (a newer
+        schema, vectors of another embedding model, a damaged or read-only file, a full
+        disk) ends the loop: waiting would not change it."""
         wait = getattr(self._store, "wait_for_jobs", None)
         failures = 0
         while not stop():
@@ -452,9 +451,9 @@ class JobRunner:
                         wait(poll_seconds)
                     else:
                         time.sleep(poll_seconds)
-            except (SchemaVersionError, EmbeddingMismatchError):
-                raise
             except StoreError as exc:
+                if not exc.retryable:  # a newer schema, another model, a damaged file ...
+                    raise
                 failures += 1
                 pause = min(poll_seconds * 2**failures, OUTAGE_PAUSE_MAX_S)
                 log.warning("the store did not answer (%s); trying again in %.1f s", exc, pause)

@@ -15,6 +15,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -265,3 +266,36 @@ def test_a_compaction_the_lock_holds_up_is_a_store_error_worth_retrying(tmp_path
             other.execute("ROLLBACK")
             other.close()
         assert mem.store.compact().checkpoint  # type: ignore[attr-defined]
+
+
+def test_memstrata_worker_ends_on_a_store_waiting_does_not_mend(tmp_path: Path) -> None:
+    """``memstrata worker`` retries a store that does not answer (a retryable
+    ``StoreError``), and ends, saying why, on one it cannot write at all: until session 26
+    it retried any ``StoreError`` but a newer schema or another model, so a read-only file
+    kept it warning every 30 s forever."""
+    db = tmp_path / "m.db"
+    with Memory(f"sqlite:///{db}", embedder="hashing") as mem:  # background jobs queued
+        mem.add_message(ME, "user", "I moved to Lisbon in May")
+    args = ["--db", f"sqlite:///{db}", "--tenant", "acme", "--user", "alice"]
+    with _read_only(db):
+        try:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "memstrata",
+                    *args,
+                    "--embedder",
+                    "hashing",
+                    "worker",
+                    "--poll",
+                    "0.1",
+                ],  # fmt: skip
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"the worker kept retrying a read-only store: {exc.stderr!r}")
+    assert done.returncode != 0, done.stdout
+    assert "cannot be written" in done.stderr, done.stderr
