@@ -268,6 +268,7 @@ class SQLiteStore:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
+        self._unended = False  # a failed write's ROLLBACK failed too: the next write retries it
         self._counter_lock = threading.Lock()  # the counter buffers below
         self._flusher: ThreadPoolExecutor | None = None
         # bounded: least recently used dropped; searches keep to the store's model
@@ -326,6 +327,8 @@ class SQLiteStore:
         with self._lock:
             if self._closed:
                 raise closed_store(self)
+            if self._unended:
+                self._end_unended()
             if self._conn.in_transaction:  # this thread's own: the lock is reentrant
                 raise StoreError(_NESTED)
             try:
@@ -340,7 +343,7 @@ class SQLiteStore:
             if fence is not None and not outbox.holds_claim(
                 self._conn, fence.job_id, fence.lease_token
             ):
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise fence.refused()
             # Every write transaction also writes the buffered counters. Until it commits
             # they are "in flight": readers on other connections add them to what they read,
@@ -380,11 +383,32 @@ class SQLiteStore:
             self._buffered()
 
     def _rollback(self) -> None:
-        """End the failed transaction. SQLite has already rolled it back itself after some
-        errors (a full disk, an I/O error, out of memory): a ROLLBACK then raised "no
-        transaction is active", raw, in place of the error that ended it."""
-        if self._conn.in_transaction:
+        """End the failed transaction, keeping the error that failed it. SQLite has already
+        rolled it back itself after some errors (a full disk, an I/O error, out of memory):
+        a ROLLBACK then raised "no transaction is active", raw, in place of that error. A
+        ROLLBACK that fails (the disk failing) is logged, and the next write retries it
+        before it begins; until then this connection writes nothing."""
+        if not self._conn.in_transaction:
+            return
+        try:
             self._conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            self._unended = True
+            _log.warning(
+                "memstrata: SQLite store %r: ending a failed write's transaction failed "
+                "too (%s); the next write ends it first",
+                self.path,
+                exc,
+            )
+
+    def _end_unended(self) -> None:
+        """The ROLLBACK a failed write could not run, before the next write begins."""
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            raise self._failed(exc, "could not end an earlier failed write") from exc
+        self._unended = False
 
     def _failed(self, exc: sqlite3.Error, doing: str, *, writing: bool = True) -> StoreError:
         """SQLite's error in a transaction (rolled back) as a :class:`StoreError` that says
