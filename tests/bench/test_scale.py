@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,38 @@ def test_search_during_an_ingest_row(tmp_path: Path) -> None:
     gen = _fresh_questions(["一二三四五六七八九十甲乙丙丁戊己庚辛壬癸子丑寅卯"] * 3, 1, "zh")
     qs = [next(gen) for _ in range(50)]
     assert len(set(qs)) == 50 and all(8 <= len(q) - 1 <= 19 for q in qs)
+
+
+def test_kept_stores_are_reused_whole(tmp_path: Path) -> None:
+    """``--keep-stores``: the first run keeps each row's store, the second measures a copy
+    of it without ingesting (and leaves the kept file as it was)."""
+    keep = tmp_path / "kept"
+    cfg = ScaleConfig(
+        sizes=(150,),
+        embedder="hashing",
+        store="sqlite",
+        queries=3,
+        batch=50,
+        zh_sizes=(80,),
+        worker_messages=0,
+        context_threads=(),
+        keep_stores=str(keep),
+    )
+    first = run_scale(cfg)
+    kept = sorted(p.name for p in keep.iterdir())
+    assert kept == [
+        "scale-en-150-hashing-seed7-batch50-others0x2000.db",
+        "scale-zh-80-hashing-seed7-batch50-others0x2000.db",
+    ]
+    before = {p.name: p.read_bytes() for p in keep.iterdir()}
+    ticks: list[str] = []
+    second = run_scale(cfg, lambda label, n: ticks.append(label))
+    assert not any(t.startswith("ingest") and "kept" not in t for t in ticks)
+    for a, b in zip(first["results"], second["results"], strict=True):
+        assert (a["ingest"]["reused"], b["ingest"]["reused"]) == (False, True)
+        assert b["ingest"]["messages_per_s"] is None and b["search"]["n"] == 3
+    assert {p.name: p.read_bytes() for p in keep.iterdir()} == before
+    assert "kept store" in scale_markdown(second)
+    assert plot_scale(second, tmp_path).read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="SQLite stores only"):
+        run_scale(replace(cfg, store="memory"))

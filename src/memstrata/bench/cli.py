@@ -296,17 +296,33 @@ def scale(
             "(sizes up to 10k, one user; 0 skips it).",
         ),
     ] = 0,
+    keep_stores: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep each row's SQLite store in this folder and reuse it on a later run "
+            "with the same size, language, embedder and seed (its ingest is not re-measured)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
 ) -> None:
     """Search/build_context p50/p95, ingest throughput and peak RSS against store size."""
     from .plots import plot_scale
     from .report import scale_markdown, write_json
-    from .scale import ScaleConfig, latency_markdown, long_session_markdown, parse_sizes, run_scale
+    from .scale import (
+        ScaleConfig,
+        latency_markdown,
+        long_session_markdown,
+        parse_sizes,
+        run_scale,
+        store_kinds,
+    )
 
     try:
         size_list = parse_sizes(sizes)
         turn_list = parse_sizes(session_turns) if session_turns.strip() else ()
         zh_list = parse_sizes(zh_sizes)
+        if keep_stores is not None and store_kinds(store) != ("sqlite",):
+            raise ValueError(f"--keep-stores keeps SQLite stores only, not --store {store!r}")
     except ValueError as exc:
         _err.print("[red]error:[/red] " + _escape(str(exc)))
         raise typer.Exit(2) from None
@@ -322,6 +338,7 @@ def scale(
         other_users=other_users,
         other_records=other_records,
         during_ingest=during_ingest,
+        keep_stores=str(keep_stores) if keep_stores is not None else None,
     )
     n_stores = max(1, len(store.split(",")))
     total = (

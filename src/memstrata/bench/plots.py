@@ -100,7 +100,7 @@ def plot_scale(res: dict[str, Any], out_dir: Path) -> Path:
     ax2 = ax.twinx()
     ax2.plot(
         sizes,
-        [r["ingest"]["messages_per_s"] for r in rows],
+        [r["ingest"]["messages_per_s"] or float("nan") for r in rows],  # nan: a kept store
         marker="s",
         color="black",
         alpha=0.5,

@@ -49,6 +49,14 @@ def _ms(v: Any) -> str:
     return "–" if v is None else f"{v:.1f}"
 
 
+def _ingest_cell(ing: dict[str, Any]) -> str:
+    """A scale row's ingest rate, or that its store was a kept one (not ingested)."""
+    if ing.get("reused"):
+        return "kept store"
+    bulk = " bulk" if str(ing.get("loader", "")).startswith("bulk") else ""
+    return f"{ing['messages_per_s']:,.0f}{bulk}"
+
+
 def _load(res: dict[str, Any]) -> str:
     env = res["environment"]
     load, cpus = env.get("load_average_1m_at_end"), env.get("cpus") or 1
@@ -272,9 +280,8 @@ def scale_markdown(res: dict[str, Any]) -> str:
                 _ms(r["search"]["p95_ms"]),
                 "missing" if "missing" in bc else _ms(bc["p50_ms"]),
                 "missing" if "missing" in bc else _ms(bc["p95_ms"]),
-                f"{r['ingest']['messages_per_s']:,.0f}"
-                + (" bulk" if str(r["ingest"].get("loader", "")).startswith("bulk") else ""),
-                f"{r['ingest']['flush_seconds']:.1f}",
+                _ingest_cell(r["ingest"]),
+                "kept" if r["ingest"].get("reused") else f"{r['ingest']['flush_seconds']:.1f}",
                 f"{r['peak_rss_mb']:,.0f}",
             ]
         )

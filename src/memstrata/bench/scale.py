@@ -23,12 +23,16 @@ lexical index"). The row's users count them; records/user stays the measured use
 
 from __future__ import annotations
 
+import os
+import re
+import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from .measure import LatencyLog, RssSampler, load_average
@@ -86,6 +90,9 @@ class ScaleConfig:
     # messages another thread adds (in add_messages of 50) while the measured user searches
     # ten times a second with fresh questions, on sizes up to 10k records of one user (0 skips)
     during_ingest: int = 0
+    # a folder where each row's SQLite store is kept after its ingest, and taken from
+    # (copied) by a later run with the same content: its ingest is then not measured
+    keep_stores: str | None = None
 
 
 def store_kinds(spec: str) -> tuple[str, ...]:
@@ -257,47 +264,97 @@ def _load_other_users(mem: Any, cfg: ScaleConfig, tick: Progress, lang: str) -> 
     }
 
 
-def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> dict[str, Any]:
-    from memstrata import Memory, Message, Role, Scope
+def kept_store(cfg: ScaleConfig, size: int, lang: str) -> Path | None:
+    """Where ``--keep-stores`` keeps the SQLite store of this row: named by everything that
+    decides its content (size, language, embedder, seed, batch, other users)."""
+    if cfg.keep_stores is None:
+        return None
+    if cfg.store != "sqlite":
+        raise ValueError(f"--keep-stores keeps SQLite stores only, not {cfg.store!r}")
+    embedder = re.sub(r"[^A-Za-z0-9._-]+", "_", cfg.embedder)
+    name = (
+        f"scale-{lang}-{size}-{embedder}-seed{cfg.seed}-batch{cfg.batch}"
+        f"-others{cfg.other_users}x{cfg.other_records}.db"
+    )
+    return Path(cfg.keep_stores) / name
+
+
+def _copy_store(src: Path, dst: Path) -> None:
+    """A consistent copy of a SQLite store (its WAL included), written whole or not at all."""
+    part = dst.with_name(dst.name + ".part")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(src)) as a, closing(sqlite3.connect(part)) as b:
+        a.backup(b)
+    os.replace(part, dst)
+
+
+def _fill(
+    mem: Any, size: int, cfg: ScaleConfig, tick: Progress, lang: str
+) -> tuple[dict[str, Any] | None, float, float]:
+    """Write the row's messages (and its other users), then drain the jobs: the other
+    users' load, ingest seconds, flush seconds."""
+    from memstrata import Message, Role, Scope
 
     users = users_for(size)
     others = cfg.other_users if users == 1 else 0
+    bulk = size > cfg.bulk_above and users > 1
+    other_load = _load_other_users(mem, cfg, tick, lang) if others else None
+    t0 = time.perf_counter()
+    gen = synth_messages_zh if lang == "zh" else synth_messages
+    pending: list[tuple[Any, list[Any]]] = []
+    for batch in _batches(gen(size, users, cfg.seed), cfg.batch):
+        scope = Scope("scale", f"user-{batch[0].user}")
+        msgs = [
+            Message(role=Role(m.role), content=m.content, observed_at=m.observed_at) for m in batch
+        ]
+        if bulk and batch[0].user != 0:
+            pending.append((scope, msgs))
+            if len(pending) >= cfg.bulk_users:
+                mem._bulk_add_messages(pending)
+                pending = []
+        else:
+            mem.add_messages(scope, msgs)
+        tick(f"ingest {size:,}", len(batch))
+    if pending:
+        mem._bulk_add_messages(pending)
+    ingest_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mem.flush() if users == 1 and not others else mem.flush(Scope("scale", "user-0"))
+    return other_load, ingest_s, time.perf_counter() - t0
+
+
+def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> dict[str, Any]:
+    from memstrata import Memory, Scope
+
+    users = users_for(size)
+    others = cfg.other_users if users == 1 else 0
+    bulk = size > cfg.bulk_above and users > 1
+    kept = kept_store(cfg, size, lang)
+    reused = kept is not None and kept.exists()
     with (
         tempfile.TemporaryDirectory(prefix="memstrata-scale-") as tmp,
         RssSampler() as rss,
         fresh_store(cfg.store, tmp, f"s{size}") as url,
     ):
+        if reused:  # measured on a copy: searches write access counts
+            assert kept is not None
+            _copy_store(kept, Path(tmp) / f"s{size}.db")
+            tick(f"ingest {size:,} (kept store)", size)
         # Above 10k records (many users) only the measured user's background jobs run: at
         # 1M records the others' (clusters, facts, summaries of 999 users) would take hours
         # on 2 cores, and their messages are searchable without them (indexed when added).
         mem: Any = Memory(url, embedder=cfg.embedder, background=users == 1 and not others)
-        bulk = size > cfg.bulk_above and users > 1
         try:
-            other_load = _load_other_users(mem, cfg, tick, lang) if others else None
-            t0 = time.perf_counter()
-            gen = synth_messages_zh if lang == "zh" else synth_messages
-            pending: list[tuple[Any, list[Any]]] = []
-            for batch in _batches(gen(size, users, cfg.seed), cfg.batch):
-                scope = Scope("scale", f"user-{batch[0].user}")
-                msgs = [
-                    Message(role=Role(m.role), content=m.content, observed_at=m.observed_at)
-                    for m in batch
-                ]
-                if bulk and batch[0].user != 0:
-                    pending.append((scope, msgs))
-                    if len(pending) >= cfg.bulk_users:
-                        mem._bulk_add_messages(pending)
-                        pending = []
-                else:
-                    mem.add_messages(scope, msgs)
-                tick(f"ingest {size:,}", len(batch))
-            if pending:
-                mem._bulk_add_messages(pending)
-            ingest_s = time.perf_counter() - t0
+            other_load: dict[str, Any] | None
+            ingest_s: float | None
+            flush_s: float | None
+            if reused:
+                other_load, ingest_s, flush_s = None, None, None
+            else:
+                other_load, ingest_s, flush_s = _fill(mem, size, cfg, tick, lang)
+                if kept is not None:
+                    _copy_store(Path(tmp) / f"s{size}.db", kept)
             scope = Scope("scale", "user-0")
-            t0 = time.perf_counter()
-            mem.flush() if users == 1 and not others else mem.flush(scope)
-            flush_s = time.perf_counter() - t0
             ingest_peak = rss.peak_mb
             search = LatencyLog()
             context = LatencyLog()
@@ -333,8 +390,10 @@ def _one_size(size: int, cfg: ScaleConfig, tick: Progress, lang: str = "en") -> 
         "ingest": {
             "messages": size,
             "seconds": ingest_s,
-            "messages_per_s": size / ingest_s,
+            "messages_per_s": size / ingest_s if ingest_s else None,
             "flush_seconds": flush_s,
+            "kept_store": str(kept) if kept is not None else None,
+            "reused": reused,
             "jobs_run_for": "every user" if users == 1 and not others else "the measured user only",
             "loader": (
                 f"bulk: the measured user through add_messages, the others' add_messages "
@@ -544,7 +603,6 @@ def latency_markdown(res: dict[str, Any]) -> str:
 
 def run_scale(cfg: ScaleConfig, progress: Progress | None = None) -> dict[str, Any]:
     tick = progress or (lambda label, n: None)
-    import os
     import platform
 
     created = datetime.now(UTC).isoformat(timespec="seconds")
