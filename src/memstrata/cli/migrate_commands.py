@@ -71,7 +71,8 @@ def migrate(
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Copy the --db store (every tenant, record version, vector, cache entry, job, audit
-    event and setting) into --to, then prove the copy equal by counts and content hashes."""
+    event, API key and setting) into --to, then prove the copy equal by counts and content
+    hashes."""
     from ..errors import MemstrataError
     from ..store.migrate import copy_store, redact_url, verify_stores
 

@@ -44,7 +44,7 @@ from typing import Protocol
 
 from ..errors import NotFoundError, StoreError, ValidationError
 from ..scope import Scope
-from ..store import user_tables
+from ..store.key_rows import KEYS_OF_A_USER, ensure_sqlite_table
 from ..store.sqlite.failures import transient as sqlite_transient
 from ..validation import check_text
 
@@ -263,26 +263,6 @@ class InMemoryKeyStore:
         pass
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    id TEXT PRIMARY KEY,
-    key_hash TEXT NOT NULL UNIQUE,
-    tenant TEXT NOT NULL,
-    role TEXT NOT NULL,
-    name TEXT NOT NULL DEFAULT '',
-    created_at TEXT NOT NULL,
-    revoked_at TEXT,
-    user TEXT,
-    roles TEXT NOT NULL DEFAULT ''
-)
-"""
-# Files written before keys could be bound to a user get the two columns added.
-_ADDED = (("user", "TEXT"), ("roles", "TEXT NOT NULL DEFAULT ''"))
-
-
-# api_keys rows naming one user: (table, tenant column, user column) for store/user_tables.py
-KEYS_OF_A_USER = ("api_keys", "tenant", "user")
-
 KEY_COLUMNS = 'id, tenant, role, name, created_at, revoked_at, "user", roles'
 
 
@@ -314,15 +294,9 @@ class SQLiteKeyStore:
             # column missing, and the second one's ALTER TABLE would fail
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.execute(_SCHEMA)
-                have = {row[1] for row in self._conn.execute("PRAGMA table_info(api_keys)")}
-                for column, decl in _ADDED:
-                    if column not in have:
-                        self._conn.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {decl}")
                 # A user's purge deletes the keys bound to them in its own transaction: the
                 # table is registered for it in the database (store/user_tables.py).
-                self._conn.execute(user_tables.DDL)
-                self._conn.execute(user_tables.register_sql("?"), KEYS_OF_A_USER)
+                ensure_sqlite_table(self._conn)
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")

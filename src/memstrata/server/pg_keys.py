@@ -17,13 +17,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import MemstrataError, NotFoundError, StoreError
-from ..store import user_tables
+from ..store.key_rows import pg_registration
 from ..store.postgres.connection import driver, parse_url, translate
 from ..store.postgres.migrations import check_pgvector, migrate
 from ..store.postgres.reach import RECONNECT_S, Reach
 from .keys import (
     KEY_COLUMNS,
-    KEYS_OF_A_USER,
     ApiKey,
     NewKey,
     encode_roles,
@@ -38,15 +37,13 @@ __all__ = ["PostgresKeyStore"]
 
 
 def _register(conn: Any, schema: str) -> None:
-    """Register ``api_keys`` for users' purges (store/user_tables.py); serialised, as two
-    processes creating one table at once can collide in PostgreSQL's catalog."""
+    """Register ``api_keys`` for users' purges (store/user_tables.py)."""
     from psycopg import sql
 
     with conn.transaction():
         conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext('memstrata:user_tables'))")
-        conn.execute(user_tables.DDL)
-        conn.execute(user_tables.register_sql("%s"), KEYS_OF_A_USER)
+        for statement, params in pg_registration():
+            conn.execute(statement, params)
 
 
 class PostgresKeyStore:

@@ -36,6 +36,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
+from .key_rows import KeyRow
 from .past_versions import check_past, history_key
 from .types import (
     KeyVersions,
@@ -130,6 +131,10 @@ class InMemoryStore:
         self.url = url
         self._lock = _Lock(self)
         self._meta: dict[str, str] = {}
+        # API key rows a migration loaded (memstrata migrate into memory://): kept as data,
+        # dumped again, and a user's purge deletes those bound to them, as in the other
+        # stores' databases. A memory:// server's keys live in its own process.
+        self._key_rows: dict[str, KeyRow] = {}
         self._entries: dict[tuple[str, str, str], _Entry] = {}  # (tenant, user, id)
         self._seq = 0
         self._cache: dict[tuple[str, str, str, str], Vector] = {}
@@ -463,6 +468,8 @@ class InMemoryStore:
                 del self._meta[meta_key]
             for dense in [d for d in self._dense if d[:2] == (tenant, user)]:
                 del self._dense[dense]
+            for key in [k for k in self._key_rows.values() if (k.tenant, k.user) == (tenant, user)]:
+                del self._key_rows[key.id]
             remaining = (
                 sum(owned(e.record) for e in self._entries.values())
                 + sum((j.tenant, j.user) == (tenant, user) for j in self._jobs.values())
@@ -955,6 +962,12 @@ class InMemoryStore:
 
     def load_audit(self, events: Sequence[AuditEvent]) -> int:
         return dump.load_audit(self, events)
+
+    def dump_keys(self, batch_size: int = 500) -> Iterator[list[KeyRow]]:
+        return dump.dump_keys(self, batch_size)
+
+    def load_keys(self, keys: Sequence[KeyRow]) -> int:
+        return dump.load_keys(self, keys)
 
     def meta_items(self) -> dict[str, str]:
         return dict(sorted(self._meta.items()))

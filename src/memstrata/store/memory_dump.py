@@ -21,6 +21,7 @@ from ..audit import AuditEvent, InMemoryAudit, audit_store
 from ..errors import StoreError
 from ..jobs import Job
 from .base import CacheEntry, RecordDump, Vector
+from .key_rows import KeyRow
 from .sqlite.codec import scope_token
 
 if TYPE_CHECKING:
@@ -30,10 +31,12 @@ __all__ = [
     "dump_audit",
     "dump_cache",
     "dump_jobs",
+    "dump_keys",
     "dump_records",
     "load_audit",
     "load_cache",
     "load_jobs",
+    "load_keys",
     "load_records",
 ]
 
@@ -161,3 +164,22 @@ def load_audit(s: InMemoryStore, events: Sequence[AuditEvent]) -> int:
         fresh = [e for e in events if e.id not in known]
         backend._events.extend(fresh)
     return len(fresh)
+
+
+def dump_keys(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[KeyRow]]:
+    with s._lock:
+        keys = sorted(s._key_rows.values(), key=lambda k: k.id)
+    for start in range(0, len(keys), max(1, batch_size)):
+        yield keys[start : start + max(1, batch_size)]
+
+
+def load_keys(s: InMemoryStore, keys: Sequence[KeyRow]) -> int:
+    new = 0
+    with s._lock:
+        hashes = {k.key_hash for k in s._key_rows.values()}
+        for key in keys:  # a held id or hash is skipped, as the databases' ON CONFLICT does
+            if key.id not in s._key_rows and key.key_hash not in hashes:
+                s._key_rows[key.id] = key
+                hashes.add(key.key_hash)
+                new += 1
+    return new

@@ -56,6 +56,7 @@ from memstrata.store.types import (
 
 if TYPE_CHECKING:
     from memstrata.audit import AuditEvent
+    from memstrata.store.key_rows import KeyRow
 
 __all__ = [
     "AsyncCandidateSearch",
@@ -522,11 +523,12 @@ class AsyncStoreCopy(Protocol):
     """Everything a store holds, read and written in bulk (``memstrata migrate``).
 
     ``dump_*`` stream every tenant's data in a stable order (records in insertion order;
-    cache entries, jobs and audit events by key), ``batch_size`` items at a time, so memory
-    stays bounded. ``load_*`` write one batch in one transaction, all or none, *skipping*
-    what the store already holds under the same key (a record's ``(tenant, user, id)``, a
-    job's or an audit event's id; cache entries are upserted), so a copy interrupted at any
-    point can be run again without duplicating anything; they return how many were new.
+    cache entries, jobs, audit events and API keys by key), ``batch_size`` items at a time, so
+    memory stays bounded. ``load_*`` write one batch in one transaction, all or none,
+    *skipping* what the store already holds under the same key (a record's ``(tenant, user,
+    id)``, a job's, an audit event's or a key's id; cache entries are upserted), so a copy
+    interrupted at any point can be run again without duplicating anything; they return how
+    many were new.
     Loaded records keep their versions, times, counters and vector exactly (no new version,
     no re-embedding); jobs keep their status and attempts as given.
     """
@@ -543,6 +545,12 @@ class AsyncStoreCopy(Protocol):
     async def load_jobs(self, jobs: Sequence[Job]) -> int: ...
     def dump_audit(self, batch_size: int = 500) -> AsyncIterator[builtins.list[AuditEvent]]: ...
     async def load_audit(self, events: Sequence[AuditEvent]) -> int: ...
+    def dump_keys(self, batch_size: int = 500) -> AsyncIterator[builtins.list[KeyRow]]:
+        """The server's API keys kept in this store's database (``api_keys``; none if it
+        has no such table), by id."""
+        ...
+
+    async def load_keys(self, keys: Sequence[KeyRow]) -> int: ...
     async def meta_items(self) -> dict[str, str]:
         """Every ``get_meta`` key with its value."""
         ...

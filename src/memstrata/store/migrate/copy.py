@@ -2,7 +2,9 @@
 
 Order: store meta (embedding model and dims, quota counters), the embedding cache, records
 (every version, vector, terms and named counters, in insertion order), jobs (every status;
-a running job's lease is cleared so it is pending again, its attempts kept), the audit log.
+a running job's lease is cleared so it is pending again, its attempts kept), the audit log,
+the server's API keys (their ids, hashes, tenants, roles, users and times: a key made on the
+source authenticates on the target, a revoked one stays revoked).
 Each batch is one transaction in the target and skips what the target already holds, so a
 migration killed at any point is completed by running it again with ``resume=True``; no
 item is ever written twice.
@@ -79,6 +81,7 @@ def _check_target(source: StoreCopy, target: StoreCopy, resume: bool, where: str
             ("cache entries", target.dump_cache),
             ("jobs", target.dump_jobs),
             ("audit events", target.dump_audit),
+            ("API keys", target.dump_keys),
         )
         if _first(dump(1))
     ]
@@ -247,12 +250,18 @@ def _copy(
         counts["audit"].source += len(events)
         counts["audit"].copied += dst.load_audit(events)
         _tick(progress, "audit", len(events))
+    for keys in src.dump_keys(batch_size):
+        counts["keys"].source += len(keys)
+        counts["keys"].copied += dst.load_keys(keys)
+        _tick(progress, "keys", len(keys))
     log.info(
-        "jobs: %d (%d new), audit events: %d (%d new)",
+        "jobs: %d (%d new), audit events: %d (%d new), API keys: %d (%d new)",
         counts["jobs"].source,
         counts["jobs"].copied,
         counts["audit"].source,
         counts["audit"].copied,
+        counts["keys"].source,
+        counts["keys"].copied,
     )
 
 
@@ -271,6 +280,8 @@ def _count_only(src: StoreCopy, report: MigrationReport, batch_size: int) -> Non
         counts["jobs"].source += len(jobs)
     for events in src.dump_audit(batch_size):
         counts["audit"].source += len(events)
+    for keys in src.dump_keys(batch_size):
+        counts["keys"].source += len(keys)
 
 
 def _nul_checked(dumps: list[RecordDump], report: MigrationReport) -> list[RecordDump]:

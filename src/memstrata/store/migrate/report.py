@@ -9,7 +9,7 @@ from typing import Any
 __all__ = ["KINDS", "KindCount", "MigrationReport", "Mismatch", "redact_url"]
 
 # What a store holds, in the order a migration copies it.
-KINDS = ("meta", "cache", "records", "versions", "vectors", "counters", "jobs", "audit")
+KINDS = ("meta", "cache", "records", "versions", "vectors", "counters", "jobs", "audit", "keys")
 _SHOWN = 50  # differences kept by name; the count goes on
 
 

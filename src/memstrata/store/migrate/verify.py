@@ -102,6 +102,8 @@ def verify_into(
     _cache(source, target, report, batch_size)
     _jobs(source, target, report, batch_size)
     _audit(source, target, report, batch_size)
+    _keys(source, target, report, batch_size)
+    _log_counts(report)
     report.verified = True
 
 
@@ -200,35 +202,59 @@ def _cache(source: StoreCopy, target: StoreCopy, report: MigrationReport, batch_
 
 
 def _jobs(source: StoreCopy, target: StoreCopy, report: MigrationReport, batch_size: int) -> None:
-    def compare(key: str, a: bytes, b: bytes) -> None:
-        if a != b:
-            report.add("jobs", key, "differs (kind, payload, status, attempts or times)")
-
-    matcher: _Matcher[bytes] = _Matcher("jobs", report, compare)
-    counts = report.counts["jobs"]
-    for left, right in _pairs(source.dump_jobs(batch_size), target.dump_jobs(batch_size)):
-        for job in left:
-            counts.source += 1
-            matcher.add(0, job.id, job_digest(copied_job(job)))
-        for job in right:
-            counts.target += 1
-            matcher.add(1, job.id, job_digest(job))
-    matcher.finish()
+    _by_id(
+        report,
+        "jobs",
+        "differs (kind, payload, status, attempts or times)",
+        ((j.id, job_digest(copied_job(j))) for b in source.dump_jobs(batch_size) for j in b),
+        ((j.id, job_digest(j)) for b in target.dump_jobs(batch_size) for j in b),
+    )
 
 
 def _audit(source: StoreCopy, target: StoreCopy, report: MigrationReport, batch_size: int) -> None:
-    def compare(key: str, a: bytes, b: bytes) -> None:
-        if a != b:
-            report.add("audit", key, "event differs")
+    _by_id(
+        report,
+        "audit",
+        "event differs",
+        ((e.id, event_digest(e)) for b in source.dump_audit(batch_size) for e in b),
+        ((e.id, event_digest(e)) for b in target.dump_audit(batch_size) for e in b),
+    )
 
-    matcher: _Matcher[bytes] = _Matcher("audit", report, compare)
-    counts = report.counts["audit"]
-    for left, right in _pairs(source.dump_audit(batch_size), target.dump_audit(batch_size)):
-        for e in left:
+
+def _keys(source: StoreCopy, target: StoreCopy, report: MigrationReport, batch_size: int) -> None:
+    _by_id(
+        report,
+        "keys",
+        "differs (hash, tenant, role, name, user, roles or times)",
+        ((k.id, k.values()) for b in source.dump_keys(batch_size) for k in b),
+        ((k.id, k.values()) for b in target.dump_keys(batch_size) for k in b),
+    )
+
+
+def _by_id(
+    report: MigrationReport,
+    kind: str,
+    what: str,
+    left: Iterator[tuple[str, _T]],
+    right: Iterator[tuple[str, _T]],
+) -> None:
+    """Pair two streams of (id, digest) in the same order, count them, name differences."""
+
+    def compare(key: str, a: _T, b: _T) -> None:
+        if a != b:
+            report.add(kind, key, what)
+
+    matcher: _Matcher[_T] = _Matcher(kind, report, compare)
+    counts = report.counts[kind]
+    for a, b in zip_longest(left, right):
+        if a is not None:
             counts.source += 1
-            matcher.add(0, e.id, event_digest(e))
-        for e in right:
+            matcher.add(0, *a)
+        if b is not None:
             counts.target += 1
-            matcher.add(1, e.id, event_digest(e))
+            matcher.add(1, *b)
     matcher.finish()
+
+
+def _log_counts(report: MigrationReport) -> None:
     log.info("verified %s", {k: (c.source, c.target) for k, c in report.counts.items()})

@@ -25,6 +25,7 @@ import numpy as np
 from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
+from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_registration
 from memstrata.store.past_versions import history_key
 from memstrata.store.postgres.audit import audit_row
 from memstrata.store.postgres.vectors import vector_array
@@ -53,11 +54,13 @@ __all__ = [
     "dump_audit",
     "dump_cache",
     "dump_jobs",
+    "dump_keys",
     "dump_records",
     "insert_history",
     "load_audit",
     "load_cache",
     "load_jobs",
+    "load_keys",
     "load_records",
     "meta_items",
 ]
@@ -419,6 +422,37 @@ def load_audit(s: PostgresStore, events: Sequence[AuditEvent]) -> int:
                     f"({', '.join(['%s'] * 11)}) ON CONFLICT (id) DO NOTHING",
                     row,
                 )
+            ).rowcount
+    return new
+
+
+# --- API keys (the server's api_keys table, schema step 5) ---------------------------------
+def dump_keys(s: PostgresStore, batch_size: int = 500) -> Iterator[list[KeyRow]]:
+    last = ""
+    with s._snapshot() as c:
+        while True:
+            rows = (
+                c.execute(
+                    f"SELECT {KEY_ROW_COLUMNS} FROM api_keys WHERE id > %s ORDER BY id LIMIT %s",
+                    (last, max(1, batch_size)),
+                )
+            ).fetchall()
+            if not rows:
+                return
+            last = str(rows[-1]["id"])
+            yield [KeyRow.of(r) for r in rows]
+
+
+def load_keys(s: PostgresStore, keys: Sequence[KeyRow]) -> int:
+    if not keys:
+        return 0
+    new = 0
+    with s._write() as c:
+        for statement, params in pg_registration():  # for users' purges (user_tables.py)
+            c.execute(statement, params)
+        for key in keys:
+            new += (
+                c.execute(INSERT_KEY.format(marks=", ".join(["%s"] * 9)), key.values())
             ).rowcount
     return new
 

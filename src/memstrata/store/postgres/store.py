@@ -51,6 +51,7 @@ from memstrata.store import fts5, shared_sql
 from memstrata.store import quota_counters as qc
 from memstrata.store.base import UnitOfWork
 from memstrata.store.compaction import CompactReport
+from memstrata.store.key_rows import KeyRow
 from memstrata.store.one_model import ModelPin
 from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
@@ -1766,6 +1767,12 @@ class PostgresStore:
 
     def load_audit(self, events: Sequence[AuditEvent]) -> int:
         return dump.load_audit(self, events)
+
+    def dump_keys(self, batch_size: int = 500) -> Iterator[builtins.list[KeyRow]]:
+        return dump.dump_keys(self, batch_size)
+
+    def load_keys(self, keys: Sequence[KeyRow]) -> int:
+        return dump.load_keys(self, keys)
 
     def meta_items(self) -> dict[str, str]:
         return dump.meta_items(self)

@@ -25,6 +25,7 @@ from ...audit_backends import sqlite_audit_row
 from ...jobs import Job
 from ...records import MemoryRecord
 from ..base import CacheEntry, RecordDump
+from ..key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, ensure_sqlite_table
 from ..past_versions import history_key
 from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
@@ -39,11 +40,13 @@ __all__ = [
     "dump_audit",
     "dump_cache",
     "dump_jobs",
+    "dump_keys",
     "dump_records",
     "insert_history",
     "load_audit",
     "load_cache",
     "load_jobs",
+    "load_keys",
     "load_records",
     "meta_items",
 ]
@@ -326,6 +329,43 @@ def load_audit(s: SQLiteStore, events: Sequence[AuditEvent]) -> int:
                 row,
             ).rowcount
     return new
+
+
+# --- API keys (the server's api_keys table, when the file has one) -------------------------
+def dump_keys(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[KeyRow]]:
+    last = ""
+    while True:
+        with s._read() as c:
+            if last == "" and not _has_table(c, "api_keys"):
+                return
+            rows = c.execute(
+                f"SELECT {KEY_ROW_COLUMNS} FROM api_keys WHERE id > ? ORDER BY id LIMIT ?",
+                (last, max(1, batch_size)),
+            ).fetchall()
+        if not rows:
+            return
+        last = str(rows[-1]["id"])
+        yield [KeyRow.of(r) for r in rows]
+
+
+def load_keys(s: SQLiteStore, keys: Sequence[KeyRow]) -> int:
+    if not keys:
+        return 0
+    new = 0
+    with s._write() as c:
+        ensure_sqlite_table(c)  # a file no key store opened yet; registered for purges
+        for key in keys:
+            new += c.execute(INSERT_KEY.format(marks=_marks(9)), key.values()).rowcount
+    return new
+
+
+def _has_table(c: sqlite3.Connection, name: str) -> bool:
+    return (
+        c.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        is not None
+    )
 
 
 def meta_items(s: SQLiteStore) -> dict[str, str]:

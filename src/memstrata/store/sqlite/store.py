@@ -46,6 +46,7 @@ from ..base import (
     Vector,
 )
 from ..compaction import CompactReport
+from ..key_rows import KeyRow
 from ..types import (
     KeyVersions,
     ListQuery,
@@ -1800,6 +1801,12 @@ class SQLiteStore:
 
     def load_audit(self, events: Sequence[AuditEvent]) -> int:
         return dump.load_audit(self, events)
+
+    def dump_keys(self, batch_size: int = 500) -> Iterator[list[KeyRow]]:
+        return dump.dump_keys(self, batch_size)
+
+    def load_keys(self, keys: Sequence[KeyRow]) -> int:
+        return dump.load_keys(self, keys)
 
     def meta_items(self) -> dict[str, str]:
         return dump.meta_items(self)

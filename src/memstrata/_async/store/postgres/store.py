@@ -63,6 +63,7 @@ from memstrata.scope import Scope
 from memstrata.store import fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
+from memstrata.store.key_rows import KeyRow
 from memstrata.store.one_model import ModelPin
 from memstrata.store.postgres.connection import (
     PgOptions,
@@ -1798,6 +1799,12 @@ class AsyncPostgresStore:
 
     async def load_audit(self, events: Sequence[AuditEvent]) -> int:
         return await dump.load_audit(self, events)
+
+    def dump_keys(self, batch_size: int = 500) -> AsyncIterator[builtins.list[KeyRow]]:
+        return dump.dump_keys(self, batch_size)
+
+    async def load_keys(self, keys: Sequence[KeyRow]) -> int:
+        return await dump.load_keys(self, keys)
 
     async def meta_items(self) -> dict[str, str]:
         return await dump.meta_items(self)
