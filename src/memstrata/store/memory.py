@@ -468,8 +468,9 @@ class InMemoryStore:
                 del self._meta[meta_key]
             for dense in [d for d in self._dense if d[:2] == (tenant, user)]:
                 del self._dense[dense]
-            for key in [k for k in self._key_rows.values() if (k.tenant, k.user) == (tenant, user)]:
-                del self._key_rows[key.id]
+            bound = [k.id for k in self._key_rows.values() if (k.tenant, k.user) == (tenant, user)]
+            for key_id in bound:
+                del self._key_rows[key_id]
             remaining = (
                 sum(owned(e.record) for e in self._entries.values())
                 + sum((j.tenant, j.user) == (tenant, user) for j in self._jobs.values())
