@@ -31,6 +31,28 @@ from typing import Any
 __all__ = ["EngineThread", "spin_setting"]
 
 
+# Threads of a short query (both local embedders). On the 2-vCPU machine the benches run on,
+# a question embedded after the engine idled a few ms (an agent's next question) waits at
+# each of its parallel regions for an idle second core to wake; with other programs on the
+# cores, one thread has no partner to wait for at each barrier (docs/measurements.md,
+# sessions 25-27). Above SHORT_QUERY_TOKENS tokens the work keeps every thread busy.
+QUERY_THREADS: int | None = 1
+SHORT_QUERY_TOKENS = 64
+
+
+def query_thread_count(query_threads: object) -> int | None:
+    """``query_threads`` as an embedder takes it: at least 1, or None for every core."""
+    if query_threads is None:
+        return None
+    if isinstance(query_threads, bool) or not isinstance(query_threads, int) or query_threads < 1:
+        from ..errors import ValidationError
+
+        raise ValidationError(
+            f"query_threads must be at least 1, or None for every core; got {query_threads!r}"
+        )
+    return query_threads
+
+
 class EngineThread:
     """Runs the calls handed to :meth:`call` one at a time on a thread of its own (started
     on first use, a daemon named ``name``), queries before passages; with

