@@ -162,7 +162,10 @@ async def search(
     ``touch``: count an access on every hit returned (a search's caller sees them all).
     ``build_context`` passes ``False`` and counts only the hits it shows: most of its
     candidates never reach the context, and counting them made access heat count records
-    nobody saw (and wrote ~200 counters per build)."""
+    nobody saw (and wrote ~200 counters per build). A caller's search (``Scope.caller``:
+    another user reading what was shared) counts nothing: its reads must not keep the
+    owner's records alive or raise their importance (until session 27 they did)."""
+    touch = touch and scope.caller is None
     pool = max(config.min_pool, config.pool_factor * top_k)
     lists = await _candidates(store, embedder, scope, query, pool, filters, config, vector)
     fused = [f for f in _fuse(lists, config) if f.score >= config.min_relevance]
