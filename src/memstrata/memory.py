@@ -821,11 +821,14 @@ class Memory:
 
     # --- forgetting --------------------------------------------------------------------
     def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
-        """Soft delete: hidden from reads and searches, restorable until purged."""
+        """Soft delete: hidden from reads and searches, restorable until purged. A record
+        already deleted is returned as stored, with no change and no audit event."""
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         check_owner(scope)
         record_id = check_id(record_id)
-        self._store.get(scope, record_id, include_deleted=True)  # NotFound outside scope
+        found = self._store.get(scope, record_id, include_deleted=True)  # NotFound outside
+        if not found.is_active:  # nothing happens, so no event says it did
+            return found
         event = self.audit.event(
             scope.tenant, actor, "delete", user=scope.user, record_ids=[record_id]
         )
@@ -835,10 +838,13 @@ class Memory:
         """Undo a soft delete. A fact whose key has another live fact is the current value
         again, the other ends superseded by it (``facts.restore``); a chunk of a document
         with another live version brings its own version back in its place
-        (``knowledge.restore``)."""
+        (``knowledge.restore``). A live record is returned as stored, with no change and no
+        audit event (before session 27 the log showed a restore that never happened)."""
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         check_owner(scope)
         found = self._store.get(scope, check_id(record_id), include_deleted=True)
+        if found.is_active:
+            return found
         event = self.audit.event(
             scope.tenant, actor, "restore", user=scope.user, record_ids=[found.id]
         )
@@ -857,11 +863,13 @@ class Memory:
         same transaction where the audit log is a table of the store (SQLite, PostgreSQL),
         else just before it (``memory://``): killed anywhere, a record deleted or restored
         has its event, and an event its change (before session 25 the event was written
-        after the change had committed)."""
+        after the change had committed). A record another writer gave ``status`` meanwhile is
+        not changed, and where the log is a table of the store no event is written for it.
+        """
         events = self.audit.ahead([event])
         with self._store.transaction() as tx:
-            tx.set_status(scope, [record_id], status, self._clock.now())
-            self.audit.append_in(tx, events)
+            if tx.set_status(scope, [record_id], status, self._clock.now()):
+                self.audit.append_in(tx, events)
         return self._store.get(scope, record_id, include_deleted=True)
 
     def purge(
