@@ -1260,7 +1260,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             timeout = check_number(timeout, "timeout", low=0.0, high=math.inf)
         if scope is None:
             return await self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
-        check_scope(scope)
+        check_owner(scope)  # the jobs write the user's derived records: a caller changes nothing
         return await self._runner.run_pending(
             tenant=scope.tenant,
             user=scope.user,
@@ -1711,8 +1711,14 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
     # --- introspection -----------------------------------------------------------------
     async def stats(self, scope: Scope) -> dict[str, Any]:
+        """Counts of the records ``scope`` reads, the user's queued and failed jobs, the
+        models and the store. Through a caller (``Scope.caller``) the counts are of what the
+        caller may read and the jobs 0: they are the owner's operations, none the caller's
+        (until session 27 a caller read the owner's job counts)."""
         await self._ready()  # async-only
         s = await self._store.stats(check_scope(scope))
+        if scope.caller is not None:
+            s = replace(s, pending_jobs=0, failed_jobs=0)
         return {
             "scope": str(scope),
             "records": s.records,
