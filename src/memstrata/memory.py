@@ -1616,7 +1616,10 @@ class Memory:
         """Counts of the records ``scope`` reads, the user's queued and failed jobs, the
         models and the store. Through a caller (``Scope.caller``) the counts are of what the
         caller may read and the jobs 0: they are the owner's operations, none the caller's
-        (until session 27 a caller read the owner's job counts)."""
+        (until session 27 a caller read the owner's job counts). The store's URL is given
+        without its password (it was served whole by ``GET .../stats`` to every key)."""
+        from memstrata.store.migrate.report import redact_url
+
         s = self._store.stats(check_scope(scope))
         if scope.caller is not None:
             s = replace(s, pending_jobs=0, failed_jobs=0)
@@ -1631,7 +1634,7 @@ class Memory:
             "embedding_model": self._raw_embedder.model_id,
             "embedding_dims": self._raw_embedder.dims,
             "llm": self._llm_name(),
-            "store": self._store.url,
+            "store": redact_url(self._store.url),  # served to any key of the tenant
         }
 
     def _llm_name(self) -> str:

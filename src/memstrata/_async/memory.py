@@ -1714,7 +1714,10 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Counts of the records ``scope`` reads, the user's queued and failed jobs, the
         models and the store. Through a caller (``Scope.caller``) the counts are of what the
         caller may read and the jobs 0: they are the owner's operations, none the caller's
-        (until session 27 a caller read the owner's job counts)."""
+        (until session 27 a caller read the owner's job counts). The store's URL is given
+        without its password (it was served whole by ``GET .../stats`` to every key)."""
+        from memstrata.store.migrate.report import redact_url
+
         await self._ready()  # async-only
         s = await self._store.stats(check_scope(scope))
         if scope.caller is not None:
@@ -1730,7 +1733,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             "embedding_model": self._raw_embedder.model_id,
             "embedding_dims": self._raw_embedder.dims,
             "llm": self._llm_name(),
-            "store": self._store.url,
+            "store": redact_url(self._store.url),  # served to any key of the tenant
         }
 
     def _llm_name(self) -> str:
