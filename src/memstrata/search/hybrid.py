@@ -203,7 +203,9 @@ def search(
         if explain:
             explanation = {
                 "lexical_rank": f.ranks.get("lexical"),
-                "lexical_bm25": f.raw.get("lexical"),
+                # BM25 weighs a term by the user's whole index: through a caller it told how
+                # many of the owner's unshared records hold a word (until session 27)
+                "lexical_bm25": f.raw.get("lexical") if scope.caller is None else None,
                 "dense_rank": f.ranks.get("dense"),
                 "dense_cosine": f.raw.get("dense"),
                 **terms,
