@@ -62,6 +62,15 @@ def test_a_caller_reads_no_history_of_a_deleted_shared_record(mem: Memory) -> No
     assert mem.store.histories(CAROL, [rid]) == {}
 
 
+def test_a_callers_search_finds_no_deleted_shared_record(mem: Memory) -> None:
+    _shared_then_deleted(mem)
+    for mode in ("lexical", "dense", "hybrid"):
+        found = mem.search(CAROL, "deleted plan quetzalcoatl", mode=mode, filters=DELETED)
+        assert found == [], mode
+    assert WORDS not in mem.build_context(CAROL, "the deleted plan", 2000).text
+    assert mem.search(BOB, "quetzalcoatl", filters=DELETED, mode="lexical")  # the owner's
+
+
 def test_an_export_through_a_caller_holds_no_deleted_record(mem: Memory) -> None:
     _shared_then_deleted(mem)
     buf = io.StringIO()
