@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 
+import anyio
+import httpx
+
 from memstrata import AsyncMemory, Memory, Scope
 
-from .conftest import served  # noqa: F401
+from .conftest import live_server, served  # noqa: F401
 
 BOB = Scope("acme", "bob")
 CAROL = BOB.as_caller("carol")
@@ -86,3 +89,19 @@ def test_a_key_bound_to_another_user_counts_nothing(served) -> None:  # noqa: F8
     owner = served.h(served.keys.create("acme", user="bob").secret)
     got = c.get(f"/v1/users/bob/memories/{rid}", headers=owner).json()
     assert (got["access_count"], got["last_accessed_at"]) == (0, None), got
+
+
+def test_mcp_reads_by_another_users_key_count_nothing(live_server) -> None:  # noqa: F811
+    """Over MCP: a key bound to carol naming bob in ``X-Memstrata-User`` is a caller."""
+    from audit20.test_mcp_probes import _call, _text
+
+    rid = _shared(live_server.memory)
+    carol = live_server.keys.create("acme", user="carol").secret
+    for tool, args in (("memory_search", {"query": "harbour ferry"}), ("memory_context", {})):
+        r = anyio.run(_call, live_server.url, carol, "bob", tool, {**args})
+        assert not r.is_error and (tool == "memory_context" or rid in _text(r)), _text(r)
+    bob = live_server.keys.create("acme", user="bob").secret
+    got = httpx.get(
+        f"{live_server.url}/v1/users/bob/memories/{rid}", headers=live_server.h(bob), timeout=30
+    )
+    assert (got.json()["access_count"], got.json()["last_accessed_at"]) == (0, None), got.text
