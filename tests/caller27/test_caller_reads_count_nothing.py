@@ -105,3 +105,26 @@ def test_mcp_reads_by_another_users_key_count_nothing(live_server) -> None:  # n
         f"{live_server.url}/v1/users/bob/memories/{rid}", headers=live_server.h(bob), timeout=30
     )
     assert (got.json()["access_count"], got.json()["last_accessed_at"]) == (0, None), got.text
+
+
+def test_a_callers_cluster_recall_counts_no_hit(mem: Memory) -> None:
+    """``layers.mid_term.recall`` through a caller counted a hit on the owner's cluster at
+    each call (and failed at the promotion the hits made due). Fails before the fix."""
+    s1 = BOB.with_session("s1")
+    for i in range(8):
+        mem.add_message(s1, "user", f"I love sailing the ferry to the harbour {i}")
+    mem.end_session(s1)
+    mem.flush()
+    clusters = mem.layers.mid_term.clusters(BOB)
+    assert clusters
+    for c in clusters:
+        mem.set_access(BOB, c.id, visibility="shared", allowed_users=["carol"])
+    (vector,) = mem.embedder.embed_batch(["sailing the ferry"], query=True)
+    for _ in range(mem.layers.ctx.config.promote_hits + 1):
+        found = mem.layers.mid_term.recall(CAROL, vector, k=3)
+        assert {c.id for c, _ in found} <= {c.id for c in clusters} and found
+    ids = [c.id for c in clusters]
+    assert set(mem.layers.mid_term.hits(BOB, ids).values()) == {0}
+    assert mem.key.list(BOB) == []
+    mem.layers.mid_term.recall(BOB, vector, k=3)  # the owner's recall still counts
+    assert sum(mem.layers.mid_term.hits(BOB, ids).values()) >= 1
