@@ -1100,7 +1100,8 @@ class Memory:
         actor: str = "library",
     ) -> MemoryRecord:
         """Who besides the user may read a record (a new version). Roles must be among
-        ``Memory(roles=...)``; users are user ids of the same tenant."""
+        ``Memory(roles=...)``; users are user ids of the same tenant. The rules the record
+        already has change nothing: it is returned as stored, with no version or event."""
         check_owner(scope)
         record_id = check_id(record_id)
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
@@ -1108,6 +1109,8 @@ class Memory:
         access = _access_control(
             current.access, visibility, allowed_users, allowed_roles, self.roles
         )
+        if access == current.access:  # the rules it has: no version, no event (session 27)
+            return current
         new = replace(
             current, access=access, version=current.version + 1, updated_at=self._clock.now()
         )

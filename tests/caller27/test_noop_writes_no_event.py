@@ -77,3 +77,15 @@ def test_http_repeated_delete_writes_one_event(served) -> None:  # noqa: F811
     events = served.client.get(f"/v1/audit?record_id={rid}", headers=h)
     assert events.status_code == 200, events.text
     assert [e["action"] for e in events.json()["events"]] == ["delete", "restore"]
+
+
+def test_setting_the_access_a_record_has_writes_nothing(mem: Memory) -> None:
+    """A second ``set_access`` with the same rules wrote a version and a ``set_access``
+    event for a change that did not happen (found by caller27's audit; fails before)."""
+    rid = mem.add(BOB, "a note to share").id
+    shared = mem.set_access(BOB, rid, visibility="shared", allowed_users=["carol"])
+    again = mem.set_access(BOB, rid, visibility="shared", allowed_users=["carol"])
+    assert again == shared == mem.get(BOB, rid) and again.version == 2
+    assert _actions(mem, rid) == ["set_access"]
+    mem.set_access(BOB, rid, allowed_users=["carol", "dave"])
+    assert _actions(mem, rid) == ["set_access", "set_access"]

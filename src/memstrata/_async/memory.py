@@ -1178,7 +1178,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         actor: str = "library",
     ) -> MemoryRecord:
         """Who besides the user may read a record (a new version). Roles must be among
-        ``Memory(roles=...)``; users are user ids of the same tenant."""
+        ``Memory(roles=...)``; users are user ids of the same tenant. The rules the record
+        already has change nothing: it is returned as stored, with no version or event."""
         await self._ready()  # async-only
         check_owner(scope)
         record_id = check_id(record_id)
@@ -1187,6 +1188,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         access = _access_control(
             current.access, visibility, allowed_users, allowed_roles, self.roles
         )
+        if access == current.access:  # the rules it has: no version, no event (session 27)
+            return current
         new = replace(
             current, access=access, version=current.version + 1, updated_at=self._clock.now()
         )
