@@ -821,11 +821,14 @@ class Memory:
 
     # --- forgetting --------------------------------------------------------------------
     def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
-        """Soft delete: hidden from reads and searches, restorable until purged."""
+        """Soft delete: hidden from reads and searches, restorable until purged. A record
+        already deleted is returned as stored, with no change and no audit event."""
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         check_owner(scope)
         record_id = check_id(record_id)
-        self._store.get(scope, record_id, include_deleted=True)  # NotFound outside scope
+        found = self._store.get(scope, record_id, include_deleted=True)  # NotFound outside
+        if not found.is_active:  # nothing happens, so no event says it did
+            return found
         event = self.audit.event(
             scope.tenant, actor, "delete", user=scope.user, record_ids=[record_id]
         )
@@ -835,10 +838,13 @@ class Memory:
         """Undo a soft delete. A fact whose key has another live fact is the current value
         again, the other ends superseded by it (``facts.restore``); a chunk of a document
         with another live version brings its own version back in its place
-        (``knowledge.restore``)."""
+        (``knowledge.restore``). A live record is returned as stored, with no change and no
+        audit event (before session 27 the log showed a restore that never happened)."""
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
         check_owner(scope)
         found = self._store.get(scope, check_id(record_id), include_deleted=True)
+        if found.is_active:
+            return found
         event = self.audit.event(
             scope.tenant, actor, "restore", user=scope.user, record_ids=[found.id]
         )
@@ -857,11 +863,13 @@ class Memory:
         same transaction where the audit log is a table of the store (SQLite, PostgreSQL),
         else just before it (``memory://``): killed anywhere, a record deleted or restored
         has its event, and an event its change (before session 25 the event was written
-        after the change had committed)."""
+        after the change had committed). A record another writer gave ``status`` meanwhile is
+        not changed, and where the log is a table of the store no event is written for it.
+        """
         events = self.audit.ahead([event])
         with self._store.transaction() as tx:
-            tx.set_status(scope, [record_id], status, self._clock.now())
-            self.audit.append_in(tx, events)
+            if tx.set_status(scope, [record_id], status, self._clock.now()):
+                self.audit.append_in(tx, events)
         return self._store.get(scope, record_id, include_deleted=True)
 
     def purge(
@@ -1092,7 +1100,8 @@ class Memory:
         actor: str = "library",
     ) -> MemoryRecord:
         """Who besides the user may read a record (a new version). Roles must be among
-        ``Memory(roles=...)``; users are user ids of the same tenant."""
+        ``Memory(roles=...)``; users are user ids of the same tenant. The rules the record
+        already has change nothing: it is returned as stored, with no version or event."""
         check_owner(scope)
         record_id = check_id(record_id)
         actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
@@ -1100,6 +1109,8 @@ class Memory:
         access = _access_control(
             current.access, visibility, allowed_users, allowed_roles, self.roles
         )
+        if access == current.access:  # the rules it has: no version, no event (session 27)
+            return current
         new = replace(
             current, access=access, version=current.version + 1, updated_at=self._clock.now()
         )
@@ -1169,7 +1180,7 @@ class Memory:
             timeout = check_number(timeout, "timeout", low=0.0, high=math.inf)
         if scope is None:
             return self._runner.run_pending(include_delayed=True, wait=True, timeout=timeout)
-        check_scope(scope)
+        check_owner(scope)  # the jobs write the user's derived records: a caller changes nothing
         return self._runner.run_pending(
             tenant=scope.tenant,
             user=scope.user,
@@ -1605,7 +1616,16 @@ class Memory:
 
     # --- introspection -----------------------------------------------------------------
     def stats(self, scope: Scope) -> dict[str, Any]:
+        """Counts of the records ``scope`` reads, the user's queued and failed jobs, the
+        models and the store. Through a caller (``Scope.caller``) the counts are of what the
+        caller may read and the jobs 0: they are the owner's operations, none the caller's
+        (until session 27 a caller read the owner's job counts). The store's URL is given
+        without its password (it was served whole by ``GET .../stats`` to every key)."""
+        from memstrata.store.migrate.report import redact_url
+
         s = self._store.stats(check_scope(scope))
+        if scope.caller is not None:
+            s = replace(s, pending_jobs=0, failed_jobs=0)
         return {
             "scope": str(scope),
             "records": s.records,
@@ -1617,7 +1637,7 @@ class Memory:
             "embedding_model": self._raw_embedder.model_id,
             "embedding_dims": self._raw_embedder.dims,
             "llm": self._llm_name(),
-            "store": self._store.url,
+            "store": redact_url(self._store.url),  # served to any key of the tenant
         }
 
     def _llm_name(self) -> str:

@@ -211,4 +211,5 @@ class MemoryRecord:
             self.access.visibility.value,
             self.access.allowed_users,
             self.access.allowed_roles,
+            self.status.value,
         )

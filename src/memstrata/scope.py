@@ -40,8 +40,9 @@ class Scope:
     only that session's records. A read with neither sees all of the user's memory.
 
     ``caller`` and ``roles`` name who is asking when it is not the user themselves (seed 003
-    access control): such a caller sees only the user's records that are ``public``, list
-    the caller in ``allowed_users`` or share a role with ``allowed_roles``, and cannot write.
+    access control): such a caller sees only the user's live records (a deleted one is not
+    shared any more) that are ``public``, list the caller in ``allowed_users`` or share a
+    role with ``allowed_roles``, and cannot write.
     """
 
     tenant: str
@@ -95,10 +96,14 @@ class Scope:
         visibility: str,
         allowed_users: tuple[str, ...] = (),
         allowed_roles: tuple[str, ...] = (),
+        status: str = "active",
     ) -> bool:
         """Whether a record with these owners is visible through this scope.
 
-        The SQL of every store mirrors this function; the contract tests hold them equal.
+        Through a caller, a deleted record (``status``) is as missing: deleting it ends the
+        sharing (until session 27 a caller read it with ``include_deleted``, in its history
+        and in an export); the owner reads it, to restore it. The SQL of every store mirrors
+        this function; the contract tests hold them equal.
         """
         if tenant != self.tenant or user != self.user:
             return False
@@ -107,7 +112,7 @@ class Scope:
         if self.agent is not None and agent not in (None, self.agent) and visibility == "private":
             return False
         if self.caller is not None:
-            return (
+            return status == "active" and (
                 visibility == "public"
                 or self.caller in allowed_users
                 or not self.roles.isdisjoint(allowed_roles)

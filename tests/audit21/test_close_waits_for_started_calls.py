@@ -25,7 +25,8 @@ async def _delete(mem: AsyncMemory, recs: list[MemoryRecord]) -> object:
 
 
 async def _set_access(mem: AsyncMemory, recs: list[MemoryRecord]) -> object:
-    return await mem.set_access(ALICE, recs[0].id, visibility="shared")
+    # public: a note is shared already, and the rules it has change nothing (session 27)
+    return await mem.set_access(ALICE, recs[0].id, visibility="public")
 
 
 async def _purge_one(mem: AsyncMemory, recs: list[MemoryRecord]) -> object:
@@ -50,7 +51,7 @@ def _done(rec: MemoryRecord | None, op: str) -> bool:
         return rec is None
     assert rec is not None
     if op == "set_access":
-        return rec.access.visibility.value == "shared"
+        return rec.access.visibility.value == "public"
     return rec.status.value == "deleted"
 
 

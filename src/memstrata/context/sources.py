@@ -157,8 +157,10 @@ class LayerSources:
         each cluster (PMemo counts a hit per recall). Both are counters the store buffers,
         so the read path takes no write lock; a cluster whose hits reach ``promote_hits``
         is promoted by a background job (a version is a write). A cluster shown from its
-        view is read (its hits are in its content)."""
-        if not records:
+        view is read (its hits are in its content). A caller's context (another user
+        reading what was shared) counts nothing: no access, no hit, no promotion (the
+        owner's retention and key memory are the owner's; until session 27 they counted)."""
+        if not records or scope.caller is not None:
             return
         ctx = self._layers.ctx
         now = ctx.clock.now()

@@ -162,7 +162,10 @@ def search(
     ``touch``: count an access on every hit returned (a search's caller sees them all).
     ``build_context`` passes ``False`` and counts only the hits it shows: most of its
     candidates never reach the context, and counting them made access heat count records
-    nobody saw (and wrote ~200 counters per build)."""
+    nobody saw (and wrote ~200 counters per build). A caller's search (``Scope.caller``:
+    another user reading what was shared) counts nothing: its reads must not keep the
+    owner's records alive or raise their importance (until session 27 they did)."""
+    touch = touch and scope.caller is None
     pool = max(config.min_pool, config.pool_factor * top_k)
     lists = _candidates(store, embedder, scope, query, pool, filters, config, vector)
     fused = [f for f in _fuse(lists, config) if f.score >= config.min_relevance]
@@ -200,7 +203,9 @@ def search(
         if explain:
             explanation = {
                 "lexical_rank": f.ranks.get("lexical"),
-                "lexical_bm25": f.raw.get("lexical"),
+                # BM25 weighs a term by the user's whole index: through a caller it told how
+                # many of the owner's unshared records hold a word (until session 27)
+                "lexical_bm25": f.raw.get("lexical") if scope.caller is None else None,
                 "dense_rank": f.ranks.get("dense"),
                 "dense_cosine": f.raw.get("dense"),
                 **terms,

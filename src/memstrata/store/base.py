@@ -429,7 +429,9 @@ class Counters(Protocol):
     backend may buffer increments in process and write them in one transaction later
     (at the latest on :meth:`flush_counters` or ``close``); reads through the same store
     object include the buffered increments. A crash may lose at most the buffered ones.
-    Counters of records not visible in ``scope`` are ignored (no error, nothing written).
+    Counters of records not visible in ``scope`` are ignored (no error, nothing written),
+    and so is :meth:`touch` through a caller's scope (``Scope.caller``): another user's
+    reads do not count as the owner's accesses.
     """
 
     def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:

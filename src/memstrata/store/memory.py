@@ -532,6 +532,8 @@ class InMemoryStore:
 
     # --- counters (never versions) ---------------------------------------------------------------
     def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
+        if scope.caller is not None:  # a caller's reads count nothing
+            return
         with self._lock:
             for record_id in dict.fromkeys(ids):
                 entry = self._visible(scope, record_id)

@@ -400,7 +400,9 @@ class AsyncMidTermService:
         """The ``k`` clusters whose centroids are most similar to the query, best first.
 
         Each returned cluster counts a hit (and a visit); a cluster whose hits reach
-        ``promote_hits`` is promoted to key memory, once.
+        ``promote_hits`` is promoted to key memory, once. Through a caller (another user
+        reading what was shared) nothing is counted: the hits are the owner's (until
+        session 27 a caller's recall counted them, and failed at the promotion).
         """
         if k <= 0:
             return []
@@ -410,12 +412,12 @@ class AsyncMidTermService:
         # (measured with 100 clusters × 384 dims on SQLite: 0.4 ms vs 61 ms to load them).
         query = _unit(query_vector).astype(np.float32)
         found = await self._ctx.store.vector_search(uscope, query, k, Filters(types=_CLUSTER_TYPES))
+        found = [c for c in found if float(c.score) >= min_similarity]
+        if scope.caller is not None:
+            by_id = {r.id: r for r in await self._ctx.store.get_many(uscope, [c.id for c in found])}
+            return [(by_id[c.id], float(c.score)) for c in found if c.id in by_id]
         now = self._ctx.clock.now()
-        return [
-            (await self._hit(uscope, c.id, now), float(c.score))
-            for c in found
-            if float(c.score) >= min_similarity
-        ]
+        return [(await self._hit(uscope, c.id, now), float(c.score)) for c in found]
 
     async def count_hits(self, scope: Scope, cluster_ids: Sequence[str]) -> list[MemoryRecord]:
         """Count a hit on clusters a search already returned (what ``cluster_hits`` jobs

@@ -437,7 +437,9 @@ class AsyncCounters(Protocol):
     backend may buffer increments in process and write them in one transaction later
     (at the latest on :meth:`flush_counters` or ``close``); reads through the same store
     object include the buffered increments. A crash may lose at most the buffered ones.
-    AsyncCounters of records not visible in ``scope`` are ignored (no error, nothing written).
+    AsyncCounters of records not visible in ``scope`` are ignored (no error, nothing written),
+    and so is :meth:`touch` through a caller's scope (``Scope.caller``): another user's
+    reads do not count as the owner's accesses.
     """
 
     async def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 
 from ..auth import CallerDep, UserPath, require_admin
 from ..dto import JobOut, Jobs, LayersOut, RunReportOut, Stats, WhoAmI
-from ..errors import ERROR_RESPONSES
+from ..errors import ERROR_RESPONSES, ApiError
 from ..state import state_of
 
 router = APIRouter(tags=["introspection"], responses=ERROR_RESPONSES)
@@ -37,7 +37,16 @@ async def jobs(
     caller: CallerDep,
     status: Literal["pending", "running", "done", "failed"] | None = None,
 ) -> Jobs:
-    found = await state_of(request.app).backend.jobs(caller.scope(user), status)
+    scope = caller.scope(user)
+    if scope.caller is not None:  # the owner's operations, never shared (until session 27 read)
+        raise ApiError(
+            403,
+            "forbidden",
+            f"the jobs of {user!r} are {user!r}'s own: this key belongs to user "
+            f"{scope.caller!r}, which reads only the records {user!r} shared with it; use "
+            f"{user!r}'s own key or a service key (created without --for-user)",
+        )
+    found = await state_of(request.app).backend.jobs(scope, status)
     return Jobs(jobs=[JobOut.of(j) for j in found])
 
 

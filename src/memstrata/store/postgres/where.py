@@ -59,6 +59,7 @@ def scope_sql(scope: Scope, p: str = "") -> Fragment:
         parts.append(f"({p}agent IS NULL OR {p}agent = %s OR {p}visibility <> 'private')")
         args.append(scope.agent)
     if scope.caller is not None:  # access control (seed 003), as in Scope.admits
+        parts.append(f"{p}status = '{RecordStatus.ACTIVE.value}'")  # a deleted one is not shared
         parts.append(
             f"({p}visibility = 'public' OR EXISTS (SELECT 1 FROM json_array_elements_text("
             f"{json_of(p + 'access')}->'allowed_users') AS au(v) WHERE au.v = %s) OR EXISTS ("

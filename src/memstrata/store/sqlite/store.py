@@ -1252,7 +1252,7 @@ class SQLiteStore:
 
     # --- counters (never versions) ---------------------------------------------------------------
     def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
-        if not ids:
+        if not ids or scope.caller is not None:  # a caller's reads count nothing
             return
         with self._read() as c:  # the read path takes no write lock: counts are buffered
             seqs = [int(r["seq"]) for r in self._visible(c, scope, ids, "seq")]

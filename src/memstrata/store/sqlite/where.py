@@ -51,6 +51,7 @@ def scope_sql(scope: Scope, p: str = "") -> Fragment:
         parts.append(f"({p}agent IS NULL OR {p}agent = ? OR {p}visibility != 'private')")
         args.append(scope.agent)
     if scope.caller is not None:  # access control (seed 003), as in Scope.admits
+        parts.append(f"{p}status = '{RecordStatus.ACTIVE.value}'")  # a deleted one is not shared
         roles = sorted(scope.roles)
         marks = ", ".join("?" * len(roles)) or "NULL"
         parts.append(

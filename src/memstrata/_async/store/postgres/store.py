@@ -1298,7 +1298,7 @@ class AsyncPostgresStore:
     async def touch(self, scope: Scope, ids: Sequence[str], at: datetime) -> None:
         where, args = scope_sql(scope)
         unique = sorted(dict.fromkeys(ids))
-        if not unique:
+        if not unique or scope.caller is not None:  # a caller's reads count nothing
             return
         keys = _row_keys(scope, unique)
         stamp = encode_time(at)
