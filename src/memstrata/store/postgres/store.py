@@ -56,6 +56,7 @@ from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import (
     PgOptions,
+    connect_failure,
     driver,
     parse_url,
     transient,
@@ -324,12 +325,7 @@ class PostgresStore:
                 self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
         except psycopg.Error as exc:
-            raise StoreError(
-                f"cannot connect to {where}: {str(exc).strip()}; check the URL "
-                "(postgresql://user:password@host:port/database), that the server is running "
-                "and that the database exists",
-                retryable=transient(exc),
-            ) from None
+            raise connect_failure(exc, where) from None
         try:
             with first:
                 check_pgvector(first, where)

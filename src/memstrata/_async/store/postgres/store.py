@@ -66,6 +66,7 @@ from memstrata.store.compaction import CompactReport
 from memstrata.store.one_model import ModelPin
 from memstrata.store.postgres.connection import (
     PgOptions,
+    connect_failure,
     driver,
     parse_url,
     transient,
@@ -330,12 +331,7 @@ class AsyncPostgresStore:
                 self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
         except psycopg.Error as exc:
-            raise StoreError(
-                f"cannot connect to {where}: {str(exc).strip()}; check the URL "
-                "(postgresql://user:password@host:port/database), that the server is running "
-                "and that the database exists",
-                retryable=transient(exc),
-            ) from None
+            raise connect_failure(exc, where) from None
         try:
             async with first:
                 await check_pgvector(first, where)
