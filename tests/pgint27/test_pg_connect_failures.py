@@ -196,3 +196,15 @@ def test_the_worker_ends_on_a_password_changed_under_it(pw_pg: OwnPostgres) -> N
             _admin(pw_pg, f"ALTER ROLE {ROLE} PASSWORD '{PASSWORD}'")
     finally:
         mem.close()
+
+
+def test_a_database_without_pgvector_is_not_retryable(pw_pg: OwnPostgres) -> None:
+    """A database where pgvector is installed but not enabled, and the role may not enable
+    it (not a superuser: vector is not a trusted extension): an operator must run CREATE
+    EXTENSION. The server-side case (no pgvector at all) takes the same path."""
+    with psycopg.connect(pw_pg.admin_url, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'pg27_novec'").fetchone():
+            conn.execute("CREATE DATABASE pg27_novec")
+    err = _refused(_url(pw_pg, ROLE, PASSWORD, db="pg27_novec"))
+    assert err.retryable is False
+    assert "CREATE EXTENSION vector" in str(err) and "may not enable it" in str(err)

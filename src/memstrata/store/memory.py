@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..audit import AuditEvent
+from ..clock import later
 from ..errors import ConflictError, NotFoundError, ValidationError, closed_store
 from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
@@ -784,7 +785,7 @@ class InMemoryStore:
                 return []
             owner = (due[0].tenant, due[0].user)
             mine = [j for j in due if (j.tenant, j.user) == owner][:limit]
-            lease = now + timedelta(seconds=lease_seconds)
+            lease = later(now, timedelta(seconds=lease_seconds))
             token = new_lease_token()
             claimed = [
                 replace(
