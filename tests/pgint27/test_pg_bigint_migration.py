@@ -17,11 +17,13 @@ from psycopg import sql
 
 import servers
 from memstrata import Memory, Scope
-from memstrata.store.postgres.schema import SCHEMA_VERSION
+from memstrata.store.postgres import schema
+from memstrata.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from store.reterm_files import pg_query, pg_schema, pg_version
 
 U = Scope("acme", "u1", session="s1")
-V18 = 18  # this branch's step (the lead may renumber it at merge)
+# this step's number (18 on its branch; a merge may renumber it): found by its text
+V18 = next(v for v, step in MIGRATIONS if step == schema._V18_BIGINT_COUNTS)
 WIDENED = {
     ("records", "version"),
     ("records", "access_count"),
