@@ -208,3 +208,16 @@ def test_a_database_without_pgvector_is_not_retryable(pw_pg: OwnPostgres) -> Non
     err = _refused(_url(pw_pg, ROLE, PASSWORD, db="pg27_novec"))
     assert err.retryable is False
     assert "CREATE EXTENSION vector" in str(err) and "may not enable it" in str(err)
+
+
+def test_the_api_keys_table_says_the_same(pw_pg: OwnPostgres) -> None:
+    """``memstrata serve --keys postgresql://...``: its own connection, the same answer (a
+    refused socket was not retryable there, a wrong password said only "check the URL")."""
+    from memstrata.server.pg_keys import PostgresKeyStore
+
+    with pytest.raises(StoreError, match="the password was refused") as caught:
+        PostgresKeyStore(_url(pw_pg, ROLE, "wrong"))
+    assert caught.value.retryable is False and "for the API keys" in str(caught.value)
+    with pytest.raises(StoreError) as caught:
+        PostgresKeyStore(f"postgresql://postgres@127.0.0.1:{free_port()}/postgres")
+    assert caught.value.retryable is True
