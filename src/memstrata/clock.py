@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-__all__ = ["Clock", "FixedClock", "SystemClock", "ensure_utc"]
+__all__ = ["END_OF_TIME", "Clock", "FixedClock", "SystemClock", "ensure_utc", "later"]
+
+# The last instant a datetime (and so a store) holds: 9999-12-31 23:59:59.999999 UTC.
+END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 
 
 class Clock(Protocol):
@@ -41,3 +44,14 @@ def ensure_utc(when: datetime) -> datetime:
     if when.tzinfo is None:
         return when.replace(tzinfo=UTC)
     return when.astimezone(UTC)
+
+
+def later(when: datetime, delta: timedelta) -> datetime:
+    """``when + delta``, or :data:`END_OF_TIME` when that is past the calendar's end: what is
+    scheduled after now (a job's retry, a lease, the next maintenance, a daily quota's
+    reset, ``flush``'s horizon) stops there instead of raising ``OverflowError`` with a
+    clock in the last days of year 9999 (a time every write accepts)."""
+    try:
+        return when + delta
+    except OverflowError:
+        return END_OF_TIME

@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 
 from memstrata.audit import AuditLog
 from memstrata.audit_types import AuditEvent
-from memstrata.clock import FixedClock
+from memstrata.clock import FixedClock, later
 from memstrata.consolidation import refresh_stale_summaries
 from memstrata.errors import ConflictError, NotFoundError, ValidationError
 from memstrata.filters import Filters
@@ -560,5 +560,5 @@ def schedule(store: Store, scope: Scope, now: datetime, every: timedelta) -> boo
     pending = store.list_jobs(scope.tenant, scope.user, status="pending")
     if any(j.kind == MAINTAIN for j in pending):
         return False
-    store.enqueue([make_maintain_job(scope, now + every, now)])
+    store.enqueue([make_maintain_job(scope, later(now, every), now)])
     return True

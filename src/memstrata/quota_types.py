@@ -7,6 +7,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from .clock import END_OF_TIME, later
 from .errors import QuotaExceededError, ValidationError
 from .scope import Scope
 
@@ -105,7 +106,10 @@ def parse_quota(spec: str) -> Quota:
 
 
 def next_midnight(now: datetime) -> datetime:
-    return (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    tomorrow = later(now, timedelta(days=1))
+    if tomorrow == END_OF_TIME:  # the calendar's last day: its counters last to its end
+        return tomorrow
+    return tomorrow.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def _hash(*parts: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import ValidationError
 from .scope import Scope
-from .validation import check_enum, check_int, check_names, check_unit
+from .validation import check_enum, check_names, check_unit, check_version
 
 __all__ = [
     "AccessControl",
@@ -186,7 +186,7 @@ class MemoryRecord:
             object.__setattr__(self, "role", _enum(Role, self.role, "role"))
         _unit(self.importance, "importance")
         _unit(self.confidence, "confidence")
-        check_int(self.version, "version", low=1)
+        check_version(self.id, self.version)
         object.__setattr__(self, "tags", _strings(self.tags, "tags"))
         object.__setattr__(self, "source_ids", _strings(self.source_ids, "source_ids"))
 

@@ -24,6 +24,7 @@ from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 __all__ = [
     "check_text_sink",
     "check_text_source",
+    "MAX_COUNT",
     "MAX_EMBEDDING_DIMS",
     "MAX_JSON_DEPTH",
     "MAX_TAGS",
@@ -43,6 +44,8 @@ __all__ = [
     "check_tags",
     "check_time",
     "check_unit",
+    "check_version",
+    "counted",
     "validate_record",
 ]
 
@@ -54,7 +57,10 @@ _MAX_JSON_INT_BITS = 14_000  # about 4,214 digits
 MAX_TAGS = 256
 MAX_TAG_CHARS = 256
 MAX_ID_CHARS = 256
-MAX_INT32 = 2**31 - 1  # a record's version and access count (PostgreSQL INTEGER columns)
+# A record's version and access count: what every store holds (SQLite's INTEGER, PostgreSQL's
+# BIGINT since schema 18). A version past it is refused (records.py, next_version); an access
+# count stops there (saturates: a statistic, not an identity).
+MAX_COUNT = 2**63 - 1
 MAX_EMBEDDING_DIMS = 65_536  # a vector's length (an import's embedding_dims, hashing:DIMS)
 
 E = TypeVar("E", bound=StrEnum)
@@ -114,6 +120,29 @@ def check_int(value: object, field: str, *, low: int | None = None, high: int | 
         shown = f"{value:,}" if value.bit_length() < 64 else f"a ~{digits}-digit number"
         raise ValidationError(f"{field} must be {bound}, got {shown}")
     return value
+
+
+def check_version(record_id: str, version: object) -> int:
+    """``version`` when a store can hold it: an int in [1, :data:`MAX_COUNT`]. Every change
+    of a record makes a version, so a record at the last one takes no further change: the
+    version after it is refused here, before anything is written, rather than as a driver's
+    overflow (PostgreSQL's "bigint out of range", SQLite's ``OverflowError``) or a version
+    no import takes."""
+    if isinstance(version, int) and not isinstance(version, bool) and version > MAX_COUNT:
+        shown = f"{version:,}" if version.bit_length() < 80 else "a number past 2**63 - 1"
+        raise ValidationError(
+            f"version must be in [1, {MAX_COUNT:,}] (2**63 - 1, the last one a store holds), "
+            f"got {shown} for record {record_id!r}: a record at the last version takes no "
+            "further change (an update, a delete or a restore each make one); nothing was "
+            "written: add its content as a new record and purge this one"
+        )
+    return check_int(version, "version", low=1)
+
+
+def counted(count: int, more: int = 1) -> int:
+    """An access count after ``more`` accesses: it stops at :data:`MAX_COUNT` (2**63 - 1),
+    as the stores' SQL does, instead of overflowing (a statistic, exact below that)."""
+    return min(count + more, MAX_COUNT)
 
 
 def check_number(
@@ -358,9 +387,9 @@ def validate_record(record: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
         raise ValidationError(f"content_hash must be a string, got {_kind(r.content_hash)}")
     for name in ("importance", "confidence", "decay_score"):
         check_unit(getattr(r, name), name)
-    # PostgreSQL keeps both in an INTEGER column, SQLite in a 64-bit one: one bound for all
-    check_int(r.version, "version", low=1, high=MAX_INT32)
-    check_int(r.access_count, "access_count", low=0, high=MAX_INT32)
+    # every store keeps both in a 64-bit integer: one bound for all
+    check_int(r.version, "version", low=1, high=MAX_COUNT)
+    check_int(r.access_count, "access_count", low=0, high=MAX_COUNT)
     if r.embedding_dims is not None:
         check_int(r.embedding_dims, "embedding_dims", low=1, high=MAX_EMBEDDING_DIMS)
     times = {}

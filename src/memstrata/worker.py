@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from datetime import datetime, timedelta
 
-from memstrata.clock import Clock
+from memstrata.clock import Clock, later
 from memstrata.errors import (
     ConflictError,
     NotFoundError,
@@ -157,7 +157,7 @@ class Heartbeat:
                 self.renew(claim)
 
     def renew(self, claim: _Claim) -> None:
-        until = self._clock.now() + timedelta(seconds=self._lease)
+        until = later(self._clock.now(), timedelta(seconds=self._lease))
         try:
             held = set(self._store.renew_leases(claim.token, until))
         except Exception:  # the store may be busy or gone: the lease runs down meanwhile
@@ -248,7 +248,7 @@ class JobRunner:
             if stopping is not None and stopping():
                 return report
             now = self._clock.now()
-            horizon = now + timedelta(days=3650) if include_delayed or wait else None
+            horizon = later(now, timedelta(days=3650)) if include_delayed or wait else None
             claimed = self._store.claim_jobs(
                 now,
                 limit=size,
@@ -416,7 +416,7 @@ class JobRunner:
             self._store.fail_job(
                 job.id,
                 message,
-                self._clock.now() + retry_delay(attempts),
+                later(self._clock.now(), retry_delay(attempts)),
                 lease_token=job.lease_token,
             )
             level = logging.DEBUG if _expected(exc) else logging.WARNING

@@ -3,8 +3,9 @@ takes: PostgreSQL's INTEGER) leaves no room for what follows: on PostgreSQL ever
 update and ``set_access`` of it is a ``StoreError`` ("integer out of range"), and every
 search that finds it fails its write-behind batch (the access counts of the other records
 of that batch lost, a warning each time); SQLite and ``memory://`` go past 2**31 - 1, to an
-export that no memstrata imports. Found by audit26 (xfail for the stores' owner: a bound
-below 2**31 - 1 on import would only move the edge, since what is imported at it grows)."""
+export that no memstrata imports. Found by audit26; fixed by pgint27 (session 27): BIGINT
+columns on PostgreSQL (schema 18) and an import bound of 2**63 - 1 on every store (what
+happens at that edge: tests/pgint27/test_counts_at_the_int64_edge.py)."""
 
 from __future__ import annotations
 
@@ -28,26 +29,17 @@ def _export_with(field: str, value: int) -> tuple[str, str]:
     return rid, "\n".join([head, json.dumps(item), end]) + "\n"
 
 
-FIX = (
-    "an import takes version/access_count up to 2**31 - 1, which leaves PostgreSQL's INTEGER "
-    "columns no room; fix: BIGINT columns in store/postgres (a migration) and "
-    "validation.validate_record's bound raised to 2**63 - 1, as SQLite holds"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=FIX)
 def test_a_record_imported_at_the_edge_can_be_deleted_and_exported_again(mem: Memory) -> None:
     rid, text = _export_with("version", 2**31 - 1)
     mem.import_records(io.StringIO(text))
-    assert mem.delete(U, rid).status == "deleted"  # PostgreSQL: StoreError, out of range
+    assert mem.delete(U, rid).status == "deleted"  # PostgreSQL was: StoreError, out of range
     buf = io.StringIO()
     mem.export_records(U, buf)
     with Memory("memory://", embedder="hashing", background=False) as again:
-        # SQLite, memory://: version 2**31 + 1 exported, refused by every import
+        # SQLite, memory:// were: version 2**31 exported, refused by every import
         assert again.import_records(io.StringIO(buf.getvalue())).imported == 1
 
 
-@pytest.mark.xfail(strict=True, reason=FIX)
 def test_searches_over_a_record_read_2_31_times_keep_counting(
     mem: Memory, caplog: pytest.LogCaptureFixture
 ) -> None:

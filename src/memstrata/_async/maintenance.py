@@ -40,7 +40,7 @@ from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.rederive import rederive
 from memstrata._async.store.base import AsyncStore
 from memstrata.audit_types import AuditEvent
-from memstrata.clock import FixedClock
+from memstrata.clock import FixedClock, later
 from memstrata.errors import ConflictError, NotFoundError, ValidationError
 from memstrata.filters import Filters
 from memstrata.maintenance_types import (
@@ -563,5 +563,5 @@ async def schedule(store: AsyncStore, scope: Scope, now: datetime, every: timede
     pending = await store.list_jobs(scope.tenant, scope.user, status="pending")
     if any(j.kind == MAINTAIN for j in pending):
         return False
-    await store.enqueue([make_maintain_job(scope, now + every, now)])
+    await store.enqueue([make_maintain_job(scope, later(now, every), now)])
     return True

@@ -39,7 +39,7 @@ from memstrata.aio.cancellation import given_back, to_the_end  # async-only
 from memstrata.aio.worker_tasks import AsyncFinished, AsyncSignal, AsyncSpawned, spawn  # async-only
 
 # sync: from memstrata.worker_threads import Finished, Signal, Spawned, spawn
-from memstrata.clock import Clock
+from memstrata.clock import Clock, later
 from memstrata.errors import (
     ConflictError,
     NotFoundError,
@@ -160,7 +160,7 @@ class AsyncHeartbeat:
                 await self.renew(claim)
 
     async def renew(self, claim: _Claim) -> None:
-        until = self._clock.now() + timedelta(seconds=self._lease)
+        until = later(self._clock.now(), timedelta(seconds=self._lease))
         try:
             held = set(await self._store.renew_leases(claim.token, until))
         except Exception:  # the store may be busy or gone: the lease runs down meanwhile
@@ -251,7 +251,7 @@ class AsyncJobRunner:
             if stopping is not None and stopping():
                 return report
             now = self._clock.now()
-            horizon = now + timedelta(days=3650) if include_delayed or wait else None
+            horizon = later(now, timedelta(days=3650)) if include_delayed or wait else None
             claimed = self._store.claim_jobs(
                 now,
                 limit=size,
@@ -428,7 +428,7 @@ class AsyncJobRunner:
             await self._store.fail_job(
                 job.id,
                 message,
-                self._clock.now() + retry_delay(attempts),
+                later(self._clock.now(), retry_delay(attempts)),
                 lease_token=job.lease_token,
             )
             level = logging.DEBUG if _expected(exc) else logging.WARNING

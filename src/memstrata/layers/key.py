@@ -34,7 +34,7 @@ from memstrata.records import (
 from memstrata.scope import Scope
 from memstrata.store.types import ListQuery
 from memstrata.text import content_hash, validate_content
-from memstrata.validation import check_id, check_int
+from memstrata.validation import MAX_COUNT, check_id, check_int
 from memstrata.writes import check_owner, check_scope
 
 __all__ = ["KeyMemoryService", "key_order", "key_sort_key"]
@@ -127,7 +127,7 @@ class KeyMemoryService:
     ) -> MemoryRecord:
         """A new version of an entry; ``ConflictError`` if ``expected_version`` is stale."""
         check_owner(scope)
-        check_int(expected_version, "expected_version", low=1, high=2**62)
+        check_int(expected_version, "expected_version", low=1, high=MAX_COUNT)
         if priority is not None:
             _priority(priority)
         current = self.get(scope, record_id)

@@ -28,6 +28,7 @@ from memstrata.search.scoring import access_heat, recency
 from memstrata.search.search_tasks import SEARCH_POOL, join, settle, spawn
 from memstrata.store.base import Candidate, Store
 from memstrata.store.types import RecordView
+from memstrata.validation import counted
 
 __all__ = ["RankedHits", "search", "search_ranked"]
 
@@ -46,7 +47,7 @@ def _touched(rec: MemoryRecord, now: datetime) -> MemoryRecord:
     fields = _FIELDS if type(rec) is MemoryRecord else [f.name for f in dataclasses.fields(rec)]
     for name in fields:
         object.__setattr__(out, name, getattr(rec, name))
-    object.__setattr__(out, "access_count", rec.access_count + 1)
+    object.__setattr__(out, "access_count", counted(rec.access_count))
     object.__setattr__(out, "last_accessed_at", now)
     return out
 

@@ -109,7 +109,7 @@ class MemoryIn(Request):
 class MemoryPatch(Request):
     expected_version: int = Field(
         ge=1,
-        le=2**31,
+        le=2**63 - 1,
         description="The version you read; a newer one makes this a 409 and changes nothing.",
     )
     content: Text | None = None
@@ -160,7 +160,7 @@ class KeyMemoryIn(Request):
 
 
 class KeyMemoryPatch(Request):
-    expected_version: int = Field(ge=1, le=2**31)
+    expected_version: int = Field(ge=1, le=2**63 - 1)
     text: Annotated[str, Field(min_length=1, max_length=4000)] | None = None
     priority: int | None = Field(None, ge=-1000, le=1000)
 

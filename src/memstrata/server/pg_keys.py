@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import MemstrataError, NotFoundError, StoreError
 from ..store.key_rows import pg_registration
-from ..store.postgres.connection import driver, parse_url, translate
+from ..store.postgres.connection import connect_failure, driver, parse_url, translate
 from ..store.postgres.migrations import check_pgvector, migrate
 from ..store.postgres.reach import RECONNECT_S, Reach
 from .keys import (
@@ -58,10 +58,7 @@ class PostgresKeyStore:
         try:
             first = psycopg.connect(options.conninfo, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise StoreError(
-                f"cannot connect to {self._where} for the API keys: {str(exc).strip()}; check "
-                "the URL and that the server is running"
-            ) from None
+            raise connect_failure(exc, self._where, " for the API keys") from None
         try:
             with first:  # the same schema steps the store applies (api_keys is step 5)
                 check_pgvector(first, self._where)

@@ -19,11 +19,13 @@ from typing import Any
 import numpy as np
 
 from ..audit import AuditEvent
+from ..clock import later
 from ..errors import ConflictError, NotFoundError, ValidationError, closed_store
 from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
+from ..validation import counted
 from . import memory_dump as dump
 from . import quota_counters as qc
 from .base import (
@@ -379,24 +381,26 @@ class InMemoryStore:
         if scope.caller is not None:
             return []
         status = RecordStatus(status)
-        changed: list[str] = []
+        changes: list[tuple[_Entry, MemoryRecord]] = []
         for record_id in dict.fromkeys(ids):
             entry = self._visible(scope, record_id)
             if entry is None or entry.record.status is status:
                 continue
-            undo.append(self._snapshot(entry))
-            old = entry.record
-            entry.history.append(old)
-            entry.record = replace(
-                old,
+            new = replace(  # refuses a version past 2**63 - 1 before anything is changed
+                entry.record,
                 status=status,
-                version=old.version + 1,
+                version=entry.record.version + 1,
                 updated_at=at,
                 deleted_at=at if status is RecordStatus.DELETED else None,
             )
-            changed.append(record_id)
+            changes.append((entry, new))
+        for entry, new in changes:
+            undo.append(self._snapshot(entry))
+            old = entry.record
+            entry.history.append(old)
+            entry.record = new
             self._changed(old.tenant, old.user)
-        return changed
+        return [new.id for _, new in changes]
 
     def _drop(self, entry: _Entry) -> tuple[int, int, int]:
         del self._entries[_key(entry.record)]
@@ -541,7 +545,7 @@ class InMemoryStore:
                     last = entry.record.last_accessed_at
                     entry.record = replace(
                         entry.record,
-                        access_count=entry.record.access_count + 1,
+                        access_count=counted(entry.record.access_count),
                         last_accessed_at=at if last is None else max(last, at),
                     )
 
@@ -791,7 +795,7 @@ class InMemoryStore:
                 return []
             owner = (due[0].tenant, due[0].user)
             mine = [j for j in due if (j.tenant, j.user) == owner][:limit]
-            lease = now + timedelta(seconds=lease_seconds)
+            lease = later(now, timedelta(seconds=lease_seconds))
             token = new_lease_token()
             claimed = [
                 replace(

@@ -33,7 +33,16 @@ from ...errors import (
 )
 from .. import one_model
 
-__all__ = ["PgOptions", "driver", "mapped", "parse_url", "transient", "translate"]
+__all__ = [
+    "PgOptions",
+    "connect_failure",
+    "driver",
+    "mapped",
+    "parse_url",
+    "refusal",
+    "transient",
+    "translate",
+]
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -138,13 +147,117 @@ _TRANSIENT = frozenset({"57P01", "57P02", "57P03", "57014", "55P03", "55006", "4
 _DISK_FULL = "53100"
 
 
+# A connection the server (or libpq) refuses for a reason waiting will not change: an operator
+# must act. psycopg gives no SQLSTATE for a failed connection (libpq keeps the fields of the
+# startup error to itself: e.sqlstate and e.diag are empty, checked with psycopg 3.2), so
+# its message is read: PostgreSQL's own words (28P01, 28000, 3D000, 42501, 55000 in the
+# server's code) and libpq's. A server whose lc_messages is not English says them in
+# another language, which is not recognised: its refusals stay retryable, as before.
+# Everything else that fails a connection may pass by itself: refused (the server is down
+# or restarting), a timeout, "the database system is starting up" / "shutting down" / "in
+# recovery mode" (57P03), "too many clients" / "too many connections for role" (53300), a
+# name server that did not answer.
+_REFUSALS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), fix)
+    for pattern, fix in (
+        (
+            r"password authentication failed for user",
+            "the password was refused (SQLSTATE 28P01): put the role's password in the URL "
+            "(postgresql://user:password@host/database)",
+        ),
+        (
+            r"no password supplied|password is required|fe_sendauth",
+            "the server asks for a password and none was given: put it in the URL "
+            "(postgresql://user:password@host/database), PGPASSWORD or ~/.pgpass",
+        ),
+        (
+            r"authentication failed for user",
+            "the server's authentication (pg_hba.conf: peer, ident, scram, cert ...) refused "
+            "this user (SQLSTATE 28000): connect as a user it accepts, or change pg_hba.conf",
+        ),
+        (
+            r'role "[^"]*" does not exist',
+            "no such role (SQLSTATE 28000): fix the URL's user, or create the role "
+            "(CREATE ROLE name LOGIN PASSWORD '...')",
+        ),
+        (
+            r'database "[^"]*" does not exist',
+            "no such database (SQLSTATE 3D000): fix the URL's database name, or create it "
+            "(CREATE DATABASE name)",
+        ),
+        (
+            r"no pg_hba\.conf entry",
+            "the server's pg_hba.conf has no line letting this user reach this database from "
+            "here (SQLSTATE 28000): add one and reload the server, or connect as a user it lists",
+        ),
+        (
+            r"is not permitted to log in",
+            "the role may not log in (NOLOGIN): ALTER ROLE name LOGIN, or use another role",
+        ),
+        (
+            r"permission denied for database",
+            "the role lacks CONNECT on the database (SQLSTATE 42501): GRANT CONNECT ON "
+            "DATABASE name TO role",
+        ),
+        (
+            r"is not currently accepting connections",
+            "the database refuses connections (ALLOW_CONNECTIONS false, SQLSTATE 55000): "
+            "ALTER DATABASE name ALLOW_CONNECTIONS true, or use another database",
+        ),
+        (
+            r"does not support SSL|certificate|sslmode value",
+            "the server's TLS does not match the URL's sslmode or certificates: fix the "
+            "URL's ssl options or the server's TLS setup",
+        ),
+        (
+            r"could not translate host name .*(not known|no address)",
+            "no such host name: fix the URL's host",
+        ),
+    )
+)
+
+
+def refusal(exc: BaseException) -> str | None:
+    """What an operator must do when ``exc`` is a connection refused for good (a wrong
+    password, an unknown role or database ...: see :data:`_REFUSALS`), else ``None``."""
+    if getattr(exc, "sqlstate", None) is not None:
+        return None
+    message = str(exc)
+    for pattern, fix in _REFUSALS:
+        if pattern.search(message):
+            return fix
+    return None
+
+
+def connect_failure(exc: BaseException, where: str, what: str = "") -> StoreError:
+    """A connection to ``where`` that could not be made (opening a store, the API keys):
+    not retryable when :func:`refusal` names what an operator must do, else retryable
+    (:func:`transient`). ``what``: what the connection was for (" for the API keys")."""
+    said = str(exc).strip()
+    fix = refusal(exc)
+    if fix is not None:
+        return StoreError(
+            f"cannot connect to {where}{what}: {said}; {fix}; nothing was written "
+            "(retrying will not help until this is done)"
+        )
+    return StoreError(
+        f"cannot connect to {where}{what}: {said}; check the URL "
+        "(postgresql://user:password@host:port/database), that the server is running "
+        "and that the database exists",
+        retryable=transient(exc),
+    )
+
+
 def transient(exc: BaseException) -> bool:
     """Whether a driver error may pass by itself (see the SQLSTATEs above): a connection
-    error the driver raised without one (a lost socket, psycopg_pool's timeout) too."""
+    error the driver raised without one (a lost socket, psycopg_pool's timeout) too, unless
+    it is a :func:`refusal` (a wrong password, an unknown role or database ...)."""
     import psycopg
 
     state = getattr(exc, "sqlstate", None)
     if state is None:
+        if refusal(exc) is not None:
+            return False
         return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
     if state == _DISK_FULL:
         return False
@@ -180,6 +293,9 @@ def translate(
         if committing
         else "nothing of this call was written"
     )
+    fix = refusal(exc)
+    if fix is not None:  # a new connection of the pool's, or the LISTEN one
+        return StoreError(f"{where} refused the connection ({message}): {fix}; {undone}")
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
         return StoreError(
             f"{where} refused this user: {message}; connect as a role that holds that "

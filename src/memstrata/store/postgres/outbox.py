@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from memstrata.clock import later
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from memstrata.store.postgres.pipeline import begin_transaction
@@ -143,7 +144,7 @@ def claim_jobs(
         ).fetchone():
             continue  # one of this user's jobs is running under a live lease
         token = new_lease_token()
-        lease = encode_time(now + timedelta(seconds=lease_seconds))
+        lease = encode_time(later(now, timedelta(seconds=lease_seconds)))
         rows = (
             conn.execute(
                 f"UPDATE jobs SET status = 'running', lease_until = %s, lease_token = %s, "

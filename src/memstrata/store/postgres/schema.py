@@ -443,6 +443,22 @@ _V15_OWN_VECTORS = (
 )
 
 
+# v18: the counts that data or use drive past 2**31 - 1 (an imported record's version or
+# access count, a job's attempts) are BIGINT, as SQLite's INTEGER is: at INTEGER, a record
+# imported at version 2**31 - 1 could not be deleted nor its access counted ("integer out of
+# range"). Each ALTER rewrites its table and rebuilds its indexes (record_history's primary
+# key holds version), holding every read and write of it until done: 2.6 s at 100,000
+# records of ~400 characters, 169 MB (docs/measurements.md, session 27); the other
+# processes on the database wait that long. It runs in the migration's one transaction, so
+# a process killed in the middle leaves the INTEGER columns and version 17 as they were, and
+# the next open does it all again. USING is not needed (int4 to int8 is an implicit cast).
+_V18_BIGINT_COUNTS = """
+ALTER TABLE records ALTER COLUMN version TYPE BIGINT, ALTER COLUMN access_count TYPE BIGINT;
+ALTER TABLE record_history ALTER COLUMN version TYPE BIGINT;
+ALTER TABLE jobs ALTER COLUMN attempts TYPE BIGINT;
+"""
+
+
 Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
 
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
@@ -464,6 +480,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     # v16: a vector of a model other than the store's is refused (store/one_model.py)
     (16, PG_TRIGGERS),
     (17, _v17_fold),
+    (18, _V18_BIGINT_COUNTS),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

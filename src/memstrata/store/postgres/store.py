@@ -57,6 +57,7 @@ from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import (
     PgOptions,
+    connect_failure,
     driver,
     parse_url,
     transient,
@@ -118,6 +119,7 @@ from memstrata.store.types import (
     seqs_in_order,
     user_ids,
 )
+from memstrata.validation import MAX_COUNT, check_version, counted
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -324,12 +326,7 @@ class PostgresStore:
                 self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
         except psycopg.Error as exc:
-            raise StoreError(
-                f"cannot connect to {where}: {str(exc).strip()}; check the URL "
-                "(postgresql://user:password@host:port/database), that the server is running "
-                "and that the database exists",
-                retryable=transient(exc),
-            ) from None
+            raise connect_failure(exc, where) from None
         try:
             with first:
                 check_pgvector(first, where)
@@ -1004,6 +1001,7 @@ class PostgresStore:
         for row in self._visible(c, scope, ids, "seq, id, " + ", ".join(columns), lock=True):
             if row["status"] == status.value:
                 continue
+            check_version(row["id"], row["version"] + 1)  # the transaction is rolled back
             delta = {col: ["=", row[col]] for col in columns}
             c.execute(_ARCHIVE, (row["seq"], row["version"], encode_delta(delta)))
             c.execute(
@@ -1295,7 +1293,8 @@ class PostgresStore:
                         del self._in_flight[key]
 
         write = Statement(
-            "UPDATE records SET access_count = access_count + 1, "
+            # stops at 2**63 - 1 (validation.counted): BIGINT's overflow would fail the batch
+            f"UPDATE records SET access_count = least(access_count, {MAX_COUNT - 1}) + 1, "
             "last_accessed_at = greatest(last_accessed_at, %s) "
             f"WHERE id = ANY(%s) AND {where}",
             [stamp, unique, *args],
@@ -1938,7 +1937,8 @@ def _with_touches(row: dict[str, Any], stamps: Sequence[str]) -> dict[str, Any]:
     for stamp in stamps:
         if last is None or stamp > last:
             last = stamp
-    return {**row, "access_count": int(row["access_count"]) + len(stamps), "last_accessed_at": last}
+    count = counted(int(row["access_count"]), len(stamps))
+    return {**row, "access_count": count, "last_accessed_at": last}
 
 
 def _row_keys(scope: Scope, ids: Iterable[str]) -> builtins.list[tuple[str, str, str]]:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from ...clock import later
 from ...errors import NotFoundError, ValidationError
 from ...jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from .codec import decode_time, encode_time
@@ -176,7 +177,7 @@ def claim_jobs(
         [*base, first["tenant"], first["user"], limit],
     ).fetchall()
     token = new_lease_token()
-    lease = encode_time(now + timedelta(seconds=lease_seconds))
+    lease = encode_time(later(now, timedelta(seconds=lease_seconds)))
     claimed: list[Job] = []
     for row in rows:
         conn.execute(

@@ -33,6 +33,7 @@ from ...filters import Filters
 from ...jobs import Fence, Job, current_fence
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
+from ...validation import MAX_COUNT, check_version, counted
 from .. import one_model, shared_sql
 from .. import quota_counters as qc
 from ..base import (
@@ -888,6 +889,7 @@ class SQLiteStore:
         for row in self._visible(c, scope, ids, "seq, id, " + ", ".join(columns)):
             if row["status"] == status.value:
                 continue
+            check_version(row["id"], row["version"] + 1)  # the transaction is rolled back
             delta = {col: ["=", row[col]] for col in columns}
             c.execute(_ARCHIVE, (row["seq"], row["version"], encode_delta(delta)))
             c.execute(
@@ -1437,10 +1439,11 @@ class SQLiteStore:
         touches: dict[int, tuple[int, datetime]],
         counts: dict[tuple[int, str], int],
     ) -> None:
-        # A record purged since is simply not matched (no error, nothing written).
+        # A record purged since is simply not matched (no error, nothing written). The count
+        # stops at 2**63 - 1 (validation.counted): past it SQLite would turn it into a REAL.
         c.executemany(
-            "UPDATE records SET access_count = access_count + ?1, last_accessed_at "
-            "= max(coalesce(last_accessed_at, ?2), ?2) WHERE seq = ?3",
+            f"UPDATE records SET access_count = min(access_count, {MAX_COUNT} - ?1) + ?1, "
+            "last_accessed_at = max(coalesce(last_accessed_at, ?2), ?2) WHERE seq = ?3",
             [(n, encode_time(last), seq) for seq, (n, last) in touches.items()],
         )
         c.executemany(
@@ -1461,7 +1464,7 @@ class SQLiteStore:
             if pending is not None:
                 values = dict(zip(row.keys(), row, strict=True))
                 last = decode_time(values["last_accessed_at"])
-                values["access_count"] = int(values["access_count"]) + pending[0]
+                values["access_count"] = counted(int(values["access_count"]), pending[0])
                 values["last_accessed_at"] = encode_time(
                     pending[1] if last is None else max(last, pending[1])
                 )

@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 
 from memstrata._async.store.postgres.pipeline import begin_transaction
+from memstrata.clock import later
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from memstrata.store.sqlite.codec import encode_time
@@ -141,7 +142,7 @@ async def claim_jobs(
         ).fetchone():
             continue  # one of this user's jobs is running under a live lease
         token = new_lease_token()
-        lease = encode_time(now + timedelta(seconds=lease_seconds))
+        lease = encode_time(later(now, timedelta(seconds=lease_seconds)))
         rows = await (
             await conn.execute(
                 f"UPDATE jobs SET status = 'running', lease_until = %s, lease_token = %s, "

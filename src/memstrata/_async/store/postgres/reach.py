@@ -31,6 +31,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from memstrata.errors import StoreError
+from memstrata.store.postgres.connection import refusal
 
 # sync: import threading
 
@@ -66,6 +67,7 @@ class AsyncReach:
         self._probe_lock = asyncio.Lock()
         self._probed_at = float("-inf")
         self._probe_error: str | None = None
+        self._probe_fix: str | None = None  # connection.refusal's: an operator must act
 
     @asynccontextmanager
     async def connection(self, pool: Any, timeout: float | None = None) -> AsyncIterator[Any]:
@@ -109,11 +111,17 @@ class AsyncReach:
                     )
                 except psycopg.Error as exc:
                     self._probe_error = str(exc).strip().splitlines()[0]
+                    self._probe_fix = refusal(exc)
                 else:
-                    self._probe_error = None
+                    self._probe_error = self._probe_fix = None
                     await probe.close()
                 self._probed_at = time.monotonic()
-            error = self._probe_error
+            error, fix = self._probe_error, self._probe_fix
+        if fix is not None:  # a password changed, a role or database dropped ...
+            raise StoreError(
+                f"{self.where} refuses new connections ({error}): {fix}; nothing of this "
+                "call was written"
+            )
         if error is not None:
             raise StoreError(
                 f"cannot reach {self.where} ({error}): the server is down or refuses "
