@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .audit_types import PURGED, AuditEvent, AuditQuery, redacted_event, unknown_event
+from .audit_types import (
+    PURGED,
+    AuditEvent,
+    AuditQuery,
+    redacted_event,
+    unknown_event,
+    without_reader,
+)
 from .errors import StoreError
 
 if TYPE_CHECKING:
@@ -26,6 +33,7 @@ __all__ = [
     "audit_store",
     "sqlite_append_audit",
     "sqlite_audit_row",
+    "sqlite_redact_reader",
     "sqlite_redact_subject",
 ]
 
@@ -35,9 +43,12 @@ log = logging.getLogger("memstrata.audit")
 class InMemoryAudit:
     """The audit log of a ``memory://`` store: a list, gone with the process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, in_transactions: bool = False) -> None:
         self._events: list[AuditEvent] = []
         self._lock = threading.Lock()
+        # ``memory://``'s own log: its units of work append events with their writes
+        # (store/memory.py); the fallback log of a store without one cannot.
+        self.audit_in_transactions = in_transactions
 
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
         with self._lock:
@@ -58,23 +69,69 @@ class InMemoryAudit:
         return found[query.offset : query.offset + query.limit]
 
     def redact_subject(self, tenant: str, user: str) -> int:
+        """The user's events lose who and which ids; other users' ``set_access`` events
+        lose the user from the readers they list (the events stay)."""
+        n = 0
         with self._lock:
-            hits = [i for i, e in enumerate(self._events) if e.tenant == tenant and e.user == user]
-            for i in hits:
-                self._events[i] = redacted_event(self._events[i], user)
-        return len(hits)
+            for i, e in enumerate(self._events):
+                if e.tenant != tenant:
+                    continue
+                kept = redacted_event(e, user) if e.user == user else without_reader(e, user)
+                if kept is not e:
+                    self._events[i] = kept
+                    n += 1
+        return n
+
+
+# The one key of ``meta`` that lets the audit log's trigger take a reader out of other
+# users' ``set_access`` events (migration 16): set and deleted inside the purge's own
+# transaction, so no other connection ever sees it and no commit keeps it.
+REDACT_READER_KEY = "audit_redact_reader"
 
 
 def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> int:
     """The SQLite redaction, inside the caller's transaction (the store's purge). The
-    table's trigger lets exactly this update through and refuses every other."""
+    table's trigger lets exactly these updates through and refuses every other: the
+    user's own events lose who and which ids, and other users' ``set_access`` events lose
+    the user from ``details.allowed_users`` (:func:`sqlite_redact_reader`)."""
     cur = conn.execute(
         "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
         "actor = CASE WHEN instr(actor, ?3) > 0 THEN ?1 ELSE actor END "
         "WHERE tenant = ?2 AND user = ?3",
         (PURGED, tenant, user),
     )
-    return int(cur.rowcount)
+    return int(cur.rowcount) + sqlite_redact_reader(conn, tenant, user)
+
+
+# Other users' set_access events naming the user as a reader (the JSON string, then the
+# parsed list: an id that is a substring of another's is not taken).
+_NAMES_READER = (
+    "tenant = ?1 AND action = 'set_access' AND instr(details, ?3) > 0 AND EXISTS "
+    "(SELECT 1 FROM json_each(audit_log.details, '$.allowed_users') WHERE value = ?2)"
+)
+
+
+def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> int:
+    """Take ``user`` out of the readers listed in other users' ``set_access`` events
+    (the events stay, with their other readers), inside the caller's transaction. The
+    trigger allows it only while ``meta`` holds :data:`REDACT_READER_KEY` naming that
+    user, set here and deleted before this returns (same transaction)."""
+    args = (tenant, user, json.dumps(user, ensure_ascii=False))
+    if conn.execute(f"SELECT 1 FROM audit_log WHERE {_NAMES_READER} LIMIT 1", args).fetchone():
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (REDACT_READER_KEY, user)
+        )
+        try:
+            cur = conn.execute(
+                "UPDATE audit_log SET details = json_set(details, '$.allowed_users', json(("
+                "SELECT json_group_array(value) FROM json_each(audit_log.details, "
+                f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
+                args,
+            )
+        finally:
+            conn.execute("DELETE FROM meta WHERE key = ?", (REDACT_READER_KEY,))
+        return int(cur.rowcount)
+    return 0
 
 
 _COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
@@ -191,6 +248,8 @@ def audit_store(store: object) -> AuditStore:
 
     if isinstance(store, SQLiteStore):
         return SQLiteAudit(store)
+    if isinstance(store, InMemoryStore):
+        return store.audit_log
     if not isinstance(store, InMemoryStore):
         # A backend without its own audit table (PostgreSQL today): keep the events in
         # process memory and say so, rather than refusing to open the store.

@@ -44,7 +44,7 @@ def test_a_postgres_schema_16_is_re_termed_like_a_fresh_write() -> None:
             after = _hits(store, tokenize)
         finally:
             store.close()
-        assert pg_version(url) == SCHEMA_VERSION == 17
+        assert pg_version(url) == SCHEMA_VERSION >= 17
         got = pg_rows(url)
         assert got == pg_rows(fresh)
         assert _statistics(url) == _recount(url)
