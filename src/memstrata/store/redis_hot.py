@@ -680,6 +680,7 @@ class RedisHotStore:
 
         def run() -> tuple[int, int]:
             deleted = self._delete_user_keys(tenant, user)
+            self._drop_sessions_naming(tenant, user)
             left = 0
             for _ in self._redis.scan_iter(match=self._user_prefix(tenant, user) + "*", count=500):
                 left += 1
@@ -693,6 +694,15 @@ class RedisHotStore:
         # The Redis keys are copies of what the durable report already counts (turns, cache
         # entries): only what survives there is added, to ``remaining``.
         return replace(report, remaining=report.remaining + left)
+
+    def _drop_sessions_naming(self, tenant: str, user: str) -> None:
+        """Other users' cached sessions with a turn naming ``user`` (a reader the durable
+        purge took out of it: store/purged_reader.py) are dropped, loaded again from the
+        durable store when next read."""
+        needle = json.dumps(user).encode()
+        for name in self._redis.scan_iter(match=f"{self._prefix}:{_enc(tenant)}:*:turns"):
+            if any(needle in item for item in self._redis.lrange(name, 0, -1)):
+                self._redis.delete(name, name[: -len(b"turns")] + b"meta")
 
     def _delete_user_keys(self, tenant: str, user: str) -> int:
         from memstrata.quotas import subject_hash  # quotas imports the store package

@@ -1,0 +1,37 @@
+"""With ``buffer=`` (Redis keeps sessions' recent turns): a turn another user shared with
+the purged user is not read from Redis with its old readers after the purge."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from memstrata import Memory, Scope
+from memstrata.errors import NotFoundError
+
+BOB = Scope("acme", "bob", session="s1")
+CAROL_ID = "carol.smith@example.com"
+CAROL = Scope("acme", CAROL_ID)
+
+
+@pytest.fixture
+def mem(pg_url: str, redis_buffer_url: str) -> Iterator[Memory]:
+    m = Memory(pg_url, embedder="hashing", background=False, buffer=redis_buffer_url)
+    yield m
+    m.close()
+
+
+def test_a_cached_turn_loses_the_purged_reader(mem: Memory) -> None:
+    mem.add(CAROL, "carol's own note")
+    turns = mem.add_messages(BOB, [{"role": "user", "content": f"bob says {i}"} for i in range(3)])
+    mem.set_access(BOB, turns[1].id, visibility="shared", allowed_users=[CAROL_ID, "dave"])
+    as_carol = BOB.as_caller(CAROL_ID)
+    assert [t.id for t in mem.store.recent_turns(as_carol, 10)] == [turns[1].id]  # cached now
+    mem.purge(CAROL.user_scope)
+    assert mem.store.recent_turns(as_carol, 10) == []
+    with pytest.raises(NotFoundError):
+        mem.get(as_carol, turns[1].id)
+    assert [t.id for t in mem.store.recent_turns(BOB.as_caller("dave"), 10)] == [turns[1].id]
+    kept = mem.store.recent_turns(BOB, 10)
+    assert [t.access.allowed_users for t in kept] == [(), ("dave",), ()]
