@@ -700,7 +700,9 @@ class RedisHotStore:
         purge took out of it: store/purged_reader.py) are dropped, loaded again from the
         durable store when next read."""
         needle = json.dumps(user).encode()
-        for name in self._redis.scan_iter(match=f"{self._prefix}:{_enc(tenant)}:*:turns"):
+        for name in self._redis.scan_iter(
+            match=f"{self._prefix}:{_enc(tenant)}:*:turns", count=500
+        ):
             if any(needle in item for item in self._redis.lrange(name, 0, -1)):
                 self._redis.delete(name, name[: -len(b"turns")] + b"meta")
 
