@@ -83,17 +83,11 @@ class InMemoryAudit:
         return n
 
 
-# The one key of ``meta`` that lets the audit log's trigger take a reader out of other
-# users' ``set_access`` events (migration 16): set and deleted inside the purge's own
-# transaction, so no other connection ever sees it and no commit keeps it.
-REDACT_READER_KEY = "audit_redact_reader"
-
-
 def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> int:
-    """The SQLite redaction, inside the caller's transaction (the store's purge). The
-    table's trigger lets exactly these updates through and refuses every other: the
-    user's own events lose who and which ids, and other users' ``set_access`` events lose
-    the user from ``details.allowed_users`` (:func:`sqlite_redact_reader`)."""
+    """The SQLite redaction, inside the caller's transaction (the store's purge): the
+    user's own events lose who and which ids (the one update the table's trigger lets
+    through), and other users' ``set_access`` events lose the user from
+    ``details.allowed_users`` (:func:`sqlite_redact_reader`)."""
     cur = conn.execute(
         "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
         "actor = CASE WHEN instr(actor, ?3) > 0 THEN ?1 ELSE actor END "
@@ -113,25 +107,32 @@ _NAMES_READER = (
 
 def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> int:
     """Take ``user`` out of the readers listed in other users' ``set_access`` events
-    (the events stay, with their other readers), inside the caller's transaction. The
-    trigger allows it only while ``meta`` holds :data:`REDACT_READER_KEY` naming that
-    user, set here and deleted before this returns (same transaction)."""
+    (the events stay, with their other readers), inside the caller's transaction (the
+    store's purge: ``BEGIN IMMEDIATE``, so no other connection writes meanwhile).
+
+    The table's trigger refuses this update (it allows only the redaction of the purged
+    user's own events). Rather than a longer trigger (its text must keep the schema on the
+    file's first page: a damaged file's first third still opens, tests/err26), this one
+    path drops the trigger and creates it again from its own text around the update, in
+    the same transaction: no committed state, nor any other connection, ever sees the log
+    without it, and a kill midway rolls all three back."""
     args = (tenant, user, json.dumps(user, ensure_ascii=False))
-    if conn.execute(f"SELECT 1 FROM audit_log WHERE {_NAMES_READER} LIMIT 1", args).fetchone():
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (REDACT_READER_KEY, user)
-        )
-        try:
-            cur = conn.execute(
-                "UPDATE audit_log SET details = json_set(details, '$.allowed_users', json(("
-                "SELECT json_group_array(value) FROM json_each(audit_log.details, "
-                f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
-                args,
-            )
-        finally:
-            conn.execute("DELETE FROM meta WHERE key = ?", (REDACT_READER_KEY,))
-        return int(cur.rowcount)
-    return 0
+    if not conn.execute(f"SELECT 1 FROM audit_log WHERE {_NAMES_READER} LIMIT 1", args).fetchone():
+        return 0
+    trigger = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_log_no_update'"
+    ).fetchone()
+    if trigger is not None:
+        conn.execute("DROP TRIGGER audit_log_no_update")
+    cur = conn.execute(
+        "UPDATE audit_log SET details = json_set(details, '$.allowed_users', json(("
+        "SELECT json_group_array(value) FROM json_each(audit_log.details, "
+        f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
+        args,
+    )
+    if trigger is not None:
+        conn.execute(trigger[0])
+    return int(cur.rowcount)
 
 
 _COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"

@@ -478,37 +478,6 @@ AND superseded_by IS NULL;
 _V13_NO_QUERY_VECTORS = "DELETE FROM embedding_cache WHERE substr(key, 1, 2) = 'q:';"
 
 
-# v16: a whole-user purge also takes the user out of the readers other users' set_access
-# events list (audit_backends.sqlite_redact_reader). The log stays append-only but for two
-# updates: v4's redaction of the purged user's own events, and this one, allowed only while
-# the purge's transaction holds a ``meta`` row naming the reader (set and deleted in it):
-# the row's other columns unchanged, ``details`` the same but for ``allowed_users``, which
-# is the old list without exactly that reader.
-_V16_AUDIT_REDACT_READER = """
-DROP TRIGGER audit_log_no_update;
-CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
-WHEN NOT (
-    NEW.seq = OLD.seq AND NEW.id = OLD.id AND NEW.tenant = OLD.tenant
-    AND NEW.action = OLD.action AND NEW.at = OLD.at
-    AND NEW.policy IS OLD.policy AND NEW.score IS OLD.score
-    AND ((NEW.user IS NULL AND NEW.record_ids = '[]' AND NEW.reason = '[purged]'
-          AND NEW.details = '{}' AND NEW.actor IN (OLD.actor, '[purged]'))
-      OR (NEW.action = 'set_access' AND NEW.user IS OLD.user AND NEW.actor = OLD.actor
-          AND NEW.record_ids = OLD.record_ids AND NEW.reason IS OLD.reason
-          AND EXISTS (SELECT 1 FROM meta WHERE key = 'audit_redact_reader')
-          AND json_valid(NEW.details)
-          AND json_remove(NEW.details, '$.allowed_users')
-              = json_remove(OLD.details, '$.allowed_users')
-          AND json_extract(NEW.details, '$.allowed_users') = (
-              SELECT json_group_array(value) FROM json_each(OLD.details, '$.allowed_users')
-              WHERE value != (SELECT value FROM meta WHERE key = 'audit_redact_reader'))
-          AND json_array_length(NEW.details, '$.allowed_users')
-              < json_array_length(OLD.details, '$.allowed_users')))
-)
-BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
-"""
-
-
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -526,7 +495,6 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     # v14: a vector of a model other than the store's is refused (store/one_model.py)
     (14, SQLITE_TRIGGERS),
     (15, _v15),
-    (16, _V16_AUDIT_REDACT_READER),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
