@@ -1698,6 +1698,7 @@ class PostgresStore:
                 user=user,
                 session=session,
                 due_before=due_before,
+                purges=self._vectors.purges,
             )
 
     def renew_leases(self, token: str, until: datetime) -> list[str]:

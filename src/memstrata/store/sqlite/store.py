@@ -1731,6 +1731,7 @@ class SQLiteStore:
                 user=user,
                 session=session,
                 due_before=due_before,
+                purges=self._vectors.purges,
             )
 
     def renew_leases(self, token: str, until: datetime) -> list[str]:

@@ -1730,6 +1730,7 @@ class AsyncPostgresStore:
                 user=user,
                 session=session,
                 due_before=due_before,
+                purges=self._vectors.purges,
             )
 
     async def renew_leases(self, token: str, until: datetime) -> list[str]:
