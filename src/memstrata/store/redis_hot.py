@@ -308,6 +308,7 @@ class RedisHotStore:
             sessions, users = set(h.dirty_sessions), set(h.purged_users)
         for tenant, user in users:
             self._delete_user_keys(tenant, user)
+            self._drop_sessions_naming(tenant, user)  # their readers' too
         for key in sessions:
             self._invalidate_now(key)
         with h.lock:

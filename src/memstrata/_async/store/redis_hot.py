@@ -308,6 +308,7 @@ class AsyncRedisHotStore:
             sessions, users = set(h.dirty_sessions), set(h.purged_users)
         for tenant, user in users:
             await self._delete_user_keys(tenant, user)
+            await self._drop_sessions_naming(tenant, user)  # their readers' too
         for key in sessions:
             await self._invalidate_now(key)
         async with h.lock:
