@@ -57,7 +57,9 @@ class AuditStore(Protocol):
     def redact_subject(self, tenant: str, user: str) -> int:
         """A user's purge: keep their events (what, when, why) but drop who and which ids
         (``user`` → None, ``record_ids`` → (), ``reason`` → "[purged]", ``details`` → {},
-        an actor naming them → "[purged]"). Returns how many events were redacted."""
+        an actor naming them → "[purged]"), and take them out of the readers other users'
+        ``set_access`` events list (``details["allowed_users"]``; those events stay).
+        Returns how many events were redacted."""
         ...
 
 
