@@ -57,7 +57,9 @@ class AuditStore(Protocol):
     def redact_subject(self, tenant: str, user: str) -> int:
         """A user's purge: keep their events (what, when, why) but drop who and which ids
         (``user`` → None, ``record_ids`` → (), ``reason`` → "[purged]", ``details`` → {},
-        an actor naming them → "[purged]"). Returns how many events were redacted."""
+        an actor naming them → "[purged]"), and take them out of the readers other users'
+        ``set_access`` events list (``details["allowed_users"]``; those events stay).
+        Returns how many events were redacted."""
         ...
 
 
@@ -159,15 +161,16 @@ class AuditLog:
     def in_transactions(self) -> bool:
         """Whether a unit of work of the store can append events in its transaction
         (:meth:`append_in`): the log is a table of the store's own database (SQLite,
-        PostgreSQL; behind Redis too), not ``memory://``'s list."""
+        PostgreSQL; behind Redis too), or ``memory://``'s own list, which its unit of work
+        appends to with its writes; not the fallback list of a store without a log."""
         return bool(getattr(self._backend, "audit_in_transactions", False))
 
     def ahead(self, events: Sequence[AuditEvent]) -> list[AuditEvent]:
         """The events of writes about to be made in one unit of work, recorded before or
         with them: where the log is a table of the store (:attr:`in_transactions`) they are
         returned, for :meth:`append_in` in that transaction (they commit or roll back with
-        the writes); else (``memory://``, whose log goes with the process) they are
-        appended now, before the writes, and nothing is returned."""
+        the writes; ``memory://`` too, since session 27); else (a store without a log of
+        its own) they are appended now, before the writes, and nothing is returned."""
         if self.in_transactions:
             return list(events)
         self.append(events)

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .audit_types import PURGED, AuditEvent, AuditQuery, redacted_event, unknown_event
+from .audit_types import (
+    PURGED,
+    AuditEvent,
+    AuditQuery,
+    redacted_event,
+    unknown_event,
+    without_reader,
+)
 from .errors import StoreError
 
 if TYPE_CHECKING:
@@ -26,6 +33,7 @@ __all__ = [
     "audit_store",
     "sqlite_append_audit",
     "sqlite_audit_row",
+    "sqlite_redact_reader",
     "sqlite_redact_subject",
 ]
 
@@ -35,9 +43,12 @@ log = logging.getLogger("memstrata.audit")
 class InMemoryAudit:
     """The audit log of a ``memory://`` store: a list, gone with the process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, in_transactions: bool = False) -> None:
         self._events: list[AuditEvent] = []
         self._lock = threading.Lock()
+        # ``memory://``'s own log: its units of work append events with their writes
+        # (store/memory.py); the fallback log of a store without one cannot.
+        self.audit_in_transactions = in_transactions
 
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
         with self._lock:
@@ -58,22 +69,69 @@ class InMemoryAudit:
         return found[query.offset : query.offset + query.limit]
 
     def redact_subject(self, tenant: str, user: str) -> int:
+        """The user's events lose who and which ids; other users' ``set_access`` events
+        lose the user from the readers they list (the events stay)."""
+        n = 0
         with self._lock:
-            hits = [i for i, e in enumerate(self._events) if e.tenant == tenant and e.user == user]
-            for i in hits:
-                self._events[i] = redacted_event(self._events[i], user)
-        return len(hits)
+            for i, e in enumerate(self._events):
+                if e.tenant != tenant:
+                    continue
+                kept = redacted_event(e, user) if e.user == user else without_reader(e, user)
+                if kept is not e:
+                    self._events[i] = kept
+                    n += 1
+        return n
 
 
 def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> int:
-    """The SQLite redaction, inside the caller's transaction (the store's purge). The
-    table's trigger lets exactly this update through and refuses every other."""
+    """The SQLite redaction, inside the caller's transaction (the store's purge): the
+    user's own events lose who and which ids (the one update the table's trigger lets
+    through), and other users' ``set_access`` events lose the user from
+    ``details.allowed_users`` (:func:`sqlite_redact_reader`)."""
     cur = conn.execute(
         "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
         "actor = CASE WHEN instr(actor, ?3) > 0 THEN ?1 ELSE actor END "
         "WHERE tenant = ?2 AND user = ?3",
         (PURGED, tenant, user),
     )
+    return int(cur.rowcount) + sqlite_redact_reader(conn, tenant, user)
+
+
+# Other users' set_access events naming the user as a reader (the JSON string, then the
+# parsed list: an id that is a substring of another's is not taken).
+_NAMES_READER = (
+    "tenant = ?1 AND action = 'set_access' AND instr(details, ?3) > 0 AND EXISTS "
+    "(SELECT 1 FROM json_each(audit_log.details, '$.allowed_users') WHERE value = ?2)"
+)
+
+
+def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> int:
+    """Take ``user`` out of the readers listed in other users' ``set_access`` events
+    (the events stay, with their other readers), inside the caller's transaction (the
+    store's purge: ``BEGIN IMMEDIATE``, so no other connection writes meanwhile).
+
+    The table's trigger refuses this update (it allows only the redaction of the purged
+    user's own events). Rather than a longer trigger (its text must keep the schema on the
+    file's first page: a damaged file's first third still opens, tests/err26), this one
+    path drops the trigger and creates it again from its own text around the update, in
+    the same transaction: no committed state, nor any other connection, ever sees the log
+    without it, and a kill midway rolls all three back."""
+    args = (tenant, user, json.dumps(user, ensure_ascii=False))
+    if not conn.execute(f"SELECT 1 FROM audit_log WHERE {_NAMES_READER} LIMIT 1", args).fetchone():
+        return 0
+    trigger = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_log_no_update'"
+    ).fetchone()
+    if trigger is not None:
+        conn.execute("DROP TRIGGER audit_log_no_update")
+    cur = conn.execute(
+        "UPDATE audit_log SET details = json_set(details, '$.allowed_users', json(("
+        "SELECT json_group_array(value) FROM json_each(audit_log.details, "
+        f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
+        args,
+    )
+    if trigger is not None:
+        conn.execute(trigger[0])
     return int(cur.rowcount)
 
 
@@ -191,6 +249,8 @@ def audit_store(store: object) -> AuditStore:
 
     if isinstance(store, SQLiteStore):
         return SQLiteAudit(store)
+    if isinstance(store, InMemoryStore):
+        return store.audit_log
     if not isinstance(store, InMemoryStore):
         # A backend without its own audit table (PostgreSQL today): keep the events in
         # process memory and say so, rather than refusing to open the store.

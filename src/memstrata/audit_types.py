@@ -4,14 +4,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from .errors import NotFoundError, ValidationError
 from .validation import check_time
 
-__all__ = ["PURGED", "AuditEvent", "AuditQuery", "redacted_event", "unknown_event"]
+__all__ = [
+    "PURGED",
+    "AuditEvent",
+    "AuditQuery",
+    "redacted_event",
+    "unknown_event",
+    "without_reader",
+]
 
 _MAX_LIMIT = 100_000
 
@@ -121,3 +128,13 @@ def redacted_event(e: AuditEvent, user: str) -> AuditEvent:
         score=e.score,
         details={},
     )
+
+
+def without_reader(e: AuditEvent, user: str) -> AuditEvent:
+    """Another user's ``set_access`` event with ``user`` taken out of the readers it
+    lists (a whole-user purge of ``user``); any other event is returned as it is."""
+    readers = e.details.get("allowed_users") if e.action == "set_access" else None
+    if not isinstance(readers, list) or user not in readers:
+        return e
+    details = {**e.details, "allowed_users": [u for u in readers if u != user]}
+    return replace(e, details=details)

@@ -33,7 +33,6 @@ def _shared_with_carol(mem: Memory) -> str:
     return rec.id
 
 
-@pytest.mark.xfail(strict=True, reason=FIX)
 def test_a_new_user_with_a_purged_users_id_reads_nothing_shared_with_the_old(
     mem: Memory,
 ) -> None:
@@ -43,7 +42,6 @@ def test_a_new_user_with_a_purged_users_id_reads_nothing_shared_with_the_old(
         mem.get(BOB.as_caller(CAROL_ID), rid)
 
 
-@pytest.mark.xfail(strict=True, reason=FIX)
 def test_no_byte_of_the_purged_users_id_is_left_in_the_file(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
     with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:

@@ -123,6 +123,8 @@ async def rederive(
             if r.id not in seen
         ]
         if not stale:
+            if purge and not dry_run:
+                await _relink(ctx, uscope, gone_all, when, "the value that replaced it was purged")
             return done, purged
         for record, dropped in stale:
             seen.add(record.id)
@@ -219,6 +221,42 @@ async def _reinstate_ended(
     ]
     if ended:
         await _back(ctx, scope, max(ended, key=current_rank), when, reason)
+
+
+async def _relink(
+    ctx: AsyncLayerContext, scope: Scope, gone: Collection[str], when: datetime, reason: str
+) -> None:
+    """Facts left superseded by a purged record (the user purged a key's current value,
+    or a value between two others) point to no record. The user asked to forget that
+    value, not the ones before it: when the key is left with no live fact, the best of
+    them (``current_rank``) is the current value again, as when a fact goes with its
+    purged turns (:func:`_reinstate`); the others, and all of them when the key has a
+    live fact, are superseded by that current value instead (a new version each, their
+    ``valid_to`` kept). One changed meanwhile is left for the next purge or restore."""
+    flt = Filters(types=frozenset({RecordType.FACT}), include_deleted=True, include_superseded=True)
+    orphans: dict[str, list[MemoryRecord]] = {}
+    for r in await _records(ctx, scope, flt):
+        key = r.metadata.get("key")
+        if r.superseded_by in gone and isinstance(key, str):
+            orphans.setdefault(key, []).append(r)
+    for key, ended in orphans.items():
+        live = await list_records(ctx, scope, RecordType.FACT, key=key)
+        if live:
+            by = max(live, key=current_rank).id
+        else:
+            active = [r for r in ended if r.is_active]
+            if not active:
+                by = None
+            else:
+                best = max(active, key=current_rank)
+                with contextlib.suppress(ConflictError, NotFoundError):
+                    await _back(ctx, scope, best, when, reason)
+                by = best.id
+                ended = [r for r in ended if r.id != best.id]
+        for r in ended:
+            moved = replace(r, version=r.version + 1, updated_at=when, superseded_by=by)
+            with contextlib.suppress(ConflictError, NotFoundError):
+                await ctx.replace(scope, moved, expected_version=r.version, reindex=False)
 
 
 def _add(a: PurgeReport, b: PurgeReport | None) -> PurgeReport:

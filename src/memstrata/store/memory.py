@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..audit import AuditEvent
+from ..audit_backends import InMemoryAudit
 from ..clock import later
 from ..errors import ConflictError, NotFoundError, ValidationError, closed_store
 from ..filters import Filters
@@ -40,6 +41,7 @@ from .base import (
 )
 from .key_rows import KeyRow
 from .past_versions import check_past, history_key
+from .purged_reader import without_reader
 from .types import (
     KeyVersions,
     ListQuery,
@@ -144,6 +146,9 @@ class InMemoryStore:
         self._generation: dict[tuple[str, str], int] = {}
         self._lexical: dict[tuple[str, str], _Lexical] = {}
         self._dense: dict[tuple[str, str, int], _Dense] = {}
+        # its audit log (memstrata.audit_store returns it): a unit of work appends its
+        # events when its writes are applied, and a user's purge redacts them under the lock
+        self.audit_log = InMemoryAudit(in_transactions=True)
 
     def __repr__(self) -> str:
         return f"InMemoryStore({self.url!r})"
@@ -232,12 +237,17 @@ class InMemoryStore:
         # takes back what was applied if the block fails.
         with self._lock:
             undo: Undo = []
+            tx = _MemoryUnitOfWork(self, undo)
             try:
-                yield _MemoryUnitOfWork(self, undo)
+                yield tx
             except BaseException:
                 for step in reversed(undo):
                     step()
                 raise
+            # Its audit events join the log with its writes, still under the lock: a
+            # block that failed (a lost race, a conflict) leaves no event of a change not
+            # made, and no reader of the store sees the change without its event.
+            self.audit_log.append_audit(tx.events)
 
     def insert(self, writes: Sequence[RecordWrite]) -> None:
         with self._lock:
@@ -448,6 +458,17 @@ class InMemoryStore:
             remaining=remaining,
         )
 
+    def _drop_reader(self, entry: _Entry, user: str) -> None:
+        """``user`` out of the readers of every version of ``entry``, which gets a new
+        version if one named them (its ``updated_at`` kept)."""
+        versions = [*entry.history, entry.record]
+        kept = [without_reader(v, user) for v in versions]
+        if all(k is v for k, v in zip(kept, versions, strict=True)):
+            return
+        entry.history = kept
+        entry.record = replace(kept[-1], version=kept[-1].version + 1)
+        self._changed(entry.record.tenant, entry.record.user)
+
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         def owned(r: MemoryRecord) -> bool:
             return r.tenant == tenant and r.user == user
@@ -475,6 +496,12 @@ class InMemoryStore:
             bound = [k.id for k in self._key_rows.values() if (k.tenant, k.user) == (tenant, user)]
             for key_id in bound:
                 del self._key_rows[key_id]
+            # What other users shared with them names them: out of every version, and out
+            # of the events that shared it (store/purged_reader.py), under the same lock.
+            for entry in self._entries.values():
+                if entry.record.tenant == tenant:
+                    self._drop_reader(entry, user)
+            self.audit_log.redact_subject(tenant, user)
             remaining = (
                 sum(owned(e.record) for e in self._entries.values())
                 + sum((j.tenant, j.user) == (tenant, user) for j in self._jobs.values())
@@ -1027,6 +1054,12 @@ class _MemoryUnitOfWork:
     def __init__(self, store: InMemoryStore, undo: Undo) -> None:
         self._s = store
         self._undo = undo
+        self.events: list[AuditEvent] = []
+
+    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Audit events of this transaction: appended when its block ends without an
+        error, together with its writes (as SQLite and PostgreSQL commit them)."""
+        self.events.extend(events)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         return self._s._get(scope, record_id, include_deleted=include_deleted)

@@ -308,6 +308,7 @@ class AsyncRedisHotStore:
             sessions, users = set(h.dirty_sessions), set(h.purged_users)
         for tenant, user in users:
             await self._delete_user_keys(tenant, user)
+            await self._drop_sessions_naming(tenant, user)  # their readers' too
         for key in sessions:
             await self._invalidate_now(key)
         async with h.lock:
@@ -686,6 +687,7 @@ class AsyncRedisHotStore:
 
         async def run() -> tuple[int, int]:
             deleted = await self._delete_user_keys(tenant, user)
+            await self._drop_sessions_naming(tenant, user)
             left = 0
             async for _ in self._redis.scan_iter(
                 match=self._user_prefix(tenant, user) + "*", count=500
@@ -701,6 +703,17 @@ class AsyncRedisHotStore:
         # The Redis keys are copies of what the durable report already counts (turns, cache
         # entries): only what survives there is added, to ``remaining``.
         return replace(report, remaining=report.remaining + left)
+
+    async def _drop_sessions_naming(self, tenant: str, user: str) -> None:
+        """Other users' cached sessions with a turn naming ``user`` (a reader the durable
+        purge took out of it: store/purged_reader.py) are dropped, loaded again from the
+        durable store when next read."""
+        needle = json.dumps(user).encode()
+        async for name in self._redis.scan_iter(
+            match=f"{self._prefix}:{_enc(tenant)}:*:turns", count=500
+        ):
+            if any(needle in item for item in await self._redis.lrange(name, 0, -1)):
+                await self._redis.delete(name, name[: -len(b"turns")] + b"meta")
 
     async def _delete_user_keys(self, tenant: str, user: str) -> int:
         from memstrata.quotas import subject_hash  # quotas imports the store package

@@ -14,7 +14,14 @@ from typing import Any
 from memstrata.audit import PURGED, AuditEvent, AuditQuery
 from memstrata.audit_types import unknown_event
 
-__all__ = ["append", "audit_row", "query", "redact_subject"]
+__all__ = [
+    "REDACT_READER_SETTING",
+    "append",
+    "audit_row",
+    "query",
+    "redact_reader",
+    "redact_subject",
+]
 
 _COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
 
@@ -46,13 +53,51 @@ def append(conn: Any, events: Sequence[AuditEvent]) -> None:
 
 
 def redact_subject(conn: Any, tenant: str, user: str) -> int:
-    """A user's purge: their events keep what/when/why, lose who and which ids."""
+    """A user's purge: their events keep what/when/why, lose who and which ids; other
+    users' ``set_access`` events lose the user from the readers they list
+    (:func:`redact_reader`)."""
     cur = conn.execute(
         "UPDATE audit_log SET \"user\" = NULL, record_ids = '{}', reason = %(p)s, "
         "details = '{}', actor = CASE WHEN strpos(actor, %(u)s) > 0 THEN %(p)s ELSE actor END "
         'WHERE tenant = %(t)s AND "user" = %(u)s',
         {"p": PURGED, "t": tenant, "u": user},
     )
+    return int(cur.rowcount) + redact_reader(conn, tenant, user)
+
+
+# The setting that lets the audit log's trigger take a reader out of set_access events
+# (schema.py, _V18_AUDIT_REDACT_READER): set for the purge's transaction only (SET LOCAL).
+REDACT_READER_SETTING = "memstrata.redact_reader"
+# Other users' set_access events naming the user as a reader (the JSON string, then the
+# parsed list: an id that is a substring of another's is not taken).
+_NAMES_READER = (
+    "tenant = %(t)s AND action = 'set_access' AND strpos(details, %(n)s) > 0 "
+    "AND details::jsonb -> 'allowed_users' @> jsonb_build_array(%(u)s::text)"
+)
+
+
+def redact_reader(conn: Any, tenant: str, user: str) -> int:
+    """Take ``user`` out of the readers listed in other users' ``set_access`` events (the
+    events stay, with their other readers), inside the caller's transaction. The trigger
+    allows it only while the transaction's :data:`REDACT_READER_SETTING` names that
+    user; it is set here for the transaction alone and emptied before this returns."""
+    args = {"t": tenant, "u": user, "n": json.dumps(user, ensure_ascii=False)}
+    found = (
+        conn.execute(f"SELECT 1 AS one FROM audit_log WHERE {_NAMES_READER} LIMIT 1", args)
+    ).fetchone()
+    if found is None:
+        return 0
+    conn.execute("SELECT set_config(%s, %s, true)", (REDACT_READER_SETTING, user))
+    try:
+        cur = conn.execute(
+            "UPDATE audit_log SET details = jsonb_set(details::jsonb, '{allowed_users}', "
+            "(SELECT coalesce(jsonb_agg(v ORDER BY o), '[]'::jsonb) FROM "
+            "jsonb_array_elements(details::jsonb -> 'allowed_users') WITH ORDINALITY AS "
+            f"a(v, o) WHERE v <> to_jsonb(%(u)s::text)))::text WHERE {_NAMES_READER}",
+            args,
+        )
+    finally:
+        conn.execute("SELECT set_config(%s, '', true)", (REDACT_READER_SETTING,))
     return int(cur.rowcount)
 
 

@@ -28,6 +28,7 @@ from memstrata.jobs import Job, JobStatus, LeaseLostError, job_status, new_lease
 from memstrata.store.postgres.pipeline import begin_transaction
 from memstrata.store.sqlite.codec import encode_time
 from memstrata.store.sqlite.outbox import job_from_row, job_row
+from memstrata.traces import PurgeCount
 
 __all__ = [
     "begin_holding_claim",
@@ -101,10 +102,14 @@ def claim_jobs(
     user: str | None,
     session: str | None,
     due_before: datetime | None = None,
+    purges: PurgeCount | None = None,
 ) -> list[Job]:
     """Lease up to ``limit`` due jobs of one user under a new token (in the caller's
     transaction). The user is locked with a transaction-level advisory lock before its
-    live leases are checked, so two workers never hold jobs of one user at once."""
+    live leases are checked, so two workers never hold jobs of one user at once.
+    ``purges``: given the store's count of purges, read by the statement that looks for
+    due jobs (an idle worker polling forgets a purge made elsewhere at once:
+    memstrata.traces)."""
     if limit <= 0:
         return []
     at = encode_time(now)
@@ -118,13 +123,22 @@ def claim_jobs(
         if value is not None:
             where += f" AND j.{column} = %s"
             args.append(value)
-    users = (
+    # One row more, first, with the count of purges (no job columns): one round trip.
+    rows = (
         conn.execute(
-            f'SELECT j.tenant, j."user", min(j.run_after) AS due FROM jobs j WHERE {where} '
-            f'GROUP BY j.tenant, j."user" ORDER BY due, j.tenant, j."user" LIMIT %s',
+            'SELECT NULL AS tenant, NULL AS "user", NULL AS due, (SELECT generation FROM '
+            "scope_generation WHERE scope_tok = 'purges') AS purges UNION ALL (SELECT "
+            f'j.tenant, j."user", min(j.run_after) AS due, NULL FROM jobs j WHERE {where} '
+            f'GROUP BY j.tenant, j."user" ORDER BY due, j.tenant, j."user" LIMIT %s)',
             [*args, _CANDIDATE_USERS],
         )
     ).fetchall()
+    users = sorted(
+        (r for r in rows if r["tenant"] is not None),
+        key=lambda r: (r["due"], r["tenant"], r["user"]),
+    )
+    if purges is not None:
+        purges.read(max((int(r["purges"] or 0) for r in rows if r["tenant"] is None), default=0))
     for u in users:
         t, usr = u["tenant"], u["user"]
         locked = (

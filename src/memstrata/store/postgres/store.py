@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import functools
+import json
 import logging
 import threading
 from collections import Counter
@@ -1167,6 +1168,8 @@ class PostgresStore:
             # The user's generation row names them (their scope token): it goes, and the
             # purge epoch (a row of no one, vectors.py) tells every process's cache to reload.
             c.execute("DELETE FROM scope_generation WHERE scope_tok = %s", (tok,))
+            # What other users shared with them names them: out of every version
+            self._drop_reader(c, tenant, user)
             c.execute(_BUMP, (PURGE_EPOCH,))
             c.execute(_BUMP, (PURGES,))  # other processes forget the words (traces.py)
             # quota counters and the user's quota override name the user by a hash
@@ -1203,6 +1206,60 @@ class PostgresStore:
             cache_entries=cache,
             remaining=int(remaining),
         )
+
+    def _drop_reader(self, c: Any, tenant: str, user: str) -> int:
+        """Take ``user`` out of the readers of the tenant's other records, in each one's
+        every version, and give each a new version (store/purged_reader.py): the current
+        rows naming them, and those whose history has a delta naming them (decoded here,
+        the deltas being deflated). How many records were rewritten."""
+        from memstrata.store.purged_reader import delta_names, rewrite_chain
+
+        args = (tenant, user)
+        seqs = {
+            int(r["seq"])
+            for r in (
+                c.execute(
+                    'SELECT seq FROM records WHERE tenant = %s AND "user" <> %s '
+                    "AND strpos(access, %s) > 0",
+                    (*args, json.dumps(user, ensure_ascii=False)),
+                )
+            ).fetchall()
+        }
+        for r in (
+            c.execute(
+                "SELECT h.seq, h.delta FROM record_history h JOIN records r ON r.seq = h.seq "
+                'WHERE r.tenant = %s AND r."user" <> %s',
+                args,
+            )
+        ).fetchall():
+            if int(r["seq"]) not in seqs and delta_names(bytes(r["delta"]), user):
+                seqs.add(int(r["seq"]))
+        done = 0
+        for seq in sorted(seqs):
+            row = (
+                c.execute(f"SELECT {_ROW} FROM records WHERE seq = %s FOR UPDATE", (seq,))
+            ).fetchone()
+            deltas = (
+                c.execute(
+                    "SELECT version, delta FROM record_history WHERE seq = %s "
+                    "ORDER BY version DESC",
+                    (seq,),
+                )
+            ).fetchall()
+            out = rewrite_chain(row, [(int(d["version"]), bytes(d["delta"])) for d in deltas], user)
+            if out is None:
+                continue
+            access, version, chain = out
+            c.execute("DELETE FROM record_history WHERE seq = %s", (seq,))
+            with c.cursor() as cur:
+                cur.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
+            c.execute(
+                "UPDATE records SET access = %s, version = %s WHERE seq = %s",
+                (access, version, seq),
+            )
+            self._bump(c, tenant, row["user"])
+            done += 1
+        return done
 
     def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
         """Rewrite every table of the schema and make the WAL holding deleted rows
@@ -1641,6 +1698,7 @@ class PostgresStore:
                 user=user,
                 session=session,
                 due_before=due_before,
+                purges=self._vectors.purges,
             )
 
     def renew_leases(self, token: str, until: datetime) -> list[str]:

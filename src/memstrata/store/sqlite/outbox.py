@@ -25,6 +25,7 @@ from typing import Any
 from ...clock import later
 from ...errors import NotFoundError, ValidationError
 from ...jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
+from ...traces import PurgeCount
 from .codec import decode_time, encode_time
 from .failures import duplicate
 
@@ -155,9 +156,13 @@ def claim_jobs(
     user: str | None,
     session: str | None,
     due_before: datetime | None = None,
+    purges: PurgeCount | None = None,
 ) -> list[Job]:
     """Lease up to ``limit`` due jobs of one user under a new token (run in the caller's
-    ``BEGIN IMMEDIATE`` transaction, so two workers never claim the same job)."""
+    ``BEGIN IMMEDIATE`` transaction, so two workers never claim the same job).
+    ``purges``: given the store's count of purges, read by the statement that looks for
+    the first due job (an idle worker polling forgets a purge made elsewhere at once:
+    memstrata.traces)."""
     if limit <= 0:
         return []
     at = encode_time(now)
@@ -165,11 +170,15 @@ def claim_jobs(
     where, extra = _claimable(tenant, user, session)
     base = [JobStatus.PENDING.value, due, _RUNNING, at, _RUNNING, at, *extra]
     first = conn.execute(
-        f"SELECT j.tenant, j.user FROM jobs j WHERE {where} "
-        "ORDER BY j.run_after, j.created_at, j.id LIMIT 1",
+        "SELECT (SELECT generation FROM scope_generation WHERE scope_tok = 'purges') "
+        "AS purges, f.tenant, f.user FROM (SELECT 1) LEFT JOIN "
+        f"(SELECT j.tenant, j.user FROM jobs j WHERE {where} "
+        "ORDER BY j.run_after, j.created_at, j.id LIMIT 1) f",
         base,
     ).fetchone()
-    if first is None:
+    if purges is not None:
+        purges.read(int(first["purges"] or 0))
+    if first["tenant"] is None:
         return []
     rows = conn.execute(
         f"SELECT j.id FROM jobs j WHERE {where} AND j.tenant = ? AND j.user = ? "

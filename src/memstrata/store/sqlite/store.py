@@ -1084,6 +1084,8 @@ class SQLiteStore:
             jobs = c.execute("DELETE FROM jobs WHERE tenant = ? AND user = ?", args)
             records = c.execute("DELETE FROM records WHERE tenant = ? AND user = ?", args)
             c.execute("DELETE FROM scope_generation WHERE scope_tok = ?", (tok,))
+            # What other users shared with them names them: out of every version
+            self._drop_reader(c, tenant, user)
             # The user's generation row is gone (no trace of them left): the purge epoch, a
             # row of no one, tells every process's vector cache to reload (vectors.py).
             c.execute(_BUMP, (PURGE_EPOCH,))
@@ -1143,6 +1145,50 @@ class SQLiteStore:
             cache_entries=cache,
             remaining=remaining,
         )
+
+    def _drop_reader(self, c: sqlite3.Connection, tenant: str, user: str) -> int:
+        """Take ``user`` out of the readers of the tenant's other records, in each one's
+        every version, and give each a new version (store/purged_reader.py). Reads the
+        current rows naming them and the tenant's history deltas (decoded here: their
+        text is deflated). How many records were rewritten."""
+        from ..purged_reader import delta_names, rewrite_chain
+
+        needle = json.dumps(user, ensure_ascii=False)
+        args = (tenant, user, needle)
+        seqs = {
+            int(r[0])
+            for r in c.execute(
+                "SELECT seq FROM records WHERE tenant = ?1 AND user != ?2 AND "
+                "instr(access, ?3) > 0",
+                args,
+            )
+        }
+        for seq, blob in c.execute(
+            "SELECT h.seq, h.delta FROM record_history h JOIN records r ON r.seq = h.seq "
+            "WHERE r.tenant = ?1 AND r.user != ?2",
+            args[:2],
+        ):
+            if int(seq) not in seqs and delta_names(blob, user):
+                seqs.add(int(seq))
+        done = 0
+        for seq in sorted(seqs):
+            row = c.execute(f"SELECT seq, {_COLS} FROM records WHERE seq = ?", (seq,)).fetchone()
+            deltas = c.execute(
+                "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
+                (seq,),
+            ).fetchall()
+            out = rewrite_chain(row, [(int(v), bytes(b)) for v, b in deltas], user)
+            if out is None:
+                continue
+            access, version, chain = out
+            c.execute("DELETE FROM record_history WHERE seq = ?", (seq,))
+            c.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
+            c.execute(
+                "UPDATE records SET access = ?, version = ? WHERE seq = ?", (access, version, seq)
+            )
+            self._bump(c, tenant, row["user"])
+            done += 1
+        return done
 
     def _bytes_left(self, needles: Sequence[str]) -> int:
         """How many of ``needles`` still occur in the database file or its WAL."""
@@ -1713,6 +1759,7 @@ class SQLiteStore:
                 user=user,
                 session=session,
                 due_before=due_before,
+                purges=self._vectors.purges,
             )
 
     def renew_leases(self, token: str, until: datetime) -> list[str]:

@@ -456,6 +456,43 @@ ALTER TABLE record_history ALTER COLUMN version TYPE BIGINT;
 ALTER TABLE jobs ALTER COLUMN attempts TYPE BIGINT;
 """
 
+# v19: a whole-user purge also takes the user out of the readers other users' set_access
+# events list (audit.redact_reader). The log stays append-only but for two updates: v3's
+# redaction of the purged user's own events, and this one, allowed only while the purge's
+# transaction has set memstrata.redact_reader (SET LOCAL) to the reader: the row's other
+# columns unchanged, ``details`` the same but for ``allowed_users``, which is the old list
+# without exactly that reader.
+_V19_AUDIT_REDACT_READER = """
+CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  reader TEXT := current_setting('memstrata.redact_reader', true);
+BEGIN
+  IF TG_OP = 'UPDATE' AND NEW.seq = OLD.seq AND NEW.id = OLD.id
+     AND NEW.tenant = OLD.tenant AND NEW.action = OLD.action AND NEW.at = OLD.at
+     AND NEW.policy IS NOT DISTINCT FROM OLD.policy
+     AND NEW.score IS NOT DISTINCT FROM OLD.score THEN
+    IF NEW."user" IS NULL AND NEW.record_ids = '{}' AND NEW.reason = '[purged]'
+       AND NEW.details = '{}' AND NEW.actor IN (OLD.actor, '[purged]') THEN
+      RETURN NEW;
+    END IF;
+    IF coalesce(reader, '') <> '' AND NEW.action = 'set_access'
+       AND NEW."user" IS NOT DISTINCT FROM OLD."user" AND NEW.actor = OLD.actor
+       AND NEW.record_ids = OLD.record_ids
+       AND NEW.reason IS NOT DISTINCT FROM OLD.reason
+       AND (NEW.details::jsonb - 'allowed_users') = (OLD.details::jsonb - 'allowed_users')
+       AND OLD.details::jsonb -> 'allowed_users' @> jsonb_build_array(reader)
+       AND NEW.details::jsonb -> 'allowed_users' = (
+         SELECT coalesce(jsonb_agg(v ORDER BY o), '[]'::jsonb)
+         FROM jsonb_array_elements(OLD.details::jsonb -> 'allowed_users')
+              WITH ORDINALITY AS a(v, o)
+         WHERE v <> to_jsonb(reader)) THEN
+      RETURN NEW;
+    END IF;
+  END IF;
+  RAISE EXCEPTION 'audit_log is append-only';
+END $$;
+"""
+
 
 Step = str | Callable[[psycopg.AsyncCursor[tuple[object, ...]]], Awaitable[None]]  # async-only
 # sync: Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
@@ -480,6 +517,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (16, PG_TRIGGERS),
     (17, _v17_fold),
     (18, _V18_BIGINT_COUNTS),
+    (19, _V19_AUDIT_REDACT_READER),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

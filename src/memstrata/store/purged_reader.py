@@ -1,0 +1,99 @@
+"""A purged user's id taken out of what other users shared with them (a whole-user purge).
+
+Another user's record may name the purged user in its ``access.allowed_users``, in its
+current version and in earlier ones. The purge keeps the record (it is the other user's)
+and every other reader, and takes the id out of every version; a record whose only reader
+was the purged user keeps its visibility (its owner chose it) and is read by nobody else
+until its owner shares it again. So a user created later with the same id (a recycled
+address) reads nothing that was shared with the purged one, and no byte of the id is left
+in the record or its history.
+
+The record gets a new version (its ``updated_at`` kept): a write based on the version read
+before the purge (a ``set_access`` keeping the readers it read, a maintenance pass
+rewriting the record) is refused with a ``ConflictError`` instead of writing the id back.
+
+The SQL stores keep rows (``codec.COLUMNS``) and reverse deltas (``sqlite/history.py``):
+:func:`rewrite_chain` rebuilds a record's every version from its row and deltas, takes the
+id out of each and encodes the chain again. Which records to rewrite: those whose current
+``access`` names the user, and those with a delta whose text names them
+(:func:`delta_names`): an id in an earlier version is either written in that version's
+delta or carried from a newer version (a prefix, a splice of the newer list), so by
+induction it is in the current row or in some delta's text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..records import AccessControl, MemoryRecord
+from .sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
+
+__all__ = ["delta_names", "names", "rewrite_chain", "without_reader"]
+
+_JSON = {"ensure_ascii": False, "sort_keys": True, "separators": (",", ":")}
+
+
+def _needle(user: str) -> str:
+    return json.dumps(user, ensure_ascii=False)
+
+
+def names(access_text: str, user: str) -> bool:
+    """Whether an ``access`` column (JSON text) lists ``user`` among its readers."""
+    if _needle(user) not in access_text:  # most rows: no JSON parse
+        return False
+    return user in json.loads(access_text).get("allowed_users", ())
+
+
+def delta_names(blob: bytes, user: str) -> bool:
+    """Whether a stored delta's text holds ``user`` as a JSON string (may over-match: a
+    text or a key equal to the id; rewriting such a record changes nothing but its
+    version)."""
+    return _needle(user) in json.dumps(decode_delta(blob), ensure_ascii=False)
+
+
+def _access_without(access_text: str, user: str) -> str:
+    access = json.loads(access_text)
+    access["allowed_users"] = [u for u in access.get("allowed_users", ()) if u != user]
+    return json.dumps(access, **_JSON)  # type: ignore[arg-type]
+
+
+def rewrite_chain(
+    current: Mapping[str, Any], deltas: Sequence[tuple[int, bytes]], user: str
+) -> tuple[str, int, list[tuple[int, bytes]]] | None:
+    """A record without ``user`` among its readers, in any version.
+
+    ``current``: its stored row (by column name); ``deltas``: ``(version, blob)`` of its
+    earlier versions, newest first. Returns ``(access, version, deltas)`` to store: the
+    current row's new ``access`` and ``version`` (one more), and every earlier version's
+    delta again (the same versions, plus the one the new version archives), or ``None``
+    when no version names ``user``."""
+    rows = [dict(current)]
+    for version, blob in deltas:
+        if version < int(current["version"]):
+            rows.append(apply_delta(rows[-1], decode_delta(blob)))
+    if not any(names(str(r["access"]), user) for r in rows):
+        return None
+    for row in rows:
+        row["access"] = _access_without(str(row["access"]), user)
+    newest = {**rows[0], "version": int(current["version"]) + 1}
+    chain = [newest, *rows]  # newest first
+    out = [
+        (int(old["version"]), encode_delta(reverse_delta(old, newer)))
+        for newer, old in zip(chain, chain[1:], strict=False)
+    ]
+    return str(newest["access"]), int(newest["version"]), out
+
+
+def without_reader(record: MemoryRecord, user: str) -> MemoryRecord:
+    """``record`` with ``user`` out of its readers (the same record when not among them)."""
+    access = record.access
+    if user not in access.allowed_users:
+        return record
+    kept = tuple(u for u in access.allowed_users if u != user)
+    return replace(
+        record,
+        access=AccessControl(access.visibility, kept, access.allowed_roles),
+    )
