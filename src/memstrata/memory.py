@@ -860,12 +860,11 @@ class Memory:
         self, scope: Scope, record_id: str, status: RecordStatus, event: AuditEvent
     ) -> MemoryRecord:
         """Set the status of a record of ``scope`` (checked) and record ``event`` in the
-        same transaction where the audit log is a table of the store (SQLite, PostgreSQL),
-        else just before it (``memory://``): killed anywhere, a record deleted or restored
-        has its event, and an event its change (before session 25 the event was written
-        after the change had committed). A record another writer gave ``status`` meanwhile is
-        not changed, and where the log is a table of the store no event is written for it.
-        """
+        same unit of work (SQLite, PostgreSQL, and ``memory://`` since session 27; a store
+        without a log of its own gets it just before): killed anywhere, a record deleted or
+        restored has its event, and an event its change (before session 25 the event was
+        written after the change had committed). A record another writer gave ``status``
+        meanwhile is not changed, and no event is written for it."""
         events = self.audit.ahead([event])
         with self._store.transaction() as tx:
             if tx.set_status(scope, [record_id], status, self._clock.now()):
