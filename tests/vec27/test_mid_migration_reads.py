@@ -255,3 +255,24 @@ def test_a_migration_to_other_dims_is_not_compared_either(url: str) -> None:
         assert _texts_of(old.search(ME, "invoice bank transfer"))[0] == WRONG[0]
     finally:
         old.close()
+
+
+@pytest.mark.parametrize("cache", ["loaded before", "loaded during"])
+def test_an_in_process_store_ranks_only_its_models_vectors(cache: str) -> None:
+    """``memory://`` holds one process's records: a re-embedding there that stops half way
+    (its new embedder failed on a batch) leaves the same Memory searching two models'
+    vectors, as above."""
+    with Memory("memory://", embedder="hashing", background=False) as mem:
+        for text in [*WRONG, RIGHT]:
+            mem.add(ME, text)
+        if cache == "loaded before":
+            assert _texts_of(mem.search(ME, QUESTION))[0] == RIGHT
+        with pytest.raises(_Stopped):
+            reembed_store(mem.store, Decoy(_question()), batch_size=len(WRONG), on_batch=_stop)
+        found = _texts_of(mem.search(ME, QUESTION))
+        assert found[0] == RIGHT
+        assert not set(WRONG) & set(found), found
+        assert len(mem.store.vector_search(ME, _question(), 10, Filters())) == 1
+        # the switch (as reembed.migrate_model makes it): now only the moved vectors count
+        mem.store.set_meta(one_model.MODEL_KEY, "decoy-256")
+        assert len(mem.store.vector_search(ME, _question(), 10, Filters())) == len(WRONG)
