@@ -40,6 +40,7 @@ from .base import (
     Vector,
 )
 from .key_rows import KeyRow
+from .one_model import MODEL_KEY
 from .past_versions import check_past, history_key
 from .purged_reader import without_reader
 from .types import (
@@ -101,11 +102,14 @@ Undo = list[Callable[[], None]]
 
 @dataclass
 class _Dense:
-    """A user's vectors of one dimension, stacked, valid for one ``generation``."""
+    """A user's vectors of one dimension and of the store's ``model`` (a re-embedding that
+    stopped half way leaves two: store/one_model.py), stacked, valid for one
+    ``generation``."""
 
     generation: int
     ids: list[str]
     matrix: Vector  # 2-D float32
+    model: str | None = None
 
 
 @dataclass
@@ -612,21 +616,23 @@ class InMemoryStore:
     def _matrix(self, tenant: str, user: str, dims: int) -> _Dense:
         key = (tenant, user, dims)
         generation = self._generation.get((tenant, user), 0)
+        model = self._meta.get(MODEL_KEY)
         cached = self._dense.get(key)
-        if cached is None or cached.generation != generation:
+        if cached is None or (cached.generation, cached.model) != (generation, model):
             entries = [
                 e
                 for e in self._entries.values()
                 if (e.record.tenant, e.record.user) == (tenant, user)
                 and e.vector is not None
                 and e.vector.size == dims
+                and (model is None or e.record.embedding_model in (None, model))
             ]
             matrix = (
                 np.stack([e.vector for e in entries if e.vector is not None])
                 if entries
                 else np.zeros((0, dims), np.float32)
             )
-            cached = _Dense(generation, [e.record.id for e in entries], matrix)
+            cached = _Dense(generation, [e.record.id for e in entries], matrix, model)
             self._dense[key] = cached
         return cached
 

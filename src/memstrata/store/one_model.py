@@ -16,7 +16,11 @@ Reads are kept to the model too (:class:`ModelPin`): such a process would go on 
 its questions with the old model, and its searches would find nothing by meaning (other
 dims) or the wrong records (same dims). Every search reads the store's model and dims in the
 statement that reads its vector state, and a store object that has since seen another one
-refuses the search.
+refuses the search. That model also picks the vectors a search compares with its question
+(store/sqlite/vectors.py, _async/store/postgres/vectors.py): while a migration runs the
+``vectors`` table holds both models' rows, and a question of one model compared with a
+vector of the other is a meaningless score (at equal dims it ranked unrelated records);
+after the switch, rows of the old model a writer left behind are skipped the same way.
 """
 
 from __future__ import annotations

@@ -1455,7 +1455,7 @@ class PostgresStore:
             return []
         if state.count >= self.options.exact_below and query.size <= 2000:
             self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
-            return hnsw_search(c, scope, query, k, filters)
+            return hnsw_search(c, scope, query, k, filters, state.model)
         cache = self._vectors.load(c, scope.tenant, scope.user, query.size, state)
         allowed = None
         if _python_filters(filters) or scope.caller is not None:

@@ -51,12 +51,17 @@ __all__ = [
 
 _RCOLS = ", ".join(f'r."{c}"' for c in COLUMNS)
 
+# Rows of the store's model (the last parameter; NULL: a store with none yet) come with
+# their vector, others with NULL: a copy of that record is dead now (sqlite/vectors.py).
 _LOAD = """
 SELECT v.vseq, r.id, r.type, r.agent, r.session, r.visibility, r.status,
-       r.superseded_by IS NOT NULL, r.importance, v.embedding, v.seq
+       r.superseded_by IS NOT NULL, r.importance,
+       CASE WHEN %(model)s::text IS NULL OR v.model IS NULL OR v.model = %(model)s::text
+            THEN v.embedding END,
+       v.seq
 FROM vectors v JOIN records r ON r.seq = v.seq
-WHERE v.tenant = %s AND v."user" = %s AND v.dims = %s AND v.vseq > %s
-  AND NOT v.vseq = ANY(%s::bigint[])
+WHERE v.tenant = %(tenant)s AND v."user" = %(user)s AND v.dims = %(dims)s
+  AND v.vseq > %(safe)s AND NOT v.vseq = ANY(%(seen)s::bigint[])
 ORDER BY v.vseq
 """
 
@@ -93,14 +98,17 @@ _NO_COPY = 1 << 62  # no copy: count no window
 class UserState:
     """What one query read of a user's vectors: ``generation`` (removals), the newest
     ``vseq``, the vector ``count`` (or a bound, see :meth:`VectorCache.state`), the
-    snapshot's ``xmin`` (every older transaction had ended), and ``current``: this
-    process's copy held every vector the snapshot saw."""
+    snapshot's ``xmin`` (every older transaction had ended), ``current``: this process's
+    copy held every vector the snapshot saw, and ``model``: the store's embedding model
+    (``meta``), the only one whose vectors a search loads (a re-embedding writes another's
+    beside them until its switch)."""
 
     generation: int
     max_vseq: int
     count: int
     xmin: int
     current: bool = False
+    model: str | None = None  # the store's, whose vectors alone a search compares
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,21 +147,27 @@ class _Settling:
 _MAX_PENDING = 64  # the oldest dropped first: the later ones settle later, never wrongly
 
 
+# (tenant, user, the store's model or None, dims)
+_Key = tuple[str, str, str | None, int]
+
+
 class VectorCache:
-    """Users' vector matrices, least recently used dropped past ``max_rows`` rows."""
+    """Users' vector matrices of the store's model, least recently used dropped past
+    ``max_rows`` rows."""
 
     def __init__(self, max_rows: int = 500_000, model: ModelPin | None = None) -> None:
         self.max_rows = max_rows
         self.model = model if model is not None else ModelPin()
-        self._users: OrderedDict[tuple[str, str, int], tuple[UserVectors, _Settling]] = (
-            OrderedDict()
-        )
+        self._users: OrderedDict[_Key, tuple[UserVectors, _Settling]] = OrderedDict()
         # a loader's lock lives while someone holds or waits for it: not one per user ever
-        self._locks: weakref.WeakValueDictionary[tuple[str, str, int], threading.Lock] = (
+        self._locks: weakref.WeakValueDictionary[_Key, threading.Lock] = (
             weakref.WeakValueDictionary()
         )
         self._lock = threading.Lock()
         self.purges = PurgeCount()
+        # meta's model at this cache's last state read: which copy the next read counts
+        # rows above (read again by that statement; another model there means no copy)
+        self._model: str | None = None
 
     def clear(self) -> None:
         with self._lock:
@@ -175,10 +189,12 @@ class VectorCache:
         so (the caller only asks "none?" and "``exact_below`` or more?"; every add's dedup
         search used to count). A copy is up
         to date when nothing is above its newest vseq and the rows above its last final
-        one are those it holds; what can settle then settles here, without a load."""
-        key = (tenant, user, dims)
+        one are those it holds; what can settle then settles here, without a load. The
+        copy is of the store's model: another model in ``meta`` than at the last read
+        (a migration's switch) means no copy."""
+        guess = self._model
         with self._lock:
-            held = self._users.get(key)
+            held = self._users.get((tenant, user, guess, dims))
         safe = held[1].safe if held is not None else _NO_COPY
         tok = scope_token(tenant, user)
         args = (tok, tenant, user, dims, tenant, user, dims, safe, MODEL_KEY, DIMS_KEY)
@@ -190,19 +206,27 @@ class VectorCache:
             (window, window_sum), xmin = row[3], int(row[4])
             self.purges.read(int(row[5] or 0))
             self.model.check(row[6], row[7])
+            model = self._model = row[6]
+            if held is not None and model != guess:
+                held = None  # the store's model changed since: that copy is another's
             if held is not None and held[0].generation == generation:
                 cached, settling = held
                 seen = settling.seen
                 if cached.last_rev >= max_vseq and (window, window_sum) == (len(seen), sum(seen)):
                     if settling.pending:
+                        key = (tenant, user, model, dims)
                         self._replace(key, held, (cached, settling.settled(xmin)))
-                    return UserState(generation, max_vseq, cached.count, xmin, current=True)
+                    return UserState(
+                        generation, max_vseq, cached.count, xmin, current=True, model=model
+                    )
                 count = cached.count + window - len(seen)  # the rows not held are new
                 if count < exact_below:
-                    return UserState(generation, max_vseq, count, xmin)
+                    return UserState(generation, max_vseq, count, xmin, model=model)
+            # of every model: a bound (a migration's other rows are loaded as dead)
             cur.execute(_COUNT, (tenant, user, dims))
             counted = cur.fetchone()
-        return UserState(generation, max_vseq, int(counted[0]) if counted else 0, xmin)
+        count = int(counted[0]) if counted else 0
+        return UserState(generation, max_vseq, count, xmin, model=model)
 
     def load(
         self,
@@ -217,7 +241,7 @@ class VectorCache:
         returned as it is). Rows that changed since (a higher vseq) replace their old
         copy (see the SQLite cache); rows above the last final vseq are read again and
         those not held added (see :class:`_Settling`)."""
-        key = (tenant, user, dims)
+        key = (tenant, user, state.model, dims)
         with self._user_lock(key):
             with self._lock:
                 held = self._users.get(key)
@@ -233,11 +257,16 @@ class VectorCache:
                 cur.execute(_NEWEST_XID)
                 xid_row = cur.fetchone()
                 # rows above the last final vseq not held yet (the held ones are not sent)
-                cur.execute(_LOAD, (tenant, user, dims, settling.safe, list(settling.seen)))
-                rows = [
-                    (*r[:9], vector_array(r[9]).astype("<f4").tobytes(), r[10])
-                    for r in cur.fetchall()
-                ]
+                args = {
+                    "tenant": tenant,
+                    "user": user,
+                    "dims": dims,
+                    "safe": settling.safe,
+                    "seen": list(settling.seen),
+                    "model": state.model,
+                }
+                cur.execute(_LOAD, args)
+                rows = [(*r[:9], _bytes(r[9]), r[10]) for r in cur.fetchall()]
             assert xid_row is not None  # noqa: S101 - a SELECT of a scalar returns a row
             cached = cached.extended(rows, state.max_vseq)
             vseqs = (int(r[0]) for r in rows)
@@ -250,7 +279,7 @@ class VectorCache:
 
     def _replace(
         self,
-        key: tuple[str, str, int],
+        key: _Key,
         old: tuple[UserVectors, _Settling],
         new: tuple[UserVectors, _Settling],
     ) -> None:
@@ -259,7 +288,7 @@ class VectorCache:
             if self._users.get(key) is old:
                 self._users[key] = new
 
-    def _user_lock(self, key: tuple[str, str, int]) -> threading.Lock:
+    def _user_lock(self, key: _Key) -> threading.Lock:
         with self._lock:
             return self._locks.setdefault(key, threading.Lock())
 
@@ -326,9 +355,18 @@ def exact_search(
 
 
 def hnsw_search(
-    conn: psycopg.Connection[Any], scope: Scope, query: Vector, k: int, filters: Filters
+    conn: psycopg.Connection[Any],
+    scope: Scope,
+    query: Vector,
+    k: int,
+    filters: Filters,
+    model: str | None = None,
 ) -> list[Candidate]:
-    """Approximate top-k through the HNSW index, re-scored with numpy."""
+    """Approximate top-k through the HNSW index, re-scored with numpy; only vectors of
+    ``model`` (the store's; None: every one) are candidates. The index is not partial on
+    the model (one per user would need rebuilding at every migration): the model is one
+    more filter, which the iterative scan keeps walking past (while a migration runs,
+    about half the rows)."""
     sw, sa = scope_sql(scope, "r.")
     fw, fa = filters_sql(filters, "r.")
     dims = int(query.size)
@@ -345,8 +383,9 @@ def hnsw_search(
             f"SELECT r.seq, {_RCOLS}, v.embedding AS vec FROM vectors v "
             "JOIN records r ON r.seq = v.seq "
             f'WHERE v.dims = %s AND v.tenant = %s AND v."user" = %s AND {sw} AND {fw} '
+            "AND (%s::text IS NULL OR v.model IS NULL OR v.model = %s::text) "
             f"ORDER BY v.embedding::vector({dims}) <#> %s::vector({dims}) LIMIT %s",
-            [dims, scope.tenant, scope.user, *sa, *fa, _pgvector(query), fetch],
+            [dims, scope.tenant, scope.user, *sa, *fa, model, model, _pgvector(query), fetch],
         )
         rows = cur.fetchall()
     if needs_python(filters):
@@ -360,6 +399,11 @@ def hnsw_search(
     seqs = np.array([int(r["seq"]) for r in rows])
     order = np.lexsort((seqs, -scores))[:k]
     return [Candidate(str(rows[i]["id"]), float(scores[i])) for i in order]
+
+
+def _bytes(value: Any) -> bytes | None:
+    """A loaded vector as little-endian float32 bytes (None: a row of another model)."""
+    return None if value is None else vector_array(value).astype("<f4").tobytes()
 
 
 def _pgvector(query: Vector) -> Any:

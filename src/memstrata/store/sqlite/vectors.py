@@ -1,8 +1,17 @@
 """Per-user in-process vector cache for exact cosine search with numpy.
 
-A search loads nothing it already has: the cache holds, per ``(tenant, user, dims)``, the
-ids, the float32 matrix and small per-row arrays (type, agent, session, visibility, status,
-superseded, importance, seq), so scope and the common filters become boolean masks.
+A search loads nothing it already has: the cache holds, per ``(tenant, user, model,
+dims)``, the ids, the float32 matrix and small per-row arrays (type, agent, session,
+visibility, status, superseded, importance, seq), so scope and the common filters become
+boolean masks.
+
+Only the vectors of the store's model (``meta``'s, read by every search: store/one_model.py)
+are held. While ``reembed`` runs, the table holds rows of two models, and a question of one
+compared with a vector of the other is a meaningless score (at equal dims it ranked records
+wrongly; a process opened before the migration searches with the old model until the
+switch). After the switch the cache is another key's, and rows of the old model that a
+writer left behind are not loaded. A row loaded again that is now of another model removes
+its record's copy, as a dead row (rows of no recorded model count as the store's).
 
 Coherence is cheap and works across processes because its state lives in the database.
 Every vector row carries a change number (SQLite ``vectors.rev``, PostgreSQL ``vseq``) that
@@ -48,12 +57,14 @@ from .codec import scope_token
 __all__ = ["PURGES", "PURGE_EPOCH", "UserVectors", "VectorCache", "dot", "top_k"]
 
 # Rows: (change number, id, type, agent, session, visibility, status, superseded,
-# importance, vector bytes, seq).
+# importance, vector bytes or NULL for a row of another model, seq). ``?5``: the store's
+# model (NULL: a store with none yet, whose rows all count).
 _LOAD = """
 SELECT v.rev, r.id, r.type, r.agent, r.session, r.visibility, r.status,
-       r.superseded_by IS NOT NULL, r.importance, v.vector, v.seq
+       r.superseded_by IS NOT NULL, r.importance,
+       CASE WHEN ?5 IS NULL OR v.model IS NULL OR v.model = ?5 THEN v.vector END, v.seq
 FROM vectors v JOIN records r ON r.seq = v.seq
-WHERE v.tenant = ? AND v.user = ? AND v.rev > ? AND v.dims = ?
+WHERE v.tenant = ?1 AND v.user = ?2 AND v.rev > ?3 AND v.dims = ?4
 ORDER BY v.rev, v.seq
 """
 
@@ -172,12 +183,19 @@ class UserVectors:
     def extended(self, rows: list[tuple[Any, ...]], last_rev: int) -> UserVectors:
         """A new state holding these rows too, each replacing an older copy of its record
         (``self`` is left as it was, so a search on another thread that holds it is not
-        disturbed). Must be called on the newest state of its storage."""
+        disturbed); a row without a vector (of another model) only removes its record's
+        copy. Must be called on the newest state of its storage."""
         if not rows:
             return replace(self, last_rev=max(self.last_rev, last_rev))
+        last_rev = max(last_rev, int(rows[-1][0]))
+        gone = [str(r[1]) for r in rows if r[9] is None]
+        if gone:
+            rows = [r for r in rows if r[9] is not None]
         k = len(rows)
         n = self.n
         cols = self.cols
+        if k == 0:
+            return self._without(gone, last_rev)
         if cols is None or len(cols.ids) != n or n + k > cols.capacity:
             fresh = _Columns(self.dims, max(_MIN_CAPACITY, 2 * (n + k)))
             cols = fresh if cols is None else cols.copy(np.arange(n), self.live, fresh.capacity)
@@ -205,13 +223,29 @@ class UserVectors:
         state = UserVectors(
             dims=self.dims,
             generation=self.generation,
-            last_rev=max(last_rev, int(rows[-1][0])),
+            last_rev=last_rev,
             n=n + k,
             dead=dead,
             live=live,
             cols=cols,
         )
-        return state.compacted() if dead > max(_MIN_DEAD, state.count) else state
+        return state._without(gone, last_rev) if gone else state._settled()
+
+    def _without(self, gone: list[str], last_rev: int) -> UserVectors:
+        """A new state without the copies of the records ``gone`` (a copy held by ``self``
+        is marked dead in the new state's own ``live``)."""
+        cols, live, dead = self.cols, self.live, self.dead
+        if cols is not None:
+            live = live.copy()
+            for rid in gone:
+                old = cols.where.pop(rid, None)
+                if old is not None and old < self.n and live[old]:
+                    live[old] = False
+                    dead += 1
+        return replace(self, last_rev=max(self.last_rev, last_rev), dead=dead, live=live)._settled()
+
+    def _settled(self) -> UserVectors:
+        return self.compacted() if self.dead > max(_MIN_DEAD, self.count) else self
 
     def compacted(self) -> UserVectors:
         """The same vectors without dead rows (order kept), in new storage."""
@@ -251,6 +285,10 @@ class UserVectors:
         return dot(self.matrix, query)[keep]
 
 
+# (tenant, user, the store's model or None, dims)
+_Key = tuple[str, str, str | None, int]
+
+
 class VectorCache:
     """The vectors of the users this process has searched, one cache per store: the least
     recently searched are dropped once the cache holds more than ``max_rows`` rows (their
@@ -261,10 +299,10 @@ class VectorCache:
     def __init__(self, max_rows: int = 500_000, model: ModelPin | None = None) -> None:
         self.max_rows = max_rows
         self.model = model if model is not None else ModelPin()
-        self._users: OrderedDict[tuple[str, str, int], UserVectors] = OrderedDict()
+        self._users: OrderedDict[_Key, UserVectors] = OrderedDict()
         self._rows = 0  # sum of the held users' rows
         # a loader's lock lives while someone holds or waits for it: not one per user ever
-        self._locks: weakref.WeakValueDictionary[tuple[str, str, int], threading.Lock] = (
+        self._locks: weakref.WeakValueDictionary[_Key, threading.Lock] = (
             weakref.WeakValueDictionary()
         )
         self._lock = threading.Lock()
@@ -280,7 +318,7 @@ class VectorCache:
     def rows_held(self) -> int:
         return self._rows
 
-    def _publish(self, key: tuple[str, str, int], state: UserVectors) -> None:
+    def _publish(self, key: _Key, state: UserVectors) -> None:
         """Hold ``state`` as the user's newest, then drop the least recently used past the
         bound (caller holds ``self._lock``)."""
         old = self._users.pop(key, None)
@@ -290,12 +328,13 @@ class VectorCache:
             _, dropped = self._users.popitem(last=False)
             self._rows -= dropped.n
 
-    def _user_lock(self, key: tuple[str, str, int]) -> threading.Lock:
+    def _user_lock(self, key: _Key) -> threading.Lock:
         with self._lock:
             return self._locks.setdefault(key, threading.Lock())
 
     def load(self, conn: sqlite3.Connection, tenant: str, user: str, dims: int) -> UserVectors:
-        """The user's vectors, brought up to date with the database.
+        """The user's vectors of ``dims`` and of the store's model (``meta``'s, read in the
+        state statement), brought up to date with the database.
 
         Runs inside the caller's read transaction, so state and rows come from one snapshot
         (a state another thread brought further than this snapshot is returned as it is).
@@ -309,7 +348,7 @@ class VectorCache:
         # both counts only grow; a purge_user resets the user's to 0 and raises the epoch's
         generation = (int(epoch or 0) << 40) + int(generation or 0)
         max_rev = int(max_rev or 0)
-        key = (tenant, user, dims)
+        key = (tenant, user, model, dims)
         with self._user_lock(key):
             with self._lock:
                 cached = self._users.get(key)
@@ -319,9 +358,10 @@ class VectorCache:
                 cached = UserVectors(dims=dims, generation=generation)
             elif cached.last_rev >= max_rev:
                 return cached
-            rows = conn.execute(_LOAD, (tenant, user, cached.last_rev, dims)).fetchall()
+            rows = conn.execute(_LOAD, (tenant, user, cached.last_rev, dims, model)).fetchall()
             self.rows_loaded += len(rows)
-            # Rows of other dims up to max_rev were seen too; skip them next time.
+            # Rows of other dims up to max_rev were seen too (and rows of other models are
+            # dead copies now); skip them next time.
             cached = cached.extended(rows, max_rev)
             with self._lock:
                 self._publish(key, cached)

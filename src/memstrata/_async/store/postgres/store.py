@@ -1483,7 +1483,7 @@ class AsyncPostgresStore:
             return []
         if state.count >= self.options.exact_below and query.size <= 2000:
             await self._ensure_user_hnsw(scope.tenant, scope.user, query.size)
-            return await hnsw_search(c, scope, query, k, filters)
+            return await hnsw_search(c, scope, query, k, filters, state.model)
         cache = await self._vectors.load(c, scope.tenant, scope.user, query.size, state)
         allowed = None
         if _python_filters(filters) or scope.caller is not None:
