@@ -65,6 +65,7 @@ from memstrata.store.postgres.connection import (
     translate,
 )
 from memstrata.store.postgres.pipeline import begin_transaction
+from memstrata.store.postgres.pipeline import sync as pipeline_sync
 from memstrata.store.postgres.reach import RECONNECT_S, Reach
 from memstrata.store.postgres.schema import check_pgvector, migrate
 from memstrata.store.postgres.vectors import (
@@ -437,7 +438,7 @@ class PostgresStore:
                     if unowned:
                         conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
                     if batch is not None:  # a failed statement raises here, before COMMIT
-                        batch.sync()
+                        pipeline_sync(conn, batch)
                 except BaseException as exc:
                     tx.__exit__(type(exc), exc, exc.__traceback__)
                     raise

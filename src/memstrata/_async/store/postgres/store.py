@@ -38,6 +38,7 @@ from memstrata._async.store import shared_sql
 from memstrata._async.store.base import AsyncUnitOfWork
 from memstrata._async.store.postgres import audit, dump, lexical, outbox
 from memstrata._async.store.postgres.pipeline import begin_transaction
+from memstrata._async.store.postgres.pipeline import sync as pipeline_sync
 from memstrata._async.store.postgres.reach import RECONNECT_S, AsyncReach
 from memstrata._async.store.postgres.schema import check_pgvector, migrate
 from memstrata._async.store.postgres.vectors import (
@@ -445,7 +446,7 @@ class AsyncPostgresStore:
                     if unowned:
                         await conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
                     if batch is not None:  # a failed statement raises here, before COMMIT
-                        await batch.sync()
+                        await pipeline_sync(conn, batch)
                 except BaseException as exc:
                     await tx.__aexit__(type(exc), exc, exc.__traceback__)
                     raise
