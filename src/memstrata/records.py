@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -28,7 +28,9 @@ __all__ = [
     "Role",
     "Source",
     "Visibility",
+    "caller_view",
     "new_id",
+    "references",
 ]
 
 JSON = Any
@@ -213,3 +215,41 @@ class MemoryRecord:
             self.access.allowed_roles,
             self.status.value,
         )
+
+
+def references(record: MemoryRecord) -> set[str]:
+    """The ids of other records ``record`` names: its provenance, relations and successor."""
+    out = set(record.source_ids)
+    out.update(r.target_id for r in record.relations)
+    if record.superseded_by is not None:
+        out.add(record.superseded_by)
+    out.discard(record.id)
+    return out
+
+
+def caller_view(record: MemoryRecord, scope: Scope, readable: frozenset[str]) -> MemoryRecord:
+    """``record`` as a caller (``scope.caller``, another user reading what the owner shared)
+    is shown it: the content and what it needs to use it, not who else the owner shares it
+    with nor how the owner uses it. ``allowed_users`` keeps the caller only, ``allowed_roles``
+    the roles the caller holds; ``access_count`` 0, ``last_accessed_at`` None and
+    ``decay_score`` 1.0 (the owner's reads raise the first two and keep the third up);
+    ``source_ids``, ``relations`` and ``superseded_by`` name only ids in ``readable`` (the
+    record's own id always: a message lists itself). The record unchanged for the owner.
+    Until session 27 a caller read every field as stored."""
+    if scope.caller is None:
+        return record
+    access = record.access
+    return replace(
+        record,
+        access=AccessControl(
+            access.visibility,
+            tuple(u for u in access.allowed_users if u == scope.caller),
+            tuple(r for r in access.allowed_roles if r in scope.roles),
+        ),
+        access_count=0,
+        last_accessed_at=None,
+        decay_score=1.0,
+        source_ids=tuple(i for i in record.source_ids if i == record.id or i in readable),
+        relations=tuple(r for r in record.relations if r.target_id in readable),
+        superseded_by=record.superseded_by if record.superseded_by in readable else None,
+    )

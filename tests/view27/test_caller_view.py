@@ -1,0 +1,240 @@
+"""What a caller (``Scope.as_caller``: carol reading what bob shared with her) is shown of a
+shared record, through every read path, on every store, sync, async, HTTP and MCP.
+
+Before session 27 a caller read the record as stored: who else bob shares it with
+(``access.allowed_users``, other users' ids), bob's roles list, bob's access count and last
+access, and ``source_ids`` naming bob's unshared records. Now a caller is shown
+:func:`memstrata.records.caller_view`: the caller alone among the readers, only the roles it
+holds, no count, last access or decay, and only ids it may read. Applied in one place
+(``store/caller_view.py``, the store every read of ``Memory`` goes through). The owner still
+reads everything as stored. Each test here fails before the change."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from io import StringIO
+from typing import Any
+
+import anyio
+import httpx
+
+from memstrata import AsyncMemory, Memory, Scope
+from memstrata.records import (
+    AccessControl,
+    Content,
+    MemoryRecord,
+    RecordType,
+    Relation,
+)
+
+from .conftest import live_server, served  # noqa: F401
+
+BOB = Scope("acme", "bob")
+CAROL = BOB.as_caller("carol", {"viewer"})
+TEXT = "the harbour ferry leaves at nine"
+
+
+@dataclass
+class Shared:
+    rid: str
+    private: str  # an unshared record of bob's that the shared one names
+    readable: str  # a record shared with carol too, that the shared one names
+
+
+def _shared(mem: Memory) -> Shared:
+    private = mem.add(BOB, "private: dave's clinic visit on tuesday")
+    other = mem.add(BOB, "the ferry timetable changed in may")
+    mem.set_access(BOB, other.id, visibility="shared", allowed_users=["carol"])
+    rec = mem.add(BOB, TEXT, source_ids=[private.id, other.id], metadata={"pier": "north"})
+    mem.set_access(
+        BOB,
+        rec.id,
+        visibility="shared",
+        allowed_users=["dave", "carol", "erin"],
+        allowed_roles=["admin", "viewer"],
+    )
+    mem.search(BOB, "harbour ferry")  # the owner's reads count
+    mem.search(BOB, "harbour ferry")
+    mem.store.flush_counters()
+    return Shared(rec.id, private.id, other.id)
+
+
+def _check(seen: Any, s: Shared) -> None:
+    """A record (or its JSON) as carol must be shown it."""
+    d = seen if isinstance(seen, dict) else _as_dict(seen)
+    assert d["access"]["allowed_users"] == ["carol"], d
+    assert d["access"]["allowed_roles"] == ["viewer"], d
+    assert d["access_count"] == 0 and d["last_accessed_at"] is None, d
+    assert s.private not in d["source_ids"] and s.readable in d["source_ids"], d
+    assert d["metadata"].get("pier") == "north"  # the content's own data stays
+
+
+def _as_dict(r: MemoryRecord) -> dict[str, Any]:
+    return {
+        "access": {
+            "allowed_users": list(r.access.allowed_users),
+            "allowed_roles": list(r.access.allowed_roles),
+        },
+        "access_count": r.access_count,
+        "last_accessed_at": r.last_accessed_at,
+        "source_ids": list(r.source_ids),
+        "metadata": dict(r.metadata),
+    }
+
+
+def _dicts(x: Any) -> list[dict[str, Any]]:
+    """Every JSON object in ``x``, nested ones included."""
+    if isinstance(x, list):
+        return [d for v in x for d in _dicts(v)]
+    if not isinstance(x, dict):
+        return []
+    return [x, *(d for v in x.values() for d in _dicts(v))]
+
+
+def test_the_owner_reads_the_record_as_stored(mem: Memory) -> None:
+    s = _shared(mem)
+    rec = mem.get(BOB, s.rid)
+    assert rec.access.allowed_users == ("dave", "carol", "erin")
+    assert rec.access.allowed_roles == ("admin", "viewer")
+    assert rec.access_count == 2 and rec.last_accessed_at is not None
+    assert s.private in rec.source_ids
+
+
+def test_get_and_list_show_the_callers_view(mem: Memory) -> None:
+    s = _shared(mem)
+    _check(mem.get(CAROL, s.rid), s)
+    listed = {r.id: r for r in mem.list(CAROL)}
+    assert set(listed) == {s.rid, s.readable}
+    _check(listed[s.rid], s)
+
+
+def test_search_hits_show_the_callers_view(mem: Memory) -> None:
+    s = _shared(mem)
+    for mode in ("hybrid", "lexical", "dense"):
+        hits = {h.id: h for h in mem.search(CAROL, "harbour ferry nine", mode=mode)}
+        _check(hits[s.rid].record, s)
+
+
+def test_history_and_export_show_the_callers_view(mem: Memory) -> None:
+    s = _shared(mem)
+    versions = mem.history(CAROL, s.rid)
+    assert versions
+    for v in versions:
+        _check(v, s)
+    out = StringIO()
+    mem.export_records(CAROL, out)
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    mine = [d for x in lines for d in _dicts(x) if d.get("id") == s.rid and "access" in d]
+    assert mine, lines
+    for line in mine:
+        _check(line, s)
+    assert s.private not in out.getvalue() and "dave" not in out.getvalue()
+    assert "erin" not in out.getvalue() and "admin" not in out.getvalue()
+
+
+def test_a_context_names_no_unshared_source(mem: Memory) -> None:
+    s = _shared(mem)
+    built = mem.build_context(CAROL, "when does the harbour ferry leave?", 2000)
+    (item,) = [i for i in built.items if i.record_id == s.rid]
+    assert s.private not in item.source_ids
+
+
+def test_the_async_memory_shows_the_callers_view(url: str) -> None:
+    async def main() -> None:
+        async with AsyncMemory(url, embedder="hashing", background=False) as amem:
+            private = await amem.add(BOB, "private: dave's clinic visit on tuesday")
+            rec = await amem.add(BOB, TEXT, source_ids=[private.id])
+            await amem.set_access(BOB, rec.id, visibility="shared", allowed_users=["dave", "carol"])
+            await amem.search(BOB, "harbour ferry")
+            await amem.store.flush_counters()
+            seen = [await amem.get(CAROL, rec.id), *await amem.list(CAROL)]
+            seen += [h.record for h in await amem.search(CAROL, "harbour ferry")]
+            seen += await amem.history(CAROL, rec.id)
+            for r in seen:
+                assert r.access.allowed_users == ("carol",)
+                assert (r.access_count, r.last_accessed_at) == (0, None)
+                assert private.id not in r.source_ids
+            assert (await amem.get(BOB, rec.id)).access_count == 1
+
+    asyncio.run(main())
+
+
+def test_http_with_a_key_bound_to_the_caller(served) -> None:  # noqa: F811
+    s = _shared(served.memory)
+    h = served.h(served.keys.create("acme", user="carol", roles=["viewer"]).secret)
+    c = served.client
+    got = c.get(f"/v1/users/bob/memories/{s.rid}", headers=h)
+    assert got.status_code == 200, got.text
+    _check(got.json(), s)
+    listed = c.get("/v1/users/bob/memories", headers=h)
+    assert listed.status_code == 200, listed.text
+    for item in listed.json()["items"]:
+        if item["id"] == s.rid:
+            _check(item, s)
+    found = c.post("/v1/users/bob/search", json={"query": "harbour ferry"}, headers=h)
+    assert found.status_code == 200 and s.rid in found.text, found.text
+    history = c.get(f"/v1/users/bob/memories/{s.rid}/history", headers=h)
+    exported = c.get("/v1/users/bob/export", headers=h)
+    for r in (found, history, exported):
+        assert r.status_code == 200, r.text
+        for secret in ("dave", "erin", "admin", s.private):
+            assert secret not in r.text, (secret, r.text)
+    owner = served.h(served.keys.create("acme", user="bob").secret)
+    mine = c.get(f"/v1/users/bob/memories/{s.rid}", headers=owner).json()
+    assert "dave" in mine["access"]["allowed_users"] and mine["access_count"] == 2
+
+
+def test_mcp_with_a_key_bound_to_the_caller(live_server) -> None:  # noqa: F811
+    from audit20.test_mcp_probes import _call, _text
+
+    s = _shared(live_server.memory)
+    carol = live_server.keys.create("acme", user="carol", roles=["viewer"]).secret
+    for tool, args in (
+        ("memory_get", {"id": s.rid}),
+        ("memory_list", {}),
+        ("memory_search", {"query": "harbour ferry"}),
+    ):
+        r = anyio.run(_call, live_server.url, carol, "bob", tool, args)
+        text = _text(r)
+        assert not r.is_error and s.rid in text, text
+        for secret in ("dave", "erin", "admin", s.private):
+            assert secret not in text, (tool, secret, text)
+    bob = live_server.keys.create("acme", user="bob").secret
+    got = httpx.get(
+        f"{live_server.url}/v1/users/bob/memories/{s.rid}", headers=live_server.h(bob), timeout=30
+    )
+    assert "dave" in got.text
+
+
+def test_caller_view_keeps_only_readable_ids() -> None:
+    from memstrata.records import caller_view  # new in session 27
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    rec = MemoryRecord(
+        "r1",
+        "acme",
+        "bob",
+        RecordType.FACT,
+        Content("x"),
+        at,
+        at,
+        at,
+        access_count=7,
+        last_accessed_at=at,
+        decay_score=0.3,
+        superseded_by="hidden2",
+        relations=(Relation("similar_to", "shown"), Relation("similar_to", "hidden")),
+        access=AccessControl("shared", ("dave", "carol"), ("admin", "viewer")),
+        source_ids=("r1", "shown", "hidden"),
+    )
+    seen = caller_view(rec, CAROL, frozenset({"r1", "shown"}))
+    assert seen.access == AccessControl("shared", ("carol",), ("viewer",))
+    assert (seen.access_count, seen.last_accessed_at, seen.decay_score) == (0, None, 1.0)
+    assert seen.source_ids == ("r1", "shown")
+    assert seen.relations == (Relation("similar_to", "shown"),)
+    assert seen.superseded_by is None
+    assert caller_view(rec, BOB, frozenset()) is rec
+    assert caller_view(rec, CAROL, frozenset({"hidden2"})).superseded_by == "hidden2"
