@@ -31,6 +31,7 @@ from memstrata.policies.pii import PIIRedactor
 from memstrata.quota_types import Admission, Quotas
 from memstrata.records import MemoryRecord
 from memstrata.scope import Scope
+from memstrata.search.reply_terms import kept_terms
 from memstrata.search.tokenize import tokenize
 from memstrata.store.base import RecordWrite, Store
 
@@ -161,7 +162,8 @@ class LayerContext:
         redacted = self.redact(record)
         if reindex or redacted.text != record.text:
             return self.writes([redacted])[0]
-        return RecordWrite(redacted, None, tuple(tokenize(redacted.text)))
+        # the text is kept: so are the question terms a reply was indexed under
+        return RecordWrite(redacted, None, kept_terms(self.store, redacted))
 
 
 class IngestStep(Protocol):

@@ -33,7 +33,7 @@ def lexical_candidates(
     terms = tokenize(query)
     if not terms:
         return []
-    whole = store.lexical_search(scope, terms, pool, filters)
+    whole = _own_words(store, scope, terms, pool, filters)
     subs = entity_queries(query) if split_entities else []
     if not subs:
         return whole
@@ -41,5 +41,26 @@ def lexical_candidates(
     for sub in subs:
         sub_terms = tokenize(sub)
         if sub_terms:
-            lists.append(store.lexical_search(scope, sub_terms, pool, filters))
+            lists.append(_own_words(store, scope, sub_terms, pool, filters))
     return merge_lists(lists, pool)
+
+
+def _own_words(
+    store: Store, scope: Scope, terms: list[str], pool: int, filters: Filters
+) -> list[Candidate]:
+    """``store.lexical_search``; through a caller, only the candidates whose own text holds
+    one of ``terms``. A reply is indexed under the words of the question before it
+    (:mod:`memstrata.search.reply_terms`), and that question may not be shared: a caller
+    matching a shared reply on them learnt what the owner asked (view27). One read of the
+    candidates' texts (views, else records) for a caller's search."""
+    found = store.lexical_search(scope, terms, pool, filters)
+    if scope.caller is None or not found:
+        return found
+    ids = [c.id for c in found]
+    views = getattr(store, "views", None)
+    if views is not None:
+        texts = {rid: v.text for rid, v in views(scope, ids).items()}
+    else:
+        texts = {r.id: r.text for r in store.get_many(scope, ids)}
+    wanted = set(terms)
+    return [c for c in found if c.id in texts and not wanted.isdisjoint(tokenize(texts[c.id]))]

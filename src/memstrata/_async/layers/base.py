@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from memstrata._async.embedder.base import AsyncEmbedder
 from memstrata._async.llm.base import AsyncLLM
+from memstrata._async.search.reply_terms import kept_terms
 from memstrata._async.store.base import AsyncStore, RecordWrite
 from memstrata.clock import Clock
 from memstrata.layers.types import LayerConfig
@@ -159,7 +160,8 @@ class AsyncLayerContext:
         redacted = self.redact(record)
         if reindex or redacted.text != record.text:
             return (await self.writes([redacted]))[0]
-        return RecordWrite(redacted, None, tuple(tokenize(redacted.text)))
+        # the text is kept: so are the question terms a reply was indexed under
+        return RecordWrite(redacted, None, await kept_terms(self.store, redacted))
 
 
 class AsyncIngestStep(Protocol):
