@@ -238,3 +238,28 @@ def test_caller_view_keeps_only_readable_ids() -> None:
     assert seen.superseded_by is None
     assert caller_view(rec, BOB, frozenset()) is rec
     assert caller_view(rec, CAROL, frozenset({"hidden2"})).superseded_by == "hidden2"
+
+
+def test_a_callers_ranking_and_explanation_hold_no_owner_usage(mem: Memory) -> None:
+    """The access term of a hit's score (``access_heat`` of the access count) showed the
+    owner's count to a caller in ``explain`` (invertible) and, with ``access_weight``,
+    ordered a caller's hits by how often the owner read them."""
+    from memstrata import SearchConfig
+
+    cold = mem.add(BOB, "ferry schedule one")
+    hot = mem.add(BOB, "ferry schedule two")
+    for rid in (cold.id, hot.id):
+        mem.set_access(BOB, rid, visibility="shared", allowed_users=["carol"])
+    for _ in range(6):
+        mem.search(BOB, "schedule two", top_k=1)
+    mem.store.flush_counters()
+    cfg = SearchConfig(access_weight=5.0)
+
+    def seen(scope: Scope) -> list[tuple[str, float]]:
+        hits = mem.search(scope, "ferry schedule", explain=True, mode="lexical", config=cfg)
+        return [(h.id, (h.explanation or {})["access"]) for h in hits]
+
+    assert dict(seen(BOB))[hot.id] > 0.5  # the owner's own
+    theirs = seen(CAROL)
+    assert [a for _, a in theirs] == [0.0, 0.0], theirs
+    assert [i for i, _ in theirs] == sorted([cold.id, hot.id])  # a tie, ordered by id
