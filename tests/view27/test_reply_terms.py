@@ -85,3 +85,28 @@ def test_over_http_a_caller_does_not_match_the_question(served) -> None:  # noqa
     bob = served.h(served.keys.create("acme", user="bob").secret)
     got = c.post("/v1/users/bob/search", json=body, headers=bob)
     assert got.status_code == 200 and rid in got.text, got.text
+
+
+def test_a_word_of_the_question_does_not_move_a_callers_hits(mem: Memory) -> None:
+    """Matching on its own words only is not enough: scored by the store's BM25, a shared
+    reply rose above another shared hit when a word of the unshared question joined the
+    query. A caller's lexical scores now sum its own terms only."""
+    mem.add_messages(
+        S1,
+        [
+            {"role": "user", "content": "what is the zanzibar code?"},
+            {"role": "assistant", "content": "It is 4512, I wrote it on the back of the ledger."},
+        ],
+    )
+    (reply,) = [r for r in mem.list(BOB) if r.role == "assistant"]
+    note = mem.add(BOB, "4512 noted")
+    for rid in (reply.id, note.id):
+        mem.set_access(BOB, rid, visibility="shared", allowed_users=["carol"])
+
+    def seen(query: str) -> list[tuple[str, float]]:
+        return [(h.id, h.score) for h in mem.search(CAROL, query, mode="lexical")]
+
+    assert [i for i, _ in seen("4512")] == [note.id, reply.id]
+    assert seen("4512 zanzibar") == seen("4512")
+    mine = [h.id for h in mem.search(BOB, "4512 zanzibar", mode="lexical")]
+    assert mine.index(reply.id) < mine.index(note.id)  # the owner's index is whole

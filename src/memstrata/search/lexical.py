@@ -6,6 +6,8 @@ entity, merged."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memstrata.filters import Filters
 from memstrata.scope import Scope
 from memstrata.search.entities import entity_queries, merge_lists
@@ -48,11 +50,16 @@ def lexical_candidates(
 def _own_words(
     store: Store, scope: Scope, terms: list[str], pool: int, filters: Filters
 ) -> list[Candidate]:
-    """``store.lexical_search``; through a caller, only the candidates whose own text holds
-    one of ``terms``. A reply is indexed under the words of the question before it
+    """``store.lexical_search``; through a caller, scored on each candidate's own words.
+
+    A reply is indexed under the words of the question before it
     (:mod:`memstrata.search.reply_terms`), and that question may not be shared: a caller
-    matching a shared reply on them learnt what the owner asked (view27). One read of the
-    candidates' texts (views, else records) for a caller's search."""
+    matching a shared reply on them, or seeing it rise when a word of the question joins the
+    query, learnt what the owner asked (view27). So a caller keeps only the candidates whose
+    own text holds a query term, each scored by the sum of its own terms' BM25: one store
+    search per distinct term over those candidates (every store's BM25 adds up over the
+    query's distinct terms). Costs a read of the candidates' texts and one search per term
+    more, for a caller's search only."""
     found = store.lexical_search(scope, terms, pool, filters)
     if scope.caller is None or not found:
         return found
@@ -62,5 +69,16 @@ def _own_words(
         texts = {rid: v.text for rid, v in views(scope, ids).items()}
     else:
         texts = {r.id: r.text for r in store.get_many(scope, ids)}
-    wanted = set(terms)
-    return [c for c in found if c.id in texts and not wanted.isdisjoint(tokenize(texts[c.id]))]
+    own = {rid: set(tokenize(text)) for rid, text in texts.items()}
+    kept = [c for c in found if not own.get(c.id, set()).isdisjoint(terms)]
+    distinct = list(dict.fromkeys(terms))
+    if len(distinct) < 2 or not kept:
+        return kept
+    among = replace(filters, ids=frozenset(c.id for c in kept))
+    score = dict.fromkeys((c.id for c in kept), 0.0)
+    for term in distinct:
+        for c in store.lexical_search(scope, [term], len(kept), among):
+            if term in own[c.id]:
+                score[c.id] += c.score
+    rescored = [Candidate(c.id, score[c.id]) for c in kept]
+    return sorted(rescored, key=lambda c: -c.score)  # stable: ties keep the store's order
