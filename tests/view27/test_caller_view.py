@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from io import StringIO
 from typing import Any
@@ -237,6 +237,18 @@ def test_caller_view_keeps_only_readable_ids() -> None:
     assert seen.relations == (Relation("similar_to", "shown"),)
     assert seen.superseded_by is None
     assert caller_view(rec, BOB, frozenset()) is rec
+    cluster = replace(
+        rec,
+        type=RecordType.CLUSTER,
+        content=Content("c", structured={"hits": 9, "promoted_key": "hidden", "count": 3}),
+        metadata={"cluster_id": "hidden"},  # not a field of a cluster's layer: the user's
+    )
+    shown = caller_view(cluster, CAROL, frozenset())
+    assert shown.content.structured == {"hits": 0, "promoted_key": None, "count": 3}
+    assert shown.metadata == {"cluster_id": "hidden"}
+    key = replace(rec, type=RecordType.KEY, metadata={"cluster_id": "hidden", "priority": 2})
+    assert caller_view(key, CAROL, frozenset()).metadata == {"cluster_id": None, "priority": 2}
+    assert caller_view(key, CAROL, frozenset({"hidden"})).metadata["cluster_id"] == "hidden"
     assert caller_view(rec, CAROL, frozenset({"hidden2"})).superseded_by == "hidden2"
 
 
@@ -263,3 +275,34 @@ def test_a_callers_ranking_and_explanation_hold_no_owner_usage(mem: Memory) -> N
     theirs = seen(CAROL)
     assert [a for _, a in theirs] == [0.0, 0.0], theirs
     assert [i for i, _ in theirs] == sorted([cold.id, hot.id])  # a tie, ordered by id
+
+
+def test_a_shared_cluster_and_key_name_only_what_the_caller_reads(mem: Memory) -> None:
+    """A cluster's promoted key and a promoted key's cluster are ids the layers write into
+    the content (``structured["promoted_key"]``, ``metadata["cluster_id"]``), and a
+    cluster keeps the owner's recall hits there: shown to a caller as ``None`` (unless it
+    reads that record) and 0."""
+    s1 = BOB.with_session("s1")
+    for i in range(8):
+        mem.add_message(s1, "user", f"I love sailing the ferry to the harbour {i}")
+    mem.end_session(s1)
+    mem.flush()
+    (vector,) = mem.embedder.embed_batch(["sailing the ferry"], query=True)
+    for _ in range(mem.layers.ctx.config.promote_hits + 2):
+        mem.layers.mid_term.recall(BOB, vector, k=3)
+    mem.flush()
+    promoted = [
+        c for c in mem.layers.mid_term.clusters(BOB) if c.content.structured.get("promoted_key")
+    ]
+    assert promoted, "no cluster was promoted"
+    cluster = promoted[0]
+    key_id = cluster.content.structured["promoted_key"]
+    assert mem.get(BOB, key_id).metadata.get("cluster_id") == cluster.id
+    mem.set_access(BOB, cluster.id, visibility="shared", allowed_users=["carol"])
+    seen = mem.get(CAROL, cluster.id).content.structured
+    assert seen["promoted_key"] is None, seen
+    mem.set_access(BOB, key_id, visibility="shared", allowed_users=["carol"])
+    assert mem.get(CAROL, cluster.id).content.structured["promoted_key"] == key_id
+    mem.set_access(BOB, cluster.id, visibility="private", allowed_users=[])
+    assert mem.get(CAROL, key_id).metadata.get("cluster_id") is None
+    assert mem.get(BOB, key_id).metadata.get("cluster_id") == cluster.id
