@@ -306,3 +306,34 @@ def test_a_shared_cluster_and_key_name_only_what_the_caller_reads(mem: Memory) -
     mem.set_access(BOB, cluster.id, visibility="private", allowed_users=[])
     assert mem.get(CAROL, key_id).metadata.get("cluster_id") is None
     assert mem.get(BOB, key_id).metadata.get("cluster_id") == cluster.id
+
+
+def test_the_layer_routes_show_the_callers_view(served) -> None:  # noqa: F811
+    """The layers' read routes (key memory, facts, a fact's history, the inspector) read
+    through the layer services, whose store is the same caller view."""
+    from memstrata.llm.models import ExtractedFact
+
+    mem: Memory = served.memory
+    key = mem.key.set(BOB, "bob prefers the window seat on the ferry", priority=2)
+    fact = mem.facts.upsert(
+        BOB, ExtractedFact(category="preference", key="seat", value="window", confidence=0.9)
+    ).record
+    for rid in (key.id, fact.id):
+        mem.set_access(BOB, rid, visibility="shared", allowed_users=["carol", "dave"])
+    mem.search(BOB, "window seat ferry")
+    h = served.h(served.keys.create("acme", user="carol").secret)
+    c = served.client
+    for path in (
+        "/v1/users/bob/key-memory",
+        "/v1/users/bob/facts",
+        "/v1/users/bob/facts/seat",
+        "/v1/users/bob/facts/seat/history",
+        "/v1/users/bob/layers",
+    ):
+        got = c.get(path, headers=h)
+        assert got.status_code == 200, (path, got.text)
+        assert (key.id in got.text or fact.id in got.text) and "dave" not in got.text, (
+            path,
+            got.text,
+        )
+        assert '"access_count":0' in got.text.replace(" ", ""), (path, got.text)
