@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from memstrata._async.store.base import AsyncStore, Candidate
 from memstrata.filters import Filters
+from memstrata.records import RecordType
 from memstrata.scope import Scope
 from memstrata.search.entities import entity_queries, merge_lists
 from memstrata.search.tokenize import tokenize
@@ -54,29 +55,34 @@ async def _own_words(
     (:mod:`memstrata.search.reply_terms`), and that question may not be shared: a caller
     matching a shared reply on them, or seeing it rise when a word of the question joins the
     query, learnt what the owner asked (view27). So a caller keeps only the candidates whose
-    own text holds a query term, each scored by the sum of its own terms' BM25: one store
-    search per distinct term over those candidates (every store's BM25 adds up over the
-    query's distinct terms). Costs a read of the candidates' texts and one search per term
-    more, for a caller's search only."""
+    own text holds a query term, and a message's score loses what the query's other terms
+    gave it (only a message is indexed under words not its own): one store search per such
+    term over those messages (every store's BM25 adds up over the query's distinct terms).
+    Costs a read of the candidates' texts, and those searches, for a caller's search only."""
     found = await store.lexical_search(scope, terms, pool, filters)
     if scope.caller is None or not found:
         return found
     ids = [c.id for c in found]
     views = getattr(store, "views", None)
     if views is not None:
-        texts = {rid: v.text for rid, v in (await views(scope, ids)).items()}
+        seen = [(v.id, v.type, v.text) for v in (await views(scope, ids)).values()]
     else:
-        texts = {r.id: r.text for r in await store.get_many(scope, ids)}
-    own = {rid: set(tokenize(text)) for rid, text in texts.items()}
+        seen = [(r.id, r.type, r.text) for r in await store.get_many(scope, ids)]
+    own = {rid: set(tokenize(text)) for rid, _, text in seen}
     kept = [c for c in found if not own.get(c.id, set()).isdisjoint(terms)]
-    distinct = list(dict.fromkeys(terms))
-    if len(distinct) < 2 or not kept:
+    messages = {rid for rid, rtype, _ in seen if rtype is RecordType.MESSAGE}
+    foreign = {  # per message, the query terms not its own: its score may hold them
+        c.id: [t for t in dict.fromkeys(terms) if t not in own[c.id]]
+        for c in kept
+        if c.id in messages
+    }
+    foreign = {rid: ts for rid, ts in foreign.items() if ts}
+    if not foreign:
         return kept
-    among = replace(filters, ids=frozenset(c.id for c in kept))
-    score = dict.fromkeys((c.id for c in kept), 0.0)
-    for term in distinct:
-        for c in await store.lexical_search(scope, [term], len(kept), among):
-            if term in own[c.id]:
-                score[c.id] += c.score
-    rescored = [Candidate(c.id, score[c.id]) for c in kept]
+    score = {c.id: c.score for c in kept}
+    for term in dict.fromkeys(t for ts in foreign.values() for t in ts):
+        among = replace(filters, ids=frozenset(r for r, ts in foreign.items() if term in ts))
+        for c in await store.lexical_search(scope, [term], len(among.ids or ()), among):
+            score[c.id] -= c.score
+    rescored = [Candidate(c.id, max(0.0, score[c.id])) for c in kept]
     return sorted(rescored, key=lambda c: -c.score)  # stable: ties keep the store's order
