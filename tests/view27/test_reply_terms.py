@@ -110,3 +110,13 @@ def test_a_word_of_the_question_does_not_move_a_callers_hits(mem: Memory) -> Non
     assert seen("4512 zanzibar") == seen("4512")
     mine = [h.id for h in mem.search(BOB, "4512 zanzibar", mode="lexical")]
     assert mine.index(reply.id) < mine.index(note.id)  # the owner's index is whole
+
+
+def test_a_corrected_reply_still_answers_its_question(mem: Memory) -> None:
+    """``update(content=...)`` of a reply re-indexed it under its new words only: the
+    owner's search by the question lost it."""
+    rid = _reply(mem)
+    rec = mem.get(BOB, rid)
+    mem.update(BOB, rid, expected_version=rec.version, content="It is 4513, sorry.")
+    assert rid in _found(mem, BOB, "zanzibar code")
+    assert rid in _found(mem, BOB, "4513") and rid not in _found(mem, BOB, "4512")

@@ -29,7 +29,7 @@ from memstrata.clock import Clock
 from memstrata.layers.types import LayerConfig
 from memstrata.policies.pii import PIIRedactor
 from memstrata.quota_types import Admission, Quotas
-from memstrata.records import MemoryRecord
+from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 
@@ -159,7 +159,12 @@ class AsyncLayerContext:
         changed its text)."""
         redacted = self.redact(record)
         if reindex or redacted.text != record.text:
-            return (await self.writes([redacted]))[0]
+            write = (await self.writes([redacted]))[0]
+            if write.record.type is not RecordType.MESSAGE:
+                return write
+            # a reply corrected still answers the question before it (until session 27 its
+            # new version was indexed under its own words only)
+            return replace(write, terms=await kept_terms(self.store, write.record))
         # the text is kept: so are the question terms a reply was indexed under
         return RecordWrite(redacted, None, await kept_terms(self.store, redacted))
 
