@@ -50,6 +50,7 @@ from memstrata.search.hit import SearchHit, types_of_layers
 from memstrata.search.hybrid import search as hybrid_search
 from memstrata.store import one_model
 from memstrata.store.base import Store
+from memstrata.store.caller_view import CallerViewStore
 from memstrata.store.compaction import CompactReport
 from memstrata.store.types import PurgeReport, RecordWrite, Vector
 from memstrata.store.url import open_store
@@ -255,6 +256,8 @@ class Memory:
             raise
         if hot is not None:
             self._store = cast(Store, RedisHotStore(self._store, hot, prefix=prefix or ""))
+        # What every read goes through: a caller is shown its view of a record (caller_view)
+        self._reads = cast(Store, CallerViewStore(self._store))
         try:
             self._raw_embedder = make_embedder(embedder)
             self._embedder = CachedEmbedder(self._raw_embedder, self._store)
@@ -333,7 +336,7 @@ class Memory:
 
                 llm = make_llm(None)
             ctx = LayerContext(
-                self._store,
+                self._reads,
                 self._embedder,
                 llm,
                 self._clock,
@@ -746,7 +749,7 @@ class Memory:
 
     # --- reading -----------------------------------------------------------------------
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
-        return self._store.get(
+        return self._reads.get(
             check_scope(scope),
             check_id(record_id),
             include_deleted=check_bool(include_deleted, "include_deleted"),
@@ -754,7 +757,7 @@ class Memory:
 
     def history(self, scope: Scope, record_id: str) -> builtins.list[MemoryRecord]:
         """Every version of a record, oldest first."""
-        return self._store.history(check_scope(scope), check_id(record_id))
+        return self._reads.history(check_scope(scope), check_id(record_id))
 
     def list(
         self,
@@ -768,7 +771,7 @@ class Memory:
         check_int(limit, "limit", low=1, high=100_000)
         check_int(offset, "offset", low=0, high=2**62)
         check_bool(newest_first, "newest_first")
-        return self._store.list(
+        return self._reads.list(
             check_scope(scope),
             Filters.parse(filters),
             limit=limit,
@@ -808,7 +811,7 @@ class Memory:
         if self._pii is not None:  # embedded, cached and matched redacted
             query = self._pii.redact_query(scope.tenant, query)
         return hybrid_search(
-            self._store,
+            self._reads,
             self._embedder.for_scope(scope),
             scope,
             query,
@@ -1251,7 +1254,7 @@ class Memory:
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return hybrid_search(
-            self._store,
+            self._reads,
             self._embedder.for_scope(scope),
             scope,
             query,
@@ -1271,7 +1274,7 @@ class Memory:
 
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return search_ranked(
-            self._store,
+            self._reads,
             self._embedder.for_scope(scope),
             scope,
             query,
@@ -1356,7 +1359,7 @@ class Memory:
             version=EXPORT_VERSION if include_history else PLAIN_VERSION,
         )
         count = versions = 0
-        for page in self._store.list_pages(scope, flt, batch_size=EXPORT_PAGE):
+        for page in self._reads.list_pages(scope, flt, batch_size=EXPORT_PAGE):
             vectors = self._export_vectors(scope, page) if include_embeddings else None
             past = self._export_past(scope, page) if include_history else None
             count += len(page)
@@ -1376,7 +1379,7 @@ class Memory:
 
         past: dict[str, builtins.list[MemoryRecord]] = {}
         for chunk in history_chunks(page):
-            found = self._store.histories(scope, [r.id for r in chunk])
+            found = self._reads.histories(scope, [r.id for r in chunk])
             for rec in chunk:
                 older = [v for v in found.get(rec.id, ()) if v.version < rec.version]
                 if older:

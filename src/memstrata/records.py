@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -28,7 +28,9 @@ __all__ = [
     "Role",
     "Source",
     "Visibility",
+    "caller_view",
     "new_id",
+    "references",
 ]
 
 JSON = Any
@@ -213,3 +215,90 @@ class MemoryRecord:
             self.access.allowed_roles,
             self.status.value,
         )
+
+
+# The fields the layers fill with another record's id, by record type and where they are
+# (``metadata`` or ``content.structured``): a key memory promoted from a cluster, the
+# cluster's promoted key, a closed task's episode. A user's own fields of those names on
+# other types are the user's data, left alone.
+ID_FIELDS: Mapping[RecordType, tuple[str, str]] = {
+    RecordType.KEY: ("metadata", "cluster_id"),
+    RecordType.CLUSTER: ("structured", "promoted_key"),
+    RecordType.TASK: ("structured", "episode_id"),
+}
+# The owner's usage a cluster keeps in its structured content: its recall hits.
+USAGE_FIELDS: Mapping[RecordType, tuple[str, str]] = {RecordType.CLUSTER: ("structured", "hits")}
+
+
+def _fields(record: MemoryRecord, where: str) -> Mapping[str, JSON]:
+    found = record.metadata if where == "metadata" else record.content.structured
+    return found if isinstance(found, Mapping) else {}
+
+
+def references(record: MemoryRecord) -> set[str]:
+    """The ids of other records ``record`` names: its provenance, relations, successor and
+    the id field its layer writes (:data:`ID_FIELDS`)."""
+    out = set(record.source_ids)
+    out.update(r.target_id for r in record.relations)
+    if record.superseded_by is not None:
+        out.add(record.superseded_by)
+    if record.type in ID_FIELDS:
+        where, name = ID_FIELDS[record.type]
+        named = _fields(record, where).get(name)
+        if isinstance(named, str):
+            out.add(named)
+    out.discard(record.id)
+    return out
+
+
+def _shown_fields(record: MemoryRecord, where: str, readable: frozenset[str]) -> Mapping[str, JSON]:
+    """``record``'s ``where`` fields with its id field set to ``None`` when it names an
+    unreadable record and its usage field to 0 (the same object when nothing changes)."""
+    fields = _fields(record, where)
+    changed: dict[str, JSON] = {}
+    if record.type in ID_FIELDS and ID_FIELDS[record.type][0] == where:
+        name = ID_FIELDS[record.type][1]
+        if isinstance(fields.get(name), str) and fields[name] not in readable:
+            changed[name] = None
+    if record.type in USAGE_FIELDS and USAGE_FIELDS[record.type][0] == where:
+        name = USAGE_FIELDS[record.type][1]
+        if fields.get(name):
+            changed[name] = 0
+    if not changed:
+        return record.metadata if where == "metadata" else record.content.structured
+    return {**fields, **changed}
+
+
+def caller_view(record: MemoryRecord, scope: Scope, readable: frozenset[str]) -> MemoryRecord:
+    """``record`` as a caller (``scope.caller``, another user reading what the owner shared)
+    is shown it: the content and what it needs to use it, not who else the owner shares it
+    with nor how the owner uses it. ``allowed_users`` keeps the caller only, ``allowed_roles``
+    the roles the caller holds; ``access_count`` 0, ``last_accessed_at`` None and
+    ``decay_score`` 1.0 (the owner's reads raise the first two and keep the third up);
+    ``source_ids``, ``relations`` and ``superseded_by`` name only ids in ``readable`` (the
+    record's own id always: a message lists itself), and so does the id field its layer
+    writes (:data:`ID_FIELDS`, else ``None``); a cluster's recall ``hits`` (the owner's
+    usage) show 0. The record unchanged for the owner.
+    Until session 27 a caller read every field as stored."""
+    if scope.caller is None:
+        return record
+    access = record.access
+    structured = _shown_fields(record, "structured", readable)
+    return replace(
+        record,
+        access=AccessControl(
+            access.visibility,
+            tuple(u for u in access.allowed_users if u == scope.caller),
+            tuple(r for r in access.allowed_roles if r in scope.roles),
+        ),
+        access_count=0,
+        last_accessed_at=None,
+        decay_score=1.0,
+        source_ids=tuple(i for i in record.source_ids if i == record.id or i in readable),
+        relations=tuple(r for r in record.relations if r.target_id in readable),
+        superseded_by=record.superseded_by if record.superseded_by in readable else None,
+        metadata=_shown_fields(record, "metadata", readable),
+        content=record.content
+        if structured is record.content.structured
+        else replace(record.content, structured=structured),
+    )

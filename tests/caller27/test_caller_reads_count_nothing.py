@@ -55,11 +55,14 @@ def test_the_owners_own_reads_still_count(mem: Memory) -> None:
     assert count == 2 and last is not None
 
 
-def test_a_callers_search_hit_shows_the_counts_as_stored(mem: Memory) -> None:
+def test_a_callers_search_hit_shows_no_count(mem: Memory) -> None:
+    """The owner's count is the owner's usage: a caller is shown 0 (view27's caller view;
+    until then it was shown as stored)."""
     rid = _shared(mem)
     mem.search(BOB, "harbour ferry")
     hits = mem.search(CAROL, "harbour ferry")
-    assert [(h.id, h.record.access_count) for h in hits] == [(rid, 1)]
+    assert [(h.id, h.record.access_count) for h in hits] == [(rid, 0)]
+    assert _counts(mem, rid)[0] == 1
 
 
 def test_the_async_memory_counts_nothing_for_a_caller(url: str) -> None:

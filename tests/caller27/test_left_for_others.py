@@ -1,24 +1,16 @@
 """What caller27's audit found outside its files, as strict xfails naming the file and the
-fix (each passes once fixed; strict, so the fix is noticed)."""
+fix (each passes once fixed; strict, so the fix is noticed). Fixed by view27: a version
+that keeps the text keeps the question terms a reply was indexed under
+(``search/reply_terms.kept_terms``), and a caller matches a reply on its own words only
+(``search/lexical.py``; ``tests/view27/test_reply_terms.py``)."""
 
 from __future__ import annotations
-
-import pytest
 
 from memstrata import Memory, Scope
 
 BOB = Scope("acme", "bob")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="layers/base.py version_write(reindex=False) re-tokenizes the record's own text, "
-    "dropping the question terms a reply was indexed under (search/reply_terms.py): after "
-    "set_access (or any change that is not the text) the owner's search no longer finds the "
-    "reply by the question's words. Fix: keep the stored terms when the text is unchanged. "
-    "Beware when fixing: a caller may then match a shared reply on the words of an unshared "
-    "question (an oracle); a caller's lexical match must then use the reply's own terms only.",
-)
 def test_sharing_a_reply_keeps_its_question_terms(mem: Memory) -> None:
     s1 = BOB.with_session("s1")
     mem.add_messages(

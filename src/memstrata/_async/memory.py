@@ -25,6 +25,7 @@ from memstrata._async.embedder.base import AsyncEmbedder
 from memstrata._async.embedder.cache import AsyncCachedEmbedder
 from memstrata._async.search.hybrid import search as hybrid_search
 from memstrata._async.store.base import AsyncStore
+from memstrata._async.store.caller_view import AsyncCallerViewStore
 from memstrata.aio.core_lifecycle import AsyncLifecycle, completes  # async-only
 from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  # async-only
 from memstrata.aio.stores import open_store  # async-only
@@ -264,6 +265,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             self._store = cast(
                 AsyncStore, AsyncRedisHotStore(self._store, hot, prefix=prefix or "")
             )
+        # What every read goes through: a caller is shown its view of a record (caller_view)
+        self._reads = cast(AsyncStore, AsyncCallerViewStore(self._store))
         try:
             self._raw_embedder = make_async_embedder(embedder)
             self._owned.append(closer(embedder, self._raw_embedder))  # async-only
@@ -352,7 +355,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
                 llm = make_async_llm(None)
             ctx = AsyncLayerContext(
-                self._store,
+                self._reads,
                 self._embedder,
                 llm,
                 self._clock,
@@ -797,7 +800,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         self, scope: Scope, record_id: str, *, include_deleted: bool = False
     ) -> MemoryRecord:
         await self._ready()  # async-only
-        return await self._store.get(
+        return await self._reads.get(
             check_scope(scope),
             check_id(record_id),
             include_deleted=check_bool(include_deleted, "include_deleted"),
@@ -806,7 +809,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     async def history(self, scope: Scope, record_id: str) -> builtins.list[MemoryRecord]:
         """Every version of a record, oldest first."""
         await self._ready()  # async-only
-        return await self._store.history(check_scope(scope), check_id(record_id))
+        return await self._reads.history(check_scope(scope), check_id(record_id))
 
     async def list(
         self,
@@ -821,7 +824,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         check_int(limit, "limit", low=1, high=100_000)
         check_int(offset, "offset", low=0, high=2**62)
         check_bool(newest_first, "newest_first")
-        return await self._store.list(
+        return await self._reads.list(
             check_scope(scope),
             Filters.parse(filters),
             limit=limit,
@@ -862,7 +865,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         if self._pii is not None:  # embedded, cached and matched redacted
             query = self._pii.redact_query(scope.tenant, query)
         return await hybrid_search(
-            self._store,
+            self._reads,
             self._embedder.for_scope(scope),
             scope,
             query,
@@ -1337,7 +1340,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         # candidate pool per list keeps build_context fast.
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return await hybrid_search(
-            self._store,
+            self._reads,
             self._embedder.for_scope(scope),
             scope,
             query,
@@ -1357,7 +1360,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
         config = replace(self.search_config, pool_factor=min(2, self.search_config.pool_factor))
         return await search_ranked(
-            self._store,
+            self._reads,
             self._embedder.for_scope(scope),
             scope,
             query,
@@ -1443,7 +1446,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             version=EXPORT_VERSION if include_history else PLAIN_VERSION,
         )
         count = versions = 0
-        async for page in self._store.list_pages(scope, flt, batch_size=EXPORT_PAGE):
+        async for page in self._reads.list_pages(scope, flt, batch_size=EXPORT_PAGE):
             vectors = await self._export_vectors(scope, page) if include_embeddings else None
             past = await self._export_past(scope, page) if include_history else None
             count += len(page)
@@ -1463,7 +1466,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
         past: dict[str, builtins.list[MemoryRecord]] = {}
         for chunk in history_chunks(page):
-            found = await self._store.histories(scope, [r.id for r in chunk])
+            found = await self._reads.histories(scope, [r.id for r in chunk])
             for rec in chunk:
                 older = [v for v in found.get(rec.id, ()) if v.version < rec.version]
                 if older:

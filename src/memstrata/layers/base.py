@@ -29,8 +29,9 @@ from memstrata.layers.types import LayerConfig
 from memstrata.llm.base import LLM
 from memstrata.policies.pii import PIIRedactor
 from memstrata.quota_types import Admission, Quotas
-from memstrata.records import MemoryRecord
+from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
+from memstrata.search.reply_terms import kept_terms
 from memstrata.search.tokenize import tokenize
 from memstrata.store.base import RecordWrite, Store
 
@@ -160,8 +161,14 @@ class LayerContext:
         changed its text)."""
         redacted = self.redact(record)
         if reindex or redacted.text != record.text:
-            return self.writes([redacted])[0]
-        return RecordWrite(redacted, None, tuple(tokenize(redacted.text)))
+            write = self.writes([redacted])[0]
+            if write.record.type is not RecordType.MESSAGE:
+                return write
+            # a reply corrected still answers the question before it (until session 27 its
+            # new version was indexed under its own words only)
+            return replace(write, terms=kept_terms(self.store, write.record))
+        # the text is kept: so are the question terms a reply was indexed under
+        return RecordWrite(redacted, None, kept_terms(self.store, redacted))
 
 
 class IngestStep(Protocol):

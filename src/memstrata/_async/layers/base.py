@@ -23,12 +23,13 @@ from pydantic import BaseModel
 
 from memstrata._async.embedder.base import AsyncEmbedder
 from memstrata._async.llm.base import AsyncLLM
+from memstrata._async.search.reply_terms import kept_terms
 from memstrata._async.store.base import AsyncStore, RecordWrite
 from memstrata.clock import Clock
 from memstrata.layers.types import LayerConfig
 from memstrata.policies.pii import PIIRedactor
 from memstrata.quota_types import Admission, Quotas
-from memstrata.records import MemoryRecord
+from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 
@@ -158,8 +159,14 @@ class AsyncLayerContext:
         changed its text)."""
         redacted = self.redact(record)
         if reindex or redacted.text != record.text:
-            return (await self.writes([redacted]))[0]
-        return RecordWrite(redacted, None, tuple(tokenize(redacted.text)))
+            write = (await self.writes([redacted]))[0]
+            if write.record.type is not RecordType.MESSAGE:
+                return write
+            # a reply corrected still answers the question before it (until session 27 its
+            # new version was indexed under its own words only)
+            return replace(write, terms=await kept_terms(self.store, write.record))
+        # the text is kept: so are the question terms a reply was indexed under
+        return RecordWrite(redacted, None, await kept_terms(self.store, redacted))
 
 
 class AsyncIngestStep(Protocol):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from memstrata._async.store.base import AsyncStore, PurgeReport, RecordWrite
 from memstrata.filters import Filters
@@ -25,6 +25,7 @@ from memstrata.search.tokenize import tokenize
 
 __all__ = [
     "index_replies",
+    "kept_terms",
     "purge_records",
     "question_terms",
     "reply_terms",
@@ -113,3 +114,50 @@ async def purge_records(store: AsyncStore, scope: Scope, ids: Sequence[str]) -> 
     The new terms are computed just before the purge; a turn appended to one of those
     sessions in between is indexed under the session's newest turn at its own write."""
     return await store.purge(scope, ids, reterm=await terms_after_purge(store, scope, ids))
+
+
+_NEAR = 20  # the turns read back from a reply's time, before walking the whole session
+
+
+def _previous(record: MemoryRecord, newest_first: Sequence[MemoryRecord]) -> MemoryRecord | None:
+    """The turn listed just before ``record`` in its session (``None``: first turn), from
+    turns listed newest first down to it; ``record`` when it is not among them."""
+    seen = False
+    for turn in newest_first:
+        if turn.session != record.session:
+            continue
+        if seen:
+            return turn
+        seen = turn.id == record.id
+    return None if seen else record
+
+
+async def kept_terms(store: AsyncStore, record: MemoryRecord) -> tuple[str, ...]:
+    """The lexical terms of a new version of ``record`` that keeps its text: its own and,
+    for a message, the questions of the turn before it, as :func:`index_replies` indexed it
+    and :func:`terms_after_purge` re-indexes it (the turn listed before it in its session;
+    without a session, only one written in the same call). Until session 27 such a version
+    (``set_access``, tags, importance) was indexed under its own words only, and the
+    owner's search lost a reply by the words of the question it answers. One read of the
+    turns up to the reply's time (the whole session's turns only when more than 20 share
+    it)."""
+    own = tuple(tokenize(record.text))
+    if record.type is not RecordType.MESSAGE:
+        return own
+    scope = Scope(record.tenant, record.user, session=record.session)
+    upto = replace(_EVERY_TURN, observed_before=record.observed_at + timedelta(microseconds=1))
+    previous = _previous(record, await store.list(scope, upto, limit=_NEAR, newest_first=True))
+    if previous is record:  # more than _NEAR turns at its time: walk them oldest first
+        previous = None
+        async for page in store.list_pages(scope, upto, batch_size=_PAGE):
+            for turn in page:
+                if turn.id == record.id:
+                    break
+                if turn.session == record.session:
+                    previous = turn
+            else:
+                continue
+            break
+    if previous is None or (record.session is None and previous.created_at != record.created_at):
+        return own
+    return own + question_terms(previous.text)
