@@ -2099,6 +2099,7 @@ class _PgUnitOfWork:
         self._c = conn
         self.inserted = 0
         self.vectors: Counter[tuple[str, str, int]] = Counter()
+        self._pending: dict[int, int] = {}  # insert_history's parts: the next one's version
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         rows = self._s._visible(self._c, scope, [record_id], lock=True)
@@ -2137,11 +2138,18 @@ class _PgUnitOfWork:
     def enqueue(self, jobs: Sequence[Job]) -> None:
         self._s._enqueue(self._c, jobs)
 
-    def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+    def insert_history(
+        self,
+        histories: Sequence[Sequence[MemoryRecord]],
+        newer: Sequence[MemoryRecord | None] | None = None,
+    ) -> None:
         for past in histories:
             for version in past:
                 _no_nul(version)
-        dump.insert_history(self._c, histories)
+        for after in newer or ():
+            if after is not None:
+                _no_nul(after)
+        dump.insert_history(self._c, histories, newer, self._pending)
 
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Audit events in this transaction: they commit, or roll back, with its writes."""

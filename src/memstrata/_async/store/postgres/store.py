@@ -2135,6 +2135,7 @@ class _PgUnitOfWork:
         self._c = conn
         self.inserted = 0
         self.vectors: Counter[tuple[str, str, int]] = Counter()
+        self._pending: dict[int, int] = {}  # insert_history's parts: the next one's version
 
     async def get(
         self, scope: Scope, record_id: str, *, include_deleted: bool = False
@@ -2175,11 +2176,18 @@ class _PgUnitOfWork:
     async def enqueue(self, jobs: Sequence[Job]) -> None:
         await self._s._enqueue(self._c, jobs)
 
-    async def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+    async def insert_history(
+        self,
+        histories: Sequence[Sequence[MemoryRecord]],
+        newer: Sequence[MemoryRecord | None] | None = None,
+    ) -> None:
         for past in histories:
             for version in past:
                 _no_nul(version)
-        await dump.insert_history(self._c, histories)
+        for after in newer or ():
+            if after is not None:
+                _no_nul(after)
+        await dump.insert_history(self._c, histories, newer, self._pending)
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Audit events in this transaction: they commit, or roll back, with its writes."""
