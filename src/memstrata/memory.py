@@ -1447,6 +1447,10 @@ class Memory:
         renamed: dict[str, str] = {}  # (final) ids another record holds -> the import's ids
         by_user: dict[Scope, int] = {}  # records to write per user: their quota
         read = 0  # records of the file
+
+        def records_of(page: builtins.list[Entry]) -> Iterator[MemoryRecord]:
+            return (e[0] for e in page if not isinstance(e, Continued))
+
         checked: PageSpool[Entry] = PageSpool()
         with checked:
             pages = read_pages(
@@ -1461,18 +1465,19 @@ class Memory:
                 page = next(pages, None)
                 if page is None:
                     break
-                records = [e[0] for e in page if not isinstance(e, Continued)]
-                read += len(records)
+                # (the page's records, not held in a list of their own: the last page's
+                # would stay held through the writes)
                 keys = [
                     (rec.scope.user_scope, rec.id)
                     if into is None
                     else (Scope(into.tenant, into.user), remapped_id(rec.id, into))
-                    for rec in records
+                    for rec in records_of(page)
                 ]
+                read += len(keys)
                 found = self._stored_created(keys)
                 moved = {
                     rid: collided_id(rid, rec.created_at)
-                    for (_, rid), rec in zip(keys, records, strict=True)
+                    for (_, rid), rec in zip(keys, records_of(page), strict=True)
                     if rid in found and found[rid] != rec.created_at
                 }
                 renamed |= moved
