@@ -205,3 +205,20 @@ def test_a_store_takes_a_part_only_where_the_part_before_left_off(
             tx.insert([RecordWrite(other, None, ())])
             tx.insert_history([ours], [newer])
         assert mem.store.count(USER, EVERY) == 1
+
+
+def test_a_unit_of_work_that_ends_with_a_part_waiting_writes_nothing(
+    fresh: Fresh, rec: MemoryRecord
+) -> None:
+    """Its newest version was kept against a version never given: the history would read
+    wrong, so the transaction is refused whole."""
+    mem = fresh()
+    current = version_of(rec, N + 1)
+    past = [version_of(rec, v) for v in range(1, N + 1)]
+    with (
+        pytest.raises(ValidationError, match="beginning with version 4 .* never came"),
+        mem.store.transaction() as tx,
+    ):
+        tx.insert([RecordWrite(current, None, ())])
+        tx.insert_history([past[:3]], [past[3]])
+    assert _nothing(mem)

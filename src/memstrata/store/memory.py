@@ -40,7 +40,7 @@ from .base import (
     Vector,
 )
 from .key_rows import KeyRow
-from .past_versions import check_past, history_key, newer_of
+from .past_versions import check_finished, check_past, history_key, newer_of
 from .purged_reader import without_reader
 from .types import (
     KeyVersions,
@@ -240,6 +240,7 @@ class InMemoryStore:
             tx = _MemoryUnitOfWork(self, undo)
             try:
                 yield tx
+                check_finished(tx._pending)  # a history given in parts: every part came
             except BaseException:
                 for step in reversed(undo):
                     step()

@@ -8,7 +8,8 @@ transaction. A record's history too long to hold at once is given in parts, olde
 first, each but the last with the version after it (``newer``: the first of the next
 part, which a SQL store needs to write the part's newest version as a delta); the unit
 of work keeps that version (``pending``), and the record's next part must begin with it:
-a record with earlier versions takes no others. The checks hold the store's own
+a record with earlier versions takes no others, and a unit of work that ends with a part
+still waiting for the next writes nothing (:func:`check_finished`). The checks hold the store's own
 invariants (a version belongs to one record, versions only grow) whatever the caller
 passes; the import's reader has refused a file that breaks them, naming its line
 (:func:`memstrata.portability.read_pages`).
@@ -16,12 +17,13 @@ passes; the import's reader has refused a file that breaks them, naming its line
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import ValidationError
 from ..records import MemoryRecord
 
-__all__ = ["check_past", "history_key", "newer_of"]
+__all__ = ["check_finished", "check_past", "history_key", "newer_of"]
 
 
 def history_key(past: Sequence[MemoryRecord]) -> tuple[str, str, str]:
@@ -89,3 +91,16 @@ def newer_of(
             "sequences: give one (or None) for each; nothing was written"
         )
     return [n for h, n in zip(histories, newer, strict=True) if h]
+
+
+def check_finished(pending: Mapping[Any, int]) -> None:
+    """Refuse the end of a unit of work whose ``pending`` (see :func:`check_past`) holds a
+    part of a history still waiting for the next: its newest version was kept against a
+    version never given."""
+    if pending:
+        version = next(iter(pending.values()))
+        raise ValidationError(
+            f"a record's earlier versions were given in parts and the part beginning with "
+            f"version {version} (the newer of the part before) never came: give every part, "
+            "the last without a newer; nothing was written"
+        )

@@ -54,6 +54,7 @@ from memstrata.store.base import UnitOfWork
 from memstrata.store.compaction import CompactReport
 from memstrata.store.key_rows import KeyRow
 from memstrata.store.one_model import ModelPin
+from memstrata.store.past_versions import check_finished
 from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import (
@@ -683,6 +684,7 @@ class PostgresStore:
         with self._write() as c:
             uow = _PgUnitOfWork(self, c)
             yield uow
+            check_finished(uow._pending)  # a history given in parts: every part came
         self._grew(uow.inserted)
         self._check_large(uow.vectors)
 

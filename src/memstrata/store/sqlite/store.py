@@ -48,6 +48,7 @@ from ..base import (
 )
 from ..compaction import CompactReport
 from ..key_rows import KeyRow
+from ..past_versions import check_finished
 from ..types import (
     KeyVersions,
     ListQuery,
@@ -481,7 +482,9 @@ class SQLiteStore:
     @contextmanager
     def _unit_of_work(self) -> Iterator[UnitOfWork]:
         with self._write() as c:
-            yield _SQLiteUnitOfWork(self, c)
+            uow = _SQLiteUnitOfWork(self, c)
+            yield uow
+            check_finished(uow._pending)  # a history given in parts: every part came
 
     def _refused_model(self) -> StoreError:
         """The error for a vector the store's trigger refused (caller holds the lock)."""

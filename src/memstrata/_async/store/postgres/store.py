@@ -66,6 +66,7 @@ from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
 from memstrata.store.key_rows import KeyRow
 from memstrata.store.one_model import ModelPin
+from memstrata.store.past_versions import check_finished
 from memstrata.store.postgres.connection import (
     PgOptions,
     connect_failure,
@@ -693,6 +694,7 @@ class AsyncPostgresStore:
         async with self._write() as c:
             uow = _PgUnitOfWork(self, c)
             yield uow
+            check_finished(uow._pending)  # a history given in parts: every part came
         self._grew(uow.inserted)
         await self._check_large(uow.vectors)
 
