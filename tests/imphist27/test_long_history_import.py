@@ -222,3 +222,22 @@ def test_a_unit_of_work_that_ends_with_a_part_waiting_writes_nothing(
         tx.insert([RecordWrite(current, None, ())])
         tx.insert_history([past[:3]], [past[3]])
     assert _nothing(mem)
+
+
+def test_a_long_history_is_redacted_part_by_part(
+    fresh: Fresh, tmp_path: Path, rec: MemoryRecord
+) -> None:
+    """Each part's versions and the version after it are redacted alike, so the version
+    kept against the next part's first reads back as redacted (no address, no mismatch)."""
+    mem = fresh(pii="redact")
+    path = write_long_history(tmp_path / "e.jsonl", rec, N)
+    text = path.read_text(encoding="utf-8").replace("note number", "mail alice@example.com,")
+    path.write_text(text, encoding="utf-8")
+    with path.open(encoding="utf-8") as fp:
+        report = mem.import_records(fp)
+    assert report.versions == N
+    got = mem.history(USER, rec.id)
+    assert [v.version for v in got] == list(range(1, N + 2))
+    assert not any("alice@example.com" in v.text for v in got)
+    for v in got:  # every version its own number: no version read against another's text
+        assert f"keeps {v.version} hives" in v.text and "[EMAIL" in v.text.upper()
