@@ -100,13 +100,15 @@ if TYPE_CHECKING:
     from memstrata.maintenance_types import LogEntry, MaintenanceReport, Retention
     from memstrata.policies.forgetting import ForgettingPolicy
     from memstrata.policies.pii import PIIPolicy, PIIRedactor
-    from memstrata.portability import ImportReport, Item, PageSpool
+    from memstrata.portability import Continued, Entry, ImportReport, PageSpool
     from memstrata.tokens import TokenCounter
     from memstrata.worker import BackgroundWorker, JobRunner
     from memstrata.worker_types import RunReport
 
     # a write of an import, with the record's earlier versions
     Written = tuple[RecordWrite, tuple[MemoryRecord, ...]]
+    # what a page of an import's writes holds: writes, and parts of a long history
+    WrittenEntry = Written | Continued
 
 __all__ = ["DEFAULT_ROLES", "Memory", "Remembered"]
 
@@ -1419,17 +1421,20 @@ class Memory:
         renamed and redacted as it is (``ImportReport.versions``), so ``history`` gives
         what it gave where the export was made; a record skipped skips its versions.
 
-        Memory is a page's (``EXPORT_PAGE`` records), whatever the file's size: the file is
-        read once, each page checked, its ids looked up (one read) and the page put in a
-        temporary file; then, a page at a time, the records are remapped and redacted and
-        those without a usable vector embedded (one call), onto a second temporary file;
-        then the transaction, one insert a page. So a bad line anywhere, a refused quota or
-        a failed write leaves nothing written.
+        Memory is a page's (``EXPORT_PAGE`` records, ``HISTORY_PAGE`` earlier versions),
+        whatever the file's size or one record's history: the file is read once, each page
+        checked, its ids looked up (one read) and the page put in a temporary file (a
+        record with more earlier versions than a page has them in parts, a page each:
+        ``portability.Continued``); then, a page at a time, the records are remapped and
+        redacted and those without a usable vector embedded (one call), onto a second
+        temporary file; then the transaction, one insert a page. So a bad line anywhere, a
+        refused quota or a failed write leaves nothing written.
         The async API reads, checks, spools and tokenizes each page on a worker thread, so
         its event loop keeps serving other calls during a large import."""
         from memstrata.portability import (
             EXPORT_PAGE,
             AnyOf,
+            Continued,
             ImportReport,
             PageSpool,
             collided_id,
@@ -1444,7 +1449,12 @@ class Memory:
         present: set[str] = set()  # (final) ids of records already stored: skipped
         renamed: dict[str, str] = {}  # (final) ids another record holds -> the import's ids
         by_user: dict[Scope, int] = {}  # records to write per user: their quota
-        checked: PageSpool[Item] = PageSpool()
+        read = 0  # records of the file
+
+        def records_of(page: builtins.list[Entry]) -> Iterator[MemoryRecord]:
+            return (e[0] for e in page if not isinstance(e, Continued))
+
+        checked: PageSpool[Entry] = PageSpool()
         with checked:
             pages = read_pages(
                 fp,
@@ -1458,16 +1468,19 @@ class Memory:
                 page = next(pages, None)
                 if page is None:
                     break
+                # (the page's records, not held in a list of their own: the last page's
+                # would stay held through the writes)
                 keys = [
                     (rec.scope.user_scope, rec.id)
                     if into is None
                     else (Scope(into.tenant, into.user), remapped_id(rec.id, into))
-                    for rec, _, _ in page
+                    for rec in records_of(page)
                 ]
+                read += len(keys)
                 found = self._stored_created(keys)
                 moved = {
                     rid: collided_id(rid, rec.created_at)
-                    for (_, rid), (rec, _, _) in zip(keys, page, strict=True)
+                    for (_, rid), rec in zip(keys, records_of(page), strict=True)
                     if rid in found and found[rid] != rec.created_at
                 }
                 renamed |= moved
@@ -1490,10 +1503,13 @@ class Memory:
                     # a key with a live fact of the store's and one of the file's keeps
                     # one; the file's own live facts of a key stay as the file has them
                     for written in writes.pages():
-                        self.layers.facts.settle((w.record for w, _ in written), brought=brought)
+                        self.layers.facts.settle(
+                            (e[0].record for e in written if not isinstance(e, Continued)),
+                            brought=brought,
+                        )
         return ImportReport(
             imported=fresh - len(taken),
-            skipped=checked.records - fresh + len(taken),
+            skipped=read - fresh + len(taken),
             reembedded=embedded,
             renamed=len({new for new in renamed.values() if new not in present | taken}),
             versions=versions,
@@ -1501,24 +1517,25 @@ class Memory:
 
     def _import_writes(
         self,
-        checked: PageSpool[Item],
+        checked: PageSpool[Entry],
         into: Scope | None,
         ids: set[str],
         present: set[str],
         renamed: Mapping[str, str],
         brought: set[str],
-    ) -> tuple[PageSpool[Written], int]:
+    ) -> tuple[PageSpool[WrittenEntry], int]:
         """The writes of an import, a page at a time onto disk (remapped, renamed, redacted,
         those already present left out, those without a usable vector embedded in one call
-        a page), each with its earlier versions (remapped, renamed and redacted alike),
-        with how many were embedded; the id of each fact written is added to ``brought``."""
-        from memstrata.portability import PageSpool, remap_page, rename_page
+        a page), each with its earlier versions (remapped, renamed and redacted alike; the
+        parts of a long history as they come), with how many were embedded; the id of each
+        fact written is added to ``brought``."""
+        from memstrata.portability import Continued, PageSpool, remap_page, rename_page
         from memstrata.search.tokenize import tokenize
 
-        writes: PageSpool[Written] = PageSpool()
+        writes: PageSpool[WrittenEntry] = PageSpool()
         pages = checked.pages()
 
-        def kept_of_next() -> list[Item] | None:
+        def kept_of_next() -> builtins.list[Entry] | None:
             """The next page's records to write (remapped, redacted, those already present
             left out), each with its file vector and its earlier versions, or ``None``
             after the last page."""
@@ -1528,8 +1545,13 @@ class Memory:
             if into is not None:
                 page = remap_page(page, into, ids)
             page = rename_page(page, renamed)
-            kept: list[Item] = []
-            for raw, vec, past in page:
+            kept: builtins.list[Entry] = []
+            for entry in page:
+                if isinstance(entry, Continued):
+                    if entry.record.id not in present:
+                        kept.append(entry.moved(self._ctx.redact))
+                    continue
+                raw, vec, past = entry
                 if raw.id in present:
                     continue
                 rec = self._ctx.redact(raw)
@@ -1539,16 +1561,18 @@ class Memory:
                     brought.add(rec.id)
             return kept
 
-        def spool(kept: list[Item], made: Iterator[Vector]) -> None:
+        def spool(kept: builtins.list[Entry], made: Iterator[Vector]) -> None:
             writes.add(
                 [
-                    (
+                    e
+                    if isinstance(e, Continued)
+                    else (
                         RecordWrite(
-                            rec, next(made) if vec is None else vec, tuple(tokenize(rec.text))
+                            e[0], next(made) if e[1] is None else e[1], tuple(tokenize(e[0].text))
                         ),
-                        past,
+                        e[2],
                     )
-                    for rec, vec, past in kept
+                    for e in kept
                 ]
             )
 
@@ -1558,7 +1582,7 @@ class Memory:
                 kept = kept_of_next()
                 if kept is None:
                     break
-                missing = [rec.text for rec, vec, _ in kept if vec is None]
+                missing = [e[0].text for e in kept if not isinstance(e, Continued) and e[1] is None]
                 made: Iterator[Vector] = iter([])
                 if missing:
                     made = iter(self._embedder.embed_batch(missing))
@@ -1569,24 +1593,34 @@ class Memory:
             raise
         return writes, embedded
 
-    def _import_write(self, writes: PageSpool[Written]) -> tuple[set[str], int]:
+    def _import_write(self, writes: PageSpool[WrittenEntry]) -> tuple[set[str], int]:
         """Write an import in one transaction, an insert a page and the page's earlier
-        versions after it (``insert_history``); returns the ids skipped because another
-        import committed them after they were looked up, and the earlier versions
-        written."""
+        versions after it (``insert_history``; a part of a long history in a call of its
+        own, with the version after it); returns the ids skipped because another import
+        committed them after they were looked up, and the earlier versions written."""
+        from memstrata.portability import Continued
+
         taken: set[str] = set()
         while True:
             versions = 0
             try:
                 with self._store.transaction() as tx:
                     for page in writes.pages():
-                        page = [(w, p) for w, p in page if w.record.id not in taken]
-                        if page:
-                            tx.insert([w for w, _ in page])
-                        past = [p for _, p in page if p]
+                        made = [
+                            e
+                            for e in page
+                            if not isinstance(e, Continued) and e[0].record.id not in taken
+                        ]
+                        if made:
+                            tx.insert([w for w, _ in made])
+                        past = [p for _, p in made if p]
                         if past:
                             tx.insert_history(past)
                             versions += sum(map(len, past))
+                        for part in page:  # after the page's inserts: its record's among them
+                            if isinstance(part, Continued) and part.record.id not in taken:
+                                tx.insert_history([part.past], [part.newer])
+                                versions += len(part.past)
                 return taken, versions
             except ValidationError:
                 # Another import of the same lines committed some of them since they were
@@ -1595,7 +1629,11 @@ class Memory:
                 now: set[str] = set()
                 for page in writes.pages():
                     now |= self._stored_ids(
-                        [(w.record.scope.user_scope, w.record.id) for w, _ in page]
+                        [
+                            (e[0].record.scope.user_scope, e[0].record.id)
+                            for e in page
+                            if not isinstance(e, Continued)
+                        ]
                     )
                 if now <= taken:
                     raise

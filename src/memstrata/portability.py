@@ -72,6 +72,8 @@ __all__ = [
     "HISTORY_PAGE",
     "PLAIN_VERSION",
     "AnyOf",
+    "Continued",
+    "Entry",
     "ImportReport",
     "Item",
     "PageSpool",
@@ -93,7 +95,7 @@ PLAIN_VERSION = 2  # without (include_history=False): what memstrata before 3 re
 READ_VERSIONS = (1, 2, 3)
 EXPORT_PAGE = 1000  # records read (and written) at a time: what an export holds in memory
 # Past versions an export reads at a time, and an import holds in a page besides its
-# records (a record with more is read, and held, whole: a store's history is read so).
+# records; a record with more is imported in parts of this many (:class:`Continued`).
 HISTORY_PAGE = 5000
 EXPORT_EMBED_BATCH = 256  # texts per embedder call of an export with embeddings
 
@@ -329,7 +331,7 @@ def collided_id(old_id: str, created_at: datetime) -> str:
     return uuid.uuid5(_REMAP_NAMESPACE, key).hex
 
 
-def rename_page(page: Sequence[Item], renamed: Mapping[str, str]) -> list[Item]:
+def rename_page(page: Sequence[Entry], renamed: Mapping[str, str]) -> list[Entry]:
     """``page`` with the ids in ``renamed`` replaced, each reference to them included."""
     if not renamed:
         return list(page)
@@ -337,13 +339,12 @@ def rename_page(page: Sequence[Item], renamed: Mapping[str, str]) -> list[Item]:
     def new(old: str) -> str:
         return renamed.get(old, old)
 
+    def moved(r: MemoryRecord) -> MemoryRecord:
+        return _referring(r, new, id=new(r.id))
+
     return [
-        (
-            _referring(r, new, id=new(r.id)),
-            vec,
-            tuple(_referring(v, new, id=new(v.id)) for v in past),
-        )
-        for r, vec, past in page
+        e.moved(moved) if isinstance(e, Continued) else (moved(e[0]), e[1], tuple(map(moved, e[2])))
+        for e in page
     ]
 
 
@@ -364,6 +365,31 @@ Item = tuple[MemoryRecord, Vector | None, tuple[MemoryRecord, ...]]
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, slots=True)
+class Continued:
+    """A part of the earlier versions of a record with more than :data:`HISTORY_PAGE` (its
+    item comes first, with none; its parts follow in order, one a page, so an import
+    holds a part, not the history). ``newer`` is the version after the part's last (the
+    first of the next part, which a SQL store needs to keep the last as a reverse delta:
+    ``insert_history``'s ``newer``), ``None`` for the last part (after it: the record)."""
+
+    record: MemoryRecord  # the record (its current version) the versions are of
+    past: tuple[MemoryRecord, ...]
+    newer: MemoryRecord | None
+
+    def moved(self, change: Callable[[MemoryRecord], MemoryRecord]) -> Continued:
+        """The part with ``change`` made to each version and to its record."""
+        return Continued(
+            change(self.record),
+            tuple(map(change, self.past)),
+            None if self.newer is None else change(self.newer),
+        )
+
+
+# What a page of an import holds: records with their history, and parts of a long one
+Entry = Item | Continued
+
+
 def read_pages(
     fp: IO[str],
     *,
@@ -372,9 +398,11 @@ def read_pages(
     max_chars: int = DEFAULT_MAX_CHARS,
     ids: set[str] | None = None,
     page_size: int = EXPORT_PAGE,
-) -> Iterator[list[Item]]:
+) -> Iterator[list[Entry]]:
     """Parse and check an export (version 1, 2 or 3) a page of ``page_size`` records at a
-    time (fewer when their past versions reach :data:`HISTORY_PAGE`), each with its vector
+    time (fewer when their past versions reach :data:`HISTORY_PAGE`; a record with more
+    comes with none, and its past versions after it in parts of :data:`HISTORY_PAGE`, one
+    a page: :class:`Continued`), each with its vector
     from the file (``None`` when the line has none or the file's model is not
     ``model_id``/``dims``) and its past versions (version 3); raises
     :class:`ImportFormatError` naming the line. An export of version 2 or 3 must end with
@@ -396,22 +424,30 @@ def read_pages(
     head = _header(first[1])
     same_model = head.get("embedding_model") == model_id and head.get("dims") == dims
     seen: set[str] = set() if ids is None else ids
-    page: list[Item] = []
+    page: list[Entry] = []
     held = 0  # past versions in the page
     total = 0
     version = head["version"]
     ended = version == 1  # a version-1 export has no end line
     since_end = 0  # records since the header or the last end line (exports joined)
     past_since_end = 0  # past versions since then
-    # the last record read, with its vector, its past versions so far and its line number
-    last: tuple[MemoryRecord, Vector | None, list[MemoryRecord], int] | None = None
+    # the last record read, with its vector, its past versions not yet in a page, its line
+    # number, and whether it is in a page already (its history is given in parts)
+    last: tuple[MemoryRecord, Vector | None, list[MemoryRecord], int, bool] | None = None
+
+    def whole(last: tuple[MemoryRecord, Vector | None, list[MemoryRecord], int, bool]) -> Entry:
+        """The entry of the last record, once its past versions are all read."""
+        rec, fvec, history, _, parted = last
+        return Continued(rec, tuple(history), None) if parted else (rec, fvec, tuple(history))
+
     for number, line in lines:
         if not line.strip():
             continue
         vec: Vector | None = None
         try:
             item = _loads(line)
-            if version >= 3 and isinstance(item, dict) and "past_version" in item:
+            past = version >= 3 and isinstance(item, dict) and "past_version" in item
+            if past:
                 if last is None:
                     raise ImportFormatError(
                         "a past_version line must follow the line of its record (a past "
@@ -421,15 +457,24 @@ def read_pages(
                 older = last[2][-1].version if last[2] else 0
                 last[2].append(_past_version(item, last[0], last[3], older, max_chars))
                 past_since_end += 1
-                continue
         except MemstrataError as exc:
             raise ImportFormatError(f"line {number}: {exc}") from None
         except (ValueError, RecursionError) as exc:
             raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
+        if past:
+            if last is not None and len(last[2]) > HISTORY_PAGE:
+                # a part and the version after it (the next part's first): a page
+                rec, fvec, history, at, parted = last
+                if not parted:
+                    page.append((rec, fvec, ()))
+                page.append(Continued(rec, tuple(history[:-1]), history[-1]))
+                yield page
+                page, held = [], 0
+                last = (rec, fvec, history[-1:], at, True)
+            continue
         if last is not None:  # the record before is whole: into the page
-            rec, fvec, history, _ = last
-            page.append((rec, fvec, tuple(history)))
-            held += len(history)
+            page.append(whole(last))
+            held += len(last[2])
             last = None
             if len(page) >= page_size or held >= HISTORY_PAGE:
                 yield page
@@ -467,11 +512,11 @@ def read_pages(
             raise ImportFormatError(f"line {number}: {exc}") from None
         except (ValueError, RecursionError) as exc:
             raise ImportFormatError(f"line {number}: not valid export JSON ({exc})") from None
-        last = (replace(rec, embedding_model=model_id, embedding_dims=dims), vec, [], number)
+        last = (replace(rec, embedding_model=model_id, embedding_dims=dims), vec, [], number, False)
         since_end += 1
         total += 1
     if last is not None:
-        page.append((last[0], last[1], tuple(last[2])))
+        page.append(whole(last))
     if version == 1 and head.get("count") is not None and head["count"] != total:
         raise ImportFormatError(
             f"the header counts {head['count']} records but the export holds {total}: lines "
@@ -488,7 +533,7 @@ def read_pages(
         yield page
 
 
-def remap_page(page: Sequence[Item], into: Scope, ids: Container[str]) -> list[Item]:
+def remap_page(page: Sequence[Entry], into: Scope, ids: Container[str]) -> list[Entry]:
     """The records of an import into ``into``: new ids (:func:`remapped_id`), and each
     reference to a record of the same import (``ids``: every id it holds) rewritten to
     match; references to records outside it are kept. Their past versions alike."""
@@ -506,7 +551,10 @@ def remap_page(page: Sequence[Item], into: Scope, ids: Container[str]) -> list[I
             agent=into.agent if into.agent is not None else r.agent,
         )
 
-    return [(moved(r), vec, tuple(moved(v) for v in past)) for r, vec, past in page]
+    return [
+        e.moved(moved) if isinstance(e, Continued) else (moved(e[0]), e[1], tuple(map(moved, e[2])))
+        for e in page
+    ]
 
 
 class PageSpool(Generic[T]):

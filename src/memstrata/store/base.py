@@ -479,16 +479,26 @@ class UnitOfWork(Protocol):
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
     ) -> builtins.list[str]: ...
     def enqueue(self, jobs: Sequence[Job]) -> None: ...
-    def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+    def insert_history(
+        self,
+        histories: Sequence[Sequence[MemoryRecord]],
+        newer: Sequence[MemoryRecord | None] | None = None,
+    ) -> None:
         """Store earlier versions of records the store holds without any (an import that
         restores an export's history, after inserting the records in this transaction).
+        A history too long to hold at once is given in parts, oldest part first (in one
+        call or several of the transaction), each part but the last with ``newer[i]``
+        (one for each sequence, ``None`` for the others): the version after the part's
+        last, which the next part begins with; the next part goes on above the versions
+        stored.
         Each sequence is one record's, oldest first: every version has the stored record's
         tenant, user and id, and a version number below the next one's and the stored
         record's; an empty one is skipped. Kept as the store keeps any history (SQLite and
         PostgreSQL as reverse deltas, :mod:`memstrata.store.sqlite.history`), so
         ``history`` then returns them, the stored record last; each version's counters are
         kept as given. ``ValidationError`` (nothing written) if a record is not stored or
-        already has earlier versions, or the versions are out of order
+        already has earlier versions (other than a part's before), or the versions are out
+        of order
         (:mod:`memstrata.store.past_versions`)."""
         ...
 

@@ -41,7 +41,7 @@ from .base import (
 )
 from .key_rows import KeyRow
 from .one_model import MODEL_KEY
-from .past_versions import check_past, history_key
+from .past_versions import check_finished, check_past, history_key, newer_of
 from .purged_reader import without_reader
 from .types import (
     KeyVersions,
@@ -244,6 +244,7 @@ class InMemoryStore:
             tx = _MemoryUnitOfWork(self, undo)
             try:
                 yield tx
+                check_finished(tx._pending)  # a history given in parts: every part came
             except BaseException:
                 for step in reversed(undo):
                     step()
@@ -959,11 +960,22 @@ class InMemoryStore:
             users=len(users),
         )
 
-    def _insert_history(self, histories: Sequence[Sequence[MemoryRecord]], undo: Undo) -> None:
-        """``UnitOfWork.insert_history``: every sequence checked before any is kept."""
+    def _insert_history(
+        self,
+        histories: Sequence[Sequence[MemoryRecord]],
+        undo: Undo,
+        newer: Sequence[MemoryRecord | None] | None = None,
+        pending: dict[tuple[str, str, str], int] | None = None,
+    ) -> None:
+        """``UnitOfWork.insert_history``: every sequence checked before any is kept (the
+        ``newer`` version of a part of a history is only checked: whole records need no
+        neighbour; ``pending``: the unit of work's ``newer`` of each record given in
+        parts)."""
+        after = newer_of(histories, newer)
+        waiting = dict(pending or {})  # kept if every sequence is
         found: list[tuple[_Entry, list[MemoryRecord]]] = []
         given: set[tuple[str, str, str]] = set()
-        for past in (list(h) for h in histories if h):
+        for i, past in enumerate(list(h) for h in histories if h):
             key = history_key(past)
             entry = self._entries.get(key)
             if entry is None:
@@ -971,12 +983,21 @@ class InMemoryStore:
                     f"record {key[2]!r} of {key[0]}/{key[1]} is not stored: insert it "
                     "before its earlier versions; nothing was written"
                 )
-            check_past(past, entry.record.version, bool(entry.history) or key in given)
+            part_after = after[i] if after else None
+            has = bool(entry.history) or key in given
+            check_past(past, entry.record.version, has, part_after, waiting.get(key))
             given.add(key)
+            if part_after is None:
+                waiting.pop(key, None)
+            else:
+                waiting[key] = part_after.version
             found.append((entry, past))
+        if pending is not None:
+            pending.clear()
+            pending.update(waiting)
         for entry, past in found:
             undo.append(self._snapshot(entry))
-            entry.history = past
+            entry.history = [*entry.history, *past]
 
     # --- bulk copy (StoreCopy, memstrata migrate; in memory_dump.py) ----------------------
     def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
@@ -1061,6 +1082,8 @@ class _MemoryUnitOfWork:
         self._s = store
         self._undo = undo
         self.events: list[AuditEvent] = []
+        # insert_history's parts: the version the next part of each record begins with
+        self._pending: dict[tuple[str, str, str], int] = {}
 
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Audit events of this transaction: appended when its block ends without an
@@ -1092,5 +1115,9 @@ class _MemoryUnitOfWork:
     def enqueue(self, jobs: Sequence[Job]) -> None:
         self._s._enqueue(jobs, self._undo)
 
-    def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
-        self._s._insert_history(histories, self._undo)
+    def insert_history(
+        self,
+        histories: Sequence[Sequence[MemoryRecord]],
+        newer: Sequence[MemoryRecord | None] | None = None,
+    ) -> None:
+        self._s._insert_history(histories, self._undo, newer, self._pending)

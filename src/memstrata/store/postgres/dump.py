@@ -26,7 +26,7 @@ from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
 from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_registration
-from memstrata.store.past_versions import history_key
+from memstrata.store.past_versions import history_key, newer_of
 from memstrata.store.postgres.audit import audit_row
 from memstrata.store.postgres.vectors import vector_array
 from memstrata.store.sqlite.codec import (
@@ -233,9 +233,16 @@ def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
     return len(todo)
 
 
-def insert_history(c: Any, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+def insert_history(
+    c: Any,
+    histories: Sequence[Sequence[MemoryRecord]],
+    newer: Sequence[MemoryRecord | None] | None = None,
+    pending: dict[int, int] | None = None,
+) -> None:
     """``UnitOfWork.insert_history`` on the transaction's connection: the records' rows
-    and which of them have history (two reads), then the deltas in one ``executemany``."""
+    and which of them have history (two reads), then the deltas in one ``executemany``
+    (``pending``: the unit of work's, see :func:`memstrata.store.sqlite.history.archived`)."""
+    after = newer_of(histories, newer)
     wanted = [list(h) for h in histories if h]
     if not wanted:
         return
@@ -259,7 +266,7 @@ def insert_history(c: Any, histories: Sequence[Sequence[MemoryRecord]]) -> None:
             )
         ).fetchall()
     }
-    archive = archived(rows, wanted, kept)
+    archive = archived(rows, wanted, kept, after, pending)
     with c.cursor() as cur:
         cur.executemany(
             "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)", archive

@@ -54,6 +54,7 @@ from memstrata.store.base import UnitOfWork
 from memstrata.store.compaction import CompactReport
 from memstrata.store.key_rows import KeyRow
 from memstrata.store.one_model import ModelPin
+from memstrata.store.past_versions import check_finished
 from memstrata.store.postgres import audit, dump, lexical, outbox
 from memstrata.store.postgres.behind import Held, Statement, WriteBehind, background, wait_done
 from memstrata.store.postgres.connection import (
@@ -684,6 +685,7 @@ class PostgresStore:
         with self._write() as c:
             uow = _PgUnitOfWork(self, c)
             yield uow
+            check_finished(uow._pending)  # a history given in parts: every part came
         self._grew(uow.inserted)
         self._check_large(uow.vectors)
 
@@ -2100,6 +2102,7 @@ class _PgUnitOfWork:
         self._c = conn
         self.inserted = 0
         self.vectors: Counter[tuple[str, str, int]] = Counter()
+        self._pending: dict[int, int] = {}  # insert_history's parts: the next one's version
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         rows = self._s._visible(self._c, scope, [record_id], lock=True)
@@ -2138,11 +2141,18 @@ class _PgUnitOfWork:
     def enqueue(self, jobs: Sequence[Job]) -> None:
         self._s._enqueue(self._c, jobs)
 
-    def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+    def insert_history(
+        self,
+        histories: Sequence[Sequence[MemoryRecord]],
+        newer: Sequence[MemoryRecord | None] | None = None,
+    ) -> None:
         for past in histories:
             for version in past:
                 _no_nul(version)
-        dump.insert_history(self._c, histories)
+        for after in newer or ():
+            if after is not None:
+                _no_nul(after)
+        dump.insert_history(self._c, histories, newer, self._pending)
 
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Audit events in this transaction: they commit, or roll back, with its writes."""

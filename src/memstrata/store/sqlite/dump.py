@@ -26,7 +26,7 @@ from ...jobs import Job
 from ...records import MemoryRecord
 from ..base import CacheEntry, RecordDump
 from ..key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, ensure_sqlite_table
-from ..past_versions import history_key
+from ..past_versions import history_key, newer_of
 from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
 from .history import apply_delta, archived, decode_delta, encode_delta, reverse_delta
@@ -161,10 +161,17 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
     return new
 
 
-def insert_history(c: sqlite3.Connection, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+def insert_history(
+    c: sqlite3.Connection,
+    histories: Sequence[Sequence[MemoryRecord]],
+    newer: Sequence[MemoryRecord | None] | None = None,
+    pending: dict[int, int] | None = None,
+) -> None:
     """``UnitOfWork.insert_history`` on the transaction's connection: the records' rows
     (one read per user and 500 ids), which of them have history (one read per 500), then
-    the deltas in one ``executemany``."""
+    the deltas in one ``executemany`` (``pending``: the unit of work's, see
+    :func:`~memstrata.store.sqlite.history.archived`)."""
+    after = newer_of(histories, newer)
     wanted = [list(h) for h in histories if h]
     if not wanted:
         return
@@ -193,7 +200,7 @@ def insert_history(c: sqlite3.Connection, histories: Sequence[Sequence[MemoryRec
                 part,
             )
         )
-    archive = archived(rows, wanted, kept)
+    archive = archived(rows, wanted, kept, after, pending)
     c.executemany(_ARCHIVE, archive)
 
 

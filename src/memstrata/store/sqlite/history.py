@@ -372,12 +372,20 @@ def versions_by_id(
     return {i: found[i] for i in dict.fromkeys(ids) if i in found}
 
 
-def past_deltas(current: Any, past: Sequence[MemoryRecord]) -> list[tuple[int, bytes]]:
+def past_deltas(
+    current: Any, past: Sequence[MemoryRecord], after: MemoryRecord | None = None
+) -> list[tuple[int, bytes]]:
     """``(version, delta)`` of each of ``past`` (oldest first) as a SQL store keeps it: what
-    turns the version after it back into it, the last one's against ``current`` (the
-    stored row: a mapping or database row read by column name)."""
+    turns the version after it back into it, the last one's against ``after`` (the first
+    version of the next part of a history given in parts) or else ``current`` (the stored
+    row: a mapping or database row read by column name)."""
     rows = [dict(zip(COLUMNS, encode_record(v), strict=True)) for v in past]
-    newer: list[Mapping[str, Any]] = [*rows[1:], {col: current[col] for col in COLUMNS}]
+    last: Mapping[str, Any] = (
+        {col: current[col] for col in COLUMNS}
+        if after is None
+        else dict(zip(COLUMNS, encode_record(after), strict=True))
+    )
+    newer: list[Mapping[str, Any]] = [*rows[1:], last]
     return [
         (int(old["version"]), encode_delta(reverse_delta(old, after)))
         for old, after in zip(rows, newer, strict=True)
@@ -388,13 +396,20 @@ def archived(
     rows: Mapping[tuple[str, str, str], Any],
     wanted: Sequence[Sequence[MemoryRecord]],
     kept: set[int],
+    newer: Sequence[MemoryRecord | None] | None = None,
+    pending: dict[int, int] | None = None,
 ) -> list[tuple[int, int, bytes]]:
     """The ``record_history`` rows ``(seq, version, delta)`` of each earlier-version sequence
-    in ``wanted``, checked (:func:`check_past`) against its record's stored row in ``rows``
-    (by tenant, user and id). ``kept``: the seqs that have history already; each sequence's
-    record joins them, so a record given twice is refused."""
+    in ``wanted`` (``newer[i]``, when given, the version after ``wanted[i]``'s last: a part
+    of a longer history), checked (:func:`check_past`) against its record's stored row in
+    ``rows`` (by tenant, user and id). ``kept``: the seqs that have history already; each
+    sequence's record joins them, so a record given twice is refused, unless the second
+    begins with the version after the first (``pending``: the unit of work's ``newer`` of
+    each seq whose history is written in parts, updated here)."""
+    waiting = dict(pending or {})  # kept if every sequence is
     out: list[tuple[int, int, bytes]] = []
-    for past in wanted:
+    for i, past in enumerate(wanted):
+        after = newer[i] if newer is not None else None
         row = rows.get(history_key(past))
         if row is None:
             raise ValidationError(
@@ -402,7 +417,14 @@ def archived(
                 "insert it before its earlier versions; nothing was written"
             )
         seq = int(row["seq"])
-        check_past(past, int(row["version"]), seq in kept)
+        check_past(past, int(row["version"]), seq in kept, after, waiting.get(seq))
         kept.add(seq)
-        out += [(seq, v, blob) for v, blob in past_deltas(row, past)]
+        if after is None:
+            waiting.pop(seq, None)
+        else:
+            waiting[seq] = after.version
+        out += [(seq, v, blob) for v, blob in past_deltas(row, past, after)]
+    if pending is not None:
+        pending.clear()
+        pending.update(waiting)
     return out

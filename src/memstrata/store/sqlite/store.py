@@ -48,6 +48,7 @@ from ..base import (
 )
 from ..compaction import CompactReport
 from ..key_rows import KeyRow
+from ..past_versions import check_finished
 from ..types import (
     KeyVersions,
     ListQuery,
@@ -481,7 +482,9 @@ class SQLiteStore:
     @contextmanager
     def _unit_of_work(self) -> Iterator[UnitOfWork]:
         with self._write() as c:
-            yield _SQLiteUnitOfWork(self, c)
+            uow = _SQLiteUnitOfWork(self, c)
+            yield uow
+            check_finished(uow._pending)  # a history given in parts: every part came
 
     def _refused_model(self) -> StoreError:
         """The error for a vector the store's trigger refused (caller holds the lock)."""
@@ -1972,6 +1975,7 @@ class _SQLiteUnitOfWork:
     def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
         self._s = store
         self._c = conn
+        self._pending: dict[int, int] = {}  # insert_history's parts: the next one's version
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         return self._s._get(self._c, scope, record_id, include_deleted=include_deleted)
@@ -1998,8 +2002,12 @@ class _SQLiteUnitOfWork:
     def enqueue(self, jobs: Sequence[Job]) -> None:
         self._s._enqueue(self._c, jobs)
 
-    def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
-        dump.insert_history(self._c, histories)
+    def insert_history(
+        self,
+        histories: Sequence[Sequence[MemoryRecord]],
+        newer: Sequence[MemoryRecord | None] | None = None,
+    ) -> None:
+        dump.insert_history(self._c, histories, newer, self._pending)
 
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Audit events in this transaction: they commit, or roll back, with its writes

@@ -67,6 +67,7 @@ from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
 from memstrata.store.key_rows import KeyRow
 from memstrata.store.one_model import ModelPin
+from memstrata.store.past_versions import check_finished
 from memstrata.store.postgres.connection import (
     PgOptions,
     connect_failure,
@@ -694,6 +695,7 @@ class AsyncPostgresStore:
         async with self._write() as c:
             uow = _PgUnitOfWork(self, c)
             yield uow
+            check_finished(uow._pending)  # a history given in parts: every part came
         self._grew(uow.inserted)
         await self._check_large(uow.vectors)
 
@@ -2136,6 +2138,7 @@ class _PgUnitOfWork:
         self._c = conn
         self.inserted = 0
         self.vectors: Counter[tuple[str, str, int]] = Counter()
+        self._pending: dict[int, int] = {}  # insert_history's parts: the next one's version
 
     async def get(
         self, scope: Scope, record_id: str, *, include_deleted: bool = False
@@ -2176,11 +2179,18 @@ class _PgUnitOfWork:
     async def enqueue(self, jobs: Sequence[Job]) -> None:
         await self._s._enqueue(self._c, jobs)
 
-    async def insert_history(self, histories: Sequence[Sequence[MemoryRecord]]) -> None:
+    async def insert_history(
+        self,
+        histories: Sequence[Sequence[MemoryRecord]],
+        newer: Sequence[MemoryRecord | None] | None = None,
+    ) -> None:
         for past in histories:
             for version in past:
                 _no_nul(version)
-        await dump.insert_history(self._c, histories)
+        for after in newer or ():
+            if after is not None:
+                _no_nul(after)
+        await dump.insert_history(self._c, histories, newer, self._pending)
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Audit events in this transaction: they commit, or roll back, with its writes."""
