@@ -97,10 +97,12 @@ def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> i
     return int(cur.rowcount) + sqlite_redact_reader(conn, tenant, user)
 
 
-# Other users' set_access events naming the user as a reader (the JSON string, then the
-# parsed list: an id that is a substring of another's is not taken).
+# Other users' set_access events of one record naming the user as a reader (the JSON
+# string, then the parsed list: an id that is a substring of another's is not taken), by
+# the partial index audit_log_set_access.
 _NAMES_READER = (
-    "tenant = ?1 AND action = 'set_access' AND instr(details, ?3) > 0 AND EXISTS "
+    "tenant = ?1 AND user = ?4 AND action = 'set_access' AND record_ids = ?5 "
+    "AND instr(details, ?3) > 0 AND EXISTS "
     "(SELECT 1 FROM json_each(audit_log.details, '$.allowed_users') WHERE value = ?2)"
 )
 
@@ -108,7 +110,9 @@ _NAMES_READER = (
 def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> int:
     """Take ``user`` out of the readers listed in other users' ``set_access`` events
     (the events stay, with their other readers), inside the caller's transaction (the
-    store's purge: ``BEGIN IMMEDIATE``, so no other connection writes meanwhile).
+    store's purge: ``BEGIN IMMEDIATE``, so no other connection writes meanwhile). The
+    events are those of the records the index of readers holds for them
+    (store/purged_reader.py): what was shared with them, not the tenant's log.
 
     The table's trigger refuses this update (it allows only the redaction of the purged
     user's own events). Rather than a longer trigger (its text must keep the schema on the
@@ -116,23 +120,37 @@ def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> in
     path drops the trigger and creates it again from its own text around the update, in
     the same transaction: no committed state, nor any other connection, ever sees the log
     without it, and a kill midway rolls all three back."""
-    args = (tenant, user, json.dumps(user, ensure_ascii=False))
-    if not conn.execute(f"SELECT 1 FROM audit_log WHERE {_NAMES_READER} LIMIT 1", args).fetchone():
+    needle = json.dumps(user, ensure_ascii=False)
+    shared = conn.execute(
+        "SELECT user, id FROM record_readers WHERE tenant = ? AND reader = ? AND user != ?",
+        (tenant, user, user),
+    ).fetchall()
+    found = [
+        (tenant, user, needle, owner, json.dumps([rid]))
+        for owner, rid in shared
+        if conn.execute(
+            f"SELECT 1 FROM audit_log WHERE {_NAMES_READER} LIMIT 1",
+            (tenant, user, needle, owner, json.dumps([rid])),
+        ).fetchone()
+    ]
+    if not found:
         return 0
     trigger = conn.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_log_no_update'"
     ).fetchone()
     if trigger is not None:
         conn.execute("DROP TRIGGER audit_log_no_update")
-    cur = conn.execute(
-        "UPDATE audit_log SET details = json_set(details, '$.allowed_users', json(("
-        "SELECT json_group_array(value) FROM json_each(audit_log.details, "
-        f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
-        args,
-    )
+    n = 0
+    for args in found:
+        n += conn.execute(
+            "UPDATE audit_log SET details = json_set(details, '$.allowed_users', json(("
+            "SELECT json_group_array(value) FROM json_each(audit_log.details, "
+            f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
+            args,
+        ).rowcount
     if trigger is not None:
         conn.execute(trigger[0])
-    return int(cur.rowcount)
+    return n
 
 
 _COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"

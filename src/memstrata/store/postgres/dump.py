@@ -29,6 +29,7 @@ from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_reg
 from memstrata.store.past_versions import history_key
 from memstrata.store.postgres.audit import audit_row
 from memstrata.store.postgres.vectors import vector_array
+from memstrata.store.purged_reader import ReaderRow, event_reader_rows, reader_rows
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -216,6 +217,7 @@ def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
                     "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
                     history,
                 )
+        add_readers(c, reader_rows(v for d in todo for v in d.versions[:-1]))
         counts = [
             (seqs[(d.record.tenant, d.record.user, d.record.id)], name, int(value))
             for d in todo
@@ -264,6 +266,19 @@ def insert_history(c: Any, histories: Sequence[Sequence[MemoryRecord]]) -> None:
         cur.executemany(
             "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)", archive
         )
+    add_readers(c, reader_rows(v for past in wanted for v in past))
+
+
+def add_readers(c: Any, rows: Sequence[ReaderRow]) -> None:
+    """Rows of the index of readers (store/purged_reader.py) for versions written as deltas
+    and loaded events (a current row's are the trigger's, schema step 20)."""
+    if rows:
+        with c.cursor() as cur:
+            cur.executemany(
+                'INSERT INTO record_readers (tenant, reader, "user", id) '
+                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                rows,
+            )
 
 
 # --- embedding cache -------------------------------------------------------------------------
@@ -423,6 +438,7 @@ def load_audit(s: PostgresStore, events: Sequence[AuditEvent]) -> int:
                     row,
                 )
             ).rowcount
+        add_readers(c, event_reader_rows(events))
     return new
 
 

@@ -27,6 +27,7 @@ from ...records import MemoryRecord
 from ..base import CacheEntry, RecordDump
 from ..key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, ensure_sqlite_table
 from ..past_versions import history_key
+from ..purged_reader import event_reader_rows, reader_rows
 from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
 from .history import apply_delta, archived, decode_delta, encode_delta, reverse_delta
@@ -54,6 +55,9 @@ __all__ = [
 _COLS = ", ".join(COLUMNS)
 _INSERT = f"INSERT INTO records ({_COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
+# The index of readers (store/purged_reader.py): the rows of versions written as deltas and
+# of loaded events (a current row's are the triggers').
+_READERS = "INSERT OR IGNORE INTO record_readers (tenant, reader, user, id) VALUES (?, ?, ?, ?)"
 _CHUNK = 500  # ids or seqs bound in one statement
 _JOB_COLUMNS = (
     "id, kind, tenant, user, agent, session, payload, created_at, run_after, "
@@ -150,6 +154,7 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
             named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
             for old, newer in zip(named[:-1], named[1:], strict=True):
                 c.execute(_ARCHIVE, (seq, old["version"], encode_delta(reverse_delta(old, newer))))
+            c.executemany(_READERS, reader_rows(d.versions[:-1]))
             c.executemany(
                 "INSERT INTO counters (seq, name, value) VALUES (?, ?, ?)",
                 [(seq, name, int(v)) for name, v in sorted(d.counters.items())],
@@ -195,6 +200,7 @@ def insert_history(c: sqlite3.Connection, histories: Sequence[Sequence[MemoryRec
         )
     archive = archived(rows, wanted, kept)
     c.executemany(_ARCHIVE, archive)
+    c.executemany(_READERS, reader_rows(v for past in wanted for v in past))
 
 
 # --- embedding cache -------------------------------------------------------------------------
@@ -328,6 +334,7 @@ def load_audit(s: SQLiteStore, events: Sequence[AuditEvent]) -> int:
                 "ON CONFLICT (id) DO NOTHING",
                 row,
             ).rowcount
+        c.executemany(_READERS, event_reader_rows(events))
     return new
 
 

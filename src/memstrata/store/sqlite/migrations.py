@@ -478,6 +478,87 @@ AND superseded_by IS NULL;
 _V13_NO_QUERY_VECTORS = "DELETE FROM embedding_cache WHERE substr(key, 1, 2) = 'q:';"
 
 
+# v16 (a whole-user purge reads what was shared with the user, not the tenant's records and
+# history): record_readers holds (tenant, reader, user, id) for every record of which a
+# version, or a set_access event of its owner, names the reader in allowed_users
+# (store/purged_reader.py). The triggers add the rows of every current row written, in the
+# statement that writes it; the versions written as deltas (imports with past versions,
+# memstrata migrate) and loaded events add theirs (purged_reader.reader_rows). Rows go only
+# with a purge: of the reader, or of the owner (a record purge leaves its set_access
+# events, which the reader's purge must still find). The partial index finds the owner's
+# set_access events of one record; audit_log_user the purged user's own events (the
+# redaction read the tenant's whole log by audit_log_tenant_at).
+_V16_READERS = """
+CREATE TABLE IF NOT EXISTS record_readers (
+    tenant TEXT NOT NULL, reader TEXT NOT NULL, user TEXT NOT NULL, id TEXT NOT NULL,
+    PRIMARY KEY (tenant, reader, user, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS record_readers_owner ON record_readers (tenant, user);
+CREATE TRIGGER IF NOT EXISTS record_readers_insert AFTER INSERT ON records
+WHEN instr(NEW.access, '"allowed_users":[]') = 0
+BEGIN INSERT OR IGNORE INTO record_readers (tenant, reader, user, id)
+SELECT NEW.tenant, value, NEW.user, NEW.id FROM json_each(NEW.access, '$.allowed_users'); END;
+CREATE TRIGGER IF NOT EXISTS record_readers_update AFTER UPDATE OF access ON records
+WHEN instr(NEW.access, '"allowed_users":[]') = 0
+BEGIN INSERT OR IGNORE INTO record_readers (tenant, reader, user, id)
+SELECT NEW.tenant, value, NEW.user, NEW.id FROM json_each(NEW.access, '$.allowed_users'); END;
+CREATE INDEX IF NOT EXISTS audit_log_set_access ON audit_log (tenant, user, record_ids)
+WHERE action = 'set_access';
+CREATE INDEX IF NOT EXISTS audit_log_user ON audit_log (tenant, user);
+"""
+
+
+def _v16(conn: sqlite3.Connection) -> None:
+    """v16: :data:`_V16_READERS`, filled from what the file holds: every record's current
+    row, every earlier version (its deltas decoded, a record at a time) and every
+    set_access event."""
+    from .history import apply_delta, decode_delta
+
+    for statement in _statements(_V16_READERS):
+        conn.execute(statement)
+    conn.execute(
+        "INSERT OR IGNORE INTO record_readers (tenant, reader, user, id) "
+        "SELECT r.tenant, j.value, r.user, r.id FROM records r, "
+        "json_each(r.access, '$.allowed_users') j "
+        "WHERE instr(r.access, '\"allowed_users\":[]') = 0"
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO record_readers (tenant, reader, user, id) "
+        "SELECT a.tenant, u.value, a.user, i.value FROM audit_log a, "
+        "json_each(a.details, '$.allowed_users') u, json_each(a.record_ids) i "
+        "WHERE a.action = 'set_access' AND a.user IS NOT NULL"
+    )
+    cols = ", ".join(COLUMNS)
+    last = 0
+    while True:
+        seqs = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT DISTINCT seq FROM record_history WHERE seq > ? ORDER BY seq LIMIT 500",
+                (last,),
+            )
+        ]
+        if not seqs:
+            break
+        last = seqs[-1]
+        for seq in seqs:
+            current = conn.execute(f"SELECT {cols} FROM records WHERE seq = ?", (seq,)).fetchone()
+            if current is None:  # cannot happen: FK cascade
+                continue
+            row = dict(zip(COLUMNS, current, strict=True))
+            named: set[str] = set()
+            for (blob,) in conn.execute(
+                "SELECT delta FROM record_history WHERE seq = ? ORDER BY version DESC", (seq,)
+            ).fetchall():
+                row = apply_delta(row, decode_delta(blob))
+                named.update(json.loads(str(row["access"])).get("allowed_users", ()))
+            conn.executemany(
+                "INSERT OR IGNORE INTO record_readers (tenant, reader, user, id) "
+                "VALUES (?, ?, ?, ?)",
+                [(row["tenant"], u, row["user"], row["id"]) for u in sorted(named)],
+            )
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -495,6 +576,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     # v14: a vector of a model other than the store's is refused (store/one_model.py)
     (14, SQLITE_TRIGGERS),
     (15, _v15),
+    (16, _v16),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

@@ -1093,7 +1093,9 @@ class SQLiteStore:
             c.execute(
                 "DELETE FROM meta WHERE key LIKE ?", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
-            sqlite_redact_subject(c, tenant, user)
+            sqlite_redact_subject(c, tenant, user)  # reads the index of readers: then it goes
+            c.execute("DELETE FROM record_readers WHERE tenant = ? AND reader = ?", args)
+            c.execute("DELETE FROM record_readers WHERE tenant = ? AND user = ?", args)
             # Rows of other components naming the user (API keys bound to them, registered
             # by server/keys.py) go in this transaction too (store/user_tables.py).
             purge_user_rows(
@@ -1147,32 +1149,24 @@ class SQLiteStore:
         )
 
     def _drop_reader(self, c: sqlite3.Connection, tenant: str, user: str) -> int:
-        """Take ``user`` out of the readers of the tenant's other records, in each one's
-        every version, and give each a new version (store/purged_reader.py). Reads the
-        current rows naming them and the tenant's history deltas (decoded here: their
-        text is deflated). How many records were rewritten."""
-        from ..purged_reader import delta_names, rewrite_chain
+        """Take ``user`` out of the readers of the other users' records shared with them
+        (the index of readers: store/purged_reader.py), in each one's every version, and
+        give each a new version. Reads those records' rows and deltas only. How many
+        records were rewritten."""
+        from ..purged_reader import rewrite_chain
 
-        needle = json.dumps(user, ensure_ascii=False)
-        args = (tenant, user, needle)
-        seqs = {
-            int(r[0])
-            for r in c.execute(
-                "SELECT seq FROM records WHERE tenant = ?1 AND user != ?2 AND "
-                "instr(access, ?3) > 0",
-                args,
-            )
-        }
-        for seq, blob in c.execute(
-            "SELECT h.seq, h.delta FROM record_history h JOIN records r ON r.seq = h.seq "
-            "WHERE r.tenant = ?1 AND r.user != ?2",
-            args[:2],
-        ):
-            if int(seq) not in seqs and delta_names(blob, user):
-                seqs.add(int(seq))
         done = 0
-        for seq in sorted(seqs):
-            row = c.execute(f"SELECT seq, {_COLS} FROM records WHERE seq = ?", (seq,)).fetchone()
+        for owner, rid in c.execute(
+            "SELECT user, id FROM record_readers WHERE tenant = ? AND reader = ? AND user != ?",
+            (tenant, user, user),
+        ).fetchall():
+            row = c.execute(
+                f"SELECT seq, {_COLS} FROM records WHERE tenant = ? AND user = ? AND id = ?",
+                (tenant, owner, rid),
+            ).fetchone()
+            if row is None:  # purged since: its set_access events may still name them
+                continue
+            seq = int(row["seq"])
             deltas = c.execute(
                 "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
                 (seq,),
@@ -1186,7 +1180,7 @@ class SQLiteStore:
             c.execute(
                 "UPDATE records SET access = ?, version = ? WHERE seq = ?", (access, version, seq)
             )
-            self._bump(c, tenant, row["user"])
+            self._bump(c, tenant, owner)
             done += 1
         return done
 

@@ -27,6 +27,7 @@ from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
 from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_registration
 from memstrata.store.past_versions import history_key
+from memstrata.store.purged_reader import ReaderRow, event_reader_rows, reader_rows
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -220,6 +221,7 @@ async def load_records(s: AsyncPostgresStore, dumps: Sequence[RecordDump]) -> in
                     "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
                     history,
                 )
+        await add_readers(c, reader_rows(v for d in todo for v in d.versions[:-1]))
         counts = [
             (seqs[(d.record.tenant, d.record.user, d.record.id)], name, int(value))
             for d in todo
@@ -268,6 +270,19 @@ async def insert_history(c: Any, histories: Sequence[Sequence[MemoryRecord]]) ->
         await cur.executemany(
             "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)", archive
         )
+    await add_readers(c, reader_rows(v for past in wanted for v in past))
+
+
+async def add_readers(c: Any, rows: Sequence[ReaderRow]) -> None:
+    """Rows of the index of readers (store/purged_reader.py) for versions written as deltas
+    and loaded events (a current row's are the trigger's, schema step 20)."""
+    if rows:
+        async with c.cursor() as cur:
+            await cur.executemany(
+                'INSERT INTO record_readers (tenant, reader, "user", id) '
+                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                rows,
+            )
 
 
 # --- embedding cache -------------------------------------------------------------------------
@@ -431,6 +446,7 @@ async def load_audit(s: AsyncPostgresStore, events: Sequence[AuditEvent]) -> int
                     row,
                 )
             ).rowcount
+        await add_readers(c, event_reader_rows(events))
     return new
 
 
