@@ -1061,6 +1061,18 @@ class PostgresStore:
                 counts["records"] = (
                     c.execute("DELETE FROM records WHERE seq = ANY(%s)", (seqs,))
                 ).rowcount
+                # Their readers leave the index, but for those a set_access event still
+                # names (the events stay: the reader's purge must find them).
+                for rid in found:
+                    c.execute(
+                        'DELETE FROM record_readers WHERE tenant = %(t)s AND "user" = %(u)s '
+                        "AND id = %(i)s AND reader NOT IN (SELECT r FROM audit_log a, "
+                        "LATERAL jsonb_array_elements_text(a.details::jsonb -> "
+                        "'allowed_users') AS r WHERE a.tenant = %(t)s AND a.\"user\" = %(u)s "
+                        "AND a.action = 'set_access' AND a.record_ids = ARRAY[%(i)s::text] "
+                        'COLLATE "C")',
+                        {"t": scope.tenant, "u": scope.user, "i": rid},
+                    )
                 if reterm:
                     self._reterm(c, scope, reterm)
                 counts["cache_entries"] = (

@@ -941,6 +941,15 @@ class SQLiteStore:
                 counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {sql}", vals).rowcount
                 c.execute(f"DELETE FROM counters WHERE {sql}", vals)
                 counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
+            # Their readers leave the index, but for those a set_access event still names
+            # (the events stay: the reader's purge must find them).
+            c.executemany(
+                "DELETE FROM record_readers WHERE tenant = ?1 AND user = ?2 AND id = ?3 AND "
+                "reader NOT IN (SELECT u.value FROM audit_log a, "
+                "json_each(a.details, '$.allowed_users') u WHERE a.tenant = ?1 AND a.user = ?2 "
+                "AND a.action = 'set_access' AND a.record_ids = ?4)",
+                [(scope.tenant, scope.user, r["id"], json.dumps([r["id"]])) for r in rows],
+            )
             if seqs and reterm:
                 self._reterm(c, scope, reterm)
             # Texts another record of the user still holds keep their cache entry.
