@@ -25,11 +25,11 @@ import numpy as np
 from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
+from memstrata.store import purged_reader
 from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_registration
 from memstrata.store.past_versions import history_key
 from memstrata.store.postgres.audit import audit_row
 from memstrata.store.postgres.vectors import vector_array
-from memstrata.store.purged_reader import ReaderRow, event_reader_rows, reader_rows
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -217,7 +217,7 @@ def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
                     "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
                     history,
                 )
-        add_readers(c, reader_rows(v for d in todo for v in d.versions[:-1]))
+        add_readers(c, purged_reader.reader_rows(v for d in todo for v in d.versions[:-1]))
         counts = [
             (seqs[(d.record.tenant, d.record.user, d.record.id)], name, int(value))
             for d in todo
@@ -266,10 +266,10 @@ def insert_history(c: Any, histories: Sequence[Sequence[MemoryRecord]]) -> None:
         cur.executemany(
             "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)", archive
         )
-    add_readers(c, reader_rows(v for past in wanted for v in past))
+    add_readers(c, purged_reader.reader_rows(v for past in wanted for v in past))
 
 
-def add_readers(c: Any, rows: Sequence[ReaderRow]) -> None:
+def add_readers(c: Any, rows: Sequence[purged_reader.ReaderRow]) -> None:
     """Rows of the index of readers (store/purged_reader.py) for versions written as deltas
     and loaded events (a current row's are the trigger's, schema step 20)."""
     if rows:
@@ -438,7 +438,7 @@ def load_audit(s: PostgresStore, events: Sequence[AuditEvent]) -> int:
                     row,
                 )
             ).rowcount
-        add_readers(c, event_reader_rows(events))
+        add_readers(c, purged_reader.event_reader_rows(events))
     return new
 
 

@@ -24,10 +24,10 @@ from ...audit import AuditEvent
 from ...audit_backends import sqlite_audit_row
 from ...jobs import Job
 from ...records import MemoryRecord
+from .. import purged_reader  # the module: it imports this package (history)
 from ..base import CacheEntry, RecordDump
 from ..key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, ensure_sqlite_table
 from ..past_versions import history_key
-from ..purged_reader import event_reader_rows, reader_rows
 from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
 from .history import apply_delta, archived, decode_delta, encode_delta, reverse_delta
@@ -154,7 +154,7 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
             named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
             for old, newer in zip(named[:-1], named[1:], strict=True):
                 c.execute(_ARCHIVE, (seq, old["version"], encode_delta(reverse_delta(old, newer))))
-            c.executemany(_READERS, reader_rows(d.versions[:-1]))
+            c.executemany(_READERS, purged_reader.reader_rows(d.versions[:-1]))
             c.executemany(
                 "INSERT INTO counters (seq, name, value) VALUES (?, ?, ?)",
                 [(seq, name, int(v)) for name, v in sorted(d.counters.items())],
@@ -200,7 +200,7 @@ def insert_history(c: sqlite3.Connection, histories: Sequence[Sequence[MemoryRec
         )
     archive = archived(rows, wanted, kept)
     c.executemany(_ARCHIVE, archive)
-    c.executemany(_READERS, reader_rows(v for past in wanted for v in past))
+    c.executemany(_READERS, purged_reader.reader_rows(v for past in wanted for v in past))
 
 
 # --- embedding cache -------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def load_audit(s: SQLiteStore, events: Sequence[AuditEvent]) -> int:
                 "ON CONFLICT (id) DO NOTHING",
                 row,
             ).rowcount
-        c.executemany(_READERS, event_reader_rows(events))
+        c.executemany(_READERS, purged_reader.event_reader_rows(events))
     return new
 
 

@@ -25,9 +25,9 @@ from memstrata._async.store.postgres.vectors import vector_array
 from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
+from memstrata.store import purged_reader
 from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_registration
 from memstrata.store.past_versions import history_key
-from memstrata.store.purged_reader import ReaderRow, event_reader_rows, reader_rows
 from memstrata.store.sqlite.codec import (
     COLUMNS,
     decode_record,
@@ -221,7 +221,7 @@ async def load_records(s: AsyncPostgresStore, dumps: Sequence[RecordDump]) -> in
                     "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
                     history,
                 )
-        await add_readers(c, reader_rows(v for d in todo for v in d.versions[:-1]))
+        await add_readers(c, purged_reader.reader_rows(v for d in todo for v in d.versions[:-1]))
         counts = [
             (seqs[(d.record.tenant, d.record.user, d.record.id)], name, int(value))
             for d in todo
@@ -270,10 +270,10 @@ async def insert_history(c: Any, histories: Sequence[Sequence[MemoryRecord]]) ->
         await cur.executemany(
             "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)", archive
         )
-    await add_readers(c, reader_rows(v for past in wanted for v in past))
+    await add_readers(c, purged_reader.reader_rows(v for past in wanted for v in past))
 
 
-async def add_readers(c: Any, rows: Sequence[ReaderRow]) -> None:
+async def add_readers(c: Any, rows: Sequence[purged_reader.ReaderRow]) -> None:
     """Rows of the index of readers (store/purged_reader.py) for versions written as deltas
     and loaded events (a current row's are the trigger's, schema step 20)."""
     if rows:
@@ -446,7 +446,7 @@ async def load_audit(s: AsyncPostgresStore, events: Sequence[AuditEvent]) -> int
                     row,
                 )
             ).rowcount
-        await add_readers(c, event_reader_rows(events))
+        await add_readers(c, purged_reader.event_reader_rows(events))
     return new
 
 
