@@ -56,8 +56,17 @@ def sqlite_scan(conn: sqlite3.Connection) -> tuple[set[Row], set[Row]]:
             "WHERE action = 'set_access' AND user IS NOT NULL"
         ).fetchall()
     )
-    index = {tuple(r) for r in conn.execute("SELECT tenant, reader, user, id FROM record_readers")}
-    return index, found  # type: ignore[return-value]
+    # rr: a text i is a record id, an integer i the seq of a set_access event (its record)
+    index: set[Row] = set()
+    for t, r, u, i in conn.execute("SELECT t, r, u, i FROM rr"):
+        if isinstance(i, int):
+            (rids,) = conn.execute(
+                "SELECT record_ids FROM audit_log WHERE seq = ?", (i,)
+            ).fetchone()
+            index |= {(t, r, u, rid) for rid in json.loads(rids)}
+        else:
+            index.add((t, r, u, i))
+    return index, found
 
 
 def pg_scan(conn: Any) -> tuple[set[Row], set[Row]]:

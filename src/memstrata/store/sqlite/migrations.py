@@ -478,33 +478,18 @@ AND superseded_by IS NULL;
 _V13_NO_QUERY_VECTORS = "DELETE FROM embedding_cache WHERE substr(key, 1, 2) = 'q:';"
 
 
-# v16 (a whole-user purge reads what was shared with the user, not the tenant's records and
-# history): record_readers holds (tenant, reader, user, id) for every record of which a
-# version, or a set_access event of its owner, names the reader in allowed_users
-# (store/purged_reader.py). The triggers add the rows of every current row written, in the
-# statement that writes it; the versions written as deltas (imports with past versions,
-# memstrata migrate) and loaded events add theirs (purged_reader.reader_rows). Rows go only
-# with a purge: of the reader, or of the owner (a record purge leaves its set_access
-# events, which the reader's purge must still find). The partial index finds the owner's
-# set_access events of one record; audit_log_user the purged user's own events (the
-# redaction read the tenant's whole log by audit_log_tenant_at).
+# v16 (a whole-user purge reads what was shared with the user, not the tenant's records,
+# history and audit log): the index of readers (store/purged_reader.py), ``rr``. A row
+# (t, r, u, i): tenant, reader, user (the owner), and either a record id (text: a version
+# of that record of the user names the reader) or an audit_log seq (an integer: a
+# set_access event of the user names the reader). ``rr_u`` finds the rows of an owner (their
+# purge, a record purge). Names and text are this short, without types, triggers or audit
+# indexes, because the schema must stay on the file's first page: a file damaged past its
+# first third still opens (tests/err26); 152 bytes were left on that page, these two take
+# about 127.
 _V16_READERS = """
-CREATE TABLE IF NOT EXISTS record_readers (
-    tenant TEXT NOT NULL, reader TEXT NOT NULL, user TEXT NOT NULL, id TEXT NOT NULL,
-    PRIMARY KEY (tenant, reader, user, id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS record_readers_owner ON record_readers (tenant, user);
-CREATE TRIGGER IF NOT EXISTS record_readers_insert AFTER INSERT ON records
-WHEN instr(NEW.access, '"allowed_users":[]') = 0
-BEGIN INSERT OR IGNORE INTO record_readers (tenant, reader, user, id)
-SELECT NEW.tenant, value, NEW.user, NEW.id FROM json_each(NEW.access, '$.allowed_users'); END;
-CREATE TRIGGER IF NOT EXISTS record_readers_update AFTER UPDATE OF access ON records
-WHEN instr(NEW.access, '"allowed_users":[]') = 0
-BEGIN INSERT OR IGNORE INTO record_readers (tenant, reader, user, id)
-SELECT NEW.tenant, value, NEW.user, NEW.id FROM json_each(NEW.access, '$.allowed_users'); END;
-CREATE INDEX IF NOT EXISTS audit_log_set_access ON audit_log (tenant, user, record_ids)
-WHERE action = 'set_access';
-CREATE INDEX IF NOT EXISTS audit_log_user ON audit_log (tenant, user);
+CREATE TABLE rr(t,r,u,i,PRIMARY KEY(t,r,u,i))WITHOUT ROWID;
+CREATE INDEX rr_u ON rr(t,u);
 """
 
 
@@ -517,15 +502,13 @@ def _v16(conn: sqlite3.Connection) -> None:
     for statement in _statements(_V16_READERS):
         conn.execute(statement)
     conn.execute(
-        "INSERT OR IGNORE INTO record_readers (tenant, reader, user, id) "
-        "SELECT r.tenant, j.value, r.user, r.id FROM records r, "
+        "INSERT OR IGNORE INTO rr SELECT r.tenant, j.value, r.user, r.id FROM records r, "
         "json_each(r.access, '$.allowed_users') j "
         "WHERE instr(r.access, '\"allowed_users\":[]') = 0"
     )
     conn.execute(
-        "INSERT OR IGNORE INTO record_readers (tenant, reader, user, id) "
-        "SELECT a.tenant, u.value, a.user, i.value FROM audit_log a, "
-        "json_each(a.details, '$.allowed_users') u, json_each(a.record_ids) i "
+        "INSERT OR IGNORE INTO rr SELECT a.tenant, u.value, a.user, a.seq FROM audit_log a, "
+        "json_each(a.details, '$.allowed_users') u "
         "WHERE a.action = 'set_access' AND a.user IS NOT NULL"
     )
     cols = ", ".join(COLUMNS)
@@ -553,8 +536,7 @@ def _v16(conn: sqlite3.Connection) -> None:
                 row = apply_delta(row, decode_delta(blob))
                 named.update(json.loads(str(row["access"])).get("allowed_users", ()))
             conn.executemany(
-                "INSERT OR IGNORE INTO record_readers (tenant, reader, user, id) "
-                "VALUES (?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)",
                 [(row["tenant"], u, row["user"], row["id"]) for u in sorted(named)],
             )
 

@@ -34,7 +34,11 @@ from ...jobs import Fence, Job, current_fence
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
 from ...validation import MAX_COUNT, check_version, counted
-from .. import one_model, shared_sql
+from .. import (
+    one_model,
+    purged_reader,  # the module: it imports this package (history)
+    shared_sql,
+)
 from .. import quota_counters as qc
 from ..base import (
     CacheEntry,
@@ -154,6 +158,9 @@ _UPSERT_VECTOR = (
 # A record whose masked columns changed: its vector row is loaded again by the cache.
 _TOUCH_VECTOR = f"UPDATE vectors SET rev = {_NEXT_REV} WHERE seq = ?1"
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
+# The index of readers (store/purged_reader.py; migrations.py v16): a row per reader each
+# version written names, in its transaction.
+_READERS = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _UPSERT_CACHE = (
     "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
@@ -644,6 +651,7 @@ class SQLiteStore:
         before = int(row[0]) if row is not None else 0
         try:
             c.executemany(_INSERT, [encode_record(r) for r in records])
+            c.executemany(_READERS, purged_reader.reader_rows(records))  # store/purged_reader.py
         except sqlite3.IntegrityError as exc:
             if not duplicate(exc):  # a trigger or another constraint: a StoreError (_tx)
                 raise
@@ -841,6 +849,7 @@ class SQLiteStore:
             ),
         )
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
+        c.executemany(_READERS, purged_reader.reader_rows([new]))  # store/purged_reader.py
         self._index(c, seq, new.tenant, new.user, write.terms)
         if write.vector is not None:
             self._store_vector(c, seq, new, write.vector)
@@ -941,14 +950,10 @@ class SQLiteStore:
                 counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {sql}", vals).rowcount
                 c.execute(f"DELETE FROM counters WHERE {sql}", vals)
                 counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
-            # Their readers leave the index, but for those a set_access event still names
-            # (the events stay: the reader's purge must find them).
+            # Their versions' rows leave the index of readers (their events' rows stay)
             c.executemany(
-                "DELETE FROM record_readers WHERE tenant = ?1 AND user = ?2 AND id = ?3 AND "
-                "reader NOT IN (SELECT u.value FROM audit_log a, "
-                "json_each(a.details, '$.allowed_users') u WHERE a.tenant = ?1 AND a.user = ?2 "
-                "AND a.action = 'set_access' AND a.record_ids = ?4)",
-                [(scope.tenant, scope.user, r["id"], json.dumps([r["id"]])) for r in rows],
+                "DELETE FROM rr WHERE t = ? AND u = ? AND i = ?",
+                [(scope.tenant, scope.user, r["id"]) for r in rows],
             )
             if seqs and reterm:
                 self._reterm(c, scope, reterm)
@@ -1103,8 +1108,8 @@ class SQLiteStore:
                 "DELETE FROM meta WHERE key LIKE ?", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
             sqlite_redact_subject(c, tenant, user)  # reads the index of readers: then it goes
-            c.execute("DELETE FROM record_readers WHERE tenant = ? AND reader = ?", args)
-            c.execute("DELETE FROM record_readers WHERE tenant = ? AND user = ?", args)
+            c.execute("DELETE FROM rr WHERE t = ? AND r = ?", args)
+            c.execute("DELETE FROM rr WHERE t = ? AND u = ?", args)
             # Rows of other components naming the user (API keys bound to them, registered
             # by server/keys.py) go in this transaction too (store/user_tables.py).
             purge_user_rows(
@@ -1166,7 +1171,7 @@ class SQLiteStore:
 
         done = 0
         for owner, rid in c.execute(
-            "SELECT user, id FROM record_readers WHERE tenant = ? AND reader = ? AND user != ?",
+            "SELECT u, i FROM rr WHERE t = ? AND r = ? AND u != ? AND typeof(i) = 'text'",
             (tenant, user, user),
         ).fetchall():
             row = c.execute(
