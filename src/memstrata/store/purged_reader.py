@@ -15,18 +15,21 @@ rewriting the record) is refused with a ``ConflictError`` instead of writing the
 The SQL stores keep rows (``codec.COLUMNS``) and reverse deltas (``sqlite/history.py``):
 :func:`rewrite_chain` rebuilds a record's every version from its row and deltas, takes the
 id out of each and encodes the chain again. Which records to rewrite, and which events to
-redact, the purge reads from the index of readers, ``record_readers``: a row
-``(tenant, reader, user, id)`` for every record of which a version, or a set_access event
-of its owner, names the reader. So a purge reads the rows of what was shared with the
-user, those records' chains and those records' set_access events: its cost follows what
-was shared with them, not the tenant's size (docs/measurements.md, session 27,
-purgeidx27). Triggers on ``records`` add the rows of every current row written (an add, an
-import, a ``set_access``, an update, a restore of an older version); versions written as
-deltas without ever being the current row (imports of past versions, ``memstrata
-migrate``) and loaded events add theirs through :func:`reader_rows` /
-:func:`event_reader_rows`. A row goes only with a purge of its reader or of its owner: a
-record purged alone leaves its set_access events, which the reader's purge must find.
-``memory://`` has no index: its purge walks the store's entries anyway (the user's own).
+redact, the purge reads from the index of readers: a row per record a version of which, or
+a ``set_access`` event of which, names the reader (SQLite: ``rr (t, r, u, i)``, ``i`` a record
+id or an event's seq, schema 16; PostgreSQL: ``record_readers (tenant, reader, user, id)``,
+step 20, events found by the partial index ``audit_log_set_access``). So a purge reads the
+rows of what was shared with the user, those records' chains and those events: its cost
+follows what was shared with them, not the tenant's size (docs/measurements.md, session 27,
+purgeidx27). Every version written adds its rows in its transaction: SQLite's record writes
+(``_insert_rows``, ``_replace``, ``dump.load_records``, ``dump.insert_history``) call
+:func:`reader_rows`, its audit append indexes each ``set_access`` event by seq (no trigger:
+the schema must stay on the file's first page, tests/err26); PostgreSQL's trigger on
+``records`` adds a current row's (an insert, a COPY, an update of ``access``), and versions
+written as deltas and loaded events add theirs (:func:`reader_rows`,
+:func:`event_reader_rows`). A row goes only with a purge: of its reader, of its owner, or
+(a version's row, not an event's) of its record. ``memory://`` has no index: its purge
+walks the store's entries anyway (the user's own records, cache and jobs).
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ from ..records import AccessControl, MemoryRecord
 from .sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
 
 __all__ = [
-    "delta_names",
     "event_reader_rows",
     "names",
     "reader_rows",
@@ -61,13 +63,6 @@ def names(access_text: str, user: str) -> bool:
     if _needle(user) not in access_text:  # most rows: no JSON parse
         return False
     return user in json.loads(access_text).get("allowed_users", ())
-
-
-def delta_names(blob: bytes, user: str) -> bool:
-    """Whether a stored delta's text holds ``user`` as a JSON string (may over-match: a
-    text or a key equal to the id; rewriting such a record changes nothing but its
-    version)."""
-    return _needle(user) in json.dumps(decode_delta(blob), ensure_ascii=False)
 
 
 ReaderRow = tuple[str, str, str, str]  # (tenant, reader, user, id)

@@ -569,9 +569,7 @@ def _v20_readers(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
         for seq, blob in cur.fetchall():
             if seq not in rows:  # cannot happen: FK cascade
                 continue
-            row = rows[cast(int, seq)] = apply_delta(
-                rows[cast(int, seq)], decode_delta(bytes(cast(bytes, blob)))
-            )
+            row = rows[seq] = apply_delta(rows[seq], decode_delta(bytes(cast(bytes, blob))))
             for u in json.loads(str(row["access"])).get("allowed_users", ()):
                 named[(str(row["tenant"]), str(u), str(row["user"]), str(row["id"]))] = None
         if named:
