@@ -506,16 +506,17 @@ END $$;
 # written as deltas and loaded events add theirs (dump.add_readers). Filled here from the
 # current rows, the set_access events and every earlier version (_v20_readers). The partial
 # index finds the owner's set_access events of one record; audit_log_user the purged user's
-# own events (the redaction read the tenant's whole log by audit_log_tenant_at).
+# own events (the redaction read the tenant's whole log by audit_log_tenant_at). IF NOT
+# EXISTS: tests turn a new schema into an older one without dropping what later steps made.
 _V20_READERS = f"""
-CREATE TABLE record_readers (
+CREATE TABLE IF NOT EXISTS record_readers (
     tenant {_T} NOT NULL, reader {_T} NOT NULL, "user" {_T} NOT NULL, id {_T} NOT NULL,
     PRIMARY KEY (tenant, reader, "user", id)
 );
-CREATE INDEX record_readers_owner ON record_readers (tenant, "user");
-CREATE INDEX audit_log_set_access ON audit_log (tenant, "user", record_ids)
+CREATE INDEX IF NOT EXISTS record_readers_owner ON record_readers (tenant, "user");
+CREATE INDEX IF NOT EXISTS audit_log_set_access ON audit_log (tenant, "user", record_ids)
 WHERE action = 'set_access';
-CREATE INDEX audit_log_user ON audit_log (tenant, "user");
+CREATE INDEX IF NOT EXISTS audit_log_user ON audit_log (tenant, "user");
 CREATE OR REPLACE FUNCTION record_readers_add() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
 BEGIN
@@ -525,8 +526,10 @@ BEGIN
   ON CONFLICT DO NOTHING;
   RETURN NULL;
 END $$;
+DROP TRIGGER IF EXISTS record_readers_insert ON records;
 CREATE TRIGGER record_readers_insert AFTER INSERT ON records FOR EACH ROW
 WHEN (strpos(NEW.access, '"allowed_users":[]') = 0) EXECUTE FUNCTION record_readers_add();
+DROP TRIGGER IF EXISTS record_readers_update ON records;
 CREATE TRIGGER record_readers_update AFTER UPDATE OF access ON records FOR EACH ROW
 WHEN (strpos(NEW.access, '"allowed_users":[]') = 0) EXECUTE FUNCTION record_readers_add();
 INSERT INTO record_readers (tenant, reader, "user", id)

@@ -486,10 +486,11 @@ _V13_NO_QUERY_VECTORS = "DELETE FROM embedding_cache WHERE substr(key, 1, 2) = '
 # purge, a record purge). Names and text are this short, without types, triggers or audit
 # indexes, because the schema must stay on the file's first page: a file damaged past its
 # first third still opens (tests/err26); 152 bytes were left on that page, these two take
-# about 127.
+# about 127 (SQLite keeps the text without IF NOT EXISTS, there for tests that turn a new
+# file into an older one without dropping what later steps made).
 _V16_READERS = """
-CREATE TABLE rr(t,r,u,i,PRIMARY KEY(t,r,u,i))WITHOUT ROWID;
-CREATE INDEX rr_u ON rr(t,u);
+CREATE TABLE IF NOT EXISTS rr(t,r,u,i,PRIMARY KEY(t,r,u,i))WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rr_u ON rr(t,u);
 """
 
 
