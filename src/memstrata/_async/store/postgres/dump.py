@@ -276,6 +276,7 @@ async def insert_history(c: Any, histories: Sequence[Sequence[MemoryRecord]]) ->
 async def add_readers(c: Any, rows: Sequence[purged_reader.ReaderRow]) -> None:
     """Rows of the index of readers (store/purged_reader.py) for versions written as deltas
     and loaded events (a current row's are the trigger's, schema step 20)."""
+    rows = [r for r in rows if "\x00" not in r[1]]  # a legacy id (schema.py, step 20)
     if rows:
         async with c.cursor() as cur:
             await cur.executemany(

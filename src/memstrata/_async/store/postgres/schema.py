@@ -504,7 +504,9 @@ END $$;
 # written as deltas and loaded events add theirs (dump.add_readers). Filled here from the
 # current rows, the set_access events and every earlier version (_v20_readers). The partial
 # index finds the owner's set_access events of one record; audit_log_user the purged user's
-# own events (the redaction read the tenant's whole log by audit_log_tenant_at). IF NOT
+# own events (the redaction read the tenant's whole log by audit_log_tenant_at). A reader id
+# holding NUL (stored before session 20 refused it: ``\u0000`` in the JSON text, which
+# jsonb refuses) is not indexed: no user can have that id, nor be purged by it. IF NOT
 # EXISTS: tests turn a new schema into an older one without dropping what later steps made.
 _V20_READERS = f"""
 CREATE TABLE IF NOT EXISTS record_readers (
@@ -526,19 +528,22 @@ BEGIN
 END $$;
 DROP TRIGGER IF EXISTS record_readers_insert ON records;
 CREATE TRIGGER record_readers_insert AFTER INSERT ON records FOR EACH ROW
-WHEN (strpos(NEW.access, '"allowed_users":[]') = 0) EXECUTE FUNCTION record_readers_add();
+WHEN (strpos(NEW.access, '"allowed_users":[]') = 0 AND strpos(NEW.access, '\\u0000') = 0)
+EXECUTE FUNCTION record_readers_add();
 DROP TRIGGER IF EXISTS record_readers_update ON records;
 CREATE TRIGGER record_readers_update AFTER UPDATE OF access ON records FOR EACH ROW
-WHEN (strpos(NEW.access, '"allowed_users":[]') = 0) EXECUTE FUNCTION record_readers_add();
+WHEN (strpos(NEW.access, '"allowed_users":[]') = 0 AND strpos(NEW.access, '\\u0000') = 0)
+EXECUTE FUNCTION record_readers_add();
 INSERT INTO record_readers (tenant, reader, "user", id)
 SELECT r.tenant, u, r."user", r.id FROM records r,
 LATERAL jsonb_array_elements_text(r.access::jsonb -> 'allowed_users') AS u
-WHERE strpos(r.access, '"allowed_users":[]') = 0 ON CONFLICT DO NOTHING;
+WHERE strpos(r.access, '"allowed_users":[]') = 0 AND strpos(r.access, '\\u0000') = 0
+ON CONFLICT DO NOTHING;
 INSERT INTO record_readers (tenant, reader, "user", id)
 SELECT a.tenant, u, a."user", i FROM audit_log a,
 LATERAL jsonb_array_elements_text(a.details::jsonb -> 'allowed_users') AS u,
 LATERAL unnest(a.record_ids) AS i
-WHERE a.action = 'set_access' AND a."user" IS NOT NULL
+WHERE a.action = 'set_access' AND a."user" IS NOT NULL AND strpos(a.details, '\\u0000') = 0
 AND jsonb_typeof(a.details::jsonb -> 'allowed_users') = 'array' ON CONFLICT DO NOTHING;
 """
 
@@ -574,7 +579,8 @@ async def _v20_readers(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> None:
                 continue
             row = rows[seq] = apply_delta(rows[seq], decode_delta(bytes(cast(bytes, blob))))
             for u in json.loads(str(row["access"])).get("allowed_users", ()):
-                named[(str(row["tenant"]), str(u), str(row["user"]), str(row["id"]))] = None
+                if "\x00" not in str(u):  # a legacy id (before session 20): no user's
+                    named[(str(row["tenant"]), str(u), str(row["user"]), str(row["id"]))] = None
         if named:
             await cur.executemany(
                 b'INSERT INTO record_readers (tenant, reader, "user", id) '
