@@ -33,6 +33,7 @@ __all__ = [
     "audit_store",
     "sqlite_append_audit",
     "sqlite_audit_row",
+    "sqlite_index_readers",
     "sqlite_redact_reader",
     "sqlite_redact_subject",
 ]
@@ -97,10 +98,10 @@ def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> i
     return int(cur.rowcount) + sqlite_redact_reader(conn, tenant, user)
 
 
-# Other users' set_access events naming the user as a reader (the JSON string, then the
-# parsed list: an id that is a substring of another's is not taken).
+# One of other users' set_access events naming the user as a reader (the JSON string,
+# then the parsed list: an id that is a substring of another's is not taken), by its seq.
 _NAMES_READER = (
-    "tenant = ?1 AND action = 'set_access' AND instr(details, ?3) > 0 AND EXISTS "
+    "seq = ?4 AND tenant = ?1 AND action = 'set_access' AND instr(details, ?3) > 0 AND EXISTS "
     "(SELECT 1 FROM json_each(audit_log.details, '$.allowed_users') WHERE value = ?2)"
 )
 
@@ -108,7 +109,9 @@ _NAMES_READER = (
 def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> int:
     """Take ``user`` out of the readers listed in other users' ``set_access`` events
     (the events stay, with their other readers), inside the caller's transaction (the
-    store's purge: ``BEGIN IMMEDIATE``, so no other connection writes meanwhile).
+    store's purge: ``BEGIN IMMEDIATE``, so no other connection writes meanwhile). The
+    events are those the index of readers holds for them (store/purged_reader.py): what
+    was shared with them, not the tenant's log.
 
     The table's trigger refuses this update (it allows only the redaction of the purged
     user's own events). Rather than a longer trigger (its text must keep the schema on the
@@ -116,23 +119,37 @@ def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> in
     path drops the trigger and creates it again from its own text around the update, in
     the same transaction: no committed state, nor any other connection, ever sees the log
     without it, and a kill midway rolls all three back."""
-    args = (tenant, user, json.dumps(user, ensure_ascii=False))
-    if not conn.execute(f"SELECT 1 FROM audit_log WHERE {_NAMES_READER} LIMIT 1", args).fetchone():
+    needle = json.dumps(user, ensure_ascii=False)
+    found = [
+        (tenant, user, needle, int(seq))
+        for (seq,) in conn.execute(
+            "SELECT i FROM rr WHERE t = ? AND r = ? AND u != ? AND typeof(i) = 'integer'",
+            (tenant, user, user),
+        ).fetchall()
+    ]
+    found = [
+        args
+        for args in found
+        if conn.execute(f"SELECT 1 FROM audit_log WHERE {_NAMES_READER}", args).fetchone()
+    ]
+    if not found:
         return 0
     trigger = conn.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_log_no_update'"
     ).fetchone()
     if trigger is not None:
         conn.execute("DROP TRIGGER audit_log_no_update")
-    cur = conn.execute(
-        "UPDATE audit_log SET details = json_set(details, '$.allowed_users', json(("
-        "SELECT json_group_array(value) FROM json_each(audit_log.details, "
-        f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
-        args,
-    )
+    n = 0
+    for args in found:
+        n += conn.execute(
+            "UPDATE audit_log SET details = json_set(details, '$.allowed_users', json(("
+            "SELECT json_group_array(value) FROM json_each(audit_log.details, "
+            f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
+            args,
+        ).rowcount
     if trigger is not None:
         conn.execute(trigger[0])
-    return int(cur.rowcount)
+    return n
 
 
 _COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
@@ -160,6 +177,17 @@ def sqlite_append_audit(conn: sqlite3.Connection, events: Sequence[AuditEvent]) 
     own, or a unit of work's: ``UnitOfWork.append_audit``)."""
     rows = [sqlite_audit_row(e) for e in events]
     conn.executemany(f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows)
+    sqlite_index_readers(conn, events)
+
+
+def sqlite_index_readers(conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
+    """The rows of the index of readers (``rr``, store/purged_reader.py) of the set_access
+    events among ``events``, stored already: ``(tenant, reader, user, seq)``."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO rr SELECT a.tenant, u.value, a.user, a.seq FROM audit_log a, "
+        "json_each(a.details, '$.allowed_users') u WHERE a.id = ? AND a.user IS NOT NULL",
+        [(e.id,) for e in events if e.action == "set_access" and e.user is not None],
+    )
 
 
 class SQLiteAudit:

@@ -14,24 +14,42 @@ rewriting the record) is refused with a ``ConflictError`` instead of writing the
 
 The SQL stores keep rows (``codec.COLUMNS``) and reverse deltas (``sqlite/history.py``):
 :func:`rewrite_chain` rebuilds a record's every version from its row and deltas, takes the
-id out of each and encodes the chain again. Which records to rewrite: those whose current
-``access`` names the user, and those with a delta whose text names them
-(:func:`delta_names`): an id in an earlier version is either written in that version's
-delta or carried from a newer version (a prefix, a splice of the newer list), so by
-induction it is in the current row or in some delta's text.
+id out of each and encodes the chain again. Which records to rewrite, and which events to
+redact, the purge reads from the index of readers: a row per record a version of which, or
+a ``set_access`` event of which, names the reader (SQLite: ``rr (t, r, u, i)``, ``i`` a record
+id or an event's seq, schema 16; PostgreSQL: ``record_readers (tenant, reader, user, id)``,
+step 20, events found by the partial index ``audit_log_set_access``). So a purge reads the
+rows of what was shared with the user, those records' chains and those events: its cost
+follows what was shared with them, not the tenant's size (docs/measurements.md, session 27,
+purgeidx27). Every version written adds its rows in its transaction: SQLite's record writes
+(``_insert_rows``, ``_replace``, ``dump.load_records``, ``dump.insert_history``) call
+:func:`reader_rows`, its audit append indexes each ``set_access`` event by seq (no trigger:
+the schema must stay on the file's first page, tests/err26); PostgreSQL's trigger on
+``records`` adds a current row's (an insert, a COPY, an update of ``access``), and versions
+written as deltas and loaded events add theirs (:func:`reader_rows`,
+:func:`event_reader_rows`). A row goes only with a purge: of its reader, of its owner, or
+(a version's row, not an event's) of its record. ``memory://`` has no index: its purge
+walks the store's entries anyway (the user's own records, cache and jobs).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..audit_types import AuditEvent
 from ..records import AccessControl, MemoryRecord
 from .sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
 
-__all__ = ["delta_names", "names", "rewrite_chain", "without_reader"]
+__all__ = [
+    "event_reader_rows",
+    "names",
+    "reader_rows",
+    "rewrite_chain",
+    "without_reader",
+]
 
 _JSON = {"ensure_ascii": False, "sort_keys": True, "separators": (",", ":")}
 
@@ -47,11 +65,28 @@ def names(access_text: str, user: str) -> bool:
     return user in json.loads(access_text).get("allowed_users", ())
 
 
-def delta_names(blob: bytes, user: str) -> bool:
-    """Whether a stored delta's text holds ``user`` as a JSON string (may over-match: a
-    text or a key equal to the id; rewriting such a record changes nothing but its
-    version)."""
-    return _needle(user) in json.dumps(decode_delta(blob), ensure_ascii=False)
+ReaderRow = tuple[str, str, str, str]  # (tenant, reader, user, id)
+
+
+def reader_rows(records: Iterable[MemoryRecord]) -> list[ReaderRow]:
+    """The index rows of these versions: one per reader each names (no duplicates)."""
+    return list(
+        dict.fromkeys((r.tenant, u, r.user, r.id) for r in records for u in r.access.allowed_users)
+    )
+
+
+def event_reader_rows(events: Iterable[AuditEvent]) -> list[ReaderRow]:
+    """The index rows of these events: a set_access event of a user names, for each of its
+    record ids, each reader in ``details.allowed_users``."""
+    out: dict[ReaderRow, None] = {}
+    for e in events:
+        readers = e.details.get("allowed_users") if e.action == "set_access" else None
+        if e.user is None or not isinstance(readers, list):
+            continue
+        for u in readers:
+            for rid in e.record_ids:
+                out[(e.tenant, str(u), e.user, rid)] = None
+    return list(out)
 
 
 def _access_without(access_text: str, user: str) -> str:

@@ -68,37 +68,62 @@ def redact_subject(conn: Any, tenant: str, user: str) -> int:
 # The setting that lets the audit log's trigger take a reader out of set_access events
 # (schema.py, _V18_AUDIT_REDACT_READER): set for the purge's transaction only (SET LOCAL).
 REDACT_READER_SETTING = "memstrata.redact_reader"
-# Other users' set_access events naming the user as a reader (the JSON string, then the
-# parsed list: an id that is a substring of another's is not taken).
+# Other users' set_access events of one record naming the user as a reader (the JSON
+# string, then the parsed list: an id that is a substring of another's is not taken), by
+# the partial index audit_log_set_access (schema step 20).
 _NAMES_READER = (
-    "tenant = %(t)s AND action = 'set_access' AND strpos(details, %(n)s) > 0 "
+    "tenant = %(t)s AND \"user\" = %(o)s AND action = 'set_access' "
+    'AND record_ids = ARRAY[%(i)s::text] COLLATE "C" AND strpos(details, %(n)s) > 0 '
     "AND details::jsonb -> 'allowed_users' @> jsonb_build_array(%(u)s::text)"
 )
 
 
 def redact_reader(conn: Any, tenant: str, user: str) -> int:
     """Take ``user`` out of the readers listed in other users' ``set_access`` events (the
-    events stay, with their other readers), inside the caller's transaction. The trigger
-    allows it only while the transaction's :data:`REDACT_READER_SETTING` names that
-    user; it is set here for the transaction alone and emptied before this returns."""
-    args = {"t": tenant, "u": user, "n": json.dumps(user, ensure_ascii=False)}
-    found = (
-        conn.execute(f"SELECT 1 AS one FROM audit_log WHERE {_NAMES_READER} LIMIT 1", args)
-    ).fetchone()
-    if found is None:
+    events stay, with their other readers), inside the caller's transaction: the events of
+    the records the index of readers holds for them (store/purged_reader.py), not the
+    tenant's log. The trigger allows it only while the transaction's
+    :data:`REDACT_READER_SETTING` names that user; it is set here for the transaction
+    alone and emptied before this returns."""
+    shared = (
+        conn.execute(
+            'SELECT "user", id FROM record_readers WHERE tenant = %s AND reader = %s '
+            'AND "user" <> %s ORDER BY "user", id',
+            (tenant, user, user),
+        )
+    ).fetchall()
+    found = []
+    for s in shared:
+        owner, rid = (s["user"], s["id"]) if isinstance(s, Mapping) else tuple(s)
+        args = {
+            "t": tenant,
+            "u": user,
+            "n": json.dumps(user, ensure_ascii=False),
+            "o": owner,
+            "i": rid,
+        }
+        hit = (
+            conn.execute(f"SELECT 1 AS one FROM audit_log WHERE {_NAMES_READER} LIMIT 1", args)
+        ).fetchone()
+        if hit is not None:
+            found.append(args)
+    if not found:
         return 0
     conn.execute("SELECT set_config(%s, %s, true)", (REDACT_READER_SETTING, user))
+    n = 0
     try:
-        cur = conn.execute(
-            "UPDATE audit_log SET details = jsonb_set(details::jsonb, '{allowed_users}', "
-            "(SELECT coalesce(jsonb_agg(v ORDER BY o), '[]'::jsonb) FROM "
-            "jsonb_array_elements(details::jsonb -> 'allowed_users') WITH ORDINALITY AS "
-            f"a(v, o) WHERE v <> to_jsonb(%(u)s::text)))::text WHERE {_NAMES_READER}",
-            args,
-        )
+        for args in found:
+            cur = conn.execute(
+                "UPDATE audit_log SET details = jsonb_set(details::jsonb, '{allowed_users}', "
+                "(SELECT coalesce(jsonb_agg(v ORDER BY o), '[]'::jsonb) FROM "
+                "jsonb_array_elements(details::jsonb -> 'allowed_users') WITH ORDINALITY AS "
+                f"a(v, o) WHERE v <> to_jsonb(%(u)s::text)))::text WHERE {_NAMES_READER}",
+                args,
+            )
+            n += int(cur.rowcount)
     finally:
         conn.execute("SELECT set_config(%s, '', true)", (REDACT_READER_SETTING,))
-    return int(cur.rowcount)
+    return n
 
 
 def query(conn: Any, tenant: str, q: AuditQuery) -> list[AuditEvent]:

@@ -25,6 +25,7 @@ import numpy as np
 from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
+from memstrata.store import purged_reader
 from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_registration
 from memstrata.store.past_versions import history_key, newer_of
 from memstrata.store.postgres.audit import audit_row
@@ -216,6 +217,7 @@ def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
                     "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
                     history,
                 )
+        add_readers(c, purged_reader.reader_rows(v for d in todo for v in d.versions[:-1]))
         counts = [
             (seqs[(d.record.tenant, d.record.user, d.record.id)], name, int(value))
             for d in todo
@@ -271,6 +273,20 @@ def insert_history(
         cur.executemany(
             "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)", archive
         )
+    add_readers(c, purged_reader.reader_rows(v for past in wanted for v in past))
+
+
+def add_readers(c: Any, rows: Sequence[purged_reader.ReaderRow]) -> None:
+    """Rows of the index of readers (store/purged_reader.py) for versions written as deltas
+    and loaded events (a current row's are the trigger's, schema step 20)."""
+    rows = [r for r in rows if "\x00" not in r[1]]  # a legacy id (schema.py, step 20)
+    if rows:
+        with c.cursor() as cur:
+            cur.executemany(
+                'INSERT INTO record_readers (tenant, reader, "user", id) '
+                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                rows,
+            )
 
 
 # --- embedding cache -------------------------------------------------------------------------
@@ -430,6 +446,7 @@ def load_audit(s: PostgresStore, events: Sequence[AuditEvent]) -> int:
                     row,
                 )
             ).rowcount
+        add_readers(c, purged_reader.event_reader_rows(events))
     return new
 
 

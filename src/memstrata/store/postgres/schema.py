@@ -14,6 +14,7 @@ they do in SQLite (the reference store), whatever the database's locale.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Final, cast
 
@@ -496,6 +497,98 @@ END $$;
 """
 
 
+# v20: the index of readers (store/purged_reader.py; SQLite's v16): a whole-user purge reads
+# what was shared with the user, not every record and history delta of the tenant.
+# record_readers holds (tenant, reader, user, id) for every record of which a version, or a
+# set_access event of its owner, names the reader. The trigger adds the rows of every
+# current row written (an INSERT, a COPY, an UPDATE of access), in the statement that
+# writes it, unless its allowed_users is empty (the WHEN clause: no function call); versions
+# written as deltas and loaded events add theirs (dump.add_readers). Filled here from the
+# current rows, the set_access events and every earlier version (_v20_readers). The partial
+# index finds the owner's set_access events of one record; audit_log_user the purged user's
+# own events (the redaction read the tenant's whole log by audit_log_tenant_at). A reader id
+# holding NUL (stored before session 20 refused it: ``\u0000`` in the JSON text, which
+# jsonb refuses) is not indexed: no user can have that id, nor be purged by it. IF NOT
+# EXISTS: tests turn a new schema into an older one without dropping what later steps made.
+_V20_READERS = f"""
+CREATE TABLE IF NOT EXISTS record_readers (
+    tenant {_T} NOT NULL, reader {_T} NOT NULL, "user" {_T} NOT NULL, id {_T} NOT NULL,
+    PRIMARY KEY (tenant, reader, "user", id)
+);
+CREATE INDEX IF NOT EXISTS record_readers_owner ON record_readers (tenant, "user");
+CREATE INDEX IF NOT EXISTS audit_log_set_access ON audit_log (tenant, "user", record_ids)
+WHERE action = 'set_access';
+CREATE INDEX IF NOT EXISTS audit_log_user ON audit_log (tenant, "user");
+CREATE OR REPLACE FUNCTION record_readers_add() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+  INSERT INTO record_readers (tenant, reader, "user", id)
+  SELECT NEW.tenant, r, NEW."user", NEW.id
+  FROM jsonb_array_elements_text(NEW.access::jsonb -> 'allowed_users') AS r
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS record_readers_insert ON records;
+CREATE TRIGGER record_readers_insert AFTER INSERT ON records FOR EACH ROW
+WHEN (strpos(NEW.access, '"allowed_users":[]') = 0 AND strpos(NEW.access, '\\u0000') = 0)
+EXECUTE FUNCTION record_readers_add();
+DROP TRIGGER IF EXISTS record_readers_update ON records;
+CREATE TRIGGER record_readers_update AFTER UPDATE OF access ON records FOR EACH ROW
+WHEN (strpos(NEW.access, '"allowed_users":[]') = 0 AND strpos(NEW.access, '\\u0000') = 0)
+EXECUTE FUNCTION record_readers_add();
+INSERT INTO record_readers (tenant, reader, "user", id)
+SELECT r.tenant, u, r."user", r.id FROM records r,
+LATERAL jsonb_array_elements_text(r.access::jsonb -> 'allowed_users') AS u
+WHERE strpos(r.access, '"allowed_users":[]') = 0 AND strpos(r.access, '\\u0000') = 0
+ON CONFLICT DO NOTHING;
+INSERT INTO record_readers (tenant, reader, "user", id)
+SELECT a.tenant, u, a."user", i FROM audit_log a,
+LATERAL jsonb_array_elements_text(a.details::jsonb -> 'allowed_users') AS u,
+LATERAL unnest(a.record_ids) AS i
+WHERE a.action = 'set_access' AND a."user" IS NOT NULL AND strpos(a.details, '\\u0000') = 0
+AND jsonb_typeof(a.details::jsonb -> 'allowed_users') = 'array' ON CONFLICT DO NOTHING;
+"""
+
+
+def _v20_readers(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """v20: :data:`_V20_READERS`, then the readers of every earlier version (the deltas
+    decoded, 500 records at a time)."""
+    from memstrata.store.sqlite.history import apply_delta, decode_delta
+
+    cur.execute(_V20_READERS.encode())
+    cols = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
+    last = 0
+    while True:
+        cur.execute(
+            b"SELECT DISTINCT seq FROM record_history WHERE seq > %s ORDER BY seq LIMIT 500",
+            (last,),
+        )
+        seqs = [cast(int, r[0]) for r in cur.fetchall()]
+        if not seqs:
+            break
+        last = seqs[-1]
+        cur.execute(f"SELECT seq, {cols} FROM records WHERE seq = ANY(%s)".encode(), (seqs,))
+        rows = {cast(int, r[0]): dict(zip(COLUMNS, r[1:], strict=True)) for r in cur.fetchall()}
+        cur.execute(
+            b"SELECT seq, delta FROM record_history WHERE seq = ANY(%s) ORDER BY seq, version DESC",
+            (seqs,),
+        )
+        named: dict[tuple[str, str, str, str], None] = {}
+        for seq, blob in cur.fetchall():
+            if seq not in rows:  # cannot happen: FK cascade
+                continue
+            row = rows[seq] = apply_delta(rows[seq], decode_delta(bytes(cast(bytes, blob))))
+            for u in json.loads(str(row["access"])).get("allowed_users", ()):
+                if "\x00" not in str(u):  # a legacy id (before session 20): no user's
+                    named[(str(row["tenant"]), str(u), str(row["user"]), str(row["id"]))] = None
+        if named:
+            cur.executemany(
+                b'INSERT INTO record_readers (tenant, reader, "user", id) '
+                b"VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                list(named),
+            )
+
+
 Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
 
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
@@ -519,6 +612,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (17, _v17_fold),
     (18, _V18_BIGINT_COUNTS),
     (19, _V19_AUDIT_REDACT_READER),
+    (20, _v20_readers),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

@@ -21,9 +21,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...audit import AuditEvent
-from ...audit_backends import sqlite_audit_row
+from ...audit_backends import sqlite_audit_row, sqlite_index_readers
 from ...jobs import Job
 from ...records import MemoryRecord
+from .. import purged_reader  # the module: it imports this package (history)
 from ..base import CacheEntry, RecordDump
 from ..key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, ensure_sqlite_table
 from ..past_versions import history_key, newer_of
@@ -54,6 +55,9 @@ __all__ = [
 _COLS = ", ".join(COLUMNS)
 _INSERT = f"INSERT INTO records ({_COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
+# The index of readers (store/purged_reader.py; migrations.py v16): (tenant, reader, user,
+# record id) for each version naming a reader.
+_READERS = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _CHUNK = 500  # ids or seqs bound in one statement
 _JOB_COLUMNS = (
     "id, kind, tenant, user, agent, session, payload, created_at, run_after, "
@@ -150,6 +154,7 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
             named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
             for old, newer in zip(named[:-1], named[1:], strict=True):
                 c.execute(_ARCHIVE, (seq, old["version"], encode_delta(reverse_delta(old, newer))))
+            c.executemany(_READERS, purged_reader.reader_rows(d.versions))
             c.executemany(
                 "INSERT INTO counters (seq, name, value) VALUES (?, ?, ?)",
                 [(seq, name, int(v)) for name, v in sorted(d.counters.items())],
@@ -202,6 +207,7 @@ def insert_history(
         )
     archive = archived(rows, wanted, kept, after, pending)
     c.executemany(_ARCHIVE, archive)
+    c.executemany(_READERS, purged_reader.reader_rows(v for past in wanted for v in past))
 
 
 # --- embedding cache -------------------------------------------------------------------------
@@ -335,6 +341,7 @@ def load_audit(s: SQLiteStore, events: Sequence[AuditEvent]) -> int:
                 "ON CONFLICT (id) DO NOTHING",
                 row,
             ).rowcount
+        sqlite_index_readers(c, events)
     return new
 
 

@@ -478,6 +478,70 @@ AND superseded_by IS NULL;
 _V13_NO_QUERY_VECTORS = "DELETE FROM embedding_cache WHERE substr(key, 1, 2) = 'q:';"
 
 
+# v16 (a whole-user purge reads what was shared with the user, not the tenant's records,
+# history and audit log): the index of readers (store/purged_reader.py), ``rr``. A row
+# (t, r, u, i): tenant, reader, user (the owner), and either a record id (text: a version
+# of that record of the user names the reader) or an audit_log seq (an integer: a
+# set_access event of the user names the reader). ``rr_u`` finds the rows of an owner (their
+# purge, a record purge). Names and text are this short, without types, triggers or audit
+# indexes, because the schema must stay on the file's first page: a file damaged past its
+# first third still opens (tests/err26); 152 bytes were left on that page, these two take
+# about 127 (SQLite keeps the text without IF NOT EXISTS, there for tests that turn a new
+# file into an older one without dropping what later steps made).
+_V16_READERS = """
+CREATE TABLE IF NOT EXISTS rr(t,r,u,i,PRIMARY KEY(t,r,u,i))WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rr_u ON rr(t,u);
+"""
+
+
+def _v16(conn: sqlite3.Connection) -> None:
+    """v16: :data:`_V16_READERS`, filled from what the file holds: every record's current
+    row, every earlier version (its deltas decoded, a record at a time) and every
+    set_access event."""
+    from .history import apply_delta, decode_delta
+
+    for statement in _statements(_V16_READERS):
+        conn.execute(statement)
+    conn.execute(
+        "INSERT OR IGNORE INTO rr SELECT r.tenant, j.value, r.user, r.id FROM records r, "
+        "json_each(r.access, '$.allowed_users') j "
+        "WHERE instr(r.access, '\"allowed_users\":[]') = 0"
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO rr SELECT a.tenant, u.value, a.user, a.seq FROM audit_log a, "
+        "json_each(a.details, '$.allowed_users') u "
+        "WHERE a.action = 'set_access' AND a.user IS NOT NULL"
+    )
+    cols = ", ".join(COLUMNS)
+    last = 0
+    while True:
+        seqs = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT DISTINCT seq FROM record_history WHERE seq > ? ORDER BY seq LIMIT 500",
+                (last,),
+            )
+        ]
+        if not seqs:
+            break
+        last = seqs[-1]
+        for seq in seqs:
+            current = conn.execute(f"SELECT {cols} FROM records WHERE seq = ?", (seq,)).fetchone()
+            if current is None:  # cannot happen: FK cascade
+                continue
+            row = dict(zip(COLUMNS, current, strict=True))
+            named: set[str] = set()
+            for (blob,) in conn.execute(
+                "SELECT delta FROM record_history WHERE seq = ? ORDER BY version DESC", (seq,)
+            ).fetchall():
+                row = apply_delta(row, decode_delta(blob))
+                named.update(json.loads(str(row["access"])).get("allowed_users", ()))
+            conn.executemany(
+                "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)",
+                [(row["tenant"], u, row["user"], row["id"]) for u in sorted(named)],
+            )
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -495,6 +559,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     # v14: a vector of a model other than the store's is refused (store/one_model.py)
     (14, SQLITE_TRIGGERS),
     (15, _v15),
+    (16, _v16),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

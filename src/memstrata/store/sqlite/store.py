@@ -34,7 +34,11 @@ from ...jobs import Fence, Job, current_fence
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
 from ...validation import MAX_COUNT, check_version, counted
-from .. import one_model, shared_sql
+from .. import (
+    one_model,
+    purged_reader,  # the module: it imports this package (history)
+    shared_sql,
+)
 from .. import quota_counters as qc
 from ..base import (
     CacheEntry,
@@ -155,6 +159,9 @@ _UPSERT_VECTOR = (
 # A record whose masked columns changed: its vector row is loaded again by the cache.
 _TOUCH_VECTOR = f"UPDATE vectors SET rev = {_NEXT_REV} WHERE seq = ?1"
 _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
+# The index of readers (store/purged_reader.py; migrations.py v16): a row per reader each
+# version written names, in its transaction.
+_READERS = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _UPSERT_CACHE = (
     "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
@@ -647,6 +654,7 @@ class SQLiteStore:
         before = int(row[0]) if row is not None else 0
         try:
             c.executemany(_INSERT, [encode_record(r) for r in records])
+            c.executemany(_READERS, purged_reader.reader_rows(records))  # store/purged_reader.py
         except sqlite3.IntegrityError as exc:
             if not duplicate(exc):  # a trigger or another constraint: a StoreError (_tx)
                 raise
@@ -844,6 +852,7 @@ class SQLiteStore:
             ),
         )
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
+        c.executemany(_READERS, purged_reader.reader_rows([new]))  # store/purged_reader.py
         self._index(c, seq, new.tenant, new.user, write.terms)
         if write.vector is not None:
             self._store_vector(c, seq, new, write.vector)
@@ -944,6 +953,11 @@ class SQLiteStore:
                 counts["vectors"] += c.execute(f"DELETE FROM vectors WHERE {sql}", vals).rowcount
                 c.execute(f"DELETE FROM counters WHERE {sql}", vals)
                 counts["records"] += c.execute(f"DELETE FROM records WHERE {sql}", vals).rowcount
+            # Their versions' rows leave the index of readers (their events' rows stay)
+            c.executemany(
+                "DELETE FROM rr WHERE t = ? AND u = ? AND i = ?",
+                [(scope.tenant, scope.user, r["id"]) for r in rows],
+            )
             if seqs and reterm:
                 self._reterm(c, scope, reterm)
             # Texts another record of the user still holds keep their cache entry.
@@ -1096,7 +1110,9 @@ class SQLiteStore:
             c.execute(
                 "DELETE FROM meta WHERE key LIKE ?", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
-            sqlite_redact_subject(c, tenant, user)
+            sqlite_redact_subject(c, tenant, user)  # reads the index of readers: then it goes
+            c.execute("DELETE FROM rr WHERE t = ? AND r = ?", args)
+            c.execute("DELETE FROM rr WHERE t = ? AND u = ?", args)
             # Rows of other components naming the user (API keys bound to them, registered
             # by server/keys.py) go in this transaction too (store/user_tables.py).
             purge_user_rows(
@@ -1150,32 +1166,24 @@ class SQLiteStore:
         )
 
     def _drop_reader(self, c: sqlite3.Connection, tenant: str, user: str) -> int:
-        """Take ``user`` out of the readers of the tenant's other records, in each one's
-        every version, and give each a new version (store/purged_reader.py). Reads the
-        current rows naming them and the tenant's history deltas (decoded here: their
-        text is deflated). How many records were rewritten."""
-        from ..purged_reader import delta_names, rewrite_chain
+        """Take ``user`` out of the readers of the other users' records shared with them
+        (the index of readers: store/purged_reader.py), in each one's every version, and
+        give each a new version. Reads those records' rows and deltas only. How many
+        records were rewritten."""
+        from ..purged_reader import rewrite_chain
 
-        needle = json.dumps(user, ensure_ascii=False)
-        args = (tenant, user, needle)
-        seqs = {
-            int(r[0])
-            for r in c.execute(
-                "SELECT seq FROM records WHERE tenant = ?1 AND user != ?2 AND "
-                "instr(access, ?3) > 0",
-                args,
-            )
-        }
-        for seq, blob in c.execute(
-            "SELECT h.seq, h.delta FROM record_history h JOIN records r ON r.seq = h.seq "
-            "WHERE r.tenant = ?1 AND r.user != ?2",
-            args[:2],
-        ):
-            if int(seq) not in seqs and delta_names(blob, user):
-                seqs.add(int(seq))
         done = 0
-        for seq in sorted(seqs):
-            row = c.execute(f"SELECT seq, {_COLS} FROM records WHERE seq = ?", (seq,)).fetchone()
+        for owner, rid in c.execute(
+            "SELECT u, i FROM rr WHERE t = ? AND r = ? AND u != ? AND typeof(i) = 'text'",
+            (tenant, user, user),
+        ).fetchall():
+            row = c.execute(
+                f"SELECT seq, {_COLS} FROM records WHERE tenant = ? AND user = ? AND id = ?",
+                (tenant, owner, rid),
+            ).fetchone()
+            if row is None:  # purged since: its set_access events may still name them
+                continue
+            seq = int(row["seq"])
             deltas = c.execute(
                 "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
                 (seq,),
@@ -1189,7 +1197,7 @@ class SQLiteStore:
             c.execute(
                 "UPDATE records SET access = ?, version = ? WHERE seq = ?", (access, version, seq)
             )
-            self._bump(c, tenant, row["user"])
+            self._bump(c, tenant, owner)
             done += 1
         return done
 

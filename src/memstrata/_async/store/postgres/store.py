@@ -13,7 +13,6 @@ import asyncio
 import builtins
 import contextlib
 import functools
-import json
 import logging
 import threading
 from collections import Counter
@@ -1085,6 +1084,18 @@ class AsyncPostgresStore:
                 counts["records"] = (
                     await c.execute("DELETE FROM records WHERE seq = ANY(%s)", (seqs,))
                 ).rowcount
+                # Their readers leave the index, but for those a set_access event still
+                # names (the events stay: the reader's purge must find them).
+                for rid in found:
+                    await c.execute(
+                        'DELETE FROM record_readers WHERE tenant = %(t)s AND "user" = %(u)s '
+                        "AND id = %(i)s AND reader NOT IN (SELECT r FROM audit_log a, "
+                        "LATERAL jsonb_array_elements_text(a.details::jsonb -> "
+                        "'allowed_users') AS r WHERE a.tenant = %(t)s AND a.\"user\" = %(u)s "
+                        "AND a.action = 'set_access' AND a.record_ids = ARRAY[%(i)s::text] "
+                        'COLLATE "C")',
+                        {"t": scope.tenant, "u": scope.user, "i": rid},
+                    )
                 if reterm:
                     await self._reterm(c, scope, reterm)
                 counts["cache_entries"] = (
@@ -1201,7 +1212,13 @@ class AsyncPostgresStore:
             await c.execute(
                 "DELETE FROM meta WHERE key LIKE %s", (f"quota:%:{subject_hash(tenant, user)}:%",)
             )
-            await audit.redact_subject(c, tenant, user)
+            await audit.redact_subject(c, tenant, user)  # reads the index of readers: then
+            await c.execute(  # it goes, with the rows of the user's own records
+                "DELETE FROM record_readers WHERE tenant = %s AND reader = %s", mine_args
+            )
+            await c.execute(
+                'DELETE FROM record_readers WHERE tenant = %s AND "user" = %s', mine_args
+            )
             # Rows of other components naming the user (API keys bound to them, registered
             # by server/pg_keys.py) go in this transaction too (store/user_tables.py).
             await shared_sql.purge_user_rows(
@@ -1233,37 +1250,31 @@ class AsyncPostgresStore:
         )
 
     async def _drop_reader(self, c: Any, tenant: str, user: str) -> int:
-        """Take ``user`` out of the readers of the tenant's other records, in each one's
-        every version, and give each a new version (store/purged_reader.py): the current
-        rows naming them, and those whose history has a delta naming them (decoded here,
-        the deltas being deflated). How many records were rewritten."""
-        from memstrata.store.purged_reader import delta_names, rewrite_chain
+        """Take ``user`` out of the readers of the other users' records shared with them
+        (the index of readers: store/purged_reader.py), in each one's every version, and
+        give each a new version. Reads those records' rows and deltas only. How many
+        records were rewritten."""
+        from memstrata.store.purged_reader import rewrite_chain
 
-        args = (tenant, user)
-        seqs = {
-            int(r["seq"])
-            for r in await (
-                await c.execute(
-                    'SELECT seq FROM records WHERE tenant = %s AND "user" <> %s '
-                    "AND strpos(access, %s) > 0",
-                    (*args, json.dumps(user, ensure_ascii=False)),
-                )
-            ).fetchall()
-        }
-        for r in await (
+        shared = await (
             await c.execute(
-                "SELECT h.seq, h.delta FROM record_history h JOIN records r ON r.seq = h.seq "
-                'WHERE r.tenant = %s AND r."user" <> %s',
-                args,
+                'SELECT "user", id FROM record_readers WHERE tenant = %s AND reader = %s '
+                'AND "user" <> %s ORDER BY "user", id',
+                (tenant, user, user),
             )
-        ).fetchall():
-            if int(r["seq"]) not in seqs and delta_names(bytes(r["delta"]), user):
-                seqs.add(int(r["seq"]))
+        ).fetchall()
         done = 0
-        for seq in sorted(seqs):
+        for s in shared:
             row = await (
-                await c.execute(f"SELECT {_ROW} FROM records WHERE seq = %s FOR UPDATE", (seq,))
+                await c.execute(
+                    f'SELECT {_ROW} FROM records WHERE tenant = %s AND "user" = %s AND id = %s '
+                    "FOR UPDATE",
+                    (tenant, s["user"], s["id"]),
+                )
             ).fetchone()
+            if row is None:  # purged since: its set_access events may still name them
+                continue
+            seq = int(row["seq"])
             deltas = await (
                 await c.execute(
                     "SELECT version, delta FROM record_history WHERE seq = %s "
