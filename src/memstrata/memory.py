@@ -53,7 +53,7 @@ from memstrata.store.base import Store
 from memstrata.store.caller_view import CallerViewStore
 from memstrata.store.compaction import CompactReport
 from memstrata.store.types import PurgeReport, RecordWrite, Vector
-from memstrata.store.url import open_store
+from memstrata.store.url import open_store, redact_url
 from memstrata.text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from memstrata.validation import (
     check_bool,
@@ -1661,8 +1661,6 @@ class Memory:
         caller may read and the jobs 0: they are the owner's operations, none the caller's
         (until session 27 a caller read the owner's job counts). The store's URL is given
         without its password (it was served whole by ``GET .../stats`` to every key)."""
-        from memstrata.store.migrate.report import redact_url
-
         s = self._store.stats(check_scope(scope))
         if scope.caller is not None:
             s = replace(s, pending_jobs=0, failed_jobs=0)

@@ -53,6 +53,7 @@ from memstrata.search.hit import SearchHit, types_of_layers
 from memstrata.store import one_model
 from memstrata.store.compaction import CompactReport
 from memstrata.store.types import PurgeReport, RecordWrite, Vector
+from memstrata.store.url import redact_url
 from memstrata.text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from memstrata.validation import (
     check_bool,
@@ -1757,8 +1758,6 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         caller may read and the jobs 0: they are the owner's operations, none the caller's
         (until session 27 a caller read the owner's job counts). The store's URL is given
         without its password (it was served whole by ``GET .../stats`` to every key)."""
-        from memstrata.store.migrate.report import redact_url
-
         await self._ready()  # async-only
         s = await self._store.stats(check_scope(scope))
         if scope.caller is not None:

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import re
+
 from ..errors import MissingDependencyError, ValidationError
 from .base import Store
 
-__all__ = ["open_store"]
+__all__ = ["open_store", "redact_url"]
+
+_PASSWORD = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
 
 _POSTGRES_EXTRA = ("psycopg", "psycopg_pool", "pgvector")  # what `memstrata[postgres]` adds
 _SCHEMES = "sqlite:///path/to/file.db, sqlite://:memory:, memory:// or postgresql://user@host/db"
@@ -55,3 +59,8 @@ def open_store(url: str) -> Store:
 
         return PostgresStore(url)
     raise ValidationError(f"unknown store URL scheme {scheme!r} in {url!r}; use {_SCHEMES}")
+
+
+def redact_url(url: str) -> str:
+    """A store URL for reports, logs and messages: the password replaced by ``***``."""
+    return _PASSWORD.sub(r"\1:***@", url)

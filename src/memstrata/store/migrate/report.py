@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..url import redact_url
 
 __all__ = ["KINDS", "KindCount", "MigrationReport", "Mismatch", "redact_url"]
 
@@ -97,11 +98,3 @@ class MigrationReport:
             "nul_texts": self.nul_texts,
             "nul_replaced": self.nul_texts if self.replace_nul and not self.dry_run else 0,
         }
-
-
-_PASSWORD = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
-
-
-def redact_url(url: str) -> str:
-    """A store URL for reports and logs: the password replaced by ``***``."""
-    return _PASSWORD.sub(r"\1:***@", url)

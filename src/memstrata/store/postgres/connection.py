@@ -32,6 +32,7 @@ from ...errors import (
     closed_store,
 )
 from .. import one_model
+from ..url import redact_url
 
 __all__ = [
     "PgOptions",
@@ -81,12 +82,12 @@ def parse_url(url: str) -> PgOptions:
         parts.port  # noqa: B018 - parsed lazily: a bad port raises here, not in the driver
     except ValueError as exc:
         raise ValidationError(
-            f"store URL {_hide(url)!r} is malformed ({exc}); write "
+            f"store URL {redact_url(url)!r} is malformed ({exc}); write "
             "postgresql://user:password@host:port/database (an IPv6 host in [brackets], "
             "a port from 1 to 65535)"
         ) from None
     if parts.scheme.lower() not in ("postgresql", "postgres"):
-        raise ValidationError(f"{_hide(url)!r} is not a postgresql:// URL")
+        raise ValidationError(f"{redact_url(url)!r} is not a postgresql:// URL")
     ours: dict[str, str] = {}
     theirs: list[tuple[str, str]] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
@@ -115,11 +116,6 @@ def parse_url(url: str) -> PgOptions:
         pool_max,
         _int("exact_below", ours.get("exact_below", "100000"), 0),
     )
-
-
-def _hide(url: str) -> str:
-    """The URL without its password (for messages)."""
-    return re.sub(r"(://[^:/@?#]*):[^@/?#]*@", r"\1:***@", url)
 
 
 def driver() -> Any:
