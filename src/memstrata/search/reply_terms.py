@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from memstrata.clock import END_OF_TIME
 from memstrata.filters import Filters
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
@@ -110,6 +111,7 @@ def purge_records(store: Store, scope: Scope, ids: Sequence[str]) -> PurgeReport
     return store.purge(scope, ids, reterm=terms_after_purge(store, scope, ids))
 
 
+_INSTANT = timedelta(microseconds=1)
 _NEAR = 20  # the turns read back from a reply's time, before walking the whole session
 
 
@@ -139,7 +141,9 @@ def kept_terms(store: Store, record: MemoryRecord) -> tuple[str, ...]:
     if record.type is not RecordType.MESSAGE:
         return own
     scope = Scope(record.tenant, record.user, session=record.session)
-    upto = replace(_EVERY_TURN, observed_before=record.observed_at + timedelta(microseconds=1))
+    # up to its time, itself included: no bound for a turn at the calendar's last instant
+    end = None if record.observed_at >= END_OF_TIME else record.observed_at + _INSTANT
+    upto = replace(_EVERY_TURN, observed_before=end)
     previous = _previous(record, store.list(scope, upto, limit=_NEAR, newest_first=True))
     if previous is record:  # more than _NEAR turns at its time: walk them oldest first
         previous = None

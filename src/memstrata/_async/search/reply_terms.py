@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from memstrata._async.store.base import AsyncStore, PurgeReport, RecordWrite
+from memstrata.clock import END_OF_TIME
 from memstrata.filters import Filters
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
@@ -116,6 +117,7 @@ async def purge_records(store: AsyncStore, scope: Scope, ids: Sequence[str]) -> 
     return await store.purge(scope, ids, reterm=await terms_after_purge(store, scope, ids))
 
 
+_INSTANT = timedelta(microseconds=1)
 _NEAR = 20  # the turns read back from a reply's time, before walking the whole session
 
 
@@ -145,7 +147,9 @@ async def kept_terms(store: AsyncStore, record: MemoryRecord) -> tuple[str, ...]
     if record.type is not RecordType.MESSAGE:
         return own
     scope = Scope(record.tenant, record.user, session=record.session)
-    upto = replace(_EVERY_TURN, observed_before=record.observed_at + timedelta(microseconds=1))
+    # up to its time, itself included: no bound for a turn at the calendar's last instant
+    end = None if record.observed_at >= END_OF_TIME else record.observed_at + _INSTANT
+    upto = replace(_EVERY_TURN, observed_before=end)
     previous = _previous(record, await store.list(scope, upto, limit=_NEAR, newest_first=True))
     if previous is record:  # more than _NEAR turns at its time: walk them oldest first
         previous = None
