@@ -20,6 +20,7 @@ from .audit_types import (
     AuditQuery,
     redacted_event,
     unknown_event,
+    without_actor,
     without_reader,
 )
 from .errors import StoreError
@@ -71,13 +72,17 @@ class InMemoryAudit:
 
     def redact_subject(self, tenant: str, user: str) -> int:
         """The user's events lose who and which ids; other users' ``set_access`` events
-        lose the user from the readers they list (the events stay)."""
+        lose the user from the readers they list, and other events whose actor is the user
+        get ``[purged]`` as actor (the events stay)."""
         n = 0
         with self._lock:
             for i, e in enumerate(self._events):
                 if e.tenant != tenant:
                     continue
-                kept = redacted_event(e, user) if e.user == user else without_reader(e, user)
+                if e.user == user:
+                    kept = redacted_event(e, user)
+                else:
+                    kept = without_actor(without_reader(e, user), user)
                 if kept is not e:
                     self._events[i] = kept
                     n += 1
@@ -87,15 +92,29 @@ class InMemoryAudit:
 def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> int:
     """The SQLite redaction, inside the caller's transaction (the store's purge): the
     user's own events lose who and which ids (the one update the table's trigger lets
-    through), and other users' ``set_access`` events lose the user from
-    ``details.allowed_users`` (:func:`sqlite_redact_reader`)."""
-    cur = conn.execute(
-        "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
-        "actor = CASE WHEN instr(actor, ?3) > 0 THEN ?1 ELSE actor END "
-        "WHERE tenant = ?2 AND user = ?3",
-        (PURGED, tenant, user),
-    )
-    return int(cur.rowcount) + sqlite_redact_reader(conn, tenant, user)
+    through), other users' ``set_access`` events lose the user from
+    ``details.allowed_users`` (:func:`sqlite_redact_reader`), and other events whose actor
+    is the user (exactly: ``audit_types.without_actor``) get ``[purged]`` as actor.
+
+    The user's own events and the events they acted in are found by one read of the
+    tenant's log (``audit_log_tenant_at``: an index by user or by actor does not fit on
+    the schema's first page, tests/err26), then updated by ``seq``."""
+    own: list[int] = []
+    acted: list[int] = []
+    for seq, mine in conn.execute(
+        "SELECT seq, user IS ?2 FROM audit_log WHERE tenant = ?1 AND (user = ?2 OR actor = ?2)",
+        (tenant, user),
+    ):
+        (own if mine else acted).append(int(seq))
+    n = 0
+    if own:
+        n += conn.execute(
+            "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
+            "actor = CASE WHEN instr(actor, ?3) > 0 THEN ?1 ELSE actor END "
+            "WHERE seq IN (SELECT value FROM json_each(?4)) AND tenant = ?2 AND user = ?3",
+            (PURGED, tenant, user, json.dumps(own)),
+        ).rowcount
+    return n + sqlite_redact_reader(conn, tenant, user, acted=acted)
 
 
 # One of other users' set_access events naming the user as a reader (the JSON string,
@@ -106,17 +125,21 @@ _NAMES_READER = (
 )
 
 
-def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> int:
+def sqlite_redact_reader(
+    conn: sqlite3.Connection, tenant: str, user: str, *, acted: Sequence[int] = ()
+) -> int:
     """Take ``user`` out of the readers listed in other users' ``set_access`` events
-    (the events stay, with their other readers), inside the caller's transaction (the
-    store's purge: ``BEGIN IMMEDIATE``, so no other connection writes meanwhile). The
-    events are those the index of readers holds for them (store/purged_reader.py): what
-    was shared with them, not the tenant's log.
+    (the events stay, with their other readers), and make the actor of the events of
+    ``acted`` (seqs of other users' events whose actor is ``user``) ``[purged]``, inside
+    the caller's transaction (the store's purge: ``BEGIN IMMEDIATE``, so no other
+    connection writes meanwhile). The set_access events are those the index of readers
+    holds for them (store/purged_reader.py): what was shared with them, not the tenant's
+    log.
 
-    The table's trigger refuses this update (it allows only the redaction of the purged
+    The table's trigger refuses these updates (it allows only the redaction of the purged
     user's own events). Rather than a longer trigger (its text must keep the schema on the
     file's first page: a damaged file's first third still opens, tests/err26), this one
-    path drops the trigger and creates it again from its own text around the update, in
+    path drops the trigger and creates it again from its own text around the updates, in
     the same transaction: no committed state, nor any other connection, ever sees the log
     without it, and a kill midway rolls all three back."""
     needle = json.dumps(user, ensure_ascii=False)
@@ -132,7 +155,7 @@ def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> in
         for args in found
         if conn.execute(f"SELECT 1 FROM audit_log WHERE {_NAMES_READER}", args).fetchone()
     ]
-    if not found:
+    if not found and not acted:
         return 0
     trigger = conn.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_log_no_update'"
@@ -146,6 +169,12 @@ def sqlite_redact_reader(conn: sqlite3.Connection, tenant: str, user: str) -> in
             "SELECT json_group_array(value) FROM json_each(audit_log.details, "
             f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
             args,
+        ).rowcount
+    if acted:
+        n += conn.execute(
+            "UPDATE audit_log SET actor = ?1 WHERE seq IN (SELECT value FROM json_each(?2)) "
+            "AND tenant = ?3 AND actor = ?4 AND user IS NOT ?4",
+            (PURGED, json.dumps(list(acted)), tenant, user),
         ).rowcount
     if trigger is not None:
         conn.execute(trigger[0])

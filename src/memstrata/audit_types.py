@@ -17,6 +17,7 @@ __all__ = [
     "AuditQuery",
     "redacted_event",
     "unknown_event",
+    "without_actor",
     "without_reader",
 ]
 
@@ -138,3 +139,11 @@ def without_reader(e: AuditEvent, user: str) -> AuditEvent:
         return e
     details = {**e.details, "allowed_users": [u for u in readers if u != user]}
     return replace(e, details=details)
+
+
+def without_actor(e: AuditEvent, user: str) -> AuditEvent:
+    """Another user's event (or one of no user) whose actor is ``user`` (exactly: the actor
+    is free text, and ``system:maintenance`` names the system, not a user called
+    ``maintenance``) with :data:`PURGED` as its actor (a whole-user purge of ``user``); the
+    rest of the event is kept. Any other event is returned as it is."""
+    return replace(e, actor=PURGED) if e.actor == user else e

@@ -78,7 +78,7 @@ _PG_UNDO = [
     "DROP TABLE record_readers",
     "DROP INDEX audit_log_set_access",
     "DROP INDEX audit_log_user",
-    "DELETE FROM schema_migrations WHERE version = 20",
+    "DELETE FROM schema_migrations WHERE version >= 20",  # and the steps after
 ]
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "append",
     "audit_row",
     "query",
+    "redact_actor",
     "redact_reader",
     "redact_subject",
 ]
@@ -55,14 +56,36 @@ def append(conn: Any, events: Sequence[AuditEvent]) -> None:
 def redact_subject(conn: Any, tenant: str, user: str) -> int:
     """A user's purge: their events keep what/when/why, lose who and which ids; other
     users' ``set_access`` events lose the user from the readers they list
-    (:func:`redact_reader`)."""
+    (:func:`redact_reader`), and other events whose actor is the user get ``[purged]`` as
+    actor (:func:`redact_actor`)."""
     cur = conn.execute(
         "UPDATE audit_log SET \"user\" = NULL, record_ids = '{}', reason = %(p)s, "
         "details = '{}', actor = CASE WHEN strpos(actor, %(u)s) > 0 THEN %(p)s ELSE actor END "
         'WHERE tenant = %(t)s AND "user" = %(u)s',
         {"p": PURGED, "t": tenant, "u": user},
     )
-    return int(cur.rowcount) + redact_reader(conn, tenant, user)
+    n = int(cur.rowcount) + redact_reader(conn, tenant, user)
+    return n + redact_actor(conn, tenant, user)
+
+
+def redact_actor(conn: Any, tenant: str, user: str) -> int:
+    """Other users' events (and events of no user) whose actor is ``user`` get
+    ``[purged]`` as actor, the rest of each event kept, inside the caller's transaction.
+    Exactly the id: an actor is free text a caller gave, and one that only contains the
+    id (``system:maintenance`` for a user ``maintenance``) names someone else. Found by
+    ``audit_log_actor`` (schema step 21); the trigger allows it while the transaction's
+    :data:`REDACT_READER_SETTING` names the user."""
+    where = 'tenant = %(t)s AND actor = %(u)s AND "user" IS DISTINCT FROM %(u)s'
+    args = {"t": tenant, "u": user, "p": PURGED}
+    hit = (conn.execute(f"SELECT 1 AS one FROM audit_log WHERE {where} LIMIT 1", args)).fetchone()
+    if hit is None:
+        return 0
+    conn.execute("SELECT set_config(%s, %s, true)", (REDACT_READER_SETTING, user))
+    try:
+        cur = conn.execute(f"UPDATE audit_log SET actor = %(p)s WHERE {where}", args)
+    finally:
+        conn.execute("SELECT set_config(%s, '', true)", (REDACT_READER_SETTING,))
+    return int(cur.rowcount)
 
 
 # The setting that lets the audit log's trigger take a reader out of set_access events
@@ -74,7 +97,8 @@ REDACT_READER_SETTING = "memstrata.redact_reader"
 _NAMES_READER = (
     "tenant = %(t)s AND \"user\" = %(o)s AND action = 'set_access' "
     'AND record_ids = ARRAY[%(i)s::text] COLLATE "C" AND strpos(details, %(n)s) > 0 '
-    "AND details::jsonb -> 'allowed_users' @> jsonb_build_array(%(u)s::text)"
+    "AND nul_safe_jsonb(details, 'uffff') -> 'allowed_users' "
+    "@> jsonb_build_array(%(u)s::text)"
 )
 
 
@@ -117,12 +141,37 @@ def redact_reader(conn: Any, tenant: str, user: str) -> int:
                 "UPDATE audit_log SET details = jsonb_set(details::jsonb, '{allowed_users}', "
                 "(SELECT coalesce(jsonb_agg(v ORDER BY o), '[]'::jsonb) FROM "
                 "jsonb_array_elements(details::jsonb -> 'allowed_users') WITH ORDINALITY AS "
-                f"a(v, o) WHERE v <> to_jsonb(%(u)s::text)))::text WHERE {_NAMES_READER}",
+                f"a(v, o) WHERE v <> to_jsonb(%(u)s::text)))::text WHERE {_NAMES_READER} "
+                "AND strpos(details, '\\u0000') = 0",
                 args,
             )
             n += int(cur.rowcount)
+            n += _redact_legacy_reader(conn, args)
     finally:
         conn.execute("SELECT set_config(%s, '', true)", (REDACT_READER_SETTING,))
+    return n
+
+
+def _redact_legacy_reader(conn: Any, args: Mapping[str, str]) -> int:
+    """The events of :func:`redact_reader`'s ``args`` whose details hold a legacy id with
+    NUL (``\\u0000``: jsonb cannot read them, and the id must be kept as it is): the
+    reader taken out in Python."""
+    n = 0
+    for row in (
+        conn.execute(
+            f"SELECT seq, details FROM audit_log WHERE {_NAMES_READER} "
+            "AND strpos(details, '\\u0000') > 0",
+            args,
+        )
+    ).fetchall():
+        seq, text = (row["seq"], row["details"]) if isinstance(row, Mapping) else tuple(row)
+        details = json.loads(text)
+        details["allowed_users"] = [u for u in details["allowed_users"] if u != args["u"]]
+        cur = conn.execute(
+            "UPDATE audit_log SET details = %s WHERE seq = %s",
+            (json.dumps(details, ensure_ascii=False), seq),
+        )
+        n += int(cur.rowcount)
     return n
 
 

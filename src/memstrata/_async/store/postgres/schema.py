@@ -589,6 +589,145 @@ async def _v20_readers(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> None:
             )
 
 
+# v21 (session 28): what a whole-user purge still left.
+# - Other users' audit events whose actor is the purged user (exactly: audit.redact_actor)
+#   get '[purged]' as actor: a third update the log allows, while the purge's transaction
+#   has set memstrata.redact_reader to that user, every other column unchanged; found by
+#   audit_log_actor.
+# - A record whose readers include a legacy id holding NUL (stored before session 20:
+#   "\u0000" in the JSON text, which jsonb refuses) had none of its readers indexed (v20
+#   skipped the whole row): record_readers_of() reads the others, exactly (each real
+#   "\u0000" escape, one not itself escaped, is read once as U+FFFF and once as U+FFFE: an
+#   id read alike both times holds no NUL), and this step indexes those rows and events.
+# - A purge and a write naming its user race: the purge reads the index, a write adding a
+#   row for that user commits after, and the record names the purged user. The trigger
+#   takes a shared advisory lock of (schema, tenant, reader bucket) for each row it adds,
+#   without waiting (pg_try_): a purge holding it (exclusive, its first statement, held to
+#   its commit) refuses the write (40001: ConflictError, retry), and a purge waits for
+#   the writes under way that added rows for its user, then reads them. Never waiting in
+#   the trigger keeps the two from a deadlock (a writer holding a row the purge rewrites).
+#   Readers fall in 1024 buckets per tenant: a transaction adding rows for many readers
+#   (an import) takes at most 1024 locks; a write sharing with a reader of the purged
+#   user's bucket, during the purge, is refused too.
+_READERS_OF = r"""
+CREATE OR REPLACE FUNCTION record_readers_of(doc TEXT) RETURNS SETOF TEXT
+LANGUAGE sql IMMUTABLE AS $f$
+  SELECT a.v FROM
+  (SELECT regexp_replace(doc, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\uffff', 'g')::jsonb
+     -> 'allowed_users' AS x) AS m,
+  (SELECT regexp_replace(doc, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\ufffe', 'g')::jsonb
+     -> 'allowed_users' AS x) AS n,
+  jsonb_array_elements_text(CASE WHEN jsonb_typeof(m.x) = 'array' THEN m.x ELSE '[]' END)
+    WITH ORDINALITY AS a(v, o)
+  JOIN jsonb_array_elements_text(CASE WHEN jsonb_typeof(n.x) = 'array' THEN n.x ELSE '[]' END)
+    WITH ORDINALITY AS b(v, o) USING (o)
+  WHERE a.v = b.v
+$f$;
+CREATE OR REPLACE FUNCTION nul_safe_jsonb(doc TEXT, mark TEXT) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $f$
+  SELECT CASE WHEN strpos(doc, '\u0000') = 0 THEN doc::jsonb
+  ELSE regexp_replace(doc, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\' || mark, 'g')::jsonb END
+$f$;
+CREATE OR REPLACE FUNCTION record_readers_key(t TEXT, r TEXT) RETURNS BIGINT
+LANGUAGE sql STABLE AS $f$
+  SELECT (hashtext(current_schema() || E'\n' || t)::bigint << 10) | (hashtext(r) & 1023)
+$f$;
+"""
+_V21_PURGE_LEFTOVERS = (
+    _READERS_OF
+    + r"""
+CREATE INDEX IF NOT EXISTS audit_log_actor ON audit_log (tenant, actor);
+CREATE OR REPLACE FUNCTION record_readers_add() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+DECLARE
+  r TEXT;
+  readers TEXT[];
+BEGIN
+  IF strpos(NEW.access, '\u0000') = 0 THEN
+    readers := ARRAY(SELECT jsonb_array_elements_text(NEW.access::jsonb -> 'allowed_users'));
+  ELSE
+    readers := ARRAY(SELECT record_readers_of(NEW.access));
+  END IF;
+  FOR r IN
+    INSERT INTO record_readers (tenant, reader, "user", id)
+    SELECT NEW.tenant, u, NEW."user", NEW.id FROM unnest(readers) AS u
+    ON CONFLICT DO NOTHING RETURNING reader
+  LOOP
+    IF r <> NEW."user"
+       AND NOT pg_try_advisory_xact_lock_shared(record_readers_key(NEW.tenant, r)) THEN
+      RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = format(
+        'a purge of a user of tenant %s is under way; record %s shares with a reader it '
+        'may purge', NEW.tenant, NEW.id);
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS record_readers_insert ON records;
+CREATE TRIGGER record_readers_insert AFTER INSERT ON records FOR EACH ROW
+WHEN (strpos(NEW.access, '"allowed_users":[]') = 0)
+EXECUTE FUNCTION record_readers_add();
+DROP TRIGGER IF EXISTS record_readers_update ON records;
+CREATE TRIGGER record_readers_update AFTER UPDATE OF access ON records FOR EACH ROW
+WHEN (strpos(NEW.access, '"allowed_users":[]') = 0)
+EXECUTE FUNCTION record_readers_add();
+INSERT INTO record_readers (tenant, reader, "user", id)
+SELECT r.tenant, u, r."user", r.id FROM records r, LATERAL record_readers_of(r.access) AS u
+WHERE strpos(r.access, '\u0000') > 0 ON CONFLICT DO NOTHING;
+INSERT INTO record_readers (tenant, reader, "user", id)
+SELECT a.tenant, u, a."user", i FROM audit_log a,
+LATERAL record_readers_of(a.details) AS u, LATERAL unnest(a.record_ids) AS i
+WHERE a.action = 'set_access' AND a."user" IS NOT NULL AND strpos(a.details, '\u0000') > 0
+ON CONFLICT DO NOTHING;
+CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  reader TEXT := current_setting('memstrata.redact_reader', true);
+  ok BOOLEAN;
+  mark TEXT;
+  o jsonb;
+  n jsonb;
+BEGIN
+  IF TG_OP = 'UPDATE' AND NEW.seq = OLD.seq AND NEW.id = OLD.id
+     AND NEW.tenant = OLD.tenant AND NEW.action = OLD.action AND NEW.at = OLD.at
+     AND NEW.policy IS NOT DISTINCT FROM OLD.policy
+     AND NEW.score IS NOT DISTINCT FROM OLD.score THEN
+    IF NEW."user" IS NULL AND NEW.record_ids = '{}' AND NEW.reason = '[purged]'
+       AND NEW.details = '{}' AND NEW.actor IN (OLD.actor, '[purged]') THEN
+      RETURN NEW;
+    END IF;
+    IF coalesce(reader, '') <> '' AND NEW.actor = '[purged]' AND OLD.actor = reader
+       AND NEW."user" IS NOT DISTINCT FROM OLD."user" AND NEW.record_ids = OLD.record_ids
+       AND NEW.reason IS NOT DISTINCT FROM OLD.reason AND NEW.details = OLD.details THEN
+      RETURN NEW;
+    END IF;
+    IF coalesce(reader, '') <> '' AND NEW.action = 'set_access'
+       AND NEW."user" IS NOT DISTINCT FROM OLD."user" AND NEW.actor = OLD.actor
+       AND NEW.record_ids = OLD.record_ids
+       AND NEW.reason IS NOT DISTINCT FROM OLD.reason THEN
+      -- details compared as JSON, a legacy NUL read once as U+FFFF, once as U+FFFE
+      ok := true;
+      FOREACH mark IN ARRAY ARRAY['uffff', 'ufffe'] LOOP
+        o := nul_safe_jsonb(OLD.details, mark);
+        n := nul_safe_jsonb(NEW.details, mark);
+        IF ((n - 'allowed_users') = (o - 'allowed_users')
+            AND o -> 'allowed_users' @> jsonb_build_array(reader)
+            AND n -> 'allowed_users' = (
+              SELECT coalesce(jsonb_agg(v ORDER BY i), '[]'::jsonb)
+              FROM jsonb_array_elements(o -> 'allowed_users') WITH ORDINALITY AS a(v, i)
+              WHERE v <> to_jsonb(reader))) IS NOT TRUE THEN
+          ok := false;
+        END IF;
+      END LOOP;
+      IF ok THEN
+        RETURN NEW;
+      END IF;
+    END IF;
+  END IF;
+  RAISE EXCEPTION 'audit_log is append-only';
+END $$;
+"""
+)
+
+
 Step = str | Callable[[psycopg.AsyncCursor[tuple[object, ...]]], Awaitable[None]]  # async-only
 # sync: Step = str | Callable[[psycopg.Cursor[tuple[object, ...]]], None]
 
@@ -614,6 +753,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (18, _V18_BIGINT_COUNTS),
     (19, _V19_AUDIT_REDACT_READER),
     (20, _v20_readers),
+    (21, _V21_PURGE_LEFTOVERS),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
