@@ -39,6 +39,7 @@ from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.episodic import _topics
 from memstrata._async.layers.key import AsyncKeyMemoryService
 from memstrata._async.layers.mid_term import AsyncMidTermService, _state, _structured
+from memstrata.audit_types import PURGED
 from memstrata.errors import ConflictError, NotFoundError
 from memstrata.filters import Filters
 from memstrata.layers.semantic_types import (
@@ -124,7 +125,14 @@ async def rederive(
         ]
         if not stale:
             if purge and not dry_run:
-                await _relink(ctx, uscope, gone_all, when, "the value that replaced it was purged")
+                await _orphans(
+                    ctx,
+                    uscope,
+                    {*gone_all, PURGED},
+                    when,
+                    "the value that replaced it was purged",
+                    relink=True,
+                )
             return done, purged
         for record, dropped in stale:
             seen.add(record.id)
@@ -155,22 +163,31 @@ async def rederive(
                     continue
                 purged = _add(purged, more)
                 if new is None and record.type is RecordType.FACT and current:
-                    await _reinstate(ctx, uscope, record, when, reason)
+                    await _reinstate(ctx, uscope, record, when, reason, purged=purge)
             done.append(Rederived(record.id, record.type, action, dropped, len(left)))
 
 
 async def _reinstate(
-    ctx: AsyncLayerContext, scope: Scope, gone_fact: MemoryRecord, when: datetime, reason: str
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    gone_fact: MemoryRecord,
+    when: datetime,
+    reason: str,
+    *,
+    purged: bool,
 ) -> None:
     """The facts ``gone_fact`` had ended are current again (a new version each): the value
-    it replaced and the plan it carried out. The update went with its turns; what the user
-    said before it did not. One changed meanwhile stays superseded, in the history, not
-    lost."""
+    it replaced and the plan it carried out, or else the best of the others it ended
+    (:func:`_orphans`). The update went with its turns; what the user said before it did
+    not. One changed meanwhile stays superseded, in the history, not lost. ``purged``: it
+    was purged, and the facts it ended say ``[purged]`` (store/purged_reader.py)."""
+    links = {gone_fact.id, PURGED} if purged else {gone_fact.id}
     for link in ("replaces", "carries_out"):
         with contextlib.suppress(ConflictError, NotFoundError):
-            await _reinstate_link(ctx, scope, gone_fact, link, when, reason)
-    with contextlib.suppress(ConflictError, NotFoundError):
-        await _reinstate_ended(ctx, scope, gone_fact, when, reason)
+            await _reinstate_link(ctx, scope, gone_fact, link, links, when, reason)
+    key = gone_fact.metadata.get("key")
+    if isinstance(key, str):
+        await _orphans(ctx, scope, links, when, reason, key=key, relink=False)
 
 
 async def _reinstate_link(
@@ -178,6 +195,7 @@ async def _reinstate_link(
     scope: Scope,
     gone_fact: MemoryRecord,
     link: str,
+    links: Collection[str | None],
     when: datetime,
     reason: str,
 ) -> None:
@@ -185,7 +203,7 @@ async def _reinstate_link(
     if not target:
         return
     old = await ctx.store.get(scope, str(target), include_deleted=True)
-    if old.superseded_by != gone_fact.id or not old.is_active:
+    if old.superseded_by not in links or not old.is_active:
         return
     await _back(ctx, scope, old, when, reason)
 
@@ -205,42 +223,41 @@ async def _back(
     await ctx.replace(scope, back, expected_version=old.version, reindex=False)
 
 
-async def _reinstate_ended(
-    ctx: AsyncLayerContext, scope: Scope, gone_fact: MemoryRecord, when: datetime, reason: str
+async def _orphans(
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    links: Collection[str | None],
+    when: datetime,
+    reason: str,
+    *,
+    key: str | None = None,
+    relink: bool,
 ) -> None:
-    """When the key is left with no live fact: the current one of the facts ``gone_fact``
-    ended without naming them (a restore or an import made it current over them, an
-    upsert ended an extra one) is current again, as the value it replaced would be."""
-    key = gone_fact.metadata.get("key")
-    if not isinstance(key, str) or await list_records(ctx, scope, RecordType.FACT, key=key):
-        return
-    ended = [
-        r
-        for r in await list_records(ctx, scope, RecordType.FACT, include_superseded=True, key=key)
-        if r.superseded_by == gone_fact.id and r.is_active
-    ]
-    if ended:
-        await _back(ctx, scope, max(ended, key=current_rank), when, reason)
-
-
-async def _relink(
-    ctx: AsyncLayerContext, scope: Scope, gone: Collection[str], when: datetime, reason: str
-) -> None:
-    """Facts left superseded by a purged record (the user purged a key's current value,
-    or a value between two others) point to no record. The user asked to forget that
-    value, not the ones before it: when the key is left with no live fact, the best of
-    them (``current_rank``) is the current value again, as when a fact goes with its
-    purged turns (:func:`_reinstate`); the others, and all of them when the key has a
-    live fact, are superseded by that current value instead (a new version each, their
-    ``valid_to`` kept). One changed meanwhile is left for the next purge or restore."""
-    flt = Filters(types=frozenset({RecordType.FACT}), include_deleted=True, include_superseded=True)
+    """Facts left superseded by a record that is gone (``superseded_by`` in ``links``: its
+    id, or ``[purged]`` once it is purged). When their key is left with no live fact, the
+    best active one (``current_rank``) is the current value again, as the value the gone
+    one replaced would be: a fact that goes with its turns (``key``: that fact's key, with
+    the facts it ended without naming them: a restore or an import made it current over
+    them, an upsert ended an extra one), or a purged value (the user asked to forget that
+    value, not the ones before it). With ``relink`` (a purge: a link to a purged record
+    points nowhere) the others, and all of them when the key has a live fact, are
+    superseded by the key's current value instead (a new version each, their ``valid_to``
+    kept). Without ``key``, every fact of the user is read once. One changed meanwhile is
+    left for the next purge or restore."""
+    if key is None:
+        flt = Filters(
+            types=frozenset({RecordType.FACT}), include_deleted=True, include_superseded=True
+        )
+        facts = await _records(ctx, scope, flt)
+    else:
+        facts = await list_records(ctx, scope, RecordType.FACT, include_superseded=True, key=key)
     orphans: dict[str, list[MemoryRecord]] = {}
-    for r in await _records(ctx, scope, flt):
-        key = r.metadata.get("key")
-        if r.superseded_by in gone and isinstance(key, str):
-            orphans.setdefault(key, []).append(r)
-    for key, ended in orphans.items():
-        live = await list_records(ctx, scope, RecordType.FACT, key=key)
+    for r in facts:
+        name = r.metadata.get("key")
+        if r.superseded_by in links and isinstance(name, str) and key in (None, name):
+            orphans.setdefault(name, []).append(r)
+    for name, ended in orphans.items():
+        live = await list_records(ctx, scope, RecordType.FACT, key=name)
         if live:
             by = max(live, key=current_rank).id
         else:
@@ -253,7 +270,7 @@ async def _relink(
                     await _back(ctx, scope, best, when, reason)
                 by = best.id
                 ended = [r for r in ended if r.id != best.id]
-        for r in ended:
+        for r in ended if relink else ():
             moved = replace(r, version=r.version + 1, updated_at=when, superseded_by=by)
             with contextlib.suppress(ConflictError, NotFoundError):
                 await ctx.replace(scope, moved, expected_version=r.version, reindex=False)

@@ -42,7 +42,7 @@ from .base import (
 from .key_rows import KeyRow
 from .one_model import MODEL_KEY
 from .past_versions import check_finished, check_past, history_key, newer_of
-from .purged_reader import without_reader
+from .purged_reader import without_reader, without_superseded
 from .types import (
     KeyVersions,
     ListQuery,
@@ -438,6 +438,7 @@ class InMemoryStore:
             for entry in found:
                 for n, count in enumerate(self._drop(entry)):
                     totals[n] += count
+            self._unlink_superseded(scope, found)
             uscope = Scope(scope.tenant, scope.user)
             for rid, terms in (reterm or {}).items() if found else ():
                 kept = self._visible(uscope, rid)
@@ -462,6 +463,25 @@ class InMemoryStore:
             cache_entries=len(stale),
             remaining=remaining,
         )
+
+    def _unlink_superseded(self, scope: Scope, found: list[_Entry]) -> None:
+        """The facts of the purged facts' keys superseded by one of them, in any version,
+        say ``[purged]`` instead, with a new version (store/purged_reader.py)."""
+        gone = {e.record.id for e in found}
+        keys = {e.record.metadata.get("key") for e in found if e.record.type is RecordType.FACT}
+        for entry in self._entries.values():
+            r = entry.record
+            if (r.tenant, r.user) != (scope.tenant, scope.user) or r.type is not RecordType.FACT:
+                continue
+            if r.metadata.get("key") not in keys:
+                continue
+            versions = [*entry.history, r]
+            kept = [without_superseded(v, gone) for v in versions]
+            if all(k is v for k, v in zip(kept, versions, strict=True)):
+                continue
+            entry.history = kept
+            entry.record = replace(kept[-1], version=kept[-1].version + 1)
+            self._changed(r.tenant, r.user)
 
     def _drop_reader(self, entry: _Entry, user: str) -> None:
         """``user`` out of the readers of every version of ``entry``, which gets a new

@@ -30,16 +30,20 @@ written as deltas and loaded events add theirs (:func:`reader_rows`,
 :func:`event_reader_rows`). A row goes only with a purge: of its reader, of its owner, or
 (a version's row, not an event's) of its record. ``memory://`` has no index: its purge
 walks the store's entries anyway (the user's own records, cache and jobs).
+
+A purge by ids does the same for a purged fact's id in the ``superseded_by`` of the facts
+of its key, in every version (:func:`superseded_fix`): they say they were superseded by a
+purged record (``[purged]``), and ``rederive`` re-links the current ones.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..audit_types import AuditEvent
+from ..audit_types import PURGED, AuditEvent
 from ..records import AccessControl, MemoryRecord
 from .sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
 
@@ -48,7 +52,10 @@ __all__ = [
     "names",
     "reader_rows",
     "rewrite_chain",
+    "rewrite_versions",
+    "superseded_fix",
     "without_reader",
+    "without_superseded",
 ]
 
 _JSON = {"ensure_ascii": False, "sort_keys": True, "separators": (",", ":")}
@@ -95,31 +102,71 @@ def _access_without(access_text: str, user: str) -> str:
     return json.dumps(access, **_JSON)  # type: ignore[arg-type]
 
 
-def rewrite_chain(
-    current: Mapping[str, Any], deltas: Sequence[tuple[int, bytes]], user: str
-) -> tuple[str, int, list[tuple[int, bytes]]] | None:
-    """A record without ``user`` among its readers, in any version.
+def rewrite_versions(
+    current: Mapping[str, Any],
+    deltas: Sequence[tuple[int, bytes]],
+    fix: Callable[[dict[str, Any]], bool],
+) -> tuple[dict[str, Any], list[tuple[int, bytes]]] | None:
+    """A record's every version changed by ``fix`` (which changes a row, by column name, in
+    place, and says whether it did), as a new version.
 
-    ``current``: its stored row (by column name); ``deltas``: ``(version, blob)`` of its
-    earlier versions, newest first. Returns ``(access, version, deltas)`` to store: the
-    current row's new ``access`` and ``version`` (one more), and every earlier version's
-    delta again (the same versions, plus the one the new version archives), or ``None``
-    when no version names ``user``."""
+    ``current``: its stored row; ``deltas``: ``(version, blob)`` of its earlier versions,
+    newest first. Returns the new current row (``version`` one more) and every earlier
+    version's delta again (the same versions, plus the one the new version archives), or
+    ``None`` when ``fix`` changed no version."""
     rows = [dict(current)]
     for version, blob in deltas:
         if version < int(current["version"]):
             rows.append(apply_delta(rows[-1], decode_delta(blob)))
-    if not any(names(str(r["access"]), user) for r in rows):
+    if not any([fix(row) for row in rows]):  # a list: every version is fixed
         return None
-    for row in rows:
-        row["access"] = _access_without(str(row["access"]), user)
     newest = {**rows[0], "version": int(current["version"]) + 1}
     chain = [newest, *rows]  # newest first
     out = [
         (int(old["version"]), encode_delta(reverse_delta(old, newer)))
         for newer, old in zip(chain, chain[1:], strict=False)
     ]
-    return str(newest["access"]), int(newest["version"]), out
+    return newest, out
+
+
+def rewrite_chain(
+    current: Mapping[str, Any], deltas: Sequence[tuple[int, bytes]], user: str
+) -> tuple[str, int, list[tuple[int, bytes]]] | None:
+    """A record without ``user`` among its readers, in any version
+    (:func:`rewrite_versions`): the current row's new ``access`` and ``version``, and the
+    deltas, or ``None`` when no version names ``user``."""
+
+    def fix(row: dict[str, Any]) -> bool:
+        if not names(str(row["access"]), user):
+            return False
+        row["access"] = _access_without(str(row["access"]), user)
+        return True
+
+    out = rewrite_versions(current, deltas, fix)
+    if out is None:
+        return None
+    newest, chain = out
+    return str(newest["access"]), int(newest["version"]), chain
+
+
+def superseded_fix(gone: Collection[str]) -> Callable[[dict[str, Any]], bool]:
+    """A :func:`rewrite_versions` fix: a version superseded by a record of ``gone`` (purged)
+    says it was superseded by a purged one (:data:`PURGED`), naming no id."""
+
+    def fix(row: dict[str, Any]) -> bool:
+        if row.get("superseded_by") not in gone:
+            return False
+        row["superseded_by"] = PURGED
+        return True
+
+    return fix
+
+
+def without_superseded(record: MemoryRecord, gone: Collection[str]) -> MemoryRecord:
+    """``record`` (a version) with :data:`PURGED` for a ``superseded_by`` in ``gone``."""
+    if record.superseded_by is None or record.superseded_by not in gone:
+        return record
+    return replace(record, superseded_by=PURGED)
 
 
 def without_reader(record: MemoryRecord, user: str) -> MemoryRecord:

@@ -945,6 +945,16 @@ class SQLiteStore:
             seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             lexical.unindex(c, seqs)
+            keys = {  # the keys of the facts purged: their other facts may name them
+                str(k)
+                for chunk in _chunks(seqs)
+                for (k,) in c.execute(
+                    "SELECT json_extract(metadata, '$.key') FROM records WHERE "
+                    f"{_seq_list(chunk)[0]} AND type = 'fact' "
+                    "AND json_type(metadata, '$.key') = 'text'",
+                    _seq_list(chunk)[1],
+                )
+            }
             for chunk in _chunks(seqs):
                 sql, vals = _seq_list(chunk)
                 counts["versions"] += c.execute(
@@ -960,6 +970,7 @@ class SQLiteStore:
             )
             if seqs and reterm:
                 self._reterm(c, scope, reterm)
+            self._unlink_superseded(c, scope, sorted(keys), {str(r["id"]) for r in rows})
             # Texts another record of the user still holds keep their cache entry.
             still = {
                 r[0]
@@ -1199,6 +1210,42 @@ class SQLiteStore:
             )
             self._bump(c, tenant, owner)
             done += 1
+        return done
+
+    def _unlink_superseded(
+        self, c: sqlite3.Connection, scope: Scope, keys: Sequence[str], gone: set[str]
+    ) -> int:
+        """The facts of ``keys`` superseded by a record of ``gone`` (purged), in any
+        version, say ``[purged]`` instead (store/purged_reader.py), with a new version
+        (``rederive`` then re-links the current ones). Reads the facts of those keys by
+        schema 12's index, and their deltas. How many records were rewritten."""
+        from ..purged_reader import rewrite_versions, superseded_fix
+
+        fix = superseded_fix(gone)
+        every, _ = key_indexes("fact", "key")
+        done = 0
+        for key in keys:
+            for row in c.execute(
+                f"SELECT seq, {_COLS} FROM records {every} WHERE tenant = ? AND user = ? "
+                f"AND {key_sql('fact', 'key')}",
+                (scope.tenant, scope.user, key),
+            ).fetchall():
+                seq = int(row["seq"])
+                deltas = c.execute(
+                    "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
+                    (seq,),
+                ).fetchall()
+                out = rewrite_versions(row, [(int(v), bytes(b)) for v, b in deltas], fix)
+                if out is None:
+                    continue
+                newest, chain = out
+                c.execute("DELETE FROM record_history WHERE seq = ?", (seq,))
+                c.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
+                c.execute(
+                    "UPDATE records SET superseded_by = ?, version = ? WHERE seq = ?",
+                    (newest["superseded_by"], newest["version"], seq),
+                )
+                done += 1
         return done
 
     def _bytes_left(self, needles: Sequence[str]) -> int:

@@ -13,6 +13,7 @@ import asyncio
 import builtins
 import contextlib
 import functools
+import json
 import logging
 import threading
 from collections import Counter
@@ -1063,6 +1064,16 @@ class AsyncPostgresStore:
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             remaining = 0
             if found:
+                keys = {  # the keys of the facts purged: their other facts may name them
+                    str(json.loads(str(m["metadata"])).get("key"))
+                    for m in await (
+                        await c.execute(
+                            "SELECT metadata FROM records WHERE seq = ANY(%s) AND type = 'fact'",
+                            (seqs,),
+                        )
+                    ).fetchall()
+                    if isinstance(json.loads(str(m["metadata"])).get("key"), str)
+                }
                 await lexical.unindex(
                     c,
                     [
@@ -1098,6 +1109,7 @@ class AsyncPostgresStore:
                     )
                 if reterm:
                     await self._reterm(c, scope, reterm)
+                await self._unlink_superseded(c, scope, sorted(keys), set(found))
                 counts["cache_entries"] = (
                     _forget_carried(scope_token(scope.tenant, scope.user), hashes)
                     + (
@@ -1302,6 +1314,51 @@ class AsyncPostgresStore:
             )
             await self._bump(c, tenant, row["user"])
             done += 1
+        return done
+
+    async def _unlink_superseded(
+        self, c: Any, scope: Scope, keys: Sequence[str], gone: set[str]
+    ) -> int:
+        """The facts of ``keys`` superseded by a record of ``gone`` (purged), in any
+        version, say ``[purged]`` instead (store/purged_reader.py), with a new version
+        (``rederive`` then re-links the current ones). Reads the facts of those keys by
+        schema 12's index, and their deltas. How many records were rewritten."""
+        from memstrata.store.purged_reader import rewrite_versions, superseded_fix
+
+        fix = superseded_fix(gone)
+        done = 0
+        for key in keys:
+            name, name_args = key_sql("fact", "key", key)
+            rows = await (
+                await c.execute(
+                    f'SELECT {_ROW} FROM records WHERE tenant = %s AND "user" = %s AND {name} '
+                    "ORDER BY seq FOR UPDATE",
+                    (scope.tenant, scope.user, *name_args),
+                )
+            ).fetchall()
+            for row in rows:
+                seq = int(row["seq"])
+                deltas = await (
+                    await c.execute(
+                        "SELECT version, delta FROM record_history WHERE seq = %s "
+                        "ORDER BY version DESC",
+                        (seq,),
+                    )
+                ).fetchall()
+                out = rewrite_versions(
+                    row, [(int(d["version"]), bytes(d["delta"])) for d in deltas], fix
+                )
+                if out is None:
+                    continue
+                newest, chain = out
+                await c.execute("DELETE FROM record_history WHERE seq = %s", (seq,))
+                async with c.cursor() as cur:
+                    await cur.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
+                await c.execute(
+                    "UPDATE records SET superseded_by = %s, version = %s WHERE seq = %s",
+                    (newest["superseded_by"], newest["version"], seq),
+                )
+                done += 1
         return done
 
     async def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
