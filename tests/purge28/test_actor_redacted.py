@@ -78,3 +78,22 @@ def test_async(store: str, tmp_path: Path, request: pytest.FixtureRequest) -> No
             assert [(e.actor, e.user, e.record_ids) for e in events] == [(PURGED, "bob", (rec.id,))]
 
     asyncio.run(main())
+
+
+def test_sqlite_keeps_its_trigger(tmp_path: Path) -> None:
+    """The redaction drops the append-only trigger and creates it again in the purge's
+    transaction: afterwards the log refuses updates as before."""
+    import sqlite3
+
+    db = tmp_path / "t.db"
+    with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:
+        rec = mem.add(BOB, "bob's note")
+        mem.delete(BOB, rec.id, actor=CAROL_ID)
+        mem.add(CAROL, "carol's note")
+        mem.purge(CAROL)
+    conn = sqlite3.connect(db)
+    try:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            conn.execute("UPDATE audit_log SET actor = 'x' WHERE action = 'delete'")
+    finally:
+        conn.close()
