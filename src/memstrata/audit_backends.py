@@ -167,9 +167,23 @@ def sqlite_redact_reader(
         n += conn.execute(
             "UPDATE audit_log SET details = json_set(details, '$.allowed_users', json(("
             "SELECT json_group_array(value) FROM json_each(audit_log.details, "
-            f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER}",
+            f"'$.allowed_users') WHERE value != ?2))) WHERE {_NAMES_READER} "
+            "AND instr(details, '\\u0000') = 0",
             args,
         ).rowcount
+        # A legacy id holding NUL (stored before session 20): SQLite's JSON functions cut
+        # it at the NUL, so these events are edited in Python, the id kept as it is.
+        for seq, text in conn.execute(
+            f"SELECT seq, details FROM audit_log WHERE {_NAMES_READER} "
+            "AND instr(details, '\\u0000') > 0",
+            args,
+        ).fetchall():
+            details = json.loads(text)
+            details["allowed_users"] = [u for u in details["allowed_users"] if u != user]
+            n += conn.execute(
+                "UPDATE audit_log SET details = ? WHERE seq = ?",
+                (json.dumps(details, ensure_ascii=False, default=str), seq),
+            ).rowcount
     if acted:
         n += conn.execute(
             "UPDATE audit_log SET actor = ?1 WHERE seq IN (SELECT value FROM json_each(?2)) "

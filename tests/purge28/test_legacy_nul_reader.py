@@ -3,7 +3,9 @@ NUL (stored before session 20 refused one: ``\\u0000`` in the JSON text, which j
 refuses) had none of its readers in the index (schema step 20 skipped the whole row), so
 the purge of another of its readers left them in it. Now the trigger indexes the other
 readers and step 21 indexes the rows and events step 20 skipped. The NUL id itself is not
-indexed: no user can have it (``Scope`` refuses NUL), so no purge names it."""
+indexed: no user can have it (``Scope`` refuses NUL), so no purge names it. SQLite (the
+reference) indexed them all, but its purge cut the legacy id of such an event at the NUL
+(its JSON functions): the event is edited in Python now, the id kept whole."""
 
 from __future__ import annotations
 
@@ -74,3 +76,35 @@ def test_step_21_indexes_what_step_20_skipped(pg_url: str) -> None:
             c.execute("DELETE FROM schema_migrations WHERE version > 20")
     with Memory(pg_url, embedder="hashing", background=False) as mem:
         _after(mem, rid)
+
+
+def test_sqlite_indexes_them_too(tmp_path: Any) -> None:
+    """SQLite (the reference): its step 16 indexes every reader, the NUL id included, and
+    the purge takes carol out of the record and the event, the NUL id kept."""
+    import sqlite3
+
+    db = tmp_path / "m.db"
+    with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:
+        mem.add(CAROL, "carol's note")
+        rec = mem.add(BOB, "bob's note with a legacy reader")
+    access = json.dumps(
+        {"allowed_roles": [], "allowed_users": [LEGACY, "carol", "dave"], "visibility": "shared"},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    details = json.dumps({"allowed_users": [LEGACY, "carol"], "visibility": "shared"})
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("UPDATE records SET access = ? WHERE id = ?", (access, rec.id))
+        conn.execute(
+            "INSERT INTO audit_log (id, tenant, user, actor, action, at, record_ids, details) "
+            "VALUES (?, 'acme', 'bob', 'library', 'set_access', '2020-01-01T00:00:00+00:00', "
+            "?, ?)",
+            ("legacy-" + rec.id, json.dumps([rec.id]), details),
+        )
+        conn.execute("DROP TABLE rr")  # the file as before step 16: filled again on open
+        conn.execute("PRAGMA user_version = 15")
+    finally:
+        conn.close()
+    with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:
+        _after(mem, rec.id)
