@@ -7,7 +7,8 @@ expires_at)``, stored as a user-level ``FACT`` record (no session) whose text re
 - same key, same value → confirmed: ``mentions + 1``, ``confidence + 0.05`` (max 1.0);
 - different value with a *higher* confidence (or the current one has expired) → replaced:
   the old record gets ``valid_to`` and ``superseded_by`` (a new version, never deleted) and
-  the new one links both in ``source_ids``;
+  the new one links both in ``source_ids`` and is read by whom the old one was (its
+  ``access``: a key shared with another user stays shared at its next value);
 - different value, confidence not higher → conflict recorded in the current fact's
   ``conflicts`` list; the value is kept.
 
@@ -466,6 +467,10 @@ class AsyncFactService:
                 replaces=current.id,
                 plan=plan,
             )
+            # The owner shared the key ("my city"), not one string: its next value is read
+            # by whom the value it supersedes was (until session 28 it was private, and a
+            # caller lost the key: the old value superseded, the new one unshared).
+            record = replace(record, access=current.access)
             stored, old = await self._insert(
                 scope, record, (current, plan), now, when, seen=current, extras=extras
             )
