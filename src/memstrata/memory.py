@@ -345,6 +345,7 @@ class Memory:
                 self._layer_config or LayerConfig(),
                 self._pii,
                 lambda: self.quotas,  # as set_quota leaves it: the services admit under it
+                lambda: self.audit,
             )
             layers = LayerStack.build(ctx)
             handlers = {

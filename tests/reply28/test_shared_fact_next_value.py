@@ -42,6 +42,27 @@ def test_the_next_value_of_a_shared_fact_is_shared_alike(mem: Memory) -> None:
     assert mem.facts.get(CAROL, "city").id == third.id  # type: ignore[union-attr]
 
 
+def test_the_inherited_rules_have_their_event_and_go_with_the_reader(mem: Memory) -> None:
+    """The access a record has is one an audit event gave it (``set_access``): the next
+    value's rules come with a ``set_access`` event of ``system:facts``, written in its
+    transaction; and the reader's purge takes them out of the new record as of the old."""
+    paris = mem.facts.upsert(BOB, _city("Paris", 0.8)).record
+    mem.set_access(BOB, paris.id, visibility="shared", allowed_users=["carol"])
+    berlin = mem.facts.upsert(BOB, _city("Berlin", 0.9)).record
+    (event,) = mem.audit.query("acme", user="bob", action="set_access", record_id=berlin.id)
+    assert event.actor == "system:facts" and event.details["allowed_users"] == ["carol"]
+    assert paris.id in (event.reason or "")
+    # a value that inherits nothing (private before and after) writes no event
+    mem.facts.upsert(BOB, ExtractedFact(category="x", key="pet", value="cat", confidence=0.5))
+    dog = mem.facts.upsert(
+        BOB, ExtractedFact(category="x", key="pet", value="dog", confidence=0.9)
+    ).record
+    assert mem.audit.query("acme", user="bob", action="set_access", record_id=dog.id) == []
+    mem.purge(Scope("acme", "carol"))
+    assert mem.get(BOB, berlin.id).access.allowed_users == ()
+    assert mem.facts.get(CAROL, "city") is None
+
+
 def test_a_private_fact_stays_private_and_a_later_unshare_holds(mem: Memory) -> None:
     mem.facts.upsert(BOB, _city("Paris", 0.8))
     berlin = mem.facts.upsert(BOB, _city("Berlin", 0.9)).record

@@ -365,6 +365,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 self._layer_config or LayerConfig(),
                 self._pii,
                 lambda: self.quotas,  # as set_quota leaves it: the services admit under it
+                lambda: self.audit,
             )
             layers = AsyncLayerStack.build(ctx)
             handlers = {
