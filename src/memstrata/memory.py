@@ -491,9 +491,11 @@ class Memory:
             with self._ctx.admit(scope, len(records), now):
                 # The turns, their index entries and their ingest job commit together: a
                 # crash can never leave a message that no job will process.
-                writes, job = self._turn_writes(scope, records, now)
+                writes, again, job = self._turn_writes(scope, records, now)
                 with self._store.transaction() as tx:
                     tx.append_turns(writes)
+                    if again:  # a stored turn now listed after a new one
+                        tx.reterm(scope, again)
                     tx.enqueue([job])
             self._wake()
         return records
@@ -515,14 +517,15 @@ class Memory:
 
     def _turn_writes(
         self, scope: Scope, records: Sequence[MemoryRecord], now: datetime
-    ) -> tuple[builtins.list[RecordWrite], Job]:
-        """What ``add_messages`` writes for ``records``: their index entries and one job."""
+    ) -> tuple[builtins.list[RecordWrite], dict[str, tuple[str, ...]], Job]:
+        """What ``add_messages`` writes for ``records``: their index entries, the new terms
+        of stored turns (``store.reterm``) and one job."""
         from memstrata.layers.pipeline import make_ingest_job
         from memstrata.search.reply_terms import index_replies
 
         # A reply is also indexed under the question it answers (search/reply_terms).
-        writes = index_replies(self._store, scope, self._ctx.writes(records))
-        return writes, make_ingest_job(scope, [r.id for r in records], now)
+        writes, again = index_replies(self._store, scope, self._ctx.writes(records))
+        return writes, again, make_ingest_job(scope, [r.id for r in records], now)
 
     def _bulk_add_messages(
         self, batches: Sequence[tuple[Scope, Sequence[Message]]]
@@ -535,17 +538,21 @@ class Memory:
         records: builtins.list[MemoryRecord] = []
         writes: builtins.list[RecordWrite] = []
         jobs: builtins.list[Job] = []
+        again: builtins.list[tuple[Scope, dict[str, tuple[str, ...]]]] = []
         for scope, messages in batches:
             check_owner(scope)
             mine = self._turn_records(scope, messages, now)
             if mine:
-                more, job = self._turn_writes(scope, mine, now)
+                more, terms, job = self._turn_writes(scope, mine, now)
                 records += mine
                 writes += more
                 jobs.append(job)
+                again += [(scope, terms)] if terms else []
         if records:
             with self._store.transaction() as tx:
                 tx.append_turns(writes)
+                for scope, terms in again:
+                    tx.reterm(scope, terms)
                 tx.enqueue(jobs)
         return records
 

@@ -153,3 +153,40 @@ def test_with_the_redis_buffer_the_reply_moves_too(tmp_path, redis_buffer_url: s
         assert _found(mem, "quokka pin") == []
         mem.restore(BOB, qid)
         assert set(_found(mem, "quokka pin")) == {qid, rid}
+
+
+def test_turns_out_of_time_order_follow_the_listed_order(mem: Memory) -> None:
+    """A reply is indexed under the turn listed before it (by ``observed_at``): an
+    ``add_messages`` call whose turns come out of time order, or that fills in an earlier
+    time of the session (a backfill), indexes each turn under the one listed before it and
+    re-indexes the stored turn that now follows a new one. Before, the turns of a call were
+    indexed in the call's order: a reply placed before its question in time kept the
+    question's words after the question was deleted (the delete re-terms the turn listed
+    after the question)."""
+    from datetime import UTC, datetime
+
+    def at(h: int) -> datetime:
+        return datetime(2026, 1, 1, h, tzinfo=UTC)
+
+    # a call whose reply comes after its question but is dated before it
+    q, a = mem.add_messages(
+        S1,
+        [
+            {"role": "user", "content": "what is the zanzibar code?", "observed_at": at(10)},
+            {"role": "assistant", "content": "It is 4512.", "observed_at": at(9)},
+        ],
+    )
+    assert _found(mem, "zanzibar code") == [q.id]  # listed before the question: not under it
+    # an append after the question, then a backfill between the two
+    (r,) = mem.add_messages(S1, [{"role": "assistant", "content": "4513", "observed_at": at(11)}])
+    assert set(_found(mem, "zanzibar code")) == {q.id, r.id}
+    (b,) = mem.add_messages(
+        S1, [{"role": "user", "content": "and the quokka pin?", "observed_at": at(10)}]
+    )  # listed after q (same time, written later), before r
+    assert set(_found(mem, "quokka pin")) == {b.id, r.id}
+    assert set(_found(mem, "zanzibar code")) == {q.id, b.id}
+    mem.delete(BOB, b.id)
+    assert _found(mem, "quokka pin") == []
+    assert _found(mem, "zanzibar code") == [q.id]
+    mem.delete(BOB, q.id)
+    assert _found(mem, "zanzibar code") == []

@@ -531,9 +531,11 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             async with self._ctx.admit(scope, len(records), now):
                 # The turns, their index entries and their ingest job commit together: a
                 # crash can never leave a message that no job will process.
-                writes, job = await self._turn_writes(scope, records, now)
+                writes, again, job = await self._turn_writes(scope, records, now)
                 async with self._store.transaction() as tx:
                     await tx.append_turns(writes)
+                    if again:  # a stored turn now listed after a new one
+                        await tx.reterm(scope, again)
                     await tx.enqueue([job])
             self._wake()
         return records
@@ -555,14 +557,15 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
     async def _turn_writes(
         self, scope: Scope, records: Sequence[MemoryRecord], now: datetime
-    ) -> tuple[builtins.list[RecordWrite], Job]:
-        """What ``add_messages`` writes for ``records``: their index entries and one job."""
+    ) -> tuple[builtins.list[RecordWrite], dict[str, tuple[str, ...]], Job]:
+        """What ``add_messages`` writes for ``records``: their index entries, the new terms
+        of stored turns (``store.reterm``) and one job."""
         from memstrata._async.search.reply_terms import index_replies
         from memstrata.layers.pipeline import make_ingest_job
 
         # A reply is also indexed under the question it answers (search/reply_terms).
-        writes = await index_replies(self._store, scope, await self._ctx.writes(records))
-        return writes, make_ingest_job(scope, [r.id for r in records], now)
+        writes, again = await index_replies(self._store, scope, await self._ctx.writes(records))
+        return writes, again, make_ingest_job(scope, [r.id for r in records], now)
 
     async def _bulk_add_messages(
         self, batches: Sequence[tuple[Scope, Sequence[Message]]]
@@ -576,17 +579,21 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         records: builtins.list[MemoryRecord] = []
         writes: builtins.list[RecordWrite] = []
         jobs: builtins.list[Job] = []
+        again: builtins.list[tuple[Scope, dict[str, tuple[str, ...]]]] = []
         for scope, messages in batches:
             check_owner(scope)
             mine = self._turn_records(scope, messages, now)
             if mine:
-                more, job = await self._turn_writes(scope, mine, now)
+                more, terms, job = await self._turn_writes(scope, mine, now)
                 records += mine
                 writes += more
                 jobs.append(job)
+                again += [(scope, terms)] if terms else []
         if records:
             async with self._store.transaction() as tx:
                 await tx.append_turns(writes)
+                for scope, terms in again:
+                    await tx.reterm(scope, terms)
                 await tx.enqueue(jobs)
         return records
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from memstrata.clock import END_OF_TIME
 from memstrata.filters import Filters
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
@@ -48,6 +49,7 @@ _EVERY_TURN = Filters(
     types=frozenset({RecordType.MESSAGE}), include_deleted=True, include_superseded=True
 )
 _PAGE = 1000
+_INSTANT = timedelta(microseconds=1)
 _NEAR = 20  # the turns read beside a session-less turn to find the one before or after it
 
 
@@ -56,19 +58,76 @@ def _asks(turn: MemoryRecord | None) -> str | None:
     return turn.text if turn is not None and turn.is_active else None
 
 
-def index_replies(store: Store, scope: Scope, writes: Sequence[RecordWrite]) -> list[RecordWrite]:
+def index_replies(
+    store: Store, scope: Scope, writes: Sequence[RecordWrite]
+) -> tuple[list[RecordWrite], dict[str, tuple[str, ...]]]:
     """``writes`` (turns of one ``add_messages`` call, in order) with each message's terms
-    extended by :func:`reply_terms`; the turn before the first one is the session's newest
-    stored turn (one indexed read; none without a session)."""
-    before: str | None = None
-    if scope.session is not None:  # the newest turn, deleted or not (a deleted one asks nothing)
+    extended by the questions of the turn listed before it, and the new terms of the stored
+    turn that a new one now comes before (a backfill; for :meth:`UnitOfWork.reterm`
+    in the write's transaction). In a session whose new turns come in time order after its
+    newest stored turn (the usual append) that is the call's order and the newest turn: one
+    indexed read. Otherwise each new turn's place is read (two indexed reads a turn): until
+    session 28 the call's order counted, and a turn dated before the one written before it
+    stayed indexed under that turn's words after its delete, edit or purge. Without a
+    session only turns of the same call count, in their time order (no read)."""
+    times = [w.record.observed_at for w in writes]
+    order = sorted(range(len(writes)), key=lambda i: (times[i], i))
+    texts = [w.record.text for w in writes]
+    extra: list[tuple[str, ...]] = [()] * len(writes)
+    again: dict[str, tuple[str, ...]] = {}
+    if scope.session is None:
+        for previous, i in zip(order, order[1:], strict=False):
+            extra[i] = question_terms(texts[previous])
+    else:
         last = store.list(scope, _EVERY_TURN, limit=1, newest_first=True)
-        before = _asks(last[0]) if last else None
-    extra = reply_terms([w.record.text for w in writes], before)
-    return [
+        newest = last[0] if last else None
+        if order == sorted(order) and (newest is None or newest.observed_at <= times[0]):
+            extra = reply_terms(texts, _asks(newest))  # an append: the call's order
+        else:
+            again = _placed(store, scope, writes, order, extra)
+    out = [
         replace(w, terms=w.terms + more) if more and w.record.type is RecordType.MESSAGE else w
         for w, more in zip(writes, extra, strict=True)
     ]
+    return out, again
+
+
+def _placed(
+    store: Store,
+    scope: Scope,
+    writes: Sequence[RecordWrite],
+    order: Sequence[int],
+    extra: list[tuple[str, ...]],
+) -> dict[str, tuple[str, ...]]:
+    """:func:`index_replies` for new turns of a session that do not simply follow it: each
+    new turn (``order``: by time, then the call's order, as they will be listed) gets in
+    ``extra`` the questions of the turn listed before it — the new one before it, or a
+    stored one between them in time (a stored turn at a new one's time is listed first: it
+    was written first) — and the stored turn listed right after a new one is returned with
+    its new terms."""
+    times = [w.record.observed_at for w in writes]
+    again: dict[str, tuple[str, ...]] = {}
+    for n, i in enumerate(order):
+        t = times[i]
+        upto = None if t >= END_OF_TIME else t + _INSTANT
+        before = store.list(
+            scope, replace(_EVERY_TURN, observed_before=upto), limit=1, newest_first=True
+        )
+        previous = order[n - 1] if n else None
+        if previous is not None and (not before or before[0].observed_at <= times[previous]):
+            extra[i] = question_terms(writes[previous].record.text)
+        else:
+            extra[i] = question_terms(_asks(before[0] if before else None))
+        if upto is None:
+            continue
+        after = store.list(
+            scope, replace(_EVERY_TURN, observed_after=upto), limit=1, newest_first=False
+        )
+        following = order[n + 1] if n + 1 < len(order) else None
+        if after and (following is None or after[0].observed_at <= times[following]):
+            turn = after[0]
+            again[turn.id] = tuple(tokenize(turn.text)) + question_terms(writes[i].record.text)
+    return again
 
 
 def _turns(store: Store, scope: Scope) -> Iterator[MemoryRecord]:
