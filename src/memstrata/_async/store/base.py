@@ -235,7 +235,7 @@ class AsyncRecordStore(Protocol):
         *,
         limit: int = 20,
         newest_first: bool = False,
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         """What :meth:`list` orders after the record ``record_id`` (before it, newest first,
         with ``newest_first``), up to ``limit``: one read from the record's place (its
         ``observed_at``, then insertion order), however many records share its time (the
