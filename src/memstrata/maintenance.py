@@ -67,6 +67,7 @@ from memstrata.policies.forgetting import (
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.rederive import rederive
 from memstrata.scope import Scope
+from memstrata.search.reply_terms import terms_after_change
 from memstrata.store.base import Store
 
 __all__ = [
@@ -125,6 +126,9 @@ def _soft_delete(
         metadata={**record.metadata, "forgotten": note},
     )
     write = ctx.version_write(tagged, reindex=False)
+    # the reply indexed under a forgotten turn's questions loses them (search/reply_terms)
+    gone = replace(record, status=RecordStatus.DELETED)
+    again = terms_after_change(ctx.store, record, gone)
     events = [] if event is None else [event]
     joined = audit if audit is not None and events and audit.in_transactions else None
     if audit is not None and joined is None:
@@ -132,6 +136,8 @@ def _soft_delete(
     with ctx.store.transaction() as tx:
         tx.replace(scope, write, expected_version=record.version)
         tx.set_status(scope, [record.id], RecordStatus.DELETED, now)
+        if again:
+            tx.reterm(scope, again)
         if joined is not None:
             joined.append_in(tx, events)
 

@@ -345,6 +345,7 @@ class Memory:
                 self._layer_config or LayerConfig(),
                 self._pii,
                 lambda: self.quotas,  # as set_quota leaves it: the services admit under it
+                lambda: self.audit,
             )
             layers = LayerStack.build(ctx)
             handlers = {
@@ -490,9 +491,11 @@ class Memory:
             with self._ctx.admit(scope, len(records), now):
                 # The turns, their index entries and their ingest job commit together: a
                 # crash can never leave a message that no job will process.
-                writes, job = self._turn_writes(scope, records, now)
+                writes, again, job = self._turn_writes(scope, records, now)
                 with self._store.transaction() as tx:
                     tx.append_turns(writes)
+                    if again:  # a stored turn now listed after a new one
+                        tx.reterm(scope, again)
                     tx.enqueue([job])
             self._wake()
         return records
@@ -514,14 +517,15 @@ class Memory:
 
     def _turn_writes(
         self, scope: Scope, records: Sequence[MemoryRecord], now: datetime
-    ) -> tuple[builtins.list[RecordWrite], Job]:
-        """What ``add_messages`` writes for ``records``: their index entries and one job."""
+    ) -> tuple[builtins.list[RecordWrite], dict[str, tuple[str, ...]], Job]:
+        """What ``add_messages`` writes for ``records``: their index entries, the new terms
+        of stored turns (``store.reterm``) and one job."""
         from memstrata.layers.pipeline import make_ingest_job
         from memstrata.search.reply_terms import index_replies
 
         # A reply is also indexed under the question it answers (search/reply_terms).
-        writes = index_replies(self._store, scope, self._ctx.writes(records))
-        return writes, make_ingest_job(scope, [r.id for r in records], now)
+        writes, again = index_replies(self._store, scope, self._ctx.writes(records))
+        return writes, again, make_ingest_job(scope, [r.id for r in records], now)
 
     def _bulk_add_messages(
         self, batches: Sequence[tuple[Scope, Sequence[Message]]]
@@ -534,17 +538,21 @@ class Memory:
         records: builtins.list[MemoryRecord] = []
         writes: builtins.list[RecordWrite] = []
         jobs: builtins.list[Job] = []
+        again: builtins.list[tuple[Scope, dict[str, tuple[str, ...]]]] = []
         for scope, messages in batches:
             check_owner(scope)
             mine = self._turn_records(scope, messages, now)
             if mine:
-                more, job = self._turn_writes(scope, mine, now)
+                more, terms, job = self._turn_writes(scope, mine, now)
                 records += mine
                 writes += more
                 jobs.append(job)
+                again += [(scope, terms)] if terms else []
         if records:
             with self._store.transaction() as tx:
                 tx.append_turns(writes)
+                for scope, terms in again:
+                    tx.reterm(scope, terms)
                 tx.enqueue(jobs)
         return records
 
@@ -744,9 +752,21 @@ class Memory:
             if pii_extra:
                 changes["metadata"] = {**changes.get("metadata", current.metadata), **pii_extra}
         new = replace(current, **changes)
-        self._ctx.replace(
-            scope, new, expected_version=expected_version, reindex=content is not None
-        )
+        if content is None or current.type is not RecordType.MESSAGE:
+            self._ctx.replace(
+                scope, new, expected_version=expected_version, reindex=content is not None
+            )
+            return new
+        from memstrata.search.reply_terms import terms_after_change
+
+        # A turn's reply is indexed under its questions: it follows their new words, in the
+        # same transaction (before session 28 it kept the old ones).
+        write = self._ctx.version_write(new, reindex=True)
+        again = terms_after_change(self._store, current, write.record)
+        with self._store.transaction() as tx:
+            tx.replace(scope, write, expected_version=expected_version)
+            if again:
+                tx.reterm(scope, again)
         return new
 
     # --- reading -----------------------------------------------------------------------
@@ -837,7 +857,7 @@ class Memory:
         event = self.audit.event(
             scope.tenant, actor, "delete", user=scope.user, record_ids=[record_id]
         )
-        return self._set_status(scope, record_id, RecordStatus.DELETED, event)
+        return self._set_status(scope, found, RecordStatus.DELETED, event)
 
     def restore(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Undo a soft delete. A fact whose key has another live fact is the current value
@@ -859,22 +879,30 @@ class Memory:
         if found.type is RecordType.KNOWLEDGE and isinstance(found.metadata.get("qa_id"), str):
             events = self.audit.ahead([event])
             return self.layers.knowledge.restore(scope, found, audit=self.audit, events=events)
-        return self._set_status(scope, found.id, RecordStatus.ACTIVE, event)
+        return self._set_status(scope, found, RecordStatus.ACTIVE, event)
 
     def _set_status(
-        self, scope: Scope, record_id: str, status: RecordStatus, event: AuditEvent
+        self, scope: Scope, found: MemoryRecord, status: RecordStatus, event: AuditEvent
     ) -> MemoryRecord:
         """Set the status of a record of ``scope`` (checked) and record ``event`` in the
         same unit of work (SQLite, PostgreSQL, and ``memory://`` since session 27; a store
         without a log of its own gets it just before): killed anywhere, a record deleted or
         restored has its event, and an event its change (before session 25 the event was
         written after the change had committed). A record another writer gave ``status``
-        meanwhile is not changed, and no event is written for it."""
+        meanwhile is not changed, and no event is written for it. A turn's reply follows
+        it: indexed under its questions while it is live, under none of them once deleted
+        (``reply_terms.terms_after_change``; before session 28 a deleted question's words
+        still found its reply)."""
+        from memstrata.search.reply_terms import terms_after_change
+
+        again = terms_after_change(self._store, found, replace(found, status=status))
         events = self.audit.ahead([event])
         with self._store.transaction() as tx:
-            if tx.set_status(scope, [record_id], status, self._clock.now()):
+            if tx.set_status(scope, [found.id], status, self._clock.now()):
                 self.audit.append_in(tx, events)
-        return self._store.get(scope, record_id, include_deleted=True)
+                if again:
+                    tx.reterm(scope, again)
+        return self._store.get(scope, found.id, include_deleted=True)
 
     def purge(
         self,

@@ -38,6 +38,7 @@ from memstrata._async.audit import AsyncAuditLog
 from memstrata._async.consolidation import refresh_stale_summaries
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.rederive import rederive
+from memstrata._async.search.reply_terms import terms_after_change
 from memstrata._async.store.base import AsyncStore
 from memstrata.audit_types import AuditEvent
 from memstrata.clock import FixedClock, later
@@ -123,6 +124,9 @@ async def _soft_delete(
         metadata={**record.metadata, "forgotten": note},
     )
     write = await ctx.version_write(tagged, reindex=False)
+    # the reply indexed under a forgotten turn's questions loses them (search/reply_terms)
+    gone = replace(record, status=RecordStatus.DELETED)
+    again = await terms_after_change(ctx.store, record, gone)
     events = [] if event is None else [event]
     joined = audit if audit is not None and events and audit.in_transactions else None
     if audit is not None and joined is None:
@@ -130,6 +134,8 @@ async def _soft_delete(
     async with ctx.store.transaction() as tx:
         await tx.replace(scope, write, expected_version=record.version)
         await tx.set_status(scope, [record.id], RecordStatus.DELETED, now)
+        if again:
+            await tx.reterm(scope, again)
         if joined is not None:
             await joined.append_in(tx, events)
 

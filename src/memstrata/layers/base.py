@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -35,13 +35,21 @@ from memstrata.search.reply_terms import kept_terms
 from memstrata.search.tokenize import tokenize
 from memstrata.store.base import RecordWrite, Store
 
-__all__ = ["IngestStep", "LayerContext", "LayerConfig", "unlimited"]
+if TYPE_CHECKING:
+    from memstrata.audit import AuditLog
+
+__all__ = ["IngestStep", "LayerContext", "LayerConfig", "no_audit", "unlimited"]
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
 def unlimited() -> Quotas | None:
     """No quotas: what a context admits when nobody gave it any."""
+    return None
+
+
+def no_audit() -> AuditLog | None:
+    """No audit log: what a context records in when nobody gave it one."""
     return None
 
 
@@ -56,6 +64,9 @@ class LayerContext:
     # Memory(quotas=...) as it is when a write runs: read at each write, so a quota that
     # Memory.set_quota sets after the services were built applies to them too.
     quotas: Callable[[], Quotas | None] = unlimited
+    # Memory's audit log, read when an event is written (None: a context built without
+    # one, as in tests): a fact's next value that inherits its sharing records it there.
+    audit: Callable[[], AuditLog | None] = no_audit
 
     def admit(
         self, scope: Scope, n: int, now: datetime | None = None, *, may_merge: bool = False

@@ -9,7 +9,8 @@ expires_at)``, stored as a user-level ``FACT`` record (no session) whose text re
 - same key, same value → confirmed: ``mentions + 1``, ``confidence + 0.05`` (max 1.0);
 - different value with a *higher* confidence (or the current one has expired) → replaced:
   the old record gets ``valid_to`` and ``superseded_by`` (a new version, never deleted) and
-  the new one links both in ``source_ids``;
+  the new one links both in ``source_ids`` and is read by whom the old one was (its
+  ``access``: a key shared with another user stays shared at its next value);
 - different value, confidence not higher → conflict recorded in the current fact's
   ``conflicts`` list; the value is kept.
 
@@ -462,8 +463,20 @@ class FactService:
                 replaces=current.id,
                 plan=plan,
             )
+            # The owner shared the key ("my city"), not one string: its next value is read
+            # by whom the value it supersedes was (until session 28 it was private, and a
+            # caller lost the key: the old value superseded, the new one unshared).
+            shared = current if current.access != record.access else None
+            record = replace(record, access=current.access)
             stored, old = self._insert(
-                scope, record, (current, plan), now, when, seen=current, extras=extras
+                scope,
+                record,
+                (current, plan),
+                now,
+                when,
+                seen=current,
+                extras=extras,
+                shared_as=shared,
             )
             return FactOutcome(FactAction.REPLACED, stored, old)
         conflicts = [
@@ -578,6 +591,7 @@ class FactService:
         *,
         seen: MemoryRecord | None,
         extras: Sequence[MemoryRecord] = (),
+        shared_as: MemoryRecord | None = None,
     ) -> tuple[MemoryRecord, MemoryRecord | None]:
         """Store ``record`` and end each of ``olds`` (at ``when``) and of ``extras`` (the
         key's other live facts, at ``now``), superseded by it, in one transaction, admitted
@@ -585,7 +599,9 @@ class FactService:
         it replaced; not a plan it carried out). ``seen`` is the current fact the decision
         was made on: when another writer changed it (or stored ``record``'s id) first,
         nothing is written and ``Raced`` says to decide again, also when the quota refused
-        a record the current state may not need."""
+        a record the current state may not need. ``shared_as``: the record whose access
+        ``record`` inherits; a ``set_access`` event says so, in the same transaction."""
+        events = self._shared_events(scope, record, shared_as)
         try:
             with self._ctx.admit(scope, 1):
                 write = self._ctx.writes([record])[0]
@@ -604,6 +620,8 @@ class FactService:
                     tx.insert([write])
                     for old, end in ended:
                         tx.replace(scope, end, expected_version=old.version)
+                    if events:
+                        self._ctx.audit().append_in(tx, events)  # type: ignore[union-attr]
         except (ConflictError, NotFoundError):
             raise Raced from None
         except QuotaExceededError:
@@ -617,6 +635,31 @@ class FactService:
             raise
         first = olds[0] if olds else None
         return write.record, next((e.record for o, e in ended if o is first), None)
+
+    def _shared_events(
+        self, scope: Scope, record: MemoryRecord, shared_as: MemoryRecord | None
+    ) -> list[AuditEvent]:
+        """The ``set_access`` event of a next value that inherits ``shared_as``'s access,
+        as :meth:`AuditLog.ahead` returns it (none without a log, or nothing shared):
+        the access a record has is one an event gave it, as ``Memory.set_access`` writes."""
+        audit = self._ctx.audit()
+        if audit is None or shared_as is None:
+            return []
+        access = record.access
+        event = audit.event(
+            scope.tenant,
+            "system:facts",
+            "set_access",
+            user=scope.user,
+            record_ids=[record.id],
+            reason=f"the next value of a shared fact: read as {shared_as.id} is",
+            details={
+                "visibility": access.visibility.value,
+                "allowed_users": list(access.allowed_users),
+                "allowed_roles": list(access.allowed_roles),
+            },
+        )
+        return audit.ahead([event])
 
     def _replace(
         self,

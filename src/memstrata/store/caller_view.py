@@ -38,6 +38,7 @@ VIEWED = frozenset(
         "histories",
         "history",
         "list",
+        "list_after",
         "list_many",
         "list_pages",
         "recent_turns",
@@ -119,6 +120,20 @@ class CallerViewStore:
     ) -> builtins.list[MemoryRecord]:
         found = self.viewed.list(
             scope, filters, limit=limit, offset=offset, newest_first=newest_first
+        )
+        return self._shown(scope, found)
+
+    def list_after(
+        self,
+        scope: Scope,
+        filters: Filters,
+        record_id: str,
+        *,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        found = self.viewed.list_after(
+            scope, filters, record_id, limit=limit, newest_first=newest_first
         )
         return self._shown(scope, found)
 

@@ -417,6 +417,49 @@ class InMemoryStore:
             self._changed(old.tenant, old.user)
         return [new.id for _, new in changes]
 
+    def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
+        with self._lock:
+            self._reterm(scope, terms, [])
+
+    def _reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]], undo: Undo) -> None:
+        """New lexical terms for the user's records in ``terms`` (no new version)."""
+        if scope.caller is not None:
+            return
+        uscope = Scope(scope.tenant, scope.user)
+        for rid, new in terms.items():
+            entry = self._visible(uscope, rid)
+            if entry is not None and entry.terms != tuple(new):
+                undo.append(self._snapshot(entry))
+                entry.terms = tuple(new)  # the user's BM25 index is rebuilt lazily
+                self._changed(scope.tenant, scope.user)
+
+    def list_after(
+        self,
+        scope: Scope,
+        filters: Filters,
+        record_id: str,
+        *,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        """What ``list(scope, filters)`` orders after ``record_id`` (before it, newest
+        first, with ``newest_first``), up to ``limit``; empty when ``scope`` has no such
+        record."""
+        with self._lock:
+            at = self._visible(scope, record_id)
+            if at is None or limit <= 0:
+                return []
+            place = (at.record.observed_at, at.seq)
+            sign = -1 if newest_first else 1
+            rows = [
+                e
+                for e in self._scoped(scope)
+                if sign * _cmp((e.record.observed_at, e.seq), place) > 0
+                and filters.matches(e.record)
+            ]
+        rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=newest_first)
+        return [e.record for e in rows[:limit]]
+
     def _drop(self, entry: _Entry) -> tuple[int, int, int]:
         del self._entries[_key(entry.record)]
         self._changed(entry.record.tenant, entry.record.user)
@@ -1094,6 +1137,10 @@ class InMemoryStore:
         return [e.record for e in rows[offset : offset + q.limit]]
 
 
+def _cmp(a: tuple[datetime, int], b: tuple[datetime, int]) -> int:
+    return (a > b) - (a < b)
+
+
 class _MemoryUnitOfWork:
     """The calls of one in-memory transaction (see ``UnitOfWork``): applied at once under
     the store's lock, taken back from the undo log if the block fails."""
@@ -1134,6 +1181,9 @@ class _MemoryUnitOfWork:
 
     def enqueue(self, jobs: Sequence[Job]) -> None:
         self._s._enqueue(jobs, self._undo)
+
+    def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
+        self._s._reterm(scope, terms, self._undo)
 
     def insert_history(
         self,

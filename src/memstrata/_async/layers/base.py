@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -33,13 +33,21 @@ from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 
-__all__ = ["AsyncIngestStep", "AsyncLayerContext", "LayerConfig", "unlimited"]
+if TYPE_CHECKING:
+    from memstrata._async.audit import AsyncAuditLog
+
+__all__ = ["AsyncIngestStep", "AsyncLayerContext", "LayerConfig", "no_audit", "unlimited"]
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
 def unlimited() -> Quotas | None:
     """No quotas: what a context admits when nobody gave it any."""
+    return None
+
+
+def no_audit() -> AsyncAuditLog | None:
+    """No audit log: what a context records in when nobody gave it one."""
     return None
 
 
@@ -54,6 +62,9 @@ class AsyncLayerContext:
     # Memory(quotas=...) as it is when a write runs: read at each write, so a quota that
     # Memory.set_quota sets after the services were built applies to them too.
     quotas: Callable[[], Quotas | None] = unlimited
+    # Memory's audit log, read when an event is written (None: a context built without
+    # one, as in tests): a fact's next value that inherits its sharing records it there.
+    audit: Callable[[], AsyncAuditLog | None] = no_audit
 
     def admit(
         self, scope: Scope, n: int, now: datetime | None = None, *, may_merge: bool = False

@@ -8,6 +8,15 @@ before it in the same session (only sentences that ask: "?" or "？"); its text,
 everything shown stay its own. A turn with no question before it is indexed as before.
 The rule itself is pure (:mod:`memstrata.search.search_questions`); this module reads the
 turns it needs from the store.
+
+"The turn before" is the one listed just before the reply in its session, deleted or not
+(without a session, only one written in the same ``add_messages`` call); a deleted turn
+gives no words. So the reply follows that turn: since session 28 an edit of its text
+(``update(content=...)``), its delete, forget or restore re-terms the reply in the same
+transaction (:func:`terms_after_change`: one read of the turn after it, none when its
+questions stay the same), as a purge does (:func:`terms_after_purge`). Before, the reply
+stayed indexed under the words the question had when the reply was written, edited or
+deleted since.
 """
 
 from __future__ import annotations
@@ -30,33 +39,93 @@ __all__ = [
     "purge_records",
     "question_terms",
     "reply_terms",
+    "terms_after_change",
     "terms_after_purge",
 ]
-
-_LAST_TURN = Filters(types=frozenset({RecordType.MESSAGE}))
-
-
-async def index_replies(
-    store: AsyncStore, scope: Scope, writes: Sequence[RecordWrite]
-) -> list[RecordWrite]:
-    """``writes`` (turns of one ``add_messages`` call, in order) with each message's terms
-    extended by :func:`reply_terms`; the turn before the first one is the session's newest
-    stored turn (one indexed read; none without a session)."""
-    before: str | None = None
-    if scope.session is not None:
-        last = await store.list(scope, _LAST_TURN, limit=1, newest_first=True)
-        before = last[0].text if last else None
-    extra = reply_terms([w.record.text for w in writes], before)
-    return [
-        replace(w, terms=w.terms + more) if more and w.record.type is RecordType.MESSAGE else w
-        for w, more in zip(writes, extra, strict=True)
-    ]
-
 
 _EVERY_TURN = Filters(
     types=frozenset({RecordType.MESSAGE}), include_deleted=True, include_superseded=True
 )
 _PAGE = 1000
+_INSTANT = timedelta(microseconds=1)
+_NEAR = 20  # the turns read beside a session-less turn to find the one before or after it
+
+
+def _asks(turn: MemoryRecord | None) -> str | None:
+    """The text whose questions a turn gives the one after it: none once deleted."""
+    return turn.text if turn is not None and turn.is_active else None
+
+
+async def index_replies(
+    store: AsyncStore, scope: Scope, writes: Sequence[RecordWrite]
+) -> tuple[list[RecordWrite], dict[str, tuple[str, ...]]]:
+    """``writes`` (turns of one ``add_messages`` call, in order) with each message's terms
+    extended by the questions of the turn listed before it, and the new terms of the stored
+    turn that a new one now comes before (a backfill; for :meth:`AsyncUnitOfWork.reterm`
+    in the write's transaction). In a session whose new turns come in time order after its
+    newest stored turn (the usual append) that is the call's order and the newest turn: one
+    indexed read. Otherwise each new turn's place is read (two indexed reads a turn): until
+    session 28 the call's order counted, and a turn dated before the one written before it
+    stayed indexed under that turn's words after its delete, edit or purge. Without a
+    session only turns of the same call count, in their time order (no read)."""
+    times = [w.record.observed_at for w in writes]
+    order = sorted(range(len(writes)), key=lambda i: (times[i], i))
+    texts = [w.record.text for w in writes]
+    extra: list[tuple[str, ...]] = [()] * len(writes)
+    again: dict[str, tuple[str, ...]] = {}
+    if scope.session is None:
+        for previous, i in zip(order, order[1:], strict=False):
+            extra[i] = question_terms(texts[previous])
+    else:
+        last = await store.list(scope, _EVERY_TURN, limit=1, newest_first=True)
+        newest = last[0] if last else None
+        if order == sorted(order) and (newest is None or newest.observed_at <= times[0]):
+            extra = reply_terms(texts, _asks(newest))  # an append: the call's order
+        else:
+            again = await _placed(store, scope, writes, order, extra)
+    out = [
+        replace(w, terms=w.terms + more) if more and w.record.type is RecordType.MESSAGE else w
+        for w, more in zip(writes, extra, strict=True)
+    ]
+    return out, again
+
+
+async def _placed(
+    store: AsyncStore,
+    scope: Scope,
+    writes: Sequence[RecordWrite],
+    order: Sequence[int],
+    extra: list[tuple[str, ...]],
+) -> dict[str, tuple[str, ...]]:
+    """:func:`index_replies` for new turns of a session that do not simply follow it: each
+    new turn (``order``: by time, then the call's order, as they will be listed) gets in
+    ``extra`` the questions of the turn listed before it — the new one before it, or a
+    stored one between them in time (a stored turn at a new one's time is listed first: it
+    was written first) — and the stored turn listed right after a new one is returned with
+    its new terms."""
+    times = [w.record.observed_at for w in writes]
+    again: dict[str, tuple[str, ...]] = {}
+    for n, i in enumerate(order):
+        t = times[i]
+        upto = None if t >= END_OF_TIME else t + _INSTANT
+        before = await store.list(
+            scope, replace(_EVERY_TURN, observed_before=upto), limit=1, newest_first=True
+        )
+        previous = order[n - 1] if n else None
+        if previous is not None and (not before or before[0].observed_at <= times[previous]):
+            extra[i] = question_terms(writes[previous].record.text)
+        else:
+            extra[i] = question_terms(_asks(before[0] if before else None))
+        if upto is None:
+            continue
+        after = await store.list(
+            scope, replace(_EVERY_TURN, observed_after=upto), limit=1, newest_first=False
+        )
+        following = order[n + 1] if n + 1 < len(order) else None
+        if after and (following is None or after[0].observed_at <= times[following]):
+            turn = after[0]
+            again[turn.id] = tuple(tokenize(turn.text)) + question_terms(writes[i].record.text)
+    return again
 
 
 async def _turns(store: AsyncStore, scope: Scope) -> AsyncIterator[MemoryRecord]:
@@ -102,7 +171,7 @@ async def terms_after_purge(
                 linked = previous is not None and (
                     session is not None or previous.created_at == turn.created_at
                 )
-                before = previous.text if linked and previous is not None else None
+                before = _asks(previous) if linked else None
                 out[turn.id] = tuple(tokenize(turn.text)) + question_terms(before)
             previous = turn
     return out
@@ -117,51 +186,51 @@ async def purge_records(store: AsyncStore, scope: Scope, ids: Sequence[str]) -> 
     return await store.purge(scope, ids, reterm=await terms_after_purge(store, scope, ids))
 
 
-_INSTANT = timedelta(microseconds=1)
-_NEAR = 20  # the turns read back from a reply's time, before walking the whole session
-
-
-def _previous(record: MemoryRecord, newest_first: Sequence[MemoryRecord]) -> MemoryRecord | None:
-    """The turn listed just before ``record`` in its session (``None``: first turn), from
-    turns listed newest first down to it; ``record`` when it is not among them."""
-    seen = False
-    for turn in newest_first:
-        if turn.session != record.session:
-            continue
-        if seen:
-            return turn
-        seen = turn.id == record.id
-    return None if seen else record
+async def _beside(store: AsyncStore, turn: MemoryRecord, *, after: bool) -> MemoryRecord | None:
+    """The turn listed just after ``turn`` (``after``) or just before it in its session,
+    deleted included; without a session, only one written in the same ``add_messages``
+    call (the same ``created_at``). One read from its place, however many turns share its
+    time: of one turn in a session, of at most :data:`_NEAR` without (the user's other
+    sessions' turns are listed too; a turn with more than that many of them between it and
+    the next session-less one has none)."""
+    scope = Scope(turn.tenant, turn.user, session=turn.session)
+    limit = 1 if turn.session is not None else _NEAR
+    near = await store.list_after(scope, _EVERY_TURN, turn.id, limit=limit, newest_first=not after)
+    found = next((t for t in near if t.session == turn.session), None)
+    if found is None or (turn.session is None and found.created_at != turn.created_at):
+        return None
+    return found
 
 
 async def kept_terms(store: AsyncStore, record: MemoryRecord) -> tuple[str, ...]:
     """The lexical terms of a new version of ``record`` that keeps its text: its own and,
     for a message, the questions of the turn before it, as :func:`index_replies` indexed it
     and :func:`terms_after_purge` re-indexes it (the turn listed before it in its session;
-    without a session, only one written in the same call). Until session 27 such a version
-    (``set_access``, tags, importance) was indexed under its own words only, and the
-    owner's search lost a reply by the words of the question it answers. One read of the
-    turns up to the reply's time (the whole session's turns only when more than 20 share
-    it)."""
+    without a session, only one written in the same call; none when that turn is deleted).
+    Until session 27 such a version (``set_access``, tags, importance) was indexed under its
+    own words only, and the owner's search lost a reply by the words of the question it
+    answers. One read of the turn before it (:func:`_beside`; until session 28 the turns
+    up to its time, and the whole session's when more than 20 shared that time: an
+    ``add_messages`` call of many turns gives them one)."""
     own = tuple(tokenize(record.text))
     if record.type is not RecordType.MESSAGE:
         return own
-    scope = Scope(record.tenant, record.user, session=record.session)
-    # up to its time, itself included: no bound for a turn at the calendar's last instant
-    end = None if record.observed_at >= END_OF_TIME else record.observed_at + _INSTANT
-    upto = replace(_EVERY_TURN, observed_before=end)
-    previous = _previous(record, await store.list(scope, upto, limit=_NEAR, newest_first=True))
-    if previous is record:  # more than _NEAR turns at its time: walk them oldest first
-        previous = None
-        async for page in store.list_pages(scope, upto, batch_size=_PAGE):
-            for turn in page:
-                if turn.id == record.id:
-                    break
-                if turn.session == record.session:
-                    previous = turn
-            else:
-                continue
-            break
-    if previous is None or (record.session is None and previous.created_at != record.created_at):
-        return own
-    return own + question_terms(previous.text)
+    return own + question_terms(_asks(await _beside(store, record, after=False)))
+
+
+async def terms_after_change(
+    store: AsyncStore, old: MemoryRecord, new: MemoryRecord
+) -> dict[str, tuple[str, ...]]:
+    """The new lexical terms of the reply indexed under a turn's questions, when the turn
+    goes from ``old`` to ``new`` (an edit of its text, a delete, a restore): the reply
+    (the turn after it, :func:`_beside`) gets its own terms and the questions ``new`` asks
+    (none once deleted). Empty, with no read, for a record that is no turn or whose
+    questions stay the same; else one read of the turn after it (:func:`_beside`)."""
+    if new.type is not RecordType.MESSAGE:
+        return {}
+    if question_terms(_asks(old)) == question_terms(_asks(new)):
+        return {}
+    reply = await _beside(store, new, after=True)
+    if reply is None:
+        return {}
+    return {reply.id: tuple(tokenize(reply.text)) + question_terms(_asks(new))}

@@ -183,6 +183,13 @@ class AsyncRecordStore(Protocol):
         make under the old claim is refused (:class:`~memstrata.jobs.Fence`)."""
         ...
 
+    async def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
+        """New lexical terms for records of ``scope``'s user (by id; unknown ids are
+        ignored), without a new version, where they differ from the stored ones: a reply
+        indexed under the question before it follows that question's edit, delete and
+        restore (``search/reply_terms.py``). Nothing for a caller's scope."""
+        ...
+
     async def purge_user(self, tenant: str, user: str) -> PurgeReport:
         """Destroy everything of one user — records, history, vectors, terms, counters,
         jobs, session buffer and embedding-cache entries (query embeddings included) — and
@@ -218,6 +225,22 @@ class AsyncRecordStore(Protocol):
         throughout is returned exactly once, whatever is purged or added meanwhile (pages
         by offset skipped one after a purge and repeated one after a backfilled add), and
         no read holds the store for the whole walk (an export of a large user)."""
+        ...
+
+    async def list_after(
+        self,
+        scope: Scope,
+        filters: Filters,
+        record_id: str,
+        *,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        """What :meth:`list` orders after the record ``record_id`` (before it, newest first,
+        with ``newest_first``), up to ``limit``: one read from the record's place (its
+        ``observed_at``, then insertion order), however many records share its time (the
+        turn before or after a reply, ``search/reply_terms.py``). Empty when ``scope``
+        holds no such record."""
         ...
 
     async def count(self, scope: Scope, filters: Filters) -> int: ...
@@ -487,6 +510,7 @@ class AsyncUnitOfWork(Protocol):
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
     ) -> builtins.list[str]: ...
     async def enqueue(self, jobs: Sequence[Job]) -> None: ...
+    async def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None: ...
     async def insert_history(
         self,
         histories: Sequence[Sequence[MemoryRecord]],

@@ -36,6 +36,7 @@ VIEWED = frozenset(
         "histories",
         "history",
         "list",
+        "list_after",
         "list_many",
         "list_pages",
         "recent_turns",
@@ -121,6 +122,20 @@ class AsyncCallerViewStore:
     ) -> builtins.list[MemoryRecord]:
         found = await self.viewed.list(
             scope, filters, limit=limit, offset=offset, newest_first=newest_first
+        )
+        return await self._shown(scope, found)
+
+    async def list_after(
+        self,
+        scope: Scope,
+        filters: Filters,
+        record_id: str,
+        *,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        found = await self.viewed.list_after(
+            scope, filters, record_id, limit=limit, newest_first=newest_first
         )
         return await self._shown(scope, found)
 

@@ -1302,6 +1302,46 @@ class SQLiteStore:
             if page:
                 yield page
 
+    def list_after(
+        self,
+        scope: Scope,
+        filters: Filters,
+        record_id: str,
+        *,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> list[MemoryRecord]:
+        """What ``list(scope, filters)`` orders after the record ``record_id`` (before it,
+        newest first, with ``newest_first``), up to ``limit``: one read from the record's
+        place (its ``observed_at``, then insertion order), however many records share its
+        time. Empty when ``scope`` holds no such record."""
+        if limit <= 0:
+            return []
+        op, order = ("<", "DESC") if newest_first else (">", "ASC")
+        tail = (
+            f"AND (observed_at, seq) {op} (?, ?) ORDER BY observed_at {order}, seq {order} LIMIT ?"
+        )
+        with self._read() as c:
+            at = self._visible(c, scope, [record_id], "observed_at, seq")
+            if not at:
+                return []
+            args = [at[0]["observed_at"], int(at[0]["seq"]), limit]
+            records = [self._dec(r) for r in self._select(c, scope, filters, tail, args)]
+        return [r for r in records if filters.matches(r)] if needs_python(filters) else records
+
+    def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
+        with self._write() as c:
+            self._reterm_live(c, scope, terms)
+
+    def _reterm_live(
+        self, c: sqlite3.Connection, scope: Scope, terms: Mapping[str, Sequence[str]]
+    ) -> None:
+        """New lexical terms for the user's records in ``terms`` (no new version); the
+        user's BM25 statistics are read again."""
+        if scope.caller is None and terms:
+            self._reterm(c, scope, terms)
+            self._bump(c, scope.tenant, scope.user)
+
     def count(self, scope: Scope, filters: Filters) -> int:
         with self._read() as c:
             if needs_python(filters):
@@ -2053,6 +2093,9 @@ class _SQLiteUnitOfWork:
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
     ) -> list[str]:
         return self._s._set_status(self._c, scope, ids, status, at)
+
+    def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
+        self._s._reterm_live(self._c, scope, terms)
 
     def enqueue(self, jobs: Sequence[Job]) -> None:
         self._s._enqueue(self._c, jobs)

@@ -2004,6 +2004,47 @@ class AsyncPostgresStore:
             if page:
                 yield page
 
+    async def list_after(
+        self,
+        scope: Scope,
+        filters: Filters,
+        record_id: str,
+        *,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        """What ``list(scope, filters)`` orders after the record ``record_id`` (before it,
+        newest first, with ``newest_first``), up to ``limit``: one read from the record's
+        place (its ``observed_at``, then insertion order), however many records share its
+        time. Empty when ``scope`` holds no such record."""
+        if limit <= 0:
+            return []
+        op, order = ("<", "DESC") if newest_first else (">", "ASC")
+        tail = (
+            f"AND (observed_at, seq) {op} (%s, %s) "
+            f"ORDER BY observed_at {order}, seq {order} LIMIT %s"
+        )
+        before = self._before_read()
+        async with self._autocommit(wait=False) as c:
+            at = await self._visible(c, scope, [record_id], "observed_at, seq")
+            if not at:
+                return []
+            args = [at[0]["observed_at"], int(at[0]["seq"]), limit]
+            rows = await self._select(c, scope, filters, tail, args)
+        records = [decode_record(r) for r in await self._fresh(rows, before)]
+        return [r for r in records if filters.matches(r)] if needs_python(filters) else records
+
+    async def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
+        async with self._write() as c:
+            await self._reterm_live(c, scope, terms)
+
+    async def _reterm_live(self, c: Any, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
+        """New lexical terms for the user's records in ``terms`` (no new version); the
+        user's BM25 statistics are read again."""
+        if scope.caller is None and terms:
+            await self._reterm(c, scope, terms)
+            await self._bump(c, scope.tenant, scope.user)
+
     def _before_read(self) -> _Before:
         """What is behind the searches as a read begins (see :meth:`_fresh`)."""
         pending = self._behind.pending_rows()
@@ -2250,6 +2291,9 @@ class _PgUnitOfWork:
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
     ) -> builtins.list[str]:
         return await self._s._set_status(self._c, scope, ids, status, at)
+
+    async def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
+        await self._s._reterm_live(self._c, scope, terms)
 
     async def enqueue(self, jobs: Sequence[Job]) -> None:
         await self._s._enqueue(self._c, jobs)
