@@ -6,6 +6,7 @@ stays fast and a missing extra is a clear error naming the ``pip install`` to ru
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Annotated, Any
 
@@ -17,6 +18,16 @@ from .options import Settings, console, emit, fail
 __all__ = ["register"]
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _finite(value: float) -> float:
+    """A FloatRange lets NaN through (every comparison with it is false): a NaN deadline
+    or cache time served with that protection silently off."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
 RateLimit = Annotated[
     float,
     typer.Option(
@@ -84,6 +95,7 @@ HeaderTimeout = Annotated[
     float,
     typer.Option(
         min=0.0,
+        callback=_finite,
         help="Seconds a client has to send a request's headers (from the connection opening, "
         "or the request's first byte); then 408 and the connection is closed (0: no limit).",
     ),
@@ -92,6 +104,7 @@ BodyTimeout = Annotated[
     float,
     typer.Option(
         min=0.0,
+        callback=_finite,
         help="Seconds a request body may pause between two chunks (a slow upload that moves "
         "is never cut), and a client may take nothing of an answer; then 408 (or the "
         "connection closed) (0: no limit).",
@@ -102,6 +115,7 @@ MinBodyRate = Annotated[
     float,
     typer.Option(
         min=0.0,
+        callback=_finite,
         help="Bytes/s a request body must average once it has been coming for --body-timeout "
         "s (server hold-ups not counted); then 408 and the connection is closed (0: no "
         "minimum).",
@@ -333,6 +347,7 @@ def serve(
         float,
         typer.Option(
             min=0.0,
+            callback=_finite,
             help="Seconds a process remembers an API key it accepted: a key revoked by another "
             "process or by `memstrata keys revoke` works here that long (0: look every key up "
             "at every request).",
