@@ -34,7 +34,7 @@ RateLimit = Annotated[
         help="Requests/s per API key, shared by every process on the store (0: no limit)."
     ),
 ]
-Burst = Annotated[int, typer.Option(help="Requests a key may send at once.")]
+Burst = Annotated[int, typer.Option(min=1, help="Requests a key may send at once.")]
 TenantRateLimit = Annotated[
     float, typer.Option(help="Requests/s per tenant, all its keys together (0: no limit).")
 ]
@@ -295,11 +295,12 @@ def _serve_config(
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port.")] = 8000,
     workers: Annotated[
         int,
         typer.Option(
-            help="Server processes (use several with PostgreSQL; SQLite serialises writes)."
+            min=1,
+            help="Server processes (use several with PostgreSQL; SQLite serialises writes).",
         ),
     ] = 1,
     rate_limit: RateLimit = 50.0,
@@ -459,7 +460,7 @@ def mcp(
         typer.Option(envvar="MEMSTRATA_API_KEY", help="stdio: an API key naming the tenant."),
     ] = None,
     host: Annotated[str, typer.Option(help="http: address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="http: port.")] = 8001,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="http: port.")] = 8001,
     rate_limit: RateLimit = 50.0,
     burst: Burst = 100,
     tenant_rate_limit: TenantRateLimit = 0.0,
