@@ -71,6 +71,10 @@ class Scope:
             isinstance(r, str) and r.strip() for r in self.roles
         ):
             raise ValidationError("scope.roles must be a set of non-empty role names")
+        for role in self.roles:
+            # compared with records' allowed_roles in the store's query: a NUL failed on
+            # PostgreSQL, a lone surrogate on every SQL store (UnicodeEncodeError)
+            _check_id("roles", role, required=True)
         object.__setattr__(self, "roles", frozenset(self.roles))
         if self.caller == self.user:
             object.__setattr__(self, "caller", None)

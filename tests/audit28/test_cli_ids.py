@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memstrata import Scope, ValidationError
+from memstrata import Memory, Scope, ValidationError
 from memstrata.cli.app import app
 
 BAD = "caf\udce9"  # what Python makes of argv bytes b"caf\xe9"
@@ -76,3 +76,15 @@ def test_a_record_whose_id_has_capitals_can_be_named(base: list[str], tmp_path: 
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(app, [*other, "get", "Note-A", "--deleted"])
     assert "deleted" in res.output, res.output
+
+
+@pytest.mark.parametrize("role", ["\udc00", "a\x00b"], ids=["surrogate", "nul"])
+def test_a_callers_role_no_store_can_compare_is_refused(mem: Memory, role: str) -> None:
+    # before: a raw UnicodeEncodeError from the SQL stores (surrogate), a StoreError on
+    # PostgreSQL (NUL), while memory:// answered
+    owner = Scope("t", "bob")
+    mem.add(owner, "bob's note")
+    with pytest.raises(ValidationError, match="scope.roles contains"):
+        mem.list(owner.as_caller("alice", {role}))
+    with pytest.raises(ValidationError, match="scope.roles contains"):
+        Scope("t", "bob", caller="alice", roles=frozenset({role}))
