@@ -22,6 +22,7 @@ __all__ = [
 ]
 
 _MAX_LIMIT = 100_000
+_MAX_OFFSET = 2**62  # as list()'s offset bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,22 @@ class AuditQuery:
     after: str | None = None  # an event id: only events after it in the log's order
 
     def __post_init__(self) -> None:
+        for name in ("user", "action", "actor", "record_id", "after"):
+            v = getattr(self, name)
+            # a NUL was no match on SQLite and a StoreError on PostgreSQL (no text parameter
+            # holds one), a lone surrogate a UnicodeEncodeError, an int a misleading
+            # "schema is not what this memstrata expects"
+            if v is not None and (not isinstance(v, str) or "\x00" in v):
+                raise ValidationError(
+                    f"audit query {name} must be a string without NUL characters, got {v!r}"
+                )
+            try:
+                v is None or v.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValidationError(
+                    f"audit query {name} contains a lone surrogate at position {exc.start}, "
+                    "which is not valid UTF-8: fix the decoding that produced it"
+                ) from None
         if self.after is not None:
             if not isinstance(self.after, str) or not self.after:
                 raise ValidationError(
@@ -89,6 +106,8 @@ class AuditQuery:
                 )
         if self.limit > _MAX_LIMIT:
             raise ValidationError(f"audit query limit must be <= {_MAX_LIMIT}; page with after")
+        if self.offset > _MAX_OFFSET:  # past what a store's integer holds: a raw OverflowError
+            raise ValidationError(f"audit query offset must be <= {_MAX_OFFSET}; page with after")
         for name in ("since", "until"):
             v = getattr(self, name)
             if v is not None:  # as every time parameter: a datetime, a date, ISO-8601

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from .calls import checked_init
@@ -58,8 +58,7 @@ class MetadataCondition:
 def _parse_metadata(spec: Mapping[str, Any]) -> tuple[MetadataCondition, ...]:
     conds: list[MetadataCondition] = []
     for key, cond in spec.items():
-        if not isinstance(key, str):
-            raise ValidationError(f"filters.metadata key {key!r} must be a string")
+        key = _metadata_key(key)
         if isinstance(cond, Mapping):
             if not cond:
                 raise ValidationError(f"metadata filter on {key!r} is an empty operator map")
@@ -79,6 +78,92 @@ def _parse_metadata(spec: Mapping[str, Any]) -> tuple[MetadataCondition, ...]:
         else:
             conds.append(MetadataCondition(key, "eq", check_json(cond, f"filters.metadata.{key}")))
     return tuple(conds)
+
+
+def _text(value: object) -> bool:
+    if type(value) is not str:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _well_formed(f: Filters) -> bool:
+    """Whether a :class:`Filters` holds what :meth:`Filters.parse` makes of a mapping (the
+    common case, checked without copying; its metadata conditions are checked apart)."""
+    for names in (f.tags_any, f.tags_all, f.ids):
+        if names is not None and not (type(names) is frozenset and all(map(_text, names))):
+            return False
+    for when in (f.observed_after, f.observed_before, f.valid_at):
+        if when is not None and not (isinstance(when, datetime) and when.tzinfo is UTC):
+            return False
+    mi = f.min_importance
+    return (
+        (
+            f.types is None
+            or (type(f.types) is frozenset and all(type(t) is RecordType for t in f.types))
+        )
+        and (
+            f.sources is None
+            or (type(f.sources) is frozenset and all(type(x) is Source for x in f.sources))
+        )
+        and (mi is None or (type(mi) is float and 0.0 <= mi <= 1.0))
+        and type(f.include_deleted) is bool
+        and type(f.include_superseded) is bool
+        and type(f.metadata) is tuple
+    )
+
+
+def _spec_of(f: Filters) -> dict[str, Any]:
+    """A directly built :class:`Filters` as the mapping :meth:`Filters.parse` checks (its
+    metadata apart: :func:`_with_conditions`)."""
+    return {
+        "types": f.types,
+        "tags": f.tags_any,
+        "tags_all": f.tags_all,
+        "observed_after": f.observed_after,
+        "observed_before": f.observed_before,
+        "valid_at": f.valid_at,
+        "min_importance": f.min_importance,
+        "sources": f.sources,
+        "include_deleted": f.include_deleted,
+        "include_superseded": f.include_superseded,
+        "ids": f.ids,
+    }
+
+
+def _with_conditions(parsed: Filters, given: Filters) -> Filters:
+    """``parsed`` with ``given``'s metadata conditions, checked: a mapping (as
+    ``filters={"metadata": ...}`` takes) or :class:`MetadataCondition` s with a string key
+    and a JSON value."""
+    value: Any = given.metadata
+    if isinstance(value, Mapping):
+        return replace(parsed, metadata=_parse_metadata(value))
+    if isinstance(value, MetadataCondition):
+        value = (value,)
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ValidationError(
+            "filters.metadata must be a mapping of key -> value/operators or a tuple of "
+            f"MetadataCondition, got {type(value).__name__}"
+        )
+    conds: list[MetadataCondition] = []
+    for c in value:
+        if not isinstance(c, MetadataCondition):
+            raise ValidationError(
+                "filters.metadata must be a mapping of key -> value/operators or a tuple of "
+                f"MetadataCondition, not one holding {type(c).__name__}"
+            )
+        key = _metadata_key(c.key)
+        conds.append(MetadataCondition(key, c.op, check_json(c.value, f"filters.metadata.{key}")))
+    return replace(parsed, metadata=tuple(conds))
+
+
+def _metadata_key(key: object) -> str:
+    if not isinstance(key, str):
+        raise ValidationError(f"filters.metadata key {key!r} must be a string")
+    return check_names(key, "filters.metadata key")[0]
 
 
 def _without_nul(f: Filters) -> Filters:
@@ -144,7 +229,11 @@ class Filters:
         if spec is None:
             return cls()
         if isinstance(spec, Filters):
-            return _without_nul(spec)
+            if _well_formed(spec):
+                return _without_nul(spec) if not spec.metadata else _with_conditions(spec, spec)
+            # built directly with a list, a str, a naive time...: each store read it its own
+            # way (a raw AttributeError on one, no match on another); checked as a mapping is
+            return _with_conditions(cls.parse(_spec_of(spec)), spec)
         if not isinstance(spec, Mapping):
             raise ValidationError(
                 f"filters must be a mapping such as {{'tags': ['work']}}, got {type(spec).__name__}"

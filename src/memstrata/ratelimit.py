@@ -58,7 +58,7 @@ from .errors import ValidationError
 from .ratelimit_io import RateCounters
 from .ratelimit_state import HeldWindows, RedisHealth
 
-__all__ = ["AsyncRateCounters", "RateCounters", "SharedRateLimiter"]
+__all__ = ["AsyncRateCounters", "RateCounters", "SharedRateLimiter", "check_rate"]
 
 # KEYS[1]: the bucket (a hash). ARGV: rate (tokens/s), burst. Returns the wait in seconds
 # (a string: Redis truncates Lua numbers to integers), "0" when a token was taken.
@@ -86,6 +86,17 @@ def _hash(key: str) -> str:
     return hashlib.blake2b(key.encode(), digest_size=10, person=b"mstr-rate").hexdigest()
 
 
+def check_rate(rate: object, name: str = "rate") -> float:
+    """A rate limit in requests per second: finite and >= 0 (0: no limit). NaN or a
+    negative rate had turned the limit off without a word, and inf made every request a 500
+    (a division by the zero-length window)."""
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < math.inf:
+        raise ValidationError(
+            f"{name} must be requests per second, a finite number >= 0 (0: no limit), got {rate!r}"
+        )
+    return float(rate)
+
+
 class SharedRateLimiter:
     """Token bucket per key shared through Redis; see the module docstring.
 
@@ -105,8 +116,7 @@ class SharedRateLimiter:
         clock: Callable[[], float] = time.time,
         batch: int = 1,
     ) -> None:
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate >= 0:
-            raise ValidationError(f"rate must be requests per second >= 0, got {rate!r}")
+        check_rate(rate)
         if isinstance(burst, bool) or not isinstance(burst, int) or burst < 1:
             raise ValidationError(f"burst must be an integer >= 1, got {burst!r}")
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:

@@ -27,6 +27,15 @@ def _check_id(name: str, value: str | None, *, required: bool) -> None:
         raise ValidationError(f"scope.{name} is longer than {_MAX_ID_CHARS} characters")
     if "\x00" in value:
         raise ValidationError(f"scope.{name} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # a lone surrogate (an argv or file name decoded with surrogateescape): no store can
+        # encode it, so every call with this scope would fail deep in the store
+        raise ValidationError(
+            f"scope.{name} contains a lone surrogate at position {exc.start}, which is not "
+            "valid UTF-8: fix the decoding that produced it"
+        ) from None
 
 
 @checked_init
@@ -62,6 +71,10 @@ class Scope:
             isinstance(r, str) and r.strip() for r in self.roles
         ):
             raise ValidationError("scope.roles must be a set of non-empty role names")
+        for role in self.roles:
+            # compared with records' allowed_roles in the store's query: a NUL failed on
+            # PostgreSQL, a lone surrogate on every SQL store (UnicodeEncodeError)
+            _check_id("roles", role, required=True)
         object.__setattr__(self, "roles", frozenset(self.roles))
         if self.caller == self.user:
             object.__setattr__(self, "caller", None)

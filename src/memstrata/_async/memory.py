@@ -1315,6 +1315,9 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     ) -> None:
         """Run jobs until ``stop()`` is true (what ``memstrata worker`` does); ``on_run``
         is given the report of each run that claimed a job (idle polls report nothing)."""
+        # NaN, inf or a negative pause failed inside the loop's sleep (a bare ValueError or
+        # OverflowError from `memstrata worker --poll nan`)
+        poll_seconds = check_number(poll_seconds, "poll_seconds", low=0.0, high=86_400.0)
         await self._ready()  # async-only
         await self._runner.run_forever(poll_seconds=poll_seconds, stop=stop, on_run=on_run)
 

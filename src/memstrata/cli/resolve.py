@@ -28,18 +28,22 @@ def _matches(mem: Memory, scope: Scope, prefix: str) -> list[MemoryRecord]:
     flt = Filters(include_deleted=True, include_superseded=True)
     found: list[MemoryRecord] = []
     for batch in mem.store.list_pages(scope, flt, batch_size=_PAGE):  # keyset: none skipped
-        found.extend(r for r in batch if r.id.startswith(prefix))
+        # case-blind, as the tables' short hex ids may be typed in capitals
+        found.extend(r for r in batch if r.id.lower().startswith(prefix.lower()))
     return found
 
 
 def resolve_id(mem: Memory, scope: Scope, given: str) -> str:
     """The one id in ``scope`` that is ``given`` or starts with it."""
     from ..errors import NotFoundError, ValidationError
+    from ..validation import check_id
 
-    given = given.strip().lower()
+    given = given.strip()
     if not given:
         raise ValidationError("a record id (or a unique prefix of one) is required")
+    check_id(given)  # a NUL or a lone surrogate (argv's surrogateescape) reaches no store
     try:
+        # as typed: an imported record's id, or a document's, may hold capitals
         return mem.store.get(scope, given, include_deleted=True).id
     except NotFoundError:
         if len(given) >= FULL_ID_LENGTH:

@@ -6,6 +6,7 @@ stays fast and a missing extra is a clear error naming the ``pip install`` to ru
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Annotated, Any
 
@@ -17,13 +18,23 @@ from .options import Settings, console, emit, fail
 __all__ = ["register"]
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _finite(value: float) -> float:
+    """A FloatRange lets NaN through (every comparison with it is false): a NaN deadline
+    or cache time served with that protection silently off."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
 RateLimit = Annotated[
     float,
     typer.Option(
         help="Requests/s per API key, shared by every process on the store (0: no limit)."
     ),
 ]
-Burst = Annotated[int, typer.Option(help="Requests a key may send at once.")]
+Burst = Annotated[int, typer.Option(min=1, help="Requests a key may send at once.")]
 TenantRateLimit = Annotated[
     float, typer.Option(help="Requests/s per tenant, all its keys together (0: no limit).")
 ]
@@ -84,6 +95,7 @@ HeaderTimeout = Annotated[
     float,
     typer.Option(
         min=0.0,
+        callback=_finite,
         help="Seconds a client has to send a request's headers (from the connection opening, "
         "or the request's first byte); then 408 and the connection is closed (0: no limit).",
     ),
@@ -92,6 +104,7 @@ BodyTimeout = Annotated[
     float,
     typer.Option(
         min=0.0,
+        callback=_finite,
         help="Seconds a request body may pause between two chunks (a slow upload that moves "
         "is never cut), and a client may take nothing of an answer; then 408 (or the "
         "connection closed) (0: no limit).",
@@ -102,6 +115,7 @@ MinBodyRate = Annotated[
     float,
     typer.Option(
         min=0.0,
+        callback=_finite,
         help="Bytes/s a request body must average once it has been coming for --body-timeout "
         "s (server hold-ups not counted); then 408 and the connection is closed (0: no "
         "minimum).",
@@ -281,11 +295,12 @@ def _serve_config(
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port.")] = 8000,
     workers: Annotated[
         int,
         typer.Option(
-            help="Server processes (use several with PostgreSQL; SQLite serialises writes)."
+            min=1,
+            help="Server processes (use several with PostgreSQL; SQLite serialises writes).",
         ),
     ] = 1,
     rate_limit: RateLimit = 50.0,
@@ -333,6 +348,7 @@ def serve(
         float,
         typer.Option(
             min=0.0,
+            callback=_finite,
             help="Seconds a process remembers an API key it accepted: a key revoked by another "
             "process or by `memstrata keys revoke` works here that long (0: look every key up "
             "at every request).",
@@ -444,7 +460,7 @@ def mcp(
         typer.Option(envvar="MEMSTRATA_API_KEY", help="stdio: an API key naming the tenant."),
     ] = None,
     host: Annotated[str, typer.Option(help="http: address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="http: port.")] = 8001,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="http: port.")] = 8001,
     rate_limit: RateLimit = 50.0,
     burst: Burst = 100,
     tenant_rate_limit: TenantRateLimit = 0.0,

@@ -33,6 +33,26 @@ def bearer_of(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key") or None
 
 
+def _header_text(headers: Mapping[str, str], name: str) -> str | None:
+    """The header's value as the client wrote it. Starlette decodes header bytes as
+    latin-1, and clients send an id such as "café" as UTF-8, which latin-1 turns into
+    "cafÃ©": another user, the one the HTTP API's path never names."""
+    value = headers.get(name)
+    if not value:
+        return value
+    try:
+        raw = value.encode("latin-1")
+    except UnicodeEncodeError:  # not from the wire: already text
+        return value
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError(
+            f"the {name} header is not UTF-8: send the id's UTF-8 bytes (as the HTTP API's "
+            "paths take them, percent-decoded)"
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Identity:
     """The configured identity; :meth:`scope` applies a request's credential to it."""
@@ -61,13 +81,14 @@ class Identity:
             raise ValidationError(
                 "this MCP endpoint needs a valid API key in Authorization: Bearer ms_..."
             )
-        user = lower.get(USER_HEADER) or key.user or self.user
+        user = _header_text(lower, USER_HEADER) or key.user or self.user
         if not user:
             raise ValidationError(
                 f"no user: send the {USER_HEADER} header, use a key bound to a user "
                 "(memstrata keys create --for-user U) or start the server with --user"
             )
-        scope = Scope(key.tenant, user, self.agent, lower.get(SESSION_HEADER) or self.session)
+        session = _header_text(lower, SESSION_HEADER) or self.session
+        scope = Scope(key.tenant, user, self.agent, session)
         if key.user is not None and key.user != user:
             # Another user's key reads only what that user shared with it, and writes nothing.
             scope = scope.as_caller(key.user, key.access_roles)

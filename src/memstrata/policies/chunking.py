@@ -90,11 +90,12 @@ def chunk_text(
     chunks: list[Chunk] = []
     start, overlap = 0, 0
     while True:
-        if tokens(start, n) <= chunk_tokens:
+        reach = _reach(tokens, start, n, chunk_tokens)
+        if reach == n and tokens(start, n) <= chunk_tokens:
             chunks.append(Chunk(text[start:], start, overlap))
             return chunks
         end = None
-        hard = _last_fitting(every, start, n, _head_fits(tokens, start, chunk_tokens))
+        hard = _last_fitting(every, start, reach, _head_fits(tokens, start, chunk_tokens))
         hard = hard or start + 1
         for level, bounds in enumerate(levels):
             cut = _last_fitting(bounds, start, hard, lambda b: True)
@@ -119,6 +120,17 @@ def chunk_text(
         nxt = max(nxt, start + 1)
         overlap = end - nxt
         start = nxt
+
+
+def _reach(tokens: Callable[[int, int], int], start: int, n: int, limit: int) -> int:
+    """``n``, or a position past ``start`` whose span from ``start`` holds more than
+    ``limit`` tokens: no chunk from ``start`` ends beyond it (a span's tokens grow with
+    it), so a chunk's searches count spans about its own length, not the whole remaining
+    text (a 1 MB document without a break took minutes: every chunk counted all of it)."""
+    width = 8 * limit
+    while start + width < n and tokens(start, start + width) <= limit:
+        width *= 2
+    return min(n, start + width)
 
 
 def _first_at_or_after(bounds: Sequence[int], lo: int, hi: int) -> int | None:

@@ -23,7 +23,7 @@ from .. import __version__
 from ..aio import AsyncMemory
 from ..errors import MissingDependencyError
 from ..memory import Memory
-from ..ratelimit import SharedRateLimiter
+from ..ratelimit import SharedRateLimiter, check_rate
 from .backend import Backend, MemoryBackend
 from .dto import ErrorOut, Health
 from .errors import install_handlers
@@ -82,7 +82,8 @@ MATCHED = (
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Request limits. ``rate <= 0`` turns a rate limit off.
+    """Request limits. ``rate`` 0 turns a rate limit off (NaN, a negative rate or inf is a
+    ValidationError).
 
     Rate limits are shared by every process on the same store (see :func:`shared_limiter`);
     ``shared_batch`` is how many requests a process takes from the store's counters at
@@ -102,6 +103,12 @@ class Limits:
     # (server/priority.py); 0: no gate, arrival order. `memstrata serve` picks it by
     # deployment (priority.default_slots).
     reads_first: int = 0
+
+    def __post_init__(self) -> None:
+        # NaN or a negative rate had served with no limit, without a word (rate <= 0 is
+        # false for NaN, and the tenant limiter is built only for a rate > 0)
+        check_rate(self.rate, "rate")
+        check_rate(self.tenant_rate, "tenant_rate")
 
     @property
     def tenant_burst_or_default(self) -> int:

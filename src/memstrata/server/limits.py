@@ -22,7 +22,7 @@ import anyio.to_thread
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..ratelimit import RateCounters, RunSync, SharedRateLimiter
+from ..ratelimit import RateCounters, RunSync, SharedRateLimiter, check_rate
 from ..store.quota_counters import QuotaCounters, Refusal, Take
 from .errors import ApiError, error_response
 
@@ -153,7 +153,7 @@ class RateLimiter:
     def __init__(
         self, rate: float, burst: int, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self.rate = rate
+        self.rate = check_rate(rate)
         self.burst = max(1, burst)
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}

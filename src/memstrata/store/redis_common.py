@@ -38,10 +38,16 @@ def split_prefix(url: str) -> tuple[str, str]:
         "unix",
     ):
         raise ValidationError(
-            f"buffer={url!r} is not a Redis URL; use redis://host:6379/0, "
+            f"buffer={_shown(url)!r} is not a Redis URL; use redis://host:6379/0, "
             "rediss://... (TLS) or unix:///path/to/redis.sock"
         )
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL": an unclosed [
+        raise ValidationError(
+            f"buffer={_shown(url)!r} is not a valid Redis URL ({exc}); use "
+            "redis://host:6379/0, rediss://... (TLS) or unix:///path/to/redis.sock"
+        ) from None
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefixes = [v for k, v in query if k == "prefix"]
     if not prefixes:
@@ -54,6 +60,12 @@ def split_prefix(url: str) -> tuple[str, str]:
         )
     rest = urlencode([(k, v) for k, v in query if k != "prefix"])
     return urlunsplit(parts._replace(query=rest)), prefix
+
+
+def _shown(url: object) -> object:
+    from .url import redact_url
+
+    return redact_url(url) if isinstance(url, str) else url
 
 
 def buffer_prefix(url: str) -> str:

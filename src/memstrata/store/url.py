@@ -11,6 +11,8 @@ from .base import Store
 __all__ = ["open_store", "redact_url"]
 
 _PASSWORD = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
+# libpq (and redis-py) also take the password as a query parameter: ?password=, &sslpassword=
+_QUERY_PASSWORD = re.compile(r"([?&][^=&#]*pass(?:word)?=)[^&#]*", re.IGNORECASE)
 
 _POSTGRES_EXTRA = ("psycopg", "psycopg_pool", "pgvector")  # what `memstrata[postgres]` adds
 _SCHEMES = "sqlite:///path/to/file.db, sqlite://:memory:, memory:// or postgresql://user@host/db"
@@ -62,5 +64,6 @@ def open_store(url: str) -> Store:
 
 
 def redact_url(url: str) -> str:
-    """A store URL for reports, logs and messages: the password replaced by ``***``."""
-    return _PASSWORD.sub(r"\1:***@", url)
+    """A store URL for reports, logs and messages: the password (in the URL's user part or
+    a ``password=`` / ``sslpassword=`` parameter) replaced by ``***``."""
+    return _QUERY_PASSWORD.sub(r"\1***", _PASSWORD.sub(r"\1:***@", url))

@@ -63,6 +63,7 @@ from memstrata.store.redis_common import (
     split_prefix,
 )
 from memstrata.store.types import PurgeReport, RecordWrite, Vector
+from memstrata.store.url import redact_url
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -184,12 +185,15 @@ async def open_redis(url: str, *, timeout: float = 1.0) -> Any:
     ``?prefix=name`` in the URL is memstrata's key prefix (see :func:`buffer_prefix`), so
     several applications can share one Redis without sharing keys."""
     url, _ = split_prefix(url)
+    shown = redact_url(url)  # messages reach logs and consoles: never the password
     try:
         import redis.asyncio
         from redis.asyncio.retry import Retry
         from redis.backoff import NoBackoff
     except ImportError as exc:
-        raise MissingDependencyError(f"buffer={url!r} needs the redis package: {INSTALL}") from exc
+        raise MissingDependencyError(
+            f"buffer={shown!r} needs the redis package: {INSTALL}"
+        ) from exc
     try:
         client = redis.asyncio.Redis.from_url(
             url,
@@ -200,7 +204,7 @@ async def open_redis(url: str, *, timeout: float = 1.0) -> Any:
         )
     except ValueError as exc:
         raise StoreError(
-            f"buffer URL {url!r} is not a valid Redis URL ({exc}); use "
+            f"buffer URL {shown!r} is not a valid Redis URL ({exc}); use "
             "redis://host:6379/0 or rediss://... for TLS"
         ) from exc
     try:
@@ -208,7 +212,7 @@ async def open_redis(url: str, *, timeout: float = 1.0) -> Any:
     except redis.RedisError as exc:
         await client.aclose()
         raise StoreError(
-            f"Redis at {url!r} refused the connection ({type(exc).__name__}: {exc}): start "
+            f"Redis at {shown!r} refused the connection ({type(exc).__name__}: {exc}): start "
             "redis-server there, fix the buffer URL, or open Memory without buffer= to use "
             "the durable store alone"
         ) from exc
