@@ -51,6 +51,7 @@ __all__ = [
     "COUNTERS",
     "apply_delta",
     "decode_delta",
+    "Rewind",
     "encode_delta",
     "past_deltas",
     "reverse_delta",
@@ -370,6 +371,28 @@ def versions_by_id(
                 versions.append(decode_record(row))
         found[r["id"]] = versions[::-1]
     return {i: found[i] for i in dict.fromkeys(ids) if i in found}
+
+
+class Rewind:
+    """A record's earlier versions below ``below``, made from its current row ``current``
+    (read by column name) by its deltas a page at a time, newest first (``history_parts``
+    of the SQL stores): the row made so far is all that is held between pages."""
+
+    def __init__(self, current: Any, below: int) -> None:
+        self._row: Row = {col: current[col] for col in COLUMNS}
+        self._below = below
+
+    def page(self, deltas: Sequence[tuple[int, bytes]]) -> list[MemoryRecord]:
+        """The versions ``deltas`` make (``(version, blob)``, newest first, each below the
+        version of the row made before: the current row's for the first page), those below
+        ``below`` oldest first."""
+        made: list[MemoryRecord] = []
+        for version, blob in deltas:
+            self._row = apply_delta(self._row, decode_delta(blob))
+            if int(version) < self._below:
+                made.append(decode_record(self._row))
+        made.reverse()
+        return made
 
 
 def past_deltas(

@@ -64,6 +64,7 @@ from memstrata.scope import Scope
 from memstrata.store import fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
+from memstrata.store.history_parts import PartSpool, readable_part
 from memstrata.store.key_rows import KeyRow
 from memstrata.store.one_model import ModelPin
 from memstrata.store.past_versions import check_finished
@@ -95,6 +96,7 @@ from memstrata.store.sqlite.codec import (
 )
 from memstrata.store.sqlite.history import (
     COUNTERS,
+    Rewind,
     encode_delta,
     reverse_delta,
     versions_by_id,
@@ -1001,6 +1003,31 @@ class AsyncPostgresStore:
             )
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
         return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
+
+    async def history_parts(
+        self, scope: Scope, record_id: str, *, below: int, size: int
+    ) -> AsyncIterator[builtins.list[MemoryRecord]]:
+        size = max(1, size)
+        with PartSpool() as spool:
+            async with self._snapshot() as c:  # made whole, then given a part at a time
+                rows = await self._visible(c, scope, [record_id])
+                if not rows:
+                    return
+                seq, after = rows[0]["seq"], int(rows[0]["version"])
+                rewind = Rewind(rows[0], below)
+                while page := await (
+                    await c.execute(
+                        "SELECT version, delta FROM record_history WHERE seq = %s AND "
+                        "version < %s ORDER BY version DESC LIMIT %s",
+                        (seq, after, size),
+                    )
+                ).fetchall():
+                    deltas = [(int(d["version"]), bytes(d["delta"])) for d in page]
+                    spool.add(readable_part(rewind.page(deltas), scope))
+                    after = deltas[-1][0]
+            for part in spool.oldest_first():  # async-only
+                yield part  # async-only
+            # sync: yield from spool.oldest_first()
 
     async def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime

@@ -1,0 +1,64 @@
+"""A record's earlier versions read in parts (``Store.history_parts``), oldest part first,
+holding a part in memory whatever the record's number of versions.
+
+The SQL stores keep a history as reverse deltas from the current row down
+(:mod:`memstrata.store.sqlite.history`), so its versions are made newest first; an export
+writes them oldest first. :class:`PartSpool` turns the one order into the other on disk:
+each part made (newest part first) is pickled into a temporary file, and read back last
+part first. The whole history is made inside one read of the store (one snapshot: a
+history rewritten meanwhile, by a purged reader's rewrite, is never mixed with the one
+read), and given out after that read has ended, so no read is held while the caller
+writes what it got.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+from collections.abc import Iterator, Sequence
+
+from ..records import MemoryRecord
+from ..scope import Scope
+
+__all__ = ["PartSpool", "readable_part"]
+
+
+def readable_part(part: list[MemoryRecord], scope: Scope) -> list[MemoryRecord]:
+    """A part as ``scope`` may read it: through a caller, only the versions whose access
+    admitted the caller (``store.types.readable_versions``, a part at a time)."""
+    if scope.caller is None:
+        return part
+    return [v for v in part if v.visible_in(scope)]
+
+
+class PartSpool:
+    """Parts of a history added newest part first, each oldest first within, given back
+    oldest part first (:meth:`oldest_first`), from a temporary file (deleted when closed,
+    and by the system if the process dies: it has no name). Written and read back by this
+    process only (pickle of its own values)."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()/__exit__
+        self._starts: list[int] = []  # the file's offset of each part
+
+    def add(self, part: Sequence[MemoryRecord]) -> None:
+        if part:
+            self._starts.append(self._file.tell())
+            pickle.dump(list(part), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def oldest_first(self) -> Iterator[list[MemoryRecord]]:
+        """Every part added, the last added first."""
+        self._file.flush()
+        for start in reversed(self._starts):
+            self._file.seek(start)
+            part: list[MemoryRecord] = pickle.load(self._file)  # noqa: S301 - our own file
+            yield part
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> PartSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
