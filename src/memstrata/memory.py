@@ -1369,14 +1369,18 @@ class Memory:
                 yield head + record_lines(page, vectors), len(page)
                 head = ""
                 continue
-            for text, records, past in self._export_runs(scope, page, vectors):
+            for text, records, past in self._export_runs(scope, page, vectors, head):
                 versions += past
-                yield head + text, records
+                yield text, records
                 head = ""
         yield head + end_line(count, versions if include_history else None), 0
 
     def _export_runs(
-        self, scope: Scope, page: Sequence[MemoryRecord], vectors: Sequence[Vector] | None
+        self,
+        scope: Scope,
+        page: Sequence[MemoryRecord],
+        vectors: Sequence[Vector] | None,
+        head: str,
     ) -> Iterator[tuple[str, int, int]]:
         """The lines of a page of an export with history, a run of records at a time
         (``portability.history_runs``), each with its numbers of records and earlier
@@ -1385,7 +1389,8 @@ class Memory:
         own, its line and then its history a part at a time (``Store.history_parts``), so
         an export holds a part of one record's history, not all of it. Only versions below
         the page's: a record updated since the page was read is exported as the page has
-        it, with the history it had then."""
+        it, with the history it had then. ``head`` begins the first text (made with it,
+        so that no run's text is held twice)."""
         from memstrata import portability
 
         at = 0
@@ -1394,10 +1399,12 @@ class Memory:
             at += len(run)
             if not long:
                 past = self._export_past(scope, run)
-                text = portability.record_lines(run, vecs, past)
-                yield text, len(run), sum(map(len, past.values()))
+                held = sum(map(len, past.values()))
+                yield head + portability.record_lines(run, vecs, past), len(run), held
+                head = ""
                 continue
-            yield portability.record_lines(run, vecs), 1, 0
+            yield head + portability.record_lines(run, vecs), 1, 0
+            head = ""
             rec = run[0]
             for part in self._reads.history_parts(
                 scope, rec.id, below=rec.version, size=portability.HISTORY_PAGE

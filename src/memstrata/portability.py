@@ -158,8 +158,8 @@ def record_lines(
         if vectors is not None:
             emb = base64.b64encode(np.asarray(vectors[i], dtype="<f4").tobytes()).decode("ascii")
         out.append(_line({"record": record_to_dict(rec), "embedding": emb}))
-        if past:
-            out.append(past_lines(past.get(rec.id, ())))
+        if past:  # the lines themselves: one copy of a history's text, joined once
+            out += [_line({"past_version": record_to_dict(v)}) for v in past.get(rec.id, ())]
     return "".join(out)
 
 

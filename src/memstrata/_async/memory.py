@@ -1457,14 +1457,18 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 yield head + record_lines(page, vectors), len(page)
                 head = ""
                 continue
-            async for text, records, past in self._export_runs(scope, page, vectors):
+            async for text, records, past in self._export_runs(scope, page, vectors, head):
                 versions += past
-                yield head + text, records
+                yield text, records
                 head = ""
         yield head + end_line(count, versions if include_history else None), 0
 
     async def _export_runs(
-        self, scope: Scope, page: Sequence[MemoryRecord], vectors: Sequence[Vector] | None
+        self,
+        scope: Scope,
+        page: Sequence[MemoryRecord],
+        vectors: Sequence[Vector] | None,
+        head: str,
     ) -> AsyncIterator[tuple[str, int, int]]:
         """The lines of a page of an export with history, a run of records at a time
         (``portability.history_runs``), each with its numbers of records and earlier
@@ -1473,7 +1477,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         own, its line and then its history a part at a time (``Store.history_parts``), so
         an export holds a part of one record's history, not all of it. Only versions below
         the page's: a record updated since the page was read is exported as the page has
-        it, with the history it had then."""
+        it, with the history it had then. ``head`` begins the first text (made with it,
+        so that no run's text is held twice)."""
         from memstrata import portability
 
         at = 0
@@ -1482,10 +1487,12 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             at += len(run)
             if not long:
                 past = await self._export_past(scope, run)
-                text = portability.record_lines(run, vecs, past)
-                yield text, len(run), sum(map(len, past.values()))
+                held = sum(map(len, past.values()))
+                yield head + portability.record_lines(run, vecs, past), len(run), held
+                head = ""
                 continue
-            yield portability.record_lines(run, vecs), 1, 0
+            yield head + portability.record_lines(run, vecs), 1, 0
+            head = ""
             rec = run[0]
             async for part in self._reads.history_parts(
                 scope, rec.id, below=rec.version, size=portability.HISTORY_PAGE
