@@ -97,6 +97,7 @@ from memstrata.store.sqlite.codec import (
 from memstrata.store.sqlite.history import (
     COUNTERS,
     Rewind,
+    decode_rows,
     encode_delta,
     reverse_delta,
     versions_by_id,
@@ -992,7 +993,7 @@ class PostgresStore:
         self, scope: Scope, record_id: str, *, below: int, size: int
     ) -> Iterator[builtins.list[MemoryRecord]]:
         size = max(1, size)
-        with PartSpool() as spool:
+        with PartSpool[tuple[Any, ...]]() as spool:
             with self._snapshot() as c:  # made whole, then given a part at a time
                 rows = self._visible(c, scope, [record_id])
                 if not rows:
@@ -1007,9 +1008,11 @@ class PostgresStore:
                     )
                 ).fetchall():
                     deltas = [(int(d["version"]), bytes(d["delta"])) for d in page]
-                    spool.add(readable_part(rewind.page(deltas), scope))
+                    spool.add(rewind.page(deltas))
                     after = deltas[-1][0]
-            yield from spool.oldest_first()
+            for made in spool.oldest_first():
+                if part := readable_part(decode_rows(made), scope):
+                    yield part
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime

@@ -52,6 +52,7 @@ __all__ = [
     "apply_delta",
     "decode_delta",
     "Rewind",
+    "decode_rows",
     "encode_delta",
     "past_deltas",
     "reverse_delta",
@@ -376,23 +377,30 @@ def versions_by_id(
 class Rewind:
     """A record's earlier versions below ``below``, made from its current row ``current``
     (read by column name) by its deltas a page at a time, newest first (``history_parts``
-    of the SQL stores): the row made so far is all that is held between pages."""
+    of the SQL stores): the row made so far is all that is held between pages. The
+    versions are given as rows (their values in the order of :data:`COLUMNS`, which a
+    spool pickles ten times faster than records) for :func:`decode_rows`."""
 
     def __init__(self, current: Any, below: int) -> None:
         self._row: Row = {col: current[col] for col in COLUMNS}
         self._below = below
 
-    def page(self, deltas: Sequence[tuple[int, bytes]]) -> list[MemoryRecord]:
+    def page(self, deltas: Sequence[tuple[int, bytes]]) -> list[tuple[Any, ...]]:
         """The versions ``deltas`` make (``(version, blob)``, newest first, each below the
         version of the row made before: the current row's for the first page), those below
         ``below`` oldest first."""
-        made: list[MemoryRecord] = []
+        made: list[tuple[Any, ...]] = []
         for version, blob in deltas:
             self._row = apply_delta(self._row, decode_delta(blob))
             if int(version) < self._below:
-                made.append(decode_record(self._row))
+                made.append(tuple(self._row[col] for col in COLUMNS))
         made.reverse()
         return made
+
+
+def decode_rows(rows: Sequence[Sequence[Any]]) -> list[MemoryRecord]:
+    """The records of :meth:`Rewind.page`'s rows."""
+    return [decode_record(dict(zip(COLUMNS, row, strict=True))) for row in rows]
 
 
 def past_deltas(

@@ -83,7 +83,14 @@ from .codec import (
 )
 from .failures import BUSY_TIMEOUT_S as _BUSY_TIMEOUT_S
 from .failures import duplicate, failure, operator_needed, transient
-from .history import COUNTERS, Rewind, encode_delta, reverse_delta, versions_by_id
+from .history import (
+    COUNTERS,
+    Rewind,
+    decode_rows,
+    encode_delta,
+    reverse_delta,
+    versions_by_id,
+)
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
 from .where import (
@@ -883,7 +890,7 @@ class SQLiteStore:
         self, scope: Scope, record_id: str, *, below: int, size: int
     ) -> Iterator[list[MemoryRecord]]:
         size = max(1, size)
-        with PartSpool() as spool:
+        with PartSpool[tuple[Any, ...]]() as spool:
             with self._read() as c:  # one snapshot: made whole, then given a part at a time
                 rows = self._visible(c, scope, [record_id], f"seq, {_COLS}")
                 if not rows:
@@ -895,9 +902,11 @@ class SQLiteStore:
                     "ORDER BY version DESC LIMIT ?",
                     (seq, after, size),
                 ).fetchall():
-                    spool.add(readable_part(rewind.page(page), scope))
+                    spool.add(rewind.page(page))
                     after = int(page[-1][0])
-            yield from spool.oldest_first()
+            for made in spool.oldest_first():
+                if part := readable_part(decode_rows(made), scope):
+                    yield part
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
