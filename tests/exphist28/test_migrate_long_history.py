@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import tracemalloc
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from memstrata import Memory
 from memstrata.records import MemoryRecord
+from memstrata.store.base import StoreCopy
 
 from .conftest import PART, write_long_history
 
@@ -39,7 +41,7 @@ def test_a_migration_dump_holds_a_part_of_a_long_history(
         with Memory(f"sqlite:///{tmp_path / f'{n}.db'}", embedder="hashing") as mem:
             with path.open(encoding="utf-8") as fp:
                 mem.import_records(fp)
-            store = mem.store
+            store = cast(StoreCopy, mem.store)
             tracemalloc.start()
             try:
                 versions = sum(len(d.versions) for b in store.dump_records(500) for d in b)
