@@ -162,7 +162,8 @@ class RecordStore(Protocol):
         ``below`` (never its current one), oldest first, in lists of at most ``size``:
         what :meth:`histories` gives of one record, without holding it whole (an export of
         a record with more than ``portability.HISTORY_PAGE`` versions). One read of the
-        store (a snapshot) makes them; a part at a time is held, the rest on disk
+        store (a snapshot) fetches them (the SQL stores' deltas, made into versions once it
+        has ended); a part at a time is held, the rest on disk
         (:class:`memstrata.store.history_parts.PartSpool`) until given. Nothing for a
         record not visible; through a caller, only the versions :meth:`histories` shows."""
         ...

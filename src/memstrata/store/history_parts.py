@@ -5,10 +5,12 @@ The SQL stores keep a history as reverse deltas from the current row down
 (:mod:`memstrata.store.sqlite.history`), so its versions are made newest first; an export
 writes them oldest first. :class:`PartSpool` turns the one order into the other on disk:
 each part made (newest part first) is pickled into a temporary file, and read back last
-part first. The whole history is made inside one read of the store (one snapshot: a
-history rewritten meanwhile, by a purged reader's rewrite, is never mixed with the one
-read), and given out after that read has ended, so no read is held while the caller
-writes what it got.
+part first. The deltas are read in one read of the store (one snapshot: a history
+rewritten meanwhile, by a purged reader's rewrite, is never mixed with the one read) and
+spooled as they come; the versions are made from them after that read has ended
+(:func:`memstrata.store.sqlite.history.parts_of`) and given out after that, so a read is
+held only while the deltas are fetched (SQLite's commits that flush counters wait for its
+readers), never while the caller writes what it got.
 """
 
 from __future__ import annotations
@@ -49,6 +51,14 @@ class PartSpool(Generic[T]):
         if part:
             self._starts.append(self._file.tell())
             pickle.dump(list(part), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def in_order(self) -> Iterator[list[T]]:
+        """Every part added, in the order added."""
+        self._file.flush()
+        self._file.seek(0)
+        for _ in self._starts:
+            part: list[T] = pickle.load(self._file)  # noqa: S301 - our own file
+            yield part
 
     def oldest_first(self) -> Iterator[list[T]]:
         """Every part added, the last added first."""

@@ -37,13 +37,15 @@ import json
 import re
 import unicodedata
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...errors import ValidationError
 from ...records import MemoryRecord
+from ...scope import Scope
+from ..history_parts import PartSpool, readable_part
 from ..past_versions import check_past, history_key
 from .codec import COLUMNS, decode_record, encode_record
 
@@ -54,6 +56,7 @@ __all__ = [
     "Rewind",
     "decode_rows",
     "encode_delta",
+    "parts_of",
     "past_deltas",
     "reverse_delta",
     "versions_by_id",
@@ -401,6 +404,23 @@ class Rewind:
 def decode_rows(rows: Sequence[Sequence[Any]]) -> list[MemoryRecord]:
     """The records of :meth:`Rewind.page`'s rows."""
     return [decode_record(dict(zip(COLUMNS, row, strict=True))) for row in rows]
+
+
+def parts_of(
+    current: Any, deltas: PartSpool[tuple[int, bytes]], below: int, scope: Scope
+) -> Iterator[list[MemoryRecord]]:
+    """The versions below ``below`` of a record of a SQL store, oldest part first, as
+    ``scope`` may read them: made from its current row ``current`` (read by column name)
+    and its deltas ``(version, blob)`` spooled newest first, a page a part
+    (:class:`Rewind`); the parts' rows spooled, each
+    decoded when given."""
+    with PartSpool[tuple[Any, ...]]() as rows:
+        rewind = Rewind(current, below)
+        for page in deltas.in_order():
+            rows.add(rewind.page(page))
+        for made in rows.oldest_first():
+            if part := readable_part(decode_rows(made), scope):
+                yield part
 
 
 def past_deltas(

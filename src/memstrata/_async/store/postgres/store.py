@@ -64,7 +64,7 @@ from memstrata.scope import Scope
 from memstrata.store import fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
-from memstrata.store.history_parts import PartSpool, readable_part
+from memstrata.store.history_parts import PartSpool
 from memstrata.store.key_rows import KeyRow
 from memstrata.store.one_model import ModelPin
 from memstrata.store.past_versions import check_finished
@@ -96,9 +96,8 @@ from memstrata.store.sqlite.codec import (
 )
 from memstrata.store.sqlite.history import (
     COUNTERS,
-    Rewind,
-    decode_rows,
     encode_delta,
+    parts_of,
     reverse_delta,
     versions_by_id,
 )
@@ -1009,26 +1008,24 @@ class AsyncPostgresStore:
         self, scope: Scope, record_id: str, *, below: int, size: int
     ) -> AsyncIterator[builtins.list[MemoryRecord]]:
         size = max(1, size)
-        with PartSpool[tuple[Any, ...]]() as spool:
-            async with self._snapshot() as c:  # made whole, then given a part at a time
+        with PartSpool[tuple[int, bytes]]() as deltas:
+            async with self._snapshot() as c:  # held while the deltas are fetched
                 rows = await self._visible(c, scope, [record_id])
                 if not rows:
                     return
-                seq, after = rows[0]["seq"], int(rows[0]["version"])
-                rewind = Rewind(rows[0], below)
+                current, after = rows[0], int(rows[0]["version"])
                 while page := await (
                     await c.execute(
                         "SELECT version, delta FROM record_history WHERE seq = %s AND "
                         "version < %s ORDER BY version DESC LIMIT %s",
-                        (seq, after, size),
+                        (current["seq"], after, size),
                     )
                 ).fetchall():
-                    deltas = [(int(d["version"]), bytes(d["delta"])) for d in page]
-                    spool.add(rewind.page(deltas))
-                    after = deltas[-1][0]
-            for made in spool.oldest_first():
-                if part := readable_part(decode_rows(made), scope):
-                    yield part
+                    deltas.add([(int(d["version"]), bytes(d["delta"])) for d in page])
+                    after = int(page[-1]["version"])
+            for part in parts_of(current, deltas, below, scope):  # async-only
+                yield part  # async-only
+            # sync: yield from parts_of(current, deltas, below, scope)
 
     async def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
