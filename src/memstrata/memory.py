@@ -1358,7 +1358,8 @@ class Memory:
         (``Store.list_pages``), so a record that exists throughout is exported exactly once
         whatever is purged or added meanwhile. Each record's earlier versions are read a
         page at a time too (``Store.histories``, one read a page, or one per
-        ``HISTORY_PAGE`` versions). An error ends the iteration with no end line,
+        ``HISTORY_PAGE`` versions; a record with more, a part of ``HISTORY_PAGE`` at a
+        time: ``Store.history_parts``). An error ends the iteration with no end line,
         so what was produced reads as incomplete; bad arguments fail at the first chunk."""
         for text, _ in self._export_pages(
             scope, include_embeddings, include_deleted, include_history
@@ -1394,29 +1395,66 @@ class Memory:
         count = versions = 0
         for page in self._reads.list_pages(scope, flt, batch_size=EXPORT_PAGE):
             vectors = self._export_vectors(scope, page) if include_embeddings else None
-            past = self._export_past(scope, page) if include_history else None
             count += len(page)
-            versions += sum(map(len, past.values())) if past else 0
-            yield head + record_lines(page, vectors, past), len(page)
-            head = ""
+            if not include_history:
+                yield head + record_lines(page, vectors), len(page)
+                head = ""
+                continue
+            for text, records, past in self._export_runs(scope, page, vectors, head):
+                versions += past
+                yield text, records
+                head = ""
         yield head + end_line(count, versions if include_history else None), 0
 
-    def _export_past(
-        self, scope: Scope, page: Sequence[MemoryRecord]
-    ) -> dict[str, builtins.list[MemoryRecord]]:
-        """The earlier versions of a page's records, oldest first, by id: one
-        ``Store.histories`` read for those with a version above 1 (one per
-        ``HISTORY_PAGE`` versions). Only versions below the page's: a record updated since
-        the page was read is exported as the page has it, with the history it had then."""
-        from memstrata.portability import history_chunks
+    def _export_runs(
+        self,
+        scope: Scope,
+        page: Sequence[MemoryRecord],
+        vectors: Sequence[Vector] | None,
+        head: str,
+    ) -> Iterator[tuple[str, int, int]]:
+        """The lines of a page of an export with history, a run of records at a time
+        (``portability.history_runs``), each with its numbers of records and earlier
+        versions: a run's histories in one ``Store.histories`` read (of the records with a
+        version above 1), a record with more than ``HISTORY_PAGE`` earlier versions on its
+        own, its line and then its history a part at a time (``Store.history_parts``), so
+        an export holds a part of one record's history, not all of it. Only versions below
+        the page's: a record updated since the page was read is exported as the page has
+        it, with the history it had then. ``head`` begins the first text (made with it,
+        so that no run's text is held twice)."""
+        from memstrata import portability
 
+        at = 0
+        for run, long in portability.history_runs(page):
+            vecs = None if vectors is None else vectors[at : at + len(run)]
+            at += len(run)
+            if not long:
+                past = self._export_past(scope, run)
+                held = sum(map(len, past.values()))
+                yield head + portability.record_lines(run, vecs, past), len(run), held
+                head = ""
+                continue
+            yield head + portability.record_lines(run, vecs), 1, 0
+            head = ""
+            rec = run[0]
+            for part in self._reads.history_parts(
+                scope, rec.id, below=rec.version, size=portability.HISTORY_PAGE
+            ):
+                yield portability.past_lines(part), 0, len(part)
+
+    def _export_past(
+        self, scope: Scope, run: Sequence[MemoryRecord]
+    ) -> dict[str, builtins.list[MemoryRecord]]:
+        """The earlier versions of a run's records, oldest first, by id, below the
+        records' versions: one ``Store.histories`` read of those with a version above 1,
+        none when none has."""
+        older = [r for r in run if r.version > 1]
+        found = self._reads.histories(scope, [r.id for r in older]) if older else {}
         past: dict[str, builtins.list[MemoryRecord]] = {}
-        for chunk in history_chunks(page):
-            found = self._reads.histories(scope, [r.id for r in chunk])
-            for rec in chunk:
-                older = [v for v in found.get(rec.id, ()) if v.version < rec.version]
-                if older:
-                    past[rec.id] = older
+        for rec in older:
+            kept = [v for v in found.get(rec.id, ()) if v.version < rec.version]
+            if kept:
+                past[rec.id] = kept
         return past
 
     def _export_vectors(self, scope: Scope, page: Sequence[MemoryRecord]) -> builtins.list[Vector]:

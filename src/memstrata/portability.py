@@ -81,7 +81,8 @@ __all__ = [
     "end_line",
     "failed_line",
     "header_line",
-    "history_chunks",
+    "history_runs",
+    "past_lines",
     "read_pages",
     "record_lines",
     "remap_page",
@@ -157,27 +158,38 @@ def record_lines(
         if vectors is not None:
             emb = base64.b64encode(np.asarray(vectors[i], dtype="<f4").tobytes()).decode("ascii")
         out.append(_line({"record": record_to_dict(rec), "embedding": emb}))
-        if past:
+        if past:  # the lines themselves: one copy of a history's text, joined once
             out += [_line({"past_version": record_to_dict(v)}) for v in past.get(rec.id, ())]
     return "".join(out)
 
 
-def history_chunks(records: Sequence[MemoryRecord]) -> Iterator[list[MemoryRecord]]:
-    """The records of an export's page that may have earlier versions (``version`` above
-    1), in runs whose versions add up to at most :data:`HISTORY_PAGE` (a record with more
-    on its own): one ``Store.histories`` read each, one a page for most users."""
-    run: list[MemoryRecord] = []
-    held = 0
-    for rec in records:
-        if rec.version <= 1:
-            continue
-        if run and held + rec.version - 1 > HISTORY_PAGE:
-            yield run
-            run, held = [], 0
-        run.append(rec)
-        held += rec.version - 1
-    if run:
-        yield run
+def past_lines(versions: Sequence[MemoryRecord]) -> str:
+    """A ``past_version`` line per earlier version (oldest first: after their record's
+    line, or after the part of its history before them)."""
+    return "".join(_line({"past_version": record_to_dict(v)}) for v in versions)
+
+
+def history_runs(records: Sequence[MemoryRecord]) -> Iterator[tuple[Sequence[MemoryRecord], bool]]:
+    """An export's page in runs, in order, each with whether it is long: records whose
+    earlier versions (``version`` - 1) add up to at most :data:`HISTORY_PAGE` (one
+    ``Store.histories`` read a run, one a page for most users), and each record with more
+    on its own, long (read a part at a time, ``Store.history_parts``: an export holds a
+    part of its history, not all of it)."""
+    start = held = 0
+    for i, rec in enumerate(records):
+        past = rec.version - 1
+        if past > HISTORY_PAGE:
+            if i > start:
+                yield records[start:i], False
+            yield records[i : i + 1], True
+            start, held = i + 1, 0
+        elif held + past > HISTORY_PAGE:
+            yield records[start:i], False
+            start, held = i, past
+        else:
+            held += past
+    if start < len(records):
+        yield records[start:], False
 
 
 def end_line(count: int, past_versions: int | None = None) -> str:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from memstrata import Memory
 from memstrata.cli.app import app
-from memstrata.portability import Continued, history_chunks, read_pages
+from memstrata.portability import Continued, history_runs, read_pages
 
 from .conftest import ALICE, USER, lines_of
 
@@ -59,8 +59,9 @@ def test_history_reads_are_runs_of_at_most_history_page_versions(
     with Memory("memory://", embedder="hashing", background=False) as mem:
         _user(mem, 5, {0: 2, 1: 1, 2: 5, 3: 1, 4: 1})
         page = mem.list(USER, limit=10, newest_first=False)
-    runs = [[r.version - 1 for r in run] for run in history_chunks(page)]
-    assert runs == [[2, 1], [5], [1, 1]]  # a record with more than 3 on its own
+    runs = [([r.version - 1 for r in run], long) for run, long in history_runs(page)]
+    # a record with more than 3 on its own, read in parts (exphist28)
+    assert runs == [([2, 1], False), ([5], True), ([1, 1], False)]
 
 
 def test_an_import_page_ends_at_history_page_past_versions(

@@ -72,12 +72,6 @@ def test_an_import_holds_a_chunk_of_a_long_history_not_all_of_it(
         assert versions[v - 1].tags == version_of(versions[-1], v).tags
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="left by imphist27: the export reads a record's history whole (Store.histories, "
-    "memory._export_past, portability.record_lines); bounding it needs a read of it newest "
-    "part first, spooled and written oldest part first",
-)
 def test_an_export_holds_a_chunk_of_a_long_history_not_all_of_it(
     tmp_path: Path, long_files: dict[int, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -56,7 +56,15 @@ T = TypeVar("T")
 
 # Methods whose sync result is a generator of batches: streamed, not returned whole.
 _STREAMS = frozenset(
-    {"scan", "list_pages", "dump_records", "dump_cache", "dump_jobs", "dump_audit"}
+    {
+        "scan",
+        "list_pages",
+        "history_parts",
+        "dump_records",
+        "dump_cache",
+        "dump_jobs",
+        "dump_audit",
+    }
 )
 # Unit-of-work methods that answer nothing: queued until a call that answers or the commit.
 _QUEUED = frozenset({"insert", "append_turns", "replace", "enqueue"})

@@ -155,6 +155,19 @@ class RecordStore(Protocol):
         (:func:`~memstrata.store.types.readable_versions`)."""
         ...
 
+    def history_parts(
+        self, scope: Scope, record_id: str, *, below: int, size: int
+    ) -> Iterator[list[MemoryRecord]]:
+        """The earlier versions of the record visible in ``scope`` whose version is below
+        ``below`` (never its current one), oldest first, in lists of at most ``size``:
+        what :meth:`histories` gives of one record, without holding it whole (an export of
+        a record with more than ``portability.HISTORY_PAGE`` versions). One read of the
+        store (a snapshot) fetches them (the SQL stores' deltas, made into versions once it
+        has ended); a part at a time is held, the rest on disk
+        (:class:`memstrata.store.history_parts.PartSpool`) until given. Nothing for a
+        record not visible; through a caller, only the versions :meth:`histories` shows."""
+        ...
+
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
     ) -> list[str]:

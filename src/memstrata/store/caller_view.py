@@ -37,6 +37,7 @@ VIEWED = frozenset(
         "get_many",
         "histories",
         "history",
+        "history_parts",
         "list",
         "list_after",
         "list_many",
@@ -165,6 +166,13 @@ class CallerViewStore:
             return found
         shown = self._shown(scope, [r for r, _ in found])
         return [(r, s) for r, (_, s) in zip(shown, found, strict=True)]
+
+    # --- exphist28: a long history read in parts (an export) ---------------------------------
+    def history_parts(
+        self, scope: Scope, record_id: str, *, below: int, size: int
+    ) -> Iterator[builtins.list[MemoryRecord]]:
+        for part in self.viewed.history_parts(scope, record_id, below=below, size=size):
+            yield self._shown(scope, part)
 
     def _views_of(self, views: Any) -> Any:
         def viewed(scope: Scope, ids: Sequence[str]) -> dict[str, RecordView]:

@@ -39,6 +39,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
+from .history_parts import readable_part
 from .key_rows import KeyRow
 from .one_model import MODEL_KEY
 from .past_versions import check_finished, check_past, history_key, newer_of
@@ -383,6 +384,22 @@ class InMemoryStore:
             entries = {i: self._visible(scope, i) for i in dict.fromkeys(ids)}
             found = {i: [*e.history, e.record] for i, e in entries.items() if e is not None}
         return readable_versions(found, scope)
+
+    def history_parts(
+        self, scope: Scope, record_id: str, *, below: int, size: int
+    ) -> Iterator[list[MemoryRecord]]:
+        size = max(1, size)
+        with self._lock:
+            entry = self._visible(scope, record_id)
+            # the list as it is now (a snapshot, as the SQL stores' one read): an update
+            # appends to it after these, a purged reader's rewrite or an undo replaces it
+            past = entry.history if entry is not None else []
+            held = len(past)
+        for start in range(0, held, size):
+            with self._lock:
+                part = [v for v in past[start : min(start + size, held)] if v.version < below]
+            if part := readable_part(part, scope):
+                yield part
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime

@@ -35,6 +35,7 @@ VIEWED = frozenset(
         "get_many",
         "histories",
         "history",
+        "history_parts",
         "list",
         "list_after",
         "list_many",
@@ -169,6 +170,13 @@ class AsyncCallerViewStore:
             return found
         shown = await self._shown(scope, [r for r, _ in found])
         return [(r, s) for r, (_, s) in zip(shown, found, strict=True)]
+
+    # --- exphist28: a long history read in parts (an export) ---------------------------------
+    async def history_parts(
+        self, scope: Scope, record_id: str, *, below: int, size: int
+    ) -> AsyncIterator[builtins.list[MemoryRecord]]:
+        async for part in self.viewed.history_parts(scope, record_id, below=below, size=size):
+            yield await self._shown(scope, part)
 
     def _views_of(self, views: Any) -> Any:
         async def viewed(scope: Scope, ids: Sequence[str]) -> dict[str, RecordView]:

@@ -51,6 +51,7 @@ from ..base import (
     Vector,
 )
 from ..compaction import CompactReport
+from ..history_parts import PartSpool
 from ..key_rows import KeyRow
 from ..past_versions import check_finished
 from ..types import (
@@ -82,7 +83,7 @@ from .codec import (
 )
 from .failures import BUSY_TIMEOUT_S as _BUSY_TIMEOUT_S
 from .failures import duplicate, failure, operator_needed, transient
-from .history import COUNTERS, encode_delta, reverse_delta, versions_by_id
+from .history import COUNTERS, encode_delta, parts_of, reverse_delta, versions_by_id
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
 from .where import (
@@ -877,6 +878,25 @@ class SQLiteStore:
                     vals,
                 ).fetchall()
         return readable_versions(versions_by_id(rows, deltas, ids, self._dec), scope)
+
+    def history_parts(
+        self, scope: Scope, record_id: str, *, below: int, size: int
+    ) -> Iterator[list[MemoryRecord]]:
+        size = max(1, size)
+        with PartSpool[tuple[int, bytes]]() as deltas:
+            with self._read() as c:  # one snapshot, held while the deltas are fetched
+                rows = self._visible(c, scope, [record_id], f"seq, {_COLS}")
+                if not rows:
+                    return
+                current, after = rows[0], int(rows[0]["version"])
+                while page := c.execute(
+                    "SELECT version, delta FROM record_history WHERE seq = ? AND version < ? "
+                    "ORDER BY version DESC LIMIT ?",
+                    (int(current["seq"]), after, size),
+                ).fetchall():
+                    deltas.add([(int(v), bytes(b)) for v, b in page])
+                    after = int(page[-1][0])
+            yield from parts_of(current, deltas, below, scope)
 
     def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime

@@ -65,6 +65,7 @@ from memstrata.scope import Scope
 from memstrata.store import fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
+from memstrata.store.history_parts import PartSpool
 from memstrata.store.key_rows import KeyRow
 from memstrata.store.one_model import ModelPin
 from memstrata.store.past_versions import check_finished
@@ -97,6 +98,7 @@ from memstrata.store.sqlite.codec import (
 from memstrata.store.sqlite.history import (
     COUNTERS,
     encode_delta,
+    parts_of,
     reverse_delta,
     versions_by_id,
 )
@@ -1002,6 +1004,29 @@ class AsyncPostgresStore:
             )
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
         return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
+
+    async def history_parts(
+        self, scope: Scope, record_id: str, *, below: int, size: int
+    ) -> AsyncIterator[builtins.list[MemoryRecord]]:
+        size = max(1, size)
+        with PartSpool[tuple[int, bytes]]() as deltas:
+            async with self._snapshot() as c:  # held while the deltas are fetched
+                rows = await self._visible(c, scope, [record_id])
+                if not rows:
+                    return
+                current, after = rows[0], int(rows[0]["version"])
+                while page := await (
+                    await c.execute(
+                        "SELECT version, delta FROM record_history WHERE seq = %s AND "
+                        "version < %s ORDER BY version DESC LIMIT %s",
+                        (current["seq"], after, size),
+                    )
+                ).fetchall():
+                    deltas.add([(int(d["version"]), bytes(d["delta"])) for d in page])
+                    after = int(page[-1]["version"])
+            for part in parts_of(current, deltas, below, scope):  # async-only
+                yield part  # async-only
+            # sync: yield from parts_of(current, deltas, below, scope)
 
     async def set_status(
         self, scope: Scope, ids: Sequence[str], status: RecordStatus, at: datetime
