@@ -236,8 +236,10 @@ def _loads(line: str) -> Any:
 
 
 def _header(line: str) -> dict[str, Any]:
+    # an export saved again by an editor that writes a UTF-8 byte-order mark (Notepad,
+    # PowerShell's Out-File) is still an export: the mark is dropped as utf-8-sig does
     try:
-        head = _loads(line)
+        head = _loads(line.removeprefix("\ufeff"))
     except ImportFormatError as exc:  # a key twice
         raise ImportFormatError(f"line 1: {exc}") from None
     except (ValueError, RecursionError):

@@ -3,20 +3,22 @@ PowerShell's ``Out-File``) is refused with "line 1 is not a memstrata export hea
 with `memstrata export` first": nothing is written, but the advice is wrong (the file is an
 export) and the mark is not named (session 28's audit).
 
-Left to exphist28 (``portability.py`` is theirs this session): the fix is in
-``portability.py``'s header check: skip a leading U+FEFF (as ``utf-8-sig`` does), or say
-that line 1 starts with a byte-order mark and how to drop it."""
+Fixed by the lead after exphist28 (``portability.py``'s header check skips a leading
+U+FEFF, as ``utf-8-sig`` does); over HTTP and from the CLI too."""
 
 from __future__ import annotations
 
+import codecs
 import io
+import json
+from pathlib import Path
 
-import pytest
+from typer.testing import CliRunner
 
 from memstrata import ImportFormatError, Memory, Scope
+from memstrata.cli.app import app
 
 
-@pytest.mark.xfail(strict=True, reason="portability.py (exphist28): a BOM before the header")
 def test_an_export_with_a_bom_imports_or_names_the_bom() -> None:
     with Memory("memory://", embedder="hashing", background=False) as src:
         src.add(Scope("t", "u"), "a note")
@@ -29,3 +31,18 @@ def test_an_export_with_a_bom_imports_or_names_the_bom() -> None:
             assert "byte-order mark" in str(exc) or "BOM" in str(exc), str(exc)
         else:
             assert report.imported == 1
+
+
+def test_the_cli_imports_an_export_saved_with_a_bom(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'bom.db'}"
+    base = ["--db", db, "--tenant", "acme", "--user", "alice", "--embedder", "hashing"]
+    with Memory("memory://", embedder="hashing", background=False) as src:
+        src.add(Scope("acme", "alice"), "a note saved again by Notepad")
+        out = io.StringIO()
+        src.export_records(Scope("acme", "alice"), out)
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(codecs.BOM_UTF8 + out.getvalue().encode("utf-8"))
+    res = CliRunner().invoke(app, [*base, "import", str(path)])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, [*base, "stats", "--json"])
+    assert json.loads(res.stdout)["records"] == 1
