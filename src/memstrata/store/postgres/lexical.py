@@ -30,9 +30,19 @@ from typing import Any
 
 import psycopg
 
-from memstrata.store import fts5
+from memstrata.records import RecordType
+from memstrata.store import caller_bm25, fts5
 
-__all__ = ["COPY_FROM", "SLOTS", "Doc", "index", "search_rows", "unindex", "unindex_scope"]
+__all__ = [
+    "COPY_FROM",
+    "SLOTS",
+    "Doc",
+    "caller_rows",
+    "index",
+    "search_rows",
+    "unindex",
+    "unindex_scope",
+]
 
 Doc = tuple[int, str, str, Sequence[str]]  # (seq, tenant, scope_tok, tokens)
 
@@ -364,3 +374,49 @@ def _search_phrases(
     scored.sort(key=lambda s: (s[0], s[1]))
     out = [s[2] for s in scored]
     return out if limit is None else out[:limit]
+
+
+def caller_rows(
+    conn: psycopg.Connection[Any],
+    terms: Sequence[str],
+    readable: tuple[str, Sequence[Any]],
+    where: tuple[str, Sequence[Any]],
+    *,
+    columns: str,
+) -> list[dict[str, Any]]:
+    """A caller's matches of ``terms`` (``columns`` of each plus ``score``), best first,
+    ties by insertion: scored (:mod:`memstrata.store.caller_bm25`) with the statistics of
+    the records ``readable`` admits (the caller's rule over the owner's records), kept if
+    ``where`` admits them too (the scope's other parts and the SQL filters). One read of the
+    readable records' tokens, one of the kept matches' ``columns``; the tenant's statistics
+    and the owner's other records are not read."""
+    if not any(fts5.query_phrases(terms)):
+        return []
+    rows = (
+        conn.execute(
+            f"SELECT r.seq, r.lex_len, r.lex_tokens, ({where[0]}) AS ok, "
+            f"CASE WHEN r.type = '{RecordType.MESSAGE.value}' THEN r.raw END AS own "
+            f"FROM records r WHERE {readable[0]} ORDER BY r.seq",
+            [*where[1], *readable[1]],
+        )
+    ).fetchall()
+    docs = [
+        (int(r["seq"]), int(r["lex_len"]), list(r["lex_tokens"]))
+        if r["own"] is None
+        else caller_bm25.own_doc(int(r["seq"]), str(r["own"]))
+        for r in rows
+    ]
+    kept = {int(r["seq"]) for r in rows if r["ok"]}
+    hits = [(seq, score) for seq, score in caller_bm25.rank(docs, terms) if seq in kept]
+    if not hits:
+        return []
+    found = {
+        int(r["seq"]): r
+        for r in (
+            conn.execute(
+                f"SELECT {columns}, r.seq FROM records r WHERE r.seq = ANY(%s)",
+                ([seq for seq, _ in hits],),
+            )
+        ).fetchall()
+    }
+    return [{**found[seq], "score": score} for seq, score in hits if seq in found]

@@ -1504,6 +1504,20 @@ class PostgresStore:
         python = needs_python(filters)
         # reads no counter or cache entry: need not wait for the writes behind a search
         with self._autocommit(wait=False) as c:
+            if scope.caller is not None:  # scored over what the caller reads (caller_bm25)
+                rows = lexical.caller_rows(
+                    c,
+                    terms,
+                    scope_sql(scope.user_scope, "r."),
+                    (f"{sw} AND {fw}", [*sa, *fa]),
+                    columns="r.id" if not python else "r.*",
+                )
+                out = [
+                    Candidate(r["id"], float(r["score"]))
+                    for r in rows
+                    if not python or filters.matches(decode_record(r))
+                ]
+                return out[:k]
             rows = lexical.search_rows(
                 c,
                 scope.tenant,

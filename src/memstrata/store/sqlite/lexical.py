@@ -35,12 +35,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from memstrata.store import fts5
+from memstrata.records import RecordType
+from memstrata.store import caller_bm25, fts5
 
 from .codec import scope_token
 
 __all__ = [
     "Doc",
+    "caller_ranked",
     "document_tokens",
     "index",
     "indexed_terms",
@@ -423,3 +425,33 @@ def ranked(
         if len(out) >= k or len(hits) < n:
             return out[:k]
         n *= 8
+
+
+def caller_ranked(
+    conn: sqlite3.Connection,
+    terms: Sequence[str],
+    readable: tuple[str, Sequence[Any]],
+    where: tuple[str, Sequence[Any]],
+) -> list[tuple[int, str, float]]:
+    """A caller's matches of ``terms`` (:mod:`memstrata.store.caller_bm25`), as
+    ``(seq, id, score)``, best first and ties by insertion: scored with the statistics of
+    the records ``readable`` admits (over ``records r``: the caller's rule over the owner's
+    records), kept if ``where`` admits them too (the scope's other parts and the filters).
+    One read of the readable records' indexed terms; nothing of the tenant's statistics or
+    of the owner's other records is read."""
+    if not any(fts5.query_phrases(terms)):
+        return []
+    rows = conn.execute(
+        f"SELECT r.seq, r.id, d.len, d.terms, ({where[0]}), "
+        f"CASE WHEN r.type = '{RecordType.MESSAGE.value}' THEN r.raw END FROM records r "
+        f"JOIN lex_docs d ON d.seq = r.seq WHERE {readable[0]} ORDER BY r.seq",
+        [*where[1], *readable[1]],
+    ).fetchall()
+    docs = [
+        (int(seq), int(length), document_tokens(text))
+        if own is None
+        else caller_bm25.own_doc(int(seq), str(own))
+        for seq, _, length, text, _, own in rows
+    ]
+    kept = {int(seq): str(rid) for seq, rid, _, _, ok, _ in rows if ok}
+    return [(seq, kept[seq], score) for seq, score in caller_bm25.rank(docs, terms) if seq in kept]
