@@ -96,3 +96,25 @@ def test_async_caller_scores_hold_no_unshared_words(url: str) -> None:
             assert [rid for rid, _ in seen] == [r.id for r in recs]
 
     asyncio.run(run())
+
+
+def test_every_way_of_sharing_is_searched(mem: Memory) -> None:
+    """A caller's lexical search reads what is shared by name, by role and publicly, and
+    not what was shared once and unshared since, nor a deleted record."""
+    named = _shared(mem, "alpha by name")
+    public = mem.add(BOB, "alpha for everyone")
+    mem.set_access(BOB, public.id, visibility="public")
+    role = mem.add(BOB, "alpha for editors")
+    mem.set_access(BOB, role.id, visibility="shared", allowed_roles=["editor"])
+    was = _shared(mem, "alpha once shared")
+    mem.set_access(BOB, was, visibility="shared", allowed_users=[])
+    gone = _shared(mem, "alpha deleted")
+    mem.delete(BOB, gone)
+    mem.add(BOB, "alpha private")
+
+    def found(scope: Scope) -> set[str]:
+        return {h.record.id for h in mem.search(scope, "alpha", mode="lexical")}
+
+    assert found(CAROL) == {named, public.id}
+    assert found(BOB.as_caller("carol", {"editor"})) == {named, public.id, role.id}
+    assert found(BOB.as_caller("erin", {"editor"})) == {public.id, role.id}

@@ -1507,6 +1507,7 @@ class PostgresStore:
             if scope.caller is not None:  # scored over what the caller reads (caller_bm25)
                 rows = lexical.caller_rows(
                     c,
+                    scope,
                     terms,
                     scope_sql(scope.user_scope, "r."),
                     (f"{sw} AND {fw}", [*sa, *fa]),

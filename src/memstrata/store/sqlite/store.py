@@ -1658,7 +1658,7 @@ class SQLiteStore:
         readable part of the owner's memory: ``user_scope``), not the tenant's statistics
         (:mod:`memstrata.store.caller_bm25`)."""
         with self._read() as c:
-            hits = lexical.caller_ranked(c, terms, scope_sql(scope.user_scope, "r."), where)
+            hits = lexical.caller_ranked(c, scope, terms, scope_sql(scope.user_scope, "r."), where)
             if not needs_python(filters):
                 return [Candidate(rid, score) for _, rid, score in hits[:k]]
             out: list[Candidate] = []

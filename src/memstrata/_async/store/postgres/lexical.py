@@ -29,6 +29,7 @@ from typing import Any
 import psycopg
 
 from memstrata.records import RecordType
+from memstrata.scope import Scope
 from memstrata.store import caller_bm25, fts5
 
 __all__ = [
@@ -382,8 +383,24 @@ async def _search_phrases(
     return out if limit is None else out[:limit]
 
 
+# The records a caller may read, a superset then checked by the caller's rule: those the
+# index of readers names the caller for (``record_readers``, store/purged_reader.py: its
+# trigger adds every current row's readers) and the owner's public records and, for a
+# caller with roles, those whose access lists roles (no JSON parsed for the others).
+_READABLE = (
+    "WITH c AS (SELECT r.seq FROM record_readers rr JOIN records r ON r.tenant = rr.tenant "
+    'AND r."user" = rr."user" AND r.id = rr.id WHERE rr.tenant = %s AND rr.reader = %s AND '
+    'rr."user" = %s UNION SELECT r.seq FROM records r WHERE r.tenant = %s AND r."user" = %s '
+    "AND (r.visibility = 'public' OR (%s AND strpos(r.access, '\"allowed_roles\":[]') = 0))) "
+    "SELECT r.seq, r.lex_len, r.lex_tokens, ({where}) AS ok, CASE WHEN r.type = '{message}' "
+    "THEN r.raw END AS own FROM c JOIN records r ON r.seq = c.seq WHERE {readable} "
+    "ORDER BY r.seq"
+)
+
+
 async def caller_rows(
     conn: psycopg.AsyncConnection[Any],
+    scope: Scope,
     terms: Sequence[str],
     readable: tuple[str, Sequence[Any]],
     where: tuple[str, Sequence[Any]],
@@ -398,14 +415,9 @@ async def caller_rows(
     and the owner's other records are not read."""
     if not any(fts5.query_phrases(terms)):
         return []
-    rows = await (
-        await conn.execute(
-            f"SELECT r.seq, r.lex_len, r.lex_tokens, ({where[0]}) AS ok, "
-            f"CASE WHEN r.type = '{RecordType.MESSAGE.value}' THEN r.raw END AS own "
-            f"FROM records r WHERE {readable[0]} ORDER BY r.seq",
-            [*where[1], *readable[1]],
-        )
-    ).fetchall()
+    sql = _READABLE.format(where=where[0], readable=readable[0], message=RecordType.MESSAGE.value)
+    first = [scope.tenant, scope.caller, scope.user, scope.tenant, scope.user, bool(scope.roles)]
+    rows = await (await conn.execute(sql, [*first, *where[1], *readable[1]])).fetchall()
     docs = [
         (int(r["seq"]), int(r["lex_len"]), list(r["lex_tokens"]))
         if r["own"] is None

@@ -1537,6 +1537,7 @@ class AsyncPostgresStore:
             if scope.caller is not None:  # scored over what the caller reads (caller_bm25)
                 rows = await lexical.caller_rows(
                     c,
+                    scope,
                     terms,
                     scope_sql(scope.user_scope, "r."),
                     (f"{sw} AND {fw}", [*sa, *fa]),
