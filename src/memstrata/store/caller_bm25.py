@@ -11,13 +11,18 @@ may read all of a one-user tenant's records gets the owner's scores bit for bit.
 
 ``docs`` are ``(key, length, tokens)`` in insertion order: ``length`` is the row's length
 as the stores keep it (its tokens plus the scope token), ``tokens`` its document tokens
-(:func:`fts5.document_tokens`). The cost is one pass over ``docs``, which the stores read
-from the records shared with the caller only.
+(:func:`fts5.document_tokens`). The SQL stores pass the readable records holding a token of
+the query only, with the row count and total length of every readable record (``stats``):
+a search reads the readable records' lengths, the owner's postings of the query's tokens
+and the terms of the readable ones among them, so its cost follows what is shared and the
+query's matches, not the owner's whole memory.
 
 A message is indexed under the words of the question before it as well
 (:mod:`memstrata.search.reply_terms`), and that question may not be shared: through a
-caller a message counts by its own words only (:func:`own_doc`), so neither the
-statistics nor its score hold a word of an unshared question.
+caller a message counts by its own words only (:func:`own_doc`), so neither the rows
+holding a word nor its score hold a word of an unshared question. (The mean length still
+counts a reply's indexed length, question words included: one number over every shared
+reply, left.)
 """
 
 from __future__ import annotations
@@ -42,15 +47,21 @@ def own_doc(key: K, text: str) -> tuple[K, int, list[str]]:
 
 
 def rank(
-    docs: Sequence[tuple[K, int, Sequence[str]]], terms: Sequence[str]
+    docs: Sequence[tuple[K, int, Sequence[str]]],
+    terms: Sequence[str],
+    stats: tuple[int, int] | None = None,
 ) -> list[tuple[K, float]]:
     """Every doc matching a phrase of ``terms``, as ``(key, score)``, best first and ties
-    in ``docs`` order."""
+    in ``docs`` order. ``stats``: ``(rows, total length)`` of every readable record when
+    ``docs`` hold only those holding a token of the query (every doc a phrase matches is
+    among them, so the phrases' row counts are whole); ``None``: ``docs`` are all of them."""
     phrases = fts5.query_phrases(terms)
     if not docs or not any(phrases):
         return []
-    rows = len(docs)
-    avgdl = sum(length for _, length, _ in docs) / rows
+    rows, total = stats if stats is not None else (len(docs), sum(n for _, n, _ in docs))
+    if rows <= 0:
+        return []
+    avgdl = total / rows
     freqs: list[list[int]] = []
     hits = [0] * len(phrases)
     for _, _, tokens in docs:

@@ -1611,11 +1611,14 @@ class SQLiteStore:
     ) -> list[Candidate]:
         if k <= 0:
             return []
+        if scope.caller is not None:
+            # the caller's rule is the readable part's (caller_ranked); not evaluated twice
+            ow, oa = scope_sql(scope.as_caller(None), "r.")
+            fw, fa = filters_sql(filters, "r.")
+            return self._caller_lexical(scope, terms, k, filters, (f"{ow} AND {fw}", [*oa, *fa]))
         sw, sa = scope_sql(scope, "r.")
         fw, fa = filters_sql(filters, "r.")
         where, args = f"{sw} AND {fw}", [*sa, *fa]
-        if scope.caller is not None:
-            return self._caller_lexical(scope, terms, k, filters, (where, args))
         if not needs_python(filters):
             with self._read() as c:
                 return [
