@@ -1535,12 +1535,14 @@ class AsyncPostgresStore:
         # reads no counter or cache entry: need not wait for the writes behind a search
         async with self._autocommit(wait=False) as c:
             if scope.caller is not None:  # scored over what the caller reads (caller_bm25)
+                ow, oa = scope_sql(scope.as_caller(None), "r.")  # the rule is the readable's
                 rows = await lexical.caller_rows(
                     c,
                     scope,
+                    scope_token(scope.tenant, scope.user),
                     terms,
                     scope_sql(scope.user_scope, "r."),
-                    (f"{sw} AND {fw}", [*sa, *fa]),
+                    (f"{ow} AND {fw}", [*oa, *fa]),
                     columns="r.id" if not python else "r.*",
                 )
                 out = [
