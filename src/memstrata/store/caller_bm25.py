@@ -27,7 +27,6 @@ reply, left.)
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
@@ -65,9 +64,8 @@ def rank(
     freqs: list[list[int]] = []
     hits = [0] * len(phrases)
     for _, _, tokens in docs:
-        counts = Counter(tokens)
         row = [
-            0 if not p else counts[p[0]] if len(p) == 1 else fts5.phrase_count(tokens, p)
+            0 if not p else tokens.count(p[0]) if len(p) == 1 else fts5.phrase_count(tokens, p)
             for p in phrases
         ]
         for i, f in enumerate(row):
