@@ -60,3 +60,16 @@ def test_async_a_caller_sees_no_count_of_unshared_versions(url: str) -> None:
             assert (await mem.get(BOB, rec.id)).version == 3
 
     asyncio.run(run())
+
+
+def test_a_key_bound_to_another_user_sees_the_numbered_version(served) -> None:  # type: ignore[no-untyped-def]
+    mem: Memory = served.memory
+    rid = _edited_then_shared(mem)
+    c = served.client
+    h = served.h(served.keys.create("acme", user="carol").secret)
+    got = c.get(f"/v1/users/bob/memories/{rid}", headers=h)
+    assert got.status_code == 200 and got.json()["version"] == 2, got.text
+    history = c.get(f"/v1/users/bob/memories/{rid}/history", headers=h)
+    assert [v["version"] for v in history.json()["records"]] == [1, 2], history.text
+    owner = served.h(served.keys.create("acme", user="bob").secret)
+    assert c.get(f"/v1/users/bob/memories/{rid}", headers=owner).json()["version"] == 4
