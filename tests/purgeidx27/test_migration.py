@@ -72,6 +72,8 @@ def test_sqlite_store_of_schema_15(tmp_path: Path) -> None:
 
 
 _PG_UNDO = [
+    "DROP INDEX records_shared_wide",  # step 21 (caller28), undone first
+    "DELETE FROM schema_migrations WHERE version = 21",
     "DROP TRIGGER record_readers_insert ON records",
     "DROP TRIGGER record_readers_update ON records",
     "DROP FUNCTION record_readers_add()",
