@@ -46,7 +46,7 @@ def test_a_caller_reads_nothing_derived_from_unshared_records(mem: Memory) -> No
         assert "the shared ferry note" in shown and SECRET not in shown, shown
         assert [h.id for h in mem.search(carol.user_scope, QUERY, 50)] == [note]
         assert [r.id for r in mem.list(carol.user_scope, limit=1000)] == [note]
-        assert mem.list(carol, limit=1000) == ([] if scope.session else [mem.get(BOB, note)])
+        assert mem.list(carol, limit=1000) == ([] if scope.session else [mem.get(carol, note)])
         buf = io.StringIO()
         mem.export_records(carol, buf)
         reads = [

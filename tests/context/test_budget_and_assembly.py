@@ -171,7 +171,7 @@ class _Sources:
 
         return Standing(summaries=self._summaries[:summaries] if summaries is not None else [])
 
-    def embed_query(self, query):  # type: ignore[no-untyped-def]
+    def embed_query(self, scope, query):  # type: ignore[no-untyped-def]
         return None
 
     def facts(self, scope, vector, limit):  # type: ignore[no-untyped-def]

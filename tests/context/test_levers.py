@@ -59,7 +59,7 @@ class _Sources:
     def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing:
         return Standing()
 
-    def embed_query(self, query: str) -> Any:
+    def embed_query(self, scope: Scope, query: str) -> Any:
         self.embedded.append(query)
         return [1.0]
 

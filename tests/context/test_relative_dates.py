@@ -133,7 +133,7 @@ class _OneHit:
     def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing:
         return Standing()
 
-    def embed_query(self, query: str) -> list[float]:
+    def embed_query(self, scope: Scope, query: str) -> list[float]:
         return [1.0]
 
     def facts(self, scope: Scope, vector: object, limit: int) -> list[tuple[MemoryRecord, float]]:

@@ -59,7 +59,7 @@ class ContextSources(Protocol):
     """What each layer contributes; ``Memory`` implements it over its layer services."""
 
     def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing: ...
-    def embed_query(self, query: str) -> Vector: ...
+    def embed_query(self, scope: Scope, query: str) -> Vector: ...
     def facts(self, scope: Scope, vector: Vector, limit: int) -> list[MemoryRecord]: ...
     def relevant(
         self,
@@ -350,7 +350,7 @@ def _gather(
     """The search side: hits, hits in the period the question names, digests' and
     neighbours' turns, facts; stored into ``got``."""
     cfg = req.config
-    vector = sources.embed_query(query)
+    vector = sources.embed_query(req.scope, query)
     facts_job = (
         spawn(_POOL, sources.facts, user_scope, vector, req.facts_k)
         if cfg.facts == "similar"

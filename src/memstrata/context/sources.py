@@ -10,7 +10,6 @@ from memstrata.context.standing import Standing
 from memstrata.context.temporal import Period
 from memstrata.filters import Filters
 from memstrata.jobs import Job
-from memstrata.layers._build import query_vector
 from memstrata.layers.key_types import key_order
 from memstrata.layers.stack import CLUSTER_HITS, LayerStack
 from memstrata.layers.working import current_query
@@ -54,8 +53,12 @@ class LayerSources:
         self._search = search
         self._ranked = ranked
 
-    def embed_query(self, query: str) -> Vector:
-        return query_vector(self._layers.ctx, query)
+    def embed_query(self, scope: Scope, query: str) -> Vector:
+        """``query`` (already redacted) embedded among the cache entries of the one who
+        asks (``embedder/cache.py``: a user cannot time another's questions)."""
+        embedder = self._layers.ctx.embedder_for(scope)
+        vector: Vector = embedder.embed_batch([query], query=True)[0]
+        return vector
 
     def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing:
         """Key memory (``user_scope``), with a session the active task and the history

@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from ..text import content_hash
 from .checks import Matrix
 
-__all__ = ["LRUEmbeddingCache", "Vector", "cache_key"]
+__all__ = ["LRUEmbeddingCache", "Reader", "Vector", "cache_key"]
 
 Vector = Matrix  # a 1-D float32 row; npt does not distinguish ranks
+Reader = str | tuple[str, str]  # whose entries: "" (no one's) or (tenant, user)
 
 
 def cache_key(text: str, *, query: bool) -> str:
@@ -26,36 +27,38 @@ def cache_key(text: str, *, query: bool) -> str:
 
 
 class LRUEmbeddingCache:
-    """A bounded, thread-safe, in-memory map ``(model, key) -> vector``.
+    """A bounded, thread-safe, in-memory map ``(model, reader, key) -> vector``.
 
-    Its lock is held only while the map changes (never across I/O), so event-loop code may
-    use it as it is."""
+    ``reader`` names whose entries these are (``""``: no one's): an entry is found only by
+    the reader that put it, so a user cannot time whether another embedded a text (asked a
+    question, stored a passage). Its lock is held only while the map changes (never across
+    I/O), so event-loop code may use it as it is."""
 
     def __init__(self, max_entries: int = 10_000) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be at least 1, got {max_entries}")
         self._max = max_entries
-        self._data: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+        self._data: OrderedDict[tuple[str, Reader, str], Vector] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._data)
 
-    def get(self, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
+    def get(self, model_id: str, keys: Sequence[str], reader: Reader = "") -> dict[str, Vector]:
         found: dict[str, Vector] = {}
         with self._lock:
             for k in keys:
-                vec = self._data.get((model_id, k))
+                vec = self._data.get((model_id, reader, k))
                 if vec is not None:
-                    self._data.move_to_end((model_id, k))
+                    self._data.move_to_end((model_id, reader, k))
                     found[k] = vec
         return found
 
-    def put(self, model_id: str, vectors: Mapping[str, Vector]) -> None:
+    def put(self, model_id: str, vectors: Mapping[str, Vector], reader: Reader = "") -> None:
         with self._lock:
             for k, vec in vectors.items():
-                self._data[(model_id, k)] = vec
-                self._data.move_to_end((model_id, k))
+                self._data[(model_id, reader, k)] = vec
+                self._data.move_to_end((model_id, reader, k))
             while len(self._data) > self._max:
                 self._data.popitem(last=False)
 

@@ -80,8 +80,11 @@ def list_records(
 
 def query_vector(ctx: LayerContext, query: str, scope: Scope | None = None) -> Vector:
     """The embedding of a search query (asymmetric models embed queries differently);
-    with ``scope``, redacted by its tenant's PII policy before it reaches the embedder."""
+    with ``scope``, redacted by its tenant's PII policy before it reaches the embedder, and
+    cached among the entries of the one who asks (``embedder/cache.py``)."""
+    embedder = ctx.embedder
     if scope is not None:
         query = ctx.redact_query(scope, query)
-    vector: Vector = ctx.embedder.embed_batch([query], query=True)[0]
+        embedder = ctx.embedder_for(scope)
+    vector: Vector = embedder.embed_batch([query], query=True)[0]
     return vector

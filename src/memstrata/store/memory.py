@@ -115,11 +115,14 @@ class _Dense:
 
 @dataclass
 class _Lexical:
-    """A user's BM25 index, valid for one ``generation`` of that user's records."""
+    """A user's BM25 index, valid for one ``generation`` of that user's records, and the
+    index of what each caller may read of them (built at a caller's first search of that
+    generation; a purge of the user drops them all with this entry)."""
 
     generation: int
     ids: list[str]
-    index: Any  # bm25s.BM25; untyped library
+    index: Any  # bm25s.BM25 (untyped library); None until the owner searches
+    callers: dict[tuple[str, frozenset[str]], tuple[list[str], Any]] = field(default_factory=dict)
 
 
 def _key(r: MemoryRecord) -> tuple[str, str, str]:
@@ -129,6 +132,28 @@ def _key(r: MemoryRecord) -> tuple[str, str, str]:
 def _is(stored: object, value: str) -> bool:
     """``stored == value`` for a string ``value``, as ``Filters.matches`` compares them."""
     return isinstance(stored, str) and stored == value
+
+
+def _indexed(
+    entries: builtins.list[_Entry], *, own: bool = False
+) -> tuple[builtins.list[str], Any]:
+    """A bm25s index of ``entries``' terms and their ids, in the index's order. ``own``: a
+    message by its own text's terms, not those of the question it is also indexed under
+    (a caller's index, :mod:`memstrata.store.caller_bm25`)."""
+    import bm25s
+
+    from ..search.tokenize import tokenize
+
+    terms = [
+        tokenize(e.record.text) if own and e.record.type is RecordType.MESSAGE else list(e.terms)
+        for e in entries
+    ]
+    index = bm25s.BM25()
+    if not any(terms):  # bm25s divides by a 0 mean length
+        entries, terms = [], []
+    if entries:
+        index.index(terms, show_progress=False)
+    return [e.record.id for e in entries], index
 
 
 class InMemoryStore:
@@ -761,21 +786,34 @@ class InMemoryStore:
         return kept_records(found, rows, lambda r: r, keep, want)
 
     def _bm25(self, tenant: str, user: str) -> _Lexical:
-        import bm25s
-
         key = (tenant, user)
         generation = self._generation.get(key, 0)
         cached = self._lexical.get(key)
         if cached is None or cached.generation != generation:
-            entries = [e for e in self._entries.values() if (e.record.tenant, e.record.user) == key]
-            index = bm25s.BM25()
-            if not any(e.terms for e in entries):  # bm25s divides by a 0 mean length
-                entries = []
-            if entries:
-                index.index([list(e.terms) for e in entries], show_progress=False)
-            cached = _Lexical(generation, [e.record.id for e in entries], index)
+            cached = _Lexical(generation, [], None)
             self._lexical[key] = cached
+        if cached.index is None:
+            entries = [e for e in self._entries.values() if (e.record.tenant, e.record.user) == key]
+            cached.ids, cached.index = _indexed(entries)
         return cached
+
+    def _caller_bm25(self, scope: Scope) -> tuple[list[str], Any]:
+        """The BM25 index of what ``scope``'s caller may read of the owner's records (the
+        whole readable part: ``user_scope``): a caller's scores weigh a term by what the
+        caller reads, never by the owner's unshared records (session 28)."""
+        lex = self._lexical.get((scope.tenant, scope.user))
+        if lex is None or lex.generation != self._generation.get((scope.tenant, scope.user), 0):
+            lex = _Lexical(self._generation.get((scope.tenant, scope.user), 0), [], None)
+            self._lexical[scope.tenant, scope.user] = lex
+        who = (scope.caller or "", scope.roles)
+        found = lex.callers.get(who)
+        if found is None:
+            readable = scope.user_scope
+            found = _indexed(
+                [e for e in self._entries.values() if e.record.visible_in(readable)], own=True
+            )
+            lex.callers[who] = found
+        return found
 
     def lexical_search(
         self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
@@ -784,16 +822,20 @@ class InMemoryStore:
         if not query or k <= 0:
             return []
         with self._lock:
-            lex = self._bm25(scope.tenant, scope.user)
-            if not lex.ids:
+            if scope.caller is None:
+                lex = self._bm25(scope.tenant, scope.user)
+                ids, index = lex.ids, lex.index
+            else:
+                ids, index = self._caller_bm25(scope)
+            if not ids:
                 return []
-            known = [t for t in query if t in lex.index.vocab_dict]
+            known = [t for t in query if t in index.vocab_dict]
             if not known:
                 return []
-            scores = np.asarray(lex.index.get_scores(known), dtype=np.float64)
+            scores = np.asarray(index.get_scores(known), dtype=np.float64)
             hits: list[tuple[float, int, str]] = []
             for i in np.flatnonzero(scores > 0):
-                entry = self._entries[(scope.tenant, scope.user, lex.ids[i])]
+                entry = self._entries[(scope.tenant, scope.user, ids[i])]
                 if entry.record.visible_in(scope) and filters.matches(entry.record):
                     hits.append((-float(scores[i]), entry.seq, entry.record.id))
         hits.sort()

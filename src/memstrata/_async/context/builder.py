@@ -61,7 +61,7 @@ class AsyncContextSources(Protocol):
     async def standing(
         self, scope: Scope, user_scope: Scope, summaries: int | None
     ) -> Standing: ...
-    async def embed_query(self, query: str) -> Vector: ...
+    async def embed_query(self, scope: Scope, query: str) -> Vector: ...
     async def facts(self, scope: Scope, vector: Vector, limit: int) -> list[MemoryRecord]: ...
     async def relevant(
         self,
@@ -354,7 +354,7 @@ async def _gather(
     """The search side: hits, hits in the period the question names, digests' and
     neighbours' turns, facts; stored into ``got``."""
     cfg = req.config
-    vector = await sources.embed_query(query)
+    vector = await sources.embed_query(req.scope, query)
     facts_job = (
         spawn(_POOL, sources.facts, user_scope, vector, req.facts_k)
         if cfg.facts == "similar"

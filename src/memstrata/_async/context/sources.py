@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from memstrata._async.layers._build import query_vector
 from memstrata._async.layers.stack import CLUSTER_HITS, AsyncLayerStack
 from memstrata._async.layers.working import current_query
 from memstrata._async.layers.working import render as render_task
@@ -56,8 +55,12 @@ class AsyncLayerSources:
         self._search = search
         self._ranked = ranked
 
-    async def embed_query(self, query: str) -> Vector:
-        return await query_vector(self._layers.ctx, query)
+    async def embed_query(self, scope: Scope, query: str) -> Vector:
+        """``query`` (already redacted) embedded among the cache entries of the one who
+        asks (``embedder/cache.py``: a user cannot time another's questions)."""
+        embedder = self._layers.ctx.embedder_for(scope)
+        vector: Vector = (await embedder.embed_batch([query], query=True))[0]
+        return vector
 
     async def standing(self, scope: Scope, user_scope: Scope, summaries: int | None) -> Standing:
         """Key memory (``user_scope``), with a session the active task and the history

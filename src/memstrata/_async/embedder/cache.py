@@ -10,10 +10,18 @@ Two levels:
   every new question a user asks, and no vector of a question outlives the process (a
   repeated question within one is found in the LRU; a new one costs one embedding, which a
   miss in the durable cache cost anyway, after a read);
-- a bounded in-process LRU keyed by model and text hash only, shared by every call of one
-  :class:`AsyncCachedEmbedder` (scoped or not). It never reaches disk;
+- a bounded in-process LRU keyed by model, reader and text hash, shared by every call of
+  one :class:`AsyncCachedEmbedder`. It never reaches disk;
   :meth:`AsyncCachedEmbedder.forget` empties it (``Memory.purge`` does), so a purged user's
   texts do not linger in it either.
+
+Each user's entries are their own (session 28): a scoped call reads and fills the entries of
+the one who asks (``(tenant, caller or user)``), an unscoped call (a background pass) those
+of no one. Until then the LRU was keyed by text only: a user timing a search learnt whether
+anyone in the process had asked the same question (~10 ms of embedding against ~0.1), and a
+caller (another user reading what the owner shared) whether the owner had. A caller's calls
+never reach the durable cache either (it is the owner's: a caller's search wrote the owner's
+table, and its timing told which of the owner's texts were cached).
 
 ``cache_key`` and ``LRUEmbeddingCache`` are pure values of ``embedder.cache_types``,
 re-exported here.
@@ -31,7 +39,7 @@ import numpy as np
 
 from memstrata._async.embedder.base import AsyncEmbedder, Matrix, check_vectors
 from memstrata._async.embedder.batching import AsyncCoalescingEmbedder
-from memstrata.embedder.cache_types import LRUEmbeddingCache, Vector, cache_key
+from memstrata.embedder.cache_types import LRUEmbeddingCache, Reader, Vector, cache_key
 from memstrata.scope import Scope
 from memstrata.traces import keeps_words_of
 
@@ -60,8 +68,10 @@ class AsyncEmbeddingCache(Protocol):
 class AsyncCachedEmbedder:
     """Wraps an embedder so only texts missing from the caches reach it, in one call.
 
-    ``embed_batch`` uses the in-process LRU only; ``for_scope(scope).embed_batch`` also
-    uses the durable per-user cache (when one was given) for passages, never for queries.
+    ``embed_batch`` uses the in-process LRU only (the entries of no one);
+    ``for_scope(scope).embed_batch`` the LRU entries of the one who asks and, for the
+    owner's passages, the durable per-user cache (when one was given); never for queries
+    nor for a caller.
     """
 
     def __init__(
@@ -91,7 +101,8 @@ class AsyncCachedEmbedder:
         return self._inner.dims
 
     def for_scope(self, scope: Scope) -> AsyncScopedEmbedder:
-        """An embedder whose cache entries belong to ``scope``'s tenant and user."""
+        """An embedder whose cache entries are those of ``scope``'s reader (its caller, or its
+        user; a caller's never reach the durable cache)."""
         return AsyncScopedEmbedder(self, scope)
 
     def forget(self) -> None:
@@ -118,14 +129,16 @@ class AsyncCachedEmbedder:
             return np.zeros((0, dims), dtype=np.float32)
         keys = [cache_key(t, query=query) for t in items]
         unique = list(dict.fromkeys(keys))
-        found = self._lru.get(self.model_id, unique)
-        durable = self._durable if scope is not None and not query else None
+        reader: Reader = "" if scope is None else (scope.tenant, scope.caller or scope.user)
+        found = self._lru.get(self.model_id, unique, reader)
+        owner = scope is not None and scope.caller is None
+        durable = self._durable if owner and not query else None
         if durable is not None and scope is not None and len(found) < len(unique):
             stored = await durable.cached_vectors(
                 scope, self.model_id, [k for k in unique if k not in found]
             )
             if stored:
-                self._lru.put(self.model_id, stored)
+                self._lru.put(self.model_id, stored, reader)
                 found = {**found, **stored}
         missing: dict[str, str] = {}  # key -> first text with that key
         for key, text in zip(keys, items, strict=True):
@@ -137,14 +150,15 @@ class AsyncCachedEmbedder:
             new = {key: fresh[i] for i, key in enumerate(missing)}
             if durable is not None and scope is not None:
                 await durable.cache_vectors(scope, self.model_id, new)
-            self._lru.put(self.model_id, new)
+            self._lru.put(self.model_id, new, reader)
             found = {**found, **new}
         rows = [np.asarray(found[key], dtype=np.float32).reshape(-1) for key in keys]
         return check_vectors(np.stack(rows), len(items), dims, self.model_id)
 
 
 class AsyncScopedEmbedder:
-    """:class:`AsyncCachedEmbedder` bound to one user's durable cache entries."""
+    """:class:`AsyncCachedEmbedder` bound to the cache entries of the one ``scope`` names
+    (its caller, or its user)."""
 
     def __init__(self, parent: AsyncCachedEmbedder, scope: Scope) -> None:
         self._parent = parent

@@ -75,12 +75,50 @@ class AsyncCallerViewStore:
         return frozenset(own | {r.id for r in found})
 
     async def _shown(
-        self, scope: Scope, records: builtins.list[MemoryRecord]
+        self,
+        scope: Scope,
+        records: builtins.list[MemoryRecord],
+        shown: dict[str, builtins.list[int]] | None = None,
     ) -> builtins.list[MemoryRecord]:
         if scope.caller is None or not records:
             return records
         readable = await self._readable(scope, records)
-        return [caller_view(r, scope, readable) for r in records]
+        return await self._numbered(
+            scope, [caller_view(r, scope, readable) for r in records], shown
+        )
+
+    # --- versions (caller28) ------------------------------------------------------------
+    # A record's stored ``version`` counts every write of the owner, the ones the caller was
+    # not shown too (a private edit before the record was shared, between two shared
+    # versions): a caller seeing version 4 whose history holds 2 learnt of 2 unshared
+    # versions. A caller never writes (every write through a caller's scope is refused), so
+    # it needs no version for optimistic locking: it is shown the number of the version
+    # among those it may read (its history numbered 1, 2, ... oldest first; a record read
+    # anywhere else has the number of its version in that history).
+
+    async def _numbered(
+        self,
+        scope: Scope,
+        records: builtins.list[MemoryRecord],
+        shown: dict[str, builtins.list[int]] | None,
+    ) -> builtins.list[MemoryRecord]:
+        """``records`` (a caller's views) with each ``version`` counted among the stored
+        versions ``shown`` to the caller (by id; read with ``histories`` when not given,
+        for edited records only: a record of version 1 has one version, shown)."""
+        if shown is None:
+            edited = sorted({r.id for r in records if r.version > 1})
+            if not edited:
+                return records
+            found = await self.viewed.histories(scope.user_scope, edited)
+            shown = {rid: [v.version for v in vs] for rid, vs in found.items()}
+        return [
+            r
+            if r.version == 1
+            else replace(r, version=max(1, sum(v <= r.version for v in shown.get(r.id, ()))))
+            for r in records
+        ]
+
+    # --- reads --------------------------------------------------------------------------
 
     async def get(
         self, scope: Scope, record_id: str, *, include_deleted: bool = False
@@ -98,7 +136,8 @@ class AsyncCallerViewStore:
         return (await self._shown(scope, [found]))[0]
 
     async def history(self, scope: Scope, record_id: str) -> builtins.list[MemoryRecord]:
-        return await self._shown(scope, await self.viewed.history(scope, record_id))
+        found = await self.viewed.history(scope, record_id)
+        return await self._shown(scope, found, {record_id: [v.version for v in found]})
 
     async def histories(
         self, scope: Scope, ids: Sequence[str]
@@ -107,8 +146,11 @@ class AsyncCallerViewStore:
         if scope.caller is None:
             return found
         readable = await self._readable(scope, (v for vs in found.values() for v in vs))
+        shown = {rid: [v.version for v in versions] for rid, versions in found.items()}
         return {
-            rid: [caller_view(v, scope, readable) for v in versions]
+            rid: await self._numbered(
+                scope, [caller_view(v, scope, readable) for v in versions], shown
+            )
             for rid, versions in found.items()
         }
 

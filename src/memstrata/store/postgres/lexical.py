@@ -30,9 +30,20 @@ from typing import Any
 
 import psycopg
 
-from memstrata.store import fts5
+from memstrata.records import RecordType
+from memstrata.scope import Scope
+from memstrata.store import caller_bm25, fts5
 
-__all__ = ["COPY_FROM", "SLOTS", "Doc", "index", "search_rows", "unindex", "unindex_scope"]
+__all__ = [
+    "COPY_FROM",
+    "SLOTS",
+    "Doc",
+    "caller_rows",
+    "index",
+    "search_rows",
+    "unindex",
+    "unindex_scope",
+]
 
 Doc = tuple[int, str, str, Sequence[str]]  # (seq, tenant, scope_tok, tokens)
 
@@ -364,3 +375,102 @@ def _search_phrases(
     scored.sort(key=lambda s: (s[0], s[1]))
     out = [s[2] for s in scored]
     return out if limit is None else out[:limit]
+
+
+# What a caller may read, in two parts, each checked by the caller's rule (``{readable}``):
+# the records the index of readers names the caller for (``record_readers``,
+# store/purged_reader.py: its trigger adds every current row's readers), read whole, and the
+# owner's public records and, for a caller with roles, those whose access lists roles,
+# counted over the owner's rows without parsing their JSON and read only where the owner's
+# postings hold a word of the query. The first part leaves out what the second counts.
+# Written out (no parameter) so the planner proves it implies the predicate of the partial
+# index ``records_shared_wide`` (schema step 22).
+_PUBLIC = "r.visibility = 'public'"
+_WIDE = f"({_PUBLIC} OR strpos(r.access, '\"allowed_roles\":[]') = 0)"
+_DOC = (
+    "r.seq, r.lex_len, r.lex_tokens, CASE WHEN r.type = '{message}' THEN r.raw END AS own, "
+    "({where}) AS ok"
+)
+_NAMED = (
+    f"SELECT {_DOC} FROM record_readers rr JOIN records r ON r.tenant = rr.tenant AND "
+    'r."user" = rr."user" AND r.id = rr.id WHERE rr.tenant = %s AND rr.reader = %s AND '
+    'rr."user" = %s AND NOT {wide} AND {readable}'
+)
+_WIDE_STATS = (
+    "SELECT count(*) AS n, coalesce(sum(r.lex_len), 0) AS t FROM records r WHERE "
+    'r.tenant = %s AND r."user" = %s AND {wide} AND {readable}'
+)
+_WIDE_HOLDING = (
+    f"SELECT {_DOC} FROM records r WHERE r.seq IN (SELECT DISTINCT p.seq FROM lex_postings p "
+    "WHERE p.scope_tok = %s AND p.token = ANY(%s)) AND {wide} AND {readable}"
+)
+
+
+def caller_rows(
+    conn: psycopg.Connection[Any],
+    scope: Scope,
+    scope_tok: str,
+    terms: Sequence[str],
+    readable: tuple[str, Sequence[Any]],
+    where: tuple[str, Sequence[Any]],
+    *,
+    columns: str,
+) -> list[dict[str, Any]]:
+    """A caller's matches of ``terms`` (``columns`` of each plus ``score``), best first,
+    ties by insertion: scored (:mod:`memstrata.store.caller_bm25`) with the statistics of
+    the records ``readable`` admits (the caller's rule over the owner's records), kept if
+    ``where`` admits them too (the scope's other parts and the SQL filters). Reads what is
+    shared with the caller by name, the count and length of the public and role-shared
+    records and those of them the owner's postings (``scope_tok``) of the query's tokens
+    name (a message by its own text), then the kept matches' ``columns``; nothing of the
+    tenant's statistics nor of the owner's unshared records' tokens."""
+    phrases = [p for p in fts5.query_phrases(terms) if p]
+    if not phrases:
+        return []
+    fill = {
+        "message": RecordType.MESSAGE.value,
+        "where": where[0],
+        "readable": readable[0],
+        "wide": _WIDE if scope.roles else _PUBLIC,
+    }
+    rows = (
+        conn.execute(
+            _NAMED.format(**fill),
+            [*where[1], scope.tenant, scope.caller, scope.user, *readable[1]],
+        )
+    ).fetchall()
+    stats = [len(rows), sum(int(r["lex_len"]) for r in rows)]
+    wide = (
+        conn.execute(_WIDE_STATS.format(**fill), [scope.tenant, scope.user, *readable[1]])
+    ).fetchone()
+    if wide is not None and int(wide["n"]):
+        stats = [stats[0] + int(wide["n"]), stats[1] + int(wide["t"])]
+        tokens = sorted({t for p in phrases for t in p})
+        rows += (
+            conn.execute(
+                _WIDE_HOLDING.format(**fill),
+                [*where[1], scope_tok, tokens, *readable[1]],
+            )
+        ).fetchall()
+    rows.sort(key=lambda r: int(r["seq"]))
+    docs = [
+        (int(r["seq"]), int(r["lex_len"]), list(r["lex_tokens"]))
+        if r["own"] is None
+        else caller_bm25.own_doc(int(r["seq"]), str(r["own"]))
+        for r in rows
+    ]
+    kept = {int(r["seq"]) for r in rows if r["ok"]}
+    ranked = caller_bm25.rank(docs, terms, (stats[0], stats[1]))
+    hits = [(seq, score) for seq, score in ranked if seq in kept]
+    if not hits:
+        return []
+    found = {
+        int(r["seq"]): r
+        for r in (
+            conn.execute(
+                f"SELECT {columns}, r.seq FROM records r WHERE r.seq = ANY(%s)",
+                ([seq for seq, _ in hits],),
+            )
+        ).fetchall()
+    }
+    return [{**found[seq], "score": score} for seq, score in hits if seq in found]

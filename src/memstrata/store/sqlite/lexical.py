@@ -35,12 +35,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from memstrata.store import fts5
+from memstrata.records import RecordType
+from memstrata.scope import Scope
+from memstrata.store import caller_bm25, fts5
 
 from .codec import scope_token
 
 __all__ = [
     "Doc",
+    "caller_ranked",
     "document_tokens",
     "index",
     "indexed_terms",
@@ -423,3 +426,87 @@ def ranked(
         if len(out) >= k or len(hits) < n:
             return out[:k]
         n *= 8
+
+
+# What a caller may read, in two parts, each checked by the caller's rule (``{readable}``):
+# the records the index of readers names the caller for (``rr``, store/purged_reader.py:
+# every version written names its readers there), read whole, and the owner's public
+# records and, for a caller with roles, those whose access lists roles, counted by a scan
+# of the owner's rows that reads no JSON (SQLite has no index of visibility and the schema
+# no room for one) and read only where the owner's postings hold a word of the query. The
+# first part leaves out what the second counts.
+_WIDE = "(r.visibility = 'public' OR (? AND instr(r.access, '\"allowed_roles\":[]') = 0))"
+_DOC = "r.seq, r.id, d.len, d.terms, CASE WHEN r.type = '{message}' THEN r.raw END, ({where})"
+_NAMED = (
+    f"SELECT {_DOC} FROM rr JOIN records r ON r.tenant = rr.t AND r.user = rr.u AND "
+    "r.id = rr.i JOIN lex_docs d ON d.seq = r.seq WHERE rr.t = ? AND rr.r = ? AND rr.u = ? "
+    f"AND NOT {_WIDE} AND {{readable}}"
+)
+_WIDE_STATS = (
+    "SELECT count(*), coalesce(sum(d.len), 0) FROM records r JOIN lex_docs d ON "
+    f"d.seq = r.seq WHERE r.tenant = ? AND r.user = ? AND {_WIDE} AND {{readable}}"
+)
+_WIDE_HOLDING = (
+    f"SELECT {_DOC} FROM json_each(?) AS j CROSS JOIN records r ON r.seq = j.value "
+    f"JOIN lex_docs d ON d.seq = r.seq WHERE {_WIDE} AND {{readable}}"
+)
+
+
+def caller_ranked(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    terms: Sequence[str],
+    readable: tuple[str, Sequence[Any]],
+    where: tuple[str, Sequence[Any]],
+) -> list[tuple[int, str, float]]:
+    """A caller's matches of ``terms`` (:mod:`memstrata.store.caller_bm25`), as
+    ``(seq, id, score)``, best first and ties by insertion: scored with the statistics of
+    the records ``readable`` admits (over ``records r``: the caller's rule over the owner's
+    records), kept if ``where`` admits them too (the scope's other parts and the filters).
+    Reads what is shared with the caller by name, the count and length of the public and
+    role-shared records and those of them the owner's postings of the query's tokens name (a
+    message by its own text); nothing of the tenant's statistics nor of the owner's unshared
+    records' terms."""
+    phrases = [p for p in fts5.query_phrases(terms) if p]
+    if not phrases:
+        return []
+    roles = int(bool(scope.roles))
+    fill = {"message": RecordType.MESSAGE.value, "where": where[0], "readable": readable[0]}
+    rows = conn.execute(
+        _NAMED.format(**fill),
+        [*where[1], scope.tenant, scope.caller, scope.user, roles, *readable[1]],
+    ).fetchall()
+    stats = [len(rows), sum(int(r[2]) for r in rows)]
+    wide = [scope.tenant, scope.user, roles, *readable[1]]
+    count, total = conn.execute(_WIDE_STATS.format(**fill), wide).fetchone()
+    sid = scope_id(conn, scope.tenant, scope.user)
+    if count and sid is not None:
+        stats = [stats[0] + int(count), stats[1] + int(total)]
+        tokens = sorted({t for p in phrases for t in p})
+        holding = [
+            int(seq)
+            for (seq,) in conn.execute(
+                "SELECT DISTINCT seq FROM lex_postings WHERE scope = ? AND token IN "
+                f"({', '.join('?' * len(tokens))})",
+                [sid, *tokens],
+            )
+        ]
+        for chunk in _chunks(holding):
+            rows += conn.execute(
+                _WIDE_HOLDING.format(**fill), [*where[1], json.dumps(chunk), roles, *readable[1]]
+            ).fetchall()
+    docs: list[tuple[int, int, Sequence[str]]] = []
+    ids: dict[int, str] = {}
+    for seq, rid, length, text, raw, ok in sorted(rows, key=lambda r: int(r[0])):
+        if ok:
+            ids[int(seq)] = str(rid)
+        docs.append(
+            (int(seq), int(length), document_tokens(text))
+            if raw is None
+            else caller_bm25.own_doc(int(seq), str(raw))
+        )
+    return [
+        (seq, ids[seq], score)
+        for seq, score in caller_bm25.rank(docs, terms, (stats[0], stats[1]))
+        if seq in ids
+    ]

@@ -1718,6 +1718,11 @@ class SQLiteStore:
     ) -> list[Candidate]:
         if k <= 0:
             return []
+        if scope.caller is not None:
+            # the caller's rule is the readable part's (caller_ranked); not evaluated twice
+            ow, oa = scope_sql(scope.as_caller(None), "r.")
+            fw, fa = filters_sql(filters, "r.")
+            return self._caller_lexical(scope, terms, k, filters, (f"{ow} AND {fw}", [*oa, *fa]))
         sw, sa = scope_sql(scope, "r.")
         fw, fa = filters_sql(filters, "r.")
         where, args = f"{sw} AND {fw}", [*sa, *fa]
@@ -1750,6 +1755,40 @@ class SQLiteStore:
                         if len(out) == k:
                             return out
         return out
+
+    def _caller_lexical(
+        self,
+        scope: Scope,
+        terms: Sequence[str],
+        k: int,
+        filters: Filters,
+        where: tuple[str, list[Any]],
+    ) -> list[Candidate]:
+        """A caller's lexical search, scored over what the caller may read (the whole
+        readable part of the owner's memory: ``user_scope``), not the tenant's statistics
+        (:mod:`memstrata.store.caller_bm25`)."""
+        with self._read() as c:
+            hits = lexical.caller_ranked(c, scope, terms, scope_sql(scope.user_scope, "r."), where)
+            if not needs_python(filters):
+                return [Candidate(rid, score) for _, rid, score in hits[:k]]
+            out: list[Candidate] = []
+            for start in range(0, len(hits), 500):
+                block = hits[start : start + 500]
+                rows = {
+                    int(r["seq"]): r
+                    for r in c.execute(
+                        "SELECT r.* FROM json_each(?) AS hit CROSS JOIN records r "
+                        "ON r.seq = hit.value",
+                        [json.dumps([seq for seq, _, _ in block])],
+                    )
+                }
+                for seq, rid, score in block:
+                    row = rows.get(seq)
+                    if row is not None and filters.matches(decode_record(row)):
+                        out.append(Candidate(rid, score))
+                        if len(out) == k:
+                            return out
+            return out
 
     # --- embeddings -------------------------------------------------------------------------------
     def cached_vectors(self, scope: Scope, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:

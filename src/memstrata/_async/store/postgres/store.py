@@ -1623,6 +1623,23 @@ class AsyncPostgresStore:
         python = needs_python(filters)
         # reads no counter or cache entry: need not wait for the writes behind a search
         async with self._autocommit(wait=False) as c:
+            if scope.caller is not None:  # scored over what the caller reads (caller_bm25)
+                ow, oa = scope_sql(scope.as_caller(None), "r.")  # the rule is the readable's
+                rows = await lexical.caller_rows(
+                    c,
+                    scope,
+                    scope_token(scope.tenant, scope.user),
+                    terms,
+                    scope_sql(scope.user_scope, "r."),
+                    (f"{ow} AND {fw}", [*oa, *fa]),
+                    columns="r.id" if not python else "r.*",
+                )
+                out = [
+                    Candidate(r["id"], float(r["score"]))
+                    for r in rows
+                    if not python or filters.matches(decode_record(r))
+                ]
+                return out[:k]
             rows = await lexical.search_rows(
                 c,
                 scope.tenant,
