@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from memstrata._async.store.base import AsyncStore
+from memstrata.errors import NotFoundError
 from memstrata.filters import Filters
 from memstrata.records import MemoryRecord, caller_view, references
 from memstrata.scope import Scope
@@ -217,8 +218,33 @@ class AsyncCallerViewStore:
     async def history_parts(
         self, scope: Scope, record_id: str, *, below: int, size: int
     ) -> AsyncIterator[builtins.list[MemoryRecord]]:
-        async for part in self.viewed.history_parts(scope, record_id, below=below, size=size):
-            yield await self._shown(scope, part)
+        if scope.caller is None:
+            async for part in self.viewed.history_parts(scope, record_id, below=below, size=size):
+                yield part
+            return
+        # A caller's ``below`` is a version as the caller is shown it (numbered among the
+        # versions it may read, caller28's ``_numbered``): the stored versions below the
+        # current one come oldest first, so they are numbered as they come, a part at a
+        # time (``_shown`` would read the whole history again for each part).
+        try:
+            stored = await self.viewed.get(scope, record_id)
+        except NotFoundError:
+            return
+        number = 0
+        async for part in self.viewed.history_parts(
+            scope, record_id, below=stored.version, size=size
+        ):
+            readable = await self._readable(scope, part)
+            shown = []
+            for v in part:
+                number += 1
+                if number >= below:
+                    break
+                shown.append(replace(caller_view(v, scope, readable), version=number))
+            if shown:
+                yield shown
+            if number >= below:
+                return
 
     def _views_of(self, views: Any) -> Any:
         async def viewed(scope: Scope, ids: Sequence[str]) -> dict[str, RecordView]:
