@@ -391,7 +391,7 @@ def _merge_duplicates(
     )
     if len(pool) < 2:
         return
-    vectors = ctx.embedder.embed_batch([r.text for r in pool])
+    vectors = ctx.embedder_for(scope).embed_batch([r.text for r in pool])
     keep: list[int] = []
     threshold = ctx.config.dedup_cosine
     for i, rec in enumerate(pool):

@@ -394,7 +394,7 @@ async def _merge_duplicates(
     )
     if len(pool) < 2:
         return
-    vectors = await ctx.embedder.embed_batch([r.text for r in pool])
+    vectors = await ctx.embedder_for(scope).embed_batch([r.text for r in pool])
     keep: list[int] = []
     threshold = ctx.config.dedup_cosine
     for i, rec in enumerate(pool):
