@@ -7,6 +7,8 @@ starts, and one ``error:`` line from the CLI."""
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,18 @@ from memstrata import AsyncMemory, Memory, ValidationError
 from memstrata.cli.app import app
 
 BAD = [float("nan"), float("inf"), -1.0, 10.0**9, "1", True]
+
+
+@pytest.fixture(autouse=True)
+def _worker_log_handlers() -> Iterator[None]:
+    """The ``worker`` command puts its warnings on stderr with a handler it adds once per
+    process; taken off after each test here, or every later test of this process that logs
+    a worker warning prints it (tests/cli/test_quiet_retries.py)."""
+    worker = logging.getLogger("memstrata.worker")
+    kept = list(worker.handlers)
+    yield
+    for handler in [h for h in worker.handlers if h not in kept]:
+        worker.removeHandler(handler)
 
 
 @pytest.mark.parametrize("poll", BAD, ids=repr)
