@@ -55,6 +55,7 @@ from typing import IO, Any, Generic, TypeVar
 
 import numpy as np
 
+from . import json_keys
 from .codec import check_fields, record_from_dict, record_to_dict
 from .embedder.base import check_vectors
 from .errors import ImportFormatError, MemstrataError
@@ -214,25 +215,15 @@ LINE_FIELDS = frozenset(("record", "embedding"))
 PAST_FIELDS = frozenset(("past_version",))
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object of an export; a key given twice is refused (``json`` would keep the
-    last value and drop the first without a word)."""
-    d = dict(pairs)
-    if len(d) == len(pairs):
-        return d
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            raise ImportFormatError(
-                f"an object has the key {key!r} twice (JSON would keep only the last value): "
-                "keep the one you mean and import again; nothing was imported"
-            )
-        seen.add(key)
-    return d  # not reached: a shorter dict means a key came twice
-
-
 def _loads(line: str) -> Any:
-    return json.loads(line, object_pairs_hook=_object)
+    """A line's JSON; a key given twice is refused (``json`` would keep the last value and
+    drop the first without a word)."""
+    try:
+        return json_keys.loads(line)
+    except json_keys.DuplicateKeyError as exc:
+        raise ImportFormatError(
+            f"{exc}: keep the one you mean and import again; nothing was imported"
+        ) from None
 
 
 def _header(line: str) -> dict[str, Any]:

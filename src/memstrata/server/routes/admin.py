@@ -10,8 +10,9 @@ from ..auth import CallerDep, UserPath, require_admin
 from ..dto import JobOut, Jobs, LayersOut, RunReportOut, Stats, WhoAmI
 from ..errors import ERROR_RESPONSES, ApiError
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
-router = APIRouter(tags=["introspection"], responses=ERROR_RESPONSES)
+router = APIRouter(route_class=StrictJSONRoute, tags=["introspection"], responses=ERROR_RESPONSES)
 
 
 @router.get("/v1/whoami", response_model=WhoAmI, summary="The calling key's tenant and role")

@@ -9,8 +9,14 @@ from ..dto import EpisodeHitOut, EpisodeHits, FeedbackIn, RecallIn, RecordOut
 from ..errors import ERROR_RESPONSES, ApiError
 from ..paths import IdPath
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
-router = APIRouter(prefix="/v1/users/{user}/episodes", tags=["episodes"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}/episodes",
+    tags=["episodes"],
+    responses=ERROR_RESPONSES,
+)
 
 
 @router.post(

@@ -16,8 +16,14 @@ from ..dto import FactIn, FactQueryIn, FactUpsertOut, RecordOut, Records
 from ..errors import ERROR_RESPONSES, ApiError
 from ..paths import Decoded
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
-router = APIRouter(prefix="/v1/users/{user}/facts", tags=["facts"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}/facts",
+    tags=["facts"],
+    responses=ERROR_RESPONSES,
+)
 
 KeyPath = Annotated[str, Decoded, Path(min_length=1, max_length=256, description="The fact's key")]
 

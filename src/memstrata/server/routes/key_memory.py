@@ -9,9 +9,13 @@ from ..dto import KeyMemoryIn, KeyMemoryPatch, RecordOut, Records
 from ..errors import ERROR_RESPONSES
 from ..paths import IdPath
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
 router = APIRouter(
-    prefix="/v1/users/{user}/key-memory", tags=["key memory"], responses=ERROR_RESPONSES
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}/key-memory",
+    tags=["key memory"],
+    responses=ERROR_RESPONSES,
 )
 
 

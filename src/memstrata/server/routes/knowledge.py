@@ -10,9 +10,13 @@ from ..dto import DocumentOut, KnowledgeIn, RecordOut
 from ..errors import ERROR_RESPONSES, ApiError
 from ..paths import IdPath
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
 router = APIRouter(
-    prefix="/v1/users/{user}/knowledge", tags=["knowledge"], responses=ERROR_RESPONSES
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}/knowledge",
+    tags=["knowledge"],
+    responses=ERROR_RESPONSES,
 )
 
 

@@ -21,8 +21,14 @@ from ..dto import (
 )
 from ..errors import ERROR_RESPONSES
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
-router = APIRouter(prefix="/v1/users/{user}", tags=["maintenance"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}",
+    tags=["maintenance"],
+    responses=ERROR_RESPONSES,
+)
 
 
 @router.post(

@@ -15,8 +15,14 @@ from ..dto import AccessIn, MemoryIn, MemoryPatch, PurgeIn, PurgeOut, RecordList
 from ..errors import ERROR_RESPONSES, ApiError
 from ..paths import IdPath
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
-router = APIRouter(prefix="/v1/users/{user}", tags=["memories"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}",
+    tags=["memories"],
+    responses=ERROR_RESPONSES,
+)
 
 RecordId = Annotated[str, Query(min_length=1, max_length=256)]
 

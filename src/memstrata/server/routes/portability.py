@@ -50,12 +50,18 @@ from ..errors import (
 )
 from ..state import state_of
 from ..streaming import StopsBetweenChunks, aclose
+from ..strict_json import StrictJSONRoute
 
 log = logging.getLogger("memstrata.server")
 
 IMPORT_SPOOL_IN_MEMORY = 1024 * 1024  # bytes of an import body kept in memory, then on disk
 
-router = APIRouter(prefix="/v1/users/{user}", tags=["portability"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}",
+    tags=["portability"],
+    responses=ERROR_RESPONSES,
+)
 
 
 @router.get(

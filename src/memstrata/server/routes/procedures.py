@@ -20,9 +20,13 @@ from ..dto import (
 )
 from ..errors import ERROR_RESPONSES
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
 router = APIRouter(
-    prefix="/v1/users/{user}/procedures", tags=["procedures"], responses=ERROR_RESPONSES
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}/procedures",
+    tags=["procedures"],
+    responses=ERROR_RESPONSES,
 )
 
 

@@ -9,8 +9,14 @@ from ..auth import CallerDep, UserPath
 from ..dto import ContextIn, ContextOut, SearchIn, SearchOut
 from ..errors import ERROR_RESPONSES
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
-router = APIRouter(prefix="/v1/users/{user}", tags=["retrieval"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}",
+    tags=["retrieval"],
+    responses=ERROR_RESPONSES,
+)
 
 
 @router.post("/search", response_model=SearchOut, summary="Hybrid search (BM25 + dense)")

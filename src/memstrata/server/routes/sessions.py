@@ -24,9 +24,13 @@ from ..dto import (
 from ..errors import ERROR_RESPONSES, ApiError
 from ..paths import IdPath
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
 router = APIRouter(
-    prefix="/v1/users/{user}/sessions/{session}", tags=["sessions"], responses=ERROR_RESPONSES
+    route_class=StrictJSONRoute,
+    prefix="/v1/users/{user}/sessions/{session}",
+    tags=["sessions"],
+    responses=ERROR_RESPONSES,
 )
 
 SessionPath = IdPath

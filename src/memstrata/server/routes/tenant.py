@@ -21,8 +21,11 @@ from ..dto import Request as RequestBody
 from ..errors import ERROR_RESPONSES, ApiError
 from ..keys import ApiKey
 from ..state import state_of
+from ..strict_json import StrictJSONRoute
 
-router = APIRouter(prefix="/v1", tags=["tenant"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    route_class=StrictJSONRoute, prefix="/v1", tags=["tenant"], responses=ERROR_RESPONSES
+)
 
 
 def _require_service_admin(caller: Caller, action: str) -> None:
