@@ -13,23 +13,24 @@ before the purge (a ``set_access`` keeping the readers it read, a maintenance pa
 rewriting the record) is refused with a ``ConflictError`` instead of writing the id back.
 
 The SQL stores keep rows (``codec.COLUMNS``) and reverse deltas (``sqlite/history.py``):
-:func:`rewrite_chain` rebuilds a record's every version from its row and deltas, takes the
-id out of each and encodes the chain again. Which records to rewrite, and which events to
-redact, the purge reads from the index of readers: a row per record a version of which, or
-a ``set_access`` event of which, names the reader (SQLite: ``rr (t, r, u, i)``, ``i`` a record
-id or an event's seq, schema 16; PostgreSQL: ``record_readers (tenant, reader, user, id)``,
-step 20, events found by the partial index ``audit_log_set_access``). So a purge reads the
-rows of what was shared with the user, those records' chains and those events: its cost
-follows what was shared with them, not the tenant's size (docs/measurements.md, session 27,
-purgeidx27). Every version written adds its rows in its transaction: SQLite's record writes
-(``_insert_rows``, ``_replace``, ``dump.load_records``, ``dump.insert_history``) call
-:func:`reader_rows`, its audit append indexes each ``set_access`` event by seq (no trigger:
-the schema must stay on the file's first page, tests/err26); PostgreSQL's trigger on
-``records`` adds a current row's (an insert, a COPY, an update of ``access``), and versions
-written as deltas and loaded events add theirs (:func:`reader_rows`,
-:func:`event_reader_rows`). A row goes only with a purge: of its reader, of its owner, or
-(a version's row, not an event's) of its record. ``memory://`` has no index: its purge
-walks the store's entries anyway (the user's own records, cache and jobs).
+:func:`rewrite_versions` rebuilds a record's every version from its row and deltas, takes
+the id out of each (:func:`reader_fix`) and encodes the chain again. Which records to
+rewrite, and which events to redact, the purge reads from the index of readers: a row per
+record a version of which, or a ``set_access`` event of which, names the reader (SQLite:
+``rr (t, r, u, i)``, ``i`` a record id or an event's seq, schema 16; PostgreSQL:
+``record_readers (tenant, reader, user, id)``, step 20, events found by the partial index
+``audit_log_set_access``). So a purge reads the rows of what was shared with the user, those
+records' chains and those events: its cost follows what was shared with them, not the
+tenant's size (docs/measurements.md, session 27, purgeidx27). Every version written adds its
+rows in its transaction: SQLite's record writes (``_insert_rows``, ``_replace``,
+``dump.load_records``, ``dump.insert_history``) call :func:`reader_rows`, its audit append
+indexes each ``set_access`` event by seq (no trigger: the schema must stay on the file's
+first page, tests/err26); PostgreSQL's trigger on ``records`` adds a current row's (an
+insert, a COPY, an update of ``access``), and versions written as deltas and loaded events
+add theirs (:func:`reader_rows`, :func:`event_reader_rows`). A row goes only with a purge:
+of its reader, of its owner, or (a version's row, not an event's) of its record.
+``memory://`` has no index: its purge walks the store's entries anyway (the user's own
+records, cache and jobs).
 
 A purge by ids does the same for a purged fact's id in the ``superseded_by`` of the facts
 of its key, in every version (:func:`superseded_fix`): they say they were superseded by a
@@ -50,8 +51,8 @@ from .sqlite.history import apply_delta, decode_delta, encode_delta, reverse_del
 __all__ = [
     "event_reader_rows",
     "names",
+    "reader_fix",
     "reader_rows",
-    "rewrite_chain",
     "rewrite_versions",
     "superseded_fix",
     "without_reader",
@@ -129,12 +130,9 @@ def rewrite_versions(
     return newest, out
 
 
-def rewrite_chain(
-    current: Mapping[str, Any], deltas: Sequence[tuple[int, bytes]], user: str
-) -> tuple[str, int, list[tuple[int, bytes]]] | None:
-    """A record without ``user`` among its readers, in any version
-    (:func:`rewrite_versions`): the current row's new ``access`` and ``version``, and the
-    deltas, or ``None`` when no version names ``user``."""
+def reader_fix(user: str) -> Callable[[dict[str, Any]], bool]:
+    """A :func:`rewrite_versions` fix: a version naming ``user`` among its readers is read
+    without them."""
 
     def fix(row: dict[str, Any]) -> bool:
         if not names(str(row["access"]), user):
@@ -142,11 +140,7 @@ def rewrite_chain(
         row["access"] = _access_without(str(row["access"]), user)
         return True
 
-    out = rewrite_versions(current, deltas, fix)
-    if out is None:
-        return None
-    newest, chain = out
-    return str(newest["access"]), int(newest["version"]), chain
+    return fix
 
 
 def superseded_fix(gone: Collection[str]) -> Callable[[dict[str, Any]], bool]:

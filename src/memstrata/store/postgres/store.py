@@ -1270,8 +1270,9 @@ class PostgresStore:
         (the index of readers: store/purged_reader.py), in each one's every version, and
         give each a new version. Reads those records' rows and deltas only. How many
         records were rewritten."""
-        from memstrata.store.purged_reader import rewrite_chain
+        from memstrata.store.purged_reader import reader_fix
 
+        fix = reader_fix(user)
         shared = (
             c.execute(
                 'SELECT "user", id FROM record_readers WHERE tenant = %s AND reader = %s '
@@ -1290,24 +1291,12 @@ class PostgresStore:
             ).fetchone()
             if row is None:  # purged since: its set_access events may still name them
                 continue
-            seq = int(row["seq"])
-            deltas = (
-                c.execute(
-                    "SELECT version, delta FROM record_history WHERE seq = %s "
-                    "ORDER BY version DESC",
-                    (seq,),
-                )
-            ).fetchall()
-            out = rewrite_chain(row, [(int(d["version"]), bytes(d["delta"])) for d in deltas], user)
-            if out is None:
+            newest = self._rewrite_versions(c, row, fix)
+            if newest is None:
                 continue
-            access, version, chain = out
-            c.execute("DELETE FROM record_history WHERE seq = %s", (seq,))
-            with c.cursor() as cur:
-                cur.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
             c.execute(
                 "UPDATE records SET access = %s, version = %s WHERE seq = %s",
-                (access, version, seq),
+                (str(newest["access"]), int(newest["version"]), int(row["seq"])),
             )
             self._bump(c, tenant, row["user"])
             done += 1
@@ -1318,7 +1307,7 @@ class PostgresStore:
         version, say ``[purged]`` instead (store/purged_reader.py), with a new version
         (``rederive`` then re-links the current ones). Reads the facts of those keys by
         schema 12's index, and their deltas. How many records were rewritten."""
-        from memstrata.store.purged_reader import rewrite_versions, superseded_fix
+        from memstrata.store.purged_reader import superseded_fix
 
         fix = superseded_fix(gone)
         done = 0
@@ -1332,29 +1321,40 @@ class PostgresStore:
                 )
             ).fetchall()
             for row in rows:
-                seq = int(row["seq"])
-                deltas = (
-                    c.execute(
-                        "SELECT version, delta FROM record_history WHERE seq = %s "
-                        "ORDER BY version DESC",
-                        (seq,),
-                    )
-                ).fetchall()
-                out = rewrite_versions(
-                    row, [(int(d["version"]), bytes(d["delta"])) for d in deltas], fix
-                )
-                if out is None:
+                newest = self._rewrite_versions(c, row, fix)
+                if newest is None:
                     continue
-                newest, chain = out
-                c.execute("DELETE FROM record_history WHERE seq = %s", (seq,))
-                with c.cursor() as cur:
-                    cur.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
                 c.execute(
                     "UPDATE records SET superseded_by = %s, version = %s WHERE seq = %s",
-                    (newest["superseded_by"], newest["version"], seq),
+                    (newest["superseded_by"], newest["version"], int(row["seq"])),
                 )
                 done += 1
         return done
+
+    def _rewrite_versions(
+        self, c: Any, row: Any, fix: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any] | None:
+        """The record of ``row`` with every version changed by ``fix``
+        (``purged_reader.rewrite_versions``): its history written again, and its new
+        current row returned for the caller to write the columns ``fix`` changes; ``None``,
+        with nothing written, when ``fix`` changed no version."""
+        from memstrata.store.purged_reader import rewrite_versions
+
+        seq = int(row["seq"])
+        deltas = (
+            c.execute(
+                "SELECT version, delta FROM record_history WHERE seq = %s ORDER BY version DESC",
+                (seq,),
+            )
+        ).fetchall()
+        out = rewrite_versions(row, [(int(d["version"]), bytes(d["delta"])) for d in deltas], fix)
+        if out is None:
+            return None
+        newest, chain = out
+        c.execute("DELETE FROM record_history WHERE seq = %s", (seq,))
+        with c.cursor() as cur:
+            cur.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
+        return newest
 
     def compact(self, *, lock_timeout: float = 10.0) -> CompactReport:
         """Rewrite every table of the schema and make the WAL holding deleted rows

@@ -1201,8 +1201,9 @@ class SQLiteStore:
         (the index of readers: store/purged_reader.py), in each one's every version, and
         give each a new version. Reads those records' rows and deltas only. How many
         records were rewritten."""
-        from ..purged_reader import rewrite_chain
+        from ..purged_reader import reader_fix
 
+        fix = reader_fix(user)
         done = 0
         for owner, rid in c.execute(
             "SELECT u, i FROM rr WHERE t = ? AND r = ? AND u != ? AND typeof(i) = 'text'",
@@ -1214,19 +1215,12 @@ class SQLiteStore:
             ).fetchone()
             if row is None:  # purged since: its set_access events may still name them
                 continue
-            seq = int(row["seq"])
-            deltas = c.execute(
-                "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
-                (seq,),
-            ).fetchall()
-            out = rewrite_chain(row, [(int(v), bytes(b)) for v, b in deltas], user)
-            if out is None:
+            newest = self._rewrite_versions(c, row, fix)
+            if newest is None:
                 continue
-            access, version, chain = out
-            c.execute("DELETE FROM record_history WHERE seq = ?", (seq,))
-            c.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
             c.execute(
-                "UPDATE records SET access = ?, version = ? WHERE seq = ?", (access, version, seq)
+                "UPDATE records SET access = ?, version = ? WHERE seq = ?",
+                (str(newest["access"]), int(newest["version"]), int(row["seq"])),
             )
             self._bump(c, tenant, owner)
             done += 1
@@ -1239,7 +1233,7 @@ class SQLiteStore:
         version, say ``[purged]`` instead (store/purged_reader.py), with a new version
         (``rederive`` then re-links the current ones). Reads the facts of those keys by
         schema 12's index, and their deltas. How many records were rewritten."""
-        from ..purged_reader import rewrite_versions, superseded_fix
+        from ..purged_reader import superseded_fix
 
         fix = superseded_fix(gone)
         every, _ = key_indexes("fact", "key")
@@ -1250,23 +1244,37 @@ class SQLiteStore:
                 f"AND {key_sql('fact', 'key')}",
                 (scope.tenant, scope.user, key),
             ).fetchall():
-                seq = int(row["seq"])
-                deltas = c.execute(
-                    "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
-                    (seq,),
-                ).fetchall()
-                out = rewrite_versions(row, [(int(v), bytes(b)) for v, b in deltas], fix)
-                if out is None:
+                newest = self._rewrite_versions(c, row, fix)
+                if newest is None:
                     continue
-                newest, chain = out
-                c.execute("DELETE FROM record_history WHERE seq = ?", (seq,))
-                c.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
                 c.execute(
                     "UPDATE records SET superseded_by = ?, version = ? WHERE seq = ?",
-                    (newest["superseded_by"], newest["version"], seq),
+                    (newest["superseded_by"], newest["version"], int(row["seq"])),
                 )
                 done += 1
         return done
+
+    def _rewrite_versions(
+        self, c: sqlite3.Connection, row: Any, fix: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any] | None:
+        """The record of ``row`` with every version changed by ``fix``
+        (``purged_reader.rewrite_versions``): its history written again, and its new
+        current row returned for the caller to write the columns ``fix`` changes; ``None``,
+        with nothing written, when ``fix`` changed no version."""
+        from ..purged_reader import rewrite_versions
+
+        seq = int(row["seq"])
+        deltas = c.execute(
+            "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
+            (seq,),
+        ).fetchall()
+        out = rewrite_versions(row, [(int(v), bytes(b)) for v, b in deltas], fix)
+        if out is None:
+            return None
+        newest, chain = out
+        c.execute("DELETE FROM record_history WHERE seq = ?", (seq,))
+        c.executemany(_ARCHIVE, [(seq, v, blob) for v, blob in chain])
+        return newest
 
     def _bytes_left(self, needles: Sequence[str]) -> int:
         """How many of ``needles`` still occur in the database file or its WAL."""
