@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import pickle
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
+from ..errors import StoreError
 from ..records import MemoryRecord
 from ..scope import Scope
 
-__all__ = ["PartSpool", "readable_part"]
+__all__ = ["EarlierVersions", "PartSpool", "batch_cut", "part_size", "readable_part"]
 
 T = TypeVar("T")
 
@@ -34,6 +35,70 @@ def readable_part(part: list[MemoryRecord], scope: Scope) -> list[MemoryRecord]:
     if scope.caller is None:
         return part
     return [v for v in part if v.visible_in(scope)]
+
+
+def part_size() -> int:
+    """How many earlier versions a part of a long history holds, and how many a record
+    may have before its history is read in parts: ``portability.HISTORY_PAGE`` (read when
+    called: a test sets it smaller)."""
+    from .. import portability  # it imports the stores' types
+
+    return portability.HISTORY_PAGE
+
+
+def batch_cut(pasts: Sequence[int], limit: int) -> int:
+    """How many records of a dump's batch (``pasts``: each one's number of earlier
+    versions, ``version - 1``, in order) to give at once: the first ones whose short
+    histories (``limit`` versions or fewer; a longer one is given in parts and held on
+    disk) add up to ``limit`` at most, and always the first record (as
+    ``portability.history_runs`` cuts an export's page). A batch of records with short
+    histories thus holds ``limit`` versions besides its records, whatever the batch size."""
+    held = 0
+    for i, past in enumerate(pasts):
+        if past > limit:
+            continue
+        held += past
+        if held > limit:
+            return max(1, i)
+    return len(pasts)
+
+
+class EarlierVersions:
+    """The earlier versions of a record with a long history in a bulk dump
+    (``StoreCopy.dump_records``; its ``RecordDump.versions`` then holds its current
+    version only): ``count`` of them, given a part at a time, newest part first, each part
+    oldest first (a SQL store keeps them as reverse deltas from the current row down, so
+    that is the order they are made and written in). They can be read once, before the
+    dump is asked for its next batch (a SQL store's parts come from a spool that the dump
+    closes then)."""
+
+    __slots__ = ("_parts", "count")
+
+    def __init__(self, count: int, parts: Iterable[list[MemoryRecord]]) -> None:
+        self.count = count
+        self._parts: Iterable[list[MemoryRecord]] | None = parts
+
+    def __iter__(self) -> Iterator[list[MemoryRecord]]:
+        parts, self._parts = self._parts, None
+        if parts is None:
+            raise StoreError(
+                "a long history of a dump can be read once (its parts are not kept): "
+                "read the dump again"
+            )
+        return iter(parts)
+
+    def changed(
+        self, change: Callable[[list[MemoryRecord]], list[MemoryRecord]]
+    ) -> EarlierVersions:
+        """The same versions with ``change`` made to each part as it is read."""
+        return EarlierVersions(self.count, map(change, self))
+
+    @staticmethod
+    def of(history: Sequence[MemoryRecord], size: int) -> EarlierVersions:
+        """A history held in memory (oldest first), given in parts of ``size``."""
+        starts = range(max(0, len(history) - size), -size, -size)
+        parts = (list(history[max(0, s) : s + size]) for s in starts)
+        return EarlierVersions(len(history), (part for part in parts if part))
 
 
 class PartSpool(Generic[T]):

@@ -20,12 +20,15 @@ import numpy as np
 from ..audit import AuditEvent, InMemoryAudit, audit_store
 from ..errors import StoreError
 from ..jobs import Job
+from ..records import MemoryRecord
 from .base import CacheEntry, RecordDump, Vector
+from .history_parts import EarlierVersions, part_size
 from .key_rows import KeyRow
+from .past_versions import checked_parts
 from .sqlite.codec import scope_token
 
 if TYPE_CHECKING:
-    from .memory import InMemoryStore
+    from .memory import InMemoryStore, _Entry
 
 __all__ = [
     "dump_audit",
@@ -51,18 +54,21 @@ def _aside(s: InMemoryStore) -> dict[str, dict[tuple[str, str], Vector]]:
 
 
 def dump_records(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[RecordDump]]:
+    limit = part_size()
     with s._lock:
-        dumps = [
-            RecordDump(
-                (*e.history, e.record),
-                None if e.vector is None else e.vector.copy(),
-                tuple(e.terms),
-                dict(e.counters),
-            )
-            for e in sorted(s._entries.values(), key=lambda e: e.seq)
-        ]
+        dumps = [_dump(e, limit) for e in sorted(s._entries.values(), key=lambda e: e.seq)]
     for start in range(0, len(dumps), max(1, batch_size)):
         yield dumps[start : start + max(1, batch_size)]
+
+
+def _dump(e: _Entry, limit: int) -> RecordDump:
+    """An entry as the SQL stores dump it: a history of more than ``limit`` versions in
+    parts (``RecordDump.earlier``; the list as it is now, as their one read)."""
+    vector = None if e.vector is None else e.vector.copy()
+    if len(e.history) > limit:
+        earlier = EarlierVersions.of(tuple(e.history), limit)
+        return RecordDump((e.record,), vector, tuple(e.terms), dict(e.counters), earlier)
+    return RecordDump((*e.history, e.record), vector, tuple(e.terms), dict(e.counters))
 
 
 def load_records(s: InMemoryStore, dumps: Sequence[RecordDump]) -> int:
@@ -80,7 +86,7 @@ def load_records(s: InMemoryStore, dumps: Sequence[RecordDump]) -> int:
                 d.record,
                 tuple(d.terms),
                 None if d.vector is None else _vector(d.vector),
-                list(d.versions[:-1]),
+                _history(d),
                 dict(d.counters),
             )
             s._changed(d.record.tenant, d.record.user)
@@ -89,6 +95,15 @@ def load_records(s: InMemoryStore, dumps: Sequence[RecordDump]) -> int:
             for (model_id, k), vector in (waiting or {}).items():
                 s._cache.setdefault((d.record.tenant, d.record.user, model_id, k), vector)
     return new
+
+
+def _history(d: RecordDump) -> list[MemoryRecord]:
+    """The record's earlier versions, oldest first (a long history's parts come newest
+    part first, each checked as the SQL stores check them)."""
+    if d.earlier is None:
+        return list(d.versions[:-1])
+    parts = [list(part) for part, _ in checked_parts(d.record, d.earlier)]
+    return [v for part in reversed(parts) for v in part]
 
 
 def dump_cache(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[CacheEntry]]:

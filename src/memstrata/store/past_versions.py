@@ -17,19 +17,43 @@ passes; the import's reader has refused a file that breaks them, naming its line
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import ValidationError
 from ..records import MemoryRecord
 
-__all__ = ["check_finished", "check_past", "history_key", "newer_of"]
+__all__ = ["check_finished", "check_past", "checked_parts", "history_key", "newer_of"]
 
 
 def history_key(past: Sequence[MemoryRecord]) -> tuple[str, str, str]:
     """The ``(tenant, user, id)`` of the record whose earlier versions ``past`` holds."""
     first = past[0]
     return first.tenant, first.user, first.id
+
+
+def checked_parts(
+    record: MemoryRecord, parts: Iterable[Sequence[MemoryRecord]]
+) -> Iterator[tuple[Sequence[MemoryRecord], MemoryRecord]]:
+    """Each part of ``record``'s earlier versions given newest part first (a bulk dump's
+    ``RecordDump.earlier``), empty ones left out, with the version after it (the oldest of
+    the part before; ``record`` for the first), each checked as it comes
+    (:func:`check_past`: versions of ``record`` only, in order, each below the next):
+    ``ValidationError`` otherwise."""
+    after = record
+    key = (record.tenant, record.user, record.id)
+    for part in parts:
+        if not part:
+            continue
+        if history_key(part) != key:
+            tenant, user, rid = history_key(part)
+            raise ValidationError(
+                f"earlier versions of record {record.id!r} name {tenant}/{user}/{rid!r}: "
+                "nothing was written"
+            )
+        check_past(part, after.version, False)
+        yield part, after
+        after = part[0]
 
 
 def check_past(

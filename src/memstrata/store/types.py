@@ -16,6 +16,7 @@ from ..filters import Filters
 from ..records import JSON, MemoryRecord, RecordType, Role
 from ..scope import Scope
 from .compaction import CompactReport
+from .history_parts import EarlierVersions
 
 __all__ = [
     "CacheEntry",
@@ -208,16 +209,26 @@ class StoreStats:
 @dataclass(frozen=True, slots=True)
 class RecordDump:
     """One record as a store holds it: every version (oldest first, the current one last),
-    its stored vector, its lexical terms and its named counters."""
+    its stored vector, its lexical terms and its named counters. A record with more than
+    ``portability.HISTORY_PAGE`` earlier versions has its current version alone in
+    ``versions`` and the others in ``earlier``, a part at a time
+    (:class:`~memstrata.store.history_parts.EarlierVersions`), so that a dump holds a
+    part of one record's history, not all of it."""
 
     versions: tuple[MemoryRecord, ...]
     vector: Vector | None
     terms: tuple[str, ...]
     counters: Mapping[str, int] = field(default_factory=dict)
+    earlier: EarlierVersions | None = None
 
     @property
     def record(self) -> MemoryRecord:
         return self.versions[-1]
+
+    @property
+    def past_count(self) -> int:
+        """How many earlier versions the record has (in ``versions`` or ``earlier``)."""
+        return len(self.versions) - 1 + (0 if self.earlier is None else self.earlier.count)
 
 
 @dataclass(frozen=True, slots=True)

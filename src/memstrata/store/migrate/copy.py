@@ -25,10 +25,11 @@ from contextlib import ExitStack
 from typing import cast
 
 from ...errors import EmbeddingMismatchError, StoreError, ValidationError
+from ...records import MemoryRecord
 from ..base import RecordDump, Store, StoreCopy
 from ..url import open_store
 from .digest import copied_job, record_key
-from .nul import first_nul, nul_texts, without_nul
+from .nul import first_nul, nul_texts, part_nul_texts, watched_parts, without_nul
 from .report import MigrationReport, redact_url
 from .verify import verify_into
 
@@ -129,7 +130,12 @@ def copy_store(
     cannot go into PostgreSQL: the copy stops at its batch with a
     :class:`~memstrata.errors.ValidationError` naming it (the batches before it are in the
     target; ``resume=True`` completes the copy), unless ``replace_nul`` stores each NUL as
-    U+FFFD (``nul.py``). ``report.nul_texts`` counts such texts, a dry run included.
+    U+FFFD (``nul.py``).
+
+    A record with more than ``portability.HISTORY_PAGE`` earlier versions is read, written
+    and verified a part at a time (``RecordDump.earlier``), its parts written in its
+    batch's transaction: a copy killed in the middle of one leaves none of it, and
+    ``resume=True`` copies it whole. ``report.nul_texts`` counts such texts, a dry run included.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
@@ -229,9 +235,9 @@ def _copy(
     for dumps in src.dump_records(batch_size):
         counts["records"].source += len(dumps)
         dumps = _nul_checked(dumps, report)
-        new = dst.load_records(dumps)
+        new = dst.load_records(dumps)  # a long history's parts are read as it writes them
         counts["records"].copied += new
-        versions = sum(len(d.versions) - 1 for d in dumps)
+        versions = sum(d.past_count for d in dumps)
         counts["versions"].source += versions
         counts["vectors"].source += sum(d.vector is not None for d in dumps)
         counts["counters"].source += sum(len(d.counters) for d in dumps)
@@ -273,7 +279,9 @@ def _count_only(src: StoreCopy, report: MigrationReport, batch_size: int) -> Non
     for dumps in src.dump_records(batch_size):
         counts["records"].source += len(dumps)
         report.nul_texts += sum(nul_texts(d) for d in dumps)
-        counts["versions"].source += sum(len(d.versions) - 1 for d in dumps)
+        for d in dumps:  # a long history, a part at a time
+            report.nul_texts += sum(part_nul_texts(part) for part in d.earlier or ())
+        counts["versions"].source += sum(d.past_count for d in dumps)
         counts["vectors"].source += sum(d.vector is not None for d in dumps)
         counts["counters"].source += sum(len(d.counters) for d in dumps)
     for jobs in src.dump_jobs(batch_size):
@@ -286,18 +294,34 @@ def _count_only(src: StoreCopy, report: MigrationReport, batch_size: int) -> Non
 
 def _nul_checked(dumps: list[RecordDump], report: MigrationReport) -> list[RecordDump]:
     """The batch as the target can store it: NUL characters replaced if asked; otherwise
-    the batch is refused, before it is written, when the target cannot hold them."""
+    the batch is refused, before it is written, when the target cannot hold them (a long
+    history's parts are checked as the load reads them: a NUL in one refuses the batch
+    inside its transaction, which writes none of it)."""
+    dumps = [watched_parts(d, _part_check(d, report)) for d in dumps]
     found = [(d, n) for d in dumps if (n := nul_texts(d))]
-    if not found:
-        return dumps
-    report.nul_texts += sum(n for _, n in found)
+    if found:
+        report.nul_texts += sum(n for _, n in found)
+        if not report.replace_nul and not report.target_stores_nul:
+            d = found[0][0]
+            raise _refused(d, first_nul(d.versions), report)
     if report.replace_nul:
         return [without_nul(d) for d in dumps]
-    if report.target_stores_nul:
-        return dumps
-    d = found[0][0]
-    raise ValidationError(
-        f"record {record_key(d)} holds a NUL character in {first_nul(d)} (written before "
+    return dumps
+
+
+def _part_check(d: RecordDump, report: MigrationReport) -> Callable[[list[MemoryRecord]], None]:
+    def check(part: list[MemoryRecord]) -> None:
+        if n := part_nul_texts(part):
+            report.nul_texts += n
+            if not report.replace_nul and not report.target_stores_nul:
+                raise _refused(d, first_nul(part), report)
+
+    return check
+
+
+def _refused(d: RecordDump, where: str, report: MigrationReport) -> ValidationError:
+    return ValidationError(
+        f"record {record_key(d)} holds a NUL character in {where} (written before "
         f"every store refused one), which {report.target} cannot store in text; the copy "
         f"stopped at its batch ({report.counts['records'].copied:,} records copied before "
         "it stay in the target). Run the migration again with --resume --replace-nul "

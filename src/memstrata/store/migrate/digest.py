@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,6 +19,7 @@ import numpy as np
 from ...audit import AuditEvent
 from ...codec import record_to_dict
 from ...jobs import Job, JobStatus
+from ...records import MemoryRecord
 from ..base import CacheEntry, RecordDump, Vector
 from ..fts5 import document_tokens
 from ..sqlite.outbox import job_row
@@ -79,16 +80,31 @@ def record_key(d: RecordDump) -> str:
 
 
 def record_digest(d: RecordDump) -> RecordDigest:
+    """The record's hashes; a long history (``RecordDump.earlier``) is read, and hashed, a
+    part at a time."""
     current = _h(_json(record_to_dict(d.record)))
-    history = _h(_json([record_to_dict(v) for v in d.versions[:-1]]))
+    history, versions = _history(d)
     terms = _h(_json(_tokens(d.terms)))
     counters = _h(_json(sorted(d.counters.items())))
     return RecordDigest(
         (current, history, _vector(d.vector), terms, counters),
-        len(d.versions) - 1,
+        versions,
         d.vector is not None,
         len(d.counters),
     )
+
+
+def _history(d: RecordDump) -> tuple[bytes, int]:
+    """One hash of the earlier versions, newest first (the order a long history's parts
+    come in: the same hash whether a store gave them whole or in parts), and how many."""
+    h = hashlib.blake2b(digest_size=16)
+    parts: Iterable[Sequence[MemoryRecord]] = [d.versions[:-1]] if d.earlier is None else d.earlier
+    n = 0
+    for part in parts:
+        for v in reversed(part):
+            h.update(_json(record_to_dict(v)) + b"\n")  # no raw newline in JSON text
+            n += 1
+    return h.digest(), n
 
 
 def cache_digest(e: CacheEntry) -> int:

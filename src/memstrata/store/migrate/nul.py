@@ -16,12 +16,20 @@ tag-filtered list and search of that user failed there.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ...records import MemoryRecord
 from ..types import RecordDump
 
-__all__ = ["REPLACEMENT", "first_nul", "nul_texts", "without_nul"]
+__all__ = [
+    "REPLACEMENT",
+    "first_nul",
+    "nul_texts",
+    "part_nul_texts",
+    "watched_parts",
+    "without_nul",
+]
 
 REPLACEMENT = "\ufffd"
 
@@ -35,13 +43,19 @@ def _names(r: MemoryRecord) -> tuple[str, ...]:
 
 
 def nul_texts(d: RecordDump) -> int:
-    """How many texts (a version's content, summary or tags) of the record hold a NUL."""
-    return sum("\x00" in text for v in d.versions for text in _texts(v))
+    """How many texts (a version's content, summary or tags) of ``d.versions`` hold a NUL
+    (a long history's parts: :func:`part_nul_texts`, as they are read)."""
+    return part_nul_texts(d.versions)
 
 
-def first_nul(d: RecordDump) -> str:
-    """Where the record's first NUL is, in words: ``"the content of version 2"``."""
-    for v in d.versions:
+def part_nul_texts(versions: Sequence[MemoryRecord]) -> int:
+    """How many texts of ``versions`` hold a NUL."""
+    return sum("\x00" in text for v in versions for text in _texts(v))
+
+
+def first_nul(versions: Sequence[MemoryRecord]) -> str:
+    """Where the first NUL of ``versions`` is, in words: ``"the content of version 2"``."""
+    for v in versions:
         for name, text in zip(_names(v), _texts(v), strict=True):
             if "\x00" in text:
                 return f"the {name} of version {v.version}"
@@ -61,8 +75,28 @@ def _clean(r: MemoryRecord) -> MemoryRecord:
     return replace(r, content=content, tags=tags)
 
 
+def _clean_part(part: list[MemoryRecord]) -> list[MemoryRecord]:
+    return [_clean(v) for v in part]
+
+
 def without_nul(d: RecordDump) -> RecordDump:
-    """The record with every NUL of every version's content, summary and tags as U+FFFD."""
+    """The record with every NUL of every version's content, summary and tags as U+FFFD
+    (a long history's parts as they are read)."""
+    if d.earlier is not None:
+        d = replace(d, earlier=d.earlier.changed(_clean_part))
     if not nul_texts(d):
         return d
     return replace(d, versions=tuple(_clean(v) for v in d.versions))
+
+
+def watched_parts(d: RecordDump, see: Callable[[list[MemoryRecord]], None]) -> RecordDump:
+    """``d`` with ``see`` called on each part of its long history as it is read, before it
+    is given (a copy counts, or refuses, their NUL characters so)."""
+    if d.earlier is None:
+        return d
+
+    def seen(part: list[MemoryRecord]) -> list[MemoryRecord]:
+        see(part)
+        return part
+
+    return replace(d, earlier=d.earlier.changed(seen))

@@ -7,7 +7,11 @@ same names call them. A dump reads its pages by key (``seq`` for records and aud
 the primary key otherwise) inside one read-only REPEATABLE READ transaction: the copy is the
 store at one moment, with nothing skipped that committed out of ``seq`` order and no record
 whose history was read after its row changed. Each load is one transaction that skips what
-is already there, so an interrupted copy can be run again. A record's terms are
+is already there, so an interrupted copy can be run again. A record with more than
+``portability.HISTORY_PAGE`` earlier versions has its deltas spooled to a temporary file
+(in the snapshot, a page at a time) and its versions made a part at a time, newest part
+first (``RecordDump.earlier``); a load writes the parts as they come, in its transaction,
+so a copy killed in the middle of one leaves none of it. A record's terms are
 read back as what the lexical index holds for it (``lex_tokens``: FTS5's tokens of its
 terms), which index to the very same tokens again.
 """
@@ -26,6 +30,7 @@ from memstrata.audit import AuditEvent
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
 from memstrata.store import purged_reader
+from memstrata.store.history_parts import EarlierVersions, PartSpool, batch_cut, part_size
 from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_registration
 from memstrata.store.past_versions import history_key, newer_of
 from memstrata.store.postgres.audit import audit_row
@@ -43,6 +48,8 @@ from memstrata.store.sqlite.history import (
     archived,
     decode_delta,
     encode_delta,
+    newest_parts,
+    part_deltas,
     reverse_delta,
 )
 from memstrata.store.sqlite.outbox import job_from_row, job_row
@@ -94,60 +101,109 @@ def _keys(records: Sequence[Any]) -> tuple[list[str], list[str], list[str]]:
 def dump_records(s: PostgresStore, batch_size: int = 500) -> Iterator[list[RecordDump]]:
     last = 0
     size = max(1, batch_size)
-    with s._snapshot() as c:
-        while True:
-            rows = (
-                c.execute(
-                    f"SELECT seq, {_QCOLS}, lex_tokens FROM records WHERE seq > %s "
-                    "ORDER BY seq LIMIT %s",
-                    (last, size),
-                )
-            ).fetchall()
-            if not rows:
-                return
-            seqs = [int(r["seq"]) for r in rows]
-            vectors = {
-                int(r["seq"]): np.asarray(r["embedding"].to_numpy(), dtype=np.float32)
-                for r in (
-                    c.execute("SELECT seq, embedding FROM vectors WHERE seq = ANY(%s)", (seqs,))
-                ).fetchall()
-            }
-            counters: dict[int, dict[str, int]] = {}
-            for r in (
-                c.execute("SELECT seq, name, value FROM counters WHERE seq = ANY(%s)", (seqs,))
-            ).fetchall():
-                counters.setdefault(int(r["seq"]), {})[str(r["name"])] = int(r["value"])
-            current = [decode_record(r) for r in rows]
-            older = [int(r["seq"]) for r, rec in zip(rows, current, strict=True) if rec.version > 1]
-            deltas: dict[int, list[bytes]] = {}
-            if older:
-                for h in (
+    limit = part_size()
+    spools: list[PartSpool[tuple[int, bytes]]] = []  # the long histories of the batch given
+    try:
+        with s._snapshot() as c:
+            while True:
+                _close(spools)
+                rows = (
                     c.execute(
-                        "SELECT seq, delta FROM record_history WHERE seq = ANY(%s) "
-                        "ORDER BY seq, version DESC",
-                        (older,),
+                        f"SELECT seq, {_QCOLS}, lex_tokens FROM records WHERE seq > %s "
+                        "ORDER BY seq LIMIT %s",
+                        (last, size),
                     )
+                ).fetchall()
+                if not rows:
+                    return
+                rows = rows[: batch_cut([int(r["version"]) - 1 for r in rows], limit)]
+                seqs = [int(r["seq"]) for r in rows]
+                vectors = {
+                    int(r["seq"]): np.asarray(r["embedding"].to_numpy(), dtype=np.float32)
+                    for r in (
+                        c.execute("SELECT seq, embedding FROM vectors WHERE seq = ANY(%s)", (seqs,))
+                    ).fetchall()
+                }
+                counters: dict[int, dict[str, int]] = {}
+                for r in (
+                    c.execute("SELECT seq, name, value FROM counters WHERE seq = ANY(%s)", (seqs,))
                 ).fetchall():
-                    deltas.setdefault(int(h["seq"]), []).append(bytes(h["delta"]))
-            out = []
-            for row, rec in zip(rows, current, strict=True):
-                seq = int(row["seq"])
-                newest: list[Any] = [rec]
-                values: dict[str, Any] = {col: row[col] for col in COLUMNS}
-                for blob in deltas.get(seq, []):
-                    values = apply_delta(values, decode_delta(blob))
-                    newest.append(decode_record(values))
-                versions = tuple(reversed(newest))
-                out.append(
-                    RecordDump(
-                        versions,
-                        vectors.get(seq),
-                        tuple(row["lex_tokens"] or ()),
-                        counters.get(seq, {}),
+                    counters.setdefault(int(r["seq"]), {})[str(r["name"])] = int(r["value"])
+                current = [decode_record(r) for r in rows]
+                long = {int(r["seq"]) for r in rows if int(r["version"]) - 1 > limit}
+                older = [
+                    int(r["seq"])
+                    for r, rec in zip(rows, current, strict=True)
+                    if rec.version > 1 and int(r["seq"]) not in long
+                ]
+                deltas: dict[int, list[bytes]] = {}
+                if older:
+                    for h in (
+                        c.execute(
+                            "SELECT seq, delta FROM record_history WHERE seq = ANY(%s) "
+                            "ORDER BY seq, version DESC",
+                            (older,),
+                        )
+                    ).fetchall():
+                        deltas.setdefault(int(h["seq"]), []).append(bytes(h["delta"]))
+                spooled: dict[int, tuple[int, PartSpool[tuple[int, bytes]]]] = {}
+                for r in rows:  # in the snapshot: the row's own history
+                    if (seq := int(r["seq"])) in long:
+                        spools.append(spool := PartSpool[tuple[int, bytes]]())
+                        held = _spool_history(c, seq, int(r["version"]), spool, limit)
+                        spooled[seq] = (held, spool)
+                out = []
+                for row, rec in zip(rows, current, strict=True):
+                    seq = int(row["seq"])
+                    newest: list[Any] = [rec]
+                    earlier = None
+                    if seq in spooled:
+                        count, spool = spooled[seq]
+                        earlier = EarlierVersions(count, newest_parts(row, spool))
+                    else:
+                        values: dict[str, Any] = {col: row[col] for col in COLUMNS}
+                        for blob in deltas.get(seq, []):
+                            values = apply_delta(values, decode_delta(blob))
+                            newest.append(decode_record(values))
+                    versions = tuple(reversed(newest))
+                    out.append(
+                        RecordDump(
+                            versions,
+                            vectors.get(seq),
+                            tuple(row["lex_tokens"] or ()),
+                            counters.get(seq, {}),
+                            earlier,
+                        )
                     )
-                )
-            last = seqs[-1]
-            yield out
+                last = seqs[-1]
+                yield out
+    finally:
+        _close(spools)
+
+
+def _spool_history(
+    c: Any, seq: int, below: int, spool: PartSpool[tuple[int, bytes]], size: int
+) -> int:
+    """Spool the deltas of record ``seq`` below version ``below`` (its row's), newest
+    first, ``size`` a page (keyset: one page held at a time); how many."""
+    count = 0
+    while page := (
+        c.execute(
+            "SELECT version, delta FROM record_history WHERE seq = %s AND version < %s "
+            "ORDER BY version DESC LIMIT %s",
+            (seq, below, size),
+        )
+    ).fetchall():
+        spool.add([(int(h["version"]), bytes(h["delta"])) for h in page])
+        count += len(page)
+        below = int(page[-1]["version"])
+    return count
+
+
+def _close(spools: list[PartSpool[tuple[int, bytes]]]) -> None:
+    for spool in spools:
+        spool.close()
+    spools.clear()
 
 
 def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
@@ -218,6 +274,17 @@ def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
                     history,
                 )
         add_readers(c, purged_reader.reader_rows(v for d in todo for v in d.versions[:-1]))
+        for d in todo:  # long histories: a part at a time, in this transaction
+            if d.earlier is None:
+                continue
+            seq = seqs[(d.record.tenant, d.record.user, d.record.id)]
+            for part, past in part_deltas(d.record, d.earlier):
+                with c.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)",
+                        [(seq, version, blob) for version, blob in past],
+                    )
+                add_readers(c, purged_reader.reader_rows(part))
         counts = [
             (seqs[(d.record.tenant, d.record.user, d.record.id)], name, int(value))
             for d in todo

@@ -7,7 +7,12 @@ same names call them. Reads take one short read transaction per batch (keyset pa
 can be run again.
 
 History is kept as reverse deltas (``history.py``): a dumped record carries every version
-whole, and a load turns consecutive versions back into deltas. The embedding cache is the
+whole, and a load turns consecutive versions back into deltas. A record with more than
+``portability.HISTORY_PAGE`` earlier versions has its deltas spooled to a temporary file
+in its batch's read and its versions made from them a part at a time, newest part first
+(``RecordDump.earlier``); a load writes its parts as they come, in the batch's
+transaction. A batch ends early where its short histories pass ``HISTORY_PAGE`` versions
+(``history_parts.batch_cut``). The embedding cache is the
 logical one :meth:`SQLiteStore.cached_vectors` answers from: the ``embedding_cache`` rows
 plus the passage vectors that moved into their record (``vectors.own``), once per key.
 """
@@ -26,11 +31,20 @@ from ...jobs import Job
 from ...records import MemoryRecord
 from .. import purged_reader  # the module: it imports this package (history)
 from ..base import CacheEntry, RecordDump
+from ..history_parts import EarlierVersions, PartSpool, batch_cut, part_size
 from ..key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, ensure_sqlite_table
 from ..past_versions import history_key, newer_of
 from . import lexical
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
-from .history import apply_delta, archived, decode_delta, encode_delta, reverse_delta
+from .history import (
+    apply_delta,
+    archived,
+    decode_delta,
+    encode_delta,
+    newest_parts,
+    part_deltas,
+    reverse_delta,
+)
 from .outbox import job_from_row, job_row
 from .scrub import OWED
 
@@ -74,65 +88,110 @@ def _marks(n: int) -> str:
 def dump_records(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[RecordDump]]:
     last = 0
     size = max(1, batch_size)
-    while True:
-        with s._read() as c:
-            rows = c.execute(
-                "SELECT * FROM records WHERE seq > ? ORDER BY seq LIMIT ?", (last, size)
-            ).fetchall()
-            if not rows:
-                return
-            seqs = [int(r["seq"]) for r in rows]
-            marks = _marks(len(seqs))
-            vectors = {
-                int(seq): decode_vector(blob)
-                for seq, blob in c.execute(
-                    f"SELECT seq, vector FROM vectors WHERE seq IN ({marks})", seqs
-                )
-            }
-            terms = {
-                seq: tuple(text.split()) for seq, text in lexical.indexed_terms(c, seqs).items()
-            }
-            counters: dict[int, dict[str, int]] = {}
-            for seq, name, value in c.execute(
-                f"SELECT seq, name, value FROM counters WHERE seq IN ({marks})", seqs
-            ):
-                counters.setdefault(int(seq), {})[str(name)] = int(value)
-            older = [int(r["seq"]) for r in rows if int(r["version"]) > 1]
-            deltas: dict[int, list[bytes]] = {}
-            if older:
-                for seq, blob in c.execute(
-                    f"SELECT seq, delta FROM record_history WHERE seq IN "
-                    f"({_marks(len(older))}) ORDER BY seq, version DESC",
-                    older,
+    limit = part_size()
+    spools: list[PartSpool[tuple[int, bytes]]] = []  # the long histories of the batch given
+    try:
+        while True:
+            _close(spools)
+            with s._read() as c:
+                rows = c.execute(
+                    "SELECT * FROM records WHERE seq > ? ORDER BY seq LIMIT ?", (last, size)
+                ).fetchall()
+                if not rows:
+                    return
+                rows = rows[: batch_cut([int(r["version"]) - 1 for r in rows], limit)]
+                seqs = [int(r["seq"]) for r in rows]
+                marks = _marks(len(seqs))
+                vectors = {
+                    int(seq): decode_vector(blob)
+                    for seq, blob in c.execute(
+                        f"SELECT seq, vector FROM vectors WHERE seq IN ({marks})", seqs
+                    )
+                }
+                terms = {
+                    seq: tuple(text.split()) for seq, text in lexical.indexed_terms(c, seqs).items()
+                }
+                counters: dict[int, dict[str, int]] = {}
+                for seq, name, value in c.execute(
+                    f"SELECT seq, name, value FROM counters WHERE seq IN ({marks})", seqs
                 ):
-                    deltas.setdefault(int(seq), []).append(bytes(blob))
-            wanted = set(seqs)
-            for (seq, name), delta in s._counts.items():  # buffered, not yet written
-                if seq in wanted:
-                    mine = counters.setdefault(seq, {})
-                    mine[name] = mine.get(name, 0) + delta
-        out: list[RecordDump] = []
-        for row in rows:
-            seq = int(row["seq"])
-            current = s._dec(row)
-            versions = [current]
-            values: dict[str, Any] = {col: row[col] for col in COLUMNS}
-            for blob in deltas.get(seq, []):
-                values = apply_delta(values, decode_delta(blob))
-                versions.append(decode_record(values))
-            out.append(
-                RecordDump(
-                    tuple(reversed(versions)),
-                    vectors.get(seq),
-                    terms.get(seq, ()),
-                    counters.get(seq, {}),
+                    counters.setdefault(int(seq), {})[str(name)] = int(value)
+                long = {int(r["seq"]) for r in rows if int(r["version"]) - 1 > limit}
+                older = [
+                    int(r["seq"])
+                    for r in rows
+                    if int(r["version"]) > 1 and int(r["seq"]) not in long
+                ]
+                deltas: dict[int, list[bytes]] = {}
+                if older:
+                    for seq, blob in c.execute(
+                        f"SELECT seq, delta FROM record_history WHERE seq IN "
+                        f"({_marks(len(older))}) ORDER BY seq, version DESC",
+                        older,
+                    ):
+                        deltas.setdefault(int(seq), []).append(bytes(blob))
+                spooled: dict[int, tuple[int, PartSpool[tuple[int, bytes]]]] = {}
+                for seq in sorted(long):  # in this read: the row's own history
+                    spools.append(spool := PartSpool[tuple[int, bytes]]())
+                    spooled[seq] = (_spool_history(c, seq, spool, limit), spool)
+                wanted = set(seqs)
+                for (seq, name), delta in s._counts.items():  # buffered, not yet written
+                    if seq in wanted:
+                        mine = counters.setdefault(seq, {})
+                        mine[name] = mine.get(name, 0) + delta
+            out: list[RecordDump] = []
+            for row in rows:
+                seq = int(row["seq"])
+                current = s._dec(row)
+                earlier = None
+                versions = [current]
+                if seq in spooled:
+                    count, spool = spooled[seq]
+                    earlier = EarlierVersions(count, newest_parts(row, spool))
+                else:
+                    values: dict[str, Any] = {col: row[col] for col in COLUMNS}
+                    for blob in deltas.get(seq, []):
+                        values = apply_delta(values, decode_delta(blob))
+                        versions.append(decode_record(values))
+                out.append(
+                    RecordDump(
+                        tuple(reversed(versions)),
+                        vectors.get(seq),
+                        terms.get(seq, ()),
+                        counters.get(seq, {}),
+                        earlier,
+                    )
                 )
-            )
-        last = seqs[-1]
-        yield out
+            last = seqs[-1]
+            yield out
+    finally:
+        _close(spools)
+
+
+def _spool_history(
+    c: sqlite3.Connection, seq: int, spool: PartSpool[tuple[int, bytes]], size: int
+) -> int:
+    """Spool the deltas of record ``seq``, newest first, ``size`` a page; how many."""
+    count = 0
+    cur = c.execute(
+        "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC", (seq,)
+    )
+    while page := cur.fetchmany(size):
+        spool.add([(int(v), bytes(b)) for v, b in page])
+        count += len(page)
+    return count
+
+
+def _close(spools: list[PartSpool[tuple[int, bytes]]]) -> None:
+    for spool in spools:
+        spool.close()
+    spools.clear()
 
 
 def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
+    """Write the records not stored yet, in one transaction: a long history's parts too
+    (read from its dump as they are written), so that a copy killed in the middle of one
+    leaves none of it, and the record is copied whole when the copy is run again."""
     if not dumps:
         return 0
     new = 0
@@ -155,6 +214,10 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
             for old, newer in zip(named[:-1], named[1:], strict=True):
                 c.execute(_ARCHIVE, (seq, old["version"], encode_delta(reverse_delta(old, newer))))
             c.executemany(_READERS, purged_reader.reader_rows(d.versions))
+            if d.earlier is not None:
+                for part, past in part_deltas(r, d.earlier):
+                    c.executemany(_ARCHIVE, [(seq, version, blob) for version, blob in past])
+                    c.executemany(_READERS, purged_reader.reader_rows(part))
             c.executemany(
                 "INSERT INTO counters (seq, name, value) VALUES (?, ?, ?)",
                 [(seq, name, int(v)) for name, v in sorted(d.counters.items())],

@@ -46,7 +46,7 @@ from ...errors import ValidationError
 from ...records import MemoryRecord
 from ...scope import Scope
 from ..history_parts import PartSpool, readable_part
-from ..past_versions import check_past, history_key
+from ..past_versions import check_past, checked_parts, history_key
 from .codec import COLUMNS, decode_record, encode_record
 
 __all__ = [
@@ -56,6 +56,8 @@ __all__ = [
     "Rewind",
     "decode_rows",
     "encode_delta",
+    "newest_parts",
+    "part_deltas",
     "parts_of",
     "past_deltas",
     "reverse_delta",
@@ -421,6 +423,32 @@ def parts_of(
         for made in rows.oldest_first():
             if part := readable_part(decode_rows(made), scope):
                 yield part
+
+
+def newest_parts(
+    current: Any, deltas: PartSpool[tuple[int, bytes]]
+) -> Iterator[list[MemoryRecord]]:
+    """Every earlier version of a record of a SQL store, newest part first (each part
+    oldest first), made from its current row ``current`` (read by column name) and its
+    deltas ``(version, blob)`` spooled newest first in the same read, a spooled page a
+    part (:class:`Rewind`): a bulk dump's long history
+    (:class:`~memstrata.store.history_parts.EarlierVersions`)."""
+    rewind = Rewind(current, int(current["version"]))
+    for page in deltas.in_order():
+        if made := rewind.page(page):
+            yield decode_rows(made)
+
+
+def part_deltas(
+    record: MemoryRecord, parts: Iterable[Sequence[MemoryRecord]]
+) -> Iterator[tuple[Sequence[MemoryRecord], list[tuple[int, bytes]]]]:
+    """Each part of ``record``'s earlier versions given newest part first (a bulk dump's
+    :class:`~memstrata.store.history_parts.EarlierVersions`), checked
+    (:func:`~memstrata.store.past_versions.checked_parts`), with its ``(version, delta)``
+    rows: the part's newest version kept against the oldest of the part before (the
+    record, for the first part)."""
+    for part, after in checked_parts(record, parts):
+        yield part, past_deltas(None, part, after)
 
 
 def past_deltas(
