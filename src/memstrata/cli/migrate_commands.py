@@ -57,7 +57,8 @@ def migrate(
             "--batch-size",
             min=1,
             max=100_000,
-            help="Records per transaction (memory use grows with it).",
+            help="Records per transaction (memory use grows with it; a batch also ends "
+            "at 5,000 earlier versions, and a longer history is read a part at a time).",
         ),
     ] = 500,
     replace_nul: Annotated[

@@ -580,6 +580,12 @@ class AsyncStoreCopy(Protocol):
     many were new.
     Loaded records keep their versions, times, counters and vector exactly (no new version,
     no re-embedding); jobs keep their status and attempts as given.
+
+    A record with more than ``portability.HISTORY_PAGE`` earlier versions is dumped with
+    its current version in ``RecordDump.versions`` and the others in ``RecordDump.earlier``,
+    a part at a time, newest part first, readable until the next batch is asked for; a
+    batch of short histories ends at ``HISTORY_PAGE`` earlier versions. ``load_records``
+    writes a long history's parts as it reads them, in the batch's transaction.
     """
 
     # Whether text holding a NUL character can be stored (PostgreSQL: no; a migration

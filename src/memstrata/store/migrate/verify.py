@@ -5,6 +5,9 @@ target (:class:`~memstrata.store.base.StoreCopy`), hashed the same way on both s
 (``digest.py``) and matched by key. Memory stays bounded: both streams come in the same
 order when the copy is complete, so an item waits for its partner only for about a batch;
 only items missing on one side (or moved) are held until the end, where each is reported.
+A long history (``RecordDump.earlier``) is hashed a part at a time as it is read
+(``digest.record_digest``), so a version that differs anywhere in it is found without
+holding it.
 """
 
 from __future__ import annotations
