@@ -130,12 +130,12 @@ def copy_store(
     cannot go into PostgreSQL: the copy stops at its batch with a
     :class:`~memstrata.errors.ValidationError` naming it (the batches before it are in the
     target; ``resume=True`` completes the copy), unless ``replace_nul`` stores each NUL as
-    U+FFFD (``nul.py``).
+    U+FFFD (``nul.py``). ``report.nul_texts`` counts such texts, a dry run included.
 
     A record with more than ``portability.HISTORY_PAGE`` earlier versions is read, written
     and verified a part at a time (``RecordDump.earlier``), its parts written in its
     batch's transaction: a copy killed in the middle of one leaves none of it, and
-    ``resume=True`` copies it whole. ``report.nul_texts`` counts such texts, a dry run included.
+    ``resume=True`` copies it whole.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
