@@ -96,6 +96,22 @@ def test_a_long_history_can_be_read_once(
                     iter(d.earlier)
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_long_history_read_after_the_next_batch_is_refused_by_name(
+    kind: str, sides: Sides, base: MemoryRecord, tmp_path: Path, part: int
+) -> None:
+    """Its spool is closed when the dump is asked for its next batch: a ``StoreError``
+    saying so, not a ``ValueError`` of a closed file."""
+    side = sides(kind)
+    fill(side, base, tmp_path)
+    store = side.store
+    assert isinstance(store, StoreCopy)
+    held = [d for batch in store.dump_records(500) for d in batch if d.earlier is not None]
+    assert len(held) == 2
+    with pytest.raises(StoreError, match="before asking for the next batch"):
+        next(iter(held[0].earlier or ()))
+
+
 SMALL, LARGE = 4 * PART, 16 * PART
 
 

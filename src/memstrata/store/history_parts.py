@@ -119,6 +119,12 @@ class PartSpool(Generic[T]):
 
     def in_order(self) -> Iterator[list[T]]:
         """Every part added, in the order added."""
+        if self._file.closed:  # a contract broken by the caller: say which
+            raise StoreError(
+                "the parts of a long history were read after they were let go (a bulk "
+                "dump's, after its next batch was asked for): read a record's "
+                "RecordDump.earlier before asking for the next batch"
+            )
         self._file.flush()
         self._file.seek(0)
         for _ in self._starts:
