@@ -288,7 +288,9 @@ README_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def layers(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option(help="Newest records shown per layer.")] = 5,
+    limit: Annotated[
+        int, typer.Option(min=0, max=100_000, help="Newest records shown per layer (0: none).")
+    ] = 5,
     as_json: Json = False,
 ) -> None:
     """What each layer holds for the scope (counts, and a preview of the newest records)."""

@@ -227,6 +227,8 @@ def keys_list(
     store = _key_store(ctx.obj)
     try:
         rows = [_key_row(k) for k in store.list(tenant)]
+    except MemstrataError as exc:
+        fail(str(exc))
     finally:
         store.close()
     if emit(rows, as_json):
