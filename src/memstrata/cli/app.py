@@ -476,10 +476,13 @@ def export(
     """Export the scope's records (with their history) as versioned JSON Lines."""
     settings: Settings = ctx.obj
     if str(path) != "-":  # checked before the store is opened: nothing half-written
-        if path.is_dir() or not path.name:
-            fail(f"{path} is a folder: give the name of the .jsonl file to write")
-        if not path.parent.is_dir():
-            fail(f"cannot write {path}: the folder {path.parent} does not exist")
+        try:
+            if path.is_dir() or not path.name:
+                fail(f"{path} is a folder: give the name of the .jsonl file to write")
+            if not path.parent.is_dir():
+                fail(f"cannot write {path}: the folder {path.parent} does not exist")
+        except OSError as exc:  # a name too long for the file system: a raw traceback
+            fail(f"cannot write {_shown(path)}: {exc.strerror or exc}; nothing was exported")
     with open_memory(settings) as mem:
         if str(path) == "-":  # written a page at a time; a cut one lacks its end line
             mem.export_records(
@@ -508,6 +511,12 @@ def export(
             note(f"exported, but {path.parent} could not be synced to disk ({unsynced})")
         if not emit({"exported": n, "path": str(path)}, as_json):
             out(f"exported {n} records to {path}")
+
+
+def _shown(path: Path) -> str:
+    """``path`` for a message: its start when it is too long to read."""
+    text = str(path)
+    return text if len(text) <= 200 else f"{text[:200]}... ({len(text):,} characters)"
 
 
 def _sync_folder(folder: Path) -> str | None:
@@ -561,14 +570,14 @@ def import_(
     from rich.progress import Progress
 
     settings: Settings = ctx.obj
-    if not path.exists():
-        fail(f"{path} does not exist")
-    if path.is_dir():
-        fail(f"{path} is a folder: give the export's .jsonl file")
     try:
+        if not path.exists():
+            fail(f"{path} does not exist")
+        if path.is_dir():
+            fail(f"{path} is a folder: give the export's .jsonl file")
         path.open("rb").close()
-    except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror or exc}; nothing was imported")
+    except OSError as exc:  # also a name too long for the file system (a raw traceback)
+        fail(f"cannot read {_shown(path)}: {exc.strerror or exc}; nothing was imported")
     into = settings.scope() if remap else None
     with open_memory(settings, create=True) as mem, Progress(transient=True) as progress:
         progress.add_task(f"importing {path.name}", total=None)
