@@ -417,6 +417,8 @@ def sqlite_path(url: str) -> str | None:
 
 def open_key_store(url: str) -> KeyStore:
     """The key store that lives beside the memory store ``url`` names."""
+    if "\x00" in url:  # as open_store: sqlite3 and libpq raise a raw ValueError on one
+        raise ValidationError(f"store URL {url!r} holds a NUL character; remove it")
     path = sqlite_path(url)
     if path:
         return SQLiteKeyStore(path)
