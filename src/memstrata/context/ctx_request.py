@@ -28,7 +28,7 @@ class ContextRequest:
         # The system prompt comes back as the first message: a lone surrogate in it failed
         # wherever that message was encoded, far from this call (a NUL is kept, as in the
         # query: nothing is stored, and JSON carries one).
-        if self.system_prompt is not None:
+        if isinstance(self.system_prompt, str):  # its type: Memory.build_context checks it
             try:
                 self.system_prompt.encode("utf-8")
             except UnicodeEncodeError as exc:
