@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memstrata import Filters, Memory, Scope
+from memstrata.mcp_server.server import _refused_request
 from memstrata.server.keys import SQLiteKeyStore
 from server.conftest import Served
 
@@ -109,3 +112,50 @@ def test_stdio_refuses_a_key_given_twice(tmp_path: Path) -> None:
     assert by_id[8]["result"]["isError"] is False, by_id[8]
     with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as memory:
         assert _everything(memory, "alice") == ["I keep bees"]
+
+
+# --- the check itself, over generated messages ------------------------------------------------
+_names = st.text(alphabet='abc\u00e9\u4e2d"\\', min_size=0, max_size=3)
+
+
+def _render(value: Any) -> str:
+    """JSON text of ``value``, where a list of (key, value) pairs is an object (so a key may
+    come twice)."""
+    if isinstance(value, tuple):
+        return "{" + ",".join(f"{json.dumps(k)}:{_render(v)}" for k, v in value) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_render(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _twice(value: Any) -> bool:
+    if isinstance(value, tuple):
+        keys = [k for k, _ in value]
+        return len(keys) != len(set(keys)) or any(_twice(v) for _, v in value)
+    if isinstance(value, list):
+        return any(_twice(v) for v in value)
+    return False
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.lists(st.tuples(_names, inner), max_size=4).map(tuple)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(params=_json, rid=st.integers(min_value=-(2**40), max_value=2**40) | st.text(max_size=4))
+def test_a_message_is_refused_exactly_when_an_object_names_a_key_twice(
+    params: Any, rid: int | str
+) -> None:
+    head = '{"jsonrpc":"2.0","id":' + json.dumps(rid)
+    body = head + ',"method":"tools/call","params":' + _render(params) + "}"
+    refused = _refused_request(body.encode())
+    if _twice(params):
+        assert refused is not None and "twice" in refused[0], body
+        assert refused[1] == rid, body  # answered with the request's own id
+    else:
+        assert refused is None, (body, refused)
