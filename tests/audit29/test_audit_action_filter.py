@@ -41,6 +41,9 @@ def test_an_action_a_library_caller_recorded_is_found(served: Served) -> None:
         "/v1/audit", params={"action": "note", "until": "2000-01-01T00:00:00Z"}, headers=h
     )
     assert r.status_code == 200 and r.json()["events"] == []
+    # another user's event of it makes it known to a service admin key asking for one user
+    r = served.client.get("/v1/audit", params={"action": "note", "user": "nobody"}, headers=h)
+    assert r.status_code == 200 and r.json()["events"] == [], r.text
     # another tenant's action does not make it known here
     served.memory.audit.record("globex", "library", "globex-only")
     r = served.client.get("/v1/audit", params={"action": "globex-only"}, headers=h)

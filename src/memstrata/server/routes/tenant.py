@@ -249,7 +249,7 @@ async def audit(
         after=after,
     )
     if not events and action is not None:
-        await _check_action(request, caller.tenant, user, action)
+        await _check_action(request, caller.tenant, bound, action)
     return AuditOut(
         events=[AuditEventOut.of(e) for e in events],
         next_after=events[-1].id if len(events) == limit else None,
