@@ -85,3 +85,27 @@ def test_filters_are_read_as_the_http_api_reads_a_body(
     assert res.exit_code == 2, (res.output, res.exception)
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert says in res.stderr, res.stderr[:500]
+
+
+@pytest.mark.parametrize("source", ["-", "/dev/stdin"])
+def test_ingest_from_an_endless_source_stops_past_the_documents_limit(
+    tmp_path: Path, source: str
+) -> None:
+    cmd = [sys.executable, "-m", "memstrata", *_base(tmp_path), "ingest", source]
+    env = {**os.environ, "PYTHONPATH": SRC}
+    with subprocess.Popen(["yes", "bees"], stdout=subprocess.PIPE) as endless:
+        try:
+            done = subprocess.run(
+                cmd,
+                stdin=endless.stdout,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+                check=False,
+                preexec_fn=_two_gigabytes,
+            )
+        finally:
+            endless.kill()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "10,000,000" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]

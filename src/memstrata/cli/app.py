@@ -262,7 +262,12 @@ def ingest(
 ) -> None:
     """Store a long document as knowledge chunks (no length limit per document)."""
     settings: Settings = ctx.obj
-    text = sys.stdin.read() if str(path) == "-" else _read_text(None, path)
+    from ..layers.knowledge_types import MAX_DOCUMENT_CHARS
+
+    # one character past what ingest takes at most: `ingest /dev/zero` read until the memory
+    # ran out; a longer document is the library's one-line refusal
+    stdin = str(path) == "-"
+    text = _read_text("-" if stdin else None, None if stdin else path, MAX_DOCUMENT_CHARS)
     with open_memory(settings, create=True) as mem:
         chunks = mem.knowledge.ingest(
             settings.scope(), text, title=title or path.name, tags=tag or ()
