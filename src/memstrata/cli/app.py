@@ -260,7 +260,7 @@ def ingest(
     tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
     as_json: Json = False,
 ) -> None:
-    """Store a long document as knowledge chunks (no length limit per document)."""
+    """Store a long document as knowledge chunks (up to 10,000,000 characters a document)."""
     settings: Settings = ctx.obj
     from ..layers.knowledge_types import MAX_DOCUMENT_CHARS
 
