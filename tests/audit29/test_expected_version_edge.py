@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memstrata import AsyncMemory, ConflictError, Memory, Scope, ValidationError
 
@@ -53,3 +55,33 @@ def test_async_update_names_the_version_given() -> None:
                 await amem.update(ALICE, rec.id, content="x", expected_version=MAX)
 
     asyncio.run(run())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    given_version=st.one_of(
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.sampled_from([0, 1, 2, MAX - 1, MAX, MAX + 1, 2**64]),
+    ),
+    edits=st.integers(min_value=0, max_value=3),
+)
+def test_an_update_is_written_exactly_when_the_version_is_the_records(
+    given_version: int, edits: int
+) -> None:
+    with Memory("memory://", embedder="hashing", background=False) as mem:
+        rec = mem.add(ALICE, "I keep bees")
+        for _ in range(edits):
+            rec = mem.update(
+                ALICE, rec.id, content=f"v{rec.version + 1}", expected_version=rec.version
+            )
+        if given_version == rec.version:
+            assert mem.update(
+                ALICE, rec.id, content="x", expected_version=given_version
+            ).version == (rec.version + 1)
+            return
+        error = ConflictError if 1 <= given_version <= MAX else ValidationError
+        with pytest.raises(error) as err:
+            mem.update(ALICE, rec.id, content="x", expected_version=given_version)
+        if given_version.bit_length() < 128:
+            assert f"{given_version:,}" in str(err.value)
+        assert mem.get(ALICE, rec.id).version == rec.version
