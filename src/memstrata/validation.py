@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime, time
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from .errors import ValidationError
+from .errors import ConflictError, ValidationError
 from .text import DEFAULT_MAX_CHARS, content_hash, validate_content
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "check_tags",
     "check_time",
     "check_unit",
+    "check_read_version",
     "check_version",
     "counted",
     "validate_record",
@@ -117,7 +118,7 @@ def check_int(value: object, field: str, *, low: int | None = None, high: int | 
             bound = f"in [{low:,}, {high:,}]"
         # (str() of an int over 4,300 digits raises: count them from the bits)
         digits = int(value.bit_length() * 0.30103) + 1
-        shown = f"{value:,}" if value.bit_length() < 64 else f"a ~{digits}-digit number"
+        shown = f"{value:,}" if value.bit_length() < 128 else f"a ~{digits}-digit number"
         raise ValidationError(f"{field} must be {bound}, got {shown}")
     return value
 
@@ -137,6 +138,18 @@ def check_version(record_id: str, version: object) -> int:
             "written: add its content as a new record and purge this one"
         )
     return check_int(version, "version", low=1)
+
+
+def check_read_version(record_id: str, current: int, expected_version: int) -> None:
+    """``ConflictError`` when a record is no longer at the version a change was based on, as
+    every store's ``replace`` raises it (which still checks, under its lock). Checked before
+    the next version is built: ``expected_version`` at the last version a store holds, on a
+    record that is not there, was refused for a next version past it."""
+    if current != expected_version:
+        raise ConflictError(
+            f"record {record_id!r} is at version {current}, but this update was based on "
+            f"version {expected_version:,}; re-read the record and apply the change again"
+        )
 
 
 def counted(count: int, more: int = 1) -> int:

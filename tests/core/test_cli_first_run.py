@@ -147,7 +147,7 @@ def test_square_brackets_are_printed_as_written(run: Run) -> None:
         assert "[b]pip[/b]" in out and "memstrata[postgres]" in out, out
     ok(run("task", "start", "ship it", "--step", "build", "--step", "test [unit]", session="s1"))
     shown = ok(run("task", "step", "0", "completed", session="s1")).stdout
-    assert "1. [x] build" in shown and "2. [ ] test [unit]" in shown
+    assert "0. [x] build" in shown and "1. [ ] test [unit]" in shown  # as `task step` numbers
     # errors: a user-typed id with markup is echoed verbatim
     refused(run("get", "[red]nope[/red]"), "[red]nope[/red]")
 

@@ -56,6 +56,7 @@ from memstrata.store.types import PurgeReport, RecordWrite, Vector
 from memstrata.store.url import redact_url
 from memstrata.text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from memstrata.validation import (
+    MAX_COUNT,
     check_bool,
     check_enum,
     check_id,
@@ -65,6 +66,7 @@ from memstrata.validation import (
     check_names,
     check_number,
     check_ratio,
+    check_read_version,
     check_sequence,
     check_tags,
     check_text,
@@ -779,7 +781,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         check_owner(scope)
         check_id(record_id)
-        check_int(expected_version, "expected_version", low=1)
+        check_int(expected_version, "expected_version", low=1, high=MAX_COUNT)
         changes: dict[str, Any] = {"version": expected_version + 1, "updated_at": self._clock.now()}
         if content is not None:
             text = validate_content(content, max_chars=self.max_content_chars)
@@ -796,6 +798,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         if metadata is not None:
             changes["metadata"] = check_metadata(metadata)
         current = await self._store.get(scope, record_id)
+        check_read_version(current.id, current.version, expected_version)
         if content is not None:
             changes["content"] = replace(current.content, raw=text)
             if pii_extra:

@@ -176,12 +176,16 @@ def _row(r: Any) -> dict[str, Any]:
     return record_to_dict(r)
 
 
-def _read_text(content: str | None, file: Path | None) -> str:
-    """TEXT, ``-`` for stdin, or ``--file PATH``."""
+def _read_text(content: str | None, file: Path | None, most: int | None = None) -> str:
+    """TEXT, ``-`` for stdin, or ``--file PATH``; with ``most``, no more than one character
+    past it is read (``add - < /dev/zero`` read until the memory ran out)."""
     if file is not None:
         if content is not None:
             fail("give the text or --file, not both")
         try:
+            if most is not None:
+                with file.open(encoding="utf-8") as fp:
+                    return fp.read(most + 1)
             return file.read_text(encoding="utf-8")
         except FileNotFoundError:
             fail(f"{file} does not exist")
@@ -191,16 +195,23 @@ def _read_text(content: str | None, file: Path | None) -> str:
             fail(f"cannot read {file}: {exc.strerror or exc}")
     if content is None:
         fail("give the text as an argument, - to read stdin, or --file PATH")
-    return sys.stdin.read() if content == "-" else content
+    if content == "-":
+        return sys.stdin.read() if most is None else sys.stdin.read(most + 1)
+    return content
 
 
-def _check_length(text: str, settings: Settings) -> None:
+def _max_chars(settings: Settings) -> int:
     from ..text import DEFAULT_MAX_CHARS
 
-    limit = settings.max_chars or DEFAULT_MAX_CHARS
+    return settings.max_chars or DEFAULT_MAX_CHARS
+
+
+def _check_length(text: str, settings: Settings, *, read_all: bool = True) -> None:
+    limit = _max_chars(settings)
     if len(text) > limit:
+        has = f"{len(text):,}" if read_all else f"more than {limit:,}"
         fail(
-            f"the text has {len(text):,} characters, over the limit of {limit:,} for one "
+            f"the text has {has} characters, over the limit of {limit:,} for one "
             "record: store it as a chunked document with `memstrata ingest FILE`, or raise "
             "the limit with `memstrata --max-chars N add ...`"
         )
@@ -228,8 +239,9 @@ def add(
     settings: Settings = ctx.obj
     role = choice(role, ROLES, "--role") if role is not None else None
     rtype = choice(type, RECORD_TYPES, "--type")
-    text = _read_text(content, file)
-    _check_length(text, settings)
+    read = content == "-" or file is not None  # read no further than the limit allows
+    text = _read_text(content, file, _max_chars(settings) if read else None)
+    _check_length(text, settings, read_all=not read)
     with open_memory(settings, create=True) as mem:
         scope = settings.scope()
         if role:
@@ -248,9 +260,14 @@ def ingest(
     tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
     as_json: Json = False,
 ) -> None:
-    """Store a long document as knowledge chunks (no length limit per document)."""
+    """Store a long document as knowledge chunks (up to 10,000,000 characters a document)."""
     settings: Settings = ctx.obj
-    text = sys.stdin.read() if str(path) == "-" else _read_text(None, path)
+    from ..layers.knowledge_types import MAX_DOCUMENT_CHARS
+
+    # one character past what ingest takes at most: `ingest /dev/zero` read until the memory
+    # ran out; a longer document is the library's one-line refusal
+    stdin = str(path) == "-"
+    text = _read_text("-" if stdin else None, None if stdin else path, MAX_DOCUMENT_CHARS)
     with open_memory(settings, create=True) as mem:
         chunks = mem.knowledge.ingest(
             settings.scope(), text, title=title or path.name, tags=tag or ()
@@ -288,9 +305,13 @@ def search(
     settings: Settings = ctx.obj
     mode = choice(mode, MODES, "--mode")
     layers = [choice(x, SEARCH_LAYERS, "--layer", LAYER_ALIASES) for x in layer or ()]
-    try:
-        flt = json.loads(filters) if filters else None
-    except json.JSONDecodeError as exc:
+    from ..json_keys import DuplicateKeyError, loads
+
+    try:  # a key given twice kept its last value, as the HTTP API's bodies did
+        flt = loads(filters) if filters else None
+    except DuplicateKeyError as exc:
+        fail(f"--filters: {exc}; give each key once")
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to read
         fail(f"--filters is not valid JSON: {exc}")
     # the query is embedded on a thread while the library loads (not for lexical search)
     with open_memory(settings, query=query if mode != "lexical" else None) as mem:
@@ -476,10 +497,13 @@ def export(
     """Export the scope's records (with their history) as versioned JSON Lines."""
     settings: Settings = ctx.obj
     if str(path) != "-":  # checked before the store is opened: nothing half-written
-        if path.is_dir() or not path.name:
-            fail(f"{path} is a folder: give the name of the .jsonl file to write")
-        if not path.parent.is_dir():
-            fail(f"cannot write {path}: the folder {path.parent} does not exist")
+        try:
+            if path.is_dir() or not path.name:
+                fail(f"{path} is a folder: give the name of the .jsonl file to write")
+            if not path.parent.is_dir():
+                fail(f"cannot write {path}: the folder {path.parent} does not exist")
+        except OSError as exc:  # a name too long for the file system: a raw traceback
+            fail(f"cannot write {_shown(path)}: {exc.strerror or exc}; nothing was exported")
     with open_memory(settings) as mem:
         if str(path) == "-":  # written a page at a time; a cut one lacks its end line
             mem.export_records(
@@ -508,6 +532,12 @@ def export(
             note(f"exported, but {path.parent} could not be synced to disk ({unsynced})")
         if not emit({"exported": n, "path": str(path)}, as_json):
             out(f"exported {n} records to {path}")
+
+
+def _shown(path: Path) -> str:
+    """``path`` for a message: its start when it is too long to read."""
+    text = str(path)
+    return text if len(text) <= 200 else f"{text[:200]}... ({len(text):,} characters)"
 
 
 def _sync_folder(folder: Path) -> str | None:
@@ -561,14 +591,14 @@ def import_(
     from rich.progress import Progress
 
     settings: Settings = ctx.obj
-    if not path.exists():
-        fail(f"{path} does not exist")
-    if path.is_dir():
-        fail(f"{path} is a folder: give the export's .jsonl file")
     try:
+        if not path.exists():
+            fail(f"{path} does not exist")
+        if path.is_dir():
+            fail(f"{path} is a folder: give the export's .jsonl file")
         path.open("rb").close()
-    except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror or exc}; nothing was imported")
+    except OSError as exc:  # also a name too long for the file system (a raw traceback)
+        fail(f"cannot read {_shown(path)}: {exc.strerror or exc}; nothing was imported")
     into = settings.scope() if remap else None
     with open_memory(settings, create=True) as mem, Progress(transient=True) as progress:
         progress.add_task(f"importing {path.name}", total=None)

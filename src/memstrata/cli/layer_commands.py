@@ -7,6 +7,7 @@ import json
 import logging
 import signal
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -153,10 +154,30 @@ def key_remove(ctx: typer.Context, record_id: str, as_json: Json = False) -> Non
 
 
 def _task_out(rec: Any, as_json: bool) -> None:
+    if not emit(record_to_dict(rec), as_json):
+        console.print(task_text(rec.content.structured))
+
+
+def task_text(data: Mapping[str, Any]) -> str:
+    """The task block with its plan numbered as ``memstrata task step`` takes a step: from 0,
+    the step's index in the record's ``steps`` (the library's ``update_step`` and the HTTP
+    API's ``.../task/steps/{index}`` take the same). Until session 29 it showed the context's
+    block, numbered from 1 for a model, so ``task step 1`` after "1. [ ] a" set the second
+    step; the numbers shown changed rather than the argument, which scripts pass."""
     from ..layers.working import render as render_task
 
-    if not emit(record_to_dict(rec), as_json):
-        console.print(render_task(rec))
+    steps = data.get("steps", [])
+    notes = data.get("notes", [])
+    lines = [render_task({**data, "steps": [], "notes": []})]
+    if steps:
+        lines.append("Plan (step numbers as `memstrata task step` takes them):")
+        for i, step in enumerate(steps):  # each step's mark, result and error as the block's
+            shown = render_task({"steps": [step]}).split("\nPlan:\n1. ", 1)[1]
+            lines.append(f"{i}. {shown}")
+    if notes:
+        lines.append("Scratchpad:")
+        lines.extend(f"- {note}" for note in notes)
+    return "\n".join(lines)
 
 
 @task_app.command("start")
@@ -175,7 +196,10 @@ def task_start(
 @task_app.command("step")
 def task_step(
     ctx: typer.Context,
-    index: Annotated[int, typer.Argument(help="Step number, 0-based.")],
+    index: Annotated[
+        int,
+        typer.Argument(help="The step's number as `task show` shows it: from 0 (the first is 0)."),
+    ],
     status: Annotated[
         str,
         typer.Argument(
@@ -264,7 +288,9 @@ README_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def layers(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option(help="Newest records shown per layer.")] = 5,
+    limit: Annotated[
+        int, typer.Option(min=0, max=100_000, help="Newest records shown per layer (0: none).")
+    ] = 5,
     as_json: Json = False,
 ) -> None:
     """What each layer holds for the scope (counts, and a preview of the newest records)."""

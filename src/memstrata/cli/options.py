@@ -129,22 +129,20 @@ def open_memory(
         embedder: Any = settings.embedder
         llm: Any = settings.llm
         if embedder and embedder.startswith("openai:"):
-            from ..embedder.openai import OpenAIEmbedder
+            from ..embedder.factory import make_embedder
 
-            embedder = OpenAIEmbedder(
-                embedder.split(":", 1)[1],
-                base_url=settings.openai_base_url,
-                api_key=settings.openai_api_key,
+            # the library's factory: "openai:" with no model is its ValidationError (the
+            # embedder's own ValueError was a traceback here)
+            embedder = make_embedder(
+                embedder, base_url=settings.openai_base_url, api_key=settings.openai_api_key
             )
         if llm and llm.startswith("openai:"):
             from ..llm._openai_sdk import DEFAULT_BASE_URL
-            from ..llm.openai import openai_llm
+            from ..llm.factory import make_llm
             from .llm_outage import outage_file, restore
 
             model = llm.split(":", 1)[1]
-            llm = openai_llm(
-                model, base_url=settings.openai_base_url, api_key=settings.openai_api_key
-            )
+            llm = make_llm(llm, base_url=settings.openai_base_url, api_key=settings.openai_api_key)
             # an outage an earlier call saw: start with the breaker open (llm_outage.py)
             outage = (llm.breaker, f"{model} at {settings.openai_base_url or DEFAULT_BASE_URL}")
             restore(*outage, outage_file())

@@ -53,7 +53,7 @@ def records_table(records: Sequence[MemoryRecord], title: str) -> PlainTable:
                 (
                     r.id[:SHORT_ID],
                     r.type.value,
-                    r.observed_at.strftime("%Y-%m-%d %H:%M"),
+                    r.observed_at.isoformat(" ", "minutes")[:16],  # strftime: "1-01-01"
                     r.version,
                     r.status.value,
                     r.text[:120],
@@ -73,7 +73,7 @@ def hits_table(hits: Sequence[SearchHit], title: str) -> PlainTable:
                     i,
                     f"{h.score:.3f}",
                     h.layer,
-                    h.record.observed_at.strftime("%Y-%m-%d"),
+                    h.record.observed_at.date().isoformat(),  # strftime: "999-05-01"
                     h.record.id[:SHORT_ID],
                     h.text[:160],
                 ),

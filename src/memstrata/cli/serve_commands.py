@@ -58,6 +58,10 @@ TenantQuota = Annotated[
 # connection it holds.
 KEEP_ALIVE_S = 75
 WORKER_TIMEOUT_S = 60
+# A day: beyond it a timeout is a typo (multiprocessing's poll of the supervisor's ping
+# raised OverflowError at 10**11 s). Below 0 uvicorn closed every connection after its
+# first answer; a worker timeout of 0 or less killed every process as hung, again and again.
+MAX_TIMEOUT_S = 86_400
 # uvicorn waits for every open connection on SIGTERM, with no limit: a client that sent half
 # a body, or reads an export slowly, kept the process from exiting (still up 60 s after the
 # signal, session 21). Requests still running after this are cancelled (a write not yet
@@ -223,6 +227,8 @@ def keys_list(
     store = _key_store(ctx.obj)
     try:
         rows = [_key_row(k) for k in store.list(tenant)]
+    except MemstrataError as exc:
+        fail(str(exc))
     finally:
         store.close()
     if emit(rows, as_json):
@@ -327,15 +333,19 @@ def serve(
     keep_alive: Annotated[
         int,
         typer.Option(
+            min=0,
+            max=MAX_TIMEOUT_S,
             help="Seconds an idle connection is kept open (longer than clients' and proxies' "
-            "own idle timeouts, so they close first)."
+            "own idle timeouts, so they close first; 0: closed after each answer).",
         ),
     ] = KEEP_ALIVE_S,
     worker_timeout: Annotated[
         int,
         typer.Option(
+            min=1,
+            max=MAX_TIMEOUT_S,
             help="With --workers: seconds a process may not answer the supervisor before it "
-            "is killed and replaced (a busy process is not a hung one)."
+            "is killed and replaced (a busy process is not a hung one).",
         ),
     ] = WORKER_TIMEOUT_S,
     shutdown_timeout: ShutdownTimeout = SHUTDOWN_TIMEOUT_S,

@@ -99,7 +99,12 @@ def check_store(url: str, *, create: bool) -> tuple[str | None, Path | None]:
     path = sqlite_path(url)
     if path is None:
         return None, None
-    if path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a name too long for the file system: was a raw traceback
+        shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:200]}..."
+        return f"cannot open a store at {shown}: {exc.strerror or exc}; check --db", None
+    if exists:
         return _not_a_store(path), None
     if not create:
         return (

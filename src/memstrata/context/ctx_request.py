@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memstrata.context.config import ContextConfig
+from memstrata.errors import ValidationError
 from memstrata.scope import Scope
 
 __all__ = ["ContextRequest"]
@@ -22,6 +23,19 @@ class ContextRequest:
     summaries_k: int = 3
     facts_k: int = 20
     config: ContextConfig = field(default_factory=ContextConfig)
+
+    def __post_init__(self) -> None:
+        # The system prompt comes back as the first message: a lone surrogate in it failed
+        # wherever that message was encoded, far from this call (a NUL is kept, as in the
+        # query: nothing is stored, and JSON carries one).
+        if isinstance(self.system_prompt, str):  # its type: Memory.build_context checks it
+            try:
+                self.system_prompt.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValidationError(
+                    f"system_prompt contains a lone surrogate at position {exc.start}, which "
+                    "is not valid UTF-8: fix the decoding that produced it"
+                ) from None
 
     @property
     def relevant_limit(self) -> int:

@@ -158,5 +158,12 @@ def _chinese(q: str, anchor: datetime) -> Period | None:
 
 
 def resolve_period(question: str, anchor: datetime) -> Period | None:
-    """The period a question names, resolved against ``anchor``; ``None`` when none."""
-    return _chinese(question, anchor) or _english(question, anchor)
+    """The period a question names, resolved against ``anchor``; ``None`` when none, and
+    when it reaches past the calendar (years 1-9999): "999999999 days ago", "99999999999年前",
+    "9999年12月31日" (whose end is in year 10000), "yesterday" on 1 January of year 1. Before
+    session 29 those raised a raw OverflowError / ValueError out of ``build_context`` with
+    ``temporal_boost`` on."""
+    try:
+        return _chinese(question, anchor) or _english(question, anchor)
+    except (OverflowError, ValueError):  # date arithmetic past datetime's range only
+        return None

@@ -20,6 +20,7 @@ from ..server.limits import Limiter, MemoryCounters
 from ..server.readiness import routes as readiness_routes
 from .identity import Identity
 from .server import build_mcp_server, http_app
+from .stdio import run_stdio
 
 __all__ = ["run_mcp"]
 
@@ -87,7 +88,7 @@ def run_mcp(
 
             async def stdio() -> None:
                 async with memory:
-                    await server.run_stdio_async()
+                    await run_stdio(server)
 
             anyio.run(stdio)
             return 0

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from .. import __version__
+from .. import __version__, json_keys
 from ..errors import EmbeddingMismatchError, MemstrataError, StoreError
 from ..filters import Filters
 from ..records import MemoryRecord, RecordType
@@ -387,10 +387,11 @@ class _RequireKey:
             receive, body = await whole_body_bytes(receive)
             if body is None:
                 return
-            bad_id = _bad_request_id(body)
-            if bad_id is not None:
+            refused = _refused_request(body)
+            if refused is not None:
+                message, rid = refused
                 answer = JSONResponse(
-                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": bad_id}},
+                    {"jsonrpc": "2.0", "id": rid, "error": {"code": -32600, "message": message}},
                     status_code=400,
                 )
                 await answer(scope, receive, send)
@@ -398,17 +399,21 @@ class _RequireKey:
         await self.app(scope, receive, send)
 
 
-def _bad_request_id(body: bytes) -> str | None:
-    """Why a JSON-RPC request in ``body`` has an id MCP does not allow (None: it has not).
+def _refused_request(body: bytes) -> tuple[str, Any] | None:
+    """Why the JSON-RPC message in ``body`` is refused, and the id to answer it with (None:
+    it is not refused). A body that is not JSON is the SDK's to answer (its parse error).
 
-    MCP's ids are strings or integers; the SDK took a request with any other id (``1.5``,
-    ``1e999``, ``null``, ``[1]``) for a notification and answered 202 with no body, so the
-    client waited for an answer that never came. A body that is not JSON is the SDK's to
-    answer (its parse error)."""
-    if b"id" not in body and b"\\u" not in body:  # no "id" key, even escaped
-        return None
+    - An object naming a key twice: the SDK (pydantic) kept the last value, so
+      ``{"content": "a", "content": "b"}`` stored "b" and dropped "a" without a word; the
+      HTTP API refuses it too (``server/strict_json.py``). Answered with the request's id
+      when it has one.
+    - An id MCP does not allow: MCP's ids are strings or integers; the SDK took a request
+      with any other id (``1.5``, ``1e999``, ``null``, ``[1]``) for a notification and
+      answered 202 with no body, so the client waited for an answer that never came."""
     try:
-        parsed = json.loads(body)
+        parsed = json_keys.loads(body)
+    except json_keys.DuplicateKeyError as exc:
+        return f"Invalid Request: {exc}; send each key once", request_id(body)
     except (ValueError, RecursionError):
         return None
     for message in parsed if isinstance(parsed, list) else [parsed]:
@@ -418,9 +423,21 @@ def _bad_request_id(body: bytes) -> str | None:
                 shown = json.dumps(rid)[:40] if rid is not None else "null"
                 return (
                     f"Invalid Request: the id {shown} is not a string or an integer (MCP "
-                    "requests need one; a notification has no id)"
+                    "requests need one; a notification has no id)",
+                    None,
                 )
     return None
+
+
+def request_id(body: bytes | str) -> str | int | None:
+    """The id of the one request in ``body``, for an answer refusing it (None when there is
+    none a client could match: a notification, a batch, an id of another kind)."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    rid = parsed.get("id") if isinstance(parsed, dict) and "method" in parsed else None
+    return rid if isinstance(rid, str) or (type(rid) is int) else None
 
 
 def http_app(

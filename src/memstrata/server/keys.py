@@ -152,6 +152,14 @@ def check_key_fields(
     return user, found
 
 
+def listed_tenant(tenant: str | None) -> str | None:
+    """The tenant a key listing is filtered by, checked as every tenant id (a lone surrogate
+    was a raw UnicodeEncodeError from SQLite, a NUL a driver's error on PostgreSQL)."""
+    if tenant is not None:
+        Scope(tenant, "_")
+    return tenant
+
+
 def key_id_of(key_id: object) -> str:
     """``key_id`` if it could name a key (printable ASCII text), else the unknown key's
     NotFoundError: every key store answers the same, and none sends a NUL to its database."""
@@ -234,6 +242,7 @@ class InMemoryKeyStore:
         return found[1] if found[1].active else None
 
     def list(self, tenant: str | None = None) -> list[ApiKey]:
+        tenant = listed_tenant(tenant)
         with self._lock:
             keys = [k for _, k in self._keys.values()]
         return sorted(
@@ -361,6 +370,7 @@ class SQLiteKeyStore:
         return key if key.active else None
 
     def list(self, tenant: str | None = None) -> list[ApiKey]:
+        tenant = listed_tenant(tenant)
         sql = f"SELECT {self._COLS} FROM api_keys"
         args: tuple[object, ...] = ()
         if tenant is not None:
@@ -407,6 +417,8 @@ def sqlite_path(url: str) -> str | None:
 
 def open_key_store(url: str) -> KeyStore:
     """The key store that lives beside the memory store ``url`` names."""
+    if "\x00" in url:  # as open_store: sqlite3 and libpq raise a raw ValueError on one
+        raise ValidationError(f"store URL {url!r} holds a NUL character; remove it")
     path = sqlite_path(url)
     if path:
         return SQLiteKeyStore(path)

@@ -29,6 +29,7 @@ from .keys import (
     hash_key,
     key_id_of,
     key_of_row,
+    listed_tenant,
     new_key,
     parse_key,
 )
@@ -154,6 +155,7 @@ class PostgresKeyStore:
         return key if key.active else None
 
     def list(self, tenant: str | None = None) -> list[ApiKey]:
+        tenant = listed_tenant(tenant)
         sql = f"SELECT {KEY_COLUMNS} FROM api_keys"
         args: tuple[object, ...] = ()
         if tenant is not None:

@@ -32,7 +32,7 @@ from memstrata.records import (
 from memstrata.scope import Scope
 from memstrata.store.types import ListQuery
 from memstrata.text import content_hash, validate_content
-from memstrata.validation import MAX_COUNT, check_id, check_int
+from memstrata.validation import MAX_COUNT, check_id, check_int, check_read_version
 from memstrata.writes import check_owner, check_scope
 
 __all__ = ["AsyncKeyMemoryService", "key_order", "key_sort_key"]
@@ -129,6 +129,7 @@ class AsyncKeyMemoryService:
         if priority is not None:
             _priority(priority)
         current = await self.get(scope, record_id)
+        check_read_version(current.id, current.version, expected_version)
         changes: dict[str, object] = {
             "version": expected_version + 1,
             "updated_at": self._ctx.clock.now(),

@@ -153,6 +153,40 @@ async def revoke_key(request: Request, key_id: Id, caller: CallerDep) -> KeyOut:
     return KeyOut.of(await anyio.to_thread.run_sync(revoke))
 
 
+# The actions memstrata writes in the log (tests/audit29 checks the list against the code).
+# A library caller may record an action of its own (``mem.audit.record``): those are
+# read too, once one is in the log.
+AUDIT_ACTIONS = (
+    "delete",
+    "downgrade",
+    "forget",
+    "maintain",
+    "merge",
+    "purge",
+    "purge_failed",
+    "refresh",
+    "restore",
+    "set_access",
+    "set_importance",
+)
+
+
+async def _check_action(request: Request, tenant: str, user: str | None, action: str) -> None:
+    """``action`` matched no event of this page: a 422 listing the actions when it is none
+    memstrata writes and no event of the tenant (of ``user``, for a key bound to one) has
+    it: a typo (``action=delet``) was an empty page, as if nothing had been deleted."""
+    if action in AUDIT_ACTIONS:
+        return
+    if await state_of(request.app).backend.audit(tenant, user=user, action=action, limit=1):
+        return
+    raise ApiError(
+        422,
+        "invalid_request",
+        f"action={action!r} is no audit action: memstrata writes {', '.join(AUDIT_ACTIONS)} "
+        "(an action a library caller recorded itself is found once one is in the log)",
+    )
+
+
 _ISO = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$"
 
 
@@ -214,6 +248,8 @@ async def audit(
         offset=offset,
         after=after,
     )
+    if not events and action is not None:
+        await _check_action(request, caller.tenant, bound, action)
     return AuditOut(
         events=[AuditEventOut.of(e) for e in events],
         next_after=events[-1].id if len(events) == limit else None,
