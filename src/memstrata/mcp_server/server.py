@@ -316,7 +316,8 @@ class _Tool(Tool):
         except ToolError as exc:
             if not isinstance(exc.__cause__, ArgumentsError):
                 raise
-            errors = exc.__cause__.errors(include_url=False, include_input=False)
+            # the input is read (a NaN is neither too large nor too small), never echoed
+            errors = exc.__cause__.errors(include_url=False)
             message, _ = validation_message(errors, noun="argument", whole="arguments")
             # the cause kept: the SDK logs the names of the refused arguments from it
             raise ToolError(f"invalid arguments for {self.name}: {message}") from exc.__cause__

@@ -30,6 +30,7 @@ already treat as "needs an operator"; the message says what the operator should 
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -145,6 +146,14 @@ _FIXES = {
 }
 
 
+_BOUNDS = frozenset({"greater_than_equal", "greater_than", "less_than_equal", "less_than"})
+
+
+def _not_finite(value: object) -> bool:
+    """JSON's NaN and Infinity, which Python's reader takes, out of a bound's range."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def _field(loc: Sequence[Any], whole: str) -> str:
     return ".".join(str(p) for p in loc) or whole
 
@@ -164,6 +173,8 @@ def validation_message(
             parts.append(f"{name}: {msg.removeprefix('Value error, ')}")
         else:
             fix = _FIXES.get(kind, "correct this value").format(noun=noun)
+            if kind in _BOUNDS and _not_finite(err.get("input")):  # NaN is neither way
+                fix = _FIXES["finite_number"]
             parts.append(f"{name}: {msg} — {fix}")
         fields.append(name)
     more = f" (+{len(errors) - 10} more)" if len(errors) > 10 else ""

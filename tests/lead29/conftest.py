@@ -1,0 +1,3 @@
+"""The server suite's fixtures (a real SQLite memory, its key store, app and live server)."""
+
+from server.conftest import live_server, served  # noqa: F401
