@@ -1214,11 +1214,9 @@ class AsyncPostgresStore:
         async with self._write() as c:
             # First, holding nothing yet: the writes under way that added rows naming the
             # user to the index of readers are waited for (the reads below see them), and
-            # later ones are refused until this commits (schema.py, v21): none can commit
-            # between the read of the index and the commit, naming the purged user.
-            await c.execute(
-                "SELECT pg_advisory_xact_lock(record_readers_key(%s, %s))", (tenant, user)
-            )
+            # later ones are refused until this commits (schema.py, v21, v23): none can
+            # commit between the read of the index and the commit, naming the purged user.
+            await c.execute("SELECT record_readers_purge_lock(%s, %s)", (tenant, user))
             # Then the user's jobs go, waiting for any write under way under their claims
             # (it then is deleted below: READ COMMITTED reads again); a later one is refused.
             mine_args = (tenant, user)
