@@ -21,8 +21,10 @@ Summaries are refreshed by :mod:`memstrata.consolidation`. Derived records of de
 (a procedure citing an episode citing a task) are followed to the end. Maintenance writes
 each change as a new version (the old text stays in the record's history, like a summary's);
 a purge (``purge=True``) replaces the record by a first version under the same id, with no
-history, so no earlier text survives. Which sources count as gone is the caller's decision
-(retention purges turns on purpose after a summary covered them: those are not "gone").
+history, so no earlier text survives, and its refreshed note lists one ``[purged]`` per
+source dropped, not their ids (which the purge removes from the store). Which sources
+count as gone is the caller's decision (retention purges turns on purpose after a summary
+covered them: those are not "gone").
 """
 
 from __future__ import annotations
