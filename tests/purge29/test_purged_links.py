@@ -117,3 +117,18 @@ def test_async() -> None:
             assert got.content.structured["carries_out"] == PURGED
 
     asyncio.run(main())
+
+
+def test_dropped_sources_of_an_archived_note(mem: Memory) -> None:
+    """A note a later refresh replaced names the purged source only in an archived
+    version: it says ``[purged]`` there too (the record's current version has a note, so
+    its versions are read)."""
+    turns, note = _derived(mem)
+    mem.forget(BOB, [turns[0]], reason="asked")
+    mem.maintain(BOB)
+    mem.forget(BOB, [turns[1]], reason="asked")
+    mem.maintain(BOB)
+    assert mem.get(BOB, note).metadata["refreshed"]["dropped_sources"] == [turns[1]]
+    mem.purge(BOB, [turns[0]])
+    assert _traces(mem, BOB, [turns[0]]) == []
+    assert mem.get(BOB, note).metadata["refreshed"]["dropped_sources"] == [turns[1]]

@@ -42,8 +42,9 @@ plan), and a re-derived record's ``metadata["refreshed"]["dropped_sources"]``: e
 sources) without which record. An archived version's ``source_ids`` (and a cluster's
 ``structured["members"]``) lose the purged ids (``past``): the current version's are
 ``rederive``'s, which re-derives the record from the sources left. ``rederive`` then
-re-links the current facts. Found by the record's current version: an id only an archived
-version names (a refreshed note a later refresh replaced) is not found.
+re-links the current facts. Found by the record's current version: one naming a purged
+record, or holding a refreshed note (:func:`noted`: an archived note may name one). An id
+that only an archived version of a record never refreshed names is not found.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ __all__ = [
     "event_reader_rows",
     "link_fix",
     "names",
+    "noted",
     "past_sources_fix",
     "reader_fix",
     "reader_rows",
@@ -223,6 +225,13 @@ def link_fix(gone: Collection[str]) -> Callable[[dict[str, Any]], bool]:
         return changed
 
     return fix
+
+
+def noted(row: Mapping[str, Any]) -> bool:
+    """Whether a row's ``metadata`` holds a refreshed note's dropped sources: an archived
+    version's note (one a later refresh replaced) may name a purged record, so its every
+    version is read (a record never refreshed holds none)."""
+    return '"dropped_sources"' in str(row["metadata"])
 
 
 def past_sources_fix(gone: Collection[str]) -> Callable[[dict[str, Any]], bool]:

@@ -1233,10 +1233,11 @@ class SQLiteStore:
         ``[purged]`` instead (``purged_reader.link_fix``; their archived versions cite
         none of them), with a new version (``rederive`` then re-links the current facts):
         the facts of ``keys`` (schema 12's index; any version superseded by one), and the
-        records whose current version links to one (a scan of the user's rows, parsing
-        only those holding such a field). Reads the deltas of those. How many records
+        records whose current version links to one or has a refreshed note (an archived
+        note may name one: a scan of the user's rows, parsing only those holding such a
+        field). Reads the deltas of those. How many records
         were rewritten."""
-        from ..purged_reader import link_fix, past_sources_fix
+        from ..purged_reader import link_fix, noted, past_sources_fix
 
         fix, past = link_fix(gone), past_sources_fix(gone)
         every, _ = key_indexes("fact", "key")
@@ -1257,7 +1258,7 @@ class SQLiteStore:
                 "OR instr(metadata, '\"dropped_sources\"'))",
                 (scope.tenant, scope.user),
             ).fetchall()
-            if int(row["seq"]) not in rows and fix(dict(row))
+            if int(row["seq"]) not in rows and (fix(dict(row)) or noted(row))
         ]
         for part in _chunks(named):
             sql, vals = _seq_list(part)

@@ -1335,10 +1335,11 @@ class AsyncPostgresStore:
         ``[purged]`` instead (``purged_reader.link_fix``; their archived versions cite
         none of them), with a new version (``rederive`` then re-links the current facts):
         the facts of ``keys`` (schema 12's index; any version superseded by one), and the
-        records whose current version links to one (a scan of the user's rows, parsing
-        only those holding such a field, then locked). Reads the deltas of those. How
+        records whose current version links to one or has a refreshed note (an archived
+        note may name one: a scan of the user's rows, parsing only those holding such a
+        field, then locked). Reads the deltas of those. How
         many records were rewritten."""
-        from memstrata.store.purged_reader import link_fix, past_sources_fix
+        from memstrata.store.purged_reader import link_fix, noted, past_sources_fix
 
         fix, past = link_fix(gone), past_sources_fix(gone)
         rows: dict[int, Any] = {}
@@ -1364,7 +1365,7 @@ class AsyncPostgresStore:
                     (scope.tenant, scope.user),
                 )
             ).fetchall()
-            if int(row["seq"]) not in rows and fix(dict(row))
+            if int(row["seq"]) not in rows and (fix(dict(row)) or noted(row))
         ]
         if named:  # locked, then read again: a version written since is the one rewritten
             for row in await (
