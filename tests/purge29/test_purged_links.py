@@ -132,3 +132,26 @@ def test_dropped_sources_of_an_archived_note(mem: Memory) -> None:
     mem.purge(BOB, [turns[0]])
     assert _traces(mem, BOB, [turns[0]]) == []
     assert mem.get(BOB, note).metadata["refreshed"]["dropped_sources"] == [turns[1]]
+
+
+def test_a_similar_records_relation(mem: Memory) -> None:
+    """Dedup links a new record to the similar ones it found (``similar_to``): a purged
+    one's id leaves the relation, which says ``[purged]``."""
+    a = mem.add(BOB, "I like hiking in the mountains on weekends with my dog")
+    b = mem.add(BOB, "I like hiking in the mountains on weekends with my cat")
+    assert [r.target_id for r in b.relations] == [a.id]
+    mem.purge(BOB, [a.id])
+    assert _traces(mem, BOB, [a.id]) == []
+    assert [(r.kind, r.target_id) for r in mem.get(BOB, b.id).relations] == [("similar_to", PURGED)]
+
+
+def test_a_layers_id_field(mem: Memory) -> None:
+    """A key entry's ``metadata["cluster_id"]`` (records.ID_FIELDS) naming a purged
+    record says ``[purged]``."""
+    cluster = mem.add(BOB, "a cluster of notes about gardens", dedup=False)
+    key = mem.add(
+        BOB, "gardens matter to the user", type=RecordType.KEY, metadata={"cluster_id": cluster.id}
+    )
+    mem.purge(BOB, [cluster.id])
+    assert _traces(mem, BOB, [cluster.id]) == []
+    assert mem.get(BOB, key.id).metadata["cluster_id"] == PURGED

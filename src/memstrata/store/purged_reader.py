@@ -37,7 +37,8 @@ of it, in every version (:func:`link_fix`, :func:`without_links`): the ``superse
 the facts of its key and of another key's fact it ended (a plan carried out, a holder's
 value), a fact's ``structured["replaces"]`` (the value it replaced; its id also leaves the
 fact's ``source_ids``, where it stood as a link, not a turn) and ``["carries_out"]`` (the
-plan), and a re-derived record's ``metadata["refreshed"]["dropped_sources"]``: each says
+plan), a layer's id field (``records.ID_FIELDS``), a ``similar_to`` relation's target, and
+a re-derived record's ``metadata["refreshed"]["dropped_sources"]``: each says
 ``[purged]``, what the record was (superseded, a replacement, re-derived without two
 sources) without which record. An archived version's ``source_ids`` (and a cluster's
 ``structured["members"]``) lose the purged ids (``past``): the current version's are
@@ -55,7 +56,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..audit_types import PURGED, AuditEvent
-from ..records import AccessControl, MemoryRecord
+from ..records import ID_FIELDS, AccessControl, MemoryRecord, Relation
 from .sqlite.history import apply_delta, decode_delta, encode_delta, reverse_delta
 
 __all__ = [
@@ -161,7 +162,14 @@ def reader_fix(user: str) -> Callable[[dict[str, Any]], bool]:
     return fix
 
 
-_LINKS = ("replaces", "carries_out")
+# The fields naming another record: a fact's links, and each layer's id field
+# (records.ID_FIELDS: a key entry's cluster, a cluster's promoted key, a task's episode).
+_LINKS = (
+    "replaces",
+    "carries_out",
+    *(name for where, name in ID_FIELDS.values() if where == "structured"),
+)
+_META_LINKS = tuple(name for where, name in ID_FIELDS.values() if where == "metadata")
 
 
 def _purged(value: object, gone: Collection[str]) -> bool:
@@ -177,19 +185,36 @@ def _structured_without(data: Mapping[str, Any], gone: Collection[str]) -> dict[
 
 
 def _metadata_without(meta: Mapping[str, Any], gone: Collection[str]) -> dict[str, Any] | None:
-    """``meta`` with :data:`PURGED` for each id of ``gone`` its refreshed note dropped;
-    ``None`` when it names none."""
+    """``meta`` with :data:`PURGED` for each id of ``gone`` its refreshed note dropped and
+    for an id field naming one; ``None`` when it names none."""
+    out: dict[str, Any] | None = None
     note = meta.get("refreshed")
     dropped = note.get("dropped_sources") if isinstance(note, dict) else None
-    if not isinstance(dropped, list) or not any(_purged(i, gone) for i in dropped):
+    if isinstance(dropped, list) and any(_purged(i, gone) for i in dropped):
+        marked = [PURGED if _purged(i, gone) else i for i in dropped]
+        out = {**meta, "refreshed": {**note, "dropped_sources": marked}}  # type: ignore[dict-item]
+    for link in _META_LINKS:
+        if _purged(meta.get(link), gone):
+            out = {**(out or meta), link: PURGED}
+    return out
+
+
+def _relations_without(pairs: Any, gone: Collection[str]) -> list[Any] | None:
+    """A row's ``relations`` (``[[kind, target], ...]``) with :data:`PURGED` for a target
+    in ``gone``; ``None`` when none is."""
+    if not isinstance(pairs, list) or not any(
+        isinstance(p, list) and len(p) == 2 and _purged(p[1], gone) for p in pairs
+    ):
         return None
-    marked = [PURGED if _purged(i, gone) else i for i in dropped]
-    return {**meta, "refreshed": {**note, "dropped_sources": marked}}  # type: ignore[dict-item]
+    return [
+        [p[0], PURGED] if isinstance(p, list) and len(p) == 2 and _purged(p[1], gone) else p
+        for p in pairs
+    ]
 
 
-def _loaded(text: object, key: str) -> dict[str, Any] | None:
-    """A JSON object column that may hold ``key`` (most rows are not parsed)."""
-    if not isinstance(text, str) or f'"{key}"' not in text:
+def _loaded(text: object, *keys: str) -> dict[str, Any] | None:
+    """A JSON object column that may hold one of ``keys`` (most rows are not parsed)."""
+    if not isinstance(text, str) or not any(f'"{key}"' in text for key in keys):
         return None
     data = json.loads(text)
     return data if isinstance(data, dict) else None
@@ -206,9 +231,7 @@ def link_fix(gone: Collection[str]) -> Callable[[dict[str, Any]], bool]:
         if _purged(row.get("superseded_by"), gone):
             row["superseded_by"] = PURGED
             changed = True
-        data = _loaded(row.get("structured"), "replaces") or _loaded(
-            row.get("structured"), "carries_out"
-        )
+        data = _loaded(row.get("structured"), *_LINKS)
         new = _structured_without(data, gone) if data is not None else None
         if data is not None and new is not None:
             row["structured"] = json.dumps(new, **_JSON)  # type: ignore[arg-type]
@@ -217,10 +240,16 @@ def link_fix(gone: Collection[str]) -> Callable[[dict[str, Any]], bool]:
                 ids = json.loads(str(row["source_ids"]))
                 row["source_ids"] = json.dumps([i for i in ids if i != link], **_JSON)  # type: ignore[arg-type]
             changed = True
-        meta = _loaded(row.get("metadata"), "dropped_sources")
+        meta = _loaded(row.get("metadata"), "dropped_sources", *_META_LINKS)
         marked = _metadata_without(meta, gone) if meta is not None else None
         if marked is not None:
             row["metadata"] = json.dumps(marked, **_JSON)  # type: ignore[arg-type]
+            changed = True
+        text = row.get("relations")
+        pairs = json.loads(text) if isinstance(text, str) and text != "[]" else None
+        relations = _relations_without(pairs, gone)
+        if relations is not None:
+            row["relations"] = json.dumps(relations, **_JSON)  # type: ignore[arg-type]
             changed = True
         return changed
 
@@ -271,6 +300,11 @@ def without_links(
     meta = _metadata_without(record.metadata, gone)
     if meta is not None:
         out = replace(out, metadata=meta)
+    if any(r.target_id in gone for r in out.relations):
+        related = tuple(
+            Relation(r.kind, PURGED) if r.target_id in gone else r for r in out.relations
+        )
+        out = replace(out, relations=related)
     if past:
         if any(i in gone for i in out.source_ids):
             out = replace(out, source_ids=tuple(i for i in out.source_ids if i not in gone))

@@ -1252,9 +1252,11 @@ class SQLiteStore:
         named = [
             int(row["seq"])
             for row in c.execute(
-                "SELECT seq, superseded_by, structured, metadata, source_ids FROM records "
-                "WHERE tenant = ? AND user = ? AND (superseded_by IS NOT NULL "
-                "OR instr(structured, '\"replaces\"') OR instr(structured, '\"carries_out\"') "
+                "SELECT seq, superseded_by, structured, metadata, source_ids, relations "
+                "FROM records WHERE tenant = ? AND user = ? AND (superseded_by IS NOT NULL "
+                "OR relations != '[]' OR instr(structured, '\"replaces\"') "
+                "OR instr(structured, '\"carries_out\"') OR instr(structured, '\"promoted_key\"') "
+                "OR instr(structured, '\"episode_id\"') OR instr(metadata, '\"cluster_id\"') "
                 "OR instr(metadata, '\"dropped_sources\"'))",
                 (scope.tenant, scope.user),
             ).fetchall()
@@ -1271,12 +1273,13 @@ class SQLiteStore:
                 continue
             c.execute(
                 "UPDATE records SET superseded_by = ?, structured = ?, metadata = ?, "
-                "source_ids = ?, version = ? WHERE seq = ?",
+                "source_ids = ?, relations = ?, version = ? WHERE seq = ?",
                 (
                     newest["superseded_by"],
                     newest["structured"],
                     newest["metadata"],
                     newest["source_ids"],
+                    newest["relations"],
                     newest["version"],
                     seq,
                 ),

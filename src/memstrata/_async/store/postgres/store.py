@@ -1357,10 +1357,14 @@ class AsyncPostgresStore:
             int(row["seq"])
             for row in await (
                 await c.execute(
-                    "SELECT seq, superseded_by, structured, metadata, source_ids FROM records "
-                    'WHERE tenant = %s AND "user" = %s AND '
-                    "(superseded_by IS NOT NULL OR strpos(structured, '\"replaces\"') > 0 "
+                    "SELECT seq, superseded_by, structured, metadata, source_ids, relations "
+                    'FROM records WHERE tenant = %s AND "user" = %s AND '
+                    "(superseded_by IS NOT NULL OR relations <> '[]' "
+                    "OR strpos(structured, '\"replaces\"') > 0 "
                     "OR strpos(structured, '\"carries_out\"') > 0 "
+                    "OR strpos(structured, '\"promoted_key\"') > 0 "
+                    "OR strpos(structured, '\"episode_id\"') > 0 "
+                    "OR strpos(metadata, '\"cluster_id\"') > 0 "
                     "OR strpos(metadata, '\"dropped_sources\"') > 0)",
                     (scope.tenant, scope.user),
                 )
@@ -1382,12 +1386,13 @@ class AsyncPostgresStore:
                 continue
             await c.execute(
                 "UPDATE records SET superseded_by = %s, structured = %s, metadata = %s, "
-                "source_ids = %s, version = %s WHERE seq = %s",
+                "source_ids = %s, relations = %s, version = %s WHERE seq = %s",
                 (
                     newest["superseded_by"],
                     newest["structured"],
                     newest["metadata"],
                     newest["source_ids"],
+                    newest["relations"],
                     newest["version"],
                     seq,
                 ),
