@@ -551,8 +551,9 @@ class InMemoryStore:
 
     def _unlink_superseded(self, scope: Scope, found: list[_Entry]) -> None:
         """The user's records naming a purged one, in any version, say ``[purged]``
-        instead (``superseded_by``, a fact's links, a refreshed note's dropped sources;
-        their archived versions cite none of them), with a new version
+        instead (``superseded_by``, a fact's links, a layer's id field, a relation's
+        target, a refreshed note's dropped sources; their archived versions cite none of
+        them), with a new version
         (store/purged_reader.py: ``without_links``). Every version of every record of the
         user is looked at (one process's dicts)."""
         gone = {e.record.id for e in found}
