@@ -24,6 +24,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from memstrata.audit_types import PURGED
 from memstrata.errors import ConflictError, NotFoundError
 from memstrata.filters import Filters
 from memstrata.layers.base import LayerContext
@@ -120,7 +121,10 @@ def _apply(
     rebuild: bool,
 ) -> None:
     uscope = scope.user_scope
-    note = {"at": when.isoformat(), "reason": reason, "dropped_sources": list(dropped)}
+    # A purge (``rebuild``) says how many turns it dropped, not which: their ids leave the
+    # store (store/purged_reader.py); a maintenance pass names the forgotten ones.
+    named = [PURGED] * len(dropped) if rebuild else list(dropped)
+    note = {"at": when.isoformat(), "reason": reason, "dropped_sources": named}
     if rebuild and not turns:
         ctx.store.purge(uscope, [summary.id])
         return

@@ -24,6 +24,7 @@ from datetime import datetime
 
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.summaries import AsyncSummaryService
+from memstrata.audit_types import PURGED
 from memstrata.errors import ConflictError, NotFoundError
 from memstrata.filters import Filters
 from memstrata.layers.summaries_types import Refresh, render_turns
@@ -118,7 +119,10 @@ async def _apply(
     rebuild: bool,
 ) -> None:
     uscope = scope.user_scope
-    note = {"at": when.isoformat(), "reason": reason, "dropped_sources": list(dropped)}
+    # A purge (``rebuild``) says how many turns it dropped, not which: their ids leave the
+    # store (store/purged_reader.py); a maintenance pass names the forgotten ones.
+    named = [PURGED] * len(dropped) if rebuild else list(dropped)
+    note = {"at": when.isoformat(), "reason": reason, "dropped_sources": named}
     if rebuild and not turns:
         await ctx.store.purge(uscope, [summary.id])
         return

@@ -997,10 +997,12 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             # kill between the two. Killed there now, the event precedes a purge not made
             # (purge again); a purge that fails says so in a purge_failed event. The event
             # holds no word of the user: ids (of some records; none for a whole user, whom
-            # it does not name — nor does its actor once they are purged).
+            # it does not name — nor does its actor when it is the user: exactly their id,
+            # as the purge's redaction of other events decides; an actor merely containing
+            # it, ``joanna`` purging ``ann``, names someone else and is kept).
             await self.audit.record(
                 scope.tenant,
-                PURGED if whole and scope.user in actor else actor,
+                PURGED if whole and actor == scope.user else actor,
                 "purge",
                 user=None if whole else scope.user,
                 record_ids=list(record_ids or ()),

@@ -19,8 +19,10 @@ Summaries are refreshed by :mod:`memstrata.consolidation`. Derived records of de
 (a procedure citing an episode citing a task) are followed to the end. Maintenance writes
 each change as a new version (the old text stays in the record's history, like a summary's);
 a purge (``purge=True``) replaces the record by a first version under the same id, with no
-history, so no earlier text survives. Which sources count as gone is the caller's decision
-(retention purges turns on purpose after a summary covered them: those are not "gone").
+history, so no earlier text survives, and its refreshed note lists one ``[purged]`` per
+source dropped, not their ids (which the purge removes from the store). Which sources
+count as gone is the caller's decision (retention purges turns on purpose after a summary
+covered them: those are not "gone").
 """
 
 from __future__ import annotations
@@ -200,7 +202,7 @@ async def _reinstate_link(
     reason: str,
 ) -> None:
     target = gone_fact.content.structured.get(link)
-    if not target:
+    if not target or target == PURGED:  # a value (a plan) already purged: nothing to end
         return
     old = await ctx.store.get(scope, str(target), include_deleted=True)
     if old.superseded_by not in links or not old.is_active:
@@ -309,6 +311,19 @@ def _note(
         "reason": reason,
         "dropped_sources": [i for i in _sources(record) if i in gone],
     }
+
+
+def _unnamed(new: MemoryRecord) -> MemoryRecord:
+    """``new``'s refreshed note as a purge writes it: how many sources it dropped, each
+    :data:`PURGED`, not which (their ids must leave the store; a maintenance pass names
+    the forgotten ones, which are still there to restore)."""
+    note = new.metadata.get("refreshed")
+    if not isinstance(note, dict):
+        return new
+    dropped = [PURGED for _ in note.get("dropped_sources", ())]
+    return replace(
+        new, metadata={**new.metadata, "refreshed": {**note, "dropped_sources": dropped}}
+    )
 
 
 def _cited(
@@ -479,7 +494,7 @@ async def _apply(
         report = await ctx.store.purge(scope, [old.id])
         if new is None:
             return report
-        first = replace(new, version=1, created_at=old.created_at)
+        first = replace(_unnamed(new), version=1, created_at=old.created_at)
         write = (
             await ctx.write_with(first, vector)
             if vector is not None

@@ -9,6 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from memstrata.audit_types import PURGED
 from memstrata.llm._language import is_cjk
 from memstrata.records import Content, MemoryRecord
 from memstrata.text import content_hash
@@ -238,7 +239,7 @@ def fact_without(
             )
         else:
             return None
-    if link and link not in gone:
+    if link and link not in gone and link != PURGED:  # a purged value: cited no more
         kept = (*kept, link)
     if "key" in data and "value" in data:  # written by the fact layer: "key: value (...)"
         text = fact_text(

@@ -43,7 +43,7 @@ from .history_parts import readable_part
 from .key_rows import KeyRow
 from .one_model import MODEL_KEY
 from .past_versions import check_finished, check_past, history_key, newer_of
-from .purged_reader import without_reader, without_superseded
+from .purged_reader import without_links, without_reader
 from .types import (
     KeyVersions,
     ListQuery,
@@ -550,18 +550,22 @@ class InMemoryStore:
         )
 
     def _unlink_superseded(self, scope: Scope, found: list[_Entry]) -> None:
-        """The facts of the purged facts' keys superseded by one of them, in any version,
-        say ``[purged]`` instead, with a new version (store/purged_reader.py)."""
+        """The user's records naming a purged one, in any version, say ``[purged]``
+        instead (``superseded_by``, a fact's links, a layer's id field, a relation's
+        target, a refreshed note's dropped sources; their archived versions cite none of
+        them), with a new version
+        (store/purged_reader.py: ``without_links``). Every version of every record of the
+        user is looked at (one process's dicts)."""
         gone = {e.record.id for e in found}
-        keys = {e.record.metadata.get("key") for e in found if e.record.type is RecordType.FACT}
+        if not gone:
+            return
         for entry in self._entries.values():
             r = entry.record
-            if (r.tenant, r.user) != (scope.tenant, scope.user) or r.type is not RecordType.FACT:
-                continue
-            if r.metadata.get("key") not in keys:
+            if (r.tenant, r.user) != (scope.tenant, scope.user):
                 continue
             versions = [*entry.history, r]
-            kept = [without_superseded(v, gone) for v in versions]
+            kept = [without_links(v, gone, past=True) for v in entry.history]
+            kept.append(without_links(r, gone))
             if all(k is v for k, v in zip(kept, versions, strict=True)):
                 continue
             entry.history = kept

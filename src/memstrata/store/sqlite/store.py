@@ -1229,33 +1229,70 @@ class SQLiteStore:
     def _unlink_superseded(
         self, c: sqlite3.Connection, scope: Scope, keys: Sequence[str], gone: set[str]
     ) -> int:
-        """The facts of ``keys`` superseded by a record of ``gone`` (purged), in any
-        version, say ``[purged]`` instead (store/purged_reader.py), with a new version
-        (``rederive`` then re-links the current ones). Reads the facts of those keys by
-        schema 12's index, and their deltas. How many records were rewritten."""
-        from ..purged_reader import superseded_fix
+        """The user's records naming a record of ``gone`` (purged), in any version, say
+        ``[purged]`` instead (``purged_reader.link_fix``; their archived versions cite
+        none of them), with a new version (``rederive`` then re-links the current facts):
+        the facts of ``keys`` (schema 12's index; any version superseded by one), and the
+        records whose current version links to one or has a refreshed note (an archived
+        note may name one: a scan of the user's rows, parsing only those holding such a
+        field). Reads the deltas of those. How many records
+        were rewritten."""
+        from ..purged_reader import link_fix, noted, past_sources_fix
 
-        fix = superseded_fix(gone)
+        fix, past = link_fix(gone), past_sources_fix(gone)
         every, _ = key_indexes("fact", "key")
-        done = 0
+        rows: dict[int, Any] = {}
         for key in keys:
             for row in c.execute(
                 f"SELECT seq, {_COLS} FROM records {every} WHERE tenant = ? AND user = ? "
                 f"AND {key_sql('fact', 'key')}",
                 (scope.tenant, scope.user, key),
             ).fetchall():
-                newest = self._rewrite_versions(c, row, fix)
-                if newest is None:
-                    continue
-                c.execute(
-                    "UPDATE records SET superseded_by = ?, version = ? WHERE seq = ?",
-                    (newest["superseded_by"], newest["version"], int(row["seq"])),
-                )
-                done += 1
+                rows[int(row["seq"])] = row
+        named = [
+            int(row["seq"])
+            for row in c.execute(
+                "SELECT seq, superseded_by, structured, metadata, source_ids, relations "
+                "FROM records WHERE tenant = ? AND user = ? AND (superseded_by IS NOT NULL "
+                "OR relations != '[]' OR instr(structured, '\"replaces\"') "
+                "OR instr(structured, '\"carries_out\"') OR instr(structured, '\"promoted_key\"') "
+                "OR instr(structured, '\"episode_id\"') OR instr(metadata, '\"cluster_id\"') "
+                "OR instr(metadata, '\"dropped_sources\"'))",
+                (scope.tenant, scope.user),
+            ).fetchall()
+            if int(row["seq"]) not in rows and (fix(dict(row)) or noted(row))
+        ]
+        for part in _chunks(named):
+            sql, vals = _seq_list(part)
+            for row in c.execute(f"SELECT seq, {_COLS} FROM records WHERE {sql}", vals):
+                rows[int(row["seq"])] = row
+        done = 0
+        for seq, row in sorted(rows.items()):
+            newest = self._rewrite_versions(c, row, fix, past)
+            if newest is None:
+                continue
+            c.execute(
+                "UPDATE records SET superseded_by = ?, structured = ?, metadata = ?, "
+                "source_ids = ?, relations = ?, version = ? WHERE seq = ?",
+                (
+                    newest["superseded_by"],
+                    newest["structured"],
+                    newest["metadata"],
+                    newest["source_ids"],
+                    newest["relations"],
+                    newest["version"],
+                    seq,
+                ),
+            )
+            done += 1
         return done
 
     def _rewrite_versions(
-        self, c: sqlite3.Connection, row: Any, fix: Callable[[dict[str, Any]], bool]
+        self,
+        c: sqlite3.Connection,
+        row: Any,
+        fix: Callable[[dict[str, Any]], bool],
+        past: Callable[[dict[str, Any]], bool] | None = None,
     ) -> dict[str, Any] | None:
         """The record of ``row`` with every version changed by ``fix``
         (``purged_reader.rewrite_versions``): its history written again, and its new
@@ -1268,7 +1305,7 @@ class SQLiteStore:
             "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
             (seq,),
         ).fetchall()
-        out = rewrite_versions(row, [(int(v), bytes(b)) for v, b in deltas], fix)
+        out = rewrite_versions(row, [(int(v), bytes(b)) for v, b in deltas], fix, past)
         if out is None:
             return None
         newest, chain = out

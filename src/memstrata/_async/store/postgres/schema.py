@@ -741,6 +741,72 @@ CREATE INDEX IF NOT EXISTS records_shared_wide ON records (tenant, "user", seq)
 WHERE visibility = 'public' OR strpos(access, '"allowed_roles":[]') = 0;
 """
 
+# v23 (session 29): the purge's lock (v21) no longer refuses a write sharing with another
+# user of the purged user's bucket, and a transaction sharing with many readers takes at most
+# 64 advisory locks per tenant (v21: 1,024, past max_locks_per_transaction's default of 64).
+# - A purge locks, exclusively and in this order, its user's own key (64 bits of a hash of
+#   schema, tenant and user: record_readers_user_key) and their bucket (record_readers_bucket:
+#   64 per tenant), then reads the index (record_readers_purge_lock).
+# - The trigger takes, for each row it adds, the reader's bucket shared without waiting, as
+#   before; when a purge holds it, the reader's own key shared without waiting: refused
+#   (40001) only when that is held too, by a purge of that very reader (or one whose key
+#   collides with theirs, 1 in 2**64). A write under way for the purged user holds one of
+#   the two, and the purge waits for it; a later one holds neither and is refused. Neither
+#   side waits for the other while holding rows; writers never wait at all.
+# - record_readers_key(t, r), which a purge of a process opened before this step calls as
+#   pg_advisory_xact_lock(record_readers_key(t, u)), takes the user's own key and returns
+#   the bucket: that purge takes both locks, and a write during it is refused as above. A
+#   purge already past that statement when this step commits holds only v21's bucket: a
+#   write for its user after the commit is not refused (restart such processes first).
+_V23_PURGE_LOCK = r"""
+CREATE OR REPLACE FUNCTION record_readers_bucket(t TEXT, r TEXT) RETURNS BIGINT
+LANGUAGE sql STABLE AS $f$
+  SELECT (hashtext(current_schema() || E'\n' || t)::bigint << 10) | (hashtext(r) & 63)
+$f$;
+CREATE OR REPLACE FUNCTION record_readers_user_key(t TEXT, r TEXT) RETURNS BIGINT
+LANGUAGE sql STABLE AS $f$
+  SELECT hashtextextended(current_schema() || E'\n' || t || E'\n' || r, 29)
+$f$;
+CREATE OR REPLACE FUNCTION record_readers_purge_lock(t TEXT, u TEXT) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+  PERFORM pg_advisory_xact_lock(record_readers_user_key(t, u));
+  PERFORM pg_advisory_xact_lock(record_readers_bucket(t, u));
+END $f$;
+CREATE OR REPLACE FUNCTION record_readers_key(t TEXT, r TEXT) RETURNS BIGINT
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+  PERFORM pg_advisory_xact_lock(record_readers_user_key(t, r));
+  RETURN record_readers_bucket(t, r);
+END $f$;
+CREATE OR REPLACE FUNCTION record_readers_add() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+DECLARE
+  r TEXT;
+  readers TEXT[];
+BEGIN
+  IF strpos(NEW.access, '\u0000') = 0 THEN
+    readers := ARRAY(SELECT jsonb_array_elements_text(NEW.access::jsonb -> 'allowed_users'));
+  ELSE
+    readers := ARRAY(SELECT record_readers_of(NEW.access));
+  END IF;
+  FOR r IN
+    INSERT INTO record_readers (tenant, reader, "user", id)
+    SELECT NEW.tenant, u, NEW."user", NEW.id FROM unnest(readers) AS u
+    ON CONFLICT DO NOTHING RETURNING reader
+  LOOP
+    IF r <> NEW."user"
+       AND NOT pg_try_advisory_xact_lock_shared(record_readers_bucket(NEW.tenant, r))
+       AND NOT pg_try_advisory_xact_lock_shared(record_readers_user_key(NEW.tenant, r)) THEN
+      RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = format(
+        'a purge of a user of tenant %s is under way; record %s shares with the user it '
+        'purges', NEW.tenant, NEW.id);
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
+"""
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -765,6 +831,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (20, _v20_readers),
     (21, _V21_PURGE_LEFTOVERS),
     (22, _V22_SHARED_WIDE),
+    (23, _V23_PURGE_LOCK),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

@@ -1214,11 +1214,9 @@ class AsyncPostgresStore:
         async with self._write() as c:
             # First, holding nothing yet: the writes under way that added rows naming the
             # user to the index of readers are waited for (the reads below see them), and
-            # later ones are refused until this commits (schema.py, v21): none can commit
-            # between the read of the index and the commit, naming the purged user.
-            await c.execute(
-                "SELECT pg_advisory_xact_lock(record_readers_key(%s, %s))", (tenant, user)
-            )
+            # later ones are refused until this commits (schema.py, v21, v23): none can
+            # commit between the read of the index and the commit, naming the purged user.
+            await c.execute("SELECT record_readers_purge_lock(%s, %s)", (tenant, user))
             # Then the user's jobs go, waiting for any write under way under their claims
             # (it then is deleted below: READ COMMITTED reads again); a later one is refused.
             mine_args = (tenant, user)
@@ -1333,36 +1331,81 @@ class AsyncPostgresStore:
     async def _unlink_superseded(
         self, c: Any, scope: Scope, keys: Sequence[str], gone: set[str]
     ) -> int:
-        """The facts of ``keys`` superseded by a record of ``gone`` (purged), in any
-        version, say ``[purged]`` instead (store/purged_reader.py), with a new version
-        (``rederive`` then re-links the current ones). Reads the facts of those keys by
-        schema 12's index, and their deltas. How many records were rewritten."""
-        from memstrata.store.purged_reader import superseded_fix
+        """The user's records naming a record of ``gone`` (purged), in any version, say
+        ``[purged]`` instead (``purged_reader.link_fix``; their archived versions cite
+        none of them), with a new version (``rederive`` then re-links the current facts):
+        the facts of ``keys`` (schema 12's index; any version superseded by one), and the
+        records whose current version links to one or has a refreshed note (an archived
+        note may name one: a scan of the user's rows, parsing only those holding such a
+        field, then locked). Reads the deltas of those. How
+        many records were rewritten."""
+        from memstrata.store.purged_reader import link_fix, noted, past_sources_fix
 
-        fix = superseded_fix(gone)
-        done = 0
+        fix, past = link_fix(gone), past_sources_fix(gone)
+        rows: dict[int, Any] = {}
         for key in keys:
             name, name_args = key_sql("fact", "key", key)
-            rows = await (
+            for row in await (
                 await c.execute(
                     f'SELECT {_ROW} FROM records WHERE tenant = %s AND "user" = %s AND {name} '
                     "ORDER BY seq FOR UPDATE",
                     (scope.tenant, scope.user, *name_args),
                 )
-            ).fetchall()
-            for row in rows:
-                newest = await self._rewrite_versions(c, row, fix)
-                if newest is None:
-                    continue
+            ).fetchall():
+                rows[int(row["seq"])] = row
+        named = [
+            int(row["seq"])
+            for row in await (
                 await c.execute(
-                    "UPDATE records SET superseded_by = %s, version = %s WHERE seq = %s",
-                    (newest["superseded_by"], newest["version"], int(row["seq"])),
+                    "SELECT seq, superseded_by, structured, metadata, source_ids, relations "
+                    'FROM records WHERE tenant = %s AND "user" = %s AND '
+                    "(superseded_by IS NOT NULL OR relations <> '[]' "
+                    "OR strpos(structured, '\"replaces\"') > 0 "
+                    "OR strpos(structured, '\"carries_out\"') > 0 "
+                    "OR strpos(structured, '\"promoted_key\"') > 0 "
+                    "OR strpos(structured, '\"episode_id\"') > 0 "
+                    "OR strpos(metadata, '\"cluster_id\"') > 0 "
+                    "OR strpos(metadata, '\"dropped_sources\"') > 0)",
+                    (scope.tenant, scope.user),
                 )
-                done += 1
+            ).fetchall()
+            if int(row["seq"]) not in rows and (fix(dict(row)) or noted(row))
+        ]
+        if named:  # locked, then read again: a version written since is the one rewritten
+            for row in await (
+                await c.execute(
+                    f"SELECT {_ROW} FROM records WHERE seq = ANY(%s) ORDER BY seq FOR UPDATE",
+                    (named,),
+                )
+            ).fetchall():
+                rows[int(row["seq"])] = row
+        done = 0
+        for seq, row in sorted(rows.items()):
+            newest = await self._rewrite_versions(c, row, fix, past)
+            if newest is None:
+                continue
+            await c.execute(
+                "UPDATE records SET superseded_by = %s, structured = %s, metadata = %s, "
+                "source_ids = %s, relations = %s, version = %s WHERE seq = %s",
+                (
+                    newest["superseded_by"],
+                    newest["structured"],
+                    newest["metadata"],
+                    newest["source_ids"],
+                    newest["relations"],
+                    newest["version"],
+                    seq,
+                ),
+            )
+            done += 1
         return done
 
     async def _rewrite_versions(
-        self, c: Any, row: Any, fix: Callable[[dict[str, Any]], bool]
+        self,
+        c: Any,
+        row: Any,
+        fix: Callable[[dict[str, Any]], bool],
+        past: Callable[[dict[str, Any]], bool] | None = None,
     ) -> dict[str, Any] | None:
         """The record of ``row`` with every version changed by ``fix``
         (``purged_reader.rewrite_versions``): its history written again, and its new
@@ -1377,7 +1420,8 @@ class AsyncPostgresStore:
                 (seq,),
             )
         ).fetchall()
-        out = rewrite_versions(row, [(int(d["version"]), bytes(d["delta"])) for d in deltas], fix)
+        deltas_read = [(int(d["version"]), bytes(d["delta"])) for d in deltas]
+        out = rewrite_versions(row, deltas_read, fix, past)
         if out is None:
             return None
         newest, chain = out
