@@ -124,6 +124,7 @@ from memstrata.store.types import (
     seqs_in_order,
     user_ids,
 )
+from memstrata.store.version_numbers import readable_count
 from memstrata.validation import MAX_COUNT, check_version, counted
 
 if TYPE_CHECKING:
@@ -988,6 +989,36 @@ class PostgresStore:
             )
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
         return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
+
+    def shown_versions(self, scope: Scope, versions: Mapping[str, int]) -> builtins.dict[str, int]:
+        """For each ``id: version``, how many versions of the record up to that one
+        ``scope`` may read (of those its ``histories`` would hold); a record it cannot read
+        is left out. Reads the three columns that decide it and the deltas, parsing only
+        those that change one (:mod:`memstrata.store.version_numbers`)."""
+        with self._read() as c:
+            rows = self._visible(
+                c, scope, list(versions), "seq, id, version, status, visibility, access"
+            )
+            deltas = (
+                (
+                    c.execute(
+                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
+                        "ORDER BY seq, version DESC",
+                        ([r["seq"] for r in rows],),
+                    )
+                ).fetchall()
+                if rows
+                else []
+            )
+        by_seq: builtins.dict[int, builtins.list[tuple[int, bytes]]] = {}
+        for d in deltas:
+            by_seq.setdefault(int(d["seq"]), []).append((int(d["version"]), bytes(d["delta"])))
+        return {
+            str(r["id"]): readable_count(
+                r, by_seq.get(int(r["seq"]), ()), scope, versions[str(r["id"])]
+            )
+            for r in rows
+        }
 
     def history_parts(
         self, scope: Scope, record_id: str, *, below: int, size: int

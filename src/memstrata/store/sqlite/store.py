@@ -68,6 +68,7 @@ from ..types import (
     seqs_in_order,
     user_ids,
 )
+from ..version_numbers import readable_count
 from . import dump, lexical, outbox, scrub
 from .codec import (
     COLUMNS,
@@ -878,6 +879,31 @@ class SQLiteStore:
                     vals,
                 ).fetchall()
         return readable_versions(versions_by_id(rows, deltas, ids, self._dec), scope)
+
+    def shown_versions(self, scope: Scope, versions: Mapping[str, int]) -> dict[str, int]:
+        """For each ``id: version``, how many versions of the record up to that one
+        ``scope`` may read (of those its ``histories`` would hold); a record it cannot read
+        is left out. Reads the three columns that decide it and the deltas, parsing only
+        those that change one (:mod:`memstrata.store.version_numbers`)."""
+        with self._read() as c:
+            rows = self._visible(
+                c, scope, list(versions), "seq, id, version, status, visibility, access"
+            )
+            by_seq: dict[int, list[tuple[int, bytes]]] = {}
+            for chunk in _chunks([int(r["seq"]) for r in rows]):
+                sql, vals = in_list("seq", chunk)
+                for seq, version, delta in c.execute(
+                    f"SELECT seq, version, delta FROM record_history WHERE {sql} "
+                    "ORDER BY seq, version DESC",
+                    vals,
+                ):
+                    by_seq.setdefault(int(seq), []).append((int(version), delta))
+        return {
+            str(r["id"]): readable_count(
+                r, by_seq.get(int(r["seq"]), ()), scope, versions[str(r["id"])]
+            )
+            for r in rows
+        }
 
     def history_parts(
         self, scope: Scope, record_id: str, *, below: int, size: int
