@@ -856,6 +856,7 @@ class SQLiteStore:
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
         c.executemany(_READERS, purged_reader.reader_rows([new]))  # store/purged_reader.py
         self._index(c, seq, new.tenant, new.user, write.terms)
+        lexical.sync_public(c, [seq])  # its status or access may have changed, not its terms
         if write.vector is not None:
             self._store_vector(c, seq, new, write.vector)
         # The vector cache holds the vector and the masked columns: a change to one of
@@ -943,6 +944,7 @@ class SQLiteStore:
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
+        seqs: list[int] = []
         columns = ("status", "version", "updated_at", "deleted_at", *COUNTERS)
         for row in self._visible(c, scope, ids, "seq, id, " + ", ".join(columns)):
             if row["status"] == status.value:
@@ -957,6 +959,8 @@ class SQLiteStore:
             )
             c.execute(_TOUCH_VECTOR, (row["seq"], scope.tenant, scope.user))
             changed.append(row["id"])
+            seqs.append(int(row["seq"]))
+        lexical.sync_public(c, seqs)  # a deleted record leaves the public part, a restored joins
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
@@ -1802,9 +1806,13 @@ class SQLiteStore:
         readable part of the owner's memory: ``user_scope``), not the tenant's statistics
         (:mod:`memstrata.store.caller_bm25`)."""
         with self._read() as c:
-            hits = lexical.caller_ranked(c, scope, terms, scope_sql(scope.user_scope, "r."), where)
+            readable = scope_sql(scope.user_scope, "r.")
             if not needs_python(filters):
-                return [Candidate(rid, score) for _, rid, score in hits[:k]]
+                return [
+                    Candidate(rid, score)
+                    for _, rid, score in lexical.caller_ranked(c, scope, terms, readable, where, k)
+                ]
+            hits = lexical.caller_ranked(c, scope, terms, readable, where)
             out: list[Candidate] = []
             for start in range(0, len(hits), 500):
                 block = hits[start : start + 500]
