@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -147,6 +147,12 @@ def _check(mem: Memory) -> None:
 
 
 def test_every_write_keeps_the_public_part(lite: Memory) -> None:
+    every_write(lite, _check)
+
+
+def every_write(lite: Memory, _check: Callable[[Memory], None]) -> None:
+    """Writes of every kind, ``_check`` after each (SQLite's here, PostgreSQL's in
+    test_public_part_pg.py)."""
     a = lite.add(BOB, "alpha harbour", visibility="public")
     b = lite.add(BOB, "alpha pier private")
     c = lite.add(BOB, "alpha shared by name")
@@ -181,10 +187,16 @@ def test_every_write_keeps_the_public_part(lite: Memory) -> None:
     report = lite.purge(DAVE)
     assert report.remaining == 0
     _check(lite)
+    assert {h.record.id for h in lite.search(CAROL, "alpha", mode="lexical")} == {c.id}
+
+
+def test_a_purged_users_public_part_is_gone(lite: Memory) -> None:
+    lite.add(DAVE, "alpha for dave", visibility="public")
+    lite.purge(DAVE)
     with _store(lite)._read() as conn:
         gone = scope_token(*lexical.public_owner("acme", "dave"))
         assert not conn.execute("SELECT 1 FROM lex_scopes WHERE scope_tok = ?", (gone,)).fetchall()
-    assert {h.record.id for h in lite.search(CAROL, "alpha", mode="lexical")} == {c.id}
+        assert not conn.execute("SELECT 1 FROM lex_docs WHERE seq < 0").fetchall()
 
 
 def test_an_upgraded_file_gets_its_public_part(lite: Memory, tmp_path: Path) -> None:

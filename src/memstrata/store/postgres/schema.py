@@ -368,7 +368,7 @@ def _reterm(
             cur.executemany(  # one pipelined round trip, not one per record
                 b"UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s", rows
             )
-            lexical.index(cur.connection, news, old=olds)
+            lexical.index(cur.connection, news, old=olds, keep_public=False)
 
 
 def _turns_before(
@@ -740,6 +740,33 @@ CREATE INDEX IF NOT EXISTS records_shared_wide ON records (tenant, "user", seq)
 WHERE visibility = 'public' OR strpos(access, '"allowed_roles":[]') = 0;
 """
 
+# v23 (caller29): the public part of each user's memory indexed on its own, for a caller's
+# statistics (store/postgres/lexical.py, "the public part"): its docs, rows per token and
+# rows and length, kept by every write; built here for the records already stored.
+_V23_PUBLIC = """
+CREATE TABLE IF NOT EXISTS lex_public (
+    seq BIGINT PRIMARY KEY, owner_tok TEXT NOT NULL, tokens TEXT[] NOT NULL
+);
+CREATE INDEX IF NOT EXISTS lex_public_owner ON lex_public (owner_tok);
+CREATE TABLE IF NOT EXISTS lex_public_df (
+    owner_tok TEXT NOT NULL, token TEXT NOT NULL, slot INTEGER NOT NULL, df BIGINT NOT NULL,
+    PRIMARY KEY (owner_tok, token, slot)
+);
+CREATE TABLE IF NOT EXISTS lex_public_stats (
+    owner_tok TEXT NOT NULL, slot INTEGER NOT NULL, docs BIGINT NOT NULL,
+    tokens BIGINT NOT NULL, PRIMARY KEY (owner_tok, slot)
+);
+"""
+
+
+def _v23_public(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """v23: :data:`_V23_PUBLIC`, then every active public record's doc."""
+    from memstrata.store.postgres import lexical
+
+    cur.execute(_V23_PUBLIC.encode())
+    lexical.rebuild_public(cur.connection)
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -764,6 +791,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (20, _v20_readers),
     (21, _V21_PURGE_LEFTOVERS),
     (22, _V22_SHARED_WIDE),
+    (23, _v23_public),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

@@ -46,7 +46,7 @@ from memstrata.errors import (
 )
 from memstrata.filters import Filters
 from memstrata.jobs import Job, JobRevokedError, current_fence
-from memstrata.records import MemoryRecord, RecordStatus, RecordType
+from memstrata.records import MemoryRecord, RecordStatus, RecordType, Visibility
 from memstrata.scope import Scope
 from memstrata.store import fts5, shared_sql
 from memstrata.store import quota_counters as qc
@@ -826,7 +826,16 @@ class PostgresStore:
                             cur.executemany(_INSERT_VECTOR, vectors)
                 if cached:  # in key order, as every writer takes cache rows (deadlocks)
                     c.execute(_DROP_MOVED, _columns(sorted(cached, key=_entry_order)))
-                lexical.index(c, docs)
+                # new seqs have no public doc yet: only public records are looked at
+                lexical.index(c, docs, keep_public=False)
+                lexical.index_public(
+                    c,
+                    [
+                        seq
+                        for seq, p in zip(seqs, prepared, strict=True)
+                        if p.write.record.access.visibility is Visibility.PUBLIC
+                    ],
+                )
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
                 "a record id of this batch was inserted by another writer at the same time; "
@@ -953,8 +962,13 @@ class PostgresStore:
         c.execute(_UPDATE, (*(p.values[i] for i in _UPDATE_AT), *p.values[len(COLUMNS) :], seq))
         tok = scope_token(new.tenant, new.user)
         lexical.index(
-            c, [(seq, new.tenant, tok, p.doc)], old=[(seq, new.tenant, tok, cur["lex_tokens"])]
+            c,
+            [(seq, new.tenant, tok, p.doc)],
+            old=[(seq, new.tenant, tok, cur["lex_tokens"])],
+            keep_public=False,
         )
+        if Visibility.PUBLIC.value in (cur["visibility"], new.access.visibility.value):
+            lexical.sync_public(c, [seq])  # only a public record, or one that was
         if p.vector is not None:
             cached = (tok, new.embedding_model, new.content_hash, p.blob)
             mine = _take_carried(cached[:3], p.blob)
@@ -1055,6 +1069,7 @@ class PostgresStore:
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
+        seqs: list[int] = []
         columns = ("status", "version", "updated_at", "deleted_at", *COUNTERS)
         for row in self._visible(c, scope, ids, "seq, id, " + ", ".join(columns), lock=True):
             if row["status"] == status.value:
@@ -1069,6 +1084,8 @@ class PostgresStore:
             )
             c.execute(_TOUCH_VECTOR, (row["seq"],))
             changed.append(row["id"])
+            seqs.append(int(row["seq"]))
+        lexical.sync_public(c, seqs)  # a deleted record leaves the public part
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
@@ -1623,10 +1640,10 @@ class PostgresStore:
                 rows = lexical.caller_rows(
                     c,
                     scope,
-                    scope_token(scope.tenant, scope.user),
                     terms,
                     scope_sql(scope.user_scope, "r."),
                     (f"{ow} AND {fw}", [*oa, *fa]),
+                    None if python else k,
                     columns="r.id" if not python else "r.*",
                 )
                 out = [
