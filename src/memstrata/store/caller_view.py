@@ -103,7 +103,8 @@ class CallerViewStore:
     # versions. A caller never writes (every write through a caller's scope is refused), so
     # it needs no version for optimistic locking: it is shown the number of the version
     # among those it may read (its history numbered 1, 2, ... oldest first; a record read
-    # anywhere else has the number of its version in that history).
+    # anywhere else has the number of its version in that history). The store counts them
+    # for a page (``shown_versions``, caller29) rather than returning every version.
 
     @staticmethod
     def _numbered(
