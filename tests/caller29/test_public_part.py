@@ -221,3 +221,20 @@ def test_an_upgraded_file_gets_its_public_part(lite: Memory, tmp_path: Path) -> 
         )
     finally:
         again.close()
+
+
+def test_a_callers_search_does_not_grow_with_unshared_records(lite: Memory) -> None:
+    """Nor with the owner's private notes: caller28's scan read every row of the owner to
+    count the public ones, so the time of a caller's search told how many records the owner
+    kept unshared (VM steps 100 private notes -> 1,000: grew before, not now)."""
+    for i in range(5):
+        lite.add(BOB, f"harbour ferry note {i}", visibility="public")
+    store = _store(lite)
+    counted = []
+    added = 0
+    for total in (100, 1000):
+        while added < total:
+            lite.add(BOB, f"private filler words {added}")
+            added += 1
+        counted.append(_steps(store, ["harbour"]))
+    assert counted[1] <= counted[0] * 1.1, counted  # before: 1,415 -> 10,415
