@@ -269,7 +269,9 @@ def _shown_fields(record: MemoryRecord, where: str, readable: frozenset[str]) ->
     return {**fields, **changed}
 
 
-def caller_view(record: MemoryRecord, scope: Scope, readable: frozenset[str]) -> MemoryRecord:
+def caller_view(
+    record: MemoryRecord, scope: Scope, readable: frozenset[str], version: int | None = None
+) -> MemoryRecord:
     """``record`` as a caller (``scope.caller``, another user reading what the owner shared)
     is shown it: the content and what it needs to use it, not who else the owner shares it
     with nor how the owner uses it. ``allowed_users`` keeps the caller only, ``allowed_roles``
@@ -278,7 +280,8 @@ def caller_view(record: MemoryRecord, scope: Scope, readable: frozenset[str]) ->
     ``source_ids``, ``relations`` and ``superseded_by`` name only ids in ``readable`` (the
     record's own id always: a message lists itself), and so does the id field its layer
     writes (:data:`ID_FIELDS`, else ``None``); a cluster's recall ``hits`` (the owner's
-    usage) show 0. The record unchanged for the owner.
+    usage) show 0. The record unchanged for the owner. ``version``: the number the caller
+    is shown (counted among the versions it may read, caller28), when known; else kept.
     Until session 27 a caller read every field as stored."""
     if scope.caller is None:
         return record
@@ -286,6 +289,7 @@ def caller_view(record: MemoryRecord, scope: Scope, readable: frozenset[str]) ->
     structured = _shown_fields(record, "structured", readable)
     return replace(
         record,
+        version=record.version if version is None else version,
         access=AccessControl(
             access.visibility,
             tuple(u for u in access.allowed_users if u == scope.caller),

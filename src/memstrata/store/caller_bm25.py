@@ -11,18 +11,17 @@ may read all of a one-user tenant's records gets the owner's scores bit for bit.
 
 ``docs`` are ``(key, length, tokens)`` in insertion order: ``length`` is the row's length
 as the stores keep it (its tokens plus the scope token), ``tokens`` its document tokens
-(:func:`fts5.document_tokens`). The SQL stores pass the readable records holding a token of
-the query only, with the row count and total length of every readable record (``stats``):
-a search reads the readable records' lengths, the owner's postings of the query's tokens
-and the terms of the readable ones among them, so its cost follows what is shared and the
-query's matches, not the owner's whole memory.
+(:func:`fts5.document_tokens`). The SQL stores read what is shared by name (and by role)
+whole and keep the owner's public records as an index of their own (caller29: "the public
+part" in each store's ``lexical.py``), whose statistics and postings they score in SQL with
+the same operations; :func:`rank` serves what they read whole, with ``stats`` when the
+docs are not all of them (a query holding a phrase of several tokens).
 
 A message is indexed under the words of the question before it as well
 (:mod:`memstrata.search.reply_terms`), and that question may not be shared: through a
 caller a message counts by its own words only (:func:`own_doc`), so neither the rows
-holding a word nor its score hold a word of an unshared question. (The mean length still
-counts a reply's indexed length, question words included: one number over every shared
-reply, left.)
+holding a word, nor its score, nor the mean length (since caller29: before, its indexed
+length counted there) hold a word of an unshared question.
 """
 
 from __future__ import annotations

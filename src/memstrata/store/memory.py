@@ -410,6 +410,20 @@ class InMemoryStore:
             found = {i: [*e.history, e.record] for i, e in entries.items() if e is not None}
         return readable_versions(found, scope)
 
+    def shown_versions(self, scope: Scope, versions: Mapping[str, int]) -> dict[str, int]:
+        """For each ``id: version``, how many versions of the record up to that one
+        ``scope`` may read; a record it cannot read is left out (the SQL stores' method,
+        :mod:`memstrata.store.version_numbers`)."""
+        with self._lock:
+            entries = {i: self._visible(scope, i) for i in versions}
+            return {
+                i: sum(
+                    v.version <= versions[i] and v.visible_in(scope) for v in (*e.history, e.record)
+                )
+                for i, e in entries.items()
+                if e is not None
+            }
+
     def history_parts(
         self, scope: Scope, record_id: str, *, below: int, size: int
     ) -> Iterator[list[MemoryRecord]]:

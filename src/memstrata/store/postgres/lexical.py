@@ -29,10 +29,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from memstrata.records import RecordType
 from memstrata.scope import Scope
+from memstrata.search.tokenize import tokenize
 from memstrata.store import caller_bm25, fts5
+from memstrata.store.sqlite.codec import scope_token
 
 __all__ = [
     "COPY_FROM",
@@ -40,7 +43,11 @@ __all__ = [
     "Doc",
     "caller_rows",
     "index",
+    "index_public",
+    "public_tok",
+    "rebuild_public",
     "search_rows",
+    "sync_public",
     "unindex",
     "unindex_scope",
 ]
@@ -94,9 +101,16 @@ def _negated(
     return Counter({k: -n for k, n in df.items()}), {t: (-d, -n) for t, (d, n) in totals.items()}
 
 
-def index(conn: psycopg.Connection[Any], docs: Sequence[Doc], old: Sequence[Doc] = ()) -> None:
+def index(
+    conn: psycopg.Connection[Any],
+    docs: Sequence[Doc],
+    old: Sequence[Doc] = (),
+    *,
+    keep_public: bool = True,
+) -> None:
     """Index documents (the records already hold their ``lex_tokens``), replacing the
-    postings of ``old`` ones; their tenants' statistics kept in step."""
+    postings of ``old`` ones; their tenants' statistics kept in step, and the records'
+    public part (:func:`sync_public`; not by a migration step before that part's tables)."""
     df: Counter[tuple[str, str]] = Counter()
     totals: dict[str, tuple[int, int]] = {}
     if old:
@@ -124,6 +138,8 @@ def index(conn: psycopg.Connection[Any], docs: Sequence[Doc], old: Sequence[Doc]
         conn.execute(_INSERT_POSTINGS, [list(col) for col in zip(*postings, strict=True)])
     _bump_df(conn, df)
     _bump_stats(conn, totals)
+    if keep_public:
+        sync_public(conn, [seq for seq, *_ in docs])
 
 
 def unindex_rows(
@@ -146,11 +162,14 @@ def unindex_rows(
 
 
 def unindex(conn: psycopg.Connection[Any], rows: Sequence[Doc]) -> None:
-    """Remove records from the index (purge), keeping the statistics in step."""
+    """Remove records from the index (purge), keeping the statistics in step, and their
+    public part's docs (:func:`sync_public` adds them again if the records are still there:
+    a reterm's ``index``)."""
     df, totals = _negated(*unindex_rows(conn, rows))
     _bump_df(conn, df)
     _bump_stats(conn, totals)
     _drop_unused(conn, list(df))
+    _unindex_public(conn, [seq for seq, *_ in rows])
 
 
 def _drop_unused(conn: psycopg.Connection[Any], keys: Sequence[tuple[str, str]]) -> None:
@@ -165,10 +184,13 @@ def _drop_unused(conn: psycopg.Connection[Any], keys: Sequence[tuple[str, str]])
 
 
 def unindex_scope(conn: psycopg.Connection[Any], tenant: str, user: str, scope_tok: str) -> None:
-    """Remove every posting of one user (purge_user), keeping the statistics in step.
+    """Remove every posting of one user (purge_user), keeping the statistics in step, and
+    the public part of their memory.
 
     Runs before the user's records are deleted: their lengths are read from them.
     """
+    mine = "SELECT seq FROM lex_public WHERE owner_tok = %s"
+    _unindex_public(conn, [int(r["seq"]) for r in _rows(conn, mine, (public_tok(tenant, user),))])
     stats = (
         conn.execute(
             "SELECT count(*) AS n, coalesce(sum(lex_len), 0) AS t FROM records "
@@ -184,6 +206,161 @@ def unindex_scope(conn: psycopg.Connection[Any], tenant: str, user: str, scope_t
     if stats is not None:
         _bump_stats(conn, {tenant: (-int(stats["n"]), -int(stats["t"]))})
     _drop_unused(conn, list(df))
+
+
+# --- the public part of a user's memory (caller29) ----------------------------------------
+# A caller's search is scored over what the caller may read (store/caller_bm25.py). For the
+# owner's public records those statistics were counted on every search over the partial
+# index of schema 22 (~15 ms at 10k public records, where the owner's search costs 1–2). They
+# are kept instead, in the write's transaction (schema 24): each active public record's doc
+# (a message by its own words, as a caller reads it: caller_bm25.own_doc) in ``lex_public``,
+# its postings in ``lex_postings`` under seq ``-seq`` and the owner's public token
+# (:func:`public_tok`: ``p`` where a user's scope token has ``s``), and its part's rows,
+# length and rows per token in ``lex_public_stats`` / ``lex_public_df``, counted in slots as
+# a tenant's are. :func:`index` and :func:`unindex` keep a record's public doc with its own;
+# a write that changes a record's status or access without new terms calls
+# :func:`sync_public`.
+_PUBLIC_ROWS = (
+    'SELECT seq, tenant, "user", CASE WHEN type = %s THEN raw END AS own, lex_tokens '
+    "FROM records WHERE seq = ANY(%s) AND status = 'active' AND visibility = 'public'"
+)
+
+
+def _rows(conn: psycopg.Connection[Any], query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    with conn.cursor(row_factory=dict_row) as cur:  # a migration's connection too
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+def public_tok(tenant: str, user: str) -> str:
+    """The scope token the public part of ``user``'s memory is indexed under."""
+    return "p" + scope_token(tenant, user)[1:]
+
+
+def _public_bump(
+    conn: psycopg.Connection[Any],
+    df: Counter[tuple[str, str]],
+    totals: dict[str, tuple[int, int]],
+) -> None:
+    items = sorted((k, d) for k, d in df.items() if d)
+    if items:
+        conn.execute(
+            f"INSERT INTO lex_public_df (owner_tok, token, slot, df) SELECT n, t, {_SLOT}, d "
+            "FROM unnest(%s::text[], %s::text[], %s::bigint[]) WITH ORDINALITY AS u(n, t, d, o) "
+            "ORDER BY o ON CONFLICT (owner_tok, token, slot) DO UPDATE SET "
+            "df = lex_public_df.df + excluded.df",
+            ([k[0] for k, _ in items], [k[1] for k, _ in items], [d for _, d in items]),
+        )
+    for owner, (docs, tokens) in sorted(totals.items()):
+        if docs or tokens:
+            conn.execute(
+                "INSERT INTO lex_public_stats (owner_tok, slot, docs, tokens) VALUES "
+                f"(%s, {_SLOT}, %s, %s) ON CONFLICT (owner_tok, slot) DO UPDATE SET "
+                "docs = lex_public_stats.docs + excluded.docs, "
+                "tokens = lex_public_stats.tokens + excluded.tokens",
+                (owner, docs, tokens),
+            )
+    gone = sorted({k for k, d in items if d < 0})
+    for owner in sorted({o for o, _ in gone}):
+        conn.execute(
+            "DELETE FROM lex_public_df WHERE owner_tok = %s AND token IN (SELECT token FROM "
+            "lex_public_df WHERE owner_tok = %s AND token = ANY(%s) GROUP BY token "
+            "HAVING sum(df) <= 0)",
+            (owner, owner, sorted({t for o, t in gone if o == owner})),
+        )
+    for owner, (docs, _) in sorted(totals.items()):
+        if docs < 0:
+            conn.execute(
+                "DELETE FROM lex_public_stats WHERE owner_tok = %s AND (SELECT sum(docs) FROM "
+                "lex_public_stats WHERE owner_tok = %s) <= 0",
+                (owner, owner),
+            )
+
+
+def _unindex_public(conn: psycopg.Connection[Any], seqs: Sequence[int]) -> None:
+    """Remove the public part's docs of these records (those that have one)."""
+    wanted = sorted({int(s) for s in seqs if s > 0})
+    if not wanted:
+        return
+    gone = _rows(
+        conn,
+        "DELETE FROM lex_public WHERE seq = ANY(%s) RETURNING seq, owner_tok, tokens",
+        (wanted,),
+    )
+    df: Counter[tuple[str, str]] = Counter()
+    totals: dict[str, tuple[int, int]] = {}
+    for r in sorted(gone, key=lambda r: int(r["seq"])):
+        toks = list(r["tokens"])
+        distinct = sorted(set(toks))
+        if distinct:
+            conn.execute(
+                "DELETE FROM lex_postings WHERE scope_tok = %s AND token = ANY(%s) AND seq = %s",
+                (r["owner_tok"], distinct, -int(r["seq"])),
+            )
+        df.update((str(r["owner_tok"]), t) for t in distinct)
+        _add(totals, str(r["owner_tok"]), 1, len(toks) + 1)
+    _public_bump(conn, *_negated(df, totals))
+
+
+def index_public(conn: psycopg.Connection[Any], seqs: Sequence[int]) -> None:
+    """Index the public part's doc of each of these records that is active and public (none
+    of them has one: new records, or :func:`sync_public` removed it)."""
+    wanted = sorted({int(s) for s in seqs if s > 0})
+    if not wanted:
+        return
+    rows = _rows(conn, _PUBLIC_ROWS, (RecordType.MESSAGE.value, wanted))
+    docs: list[Doc] = []
+    for r in rows:
+        doc = (
+            list(r["lex_tokens"])
+            if r["own"] is None
+            else fts5.document_tokens(tokenize(str(r["own"])))
+        )
+        docs.append((-int(r["seq"]), public_tok(r["tenant"], r["user"]), "", doc))
+    if not docs:
+        return
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO lex_public (seq, owner_tok, tokens) VALUES (%s, %s, %s)",
+            [(-seq, owner, tokens) for seq, owner, _, tokens in docs],
+        )
+    postings = [
+        (owner, token, seq, tf, len(tokens) + 1)
+        for seq, owner, _, tokens in docs
+        for token, tf in sorted(Counter(tokens).items())
+    ]
+    if postings:
+        conn.execute(_INSERT_POSTINGS, [list(col) for col in zip(*postings, strict=True)])
+    df: Counter[tuple[str, str]] = Counter()
+    totals: dict[str, tuple[int, int]] = {}
+    for _, owner, _, tokens in docs:
+        df.update((owner, t) for t in set(tokens))
+        _add(totals, owner, 1, len(tokens) + 1)
+    _public_bump(conn, df, totals)
+
+
+def sync_public(conn: psycopg.Connection[Any], seqs: Sequence[int]) -> None:
+    """The public part's docs of these records as the records are now (after a write that
+    changed them, in its transaction)."""
+    _unindex_public(conn, seqs)
+    index_public(conn, seqs)
+
+
+def rebuild_public(conn: psycopg.Connection[Any]) -> None:
+    """Index the public part of every user's memory anew (a migration step)."""
+    _unindex_public(conn, [int(r["seq"]) for r in _rows(conn, "SELECT seq FROM lex_public", ())])
+    last = 0
+    while batch := [
+        int(r["seq"])
+        for r in _rows(
+            conn,
+            "SELECT seq FROM records WHERE seq > %s AND status = 'active' AND "
+            "visibility = 'public' ORDER BY seq LIMIT 5000",
+            (last,),
+        )
+    ]:
+        index_public(conn, batch)
+        last = batch[-1]
 
 
 def statistics(
@@ -377,100 +554,210 @@ def _search_phrases(
     return out if limit is None else out[:limit]
 
 
-# What a caller may read, in two parts, each checked by the caller's rule (``{readable}``):
-# the records the index of readers names the caller for (``record_readers``,
-# store/purged_reader.py: its trigger adds every current row's readers), read whole, and the
-# owner's public records and, for a caller with roles, those whose access lists roles,
-# counted over the owner's rows without parsing their JSON and read only where the owner's
-# postings hold a word of the query. The first part leaves out what the second counts.
-# Written out (no parameter) so the planner proves it implies the predicate of the partial
-# index ``records_shared_wide`` (schema step 22).
-_PUBLIC = "r.visibility = 'public'"
-_WIDE = f"({_PUBLIC} OR strpos(r.access, '\"allowed_roles\":[]') = 0)"
-_DOC = (
-    "r.seq, r.lex_len, r.lex_tokens, CASE WHEN r.type = '{message}' THEN r.raw END AS own, "
-    "({where}) AS ok"
-)
+# What a caller may read, in three parts, each checked by the caller's rule (``{readable}``):
+# - the records the index of readers names the caller for (``record_readers``,
+#   store/purged_reader.py: its trigger adds every current row's readers), not public, read
+#   whole: ∝ what is shared with the caller by name;
+# - for a caller with roles, the owner's records whose access lists roles, not public nor
+#   named, read whole (the partial index ``records_shared_wide`` of schema step 22 finds
+#   them: the condition is written out so that the planner proves it implies the index's);
+# - the owner's public records: the public part's own index (schema 24, :func:`public_tok`),
+#   its statistics read as a tenant's and its postings scored in SQL as the owner's own (the
+#   best ``k``), so a caller of a wholly public memory pays what the owner pays (caller29;
+#   caller28 counted them over the partial index, ~15 ms at 10k).
+# A message counts by its own words in each part, in the mean length too (caller28 counted
+# its indexed length there, the question's words included).
+_DOC = "r.seq, r.lex_tokens, CASE WHEN r.type = '{message}' THEN r.raw END AS own, ({where}) AS ok"
 _NAMED = (
     f"SELECT {_DOC} FROM record_readers rr JOIN records r ON r.tenant = rr.tenant AND "
     'r."user" = rr."user" AND r.id = rr.id WHERE rr.tenant = %s AND rr.reader = %s AND '
-    'rr."user" = %s AND NOT {wide} AND {readable}'
+    "rr.\"user\" = %s AND r.visibility != 'public' AND {readable}"
 )
-_WIDE_STATS = (
-    "SELECT count(*) AS n, coalesce(sum(r.lex_len), 0) AS t FROM records r WHERE "
-    'r.tenant = %s AND r."user" = %s AND {wide} AND {readable}'
+_ROLED = (
+    f'SELECT {_DOC} FROM records r WHERE r.tenant = %s AND r."user" = %s AND '
+    "r.visibility != 'public' AND strpos(r.access, '\"allowed_roles\":[]') = 0 AND NOT EXISTS "
+    "(SELECT 1 FROM record_readers rr WHERE rr.tenant = r.tenant AND rr.reader = %s AND "
+    'rr."user" = r."user" AND rr.id = r.id) AND {readable}'
 )
-_WIDE_HOLDING = (
-    f"SELECT {_DOC} FROM records r WHERE r.seq IN (SELECT DISTINCT p.seq FROM lex_postings p "
-    "WHERE p.scope_tok = %s AND p.token = ANY(%s)) AND {wide} AND {readable}"
+_PUBLIC_STATS = (
+    "SELECT coalesce(sum(docs), 0) AS d, coalesce(sum(tokens), 0) AS t FROM lex_public_stats "
+    "WHERE owner_tok = %s"
+)
+_PUBLIC_DF = (
+    "SELECT token, sum(df) AS n FROM lex_public_df WHERE owner_tok = %s AND token = ANY(%s) "
+    "GROUP BY token"
+)
+# A public doc read whole (a query holding a phrase of several tokens).
+_PUBLIC_DOCS = (
+    "SELECT lp.seq, lp.tokens AS lex_tokens, NULL AS own, ({where}) AS ok FROM lex_public lp "
+    "JOIN records r ON r.seq = lp.seq WHERE lp.seq IN (SELECT -seq FROM lex_postings WHERE "
+    "scope_tok = %s AND token = ANY(%s))"
+)
+# The public part's postings scored as _TOKENS scores the owner's (the same operations in
+# the same order; the idfs and the mean length come in, computed over every part).
+_PUBLIC_SCORE = (
+    "WITH q AS MATERIALIZED (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) AS "
+    "u(ord, token, idf)), "
+    "hits AS (SELECT p.seq, q.ord, q.idf * ((p.tf::float8 * %s::float8) / "
+    "(p.tf::float8 + %s::float8 * (%s::float8 + %s::float8 * p.len::float8 / %s::float8))) "
+    "AS part FROM q JOIN lex_postings p ON p.scope_tok = %s AND p.token = q.token), "
+    "scored AS MATERIALIZED (SELECT -seq AS seq, sum(part ORDER BY ord) AS score FROM hits "
+    "GROUP BY seq ORDER BY score DESC, -seq{top}) "
+    "SELECT s.seq, s.score, (SELECT count(*) FROM scored) AS ranked FROM scored s "
+    "JOIN LATERAL (SELECT 1 FROM records r WHERE r.seq = s.seq AND {where} LIMIT 1) r "
+    "ON true ORDER BY s.score DESC, s.seq"
 )
 
 
 def caller_rows(
     conn: psycopg.Connection[Any],
     scope: Scope,
-    scope_tok: str,
     terms: Sequence[str],
     readable: tuple[str, Sequence[Any]],
     where: tuple[str, Sequence[Any]],
+    k: int | None,
     *,
     columns: str,
 ) -> list[dict[str, Any]]:
-    """A caller's matches of ``terms`` (``columns`` of each plus ``score``), best first,
-    ties by insertion: scored (:mod:`memstrata.store.caller_bm25`) with the statistics of
-    the records ``readable`` admits (the caller's rule over the owner's records), kept if
-    ``where`` admits them too (the scope's other parts and the SQL filters). Reads what is
-    shared with the caller by name, the count and length of the public and role-shared
-    records and those of them the owner's postings (``scope_tok``) of the query's tokens
-    name (a message by its own text), then the kept matches' ``columns``; nothing of the
-    tenant's statistics nor of the owner's unshared records' tokens."""
+    """A caller's best ``k`` matches of ``terms`` (all: ``None``; ``columns`` of each plus
+    ``score``), best first, ties by insertion: scored (:mod:`memstrata.store.caller_bm25`)
+    with the statistics of the records ``readable`` admits (the caller's rule over the
+    owner's records), kept if ``where`` admits them too (the scope's other parts and the SQL
+    filters). Reads what is shared with the caller by name (and by role), the public part's
+    statistics and its postings of the query's tokens, then the kept matches' ``columns``;
+    nothing of the tenant's statistics nor of the owner's unshared records' tokens."""
     phrases = [p for p in fts5.query_phrases(terms) if p]
     if not phrases:
         return []
-    fill = {
-        "message": RecordType.MESSAGE.value,
-        "where": where[0],
-        "readable": readable[0],
-        "wide": _WIDE if scope.roles else _PUBLIC,
-    }
-    rows = (
-        conn.execute(
-            _NAMED.format(**fill),
-            [*where[1], scope.tenant, scope.caller, scope.user, *readable[1]],
+    fill = {"message": RecordType.MESSAGE.value, "where": where[0], "readable": readable[0]}
+    rows = _rows(
+        conn,
+        _NAMED.format(**fill),
+        [*where[1], scope.tenant, scope.caller, scope.user, *readable[1]],
+    )
+    if scope.roles:
+        rows += _rows(
+            conn,
+            _ROLED.format(**fill),
+            [*where[1], scope.tenant, scope.user, scope.caller, *readable[1]],
         )
-    ).fetchall()
-    stats = [len(rows), sum(int(r["lex_len"]) for r in rows)]
-    wide = (
-        conn.execute(_WIDE_STATS.format(**fill), [scope.tenant, scope.user, *readable[1]])
-    ).fetchone()
-    if wide is not None and int(wide["n"]):
-        stats = [stats[0] + int(wide["n"]), stats[1] + int(wide["t"])]
-        tokens = sorted({t for p in phrases for t in p})
-        rows += (
-            conn.execute(
-                _WIDE_HOLDING.format(**fill),
-                [*where[1], scope_tok, tokens, *readable[1]],
-            )
-        ).fetchall()
-    rows.sort(key=lambda r: int(r["seq"]))
-    docs = [
-        (int(r["seq"]), int(r["lex_len"]), list(r["lex_tokens"]))
-        if r["own"] is None
-        else caller_bm25.own_doc(int(r["seq"]), str(r["own"]))
-        for r in rows
-    ]
-    kept = {int(r["seq"]) for r in rows if r["ok"]}
-    ranked = caller_bm25.rank(docs, terms, (stats[0], stats[1]))
-    hits = [(seq, score) for seq, score in ranked if seq in kept]
+    docs, kept = _docs(rows)
+    owner = public_tok(scope.tenant, scope.user)
+    st = _rows(conn, _PUBLIC_STATS, (owner,))[0]
+    n_public, t_public = int(st["d"]), int(st["t"])
+    n_docs = len(docs) + n_public
+    total = sum(n for _, n, _ in docs) + t_public
+    if n_docs <= 0:
+        return []
+    tokens = sorted({t for p in phrases for t in p})
+    hits: list[tuple[int, float]]
+    if n_public and any(len(p) > 1 for p in phrases):
+        # rare: a phrase's rows are counted from the docs, here every public doc holding a
+        # token of the query read whole (∝ the public part's matches)
+        more, more_kept = _docs(
+            _rows(conn, _PUBLIC_DOCS.format(where=where[0]), [*where[1], owner, tokens])
+        )
+        kept |= more_kept
+        ranked = caller_bm25.rank(sorted(docs + more), terms, (n_docs, total))
+        hits = [(seq, score) for seq, score in ranked if seq in kept]
+    else:
+        avgdl = total / n_docs
+        df = (
+            {str(r["token"]): int(r["n"]) for r in _rows(conn, _PUBLIC_DF, (owner, tokens))}
+            if n_public
+            else {}
+        )
+        held = Counter(t for _, _, doc in docs for t in set(doc))
+        idfs = [fts5.idf(n_docs, df.get(p[0], 0) + held[p[0]]) for p in phrases]
+        scored: list[tuple[float, int]] = []
+        for seq, length, doc in docs:
+            if seq not in kept:
+                continue
+            counts = Counter(doc)
+            if not any(counts[p[0]] for p in phrases):
+                continue
+            score = 0.0
+            for p, w in zip(phrases, idfs, strict=True):
+                score += fts5.term_score(w, float(counts[p[0]]), float(length), avgdl)
+            scored.append((-score, seq))
+        if n_public:
+            scored += _public_hits(conn, owner, phrases, idfs, avgdl, where, k)
+        scored.sort()
+        hits = [(seq, -neg) for neg, seq in scored]
+    if k is not None:
+        hits = hits[:k]
     if not hits:
         return []
     found = {
         int(r["seq"]): r
-        for r in (
-            conn.execute(
-                f"SELECT {columns}, r.seq FROM records r WHERE r.seq = ANY(%s)",
-                ([seq for seq, _ in hits],),
-            )
-        ).fetchall()
+        for r in _rows(
+            conn,
+            f"SELECT {columns}, r.seq FROM records r WHERE r.seq = ANY(%s)",
+            ([seq for seq, _ in hits],),
+        )
     }
     return [{**found[seq], "score": score} for seq, score in hits if seq in found]
+
+
+def _docs(rows: list[dict[str, Any]]) -> tuple[list[tuple[int, int, list[str]]], set[int]]:
+    """``(seq, length, tokens)`` of each row read whole (a message by its own words), in
+    insertion order, and the seqs ``where`` admits."""
+    docs = [
+        (int(r["seq"]), len(r["lex_tokens"]) + 1, list(r["lex_tokens"]))
+        if r["own"] is None
+        else caller_bm25.own_doc(int(r["seq"]), str(r["own"]))
+        for r in sorted(rows, key=lambda r: int(r["seq"]))
+    ]
+    return docs, {int(r["seq"]) for r in rows if r["ok"]}
+
+
+def _public_hits(
+    conn: psycopg.Connection[Any],
+    owner: str,
+    phrases: list[tuple[str, ...]],
+    idfs: list[float],
+    avgdl: float,
+    where: tuple[str, Sequence[Any]],
+    k: int | None,
+) -> list[tuple[float, int]]:
+    """The public part's best ``k`` matches (all: ``None``) that ``where`` admits, scored in
+    SQL: ``(-score, seq)``. When ``where`` drops some of the best ``n``, ``n`` grows (as
+    :func:`_search_tokens`): what it drops are records the caller may read."""
+    n = None if k is None else k + _SLACK
+    while True:
+        params: list[Any] = [
+            list(range(len(phrases))),
+            [p[0] for p in phrases],
+            idfs,
+            fts5.K1_PLUS_1,
+            fts5.K1,
+            fts5.ONE_MINUS_B,
+            fts5.B,
+            avgdl,
+            owner,
+        ]
+        if n is not None:
+            params.append(n)
+        top = "" if n is None else " LIMIT %s"
+        # the LATERAL join drops what ``where`` refuses: ``ranked`` counts what was scored
+        rows = _rows(conn, _PUBLIC_SCORE.format(top=top, where=where[0]), [*params, *where[1]])
+        out = [(-float(r["score"]), int(r["seq"])) for r in rows]
+        if n is None or k is None or len(out) >= k:
+            return out
+        ranked = int(rows[0]["ranked"]) if rows else _ranked(conn, owner, phrases, n)
+        if ranked < n:
+            return out
+        n *= 8
+
+
+def _ranked(
+    conn: psycopg.Connection[Any], owner: str, phrases: list[tuple[str, ...]], n: int
+) -> int:
+    """How many public docs (at most ``n``) hold a token of the query."""
+    found = _rows(
+        conn,
+        "SELECT count(*) AS c FROM (SELECT DISTINCT seq FROM lex_postings WHERE scope_tok = %s "
+        "AND token = ANY(%s) LIMIT %s) x",
+        (owner, sorted({p[0] for p in phrases}), n),
+    )
+    return int(found[0]["c"])

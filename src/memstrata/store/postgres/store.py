@@ -46,7 +46,7 @@ from memstrata.errors import (
 )
 from memstrata.filters import Filters
 from memstrata.jobs import Job, JobRevokedError, current_fence
-from memstrata.records import MemoryRecord, RecordStatus, RecordType
+from memstrata.records import MemoryRecord, RecordStatus, RecordType, Visibility
 from memstrata.scope import Scope
 from memstrata.store import fts5, shared_sql
 from memstrata.store import quota_counters as qc
@@ -124,6 +124,7 @@ from memstrata.store.types import (
     seqs_in_order,
     user_ids,
 )
+from memstrata.store.version_numbers import readable_count
 from memstrata.validation import MAX_COUNT, check_version, counted
 
 if TYPE_CHECKING:
@@ -825,7 +826,16 @@ class PostgresStore:
                             cur.executemany(_INSERT_VECTOR, vectors)
                 if cached:  # in key order, as every writer takes cache rows (deadlocks)
                     c.execute(_DROP_MOVED, _columns(sorted(cached, key=_entry_order)))
-                lexical.index(c, docs)
+                # new seqs have no public doc yet: only public records are looked at
+                lexical.index(c, docs, keep_public=False)
+                lexical.index_public(
+                    c,
+                    [
+                        seq
+                        for seq, p in zip(seqs, prepared, strict=True)
+                        if p.write.record.access.visibility is Visibility.PUBLIC
+                    ],
+                )
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
                 "a record id of this batch was inserted by another writer at the same time; "
@@ -952,8 +962,13 @@ class PostgresStore:
         c.execute(_UPDATE, (*(p.values[i] for i in _UPDATE_AT), *p.values[len(COLUMNS) :], seq))
         tok = scope_token(new.tenant, new.user)
         lexical.index(
-            c, [(seq, new.tenant, tok, p.doc)], old=[(seq, new.tenant, tok, cur["lex_tokens"])]
+            c,
+            [(seq, new.tenant, tok, p.doc)],
+            old=[(seq, new.tenant, tok, cur["lex_tokens"])],
+            keep_public=False,
         )
+        if Visibility.PUBLIC.value in (cur["visibility"], new.access.visibility.value):
+            lexical.sync_public(c, [seq])  # only a public record, or one that was
         if p.vector is not None:
             cached = (tok, new.embedding_model, new.content_hash, p.blob)
             mine = _take_carried(cached[:3], p.blob)
@@ -988,6 +1003,36 @@ class PostgresStore:
             )
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
         return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
+
+    def shown_versions(self, scope: Scope, versions: Mapping[str, int]) -> builtins.dict[str, int]:
+        """For each ``id: version``, how many versions of the record up to that one
+        ``scope`` may read (of those its ``histories`` would hold); a record it cannot read
+        is left out. Reads the three columns that decide it and the deltas, parsing only
+        those that change one (:mod:`memstrata.store.version_numbers`)."""
+        with self._read() as c:
+            rows = self._visible(
+                c, scope, list(versions), "seq, id, version, status, visibility, access"
+            )
+            deltas = (
+                (
+                    c.execute(
+                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
+                        "ORDER BY seq, version DESC",
+                        ([r["seq"] for r in rows],),
+                    )
+                ).fetchall()
+                if rows
+                else []
+            )
+        by_seq: builtins.dict[int, builtins.list[tuple[int, bytes]]] = {}
+        for d in deltas:
+            by_seq.setdefault(int(d["seq"]), []).append((int(d["version"]), bytes(d["delta"])))
+        return {
+            str(r["id"]): readable_count(
+                r, by_seq.get(int(r["seq"]), ()), scope, versions[str(r["id"])]
+            )
+            for r in rows
+        }
 
     def history_parts(
         self, scope: Scope, record_id: str, *, below: int, size: int
@@ -1024,6 +1069,7 @@ class PostgresStore:
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
+        seqs: list[int] = []
         columns = ("status", "version", "updated_at", "deleted_at", *COUNTERS)
         for row in self._visible(c, scope, ids, "seq, id, " + ", ".join(columns), lock=True):
             if row["status"] == status.value:
@@ -1038,6 +1084,8 @@ class PostgresStore:
             )
             c.execute(_TOUCH_VECTOR, (row["seq"],))
             changed.append(row["id"])
+            seqs.append(int(row["seq"]))
+        lexical.sync_public(c, seqs)  # a deleted record leaves the public part
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
@@ -1638,10 +1686,10 @@ class PostgresStore:
                 rows = lexical.caller_rows(
                     c,
                     scope,
-                    scope_token(scope.tenant, scope.user),
                     terms,
                     scope_sql(scope.user_scope, "r."),
                     (f"{ow} AND {fw}", [*oa, *fa]),
+                    None if python else k,
                     columns="r.id" if not python else "r.*",
                 )
                 out = [

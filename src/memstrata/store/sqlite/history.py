@@ -51,10 +51,12 @@ from .codec import COLUMNS, decode_record, encode_record
 
 __all__ = [
     "COUNTERS",
+    "apply_column",
     "apply_delta",
     "decode_delta",
     "Rewind",
     "decode_rows",
+    "delta_text",
     "encode_delta",
     "newest_parts",
     "part_deltas",
@@ -340,15 +342,25 @@ def encode_delta(delta: Mapping[str, Op]) -> bytes:
     return _FORMAT + packer.compress(_dumps(delta).encode("utf-8")) + packer.flush()
 
 
-def decode_delta(blob: bytes) -> dict[str, Op]:
+def delta_text(blob: bytes) -> bytes:
+    """A stored delta inflated: its JSON text (UTF-8), not yet parsed."""
     data = bytes(blob)
     if data[:1] == _FORMAT:
         unpacker = zlib.decompressobj(-15, _ZDICT)
-        text = unpacker.decompress(data[1:]) + unpacker.flush()
-    else:
-        text = zlib.decompress(data)
-    out: dict[str, Op] = json.loads(text.decode("utf-8"))
+        return unpacker.decompress(data[1:]) + unpacker.flush()
+    return zlib.decompress(data)
+
+
+def decode_delta(blob: bytes) -> dict[str, Op]:
+    out: dict[str, Op] = json.loads(delta_text(blob).decode("utf-8"))
     return out
+
+
+def apply_column(column: str, op: Op, new: Any) -> Any:
+    """One column's older value: ``op`` (a delta's op for ``column``) applied to ``new``."""
+    if op[0] == "hash":
+        raise ValueError("a content_hash op is applied with the row (apply_delta)")
+    return _apply_column(column, op, new)
 
 
 def versions_by_id(

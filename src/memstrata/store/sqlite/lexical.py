@@ -37,6 +37,7 @@ from typing import Any
 
 from memstrata.records import RecordType
 from memstrata.scope import Scope
+from memstrata.search.tokenize import tokenize
 from memstrata.store import caller_bm25, fts5
 
 from .codec import scope_token
@@ -47,7 +48,9 @@ __all__ = [
     "document_tokens",
     "index",
     "indexed_terms",
+    "public_owner",
     "ranked",
+    "rebuild_public",
     "scope_id",
     "scored",
     "tenant_key",
@@ -134,6 +137,69 @@ def index(conn: sqlite3.Connection, docs: Sequence[Doc]) -> None:
     for tid in sorted(df):
         conn.executemany(_DF, [(tid, token, n) for token, n in sorted(df[tid].items())])
         conn.execute(_STATS, (totals[tid][0], totals[tid][1], tid))
+    _index_public(conn, [seq for seq, *_ in docs if seq > 0])
+
+
+# --- the public part of a user's memory (caller29) ----------------------------------------
+# A caller's search is scored over what the caller may read (store/caller_bm25.py). For the
+# owner's public records those statistics (rows, total length, rows holding each token) were
+# counted on every search by a scan of the owner's rows (~6 ms at 10k public records, where
+# the owner's search costs 0.3). They are kept instead, in the write's transaction, as an
+# index of their own: each active public record of (tenant, user) is indexed a second time,
+# under seq ``-seq``, in a tenant of its own (:func:`public_owner`: a NUL, which no id holds,
+# keeps it apart from every real tenant and user), with a message's own words (not the
+# question's it is indexed under, as a caller reads it: caller_bm25.own_doc). That tenant's
+# ``lex_tenants`` row, ``lex_df`` rows and postings are then the public part's statistics
+# and postings, kept by the same code as every tenant's. :func:`index` and :func:`unindex`
+# keep a record's public doc with its own; a write that changes a record's status or access
+# without new terms calls :func:`sync_public`.
+_MESSAGE = RecordType.MESSAGE.value
+_PUBLIC_ROWS = (
+    f"SELECT r.seq, r.tenant, r.user, CASE WHEN r.type = '{_MESSAGE}' THEN r.raw END, d.terms "
+    "FROM json_each(?) AS j CROSS JOIN records r ON r.seq = j.value JOIN lex_docs d ON "
+    "d.seq = r.seq WHERE r.status = 'active' AND r.visibility = 'public'"
+)
+
+
+def public_owner(tenant: str, user: str) -> tuple[str, str]:
+    """The (tenant, user) the public part of ``user``'s memory is indexed under."""
+    return f"{tenant}\x00public\x00{user}", ""
+
+
+def _index_public(conn: sqlite3.Connection, seqs: Sequence[int]) -> None:
+    """Index the public part's doc of each of these records that is active and public (none
+    of them has one: :func:`sync_public` removes them first)."""
+    docs: list[Doc] = []
+    for chunk in _chunks(sorted(set(seqs))):
+        for seq, tenant, user, raw, text in conn.execute(_PUBLIC_ROWS, (json.dumps(chunk),)):
+            terms = tokenize(str(raw)) if raw is not None else str(text).split()
+            docs.append((-int(seq), *public_owner(str(tenant), str(user)), terms))
+    if docs:
+        index(conn, docs)
+
+
+def sync_public(conn: sqlite3.Connection, seqs: Sequence[int]) -> None:
+    """The public part's docs of these records as the records are now (after a write that
+    changed their status or access, in its transaction)."""
+    unindex(conn, [-seq for seq in seqs])
+    _index_public(conn, seqs)
+
+
+def rebuild_public(conn: sqlite3.Connection) -> None:
+    """Index the public part of every user's memory anew (a migration step)."""
+    seqs = [int(seq) for (seq,) in conn.execute("SELECT seq FROM lex_docs WHERE seq < 0")]
+    unindex(conn, seqs)
+    last = 0
+    while batch := [
+        int(seq)
+        for (seq,) in conn.execute(
+            "SELECT seq FROM records WHERE seq > ? AND status = 'active' AND "
+            "visibility = 'public' ORDER BY seq LIMIT 5000",
+            (last,),
+        )
+    ]:
+        _index_public(conn, batch)
+        last = batch[-1]
 
 
 def _ids(conn: sqlite3.Connection, tenant: str, user: str) -> tuple[int, int]:
@@ -150,8 +216,10 @@ def _ids(conn: sqlite3.Connection, tenant: str, user: str) -> tuple[int, int]:
 def unindex(conn: sqlite3.Connection, seqs: Iterable[int]) -> None:
     """Remove these records from the index (a replace's old terms, a purge), keeping the
     statistics in step; a term no row of the tenant holds any more leaves ``lex_df``."""
+    wanted = set(seqs)
+    wanted |= {-seq for seq in wanted if seq > 0}  # their public part's docs (caller29)
     gone: list[tuple[int, int, int, int, str]] = []
-    for chunk in _chunks(sorted(set(seqs))):
+    for chunk in _chunks(sorted(wanted)):
         gone += conn.execute(
             "SELECT d.seq, d.scope, s.tenant, d.len, d.terms FROM json_each(?) AS j "
             "CROSS JOIN lex_docs d ON d.seq = j.value JOIN lex_scopes s ON s.id = d.scope",
@@ -211,7 +279,7 @@ def traces(conn: sqlite3.Connection, scope_tok: str, sid: int | None) -> int:
             "SELECT (SELECT count(*) FROM lex_scopes WHERE scope_tok = ?1) + "
             "(SELECT count(*) FROM lex_postings WHERE scope = ?2) + "
             "(SELECT count(*) FROM lex_docs d WHERE NOT EXISTS "
-            "(SELECT 1 FROM records r WHERE r.seq = d.seq))",
+            "(SELECT 1 FROM records r WHERE r.seq = abs(d.seq)))",
             (scope_tok, -1 if sid is None else sid),
         ).fetchone()[0]
     )
@@ -220,6 +288,15 @@ def traces(conn: sqlite3.Connection, scope_tok: str, sid: int | None) -> int:
 def unindex_user(conn: sqlite3.Connection, tenant: str, user: str) -> None:
     """Remove every row of one user (``purge_user``): postings, indexed terms, their share
     of the tenant's statistics and the user's scope row."""
+    unindex(  # the user's public part (caller29), while their records are there to name it
+        conn,
+        [
+            -int(seq)
+            for (seq,) in conn.execute(
+                "SELECT seq FROM records WHERE tenant = ? AND user = ?", (tenant, user)
+            )
+        ],
+    )
     found = conn.execute(
         "SELECT id, tenant FROM lex_scopes WHERE scope_tok = ?", (scope_token(tenant, user),)
     ).fetchone()
@@ -428,28 +505,47 @@ def ranked(
         n *= 8
 
 
-# What a caller may read, in two parts, each checked by the caller's rule (``{readable}``):
-# the records the index of readers names the caller for (``rr``, store/purged_reader.py:
-# every version written names its readers there), read whole, and the owner's public
-# records and, for a caller with roles, those whose access lists roles, counted by a scan
-# of the owner's rows that reads no JSON (SQLite has no index of visibility and the schema
-# no room for one) and read only where the owner's postings hold a word of the query. The
-# first part leaves out what the second counts.
-_WIDE = "(r.visibility = 'public' OR (? AND instr(r.access, '\"allowed_roles\":[]') = 0))"
-_DOC = "r.seq, r.id, d.len, d.terms, CASE WHEN r.type = '{message}' THEN r.raw END, ({where})"
+# What a caller may read, in three parts, each checked by the caller's rule (``{readable}``,
+# over ``records r``):
+# - the records the index of readers names the caller for (``rr``, store/purged_reader.py:
+#   every version written names its readers there), not public, read whole: ∝ what is
+#   shared with the caller by name;
+# - for a caller with roles, the owner's records whose access lists roles, not public nor
+#   named, read whole (found by a scan of the owner's rows that reads no JSON: SQLite has
+#   no index of visibility and the schema no room for one);
+# - the owner's public records: the public part's own index (:func:`public_owner`, kept by
+#   every write), its statistics read as a tenant's and its postings scored in SQL as the
+#   owner's own (the best ``k``, as :func:`ranked`), so a caller of a wholly public memory
+#   pays what the owner pays (caller29; caller28 counted them by a scan, ~6 ms at 10k).
+# A message counts by its own words in each part, in the mean length too (caller28 counted
+# its indexed length there, the question's words included: one number over all the shared
+# replies, which told the length of questions the caller may not read).
+_DOC = "r.seq, r.id, d.terms, CASE WHEN r.type = '{message}' THEN r.raw END, ({where})"
 _NAMED = (
     f"SELECT {_DOC} FROM rr JOIN records r ON r.tenant = rr.t AND r.user = rr.u AND "
     "r.id = rr.i JOIN lex_docs d ON d.seq = r.seq WHERE rr.t = ? AND rr.r = ? AND rr.u = ? "
-    f"AND NOT {_WIDE} AND {{readable}}"
+    "AND r.visibility != 'public' AND {readable}"
 )
-_WIDE_STATS = (
-    "SELECT count(*), coalesce(sum(d.len), 0) FROM records r JOIN lex_docs d ON "
-    f"d.seq = r.seq WHERE r.tenant = ? AND r.user = ? AND {_WIDE} AND {{readable}}"
+_ROLED = (
+    f"SELECT {_DOC} FROM records r JOIN lex_docs d ON d.seq = r.seq WHERE r.tenant = ? AND "
+    "r.user = ? AND r.visibility != 'public' AND instr(r.access, '\"allowed_roles\":[]') = 0 "
+    "AND NOT EXISTS (SELECT 1 FROM rr WHERE rr.t = r.tenant AND rr.r = ? AND rr.u = r.user "
+    "AND rr.i = r.id) AND {readable}"
 )
-_WIDE_HOLDING = (
-    f"SELECT {_DOC} FROM json_each(?) AS j CROSS JOIN records r ON r.seq = j.value "
-    f"JOIN lex_docs d ON d.seq = r.seq WHERE {_WIDE} AND {{readable}}"
+# A public doc read whole (a query holding a phrase of several tokens): its record by -seq.
+_PUBLIC_DOCS = (
+    "SELECT r.seq, r.id, d.terms, NULL, ({where}) FROM lex_docs d CROSS JOIN records r ON "
+    "r.seq = -d.seq WHERE d.seq IN (SELECT seq FROM lex_postings WHERE scope = ? AND token IN "
+    "({marks}))"
 )
+_PUBLIC_SCORE = (
+    "WITH q (ord, token, idf) AS (VALUES {values}), "
+    "hits AS (SELECT p.seq AS seq, q.ord AS ord, {part} AS part FROM q "
+    "JOIN lex_postings p ON p.scope = ? AND p.token = q.token) "
+    "SELECT -seq, {total} AS score FROM hits GROUP BY seq ORDER BY score DESC, seq DESC{limit}"
+)
+
+Hit = tuple[int, str, float]  # (seq, id, score)
 
 
 def caller_ranked(
@@ -458,55 +554,125 @@ def caller_ranked(
     terms: Sequence[str],
     readable: tuple[str, Sequence[Any]],
     where: tuple[str, Sequence[Any]],
-) -> list[tuple[int, str, float]]:
-    """A caller's matches of ``terms`` (:mod:`memstrata.store.caller_bm25`), as
-    ``(seq, id, score)``, best first and ties by insertion: scored with the statistics of
-    the records ``readable`` admits (over ``records r``: the caller's rule over the owner's
-    records), kept if ``where`` admits them too (the scope's other parts and the filters).
-    Reads what is shared with the caller by name, the count and length of the public and
-    role-shared records and those of them the owner's postings of the query's tokens name (a
-    message by its own text); nothing of the tenant's statistics nor of the owner's unshared
-    records' terms."""
+    k: int | None = None,
+) -> list[Hit]:
+    """A caller's best ``k`` matches of ``terms`` (all: ``None``) :mod:`memstrata.store.
+    caller_bm25`, as ``(seq, id, score)``, best first and ties by insertion: scored with the
+    statistics of the records ``readable`` admits (over ``records r``: the caller's rule
+    over the owner's records), kept if ``where`` admits them too (the scope's other parts
+    and the filters). Reads what is shared with the caller by name (and by role), the public
+    part's statistics and its postings of the query's tokens; nothing of the tenant's
+    statistics nor of the owner's unshared records' terms."""
     phrases = [p for p in fts5.query_phrases(terms) if p]
     if not phrases:
         return []
-    roles = int(bool(scope.roles))
     fill = {"message": RecordType.MESSAGE.value, "where": where[0], "readable": readable[0]}
     rows = conn.execute(
         _NAMED.format(**fill),
-        [*where[1], scope.tenant, scope.caller, scope.user, roles, *readable[1]],
+        [*where[1], scope.tenant, scope.caller, scope.user, *readable[1]],
     ).fetchall()
-    stats = [len(rows), sum(int(r[2]) for r in rows)]
-    wide = [scope.tenant, scope.user, roles, *readable[1]]
-    count, total = conn.execute(_WIDE_STATS.format(**fill), wide).fetchone()
-    sid = scope_id(conn, scope.tenant, scope.user)
-    if count and sid is not None:
-        stats = [stats[0] + int(count), stats[1] + int(total)]
-        tokens = sorted({t for p in phrases for t in p})
-        holding = [
-            int(seq)
-            for (seq,) in conn.execute(
-                "SELECT DISTINCT seq FROM lex_postings WHERE scope = ? AND token IN "
-                f"({', '.join('?' * len(tokens))})",
-                [sid, *tokens],
-            )
-        ]
-        for chunk in _chunks(holding):
-            rows += conn.execute(
-                _WIDE_HOLDING.format(**fill), [*where[1], json.dumps(chunk), roles, *readable[1]]
+    if scope.roles:
+        rows += conn.execute(
+            _ROLED.format(**fill),
+            [*where[1], scope.tenant, scope.user, scope.caller, *readable[1]],
+        ).fetchall()
+    tenant, user = public_owner(scope.tenant, scope.user)
+    public = conn.execute(
+        "SELECT s.id, t.id, t.docs, t.tokens FROM lex_scopes s JOIN lex_tenants t "
+        "ON t.id = s.tenant WHERE s.scope_tok = ?",
+        (scope_token(tenant, user),),
+    ).fetchone()
+    tokens = sorted({t for p in phrases for t in p})
+    docs, ids = _docs(rows)
+    n_docs = len(docs) + (int(public[2]) if public is not None else 0)
+    total = sum(n for _, n, _ in docs) + (int(public[3]) if public is not None else 0)
+    if n_docs <= 0:
+        return []
+    if public is not None and any(len(p) > 1 for p in phrases):
+        # rare: a phrase's rows are counted from the docs, here every public doc holding a
+        # token of the query read whole (∝ the public part's matches, as caller28 read them)
+        marks = ", ".join("?" * len(tokens))
+        more, more_ids = _docs(
+            conn.execute(
+                _PUBLIC_DOCS.format(where=where[0], marks=marks), [*where[1], public[0], *tokens]
             ).fetchall()
-    docs: list[tuple[int, int, Sequence[str]]] = []
+        )
+        ids.update(more_ids)
+        ranked = caller_bm25.rank(sorted(docs + more), terms, (n_docs, total))
+        best = [(seq, ids[seq], score) for seq, score in ranked if seq in ids]
+        return best if k is None else best[:k]
+    avgdl = total / n_docs
+    df = _df(conn, int(public[1]), tokens) if public is not None else {}
+    held = Counter(t for _, _, doc in docs for t in set(doc))
+    idfs = [fts5.idf(n_docs, df.get(p[0], 0) + held[p[0]]) for p in phrases]
+    out: list[tuple[float, int, str]] = []
+    for seq, length, doc in docs:
+        if seq not in ids:
+            continue
+        counts = Counter(doc)
+        if not any(counts[p[0]] for p in phrases):
+            continue
+        score = 0.0
+        for p, w in zip(phrases, idfs, strict=True):
+            score += fts5.term_score(w, float(counts[p[0]]), float(length), avgdl)
+        out.append((-score, seq, ids[seq]))
+    if public is not None:
+        out += _public_hits(conn, int(public[0]), phrases, idfs, avgdl, where, k)
+    out.sort()
+    best = [(seq, rid, -neg) for neg, seq, rid in out]
+    return best if k is None else best[:k]
+
+
+def _docs(rows: Iterable[Sequence[Any]]) -> tuple[list[tuple[int, int, list[str]]], dict[int, str]]:
+    """``(seq, length, tokens)`` of each row read whole (a message by its own words), in
+    insertion order, and the ids of those ``where`` admits."""
+    docs: list[tuple[int, int, list[str]]] = []
     ids: dict[int, str] = {}
-    for seq, rid, length, text, raw, ok in sorted(rows, key=lambda r: int(r[0])):
+    for seq, rid, text, raw, ok in sorted(rows, key=lambda r: int(r[0])):
         if ok:
             ids[int(seq)] = str(rid)
-        docs.append(
-            (int(seq), int(length), document_tokens(text))
-            if raw is None
-            else caller_bm25.own_doc(int(seq), str(raw))
+        if raw is None:
+            tokens = document_tokens(str(text)) if text else []
+            docs.append((int(seq), len(tokens) + 1, tokens))
+        else:
+            docs.append(caller_bm25.own_doc(int(seq), str(raw)))
+    return docs, ids
+
+
+def _public_hits(
+    conn: sqlite3.Connection,
+    sid: int,
+    phrases: list[tuple[str, ...]],
+    idfs: list[float],
+    avgdl: float,
+    where: tuple[str, Sequence[Any]],
+    k: int | None,
+) -> list[tuple[float, int, str]]:
+    """The public part's best ``k`` matches (all: ``None``) that ``where`` admits, scored in
+    SQL from its postings as :func:`scored` scores the owner's: ``(-score, seq, id)``. When
+    ``where`` drops some of the best ``n``, ``n`` grows (as :func:`ranked`): what it drops
+    are records the caller may read, so the rounds tell nothing of unshared ones."""
+    values = ", ".join("(?, ?, ?)" for _ in phrases)
+    total_sql = " + ".join(
+        f"coalesce(max(CASE ord WHEN {i} THEN part END), 0.0)" for i in range(len(phrases))
+    )
+    base: list[Any] = [v for i, p in enumerate(phrases) for v in (i, p[0], idfs[i])]
+    base += [fts5.K1_PLUS_1, fts5.K1, fts5.ONE_MINUS_B, fts5.B, avgdl, sid]
+    n = None if k is None else k + _SLACK
+    while True:
+        sql = _PUBLIC_SCORE.format(
+            values=values, part=_PART, total=total_sql, limit="" if n is None else " LIMIT ?"
         )
-    return [
-        (seq, ids[seq], score)
-        for seq, score in caller_bm25.rank(docs, terms, (stats[0], stats[1]))
-        if seq in ids
-    ]
+        hits = conn.execute(sql, base if n is None else [*base, n]).fetchall()
+        if not hits:
+            return []
+        found, ids = conn.execute(
+            "SELECT json_group_array(r.seq), json_group_array(r.id) FROM json_each(?) AS hit "
+            f"CROSS JOIN records r ON r.seq = hit.value WHERE {where[0]}",
+            [json.dumps([int(seq) for seq, _ in hits]), *where[1]],
+        ).fetchone()
+        admitted: dict[int, str] = dict(zip(json.loads(found), json.loads(ids), strict=True))
+        out = [(-float(score), int(seq), admitted[seq]) for seq, score in hits if seq in admitted]
+        if n is None or k is None or len(out) >= k or len(hits) < n:
+            return out
+        n *= 8

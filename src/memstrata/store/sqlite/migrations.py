@@ -542,6 +542,15 @@ def _v16(conn: sqlite3.Connection) -> None:
             )
 
 
+def _v17(conn: sqlite3.Connection) -> None:
+    """v17 (caller29): the public part of each user's memory indexed on its own, for a
+    caller's statistics (lexical.py, :func:`lexical.rebuild_public`). Rows only: no schema
+    object (the schema must stay on the file's first page)."""
+    from . import lexical
+
+    lexical.rebuild_public(conn)
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -560,6 +569,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (14, SQLITE_TRIGGERS),
     (15, _v15),
     (16, _v16),
+    (17, _v17),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

@@ -68,6 +68,7 @@ from ..types import (
     seqs_in_order,
     user_ids,
 )
+from ..version_numbers import readable_count
 from . import dump, lexical, outbox, scrub
 from .codec import (
     COLUMNS,
@@ -855,6 +856,7 @@ class SQLiteStore:
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
         c.executemany(_READERS, purged_reader.reader_rows([new]))  # store/purged_reader.py
         self._index(c, seq, new.tenant, new.user, write.terms)
+        lexical.sync_public(c, [seq])  # its status or access may have changed, not its terms
         if write.vector is not None:
             self._store_vector(c, seq, new, write.vector)
         # The vector cache holds the vector and the masked columns: a change to one of
@@ -878,6 +880,31 @@ class SQLiteStore:
                     vals,
                 ).fetchall()
         return readable_versions(versions_by_id(rows, deltas, ids, self._dec), scope)
+
+    def shown_versions(self, scope: Scope, versions: Mapping[str, int]) -> dict[str, int]:
+        """For each ``id: version``, how many versions of the record up to that one
+        ``scope`` may read (of those its ``histories`` would hold); a record it cannot read
+        is left out. Reads the three columns that decide it and the deltas, parsing only
+        those that change one (:mod:`memstrata.store.version_numbers`)."""
+        with self._read() as c:
+            rows = self._visible(
+                c, scope, list(versions), "seq, id, version, status, visibility, access"
+            )
+            by_seq: dict[int, list[tuple[int, bytes]]] = {}
+            for chunk in _chunks([int(r["seq"]) for r in rows]):
+                sql, vals = in_list("seq", chunk)
+                for seq, version, delta in c.execute(
+                    f"SELECT seq, version, delta FROM record_history WHERE {sql} "
+                    "ORDER BY seq, version DESC",
+                    vals,
+                ):
+                    by_seq.setdefault(int(seq), []).append((int(version), delta))
+        return {
+            str(r["id"]): readable_count(
+                r, by_seq.get(int(r["seq"]), ()), scope, versions[str(r["id"])]
+            )
+            for r in rows
+        }
 
     def history_parts(
         self, scope: Scope, record_id: str, *, below: int, size: int
@@ -917,6 +944,7 @@ class SQLiteStore:
         status = RecordStatus(status)
         deleted_at = encode_time(at) if status is RecordStatus.DELETED else None
         changed: list[str] = []
+        seqs: list[int] = []
         columns = ("status", "version", "updated_at", "deleted_at", *COUNTERS)
         for row in self._visible(c, scope, ids, "seq, id, " + ", ".join(columns)):
             if row["status"] == status.value:
@@ -931,6 +959,8 @@ class SQLiteStore:
             )
             c.execute(_TOUCH_VECTOR, (row["seq"], scope.tenant, scope.user))
             changed.append(row["id"])
+            seqs.append(int(row["seq"]))
+        lexical.sync_public(c, seqs)  # a deleted record leaves the public part, a restored joins
         order = {i: n for n, i in enumerate(ids)}
         return sorted(changed, key=order.__getitem__)
 
@@ -1813,9 +1843,13 @@ class SQLiteStore:
         readable part of the owner's memory: ``user_scope``), not the tenant's statistics
         (:mod:`memstrata.store.caller_bm25`)."""
         with self._read() as c:
-            hits = lexical.caller_ranked(c, scope, terms, scope_sql(scope.user_scope, "r."), where)
+            readable = scope_sql(scope.user_scope, "r.")
             if not needs_python(filters):
-                return [Candidate(rid, score) for _, rid, score in hits[:k]]
+                return [
+                    Candidate(rid, score)
+                    for _, rid, score in lexical.caller_ranked(c, scope, terms, readable, where, k)
+                ]
+            hits = lexical.caller_ranked(c, scope, terms, readable, where)
             out: list[Candidate] = []
             for start in range(0, len(hits), 500):
                 block = hits[start : start + 500]
