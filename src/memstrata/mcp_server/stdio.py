@@ -111,8 +111,11 @@ class CheckedLines:
     def reading(cls, read: Callable[[int], Awaitable[bytes]], limit: int) -> CheckedLines:
         """The lines of ``read`` (:func:`bounded_lines`), a line over ``limit`` bytes
         answered with an "Invalid Request" error and dropped."""
-        checked = cls(())
-        checked._lines = bounded_lines(read, limit, lambda head: checked._too_long(head, limit))
+
+        async def refuse(head: bytes) -> None:
+            await checked._too_long(head, limit)
+
+        checked = cls(bounded_lines(read, limit, refuse))
         return checked
 
     def answer_with(self, stream: Any) -> None:

@@ -152,11 +152,12 @@ class AsyncTaskService:
         )
         async with self._ctx.admit(scope, 1):  # refused: the previous task stays active
             (write,) = await self._ctx.writes([record])
-            return await settled(
+            stored = await settled(
                 lambda: self._start(scope, session, write),
                 f"the tasks of session {session!r} were changed",
                 "tasks.start",
             )
+        return replace(record, id=stored.id)  # as given (the store holds it redacted)
 
     async def _start(self, scope: Scope, session: str, write: RecordWrite) -> MemoryRecord:
         """One read and one transaction of :meth:`start`: every task active in the session
