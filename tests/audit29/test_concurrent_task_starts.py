@@ -17,8 +17,6 @@ import contextlib
 import threading
 from pathlib import Path
 
-import pytest
-
 from memstrata import Filters, Memory, Scope
 from memstrata.errors import ConflictError
 from memstrata.records import RecordType
@@ -26,9 +24,6 @@ from memstrata.records import RecordType
 ALICE = Scope("acme", "alice", session="s1")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="layers/working.py: start reads, closes and inserts in separate steps"
-)
 def test_concurrent_starts_leave_one_active_task(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 't.db'}"
     mems = [Memory(url, embedder="hashing", background=False) for _ in range(4)]

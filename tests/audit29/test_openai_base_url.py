@@ -16,7 +16,6 @@ from memstrata import ValidationError
 from memstrata.embedder.openai import OpenAIEmbedder
 
 
-@pytest.mark.xfail(strict=True, reason="embedder/openai.py: httpx's InvalidURL passes through")
 def test_a_base_url_httpx_cannot_parse_is_a_validation_error() -> None:
     with pytest.raises(ValidationError, match="base_url"):
         OpenAIEmbedder("m", base_url="http://[::1")

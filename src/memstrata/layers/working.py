@@ -13,18 +13,20 @@ procedural memory, and closed (kept, with its final status).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from memstrata.calls import checked_calls
-from memstrata.errors import NotFoundError, ValidationError
+from memstrata.errors import ConflictError, NotFoundError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.episodic import EpisodeService
 from memstrata.layers.procedural import ProceduralService, new_records
+from memstrata.layers.races import Raced, settled, taken
 from memstrata.layers.working_types import (
     STEP_STATUS_ALIASES,
     StepStatus,
@@ -37,6 +39,7 @@ from memstrata.llm.base import TaskOutcome
 from memstrata.llm.heuristic import HeuristicLLM
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
+from memstrata.store.base import RecordWrite
 from memstrata.store.types import ListQuery
 from memstrata.text import validate_content
 from memstrata.validation import check_bool, check_sequence, check_text
@@ -55,6 +58,14 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _MAX_NOTES = 50  # the scratchpad keeps the newest notes; older ones stay in history
+# Every task names its session here (``""``: started without one): ``start`` reads the id
+# of the session's task inserted last by it (``Store.key_versions``).
+_SESSION_FIELD = "task_session"
+_MAX_ACTIVE = 1000  # active tasks of a session that one start closes (one, but for old races)
+
+
+def _task_id(*parts: str) -> str:
+    return "task-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 def current_query(scope: Scope) -> ListQuery:
@@ -131,6 +142,7 @@ class TaskService:
             "tools": [],
             "started_at": self._ctx.clock.now().isoformat(),
         }
+        session = scope.session or ""
         record = build_record(
             self._ctx,
             scope,
@@ -138,15 +150,74 @@ class TaskService:
             type=RecordType.TASK,
             importance=0.5,
             structured=data,
-            metadata={"task_status": "active"},
+            metadata={"task_status": "active", _SESSION_FIELD: session},
         )
         with self._ctx.admit(scope, 1):  # refused: the previous task stays active
-            previous = self.current(scope)
-            if previous is not None:
-                structured = previous.content.structured
-                self._write(scope, previous, structured, status="abandoned")
-            self._ctx.insert([record])
-        return record
+            (write,) = self._ctx.writes([record])
+            stored = settled(
+                lambda: self._start(scope, session, write),
+                f"the tasks of session {session!r} were changed",
+                "tasks.start",
+            )
+        return replace(record, id=stored.id)  # as given (the store holds it redacted)
+
+    def _start(self, scope: Scope, session: str, write: RecordWrite) -> MemoryRecord:
+        """One read and one transaction of :meth:`start`: every task active in the session
+        is closed as ``abandoned`` (a new version: its content and history are kept) and the
+        new one inserted, all or nothing. ``Raced`` when another writer changed what was read.
+
+        Two starts that read the session's tasks at the same moment would each close what
+        they read and insert their own task: two active tasks. The new task's id is made
+        from what was read (:func:`_task_id`: the id of the session's task inserted last),
+        so those two make the same id and the store's unique ids let one of them in; the
+        other reads again and closes the winner's task. The newest is read before the
+        active tasks: a start inserted between the two reads changes the id it is made of,
+        and the insert fails."""
+        store = self._ctx.store
+        seen = store.key_versions(scope, RecordType.TASK, _SESSION_FIELD, session)
+        task_id = self._free_id(scope, session, seen.newest)
+        q = current_query(scope)
+        active = store.list(q.scope, q.filters, limit=_MAX_ACTIVE)
+        closes = []
+        for previous in active:
+            data = {**previous.content.structured, "status": "abandoned"}
+            closed = replace(
+                previous,
+                version=previous.version + 1,
+                updated_at=self._ctx.clock.now(),
+                content=replace(previous.content, raw=render(data), structured=data),
+                metadata={**previous.metadata, "task_status": "abandoned"},
+            )
+            closes.append((self._ctx.version_write(closed, reindex=False), previous))
+        new = replace(write, record=replace(write.record, id=task_id))
+        try:
+            with store.transaction() as tx:
+                for closing, previous in closes:
+                    tx.replace(scope, closing, expected_version=previous.version)
+                tx.insert([new])
+        except (ConflictError, NotFoundError):
+            raise Raced from None  # a task read was changed (closed, stepped) meanwhile
+        except ValidationError:
+            if taken(self._ctx, scope, RecordType.TASK, _SESSION_FIELD, session, task_id):
+                raise Raced from None  # another start inserted this id first
+            raise
+        return new.record
+
+    def _free_id(self, scope: Scope, session: str, newest: str | None) -> str:
+        """The id of the next task of ``session`` after its task ``newest`` (inserted last):
+        a hash of both, or (taken by a record that came back with an old id: an import) a
+        hash of that, and so on, walked the same way by every start that read ``newest``.
+        ``Raced`` when the session's newest task is another since the read."""
+        walk = [_task_id(session, newest or "")]
+        while True:
+            now = self._ctx.store.key_versions(
+                scope, RecordType.TASK, _SESSION_FIELD, session, walk
+            )
+            if now.newest != newest:
+                raise Raced
+            if walk[-1] not in now.taken:
+                return walk[-1]
+            walk.append(_task_id(session, "taken", walk[-1]))
 
     def update_step(
         self,

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import MissingDependencyError, ProviderError
+from ..errors import MissingDependencyError, ProviderError, ValidationError
 
 __all__ = [
     "DEFAULT_BASE_URL",
     "NO_API_KEY",
+    "check_base_url",
     "check_client_args",
     "dims_unknown",
     "make_client",
@@ -48,6 +49,43 @@ def check_client_args(*, timeout: float, max_retries: int) -> None:
         raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
 
 
+_EXAMPLE = "e.g. http://localhost:11434/v1 or https://api.openai.com/v1"
+
+
+def check_base_url(base_url: object) -> str | None:
+    """``base_url`` as the SDK's client will parse it (with httpx, a dependency of both), or
+    a :class:`ValidationError` saying what is wrong, when the provider is built: before
+    session 29 httpx's raw ``InvalidURL`` ("Invalid port: ':1'" for ``http://[::1``)
+    escaped the embedder's constructor (the chat backend's first call), a CLI traceback.
+    ``None`` and ``""`` stand for :data:`DEFAULT_BASE_URL`."""
+    if base_url is None or base_url == "":
+        return None
+    if not isinstance(base_url, str):
+        raise ValidationError(
+            f"base_url must be a string URL ({_EXAMPLE}), got {type(base_url).__name__}"
+        )
+    import httpx
+
+    try:
+        url = httpx.URL(base_url)
+        port = url.port
+    except (httpx.InvalidURL, ValueError, TypeError) as exc:
+        raise ValidationError(
+            f"base_url {base_url!r} is not a URL ({exc}); give the endpoint's address, "
+            f"{_EXAMPLE} (an IPv6 host in brackets: http://[::1]:8000/v1)"
+        ) from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValidationError(
+            f"base_url {base_url!r} needs http:// or https:// and a host, {_EXAMPLE}"
+        )
+    if port is not None and not 0 < port < 65536:
+        raise ValidationError(
+            f"base_url {base_url!r} has port {port}, outside 1-65535; give the endpoint's "
+            f"address, {_EXAMPLE}"
+        )
+    return base_url
+
+
 _CLIENT_CLASSES = ("OpenAI", "AsyncOpenAI")
 
 
@@ -71,6 +109,7 @@ def make_client(
             "run `pip install 'memstrata[openai]'`"
         ) from None
     check_client_args(timeout=timeout, max_retries=max_retries)
+    base_url = check_base_url(base_url)
     sdk_class = openai.AsyncOpenAI if client_class == "AsyncOpenAI" else openai.OpenAI
     return sdk_class(
         base_url=base_url or DEFAULT_BASE_URL,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from memstrata.errors import ProviderError
-from memstrata.llm._openai_sdk import check_client_args, make_client, map_error
+from memstrata.llm._openai_sdk import check_base_url, check_client_args, make_client, map_error
 from memstrata.llm.chat import PromptedLLM
 
 __all__ = ["OpenAIChat", "openai_llm"]
@@ -40,7 +40,7 @@ class OpenAIChat:
         if not model:
             raise ValueError("OpenAIChat needs a model name, e.g. 'gpt-4o-mini'")
         self._model = model
-        self._base_url = base_url
+        self._base_url = base_url = check_base_url(base_url)  # refused here, not at a call
         self._temperature = temperature
         # The SDK takes ~1 s to import: the client is made on the first call, so a process
         # whose calls all go to the fallback (the circuit breaker is open) never imports it.

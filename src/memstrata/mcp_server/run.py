@@ -88,7 +88,7 @@ def run_mcp(
 
             async def stdio() -> None:
                 async with memory:
-                    await run_stdio(server)
+                    await run_stdio(server, max_line=config.max_body)
 
             anyio.run(stdio)
             return 0

@@ -10,14 +10,24 @@ The SDK has no hook between a line and its parse, so this serves stdio as
 ``MCPServer.run_stdio_async`` does, with its public ``stdio_server(stdin=...)``: the lines
 come through :class:`CheckedLines` (read from fd 0 as the SDK reads them: UTF-8, bad bytes
 replaced). Given its ``stdin``, the SDK does not point fd 0 at the null device while it
-serves (it still does so for fd 1): memstrata's tools never read stdin."""
+serves (it still does so for fd 1): memstrata's tools never read stdin.
+
+A line is bounded (session 29): :func:`bounded_lines` reads fd 0 in chunks and keeps at most
+``max_line`` bytes of a line (``memstrata mcp --max-body``, 1 MiB by default: the largest
+body the HTTP API and ``/mcp`` take). Before, a line was read whole before anything looked at
+it, so a client that never sent a newline grew the server's memory without bound. A longer
+line is answered at once, when it passes the limit, with a JSON-RPC "Invalid Request" error
+(its id when the line begins with it, as SDK clients write requests; else ``null``); the
+rest of it, up to its newline, is read and dropped, and the server goes on with the next
+line: the client is told, and its session stays usable."""
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import sys
-from collections.abc import AsyncIterable, AsyncIterator
-from io import TextIOWrapper
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import anyio
@@ -29,9 +39,63 @@ from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
 from .. import json_keys
 from .server import request_id
 
-__all__ = ["CheckedLines", "run_stdio"]
+__all__ = ["MAX_LINE", "CheckedLines", "bounded_lines", "run_stdio"]
 
 log = logging.getLogger("memstrata.mcp")
+
+MAX_LINE = 1024 * 1024  # bytes of one message, its newline aside: the HTTP API's max_body
+_CHUNK = 64 * 1024
+# The id of a request whose line is too long to parse, when it comes first (after
+# "jsonrpc"), as the SDK's clients write it: never a key of a nested object.
+_LEADING_ID = re.compile(
+    rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,256}")'
+)
+
+
+def _leading_id(head: bytes) -> str | int | None:
+    found = _LEADING_ID.match(head)
+    if found is None:
+        return None
+    try:
+        rid = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return rid if isinstance(rid, str | int) else None
+
+
+async def bounded_lines(
+    read: Callable[[int], Awaitable[bytes]],
+    limit: int,
+    refuse: Callable[[bytes], Awaitable[None]],
+) -> AsyncIterator[str]:
+    """The lines of the bytes ``read(n)`` gives (``b""``: the end), decoded as the SDK reads
+    stdin (UTF-8, bad bytes replaced), each with its newline. A line over ``limit`` bytes
+    is never held: ``refuse(its first bytes)`` is awaited once it passes the limit, and
+    the rest of it is dropped up to its newline. Holds at most ``limit`` + one chunk."""
+    line = bytearray()
+    dropping = False
+    while chunk := await read(_CHUNK):
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if not dropping:
+                if len(line) + len(piece) > limit:
+                    head = bytes(line[:1024]) + piece[: max(0, 1024 - len(line))]
+                    line.clear()
+                    dropping = True
+                    await refuse(head)
+                else:
+                    line += piece
+            if end < 0:
+                break
+            if not dropping:
+                yield (line + b"\n").decode("utf-8", errors="replace")
+            line.clear()
+            dropping = False
+            start = end + 1
+    if line and not dropping:  # the last line, without a newline
+        yield line.decode("utf-8", errors="replace")
 
 
 class CheckedLines:
@@ -42,6 +106,17 @@ class CheckedLines:
         self._lines = lines
         self._answers: Any = None
         self._ready = anyio.Event()
+
+    @classmethod
+    def reading(cls, read: Callable[[int], Awaitable[bytes]], limit: int) -> CheckedLines:
+        """The lines of ``read`` (:func:`bounded_lines`), a line over ``limit`` bytes
+        answered with an "Invalid Request" error and dropped."""
+
+        async def refuse(head: bytes) -> None:
+            await checked._too_long(head, limit)
+
+        checked = cls(bounded_lines(read, limit, refuse))
+        return checked
 
     def answer_with(self, stream: Any) -> None:
         self._answers = stream
@@ -58,27 +133,36 @@ class CheckedLines:
                 pass  # not JSON: the SDK's to answer, as before
             yield line
 
+    async def _too_long(self, head: bytes, limit: int) -> None:
+        rid = _leading_id(head)
+        log.warning("an MCP message of over %d bytes was dropped (id %r)", limit, rid)
+        message = (
+            f"Invalid Request: the message is over {limit} bytes (memstrata mcp --max-body); "
+            "it was dropped: send a smaller one (a long document in parts)"
+        )
+        await self._send(rid, message)
+
+    async def _send(self, rid: str | int | None, message: str) -> None:
+        await self._ready.wait()
+        error = ErrorData(code=INVALID_REQUEST, message=message)
+        await self._answers.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=error)))
+
     async def _refuse(self, line: str, exc: json_keys.DuplicateKeyError) -> None:
         rid = request_id(line)
         if rid is None and '"id"' not in line:  # a notification: nothing to answer
             log.warning("an MCP notification was dropped: %s", exc)
             return
-        await self._ready.wait()
-        message = f"Invalid Request: {exc}; send each key once"
-        error = ErrorData(code=INVALID_REQUEST, message=message)
-        await self._answers.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=error)))
+        await self._send(rid, f"Invalid Request: {exc}; send each key once")
 
 
-async def run_stdio(server: MCPServer[Any]) -> None:
-    """Serve ``server`` on stdin and stdout until stdin closes (``run_stdio_async``'s steps)."""
-    text = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-    lines = CheckedLines(anyio.wrap_file(text))
-    try:
-        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
-            lines.answer_with(write_stream)
-            # the SDK's own low-level server: MCPServer exposes no other way to run it on
-            # streams (run_stdio_async makes them itself)
-            lowlevel = server._lowlevel_server
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
-    finally:
-        text.detach()  # sys.stdin's buffer is not this wrapper's to close
+async def run_stdio(server: MCPServer[Any], *, max_line: int = MAX_LINE) -> None:
+    """Serve ``server`` on stdin and stdout until stdin closes (``run_stdio_async``'s steps);
+    a message (a line) of over ``max_line`` bytes is refused and dropped."""
+    stdin = anyio.wrap_file(sys.stdin.buffer)  # not closed: sys.stdin's, not this server's
+    lines = CheckedLines.reading(stdin.read1, max_line)
+    async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+        lines.answer_with(write_stream)
+        # the SDK's own low-level server: MCPServer exposes no other way to run it on
+        # streams (run_stdio_async makes them itself)
+        lowlevel = server._lowlevel_server
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

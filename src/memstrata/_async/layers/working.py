@@ -11,6 +11,7 @@ procedural memory, and closed (kept, with its final status).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -20,8 +21,10 @@ from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.episodic import AsyncEpisodeService
 from memstrata._async.layers.procedural import AsyncProceduralService, new_records
+from memstrata._async.layers.races import Raced, settled, taken
+from memstrata._async.store.base import RecordWrite
 from memstrata.calls import checked_calls
-from memstrata.errors import NotFoundError, ValidationError
+from memstrata.errors import ConflictError, NotFoundError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers.working_types import (
     STEP_STATUS_ALIASES,
@@ -53,6 +56,14 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _MAX_NOTES = 50  # the scratchpad keeps the newest notes; older ones stay in history
+# Every task names its session here (``""``: started without one): ``start`` reads the id
+# of the session's task inserted last by it (``Store.key_versions``).
+_SESSION_FIELD = "task_session"
+_MAX_ACTIVE = 1000  # active tasks of a session that one start closes (one, but for old races)
+
+
+def _task_id(*parts: str) -> str:
+    return "task-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 def current_query(scope: Scope) -> ListQuery:
@@ -129,6 +140,7 @@ class AsyncTaskService:
             "tools": [],
             "started_at": self._ctx.clock.now().isoformat(),
         }
+        session = scope.session or ""
         record = build_record(
             self._ctx,
             scope,
@@ -136,15 +148,74 @@ class AsyncTaskService:
             type=RecordType.TASK,
             importance=0.5,
             structured=data,
-            metadata={"task_status": "active"},
+            metadata={"task_status": "active", _SESSION_FIELD: session},
         )
         async with self._ctx.admit(scope, 1):  # refused: the previous task stays active
-            previous = await self.current(scope)
-            if previous is not None:
-                structured = previous.content.structured
-                await self._write(scope, previous, structured, status="abandoned")
-            await self._ctx.insert([record])
-        return record
+            (write,) = await self._ctx.writes([record])
+            stored = await settled(
+                lambda: self._start(scope, session, write),
+                f"the tasks of session {session!r} were changed",
+                "tasks.start",
+            )
+        return replace(record, id=stored.id)  # as given (the store holds it redacted)
+
+    async def _start(self, scope: Scope, session: str, write: RecordWrite) -> MemoryRecord:
+        """One read and one transaction of :meth:`start`: every task active in the session
+        is closed as ``abandoned`` (a new version: its content and history are kept) and the
+        new one inserted, all or nothing. ``Raced`` when another writer changed what was read.
+
+        Two starts that read the session's tasks at the same moment would each close what
+        they read and insert their own task: two active tasks. The new task's id is made
+        from what was read (:func:`_task_id`: the id of the session's task inserted last),
+        so those two make the same id and the store's unique ids let one of them in; the
+        other reads again and closes the winner's task. The newest is read before the
+        active tasks: a start inserted between the two reads changes the id it is made of,
+        and the insert fails."""
+        store = self._ctx.store
+        seen = await store.key_versions(scope, RecordType.TASK, _SESSION_FIELD, session)
+        task_id = await self._free_id(scope, session, seen.newest)
+        q = current_query(scope)
+        active = await store.list(q.scope, q.filters, limit=_MAX_ACTIVE)
+        closes = []
+        for previous in active:
+            data = {**previous.content.structured, "status": "abandoned"}
+            closed = replace(
+                previous,
+                version=previous.version + 1,
+                updated_at=self._ctx.clock.now(),
+                content=replace(previous.content, raw=render(data), structured=data),
+                metadata={**previous.metadata, "task_status": "abandoned"},
+            )
+            closes.append((await self._ctx.version_write(closed, reindex=False), previous))
+        new = replace(write, record=replace(write.record, id=task_id))
+        try:
+            async with store.transaction() as tx:
+                for closing, previous in closes:
+                    await tx.replace(scope, closing, expected_version=previous.version)
+                await tx.insert([new])
+        except (ConflictError, NotFoundError):
+            raise Raced from None  # a task read was changed (closed, stepped) meanwhile
+        except ValidationError:
+            if await taken(self._ctx, scope, RecordType.TASK, _SESSION_FIELD, session, task_id):
+                raise Raced from None  # another start inserted this id first
+            raise
+        return new.record
+
+    async def _free_id(self, scope: Scope, session: str, newest: str | None) -> str:
+        """The id of the next task of ``session`` after its task ``newest`` (inserted last):
+        a hash of both, or (taken by a record that came back with an old id: an import) a
+        hash of that, and so on, walked the same way by every start that read ``newest``.
+        ``Raced`` when the session's newest task is another since the read."""
+        walk = [_task_id(session, newest or "")]
+        while True:
+            now = await self._ctx.store.key_versions(
+                scope, RecordType.TASK, _SESSION_FIELD, session, walk
+            )
+            if now.newest != newest:
+                raise Raced
+            if walk[-1] not in now.taken:
+                return walk[-1]
+            walk.append(_task_id(session, "taken", walk[-1]))
 
     async def update_step(
         self,

@@ -13,7 +13,7 @@ from typing import Any
 
 from memstrata._async.llm.chat import AsyncPromptedLLM
 from memstrata.errors import ProviderError
-from memstrata.llm._openai_sdk import check_client_args, make_client, map_error
+from memstrata.llm._openai_sdk import check_base_url, check_client_args, make_client, map_error
 
 __all__ = ["AsyncOpenAIChat", "openai_llm"]
 
@@ -38,7 +38,7 @@ class AsyncOpenAIChat:
         if not model:
             raise ValueError("AsyncOpenAIChat needs a model name, e.g. 'gpt-4o-mini'")
         self._model = model
-        self._base_url = base_url
+        self._base_url = base_url = check_base_url(base_url)  # refused here, not at a call
         self._temperature = temperature
         # The SDK takes ~1 s to import: the client is made on the first call, so a process
         # whose calls all go to the fallback (the circuit breaker is open) never imports it.
