@@ -194,9 +194,7 @@ class HeldWindows:
             if held.index > index - 2:
                 break
             windows.popitem(last=False)
-            forget.extend(
-                f"rate:{name}:{w}" for w in (held.previous, held.index) if w is not None
-            )
+            forget.extend(f"rate:{name}:{w}" for w in (held.previous, held.index) if w is not None)
         return forget
 
     def takes(self, name: str, index: int) -> Generator[Take, Refusal | None, int]:
