@@ -11,10 +11,13 @@ flattens once its cap is reached.
 
     PYTHONPATH=src python scripts/soak_keys.py http --keys 50000
     PYTHONPATH=src python scripts/soak_keys.py library --keys 50000 --trace
+    PYTHONPATH=src python scripts/soak_keys.py mcp --keys 20000
 
 Each distinct key sends one search for a user of its own (a user with no records: the
 cheapest request that still reaches the store's per-user state), and every ``--write-every``
-th key first stores a note (so the background worker runs a job for that user too).
+th key first stores a note (so the background worker runs a job for that user too). ``mcp``
+sends the search as a ``memory_search`` tool call to the app's MCP endpoint (stateless
+streamable HTTP), with a key bound to the user.
 """
 
 from __future__ import annotations
@@ -152,6 +155,49 @@ async def soak_http(args: argparse.Namespace, db: Path, rec: Recorder) -> None:
     print("statuses:", dict(sorted(statuses.items())))
 
 
+async def soak_mcp(args: argparse.Namespace, db: Path, rec: Recorder) -> None:
+    import httpx
+
+    from memstrata import AsyncMemory
+    from memstrata.server import create_app
+    from memstrata.server.app import Limits
+    from memstrata.server.key_cache import CachedKeys
+    from memstrata.server.keys import InMemoryKeyStore
+
+    total = args.keys + args.warmup
+    store = InMemoryKeyStore()
+    secrets = [store.create(f"t{i}", user=f"u{i}").secret for i in range(total)]
+    mem = AsyncMemory(f"sqlite:///{db}", embedder="hashing", background=True)
+    app = create_app(
+        mem, CachedKeys(store, 1.0), limits=Limits(rate=50.0, burst=100), on_close=mem.aclose
+    )
+    statuses: dict[int, int] = {}
+    # the MCP SDK's DNS-rebinding protection accepts 127.0.0.1 (the app's default host)
+    client = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8000"
+    )
+    async with app.router.lifespan_context(app), client:
+
+        async def one(i: int) -> None:
+            h = {
+                "Authorization": f"Bearer {secrets[i]}",
+                "Accept": "application/json, text/event-stream",
+                "x-memstrata-session": f"s{i}",
+            }
+            call = {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "memory_search", "arguments": {"query": f"topic {i}"}},
+            }
+            r = await client.post("/mcp", json=call, headers=h)
+            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+
+        bound_vectors(mem, args)
+        await run_blocks(args.keys, args.block, args.warmup, one, rec, args.concurrency)
+    print("statuses:", dict(sorted(statuses.items())))
+
+
 async def soak_library(args: argparse.Namespace, db: Path, rec: Recorder) -> None:
     from memstrata import AsyncMemory, Scope
 
@@ -169,7 +215,7 @@ async def soak_library(args: argparse.Namespace, db: Path, rec: Recorder) -> Non
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("path", choices=["http", "library"])
+    p.add_argument("path", choices=["http", "library", "mcp"])
     p.add_argument("--keys", type=int, default=50_000, help="distinct keys after warm-up")
     p.add_argument("--block", type=int, default=10_000, help="keys between checkpoints")
     p.add_argument("--warmup", type=int, default=2_000)
@@ -189,7 +235,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "soak.db"
         t = time.perf_counter()
-        run: Any = soak_http if args.path == "http" else soak_library
+        run: Any = {"http": soak_http, "library": soak_library, "mcp": soak_mcp}[args.path]
         asyncio.run(run(args, db, rec))
         took = time.perf_counter() - t
         print(f"{args.path}: {args.keys} keys in {took:.0f} s, pid {os.getpid()}")
