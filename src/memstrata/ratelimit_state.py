@@ -20,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Generator
 from dataclasses import dataclass
 
+from .errors import ValidationError
 from .store.counter_types import Refusal, Take
 
 __all__ = ["MAX_KEYS", "HeldWindows", "RedisHealth", "TokenBuckets", "check_max_keys"]
@@ -33,7 +34,10 @@ MAX_KEYS = 100_000
 
 def check_max_keys(max_keys: object) -> int:
     if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
-        raise ValueError(f"max_keys must be an integer >= 1, got {max_keys!r}")
+        raise ValidationError(
+            f"max_keys (the keys a process keeps rate-limit state for) must be an integer "
+            f">= 1, got {max_keys!r}"
+        )
     return max_keys
 
 

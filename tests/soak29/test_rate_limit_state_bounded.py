@@ -175,3 +175,21 @@ def test_a_dropped_window_never_admits_past_the_burst(store: QuotaCounters) -> N
 def test_held_windows_refuse_a_max_keys_below_one() -> None:
     with pytest.raises(ValueError, match="max_keys"):
         ratelimit_state.HeldWindows(1.0, 1, 1, max_keys=0)
+
+
+# --- configuration ----------------------------------------------------------------------
+def test_the_servers_limits_take_max_keys(store: QuotaCounters) -> None:
+    from memstrata.errors import ValidationError
+    from memstrata.server.app import Limits
+
+    key, tenant = Limits(tenant_rate=5.0, max_keys=50).limiters(store=store)
+    assert isinstance(key, SharedRateLimiter) and tenant is not None
+    for i in range(500):
+        key.acquire(f"key:{i}")
+        tenant.acquire(f"tenant:{i}")
+    assert key.keys_held() <= 50
+    assert tenant.keys_held() <= 50  # type: ignore[attr-defined]
+    local, _ = Limits(max_keys=50).limiters()
+    assert isinstance(local, RateLimiter)
+    with pytest.raises(ValidationError, match="max_keys"):
+        Limits(max_keys=0)

@@ -71,6 +71,7 @@ def shared_limiter(
     redis: Any = None,
     prefix: str = "memstrata",
     batch: int = 1,
+    max_keys: int = MAX_KEYS,
 ) -> Limiter:
     """The limit every process on ``store`` shares: in Redis (a connected ``redis`` client),
     else in the store's durable counters, else (a store without counters) in this process.
@@ -79,15 +80,22 @@ def shared_limiter(
     back to the durable counters); ``counters`` are given instead of a sync store's (an
     ``AsyncMemory``'s: :class:`MemoryCounters`); ``batch`` is how many requests a process
     takes from the durable counters per write (see
-    :class:`~memstrata.ratelimit.SharedRateLimiter`)."""
+    :class:`~memstrata.ratelimit.SharedRateLimiter`); ``max_keys`` how many keys a process
+    keeps limit state for at most (:mod:`memstrata.ratelimit_state`)."""
     durable = getattr(store, "durable", store)
     fallback = counters
     if fallback is None and isinstance(durable, QuotaCounters):
         fallback = durable
     if rate <= 0 or (redis is None and fallback is None):
-        return RateLimiter(rate, burst)
+        return RateLimiter(rate, burst, max_keys=max_keys)
     return SharedRateLimiter(
-        rate, max(1, burst), client=redis, fallback=fallback, prefix=prefix, batch=batch
+        rate,
+        max(1, burst),
+        client=redis,
+        fallback=fallback,
+        prefix=prefix,
+        batch=batch,
+        max_keys=max_keys,
     )
 
 
