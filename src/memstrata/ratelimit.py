@@ -48,6 +48,7 @@ import hashlib
 import math
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -56,7 +57,7 @@ from ._async import ratelimit_io as async_io
 from ._async.ratelimit_io import AsyncRateCounters
 from .errors import ValidationError
 from .ratelimit_io import RateCounters
-from .ratelimit_state import HeldWindows, RedisHealth
+from .ratelimit_state import MAX_KEYS, HeldWindows, RedisHealth, TokenBuckets
 
 __all__ = ["AsyncRateCounters", "RateCounters", "SharedRateLimiter", "check_rate"]
 
@@ -115,6 +116,7 @@ class SharedRateLimiter:
         cooldown: float = 2.0,
         clock: Callable[[], float] = time.time,
         batch: int = 1,
+        max_keys: int = MAX_KEYS,
     ) -> None:
         check_rate(rate)
         if isinstance(burst, bool) or not isinstance(burst, int) or burst < 1:
@@ -127,11 +129,19 @@ class SharedRateLimiter:
         self._native = fallback if isinstance(fallback, AsyncRateCounters) else None
         self._prefix = prefix
         self._clock = clock
-        self._held = HeldWindows(self.rate, burst, batch)  # the durable windows
+        # The state kept per key is bounded (a server sees millions of keys over months):
+        # at most ``max_keys`` keys' windows and buckets (ratelimit_state), a refill's lock
+        # only while someone holds or waits for it, its event only while it runs.
+        self._held = HeldWindows(self.rate, burst, batch, max_keys)  # the durable windows
         self._lock = threading.Lock()  # guards the dicts below; never held across I/O
-        self._refills: dict[str, threading.Lock] = {}  # key -> held by its one refill
+        # key -> held by its one refill; an entry lives while a caller holds the lock (a
+        # lock dropped had no holder and no waiter: the next caller's new one excludes as
+        # well, since every caller of a key gets the one lock that exists while it is used)
+        self._refills: weakref.WeakValueDictionary[str, threading.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self._refilling: dict[str, asyncio.Event] = {}  # key -> set when the loop's refill ends
-        self._local: dict[str, tuple[float, float]] = {}  # key -> (tokens, stamp)
+        self._local = TokenBuckets(self.rate, burst, max_keys)  # without anything to share
         self._script = client.register_script(_BUCKET) if client is not None else None
         self._async_script: Any = None  # the same script on a redis.asyncio client
         errors: tuple[type[BaseException], ...] = ()
@@ -282,12 +292,11 @@ class SharedRateLimiter:
 
     # --- this process alone -----------------------------------------------------------------
     def _local_acquire(self, name: str) -> float:
-        now = time.monotonic()
+        return self._local.take(name, time.monotonic())
+
+    def keys_held(self) -> int:
+        """How many keys this process keeps state for (its windows, buckets and refill
+        locks: the largest of them), each at most ``max_keys``."""
         with self._lock:
-            tokens, stamp = self._local.get(name, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - stamp) * self.rate)
-            if tokens >= 1.0:
-                self._local[name] = (tokens - 1.0, now)
-                return 0.0
-            self._local[name] = (tokens, now)
-            return (1.0 - tokens) / self.rate
+            refills = len(self._refills)
+        return max(len(self._held), len(self._local), refills, len(self._refilling))

@@ -3,10 +3,11 @@
 :class:`HeldWindows` is the durable fallback as a process holds it: per key the current
 fixed window, the tokens a refill took from the store's counters and has not spent, whether
 the store refused the window's last request, and the plan of a refill (:meth:`~HeldWindows.
-takes`). :class:`RedisHealth` is whether Redis answered lately. Both are driven by the
-limiter's sync and async paths alike; the I/O of a refill and of the Redis bucket is written
-once, in ``memstrata/_async/ratelimit_io.py`` (the sync ``memstrata/ratelimit_io.py`` is
-generated from it).
+takes`). :class:`TokenBuckets` are the buckets of this process alone (a limiter with
+nothing to share through). :class:`RedisHealth` is whether Redis answered lately. They are
+driven by the limiter's sync and async paths alike; the I/O of a refill and of the Redis
+bucket is written once, in ``memstrata/_async/ratelimit_io.py`` (the sync
+``memstrata/ratelimit_io.py`` is generated from it).
 """
 
 from __future__ import annotations
@@ -15,14 +16,89 @@ import logging
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Generator
 from dataclasses import dataclass
 
+from .errors import ValidationError
 from .store.counter_types import Refusal, Take
 
-__all__ = ["HeldWindows", "RedisHealth"]
+__all__ = ["MAX_KEYS", "HeldWindows", "RedisHealth", "TokenBuckets", "check_max_keys"]
 
 log = logging.getLogger("memstrata.ratelimit")
+
+# Keys (API keys, tenants) a process keeps rate-limit state for at most (session 29): a
+# server that sees millions of keys over months keeps those of the last moments, not all.
+MAX_KEYS = 100_000
+
+
+def check_max_keys(max_keys: object) -> int:
+    if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
+        raise ValidationError(
+            f"max_keys (the keys a process keeps rate-limit state for) must be an integer "
+            f">= 1, got {max_keys!r}"
+        )
+    return max_keys
+
+
+class TokenBuckets:
+    """A token bucket per key in this process: ``rate`` tokens/s, up to ``burst``.
+
+    Bounded (a long-running server sees millions of keys): a bucket that has refilled to
+    ``burst`` is dropped as soon as it reaches the front of the least-recently-used order,
+    which loses nothing (a key seen again starts from a full bucket, which is what it had).
+    Past ``max_keys`` buckets that are not full, the least recently used one is dropped
+    too: that key may then send up to ``burst`` requests early once. Only keys the server
+    has authenticated reach a bucket, so getting one's own bucket dropped that way takes
+    ``max_keys`` other valid keys all sending within ``burst / rate`` seconds: far more
+    requests than the reset gives back."""
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        max_keys: int = MAX_KEYS,
+    ) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.max_keys = check_max_keys(max_keys)
+        self._lock = threading.Lock()
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # (tokens, stamp)
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def take(self, key: str, now: float) -> float:
+        """0 when a token was taken, else the seconds until one is there."""
+        rate, burst, buckets = self.rate, self.burst, self._buckets
+        with self._lock:
+            held = buckets.get(key)
+            if held is None:
+                tokens = burst
+                self._drop_full(now)
+                if len(buckets) >= self.max_keys:
+                    buckets.popitem(last=False)
+            else:
+                tokens = min(burst, held[0] + (now - held[1]) * rate)
+                buckets.move_to_end(key)
+            if tokens >= 1.0:
+                buckets[key] = (tokens - 1.0, now)
+                return 0.0
+            buckets[key] = (tokens, now)
+            return (1.0 - tokens) / rate
+
+    def _drop_full(self, now: float) -> None:
+        """Drop the buckets at the front that are full again (each leaves once: O(1) per
+        new key on average)."""
+        buckets, rate, burst = self._buckets, self.rate, self.burst
+        while buckets:
+            tokens, stamp = next(iter(buckets.values()))
+            if tokens + (now - stamp) * rate < burst:
+                return
+            buckets.popitem(last=False)
+
+
+_STALE_PER_REFILL = 8  # stale keys a refill drops at most (their counters go with its I/O)
 
 
 @dataclass(slots=True)
@@ -44,14 +120,29 @@ class HeldWindows:
     then its take was slow; another host's clock) may still take from it, and a counter
     forgotten under it would start again from 0 and admit a batch beyond the burst. (A clock
     a whole window or more behind can still do that: keep hosts' clocks closer than
-    ``burst / rate`` seconds.)"""
+    ``burst / rate`` seconds.)
 
-    def __init__(self, rate: float, burst: int, batch: int) -> None:
+    Bounded: a key this process has not refilled for two windows holds nothing a refill
+    would not read again, so :meth:`open` drops such keys (forgetting their counters as it
+    would have at their own next refill, a few per refill), and past ``max_keys`` keys it
+    drops the least recently used one anyway. Dropping a key's window never admits more:
+    the count lives in the store; the process only loses the tokens it held for that
+    window (the key then refills from the store, which refuses a spent window), and the
+    counters of a window dropped early stay in the store as a key never seen again leaves
+    its own."""
+
+    def __init__(self, rate: float, burst: int, batch: int, max_keys: int = MAX_KEYS) -> None:
         self.burst = burst
         self.batch = min(batch, burst)
         self.window_seconds = burst / rate if rate > 0 else 1.0
+        self.max_keys = check_max_keys(max_keys)
         self._lock = threading.Lock()  # guards the windows; never held across I/O
-        self._windows: dict[str, _Window] = {}  # key -> its durable window, as held here
+        # key -> its durable window, as held here, least recently used first (bounded:
+        # see :meth:`open`)
+        self._windows: OrderedDict[str, _Window] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._windows)
 
     def spend(self, name: str, now: float) -> float | None:
         """Spend a token held for the window of ``now``: 0, the wait when the window is
@@ -62,6 +153,7 @@ class HeldWindows:
             held = self._windows.get(name)
             if held is None or held.index < index:
                 return None
+            self._windows.move_to_end(name)
             # held.index > index: another caller read the clock later; that window is current
             if held.tokens > 0:
                 held.tokens -= 1
@@ -74,17 +166,40 @@ class HeldWindows:
         """The window a refill takes from (never one older than this process has used)
         and the counters of the windows it has now left for good, to forget."""
         index = int(now // self.window_seconds)
+        windows = self._windows
         with self._lock:
-            held = self._windows.get(name)
+            held = windows.get(name)
             if held is not None and held.index >= index:
+                windows.move_to_end(name)
                 return held.index, []
             if held is None:
-                self._windows[name] = _Window(index)
-                return index, []
+                forget = self._drop_stale(index)
+                if len(windows) >= self.max_keys:
+                    windows.popitem(last=False)
+                windows[name] = _Window(index)
+                return index, forget
             kept = held.index if held.index == index - 1 else None
-            self._windows[name] = _Window(index, previous=kept)
+            windows[name] = _Window(index, previous=kept)
+            windows.move_to_end(name)
+            forget = self._drop_stale(index)
         passed = (held.previous, None if kept is not None else held.index)
-        return index, [f"rate:{name}:{w}" for w in passed if w is not None]
+        return index, [f"rate:{name}:{w}" for w in passed if w is not None] + forget
+
+    def _drop_stale(self, index: int) -> list[str]:
+        """Drop up to :data:`_STALE_PER_REFILL` keys at the front whose window is two or
+        more before ``index`` (a refill of theirs would open a new window and forget
+        these counters: the same ones are forgotten here); their counters."""
+        windows = self._windows
+        forget: list[str] = []
+        for _ in range(_STALE_PER_REFILL):
+            if not windows:
+                break
+            name, held = next(iter(windows.items()))
+            if held.index > index - 2:
+                break
+            windows.popitem(last=False)
+            forget.extend(f"rate:{name}:{w}" for w in (held.previous, held.index) if w is not None)
+        return forget
 
     def takes(self, name: str, index: int) -> Generator[Take, Refusal | None, int]:
         """The takes of one refill of window ``index``, each sent the store's answer: a

@@ -61,14 +61,20 @@ class TokenCounter(Protocol):
 
 def estimate_tokens(text: str) -> int:
     """Tokens ``text`` takes, over-counted rather than under (see the module docstring)."""
-    return _estimate(text) if text else 0
+    if not text:
+        return 0
+    return _estimate(text) if len(text) <= _CACHED_TEXT_CHARS else _count(text)
 
 
 # build_context counts the same records' texts build after build (100-300 per build, ~5-20
 # us each): the counts are kept, and emptied with the process's other copies of users'
-# words at a purge (memstrata.traces).
-@lru_cache(maxsize=8192)
-def _estimate(text: str) -> int:
+# words at a purge (memstrata.traces). Only texts up to _CACHED_TEXT_CHARS: the cache's
+# 8,192 entries are bounded in number, and a text may be 100,000 characters (800 MB for
+# 8,192 of them; session 29). A longer one is counted at each call.
+_CACHED_TEXT_CHARS = 4096
+
+
+def _count(text: str) -> int:
     lengths = list(map(len, _WORD.findall(text)))
     runs = list(map(len, _DIGITS.findall(text)))
     digits = sum(runs)
@@ -91,6 +97,7 @@ def _estimate(text: str) -> int:
     return math.ceil(cost + 0.8 * punct + _OTHER * max(0, rest))
 
 
+_estimate = lru_cache(maxsize=8192)(_count)
 keeps_words(_estimate.cache_clear)
 
 

@@ -24,6 +24,7 @@ from ..aio import AsyncMemory
 from ..errors import MissingDependencyError
 from ..memory import Memory
 from ..ratelimit import SharedRateLimiter, check_rate
+from ..ratelimit_state import MAX_KEYS, check_max_keys
 from .backend import Backend, MemoryBackend
 from .dto import ErrorOut, Health
 from .errors import install_handlers
@@ -103,12 +104,16 @@ class Limits:
     # (server/priority.py); 0: no gate, arrival order. `memstrata serve` picks it by
     # deployment (priority.default_slots).
     reads_first: int = 0
+    # Keys (API keys, tenants) a process keeps rate-limit state for at most (session 29): the
+    # least recently used past it are dropped (README, "Running for months").
+    max_keys: int = MAX_KEYS
 
     def __post_init__(self) -> None:
         # NaN or a negative rate had served with no limit, without a word (rate <= 0 is
         # false for NaN, and the tenant limiter is built only for a rate > 0)
         check_rate(self.rate, "rate")
         check_rate(self.tenant_rate, "tenant_rate")
+        check_max_keys(self.max_keys)
 
     @property
     def tenant_burst_or_default(self) -> int:
@@ -122,7 +127,9 @@ class Limits:
         :func:`~memstrata.server.limits.shared_limiter`'s ``where`` arguments say."""
 
         def limiter(rate: float, burst: int) -> Limiter:
-            return shared_limiter(rate, burst, batch=self.batch_for(burst), **where)
+            return shared_limiter(
+                rate, burst, batch=self.batch_for(burst), max_keys=self.max_keys, **where
+            )
 
         tenant = self.tenant_rate > 0
         return limiter(self.rate, self.burst), (

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import inspect
 import math
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio.from_thread
@@ -23,6 +21,7 @@ from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..ratelimit import RateCounters, RunSync, SharedRateLimiter, check_rate
+from ..ratelimit_state import MAX_KEYS, TokenBuckets
 from ..store.quota_counters import QuotaCounters, Refusal, Take
 from .errors import ApiError, error_response
 
@@ -72,6 +71,7 @@ def shared_limiter(
     redis: Any = None,
     prefix: str = "memstrata",
     batch: int = 1,
+    max_keys: int = MAX_KEYS,
 ) -> Limiter:
     """The limit every process on ``store`` shares: in Redis (a connected ``redis`` client),
     else in the store's durable counters, else (a store without counters) in this process.
@@ -80,15 +80,22 @@ def shared_limiter(
     back to the durable counters); ``counters`` are given instead of a sync store's (an
     ``AsyncMemory``'s: :class:`MemoryCounters`); ``batch`` is how many requests a process
     takes from the durable counters per write (see
-    :class:`~memstrata.ratelimit.SharedRateLimiter`)."""
+    :class:`~memstrata.ratelimit.SharedRateLimiter`); ``max_keys`` how many keys a process
+    keeps limit state for at most (:mod:`memstrata.ratelimit_state`)."""
     durable = getattr(store, "durable", store)
     fallback = counters
     if fallback is None and isinstance(durable, QuotaCounters):
         fallback = durable
     if rate <= 0 or (redis is None and fallback is None):
-        return RateLimiter(rate, burst)
+        return RateLimiter(rate, burst, max_keys=max_keys)
     return SharedRateLimiter(
-        rate, max(1, burst), client=redis, fallback=fallback, prefix=prefix, batch=batch
+        rate,
+        max(1, burst),
+        client=redis,
+        fallback=fallback,
+        prefix=prefix,
+        batch=batch,
+        max_keys=max_keys,
     )
 
 
@@ -139,25 +146,25 @@ class MemoryCounters:
             forget(keys)
 
 
-@dataclass(slots=True)
-class _Bucket:
-    tokens: float
-    stamp: float
-
-
 class RateLimiter:
     """Token bucket per key: ``rate`` requests/s on average, bursts up to ``burst``.
 
-    ``acquire`` returns 0 when the request may go, else the seconds until it could."""
+    ``acquire`` returns 0 when the request may go, else the seconds until it could. The
+    buckets kept are bounded (:class:`~memstrata.ratelimit_state.TokenBuckets`): a bucket
+    full again is dropped (nothing lost), and past ``max_keys`` the least recently used."""
 
     def __init__(
-        self, rate: float, burst: int, *, clock: Callable[[], float] = time.monotonic
+        self,
+        rate: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = MAX_KEYS,
     ) -> None:
         self.rate = check_rate(rate)
         self.burst = max(1, burst)
         self._clock = clock
-        self._buckets: dict[str, _Bucket] = {}
-        self._lock = threading.Lock()
+        self._buckets = TokenBuckets(self.rate, self.burst, max_keys)
 
     @property
     def enabled(self) -> bool:
@@ -166,17 +173,11 @@ class RateLimiter:
     def acquire(self, key: str) -> float:
         if not self.enabled:
             return 0.0
-        now = self._clock()
-        with self._lock:
-            b = self._buckets.get(key)
-            if b is None:
-                b = self._buckets[key] = _Bucket(float(self.burst), now)
-            b.tokens = min(float(self.burst), b.tokens + (now - b.stamp) * self.rate)
-            b.stamp = now
-            if b.tokens >= 1.0:
-                b.tokens -= 1.0
-                return 0.0
-            return (1.0 - b.tokens) / self.rate
+        return self._buckets.take(key, self._clock())
+
+    def keys_held(self) -> int:
+        """How many keys' buckets this process keeps (at most ``max_keys``)."""
+        return len(self._buckets)
 
     def acquire_held(self, key: str) -> float | None:
         return self.acquire(key)  # no I/O

@@ -25,6 +25,11 @@ __all__ = ["TIMED_OUT", "JsonFormatter", "Metrics", "RequestObserver", "configur
 
 log = logging.getLogger("memstrata.server.access")
 
+# The methods a metric label names; any other is "other". The label values are kept by the
+# registry for the process's life: a server behind h11 (any token is a method) took a new
+# series for every method a client made up.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"})
+
 
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message and any ``extra`` fields."""
@@ -176,7 +181,8 @@ class RequestObserver:
             state = scope.get("state") or {}
             if state.get(TIMED_OUT):  # the client stalled: it got a 408 (server/slow_clients)
                 status = 408
-            self.metrics.latency.labels(scope["method"], template, str(status)).observe(elapsed)
+            method = scope["method"] if scope["method"] in _METHODS else "other"
+            self.metrics.latency.labels(method, template, str(status)).observe(elapsed)
             log.info(
                 "%s %s %d",
                 scope["method"],

@@ -72,9 +72,20 @@ def _tokenizer() -> sqlite3.Connection:
     return _conn
 
 
-@lru_cache(maxsize=200_000)
+# Terms longer than this are tokenised at each call, not kept: the cache's 200,000 entries
+# are bounded in number, and a term may be as long as a record (100,000 characters), so a
+# server fed long distinct terms kept up to 15 KB per 5,000 characters for each (session 29).
+_CACHED_TERM_CHARS = 64
+
+
 def tokens(term: str) -> tuple[str, ...]:
     """The tokens FTS5's ``unicode61`` tokenizer makes of ``term``, in order."""
+    if len(term) > _CACHED_TERM_CHARS:
+        return _tokens(term)
+    return _cached_tokens(term)
+
+
+def _tokens(term: str) -> tuple[str, ...]:
     if _PLAIN.fullmatch(term):
         return (term,)
     if _marked(term):
@@ -87,7 +98,8 @@ def tokens(term: str) -> tuple[str, ...]:
     return tuple(str(r[0]) for r in rows)
 
 
-keeps_words(tokens.cache_clear)  # the terms are users' words (memstrata.traces)
+_cached_tokens = lru_cache(maxsize=200_000)(_tokens)
+keeps_words(_cached_tokens.cache_clear)  # the terms are users' words (memstrata.traces)
 
 
 def _marked(term: str) -> bool:

@@ -22,8 +22,12 @@ id on read, so an append replayed twice is harmless.
 every call goes to the durable store, which holds everything. After a cool-down the next
 call tries Redis again; before it is used, every session written and every user purged
 while it was away is invalidated (their keys deleted), so turns Redis missed are never
-served. Limitation: a process that dies *during* an outage cannot do that clean-up; its
-markers (set before the outage) or the key TTL bound the staleness.
+served. The sessions are remembered one by one up to :data:`DIRTY_SESSIONS_MAX` (a long
+outage of a busy server writes to millions); past that the process remembers only that
+there were more, and every session Redis holds under the prefix is invalidated when it is
+back (each loaded again from the durable store at its next read). Limitation: a process
+that dies *during* an outage cannot do that clean-up; its markers (set before the outage)
+or the key TTL bound the staleness.
 
 **Keys** are ``<prefix>:<tenant>:<user>:...`` with tenant and user percent-encoded (so no
 glob character survives), which lets :meth:`purge_user` delete all of a user's keys.
@@ -67,6 +71,7 @@ from memstrata.store.url import redact_url
 
 __all__ = [
     "DEFAULT_PREFIX",
+    "DIRTY_SESSIONS_MAX",
     "INSTALL",
     "MIRROR_SECONDS",
     "AsyncRedisHotStore",
@@ -168,6 +173,10 @@ def _session_of(record: MemoryRecord) -> SessionKey | None:
     return (record.tenant, record.user, record.session)
 
 
+# Sessions written during an outage remembered one by one; past that, all are invalidated.
+DIRTY_SESSIONS_MAX = 100_000
+
+
 @dataclass
 class _Health:
     """Whether Redis is usable now, and what it missed while it was not."""
@@ -175,6 +184,8 @@ class _Health:
     cooldown: float
     down_since: float | None = None
     dirty_sessions: set[SessionKey] = field(default_factory=set)
+    every_session: bool = False  # more than DIRTY_SESSIONS_MAX: invalidate them all when back
+    overflows: int = 0  # times every_session was set (one set during a recovery outlives it)
     purged_users: set[tuple[str, str]] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -310,28 +321,41 @@ class AsyncRedisHotStore:
         await self._redis.ping()
         async with h.lock:
             sessions, users = set(h.dirty_sessions), set(h.purged_users)
+            every, overflows = h.every_session, h.overflows
         for tenant, user in users:
             await self._delete_user_keys(tenant, user)
             await self._drop_sessions_naming(tenant, user)  # their readers' too
+        if every:  # too many to remember: every session Redis holds goes
+            for part in ("turns", "meta"):
+                await self._delete_matching(f"{self._prefix}:*:s:*:{part}")
         for key in sessions:
             await self._invalidate_now(key)
         async with h.lock:
             h.dirty_sessions -= sessions
             h.purged_users -= users
+            if every and h.overflows == overflows:
+                h.every_session = False
             h.down_since = None
         log.info(
-            "Redis hot-state buffer is back; invalidated %d session(s) and %d purged "
+            "Redis hot-state buffer is back; invalidated %s session(s) and %d purged "
             "user(s) written while it was away",
-            len(sessions),
+            "every" if every else len(sessions),
             len(users),
         )
 
     async def _dirty(
         self, sessions: Sequence[SessionKey] = (), users: Sequence[tuple[str, str]] = ()
     ) -> None:
-        async with self._health.lock:
-            self._health.dirty_sessions.update(sessions)
-            self._health.purged_users.update(users)
+        h = self._health
+        async with h.lock:
+            if not h.every_session:
+                h.dirty_sessions.update(sessions)
+                if len(h.dirty_sessions) > DIRTY_SESSIONS_MAX:
+                    h.dirty_sessions.clear()
+                    h.every_session = True
+                    h.overflows += 1
+            # not bounded: a purge during an outage is rare, and its keys must go
+            h.purged_users.update(users)
 
     # --- session writes --------------------------------------------------------------------
     async def _begin(self, sessions: Sequence[SessionKey], marker: str | None = None) -> str | None:

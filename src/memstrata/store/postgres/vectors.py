@@ -153,12 +153,14 @@ _Key = tuple[str, str, str | None, int]
 
 class VectorCache:
     """Users' vector matrices of the store's model, least recently used dropped past
-    ``max_rows`` rows."""
+    ``max_rows`` rows (each user's :attr:`~memstrata.store.sqlite.vectors.UserVectors.
+    held_rows`: allocated rows, one at least, as the SQLite cache counts them)."""
 
     def __init__(self, max_rows: int = 500_000, model: ModelPin | None = None) -> None:
         self.max_rows = max_rows
         self.model = model if model is not None else ModelPin()
         self._users: OrderedDict[_Key, tuple[UserVectors, _Settling]] = OrderedDict()
+        self._rows = 0  # sum of the held users' held_rows
         # a loader's lock lives while someone holds or waits for it: not one per user ever
         self._locks: weakref.WeakValueDictionary[_Key, threading.Lock] = (
             weakref.WeakValueDictionary()
@@ -172,6 +174,11 @@ class VectorCache:
     def clear(self) -> None:
         with self._lock:
             self._users.clear()
+            self._rows = 0
+
+    def __len__(self) -> int:
+        """Users held."""
+        return len(self._users)
 
     def state(
         self,
@@ -272,9 +279,7 @@ class VectorCache:
             vseqs = (int(r[0]) for r in rows)
             settling = settling.loaded(vseqs, int(xid_row[0]), state.max_vseq)
             with self._lock:
-                self._users[key] = (cached, settling.settled(state.xmin))
-                self._users.move_to_end(key)
-                self._evict()
+                self._publish(key, (cached, settling.settled(state.xmin)))
         return cached
 
     def _replace(
@@ -287,16 +292,21 @@ class VectorCache:
         with self._lock:
             if self._users.get(key) is old:
                 self._users[key] = new
+                self._rows += new[0].held_rows - old[0].held_rows
 
     def _user_lock(self, key: _Key) -> threading.Lock:
         with self._lock:
             return self._locks.setdefault(key, threading.Lock())
 
-    def _evict(self) -> None:
-        total = sum(u.n for u, _ in self._users.values())
-        while total > self.max_rows and len(self._users) > 1:
+    def _publish(self, key: _Key, new: tuple[UserVectors, _Settling]) -> None:
+        """Hold ``new`` as the user's newest, then drop the least recently used past the
+        bound (caller holds ``self._lock``)."""
+        old = self._users.pop(key, None)
+        self._rows += new[0].held_rows - (old[0].held_rows if old is not None else 0)
+        self._users[key] = new
+        while self._rows > self.max_rows and len(self._users) > 1:
             _, (dropped, _) = self._users.popitem(last=False)
-            total -= dropped.n
+            self._rows -= dropped.held_rows
 
 
 def hnsw_name(tenant: str, user: str, dims: int) -> str:

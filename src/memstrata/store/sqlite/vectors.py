@@ -163,6 +163,14 @@ class UserVectors:
         return self.n - self.dead
 
     @property
+    def held_rows(self) -> int:
+        """The rows of memory this state takes, for a cache's bound: its storage's
+        capacity (allocated ahead, at least :data:`_MIN_CAPACITY` rows: 64 KiB at 256
+        dims for a user with one vector), and one for the entry itself (a user with no
+        vector still costs a cache entry)."""
+        return (self.cols.capacity if self.cols is not None else 0) + 1
+
+    @property
     def ids(self) -> list[str]:
         """Row -> record id (valid for rows below ``n``; never changed by the caller)."""
         return self.cols.ids if self.cols is not None else []
@@ -294,13 +302,19 @@ class VectorCache:
     recently searched are dropped once the cache holds more than ``max_rows`` rows (their
     next search loads them again), so a long-running process serving many users holds a
     bounded amount of memory, not every matrix it ever loaded. One user larger than the
-    bound stays (alone)."""
+    bound stays (alone).
+
+    A user's rows are those their storage holds (:attr:`UserVectors.held_rows`: allocated
+    rows, one at least), not their vectors: until session 29 a user counted their vectors
+    only, so users with no vector were never dropped and a user with one vector held 64
+    rows for one counted (a server searching for millions of small users grew without
+    bound)."""
 
     def __init__(self, max_rows: int = 500_000, model: ModelPin | None = None) -> None:
         self.max_rows = max_rows
         self.model = model if model is not None else ModelPin()
         self._users: OrderedDict[_Key, UserVectors] = OrderedDict()
-        self._rows = 0  # sum of the held users' rows
+        self._rows = 0  # sum of the held users' held_rows
         # a loader's lock lives while someone holds or waits for it: not one per user ever
         self._locks: weakref.WeakValueDictionary[_Key, threading.Lock] = (
             weakref.WeakValueDictionary()
@@ -322,11 +336,15 @@ class VectorCache:
         """Hold ``state`` as the user's newest, then drop the least recently used past the
         bound (caller holds ``self._lock``)."""
         old = self._users.pop(key, None)
-        self._rows += state.n - (old.n if old is not None else 0)
+        self._rows += state.held_rows - (old.held_rows if old is not None else 0)
         self._users[key] = state
         while self._rows > self.max_rows and len(self._users) > 1:
             _, dropped = self._users.popitem(last=False)
-            self._rows -= dropped.n
+            self._rows -= dropped.held_rows
+
+    def __len__(self) -> int:
+        """Users held."""
+        return len(self._users)
 
     def _user_lock(self, key: _Key) -> threading.Lock:
         with self._lock:
