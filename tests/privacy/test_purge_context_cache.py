@@ -29,7 +29,7 @@ def test_a_purge_forgets_the_trimmed_sentences(tmp_path: Path, clock: FixedClock
     later = Scope("acme", "zoe", session="s2")  # the reply is a relevant memory, not history
     ctx = mem.build_context(later, "Where is the spare key kept?", 2000, reserve_ratio=0)
     assert "…" in ctx.text  # the long reply was trimmed, its sentences looked at
-    assert builder._terms.cache_info().currsize > 0
+    assert builder._kept_terms.cache_info().currsize > 0
     mem.purge(me)
-    assert builder._terms.cache_info().currsize == 0
+    assert builder._kept_terms.cache_info().currsize == 0
     mem.close()

@@ -14,8 +14,6 @@ import tracemalloc
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-import pytest
-
 from memstrata.store import fts5
 from memstrata.tokens import estimate_tokens
 from memstrata.traces import forget_words
@@ -55,12 +53,6 @@ def test_token_estimates_do_not_keep_long_texts() -> None:
     assert estimate_tokens(text) == estimate_tokens(text + "")  # the same count, uncached
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="context/builder.py (audit29's file): _terms, _dated and _asked keep up to "
-    "4,096/8,192/8,192 texts of any length (a turn may be 100,000 characters); cache only "
-    "texts up to a few thousand characters, as fts5.tokens and tokens.estimate_tokens do",
-)
 def test_context_builder_does_not_keep_long_texts() -> None:
     from memstrata.context import builder
 

@@ -108,11 +108,21 @@ def _trimmed(req: ContextRequest, text: str, memo: dict[str, str]) -> str:
     return cut
 
 
-@lru_cache(maxsize=4096)
+# The caches below are bounded in entries, and a turn may be 100,000 characters (800 MB for
+# 8,192 of them): only texts up to _KEPT_CHARS are kept; a longer one is worked out at each
+# call, as tokens.estimate_tokens does (session 29).
+_KEPT_CHARS = 4096
+
+
 def _terms(text: str) -> frozenset[str]:
     """Lexical terms of a question or of a sentence of a long turn (the same turns come back
-    as candidates build after build). It holds users' sentences: a purge empties it
-    (:func:`forget_texts`)."""
+    as candidates build after build: kept, if short)."""
+    return _kept_terms(text) if len(text) <= _KEPT_CHARS else frozenset(tokenize(text))
+
+
+@lru_cache(maxsize=4096)
+def _kept_terms(text: str) -> frozenset[str]:
+    """Holds users' sentences: a purge empties it (:func:`forget_texts`)."""
     return frozenset(tokenize(text))
 
 
@@ -127,7 +137,11 @@ def _dated(text: str, at: datetime, zone: tzinfo | None) -> str:
 
 
 def _resolved(text: str, at: datetime | None) -> str:
-    return text if at is None else _dated(text, at, at.tzinfo)
+    if at is None:
+        return text
+    if len(text) > _KEPT_CHARS:
+        return annotate_relative_dates(text, at)
+    return _dated(text, at, at.tzinfo)
 
 
 def _question_share(text: str) -> float:
@@ -135,7 +149,7 @@ def _question_share(text: str) -> float:
     question mark and cost one scan; the others are split into sentences)."""
     if "?" not in text and "？" not in text:
         return 0.0
-    return _asked(text)
+    return _asked(text) if len(text) <= _KEPT_CHARS else question_share(text)
 
 
 @lru_cache(maxsize=8192)
@@ -148,7 +162,7 @@ def _asked(text: str) -> float:
 def forget_texts() -> None:
     """Drop the sentences this process keeps between builds (a purge does, through
     :func:`memstrata.traces.forget_words`)."""
-    _terms.cache_clear()
+    _kept_terms.cache_clear()
     _dated.cache_clear()
     _asked.cache_clear()
 
