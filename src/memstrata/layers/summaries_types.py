@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memstrata.errors import ValidationError
 from memstrata.layers.short_term_types import compress_for_context
 from memstrata.llm._language import truncate_words
 from memstrata.records import MemoryRecord
@@ -31,7 +32,7 @@ def due_blocks(complete_rounds: int, covered_until: int, every: int) -> list[tup
     """Full blocks of ``every`` rounds (1-based, inclusive) that are complete and not yet
     covered: ``due_blocks(20, 10, 10) == [(11, 20)]``."""
     if every < 1:
-        raise ValueError("summary_every_rounds must be at least 1")
+        raise ValidationError("summary_every_rounds must be at least 1")
     blocks = []
     start = covered_until + 1
     while start + every - 1 <= complete_rounds:

@@ -44,9 +44,9 @@ def check_client_args(*, timeout: float, max_retries: int) -> None:
             "run `pip install 'memstrata[openai]'`"
         )
     if timeout <= 0:
-        raise ValueError(f"timeout must be positive seconds, got {timeout}")
+        raise ValidationError(f"timeout must be positive seconds, got {timeout}")
     if max_retries < 0:
-        raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
+        raise ValidationError(f"max_retries must be 0 or more, got {max_retries}")
 
 
 _EXAMPLE = "e.g. http://localhost:11434/v1 or https://api.openai.com/v1"
@@ -100,7 +100,9 @@ def make_client(
     """An ``openai.OpenAI`` (or ``openai.AsyncOpenAI``) client configured only from the
     arguments."""
     if client_class not in _CLIENT_CLASSES:
-        raise ValueError(f"client_class must be one of {_CLIENT_CLASSES}, got {client_class!r}")
+        raise ValidationError(
+            f"client_class must be one of {_CLIENT_CLASSES}, got {client_class!r}"
+        )
     try:
         import openai
     except ImportError as exc:

@@ -15,6 +15,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..errors import ValidationError
+
 __all__ = ["CircuitBreaker"]
 
 
@@ -23,7 +25,7 @@ class CircuitBreaker:
         self, cooldown_seconds: float = 60.0, clock: Callable[[], float] = time.monotonic
     ) -> None:
         if not cooldown_seconds >= 0:
-            raise ValueError(f"cooldown_seconds must be 0 or more, got {cooldown_seconds}")
+            raise ValidationError(f"cooldown_seconds must be 0 or more, got {cooldown_seconds}")
         self.cooldown_seconds = cooldown_seconds
         self._clock = clock
         self._lock = threading.Lock()
@@ -69,7 +71,7 @@ class CircuitBreaker:
         (e.g. by an earlier process): calls go to the fallback, and the next failure is not
         the first of the outage (no second warning)."""
         if not seconds > 0:
-            raise ValueError(f"seconds must be positive, got {seconds}")
+            raise ValidationError(f"seconds must be positive, got {seconds}")
         with self._lock:
             self._in_outage = True
             self._trial_running = False

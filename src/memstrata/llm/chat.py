@@ -25,7 +25,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import pydantic
 
-from memstrata.errors import ProviderError
+from memstrata.errors import ProviderError, ValidationError
 from memstrata.llm import prompts
 from memstrata.llm._language import truncate_words
 from memstrata.llm.base import LLM
@@ -64,7 +64,7 @@ class PromptedLLM:
         breaker: CircuitBreaker | None = None,
     ) -> None:
         if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+            raise ValidationError(f"max_attempts must be at least 1, got {max_attempts}")
         self._backend = backend
         if fallback is None:
             fallback = HeuristicLLM()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memstrata.errors import ProviderError
+from memstrata.errors import ProviderError, ValidationError
 from memstrata.llm._openai_sdk import check_base_url, check_client_args, make_client, map_error
 from memstrata.llm.chat import PromptedLLM
 
@@ -38,7 +38,7 @@ class OpenAIChat:
         temperature: float = 0.0,
     ) -> None:
         if not model:
-            raise ValueError("OpenAIChat needs a model name, e.g. 'gpt-4o-mini'")
+            raise ValidationError("OpenAIChat needs a model name, e.g. 'gpt-4o-mini'")
         self._model = model
         self._base_url = base_url = check_base_url(base_url)  # refused here, not at a call
         self._temperature = temperature

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memstrata._async.embedder.base import AsyncEmbedder, Matrix, check_vectors
-from memstrata.errors import ProviderError
+from memstrata.errors import ProviderError, ValidationError
 
 __all__ = ["AsyncCoalescingEmbedder"]
 
@@ -58,7 +58,7 @@ class AsyncCoalescingEmbedder:
 
     def __init__(self, inner: AsyncEmbedder, *, max_batch: int = 256) -> None:
         if max_batch < 1:
-            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+            raise ValidationError(f"max_batch must be at least 1, got {max_batch}")
         self._inner = inner
         self._max = max_batch
         self._cv = asyncio.Condition()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from memstrata._async.embedder.base import Matrix, check_vectors
-from memstrata.errors import ProviderError
+from memstrata.errors import ProviderError, ValidationError
 from memstrata.llm._openai_sdk import dims_unknown, make_client, map_error
 
 __all__ = ["AsyncOpenAIEmbedder"]
@@ -44,13 +44,13 @@ class AsyncOpenAIEmbedder:
         batch_size: int = 256,
     ) -> None:
         if not model:
-            raise ValueError(
+            raise ValidationError(
                 "AsyncOpenAIEmbedder needs a model name, e.g. 'text-embedding-3-small'"
             )
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise ValidationError(f"batch_size must be at least 1, got {batch_size}")
         if dims is not None and dims < 1:
-            raise ValueError(f"dims must be positive, got {dims}")
+            raise ValidationError(f"dims must be positive, got {dims}")
         self._model = model
         self._base_url = base_url
         self._dims = dims

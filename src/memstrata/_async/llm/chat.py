@@ -24,7 +24,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 import pydantic
 
 from memstrata._async.llm.base import AsyncLLM
-from memstrata.errors import ProviderError
+from memstrata.errors import ProviderError, ValidationError
 from memstrata.llm import prompts
 from memstrata.llm._language import truncate_words
 from memstrata.llm.breaker import CircuitBreaker
@@ -62,7 +62,7 @@ class AsyncPromptedLLM:
         breaker: CircuitBreaker | None = None,
     ) -> None:
         if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+            raise ValidationError(f"max_attempts must be at least 1, got {max_attempts}")
         self._backend = backend
         if fallback is None:
             from memstrata.aio.providers import as_async_llm  # async-only

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from memstrata._async.llm.chat import AsyncPromptedLLM
-from memstrata.errors import ProviderError
+from memstrata.errors import ProviderError, ValidationError
 from memstrata.llm._openai_sdk import check_base_url, check_client_args, make_client, map_error
 
 __all__ = ["AsyncOpenAIChat", "openai_llm"]
@@ -36,7 +36,7 @@ class AsyncOpenAIChat:
         temperature: float = 0.0,
     ) -> None:
         if not model:
-            raise ValueError("AsyncOpenAIChat needs a model name, e.g. 'gpt-4o-mini'")
+            raise ValidationError("AsyncOpenAIChat needs a model name, e.g. 'gpt-4o-mini'")
         self._model = model
         self._base_url = base_url = check_base_url(base_url)  # refused here, not at a call
         self._temperature = temperature
