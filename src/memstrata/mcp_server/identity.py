@@ -18,12 +18,15 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from ..scope import Scope
-from ..server.keys import KeyStore
+from ..server.keys import ApiKey, KeyStore
 
-__all__ = ["USER_HEADER", "SESSION_HEADER", "Identity", "bearer_of"]
+__all__ = ["KEY_STATE", "USER_HEADER", "SESSION_HEADER", "Identity", "bearer_of"]
 
 USER_HEADER = "x-memstrata-user"
 SESSION_HEADER = "x-memstrata-session"
+# Where the HTTP transport's key check leaves the key it accepted (the ASGI scope's
+# ``state``, which no client can set), so that a tool call does not look it up again
+KEY_STATE = "memstrata_api_key"
 
 
 def bearer_of(headers: Mapping[str, str]) -> str | None:
@@ -65,7 +68,9 @@ class Identity:
     caller: str | None = None  # stdio with another user's key: read-only, what was shared
     roles: frozenset[str] = frozenset()
 
-    def scope(self, headers: Mapping[str, str] | None) -> Scope:
+    def scope(self, headers: Mapping[str, str] | None, checked: ApiKey | None = None) -> Scope:
+        """``checked``: the key the HTTP transport accepted for this request (the
+        request's bearer), used as it is; otherwise the bearer is looked up in ``keys``."""
         if self.keys is None:
             if not self.tenant or not self.user:
                 raise ValidationError(
@@ -76,7 +81,10 @@ class Identity:
             return scope.as_caller(self.caller, self.roles) if self.caller else scope
         lower = {k.lower(): v for k, v in (headers or {}).items()}
         secret = bearer_of(lower)
-        key = self.keys.authenticate(secret) if secret else None
+        if checked is not None:
+            key: ApiKey | None = checked
+        else:
+            key = self.keys.authenticate(secret) if secret else None
         if key is None:
             raise ValidationError(
                 "this MCP endpoint needs a valid API key in Authorization: Bearer ms_..."

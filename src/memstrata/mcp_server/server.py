@@ -33,7 +33,7 @@ from ..server.key_cache import lookup
 from ..server.keys import KeyStore
 from ..server.limits import BodyLimit, Limiter, admit
 from ..server.priority import whole_body_bytes
-from .identity import Identity, bearer_of
+from .identity import KEY_STATE, Identity, bearer_of
 
 __all__ = ["build_mcp_server", "http_app", "mcp_endpoint"]
 
@@ -121,11 +121,15 @@ def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[An
 
     def scope_of(ctx: Context[Any, Any]) -> Scope:
         headers: Any = None
+        checked = None
         try:
             headers = ctx.headers
+            # the key _RequireKey accepted: not looked up a second time, on the event loop
+            state = getattr(ctx.request_context.request, "state", None)
+            checked = getattr(state, KEY_STATE, None)
         except ValueError:  # no request (in-process calls)
             headers = None
-        return identity.scope(headers)
+        return identity.scope(headers, checked)
 
     async def memory_add(
         content: Text,
@@ -388,6 +392,7 @@ class _RequireKey:
             receive, body = await whole_body_bytes(receive)
             if body is None:
                 return
+            scope.setdefault("state", {})[KEY_STATE] = key
             refused = _refused_request(body)
             if refused is not None:
                 message, rid = refused
