@@ -205,11 +205,16 @@ class HeldWindows:
         """The takes of one refill of window ``index``, each sent the store's answer: a
         batch, else the window's last ones (a refusal says how many are used). Returns how
         many were taken (0: the window is spent)."""
-        counter = f"rate:{name}:{index}"
+        family = f"rate:{name}:"
+        counter = f"{family}{index}"
         ttl = math.ceil(self.window_seconds)
+        # creating this window's row deletes the key's windows before the previous one, as
+        # open() forgets them: a key dropped from this process (max_keys, a restart) keeps
+        # 2 or 3 rows in the store, not one per window it was ever used in (session 29)
+        swept, keep_from = (family, str(index - 1)) if index > 0 else ("", "")
         amount = self.batch
         while amount > 0:
-            refused = yield Take(counter, amount, self.burst, ttl)
+            refused = yield Take(counter, amount, self.burst, ttl, swept, keep_from)
             if refused is None:
                 return amount
             amount = min(amount - 1, self.burst - refused.used)

@@ -58,6 +58,7 @@ from memstrata.quota_types import (
     Quotas,
     check,
     day_key,
+    day_take,
     exceeded,
     lease_key,
     next_midnight,
@@ -314,21 +315,17 @@ async def _counted(
 ) -> AsyncIterator[None]:
     midnight = next_midnight(now)
     ttl = seconds_to(midnight, now)
-    named = [
+    tenant_limit = quotas.per_tenant.embeddings_per_day
+    named = [  # creating today's row deletes the counter's days before yesterday (day_take)
         (
             "embeddings_per_day (per user)",
             user.embeddings_per_day,
-            Take(day_key("emb", scope.tenant, scope.user, now), n, user.embeddings_per_day, ttl),
+            day_take("emb", scope.tenant, scope.user, now, n, user.embeddings_per_day),
         ),
         (
             "embeddings_per_day (per tenant)",
-            quotas.per_tenant.embeddings_per_day,
-            Take(
-                day_key("emb", scope.tenant, None, now),
-                n,
-                quotas.per_tenant.embeddings_per_day,
-                ttl,
-            ),
+            tenant_limit,
+            day_take("emb", scope.tenant, None, now, n, tenant_limit),
         ),
     ]
     takes = [take for _, _, take in named]
