@@ -30,7 +30,10 @@ limit between them:
   would write a record (:class:`~memstrata.quota_types.Admission`).
 
 Counters live in the store's metadata, keyed by a hash of the scope (never the raw ids), one
-key per UTC day for embeddings; a user's purge removes them (and their Redis mirrors).
+key per UTC day for embeddings. The take that creates a day's row deletes that counter's
+rows of the days before yesterday (:func:`~memstrata.quota_types.day_take`, same
+transaction), so a user (and a tenant) keeps at most their last two days' rows; a user's
+purge removes those (and their Redis mirrors).
 """
 
 from __future__ import annotations

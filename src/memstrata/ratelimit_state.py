@@ -127,9 +127,11 @@ class HeldWindows:
     would have at their own next refill, a few per refill), and past ``max_keys`` keys it
     drops the least recently used one anyway. Dropping a key's window never admits more:
     the count lives in the store; the process only loses the tokens it held for that
-    window (the key then refills from the store, which refuses a spent window), and the
-    counters of a window dropped early stay in the store as a key never seen again leaves
-    its own."""
+    window (the key then refills from the store, which refuses a spent window). The
+    counters of a window dropped early (or held when the process stopped) go at the key's
+    next refill in any process: the take that creates a window's row deletes the key's
+    rows of windows before the previous one (:meth:`takes`; session 29). A key never seen
+    again keeps its last two or three rows."""
 
     def __init__(self, rate: float, burst: int, batch: int, max_keys: int = MAX_KEYS) -> None:
         self.burst = burst
