@@ -24,7 +24,7 @@ from memstrata import FixedClock, Memory, Scope
 from memstrata.quota_types import Quota, Quotas, day_key, day_take
 from memstrata.ratelimit import SharedRateLimiter
 from memstrata.store import open_store
-from memstrata.store.counter_types import Take, is_older
+from memstrata.store.counter_types import SWEEP_ROWS, Take, is_older
 
 DAYS = 30
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -159,5 +159,50 @@ def test_two_processes_at_midnight_lose_no_count(
     try:
         k0, k1 = (day_key("emb", "acme", "alice", d) for d in (before, after))
         assert store.counter_values([k0, k1]) == {k0: 2 * n, k1: n}
+    finally:
+        store.close()
+
+
+def test_the_async_postgresql_store_sweeps_too(pg_url: str) -> None:
+    """The async store (AsyncMemory on PostgreSQL) runs the same SQL, natively async."""
+    import asyncio
+
+    from memstrata.aio.pg_store import open_postgres
+
+    async def main() -> dict[str, str]:
+        store: Any = await open_postgres(pg_url)
+        try:
+            for day in range(10):
+                now = START + timedelta(days=day)
+                take = day_take("emb", "acme", "alice", now, 1, 3)
+                assert await store.take_counters([take]) is None
+            return {k: v for k, v in (await store.meta_items()).items() if "quota:emb:" in k}
+        finally:
+            await store.aclose()
+
+    rows = asyncio.run(main())
+    days = [START + timedelta(days=d) for d in (8, 9)]
+    assert rows == {day_key("emb", "acme", "alice", d): "1" for d in days}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_rows_kept_from_before_go_a_bounded_batch_per_new_day(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A store written before session 29 holds a row per past day: each new day's first
+    take deletes at most SWEEP_ROWS of them (bounded work), the oldest first."""
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    if kind == "postgresql":
+        url = request.getfixturevalue("pg_url")
+    store: Any = open_store(url)
+    try:
+        for d in range(100):  # 100 days of history, as the old code left them
+            store.set_meta(day_key("emb", "acme", "alice", START - timedelta(days=100 - d)), "1")
+        assert store.take_counters([day_take("emb", "acme", "alice", START, 1, None)]) is None
+        assert len(_rows(store, "quota:emb:")) == 101 - SWEEP_ROWS
+        later = START + timedelta(days=1)
+        assert store.take_counters([day_take("emb", "acme", "alice", later, 1, None)]) is None
+        today, yesterday = (day_key("emb", "acme", "alice", d) for d in (later, START))
+        assert _rows(store, "quota:emb:") == {yesterday: "1", today: "1"}
     finally:
         store.close()
