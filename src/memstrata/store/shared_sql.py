@@ -59,18 +59,21 @@ def _sweep(c: Any, takes: Sequence[Take], created: set[str], ph: str) -> None:
     (:class:`~memstrata.store.counter_types.Take`): one range read of the family's rows on
     ``meta``'s primary key, in the take's transaction, never the new key itself."""
     swept: set[str] = set()
+    stale: set[str] = set()
+    sql = f"SELECT key FROM meta WHERE key >= {ph} AND key < {ph} ORDER BY key LIMIT {SWEEP_ROWS}"
     for t in takes:
         if not t.family or t.key not in created or t.family in swept:
             continue
         swept.add(t.family)
-        sql = (
-            f"SELECT key FROM meta WHERE key >= {ph} AND key < {ph} ORDER BY key LIMIT {SWEEP_ROWS}"
-        )
         rows = (c.execute(sql, (t.family, family_end(t.family)))).fetchall()
         for row in rows:
             key = str(row["key"])
             if key != t.key and is_older(key[len(t.family) :], t.keep_from):
-                c.execute(f"DELETE FROM meta WHERE key = {ph}", (key,))
+                stale.add(key)
+    # in key order, as every take locks its rows: two sweeps (or a sweep and a process a
+    # day behind taking an old day's row) wait for each other, never in a cycle
+    for key in sorted(stale):
+        c.execute(f"DELETE FROM meta WHERE key = {ph}", (key,))
 
 
 def _write(c: Any, values: dict[str, int], ph: str) -> None:
