@@ -133,7 +133,7 @@ def test_the_sweep_reads_periods_in_order() -> None:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
-def test_two_processes_at_midnight_lose_no_count(
+def test_processes_on_both_sides_of_midnight_lose_no_count(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """One process still before midnight, one after, both taking the same user's counter
@@ -146,12 +146,17 @@ def test_two_processes_at_midnight_lose_no_count(
     before = START.replace(hour=23, minute=59, second=59, microsecond=900_000)
     after = before + timedelta(seconds=0.2)
     env = {**os.environ, "PYTHONPATH": str(SRC)}
+    first = tmp_path / "first-before-midnight"
+    # the process after midnight starts once one before midnight has counted: its first
+    # take (the one that makes the new day's row and sweeps) meets a count to keep
+    runs = [(before, first, None), (after, None, first), (before, None, None)]
     procs = [
         subprocess.Popen(
-            [sys.executable, str(BOUNDARY), url, when.isoformat(), str(n), str(go)],
+            [sys.executable, str(BOUNDARY), url, when.isoformat(), str(n), str(go)]
+            + [str(p) if p else "-" for p in (mark, wait)],
             env=env,
         )
-        for when in (before, after, before)
+        for when, mark, wait in runs
     ]
     go.touch()
     assert [p.wait(timeout=300) for p in procs] == [0, 0, 0]
