@@ -41,7 +41,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
     yield url, buffer
 
 
-def _rows(store: object, prefix: str) -> dict[str, str]:
+def _rows(store: Any, prefix: str) -> dict[str, str]:
     items: dict[str, str] = store.meta_items()
     return {k: v for k, v in items.items() if k.startswith(prefix)}
 
@@ -113,7 +113,7 @@ def test_rate_windows_of_dropped_keys_do_not_pile_up(store_url: tuple[str, str |
     store: Any = open_store(url)
     now = [1_000_000.0]
     try:
-        limiter = SharedRateLimiter(10.0, 10, fallback=store, clock=lambda: now[0], max_keys=1)  # type: ignore[arg-type]
+        limiter = SharedRateLimiter(10.0, 10, fallback=store, clock=lambda: now[0], max_keys=1)
         for _ in range(100):  # windows of 1 s
             for k in range(20):
                 assert limiter.acquire(f"key:{k}") == 0.0
