@@ -211,3 +211,21 @@ def test_rows_kept_from_before_go_a_bounded_batch_per_new_day(
         assert _rows(store, "quota:emb:") == {yesterday: "1", today: "1"}
     finally:
         store.close()
+
+
+def test_memory_index_forgets_families_whose_rows_are_gone() -> None:
+    """memory://'s index of families holds what ``meta`` holds: a user purged (their rows
+    deleted) leaves no entry behind once later takes have looked at it."""
+    from memstrata.store.counter_types import CounterFamilies, take_in
+
+    meta: dict[str, str] = {}
+    families = CounterFamilies()
+    for u in range(1_000):
+        assert take_in(meta, [day_take("emb", "acme", f"u{u}", START, 1, None)], families) is None
+        meta.clear()  # every user purged right after: nothing of theirs stays
+    assert len(families) <= 2
+    for day in range(10):  # one user over days: their family holds two days
+        now = START + timedelta(days=day)
+        assert take_in(meta, [day_take("emb", "acme", "alice", now, 1, None)], families) is None
+    kept = [day_key("emb", "acme", "alice", START + timedelta(days=d)) for d in (8, 9)]
+    assert sorted(meta) == kept
