@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from .clock import END_OF_TIME, later
 from .errors import QuotaExceededError, ValidationError
 from .scope import Scope
+from .store.counter_types import Take
 
 __all__ = [
     "LEASE_SECONDS",
@@ -19,7 +20,9 @@ __all__ = [
     "Quota",
     "Quotas",
     "check",
+    "day_family",
     "day_key",
+    "day_take",
     "exceeded",
     "lease_key",
     "next_midnight",
@@ -125,8 +128,28 @@ def subject_hash(tenant: str, user: str) -> str:
 
 def day_key(kind: str, tenant: str, user: str | None, now: datetime) -> str:
     """The meta key of a daily counter (hashed: no raw id in the store's metadata)."""
+    return f"{day_family(kind, tenant, user)}{now.date().isoformat()}"
+
+
+def day_family(kind: str, tenant: str, user: str | None) -> str:
+    """What every daily counter of ``kind`` of one user (or tenant) starts with."""
     who = _hash(tenant, user) if user is not None else _hash(tenant)
-    return f"quota:{kind}:{who}:{now.date().isoformat()}"
+    return f"quota:{kind}:{who}:"
+
+
+def day_take(
+    kind: str, tenant: str, user: str | None, now: datetime, amount: int, limit: int | None
+) -> Take:
+    """A take of today's counter that, when it creates today's row, deletes the rows of
+    this counter from before yesterday (session 29: a user writing every day for a year
+    kept 365 rows, now 2). Yesterday's stays: a process whose clock reads a little behind
+    (still before midnight) may be taking it, and must not find it gone and start again
+    from 0. Nothing reads an older day: a quota is today's, ``set_quota`` checks today's."""
+    family = day_family(kind, tenant, user)
+    day = now.date()
+    keep_from = day - timedelta(days=1) if day > date.min else day
+    ttl = seconds_to(next_midnight(now), now)
+    return Take(f"{family}{day.isoformat()}", amount, limit, ttl, family, keep_from.isoformat())
 
 
 def exceeded(

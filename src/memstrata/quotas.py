@@ -30,7 +30,10 @@ limit between them:
   would write a record (:class:`~memstrata.quota_types.Admission`).
 
 Counters live in the store's metadata, keyed by a hash of the scope (never the raw ids), one
-key per UTC day for embeddings; a user's purge removes them (and their Redis mirrors).
+key per UTC day for embeddings. The take that creates a day's row deletes that counter's
+rows of the days before yesterday (:func:`~memstrata.quota_types.day_take`, same
+transaction), so a user (and a tenant) keeps at most their last two days' rows; a user's
+purge removes those (and their Redis mirrors).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from memstrata.quota_types import (
     Quotas,
     check,
     day_key,
+    day_take,
     exceeded,
     lease_key,
     next_midnight,
@@ -289,21 +293,17 @@ def _counted(
 ) -> Iterator[None]:
     midnight = next_midnight(now)
     ttl = seconds_to(midnight, now)
-    named = [
+    tenant_limit = quotas.per_tenant.embeddings_per_day
+    named = [  # creating today's row deletes the counter's days before yesterday (day_take)
         (
             "embeddings_per_day (per user)",
             user.embeddings_per_day,
-            Take(day_key("emb", scope.tenant, scope.user, now), n, user.embeddings_per_day, ttl),
+            day_take("emb", scope.tenant, scope.user, now, n, user.embeddings_per_day),
         ),
         (
             "embeddings_per_day (per tenant)",
-            quotas.per_tenant.embeddings_per_day,
-            Take(
-                day_key("emb", scope.tenant, None, now),
-                n,
-                quotas.per_tenant.embeddings_per_day,
-                ttl,
-            ),
+            tenant_limit,
+            day_take("emb", scope.tenant, None, now, n, tenant_limit),
         ),
     ]
     takes = [take for _, _, take in named]

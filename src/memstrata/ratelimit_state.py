@@ -127,9 +127,11 @@ class HeldWindows:
     would have at their own next refill, a few per refill), and past ``max_keys`` keys it
     drops the least recently used one anyway. Dropping a key's window never admits more:
     the count lives in the store; the process only loses the tokens it held for that
-    window (the key then refills from the store, which refuses a spent window), and the
-    counters of a window dropped early stay in the store as a key never seen again leaves
-    its own."""
+    window (the key then refills from the store, which refuses a spent window). The
+    counters of a window dropped early (or held when the process stopped) go at the key's
+    next refill in any process: the take that creates a window's row deletes the key's
+    rows of windows before the previous one (:meth:`takes`; session 29). A key never seen
+    again keeps its last two or three rows."""
 
     def __init__(self, rate: float, burst: int, batch: int, max_keys: int = MAX_KEYS) -> None:
         self.burst = burst
@@ -205,11 +207,16 @@ class HeldWindows:
         """The takes of one refill of window ``index``, each sent the store's answer: a
         batch, else the window's last ones (a refusal says how many are used). Returns how
         many were taken (0: the window is spent)."""
-        counter = f"rate:{name}:{index}"
+        family = f"rate:{name}:"
+        counter = f"{family}{index}"
         ttl = math.ceil(self.window_seconds)
+        # creating this window's row deletes the key's windows before the previous one, as
+        # open() forgets them: a key dropped from this process (max_keys, a restart) keeps
+        # 2 or 3 rows in the store, not one per window it was ever used in (session 29)
+        swept, keep_from = (family, str(index - 1)) if index > 0 else ("", "")
         amount = self.batch
         while amount > 0:
-            refused = yield Take(counter, amount, self.burst, ttl)
+            refused = yield Take(counter, amount, self.burst, ttl, swept, keep_from)
             if refused is None:
                 return amount
             amount = min(amount - 1, self.burst - refused.used)

@@ -39,6 +39,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
+from .counter_types import CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
 from .one_model import MODEL_KEY
@@ -165,6 +166,7 @@ class InMemoryStore:
         self.url = url
         self._lock = _Lock(self)
         self._meta: dict[str, str] = {}
+        self._counter_families = CounterFamilies()  # past periods' counters to sweep
         # API key rows a migration loaded (memstrata migrate into memory://): kept as data,
         # dumped again, and a user's purge deletes those bound to them, as in the other
         # stores' databases. A memory:// server's keys live in its own process.
@@ -202,7 +204,7 @@ class InMemoryStore:
     # --- quota counters (memstrata.store.quota_counters; one process, under the lock) -------
     def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
         with self._lock:
-            return qc.take_in(self._meta, takes)
+            return qc.take_in(self._meta, takes, self._counter_families)
 
     def add_counters(self, takes: Sequence[qc.Take]) -> None:
         with self._lock:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from memstrata.store.counter_types import SWEEP_ROWS, family_end, is_older
 from memstrata.store.quota_counters import Refusal, Take, lease_free, parse_count, plan_takes
 from memstrata.store.user_tables import TABLE, quoted
 
@@ -30,19 +31,49 @@ __all__ = [
 ]
 
 
-def _rows(c: Any, keys: Sequence[str], ph: str, lock: bool) -> dict[str, str]:
+def _rows(
+    c: Any, keys: Sequence[str], ph: str, lock: bool, created: set[str] | None = None
+) -> dict[str, str]:
+    """The rows of ``keys``; with ``created``, the keys that had no row are added to it."""
     if not keys:
         return {}
     if lock:  # a row must exist to be locked: create missing ones first, in key order
         for key in keys:
-            c.execute(
+            made = c.execute(
                 f"INSERT INTO meta (key, value) VALUES ({ph}, '0') ON CONFLICT (key) DO NOTHING",
                 (key,),
             )
+            if created is not None and made.rowcount == 1:
+                created.add(key)
     marks = ", ".join([ph] * len(keys))
     sql = f"SELECT key, value FROM meta WHERE key IN ({marks}) ORDER BY key"
     rows = c.execute(sql + (" FOR UPDATE" if lock else ""), list(keys)).fetchall()
-    return {str(r["key"]): str(r["value"]) for r in rows}
+    found = {str(r["key"]): str(r["value"]) for r in rows}
+    if created is not None and not lock:
+        created.update(k for k in keys if k not in found)
+    return found
+
+
+def _sweep(c: Any, takes: Sequence[Take], created: set[str], ph: str) -> None:
+    """Delete the past periods of each family whose counter of a new period was just made
+    (:class:`~memstrata.store.counter_types.Take`): one range read of the family's rows on
+    ``meta``'s primary key, in the take's transaction, never the new key itself."""
+    swept: set[str] = set()
+    stale: set[str] = set()
+    sql = f"SELECT key FROM meta WHERE key >= {ph} AND key < {ph} ORDER BY key LIMIT {SWEEP_ROWS}"
+    for t in takes:
+        if not t.family or t.key not in created or t.family in swept:
+            continue
+        swept.add(t.family)
+        rows = (c.execute(sql, (t.family, family_end(t.family)))).fetchall()
+        for row in rows:
+            key = str(row["key"])
+            if key != t.key and is_older(key[len(t.family) :], t.keep_from):
+                stale.add(key)
+    # in key order, as every take locks its rows: two sweeps (or a sweep and a process a
+    # day behind taking an old day's row) wait for each other, never in a cycle
+    for key in sorted(stale):
+        c.execute(f"DELETE FROM meta WHERE key = {ph}", (key,))
 
 
 def _write(c: Any, values: dict[str, int], ph: str) -> None:
@@ -60,10 +91,12 @@ def _write_value(c: Any, key: str, value: str, ph: str) -> None:
 
 def take_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> Refusal | None:
     keys = sorted({t.key for t in takes})
-    used = {k: parse_count(v) for k, v in _rows(c, keys, ph, lock).items()}
+    created: set[str] = set()
+    used = {k: parse_count(v) for k, v in _rows(c, keys, ph, lock, created).items()}
     after, refused = plan_takes(used, takes)
     if refused is None:
         _write(c, {k: after[k] for k in keys}, ph)
+    _sweep(c, takes, created, ph)  # refused too: PostgreSQL made the rows to lock them
     return refused
 
 
