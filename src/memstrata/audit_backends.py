@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .audit import AuditStore
 
 __all__ = [
+    "AUDIT_COLUMNS",
     "SUBJECT_EVENTS",
     "InMemoryAudit",
     "SQLiteAudit",
@@ -205,14 +206,16 @@ def sqlite_redact_reader(
     return n
 
 
-_COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
+AUDIT_COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
 
 
 def sqlite_append_audit(conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
     """Append ``events`` inside the caller's transaction (``SQLiteAudit.append_audit``'s
     own, or a unit of work's: ``UnitOfWork.append_audit``)."""
     rows = [row_of_event(e, json_ids=True) for e in events]
-    conn.executemany(f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows)
+    conn.executemany(
+        f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows
+    )
     sqlite_index_readers(conn, events)
 
 
@@ -241,7 +244,7 @@ class SQLiteAudit:
             sqlite_append_audit(c, events)
 
     def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]:
-        sql = f"SELECT {_COLUMNS} FROM audit_log WHERE tenant = ?"
+        sql = f"SELECT {AUDIT_COLUMNS} FROM audit_log WHERE tenant = ?"
         args: list[Any] = [tenant]
         for column, value in (
             ("user", query.user),

@@ -32,6 +32,8 @@ from memstrata.store import purged_reader
 from memstrata.store.history_parts import EarlierVersions, PartSpool, batch_cut, part_size
 from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_registration
 from memstrata.store.past_versions import history_key, newer_of
+from memstrata.store.postgres.audit import AUDIT_COLUMNS
+from memstrata.store.postgres.outbox import JOB_COLUMNS
 from memstrata.store.postgres.vectors import vector_array
 from memstrata.store.sqlite.codec import (
     COLUMNS,
@@ -74,12 +76,7 @@ __all__ = [
 _QCOLS = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
 _KEYS = "unnest(%s::text[], %s::text[], %s::text[]) AS k(t, u, i)"
 _MATCH = 'v.tenant = k.t COLLATE "C" AND v."user" = k.u COLLATE "C" AND v.id = k.i COLLATE "C"'
-_JOB_COLUMNS = (
-    'id, kind, tenant, "user", agent, session, payload, created_at, run_after, '
-    "status, attempts, last_error, lease_until, dedup_key, lease_token"
-)
 T = TypeVar("T")
-_AUDIT_COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
 
 
 _DEFERRED: weakref.WeakKeyDictionary[PostgresStore, set[int]] = weakref.WeakKeyDictionary()
@@ -457,7 +454,7 @@ def _pages(
 
 # --- jobs ------------------------------------------------------------------------------------
 def dump_jobs(s: PostgresStore, batch_size: int = 500) -> Iterator[list[Job]]:
-    sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id > %s ORDER BY id LIMIT %s"
+    sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id > %s ORDER BY id LIMIT %s"
     return _pages(s, sql, "id", "", batch_size, job_from_row)
 
 
@@ -468,7 +465,7 @@ def load_jobs(s: PostgresStore, jobs: Sequence[Job]) -> int:
         for row in rows:
             new += (
                 c.execute(
-                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES "
+                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES "
                     f"({', '.join(['%s'] * 15)}) ON CONFLICT DO NOTHING",
                     row,
                 )
@@ -478,7 +475,7 @@ def load_jobs(s: PostgresStore, jobs: Sequence[Job]) -> int:
 
 # --- audit log -------------------------------------------------------------------------------
 def dump_audit(s: PostgresStore, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
-    sql = f"SELECT seq, {_AUDIT_COLUMNS} FROM audit_log WHERE seq > %s ORDER BY seq LIMIT %s"
+    sql = f"SELECT seq, {AUDIT_COLUMNS} FROM audit_log WHERE seq > %s ORDER BY seq LIMIT %s"
     return _pages(s, sql, "seq", 0, batch_size, _event)
 
 
@@ -493,7 +490,7 @@ def load_audit(s: PostgresStore, events: Sequence[AuditEvent]) -> int:
         for row in rows:
             new += (
                 c.execute(
-                    f"INSERT INTO audit_log ({_AUDIT_COLUMNS}) VALUES "
+                    f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES "
                     f"({', '.join(['%s'] * 11)}) ON CONFLICT (id) DO NOTHING",
                     row,
                 )

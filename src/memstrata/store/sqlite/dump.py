@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...audit import AuditEvent
-from ...audit_backends import sqlite_index_readers
+from ...audit_backends import AUDIT_COLUMNS, sqlite_index_readers
 from ...audit_types import event_of_row, row_of_event
 from ...jobs import Job
 from ...records import MemoryRecord
@@ -44,7 +44,7 @@ from .history import (
     part_deltas,
     reverse_delta,
 )
-from .outbox import job_from_row, job_row
+from .outbox import JOB_COLUMNS, job_from_row, job_row
 from .scrub import OWED
 
 if TYPE_CHECKING:
@@ -72,12 +72,7 @@ _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
 # record id) for each version naming a reader.
 _READERS = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _CHUNK = 500  # ids or seqs bound in one statement
-_JOB_COLUMNS = (
-    "id, kind, tenant, user, agent, session, payload, created_at, run_after, "
-    "status, attempts, last_error, lease_until, dedup_key, lease_token"
-)
 T = TypeVar("T")
-_AUDIT_COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
 
 
 def _marks(n: int) -> str:
@@ -359,7 +354,7 @@ def _pages(
 
 # --- jobs ------------------------------------------------------------------------------------
 def dump_jobs(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[Job]]:
-    sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id > ? ORDER BY id LIMIT ?"
+    sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id > ? ORDER BY id LIMIT ?"
     return _pages(s, sql, "id", "", batch_size, job_from_row)
 
 
@@ -369,7 +364,7 @@ def load_jobs(s: SQLiteStore, jobs: Sequence[Job]) -> int:
     with s._write() as c:
         for row in rows:
             new += c.execute(
-                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({_marks(15)}) ON CONFLICT DO NOTHING",
+                f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_marks(15)}) ON CONFLICT DO NOTHING",
                 row,
             ).rowcount
     return new
@@ -377,7 +372,7 @@ def load_jobs(s: SQLiteStore, jobs: Sequence[Job]) -> int:
 
 # --- audit log -------------------------------------------------------------------------------
 def dump_audit(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
-    sql = f"SELECT seq, {_AUDIT_COLUMNS} FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?"
+    sql = f"SELECT seq, {AUDIT_COLUMNS} FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?"
     return _pages(s, sql, "seq", 0, batch_size, _event)
 
 
@@ -391,7 +386,7 @@ def load_audit(s: SQLiteStore, events: Sequence[AuditEvent]) -> int:
     with s._write() as c:
         for row in rows:
             new += c.execute(
-                f"INSERT INTO audit_log ({_AUDIT_COLUMNS}) VALUES ({_marks(11)}) "
+                f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ({_marks(11)}) "
                 "ON CONFLICT (id) DO NOTHING",
                 row,
             ).rowcount

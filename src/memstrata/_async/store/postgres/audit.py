@@ -12,6 +12,7 @@ from memstrata.audit import PURGED, AuditEvent, AuditQuery
 from memstrata.audit_types import event_of_row, row_of_event, unknown_event
 
 __all__ = [
+    "AUDIT_COLUMNS",
     "REDACT_READER_SETTING",
     "append",
     "query",
@@ -20,7 +21,7 @@ __all__ = [
     "redact_subject",
 ]
 
-_COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
+AUDIT_COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
 
 
 async def append(conn: Any, events: Sequence[AuditEvent]) -> None:
@@ -28,7 +29,7 @@ async def append(conn: Any, events: Sequence[AuditEvent]) -> None:
     if rows:
         async with conn.cursor() as cur:
             await cur.executemany(
-                f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})", rows
+                f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})", rows
             )
 
 
@@ -159,7 +160,7 @@ async def _redact_legacy_reader(conn: Any, args: Mapping[str, str]) -> int:
 
 
 async def query(conn: Any, tenant: str, q: AuditQuery) -> list[AuditEvent]:
-    sql = f"SELECT {_COLUMNS} FROM audit_log WHERE tenant = %s"
+    sql = f"SELECT {AUDIT_COLUMNS} FROM audit_log WHERE tenant = %s"
     args: list[Any] = [tenant]
     for column, value in (('"user"', q.user), ("action", q.action), ("actor", q.actor)):
         if value is not None:

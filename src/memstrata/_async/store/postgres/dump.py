@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from memstrata._async.store.postgres.audit import AUDIT_COLUMNS
+from memstrata._async.store.postgres.outbox import JOB_COLUMNS
 from memstrata._async.store.postgres.vectors import vector_array
 from memstrata.audit import AuditEvent
 from memstrata.audit_types import event_of_row, row_of_event
@@ -72,12 +74,7 @@ __all__ = [
 _QCOLS = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
 _KEYS = "unnest(%s::text[], %s::text[], %s::text[]) AS k(t, u, i)"
 _MATCH = 'v.tenant = k.t COLLATE "C" AND v."user" = k.u COLLATE "C" AND v.id = k.i COLLATE "C"'
-_JOB_COLUMNS = (
-    'id, kind, tenant, "user", agent, session, payload, created_at, run_after, '
-    "status, attempts, last_error, lease_until, dedup_key, lease_token"
-)
 T = TypeVar("T")
-_AUDIT_COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
 
 
 _DEFERRED: weakref.WeakKeyDictionary[AsyncPostgresStore, set[int]] = weakref.WeakKeyDictionary()
@@ -463,7 +460,7 @@ async def _pages(
 
 # --- jobs ------------------------------------------------------------------------------------
 def dump_jobs(s: AsyncPostgresStore, batch_size: int = 500) -> AsyncIterator[list[Job]]:
-    sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id > %s ORDER BY id LIMIT %s"
+    sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id > %s ORDER BY id LIMIT %s"
     return _pages(s, sql, "id", "", batch_size, job_from_row)
 
 
@@ -474,7 +471,7 @@ async def load_jobs(s: AsyncPostgresStore, jobs: Sequence[Job]) -> int:
         for row in rows:
             new += (
                 await c.execute(
-                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES "
+                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES "
                     f"({', '.join(['%s'] * 15)}) ON CONFLICT DO NOTHING",
                     row,
                 )
@@ -484,7 +481,7 @@ async def load_jobs(s: AsyncPostgresStore, jobs: Sequence[Job]) -> int:
 
 # --- audit log -------------------------------------------------------------------------------
 def dump_audit(s: AsyncPostgresStore, batch_size: int = 500) -> AsyncIterator[list[AuditEvent]]:
-    sql = f"SELECT seq, {_AUDIT_COLUMNS} FROM audit_log WHERE seq > %s ORDER BY seq LIMIT %s"
+    sql = f"SELECT seq, {AUDIT_COLUMNS} FROM audit_log WHERE seq > %s ORDER BY seq LIMIT %s"
     return _pages(s, sql, "seq", 0, batch_size, _event)
 
 
@@ -499,7 +496,7 @@ async def load_audit(s: AsyncPostgresStore, events: Sequence[AuditEvent]) -> int
         for row in rows:
             new += (
                 await c.execute(
-                    f"INSERT INTO audit_log ({_AUDIT_COLUMNS}) VALUES "
+                    f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES "
                     f"({', '.join(['%s'] * 11)}) ON CONFLICT (id) DO NOTHING",
                     row,
                 )
