@@ -11,14 +11,15 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .audit_types import (
     PURGED,
     AuditEvent,
     AuditQuery,
+    event_of_row,
     redacted_event,
+    row_of_event,
     unknown_event,
     without_actor,
     without_reader,
@@ -29,12 +30,12 @@ if TYPE_CHECKING:
     from .audit import AuditStore
 
 __all__ = [
+    "AUDIT_COLUMNS",
     "SUBJECT_EVENTS",
     "InMemoryAudit",
     "SQLiteAudit",
     "audit_store",
     "sqlite_append_audit",
-    "sqlite_audit_row",
     "sqlite_index_readers",
     "sqlite_redact_reader",
     "sqlite_redact_subject",
@@ -205,31 +206,16 @@ def sqlite_redact_reader(
     return n
 
 
-_COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
-
-
-def sqlite_audit_row(e: AuditEvent) -> tuple[Any, ...]:
-    """``e`` as a row of the SQLite ``audit_log`` table, in its columns' order."""
-    return (
-        e.id,
-        e.tenant,
-        e.user,
-        e.actor,
-        e.action,
-        e.at.isoformat(),
-        json.dumps(list(e.record_ids)),
-        e.reason,
-        e.policy,
-        e.score,
-        json.dumps(dict(e.details), ensure_ascii=False, default=str),
-    )
+AUDIT_COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
 
 
 def sqlite_append_audit(conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
     """Append ``events`` inside the caller's transaction (``SQLiteAudit.append_audit``'s
     own, or a unit of work's: ``UnitOfWork.append_audit``)."""
-    rows = [sqlite_audit_row(e) for e in events]
-    conn.executemany(f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows)
+    rows = [row_of_event(e, json_ids=True) for e in events]
+    conn.executemany(
+        f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows
+    )
     sqlite_index_readers(conn, events)
 
 
@@ -258,7 +244,7 @@ class SQLiteAudit:
             sqlite_append_audit(c, events)
 
     def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]:
-        sql = f"SELECT {_COLUMNS} FROM audit_log WHERE tenant = ?"
+        sql = f"SELECT {AUDIT_COLUMNS} FROM audit_log WHERE tenant = ?"
         args: list[Any] = [tenant]
         for column, value in (
             ("user", query.user),
@@ -290,28 +276,11 @@ class SQLiteAudit:
                     raise unknown_event(tenant, query.after)
                 args += [cursor[0], cursor[0], cursor[1]]
             rows = c.execute(sql, [*args, query.limit, query.offset]).fetchall()
-        return [_decode(r) for r in rows]
+        return [event_of_row(tuple(r), json_ids=True) for r in rows]
 
     def redact_subject(self, tenant: str, user: str) -> int:
         with self._store._write() as c:
             return sqlite_redact_subject(c, tenant, user)
-
-
-def _decode(r: sqlite3.Row | tuple[Any, ...]) -> AuditEvent:
-    (rid, tenant, user, actor, action, at, record_ids, reason, policy, score, details) = tuple(r)
-    return AuditEvent(
-        id=rid,
-        tenant=tenant,
-        user=user,
-        actor=actor,
-        action=action,
-        at=datetime.fromisoformat(at),
-        record_ids=tuple(json.loads(record_ids)),
-        reason=reason,
-        policy=policy,
-        score=score,
-        details=json.loads(details),
-    )
 
 
 _IN_MEMORY: weakref.WeakKeyDictionary[object, InMemoryAudit] = weakref.WeakKeyDictionary()

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,9 @@ __all__ = [
     "PURGED",
     "AuditEvent",
     "AuditQuery",
+    "event_of_row",
     "redacted_event",
+    "row_of_event",
     "unknown_event",
     "without_actor",
     "without_reader",
@@ -122,6 +125,44 @@ class AuditQuery:
             and (self.since is None or e.at >= self.since)
             and (self.until is None or e.at < self.until)
         )
+
+
+def row_of_event(e: AuditEvent, *, json_ids: bool) -> tuple[Any, ...]:
+    """``e`` as a row of a store's ``audit_log`` table, in its columns' order (id, tenant,
+    user, actor, action, at, record_ids, reason, policy, score, details): ``record_ids`` a
+    JSON text where ``json_ids`` (SQLite), else a list (a PostgreSQL array)."""
+    return (
+        e.id,
+        e.tenant,
+        e.user,
+        e.actor,
+        e.action,
+        e.at.isoformat(),
+        json.dumps(list(e.record_ids)) if json_ids else list(e.record_ids),
+        e.reason,
+        e.policy,
+        e.score,
+        json.dumps(dict(e.details), ensure_ascii=False, default=str),
+    )
+
+
+def event_of_row(row: Sequence[Any], *, json_ids: bool) -> AuditEvent:
+    """The event an ``audit_log`` row holds (its 11 columns in :func:`row_of_event`'s
+    order); ``json_ids`` as there."""
+    (rid, tenant, user, actor, action, at, record_ids, reason, policy, score, details) = row
+    return AuditEvent(
+        id=rid,
+        tenant=tenant,
+        user=user,
+        actor=actor,
+        action=action,
+        at=datetime.fromisoformat(at),
+        record_ids=tuple(json.loads(record_ids) if json_ids else record_ids),
+        reason=reason,
+        policy=policy,
+        score=score,
+        details=json.loads(details),
+    )
 
 
 def unknown_event(tenant: str, event_id: str) -> NotFoundError:

@@ -1,61 +1,21 @@
 """Exports of one record with a long history, made line by line (an update a version
-would take minutes for 20,000 versions), and a fresh memory on each store."""
+would take minutes for 20,000 versions), and hist22's fresh memory on each store."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from memstrata import FixedClock, Memory, Scope
+from hist22.conftest import ALICE, T0, USER, Fresh, fresh  # noqa: F401 - fixture
+from memstrata import Memory, Scope
 from memstrata.codec import record_to_dict
 from memstrata.portability import end_line, header_line
 from memstrata.records import MemoryRecord
 from memstrata.text import content_hash
 
-ALICE = Scope("acme", "alice", session="s1")
-USER = Scope("acme", "alice")
 CAROL = Scope("acme", "carol")
-T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-Fresh = Callable[..., Memory]
-
-
-@pytest.fixture(params=["sqlite", "memory", "postgresql", "postgresql+redis"])
-def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fresh]:
-    """Makes a memory on a store of its own at each call; closed after the test (the
-    PostgreSQL schemas and Redis keys by their fixtures)."""
-    made: list[Memory] = []
-
-    def make(**kwargs: Any) -> Memory:
-        buffer = None
-        if request.param == "sqlite":
-            url = f"sqlite:///{tmp_path / f'm{len(made)}.db'}"
-        elif request.param == "memory":
-            url = "memory://"
-        else:
-            url = request.getfixturevalue("pg_server").url()
-            if "redis" in request.param:
-                buffer = request.getfixturevalue("redis_buffer_url")
-        m = Memory(
-            url,
-            embedder="hashing",
-            clock=FixedClock(T0),
-            background=False,
-            buffer=buffer,
-            **kwargs,
-        )
-        made.append(m)
-        return m
-
-    yield make
-    for m in made:
-        m.close()
 
 
 def base_record(tmp_path: Path) -> MemoryRecord:

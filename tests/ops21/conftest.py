@@ -8,7 +8,8 @@ import shutil
 import tempfile
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,13 @@ class OwnPostgres:
         )
 
 
-@pytest.fixture(scope="session")
-def own_pg() -> Iterator[OwnPostgres]:
-    base = Path(tempfile.mkdtemp(prefix="ms-ops21-"))  # short: a socket path has 107 bytes
+@contextmanager
+def started_postgres(
+    prefix: str, setup: Callable[[Any], None] | None = None
+) -> Iterator[OwnPostgres]:
+    """A PostgreSQL of its own (pgvector created, then ``setup`` on an admin connection),
+    stopped and its directory removed after; one that cannot start fails the test."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))  # short: a socket path has 107 bytes
     base.chmod(0o755)
     try:
         with warnings.catch_warnings():
@@ -66,6 +71,8 @@ def own_pg() -> Iterator[OwnPostgres]:
 
         with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            if setup is not None:
+                setup(conn)
     except Exception as exc:  # a server that cannot start fails the test (never a skip in CI)
         shutil.rmtree(base, ignore_errors=True)
         unavailable("PostgreSQL", f"{type(exc).__name__}: {exc}")
@@ -77,3 +84,9 @@ def own_pg() -> Iterator[OwnPostgres]:
         if pg.running():
             pg.stop("immediate")
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def own_pg() -> Iterator[OwnPostgres]:
+    with started_postgres("ms-ops21-") as pg:
+        yield pg

@@ -51,18 +51,21 @@ from ..validation import check_text
 __all__ = [
     "KEYS_OF_A_USER",
     "KEY_COLUMNS",
+    "NEW_KEY_COLUMNS",
     "ApiKey",
     "InMemoryKeyStore",
     "KeyStore",
     "NewKey",
     "Role",
     "SQLiteKeyStore",
+    "active_key",
     "check_key_fields",
     "decode_roles",
     "encode_roles",
     "hash_key",
     "key_of_row",
     "new_key",
+    "new_key_row",
     "open_key_store",
     "parse_key",
 ]
@@ -290,6 +293,33 @@ def key_of_row(row: Sequence[object]) -> ApiKey:
     )
 
 
+def active_key(rows: Sequence[Sequence[object]]) -> ApiKey | None:
+    """The key the first of ``rows`` (of :data:`KEY_COLUMNS`) holds, if there is one and it
+    is not revoked: what a lookup by secret answers (SQLite and PostgreSQL)."""
+    if not rows:
+        return None
+    key = key_of_row(rows[0])
+    return key if key.active else None
+
+
+NEW_KEY_COLUMNS = 'id, key_hash, tenant, role, name, created_at, "user", roles'
+
+
+def new_key_row(new: NewKey) -> tuple[object, ...]:
+    """A new key as a row of :data:`NEW_KEY_COLUMNS` (SQLite and PostgreSQL)."""
+    k = new.key
+    return (
+        k.id,
+        hash_key(new.secret),
+        k.tenant,
+        k.role.value,
+        k.name,
+        k.created_at.isoformat(),
+        k.user,
+        encode_roles(k.roles),
+    )
+
+
 class SQLiteKeyStore:
     """The ``api_keys`` table of a SQLite memory file, through a connection of its own."""
 
@@ -337,20 +367,9 @@ class SQLiteKeyStore:
         roles: Iterable[str] = (),
     ) -> NewKey:
         new = new_key(tenant, role, name, datetime.now(UTC), user, roles)
-        k = new.key
         self._run(
-            'INSERT INTO api_keys (id, key_hash, tenant, role, name, created_at, "user", roles) '
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                k.id,
-                hash_key(new.secret),
-                k.tenant,
-                k.role.value,
-                k.name,
-                k.created_at.isoformat(),
-                k.user,
-                encode_roles(k.roles),
-            ),
+            f"INSERT INTO api_keys ({NEW_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            new_key_row(new),
         )
         return new
 
@@ -364,10 +383,7 @@ class SQLiteKeyStore:
             f"SELECT {self._COLS} FROM api_keys WHERE key_hash = ? AND id = ?",
             (hash_key(secret), key_id),
         )
-        if not rows:
-            return None
-        key = self._key(rows[0])
-        return key if key.active else None
+        return active_key(rows)
 
     def list(self, tenant: str | None = None) -> list[ApiKey]:
         tenant = listed_tenant(tenant)

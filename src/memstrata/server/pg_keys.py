@@ -23,14 +23,16 @@ from ..store.postgres.migrations import check_pgvector, migrate
 from ..store.postgres.reach import RECONNECT_S, Reach
 from .keys import (
     KEY_COLUMNS,
+    NEW_KEY_COLUMNS,
     ApiKey,
     NewKey,
-    encode_roles,
+    active_key,
     hash_key,
     key_id_of,
     key_of_row,
     listed_tenant,
     new_key,
+    new_key_row,
     parse_key,
 )
 
@@ -123,21 +125,10 @@ class PostgresKeyStore:
         roles: Iterable[str] = (),
     ) -> NewKey:
         new = new_key(tenant, role, name, datetime.now(UTC), user, roles)
-        k = new.key
         with self._conn() as conn:
             conn.execute(
-                'INSERT INTO api_keys (id, key_hash, tenant, role, name, created_at, "user", '
-                "roles) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    k.id,
-                    hash_key(new.secret),
-                    k.tenant,
-                    k.role.value,
-                    k.name,
-                    k.created_at.isoformat(),
-                    k.user,
-                    encode_roles(k.roles),
-                ),
+                f"INSERT INTO api_keys ({NEW_KEY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                new_key_row(new),
             )
         return new
 
@@ -149,10 +140,7 @@ class PostgresKeyStore:
             f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = %s AND id = %s",
             (hash_key(secret), key_id),
         )
-        if not rows:
-            return None
-        key = key_of_row(rows[0])
-        return key if key.active else None
+        return active_key(rows)
 
     def list(self, tenant: str | None = None) -> list[ApiKey]:
         tenant = listed_tenant(tenant)

@@ -59,6 +59,7 @@ import logging
 import sys
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import httptools
@@ -446,21 +447,13 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self.flow = _TimedFlow(transport, self.loop)
         self._idle_since = self.loop.time()
         if 0 < self.max_connections < len(self.connections) and not self._make_room():
-            message = (
+            self._refuse(
+                503,
+                b"Service Unavailable",
                 f"the server has {self.max_connections} connections open, its limit, and "
-                "none idle; try again in a moment"
+                "none idle; try again in a moment",
+                self.logger.warning,
             )
-            self.logger.warning("client %s refused: %s", self.client, message)
-            self.transport.write(
-                _answer(
-                    503,
-                    b"Service Unavailable",
-                    "too_many_connections",
-                    message,
-                    b"retry-after: 1\r\n",
-                )  # fmt: skip
-            )
-            self.transport.close()
             return
         if self.max_per_address > 0 and self.client is not None and self._over_address_cap():
             return
@@ -474,22 +467,23 @@ class TimedHttpProtocol(HttpToolsProtocol):
         counts[address] += 1
         if counts[address] <= self.max_per_address or self._make_room(address):
             return False
-        message = (
+        self._refuse(
+            429,
+            b"Too Many Requests",
             f"this address has {self.max_per_address} connections open to the server, its "
-            "limit, and none idle; reuse one (keep-alive) or try again in a moment"
+            "limit, and none idle; reuse one (keep-alive) or try again in a moment",
+            self.logger.info,
         )
-        self.logger.info("client %s refused: %s", self.client, message)
+        return True
+
+    def _refuse(self, status: int, reason: bytes, message: str, log: Callable[..., None]) -> None:
+        """Answer a connection there is no room for (``too_many_connections``, retry in a
+        second) and close it."""
+        log("client %s refused: %s", self.client, message)
         self.transport.write(
-            _answer(
-                429,
-                b"Too Many Requests",
-                "too_many_connections",
-                message,
-                b"retry-after: 1\r\n",
-            )  # fmt: skip
+            _answer(status, reason, "too_many_connections", message, b"retry-after: 1\r\n")
         )
         self.transport.close()
-        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()

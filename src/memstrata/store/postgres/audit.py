@@ -8,48 +8,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from memstrata.audit import PURGED, AuditEvent, AuditQuery
-from memstrata.audit_types import unknown_event
+from memstrata.audit_types import event_of_row, row_of_event, unknown_event
 
 __all__ = [
+    "AUDIT_COLUMNS",
     "REDACT_READER_SETTING",
     "append",
-    "audit_row",
     "query",
     "redact_actor",
     "redact_reader",
     "redact_subject",
 ]
 
-_COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
-
-
-def audit_row(e: AuditEvent) -> tuple[Any, ...]:
-    """``e`` as a row of ``audit_log``, in the order of its columns (``_COLUMNS``)."""
-    return (
-        e.id,
-        e.tenant,
-        e.user,
-        e.actor,
-        e.action,
-        e.at.isoformat(),
-        list(e.record_ids),
-        e.reason,
-        e.policy,
-        e.score,
-        json.dumps(dict(e.details), ensure_ascii=False, default=str),
-    )
+AUDIT_COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
 
 
 def append(conn: Any, events: Sequence[AuditEvent]) -> None:
-    rows = [audit_row(e) for e in events]
+    rows = [row_of_event(e, json_ids=False) for e in events]
     if rows:
         with conn.cursor() as cur:
             cur.executemany(
-                f"INSERT INTO audit_log ({_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})", rows
+                f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})", rows
             )
 
 
@@ -176,7 +158,7 @@ def _redact_legacy_reader(conn: Any, args: Mapping[str, str]) -> int:
 
 
 def query(conn: Any, tenant: str, q: AuditQuery) -> list[AuditEvent]:
-    sql = f"SELECT {_COLUMNS} FROM audit_log WHERE tenant = %s"
+    sql = f"SELECT {AUDIT_COLUMNS} FROM audit_log WHERE tenant = %s"
     args: list[Any] = [tenant]
     for column, value in (('"user"', q.user), ("action", q.action), ("actor", q.actor)):
         if value is not None:
@@ -199,27 +181,15 @@ def query(conn: Any, tenant: str, q: AuditQuery) -> list[AuditEvent]:
         ).fetchone()
         if cursor is None:
             raise unknown_event(tenant, q.after)
-        at, seq = tuple(cursor.values()) if isinstance(cursor, Mapping) else tuple(cursor)
+        at, seq = _values(cursor)
         sql += " AND (at > %s OR (at = %s AND seq > %s))"
         args += [at, at, seq]
     sql += " ORDER BY at, seq LIMIT %s OFFSET %s"
     args += [q.limit, q.offset]
-    return [_decode(r) for r in conn.execute(sql, args).fetchall()]
+    rows = conn.execute(sql, args).fetchall()
+    return [event_of_row(_values(r), json_ids=False) for r in rows]
 
 
-def _decode(row: Any) -> AuditEvent:
-    r = tuple(row.values()) if isinstance(row, Mapping) else tuple(row)
-    (rid, tenant, user, actor, action, at, record_ids, reason, policy, score, details) = r
-    return AuditEvent(
-        id=rid,
-        tenant=tenant,
-        user=user,
-        actor=actor,
-        action=action,
-        at=datetime.fromisoformat(at),
-        record_ids=tuple(record_ids),
-        reason=reason,
-        policy=policy,
-        score=score,
-        details=json.loads(details),
-    )
+def _values(row: Any) -> tuple[Any, ...]:
+    """A row's values in its columns' order, whichever row factory the connection has."""
+    return tuple(row.values()) if isinstance(row, Mapping) else tuple(row)

@@ -31,6 +31,7 @@ from memstrata.store.sqlite.outbox import job_from_row, job_row
 from memstrata.traces import PurgeCount
 
 __all__ = [
+    "JOB_COLUMNS",
     "begin_holding_claim",
     "channel",
     "claim_jobs",
@@ -44,7 +45,7 @@ __all__ = [
     "take_back_claims",
 ]
 
-_COLUMNS = (
+JOB_COLUMNS = (
     'id, kind, tenant, "user", agent, session, payload, created_at, run_after, '
     "status, attempts, last_error, lease_until, dedup_key, lease_token"
 )
@@ -77,7 +78,7 @@ def enqueue(conn: psycopg.Connection[Any], jobs: Sequence[Job], schema: str) -> 
         try:
             with conn.transaction():
                 conn.execute(
-                    f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})", row
+                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})", row
                 )
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
@@ -164,7 +165,7 @@ def claim_jobs(
                 f"UPDATE jobs SET status = 'running', lease_until = %s, lease_token = %s, "
                 f"attempts = attempts + 1 WHERE id IN (SELECT j.id FROM jobs j WHERE {where} "
                 f'AND j.tenant = %s AND j."user" = %s ORDER BY j.run_after, j.created_at, j.id '
-                f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {_COLUMNS}",
+                f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {JOB_COLUMNS}",
                 [lease, token, *args, t, usr, limit],
             )
         ).fetchall()
@@ -335,7 +336,7 @@ def count_open(
 def list_jobs(
     conn: psycopg.Connection[Any], tenant: str, user: str, status: str | None
 ) -> list[Job]:
-    sql = f'SELECT {_COLUMNS} FROM jobs WHERE tenant = %s AND "user" = %s'
+    sql = f'SELECT {JOB_COLUMNS} FROM jobs WHERE tenant = %s AND "user" = %s'
     args: list[Any] = [tenant, user]
     if status is not None:
         sql += " AND status = %s"

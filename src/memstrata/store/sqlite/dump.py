@@ -19,14 +19,13 @@ plus the passage vectors that moved into their record (``vectors.own``), once pe
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Iterator, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...audit import AuditEvent
-from ...audit_backends import sqlite_audit_row, sqlite_index_readers
+from ...audit_backends import AUDIT_COLUMNS, sqlite_index_readers
+from ...audit_types import event_of_row, row_of_event
 from ...jobs import Job
 from ...records import MemoryRecord
 from .. import purged_reader  # the module: it imports this package (history)
@@ -45,7 +44,7 @@ from .history import (
     part_deltas,
     reverse_delta,
 )
-from .outbox import job_from_row, job_row
+from .outbox import JOB_COLUMNS, job_from_row, job_row
 from .scrub import OWED
 
 if TYPE_CHECKING:
@@ -73,11 +72,7 @@ _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
 # record id) for each version naming a reader.
 _READERS = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _CHUNK = 500  # ids or seqs bound in one statement
-_JOB_COLUMNS = (
-    "id, kind, tenant, user, agent, session, payload, created_at, run_after, "
-    "status, attempts, last_error, lease_until, dedup_key, lease_token"
-)
-_AUDIT_COLUMNS = "id, tenant, user, actor, action, at, record_ids, reason, policy, score, details"
+T = TypeVar("T")
 
 
 def _marks(n: int) -> str:
@@ -336,19 +331,31 @@ def load_cache(s: SQLiteStore, entries: Sequence[CacheEntry]) -> int:
     return new
 
 
-# --- jobs ------------------------------------------------------------------------------------
-def dump_jobs(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[Job]]:
-    last = ""
+def _pages(
+    s: SQLiteStore,
+    sql: str,
+    key: str,
+    first: Any,
+    batch_size: int,
+    decode: Callable[[sqlite3.Row], T],
+) -> Iterator[list[T]]:
+    """The rows ``sql`` selects (``... WHERE <key> > ? ORDER BY <key> LIMIT ?``), decoded, a
+    page at a time, each page in a read of its own starting after the last one's last
+    ``key``."""
+    last = first
     while True:
         with s._read() as c:
-            rows = c.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id > ? ORDER BY id LIMIT ?",
-                (last, max(1, batch_size)),
-            ).fetchall()
+            rows = c.execute(sql, (last, max(1, batch_size))).fetchall()
         if not rows:
             return
-        last = rows[-1]["id"]
-        yield [job_from_row(r) for r in rows]
+        last = rows[-1][key]
+        yield [decode(r) for r in rows]
+
+
+# --- jobs ------------------------------------------------------------------------------------
+def dump_jobs(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[Job]]:
+    sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id > ? ORDER BY id LIMIT ?"
+    return _pages(s, sql, "id", "", batch_size, job_from_row)
 
 
 def load_jobs(s: SQLiteStore, jobs: Sequence[Job]) -> int:
@@ -357,7 +364,7 @@ def load_jobs(s: SQLiteStore, jobs: Sequence[Job]) -> int:
     with s._write() as c:
         for row in rows:
             new += c.execute(
-                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({_marks(15)}) ON CONFLICT DO NOTHING",
+                f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_marks(15)}) ON CONFLICT DO NOTHING",
                 row,
             ).rowcount
     return new
@@ -365,42 +372,21 @@ def load_jobs(s: SQLiteStore, jobs: Sequence[Job]) -> int:
 
 # --- audit log -------------------------------------------------------------------------------
 def dump_audit(s: SQLiteStore, batch_size: int = 500) -> Iterator[list[AuditEvent]]:
-    last = 0
-    while True:
-        with s._read() as c:
-            rows = c.execute(
-                f"SELECT seq, {_AUDIT_COLUMNS} FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?",
-                (last, max(1, batch_size)),
-            ).fetchall()
-        if not rows:
-            return
-        last = int(rows[-1]["seq"])
-        yield [_event(r) for r in rows]
+    sql = f"SELECT seq, {AUDIT_COLUMNS} FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?"
+    return _pages(s, sql, "seq", 0, batch_size, _event)
 
 
-def _event(r: sqlite3.Row) -> AuditEvent:
-    return AuditEvent(
-        id=r["id"],
-        tenant=r["tenant"],
-        user=r["user"],
-        actor=r["actor"],
-        action=r["action"],
-        at=datetime.fromisoformat(r["at"]),
-        record_ids=tuple(json.loads(r["record_ids"])),
-        reason=r["reason"],
-        policy=r["policy"],
-        score=r["score"],
-        details=json.loads(r["details"]),
-    )
+def _event(row: sqlite3.Row) -> AuditEvent:
+    return event_of_row(tuple(row)[1:], json_ids=True)  # seq, then an event
 
 
 def load_audit(s: SQLiteStore, events: Sequence[AuditEvent]) -> int:
-    rows = [sqlite_audit_row(e) for e in events]
+    rows = [row_of_event(e, json_ids=True) for e in events]
     new = 0
     with s._write() as c:
         for row in rows:
             new += c.execute(
-                f"INSERT INTO audit_log ({_AUDIT_COLUMNS}) VALUES ({_marks(11)}) "
+                f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ({_marks(11)}) "
                 "ON CONFLICT (id) DO NOTHING",
                 row,
             ).rowcount

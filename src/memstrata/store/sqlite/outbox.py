@@ -30,6 +30,7 @@ from .codec import decode_time, encode_time
 from .failures import duplicate
 
 __all__ = [
+    "JOB_COLUMNS",
     "claim_jobs",
     "count_open",
     "enqueue",
@@ -44,7 +45,7 @@ __all__ = [
     "take_back_claims",
 ]
 
-_COLUMNS = (
+JOB_COLUMNS = (
     "id, kind, tenant, user, agent, session, payload, created_at, run_after, status, "
     "attempts, last_error, lease_until, dedup_key, lease_token"
 )
@@ -53,7 +54,7 @@ _RUNNING = JobStatus.RUNNING.value
 
 
 def job_row(job: Job) -> tuple[Any, ...]:
-    """A job as the queue's column values (``_COLUMNS`` order); shared with PostgreSQL."""
+    """A job as the queue's column values (``JOB_COLUMNS`` order); shared with PostgreSQL."""
     try:
         payload = json.dumps(dict(job.payload), ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
@@ -115,7 +116,7 @@ def enqueue(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
             continue
         try:
             conn.execute(
-                f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})", job_row(job)
+                f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 15)})", job_row(job)
             )
         except sqlite3.IntegrityError as exc:
             if not duplicate(exc):  # a trigger or another constraint: a StoreError
@@ -196,7 +197,9 @@ def claim_jobs(
         )
         claimed.append(
             job_from_row(
-                conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (row["id"],)).fetchone()
+                conn.execute(
+                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (row["id"],)
+                ).fetchone()
             )
         )
     return claimed
@@ -329,7 +332,7 @@ def count_open(
 
 
 def list_jobs(conn: sqlite3.Connection, tenant: str, user: str, status: str | None) -> list[Job]:
-    sql = f"SELECT {_COLUMNS} FROM jobs WHERE tenant = ? AND user = ?"
+    sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE tenant = ? AND user = ?"
     args: list[Any] = [tenant, user]
     if status is not None:
         sql += " AND status = ?"

@@ -16,17 +16,17 @@ terms), which index to the very same tokens again.
 
 from __future__ import annotations
 
-import json
 import weakref
-from collections.abc import AsyncIterator, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from memstrata._async.store.postgres.audit import audit_row
+from memstrata._async.store.postgres.audit import AUDIT_COLUMNS
+from memstrata._async.store.postgres.outbox import JOB_COLUMNS
 from memstrata._async.store.postgres.vectors import vector_array
 from memstrata.audit import AuditEvent
+from memstrata.audit_types import event_of_row, row_of_event
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
 from memstrata.store import purged_reader
@@ -74,11 +74,7 @@ __all__ = [
 _QCOLS = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
 _KEYS = "unnest(%s::text[], %s::text[], %s::text[]) AS k(t, u, i)"
 _MATCH = 'v.tenant = k.t COLLATE "C" AND v."user" = k.u COLLATE "C" AND v.id = k.i COLLATE "C"'
-_JOB_COLUMNS = (
-    'id, kind, tenant, "user", agent, session, payload, created_at, run_after, '
-    "status, attempts, last_error, lease_until, dedup_key, lease_token"
-)
-_AUDIT_COLUMNS = 'id, tenant, "user", actor, action, at, record_ids, reason, policy, score, details'
+T = TypeVar("T")
 
 
 _DEFERRED: weakref.WeakKeyDictionary[AsyncPostgresStore, set[int]] = weakref.WeakKeyDictionary()
@@ -442,21 +438,30 @@ async def load_cache(s: AsyncPostgresStore, entries: Sequence[CacheEntry]) -> in
         return int(cur.rowcount)
 
 
-# --- jobs ------------------------------------------------------------------------------------
-async def dump_jobs(s: AsyncPostgresStore, batch_size: int = 500) -> AsyncIterator[list[Job]]:
-    last = ""
+async def _pages(
+    s: AsyncPostgresStore,
+    sql: str,
+    key: str,
+    first: Any,
+    batch_size: int,
+    decode: Callable[[Any], T],
+) -> AsyncIterator[list[T]]:
+    """The rows ``sql`` selects (``... WHERE <key> > %s ORDER BY <key> LIMIT %s``), decoded, a
+    page at a time in one snapshot: each page starts after the last one's last ``key``."""
+    last = first
     async with s._snapshot() as c:
         while True:
-            rows = await (
-                await c.execute(
-                    f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id > %s ORDER BY id LIMIT %s",
-                    (last, max(1, batch_size)),
-                )
-            ).fetchall()
+            rows = await (await c.execute(sql, (last, max(1, batch_size)))).fetchall()
             if not rows:
                 return
-            last = rows[-1]["id"]
-            yield [job_from_row(r) for r in rows]
+            last = rows[-1][key]
+            yield [decode(r) for r in rows]
+
+
+# --- jobs ------------------------------------------------------------------------------------
+def dump_jobs(s: AsyncPostgresStore, batch_size: int = 500) -> AsyncIterator[list[Job]]:
+    sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id > %s ORDER BY id LIMIT %s"
+    return _pages(s, sql, "id", "", batch_size, job_from_row)
 
 
 async def load_jobs(s: AsyncPostgresStore, jobs: Sequence[Job]) -> int:
@@ -466,7 +471,7 @@ async def load_jobs(s: AsyncPostgresStore, jobs: Sequence[Job]) -> int:
         for row in rows:
             new += (
                 await c.execute(
-                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES "
+                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES "
                     f"({', '.join(['%s'] * 15)}) ON CONFLICT DO NOTHING",
                     row,
                 )
@@ -475,48 +480,23 @@ async def load_jobs(s: AsyncPostgresStore, jobs: Sequence[Job]) -> int:
 
 
 # --- audit log -------------------------------------------------------------------------------
-async def dump_audit(
-    s: AsyncPostgresStore, batch_size: int = 500
-) -> AsyncIterator[list[AuditEvent]]:
-    last = 0
-    async with s._snapshot() as c:
-        while True:
-            rows = await (
-                await c.execute(
-                    f"SELECT seq, {_AUDIT_COLUMNS} FROM audit_log WHERE seq > %s "
-                    "ORDER BY seq LIMIT %s",
-                    (last, max(1, batch_size)),
-                )
-            ).fetchall()
-            if not rows:
-                return
-            last = int(rows[-1]["seq"])
-            yield [
-                AuditEvent(
-                    id=r["id"],
-                    tenant=r["tenant"],
-                    user=r["user"],
-                    actor=r["actor"],
-                    action=r["action"],
-                    at=datetime.fromisoformat(r["at"]),
-                    record_ids=tuple(r["record_ids"]),
-                    reason=r["reason"],
-                    policy=r["policy"],
-                    score=r["score"],
-                    details=json.loads(r["details"]),
-                )
-                for r in rows
-            ]
+def dump_audit(s: AsyncPostgresStore, batch_size: int = 500) -> AsyncIterator[list[AuditEvent]]:
+    sql = f"SELECT seq, {AUDIT_COLUMNS} FROM audit_log WHERE seq > %s ORDER BY seq LIMIT %s"
+    return _pages(s, sql, "seq", 0, batch_size, _event)
+
+
+def _event(row: Any) -> AuditEvent:
+    return event_of_row(tuple(row.values())[1:], json_ids=False)  # seq, then an event
 
 
 async def load_audit(s: AsyncPostgresStore, events: Sequence[AuditEvent]) -> int:
-    rows = [audit_row(e) for e in events]
+    rows = [row_of_event(e, json_ids=False) for e in events]
     new = 0
     async with s._write() as c:
         for row in rows:
             new += (
                 await c.execute(
-                    f"INSERT INTO audit_log ({_AUDIT_COLUMNS}) VALUES "
+                    f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES "
                     f"({', '.join(['%s'] * 11)}) ON CONFLICT (id) DO NOTHING",
                     row,
                 )
@@ -526,20 +506,9 @@ async def load_audit(s: AsyncPostgresStore, events: Sequence[AuditEvent]) -> int
 
 
 # --- API keys (the server's api_keys table, schema step 5) ---------------------------------
-async def dump_keys(s: AsyncPostgresStore, batch_size: int = 500) -> AsyncIterator[list[KeyRow]]:
-    last = ""
-    async with s._snapshot() as c:
-        while True:
-            rows = await (
-                await c.execute(
-                    f"SELECT {KEY_ROW_COLUMNS} FROM api_keys WHERE id > %s ORDER BY id LIMIT %s",
-                    (last, max(1, batch_size)),
-                )
-            ).fetchall()
-            if not rows:
-                return
-            last = str(rows[-1]["id"])
-            yield [KeyRow.of(r) for r in rows]
+def dump_keys(s: AsyncPostgresStore, batch_size: int = 500) -> AsyncIterator[list[KeyRow]]:
+    sql = f"SELECT {KEY_ROW_COLUMNS} FROM api_keys WHERE id > %s ORDER BY id LIMIT %s"
+    return _pages(s, sql, "id", "", batch_size, KeyRow.of)
 
 
 async def load_keys(s: AsyncPostgresStore, keys: Sequence[KeyRow]) -> int:

@@ -29,6 +29,7 @@ from memstrata.store.sqlite.outbox import job_from_row, job_row
 from memstrata.traces import PurgeCount
 
 __all__ = [
+    "JOB_COLUMNS",
     "begin_holding_claim",
     "channel",
     "claim_jobs",
@@ -42,7 +43,7 @@ __all__ = [
     "take_back_claims",
 ]
 
-_COLUMNS = (
+JOB_COLUMNS = (
     'id, kind, tenant, "user", agent, session, payload, created_at, run_after, '
     "status, attempts, last_error, lease_until, dedup_key, lease_token"
 )
@@ -75,7 +76,7 @@ async def enqueue(conn: psycopg.AsyncConnection[Any], jobs: Sequence[Job], schem
         try:
             async with conn.transaction():
                 await conn.execute(
-                    f"INSERT INTO jobs ({_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})", row
+                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})", row
                 )
         except psycopg.errors.UniqueViolation:
             raise ValidationError(
@@ -162,7 +163,7 @@ async def claim_jobs(
                 f"UPDATE jobs SET status = 'running', lease_until = %s, lease_token = %s, "
                 f"attempts = attempts + 1 WHERE id IN (SELECT j.id FROM jobs j WHERE {where} "
                 f'AND j.tenant = %s AND j."user" = %s ORDER BY j.run_after, j.created_at, j.id '
-                f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {_COLUMNS}",
+                f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {JOB_COLUMNS}",
                 [lease, token, *args, t, usr, limit],
             )
         ).fetchall()
@@ -337,7 +338,7 @@ async def count_open(
 async def list_jobs(
     conn: psycopg.AsyncConnection[Any], tenant: str, user: str, status: str | None
 ) -> list[Job]:
-    sql = f'SELECT {_COLUMNS} FROM jobs WHERE tenant = %s AND "user" = %s'
+    sql = f'SELECT {JOB_COLUMNS} FROM jobs WHERE tenant = %s AND "user" = %s'
     args: list[Any] = [tenant, user]
     if status is not None:
         sql += " AND status = %s"
