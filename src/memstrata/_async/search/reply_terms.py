@@ -9,9 +9,16 @@ everything shown stay its own. A turn with no question before it is indexed as b
 The rule itself is pure (:mod:`memstrata.search.search_questions`); this module reads the
 turns it needs from the store.
 
-"The turn before" is the one listed just before the reply in its session, deleted or not
-(without a session, only one written in the same ``add_messages`` call); a deleted turn
-gives no words. So the reply follows that turn: since session 28 an edit of its text
+"The turn before" is the one listed just before the reply in its session (time, then
+writing order), deleted or not; a deleted turn gives no words. Without a session it is the
+session-less turn listed just before it among the user's turns, and counts only when
+written in the same ``add_messages`` call (the same ``created_at``). Since session 29 the
+write, a new version, an edit, a delete and a purge all use this one definition: until
+then a write took the call's previous turn by time, whatever was listed between, and a
+later version looked among the 20 turns of any session listed before it, so a reply whose
+question had more than 20 turns of other sessions (or a session-less turn of another call)
+dated between them was indexed under it at its write and under none after ``set_access``.
+The reply follows that turn: since session 28 an edit of its text
 (``update(content=...)``), its delete, forget or restore re-terms the reply in the same
 transaction (:func:`terms_after_change`: one read of the turn after it, none when its
 questions stay the same), as a purge does (:func:`terms_after_purge`). Before, the reply
@@ -67,15 +74,24 @@ async def index_replies(
     indexed read. Otherwise each new turn's place is read (two indexed reads a turn): until
     session 28 the call's order counted, and a turn dated before the one written before it
     stayed indexed under that turn's words after its delete, edit or purge. Without a
-    session only turns of the same call count, in their time order (no read)."""
+    session a turn counts only when it is of the same call and no session-less turn of the
+    user is listed between them: one read (the user's newest turn) when the call's turns
+    come after the user's turns in time; else :func:`_placed_alone` (until session 29 the
+    call's previous turn counted whatever was listed between them, and no read was made)."""
     times = [w.record.observed_at for w in writes]
     order = sorted(range(len(writes)), key=lambda i: (times[i], i))
     texts = [w.record.text for w in writes]
     extra: list[tuple[str, ...]] = [()] * len(writes)
     again: dict[str, tuple[str, ...]] = {}
     if scope.session is None:
-        for previous, i in zip(order, order[1:], strict=False):
-            extra[i] = question_terms(texts[previous])
+        user = Scope(scope.tenant, scope.user)
+        last = await store.list(user, _EVERY_TURN, limit=1, newest_first=True)
+        if not last or last[0].observed_at <= times[order[0]]:
+            # nothing stored is listed among or after the call's turns (the usual case)
+            for previous, i in zip(order, order[1:], strict=False):
+                extra[i] = question_terms(texts[previous])
+        else:
+            again = await _placed_alone(store, user, writes, order, extra)
     else:
         last = await store.list(scope, _EVERY_TURN, limit=1, newest_first=True)
         newest = last[0] if last else None
@@ -125,6 +141,57 @@ async def _placed(
         if after and (following is None or after[0].observed_at <= times[following]):
             turn = after[0]
             again[turn.id] = tuple(tokenize(turn.text)) + question_terms(writes[i].record.text)
+    return again
+
+
+def _window(after: datetime, until: datetime | None) -> Filters | None:
+    """Every turn listed after a new turn at ``after`` and before one at ``until`` (none:
+    to the end): a stored turn at the new one's time is listed before it (written first).
+    ``None`` for a new turn at the end of time: no stored turn is listed after it."""
+    if after >= END_OF_TIME:
+        return None
+    end = None if until is None or until >= END_OF_TIME else until + _INSTANT
+    return replace(_EVERY_TURN, observed_after=after + _INSTANT, observed_before=end)
+
+
+async def _first_alone(
+    store: AsyncStore, user: Scope, window: Filters | None
+) -> MemoryRecord | None:
+    """The first session-less turn of ``user`` listed in ``window``: the user's other
+    sessions' turns are read past, a page at a time, until one is found."""
+    if window is None:
+        return None
+    async for page in store.list_pages(user, window, batch_size=_NEAR):  # keyset pages
+        for turn in page:
+            if turn.session is None:
+                return turn
+    return None
+
+
+async def _placed_alone(
+    store: AsyncStore,
+    user: Scope,
+    writes: Sequence[RecordWrite],
+    order: Sequence[int],
+    extra: list[tuple[str, ...]],
+) -> dict[str, tuple[str, ...]]:
+    """:func:`index_replies` for session-less turns among the user's stored ones: each new
+    turn (``order``: as they will be listed) gets in ``extra`` the questions of the new
+    turn before it, unless a stored session-less turn is listed between them (then the
+    turn before it is of another call: none), and the first stored session-less turn
+    listed after a new one (before the next new one) is returned with its own terms only
+    (the turn now before it is of another call)."""
+    times = [w.record.observed_at for w in writes]
+    again: dict[str, tuple[str, ...]] = {}
+    for n, i in enumerate(order):
+        following = order[n + 1] if n + 1 < len(order) else None
+        between = await _first_alone(
+            store, user, _window(times[i], None if following is None else times[following])
+        )
+        if between is not None:
+            again[between.id] = tuple(tokenize(between.text))
+        elif following is not None:
+            extra[following] = question_terms(writes[i].record.text)
     return again
 
 
@@ -188,18 +255,28 @@ async def purge_records(store: AsyncStore, scope: Scope, ids: Sequence[str]) -> 
 
 async def _beside(store: AsyncStore, turn: MemoryRecord, *, after: bool) -> MemoryRecord | None:
     """The turn listed just after ``turn`` (``after``) or just before it in its session,
-    deleted included; without a session, only one written in the same ``add_messages``
-    call (the same ``created_at``). One read from its place, however many turns share its
-    time: of one turn in a session, of at most :data:`_NEAR` without (the user's other
-    sessions' turns are listed too; a turn with more than that many of them between it and
-    the next session-less one has none)."""
+    deleted included: one read from its place, however many turns share its time. Without
+    a session, the session-less turn listed next to it among the user's turns, when it
+    was written in the same ``add_messages`` call (the same ``created_at``): the user's
+    other sessions' turns listed between them are read past, :data:`_NEAR` and then
+    :data:`_PAGE` at a time (until session 29 only the first 20 were, and a turn with more
+    of them between it and its question was indexed under the question at its write but
+    not by a later version)."""
     scope = Scope(turn.tenant, turn.user, session=turn.session)
-    limit = 1 if turn.session is not None else _NEAR
-    near = await store.list_after(scope, _EVERY_TURN, turn.id, limit=limit, newest_first=not after)
-    found = next((t for t in near if t.session == turn.session), None)
-    if found is None or (turn.session is None and found.created_at != turn.created_at):
-        return None
-    return found
+    if turn.session is not None:
+        near = await store.list_after(scope, _EVERY_TURN, turn.id, limit=1, newest_first=not after)
+        return near[0] if near else None
+    anchor, limit = turn.id, _NEAR
+    while True:
+        near = await store.list_after(
+            scope, _EVERY_TURN, anchor, limit=limit, newest_first=not after
+        )
+        found = next((t for t in near if t.session is None), None)
+        if found is not None:
+            return found if found.created_at == turn.created_at else None
+        if len(near) < limit:
+            return None
+        anchor, limit = near[-1].id, _PAGE
 
 
 async def kept_terms(store: AsyncStore, record: MemoryRecord) -> tuple[str, ...]:
