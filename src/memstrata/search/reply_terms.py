@@ -202,14 +202,16 @@ def _turns(store: Store, scope: Scope) -> Iterator[MemoryRecord]:
 
 
 def terms_after_purge(store: Store, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """New lexical terms for the turns that may be indexed under a purged turn's questions:
-    in every session holding a purged turn that asked something (in any of its versions),
-    each turn that stays and was written at or after it (``created_at``: only those can
-    have been indexed under it, whatever their ``observed_at``) gets its own terms plus the
-    questions of the turn now before it (:func:`reply_terms` over the session without the
-    purged turns). Turns written without a session were indexed under the turn before them
-    in the same ``add_messages`` call only, so there the turn before counts only when it
-    was written in the same call (same ``created_at``). Empty when no purged turn asked."""
+    """New lexical terms for the turns whose turn before changes, or that may be indexed
+    under a purged turn's questions: each turn listed right after a purged one gets its
+    own terms plus the questions of the turn now before it (:func:`_beside`'s definition,
+    two reads from the purged turn's place); and in every session holding a purged turn
+    that asked something (in any of its versions), each turn that stays and was written at
+    or after it (``created_at``: a turn written before session 28 was indexed under the
+    turn before it in its call's order, whatever their ``observed_at``) too, over a walk
+    of the session (without a session, of the user's turns). Until session 29 only the
+    walk was made, and a turn written before the question and listed after it (a backfill
+    re-terms it under the new turn, since session 28) kept a purged question's words."""
     uscope = Scope(scope.tenant, scope.user)
     gone = set(ids)
     since: dict[str | None, datetime] = {}  # session -> the earliest purged turn that asked
@@ -225,17 +227,43 @@ def terms_after_purge(store: Store, scope: Scope, ids: Sequence[str]) -> dict[st
     for session, after in sorted(since.items(), key=lambda s: (s[0] is None, s[0] or "")):
         listing = _turns(store, Scope(scope.tenant, scope.user, session=session))
         previous: MemoryRecord | None = None
+        follows_gone = False  # listed right after a purged turn of the session
         for turn in listing:
-            if turn.id in gone or turn.session != session:
+            if turn.session != session:
                 continue
-            if turn.created_at >= after:
-                linked = previous is not None and (
-                    session is not None or previous.created_at == turn.created_at
-                )
-                before = _asks(previous) if linked else None
-                out[turn.id] = tuple(tokenize(turn.text)) + question_terms(before)
-            previous = turn
+            if turn.id in gone:
+                follows_gone = True
+                continue
+            if turn.created_at >= after or follows_gone:
+                out[turn.id] = _own_and_asked(turn, previous)
+            previous, follows_gone = turn, False
+    for turn in turns:
+        if turn.session not in since:  # the walk above read its session
+            reply = _past_gone(store, turn, gone, after=True)
+            if reply is not None and reply.id not in out:
+                before = _past_gone(store, turn, gone, after=False)
+                out[reply.id] = _own_and_asked(reply, before)
     return out
+
+
+def _own_and_asked(turn: MemoryRecord, before: MemoryRecord | None) -> tuple[str, ...]:
+    """A turn's terms when ``before`` is the turn listed before it (in its session; without
+    a session, the session-less one before it, which counts only in the same call)."""
+    linked = before is not None and (
+        turn.session is not None or before.created_at == turn.created_at
+    )
+    return tuple(tokenize(turn.text)) + question_terms(_asks(before) if linked else None)
+
+
+def _past_gone(
+    store: Store, turn: MemoryRecord, gone: set[str], *, after: bool
+) -> MemoryRecord | None:
+    """The turn listed next to ``turn`` (after it, or before it) that is not in ``gone``:
+    :func:`_next_turn` from turn to turn past the purged ones."""
+    found = _next_turn(store, turn, after=after)
+    while found is not None and found.id in gone:
+        found = _next_turn(store, found, after=after)
+    return found
 
 
 def purge_records(store: Store, scope: Scope, ids: Sequence[str]) -> PurgeReport:
@@ -247,15 +275,12 @@ def purge_records(store: Store, scope: Scope, ids: Sequence[str]) -> PurgeReport
     return store.purge(scope, ids, reterm=terms_after_purge(store, scope, ids))
 
 
-def _beside(store: Store, turn: MemoryRecord, *, after: bool) -> MemoryRecord | None:
+def _next_turn(store: Store, turn: MemoryRecord, *, after: bool) -> MemoryRecord | None:
     """The turn listed just after ``turn`` (``after``) or just before it in its session,
     deleted included: one read from its place, however many turns share its time. Without
-    a session, the session-less turn listed next to it among the user's turns, when it
-    was written in the same ``add_messages`` call (the same ``created_at``): the user's
+    a session, the session-less turn listed next to it among the user's turns: the user's
     other sessions' turns listed between them are read past, :data:`_NEAR` and then
-    :data:`_PAGE` at a time (until session 29 only the first 20 were, and a turn with more
-    of them between it and its question was indexed under the question at its write but
-    not by a later version)."""
+    :data:`_PAGE` at a time."""
     scope = Scope(turn.tenant, turn.user, session=turn.session)
     if turn.session is not None:
         near = store.list_after(scope, _EVERY_TURN, turn.id, limit=1, newest_first=not after)
@@ -264,11 +289,21 @@ def _beside(store: Store, turn: MemoryRecord, *, after: bool) -> MemoryRecord | 
     while True:
         near = store.list_after(scope, _EVERY_TURN, anchor, limit=limit, newest_first=not after)
         found = next((t for t in near if t.session is None), None)
-        if found is not None:
-            return found if found.created_at == turn.created_at else None
-        if len(near) < limit:
-            return None
+        if found is not None or len(near) < limit:
+            return found
         anchor, limit = near[-1].id, _PAGE
+
+
+def _beside(store: Store, turn: MemoryRecord, *, after: bool) -> MemoryRecord | None:
+    """The turn ``turn`` answers (or that answers it, ``after``): :func:`_next_turn`, which
+    without a session counts only when written in the same ``add_messages`` call (the same
+    ``created_at``). Until session 29 only the first 20 turns of the user listed beside a
+    session-less turn were read, and a turn with more of other sessions between it and its
+    question was indexed under the question at its write but not by a later version."""
+    found = _next_turn(store, turn, after=after)
+    if found is None or (turn.session is None and found.created_at != turn.created_at):
+        return None
+    return found
 
 
 def kept_terms(store: Store, record: MemoryRecord) -> tuple[str, ...]:
