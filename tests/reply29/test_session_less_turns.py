@@ -1,13 +1,14 @@
-"""Session-less turns among the user's other sessions' turns (``search/reply_terms.py``).
+"""Session-less turns among the user's other turns (``search/reply_terms.py``).
 
-Without a session, a reply is indexed under the question of the session-less turn listed
-just before it among the user's turns, when that turn came in the same ``add_messages``
-call. Until session 29 the write took the call's previous turn by time whatever was listed
-between them, and a later version (``set_access``, an edit keeping the reply's question)
-looked among the 20 turns of any session listed before it: with more than 20 turns of
-another session dated between the question and its reply, or a session-less turn of
-another call, the reply was found by the question's words after its write and not after a
-``set_access`` (or the other way round), and an edit of the question did not reach it."""
+Without a session, a reply is indexed under the question of the turn listed just before it
+among the user's turns, when that turn has no session either and came in the same
+``add_messages`` call. Until session 29 the write took the call's previous turn by time
+whatever was listed between them, and a later version (``set_access``) looked for a turn of
+the call among the 20 turns of any session listed before it: with a session-less turn of
+another call, or more than 20 turns of another session, dated between the question and its
+reply, the reply was found by the question's words after its write and not after a
+``set_access``; and a turn added between them later left the reply indexed under the
+question, which its next version was not."""
 
 from __future__ import annotations
 
@@ -35,17 +36,12 @@ def _terms(mem: Memory, rid: str) -> tuple[str, ...]:
     return next(d.terms for batch in store.dump_records() for d in batch if d.record.id == rid)
 
 
-def _other_session(mem: Memory, n: int = 25) -> None:
-    """``n`` turns of session s2 dated between 10:00 and 10:30 (none asks anything)."""
-    mem.add_messages(
-        S2, [{"role": "user", "content": f"note {i}", "observed_at": _at(1 + i)} for i in range(n)]
-    )
-
-
+NOTES = [{"role": "user", "content": f"note {i}", "observed_at": _at(1 + i)} for i in range(25)]
 TURNS = [
     {"role": "user", "content": "what is the zanzibar code?", "observed_at": _at(0)},
     {"role": "assistant", "content": "It is 4512.", "observed_at": _at(60)},
 ]
+NOTED = [{"role": "user", "content": "noted.", "observed_at": _at(30)}]
 
 
 def _question_and_reply(mem: Memory) -> tuple[str, str]:
@@ -53,57 +49,49 @@ def _question_and_reply(mem: Memory) -> tuple[str, str]:
     return q.id, r.id
 
 
-def test_more_than_20_turns_of_another_session_between_keep_the_reply_linked(
-    mem: Memory,
-) -> None:
-    _other_session(mem)
-    qid, rid = _question_and_reply(mem)
-    written = _terms(mem, rid)
-    assert rid in _found(mem, "zanzibar code")
-    mem.set_access(BOB, rid, visibility="public")  # a new version keeping the text
-    assert _terms(mem, rid) == written
-    assert rid in _found(mem, "zanzibar code")
-    # an edit of the question reaches its reply across the other session's turns
-    q = mem.get(BOB, qid)
-    mem.update(BOB, qid, expected_version=q.version, content="what is the quokka pin?")
-    assert rid in _found(mem, "quokka pin") and _found(mem, "zanzibar") == []
-
-
-def test_a_session_less_turn_of_another_call_between_unlinks_the_reply(mem: Memory) -> None:
-    (x,) = mem.add_messages(BOB, [{"role": "user", "content": "noted.", "observed_at": _at(30)}])
-    qid, rid = _question_and_reply(mem)
-    written = _terms(mem, rid)
-    assert _found(mem, "zanzibar code") == [qid]  # the turn before the reply is x
-    mem.set_access(BOB, rid, visibility="public")
-    assert _terms(mem, rid) == written
-    assert _found(mem, "zanzibar code") == [qid]
-
-
-def test_a_later_session_less_call_between_unlinks_it_as_a_version_would(mem: Memory) -> None:
-    qid, rid = _question_and_reply(mem)
-    assert rid in _found(mem, "zanzibar code")
-    _other_session(mem)  # another session between: the link stays
-    assert rid in _found(mem, "zanzibar code")
-    mem.add_messages(BOB, [{"role": "user", "content": "noted.", "observed_at": _at(30)}])
-    assert _found(mem, "zanzibar code") == [qid]  # in the call's transaction
+def _same_after_a_version(mem: Memory, rid: str) -> None:
+    """A new version of the reply keeping its text is indexed as the reply is now."""
     now = _terms(mem, rid)
     mem.set_access(BOB, rid, visibility="public")
     assert _terms(mem, rid) == now
+    r = mem.get(BOB, rid)
+    mem.update(BOB, rid, expected_version=r.version, content="It is 4512.")
+    assert _terms(mem, rid) == now
+
+
+def test_more_than_20_turns_of_another_session_between_index_it_alike(mem: Memory) -> None:
+    mem.add_messages(S2, NOTES)
+    qid, rid = _question_and_reply(mem)
+    assert _found(mem, "zanzibar code") == [qid]  # the turn before the reply is note 24
+    _same_after_a_version(mem, rid)
+    assert _found(mem, "zanzibar code") == [qid]
+
+
+def test_a_session_less_turn_of_another_call_between_unlinks_the_reply(mem: Memory) -> None:
+    mem.add_messages(BOB, NOTED)
+    qid, rid = _question_and_reply(mem)
+    assert _found(mem, "zanzibar code") == [qid]
+    _same_after_a_version(mem, rid)
+    assert _found(mem, "zanzibar code") == [qid]
+
+
+def test_a_turn_added_between_later_unlinks_it_as_a_version_would(mem: Memory) -> None:
+    for between in (S2, BOB):  # another session's turn, a session-less one of another call
+        qid, rid = _question_and_reply(mem)
+        assert rid in _found(mem, "zanzibar code")
+        (note,) = mem.add_messages(between, NOTED)  # re-terms the reply in its transaction
+        assert rid not in _found(mem, "zanzibar code")
+        _same_after_a_version(mem, rid)
+        mem.purge(BOB, [qid, rid, note.id])
 
 
 def test_the_async_memory_indexes_them_alike(url: str) -> None:
     async def run() -> None:
         async with AsyncMemory(url, embedder="hashing", background=False) as mem:
-            await mem.add_messages(
-                S2,
-                [
-                    {"role": "user", "content": f"note {i}", "observed_at": _at(1 + i)}
-                    for i in range(25)
-                ],
-            )
             q, r = await mem.add_messages(BOB, TURNS)
+            await mem.add_messages(S2, NOTED)
             await mem.set_access(BOB, r.id, visibility="public")
             hits = await mem.search(BOB, "zanzibar code", mode="lexical")
-            assert r.id in [h.id for h in hits]
+            assert [h.id for h in hits] == [q.id]
 
     asyncio.run(run())
