@@ -317,7 +317,8 @@ def kept_terms(store: Store, record: MemoryRecord) -> tuple[str, ...]:
     """The lexical terms of a new version of ``record`` that keeps its text: its own and,
     for a message, the questions of the turn before it, as :func:`index_replies` indexed it
     and :func:`terms_after_purge` re-indexes it (the turn listed before it in its session;
-    without a session, only one written in the same call; none when that turn is deleted).
+    without a session, the one listed before it among the user's turns when session-less
+    and written in the same call, :func:`_linked`; none when that turn is deleted).
     Until session 27 such a version (``set_access``, tags, importance) was indexed under its
     own words only, and the owner's search lost a reply by the words of the question it
     answers. One read of the turn before it (:func:`_beside`; until session 28 the turns
