@@ -7,7 +7,9 @@ broke it."""
 
 from __future__ import annotations
 
+import tempfile
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -29,8 +31,7 @@ def _stored(mem: Memory) -> dict[str, tuple[str, ...]]:
     return {d.record.id: tuple(d.terms) for batch in store.dump_records() for d in batch}
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
+_CASES = given(
     asks=st.lists(st.booleans(), min_size=2, max_size=10),
     sessions=st.lists(st.sampled_from(["a", None, None]), min_size=10, max_size=10),
     hours=st.lists(st.integers(0, 5), min_size=10, max_size=10),
@@ -38,7 +39,23 @@ def _stored(mem: Memory) -> dict[str, tuple[str, ...]]:
     purge=st.sets(st.integers(0, 9), max_size=3),
     dated=st.booleans(),
 )
-def test_every_turn_is_indexed_as_its_next_version_would_be(
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_CASES
+def test_every_turn_is_indexed_as_its_next_version_would_be(**case: Any) -> None:
+    _check("memory://", **case)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_CASES
+def test_on_sqlite_too(**case: Any) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        _check(f"sqlite:///{Path(d) / 'm.db'}", **case)
+
+
+def _check(
+    url: str,
     asks: list[bool],
     sessions: list[str | None],
     hours: list[int],
@@ -47,7 +64,7 @@ def test_every_turn_is_indexed_as_its_next_version_would_be(
     dated: bool,
 ) -> None:
     clock = FixedClock(datetime(2026, 1, 1, 12, 0, tzinfo=UTC))
-    mem = Memory("memory://", embedder="hashing", clock=clock, background=False)
+    mem = Memory(url, embedder="hashing", clock=clock, background=False)
     try:
         n = len(asks)
         ids = [""] * n
