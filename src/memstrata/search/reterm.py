@@ -25,14 +25,25 @@ or under terms that were not its own) is left as it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass
 
 from memstrata.search.scripts import may_fold
 from memstrata.search.search_questions import question_terms
 from memstrata.search.tokenize import tokenize
 from memstrata.store import fts5
 
-__all__ = ["answers", "reterm"]
+__all__ = [
+    "Batch",
+    "Befores",
+    "Row",
+    "Rows",
+    "Write",
+    "answers",
+    "next_step",
+    "reterm",
+    "reterm_steps",
+]
 
 Tokenizer = Callable[[str], list[str]]
 
@@ -82,3 +93,102 @@ def reterm(
     if fold_strays:
         return terms + tuple(n for t in rest for n in (tokenize(t) if may_fold(t) else [t]))
     return terms + tuple(rest)
+
+
+# --- the migrations' loop (SQLite's v11 and v15, PostgreSQL's v11 and v17) ------------------
+# One loop for both stores, without I/O: :func:`reterm_steps` yields what it needs read or
+# written and is sent the answer; each store's migration runs it with its own queries
+# (sqlite3 or psycopg; until session 29 each store held its own copy of the loop).
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A record as a migration reads it: ``raw`` is the store's own row (for
+    :class:`Befores`), ``tokens`` its stored document tokens."""
+
+    seq: int
+    tenant: str
+    user: str
+    message: bool
+    text: str
+    tokens: list[str]
+    raw: tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Read the next batch after ``seq`` ``last`` (``seq`` first); answer: the rows, empty
+    at the end."""
+
+    last: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Read these records; answer: their :class:`Row`, in ``seq`` order."""
+
+    seqs: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Befores:
+    """For each of these replies, the texts of the turns that may be the one it answers,
+    likeliest first; answer: ``{seq: texts}``."""
+
+    rows: list[Row]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Index these records under their new terms where they differ from the stored ones
+    (the store compares as it stores); answer: ``None``."""
+
+    made: list[tuple[Row, tuple[str, ...]]]
+
+
+Step = Batch | Rows | Befores | Write
+
+
+def reterm_steps(
+    pick: Callable[[tuple[object, ...]], bool],
+    *,
+    old: Tokenizer,
+    new: Tokenizer,
+    fold_strays: bool = False,
+) -> Generator[Step, object, None]:
+    """Re-term the records ``pick`` chooses among the rows of the batches (``seq`` first,
+    read after the last one): :func:`reterm` from the ``old`` tokenizer's terms to the
+    ``new`` one's, replies' question terms included (the turns before them read only for
+    those indexed under more than their own terms, :func:`answers`)."""
+    last = 0
+    while True:
+        batch = yield Batch(last)
+        assert isinstance(batch, list)
+        if not batch:
+            return
+        last = int(batch[-1][0])
+        seqs = [int(row[0]) for row in batch if pick(tuple(row))]
+        if not seqs:
+            continue
+        rows = yield Rows(seqs)
+        assert isinstance(rows, list)
+        replies = [r for r in rows if r.message and answers(r.text, r.tokens, old=old)]
+        befores: object = (yield Befores(replies)) if replies else {}
+        assert isinstance(befores, dict)
+        made: list[tuple[Row, tuple[str, ...]]] = []
+        for r in rows:
+            terms = reterm(
+                r.text, r.tokens, befores.get(r.seq, ()), old=old, new=new, fold_strays=fold_strays
+            )
+            if terms is not None:
+                made.append((r, terms))
+        if made:
+            yield Write(made)
+
+
+def next_step(steps: Generator[Step, object, None], answer: object) -> Step | None:
+    """The step ``steps`` asks for once sent ``answer`` (``None`` first), ``None`` at its end."""
+    try:
+        return steps.send(answer)
+    except StopIteration:
+        return None

@@ -9,9 +9,18 @@ everything shown stay its own. A turn with no question before it is indexed as b
 The rule itself is pure (:mod:`memstrata.search.search_questions`); this module reads the
 turns it needs from the store.
 
-"The turn before" is the one listed just before the reply in its session, deleted or not
-(without a session, only one written in the same ``add_messages`` call); a deleted turn
-gives no words. So the reply follows that turn: since session 28 an edit of its text
+"The turn before" is the one listed just before the reply in its session (time, then
+writing order), deleted or not; a deleted turn gives no words. Without a session it is the
+turn listed just before the reply among all the user's turns, and counts only when it has
+no session either and was written in the same ``add_messages`` call (the same
+``created_at``). Since session 29 the write, a new version, an edit, a delete and a purge
+all use this one definition, each with reads of the turn beside one: until then a write
+took the call's previous turn by time, whatever was listed between them, and a later
+version looked for a turn of the call among the 20 listed before it, so a reply with a
+turn of another call, or more than 20 of other sessions, dated between it and its
+question was indexed under the question at its write and under none after
+``set_access``.
+The reply follows that turn: since session 28 an edit of its text
 (``update(content=...)``), its delete, forget or restore re-terms the reply in the same
 transaction (:func:`terms_after_change`: one read of the turn after it, none when its
 questions stay the same), as a purge does (:func:`terms_after_purge`). Before, the reply
@@ -32,6 +41,7 @@ from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
 from memstrata.search.search_questions import question_terms, reply_terms
 from memstrata.search.tokenize import tokenize
+from memstrata.store.types import ListQuery
 
 __all__ = [
     "index_replies",
@@ -48,7 +58,6 @@ _EVERY_TURN = Filters(
 )
 _PAGE = 1000
 _INSTANT = timedelta(microseconds=1)
-_NEAR = 20  # the turns read beside a session-less turn to find the one before or after it
 
 
 def _asks(turn: MemoryRecord | None) -> str | None:
@@ -67,27 +76,51 @@ async def index_replies(
     indexed read. Otherwise each new turn's place is read (two indexed reads a turn): until
     session 28 the call's order counted, and a turn dated before the one written before it
     stayed indexed under that turn's words after its delete, edit or purge. Without a
-    session only turns of the same call count, in their time order (no read)."""
+    session a turn counts only when it is of the same call and no turn of the user is
+    listed between them: one read (the user's newest turn) when the call's turns come after
+    the user's turns in time, else :func:`_placed_user` (until session 29 the call's
+    previous turn counted whatever was listed between them, and no read was made). A call
+    in a session reads the user's newest turn with the session's (one read,
+    ``list_many``): when a new turn comes before it, the session-less turn listed right
+    after a new one is re-termed (:func:`_placed_user`)."""
     times = [w.record.observed_at for w in writes]
     order = sorted(range(len(writes)), key=lambda i: (times[i], i))
     texts = [w.record.text for w in writes]
     extra: list[tuple[str, ...]] = [()] * len(writes)
     again: dict[str, tuple[str, ...]] = {}
+    user = Scope(scope.tenant, scope.user)
     if scope.session is None:
-        for previous, i in zip(order, order[1:], strict=False):
-            extra[i] = question_terms(texts[previous])
-    else:
-        last = await store.list(scope, _EVERY_TURN, limit=1, newest_first=True)
-        newest = last[0] if last else None
-        if order == sorted(order) and (newest is None or newest.observed_at <= times[0]):
-            extra = reply_terms(texts, _asks(newest))  # an append: the call's order
+        last = await store.list(user, _EVERY_TURN, limit=1, newest_first=True)
+        if not last or last[0].observed_at <= times[order[0]]:
+            # nothing stored is listed among or after the call's turns (the usual case)
+            for previous, i in zip(order, order[1:], strict=False):
+                extra[i] = question_terms(texts[previous])
         else:
-            again = await _placed(store, scope, writes, order, extra)
-    out = [
+            again = await _placed_user(store, user, writes, order, extra)
+        return _with(writes, extra), again
+    last, anyone = await store.list_many(
+        [
+            ListQuery(scope, _EVERY_TURN, limit=1, newest_first=True),
+            ListQuery(user, _EVERY_TURN, limit=1, newest_first=True),
+        ]
+    )
+    newest = last[0] if last else None
+    if order == sorted(order) and (newest is None or newest.observed_at <= times[0]):
+        extra = reply_terms(texts, _asks(newest))  # an append: the call's order
+    else:
+        again = await _placed(store, scope, writes, order, extra)
+    if anyone and anyone[0].observed_at > times[order[0]]:
+        # a stored session-less turn listed right after a new one no longer follows its own
+        again.update(await _placed_user(store, user, writes, order, None))
+    return _with(writes, extra), again
+
+
+def _with(writes: Sequence[RecordWrite], extra: Sequence[tuple[str, ...]]) -> list[RecordWrite]:
+    """``writes`` with each message's terms extended by its ``extra``."""
+    return [
         replace(w, terms=w.terms + more) if more and w.record.type is RecordType.MESSAGE else w
         for w, more in zip(writes, extra, strict=True)
     ]
-    return out, again
 
 
 async def _placed(
@@ -128,6 +161,42 @@ async def _placed(
     return again
 
 
+def _window(after: datetime, until: datetime | None) -> Filters | None:
+    """Every turn listed after a new turn at ``after`` and before one at ``until`` (none:
+    to the end): a stored turn at the new one's time is listed before it (written first).
+    ``None`` for a new turn at the end of time: no stored turn is listed after it."""
+    if after >= END_OF_TIME:
+        return None
+    end = None if until is None or until >= END_OF_TIME else until + _INSTANT
+    return replace(_EVERY_TURN, observed_after=after + _INSTANT, observed_before=end)
+
+
+async def _placed_user(
+    store: AsyncStore,
+    user: Scope,
+    writes: Sequence[RecordWrite],
+    order: Sequence[int],
+    extra: list[tuple[str, ...]] | None,
+) -> dict[str, tuple[str, ...]]:
+    """:func:`index_replies` among the user's stored turns (``order``: the new turns as
+    they will be listed): with ``extra`` (a session-less call), each new turn gets the
+    questions of the new turn before it unless a stored turn is listed between them; and
+    a stored session-less turn listed right after a new one (before the next new one) is
+    returned with its own terms only: the turn now before it is of another call. One read
+    of the turn after each new turn's place, and with ``extra`` one of the turn before."""
+    times = [w.record.observed_at for w in writes]
+    again: dict[str, tuple[str, ...]] = {}
+    for n, i in enumerate(order):
+        following = order[n + 1] if n + 1 < len(order) else None
+        window = _window(times[i], None if following is None else times[following])
+        after = await store.list(user, window, limit=1, newest_first=False) if window else []
+        if after and after[0].session is None:
+            again[after[0].id] = tuple(tokenize(after[0].text))
+        if extra is not None and following is not None and not after:
+            extra[following] = question_terms(writes[i].record.text)
+    return again
+
+
 async def _turns(store: AsyncStore, scope: Scope) -> AsyncIterator[MemoryRecord]:
     """Every message record of ``scope`` (deleted included), oldest first."""
     async for page in store.list_pages(scope, _EVERY_TURN, batch_size=_PAGE):  # keyset pages
@@ -139,14 +208,17 @@ async def _turns(store: AsyncStore, scope: Scope) -> AsyncIterator[MemoryRecord]
 async def terms_after_purge(
     store: AsyncStore, scope: Scope, ids: Sequence[str]
 ) -> dict[str, tuple[str, ...]]:
-    """New lexical terms for the turns that may be indexed under a purged turn's questions:
-    in every session holding a purged turn that asked something (in any of its versions),
-    each turn that stays and was written at or after it (``created_at``: only those can
-    have been indexed under it, whatever their ``observed_at``) gets its own terms plus the
-    questions of the turn now before it (:func:`reply_terms` over the session without the
-    purged turns). Turns written without a session were indexed under the turn before them
-    in the same ``add_messages`` call only, so there the turn before counts only when it
-    was written in the same call (same ``created_at``). Empty when no purged turn asked."""
+    """New lexical terms for the turns whose turn before changes, or that may be indexed
+    under a purged turn's questions: the turn listed right after a purged one (in its
+    session, and a session-less one among the user's turns) gets its own terms plus the
+    questions of the turn now before it (:func:`_beside`'s definition; reads from the
+    purged turn's place); and in every session holding a purged turn that asked something
+    (in any of its versions), each turn that stays and was written at or after it
+    (``created_at``: a turn written before session 28 was indexed under the turn before it
+    in its call's order, whatever their ``observed_at``) too, over a walk of the session
+    (without a session, of the user's turns). Until session 29 only the walk was made, and
+    a turn written before the question and listed after it (a backfill re-terms it under
+    the new turn, since session 28) kept a purged question's words."""
     uscope = Scope(scope.tenant, scope.user)
     gone = set(ids)
     since: dict[str | None, datetime] = {}  # session -> the earliest purged turn that asked
@@ -164,17 +236,44 @@ async def terms_after_purge(
     for session, after in sorted(since.items(), key=lambda s: (s[0] is None, s[0] or "")):
         listing = _turns(store, Scope(scope.tenant, scope.user, session=session))
         previous: MemoryRecord | None = None
+        follows_gone = False  # listed right after a purged turn
         async for turn in listing:
-            if turn.id in gone or turn.session != session:
+            if turn.id in gone:
+                follows_gone = True
                 continue
-            if turn.created_at >= after:
-                linked = previous is not None and (
-                    session is not None or previous.created_at == turn.created_at
-                )
-                before = _asks(previous) if linked else None
-                out[turn.id] = tuple(tokenize(turn.text)) + question_terms(before)
-            previous = turn
+            if turn.session == session and (turn.created_at >= after or follows_gone):
+                out[turn.id] = _own_and_asked(turn, previous)
+            previous, follows_gone = turn, False
+    for turn in turns:
+        # the turn after it in its session, and the session-less one after it among the
+        # user's turns (unless the walk above read them)
+        for user in (False, True):
+            if (turn.session is None or turn.session in since) if not user else None in since:
+                continue
+            reply = await _past_gone(store, turn, gone, after=True, user=user)
+            if reply is None or reply.id in out or (user and reply.session is not None):
+                continue
+            before = await _past_gone(store, turn, gone, after=False, user=user)
+            out[reply.id] = _own_and_asked(reply, before)
     return out
+
+
+def _own_and_asked(turn: MemoryRecord, before: MemoryRecord | None) -> tuple[str, ...]:
+    """A turn's terms when ``before`` is the turn listed before it (:func:`_linked`)."""
+    return tuple(tokenize(turn.text)) + question_terms(
+        _asks(before) if _linked(turn, before) else None
+    )
+
+
+async def _past_gone(
+    store: AsyncStore, turn: MemoryRecord, gone: set[str], *, after: bool, user: bool
+) -> MemoryRecord | None:
+    """The turn listed next to ``turn`` (after it, or before it) that is not in ``gone``:
+    :func:`_next_turn` from turn to turn past the purged ones."""
+    found = await _next_turn(store, turn, after=after, user=user)
+    while found is not None and found.id in gone:
+        found = await _next_turn(store, found, after=after, user=user)
+    return found
 
 
 async def purge_records(store: AsyncStore, scope: Scope, ids: Sequence[str]) -> PurgeReport:
@@ -186,27 +285,44 @@ async def purge_records(store: AsyncStore, scope: Scope, ids: Sequence[str]) -> 
     return await store.purge(scope, ids, reterm=await terms_after_purge(store, scope, ids))
 
 
+async def _next_turn(
+    store: AsyncStore, turn: MemoryRecord, *, after: bool, user: bool = False
+) -> MemoryRecord | None:
+    """The turn listed just after ``turn`` (``after``) or just before it in its session
+    (without a session, or with ``user``, among all the user's turns), deleted included:
+    one read from its place, however many turns share its time."""
+    session = None if user else turn.session
+    scope = Scope(turn.tenant, turn.user, session=session)
+    near = await store.list_after(scope, _EVERY_TURN, turn.id, limit=1, newest_first=not after)
+    return near[0] if near else None
+
+
+def _linked(turn: MemoryRecord, before: MemoryRecord | None) -> bool:
+    """Whether ``before``, listed just before ``turn`` (in its session; without one, among
+    the user's turns), is the turn it answers: without a session only a session-less turn
+    of the same ``add_messages`` call (the same ``created_at``) is."""
+    if before is None or turn.session is not None:
+        return before is not None
+    return before.session is None and before.created_at == turn.created_at
+
+
 async def _beside(store: AsyncStore, turn: MemoryRecord, *, after: bool) -> MemoryRecord | None:
-    """The turn listed just after ``turn`` (``after``) or just before it in its session,
-    deleted included; without a session, only one written in the same ``add_messages``
-    call (the same ``created_at``). One read from its place, however many turns share its
-    time: of one turn in a session, of at most :data:`_NEAR` without (the user's other
-    sessions' turns are listed too; a turn with more than that many of them between it and
-    the next session-less one has none)."""
-    scope = Scope(turn.tenant, turn.user, session=turn.session)
-    limit = 1 if turn.session is not None else _NEAR
-    near = await store.list_after(scope, _EVERY_TURN, turn.id, limit=limit, newest_first=not after)
-    found = next((t for t in near if t.session == turn.session), None)
-    if found is None or (turn.session is None and found.created_at != turn.created_at):
+    """The turn ``turn`` answers (or, ``after``, the one that answers it): one read
+    (:func:`_next_turn`). Until session 29 a session-less turn's was looked for among the
+    20 turns listed beside it, any session's, and counted when of the same call whatever
+    was listed between them."""
+    found = await _next_turn(store, turn, after=after)
+    if found is None:
         return None
-    return found
+    return found if (_linked(found, turn) if after else _linked(turn, found)) else None
 
 
 async def kept_terms(store: AsyncStore, record: MemoryRecord) -> tuple[str, ...]:
     """The lexical terms of a new version of ``record`` that keeps its text: its own and,
     for a message, the questions of the turn before it, as :func:`index_replies` indexed it
     and :func:`terms_after_purge` re-indexes it (the turn listed before it in its session;
-    without a session, only one written in the same call; none when that turn is deleted).
+    without a session, the one listed before it among the user's turns when session-less
+    and written in the same call, :func:`_linked`; none when that turn is deleted).
     Until session 27 such a version (``set_access``, tags, importance) was indexed under its
     own words only, and the owner's search lost a reply by the words of the question it
     answers. One read of the turn before it (:func:`_beside`; until session 28 the turns

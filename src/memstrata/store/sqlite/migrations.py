@@ -378,42 +378,52 @@ def _reterm(
     fold_strays: bool = False,
 ) -> None:
     """Re-term the records ``pick`` chooses among the rows of ``batches`` (``seq`` first,
-    read 5,000 at a time after the last one): :func:`memstrata.search.reterm.reterm`
-    from the ``old`` tokenizer's terms to the ``new`` one's, replies' question terms
-    included; unindex, then index the changed ones."""
-    from memstrata.search.reterm import answers, reterm
+    read 5,000 at a time after the last one): :func:`memstrata.search.reterm.reterm_steps`
+    (PostgreSQL's loop too) from the ``old`` tokenizer's terms to the ``new`` one's,
+    replies' question terms included; unindex, then index the changed ones."""
+    from memstrata.search import reterm as rt
 
     from . import lexical
 
-    last = 0
-    while True:
-        batch = conn.execute(batches, (last,)).fetchall()
-        if not batch:
-            break
-        last = int(batch[-1][0])
-        seqs = [int(row[0]) for row in batch if pick(tuple(row))]
-        if not seqs:
-            continue
-        rows = conn.execute(
-            "SELECT r.seq, r.tenant, r.user, r.session, r.type, r.observed_at, r.raw, d.terms "
-            "FROM json_each(?) AS j CROSS JOIN records r ON r.seq = j.value "
-            "JOIN lex_docs d ON d.seq = r.seq ORDER BY r.seq",
-            (json.dumps(seqs),),
-        ).fetchall()
-        docs: list[lexical.Doc] = []
-        for seq, tenant, user, session, kind, observed, raw, terms in rows:
-            tokens = lexical.document_tokens(str(terms))
-            before = (
-                _turns_before(conn, int(seq), tenant, user, session, kind, observed)
-                if answers(str(raw), tokens, old=old)
-                else []
-            )
-            made = reterm(str(raw), tokens, before, old=old, new=new, fold_strays=fold_strays)
-            if made is not None and lexical.terms_text(made) != terms:
-                docs.append((int(seq), str(tenant), str(user), made))
-        if docs:
-            lexical.unindex(conn, [d[0] for d in docs])
-            lexical.index(conn, docs)
+    steps = rt.reterm_steps(pick, old=old, new=new, fold_strays=fold_strays)
+    answer: object = None
+    while (step := rt.next_step(steps, answer)) is not None:
+        answer = None
+        if isinstance(step, rt.Batch):
+            answer = conn.execute(batches, (step.last,)).fetchall()
+        elif isinstance(step, rt.Rows):
+            found = conn.execute(
+                "SELECT r.seq, r.tenant, r.user, r.session, r.type, r.observed_at, r.raw, d.terms "
+                "FROM json_each(?) AS j CROSS JOIN records r ON r.seq = j.value "
+                "JOIN lex_docs d ON d.seq = r.seq ORDER BY r.seq",
+                (json.dumps(step.seqs),),
+            ).fetchall()
+            answer = [
+                rt.Row(
+                    int(row[0]),
+                    str(row[1]),
+                    str(row[2]),
+                    row[4] == "message",
+                    str(row[6]),
+                    lexical.document_tokens(str(row[7])),
+                    tuple(row),
+                )
+                for row in found
+            ]
+        elif isinstance(step, rt.Befores):
+            answer = {
+                r.seq: _turns_before(conn, r.seq, *r.raw[1:6])  # type: ignore[arg-type]
+                for r in step.rows
+            }
+        else:
+            docs = [
+                (r.seq, r.tenant, r.user, made)
+                for r, made in step.made
+                if lexical.terms_text(made) != r.raw[7]
+            ]
+            if docs:
+                lexical.unindex(conn, [d[0] for d in docs])
+                lexical.index(conn, docs)
 
 
 def _turns_before(

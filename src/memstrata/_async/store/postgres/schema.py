@@ -310,67 +310,62 @@ async def _reterm(
     fold_strays: bool = False,
 ) -> None:
     """Re-term the records ``pick`` chooses among the rows of ``batches`` (``seq`` first,
-    read 5,000 at a time after the last one): :func:`memstrata.search.reterm.reterm`
-    from the ``old`` tokenizer's terms to the ``new`` one's, replies' question terms
-    included; their postings and their tenants' statistics are replaced."""
+    read 5,000 at a time after the last one): :func:`memstrata.search.reterm.reterm_steps`
+    (SQLite's loop too) from the ``old`` tokenizer's terms to the ``new`` one's, replies'
+    question terms included; their postings and their tenants' statistics are replaced."""
     from memstrata._async.store.postgres import lexical
-    from memstrata.search.reterm import answers, reterm
+    from memstrata.search import reterm as rt
     from memstrata.store import fts5
     from memstrata.store.sqlite.codec import scope_token
 
-    last = 0
-    while True:
-        await cur.execute(batches, (last,))
-        batch = await cur.fetchall()
-        if not batch:
-            break
-        last = cast(int, batch[-1][0])
-        seqs = [row[0] for row in batch if pick(row)]
-        if not seqs:
-            continue
-        await cur.execute(
-            b'SELECT seq, tenant, "user", session, type, observed_at, raw, lex_tokens '
-            b"FROM records WHERE seq = ANY(%s) ORDER BY seq",
-            (seqs,),
-        )
-        found = await cur.fetchall()
-        replies = [
-            row[0]
-            for row in found
-            if row[4] == "message" and answers(str(row[6]), cast(list[str], row[7]), old=old)
-        ]
-        befores = await _turns_before(cur, replies) if replies else {}
-        olds: list[lexical.Doc] = []
-        news: list[lexical.Doc] = []
-        rows: list[tuple[list[str], int, int]] = []
-        for seq, tenant, user, _session, _kind, _observed, raw, toks in found:
-            tokens = list(cast(list[str], toks))
-            terms = reterm(
-                str(raw),
-                tokens,
-                befores.get(seq, ()),
-                old=old,
-                new=new,
-                fold_strays=fold_strays,
+    steps = rt.reterm_steps(pick, old=old, new=new, fold_strays=fold_strays)
+    answer: object = None
+    while (step := rt.next_step(steps, answer)) is not None:
+        answer = None
+        if isinstance(step, rt.Batch):
+            await cur.execute(batches, (step.last,))
+            answer = await cur.fetchall()
+        elif isinstance(step, rt.Rows):
+            await cur.execute(
+                b'SELECT seq, tenant, "user", session, type, observed_at, raw, lex_tokens '
+                b"FROM records WHERE seq = ANY(%s) ORDER BY seq",
+                (step.seqs,),
             )
-            if terms is None:
-                continue
-            doc = fts5.document_tokens(terms)
-            if doc == tokens:
-                continue
-            rows.append((doc, len(doc) + 1, cast(int, seq)))
-            tok = scope_token(str(tenant), str(user))
-            olds.append((cast(int, seq), str(tenant), tok, tokens))
-            news.append((cast(int, seq), str(tenant), tok, doc))
-        if news:
-            await cur.executemany(  # one pipelined round trip, not one per record
-                b"UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s", rows
-            )
-            await lexical.index(cur.connection, news, old=olds, keep_public=False)
+            answer = [
+                rt.Row(
+                    cast(int, row[0]),
+                    str(row[1]),
+                    str(row[2]),
+                    row[4] == "message",
+                    str(row[6]),
+                    list(cast(list[str], row[7])),
+                    row,
+                )
+                for row in await cur.fetchall()
+            ]
+        elif isinstance(step, rt.Befores):
+            answer = await _turns_before(cur, [r.seq for r in step.rows])
+        else:
+            olds: list[lexical.Doc] = []
+            news: list[lexical.Doc] = []
+            rows: list[tuple[list[str], int, int]] = []
+            for r, made in step.made:
+                doc = fts5.document_tokens(made)
+                if doc == r.tokens:
+                    continue
+                rows.append((doc, len(doc) + 1, r.seq))
+                tok = scope_token(r.tenant, r.user)
+                olds.append((r.seq, r.tenant, tok, r.tokens))
+                news.append((r.seq, r.tenant, tok, doc))
+            if news:
+                await cur.executemany(  # one pipelined round trip, not one per record
+                    b"UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s", rows
+                )
+                await lexical.index(cur.connection, news, old=olds, keep_public=False)
 
 
 async def _turns_before(
-    cur: psycopg.AsyncCursor[tuple[object, ...]], seqs: list[object]
+    cur: psycopg.AsyncCursor[tuple[object, ...]], seqs: list[int]
 ) -> dict[object, list[str]]:
     """For each record of ``seqs``, the texts of the messages that may be the turn it
     answers, likeliest first: the session's message before it by time (what a write
