@@ -575,10 +575,10 @@ def caller_ranked(
         [*where[1], scope.tenant, scope.caller, scope.user, *readable[1]],
     ).fetchall()
     if scope.roles:
-        marks = roles.markers(sorted(scope.roles))
+        readers = roles.markers(sorted(scope.roles))
         rows += conn.execute(
-            _ROLED.format(**fill, marks=", ".join("?" * len(marks))),
-            [*where[1], scope.tenant, *marks, scope.user, scope.tenant, scope.user]
+            _ROLED.format(**fill, marks=", ".join("?" * len(readers))),
+            [*where[1], scope.tenant, *readers, scope.user, scope.tenant, scope.user]
             + [scope.caller, *readable[1]],
         ).fetchall()
     tenant, user = public_owner(scope.tenant, scope.user)
