@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -47,7 +48,7 @@ note = st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), acces
 later = st.tuples(st.integers(0, 30), st.one_of(access, st.just("delete")))
 
 
-def _write(mem: Memory, notes: list, changes: list) -> dict[str, str]:
+def _write(mem: Memory, notes: list[Any], changes: list[Any]) -> dict[str, str]:
     """The memory's records; their ids by text."""
     ids: dict[str, str] = {}
     order: list[str] = []
@@ -94,7 +95,9 @@ def _seen(store: SQLiteStore, scope: Scope, terms: list[str]) -> list[tuple[str,
     st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=2), min_size=1, max_size=3),
     st.sampled_from([5, 50]),
 )
-def test_role_callers_search_as_before(notes: list, changes: list, queries: list, k: int) -> None:
+def test_role_callers_search_as_before(
+    notes: list[Any], changes: list[Any], queries: list[list[str]], k: int
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         lite = Memory(f"sqlite:///{Path(tmp) / 'e.db'}", embedder="hashing", background=False)
         try:
