@@ -58,7 +58,9 @@ def sqlite_scan(conn: sqlite3.Connection) -> tuple[set[Row], set[Row]]:
     )
     # rr: a text i is a record id, an integer i the seq of a set_access event (its record)
     index: set[Row] = set()
-    for t, r, u, i in conn.execute("SELECT t, r, u, i FROM rr"):
+    # (a BLOB reader is a role a record is shared with now: role29's rows for a caller's
+    # search, store/sqlite/roles.py, not a reader a purge looks for)
+    for t, r, u, i in conn.execute("SELECT t, r, u, i FROM rr WHERE typeof(r) = 'text'"):
         if isinstance(i, int):
             (rids,) = conn.execute(
                 "SELECT record_ids FROM audit_log WHERE seq = ?", (i,)

@@ -40,6 +40,7 @@ from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 from memstrata.store import caller_bm25, fts5
 
+from . import roles
 from .codec import scope_token
 
 __all__ = [
@@ -510,9 +511,10 @@ def ranked(
 # - the records the index of readers names the caller for (``rr``, store/purged_reader.py:
 #   every version written names its readers there), not public, read whole: ∝ what is
 #   shared with the caller by name;
-# - for a caller with roles, the owner's records whose access lists roles, not public nor
-#   named, read whole (found by a scan of the owner's rows that reads no JSON: SQLite has
-#   no index of visibility and the schema no room for one);
+# - for a caller with roles, the owner's records whose access lists one of them, not public
+#   nor named, read whole: found by the rows the index of readers keeps for each role a
+#   record is shared with (roles.py, role29; before, a scan of the owner's rows, whose time
+#   grew with the owner's unshared records), so ∝ what is shared with the caller's roles;
 # - the owner's public records: the public part's own index (:func:`public_owner`, kept by
 #   every write), its statistics read as a tenant's and its postings scored in SQL as the
 #   owner's own (the best ``k``, as :func:`ranked`), so a caller of a wholly public memory
@@ -527,8 +529,9 @@ _NAMED = (
     "AND r.visibility != 'public' AND {readable}"
 )
 _ROLED = (
-    f"SELECT {_DOC} FROM records r JOIN lex_docs d ON d.seq = r.seq WHERE r.tenant = ? AND "
-    "r.user = ? AND r.visibility != 'public' AND instr(r.access, '\"allowed_roles\":[]') = 0 "
+    f"SELECT {_DOC} FROM (SELECT DISTINCT i FROM rr WHERE t = ? AND r IN ({{marks}}) AND u = ?) "
+    "AS m CROSS JOIN records r ON r.tenant = ? AND r.user = ? AND r.id = m.i "
+    "JOIN lex_docs d ON d.seq = r.seq WHERE r.visibility != 'public' "
     "AND NOT EXISTS (SELECT 1 FROM rr WHERE rr.t = r.tenant AND rr.r = ? AND rr.u = r.user "
     "AND rr.i = r.id) AND {readable}"
 )
@@ -572,9 +575,11 @@ def caller_ranked(
         [*where[1], scope.tenant, scope.caller, scope.user, *readable[1]],
     ).fetchall()
     if scope.roles:
+        readers = roles.markers(sorted(scope.roles))
         rows += conn.execute(
-            _ROLED.format(**fill),
-            [*where[1], scope.tenant, scope.user, scope.caller, *readable[1]],
+            _ROLED.format(**fill, marks=", ".join("?" * len(readers))),
+            [*where[1], scope.tenant, *readers, scope.user, scope.tenant, scope.user]
+            + [scope.caller, *readable[1]],
         ).fetchall()
     tenant, user = public_owner(scope.tenant, scope.user)
     public = conn.execute(

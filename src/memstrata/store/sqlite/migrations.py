@@ -561,6 +561,23 @@ def _v17(conn: sqlite3.Connection) -> None:
     lexical.rebuild_public(conn)
 
 
+def _v18(conn: sqlite3.Connection) -> None:
+    """v18 (role29): the index of readers names, for each record, the roles its current
+    ``access`` shares it with (store/sqlite/roles.py), so a caller with roles finds them
+    without a scan of the owner's rows. Rows only: no schema object."""
+    from .roles import MARK
+
+    rows = conn.execute(
+        "SELECT r.tenant, j.value, r.user, r.id FROM records r, "
+        "json_each(r.access, '$.allowed_roles') j "
+        "WHERE instr(r.access, '\"allowed_roles\":[]') = 0"
+    ).fetchall()
+    conn.executemany(
+        "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)",
+        [(t, MARK + str(role).encode(), u, i) for t, role, u, i in rows],
+    )
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -580,6 +597,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (15, _v15),
     (16, _v16),
     (17, _v17),
+    (18, _v18),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

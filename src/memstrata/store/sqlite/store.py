@@ -69,7 +69,7 @@ from ..types import (
     user_ids,
 )
 from ..version_numbers import readable_count
-from . import dump, lexical, outbox, scrub
+from . import dump, lexical, outbox, roles, scrub
 from .codec import (
     COLUMNS,
     VIEW_COLUMNS,
@@ -164,6 +164,7 @@ _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
 # The index of readers (store/purged_reader.py; migrations.py v16): a row per reader each
 # version written names, in its transaction.
 _READERS = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
+_ACCESS_AT = COLUMNS.index("access")
 _UPSERT_CACHE = (
     "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
@@ -657,6 +658,7 @@ class SQLiteStore:
         try:
             c.executemany(_INSERT, [encode_record(r) for r in records])
             c.executemany(_READERS, purged_reader.reader_rows(records))  # store/purged_reader.py
+            c.executemany(_READERS, roles.role_rows(records))  # the role shares (roles.py)
         except sqlite3.IntegrityError as exc:
             if not duplicate(exc):  # a trigger or another constraint: a StoreError (_tx)
                 raise
@@ -855,6 +857,9 @@ class SQLiteStore:
         )
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
         c.executemany(_READERS, purged_reader.reader_rows([new]))  # store/purged_reader.py
+        gone, added = roles.changed(old[_ACCESS_AT], new)  # the role shares (roles.py)
+        c.executemany("DELETE FROM rr WHERE t = ? AND r = ? AND u = ? AND i = ?", gone)
+        c.executemany(_READERS, added)
         self._index(c, seq, new.tenant, new.user, write.terms)
         lexical.sync_public(c, [seq])  # its status or access may have changed, not its terms
         if write.vector is not None:

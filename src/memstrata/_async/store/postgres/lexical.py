@@ -569,8 +569,9 @@ async def _search_phrases(
 #   store/purged_reader.py: its trigger adds every current row's readers), not public, read
 #   whole: ∝ what is shared with the caller by name;
 # - for a caller with roles, the owner's records whose access lists roles, not public nor
-#   named, read whole (the partial index ``records_shared_wide`` of schema step 22 finds
-#   them: the condition is written out so that the planner proves it implies the index's);
+#   named, read whole (the partial index ``records_shared_roles`` of schema step 25 finds
+#   them, role29: step 22's held the public records too, all read to be dropped; the
+#   condition is written out so that the planner proves it implies the index's);
 # - the owner's public records: the public part's own index (schema 24, :func:`public_tok`),
 #   its statistics read as a tenant's and its postings scored in SQL as the owner's own (the
 #   best ``k``), so a caller of a wholly public memory pays what the owner pays (caller29;
