@@ -121,7 +121,7 @@ def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> i
     if own:
         n += conn.execute(
             "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
-            "actor = CASE WHEN instr(actor, ?3) > 0 THEN ?1 ELSE actor END "
+            "actor = CASE WHEN actor = ?3 THEN ?1 ELSE actor END "
             "WHERE seq IN (SELECT value FROM json_each(?4)) AND tenant = ?2 AND user = ?3",
             (PURGED, tenant, user, json.dumps(own)),
         ).rowcount

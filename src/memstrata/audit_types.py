@@ -175,7 +175,11 @@ PURGED = "[purged]"
 
 
 def redacted_event(e: AuditEvent, user: str) -> AuditEvent:
-    actor = PURGED if user in e.actor else e.actor
+    """One of ``user``'s own events after their whole-user purge: what, when and why are
+    kept, which user and which ids are not; the actor is :data:`PURGED` when it is the
+    user (exactly, as :func:`without_actor` decides: ``joanna`` acting on ``ann``'s
+    records names someone else; until session 30 an actor containing the id was lost)."""
+    actor = PURGED if e.actor == user else e.actor
     return AuditEvent(
         id=e.id,
         tenant=e.tenant,

@@ -42,7 +42,7 @@ def redact_subject(conn: Any, tenant: str, user: str) -> int:
     actor (:func:`redact_actor`)."""
     cur = conn.execute(
         "UPDATE audit_log SET \"user\" = NULL, record_ids = '{}', reason = %(p)s, "
-        "details = '{}', actor = CASE WHEN strpos(actor, %(u)s) > 0 THEN %(p)s ELSE actor END "
+        "details = '{}', actor = CASE WHEN actor = %(u)s THEN %(p)s ELSE actor END "
         'WHERE tenant = %(t)s AND "user" = %(u)s',
         {"p": PURGED, "t": tenant, "u": user},
     )
