@@ -508,6 +508,19 @@ class UnitOfWork(Protocol):
     def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]
     ) -> MemoryRecord | None: ...
+    def key_versions(
+        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+    ) -> KeyVersions:
+        """The store's :meth:`RecordStore.key_versions` inside the transaction, one
+        name at a time: a transaction that asks it for a name waits until every other
+        transaction that asked it for the same name has ended, and then reads what those
+        committed (SQLite: ``BEGIN IMMEDIATE`` makes every writer wait; PostgreSQL: a
+        transaction-level advisory lock on the name, then a statement of its own;
+        ``memory://``: the store's lock). So what it reads stays so, for writers of the
+        name that read it this way, until the transaction ends: a task's start checks that
+        the session's newest task is still the one it read (``layers/working.py``)."""
+        ...
+
     def insert(self, writes: Sequence[RecordWrite]) -> None: ...
     def append_turns(self, writes: Sequence[RecordWrite]) -> None: ...
     def replace(self, scope: Scope, write: RecordWrite, *, expected_version: int) -> None: ...

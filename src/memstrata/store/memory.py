@@ -654,15 +654,20 @@ class InMemoryStore:
         self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
     ) -> KeyVersions:
         """Read under the lock, at one moment (nothing to decode in process memory)."""
+        with self._lock:
+            return self._key_versions(scope, type, field, value, probe)
+
+    def _key_versions(
+        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str]
+    ) -> KeyVersions:
         kind = RecordType(name_type(type))
         name_field(field)
-        with self._lock:
-            mine = [
-                e
-                for e in self._scoped(scope)
-                if e.record.type is kind and _is(e.record.metadata.get(field), value)
-            ]
-            taken = {i for i in probe if (scope.tenant, scope.user, i) in self._entries}
+        mine = [
+            e
+            for e in self._scoped(scope)
+            if e.record.type is kind and _is(e.record.metadata.get(field), value)
+        ]
+        taken = {i for i in probe if (scope.tenant, scope.user, i) in self._entries}
         newest = max(mine, key=lambda e: e.seq, default=None)
         return KeyVersions(
             live=any(e.record.is_active and e.record.superseded_by is None for e in mine),
@@ -1243,6 +1248,12 @@ class _MemoryUnitOfWork:
         self, scope: Scope, content_hash: str, types: Sequence[str]
     ) -> MemoryRecord | None:
         return self._s._find_by_hash(scope, content_hash, types)
+
+    def key_versions(
+        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+    ) -> KeyVersions:
+        """The transaction holds the store's lock: no other writer runs until it ends."""
+        return self._s._key_versions(scope, type, field, value, probe)
 
     def insert(self, writes: Sequence[RecordWrite]) -> None:
         self._s._insert(writes, self._undo)

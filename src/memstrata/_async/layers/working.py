@@ -11,8 +11,8 @@ procedural memory, and closed (kept, with its final status).
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -21,7 +21,7 @@ from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.episodic import AsyncEpisodeService
 from memstrata._async.layers.procedural import AsyncProceduralService, new_records
-from memstrata._async.layers.races import Raced, settled, taken
+from memstrata._async.layers.races import Raced, settled
 from memstrata._async.store.base import RecordWrite
 from memstrata.calls import checked_calls
 from memstrata.errors import ConflictError, NotFoundError, ValidationError
@@ -57,13 +57,15 @@ __all__ = [
 log = logging.getLogger(__name__)
 _MAX_NOTES = 50  # the scratchpad keeps the newest notes; older ones stay in history
 # Every task names its session here (``""``: started without one): ``start`` reads the id
-# of the session's task inserted last by it (``Store.key_versions``).
+# of the session's task inserted last by it (``Store.key_versions``), and again in its
+# transaction.
 _SESSION_FIELD = "task_session"
 _MAX_ACTIVE = 1000  # active tasks of a session that one start closes (one, but for old races)
 
 
-def _task_id(*parts: str) -> str:
-    return "task-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+def _task_id() -> str:
+    """A new task's id: random, so no id a purge took is made again (128 bits)."""
+    return "task-" + secrets.token_hex(16)
 
 
 def current_query(scope: Scope) -> ListQuery:
@@ -165,15 +167,15 @@ class AsyncTaskService:
         new one inserted, all or nothing. ``Raced`` when another writer changed what was read.
 
         Two starts that read the session's tasks at the same moment would each close what
-        they read and insert their own task: two active tasks. The new task's id is made
-        from what was read (:func:`_task_id`: the id of the session's task inserted last),
-        so those two make the same id and the store's unique ids let one of them in; the
-        other reads again and closes the winner's task. The newest is read before the
-        active tasks: a start inserted between the two reads changes the id it is made of,
-        and the insert fails."""
+        they read and insert their own task: two active tasks. So each reads the id of the
+        session's task inserted last before its other reads, and its transaction reads it
+        again first (``UnitOfWork.key_versions``: one transaction of the session's starts
+        at a time); another start committed since makes it another id, and this one reads
+        again and closes the winner's task. The new task's id is random (:func:`_task_id`):
+        until session 30 it was a hash of that newest id, which a purge of the newest task
+        rewound, and the next start got the purged task's id again."""
         store = self._ctx.store
         seen = await store.key_versions(scope, RecordType.TASK, _SESSION_FIELD, session)
-        task_id = await self._free_id(scope, session, seen.newest)
         q = current_query(scope)
         active = await store.list(q.scope, q.filters, limit=_MAX_ACTIVE)
         closes = []
@@ -187,35 +189,18 @@ class AsyncTaskService:
                 metadata={**previous.metadata, "task_status": "abandoned"},
             )
             closes.append((await self._ctx.version_write(closed, reindex=False), previous))
-        new = replace(write, record=replace(write.record, id=task_id))
+        new = replace(write, record=replace(write.record, id=_task_id()))
         try:
             async with store.transaction() as tx:
+                now = await tx.key_versions(scope, RecordType.TASK, _SESSION_FIELD, session)
+                if now.newest != seen.newest:
+                    raise Raced  # another start (or a purge) changed the session's tasks
                 for closing, previous in closes:
                     await tx.replace(scope, closing, expected_version=previous.version)
                 await tx.insert([new])
         except (ConflictError, NotFoundError):
             raise Raced from None  # a task read was changed (closed, stepped) meanwhile
-        except ValidationError:
-            if await taken(self._ctx, scope, RecordType.TASK, _SESSION_FIELD, session, task_id):
-                raise Raced from None  # another start inserted this id first
-            raise
         return new.record
-
-    async def _free_id(self, scope: Scope, session: str, newest: str | None) -> str:
-        """The id of the next task of ``session`` after its task ``newest`` (inserted last):
-        a hash of both, or (taken by a record that came back with an old id: an import) a
-        hash of that, and so on, walked the same way by every start that read ``newest``.
-        ``Raced`` when the session's newest task is another since the read."""
-        walk = [_task_id(session, newest or "")]
-        while True:
-            now = await self._ctx.store.key_versions(
-                scope, RecordType.TASK, _SESSION_FIELD, session, walk
-            )
-            if now.newest != newest:
-                raise Raced
-            if walk[-1] not in now.taken:
-                return walk[-1]
-            walk.append(_task_id(session, "taken", walk[-1]))
 
     async def update_step(
         self,

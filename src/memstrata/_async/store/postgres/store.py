@@ -2410,6 +2410,21 @@ class _PgUnitOfWork:
         )
         return await self._s._find_by_hash(self._c, scope, content_hash, types)
 
+    async def key_versions(
+        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+    ) -> KeyVersions:
+        # The name's lock first (held to the transaction's end), then the read: a statement
+        # of its own, so under READ COMMITTED it sees what the lock's last holder committed.
+        sql, args = key_versions_sql(scope, type, field, value, probe)  # checks the names
+        await self._c.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 17))",
+            ("\x1f".join((self._s.options.schema, scope.tenant, scope.user, type, field, value)),),
+        )
+        row = await (await self._c.execute(sql, args)).fetchone()
+        return KeyVersions(
+            live=bool(row["live"]), newest=row["newest"], taken=frozenset(row["taken"])
+        )
+
     async def insert(self, writes: Sequence[RecordWrite]) -> None:
         prepared = self._s._prepare(writes)
         await self._s._insert(self._c, prepared)
