@@ -32,7 +32,7 @@ deleted since.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -58,7 +58,6 @@ __all__ = [
 _EVERY_TURN = Filters(
     types=frozenset({RecordType.MESSAGE}), include_deleted=True, include_superseded=True
 )
-_PAGE = 1000
 _INSTANT = timedelta(microseconds=1)
 
 
@@ -199,53 +198,30 @@ def _placed_user(
     return again
 
 
-def _turns(store: Store, scope: Scope) -> Iterator[MemoryRecord]:
-    """Every message record of ``scope`` (deleted included), oldest first."""
-    for page in store.list_pages(scope, _EVERY_TURN, batch_size=_PAGE):  # keyset pages
-        yield from page
-
-
 def terms_after_purge(store: Store, scope: Scope, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """New lexical terms for the turns whose turn before changes, or that may be indexed
-    under a purged turn's questions: the turn listed right after a purged one (in its
-    session, and a session-less one among the user's turns) gets its own terms plus the
-    questions of the turn now before it (:func:`_beside`'s definition; reads from the
-    purged turn's place); and in every session holding a purged turn that asked something
-    (in any of its versions), each turn that stays and was written at or after it
-    (``created_at``: a turn written before session 28 was indexed under the turn before it
-    in its call's order, whatever their ``observed_at``) too, over a walk of the session
-    (without a session, of the user's turns). Until session 29 only the walk was made, and
-    a turn written before the question and listed after it (a backfill re-terms it under
-    the new turn, since session 28) kept a purged question's words."""
+    """New lexical terms for the turns whose turn before changes: the turn listed right
+    after a purged one (past other purged ones) in its session, and the session-less one
+    listed right after it among the user's turns, each gets its own terms plus the
+    questions of the turn now before it (:func:`_beside`'s definition, as
+    :func:`kept_terms` reads it). Every other turn keeps the turn before it, so its terms:
+    the store holds each turn under what :func:`kept_terms` says (the write, a later write
+    before it and a change of the turn before it keep it so, ``tests/reply29``). One read
+    of the purged turns, then reads from each one's place (the turn after it and the turn
+    before it, in its session and among the user's turns): none grows with the session.
+    Until session 30 every session holding a purged turn that asked something was also
+    walked, every turn written at or after it re-termed (for turns indexed before session
+    28, under the turn before them in their call's order): a purge of one question in a
+    10,000-turn session read 10,003 records (docs/measurements.md, session 30)."""
     uscope = Scope(scope.tenant, scope.user)
     gone = set(ids)
-    since: dict[str | None, datetime] = {}  # session -> the earliest purged turn that asked
     turns = [
         r for r in store.get_many(uscope, list(dict.fromkeys(ids))) if r.type is RecordType.MESSAGE
     ]
-    versions = store.histories(uscope, [r.id for r in turns])
-    for r in turns:
-        if any(question_terms(v.text) for v in versions.get(r.id, ())):
-            first = since.get(r.session)
-            since[r.session] = r.created_at if first is None else min(first, r.created_at)
     out: dict[str, tuple[str, ...]] = {}
-    for session, after in sorted(since.items(), key=lambda s: (s[0] is None, s[0] or "")):
-        listing = _turns(store, Scope(scope.tenant, scope.user, session=session))
-        previous: MemoryRecord | None = None
-        follows_gone = False  # listed right after a purged turn
-        for turn in listing:
-            if turn.id in gone:
-                follows_gone = True
-                continue
-            if turn.session == session and (turn.created_at >= after or follows_gone):
-                out[turn.id] = _own_and_asked(turn, previous)
-            previous, follows_gone = turn, False
     for turn in turns:
         # the turn after it in its session, and the session-less one after it among the
-        # user's turns (unless the walk above read them)
-        for user in (False, True):
-            if (turn.session is None or turn.session in since) if not user else None in since:
-                continue
+        # user's turns (one read for a session-less turn: its session is the user's turns)
+        for user in (False, True) if turn.session is not None else (True,):
             reply = _past_gone(store, turn, gone, after=True, user=user)
             if reply is None or reply.id in out or (user and reply.session is not None):
                 continue
