@@ -78,9 +78,13 @@ def test_no_table_but_the_audit_log_keeps_the_purged_id_on_sqlite(tmp_path: Path
     assert holding == ["audit_log"]
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
-def test_async(store: str, tmp_path: Path) -> None:
-    url = "memory://" if store == "memory" else f"sqlite:///{tmp_path / 'a.db'}"
+@pytest.mark.parametrize("store", ["memory", "sqlite", "postgresql"])
+def test_async(store: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    url = {
+        "memory": lambda: "memory://",
+        "sqlite": lambda: f"sqlite:///{tmp_path / 'a.db'}",
+        "postgresql": lambda: request.getfixturevalue("pg_url"),
+    }[store]()
 
     async def main() -> None:
         async with AsyncMemory(url, embedder="hashing", background=False) as mem:
@@ -90,6 +94,11 @@ def test_async(store: str, tmp_path: Path) -> None:
             c = await mem.tasks.start(ANN, "water the plants")
             assert c.id != b.id
             assert (await mem.tasks.current(ANN)).id == c.id
+            # concurrent starts in a session with no active task: one stays active
+            other = ANN.with_session("s2")
+            await asyncio.gather(*(mem.tasks.start(other, f"goal {i}") for i in range(8)))
+            tasks = await mem.list(other, filters=TASKS, limit=100)
+            assert len(tasks) == 8 and len([r for r in tasks if _active(r)]) == 1
 
     asyncio.run(main())
 
