@@ -18,6 +18,7 @@ from .audit_types import (
     AuditEvent,
     AuditQuery,
     event_of_row,
+    names_user,
     redacted_event,
     row_of_event,
     unknown_event,
@@ -94,15 +95,16 @@ class InMemoryAudit:
 # The events of a user and those they acted in (``sqlite_redact_subject``), read in the
 # table's order: ``NOT INDEXED`` keeps the planner off ``audit_log_tenant_at``.
 SUBJECT_EVENTS = (
-    "SELECT seq, user IS ?2 FROM audit_log NOT INDEXED "
+    "SELECT seq, user IS ?2, actor FROM audit_log NOT INDEXED "
     "WHERE tenant = ?1 AND (user = ?2 OR actor = ?2)"
 )
 
 
 def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> int:
     """The SQLite redaction, inside the caller's transaction (the store's purge): the
-    user's own events lose who and which ids (the one update the table's trigger lets
-    through), other users' ``set_access`` events lose the user from
+    user's own events lose who and which ids, and their actor when it names the user
+    (``audit_types.names_user``; the one update the table's trigger lets through), other
+    users' ``set_access`` events lose the user from
     ``details.allowed_users`` (:func:`sqlite_redact_reader`), and other events whose actor
     is the user (exactly: ``audit_types.without_actor``) get ``[purged]`` as actor.
 
@@ -114,16 +116,19 @@ def sqlite_redact_subject(conn: sqlite3.Connection, tenant: str, user: str) -> i
     the VACUUM that follows a whole-user purge reads the whole table anyway
     (docs/measurements.md, session 29)."""
     own: list[int] = []
+    named: list[int] = []  # of own: the actor names the user (audit_types.names_user)
     acted: list[int] = []
-    for seq, mine in conn.execute(SUBJECT_EVENTS, (tenant, user)):
+    for seq, mine, actor in conn.execute(SUBJECT_EVENTS, (tenant, user)):
         (own if mine else acted).append(int(seq))
+        if mine and names_user(str(actor), user):
+            named.append(int(seq))
     n = 0
     if own:
         n += conn.execute(
             "UPDATE audit_log SET user = NULL, record_ids = '[]', reason = ?1, details = '{}', "
-            "actor = CASE WHEN actor = ?3 THEN ?1 ELSE actor END "
+            "actor = CASE WHEN seq IN (SELECT value FROM json_each(?5)) THEN ?1 ELSE actor END "
             "WHERE seq IN (SELECT value FROM json_each(?4)) AND tenant = ?2 AND user = ?3",
-            (PURGED, tenant, user, json.dumps(own)),
+            (PURGED, tenant, user, json.dumps(own), json.dumps(named)),
         ).rowcount
     return n + sqlite_redact_reader(conn, tenant, user, acted=acted)
 

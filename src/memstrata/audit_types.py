@@ -17,6 +17,7 @@ __all__ = [
     "AuditEvent",
     "AuditQuery",
     "event_of_row",
+    "names_user",
     "redacted_event",
     "row_of_event",
     "unknown_event",
@@ -174,12 +175,32 @@ def unknown_event(tenant: str, event_id: str) -> NotFoundError:
 PURGED = "[purged]"
 
 
+def names_user(actor: str, user: str) -> bool:
+    """Whether ``actor`` (free text a caller gave) names the user ``user`` on their own
+    events: it holds their id as a whole name, not run into a letter, a digit, ``_``, ``-``
+    or ``.`` on either side — ``ann``, ``user:ann``, ``ann (admin)`` name ``ann``;
+    ``joanna``, ``anna``, ``ann-bot`` and ``ann.lee`` name someone else. Other users' events
+    go by :func:`without_actor`'s exact rule (found by an index of actors)."""
+    start = actor.find(user) if user else -1
+    while start >= 0:
+        end = start + len(user)
+        if not _joins(actor[start - 1 : start]) and not _joins(actor[end : end + 1]):
+            return True
+        start = actor.find(user, start + 1)
+    return False
+
+
+def _joins(c: str) -> bool:
+    """Whether ``c`` (one character, or none at an end) continues a name."""
+    return c != "" and (c.isalnum() or c in "_-.")
+
+
 def redacted_event(e: AuditEvent, user: str) -> AuditEvent:
     """One of ``user``'s own events after their whole-user purge: what, when and why are
-    kept, which user and which ids are not; the actor is :data:`PURGED` when it is the
-    user (exactly, as :func:`without_actor` decides: ``joanna`` acting on ``ann``'s
-    records names someone else; until session 30 an actor containing the id was lost)."""
-    actor = PURGED if e.actor == user else e.actor
+    kept, which user and which ids are not; the actor is :data:`PURGED` when it names the
+    user (:func:`names_user`: ``user:ann`` does, ``joanna`` does not; until session 30 any
+    actor containing the id was lost)."""
+    actor = PURGED if names_user(e.actor, user) else e.actor
     return AuditEvent(
         id=e.id,
         tenant=e.tenant,

@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from memstrata.audit_types import PURGED, AuditEvent
+from memstrata.audit_types import PURGED, AuditEvent, names_user
 from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
 
@@ -932,12 +932,12 @@ class Memory:
             # kill between the two. Killed there now, the event precedes a purge not made
             # (purge again); a purge that fails says so in a purge_failed event. The event
             # holds no word of the user: ids (of some records; none for a whole user, whom
-            # it does not name — nor does its actor when it is the user: exactly their id,
-            # as the purge's redaction of other events decides; an actor merely containing
-            # it, ``joanna`` purging ``ann``, names someone else and is kept).
+            # it does not name — nor does its actor when it names the user, as the purge's
+            # redaction of their own events decides (audit_types.names_user: ``ann`` and
+            # ``user:ann`` do; ``joanna`` purging ``ann`` names someone else and is kept).
             self.audit.record(
                 scope.tenant,
-                PURGED if whole and actor == scope.user else actor,
+                PURGED if whole and names_user(actor, scope.user) else actor,
                 "purge",
                 user=None if whole else scope.user,
                 record_ids=list(record_ids or ()),

@@ -33,9 +33,7 @@ def _fill(url: str) -> list[str]:
         ]
         ids = [r.id for r in mem.add_messages(VICTIM, turns)]
         mem.add_messages(OTHER, [{"role": "user", "content": "the weather in Porto is mild"}])
-        # an event naming them: its actor is their id (the purge redacts exactly that actor;
-        # ``user:<id>`` names another party, as purge28/purge30 decided: tests/purge30)
-        mem.delete(VICTIM, ids[-1], actor=VICTIM.user)
+        mem.delete(VICTIM, ids[-1], actor=f"user:{VICTIM.user}")  # an event naming them
     return ids
 
 

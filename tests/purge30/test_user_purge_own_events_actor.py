@@ -1,46 +1,70 @@
 """A whole-user purge redacts the purged user's own events: they keep what, when and why
-and lose which user and which ids; their actor becomes ``[purged]`` only when it *is* the
-user's id (``audit_types.without_actor``'s exact rule, which purge28 gave other users'
-events and purge29 the purge's own event). Until session 30 the user's own events lost an
-actor that merely contained the id — ``joanna`` deleting ``ann``'s note, ``system:maintenance``
-forgetting one of user ``maintenance``'s — on every audit backend (SQLite ``instr``,
-PostgreSQL ``strpos``, memory:// ``in``), and who made the change was lost."""
+and lose which user and which ids, and their actor becomes ``[purged]`` only when it names
+the user: their id as a whole name, not run into a letter, a digit, ``_``, ``-`` or ``.``
+(``audit_types.names_user``: ``ann`` and ``user:ann`` name ``ann``; ``joanna``,
+``anna``, ``ann-bot`` and ``ann.lee`` do not). Until session 30 an actor that merely
+contained the id was lost too — ``joanna`` deleting one of ``ann``'s records, on every
+audit backend (SQLite ``instr``, PostgreSQL ``strpos``, memory:// ``in``) — and who made
+the change with it. The purge's own event goes by the same rule (it kept ``user:ann``
+purging ``ann``: exactly the id counted there, so a byte scan found her id in it).
+Other users' events keep purge28's exact rule (``tests/purge28``)."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from memstrata import AsyncMemory, Memory, Scope
 from memstrata.audit import PURGED
+from memstrata.audit_types import names_user
 
 ANN = Scope("acme", "ann")
+KEPT = ["joanna", "system:ann-cleanup", "Ann", "ann.lee@example.com", "anna"]
+NAMING = ["ann", "user:ann", "ann (admin)", "joanna for ann"]
 
 
 def _actors(events: list, action: str) -> list[str]:
     return [e.actor for e in events if e.action == action]
 
 
-def test_the_users_own_events_keep_an_actor_that_only_contains_the_id(mem: Memory) -> None:
-    a = mem.add(ANN, "ann's first note")
-    b = mem.add(ANN, "ann's second note")
-    c = mem.add(ANN, "ann's third note")
-    mem.delete(ANN, a.id, actor="joanna")  # an admin whose name contains "ann"
-    mem.delete(ANN, b.id, actor="ann")  # the user herself
-    mem.delete(ANN, c.id, actor="system:ann-cleanup")
+def test_the_users_own_events_keep_an_actor_that_does_not_name_them(mem: Memory) -> None:
+    for actor in KEPT + NAMING:
+        rec = mem.add(ANN, f"ann's note for {actor}")
+        mem.delete(ANN, rec.id, actor=actor)
     mem.purge(ANN, actor="library")
     events = mem.audit.query("acme")
-    deletes = [e for e in events if e.action == "delete"]
-    assert sorted(_actors(events, "delete")) == sorted(["joanna", PURGED, "system:ann-cleanup"])
-    for e in deletes:  # the rest of the redaction is unchanged
-        assert e.user is None and e.record_ids == () and e.reason == PURGED and e.details == {}
+    assert _actors(events, "delete") == KEPT + [PURGED] * len(NAMING)
+    for e in events:  # the rest of the redaction is unchanged
+        if e.action == "delete":
+            assert e.user is None and e.record_ids == () and e.reason == PURGED
+            assert e.details == {}
+
+
+@pytest.mark.parametrize("actor", ["user:ann", "ann (admin)"])
+def test_the_purges_own_event_drops_an_actor_naming_the_user(mem: Memory, actor: str) -> None:
+    mem.add(ANN, "ann's note")
+    mem.purge(ANN, actor=actor)
+    assert _actors(mem.audit.query("acme"), "purge") == [PURGED]
+
+
+def test_names_user() -> None:
+    assert [a for a in KEPT + NAMING if names_user(a, "ann")] == NAMING
+    assert names_user("carol.smith@example.com", "carol.smith@example.com")
+    assert not names_user("carol.smith@example.com-assistant", "carol.smith@example.com")
+    assert names_user("user:victim-user-7731", "victim-user-7731")
+    assert not names_user("victim-user-7731", "victim-user")
+    assert not names_user("anything", "")
 
 
 def test_async_memory() -> None:
     async def main() -> None:
         async with AsyncMemory("memory://", embedder="hashing", background=False) as mem:
             a = await mem.add(ANN, "ann's note")
+            b = await mem.add(ANN, "ann's other note")
             await mem.delete(ANN, a.id, actor="joanna")
+            await mem.delete(ANN, b.id, actor="user:ann")
             await mem.purge(ANN)
-            assert _actors(await mem.audit.query("acme"), "delete") == ["joanna"]
+            assert _actors(await mem.audit.query("acme"), "delete") == ["joanna", PURGED]
 
     asyncio.run(main())

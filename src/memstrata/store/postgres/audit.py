@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memstrata.audit import PURGED, AuditEvent, AuditQuery
-from memstrata.audit_types import event_of_row, row_of_event, unknown_event
+from memstrata.audit_types import event_of_row, names_user, row_of_event, unknown_event
 
 __all__ = [
     "AUDIT_COLUMNS",
@@ -36,15 +36,25 @@ def append(conn: Any, events: Sequence[AuditEvent]) -> None:
 
 
 def redact_subject(conn: Any, tenant: str, user: str) -> int:
-    """A user's purge: their events keep what/when/why, lose who and which ids; other
+    """A user's purge: their events keep what/when/why, lose who and which ids (and an
+    actor naming them: ``audit_types.names_user``, ``user:ann`` but not ``joanna``); other
     users' ``set_access`` events lose the user from the readers they list
     (:func:`redact_reader`), and other events whose actor is the user get ``[purged]`` as
     actor (:func:`redact_actor`)."""
+    # the events whose actor holds the id, then those that name the user (names_user)
+    rows = (
+        conn.execute(
+            'SELECT seq, actor FROM audit_log WHERE tenant = %(t)s AND "user" = %(u)s '
+            "AND strpos(actor, %(u)s) > 0",
+            {"t": tenant, "u": user},
+        )
+    ).fetchall()
+    named = [int(r["seq"]) for r in rows if names_user(str(r["actor"]), user)]
     cur = conn.execute(
         "UPDATE audit_log SET \"user\" = NULL, record_ids = '{}', reason = %(p)s, "
-        "details = '{}', actor = CASE WHEN actor = %(u)s THEN %(p)s ELSE actor END "
+        "details = '{}', actor = CASE WHEN seq = ANY(%(n)s) THEN %(p)s ELSE actor END "
         'WHERE tenant = %(t)s AND "user" = %(u)s',
-        {"p": PURGED, "t": tenant, "u": user},
+        {"p": PURGED, "t": tenant, "u": user, "n": named},
     )
     n = int(cur.rowcount) + redact_reader(conn, tenant, user)
     return n + redact_actor(conn, tenant, user)
