@@ -35,6 +35,7 @@ __all__ = [
     "PgServer",
     "RedisServer",
     "SharedRedis",
+    "own_redis",
     "postgres",
     "redis",
     "redis_server_process",
@@ -206,6 +207,18 @@ def redis_server_process() -> RedisServer:
     server.start()
     atexit.register(server.kill)
     return server
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A redis-server of this test alone (it may be killed, paused or restarted)."""
+    try:
+        server = redis_server_process()
+    except RuntimeError as exc:
+        unavailable("redis-server", str(exc))
+        raise
+    yield server
+    server.kill()
 
 
 @dataclass

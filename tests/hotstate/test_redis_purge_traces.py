@@ -6,34 +6,21 @@ other user's keys stay. The test runs on a redis-server of its own so it can sca
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from memstrata import FixedClock, Memory, Scope
 from memstrata.quotas import Quota, Quotas, subject_hash
 from memstrata.search.tokenize import tokenize
 from memstrata.store.sqlite.codec import scope_token
-from servers import RedisServer, redis_server_process, unavailable
+from servers import RedisServer
 
 VICTIM = Scope("acme", "victim-7731", session="sv")
 OTHER = Scope("acme", "bystander-4242", session="so")
 SECRET = "Flumblewick keeps the quarzanite ledger under locker 88231957"
 KEPT = "the weather in Porto is mild in spring"
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisServer]:
-    try:
-        server = redis_server_process()
-    except RuntimeError as exc:
-        unavailable("redis-server", str(exc))
-        raise
-    yield server
-    server.kill()
 
 
 def _everything(url: str) -> list[bytes]:
