@@ -1,14 +1,17 @@
 """The one base of the tests' embedders that change how a call goes (held until a test
-lets it go, gated, slowed) but not what it answers: the hashing embedder, wrapped."""
+lets it go, gated, slowed) but not what it answers: the hashing embedder, wrapped; and
+``Rotated``, another model of the same dims (a re-embedding's new model)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from memstrata.embedder.base import Matrix
 from memstrata.embedder.hashing import HashingEmbedder
 
-__all__ = ["WrappedHashing"]
+__all__ = ["Rotated", "WrappedHashing"]
 
 
 class WrappedHashing:
@@ -31,3 +34,14 @@ class WrappedHashing:
 
     def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         return self._inner.embed_batch(texts, query=query)
+
+
+class Rotated(WrappedHashing):
+    """Another model of the same dims: the hashing vectors, coordinates reversed."""
+
+    @property
+    def model_id(self) -> str:
+        return "rotated-256"
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
+        return np.ascontiguousarray(super().embed_batch(texts, query=query)[:, ::-1])

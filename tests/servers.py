@@ -35,8 +35,10 @@ __all__ = [
     "PgServer",
     "RedisServer",
     "SharedRedis",
+    "own_redis",
     "postgres",
     "redis",
+    "redis_bytes",
     "redis_server_process",
     "unavailable",
 ]
@@ -206,6 +208,45 @@ def redis_server_process() -> RedisServer:
     server.start()
     atexit.register(server.kill)
     return server
+
+
+def redis_bytes(url: str, match: str | None = None) -> list[bytes]:
+    """Every key of the Redis at ``url`` (those matching ``match``) and every byte of every
+    value (strings, lists, hashes, sets, sorted sets): where a test looks for traces."""
+    import redis as redis_py
+
+    client = redis_py.Redis.from_url(url)
+    out: list[bytes] = []
+    try:
+        for key in client.scan_iter(match=match, count=1000):
+            out.append(key)
+            kind = client.type(key)
+            if kind == b"string":
+                out.append(client.get(key) or b"")
+            elif kind == b"list":
+                out.extend(client.lrange(key, 0, -1))
+            elif kind == b"hash":
+                for k, v in client.hgetall(key).items():
+                    out += [k, v]
+            elif kind == b"set":
+                out.extend(client.smembers(key))
+            elif kind == b"zset":
+                out.extend(m for m, _ in client.zrange(key, 0, -1, withscores=True))
+    finally:
+        client.close()
+    return out
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A redis-server of this test alone (it may be killed, paused or restarted)."""
+    try:
+        server = redis_server_process()
+    except RuntimeError as exc:
+        unavailable("redis-server", str(exc))
+        raise
+    yield server
+    server.kill()
 
 
 @dataclass

@@ -17,8 +17,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx2
+import pytest
 
-__all__ = ["CLI", "Running", "free_port", "launch", "mcp_http", "serve"]
+__all__ = ["CLI", "Running", "free_port", "launch", "mcp_http", "refused", "serve"]
 
 CLI = [sys.executable, "-c", "from memstrata.cli.app import main; main()"]
 
@@ -130,3 +131,25 @@ def mcp_http(db: str, tmp_path: Path, *extra: str) -> Iterator[Running]:
             "--port", str(port), *extra]  # fmt: skip
     with launch(args, tmp_path, _mcp_answers, f"http://127.0.0.1:{port}/mcp") as running:
         yield running
+
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def refused(tmp_path: Path, args: list[str], *, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -m memstrata --db <a SQLite file holding one note> --embedder hashing ARGS``
+    run to its end, for an option that must stop the command before it serves: the test
+    fails if the command still runs after ``timeout`` s (it served)."""
+    db = tmp_path / "s.db"
+    from memstrata import Memory, Scope
+
+    with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:
+        mem.add(Scope("t", "u"), "I keep bees")
+    cmd = [sys.executable, "-m", "memstrata", "--db", f"sqlite:///{db}", "--embedder", "hashing"]
+    env = {**os.environ, "PYTHONPATH": SRC}
+    try:
+        return subprocess.run(
+            [*cmd, *args], capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"memstrata {' '.join(args)} served")

@@ -5,18 +5,13 @@ no limit at all, without a word (session 28's audit). Now the rate must be finit
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from memstrata import Memory, Scope, ValidationError
+from memstrata import Memory, ValidationError
 from memstrata.server.limits import RateLimiter, shared_limiter
-from serving import free_port
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+from serving import free_port, refused
 
 
 @pytest.mark.parametrize("rate", [float("inf"), float("nan"), -1.0])
@@ -34,12 +29,6 @@ def test_a_limiter_refuses_a_rate_that_is_not_a_finite_number(rate: float, tmp_p
     "option", [["--rate-limit", "inf"], ["--rate-limit", "-1"], ["--tenant-rate-limit", "nan"]]
 )
 def test_serve_stops_before_serving(option: list[str], tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:
-        mem.add(Scope("t", "u"), "I keep bees")
-    cmd = [sys.executable, "-m", "memstrata", "--db", f"sqlite:///{db}", "--embedder", "hashing"]
-    cmd += ["serve", "--port", str(free_port()), *option]
-    env = {**os.environ, "PYTHONPATH": SRC}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, check=False)
+    done = refused(tmp_path, ["serve", "--port", str(free_port()), *option], timeout=60)
     assert done.returncode == 2, done.stderr[-2000:]
     assert "finite number >= 0" in done.stderr, done.stderr[-2000:]

@@ -5,17 +5,11 @@ Session 28's audit: now a usage error before it serves."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from memstrata import Memory, Scope
-from serving import free_port
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+from serving import free_port, refused
 
 
 @pytest.mark.parametrize(
@@ -25,16 +19,7 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 def test_serve_refuses_a_deadline_that_is_not_finite(
     option: str, value: str, tmp_path: Path
 ) -> None:
-    db = tmp_path / "s.db"
-    with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:
-        mem.add(Scope("t", "u"), "I keep bees")
-    cmd = [sys.executable, "-m", "memstrata", "--db", f"sqlite:///{db}", "--embedder", "hashing"]
-    cmd += ["serve", "--port", str(free_port()), option, value]
-    env = {**os.environ, "PYTHONPATH": SRC}
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env, check=False)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"serve {option} {value} served")
+    done = refused(tmp_path, ["serve", "--port", str(free_port()), option, value], timeout=30)
     assert done.returncode == 2, done.stderr[-2000:]
     assert "must be a finite number" in done.stderr, done.stderr[-2000:]
 
@@ -52,17 +37,9 @@ def test_serve_refuses_a_deadline_that_is_not_finite(
 def test_serve_refuses_a_port_out_of_range_and_no_processes(
     option: list[str], tmp_path: Path
 ) -> None:
-    db = tmp_path / "s.db"
-    with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:
-        mem.add(Scope("t", "u"), "I keep bees")
-    cmd = [sys.executable, "-m", "memstrata", "--db", f"sqlite:///{db}", "--embedder", "hashing"]
-    cmd += ["--tenant", "t", "--user", "u", *option]
+    args = ["--tenant", "t", "--user", "u", *option]
     if "--port" not in option:
-        cmd += ["--port", str(free_port())]
-    env = {**os.environ, "PYTHONPATH": SRC}
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env=env, check=False)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{option} served")
+        args += ["--port", str(free_port())]
+    done = refused(tmp_path, args, timeout=20)
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Invalid value for '--" in done.stderr, done.stderr[-2000:]

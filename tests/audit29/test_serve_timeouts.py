@@ -6,17 +6,11 @@ audit: a usage error before anything starts, as audit28 made the other options."
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from memstrata import Memory, Scope
-from serving import free_port
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+from serving import free_port, refused
 
 
 @pytest.mark.parametrize(
@@ -30,15 +24,6 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
     ],
 )
 def test_serve_refuses_a_timeout_out_of_range(option: list[str], tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as mem:
-        mem.add(Scope("t", "u"), "I keep bees")
-    cmd = [sys.executable, "-m", "memstrata", "--db", f"sqlite:///{db}", "--embedder", "hashing"]
-    cmd += ["serve", "--port", str(free_port()), *option]
-    env = {**os.environ, "PYTHONPATH": SRC}
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env=env, check=False)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"serve {option} served")
+    done = refused(tmp_path, ["serve", "--port", str(free_port()), *option], timeout=20)
     assert done.returncode == 2, done.stderr[-2000:]
     assert f"Invalid value for '{option[0]}'" in done.stderr, done.stderr[-2000:]

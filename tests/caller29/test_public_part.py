@@ -29,6 +29,7 @@ from memstrata.search.tokenize import tokenize
 from memstrata.store.sqlite import lexical
 from memstrata.store.sqlite.codec import scope_token
 from memstrata.store.sqlite.store import SQLiteStore
+from sqlite_steps import sqlite_store, vm_steps
 
 BOB = Scope("acme", "bob")
 CAROL = BOB.as_caller("carol")
@@ -42,33 +43,14 @@ def lite(tmp_path: Path) -> Iterator[Memory]:
     m.close()
 
 
-def _store(mem: Memory) -> SQLiteStore:
-    store = getattr(mem.store, "viewed", mem.store)
-    assert isinstance(store, SQLiteStore)
-    return store
-
-
 def _steps(store: SQLiteStore, terms: list[str]) -> int:
-    conn = store._reader()
-    steps = 0
-
-    def tick() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    conn.set_progress_handler(tick, 1)
-    try:
-        store.lexical_search(CAROL, terms, 10, Filters())
-    finally:
-        conn.set_progress_handler(None, 0)
-    return steps
+    return vm_steps(store, lambda: store.lexical_search(CAROL, terms, 10, Filters()))
 
 
 def test_a_callers_public_search_does_not_grow_with_the_owner(lite: Memory) -> None:
     for i in range(5):
         lite.add(BOB, f"harbour ferry note {i}", visibility="public")
-    store = _store(lite)
+    store = sqlite_store(lite)
     counted = []
     added = 0
     for total in (100, 1000):
@@ -109,7 +91,7 @@ def _expected(conn: sqlite3.Connection) -> set[tuple[int, str, int, str]]:
 def _check(mem: Memory) -> None:
     """The public docs are the active public records' (a message by its own words), and
     each public part's statistics are a recount of its docs."""
-    with _store(mem)._read() as c:
+    with sqlite_store(mem)._read() as c:
         assert _public_docs(c) == _expected(c)
         df: Counter[tuple[int, str]] = Counter()
         totals: Counter[tuple[int, str]] = Counter()
@@ -193,7 +175,7 @@ def every_write(lite: Memory, _check: Callable[[Memory], None]) -> None:
 def test_a_purged_users_public_part_is_gone(lite: Memory) -> None:
     lite.add(DAVE, "alpha for dave", visibility="public")
     lite.purge(DAVE)
-    with _store(lite)._read() as conn:
+    with sqlite_store(lite)._read() as conn:
         gone = scope_token(*lexical.public_owner("acme", "dave"))
         assert not conn.execute("SELECT 1 FROM lex_scopes WHERE scope_tok = ?", (gone,)).fetchall()
         assert not conn.execute("SELECT 1 FROM lex_docs WHERE seq < 0").fetchall()
@@ -229,7 +211,7 @@ def test_a_callers_search_does_not_grow_with_unshared_records(lite: Memory) -> N
     kept unshared (VM steps 100 private notes -> 1,000: grew before, not now)."""
     for i in range(5):
         lite.add(BOB, f"harbour ferry note {i}", visibility="public")
-    store = _store(lite)
+    store = sqlite_store(lite)
     counted = []
     added = 0
     for total in (100, 1000):

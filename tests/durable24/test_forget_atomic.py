@@ -67,15 +67,16 @@ def test_a_killed_forget_leaves_no_record_forgotten_without_its_event(url: str, 
         assert mem.restore(VICTIM, chosen[0]).status is RecordStatus.ACTIVE
 
 
-def _refuse_audit_inserts(url: str) -> None:
-    """A fault of the database itself: every new audit row is refused."""
+def refuse(url: str, statement: str, table: str, what: str) -> None:
+    """A fault of the database itself: every ``statement`` (INSERT, DELETE) on ``table`` is
+    refused ("<what> refused by d24"), by a trigger."""
     if url.startswith("sqlite"):
         import sqlite3
 
         conn = sqlite3.connect(url.removeprefix("sqlite:///"))
         conn.execute(
-            "CREATE TRIGGER d24_refuse BEFORE INSERT ON audit_log "
-            "BEGIN SELECT RAISE(ABORT, 'audit refused by d24'); END"
+            f"CREATE TRIGGER d24_refuse BEFORE {statement} ON {table} "
+            f"BEGIN SELECT RAISE(ABORT, '{what} refused by d24'); END"
         )
         conn.commit()
         conn.close()
@@ -89,12 +90,17 @@ def _refuse_audit_inserts(url: str) -> None:
         schema = opts.schema
         conn.execute(
             f'CREATE FUNCTION "{schema}".d24_refuse() RETURNS trigger LANGUAGE plpgsql AS '
-            "$$ BEGIN RAISE EXCEPTION 'audit refused by d24'; END $$"
+            f"$$ BEGIN RAISE EXCEPTION '{what} refused by d24'; END $$"
         )
         conn.execute(
-            f'CREATE TRIGGER d24_refuse BEFORE INSERT ON "{schema}".audit_log '
+            f'CREATE TRIGGER d24_refuse BEFORE {statement} ON "{schema}".{table} '
             f'FOR EACH ROW EXECUTE FUNCTION "{schema}".d24_refuse()'
         )
+
+
+def _refuse_audit_inserts(url: str) -> None:
+    """A fault of the database itself: every new audit row is refused."""
+    refuse(url, "INSERT", "audit_log", "audit")
 
 
 def test_a_forget_whose_event_cannot_be_written_forgets_nothing(url: str) -> None:

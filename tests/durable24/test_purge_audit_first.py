@@ -21,6 +21,8 @@ from memstrata import AsyncMemory, Memory, Scope
 from memstrata.filters import Filters
 from memstrata.store.sqlite.codec import scope_token
 
+from .test_forget_atomic import refuse
+
 OTHER = Scope("acme", "bystander-4242", session="so")
 N = 60
 
@@ -116,32 +118,7 @@ def test_a_killed_purge_of_records_is_never_without_its_event(url: str, gate: st
 
 def _refuse_record_deletes(url: str) -> None:
     """A fault of the database itself: deleting a record is refused."""
-    if url.startswith("sqlite"):
-        import sqlite3
-
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
-        conn.execute(
-            "CREATE TRIGGER d24_refuse BEFORE DELETE ON records "
-            "BEGIN SELECT RAISE(ABORT, 'delete refused by d24'); END"
-        )
-        conn.commit()
-        conn.close()
-        return
-    import psycopg
-
-    from memstrata.store.postgres.connection import parse_url
-
-    opts = parse_url(url)
-    with psycopg.connect(opts.conninfo, autocommit=True) as conn:
-        s = opts.schema
-        conn.execute(
-            f'CREATE FUNCTION "{s}".d24_refuse() RETURNS trigger LANGUAGE plpgsql AS '
-            "$$ BEGIN RAISE EXCEPTION 'delete refused by d24'; END $$"
-        )
-        conn.execute(
-            f'CREATE TRIGGER d24_refuse BEFORE DELETE ON "{s}".records '
-            f'FOR EACH ROW EXECUTE FUNCTION "{s}".d24_refuse()'
-        )
+    refuse(url, "DELETE", "records", "delete")
 
 
 def _allow_record_deletes(url: str) -> None:

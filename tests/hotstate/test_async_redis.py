@@ -30,7 +30,7 @@ from memstrata.store.base import RecordWrite, Store
 from memstrata.store.memory import InMemoryStore
 from memstrata.store.quota_counters import Refusal, Take
 from memstrata.store.redis_hot import RedisHotStore, open_redis
-from servers import RedisServer, SharedRedis, redis_server_process, unavailable
+from servers import RedisServer, SharedRedis
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 MODEL = "test-model"
@@ -282,18 +282,6 @@ def test_sessions_written_while_redis_is_up_are_not_kept_for_clean_up(
             await hot.aclose()
 
     asyncio.run(run())
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisServer]:
-    """A redis-server of this test alone (it gets killed and restarted)."""
-    try:
-        server = redis_server_process()
-    except RuntimeError as exc:
-        unavailable("redis-server", str(exc))
-        raise
-    yield server
-    server.kill()
 
 
 def test_same_answers_as_the_sync_twin_through_a_redis_outage(own_redis: RedisServer) -> None:

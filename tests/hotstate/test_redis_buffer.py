@@ -10,7 +10,6 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,18 +43,6 @@ def redis_server() -> RedisServer | _External:
     except RuntimeError as exc:
         unavailable("redis-server", str(exc))
         raise
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisServer]:
-    """A redis-server of this test alone (it gets killed and restarted)."""
-    try:
-        server = redis_server_process()
-    except RuntimeError as exc:
-        unavailable("redis-server", str(exc))
-        raise
-    yield server
-    server.kill()
 
 
 def _client(url: str) -> Any:

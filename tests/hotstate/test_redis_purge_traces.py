@@ -6,58 +6,21 @@ other user's keys stay. The test runs on a redis-server of its own so it can sca
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from memstrata import FixedClock, Memory, Scope
 from memstrata.quotas import Quota, Quotas, subject_hash
 from memstrata.search.tokenize import tokenize
 from memstrata.store.sqlite.codec import scope_token
-from servers import RedisServer, redis_server_process, unavailable
+from servers import RedisServer, redis_bytes
 
 VICTIM = Scope("acme", "victim-7731", session="sv")
 OTHER = Scope("acme", "bystander-4242", session="so")
 SECRET = "Flumblewick keeps the quarzanite ledger under locker 88231957"
 KEPT = "the weather in Porto is mild in spring"
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisServer]:
-    try:
-        server = redis_server_process()
-    except RuntimeError as exc:
-        unavailable("redis-server", str(exc))
-        raise
-    yield server
-    server.kill()
-
-
-def _everything(url: str) -> list[bytes]:
-    """Every key of the server and every byte of every value (strings, lists, hashes)."""
-    import redis
-
-    client = redis.Redis.from_url(url)
-    out: list[bytes] = []
-    for key in client.scan_iter(count=1000):
-        out.append(key)
-        kind = client.type(key)
-        if kind == b"string":
-            out.append(client.get(key) or b"")
-        elif kind == b"list":
-            out.extend(client.lrange(key, 0, -1))
-        elif kind == b"hash":
-            for k, v in client.hgetall(key).items():
-                out += [k, v]
-        elif kind == b"set":
-            out.extend(client.smembers(key))
-        elif kind == b"zset":
-            out.extend(m for m, _ in client.zrange(key, 0, -1, withscores=True))
-    client.close()
-    return out
 
 
 def _found(blobs: list[bytes], needles: set[bytes]) -> list[bytes]:
@@ -105,16 +68,16 @@ def test_single_record_purge_leaves_nothing_in_redis(
         rid = _fill(mem)
         vector = _vector_bytes(mem, SECRET)
         needles = _words(SECRET) | {rid.encode(), vector}
-        assert vector in _everything(own_redis.url)  # the cache held it
+        assert vector in redis_bytes(own_redis.url)  # the cache held it
         report = mem.purge(VICTIM, [rid])
         assert report.records >= 1 and report.remaining == 0
-        left = _found(_everything(own_redis.url), needles)
+        left = _found(redis_bytes(own_redis.url), needles)
         assert left == [], f"purged record still in Redis: {left!r}"
         # the rest of the user and the other user are still served from Redis
         assert [r.text for r in mem.store.recent_turns(OTHER, 10)] == [KEPT]
         texts = [r.text for r in mem.store.recent_turns(VICTIM, 10)]
         assert SECRET not in texts and "noted, the weather is nice" in texts
-        keys = _everything(own_redis.url)
+        keys = redis_bytes(own_redis.url)
         assert any(k.startswith(b"memstrata:acme:victim-7731:e:") for k in keys)  # not wiped
     finally:
         mem.close()
@@ -137,11 +100,11 @@ def test_whole_user_purge_leaves_nothing_in_redis(
             scope_token(VICTIM.tenant, VICTIM.user).encode(),
             subject_hash(VICTIM.tenant, VICTIM.user).encode(),
         }
-        assert _found(_everything(own_redis.url), needles)  # the scan sees them before
+        assert _found(redis_bytes(own_redis.url), needles)  # the scan sees them before
         report = mem.purge(VICTIM.user_scope)
         assert report.remaining == 0
-        left = _found(_everything(own_redis.url), needles)
+        left = _found(redis_bytes(own_redis.url), needles)
         assert left == [], f"purged user still in Redis: {left!r}"
-        assert b"bystander-4242" in b"".join(_everything(own_redis.url))
+        assert b"bystander-4242" in b"".join(redis_bytes(own_redis.url))
     finally:
         mem.close()

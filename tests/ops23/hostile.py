@@ -4,11 +4,12 @@ server sent it (status, headers, body; "closed" when it sent nothing)."""
 from __future__ import annotations
 
 import json
+import select
 import socket
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Answer", "exchange", "read_until_closed", "request"]
+__all__ = ["Answer", "closed_by_server", "exchange", "read_until_closed", "request"]
 
 
 def request(
@@ -85,3 +86,17 @@ def read_until_closed(sock: socket.socket) -> bytes:
     except ConnectionResetError:
         pass
     return out
+
+
+def closed_by_server(socks: list[socket.socket]) -> list[socket.socket]:
+    """Those of ``socks`` the server has closed (each readable one is read at once, a byte:
+    a header deadline must not close more meanwhile; pass the others on)."""
+    readable, _, _ = select.select(socks, [], [], 0.5)
+    closed = []
+    for sock in readable:
+        try:
+            if sock.recv(1) == b"":
+                closed.append(sock)
+        except ConnectionResetError:
+            closed.append(sock)
+    return closed

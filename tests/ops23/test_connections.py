@@ -10,7 +10,6 @@ unknown to ``serve`` (the server did not start).
 
 from __future__ import annotations
 
-import select
 import socket
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ import httpx2
 from memstrata.server.keys import SQLiteKeyStore
 from serving import serve
 
-from .hostile import Answer, exchange, read_until_closed, request
+from .hostile import Answer, closed_by_server, exchange, read_until_closed, request
 
 
 def _key(db: Path, role: str = "member") -> str:
@@ -29,20 +28,6 @@ def _key(db: Path, role: str = "member") -> str:
         return keys.create("acme", role=role).secret
     finally:
         keys.close()
-
-
-def _closed_by_server(socks: list[socket.socket]) -> list[socket.socket]:
-    """Those of ``socks`` the server has closed (read at once: a header deadline must not
-    close more meanwhile)."""
-    readable, _, _ = select.select(socks, [], [], 0.5)
-    closed = []
-    for sock in readable:
-        try:
-            if sock.recv(1) == b"":
-                closed.append(sock)
-        except ConnectionResetError:
-            closed.append(sock)
-    return closed
 
 
 def _write(url: str, key: str) -> int:
@@ -63,7 +48,7 @@ def test_idle_connections_make_room_for_new_ones(tmp_path: Path) -> None:
                 assert _write(s.url, key) == 201
             # the 10 over the cap, then one per real client (the idlest by the server's
             # clock: in a batch accepted at once, not necessarily the order they connected)
-            assert 10 <= len(_closed_by_server(idle)) <= 13
+            assert 10 <= len(closed_by_server(idle)) <= 13
         finally:
             for sock in idle:
                 sock.close()

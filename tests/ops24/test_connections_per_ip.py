@@ -7,13 +7,12 @@ The other address is 127.0.0.2, which Linux routes to the loopback like 127.0.0.
 
 from __future__ import annotations
 
-import select
 import socket
 import time
 from pathlib import Path
 
 from memstrata.server.keys import SQLiteKeyStore
-from ops23.hostile import Answer, read_until_closed, request
+from ops23.hostile import Answer, closed_by_server, read_until_closed, request
 from serving import serve
 
 OTHER = ("127.0.0.2", 0)
@@ -33,19 +32,6 @@ def _ask(address: tuple[str, int], source: tuple[str, int] | None = None) -> Ans
         return Answer(read_until_closed(sock))
 
 
-def _closed(socks: list[socket.socket]) -> list[socket.socket]:
-    """Those of ``socks`` the server has closed (each is read once: pass the others on)."""
-    readable, _, _ = select.select(socks, [], [], 0.5)
-    closed = []
-    for sock in readable:
-        try:
-            if sock.recv(1) == b"":
-                closed.append(sock)
-        except ConnectionResetError:
-            closed.append(sock)
-    return closed
-
-
 def test_past_the_cap_with_none_idle_the_address_gets_a_429(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
     _key(db)
@@ -62,7 +48,7 @@ def test_past_the_cap_with_none_idle_the_address_gets_a_429(tmp_path: Path) -> N
             assert b"retry-after: 1" in refused.head
             assert "this address" in refused.json()["error"]["message"]
             assert _ask(s.address, OTHER).status == "200"  # another address is served
-            assert _closed(busy) == []  # none of the busy ones was cut for it
+            assert closed_by_server(busy) == []  # none of the busy ones was cut for it
         finally:
             for sock in busy:
                 sock.close()
@@ -84,11 +70,11 @@ def test_idle_connections_of_the_address_make_room(tmp_path: Path) -> None:
         idle = [socket.create_connection(s.address, timeout=10) for _ in range(5)]
         try:
             time.sleep(0.3)
-            gone = _closed(idle)
+            gone = closed_by_server(idle)
             assert len(gone) == 2  # the two over the cap closed their address's idlest
             assert _ask(s.address).status == "200"  # and a new one closes one more
-            assert len(_closed([c for c in idle if c not in gone])) == 1
-            assert _closed(others) == []  # another address's idle connections are its own
+            assert len(closed_by_server([c for c in idle if c not in gone])) == 1
+            assert closed_by_server(others) == []  # another address's idle connections are its own
         finally:
             for sock in idle + others:
                 sock.close()

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from memstrata import FixedClock, Memory, Message, Scope
 from memstrata.search.tokenize import tokenize
+from turn_calls import add_in_calls, word
 
 from .test_purge_record_traces import _pg_rows_containing
 
@@ -165,10 +166,6 @@ def test_retention_purge_of_a_question_cleans_the_reply(mem: Memory, clock: Fixe
     assert set(_stored_terms(mem)[reply.id]) == set(tokenize(REPLY))
 
 
-def _word(i: int) -> str:
-    return "zq" + "".join("bcdfghjklm"[int(c)] for c in str(i))  # one invented word per turn
-
-
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -196,30 +193,10 @@ def test_no_surviving_turn_keeps_a_purged_words(
         n = len(asks)
         times = [datetime(2025, 6, 1, tzinfo=UTC) + timedelta(hours=h) for h in range(n)]
         order.shuffle(times)
-        ids: list[str] = []
-        calls = [0, *sorted(c for c in cuts if c < n), n]
-        for start, end in zip(calls, calls[1:], strict=False):
-            by_session: dict[str | None, list[int]] = {}
-            for i in range(start, end):
-                by_session.setdefault(sessions[i], []).append(i)
-            for session, idx in by_session.items():
-                scope = Scope("acme", "victim", session=session)
-                msgs = [
-                    Message(
-                        role="user",
-                        content=f"Is {_word(i)} here?" if asks[i] else f"Yes {_word(i)} is.",
-                        observed_at=times[i] if dated else None,
-                    )
-                    for i in idx
-                ]
-                for i, rec in zip(idx, mem.add_messages(scope, msgs), strict=True):
-                    while len(ids) <= i:
-                        ids.append("")
-                    ids[i] = rec.id
-            clock.advance(seconds=1)
+        ids = add_in_calls(mem, clock, asks, sessions, [t if dated else None for t in times], cuts)
         gone = {i for i in purge if i < n}
         mem.purge(Scope("acme", "victim"), [ids[i] for i in sorted(gone)])
-        words = {_word(i) for i in gone}
+        words = {word(i) for i in gone}
         terms = _stored_terms(mem)
         leaked = {rid: sorted(set(t) & words) for rid, t in terms.items() if set(t) & words}
         assert leaked == {}

@@ -26,6 +26,7 @@ import pytest
 
 from memstrata import Filters, Memory, Scope
 from memstrata.store.sqlite.codec import scope_token
+from servers import redis_bytes
 
 from .held import HeldJob
 
@@ -102,30 +103,10 @@ def _pg_traces(url: str) -> Callable[[list[str]], list[str]]:
 
 
 def _redis_traces(buffer: str) -> Callable[[list[str]], list[str]]:
-    import redis
-
     prefix = parse_qs(urlparse(buffer).query)["prefix"][0]
 
     def traces(needles: list[str]) -> list[str]:
-        client = redis.Redis.from_url(buffer.split("?")[0])
-        blobs: list[bytes] = []
-        try:
-            for key in client.scan_iter(match=prefix + ":*", count=1000):
-                blobs.append(key)
-                kind = client.type(key)
-                if kind == b"string":
-                    blobs.append(client.get(key) or b"")
-                elif kind == b"list":
-                    blobs.extend(client.lrange(key, 0, -1))
-                elif kind == b"hash":
-                    for k, v in client.hgetall(key).items():
-                        blobs += [k, v]
-                elif kind == b"set":
-                    blobs.extend(client.smembers(key))
-                elif kind == b"zset":
-                    blobs.extend(m for m, _ in client.zrange(key, 0, -1, withscores=True))
-        finally:
-            client.close()
+        blobs = redis_bytes(buffer.split("?")[0], prefix + ":*")
         return [f"redis:{n}" for n in needles if any(n.encode() in b for b in blobs)]
 
     return traces

@@ -12,49 +12,14 @@ order them:
 
 from __future__ import annotations
 
-import threading
-import time
-from typing import Any
-
-import psycopg
 import pytest
 
 from memstrata import Memory, Scope
 from memstrata.errors import ConflictError, NotFoundError
+from pg_sessions import blocked_by, purge_in_thread, schema_conn
 
 BOB = Scope("acme", "bob")
 CAROL = Scope("acme", "carol")
-
-
-def _blocked_by(admin: Any, pid: int, done: threading.Event) -> None:
-    """Until a backend waits for ``pid``'s locks (or the purge has ended)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not done.is_set():
-        row = admin.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", (pid,)
-        ).fetchone()
-        if row[0]:
-            return
-        time.sleep(0.01)  # polling the server's lock table, not ordering by time
-    if not done.is_set():
-        raise AssertionError("the purge never waited")
-
-
-def _purge(mem: Memory, out: dict[str, Any], done: threading.Event) -> None:
-    try:
-        out["report"] = mem.purge(CAROL)
-    except BaseException as exc:  # noqa: BLE001 - handed to the test
-        out["error"] = exc
-    finally:
-        done.set()
-
-
-def _conn(mem: Memory) -> psycopg.Connection[Any]:
-    store: Any = mem.store
-    schema = store.options.schema
-    conn = psycopg.connect(store.options.conninfo, autocommit=True)
-    conn.execute(f'SET search_path TO "{schema}", public')
-    return conn
 
 
 def _named(mem: Memory, rid: str) -> bool:
@@ -67,19 +32,14 @@ def test_a_share_during_the_purge_is_refused(pg_url: str) -> None:
         shared = mem.add(BOB, "bob's note shared with carol")
         mem.set_access(BOB, shared.id, visibility="shared", allowed_users=["carol"])
         later = mem.add(BOB, "bob's note shared with carol during her purge")
-        holder = _conn(mem)
-        admin = _conn(mem)
-        holder.autocommit = False
-        holder.execute(f'SET search_path TO "{mem.store.options.schema}", public')  # type: ignore[attr-defined]
+        holder = schema_conn(mem, autocommit=False)
+        admin = schema_conn(mem)
         # the purge will wait for this row lock inside its pass over carol's shared records
         holder.execute("SELECT 1 FROM records WHERE id = %s FOR UPDATE", (shared.id,))
-        out: dict[str, Any] = {}
-        done = threading.Event()
-        t = threading.Thread(target=_purge, args=(mem, out, done))
-        t.start()
+        t, out = purge_in_thread(mem, CAROL)
         try:
-            _blocked_by(admin, holder.info.backend_pid, done)
-            assert not done.is_set()
+            blocked_by(admin, holder.info.backend_pid, out["done"])
+            assert not out["done"].is_set()
             with pytest.raises(ConflictError, match="purge"):
                 mem.set_access(BOB, later.id, visibility="shared", allowed_users=["carol"])
         finally:
@@ -103,21 +63,16 @@ def test_the_purge_waits_for_a_share_under_way(pg_url: str) -> None:
     with Memory(pg_url, embedder="hashing", background=False) as mem:
         mem.add(CAROL, "carol's note")
         rec = mem.add(BOB, "bob's note")
-        writer = _conn(mem)
-        admin = _conn(mem)
-        writer.autocommit = False
-        writer.execute(f'SET search_path TO "{mem.store.options.schema}", public')  # type: ignore[attr-defined]
+        writer = schema_conn(mem, autocommit=False)
+        admin = schema_conn(mem)
         access = '{"allowed_roles":[],"allowed_users":["carol","dave"],"visibility":"shared"}'
         writer.execute(
             "UPDATE records SET access = %s, version = version + 1 WHERE id = %s",
             (access, rec.id),
         )
-        out: dict[str, Any] = {}
-        done = threading.Event()
-        t = threading.Thread(target=_purge, args=(mem, out, done))
-        t.start()
+        t, out = purge_in_thread(mem, CAROL)
         try:
-            _blocked_by(admin, writer.info.backend_pid, done)
+            blocked_by(admin, writer.info.backend_pid, out["done"])
             writer.commit()
         finally:
             t.join(60)

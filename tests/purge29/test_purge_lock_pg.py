@@ -10,8 +10,6 @@ way is waited for)."""
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import psycopg
@@ -19,31 +17,10 @@ import pytest
 
 from memstrata import Memory, Scope
 from memstrata.errors import ConflictError
+from pg_sessions import blocked_by, purge_in_thread, schema_conn
 
 BOB = Scope("acme", "bob")
 CAROL = Scope("acme", "carol")
-
-
-def _blocked_by(admin: Any, pid: int, done: threading.Event) -> None:
-    """Until a backend waits for ``pid``'s locks (or the purge has ended); as in
-    tests/purge28/test_purge_race_pg.py."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not done.is_set():
-        row = admin.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", (pid,)
-        ).fetchone()
-        if row[0]:
-            return
-        time.sleep(0.01)  # polling the server's lock table, not ordering by time
-    if not done.is_set():
-        raise AssertionError("the purge never waited")
-
-
-def _conn(mem: Memory) -> psycopg.Connection[Any]:
-    store: Any = mem.store
-    conn = psycopg.connect(store.options.conninfo, autocommit=True)
-    conn.execute(f'SET search_path TO "{store.options.schema}", public')
-    return conn
 
 
 def _neighbour(admin: Any) -> str:
@@ -55,45 +32,22 @@ def _neighbour(admin: Any) -> str:
     return str(row[0])
 
 
-def _purge_in_thread(mem: Memory, scope: Scope) -> tuple[threading.Thread, dict[str, Any]]:
-    out: dict[str, Any] = {"done": threading.Event()}
-
-    def run() -> None:
-        try:
-            out["report"] = mem.purge(scope)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            out["error"] = exc
-        finally:
-            out["done"].set()
-
-    t = threading.Thread(target=run)
-    t.start()
-    return t, out
-
-
 def _held_purge(mem: Memory, holder: Any, admin: Any, user: str) -> tuple[Any, dict[str, Any]]:
     """A purge of ``user`` held inside its pass over what was shared with them (after its
     locks and its read of the index)."""
     rec = mem.add(BOB, f"bob's note shared with {user}")
     mem.set_access(BOB, rec.id, visibility="shared", allowed_users=[user])
     holder.execute("SELECT 1 FROM records WHERE id = %s FOR UPDATE", (rec.id,))
-    t, out = _purge_in_thread(mem, Scope("acme", user))
-    _blocked_by(admin, holder.info.backend_pid, out["done"])
+    t, out = purge_in_thread(mem, Scope("acme", user))
+    blocked_by(admin, holder.info.backend_pid, out["done"])
     assert not out["done"].is_set()
     return t, out
 
 
-def _tx(mem: Memory) -> Any:
-    conn = _conn(mem)
-    conn.autocommit = False
-    conn.execute(f'SET search_path TO "{mem.store.options.schema}", public')  # type: ignore[attr-defined]
-    return conn
-
-
 def test_a_share_with_a_neighbour_during_a_purge_is_written(pg_url: str) -> None:
     with Memory(pg_url, embedder="hashing", background=False) as mem:
-        admin = _conn(mem)
-        holder = _tx(mem)
+        admin = schema_conn(mem)
+        holder = schema_conn(mem, autocommit=False)
         dave = _neighbour(admin)
         mem.add(CAROL, "carol's note")
         later = mem.add(BOB, "bob's note for a reader of carol's bucket")
@@ -117,9 +71,9 @@ def test_a_neighbours_purge_waits_for_a_share_that_fell_back(pg_url: str) -> Non
     bucket takes carol's own key; carol's purge, started then, waits for it and takes her
     out of the record."""
     with Memory(pg_url, embedder="hashing", background=False) as mem:
-        admin = _conn(mem)
-        holder = _tx(mem)
-        writer = _tx(mem)
+        admin = schema_conn(mem)
+        holder = schema_conn(mem, autocommit=False)
+        writer = schema_conn(mem, autocommit=False)
         dave = _neighbour(admin)
         mem.add(CAROL, "carol's note")
         mem.add(Scope("acme", dave), "dave's note")
@@ -131,8 +85,8 @@ def test_a_neighbours_purge_waits_for_a_share_that_fell_back(pg_url: str) -> Non
                 "UPDATE records SET access = %s, version = version + 1 WHERE id = %s",
                 (access, rec.id),
             )
-            t2, out2 = _purge_in_thread(mem, CAROL)
-            _blocked_by(admin, writer.info.backend_pid, out2["done"])
+            t2, out2 = purge_in_thread(mem, CAROL)
+            blocked_by(admin, writer.info.backend_pid, out2["done"])
             writer.commit()
         finally:
             writer.close()
@@ -154,8 +108,8 @@ def test_a_purge_of_an_older_process_takes_the_users_key(pg_url: str) -> None:
     purge did: that call now takes the user's own key too, so a share with the user is
     refused and one with a neighbour is written."""
     with Memory(pg_url, embedder="hashing", background=False) as mem:
-        admin = _conn(mem)
-        old = _tx(mem)
+        admin = schema_conn(mem)
+        old = schema_conn(mem, autocommit=False)
         dave = _neighbour(admin)
         rec = mem.add(BOB, "bob's note")
         try:
@@ -179,7 +133,7 @@ def test_a_share_with_many_readers_takes_few_locks(pg_url: str) -> None:
             + ",".join(f'"{r}"' for r in readers)
             + '],"visibility":"shared"}'
         )
-        conn = _tx(mem)
+        conn = schema_conn(mem, autocommit=False)
         try:
             conn.execute("UPDATE records SET access = %s WHERE id = %s", (access, rec.id))
             held = conn.execute(
@@ -195,7 +149,7 @@ def test_a_share_with_many_readers_takes_few_locks(pg_url: str) -> None:
 def test_the_error_says_what_to_do(pg_url: str) -> None:
     with Memory(pg_url, embedder="hashing", background=False) as mem:
         rec = mem.add(BOB, "bob's note")
-        old = _tx(mem)
+        old = schema_conn(mem, autocommit=False)
         try:
             old.execute("SELECT record_readers_purge_lock('acme', 'carol')")
             with pytest.raises(ConflictError) as err:

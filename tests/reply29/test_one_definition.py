@@ -15,15 +15,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstrata import Memory, Message, Scope
+from memstrata import Memory, Scope
 from memstrata.clock import FixedClock
 from memstrata.search.reply_terms import kept_terms
+from turn_calls import add_in_calls
 
 VICTIM = Scope("acme", "victim")
-
-
-def _word(i: int) -> str:
-    return "zq" + "".join("bcdfghjklm"[int(c)] for c in str(i))
 
 
 def _stored(mem: Memory) -> dict[str, tuple[str, ...]]:
@@ -66,26 +63,9 @@ def _check(
     clock = FixedClock(datetime(2026, 1, 1, 12, 0, tzinfo=UTC))
     mem = Memory(url, embedder="hashing", clock=clock, background=False)
     try:
+        times = [datetime(2025, 6, 1, h, tzinfo=UTC) if dated else None for h in hours]
+        ids = add_in_calls(mem, clock, asks, sessions, times, cuts)
         n = len(asks)
-        ids = [""] * n
-        calls = [0, *sorted(c for c in cuts if c < n), n]
-        for start, end in zip(calls, calls[1:], strict=False):
-            by_session: dict[str | None, list[int]] = {}
-            for i in range(start, end):
-                by_session.setdefault(sessions[i], []).append(i)
-            for session, idx in by_session.items():
-                msgs = [
-                    Message(
-                        role="user",
-                        content=f"Is {_word(i)} here?" if asks[i] else f"Yes {_word(i)} is.",
-                        observed_at=datetime(2025, 6, 1, hours[i], tzinfo=UTC) if dated else None,
-                    )
-                    for i in idx
-                ]
-                scope = Scope("acme", "victim", session=session)
-                for i, rec in zip(idx, mem.add_messages(scope, msgs), strict=True):
-                    ids[i] = rec.id
-            clock.advance(seconds=1)
         gone = [ids[i] for i in sorted(purge) if i < n]
         if gone:
             mem.purge(VICTIM, gone)

@@ -18,6 +18,7 @@ import pytest
 from memstrata import Memory, Scope
 from memstrata.filters import Filters
 from memstrata.store.sqlite.store import SQLiteStore
+from sqlite_steps import sqlite_store, vm_steps
 
 BOB = Scope("acme", "bob")
 EDITOR = BOB.as_caller("erin", {"editor"})
@@ -30,27 +31,8 @@ def lite(tmp_path: Path) -> Iterator[Memory]:
     m.close()
 
 
-def _store(mem: Memory) -> SQLiteStore:
-    store = getattr(mem.store, "viewed", mem.store)
-    assert isinstance(store, SQLiteStore)
-    return store
-
-
 def _steps(store: SQLiteStore, scope: Scope, terms: list[str]) -> int:
-    conn = store._reader()
-    steps = 0
-
-    def tick() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    conn.set_progress_handler(tick, 1)
-    try:
-        store.lexical_search(scope, terms, 10, Filters())
-    finally:
-        conn.set_progress_handler(None, 0)
-    return steps
+    return vm_steps(store, lambda: store.lexical_search(scope, terms, 10, Filters()))
 
 
 def _shared(mem: Memory, text: str, role: str) -> str:
@@ -62,7 +44,7 @@ def _shared(mem: Memory, text: str, role: str) -> str:
 @pytest.mark.parametrize("kind", ["private", "another role", "by name"])
 def test_a_role_callers_search_does_not_grow_with_the_owner(lite: Memory, kind: str) -> None:
     shared = {_shared(lite, f"harbour ferry note {i}", "editor") for i in range(5)}
-    store = _store(lite)
+    store = sqlite_store(lite)
     counted = []
     added = 0
     for total in (100, 1000):

@@ -10,7 +10,6 @@ invalidates every session Redis holds when it is back: still none served stale.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,21 +17,10 @@ import pytest
 import memstrata.store.redis_hot as redis_hot
 from memstrata import Memory, Scope
 from memstrata.store.redis_hot import RedisHotStore
-from servers import RedisServer, redis_server_process, unavailable
+from servers import RedisServer
 
 CAP = 10
 SESSIONS = 3 * CAP
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisServer]:
-    try:
-        server = redis_server_process()
-    except RuntimeError as exc:
-        unavailable("redis-server", str(exc))
-        raise
-    yield server
-    server.kill()
 
 
 def test_sessions_written_during_an_outage_are_bounded_and_none_is_served_stale(

@@ -6,35 +6,15 @@ dims, another model), and nothing said so."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
-import numpy as np
 import pytest
 
+from embedders import Rotated
 from memstrata import AsyncMemory, Memory, Scope
-from memstrata.embedder.base import Matrix
 from memstrata.embedder.hashing import HashingEmbedder
 from memstrata.errors import EmbeddingMismatchError
 
 ME = Scope("acme", "zoe")
-
-
-class Rotated:
-    """Another model of the same dims: the hashing vectors, coordinates reversed."""
-
-    def __init__(self) -> None:
-        self._inner = HashingEmbedder()
-
-    @property
-    def model_id(self) -> str:
-        return "rotated-256"
-
-    @property
-    def dims(self) -> int:
-        return 256
-
-    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
-        return np.ascontiguousarray(self._inner.embed_batch(texts, query=query)[:, ::-1])
 
 
 def _texts(mem: Memory) -> set[str]:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from embedders import Rotated
 from memstrata import AsyncMemory, Memory, Scope
 from memstrata.embedder.base import Matrix
 from memstrata.embedder.hashing import HashingEmbedder
@@ -161,24 +162,6 @@ def test_an_async_reader_of_the_old_model_ranks_only_its_vectors(url: str, cache
 
 def _rotated_question() -> np.ndarray:
     return np.ascontiguousarray(_question()[::-1])
-
-
-class Rotated:
-    """The new model: the hashing vectors, coordinates reversed (as test_one_model.py's)."""
-
-    def __init__(self) -> None:
-        self._inner = HashingEmbedder()
-
-    @property
-    def model_id(self) -> str:
-        return "rotated-256"
-
-    @property
-    def dims(self) -> int:
-        return 256
-
-    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
-        return np.ascontiguousarray(self._inner.embed_batch(texts, query=query)[:, ::-1])
 
 
 def test_the_new_models_readers_ignore_old_vectors_left_behind(url: str) -> None:

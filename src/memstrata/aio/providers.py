@@ -32,7 +32,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar
 
 from .._async.embedder.base import AsyncEmbedder
 from .._async.llm.base import AsyncLLM
@@ -59,6 +59,7 @@ __all__ = [
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Inner = TypeVar("Inner")
 
 
 class _Runner:
@@ -93,20 +94,44 @@ async def _close_inner(runner: _Runner, inner: object) -> None:
         await runner(close)
 
 
-class SyncEmbedderAdapter:
-    """A sync :class:`Embedder` presented as an :class:`AsyncEmbedder`."""
+class _SyncAdapter(Generic[Inner]):
+    """A sync provider's adapter: the provider (``inner``), the runner of its calls (inline
+    or on a thread of the adapter's own), and how the adapter ends."""
 
-    def __init__(self, inner: Embedder, *, thread: bool) -> None:
+    _thread_name: ClassVar[str]
+
+    def __init__(self, inner: Inner, *, thread: bool) -> None:
         self._inner = inner
-        self._run = _Runner(thread, "memstrata-embed")
+        self._run = _Runner(thread, self._thread_name)
 
     @property
-    def inner(self) -> Embedder:
+    def inner(self) -> Inner:
         return self._inner
 
     @property
     def threaded(self) -> bool:
         return self._run.threaded
+
+    async def release(self) -> None:
+        """End the adapter's thread; the provider itself stays open (it is the caller's)."""
+        await self._run.shutdown()
+
+    async def aclose(self) -> None:
+        """Close the sync provider (if it has ``close``) and end the adapter's thread."""
+        try:
+            await _close_inner(self._run, self._inner)
+        finally:
+            await self._run.shutdown()
+
+    def __repr__(self) -> str:
+        how = "thread" if self.threaded else "inline"
+        return f"{type(self).__name__}({self._inner!r}, {how})"
+
+
+class SyncEmbedderAdapter(_SyncAdapter[Embedder]):
+    """A sync :class:`Embedder` presented as an :class:`AsyncEmbedder`."""
+
+    _thread_name = "memstrata-embed"
 
     @property
     def model_id(self) -> str:
@@ -123,39 +148,14 @@ class SyncEmbedderAdapter:
     async def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Matrix:
         return await self._run(self._inner.embed_batch, list(texts), query=query)
 
-    async def release(self) -> None:
-        """End the adapter's thread; the embedder itself stays open (it is the caller's)."""
-        await self._run.shutdown()
 
-    async def aclose(self) -> None:
-        """Close the sync embedder (if it has ``close``) and end the adapter's thread."""
-        try:
-            await _close_inner(self._run, self._inner)
-        finally:
-            await self._run.shutdown()
-
-    def __repr__(self) -> str:
-        how = "thread" if self.threaded else "inline"
-        return f"SyncEmbedderAdapter({self._inner!r}, {how})"
-
-
-class SyncLLMAdapter:
+class SyncLLMAdapter(_SyncAdapter[LLM]):
     """A sync :class:`LLM` presented as an :class:`AsyncLLM`.
 
     ``summarize_attributed`` is always there: the inner LLM's when it has one, else the
     summary labelled with the LLM's name (what the summary layer does for such an LLM)."""
 
-    def __init__(self, inner: LLM, *, thread: bool) -> None:
-        self._inner = inner
-        self._run = _Runner(thread, "memstrata-llm")
-
-    @property
-    def inner(self) -> LLM:
-        return self._inner
-
-    @property
-    def threaded(self) -> bool:
-        return self._run.threaded
+    _thread_name = "memstrata-llm"
 
     @property
     def name(self) -> str:
@@ -189,21 +189,6 @@ class SyncLLMAdapter:
 
     async def extract_key_info(self, texts: Sequence[str]) -> list[str]:
         return await self._run(self._inner.extract_key_info, list(texts))
-
-    async def release(self) -> None:
-        """End the adapter's thread; the LLM itself stays open (it is the caller's)."""
-        await self._run.shutdown()
-
-    async def aclose(self) -> None:
-        """Close the sync LLM (if it has ``close``) and end the adapter's thread."""
-        try:
-            await _close_inner(self._run, self._inner)
-        finally:
-            await self._run.shutdown()
-
-    def __repr__(self) -> str:
-        how = "thread" if self.threaded else "inline"
-        return f"SyncLLMAdapter({self._inner!r}, {how})"
 
 
 class SyncChatAdapter:

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from ..context.dates import MONTH_NAMES as _MONTHS
+
 __all__ = [
     "SynthMessage",
     "synth_messages",
@@ -131,20 +133,6 @@ _PLACES_ZH = ["上海", "北京", "杭州", "成都", "深圳", "西安", "广�
 _THINGS_ZH = ["陶艺课", "马拉松训练", "面试", "吉他课", "读书会", "露营", "搬家", "婚礼"]
 _FOODS_ZH = ["火锅", "饺子", "拉面", "小笼包", "烤鸭", "麻辣烫"]
 _FEELINGS_ZH = ["紧张", "兴奋", "累", "开心", "期待"]
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
 
 
 @dataclass(frozen=True, slots=True)

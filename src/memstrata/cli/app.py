@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..record_names import RECORD_TYPE_NAMES as RECORD_TYPES
 from .lazy import LazyGroup
 from .options import Settings, choice, console, emit, fail, note, open_memory, out, show
 from .resolve import resolve_id
@@ -51,18 +52,6 @@ app = typer.Typer(
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
-RECORD_TYPES = (
-    "message",
-    "summary",
-    "episode",
-    "fact",
-    "knowledge",
-    "cluster",
-    "key",
-    "procedure",
-    "task",
-    "note",
-)
 ROLES = ("user", "assistant", "system", "tool")
 MODES = ("hybrid", "lexical", "dense")
 # The README's layer names (and the search module's own) -> the names search accepts.

@@ -17,6 +17,7 @@ from ..layers.episodic_types import EpisodeHit
 from ..layers.knowledge_types import MAX_DOCUMENT_CHARS
 from ..layers.procedural_types import FailureWarning, Suggestion
 from ..maintenance_types import LogEntry, MaintenanceReport
+from ..record_names import RecordTypeName
 from ..records import MemoryRecord
 from ..worker_types import RunReport
 from .inspect import LayerItem, LayersView
@@ -52,18 +53,6 @@ class Request(BaseModel):
 
 
 RoleName = Literal["user", "assistant", "system", "tool"]
-RecordTypeName = Literal[
-    "message",
-    "summary",
-    "episode",
-    "fact",
-    "knowledge",
-    "cluster",
-    "key",
-    "procedure",
-    "task",
-    "note",
-]
 SourceName = Literal[
     "explicit_user_input",
     "implicit_inference",

@@ -21,7 +21,7 @@ import numpy as np
 from ..audit import AuditEvent
 from ..audit_backends import InMemoryAudit
 from ..clock import later
-from ..errors import ConflictError, NotFoundError, ValidationError, closed_store
+from ..errors import NotFoundError, ValidationError, closed_store
 from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
 from ..records import MemoryRecord, RecordStatus, RecordType
@@ -50,6 +50,7 @@ from .types import (
     ListQuery,
     RecordView,
     StoredVector,
+    check_replace,
     history_of,
     kept_records,
     name_field,
@@ -360,21 +361,8 @@ class InMemoryStore:
         entry = self._visible(scope, new.id)
         if entry is None:
             raise NotFoundError(f"no record {new.id!r} in scope {scope}")
-        current = entry.record.version
-        if current != expected_version:
-            raise ConflictError(
-                f"record {new.id!r} is at version {current}, but this update was based on "
-                f"version {expected_version}; re-read the record and apply the change again"
-            )
-        if new.version != expected_version + 1:
-            raise ValidationError(
-                f"the new version of {new.id!r} must be {expected_version + 1}, got {new.version}"
-            )
-        if (new.tenant, new.user) != (entry.record.tenant, entry.record.user):
-            raise ValidationError(
-                f"replace cannot move record {new.id!r} to another "
-                "tenant or user; insert a copy under a new id instead"
-            )
+        stored = entry.record
+        check_replace(new, stored.version, (stored.tenant, stored.user), expected_version)
         vec = self._check(write)
         undo.append(self._snapshot(entry))
         entry.history.append(entry.record)

@@ -11,7 +11,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import NotFoundError, ValidationError
+from ..errors import ConflictError, NotFoundError, ValidationError
 from ..filters import Filters
 from ..records import JSON, MemoryRecord, RecordType, Role
 from ..scope import Scope
@@ -32,6 +32,7 @@ __all__ = [
     "StoreStats",
     "StoredVector",
     "Vector",
+    "check_replace",
     "history_of",
     "kept_records",
     "reembedded",
@@ -312,3 +313,26 @@ def seqs_in_order(
         if (r.tenant, r.user, r.id) not in found:
             raise NotFoundError(f"no record {r.id!r}; nothing was re-embedded")
     return [found[(r.tenant, r.user, r.id)] for r in records]
+
+
+def check_replace(
+    new: MemoryRecord, current: int, owner: tuple[str, str], expected_version: int
+) -> None:
+    """What every store's ``replace`` checks, under its lock, of the ``new`` version against
+    the stored record (at version ``current``, of ``owner``: its tenant and user): a
+    ``ConflictError`` when another change came first, a ``ValidationError`` when ``new`` is
+    not the version after ``expected_version`` or would move the record to another user."""
+    if current != expected_version:
+        raise ConflictError(
+            f"record {new.id!r} is at version {current}, but this update was based on "
+            f"version {expected_version}; re-read the record and apply the change again"
+        )
+    if new.version != expected_version + 1:
+        raise ValidationError(
+            f"the new version of {new.id!r} must be {expected_version + 1}, got {new.version}"
+        )
+    if (new.tenant, new.user) != owner:
+        raise ValidationError(
+            f"replace cannot move record {new.id!r} to another "
+            "tenant or user; insert a copy under a new id instead"
+        )

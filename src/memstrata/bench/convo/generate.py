@@ -29,26 +29,13 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from ...context.dates import MONTH_NAMES as _MONTHS
 from ..locomo.dataset import TURN_SPACING, Conversation, Question, Session, Turn
 from .vocab import FILLER, LANGS, POOLS, SCRIPTS
 
 __all__ = ["CATEGORY_NAMES", "generate"]
 
 CATEGORY_NAMES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "update", 4: "single-hop"}
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 
 
 @dataclass

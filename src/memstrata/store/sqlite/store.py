@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ...audit import AuditEvent
-from ...errors import ConflictError, NotFoundError, StoreError, ValidationError, closed_store
+from ...errors import NotFoundError, StoreError, ValidationError, closed_store
 from ...filters import Filters
 from ...jobs import Fence, Job, current_fence
 from ...records import MemoryRecord, RecordStatus, RecordType
@@ -59,6 +59,7 @@ from ..types import (
     ListQuery,
     RecordView,
     StoredVector,
+    check_replace,
     history_of,
     kept_records,
     name_field,
@@ -824,21 +825,7 @@ class SQLiteStore:
         if not rows:
             raise NotFoundError(f"no record {new.id!r} in scope {scope}")
         cur = rows[0]
-        if cur["version"] != expected_version:
-            raise ConflictError(
-                f"record {new.id!r} is at version {cur['version']}, but this update was "
-                f"based on version {expected_version}; re-read the record and apply the "
-                "change again"
-            )
-        if new.version != expected_version + 1:
-            raise ValidationError(
-                f"the new version of {new.id!r} must be {expected_version + 1}, got {new.version}"
-            )
-        if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
-            raise ValidationError(
-                f"replace cannot move record {new.id!r} to another "
-                "tenant or user; insert a copy under a new id instead"
-            )
+        check_replace(new, cur["version"], (cur["tenant"], cur["user"]), expected_version)
         seq = int(cur["seq"])
         values = encode_record(new)
         old = c.execute(f"SELECT {_COLS} FROM records WHERE seq = ?", (seq,)).fetchone()

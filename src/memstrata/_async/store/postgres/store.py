@@ -52,7 +52,6 @@ from memstrata.aio.pg_behind import AsyncHeld, AsyncWriteBehind, Statement, back
 from memstrata.audit import AuditEvent, AuditQuery
 from memstrata.bounded import RecentDict
 from memstrata.errors import (
-    ConflictError,
     MemstrataError,
     NotFoundError,
     StoreError,
@@ -115,6 +114,7 @@ from memstrata.store.types import (
     StoredVector,
     StoreStats,
     Vector,
+    check_replace,
     history_of,
     kept_records,
     name_field,
@@ -952,21 +952,7 @@ class AsyncPostgresStore:
         if not rows:
             raise NotFoundError(f"no record {new.id!r} in scope {scope}")
         cur = rows[0]
-        if cur["version"] != expected_version:
-            raise ConflictError(
-                f"record {new.id!r} is at version {cur['version']}, but this update was "
-                f"based on version {expected_version}; re-read the record and apply the "
-                "change again"
-            )
-        if new.version != expected_version + 1:
-            raise ValidationError(
-                f"the new version of {new.id!r} must be {expected_version + 1}, got {new.version}"
-            )
-        if (new.tenant, new.user) != (cur["tenant"], cur["user"]):
-            raise ValidationError(
-                f"replace cannot move record {new.id!r} to another "
-                "tenant or user; insert a copy under a new id instead"
-            )
+        check_replace(new, cur["version"], (cur["tenant"], cur["user"]), expected_version)
         seq = int(cur["seq"])
         old_row = {col: cur[col] for col in COLUMNS}
         new_row = dict(zip(COLUMNS, p.values[: len(COLUMNS)], strict=True))
