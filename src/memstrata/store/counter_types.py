@@ -94,7 +94,7 @@ SWEEP_ROWS = 64
 # with when the next pass may start); a pass that reached the end waits SWEEP_EVERY_US
 # before the next one starts, so the sweep reads each counter row about once an hour
 # whatever the number of ``maintain`` calls.
-SWEEP_BATCH = 10_000
+SWEEP_BATCH = 5_000
 SWEEP_EVERY_US = 3_600 * 1_000_000
 SWEEP_KEY = "sweep:counters"
 # The key ranges of ``meta`` the sweep walks (``family_end`` of each: every key below it).

@@ -83,6 +83,9 @@ async def _sweep(c: Any, takes: Sequence[Take], created: set[str], ph: str) -> N
         await c.execute(f"DELETE FROM meta WHERE key = {ph}", (key,))
 
 
+_DELETE_CHUNK = 500  # keys a DELETE names at most (SQLite's variables limit is 32,766)
+
+
 async def sweep_sql(c: Any, now_us: int, limit: int, *, ph: str) -> int:
     """The store-wide sweep of counter rows (session 30; ``maintain``'s last step), inside
     the caller's write transaction: up to ``limit`` rows of ``meta``'s counter ranges read
@@ -113,9 +116,12 @@ async def sweep_sql(c: Any, now_us: int, limit: int, *, ph: str) -> int:
                 stale.append(key)
         if keys:
             after = keys[-1]
-    # in key order, as a take locks its rows (see _sweep)
-    for key in stale:
-        await c.execute(f"DELETE FROM meta WHERE key = {ph}", (key,))
+    # in key order, as a take locks its rows (see _sweep; PostgreSQL scans an IN list on
+    # the primary key in the index's order), _DELETE_CHUNK a statement: one statement a
+    # row took 0.1 ms each on PostgreSQL
+    for i in range(0, len(stale), _DELETE_CHUNK):
+        chunk = stale[i : i + _DELETE_CHUNK]
+        await c.execute(f"DELETE FROM meta WHERE key IN ({', '.join([ph] * len(chunk))})", chunk)
     mark = f"{now_us + SWEEP_EVERY_US} " if left > 0 else f"0 {after}"  # the end, or not yet
     await _write_value(c, SWEEP_KEY, mark, ph)
     return len(stale)
