@@ -59,8 +59,18 @@ def test_maintain_sweeps_the_counters_of_users_who_never_came_back(url: str) -> 
     """1,000 users who wrote on days 0-2 and never again, one user still writing
     yesterday and today: after one ``maintain`` no row of a past day is left, and today's
     and yesterday's counts are intact (failed before: 2,000 rows of the 1,000 users)."""
+    _sweep_by_maintain(url, None)
+
+
+def test_maintain_sweeps_the_store_under_a_redis_buffer(
+    tmp_path: Path, redis_buffer_url: str
+) -> None:
+    _sweep_by_maintain(f"sqlite:///{tmp_path / 'r.db'}", redis_buffer_url)
+
+
+def _sweep_by_maintain(url: str, buffer: str | None) -> None:
     clock = FixedClock(TODAY)
-    mem = Memory(url, embedder="hashing", clock=clock, background=False)
+    mem = Memory(url, embedder="hashing", clock=clock, background=False, buffer=buffer)
     try:
         store = _durable(mem)
         for day in range(3):

@@ -49,6 +49,7 @@ from memstrata.store.counter_types import (
 )
 
 __all__ = [
+    "SWEEP_BATCH",
     "QuotaCounters",
     "Refusal",
     "Take",

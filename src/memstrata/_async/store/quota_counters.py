@@ -47,6 +47,7 @@ from memstrata.store.counter_types import (
 )
 
 __all__ = [
+    "SWEEP_BATCH",
     "AsyncQuotaCounters",
     "Refusal",
     "Take",
