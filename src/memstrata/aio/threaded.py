@@ -30,6 +30,9 @@ PostgreSQL and Redis are natively async (psycopg's and redis-py's async clients)
   it: it cannot nest transactions). On a thread of the pool it waited forever for the
   store's lock, which the transaction's thread holds.
 - ``scan`` and ``dump_*`` stream their batches from a generator advanced on one thread.
+- A transaction's or a stream's thread is made when none is idle; given back, it is kept
+  for the next one while fewer than ``threads`` are idle, else it ends once its last call
+  has run (session 30: a burst of N at once had left N threads for the store's life).
 """
 
 from __future__ import annotations
