@@ -22,7 +22,12 @@
    **refreshed** from the turns left, with provenance (:mod:`memstrata.consolidation`), and
    so is every other derived record citing one — clusters, conversation episodes, automatic
    key entries, facts, procedures — or forgotten when no source is left
-   (:mod:`memstrata.rederive`).
+   (:mod:`memstrata.rederive`);
+6. **counters of past periods**, store-wide (session 30): the quota counters of past days
+   and the rate-limit windows' counters that no take will sweep again (a user or an API
+   key that never came back), a bounded batch of ``meta`` rows looked at per pass, never
+   one still counting now or the period before (:func:`memstrata.store.counter_types.
+   stale_at_us`); not in a dry run.
 
 Key memory and whatever the user set explicitly are never forgotten, downgraded or merged
 automatically (:func:`~memstrata.policies.forgetting.is_protected`). ``dry_run`` decides and
@@ -69,6 +74,7 @@ from memstrata.rederive import rederive
 from memstrata.scope import Scope
 from memstrata.search.reply_terms import terms_after_change
 from memstrata.store.base import Store
+from memstrata.store.counter_types import epoch_us
 
 __all__ = [
     "MAINTAIN",
@@ -253,6 +259,11 @@ def maintain(
         _refresh_derived(ctx, uscope, gone, report, dry_run, now)
         _refresh_summaries(ctx, uscope, gone, report, dry_run, now)
 
+    # 6. counters of past days and windows no take will sweep again (a user or a key who
+    # never came back), store-wide, a bounded batch per pass (shared_sql.sweep_sql)
+    if not dry_run:
+        report.counters_swept = _sweep_counters(ctx.store, now)
+
     log.info("maintenance %s: %s", "dry run" if dry_run else "run", report.as_dict())
     if audit is not None and not dry_run:
         _audit_report(audit, uscope, report, actor)
@@ -266,6 +277,14 @@ def maintain(
             entry.score,
         )
     return report
+
+
+def _sweep_counters(store: Store, now: datetime) -> int:
+    """The store-wide sweep of counter rows (a store without counters has none)."""
+    sweep = getattr(store, "sweep_counters", None)
+    if sweep is None:
+        return 0
+    return int(sweep(epoch_us(now)))
 
 
 def _audit_report(audit: AuditLog, scope: Scope, report: MaintenanceReport, actor: str) -> None:

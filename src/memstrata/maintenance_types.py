@@ -84,6 +84,9 @@ class MaintenanceReport:
     rederived: int = 0  # other derived records re-derived from what is left (or forgotten)
     decay_updated: int = 0
     skipped: int = 0  # changed by someone else during the run (ConflictError): next run
+    # rows of meta deleted by the store-wide sweep of past days' and windows' counters
+    # (session 30; every user's, not only this one's: the pass's last step)
+    counters_swept: int = 0
     log: list[LogEntry] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
@@ -101,6 +104,7 @@ class MaintenanceReport:
             "rederived": self.rederived,
             "decay_updated": self.decay_updated,
             "skipped": self.skipped,
+            "counters_swept": self.counters_swept,
         }
 
 

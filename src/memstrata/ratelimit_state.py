@@ -21,7 +21,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 from .errors import ValidationError
-from .store.counter_types import Refusal, Take
+from .store.counter_types import Refusal, Take, rate_period
 
 __all__ = ["MAX_KEYS", "HeldWindows", "RedisHealth", "TokenBuckets", "check_max_keys"]
 
@@ -185,7 +185,7 @@ class HeldWindows:
             windows.move_to_end(name)
             forget = self._drop_stale(index)
         passed = (held.previous, None if kept is not None else held.index)
-        return index, [f"rate:{name}:{w}" for w in passed if w is not None] + forget
+        return index, [self.counter(name, w) for w in passed if w is not None] + forget
 
     def _drop_stale(self, index: int) -> list[str]:
         """Drop up to :data:`_STALE_PER_REFILL` keys at the front whose window is two or
@@ -200,20 +200,28 @@ class HeldWindows:
             if held.index > index - 2:
                 break
             windows.popitem(last=False)
-            forget.extend(f"rate:{name}:{w}" for w in (held.previous, held.index) if w is not None)
+            passed = (held.previous, held.index)
+            forget.extend(self.counter(name, w) for w in passed if w is not None)
         return forget
+
+    def counter(self, name: str, index: int) -> str:
+        """The store's counter of ``name``'s window ``index``: its period says when it
+        stops counting (:func:`~memstrata.store.counter_types.rate_period`), so the
+        store-wide sweep finds the rows of keys never seen again (session 30)."""
+        return f"rate:{name}:{rate_period(index, self.window_seconds)}"
 
     def takes(self, name: str, index: int) -> Generator[Take, Refusal | None, int]:
         """The takes of one refill of window ``index``, each sent the store's answer: a
         batch, else the window's last ones (a refusal says how many are used). Returns how
         many were taken (0: the window is spent)."""
         family = f"rate:{name}:"
-        counter = f"{family}{index}"
+        counter = self.counter(name, index)
         ttl = math.ceil(self.window_seconds)
         # creating this window's row deletes the key's windows before the previous one, as
         # open() forgets them: a key dropped from this process (max_keys, a restart) keeps
         # 2 or 3 rows in the store, not one per window it was ever used in (session 29)
-        swept, keep_from = (family, str(index - 1)) if index > 0 else ("", "")
+        previous = rate_period(index - 1, self.window_seconds)
+        swept, keep_from = (family, previous) if index > 0 else ("", "")
         amount = self.batch
         while amount > 0:
             refused = yield Take(counter, amount, self.burst, ttl, swept, keep_from)

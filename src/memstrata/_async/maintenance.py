@@ -20,7 +20,12 @@
    **refreshed** from the turns left, with provenance (:mod:`memstrata.consolidation`), and
    so is every other derived record citing one — clusters, conversation episodes, automatic
    key entries, facts, procedures — or forgotten when no source is left
-   (:mod:`memstrata.rederive`).
+   (:mod:`memstrata.rederive`);
+6. **counters of past periods**, store-wide (session 30): the quota counters of past days
+   and the rate-limit windows' counters that no take will sweep again (a user or an API
+   key that never came back), a bounded batch of ``meta`` rows looked at per pass, never
+   one still counting now or the period before (:func:`memstrata.store.counter_types.
+   stale_at_us`); not in a dry run.
 
 Key memory and whatever the user set explicitly are never forgotten, downgraded or merged
 automatically (:func:`~memstrata.policies.forgetting.is_protected`). ``dry_run`` decides and
@@ -67,6 +72,7 @@ from memstrata.policies.forgetting import (
 )
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
+from memstrata.store.counter_types import epoch_us
 
 __all__ = [
     "MAINTAIN",
@@ -251,6 +257,11 @@ async def maintain(
         await _refresh_derived(ctx, uscope, gone, report, dry_run, now)
         await _refresh_summaries(ctx, uscope, gone, report, dry_run, now)
 
+    # 6. counters of past days and windows no take will sweep again (a user or a key who
+    # never came back), store-wide, a bounded batch per pass (shared_sql.sweep_sql)
+    if not dry_run:
+        report.counters_swept = await _sweep_counters(ctx.store, now)
+
     log.info("maintenance %s: %s", "dry run" if dry_run else "run", report.as_dict())
     if audit is not None and not dry_run:
         await _audit_report(audit, uscope, report, actor)
@@ -264,6 +275,14 @@ async def maintain(
             entry.score,
         )
     return report
+
+
+async def _sweep_counters(store: AsyncStore, now: datetime) -> int:
+    """The store-wide sweep of counter rows (a store without counters has none)."""
+    sweep = getattr(store, "sweep_counters", None)
+    if sweep is None:
+        return 0
+    return int(await sweep(epoch_us(now)))
 
 
 async def _audit_report(

@@ -30,6 +30,9 @@ PostgreSQL and Redis are natively async (psycopg's and redis-py's async clients)
   it: it cannot nest transactions). On a thread of the pool it waited forever for the
   store's lock, which the transaction's thread holds.
 - ``scan`` and ``dump_*`` stream their batches from a generator advanced on one thread.
+- A transaction's or a stream's thread is made when none is idle; given back, it is kept
+  for the next one while fewer than ``threads`` are idle, else it ends once its last call
+  has run (session 30: a burst of N at once had left N threads for the store's life).
 """
 
 from __future__ import annotations
@@ -95,6 +98,13 @@ class _OneThread:
     def shutdown(self) -> None:
         self._executor.shutdown()
 
+    def retire(self) -> None:
+        """End the thread once what it was given has run, without waiting for it."""
+        self._executor.shutdown(wait=False)
+
+    def alive(self) -> bool:
+        return any(t.is_alive() for t in self._executor._threads)
+
 
 class ThreadedStore:
     """See the module docstring; build it with :func:`threaded`."""
@@ -102,8 +112,13 @@ class ThreadedStore:
     def __init__(self, store: Store, *, threads: int = 4) -> None:
         self.sync = store  # the wrapped store (tests and admin tools)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memstrata-store")
-        self._spare: list[_OneThread] = []  # single threads for transactions and streams
-        self._dedicated: list[_OneThread] = []  # every one made (joined by aclose)
+        # single threads for transactions and streams: at most ``threads`` kept idle, the
+        # others ended when given back (a burst of 200 transactions at once made 200 threads,
+        # kept for the process's life before session 30)
+        self._spare: list[_OneThread] = []
+        self._max_spare = threads
+        self._dedicated: list[_OneThread] = []  # every one made and not ended (joined by aclose)
+        self._retired: list[_OneThread] = []  # ended, maybe still finishing (joined by aclose)
         self._closed = False
         # the transaction the calling task has open on this store (its nested calls go to
         # that transaction's thread)
@@ -151,7 +166,8 @@ class ThreadedStore:
             await self._run(self.sync.close)
         finally:
             self._closed = True
-            threads, self._dedicated, self._spare = self._dedicated, [], []
+            threads = self._dedicated + self._retired
+            self._dedicated, self._spare, self._retired = [], [], []
 
             def join() -> None:
                 self._pool.shutdown()
@@ -174,7 +190,14 @@ class ThreadedStore:
         try:
             yield thread
         finally:
-            self._spare.append(thread)
+            if len(self._spare) < self._max_spare:
+                self._spare.append(thread)
+            else:  # ended once its last call (a commit, a roll back) has run
+                if thread in self._dedicated:
+                    self._dedicated.remove(thread)
+                thread.retire()
+                self._retired = [t for t in self._retired if t.alive()]
+                self._retired.append(thread)
 
     @asynccontextmanager
     async def _entered(

@@ -95,6 +95,7 @@ COUNTS = (
     ("rederived", "clusters, episodes, facts... re-derived (or forgotten: no source left)"),
     ("decay_updated", "decay score brought up to date"),
     ("skipped", "changed meanwhile: next run"),
+    ("counters_swept", "counter rows of past days and windows deleted (every user's)"),
 )
 
 

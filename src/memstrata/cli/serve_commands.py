@@ -134,6 +134,20 @@ MaxConnections = Annotated[
     ),
 ]
 
+# Keys (API keys, tenants) a process keeps rate-limit state for (session 29's bound; README,
+# "Running for months"): reachable from the library only (Limits(max_keys=)) until session 30.
+# ratelimit_state.MAX_KEYS, written here so that `memstrata --help` imports no store code.
+MAX_KEYS = 100_000
+MaxKeys = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="API keys (and tenants) a process keeps rate-limit state for; past it the least "
+        "recently used is dropped (the count stays in the store or Redis; a key dropped "
+        "with tokens it held may take a batch again).",
+    ),
+]
+
 MaxConnectionsPerIp = Annotated[
     int,
     typer.Option(
@@ -354,6 +368,7 @@ def serve(
     min_body_rate: MinBodyRate = MIN_BODY_RATE,
     max_connections: MaxConnections = MAX_CONNECTIONS,
     max_connections_per_ip: MaxConnectionsPerIp = 0,
+    max_keys: MaxKeys = MAX_KEYS,
     key_cache: Annotated[
         float,
         typer.Option(
@@ -407,6 +422,7 @@ def serve(
         mcp=mcp_endpoint,
         key_cache_seconds=key_cache,
         reads_first=reads_first,
+        max_keys=max_keys,
     )
     configure_logging(log_level)
     max_connections = fit_descriptors(max_connections)  # inherited by --workers' processes
@@ -483,6 +499,7 @@ def mcp(
     min_body_rate: MinBodyRate = MIN_BODY_RATE,
     max_connections: MaxConnections = MAX_CONNECTIONS,
     max_connections_per_ip: MaxConnectionsPerIp = 0,
+    max_keys: MaxKeys = MAX_KEYS,
     max_body: MaxBody = MAX_BODY,
     log_level: LogLevel = "info",
 ) -> None:
@@ -516,6 +533,7 @@ def mcp(
         user_quota=user_quota,
         tenant_quota=tenant_quota,
         max_body=max_body,
+        max_keys=max_keys,
     )
     try:
         status = run_mcp(

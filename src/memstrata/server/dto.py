@@ -685,6 +685,9 @@ class MaintenanceOut(BaseModel):
     rederived: int
     decay_updated: int
     skipped: int
+    counters_swept: int = Field(
+        0, description="Counter rows of past days and rate windows deleted, store-wide"
+    )
     log: list[LogEntryOut]
 
     @classmethod

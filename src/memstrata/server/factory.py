@@ -20,6 +20,7 @@ from ..aio import AsyncMemory
 from ..errors import ValidationError
 from ..gc_tuning import tune_gc_setting
 from ..quotas import Quotas, parse_quota
+from ..ratelimit_state import MAX_KEYS
 from .app import Limits, create_app
 from .key_cache import CachedKeys
 from .keys import KeyStore, open_key_store
@@ -62,6 +63,7 @@ class ServeConfig:
     # most. 0: every request looks its key up.
     key_cache_seconds: float = 1.0
     reads_first: int | None = None  # see Limits.reads_first; None: by deployment
+    max_keys: int = MAX_KEYS  # see Limits.max_keys (`serve --max-keys`)
 
     def limits(self) -> Limits:
         return Limits(
@@ -77,6 +79,7 @@ class ServeConfig:
                 if self.reads_first is None
                 else self.reads_first
             ),
+            max_keys=self.max_keys,
         )
 
     def to_json(self) -> str:

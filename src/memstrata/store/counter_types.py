@@ -9,23 +9,33 @@ live here so that ``==`` and ``isinstance`` hold across the two APIs).
 
 from __future__ import annotations
 
+import heapq
+import re
 from collections import OrderedDict
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 
 from ..errors import ValidationError
 
 __all__ = [
+    "SWEEP_BATCH",
+    "SWEEP_EVERY_US",
+    "SWEEP_KEY",
     "SWEEP_ROWS",
+    "SWEPT_RANGES",
     "Refusal",
     "Take",
     "CounterFamilies",
+    "epoch_us",
     "family_end",
     "is_older",
     "lease_free",
     "lease_in",
     "parse_count",
     "plan_takes",
+    "rate_period",
+    "stale_at_us",
     "release_in",
     "take_in",
 ]
@@ -78,6 +88,55 @@ class Take:
 # Rows of a family a sweep reads at most: a family holds 2 or 3 once swept, so this only
 # spreads over several new periods the first sweep of rows kept from before session 29.
 SWEEP_ROWS = 64
+
+
+# The store-wide sweep (session 30: ``maintain``'s last step) of the counters a take never
+# sweeps again, those of a user or key who never came back: at most SWEEP_BATCH rows of
+# ``meta`` looked at per call, from where the last call stopped (kept in SWEEP_KEY's row,
+# with when the next pass may start); a pass that reached the end waits SWEEP_EVERY_US
+# before the next one starts, so the sweep reads each counter row about once an hour
+# whatever the number of ``maintain`` calls.
+SWEEP_BATCH = 5_000
+SWEEP_EVERY_US = 3_600 * 1_000_000
+SWEEP_KEY = "sweep:counters"
+# The key ranges of ``meta`` the sweep walks (``family_end`` of each: every key below it).
+SWEPT_RANGES = (("quota:", "quota;"), ("rate:", "rate;"))
+
+_DAY_ROW = re.compile(r"quota:[^:]+:[^:]+:(\d{4}-\d{2}-\d{2})")
+_RATE_ROW = re.compile(r"rate:[^:]+:(\d{1,19})")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def rate_period(index: int, window_seconds: float) -> str:
+    """The period of a rate window's counter (``rate:<key>:<period>``): the epoch
+    microsecond from which it counts nothing any more, the end of the window after it
+    (session 30; before, the window's index, which said nothing without the window's
+    length). A take of window ``i`` keeps window ``i - 1``'s row: the periods grow with
+    the index, so :func:`is_older` orders them as the indexes did."""
+    return str(round((index + 2) * window_seconds * 1_000_000))
+
+
+def stale_at_us(key: str) -> int | None:
+    """When the counter row ``key`` stops counting anything (epoch microseconds), else
+    None (not a counter of a period). A day's counter (``quota:<kind>:<who>:<day>``) at
+    the start of the day after next: today's take keeps yesterday's row (a process whose
+    clock still reads yesterday counts into it) and deletes older ones. A rate window's
+    (``rate:<key>:<period>``, :func:`rate_period`) at its period; a row of the format
+    before session 30 (the window's index, a far smaller number) is stale at once."""
+    day = _DAY_ROW.fullmatch(key)
+    if day is not None:
+        try:
+            gone = date.fromisoformat(day.group(1)) + timedelta(days=2)
+        except (ValueError, OverflowError):  # not a date, or the calendar's last days
+            return None
+        start = datetime(gone.year, gone.month, gone.day, tzinfo=UTC)
+        return (start - _EPOCH) // timedelta(microseconds=1)
+    rate = _RATE_ROW.fullmatch(key)
+    return None if rate is None else int(rate.group(1))
+
+
+def epoch_us(now: datetime) -> int:
+    return (now - _EPOCH) // timedelta(microseconds=1)
 
 
 def is_older(period: str, keep_from: str) -> bool:
@@ -143,9 +202,42 @@ class CounterFamilies:
 
     def __init__(self) -> None:
         self._keys: OrderedDict[str, set[str]] = OrderedDict()
+        # (when it stops counting, key) of every counter row made or loaded: the
+        # store-wide sweep's order (:meth:`sweep`); entries of rows already gone are
+        # dropped as it passes them, or all at once when they outnumber the rows
+        self._ends: list[tuple[int, str]] = []
 
     def __len__(self) -> int:
         return len(self._keys)
+
+    def loaded(self, meta: MutableMapping[str, str], keys: Iterable[str]) -> None:
+        """Counter rows written otherwise than by a take (a dump loaded, ``set_meta``):
+        indexed as a take's, so a later take of their family and the sweep delete them
+        when their period has passed."""
+        for key in keys:
+            end = stale_at_us(key)
+            if end is None:
+                continue
+            family = key[: key.rindex(":") + 1]
+            self._keys.setdefault(family, set()).add(key)
+            self._ended(meta, end, key)
+
+    def _ended(self, meta: MutableMapping[str, str], end: int, key: str) -> None:
+        heapq.heappush(self._ends, (end, key))
+        if len(self._ends) > 2 * len(meta) + 1024:  # mostly rows gone: start again
+            self._ends = [e for e in self._ends if e[1] in meta]
+            heapq.heapify(self._ends)
+
+    def sweep(self, meta: MutableMapping[str, str], now_us: int, limit: int) -> int:
+        """Delete up to ``limit`` counter rows that stopped counting by ``now_us``
+        (:func:`stale_at_us`), the earliest first; how many went. Each entry is looked at
+        once: the work is the rows deleted and the entries of rows already gone."""
+        ends, deleted = self._ends, 0
+        while ends and ends[0][0] <= now_us and deleted < limit:
+            _, key = heapq.heappop(ends)
+            if meta.pop(key, None) is not None:
+                deleted += 1
+        return deleted
 
     def created(self, meta: MutableMapping[str, str], take: Take) -> None:
         keys = self._keys.pop(take.family, set())
@@ -153,6 +245,9 @@ class CounterFamilies:
             if is_older(key[len(take.family) :], take.keep_from):
                 meta.pop(key, None)
         self._keys[take.family] = {k for k in keys if k in meta} | {take.key}
+        end = stale_at_us(take.key)
+        if end is not None:
+            self._ended(meta, end, take.key)
         family, held = next(iter(self._keys.items()))
         if family != take.family:
             del self._keys[family]

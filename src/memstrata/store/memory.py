@@ -39,7 +39,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
-from .counter_types import CounterFamilies
+from .counter_types import SWEEP_BATCH, CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
 from .one_model import MODEL_KEY
@@ -200,7 +200,10 @@ class InMemoryStore:
         return self._meta.get(key)
 
     def set_meta(self, key: str, value: str) -> None:
-        self._meta[key] = value
+        with self._lock:
+            self._meta[key] = value
+            # a counter row loaded (a dump migrated in): swept like one a take made
+            self._counter_families.loaded(self._meta, [key])
 
     # --- quota counters (memstrata.store.quota_counters; one process, under the lock) -------
     def take_counters(self, takes: Sequence[qc.Take]) -> qc.Refusal | None:
@@ -219,6 +222,10 @@ class InMemoryStore:
         with self._lock:
             for key in keys:
                 self._meta.pop(key, None)
+
+    def sweep_counters(self, now_us: int, limit: int = SWEEP_BATCH) -> int:
+        with self._lock:
+            return self._counter_families.sweep(self._meta, now_us, limit)
 
     def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
         with self._lock:

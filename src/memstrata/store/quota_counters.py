@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from memstrata.store.counter_types import (
+    SWEEP_BATCH,
     Refusal,
     Take,
     lease_free,
@@ -48,6 +49,7 @@ from memstrata.store.counter_types import (
 )
 
 __all__ = [
+    "SWEEP_BATCH",
     "QuotaCounters",
     "Refusal",
     "Take",
@@ -79,6 +81,14 @@ class QuotaCounters(Protocol):
 
     def forget_counters(self, keys: Sequence[str]) -> None:
         """Delete counters (a rate window that has passed)."""
+        ...
+
+    def sweep_counters(self, now_us: int, limit: int = SWEEP_BATCH) -> int:
+        """Delete counter rows of past periods that no take will sweep again (a user or a
+        key that never came back), up to ``limit`` rows looked at from where the last
+        call stopped; never one still counting at ``now_us`` (epoch microseconds) or the
+        period before it (:func:`~memstrata.store.counter_types.stale_at_us`). How many
+        rows went (``maintain``'s last step, session 30)."""
         ...
 
     def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:

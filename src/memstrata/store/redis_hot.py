@@ -58,6 +58,7 @@ from memstrata.jobs import current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
 from memstrata.store.base import Store, UnitOfWork
+from memstrata.store.counter_types import SWEEP_BATCH
 from memstrata.store.quota_counters import QuotaCounters, Refusal, Take
 from memstrata.store.redis_common import (
     DEFAULT_PREFIX,
@@ -697,6 +698,10 @@ class RedisHotStore:
 
     def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
         return self._counters.counter_values(keys)
+
+    def sweep_counters(self, now_us: int, limit: int = SWEEP_BATCH) -> int:
+        # the mirror's keys expire on their own (a day's at its end)
+        return self._counters.sweep_counters(now_us, limit)
 
     def forget_counters(self, keys: Sequence[str]) -> None:
         self._counters.forget_counters(keys)

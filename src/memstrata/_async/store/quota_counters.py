@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from memstrata.store.counter_types import (
+    SWEEP_BATCH,
     Refusal,
     Take,
     lease_free,
@@ -46,6 +47,7 @@ from memstrata.store.counter_types import (
 )
 
 __all__ = [
+    "SWEEP_BATCH",
     "AsyncQuotaCounters",
     "Refusal",
     "Take",
@@ -77,6 +79,14 @@ class AsyncQuotaCounters(Protocol):
 
     async def forget_counters(self, keys: Sequence[str]) -> None:
         """Delete counters (a rate window that has passed)."""
+        ...
+
+    async def sweep_counters(self, now_us: int, limit: int = SWEEP_BATCH) -> int:
+        """Delete counter rows of past periods that no take will sweep again (a user or a
+        key that never came back), up to ``limit`` rows looked at from where the last
+        call stopped; never one still counting at ``now_us`` (epoch microseconds) or the
+        period before it (:func:`~memstrata.store.counter_types.stale_at_us`). How many
+        rows went (``maintain``'s last step, session 30)."""
         ...
 
     async def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:

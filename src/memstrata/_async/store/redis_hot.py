@@ -59,6 +59,7 @@ from memstrata.errors import MissingDependencyError, NotFoundError, StoreError
 from memstrata.jobs import current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
+from memstrata.store.counter_types import SWEEP_BATCH
 from memstrata.store.redis_common import (
     DEFAULT_PREFIX,
     INSTALL,
@@ -703,6 +704,10 @@ class AsyncRedisHotStore:
 
     async def counter_values(self, keys: Sequence[str]) -> dict[str, int]:
         return await self._counters.counter_values(keys)
+
+    async def sweep_counters(self, now_us: int, limit: int = SWEEP_BATCH) -> int:
+        # the mirror's keys expire on their own (a day's at its end)
+        return await self._counters.sweep_counters(now_us, limit)
 
     async def forget_counters(self, keys: Sequence[str]) -> None:
         await self._counters.forget_counters(keys)

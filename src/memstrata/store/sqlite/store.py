@@ -543,6 +543,10 @@ class SQLiteStore:
         with self._write() as c:
             shared_sql.forget_sql(c, keys, ph="?")
 
+    def sweep_counters(self, now_us: int, limit: int = qc.SWEEP_BATCH) -> int:
+        with self._write() as c:
+            return shared_sql.sweep_sql(c, now_us, limit, ph="?")
+
     def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
         with self._write() as c:
             return shared_sql.lease_sql(c, key, token, now_ms, until_ms, ph="?", lock=False)

@@ -579,6 +579,10 @@ class AsyncPostgresStore:
         async with self._write() as c:
             await shared_sql.forget_sql(c, keys, ph="%s")
 
+    async def sweep_counters(self, now_us: int, limit: int = qc.SWEEP_BATCH) -> int:
+        async with self._write() as c:
+            return await shared_sql.sweep_sql(c, now_us, limit, ph="%s")
+
     async def lease(self, key: str, token: str, now_ms: int, until_ms: int) -> bool:
         async with self._write() as c:
             return await shared_sql.lease_sql(c, key, token, now_ms, until_ms, ph="%s", lock=True)
