@@ -274,7 +274,7 @@ class RecordStore(Protocol):
         with). ``field`` is a plain name (letters, digits, ``_``) and ``type`` a record type,
         else ``ValidationError``. A fact's ``key`` and a document's ``qa_id`` are read by
         index (SQLite and PostgreSQL schema 12), in a time that does not grow with their
-        history: a first version's id is made from it (``layers/races.py``)."""
+        history: a first version's transaction reads it again (``layers/races.py``)."""
         ...
 
     def find_by_hash(
