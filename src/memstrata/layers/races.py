@@ -25,14 +25,13 @@ restore of a fact or a document's chunk ends the other live record(s) itself.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from memstrata.errors import ConflictError
 from memstrata.layers.base import LayerContext
-from memstrata.records import RecordType
+from memstrata.records import RecordType, new_id
 from memstrata.scope import Scope
 from memstrata.store.base import UnitOfWork
 
@@ -93,9 +92,10 @@ def first_version(
     :class:`Raced` when one is live: another writer stored it since the caller's read.
 
     One index read (:meth:`~memstrata.store.base.RecordStore.key_versions`), not
-    decoding a record or growing with the name's history. The id is ``prefix`` and 128
-    random bits: never one a purge took (nor one stored: an import's, a migration's)."""
+    decoding a record or growing with the name's history. The id is ``prefix`` and a random
+    uuid4's hex (``records.new_id``, as every other new record's): never one a purge took
+    (nor one stored: an import's, a migration's)."""
     seen = ctx.store.key_versions(scope, type, field, name)
     if seen.live:
         raise Raced
-    return FirstVersion(prefix + secrets.token_hex(16), scope, type, field, name, seen.newest)
+    return FirstVersion(prefix + new_id(), scope, type, field, name, seen.newest)

@@ -23,7 +23,6 @@ restore of a fact or a document's chunk ends the other live record(s) itself.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -31,7 +30,7 @@ from typing import TypeVar
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.store.base import AsyncUnitOfWork
 from memstrata.errors import ConflictError
-from memstrata.records import RecordType
+from memstrata.records import RecordType, new_id
 from memstrata.scope import Scope
 
 __all__ = ["ATTEMPTS", "FirstVersion", "Raced", "first_version", "settled"]
@@ -91,9 +90,10 @@ async def first_version(
     :class:`Raced` when one is live: another writer stored it since the caller's read.
 
     One index read (:meth:`~memstrata._async.store.base.AsyncRecordStore.key_versions`), not
-    decoding a record or growing with the name's history. The id is ``prefix`` and 128
-    random bits: never one a purge took (nor one stored: an import's, a migration's)."""
+    decoding a record or growing with the name's history. The id is ``prefix`` and a random
+    uuid4's hex (``records.new_id``, as every other new record's): never one a purge took
+    (nor one stored: an import's, a migration's)."""
     seen = await ctx.store.key_versions(scope, type, field, name)
     if seen.live:
         raise Raced
-    return FirstVersion(prefix + secrets.token_hex(16), scope, type, field, name, seen.newest)
+    return FirstVersion(prefix + new_id(), scope, type, field, name, seen.newest)
