@@ -1,7 +1,10 @@
 """A restore committed between a first writer's read and its insert (``layers/races.py``):
-both are held at their transaction until both have read, so the key ends with two live
-facts (the restored one and the new first one). The next write of the key ends the other:
-one live fact, every value in the history. Before, the second stayed live for good."""
+both are held at their transaction until both have read. When the first writer commits
+first, the key ends with two live facts (the restored one and the new first one); the next
+write of the key ends the other: one live fact, every value in the history. Before, the
+second stayed live for good. Since session 30 (ids30) a first writer's transaction reads
+the key again first (``races.FirstVersion.check``): when the restore committed first, it
+finds the restored fact and decides again on it (a conflict: 0.8 is not surer than 0.8)."""
 
 from __future__ import annotations
 
@@ -40,8 +43,13 @@ def test_a_restore_racing_a_first_fact_is_ended_by_the_next_write(url: str, shar
 
     async def check(m: Mem) -> None:
         live = await _current_facts(m)
+        values = sorted(str(r.content.structured["value"]) for r in live)
         # the race was forced: each read the other's write not there yet
-        assert sorted(str(r.content.structured["value"]) for r in live) == ["Oslo", "Paris"]
+        if values == ["Paris"]:  # the restore committed first: the upsert saw it
+            said = [c["value"] for c in live[0].content.structured["conflicts"]]
+            assert said == ["Oslo"]
+        else:
+            assert values == ["Oslo", "Paris"]
         current = await m("facts.get", ALICE, "location")
         assert current.id == max(live, key=lambda r: (r.confidence, r.updated_at, r.id)).id
         await m("facts.upsert", ALICE, _fact("Rome", 0.95))

@@ -1,27 +1,25 @@
-"""Found and left (session 30, purge30): a purged fact's or document's id is given again.
+"""Found (session 30, purge30), fixed by ids30: a purged fact's or document's id was given again.
 
-A first fact of a key (a first document version's first chunk) is named by a hash of the
+A first fact of a key (a first document version's first chunk) was named by a hash of the
 key and the id of its record stored last (``layers/races.first_version_id``, fv18), the
-design task ids had until this session: a purge of the key's last record rewinds it, and
-the next first fact gets the purged fact's id (``tests/layers/test_first_version_fv18.py``
-asserts this today: "purged: the next version may take its id again"). A client or an
-audit event holding the purged id then names another fact. The fix tasks got
+design task ids had until this session: a purge of the key's last record rewound it, and
+the next first fact got the purged fact's id (``tests/layers/test_first_version_fv18.py``
+asserted it: "purged: the next version may take its id again"). A client or an
+audit event holding the purged id then named another fact. The fix tasks got
 (``layers/working.py``: a random id, and the transaction re-reading the name's newest
 record through ``UnitOfWork.key_versions``, which serialises writers of one name on every
-store) would fit ``races.first_version_id`` and the fact and document transactions that
-insert its id (``semantic.py`` ``_insert``, ``knowledge.py`` ``_replace_document``), with
-fv18's tests changed to match. Strict: passing means it was fixed; drop the marker."""
+store) now names first facts and documents too (``races.first_version``: a random id, and
+``FirstVersion.check`` in the transaction of ``semantic.py`` ``_insert`` and
+``knowledge.py`` ``_replace_document``); fv18's tests were changed to match. These were
+strict xfails until then."""
 
 from __future__ import annotations
-
-import pytest
 
 from memstrata import Memory, Scope
 
 ALICE = Scope("acme", "alice")
 
 
-@pytest.mark.xfail(strict=True, reason="races.first_version_id rewinds after a purge")
 def test_a_purged_first_facts_id_is_not_given_again() -> None:
     with Memory("memory://", embedder="hashing", background=False) as mem:
         fact = {"category": "location", "key": "city", "confidence": 0.9}
@@ -31,7 +29,6 @@ def test_a_purged_first_facts_id_is_not_given_again() -> None:
         assert b.id != a.id
 
 
-@pytest.mark.xfail(strict=True, reason="races.first_version_id rewinds after a purge")
 def test_a_purged_documents_first_chunk_id_is_not_given_again() -> None:
     with Memory("memory://", embedder="hashing", background=False) as mem:
         a = mem.knowledge.ingest(ALICE, "the ferries leave at nine", "ferries")

@@ -15,10 +15,10 @@ written, or, when the importance or tags changed, a new version of each chunk.
 
 Writers of one ``qa_id`` at once end with one live version, the last to commit; every other
 is stored, soft-deleted. The transaction that writes a version soft-deletes the chunks its
-writer read, and fails if another writer deleted them first; when no version is live, the
-first chunk's id is a hash of the document's chunk stored last, so two writers that read
-the same state make the same id and the store keeps one. The loser reads again and
-replaces the winner.
+writer read, and fails if another writer deleted them first; when no version is live, it
+reads the document's state again first, one such transaction of the document at a time
+(``races.FirstVersion``: the first chunk has a random id), and fails if another writer
+stored a chunk of it since the read. The loser reads again and replaces the winner.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.knowledge_types import document_chunks, rejoin
-from memstrata.layers.races import Raced, first_version_id, settled, taken
+from memstrata.layers.races import FirstVersion, Raced, first_version, settled
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
 from memstrata.store.base import RecordWrite
@@ -118,12 +118,14 @@ class KnowledgeService:
         stored = self.chunks(scope, doc)
         if stored and [_layout(r) for r in stored] == [_layout(r) for r in records]:
             return self._restate(scope, stored, records)
-        first = new_id() if stored else self._first_id(scope, doc)
-        records = [replace(records[0], id=first), *records[1:]]
+        first = None if stored else self._first(scope, doc)
+        records = [replace(records[0], id=first.id if first else new_id()), *records[1:]]
         try:
             with self._ctx.admit(scope, len(records)):
                 writes = self._ctx.writes(records)
                 with self._ctx.store.transaction() as tx:
+                    if first is not None:
+                        first.check(tx)  # before any write: another first version?
                     tx.insert(writes)
                     ids = [r.id for r in stored]
                     gone = tx.set_status(
@@ -135,20 +137,14 @@ class KnowledgeService:
             if [r.id for r in self.chunks(scope, doc)] != [r.id for r in stored]:
                 raise Raced from None  # a refusal of a write the new state may not need
             raise
-        except ValidationError:
-            user = scope.user_scope
-            if taken(self._ctx, user, RecordType.KNOWLEDGE, "qa_id", doc, first):
-                raise Raced from None  # another writer's first version took this id
-            raise
         return records
 
-    def _first_id(self, scope: Scope, doc: str) -> str:
-        """The first chunk's id of a version of ``doc`` when no version is live, made from
-        what ``doc`` stored (the id of its chunk stored last, deleted ones too;
-        ``races.first_version_id``). Writers that read the same state make the same id, so
-        the store's unique ids let one write its version and send the others back to
-        replace it; the id is never one already stored."""
-        return first_version_id(
+    def _first(self, scope: Scope, doc: str) -> FirstVersion:
+        """A version of ``doc`` when no version is live: its first chunk's random id, and
+        what ``doc`` stored as read, which its transaction checks first
+        (``races.first_version``): of writers that read the same state one writes its
+        version and the others read again (``Raced``) and replace it."""
+        return first_version(
             self._ctx, scope.user_scope, RecordType.KNOWLEDGE, "qa_id", doc, "doc-"
         )
 

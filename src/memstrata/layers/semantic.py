@@ -19,9 +19,10 @@ Each outcome is a new version, so :meth:`FactService.history` shows every value 
 Writers of one key at once (threads, tasks, processes) end as some serial order would: one
 current fact, every value in the history. The store decides: a confirmation or a conflict
 names the version it read, a replacement ends the old fact in the transaction that stores
-the new one, and a first fact's id is a hash of the key's record stored last, so two
-writers that saw no fact make the same id and the store keeps one. The loser reads again
-and applies the rules to what the winner wrote.
+the new one, and the transaction of a first fact (a random id) reads the key's state again
+first, one such transaction of the key at a time (``races.FirstVersion``), so of two
+writers that saw no fact one inserts and the other finds the key changed. The loser reads
+again and applies the rules to what the winner wrote.
 
 One live (active, not superseded) fact per key: a restore of a fact whose key has another
 makes the restored one current and ends the others, superseded by it, in its transaction
@@ -48,7 +49,7 @@ from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, V
 from memstrata.filters import Filters
 from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
-from memstrata.layers.races import Raced, first_version_id, settled, taken
+from memstrata.layers.races import FirstVersion, Raced, first_version, settled
 from memstrata.layers.semantic_types import (
     EXTRACTED,
     PLANS,
@@ -415,8 +416,11 @@ class FactService:
                 replaces=ended.id if ended else None,
                 plan=plan,
             )
-            record = replace(record, id=self._first_id(scope, fact.key))
-            stored, left_old = self._insert(scope, record, (ended, plan), now, when, seen=None)
+            first = self._first(scope, fact.key)
+            record = replace(record, id=first.id)
+            stored, left_old = self._insert(
+                scope, record, (ended, plan), now, when, seen=None, first=first
+            )
             return FactOutcome(FactAction.INSERTED, stored, left_old)
         if decision.action is FactAction.CONFIRMED:
             updated = replace(
@@ -573,13 +577,11 @@ class FactService:
             return None
         return plan if carries_out(fact_value(plan), fact.value) else None
 
-    def _first_id(self, scope: Scope, key: str) -> str:
-        """The id of a new fact for a key that no current fact holds, made from what the
-        key stored (the id of its record stored last; ``races.first_version_id``). Writers
-        that read the same state make the same id, so the store's unique ids let one insert
-        and send the others back to read it (``Raced``); the id is never one already
-        stored."""
-        return first_version_id(self._ctx, scope, RecordType.FACT, "key", key, "fact-")
+    def _first(self, scope: Scope, key: str) -> FirstVersion:
+        """A new fact for a key that no current fact holds: a random id, and the key's state
+        as read, which its transaction checks first (``races.first_version``); of writers
+        that read the same state one inserts and the others read again (``Raced``)."""
+        return first_version(self._ctx, scope, RecordType.FACT, "key", key, "fact-")
 
     def _insert(
         self,
@@ -592,15 +594,17 @@ class FactService:
         seen: MemoryRecord | None,
         extras: Sequence[MemoryRecord] = (),
         shared_as: MemoryRecord | None = None,
+        first: FirstVersion | None = None,
     ) -> tuple[MemoryRecord, MemoryRecord | None]:
         """Store ``record`` and end each of ``olds`` (at ``when``) and of ``extras`` (the
         key's other live facts, at ``now``), superseded by it, in one transaction, admitted
         as one new record; returns ``record`` and the first of ``olds`` as stored (the value
         it replaced; not a plan it carried out). ``seen`` is the current fact the decision
-        was made on: when another writer changed it (or stored ``record``'s id) first,
-        nothing is written and ``Raced`` says to decide again, also when the quota refused
-        a record the current state may not need. ``shared_as``: the record whose access
-        ``record`` inherits; a ``set_access`` event says so, in the same transaction."""
+        was made on: when another writer changed it first (``first``, a first fact: stored
+        a fact of the key), nothing is written and ``Raced`` says to decide again, also when
+        the quota refused a record the current state may not need. ``shared_as``: the record
+        whose access ``record`` inherits; a ``set_access`` event says so, in the same
+        transaction."""
         events = self._shared_events(scope, record, shared_as)
         try:
             with self._ctx.admit(scope, 1):
@@ -617,6 +621,8 @@ class FactService:
                     for old, at in ending.values()
                 ]
                 with self._ctx.store.transaction() as tx:
+                    if first is not None:
+                        first.check(tx)  # before any write: another first fact?
                     tx.insert([write])
                     for old, end in ended:
                         tx.replace(scope, end, expected_version=old.version)
@@ -628,13 +634,8 @@ class FactService:
             if self._moved(scope, record, seen):
                 raise Raced from None
             raise
-        except ValidationError:
-            key = str(record.content.structured["key"])
-            if taken(self._ctx, scope, RecordType.FACT, "key", key, record.id):
-                raise Raced from None  # another writer stored this id first
-            raise
-        first = olds[0] if olds else None
-        return write.record, next((e.record for o, e in ended if o is first), None)
+        replaced = olds[0] if olds else None
+        return write.record, next((e.record for o, e in ended if o is replaced), None)
 
     def _shared_events(
         self, scope: Scope, record: MemoryRecord, shared_as: MemoryRecord | None

@@ -645,16 +645,12 @@ class InMemoryStore:
         with self._lock:
             return sum(filters.matches(e.record) for e in self._scoped(scope))
 
-    def key_versions(
-        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
-    ) -> KeyVersions:
+    def key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
         """Read under the lock, at one moment (nothing to decode in process memory)."""
         with self._lock:
-            return self._key_versions(scope, type, field, value, probe)
+            return self._key_versions(scope, type, field, value)
 
-    def _key_versions(
-        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str]
-    ) -> KeyVersions:
+    def _key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
         kind = RecordType(name_type(type))
         name_field(field)
         mine = [
@@ -662,12 +658,10 @@ class InMemoryStore:
             for e in self._scoped(scope)
             if e.record.type is kind and _is(e.record.metadata.get(field), value)
         ]
-        taken = {i for i in probe if (scope.tenant, scope.user, i) in self._entries}
         newest = max(mine, key=lambda e: e.seq, default=None)
         return KeyVersions(
             live=any(e.record.is_active and e.record.superseded_by is None for e in mine),
             newest=newest.record.id if newest else None,
-            taken=frozenset(taken),
         )
 
     def find_by_hash(
@@ -1244,11 +1238,9 @@ class _MemoryUnitOfWork:
     ) -> MemoryRecord | None:
         return self._s._find_by_hash(scope, content_hash, types)
 
-    def key_versions(
-        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
-    ) -> KeyVersions:
+    def key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
         """The transaction holds the store's lock: no other writer runs until it ends."""
-        return self._s._key_versions(scope, type, field, value, probe)
+        return self._s._key_versions(scope, type, field, value)
 
     def insert(self, writes: Sequence[RecordWrite]) -> None:
         self._s._insert(writes, self._undo)

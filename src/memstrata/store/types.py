@@ -59,13 +59,11 @@ class RecordWrite:
 class KeyVersions:
     """What :meth:`RecordStore.key_versions` read of the records of one name (a fact key, a
     document), all at one moment: whether one of them is ``live`` (active, not superseded),
-    the id of the one inserted last (``newest``, deleted and superseded ones included;
-    ``None`` without any), and which of the ids asked about are ``taken`` (the id of some
-    record of the user, of any name or type)."""
+    and the id of the one inserted last (``newest``, deleted and superseded ones included;
+    ``None`` without any)."""
 
     live: bool
     newest: str | None
-    taken: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,41 +1,44 @@
-"""Writers of one fact key or one document at once, without a lock: the store decides.
+"""Writers of one fact key or one document at once: the store decides.
 
 A service reads, decides and writes; when another writer's commit made its read stale, the
 write fails with nothing of it stored (:class:`Raced`) and the service reads and decides
-again (:func:`settled`). A first record (no live one to name a version of) gets an id that
-is a hash of what is stored of its name (:func:`first_version_id`: its record inserted
-last): writers that read the same state make the same id, so the store's unique
-ids let one of them insert it.
+again (:func:`settled`). A first record (no live one to name a version of) has a random id
+(:func:`first_version`), and the transaction that inserts it reads the name's state again
+first (:meth:`FirstVersion.check`, through ``UnitOfWork.key_versions``, which lets one
+transaction of the name at a time past it): when another writer stored a record of the name
+since this one read it, or a purge took its newest, :class:`Raced`, so of concurrent first
+writers exactly one inserts and the others read again and decide on what it wrote. Until
+session 30 the id was a hash of the name's record stored last, so that such writers made
+the same id and the store's unique ids let one in; a purge of that record rewound it, and
+the next first record got the purged one's id again.
 
-What no unique id can stop leaves a name with two live records: a restore (or an import)
-committed between a first writer's read and its insert, or a purge of the name's newest
-record between two first writers' reads (they make two ids). The next write of the name
-ends the others: a fact's upsert ends every other live fact of its key, superseded by the
-record it writes or keeps (``semantic.py``), and an ingest of a document soft-deletes
-every live chunk it read (``knowledge.py``); ``facts.get`` meanwhile picks one by a fixed
-order. A restore of a fact or a document's chunk ends the other live record(s) itself.
+What this cannot stop leaves a name with two live records: a restore (or an import) of a
+record of the name, which takes no turn at that read, that read the name before a first
+writer committed and committed after that writer's check. The next write of the name ends
+the others: a fact's upsert ends every other live fact of its key, superseded by the record
+it writes or keeps (``semantic.py``), and an ingest of a document soft-deletes every live
+chunk it read (``knowledge.py``); ``facts.get`` meanwhile picks one by a fixed order. A
+restore of a fact or a document's chunk ends the other live record(s) itself.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TypeVar
 
 from memstrata._async.layers.base import AsyncLayerContext
+from memstrata._async.store.base import AsyncUnitOfWork
 from memstrata.errors import ConflictError
-from memstrata.records import RecordType
+from memstrata.records import RecordType, new_id
 from memstrata.scope import Scope
 
-__all__ = ["ATTEMPTS", "Raced", "first_version_id", "settled", "taken"]
+__all__ = ["ATTEMPTS", "FirstVersion", "Raced", "first_version", "settled"]
 
 T = TypeVar("T")
 
 # Each retry follows another writer's commit, so only a storm of writers reaches this.
 ATTEMPTS = 32
-# Set by :func:`settled` once an attempt was ``Raced``: the next first ids are checked.
-_AGAIN: ContextVar[bool] = ContextVar("memstrata_races_again", default=False)
 
 
 class Raced(Exception):
@@ -46,78 +49,51 @@ async def settled(attempt: Callable[[], Awaitable[T]], what: str, call: str) -> 
     """``attempt()`` again while another writer's commit makes it :class:`Raced`; a
     :class:`ConflictError` after :data:`ATTEMPTS` (``what``: "fact 'k' was changed",
     ``call``: "upsert")."""
-    checked = None
-    try:
-        for _ in range(ATTEMPTS):
-            try:
-                return await attempt()
-            except Raced:
-                if checked is None:  # a first id of a later attempt is checked before use
-                    checked = _AGAIN.set(True)
-                continue  # decide again on what the other writer left
-    finally:
-        if checked is not None:
-            _AGAIN.reset(checked)
+    for _ in range(ATTEMPTS):
+        try:
+            return await attempt()
+        except Raced:
+            continue  # decide again on what the other writer left
     raise ConflictError(
         f"{what} by other writers {ATTEMPTS} times while this {call} ran; nothing of it was "
         "written: retry"
     )
 
 
-async def first_version_id(
+@dataclass(frozen=True, slots=True)
+class FirstVersion:
+    """A first record of ``name`` about to be written: its ``id`` and the id of the name's
+    record inserted last when the writer read it (``newest``; ``None`` without one)."""
+
+    id: str
+    scope: Scope
+    type: RecordType
+    field: str
+    name: str
+    newest: str | None
+
+    async def check(self, tx: AsyncUnitOfWork) -> None:
+        """First in the transaction that inserts :attr:`id`: :class:`Raced` when the name
+        has a live record, or another newest one, since it was read. The read waits for
+        every other transaction that asked it about the name (``UnitOfWork.key_versions``),
+        so exactly one of concurrent first writers finds the state it read."""
+        now = await tx.key_versions(self.scope, self.type, self.field, self.name)
+        if now.live or now.newest != self.newest:
+            raise Raced
+
+
+async def first_version(
     ctx: AsyncLayerContext, scope: Scope, type: RecordType, field: str, name: str, prefix: str
-) -> str:
-    """The id of a first record of ``name`` (a fact key, a document): the records of
-    ``type`` whose ``metadata[field]`` is ``name`` (deleted and superseded ones too) have no
-    live one. :class:`Raced` when one is live: another writer stored it since the read.
+) -> FirstVersion:
+    """A first record of ``name`` (a fact key, a document): the records of ``type`` whose
+    ``metadata[field]`` is ``name`` (deleted and superseded ones too) have no live one.
+    :class:`Raced` when one is live: another writer stored it since the caller's read.
 
-    Index reads (:meth:`~memstrata._async.store.base.AsyncRecordStore.key_versions`), each
-    one moment, none decoding a record or growing with the name's history:
-
-    - the id is ``prefix`` and a hash of ``name`` and of the id of its record inserted last.
-      Writers that read the same state make the same id (one insert wins, the others read
-      again); the next insert of the name is the new last one, so after it the id is
-      another. A purge changes it only when it takes the last record: two writers, one
-      reading before such a purge and one after, could make two ids (as they could with a
-      hash of every stored id), but any other purge leaves their ids equal;
-    - it is never an id already stored. A record made from this last one is newer than it,
-      so the id is taken only when records came back with their old ids (an import, a
-      migration, after purges) and the old last one is the last again. A first attempt
-      uses the id unchecked (one read): taken, its insert fails, :class:`Raced`
-      (:func:`taken`). A later attempt of :func:`settled` checks it in a second read that
-      reads the state again; a taken id is followed by a hash of it, and so on, each asked
-      in the same read as the state, so writers that read the same state walk the same ids
-      to the same free one. Each taken id is a stored record, so the walk ends (in practice
-      at the first or second id). When the second read finds the state changed by another
-      writer's commit (or an id of the walk freed), :class:`Raced`."""
-    store = ctx.store
-    seen = await store.key_versions(scope, type, field, name)
+    One index read (:meth:`~memstrata._async.store.base.AsyncRecordStore.key_versions`), not
+    decoding a record or growing with the name's history. The id is ``prefix`` and a random
+    uuid4's hex (``records.new_id``, as every other new record's): never one a purge took
+    (nor one stored: an import's, a migration's)."""
+    seen = await ctx.store.key_versions(scope, type, field, name)
     if seen.live:
         raise Raced
-    walk = [_hash(prefix, name, seen.newest or "")]
-    if not _AGAIN.get():
-        return walk[0]
-    while True:
-        now = await store.key_versions(scope, type, field, name, walk)
-        if now.live or now.newest != seen.newest:
-            raise Raced
-        if walk[-1] not in now.taken:
-            if now.taken != frozenset(walk[:-1]):
-                raise Raced  # an id of the walk was purged meanwhile: read again
-            return walk[-1]
-        walk.append(_hash(prefix, name, "taken", walk[-1]))
-
-
-async def taken(
-    ctx: AsyncLayerContext, scope: Scope, type: RecordType, field: str, name: str, record_id: str
-) -> bool:
-    """Whether a record of ``scope``'s tenant and user has the id ``record_id`` (any type,
-    any visibility: what an insert collides with), after an insert of a record of ``name``
-    under that id failed: then another writer stored it first, or (a first id) it was taken
-    already; either way the insert is :class:`Raced`."""
-    found = await ctx.store.key_versions(scope, type, field, name, [record_id])
-    return record_id in found.taken
-
-
-def _hash(prefix: str, *parts: str) -> str:
-    return prefix + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+    return FirstVersion(prefix + new_id(), scope, type, field, name, seen.newest)

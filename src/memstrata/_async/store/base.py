@@ -264,19 +264,17 @@ class AsyncRecordStore(Protocol):
         type: str,
         field: str,
         value: str,
-        probe: Sequence[str] = (),
     ) -> KeyVersions:
         """The records of one name (a fact key, a document) in one read, none decoded: those
         of ``type`` visible in ``scope`` whose ``metadata[field]`` is the string ``value``,
         deleted and superseded ones included (the records ``Filters(types={type},
         metadata=(MetadataCondition(field, "eq", value),), include_deleted=True,
-        include_superseded=True)`` lists). Whether one is live (active, not superseded), the
-        id of the one inserted last, and which ids of ``probe`` are the id of a record of
-        ``scope``'s tenant and user (any type, any visibility: what an insert would collide
-        with). ``field`` is a plain name (letters, digits, ``_``) and ``type`` a record type,
-        else ``ValidationError``. A fact's ``key`` and a document's ``qa_id`` are read by
-        index (SQLite and PostgreSQL schema 12), in a time that does not grow with their
-        history: a first version's id is made from it (``layers/races.py``)."""
+        include_superseded=True)`` lists). Whether one is live (active, not superseded) and
+        the id of the one inserted last. ``field`` is a plain name (letters, digits, ``_``)
+        and ``type`` a record type, else ``ValidationError``. A fact's ``key`` and a
+        document's ``qa_id`` are read by index (SQLite and PostgreSQL schema 12), in a time
+        that does not grow with their history: a first version's transaction reads it again
+        (``layers/races.py``)."""
         ...
 
     async def find_by_hash(
@@ -516,9 +514,7 @@ class AsyncUnitOfWork(Protocol):
     async def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]
     ) -> MemoryRecord | None: ...
-    async def key_versions(
-        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
-    ) -> KeyVersions:
+    async def key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
         """The store's :meth:`AsyncRecordStore.key_versions` inside the transaction, one
         name at a time: a transaction that asks it for a name waits until every other
         transaction that asked it for the same name has ended, and then reads what those
@@ -526,7 +522,8 @@ class AsyncUnitOfWork(Protocol):
         transaction-level advisory lock on the name, then a statement of its own;
         ``memory://``: the store's lock). So what it reads stays so, for writers of the
         name that read it this way, until the transaction ends: a task's start checks that
-        the session's newest task is still the one it read (``layers/working.py``)."""
+        the session's newest task is still the one it read (``layers/working.py``), and a
+        first fact or document version that its name is as it was read (``layers/races.py``)."""
         ...
 
     async def insert(self, writes: Sequence[RecordWrite]) -> None: ...

@@ -1447,38 +1447,18 @@ class SQLiteStore:
                 ).fetchone()[0]
             )
 
-    def key_versions(
-        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
-    ) -> KeyVersions:
-        """One read transaction of index look-ups: the name's last row and whether it has a
-        live one (schema 12's ``records_fact_key`` / ``_live`` and ``records_doc_*`` for a
-        fact's key and a document's qa_id; other names scan the type's rows), then the ids
-        of ``probe`` taken (the unique key). No record is decoded."""
+    def key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
+        """One read of index look-ups: the name's last row and whether it has a live one
+        (schema 12's ``records_fact_key`` / ``_live`` and ``records_doc_*`` for a fact's key
+        and a document's qa_id; other names scan the type's rows). No record is decoded."""
         with self._read() as c:
-            return self._key_versions(c, scope, type, field, value, probe)
+            return self._key_versions(c, scope, type, field, value)
 
     def _key_versions(
-        self,
-        c: sqlite3.Connection,
-        scope: Scope,
-        type: str,
-        field: str,
-        value: str,
-        probe: Sequence[str],
+        self, c: sqlite3.Connection, scope: Scope, type: str, field: str, value: str
     ) -> KeyVersions:
-        ids = list(dict.fromkeys(probe))
-        taken: set[str] = set()
         newest, live = c.execute(*key_versions_sql(scope, type, field, value)).fetchone()
-        for chunk in _chunks(ids):
-            where, chunk_args = in_list("id", chunk)
-            taken.update(
-                r[0]
-                for r in c.execute(
-                    f"SELECT id FROM records WHERE tenant = ? AND user = ? AND {where}",
-                    [scope.tenant, scope.user, *chunk_args],
-                )
-            )
-        return KeyVersions(bool(live), newest, frozenset(taken))
+        return KeyVersions(bool(live), newest)
 
     def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]
@@ -2225,11 +2205,9 @@ class _SQLiteUnitOfWork:
     ) -> MemoryRecord | None:
         return self._s._find_by_hash(self._c, scope, content_hash, types)
 
-    def key_versions(
-        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
-    ) -> KeyVersions:
+    def key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
         """``BEGIN IMMEDIATE`` already keeps every other writer out until this one ends."""
-        return self._s._key_versions(self._c, scope, type, field, value, probe)
+        return self._s._key_versions(self._c, scope, type, field, value)
 
     def insert(self, writes: Sequence[RecordWrite]) -> None:
         self._s._insert(self._c, writes)

@@ -1503,21 +1503,14 @@ class AsyncPostgresStore:
             rows = await self._select(c, scope, filters, columns="count(*) AS n")
         return int(rows[0]["n"])
 
-    async def key_versions(
-        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
-    ) -> KeyVersions:
+    async def key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
         """One statement (one snapshot) of index look-ups: the name's last row (a backward
         step of schema 12's ``records_fact_key`` / ``records_doc_key`` for a fact's key and a
-        document's qa_id; other names scan the type's rows), whether it has a live one
-        (``records_*_live``) and the ids of ``probe`` taken (the unique key). No record is
-        decoded."""
+        document's qa_id; other names scan the type's rows) and whether it has a live one
+        (``records_*_live``). No record is decoded."""
         async with self._read() as c:
-            row = await (
-                await c.execute(*key_versions_sql(scope, type, field, value, probe))
-            ).fetchone()
-        return KeyVersions(
-            live=bool(row["live"]), newest=row["newest"], taken=frozenset(row["taken"])
-        )
+            row = await (await c.execute(*key_versions_sql(scope, type, field, value))).fetchone()
+        return KeyVersions(live=bool(row["live"]), newest=row["newest"])
 
     async def find_by_hash(
         self, scope: Scope, content_hash: str, types: Sequence[str]
@@ -2215,7 +2208,7 @@ class AsyncPostgresStore:
 
 
 def key_versions_sql(
-    scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
+    scope: Scope, type: str, field: str, value: str
 ) -> tuple[str, builtins.list[Any]]:
     """The statement of :meth:`key_versions` (``tests/store/test_key_versions_fv18.py`` asks
     PostgreSQL for its plan)."""
@@ -2224,14 +2217,9 @@ def key_versions_sql(
     rows = f"FROM records WHERE {sw} AND {name}"
     sql = (
         f"SELECT (SELECT id {rows} ORDER BY seq DESC LIMIT 1) AS newest, "
-        f"EXISTS (SELECT 1 {rows} AND {LIVE_SQL}) AS live, "
+        f"EXISTS (SELECT 1 {rows} AND {LIVE_SQL}) AS live"
     )
-    args = [*sa, *name_args, *sa, *name_args]
-    if not probe:  # nothing to ask: a subquery less to plan (each statement is planned)
-        return sql + "ARRAY[]::text[] AS taken", args
-    sql += 'ARRAY(SELECT id FROM records WHERE tenant = %s AND "user" = %s '
-    sql += "AND id = ANY(%s)) AS taken"
-    return sql, [*args, scope.tenant, scope.user, sorted(set(probe))]
+    return sql, [*sa, *name_args, *sa, *name_args]
 
 
 def _select_sql(
@@ -2400,20 +2388,16 @@ class _PgUnitOfWork:
         )
         return await self._s._find_by_hash(self._c, scope, content_hash, types)
 
-    async def key_versions(
-        self, scope: Scope, type: str, field: str, value: str, probe: Sequence[str] = ()
-    ) -> KeyVersions:
+    async def key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
         # The name's lock first (held to the transaction's end), then the read: a statement
         # of its own, so under READ COMMITTED it sees what the lock's last holder committed.
-        sql, args = key_versions_sql(scope, type, field, value, probe)  # checks the names
+        sql, args = key_versions_sql(scope, type, field, value)  # checks the names
         await self._c.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended(%s, 17))",
             ("\x1f".join((self._s.options.schema, scope.tenant, scope.user, type, field, value)),),
         )
         row = await (await self._c.execute(sql, args)).fetchone()
-        return KeyVersions(
-            live=bool(row["live"]), newest=row["newest"], taken=frozenset(row["taken"])
-        )
+        return KeyVersions(live=bool(row["live"]), newest=row["newest"])
 
     async def insert(self, writes: Sequence[RecordWrite]) -> None:
         prepared = self._s._prepare(writes)
