@@ -12,7 +12,6 @@ procedural memory, and closed (kept, with its final status).
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -36,7 +35,7 @@ from memstrata.layers.working_types import (
 )
 from memstrata.llm.base import TaskOutcome
 from memstrata.llm.heuristic import HeuristicLLM
-from memstrata.records import MemoryRecord, RecordType
+from memstrata.records import MemoryRecord, RecordType, new_id
 from memstrata.scope import Scope
 from memstrata.store.types import ListQuery
 from memstrata.text import validate_content
@@ -64,8 +63,9 @@ _MAX_ACTIVE = 1000  # active tasks of a session that one start closes (one, but 
 
 
 def _task_id() -> str:
-    """A new task's id: random, so no id a purge took is made again (128 bits)."""
-    return "task-" + secrets.token_hex(16)
+    """A new task's id: random (uuid4's hex, as every other new record's), so no id a
+    purge took is made again."""
+    return "task-" + new_id()
 
 
 def current_query(scope: Scope) -> ListQuery:
