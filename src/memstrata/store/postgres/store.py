@@ -982,6 +982,23 @@ class PostgresStore:
         if p.vector is None and old_masked != _masked_of(new):
             c.execute(_TOUCH_VECTOR, (seq,))
 
+    @staticmethod
+    def _deltas(c: Any, rows: Sequence[Mapping[str, Any]]) -> builtins.list[dict[str, Any]]:
+        """The deltas of these records' past versions (``seq``, ``version``, ``delta``), by
+        record, newest first: what ``histories`` and ``shown_versions`` walk back (none read
+        when ``rows`` is empty)."""
+        if not rows:
+            return []
+        return list(
+            (
+                c.execute(
+                    "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
+                    "ORDER BY seq, version DESC",
+                    ([r["seq"] for r in rows],),
+                )
+            ).fetchall()
+        )
+
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         return history_of(self.histories(scope, [record_id]), scope, record_id)
 
@@ -990,17 +1007,7 @@ class PostgresStore:
     ) -> builtins.dict[str, builtins.list[MemoryRecord]]:
         with self._read() as c:
             rows = self._visible(c, scope, ids)
-            deltas = (
-                (
-                    c.execute(
-                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
-                        "ORDER BY seq, version DESC",
-                        ([r["seq"] for r in rows],),
-                    )
-                ).fetchall()
-                if rows
-                else []
-            )
+            deltas = self._deltas(c, rows)
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
         return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
 
@@ -1013,17 +1020,7 @@ class PostgresStore:
             rows = self._visible(
                 c, scope, list(versions), "seq, id, version, status, visibility, access"
             )
-            deltas = (
-                (
-                    c.execute(
-                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
-                        "ORDER BY seq, version DESC",
-                        ([r["seq"] for r in rows],),
-                    )
-                ).fetchall()
-                if rows
-                else []
-            )
+            deltas = self._deltas(c, rows)
         by_seq: builtins.dict[int, builtins.list[tuple[int, bytes]]] = {}
         for d in deltas:
             by_seq.setdefault(int(d["seq"]), []).append((int(d["version"]), bytes(d["delta"])))

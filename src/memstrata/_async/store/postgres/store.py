@@ -998,6 +998,23 @@ class AsyncPostgresStore:
         if p.vector is None and old_masked != _masked_of(new):
             await c.execute(_TOUCH_VECTOR, (seq,))
 
+    @staticmethod
+    async def _deltas(c: Any, rows: Sequence[Mapping[str, Any]]) -> builtins.list[dict[str, Any]]:
+        """The deltas of these records' past versions (``seq``, ``version``, ``delta``), by
+        record, newest first: what ``histories`` and ``shown_versions`` walk back (none read
+        when ``rows`` is empty)."""
+        if not rows:
+            return []
+        return list(
+            await (
+                await c.execute(
+                    "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
+                    "ORDER BY seq, version DESC",
+                    ([r["seq"] for r in rows],),
+                )
+            ).fetchall()
+        )
+
     async def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         return history_of(await self.histories(scope, [record_id]), scope, record_id)
 
@@ -1006,17 +1023,7 @@ class AsyncPostgresStore:
     ) -> builtins.dict[str, builtins.list[MemoryRecord]]:
         async with self._read() as c:
             rows = await self._visible(c, scope, ids)
-            deltas = (
-                await (
-                    await c.execute(
-                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
-                        "ORDER BY seq, version DESC",
-                        ([r["seq"] for r in rows],),
-                    )
-                ).fetchall()
-                if rows
-                else []
-            )
+            deltas = await self._deltas(c, rows)
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
         return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
 
@@ -1031,17 +1038,7 @@ class AsyncPostgresStore:
             rows = await self._visible(
                 c, scope, list(versions), "seq, id, version, status, visibility, access"
             )
-            deltas = (
-                await (
-                    await c.execute(
-                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
-                        "ORDER BY seq, version DESC",
-                        ([r["seq"] for r in rows],),
-                    )
-                ).fetchall()
-                if rows
-                else []
-            )
+            deltas = await self._deltas(c, rows)
         by_seq: builtins.dict[int, builtins.list[tuple[int, bytes]]] = {}
         for d in deltas:
             by_seq.setdefault(int(d["seq"]), []).append((int(d["version"]), bytes(d["delta"])))
