@@ -82,6 +82,7 @@ from memstrata.store.postgres.where import (
     filters_sql,
     key_sql,
     needs_python,
+    records_from,
     scope_sql,
 )
 from memstrata.store.sqlite.codec import (
@@ -2206,7 +2207,11 @@ def _select_sql(
 ) -> tuple[str, builtins.list[Any]]:
     sw, sa = scope_sql(scope)
     fw, fa = filters_sql(filters)
-    return f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}", [*sa, *fa, *tail_args]
+    source, ra = records_from(scope)  # a caller's: what it may read (where.py)
+    return (
+        f"SELECT {columns} FROM {source} WHERE {sw} AND {fw} {tail}",
+        [*ra, *sa, *fa, *tail_args],
+    )
 
 
 def _list_sql(q: ListQuery) -> tuple[str, builtins.list[Any]]:

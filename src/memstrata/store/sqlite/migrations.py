@@ -578,6 +578,19 @@ def _v18(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v19(conn: sqlite3.Connection) -> None:
+    """v19 (caller30): the index of readers names each user's public records too
+    (store/sqlite/roles.py, ``PUBLIC``), so a caller's ``list`` reads what it may read
+    without walking the owner's rows. Rows only: no schema object."""
+    from .roles import PUBLIC
+
+    conn.execute(
+        "INSERT OR IGNORE INTO rr SELECT tenant, ?, user, id FROM records "
+        "WHERE visibility = 'public'",
+        (PUBLIC,),
+    )
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -598,6 +611,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (16, _v16),
     (17, _v17),
     (18, _v18),
+    (19, _v19),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

@@ -16,6 +16,12 @@ record's current ``access`` only: a write adds the rows of its new roles and rem
 the roles it dropped (:func:`changed`), so what a caller with roles reads is ∝ what is shared
 with its roles now (active or not: a deleted record's rows stay, the caller's rule drops
 it). They go with a purge of their record or owner as every row of the owner (``t, u``).
+
+The owner's public records are named there too (caller30, schema 19, rows only), under
+:data:`PUBLIC` (a BLOB no role's reader is: those begin ``role:``), following the record's
+current ``visibility`` as a role's rows follow its roles: a caller's ``list`` reads what it
+may read through these rows and its own (store/sqlite/where.py, :func:`~memstrata.store.
+sqlite.where.records_from`), not the owner's other rows.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from ...records import MemoryRecord
+from ...records import MemoryRecord, Visibility
 
-__all__ = ["MARK", "changed", "markers", "reader", "role_rows", "roles_of"]
+__all__ = ["MARK", "PUBLIC", "changed", "markers", "reader", "role_rows", "roles_of"]
 
 MARK = b"role:"
+PUBLIC = b"public"  # the reader naming the owner's public records (caller30)
 Row = tuple[str, bytes, str, str]  # (tenant, reader, user, id), as rr's
 
 
@@ -37,14 +44,15 @@ def reader(role: str) -> bytes:
 
 
 def role_rows(records: Iterable[MemoryRecord]) -> list[Row]:
-    """The rows of these (current) versions: one per role each names."""
-    return list(
-        dict.fromkeys(
-            (r.tenant, reader(role), r.user, r.id)
-            for r in records
-            for role in r.access.allowed_roles
-        )
-    )
+    """The rows of these (current) versions: one per role each names, and :data:`PUBLIC`'s
+    for a public one."""
+    rows: dict[Row, None] = {}
+    for r in records:
+        for role in r.access.allowed_roles:
+            rows[r.tenant, reader(role), r.user, r.id] = None
+        if r.access.visibility is Visibility.PUBLIC:
+            rows[r.tenant, PUBLIC, r.user, r.id] = None
+    return list(rows)
 
 
 def roles_of(access_text: str | None) -> list[str]:
@@ -54,15 +62,19 @@ def roles_of(access_text: str | None) -> list[str]:
     return [str(v) for v in json.loads(access_text).get("allowed_roles", ())]
 
 
-def changed(old_access: str | None, new: MemoryRecord) -> tuple[list[Row], list[Row]]:
+def changed(
+    old_access: str | None, old_visibility: str | None, new: MemoryRecord
+) -> tuple[list[Row], list[Row]]:
     """(rows to remove, rows to add) when a record's ``access`` goes from ``old_access`` to
-    ``new``'s."""
+    ``new``'s (and its ``visibility`` from ``old_visibility``)."""
     kept = set(new.access.allowed_roles)
     gone = [
         (new.tenant, reader(role), new.user, new.id)
         for role in roles_of(old_access)
         if role not in kept
     ]
+    if old_visibility == Visibility.PUBLIC.value and new.access.visibility is not Visibility.PUBLIC:
+        gone.append((new.tenant, PUBLIC, new.user, new.id))
     return gone, role_rows([new])
 
 

@@ -95,6 +95,7 @@ from .where import (
     key_indexes,
     key_sql,
     needs_python,
+    records_from,
     scope_sql,
 )
 
@@ -165,6 +166,7 @@ _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
 # version written names, in its transaction.
 _READERS = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _ACCESS_AT = COLUMNS.index("access")
+_VISIBILITY_AT = COLUMNS.index("visibility")
 _UPSERT_CACHE = (
     "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
@@ -857,7 +859,7 @@ class SQLiteStore:
         )
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
         c.executemany(_READERS, purged_reader.reader_rows([new]))  # store/purged_reader.py
-        gone, added = roles.changed(old[_ACCESS_AT], new)  # the role shares (roles.py)
+        gone, added = roles.changed(old[_ACCESS_AT], old[_VISIBILITY_AT], new)  # roles.py
         c.executemany("DELETE FROM rr WHERE t = ? AND r = ? AND u = ? AND i = ?", gone)
         c.executemany(_READERS, added)
         self._index(c, seq, new.tenant, new.user, write.terms)
@@ -1376,9 +1378,12 @@ class SQLiteStore:
         sw, sa = scope_sql(scope)
         fw, fa = filters_sql(filters)
         by = filters_index(filters)  # a fact's history: by its key's index
+        source, ra = records_from(scope, by)  # a caller's: what it may read (where.py)
+        if columns == "*":
+            columns = "records.*"
         return c.execute(
-            f"SELECT {columns} FROM records {by} WHERE {sw} AND {fw} {tail}",
-            [*sa, *fa, *tail_args],
+            f"SELECT {columns} FROM {source} WHERE {sw} AND {fw} {tail}",
+            [*ra, *sa, *fa, *tail_args],
         ).fetchall()
 
     def list_pages(
@@ -1450,9 +1455,10 @@ class SQLiteStore:
                 )
             sw, sa = scope_sql(scope)
             fw, fa = filters_sql(filters)
+            source, ra = records_from(scope)
             return int(
                 c.execute(
-                    f"SELECT count(*) FROM records WHERE {sw} AND {fw}", [*sa, *fa]
+                    f"SELECT count(*) FROM {source} WHERE {sw} AND {fw}", [*ra, *sa, *fa]
                 ).fetchone()[0]
             )
 
