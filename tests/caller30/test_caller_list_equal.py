@@ -113,9 +113,11 @@ def _old_path(store: Any) -> Iterator[None]:
     """The walk of the owner's rows this session replaced, put back in its place."""
     with pytest.MonkeyPatch.context() as patch:
         if isinstance(store, lite_store.SQLiteStore):
-            patch.setattr(lite_store, "records_from", lambda scope, by="": (f"records {by}", []))
+            patch.setattr(
+                lite_store, "records_from", lambda scope, f, by="", walk=None: (f"records {by}", [])
+            )
         elif isinstance(store, pg_store.PostgresStore):
-            patch.setattr(pg_store, "records_from", lambda scope: ("records", []))
+            patch.setattr(pg_store, "records_from", lambda scope, f, walk=None: ("records", []))
         else:
             assert isinstance(store, memory_store.InMemoryStore)
 

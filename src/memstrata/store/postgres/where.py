@@ -11,7 +11,7 @@ from typing import Any
 from ...filters import Filters
 from ...records import RecordStatus
 from ...scope import Scope
-from ..sqlite.codec import encode_time, scope_token
+from ..sqlite.codec import encode_time
 from ..types import INDEXED_NAMES
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "nul_read_as",
     "records_from",
     "scope_sql",
+    "Walk",
 ]
 
 Fragment = tuple[str, list[Any]]
@@ -49,19 +50,27 @@ def json_of(column: str) -> str:
     )
 
 
-def records_from(scope: Scope) -> Fragment:
+Walk = tuple[str, tuple[str, Any, int] | None, int | None]
+"""How a listing reads: its order (``ASC``/``DESC``), the place it starts after (``>`` or
+``<``, an ``observed_at`` and a ``seq``) and how many it keeps (``None``: all)."""
+
+
+def records_from(scope: Scope, filters: Filters, walk: Walk | None = None) -> Fragment:
     """What a listing of ``scope`` reads ``records`` from.
 
     The owner's: the table, walked by its indexes. A caller's (caller30): only the owner's
-    records it may read, found as its search finds them (store/postgres/lexical.py,
-    ``caller_rows``): those the index of readers names it for, for a caller with roles
-    those of schema step 25's ``records_shared_roles``, and the public ones of the public
-    part's ``lex_public`` (step 24); each then read by its ``seq`` (a lateral read the
-    planner keeps apart: it cannot choose the owner's rows in order instead). A caller's
-    ``list`` walked the owner's rows in order until its page was full, so its cost (24 ms
-    for 100 of 10k notes mostly private) grew with the records the owner did not share.
-    These name a superset (a reader of an earlier version): ``scope_sql``'s rule still
-    decides. The join adds one column, ``m.s``."""
+    records it may read, each then read by its ``seq`` (a lateral read the planner keeps
+    apart: it cannot choose to walk the owner's rows instead): those the index of readers
+    names the caller for and, for a caller with roles, those of step 25's
+    ``records_shared_roles`` (∝ what is shared by name and role, as a caller's search
+    finds them, store/postgres/lexical.py), and the owner's public records walked in the
+    listing's order from ``walk``'s place through step 26's ``records_public_observed``, as
+    many as ``walk`` keeps of those ``filters`` and the caller's rule admit (∝ the page, not
+    the owner's records). A caller's ``list`` walked the owner's rows in order until its
+    page was full, so its cost (24 ms for 100 of 10k notes mostly private) grew with the
+    records the owner did not share. These name a superset (a reader of an earlier
+    version): the statement's ``scope_sql`` still decides. The join adds one column,
+    ``m.s``."""
     if scope.caller is None:
         return "records", []
     parts = [
@@ -76,8 +85,19 @@ def records_from(scope: Scope) -> Fragment:
             "visibility != 'public' AND strpos(access, '\"allowed_roles\":[]') = 0"
         )
         args += [scope.tenant, scope.user]
-    parts.append("SELECT seq FROM lex_public WHERE owner_tok = %s")
-    args.append("p" + scope_token(scope.tenant, scope.user)[1:])  # lexical.public_tok
+    sw, sa = scope_sql(scope)
+    fw, fa = filters_sql(filters)
+    order, after, keep = walk if walk is not None else ("ASC", None, None)
+    place, place_args = "", []
+    if after is not None:
+        place, place_args = f" AND (observed_at, seq) {after[0]} (%s, %s)", [*after[1:]]
+    limit, limit_args = ("", []) if keep is None else (" LIMIT %s", [keep])
+    parts.append(  # records_public_observed's condition, written out for the planner
+        f'(SELECT seq FROM records WHERE tenant = %s AND "user" = %s AND '
+        f"visibility = 'public'{place} AND {sw} AND {fw} "
+        f"ORDER BY observed_at {order}, seq {order}{limit})"
+    )
+    args += [scope.tenant, scope.user, *place_args, *sa, *fa, *limit_args]
     return (
         f"({' UNION '.join(parts)}) AS m (s) CROSS JOIN LATERAL "
         "(SELECT * FROM records WHERE records.seq = m.s OFFSET 0) AS records",

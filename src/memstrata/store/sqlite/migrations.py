@@ -579,15 +579,17 @@ def _v18(conn: sqlite3.Connection) -> None:
 
 
 def _v19(conn: sqlite3.Connection) -> None:
-    """v19 (caller30): the index of readers names each user's public records too
-    (store/sqlite/roles.py, ``PUBLIC``), so a caller's ``list`` reads what it may read
-    without walking the owner's rows. Rows only: no schema object."""
-    from .roles import PUBLIC
+    """v19 (caller30): the index of readers names each user's public records too, in their
+    listing's order (store/sqlite/roles.py, ``public_reader``), so a caller's ``list`` walks
+    what it may read without walking the owner's rows. Rows only: no schema object."""
+    from .roles import public_reader
 
-    conn.execute(
-        "INSERT OR IGNORE INTO rr SELECT tenant, ?, user, id FROM records "
-        "WHERE visibility = 'public'",
-        (PUBLIC,),
+    rows = conn.execute(
+        "SELECT tenant, user, id, observed_at, seq FROM records WHERE visibility = 'public'"
+    ).fetchall()
+    conn.executemany(
+        "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)",
+        [(t, public_reader(str(u), str(at), int(seq)), u, i) for t, u, i, at, seq in rows],
     )
 
 

@@ -89,6 +89,7 @@ from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
 from .where import (
     LIVE_SQL,
+    Walk,
     filters_index,
     filters_sql,
     in_list,
@@ -167,6 +168,7 @@ _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
 _READERS = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _ACCESS_AT = COLUMNS.index("access")
 _VISIBILITY_AT = COLUMNS.index("visibility")
+_OBSERVED_AT = COLUMNS.index("observed_at")
 _UPSERT_CACHE = (
     "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
@@ -675,7 +677,15 @@ class SQLiteStore:
                 f"SQLite numbered {len(records)} new records {before + 1}..{last}; nothing "
                 "was written"
             )
-        return list(range(before + 1, last + 1))
+        seqs = list(range(before + 1, last + 1))
+        c.executemany(  # the public ones' rows (roles.py), in their listing's order
+            _READERS,
+            roles.public_rows(
+                (r, str(encode_time(r.observed_at)), seq)
+                for r, seq in zip(records, seqs, strict=True)
+            ),
+        )
+        return seqs
 
     @staticmethod
     def _clashing_id(c: sqlite3.Connection, records: Sequence[MemoryRecord], before: int) -> str:
@@ -859,7 +869,11 @@ class SQLiteStore:
         )
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
         c.executemany(_READERS, purged_reader.reader_rows([new]))  # store/purged_reader.py
-        gone, added = roles.changed(old[_ACCESS_AT], old[_VISIBILITY_AT], new)  # roles.py
+        gone, added = roles.changed(old[_ACCESS_AT], new)  # the role shares (roles.py)
+        was, now = roles.public_changed(  # its public row (roles.py)
+            old[_VISIBILITY_AT], old[_OBSERVED_AT], new, values[_OBSERVED_AT], seq
+        )
+        gone, added = gone + was, added + now
         c.executemany("DELETE FROM rr WHERE t = ? AND r = ? AND u = ? AND i = ?", gone)
         c.executemany(_READERS, added)
         self._index(c, seq, new.tenant, new.user, write.terms)
@@ -1374,11 +1388,15 @@ class SQLiteStore:
         tail_args: Sequence[Any] = (),
         *,
         columns: str = "*",
+        walk: Walk | None = None,
     ) -> list[sqlite3.Row]:
+        """``columns`` of the rows of ``scope`` ``filters`` admits, then ``tail``. ``walk``
+        says in the words of a caller's read what ``tail`` orders and keeps (where.py,
+        ``records_from``); without it a caller's read finds every record it may read."""
         sw, sa = scope_sql(scope)
         fw, fa = filters_sql(filters)
         by = filters_index(filters)  # a fact's history: by its key's index
-        source, ra = records_from(scope, by)  # a caller's: what it may read (where.py)
+        source, ra = records_from(scope, filters, by, walk)  # a caller's: what it may read
         if columns == "*":
             columns = "records.*"
         return c.execute(
@@ -1397,8 +1415,9 @@ class SQLiteStore:
             args: list[Any] = [size]
             if after is not None:
                 tail, args = "AND (observed_at, seq) > (?, ?) " + tail, [*after, size]
+            walk: Walk = ("ASC", None if after is None else (">", *after), size)
             with self._read() as c:  # one short read per page: writers never wait for all
-                rows = self._select(c, scope, filters, tail, args)
+                rows = self._select(c, scope, filters, tail, args, walk=walk)
                 records = [self._dec(r) for r in rows]
             if not rows:
                 return
@@ -1431,7 +1450,9 @@ class SQLiteStore:
             if not at:
                 return []
             args = [at[0]["observed_at"], int(at[0]["seq"]), limit]
-            records = [self._dec(r) for r in self._select(c, scope, filters, tail, args)]
+            walk: Walk = (order, (op, *args[:2]), None if needs_python(filters) else limit)
+            rows = self._select(c, scope, filters, tail, args, walk=walk)
+            records = [self._dec(r) for r in rows]
         return [r for r in records if filters.matches(r)] if needs_python(filters) else records
 
     def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
@@ -1455,7 +1476,7 @@ class SQLiteStore:
                 )
             sw, sa = scope_sql(scope)
             fw, fa = filters_sql(filters)
-            source, ra = records_from(scope)
+            source, ra = records_from(scope, filters)
             return int(
                 c.execute(
                     f"SELECT count(*) FROM {source} WHERE {sw} AND {fw}", [*ra, *sa, *fa]
@@ -2139,10 +2160,16 @@ class SQLiteStore:
         tail = f"ORDER BY observed_at {order}, seq {order}"
         if not needs_python(q.filters):
             rows = self._select(
-                c, q.scope, q.filters, tail + " LIMIT ? OFFSET ?", (q.limit, offset)
+                c,
+                q.scope,
+                q.filters,
+                tail + " LIMIT ? OFFSET ?",
+                (q.limit, offset),
+                walk=(order, None, q.limit + offset),
             )
             return [self._dec(r) for r in rows]
-        records = [self._dec(r) for r in self._select(c, q.scope, q.filters, tail)]
+        rows = self._select(c, q.scope, q.filters, tail, walk=(order, None, None))
+        records = [self._dec(r) for r in rows]
         return [r for r in records if q.filters.matches(r)][offset : offset + q.limit]
 
 

@@ -79,6 +79,7 @@ from memstrata.store.postgres.connection import (
 )
 from memstrata.store.postgres.where import (
     LIVE_SQL,
+    Walk,
     filters_sql,
     key_sql,
     needs_python,
@@ -1495,10 +1496,11 @@ class AsyncPostgresStore:
         tail_args: Sequence[Any] = (),
         *,
         columns: str = _ROW,
+        walk: Walk | None = None,
     ) -> list[dict[str, Any]]:
         return list(
             await (
-                await c.execute(*_select_sql(scope, filters, tail, tail_args, columns))
+                await c.execute(*_select_sql(scope, filters, tail, tail_args, columns, walk))
             ).fetchall()
         )
 
@@ -2127,9 +2129,10 @@ class AsyncPostgresStore:
             args: builtins.list[Any] = [size]
             if after is not None:
                 tail, args = "AND (observed_at, seq) > (%s, %s) " + tail, [*after, size]
+            walk: Walk = ("ASC", None if after is None else (">", *after), size)
             before = self._before_read()
             async with self._autocommit(wait=False) as c:
-                rows = await self._select(c, scope, filters, tail, args)
+                rows = await self._select(c, scope, filters, tail, args, walk=walk)
             if not rows:
                 return
             after = (rows[-1]["observed_at"], int(rows[-1]["seq"]))
@@ -2164,7 +2167,8 @@ class AsyncPostgresStore:
             if not at:
                 return []
             args = [at[0]["observed_at"], int(at[0]["seq"]), limit]
-            rows = await self._select(c, scope, filters, tail, args)
+            walk: Walk = (order, (op, *args[:2]), None if needs_python(filters) else limit)
+            rows = await self._select(c, scope, filters, tail, args, walk=walk)
         records = [decode_record(r) for r in await self._fresh(rows, before)]
         return [r for r in records if filters.matches(r)] if needs_python(filters) else records
 
@@ -2248,10 +2252,14 @@ def _select_sql(
     tail: str = "",
     tail_args: Sequence[Any] = (),
     columns: str = _ROW,
+    walk: Walk | None = None,
 ) -> tuple[str, builtins.list[Any]]:
+    """``columns`` of the rows of ``scope`` ``filters`` admits, then ``tail``. ``walk`` says
+    in the words of a caller's read what ``tail`` orders and keeps (where.py,
+    ``records_from``); without it a caller's read finds every record it may read."""
     sw, sa = scope_sql(scope)
     fw, fa = filters_sql(filters)
-    source, ra = records_from(scope)  # a caller's: what it may read (where.py)
+    source, ra = records_from(scope, filters, walk)  # a caller's: what it may read
     return (
         f"SELECT {columns} FROM {source} WHERE {sw} AND {fw} {tail}",
         [*ra, *sa, *fa, *tail_args],
@@ -2263,9 +2271,14 @@ def _list_sql(q: ListQuery) -> tuple[str, builtins.list[Any]]:
     order = "DESC" if q.newest_first else "ASC"
     tail = f"ORDER BY observed_at {order}, seq {order}"
     if needs_python(q.filters):
-        return _select_sql(q.scope, q.filters, tail)
+        return _select_sql(q.scope, q.filters, tail, walk=(order, None, None))
+    offset = max(0, q.offset)
     return _select_sql(
-        q.scope, q.filters, tail + " LIMIT %s OFFSET %s", (q.limit, max(0, q.offset))
+        q.scope,
+        q.filters,
+        tail + " LIMIT %s OFFSET %s",
+        (q.limit, offset),
+        walk=(order, None, q.limit + offset),
     )
 
 
