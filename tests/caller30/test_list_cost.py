@@ -2,7 +2,8 @@
 and its time (10-16 ms on SQLite, 24 on PostgreSQL for 100 of 10k notes mostly private),
 grew with the records the owner did not share. It now reads what the caller may read
 through the index of readers, the role rows and the public rows (SQLite), through
-``record_readers``, ``records_shared_roles`` and ``lex_public`` (PostgreSQL).
+``record_readers``, ``records_shared_roles`` and step 26's ``records_public_observed``
+(PostgreSQL).
 
 Counted, not timed: SQLite's virtual-machine steps of the caller's store reads (a progress
 handler on the store's read connection), and PostgreSQL's rows read by the caller's list
