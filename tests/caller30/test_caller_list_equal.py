@@ -1,7 +1,7 @@
 """A caller's ``list`` reads only what it may read (caller30): through the index of readers,
 the role rows and the public rows on SQLite, ``record_readers``, ``records_shared_roles``
-and ``records_public_observed`` on PostgreSQL, the owner's shared entries on memory://. Its answers are
-those of the walk of the owner's rows it replaced: generated memories (notes private,
+and ``records_public_observed`` on PostgreSQL, the owner's shared entries on memory://. Its
+answers are those of the walk of the owner's rows it replaced: generated memories (notes private,
 public, shared by name, with roles, with both, at tied times; access changed and records
 deleted after), listed by callers with and without roles with generated filters (types,
 metadata, tags, time ranges, importance), limits, offsets, both orders, ``list_pages``,
