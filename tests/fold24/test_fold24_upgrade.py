@@ -114,8 +114,8 @@ def test_upgrade_gives_the_index_a_fresh_write_makes(tmp_path: Path) -> None:
     finally:
         store.close()
     assert (
-        lex_tables(path)[0] == SCHEMA_VERSION == 18
-    )  # 17: public part (caller29), 18: roles (role29)
+        lex_tables(path)[0] == SCHEMA_VERSION == 19
+    )  # 17: public part (caller29), 18: roles (role29), 19: public rows (caller30)
     got = _rows(path)
     assert got == _rows(fresh)
     changed = {t for t in before if before[t] != got[t]}

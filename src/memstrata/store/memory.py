@@ -24,7 +24,7 @@ from ..clock import later
 from ..errors import NotFoundError, ValidationError, closed_store
 from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
-from ..records import MemoryRecord, RecordStatus, RecordType
+from ..records import MemoryRecord, RecordStatus, RecordType, Visibility
 from ..scope import Scope
 from ..validation import counted
 from . import memory_dump as dump
@@ -125,6 +125,9 @@ class _Lexical:
     ids: list[str]
     index: Any  # bm25s.BM25 (untyped library); None until the owner searches
     callers: dict[tuple[str, frozenset[str]], tuple[list[str], Any]] = field(default_factory=dict)
+    # the user's entries some caller may read (public, or naming readers or roles), in the
+    # store's order: what a caller's reads walk (caller30); None until a caller reads
+    shared: list[_Entry] | None = None
 
 
 def _key(r: MemoryRecord) -> tuple[str, str, str]:
@@ -251,8 +254,35 @@ class InMemoryStore:
         return entry
 
     def _scoped(self, scope: Scope) -> list[_Entry]:
-        """Entries visible in ``scope``, in insertion order."""
+        """Entries visible in ``scope``, in insertion order. A caller's are found among the
+        owner's entries some caller may read (:meth:`_shared`), not among every entry."""
+        if scope.caller is not None:
+            return [e for e in self._shared(scope.tenant, scope.user) if e.record.visible_in(scope)]
         return [e for e in self._entries.values() if e.record.visible_in(scope)]
+
+    def _shared(self, tenant: str, user: str) -> list[_Entry]:
+        """The user's entries that are public or name readers or roles, in insertion order:
+        gathered once per change of the user's records (as a caller's BM25 index is), so a
+        caller's ``list`` (caller30), count and reads walk what is shared, not every record
+        of the store."""
+        key = (tenant, user)
+        generation = self._generation.get(key, 0)
+        lex = self._lexical.get(key)
+        if lex is None or lex.generation != generation:
+            lex = _Lexical(generation, [], None)
+            self._lexical[key] = lex
+        if lex.shared is None:
+            lex.shared = [
+                e
+                for e in self._entries.values()
+                if (e.record.tenant, e.record.user) == key
+                and (
+                    e.record.access.visibility is Visibility.PUBLIC
+                    or e.record.access.allowed_users
+                    or e.record.access.allowed_roles
+                )
+            ]
+        return lex.shared
 
     @staticmethod
     def _check(write: RecordWrite) -> Vector | None:

@@ -78,9 +78,11 @@ from memstrata.store.postgres.vectors import (
 )
 from memstrata.store.postgres.where import (
     LIVE_SQL,
+    Walk,
     filters_sql,
     key_sql,
     needs_python,
+    records_from,
     scope_sql,
 )
 from memstrata.store.sqlite.codec import (
@@ -972,6 +974,23 @@ class PostgresStore:
         if p.vector is None and old_masked != _masked_of(new):
             c.execute(_TOUCH_VECTOR, (seq,))
 
+    @staticmethod
+    def _deltas(c: Any, rows: Sequence[Mapping[str, Any]]) -> builtins.list[dict[str, Any]]:
+        """The deltas of these records' past versions (``seq``, ``version``, ``delta``), by
+        record, newest first: what ``histories`` and ``shown_versions`` walk back (none read
+        when ``rows`` is empty)."""
+        if not rows:
+            return []
+        return list(
+            (
+                c.execute(
+                    "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
+                    "ORDER BY seq, version DESC",
+                    ([r["seq"] for r in rows],),
+                )
+            ).fetchall()
+        )
+
     def history(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
         return history_of(self.histories(scope, [record_id]), scope, record_id)
 
@@ -980,17 +999,7 @@ class PostgresStore:
     ) -> builtins.dict[str, builtins.list[MemoryRecord]]:
         with self._read() as c:
             rows = self._visible(c, scope, ids)
-            deltas = (
-                (
-                    c.execute(
-                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
-                        "ORDER BY seq, version DESC",
-                        ([r["seq"] for r in rows],),
-                    )
-                ).fetchall()
-                if rows
-                else []
-            )
+            deltas = self._deltas(c, rows)
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
         return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
 
@@ -1003,17 +1012,7 @@ class PostgresStore:
             rows = self._visible(
                 c, scope, list(versions), "seq, id, version, status, visibility, access"
             )
-            deltas = (
-                (
-                    c.execute(
-                        "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
-                        "ORDER BY seq, version DESC",
-                        ([r["seq"] for r in rows],),
-                    )
-                ).fetchall()
-                if rows
-                else []
-            )
+            deltas = self._deltas(c, rows)
         by_seq: builtins.dict[int, builtins.list[tuple[int, bytes]]] = {}
         for d in deltas:
             by_seq.setdefault(int(d["seq"]), []).append((int(d["version"]), bytes(d["delta"])))
@@ -1457,8 +1456,11 @@ class PostgresStore:
         tail_args: Sequence[Any] = (),
         *,
         columns: str = _ROW,
+        walk: Walk | None = None,
     ) -> list[dict[str, Any]]:
-        return list((c.execute(*_select_sql(scope, filters, tail, tail_args, columns))).fetchall())
+        return list(
+            (c.execute(*_select_sql(scope, filters, tail, tail_args, columns, walk))).fetchall()
+        )
 
     def count(self, scope: Scope, filters: Filters) -> int:
         with self._read() as c:
@@ -2072,9 +2074,10 @@ class PostgresStore:
             args: builtins.list[Any] = [size]
             if after is not None:
                 tail, args = "AND (observed_at, seq) > (%s, %s) " + tail, [*after, size]
+            walk: Walk = ("ASC", None if after is None else (">", *after), size)
             before = self._before_read()
             with self._autocommit(wait=False) as c:
-                rows = self._select(c, scope, filters, tail, args)
+                rows = self._select(c, scope, filters, tail, args, walk=walk)
             if not rows:
                 return
             after = (rows[-1]["observed_at"], int(rows[-1]["seq"]))
@@ -2109,7 +2112,8 @@ class PostgresStore:
             if not at:
                 return []
             args = [at[0]["observed_at"], int(at[0]["seq"]), limit]
-            rows = self._select(c, scope, filters, tail, args)
+            walk: Walk = (order, (op, *args[:2]), None if needs_python(filters) else limit)
+            rows = self._select(c, scope, filters, tail, args, walk=walk)
         records = [decode_record(r) for r in self._fresh(rows, before)]
         return [r for r in records if filters.matches(r)] if needs_python(filters) else records
 
@@ -2186,10 +2190,18 @@ def _select_sql(
     tail: str = "",
     tail_args: Sequence[Any] = (),
     columns: str = _ROW,
+    walk: Walk | None = None,
 ) -> tuple[str, builtins.list[Any]]:
+    """``columns`` of the rows of ``scope`` ``filters`` admits, then ``tail``. ``walk`` says
+    in the words of a caller's read what ``tail`` orders and keeps (where.py,
+    ``records_from``); without it a caller's read finds every record it may read."""
     sw, sa = scope_sql(scope)
     fw, fa = filters_sql(filters)
-    return f"SELECT {columns} FROM records WHERE {sw} AND {fw} {tail}", [*sa, *fa, *tail_args]
+    source, ra = records_from(scope, filters, walk)  # a caller's: what it may read
+    return (
+        f"SELECT {columns} FROM {source} WHERE {sw} AND {fw} {tail}",
+        [*ra, *sa, *fa, *tail_args],
+    )
 
 
 def _list_sql(q: ListQuery) -> tuple[str, builtins.list[Any]]:
@@ -2197,9 +2209,14 @@ def _list_sql(q: ListQuery) -> tuple[str, builtins.list[Any]]:
     order = "DESC" if q.newest_first else "ASC"
     tail = f"ORDER BY observed_at {order}, seq {order}"
     if needs_python(q.filters):
-        return _select_sql(q.scope, q.filters, tail)
+        return _select_sql(q.scope, q.filters, tail, walk=(order, None, None))
+    offset = max(0, q.offset)
     return _select_sql(
-        q.scope, q.filters, tail + " LIMIT %s OFFSET %s", (q.limit, max(0, q.offset))
+        q.scope,
+        q.filters,
+        tail + " LIMIT %s OFFSET %s",
+        (q.limit, offset),
+        walk=(order, None, q.limit + offset),
     )
 
 

@@ -210,6 +210,8 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
                 c.execute(_ARCHIVE, (seq, old["version"], encode_delta(reverse_delta(old, newer))))
             c.executemany(_READERS, purged_reader.reader_rows(d.versions))
             c.executemany(_READERS, roles.role_rows([r]))  # its current roles (roles.py)
+            at = str(named[-1]["observed_at"])  # as stored: its public row's place (roles.py)
+            c.executemany(_READERS, roles.public_rows([(r, at, seq)]))
             if d.earlier is not None:
                 for part, past in part_deltas(r, d.earlier):
                     c.executemany(_ARCHIVE, [(seq, version, blob) for version, blob in past])

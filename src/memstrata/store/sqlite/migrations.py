@@ -578,6 +578,21 @@ def _v18(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v19(conn: sqlite3.Connection) -> None:
+    """v19 (caller30): the index of readers names each user's public records too, in their
+    listing's order (store/sqlite/roles.py, ``public_reader``), so a caller's ``list`` walks
+    what it may read without walking the owner's rows. Rows only: no schema object."""
+    from .roles import public_reader
+
+    rows = conn.execute(
+        "SELECT tenant, user, id, observed_at, seq FROM records WHERE visibility = 'public'"
+    ).fetchall()
+    conn.executemany(
+        "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)",
+        [(t, public_reader(str(u), str(at), int(seq)), u, i) for t, u, i, at, seq in rows],
+    )
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -598,6 +613,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (16, _v16),
     (17, _v17),
     (18, _v18),
+    (19, _v19),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

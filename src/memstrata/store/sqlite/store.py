@@ -90,12 +90,14 @@ from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
 from .where import (
     LIVE_SQL,
+    Walk,
     filters_index,
     filters_sql,
     in_list,
     key_indexes,
     key_sql,
     needs_python,
+    records_from,
     scope_sql,
 )
 
@@ -166,6 +168,8 @@ _ARCHIVE = "INSERT INTO record_history (seq, version, delta) VALUES (?, ?, ?)"
 # version written names, in its transaction.
 _READERS = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _ACCESS_AT = COLUMNS.index("access")
+_VISIBILITY_AT = COLUMNS.index("visibility")
+_OBSERVED_AT = COLUMNS.index("observed_at")
 _UPSERT_CACHE = (
     "INSERT INTO embedding_cache (scope_tok, model_id, key, dims, vector) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope_tok, model_id, key) DO "
@@ -678,7 +682,15 @@ class SQLiteStore:
                 f"SQLite numbered {len(records)} new records {before + 1}..{last}; nothing "
                 "was written"
             )
-        return list(range(before + 1, last + 1))
+        seqs = list(range(before + 1, last + 1))
+        c.executemany(  # the public ones' rows (roles.py), in their listing's order
+            _READERS,
+            roles.public_rows(
+                (r, str(encode_time(r.observed_at)), seq)
+                for r, seq in zip(records, seqs, strict=True)
+            ),
+        )
+        return seqs
 
     @staticmethod
     def _clashing_id(c: sqlite3.Connection, records: Sequence[MemoryRecord], before: int) -> str:
@@ -849,6 +861,10 @@ class SQLiteStore:
         c.execute(_UPDATE, tuple(values[i] for i in _UPDATE_AT) + (seq,))
         c.executemany(_READERS, purged_reader.reader_rows([new]))  # store/purged_reader.py
         gone, added = roles.changed(old[_ACCESS_AT], new)  # the role shares (roles.py)
+        was, now = roles.public_changed(  # its public row (roles.py)
+            old[_VISIBILITY_AT], old[_OBSERVED_AT], new, values[_OBSERVED_AT], seq
+        )
+        gone, added = gone + was, added + now
         c.executemany("DELETE FROM rr WHERE t = ? AND r = ? AND u = ? AND i = ?", gone)
         c.executemany(_READERS, added)
         self._index(c, seq, new.tenant, new.user, write.terms)
@@ -1363,13 +1379,20 @@ class SQLiteStore:
         tail_args: Sequence[Any] = (),
         *,
         columns: str = "*",
+        walk: Walk | None = None,
     ) -> list[sqlite3.Row]:
+        """``columns`` of the rows of ``scope`` ``filters`` admits, then ``tail``. ``walk``
+        says in the words of a caller's read what ``tail`` orders and keeps (where.py,
+        ``records_from``); without it a caller's read finds every record it may read."""
         sw, sa = scope_sql(scope)
         fw, fa = filters_sql(filters)
         by = filters_index(filters)  # a fact's history: by its key's index
+        source, ra = records_from(scope, filters, by, walk)  # a caller's: what it may read
+        if columns == "*":
+            columns = "records.*"
         return c.execute(
-            f"SELECT {columns} FROM records {by} WHERE {sw} AND {fw} {tail}",
-            [*sa, *fa, *tail_args],
+            f"SELECT {columns} FROM {source} WHERE {sw} AND {fw} {tail}",
+            [*ra, *sa, *fa, *tail_args],
         ).fetchall()
 
     def list_pages(
@@ -1383,8 +1406,9 @@ class SQLiteStore:
             args: list[Any] = [size]
             if after is not None:
                 tail, args = "AND (observed_at, seq) > (?, ?) " + tail, [*after, size]
+            walk: Walk = ("ASC", None if after is None else (">", *after), size)
             with self._read() as c:  # one short read per page: writers never wait for all
-                rows = self._select(c, scope, filters, tail, args)
+                rows = self._select(c, scope, filters, tail, args, walk=walk)
                 records = [self._dec(r) for r in rows]
             if not rows:
                 return
@@ -1417,7 +1441,9 @@ class SQLiteStore:
             if not at:
                 return []
             args = [at[0]["observed_at"], int(at[0]["seq"]), limit]
-            records = [self._dec(r) for r in self._select(c, scope, filters, tail, args)]
+            walk: Walk = (order, (op, *args[:2]), None if needs_python(filters) else limit)
+            rows = self._select(c, scope, filters, tail, args, walk=walk)
+            records = [self._dec(r) for r in rows]
         return [r for r in records if filters.matches(r)] if needs_python(filters) else records
 
     def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
@@ -1441,9 +1467,10 @@ class SQLiteStore:
                 )
             sw, sa = scope_sql(scope)
             fw, fa = filters_sql(filters)
+            source, ra = records_from(scope, filters)
             return int(
                 c.execute(
-                    f"SELECT count(*) FROM records WHERE {sw} AND {fw}", [*sa, *fa]
+                    f"SELECT count(*) FROM {source} WHERE {sw} AND {fw}", [*ra, *sa, *fa]
                 ).fetchone()[0]
             )
 
@@ -2115,10 +2142,16 @@ class SQLiteStore:
         tail = f"ORDER BY observed_at {order}, seq {order}"
         if not needs_python(q.filters):
             rows = self._select(
-                c, q.scope, q.filters, tail + " LIMIT ? OFFSET ?", (q.limit, offset)
+                c,
+                q.scope,
+                q.filters,
+                tail + " LIMIT ? OFFSET ?",
+                (q.limit, offset),
+                walk=(order, None, q.limit + offset),
             )
             return [self._dec(r) for r in rows]
-        records = [self._dec(r) for r in self._select(c, q.scope, q.filters, tail)]
+        rows = self._select(c, q.scope, q.filters, tail, walk=(order, None, None))
+        records = [self._dec(r) for r in rows]
         return [r for r in records if q.filters.matches(r)][offset : offset + q.limit]
 
 

@@ -843,6 +843,20 @@ WHERE visibility != 'public' AND strpos(access, '"allowed_roles":[]') = 0;
 """
 
 
+# v26 (caller30): a caller's ``list`` walks the owner's public records in the listing's
+# order through this index, not the owner's rows (store/postgres/where.py, records_from;
+# before, it walked the owner's rows until its page was full: 24 ms for 100 of 10k notes
+# mostly private); only public records are in it. Step 22's index is no longer read by any
+# statement (step 24's public part and step 25's role index took its two readers'
+# places): it is dropped, so a record shared with roles costs its owner one index less to
+# write. (purgeidx27's test of an older store drops it IF EXISTS, then runs step 22 again.)
+_V26_PUBLIC_OBSERVED = """
+CREATE INDEX IF NOT EXISTS records_public_observed ON records (tenant, "user", observed_at, seq)
+WHERE visibility = 'public';
+DROP INDEX IF EXISTS records_shared_wide;
+"""
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -870,6 +884,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (23, _V23_PURGE_LOCK),
     (24, _v24_public),
     (25, _V25_SHARED_ROLES),
+    (26, _V26_PUBLIC_OBSERVED),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
