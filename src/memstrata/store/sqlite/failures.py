@@ -24,6 +24,7 @@ BUSY_TIMEOUT_S = 10.0  # how long a connection waits for another process's lock
 _BUSY, _LOCKED, _NOMEM, _READONLY, _IOERR, _CORRUPT = 5, 6, 7, 8, 10, 11
 _FULL, _CANTOPEN, _PROTOCOL, _SCHEMA, _CONSTRAINT, _NOTADB = 13, 14, 15, 17, 19, 26
 _CONSTRAINT_PRIMARYKEY, _CONSTRAINT_UNIQUE = 1555, 2067  # extended codes
+_IOERR_SHMSIZE = 4874  # the -shm file could not grow (a full disk)
 _TRANSIENT = frozenset({_BUSY, _LOCKED, _NOMEM, _PROTOCOL, _SCHEMA})
 
 
@@ -105,10 +106,17 @@ def failure(
             f"{where} {doing}: it cannot be written ({text}); {undone}: make the file, "
             "its -wal and -shm files and its folder writable by this process"
         )
+    if getattr(exc, "sqlite_errorcode", None) == _IOERR_SHMSIZE:
+        # the -shm file beside the database could not grow: no room left on its disk
+        return StoreError(
+            f"{where} {doing}: its disk is full (SQLite could not grow the file's -shm "
+            f"index: {text}); {undone}: free disk space, then retry"
+        )
     if code == _IOERR or (code is None and "disk I/O" in text):
         return StoreError(
             f"{where} {doing}: the disk failed a read or a write ({text}); {undone}: "
-            "check the disk and the file system it is on, then retry"
+            "free disk space if it is full, else check the disk and the file system it "
+            "is on, then retry"
         )
     if code in (_CORRUPT, _NOTADB) or (
         code is None and ("malformed" in text or "not a database" in text)

@@ -314,12 +314,17 @@ class SQLiteStore:
         return f"SQLiteStore({self.url!r})"
 
     def close(self) -> None:
+        if self._closed:  # a second close() does nothing
+            return
         if self._flusher is not None:
             self._flusher.shutdown(wait=True)
+        unwritten: StoreError | None = None
         try:
             with self._lock:
                 if self._touches or self._counts or self._cache:
                     self.flush_counters()
+        except StoreError as exc:
+            unwritten = exc
         finally:
             self._vectors.clear()
             # Reads under way on other threads end first: closing a connection while a
@@ -333,6 +338,19 @@ class SQLiteStore:
                 self._readers.clear()
             with self._lock:
                 self._conn.close()
+        if unwritten is not None:
+            # Closed all the same: not "could not commit ... then retry" (a second close()
+            # does nothing). What is lost is what a crash may lose (Counters).
+            cause = unwritten.__cause__
+            if not isinstance(cause, sqlite3.Error):
+                raise unwritten
+            raise failure(
+                cause,
+                f"SQLite store {self.path!r}",
+                "closed without writing its buffered access counters and query cache entries",
+                writing=True,
+                undone="they are lost, the records are not affected",
+            ) from cause
 
     # --- transactions --------------------------------------------------------------------
     @contextmanager
