@@ -5,8 +5,10 @@ passed or failed. Not a skip when it cannot be mounted: a failure that says why.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,40 @@ def tiny_disk(tmp_path: Path) -> Iterator[TinyDisk]:
     finally:
         # lazy: a file a failed test left open must not keep the mount (and the next run)
         subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+@pytest.fixture
+def read_only_view(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """``(folder, view)``: a folder of the test's and a read-only bind mount of it (what a
+    store on a file system mounted read-only sees), unmounted afterwards."""
+    folder, view = tmp_path / "rw", tmp_path / "ro"
+    folder.mkdir()
+    view.mkdir()
+    if os.geteuid() != 0:
+        pytest.fail("tests/audit30 bind-mounts a folder read-only: run them as root (CI does)")
+    for args in (["--bind", str(folder), str(view)], ["-o", "remount,bind,ro", str(view)]):
+        done = subprocess.run(["mount", *args], capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(view)], check=False)
+            pytest.fail(f"cannot bind-mount {folder} read-only: {done.stderr.strip()}")
+    try:
+        yield folder, view
+    finally:
+        subprocess.run(["umount", "-l", str(view)], check=False)
+
+
+@contextmanager
+def immutable(*paths: Path) -> Iterator[None]:
+    """``chattr +i`` on ``paths`` (root is not stopped by a mode of 444; a process that has
+    them open cannot write them either), undone afterwards."""
+    if os.geteuid() != 0 or shutil.which("chattr") is None:
+        pytest.fail("tests/audit30 needs root and chattr to make a live store read-only")
+    names = [str(p) for p in paths]
+    subprocess.run(["chattr", "+i", *names], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", *names], check=False)
 
 
 def filled(url: str, n: int = 50) -> list[str]:

@@ -13,11 +13,19 @@ trigger that refused the write, a table or column this memstrata does not find
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from ...errors import StoreError
 
-__all__ = ["BUSY_TIMEOUT_S", "duplicate", "failure", "operator_needed", "transient"]
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "duplicate",
+    "failure",
+    "operator_needed",
+    "transient",
+    "unwritable",
+]
 
 BUSY_TIMEOUT_S = 10.0  # how long a connection waits for another process's lock
 
@@ -25,6 +33,7 @@ _BUSY, _LOCKED, _NOMEM, _READONLY, _IOERR, _CORRUPT = 5, 6, 7, 8, 10, 11
 _FULL, _CANTOPEN, _PROTOCOL, _SCHEMA, _CONSTRAINT, _NOTADB = 13, 14, 15, 17, 19, 26
 _CONSTRAINT_PRIMARYKEY, _CONSTRAINT_UNIQUE = 1555, 2067  # extended codes
 _IOERR_SHMSIZE = 4874  # the -shm file could not grow (a full disk)
+_NEARLY_FULL = 64 * 1024  # free bytes below which a failed write is put down to a full disk
 _TRANSIENT = frozenset({_BUSY, _LOCKED, _NOMEM, _PROTOCOL, _SCHEMA})
 
 
@@ -59,19 +68,64 @@ def duplicate(exc: sqlite3.Error) -> bool:
     return int(code) in (_CONSTRAINT_UNIQUE, _CONSTRAINT_PRIMARYKEY)
 
 
+def unwritable(path: str) -> tuple[str, str] | None:
+    """Why this process cannot write the store at ``path`` (the file, its ``-wal`` and
+    ``-shm`` files, its folder) and what to do, or ``None`` when nothing says so: what
+    SQLite's "disk I/O error" or "unable to open database file" meant when one of these
+    holds. A few ``stat`` calls, made only once SQLite has failed."""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fs = os.statvfs(folder)
+    except OSError:
+        return None
+    elsewhere = "or copy the store to a writable folder"
+    if fs.f_flag & os.ST_RDONLY:
+        return (
+            f"the file system of {folder} is mounted read-only",
+            f"remount it read-write, {elsewhere}",
+        )
+    if fs.f_bavail * fs.f_frsize < _NEARLY_FULL:
+        free = fs.f_bavail * fs.f_frsize
+        return f"its disk is full ({free:,} bytes free in {folder})", "free disk space"
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        if os.path.exists(name) and not os.access(name, os.W_OK):
+            return (
+                f"{name} is not writable by this process (read-only or immutable)",
+                f"make it writable (chmod, chattr -i), {elsewhere}",
+            )
+    if not os.access(folder, os.W_OK):
+        return (
+            f"its folder {folder} is not writable by this process (SQLite makes the -wal "
+            "and -shm files there)",
+            f"make the folder writable, {elsewhere}",
+        )
+    return None
+
+
 def operator_needed(exc: sqlite3.Error) -> bool:
-    """Whether ``exc`` says the file or its disk is damaged, read-only, full or failing
-    (not merely not a memstrata store)."""
-    return _code(exc) in (_CORRUPT, _READONLY, _IOERR, _FULL)
+    """Whether ``exc`` says the file or its disk is damaged, read-only, full or failing,
+    or that SQLite cannot open it (a folder it may not write: not merely not a memstrata
+    store)."""
+    return _code(exc) in (_CORRUPT, _READONLY, _IOERR, _FULL, _CANTOPEN)
 
 
 def failure(
-    exc: sqlite3.Error, where: str, doing: str, *, writing: bool, undone: str | None = None
+    exc: sqlite3.Error,
+    where: str,
+    doing: str,
+    *,
+    writing: bool,
+    undone: str | None = None,
+    path: str | None = None,
 ) -> StoreError:
     """SQLite's error ``exc`` as a :class:`StoreError` that says what happened and what to
     do; ``where`` names the store, ``doing`` what failed ("could not commit"); ``writing``:
     in a write transaction (rolled back: the message says nothing of it was written);
-    ``undone``: what became of the call, when neither says it."""
+    ``undone``: what became of the call, when neither says it; ``path``: the store's file,
+    looked at (:func:`unwritable`) when SQLite's words ("disk I/O error", "unable to open
+    database file") do not say why."""
     text = str(exc)
     code = _code(exc)
     if undone is None:
@@ -112,6 +166,9 @@ def failure(
             f"{where} {doing}: its disk is full (SQLite could not grow the file's -shm "
             f"index: {text}); {undone}: free disk space, then retry"
         )
+    why = unwritable(path) if path is not None and code in (_IOERR, _CANTOPEN) else None
+    if why is not None:
+        return StoreError(f"{where} {doing}: {why[0]} ({text}); {undone}: {why[1]}, then retry")
     if code == _IOERR or (code is None and "disk I/O" in text):
         return StoreError(
             f"{where} {doing}: the disk failed a read or a write ({text}); {undone}: "

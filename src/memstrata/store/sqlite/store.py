@@ -267,7 +267,7 @@ class SQLiteStore:
                 ) from exc
             if operator_needed(exc):  # damaged, read-only, a full or failing disk
                 where = f"SQLite store {path!r}"
-                raise failure(exc, where, "cannot be opened", writing=True) from exc
+                raise failure(exc, where, "cannot be opened", writing=True, path=path) from exc
             raise StoreError(
                 f"cannot use {path!r} as a memstrata store: {exc}; point the URL "
                 "at a memstrata store file, or at a new file to create one"
@@ -445,7 +445,8 @@ class SQLiteStore:
         """SQLite's error in a transaction (rolled back) as a :class:`StoreError` that says
         what happened, what to do and whether retrying helps (failures.py); the driver's
         error is its cause."""
-        return failure(exc, f"SQLite store {self.path!r}", doing, writing=writing)
+        where = f"SQLite store {self.path!r}"
+        return failure(exc, where, doing, writing=writing, path=self.path)
 
     def _write(self) -> Any:
         return self._tx("BEGIN IMMEDIATE")
