@@ -13,6 +13,7 @@ trigger that refused the write, a table or column this memstrata does not find
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 
@@ -22,6 +23,7 @@ __all__ = [
     "BUSY_TIMEOUT_S",
     "duplicate",
     "failure",
+    "out_of_descriptors",
     "operator_needed",
     "transient",
     "unwritable",
@@ -33,6 +35,7 @@ _BUSY, _LOCKED, _NOMEM, _READONLY, _IOERR, _CORRUPT = 5, 6, 7, 8, 10, 11
 _FULL, _CANTOPEN, _PROTOCOL, _SCHEMA, _CONSTRAINT, _NOTADB = 13, 14, 15, 17, 19, 26
 _CONSTRAINT_PRIMARYKEY, _CONSTRAINT_UNIQUE = 1555, 2067  # extended codes
 _IOERR_SHMSIZE = 4874  # the -shm file could not grow (a full disk)
+_DESCRIPTORS_SPARE = 4  # open descriptors below the limit that still count as none left
 _NEARLY_FULL = 64 * 1024  # free bytes below which a failed write is put down to a full disk
 _TRANSIENT = frozenset({_BUSY, _LOCKED, _NOMEM, _PROTOCOL, _SCHEMA})
 
@@ -66,6 +69,27 @@ def duplicate(exc: sqlite3.Error) -> bool:
     if code is None:
         return "UNIQUE" in str(exc)
     return int(code) in (_CONSTRAINT_UNIQUE, _CONSTRAINT_PRIMARYKEY)
+
+
+def out_of_descriptors() -> str | None:
+    """Why SQLite's "unable to open database file" (or "disk I/O error") happened when this
+    process holds (nearly) every file descriptor its limit allows, or ``None`` (also where
+    ``/proc/self/fd`` cannot say). Descriptors come back as files and connections close:
+    a call failing for this may succeed later."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    try:
+        held = len(os.listdir("/proc/self/fd"))
+    except OSError as exc:  # listing it takes a descriptor too: none left is EMFILE
+        if exc.errno != errno.EMFILE:
+            return None
+        held = soft
+    if soft == resource.RLIM_INFINITY or held < soft - _DESCRIPTORS_SPARE:
+        return None
+    return f"this process has run out of file descriptors ({held} open, its limit is {soft})"
 
 
 def unwritable(path: str) -> tuple[str, str] | None:
@@ -165,6 +189,13 @@ def failure(
         return StoreError(
             f"{where} {doing}: its disk is full (SQLite could not grow the file's -shm "
             f"index: {text}); {undone}: free disk space, then retry"
+        )
+    if code in (_IOERR, _CANTOPEN) and (spent := out_of_descriptors()) is not None:
+        return StoreError(
+            f"{where} {doing}: {spent} ({text}); {undone}: close stores, files or connections "
+            "it does not need, or raise its limit (ulimit -n, systemd's LimitNOFILE=), then "
+            "retry",
+            retryable=True,
         )
     why = unwritable(path) if path is not None and code in (_IOERR, _CANTOPEN) else None
     if why is not None:

@@ -83,7 +83,7 @@ from .codec import (
     scope_token,
 )
 from .failures import BUSY_TIMEOUT_S as _BUSY_TIMEOUT_S
-from .failures import duplicate, failure, operator_needed, transient
+from .failures import duplicate, failure, operator_needed, out_of_descriptors, transient
 from .history import COUNTERS, encode_delta, parts_of, reverse_delta, versions_by_id
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
@@ -233,9 +233,16 @@ class SQLiteStore:
                 path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
+            spent = out_of_descriptors()  # SQLite says "unable to open database file"
             raise StoreError(
-                f"cannot open SQLite database {path!r}: {exc}; check that the "
-                "directory exists and is writable"
+                f"cannot open SQLite database {path!r}: {exc}; "
+                + (
+                    f"{spent}: close stores, files or connections it does not need, or "
+                    "raise its limit (ulimit -n), then retry"
+                    if spent is not None
+                    else "check that the directory exists and is writable"
+                ),
+                retryable=spent is not None,
             ) from exc
         try:
             # Check the version before any pragma writes to the file: refuse it untouched.
