@@ -75,3 +75,47 @@ def test_running_out_of_descriptors_says_so_and_may_be_retried(tmp_path: Path) -
         assert "run out of file descriptors" in message and "ulimit -n" in message, message
         assert retryable is True, message
     assert out["again"] == 1 and out["first"] == 1, out
+
+
+PG_CHILD = textwrap.dedent(
+    """
+    import json, resource, sys
+    from memstrata import Memory, Scope
+    from memstrata.errors import StoreError
+
+    me = Scope("acme", "alice", session="s1")
+    url = sys.argv[1]
+    with Memory(url, embedder="hashing", background=False) as m:
+        m.add(me, "a heron by the lake", dedup=False)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+    out = {"errors": []}
+    mems = []
+    try:
+        for i in range(100):
+            m = Memory(url, embedder="hashing", background=False)
+            m.search(me, "heron")
+            mems.append(m)
+    except StoreError as e:
+        out["errors"].append([str(e), e.retryable])
+    out["opened"] = len(mems)
+    for m in mems[1:]:
+        m.close()
+    with Memory(url, embedder="hashing", background=False) as m:
+        out["again"] = len(m.search(me, "heron"))
+    print(json.dumps(out))
+    """
+)
+
+
+def test_postgresql_out_of_descriptors_is_a_store_error(pg_url: str) -> None:
+    # psycopg's connect makes an epoll selector: EMFILE was a raw OSError
+    done = subprocess.run(
+        [sys.executable, "-c", PG_CHILD, pg_url], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert 1 <= out["opened"] < 100 and len(out["errors"]) == 1, out
+    message, retryable = out["errors"][0]
+    assert "run out of file descriptors" in message and "ulimit -n" in message, message
+    assert retryable is True
+    assert out["again"] == 1, out
