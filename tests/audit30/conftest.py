@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory, Scope
+from ops21.conftest import OwnPostgres, own_pg  # noqa: F401  (a PostgreSQL these tests kill)
 
 ME = Scope("acme", "alice", session="s1")
 
