@@ -15,13 +15,16 @@ closed already and the documented "second close() does nothing" then raised "is 
 from __future__ import annotations
 
 import io
+import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from memstrata import Memory, Message, Scope
 from memstrata.errors import StoreError
+from serving import CLI
 
 from .conftest import ME, TinyDisk, filled
 
@@ -115,3 +118,24 @@ def test_close_on_a_full_disk_closes_and_a_second_close_does_nothing(tiny_disk: 
     with Memory(f"sqlite:///{db}", embedder="hashing", background=False) as again:
         assert {r.id for r in again.list(ME, limit=1000)} == set(ids)
     _intact(db)
+
+
+def test_a_full_temporary_folder_is_named_when_the_stores_disk_has_room(
+    tmp_path: Path, tiny_disk: TinyDisk
+) -> None:
+    # SQLite's temporary files (the new store's indexes) go to TMPDIR, read once per
+    # process: a child with TMPDIR on the full disk, the store on the roomy one
+    tiny_disk.fill()
+    env = {**os.environ, "TMPDIR": str(tiny_disk.path)}
+    env.pop("SQLITE_TMPDIR", None)
+    done = subprocess.run(
+        [*CLI, "--db", f"sqlite:///{tmp_path / 'new.db'}", "--tenant", "acme", "--user"]
+        + ["alice", "--embedder", "hashing", "add", "a heron"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "full" in done.stderr and str(tiny_disk.path) in done.stderr, done.stderr
+    assert "TMPDIR" in done.stderr, done.stderr  # said only "the database or its disk is full"

@@ -37,6 +37,7 @@ _CONSTRAINT_PRIMARYKEY, _CONSTRAINT_UNIQUE = 1555, 2067  # extended codes
 _IOERR_SHMSIZE = 4874  # the -shm file could not grow (a full disk)
 _DESCRIPTORS_SPARE = 4  # open descriptors below the limit that still count as none left
 _NEARLY_FULL = 64 * 1024  # free bytes below which a failed write is put down to a full disk
+_ROOMY = 1 << 20  # free bytes above which a "full" store's own disk is not what is full
 _TRANSIENT = frozenset({_BUSY, _LOCKED, _NOMEM, _PROTOCOL, _SCHEMA})
 
 
@@ -128,6 +129,26 @@ def unwritable(path: str) -> tuple[str, str] | None:
     return None
 
 
+def _temporary_files(path: str | None) -> str:
+    """When the store's own disk has room (a MiB or more), where else SQLite writes: its
+    temporary files (an index built, a sort, a VACUUM), in ``SQLITE_TMPDIR`` or ``TMPDIR``
+    (else /var/tmp, /tmp); "" otherwise."""
+    if path is None or path in ("", ":memory:") or path.startswith("file:"):
+        return ""
+    try:
+        fs = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return ""
+    room = fs.f_bavail * fs.f_frsize
+    if room < _ROOMY:
+        return ""
+    folder = os.environ.get("SQLITE_TMPDIR") or os.environ.get("TMPDIR") or "/var/tmp or /tmp"
+    return (
+        f"; its own disk has {room:,} bytes free: SQLite's temporary files, in {folder} "
+        "(SQLITE_TMPDIR, TMPDIR), may be what is full"
+    )
+
+
 def operator_needed(exc: sqlite3.Error) -> bool:
     """Whether ``exc`` says the file or its disk is damaged, read-only, full or failing,
     or that SQLite cannot open it (a folder it may not write: not merely not a memstrata
@@ -169,8 +190,9 @@ def failure(
         )
     if code == _FULL or (code is None and "full" in text):  # the disk, or max_page_count
         return StoreError(
-            f"{where} {doing}: the database or its disk is full ({text}); {undone}: "
-            "free disk space (or raise PRAGMA max_page_count), then retry"
+            f"{where} {doing}: the database or its disk is full ({text}"
+            f"{_temporary_files(path)}); {undone}: free disk space (or raise PRAGMA "
+            "max_page_count), then retry"
         )
     if code == _READONLY or (code is None and ("readonly" in text or "read-only" in text)):
         if not writing and getattr(exc, "sqlite_errorcode", None) == _READONLY:
