@@ -60,6 +60,7 @@ def test_every_write_on_a_full_disk_says_so_and_the_memory_goes_on(tiny_disk: Ti
             lambda: mem.maintain(ME),
             lambda: mem.purge(ME, ids[3:4]),
             lambda: mem.import_records(io.StringIO(export.getvalue()), into=Scope("acme", "bob")),
+            lambda: mem.compact(),  # VACUUM, then a TRUNCATE checkpoint of the WAL
         ]
         for write in writes:
             with pytest.raises(StoreError) as caught:
