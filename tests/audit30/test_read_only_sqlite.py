@@ -55,6 +55,23 @@ def test_the_cli_says_the_file_system_is_read_only(
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["mcp"]])
+def test_serve_and_mcp_say_the_file_system_is_read_only(
+    read_only_view: tuple[Path, Path], command: list[str]
+) -> None:
+    folder, view = read_only_view
+    filled(f"sqlite:///{folder / 'm.db'}")
+    done = subprocess.run(
+        [*CLI, "--db", f"sqlite:///{view / 'm.db'}", "--embedder", "hashing", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr  # said "cannot open the API key table in
+    assert "mounted read-only" in done.stderr, done.stderr  # ...: unable to open database file"
+
+
 def test_a_live_store_made_read_only_says_so_and_writes_again(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     ids = filled(f"sqlite:///{db}")
