@@ -2,7 +2,9 @@
 process to what it maps, plus 4 MiB): a request that cannot get its memory (or a thread's
 stack) is answered 503 ``out_of_memory`` with ``Retry-After`` and ``Connection: close``;
 the next request on the same keep-alive client is answered; once the limit is lifted the
-same process writes again, and every acknowledged write is stored.
+same process writes again, and every acknowledged write is stored. (A batch whose body
+could not be read into memory as it came may see its connection reset before the 503:
+uvicorn's parser callback, then the kernel's reset for the bytes left unread.)
 
 Before session 30: 500 ``internal_error`` ("the server log has the details"), then
 uvicorn closed the connection after the answer without saying so, and the client's next
@@ -56,7 +58,15 @@ def test_out_of_memory_is_503_and_the_connection_is_kept_usable(tmp_path: Path) 
                         ("/sessions/s1/messages/batch", {"messages": BIG}),
                         ("/context", {"query": "word heron", "token_budget": 4000}),
                     ]:
-                        r = client.post(f"{base}{path}", json=body)  # was: a reset, after a 500
+                        try:  # was: a reset on the request after each 500
+                            r = client.post(f"{base}{path}", json=body)
+                        except httpx2.TransportError:
+                            # the body's memory ran out while it still came: the 503 is
+                            # written and the connection closed, and a client still sending
+                            # may get the kernel's reset first (data it never read)
+                            assert path.endswith("/batch"), path
+                            answers.append((path, 0))
+                            continue
                         answers.append((path, r.status_code))
                         if r.status_code == 201:
                             acked += [record["id"] for record in r.json()["records"]]
