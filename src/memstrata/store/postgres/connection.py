@@ -248,6 +248,16 @@ def connect_failure(exc: BaseException, where: str, what: str = "") -> StoreErro
     spent = _no_descriptors(exc, f"{where}{what}", "cannot connect to", "nothing was written")
     if spent is not None:
         return spent
+    from ..sqlite.failures import out_of_descriptors
+
+    if refusal(exc) is None and (at_limit := out_of_descriptors()) is not None:
+        # libpq's socket() failing says only "connection is bad: no error details"
+        return StoreError(
+            f"cannot connect to {where}{what}: {at_limit} ({str(exc).strip()}); nothing was "
+            "written: close stores, files or connections it does not need, or raise its "
+            "limit (ulimit -n, systemd's LimitNOFILE=), then retry",
+            retryable=True,
+        )
     said = str(exc).strip()
     fix = refusal(exc)
     if fix is not None:
