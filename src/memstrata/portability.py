@@ -58,7 +58,7 @@ import numpy as np
 from . import json_keys
 from .codec import check_fields, record_from_dict, record_to_dict
 from .embedder.base import check_vectors
-from .errors import ImportFormatError, MemstrataError
+from .errors import ImportFormatError, MemstrataError, StoreError
 from .records import MemoryRecord
 from .scope import Scope
 from .store.base import Vector
@@ -78,6 +78,7 @@ __all__ = [
     "ImportReport",
     "Item",
     "PageSpool",
+    "spool_failed",
     "collided_id",
     "end_line",
     "failed_line",
@@ -562,23 +563,43 @@ def remap_page(page: Sequence[Entry], into: Scope, ids: Container[str]) -> list[
     ]
 
 
+def spool_failed(exc: OSError) -> StoreError:
+    """An import's temporary file (in ``tempfile.gettempdir()``: ``TMPDIR``) that could not
+    be made or written, before anything was imported: a full disk there, most often."""
+    return StoreError(
+        f"the import could not write its temporary file in {tempfile.gettempdir()} ({exc}); "
+        "nothing was imported: free space there (an import spools up to about twice the "
+        "export's size) or set TMPDIR to a folder with room, then retry"
+    )
+
+
 class PageSpool(Generic[T]):
     """Pages of an import kept on disk between its passes (a temporary file, deleted when
     closed), so that an import holds a page in memory, not the file. Written and read
-    back by this process only (pickle of its own values)."""
+    back by this process only (pickle of its own values). A file that cannot be made or
+    written is :func:`spool_failed`."""
 
     def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()/__exit__
+        try:
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()/__exit__
+        except OSError as exc:
+            raise spool_failed(exc) from exc
         self.records = 0
 
     def add(self, page: Sequence[T]) -> None:
         if page:
-            pickle.dump(list(page), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                pickle.dump(list(page), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+            except OSError as exc:
+                raise spool_failed(exc) from exc
             self.records += len(page)
 
     def pages(self) -> Iterator[list[T]]:
         """Every page added, in order (from the start at each call)."""
-        self._file.flush()
+        try:
+            self._file.flush()  # the last buffered page reaches the disk only now
+        except OSError as exc:
+            raise spool_failed(exc) from exc
         self._file.seek(0)
         while True:
             try:

@@ -81,6 +81,11 @@ def _not_a_store(path: Path) -> str | None:
                 f"{path} is locked by another process ({exc}); wait for it to finish (or "
                 "stop it) and run the command again"
             )
+        from memstrata.store.sqlite.failures import unwritable
+
+        why = unwritable(str(path))  # SQLite reads a WAL store only beside its -shm file
+        if why is not None:
+            return f"{path} cannot be opened: {why[0]} ({exc}); {why[1]}"
         return f"{path} is not a readable memstrata store ({exc}); check --db"
     if not tables:
         return None  # a blank SQLite file: nothing to lose, the store can initialise it

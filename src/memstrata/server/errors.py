@@ -59,6 +59,7 @@ __all__ = [
     "ERROR_RESPONSES",
     "error_response",
     "install_handlers",
+    "out_of_memory",
     "restart_needed",
     "store_answer",
     "validation_message",
@@ -113,7 +114,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
             500,
             "The store failed in a way retrying will not mend (store_failed), or an internal error",
         ),
-        (503, "Store or provider unavailable for now; see Retry-After"),
+        (
+            503,
+            "Store or provider unavailable for now, or the server out of memory; see Retry-After",
+        ),
     )
 }
 
@@ -207,7 +211,7 @@ def install_handlers(app: FastAPI) -> None:
         return error_response(422, "invalid_request", message, fields=fields)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
             exc.status_code, "http_error"
         )
@@ -215,6 +219,8 @@ def install_handlers(app: FastAPI) -> None:
         if exc.status_code == 404 and detail == "Not Found":
             detail = "no such path; see /docs for the API"
         if exc.status_code == 400 and detail == "There was an error parsing the body":
+            if isinstance(exc.__cause__, MemoryError):  # FastAPI's "parse error"
+                return out_of_memory(request)
             code, detail = "malformed_json", _UNREADABLE_BODY
         return error_response(exc.status_code, code, detail, headers=exc.headers)
 
@@ -250,12 +256,43 @@ def install_handlers(app: FastAPI) -> None:
         log.info("client left mid-body on %s %s", request.method, request.url.path)
         return error_response(499, "client_closed_request", "the client left mid-body")
 
+    @app.exception_handler(MemoryError)
+    async def _out_of_memory(request: Request, _: MemoryError) -> JSONResponse:
+        # A handler of its own class, not Exception's: Starlette re-raises what that one
+        # answers and uvicorn then drops the connection.
+        return out_of_memory(request)
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette re-raises the error after this answer and uvicorn closes the
+        # connection: said here (Connection: close), a keep-alive client sends its next
+        # request on a new one (it was reset: "Connection reset by peer").
+        if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+            return out_of_memory(request, thread=True)  # a thread's stack: memory too
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return error_response(
-            500, "internal_error", "internal error; the server log has the details"
+            500,
+            "internal_error",
+            "internal error; the server log has the details",
+            headers={"Connection": "close"},
         )
+
+
+def out_of_memory(request: Request, *, thread: bool = False) -> JSONResponse:
+    """503 ``out_of_memory`` with ``Retry-After``: the process could not get the memory (or
+    a thread: its stack) a request needed, under a memory limit or beside other requests;
+    the same request may succeed once they are done. Logged in one line: a traceback may
+    need the memory that ran out."""
+    what = "could not start a thread" if thread else "ran out of memory"
+    log.error("out of memory on %s %s (%s)", request.method, request.url.path, what)
+    return error_response(
+        503,
+        "out_of_memory",
+        f"the server {what} for this request (a memory limit, or other requests holding "
+        "it); a write may or may not have been applied: re-read before retrying; retry in "
+        "a few seconds, or send less per request",
+        headers={"Retry-After": str(STORE_RETRY_SECONDS), "Connection": "close"},
+    )
 
 
 def restart_needed(exc: EmbeddingMismatchError, command: str) -> str:

@@ -45,6 +45,7 @@ from typing import Protocol
 from ..errors import NotFoundError, StoreError, ValidationError
 from ..scope import Scope
 from ..store.key_rows import KEYS_OF_A_USER, ensure_sqlite_table
+from ..store.sqlite.failures import failure, operator_needed
 from ..store.sqlite.failures import transient as sqlite_transient
 from ..validation import check_text
 
@@ -338,9 +339,15 @@ class SQLiteKeyStore:
                 ensure_sqlite_table(self._conn)
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # not when SQLite rolled back (a full disk)
+                    self._conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
+            if getattr(self, "_conn", None) is not None:
+                self._conn.close()
+            if operator_needed(exc) or sqlite_transient(exc):  # read-only, full, locked
+                where = f"the API key table in {path!r}"
+                raise failure(exc, where, "cannot be opened", writing=True, path=path) from exc
             raise StoreError(f"cannot open the API key table in {path!r}: {exc}") from exc
         self._lock = threading.Lock()
 

@@ -18,7 +18,12 @@ from typing import Any
 
 from ..errors import MemstrataError, NotFoundError, StoreError
 from ..store.key_rows import pg_registration
-from ..store.postgres.connection import connect_failure, driver, parse_url, translate
+from ..store.postgres.connection import (
+    connect_failure,
+    driver,
+    parse_url,
+    translate,
+)
 from ..store.postgres.migrations import check_pgvector, migrate
 from ..store.postgres.reach import RECONNECT_S, Reach
 from .keys import (
@@ -60,7 +65,7 @@ class PostgresKeyStore:
         self._where = options.where
         try:
             first = psycopg.connect(options.conninfo, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
+        except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
             raise connect_failure(exc, self._where, " for the API keys") from None
         try:
             with first:  # the same schema steps the store applies (api_keys is step 5)

@@ -338,6 +338,17 @@ class TimedHttpProtocol(HttpToolsProtocol):
         if isinstance(cause, _Refused):
             answer = cause.answer
             reason = str(cause)
+        elif isinstance(cause, MemoryError):  # a callback (the body's) got no memory
+            reason = "out of memory reading the request"
+            answer = _answer(
+                503,
+                b"Service Unavailable",
+                "out_of_memory",
+                "the server ran out of memory reading this request (a memory limit, or "
+                "other requests holding it); nothing of it was done: retry in a few "
+                "seconds, or send less per request",
+                b"retry-after: 5\r\n",
+            )
         else:
             # llhttp's own words ("Duplicate Content-Length"); for a callback's failure
             # ("User callback error"), what failed in it (an unparseable URL)

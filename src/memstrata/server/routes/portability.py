@@ -38,7 +38,7 @@ from fastapi.responses import StreamingResponse
 from starlette.types import Send
 
 from ...errors import EmbeddingMismatchError, MemstrataError, ProviderError, StoreError
-from ...portability import failed_line
+from ...portability import failed_line, spool_failed
 from ..auth import CallerDep, UserPath, require_admin
 from ..dto import ImportOut
 from ..errors import (
@@ -194,8 +194,11 @@ async def import_(request: Request, user: UserPath, caller: CallerDep) -> Import
     with tempfile.SpooledTemporaryFile(
         max_size=IMPORT_SPOOL_IN_MEMORY, mode="w+", encoding="utf-8", newline="\n"
     ) as body:
-        await _spool_text(request, body)
-        body.seek(0)
+        try:  # past IMPORT_SPOOL_IN_MEMORY the body goes to a file in TMPDIR
+            await _spool_text(request, body)
+            body.seek(0)
+        except OSError as exc:
+            raise spool_failed(exc) from exc
         # Always into this tenant and user: an export names its own tenant, and importing
         # it as-is would let a key write into whatever tenant the file says.
         report = await state_of(request.app).backend.import_records(body, caller.owner_scope(user))

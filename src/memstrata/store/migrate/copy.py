@@ -163,8 +163,16 @@ def copy_store(
         if dry_run:
             _count_only(src, report, batch_size)
         else:
-            _copy(src, dst, report, batch_size, progress)
-            _flush(dst)
+            try:
+                _copy(src, dst, report, batch_size, progress)
+                _flush(dst)
+            except StoreError as exc:  # a full disk, a server killed: part-way
+                raise StoreError(
+                    f"{exc}\nThe migration stopped part-way: the batches it committed stay "
+                    f"in {report.target}; once the cause is mended, run it again with "
+                    "--resume (resume=True): it copies only what is missing, then verifies",
+                    retryable=exc.retryable,
+                ) from exc
         report.copy_seconds = time.perf_counter() - started
         if verify and not dry_run:
             started = time.perf_counter()

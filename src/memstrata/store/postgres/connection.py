@@ -17,6 +17,7 @@ written.
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -225,10 +226,38 @@ def refusal(exc: BaseException) -> str | None:
     return None
 
 
+def _no_descriptors(exc: BaseException, where: str, doing: str, undone: str) -> StoreError | None:
+    """The error for ``exc`` when it is this process running out of file descriptors
+    (``EMFILE``; the system's table full, ``ENFILE``), else ``None``: a connection attempt
+    raises the operating system's ``OSError`` besides psycopg's errors (its wait makes an
+    epoll selector). Retryable: descriptors come back as connections and files close."""
+    if not isinstance(exc, OSError) or exc.errno not in (errno.EMFILE, errno.ENFILE):
+        return None
+    return StoreError(
+        f"{doing} {where}: this process has run out of file descriptors ({exc}); {undone}: "
+        "close stores, files or connections it does not need, or raise its limit "
+        "(ulimit -n, systemd's LimitNOFILE=), then retry",
+        retryable=True,
+    )
+
+
 def connect_failure(exc: BaseException, where: str, what: str = "") -> StoreError:
     """A connection to ``where`` that could not be made (opening a store, the API keys):
     not retryable when :func:`refusal` names what an operator must do, else retryable
     (:func:`transient`). ``what``: what the connection was for (" for the API keys")."""
+    spent = _no_descriptors(exc, f"{where}{what}", "cannot connect to", "nothing was written")
+    if spent is not None:
+        return spent
+    from ..sqlite.failures import out_of_descriptors
+
+    if refusal(exc) is None and (at_limit := out_of_descriptors()) is not None:
+        # libpq's socket() failing says only "connection is bad: no error details"
+        return StoreError(
+            f"cannot connect to {where}{what}: {at_limit} ({str(exc).strip()}); nothing was "
+            "written: close stores, files or connections it does not need, or raise its "
+            "limit (ulimit -n, systemd's LimitNOFILE=), then retry",
+            retryable=True,
+        )
     said = str(exc).strip()
     fix = refusal(exc)
     if fix is not None:
@@ -251,6 +280,8 @@ def transient(exc: BaseException) -> bool:
     import psycopg
 
     state = getattr(exc, "sqlstate", None)
+    if isinstance(exc, OSError):  # no descriptor left: they come back (_no_descriptors)
+        return exc.errno in (errno.EMFILE, errno.ENFILE)
     if state is None:
         if refusal(exc) is not None:
             return False
@@ -272,6 +303,9 @@ def translate(
 
     if isinstance(exc, PoolClosed):  # close() was called: no lost connection to report
         return closed_store(where)
+    spent = _no_descriptors(exc, where, "cannot reach", "nothing of this call was written")
+    if spent is not None:
+        return spent
     diag = getattr(exc, "diag", None)
     message = getattr(diag, "message_primary", None) or str(exc).strip()
     state: str | None = getattr(exc, "sqlstate", None)

@@ -333,7 +333,7 @@ class PostgresStore:
             first = psycopg.Connection.connect(
                 self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
-        except psycopg.Error as exc:
+        except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
             raise connect_failure(exc, where) from None
         try:
             with first:
@@ -1939,7 +1939,7 @@ class PostgresStore:
             for _ in self._listener.notifies(timeout=timeout, stop_after=1):
                 return True
             return False
-        except psycopg.Error as exc:
+        except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
             if self._listener is not None:
                 self._listener.close()
                 self._listener = None

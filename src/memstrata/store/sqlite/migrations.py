@@ -654,7 +654,10 @@ def migrate(conn: sqlite3.Connection, *, path: str) -> int:
             conn.execute(f"PRAGMA user_version = {int(version)}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite rolls back by itself on some errors (a full disk, no memory): a
+            # ROLLBACK then fails ("no transaction is active") and would hide the cause
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
     return found
 

@@ -84,7 +84,7 @@ from .codec import (
     scope_token,
 )
 from .failures import BUSY_TIMEOUT_S as _BUSY_TIMEOUT_S
-from .failures import duplicate, failure, operator_needed, transient
+from .failures import duplicate, failure, operator_needed, out_of_descriptors, transient
 from .history import COUNTERS, encode_delta, parts_of, reverse_delta, versions_by_id
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
@@ -238,9 +238,16 @@ class SQLiteStore:
                 path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
+            spent = out_of_descriptors()  # SQLite says "unable to open database file"
             raise StoreError(
-                f"cannot open SQLite database {path!r}: {exc}; check that the "
-                "directory exists and is writable"
+                f"cannot open SQLite database {path!r}: {exc}; "
+                + (
+                    f"{spent}: close stores, files or connections it does not need, or "
+                    "raise its limit (ulimit -n), then retry"
+                    if spent is not None
+                    else "check that the directory exists and is writable"
+                ),
+                retryable=spent is not None,
             ) from exc
         try:
             # Check the version before any pragma writes to the file: refuse it untouched.
@@ -272,7 +279,7 @@ class SQLiteStore:
                 ) from exc
             if operator_needed(exc):  # damaged, read-only, a full or failing disk
                 where = f"SQLite store {path!r}"
-                raise failure(exc, where, "cannot be opened", writing=True) from exc
+                raise failure(exc, where, "cannot be opened", writing=True, path=path) from exc
             raise StoreError(
                 f"cannot use {path!r} as a memstrata store: {exc}; point the URL "
                 "at a memstrata store file, or at a new file to create one"
@@ -319,12 +326,17 @@ class SQLiteStore:
         return f"SQLiteStore({self.url!r})"
 
     def close(self) -> None:
+        if self._closed:  # a second close() does nothing
+            return
         if self._flusher is not None:
             self._flusher.shutdown(wait=True)
+        unwritten: StoreError | None = None
         try:
             with self._lock:
                 if self._touches or self._counts or self._cache:
                     self.flush_counters()
+        except StoreError as exc:
+            unwritten = exc
         finally:
             self._vectors.clear()
             # Reads under way on other threads end first: closing a connection while a
@@ -338,6 +350,19 @@ class SQLiteStore:
                 self._readers.clear()
             with self._lock:
                 self._conn.close()
+        if unwritten is not None:
+            # Closed all the same: not "could not commit ... then retry" (a second close()
+            # does nothing). What is lost is what a crash may lose (Counters).
+            cause = unwritten.__cause__
+            if not isinstance(cause, sqlite3.Error):
+                raise unwritten
+            raise failure(
+                cause,
+                f"SQLite store {self.path!r}",
+                "closed without writing its buffered access counters and query cache entries",
+                writing=True,
+                undone="they are lost, the records are not affected",
+            ) from cause
 
     # --- transactions --------------------------------------------------------------------
     @contextmanager
@@ -432,7 +457,8 @@ class SQLiteStore:
         """SQLite's error in a transaction (rolled back) as a :class:`StoreError` that says
         what happened, what to do and whether retrying helps (failures.py); the driver's
         error is its cause."""
-        return failure(exc, f"SQLite store {self.path!r}", doing, writing=writing)
+        where = f"SQLite store {self.path!r}"
+        return failure(exc, where, doing, writing=writing, path=self.path)
 
     def _write(self) -> Any:
         return self._tx("BEGIN IMMEDIATE")

@@ -31,7 +31,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from memstrata.errors import StoreError
-from memstrata.store.postgres.connection import refusal
+from memstrata.store.postgres.connection import connect_failure, refusal
 
 # sync: import threading
 
@@ -109,6 +109,8 @@ class AsyncReach:
                     probe = await psycopg.AsyncConnection.connect(
                         self.conninfo, autocommit=True, connect_timeout=PROBE_CONNECT_S
                     )
+                except OSError as exc:  # this process's own (EMFILE: no descriptor left)
+                    raise connect_failure(exc, self.where) from None
                 except psycopg.Error as exc:
                     self._probe_error = str(exc).strip().splitlines()[0]
                     self._probe_fix = refusal(exc)

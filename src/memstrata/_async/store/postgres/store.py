@@ -339,7 +339,7 @@ class AsyncPostgresStore:
             first = await psycopg.AsyncConnection.connect(
                 self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
-        except psycopg.Error as exc:
+        except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
             raise connect_failure(exc, where) from None
         try:
             async with first:
@@ -1975,7 +1975,7 @@ class AsyncPostgresStore:
             async for _ in self._listener.notifies(timeout=timeout, stop_after=1):
                 return True
             return False
-        except psycopg.Error as exc:
+        except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
             if self._listener is not None:
                 await self._listener.close()
                 self._listener = None
