@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx2  # noqa: E402
 
 from memstrata import Memory, Message, Scope  # noqa: E402
+from memstrata.records import Role  # noqa: E402
 from memstrata.server.keys import open_key_store  # noqa: E402
 from serving import free_port, launch  # noqa: E402
 
@@ -32,7 +33,7 @@ def seed(db: str, users: int, per_user: int) -> None:
             scope = Scope("acme", f"u{u}", session="s")
             for start in range(0, per_user, 500):
                 turns = [
-                    Message("user", " ".join(rng.sample(WORDS, 12)))
+                    Message(Role.USER, " ".join(rng.sample(WORDS, 12)))
                     for _ in range(min(500, per_user - start))
                 ]
                 mem.add_messages(scope, turns)

@@ -85,7 +85,12 @@ def test_a_bad_bound_is_refused_before_anything_opens(
         bad = 10**5000 * -1  # a number too long to print
     db = tmp_path / "m.db"
     for make in (
-        lambda: Memory(f"sqlite:///{db}", embedder="hashing", clock=clock, vector_cache_rows=bad),
+        lambda: Memory(
+            f"sqlite:///{db}",
+            embedder="hashing",
+            clock=clock,
+            vector_cache_rows=bad,  # type: ignore[arg-type]
+        ),
         lambda: open_store(f"sqlite:///{db}", vector_cache_rows=bad),  # type: ignore[arg-type]
         lambda: SQLiteStore(str(db), vector_cache_rows=bad),  # type: ignore[arg-type]
     ):
