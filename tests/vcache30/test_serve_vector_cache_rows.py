@@ -17,7 +17,7 @@ from memstrata.cli import serve_commands
 from memstrata.server.factory import ServeConfig, open_server_memory
 from memstrata.server.keys import open_key_store
 from memstrata.store.vector_bound import VECTOR_CACHE_ROWS
-from serving import CLI, serve
+from serving import CLI, mcp_http, serve
 
 WORDS = "harbour violin tram coffee garden rain mountain river sailing bread chess".split()
 
@@ -107,3 +107,8 @@ def test_the_option_is_listed(command: str) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "--vector-cache-rows" in done.stdout
+
+
+def test_mcp_over_http_starts_with_the_option(tmp_path: Path) -> None:
+    with mcp_http(f"sqlite:///{tmp_path / 'm.db'}", tmp_path, "--vector-cache-rows", "64") as m:
+        assert m.proc.poll() is None
