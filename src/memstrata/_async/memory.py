@@ -54,6 +54,7 @@ from memstrata.store import one_model
 from memstrata.store.compaction import CompactReport
 from memstrata.store.types import PurgeReport, RecordWrite, Vector
 from memstrata.store.url import redact_url
+from memstrata.store.vector_bound import check_vector_cache_rows
 from memstrata.text import DEFAULT_MAX_CHARS, content_hash, validate_content
 from memstrata.validation import (
     MAX_COUNT,
@@ -171,6 +172,11 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
     ``buffer="redis://host:6379/0"`` puts the hot state (recent turns, embedding cache) in
     Redis in front of the store (write-through; see :mod:`memstrata.store.redis_hot`).
+
+    ``vector_cache_rows`` bounds the rows of users' vector matrices the SQLite or PostgreSQL
+    store keeps in this process for searches (default 500,000: ~0.75 GB at 384 dimensions,
+    ~3 GB at 1,536); the least recently searched users are dropped past it and read again
+    at their next search. ``memory://`` has no such cache and ignores it.
     """
 
     def __init__(
@@ -193,7 +199,16 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         roles: Iterable[str] = DEFAULT_ROLES,
         quotas: _quotas.Quotas | None = None,
         buffer: str | None = None,
+        vector_cache_rows: int | None = None,
     ) -> None:
+        if vector_cache_rows is not None:  # checked before anything is opened
+            vector_cache_rows = check_vector_cache_rows(vector_cache_rows)
+            if store is not None:
+                raise ValidationError(
+                    "vector_cache_rows bounds the store Memory opens from its URL, not a store "
+                    "it is given: set it on that store (SQLiteStore(path, vector_cache_rows=...)"
+                    ", PostgresStore(url, vector_cache_rows=...)) and leave it out here"
+                )
         self.roles = _roles(roles)
         if quotas is not None and not isinstance(quotas, Quotas):
             raise ValidationError("quotas must be a memstrata.quotas.Quotas")
@@ -234,7 +249,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         self._worker: AsyncBackgroundWorker | None = None
         # What _open() needs: the sync memory opens in its constructor, the async one when
         # its open() is awaited (or its context entered).
-        self._opening = (url, embedder, llm, store, reembed, background, buffer)
+        self._opening = (url, embedder, llm, store, reembed, background, buffer, vector_cache_rows)
         self._opened = False
         self._owned = []  # async-only
         self._closed = False  # async-only
@@ -247,7 +262,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         with another embedding model is refused here."""
         if self._opened:
             return self
-        url, embedder, llm, store, reembed, background, buffer = self._opening
+        url, embedder, llm, store, reembed, background, buffer, cache_rows = self._opening
         # Redis for hot state (recent turns, embedding cache): connected before the store is
         # opened, so a Redis refusing connections fails before anything is written.
         hot = prefix = None
@@ -261,7 +276,9 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             hot = await open_redis(buffer)
             prefix = buffer_prefix(buffer)
         try:
-            self._store = store if store is not None else await open_store(url)
+            self._store = (
+                store if store is not None else await open_store(url, vector_cache_rows=cache_rows)
+            )
         except BaseException:
             if hot is not None:
                 await hot.aclose()

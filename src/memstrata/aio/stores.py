@@ -13,6 +13,7 @@ import asyncio
 from typing import TYPE_CHECKING, cast
 
 from ..store.url import open_store as open_sync_store
+from ..store.vector_bound import VECTOR_CACHE_ROWS, check_vector_cache_rows
 from .threaded import threaded
 
 if TYPE_CHECKING:
@@ -21,13 +22,17 @@ if TYPE_CHECKING:
 __all__ = ["open_store"]
 
 
-async def open_store(url: str) -> AsyncStore:
-    """The store ``url`` names, as an ``AsyncStore`` (errors as the sync ``open_store``)."""
+async def open_store(url: str, *, vector_cache_rows: int | None = None) -> AsyncStore:
+    """The store ``url`` names, as an ``AsyncStore`` (errors and ``vector_cache_rows`` as the
+    sync ``open_store``)."""
+    rows = VECTOR_CACHE_ROWS if vector_cache_rows is None else vector_cache_rows
+    rows = check_vector_cache_rows(rows)
     if isinstance(url, str) and url.split("://", 1)[0].lower() in ("postgresql", "postgres"):
         try:
             from .pg_store import open_postgres
         except ModuleNotFoundError:  # the sync opener names the missing extra
             open_sync_store(url)
             raise
-        return cast("AsyncStore", await open_postgres(url))
-    return threaded(await asyncio.to_thread(open_sync_store, url))
+        return cast("AsyncStore", await open_postgres(url, vector_cache_rows=rows))
+    opened = await asyncio.to_thread(open_sync_store, url, vector_cache_rows=rows)
+    return threaded(opened)

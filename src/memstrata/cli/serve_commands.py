@@ -148,6 +148,20 @@ MaxKeys = Annotated[
     ),
 ]
 
+# Rows of users' vector matrices the store keeps in the process for searches (SQLite and
+# PostgreSQL; memory:// has no such cache). store.vector_bound.VECTOR_CACHE_ROWS, written here
+# so that `memstrata --help` imports no store code (tests/vcache30 check they agree).
+VECTOR_CACHE_ROWS = 500_000
+VectorCacheRows = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Rows of users' vectors the store keeps in the process for searches (each "
+        "dimensions x 4 bytes: 500,000 is ~0.75 GB at 384 dimensions); past it the least "
+        "recently searched users are dropped and read again at their next search.",
+    ),
+]
+
 MaxConnectionsPerIp = Annotated[
     int,
     typer.Option(
@@ -369,6 +383,7 @@ def serve(
     max_connections: MaxConnections = MAX_CONNECTIONS,
     max_connections_per_ip: MaxConnectionsPerIp = 0,
     max_keys: MaxKeys = MAX_KEYS,
+    vector_cache_rows: VectorCacheRows = VECTOR_CACHE_ROWS,
     key_cache: Annotated[
         float,
         typer.Option(
@@ -423,6 +438,7 @@ def serve(
         key_cache_seconds=key_cache,
         reads_first=reads_first,
         max_keys=max_keys,
+        vector_cache_rows=vector_cache_rows,
     )
     configure_logging(log_level)
     max_connections = fit_descriptors(max_connections)  # inherited by --workers' processes
@@ -500,6 +516,7 @@ def mcp(
     max_connections: MaxConnections = MAX_CONNECTIONS,
     max_connections_per_ip: MaxConnectionsPerIp = 0,
     max_keys: MaxKeys = MAX_KEYS,
+    vector_cache_rows: VectorCacheRows = VECTOR_CACHE_ROWS,
     max_body: MaxBody = MAX_BODY,
     log_level: LogLevel = "info",
 ) -> None:
@@ -534,6 +551,7 @@ def mcp(
         tenant_quota=tenant_quota,
         max_body=max_body,
         max_keys=max_keys,
+        vector_cache_rows=vector_cache_rows,
     )
     try:
         status = run_mcp(

@@ -21,6 +21,7 @@ from ..errors import ValidationError
 from ..gc_tuning import tune_gc_setting
 from ..quotas import Quotas, parse_quota
 from ..ratelimit_state import MAX_KEYS
+from ..store.vector_bound import VECTOR_CACHE_ROWS
 from .app import Limits, create_app
 from .key_cache import CachedKeys
 from .keys import KeyStore, open_key_store
@@ -64,6 +65,8 @@ class ServeConfig:
     key_cache_seconds: float = 1.0
     reads_first: int | None = None  # see Limits.reads_first; None: by deployment
     max_keys: int = MAX_KEYS  # see Limits.max_keys (`serve --max-keys`)
+    # the store's vector cache, rows (Memory(vector_cache_rows=), `serve --vector-cache-rows`)
+    vector_cache_rows: int = VECTOR_CACHE_ROWS
 
     def limits(self) -> Limits:
         return Limits(
@@ -112,6 +115,7 @@ def open_server_memory(config: ServeConfig) -> AsyncMemory:
         background=config.background,
         buffer=config.redis,
         quotas=server_quotas(config),
+        vector_cache_rows=config.vector_cache_rows,
     )
     # The memory closes the providers it makes from a spec, not instances it is given:
     # these were made for it, so they join its own (closed by aclose, after the store).

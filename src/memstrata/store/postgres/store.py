@@ -126,6 +126,7 @@ from memstrata.store.types import (
     seqs_in_order,
     user_ids,
 )
+from memstrata.store.vector_bound import VECTOR_CACHE_ROWS, check_vector_cache_rows
 from memstrata.store.version_numbers import readable_count
 from memstrata.validation import MAX_COUNT, check_version, counted
 
@@ -276,7 +277,8 @@ class PostgresStore:
     # transaction (_PgUnitOfWork.append_audit), with the writes they record.
     audit_in_transactions = True
 
-    def __init__(self, url: str, *, vector_cache_rows: int = 500_000) -> None:
+    def __init__(self, url: str, *, vector_cache_rows: int = VECTOR_CACHE_ROWS) -> None:
+        vector_cache_rows = check_vector_cache_rows(vector_cache_rows)
         self.url = url
         self.options: PgOptions = parse_url(url)
         driver()

@@ -69,6 +69,7 @@ from ..types import (
     seqs_in_order,
     user_ids,
 )
+from ..vector_bound import VECTOR_CACHE_ROWS, check_vector_cache_rows
 from ..version_numbers import readable_count
 from . import dump, lexical, outbox, roles, scrub
 from .codec import (
@@ -229,8 +230,13 @@ class SQLiteStore:
     stores_nul = True  # the store refuses NUL in new text; records from before hold it
 
     def __init__(
-        self, path: str = ":memory:", *, url: str | None = None, vector_cache_rows: int = 500_000
+        self,
+        path: str = ":memory:",
+        *,
+        url: str | None = None,
+        vector_cache_rows: int = VECTOR_CACHE_ROWS,
     ) -> None:
+        vector_cache_rows = check_vector_cache_rows(vector_cache_rows)  # before the file opens
         self.url = url or f"sqlite:///{path}"
         self.path = path
         try:
