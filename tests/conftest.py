@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,10 +48,12 @@ def _fuzz_profile() -> None:
     # (the one place every @given, inner or stateful, goes through; private, so checked)
     state = getattr(hypothesis_core, "StateForActualGivenExecution", None)
     if state is None or "settings" not in state.__init__.__code__.co_varnames:
-        raise RuntimeError(f"MEMSTRATA_FUZZ: hypothesis {hypothesis.__version__} changed")
+        raise RuntimeError(f"MEMSTRATA_FUZZ: hypothesis {hypothesis.__version__} moved its runner")
     init = state.__init__
 
-    def scaled(self, stuff, test, given_settings, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def scaled(
+        self: object, stuff: object, test: object, given_settings: settings, *args: Any, **kw: Any
+    ) -> None:
         given_settings = settings(
             given_settings,
             max_examples=given_settings.max_examples * n,
@@ -59,7 +62,7 @@ def _fuzz_profile() -> None:
             print_blob=True,
             suppress_health_check=[*given_settings.suppress_health_check, *slow],
         )
-        init(self, stuff, test, given_settings, *args, **kwargs)
+        init(self, stuff, test, given_settings, *args, **kw)
 
     state.__init__ = scaled
 
