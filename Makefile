@@ -8,7 +8,7 @@ RUNTIME := $(VENV)/.installed-runtime
 TESTS := $(VENV)/.installed-test
 DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck bench bench-quick clean
+.PHONY: demo test fuzz lint typecheck bench bench-quick clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,16 @@ demo: $(RUNTIME)
 test: $(TESTS)
 	bash .ci/install-browser  # Debian's chromium for the web inspector's browser test
 	$(BIN)/python -m pytest --durations=25  # the slowest tests, for whoever plans the next speed-up
+
+# The property tests (every module that imports hypothesis) randomised with FUZZ times their
+# examples (tests/conftest.py's `fuzz` profile), under one seed printed first: `make fuzz
+# SEED=<n>` draws the same examples again. CI's `make test` stays derandomised. Nightly.
+FUZZ ?= 10
+fuzz: $(TESTS)
+	@seed=$(SEED); seed=$${seed:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "make fuzz: FUZZ=$(FUZZ) SEED=$$seed"; \
+	MEMSTRATA_FUZZ=$(FUZZ) $(BIN)/python -m pytest --hypothesis-seed=$$seed --durations=10 \
+		$$(grep -rlE '^(from|import) hypothesis' tests | sort)
 
 lint: $(DEV)
 	$(BIN)/ruff check src tests

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,58 @@ from servers import (  # noqa: F401  (fixtures: real PostgreSQL and Redis)
     redis_buffer_url,
     shared_redis,
 )
+
+
+def _fuzz_profile() -> None:
+    """``MEMSTRATA_FUZZ=<n>`` (``make fuzz``): every property test runs randomised with n
+    times its examples (its own ``max_examples``, a state machine's or an inner ``@given``'s
+    included), no deadline, the failing example's blob printed. Unset (CI's derandomised
+    ``ci`` profile, a developer's default one) nothing changes."""
+    import os
+
+    factor = os.environ.get("MEMSTRATA_FUZZ")
+    if not factor:
+        return
+    import hypothesis
+    from hypothesis import HealthCheck, settings
+    from hypothesis import core as hypothesis_core
+
+    n = int(factor)
+    if n < 1:
+        raise ValueError(f"MEMSTRATA_FUZZ={factor!r}: give a factor of 1 or more (e.g. 10)")
+    slow = [HealthCheck.too_slow, HealthCheck.data_too_large]
+    settings.register_profile(
+        "fuzz",
+        derandomize=False,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=slow,
+    )
+    settings.load_profile("fuzz")
+    # a test's own max_examples wins over a profile: scale it where hypothesis runs a test
+    # (the one place every @given, inner or stateful, goes through; private, so checked)
+    state = getattr(hypothesis_core, "StateForActualGivenExecution", None)
+    if state is None or "settings" not in state.__init__.__code__.co_varnames:
+        raise RuntimeError(f"MEMSTRATA_FUZZ: hypothesis {hypothesis.__version__} moved its runner")
+    init = state.__init__
+
+    def scaled(
+        self: object, stuff: object, test: object, given_settings: settings, *args: Any, **kw: Any
+    ) -> None:
+        given_settings = settings(
+            given_settings,
+            max_examples=given_settings.max_examples * n,
+            derandomize=False,
+            deadline=None,
+            print_blob=True,
+            suppress_health_check=[*given_settings.suppress_health_check, *slow],
+        )
+        init(self, stuff, test, given_settings, *args, **kw)
+
+    state.__init__ = scaled
+
+
+_fuzz_profile()
 
 
 @pytest.fixture(autouse=True, scope="session")

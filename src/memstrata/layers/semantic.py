@@ -170,6 +170,7 @@ class FactService:
     ) -> list[MemoryRecord]:
         """Unexpired facts with confidence >= 0.6, most similar to ``query`` first (or most
         confident first without a query), at most 20."""
+        check_scope(scope)  # before the query reaches the embedder (and its cache's reader)
         cfg = self._ctx.config
         limit = (
             cfg.fact_max_in_context
