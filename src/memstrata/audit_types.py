@@ -177,9 +177,10 @@ PURGED = "[purged]"
 
 def names_user(actor: str, user: str) -> bool:
     """Whether ``actor`` (free text a caller gave) names the user ``user`` on their own
-    events: it holds their id as a whole name, not run into a letter, a digit, ``_``, ``-``
-    or ``.`` on either side — ``ann``, ``user:ann``, ``ann (admin)`` name ``ann``;
-    ``joanna``, ``anna``, ``ann-bot`` and ``ann.lee`` name someone else. Other users' events
+    events: it holds their id as a word, not run into a letter, a digit or ``_`` on either
+    side — ``ann``, ``user:ann``, ``ann (admin)``, ``ann-bot`` and ``ann.lee@example.com``
+    name ``ann``; ``joanna`` and ``anna`` name someone else. In doubt (``ann-bot``: ann's
+    bot, or another's?) the purge's promise wins: the actor is dropped. Other users' events
     go by :func:`without_actor`'s exact rule (found by an index of actors)."""
     start = actor.find(user) if user else -1
     while start >= 0:
@@ -191,8 +192,8 @@ def names_user(actor: str, user: str) -> bool:
 
 
 def _joins(c: str) -> bool:
-    """Whether ``c`` (one character, or none at an end) continues a name."""
-    return c != "" and (c.isalnum() or c in "_-.")
+    """Whether ``c`` (one character, or none at an end) continues a word."""
+    return c != "" and (c.isalnum() or c == "_")
 
 
 def redacted_event(e: AuditEvent, user: str) -> AuditEvent:

@@ -20,7 +20,9 @@ def _purge_events(events: list) -> list[str]:
     return [e.actor for e in events if e.action == "purge"]
 
 
-@pytest.mark.parametrize("actor", ["joanna", "system:ann-cleanup", "Ann"])
+# since session 30 an actor holding the id as a word (``system:ann-cleanup``) names the user
+# and is dropped (``audit_types.names_user``, tests/purge30)
+@pytest.mark.parametrize("actor", ["joanna", "hannah", "Ann"])
 def test_an_actor_containing_the_id_is_kept(mem: Memory, actor: str) -> None:
     mem.add(ANN, "ann's note")
     assert mem.purge(ANN, actor=actor).remaining == 0
