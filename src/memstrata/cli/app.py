@@ -142,6 +142,16 @@ def _settings(
             "longer documents: `memstrata ingest`.",
         ),
     ] = None,
+    vector_cache_rows: Annotated[
+        int | None,
+        typer.Option(
+            "--vector-cache-rows",
+            envvar="MEMSTRATA_VECTOR_CACHE_ROWS",
+            min=1,
+            help="Rows of users' vectors the store keeps in the process for searches "
+            "(SQLite, PostgreSQL; default 500000, each dimensions x 4 bytes).",
+        ),
+    ] = None,
     verbose: Annotated[
         int,
         typer.Option("--verbose", "-v", count=True, help="Show the library's log (-vv: debug)."),
@@ -155,7 +165,17 @@ def _settings(
 ) -> None:
     _logging(verbose)
     ctx.obj = Settings(
-        db, tenant, user, agent, session, embedder, llm, openai_base_url, openai_api_key, max_chars
+        db,
+        tenant,
+        user,
+        agent,
+        session,
+        embedder,
+        llm,
+        openai_base_url,
+        openai_api_key,
+        max_chars,
+        vector_cache_rows,
     )
 
 
