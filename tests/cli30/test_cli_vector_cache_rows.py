@@ -97,7 +97,18 @@ def test_serve_takes_the_global_bound_unless_given_its_own(tmp_path: Path) -> No
     from memstrata.cli.options import Settings
     from memstrata.cli.serve_commands import _vector_cache_rows
 
-    settings = Settings(f"sqlite:///{tmp_path}/s.db", *[None] * 8, vector_cache_rows=77)
+    settings = Settings(
+        url=f"sqlite:///{tmp_path}/s.db",
+        tenant=None,
+        user=None,
+        agent=None,
+        session=None,
+        embedder=None,
+        llm=None,
+        openai_base_url=None,
+        openai_api_key=None,
+        vector_cache_rows=77,
+    )
     assert _vector_cache_rows(None, settings) == 77
     assert _vector_cache_rows(9, settings) == 9
     settings.vector_cache_rows = None

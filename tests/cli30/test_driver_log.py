@@ -23,8 +23,7 @@ from collections.abc import Callable
 import pytest
 
 from memstrata import Memory, Scope
-
-from .conftest import OwnPostgres
+from ops21.conftest import OwnPostgres
 
 ME = Scope("t", "u", session="s1")
 
@@ -62,7 +61,10 @@ def _worker_through_a_restart(own_pg: OwnPostgres, *flags: str) -> list[str]:
         time.sleep(2)  # the first run's jobs
         own_pg.stop("fast")
         try:
-            failed = lambda: sum("the store did not answer" in x for x in err)  # noqa: E731
+
+            def failed() -> int:
+                return sum("the store did not answer" in x for x in err)
+
             _wait(lambda: failed() >= 3 or proc.poll() is not None, 60, "3 warnings", err)
             assert proc.poll() is None, f"the worker exited ({proc.returncode}): {err[-20:]}"
         finally:
