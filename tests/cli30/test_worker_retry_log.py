@@ -133,3 +133,36 @@ def test_an_unexpected_failure_keeps_its_traceback(caplog: pytest.LogCaptureFixt
     record = _worker_records(caplog)[0]
     assert record.levelno == logging.ERROR
     assert record.exc_info is not None and record.exc_info[0] is Broken
+
+
+def test_the_async_heartbeat_too(
+    tmp_path: Path, quick_busy: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same source, generated into the thread worker above (scripts/unasync.py)."""
+    import asyncio
+
+    from memstrata import AsyncMemory
+    from memstrata._async.worker import AsyncHeartbeat
+    from memstrata._async.worker import _Claim as _AsyncClaim
+
+    path = tmp_path / "m.db"
+
+    async def main() -> str:
+        mem = AsyncMemory(f"sqlite:///{path}", embedder="hashing", background=False)
+        try:
+            await mem.add_message(ME, "user", "I moved to Lisbon in May")
+            clock = SystemClock()
+            jobs = await mem.store.claim_jobs(clock.now(), limit=5, lease_seconds=30)
+            assert jobs
+            beat = AsyncHeartbeat(mem.store, clock, 30)
+            caplog.set_level(logging.WARNING, logger="memstrata.worker")
+            with _locked(path):
+                await beat.renew(_AsyncClaim(jobs))
+            return jobs[0].lease_token or ""
+        finally:
+            await mem.aclose()
+
+    token = asyncio.run(main())
+    (record,) = _worker_records(caplog)
+    assert record.exc_info is None
+    assert record.getMessage().startswith(f"could not renew job leases (claim {token}): ")
