@@ -164,12 +164,11 @@ class AsyncHeartbeat:
         until = later(self._clock.now(), timedelta(seconds=self._lease))
         try:
             held = set(await self._store.renew_leases(claim.token, until))
-        except Exception:  # the store may be busy or gone: the lease runs down meanwhile
-            log.warning(
-                "could not renew job leases (claim %s); retrying in %.1f s",
-                claim.token,
-                self.interval,
-                exc_info=True,
+        except Exception as exc:  # the store may be busy or gone: the lease runs down meanwhile
+            will_retry(
+                exc,
+                f"could not renew job leases (claim {claim.token})",
+                f"retrying in {self.interval:.1f} s",
             )
             return
         # now, after the answer: the lease stood until then for every job in it
@@ -182,6 +181,21 @@ class AsyncHeartbeat:
             )
         with claim.lock:
             claim.expires = until
+
+
+def will_retry(exc: BaseException, what: str, when: str, level: int = logging.WARNING) -> None:
+    """Log a failure a loop will try again (``what`` failed; ``when`` it retries).
+
+    A retryable :class:`~memstrata.errors.StoreError` (PostgreSQL restarting, a SQLite file
+    locked past its busy timeout, no file descriptors left) is one warning line with the
+    error's message, which says what happened and what to do; its traceback is logged at
+    DEBUG only (``-vv``): a worker riding out an outage printed one per wake before.
+    Anything else (a non-retryable store error, a bug) keeps its traceback, at ``level``."""
+    if isinstance(exc, StoreError) and exc.retryable:
+        log.warning("%s: %s; %s", what, exc, when)
+        log.debug("%s: the traceback", what, exc_info=exc)
+    else:
+        log.log(level, "%s; %s", what, when, exc_info=exc)
 
 
 class _RanOut(LeaseLostError):
@@ -513,5 +527,10 @@ class AsyncBackgroundWorker:
                 return
             try:
                 await self._runner.run_pending(stopping=self._stopping.is_set)
-            except Exception:  # the store may be busy or gone; the next wake retries
-                log.exception("background job run failed; will retry")
+            except Exception as exc:  # the store may be busy or gone; the next wake retries
+                will_retry(
+                    exc,
+                    "background job run failed",
+                    f"will retry at the next write or within {self._poll:g} s",
+                    logging.ERROR,
+                )

@@ -83,6 +83,24 @@ def _version(value: bool) -> None:
 
 
 _log_handler: logging.Handler | None = None
+_driver_handler: logging.Handler | None = None
+
+
+class _OncePerKind(logging.Filter):
+    """Each kind of record (its logger and format string) once per process: psycopg logs
+    one per refused write ("error ignored terminating <Pipeline>") and one per attempt of
+    its pool to reconnect ("error connecting in ..."), the same line hundreds of times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[tuple[str, object]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = (record.name, record.msg)
+        if kind in self._seen:
+            return False
+        self._seen.add(kind)
+        return True
 
 
 def _logging(verbose: int) -> None:
@@ -90,18 +108,34 @@ def _logging(verbose: int) -> None:
 
     A handler on the ``memstrata`` logger keeps Python's "last resort" handler from
     printing the library's warnings to stderr; records still propagate to the root logger
-    for a host that configured one."""
-    global _log_handler
-    lib = logging.getLogger("memstrata")
+    for a host that configured one.
+
+    The PostgreSQL driver's log (``psycopg``, ``psycopg.pool``) is treated the same way:
+    before, the last resort printed it as bare lines ("discarding closed connection: ...",
+    "error connecting in 'memstrata-...': ...", once per refused write on a full disk),
+    each repeating what the CLI's error or the worker's warning already says in memstrata's
+    words (a ``StoreError`` carries the driver's message and says what to do). Hidden by
+    default; ``-v`` shows each kind once; ``-vv`` every one."""
+    global _log_handler, _driver_handler
+    lib, driver = logging.getLogger("memstrata"), logging.getLogger("psycopg")
     if _log_handler is not None:
         lib.removeHandler(_log_handler)
+    if _driver_handler is not None:
+        driver.removeHandler(_driver_handler)
     if verbose <= 0:
         _log_handler = logging.NullHandler()
+        _driver_handler = logging.NullHandler()
     else:
+        form = logging.Formatter("%(levelname)s %(name)s: %(message)s")
         _log_handler = logging.StreamHandler(sys.stderr)
-        _log_handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        _log_handler.setFormatter(form)
         lib.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+        _driver_handler = logging.StreamHandler(sys.stderr)
+        _driver_handler.setFormatter(form)
+        if verbose == 1:
+            _driver_handler.addFilter(_OncePerKind())
     lib.addHandler(_log_handler)
+    driver.addHandler(_driver_handler)
 
 
 @app.callback()
@@ -142,6 +176,16 @@ def _settings(
             "longer documents: `memstrata ingest`.",
         ),
     ] = None,
+    vector_cache_rows: Annotated[
+        int | None,
+        typer.Option(
+            "--vector-cache-rows",
+            envvar="MEMSTRATA_VECTOR_CACHE_ROWS",
+            min=1,
+            help="Rows of users' vectors the store keeps in the process for searches "
+            "(SQLite, PostgreSQL; default 500000, each dimensions x 4 bytes).",
+        ),
+    ] = None,
     verbose: Annotated[
         int,
         typer.Option("--verbose", "-v", count=True, help="Show the library's log (-vv: debug)."),
@@ -155,7 +199,17 @@ def _settings(
 ) -> None:
     _logging(verbose)
     ctx.obj = Settings(
-        db, tenant, user, agent, session, embedder, llm, openai_base_url, openai_api_key, max_chars
+        db,
+        tenant,
+        user,
+        agent,
+        session,
+        embedder,
+        llm,
+        openai_base_url,
+        openai_api_key,
+        max_chars,
+        vector_cache_rows,
     )
 
 

@@ -54,6 +54,8 @@ class Settings:
     openai_base_url: str | None
     openai_api_key: str | None
     max_chars: int | None = None
+    # --vector-cache-rows / MEMSTRATA_VECTOR_CACHE_ROWS: None is the store's own bound
+    vector_cache_rows: int | None = None
 
     def scope(self) -> Scope:
         from ..scope import Scope
@@ -155,6 +157,8 @@ def open_memory(
 
         if settings.max_chars is not None:
             kwargs.setdefault("max_content_chars", settings.max_chars)
+        if settings.vector_cache_rows is not None:
+            kwargs.setdefault("vector_cache_rows", settings.vector_cache_rows)
         # Only writing commands start the background worker: a search or a listing must not
         # wait for a queued summary job (LLM calls) before it can exit.
         kwargs.setdefault("background", create)

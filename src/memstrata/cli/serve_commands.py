@@ -153,12 +153,14 @@ MaxKeys = Annotated[
 # so that `memstrata --help` imports no store code (tests/vcache30 check they agree).
 VECTOR_CACHE_ROWS = 500_000
 VectorCacheRows = Annotated[
-    int,
+    int | None,
     typer.Option(
         min=1,
         help="Rows of users' vectors the store keeps in the process for searches (each "
         "dimensions x 4 bytes: 500,000 is ~0.75 GB at 384 dimensions); past it the least "
-        "recently searched users are dropped and read again at their next search.",
+        "recently searched users are dropped and read again at their next search. Default: "
+        "memstrata's --vector-cache-rows (MEMSTRATA_VECTOR_CACHE_ROWS), else 500,000.",
+        show_default=False,
     ),
 ]
 
@@ -290,6 +292,13 @@ def keys_revoke(
         console.print(f"key {key.id} of tenant {key.tenant} revoked")
 
 
+def _vector_cache_rows(given: int | None, settings: Settings) -> int:
+    """The command's own ``--vector-cache-rows``, else the global one (or its variable)."""
+    if given is not None:
+        return given
+    return settings.vector_cache_rows or VECTOR_CACHE_ROWS
+
+
 def _serve_config(
     settings: Settings,
     *,
@@ -383,7 +392,7 @@ def serve(
     max_connections: MaxConnections = MAX_CONNECTIONS,
     max_connections_per_ip: MaxConnectionsPerIp = 0,
     max_keys: MaxKeys = MAX_KEYS,
-    vector_cache_rows: VectorCacheRows = VECTOR_CACHE_ROWS,
+    vector_cache_rows: VectorCacheRows = None,
     key_cache: Annotated[
         float,
         typer.Option(
@@ -438,7 +447,7 @@ def serve(
         key_cache_seconds=key_cache,
         reads_first=reads_first,
         max_keys=max_keys,
-        vector_cache_rows=vector_cache_rows,
+        vector_cache_rows=_vector_cache_rows(vector_cache_rows, settings),
     )
     configure_logging(log_level)
     max_connections = fit_descriptors(max_connections)  # inherited by --workers' processes
@@ -516,7 +525,7 @@ def mcp(
     max_connections: MaxConnections = MAX_CONNECTIONS,
     max_connections_per_ip: MaxConnectionsPerIp = 0,
     max_keys: MaxKeys = MAX_KEYS,
-    vector_cache_rows: VectorCacheRows = VECTOR_CACHE_ROWS,
+    vector_cache_rows: VectorCacheRows = None,
     max_body: MaxBody = MAX_BODY,
     log_level: LogLevel = "info",
 ) -> None:
@@ -551,7 +560,7 @@ def mcp(
         tenant_quota=tenant_quota,
         max_body=max_body,
         max_keys=max_keys,
-        vector_cache_rows=vector_cache_rows,
+        vector_cache_rows=_vector_cache_rows(vector_cache_rows, settings),
     )
     try:
         status = run_mcp(
