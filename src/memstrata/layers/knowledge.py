@@ -33,7 +33,13 @@ from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.knowledge_types import document_chunks, rejoin
-from memstrata.layers.races import FirstVersion, Raced, first_version, settled
+from memstrata.layers.races import (
+    FirstVersion,
+    Raced,
+    first_version,
+    read_name,
+    settled,
+)
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
 from memstrata.store.base import RecordWrite
@@ -220,6 +226,7 @@ class KnowledgeService:
         store = self._ctx.store
         user = scope.user_scope
         chunk = store.get(scope, chunk_id, include_deleted=True)
+        name = read_name(self._ctx, user, RecordType.KNOWLEDGE, "qa_id", doc)
         live = [r for r in self.chunks(scope, doc) if r.id != chunk_id]
         count, index = chunk.metadata.get("chunk_count"), chunk.metadata.get("chunk_index")
         other = chunk.is_active is False and any(
@@ -238,6 +245,8 @@ class KnowledgeService:
         gone = [r.id for r in live] if other else []
         now = self._ctx.clock.now()
         with store.transaction() as tx:
+            # the document's turn: a version stored, or a chunk restored, since the read?
+            name.check(tx, live=bool(live) or chunk.is_active)
             if tx.get(scope, chunk_id, include_deleted=True).version != chunk.version:
                 raise Raced  # changed since the read
             restored = tx.set_status(user, back, RecordStatus.ACTIVE, now)

@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
-from memstrata._async.layers.races import FirstVersion, Raced, first_version, settled
+from memstrata._async.layers.races import (
+    FirstVersion,
+    Raced,
+    first_version,
+    read_name,
+    settled,
+)
 from memstrata._async.store.base import RecordWrite
 from memstrata.calls import checked_calls
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
@@ -218,6 +224,7 @@ class AsyncKnowledgeService:
         store = self._ctx.store
         user = scope.user_scope
         chunk = await store.get(scope, chunk_id, include_deleted=True)
+        name = await read_name(self._ctx, user, RecordType.KNOWLEDGE, "qa_id", doc)
         live = [r for r in await self.chunks(scope, doc) if r.id != chunk_id]
         count, index = chunk.metadata.get("chunk_count"), chunk.metadata.get("chunk_index")
         other = chunk.is_active is False and any(
@@ -236,6 +243,8 @@ class AsyncKnowledgeService:
         gone = [r.id for r in live] if other else []
         now = self._ctx.clock.now()
         async with store.transaction() as tx:
+            # the document's turn: a version stored, or a chunk restored, since the read?
+            await name.check(tx, live=bool(live) or chunk.is_active)
             if (await tx.get(scope, chunk_id, include_deleted=True)).version != chunk.version:
                 raise Raced  # changed since the read
             restored = await tx.set_status(user, back, RecordStatus.ACTIVE, now)
