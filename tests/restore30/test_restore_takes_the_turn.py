@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from memstrata import Memory
+from memstrata import Memory, SystemClock
 from memstrata.records import RecordType
 from test_concurrent_services import (
     ALICE,
@@ -274,3 +274,54 @@ def test_restore_and_first_writer_processes_leave_one_live_record(url: str, job:
         assert live[0].type is (RecordType.FACT if job == "fact" else RecordType.KNOWLEDGE)
     finally:
         memory.close()
+
+
+# --- a restore into the live version ---------------------------------------------------------
+def _timetable(word: str) -> str:
+    return " ".join(f"{word} line {i} of the timetable." for i in range(30))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("store", URLS)
+def test_a_restore_into_the_live_version_beside_a_restore_of_another_version(
+    request: pytest.FixtureRequest, store: str, kind: str
+) -> None:
+    """A chunk restored into the live version (its index free there) while another restore
+    brings an older version back in the live one's place: the name's turn sees a live
+    document either way and no record inserted, so the restore's transaction also checks
+    that the live chunks it read are still live at their versions; before, both versions'
+    chunks were live (two at one index)."""
+    from memstrata.layers.types import LayerConfig
+
+    made: dict[str, str] = {}
+
+    async def setup(m: Mem) -> None:
+        older = await m("knowledge.ingest", ALICE, _timetable("ships"), "timetable")
+        live = await m("knowledge.ingest", ALICE, _timetable("boats"), "timetable")
+        assert len(older) == len(live) > 2
+        await m("delete", ALICE.user_scope, live[1].id)  # one chunk of the live version
+        made["older"], made["gap"] = older[0].id, live[1].id
+
+    async def check(m: Mem) -> None:
+        live = await m("knowledge.chunks", ALICE, "timetable")
+        indexes = [r.metadata["chunk_index"] for r in live]
+        assert len(indexes) == len(set(indexes)), indexes  # one version: one chunk an index
+
+    writers = _held_writers(kind, _restoring(made, "older"), _restoring(made, "gap"))
+    small = LayerConfig(chunk_tokens=40, chunk_overlap_tokens=5)
+    url, sharing = _url(request, store)
+    # a clock that moves: a version is the chunks deleted at one moment (a fixed clock
+    # would make every deleted chunk one version)
+    _no_errors(
+        race(
+            kind,
+            url,
+            sharing,
+            NO_GATE,
+            writers,
+            setup,
+            check,
+            layer_config=small,
+            clock=SystemClock(),
+        )
+    )

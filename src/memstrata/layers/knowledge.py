@@ -42,7 +42,7 @@ from memstrata.layers.races import (
 )
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
-from memstrata.store.base import RecordWrite
+from memstrata.store.base import RecordWrite, UnitOfWork
 from memstrata.text import validate_content
 from memstrata.validation import check_id, check_tags, check_unit
 from memstrata.writes import check_owner, check_scope
@@ -249,6 +249,8 @@ class KnowledgeService:
             name.check(tx, live=bool(live) or chunk.is_active)
             if tx.get(scope, chunk_id, include_deleted=True).version != chunk.version:
                 raise Raced  # changed since the read
+            if not other and not chunk.is_active:  # it joins the live version read
+                _unchanged(tx, user, live)
             restored = tx.set_status(user, back, RecordStatus.ACTIVE, now)
             ended = tx.set_status(user, gone, RecordStatus.DELETED, now)
             if len(ended) != len(gone) or len(restored) != (0 if chunk.is_active else len(back)):
@@ -282,6 +284,19 @@ class KnowledgeService:
         for page in self._ctx.store.list_pages(scope.user_scope, filters):
             found += page  # a page at a time: a long document has thousands of chunks
         return sorted(found, key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.created_at))
+
+
+def _unchanged(tx: UnitOfWork, scope: Scope, live: Sequence[MemoryRecord]) -> None:
+    """``Raced`` unless each chunk of ``live`` is still live at the version read: a chunk
+    restored into the live version must not join another version that a concurrent
+    restore brought back in its place (the name's turn sees a live chunk either way)."""
+    for r in live:
+        try:
+            now = tx.get(scope, r.id)
+        except NotFoundError:
+            raise Raced from None  # deleted since: another version is live
+        if now.version != r.version:
+            raise Raced
 
 
 # The metadata an ingest writes: with the text and the title, the document's layout.

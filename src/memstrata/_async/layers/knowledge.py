@@ -34,7 +34,7 @@ from memstrata._async.layers.races import (
     read_name,
     settled,
 )
-from memstrata._async.store.base import RecordWrite
+from memstrata._async.store.base import AsyncUnitOfWork, RecordWrite
 from memstrata.calls import checked_calls
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
@@ -247,6 +247,8 @@ class AsyncKnowledgeService:
             await name.check(tx, live=bool(live) or chunk.is_active)
             if (await tx.get(scope, chunk_id, include_deleted=True)).version != chunk.version:
                 raise Raced  # changed since the read
+            if not other and not chunk.is_active:  # it joins the live version read
+                await _unchanged(tx, user, live)
             restored = await tx.set_status(user, back, RecordStatus.ACTIVE, now)
             ended = await tx.set_status(user, gone, RecordStatus.DELETED, now)
             if len(ended) != len(gone) or len(restored) != (0 if chunk.is_active else len(back)):
@@ -280,6 +282,19 @@ class AsyncKnowledgeService:
         async for page in self._ctx.store.list_pages(scope.user_scope, filters):
             found += page  # a page at a time: a long document has thousands of chunks
         return sorted(found, key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.created_at))
+
+
+async def _unchanged(tx: AsyncUnitOfWork, scope: Scope, live: Sequence[MemoryRecord]) -> None:
+    """``Raced`` unless each chunk of ``live`` is still live at the version read: a chunk
+    restored into the live version must not join another version that a concurrent
+    restore brought back in its place (the name's turn sees a live chunk either way)."""
+    for r in live:
+        try:
+            now = await tx.get(scope, r.id)
+        except NotFoundError:
+            raise Raced from None  # deleted since: another version is live
+        if now.version != r.version:
+            raise Raced
 
 
 # The metadata an ingest writes: with the text and the title, the document's layout.

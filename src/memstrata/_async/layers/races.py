@@ -20,14 +20,18 @@ the other live record(s) in its transaction, as a restore does. Before, a restor
 read the name before a first writer committed and committed after that writer's check
 left two live records (as did two restores of two deleted records of one name).
 
+A chunk restored into the document's live version (of its ``chunk_count``, at an index it
+lacks) also checks in its transaction that the live chunks it read are still live at their
+versions (``knowledge.py``): another restore that brought an older version back in their
+place changes neither the live/no-live state nor the newest record.
+
 What this cannot stop leaves a name with two live records: an import of a record of the
 name, which takes no turn (``facts.settle`` ends the store's own other live facts after
-it); and a restore of a chunk into the document's live version (of its ``chunk_count``, at
-an index it lacks) beside another restore that changed which version is live without
-the live/no-live state or the newest record changing (``NameRead`` reads no more than
-that). The next write of the name ends the others: a fact's upsert ends every other live
-fact of its key, superseded by the record it writes or keeps (``semantic.py``), and an
-ingest of a document soft-deletes every live chunk it read (``knowledge.py``);
+it); and two restores, at once, of two deleted chunks (of two versions of one
+``chunk_count``) into the same free index of the live version (neither changes what the
+other checks). The next write of the name ends the others: a fact's upsert ends every
+other live fact of its key, superseded by the record it writes or keeps (``semantic.py``),
+and an ingest of a document soft-deletes every live chunk it read (``knowledge.py``);
 ``facts.get`` meanwhile picks one by a fixed order.
 """
 
