@@ -26,7 +26,7 @@ from memstrata.audit_backends import InMemoryAudit, SQLiteAudit, audit_store, sq
 from memstrata.audit_types import PURGED, AuditEvent, AuditQuery
 from memstrata.calls import checked_calls
 from memstrata.clock import Clock
-from memstrata.errors import ValidationError
+from memstrata.errors import ValidationError, export_write_failed
 from memstrata.records import new_id
 from memstrata.validation import check_text_sink
 
@@ -216,6 +216,9 @@ class AuditLog:
         check_text_sink(fp)
         n = 0
         for event in self.iter_all(tenant, **filters):
-            fp.write(json.dumps(event.as_dict(), ensure_ascii=False) + "\n")
+            try:
+                fp.write(json.dumps(event.as_dict(), ensure_ascii=False) + "\n")
+            except (OSError, ValueError) as exc:  # the caller's file: full, closed ...
+                raise export_write_failed(exc, n, "events") from exc
             n += 1
         return n

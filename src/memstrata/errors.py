@@ -11,6 +11,8 @@ this tree at the boundary where they occur::
     ├── NotFoundError              no such record *in this scope* (other tenants' ids too)
     ├── ConflictError              optimistic-locking version mismatch
     ├── QuotaExceededError         a tenant/user quota would be exceeded
+    ├── ExportWriteError           writing an export to the caller's file failed (also
+    │                              an ``OSError``: a full disk, a closed file ...)
     ├── StoreError                 the store failed or is unusable; ``retryable`` says
     │   │                          whether the same call may succeed later by itself
     │   ├── SchemaVersionError     the database was written by a newer memstrata
@@ -26,6 +28,7 @@ __all__ = [
     "BudgetError",
     "ConflictError",
     "EmbeddingMismatchError",
+    "ExportWriteError",
     "ImportFormatError",
     "MemstrataError",
     "MissingDependencyError",
@@ -124,3 +127,36 @@ class MissingDependencyError(ProviderError, ImportError):
 
 class ImportFormatError(ValidationError):
     """An export/import line is corrupt, foreign or of an unsupported version."""
+
+
+class ExportWriteError(MemstrataError, OSError):
+    """Writing an export to the file object the caller gave failed: its disk is full, it
+    was closed, its encoding cannot hold a record's text ... (the caller's file, not the
+    store). ``written``: how many records (audit events) were written whole before the
+    failure; the file holds them and no end line, so an import refuses it as incomplete.
+    ``errno`` is the failed write's (``None`` when it raised no ``OSError``). Also an
+    ``OSError``, as the failed write's error was before session 30."""
+
+    def __init__(self, message: str, *, written: int, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.written = written
+        self.errno = errno
+
+
+def export_write_failed(exc: Exception, written: int, what: str = "records") -> ExportWriteError:
+    """The :class:`ExportWriteError` of ``exc``, raised by the caller's file's ``write``
+    after ``written`` ``what`` were written whole."""
+    why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+    if isinstance(exc, UnicodeError):
+        fix = "open the file with encoding='utf-8'"
+    elif isinstance(exc, OSError):
+        fix = "free disk space on the file's disk (or fix what the reason names)"
+    else:  # a closed file, or one that no longer takes writes
+        fix = "keep the file open for writing until the export returns"
+    return ExportWriteError(
+        f"writing the export to the file given failed after {written:,} {what} were "
+        f"written whole ({why}): the file holds those and no end line, an incomplete "
+        f"export that an import refuses; {fix} and export again",
+        written=written,
+        errno=exc.errno if isinstance(exc, OSError) else None,
+    )

@@ -29,7 +29,12 @@ from memstrata.clock import Clock, SystemClock
 from memstrata.embedder.base import Embedder
 from memstrata.embedder.cache import CachedEmbedder
 from memstrata.embedder.factory import make_embedder
-from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
+from memstrata.errors import (
+    BudgetError,
+    EmbeddingMismatchError,
+    ValidationError,
+    export_write_failed,
+)
 from memstrata.filters import Filters
 from memstrata.jobs import unfenced
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
@@ -1360,7 +1365,10 @@ class Memory:
         for text, records in self._export_pages(
             scope, include_embeddings, include_deleted, include_history
         ):
-            fp.write(text)
+            try:
+                fp.write(text)
+            except (OSError, ValueError) as exc:  # the caller's file: full, closed ...
+                raise export_write_failed(exc, count) from exc
             count += records
         return count
 

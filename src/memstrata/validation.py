@@ -525,6 +525,8 @@ def check_text_sink(fp: object, field: str = "fp") -> None:
             f"{field} is a binary file: open it in text mode ({how}) or wrap it with "
             "io.TextIOWrapper(fp, encoding='utf-8')"
         )
+    if getattr(fp, "closed", False) is True:  # its writable() and write() raise ValueError
+        raise ValidationError(f"{field} is closed: give a file open for writing ({how})")
     writable = getattr(fp, "writable", None)
     if callable(writable) and not writable():
         raise ValidationError(f"{field} is not open for writing: {how}")

@@ -32,7 +32,12 @@ from memstrata.aio.stores import open_store  # async-only
 from memstrata.audit_types import PURGED, AuditEvent, names_user
 from memstrata.calls import checked_calls
 from memstrata.clock import Clock, SystemClock
-from memstrata.errors import BudgetError, EmbeddingMismatchError, ValidationError
+from memstrata.errors import (
+    BudgetError,
+    EmbeddingMismatchError,
+    ValidationError,
+    export_write_failed,
+)
 from memstrata.filters import Filters
 from memstrata.jobs import unfenced
 from memstrata.memory_types import DEFAULT_ROLES, MAX_TOKEN_BUDGET, Remembered
@@ -1447,7 +1452,10 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         async for text, records in self._export_pages(
             scope, include_embeddings, include_deleted, include_history
         ):
-            fp.write(text)
+            try:
+                fp.write(text)
+            except (OSError, ValueError) as exc:  # the caller's file: full, closed ...
+                raise export_write_failed(exc, count) from exc
             count += records
         return count
 

@@ -33,10 +33,16 @@ from memstrata.filters import Filters, MetadataCondition
 from memstrata.layers._build import build_record
 from memstrata.layers.base import LayerContext
 from memstrata.layers.knowledge_types import document_chunks, rejoin
-from memstrata.layers.races import FirstVersion, Raced, first_version, settled
+from memstrata.layers.races import (
+    FirstVersion,
+    Raced,
+    first_version,
+    read_name,
+    settled,
+)
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
-from memstrata.store.base import RecordWrite
+from memstrata.store.base import RecordWrite, UnitOfWork
 from memstrata.text import validate_content
 from memstrata.validation import check_id, check_tags, check_unit
 from memstrata.writes import check_owner, check_scope
@@ -220,6 +226,7 @@ class KnowledgeService:
         store = self._ctx.store
         user = scope.user_scope
         chunk = store.get(scope, chunk_id, include_deleted=True)
+        name = read_name(self._ctx, user, RecordType.KNOWLEDGE, "qa_id", doc)
         live = [r for r in self.chunks(scope, doc) if r.id != chunk_id]
         count, index = chunk.metadata.get("chunk_count"), chunk.metadata.get("chunk_index")
         other = chunk.is_active is False and any(
@@ -238,8 +245,12 @@ class KnowledgeService:
         gone = [r.id for r in live] if other else []
         now = self._ctx.clock.now()
         with store.transaction() as tx:
+            # the document's turn: a version stored, or a chunk restored, since the read?
+            name.check(tx, live=bool(live) or chunk.is_active)
             if tx.get(scope, chunk_id, include_deleted=True).version != chunk.version:
                 raise Raced  # changed since the read
+            if not other and not chunk.is_active:  # it joins the live version read
+                _unchanged(tx, user, live)
             restored = tx.set_status(user, back, RecordStatus.ACTIVE, now)
             ended = tx.set_status(user, gone, RecordStatus.DELETED, now)
             if len(ended) != len(gone) or len(restored) != (0 if chunk.is_active else len(back)):
@@ -273,6 +284,19 @@ class KnowledgeService:
         for page in self._ctx.store.list_pages(scope.user_scope, filters):
             found += page  # a page at a time: a long document has thousands of chunks
         return sorted(found, key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.created_at))
+
+
+def _unchanged(tx: UnitOfWork, scope: Scope, live: Sequence[MemoryRecord]) -> None:
+    """``Raced`` unless each chunk of ``live`` is still live at the version read: a chunk
+    restored into the live version must not join another version that a concurrent
+    restore brought back in its place (the name's turn sees a live chunk either way)."""
+    for r in live:
+        try:
+            now = tx.get(scope, r.id)
+        except NotFoundError:
+            raise Raced from None  # deleted since: another version is live
+        if now.version != r.version:
+            raise Raced
 
 
 # The metadata an ingest writes: with the text and the title, the document's layout.

@@ -26,11 +26,12 @@ again and applies the rules to what the winner wrote.
 
 One live (active, not superseded) fact per key: a restore of a fact whose key has another
 makes the restored one current and ends the others, superseded by it, in its transaction
-(:meth:`FactService.restore`). Two live ones can still come from an import of a
-backup or a rare race (``races.py``); meanwhile the current one is the most confident, then
-the last updated (then the greatest id), and the next write of the key ends the others,
-superseded by the record it writes or keeps, in its own transaction: the key's one read
-finds them all, so converging costs no further read.
+(:meth:`FactService.restore`), which takes the key's turn as a first fact's writer
+does (``races.NameRead``): a fact stored or restored since its read is found and ended.
+Two live ones can still come from an import of a backup (``races.py``); meanwhile the
+current one is the most confident, then the last updated (then the greatest id), and the
+next write of the key ends the others, superseded by the record it writes or keeps, in its
+own transaction: the key's one read finds them all, so converging costs no further read.
 """
 
 from __future__ import annotations
@@ -49,7 +50,13 @@ from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, V
 from memstrata.filters import Filters
 from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
-from memstrata.layers.races import FirstVersion, Raced, first_version, settled
+from memstrata.layers.races import (
+    FirstVersion,
+    Raced,
+    first_version,
+    read_name,
+    settled,
+)
 from memstrata.layers.semantic_types import (
     EXTRACTED,
     PLANS,
@@ -255,7 +262,9 @@ class FactService:
         store = self._ctx.store
         record = store.get(scope, record_id, include_deleted=True)
         others: list[MemoryRecord] = []
+        name = None  # a superseded fact comes back in the history only: no live one made
         if record.superseded_by is None:
+            name = read_name(self._ctx, self._scope(scope), RecordType.FACT, "key", key)
             current, found = self._live(scope, key)
             others = [r for r in (current, *found) if r is not None and r.id != record_id]
         now = self._ctx.clock.now()
@@ -268,6 +277,8 @@ class FactService:
         ]
         try:
             with store.transaction() as tx:
+                if name is not None:  # the key's turn: a fact stored or restored since?
+                    name.check(tx, live=bool(others) or record.is_active)
                 if tx.get(scope, record_id, include_deleted=True).version != (record.version):
                     raise Raced  # changed since the read: read again
                 tx.set_status(scope, [record_id], RecordStatus.ACTIVE, now)

@@ -27,8 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
-from memstrata._async.layers.races import FirstVersion, Raced, first_version, settled
-from memstrata._async.store.base import RecordWrite
+from memstrata._async.layers.races import (
+    FirstVersion,
+    Raced,
+    first_version,
+    read_name,
+    settled,
+)
+from memstrata._async.store.base import AsyncUnitOfWork, RecordWrite
 from memstrata.calls import checked_calls
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from memstrata.filters import Filters, MetadataCondition
@@ -218,6 +224,7 @@ class AsyncKnowledgeService:
         store = self._ctx.store
         user = scope.user_scope
         chunk = await store.get(scope, chunk_id, include_deleted=True)
+        name = await read_name(self._ctx, user, RecordType.KNOWLEDGE, "qa_id", doc)
         live = [r for r in await self.chunks(scope, doc) if r.id != chunk_id]
         count, index = chunk.metadata.get("chunk_count"), chunk.metadata.get("chunk_index")
         other = chunk.is_active is False and any(
@@ -236,8 +243,12 @@ class AsyncKnowledgeService:
         gone = [r.id for r in live] if other else []
         now = self._ctx.clock.now()
         async with store.transaction() as tx:
+            # the document's turn: a version stored, or a chunk restored, since the read?
+            await name.check(tx, live=bool(live) or chunk.is_active)
             if (await tx.get(scope, chunk_id, include_deleted=True)).version != chunk.version:
                 raise Raced  # changed since the read
+            if not other and not chunk.is_active:  # it joins the live version read
+                await _unchanged(tx, user, live)
             restored = await tx.set_status(user, back, RecordStatus.ACTIVE, now)
             ended = await tx.set_status(user, gone, RecordStatus.DELETED, now)
             if len(ended) != len(gone) or len(restored) != (0 if chunk.is_active else len(back)):
@@ -271,6 +282,19 @@ class AsyncKnowledgeService:
         async for page in self._ctx.store.list_pages(scope.user_scope, filters):
             found += page  # a page at a time: a long document has thousands of chunks
         return sorted(found, key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.created_at))
+
+
+async def _unchanged(tx: AsyncUnitOfWork, scope: Scope, live: Sequence[MemoryRecord]) -> None:
+    """``Raced`` unless each chunk of ``live`` is still live at the version read: a chunk
+    restored into the live version must not join another version that a concurrent
+    restore brought back in its place (the name's turn sees a live chunk either way)."""
+    for r in live:
+        try:
+            now = await tx.get(scope, r.id)
+        except NotFoundError:
+            raise Raced from None  # deleted since: another version is live
+        if now.version != r.version:
+            raise Raced
 
 
 # The metadata an ingest writes: with the text and the title, the document's layout.

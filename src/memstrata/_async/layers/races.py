@@ -12,13 +12,27 @@ session 30 the id was a hash of the name's record stored last, so that such writ
 the same id and the store's unique ids let one in; a purge of that record rewound it, and
 the next first record got the purged one's id again.
 
-What this cannot stop leaves a name with two live records: a restore (or an import) of a
-record of the name, which takes no turn at that read, that read the name before a first
-writer committed and committed after that writer's check. The next write of the name ends
-the others: a fact's upsert ends every other live fact of its key, superseded by the record
-it writes or keeps (``semantic.py``), and an ingest of a document soft-deletes every live
-chunk it read (``knowledge.py``); ``facts.get`` meanwhile picks one by a fixed order. A
-restore of a fact or a document's chunk ends the other live record(s) itself.
+A restore of a fact or a document's chunk takes the name's turn the same way (session 30):
+it reads the name's state (:func:`read_name`) before its live records, and its transaction
+reads it again first (:meth:`NameRead.check`): when a record of the name was inserted
+since, or one made live (another restore), :class:`Raced`, and it reads again and ends
+the other live record(s) in its transaction, as a restore does. Before, a restore that
+read the name before a first writer committed and committed after that writer's check
+left two live records (as did two restores of two deleted records of one name).
+
+A chunk restored into the document's live version (of its ``chunk_count``, at an index it
+lacks) also checks in its transaction that the live chunks it read are still live at their
+versions (``knowledge.py``): another restore that brought an older version back in their
+place changes neither the live/no-live state nor the newest record.
+
+What this cannot stop leaves a name with two live records: an import of a record of the
+name, which takes no turn (``facts.settle`` ends the store's own other live facts after
+it); and two restores, at once, of two deleted chunks (of two versions of one
+``chunk_count``) into the same free index of the live version (neither changes what the
+other checks). The next write of the name ends the others: a fact's upsert ends every
+other live fact of its key, superseded by the record it writes or keeps (``semantic.py``),
+and an ingest of a document soft-deletes every live chunk it read (``knowledge.py``);
+``facts.get`` meanwhile picks one by a fixed order.
 """
 
 from __future__ import annotations
@@ -33,7 +47,7 @@ from memstrata.errors import ConflictError
 from memstrata.records import RecordType, new_id
 from memstrata.scope import Scope
 
-__all__ = ["ATTEMPTS", "FirstVersion", "Raced", "first_version", "settled"]
+__all__ = ["ATTEMPTS", "FirstVersion", "NameRead", "Raced", "first_version", "read_name", "settled"]
 
 T = TypeVar("T")
 
@@ -97,3 +111,38 @@ async def first_version(
     if seen.live:
         raise Raced
     return FirstVersion(prefix + new_id(), scope, type, field, name, seen.newest)
+
+
+@dataclass(frozen=True, slots=True)
+class NameRead:
+    """The state of ``name`` a restore of one of its records read (``newest``, the id of
+    its record inserted last, ``None`` without one) before it read the name's live records
+    and decided on them."""
+
+    scope: Scope
+    type: RecordType
+    field: str
+    name: str
+    newest: str | None
+
+    async def check(self, tx: AsyncUnitOfWork, *, live: bool) -> None:
+        """First in the restore's transaction: :class:`Raced` unless the name is still as
+        the restore decided on it: no record of it inserted since the read, and one live
+        exactly when the restore read one (``live``: the live records it ends or keeps, or
+        the restored one when it already was). It takes the name's turn as
+        :meth:`FirstVersion.check` does (``UnitOfWork.key_versions``), so of a restore and a
+        first writer, or two restores, of one name the second to take it finds the first's
+        record and reads again."""
+        now = await tx.key_versions(self.scope, self.type, self.field, self.name)
+        if now.live != live or now.newest != self.newest:
+            raise Raced
+
+
+async def read_name(
+    ctx: AsyncLayerContext, scope: Scope, type: RecordType, field: str, name: str
+) -> NameRead:
+    """The state of ``name`` a restore reads before its live records (one index read): read
+    first, so that a record stored between the two reads changes what the restore's
+    transaction finds (:meth:`NameRead.check`)."""
+    seen = await ctx.store.key_versions(scope, type, field, name)
+    return NameRead(scope, type, field, name, seen.newest)

@@ -24,11 +24,12 @@ again and applies the rules to what the winner wrote.
 
 One live (active, not superseded) fact per key: a restore of a fact whose key has another
 makes the restored one current and ends the others, superseded by it, in its transaction
-(:meth:`AsyncFactService.restore`). Two live ones can still come from an import of a
-backup or a rare race (``races.py``); meanwhile the current one is the most confident, then
-the last updated (then the greatest id), and the next write of the key ends the others,
-superseded by the record it writes or keeps, in its own transaction: the key's one read
-finds them all, so converging costs no further read.
+(:meth:`AsyncFactService.restore`), which takes the key's turn as a first fact's writer
+does (``races.NameRead``): a fact stored or restored since its read is found and ended.
+Two live ones can still come from an import of a backup (``races.py``); meanwhile the
+current one is the most confident, then the last updated (then the greatest id), and the
+next write of the key ends the others, superseded by the record it writes or keeps, in its
+own transaction: the key's one read finds them all, so converging costs no further read.
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memstrata._async.layers._build import build_record, list_records, query_vector
 from memstrata._async.layers.base import AsyncLayerContext
-from memstrata._async.layers.races import FirstVersion, Raced, first_version, settled
+from memstrata._async.layers.races import (
+    FirstVersion,
+    Raced,
+    first_version,
+    read_name,
+    settled,
+)
 from memstrata._async.store.base import RecordWrite, Vector
 from memstrata.calls import checked_calls
 from memstrata.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
@@ -253,7 +260,9 @@ class AsyncFactService:
         store = self._ctx.store
         record = await store.get(scope, record_id, include_deleted=True)
         others: list[MemoryRecord] = []
+        name = None  # a superseded fact comes back in the history only: no live one made
         if record.superseded_by is None:
+            name = await read_name(self._ctx, self._scope(scope), RecordType.FACT, "key", key)
             current, found = await self._live(scope, key)
             others = [r for r in (current, *found) if r is not None and r.id != record_id]
         now = self._ctx.clock.now()
@@ -266,6 +275,8 @@ class AsyncFactService:
         ]
         try:
             async with store.transaction() as tx:
+                if name is not None:  # the key's turn: a fact stored or restored since?
+                    await name.check(tx, live=bool(others) or record.is_active)
                 if (await tx.get(scope, record_id, include_deleted=True)).version != (
                     record.version
                 ):
