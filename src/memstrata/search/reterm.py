@@ -21,6 +21,14 @@ turns before it (question terms whose text is not found there, say the turn was 
 since, are kept as they are, their accents folded by the accent step). A record whose
 tokens do not start with its own text's old terms (indexed by an older tokenizer still,
 or under terms that were not its own) is left as it is.
+
+The other re-term (SQLite's schema 20, PostgreSQL's step 27) keeps the tokenizer and
+changes which turn a reply is indexed under: :func:`turn_terms` gives a turn its terms by
+today's rule, from the turn listed before it (:class:`Turn`), as
+:func:`memstrata.search.reply_terms.kept_terms` does. Stores written before session 29 hold
+replies indexed under a turn of their call that is not listed right before them (session
+28's and 29's changes of that rule), and since session 30 a purge of that turn reads only
+its neighbours: such a reply kept the purged question's words.
 """
 
 from __future__ import annotations
@@ -37,12 +45,15 @@ __all__ = [
     "Batch",
     "Befores",
     "Row",
+    "PART",
     "Rows",
+    "Turn",
     "Write",
     "answers",
     "next_step",
     "reterm",
     "reterm_steps",
+    "turn_terms",
 ]
 
 Tokenizer = Callable[[str], list[str]]
@@ -192,3 +203,36 @@ def next_step(steps: Generator[Step, object, None], answer: object) -> Step | No
         return steps.send(answer)
     except StopIteration:
         return None
+
+
+# --- replies by today's rule (SQLite's schema 20, PostgreSQL's step 27) -------------------
+
+PART = 5000
+"""Turns a re-term by :func:`turn_terms` reads at a time (bounded memory)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A stored turn as :func:`turn_terms` needs it: its session, its ``created_at`` (the
+    ``add_messages`` call that wrote it), its text, and whether it is active (a deleted
+    turn gives the one after it no words)."""
+
+    session: str | None
+    created_at: object
+    text: str
+    active: bool
+
+
+def turn_terms(turn: Turn, before: Turn | None) -> tuple[str, ...]:
+    """The terms ``turn`` is indexed under today: its own and the questions of ``before``,
+    the turn listed just before it (in its session by time, then writing order, deleted
+    included; without a session among all the user's turns). A session-less turn counts
+    ``before`` only when it has no session either and was written in the same call (the
+    same ``created_at``): :func:`memstrata.search.reply_terms._linked`, the definition
+    :func:`~memstrata.search.reply_terms.kept_terms` reads."""
+    linked = before is not None and (
+        turn.session is not None
+        or (before.session is None and before.created_at == turn.created_at)
+    )
+    asks = before.text if linked and before is not None and before.active else None
+    return tuple(tokenize(turn.text)) + question_terms(asks)

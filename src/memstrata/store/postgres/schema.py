@@ -856,6 +856,78 @@ DROP INDEX IF EXISTS records_shared_wide;
 """
 
 
+# v27 (reterm30): every turn's reply terms by today's rule. A turn's "turn before" is the
+# message listed just before it (time, then seq) in its session, or without a session among
+# the user's messages: one indexed step back a turn (records_session_type, records_type;
+# each lateral's condition on the turn's session is a one-time filter, so only one runs).
+_V27_BEFORE = (
+    "SELECT p.session, p.created_at, p.raw, p.status FROM records p WHERE p.tenant = r.tenant "
+    'AND p."user" = r."user" AND {same} AND p.type = \'message\' '
+    "AND (p.observed_at, p.seq) < (r.observed_at, r.seq) "
+    "ORDER BY p.observed_at DESC, p.seq DESC LIMIT 1"
+)
+_V27_TURNS = (
+    'SELECT r.seq, r.tenant, r."user", r.session, r.created_at, r.raw, r.status, '
+    "r.lex_tokens, coalesce(s.session, u.session), coalesce(s.created_at, u.created_at), "
+    "coalesce(s.raw, u.raw), coalesce(s.status, u.status) FROM (SELECT * FROM records "
+    "WHERE seq > %s AND type = 'message' ORDER BY seq LIMIT %s) r LEFT JOIN LATERAL ("
+    + _V27_BEFORE.format(same="r.session IS NOT NULL AND p.session = r.session")
+    + ") s ON true LEFT JOIN LATERAL ("
+    + _V27_BEFORE.format(same="r.session IS NULL")
+    + ") u ON true ORDER BY r.seq"
+).encode()
+
+
+def _v27_replies(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """v27 (reterm30): every turn indexed under the tokens of the terms
+    :func:`memstrata.search.reterm.turn_terms` gives it by today's rule of "the turn
+    before" (session 29's; a store written before may hold a reply indexed under a
+    question of its call listed elsewhere, which a purge of that question no longer
+    reaches). Read :data:`memstrata.search.reterm.PART` turns at a time, each with the
+    turn listed before it; only those whose ``lex_tokens`` differ are written, their
+    postings and tenants' statistics replaced (a schema written since changes nothing).
+    A turn's public doc holds its own terms only: left as it is."""
+    from memstrata.search import reterm as rt
+    from memstrata.store import fts5
+    from memstrata.store.postgres import lexical
+    from memstrata.store.sqlite.codec import scope_token
+
+    last = 0
+    while True:
+        cur.execute(_V27_TURNS, (last, rt.PART))
+        rows = cur.fetchall()
+        if not rows:
+            return
+        last = cast(int, rows[-1][0])
+        olds: list[lexical.Doc] = []
+        news: list[lexical.Doc] = []
+        updates: list[tuple[list[str], int, int]] = []
+        for seq, tenant, user, session, created, raw, status, tokens, *before in rows:
+            p_session, p_created, p_raw, p_status = before
+            made = rt.turn_terms(
+                rt.Turn(cast(str | None, session), created, str(raw), status == "active"),
+                None
+                if p_raw is None
+                else rt.Turn(
+                    cast(str | None, p_session), p_created, str(p_raw), p_status == "active"
+                ),
+            )
+            doc = fts5.document_tokens(made)
+            had = list(cast(list[str], tokens))
+            if doc == had:
+                continue
+            s = cast(int, seq)
+            tok = scope_token(str(tenant), str(user))
+            updates.append((doc, len(doc) + 1, s))
+            olds.append((s, str(tenant), tok, had))
+            news.append((s, str(tenant), tok, doc))
+        if news:
+            cur.executemany(  # one pipelined round trip, not one per turn
+                b"UPDATE records SET lex_tokens = %s, lex_len = %s WHERE seq = %s", updates
+            )
+            lexical.index(cur.connection, news, old=olds, keep_public=False)
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -884,6 +956,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (24, _v24_public),
     (25, _V25_SHARED_ROLES),
     (26, _V26_PUBLIC_OBSERVED),
+    (27, _v27_replies),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

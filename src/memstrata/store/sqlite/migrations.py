@@ -593,6 +593,60 @@ def _v19(conn: sqlite3.Connection) -> None:
     )
 
 
+# v20 (reterm30): every turn's reply terms by today's rule. A turn's "turn before" is the
+# message listed just before it (time, then seq) in its session, or without a session among
+# the user's messages; one indexed step back (records_session_type, records_type) a turn.
+_V20_BEFORE = (
+    "SELECT p.seq FROM records p WHERE p.tenant = r.tenant AND p.user = r.user AND {same}"
+    "p.type = 'message' AND (p.observed_at, p.seq) < (r.observed_at, r.seq) "
+    "ORDER BY p.observed_at DESC, p.seq DESC LIMIT 1"
+)
+_V20_TURNS = (
+    "SELECT t.seq, t.tenant, t.user, t.session, t.created_at, t.raw, t.status, d.terms, "
+    "p.session, p.created_at, p.raw, p.status FROM (SELECT r.seq, r.tenant, r.user, "
+    "r.session, r.created_at, r.raw, r.status, CASE WHEN r.session IS NULL THEN ("
+    + _V20_BEFORE.format(same="")
+    + ") ELSE ("
+    + _V20_BEFORE.format(same="p.session = r.session AND ")
+    + ") END AS before FROM records r WHERE r.seq > ? AND r.type = 'message' "
+    "ORDER BY r.seq LIMIT ?) t LEFT JOIN lex_docs d ON d.seq = t.seq "
+    "LEFT JOIN records p ON p.seq = t.before ORDER BY t.seq"
+)
+
+
+def _v20(conn: sqlite3.Connection) -> None:
+    """v20 (reterm30): every turn indexed under the terms
+    :func:`memstrata.search.reterm.turn_terms` gives it by today's rule of "the turn
+    before" (session 29's; a store written before may hold a reply indexed under a
+    question of its call listed elsewhere, which a purge of that question no longer
+    reaches). Read :data:`memstrata.search.reterm.PART` turns at a time, each with the
+    turn listed before it; only those whose stored terms differ are indexed again (a
+    store written since changes nothing). Rows only: no schema object."""
+    from memstrata.search import reterm as rt
+
+    from . import lexical
+
+    last = 0
+    while rows := conn.execute(_V20_TURNS, (last, rt.PART)).fetchall():
+        last = int(rows[-1][0])
+        docs: list[lexical.Doc] = []
+        for seq, tenant, user, session, created, raw, status, terms, *before in rows:
+            if terms is None:  # not indexed (no write leaves a turn so): left as it is
+                continue
+            p_session, p_created, p_raw, p_status = before
+            made = rt.turn_terms(
+                rt.Turn(session, created, str(raw), status == "active"),
+                None
+                if p_raw is None
+                else rt.Turn(p_session, p_created, str(p_raw), p_status == "active"),
+            )
+            if lexical.terms_text(made) != terms:
+                docs.append((int(seq), str(tenant), str(user), made))
+        if docs:
+            lexical.unindex(conn, [d[0] for d in docs])
+            lexical.index(conn, docs)
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -614,6 +668,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (17, _v17),
     (18, _v18),
     (19, _v19),
+    (20, _v20),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
