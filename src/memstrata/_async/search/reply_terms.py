@@ -211,7 +211,9 @@ async def terms_after_purge(
     Until session 30 every session holding a purged turn that asked something was also
     walked, every turn written at or after it re-termed (for turns indexed before session
     28, under the turn before them in their call's order): a purge of one question in a
-    10,000-turn session read 10,003 records (docs/measurements.md, session 30)."""
+    10,000-turn session read 10,003 records (docs/measurements.md, session 30). A store
+    written before session 29 gets every turn's terms by today's rule once, as it is
+    upgraded (SQLite schema 20, PostgreSQL step 27), so its neighbours hold its questions."""
     uscope = Scope(scope.tenant, scope.user)
     gone = set(ids)
     turns = [
