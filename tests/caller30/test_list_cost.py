@@ -25,8 +25,8 @@ from psycopg.rows import dict_row
 from memstrata import Memory, Scope
 from memstrata.filters import Filters
 from memstrata.store.postgres import store as pg_store
-from memstrata.store.sqlite.store import SQLiteStore
 from memstrata.store.types import ListQuery
+from sqlite_steps import sqlite_store, vm_steps
 
 BOB = Scope("acme", "bob")
 CAROL = BOB.as_caller("carol")
@@ -76,26 +76,8 @@ def lite(tmp_path: Path) -> Iterator[Memory]:
     m.close()
 
 
-def _steps(store: SQLiteStore, read: Callable[[], object]) -> int:
-    conn = store._reader()
-    steps = 0
-
-    def tick() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    conn.set_progress_handler(tick, 1)
-    try:
-        read()
-    finally:
-        conn.set_progress_handler(None, 0)
-    return steps
-
-
 def test_a_callers_sqlite_reads_do_not_grow_with_the_owner(lite: Memory) -> None:
-    store = getattr(lite.store, "viewed", lite.store)
-    assert isinstance(store, SQLiteStore)
+    store = sqlite_store(lite)
 
     def count() -> list[int]:
         steps = []
@@ -109,7 +91,7 @@ def test_a_callers_sqlite_reads_do_not_grow_with_the_owner(lite: Memory) -> None
                 partial(store.list_after, scope, f, first, limit=5),
                 partial(lambda *a, **k: list(store.list_pages(*a, **k)), scope, f, batch_size=4),
             ):
-                steps.append(_steps(store, read))
+                steps.append(vm_steps(store, read))
         return steps
 
     small, large = _grown(lite, count)
