@@ -1324,6 +1324,7 @@ class Memory:
             now=self._clock.now(),
             vector=vector,
             touch=False,  # the builder counts what it shows (LayerSources.shown)
+            ranking_scores=True,  # it packs by the ranking's scores
         )
 
     def _ranked_for_context(

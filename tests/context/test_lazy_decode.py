@@ -175,7 +175,10 @@ def test_ranked_hits_match_the_search_and_skip_records_purged_meanwhile(
         "config": mem.search_config,
         "now": mem._clock.now(),
     }
-    plain = search(store, embedder, alice.user_scope, "sailing boat", touch=False, **args)
+    # the context's search: scores of the ranking, as the ranked hits carry (pg31)
+    plain = search(
+        store, embedder, alice.user_scope, "sailing boat", touch=False, ranking_scores=True, **args
+    )
     ranked = search_ranked(store, embedder, alice.user_scope, "sailing boat", **args)
     first = ranked.more(10)
     assert [(h.record.id, h.score) for h in first] == [(h.record.id, h.score) for h in plain[:10]]

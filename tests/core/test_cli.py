@@ -61,7 +61,7 @@ def test_round_trip(cli: tuple[CliRunner, list[str]], tmp_path: Path) -> None:
     rid = rec["id"]  # type: ignore[index]
     hits = _json(runner, [*base, "search", "bees", "--json", "--explain"])
     assert hits[0]["record"]["id"] == rid  # type: ignore[index]
-    assert hits[0]["explanation"]["final"] == pytest.approx(hits[0]["score"])  # type: ignore[index]
+    assert hits[0]["explanation"]["match"] == pytest.approx(hits[0]["score"])  # type: ignore[index]
     assert _json(runner, [*base, "get", rid, "--json"])["id"] == rid  # type: ignore[index]
     assert len(_json(runner, [*base, "list", "--json"])) == 1  # type: ignore[arg-type]
     assert _json(runner, [*base, "delete", rid, "--json"])["status"] == "deleted"  # type: ignore[index]

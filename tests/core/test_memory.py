@@ -60,9 +60,11 @@ def test_explain_reports_every_term(mem: Memory, alice: Scope) -> None:
         "importance",
         "access",
         "final",
+        "match",
     ):
         assert term in hit.explanation
-    assert hit.explanation["final"] == pytest.approx(hit.score)
+    # the score is the match (no score term weighed: nothing added); "final" ranks (pg31)
+    assert hit.explanation["match"] == pytest.approx(hit.score)
 
 
 @pytest.mark.parametrize("mode", ["lexical", "dense", "hybrid"])

@@ -1411,6 +1411,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             now=self._clock.now(),
             vector=vector,
             touch=False,  # the builder counts what it shows (LayerSources.shown)
+            ranking_scores=True,  # it packs by the ranking's scores
         )
 
     async def _ranked_for_context(

