@@ -62,9 +62,11 @@ class PostgresKeyStore:
         psycopg = driver()
         from psycopg_pool import ConnectionPool
 
+        from ..store.postgres.coded import CodedConnection
+
         self._where = options.where
         try:
-            first = psycopg.connect(options.conninfo, autocommit=True, connect_timeout=10)
+            first = CodedConnection.connect(options.conninfo, autocommit=True, connect_timeout=10)
         except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
             raise connect_failure(exc, self._where, " for the API keys") from None
         try:
@@ -90,6 +92,7 @@ class PostgresKeyStore:
             name=f"memstrata-keys-{schema}",
             kwargs={"autocommit": True},
             reconnect_timeout=RECONNECT_S,
+            connection_class=CodedConnection,  # a refusal's SQLSTATE (coded.py)
         )
         self._reach = Reach(options.conninfo, self._where)  # fails fast while the server is down
         self._opened = False

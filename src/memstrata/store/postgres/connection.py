@@ -146,14 +146,31 @@ _DISK_FULL = "53100"
 
 # A connection the server (or libpq) refuses for a reason waiting will not change: an operator
 # must act. psycopg gives no SQLSTATE for a failed connection (libpq keeps the fields of the
-# startup error to itself: e.sqlstate and e.diag are empty, checked with psycopg 3.2), so
-# its message is read: PostgreSQL's own words (28P01, 28000, 3D000, 42501, 55000 in the
-# server's code) and libpq's. A server whose lc_messages is not English says them in
-# another language, which is not recognised: its refusals stay retryable, as before.
-# Everything else that fails a connection may pass by itself: refused (the server is down
-# or restarting), a timeout, "the database system is starting up" / "shutting down" / "in
-# recovery mode" (57P03), "too many clients" / "too many connections for role" (53300), a
-# name server that did not answer.
+# startup error to itself: e.sqlstate and e.diag are empty, psycopg 3.2 and 3.3.9), so
+# memstrata connects through coded.py, which has libpq put the code in the message and
+# raises with it: a refusal is then told by its SQLSTATE (_REFUSED), in whatever language the
+# server's lc_messages speaks. Where coded.py cannot (no /proc, another psycopg), or libpq
+# itself refused (no SQLSTATE: a password not given, a host name unknown, TLS), the message
+# is read: PostgreSQL's own words in English (28P01, 28000, 3D000, 42501, 55000 in the
+# server's code) and libpq's. Everything else that fails a connection may pass by itself:
+# refused (the server is down or restarting), a timeout, "the database system is starting
+# up" / "shutting down" / "in recovery mode" (57P03), "too many clients" / "too many
+# connections for role" (53300), a name server that did not answer.
+_REFUSED: dict[str, str] = {
+    "28P01": "the password was refused (SQLSTATE 28P01): put the role's password in the URL "
+    "(postgresql://user:password@host/database)",
+    "28000": "the server refused this user (SQLSTATE 28000: an unknown role, a NOLOGIN role, "
+    "no pg_hba.conf line letting it reach this database from here, or pg_hba.conf's "
+    "authentication refused it): fix the URL's user, create the role or let it log in "
+    "(CREATE ROLE name LOGIN, ALTER ROLE name LOGIN), or fix pg_hba.conf and reload the server",
+    "3D000": "no such database (SQLSTATE 3D000): fix the URL's database name, or create it "
+    "(CREATE DATABASE name)",
+    "42501": "the role lacks CONNECT on the database (SQLSTATE 42501): GRANT CONNECT ON "
+    "DATABASE name TO role",
+    "55000": "the database refuses connections (ALLOW_CONNECTIONS false, SQLSTATE 55000): "
+    "ALTER DATABASE name ALLOW_CONNECTIONS true, or use another database",
+}
+_AT_CONNECT_ONLY = frozenset({"42501", "55000"})  # a statement's are not refusals
 _REFUSALS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), fix)
     for pattern, fix in (
@@ -216,14 +233,20 @@ _REFUSALS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 def refusal(exc: BaseException) -> str | None:
     """What an operator must do when ``exc`` is a connection refused for good (a wrong
-    password, an unknown role or database ...: see :data:`_REFUSALS`), else ``None``."""
-    if getattr(exc, "sqlstate", None) is not None:
-        return None
+    password, an unknown role or database ...), else ``None``: by its SQLSTATE when it has
+    one (:data:`_REFUSED`; the English text, where it names the case more precisely), else
+    by its English text (:data:`_REFUSALS`)."""
+    state = getattr(exc, "sqlstate", None)
+    if state is not None:
+        if state not in _REFUSED:
+            return None
+        if state in _AT_CONNECT_ONLY and not getattr(exc, "memstrata_connect", False):
+            return None
     message = str(exc)
     for pattern, fix in _REFUSALS:
         if pattern.search(message):
             return fix
-    return None
+    return _REFUSED.get(state) if state is not None else None
 
 
 def _no_descriptors(exc: BaseException, where: str, doing: str, undone: str) -> StoreError | None:

@@ -105,8 +105,10 @@ class Reach:
 
         with self._probe_lock:
             if time.monotonic() - self._probed_at >= PROBE_TTL_S:
+                from memstrata.store.postgres.coded import CodedConnection
+
                 try:
-                    probe = psycopg.Connection.connect(
+                    probe = CodedConnection.connect(
                         self.conninfo, autocommit=True, connect_timeout=PROBE_CONNECT_S
                     )
                 except OSError as exc:  # this process's own (EMFILE: no descriptor left)

@@ -330,9 +330,11 @@ class PostgresStore:
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
+        from memstrata.store.postgres.coded import CodedConnection
+
         where = self._where
         try:
-            first = psycopg.Connection.connect(
+            first = CodedConnection.connect(
                 self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
         except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
@@ -366,6 +368,7 @@ class PostgresStore:
             name=f"memstrata-{schema}",
             kwargs={"autocommit": True, "row_factory": dict_row},
             reconnect_timeout=RECONNECT_S,  # reach.py: a server back is used within seconds
+            connection_class=CodedConnection,  # a refusal's SQLSTATE (coded.py)
         )
         try:
             self._pool.open(wait=True, timeout=15)
@@ -1933,7 +1936,9 @@ class PostgresStore:
 
         try:
             if self._listener is None:
-                conn = psycopg.Connection.connect(
+                from memstrata.store.postgres.coded import CodedConnection
+
+                conn = CodedConnection.connect(
                     self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
                 )
                 conn.execute(f"LISTEN {outbox.channel(self.options.schema)}")

@@ -105,8 +105,10 @@ class AsyncReach:
 
         async with self._probe_lock:
             if time.monotonic() - self._probed_at >= PROBE_TTL_S:
+                from memstrata.store.postgres.coded import AsyncCodedConnection
+
                 try:
-                    probe = await psycopg.AsyncConnection.connect(
+                    probe = await AsyncCodedConnection.connect(
                         self.conninfo, autocommit=True, connect_timeout=PROBE_CONNECT_S
                     )
                 except OSError as exc:  # this process's own (EMFILE: no descriptor left)

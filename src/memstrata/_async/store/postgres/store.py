@@ -336,9 +336,11 @@ class AsyncPostgresStore:
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
+        from memstrata.store.postgres.coded import AsyncCodedConnection
+
         where = self._where
         try:
-            first = await psycopg.AsyncConnection.connect(
+            first = await AsyncCodedConnection.connect(
                 self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
         except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
@@ -372,6 +374,7 @@ class AsyncPostgresStore:
             name=f"memstrata-{schema}",
             kwargs={"autocommit": True, "row_factory": dict_row},
             reconnect_timeout=RECONNECT_S,  # reach.py: a server back is used within seconds
+            connection_class=AsyncCodedConnection,  # a refusal's SQLSTATE (coded.py)
         )
         try:
             await self._pool.open(wait=True, timeout=15)
@@ -1969,7 +1972,9 @@ class AsyncPostgresStore:
 
         try:
             if self._listener is None:
-                conn = await psycopg.AsyncConnection.connect(
+                from memstrata.store.postgres.coded import AsyncCodedConnection
+
+                conn = await AsyncCodedConnection.connect(
                     self.options.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
                 )
                 await conn.execute(f"LISTEN {outbox.channel(self.options.schema)}")
