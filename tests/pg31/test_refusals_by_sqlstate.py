@@ -176,3 +176,22 @@ def test_statement_errors_read_as_before(pg_server: object) -> None:
             conn.execute("DROP TABLE pg31_private")
     assert refusal(denied.value) is None and transient(denied.value) is False
     assert "refused the connection" not in str(translate(denied.value, "PostgreSQL"))
+
+
+def test_the_code_and_location_lines_come_out_of_every_attempts_message() -> None:
+    """libpq reports each host it tried; the last attempt's code is the error's."""
+    from memstrata.store.postgres.coded import coded
+
+    said = (
+        'connection to server at "a" failed: FATAL:  57P03: das Datenbanksystem startet\n'
+        "LOCATION:  ProcessStartupPacket, backend_startup.c:123\n"
+        'connection to server at "b" failed: FATAL:  28P01: Passwort falsch\n'
+        "ORT:  auth_failed, auth.c:323\n"
+    )
+    assert coded(said) == (
+        "28P01",
+        'connection to server at "a" failed: FATAL:  das Datenbanksystem startet\n'
+        'connection to server at "b" failed: FATAL:  Passwort falsch',
+    )
+    plain = 'connection to server on socket "/x/.s.PGSQL.5432" failed: No such file or directory'
+    assert coded(plain) == (None, plain)

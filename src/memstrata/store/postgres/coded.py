@@ -34,8 +34,9 @@ _DEFAULT, _VERBOSE = 1, 2  # libpq's PGVerbosity: PQERRORS_DEFAULT, PQERRORS_VER
 # "<severity>:  <SQLSTATE>: <message>": pqBuildErrorMessage3's layout with the code shown
 # (the severity is translated too, so it is matched as any word)
 _CODE = re.compile(r"(?P<head>[^\s:]+:  )(?P<code>[0-9A-Z]{5}): ")
-# the verbose message's last line: "LOCATION:  function, file.c:123" (the label translated)
-_LOCATION = re.compile(r"\n[^\n:]+:  [\w$]+, [\w.]+\.c:\d+\s*$")
+# the verbose message's location line: "LOCATION:  function, file.c:123" (the label
+# translated), after each error libpq reports
+_LOCATION = re.compile(r"\n[^\n:]+:  [\w$]+, [\w.]+\.c:\d+[ \t]*(?=\n|$)")
 
 
 @functools.cache
@@ -74,11 +75,11 @@ def _verbosity(pgconn: Any, level: int) -> None:
 def coded(message: str) -> tuple[str | None, str]:
     """The SQLSTATE in a verbose libpq message (None: none there) and the message without
     it and without the location line, as libpq's default verbosity would have said it."""
-    found = _CODE.search(message)
-    if found is None:
+    codes = [m["code"] for m in _CODE.finditer(message)]
+    if not codes:
         return None, message
-    plain = message[: found.start()] + found["head"] + message[found.end() :]
-    return found["code"], _LOCATION.sub("", plain.rstrip("\n"))
+    plain = _CODE.sub(lambda m: m["head"], message)
+    return codes[-1], _LOCATION.sub("", plain.rstrip("\n"))  # the last: the last attempt's
 
 
 def _failed(prefix: str, pgconn: Any, conninfo: str, finish: bool) -> Any:
