@@ -48,8 +48,8 @@ def test_long_words_are_stored_and_found(mem: Memory) -> None:
 
 @pytest.mark.parametrize("mem", ["postgresql"], indirect=True)
 def test_long_words_beside_the_longest_ids(mem: Memory) -> None:
-    """A tenant of 256 four-byte characters (1,024 bytes) beside the token in ``lex_df``."""
-    tenant = _word(256, 5, "".join(map(chr, range(0x20000, 0x20400))))
+    """The widest tenant (160 four-byte characters, 640 bytes) beside the token in ``lex_df``."""
+    tenant = _word(160, 5, "".join(map(chr, range(0x20000, 0x20400))))
     scope = Scope(tenant, "bob")
     note = mem.add(scope, f"see {_word(5_000, 6)}")
     assert mem.get(scope, note.id).id == note.id
