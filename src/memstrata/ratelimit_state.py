@@ -184,8 +184,8 @@ class HeldWindows:
                 # whole step, an hour after NTP set the clock back an hour, was the
                 # alternative; session 31)
                 del windows[name]
-                passed = (held.previous, held.index)
-                forget = [self.counter(name, w) for w in passed if w is not None]
+                ahead = (held.previous, held.index)
+                forget = [self.counter(name, w) for w in ahead if w is not None]
                 windows[name] = _Window(index)
                 return index, forget
             if held is not None and held.index >= index:
