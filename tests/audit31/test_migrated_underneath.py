@@ -11,12 +11,13 @@ written: every write transaction reads the file's ``user_version`` under the wri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from memstrata import AsyncMemory, Memory, Scope, SchemaVersionError
+from memstrata import AsyncMemory, Memory, SchemaVersionError, Scope
 from memstrata.store.sqlite.migrations import SCHEMA_VERSION
 
 ALICE = Scope("acme", "alice", session="s1")
@@ -65,10 +66,9 @@ def test_async_the_same(tmp_path: Path) -> None:
         _migrate_underneath(db)
         with pytest.raises(SchemaVersionError, match="nothing of this call was written"):
             await mem.add(ALICE, "second")
-        try:
+        # closed all the same; buffered counters, if any, are not written and it says so
+        with contextlib.suppress(SchemaVersionError):
             await mem.aclose()
-        except SchemaVersionError:
-            pass  # the counters the search-less add buffered, if any
 
     asyncio.run(run())
     assert _rows(db) == 1
