@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 from memstrata.audit_types import PURGED, AuditEvent, names_user
 from memstrata.calls import checked_calls
-from memstrata.clock import Clock, SystemClock
+from memstrata.clock import Clock, SystemClock, utc_clock
 
 # What opening a store and reading or searching it needs. The layer services, the LLM, the
 # job machinery, maintenance, context assembly and import/export are imported where they are
@@ -240,7 +240,7 @@ class Memory:
             raise ValidationError("search_config must be a memstrata.SearchConfig")
         check_bool(background, "background")
         check_bool(reembed, "reembed")
-        self._clock = clock or SystemClock()
+        self._clock = utc_clock(clock) if clock is not None else SystemClock()
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = check_int(max_content_chars, "max_content_chars", low=1)
         self._layer_config = layer_config

@@ -31,7 +31,7 @@ from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  #
 from memstrata.aio.stores import open_store  # async-only
 from memstrata.audit_types import PURGED, AuditEvent, names_user
 from memstrata.calls import checked_calls
-from memstrata.clock import Clock, SystemClock
+from memstrata.clock import Clock, SystemClock, utc_clock
 from memstrata.errors import (
     BudgetError,
     EmbeddingMismatchError,
@@ -245,7 +245,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             raise ValidationError("search_config must be a memstrata.SearchConfig")
         check_bool(background, "background")
         check_bool(reembed, "reembed")
-        self._clock = clock or SystemClock()
+        self._clock = utc_clock(clock) if clock is not None else SystemClock()
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = check_int(max_content_chars, "max_content_chars", low=1)
         self._layer_config = layer_config
