@@ -28,7 +28,7 @@ from memstrata.calls import checked_calls
 from memstrata.clock import Clock
 from memstrata.errors import ValidationError, export_write_failed
 from memstrata.records import new_id
-from memstrata.validation import check_text_sink
+from memstrata.validation import check_id, check_ids, check_text_sink
 
 if TYPE_CHECKING:  # only annotated here; importing it costs every CLI call ~30 ms
     from memstrata.policies.pii import PIIRedactor
@@ -131,7 +131,12 @@ class AuditLog:
             or not math.isfinite(score)
         ):
             raise ValidationError(f"audit score must be a finite number, got {score!r}")
-        tenant = _text(tenant, "tenant")
+        # ids, as a scope's: PostgreSQL's indexes of the log hold tenant with actor, user or
+        # record ids (an actor of 9,000 characters was refused there, stored elsewhere)
+        tenant = check_id(_text(tenant, "tenant"), "tenant")
+        actor = check_id(_text(actor, "actor"), "actor")
+        user = None if user is None else check_id(user, "user")
+        record_ids = check_ids(tuple(str(i) for i in record_ids), "record_ids")
         details = dict(details or {})
         if self._pii is not None:
             reason = None if reason is None else self._pii.redact_value(tenant, reason)
@@ -139,11 +144,11 @@ class AuditLog:
         return AuditEvent(
             id=new_id(),
             tenant=tenant,
-            actor=_text(actor, "actor"),
+            actor=actor,
             action=_text(action, "action"),
             at=at or self._clock.now(),
             user=user,
-            record_ids=tuple(str(i) for i in record_ids),
+            record_ids=record_ids,
             reason=reason,
             policy=policy,
             score=None if score is None else float(score),

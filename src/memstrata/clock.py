@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-__all__ = ["END_OF_TIME", "Clock", "FixedClock", "SystemClock", "ensure_utc", "later"]
+from .errors import ValidationError
+
+__all__ = [
+    "END_OF_TIME",
+    "Clock",
+    "FixedClock",
+    "SystemClock",
+    "UtcClock",
+    "ensure_utc",
+    "later",
+    "utc_clock",
+]
 
 # The last instant a datetime (and so a store) holds: 9999-12-31 23:59:59.999999 UTC.
 END_OF_TIME = datetime.max.replace(tzinfo=UTC)
@@ -37,6 +48,41 @@ class FixedClock:
     def advance(self, **delta: float) -> datetime:
         self._now = self._now + timedelta(**delta)
         return self._now
+
+
+class UtcClock:
+    """A caller's own clock, whose times memstrata takes as :func:`ensure_utc` does: a naive
+    time (``datetime.utcnow()``, ``datetime.now()`` of a UTC host) as UTC, an aware one
+    in UTC. Every time memstrata stores and compares is aware UTC: a clock returning naive
+    times made searches, ``end_session`` and ``maintain`` raise a raw ``TypeError``
+    ("can't compare offset-naive and offset-aware datetimes") and stored naive times
+    beside aware ones (session 31). Anything else the clock has (``set``, ``advance``) is
+    reached through this one."""
+
+    __slots__ = ("clock",)
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def now(self) -> datetime:
+        when = self.clock.now()
+        if not isinstance(when, datetime):
+            raise ValidationError(
+                f"the clock {type(self.clock).__name__}.now() returned "
+                f"{type(when).__name__}, not a datetime: return datetime.now(UTC)"
+            )
+        return ensure_utc(when)
+
+    def __getattr__(self, name: str) -> object:
+        if name == "clock":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
+        return getattr(self.clock, name)
+
+
+def utc_clock(clock: Clock) -> Clock:
+    """``clock`` as memstrata uses it: memstrata's own clocks as they are (they give aware
+    UTC already), any other in a :class:`UtcClock`."""
+    return clock if type(clock) in (SystemClock, FixedClock, UtcClock) else UtcClock(clock)
 
 
 def ensure_utc(when: datetime) -> datetime:

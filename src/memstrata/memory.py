@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 from memstrata.audit_types import PURGED, AuditEvent, names_user
 from memstrata.calls import checked_calls
-from memstrata.clock import Clock, SystemClock
+from memstrata.clock import Clock, SystemClock, utc_clock
 
 # What opening a store and reading or searching it needs. The layer services, the LLM, the
 # job machinery, maintenance, context assembly and import/export are imported where they are
@@ -240,7 +240,7 @@ class Memory:
             raise ValidationError("search_config must be a memstrata.SearchConfig")
         check_bool(background, "background")
         check_bool(reembed, "reembed")
-        self._clock = clock or SystemClock()
+        self._clock = utc_clock(clock) if clock is not None else SystemClock()
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = check_int(max_content_chars, "max_content_chars", low=1)
         self._layer_config = layer_config
@@ -873,7 +873,7 @@ class Memory:
     def delete(self, scope: Scope, record_id: str, *, actor: str = "library") -> MemoryRecord:
         """Soft delete: hidden from reads and searches, restorable until purged. A record
         already deleted is returned as stored, with no change and no audit event."""
-        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
+        actor = check_id(actor, "actor")  # before the write: a refused call writes nothing
         check_owner(scope)
         record_id = check_id(record_id)
         found = self._store.get(scope, record_id, include_deleted=True)  # NotFound outside
@@ -890,7 +890,7 @@ class Memory:
         with another live version brings its own version back in its place
         (``knowledge.restore``). A live record is returned as stored, with no change and no
         audit event (before session 27 the log showed a restore that never happened)."""
-        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
+        actor = check_id(actor, "actor")  # before the write: a refused call writes nothing
         check_owner(scope)
         found = self._store.get(scope, check_id(record_id), include_deleted=True)
         if found.is_active:
@@ -939,7 +939,7 @@ class Memory:
     ) -> PurgeReport:
         """Destroy records for real (or every trace of the user). ``compact=True`` then
         runs :meth:`compact`, so the database's files keep no byte of them either."""
-        actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
+        actor = check_id(actor, "actor")  # checked first: a purge cannot be undone
         check_bool(compact, "compact")
         check_owner(scope)
         whole = record_ids is None
@@ -1096,7 +1096,7 @@ class Memory:
         when = check_time(now, "now") if now is not None else None
         check_bool(dry_run, "dry_run")
         check_bool(consolidate, "consolidate")
-        check_text(actor, "actor")
+        check_id(actor, "actor")
         from memstrata.maintenance_types import Retention
 
         if retention is not None and not isinstance(retention, Retention):
@@ -1128,7 +1128,7 @@ class Memory:
 
         scope = check_owner(scope)
         record_ids = tuple(dict.fromkeys(check_ids(record_ids, "record_ids")))  # each once
-        reason, actor = check_text(reason, "reason"), check_text(actor, "actor")
+        reason, actor = check_text(reason, "reason"), check_id(actor, "actor")
         return _maintenance.forget(
             self._ctx, scope, record_ids, reason=reason, audit=self.audit, actor=actor
         )
@@ -1144,7 +1144,7 @@ class Memory:
             tag,
             importance,
             audit=self.audit,
-            actor=check_text(actor, "actor"),
+            actor=check_id(actor, "actor"),
         )
 
     # --- access control (seed 003): Scope(caller=..., roles=...) reads, owners write ------
@@ -1163,7 +1163,7 @@ class Memory:
         already has change nothing: it is returned as stored, with no version or event."""
         check_owner(scope)
         record_id = check_id(record_id)
-        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
+        actor = check_id(actor, "actor")  # before the write: a refused call writes nothing
         current = self._store.get(scope, record_id, include_deleted=True)
         access = _access_control(
             current.access, visibility, allowed_users, allowed_roles, self.roles

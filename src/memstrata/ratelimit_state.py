@@ -111,6 +111,13 @@ class _Window:
     previous: int | None = None  # the window before it, whose counter is kept a window more
 
 
+def _stepped_back(held: _Window, index: int) -> bool:
+    """Whether the clock reads more than a whole window before the window ``held``: no
+    caller that merely read the clock a little earlier than the refill that opened it (that
+    one is at most one window behind), but a wall clock set back."""
+    return held.index > index + 1
+
+
 class HeldWindows:
     """Fixed windows of ``burst / rate`` seconds admitting ``burst`` requests each, as one
     process holds them; a refill takes up to ``batch`` of a window's requests at once.
@@ -153,7 +160,7 @@ class HeldWindows:
         index = int(now // window)
         with self._lock:
             held = self._windows.get(name)
-            if held is None or held.index < index:
+            if held is None or held.index < index or _stepped_back(held, index):
                 return None
             self._windows.move_to_end(name)
             # held.index > index: another caller read the clock later; that window is current
@@ -171,6 +178,16 @@ class HeldWindows:
         windows = self._windows
         with self._lock:
             held = windows.get(name)
+            if held is not None and _stepped_back(held, index):
+                # the wall clock stepped back: the windows held are of a time that has not
+                # come; a refill takes from the window of the clock's own time (a wait of the
+                # whole step, an hour after NTP set the clock back an hour, was the
+                # alternative; session 31)
+                del windows[name]
+                ahead = (held.previous, held.index)
+                forget = [self.counter(name, w) for w in ahead if w is not None]
+                windows[name] = _Window(index)
+                return index, forget
             if held is not None and held.index >= index:
                 windows.move_to_end(name)
                 return held.index, []

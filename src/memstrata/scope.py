@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from .calls import checked_init
 from .errors import ValidationError
+from .validation import MAX_ID_BYTES, id_too_wide
 
 __all__ = ["Scope"]
 
@@ -28,7 +29,7 @@ def _check_id(name: str, value: str | None, *, required: bool) -> None:
     if "\x00" in value:
         raise ValidationError(f"scope.{name} contains a NUL character")
     try:
-        value.encode("utf-8")
+        size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
         # a lone surrogate (an argv or file name decoded with surrogateescape): no store can
         # encode it, so every call with this scope would fail deep in the store
@@ -36,6 +37,8 @@ def _check_id(name: str, value: str | None, *, required: bool) -> None:
             f"scope.{name} contains a lone surrogate at position {exc.start}, which is not "
             "valid UTF-8: fix the decoding that produced it"
         ) from None
+    if size > MAX_ID_BYTES:
+        raise ValidationError(id_too_wide(f"scope.{name}", size))
 
 
 @checked_init

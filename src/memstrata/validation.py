@@ -26,6 +26,7 @@ __all__ = [
     "check_text_source",
     "MAX_COUNT",
     "MAX_EMBEDDING_DIMS",
+    "MAX_ID_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_TAGS",
     "check_bool",
@@ -47,6 +48,7 @@ __all__ = [
     "check_read_version",
     "check_version",
     "counted",
+    "id_too_wide",
     "validate_record",
 ]
 
@@ -58,6 +60,25 @@ _MAX_JSON_INT_BITS = 14_000  # about 4,214 digits
 MAX_TAGS = 256
 MAX_TAG_CHARS = 256
 MAX_ID_CHARS = 256
+# ... and at most this many bytes of UTF-8: PostgreSQL's btree keys hold up to 2,704 bytes,
+# and four ids stand side by side in one (record_readers: tenant, reader, user, record id),
+# three in several (records_session: tenant, user, session). 256 characters of four bytes
+# (1,024 bytes each) were refused there ("index row size 3128 exceeds btree version 4
+# maximum 2704") while SQLite and memory:// stored them (session 31). 640 bytes hold 256
+# characters of any alphabet of two bytes (Greek, Cyrillic, Hebrew, Arabic ...), 213
+# Chinese characters, 160 emoji.
+MAX_ID_BYTES = 640
+
+
+def id_too_wide(field: str, size: int) -> str:
+    """The refusal of an id of ``size`` bytes of UTF-8 (more than :data:`MAX_ID_BYTES`)."""
+    return (
+        f"{field} takes {size:,} bytes of UTF-8; an id may take at most {MAX_ID_BYTES} "
+        "(256 characters of most alphabets, 213 Chinese characters, 160 emoji): use a "
+        "shorter id"
+    )
+
+
 # A record's version and access count: what every store holds (SQLite's INTEGER, PostgreSQL's
 # BIGINT since schema 18). A version past it is refused (records.py, next_version); an access
 # count stops there (saturates: a statistic, not an identity).
@@ -208,7 +229,10 @@ def check_id(value: object, field: str = "record_id") -> str:
         raise ValidationError(
             f"{field} must be a non-empty id of at most {MAX_ID_CHARS} characters without NUL"
         )
-    return _clean_str(value, field)
+    value = _clean_str(value, field)
+    if len(value) * 4 > MAX_ID_BYTES and len(value.encode()) > MAX_ID_BYTES:
+        raise ValidationError(id_too_wide(field, len(value.encode())))
+    return value
 
 
 def _string_items(value: object, field: str) -> list[object]:

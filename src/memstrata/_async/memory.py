@@ -31,7 +31,7 @@ from memstrata.aio.providers import closer, make_async_embedder, resolve_dims  #
 from memstrata.aio.stores import open_store  # async-only
 from memstrata.audit_types import PURGED, AuditEvent, names_user
 from memstrata.calls import checked_calls
-from memstrata.clock import Clock, SystemClock
+from memstrata.clock import Clock, SystemClock, utc_clock
 from memstrata.errors import (
     BudgetError,
     EmbeddingMismatchError,
@@ -245,7 +245,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             raise ValidationError("search_config must be a memstrata.SearchConfig")
         check_bool(background, "background")
         check_bool(reembed, "reembed")
-        self._clock = clock or SystemClock()
+        self._clock = utc_clock(clock) if clock is not None else SystemClock()
         self.search_config = search_config or SearchConfig()
         self.max_content_chars = check_int(max_content_chars, "max_content_chars", low=1)
         self._layer_config = layer_config
@@ -930,7 +930,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Soft delete: hidden from reads and searches, restorable until purged. A record
         already deleted is returned as stored, with no change and no audit event."""
         await self._ready()  # async-only
-        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
+        actor = check_id(actor, "actor")  # before the write: a refused call writes nothing
         check_owner(scope)
         record_id = check_id(record_id)
         found = await self._store.get(scope, record_id, include_deleted=True)  # NotFound outside
@@ -951,7 +951,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         (``knowledge.restore``). A live record is returned as stored, with no change and no
         audit event (before session 27 the log showed a restore that never happened)."""
         await self._ready()  # async-only
-        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
+        actor = check_id(actor, "actor")  # before the write: a refused call writes nothing
         check_owner(scope)
         found = await self._store.get(scope, check_id(record_id), include_deleted=True)
         if found.is_active:
@@ -1004,7 +1004,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         """Destroy records for real (or every trace of the user). ``compact=True`` then
         runs :meth:`compact`, so the database's files keep no byte of them either."""
         await self._ready()  # async-only
-        actor = check_text(actor, "actor")  # checked first: a purge cannot be undone
+        actor = check_id(actor, "actor")  # checked first: a purge cannot be undone
         check_bool(compact, "compact")
         check_owner(scope)
         whole = record_ids is None
@@ -1170,7 +1170,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         when = check_time(now, "now") if now is not None else None
         check_bool(dry_run, "dry_run")
         check_bool(consolidate, "consolidate")
-        check_text(actor, "actor")
+        check_id(actor, "actor")
         from memstrata.maintenance_types import Retention
 
         if retention is not None and not isinstance(retention, Retention):
@@ -1204,7 +1204,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
 
         scope = check_owner(scope)
         record_ids = tuple(dict.fromkeys(check_ids(record_ids, "record_ids")))  # each once
-        reason, actor = check_text(reason, "reason"), check_text(actor, "actor")
+        reason, actor = check_text(reason, "reason"), check_id(actor, "actor")
         return await _maintenance.forget(
             self._ctx, scope, record_ids, reason=reason, audit=self.audit, actor=actor
         )
@@ -1222,7 +1222,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             tag,
             importance,
             audit=self.audit,
-            actor=check_text(actor, "actor"),
+            actor=check_id(actor, "actor"),
         )
 
     # --- access control (seed 003): Scope(caller=..., roles=...) reads, owners write ------
@@ -1243,7 +1243,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         await self._ready()  # async-only
         check_owner(scope)
         record_id = check_id(record_id)
-        actor = check_text(actor, "actor")  # before the write: a refused call writes nothing
+        actor = check_id(actor, "actor")  # before the write: a refused call writes nothing
         current = await self._store.get(scope, record_id, include_deleted=True)
         access = _access_control(
             current.access, visibility, allowed_users, allowed_roles, self.roles

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from memstrata.context.assemble import AssembledContext, ContextItem, HistoryTurn, assemble
 from memstrata.context.budget import allocate, asks_overview, estimate_task
+from memstrata.context.config import local
 from memstrata.context.ctx_request import ContextRequest
 from memstrata.context.dates import format_date
 from memstrata.context.fact_rank import rank_facts
@@ -293,7 +294,7 @@ def _items(
         offered[rec.id] = rec
         turn = rec.type is _MESSAGE
         group = (
-            format_date(rec.observed_at, rec.text)
+            format_date(local(rec.observed_at, cfg), rec.text)
             if turn and cfg.compact_dates and block == "relevant"
             else None
         )
@@ -301,7 +302,7 @@ def _items(
             long_reply = turn and block == "relevant" and rec.role is _ASSISTANT
             text = _speaker_text(rec, _trimmed(req, rec.text, cuts) if long_reply else None)
             if turn and cfg.resolve_dates:
-                text = _resolved(text, rec.observed_at)
+                text = _resolved(text, local(rec.observed_at, cfg))
         items.append(
             ContextItem(
                 block,
@@ -310,7 +311,7 @@ def _items(
                 score,
                 rec.id,
                 rec.source_ids or (rec.id,),
-                rec.observed_at,
+                local(rec.observed_at, cfg),
                 priority,
                 group=group,
                 digest=rec.type in _DIGESTS,
@@ -402,7 +403,7 @@ def _gather(
         )
     dated: list[SearchHit] = []
     if cfg.temporal_boost and hits:
-        anchor = max(h.record.observed_at for h in hits)
+        anchor = local(max(h.record.observed_at for h in hits), cfg)
         period = resolve_period(query, anchor)
         if period is not None:
             dated = sources.relevant(
@@ -486,10 +487,13 @@ def build(
 
     def shown(rec: MemoryRecord) -> str:
         text = _speaker_text(rec)
-        return _resolved(text, rec.observed_at) if req.config.resolve_dates else text
+        when = local(rec.observed_at, req.config)
+        return _resolved(text, when) if req.config.resolve_dates else text
 
     history = [
-        HistoryTurn(r.role.value if r.role else "user", shown(r), r.observed_at, r.id)
+        HistoryTurn(
+            r.role.value if r.role else "user", shown(r), local(r.observed_at, req.config), r.id
+        )
         for r in history_records
     ]
     window_ids = {r.id for r in history_records}

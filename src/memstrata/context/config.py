@@ -13,11 +13,12 @@ the others did not help on every set and are opt-in:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
 from typing import Literal
 
 from ..errors import ValidationError
 
-__all__ = ["ContextConfig"]
+__all__ = ["ContextConfig", "local"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +97,24 @@ class ContextConfig:
     # A turn said by someone the question does not name scores this much lower when the
     # question names one of the people who spoke (context/speakers.py).
     speaker_penalty: float = 0.0
+    # The time zone the user's days are counted in (``ZoneInfo("Pacific/Kiritimati")``,
+    # ``timezone(timedelta(hours=5, minutes=45))``): the dates and times shown beside
+    # memories and turns, a turn's relative dates ("yesterday", "last Saturday") and the
+    # period a question names ("last May") are read in it. None: UTC, as a store keeps every
+    # time (the offset of an ``observed_at`` a caller gave is not kept): at +14:00,
+    # "yesterday" said at 08:00 on 2 May was read as 30 April (session 31).
+    time_zone: tzinfo | None = None
 
     def __post_init__(self) -> None:
+        if self.time_zone is not None:
+            try:
+                datetime(2000, 1, 1, tzinfo=UTC).astimezone(self.time_zone)
+            except Exception:  # noqa: BLE001 - a tzinfo of the caller's that fails to convert
+                raise ValidationError(
+                    "ContextConfig.time_zone must be a datetime.tzinfo such as "
+                    "zoneinfo.ZoneInfo('Europe/Paris') or datetime.timezone(timedelta(hours=2)), "
+                    f"or None for UTC; got {self.time_zone!r}"
+                ) from None
         if self.facts not in ("search", "similar", "off"):
             raise ValidationError("ContextConfig.facts must be 'search', 'similar' or 'off'")
         if self.digests not in ("keep", "expand", "off"):
@@ -161,3 +178,9 @@ class ContextConfig:
             assistant_penalty=0.0,
             trim_turns_over=0,
         )
+
+
+def local(when: datetime, config: ContextConfig) -> datetime:
+    """``when`` in ``config.time_zone``; as it is when that is None (a store's UTC)."""
+    zone = config.time_zone
+    return when if zone is None else when.astimezone(zone)

@@ -25,6 +25,7 @@ insertion order in both stores.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import sqlite3
@@ -39,7 +40,9 @@ __all__ = [
     "B",
     "K1",
     "K1_PLUS_1",
+    "MAX_TOKEN_BYTES",
     "ONE_MINUS_B",
+    "bounded",
     "document_tokens",
     "idf",
     "phrase_count",
@@ -79,10 +82,28 @@ _CACHED_TERM_CHARS = 64
 
 
 def tokens(term: str) -> tuple[str, ...]:
-    """The tokens FTS5's ``unicode61`` tokenizer makes of ``term``, in order."""
+    """The tokens FTS5's ``unicode61`` tokenizer makes of ``term``, in order; a token of
+    more than :data:`MAX_TOKEN_BYTES` bytes as :func:`bounded` makes it."""
     if len(term) > _CACHED_TERM_CHARS:
-        return _tokens(term)
-    return _cached_tokens(term)
+        return tuple(bounded(t) for t in _tokens(term))
+    return _cached_tokens(term)  # at most 64 characters: 256 bytes
+
+
+# PostgreSQL keeps each token in btree keys (lex_postings, lex_df: a tenant id of up to
+# 1,024 bytes beside it) whose rows hold at most 2,704 bytes: a word of 3,000 letters (a hex
+# dump, a long number) made every write holding it fail ("index row size ... exceeds
+# btree version 4 maximum 2704"; session 31). Such a token stands for itself by its start
+# and a hash: the same word gives the same token in a record and in a query.
+MAX_TOKEN_BYTES = 1_000
+
+
+def bounded(token: str) -> str:
+    """``token``, or when its UTF-8 takes more than :data:`MAX_TOKEN_BYTES` bytes its first
+    200 characters, ``#`` (which no ``unicode61`` token holds) and a hash of the whole."""
+    if len(token) * 4 <= MAX_TOKEN_BYTES or len(token.encode()) <= MAX_TOKEN_BYTES:
+        return token
+    digest = hashlib.blake2b(token.encode(), digest_size=16).hexdigest()
+    return f"{token[:200]}#{digest}"
 
 
 def _tokens(term: str) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from psycopg.rows import dict_row
 
 from memstrata.records import RecordType
@@ -56,7 +57,8 @@ Doc = tuple[int, str, str, Sequence[str]]  # (seq, tenant, scope_tok, tokens)
 
 SLOTS = 16
 # Fewer postings than this (a few messages' worth) are one INSERT, not a COPY: a COPY
-# costs its own round trips and cannot run in pipeline mode (store.py's inserts).
+# costs its own round trips and cannot run in pipeline mode (store.py's inserts: there
+# they are one INSERT whatever their number).
 COPY_FROM = 1000
 _INSERT_POSTINGS = (
     "INSERT INTO lex_postings (scope_tok, token, seq, tf, len) "
@@ -124,7 +126,11 @@ def index(
         postings.extend((scope_tok, token, seq, tf, length) for token, tf in sorted(counts.items()))
         df.update((tenant, token) for token in counts)
         _add(totals, tenant, 1, length)
-    if len(postings) >= COPY_FROM:  # COPY: ~15 postings per message, 15M for 1M messages
+    # COPY: ~15 postings per message, 15M for 1M messages. Not inside a pipeline (an add, a
+    # few turns, store.py's inserts), which cannot send one: a note of 1,000 different words
+    # was refused there ("COPY cannot be used in pipeline mode"; session 31)
+    piped = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
+    if len(postings) >= COPY_FROM and not piped:
         with (
             conn.cursor() as cur,
             cur.copy(

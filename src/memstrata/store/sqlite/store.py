@@ -28,7 +28,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ...audit import AuditEvent
-from ...errors import NotFoundError, StoreError, ValidationError, closed_store
+from ...errors import (
+    NotFoundError,
+    SchemaVersionError,
+    StoreError,
+    ValidationError,
+    closed_store,
+)
 from ...filters import Filters
 from ...jobs import Fence, Job, current_fence
 from ...records import MemoryRecord, RecordStatus, RecordType
@@ -385,6 +391,8 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise self._failed(exc, "could not start a transaction") from exc
             writing = begin == "BEGIN IMMEDIATE"
+            if writing:
+                self._check_schema()
             # A job's write first checks, under the write lock, that its claim still stands:
             # a purge (its own write transaction) deleted or took back the user's jobs
             # before, or waits for this one to commit (jobs.Fence).
@@ -430,6 +438,25 @@ class SQLiteStore:
                 raise self._failed(exc, "could not commit") from exc
         if begin == "BEGIN IMMEDIATE" and self._pending_since is not None:
             self._buffered()
+
+    def _check_schema(self) -> None:
+        """Refuse a write once a newer memstrata has migrated the file under this process
+        (its steps re-index what older code wrote: session 31 saw a process of schema 19 go
+        on writing turns under the old reply rule after one of schema 20 migrated the file,
+        silently). One read of the file's header, under the write lock just taken."""
+        try:
+            found = schema_version(self._conn)
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise self._failed(exc, "could not start a transaction") from exc
+        if found > SCHEMA_VERSION:
+            self._rollback()
+            raise SchemaVersionError(
+                f"SQLite store {self.path!r} was migrated to schema version {found} by a "
+                f"newer memstrata while this process had it open (this one knows up to "
+                f"{SCHEMA_VERSION}); nothing of this call was written: restart this process "
+                "with that memstrata (pip install -U memstrata)"
+            )
 
     def _rollback(self) -> None:
         """End the failed transaction, keeping the error that failed it. SQLite has already
