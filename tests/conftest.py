@@ -85,7 +85,7 @@ def _hypothesis_printer() -> None:
     from hypothesis.vendor import pretty
 
     setup()
-    hypothesis_core.RepresentationPrinter = pretty.RepresentationPrinter  # type: ignore[misc]
+    hypothesis_core.RepresentationPrinter = pretty.RepresentationPrinter  # type: ignore[attr-defined]
 
 
 _hypothesis_printer()
