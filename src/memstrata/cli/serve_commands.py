@@ -425,7 +425,7 @@ def serve(
         require_server_extra()
     except MemstrataError as exc:
         fail(str(exc))
-    from ..server.factory import ENV_VAR, build_app
+    from ..server.factory import ENV_VAR, build_app, check_serve_config
     from ..server.observe import configure_logging
     from ..server.run import serve_until_stopped
     from ..server.slow_clients import TimedConfig, fit_descriptors
@@ -452,6 +452,10 @@ def serve(
     configure_logging(log_level)
     max_connections = fit_descriptors(max_connections)  # inherited by --workers' processes
     if workers > 1:
+        try:  # here, once, not in each process (which the supervisor would restart)
+            check_serve_config(config)
+        except MemstrataError as exc:
+            fail(str(exc))
         os.environ[ENV_VAR] = config.to_json()
         os.environ["MEMSTRATA_LOG_LEVEL"] = log_level
         options: dict[str, Any] = {
