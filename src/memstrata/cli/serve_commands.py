@@ -548,11 +548,19 @@ def mcp(
     settings: Settings = ctx.obj
     if transport not in ("stdio", "http"):
         fail(f"--transport {transport!r} is not one of: stdio, http")
-    if transport == "http":  # JSON lines on stderr, as `serve` logs (stdio: stdout is MCP's)
-        from ..server.observe import configure_logging
+    from ..server.observe import configure_logging
+
+    # JSON lines on stderr at --log-level, as `serve` logs: a server's warnings (the store
+    # did not answer, the driver's "error connecting" / "discarding closed connection") are
+    # for its operator, and an MCP client keeps a stdio server's stderr as its log. Never
+    # stdout, which is the protocol's over stdio. Before (session 31), stdio kept the CLI's
+    # rule for one-shot commands (its handlers silent unless -v) and the warnings reached
+    # stderr through the MCP SDK's console handler on the root logger, boxed over several
+    # lines (twice with -v); --log-level did nothing.
+    configure_logging(log_level)
+    if transport == "http":
         from ..server.slow_clients import fit_descriptors
 
-        configure_logging(log_level)
         max_connections = fit_descriptors(max_connections)
     config = _serve_config(
         settings,
