@@ -70,3 +70,24 @@ def test_the_supervisors_check_reads_the_processes_json() -> None:
         check_serve_config(ServeConfig(url="memory://", embedder="hashing", vector_cache_rows=0))
     good = ServeConfig(url="memory://", embedder="hashing", vector_cache_rows=64)
     assert check_serve_config(good) == good
+
+
+@pytest.mark.parametrize("command", [["serve"], ["serve", "--workers", "2"], ["mcp"]])
+def test_an_unknown_log_level_is_a_usage_error(tmp_path: Path, command: list[str]) -> None:
+    """Before: ``ValueError: Unknown level: 'LOUD'`` and its traceback, once the command had
+    begun to set up (``serve --workers``: after its processes' configuration was checked)."""
+    cmd = [sys.executable, "-m", "memstrata", "--db", f"sqlite:///{tmp_path / 's.db'}",
+           "--embedder", "hashing", *command, "--port", str(free_port()),
+           "--log-level", "loud"]  # fmt: skip
+    done = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        env={**os.environ, "PYTHONPATH": SRC},
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--log-level" in done.stderr and "must be one of debug, info" in done.stderr
+    assert "Traceback" not in done.stderr and "ValueError" not in done.stderr
+    assert not (tmp_path / "s.db").exists()

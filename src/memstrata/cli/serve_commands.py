@@ -92,7 +92,18 @@ ShutdownTimeout = Annotated[
     ),
 ]
 
-LogLevel = Annotated[str, typer.Option(help="debug, info, warning, error.")]
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _log_level(value: str) -> str:
+    """One of :data:`LOG_LEVELS` (any case); another was a traceback from ``logging`` once
+    the server had started to set itself up ("Unknown level: 'LOUD'")."""
+    if value.lower() not in LOG_LEVELS:
+        raise typer.BadParameter(f"must be one of {', '.join(LOG_LEVELS)}, got {value!r}")
+    return value.lower()
+
+
+LogLevel = Annotated[str, typer.Option(callback=_log_level, help="debug, info, warning, error.")]
 MAX_BODY = 1024 * 1024
 MaxBody = Annotated[int, typer.Option(min=1, help="Largest request body, bytes (413 above).")]
 HeaderTimeout = Annotated[
