@@ -70,6 +70,27 @@ def _fuzz_profile() -> None:
 _fuzz_profile()
 
 
+def _hypothesis_printer() -> None:
+    """Give hypothesis its own printer back. schemathesis (its pytest plugin imports it)
+    swaps ``hypothesis.core.RepresentationPrinter`` for one that prints no value, to save
+    time in its coverage phase; every failing example of the suite then read ``x=,``
+    (session 31). The printer only runs for a failing example (or a verbose run), so a
+    passing run costs the same. Done once schemathesis has patched (its ``setup`` runs
+    once), so its later imports leave hypothesis's printer in place."""
+    try:
+        from schemathesis.generation.hypothesis import setup
+    except ImportError:  # schemathesis is a dev dependency; without it nothing is swapped
+        return
+    from hypothesis import core as hypothesis_core
+    from hypothesis.vendor import pretty
+
+    setup()
+    hypothesis_core.RepresentationPrinter = pretty.RepresentationPrinter  # type: ignore[attr-defined]
+
+
+_hypothesis_printer()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _cli_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """CLI calls (and their subprocesses) keep their state (cli/llm_outage.py) in a cache

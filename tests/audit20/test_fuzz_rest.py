@@ -35,10 +35,12 @@ from robustness.test_fuzz_api import (
     TAGS,
     TEXT,
     WILD,
+    Bound,
     Ids,
     bound,
     drive,
     maybe,
+    named,
 )
 
 ACTORS = maybe(st.sampled_from(["library", "ops:alice", "a\x00b", "", 5]))
@@ -66,7 +68,7 @@ def _records(mem: Memory, ids: Ids) -> list[Any]:
     return [r for r in mem.list(ALICE.user_scope, limit=20) if r.id in ids.known]
 
 
-def calls(ids: Ids) -> st.SearchStrategy[tuple[str, Any]]:
+def calls(ids: Ids) -> st.SearchStrategy[Bound]:
     rid = ids.strategy()
     options: dict[str, st.SearchStrategy[Any]] = {
         "add": bound(lambda m, s, c, t: m.add(s, c, tags=t), SCOPES, TEXT, TAGS),
@@ -142,9 +144,7 @@ def calls(ids: Ids) -> st.SearchStrategy[tuple[str, Any]]:
             st.booleans(),
         ),
     }
-    return st.one_of(
-        *(strategy.map(lambda call, name=name: (name, call)) for name, strategy in options.items())
-    )
+    return named(options)
 
 
 @pytest.mark.parametrize("kind", STORES)

@@ -89,7 +89,10 @@ def test_hidden_by_default(own_pg: OwnPostgres) -> None:
     assert _driver_lines(err) == [], "\n".join(err)
     # the worker's own warning still says what happened, with the driver's words in it
     assert any(
-        x.startswith("WARNING memstrata.worker: the store did not answer (cannot reach PostgreSQL")
+        x.startswith(
+            "WARNING memstrata.worker: the store did not answer while claiming jobs (cannot "
+            "reach PostgreSQL"
+        )
         for x in err
     ), err
     # every line is the worker's (or a continuation of one of its multi-line messages)

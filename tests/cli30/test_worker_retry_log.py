@@ -70,7 +70,7 @@ def test_a_locked_store_is_one_line_per_background_run(
     assert first.levelno == logging.WARNING
     assert first.exc_info is None, "a retryable store error logged its traceback"
     line = first.getMessage()
-    assert line.startswith("background job run failed: ")
+    assert line.startswith("background job run failed while claiming jobs: ")
     assert "locked" in line  # the error's own message, with what to do
     assert "will retry at the next write or within 0.05 s" in line
 

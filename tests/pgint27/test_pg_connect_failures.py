@@ -41,6 +41,21 @@ def _admin(pg: OwnPostgres, *statements: str) -> None:
             conn.execute(s.encode())
 
 
+def _cut(pg: OwnPostgres) -> None:
+    """End every connection of :data:`ROLE` and wait until each backend has exited (up to
+    10 s each). Without the wait (session 31) a call could still take a pooled connection
+    whose backend had not yet acted on the signal: its first statement then met "terminating
+    connection due to administrator command" (57P01), a cut connection, retryable: 503 where
+    the test expected the changed password's 500 (seen once under load;
+    :func:`test_a_connection_cut_under_a_call_is_unavailable` shows that race)."""
+    with psycopg.connect(pg.admin_url, autocommit=True) as conn:
+        ended = conn.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE usename = %s",
+            (ROLE,),
+        ).fetchall()
+    assert all(row[0] for row in ended), f"a backend of {ROLE} outlived 10 s: {ended}"
+
+
 def _refused(url: str) -> StoreError:
     with pytest.raises(StoreError) as caught:
         Memory(url, embedder="hashing", background=False)
@@ -118,11 +133,8 @@ def _while_serving(
         with TestClient(app) as client:
             r = client.post("/v1/users/alice/memories", headers=auth, json={"content": "heron"})
             assert r.status_code == 201, r.text
-            _admin(
-                pw_pg,
-                change,
-                f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{ROLE}'",
-            )
+            _admin(pw_pg, change)
+            _cut(pw_pg)
             try:
                 check(client, auth)
             finally:
@@ -150,6 +162,68 @@ def test_a_password_changed_under_a_server_is_store_failed(
         f"ALTER ROLE {ROLE} PASSWORD '{PASSWORD}'",
         check,
     )
+
+
+def test_a_connection_cut_under_a_call_is_unavailable(pw_pg: OwnPostgres, tmp_path: Path) -> None:
+    """The race behind the 503 that the password test once saw under load, made certain:
+    the role's backends are stopped (SIGSTOP) before they are told to end, so the call takes
+    a pooled connection that looks alive, sends its statement, and meets "terminating
+    connection due to administrator command" (57P01) once they run again. Its connection was
+    cut, nothing says an operator must act (the password is unchanged here, and a retry
+    succeeds): 503 ``unavailable`` with ``Retry-After`` is the right answer, so the password
+    test must wait for the backends to end (:func:`_cut`) rather than accept a 503."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from fastapi.testclient import TestClient
+
+    native, keys, key = _serve(tmp_path, _url(pw_pg, ROLE, PASSWORD))
+    app = create_app(native, keys, limits=Limits(rate=0), on_close=native.aclose)
+    auth = {"Authorization": f"Bearer {key}"}
+    try:
+        with TestClient(app) as client:
+            r = client.post("/v1/users/alice/memories", headers=auth, json={"content": "heron"})
+            assert r.status_code == 201, r.text
+            with psycopg.connect(pw_pg.admin_url, autocommit=True) as admin:
+                pids = [
+                    row[0]
+                    for row in admin.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE usename = %s", (ROLE,)
+                    ).fetchall()
+                ]
+                assert pids
+                for pid in pids:
+                    os.kill(pid, signal.SIGSTOP)
+                try:
+                    admin.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                        (ROLE,),
+                    )
+                    answers: list[object] = []
+                    call = threading.Thread(
+                        target=lambda: answers.append(
+                            client.post(
+                                "/v1/users/alice/search", headers=auth, json={"query": "heron"}
+                            )
+                        )
+                    )
+                    call.start()
+                    time.sleep(1.0)  # the statement is sent to a stopped backend
+                finally:
+                    for pid in pids:
+                        os.kill(pid, signal.SIGCONT)
+                call.join(30)
+            (cut,) = answers
+            assert cut.status_code == 503, cut.text  # type: ignore[attr-defined]
+            assert cut.json()["error"]["code"] == "unavailable"  # type: ignore[attr-defined]
+            assert int(cut.headers["retry-after"]) > 0  # type: ignore[attr-defined]
+            assert "terminating connection" in cut.text  # type: ignore[attr-defined]
+            again = client.post("/v1/users/alice/search", headers=auth, json={"query": "heron"})
+            assert again.status_code == 200, again.text  # the retry it was told to make
+    finally:
+        keys.close()
 
 
 def test_a_role_out_of_connections_under_a_server_is_unavailable(
@@ -182,11 +256,8 @@ def test_the_worker_ends_on_a_password_changed_under_it(pw_pg: OwnPostgres) -> N
     try:
         mem.add_message(ME, "user", "I moved to Lisbon in May")  # a job for the worker
         runner = JobRunner(mem.store, mem.layers.handlers(), mem.clock)
-        _admin(
-            pw_pg,
-            f"ALTER ROLE {ROLE} PASSWORD 'changed by the operator'",
-            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{ROLE}'",
-        )
+        _admin(pw_pg, f"ALTER ROLE {ROLE} PASSWORD 'changed by the operator'")
+        _cut(pw_pg)
         deadline = time.monotonic() + 30
         try:
             with pytest.raises(StoreError, match="password authentication failed") as caught:

@@ -165,20 +165,39 @@ FILTERS = st.one_of(
 
 
 class Bound:
-    """One drawn call: ``fn(memory, *args)``, shown with its arguments when it fails."""
+    """One drawn call: ``fn(memory, *args)``, shown as ``name(args)`` when it fails."""
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        self.fn, self.args = fn, args
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], name: str = "") -> None:
+        self.fn, self.args, self.name = fn, args, name
 
     def __call__(self, mem: Memory) -> Any:
         return self.fn(mem, *self.args)
 
     def __repr__(self) -> str:
-        return "(" + ", ".join(repr(a)[:200] for a in self.args) + ")"
+        return self.name + "(" + ", ".join(repr(a)[:200] for a in self.args) + ")"
+
+
+# Drawn by composites, not st.builds or .map of a lambda: hypothesis prints those by the
+# lambda's source (a call of ``remember`` read ``call=(name, call)``), a composite's value
+# by its repr (``call=remember(...)``).
+@st.composite
+def _bound(draw: st.DrawFn, fn: Callable[..., Any], strategies: tuple[Any, ...]) -> Bound:
+    return Bound(fn, tuple(draw(strategy) for strategy in strategies))
+
+
+@st.composite
+def _named(draw: st.DrawFn, name: str, strategy: st.SearchStrategy[Bound]) -> Bound:
+    call = draw(strategy)
+    return Bound(call.fn, call.args, name)
 
 
 def bound(fn: Callable[..., Any], *strategies: st.SearchStrategy[Any]) -> st.SearchStrategy[Bound]:
-    return st.builds(lambda *args: Bound(fn, args), *strategies)
+    return _bound(fn, strategies)
+
+
+def named(options: dict[str, st.SearchStrategy[Bound]]) -> st.SearchStrategy[Bound]:
+    """One of ``options``' calls, each named by its key."""
+    return st.one_of(*(_named(name, strategy) for name, strategy in options.items()))
 
 
 class Ids:
@@ -216,7 +235,7 @@ def _import_text(rec: dict[str, Any], field: str, value: Any) -> str:
     return json.dumps(head) + "\n" + line + "\n"
 
 
-def calls(ids: Ids, sample: dict[str, Any]) -> st.SearchStrategy[tuple[str, Bound]]:
+def calls(ids: Ids, sample: dict[str, Any]) -> st.SearchStrategy[Bound]:
     rid = ids.strategy()
     version = maybe(st.integers(min_value=1, max_value=4))
     unit = maybe(st.floats(min_value=0, max_value=1))
@@ -360,14 +379,10 @@ def calls(ids: Ids, sample: dict[str, Any]) -> st.SearchStrategy[tuple[str, Boun
         "end_session": bound(lambda m, s: m.end_session(s), SCOPES),
         "flush": bound(lambda m, s: m.flush(s), st.one_of(st.none(), SCOPES)),
     }
-    return st.one_of(
-        *(strategy.map(lambda call, name=name: (name, call)) for name, strategy in options.items())
-    )
+    return named(options)
 
 
-def drive(
-    mem: Memory, ids: Ids, strategy: st.SearchStrategy[tuple[str, Bound]]
-) -> Counter[tuple[str, str]]:
+def drive(mem: Memory, ids: Ids, strategy: st.SearchStrategy[Bound]) -> Counter[tuple[str, str]]:
     """Run ``EXAMPLES`` drawn calls: each succeeds or raises a ``MemstrataError`` that left
     both users' records and jobs as they were; returns the outcomes per method. A record a
     call returns (or a result's ``record``) joins the ids later calls draw from."""
@@ -380,8 +395,8 @@ def drive(
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(call=strategy)
-    def run(call: tuple[str, Bound]) -> None:
-        name, fn = call
+    def run(call: Bound) -> None:
+        name, fn = call.name, call
         before = [snapshot(mem, s, history=False) for s in (ALICE, BOB)]
         try:
             result = fn(mem)

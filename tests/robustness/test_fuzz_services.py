@@ -35,6 +35,7 @@ from .test_fuzz_api import (
     bound,
     drive,
     maybe,
+    named,
 )
 
 FACT = st.builds(
@@ -50,7 +51,7 @@ UNIT = maybe(st.floats(0, 1))
 IDS_ARG = st.one_of(WILD, st.lists(WILD, max_size=2))
 
 
-def calls(ids: Ids) -> st.SearchStrategy[tuple[str, Bound]]:
+def calls(ids: Ids) -> st.SearchStrategy[Bound]:
     rid = ids.strategy()
     id_list = maybe(st.lists(rid, min_size=1, max_size=2))
     options: dict[str, st.SearchStrategy[Bound]] = {
@@ -140,9 +141,7 @@ def calls(ids: Ids) -> st.SearchStrategy[tuple[str, Bound]]:
             maybe(st.floats(0, 1)),
         ),
     }
-    return st.one_of(
-        *(strategy.map(lambda call, name=name: (name, call)) for name, strategy in options.items())
-    )
+    return named(options)
 
 
 @pytest.mark.parametrize("kind", STORES)

@@ -55,6 +55,7 @@ from memstrata.jobs import (
     lease_guard,
     retry_delay,
 )
+from memstrata.quota_types import subject_hash
 from memstrata.worker_types import DEFAULT_LEASE_SECONDS, RunReport
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "AsyncBackgroundWorker", "AsyncJobRunner", "RunReport"]
@@ -70,6 +71,17 @@ _WAIT_POLL_SECONDS = 0.05  # how often flush() looks again at jobs another worke
 # The token of the claim whose job the current thread (task) runs: a purge made by that job
 # does not wait for the job itself.
 _CLAIM: ContextVar[str | None] = ContextVar("memstrata_claim", default=None)
+# What the current thread's (task's) run_pending is at: a store failure that escapes it is
+# logged by the loop that retries it with this (a job by its id, kind and user hash).
+_AT: ContextVar[str] = ContextVar("memstrata_worker_at", default="")
+_CLAIMING = "while claiming jobs"
+
+
+def _job_named(job: Job) -> str:
+    """A job as a log line names it: id, kind and the hash of its tenant and user (the one
+    in the user's quota keys, ``memstrata.quotas.subject_hash(tenant, user)``), never the
+    ids a caller gave."""
+    return f"job {job.id} ({job.kind}) of user {subject_hash(job.tenant, job.user)}"
 
 
 class _Claim:
@@ -265,6 +277,7 @@ class AsyncJobRunner:
         while True:
             if stopping is not None and stopping():
                 return report
+            _AT.set(_CLAIMING)
             now = self._clock.now()
             horizon = later(now, timedelta(days=3650)) if include_delayed or wait else None
             claimed = self._store.claim_jobs(
@@ -342,6 +355,7 @@ class AsyncJobRunner:
         ``report`` counts each (a cancelled run has none to return)."""
         give_back, now = self._store.give_back_job, self._clock.now()
         for job in jobs:
+            _AT.set(f"while giving back {_job_named(job)}")
             try:
                 if claim is not None and claim.was_revoked(job.id):
                     raise NotFoundError(f"job {job.id} was taken back by a purge")
@@ -382,6 +396,7 @@ class AsyncJobRunner:
         )
 
     async def _run_one(self, job: Job, claim: _Claim, report: RunReport) -> None:
+        _AT.set(f"in {_job_named(job)}")
         token = job.lease_token
         if claim.was_revoked(job.id):  # the heartbeat saw a purge take it
             self._revoked(job, report, "before it started")
@@ -483,7 +498,12 @@ class AsyncJobRunner:
                     raise
                 failures += 1
                 pause = min(poll_seconds * 2**failures, OUTAGE_PAUSE_MAX_S)
-                log.warning("the store did not answer (%s); trying again in %.1f s", exc, pause)
+                log.warning(
+                    "the store did not answer %s (%s); trying again in %.1f s",
+                    _AT.get() or _CLAIMING,
+                    exc,
+                    pause,
+                )
                 deadline = time.monotonic() + pause
                 while not stop() and (left := deadline - time.monotonic()) > 0:
                     await asyncio.sleep(min(left, poll_seconds))
@@ -530,7 +550,7 @@ class AsyncBackgroundWorker:
             except Exception as exc:  # the store may be busy or gone; the next wake retries
                 will_retry(
                     exc,
-                    "background job run failed",
+                    f"background job run failed {_AT.get() or _CLAIMING}",
                     f"will retry at the next write or within {self._poll:g} s",
                     logging.ERROR,
                 )

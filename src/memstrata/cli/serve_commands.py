@@ -92,7 +92,18 @@ ShutdownTimeout = Annotated[
     ),
 ]
 
-LogLevel = Annotated[str, typer.Option(help="debug, info, warning, error.")]
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _log_level(value: str) -> str:
+    """One of :data:`LOG_LEVELS` (any case); another was a traceback from ``logging`` once
+    the server had started to set itself up ("Unknown level: 'LOUD'")."""
+    if value.lower() not in LOG_LEVELS:
+        raise typer.BadParameter(f"must be one of {', '.join(LOG_LEVELS)}, got {value!r}")
+    return value.lower()
+
+
+LogLevel = Annotated[str, typer.Option(callback=_log_level, help="debug, info, warning, error.")]
 MAX_BODY = 1024 * 1024
 MaxBody = Annotated[int, typer.Option(min=1, help="Largest request body, bytes (413 above).")]
 HeaderTimeout = Annotated[
@@ -425,7 +436,7 @@ def serve(
         require_server_extra()
     except MemstrataError as exc:
         fail(str(exc))
-    from ..server.factory import ENV_VAR, build_app
+    from ..server.factory import ENV_VAR, build_app, check_serve_config
     from ..server.observe import configure_logging
     from ..server.run import serve_until_stopped
     from ..server.slow_clients import TimedConfig, fit_descriptors
@@ -452,6 +463,10 @@ def serve(
     configure_logging(log_level)
     max_connections = fit_descriptors(max_connections)  # inherited by --workers' processes
     if workers > 1:
+        try:  # here, once, not in each process (which the supervisor would restart)
+            check_serve_config(config)
+        except MemstrataError as exc:
+            fail(str(exc))
         os.environ[ENV_VAR] = config.to_json()
         os.environ["MEMSTRATA_LOG_LEVEL"] = log_level
         options: dict[str, Any] = {
@@ -544,11 +559,19 @@ def mcp(
     settings: Settings = ctx.obj
     if transport not in ("stdio", "http"):
         fail(f"--transport {transport!r} is not one of: stdio, http")
-    if transport == "http":  # JSON lines on stderr, as `serve` logs (stdio: stdout is MCP's)
-        from ..server.observe import configure_logging
+    from ..server.observe import configure_logging
+
+    # JSON lines on stderr at --log-level, as `serve` logs: a server's warnings (the store
+    # did not answer, the driver's "error connecting" / "discarding closed connection") are
+    # for its operator, and an MCP client keeps a stdio server's stderr as its log. Never
+    # stdout, which is the protocol's over stdio. Before (session 31), stdio kept the CLI's
+    # rule for one-shot commands (its handlers silent unless -v) and the warnings reached
+    # stderr through the MCP SDK's console handler on the root logger, boxed over several
+    # lines (twice with -v); --log-level did nothing.
+    configure_logging(log_level)
+    if transport == "http":
         from ..server.slow_clients import fit_descriptors
 
-        configure_logging(log_level)
         max_connections = fit_descriptors(max_connections)
     config = _serve_config(
         settings,

@@ -32,6 +32,7 @@ __all__ = [
     "ServeConfig",
     "app_from_env",
     "build_app",
+    "check_serve_config",
     "open_server_memory",
     "server_quotas",
 ]
@@ -180,6 +181,31 @@ def build_app(config: ServeConfig) -> tuple[FastAPI, AsyncMemory, KeyStore]:
         async_redis=async_redis,
     )
     return app, memory, keys
+
+
+def check_serve_config(config: ServeConfig) -> ServeConfig:
+    """What each ``serve --workers`` process makes of ``config`` before it serves (its
+    memory, not opened; its key store; its Redis client; its limits), made once here and
+    closed: the supervisor calls this before it starts any process. A bad setting (an
+    unknown embedder or LLM, a ``vector_cache_rows`` below 1, a store whose API keys cannot
+    be kept, a Redis URL refused) is then one ``MemstrataError`` in the parent; before
+    (session 31), every process died of it with a traceback in :func:`app_from_env`, and the
+    supervisor started another, forever. The configuration goes through the same JSON the
+    processes read. Returns what they will read."""
+    config = ServeConfig.from_json(config.to_json())
+    memory = open_server_memory(config)
+    try:
+        open_key_store(config.url).close()
+        if config.redis is not None:
+            from ..store.redis_hot import open_redis
+
+            open_redis(config.redis).close()
+        config.limits()
+    finally:
+        import asyncio
+
+        asyncio.run(memory.aclose())  # closes the providers made for it; no store opened
+    return config
 
 
 def app_from_env() -> FastAPI:

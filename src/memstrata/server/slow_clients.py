@@ -46,6 +46,16 @@ was coming, would skip the body and stop at the end of the head; the head is par
 without its ``Upgrade`` (session 24: before, the body was dropped, the app answered 422
 and the connection waited out its keep-alive timeout).
 
+A connection closed while its request is still arriving (an answer before the body's
+end: a 413 by ``Content-Length``, a 503 ``out_of_memory`` while the body came, the parser's
+400 for a malformed chunk; not a 408, whose client is cut for stalling) is closed as
+nginx's ``lingering_close`` does (session 31): the answer, then end of file on the write
+side, and what the client still sends is read and dropped until it closes (at most
+``_DRAIN_BYTES``, ``_DRAIN_S`` in all, and ``_LINGER_S`` without a byte). Before, the
+socket was closed with the body still coming; the client's next bytes met a reset, so a
+client that sends its whole body before it reads failed with "Broken pipe" / "Connection
+reset by peer" instead of reading its answer.
+
 The checks cost one timer per connection, re-armed at most once per deadline; a chunk
 that arrives only records its time and size.
 """
@@ -76,6 +86,11 @@ log = logging.getLogger("memstrata.server")
 # After a 408, the connection is closed once the answer has left; a client that does not
 # read it either is cut this much later.
 _LINGER_S = 1.0
+# A close while the request is still arriving drains it first (the module's docstring):
+# at most this much more of it is read (the largest body the server takes, an import's
+# 64 MiB, and some), for at most this long.
+_DRAIN_BYTES = 80 * 2**20
+_DRAIN_S = 30.0
 # The body rate's grace period when there is no body deadline to take it from.
 _RATE_GRACE_S = 60.0
 # The request head: nginx reads a request line or header of up to 8 kB, 32 kB in all by
@@ -216,6 +231,63 @@ class _TimedFlow(FlowControl):
         return self._paused_for + (now - self._paused_at if self.read_paused else 0.0)
 
 
+class _Lingering:
+    """A connection's transport whose :meth:`close`, while the connection's request is
+    still arriving, sends what is buffered and then end of file, and drops what the client
+    still sends until it closes (bounded: the module's docstring). Everything else is the
+    transport's own."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: TimedHttpProtocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+        self.draining = False
+        self._left = _DRAIN_BYTES
+        self._until = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def is_closing(self) -> bool:
+        return self.draining or self._transport.is_closing()
+
+    def close(self, *, linger: bool = True) -> None:
+        """``linger=False``: closed once the answer has left, as a transport's close (a
+        client cut for stalling is not waited for)."""
+        transport = self._transport
+        if self.draining or transport.is_closing():
+            return
+        if not linger or not self._protocol.arriving() or not transport.can_write_eof():
+            transport.close()
+            return
+        self.draining = True
+        loop = self._protocol.loop
+        self._until = loop.time() + _DRAIN_S
+        transport.write_eof()  # after the answer: the client reads it whole
+        transport.resume_reading()
+        self._timer = loop.call_later(_LINGER_S, self.abort)
+
+    def drop(self, size: int) -> None:
+        """``size`` bytes the client sent while draining, dropped."""
+        self._left -= size
+        loop = self._protocol.loop
+        if self._left < 0 or loop.time() >= self._until:
+            self.abort()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_later(min(_LINGER_S, self._until - loop.time()), self.abort)
+
+    def abort(self) -> None:
+        self.stop()
+        self._transport.abort()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
 class TimedHttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the deadlines and limits of the module's
     docstring."""
@@ -326,7 +398,11 @@ class TimedHttpProtocol(HttpToolsProtocol):
         self.logger.info("client %s: %s; connection closed", self.client, reason)
         if answer:
             self.transport.write(_timeout_answer(f"{reason}; send the request again"))
-        self.transport.close()  # after what is buffered has been sent ...
+        transport = self.transport
+        if isinstance(transport, _Lingering):
+            transport.close(linger=False)  # a client cut for stalling: not drained
+        else:
+            transport.close()  # after what is buffered has been sent ...
         self.loop.call_later(_LINGER_S, self.transport.abort)  # ... or not taken in time
 
     # --- refusals ----------------------------------------------------------------------------
@@ -357,13 +433,18 @@ class TimedHttpProtocol(HttpToolsProtocol):
             answer = _answer(400, b"Bad Request", "bad_request", f"{reason}; send a valid request")
         self.logger.info("client %s: %s; connection closed", self.client, reason)
         self.transport.write(answer)
-        self.transport.close()
-        self.loop.call_later(_LINGER_S, self.transport.abort)
+        self.transport.close()  # the rest of the request drained first, within bounds
+        if not (isinstance(self.transport, _Lingering) and self.transport.draining):
+            self.loop.call_later(_LINGER_S, self.transport.abort)
 
     # --- upgrades (none served) ------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         # uvicorn's, but an upgrade the parser stopped at is not one: what follows the head
         # is the request's body and the connection's next requests (uvicorn dropped it)
+        transport = self.transport
+        if isinstance(transport, _Lingering) and transport.draining:
+            transport.drop(len(data))  # the rest of a request already answered
+            return
         self._unset_keepalive_if_required()
         while data:  # a loop, not a recursion: a packet may hold many such requests
             try:
@@ -452,9 +533,13 @@ class TimedHttpProtocol(HttpToolsProtocol):
         oldest.transport.close()  # as its keep-alive timeout would have
         return True
 
+    def arriving(self) -> bool:
+        """A request has begun to come and has not come whole (its head or its body)."""
+        return self._begun or bool(self._unupgraded)
+
     # --- the protocol's events -------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(_Lingering(transport, self))  # type: ignore[arg-type]
         self.flow = _TimedFlow(transport, self.loop)
         self._idle_since = self.loop.time()
         if 0 < self.max_connections < len(self.connections) and not self._make_room():
@@ -496,8 +581,15 @@ class TimedHttpProtocol(HttpToolsProtocol):
         )
         self.transport.close()
 
+    def eof_received(self) -> None:
+        transport = self.transport
+        if isinstance(transport, _Lingering) and transport.draining:
+            transport.stop()  # the client sent all it had: the transport closes now
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if isinstance(self.transport, _Lingering):
+            self.transport.stop()
         if self._address:
             counts = _PER_ADDRESS.get(self.server_state)
             if counts is not None:

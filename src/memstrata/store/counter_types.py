@@ -129,8 +129,7 @@ def stale_at_us(key: str) -> int | None:
             gone = date.fromisoformat(day.group(1)) + timedelta(days=2)
         except (ValueError, OverflowError):  # not a date, or the calendar's last days
             return None
-        start = datetime(gone.year, gone.month, gone.day, tzinfo=UTC)
-        return (start - _EPOCH) // timedelta(microseconds=1)
+        return epoch_us(datetime(gone.year, gone.month, gone.day, tzinfo=UTC))
     rate = _RATE_ROW.fullmatch(key)
     return None if rate is None else int(rate.group(1))
 
