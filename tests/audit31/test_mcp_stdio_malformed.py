@@ -20,8 +20,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 from memstrata.server.keys import SQLiteKeyStore
 
@@ -49,11 +48,6 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mcp_server/stdio.py: CheckedLines should answer a line the SDK drops "
-    "(-32700 not JSON, -32600 invalid request or id), as /mcp over HTTP does",
-)
 def test_every_malformed_line_is_answered(tmp_path: Path) -> None:
     db = tmp_path / "stdio.db"
     keys = SQLiteKeyStore(str(db))
@@ -70,8 +64,13 @@ def test_every_malformed_line_is_answered(tmp_path: Path) -> None:
         assert proc.stdin is not None and proc.stdout is not None
         out = proc.stdout
         answers: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=lambda: [answers.put(x) for x in out], daemon=True).start()
-        got = []
+
+        def read() -> None:
+            for line in out:
+                answers.put(line)
+
+        threading.Thread(target=read, daemon=True).start()
+        got: list[dict[str, Any]] = []
         try:
             proc.stdin.write(b"\n".join(lines) + b"\n")
             proc.stdin.flush()

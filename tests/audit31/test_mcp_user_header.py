@@ -16,8 +16,6 @@ import json
 import socket
 from pathlib import Path
 
-import pytest
-
 from memstrata import Memory, Scope
 from memstrata.server.keys import SQLiteKeyStore
 from serving import serve
@@ -50,11 +48,6 @@ def _post(address: tuple[str, int], headers: list[tuple[str, str]], content: str
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mcp_server/identity.py _header_text: strip spaces and tabs around the user "
-    "header's value; a user or session header given twice is a tool error",
-)
 def test_the_user_header_padded_or_twice(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     keys = SQLiteKeyStore(str(db))

@@ -101,7 +101,7 @@ def test_a_batch_is_refused_whatever_its_size(mcp: tuple[Running, str, str]) -> 
     call = {"jsonrpc": "2.0", "method": "tools/call",
             "params": {"name": "memory_search", "arguments": {"query": "x"}}}  # fmt: skip
     small = _post(m, key, [{**call, "id": i} for i in range(2000)])  # under 1 MiB
-    assert small.status_code == 400 and small.json()["error"]["code"] == -32602
+    assert small.status_code == 400 and small.json()["error"]["code"] == -32600  # mcp31
     big = _post(m, key, [{**call, "id": i} for i in range(10_000)])  # over --max-body
     assert big.status_code == 413 and big.json()["error"]["code"] == "too_large"
     _second_client_served(m, key)

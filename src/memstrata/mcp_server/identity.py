@@ -37,12 +37,15 @@ def bearer_of(headers: Mapping[str, str]) -> str | None:
 
 
 def _header_text(headers: Mapping[str, str], name: str) -> str | None:
-    """The header's value as the client wrote it. Starlette decodes header bytes as
-    latin-1, and clients send an id such as "café" as UTF-8, which latin-1 turns into
-    "cafÃ©": another user, the one the HTTP API's path never names."""
+    """The header's value as the client wrote it, without the spaces and tabs around it
+    (RFC 9110 §5.5: they are no part of a field's value; uvicorn's httptools parser kept
+    the trailing ones, so ``dave `` wrote into another user than ``dave``). Starlette
+    decodes header bytes as latin-1, and clients send an id such as "café" as UTF-8, which
+    latin-1 turns into "cafÃ©": another user, the one the HTTP API's path never names."""
     value = headers.get(name)
     if not value:
         return value
+    value = value.strip(" \t")
     try:
         raw = value.encode("latin-1")
     except UnicodeEncodeError:  # not from the wire: already text
@@ -54,6 +57,22 @@ def _header_text(headers: Mapping[str, str], name: str) -> str | None:
             f"the {name} header is not UTF-8: send the id's UTF-8 bytes (as the HTTP API's "
             "paths take them, percent-decoded)"
         ) from None
+
+
+def _lowered(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """``headers`` by lower-case name; a user or session header given twice is refused
+    (a client's and a proxy's, say: which one the sender meant cannot be known, and the
+    last one won without a word). Starlette's ``Headers.items()`` gives every field."""
+    lower: dict[str, str] = {}
+    for k, v in (headers or {}).items():
+        name = k.lower()
+        if name in lower and name in (USER_HEADER, SESSION_HEADER):
+            raise ValidationError(
+                f"the {name} header was given twice ({lower[name]!r} and {v!r}); send it once "
+                "(a proxy may be adding one: configure it to replace the client's)"
+            )
+        lower[name] = v
+    return lower
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +98,7 @@ class Identity:
                 )
             scope = Scope(self.tenant, self.user, self.agent, self.session)
             return scope.as_caller(self.caller, self.roles) if self.caller else scope
-        lower = {k.lower(): v for k, v in (headers or {}).items()}
+        lower = _lowered(headers)
         secret = bearer_of(lower)
         if checked is not None:
             key: ApiKey | None = checked

@@ -12,11 +12,17 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp_types import ToolAnnotations
+from mcp_types import (
+    INVALID_REQUEST,
+    ErrorData,
+    JSONRPCError,
+    ToolAnnotations,
+    jsonrpc_message_adapter,
+)
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentsError
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
@@ -396,16 +402,20 @@ class _RequireKey:
             refused = _refused_request(body)
             if refused is not None:
                 message, rid = refused
-                answer = JSONResponse(
-                    {"jsonrpc": "2.0", "id": rid, "error": {"code": -32600, "message": message}},
+                error = ErrorData(code=INVALID_REQUEST, message=message)
+                answer = Response(
+                    JSONRPCError(jsonrpc="2.0", id=rid, error=error).model_dump_json(
+                        by_alias=True, exclude_unset=True
+                    ),
                     status_code=400,
+                    media_type="application/json",
                 )
                 await answer(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
-def _refused_request(body: bytes) -> tuple[str, Any] | None:
+def _refused_request(body: bytes | str) -> tuple[str, Any] | None:
     """Why the JSON-RPC message in ``body`` is refused, and the id to answer it with (None:
     it is not refused). A body that is not JSON is the SDK's to answer (its parse error).
 
@@ -413,26 +423,68 @@ def _refused_request(body: bytes) -> tuple[str, Any] | None:
       ``{"content": "a", "content": "b"}`` stored "b" and dropped "a" without a word; the
       HTTP API refuses it too (``server/strict_json.py``). Answered with the request's id
       when it has one.
-    - An id MCP does not allow: MCP's ids are strings or integers; the SDK took a request
-      with any other id (``1.5``, ``1e999``, ``null``, ``[1]``) for a notification and
-      answered 202 with no body, so the client waited for an answer that never came."""
+    - Whatever :func:`invalid_request` refuses: JSON that is no JSON-RPC 2.0 message."""
     try:
         parsed = json_keys.loads(body)
     except json_keys.DuplicateKeyError as exc:
         return f"Invalid Request: {exc}; send each key once", request_id(body)
     except (ValueError, RecursionError):
         return None
-    for message in parsed if isinstance(parsed, list) else [parsed]:
-        if isinstance(message, dict) and "method" in message and "id" in message:
-            rid = message["id"]
-            if not isinstance(rid, str) and (not isinstance(rid, int) or isinstance(rid, bool)):
-                shown = json.dumps(rid)[:40] if rid is not None else "null"
-                return (
-                    f"Invalid Request: the id {shown} is not a string or an integer (MCP "
-                    "requests need one; a notification has no id)",
-                    None,
-                )
+    return invalid_request(parsed)
+
+
+def invalid_request(parsed: Any) -> tuple[str, str | int | None] | None:
+    """Why the parsed JSON ``parsed`` is no JSON-RPC 2.0 message MCP takes ("Invalid
+    Request", -32600), and the id to answer with (the request's, when it has a valid one;
+    else None); None when it is one, its ``params`` aside (the SDK answers params it cannot
+    take with "Invalid params", -32602). The SDK answered all of these (over HTTP) with
+    -32602 and its validator's dump, or (over stdio) not at all.
+
+    - A batch (a JSON array): MCP has had none since protocol version 2025-06-18, and the
+      SDK takes none.
+    - An id MCP does not allow: MCP's ids are strings or integers; the SDK took a request
+      with any other id (``1.5``, ``1e999``, ``null``, ``[1]``) for a notification and
+      answered 202 with no body, so the client waited for an answer that never came.
+    - An object that is no request, notification or response: ``"jsonrpc"`` other than
+      ``"2.0"``, no ``"method"``, a method that is no string."""
+    if isinstance(parsed, list):
+        return (
+            "Invalid Request: a batch (a JSON array of messages); MCP has had none since "
+            "protocol version 2025-06-18: send each message on its own",
+            None,
+        )
+    if not isinstance(parsed, dict):
+        return (
+            "Invalid Request: the message is no JSON object; send a JSON-RPC 2.0 request "
+            '({"jsonrpc": "2.0", "id": 1, "method": ..., "params": {...}}) or notification',
+            None,
+        )
+    rid = parsed.get("id") if "method" in parsed else None
+    if "method" in parsed and "id" in parsed and not _valid_id(rid):
+        shown = json.dumps(rid)[:40] if rid is not None else "null"
+        return (
+            f"Invalid Request: the id {shown} is not a string or an integer (MCP "
+            "requests need one; a notification has no id)",
+            None,
+        )
+    rid = rid if _valid_id(rid) else None
+    if parsed.get("jsonrpc") != "2.0":
+        shown = json.dumps(parsed.get("jsonrpc"))[:40] if "jsonrpc" in parsed else "missing"
+        return f'Invalid Request: "jsonrpc" is {shown}; MCP speaks JSON-RPC "2.0"', rid
+    envelope = {k: v for k, v in parsed.items() if k != "params"}  # params: the SDK's
+    try:
+        jsonrpc_message_adapter.validate_python(envelope, by_name=False)
+    except ArgumentsError:
+        return (
+            "Invalid Request: not a JSON-RPC 2.0 request (a string or integer id, a string "
+            "method), notification (a method, no id) or response (an id, a result or error)",
+            rid,
+        )
     return None
+
+
+def _valid_id(rid: Any) -> bool:
+    return isinstance(rid, str) or type(rid) is int
 
 
 def request_id(body: bytes | str) -> str | int | None:
@@ -443,7 +495,7 @@ def request_id(body: bytes | str) -> str | int | None:
     except (ValueError, RecursionError):
         return None
     rid = parsed.get("id") if isinstance(parsed, dict) and "method" in parsed else None
-    return rid if isinstance(rid, str) or (type(rid) is int) else None
+    return rid if _valid_id(rid) else None
 
 
 def http_app(

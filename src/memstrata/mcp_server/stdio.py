@@ -34,10 +34,18 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
+from mcp_types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    jsonrpc_message_adapter,
+)
+from pydantic import ValidationError as PydanticValidationError
 
 from .. import json_keys
-from .server import request_id
+from .server import invalid_request, request_id
 
 __all__ = ["MAX_LINE", "CheckedLines", "bounded_lines", "run_stdio"]
 
@@ -124,14 +132,37 @@ class CheckedLines:
 
     async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self._lines:
+            if not line.strip():
+                continue  # a blank line: no message (the SDK dropped it too)
             try:
-                json_keys.loads(line)
+                parsed = json_keys.loads(line)
             except json_keys.DuplicateKeyError as exc:
                 await self._refuse(line, exc)
                 continue
-            except (ValueError, RecursionError):
-                pass  # not JSON: the SDK's to answer, as before
+            except (ValueError, RecursionError) as exc:
+                await self._parse_error(exc)
+                continue
+            refused = invalid_request(parsed)
+            if refused is not None:
+                await self._send(refused[1], refused[0])
+                continue
+            try:  # the SDK's own check of the line, which drops what fails it unanswered
+                jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except PydanticValidationError:
+                method = json.dumps(parsed.get("method"))[:80]
+                message = (
+                    f'Invalid params: the "params" of {method} are not what MCP takes (a JSON '
+                    "object of the method's parameters)"
+                )
+                await self._send(request_id(line), message, INVALID_PARAMS)
+                continue
             yield line
+
+    async def _parse_error(self, exc: Exception) -> None:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        log.warning("an MCP line that is not JSON was dropped: %s", why)
+        message = f"Parse error: the line is not JSON ({why}); send one JSON-RPC message a line"
+        await self._send(None, message, PARSE_ERROR)
 
     async def _too_long(self, head: bytes, limit: int) -> None:
         rid = _leading_id(head)
@@ -142,9 +173,9 @@ class CheckedLines:
         )
         await self._send(rid, message)
 
-    async def _send(self, rid: str | int | None, message: str) -> None:
+    async def _send(self, rid: str | int | None, message: str, code: int = INVALID_REQUEST) -> None:
         await self._ready.wait()
-        error = ErrorData(code=INVALID_REQUEST, message=message)
+        error = ErrorData(code=code, message=message)
         await self._answers.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=error)))
 
     async def _refuse(self, line: str, exc: json_keys.DuplicateKeyError) -> None:
