@@ -30,6 +30,7 @@ CASES = [
     ("{not json", -32700, None),
     ('{"jsonrpc":"2.0","id":1,"method":"tools/list"', -32700, None),  # cut short
     ("[" * 100_000, -32700, None),  # nested too deeply for any parser here
+    (LIST.replace('"tools/list"', '"tools/list","params":{"a":"\\ud800"}') % "3", -32700, None),
     ("[" + LIST % "1" + "," + LIST % "2" + "]", -32600, None),  # a batch
     ("[]", -32600, None),
     ("5", -32600, None),

@@ -1,4 +1,5 @@
-"""The stdio transport, with each line's JSON read once more for a key given twice.
+"""The stdio transport, with each line's JSON read once more for a key given twice, and
+every line the SDK would drop unanswered answered.
 
 The SDK parses a line with pydantic, which keeps the last value of a key named twice:
 ``"arguments": {"content": "a", "content": "b"}`` stored "b" and dropped "a" without a word.
@@ -19,7 +20,15 @@ it, so a client that never sent a newline grew the server's memory without bound
 line is answered at once, when it passes the limit, with a JSON-RPC "Invalid Request" error
 (its id when the line begins with it, as SDK clients write requests; else ``null``); the
 rest of it, up to its newline, is read and dropped, and the server goes on with the next
-line: the client is told, and its session stays usable."""
+line: the client is told, and its session stays usable.
+
+Every other line the SDK cannot take is answered too (session 31): its reader dropped a line
+it could not parse or validate without a word, so a client that sent a cut line, a batch or
+a request whose id is ``1.5`` waited for an answer that never came. As JSON-RPC 2.0 says,
+and as ``/mcp`` answers the same body: not JSON, -32700 with id ``null``; JSON that is no
+JSON-RPC 2.0 message (a batch, which MCP has not had since 2025-06-18; no object; another
+``"jsonrpc"``; an id of another type; no method), -32600; params the SDK refuses, -32602
+(with the request's id when it has one). A blank line is skipped."""
 
 from __future__ import annotations
 
@@ -58,6 +67,10 @@ _CHUNK = 64 * 1024
 _LEADING_ID = re.compile(
     rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,256}")'
 )
+
+# What the SDK's JSON parser refuses that Python's takes (an escaped lone surrogate):
+# /mcp answers it with a parse error, so stdio does too
+_UNPARSED = frozenset({"json_invalid", "string_unicode"})
 
 
 def _leading_id(head: bytes) -> str | int | None:
@@ -107,8 +120,9 @@ async def bounded_lines(
 
 
 class CheckedLines:
-    """``lines`` without those whose JSON names a key twice: each is answered through the
-    stream :meth:`answer_with` gives (the SDK's write stream, once it has made it)."""
+    """``lines`` without blank ones and those the SDK would drop or take wrongly (not JSON,
+    no JSON-RPC 2.0 message, params it refuses, a key named twice): each is answered through
+    the stream :meth:`answer_with` gives (the SDK's write stream, once it has made it)."""
 
     def __init__(self, lines: AsyncIterable[str]) -> None:
         self._lines = lines
@@ -139,8 +153,11 @@ class CheckedLines:
             except json_keys.DuplicateKeyError as exc:
                 await self._refuse(line, exc)
                 continue
-            except (ValueError, RecursionError) as exc:
-                await self._parse_error(exc)
+            except RecursionError:
+                await self._parse_error("nested too deeply")
+                continue
+            except ValueError as exc:
+                await self._parse_error(str(exc)[:200])
                 continue
             refused = invalid_request(parsed)
             if refused is not None:
@@ -148,7 +165,10 @@ class CheckedLines:
                 continue
             try:  # the SDK's own check of the line, which drops what fails it unanswered
                 jsonrpc_message_adapter.validate_json(line, by_name=False)
-            except PydanticValidationError:
+            except PydanticValidationError as exc:
+                if any(e["type"] in _UNPARSED for e in exc.errors()):  # as /mcp: -32700
+                    await self._parse_error("a string escape that is no Unicode character")
+                    continue
                 method = json.dumps(parsed.get("method"))[:80]
                 message = (
                     f'Invalid params: the "params" of {method} are not what MCP takes (a JSON '
@@ -158,8 +178,7 @@ class CheckedLines:
                 continue
             yield line
 
-    async def _parse_error(self, exc: Exception) -> None:
-        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+    async def _parse_error(self, why: str) -> None:
         log.warning("an MCP line that is not JSON was dropped: %s", why)
         message = f"Parse error: the line is not JSON ({why}); send one JSON-RPC message a line"
         await self._send(None, message, PARSE_ERROR)
