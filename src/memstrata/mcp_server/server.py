@@ -350,8 +350,12 @@ def _strict(tool: Tool) -> Tool:
     return tool
 
 
+_CREDENTIALS = ("authorization", "x-api-key")
+
+
 class _RequireKey:
-    """HTTP transport: no valid API key, no MCP (401 before the SDK sees the request); a key
+    """HTTP transport: no valid API key, no MCP (401 before the SDK sees the request; so
+    for an ``Authorization`` or ``X-API-Key`` header given twice, session 31); a key
     over its rate limit (or its tenant over the tenant's) gets 429 with ``Retry-After``."""
 
     def __init__(
@@ -366,10 +370,24 @@ class _RequireKey:
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            headers = {
-                k.decode("latin-1").lower(): v.decode("latin-1")
-                for k, v in scope.get("headers", [])
-            }
+            headers: dict[str, str] = {}
+            twice = None
+            for k, v in scope.get("headers", []):
+                name = k.decode("latin-1").lower()
+                if name in _CREDENTIALS and name in headers:
+                    twice = name
+                headers[name] = v.decode("latin-1")
+            if twice is not None:  # the last one was taken, where the HTTP API took the first
+                response = error_response(
+                    401,
+                    "unauthorized",
+                    f"the {twice} header was given twice: which key is meant cannot be known; "
+                    "send one API key (a proxy may be adding one: configure it to replace "
+                    "the client's)",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
             secret = bearer_of(headers)
             # as the HTTP routes do: the key from memory or off the loop, the limits on it
             key = await lookup(self.keys, secret) if secret else None
