@@ -32,6 +32,7 @@ from ..errors import EmbeddingMismatchError, MemstrataError, StoreError
 from ..filters import Filters
 from ..records import MemoryRecord, RecordType
 from ..scope import Scope
+from ..server.auth import CREDENTIALS, credentials_twice
 from ..server.backend import MemoryBackend
 from ..server.dto import Time
 from ..server.errors import ApiError, error_response, restart_needed, validation_message
@@ -350,9 +351,6 @@ def _strict(tool: Tool) -> Tool:
     return tool
 
 
-_CREDENTIALS = ("authorization", "x-api-key")
-
-
 class _RequireKey:
     """HTTP transport: no valid API key, no MCP (401 before the SDK sees the request; so
     for an ``Authorization`` or ``X-API-Key`` header given twice, session 31); a key
@@ -374,17 +372,13 @@ class _RequireKey:
             twice = None
             for k, v in scope.get("headers", []):
                 name = k.decode("latin-1").lower()
-                if name in _CREDENTIALS and name in headers:
+                if name in CREDENTIALS and name in headers:
                     twice = name
                 headers[name] = v.decode("latin-1")
             if twice is not None:  # the last one was taken, where the HTTP API took the first
+                refused = credentials_twice(twice)
                 response = error_response(
-                    401,
-                    "unauthorized",
-                    f"the {twice} header was given twice: which key is meant cannot be known; "
-                    "send one API key (a proxy may be adding one: configure it to replace "
-                    "the client's)",
-                    headers={"WWW-Authenticate": "Bearer"},
+                    refused.status, refused.code, refused.message, headers=refused.headers
                 )
                 await response(scope, receive, send)
                 return

@@ -16,7 +16,7 @@ from .limits import admit
 from .paths import Decoded
 from .state import state_of
 
-__all__ = ["Caller", "CallerDep", "UserPath", "require_admin"]
+__all__ = ["CREDENTIALS", "Caller", "CallerDep", "UserPath", "credentials_twice", "require_admin"]
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer ms_<id>_<secret>")
 _header = APIKeyHeader(
@@ -73,6 +73,23 @@ class Caller:
         return scope
 
 
+# The headers that carry an API key: one of them given twice names two keys (or a proxy
+# added one), and which is meant cannot be known: the HTTP API took the first, /mcp the
+# last, so a request with tenant A's key then tenant B's wrote into one of them (session 31).
+CREDENTIALS = ("authorization", "x-api-key")
+
+
+def credentials_twice(name: str) -> ApiError:
+    """The 401 for an API-key header given twice (``name``: its lower-case name)."""
+    return ApiError(
+        401,
+        "unauthorized",
+        f"the {name} header was given twice: which key is meant cannot be known; send one "
+        "API key (a proxy may be adding one: configure it to replace the client's)",
+        {"WWW-Authenticate": "Bearer"},
+    )
+
+
 _MISSING = (
     "this request needs an API key: send Authorization: Bearer ms_... (create one with "
     "`memstrata keys create --tenant NAME`)"
@@ -85,6 +102,9 @@ async def _caller(
     header: Annotated[str | None, Depends(_header)],
 ) -> Caller:
     state = state_of(request.app)
+    for name in CREDENTIALS:
+        if len(request.headers.getlist(name)) > 1:
+            raise credentials_twice(name)
     secret = bearer.credentials if bearer is not None else header
     challenge = {"WWW-Authenticate": "Bearer"}
     if not secret:
