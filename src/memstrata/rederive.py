@@ -59,7 +59,7 @@ from memstrata.scope import Scope
 from memstrata.store.types import PurgeReport
 from memstrata.text import content_hash
 
-__all__ = ["Rederived", "rederive", "stale_derived"]
+__all__ = ["Rederived", "citing", "rederive", "stale_derived"]
 
 log = logging.getLogger("memstrata.rederive")
 _PAGE = 1000
@@ -84,6 +84,18 @@ def _records(ctx: LayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord
     return out
 
 
+def citing(
+    ctx: LayerContext, scope: Scope, gone: Collection[str], flt: Filters
+) -> list[MemoryRecord]:
+    """The records of ``scope`` ``flt`` admits whose current version cites an id in
+    ``gone``, in their listing's order: found by the store's index of citations
+    (``citing``, store/citations.py), so a purge reads what cites what it purges, not the
+    user's other records. What the index names is checked again by the callers (a record
+    citing none of the ids is left out by them)."""
+    ids = ctx.store.citing(scope, sorted(gone))
+    return [r for r in ctx.store.get_many(scope, ids) if flt.matches(r)]
+
+
 def stale_derived(
     ctx: LayerContext, scope: Scope, gone: Collection[str], *, everything: bool = False
 ) -> list[tuple[MemoryRecord, tuple[str, ...]]]:
@@ -93,7 +105,7 @@ def stale_derived(
         return []
     flt = Filters(include_deleted=everything, include_superseded=everything)
     out = []
-    for r in _records(ctx, scope.user_scope, flt):
+    for r in citing(ctx, scope.user_scope, gone, flt):
         if r.type in _NOT_DERIVED or r.id in gone:
             continue
         dropped = tuple(i for i in _sources(r) if i in gone)

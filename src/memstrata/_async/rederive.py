@@ -57,7 +57,7 @@ from memstrata.scope import Scope
 from memstrata.store.types import PurgeReport
 from memstrata.text import content_hash
 
-__all__ = ["Rederived", "rederive", "stale_derived"]
+__all__ = ["Rederived", "citing", "rederive", "stale_derived"]
 
 log = logging.getLogger("memstrata.rederive")
 _PAGE = 1000
@@ -82,6 +82,18 @@ async def _records(ctx: AsyncLayerContext, scope: Scope, flt: Filters) -> list[M
     return out
 
 
+async def citing(
+    ctx: AsyncLayerContext, scope: Scope, gone: Collection[str], flt: Filters
+) -> list[MemoryRecord]:
+    """The records of ``scope`` ``flt`` admits whose current version cites an id in
+    ``gone``, in their listing's order: found by the store's index of citations
+    (``citing``, store/citations.py), so a purge reads what cites what it purges, not the
+    user's other records. What the index names is checked again by the callers (a record
+    citing none of the ids is left out by them)."""
+    ids = await ctx.store.citing(scope, sorted(gone))
+    return [r for r in await ctx.store.get_many(scope, ids) if flt.matches(r)]
+
+
 async def stale_derived(
     ctx: AsyncLayerContext, scope: Scope, gone: Collection[str], *, everything: bool = False
 ) -> list[tuple[MemoryRecord, tuple[str, ...]]]:
@@ -91,7 +103,7 @@ async def stale_derived(
         return []
     flt = Filters(include_deleted=everything, include_superseded=everything)
     out = []
-    for r in await _records(ctx, scope.user_scope, flt):
+    for r in await citing(ctx, scope.user_scope, gone, flt):
         if r.type in _NOT_DERIVED or r.id in gone:
             continue
         dropped = tuple(i for i in _sources(r) if i in gone)

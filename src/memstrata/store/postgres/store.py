@@ -921,6 +921,23 @@ class PostgresStore:
         found = {row["id"]: row for row in self._fresh(rows, before)}
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
 
+    def citing(self, scope: Scope, ids: Sequence[str]) -> builtins.list[str]:
+        """The user's records whose current version cites one of ``ids``: by the GIN index
+        on ``cited_ids(type, source_ids, structured)`` (schema step 28,
+        store/citations.py)."""
+        if scope.caller is not None or not ids:  # a purge is the owner's
+            return []
+        where, args = scope_sql(scope)
+        with self._autocommit() as c:
+            rows = (
+                c.execute(
+                    "SELECT id FROM records WHERE cited_ids(type, source_ids, structured) "
+                    f"&& %s::text[] AND type <> 'message' AND {where} ORDER BY observed_at, seq",
+                    [sorted(set(ids)), *args],
+                )
+            ).fetchall()
+        return [str(r["id"]) for r in rows]
+
     def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
         if not ids:
             return {}

@@ -71,7 +71,7 @@ from ..types import (
 )
 from ..vector_bound import VECTOR_CACHE_ROWS, check_vector_cache_rows
 from ..version_numbers import readable_count
-from . import dump, lexical, outbox, roles, scrub
+from . import cites, dump, lexical, outbox, roles, scrub
 from .codec import (
     COLUMNS,
     VIEW_COLUMNS,
@@ -700,6 +700,7 @@ class SQLiteStore:
             c.executemany(_INSERT, [encode_record(r) for r in records])
             c.executemany(_READERS, purged_reader.reader_rows(records))  # store/purged_reader.py
             c.executemany(_READERS, roles.role_rows(records))  # the role shares (roles.py)
+            cites.insert(c, records)  # what they cite (cites.py)
         except sqlite3.IntegrityError as exc:
             if not duplicate(exc):  # a trigger or another constraint: a StoreError (_tx)
                 raise
@@ -833,6 +834,13 @@ class SQLiteStore:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
             return [self._dec(found[i]) for i in dict.fromkeys(ids) if i in found]
 
+    def citing(self, scope: Scope, ids: Sequence[str]) -> builtins.list[str]:
+        """The user's records whose current version cites one of ``ids`` (cites.py)."""
+        if scope.caller is not None or not ids:  # a purge is the owner's
+            return []
+        with self._read() as c:
+            return cites.citing(c, scope, ids)
+
     def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
         if not ids:
             return {}
@@ -899,6 +907,7 @@ class SQLiteStore:
         gone, added = gone + was, added + now
         c.executemany("DELETE FROM rr WHERE t = ? AND r = ? AND u = ? AND i = ?", gone)
         c.executemany(_READERS, added)
+        cites.sync(c, new.tenant, new.user, new.id, old, values)  # what it cites (cites.py)
         self._index(c, seq, new.tenant, new.user, write.terms)
         lexical.sync_public(c, [seq])  # its status or access may have changed, not its terms
         if write.vector is not None:
@@ -1035,7 +1044,7 @@ class SQLiteStore:
             outbox.take_back_claims(
                 c, scope.tenant, scope.user, own.lease_token if own is not None else None
             )
-            rows = self._visible(c, scope, ids, "seq, id")
+            rows = self._visible(c, scope, ids, "seq, id, type, source_ids, structured")
             seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             lexical.unindex(c, seqs)
@@ -1062,6 +1071,7 @@ class SQLiteStore:
                 "DELETE FROM rr WHERE t = ? AND u = ? AND i = ?",
                 [(scope.tenant, scope.user, r["id"]) for r in rows],
             )
+            cites.drop(c, scope.tenant, scope.user, rows)  # and what they cited (cites.py)
             if seqs and reterm:
                 self._reterm(c, scope, reterm)
             self._unlink_superseded(c, scope, sorted(keys), {str(r["id"]) for r in rows})
@@ -1218,6 +1228,7 @@ class SQLiteStore:
             sqlite_redact_subject(c, tenant, user)  # reads the index of readers: then it goes
             c.execute("DELETE FROM rr WHERE t = ? AND r = ?", args)
             c.execute("DELETE FROM rr WHERE t = ? AND u = ?", args)
+            cites.drop_user(c, tenant, user)  # what their records cited (cites.py)
             # Rows of other components naming the user (API keys bound to them, registered
             # by server/keys.py) go in this transaction too (store/user_tables.py).
             purge_user_rows(
@@ -1358,6 +1369,7 @@ class SQLiteStore:
                     seq,
                 ),
             )
+            cites.sync(c, scope.tenant, scope.user, str(row["id"]), row, newest)  # (cites.py)
             done += 1
         return done
 
