@@ -25,12 +25,13 @@ from ...scope import Scope
 from ..citations import CITE, cited, cited_columns, sqlite_rows, sqlite_user
 from .codec import COLUMNS
 
-__all__ = ["backfill", "citing", "drop", "insert", "sync"]
+__all__ = ["PART", "backfill", "citing", "drop", "drop_user", "insert", "sync"]
 
 _ADD = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _DEL = "DELETE FROM rr WHERE t = ? AND r = ? AND u = ? AND i = ?"
 _TYPE, _SOURCES, _STRUCTURED = (COLUMNS.index(n) for n in ("type", "source_ids", "structured"))
 _CHUNK = 400
+PART = 2000  # records a read of schema 21's backfill
 
 
 def insert(c: sqlite3.Connection, records: Iterable[MemoryRecord]) -> None:
@@ -109,10 +110,12 @@ def citing(c: sqlite3.Connection, scope: Scope, ids: Sequence[str]) -> list[str]
     return [str(r[0]) for r in sorted(rows, key=lambda r: (r[1], r[2]))]
 
 
-def backfill(c: sqlite3.Connection, part: int = 2000) -> None:
-    """Schema 21: the rows of every record a file holds (but turns), ``part`` records a
-    read (by ``seq``, the table's key: no read of the whole table at once)."""
+def backfill(c: sqlite3.Connection) -> None:
+    """Schema 21: the rows of every record a file holds (but turns), :data:`PART` records
+    a read (by ``seq``, the table's key: no read of the whole table at once), in the step's
+    one transaction (a kill leaves the file as it was)."""
     last = 0
+    part = PART
     while rows := c.execute(
         "SELECT seq, tenant, user, id, type, source_ids, structured FROM records "
         "WHERE seq > ? AND type != 'message' ORDER BY seq LIMIT ?",
