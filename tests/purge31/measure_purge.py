@@ -20,8 +20,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memstrata import Memory, Scope
+from memstrata import Memory, Message, Scope
 from memstrata.filters import Filters
+from memstrata.records import Role
 
 BOB = Scope("acme", "bob", session="s1")
 READS = (
@@ -55,15 +56,15 @@ _P = ["Ann", "Raj", "Mei", "Olu", "Ivo"]
 _O = ["invoice", "lease", "boat", "garden"]
 
 
-def turn(i: int) -> dict[str, str]:
+def turn(i: int) -> Message:
     role, text = _TOPICS[i % len(_TOPICS)]
     n = i // len(_TOPICS)
-    return {
-        "role": role,
-        "content": text.format(
+    return Message(
+        Role(role),
+        text.format(
             c=_C[n % 5], t=_T[n % 5], j=_J[n % 4], p=_P[n % 5], o=_O[n % 4], n=n, k=1000 + n
         ),
-    }
+    )
 
 
 def count_reads(store: Any) -> tuple[Counter[str], Any]:

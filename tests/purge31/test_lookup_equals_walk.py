@@ -17,11 +17,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstrata import Memory, Scope
+from memstrata import Memory, Message, Scope
 from memstrata.consolidation import stale_summaries
 from memstrata.filters import Filters
 from memstrata.layers.semantic_types import fact_sources
-from memstrata.records import Content, MemoryRecord, RecordType
+from memstrata.records import Content, MemoryRecord, RecordType, Role
 from memstrata.rederive import stale_derived
 from memstrata.store.types import RecordWrite
 
@@ -83,7 +83,7 @@ def _build(mem: Memory, specs: list[dict[str, Any]]) -> tuple[Scope, list[str]]:
     scope = Scope("acme", "u" + uuid.uuid4().hex[:8], session="s1")
     owner = scope.user_scope
     turns = mem.add_messages(
-        scope, [{"role": "user", "content": f"turn {i} says {i * 7}"} for i in range(6)]
+        scope, [Message(Role.USER, f"turn {i} says {i * 7}") for i in range(6)]
     )
     ids = [t.id for t in turns]  # 0..5 turns, then the derived records
     made: list[MemoryRecord] = []
@@ -124,7 +124,7 @@ def _build(mem: Memory, specs: list[dict[str, Any]]) -> tuple[Scope, list[str]]:
 
 def _check(mem: Memory, specs: list[dict[str, Any]], gone_sets: list[set[int]]) -> None:
     owner, ids = _build(mem, specs)
-    ctx = mem._ctx  # type: ignore[attr-defined]
+    ctx = mem._ctx
     for picks in gone_sets:
         gone = {ids[i % len(ids)] for i in picks}
         for everything in (False, True):

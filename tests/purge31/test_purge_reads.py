@@ -24,7 +24,7 @@ from sqlite_steps import sqlite_store, vm_steps  # noqa: E402
 
 def _lookup(mem: Memory, user: str, n: int) -> tuple[int, int | None, list[str]]:
     scope, victim = user_of_size(mem, user, n)
-    ctx = mem._ctx  # type: ignore[attr-defined]
+    ctx = mem._ctx
 
     def look() -> list[str]:
         derived = stale_derived(ctx, scope, {victim}, everything=True)

@@ -56,7 +56,7 @@ def _found(mem: Memory, victim: str) -> list[str]:
     from memstrata import Scope
 
     owner = Scope("acme", "bob")
-    ctx = mem._ctx  # type: ignore[attr-defined]
+    ctx = mem._ctx
     return sorted(r.id for r, _ in stale_derived(ctx, owner, {victim}, everything=True)) + [
         s.id for s, _ in stale_summaries(ctx, owner, {victim})
     ]

@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from memstrata import Memory, Scope
+from memstrata import Memory, Message, Scope
+from memstrata.records import Role
 
 READS = (
     "list",
@@ -36,7 +37,7 @@ def user_of_size(mem: Memory, user: str, n: int) -> tuple[Scope, str]:
             for r in mem.add_messages(
                 scope,
                 [
-                    {"role": "user" if i % 2 == 0 else "assistant", "content": f"locker {i} fact"}
+                    Message(Role.USER if i % 2 == 0 else Role.ASSISTANT, f"locker {i} fact")
                     for i in range(start, min(n, start + 250))
                 ],
             )

@@ -46,8 +46,8 @@ def sync(
     tenant: str,
     user: str,
     record_id: str,
-    old: Sequence[Any],
-    new: Sequence[Any],
+    old: Any,
+    new: Any,
 ) -> None:
     """A record's rows once its stored columns (``codec.COLUMNS`` order, or a mapping by
     name) go from ``old`` to ``new``: the ids it no longer cites leave, the new ones come."""
