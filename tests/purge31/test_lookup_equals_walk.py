@@ -4,9 +4,10 @@ On random stores — derived records of every type citing turns and one another 
 ``source_ids``, a cluster's ``members`` and a fact's conflicts' ``source_ids``, then
 changed (new sources), forgotten, superseded, purged — ``rederive.stale_derived`` (both
 ways: current records, and deleted and superseded ones too) and
-``consolidation.stale_summaries`` give, for random sets of ids, what the walk of every
-record of the user gave (the code before purge31, kept here as the reference), in the same
-order."""
+``consolidation.stale_summaries`` give, for random sets of ids (``[purged]`` among them),
+what the walk of every record of the user gave (the code before purge31, kept here as the
+reference), in the same order; so do the facts ended by one of them (``superseded_by``),
+which ``rederive._orphans`` re-links after a purge."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstrata import Memory, Message, Scope
+from memstrata.audit_types import PURGED
 from memstrata.consolidation import stale_summaries
 from memstrata.filters import Filters
 from memstrata.layers.semantic_types import fact_sources
 from memstrata.records import Content, MemoryRecord, RecordType, Role
-from memstrata.rederive import stale_derived
+from memstrata.rederive import citing, stale_derived
 from memstrata.store.types import RecordWrite
 
 TYPES = ["note", "procedure", "summary", "cluster", "fact", "episode", "key", "task"]
@@ -114,8 +116,9 @@ def _build(mem: Memory, specs: list[dict[str, Any]]) -> tuple[Scope, list[str]]:
             mem.store.replace(owner, RecordWrite(new, None, ()), expected_version=r.version)
         elif spec["then"] == "forget":
             mem.forget(owner, [r.id])
-        elif spec["then"] == "supersede":
-            new = replace(r, version=r.version + 1, superseded_by=ids[0])
+        elif spec["then"] == "supersede":  # by a turn or a record (purged later, maybe)
+            by = ids[spec["later"][0] % len(ids)] if spec["later"] else ids[0]
+            new = replace(r, version=r.version + 1, superseded_by=by)
             mem.store.replace(owner, RecordWrite(new, None, ()), expected_version=r.version)
         elif spec["then"] == "purge":
             mem.store.purge(owner, [r.id])
@@ -126,12 +129,17 @@ def _check(mem: Memory, specs: list[dict[str, Any]], gone_sets: list[set[int]]) 
     owner, ids = _build(mem, specs)
     ctx = mem._ctx
     for picks in gone_sets:
-        gone = {ids[i % len(ids)] for i in picks}
+        gone = {ids[i % len(ids)] for i in picks if i < 18} | ({PURGED} if 18 in picks else set())
         for everything in (False, True):
             found = [(r.id, d) for r, d in stale_derived(ctx, owner, gone, everything=everything)]
             assert found == walk_derived(mem, owner, gone, everything)
         found = [(s.id, d) for s, d in stale_summaries(ctx, owner, gone)]
         assert found == walk_summaries(mem, owner, gone)
+        facts = Filters(
+            types=frozenset({RecordType.FACT}), include_deleted=True, include_superseded=True
+        )
+        ended = [r.id for r in citing(ctx, owner, gone, facts) if r.superseded_by in gone]
+        assert ended == [r.id for r in _every(mem, owner, facts) if r.superseded_by in gone]
 
 
 def test_the_lookup_finds_what_the_walk_found(url: str) -> None:
@@ -148,3 +156,25 @@ def test_the_lookup_finds_what_the_walk_found(url: str) -> None:
             _check(mem, specs, gone_sets)
 
         check()
+
+
+def test_a_fact_ended_by_a_purged_record_is_found_by_purged(url: str) -> None:
+    """The store's purge makes the fact say ``superseded_by: [purged]`` (purged_reader.py):
+    the index follows, and ``_orphans``' look-up finds it under ``[purged]``."""
+    specs = [
+        {"type": "fact", "sources": [1], "members": [], "conflicts": [], "then": "supersede"},
+        {"type": "note", "sources": [2], "members": [], "conflicts": [], "then": "purge"},
+    ]
+    specs[0]["later"] = [7]  # ids[7]: the note (6 turns, then the fact, then the note)
+    specs[1]["later"] = []
+    with Memory(url, embedder="hashing", background=False) as mem:
+        owner, ids = _build(mem, specs)
+        fact = mem.store.get(owner, ids[6], include_deleted=True)
+        assert fact.superseded_by == PURGED
+        ctx = mem._ctx
+        facts = Filters(
+            types=frozenset({RecordType.FACT}), include_deleted=True, include_superseded=True
+        )
+        assert [r.id for r in citing(ctx, owner, {PURGED}, facts)] == [fact.id]
+        assert citing(ctx, owner, {ids[7]}, facts) == []
+        _check(mem, specs, [{18}, {7, 18}, {1, 2}])

@@ -144,7 +144,8 @@ def test_step_28_makes_the_index_the_lookup_reads(pg_url: str) -> None:
             str(r[0])
             for r in conn.execute(
                 "EXPLAIN SELECT id FROM records WHERE "
-                "cited_ids(type, source_ids, structured) && %s::text[] AND type <> 'message' "
+                "cited_ids(type, source_ids, structured, superseded_by) && %s::text[] "
+                "AND type <> 'message' "
                 "AND tenant = 'acme' AND \"user\" = 'bob' ORDER BY observed_at, seq",
                 [[victim]],
             )

@@ -60,7 +60,6 @@ from memstrata.text import content_hash
 __all__ = ["Rederived", "citing", "rederive", "stale_derived"]
 
 log = logging.getLogger("memstrata.rederive")
-_PAGE = 1000
 _HEURISTIC = HeuristicLLM()
 # Never "derived": messages cite themselves; summaries are consolidation.py's.
 _NOT_DERIVED = frozenset({RecordType.MESSAGE, RecordType.SUMMARY})
@@ -73,13 +72,6 @@ def _sources(record: MemoryRecord) -> tuple[str, ...]:
         members = record.content.structured.get("members", [])
         return tuple(dict.fromkeys([*record.source_ids, *(str(m) for m in members)]))
     return record.source_ids
-
-
-async def _records(ctx: AsyncLayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
-    out: list[MemoryRecord] = []
-    async for batch in ctx.store.list_pages(scope, flt, batch_size=_PAGE):  # keyset pages
-        out.extend(batch)
-    return out
 
 
 async def citing(
@@ -256,13 +248,14 @@ async def _orphans(
     value, not the ones before it). With ``relink`` (a purge: a link to a purged record
     points nowhere) the others, and all of them when the key has a live fact, are
     superseded by the key's current value instead (a new version each, their ``valid_to``
-    kept). Without ``key``, every fact of the user is read once. One changed meanwhile is
-    left for the next purge or restore."""
-    if key is None:
+    kept). Without ``key``, the facts ended by one of ``links`` are found by the store's
+    index of citations (a fact's ``superseded_by`` is in it), not by reading every fact of
+    the user. One changed meanwhile is left for the next purge or restore."""
+    if key is None:  # the facts ended by them: by the store's index (citations.py)
         flt = Filters(
             types=frozenset({RecordType.FACT}), include_deleted=True, include_superseded=True
         )
-        facts = await _records(ctx, scope, flt)
+        facts = await citing(ctx, scope, {i for i in links if i is not None}, flt)
     else:
         facts = await list_records(ctx, scope, RecordType.FACT, include_superseded=True, key=key)
     orphans: dict[str, list[MemoryRecord]] = {}

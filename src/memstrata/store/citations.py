@@ -8,11 +8,14 @@ docs/measurements.md, session 31).
 
 What a record cites (:func:`cited`): its ``source_ids``, a cluster's
 ``structured["members"]`` and each recorded conflict's ``source_ids`` (a fact's), for every
-type but a message (a turn cites nothing: its ``source_ids``, if any, name itself). That
-is a superset of what ``rederive`` and ``consolidation`` check (``rederive._sources``,
-a summary's ``source_ids``), so a record the index names is checked again by them, and
-one it does not name cites none of the ids. The index follows the records' current
-versions (as the walk it replaces read them), deleted and superseded ones included.
+type but a message (a turn cites nothing: its ``source_ids``, if any, name itself), and a
+fact's ``superseded_by`` (the record that ended it: ``rederive`` re-links the facts a
+purged record ended, ``[purged]`` once the store's purge took its id out). That is a
+superset of what ``rederive`` and ``consolidation`` check (``rederive._sources``, a
+summary's ``source_ids``, a fact's ``superseded_by``), so a record the index names is
+checked again by them, and one it does not name cites none of the ids. The index follows
+the records' current versions (as the walk it replaces read them), deleted and superseded
+ones included.
 
 - SQLite: rows of the index of readers ``rr (t, r, u, i)`` (rows only, no schema object:
   the schema must stay on the file's first page, tests/err26), :func:`sqlite_rows`;
@@ -34,10 +37,14 @@ __all__ = ["CITE", "cited", "cited_columns", "sqlite_rows", "sqlite_user"]
 
 CITE = b"src:"  # how a citation row's reader and user begin in SQLite's rr (BLOBs)
 _MESSAGE = RecordType.MESSAGE.value
+_FACT = RecordType.FACT.value
 
 
 def _ids(
-    type_value: str, source_ids: Iterable[Any], structured: Mapping[str, Any]
+    type_value: str,
+    source_ids: Iterable[Any],
+    structured: Mapping[str, Any],
+    superseded_by: Any = None,
 ) -> tuple[str, ...]:
     if type_value == _MESSAGE:
         return ()
@@ -50,17 +57,23 @@ def _ids(
         for c in conflicts:
             if isinstance(c, dict) and isinstance(c.get("source_ids"), list):
                 ids.extend(str(i) for i in c["source_ids"])
+    if type_value == _FACT and superseded_by is not None:
+        ids.append(str(superseded_by))
     return tuple(dict.fromkeys(ids))
 
 
 def cited(record: MemoryRecord) -> tuple[str, ...]:
     """The ids ``record`` cites (module docstring), in order, once each."""
-    return _ids(record.type.value, record.source_ids, record.content.structured)
+    return _ids(
+        record.type.value, record.source_ids, record.content.structured, record.superseded_by
+    )
 
 
-def cited_columns(type_value: Any, source_ids: Any, structured: Any) -> tuple[str, ...]:
-    """:func:`cited` of a stored row: its ``type`` and its ``source_ids`` and
-    ``structured`` columns as JSON text."""
+def cited_columns(
+    type_value: Any, source_ids: Any, structured: Any, superseded_by: Any = None
+) -> tuple[str, ...]:
+    """:func:`cited` of a stored row: its ``type``, its ``source_ids`` and ``structured``
+    columns as JSON text, its ``superseded_by``."""
     if str(type_value) == _MESSAGE:
         return ()
     sources = json.loads(source_ids) if source_ids else []
@@ -69,6 +82,7 @@ def cited_columns(type_value: Any, source_ids: Any, structured: Any) -> tuple[st
         str(type_value),
         sources if isinstance(sources, list) else [],
         data if isinstance(data, dict) else {},
+        superseded_by,
     )
 
 

@@ -649,6 +649,7 @@ class InMemoryStore:
                 continue
             entry.history = kept
             entry.record = replace(kept[-1], version=kept[-1].version + 1)
+            self._cite(entry.record)  # a fact ended by a purged one: by [purged] now
             self._changed(r.tenant, r.user)
 
     def _drop_reader(self, entry: _Entry, user: str) -> None:

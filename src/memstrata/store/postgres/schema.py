@@ -935,17 +935,18 @@ def _v27_replies(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
 # no pending list (fastupdate: a look-up would read every entry not yet merged, as many
 # as the writes since the last vacuum; EXPLAIN showed 129 of them for 4 rows).
 _V28_CITED = r"""
-CREATE OR REPLACE FUNCTION cited_ids(ty TEXT, s TEXT, st TEXT) RETURNS TEXT[]
+CREATE OR REPLACE FUNCTION cited_ids(ty TEXT, s TEXT, st TEXT, sup TEXT) RETURNS TEXT[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
   SELECT CASE WHEN ty = 'message' THEN '{}'::text[] ELSE ARRAY(
     SELECT DISTINCT v #>> '{}' FROM (
       SELECT jsonb_path_query(s::jsonb, 'lax $[*]') AS v
       UNION ALL SELECT jsonb_path_query(st::jsonb, 'lax $.members[*]')
       UNION ALL SELECT jsonb_path_query(st::jsonb, 'lax $.conflicts[*].source_ids[*]')
+      UNION ALL SELECT to_jsonb(sup) WHERE ty = 'fact' AND sup IS NOT NULL
     ) q WHERE jsonb_typeof(v) IN ('string', 'number')) END
 $f$;
 CREATE INDEX IF NOT EXISTS records_cited ON records
-USING gin (cited_ids(type, source_ids, structured)) WITH (fastupdate = off)
+USING gin (cited_ids(type, source_ids, structured, superseded_by)) WITH (fastupdate = off)
 WHERE type <> 'message';
 """
 

@@ -923,7 +923,7 @@ class PostgresStore:
 
     def citing(self, scope: Scope, ids: Sequence[str]) -> builtins.list[str]:
         """The user's records whose current version cites one of ``ids``: by the GIN index
-        on ``cited_ids(type, source_ids, structured)`` (schema step 28,
+        on ``cited_ids(type, source_ids, structured, superseded_by)`` (schema step 28,
         store/citations.py)."""
         if scope.caller is not None or not ids:  # a purge is the owner's
             return []
@@ -931,7 +931,8 @@ class PostgresStore:
         with self._autocommit() as c:
             rows = (
                 c.execute(
-                    "SELECT id FROM records WHERE cited_ids(type, source_ids, structured) "
+                    "SELECT id FROM records WHERE "
+                    "cited_ids(type, source_ids, structured, superseded_by) "
                     f"&& %s::text[] AND type <> 'message' AND {where} ORDER BY observed_at, seq",
                     [sorted(set(ids)), *args],
                 )

@@ -29,7 +29,9 @@ __all__ = ["PART", "backfill", "citing", "drop", "drop_user", "insert", "sync"]
 
 _ADD = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _DEL = "DELETE FROM rr WHERE t = ? AND r = ? AND u = ? AND i = ?"
-_TYPE, _SOURCES, _STRUCTURED = (COLUMNS.index(n) for n in ("type", "source_ids", "structured"))
+_TYPE, _SOURCES, _STRUCTURED, _SUPERSEDED = (
+    COLUMNS.index(n) for n in ("type", "source_ids", "structured", "superseded_by")
+)
 _CHUNK = 400
 PART = 2000  # records a read of schema 21's backfill
 
@@ -63,13 +65,15 @@ def sync(
 
 def _of(row: Any) -> tuple[str, ...]:
     if isinstance(row, dict) or hasattr(row, "keys"):
-        return cited_columns(row["type"], row["source_ids"], row["structured"])
-    return cited_columns(row[_TYPE], row[_SOURCES], row[_STRUCTURED])
+        return cited_columns(
+            row["type"], row["source_ids"], row["structured"], row["superseded_by"]
+        )
+    return cited_columns(row[_TYPE], row[_SOURCES], row[_STRUCTURED], row[_SUPERSEDED])
 
 
 def drop(c: sqlite3.Connection, tenant: str, user: str, rows: Iterable[Any]) -> None:
     """The rows of these purged records (``id``, ``type``, ``source_ids``,
-    ``structured`` columns by name)."""
+    ``structured``, ``superseded_by`` columns by name)."""
     c.executemany(_DEL, [x for r in rows for x in sqlite_rows(tenant, user, r["id"], _of(r))])
 
 
@@ -117,7 +121,7 @@ def backfill(c: sqlite3.Connection) -> None:
     last = 0
     part = PART
     while rows := c.execute(
-        "SELECT seq, tenant, user, id, type, source_ids, structured FROM records "
+        "SELECT seq, tenant, user, id, type, source_ids, structured, superseded_by FROM records "
         "WHERE seq > ? AND type != 'message' ORDER BY seq LIMIT ?",
         (last, part),
     ).fetchall():
@@ -126,7 +130,7 @@ def backfill(c: sqlite3.Connection) -> None:
             _ADD,
             [
                 x
-                for _, t, u, i, ty, s, st in rows
-                for x in sqlite_rows(str(t), str(u), str(i), cited_columns(ty, s, st))
+                for _, t, u, i, ty, s, st, sup in rows
+                for x in sqlite_rows(str(t), str(u), str(i), cited_columns(ty, s, st, sup))
             ],
         )

@@ -1044,7 +1044,9 @@ class SQLiteStore:
             outbox.take_back_claims(
                 c, scope.tenant, scope.user, own.lease_token if own is not None else None
             )
-            rows = self._visible(c, scope, ids, "seq, id, type, source_ids, structured")
+            rows = self._visible(
+                c, scope, ids, "seq, id, type, source_ids, structured, superseded_by"
+            )
             seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             lexical.unindex(c, seqs)

@@ -935,7 +935,7 @@ class AsyncPostgresStore:
 
     async def citing(self, scope: Scope, ids: Sequence[str]) -> builtins.list[str]:
         """The user's records whose current version cites one of ``ids``: by the GIN index
-        on ``cited_ids(type, source_ids, structured)`` (schema step 28,
+        on ``cited_ids(type, source_ids, structured, superseded_by)`` (schema step 28,
         store/citations.py)."""
         if scope.caller is not None or not ids:  # a purge is the owner's
             return []
@@ -943,7 +943,8 @@ class AsyncPostgresStore:
         async with self._autocommit() as c:
             rows = await (
                 await c.execute(
-                    "SELECT id FROM records WHERE cited_ids(type, source_ids, structured) "
+                    "SELECT id FROM records WHERE "
+                    "cited_ids(type, source_ids, structured, superseded_by) "
                     f"&& %s::text[] AND type <> 'message' AND {where} ORDER BY observed_at, seq",
                     [sorted(set(ids)), *args],
                 )
