@@ -33,6 +33,7 @@ _TYPE, _SOURCES, _STRUCTURED, _SUPERSEDED = (
     COLUMNS.index(n) for n in ("type", "source_ids", "structured", "superseded_by")
 )
 _CHUNK = 400
+_NAMES = ("type", "source_ids", "structured", "superseded_by")
 PART = 2000  # records a read of schema 21's backfill
 
 
@@ -53,14 +54,22 @@ def sync(
 ) -> None:
     """A record's rows once its stored columns (``codec.COLUMNS`` order, or a mapping by
     name) go from ``old`` to ``new``: the ids it no longer cites leave, the new ones come."""
-    was = set(_of(old))
-    now = _of(new)
-    gone = sqlite_rows(tenant, user, record_id, [i for i in was if i not in set(now)])
-    came = sqlite_rows(tenant, user, record_id, [i for i in now if i not in was])
+    if all(_column(old, n) == _column(new, n) for n in _NAMES):
+        return  # the same columns: the same ids (most writes: a touch, an importance)
+    was, now = _of(old), _of(new)
+    kept, had = set(now), set(was)
+    gone = sqlite_rows(tenant, user, record_id, [i for i in was if i not in kept])
+    came = sqlite_rows(tenant, user, record_id, [i for i in now if i not in had])
     if gone:
         c.executemany(_DEL, gone)
     if came:
         c.executemany(_ADD, came)
+
+
+def _column(row: Any, name: str) -> Any:
+    if isinstance(row, dict) or hasattr(row, "keys"):
+        return row[name]
+    return row[COLUMNS.index(name)]
 
 
 def _of(row: Any) -> tuple[str, ...]:
