@@ -86,7 +86,14 @@ from .codec import (
 )
 from .failures import BUSY_TIMEOUT_S as _BUSY_TIMEOUT_S
 from .failures import duplicate, failure, operator_needed, out_of_descriptors, transient
-from .history import COUNTERS, encode_delta, parts_of, reverse_delta, versions_by_id
+from .history import (
+    COUNTERS,
+    decode_delta,
+    encode_delta,
+    parts_of,
+    reverse_delta,
+    versions_by_id,
+)
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
 from .where import (
@@ -1033,9 +1040,7 @@ class SQLiteStore:
         the whole file (see README, "Audit log, purge, access control")."""
         if scope.caller is not None:
             return PurgeReport()
-        hashes = {
-            v.content_hash for rid in dict.fromkeys(ids) for v in self._history_or_empty(scope, rid)
-        }
+        hashes = self._content_hashes(scope, ids)  # of every version (purge31)
         tok = scope_token(scope.tenant, scope.user)
         own = current_fence()
         with self._write() as c:
@@ -1125,11 +1130,26 @@ class SQLiteStore:
         for row in self._visible(c, Scope(scope.tenant, scope.user), list(reterm), "seq, id"):
             self._index(c, int(row["seq"]), scope.tenant, scope.user, reterm[row["id"]])
 
-    def _history_or_empty(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
-        try:
-            return self.history(scope, record_id)
-        except NotFoundError:
-            return []
+    def _content_hashes(self, scope: Scope, ids: Sequence[str]) -> set[str]:
+        """The text hashes of every version of these records (their embedding-cache keys):
+        the current rows' and, rewinding only their text and hash by the deltas, the
+        earlier versions' (``history.rewind_hash``: the other columns of a version, a
+        cluster's member list among them, are not rebuilt)."""
+        from .history import rewind_hash
+
+        out: set[str] = set()
+        with self._read() as c:
+            for r in self._visible(c, scope, ids, "seq, version, raw, content_hash"):
+                row: dict[str, Any] = {"raw": r["raw"], "content_hash": r["content_hash"]}
+                out.add(str(row["content_hash"]))
+                for version, blob in c.execute(
+                    "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
+                    (int(r["seq"]),),
+                ):
+                    if int(version) < int(r["version"]):
+                        row = rewind_hash(row, decode_delta(bytes(blob)))
+                        out.add(str(row["content_hash"]))
+        return out
 
     def _scrub(self, *, vacuum: bool = False) -> bool:
         """Empty the WAL, which still holds the pages a purge changed (``VACUUM`` first
