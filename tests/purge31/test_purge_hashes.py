@@ -1,14 +1,16 @@
-"""SQLite's purge finds the embedding-cache keys of a record's every version (its text
-hashes) by rewinding only the text and hash columns (``history.rewind_hash``), not by
-decoding every version in full (a cluster's versions each repeat its member list: a purge
-of a turn in a cluster of 1,253 versions spent seconds there, docs/measurements.md,
-session 31). The hashes are those of the record's history, on random edit histories."""
+"""SQLite's and PostgreSQL's purge find the embedding-cache keys of a record's every
+version (its text hashes) by rewinding only the text and hash columns
+(``history.rewind_hash``), not by decoding every version in full (a cluster's versions each
+repeat its member list: a purge of a turn in a cluster of 1,253 versions spent seconds
+there, docs/measurements.md, session 31). The hashes are those of the record's history, on
+random edit histories."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,12 +30,23 @@ edits = st.lists(
 )
 
 
-def test_the_hashes_are_the_historys(tmp_path: Path) -> None:
-    with Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing", background=False) as mem:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'm.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_the_hashes_are_the_historys(sql_url: str) -> None:
+    with Memory(sql_url, embedder="hashing", background=False) as mem:
         store = mem.store
         n = [0]
 
-        @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(
+            max_examples=60 if mem.store.url.startswith("sqlite") else 25,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        )
         @given(edits)
         def check(steps: list[tuple[str, str]]) -> None:
             n[0] += 1
@@ -51,15 +64,15 @@ def test_the_hashes_are_the_historys(tmp_path: Path) -> None:
                 store.replace(owner, RecordWrite(new, None, ()), expected_version=r.version)
                 r = new
             want = {v.content_hash for v in store.history(owner, r.id)}
-            assert store._content_hashes(owner, [r.id]) == want
-            assert store._content_hashes(owner, [r.id, "nope"]) == want
+            assert store._content_hashes(owner, [r.id]) == want  # type: ignore[attr-defined]
+            assert store._content_hashes(owner, [r.id, "nope"]) == want  # type: ignore[attr-defined]
 
         check()
 
 
-def test_a_purge_reads_no_version_of_what_it_purges(tmp_path: Path) -> None:
+def test_a_purge_reads_no_version_of_what_it_purges(sql_url: str) -> None:
     """The store's purge reads no record (``histories``) to find the keys."""
-    with Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing", background=False) as mem:
+    with Memory(sql_url, embedder="hashing", background=False) as mem:
         owner = Scope("acme", "bob")
         r = mem.add(owner, "a cluster", type="cluster", dedup=False)
         for k in range(30):

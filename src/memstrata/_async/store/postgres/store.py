@@ -1039,6 +1039,26 @@ class AsyncPostgresStore:
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
         return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
 
+    async def _content_hashes(self, scope: Scope, ids: Sequence[str]) -> builtins.set[str]:
+        """The text hashes of every version of these records (their embedding-cache keys):
+        the current rows' and, rewinding only their text and hash by the deltas, the
+        earlier versions' (``history.rewind_hash``, purge31: a cluster's versions each
+        repeat its member list, which ``histories`` decodes in full)."""
+        from memstrata.store.sqlite.history import decode_delta, rewind_hash
+
+        async with self._read() as c:
+            rows = await self._visible(c, scope, ids, "seq, id, version, raw, content_hash")
+            deltas = await self._deltas(c, rows)
+        now = {int(r["seq"]): r for r in rows}
+        at = {seq: {"raw": r["raw"], "content_hash": r["content_hash"]} for seq, r in now.items()}
+        out = {str(r["content_hash"]) for r in rows}
+        for d in deltas:  # each record's newest first
+            seq = int(d["seq"])
+            if int(d["version"]) < int(now[seq]["version"]):
+                at[seq] = rewind_hash(at[seq], decode_delta(bytes(d["delta"])))
+                out.add(str(at[seq]["content_hash"]))
+        return out
+
     async def shown_versions(
         self, scope: Scope, versions: Mapping[str, int]
     ) -> builtins.dict[str, int]:
@@ -1127,11 +1147,7 @@ class AsyncPostgresStore:
     ) -> PurgeReport:
         if scope.caller is not None:
             return PurgeReport()
-        hashes = {  # every version's text: its cache entry goes too
-            v.content_hash
-            for versions in (await self.histories(scope, ids)).values()
-            for v in versions
-        }
+        hashes = await self._content_hashes(scope, ids)  # every version's: its cache entry too
         own = current_fence()
         async with self._write() as c:
             # First: the user's running jobs may have read these records. They run again on
