@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from measure_purge import BOB, turn, vm_steps  # noqa: E402
+from measure_purge import BOB, turn, vm_steps  # type: ignore[import-not-found]  # noqa: E402
 
 from memstrata import Memory  # noqa: E402
 
