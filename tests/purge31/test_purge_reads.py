@@ -97,3 +97,16 @@ def test_a_purge_makes_as_many_vm_steps_for_a_bigger_user(tmp_path: Path) -> Non
                     c.set_progress_handler(None, 1)
             steps.append(count[0])
     assert steps[0] == steps[1], steps
+
+
+def test_every_store_finds_the_three(mem: Memory) -> None:
+    """The look-up on every store the suite runs, Redis in front of PostgreSQL included
+    (its store passes ``citing`` to the durable one, which holds the derived records)."""
+    scope, victim = user_of_size(mem, "ann", 40)
+    ctx = mem._ctx
+    derived = stale_derived(ctx, scope, {victim}, everything=True)
+    assert sorted(r.type.value for r, _ in derived) == ["note", "procedure"]
+    assert [s.type.value for s, _ in stale_summaries(ctx, scope, {victim})] == ["summary"]
+    mem.purge(scope.user_scope, [victim])
+    assert stale_derived(ctx, scope, {victim}, everything=True) == []
+    assert stale_summaries(ctx, scope, {victim}) == []
