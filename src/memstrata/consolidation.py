@@ -31,20 +31,12 @@ from memstrata.layers.base import LayerContext
 from memstrata.layers.summaries import SummaryService
 from memstrata.layers.summaries_types import Refresh, render_turns
 from memstrata.records import Content, MemoryRecord, RecordStatus, RecordType
+from memstrata.rederive import citing
 from memstrata.scope import Scope
 
 __all__ = ["Refresh", "refresh_stale_summaries", "stale_summaries"]
 
 _PAGE = 1000
-
-
-def _summaries(ctx: LayerContext, scope: Scope) -> list[MemoryRecord]:
-    out: list[MemoryRecord] = []
-    flt = Filters(types=frozenset({RecordType.SUMMARY}))
-    # keyset pages: a write meanwhile cannot hide a summary that cites a purged turn
-    for batch in ctx.store.list_pages(scope, flt, batch_size=_PAGE):
-        out.extend(batch)
-    return out
 
 
 def stale_summaries(
@@ -54,7 +46,9 @@ def stale_summaries(
     if not gone:
         return []
     out = []
-    for s in _summaries(ctx, scope.user_scope):
+    flt = Filters(types=frozenset({RecordType.SUMMARY}))
+    # by the store's index of citations (rederive.citing): what cites them, not every summary
+    for s in citing(ctx, scope.user_scope, gone, flt):
         dropped = tuple(i for i in s.source_ids if i in gone)
         if dropped:
             out.append((s, dropped))

@@ -24,6 +24,7 @@ from datetime import datetime
 
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.summaries import AsyncSummaryService
+from memstrata._async.rederive import citing
 from memstrata.audit_types import PURGED
 from memstrata.errors import ConflictError, NotFoundError
 from memstrata.filters import Filters
@@ -36,15 +37,6 @@ __all__ = ["Refresh", "refresh_stale_summaries", "stale_summaries"]
 _PAGE = 1000
 
 
-async def _summaries(ctx: AsyncLayerContext, scope: Scope) -> list[MemoryRecord]:
-    out: list[MemoryRecord] = []
-    flt = Filters(types=frozenset({RecordType.SUMMARY}))
-    # keyset pages: a write meanwhile cannot hide a summary that cites a purged turn
-    async for batch in ctx.store.list_pages(scope, flt, batch_size=_PAGE):
-        out.extend(batch)
-    return out
-
-
 async def stale_summaries(
     ctx: AsyncLayerContext, scope: Scope, gone: Collection[str]
 ) -> list[tuple[MemoryRecord, tuple[str, ...]]]:
@@ -52,7 +44,9 @@ async def stale_summaries(
     if not gone:
         return []
     out = []
-    for s in await _summaries(ctx, scope.user_scope):
+    flt = Filters(types=frozenset({RecordType.SUMMARY}))
+    # by the store's index of citations (rederive.citing): what cites them, not every summary
+    for s in await citing(ctx, scope.user_scope, gone, flt):
         dropped = tuple(i for i in s.source_ids if i in gone)
         if dropped:
             out.append((s, dropped))

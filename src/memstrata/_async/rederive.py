@@ -57,10 +57,9 @@ from memstrata.scope import Scope
 from memstrata.store.types import PurgeReport
 from memstrata.text import content_hash
 
-__all__ = ["Rederived", "rederive", "stale_derived"]
+__all__ = ["Rederived", "citing", "rederive", "stale_derived"]
 
 log = logging.getLogger("memstrata.rederive")
-_PAGE = 1000
 _HEURISTIC = HeuristicLLM()
 # Never "derived": messages cite themselves; summaries are consolidation.py's.
 _NOT_DERIVED = frozenset({RecordType.MESSAGE, RecordType.SUMMARY})
@@ -75,11 +74,16 @@ def _sources(record: MemoryRecord) -> tuple[str, ...]:
     return record.source_ids
 
 
-async def _records(ctx: AsyncLayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
-    out: list[MemoryRecord] = []
-    async for batch in ctx.store.list_pages(scope, flt, batch_size=_PAGE):  # keyset pages
-        out.extend(batch)
-    return out
+async def citing(
+    ctx: AsyncLayerContext, scope: Scope, gone: Collection[str], flt: Filters
+) -> list[MemoryRecord]:
+    """The records of ``scope`` ``flt`` admits whose current version cites an id in
+    ``gone``, in their listing's order: found by the store's index of citations
+    (``citing``, store/citations.py), so a purge reads what cites what it purges, not the
+    user's other records. What the index names is checked again by the callers (a record
+    citing none of the ids is left out by them)."""
+    ids = await ctx.store.citing(scope, sorted(gone))
+    return [r for r in await ctx.store.get_many(scope, ids) if flt.matches(r)]
 
 
 async def stale_derived(
@@ -91,7 +95,7 @@ async def stale_derived(
         return []
     flt = Filters(include_deleted=everything, include_superseded=everything)
     out = []
-    for r in await _records(ctx, scope.user_scope, flt):
+    for r in await citing(ctx, scope.user_scope, gone, flt):
         if r.type in _NOT_DERIVED or r.id in gone:
             continue
         dropped = tuple(i for i in _sources(r) if i in gone)
@@ -244,13 +248,14 @@ async def _orphans(
     value, not the ones before it). With ``relink`` (a purge: a link to a purged record
     points nowhere) the others, and all of them when the key has a live fact, are
     superseded by the key's current value instead (a new version each, their ``valid_to``
-    kept). Without ``key``, every fact of the user is read once. One changed meanwhile is
-    left for the next purge or restore."""
-    if key is None:
+    kept). Without ``key``, the facts ended by one of ``links`` are found by the store's
+    index of citations (a fact's ``superseded_by`` is in it), not by reading every fact of
+    the user. One changed meanwhile is left for the next purge or restore."""
+    if key is None:  # the facts ended by them: by the store's index (citations.py)
         flt = Filters(
             types=frozenset({RecordType.FACT}), include_deleted=True, include_superseded=True
         )
-        facts = await _records(ctx, scope, flt)
+        facts = await citing(ctx, scope, {i for i in links if i is not None}, flt)
     else:
         facts = await list_records(ctx, scope, RecordType.FACT, include_superseded=True, key=key)
     orphans: dict[str, list[MemoryRecord]] = {}

@@ -39,6 +39,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
+from .citations import cited
 from .counter_types import SWEEP_BATCH, CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
@@ -176,6 +177,9 @@ class InMemoryStore:
         # stores' databases. A memory:// server's keys live in its own process.
         self._key_rows: dict[str, KeyRow] = {}
         self._entries: dict[tuple[str, str, str], _Entry] = {}  # (tenant, user, id)
+        # (tenant, user, cited id) -> ids of the user's records that cite it (or did: a
+        # superset, checked on reading, :meth:`citing`; store/citations.py)
+        self._cites: dict[tuple[str, str, str], set[str]] = {}
         self._seq = 0
         self._cache: dict[tuple[str, str, str, str], Vector] = {}
         self._jobs: dict[str, Job] = {}
@@ -351,6 +355,7 @@ class InMemoryStore:
         for w, vec in zip(writes, vectors, strict=True):
             self._seq += 1
             self._entries[_key(w.record)] = _Entry(self._seq, w.record, tuple(w.terms), vec)
+            self._cite(w.record)
             self._changed(w.record.tenant, w.record.user)
             undo.append(lambda r=w.record: self._undo_insert(r))  # type: ignore[misc]
 
@@ -412,6 +417,7 @@ class InMemoryStore:
         entry.terms = tuple(write.terms)
         if vec is not None:
             entry.vector = vec
+        self._cite(new)
         self._changed(new.tenant, new.user)
 
     def _snapshot(self, entry: _Entry) -> Callable[[], None]:
@@ -543,8 +549,40 @@ class InMemoryStore:
         rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=newest_first)
         return [e.record for e in rows[:limit]]
 
+    def _cite(self, record: MemoryRecord) -> None:
+        """``record`` (a new current version) in the index of citations."""
+        for i in cited(record):
+            self._cites.setdefault((record.tenant, record.user, i), set()).add(record.id)
+
+    def citing(self, scope: Scope, ids: Sequence[str]) -> list[str]:
+        """The user's records whose current version cites one of ``ids``, found by the
+        index of citations, each checked (a pair no longer true leaves the index)."""
+        if scope.caller is not None:
+            return []
+        with self._lock:
+            found: list[_Entry] = []
+            for i in dict.fromkeys(ids):
+                key = (scope.tenant, scope.user, i)
+                for rid in sorted(self._cites.get(key, ())):
+                    entry = self._entries.get((scope.tenant, scope.user, rid))
+                    if entry is None or i not in cited(entry.record):
+                        self._cites[key].discard(rid)
+                    elif entry.record.visible_in(scope):
+                        found.append(entry)
+                if not self._cites.get(key, True):
+                    del self._cites[key]
+            unique = {id(e): e for e in found}.values()
+            return [
+                e.record.id for e in sorted(unique, key=lambda e: (e.record.observed_at, e.seq))
+            ]
+
     def _drop(self, entry: _Entry) -> tuple[int, int, int]:
         del self._entries[_key(entry.record)]
+        for i in cited(entry.record):  # what it cited (an undo's leftover goes on reading)
+            key = (entry.record.tenant, entry.record.user, i)
+            self._cites.get(key, set()).discard(entry.record.id)
+            if not self._cites.get(key, True):
+                del self._cites[key]
         self._changed(entry.record.tenant, entry.record.user)
         return 1, len(entry.history), int(entry.vector is not None)
 
@@ -611,6 +649,7 @@ class InMemoryStore:
                 continue
             entry.history = kept
             entry.record = replace(kept[-1], version=kept[-1].version + 1)
+            self._cite(entry.record)  # a fact ended by a purged one: by [purged] now
             self._changed(r.tenant, r.user)
 
     def _drop_reader(self, entry: _Entry, user: str) -> None:
@@ -641,6 +680,8 @@ class InMemoryStore:
             for job in jobs:
                 del self._jobs[job.id]
             self._lexical.pop((tenant, user), None)
+            for cite in [k for k in self._cites if k[:2] == (tenant, user)]:
+                del self._cites[cite]
             from ..quotas import subject_hash
 
             mark = f":{subject_hash(tenant, user)}:"

@@ -89,6 +89,7 @@ def load_records(s: InMemoryStore, dumps: Sequence[RecordDump]) -> int:
                 _history(d),
                 dict(d.counters),
             )
+            s._cite(d.record)  # what it cites (store/citations.py)
             s._changed(d.record.tenant, d.record.user)
             new += 1
             waiting = _aside(s).pop(scope_token(d.record.tenant, d.record.user), None)

@@ -126,6 +126,14 @@ class AsyncRecordStore(Protocol):
         given, each once; unknown and foreign ids are left out."""
         ...
 
+    async def citing(self, scope: Scope, ids: Sequence[str]) -> list[str]:
+        """The ids of the records of ``scope`` whose current version cites one of ``ids``
+        (store/citations.py: ``source_ids``, a cluster's members, a fact's conflicts' sources;
+        never a turn), deleted and superseded ones included, in their listing's order; found
+        by index (a purge reads what cites what it purges, not the user's other records).
+        A caller's scope finds none."""
+        ...
+
     async def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
         """The stored vector of each of ``ids`` visible in ``scope`` (deleted included, as
         :meth:`get_many` finds them), with its model, in one read; unknown and foreign ids

@@ -33,7 +33,7 @@ from ..base import CacheEntry, RecordDump
 from ..history_parts import EarlierVersions, PartSpool, batch_cut, part_size
 from ..key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, ensure_sqlite_table
 from ..past_versions import history_key, newer_of
-from . import lexical, roles
+from . import cites, lexical, roles
 from .codec import COLUMNS, decode_record, decode_vector, encode_record, encode_vector, scope_token
 from .history import (
     apply_delta,
@@ -210,6 +210,7 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
                 c.execute(_ARCHIVE, (seq, old["version"], encode_delta(reverse_delta(old, newer))))
             c.executemany(_READERS, purged_reader.reader_rows(d.versions))
             c.executemany(_READERS, roles.role_rows([r]))  # its current roles (roles.py)
+            cites.insert(c, [r])  # what it cites (cites.py)
             at = str(named[-1]["observed_at"])  # as stored: its public row's place (roles.py)
             c.executemany(_READERS, roles.public_rows([(r, at, seq)]))
             if d.earlier is not None:

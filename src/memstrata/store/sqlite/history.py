@@ -53,6 +53,7 @@ __all__ = [
     "COUNTERS",
     "apply_column",
     "apply_delta",
+    "rewind_hash",
     "decode_delta",
     "Rewind",
     "decode_rows",
@@ -334,6 +335,21 @@ def apply_delta(new: Mapping[str, Any], delta: Mapping[str, Op]) -> Row:
             row[column] = _apply_column(column, op, new[column])
     if _HASH in delta and delta[_HASH][0] == "hash":
         row[_HASH] = _text_hash(row["raw"])
+    return row
+
+
+def rewind_hash(new: Mapping[str, Any], delta: Mapping[str, Op]) -> dict[str, Any]:
+    """:func:`apply_delta` of the ``raw`` and ``content_hash`` columns only: an older
+    version's text hash without rebuilding its other columns (a purge's embedding-cache
+    keys: a cluster's every version repeats its whole member list, decoded in full by
+    :func:`apply_delta`; purge31)."""
+    row = {"raw": new["raw"], _HASH: new[_HASH]}
+    if "raw" in delta:
+        row["raw"] = _apply_column("raw", delta["raw"], new["raw"])
+    if _HASH in delta:
+        op = delta[_HASH]
+        hashed = op[0] == "hash"
+        row[_HASH] = _text_hash(row["raw"]) if hashed else _apply_column(_HASH, op, new[_HASH])
     return row
 
 

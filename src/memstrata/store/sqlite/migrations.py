@@ -647,6 +647,16 @@ def _v20(conn: sqlite3.Connection) -> None:
             lexical.index(conn, docs)
 
 
+def _v21(conn: sqlite3.Connection) -> None:
+    """v21 (purge31): the index of readers names, for each record but a turn, the ids its
+    current version cites (store/citations.py, store/sqlite/cites.py), so a purge by ids
+    reads the records citing what it purges, not every record of the user. Read a part
+    of the records at a time (by ``seq``). Rows only: no schema object."""
+    from .cites import backfill
+
+    backfill(conn)
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -669,6 +679,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (18, _v18),
     (19, _v19),
     (20, _v20),
+    (21, _v21),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

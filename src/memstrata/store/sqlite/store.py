@@ -77,7 +77,7 @@ from ..types import (
 )
 from ..vector_bound import VECTOR_CACHE_ROWS, check_vector_cache_rows
 from ..version_numbers import readable_count
-from . import dump, lexical, outbox, roles, scrub
+from . import cites, dump, lexical, outbox, roles, scrub
 from .codec import (
     COLUMNS,
     VIEW_COLUMNS,
@@ -92,7 +92,14 @@ from .codec import (
 )
 from .failures import BUSY_TIMEOUT_S as _BUSY_TIMEOUT_S
 from .failures import duplicate, failure, operator_needed, out_of_descriptors, transient
-from .history import COUNTERS, encode_delta, parts_of, reverse_delta, versions_by_id
+from .history import (
+    COUNTERS,
+    decode_delta,
+    encode_delta,
+    parts_of,
+    reverse_delta,
+    versions_by_id,
+)
 from .migrations import SCHEMA_VERSION, migrate, schema_version
 from .vectors import PURGE_EPOCH, PURGES, VectorCache, top_k
 from .where import (
@@ -727,6 +734,7 @@ class SQLiteStore:
             c.executemany(_INSERT, [encode_record(r) for r in records])
             c.executemany(_READERS, purged_reader.reader_rows(records))  # store/purged_reader.py
             c.executemany(_READERS, roles.role_rows(records))  # the role shares (roles.py)
+            cites.insert(c, records)  # what they cite (cites.py)
         except sqlite3.IntegrityError as exc:
             if not duplicate(exc):  # a trigger or another constraint: a StoreError (_tx)
                 raise
@@ -860,6 +868,13 @@ class SQLiteStore:
             found = {row["id"]: row for row in self._visible(c, scope, ids)}
             return [self._dec(found[i]) for i in dict.fromkeys(ids) if i in found]
 
+    def citing(self, scope: Scope, ids: Sequence[str]) -> builtins.list[str]:
+        """The user's records whose current version cites one of ``ids`` (cites.py)."""
+        if scope.caller is not None or not ids:  # a purge is the owner's
+            return []
+        with self._read() as c:
+            return cites.citing(c, scope, ids)
+
     def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
         if not ids:
             return {}
@@ -926,6 +941,7 @@ class SQLiteStore:
         gone, added = gone + was, added + now
         c.executemany("DELETE FROM rr WHERE t = ? AND r = ? AND u = ? AND i = ?", gone)
         c.executemany(_READERS, added)
+        cites.sync(c, new.tenant, new.user, new.id, old, values)  # what it cites (cites.py)
         self._index(c, seq, new.tenant, new.user, write.terms)
         lexical.sync_public(c, [seq])  # its status or access may have changed, not its terms
         if write.vector is not None:
@@ -1051,9 +1067,7 @@ class SQLiteStore:
         the whole file (see README, "Audit log, purge, access control")."""
         if scope.caller is not None:
             return PurgeReport()
-        hashes = {
-            v.content_hash for rid in dict.fromkeys(ids) for v in self._history_or_empty(scope, rid)
-        }
+        hashes = self._content_hashes(scope, ids)  # of every version (purge31)
         tok = scope_token(scope.tenant, scope.user)
         own = current_fence()
         with self._write() as c:
@@ -1062,7 +1076,9 @@ class SQLiteStore:
             outbox.take_back_claims(
                 c, scope.tenant, scope.user, own.lease_token if own is not None else None
             )
-            rows = self._visible(c, scope, ids, "seq, id")
+            rows = self._visible(
+                c, scope, ids, "seq, id, type, source_ids, structured, superseded_by"
+            )
             seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             lexical.unindex(c, seqs)
@@ -1089,6 +1105,7 @@ class SQLiteStore:
                 "DELETE FROM rr WHERE t = ? AND u = ? AND i = ?",
                 [(scope.tenant, scope.user, r["id"]) for r in rows],
             )
+            cites.drop(c, scope.tenant, scope.user, rows)  # and what they cited (cites.py)
             if seqs and reterm:
                 self._reterm(c, scope, reterm)
             self._unlink_superseded(c, scope, sorted(keys), {str(r["id"]) for r in rows})
@@ -1140,11 +1157,26 @@ class SQLiteStore:
         for row in self._visible(c, Scope(scope.tenant, scope.user), list(reterm), "seq, id"):
             self._index(c, int(row["seq"]), scope.tenant, scope.user, reterm[row["id"]])
 
-    def _history_or_empty(self, scope: Scope, record_id: str) -> list[MemoryRecord]:
-        try:
-            return self.history(scope, record_id)
-        except NotFoundError:
-            return []
+    def _content_hashes(self, scope: Scope, ids: Sequence[str]) -> set[str]:
+        """The text hashes of every version of these records (their embedding-cache keys):
+        the current rows' and, rewinding only their text and hash by the deltas, the
+        earlier versions' (``history.rewind_hash``: the other columns of a version, a
+        cluster's member list among them, are not rebuilt)."""
+        from .history import rewind_hash
+
+        out: set[str] = set()
+        with self._read() as c:
+            for r in self._visible(c, scope, ids, "seq, version, raw, content_hash"):
+                row: dict[str, Any] = {"raw": r["raw"], "content_hash": r["content_hash"]}
+                out.add(str(row["content_hash"]))
+                for version, blob in c.execute(
+                    "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
+                    (int(r["seq"]),),
+                ):
+                    if int(version) < int(r["version"]):
+                        row = rewind_hash(row, decode_delta(bytes(blob)))
+                        out.add(str(row["content_hash"]))
+        return out
 
     def _scrub(self, *, vacuum: bool = False) -> bool:
         """Empty the WAL, which still holds the pages a purge changed (``VACUUM`` first
@@ -1245,6 +1277,7 @@ class SQLiteStore:
             sqlite_redact_subject(c, tenant, user)  # reads the index of readers: then it goes
             c.execute("DELETE FROM rr WHERE t = ? AND r = ?", args)
             c.execute("DELETE FROM rr WHERE t = ? AND u = ?", args)
+            cites.drop_user(c, tenant, user)  # what their records cited (cites.py)
             # Rows of other components naming the user (API keys bound to them, registered
             # by server/keys.py) go in this transaction too (store/user_tables.py).
             purge_user_rows(
@@ -1385,6 +1418,7 @@ class SQLiteStore:
                     seq,
                 ),
             )
+            cites.sync(c, scope.tenant, scope.user, str(row["id"]), row, newest)  # (cites.py)
             done += 1
         return done
 

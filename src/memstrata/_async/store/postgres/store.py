@@ -936,6 +936,24 @@ class AsyncPostgresStore:
         found = {row["id"]: row for row in await self._fresh(rows, before)}
         return [decode_record(found[i]) for i in dict.fromkeys(ids) if i in found]
 
+    async def citing(self, scope: Scope, ids: Sequence[str]) -> builtins.list[str]:
+        """The user's records whose current version cites one of ``ids``: by the GIN index
+        on ``cited_ids(type, source_ids, structured, superseded_by)`` (schema step 28,
+        store/citations.py)."""
+        if scope.caller is not None or not ids:  # a purge is the owner's
+            return []
+        where, args = scope_sql(scope)
+        async with self._autocommit() as c:
+            rows = await (
+                await c.execute(
+                    "SELECT id FROM records WHERE "
+                    "cited_ids(type, source_ids, structured, superseded_by) "
+                    f"&& %s::text[] AND type <> 'message' AND {where} ORDER BY observed_at, seq",
+                    [sorted(set(ids)), *args],
+                )
+            ).fetchall()
+        return [str(r["id"]) for r in rows]
+
     async def stored_vectors(self, scope: Scope, ids: Sequence[str]) -> dict[str, StoredVector]:
         if not ids:
             return {}
@@ -1023,6 +1041,26 @@ class AsyncPostgresStore:
             deltas = await self._deltas(c, rows)
         triples = [(d["seq"], d["version"], d["delta"]) for d in deltas]
         return readable_versions(versions_by_id(rows, triples, ids, decode_record), scope)
+
+    async def _content_hashes(self, scope: Scope, ids: Sequence[str]) -> builtins.set[str]:
+        """The text hashes of every version of these records (their embedding-cache keys):
+        the current rows' and, rewinding only their text and hash by the deltas, the
+        earlier versions' (``history.rewind_hash``, purge31: a cluster's versions each
+        repeat its member list, which ``histories`` decodes in full)."""
+        from memstrata.store.sqlite.history import decode_delta, rewind_hash
+
+        async with self._read() as c:
+            rows = await self._visible(c, scope, ids, "seq, id, version, raw, content_hash")
+            deltas = await self._deltas(c, rows)
+        now = {int(r["seq"]): r for r in rows}
+        at = {seq: {"raw": r["raw"], "content_hash": r["content_hash"]} for seq, r in now.items()}
+        out = {str(r["content_hash"]) for r in rows}
+        for d in deltas:  # each record's newest first
+            seq = int(d["seq"])
+            if int(d["version"]) < int(now[seq]["version"]):
+                at[seq] = rewind_hash(at[seq], decode_delta(bytes(d["delta"])))
+                out.add(str(at[seq]["content_hash"]))
+        return out
 
     async def shown_versions(
         self, scope: Scope, versions: Mapping[str, int]
@@ -1112,11 +1150,7 @@ class AsyncPostgresStore:
     ) -> PurgeReport:
         if scope.caller is not None:
             return PurgeReport()
-        hashes = {  # every version's text: its cache entry goes too
-            v.content_hash
-            for versions in (await self.histories(scope, ids)).values()
-            for v in versions
-        }
+        hashes = await self._content_hashes(scope, ids)  # every version's: its cache entry too
         own = current_fence()
         async with self._write() as c:
             # First: the user's running jobs may have read these records. They run again on
