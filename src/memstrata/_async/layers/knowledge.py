@@ -200,7 +200,10 @@ class AsyncKnowledgeService:
         replaced it, or one delete, left them) and that live version is soft-deleted
         (restorable), in one transaction: one live version, the restored one. Otherwise
         only ``chunk`` comes back, as any restore. ``events`` (of ``audit``, as its
-        ``ahead`` returned them) are appended in that transaction."""
+        ``ahead`` returned them) are appended in that transaction. Of restores at once
+        into one place (one free index of the live version; or one into a free index and
+        one of another version whole), the second to commit reads again and decides on
+        what the first restored (``races.py``)."""
         check_owner(scope)
         doc = chunk.metadata.get("qa_id")
         if chunk.type is not RecordType.KNOWLEDGE or not isinstance(doc, str):
@@ -232,14 +235,30 @@ class AsyncKnowledgeService:
             for r in live
         )
         back = [chunk_id]
+        rivals: list[str] = []  # deleted chunks that would take a place this one decides on
         if other:  # the chunks deleted with it: its version
+            deleted = await self._deleted(user, doc)
             back += [
                 r.id
-                for r in await self._deleted(user, doc)
+                for r in deleted
                 if r.id != chunk_id
                 and r.deleted_at == chunk.deleted_at
                 and r.metadata.get("chunk_count") == count
             ]
+            # one restored into a free index of the live version it ends would stay live
+            slots = {_slot(r) for r in live}
+            counts = {s[0] for s in slots}
+            rivals = [
+                r.id
+                for r in deleted
+                if r.id not in back and _slot(r)[0] in counts and _slot(r) not in slots
+            ]
+        elif not chunk.is_active:  # one restored into the same free index
+            at = [
+                MetadataCondition("chunk_count", "eq", count),
+                MetadataCondition("chunk_index", "eq", index),
+            ]
+            rivals = [r.id for r in await self._deleted(user, doc, at) if r.id != chunk_id]
         gone = [r.id for r in live] if other else []
         now = self._ctx.clock.now()
         async with store.transaction() as tx:
@@ -249,6 +268,7 @@ class AsyncKnowledgeService:
                 raise Raced  # changed since the read
             if not other and not chunk.is_active:  # it joins the live version read
                 await _unchanged(tx, user, live)
+            await _still_deleted(tx, user, rivals)  # another restore took the place?
             restored = await tx.set_status(user, back, RecordStatus.ACTIVE, now)
             ended = await tx.set_status(user, gone, RecordStatus.DELETED, now)
             if len(ended) != len(gone) or len(restored) != (0 if chunk.is_active else len(back)):
@@ -257,11 +277,14 @@ class AsyncKnowledgeService:
                 await audit.append_in(tx, events)
         return await store.get(scope, chunk_id, include_deleted=True)
 
-    async def _deleted(self, scope: Scope, doc: str) -> list[MemoryRecord]:
-        """The deleted chunks of ``doc`` (every version it had), a page at a time."""
+    async def _deleted(
+        self, scope: Scope, doc: str, at: Sequence[MetadataCondition] = ()
+    ) -> list[MemoryRecord]:
+        """The deleted chunks of ``doc`` (every version it had; those whose metadata also
+        matches ``at``), a page at a time."""
         filters = Filters(
             types=frozenset({RecordType.KNOWLEDGE}),
-            metadata=(MetadataCondition("qa_id", "eq", doc),),
+            metadata=(MetadataCondition("qa_id", "eq", doc), *at),
             include_deleted=True,
         )
         found: list[MemoryRecord] = []
@@ -295,6 +318,24 @@ async def _unchanged(tx: AsyncUnitOfWork, scope: Scope, live: Sequence[MemoryRec
             raise Raced from None  # deleted since: another version is live
         if now.version != r.version:
             raise Raced
+
+
+async def _still_deleted(tx: AsyncUnitOfWork, scope: Scope, ids: Sequence[str]) -> None:
+    """``Raced`` when a chunk of ``ids`` (deleted when the restore read them) is live now:
+    another restore brought it back into the place this one decided on (the same free
+    index of the live version, or one of the version it ends), which neither the name's
+    turn (no record inserted, a live document either way) nor the live chunks read show."""
+    for rid in ids:
+        try:
+            if (await tx.get(scope, rid, include_deleted=True)).is_active:
+                raise Raced
+        except NotFoundError:
+            continue  # purged since: it takes no place
+
+
+def _slot(chunk: MemoryRecord) -> tuple[Any, Any]:
+    """A chunk's place in its version: its ``chunk_count`` and ``chunk_index``."""
+    return chunk.metadata.get("chunk_count"), chunk.metadata.get("chunk_index")
 
 
 # The metadata an ingest writes: with the text and the title, the document's layout.

@@ -23,15 +23,20 @@ left two live records (as did two restores of two deleted records of one name).
 A chunk restored into the document's live version (of its ``chunk_count``, at an index it
 lacks) also checks in its transaction that the live chunks it read are still live at their
 versions (``knowledge.py``): another restore that brought an older version back in their
-place changes neither the live/no-live state nor the newest record.
+place changes neither the live/no-live state nor the newest record. And a restore checks
+there that no chunk deleted when it read, that would take a place it decided on, was made
+live since (session 31): of two restores of two deleted chunks (of two versions of one
+``chunk_count``) into the same free index of the live version, or one into a free index
+and one of another version whole (which ends the live chunks it read, not the one
+brought back beside them), neither changed what the other read; both committed, and the
+live version had two chunks at one index. Now the second reads again and decides on what
+the first restored, as a restore after it does.
 
 What this cannot stop leaves a name with two live records: an import of a record of the
 name, which takes no turn (``facts.settle`` ends the store's own other live facts after
-it); and two restores, at once, of two deleted chunks (of two versions of one
-``chunk_count``) into the same free index of the live version (neither changes what the
-other checks). The next write of the name ends the others: a fact's upsert ends every
-other live fact of its key, superseded by the record it writes or keeps (``semantic.py``),
-and an ingest of a document soft-deletes every live chunk it read (``knowledge.py``);
+it). The next write of the name ends the others: a fact's upsert ends every other live
+fact of its key, superseded by the record it writes or keeps (``semantic.py``), and an
+ingest of a document soft-deletes every live chunk it read (``knowledge.py``);
 ``facts.get`` meanwhile picks one by a fixed order.
 """
 
