@@ -54,7 +54,16 @@ from memstrata.records import RecordType, new_id
 from memstrata.scope import Scope
 from memstrata.store.base import UnitOfWork
 
-__all__ = ["ATTEMPTS", "FirstVersion", "NameRead", "Raced", "first_version", "read_name", "settled"]
+__all__ = [
+    "ATTEMPTS",
+    "FirstVersion",
+    "NameRead",
+    "Raced",
+    "first_version",
+    "read_name",
+    "settled",
+    "take_turn",
+]
 
 T = TypeVar("T")
 
@@ -150,4 +159,18 @@ def read_name(ctx: LayerContext, scope: Scope, type: RecordType, field: str, nam
     first, so that a record stored between the two reads changes what the restore's
     transaction finds (:meth:`NameRead.check`)."""
     seen = ctx.store.key_versions(scope, type, field, name)
+    return NameRead(scope, type, field, name, seen.newest)
+
+
+def take_turn(ctx: LayerContext, scope: Scope, type: RecordType, field: str, name: str) -> NameRead:
+    """The state of ``name`` once every writer that holds its turn has ended: a
+    transaction that takes the turn (``UnitOfWork.key_versions``) and writes nothing. What
+    writes records of ``name`` without taking the turn (an import's one transaction, which
+    cannot take the turn of each of thousands of names: on PostgreSQL each turn is a lock
+    held to the transaction's end) takes it so after its commit, before it reads the
+    name's live records and decides on them (:meth:`NameRead.check` in the transaction
+    that writes what it decided): a first writer or a restore that checked the name before
+    that commit has committed by then, and one that checks it later finds that commit."""
+    with ctx.store.transaction() as tx:
+        seen = tx.key_versions(scope, type, field, name)
     return NameRead(scope, type, field, name, seen.newest)

@@ -21,7 +21,7 @@ stored a chunk of it since the read. The loser reads again and replaces the winn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from memstrata._async.layers.races import (
     first_version,
     read_name,
     settled,
+    take_turn,
 )
 from memstrata._async.store.base import AsyncUnitOfWork, RecordWrite
 from memstrata.calls import checked_calls
@@ -276,6 +277,59 @@ class AsyncKnowledgeService:
             if audit is not None:
                 await audit.append_in(tx, events)
         return await store.get(scope, chunk_id, include_deleted=True)
+
+    async def settle(self, records: Iterable[MemoryRecord], *, brought: Container[str]) -> None:
+        """After ``records`` were stored as they are (an import; ``brought``: the ids of
+        every record of the import): each document of a live chunk among them that also
+        has live chunks of the store's own keeps one version, the one written last (the
+        greatest ``created_at`` of the import's live chunks or of the store's: the store's
+        on a tie), as an ingest's is the version written last; the other's live chunks are
+        soft-deleted (restorable), in one transaction per document. A document whose live
+        chunks are all the import's keeps them as the file has them. Each takes the
+        document's turn first (``races.take_turn``), then reads its live chunks; the
+        transaction checks the document again (``NameRead.check``) and that no other chunk
+        of it was made live since (a restore into a free index)."""
+        docs = {
+            (r.scope.user_scope, r.metadata["qa_id"])
+            for r in records
+            if r.type is RecordType.KNOWLEDGE
+            and isinstance(r.metadata.get("qa_id"), str)
+            and r.is_active
+        }
+        for scope, doc in sorted(docs, key=str):
+            await settled(
+                self._settle(scope, doc, brought), f"document {doc!r} was written", "import"
+            )
+
+    def _settle(
+        self, scope: Scope, doc: str, brought: Container[str]
+    ) -> Callable[[], Awaitable[None]]:
+        async def attempt() -> None:
+            name = await take_turn(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", doc)
+            live = await self.chunks(scope, doc)
+            theirs = [r for r in live if r.id in brought]
+            mine = [r for r in live if r.id not in brought]
+            if not theirs or not mine:
+                return  # one side's chunks only: the file's as it has them, or untouched
+            newest = max(r.created_at for r in theirs) > max(r.created_at for r in mine)
+            gone = [r.id for r in (mine if newest else theirs)]
+            slots = {_slot(r) for r in live}
+            counts = {c for c, _ in slots}
+            rivals = [
+                r.id
+                for r in await self._deleted(scope, doc)
+                if _slot(r)[0] in counts and _slot(r) not in slots
+            ]
+            async with self._ctx.store.transaction() as tx:
+                await name.check(tx, live=True)
+                await _still_deleted(tx, scope, rivals)  # a restore into a free index?
+                ended = await tx.set_status(
+                    scope, gone, RecordStatus.DELETED, self._ctx.clock.now()
+                )
+                if len(ended) != len(gone):
+                    raise Raced  # another writer changed the document since the read
+
+        return attempt
 
     async def _deleted(
         self, scope: Scope, doc: str, at: Sequence[MetadataCondition] = ()
