@@ -35,11 +35,13 @@ from memstrata.layers.base import LayerContext
 from memstrata.layers.knowledge_types import document_chunks, rejoin
 from memstrata.layers.races import (
     FirstVersion,
+    NameRead,
     Raced,
     first_version,
     read_name,
     settled,
     take_turn,
+    take_turns,
 )
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
@@ -298,13 +300,27 @@ class KnowledgeService:
             and isinstance(r.metadata.get("qa_id"), str)
             and r.is_active
         }
+        by_user: dict[Scope, list[str]] = {}
         for scope, doc in sorted(docs, key=str):
-            settled(self._settle(scope, doc, brought), f"document {doc!r} was written", "import")
+            by_user.setdefault(scope, []).append(doc)
+        for scope, names in by_user.items():
+            turns = take_turns(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", names)
+            for doc in names:
+                settled(
+                    self._settle(scope, doc, brought, turns[doc]),
+                    f"document {doc!r} was written",
+                    "import",
+                )
 
-    def _settle(self, scope: Scope, doc: str, brought: Container[str]) -> Callable[[], None]:
+    def _settle(
+        self, scope: Scope, doc: str, brought: Container[str], turn: NameRead
+    ) -> Callable[[], None]:
+        taken = [turn]  # the first attempt's turn, taken with others' (``take_turns``)
+
         def attempt() -> None:
-            name = take_turn(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", doc)
-            live = self.chunks(scope, doc)
+            name = taken.pop() if taken else None
+            name = name or take_turn(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", doc)
+            live = self._live(scope, doc)
             theirs = [r for r in live if r.id in brought]
             mine = [r for r in live if r.id not in brought]
             if not theirs or not mine:
@@ -326,6 +342,17 @@ class KnowledgeService:
                     raise Raced  # another writer changed the document since the read
 
         return attempt
+
+    def _live(self, scope: Scope, doc: str) -> list[MemoryRecord]:
+        """The live chunks of ``doc`` (as :meth:`chunks`, unordered): one read by index
+        when it has fewer than ``_ONE_READ`` (SQLite's paged walk reads the user's chunks
+        of every document; an import's settle reads each document it brought)."""
+        filters = Filters(
+            types=frozenset({RecordType.KNOWLEDGE}),
+            metadata=(MetadataCondition("qa_id", "eq", doc),),
+        )
+        found = self._ctx.store.list(scope, filters, limit=_ONE_READ)
+        return found if len(found) < _ONE_READ else self.chunks(scope, doc)
 
     def _deleted(
         self, scope: Scope, doc: str, at: Sequence[MetadataCondition] = ()
@@ -387,6 +414,8 @@ def _slot(chunk: MemoryRecord) -> tuple[Any, Any]:
     """A chunk's place in its version: its ``chunk_count`` and ``chunk_index``."""
     return chunk.metadata.get("chunk_count"), chunk.metadata.get("chunk_index")
 
+
+_ONE_READ = 1000  # a document's live chunks read at once (``_live``)
 
 # The metadata an ingest writes: with the text and the title, the document's layout.
 _LAYOUT = ("qa_id", "chunk_index", "chunk_count", "overlap_chars", "start_char", "title")

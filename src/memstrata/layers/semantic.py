@@ -60,6 +60,7 @@ from memstrata.layers.races import (
     read_name,
     settled,
     take_turn,
+    take_turns,
 )
 from memstrata.layers.semantic_types import (
     EXTRACTED,
@@ -319,12 +320,26 @@ class FactService:
             and r.is_active
             and r.superseded_by is None
         }
+        by_user: dict[Scope, list[str]] = {}
         for scope, key in sorted(keys, key=str):
-            settled(self._settle(scope, key, brought), f"fact {key!r} was changed", "import")
+            by_user.setdefault(scope, []).append(key)
+        for scope, names in by_user.items():
+            turns = take_turns(self._ctx, scope, RecordType.FACT, "key", names)
+            for key in names:
+                settled(
+                    self._settle(scope, key, brought, turns[key]),
+                    f"fact {key!r} was changed",
+                    "import",
+                )
 
-    def _settle(self, scope: Scope, key: str, brought: Container[str] | None) -> Callable[[], None]:
+    def _settle(
+        self, scope: Scope, key: str, brought: Container[str] | None, turn: NameRead
+    ) -> Callable[[], None]:
+        taken = [turn]  # the first attempt's turn, taken with others' (``take_turns``)
+
         def attempt() -> None:
-            name = take_turn(self._ctx, scope, RecordType.FACT, "key", key)
+            name = taken.pop() if taken else None
+            name = name or take_turn(self._ctx, scope, RecordType.FACT, "key", key)
             current, extras = self._live(scope, key)
             if current is None:
                 return

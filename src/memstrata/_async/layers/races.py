@@ -42,7 +42,7 @@ ingest of a document soft-deletes every live chunk it read (``knowledge.py``);
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -61,6 +61,7 @@ __all__ = [
     "read_name",
     "settled",
     "take_turn",
+    "take_turns",
 ]
 
 T = TypeVar("T")
@@ -160,6 +161,24 @@ async def read_name(
     transaction finds (:meth:`NameRead.check`)."""
     seen = await ctx.store.key_versions(scope, type, field, name)
     return NameRead(scope, type, field, name, seen.newest)
+
+
+# Names whose turn one transaction of ``take_turns`` takes: on PostgreSQL each is an advisory
+# lock held to its end (max_locks_per_transaction's default is 64).
+TURNS_AT_ONCE = 32
+
+
+async def take_turns(
+    ctx: AsyncLayerContext, scope: Scope, type: RecordType, field: str, names: Sequence[str]
+) -> dict[str, NameRead]:
+    """:func:`take_turn` of each of ``names``, ``TURNS_AT_ONCE`` in a transaction."""
+    found: dict[str, NameRead] = {}
+    for start in range(0, len(names), TURNS_AT_ONCE):
+        async with ctx.store.transaction() as tx:
+            for name in names[start : start + TURNS_AT_ONCE]:
+                seen = await tx.key_versions(scope, type, field, name)
+                found[name] = NameRead(scope, type, field, name, seen.newest)
+    return found
 
 
 async def take_turn(

@@ -55,6 +55,7 @@ from memstrata._async.layers.races import (
     read_name,
     settled,
     take_turn,
+    take_turns,
 )
 from memstrata._async.store.base import RecordWrite, Vector
 from memstrata.calls import checked_calls
@@ -319,14 +320,26 @@ class AsyncFactService:
             and r.is_active
             and r.superseded_by is None
         }
+        by_user: dict[Scope, list[str]] = {}
         for scope, key in sorted(keys, key=str):
-            await settled(self._settle(scope, key, brought), f"fact {key!r} was changed", "import")
+            by_user.setdefault(scope, []).append(key)
+        for scope, names in by_user.items():
+            turns = await take_turns(self._ctx, scope, RecordType.FACT, "key", names)
+            for key in names:
+                await settled(
+                    self._settle(scope, key, brought, turns[key]),
+                    f"fact {key!r} was changed",
+                    "import",
+                )
 
     def _settle(
-        self, scope: Scope, key: str, brought: Container[str] | None
+        self, scope: Scope, key: str, brought: Container[str] | None, turn: NameRead
     ) -> Callable[[], Awaitable[None]]:
+        taken = [turn]  # the first attempt's turn, taken with others' (``take_turns``)
+
         async def attempt() -> None:
-            name = await take_turn(self._ctx, scope, RecordType.FACT, "key", key)
+            name = taken.pop() if taken else None
+            name = name or await take_turn(self._ctx, scope, RecordType.FACT, "key", key)
             current, extras = await self._live(scope, key)
             if current is None:
                 return
