@@ -19,6 +19,11 @@ writer read, and fails if another writer deleted them first; when no version is 
 reads the document's state again first, one such transaction of the document at a time
 (``races.FirstVersion``: the first chunk has a random id), and fails if another writer
 stored a chunk of it since the read. The loser reads again and replaces the winner.
+
+An import brings a document's chunks as the file has them; a document that then has live
+chunks of the store's own too keeps one version, the one written last, and the other's
+are soft-deleted (:meth:`KnowledgeService.settle`, after taking the document's turn:
+``races.take_turns``). Until session 31 both versions stayed live.
 """
 
 from __future__ import annotations
@@ -258,7 +263,8 @@ class KnowledgeService:
                 for r in deleted
                 if r.id not in back and _slot(r)[0] in counts and _slot(r) not in slots
             ]
-        elif not chunk.is_active:  # one restored into the same free index
+        elif live and not chunk.is_active:  # one restored into the same free index
+            # (with no live version, a chunk made live since fails the name's check)
             at = [
                 MetadataCondition("chunk_count", "eq", count),
                 MetadataCondition("chunk_index", "eq", index),

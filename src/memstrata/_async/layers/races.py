@@ -32,12 +32,24 @@ brought back beside them), neither changed what the other read; both committed, 
 live version had two chunks at one index. Now the second reads again and decides on what
 the first restored, as a restore after it does.
 
-What this cannot stop leaves a name with two live records: an import of a record of the
-name, which takes no turn (``facts.settle`` ends the store's own other live facts after
-it). The next write of the name ends the others: a fact's upsert ends every other live
-fact of its key, superseded by the record it writes or keeps (``semantic.py``), and an
-ingest of a document soft-deletes every live chunk it read (``knowledge.py``);
-``facts.get`` meanwhile picks one by a fixed order.
+An import writes its records in one transaction, which takes no name's turn (on
+PostgreSQL each turn is an advisory lock held to the transaction's end: a backup has
+thousands of keys, and one transaction of the tests' server, at the default
+``max_locks_per_transaction`` of 64, ran out of shared memory after 14,864 such locks).
+After its commit it settles each name it brought a live record of (``facts.settle``,
+``knowledge.settle``: a name with a live record of the store's own keeps one), and each
+settle takes the name's turn first (:func:`take_turns`, 32 names a transaction that writes
+nothing): a first writer or a restore that checked the name before the import committed
+has committed by then, so the settle's read finds its record; one that checks the name
+later finds the import's. Until session 31 the settle read the name without the turn
+(and a document did not settle at all): such a writer, committing after the settle's
+read, left two live records.
+
+Between an import's commit and its settle (and after a crash between the two) a name can
+have two live records. The next write of the name ends the others: a fact's upsert ends
+every other live fact of its key, superseded by the record it writes or keeps
+(``semantic.py``), and an ingest of a document soft-deletes every live chunk it read
+(``knowledge.py``); ``facts.get`` meanwhile picks one by a fixed order.
 """
 
 from __future__ import annotations
