@@ -296,7 +296,7 @@ class KnowledgeService:
         on a tie), as an ingest's is the version written last; the other's live chunks are
         soft-deleted (restorable), in one transaction per document. A document whose live
         chunks are all the import's keeps them as the file has them. Each takes the
-        document's turn first (``races.take_turn``), then reads its live chunks; the
+        document's turn first (``races.take_turns``), then reads its live chunks; the
         transaction checks the document again (``NameRead.check``) and that no other chunk
         of it was made live since (a restore into a free index)."""
         docs = {
@@ -374,7 +374,7 @@ class KnowledgeService:
             metadata=(MetadataCondition("qa_id", "eq", qa_id),),
         )
         # one read by index; a long document (thousands of chunks) a page at a time (on
-        # SQLite the paged walk reads every chunk of the user: 3 ms with 5,000 documents)
+        # SQLite the paged walk reads every chunk of the user: 3-6 ms with 5,000 documents)
         found = self._ctx.store.list(scope.user_scope, filters, limit=_ONE_READ)
         if len(found) >= _ONE_READ:
             found = []
@@ -397,10 +397,11 @@ def _unchanged(tx: UnitOfWork, scope: Scope, live: Sequence[MemoryRecord]) -> No
 
 
 def _still_deleted(tx: UnitOfWork, scope: Scope, ids: Sequence[str]) -> None:
-    """``Raced`` when a chunk of ``ids`` (deleted when the restore read them) is live now:
-    another restore brought it back into the place this one decided on (the same free
-    index of the live version, or one of the version it ends), which neither the name's
-    turn (no record inserted, a live document either way) nor the live chunks read show."""
+    """``Raced`` when a chunk of ``ids`` (deleted when a restore, or an import's settle,
+    read them) is live now: another restore brought it back into a place this writer
+    decided on (the same free index of the live version, or one of the version it ends),
+    which neither the name's turn (no record inserted, a live document either way) nor
+    the live chunks read show."""
     for rid in ids:
         try:
             if tx.get(scope, rid, include_deleted=True).is_active:
