@@ -16,9 +16,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from memstrata import Memory, Scope
+from memstrata.llm.models import ExtractedFact
 
 
 def _url(kind: str, base: Path, r: int) -> str:
@@ -47,13 +49,13 @@ def main(kind: str, n: int) -> None:
         with Memory(_url(kind, base, r), embedder="hashing", background=False) as mem:
             facts, chunks = [], []
             for i in range(n):
-                fact = {"category": "misc", "key": f"k{i}", "value": f"v{i}", "confidence": 0.8}
+                fact = ExtractedFact(category="misc", key=f"k{i}", value=f"v{i}", confidence=0.8)
                 facts.append(mem.facts.upsert(user, fact).record.id)
                 chunks.append(mem.knowledge.ingest(user, f"text of {i}", f"d{i}")[0].id)
             for record_id in facts + chunks:
                 mem.delete(user, record_id)
-            took_facts = _timed(facts, lambda i, user=user: mem.restore(user, i))
-            took_chunks = _timed(chunks, lambda i, user=user: mem.restore(user, i))
+            took_facts = _timed(facts, partial(mem.restore, user))
+            took_chunks = _timed(chunks, partial(mem.restore, user))
         for what, took in (("fact", took_facts), ("chunk", took_chunks)):
             print(
                 f"{kind} round {r}: {n} restores of a {what}, median "

@@ -29,13 +29,13 @@ from typing import Any
 import pytest
 
 from memstrata import Memory, SystemClock
+from memstrata.llm.models import ExtractedFact
 from memstrata.records import RecordType
 from test_concurrent_services import (
     ALICE,
     GATE_SECONDS,
     KINDS,
     Gate,
-    Mem,
     Writer,
     _chunks,
     _current_facts,
@@ -45,6 +45,7 @@ from test_concurrent_services import (
     _values_in_history,
     race,
 )
+from test_quota_services import Mem
 
 LATE = 0.5  # the restore enters its transaction this long after the other writer
 # race()'s own gate, left out: these writers are held at their transaction (below)
@@ -77,6 +78,7 @@ def _hold(m: Mem, barrier: Any, *, late: bool) -> None:
         held.passed = True
         return held.late
 
+    transaction: Any
     if isinstance(m.memory, Memory):
 
         def transaction(*args: Any, **kwargs: Any) -> Any:
@@ -91,7 +93,7 @@ def _hold(m: Mem, barrier: Any, *, late: bool) -> None:
     else:
 
         @contextlib.asynccontextmanager
-        async def transaction(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        async def held_transaction(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
             held = _held.get()
             if held is not None and not held.passed:
                 with contextlib.suppress(TimeoutError, asyncio.BrokenBarrierError):
@@ -100,6 +102,8 @@ def _hold(m: Mem, barrier: Any, *, late: bool) -> None:
                     await asyncio.sleep(LATE)
             async with call(*args, **kwargs) as tx:
                 yield tx
+
+        transaction = held_transaction
 
     store.transaction = transaction
 
@@ -233,7 +237,7 @@ def _process_writer(url: str, job: str, record_id: str, barrier: Any, out: Any) 
         if job == "restore":
             memory.restore(ALICE.user_scope, record_id)
         elif job == "fact":
-            memory.facts.upsert(ALICE, _fact("Oslo", 0.8))
+            memory.facts.upsert(ALICE, ExtractedFact(**_fact("Oslo", 0.8)))
         else:
             memory.knowledge.ingest(ALICE, _text(1), "ferries")
         out.put(None)
@@ -248,7 +252,7 @@ def test_restore_and_first_writer_processes_leave_one_live_record(url: str, job:
     memory = Memory(url, embedder="hashing", background=False)
     try:
         if job == "fact":
-            record = memory.facts.upsert(ALICE, _fact("Paris", 0.8)).record
+            record = memory.facts.upsert(ALICE, ExtractedFact(**_fact("Paris", 0.8))).record
         else:
             [record] = memory.knowledge.ingest(ALICE, _text(0), "ferries")
         memory.delete(ALICE.user_scope, record.id)

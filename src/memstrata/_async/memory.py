@@ -1687,7 +1687,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             async with AsyncExitStack() as admitted:  # each user's share, all or nothing
                 for who, n in by_user.items():
                     await admitted.enter_async_context(self._ctx.admit(who, n, self._clock.now()))
-                facts: set[str] = set()  # ids of the file's facts it writes
+                facts: set[str] = set()  # ids of the file's facts and chunks it writes
                 writes, embedded = await self._import_writes(
                     checked, into, ids, present, renamed, facts
                 )
@@ -1697,8 +1697,14 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                     taken, versions = await self._import_write(writes)
                     # a key with a live fact of the store's and one of the file's keeps
                     # one; the file's own live facts of a key stay as the file has them
+                    # so does a document with a live version of the store's and one of
+                    # the file's (each after taking the name's turn: ``races.take_turn``)
                     for written in writes.pages():
                         await self.layers.facts.settle(
+                            (e[0].record for e in written if not isinstance(e, Continued)),
+                            brought=brought,
+                        )
+                        await self.layers.knowledge.settle(
                             (e[0].record for e in written if not isinstance(e, Continued)),
                             brought=brought,
                         )
@@ -1723,7 +1729,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         those already present left out, those without a usable vector embedded in one call
         a page), each with its earlier versions (remapped, renamed and redacted alike; the
         parts of a long history as they come), with how many were embedded; the id of each
-        fact written is added to ``brought``."""
+        fact and document chunk written is added to ``brought``."""
         from memstrata.portability import Continued, PageSpool, remap_page, rename_page
         from memstrata.search.tokenize import tokenize
 
@@ -1752,7 +1758,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 rec = self._ctx.redact(raw)
                 # a redacted record's file vector is the clear text's: embed again
                 kept.append((rec, vec if rec is raw else None, tuple(map(self._ctx.redact, past))))
-                if rec.type is RecordType.FACT:  # what settle asks of (not every message)
+                if rec.type in (RecordType.FACT, RecordType.KNOWLEDGE):  # what settle asks of
                     brought.add(rec.id)
             return kept
 

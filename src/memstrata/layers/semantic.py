@@ -28,7 +28,9 @@ One live (active, not superseded) fact per key: a restore of a fact whose key ha
 makes the restored one current and ends the others, superseded by it, in its transaction
 (:meth:`FactService.restore`), which takes the key's turn as a first fact's writer
 does (``races.NameRead``): a fact stored or restored since its read is found and ended.
-Two live ones can still come from an import of a backup (``races.py``); meanwhile the
+An import of a backup brings its facts as the file has them, then settles each key that
+also has a live fact of the store's own (:meth:`FactService.settle`), after taking
+the key's turn (``races.take_turn``). Meanwhile (and after a crash between the two) the
 current one is the most confident, then the last updated (then the greatest id), and the
 next write of the key ends the others, superseded by the record it writes or keeps, in its
 own transaction: the key's one read finds them all, so converging costs no further read.
@@ -52,10 +54,13 @@ from memstrata.layers._build import build_record, list_records, query_vector
 from memstrata.layers.base import LayerContext
 from memstrata.layers.races import (
     FirstVersion,
+    NameRead,
     Raced,
     first_version,
     read_name,
     settled,
+    take_turn,
+    take_turns,
 )
 from memstrata.layers.semantic_types import (
     EXTRACTED,
@@ -297,7 +302,10 @@ class FactService:
         among them that has more than one live fact keeps its current one (the most
         confident, then the one updated last; as :meth:`get` picks it), the others end
         superseded by it, in one transaction per key (the rules keep a more confident
-        value against a different one too). One read per key, by index.
+        value against a different one too). One read per key, by index, after taking the
+        key's turn (``races.take_turn``: a first writer or a restore of the key that
+        checked it before the import committed has committed by then); the transaction
+        that ends the others checks the key again (``NameRead.check``).
 
         With ``brought`` (the ids of every record of the import), a key whose live facts
         are all the import's keeps them as the file has them: several live facts of a key
@@ -312,17 +320,32 @@ class FactService:
             and r.is_active
             and r.superseded_by is None
         }
+        by_user: dict[Scope, list[str]] = {}
         for scope, key in sorted(keys, key=str):
-            settled(self._settle(scope, key, brought), f"fact {key!r} was changed", "import")
+            by_user.setdefault(scope, []).append(key)
+        for scope, names in by_user.items():
+            turns = take_turns(self._ctx, scope, RecordType.FACT, "key", names)
+            for key in names:
+                settled(
+                    self._settle(scope, key, brought, turns[key]),
+                    f"fact {key!r} was changed",
+                    "import",
+                )
 
-    def _settle(self, scope: Scope, key: str, brought: Container[str] | None) -> Callable[[], None]:
+    def _settle(
+        self, scope: Scope, key: str, brought: Container[str] | None, turn: NameRead
+    ) -> Callable[[], None]:
+        taken = [turn]  # the first attempt's turn, taken with others' (``take_turns``)
+
         def attempt() -> None:
+            name = taken.pop() if taken else None
+            name = name or take_turn(self._ctx, scope, RecordType.FACT, "key", key)
             current, extras = self._live(scope, key)
             if current is None:
                 return
             if brought is not None and all(r.id in brought for r in (current, *extras)):
                 return  # the file's own live facts, as it has them
-            self._end(scope, current, extras)
+            self._end(scope, current, extras, name)
 
         return attempt
 
@@ -695,14 +718,19 @@ class FactService:
             raise Raced from None
 
     def _end(
-        self, scope: Scope, current: MemoryRecord, extras: Sequence[MemoryRecord]
+        self,
+        scope: Scope,
+        current: MemoryRecord,
+        extras: Sequence[MemoryRecord],
+        name: NameRead | None = None,
     ) -> MemoryRecord:
         """``current``, after ending ``extras`` (the key's other live facts) superseded by
         it in one transaction, when there are any: a write that changes nothing of the key
-        still leaves it one live fact. ``Raced`` if one changed since it was read."""
+        still leaves it one live fact. ``Raced`` if one changed since it was read (or,
+        with ``name``, a fact of the key was stored since it was read)."""
         if extras:
             try:
-                self._supersede(scope, [], current.id, extras)
+                self._supersede(scope, [], current.id, extras, name)
             except (ConflictError, NotFoundError):
                 raise Raced from None
         return current
@@ -713,16 +741,20 @@ class FactService:
         writes: Sequence[tuple[RecordWrite, int]],
         by: str,
         extras: Sequence[MemoryRecord],
+        name: NameRead | None = None,
     ) -> None:
         """One transaction: each of ``writes`` (a next version, the version it follows) and
         each of ``extras`` ended now, superseded by the record ``by``; ``ConflictError`` (or
-        ``NotFoundError``) when one changed since it was read, and nothing is written."""
+        ``NotFoundError``) when one changed since it was read, and nothing is written
+        (``Raced`` when ``name``, the key as read, changed since: its turn first)."""
         now = self._ctx.clock.now()
         ends = [
             (self._ctx.version_write(_superseded(o, by, now, now), reindex=False), o.version)
             for o in extras
         ]
         with self._ctx.store.transaction() as tx:
+            if name is not None:
+                name.check(tx, live=True)
             for write, version in (*writes, *ends):
                 tx.replace(scope, write, expected_version=version)
 

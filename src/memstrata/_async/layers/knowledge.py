@@ -17,11 +17,16 @@ writer read, and fails if another writer deleted them first; when no version is 
 reads the document's state again first, one such transaction of the document at a time
 (``races.FirstVersion``: the first chunk has a random id), and fails if another writer
 stored a chunk of it since the read. The loser reads again and replaces the winner.
+
+An import brings a document's chunks as the file has them; a document that then has live
+chunks of the store's own too keeps one version, the one written last, and the other's
+are soft-deleted (:meth:`AsyncKnowledgeService.settle`, after taking the document's turn:
+``races.take_turns``). Until session 31 both versions stayed live.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +34,13 @@ from memstrata._async.layers._build import build_record
 from memstrata._async.layers.base import AsyncLayerContext
 from memstrata._async.layers.races import (
     FirstVersion,
+    NameRead,
     Raced,
     first_version,
     read_name,
     settled,
+    take_turn,
+    take_turns,
 )
 from memstrata._async.store.base import AsyncUnitOfWork, RecordWrite
 from memstrata.calls import checked_calls
@@ -200,7 +208,10 @@ class AsyncKnowledgeService:
         replaced it, or one delete, left them) and that live version is soft-deleted
         (restorable), in one transaction: one live version, the restored one. Otherwise
         only ``chunk`` comes back, as any restore. ``events`` (of ``audit``, as its
-        ``ahead`` returned them) are appended in that transaction."""
+        ``ahead`` returned them) are appended in that transaction. Of restores at once
+        into one place (one free index of the live version; or one into a free index and
+        one of another version whole), the second to commit reads again and decides on
+        what the first restored (``races.py``)."""
         check_owner(scope)
         doc = chunk.metadata.get("qa_id")
         if chunk.type is not RecordType.KNOWLEDGE or not isinstance(doc, str):
@@ -232,14 +243,31 @@ class AsyncKnowledgeService:
             for r in live
         )
         back = [chunk_id]
+        rivals: list[str] = []  # deleted chunks that would take a place this one decides on
         if other:  # the chunks deleted with it: its version
+            deleted = await self._deleted(user, doc)
             back += [
                 r.id
-                for r in await self._deleted(user, doc)
+                for r in deleted
                 if r.id != chunk_id
                 and r.deleted_at == chunk.deleted_at
                 and r.metadata.get("chunk_count") == count
             ]
+            # one restored into a free index of the live version it ends would stay live
+            slots = {_slot(r) for r in live}
+            counts = {s[0] for s in slots}
+            rivals = [
+                r.id
+                for r in deleted
+                if r.id not in back and _slot(r)[0] in counts and _slot(r) not in slots
+            ]
+        elif live and not chunk.is_active:  # one restored into the same free index
+            # (with no live version, a chunk made live since fails the name's check)
+            at = [
+                MetadataCondition("chunk_count", "eq", count),
+                MetadataCondition("chunk_index", "eq", index),
+            ]
+            rivals = [r.id for r in await self._deleted(user, doc, at) if r.id != chunk_id]
         gone = [r.id for r in live] if other else []
         now = self._ctx.clock.now()
         async with store.transaction() as tx:
@@ -249,6 +277,7 @@ class AsyncKnowledgeService:
                 raise Raced  # changed since the read
             if not other and not chunk.is_active:  # it joins the live version read
                 await _unchanged(tx, user, live)
+            await _still_deleted(tx, user, rivals)  # another restore took the place?
             restored = await tx.set_status(user, back, RecordStatus.ACTIVE, now)
             ended = await tx.set_status(user, gone, RecordStatus.DELETED, now)
             if len(ended) != len(gone) or len(restored) != (0 if chunk.is_active else len(back)):
@@ -257,11 +286,77 @@ class AsyncKnowledgeService:
                 await audit.append_in(tx, events)
         return await store.get(scope, chunk_id, include_deleted=True)
 
-    async def _deleted(self, scope: Scope, doc: str) -> list[MemoryRecord]:
-        """The deleted chunks of ``doc`` (every version it had), a page at a time."""
+    async def settle(self, records: Iterable[MemoryRecord], *, brought: Container[str]) -> None:
+        """After ``records`` were stored as they are (an import; ``brought``: the ids of
+        every record of the import): each document of a live chunk among them that also
+        has live chunks of the store's own keeps one version, the one written last (the
+        greatest ``created_at`` of the import's live chunks or of the store's: the store's
+        on a tie), as an ingest's is the version written last; the other's live chunks are
+        soft-deleted (restorable), in one transaction per document. A document whose live
+        chunks are all the import's keeps them as the file has them. Each takes the
+        document's turn first (``races.take_turns``), then reads its live chunks; the
+        transaction checks the document again (``NameRead.check``) and that no other chunk
+        of it was made live since (a restore into a free index)."""
+        docs = {
+            (r.scope.user_scope, r.metadata["qa_id"])
+            for r in records
+            if r.type is RecordType.KNOWLEDGE
+            and isinstance(r.metadata.get("qa_id"), str)
+            and r.is_active
+        }
+        by_user: dict[Scope, list[str]] = {}
+        for scope, doc in sorted(docs, key=str):
+            by_user.setdefault(scope, []).append(doc)
+        for scope, names in by_user.items():
+            turns = await take_turns(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", names)
+            for doc in names:
+                await settled(
+                    self._settle(scope, doc, brought, turns[doc]),
+                    f"document {doc!r} was written",
+                    "import",
+                )
+
+    def _settle(
+        self, scope: Scope, doc: str, brought: Container[str], turn: NameRead
+    ) -> Callable[[], Awaitable[None]]:
+        taken = [turn]  # the first attempt's turn, taken with others' (``take_turns``)
+
+        async def attempt() -> None:
+            name = taken.pop() if taken else None
+            name = name or await take_turn(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", doc)
+            live = await self.chunks(scope, doc)
+            theirs = [r for r in live if r.id in brought]
+            mine = [r for r in live if r.id not in brought]
+            if not theirs or not mine:
+                return  # one side's chunks only: the file's as it has them, or untouched
+            newest = max(r.created_at for r in theirs) > max(r.created_at for r in mine)
+            gone = [r.id for r in (mine if newest else theirs)]
+            slots = {_slot(r) for r in live}
+            counts = {c for c, _ in slots}
+            rivals = [
+                r.id
+                for r in await self._deleted(scope, doc)
+                if _slot(r)[0] in counts and _slot(r) not in slots
+            ]
+            async with self._ctx.store.transaction() as tx:
+                await name.check(tx, live=True)
+                await _still_deleted(tx, scope, rivals)  # a restore into a free index?
+                ended = await tx.set_status(
+                    scope, gone, RecordStatus.DELETED, self._ctx.clock.now()
+                )
+                if len(ended) != len(gone):
+                    raise Raced  # another writer changed the document since the read
+
+        return attempt
+
+    async def _deleted(
+        self, scope: Scope, doc: str, at: Sequence[MetadataCondition] = ()
+    ) -> list[MemoryRecord]:
+        """The deleted chunks of ``doc`` (every version it had; those whose metadata also
+        matches ``at``), a page at a time."""
         filters = Filters(
             types=frozenset({RecordType.KNOWLEDGE}),
-            metadata=(MetadataCondition("qa_id", "eq", doc),),
+            metadata=(MetadataCondition("qa_id", "eq", doc), *at),
             include_deleted=True,
         )
         found: list[MemoryRecord] = []
@@ -278,9 +373,13 @@ class AsyncKnowledgeService:
             types=frozenset({RecordType.KNOWLEDGE}),
             metadata=(MetadataCondition("qa_id", "eq", qa_id),),
         )
-        found: list[MemoryRecord] = []
-        async for page in self._ctx.store.list_pages(scope.user_scope, filters):
-            found += page  # a page at a time: a long document has thousands of chunks
+        # one read by index; a long document (thousands of chunks) a page at a time (on
+        # SQLite the paged walk reads every chunk of the user: 3-6 ms with 5,000 documents)
+        found = await self._ctx.store.list(scope.user_scope, filters, limit=_ONE_READ)
+        if len(found) >= _ONE_READ:
+            found = []
+            async for page in self._ctx.store.list_pages(scope.user_scope, filters):
+                found += page
         return sorted(found, key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.created_at))
 
 
@@ -296,6 +395,27 @@ async def _unchanged(tx: AsyncUnitOfWork, scope: Scope, live: Sequence[MemoryRec
         if now.version != r.version:
             raise Raced
 
+
+async def _still_deleted(tx: AsyncUnitOfWork, scope: Scope, ids: Sequence[str]) -> None:
+    """``Raced`` when a chunk of ``ids`` (deleted when a restore, or an import's settle,
+    read them) is live now: another restore brought it back into a place this writer
+    decided on (the same free index of the live version, or one of the version it ends),
+    which neither the name's turn (no record inserted, a live document either way) nor
+    the live chunks read show."""
+    for rid in ids:
+        try:
+            if (await tx.get(scope, rid, include_deleted=True)).is_active:
+                raise Raced
+        except NotFoundError:
+            continue  # purged since: it takes no place
+
+
+def _slot(chunk: MemoryRecord) -> tuple[Any, Any]:
+    """A chunk's place in its version: its ``chunk_count`` and ``chunk_index``."""
+    return chunk.metadata.get("chunk_count"), chunk.metadata.get("chunk_index")
+
+
+_ONE_READ = 1000  # a document's live chunks read at once (``chunks``)
 
 # The metadata an ingest writes: with the text and the title, the document's layout.
 _LAYOUT = ("qa_id", "chunk_index", "chunk_count", "overlap_chars", "start_char", "title")

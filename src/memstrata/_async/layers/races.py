@@ -23,21 +23,38 @@ left two live records (as did two restores of two deleted records of one name).
 A chunk restored into the document's live version (of its ``chunk_count``, at an index it
 lacks) also checks in its transaction that the live chunks it read are still live at their
 versions (``knowledge.py``): another restore that brought an older version back in their
-place changes neither the live/no-live state nor the newest record.
+place changes neither the live/no-live state nor the newest record. And a restore checks
+there that no chunk deleted when it read, that would take a place it decided on, was made
+live since (session 31): of two restores of two deleted chunks (of two versions of one
+``chunk_count``) into the same free index of the live version, or one into a free index
+and one of another version whole (which ends the live chunks it read, not the one
+brought back beside them), neither changed what the other read; both committed, and the
+live version had two chunks at one index. Now the second reads again and decides on what
+the first restored, as a restore after it does.
 
-What this cannot stop leaves a name with two live records: an import of a record of the
-name, which takes no turn (``facts.settle`` ends the store's own other live facts after
-it); and two restores, at once, of two deleted chunks (of two versions of one
-``chunk_count``) into the same free index of the live version (neither changes what the
-other checks). The next write of the name ends the others: a fact's upsert ends every
-other live fact of its key, superseded by the record it writes or keeps (``semantic.py``),
-and an ingest of a document soft-deletes every live chunk it read (``knowledge.py``);
-``facts.get`` meanwhile picks one by a fixed order.
+An import writes its records in one transaction, which takes no name's turn (on
+PostgreSQL each turn is an advisory lock held to the transaction's end: a backup has
+thousands of keys, and one transaction of the tests' server, at the default
+``max_locks_per_transaction`` of 64, ran out of shared memory after 14,864 such locks).
+After its commit it settles each name it brought a live record of (``facts.settle``,
+``knowledge.settle``: a name with a live record of the store's own keeps one), and each
+settle takes the name's turn first (:func:`take_turns`, 32 names a transaction that writes
+nothing): a first writer or a restore that checked the name before the import committed
+has committed by then, so the settle's read finds its record; one that checks the name
+later finds the import's. Until session 31 the settle read the name without the turn
+(and a document did not settle at all): such a writer, committing after the settle's
+read, left two live records.
+
+Between an import's commit and its settle (and after a crash between the two) a name can
+have two live records. The next write of the name ends the others: a fact's upsert ends
+every other live fact of its key, superseded by the record it writes or keeps
+(``semantic.py``), and an ingest of a document soft-deletes every live chunk it read
+(``knowledge.py``); ``facts.get`` meanwhile picks one by a fixed order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -47,7 +64,17 @@ from memstrata.errors import ConflictError
 from memstrata.records import RecordType, new_id
 from memstrata.scope import Scope
 
-__all__ = ["ATTEMPTS", "FirstVersion", "NameRead", "Raced", "first_version", "read_name", "settled"]
+__all__ = [
+    "ATTEMPTS",
+    "FirstVersion",
+    "NameRead",
+    "Raced",
+    "first_version",
+    "read_name",
+    "settled",
+    "take_turn",
+    "take_turns",
+]
 
 T = TypeVar("T")
 
@@ -145,4 +172,38 @@ async def read_name(
     first, so that a record stored between the two reads changes what the restore's
     transaction finds (:meth:`NameRead.check`)."""
     seen = await ctx.store.key_versions(scope, type, field, name)
+    return NameRead(scope, type, field, name, seen.newest)
+
+
+# Names whose turn one transaction of ``take_turns`` takes: on PostgreSQL each is an advisory
+# lock held to its end (max_locks_per_transaction's default is 64).
+TURNS_AT_ONCE = 32
+
+
+async def take_turns(
+    ctx: AsyncLayerContext, scope: Scope, type: RecordType, field: str, names: Sequence[str]
+) -> dict[str, NameRead]:
+    """:func:`take_turn` of each of ``names``, ``TURNS_AT_ONCE`` in a transaction."""
+    found: dict[str, NameRead] = {}
+    for start in range(0, len(names), TURNS_AT_ONCE):
+        async with ctx.store.transaction() as tx:
+            for name in names[start : start + TURNS_AT_ONCE]:
+                seen = await tx.key_versions(scope, type, field, name)
+                found[name] = NameRead(scope, type, field, name, seen.newest)
+    return found
+
+
+async def take_turn(
+    ctx: AsyncLayerContext, scope: Scope, type: RecordType, field: str, name: str
+) -> NameRead:
+    """The state of ``name`` once every writer that holds its turn has ended: a
+    transaction that takes the turn (``UnitOfWork.key_versions``) and writes nothing. What
+    writes records of ``name`` without taking the turn (an import's one transaction, which
+    cannot take the turn of each of thousands of names: on PostgreSQL each turn is a lock
+    held to the transaction's end) takes it so after its commit, before it reads the
+    name's live records and decides on them (:meth:`NameRead.check` in the transaction
+    that writes what it decided): a first writer or a restore that checked the name before
+    that commit has committed by then, and one that checks it later finds that commit."""
+    async with ctx.store.transaction() as tx:
+        seen = await tx.key_versions(scope, type, field, name)
     return NameRead(scope, type, field, name, seen.newest)
