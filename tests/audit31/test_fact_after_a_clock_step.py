@@ -4,9 +4,9 @@
 a fact said before the current value began is taken as an older value replayed (``EARLIER``:
 it goes into the history, the current value stays). After the clock stepped back an hour
 (NTP, a VM resumed), a replacement the user gave just now ("I moved to London", surer than
-the stored "Paris") was filed as earlier and "Paris" stayed current. Left for
-``layers/semantic.py`` (restore31's this session): without ``observed_at`` the fact is the
-newest said, ``when = max(now, _start(current))`` in ``_apply``."""
+the stored "Paris") was filed as earlier and "Paris" stayed current. Fixed by the
+lead at merge (``layers/semantic.py`` ``_apply``): without ``observed_at`` the fact is the
+newest said, ``when = max(now, _start(current))``."""
 
 from __future__ import annotations
 
@@ -17,11 +17,6 @@ import pytest
 from memstrata import FixedClock, Memory, Scope
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="layers/semantic.py _apply: a fact without observed_at is the newest said "
-    "(when = max(now, _start(current))), not an earlier value after the clock stepped back",
-)
 @pytest.mark.parametrize("url", ["memory://", "sqlite"])
 def test_a_replacement_given_now_is_current_after_the_clock_stepped_back(
     url: str, tmp_path: object

@@ -412,6 +412,12 @@ class AsyncFactService:
                     }
                 )
                 current, left = left, None
+        if observed_at is None and current is not None:
+            # Without a time the fact is the newest the user said, even after the wall
+            # clock stepped back behind the current value's start (NTP, a VM resumed):
+            # taken as an earlier value replayed, a replacement given just now left the
+            # old value current (audit31).
+            when = max(now, _start(current))
         value = fact_value(current) if current else None  # what the current fact holds
         # A fact written otherwise (add(type="fact")) gets the key and value it holds.
         data: Mapping[str, Any] = (
