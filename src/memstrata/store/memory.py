@@ -24,7 +24,7 @@ from ..clock import later
 from ..errors import NotFoundError, ValidationError, closed_store
 from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
-from ..records import MemoryRecord, RecordStatus, RecordType, Visibility
+from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
 from ..validation import counted
 from . import memory_dump as dump
@@ -42,6 +42,7 @@ from .base import (
 from .counter_types import SWEEP_BATCH, CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
+from .memory_shared import Shared
 from .one_model import MODEL_KEY
 from .past_versions import check_finished, check_past, history_key, newer_of
 from .purged_reader import without_links, without_reader
@@ -117,17 +118,11 @@ class _Dense:
 
 @dataclass
 class _Lexical:
-    """A user's BM25 index, valid for one ``generation`` of that user's records, and the
-    index of what each caller may read of them (built at a caller's first search of that
-    generation; a purge of the user drops them all with this entry)."""
+    """A user's BM25 index, valid for one ``generation`` of that user's records."""
 
     generation: int
     ids: list[str]
     index: Any  # bm25s.BM25 (untyped library); None until the owner searches
-    callers: dict[tuple[str, frozenset[str]], tuple[list[str], Any]] = field(default_factory=dict)
-    # the user's entries some caller may read (public, or naming readers or roles), in the
-    # store's order: what a caller's reads walk (caller30); None until a caller reads
-    shared: list[_Entry] | None = None
 
 
 def _key(r: MemoryRecord) -> tuple[str, str, str]:
@@ -139,20 +134,12 @@ def _is(stored: object, value: str) -> bool:
     return isinstance(stored, str) and stored == value
 
 
-def _indexed(
-    entries: builtins.list[_Entry], *, own: bool = False
-) -> tuple[builtins.list[str], Any]:
-    """A bm25s index of ``entries``' terms and their ids, in the index's order. ``own``: a
-    message by its own text's terms, not those of the question it is also indexed under
-    (a caller's index, :mod:`memstrata.store.caller_bm25`)."""
+def _indexed(entries: builtins.list[_Entry]) -> tuple[builtins.list[str], Any]:
+    """A bm25s index of ``entries``' terms and their ids, in the index's order (a caller's
+    statistics are store/memory_shared.py's)."""
     import bm25s
 
-    from ..search.tokenize import tokenize
-
-    terms = [
-        tokenize(e.record.text) if own and e.record.type is RecordType.MESSAGE else list(e.terms)
-        for e in entries
-    ]
+    terms = [list(e.terms) for e in entries]
     index = bm25s.BM25()
     if not any(terms):  # bm25s divides by a 0 mean length
         entries, terms = [], []
@@ -181,6 +168,10 @@ class InMemoryStore:
         self._jobs: dict[str, Job] = {}
         self._generation: dict[tuple[str, str], int] = {}
         self._lexical: dict[tuple[str, str], _Lexical] = {}
+        # each user's entries some caller may read and each caller's BM25 statistics of
+        # them (store/memory_shared.py): gathered at a caller's first read, then kept up to
+        # date by the ids each write touches (``_changed``)
+        self._shared_of: dict[tuple[str, str], Shared] = {}
         self._dense: dict[tuple[str, str, int], _Dense] = {}
         # its audit log (memstrata.audit_store returns it): a unit of work appends its
         # events when its writes are applied, and a user's purge redacts them under the lock
@@ -197,6 +188,7 @@ class InMemoryStore:
         with self._lock:
             self._lock.closed = True
             self._lexical.clear()
+            self._shared_of.clear()
             self._dense.clear()
 
     def get_meta(self, key: str) -> str | None:
@@ -243,9 +235,22 @@ class InMemoryStore:
             return sum(1 for t, _, _ in self._entries if t == tenant)
 
     # --- helpers -----------------------------------------------------------------------------
-    def _changed(self, tenant: str, user: str) -> None:
+    def _changed(self, tenant: str, user: str, *ids: str) -> None:
+        """The user's records ``ids`` were written (inserted, replaced, their status, terms
+        or vector changed, dropped, or a write of them taken back): the user's indexes are
+        rebuilt lazily, and what callers may read of them is updated for those ids alone
+        (mem31). Without ``ids`` (a write that does not say what it touched) what callers
+        may read is gathered again at a caller's next read."""
         key = (tenant, user)
         self._generation[key] = self._generation.get(key, 0) + 1
+        shared = self._shared_of.get(key)
+        if shared is None:
+            return
+        if not ids:
+            del self._shared_of[key]
+            return
+        for rid in ids:
+            shared.touch(rid, self._entries.get((tenant, user, rid)))
 
     def _visible(self, scope: Scope, record_id: str) -> _Entry | None:
         entry = self._entries.get((scope.tenant, scope.user, record_id))
@@ -261,28 +266,21 @@ class InMemoryStore:
         return [e for e in self._entries.values() if e.record.visible_in(scope)]
 
     def _shared(self, tenant: str, user: str) -> list[_Entry]:
-        """The user's entries that are public or name readers or roles, in insertion order:
-        gathered once per change of the user's records (as a caller's BM25 index is), so a
-        caller's ``list`` (caller30), count and reads walk what is shared, not every record
-        of the store."""
+        """The user's entries that are public or name readers or roles, in insertion order,
+        so a caller's ``list`` (caller30), count and reads walk what is shared, not every
+        record of the store: gathered at a caller's first read, then updated by each write
+        for the records it touched (mem31; caller30 gathered them again after each)."""
+        return self._sharing(tenant, user).ordered()
+
+    def _sharing(self, tenant: str, user: str) -> Shared:
         key = (tenant, user)
-        generation = self._generation.get(key, 0)
-        lex = self._lexical.get(key)
-        if lex is None or lex.generation != generation:
-            lex = _Lexical(generation, [], None)
-            self._lexical[key] = lex
-        if lex.shared is None:
-            lex.shared = [
-                e
-                for e in self._entries.values()
-                if (e.record.tenant, e.record.user) == key
-                and (
-                    e.record.access.visibility is Visibility.PUBLIC
-                    or e.record.access.allowed_users
-                    or e.record.access.allowed_roles
-                )
-            ]
-        return lex.shared
+        found = self._shared_of.get(key)
+        if found is None:
+            found = Shared(
+                [e for e in self._entries.values() if (e.record.tenant, e.record.user) == key]
+            )
+            self._shared_of[key] = found
+        return found
 
     @staticmethod
     def _check(write: RecordWrite) -> Vector | None:
@@ -351,12 +349,12 @@ class InMemoryStore:
         for w, vec in zip(writes, vectors, strict=True):
             self._seq += 1
             self._entries[_key(w.record)] = _Entry(self._seq, w.record, tuple(w.terms), vec)
-            self._changed(w.record.tenant, w.record.user)
+            self._changed(w.record.tenant, w.record.user, w.record.id)
             undo.append(lambda r=w.record: self._undo_insert(r))  # type: ignore[misc]
 
     def _undo_insert(self, record: MemoryRecord) -> None:
         self._entries.pop(_key(record), None)
-        self._changed(record.tenant, record.user)
+        self._changed(record.tenant, record.user, record.id)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         with self._lock:
@@ -412,7 +410,7 @@ class InMemoryStore:
         entry.terms = tuple(write.terms)
         if vec is not None:
             entry.vector = vec
-        self._changed(new.tenant, new.user)
+        self._changed(new.tenant, new.user, new.id)
 
     def _snapshot(self, entry: _Entry) -> Callable[[], None]:
         record, terms, vector, history = (
@@ -424,7 +422,7 @@ class InMemoryStore:
 
         def restore() -> None:
             entry.record, entry.terms, entry.vector, entry.history = record, terms, vector, history
-            self._changed(record.tenant, record.user)
+            self._changed(record.tenant, record.user, record.id)
 
         return restore
 
@@ -497,7 +495,7 @@ class InMemoryStore:
             old = entry.record
             entry.history.append(old)
             entry.record = new
-            self._changed(old.tenant, old.user)
+            self._changed(old.tenant, old.user, old.id)
         return [new.id for _, new in changes]
 
     def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
@@ -514,7 +512,7 @@ class InMemoryStore:
             if entry is not None and entry.terms != tuple(new):
                 undo.append(self._snapshot(entry))
                 entry.terms = tuple(new)  # the user's BM25 index is rebuilt lazily
-                self._changed(scope.tenant, scope.user)
+                self._changed(scope.tenant, scope.user, rid)
 
     def list_after(
         self,
@@ -545,7 +543,7 @@ class InMemoryStore:
 
     def _drop(self, entry: _Entry) -> tuple[int, int, int]:
         del self._entries[_key(entry.record)]
-        self._changed(entry.record.tenant, entry.record.user)
+        self._changed(entry.record.tenant, entry.record.user, entry.record.id)
         return 1, len(entry.history), int(entry.vector is not None)
 
     def purge(
@@ -570,7 +568,7 @@ class InMemoryStore:
                 kept = self._visible(uscope, rid)
                 if kept is not None and kept.terms != tuple(terms):
                     kept.terms = tuple(terms)  # the user's BM25 index is rebuilt lazily
-                    self._changed(scope.tenant, scope.user)
+                    self._changed(scope.tenant, scope.user, rid)
             hashes -= {
                 e.record.content_hash
                 for e in self._entries.values()
@@ -611,7 +609,7 @@ class InMemoryStore:
                 continue
             entry.history = kept
             entry.record = replace(kept[-1], version=kept[-1].version + 1)
-            self._changed(r.tenant, r.user)
+            self._changed(r.tenant, r.user, r.id)
 
     def _drop_reader(self, entry: _Entry, user: str) -> None:
         """``user`` out of the readers of every version of ``entry``, which gets a new
@@ -622,7 +620,7 @@ class InMemoryStore:
             return
         entry.history = kept
         entry.record = replace(kept[-1], version=kept[-1].version + 1)
-        self._changed(entry.record.tenant, entry.record.user)
+        self._changed(entry.record.tenant, entry.record.user, entry.record.id)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         def owned(r: MemoryRecord) -> bool:
@@ -641,6 +639,7 @@ class InMemoryStore:
             for job in jobs:
                 del self._jobs[job.id]
             self._lexical.pop((tenant, user), None)
+            self._shared_of.pop((tenant, user), None)
             from ..quotas import subject_hash
 
             mark = f":{subject_hash(tenant, user)}:"
@@ -841,23 +840,12 @@ class InMemoryStore:
             cached.ids, cached.index = _indexed(entries)
         return cached
 
-    def _caller_bm25(self, scope: Scope) -> tuple[list[str], Any]:
-        """The BM25 index of what ``scope``'s caller may read of the owner's records (the
-        whole readable part: ``user_scope``): a caller's scores weigh a term by what the
-        caller reads, never by the owner's unshared records (session 28)."""
-        lex = self._lexical.get((scope.tenant, scope.user))
-        if lex is None or lex.generation != self._generation.get((scope.tenant, scope.user), 0):
-            lex = _Lexical(self._generation.get((scope.tenant, scope.user), 0), [], None)
-            self._lexical[scope.tenant, scope.user] = lex
-        who = (scope.caller or "", scope.roles)
-        found = lex.callers.get(who)
-        if found is None:
-            readable = scope.user_scope
-            found = _indexed(
-                [e for e in self._entries.values() if e.record.visible_in(readable)], own=True
-            )
-            lex.callers[who] = found
-        return found
+    def _caller_scores(self, scope: Scope, query: Sequence[str]) -> dict[str, float]:
+        """BM25 over what ``scope``'s caller may read of the owner's records (the whole
+        readable part: ``user_scope``): a caller's scores weigh a term by what the caller
+        reads, never by the owner's unshared records (session 28); the statistics are kept
+        up to date by each write (store/memory_shared.py, mem31)."""
+        return self._sharing(scope.tenant, scope.user).caller(scope).scores(query)
 
     def lexical_search(
         self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
@@ -866,18 +854,24 @@ class InMemoryStore:
         if not query or k <= 0:
             return []
         with self._lock:
-            if scope.caller is None:
-                lex = self._bm25(scope.tenant, scope.user)
-                ids, index = lex.ids, lex.index
-            else:
-                ids, index = self._caller_bm25(scope)
+            if scope.caller is not None:
+                found = self._caller_scores(scope, query)
+                hits: list[tuple[float, int, str]] = []
+                for rid, score in found.items():
+                    entry = self._entries[(scope.tenant, scope.user, rid)]
+                    if entry.record.visible_in(scope) and filters.matches(entry.record):
+                        hits.append((-score, entry.seq, rid))
+                hits.sort()
+                return [Candidate(rid, -neg) for neg, _, rid in hits[:k]]
+            lex = self._bm25(scope.tenant, scope.user)
+            ids, index = lex.ids, lex.index
             if not ids:
                 return []
             known = [t for t in query if t in index.vocab_dict]
             if not known:
                 return []
             scores = np.asarray(index.get_scores(known), dtype=np.float64)
-            hits: list[tuple[float, int, str]] = []
+            hits = []
             for i in np.flatnonzero(scores > 0):
                 entry = self._entries[(scope.tenant, scope.user, ids[i])]
                 if entry.record.visible_in(scope) and filters.matches(entry.record):
@@ -921,9 +915,9 @@ class InMemoryStore:
                     raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
                 checked.append((entry, vec))
             for entry, vec in checked:
-                self._changed(entry.record.tenant, entry.record.user)
                 entry.vector = vec
                 entry.record = replace(entry.record, embedding_model=model_id, embedding_dims=dims)
+                self._changed(entry.record.tenant, entry.record.user, entry.record.id)
 
     # --- jobs ----------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:

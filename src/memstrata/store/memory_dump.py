@@ -89,7 +89,7 @@ def load_records(s: InMemoryStore, dumps: Sequence[RecordDump]) -> int:
                 _history(d),
                 dict(d.counters),
             )
-            s._changed(d.record.tenant, d.record.user)
+            s._changed(d.record.tenant, d.record.user, d.record.id)
             new += 1
             waiting = _aside(s).pop(scope_token(d.record.tenant, d.record.user), None)
             for (model_id, k), vector in (waiting or {}).items():

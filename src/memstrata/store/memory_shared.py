@@ -1,0 +1,178 @@
+"""What callers may read of an owner's records on memory://, kept up to date by each write.
+
+A caller (``Scope.caller``: another user, a role, or anyone for ``public``) reads only the
+owner's records that are public or name readers or roles: :class:`Shared` holds those
+entries of one owner, and for each caller who searched, a :class:`CallerIndex` of what that
+caller may read. Until session 31 both were gathered again by a walk of every record of the
+store after each change of the owner's records (caller30's shared entries, session 28's
+caller BM25 index): one add of a private note cost a caller's next read a walk of the whole
+store. Now each write hands the ids it touched (``InMemoryStore._changed``) and only those
+entries are looked at again (:meth:`Shared.touch`).
+
+A caller's lexical scores are those ``bm25s`` gives an index built of the caller's readable
+records (the index the store rebuilt before; ``tests/mem31`` compares them after every step
+of random writes): Lucene's BM25 (``k1`` 1.5, ``b`` 0.75, ``idf = log(1 + (N - n + 0.5) /
+(n + 0.5))``), a term's score in a document stored as float32 and a query's terms summed in
+float32 in the query's order. The statistics (``N``, the total length, each term's
+documents) are kept as counts, so a score is computed at search time from the postings of
+the query's terms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..records import MemoryRecord, RecordType, Visibility
+from ..scope import Scope
+from ..search.tokenize import tokenize
+
+__all__ = ["CALLERS_KEPT", "CallerIndex", "Shared", "is_shared", "own_tokens"]
+
+K1 = 1.5  # bm25s.BM25's defaults, the index the store built before
+B = 0.75
+# The caller indexes one owner keeps (the most recently searched); another caller's first
+# search builds its index from the shared entries.
+CALLERS_KEPT = 32
+
+
+class _Entry(Protocol):
+    seq: int
+    record: MemoryRecord
+    terms: tuple[str, ...]
+
+
+def is_shared(record: MemoryRecord) -> bool:
+    """Whether some caller may read ``record`` (when it is active): public, or naming
+    readers or roles."""
+    a = record.access
+    return a.visibility is Visibility.PUBLIC or bool(a.allowed_users) or bool(a.allowed_roles)
+
+
+def own_tokens(entry: _Entry) -> list[str]:
+    """What a caller's index holds of ``entry``: a message by its own text's terms, not
+    those of the question it is also indexed under (:mod:`memstrata.store.caller_bm25`)."""
+    if entry.record.type is RecordType.MESSAGE:
+        return tokenize(entry.record.text)
+    return list(entry.terms)
+
+
+class CallerIndex:
+    """BM25 statistics and postings of the records one caller may read (``readable``: the
+    caller's ``user_scope``)."""
+
+    def __init__(self, readable: Scope) -> None:
+        self.readable = readable
+        self.docs: dict[str, tuple[int, Counter[str]]] = {}  # id: (length, term counts)
+        self.postings: dict[str, dict[str, int]] = {}  # term: {id: count}
+        self.total = 0  # the documents' lengths summed
+
+    def put(self, entry: _Entry) -> None:
+        """``entry`` as it is now: in the index if the caller may read it, out if not."""
+        rid = entry.record.id
+        self.drop(rid)
+        if not entry.record.visible_in(self.readable):
+            return
+        tokens = own_tokens(entry)
+        counts = Counter(tokens)
+        self.docs[rid] = (len(tokens), counts)
+        self.total += len(tokens)
+        for term, n in counts.items():
+            self.postings.setdefault(term, {})[rid] = n
+
+    def drop(self, rid: str) -> None:
+        doc = self.docs.pop(rid, None)
+        if doc is None:
+            return
+        length, counts = doc
+        self.total -= length
+        for term in counts:
+            held = self.postings[term]
+            del held[rid]
+            if not held:
+                del self.postings[term]
+
+    def scores(self, query: Sequence[str]) -> dict[str, float]:
+        """Each readable record holding a term of ``query`` (distinct terms), with its score:
+        what ``bm25s.BM25.get_scores`` gives an index of the readable records, bit for bit
+        (every operation on the types bm25s uses; tests/mem31 holds them equal)."""
+        n_docs = len(self.docs)
+        if n_docs == 0 or not any(self.postings.get(t) for t in query):
+            return {}
+        if self.total == 0:  # bm25s is given no documents then (a 0 mean length)
+            return {}
+        l_avg = np.float64(self.total) / n_docs  # numpy's mean of the lengths
+        out: dict[str, np.float32] = {}
+        for term in query:
+            held = self.postings.get(term)
+            if not held:
+                continue
+            idf = np.float32(math.log(1 + (n_docs - len(held) + 0.5) / (len(held) + 0.5)))
+            ids = list(held)
+            tf = np.array([held[i] for i in ids], dtype=np.float32)
+            l_d = np.array([self.docs[i][0] for i in ids], dtype=np.int64)
+            tfc = tf / (K1 * ((1 - B) + B * l_d / l_avg) + tf)
+            part = (idf * tfc).astype(np.float32)
+            for rid, s in zip(ids, part, strict=True):
+                out[rid] = np.float32(out.get(rid, np.float32(0.0)) + s)
+        return {rid: float(s) for rid, s in out.items() if s > 0}
+
+
+class Shared:
+    """One owner's entries some caller may read, in the store's order, and the indexes of
+    what each caller who searched may read of them; each write's touched ids update them
+    (:meth:`touch`)."""
+
+    def __init__(self, entries: list[Any]) -> None:
+        self.entries: dict[str, Any] = {e.record.id: e for e in entries if is_shared(e.record)}
+        self._ordered: list[Any] | None = sorted(self.entries.values(), key=lambda e: e.seq)
+        self.callers: OrderedDict[tuple[str, frozenset[str]], CallerIndex] = OrderedDict()
+        self.visited = len(entries)  # entries looked at (tests/mem31 counts them)
+
+    def ordered(self) -> list[Any]:
+        """The shared entries in the store's order (insertion, ``seq``)."""
+        if self._ordered is None:
+            self._ordered = sorted(self.entries.values(), key=lambda e: e.seq)
+            self.visited += len(self._ordered)
+        return self._ordered
+
+    def touch(self, rid: str, entry: Any | None) -> None:
+        """Record ``rid`` is now ``entry`` (``None``: gone)."""
+        self.visited += 1
+        held = self.entries.get(rid)
+        now = entry if entry is not None and is_shared(entry.record) else None
+        if held is not None and held is not now:
+            del self.entries[rid]
+            self._ordered = None
+        if now is not None and held is not now:
+            self.entries[rid] = now
+            last = self._ordered
+            if last is not None and (not last or last[-1].seq < now.seq):
+                last.append(now)
+            else:
+                self._ordered = None
+        for index in self.callers.values():
+            if now is None:
+                index.drop(rid)
+            else:
+                index.put(now)
+
+    def caller(self, scope: Scope) -> CallerIndex:
+        """The index of what ``scope``'s caller may read (its whole ``user_scope``)."""
+        who = (scope.caller or "", scope.roles)
+        found = self.callers.get(who)
+        if found is None:
+            found = CallerIndex(scope.user_scope)
+            for e in self.ordered():
+                found.put(e)
+            self.visited += len(self.entries)
+            self.callers[who] = found
+            while len(self.callers) > CALLERS_KEPT:
+                self.callers.popitem(last=False)
+        else:
+            self.callers.move_to_end(who)
+        return found
