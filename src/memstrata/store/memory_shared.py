@@ -71,13 +71,15 @@ class CallerIndex:
         self.postings: dict[str, dict[str, int]] = {}  # term: {id: count}
         self.total = 0  # the documents' lengths summed
 
-    def put(self, entry: _Entry) -> None:
-        """``entry`` as it is now: in the index if the caller may read it, out if not."""
+    def put(self, entry: _Entry, tokens: list[str] | None = None) -> None:
+        """``entry`` as it is now: in the index if the caller may read it, out if not
+        (``tokens``: its :func:`own_tokens`, when already made)."""
         rid = entry.record.id
         self.drop(rid)
         if not entry.record.visible_in(self.readable):
             return
-        tokens = own_tokens(entry)
+        if tokens is None:
+            tokens = own_tokens(entry)
         counts = Counter(tokens)
         self.docs[rid] = (len(tokens), counts)
         self.total += len(tokens)
@@ -155,11 +157,12 @@ class Shared:
                 last.append(now)
             else:
                 self._ordered = None
+        tokens = own_tokens(now) if now is not None and self.callers else None
         for index in self.callers.values():
             if now is None:
                 index.drop(rid)
             else:
-                index.put(now)
+                index.put(now, tokens)
 
     def caller(self, scope: Scope) -> CallerIndex:
         """The index of what ``scope``'s caller may read (its whole ``user_scope``)."""
