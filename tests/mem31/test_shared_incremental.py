@@ -3,11 +3,11 @@
 
 A hypothesis state machine drives random writes of an owner (inserts, updates of text and
 of access, deletes and restores, re-terms, purges by ids, a purge of a reader, new vectors,
-a dump loaded, a transaction taken back) and after each one compares every caller's reads
-(ids, order, pages, cursors, count, lexical hits and their scores) with the same reads of a
-copy of the store whose caller state is gathered from scratch, and the caller's lexical
-scores with those of a ``bm25s`` index built of what the caller may read (the store's index
-until session 31), bit for bit."""
+a dump loaded, a transaction taken back, a write that does not name what it touched) and
+after each one compares every caller's reads (ids, order, pages, cursors, count, lexical
+hits and their scores) with the same reads of a copy of the store whose caller state is
+gathered from scratch, and the caller's lexical scores with those of a ``bm25s`` index
+built of what the caller may read (the store's index until session 31), bit for bit."""
 
 from __future__ import annotations
 
@@ -164,6 +164,16 @@ class Shared(RuleBasedStateMachine):
                 tx.replace(BOB, RecordWrite(new, None, _terms(new)), expected_version=r.version)
                 tx.set_status(BOB, [r.id], RecordStatus.DELETED, T0)
             raise RuntimeError("taken back")
+
+    @rule(data=st.data(), ac=accesses)
+    def unsaid(self, data: st.DataObject, ac: AccessControl) -> None:
+        """A write that does not say which records it touched (a path added later that
+        calls ``_changed(tenant, user)``): what callers read is gathered again."""
+        e = self.store._entries.get(("acme", "bob", self._pick(data)))
+        if e is not None:
+            with self.store._lock:
+                e.record = replace(e.record, access=ac, version=e.record.version + 1)
+                self.store._changed("acme", "bob")
 
     @invariant()
     def callers_read_what_a_rebuild_reads(self) -> None:
