@@ -133,18 +133,15 @@ class Shared:
         self.entries: dict[str, Any] = {e.record.id: e for e in entries if is_shared(e.record)}
         self._ordered: list[Any] | None = sorted(self.entries.values(), key=lambda e: e.seq)
         self.callers: OrderedDict[tuple[str, frozenset[str]], CallerIndex] = OrderedDict()
-        self.visited = len(entries)  # entries looked at (tests/mem31 counts them)
 
     def ordered(self) -> list[Any]:
         """The shared entries in the store's order (insertion, ``seq``)."""
         if self._ordered is None:
             self._ordered = sorted(self.entries.values(), key=lambda e: e.seq)
-            self.visited += len(self._ordered)
         return self._ordered
 
     def touch(self, rid: str, entry: Any | None) -> None:
         """Record ``rid`` is now ``entry`` (``None``: gone)."""
-        self.visited += 1
         held = self.entries.get(rid)
         now = entry if entry is not None and is_shared(entry.record) else None
         if held is not None and held is not now:
@@ -172,7 +169,6 @@ class Shared:
             found = CallerIndex(scope.user_scope)
             for e in self.ordered():
                 found.put(e)
-            self.visited += len(self.entries)
             self.callers[who] = found
             while len(self.callers) > CALLERS_KEPT:
                 self.callers.popitem(last=False)
