@@ -31,7 +31,7 @@ from ..records import MemoryRecord, RecordType, Visibility
 from ..scope import Scope
 from ..search.tokenize import tokenize
 
-__all__ = ["CALLERS_KEPT", "CallerIndex", "Shared", "is_shared", "own_tokens"]
+__all__ = ["CALLERS_KEPT", "CallerIndex", "Postings", "Shared", "is_shared", "own_tokens"]
 
 K1 = 1.5  # bm25s.BM25's defaults, the index the store built before
 B = 0.75
@@ -61,25 +61,20 @@ def own_tokens(entry: _Entry) -> list[str]:
     return list(entry.terms)
 
 
-class CallerIndex:
-    """BM25 statistics and postings of the records one caller may read (``readable``: the
-    caller's ``user_scope``)."""
+class Postings:
+    """BM25 statistics and postings of a set of documents (a record's id and its tokens),
+    kept up to date one document at a time: an owner's index of all their records' terms
+    (``InMemoryStore``'s own search, mem31b) and each caller's (:class:`CallerIndex`)."""
 
-    def __init__(self, readable: Scope) -> None:
-        self.readable = readable
+    def __init__(self) -> None:
         self.docs: dict[str, tuple[int, Counter[str]]] = {}  # id: (length, term counts)
         self.postings: dict[str, dict[str, int]] = {}  # term: {id: count}
         self.total = 0  # the documents' lengths summed
 
-    def put(self, entry: _Entry, tokens: list[str] | None = None) -> None:
-        """``entry`` as it is now: in the index if the caller may read it, out if not
-        (``tokens``: its :func:`own_tokens`, when already made)."""
-        rid = entry.record.id
+    def put_tokens(self, rid: str, tokens: Sequence[str]) -> None:
+        """Document ``rid`` is now ``tokens`` (in the index, with no token too: it counts
+        among the documents, as in a ``bm25s`` index built of them)."""
         self.drop(rid)
-        if not entry.record.visible_in(self.readable):
-            return
-        if tokens is None:
-            tokens = own_tokens(entry)
         counts = Counter(tokens)
         self.docs[rid] = (len(tokens), counts)
         self.total += len(tokens)
@@ -99,29 +94,49 @@ class CallerIndex:
                 del self.postings[term]
 
     def scores(self, query: Sequence[str]) -> dict[str, float]:
-        """Each readable record holding a term of ``query`` (distinct terms), with its score:
-        what ``bm25s.BM25.get_scores`` gives an index of the readable records, bit for bit
-        (every operation on the types bm25s uses; tests/mem31 holds them equal)."""
+        """Each document holding a term of ``query`` (distinct terms), with its score: what
+        ``bm25s.BM25.get_scores`` gives an index of the documents, bit for bit (every
+        operation on the types bm25s uses, a term's scores added in float32 in the query's
+        order as its ``np.add.at``; tests/mem31 and tests/mem31b hold them equal)."""
         n_docs = len(self.docs)
-        if n_docs == 0 or not any(self.postings.get(t) for t in query):
+        if n_docs == 0 or self.total == 0:  # bm25s is given no documents then (0 mean length)
             return {}
-        if self.total == 0:  # bm25s is given no documents then (a 0 mean length)
+        found = [held for held in (self.postings.get(t) for t in query) if held]
+        if not found:
             return {}
         l_avg = np.float64(self.total) / n_docs  # numpy's mean of the lengths
-        out: dict[str, np.float32] = {}
-        for term in query:
-            held = self.postings.get(term)
-            if not held:
-                continue
+        where: dict[str, int] = {}  # id: its place in ``acc``
+        parts: list[tuple[Any, Any]] = []
+        for held in found:
             idf = np.float32(math.log(1 + (n_docs - len(held) + 0.5) / (len(held) + 0.5)))
-            ids = list(held)
-            tf = np.array([held[i] for i in ids], dtype=np.float32)
-            l_d = np.array([self.docs[i][0] for i in ids], dtype=np.int64)
+            n = len(held)
+            tf = np.fromiter(held.values(), dtype=np.float32, count=n)
+            l_d = np.fromiter((self.docs[i][0] for i in held), dtype=np.int64, count=n)
             tfc = tf / (K1 * ((1 - B) + B * l_d / l_avg) + tf)
-            part = (idf * tfc).astype(np.float32)
-            for rid, s in zip(ids, part, strict=True):
-                out[rid] = np.float32(out.get(rid, np.float32(0.0)) + s)
-        return {rid: float(s) for rid, s in out.items() if s > 0}
+            at = np.fromiter((where.setdefault(i, len(where)) for i in held), np.int64, count=n)
+            parts.append((at, (idf * tfc).astype(np.float32)))
+        acc = np.zeros(len(where), dtype=np.float32)
+        for at, part in parts:  # an id once per term: a plain float32 add per id
+            acc[at] += part
+        return {rid: float(acc[i]) for rid, i in where.items() if acc[i] > 0}
+
+
+class CallerIndex(Postings):
+    """BM25 statistics and postings of the records one caller may read (``readable``: the
+    caller's ``user_scope``)."""
+
+    def __init__(self, readable: Scope) -> None:
+        super().__init__()
+        self.readable = readable
+
+    def put(self, entry: _Entry, tokens: list[str] | None = None) -> None:
+        """``entry`` as it is now: in the index if the caller may read it, out if not
+        (``tokens``: its :func:`own_tokens`, when already made)."""
+        rid = entry.record.id
+        if not entry.record.visible_in(self.readable):
+            self.drop(rid)
+            return
+        self.put_tokens(rid, own_tokens(entry) if tokens is None else tokens)
 
 
 class Shared:
