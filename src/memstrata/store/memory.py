@@ -118,15 +118,17 @@ class _Dense:
     def __init__(self, dims: int, model: str | None, entries: Iterable[_Entry]) -> None:
         self.dims = dims
         self.model = model
-        self.ids: list[str | None] = []
-        self.rows: dict[str, int] = {}
-        self.buf = np.zeros((16, dims), np.float32)
-        self.last = 0  # the ``seq`` of the last row appended
+        held = [e for e in entries if self.fits(e)]
+        self.ids: list[str | None] = [e.record.id for e in held]
+        self.rows: dict[str, int] = {rid: i for i, rid in enumerate(self.ids) if rid}
+        self.buf: Vector = (
+            np.stack([e.vector for e in held if e.vector is not None])
+            if held
+            else np.zeros((16, dims), np.float32)
+        )
+        self.last = held[-1].seq if held else 0  # the ``seq`` of the last row appended
         self.empty = 0
         self.stale = False
-        for e in entries:
-            if self.fits(e):
-                self._append(e)
 
     @property
     def matrix(self) -> Vector:
