@@ -15,7 +15,8 @@ of random writes): Lucene's BM25 (``k1`` 1.5, ``b`` 0.75, ``idf = log(1 + (N - n
 (n + 0.5))``), a term's score in a document stored as float32 and a query's terms summed in
 float32 in the query's order. The statistics (``N``, the total length, each term's
 documents) are kept as counts, so a score is computed at search time from the postings of
-the query's terms.
+the query's terms. The owner's own index of every record's terms is one too (a
+:class:`Postings`, mem31b: until then a ``bm25s`` index rebuilt after each write).
 """
 
 from __future__ import annotations
