@@ -119,7 +119,7 @@ class Postings:
         acc = np.zeros(len(where), dtype=np.float32)
         for at, part in parts:  # an id once per term: a plain float32 add per id
             acc[at] += part
-        return {rid: float(acc[i]) for rid, i in where.items() if acc[i] > 0}
+        return {rid: v for rid, v in zip(where, acc.tolist(), strict=True) if v > 0}
 
 
 class CallerIndex(Postings):
