@@ -4,10 +4,10 @@ the records it touched, give what the store gave until session 31, when each rea
 every entry of the store and each search after a write rebuilt its index from scratch.
 
 A hypothesis state machine drives random writes of several users of two tenants (inserts
-with and without vectors, updates of text, access and vectors, deletes and restores,
-re-terms, purges by ids, a purge of a whole user, new vectors of another model, the
-store's model changed, a dump loaded, a transaction taken back, a write that does not name
-what it touched) and after each one compares every read of each owner and of callers
+with and without vectors, updates of text, access, session and vectors, deletes and
+restores, re-terms, purges by ids, a purge of a whole user, new vectors of another model,
+the store's model changed, a dump loaded, a transaction taken back, a write that does not
+name what it touched) and after each one compares every read of each owner and of callers
 (search hits, their scores and order, lists, pages, cursors, counts, recent turns, stats,
 a tenant's count) with those of the code before mem31b (:class:`Walked`: a walk of every
 entry, a ``bm25s`` index and a stacked matrix built anew), bit for bit, and checks the
@@ -68,6 +68,7 @@ texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=6).map(" ".join)
 accesses = st.sampled_from(ACCESS)
 vectors = st.one_of(st.none(), st.sampled_from(range(len(VECTORS))))
 owners = st.sampled_from(OWNERS)
+sessions = st.sampled_from([None, "s1", "s2"])
 
 
 def _scopes(tenant: str, user: str) -> list[Scope]:
@@ -75,6 +76,7 @@ def _scopes(tenant: str, user: str) -> list[Scope]:
     return [
         owner,
         owner.with_session("s1"),
+        owner.with_session("s2"),
         owner.as_caller("carol"),
         owner.as_caller("erin", {"editor"}),
     ]
@@ -228,9 +230,22 @@ class PerUser(RuleBasedStateMachine):
         self.store.insert(writes)
         self.ids += [(w.record.tenant, w.record.user, w.record.id) for w in writes]
 
-    @rule(data=st.data(), text=texts, ac=accesses, same_text=st.booleans(), vector=vectors)
+    @rule(
+        data=st.data(),
+        text=texts,
+        ac=accesses,
+        same_text=st.booleans(),
+        vector=vectors,
+        session=st.one_of(st.just("same"), sessions),
+    )
     def update(
-        self, data: st.DataObject, text: str, ac: AccessControl, same_text: bool, vector: Any
+        self,
+        data: st.DataObject,
+        text: str,
+        ac: AccessControl,
+        same_text: bool,
+        vector: Any,
+        session: str | None,
     ) -> None:
         r = self._current(self._pick(data))
         if r is None:
@@ -241,6 +256,7 @@ class PerUser(RuleBasedStateMachine):
             access=ac,
             version=r.version + 1,
             embedding_dims=None,
+            session=r.session if session == "same" else session,
         )
         owner = Scope(r.tenant, r.user)
         self.store.replace(owner, self._write(new, vector), expected_version=r.version)
@@ -297,15 +313,17 @@ class PerUser(RuleBasedStateMachine):
                 tx.set_status(scope, [r.id], RecordStatus.DELETED, T0)
             raise RuntimeError("taken back")
 
-    @rule(data=st.data(), ac=accesses, terms=texts)
-    def unsaid(self, data: st.DataObject, ac: AccessControl, terms: str) -> None:
+    @rule(data=st.data(), ac=accesses, terms=texts, session=sessions)
+    def unsaid(self, data: st.DataObject, ac: AccessControl, terms: str, session: Any) -> None:
         """A write that does not say which records it touched (``_changed(tenant, user)``):
         the user's indexes are gathered again from the user's entries."""
         tenant, user, rid = self._pick(data)
         e = self.store._entries.get((tenant, user, rid))
         if e is not None:
             with self.store._lock:
-                e.record = replace(e.record, access=ac, version=e.record.version + 1)
+                e.record = replace(
+                    e.record, access=ac, version=e.record.version + 1, session=session
+                )
                 e.terms = tuple(tokenize(terms))
                 e.vector = None
                 self.store._changed(tenant, user)
@@ -322,6 +340,12 @@ class PerUser(RuleBasedStateMachine):
         for t, _, _ in s._entries:
             tenants[t] = tenants.get(t, 0) + 1
         assert s._tenant_records == tenants
+        by_session: dict[tuple[str, str], dict[str, list[str]]] = {}
+        for (t, u, rid), e in s._entries.items():
+            if e.record.session is not None:
+                by_session.setdefault((t, u), {}).setdefault(e.record.session, []).append(rid)
+        held = {k: {n: list(d) for n, d in v.items()} for k, v in s._sessions.items()}
+        assert held == by_session
 
     @invariant()
     def reads_are_the_walks(self) -> None:

@@ -100,6 +100,7 @@ class _Entry:
     vector: Vector | None
     history: list[MemoryRecord] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
+    filed: str | None = None  # the session it is filed under (``InMemoryStore._sessions``)
 
 
 Undo = list[Callable[[], None]]
@@ -200,6 +201,8 @@ class InMemoryStore:
         # each user's entries by id, in the store's order (``_add_entry``, ``_pop_entry``),
         # and each tenant's number of records: what a user's reads walk (mem31b)
         self._owned: dict[tuple[str, str], dict[str, _Entry]] = {}
+        # and by session (a session's reads: its turns, a reply's question), in that order
+        self._sessions: dict[tuple[str, str], dict[str, dict[str, _Entry]]] = {}
         self._tenant_records: dict[str, int] = {}
         self._seq = 0
         self._cache: dict[tuple[str, str, str, str], Vector] = {}
@@ -280,6 +283,7 @@ class InMemoryStore:
         self._entries[_key(r)] = entry
         self._owned.setdefault((r.tenant, r.user), {})[r.id] = entry
         self._tenant_records[r.tenant] = self._tenant_records.get(r.tenant, 0) + 1
+        self._file(entry)
 
     def _pop_entry(self, key: tuple[str, str, str]) -> _Entry | None:
         """The entry of ``key`` out of the store, its user's entries and its tenant's count."""
@@ -287,6 +291,7 @@ class InMemoryStore:
         if entry is None:
             return None
         tenant, user, rid = key
+        self._unfile(entry)
         owned = self._owned[tenant, user]
         del owned[rid]
         if not owned:
@@ -297,6 +302,41 @@ class InMemoryStore:
         else:
             del self._tenant_records[tenant]
         return entry
+
+    def _file(self, entry: _Entry) -> None:
+        """``entry`` filed under its record's session (after the others: the newest)."""
+        r = entry.record
+        entry.filed = r.session
+        if r.session is not None:
+            self._sessions.setdefault((r.tenant, r.user), {}).setdefault(r.session, {})[r.id] = (
+                entry
+            )
+
+    def _unfile(self, entry: _Entry) -> None:
+        r = entry.record
+        if entry.filed is None:
+            return
+        sessions = self._sessions[r.tenant, r.user]
+        held = sessions[entry.filed]
+        del held[r.id]
+        if not held:
+            del sessions[entry.filed]
+        if not sessions:
+            del self._sessions[r.tenant, r.user]
+        entry.filed = None
+
+    def _refile(self, entry: _Entry) -> None:
+        """``entry``'s record moved to another session: filed there in the store's order."""
+        self._unfile(entry)
+        self._file(entry)
+        r = entry.record
+        if r.session is not None:
+            sessions = self._sessions[r.tenant, r.user]
+            sessions[r.session] = dict(sorted(sessions[r.session].items(), key=lambda i: i[1].seq))
+
+    def _session_entries(self, tenant: str, user: str, session: str) -> builtins.list[_Entry]:
+        """The user's entries of ``session`` in the store's order."""
+        return builtins.list(self._sessions.get((tenant, user), {}).get(session, {}).values())
 
     def _own(self, tenant: str, user: str) -> builtins.list[_Entry]:
         """The user's entries in the store's order (insertion, ``seq``)."""
@@ -313,12 +353,17 @@ class InMemoryStore:
             self._lexical.pop(key, None)
             self._dense.pop(key, None)
             self._shared_of.pop(key, None)
+            for e in self._own(tenant, user):
+                if e.filed != e.record.session:
+                    self._refile(e)
             return
         lexical = self._lexical.get(key)
         dense = self._dense.get(key, {}).values()
         shared = self._shared_of.get(key)
         for rid in ids:
             entry = self._entries.get((tenant, user, rid))
+            if entry is not None and entry.filed != entry.record.session:
+                self._refile(entry)
             if lexical is not None:
                 if entry is None:
                     lexical.drop(rid)
@@ -340,7 +385,11 @@ class InMemoryStore:
         owner's entries some caller may read (:meth:`_shared`), not among every entry."""
         if scope.caller is not None:
             return [e for e in self._shared(scope.tenant, scope.user) if e.record.visible_in(scope)]
-        return [e for e in self._own(scope.tenant, scope.user) if e.record.visible_in(scope)]
+        if scope.session is not None:
+            entries = self._session_entries(scope.tenant, scope.user, scope.session)
+        else:
+            entries = self._own(scope.tenant, scope.user)
+        return [e for e in entries if e.record.visible_in(scope)]
 
     def _shared(self, tenant: str, user: str) -> list[_Entry]:
         """The user's entries that are public or name readers or roles, in insertion order,
