@@ -132,8 +132,12 @@ class Walked(InMemoryStore):
             and e.vector.size == dims
             and (model is None or e.record.embedding_model in (None, model))
         ]
-        matrix = np.stack([e.vector for e in entries]) if entries else np.zeros((0, dims))
-        scores = np.einsum("ij,j->i", matrix.astype(np.float32), query)
+        matrix = (
+            np.stack([e.vector for e in entries if e.vector is not None])
+            if entries
+            else np.zeros((0, dims), np.float32)
+        )
+        scores = np.einsum("ij,j->i", matrix, query)
         out = []
         for i in np.argsort(-scores, kind="stable"):
             record = entries[i].record
