@@ -1,20 +1,21 @@
 """``InMemoryStore``: the store protocol over plain dicts, for tests and throwaway agents.
 
 It is a second, independent implementation of the contract (no SQL), so the contract suite
-comparing it with SQLite catches mistakes in either. Lexical search is BM25 from ``bm25s``
-over one user's terms, rebuilt lazily when that user's records change; vectors are scored
-with numpy. Nothing persists beyond the process.
+comparing it with SQLite catches mistakes in either. Lexical search is BM25 over one user's
+terms, scored as ``bm25s`` scores them (store/memory_shared.py); vectors are scored with
+numpy. Each user's entries, their BM25 statistics and their vectors are kept per user and
+updated by each write for the records it touched (mem31b), so a write and a search cost what
+the user holds, not what the store holds. Nothing persists beyond the process.
 """
 
 from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from ..clock import later
 from ..errors import NotFoundError, ValidationError, closed_store
 from ..filters import Filters
 from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
-from ..records import MemoryRecord, RecordStatus, RecordType, Visibility
+from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
 from ..validation import counted
 from . import memory_dump as dump
@@ -43,6 +44,7 @@ from .citations import cited
 from .counter_types import SWEEP_BATCH, CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
+from .memory_shared import Postings, Shared
 from .one_model import MODEL_KEY
 from .past_versions import check_finished, check_past, history_key, newer_of
 from .purged_reader import without_links, without_reader
@@ -99,36 +101,78 @@ class _Entry:
     vector: Vector | None
     history: list[MemoryRecord] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
+    filed: str | None = None  # the session it is filed under (``InMemoryStore._sessions``)
 
 
 Undo = list[Callable[[], None]]
 
 
-@dataclass
 class _Dense:
     """A user's vectors of one dimension and of the store's ``model`` (a re-embedding that
-    stopped half way leaves two: store/one_model.py), stacked, valid for one
-    ``generation``."""
+    stopped half way leaves two: store/one_model.py), one row each in the store's order
+    (``seq``), as the stacked matrix rebuilt after each write until session 31 held them
+    (so equal scores keep that order). Each write updates the rows of the records it
+    touched (:meth:`touch`): a new record's row is appended, a dropped one's emptied (its
+    id ``None``); a record that gains a vector behind the last row marks the matrix
+    ``stale`` (rebuilt from the user's entries at the next search, as when half its rows
+    are empty)."""
 
-    generation: int
-    ids: list[str]
-    matrix: Vector  # 2-D float32
-    model: str | None = None
+    def __init__(self, dims: int, model: str | None, entries: Iterable[_Entry]) -> None:
+        self.dims = dims
+        self.model = model
+        held = [e for e in entries if self.fits(e)]
+        self.ids: list[str | None] = [e.record.id for e in held]
+        self.rows: dict[str, int] = {rid: i for i, rid in enumerate(self.ids) if rid}
+        self.buf: Vector = (
+            np.stack([e.vector for e in held if e.vector is not None])
+            if held
+            else np.zeros((16, dims), np.float32)
+        )
+        self.last = held[-1].seq if held else 0  # the ``seq`` of the last row appended
+        self.empty = 0
+        self.stale = False
 
+    @property
+    def matrix(self) -> Vector:
+        return self.buf[: len(self.ids)]
 
-@dataclass
-class _Lexical:
-    """A user's BM25 index, valid for one ``generation`` of that user's records, and the
-    index of what each caller may read of them (built at a caller's first search of that
-    generation; a purge of the user drops them all with this entry)."""
+    def fits(self, e: _Entry) -> bool:
+        return (
+            e.vector is not None
+            and e.vector.size == self.dims
+            and (self.model is None or e.record.embedding_model in (None, self.model))
+        )
 
-    generation: int
-    ids: list[str]
-    index: Any  # bm25s.BM25 (untyped library); None until the owner searches
-    callers: dict[tuple[str, frozenset[str]], tuple[list[str], Any]] = field(default_factory=dict)
-    # the user's entries some caller may read (public, or naming readers or roles), in the
-    # store's order: what a caller's reads walk (caller30); None until a caller reads
-    shared: list[_Entry] | None = None
+    def worn(self) -> bool:
+        """Whether it is to be rebuilt: stale, or more than half its rows empty."""
+        return self.stale or (self.empty > 32 and 2 * self.empty > len(self.ids))
+
+    def _append(self, e: _Entry) -> None:
+        n = len(self.ids)
+        if n == len(self.buf):
+            grown = np.zeros((2 * n, self.dims), np.float32)
+            grown[:n] = self.buf
+            self.buf = grown
+        self.buf[n] = e.vector
+        self.ids.append(e.record.id)
+        self.rows[e.record.id] = n
+        self.last = e.seq
+
+    def touch(self, rid: str, entry: _Entry | None) -> None:
+        """Record ``rid`` is now ``entry`` (``None``: gone)."""
+        row = self.rows.get(rid)
+        if entry is not None and self.fits(entry):
+            if row is not None:
+                self.buf[row] = entry.vector
+            elif entry.seq > self.last:
+                self._append(entry)
+            else:
+                self.stale = True
+        elif row is not None:
+            del self.rows[rid]
+            self.ids[row] = None
+            self.buf[row] = 0
+            self.empty += 1
 
 
 def _key(r: MemoryRecord) -> tuple[str, str, str]:
@@ -138,28 +182,6 @@ def _key(r: MemoryRecord) -> tuple[str, str, str]:
 def _is(stored: object, value: str) -> bool:
     """``stored == value`` for a string ``value``, as ``Filters.matches`` compares them."""
     return isinstance(stored, str) and stored == value
-
-
-def _indexed(
-    entries: builtins.list[_Entry], *, own: bool = False
-) -> tuple[builtins.list[str], Any]:
-    """A bm25s index of ``entries``' terms and their ids, in the index's order. ``own``: a
-    message by its own text's terms, not those of the question it is also indexed under
-    (a caller's index, :mod:`memstrata.store.caller_bm25`)."""
-    import bm25s
-
-    from ..search.tokenize import tokenize
-
-    terms = [
-        tokenize(e.record.text) if own and e.record.type is RecordType.MESSAGE else list(e.terms)
-        for e in entries
-    ]
-    index = bm25s.BM25()
-    if not any(terms):  # bm25s divides by a 0 mean length
-        entries, terms = [], []
-    if entries:
-        index.index(terms, show_progress=False)
-    return [e.record.id for e in entries], index
 
 
 class InMemoryStore:
@@ -180,12 +202,23 @@ class InMemoryStore:
         # (tenant, user, cited id) -> ids of the user's records that cite it (or did: a
         # superset, checked on reading, :meth:`citing`; store/citations.py)
         self._cites: dict[tuple[str, str, str], set[str]] = {}
+        # each user's entries by id, in the store's order (``_add_entry``, ``_pop_entry``),
+        # and each tenant's number of records: what a user's reads walk (mem31b)
+        self._owned: dict[tuple[str, str], dict[str, _Entry]] = {}
+        # and by session (a session's reads: its turns, a reply's question), in that order
+        self._sessions: dict[tuple[str, str], dict[str, dict[str, _Entry]]] = {}
+        self._tenant_records: dict[str, int] = {}
         self._seq = 0
         self._cache: dict[tuple[str, str, str, str], Vector] = {}
         self._jobs: dict[str, Job] = {}
-        self._generation: dict[tuple[str, str], int] = {}
-        self._lexical: dict[tuple[str, str], _Lexical] = {}
-        self._dense: dict[tuple[str, str, int], _Dense] = {}
+        # each user's BM25 statistics of their records' terms, built at the user's first
+        # search, then updated by each write for the records it touched (``_changed``)
+        self._lexical: dict[tuple[str, str], Postings] = {}
+        # each user's entries some caller may read and each caller's BM25 statistics of
+        # them (store/memory_shared.py): gathered at a caller's first read, then kept up to
+        # date by the ids each write touches (``_changed``)
+        self._shared_of: dict[tuple[str, str], Shared] = {}
+        self._dense: dict[tuple[str, str], dict[int, _Dense]] = {}  # a user's, by dims
         # its audit log (memstrata.audit_store returns it): a unit of work appends its
         # events when its writes are applied, and a user's purge redacts them under the lock
         self.audit_log = InMemoryAudit(in_transactions=True)
@@ -201,6 +234,7 @@ class InMemoryStore:
         with self._lock:
             self._lock.closed = True
             self._lexical.clear()
+            self._shared_of.clear()
             self._dense.clear()
 
     def get_meta(self, key: str) -> str | None:
@@ -244,12 +278,105 @@ class InMemoryStore:
 
     def count_tenant_records(self, tenant: str) -> int:
         with self._lock:
-            return sum(1 for t, _, _ in self._entries if t == tenant)
+            return self._tenant_records.get(tenant, 0)
 
     # --- helpers -----------------------------------------------------------------------------
-    def _changed(self, tenant: str, user: str) -> None:
+    def _add_entry(self, entry: _Entry) -> None:
+        """``entry`` stored: in the store's entries, its user's and its tenant's count."""
+        r = entry.record
+        self._entries[_key(r)] = entry
+        self._owned.setdefault((r.tenant, r.user), {})[r.id] = entry
+        self._tenant_records[r.tenant] = self._tenant_records.get(r.tenant, 0) + 1
+        self._file(entry)
+
+    def _pop_entry(self, key: tuple[str, str, str]) -> _Entry | None:
+        """The entry of ``key`` out of the store, its user's entries and its tenant's count."""
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return None
+        tenant, user, rid = key
+        self._unfile(entry)
+        owned = self._owned[tenant, user]
+        del owned[rid]
+        if not owned:
+            del self._owned[tenant, user]
+        left = self._tenant_records[tenant] - 1
+        if left:
+            self._tenant_records[tenant] = left
+        else:
+            del self._tenant_records[tenant]
+        return entry
+
+    def _file(self, entry: _Entry) -> None:
+        """``entry`` filed under its record's session (after the others: the newest)."""
+        r = entry.record
+        entry.filed = r.session
+        if r.session is not None:
+            self._sessions.setdefault((r.tenant, r.user), {}).setdefault(r.session, {})[r.id] = (
+                entry
+            )
+
+    def _unfile(self, entry: _Entry) -> None:
+        r = entry.record
+        if entry.filed is None:
+            return
+        sessions = self._sessions[r.tenant, r.user]
+        held = sessions[entry.filed]
+        del held[r.id]
+        if not held:
+            del sessions[entry.filed]
+        if not sessions:
+            del self._sessions[r.tenant, r.user]
+        entry.filed = None
+
+    def _refile(self, entry: _Entry) -> None:
+        """``entry``'s record moved to another session: filed there in the store's order."""
+        self._unfile(entry)
+        self._file(entry)
+        r = entry.record
+        if r.session is not None:
+            sessions = self._sessions[r.tenant, r.user]
+            sessions[r.session] = dict(sorted(sessions[r.session].items(), key=lambda i: i[1].seq))
+
+    def _session_entries(self, tenant: str, user: str, session: str) -> builtins.list[_Entry]:
+        """The user's entries of ``session`` in the store's order."""
+        return builtins.list(self._sessions.get((tenant, user), {}).get(session, {}).values())
+
+    def _own(self, tenant: str, user: str) -> builtins.list[_Entry]:
+        """The user's entries in the store's order (insertion, ``seq``)."""
+        return builtins.list(self._owned.get((tenant, user), {}).values())
+
+    def _changed(self, tenant: str, user: str, *ids: str) -> None:
+        """The user's records ``ids`` were written (inserted, replaced, their status, terms
+        or vector changed, dropped, or a write of them taken back): the user's BM25
+        statistics and vector rows (mem31b) and what callers may read of them (mem31) are
+        updated for those ids alone. Without ``ids`` (a write that does not say what it
+        touched) they are gathered again from the user's entries at the next read."""
         key = (tenant, user)
-        self._generation[key] = self._generation.get(key, 0) + 1
+        if not ids:
+            self._lexical.pop(key, None)
+            self._dense.pop(key, None)
+            self._shared_of.pop(key, None)
+            for e in self._own(tenant, user):
+                if e.filed != e.record.session:
+                    self._refile(e)
+            return
+        lexical = self._lexical.get(key)
+        dense = self._dense.get(key, {}).values()
+        shared = self._shared_of.get(key)
+        for rid in ids:
+            entry = self._entries.get((tenant, user, rid))
+            if entry is not None and entry.filed != entry.record.session:
+                self._refile(entry)
+            if lexical is not None:
+                if entry is None:
+                    lexical.drop(rid)
+                else:
+                    lexical.put_tokens(rid, entry.terms)
+            for d in dense:
+                d.touch(rid, entry)
+            if shared is not None:
+                shared.touch(rid, entry)
 
     def _visible(self, scope: Scope, record_id: str) -> _Entry | None:
         entry = self._entries.get((scope.tenant, scope.user, record_id))
@@ -262,31 +389,26 @@ class InMemoryStore:
         owner's entries some caller may read (:meth:`_shared`), not among every entry."""
         if scope.caller is not None:
             return [e for e in self._shared(scope.tenant, scope.user) if e.record.visible_in(scope)]
-        return [e for e in self._entries.values() if e.record.visible_in(scope)]
+        if scope.session is not None:
+            entries = self._session_entries(scope.tenant, scope.user, scope.session)
+        else:
+            entries = self._own(scope.tenant, scope.user)
+        return [e for e in entries if e.record.visible_in(scope)]
 
     def _shared(self, tenant: str, user: str) -> list[_Entry]:
-        """The user's entries that are public or name readers or roles, in insertion order:
-        gathered once per change of the user's records (as a caller's BM25 index is), so a
-        caller's ``list`` (caller30), count and reads walk what is shared, not every record
-        of the store."""
+        """The user's entries that are public or name readers or roles, in insertion order,
+        so a caller's ``list`` (caller30), count and reads walk what is shared, not every
+        record of the store: gathered at a caller's first read, then updated by each write
+        for the records it touched (mem31; caller30 gathered them again after each)."""
+        return self._sharing(tenant, user).ordered()
+
+    def _sharing(self, tenant: str, user: str) -> Shared:
         key = (tenant, user)
-        generation = self._generation.get(key, 0)
-        lex = self._lexical.get(key)
-        if lex is None or lex.generation != generation:
-            lex = _Lexical(generation, [], None)
-            self._lexical[key] = lex
-        if lex.shared is None:
-            lex.shared = [
-                e
-                for e in self._entries.values()
-                if (e.record.tenant, e.record.user) == key
-                and (
-                    e.record.access.visibility is Visibility.PUBLIC
-                    or e.record.access.allowed_users
-                    or e.record.access.allowed_roles
-                )
-            ]
-        return lex.shared
+        found = self._shared_of.get(key)
+        if found is None:
+            found = Shared(self._own(tenant, user))
+            self._shared_of[key] = found
+        return found
 
     @staticmethod
     def _check(write: RecordWrite) -> Vector | None:
@@ -354,14 +476,14 @@ class InMemoryStore:
         vectors = [self._check(w) for w in writes]  # validate all before writing any
         for w, vec in zip(writes, vectors, strict=True):
             self._seq += 1
-            self._entries[_key(w.record)] = _Entry(self._seq, w.record, tuple(w.terms), vec)
+            self._add_entry(_Entry(self._seq, w.record, tuple(w.terms), vec))
             self._cite(w.record)
-            self._changed(w.record.tenant, w.record.user)
+            self._changed(w.record.tenant, w.record.user, w.record.id)
             undo.append(lambda r=w.record: self._undo_insert(r))  # type: ignore[misc]
 
     def _undo_insert(self, record: MemoryRecord) -> None:
-        self._entries.pop(_key(record), None)
-        self._changed(record.tenant, record.user)
+        self._pop_entry(_key(record))
+        self._changed(record.tenant, record.user, record.id)
 
     def get(self, scope: Scope, record_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         with self._lock:
@@ -418,7 +540,7 @@ class InMemoryStore:
         if vec is not None:
             entry.vector = vec
         self._cite(new)
-        self._changed(new.tenant, new.user)
+        self._changed(new.tenant, new.user, new.id)
 
     def _snapshot(self, entry: _Entry) -> Callable[[], None]:
         record, terms, vector, history = (
@@ -430,7 +552,7 @@ class InMemoryStore:
 
         def restore() -> None:
             entry.record, entry.terms, entry.vector, entry.history = record, terms, vector, history
-            self._changed(record.tenant, record.user)
+            self._changed(record.tenant, record.user, record.id)
 
         return restore
 
@@ -503,7 +625,7 @@ class InMemoryStore:
             old = entry.record
             entry.history.append(old)
             entry.record = new
-            self._changed(old.tenant, old.user)
+            self._changed(old.tenant, old.user, old.id)
         return [new.id for _, new in changes]
 
     def reterm(self, scope: Scope, terms: Mapping[str, Sequence[str]]) -> None:
@@ -520,7 +642,7 @@ class InMemoryStore:
             if entry is not None and entry.terms != tuple(new):
                 undo.append(self._snapshot(entry))
                 entry.terms = tuple(new)  # the user's BM25 index is rebuilt lazily
-                self._changed(scope.tenant, scope.user)
+                self._changed(scope.tenant, scope.user, rid)
 
     def list_after(
         self,
@@ -577,13 +699,13 @@ class InMemoryStore:
             ]
 
     def _drop(self, entry: _Entry) -> tuple[int, int, int]:
-        del self._entries[_key(entry.record)]
+        self._pop_entry(_key(entry.record))
         for i in cited(entry.record):  # what it cited (an undo's leftover goes on reading)
             key = (entry.record.tenant, entry.record.user, i)
             self._cites.get(key, set()).discard(entry.record.id)
             if not self._cites.get(key, True):
                 del self._cites[key]
-        self._changed(entry.record.tenant, entry.record.user)
+        self._changed(entry.record.tenant, entry.record.user, entry.record.id)
         return 1, len(entry.history), int(entry.vector is not None)
 
     def purge(
@@ -608,12 +730,8 @@ class InMemoryStore:
                 kept = self._visible(uscope, rid)
                 if kept is not None and kept.terms != tuple(terms):
                     kept.terms = tuple(terms)  # the user's BM25 index is rebuilt lazily
-                    self._changed(scope.tenant, scope.user)
-            hashes -= {
-                e.record.content_hash
-                for e in self._entries.values()
-                if (e.record.tenant, e.record.user) == (scope.tenant, scope.user)
-            }
+                    self._changed(scope.tenant, scope.user, rid)
+            hashes -= {e.record.content_hash for e in self._own(scope.tenant, scope.user)}
             stale = [
                 k for k in self._cache if k[:2] == (scope.tenant, scope.user) and k[3] in hashes
             ]
@@ -638,10 +756,8 @@ class InMemoryStore:
         gone = {e.record.id for e in found}
         if not gone:
             return
-        for entry in self._entries.values():
+        for entry in self._own(scope.tenant, scope.user):
             r = entry.record
-            if (r.tenant, r.user) != (scope.tenant, scope.user):
-                continue
             versions = [*entry.history, r]
             kept = [without_links(v, gone, past=True) for v in entry.history]
             kept.append(without_links(r, gone))
@@ -650,7 +766,7 @@ class InMemoryStore:
             entry.history = kept
             entry.record = replace(kept[-1], version=kept[-1].version + 1)
             self._cite(entry.record)  # a fact ended by a purged one: by [purged] now
-            self._changed(r.tenant, r.user)
+            self._changed(r.tenant, r.user, r.id)
 
     def _drop_reader(self, entry: _Entry, user: str) -> None:
         """``user`` out of the readers of every version of ``entry``, which gets a new
@@ -661,7 +777,7 @@ class InMemoryStore:
             return
         entry.history = kept
         entry.record = replace(kept[-1], version=kept[-1].version + 1)
-        self._changed(entry.record.tenant, entry.record.user)
+        self._changed(entry.record.tenant, entry.record.user, entry.record.id)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         def owned(r: MemoryRecord) -> bool:
@@ -682,13 +798,13 @@ class InMemoryStore:
             self._lexical.pop((tenant, user), None)
             for cite in [k for k in self._cites if k[:2] == (tenant, user)]:
                 del self._cites[cite]
+            self._shared_of.pop((tenant, user), None)
             from ..quotas import subject_hash
 
             mark = f":{subject_hash(tenant, user)}:"
             for meta_key in [k for k in self._meta if k.startswith("quota:") and mark in k]:
                 del self._meta[meta_key]
-            for dense in [d for d in self._dense if d[:2] == (tenant, user)]:
-                del self._dense[dense]
+            self._dense.pop((tenant, user), None)
             bound = [k.id for k in self._key_rows.values() if (k.tenant, k.user) == (tenant, user)]
             for key_id in bound:
                 del self._key_rows[key_id]
@@ -805,26 +921,15 @@ class InMemoryStore:
 
     # --- retrieval -------------------------------------------------------------------------------
     def _matrix(self, tenant: str, user: str, dims: int) -> _Dense:
-        key = (tenant, user, dims)
-        generation = self._generation.get((tenant, user), 0)
+        """The user's vectors of ``dims``: built from the user's entries at the first search
+        (or once the store's model changed, or the matrix is worn), then updated by each
+        write for the records it touched (``_changed``)."""
         model = self._meta.get(MODEL_KEY)
-        cached = self._dense.get(key)
-        if cached is None or (cached.generation, cached.model) != (generation, model):
-            entries = [
-                e
-                for e in self._entries.values()
-                if (e.record.tenant, e.record.user) == (tenant, user)
-                and e.vector is not None
-                and e.vector.size == dims
-                and (model is None or e.record.embedding_model in (None, model))
-            ]
-            matrix = (
-                np.stack([e.vector for e in entries if e.vector is not None])
-                if entries
-                else np.zeros((0, dims), np.float32)
-            )
-            cached = _Dense(generation, [e.record.id for e in entries], matrix, model)
-            self._dense[key] = cached
+        held = self._dense.setdefault((tenant, user), {})
+        cached = held.get(dims)
+        if cached is None or cached.model != model or cached.worn():
+            cached = _Dense(dims, model, self._own(tenant, user))
+            held[dims] = cached
         return cached
 
     def vector_search(
@@ -844,7 +949,10 @@ class InMemoryStore:
             scores = np.einsum("ij,j->i", dense.matrix, query)
             # Walk best-first and filter as we go: usually only the first few rows are read.
             for i in np.argsort(-scores, kind="stable"):
-                record = self._entries[(scope.tenant, scope.user, dense.ids[i])].record
+                rid = dense.ids[i]
+                if rid is None:  # an emptied row
+                    continue
+                record = self._entries[(scope.tenant, scope.user, rid)].record
                 if record.visible_in(scope) and filters.matches(record):
                     out.append(Candidate(record.id, float(scores[i])))
                     if len(out) == k:
@@ -870,35 +978,27 @@ class InMemoryStore:
             }
         return kept_records(found, rows, lambda r: r, keep, want)
 
-    def _bm25(self, tenant: str, user: str) -> _Lexical:
+    def _bm25(self, tenant: str, user: str) -> Postings:
+        """The user's BM25 statistics of every record's terms: built from the user's
+        entries at the first search, then updated by each write for the records it touched
+        (``_changed``; until session 31 a ``bm25s`` index was built again of the user's
+        entries, found by a walk of the whole store, at the first search after each
+        write)."""
         key = (tenant, user)
-        generation = self._generation.get(key, 0)
-        cached = self._lexical.get(key)
-        if cached is None or cached.generation != generation:
-            cached = _Lexical(generation, [], None)
-            self._lexical[key] = cached
-        if cached.index is None:
-            entries = [e for e in self._entries.values() if (e.record.tenant, e.record.user) == key]
-            cached.ids, cached.index = _indexed(entries)
-        return cached
-
-    def _caller_bm25(self, scope: Scope) -> tuple[list[str], Any]:
-        """The BM25 index of what ``scope``'s caller may read of the owner's records (the
-        whole readable part: ``user_scope``): a caller's scores weigh a term by what the
-        caller reads, never by the owner's unshared records (session 28)."""
-        lex = self._lexical.get((scope.tenant, scope.user))
-        if lex is None or lex.generation != self._generation.get((scope.tenant, scope.user), 0):
-            lex = _Lexical(self._generation.get((scope.tenant, scope.user), 0), [], None)
-            self._lexical[scope.tenant, scope.user] = lex
-        who = (scope.caller or "", scope.roles)
-        found = lex.callers.get(who)
+        found = self._lexical.get(key)
         if found is None:
-            readable = scope.user_scope
-            found = _indexed(
-                [e for e in self._entries.values() if e.record.visible_in(readable)], own=True
-            )
-            lex.callers[who] = found
+            found = Postings()
+            for e in self._own(tenant, user):
+                found.put_tokens(e.record.id, e.terms)
+            self._lexical[key] = found
         return found
+
+    def _caller_scores(self, scope: Scope, query: Sequence[str]) -> dict[str, float]:
+        """BM25 over what ``scope``'s caller may read of the owner's records (the whole
+        readable part: ``user_scope``): a caller's scores weigh a term by what the caller
+        reads, never by the owner's unshared records (session 28); the statistics are kept
+        up to date by each write (store/memory_shared.py, mem31)."""
+        return self._sharing(scope.tenant, scope.user).caller(scope).scores(query)
 
     def lexical_search(
         self, scope: Scope, terms: Sequence[str], k: int, filters: Filters
@@ -907,22 +1007,15 @@ class InMemoryStore:
         if not query or k <= 0:
             return []
         with self._lock:
-            if scope.caller is None:
-                lex = self._bm25(scope.tenant, scope.user)
-                ids, index = lex.ids, lex.index
+            if scope.caller is not None:
+                found = self._caller_scores(scope, query)
             else:
-                ids, index = self._caller_bm25(scope)
-            if not ids:
-                return []
-            known = [t for t in query if t in index.vocab_dict]
-            if not known:
-                return []
-            scores = np.asarray(index.get_scores(known), dtype=np.float64)
+                found = self._bm25(scope.tenant, scope.user).scores(query)
             hits: list[tuple[float, int, str]] = []
-            for i in np.flatnonzero(scores > 0):
-                entry = self._entries[(scope.tenant, scope.user, ids[i])]
+            for rid, score in found.items():
+                entry = self._entries[(scope.tenant, scope.user, rid)]
                 if entry.record.visible_in(scope) and filters.matches(entry.record):
-                    hits.append((-float(scores[i]), entry.seq, entry.record.id))
+                    hits.append((-score, entry.seq, rid))
         hits.sort()
         return [Candidate(rid, -neg) for neg, _, rid in hits[:k]]
 
@@ -962,9 +1055,9 @@ class InMemoryStore:
                     raise NotFoundError(f"no record {record.id!r}; nothing was re-embedded")
                 checked.append((entry, vec))
             for entry, vec in checked:
-                self._changed(entry.record.tenant, entry.record.user)
                 entry.vector = vec
                 entry.record = replace(entry.record, embedding_model=model_id, embedding_dims=dims)
+                self._changed(entry.record.tenant, entry.record.user, entry.record.id)
 
     # --- jobs ----------------------------------------------------------------------------------
     def enqueue(self, jobs: Sequence[Job]) -> None:
@@ -1150,9 +1243,7 @@ class InMemoryStore:
             jobs = [
                 j for j in self._jobs.values() if (j.tenant, j.user) == (scope.tenant, scope.user)
             ]
-            users = {
-                e.record.user for e in self._entries.values() if e.record.tenant == scope.tenant
-            }
+            users = {u for t, u in self._owned if t == scope.tenant}
         by_type: dict[str, int] = {}
         for r in records:
             by_type[r.type.value] = by_type.get(r.type.value, 0) + 1

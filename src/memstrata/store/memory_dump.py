@@ -81,16 +81,18 @@ def load_records(s: InMemoryStore, dumps: Sequence[RecordDump]) -> int:
             if key in s._entries:
                 continue
             s._seq += 1
-            s._entries[key] = _Entry(
-                s._seq,
-                d.record,
-                tuple(d.terms),
-                None if d.vector is None else _vector(d.vector),
-                _history(d),
-                dict(d.counters),
+            s._add_entry(
+                _Entry(
+                    s._seq,
+                    d.record,
+                    tuple(d.terms),
+                    None if d.vector is None else _vector(d.vector),
+                    _history(d),
+                    dict(d.counters),
+                )
             )
             s._cite(d.record)  # what it cites (store/citations.py)
-            s._changed(d.record.tenant, d.record.user)
+            s._changed(d.record.tenant, d.record.user, d.record.id)
             new += 1
             waiting = _aside(s).pop(scope_token(d.record.tenant, d.record.user), None)
             for (model_id, k), vector in (waiting or {}).items():
@@ -125,7 +127,7 @@ def dump_cache(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[CacheEn
 def load_cache(s: InMemoryStore, entries: Sequence[CacheEntry]) -> int:
     new = 0
     with s._lock:
-        users = {(r.tenant, r.user) for r in (e.record for e in s._entries.values())}
+        users = set(s._owned)
         users |= {(j.tenant, j.user) for j in s._jobs.values()}
         users |= {(t, u) for t, u, _, _ in s._cache}
         by_token = {scope_token(t, u): (t, u) for t, u in users}

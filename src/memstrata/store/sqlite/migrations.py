@@ -578,19 +578,32 @@ def _v18(conn: sqlite3.Connection) -> None:
     )
 
 
+# The public records schema 19 reads at a time (mem31: before, all of them in one list).
+_V19_PART = 5000
+_V19_PUBLIC = (
+    "SELECT tenant, user, id, observed_at, seq FROM records "
+    "WHERE seq > ? AND visibility = 'public' ORDER BY seq LIMIT ?"
+)
+
+
 def _v19(conn: sqlite3.Connection) -> None:
     """v19 (caller30): the index of readers names each user's public records too, in their
     listing's order (store/sqlite/roles.py, ``public_reader``), so a caller's ``list`` walks
-    what it may read without walking the owner's rows. Rows only: no schema object."""
-    from .roles import public_reader
+    what it may read without walking the owner's rows. Read :data:`_V19_PART` records at a
+    time, in ``seq`` order (mem31: a store of many public records is not held whole in
+    memory); the step is one transaction all the same. Rows only: no schema object."""
+    from . import roles
 
-    rows = conn.execute(
-        "SELECT tenant, user, id, observed_at, seq FROM records WHERE visibility = 'public'"
-    ).fetchall()
-    conn.executemany(
-        "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)",
-        [(t, public_reader(str(u), str(at), int(seq)), u, i) for t, u, i, at, seq in rows],
-    )
+    last = 0
+    while rows := conn.execute(_V19_PUBLIC, (last, _V19_PART)).fetchall():
+        last = int(rows[-1][4])
+        conn.executemany(
+            "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)",
+            [
+                (t, roles.public_reader(str(u), str(at), int(seq)), u, i)
+                for t, u, i, at, seq in rows
+            ],
+        )
 
 
 # v20 (reterm30): every turn's reply terms by today's rule. A turn's "turn before" is the

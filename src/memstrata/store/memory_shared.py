@@ -1,0 +1,193 @@
+"""What callers may read of an owner's records on memory://, kept up to date by each write.
+
+A caller (``Scope.caller``: another user, a role, or anyone for ``public``) reads only the
+owner's records that are public or name readers or roles: :class:`Shared` holds those
+entries of one owner, and for each caller who searched, a :class:`CallerIndex` of what that
+caller may read. Until session 31 both were gathered again by a walk of every record of the
+store after each change of the owner's records (caller30's shared entries, session 28's
+caller BM25 index): one add of a private note cost a caller's next read a walk of the whole
+store. Now each write hands the ids it touched (``InMemoryStore._changed``) and only those
+entries are looked at again (:meth:`Shared.touch`).
+
+A caller's lexical scores are those ``bm25s`` gives an index built of the caller's readable
+records (the index the store rebuilt before; ``tests/mem31`` compares them after every step
+of random writes): Lucene's BM25 (``k1`` 1.5, ``b`` 0.75, ``idf = log(1 + (N - n + 0.5) /
+(n + 0.5))``), a term's score in a document stored as float32 and a query's terms summed in
+float32 in the query's order. The statistics (``N``, the total length, each term's
+documents) are kept as counts, so a score is computed at search time from the postings of
+the query's terms. The owner's own index of every record's terms is one too (a
+:class:`Postings`, mem31b: until then a ``bm25s`` index rebuilt after each write).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..records import MemoryRecord, RecordType, Visibility
+from ..scope import Scope
+from ..search.tokenize import tokenize
+
+__all__ = ["CALLERS_KEPT", "CallerIndex", "Postings", "Shared", "is_shared", "own_tokens"]
+
+K1 = 1.5  # bm25s.BM25's defaults, the index the store built before
+B = 0.75
+# The caller indexes one owner keeps (the most recently searched); another caller's first
+# search builds its index from the shared entries.
+CALLERS_KEPT = 32
+
+
+class _Entry(Protocol):
+    seq: int
+    record: MemoryRecord
+    terms: tuple[str, ...]
+
+
+def is_shared(record: MemoryRecord) -> bool:
+    """Whether some caller may read ``record`` (when it is active): public, or naming
+    readers or roles."""
+    a = record.access
+    return a.visibility is Visibility.PUBLIC or bool(a.allowed_users) or bool(a.allowed_roles)
+
+
+def own_tokens(entry: _Entry) -> list[str]:
+    """What a caller's index holds of ``entry``: a message by its own text's terms, not
+    those of the question it is also indexed under (:mod:`memstrata.store.caller_bm25`)."""
+    if entry.record.type is RecordType.MESSAGE:
+        return tokenize(entry.record.text)
+    return list(entry.terms)
+
+
+class Postings:
+    """BM25 statistics and postings of a set of documents (a record's id and its tokens),
+    kept up to date one document at a time: an owner's index of all their records' terms
+    (``InMemoryStore``'s own search, mem31b) and each caller's (:class:`CallerIndex`)."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, tuple[int, Counter[str]]] = {}  # id: (length, term counts)
+        self.postings: dict[str, dict[str, int]] = {}  # term: {id: count}
+        self.total = 0  # the documents' lengths summed
+
+    def put_tokens(self, rid: str, tokens: Sequence[str]) -> None:
+        """Document ``rid`` is now ``tokens`` (in the index, with no token too: it counts
+        among the documents, as in a ``bm25s`` index built of them)."""
+        self.drop(rid)
+        counts = Counter(tokens)
+        self.docs[rid] = (len(tokens), counts)
+        self.total += len(tokens)
+        for term, n in counts.items():
+            self.postings.setdefault(term, {})[rid] = n
+
+    def drop(self, rid: str) -> None:
+        doc = self.docs.pop(rid, None)
+        if doc is None:
+            return
+        length, counts = doc
+        self.total -= length
+        for term in counts:
+            held = self.postings[term]
+            del held[rid]
+            if not held:
+                del self.postings[term]
+
+    def scores(self, query: Sequence[str]) -> dict[str, float]:
+        """Each document holding a term of ``query`` (distinct terms), with its score: what
+        ``bm25s.BM25.get_scores`` gives an index of the documents, bit for bit (every
+        operation on the types bm25s uses, a term's scores added in float32 in the query's
+        order as its ``np.add.at``; tests/mem31 and tests/mem31b hold them equal)."""
+        n_docs = len(self.docs)
+        if n_docs == 0 or self.total == 0:  # bm25s is given no documents then (0 mean length)
+            return {}
+        found = [held for held in (self.postings.get(t) for t in query) if held]
+        if not found:
+            return {}
+        l_avg = np.float64(self.total) / n_docs  # numpy's mean of the lengths
+        where: dict[str, int] = {}  # id: its place in ``acc``
+        parts: list[tuple[Any, Any]] = []
+        for held in found:
+            idf = np.float32(math.log(1 + (n_docs - len(held) + 0.5) / (len(held) + 0.5)))
+            n = len(held)
+            tf = np.fromiter(held.values(), dtype=np.float32, count=n)
+            l_d = np.fromiter((self.docs[i][0] for i in held), dtype=np.int64, count=n)
+            tfc = tf / (K1 * ((1 - B) + B * l_d / l_avg) + tf)
+            at = np.fromiter((where.setdefault(i, len(where)) for i in held), np.int64, count=n)
+            parts.append((at, (idf * tfc).astype(np.float32)))
+        acc = np.zeros(len(where), dtype=np.float32)
+        for at, part in parts:  # an id once per term: a plain float32 add per id
+            acc[at] += part
+        return {rid: v for rid, v in zip(where, acc.tolist(), strict=True) if v > 0}
+
+
+class CallerIndex(Postings):
+    """BM25 statistics and postings of the records one caller may read (``readable``: the
+    caller's ``user_scope``)."""
+
+    def __init__(self, readable: Scope) -> None:
+        super().__init__()
+        self.readable = readable
+
+    def put(self, entry: _Entry, tokens: list[str] | None = None) -> None:
+        """``entry`` as it is now: in the index if the caller may read it, out if not
+        (``tokens``: its :func:`own_tokens`, when already made)."""
+        rid = entry.record.id
+        if not entry.record.visible_in(self.readable):
+            self.drop(rid)
+            return
+        self.put_tokens(rid, own_tokens(entry) if tokens is None else tokens)
+
+
+class Shared:
+    """One owner's entries some caller may read, in the store's order, and the indexes of
+    what each caller who searched may read of them; each write's touched ids update them
+    (:meth:`touch`)."""
+
+    def __init__(self, entries: list[Any]) -> None:
+        self.entries: dict[str, Any] = {e.record.id: e for e in entries if is_shared(e.record)}
+        self._ordered: list[Any] | None = sorted(self.entries.values(), key=lambda e: e.seq)
+        self.callers: OrderedDict[tuple[str, frozenset[str]], CallerIndex] = OrderedDict()
+
+    def ordered(self) -> list[Any]:
+        """The shared entries in the store's order (insertion, ``seq``)."""
+        if self._ordered is None:
+            self._ordered = sorted(self.entries.values(), key=lambda e: e.seq)
+        return self._ordered
+
+    def touch(self, rid: str, entry: Any | None) -> None:
+        """Record ``rid`` is now ``entry`` (``None``: gone)."""
+        held = self.entries.get(rid)
+        now = entry if entry is not None and is_shared(entry.record) else None
+        if held is not None and held is not now:
+            del self.entries[rid]
+            self._ordered = None
+        if now is not None and held is not now:
+            self.entries[rid] = now
+            last = self._ordered
+            if last is not None and (not last or last[-1].seq < now.seq):
+                last.append(now)
+            else:
+                self._ordered = None
+        tokens = own_tokens(now) if now is not None and self.callers else None
+        for index in self.callers.values():
+            if now is None:
+                index.drop(rid)
+            else:
+                index.put(now, tokens)
+
+    def caller(self, scope: Scope) -> CallerIndex:
+        """The index of what ``scope``'s caller may read (its whole ``user_scope``)."""
+        who = (scope.caller or "", scope.roles)
+        found = self.callers.get(who)
+        if found is None:
+            found = CallerIndex(scope.user_scope)
+            for e in self.ordered():
+                found.put(e)
+            self.callers[who] = found
+            while len(self.callers) > CALLERS_KEPT:
+                self.callers.popitem(last=False)
+        else:
+            self.callers.move_to_end(who)
+        return found
