@@ -376,10 +376,8 @@ class _RequireKey:
                     twice = name
                 headers[name] = v.decode("latin-1")
             if twice is not None:  # the last one was taken, where the HTTP API took the first
-                refused = credentials_twice(twice)
-                response = error_response(
-                    refused.status, refused.code, refused.message, headers=refused.headers
-                )
+                two = credentials_twice(twice)
+                response = error_response(two.status, two.code, two.message, headers=two.headers)
                 await response(scope, receive, send)
                 return
             secret = bearer_of(headers)
