@@ -1,19 +1,17 @@
-"""Found while checking that session 31's scores left every ranking as it was (left alone:
-fixing it changes rankings, which this branch must not).
+"""Found while checking that session 31's scores left every ranking as it was (pg31 left it:
+fixing it changes the order of equal scores; the lead fixed it at merge).
 
 README: "Equal fused scores keep the order one side gave them (each side breaks its own
 ties by insertion), so the same memories come back in the same order in every store,
 whatever their random ids." That holds on the default path (search/fusion.py ``_order``).
 With a score term weighed or MMR on (``_needs_records``), src/memstrata/_async/search/
 hybrid.py ``search`` sorts ``scored`` by ``(-final, id)``: equal scores come back in the
-order of their random ids, another order in every store and every run. The fix: sort by
+order of their random ids, another order in every store and every run. Fixed: sorted by
 ``-final`` alone (``list.sort`` is stable, so the fused order breaks the ties)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-
-import pytest
 
 from memstrata import Memory, Scope, SearchConfig
 
@@ -21,10 +19,6 @@ ME = Scope("acme", "zoe", session="s1")
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hybrid.py search: scored.sort(key=(-final, id)) orders ties by random id",
-)
 def test_equal_scores_keep_the_insertion_order_with_a_score_term() -> None:
     when = datetime(2026, 5, 1, tzinfo=UTC)
     with Memory("memory://", embedder="hashing", background=False) as mem:

@@ -207,7 +207,9 @@ def search(
             if rec is not None:
                 final, terms = _terms(rec, f.score, now, config)
                 scored.append((final, f, terms))
-        scored.sort(key=lambda t: (-t[0], t[1].id))
+        # stable: equal scores keep the fused order (each side's insertion order), not
+        # the order of their random ids (README, "What a hit's score means"; session 31)
+        scored.sort(key=lambda t: -t[0])
 
     penalties: dict[str, float] = {}
     if config.mmr_lambda is not None and len(scored) > 1:
