@@ -129,23 +129,29 @@ def max_scaled(cands: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
 
 
 def match_scores(
-    lists: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float] | None = None
+    lists: Mapping[str, Sequence[Candidate]],
+    weights: Mapping[str, float] | None = None,
+    ids: Collection[str] | None = None,
 ) -> dict[str, float]:
     """Each candidate's match score in [0, 1] (see the module's docstring): the ``dense``
     list's cosines as they are (clipped to [0, 1]), every other list's scores over its best
-    (``max_scaled``; 0 when none is positive), weighted as the fusion weighs the lists."""
+    (0 when none is positive), weighted as the fusion weighs the lists. ``ids``: only
+    those candidates' (the hits a search returns; each list's best is still its own)."""
     w = {name: (weights or {}).get(name, 1.0) for name in lists}
     total = sum(wi for name, wi in w.items() if lists[name]) or 1.0
+    wanted = None if ids is None else set(ids)
     out: dict[str, float] = {}
     for name, cands in lists.items():
         if not cands:
             continue
-        if name == "dense":
-            scaled = [(c, min(max(c.score, 0.0), 1.0)) for c in cands]
-        elif max(c.score for c in cands) > 0:
-            scaled = max_scaled(cands)
-        else:
-            scaled = [(c, 0.0) for c in cands]
-        for c, value in scaled:
+        dense = name == "dense"
+        hi = 1.0 if dense else max(c.score for c in cands)
+        for c in cands:
+            if wanted is not None and c.id not in wanted:
+                continue
+            if dense:
+                value = min(max(c.score, 0.0), 1.0)
+            else:
+                value = max(c.score, 0.0) / hi if hi > 0 else 0.0
             out[c.id] = out.get(c.id, 0.0) + w[name] * value / total
     return {cid: min(value, 1.0) for cid, value in out.items()}  # rounding past 1.0

@@ -90,19 +90,16 @@ async def _candidates(
     return lists
 
 
+def _weights(config: SearchConfig) -> dict[str, float]:
+    return {"lexical": config.lexical_weight, "dense": config.dense_weight}
+
+
 def _fuse(lists: dict[str, list[Candidate]], config: SearchConfig) -> list[Fused]:
-    """The candidates in rank order (by the fusion's ``score``), each with its ``match``
-    (what a hit reports: search/fusion.py ``match_scores``)."""
-    weights = {"lexical": config.lexical_weight, "dense": config.dense_weight}
+    """The candidates in rank order (by the fusion's ``score``)."""
     if config.fusion == "weighted":
         anchored = ("lexical",) if config.lexical_scale == "max" else ()
-        fused = weighted_fusion(lists, weights, anchored=anchored)
-    else:
-        fused = reciprocal_rank_fusion(lists, weights, k=config.rrf_k)
-    match = match_scores(lists, weights)
-    for f in fused:
-        f.match = match.get(f.id, 0.0)
-    return fused
+        return weighted_fusion(lists, _weights(config), anchored=anchored)
+    return reciprocal_rank_fusion(lists, _weights(config), k=config.rrf_k)
 
 
 def _needs_records(config: SearchConfig) -> bool:
@@ -219,6 +216,10 @@ async def search(
         penalties = {scored[i][1].id: p for i, p in order}
         scored = [scored[i] for i, _ in order]
     chosen = scored[:top_k]
+    if not ranking_scores or explain:  # what a hit reports: the chosen ones' alone
+        match = match_scores(lists, _weights(config), [f.id for _, f, _ in chosen])
+        for _, f, _ in chosen:
+            f.match = match.get(f.id, 0.0)
 
     ids = [f.id for _, f, _ in chosen]
     if ids and touch:
