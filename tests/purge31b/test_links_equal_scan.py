@@ -179,7 +179,9 @@ def test_the_index_rewrites_what_the_scan_rewrote(url: str) -> None:
 
 def test_an_earlier_note_names_the_purged_record(url: str) -> None:
     """A refreshed record whose earlier note dropped a record, replaced by a later note:
-    the purge of that record marks the earlier note (found by the index)."""
+    the purge of that record marks the earlier note (found by the index); one whose
+    earlier version cited it, its note naming another: the earlier version cites it no
+    more (the index keeps an id a write takes out of the citations as a link)."""
     blank: dict[str, Any] = {
         "sources": [],
         "superseded_by": None,
@@ -199,6 +201,10 @@ def test_an_earlier_note_names_the_purged_record(url: str) -> None:
                 {**blank, "sources": [0], "dropped": [1]},
             ],
         },
+        {  # an earlier version cited it; no note names it
+            "type": "note",
+            "versions": [{**blank, "sources": [3, 1]}, {**blank, "sources": [1], "dropped": [2]}],
+        },
     ]
     with Memory(url, embedder="hashing", background=False) as mem:
         _check(mem, specs, [{3}])
@@ -208,3 +214,4 @@ def test_an_earlier_note_names_the_purged_record(url: str) -> None:
         notes = [v.metadata.get("refreshed") for v in versions]
         assert {"dropped_sources": ["[purged]"]} in notes, notes
         assert all(ids[3] not in v.source_ids for v in versions)
+        assert all(ids[3] not in v.source_ids for v in mem.store.history(owner, ids[5]))
