@@ -134,7 +134,7 @@ def _state(mem: Memory, owner: Scope, ids: list[str]) -> list[Any]:
 def _scan(store: Any) -> Any:
     """``store``'s ``_unlink_superseded`` as it was before purge31b."""
     name = type(store).__name__
-    old = {
+    old: Any = {
         "SQLiteStore": old_scan.sqlite_scan,
         "PostgresStore": old_scan.postgres_scan,
         "InMemoryStore": old_scan.memory_scan,

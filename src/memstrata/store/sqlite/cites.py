@@ -247,10 +247,11 @@ def backfill(c: sqlite3.Connection) -> None:
 
 
 def backfill_links(c: sqlite3.Connection) -> None:
-    """Schema 22 (purge31b): the link rows of every record a file holds: what its current
-    version names beyond what it cites, and what each archived version names (its deltas
-    applied from the current row back), :data:`PART` records a read (by ``seq``), in the
-    step's one transaction."""
+    """Schema 22 (purge31b): the link rows of every record a file holds, as the writes of
+    its versions, oldest first, would have made them (:func:`insert`, :func:`sync`): what
+    each version names beyond what it cites, and what a version cited that the next one
+    does not (its deltas applied from the current row back). :data:`PART` records a read
+    (by ``seq``), in the step's one transaction."""
     from .history import apply_delta, decode_delta
 
     cols = ", ".join(COLUMNS)
@@ -259,26 +260,30 @@ def backfill_links(c: sqlite3.Connection) -> None:
         f"SELECT seq, {cols} FROM records WHERE seq > ? ORDER BY seq LIMIT ?", (last, PART)
     ).fetchall():
         last = int(rows[-1][0])
-        first = int(rows[0][0])
         deltas: dict[int, list[tuple[int, bytes]]] = {}
         for seq, version, blob in c.execute(
             "SELECT seq, version, delta FROM record_history WHERE seq BETWEEN ? AND ? "
             "ORDER BY seq, version DESC",
-            (first, last),
+            (int(rows[0][0]), last),
         ):
             deltas.setdefault(int(seq), []).append((int(version), bytes(blob)))
         out: list[tuple[str, bytes, bytes, str]] = []
         for row in rows:
-            current = dict(zip(COLUMNS, row[1:], strict=True))
-            t, u, i = str(current["tenant"]), str(current["user"]), str(current["id"])
-            ids = dict.fromkeys(linked_columns(current))
-            for cited_id in _of(current):
-                ids.pop(cited_id, None)
-            version = current
+            versions = [dict(zip(COLUMNS, row[1:], strict=True))]  # newest first
             for v, blob in deltas.get(int(row[0]), []):
-                if v < int(current["version"]):
-                    version = apply_delta(version, decode_delta(blob))
-                    ids.update(dict.fromkeys(linked_columns(version)))
-            out += sqlite_link_rows(t, u, i, list(ids))
+                if v < int(versions[0]["version"]):
+                    versions.append(apply_delta(versions[-1], decode_delta(blob)))
+            ids: dict[str, None] = {}
+            before: tuple[str, ...] = ()
+            for version in reversed(versions):
+                now = _of(version)
+                kept = set(now)
+                ids.update(dict.fromkeys(i for i in linked_columns(version) if i not in kept))
+                ids.update(dict.fromkeys(i for i in before if i not in kept))
+                before = now
+            current = versions[0]
+            out += sqlite_link_rows(
+                str(current["tenant"]), str(current["user"]), str(current["id"]), list(ids)
+            )
         if out:
             c.executemany(_ADD, out)
