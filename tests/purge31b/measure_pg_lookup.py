@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from memstrata import Memory
@@ -35,7 +36,7 @@ NOTED = (
 )
 
 
-def _plan(conn: object, sql: str, args: list[object]) -> str:
+def _plan(conn: object, sql: str, args: Sequence[object]) -> str:
     rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, args).fetchall()  # type: ignore[attr-defined]
     text = "\n".join(str(r[0]) for r in rows)
     top = text.splitlines()[0]
