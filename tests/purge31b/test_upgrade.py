@@ -108,12 +108,24 @@ def test_step_29_makes_the_indexes_the_lookup_reads(pg_url: str) -> None:
             f"SELECT seq FROM records WHERE tenant = 'acme' AND \"user\" = 'bob' AND {NOTED_ROWS}",
             [],
         )
+        ids_of = conn.execute(
+            "SELECT linked_ids(%s, %s, %s, %s)",
+            [
+                '{"replaces": "a", "carries_out": "b", "episode_id": 7, "members": ["m"]}',
+                '{"cluster_id": "c", "refreshed": {"dropped_sources": ["d", "[purged]", 1]}}',
+                '[["similar_to", "r"], ["similar_to", "q"]]',
+                "s",
+            ],
+        ).fetchone()
         found = conn.execute(
             "SELECT count(*) FROM records WHERE "
             "linked_ids(structured, metadata, relations, superseded_by) && %s::text[] "
             f"AND {LINKED_ROWS}",
             [[ids[3]]],
         ).fetchone()
+    # every link field's id (strings only; a cluster's members are not links)
+    assert ids_of is not None
+    assert sorted(ids_of[0]) == ["[purged]", "a", "b", "c", "d", "q", "r", "s"]
     assert "records_linked" in linked, linked
     assert "records_noted" in noted, noted
     assert found is not None and found[0] == 2  # the fact (replaces), the key (cluster_id)
