@@ -23,6 +23,23 @@ ones included.
 - PostgreSQL: a GIN index on :func:`cited`'s SQL twin ``cited_ids(type, source_ids,
   structured)`` (schema step 28).
 - ``memory://``: a dict kept on write (store/memory.py).
+
+What a version names where a store's purge by ids rewrites the record (:func:`linked`,
+purge31b): its links (``superseded_by``, ``replaces``/``carries_out``, a layer's id
+field, a refreshed note's ``dropped_sources``, a relation's target) and what it cites
+(``source_ids``, members: an archived version loses a purged one). A purge rewrote the
+records whose current version names a purged id in a link, or holds a refreshed note
+(an archived note, or archived sources, may name one), found by a scan of the user's
+rows; each store now finds them by index, then checks them as the scan did:
+
+- SQLite: a link row ``(tenant, LINK + id, CITE + user, record id)`` in ``rr`` for each id
+  a version names beyond what the current version cites, kept when a later version drops
+  it (and for an id the current version no longer cites): every id any version named is
+  in the record's citation or link rows (:func:`sqlite_link_rows`, sqlite/cites.py
+  ``linking``; schema 22 writes them).
+- PostgreSQL: a GIN index on ``linked_ids`` (the current version's links) and a partial
+  index of the records holding a refreshed note (step 29).
+- ``memory://``: a dict of the ids any version names.
 """
 
 from __future__ import annotations

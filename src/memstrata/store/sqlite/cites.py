@@ -12,6 +12,16 @@ the user every row of theirs. :func:`citing` reads the rows of the ids asked for
 ``rr``'s key, then those records' ``observed_at`` and ``seq``: its cost follows the
 records citing them, not the user's others. Schema 21 writes the rows of what a file
 holds (migrations.py, :func:`backfill`).
+
+Link rows ``(tenant, LINK + id, CITE + user, record id)`` (purge31b): an id a version of
+the record names where a store purge of it rewrites the record, beyond what the current
+version cites (citations.linked), written with each version (:func:`insert`,
+:func:`sync`, :func:`insert_versions`) and kept when a later one drops it; an id the
+current version stops citing becomes one. :func:`linking` reads the citation and link
+rows of the purged ids: a superset of the records the purge rewrites, which it checks as
+its scan did. A purge of the record removes the rows of its current version, a rewrite
+naming ``[purged]`` the rows of the purged ids (:func:`unlinked`); schema 22 writes them
+for what a file holds (:func:`backfill_links`).
 """
 
 from __future__ import annotations
