@@ -114,8 +114,9 @@ def test_upgrade_gives_the_index_a_fresh_write_makes(tmp_path: Path) -> None:
     finally:
         store.close()
     # 17: public part (caller29), 18: roles (role29), 19: public rows (caller30), 20: every
-    # turn's reply terms by today's rule (reterm30), 21: the index of citations (purge31)
-    assert lex_tables(path)[0] == SCHEMA_VERSION == 21
+    # turn's reply terms by today's rule (reterm30), 21: the index of citations (purge31),
+    # 22: its links (purge31b)
+    assert lex_tables(path)[0] == SCHEMA_VERSION == 22
     got = _rows(path)
     assert got == _rows(fresh)
     changed = {t for t in before if before[t] != got[t]}

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 from memstrata import Memory
 from memstrata.consolidation import stale_summaries
@@ -67,27 +66,37 @@ def test_a_purge_reads_as_much_for_a_bigger_user(url: str) -> None:
     assert sum(reads[0].values()) == sum(reads[1].values()), reads
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="left (purge31): the store's purge finds the records naming a purged one in a "
-    "link field or a refreshed note by a scan of the user's rows (store/sqlite/store.py "
-    "and store/postgres/store.py, _unlink_superseded; once per store.purge, and rederive "
-    "purges each re-derived record with one): an index of links over every version "
-    "would make it follow what names the purged ids",
-)
 def test_a_purge_makes_as_many_vm_steps_for_a_bigger_user(tmp_path: Path) -> None:
+    """The store purge's look-up of the records naming a purged one (``_unlink_superseded``:
+    once per ``store.purge``, and ``rederive`` purges each re-derived record with one)
+    makes as many VM steps at 1,000 turns as at 100 (238, give or take a step or two
+    with the random ids' order in an ``IN`` list): it reads the index of citations and
+    links (schema 22, purge31b), not the user's rows (before: 11,396 and 111,263 of the
+    whole purge's 19,083 and 119,169). The whole purge's steps differ by what the data
+    makes (the victim's place among turns of one ``observed_at``, read by the reply
+    terms' neighbour look-up; a note's similarity relations): bounded, not grown."""
     steps = []
     with Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing", background=False) as mem:
         for user, n in (("ann", 100), ("bob", 1000)):
             scope, victim = user_of_size(mem, user, n)
             store = sqlite_store(mem)
             conns = [store._conn, *getattr(store, "_readers", [])]
-            count = [0]
+            count = [0, 0]  # outside, inside _unlink_superseded
+            inside = [0]
+            unlink = store._unlink_superseded
 
-            def tick(count: list[int] = count) -> int:
-                count[0] += 1
+            def tick(count: list[int] = count, inside: list[int] = inside) -> int:
+                count[inside[0]] += 1
                 return 0
 
+            def counted_unlink(*args: Any, inside: list[int] = inside, unlink: Any = unlink) -> Any:
+                inside[0] = 1
+                try:
+                    return unlink(*args)
+                finally:
+                    inside[0] = 0
+
+            store._unlink_superseded = counted_unlink  # type: ignore[method-assign,assignment]
             for c in conns:
                 c.set_progress_handler(tick, 1)
             try:
@@ -95,8 +104,10 @@ def test_a_purge_makes_as_many_vm_steps_for_a_bigger_user(tmp_path: Path) -> Non
             finally:
                 for c in conns:
                     c.set_progress_handler(None, 1)
-            steps.append(count[0])
-    assert steps[0] == steps[1], steps
+                del store._unlink_superseded
+            steps.append(count)
+    assert abs(steps[0][1] - steps[1][1]) <= 16, steps  # a step or so: the ids' order
+    assert sum(steps[1]) < 1.25 * sum(steps[0]), steps
 
 
 def test_every_store_finds_the_three(mem: Memory) -> None:

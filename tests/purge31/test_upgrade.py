@@ -42,7 +42,7 @@ def _old_file(path: Path) -> tuple[list[tuple[object, ...]], list[str]]:
         scope, victim = user_of_size(mem, "bob", 40)
         found = _found(mem, victim)
     version, want = _rows(path)
-    assert version == 21 and len(want) == 4 + 3 * 2  # 4 notes; 3 cite the victim and turn 0
+    assert version == 22 and len(want) == 4 + 3 * 2  # 4 notes; 3 cite the victim and turn 0
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute(f"DELETE FROM rr WHERE {_SRC}")
@@ -78,7 +78,7 @@ def test_schema_21_writes_the_rows_a_write_makes(tmp_path: Path) -> None:
     assert _rows(path) == (20, [])
     with Memory(f"sqlite:///{path}", embedder="hashing", background=False) as mem:
         assert _found(mem, _victim(path)) == found
-    assert _rows(path) == (21, want)
+    assert _rows(path) == (22, want)
 
 
 _KILLED = """
@@ -124,7 +124,7 @@ def test_a_kill_mid_step_leaves_the_file_as_it_was(tmp_path: Path) -> None:
     with Memory(f"sqlite:///{path}", embedder="hashing", background=False) as mem:
         assert _found(mem, _victim(path)) == found
     Memory(f"sqlite:///{copy}", embedder="hashing", background=False).close()
-    assert _rows(path) == _rows(copy) == (21, want)
+    assert _rows(path) == _rows(copy) == (22, want)
 
 
 def test_step_28_makes_the_index_the_lookup_reads(pg_url: str) -> None:
@@ -136,7 +136,7 @@ def test_step_28_makes_the_index_the_lookup_reads(pg_url: str) -> None:
         conn.execute("DROP FUNCTION cited_ids")
     pg_as_schema(pg_url, 27)
     with Memory(pg_url, embedder="hashing", background=False) as mem:
-        assert pg_version(pg_url) == 28
+        assert pg_version(pg_url) == 29
         assert _found(mem, victim) == found
     with _pg(pg_url) as conn:
         conn.execute("ANALYZE records")

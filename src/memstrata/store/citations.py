@@ -23,6 +23,23 @@ ones included.
 - PostgreSQL: a GIN index on :func:`cited`'s SQL twin ``cited_ids(type, source_ids,
   structured)`` (schema step 28).
 - ``memory://``: a dict kept on write (store/memory.py).
+
+What a version names where a store's purge by ids rewrites the record (:func:`linked`,
+purge31b): its links (``superseded_by``, ``replaces``/``carries_out``, a layer's id
+field, a refreshed note's ``dropped_sources``, a relation's target) and what it cites
+(``source_ids``, members: an archived version loses a purged one). A purge rewrote the
+records whose current version names a purged id in a link, or holds a refreshed note
+(an archived note, or archived sources, may name one), found by a scan of the user's
+rows; each store now finds them by index, then checks them as the scan did:
+
+- SQLite: a link row ``(tenant, LINK + id, CITE + user, record id)`` in ``rr`` for each id
+  a version names beyond what the current version cites, kept when a later version drops
+  it (and for an id the current version no longer cites): every id any version named is
+  in the record's citation or link rows (:func:`sqlite_link_rows`, sqlite/cites.py
+  ``linking``; schema 22 writes them).
+- PostgreSQL: a GIN index on ``linked_ids`` (the current version's links) and a partial
+  index of the records holding a refreshed note (step 29).
+- ``memory://``: a dict of the ids any version names.
 """
 
 from __future__ import annotations
@@ -31,11 +48,23 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..audit_types import PURGED
 from ..records import MemoryRecord, RecordType
 
-__all__ = ["CITE", "cited", "cited_columns", "sqlite_rows", "sqlite_user"]
+__all__ = [
+    "CITE",
+    "LINK",
+    "cited",
+    "cited_columns",
+    "linked",
+    "linked_columns",
+    "sqlite_link_rows",
+    "sqlite_rows",
+    "sqlite_user",
+]
 
 CITE = b"src:"  # how a citation row's reader and user begin in SQLite's rr (BLOBs)
+LINK = b"lnk:"  # how a link row's reader begins (its user: CITE + user, as a citation's)
 _MESSAGE = RecordType.MESSAGE.value
 _FACT = RecordType.FACT.value
 
@@ -86,6 +115,94 @@ def cited_columns(
     )
 
 
+# The fields naming another record that a store's purge rewrites (purged_reader.link_fix):
+# a fact's links, each layer's id field (records.ID_FIELDS), a refreshed note's dropped
+# sources; and what an archived version cites (purged_reader.past_sources_fix).
+_LINKS = ("replaces", "carries_out", "promoted_key", "episode_id")
+_META_LINKS = ("cluster_id",)
+
+
+def _strs(values: Any) -> list[str]:
+    return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+
+
+def _linked(
+    type_value: str,
+    record_id: str,
+    source_ids: list[Any],
+    structured: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+    relations: Iterable[Any],
+    superseded_by: Any,
+) -> tuple[str, ...]:
+    ids = _strs(source_ids)
+    if type_value == _MESSAGE:  # a turn's source_ids name itself
+        ids = [i for i in ids if i != record_id]
+    ids += _strs(structured.get("members"))
+    ids += [v for k in _LINKS if isinstance(v := structured.get(k), str)]
+    ids += [v for k in _META_LINKS if isinstance(v := metadata.get(k), str)]
+    note = metadata.get("refreshed")
+    if isinstance(note, dict):
+        ids += _strs(note.get("dropped_sources"))
+    ids += [t for t in relations if isinstance(t, str)]
+    if isinstance(superseded_by, str):
+        ids.append(superseded_by)
+    return tuple(i for i in dict.fromkeys(ids) if i != PURGED)
+
+
+def linked(record: MemoryRecord) -> tuple[str, ...]:
+    """The ids a version of ``record`` names where a store's purge of one of them rewrites
+    it (purge31b): its ``source_ids`` and a cluster's ``structured["members"]`` (an
+    archived version loses them, ``purged_reader.past_sources_fix``; a turn's own id
+    left out), ``superseded_by``, ``structured["replaces"]``/``["carries_out"]``, a
+    layer's id field, a refreshed note's ``dropped_sources`` and the relations' targets
+    (``purged_reader.link_fix``)."""
+    return _linked(
+        record.type.value,
+        record.id,
+        list(record.source_ids),
+        record.content.structured,
+        record.metadata,
+        [r.target_id for r in record.relations],
+        record.superseded_by,
+    )
+
+
+def _json(text: Any, empty: Any) -> Any:
+    return json.loads(text) if isinstance(text, str | bytes) and text else empty
+
+
+def linked_columns(row: Any) -> tuple[str, ...]:
+    """:func:`linked` of a stored row (``codec.COLUMNS`` by name, JSON text columns);
+    the columns that can name nothing are not parsed (most rows)."""
+    structured = row["structured"]
+    structured = (
+        _json(structured, {})
+        if isinstance(structured, str) and any(f'"{k}"' in structured for k in (*_LINKS, "members"))
+        else {}
+    )
+    metadata = row["metadata"]
+    metadata = (
+        _json(metadata, {})
+        if isinstance(metadata, str)
+        and any(f'"{k}"' in metadata for k in (*_META_LINKS, "dropped_sources"))
+        else {}
+    )
+    relations = row["relations"]
+    pairs = _json(relations, []) if relations != "[]" else []
+    pairs = pairs if isinstance(pairs, list) else []
+    targets = [p[1] for p in pairs if isinstance(p, list) and len(p) == 2]
+    return _linked(
+        str(row["type"]),
+        str(row["id"]),
+        _json(row["source_ids"], []),
+        structured if isinstance(structured, dict) else {},
+        metadata if isinstance(metadata, dict) else {},
+        targets,
+        row["superseded_by"],
+    )
+
+
 def sqlite_user(user: str) -> bytes:
     """The ``u`` of a user's citation rows in ``rr``: a BLOB no owner's TEXT equals, so a
     purge's look-up of the owner's rows (``t, u``) never reads them."""
@@ -100,3 +217,12 @@ def sqlite_rows(
     store/sqlite/roles.py)."""
     u = sqlite_user(user)
     return [(tenant, CITE + i.encode(), u, record_id) for i in ids]
+
+
+def sqlite_link_rows(
+    tenant: str, user: str, record_id: str, ids: Iterable[str]
+) -> list[tuple[str, bytes, bytes, str]]:
+    """The rows of ``rr`` saying that a version of record ``record_id`` names ``ids``
+    (:func:`linked`): ``(tenant, LINK + id, CITE + user, record_id)``."""
+    u = sqlite_user(user)
+    return [(tenant, LINK + i.encode(), u, record_id) for i in ids]

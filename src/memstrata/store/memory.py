@@ -40,7 +40,7 @@ from .base import (
     UnitOfWork,
     Vector,
 )
-from .citations import cited
+from .citations import cited, linked
 from .counter_types import SWEEP_BATCH, CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
@@ -202,6 +202,10 @@ class InMemoryStore:
         # (tenant, user, cited id) -> ids of the user's records that cite it (or did: a
         # superset, checked on reading, :meth:`citing`; store/citations.py)
         self._cites: dict[tuple[str, str, str], set[str]] = {}
+        # (tenant, user, id) -> ids of the user's records a version of which names it where a
+        # purge of it rewrites the record (citations.linked; kept once named: a superset,
+        # checked by the purge, :meth:`_unlink_superseded`, purge31b)
+        self._links: dict[tuple[str, str, str], set[str]] = {}
         # each user's entries by id, in the store's order (``_add_entry``, ``_pop_entry``),
         # and each tenant's number of records: what a user's reads walk (mem31b)
         self._owned: dict[tuple[str, str], dict[str, _Entry]] = {}
@@ -672,9 +676,16 @@ class InMemoryStore:
         return [e.record for e in rows[:limit]]
 
     def _cite(self, record: MemoryRecord) -> None:
-        """``record`` (a new current version) in the index of citations."""
+        """``record`` (a new current version) in the index of citations (and of links)."""
         for i in cited(record):
             self._cites.setdefault((record.tenant, record.user, i), set()).add(record.id)
+        self._link([record])
+
+    def _link(self, versions: Iterable[MemoryRecord]) -> None:
+        """These versions in the index of links (``_links``)."""
+        for v in versions:
+            for i in linked(v):
+                self._links.setdefault((v.tenant, v.user, i), set()).add(v.id)
 
     def citing(self, scope: Scope, ids: Sequence[str]) -> list[str]:
         """The user's records whose current version cites one of ``ids``, found by the
@@ -751,12 +762,24 @@ class InMemoryStore:
         instead (``superseded_by``, a fact's links, a layer's id field, a relation's
         target, a refreshed note's dropped sources; their archived versions cite none of
         them), with a new version
-        (store/purged_reader.py: ``without_links``). Every version of every record of the
-        user is looked at (one process's dicts)."""
+        (store/purged_reader.py: ``without_links``). Every version of the records the
+        index of links names for the purged ids is looked at (every record of the user
+        before purge31b), in the store's order."""
         gone = {e.record.id for e in found}
         if not gone:
             return
-        for entry in self._own(scope.tenant, scope.user):
+        named: dict[str, _Entry] = {}
+        for g in sorted(gone):
+            key = (scope.tenant, scope.user, g)
+            for rid in sorted(self._links.get(key, ())):
+                entry = self._entries.get((scope.tenant, scope.user, rid))
+                if entry is None:  # purged since
+                    self._links[key].discard(rid)
+                else:
+                    named[rid] = entry
+            if not self._links.get(key, True):
+                del self._links[key]
+        for entry in sorted(named.values(), key=lambda e: e.seq):
             r = entry.record
             versions = [*entry.history, r]
             kept = [without_links(v, gone, past=True) for v in entry.history]
@@ -798,6 +821,8 @@ class InMemoryStore:
             self._lexical.pop((tenant, user), None)
             for cite in [k for k in self._cites if k[:2] == (tenant, user)]:
                 del self._cites[cite]
+            for link in [k for k in self._links if k[:2] == (tenant, user)]:
+                del self._links[link]
             self._shared_of.pop((tenant, user), None)
             from ..quotas import subject_hash
 
@@ -1296,6 +1321,7 @@ class InMemoryStore:
         for entry, past in found:
             undo.append(self._snapshot(entry))
             entry.history = [*entry.history, *past]
+            self._link(past)  # what the archived versions name (purge31b)
 
     # --- bulk copy (StoreCopy, memstrata migrate; in memory_dump.py) ----------------------
     def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:

@@ -92,6 +92,7 @@ def load_records(s: InMemoryStore, dumps: Sequence[RecordDump]) -> int:
                 )
             )
             s._cite(d.record)  # what it cites (store/citations.py)
+            s._link(s._entries[key].history)  # what its earlier versions name (purge31b)
             s._changed(d.record.tenant, d.record.user, d.record.id)
             new += 1
             waiting = _aside(s).pop(scope_token(d.record.tenant, d.record.user), None)

@@ -44,7 +44,8 @@ sources) without which record. An archived version's ``source_ids`` (and a clust
 ``structured["members"]``) lose the purged ids (``past``): the current version's are
 ``rederive``'s, which re-derives the record from the sources left. ``rederive`` then
 re-links the current facts. Found by the record's current version: one naming a purged
-record, or holding a refreshed note (:func:`noted`: an archived note may name one). An id
+record, or holding a refreshed note (:func:`noted`: an archived note may name one), among
+those an index names (store/citations.py, purge31b; a scan of the user's rows before). An id
 that only an archived version of a record never refreshed names is not found.
 """
 

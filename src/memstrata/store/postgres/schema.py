@@ -951,6 +951,53 @@ WHERE type <> 'message';
 """
 
 
+# v29 (purge31b): the records naming given ids in a link field, by index: a store purge by
+# ids rewrites the user's records whose current version names a purged one in a link
+# (``superseded_by``, ``structured`` ``replaces``/``carries_out``/``promoted_key``/
+# ``episode_id``, ``metadata`` ``cluster_id`` and a refreshed note's ``dropped_sources``,
+# a relation's target: store/purged_reader.py ``link_fix``) or holding a refreshed note
+# (an archived note may name one), found by a scan of the user's rows before. A GIN index
+# on ``linked_ids`` (those fields, lax paths) over the rows that may hold one (the scan's
+# filter, so no turn gets an entry), no pending list (as v28); a partial index of the
+# records holding a refreshed note.
+LINKED_ROWS = (
+    "(superseded_by IS NOT NULL OR relations <> '[]' "
+    "OR strpos(structured, '\"replaces\"') > 0 "
+    "OR strpos(structured, '\"carries_out\"') > 0 "
+    "OR strpos(structured, '\"promoted_key\"') > 0 "
+    "OR strpos(structured, '\"episode_id\"') > 0 "
+    "OR strpos(metadata, '\"cluster_id\"') > 0 "
+    "OR strpos(metadata, '\"dropped_sources\"') > 0)"
+)
+NOTED_ROWS = "strpos(metadata, '\"dropped_sources\"') > 0"
+_V29_LINKED = (
+    r"""
+CREATE OR REPLACE FUNCTION linked_ids(st TEXT, m TEXT, rel TEXT, sup TEXT) RETURNS TEXT[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+  SELECT ARRAY(
+    SELECT DISTINCT v #>> '{}' FROM (
+      SELECT jsonb_path_query(st::jsonb, 'lax $.replaces') AS v
+      UNION ALL SELECT jsonb_path_query(st::jsonb, 'lax $.carries_out')
+      UNION ALL SELECT jsonb_path_query(st::jsonb, 'lax $.promoted_key')
+      UNION ALL SELECT jsonb_path_query(st::jsonb, 'lax $.episode_id')
+      UNION ALL SELECT jsonb_path_query(m::jsonb, 'lax $.cluster_id')
+      UNION ALL SELECT jsonb_path_query(m::jsonb, 'lax $.refreshed.dropped_sources[*]')
+      UNION ALL SELECT jsonb_path_query(rel::jsonb, 'lax $[*][1]')
+      UNION ALL SELECT to_jsonb(sup) WHERE sup IS NOT NULL
+    ) q WHERE jsonb_typeof(v) = 'string')
+$f$;
+CREATE INDEX IF NOT EXISTS records_linked ON records
+USING gin (linked_ids(structured, metadata, relations, superseded_by)) WITH (fastupdate = off)
+WHERE """
+    + LINKED_ROWS
+    + """;
+CREATE INDEX IF NOT EXISTS records_noted ON records (tenant, "user") WHERE """
+    + NOTED_ROWS
+    + """;
+"""
+)
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -981,6 +1028,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (26, _V26_PUBLIC_OBSERVED),
     (27, _v27_replies),
     (28, _V28_CITED),
+    (29, _V29_LINKED),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

@@ -12,6 +12,16 @@ the user every row of theirs. :func:`citing` reads the rows of the ids asked for
 ``rr``'s key, then those records' ``observed_at`` and ``seq``: its cost follows the
 records citing them, not the user's others. Schema 21 writes the rows of what a file
 holds (migrations.py, :func:`backfill`).
+
+Link rows ``(tenant, LINK + id, CITE + user, record id)`` (purge31b): an id a version of
+the record names where a store purge of it rewrites the record, beyond what the current
+version cites (citations.linked), written with each version (:func:`insert`,
+:func:`sync`, :func:`insert_versions`) and kept when a later one drops it; an id the
+current version stops citing becomes one. :func:`linking` reads the citation and link
+rows of the purged ids: a superset of the records the purge rewrites, which it checks as
+its scan did. A purge of the record removes the rows of its current version, a rewrite
+naming ``[purged]`` the rows of the purged ids (:func:`unlinked`); schema 22 writes them
+for what a file holds (:func:`backfill_links`).
 """
 
 from __future__ import annotations
@@ -22,10 +32,32 @@ from typing import Any
 
 from ...records import MemoryRecord
 from ...scope import Scope
-from ..citations import CITE, cited, cited_columns, sqlite_rows, sqlite_user
+from ..citations import (
+    CITE,
+    LINK,
+    cited,
+    cited_columns,
+    linked,
+    linked_columns,
+    sqlite_link_rows,
+    sqlite_rows,
+    sqlite_user,
+)
 from .codec import COLUMNS
 
-__all__ = ["PART", "backfill", "citing", "drop", "drop_user", "insert", "sync"]
+__all__ = [
+    "PART",
+    "backfill",
+    "backfill_links",
+    "citing",
+    "drop",
+    "drop_user",
+    "insert",
+    "insert_versions",
+    "linking",
+    "sync",
+    "unlinked",
+]
 
 _ADD = "INSERT OR IGNORE INTO rr VALUES (?, ?, ?, ?)"
 _DEL = "DELETE FROM rr WHERE t = ? AND r = ? AND u = ? AND i = ?"
@@ -34,13 +66,27 @@ _TYPE, _SOURCES, _STRUCTURED, _SUPERSEDED = (
 )
 _CHUNK = 400
 _NAMES = ("type", "source_ids", "structured", "superseded_by")
+_LINKED = (*_NAMES, "metadata", "relations")
 PART = 2000  # records a read of schema 21's backfill
 
 
 def insert(c: sqlite3.Connection, records: Iterable[MemoryRecord]) -> None:
-    """The rows of these new current versions."""
+    """The rows of these new current versions: what they cite, and what else they name
+    (link rows, :func:`linking`)."""
+    rows = []
+    for r in records:
+        ids = cited(r)
+        rows += sqlite_rows(r.tenant, r.user, r.id, ids)
+        has = set(ids)
+        rows += sqlite_link_rows(r.tenant, r.user, r.id, [i for i in linked(r) if i not in has])
+    c.executemany(_ADD, rows)
+
+
+def insert_versions(c: sqlite3.Connection, versions: Iterable[MemoryRecord]) -> None:
+    """The link rows of these archived versions (written as deltas: a load, a unit of
+    work's history): every id each names (:func:`linking`)."""
     c.executemany(
-        _ADD, [row for r in records for row in sqlite_rows(r.tenant, r.user, r.id, cited(r))]
+        _ADD, [x for v in versions for x in sqlite_link_rows(v.tenant, v.user, v.id, linked(v))]
     )
 
 
@@ -53,17 +99,40 @@ def sync(
     new: Any,
 ) -> None:
     """A record's rows once its stored columns (``codec.COLUMNS`` order, or a mapping by
-    name) go from ``old`` to ``new``: the ids it no longer cites leave, the new ones come."""
-    if all(_column(old, n) == _column(new, n) for n in _NAMES):
+    name) go from ``old`` to ``new``: the ids it no longer cites leave, the new ones come;
+    the ids ``new`` names beyond what it cites, and those ``old`` cited and ``new`` does
+    not, get a link row (kept: an archived version names them, :func:`linking`)."""
+    if all(_column(old, n) == _column(new, n) for n in _LINKED):
         return  # the same columns: the same ids (most writes: a touch, an importance)
-    was, now = _of(old), _of(new)
-    kept, had = set(now), set(was)
-    gone = sqlite_rows(tenant, user, record_id, [i for i in was if i not in kept])
-    came = sqlite_rows(tenant, user, record_id, [i for i in now if i not in had])
-    if gone:
-        c.executemany(_DEL, gone)
-    if came:
-        c.executemany(_ADD, came)
+    now = _of(new)
+    kept = set(now)
+    if any(_column(old, n) != _column(new, n) for n in _NAMES):
+        was = _of(old)
+        had = set(was)
+        gone = sqlite_rows(tenant, user, record_id, [i for i in was if i not in kept])
+        came = sqlite_rows(tenant, user, record_id, [i for i in now if i not in had])
+        if gone:
+            c.executemany(_DEL, gone)
+        if came:
+            c.executemany(_ADD, came)
+        left = [i for i in was if i not in kept]
+    else:
+        left = []
+    named = [i for i in linked_columns(_Named(new, record_id)) if i not in kept]
+    links = sqlite_link_rows(tenant, user, record_id, list(dict.fromkeys([*named, *left])))
+    if links:
+        c.executemany(_ADD, links)
+
+
+class _Named:
+    """A stored row (a mapping by name, or a tuple in ``codec.COLUMNS`` order) read by
+    name, its ``id`` given."""
+
+    def __init__(self, row: Any, record_id: str) -> None:
+        self.row, self.id = row, record_id
+
+    def __getitem__(self, name: str) -> Any:
+        return self.id if name == "id" else _column(self.row, name)
 
 
 def _column(row: Any, name: str) -> Any:
@@ -82,8 +151,50 @@ def _of(row: Any) -> tuple[str, ...]:
 
 def drop(c: sqlite3.Connection, tenant: str, user: str, rows: Iterable[Any]) -> None:
     """The rows of these purged records (``id``, ``type``, ``source_ids``,
-    ``structured``, ``superseded_by`` columns by name)."""
-    c.executemany(_DEL, [x for r in rows for x in sqlite_rows(tenant, user, r["id"], _of(r))])
+    ``structured``, ``superseded_by``, ``metadata``, ``relations`` columns by name): what
+    their current versions cite and name. A link row only an archived version made stays
+    (a look-up of its id finds no record: :func:`linking` reads the records it names)."""
+    c.executemany(
+        _DEL,
+        [
+            x
+            for r in rows
+            for x in (
+                *sqlite_rows(tenant, user, r["id"], _of(r)),
+                *sqlite_link_rows(tenant, user, r["id"], linked_columns(r)),
+            )
+        ],
+    )
+
+
+def unlinked(
+    c: sqlite3.Connection, tenant: str, user: str, record_id: str, ids: Iterable[str]
+) -> None:
+    """The link rows of ``ids`` of a record a purge rewrote: no version names them now."""
+    c.executemany(_DEL, sqlite_link_rows(tenant, user, record_id, ids))
+
+
+def linking(c: sqlite3.Connection, scope: Scope, ids: Sequence[str]) -> list[str]:
+    """The ids of the records of ``scope``'s user a version of which may name one of
+    ``ids`` where a purge of it rewrites the record (citations.linked): every such
+    record is among them (a superset: a link row stays once a version named the id).
+    The rows of ``ids`` by ``rr``'s key, citation and link rows: the cost follows the
+    records naming them, not the user's others (purge31b)."""
+    u = sqlite_user(scope.user)
+    wanted = sorted(set(ids))
+    found: set[str] = set()
+    for at in range(0, len(wanted), _CHUNK // 2):
+        part = wanted[at : at + _CHUNK // 2]
+        keys = [CITE + i.encode() for i in part] + [LINK + i.encode() for i in part]
+        marks = ", ".join("?" * len(keys))
+        found.update(
+            str(i)
+            for (i,) in c.execute(
+                f"SELECT i FROM rr WHERE t = ? AND r IN ({marks}) AND u = ?",
+                [scope.tenant, *keys, u],
+            )
+        )
+    return sorted(found)
 
 
 def drop_user(c: sqlite3.Connection, tenant: str, user: str) -> None:
@@ -143,3 +254,46 @@ def backfill(c: sqlite3.Connection) -> None:
                 for x in sqlite_rows(str(t), str(u), str(i), cited_columns(ty, s, st, sup))
             ],
         )
+
+
+def backfill_links(c: sqlite3.Connection) -> None:
+    """Schema 22 (purge31b): the link rows of every record a file holds, as the writes of
+    its versions, oldest first, would have made them (:func:`insert`, :func:`sync`): what
+    each version names beyond what it cites, and what a version cited that the next one
+    does not (its deltas applied from the current row back). :data:`PART` records a read
+    (by ``seq``), in the step's one transaction."""
+    from .history import apply_delta, decode_delta
+
+    cols = ", ".join(COLUMNS)
+    last = 0
+    while rows := c.execute(
+        f"SELECT seq, {cols} FROM records WHERE seq > ? ORDER BY seq LIMIT ?", (last, PART)
+    ).fetchall():
+        last = int(rows[-1][0])
+        deltas: dict[int, list[tuple[int, bytes]]] = {}
+        for seq, version, blob in c.execute(
+            "SELECT seq, version, delta FROM record_history WHERE seq BETWEEN ? AND ? "
+            "ORDER BY seq, version DESC",
+            (int(rows[0][0]), last),
+        ):
+            deltas.setdefault(int(seq), []).append((int(version), bytes(blob)))
+        out: list[tuple[str, bytes, bytes, str]] = []
+        for row in rows:
+            versions = [dict(zip(COLUMNS, row[1:], strict=True))]  # newest first
+            for v, blob in deltas.get(int(row[0]), []):
+                if v < int(versions[0]["version"]):
+                    versions.append(apply_delta(versions[-1], decode_delta(blob)))
+            ids: dict[str, None] = {}
+            before: tuple[str, ...] = ()
+            for version in reversed(versions):
+                now = _of(version)
+                kept = set(now)
+                ids.update(dict.fromkeys(i for i in linked_columns(version) if i not in kept))
+                ids.update(dict.fromkeys(i for i in before if i not in kept))
+                before = now
+            current = versions[0]
+            out += sqlite_link_rows(
+                str(current["tenant"]), str(current["user"]), str(current["id"]), list(ids)
+            )
+        if out:
+            c.executemany(_ADD, out)

@@ -209,6 +209,7 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
             for old, newer in zip(named[:-1], named[1:], strict=True):
                 c.execute(_ARCHIVE, (seq, old["version"], encode_delta(reverse_delta(old, newer))))
             c.executemany(_READERS, purged_reader.reader_rows(d.versions))
+            cites.insert_versions(c, d.versions[:-1])  # what the earlier ones name (cites.py)
             c.executemany(_READERS, roles.role_rows([r]))  # its current roles (roles.py)
             cites.insert(c, [r])  # what it cites (cites.py)
             at = str(named[-1]["observed_at"])  # as stored: its public row's place (roles.py)
@@ -217,6 +218,7 @@ def load_records(s: SQLiteStore, dumps: Sequence[RecordDump]) -> int:
                 for part, past in part_deltas(r, d.earlier):
                     c.executemany(_ARCHIVE, [(seq, version, blob) for version, blob in past])
                     c.executemany(_READERS, purged_reader.reader_rows(part))
+                    cites.insert_versions(c, part)
             c.executemany(
                 "INSERT INTO counters (seq, name, value) VALUES (?, ?, ?)",
                 [(seq, name, int(v)) for name, v in sorted(d.counters.items())],
@@ -270,6 +272,7 @@ def insert_history(
     archive = archived(rows, wanted, kept, after, pending)
     c.executemany(_ARCHIVE, archive)
     c.executemany(_READERS, purged_reader.reader_rows(v for past in wanted for v in past))
+    cites.insert_versions(c, [v for past in wanted for v in past])  # (cites.py)
 
 
 # --- embedding cache -------------------------------------------------------------------------

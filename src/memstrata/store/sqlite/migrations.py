@@ -670,6 +670,18 @@ def _v21(conn: sqlite3.Connection) -> None:
     backfill(conn)
 
 
+def _v22(conn: sqlite3.Connection) -> None:
+    """v22 (purge31b): the index of readers also names, for each record, the ids a version
+    of it names where a store's purge by ids rewrites it (a link, a refreshed note's
+    dropped sources, an archived version's sources: store/citations.py ``linked``), so
+    that purge reads the records naming what it purges, not every record of the user.
+    Every version is read once (the deltas of a part of the records at a time, by
+    ``seq``). Rows only: no schema object."""
+    from .cites import backfill_links
+
+    backfill_links(conn)
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2),
@@ -693,6 +705,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (19, _v19),
     (20, _v20),
     (21, _v21),
+    (22, _v22),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

@@ -1077,7 +1077,10 @@ class SQLiteStore:
                 c, scope.tenant, scope.user, own.lease_token if own is not None else None
             )
             rows = self._visible(
-                c, scope, ids, "seq, id, type, source_ids, structured, superseded_by"
+                c,
+                scope,
+                ids,
+                "seq, id, type, source_ids, structured, superseded_by, metadata, relations",
             )
             seqs = [int(r["seq"]) for r in rows]
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
@@ -1368,9 +1371,9 @@ class SQLiteStore:
         none of them), with a new version (``rederive`` then re-links the current facts):
         the facts of ``keys`` (schema 12's index; any version superseded by one), and the
         records whose current version links to one or has a refreshed note (an archived
-        note may name one: a scan of the user's rows, parsing only those holding such a
-        field). Reads the deltas of those. How many records
-        were rewritten."""
+        note may name one), among those the index of citations says a version of which
+        names one (``cites.linking``: schema 22, purge31b; a scan of the user's rows
+        before). Reads the deltas of those. How many records were rewritten."""
         from ..purged_reader import link_fix, noted, past_sources_fix
 
         fix, past = link_fix(gone), past_sources_fix(gone)
@@ -1383,16 +1386,14 @@ class SQLiteStore:
                 (scope.tenant, scope.user, key),
             ).fetchall():
                 rows[int(row["seq"])] = row
+        linking = cites.linking(c, scope, sorted(gone))
         named = [
             int(row["seq"])
+            for part in _chunks(linking)
             for row in c.execute(
                 "SELECT seq, superseded_by, structured, metadata, source_ids, relations "
-                "FROM records WHERE tenant = ? AND user = ? AND (superseded_by IS NOT NULL "
-                "OR relations != '[]' OR instr(structured, '\"replaces\"') "
-                "OR instr(structured, '\"carries_out\"') OR instr(structured, '\"promoted_key\"') "
-                "OR instr(structured, '\"episode_id\"') OR instr(metadata, '\"cluster_id\"') "
-                "OR instr(metadata, '\"dropped_sources\"'))",
-                (scope.tenant, scope.user),
+                f"FROM records WHERE tenant = ? AND user = ? AND {in_list('id', part)[0]}",
+                [scope.tenant, scope.user, *part],
             ).fetchall()
             if int(row["seq"]) not in rows and (fix(dict(row)) or noted(row))
         ]
@@ -1419,6 +1420,8 @@ class SQLiteStore:
                 ),
             )
             cites.sync(c, scope.tenant, scope.user, str(row["id"]), row, newest)  # (cites.py)
+            # no version names the purged ones now (its current sources: cited, rederive's)
+            cites.unlinked(c, scope.tenant, scope.user, str(row["id"]), sorted(gone))
             done += 1
         return done
 

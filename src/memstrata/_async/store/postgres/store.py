@@ -1413,11 +1413,13 @@ class AsyncPostgresStore:
         ``[purged]`` instead (``purged_reader.link_fix``; their archived versions cite
         none of them), with a new version (``rederive`` then re-links the current facts):
         the facts of ``keys`` (schema 12's index; any version superseded by one), and the
-        records whose current version links to one or has a refreshed note (an archived
-        note may name one: a scan of the user's rows, parsing only those holding such a
-        field, then locked). Reads the deltas of those. How
-        many records were rewritten."""
+        records whose current version links to one (step 29's GIN index on
+        ``linked_ids``) or has a refreshed note (an archived note may name one: step 29's
+        partial index of those), then locked (purge31b: a scan of the user's rows
+        before). Reads the deltas of those. How many records were rewritten."""
         from memstrata.store.purged_reader import link_fix, noted, past_sources_fix
+
+        from .schema import LINKED_ROWS, NOTED_ROWS
 
         fix, past = link_fix(gone), past_sources_fix(gone)
         rows: dict[int, Any] = {}
@@ -1431,24 +1433,28 @@ class AsyncPostgresStore:
                 )
             ).fetchall():
                 rows[int(row["seq"])] = row
-        named = [
-            int(row["seq"])
-            for row in await (
-                await c.execute(
-                    "SELECT seq, superseded_by, structured, metadata, source_ids, relations "
-                    'FROM records WHERE tenant = %s AND "user" = %s AND '
-                    "(superseded_by IS NOT NULL OR relations <> '[]' "
-                    "OR strpos(structured, '\"replaces\"') > 0 "
-                    "OR strpos(structured, '\"carries_out\"') > 0 "
-                    "OR strpos(structured, '\"promoted_key\"') > 0 "
-                    "OR strpos(structured, '\"episode_id\"') > 0 "
-                    "OR strpos(metadata, '\"cluster_id\"') > 0 "
-                    "OR strpos(metadata, '\"dropped_sources\"') > 0)",
-                    (scope.tenant, scope.user),
-                )
-            ).fetchall()
-            if int(row["seq"]) not in rows and (fix(dict(row)) or noted(row))
-        ]
+        cols = "seq, superseded_by, structured, metadata, source_ids, relations"
+        found = await (
+            await c.execute(
+                f'SELECT {cols} FROM records WHERE tenant = %s AND "user" = %s AND '
+                f"linked_ids(structured, metadata, relations, superseded_by) && %s::text[] "
+                f"AND {LINKED_ROWS}",
+                (scope.tenant, scope.user, sorted(gone)),
+            )
+        ).fetchall()
+        found += await (
+            await c.execute(
+                f'SELECT {cols} FROM records WHERE tenant = %s AND "user" = %s AND {NOTED_ROWS}',
+                (scope.tenant, scope.user),
+            )
+        ).fetchall()
+        named = sorted(
+            {
+                int(row["seq"])
+                for row in found
+                if int(row["seq"]) not in rows and (fix(dict(row)) or noted(row))
+            }
+        )
         if named:  # locked, then read again: a version written since is the one rewritten
             for row in await (
                 await c.execute(
