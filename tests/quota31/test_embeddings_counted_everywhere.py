@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from memstrata import FixedClock, Memory, Scope
+from memstrata import FixedClock, Memory, Message, Scope
 from memstrata.errors import QuotaExceededError
 from memstrata.quota_types import day_key
 from memstrata.quotas import Quota, Quotas
+from memstrata.records import Role
 
 from .conftest import DAILY
 
@@ -51,8 +52,8 @@ def test_a_process_without_quotas_counts_into_the_users_day(shared_url: str) -> 
         worker.add_messages(
             alice,
             [
-                {"role": "user", "content": "book me a flight to Lisbon"},
-                {"role": "assistant", "content": "done: TAP 1234 on Friday"},
+                Message(role=Role.USER, content="book me a flight to Lisbon"),
+                Message(role=Role.ASSISTANT, content="done: TAP 1234 on Friday"),
             ],
         )
         assert _used(worker, alice) == 3
@@ -72,7 +73,7 @@ def test_what_the_library_derives_is_counted_and_never_refused(quota_mem: Memory
     alice = Scope("acme", "alice", session="s1")
     quota_mem.add_messages(
         alice,
-        [{"role": "user", "content": f"turn {i} about the Lisbon trip"} for i in range(DAILY)],
+        [Message(role=Role.USER, content=f"turn {i} about the Lisbon trip") for i in range(DAILY)],
     )
     assert _used(quota_mem, alice) == DAILY
     quota_mem.end_session(alice)  # its episode: the day's quota is full, still written

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memstrata import FixedClock, Memory, Scope
+from memstrata import FixedClock, Memory, Message, Scope
 from memstrata.filters import Filters
-from memstrata.records import RecordType
+from memstrata.records import RecordType, Role
 
-TURNS = Filters(types=[RecordType.MESSAGE])
+TURNS = Filters(types=frozenset({RecordType.MESSAGE}))
 
 
 def _said(mem: Memory, scope: Scope) -> list[str]:
@@ -59,6 +59,6 @@ def test_several_turns_of_one_call_after_a_step_back(
     clock.set(clock.now() - timedelta(days=1))
     mem.add_messages(
         alice,
-        [{"role": "user", "content": "second"}, {"role": "assistant", "content": "third"}],
+        [Message(role=Role.USER, content="second"), Message(role=Role.ASSISTANT, content="third")],
     )
     assert _said(mem, alice) == ["first", "second", "third"]
