@@ -143,9 +143,6 @@ def _write_value(c: Any, key: str, value: str, ph: str) -> None:
 
 
 def take_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> Refusal | None:
-    if lock and takes and all(t.limit is None and t.amount >= 0 for t in takes):
-        _grow(c, takes, ph)  # PostgreSQL, nothing to refuse: one statement
-        return None
     keys = sorted({t.key for t in takes})
     created: set[str] = set()
     used = {k: parse_count(v) for k, v in _rows(c, keys, ph, lock, created).items()}
@@ -154,28 +151,6 @@ def take_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> Refusal |
         _write(c, {k: after[k] for k in keys}, ph)
     _sweep(c, takes, created, ph)  # refused too: PostgreSQL made the rows to lock them
     return refused
-
-
-def _grow(c: Any, takes: Sequence[Take], ph: str) -> None:
-    """PostgreSQL's take without a limit (session 31: every write counts its embeddings,
-    a process without quotas too): one upsert of the rows in key order (as every take
-    locks them) instead of a create, a locking read and a write per row; a row it made
-    sweeps its family (:func:`_sweep`), once per new period."""
-    grown: dict[str, int] = {}
-    for t in takes:
-        grown[t.key] = grown.get(t.key, 0) + t.amount
-    keys = sorted(grown)
-    rows = ", ".join([f"({ph}, {ph})"] * len(keys))
-    sql = (
-        f"INSERT INTO meta (key, value) VALUES {rows} ON CONFLICT (key) DO UPDATE SET value = "
-        "((CASE WHEN meta.value ~ '^[0-9]{1,18}$' THEN meta.value::bigint ELSE 0 END)"
-        " + excluded.value::bigint)::text RETURNING key, (xmax = 0) AS created"
-    )
-    params = [v for k in keys for v in (k, str(grown[k]))]
-    made = c.execute(sql, params).fetchall()
-    created = {str(r["key"]) for r in made if r["created"]}
-    if created:
-        _sweep(c, takes, created, ph)
 
 
 def add_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> None:
