@@ -83,7 +83,6 @@ __all__ = [
     "Quotas",
     "admit_writes",
     "check_context",
-    "count_embeddings",
     "day_key",
     "next_midnight",
     "parse_quota",
@@ -363,36 +362,6 @@ async def _counted(
     except BaseException:
         if not admission.spent:
             await counters.add_counters(undo)
-        raise
-
-
-@asynccontextmanager
-async def count_embeddings(
-    store: AsyncStore, scope: Scope, n: int, now: datetime
-) -> AsyncIterator[Admission]:
-    """Count ``n`` embeddings for ``scope``'s user (and tenant) on the day of ``now``,
-    without a limit: what a write admits where no quota applies (a ``Memory`` or a
-    ``memstrata worker`` without quotas, what the library derives on its own). Session 31:
-    before, such a process counted nothing, so ``serve --user-quota`` beside a worker
-    missed what the worker embedded for its users. Counted before the block (one
-    ``take_counters`` with no limit: a store error is raised before anything is written)
-    and given back if the block raises. A store without counters counts nothing."""
-    counters: object = store
-    if n <= 0 or not isinstance(counters, AsyncQuotaCounters):
-        yield Admission()
-        return
-    takes = [
-        day_take("emb", scope.tenant, scope.user, now, n, None),
-        day_take("emb", scope.tenant, None, now, n, None),
-    ]
-    await counters.take_counters(takes)
-    try:
-        yield Admission()
-    except asyncio.CancelledError:  # async-only
-        # its embedding may have run and its write landed: the count stays  # async-only
-        raise  # async-only
-    except BaseException:
-        await counters.add_counters([Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes])
         raise
 
 

@@ -73,20 +73,15 @@ class AsyncLayerContext:
         default the clock's), or raise ``QuotaExceededError``: run the embedding and the
         writes inside the block, so the check, the count and the write are one step across
         processes (:func:`memstrata.quotas.admit_writes`; ``mem.add`` admits through it
-        too). Without quotas (and for what the library derives, :meth:`for_system`) the
-        embeddings are counted with no limit (:func:`memstrata.quotas.count_embeddings`,
-        session 31), so another process's quota sees them; nothing for ``n <= 0``.
+        too). Nothing to admit without quotas or for ``n <= 0``.
 
         ``may_merge``: the block may write no record after all (a dedup merge); over a
         full records quota it still runs, and :meth:`Admission.records` raises the refusal
         before it would write one."""
         quotas = self.quotas()
-        if n <= 0:
+        if quotas is None or n <= 0:
             return nullcontext(Admission())
-        from memstrata._async.quotas import admit_writes, count_embeddings
-
-        if quotas is None:  # counted all the same: a quota elsewhere counts every embedding
-            return count_embeddings(self.store, scope, n, now or self.clock.now())
+        from memstrata._async.quotas import admit_writes
 
         return admit_writes(
             self.store, quotas, scope, n, now or self.clock.now(), may_merge=may_merge
