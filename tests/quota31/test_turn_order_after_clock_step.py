@@ -62,3 +62,15 @@ def test_several_turns_of_one_call_after_a_step_back(
         [Message(role=Role.USER, content="second"), Message(role=Role.ASSISTANT, content="third")],
     )
     assert _said(mem, alice) == ["first", "second", "third"]
+
+
+def test_a_turn_dated_far_ahead_by_a_caller_does_not_pull_the_next_ones(
+    mem: Memory, clock: FixedClock, alice: Scope
+) -> None:
+    """A newest turn more than ``STEP_BACK`` (2 days) ahead of the clock was dated by its
+    caller (a future date, a typo), not said a moment ago: later turns keep the clock's
+    time instead of all following it (the lead, session 31)."""
+    ahead = clock.now() + timedelta(days=30)
+    mem.add_message(alice, "user", "Reminder for next month.", observed_at=ahead)
+    now = mem.add_message(alice, "user", "What did I say today?")
+    assert now.observed_at == clock.now()

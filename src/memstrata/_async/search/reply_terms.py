@@ -127,14 +127,22 @@ async def index_replies(
     return _with(writes, extra), again
 
 
+# How far a wall clock may have stepped back for a clocked turn to follow the newest turn:
+# a newest turn further ahead of the clock was given its time by a caller (a date in the
+# future, a typo), not said a moment ago, and later turns keep the clock's time rather than
+# all follow it (the lead, session 31).
+STEP_BACK = timedelta(days=2)
+
+
 def _after(
     writes: Sequence[RecordWrite], clocked: Sequence[bool], newest: datetime
 ) -> list[RecordWrite]:
-    """``writes`` with each clocked turn dated ``max(its time, newest + 1 µs)``."""
+    """``writes`` with each clocked turn dated ``max(its time, newest + 1 µs)``, unless the
+    newest is more than :data:`STEP_BACK` ahead of its time."""
     least = later(newest, timedelta(microseconds=1))
     return [
         replace(w, record=replace(w.record, observed_at=least))
-        if now and w.record.observed_at < least
+        if now and w.record.observed_at < least <= later(w.record.observed_at, STEP_BACK)
         else w
         for w, now in zip(writes, clocked, strict=True)
     ]
