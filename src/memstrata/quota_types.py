@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from .clock import END_OF_TIME, later
 from .errors import QuotaExceededError, ValidationError
 from .scope import Scope
-from .store.counter_types import Take
+from .store.counter_types import DAYS_KEPT, Take
 
 __all__ = [
     "LEASE_SECONDS",
@@ -141,13 +141,18 @@ def day_take(
     kind: str, tenant: str, user: str | None, now: datetime, amount: int, limit: int | None
 ) -> Take:
     """A take of today's counter that, when it creates today's row, deletes the rows of
-    this counter from before yesterday (session 29: a user writing every day for a year
-    kept 365 rows, now 2). Yesterday's stays: a process whose clock reads a little behind
-    (still before midnight) may be taking it, and must not find it gone and start again
-    from 0. Nothing reads an older day: a quota is today's, ``set_quota`` checks today's."""
+    this counter from more than :data:`~memstrata.store.counter_types.DAYS_KEPT` days
+    before today (session 29: a user writing every day for a year kept 365 rows; now at
+    most 8). The week before stays: a process whose clock reads behind (a little, or a
+    clock stepped days forward and back again) may be taking one of them, and must not
+    find it gone and start again from 0 (session 31; before, only yesterday's stayed).
+    Nothing reads an older day: a quota is today's, ``set_quota`` checks today's."""
     family = day_family(kind, tenant, user)
     day = now.date()
-    keep_from = day - timedelta(days=1) if day > date.min else day
+    try:
+        keep_from = day - timedelta(days=DAYS_KEPT)
+    except OverflowError:  # the calendar's first week
+        keep_from = date.min
     ttl = seconds_to(next_midnight(now), now)
     return Take(f"{family}{day.isoformat()}", amount, limit, ttl, family, keep_from.isoformat())
 

@@ -31,9 +31,10 @@ limit between them:
 
 Counters live in the store's metadata, keyed by a hash of the scope (never the raw ids), one
 key per UTC day for embeddings. The take that creates a day's row deletes that counter's
-rows of the days before yesterday (:func:`~memstrata.quota_types.day_take`, same
-transaction), so a user (and a tenant) keeps at most their last two days' rows; a user's
-purge removes those (and their Redis mirrors).
+rows of more than a week before (:func:`~memstrata.quota_types.day_take`, same
+transaction; a clock stepped days forward and back again still finds today's count), so a
+user (and a tenant) keeps at most 8 days' rows; a user's purge removes those (and their
+Redis mirrors).
 """
 
 from __future__ import annotations
@@ -294,7 +295,7 @@ def _counted(
     midnight = next_midnight(now)
     ttl = seconds_to(midnight, now)
     tenant_limit = quotas.per_tenant.embeddings_per_day
-    named = [  # creating today's row deletes the counter's days before yesterday (day_take)
+    named = [  # creating today's row deletes the counter's days over a week old (day_take)
         (
             "embeddings_per_day (per user)",
             user.embeddings_per_day,

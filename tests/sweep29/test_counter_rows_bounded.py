@@ -24,7 +24,7 @@ from memstrata import FixedClock, Memory, Scope
 from memstrata.quota_types import Quota, Quotas, day_key, day_take
 from memstrata.ratelimit import SharedRateLimiter
 from memstrata.store import open_store
-from memstrata.store.counter_types import SWEEP_ROWS, Take, is_older
+from memstrata.store.counter_types import DAYS_KEPT, SWEEP_ROWS, Take, is_older
 
 DAYS = 30
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -67,7 +67,8 @@ def test_a_user_writing_every_day_keeps_two_days_of_counters(
             assert _rows(store, today) == {today: "2"}
             clock.advance(days=1)
         rows = _rows(store, "quota:emb:")
-        assert len(rows) <= 4, sorted(rows)  # user and tenant: the last day and the one before
+        # user and tenant: the last day and the DAYS_KEPT before it (quota31; before, one)
+        assert len(rows) <= 2 * (DAYS_KEPT + 1), sorted(rows)
         last = clock.now() - timedelta(days=1)
         assert rows[day_key("emb", "acme", "alice", last)] == "2"
         assert rows[day_key("emb", "acme", None, last)] == "2"
@@ -92,10 +93,11 @@ def test_a_current_count_survives_the_sweep_and_the_quota_holds(
         assert store.take_counters([day_take("emb", "acme", "alice", d0, 1, 5)]) is None
         k0, k1 = (day_key("emb", "acme", "alice", d) for d in (d0, d1))
         assert store.counter_values([k0, k1]) == {k0: 5, k1: 1}
-        d2 = d1 + timedelta(days=1)
+        d2 = d1 + timedelta(days=DAYS_KEPT)
         assert store.take_counters([day_take("emb", "acme", "alice", d2, 1, 5)]) is None
         k2 = day_key("emb", "acme", "alice", d2)
-        assert _rows(store, "quota:emb:") == {k1: "1", k2: "1"}  # the day before yesterday went
+        # d0, DAYS_KEPT + 1 days before d2, went (quota31: the week before stays)
+        assert _rows(store, "quota:emb:") == {k1: "1", k2: "1"}
         # another user's counters and other meta rows are not a family's
         assert store.take_counters([day_take("emb", "acme", "bob", d0, 1, 5)]) is None
         later = d2 + timedelta(days=5)
@@ -186,7 +188,7 @@ def test_the_async_postgresql_store_sweeps_too(pg_url: str) -> None:
             await store.aclose()
 
     rows = asyncio.run(main())
-    days = [START + timedelta(days=d) for d in (8, 9)]
+    days = [START + timedelta(days=d) for d in range(9 - DAYS_KEPT, 10)]
     assert rows == {day_key("emb", "acme", "alice", d): "1" for d in days}
 
 
@@ -207,8 +209,8 @@ def test_rows_kept_from_before_go_a_bounded_batch_per_new_day(
         assert len(_rows(store, "quota:emb:")) == 101 - SWEEP_ROWS
         later = START + timedelta(days=1)
         assert store.take_counters([day_take("emb", "acme", "alice", later, 1, None)]) is None
-        today, yesterday = (day_key("emb", "acme", "alice", d) for d in (later, START))
-        assert _rows(store, "quota:emb:") == {yesterday: "1", today: "1"}
+        kept = [START + timedelta(days=d) for d in range(1 - DAYS_KEPT, 2)]  # the week before
+        assert _rows(store, "quota:emb:") == {day_key("emb", "acme", "alice", d): "1" for d in kept}
     finally:
         store.close()
 
@@ -224,8 +226,10 @@ def test_memory_index_forgets_families_whose_rows_are_gone() -> None:
         assert take_in(meta, [day_take("emb", "acme", f"u{u}", START, 1, None)], families) is None
         meta.clear()  # every user purged right after: nothing of theirs stays
     assert len(families) <= 2
-    for day in range(10):  # one user over days: their family holds two days
+    for day in range(10):  # one user over days: their family holds DAYS_KEPT + 1 days
         now = START + timedelta(days=day)
         assert take_in(meta, [day_take("emb", "acme", "alice", now, 1, None)], families) is None
-    kept = [day_key("emb", "acme", "alice", START + timedelta(days=d)) for d in (8, 9)]
+    kept = [
+        day_key("emb", "acme", "alice", START + timedelta(days=d)) for d in range(9 - DAYS_KEPT, 10)
+    ]
     assert sorted(meta) == kept

@@ -127,6 +127,17 @@ __all__ = ["DEFAULT_ROLES", "AsyncMemory", "Remembered"]
 _log = logging.getLogger("memstrata.audit")
 
 
+def _dated(
+    records: Sequence[MemoryRecord], writes: Sequence[RecordWrite]
+) -> builtins.list[MemoryRecord]:
+    """``records`` with the times their writes were given (a turn without ``observed_at``
+    dated after its session's newest, :func:`~memstrata.search.reply_terms.index_replies`)."""
+    return [
+        r if r.observed_at == w.record.observed_at else replace(r, observed_at=w.record.observed_at)
+        for r, w in zip(records, writes, strict=True)
+    ]
+
+
 def _roles(roles: Iterable[str]) -> frozenset[str]:
     if isinstance(roles, str) or not all(isinstance(r, str) and r.strip() for r in roles):
         raise ValidationError("roles must be a collection of non-empty role names")
@@ -555,7 +566,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             async with self._ctx.admit(scope, len(records), now):
                 # The turns, their index entries and their ingest job commit together: a
                 # crash can never leave a message that no job will process.
-                writes, again, job = await self._turn_writes(scope, records, now)
+                writes, again, job = await self._turn_writes(scope, records, now, messages)
+                records = _dated(records, writes)
                 async with self._store.transaction() as tx:
                     await tx.append_turns(writes)
                     if again:  # a stored turn now listed after a new one
@@ -580,15 +592,24 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         ]
 
     async def _turn_writes(
-        self, scope: Scope, records: Sequence[MemoryRecord], now: datetime
+        self,
+        scope: Scope,
+        records: Sequence[MemoryRecord],
+        now: datetime,
+        messages: Sequence[Message],
     ) -> tuple[builtins.list[RecordWrite], dict[str, tuple[str, ...]], Job]:
         """What ``add_messages`` writes for ``records``: their index entries, the new terms
-        of stored turns (``store.reterm``) and one job."""
+        of stored turns (``store.reterm``) and one job. A turn of ``messages`` given no
+        ``observed_at`` is dated after the session's newest turn (session 31: a wall clock
+        set back does not list it first)."""
         from memstrata._async.search.reply_terms import index_replies
         from memstrata.layers.pipeline import make_ingest_job
 
+        clocked = [to_message(m, i).observed_at is None for i, m in enumerate(messages)]
         # A reply is also indexed under the question it answers (search/reply_terms).
-        writes, again = await index_replies(self._store, scope, await self._ctx.writes(records))
+        writes, again = await index_replies(
+            self._store, scope, await self._ctx.writes(records), clocked
+        )
         return writes, again, make_ingest_job(scope, [r.id for r in records], now)
 
     async def _bulk_add_messages(
@@ -608,8 +629,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             check_owner(scope)
             mine = self._turn_records(scope, messages, now)
             if mine:
-                more, terms, job = await self._turn_writes(scope, mine, now)
-                records += mine
+                more, terms, job = await self._turn_writes(scope, mine, now, messages)
+                records += _dated(mine, more)
                 writes += more
                 jobs.append(job)
                 again += [(scope, terms)] if terms else []

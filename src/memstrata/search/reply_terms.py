@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from memstrata.clock import END_OF_TIME
+from memstrata.clock import END_OF_TIME, later
 from memstrata.filters import Filters
 from memstrata.records import MemoryRecord, RecordType
 from memstrata.scope import Scope
@@ -67,7 +67,10 @@ def _asks(turn: MemoryRecord | None) -> str | None:
 
 
 def index_replies(
-    store: Store, scope: Scope, writes: Sequence[RecordWrite]
+    store: Store,
+    scope: Scope,
+    writes: Sequence[RecordWrite],
+    clocked: Sequence[bool] = (),
 ) -> tuple[list[RecordWrite], dict[str, tuple[str, ...]]]:
     """``writes`` (turns of one ``add_messages`` call, in order) with each message's terms
     extended by the questions of the turn listed before it, and the new terms of the stored
@@ -83,15 +86,31 @@ def index_replies(
     previous turn counted whatever was listed between them, and no read was made). A call
     in a session reads the user's newest turn with the session's (one read,
     ``list_many``): when a new turn comes before it, the session-less turn listed right
-    after a new one is re-termed (:func:`_placed_user`)."""
+    after a new one is re-termed (:func:`_placed_user`).
+
+    ``clocked``: which turns were given no ``observed_at`` (their time is the clock's
+    now). Such a turn is dated at least 1 µs after the newest turn read here (the
+    session's, or the user's without a session; session 31): a wall clock set back must
+    not list it before the turns said just before it. A caller's own time is kept."""
+    user = Scope(scope.tenant, scope.user)
+    if scope.session is None:
+        last = store.list(user, _EVERY_TURN, limit=1, newest_first=True)
+        anyone: list[MemoryRecord] = []
+    else:
+        last, anyone = store.list_many(
+            [
+                ListQuery(scope, _EVERY_TURN, limit=1, newest_first=True),
+                ListQuery(user, _EVERY_TURN, limit=1, newest_first=True),
+            ]
+        )
+    if last and any(clocked):
+        writes = _after(writes, clocked, last[0].observed_at)
     times = [w.record.observed_at for w in writes]
     order = sorted(range(len(writes)), key=lambda i: (times[i], i))
     texts = [w.record.text for w in writes]
     extra: list[tuple[str, ...]] = [()] * len(writes)
     again: dict[str, tuple[str, ...]] = {}
-    user = Scope(scope.tenant, scope.user)
     if scope.session is None:
-        last = store.list(user, _EVERY_TURN, limit=1, newest_first=True)
         if not last or last[0].observed_at <= times[order[0]]:
             # nothing stored is listed among or after the call's turns (the usual case)
             for previous, i in zip(order, order[1:], strict=False):
@@ -99,12 +118,6 @@ def index_replies(
         else:
             again = _placed_user(store, user, writes, order, extra)
         return _with(writes, extra), again
-    last, anyone = store.list_many(
-        [
-            ListQuery(scope, _EVERY_TURN, limit=1, newest_first=True),
-            ListQuery(user, _EVERY_TURN, limit=1, newest_first=True),
-        ]
-    )
     newest = last[0] if last else None
     if order == sorted(order) and (newest is None or newest.observed_at <= times[0]):
         extra = reply_terms(texts, _asks(newest))  # an append: the call's order
@@ -114,6 +127,27 @@ def index_replies(
         # a stored session-less turn listed right after a new one no longer follows its own
         again.update(_placed_user(store, user, writes, order, None))
     return _with(writes, extra), again
+
+
+# How far a wall clock may have stepped back for a clocked turn to follow the newest turn:
+# a newest turn further ahead of the clock was given its time by a caller (a date in the
+# future, a typo), not said a moment ago, and later turns keep the clock's time rather than
+# all follow it (the lead, session 31).
+STEP_BACK = timedelta(days=2)
+
+
+def _after(
+    writes: Sequence[RecordWrite], clocked: Sequence[bool], newest: datetime
+) -> list[RecordWrite]:
+    """``writes`` with each clocked turn dated ``max(its time, newest + 1 µs)``, unless the
+    newest is more than :data:`STEP_BACK` ahead of its time."""
+    least = later(newest, timedelta(microseconds=1))
+    return [
+        replace(w, record=replace(w.record, observed_at=least))
+        if now and w.record.observed_at < least <= later(w.record.observed_at, STEP_BACK)
+        else w
+        for w, now in zip(writes, clocked, strict=True)
+    ]
 
 
 def _with(writes: Sequence[RecordWrite], extra: Sequence[tuple[str, ...]]) -> list[RecordWrite]:

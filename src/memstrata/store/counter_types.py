@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from ..errors import ValidationError
 
 __all__ = [
+    "DAYS_KEPT",
     "SWEEP_BATCH",
     "SWEEP_EVERY_US",
     "SWEEP_KEY",
@@ -102,6 +103,14 @@ SWEEP_KEY = "sweep:counters"
 # The key ranges of ``meta`` the sweep walks (``family_end`` of each: every key below it).
 SWEPT_RANGES = (("quota:", "quota;"), ("rate:", "rate;"))
 
+# The days before today whose counter rows a day's take and the sweep keep (session 31,
+# before: 1, yesterday only). A clock stepped forward must not delete the row of a day
+# still current by another clock (or by this one once it is stepped back): a day's row is
+# kept while that day is within DAYS_KEPT days of the deleting clock's day, so a step of
+# up to a week forward and back keeps today's count. A family keeps at most
+# DAYS_KEPT + 1 rows, of the days it was counted on.
+DAYS_KEPT = 7
+
 _DAY_ROW = re.compile(r"quota:[^:]+:[^:]+:(\d{4}-\d{2}-\d{2})")
 _RATE_ROW = re.compile(r"rate:[^:]+:(\d{1,19})")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -119,14 +128,16 @@ def rate_period(index: int, window_seconds: float) -> str:
 def stale_at_us(key: str) -> int | None:
     """When the counter row ``key`` stops counting anything (epoch microseconds), else
     None (not a counter of a period). A day's counter (``quota:<kind>:<who>:<day>``) at
-    the start of the day after next: today's take keeps yesterday's row (a process whose
-    clock still reads yesterday counts into it) and deletes older ones. A rate window's
+    the start of the :data:`DAYS_KEPT` + 1st day after it: a day's take keeps the rows of
+    the :data:`DAYS_KEPT` days before it (a process whose clock reads one of them counts
+    into it; a clock stepped days forward and back again finds today's count; session 31,
+    before: yesterday's only) and deletes older ones. A rate window's
     (``rate:<key>:<period>``, :func:`rate_period`) at its period; a row of the format
     before session 30 (the window's index, a far smaller number) is stale at once."""
     day = _DAY_ROW.fullmatch(key)
     if day is not None:
         try:
-            gone = date.fromisoformat(day.group(1)) + timedelta(days=2)
+            gone = date.fromisoformat(day.group(1)) + timedelta(days=DAYS_KEPT + 1)
         except (ValueError, OverflowError):  # not a date, or the calendar's last days
             return None
         return epoch_us(datetime(gone.year, gone.month, gone.day, tzinfo=UTC))
