@@ -7,6 +7,7 @@ of the user's newest turn sorted every record of the user; these tests fail ther
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -14,7 +15,7 @@ import pytest
 
 from memstrata.filters import Filters
 from memstrata.jobs import Job
-from memstrata.records import Content, MemoryRecord, RecordType
+from memstrata.records import AccessControl, Content, MemoryRecord, RecordType, Visibility
 from memstrata.scope import Scope
 from memstrata.store import RecordWrite
 from memstrata.store.memory import InMemoryStore
@@ -127,3 +128,32 @@ def test_the_users_newest_turn_walks_the_same_at_100_and_1000_turns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert _turns_walked(100, monkeypatch) == _turns_walked(1000, monkeypatch)
+
+
+def _reader_purge_walked(others: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Versions a purge of the reader ``carol`` looks at, beside ``others`` records of the
+    tenant that do not name her (and two that do)."""
+    from memstrata.store import memory
+
+    store = InMemoryStore()
+    store.insert([_turn(i, "bob") for i in range(others)])
+    named = [_turn(others + i, "dan") for i in range(2)]
+    shared = AccessControl(Visibility.SHARED, allowed_users=("carol",))
+    store.insert([replace(w, record=replace(w.record, access=shared)) for w in named])
+    seen = [0]
+    without_reader = memory.without_reader
+
+    def counted(record: MemoryRecord, user: str) -> MemoryRecord:
+        seen[0] += 1
+        return without_reader(record, user)
+
+    with monkeypatch.context() as m:
+        m.setattr(memory, "without_reader", counted)
+        store.purge_user("t", "carol")
+    kept = store.list(Scope("t", "dan"), Filters(), limit=10)
+    assert [r.access.allowed_users for r in kept] == [(), ()]
+    return seen[0]
+
+
+def test_a_readers_purge_walks_the_records_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _reader_purge_walked(100, monkeypatch) == _reader_purge_walked(1000, monkeypatch)

@@ -21,7 +21,14 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from memstrata.errors import MemstrataError
 from memstrata.filters import Filters
 from memstrata.jobs import Job, JobStatus
-from memstrata.records import Content, MemoryRecord, RecordStatus, RecordType
+from memstrata.records import (
+    AccessControl,
+    Content,
+    MemoryRecord,
+    RecordStatus,
+    RecordType,
+    Visibility,
+)
 from memstrata.scope import Scope
 from memstrata.store import RecordWrite
 from memstrata.store.memory import InMemoryStore
@@ -362,6 +369,7 @@ class Turns(RuleBasedStateMachine):
 
     def _record(self, owner: tuple[str, str], rid: str, minute: int, message: bool) -> Any:
         when = T0 + timedelta(minutes=minute)
+        readers = (("carol",), ("carol", "dan"), ())[minute % 3]
         return MemoryRecord(
             id=rid,
             tenant=owner[0],
@@ -373,6 +381,7 @@ class Turns(RuleBasedStateMachine):
             updated_at=when,
             observed_at=when,
             content_hash=f"h{rid}{minute}{message}",
+            access=AccessControl(Visibility.SHARED, allowed_users=readers),
         )
 
     @rule(
@@ -428,6 +437,22 @@ class Turns(RuleBasedStateMachine):
     def purge_user(self, owner: tuple[str, str]) -> None:
         assert self.store.purge_user(*owner).remaining == 0
         self.ids = [i for i in self.ids if i[:2] != owner]
+
+    @rule(reader=st.sampled_from(["carol", "dan"]))
+    def purge_reader(self, reader: str) -> None:
+        """A reader's purge: no version of any record of the tenant names them after."""
+        self.store.purge_user("a", reader)
+        self.ids = [i for i in self.ids if i[:2] != ("a", reader)]
+        for e in self.store._entries.values():
+            for v in (*e.history, e.record):
+                assert reader not in v.access.allowed_users
+
+    @invariant()
+    def readers_indexed(self) -> None:
+        for e in self.store._entries.values():
+            for v in (*e.history, e.record):
+                for reader in v.access.allowed_users:
+                    assert (v.user, v.id) in self.store._readers[v.tenant, reader]
 
     @invariant()
     def same_lists(self) -> None:

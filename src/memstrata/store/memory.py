@@ -217,6 +217,9 @@ class InMemoryStore:
         # "the user's newest turn" costs a look-up, not a sort of every record (memjobs31)
         self._turns: dict[tuple[str, str], builtins.list[tuple[datetime, int, str]]] = {}
         self.walked = 0  # entries looked at by a list (tests/memjobs31)
+        # (tenant, reader) -> (owner, id) of records that name the reader in some version
+        # (``allowed_users``): what a reader's purge rewrites. A superset, checked on use.
+        self._readers: dict[tuple[str, str], dict[tuple[str, str], None]] = {}
         self._seq = 0
         self._cache: dict[tuple[str, str, str, str], Vector] = {}
         self._jobs = JobIndex()  # every job, and what a claim, a count or a list walks
@@ -298,6 +301,7 @@ class InMemoryStore:
         self._tenant_records[r.tenant] = self._tenant_records.get(r.tenant, 0) + 1
         self._file(entry)
         self._place(entry)
+        self._name_readers(entry, *entry.history)
 
     def _pop_entry(self, key: tuple[str, str, str]) -> _Entry | None:
         """The entry of ``key`` out of the store, its user's entries and its tenant's count."""
@@ -368,6 +372,13 @@ class InMemoryStore:
             del self._turns[r.tenant, r.user]
         entry.placed = None
 
+    def _name_readers(self, entry: _Entry, *past: MemoryRecord) -> None:
+        """``entry`` filed under each reader its record (and ``past`` versions) name."""
+        r = entry.record
+        for v in (*past, r):
+            for reader in v.access.allowed_users:
+                self._readers.setdefault((r.tenant, reader), {})[r.user, r.id] = None
+
     def _replace_turn(self, entry: _Entry) -> None:
         """``entry``'s record changed: placed again if its type or time did."""
         r = entry.record
@@ -399,6 +410,7 @@ class InMemoryStore:
                 if e.filed != e.record.session:
                     self._refile(e)
                 self._replace_turn(e)
+                self._name_readers(e)
             return
         lexical = self._lexical.get(key)
         dense = self._dense.get(key, {}).values()
@@ -409,6 +421,7 @@ class InMemoryStore:
                 self._refile(entry)
             if entry is not None:
                 self._replace_turn(entry)
+                self._name_readers(entry)
             if lexical is not None:
                 if entry is None:
                     lexical.drop(rid)
@@ -848,9 +861,11 @@ class InMemoryStore:
                 del self._key_rows[key_id]
             # What other users shared with them names them: out of every version, and out
             # of the events that shared it (store/purged_reader.py), under the same lock.
-            for entry in self._entries.values():
-                if entry.record.tenant == tenant:
-                    self._drop_reader(entry, user)
+            # Those records are found in the index of readers named (not every entry).
+            for owner, rid in self._readers.pop((tenant, user), {}):
+                named = self._entries.get((tenant, owner, rid))
+                if named is not None:
+                    self._drop_reader(named, user)
             self.audit_log.redact_subject(tenant, user)
             remaining = (
                 len(self._own(tenant, user))
