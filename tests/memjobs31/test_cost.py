@@ -141,7 +141,7 @@ def _reader_purge_walked(others: int, monkeypatch: pytest.MonkeyPatch) -> int:
     shared = AccessControl(Visibility.SHARED, allowed_users=("carol",))
     store.insert([replace(w, record=replace(w.record, access=shared)) for w in named])
     seen = [0]
-    without_reader = memory.without_reader
+    from memstrata.store.purged_reader import without_reader
 
     def counted(record: MemoryRecord, user: str) -> MemoryRecord:
         seen[0] += 1
