@@ -157,3 +157,19 @@ def _reader_purge_walked(others: int, monkeypatch: pytest.MonkeyPatch) -> int:
 
 def test_a_readers_purge_walks_the_records_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _reader_purge_walked(100, monkeypatch) == _reader_purge_walked(1000, monkeypatch)
+
+
+def test_a_readers_purge_reaches_imported_past_versions_naming_them() -> None:
+    """An import's earlier versions (``insert_history``) that name a reader are found by
+    that reader's purge too (indexed as they are kept, not only at a write's ``_changed``)."""
+    store = InMemoryStore()
+    current = _turn(1, "dan").record
+    shared = AccessControl(Visibility.SHARED, allowed_users=("carol",))
+    past = replace(current, version=1, access=shared, content=Content("said before"))
+    current = replace(current, version=2)
+    with store.transaction() as tx:
+        tx.insert([RecordWrite(current, None, ("turn",))])
+        tx.insert_history([[past]])
+    store.purge_user("t", "carol")
+    versions = store.history(Scope("t", "dan"), current.id)
+    assert [(v.version, v.access.allowed_users) for v in versions] == [(1, ()), (2, ()), (3, ())]

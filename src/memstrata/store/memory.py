@@ -1320,6 +1320,7 @@ class InMemoryStore:
         for entry, past in found:
             undo.append(self._snapshot(entry))
             entry.history = [*entry.history, *past]
+            self._name_readers(entry, *past)  # the readers its past versions name
 
     # --- bulk copy (StoreCopy, memstrata migrate; in memory_dump.py) ----------------------
     def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
