@@ -17,8 +17,9 @@ take the job out of the lists its old state was in and file the new one.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
+from typing import Any
 
 from ..jobs import Job, JobStatus
 
@@ -134,7 +135,7 @@ class JobIndex:
                 del self.queue_of[owner]
 
     @staticmethod
-    def _remove(items: list, item: object) -> None:  # type: ignore[type-arg]
+    def _remove(items: list[Any], item: object) -> None:
         i = bisect_left(items, item)
         if i == len(items) or items[i] != item:
             raise AssertionError(f"memory:// job index lost {item!r}")  # a defect here
@@ -224,9 +225,8 @@ class JobIndex:
         tenant: str | None,
         user: str | None,
         session: str | None,
-        wanted: object,
+        wanted: Callable[[Job], bool],
     ) -> Job | None:
-        assert callable(wanted)
         if tenant is not None and user is not None:
             if (tenant, user) in busy:
                 return None
