@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import threading
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
@@ -44,6 +45,7 @@ from .citations import cited, linked
 from .counter_types import SWEEP_BATCH, CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
+from .memory_jobs import JobIndex
 from .memory_shared import Postings, Shared
 from .one_model import MODEL_KEY
 from .past_versions import check_finished, check_past, history_key, newer_of
@@ -102,9 +104,12 @@ class _Entry:
     history: list[MemoryRecord] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     filed: str | None = None  # the session it is filed under (``InMemoryStore._sessions``)
+    placed: TurnKey | None = None  # its key in its user's turns (``InMemoryStore._turns``)
 
 
 Undo = list[Callable[[], None]]
+_TURNS = frozenset({RecordType.MESSAGE})
+TurnKey = tuple[datetime, int]  # a turn's place in its user's: (observed_at, seq)
 
 
 class _Dense:
@@ -212,9 +217,16 @@ class InMemoryStore:
         # and by session (a session's reads: its turns, a reply's question), in that order
         self._sessions: dict[tuple[str, str], dict[str, dict[str, _Entry]]] = {}
         self._tenant_records: dict[str, int] = {}
+        # each user's messages (turns) in the order lists give them, (observed_at, seq), so
+        # "the user's newest turn" costs a look-up, not a sort of every record (memjobs31)
+        self._turns: dict[tuple[str, str], builtins.list[tuple[datetime, int, str]]] = {}
+        self.walked = 0  # entries looked at by a list (tests/memjobs31)
+        # (tenant, reader) -> (owner, id) of records that name the reader in some version
+        # (``allowed_users``): what a reader's purge rewrites. A superset, checked on use.
+        self._readers: dict[tuple[str, str], dict[tuple[str, str], None]] = {}
         self._seq = 0
         self._cache: dict[tuple[str, str, str, str], Vector] = {}
-        self._jobs: dict[str, Job] = {}
+        self._jobs = JobIndex()  # every job, and what a claim, a count or a list walks
         # each user's BM25 statistics of their records' terms, built at the user's first
         # search, then updated by each write for the records it touched (``_changed``)
         self._lexical: dict[tuple[str, str], Postings] = {}
@@ -292,6 +304,8 @@ class InMemoryStore:
         self._owned.setdefault((r.tenant, r.user), {})[r.id] = entry
         self._tenant_records[r.tenant] = self._tenant_records.get(r.tenant, 0) + 1
         self._file(entry)
+        self._place(entry)
+        self._name_readers(entry, *entry.history)
 
     def _pop_entry(self, key: tuple[str, str, str]) -> _Entry | None:
         """The entry of ``key`` out of the store, its user's entries and its tenant's count."""
@@ -300,6 +314,7 @@ class InMemoryStore:
             return None
         tenant, user, rid = key
         self._unfile(entry)
+        self._unplace(entry)
         owned = self._owned[tenant, user]
         del owned[rid]
         if not owned:
@@ -342,6 +357,40 @@ class InMemoryStore:
             sessions = self._sessions[r.tenant, r.user]
             sessions[r.session] = dict(sorted(sessions[r.session].items(), key=lambda i: i[1].seq))
 
+    def _place(self, entry: _Entry) -> None:
+        """``entry`` among its user's turns if it is a message (where a list puts it)."""
+        r = entry.record
+        if r.type is not RecordType.MESSAGE:
+            return
+        entry.placed = (r.observed_at, entry.seq)
+        insort(self._turns.setdefault((r.tenant, r.user), []), (*entry.placed, r.id))
+
+    def _unplace(self, entry: _Entry) -> None:
+        if entry.placed is None:
+            return
+        r = entry.record
+        turns = self._turns[r.tenant, r.user]
+        i = bisect_left(turns, (*entry.placed, r.id))
+        del turns[i]
+        if not turns:
+            del self._turns[r.tenant, r.user]
+        entry.placed = None
+
+    def _name_readers(self, entry: _Entry, *past: MemoryRecord) -> None:
+        """``entry`` filed under each reader its record (and ``past`` versions) name."""
+        r = entry.record
+        for v in (*past, r):
+            for reader in v.access.allowed_users:
+                self._readers.setdefault((r.tenant, reader), {})[r.user, r.id] = None
+
+    def _replace_turn(self, entry: _Entry) -> None:
+        """``entry``'s record changed: placed again if its type or time did."""
+        r = entry.record
+        now = (r.observed_at, entry.seq) if r.type is RecordType.MESSAGE else None
+        if now != entry.placed:
+            self._unplace(entry)
+            self._place(entry)
+
     def _session_entries(self, tenant: str, user: str, session: str) -> builtins.list[_Entry]:
         """The user's entries of ``session`` in the store's order."""
         return builtins.list(self._sessions.get((tenant, user), {}).get(session, {}).values())
@@ -364,6 +413,8 @@ class InMemoryStore:
             for e in self._own(tenant, user):
                 if e.filed != e.record.session:
                     self._refile(e)
+                self._replace_turn(e)
+                self._name_readers(e)
             return
         lexical = self._lexical.get(key)
         dense = self._dense.get(key, {}).values()
@@ -372,6 +423,9 @@ class InMemoryStore:
             entry = self._entries.get((tenant, user, rid))
             if entry is not None and entry.filed != entry.record.session:
                 self._refile(entry)
+            if entry is not None:
+                self._replace_turn(entry)
+                self._name_readers(entry)
             if lexical is not None:
                 if entry is None:
                     lexical.drop(rid)
@@ -803,11 +857,8 @@ class InMemoryStore:
         self._changed(entry.record.tenant, entry.record.user, entry.record.id)
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
-        def owned(r: MemoryRecord) -> bool:
-            return r.tenant == tenant and r.user == user
-
         with self._lock:
-            mine = [e for e in self._entries.values() if owned(e.record)]
+            mine = self._own(tenant, user)  # the user's entries, not every entry (memjobs31)
             stale = [k for k in self._cache if k[:2] == (tenant, user)]
             for key in stale:
                 del self._cache[key]
@@ -815,9 +866,9 @@ class InMemoryStore:
             for entry in mine:
                 for n, count in enumerate(self._drop(entry)):
                     totals[n] += count
-            jobs = [j for j in self._jobs.values() if (j.tenant, j.user) == (tenant, user)]
+            jobs = self._jobs.of(tenant, user)
             for job in jobs:
-                del self._jobs[job.id]
+                self._jobs.drop(job.id)
             self._lexical.pop((tenant, user), None)
             for cite in [k for k in self._cites if k[:2] == (tenant, user)]:
                 del self._cites[cite]
@@ -835,13 +886,15 @@ class InMemoryStore:
                 del self._key_rows[key_id]
             # What other users shared with them names them: out of every version, and out
             # of the events that shared it (store/purged_reader.py), under the same lock.
-            for entry in self._entries.values():
-                if entry.record.tenant == tenant:
-                    self._drop_reader(entry, user)
+            # Those records are found in the index of readers named (not every entry).
+            for owner, rid in self._readers.pop((tenant, user), {}):
+                named = self._entries.get((tenant, owner, rid))
+                if named is not None:
+                    self._drop_reader(named, user)
             self.audit_log.redact_subject(tenant, user)
             remaining = (
-                sum(owned(e.record) for e in self._entries.values())
-                + sum((j.tenant, j.user) == (tenant, user) for j in self._jobs.values())
+                len(self._own(tenant, user))
+                + len(self._jobs.of(tenant, user))
                 + sum(k[:2] == (tenant, user) for k in self._cache)
             )
         return PurgeReport(
@@ -1094,18 +1147,22 @@ class InMemoryStore:
         for job in jobs:
             if job.id in self._jobs or job.id in fresh:
                 raise ValidationError(f"job id {job.id!r} exists already; give each job a new id")
-            if job.dedup_key is not None and any(
-                (j.tenant, j.user, j.dedup_key) == (job.tenant, job.user, job.dedup_key)
-                and j.status in _OPEN
-                for j in (*self._jobs.values(), *fresh.values())
+            if job.dedup_key is not None and (
+                self._jobs.has_open(job.tenant, job.user, job.dedup_key)
+                or any(
+                    (j.tenant, j.user, j.dedup_key) == (job.tenant, job.user, job.dedup_key)
+                    and j.status in _OPEN
+                    for j in fresh.values()
+                )
             ):
                 continue
             fresh[job.id] = job
-        self._jobs.update(fresh)
+        for job in fresh.values():
+            self._jobs.put(job)
 
         def take_back() -> None:
             for job_id in fresh:
-                self._jobs.pop(job_id, None)
+                self._jobs.drop(job_id)
 
         undo.append(take_back)
 
@@ -1122,38 +1179,12 @@ class InMemoryStore:
     ) -> list[Job]:
         # The same rule as the SQLite outbox: due jobs of one user, none of a user who has
         # a job held under a live lease (one user's jobs never run at once).
-        def ready(j: Job) -> bool:
-            if j.status is JobStatus.PENDING:
-                due = j.run_after <= (due_before or now)
-            else:
-                due = (
-                    j.status is JobStatus.RUNNING
-                    and j.lease_until is not None
-                    and j.lease_until <= now
-                )
-            return due and all(
-                want is None or got == want
-                for want, got in ((tenant, j.tenant), (user, j.user), (session, j.session))
-            )
-
         if limit <= 0:
             return []
         with self._lock:
-            busy = {
-                (j.tenant, j.user)
-                for j in self._jobs.values()
-                if j.status is JobStatus.RUNNING
-                and j.lease_until is not None
-                and j.lease_until > now
-            }
-            due = sorted(
-                (j for j in self._jobs.values() if ready(j) and (j.tenant, j.user) not in busy),
-                key=lambda j: (j.run_after, j.created_at, j.id),
-            )
-            if not due:
+            mine = self._jobs.claimable(now, due_before or now, limit, tenant, user, session)
+            if not mine:
                 return []
-            owner = (due[0].tenant, due[0].user)
-            mine = [j for j in due if (j.tenant, j.user) == owner][:limit]
             lease = later(now, timedelta(seconds=lease_seconds))
             token = new_lease_token()
             claimed = [
@@ -1166,17 +1197,15 @@ class InMemoryStore:
                 )
                 for j in mine
             ]
-            self._jobs.update((j.id, j) for j in claimed)
+            for j in claimed:
+                self._jobs.put(j)
         return claimed
 
     def renew_leases(self, token: str, until: datetime) -> list[str]:
         with self._lock:
-            held = [
-                j
-                for j in self._jobs.values()
-                if j.lease_token == token and j.status is JobStatus.RUNNING
-            ]
-            self._jobs.update((j.id, replace(j, lease_until=until)) for j in held)
+            held = [j for j in self._jobs.running.values() if j.lease_token == token]
+            for j in held:
+                self._jobs.put(replace(j, lease_until=until))
         return sorted(j.id for j in held)
 
     def _job(self, job_id: str, token: str | None = None) -> Job:
@@ -1193,12 +1222,8 @@ class InMemoryStore:
 
     def finish_job(self, job_id: str, lease_token: str | None = None) -> None:
         with self._lock:
-            self._jobs[job_id] = replace(
-                self._job(job_id, lease_token),
-                status=JobStatus.DONE,
-                lease_until=None,
-                lease_token=None,
-            )
+            job = self._job(job_id, lease_token)
+            self._jobs.put(replace(job, status=JobStatus.DONE, lease_until=None, lease_token=None))
 
     def fail_job(
         self, job_id: str, error: str, retry_at: datetime | None, lease_token: str | None = None
@@ -1222,21 +1247,23 @@ class InMemoryStore:
                     lease_token=None,
                     run_after=retry_at,
                 )
-            self._jobs[job_id] = job
+            self._jobs.put(job)
 
     def give_back_job(
         self, job_id: str, reason: str, run_at: datetime, lease_token: str | None = None
     ) -> None:
         with self._lock:
             job = self._job(job_id, lease_token)
-            self._jobs[job_id] = replace(
-                job,
-                status=JobStatus.PENDING,
-                last_error=reason,
-                lease_until=None,
-                lease_token=None,
-                run_after=run_at,
-                attempts=max(job.attempts - 1, 0),
+            self._jobs.put(
+                replace(
+                    job,
+                    status=JobStatus.PENDING,
+                    last_error=reason,
+                    lease_until=None,
+                    lease_token=None,
+                    run_after=run_at,
+                    attempts=max(job.attempts - 1, 0),
+                )
             )
 
     def count_open_jobs(
@@ -1244,30 +1271,27 @@ class InMemoryStore:
     ) -> int:
         with self._lock:
             return sum(
-                j.status in _OPEN
-                and all(
+                all(
                     want is None or got == want
                     for want, got in ((tenant, j.tenant), (user, j.user), (session, j.session))
                 )
-                for j in self._jobs.values()
+                for j in self._jobs.open_jobs(tenant, user)
             )
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         want = job_status(status) if status is not None else None
         with self._lock:
-            jobs = [
-                j
-                for j in self._jobs.values()
-                if (j.tenant, j.user) == (tenant, user) and (want is None or j.status is want)
-            ]
+            jobs = self._jobs.of(tenant, user, *(() if want is None else (want,)))
         return sorted(jobs, key=lambda j: (j.created_at, j.id))
 
     def stats(self, scope: Scope) -> StoreStats:
         with self._lock:
             records = [e.record for e in self._scoped(scope)]
-            jobs = [
-                j for j in self._jobs.values() if (j.tenant, j.user) == (scope.tenant, scope.user)
-            ]
+            pending = sum(
+                self._jobs.count(scope.tenant, scope.user, s)
+                for s in (JobStatus.PENDING, JobStatus.RUNNING)
+            )
+            failed = self._jobs.count(scope.tenant, scope.user, JobStatus.FAILED)
             users = {u for t, u in self._owned if t == scope.tenant}
         by_type: dict[str, int] = {}
         for r in records:
@@ -1278,8 +1302,8 @@ class InMemoryStore:
             active=active,
             deleted=len(records) - active,
             by_type=by_type,
-            pending_jobs=sum(j.status in _OPEN for j in jobs),
-            failed_jobs=sum(j.status is JobStatus.FAILED for j in jobs),
+            pending_jobs=pending,
+            failed_jobs=failed,
             users=len(users),
         )
 
@@ -1322,6 +1346,7 @@ class InMemoryStore:
             undo.append(self._snapshot(entry))
             entry.history = [*entry.history, *past]
             self._link(past)  # what the archived versions name (purge31b)
+            self._name_readers(entry, *past)  # the readers its past versions name
 
     # --- bulk copy (StoreCopy, memstrata migrate; in memory_dump.py) ----------------------
     def dump_records(self, batch_size: int = 500) -> Iterator[list[RecordDump]]:
@@ -1392,10 +1417,35 @@ class InMemoryStore:
             return [self._list(q) if q.limit > 0 else [] for q in queries]
 
     def _list(self, q: ListQuery) -> builtins.list[MemoryRecord]:
-        rows = [e for e in self._scoped(q.scope) if q.filters.matches(e.record)]
+        s = q.scope
+        types = q.filters.types
+        if s.caller is None and s.session is None and types == _TURNS:
+            return self._list_turns(q)
+        scoped = self._scoped(q.scope)
+        self.walked += len(scoped)
+        rows = [e for e in scoped if q.filters.matches(e.record)]
         rows.sort(key=lambda e: (e.record.observed_at, e.seq), reverse=q.newest_first)
         offset = max(0, q.offset)
         return [e.record for e in rows[offset : offset + q.limit]]
+
+    def _list_turns(self, q: ListQuery) -> builtins.list[MemoryRecord]:
+        """A list of the user's messages alone (no session, no caller): walked from the
+        user's turns in order, newest first if asked, until ``offset + limit`` match."""
+        turns = self._turns.get((q.scope.tenant, q.scope.user), [])
+        order = reversed(turns) if q.newest_first else iter(turns)
+        skip, out = max(0, q.offset), builtins.list[MemoryRecord]()
+        for _, _, rid in order:
+            if len(out) == q.limit:
+                break
+            self.walked += 1
+            r = self._entries[q.scope.tenant, q.scope.user, rid].record
+            if not (r.visible_in(q.scope) and q.filters.matches(r)):
+                continue
+            if skip:
+                skip -= 1
+            else:
+                out.append(r)
+        return out
 
 
 def _cmp(a: tuple[datetime, int], b: tuple[datetime, int]) -> int:

@@ -129,7 +129,7 @@ def load_cache(s: InMemoryStore, entries: Sequence[CacheEntry]) -> int:
     new = 0
     with s._lock:
         users = set(s._owned)
-        users |= {(j.tenant, j.user) for j in s._jobs.values()}
+        users |= s._jobs.users()
         users |= {(t, u) for t, u, _, _ in s._cache}
         by_token = {scope_token(t, u): (t, u) for t, u in users}
         for e in entries:
@@ -157,7 +157,8 @@ def dump_jobs(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[Job]]:
 def load_jobs(s: InMemoryStore, jobs: Sequence[Job]) -> int:
     with s._lock:
         fresh = {j.id: j for j in jobs if j.id not in s._jobs}
-        s._jobs.update(fresh)
+        for job in fresh.values():
+            s._jobs.put(job)
     return len(fresh)
 
 
