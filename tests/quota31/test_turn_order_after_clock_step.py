@@ -74,3 +74,17 @@ def test_a_turn_dated_far_ahead_by_a_caller_does_not_pull_the_next_ones(
     mem.add_message(alice, "user", "Reminder for next month.", observed_at=ahead)
     now = mem.add_message(alice, "user", "What did I say today?")
     assert now.observed_at == clock.now()
+
+
+def test_a_new_session_after_the_clock_stepped_back_follows_the_last(
+    mem: Memory, clock: FixedClock, alice: Scope
+) -> None:
+    """The user's newest turn of any session counts too (the lead, session 31): dated after
+    its own session only, the next session's first turn led the last session's turns
+    (``tests/layers/test_fact_left_values.py`` found it: a fact said there was taken as
+    an earlier value)."""
+    first = mem.add_message(alice, "user", "I live in Lyon.")
+    clock.set(clock.now() - timedelta(minutes=5))
+    other = Scope(alice.tenant, alice.user, session="another")
+    late = mem.add_message(other, "user", "We moved to Oslo.")
+    assert late.observed_at == first.observed_at + timedelta(microseconds=1)

@@ -90,8 +90,8 @@ def index_replies(
 
     ``clocked``: which turns were given no ``observed_at`` (their time is the clock's
     now). Such a turn is dated at least 1 µs after the newest turn read here (the
-    session's, or the user's without a session; session 31): a wall clock set back must
-    not list it before the turns said just before it. A caller's own time is kept."""
+    session's and the user's of any session; session 31): a wall clock set back must not
+    list it before the turns said just before it. A caller's own time is kept."""
     user = Scope(scope.tenant, scope.user)
     if scope.session is None:
         last = store.list(user, _EVERY_TURN, limit=1, newest_first=True)
@@ -103,8 +103,10 @@ def index_replies(
                 ListQuery(user, _EVERY_TURN, limit=1, newest_first=True),
             ]
         )
-    if last and any(clocked):
-        writes = _after(writes, clocked, last[0].observed_at)
+    if (last or anyone) and any(clocked):
+        # after the user's newest turn of any session too: a session's turns dated past a
+        # stale or stepped-back clock would otherwise lead the next session's (the lead)
+        writes = _after(writes, clocked, max(t.observed_at for t in (*last, *anyone)))
     times = [w.record.observed_at for w in writes]
     order = sorted(range(len(writes)), key=lambda i: (times[i], i))
     texts = [w.record.text for w in writes]
