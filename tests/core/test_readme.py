@@ -37,7 +37,12 @@ def test_quick_start_runs_and_updates_the_record_it_read(
     assert rec.text == "Alice is allergic to peanuts and cashews"
     # the search found the allergy first, and the explanation is printed with each hit
     assert "allergic to peanuts" in hits[0].text
-    assert hits == sorted(hits, key=lambda h: -h.score)
+    # in the ranking's order (its rank score, ``final``); since session 31 ``score`` is the
+    # match on fixed scales and need not fall down the list (README, "What a hit's score
+    # means"): asserting it did failed by the order of random ids
+    finals = [h.explanation["final"] for h in hits]
+    assert finals == sorted(finals, reverse=True)
+    assert all(0.0 <= h.score <= 1.0 for h in hits) and hits[0].score > 0.5
     printed = out.getvalue()
     assert "'final':" in printed and "cashews" in printed
     assert (tmp_path / "memory.db").exists()
