@@ -47,7 +47,12 @@ def test_the_lookup_reads_what_cites_the_ids(url: str) -> None:
         big = _lookup(mem, "bob", 1000)
     assert len(small[2]) == len(big[2]) == 3  # the note, the procedure; the summary
     assert small[0] == big[0] == 6, (small, big)  # the three, twice (get_many)
-    assert small[1] == big[1], (small, big)  # SQLite's VM steps (None elsewhere)
+    # SQLite's VM steps (None elsewhere), give or take a few with the random ids' order in
+    # an ``IN`` list (574-578 seen at both sizes; before the index: 5,028 and 50,785)
+    if small[1] is not None and big[1] is not None:
+        assert abs(small[1] - big[1]) <= 16, (small, big)
+    else:
+        assert small[1] == big[1], (small, big)
 
 
 def test_a_purge_reads_as_much_for_a_bigger_user(url: str) -> None:
