@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory, Scope
+from memstrata.store.citations import CITE, LINK
 from memstrata.store.migrate.copy import copy_store
 from memstrata.store.sqlite.roles import MARK, PUBLIC
 
@@ -43,10 +44,12 @@ def _rows(path: Path) -> tuple[set[Row], set[Row]]:
         held = {
             (t, bytes(r)[len(MARK) :].decode(), u, i)
             for t, r, u, i in conn.execute("SELECT t, r, u, i FROM rr WHERE typeof(r) = 'blob'")
-            if not bytes(r).startswith(PUBLIC)  # the public rows (caller30, tests/caller30)
+            # not the public rows (caller30, tests/caller30) nor the index of citations
+            # and links (purge31, purge31b: store/citations.py)
+            if not bytes(r).startswith((PUBLIC, CITE, LINK))
         }
         for (r,) in conn.execute("SELECT r FROM rr WHERE typeof(r) = 'blob'"):
-            assert bytes(r).startswith((MARK, PUBLIC))
+            assert bytes(r).startswith((MARK, PUBLIC, CITE, LINK))
         named = {
             (t, str(role), u, i)
             for t, u, i, access in conn.execute("SELECT tenant, user, id, access FROM records")
