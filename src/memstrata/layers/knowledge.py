@@ -28,7 +28,7 @@ are soft-deleted (:meth:`KnowledgeService.settle`, after taking the document's t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -44,9 +44,8 @@ from memstrata.layers.races import (
     Raced,
     first_version,
     read_name,
+    settle_names,
     settled,
-    take_turn,
-    take_turns,
 )
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, new_id
 from memstrata.scope import Scope
@@ -299,33 +298,15 @@ class KnowledgeService:
         document's turn first (``races.take_turns``), then reads its live chunks; the
         transaction checks the document again (``NameRead.check``) and that no other chunk
         of it was made live since (a restore into a free index)."""
-        docs = {
+        docs = (
             (r.scope.user_scope, r.metadata["qa_id"])
             for r in records
             if r.type is RecordType.KNOWLEDGE
             and isinstance(r.metadata.get("qa_id"), str)
             and r.is_active
-        }
-        by_user: dict[Scope, list[str]] = {}
-        for scope, doc in sorted(docs, key=str):
-            by_user.setdefault(scope, []).append(doc)
-        for scope, names in by_user.items():
-            turns = take_turns(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", names)
-            for doc in names:
-                settled(
-                    self._settle(scope, doc, brought, turns[doc]),
-                    f"document {doc!r} was written",
-                    "import",
-                )
+        )
 
-    def _settle(
-        self, scope: Scope, doc: str, brought: Container[str], turn: NameRead
-    ) -> Callable[[], None]:
-        taken = [turn]  # the first attempt's turn, taken with others' (``take_turns``)
-
-        def attempt() -> None:
-            name = taken.pop() if taken else None
-            name = name or take_turn(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", doc)
+        def decide(scope: Scope, doc: str, turn: NameRead) -> None:
             live = self.chunks(scope, doc)
             theirs = [r for r in live if r.id in brought]
             mine = [r for r in live if r.id not in brought]
@@ -341,13 +322,15 @@ class KnowledgeService:
                 if _slot(r)[0] in counts and _slot(r) not in slots
             ]
             with self._ctx.store.transaction() as tx:
-                name.check(tx, live=True)
+                turn.check(tx, live=True)
                 _still_deleted(tx, scope, rivals)  # a restore into a free index?
                 ended = tx.set_status(scope, gone, RecordStatus.DELETED, self._ctx.clock.now())
                 if len(ended) != len(gone):
                     raise Raced  # another writer changed the document since the read
 
-        return attempt
+        settle_names(
+            self._ctx, docs, RecordType.KNOWLEDGE, "qa_id", decide, "document {!r} was written"
+        )
 
     def _deleted(
         self, scope: Scope, doc: str, at: Sequence[MetadataCondition] = ()

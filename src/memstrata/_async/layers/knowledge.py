@@ -26,7 +26,7 @@ are soft-deleted (:meth:`AsyncKnowledgeService.settle`, after taking the documen
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +38,8 @@ from memstrata._async.layers.races import (
     Raced,
     first_version,
     read_name,
+    settle_names,
     settled,
-    take_turn,
-    take_turns,
 )
 from memstrata._async.store.base import AsyncUnitOfWork, RecordWrite
 from memstrata.calls import checked_calls
@@ -297,33 +296,15 @@ class AsyncKnowledgeService:
         document's turn first (``races.take_turns``), then reads its live chunks; the
         transaction checks the document again (``NameRead.check``) and that no other chunk
         of it was made live since (a restore into a free index)."""
-        docs = {
+        docs = (
             (r.scope.user_scope, r.metadata["qa_id"])
             for r in records
             if r.type is RecordType.KNOWLEDGE
             and isinstance(r.metadata.get("qa_id"), str)
             and r.is_active
-        }
-        by_user: dict[Scope, list[str]] = {}
-        for scope, doc in sorted(docs, key=str):
-            by_user.setdefault(scope, []).append(doc)
-        for scope, names in by_user.items():
-            turns = await take_turns(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", names)
-            for doc in names:
-                await settled(
-                    self._settle(scope, doc, brought, turns[doc]),
-                    f"document {doc!r} was written",
-                    "import",
-                )
+        )
 
-    def _settle(
-        self, scope: Scope, doc: str, brought: Container[str], turn: NameRead
-    ) -> Callable[[], Awaitable[None]]:
-        taken = [turn]  # the first attempt's turn, taken with others' (``take_turns``)
-
-        async def attempt() -> None:
-            name = taken.pop() if taken else None
-            name = name or await take_turn(self._ctx, scope, RecordType.KNOWLEDGE, "qa_id", doc)
+        async def decide(scope: Scope, doc: str, turn: NameRead) -> None:
             live = await self.chunks(scope, doc)
             theirs = [r for r in live if r.id in brought]
             mine = [r for r in live if r.id not in brought]
@@ -339,7 +320,7 @@ class AsyncKnowledgeService:
                 if _slot(r)[0] in counts and _slot(r) not in slots
             ]
             async with self._ctx.store.transaction() as tx:
-                await name.check(tx, live=True)
+                await turn.check(tx, live=True)
                 await _still_deleted(tx, scope, rivals)  # a restore into a free index?
                 ended = await tx.set_status(
                     scope, gone, RecordStatus.DELETED, self._ctx.clock.now()
@@ -347,7 +328,9 @@ class AsyncKnowledgeService:
                 if len(ended) != len(gone):
                     raise Raced  # another writer changed the document since the read
 
-        return attempt
+        await settle_names(
+            self._ctx, docs, RecordType.KNOWLEDGE, "qa_id", decide, "document {!r} was written"
+        )
 
     async def _deleted(
         self, scope: Scope, doc: str, at: Sequence[MetadataCondition] = ()

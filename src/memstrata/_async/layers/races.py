@@ -37,13 +37,13 @@ PostgreSQL each turn is an advisory lock held to the transaction's end: a backup
 thousands of keys, and one transaction of the tests' server, at the default
 ``max_locks_per_transaction`` of 64, ran out of shared memory after 14,864 such locks).
 After its commit it settles each name it brought a live record of (``facts.settle``,
-``knowledge.settle``: a name with a live record of the store's own keeps one), and each
-settle takes the name's turn first (:func:`take_turns`, 32 names a transaction that writes
-nothing): a first writer or a restore that checked the name before the import committed
-has committed by then, so the settle's read finds its record; one that checks the name
-later finds the import's. Until session 31 the settle read the name without the turn
-(and a document did not settle at all): such a writer, committing after the settle's
-read, left two live records.
+``knowledge.settle``: a name with a live record of the store's own keeps one; both through
+:func:`settle_names`), and each settle takes the name's turn first (:func:`take_turns`, 32
+names a transaction that writes nothing): a first writer or a restore that checked the
+name before the import committed has committed by then, so the settle's read finds its
+record; one that checks the name later finds the import's. Until session 31 the settle
+read the name without the turn (and a document did not settle at all): such a writer,
+committing after the settle's read, left two live records.
 
 Between an import's commit and its settle (and after a crash between the two) a name can
 have two live records. The next write of the name ends the others: a fact's upsert ends
@@ -54,7 +54,7 @@ every other live fact of its key, superseded by the record it writes or keeps
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -71,6 +71,7 @@ __all__ = [
     "Raced",
     "first_version",
     "read_name",
+    "settle_names",
     "settled",
     "take_turn",
     "take_turns",
@@ -207,3 +208,51 @@ async def take_turn(
     async with ctx.store.transaction() as tx:
         seen = await tx.key_versions(scope, type, field, name)
     return NameRead(scope, type, field, name, seen.newest)
+
+
+async def settle_names(
+    ctx: AsyncLayerContext,
+    names: Iterable[tuple[Scope, str]],
+    type: RecordType,
+    field: str,
+    decide: Callable[[Scope, str, NameRead], Awaitable[None]],
+    what: str,
+) -> None:
+    """An import's settle of ``names`` (a user's scope and a name of its records of
+    ``type`` whose ``metadata[field]`` is the name), in order, a user at a time: the turns
+    of a user's names first (:func:`take_turns`), then ``decide(scope, name, turn)`` of
+    each, which reads the name's live records, decides on them and checks ``turn``
+    (:meth:`NameRead.check`) in the transaction that writes what it decided; ``Raced``
+    there reads again after taking the name's turn anew (:func:`take_turn`), as
+    :func:`settled` retries (``what``: "fact {!r} was changed", formatted with the name)."""
+    by_user: dict[Scope, list[str]] = {}
+    for scope, name in sorted(set(names), key=str):
+        by_user.setdefault(scope, []).append(name)
+    for scope, group in by_user.items():
+        turns = await take_turns(ctx, scope, type, field, group)
+        for name in group:
+            await settled(
+                _turn_then_decide(ctx, scope, type, field, name, turns[name], decide),
+                what.format(name),
+                "import",
+            )
+
+
+def _turn_then_decide(
+    ctx: AsyncLayerContext,
+    scope: Scope,
+    type: RecordType,
+    field: str,
+    name: str,
+    turn: NameRead,
+    decide: Callable[[Scope, str, NameRead], Awaitable[None]],
+) -> Callable[[], Awaitable[None]]:
+    """The attempts of one name's settle: the first on ``turn`` (taken with other names'
+    by :func:`take_turns`), each later one on the name's turn taken again."""
+    taken = [turn]
+
+    async def attempt() -> None:
+        read = taken.pop() if taken else await take_turn(ctx, scope, type, field, name)
+        await decide(scope, name, read)
+
+    return attempt

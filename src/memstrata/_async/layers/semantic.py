@@ -37,7 +37,7 @@ own transaction: the key's one read finds them all, so converging costs no furth
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -53,9 +53,8 @@ from memstrata._async.layers.races import (
     Raced,
     first_version,
     read_name,
+    settle_names,
     settled,
-    take_turn,
-    take_turns,
 )
 from memstrata._async.store.base import RecordWrite, Vector
 from memstrata.calls import checked_calls
@@ -312,42 +311,24 @@ class AsyncFactService:
         are a state memstrata writes (``add(type="fact", metadata={"key": ...})`` twice),
         and a restore of a backup gives it back; only a key that also has a live fact of
         the store's own settles."""
-        keys = {
+        keys = (
             (self._scope(r.scope), r.metadata["key"])
             for r in records
             if r.type is RecordType.FACT
             and isinstance(r.metadata.get("key"), str)
             and r.is_active
             and r.superseded_by is None
-        }
-        by_user: dict[Scope, list[str]] = {}
-        for scope, key in sorted(keys, key=str):
-            by_user.setdefault(scope, []).append(key)
-        for scope, names in by_user.items():
-            turns = await take_turns(self._ctx, scope, RecordType.FACT, "key", names)
-            for key in names:
-                await settled(
-                    self._settle(scope, key, brought, turns[key]),
-                    f"fact {key!r} was changed",
-                    "import",
-                )
+        )
 
-    def _settle(
-        self, scope: Scope, key: str, brought: Container[str] | None, turn: NameRead
-    ) -> Callable[[], Awaitable[None]]:
-        taken = [turn]  # the first attempt's turn, taken with others' (``take_turns``)
-
-        async def attempt() -> None:
-            name = taken.pop() if taken else None
-            name = name or await take_turn(self._ctx, scope, RecordType.FACT, "key", key)
+        async def decide(scope: Scope, key: str, turn: NameRead) -> None:
             current, extras = await self._live(scope, key)
             if current is None:
                 return
             if brought is not None and all(r.id in brought for r in (current, *extras)):
                 return  # the file's own live facts, as it has them
-            await self._end(scope, current, extras, name)
+            await self._end(scope, current, extras, turn)
 
-        return attempt
+        await settle_names(self._ctx, keys, RecordType.FACT, "key", decide, "fact {!r} was changed")
 
     async def upsert(
         self,
