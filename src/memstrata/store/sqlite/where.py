@@ -7,7 +7,11 @@ Equality with a string is also given to SQL as a *pre-filter* (exact for strings
 every row Python would), so a look-up such as a fact by its key decodes the matching rows
 only, not every record of the type (Python still decides). A fact's key and a document's
 qa_id are asked in the words of schema 12's partial indexes (``key_sql``): SQLite reads
-those rows by index, not every record of the type.
+those rows by index, not every record of the type. Such a listing leaves out the
+``type IN (...)`` of its types (``key_sql`` says the type): with it, SQLite (3.40) read a
+live listing's next page (``(observed_at, seq) > (?, ?)``) by the index of the user's
+records of the type, from that place to the user's last (every chunk of the user written
+after the document's, for each ``knowledge.chunks``), not by the name's live index.
 """
 
 from __future__ import annotations
@@ -130,8 +134,9 @@ def filters_sql(f: Filters, p: str = "") -> Fragment:
         add(f"({p}valid_to IS NULL OR {p}valid_to > ?)", at)
     elif not f.include_superseded:
         add(f"{p}superseded_by IS NULL")
+    keyed = _keyed(f) is not None  # key_sql says the type: ``type = 'fact'``
     for column, values in (("id", f.ids), ("type", f.types), ("source", f.sources)):
-        if values is not None:
+        if values is not None and not (keyed and column == "type"):
             sql, vals = in_list(p + column, [str(v) for v in values])
             add(sql, *vals)
     if f.tags_any is not None:
@@ -168,12 +173,20 @@ def filters_index(f: Filters) -> str:
     name's index; the live rows' index it finds alone). Empty for any other listing."""
     if not (f.include_deleted or f.include_superseded or f.valid_at is not None):
         return ""
+    short = _keyed(f)
+    return "" if short is None else f"INDEXED BY records_{short}_key"
+
+
+def _keyed(f: Filters) -> str | None:
+    """The short name of schema 12's indexes (``fact``, ``doc``) when ``filters_sql`` asks
+    a name of ``f`` in ``key_sql``'s words (a fact by its key, a document's chunks by
+    qa_id), else ``None``."""
     for cond in f.metadata:
         if cond.op == "eq" and isinstance(cond.value, str) and PLAIN_NAME.fullmatch(cond.key):
             kind, short = INDEXED_NAMES.get(cond.key, (None, None))
             if kind is not None and f.types == frozenset({kind}):
-                return f"INDEXED BY records_{short}_key"
-    return ""
+                return short
+    return None
 
 
 def needs_python(f: Filters) -> bool:
