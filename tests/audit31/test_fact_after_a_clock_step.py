@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memstrata import FixedClock, Memory, Scope
+from memstrata.llm.models import ExtractedFact
 
 
 @pytest.mark.parametrize("url", ["memory://", "sqlite"])
@@ -27,11 +28,14 @@ def test_a_replacement_given_now_is_current_after_the_clock_stepped_back(
     mem = Memory(url, embedder="hashing", background=False, clock=clock)
     try:
         alice = Scope("acme", "alice")
-        city = {"key": "city", "category": "location"}
-        mem.facts.upsert(alice, {**city, "value": "Paris", "confidence": 0.6})
+        city = ExtractedFact(key="city", category="location", value="Paris", confidence=0.6)
+        mem.facts.upsert(alice, city)
         clock.set(datetime(2026, 5, 1, 11, tzinfo=UTC))  # the wall clock steps back 1 h
         out = mem.facts.upsert(
-            alice, {**city, "value": "London", "confidence": 0.95, "replaces": "Paris"}
+            alice,
+            ExtractedFact(
+                key="city", category="location", value="London", confidence=0.95, replaces="Paris"
+            ),
         )
         assert out.action.value == "replaced"
         current = mem.facts.get(alice, "city")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memstrata import Filters, Memory, QuotaExceededError, Scope
+from memstrata.llm.models import ExtractedFact
 from memstrata.quotas import Quota, Quotas
 
 NFC = unicodedata.normalize("NFC", "café")
@@ -55,7 +56,8 @@ def test_lookalike_users_never_share(mem: Memory) -> None:
         mem.add(scope, f"secret{i} espresso")
         mem.add_message(scope, "user", f"turn{i} of {user!r}")
         mem.facts.upsert(
-            scope, {"key": "city", "value": f"city{i}", "category": "place", "confidence": 0.9}
+            scope,
+            ExtractedFact(key="city", value=f"city{i}", category="place", confidence=0.9),
         )
     for i, user in enumerate(LOOKALIKES):
         scope = Scope("acme", user)
@@ -66,7 +68,8 @@ def test_lookalike_users_never_share(mem: Memory) -> None:
         hits = mem.search(scope, "espresso", top_k=20)
         assert hits[0].text == f"secret{i} espresso", (user, hits)
         assert all(h.record.user == user for h in hits), (user, hits)
-        assert mem.facts.get(scope, "city").content.structured["value"] == f"city{i}"
+        city = mem.facts.get(scope, "city")
+        assert city is not None and city.content.structured["value"] == f"city{i}"
         context = mem.build_context(Scope("acme", user, session="s"), "espresso?")
         assert not any(f"secret{j} " in context.text for j in others), user
         out = io.StringIO()

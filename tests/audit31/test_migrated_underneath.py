@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,12 +40,13 @@ def test_a_write_after_a_newer_migration_is_refused(tmp_path: Path) -> None:
     try:
         note = mem.add(ALICE, "the glaze was cobalt blue")
         _migrate_underneath(db)
-        for write in (
+        writes: list[Callable[[], object]] = [
             lambda: mem.add(ALICE, "another note"),
             lambda: mem.add_message(ALICE, "user", "a turn"),
             lambda: mem.delete(ALICE, note.id),
             lambda: mem.key.set(ALICE, "never nuts", priority=3),
-        ):
+        ]
+        for write in writes:
             with pytest.raises(SchemaVersionError, match="migrated to schema version"):
                 write()
         assert _rows(db) == 1

@@ -14,7 +14,7 @@ import asyncio
 import random
 import string
 
-from memstrata import AsyncMemory, Memory, Scope
+from memstrata import AsyncMemory, Memory, Message, Role, Scope
 
 ALICE = Scope("acme", "alice", session="s1")
 
@@ -32,9 +32,7 @@ def test_a_long_note_turns_and_a_document_are_stored(pg_url: str) -> None:
     mem = Memory(pg_url, embedder="hashing", background=False)
     try:
         note = mem.add(ALICE, "zephyrine " + _words(1_100, 1))
-        turns = mem.add_messages(
-            ALICE, [{"role": "user", "content": _words(60, 10 + i)} for i in range(20)]
-        )
+        turns = mem.add_messages(ALICE, [Message(Role.USER, _words(60, 10 + i)) for i in range(20)])
         doc = mem.knowledge.ingest(ALICE, "quillbrook " + _words(1_500, 2))
         edited = mem.update(
             ALICE, note.id, content="zephyrine " + _words(1_200, 3), expected_version=1
@@ -52,7 +50,7 @@ def test_async_the_same(pg_url: str) -> None:
         async with AsyncMemory(pg_url, embedder="hashing", background=False) as mem:
             note = await mem.add(ALICE, "zephyrine " + _words(1_100, 4))
             await mem.add_messages(
-                ALICE, [{"role": "user", "content": _words(60, 30 + i)} for i in range(20)]
+                ALICE, [Message(Role.USER, _words(60, 30 + i)) for i in range(20)]
             )
             hits = await mem.search(ALICE.user_scope, "zephyrine", top_k=3)
             assert hits and hits[0].record.id == note.id

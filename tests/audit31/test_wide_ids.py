@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -69,14 +70,15 @@ def test_a_wider_id_is_refused_on_every_store(mem: Memory) -> None:
     too_wide = _wide(MAX_ID_BYTES // 4 + 1, 1)  # 161 characters, 644 bytes
     with pytest.raises(ValidationError, match="1,024 bytes of UTF-8"):
         mem.add(Scope("acme", _wide(256, 2)), "a note")  # PostgreSQL's StoreError before
-    for build in (
+    builds: list[Callable[[], Scope]] = [
         lambda: Scope(too_wide, "alice"),
         lambda: Scope("acme", too_wide),
         lambda: Scope("acme", "alice", agent=too_wide),
         lambda: Scope("acme", "alice", session=too_wide),
         lambda: Scope("acme", "alice").as_caller(too_wide),
         lambda: Scope("acme", "alice").as_caller("bob", {too_wide}),
-    ):
+    ]
+    for build in builds:
         with pytest.raises(ValidationError, match="644 bytes of UTF-8; an id may take at most"):
             build()
     alice = Scope("acme", "alice")

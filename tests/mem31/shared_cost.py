@@ -9,13 +9,11 @@ of the store, a look-up by key counts none."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memory_walks import CountingDict, note
 from memstrata.filters import Filters
-from memstrata.records import AccessControl, Content, MemoryRecord, RecordType, Visibility
+from memstrata.records import AccessControl, Visibility
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 from memstrata.store import RecordWrite
@@ -24,31 +22,7 @@ from memstrata.store.memory import InMemoryStore
 BOB = Scope("acme", "bob")
 CAROL = BOB.as_caller("carol")
 ERIN = BOB.as_caller("erin", {"editor"})
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
 WORDS = "harbour river stone lantern orchard copper violet meadow".split()
-
-
-class CountingDict(dict[Any, Any]):
-    """A dict that counts the entries its walks yield."""
-
-    walked = 0
-
-    def _count(self, it: Iterator[Any]) -> Iterator[Any]:
-        for x in it:
-            self.walked += 1
-            yield x
-
-    def values(self) -> Any:
-        return self._count(iter(dict.values(self)))
-
-    def items(self) -> Any:
-        return self._count(iter(dict.items(self)))
-
-    def keys(self) -> Any:
-        return self._count(iter(dict.keys(self)))
-
-    def __iter__(self) -> Iterator[Any]:
-        return self._count(dict.__iter__(self))
 
 
 def access(i: int, every: int = 10) -> AccessControl:
@@ -66,20 +40,7 @@ def access(i: int, every: int = 10) -> AccessControl:
 def write(
     i: int, ac: AccessControl | None = None, user: str = "bob", every: int = 10
 ) -> RecordWrite:
-    text = f"{WORDS[i % len(WORDS)]} {WORDS[(i * 7 + 3) % len(WORDS)]} note {i}"
-    when = T0 + timedelta(minutes=i)
-    r = MemoryRecord(
-        id=f"{user}{i:06d}",
-        tenant="acme",
-        user=user,
-        type=RecordType.NOTE,
-        content=Content(text),
-        created_at=when,
-        updated_at=when,
-        observed_at=when,
-        content_hash=hashlib.sha256(text.encode()).hexdigest(),
-        access=access(i, every) if ac is None else ac,
-    )
+    r = note(i, user, f"{user}{i:06d}", WORDS, access=access(i, every) if ac is None else ac)
     return RecordWrite(r, None, tuple(tokenize(r.text)))
 
 

@@ -12,27 +12,19 @@ built of what the caller may read (the store's index until session 31), bit for 
 from __future__ import annotations
 
 import copy
-import hashlib
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-import bm25s
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+from memory_walks import T0, bm25_hits, drawn, listing_reads
 from memstrata.filters import Filters
-from memstrata.records import (
-    AccessControl,
-    Content,
-    MemoryRecord,
-    RecordStatus,
-    RecordType,
-    Visibility,
-)
+from memstrata.records import AccessControl, MemoryRecord, RecordStatus, Visibility
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 from memstrata.store import RecordWrite
@@ -49,7 +41,6 @@ CALLERS = [
     BOB.with_session("s1").as_caller("carol"),
 ]
 WORDS = "harbour river stone lantern orchard copper violet".split()
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
 QUERIES = [["harbour"], ["river", "stone"], ["lantern", "harbour", "copper"], ["violet"]]
 ACCESS = [
     AccessControl(),
@@ -79,20 +70,7 @@ class Shared(RuleBasedStateMachine):
 
     def _record(self, text: str, access: AccessControl, message: bool) -> MemoryRecord:
         self.n += 1
-        when = T0 + timedelta(minutes=(self.n * 7) % 23)  # observed_at ties and disorder
-        return MemoryRecord(
-            id=f"r{self.n:03d}",
-            tenant="acme",
-            user="bob",
-            type=RecordType.MESSAGE if message else RecordType.NOTE,
-            content=Content(text),
-            session="s1" if self.n % 2 else "s2",
-            created_at=when,
-            updated_at=when,
-            observed_at=when,
-            content_hash=hashlib.sha256(text.encode()).hexdigest(),
-            access=access,
-        )
+        return drawn(self.n, ("acme", "bob"), text, access, message)
 
     def _pick(self, data: st.DataObject) -> str:
         return data.draw(st.sampled_from(self.ids or ["never"]))
@@ -188,16 +166,7 @@ class Shared(RuleBasedStateMachine):
 def _reads(store: InMemoryStore, scope: Scope) -> list[Any]:
     out: list[Any] = []
     for f in (Filters(), Filters.parse({"types": ["message"]})):
-        for newest in (True, False):
-            page = store.list(scope, f, limit=4, offset=1, newest_first=newest)
-            out.append([r.id for r in page])
-            whole = store.list(scope, f, limit=100, newest_first=newest)
-            out.append([r.id for r in whole])
-            if whole:  # a cursor: what comes after the first record
-                after = store.list_after(scope, f, whole[0].id, limit=3, newest_first=newest)
-                out.append([r.id for r in after])
-        out.append(store.count(scope, f))
-        out.append([[r.id for r in p] for p in store.list_pages(scope, f, batch_size=3)])
+        out += listing_reads(store, scope, f)
         for q in QUERIES:
             out.append(store.lexical_search(scope, q, 5, f))
     return out
@@ -213,21 +182,7 @@ def _bm25s(store: InMemoryStore, scope: Scope, query: list[str]) -> list[tuple[s
     readable = scope.user_scope
     entries = [e for e in store._entries.values() if e.record.visible_in(readable)]
     terms = [own_tokens(e) for e in entries]
-    if not any(terms):
-        return []
-    index = bm25s.BM25()
-    index.index(terms, show_progress=False)
-    known = [t for t in query if t in index.vocab_dict]
-    if not known:
-        return []
-    scores = np.asarray(index.get_scores(known), dtype=np.float64)
-    hits = []
-    for i in np.flatnonzero(scores > 0):
-        e = entries[i]
-        if e.record.visible_in(scope):
-            hits.append((-float(scores[i]), e.seq, e.record.id))
-    hits.sort()
-    return [(rid, -neg) for neg, _, rid in hits]
+    return bm25_hits(entries, terms, query, lambda r: r.visible_in(scope))
 
 
 def test_callers_read_what_a_rebuild_reads() -> None:

@@ -10,47 +10,20 @@ to an index build (a ``bm25s`` index or a stacked matrix) are counted too."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
+from memory_walks import CountingDict, note
 from memstrata.filters import Filters
-from memstrata.records import Content, MemoryRecord, RecordType
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 from memstrata.store import RecordWrite
 from memstrata.store.memory import InMemoryStore
 
 OWNER = Scope("acme", "u0")
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
 WORDS = "harbour river stone lantern orchard copper violet meadow".split()
 DIMS = 64
-
-
-class CountingDict(dict[Any, Any]):
-    """A dict that counts the entries its walks yield."""
-
-    walked = 0
-
-    def _count(self, it: Iterator[Any]) -> Iterator[Any]:
-        for x in it:
-            self.walked += 1
-            yield x
-
-    def values(self) -> Any:
-        return self._count(iter(dict.values(self)))
-
-    def items(self) -> Any:
-        return self._count(iter(dict.items(self)))
-
-    def keys(self) -> Any:
-        return self._count(iter(dict.keys(self)))
-
-    def __iter__(self) -> Iterator[Any]:
-        return self._count(dict.__iter__(self))
 
 
 def vector(i: int) -> np.ndarray:
@@ -58,20 +31,7 @@ def vector(i: int) -> np.ndarray:
 
 
 def write(i: int, user: str = "u0") -> RecordWrite:
-    text = f"{WORDS[i % len(WORDS)]} {WORDS[(i * 7 + 3) % len(WORDS)]} note {i}"
-    when = T0 + timedelta(minutes=i)
-    r = MemoryRecord(
-        id=f"{user}-{i:07d}",
-        tenant="acme",
-        user=user,
-        type=RecordType.NOTE,
-        content=Content(text),
-        created_at=when,
-        updated_at=when,
-        observed_at=when,
-        content_hash=hashlib.sha256(text.encode()).hexdigest(),
-        embedding_dims=DIMS,
-    )
+    r = note(i, user, f"{user}-{i:07d}", WORDS, embedding_dims=DIMS)
     return RecordWrite(r, vector(i), tuple(tokenize(r.text)))
 
 

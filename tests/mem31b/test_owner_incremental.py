@@ -15,27 +15,19 @@ bookkeeping against the store's entries."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-import bm25s
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+from memory_walks import T0, bm25_hits, drawn, listing_reads
 from memstrata.filters import Filters
-from memstrata.records import (
-    AccessControl,
-    Content,
-    MemoryRecord,
-    RecordStatus,
-    RecordType,
-    Visibility,
-)
+from memstrata.records import AccessControl, MemoryRecord, RecordStatus, Visibility
 from memstrata.scope import Scope
 from memstrata.search.tokenize import tokenize
 from memstrata.store import Candidate, RecordWrite
@@ -46,7 +38,6 @@ from memstrata.store.types import RecordDump
 
 OWNERS = [("acme", "bob"), ("acme", "dan"), ("other", "bob")]
 WORDS = "harbour river stone lantern orchard copper violet".split()
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
 QUERIES = [["harbour"], ["river", "stone"], ["lantern", "harbour", "copper"], ["violet", "zzz"]]
 ACCESS = [
     AccessControl(),
@@ -102,21 +93,10 @@ class Walked(InMemoryStore):
             terms_of = [list(e.terms) for e in entries]
         else:
             terms_of = [own_tokens(e) for e in entries]
-        if not any(terms_of):
-            return []
-        index = bm25s.BM25()
-        index.index(terms_of, show_progress=False)
-        known = [t for t in query if t in index.vocab_dict]
-        if not known:
-            return []
-        scores = np.asarray(index.get_scores(known), dtype=np.float64)
-        hits = []
-        for i in np.flatnonzero(scores > 0):
-            e = entries[i]
-            if e.record.visible_in(scope) and filters.matches(e.record):
-                hits.append((-float(scores[i]), e.seq, e.record.id))
-        hits.sort()
-        return [Candidate(rid, -neg) for neg, _, rid in hits[:k]]
+        hits = bm25_hits(
+            entries, terms_of, query, lambda r: r.visible_in(scope) and filters.matches(r)
+        )
+        return [Candidate(rid, score) for rid, score in hits[:k]]
 
     def _vector_search(
         self, scope: Scope, vector: Any, k: int, filters: Filters
@@ -157,16 +137,7 @@ def _walked(store: InMemoryStore) -> Walked:
 def _reads(store: InMemoryStore, scope: Scope) -> list[Any]:
     out: list[Any] = []
     for f in (Filters(), Filters.parse({"types": ["message"]})):
-        for newest in (True, False):
-            page = store.list(scope, f, limit=4, offset=1, newest_first=newest)
-            out.append([r.id for r in page])
-            whole = store.list(scope, f, limit=100, newest_first=newest)
-            out.append([r.id for r in whole])
-            if whole:
-                after = store.list_after(scope, f, whole[0].id, limit=3, newest_first=newest)
-                out.append([r.id for r in after])
-        out.append(store.count(scope, f))
-        out.append([[r.id for r in p] for p in store.list_pages(scope, f, batch_size=3)])
+        out += listing_reads(store, scope, f)
         for q in QUERIES:
             out.append([(c.id, c.score) for c in store.lexical_search(scope, q, 100, f)])
             out.append([(c.id, c.score) for c in store.lexical_search(scope, q, 2, f)])
@@ -192,20 +163,7 @@ class PerUser(RuleBasedStateMachine):
         self, owner: tuple[str, str], text: str, access: AccessControl, message: bool
     ) -> MemoryRecord:
         self.n += 1
-        when = T0 + timedelta(minutes=(self.n * 7) % 23)  # observed_at ties and disorder
-        return MemoryRecord(
-            id=f"r{self.n:03d}",
-            tenant=owner[0],
-            user=owner[1],
-            type=RecordType.MESSAGE if message else RecordType.NOTE,
-            content=Content(text),
-            session="s1" if self.n % 2 else "s2",
-            created_at=when,
-            updated_at=when,
-            observed_at=when,
-            content_hash=hashlib.sha256(text.encode()).hexdigest(),
-            access=access,
-        )
+        return drawn(self.n, owner, text, access, message)
 
     def _write(self, r: MemoryRecord, vector: int | None, extra: str = "") -> RecordWrite:
         vec = None if vector is None else VECTORS[vector]
