@@ -7,7 +7,8 @@ The store (made once, kept in the temporary directory, copied for each run): ``d
 (default 5,000) one-chunk documents of one user, each its own ``qa_id``, and as many facts,
 each its own key. For each listing it prints SQLite's plan of each page's statement (the
 last finds none), the virtual-machine steps of one ``list(store.list_pages(...))`` and the
-median and p90 of ``calls`` (default 200) such walks, each of another name.
+median and p90 of ``calls`` (default 200) such walks, each of another name; then those of
+``knowledge.chunks``.
 """
 
 from __future__ import annotations
@@ -103,6 +104,16 @@ def main(n: int, calls: int) -> None:
             )
             for line in plan:
                 print(f"    {line}")
+        took = []
+        for i in range(calls):
+            t0 = time.perf_counter()
+            mem.knowledge.chunks(USER, f"d{(i * 7919) % n}")
+            took.append((time.perf_counter() - t0) * 1000)
+        took.sort()
+        print(
+            f"knowledge.chunks (one store.list): median {statistics.median(took):.2f} ms, "
+            f"p90 {took[int(len(took) * 0.9)]:.2f} ms"
+        )
     shutil.rmtree(base)
 
 
