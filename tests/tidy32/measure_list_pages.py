@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ from memstrata import Memory, Scope
 from memstrata.filters import Filters, MetadataCondition
 from memstrata.records import RecordType
 from memstrata.store.sqlite.store import SQLiteStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' helpers
+from sqlite_steps import vm_steps  # noqa: E402
 
 USER = Scope("acme", "ann")
 
@@ -81,16 +85,7 @@ def main(n: int, calls: int) -> None:
                 for k, sql in enumerate(pages_read)
                 for row in conn.execute("EXPLAIN QUERY PLAN " + sql)
             ]
-            steps = 0
-
-            def tick() -> int:
-                nonlocal steps
-                steps += 1
-                return 0
-
-            conn.set_progress_handler(tick, 1)
-            list(store.list_pages(USER, make(2)))
-            conn.set_progress_handler(None, 0)
+            steps = vm_steps(store, partial(list, store.list_pages(USER, make(2))))
             took = []
             for i in range(calls):
                 f = make((i * 7919) % n)
