@@ -2,7 +2,9 @@
 (store/memory_jobs.py; jobs32). Until jobs32 a claim by session alone walked every pending
 job due before the first one of that session, and one by tenant alone every user's first
 pending job before that tenant's first: both grew with the other tenants' and sessions'
-queue (``test_claims_walk_the_same_at_100_and_10000_pending_jobs_of_others`` fails there).
+queue, and so did a count of open jobs (what a flush waits on) by either: every open job
+(``test_claims_and_counts_walk_the_same_at_100_and_10000_pending_jobs_of_others`` fails
+there).
 The state machine of memjobs31 (the indexed queue against one walk of every job) runs
 again with sweeps of done jobs among its steps, compared with a sort of the done jobs."""
 
@@ -36,8 +38,9 @@ def _job(i: str, tenant: str, user: str, session: str, at: datetime) -> Job:
 
 
 def _walked(others: int) -> list[int]:
-    """Jobs a claim looks at, by session alone then tenant alone, with ``others`` pending
-    jobs of others / 10 users of another tenant (in 100 sessions) due earlier."""
+    """Jobs a count of open jobs then a claim look at, by session alone then tenant
+    alone, with ``others`` pending jobs of others / 10 users of another tenant (in 100
+    sessions) due earlier."""
     store = InMemoryStore()
     early = T0 - timedelta(hours=1)
     store.enqueue(
@@ -54,6 +57,10 @@ def _walked(others: int) -> list[int]:
     )
     store.enqueue([_job(f"m{n}", "t", "me", "s", T0 + timedelta(seconds=n)) for n in range(6)])
     walked = []
+    for kw in ({"session": "s"}, {"tenant": "t"}):  # what a flush of them waits on
+        before = store._jobs.walked
+        assert store.count_open_jobs(**kw) == 6
+        walked.append(store._jobs.walked - before)
     for kw in ({"session": "s"}, {"tenant": "t"}):
         before = store._jobs.walked
         claimed = store.claim_jobs(T0 + timedelta(minutes=1), limit=2, lease_seconds=30, **kw)
@@ -64,7 +71,7 @@ def _walked(others: int) -> list[int]:
     return walked
 
 
-def test_claims_walk_the_same_at_100_and_10000_pending_jobs_of_others() -> None:
+def test_claims_and_counts_walk_the_same_at_100_and_10000_pending_jobs_of_others() -> None:
     small, large = _walked(100), _walked(10_000)
     assert small == large
     assert max(large) <= 10  # the running claims, the group's heads, the jobs taken

@@ -1277,13 +1277,7 @@ class InMemoryStore:
         self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
     ) -> int:
         with self._lock:
-            return sum(
-                all(
-                    want is None or got == want
-                    for want, got in ((tenant, j.tenant), (user, j.user), (session, j.session))
-                )
-                for j in self._jobs.open_jobs(tenant, user)
-            )
+            return self._jobs.count_open(tenant, user, session)
 
     def sweep_done_jobs(self, before: datetime, limit: int = DONE_SWEEP_BATCH) -> int:
         """Delete up to ``limit`` done jobs of any user due before ``before`` (the

@@ -12,7 +12,8 @@ What the calls walk instead of every job the store ever held:
   (jobs32), so a claim by tenant or by session alone walks its own users, not every
   pending job;
 - ``enqueue``'s duplicate check: the open jobs by ``(tenant, user, dedup_key)``;
-- ``count_open_jobs``, ``list_jobs``, ``stats``, ``purge_user``: each user's jobs by status;
+- ``list_jobs``, ``stats``, ``purge_user``: each user's jobs by status; ``count_open_jobs``
+  too, or by tenant or session alone the running jobs and the group's pending ones;
 - the retention of finished jobs (``maintain``; jobs32): the ``done`` jobs by
   ``(run_after, id)``, so a sweep walks what it deletes.
 
@@ -215,12 +216,28 @@ class JobIndex:
     def count(self, tenant: str, user: str, status: JobStatus) -> int:
         return len(self.of_user.get((tenant, user), {}).get(status, {}))
 
-    def open_jobs(self, tenant: str | None, user: str | None) -> list[Job]:
-        """Open jobs, the user's alone when both are given."""
+    def count_open(self, tenant: str | None, user: str | None, session: str | None) -> int:
+        """Open jobs matching the filters: the user's walked when both ``tenant`` and
+        ``user`` are given; else the running ones (the claims in flight) and the pending
+        ones of the filters' group, counted user by user (jobs32: a flush of a session
+        counted every open job of the store before)."""
+
+        def wanted(j: Job) -> bool:
+            return all(
+                want is None or got == want
+                for want, got in ((tenant, j.tenant), (user, j.user), (session, j.session))
+            )
+
         if tenant is not None and user is not None:
-            return self.of(tenant, user, *_OPEN)
-        self.walked += len(self.open)
-        return list(self.open.values())
+            return sum(wanted(j) for j in self.of(tenant, user, *_OPEN))
+        self.walked += len(self.running)
+        count = sum(wanted(j) for j in self.running.values())
+        group = self._group(tenant, session)
+        for (t, u), queue in group.of.items() if group is not None else ():
+            self.walked += 1
+            if tenant in (None, t) and user in (None, u):
+                count += len(queue)
+        return count
 
     def claimable(
         self,
