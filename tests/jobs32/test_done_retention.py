@@ -149,3 +149,21 @@ def test_cli_and_http_report_the_jobs_swept(tmp_path: Path) -> None:
     table = CliRunner().invoke(app, [*base, "maintain"])
     assert table.exit_code == 0 and "jobs swept" in table.output
     assert MaintenanceOut.model_json_schema()["properties"]["jobs_swept"]["type"] == "integer"
+
+
+def test_async_memory_sweeps_too(tmp_path: Path) -> None:
+    """``AsyncMemory``'s pass reaches the sweep through its threaded SQLite store and
+    memory:// alike (``maintain`` finds ``sweep_done_jobs`` on whatever store it has)."""
+    import asyncio
+
+    from memstrata.aio import AsyncMemory
+
+    async def swept(url: str) -> int:
+        clock = FixedClock(NOW)
+        async with AsyncMemory(url, embedder="hashing", clock=clock, background=False) as mem:
+            store = getattr(mem.store, "durable", mem.store)
+            await store.enqueue([job(f"d{i}", "u0", OLD, JobStatus.DONE) for i in range(3)])
+            return (await mem.maintain(Scope("t", "u0"))).jobs_swept
+
+    assert asyncio.run(swept(f"sqlite:///{tmp_path / 'a.db'}")) == 3
+    assert asyncio.run(swept("memory://")) == 3
