@@ -14,11 +14,13 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from memstrata import FixedClock, Memory, Scope
 from memstrata.jobs import Job, JobStatus
 from memstrata.store.memory import InMemoryStore
 
+FILTERS: list[dict[str, Any]] = [{"session": "s"}, {"tenant": "t"}]
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 DONE = 10_000
 
@@ -116,7 +118,7 @@ def memory_claims() -> None:
             for n in range(10_000)
         ]
     )
-    for kw in ({"session": "s"}, {"tenant": "t"}):
+    for kw in FILTERS:
         times, walked = [], []
         for n in range(20):
             store.enqueue([_job(100_000 + n, NOW, JobStatus.PENDING, "s", user="me")])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from memjobs31.test_job_index import Queue
 from memstrata.jobs import Job, JobStatus
 from memstrata.store.memory import InMemoryStore
 
+FILTERS: list[dict[str, Any]] = [{"session": "s"}, {"tenant": "t"}]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -57,11 +59,11 @@ def _walked(others: int) -> list[int]:
     )
     store.enqueue([_job(f"m{n}", "t", "me", "s", T0 + timedelta(seconds=n)) for n in range(6)])
     walked = []
-    for kw in ({"session": "s"}, {"tenant": "t"}):  # what a flush of them waits on
+    for kw in FILTERS:  # what a flush of them waits on
         before = store._jobs.walked
         assert store.count_open_jobs(**kw) == 6
         walked.append(store._jobs.walked - before)
-    for kw in ({"session": "s"}, {"tenant": "t"}):
+    for kw in FILTERS:
         before = store._jobs.walked
         claimed = store.claim_jobs(T0 + timedelta(minutes=1), limit=2, lease_seconds=30, **kw)
         walked.append(store._jobs.walked - before)

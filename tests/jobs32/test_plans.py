@@ -9,6 +9,7 @@ import sqlite3
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from memstrata.jobs import Job, JobStatus
 from memstrata.store import open_store
@@ -68,7 +69,7 @@ def test_sqlite_sweep_reads_what_it_deletes(tmp_path: Path) -> None:
 
 
 def test_postgresql_step_30_makes_the_index_the_sweep_reads(pg_url: str) -> None:
-    store = open_store(pg_url)
+    store: Any = open_store(pg_url)
     try:
         store.enqueue([_done(i, NOW + timedelta(seconds=i)) for i in range(2_000)])
     finally:

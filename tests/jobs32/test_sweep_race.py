@@ -83,7 +83,7 @@ def test_sweeps_racing_claims_and_finishes_delete_only_done_jobs(url: str) -> No
             store.close()
 
     def sweeper() -> None:
-        store = open_store(url)
+        store: Any = open_store(url)
         try:
             while working.is_set():
                 swept[0] += store.sweep_done_jobs(NOW - timedelta(days=7), 7)
