@@ -167,3 +167,18 @@ def test_async_memory_sweeps_too(tmp_path: Path) -> None:
 
     assert asyncio.run(swept(f"sqlite:///{tmp_path / 'a.db'}")) == 3
     assert asyncio.run(swept("memory://")) == 3
+
+
+def test_maintain_sweeps_the_store_under_a_redis_buffer(
+    tmp_path: Path, redis_buffer_url: str
+) -> None:
+    """The Redis hot state forwards the sweep to the durable store it sits in front of."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    clock = FixedClock(NOW)
+    with Memory(
+        url, embedder="hashing", clock=clock, background=False, buffer=redis_buffer_url
+    ) as mem:
+        store = _durable(mem)
+        store.enqueue([job(f"d{i}", "u0", OLD, JobStatus.DONE) for i in range(3)])
+        assert mem.maintain(Scope("t", "u0")).jobs_swept == 3
+        assert store.list_jobs("t", "u0") == []
