@@ -272,9 +272,7 @@ def maintain(
         report.counters_swept = _sweep_counters(ctx.store, now)
         # 7. done jobs past their retention, every user's (a row per job otherwise forever)
         if ret.done_jobs_days is not None:
-            report.jobs_swept = _sweep_done_jobs(
-                ctx.store, now - timedelta(days=ret.done_jobs_days)
-            )
+            report.jobs_swept = _sweep_done_jobs(ctx.store, now, ret.done_jobs_days)
 
     log.info("maintenance %s: %s", "dry run" if dry_run else "run", report.as_dict())
     if audit is not None and not dry_run:
@@ -299,11 +297,16 @@ def _sweep_counters(store: Store, now: datetime) -> int:
     return int(sweep(epoch_us(now)))
 
 
-def _sweep_done_jobs(store: Store, before: datetime) -> int:
-    """Done jobs due before ``before`` deleted, batch by batch (each its own transaction,
-    so claims and finishes interleave), until a batch is short or the pass's cap."""
+def _sweep_done_jobs(store: Store, now: datetime, days: float) -> int:
+    """Done jobs due more than ``days`` before ``now`` deleted, batch by batch (each its
+    own transaction, so claims and finishes interleave), until a batch is short or the
+    pass's cap."""
     sweep = getattr(store, "sweep_done_jobs", None)
     if sweep is None:  # a store of another kind, without jobs kept
+        return 0
+    try:
+        before = now - timedelta(days=days)
+    except OverflowError:  # a retention longer than the calendar: no job is that old
         return 0
     swept = 0
     for _ in range(_DONE_SWEEP_BATCHES):

@@ -182,3 +182,13 @@ def test_maintain_sweeps_the_store_under_a_redis_buffer(
         store.enqueue([job(f"d{i}", "u0", OLD, JobStatus.DONE) for i in range(3)])
         assert mem.maintain(Scope("t", "u0")).jobs_swept == 3
         assert store.list_jobs("t", "u0") == []
+
+
+def test_a_retention_longer_than_the_calendar_keeps_every_done_job() -> None:
+    """``done_jobs_days=1e9`` (a way to say "for ever") sweeps nothing; before its fix the
+    pass raised ``OverflowError`` working out the cut."""
+    with Memory("memory://", embedder="hashing", clock=FixedClock(NOW), background=False) as mem:
+        store = _durable(mem)
+        store.enqueue([job("d", "u0", OLD, JobStatus.DONE)])
+        report = mem.maintain(Scope("t", "u0"), retention=Retention(done_jobs_days=1e9))
+        assert report.jobs_swept == 0 and len(store.list_jobs("t", "u0")) == 1

@@ -270,9 +270,7 @@ async def maintain(
         report.counters_swept = await _sweep_counters(ctx.store, now)
         # 7. done jobs past their retention, every user's (a row per job otherwise forever)
         if ret.done_jobs_days is not None:
-            report.jobs_swept = await _sweep_done_jobs(
-                ctx.store, now - timedelta(days=ret.done_jobs_days)
-            )
+            report.jobs_swept = await _sweep_done_jobs(ctx.store, now, ret.done_jobs_days)
 
     log.info("maintenance %s: %s", "dry run" if dry_run else "run", report.as_dict())
     if audit is not None and not dry_run:
@@ -297,11 +295,16 @@ async def _sweep_counters(store: AsyncStore, now: datetime) -> int:
     return int(await sweep(epoch_us(now)))
 
 
-async def _sweep_done_jobs(store: AsyncStore, before: datetime) -> int:
-    """Done jobs due before ``before`` deleted, batch by batch (each its own transaction,
-    so claims and finishes interleave), until a batch is short or the pass's cap."""
+async def _sweep_done_jobs(store: AsyncStore, now: datetime, days: float) -> int:
+    """Done jobs due more than ``days`` before ``now`` deleted, batch by batch (each its
+    own transaction, so claims and finishes interleave), until a batch is short or the
+    pass's cap."""
     sweep = getattr(store, "sweep_done_jobs", None)
     if sweep is None:  # a store of another kind, without jobs kept
+        return 0
+    try:
+        before = now - timedelta(days=days)
+    except OverflowError:  # a retention longer than the calendar: no job is that old
         return 0
     swept = 0
     for _ in range(_DONE_SWEEP_BATCHES):
