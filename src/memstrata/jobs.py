@@ -14,6 +14,7 @@ from uuid import uuid4
 from .errors import ConflictError, MemstrataError
 
 __all__ = [
+    "DONE_SWEEP_BATCH",
     "Fence",
     "Job",
     "JobRevokedError",
@@ -28,6 +29,11 @@ __all__ = [
     "retry_delay",
     "unfenced",
 ]
+
+
+# Done jobs one sweep deletes at most (``sweep_done_jobs``: one transaction of the store,
+# so claims and finishes wait for no longer than such a batch takes; jobs32).
+DONE_SWEEP_BATCH = 1_000
 
 
 class JobStatus(StrEnum):

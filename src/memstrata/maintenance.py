@@ -27,7 +27,12 @@
    and the rate-limit windows' counters that no take will sweep again (a user or an API
    key that never came back), a bounded batch of ``meta`` rows looked at per pass, never
    one still counting now or the period before (:func:`memstrata.store.counter_types.
-   stale_at_us`); not in a dry run.
+   stale_at_us`); not in a dry run;
+7. **finished jobs**, store-wide (jobs32): ``done`` jobs due more than
+   ``Retention.done_jobs_days`` ago (7 by default) are deleted, in batches of
+   :data:`~memstrata.jobs.DONE_SWEEP_BATCH` (one store transaction each), at most
+   :data:`_DONE_SWEEP_BATCHES` batches per pass; failed, pending and running jobs never;
+   not in a dry run.
 
 Key memory and whatever the user set explicitly are never forgotten, downgraded or merged
 automatically (:func:`~memstrata.policies.forgetting.is_protected`). ``dry_run`` decides and
@@ -47,6 +52,7 @@ from memstrata.clock import FixedClock, later
 from memstrata.consolidation import refresh_stale_summaries
 from memstrata.errors import ConflictError, NotFoundError, ValidationError
 from memstrata.filters import Filters
+from memstrata.jobs import DONE_SWEEP_BATCH
 from memstrata.layers.base import LayerContext
 from memstrata.maintenance_types import (
     MAINTAIN,
@@ -95,6 +101,7 @@ _DECAY_STEP = 0.05
 _DOWNGRADE_FACTOR = 0.5
 _MERGE_TYPES = frozenset({RecordType.NOTE, RecordType.EPISODE})
 _PAGE = 1000
+_DONE_SWEEP_BATCHES = 5  # a pass deletes 5,000 done jobs at most (jobs.DONE_SWEEP_BATCH)
 
 
 def _all(ctx: LayerContext, scope: Scope, flt: Filters) -> list[MemoryRecord]:
@@ -263,6 +270,9 @@ def maintain(
     # never came back), store-wide, a bounded batch per pass (shared_sql.sweep_sql)
     if not dry_run:
         report.counters_swept = _sweep_counters(ctx.store, now)
+        # 7. done jobs past their retention, every user's (a row per job otherwise forever)
+        if ret.done_jobs_days is not None:
+            report.jobs_swept = _sweep_done_jobs(ctx.store, now, ret.done_jobs_days)
 
     log.info("maintenance %s: %s", "dry run" if dry_run else "run", report.as_dict())
     if audit is not None and not dry_run:
@@ -285,6 +295,26 @@ def _sweep_counters(store: Store, now: datetime) -> int:
     if sweep is None:
         return 0
     return int(sweep(epoch_us(now)))
+
+
+def _sweep_done_jobs(store: Store, now: datetime, days: float) -> int:
+    """Done jobs due more than ``days`` before ``now`` deleted, batch by batch (each its
+    own transaction, so claims and finishes interleave), until a batch is short or the
+    pass's cap."""
+    sweep = getattr(store, "sweep_done_jobs", None)
+    if sweep is None:  # a store of another kind, without jobs kept
+        return 0
+    try:
+        before = now - timedelta(days=days)
+    except OverflowError:  # a retention longer than the calendar: no job is that old
+        return 0
+    swept = 0
+    for _ in range(_DONE_SWEEP_BATCHES):
+        n = int(sweep(before, DONE_SWEEP_BATCH))
+        swept += n
+        if n < DONE_SWEEP_BATCH:
+            break
+    return swept
 
 
 def _audit_report(audit: AuditLog, scope: Scope, report: MaintenanceReport, actor: str) -> None:

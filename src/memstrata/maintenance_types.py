@@ -32,10 +32,21 @@ class Retention:
     (:meth:`seed_002`). That is not the default: measured on LoCoMo (conversations 0-1), a
     pass 30 days after ingest purged 570 of 688 turns and answer recall in context fell from
     85.0% to 76.6% (4,000-token budget) — a summary does not keep the details questions ask
-    about. By default turns are kept; procedural patterns go after 90 days unused."""
+    about. By default turns are kept; procedural patterns go after 90 days unused.
+
+    ``done_jobs_days``: finished (``done``) background jobs of every user are deleted this
+    many days after they were due (jobs32; before, every job stayed until its user was
+    purged: a row per job forever). A job runs once due, so in practice it is that long
+    after it ran, unless it waited in a backlog. 7 days: a week of ``list_jobs(status=
+    "done")`` to look back on (a weekend's incident seen on Monday); what a job wrote
+    stays, only its queue row goes. Failed jobs (gave up after their retries) are never
+    swept: they are what an operator has to look at (``stats().failed_jobs``) and may
+    queue again; they go with their user's purge. Pending and running jobs are never
+    swept."""
 
     messages_after_summary_days: float | None = None
     procedures_days: float | None = 90.0
+    done_jobs_days: float | None = 7.0
 
     @classmethod
     def seed_002(cls) -> Retention:
@@ -43,7 +54,7 @@ class Retention:
         return cls(messages_after_summary_days=30.0, procedures_days=90.0)
 
     def __post_init__(self) -> None:
-        for name in ("messages_after_summary_days", "procedures_days"):
+        for name in ("messages_after_summary_days", "procedures_days", "done_jobs_days"):
             value = getattr(self, name)
             if value is None:
                 continue
@@ -87,6 +98,9 @@ class MaintenanceReport:
     # rows of meta deleted by the store-wide sweep of past days' and windows' counters
     # (session 30; every user's, not only this one's: the pass's last step)
     counters_swept: int = 0
+    # done jobs deleted by the store-wide retention of finished jobs (jobs32; every user's,
+    # ``Retention.done_jobs_days`` after they were due)
+    jobs_swept: int = 0
     log: list[LogEntry] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
@@ -105,6 +119,7 @@ class MaintenanceReport:
             "decay_updated": self.decay_updated,
             "skipped": self.skipped,
             "counters_swept": self.counters_swept,
+            "jobs_swept": self.jobs_swept,
         }
 
 

@@ -125,12 +125,14 @@ def check_index(index: JobIndex) -> None:
     assert index.of_user == fresh.of_user
     assert index.open == fresh.open
     assert index.running == fresh.running
-    assert (
-        index.pending
-        == fresh.pending
-        == sorted(queue_key(j) for j in index.values() if j.status is JobStatus.PENDING)
+    assert sorted(k for q in index.queue_of.values() for k in q) == sorted(
+        queue_key(j) for j in index.values() if j.status is JobStatus.PENDING
     )
     assert index.queue_of == fresh.queue_of
+    # each tenant's and each session's pending jobs queued apart as well (jobs32)
+    assert index.of_tenant == fresh.of_tenant
+    assert index.of_session == fresh.of_session
+    assert index.done == fresh.done
     assert index.heads == fresh.heads
     assert index.dedup == fresh.dedup
 

@@ -96,6 +96,7 @@ COUNTS = (
     ("decay_updated", "decay score brought up to date"),
     ("skipped", "changed meanwhile: next run"),
     ("counters_swept", "counter rows of past days and windows deleted (every user's)"),
+    ("jobs_swept", "finished jobs past their retention deleted (every user's)"),
 )
 
 

@@ -688,6 +688,9 @@ class MaintenanceOut(BaseModel):
     counters_swept: int = Field(
         0, description="Counter rows of past days and rate windows deleted, store-wide"
     )
+    jobs_swept: int = Field(
+        0, description="Finished (done) jobs past their retention deleted, store-wide"
+    )
     log: list[LogEntryOut]
 
     @classmethod

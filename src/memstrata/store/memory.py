@@ -25,7 +25,14 @@ from ..audit_backends import InMemoryAudit
 from ..clock import later
 from ..errors import NotFoundError, ValidationError, closed_store
 from ..filters import Filters
-from ..jobs import Job, JobStatus, LeaseLostError, job_status, new_lease_token
+from ..jobs import (
+    DONE_SWEEP_BATCH,
+    Job,
+    JobStatus,
+    LeaseLostError,
+    job_status,
+    new_lease_token,
+)
 from ..records import MemoryRecord, RecordStatus, RecordType
 from ..scope import Scope
 from ..validation import counted
@@ -1270,13 +1277,16 @@ class InMemoryStore:
         self, *, tenant: str | None = None, user: str | None = None, session: str | None = None
     ) -> int:
         with self._lock:
-            return sum(
-                all(
-                    want is None or got == want
-                    for want, got in ((tenant, j.tenant), (user, j.user), (session, j.session))
-                )
-                for j in self._jobs.open_jobs(tenant, user)
-            )
+            return self._jobs.count_open(tenant, user, session)
+
+    def sweep_done_jobs(self, before: datetime, limit: int = DONE_SWEEP_BATCH) -> int:
+        """Delete up to ``limit`` done jobs of any user due before ``before`` (the
+        retention ``maintain`` sweeps; the walk is the jobs deleted); returns how many."""
+        with self._lock:
+            gone = self._jobs.done_before(before, max(limit, 0))
+            for job_id in gone:
+                self._jobs.drop(job_id)
+        return len(gone)
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         want = job_status(status) if status is not None else None

@@ -42,6 +42,7 @@ __all__ = [
     "give_back_job",
     "list_jobs",
     "renew_leases",
+    "sweep_done",
     "take_back_claims",
 ]
 
@@ -331,6 +332,24 @@ def count_open(
             args.append(value)
     row = conn.execute(sql, args).fetchone()
     return int(row["n"]) if row is not None else 0
+
+
+def sweep_done(conn: psycopg.Connection[Any], before: datetime, limit: int) -> int:
+    """Delete up to ``limit`` done jobs due before ``before``, the oldest first (the
+    retention of finished jobs, ``maintain``'s sweep), read on the partial index
+    ``jobs_done`` (step 30): the work is the rows deleted. Rows another transaction has
+    locked are skipped (the next sweep takes them), and the outer ``WHERE`` is checked
+    again on the row as it is when deleted, so a job no longer done is never deleted."""
+    if limit <= 0:
+        return 0
+    at = encode_time(before)
+    cur = conn.execute(
+        "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = 'done' "
+        "AND run_after < %s ORDER BY run_after LIMIT %s FOR UPDATE SKIP LOCKED) "
+        "AND status = 'done' AND run_after < %s",
+        (at, limit, at),
+    )
+    return cur.rowcount
 
 
 def list_jobs(

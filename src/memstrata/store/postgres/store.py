@@ -44,7 +44,7 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.filters import Filters
-from memstrata.jobs import Job, JobRevokedError, current_fence
+from memstrata.jobs import DONE_SWEEP_BATCH, Job, JobRevokedError, current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Visibility
 from memstrata.scope import Scope
 from memstrata.store import fts5, shared_sql
@@ -1966,6 +1966,12 @@ class PostgresStore:
     ) -> int:
         with self._read() as c:
             return outbox.count_open(c, tenant, user, session)
+
+    def sweep_done_jobs(self, before: datetime, limit: int = DONE_SWEEP_BATCH) -> int:
+        """Delete up to ``limit`` done jobs of any user due before ``before`` (the
+        retention ``maintain`` sweeps); returns how many."""
+        with self._write() as c:
+            return outbox.sweep_done(c, before, limit)
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         with self._read() as c:

@@ -42,6 +42,7 @@ __all__ = [
     "job_row",
     "list_jobs",
     "renew_leases",
+    "sweep_done",
     "take_back_claims",
 ]
 
@@ -329,6 +330,21 @@ def count_open(
             sql += f" AND {column} = ?"
             args.append(value)
     return int(conn.execute(sql, args).fetchone()[0])
+
+
+def sweep_done(conn: sqlite3.Connection, before: datetime, limit: int) -> int:
+    """Delete up to ``limit`` done jobs due before ``before``, the oldest first (the
+    retention of finished jobs, ``maintain``'s sweep). Read on ``jobs_ready (status,
+    run_after)``: the work is the rows deleted, not the table. A job still pending or
+    running is never one (run in the caller's ``BEGIN IMMEDIATE``: a claim or a finish
+    is before or after it, whole)."""
+    if limit <= 0:
+        return 0
+    return conn.execute(
+        "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = ? AND run_after < ? "
+        "ORDER BY run_after LIMIT ?)",
+        (JobStatus.DONE.value, encode_time(before), limit),
+    ).rowcount
 
 
 def list_jobs(conn: sqlite3.Connection, tenant: str, user: str, status: str | None) -> list[Job]:

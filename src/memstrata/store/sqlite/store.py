@@ -36,7 +36,7 @@ from ...errors import (
     closed_store,
 )
 from ...filters import Filters
-from ...jobs import Fence, Job, current_fence
+from ...jobs import DONE_SWEEP_BATCH, Fence, Job, current_fence
 from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
 from ...validation import MAX_COUNT, check_version, counted
@@ -2133,6 +2133,12 @@ class SQLiteStore:
     ) -> int:
         with self._read() as c:
             return outbox.count_open(c, tenant, user, session)
+
+    def sweep_done_jobs(self, before: datetime, limit: int = DONE_SWEEP_BATCH) -> int:
+        """Delete up to ``limit`` done jobs of any user due before ``before`` (the
+        retention ``maintain`` sweeps); returns how many."""
+        with self._write() as c:
+            return outbox.sweep_done(c, before, limit)
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         with self._read() as c:

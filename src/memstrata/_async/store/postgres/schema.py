@@ -998,6 +998,13 @@ CREATE INDEX IF NOT EXISTS records_noted ON records (tenant, "user") WHERE """
 """
 )
 
+# v30: done jobs by the time they were due, for the retention ``maintain`` sweeps
+# (outbox.sweep_done; jobs32): it reads the jobs it deletes, not the table. Built in the
+# step's transaction: writes to ``jobs`` wait while it is built (once, on the upgrade).
+_V30_DONE_JOBS = """
+CREATE INDEX IF NOT EXISTS jobs_done ON jobs (run_after) WHERE status = 'done';
+"""
+
 
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
@@ -1030,6 +1037,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (27, _v27_replies),
     (28, _V28_CITED),
     (29, _V29_LINKED),
+    (30, _V30_DONE_JOBS),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

@@ -58,7 +58,7 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.filters import Filters
-from memstrata.jobs import Job, JobRevokedError, current_fence
+from memstrata.jobs import DONE_SWEEP_BATCH, Job, JobRevokedError, current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Visibility
 from memstrata.scope import Scope
 from memstrata.store import fts5
@@ -2000,6 +2000,12 @@ class AsyncPostgresStore:
     ) -> int:
         async with self._read() as c:
             return await outbox.count_open(c, tenant, user, session)
+
+    async def sweep_done_jobs(self, before: datetime, limit: int = DONE_SWEEP_BATCH) -> int:
+        """Delete up to ``limit`` done jobs of any user due before ``before`` (the
+        retention ``maintain`` sweeps); returns how many."""
+        async with self._write() as c:
+            return await outbox.sweep_done(c, before, limit)
 
     async def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> list[Job]:
         async with self._read() as c:
