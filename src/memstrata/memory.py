@@ -303,6 +303,8 @@ class Memory:
 
                 self._llm = make_llm(llm)
             self._check_embedding_model(reembed=reembed)
+            if self.quotas is not None:  # from now on a process without quotas counts too
+                self._mark_quotas_in_use()
         except BaseException:
             self._store.close()
             raise
@@ -365,6 +367,7 @@ class Memory:
             from memstrata.layers.stack import LayerStack
             from memstrata.maintenance_types import MAINTAIN
             from memstrata.policies.importance import REFINE_IMPORTANCE, refine_handler
+            from memstrata.quotas import QuotasInUse
             from memstrata.worker import JobRunner
 
             llm = self.__dict__.get("_llm")
@@ -381,6 +384,7 @@ class Memory:
                 self._pii,
                 lambda: self.quotas,  # as set_quota leaves it: the services admit under it
                 lambda: self.audit,
+                QuotasInUse(self._store),  # without quotas: counted once they are in use
             )
             layers = LayerStack.build(ctx)
             handlers = {
@@ -455,6 +459,13 @@ class Memory:
     @property
     def clock(self) -> Clock:
         return self._clock
+
+    def _mark_quotas_in_use(self) -> None:
+        """Say in the store that a process enforces quotas on it, so that every process
+        without quotas counts its writes' embeddings too (session 32; quotas.py)."""
+        in_use = self._ctx.in_use
+        if in_use is not None:
+            in_use.mark()
 
     def _check_embedding_model(self, *, reembed: bool) -> None:
         """The store remembers the model its vectors came from; mixing two is refused.
@@ -1226,6 +1237,7 @@ class Memory:
         )
         if self.quotas is None:
             self.quotas = Quotas()
+        self._mark_quotas_in_use()
 
     def _schedule_maintenance(self, scope: Scope) -> None:
         if self._maintenance_every is not None:

@@ -317,6 +317,8 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 self._owned.append(closer(llm, self._llm))  # async-only
             await resolve_dims(self._raw_embedder)  # async-only
             await self._check_embedding_model(reembed=reembed)
+            if self.quotas is not None:  # from now on a process without quotas counts too
+                await self._mark_quotas_in_use()
         except BaseException:
             await self._store.aclose()
             raise
@@ -381,6 +383,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
             from memstrata._async.layers.base import AsyncLayerContext
             from memstrata._async.layers.stack import AsyncLayerStack
             from memstrata._async.policies.importance import refine_handler
+            from memstrata._async.quotas import AsyncQuotasInUse
             from memstrata._async.worker import AsyncJobRunner
             from memstrata.layers.base import LayerConfig
             from memstrata.maintenance_types import MAINTAIN
@@ -401,6 +404,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
                 self._pii,
                 lambda: self.quotas,  # as set_quota leaves it: the services admit under it
                 lambda: self.audit,
+                AsyncQuotasInUse(self._store),  # without quotas: counted once they are in use
             )
             layers = AsyncLayerStack.build(ctx)
             handlers = {
@@ -493,6 +497,13 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     @property
     def clock(self) -> Clock:
         return self._clock
+
+    async def _mark_quotas_in_use(self) -> None:
+        """Say in the store that a process enforces quotas on it, so that every process
+        without quotas counts its writes' embeddings too (session 32; quotas.py)."""
+        in_use = self._ctx.in_use
+        if in_use is not None:
+            await in_use.mark()
 
     async def _check_embedding_model(self, *, reembed: bool) -> None:
         """The store remembers the model its vectors came from; mixing two is refused.
@@ -1309,6 +1320,7 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         )
         if self.quotas is None:
             self.quotas = Quotas()
+        await self._mark_quotas_in_use()
 
     async def _schedule_maintenance(self, scope: Scope) -> None:
         if self._maintenance_every is not None:

@@ -33,6 +33,14 @@ rows of more than a week before (:func:`~memstrata.quota_types.day_take`, same
 transaction; a clock stepped days forward and back again still finds today's count), so a
 user (and a tenant) keeps at most 8 days' rows; a user's purge removes those (and their
 Redis mirrors).
+
+**Processes without quotas** (session 32). A quota counts the embeddings its user's calls
+ask for wherever they run: a ``Memory`` (or ``memstrata worker``) opened without quotas
+counts them too, with no limit (:func:`count_embeddings`), once the store says quotas are
+in use (:class:`AsyncQuotasInUse`: a ``meta`` row a process with quotas writes when it
+opens; read at most every :data:`FLAG_SECONDS` until seen, then never again). On a store no
+process with quotas has opened, such a write costs nothing more. What the library derives
+on its own (episodes, summaries, extracted facts) is counted by no process, as before.
 """
 
 from __future__ import annotations
@@ -76,13 +84,18 @@ from memstrata.scope import Scope
 # sync: from memstrata.worker_threads import Signal, Spawned, spawn
 
 __all__ = [
+    "FLAG_SECONDS",
+    "IN_USE_KEY",
     "LEASE_SECONDS",
     "WAIT_SECONDS",
     "Admission",
+    "AsyncQuotasInUse",
     "Quota",
     "Quotas",
+    "admit_marked",
     "admit_writes",
     "check_context",
+    "count_embeddings",
     "day_key",
     "next_midnight",
     "parse_quota",
@@ -91,6 +104,52 @@ __all__ = [
 ]
 
 log = logging.getLogger("memstrata.quotas")
+
+# The store-wide flag: written (once) by a process that opens the store with quotas; its
+# value says nothing more (a constant, so `memstrata migrate` copies it and verifies it
+# equal). Outside the counter ranges ("quota:", "rate:") that a sweep deletes.
+IN_USE_KEY = "quotas:in_use"
+# How stale a process without quotas may read the flag: a process with quotas opening the
+# store may see at most this many seconds of another's writes uncounted (once per store:
+# the flag is never cleared).
+FLAG_SECONDS = 10.0
+
+
+class AsyncQuotasInUse:
+    """Whether a process with quotas uses this store's counters, as one process sees it.
+
+    :meth:`mark` (a process with quotas, when it opens the store or first admits under
+    quotas set later) writes :data:`IN_USE_KEY` unless it is there. :meth:`seen` (a write
+    of a process without quotas) reads it at most once every :data:`FLAG_SECONDS`
+    (monotonic: the memory's clock may be fixed) until it is found, then answers ``True``
+    with no read: a flag is never cleared."""
+
+    def __init__(self, store: AsyncStore) -> None:
+        self._store = store
+        self._set = False
+        self._read_at = float("-inf")  # the first write reads it
+
+    @property
+    def marked(self) -> bool:
+        """This process wrote the flag or saw it set (no read needed any more)."""
+        return self._set
+
+    async def mark(self) -> None:
+        if self._set:
+            return
+        if not await self._store.get_meta(IN_USE_KEY):
+            await self._store.set_meta(IN_USE_KEY, "1")
+        self._set = True
+
+    async def seen(self) -> bool:
+        if self._set:
+            return True
+        now = time.monotonic()
+        if now - self._read_at < FLAG_SECONDS:
+            return False
+        self._set = bool(await self._store.get_meta(IN_USE_KEY))
+        self._read_at = now
+        return self._set
 
 
 async def _count(store: AsyncStore, key: str) -> int:
@@ -363,6 +422,64 @@ async def _counted(
         if not admission.spent:
             await counters.add_counters(undo)
         raise
+
+
+@asynccontextmanager
+async def count_embeddings(
+    store: AsyncStore, in_use: AsyncQuotasInUse | None, scope: Scope, n: int, now: datetime
+) -> AsyncIterator[Admission]:
+    """Count ``n`` embeddings for ``scope``'s user (and tenant) on the day of ``now`` with
+    no limit, when the store's quotas are in use (:meth:`AsyncQuotasInUse.seen`): what a
+    caller's write admits in a process without quotas (session 32: before, a ``Memory`` or
+    ``memstrata worker`` without ``quotas=`` counted nothing, so ``serve --user-quota``
+    beside it missed what it embedded for its users). Counted before the block, as a
+    process with quotas counts (a store error raised before anything is embedded or
+    written), and given back if the block raises. A store without counters counts nothing,
+    and so does a write given no flag (``in_use`` None)."""
+    counters: object = store
+    if n <= 0 or in_use is None or not isinstance(counters, AsyncQuotaCounters):
+        yield Admission()
+        return
+    if not await in_use.seen():
+        yield Admission()
+        return
+    takes = [
+        day_take("emb", scope.tenant, scope.user, now, n, None),
+        day_take("emb", scope.tenant, None, now, n, None),
+    ]
+    undo = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
+    await given_back(  # async-only
+        counters.take_counters(takes),  # async-only
+        lambda _: counters.add_counters(undo),  # async-only
+    )  # async-only
+    # sync: counters.take_counters(takes)
+    try:
+        yield Admission()
+    except asyncio.CancelledError:  # async-only
+        # its embedding may have run and its write landed: the count stays  # async-only
+        raise  # async-only
+    except BaseException:
+        await counters.add_counters(undo)
+        raise
+
+
+@asynccontextmanager
+async def admit_marked(
+    in_use: AsyncQuotasInUse,
+    store: AsyncStore,
+    quotas: Quotas,
+    scope: Scope,
+    n: int,
+    now: datetime,
+    *,
+    may_merge: bool = False,
+) -> AsyncIterator[Admission]:
+    """:func:`admit_writes` after marking the store's quotas in use: the first write under
+    quotas a process was given after its store opened (``Memory.quotas = ...``,
+    ``set_quota``) tells the processes without quotas to count too."""
+    await in_use.mark()
+    async with admit_writes(store, quotas, scope, n, now, may_merge=may_merge) as admission:
+        yield admission
 
 
 async def check_context(store: AsyncStore, quotas: Quotas, scope: Scope, tokens: int) -> None:

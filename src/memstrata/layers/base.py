@@ -37,6 +37,7 @@ from memstrata.store.base import RecordWrite, Store
 
 if TYPE_CHECKING:
     from memstrata.audit import AuditLog
+    from memstrata.quotas import QuotasInUse
 
 __all__ = ["IngestStep", "LayerContext", "LayerConfig", "no_audit", "unlimited"]
 
@@ -67,6 +68,10 @@ class LayerContext:
     # Memory's audit log, read when an event is written (None: a context built without
     # one, as in tests): a fact's next value that inherits its sharing records it there.
     audit: Callable[[], AuditLog | None] = no_audit
+    # Whether the store's quotas are in use (a process with quotas opened it): a write
+    # without quotas then counts its embeddings all the same (session 32). None: counts
+    # nothing without quotas (what the library derives, for_system; a context in tests).
+    in_use: QuotasInUse | None = None
 
     def admit(
         self, scope: Scope, n: int, now: datetime | None = None, *, may_merge: bool = False
@@ -75,25 +80,35 @@ class LayerContext:
         default the clock's), or raise ``QuotaExceededError``: run the embedding and the
         writes inside the block, so the check, the count and the write are one step across
         processes (:func:`memstrata.quotas.admit_writes`; ``mem.add`` admits through it
-        too). Nothing to admit without quotas or for ``n <= 0``.
+        too). Without quotas nothing is refused: the embeddings are counted with no limit
+        when the store's quotas are in use (:func:`memstrata.quotas.count_embeddings`), so
+        a quota of another process sees them. Nothing for ``n <= 0``.
 
         ``may_merge``: the block may write no record after all (a dedup merge); over a
         full records quota it still runs, and :meth:`Admission.records` raises the refusal
         before it would write one."""
-        quotas = self.quotas()
-        if quotas is None or n <= 0:
+        quotas, in_use = self.quotas(), self.in_use
+        if n <= 0 or (quotas is None and in_use is None):
             return nullcontext(Admission())
-        from memstrata.quotas import admit_writes
+        from memstrata import quotas as _quotas
 
-        return admit_writes(
-            self.store, quotas, scope, n, now or self.clock.now(), may_merge=may_merge
-        )
+        now = now or self.clock.now()
+        if quotas is None:  # in_use is not None
+            return _quotas.count_embeddings(self.store, in_use, scope, n, now)
+        if in_use is not None and not in_use.marked:  # quotas set after the store opened
+            return _quotas.admit_marked(
+                in_use, self.store, quotas, scope, n, now, may_merge=may_merge
+            )
+        return _quotas.admit_writes(self.store, quotas, scope, n, now, may_merge=may_merge)
 
     def for_system(self) -> LayerContext:
         """This context for what the library derives on its own (summaries, clusters, facts
-        extracted from turns, conversation episodes): those records count in a user's usage
-        like any other, but are never refused, so nothing derived is lost over a quota."""
-        return replace(self, quotas=unlimited)
+        extracted from turns, conversation episodes): those records count in a user's
+        records usage like any other, but are never refused, so nothing derived is lost over
+        a quota. Their embeddings are not counted in ``embeddings_per_day`` by any process
+        (with quotas or without, in ``serve`` or a ``memstrata worker``): the daily quota
+        counts what a user's calls ask to embed (session 32's decision)."""
+        return replace(self, quotas=unlimited, in_use=None)
 
     def embedder_for(self, scope: Scope) -> Embedder:
         """The embedder whose cache entries belong to ``scope``'s user (purged with them);
