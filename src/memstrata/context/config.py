@@ -97,10 +97,6 @@ class ContextConfig:
     # A turn said by someone the question does not name scores this much lower when the
     # question names one of the people who spoke (context/speakers.py).
     speaker_penalty: float = 0.0
-    # A turn's score plus this × the share of the question's lexical terms that its best
-    # sentence holds (context/sentence_match.py): a long turn that answers in one sentence
-    # is not diluted by the rest of what it says.
-    sentence_boost: float = 0.0
     # The time zone the user's days are counted in (``ZoneInfo("Pacific/Kiritimati")``,
     # ``timezone(timedelta(hours=5, minutes=45))``): the dates and times shown beside
     # memories and turns, a turn's relative dates ("yesterday", "last Saturday") and the
@@ -131,7 +127,6 @@ class ContextConfig:
             "question_penalty",
             "assistant_penalty",
             "speaker_penalty",
-            "sentence_boost",
             "fact_step",
         ):
             value = getattr(self, name)

@@ -26,7 +26,6 @@ from memstrata.context.fact_rank import rank_facts
 from memstrata.context.question_turns import question_share
 from memstrata.context.relative import annotate_relative_dates
 from memstrata.context.roles import addresses_assistant
-from memstrata.context.sentence_match import best_sentence_share
 from memstrata.context.speakers import named_speakers
 from memstrata.context.standing import Standing
 from memstrata.context.temporal import Period, resolve_period
@@ -218,22 +217,6 @@ def _speaker_penalised(
     }
 
 
-def _sentence_boosted(
-    query: str, out: dict[str, tuple[Shown, float, str]], boost: float
-) -> dict[str, tuple[Shown, float, str]]:
-    """``out`` with each turn's score raised by ``boost`` × the share of the question's terms
-    its best sentence holds (context/sentence_match.py)."""
-    asked = _terms(query)
-    if not asked:
-        return out
-    return {
-        rid: (rec, score + boost * best_sentence_share(rec.text, asked, _terms), layer)
-        if _is_message(rec)
-        else (rec, score, layer)
-        for rid, (rec, score, layer) in out.items()
-    }
-
-
 def _asks(text: str) -> bool:
     return "?" in text or "？" in text
 
@@ -272,8 +255,6 @@ def _scored_hits(
         }
     if cfg.speaker_penalty and req.query:
         out = _speaker_penalised(req.query, out, cfg.speaker_penalty)
-    if cfg.sentence_boost and req.query:
-        out = _sentence_boosted(req.query, out, cfg.sentence_boost)
     if cfg.session_boost:
         per_session: dict[str, float] = {}
         for rec, score, _ in out.values():
