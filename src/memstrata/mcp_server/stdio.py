@@ -152,6 +152,7 @@ class CheckedLines:
         self._initialized = False
         self._pending: Counter[tuple[str, str | int]] = Counter()  # requests passed on
         self._idle = anyio.Event()
+        self._watched = False  # whether answers are seen (:meth:`watching`)
 
     @classmethod
     def reading(
@@ -176,6 +177,7 @@ class CheckedLines:
     def watching(self, stream: Any) -> _Watched:
         """``stream`` (the SDK's write stream), seeing each answer go out: the lines end,
         once stdin has, only when every request passed on has been answered."""
+        self._watched = True
         return _Watched(stream, self._answered)
 
     def _answered(self, rid: Any) -> None:
@@ -206,7 +208,7 @@ class CheckedLines:
         async for line in self._checked():
             yield line
         # stdin ended: the SDK cancels whatever is still running once the lines end
-        if self._pending and self._answers is not None:
+        if self._pending and self._watched:
             log.info("stdin closed; answering %d request(s) still running", len(self._pending))
             with anyio.move_on_after(DRAIN_SECONDS):
                 await self._idle.wait()
