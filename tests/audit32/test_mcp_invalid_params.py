@@ -4,7 +4,7 @@ send, with the request's id, the same over stdio and over HTTP (``/mcp``).
 Before: the SDK answered each with -32602 "Invalid request parameters" and ``data: ""``
 (stdio and HTTP), and over HTTP params that were no object with "Validation error: " and
 pydantic's dump, id null; a request sent before ``initialize`` over stdio got the same
-bare "Invalid request parameters"."""
+bare "Invalid request parameters"; a tool that does not exist, "Unknown tool: NAME" alone."""
 
 from __future__ import annotations
 
@@ -69,11 +69,24 @@ def _clear(answer: dict[str, Any], rid: int, name: str, fix: str) -> str:
     return message
 
 
+UNKNOWN = _call(50, {"name": "memory_forget_all", "arguments": {}})
+
+
+def _names_the_tools(answer: dict[str, Any]) -> None:
+    """A tool that does not exist: a tool error naming the tools there are (before: the
+    SDK's "Unknown tool: memory_forget_all" alone)."""
+    result = answer["result"]
+    text = result["content"][0]["text"]
+    assert result["isError"] is True and "memory_forget_all" in text, answer
+    assert "memory_add" in text and "key_memory_list" in text, answer
+
+
 def test_stdio_names_the_parameter(tmp_path: Path) -> None:
-    answers, _ = stdio_answers(tmp_path / "m.db", [c[0] for c in CASES])
+    answers, _ = stdio_answers(tmp_path / "m.db", [*(c[0] for c in CASES), UNKNOWN])
     by_id = {a["id"]: a for a in answers}
     for message, name, fix in CASES:
         _clear(by_id[message["id"]], message["id"], name, fix)
+    _names_the_tools(by_id[50])
 
 
 def test_stdio_before_initialize_says_so(tmp_path: Path) -> None:
@@ -108,6 +121,9 @@ def test_http_says_what_stdio_says(mcp: tuple[Running, str], tmp_path: Path) -> 
         assert r.status_code == 400, r.text
         said = _clear(r.json(), message["id"], name, fix)
         assert said == stdio_by_id[message["id"]]
+    r = httpx2.post(m.url, content=json.dumps(UNKNOWN).encode(), headers=headers, timeout=60)
+    assert r.status_code == 200, r.text
+    _names_the_tools(r.json())
     good = _call(99, {"name": "memory_add", "arguments": {"content": "kept"}})
     r = httpx2.post(m.url, content=json.dumps(good).encode(), headers=headers, timeout=60)
     assert r.status_code == 200 and r.json()["result"]["isError"] is False, r.text

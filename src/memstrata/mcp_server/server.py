@@ -278,7 +278,7 @@ def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[An
         _strict(_Tool.from_function(_reported(fn), annotations=ann, structured_output=True))
         for fn, ann in specs
     ]
-    return MCPServer(
+    return _Server(
         "memstrata",
         version=__version__,
         tools=tools,
@@ -286,6 +286,22 @@ def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[An
         instructions="Long-term memory about the user. Call memory_context at the "
         "start of a conversation; memory_add for facts worth keeping.",
     )
+
+
+class _Server(MCPServer[Any]):
+    """The SDK's server, but a call of a tool it does not have names the tools it has (the
+    SDK said "Unknown tool: NAME" and nothing more)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            known = ", ".join(sorted(t.name for t in self._tool_manager.list_tools()))
+            raise ToolError(
+                f"unknown tool {json.dumps(name)[:80]}: this server's tools are {known} "
+                "(tools/list describes them)"
+            )
+        return await super().call_tool(name, arguments, context)
 
 
 def _reported(fn: Callable[..., Awaitable[BaseModel]]) -> Callable[..., Awaitable[BaseModel]]:
