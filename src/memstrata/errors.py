@@ -147,6 +147,15 @@ def export_write_failed(exc: Exception, written: int, what: str = "records") -> 
     """The :class:`ExportWriteError` of ``exc``, raised by the caller's file's ``write``
     after ``written`` ``what`` were written whole."""
     why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+    if isinstance(exc, BrokenPipeError):  # ``memstrata export - | head``: no disk is full
+        return ExportWriteError(
+            f"writing the export failed after {written:,} {what} were written whole: the "
+            f"program reading it stopped before its end ({why}); what it read is an "
+            "incomplete export, with no end line, that an import refuses: let the reader "
+            "read to the end, or export to a file",
+            written=written,
+            errno=exc.errno,
+        )
     if isinstance(exc, UnicodeError):
         fix = "open the file with encoding='utf-8'"
     elif isinstance(exc, OSError):

@@ -13,12 +13,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import (
+    INVALID_PARAMS,
     INVALID_REQUEST,
     ErrorData,
     JSONRPCError,
     ToolAnnotations,
     jsonrpc_message_adapter,
 )
+from mcp_types.methods import MONOLITH_REQUESTS
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentsError
 from starlette.applications import Starlette
@@ -42,7 +44,7 @@ from ..server.limits import BodyLimit, Limiter, admit
 from ..server.priority import whole_body_bytes
 from .identity import KEY_STATE, Identity, bearer_of
 
-__all__ = ["build_mcp_server", "http_app", "mcp_endpoint"]
+__all__ = ["build_mcp_server", "http_app", "invalid_params", "mcp_endpoint"]
 
 Layer = Literal[
     "messages", "summaries", "episodic", "semantic", "mid_term", "key", "procedural", "working"
@@ -276,7 +278,7 @@ def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[An
         _strict(_Tool.from_function(_reported(fn), annotations=ann, structured_output=True))
         for fn, ann in specs
     ]
-    return MCPServer(
+    return _Server(
         "memstrata",
         version=__version__,
         tools=tools,
@@ -284,6 +286,22 @@ def build_mcp_server(backend: MemoryBackend, identity: Identity) -> MCPServer[An
         instructions="Long-term memory about the user. Call memory_context at the "
         "start of a conversation; memory_add for facts worth keeping.",
     )
+
+
+class _Server(MCPServer[Any]):
+    """The SDK's server, but a call of a tool it does not have names the tools it has (the
+    SDK said "Unknown tool: NAME" and nothing more)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            known = ", ".join(sorted(t.name for t in self._tool_manager.list_tools()))
+            raise ToolError(
+                f"unknown tool {json.dumps(name)[:80]}: this server's tools are {known} "
+                "(tools/list describes them)"
+            )
+        return await super().call_tool(name, arguments, context)
 
 
 def _reported(fn: Callable[..., Awaitable[BaseModel]]) -> Callable[..., Awaitable[BaseModel]]:
@@ -409,10 +427,10 @@ class _RequireKey:
             if body is None:
                 return
             scope.setdefault("state", {})[KEY_STATE] = key
-            refused = _refused_request(body)
+            refused = _refusal(body)
             if refused is not None:
-                message, rid = refused
-                error = ErrorData(code=INVALID_REQUEST, message=message)
+                code, message, rid = refused
+                error = ErrorData(code=code, message=message)
                 answer = Response(
                     JSONRPCError(jsonrpc="2.0", id=rid, error=error).model_dump_json(
                         by_alias=True, exclude_unset=True
@@ -426,21 +444,79 @@ class _RequireKey:
 
 
 def _refused_request(body: bytes | str) -> tuple[str, Any] | None:
-    """Why the JSON-RPC message in ``body`` is refused, and the id to answer it with (None:
-    it is not refused). A body that is not JSON is the SDK's to answer (its parse error).
+    """Why the JSON-RPC message in ``body`` is refused as an "Invalid Request" (-32600), and
+    the id to answer it with (None: it is not refused so). A body that is not JSON is the
+    SDK's to answer (its parse error).
 
     - An object naming a key twice: the SDK (pydantic) kept the last value, so
       ``{"content": "a", "content": "b"}`` stored "b" and dropped "a" without a word; the
       HTTP API refuses it too (``server/strict_json.py``). Answered with the request's id
       when it has one.
     - Whatever :func:`invalid_request` refuses: JSON that is no JSON-RPC 2.0 message."""
+    refused = _refusal(body)
+    if refused is None or refused[0] != INVALID_REQUEST:
+        return None
+    return refused[1], refused[2]
+
+
+def _refusal(body: bytes | str) -> tuple[int, str, Any] | None:
+    """The JSON-RPC error code, message and id ``body`` is answered with before the SDK
+    sees it: :func:`_refused_request`'s (-32600), else :func:`invalid_params`' (-32602,
+    the request's id), else None."""
     try:
         parsed = json_keys.loads(body)
     except json_keys.DuplicateKeyError as exc:
-        return f"Invalid Request: {exc}; send each key once", request_id(body)
+        return INVALID_REQUEST, f"Invalid Request: {exc}; send each key once", request_id(body)
     except (ValueError, RecursionError):
         return None
-    return invalid_request(parsed)
+    refused = invalid_request(parsed)
+    if refused is not None:
+        return INVALID_REQUEST, *refused
+    wrong = invalid_params(parsed)
+    if wrong is not None:
+        return INVALID_PARAMS, wrong, parsed.get("id")
+    return None
+
+
+def invalid_params(parsed: Any) -> str | None:
+    """What is wrong with the ``params`` of the request ``parsed`` (a JSON-RPC 2.0 request
+    :func:`invalid_request` let through), in a line: each parameter, what was wrong, what to
+    send; None when MCP's model of the method takes them, or the method is none of MCP's
+    (the SDK answers "Method not found").
+
+    The SDK answered such a request with -32602 "Invalid request parameters" and nothing
+    else (over stdio and over HTTP; over HTTP params that are no object got "Validation
+    error: " and pydantic's dump, id null): a client could not tell that ``"name": 5``,
+    ``"arguments": "x"`` or a missing ``"name"`` was what it got wrong. The check is the
+    SDK's own (the method's request model, as its handler validates the params), so it
+    refuses nothing the SDK would take; a tool's own arguments are the tool's to check
+    (``_Tool.run``: a tool error naming them). The value sent is never echoed."""
+    if not isinstance(parsed, dict) or "id" not in parsed:  # a notification: no answer
+        return None
+    method = parsed.get("method")
+    model = MONOLITH_REQUESTS.get(method) if isinstance(method, str) else None
+    if model is None:
+        return None
+    body = {"method": method, **({"params": parsed["params"]} if "params" in parsed else {})}
+    try:
+        model.model_validate(body, by_name=False)
+    except ArgumentsError as exc:
+        errors = exc.errors(include_url=False)
+    else:
+        return None
+    shown = []
+    for err in errors:
+        loc = tuple(err.get("loc", ()))
+        loc = loc[1:] if loc[:1] == ("params",) else loc
+        loc = tuple(str(part)[:80] for part in loc)
+        if err.get("type") in _NOT_AN_OBJECT:  # pydantic names its model: say what to send
+            err = {**err, "type": "dict_type", "msg": "Input should be a JSON object"}
+        shown.append({**err, "loc": loc})
+    message, _ = validation_message(shown, noun="parameter", whole="params")
+    return f"Invalid params of {json.dumps(method)[:80]}: {message}"
+
+
+_NOT_AN_OBJECT = frozenset({"model_type", "model_attributes_type", "dict_type"})
 
 
 def invalid_request(parsed: Any) -> tuple[str, str | int | None] | None:

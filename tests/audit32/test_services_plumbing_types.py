@@ -1,0 +1,36 @@
+"""``mem.facts.restore`` / ``settle`` and ``mem.knowledge.restore`` / ``settle`` are public
+methods of the services (``Memory.restore`` and ``import_records`` call them), and given
+anything but a ``MemoryRecord`` (a record id, as ``Memory.restore`` takes) they raise a raw
+``AttributeError`` / ``TypeError`` ("'str' object has no attribute 'metadata'"), found by
+a fuzz of every public method of ``Memory`` and its services (sync and async, memory:// and
+SQLite; nothing else of the 1,830-3,660 calls raised anything but a ``MemstrataError``).
+
+Left for the files' owners: ``layers/knowledge.py`` (tidy32's this session) and
+``layers/semantic.py``: check the argument (a ``ValidationError`` naming it: "pass the
+record as read, ``mem.get(scope, id, include_deleted=True)``, or call ``Memory.restore``"),
+or make the plumbing private (``_restore``, ``_settle``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memstrata import Memory, Scope
+from memstrata.errors import MemstrataError
+
+SCOPE = Scope("acme", "alice")
+
+
+@pytest.mark.xfail(strict=True, reason="layers/semantic.py, layers/knowledge.py: no type check")
+@pytest.mark.parametrize("service", ["facts", "knowledge"])
+@pytest.mark.parametrize("call", ["restore", "settle"])
+def test_plumbing_given_an_id_is_a_memstrata_error(tmp_path: Any, service: str, call: str) -> None:
+    with Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing") as mem:
+        record = mem.add(SCOPE, "a note")
+        fn = getattr(getattr(mem, service), call)
+        with pytest.raises(MemstrataError):
+            if call == "restore":
+                fn(SCOPE, record.id)
+            else:
+                fn([record.id], brought={record.id})
