@@ -514,18 +514,30 @@ def check_model(value: object, kind: type[M], field: str) -> M:
     return made
 
 
-def check_records(value: object, field: str) -> list[Any]:
-    """A list of :class:`MemoryRecord` (as ``list``/``search`` return them)."""
+def check_record(value: object, field: str) -> Any:
+    """A :class:`MemoryRecord` (as ``list``/``get`` return them), not its id."""
     from .records import MemoryRecord
 
-    items = check_sequence(value, field)
-    for i, item in enumerate(items):
-        if not isinstance(item, MemoryRecord):
-            raise ValidationError(
-                f"{field}[{i}] must be a MemoryRecord (as mem.list or mem.get return), "
-                f"got {_kind(item)}"
-            )
-    return list(items)
+    if not isinstance(value, MemoryRecord):
+        raise ValidationError(
+            f"{field} must be a MemoryRecord (as mem.list or mem.get return), got {_kind(value)}"
+        )
+    return value
+
+
+def check_records(value: object, field: str) -> list[Any]:
+    """A list of :class:`MemoryRecord` (as ``list``/``search`` return them)."""
+    return [
+        check_record(item, f"{field}[{i}]") for i, item in enumerate(check_sequence(value, field))
+    ]
+
+
+def check_record_items(value: object, field: str) -> list[Any]:
+    """Any iterable of :class:`MemoryRecord` (a generator too), read whole and checked
+    before anything is written."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise ValidationError(f"{field} must be an iterable of MemoryRecord, got {_kind(value)}")
+    return [check_record(item, f"{field}[{i}]") for i, item in enumerate(value)]
 
 
 def check_sequence(value: object, field: str) -> Sequence[Any]:

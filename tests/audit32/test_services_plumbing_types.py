@@ -5,10 +5,8 @@ anything but a ``MemoryRecord`` (a record id, as ``Memory.restore`` takes) they 
 a fuzz of every public method of ``Memory`` and its services (sync and async, memory:// and
 SQLite; nothing else of the 1,830-3,660 calls raised anything but a ``MemstrataError``).
 
-Left for the files' owners: ``layers/knowledge.py`` (tidy32's this session) and
-``layers/semantic.py``: check the argument (a ``ValidationError`` naming it: "pass the
-record as read, ``mem.get(scope, id, include_deleted=True)``, or call ``Memory.restore``"),
-or make the plumbing private (``_restore``, ``_settle``)."""
+Fixed by the lead at merge (session 32): each checks its argument
+(``validation.check_record``, ``check_record_items``), a ``ValidationError`` naming it."""
 
 from __future__ import annotations
 
@@ -22,7 +20,6 @@ from memstrata.errors import MemstrataError
 SCOPE = Scope("acme", "alice")
 
 
-@pytest.mark.xfail(strict=True, reason="layers/semantic.py, layers/knowledge.py: no type check")
 @pytest.mark.parametrize("service", ["facts", "knowledge"])
 @pytest.mark.parametrize("call", ["restore", "settle"])
 def test_plumbing_given_an_id_is_a_memstrata_error(tmp_path: Any, service: str, call: str) -> None:

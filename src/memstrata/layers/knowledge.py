@@ -51,7 +51,13 @@ from memstrata.records import MemoryRecord, RecordStatus, RecordType, Source, ne
 from memstrata.scope import Scope
 from memstrata.store.base import RecordWrite, UnitOfWork
 from memstrata.text import validate_content
-from memstrata.validation import check_id, check_tags, check_unit
+from memstrata.validation import (
+    check_id,
+    check_record,
+    check_record_items,
+    check_tags,
+    check_unit,
+)
 from memstrata.writes import check_owner, check_scope
 
 if TYPE_CHECKING:
@@ -214,6 +220,7 @@ class KnowledgeService:
         one of another version whole), the second to commit reads again and decides on
         what the first restored (``races.py``)."""
         check_owner(scope)
+        check_record(chunk, "chunk")
         doc = chunk.metadata.get("qa_id")
         if chunk.type is not RecordType.KNOWLEDGE or not isinstance(doc, str):
             raise ValidationError(f"record {chunk.id!r} is no chunk of a document")
@@ -298,9 +305,10 @@ class KnowledgeService:
         document's turn first (``races.take_turns``), then reads its live chunks; the
         transaction checks the document again (``NameRead.check``) and that no other chunk
         of it was made live since (a restore into a free index)."""
+        checked = check_record_items(records, "records")  # whole, before any write
         docs = (
             (r.scope.user_scope, r.metadata["qa_id"])
-            for r in records
+            for r in checked
             if r.type is RecordType.KNOWLEDGE
             and isinstance(r.metadata.get("qa_id"), str)
             and r.is_active

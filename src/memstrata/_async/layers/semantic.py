@@ -89,6 +89,8 @@ from memstrata.validation import (
     check_id,
     check_ids,
     check_int,
+    check_record,
+    check_record_items,
     check_time,
     check_unit,
 )
@@ -242,6 +244,7 @@ class AsyncFactService:
         earlier version, in the history only. ``events`` (of ``audit``, as its
         ``ahead`` returned them) are appended in that transaction."""
         check_owner(scope)
+        check_record(record, "record")
         key = record.metadata.get("key")
         if record.type is not RecordType.FACT or not isinstance(key, str):
             raise ValidationError(f"record {record.id!r} is no fact with a key: nothing to restore")
@@ -311,9 +314,10 @@ class AsyncFactService:
         are a state memstrata writes (``add(type="fact", metadata={"key": ...})`` twice),
         and a restore of a backup gives it back; only a key that also has a live fact of
         the store's own settles."""
+        checked = check_record_items(records, "records")  # whole, before any write
         keys = (
             (self._scope(r.scope), r.metadata["key"])
-            for r in records
+            for r in checked
             if r.type is RecordType.FACT
             and isinstance(r.metadata.get("key"), str)
             and r.is_active
