@@ -200,7 +200,7 @@ class InMemoryStore:
         self.url = url
         self._lock = _Lock(self)
         # filed by the users their quota rows name, so a user's purge finds them (mem32)
-        self._meta: Filed[str, str] = Filed(quota_subjects)
+        self._meta: Filed[str, str] = Filed(quota_subjects, by_key=True)
         self._counter_families = CounterFamilies()  # past periods' counters to sweep
         # API key rows a migration loaded (memstrata migrate into memory://): kept as data,
         # dumped again, and a user's purge deletes those bound to them, as in the other

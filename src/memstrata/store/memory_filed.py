@@ -26,10 +26,13 @@ _SUBJECT = 20
 class Filed(MutableMapping[K, V]):
     """A dict whose keys are also filed under their owners (see the module)."""
 
-    def __init__(self, owners: Callable[[K, V], Iterable[Hashable]]) -> None:
+    def __init__(
+        self, owners: Callable[[K, V], Iterable[Hashable]], *, by_key: bool = False
+    ) -> None:
         self._items: dict[K, V] = {}
         self._filed: dict[Hashable, dict[K, None]] = {}
         self._owners = owners
+        self._by_key = by_key  # owners name the key alone: a new value of a key is filed
 
     def __getitem__(self, key: K) -> V:
         return self._items[key]
@@ -47,6 +50,9 @@ class Filed(MutableMapping[K, V]):
         return f"Filed({self._items!r})"
 
     def __setitem__(self, key: K, value: V) -> None:
+        if self._by_key and key in self._items:  # a counter's new value: filed already
+            self._items[key] = value
+            return
         old = self._items.get(key, _MISSING)
         self._items[key] = value
         now = tuple(self._owners(key, value))
