@@ -11,6 +11,7 @@ the user holds, not what the store holds. Nothing persists beyond the process.
 from __future__ import annotations
 
 import builtins
+import itertools
 import threading
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -52,6 +53,7 @@ from .citations import cited, linked
 from .counter_types import SWEEP_BATCH, CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
+from .memory_filed import Filed, quota_subjects
 from .memory_jobs import JobIndex
 from .memory_shared import Postings, Shared
 from .one_model import MODEL_KEY
@@ -204,20 +206,21 @@ class InMemoryStore:
     def __init__(self, *, url: str = "memory://") -> None:
         self.url = url
         self._lock = _Lock(self)
-        self._meta: dict[str, str] = {}
+        # filed by the users their quota rows name, so a user's purge finds them (mem32)
+        self._meta: Filed[str, str] = Filed(quota_subjects, by_key=True)
         self._counter_families = CounterFamilies()  # past periods' counters to sweep
         # API key rows a migration loaded (memstrata migrate into memory://): kept as data,
         # dumped again, and a user's purge deletes those bound to them, as in the other
         # stores' databases. A memory:// server's keys live in its own process.
-        self._key_rows: dict[str, KeyRow] = {}
+        self._key_rows: Filed[str, KeyRow] = Filed(lambda _, row: ((row.tenant, row.user),))
         self._entries: dict[tuple[str, str, str], _Entry] = {}  # (tenant, user, id)
-        # (tenant, user, cited id) -> ids of the user's records that cite it (or did: a
+        # (tenant, user) -> cited id -> ids of the user's records that cite it (or did: a
         # superset, checked on reading, :meth:`citing`; store/citations.py)
-        self._cites: dict[tuple[str, str, str], set[str]] = {}
-        # (tenant, user, id) -> ids of the user's records a version of which names it where a
-        # purge of it rewrites the record (citations.linked; kept once named: a superset,
+        self._cites: dict[tuple[str, str], dict[str, set[str]]] = {}
+        # (tenant, user) -> id -> ids of the user's records a version of which names it where
+        # a purge of it rewrites the record (citations.linked; kept once named: a superset,
         # checked by the purge, :meth:`_unlink_superseded`, purge31b)
-        self._links: dict[tuple[str, str, str], set[str]] = {}
+        self._links: dict[tuple[str, str], dict[str, set[str]]] = {}
         # each user's entries by id, in the store's order (``_add_entry``, ``_pop_entry``),
         # and each tenant's number of records: what a user's reads walk (mem31b)
         self._owned: dict[tuple[str, str], dict[str, _Entry]] = {}
@@ -231,8 +234,12 @@ class InMemoryStore:
         # (tenant, reader) -> (owner, id) of records that name the reader in some version
         # (``allowed_users``): what a reader's purge rewrites. A superset, checked on use.
         self._readers: dict[tuple[str, str], dict[tuple[str, str], None]] = {}
+        # (tenant, owner, id) -> the readers the record is filed under in ``_readers``, so a
+        # record's drop takes it out of them (mem32: they kept purged records' ids)
+        self._named: dict[tuple[str, str, str], set[str]] = {}
         self._seq = 0
-        self._cache: dict[tuple[str, str, str, str], Vector] = {}
+        # the embedding cache: (tenant, user) -> model id -> key -> vector
+        self._cache: dict[tuple[str, str], dict[str, dict[str, Vector]]] = {}
         self._jobs = JobIndex()  # every job, and what a claim, a count or a list walks
         # each user's BM25 statistics of their records' terms, built at the user's first
         # search, then updated by each write for the records it touched (``_changed``)
@@ -322,6 +329,11 @@ class InMemoryStore:
         tenant, user, rid = key
         self._unfile(entry)
         self._unplace(entry)
+        for reader in self._named.pop(key, ()):  # no reader's purge looks for it again
+            held = self._readers[tenant, reader]
+            del held[user, rid]
+            if not held:
+                del self._readers[tenant, reader]
         owned = self._owned[tenant, user]
         del owned[rid]
         if not owned:
@@ -389,6 +401,7 @@ class InMemoryStore:
         for v in (*past, r):
             for reader in v.access.allowed_users:
                 self._readers.setdefault((r.tenant, reader), {})[r.user, r.id] = None
+                self._named.setdefault(_key(r), set()).add(reader)
 
     def _replace_turn(self, entry: _Entry) -> None:
         """``entry``'s record changed: placed again if its type or time did."""
@@ -726,6 +739,10 @@ class InMemoryStore:
             if at is None or limit <= 0:
                 return []
             place = (at.record.observed_at, at.seq)
+            if scope.caller is not None:  # walked from the cursor in the caller's order
+                after = (place, None) if newest_first else (None, (place[0], place[1] + 1))
+                walk = self._readable_walk(scope, filters, newest_first, *after)
+                return [e.record for _, e in zip(range(limit), walk, strict=False)]
             sign = -1 if newest_first else 1
             rows = [
                 e
@@ -738,15 +755,19 @@ class InMemoryStore:
 
     def _cite(self, record: MemoryRecord) -> None:
         """``record`` (a new current version) in the index of citations (and of links)."""
-        for i in cited(record):
-            self._cites.setdefault((record.tenant, record.user, i), set()).add(record.id)
+        if ids := cited(record):
+            mine = self._cites.setdefault((record.tenant, record.user), {})
+            for i in ids:
+                mine.setdefault(i, set()).add(record.id)
         self._link([record])
 
     def _link(self, versions: Iterable[MemoryRecord]) -> None:
         """These versions in the index of links (``_links``)."""
         for v in versions:
-            for i in linked(v):
-                self._links.setdefault((v.tenant, v.user, i), set()).add(v.id)
+            if ids := linked(v):
+                mine = self._links.setdefault((v.tenant, v.user), {})
+                for i in ids:
+                    mine.setdefault(i, set()).add(v.id)
 
     def citing(self, scope: Scope, ids: Sequence[str]) -> list[str]:
         """The user's records whose current version cites one of ``ids``, found by the
@@ -755,16 +776,18 @@ class InMemoryStore:
             return []
         with self._lock:
             found: list[_Entry] = []
+            mine = self._cites.get((scope.tenant, scope.user), {})
             for i in dict.fromkeys(ids):
-                key = (scope.tenant, scope.user, i)
-                for rid in sorted(self._cites.get(key, ())):
+                held = mine.get(i)
+                for rid in sorted(held or ()):
                     entry = self._entries.get((scope.tenant, scope.user, rid))
                     if entry is None or i not in cited(entry.record):
-                        self._cites[key].discard(rid)
+                        mine[i].discard(rid)
                     elif entry.record.visible_in(scope):
                         found.append(entry)
-                if not self._cites.get(key, True):
-                    del self._cites[key]
+                if held is not None and not held:
+                    del mine[i]
+            _drop_empty(self._cites, (scope.tenant, scope.user))
             unique = {id(e): e for e in found}.values()
             return [
                 e.record.id for e in sorted(unique, key=lambda e: (e.record.observed_at, e.seq))
@@ -772,11 +795,15 @@ class InMemoryStore:
 
     def _drop(self, entry: _Entry) -> tuple[int, int, int]:
         self._pop_entry(_key(entry.record))
+        owner = (entry.record.tenant, entry.record.user)
+        mine = self._cites.get(owner, {})
         for i in cited(entry.record):  # what it cited (an undo's leftover goes on reading)
-            key = (entry.record.tenant, entry.record.user, i)
-            self._cites.get(key, set()).discard(entry.record.id)
-            if not self._cites.get(key, True):
-                del self._cites[key]
+            held = mine.get(i)
+            if held is not None:
+                held.discard(entry.record.id)
+                if not held:
+                    del mine[i]
+        _drop_empty(self._cites, owner)
         self._changed(entry.record.tenant, entry.record.user, entry.record.id)
         return 1, len(entry.history), int(entry.vector is not None)
 
@@ -804,19 +831,33 @@ class InMemoryStore:
                     kept.terms = tuple(terms)  # the user's BM25 index is rebuilt lazily
                     self._changed(scope.tenant, scope.user, rid)
             hashes -= {e.record.content_hash for e in self._own(scope.tenant, scope.user)}
-            stale = [
-                k for k in self._cache if k[:2] == (scope.tenant, scope.user) and k[3] in hashes
-            ]
-            for key in stale:  # the cache entries of their texts go with them
-                del self._cache[key]
+            stale = self._uncache(scope.tenant, scope.user, hashes)  # their texts' entries
             remaining = sum(_key(e.record) in self._entries for e in found)
         return PurgeReport(
             records=totals[0],
             versions=totals[1],
             vectors=totals[2],
-            cache_entries=len(stale),
+            cache_entries=stale,
             remaining=remaining,
         )
+
+    def _uncache(self, tenant: str, user: str, keys: set[str]) -> int:
+        """The user's cache entries of ``keys`` (of every model) dropped; how many (the
+        user's entries are looked up by key, not walked: mem32)."""
+        mine = self._cache.get((tenant, user))
+        if mine is None:
+            return 0
+        n = 0
+        for model in builtins.list(mine):
+            held = mine[model]
+            for k in keys & held.keys() if len(keys) < len(held) else held.keys() & keys:
+                del held[k]
+                n += 1
+            if not held:
+                del mine[model]
+        if not mine:
+            del self._cache[tenant, user]
+        return n
 
     def _unlink_superseded(self, scope: Scope, found: list[_Entry]) -> None:
         """The user's records naming a purged one, in any version, say ``[purged]``
@@ -830,16 +871,18 @@ class InMemoryStore:
         if not gone:
             return
         named: dict[str, _Entry] = {}
+        mine = self._links.get((scope.tenant, scope.user), {})
         for g in sorted(gone):
-            key = (scope.tenant, scope.user, g)
-            for rid in sorted(self._links.get(key, ())):
+            held = mine.get(g)
+            for rid in sorted(held or ()):
                 entry = self._entries.get((scope.tenant, scope.user, rid))
                 if entry is None:  # purged since
-                    self._links[key].discard(rid)
+                    mine[g].discard(rid)
                 else:
                     named[rid] = entry
-            if not self._links.get(key, True):
-                del self._links[key]
+            if held is not None and not held:
+                del mine[g]
+        _drop_empty(self._links, (scope.tenant, scope.user))
         for entry in sorted(named.values(), key=lambda e: e.seq):
             r = entry.record
             versions = [*entry.history, r]
@@ -865,10 +908,11 @@ class InMemoryStore:
 
     def purge_user(self, tenant: str, user: str) -> PurgeReport:
         with self._lock:
-            mine = self._own(tenant, user)  # the user's entries, not every entry (memjobs31)
-            stale = [k for k in self._cache if k[:2] == (tenant, user)]
-            for key in stale:
-                del self._cache[key]
+            # each of the user's parts is found by the user, not by a walk of every user's
+            # (the entries: memjobs31; the cache, citations, links, quota rows and key
+            # rows: mem32)
+            mine = self._own(tenant, user)
+            stale = sum(len(held) for held in self._cache.pop((tenant, user), {}).values())
             totals = [0, 0, 0]
             for entry in mine:
                 for n, count in enumerate(self._drop(entry)):
@@ -877,24 +921,25 @@ class InMemoryStore:
             for job in jobs:
                 self._jobs.drop(job.id)
             self._lexical.pop((tenant, user), None)
-            for cite in [k for k in self._cites if k[:2] == (tenant, user)]:
-                del self._cites[cite]
-            for link in [k for k in self._links if k[:2] == (tenant, user)]:
-                del self._links[link]
+            self._cites.pop((tenant, user), None)
+            self._links.pop((tenant, user), None)
             self._shared_of.pop((tenant, user), None)
             from ..quotas import subject_hash
 
-            mark = f":{subject_hash(tenant, user)}:"
-            for meta_key in [k for k in self._meta if k.startswith("quota:") and mark in k]:
+            for meta_key in self._meta.filed(subject_hash(tenant, user)):  # quota:%:<hash>:%
                 del self._meta[meta_key]
             self._dense.pop((tenant, user), None)
-            bound = [k.id for k in self._key_rows.values() if (k.tenant, k.user) == (tenant, user)]
-            for key_id in bound:
+            for key_id in self._key_rows.filed((tenant, user)):
                 del self._key_rows[key_id]
             # What other users shared with them names them: out of every version, and out
             # of the events that shared it (store/purged_reader.py), under the same lock.
-            # Those records are found in the index of readers named (not every entry).
+            # Those records are found in the index of readers named (not every entry);
+            # it holds no purged record (a record's drop takes it out: mem32).
             for owner, rid in self._readers.pop((tenant, user), {}):
+                filed = self._named.get((tenant, owner, rid), set())
+                filed.discard(user)
+                if not filed:
+                    self._named.pop((tenant, owner, rid), None)
                 named = self._entries.get((tenant, owner, rid))
                 if named is not None:
                     self._drop_reader(named, user)
@@ -902,14 +947,14 @@ class InMemoryStore:
             remaining = (
                 len(self._own(tenant, user))
                 + len(self._jobs.of(tenant, user))
-                + sum(k[:2] == (tenant, user) for k in self._cache)
+                + sum(len(held) for held in self._cache.get((tenant, user), {}).values())
             )
         return PurgeReport(
             records=totals[0],
             versions=totals[1],
             vectors=totals[2],
             jobs=len(jobs),
-            cache_entries=len(stale),
+            cache_entries=stale,
             remaining=remaining,
         )
 
@@ -1106,15 +1151,16 @@ class InMemoryStore:
 
     # --- embeddings -------------------------------------------------------------------------------
     def cached_vectors(self, scope: Scope, model_id: str, keys: Sequence[str]) -> dict[str, Vector]:
-        owner = (scope.tenant, scope.user, model_id)
         with self._lock:
-            return {k: self._cache[(*owner, k)].copy() for k in keys if (*owner, k) in self._cache}
+            held = self._cache.get((scope.tenant, scope.user), {}).get(model_id, {})
+            return {k: held[k].copy() for k in keys if k in held}
 
     def cache_vectors(self, scope: Scope, model_id: str, vectors: Mapping[str, Vector]) -> None:
         checked = {k: _vector(v) for k, v in vectors.items()}
         with self._lock:
-            for k, v in checked.items():
-                self._cache[(scope.tenant, scope.user, model_id, k)] = v
+            if checked:  # no empty part: a user's part means the user has entries
+                mine = self._cache.setdefault((scope.tenant, scope.user), {})
+                mine.setdefault(model_id, {}).update(checked)
 
     def scan(self, batch_size: int = 500) -> Iterator[list[MemoryRecord]]:
         with self._lock:
@@ -1400,8 +1446,11 @@ class InMemoryStore:
     ) -> Iterator[list[MemoryRecord]]:
         """One snapshot (the records are read under the lock at once), yielded in pages."""
         with self._lock:
-            rows = [e for e in self._scoped(scope) if filters.matches(e.record)]
-        rows.sort(key=lambda e: (e.record.observed_at, e.seq))
+            if scope.caller is not None:  # the caller's order, no sort (mem32)
+                rows = builtins.list(self._readable_walk(scope, filters, False))
+            else:
+                rows = [e for e in self._scoped(scope) if filters.matches(e.record)]
+                rows.sort(key=lambda e: (e.record.observed_at, e.seq))
         size = max(1, batch_size)
         for start in range(0, len(rows), size):
             yield [e.record for e in rows[start : start + size]]
@@ -1431,6 +1480,11 @@ class InMemoryStore:
         types = q.filters.types
         if s.caller is None and s.session is None and types == _TURNS:
             return self._list_turns(q)
+        if s.caller is not None:  # walked in the caller's order until the page is full
+            walk = self._readable_walk(s, q.filters, q.newest_first)
+            offset = max(0, q.offset)
+            page = itertools.islice(walk, offset, offset + q.limit)
+            return [e.record for e in page]
         scoped = self._scoped(q.scope)
         self.walked += len(scoped)
         rows = [e for e in scoped if q.filters.matches(e.record)]
@@ -1456,6 +1510,43 @@ class InMemoryStore:
             else:
                 out.append(r)
         return out
+
+    def _readable_walk(
+        self,
+        scope: Scope,
+        filters: Filters,
+        newest_first: bool,
+        below: tuple[datetime, int] | None = None,
+        from_: tuple[datetime, int] | None = None,
+    ) -> Iterator[_Entry]:
+        """What ``scope``'s caller may read and ``filters`` match, in list order (newest
+        first if asked), from the caller's kept order (store/memory_shared.py,
+        ``CallerOrder``): a page costs the entries walked to fill it, not a sort of every
+        record the caller may read (mem32). ``below`` / ``from_``: only places before /
+        from this ``(observed_at, seq)`` (a cursor); the filters' time bounds are bisected
+        to as well. Under the lock, consumed before it is let go."""
+        shared = self._sharing(scope.tenant, scope.user)
+        places = shared.order(scope).places
+        lo, hi = 0, len(places)
+        if filters.observed_after is not None:
+            lo = bisect_left(places, (filters.observed_after,))
+        if from_ is not None:
+            lo = max(lo, bisect_left(places, from_))
+        if filters.observed_before is not None:
+            hi = bisect_left(places, (filters.observed_before,))
+        if below is not None:
+            hi = min(hi, bisect_left(places, below))
+        for i in range(hi - 1, lo - 1, -1) if newest_first else range(lo, hi):
+            self.walked += 1
+            entry = shared.entries[places[i][2]]
+            if entry.record.visible_in(scope) and filters.matches(entry.record):
+                yield entry
+
+
+def _drop_empty(index: dict[tuple[str, str], dict[str, set[str]]], owner: tuple[str, str]) -> None:
+    """``owner``'s part of a per-user index out once it holds nothing."""
+    if not index.get(owner, True):
+        del index[owner]
 
 
 def _cmp(a: tuple[datetime, int], b: tuple[datetime, int]) -> int:

@@ -97,7 +97,8 @@ def load_records(s: InMemoryStore, dumps: Sequence[RecordDump]) -> int:
             new += 1
             waiting = _aside(s).pop(scope_token(d.record.tenant, d.record.user), None)
             for (model_id, k), vector in (waiting or {}).items():
-                s._cache.setdefault((d.record.tenant, d.record.user, model_id, k), vector)
+                mine = s._cache.setdefault((d.record.tenant, d.record.user), {})
+                mine.setdefault(model_id, {}).setdefault(k, vector)
     return new
 
 
@@ -113,7 +114,10 @@ def _history(d: RecordDump) -> list[MemoryRecord]:
 def dump_cache(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[CacheEntry]]:
     with s._lock:
         entries = [
-            CacheEntry(scope_token(t, u), m, k, v.copy()) for (t, u, m, k), v in s._cache.items()
+            CacheEntry(scope_token(t, u), m, k, v.copy())
+            for (t, u), models in s._cache.items()
+            for m, held in models.items()
+            for k, v in held.items()
         ]
         entries += [
             CacheEntry(tok, m, k, v.copy())
@@ -130,7 +134,7 @@ def load_cache(s: InMemoryStore, entries: Sequence[CacheEntry]) -> int:
     with s._lock:
         users = set(s._owned)
         users |= s._jobs.users()
-        users |= {(t, u) for t, u, _, _ in s._cache}
+        users |= set(s._cache)
         by_token = {scope_token(t, u): (t, u) for t, u in users}
         for e in entries:
             owner = by_token.get(e.scope_tok)
@@ -140,9 +144,9 @@ def load_cache(s: InMemoryStore, entries: Sequence[CacheEntry]) -> int:
                     waiting[(e.model_id, e.key)] = np.array(e.vector, dtype=np.float32)
                     new += 1
                 continue
-            key = (*owner, e.model_id, e.key)
-            if key not in s._cache:
-                s._cache[key] = np.array(e.vector, dtype=np.float32)
+            held = s._cache.setdefault(owner, {}).setdefault(e.model_id, {})
+            if e.key not in held:
+                held[e.key] = np.array(e.vector, dtype=np.float32)
                 new += 1
     return new
 

@@ -17,13 +17,20 @@ float32 in the query's order. The statistics (``N``, the total length, each term
 documents) are kept as counts, so a score is computed at search time from the postings of
 the query's terms. The owner's own index of every record's terms is one too (a
 :class:`Postings`, mem31b: until then a ``bm25s`` index rebuilt after each write).
+
+A caller's ``list`` (and ``list_after``, ``list_pages``) sorted every shared entry the
+caller may read at each call until session 32; each caller who lists now has a
+:class:`CallerOrder`, what it may read kept in list order ``(observed_at, seq)`` by the same
+touched ids, which a page walks from the asked end (mem32).
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,7 +39,15 @@ from ..records import MemoryRecord, RecordType, Visibility
 from ..scope import Scope
 from ..search.tokenize import tokenize
 
-__all__ = ["CALLERS_KEPT", "CallerIndex", "Postings", "Shared", "is_shared", "own_tokens"]
+__all__ = [
+    "CALLERS_KEPT",
+    "CallerIndex",
+    "CallerOrder",
+    "Postings",
+    "Shared",
+    "is_shared",
+    "own_tokens",
+]
 
 K1 = 1.5  # bm25s.BM25's defaults, the index the store built before
 B = 0.75
@@ -140,6 +155,40 @@ class CallerIndex(Postings):
         self.put_tokens(rid, own_tokens(entry) if tokens is None else tokens)
 
 
+Place = tuple[datetime, int, str]  # a record's place in a list: (observed_at, seq, id)
+
+
+class CallerOrder:
+    """The owner's records one caller may read (``readable``: the caller's ``user_scope``;
+    active ones alone: a caller reads no deleted record), in list order: ``places`` sorted,
+    so a page is walked from either end (bisect to a cursor or a time bound) instead of
+    sorting everything the caller may read."""
+
+    def __init__(self, readable: Scope, entries: Sequence[Any]) -> None:
+        self.readable = readable
+        self.places: list[Place] = sorted(
+            (e.record.observed_at, e.seq, e.record.id)
+            for e in entries
+            if e.record.visible_in(readable)
+        )
+        self.placed: dict[str, Place] = {p[2]: p for p in self.places}
+
+    def put(self, rid: str, entry: Any | None) -> None:
+        """Record ``rid`` is now ``entry`` (``None``: gone): placed if the caller may read it."""
+        now: Place | None = None
+        if entry is not None and entry.record.visible_in(self.readable):
+            now = (entry.record.observed_at, entry.seq, rid)
+        held = self.placed.get(rid)
+        if held == now:
+            return
+        if held is not None:
+            del self.places[bisect_left(self.places, held)]
+            del self.placed[rid]
+        if now is not None:
+            insort(self.places, now)
+            self.placed[rid] = now
+
+
 class Shared:
     """One owner's entries some caller may read, in the store's order, and the indexes of
     what each caller who searched may read of them; each write's touched ids update them
@@ -149,6 +198,7 @@ class Shared:
         self.entries: dict[str, Any] = {e.record.id: e for e in entries if is_shared(e.record)}
         self._ordered: list[Any] | None = sorted(self.entries.values(), key=lambda e: e.seq)
         self.callers: OrderedDict[tuple[str, frozenset[str]], CallerIndex] = OrderedDict()
+        self.orders: OrderedDict[tuple[str, frozenset[str]], CallerOrder] = OrderedDict()
 
     def ordered(self) -> list[Any]:
         """The shared entries in the store's order (insertion, ``seq``)."""
@@ -176,6 +226,8 @@ class Shared:
                 index.drop(rid)
             else:
                 index.put(now, tokens)
+        for order in self.orders.values():
+            order.put(rid, now)
 
     def caller(self, scope: Scope) -> CallerIndex:
         """The index of what ``scope``'s caller may read (its whole ``user_scope``)."""
@@ -190,4 +242,18 @@ class Shared:
                 self.callers.popitem(last=False)
         else:
             self.callers.move_to_end(who)
+        return found
+
+    def order(self, scope: Scope) -> CallerOrder:
+        """What ``scope``'s caller may read in list order (its whole ``user_scope``); the
+        orders of the :data:`CALLERS_KEPT` callers who listed last are kept."""
+        who = (scope.caller or "", scope.roles)
+        found = self.orders.get(who)
+        if found is None:
+            found = CallerOrder(scope.user_scope, self.ordered())
+            self.orders[who] = found
+            while len(self.orders) > CALLERS_KEPT:
+                self.orders.popitem(last=False)
+        else:
+            self.orders.move_to_end(who)
         return found
