@@ -2,9 +2,11 @@
 # Edit the async source, then run `python scripts/unasync.py`.
 """Numbered schema migrations for the PostgreSQL store, and the checks run before them.
 
-``schema_migrations`` records each applied step. Opening a store takes a transaction-level
-advisory lock, so two processes opening a fresh database do not both create it, and applies
-every missing step in that one transaction with its version row. A database at a version
+``schema_migrations`` records each applied step. Opening a store behind this version takes
+a transaction-level advisory lock, so two processes opening a fresh database do not both
+create it, and applies every missing step in that one transaction with its version row
+(and the schema's version lock: a process opened before refuses to write after it,
+migrated.py). A database at a version
 this code does not know was written by a newer memstrata and is refused before anything is
 written; so is a server without the pgvector extension.
 
@@ -23,6 +25,7 @@ from psycopg import sql
 
 from memstrata.errors import SchemaVersionError, StoreError
 from memstrata.store.one_model import PG_TRIGGERS
+from memstrata.store.postgres.migrated import schema_key
 from memstrata.store.postgres.where import nul_read_as
 from memstrata.store.sqlite.codec import COLUMNS
 
@@ -1080,10 +1083,21 @@ def check_pgvector(conn: psycopg.Connection[tuple[object, ...]], where: str) -> 
 def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str, where: str) -> int:
     """Bring ``schema`` up to :data:`SCHEMA_VERSION`; return the version it was at.
 
-    ``conn`` must be in autocommit mode; the check and every step run in one transaction.
+    ``conn`` must be in autocommit mode; the check and every step run in one transaction,
+    under the database's migration lock and, exclusively, the schema's version lock that
+    every write transaction takes shared (migrated.py: a process opened at an older
+    version refuses to write once this commits). A schema already at this version is
+    read without either: an open does not wait for the writes under way.
     """
+    with conn.cursor() as cur:
+        found = _version(cur, schema)
+    if found == SCHEMA_VERSION:
+        return found
     with conn.transaction(), conn.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        cur.execute(
+            "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)",
+            (_LOCK_KEY, schema_key(schema)),
+        )
         found = _version(cur, schema)
         if found > SCHEMA_VERSION:
             raise SchemaVersionError(

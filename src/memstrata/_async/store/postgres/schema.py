@@ -1,8 +1,10 @@
 """Numbered schema migrations for the PostgreSQL store, and the checks run before them.
 
-``schema_migrations`` records each applied step. Opening a store takes a transaction-level
-advisory lock, so two processes opening a fresh database do not both create it, and applies
-every missing step in that one transaction with its version row. A database at a version
+``schema_migrations`` records each applied step. Opening a store behind this version takes
+a transaction-level advisory lock, so two processes opening a fresh database do not both
+create it, and applies every missing step in that one transaction with its version row
+(and the schema's version lock: a process opened before refuses to write after it,
+migrated.py). A database at a version
 this code does not know was written by a newer memstrata and is refused before anything is
 written; so is a server without the pgvector extension.
 
@@ -19,6 +21,7 @@ from typing import Final, cast
 import psycopg
 from psycopg import sql
 
+from memstrata._async.store.postgres.migrated import schema_key
 from memstrata.errors import SchemaVersionError, StoreError
 from memstrata.store.one_model import PG_TRIGGERS
 from memstrata.store.postgres.where import nul_read_as
@@ -1083,10 +1086,21 @@ async def migrate(
 ) -> int:
     """Bring ``schema`` up to :data:`SCHEMA_VERSION`; return the version it was at.
 
-    ``conn`` must be in autocommit mode; the check and every step run in one transaction.
+    ``conn`` must be in autocommit mode; the check and every step run in one transaction,
+    under the database's migration lock and, exclusively, the schema's version lock that
+    every write transaction takes shared (migrated.py: a process opened at an older
+    version refuses to write once this commits). A schema already at this version is
+    read without either: an open does not wait for the writes under way.
     """
+    async with conn.cursor() as cur:
+        found = await _version(cur, schema)
+    if found == SCHEMA_VERSION:
+        return found
     async with conn.transaction(), conn.cursor() as cur:
-        await cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        await cur.execute(
+            "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)",
+            (_LOCK_KEY, schema_key(schema)),
+        )
         found = await _version(cur, schema)
         if found > SCHEMA_VERSION:
             raise SchemaVersionError(
