@@ -7,19 +7,16 @@ that opened it before another process (``memstrata migrate``, a newer memstrata)
 it to a newer version went on writing rows the newer steps do not expect (derived
 columns, re-termed words, link indexes filled from what was written before them). Each
 write transaction now checks the version first, at no round trip of its own: its
-``BEGIN`` is sent with :data:`CHECK` in one pipeline (the ``BEGIN`` alone took that round
-trip before; a job's write sends its claim check with them, a write behind a search
-queues it with its statements).
+``BEGIN`` is sent with :data:`HOLD` and :data:`VERSION` in one pipeline (the ``BEGIN``
+alone took that round trip before; a job's write sends its claim check with them, a
+write behind a search queues them with its statements).
 
-:data:`CHECK` calls step 30's ``schema_version_held(key)``: it takes a shared advisory
-lock of the schema, which a migration takes exclusively for its whole transaction
-(``schema.migrate``), then reads the version: a write started while a migration runs
-waits for it, and no migration starts while a write checked the old version and has not
-committed. The function is ``VOLATILE``, so its read takes a snapshot of its own after
-the lock and sees what the migration committed (a read in the lock's own statement would
-not: a statement's snapshot is taken when it starts). The lock and the read as two
-statements cost a statement's work more per write transaction (docs/measurements.md,
-session 32)."""
+:data:`HOLD` takes a shared advisory lock of the schema, which a migration takes
+exclusively for its whole transaction (``schema.migrate``): a write started while a
+migration runs waits for it, and no migration starts while a write checked the old
+version and has not committed. :data:`VERSION` is a statement of its own, after the lock:
+under READ COMMITTED it reads what the migration committed (a statement's snapshot is
+taken when the statement starts, so a read in the lock's own statement would not)."""
 
 from __future__ import annotations
 
@@ -28,9 +25,10 @@ from typing import Any
 
 from memstrata.errors import SchemaVersionError
 
-__all__ = ["CHECK", "check", "schema_key"]
+__all__ = ["HOLD", "VERSION", "check", "schema_key"]
 
-CHECK = "SELECT schema_version_held(%s) AS version"
+HOLD = "SELECT pg_advisory_xact_lock_shared(%s)"
+VERSION = "SELECT coalesce(max(version), 0) AS version FROM schema_migrations"
 
 
 def schema_key(schema: str) -> int:
@@ -41,7 +39,7 @@ def schema_key(schema: str) -> int:
 
 
 def check(cur: Any, known: int, where: str) -> None:
-    """Raise :class:`SchemaVersionError` when ``cur`` (:data:`CHECK`'s cursor) read a
+    """Raise :class:`SchemaVersionError` when ``cur`` (:data:`VERSION`'s cursor) read a
     version newer than ``known``; the caller rolls its transaction back."""
     row = cur.fetchone()
     found = int(row["version"] if isinstance(row, dict) else row[0])

@@ -1001,17 +1001,6 @@ CREATE INDEX IF NOT EXISTS records_noted ON records (tenant, "user") WHERE """
 )
 
 
-# v30 (pg32): a write transaction's check that no newer memstrata migrated the schema under
-# this process (migrated.py): the schema's version lock taken shared, then the version
-# read with a snapshot of its own (VOLATILE: each statement of the function takes one).
-_V30_VERSION_HELD = """
-CREATE OR REPLACE FUNCTION schema_version_held(k BIGINT) RETURNS INTEGER
-LANGUAGE sql VOLATILE AS $f$
-  SELECT pg_advisory_xact_lock_shared(k);
-  SELECT coalesce(max(version), 0) FROM schema_migrations;
-$f$;
-"""
-
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -1043,7 +1032,6 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (27, _v27_replies),
     (28, _V28_CITED),
     (29, _V29_LINKED),
-    (30, _V30_VERSION_HELD),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

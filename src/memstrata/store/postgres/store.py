@@ -438,7 +438,8 @@ class PostgresStore:
                     tx, held, version = self._begin(conn, fence)
                 else:  # BEGIN and the check go with the statements (pipeline.py)
                     tx, held = begin_transaction(conn), True
-                    version = conn.execute(migrated.CHECK, (self._schema_key,))
+                    conn.execute(migrated.HOLD, (self._schema_key,))
+                    version = conn.execute(migrated.VERSION)
                 try:
                     if batch is None:
                         migrated.check(version, SCHEMA_VERSION, self._versioned)
@@ -474,7 +475,7 @@ class PostgresStore:
 
     def _begin(self, conn: Any, fence: Any) -> tuple[Any, bool, Any]:
         """Start a write transaction on ``conn`` in one round trip: ``BEGIN``, the schema
-        check (migrated.py) and, for a job's write (``fence``), the check
+        check's lock and read (migrated.py) and, for a job's write (``fence``), the check
         that its claim stands, its row locked until the transaction ends
         (``outbox.HOLDS_CLAIM``, :class:`~memstrata.jobs.Fence`). The open transaction,
         whether the claim stands, and the version's cursor. If this raises, nothing is
@@ -483,7 +484,8 @@ class PostgresStore:
         try:
             with conn.pipeline():
                 tx = begin_transaction(conn)
-                version = conn.execute(migrated.CHECK, (self._schema_key,))
+                conn.execute(migrated.HOLD, (self._schema_key,))
+                version = conn.execute(migrated.VERSION)
                 claim = (
                     conn.execute(outbox.HOLDS_CLAIM, (fence.job_id, fence.lease_token))
                     if fence is not None

@@ -444,7 +444,8 @@ class AsyncPostgresStore:
                     tx, held, version = await self._begin(conn, fence)
                 else:  # BEGIN and the check go with the statements (pipeline.py)
                     tx, held = await begin_transaction(conn), True
-                    version = await conn.execute(migrated.CHECK, (self._schema_key,))
+                    await conn.execute(migrated.HOLD, (self._schema_key,))
+                    version = await conn.execute(migrated.VERSION)
                 try:
                     if batch is None:
                         await migrated.check(version, SCHEMA_VERSION, self._versioned)
@@ -480,7 +481,7 @@ class AsyncPostgresStore:
 
     async def _begin(self, conn: Any, fence: Any) -> tuple[Any, bool, Any]:
         """Start a write transaction on ``conn`` in one round trip: ``BEGIN``, the schema
-        check (migrated.py) and, for a job's write (``fence``), the check
+        check's lock and read (migrated.py) and, for a job's write (``fence``), the check
         that its claim stands, its row locked until the transaction ends
         (``outbox.HOLDS_CLAIM``, :class:`~memstrata.jobs.Fence`). The open transaction,
         whether the claim stands, and the version's cursor. If this raises, nothing is
@@ -489,7 +490,8 @@ class AsyncPostgresStore:
         try:
             async with conn.pipeline():
                 tx = await begin_transaction(conn)
-                version = await conn.execute(migrated.CHECK, (self._schema_key,))
+                await conn.execute(migrated.HOLD, (self._schema_key,))
+                version = await conn.execute(migrated.VERSION)
                 claim = (
                     await conn.execute(outbox.HOLDS_CLAIM, (fence.job_id, fence.lease_token))
                     if fence is not None
