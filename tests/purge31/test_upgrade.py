@@ -16,6 +16,7 @@ from pathlib import Path
 from memstrata import Memory
 from memstrata.consolidation import stale_summaries
 from memstrata.rederive import stale_derived
+from memstrata.store.postgres.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
 
 from .users import user_of_size
 
@@ -136,7 +137,7 @@ def test_step_28_makes_the_index_the_lookup_reads(pg_url: str) -> None:
         conn.execute("DROP FUNCTION cited_ids")
     pg_as_schema(pg_url, 27)
     with Memory(pg_url, embedder="hashing", background=False) as mem:
-        assert pg_version(pg_url) == 29
+        assert pg_version(pg_url) == PG_SCHEMA_VERSION  # (was 29: pg32 added step 30)
         assert _found(mem, victim) == found
     with _pg(pg_url) as conn:
         conn.execute("ANALYZE records")

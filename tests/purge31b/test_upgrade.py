@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata import Memory
+from memstrata.store.postgres.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
 
 from .test_links_equal_scan import _build, _state
 
@@ -88,7 +89,7 @@ def test_step_29_makes_the_indexes_the_lookup_reads(pg_url: str) -> None:
         conn.execute("DROP FUNCTION linked_ids")
     pg_as_schema(pg_url, 28)
     with Memory(pg_url, embedder="hashing", background=False) as mem:
-        assert pg_version(pg_url) == 29
+        assert pg_version(pg_url) == PG_SCHEMA_VERSION  # (was 29: pg32 added step 30)
     from memstrata.store.postgres.schema import LINKED_ROWS, NOTED_ROWS
 
     with _pg(pg_url) as conn:

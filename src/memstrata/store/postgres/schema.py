@@ -1001,6 +1001,94 @@ CREATE INDEX IF NOT EXISTS records_noted ON records (tenant, "user") WHERE """
 )
 
 
+# v30 (pg32): what a store purge reads for refreshed notes. A purge rewrote every record of
+# the user holding a refreshed note (records_noted: an archived version's note, or what it
+# cited, may name a purged id), reading each one's whole history at every purge. Now it
+# reads those whose versions name a purged id: ``record_past_links`` holds every id an
+# archived version names where a purge rewrites it (citations.linked_columns: its
+# sources, a cluster's members, the link fields of ``linked_ids``), written by a trigger
+# when an update changes one of those columns (the version it archives), kept while the
+# record is (ON DELETE CASCADE); the current version's are found by records_linked and
+# records_cited. Versions archived before this step are read once from the history.
+_V30_PAST_LINKS_DDL = """
+CREATE TABLE IF NOT EXISTS record_past_links (
+    id TEXT COLLATE "C" NOT NULL,
+    seq BIGINT NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
+    PRIMARY KEY (id, seq)
+);
+CREATE INDEX IF NOT EXISTS record_past_links_seq ON record_past_links (seq);
+CREATE OR REPLACE FUNCTION record_past_links_keep() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  INSERT INTO record_past_links (id, seq)
+  SELECT DISTINCT i, OLD.seq FROM (
+    SELECT unnest(linked_ids(OLD.structured, OLD.metadata, OLD.relations, OLD.superseded_by))
+    UNION ALL SELECT v #>> '{}' FROM jsonb_path_query(OLD.source_ids::jsonb, 'lax $[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    UNION ALL SELECT v #>> '{}' FROM jsonb_path_query(OLD.structured::jsonb, 'lax $.members[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+  ) q (i) WHERE i <> '[purged]' AND i <> OLD.id
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $f$;
+DROP TRIGGER IF EXISTS record_past_links ON records;
+CREATE TRIGGER record_past_links AFTER UPDATE ON records FOR EACH ROW
+WHEN (OLD.source_ids IS DISTINCT FROM NEW.source_ids
+   OR OLD.structured IS DISTINCT FROM NEW.structured
+   OR OLD.metadata IS DISTINCT FROM NEW.metadata
+   OR OLD.relations IS DISTINCT FROM NEW.relations
+   OR OLD.superseded_by IS DISTINCT FROM NEW.superseded_by)
+EXECUTE FUNCTION record_past_links_keep();
+"""
+_PAST_PART = 200  # records whose history is read at a time
+
+
+def _v30_past_links(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """v30: the table, its trigger, then the ids of every version archived before it
+    (each record with a history, :data:`_PAST_PART` at a time, its versions rebuilt from
+    its deltas once)."""
+    from memstrata.store.citations import linked_columns
+    from memstrata.store.sqlite.history import apply_delta, decode_delta
+
+    cur.execute(_V30_PAST_LINKS_DDL.encode())
+    cols = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
+    last = 0
+    while True:
+        cur.execute(
+            f"SELECT seq, {cols} FROM records WHERE seq IN (SELECT DISTINCT seq FROM "
+            "record_history WHERE seq > %s ORDER BY seq LIMIT %s) ORDER BY seq",
+            (last, _PAST_PART),
+        )
+        names = [d.name for d in cur.description or ()]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        if not rows:
+            return
+        last = cast(int, rows[-1]["seq"])
+        cur.execute(
+            "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
+            "ORDER BY seq, version DESC",
+            ([r["seq"] for r in rows],),
+        )
+        deltas: dict[int, list[tuple[int, bytes]]] = {}
+        for seq, version, delta in cur.fetchall():
+            deltas.setdefault(cast(int, seq), []).append((cast(int, version), bytes(delta)))  # type: ignore[arg-type]
+        pairs: set[tuple[str, int]] = set()
+        for row in rows:
+            seq = cast(int, row["seq"])
+            version = {k: v for k, v in row.items() if k != "seq"}
+            for v, blob in deltas.get(seq, []):
+                if v >= int(row["version"]):  # type: ignore[call-overload]
+                    continue
+                version = apply_delta(version, decode_delta(blob))
+                pairs.update((i, seq) for i in linked_columns(version) if i != row["id"])
+        if pairs:
+            ids, seqs = zip(*sorted(pairs), strict=True)
+            cur.execute(
+                "INSERT INTO record_past_links (id, seq) SELECT * FROM "
+                "unnest(%s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
+                (list(ids), list(seqs)),
+            )
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -1032,6 +1120,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (27, _v27_replies),
     (28, _V28_CITED),
     (29, _V29_LINKED),
+    (30, _v30_past_links),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database

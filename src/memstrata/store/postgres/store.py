@@ -1415,9 +1415,10 @@ class PostgresStore:
         none of them), with a new version (``rederive`` then re-links the current facts):
         the facts of ``keys`` (schema 12's index; any version superseded by one), and the
         records whose current version links to one (step 29's GIN index on
-        ``linked_ids``) or has a refreshed note (an archived note may name one: step 29's
-        partial index of those), then locked (purge31b: a scan of the user's rows
-        before). Reads the deltas of those. How many records were rewritten."""
+        ``linked_ids``) or has a refreshed note and a version naming one (archived: step
+        30's ``record_past_links``; current: step 28's ``records_cited``), then locked
+        (purge31b: a scan of the user's rows before; pg32: every record with a refreshed
+        note before). Reads the deltas of those. How many records were rewritten."""
         from memstrata.store.purged_reader import link_fix, noted, past_sources_fix
 
         from .schema import LINKED_ROWS, NOTED_ROWS
@@ -1443,10 +1444,23 @@ class PostgresStore:
                 (scope.tenant, scope.user, sorted(gone)),
             )
         ).fetchall()
+        # A record holding a refreshed note is read when a version names a purged id: an
+        # archived one (step 30's record_past_links) or the current one's sources or
+        # members (step 28's records_cited; its link fields: records_linked above), not
+        # every such record of the user (pg32).
         found += (
             c.execute(
-                f'SELECT {cols} FROM records WHERE tenant = %s AND "user" = %s AND {NOTED_ROWS}',
-                (scope.tenant, scope.user),
+                f"SELECT {cols} FROM records WHERE seq IN (SELECT seq FROM record_past_links "
+                f'WHERE id = ANY(%s)) AND tenant = %s AND "user" = %s AND {NOTED_ROWS}',
+                (sorted(gone), scope.tenant, scope.user),
+            )
+        ).fetchall()
+        found += (
+            c.execute(
+                f'SELECT {cols} FROM records WHERE tenant = %s AND "user" = %s AND '
+                "type <> 'message' AND cited_ids(type, source_ids, structured, superseded_by) "
+                f"&& %s::text[] AND {NOTED_ROWS}",
+                (scope.tenant, scope.user, sorted(gone)),
             )
         ).fetchall()
         named = sorted(
@@ -1483,6 +1497,12 @@ class PostgresStore:
                 ),
             )
             done += 1
+        # no version names them now (the rewrites above archived versions that did)
+        c.execute(
+            "DELETE FROM record_past_links l USING records r WHERE l.id = ANY(%s) "
+            'AND r.seq = l.seq AND r.tenant = %s AND r."user" = %s',
+            (sorted(gone), scope.tenant, scope.user),
+        )
         return done
 
     def _rewrite_versions(
