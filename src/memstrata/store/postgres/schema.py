@@ -1089,6 +1089,45 @@ def _v30_past_links(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
             )
 
 
+# v31 (pg32): a word of 1,000-2,650 bytes written before session 31's bound (fts5.bounded:
+# wider ones were refused) is indexed whole, while a query asks for its bounded token: such
+# a record was not found by that word until written again. Its lex_tokens and postings
+# take the bounded token. One pass over lex_tokens (no row parsed in Python unless it holds
+# such a token), :data:`_LONG_PART` such records at a time.
+_LONG_PART = 500
+_V31_LONG = (
+    b'SELECT seq, tenant, "user", lex_tokens FROM records WHERE seq > %s AND EXISTS ('
+    b"SELECT 1 FROM unnest(lex_tokens) t WHERE octet_length(t) > %s) ORDER BY seq LIMIT %s"
+)
+
+
+def _v31_bounded_words(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    from memstrata.store import fts5
+    from memstrata.store.postgres import lexical
+    from memstrata.store.sqlite.codec import scope_token
+
+    last = 0
+    while True:
+        cur.execute(_V31_LONG, (last, fts5.MAX_TOKEN_BYTES, _LONG_PART))
+        rows = cur.fetchall()
+        if not rows:
+            return
+        last = cast(int, rows[-1][0])
+        olds: list[lexical.Doc] = []
+        news: list[lexical.Doc] = []
+        updates: list[tuple[list[str], int]] = []
+        for seq, tenant, user, tokens in rows:
+            had = list(cast(list[str], tokens))
+            doc = [fts5.bounded(t) for t in had]
+            s = cast(int, seq)
+            tok = scope_token(str(tenant), str(user))
+            updates.append((doc, s))
+            olds.append((s, str(tenant), tok, had))
+            news.append((s, str(tenant), tok, doc))
+        cur.executemany(b"UPDATE records SET lex_tokens = %s WHERE seq = %s", updates)
+        lexical.index(cur.connection, news, old=olds)
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -1121,6 +1160,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (28, _V28_CITED),
     (29, _V29_LINKED),
     (30, _v30_past_links),
+    (31, _v31_bounded_words),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
