@@ -157,3 +157,20 @@ def test_step_30_reads_the_versions_archived_before_it(pg_url: str) -> None:
         versions = mem.store.history(owner, ids[7 + 1])
         assert all(named not in v.source_ids for v in versions)
         assert {"dropped_sources": ["[purged]"]} in [v.metadata.get("refreshed") for v in versions]
+
+
+def test_a_copied_store_knows_its_archived_versions(tmp_path: Any, pg_url: str) -> None:
+    """A store copied into PostgreSQL (``memstrata migrate``: its history written as rows,
+    which no update archives) finds the archived versions naming a purged id too."""
+    from memstrata.store.migrate import copy_store
+
+    source = f"sqlite:///{tmp_path / 'm.db'}"
+    with Memory(source, embedder="hashing", background=False) as mem:
+        owner, ids = _refreshed_user(mem, "copied", 3)
+    assert copy_store(source, pg_url).ok
+    with Memory(pg_url, embedder="hashing", background=False) as mem:
+        named = ids[2]  # summary 1's first turn: named by its archived versions only
+        assert _histories_read(mem, owner, [named]) == 1
+        versions = mem.store.history(owner, ids[7 + 1])
+        assert all(named not in v.source_ids for v in versions)
+        assert {"dropped_sources": ["[purged]"]} in [v.metadata.get("refreshed") for v in versions]
