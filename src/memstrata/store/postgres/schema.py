@@ -1070,7 +1070,9 @@ def _v30_past_links(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
         )
         deltas: dict[int, list[tuple[int, bytes]]] = {}
         for seq, version, delta in cur.fetchall():
-            deltas.setdefault(cast(int, seq), []).append((cast(int, version), bytes(delta)))  # type: ignore[arg-type]
+            deltas.setdefault(cast(int, seq), []).append(
+                (cast(int, version), bytes(cast(bytes, delta)))
+            )
         pairs: set[tuple[str, int]] = set()
         for row in rows:
             seq = cast(int, row["seq"])
