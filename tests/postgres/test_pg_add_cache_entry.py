@@ -25,9 +25,11 @@ MODEL = "test"
 
 @pytest.fixture
 def transactions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The statements of each transaction opened, one list per transaction."""
+    """The statements of each transaction opened, one list per transaction (each
+    ``psycopg.Transaction`` begun: a write transaction begins one of its own in a pipeline
+    since pg32, with the schema check, not by ``conn.transaction()``)."""
     log: list[list[str]] = []
-    opened = psycopg.Connection.transaction
+    opened = psycopg.Transaction.__enter__
     execute = psycopg.Cursor.execute
 
     def transaction(self: Any, *a: Any, **k: Any) -> Any:
@@ -39,7 +41,7 @@ def transactions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
             log[-1].append(" ".join(str(query).split())[:50])
         return execute(self, query, *a, **k)
 
-    monkeypatch.setattr(psycopg.Connection, "transaction", transaction)
+    monkeypatch.setattr(psycopg.Transaction, "__enter__", transaction)
     monkeypatch.setattr(psycopg.Cursor, "execute", executed)
     yield log  # type: ignore[misc]
 

@@ -28,7 +28,7 @@ from memstrata.audit import AuditEvent
 from memstrata.audit_types import event_of_row, row_of_event
 from memstrata.jobs import Job
 from memstrata.records import MemoryRecord
-from memstrata.store import purged_reader
+from memstrata.store import citations, purged_reader
 from memstrata.store.history_parts import EarlierVersions, PartSpool, batch_cut, part_size
 from memstrata.store.key_rows import INSERT_KEY, KEY_ROW_COLUMNS, KeyRow, pg_registration
 from memstrata.store.past_versions import history_key, newer_of
@@ -270,6 +270,14 @@ def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
                     history,
                 )
         add_readers(c, purged_reader.reader_rows(v for d in todo for v in d.versions[:-1]))
+        add_past_links(
+            c,
+            [
+                (seqs[(d.record.tenant, d.record.user, d.record.id)], v)
+                for d in todo
+                for v in d.versions[:-1]
+            ],
+        )
         for d in todo:  # long histories: a part at a time, in this transaction
             if d.earlier is None:
                 continue
@@ -281,6 +289,7 @@ def load_records(s: PostgresStore, dumps: Sequence[RecordDump]) -> int:
                         [(seq, version, blob) for version, blob in past],
                     )
                 add_readers(c, purged_reader.reader_rows(part))
+                add_past_links(c, [(seq, v) for v in part])
         counts = [
             (seqs[(d.record.tenant, d.record.user, d.record.id)], name, int(value))
             for d in todo
@@ -337,6 +346,28 @@ def insert_history(
             "INSERT INTO record_history (seq, version, delta) VALUES (%s, %s, %s)", archive
         )
     add_readers(c, purged_reader.reader_rows(v for past in wanted for v in past))
+    add_past_links(
+        c,
+        [
+            (int(rows[history_key(p)]["seq"]), v)
+            for p in wanted
+            for v in p
+            if history_key(p) in rows
+        ],
+    )
+
+
+def add_past_links(c: Any, versions: Sequence[tuple[int, MemoryRecord]]) -> None:
+    """The ids archived versions name where a purge rewrites them (``citations.linked``),
+    by the ``seq`` of their record: step 31's ``record_past_links`` (its trigger sees the
+    versions an update archives, not those a load or an import writes as history)."""
+    links = sorted({(i, seq) for seq, v in versions for i in citations.linked(v) if i != v.id})
+    if links:
+        c.execute(
+            "INSERT INTO record_past_links (id, seq) SELECT * FROM "
+            "unnest(%s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
+            ([i for i, _ in links], [seq for _, seq in links]),
+        )
 
 
 def add_readers(c: Any, rows: Sequence[purged_reader.ReaderRow]) -> None:

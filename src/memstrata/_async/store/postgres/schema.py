@@ -1,8 +1,10 @@
 """Numbered schema migrations for the PostgreSQL store, and the checks run before them.
 
-``schema_migrations`` records each applied step. Opening a store takes a transaction-level
-advisory lock, so two processes opening a fresh database do not both create it, and applies
-every missing step in that one transaction with its version row. A database at a version
+``schema_migrations`` records each applied step. Opening a store behind this version takes
+a transaction-level advisory lock, so two processes opening a fresh database do not both
+create it, and applies every missing step in that one transaction with its version row
+(and the schema's version lock: a process opened before refuses to write after it,
+migrated.py). A database at a version
 this code does not know was written by a newer memstrata and is refused before anything is
 written; so is a server without the pgvector extension.
 
@@ -19,6 +21,7 @@ from typing import Final, cast
 import psycopg
 from psycopg import sql
 
+from memstrata._async.store.postgres.migrated import schema_key
 from memstrata.errors import SchemaVersionError, StoreError
 from memstrata.store.one_model import PG_TRIGGERS
 from memstrata.store.postgres.where import nul_read_as
@@ -1006,6 +1009,135 @@ CREATE INDEX IF NOT EXISTS jobs_done ON jobs (run_after) WHERE status = 'done';
 """
 
 
+# v31 (pg32): what a store purge reads for refreshed notes. A purge rewrote every record of
+# the user holding a refreshed note (records_noted: an archived version's note, or what it
+# cited, may name a purged id), reading each one's whole history at every purge. Now it
+# reads those whose versions name a purged id: ``record_past_links`` holds every id an
+# archived version names where a purge rewrites it (citations.linked_columns: its
+# sources, a cluster's members, the link fields of ``linked_ids``), written by a trigger
+# when an update changes one of those columns (the version it archives), kept while the
+# record is (ON DELETE CASCADE); the current version's are found by records_linked and
+# records_cited. Versions archived before this step are read once from the history.
+_V31_PAST_LINKS_DDL = """
+CREATE TABLE IF NOT EXISTS record_past_links (
+    id TEXT COLLATE "C" NOT NULL,
+    seq BIGINT NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
+    PRIMARY KEY (id, seq)
+);
+CREATE INDEX IF NOT EXISTS record_past_links_seq ON record_past_links (seq);
+CREATE OR REPLACE FUNCTION record_past_links_keep() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  INSERT INTO record_past_links (id, seq)
+  SELECT DISTINCT i, OLD.seq FROM (
+    SELECT unnest(linked_ids(OLD.structured, OLD.metadata, OLD.relations, OLD.superseded_by))
+    UNION ALL SELECT v #>> '{}' FROM jsonb_path_query(OLD.source_ids::jsonb, 'lax $[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    UNION ALL SELECT v #>> '{}' FROM jsonb_path_query(OLD.structured::jsonb, 'lax $.members[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+  ) q (i) WHERE i <> '[purged]' AND i <> OLD.id
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $f$;
+DROP TRIGGER IF EXISTS record_past_links ON records;
+CREATE TRIGGER record_past_links AFTER UPDATE ON records FOR EACH ROW
+WHEN (OLD.source_ids IS DISTINCT FROM NEW.source_ids
+   OR OLD.structured IS DISTINCT FROM NEW.structured
+   OR OLD.metadata IS DISTINCT FROM NEW.metadata
+   OR OLD.relations IS DISTINCT FROM NEW.relations
+   OR OLD.superseded_by IS DISTINCT FROM NEW.superseded_by)
+EXECUTE FUNCTION record_past_links_keep();
+"""
+_PAST_PART = 200  # records whose history is read at a time
+
+
+async def _v31_past_links(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> None:
+    """v31: the table, its trigger, then the ids of every version archived before it
+    (each record with a history, :data:`_PAST_PART` at a time, its versions rebuilt from
+    its deltas once)."""
+    from memstrata.store.citations import linked_columns
+    from memstrata.store.sqlite.history import apply_delta, decode_delta
+
+    await cur.execute(_V31_PAST_LINKS_DDL.encode())
+    cols = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
+    last = 0
+    while True:
+        await cur.execute(
+            f"SELECT seq, {cols} FROM records WHERE seq IN (SELECT DISTINCT seq FROM "
+            "record_history WHERE seq > %s ORDER BY seq LIMIT %s) ORDER BY seq",
+            (last, _PAST_PART),
+        )
+        names = [d.name for d in cur.description or ()]
+        rows = [dict(zip(names, r, strict=True)) for r in await cur.fetchall()]
+        if not rows:
+            return
+        last = cast(int, rows[-1]["seq"])
+        await cur.execute(
+            "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
+            "ORDER BY seq, version DESC",
+            ([r["seq"] for r in rows],),
+        )
+        deltas: dict[int, list[tuple[int, bytes]]] = {}
+        for seq, version, delta in await cur.fetchall():
+            deltas.setdefault(cast(int, seq), []).append(
+                (cast(int, version), bytes(cast(bytes, delta)))
+            )
+        pairs: set[tuple[str, int]] = set()
+        for row in rows:
+            seq = cast(int, row["seq"])
+            version = {k: v for k, v in row.items() if k != "seq"}
+            for v, blob in deltas.get(seq, []):
+                if v >= int(row["version"]):  # type: ignore[call-overload]
+                    continue
+                version = apply_delta(version, decode_delta(blob))
+                pairs.update((i, seq) for i in linked_columns(version) if i != row["id"])
+        if pairs:
+            ids, seqs = zip(*sorted(pairs), strict=True)
+            await cur.execute(
+                "INSERT INTO record_past_links (id, seq) SELECT * FROM "
+                "unnest(%s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
+                (list(ids), list(seqs)),
+            )
+
+
+# v32 (pg32): a word of 1,000-2,650 bytes written before session 31's bound (fts5.bounded:
+# wider ones were refused) is indexed whole, while a query asks for its bounded token: such
+# a record was not found by that word until written again. Its lex_tokens and postings
+# take the bounded token. One pass over lex_tokens (no row parsed in Python unless it holds
+# such a token), :data:`_LONG_PART` such records at a time.
+_LONG_PART = 500
+_V32_LONG = (
+    b'SELECT seq, tenant, "user", lex_tokens FROM records WHERE seq > %s AND EXISTS ('
+    b"SELECT 1 FROM unnest(lex_tokens) t WHERE octet_length(t) > %s) ORDER BY seq LIMIT %s"
+)
+
+
+async def _v32_bounded_words(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> None:
+    from memstrata._async.store.postgres import lexical
+    from memstrata.store import fts5
+    from memstrata.store.sqlite.codec import scope_token
+
+    last = 0
+    while True:
+        await cur.execute(_V32_LONG, (last, fts5.MAX_TOKEN_BYTES, _LONG_PART))
+        rows = await cur.fetchall()
+        if not rows:
+            return
+        last = cast(int, rows[-1][0])
+        olds: list[lexical.Doc] = []
+        news: list[lexical.Doc] = []
+        updates: list[tuple[list[str], int]] = []
+        for seq, tenant, user, tokens in rows:
+            had = list(cast(list[str], tokens))
+            doc = [fts5.bounded(t) for t in had]
+            s = cast(int, seq)
+            tok = scope_token(str(tenant), str(user))
+            updates.append((doc, s))
+            olds.append((s, str(tenant), tok, had))
+            news.append((s, str(tenant), tok, doc))
+        await cur.executemany(b"UPDATE records SET lex_tokens = %s WHERE seq = %s", updates)
+        await lexical.index(cur.connection, news, old=olds)
+
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -1038,6 +1170,8 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (28, _V28_CITED),
     (29, _V29_LINKED),
     (30, _V30_DONE_JOBS),
+    (31, _v31_past_links),
+    (32, _v32_bounded_words),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
@@ -1091,10 +1225,21 @@ async def migrate(
 ) -> int:
     """Bring ``schema`` up to :data:`SCHEMA_VERSION`; return the version it was at.
 
-    ``conn`` must be in autocommit mode; the check and every step run in one transaction.
+    ``conn`` must be in autocommit mode; the check and every step run in one transaction,
+    under the database's migration lock and, exclusively, the schema's version lock that
+    every write transaction takes shared (migrated.py: a process opened at an older
+    version refuses to write once this commits). A schema already at this version is
+    read without either: an open does not wait for the writes under way.
     """
+    async with conn.cursor() as cur:
+        found = await _version(cur, schema)
+    if found == SCHEMA_VERSION:
+        return found
     async with conn.transaction(), conn.cursor() as cur:
-        await cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        await cur.execute(
+            "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)",
+            (_LOCK_KEY, schema_key(schema)),
+        )
         found = await _version(cur, schema)
         if found > SCHEMA_VERSION:
             raise SchemaVersionError(

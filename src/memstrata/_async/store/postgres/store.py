@@ -36,11 +36,11 @@ import numpy as np
 
 from memstrata._async.store import shared_sql
 from memstrata._async.store.base import AsyncUnitOfWork
-from memstrata._async.store.postgres import audit, dump, lexical, outbox
+from memstrata._async.store.postgres import audit, dump, lexical, migrated, outbox
 from memstrata._async.store.postgres.pipeline import begin_transaction
 from memstrata._async.store.postgres.pipeline import sync as pipeline_sync
 from memstrata._async.store.postgres.reach import RECONNECT_S, AsyncReach
-from memstrata._async.store.postgres.schema import check_pgvector, migrate
+from memstrata._async.store.postgres.schema import SCHEMA_VERSION, check_pgvector, migrate
 from memstrata._async.store.postgres.vectors import (
     AsyncVectorCache,
     ensure_hnsw,
@@ -283,6 +283,8 @@ class AsyncPostgresStore:
         self.options: PgOptions = parse_url(url)
         driver()
         self._where = self.options.where
+        self._schema_key = migrated.schema_key(self.options.schema)  # (migrated.py)
+        self._versioned = f"{self._where} (schema {self.options.schema!r})"
         self._pool: AsyncConnectionPool[Any]  # set by _open
         self._reach = AsyncReach(self.options.conninfo, self._where)  # fails fast while down
         # searches keep to the store's embedding model (one_model.ModelPin)
@@ -436,17 +438,17 @@ class AsyncPostgresStore:
                 conn.pipeline() if pipeline else contextlib.nullcontext() as batch,
                 self._holding(),
             ):
-                if fence is None and batch is None:
-                    tx = conn.transaction()
-                    await tx.__aenter__()
-                    held = True
-                elif fence is None:  # BEGIN goes with the statements (pipeline.py)
+                # The schema's version is checked in every write transaction at no round
+                # trip of its own (migrated.py): with BEGIN (and a job's claim check).
+                if batch is None:
+                    tx, held, version = await self._begin(conn, fence)
+                else:  # BEGIN and the check go with the statements (pipeline.py)
                     tx, held = await begin_transaction(conn), True
-                else:  # BEGIN and the check in one round trip
-                    tx, held = await outbox.begin_holding_claim(
-                        conn, fence.job_id, fence.lease_token
-                    )
+                    await conn.execute(migrated.HOLD, (self._schema_key,))
+                    version = await conn.execute(migrated.VERSION)
                 try:
+                    if batch is None:
+                        await migrated.check(version, SCHEMA_VERSION, self._versioned)
                     if fence is not None and not held:
                         raise fence.refused()
                     self._writing.n += 1
@@ -458,6 +460,7 @@ class AsyncPostgresStore:
                         await conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
                     if batch is not None:  # a failed statement raises here, before COMMIT
                         await pipeline_sync(conn, batch)
+                        await migrated.check(version, SCHEMA_VERSION, self._versioned)
                 except BaseException as exc:
                     await tx.__aexit__(type(exc), exc, exc.__traceback__)
                     raise
@@ -475,6 +478,30 @@ class AsyncPostgresStore:
             if carrying is not None:
                 _CARRIED.reset(carrying)
         self._cached(carried)
+
+    async def _begin(self, conn: Any, fence: Any) -> tuple[Any, bool, Any]:
+        """Start a write transaction on ``conn`` in one round trip: ``BEGIN``, the schema
+        check's lock and read (migrated.py) and, for a job's write (``fence``), the check
+        that its claim stands, its row locked until the transaction ends
+        (``outbox.HOLDS_CLAIM``, :class:`~memstrata.jobs.Fence`). The open transaction,
+        whether the claim stands, and the version's cursor. If this raises, nothing is
+        left open."""
+        tx = None
+        try:
+            async with conn.pipeline():
+                tx = await begin_transaction(conn)
+                await conn.execute(migrated.HOLD, (self._schema_key,))
+                version = await conn.execute(migrated.VERSION)
+                claim = (
+                    await conn.execute(outbox.HOLDS_CLAIM, (fence.job_id, fence.lease_token))
+                    if fence is not None
+                    else None
+                )
+            return tx, claim is None or await claim.fetchone() is not None, version
+        except BaseException as exc:
+            if tx is not None:
+                await tx.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
 
     async def _settle(self) -> None:
         """Before a thread takes its first connection: wait for the writes made behind
@@ -1414,9 +1441,10 @@ class AsyncPostgresStore:
         none of them), with a new version (``rederive`` then re-links the current facts):
         the facts of ``keys`` (schema 12's index; any version superseded by one), and the
         records whose current version links to one (step 29's GIN index on
-        ``linked_ids``) or has a refreshed note (an archived note may name one: step 29's
-        partial index of those), then locked (purge31b: a scan of the user's rows
-        before). Reads the deltas of those. How many records were rewritten."""
+        ``linked_ids``) or has a refreshed note and a version naming one (archived: step
+        30's ``record_past_links``; current: step 28's ``records_cited``), then locked
+        (purge31b: a scan of the user's rows before; pg32: every record with a refreshed
+        note before). Reads the deltas of those. How many records were rewritten."""
         from memstrata.store.purged_reader import link_fix, noted, past_sources_fix
 
         from .schema import LINKED_ROWS, NOTED_ROWS
@@ -1442,10 +1470,23 @@ class AsyncPostgresStore:
                 (scope.tenant, scope.user, sorted(gone)),
             )
         ).fetchall()
+        # A record holding a refreshed note is read when a version names a purged id: an
+        # archived one (step 31's record_past_links) or the current one's sources or
+        # members (step 28's records_cited; its link fields: records_linked above), not
+        # every such record of the user (pg32).
         found += await (
             await c.execute(
-                f'SELECT {cols} FROM records WHERE tenant = %s AND "user" = %s AND {NOTED_ROWS}',
-                (scope.tenant, scope.user),
+                f"SELECT {cols} FROM records WHERE seq IN (SELECT seq FROM record_past_links "
+                f'WHERE id = ANY(%s)) AND tenant = %s AND "user" = %s AND {NOTED_ROWS}',
+                (sorted(gone), scope.tenant, scope.user),
+            )
+        ).fetchall()
+        found += await (
+            await c.execute(
+                f'SELECT {cols} FROM records WHERE tenant = %s AND "user" = %s AND '
+                "type <> 'message' AND cited_ids(type, source_ids, structured, superseded_by) "
+                f"&& %s::text[] AND {NOTED_ROWS}",
+                (scope.tenant, scope.user, sorted(gone)),
             )
         ).fetchall()
         named = sorted(
@@ -1482,6 +1523,12 @@ class AsyncPostgresStore:
                 ),
             )
             done += 1
+        # no version names them now (the rewrites above archived versions that did)
+        await c.execute(
+            "DELETE FROM record_past_links l USING records r WHERE l.id = ANY(%s) "
+            'AND r.seq = l.seq AND r.tenant = %s AND r."user" = %s',
+            (sorted(gone), scope.tenant, scope.user),
+        )
         return done
 
     async def _rewrite_versions(
