@@ -37,6 +37,22 @@ def _kill_a_busy_backend(admin: str) -> int:
     raise AssertionError("no busy backend to kill")
 
 
+def _wait_until_back(admin: str, seconds: float = 120.0) -> None:
+    """Until the server accepts connections again: after a backend's SIGKILL it ends every
+    connection and recovers, which took over 2 s on a loaded CI machine (session 32: "the
+    database system is in recovery mode" at the next call)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with psycopg.connect(admin, autocommit=True) as c:
+                c.execute("SELECT 1")
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def test_a_backend_killed_mid_calls(own_pg: OwnPostgres) -> None:
     url = own_pg.url()
     mem = Memory(url, embedder="hashing", background=False)
@@ -89,7 +105,8 @@ def test_a_backend_killed_mid_calls(own_pg: OwnPostgres) -> None:
         assert raw == [], raw
         assert refused, "5 kills caught no call"  # the server ends every connection
         assert all(e.retryable for e in refused), [str(e) for e in refused]
-        # the same memory goes on
+        # the same memory goes on, once the server is back
+        _wait_until_back(own_pg.admin_url)
         mem.add(ME, "after the kill", dedup=False)
         stored = {r.id for r in mem.list(ME, limit=10_000)}
         assert set(acked) <= stored
