@@ -18,7 +18,18 @@ import typer
 
 from ..record_names import RECORD_TYPE_NAMES as RECORD_TYPES
 from .lazy import LazyGroup
-from .options import Settings, choice, console, emit, fail, note, open_memory, out, show
+from .options import (
+    Settings,
+    choice,
+    console,
+    done_jobs_days,
+    emit,
+    fail,
+    note,
+    open_memory,
+    out,
+    show,
+)
 from .resolve import resolve_id
 
 __all__ = ["app", "commands", "main"]
@@ -186,6 +197,17 @@ def _settings(
             "(SQLite, PostgreSQL; default 500000, each dimensions x 4 bytes).",
         ),
     ] = None,
+    done_jobs: Annotated[
+        str | None,
+        typer.Option(
+            "--done-jobs-days",
+            envvar="MEMSTRATA_DONE_JOBS_DAYS",
+            metavar="DAYS|keep",
+            callback=done_jobs_days,
+            help="Days a finished (done) background job is kept before maintenance deletes "
+            "it (default 7), or 'keep' to keep every one; failed jobs are never deleted.",
+        ),
+    ] = None,
     verbose: Annotated[
         int,
         typer.Option("--verbose", "-v", count=True, help="Show the library's log (-vv: debug)."),
@@ -210,6 +232,7 @@ def _settings(
         openai_api_key,
         max_chars,
         vector_cache_rows,
+        done_jobs,  # type: ignore[arg-type]  # parsed by done_jobs_days (the callback)
     )
 
 

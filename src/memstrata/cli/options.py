@@ -7,11 +7,12 @@ rich; the library (numpy, the embedder, the store) is imported when a command op
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import typer
 
@@ -24,8 +25,10 @@ if TYPE_CHECKING:
     from .table import PlainTable
 
 __all__ = [
+    "KEEP",
     "Settings",
     "choice",
+    "done_jobs_days",
     "console",
     "emit",
     "errors",
@@ -56,6 +59,19 @@ class Settings:
     max_chars: int | None = None
     # --vector-cache-rows / MEMSTRATA_VECTOR_CACHE_ROWS: None is the store's own bound
     vector_cache_rows: int | None = None
+    # --done-jobs-days / MEMSTRATA_DONE_JOBS_DAYS: None is the library's Retention default
+    # (7 days), KEEP keeps every finished job (Retention(done_jobs_days=None))
+    done_jobs_days: float | Literal["keep"] | None = None
+
+    def done_jobs_retention(self) -> float | None:
+        """What ``Retention.done_jobs_days`` gets: the days given, None for ``keep``, the
+        library's default when neither option nor variable was given."""
+        days = self.done_jobs_days
+        if days is None:
+            from ..maintenance_types import Retention
+
+            return Retention().done_jobs_days
+        return None if isinstance(days, str) else days
 
     def scope(self) -> Scope:
         from ..scope import Scope
@@ -102,6 +118,29 @@ def choice(
     fail(
         str(ValidationError(f"{option} {value!r} is not one of: {', '.join(allowed)}{alias_text}"))
     )
+
+
+KEEP: Literal["keep"] = "keep"
+
+
+def done_jobs_days(value: str | None) -> float | Literal["keep"] | None:
+    """``--done-jobs-days`` (or ``MEMSTRATA_DONE_JOBS_DAYS``): a number of days > 0, or
+    ``keep``; anything else is a usage error (exit 2) naming the option, before any store
+    is opened. ``inf`` and ``nan`` are refused too (``float`` takes them)."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    if text == KEEP:
+        return KEEP
+    try:
+        days = float(text)
+    except ValueError:
+        days = math.nan
+    if not math.isfinite(days) or days <= 0:
+        raise typer.BadParameter(
+            f"must be a number of days > 0, or 'keep' to keep every finished job; got {value!r}"
+        )
+    return days
 
 
 @contextmanager
@@ -159,6 +198,10 @@ def open_memory(
             kwargs.setdefault("max_content_chars", settings.max_chars)
         if settings.vector_cache_rows is not None:
             kwargs.setdefault("vector_cache_rows", settings.vector_cache_rows)
+        if settings.done_jobs_days is not None:
+            from ..maintenance_types import Retention
+
+            kwargs.setdefault("retention", Retention(done_jobs_days=settings.done_jobs_retention()))
         # Only writing commands start the background worker: a search or a listing must not
         # wait for a queued summary job (LLM calls) before it can exit.
         kwargs.setdefault("background", create)

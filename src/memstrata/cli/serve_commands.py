@@ -310,6 +310,11 @@ def _vector_cache_rows(given: int | None, settings: Settings) -> int:
     return settings.vector_cache_rows or VECTOR_CACHE_ROWS
 
 
+def kept_jobs(days: float | None) -> str:
+    """How long finished jobs are kept, as ``serve`` says it when it starts."""
+    return "finished jobs kept forever" if days is None else f"finished jobs kept {days:g} days"
+
+
 def _serve_config(
     settings: Settings,
     *,
@@ -325,6 +330,8 @@ def _serve_config(
     process starts."""
     from ..server.factory import ServeConfig, server_quotas
 
+    if settings.done_jobs_days is not None:  # `memstrata --done-jobs-days` (or its variable)
+        more.setdefault("done_jobs_days", settings.done_jobs_retention())
     config = ServeConfig(
         url=settings.url,
         embedder=settings.embedder,
@@ -495,7 +502,7 @@ def serve(
         fail(str(exc))
     console.print(
         f"memstrata serving {settings.url} on http://{host}:{port} (docs: /docs, inspector: "
-        "/ui, MCP: /mcp)",
+        f"/ui, MCP: /mcp; {kept_jobs(config.done_jobs_days)})",
         highlight=False,
     )
     raise typer.Exit(

@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from ..aio import AsyncMemory
 from ..errors import ValidationError
 from ..gc_tuning import tune_gc_setting
+from ..maintenance_types import Retention
 from ..quotas import Quotas, parse_quota
 from ..ratelimit_state import MAX_KEYS
 from ..store.vector_bound import VECTOR_CACHE_ROWS
@@ -68,6 +69,9 @@ class ServeConfig:
     max_keys: int = MAX_KEYS  # see Limits.max_keys (`serve --max-keys`)
     # the store's vector cache, rows (Memory(vector_cache_rows=), `serve --vector-cache-rows`)
     vector_cache_rows: int = VECTOR_CACHE_ROWS
+    # days a finished job is kept before maintenance deletes it (Retention.done_jobs_days,
+    # `memstrata --done-jobs-days`; None: every one kept)
+    done_jobs_days: float | None = Retention().done_jobs_days
 
     def limits(self) -> Limits:
         return Limits(
@@ -117,6 +121,7 @@ def open_server_memory(config: ServeConfig) -> AsyncMemory:
         buffer=config.redis,
         quotas=server_quotas(config),
         vector_cache_rows=config.vector_cache_rows,
+        retention=Retention(done_jobs_days=config.done_jobs_days),
     )
     # The memory closes the providers it makes from a spec, not instances it is given:
     # these were made for it, so they join its own (closed by aclose, after the store).
