@@ -186,7 +186,7 @@ def load_audit(s: InMemoryStore, events: Sequence[AuditEvent]) -> int:
     with backend._lock:
         known = {e.id for e in backend._events}
         fresh = [e for e in events if e.id not in known]
-        backend._events.extend(fresh)
+        backend._extend(fresh)
     return len(fresh)
 
 
