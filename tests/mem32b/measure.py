@@ -7,11 +7,18 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from datetime import timedelta
+
+from tests.mem32.test_cost import CAROL, T0, _write
 
 from memstrata.audit_backends import InMemoryAudit
+from memstrata.filters import Filters
+from memstrata.scope import Scope
+from memstrata.store.memory import InMemoryStore
 
-from .oracle import WalkedAudit
+from .oracle import WalkedAudit, walked_count
 from .test_audit_redaction import _event
+from .test_caller_count import DAVE
 
 
 def redact(cls: type[InMemoryAudit], others: int) -> float:
@@ -39,7 +46,31 @@ def append(cls: type[InMemoryAudit], n: int) -> float:
     return statistics.median(times) / n * 1e6
 
 
+def count(others: int) -> str:
+    """carol's count of bob's 1,000 notes shared with her beside ``others`` shared with
+    dave: all, the last tenth by time, 3 ids (median of 20 each), before and after."""
+    store = InMemoryStore()
+    store.insert([_write(i, "bob", access=DAVE) for i in range(others)])
+    store.insert([_write(others + i, "bob", access=CAROL) for i in range(1_000)])
+    carol = Scope("t", "bob").as_caller("carol")
+    store.count(carol, Filters())
+    since = Filters(observed_after=T0 + timedelta(seconds=others + 900))
+    ids = Filters(ids=frozenset(f"bob-{others + i}" for i in range(3)))
+    out = []
+    for f in (Filters(), since, ids):
+        for fn in (walked_count, InMemoryStore.count):
+            times = []
+            for _ in range(20):
+                t = time.perf_counter()
+                fn(store, carol, f)
+                times.append(time.perf_counter() - t)
+            out.append(f"{statistics.median(times) * 1000:.3f}")
+    return " / ".join(out)
+
+
 if __name__ == "__main__":
+    for others in (1_000, 10_000):
+        print(f"count beside {others:,} (all, since, ids; before, after ms):", count(others))
     for others in [int(a) for a in sys.argv[1:]] or [1_000, 10_000, 100_000]:
         print(
             f"redact beside {others:,}: walk {redact(WalkedAudit, others):.3f} ms, "

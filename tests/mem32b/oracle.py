@@ -1,5 +1,6 @@
 """The code before mem32b, kept as the oracle of tests/mem32b: ``InMemoryAudit``'s
-redaction of a purged user as a walk of every event of the log (lead32 e73608a)."""
+redaction of a purged user as a walk of every event of the log, and a caller's ``count``
+as a walk of every shared record of the owner (lead32 e73608a)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from collections.abc import Sequence
 
 from memstrata.audit_backends import InMemoryAudit
 from memstrata.audit_types import AuditEvent, redacted_event, without_actor, without_reader
+from memstrata.filters import Filters
+from memstrata.scope import Scope
+from memstrata.store.memory import InMemoryStore
 
 
 class WalkedAudit(InMemoryAudit):
@@ -31,3 +35,10 @@ class WalkedAudit(InMemoryAudit):
                     self._events[i] = kept
                     n += 1
         return n
+
+
+def walked_count(store: InMemoryStore, scope: Scope, filters: Filters) -> int:
+    """A caller's ``count`` as it was (e73608a): every shared record of the owner looked at."""
+    with store._lock:
+        shared = store._shared(scope.tenant, scope.user)
+        return sum(filters.matches(e.record) for e in shared if e.record.visible_in(scope))

@@ -75,7 +75,7 @@ def test_redaction_reads_the_users_events_only() -> None:
     assert small == large == 12
 
 
-event_st = st.builds(
+event_st: st.SearchStrategy[dict[str, Any]] = st.builds(
     dict,
     tenant=st.sampled_from(["acme", "other"]),
     user=st.one_of(st.none(), st.sampled_from(NAMES)),

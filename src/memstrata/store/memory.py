@@ -960,7 +960,22 @@ class InMemoryStore:
 
     def count(self, scope: Scope, filters: Filters) -> int:
         with self._lock:
+            if scope.caller is not None:
+                return self._caller_count(scope, filters)
             return sum(filters.matches(e.record) for e in self._scoped(scope))
+
+    def _caller_count(self, scope: Scope, filters: Filters) -> int:
+        """A caller's count from its kept order (``_readable_walk``, mem32b): the records
+        the caller may read between the filters' time bounds, or those of ``filters.ids``
+        by id; not every shared record of the owner. The rest of the filters (types, tags,
+        metadata, superseded) are checked record by record: no kept index answers them."""
+        if filters.ids is not None:
+            shared = self._sharing(scope.tenant, scope.user)
+            placed = shared.order(scope).placed
+            found = [shared.entries[rid] for rid in filters.ids if rid in placed]
+            self.walked += len(found)
+            return sum(e.record.visible_in(scope) and filters.matches(e.record) for e in found)
+        return sum(1 for _ in self._readable_walk(scope, filters, newest_first=False))
 
     def key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
         """Read under the lock, at one moment (nothing to decode in process memory)."""
