@@ -56,6 +56,7 @@ class InMemoryAudit:
         # ``redact_subject`` costs the user's events, not the log's; a position whose event
         # no longer names the user is passed over (the redaction's rules decide, as before).
         self._by_subject: dict[tuple[str, str], set[int]] = {}
+        self._ids: set[str] = set()  # the events' ids, for a dump's load (memory_dump.py)
         self._lock = threading.Lock()
         # ``memory://``'s own log: its units of work append events with their writes
         # (store/memory.py); the fallback log of a store without one cannot.
@@ -71,6 +72,7 @@ class InMemoryAudit:
         for e in events:
             self._file(len(self._events), e)
             self._events.append(e)
+            self._ids.add(e.id)
 
     def _file(self, i: int, e: AuditEvent) -> None:
         for name in _names(e):

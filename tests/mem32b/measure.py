@@ -15,10 +15,12 @@ from memstrata.audit_backends import InMemoryAudit
 from memstrata.filters import Filters
 from memstrata.scope import Scope
 from memstrata.store.memory import InMemoryStore
+from memstrata.store.memory_dump import load_audit, load_keys
 
-from .oracle import WalkedAudit, walked_count
+from .oracle import WalkedAudit, walked_count, walked_load_audit, walked_load_keys
 from .test_audit_redaction import _event
 from .test_caller_count import DAVE
+from .test_dump_load import _key
 
 
 def redact(cls: type[InMemoryAudit], others: int) -> float:
@@ -68,7 +70,42 @@ def count(others: int) -> str:
     return " / ".join(out)
 
 
+def loads(held: int) -> str:
+    """A load of 10 key rows and of 10 audit events into a store holding ``held`` of each
+    (median of 20): before (every held hash / id gathered) and after."""
+    out = []
+    for fn in (walked_load_keys, None):
+        store = InMemoryStore()
+        load_keys(store, [_key(i, f"u{i % 50}") for i in range(held)])
+        times = []
+        for r in range(20):
+            brought = [_key(held + 10 * r + i, "ann") for i in range(10)]
+            t = time.perf_counter()
+            if fn is None:
+                load_keys(store, brought)
+            else:
+                fn(store._key_rows, brought)
+            times.append(time.perf_counter() - t)
+        out.append(f"{statistics.median(times) * 1000:.3f}")
+    for fn2 in (walked_load_audit, None):
+        store = InMemoryStore()
+        load_audit(store, [_event(i, "t", "u", "u") for i in range(held)])
+        times = []
+        for r in range(20):
+            ev = [_event(held + 10 * r + i, "t", "ann", "ann") for i in range(10)]
+            t = time.perf_counter()
+            if fn2 is None:
+                load_audit(store, ev)
+            else:
+                fn2(store.audit_log._events, ev)
+            times.append(time.perf_counter() - t)
+        out.append(f"{statistics.median(times) * 1000:.3f}")
+    return " / ".join(out)
+
+
 if __name__ == "__main__":
+    for held in (1_000, 10_000, 100_000):
+        print(f"load 10 beside {held:,} (keys, events; before, after ms):", loads(held))
     for others in (1_000, 10_000):
         print(f"count beside {others:,} (all, since, ids; before, after ms):", count(others))
     for others in [int(a) for a in sys.argv[1:]] or [1_000, 10_000, 100_000]:

@@ -53,7 +53,7 @@ from .citations import cited, linked
 from .counter_types import SWEEP_BATCH, CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
-from .memory_filed import Filed, quota_subjects
+from .memory_filed import Filed, key_row_owners, quota_subjects
 from .memory_jobs import JobIndex
 from .memory_shared import Postings, Shared
 from .one_model import MODEL_KEY
@@ -212,7 +212,8 @@ class InMemoryStore:
         # API key rows a migration loaded (memstrata migrate into memory://): kept as data,
         # dumped again, and a user's purge deletes those bound to them, as in the other
         # stores' databases. A memory:// server's keys live in its own process.
-        self._key_rows: Filed[str, KeyRow] = Filed(lambda _, row: ((row.tenant, row.user),))
+        # filed by (tenant, user) and by hash (memory_filed.key_row_owners)
+        self._key_rows: Filed[str, KeyRow] = Filed(key_row_owners)
         self._entries: dict[tuple[str, str, str], _Entry] = {}  # (tenant, user, id)
         # (tenant, user) -> cited id -> ids of the user's records that cite it (or did: a
         # superset, checked on reading, :meth:`citing`; store/citations.py)
