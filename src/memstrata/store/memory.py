@@ -53,7 +53,7 @@ from .citations import cited, linked
 from .counter_types import SWEEP_BATCH, CounterFamilies
 from .history_parts import readable_part
 from .key_rows import KeyRow
-from .memory_filed import Filed, quota_subjects
+from .memory_filed import Filed, key_row_owners, quota_subjects
 from .memory_jobs import JobIndex
 from .memory_shared import Postings, Shared
 from .one_model import MODEL_KEY
@@ -212,7 +212,8 @@ class InMemoryStore:
         # API key rows a migration loaded (memstrata migrate into memory://): kept as data,
         # dumped again, and a user's purge deletes those bound to them, as in the other
         # stores' databases. A memory:// server's keys live in its own process.
-        self._key_rows: Filed[str, KeyRow] = Filed(lambda _, row: ((row.tenant, row.user),))
+        # filed by (tenant, user) and by hash (memory_filed.key_row_owners)
+        self._key_rows: Filed[str, KeyRow] = Filed(key_row_owners)
         self._entries: dict[tuple[str, str, str], _Entry] = {}  # (tenant, user, id)
         # (tenant, user) -> cited id -> ids of the user's records that cite it (or did: a
         # superset, checked on reading, :meth:`citing`; store/citations.py)
@@ -960,7 +961,22 @@ class InMemoryStore:
 
     def count(self, scope: Scope, filters: Filters) -> int:
         with self._lock:
+            if scope.caller is not None:
+                return self._caller_count(scope, filters)
             return sum(filters.matches(e.record) for e in self._scoped(scope))
+
+    def _caller_count(self, scope: Scope, filters: Filters) -> int:
+        """A caller's count from its kept order (``_readable_walk``, mem32b): the records
+        the caller may read between the filters' time bounds, or those of ``filters.ids``
+        by id; not every shared record of the owner. The rest of the filters (types, tags,
+        metadata, superseded) are checked record by record: no kept index answers them."""
+        if filters.ids is not None:
+            shared = self._sharing(scope.tenant, scope.user)
+            placed = shared.order(scope).placed
+            found = [shared.entries[rid] for rid in filters.ids if rid in placed]
+            self.walked += len(found)
+            return sum(e.record.visible_in(scope) and filters.matches(e.record) for e in found)
+        return sum(1 for _ in self._readable_walk(scope, filters, newest_first=False))
 
     def key_versions(self, scope: Scope, type: str, field: str, value: str) -> KeyVersions:
         """Read under the lock, at one moment (nothing to decode in process memory)."""

@@ -24,6 +24,7 @@ from ..records import MemoryRecord
 from .base import CacheEntry, RecordDump, Vector
 from .history_parts import EarlierVersions, part_size
 from .key_rows import KeyRow
+from .memory_filed import key_hash_owner
 from .past_versions import checked_parts
 from .sqlite.codec import scope_token
 
@@ -184,9 +185,8 @@ def dump_audit(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[AuditEv
 def load_audit(s: InMemoryStore, events: Sequence[AuditEvent]) -> int:
     backend = _audit(s)
     with backend._lock:
-        known = {e.id for e in backend._events}
-        fresh = [e for e in events if e.id not in known]
-        backend._events.extend(fresh)
+        fresh = [e for e in events if e.id not in backend._ids]  # held ids: no walk
+        backend._extend(fresh)
     return len(fresh)
 
 
@@ -199,11 +199,10 @@ def dump_keys(s: InMemoryStore, batch_size: int = 500) -> Iterator[list[KeyRow]]
 
 def load_keys(s: InMemoryStore, keys: Sequence[KeyRow]) -> int:
     new = 0
-    with s._lock:
-        hashes = {k.key_hash for k in s._key_rows.values()}
+    with s._lock:  # the rows are filed by hash (memory_filed.key_row_owners): no walk of them
+        held = s._key_rows
         for key in keys:  # a held id or hash is skipped, as the databases' ON CONFLICT does
-            if key.id not in s._key_rows and key.key_hash not in hashes:
-                s._key_rows[key.id] = key
-                hashes.add(key.key_hash)
+            if key.id not in held and not held.holds(key_hash_owner(key.key_hash)):
+                held[key.id] = key
                 new += 1
     return new

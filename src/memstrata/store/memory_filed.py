@@ -12,9 +12,9 @@ them (every write passes ``__setitem__`` and ``__delitem__``).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, MutableMapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["Filed", "quota_subjects"]
+__all__ = ["Filed", "key_hash_owner", "key_row_owners", "quota_subjects"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -75,6 +75,10 @@ class Filed(MutableMapping[K, V]):
             if not held:
                 del self._filed[owner]
 
+    def holds(self, owner: Hashable) -> bool:
+        """Whether some key is filed under ``owner``."""
+        return owner in self._filed
+
     def filed(self, owner: Hashable) -> list[K]:
         """The keys filed under ``owner``, in the order they were first written."""
         return list(self._filed.get(owner, ()))
@@ -91,3 +95,16 @@ def quota_subjects(key: str, _value: object = None) -> tuple[str, ...]:
     if not key.startswith("quota:"):
         return ()
     return tuple(dict.fromkeys(p for p in key.split(":")[1:-1] if len(p) == _SUBJECT))
+
+
+def key_hash_owner(key_hash: str) -> tuple[str, str, str]:
+    """The owner an API key row is filed under by its hash: a 3-tuple, never a row's
+    ``(tenant, user)``, so a load finds a held hash without a walk of every row (mem32b)."""
+    return ("key_hash", key_hash, "")
+
+
+def key_row_owners(_key: object, row: Any) -> tuple[Hashable, ...]:
+    """The owners of an API key row (a ``store.key_rows.KeyRow``): its ``(tenant, user)``,
+    whose purge deletes it, and its hash (:func:`key_hash_owner`), which a load skips when
+    held (store/memory_dump.py ``load_keys``)."""
+    return ((row.tenant, row.user), key_hash_owner(row.key_hash))
