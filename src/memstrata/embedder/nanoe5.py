@@ -58,8 +58,9 @@ os.register_at_fork(after_in_child=_engine.forget_thread)
 # a time; the engine thread takes any other): a team of one starts no OpenMP thread, so the
 # process holds no more OpenMP threads than before, and the query skips the two thread
 # hand-offs of the engine thread (waking it, then its caller, each waiting for the GIL while a
-# search's lexical leg runs). Chinese search at 10k (docs/measurements.md, session 33):
-# p50 / p95 20.1 / 27.4 ms through the engine thread, 18.9 / 24.3 on the caller's thread.
+# search's lexical leg runs). Chinese search at 10k, alternating in one process at load 6-7
+# (docs/measurements.md, session 33): p50 / p95 20.1 / 27.4 ms through the engine thread,
+# 18.9 / 24.3 on the caller's thread; the vectors are the same bit for bit.
 _here = threading.Lock()
 
 
