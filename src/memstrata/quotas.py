@@ -51,7 +51,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -77,6 +77,7 @@ from memstrata.quota_types import (
 )
 from memstrata.scope import Scope
 from memstrata.store.base import Store
+from memstrata.store.counted_writes import Counted, Home, carried
 from memstrata.store.quota_counters import QuotaCounters, Take
 from memstrata.worker_threads import Signal, Spawned, spawn
 
@@ -367,6 +368,12 @@ def _counted(
         ),
     ]
     takes = [take for _, _, take in named]
+    home = getattr(counters, "counts_home", None)
+    if isinstance(home, Home) and all(limit is None for _, limit, _ in named):
+        # no embeddings limit to check before the embedding: counted by the write
+        with _with_the_write(counters, home, takes, admission):
+            yield
+        return
     undo = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
     refused = counters.take_counters(takes)
     if refused is not None:
@@ -393,6 +400,29 @@ def _counted(
 
 
 @contextmanager
+def _with_the_write(
+    counters: QuotaCounters, home: Home, takes: Sequence[Take], admission: Admission
+) -> Iterator[None]:
+    """Unlimited takes carried by the block's next write transaction on ``home``'s store
+    (:mod:`memstrata.store.counted_writes`): committed with it, so a write that fails or
+    rolls back (or is cancelled, or whose process dies) counts nothing, and a PostgreSQL
+    write pays no transaction of its own for them (session 33). A block that ends without
+    having written (nothing new to store) or that was refused its records after its
+    embedding was spent (``admission.spent``) counts them apart at its end, as before:
+    what was embedded is counted. A block that raises after its write landed keeps them."""
+    entry = Counted(tuple(takes), home)
+    try:
+        with carried(entry):
+            yield
+    except Exception:
+        if admission.spent and not entry.written:
+            counters.add_counters(list(takes))
+        raise
+    if not entry.written:
+        counters.add_counters(list(takes))
+
+
+@contextmanager
 def count_embeddings(
     store: Store, in_use: QuotasInUse | None, scope: Scope, n: int, now: datetime
 ) -> Iterator[Admission]:
@@ -415,6 +445,12 @@ def count_embeddings(
         day_take("emb", scope.tenant, scope.user, now, n, None),
         day_take("emb", scope.tenant, None, now, n, None),
     ]
+    home = getattr(store, "counts_home", None)
+    if isinstance(home, Home):  # counted by the block's write (counted_writes.py)
+        admission = Admission()
+        with _with_the_write(counters, home, takes, admission):
+            yield admission
+        return
     undo = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
     counters.take_counters(takes)
     try:

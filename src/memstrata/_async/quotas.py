@@ -49,7 +49,7 @@ import asyncio  # async-only
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar  # async-only
 from dataclasses import dataclass
@@ -79,6 +79,7 @@ from memstrata.quota_types import (
     subject_hash,
 )
 from memstrata.scope import Scope
+from memstrata.store.counted_writes import Counted, Home, carried
 
 # sync: import threading
 # sync: from memstrata.worker_threads import Signal, Spawned, spawn
@@ -392,6 +393,12 @@ async def _counted(
         ),
     ]
     takes = [take for _, _, take in named]
+    home = getattr(counters, "counts_home", None)
+    if isinstance(home, Home) and all(limit is None for _, limit, _ in named):
+        # no embeddings limit to check before the embedding: counted by the write
+        async with _with_the_write(counters, home, takes, admission):
+            yield
+        return
     undo = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
     refused = await given_back(  # async-only
         counters.take_counters(takes),  # async-only
@@ -425,6 +432,29 @@ async def _counted(
 
 
 @asynccontextmanager
+async def _with_the_write(
+    counters: AsyncQuotaCounters, home: Home, takes: Sequence[Take], admission: Admission
+) -> AsyncIterator[None]:
+    """Unlimited takes carried by the block's next write transaction on ``home``'s store
+    (:mod:`memstrata.store.counted_writes`): committed with it, so a write that fails or
+    rolls back (or is cancelled, or whose process dies) counts nothing, and a PostgreSQL
+    write pays no transaction of its own for them (session 33). A block that ends without
+    having written (nothing new to store) or that was refused its records after its
+    embedding was spent (``admission.spent``) counts them apart at its end, as before:
+    what was embedded is counted. A block that raises after its write landed keeps them."""
+    entry = Counted(tuple(takes), home)
+    try:
+        with carried(entry):
+            yield
+    except Exception:
+        if admission.spent and not entry.written:
+            await counters.add_counters(list(takes))
+        raise
+    if not entry.written:
+        await counters.add_counters(list(takes))
+
+
+@asynccontextmanager
 async def count_embeddings(
     store: AsyncStore, in_use: AsyncQuotasInUse | None, scope: Scope, n: int, now: datetime
 ) -> AsyncIterator[Admission]:
@@ -447,6 +477,12 @@ async def count_embeddings(
         day_take("emb", scope.tenant, scope.user, now, n, None),
         day_take("emb", scope.tenant, None, now, n, None),
     ]
+    home = getattr(store, "counts_home", None)
+    if isinstance(home, Home):  # counted by the block's write (counted_writes.py)
+        admission = Admission()
+        async with _with_the_write(counters, home, takes, admission):
+            yield admission
+        return
     undo = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
     await given_back(  # async-only
         counters.take_counters(takes),  # async-only
