@@ -40,7 +40,10 @@ counts them too, with no limit (:func:`count_embeddings`), once the store says q
 in use (:class:`AsyncQuotasInUse`: a ``meta`` row a process with quotas writes when it
 opens; read at most every :data:`FLAG_SECONDS` until seen, then never again). On a store no
 process with quotas has opened, such a write costs nothing more. What the library derives
-on its own (episodes, summaries, extracted facts) is counted by no process, as before.
+on its own (conversation episodes, extracted facts, promoted key entries) is counted the
+same way, with no limit, by whichever process writes it (session 33): never refused, so
+no background job loses what it derived. An unlimited count goes into the write's own
+transaction on SQLite and PostgreSQL (:mod:`memstrata.store.counted_writes`).
 """
 
 from __future__ import annotations
