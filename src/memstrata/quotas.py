@@ -96,10 +96,12 @@ __all__ = [
     "admit_marked",
     "admit_writes",
     "check_context",
+    "clear_in_use",
     "count_embeddings",
     "day_key",
     "next_midnight",
     "parse_quota",
+    "quotas_in_use",
     "set_user_quota",
     "subject_hash",
 ]
@@ -110,20 +112,25 @@ log = logging.getLogger("memstrata.quotas")
 # value says nothing more (a constant, so `memstrata migrate` copies it and verifies it
 # equal). Outside the counter ranges ("quota:", "rate:") that a sweep deletes.
 IN_USE_KEY = "quotas:in_use"
-# How stale a process without quotas may read the flag: a process with quotas opening the
-# store may see at most this many seconds of another's writes uncounted (once per store:
-# the flag is never cleared).
+# How stale a process may read the flag: a process with quotas opening the store may see
+# at most this many seconds of another's writes uncounted (and as long after an operator
+# cleared it under a running process with quotas, which writes it again).
 FLAG_SECONDS = 10.0
 
 
 class QuotasInUse:
     """Whether a process with quotas uses this store's counters, as one process sees it.
 
-    :meth:`mark` (a process with quotas, when it opens the store or first admits under
-    quotas set later) writes :data:`IN_USE_KEY` unless it is there. :meth:`seen` (a write
-    of a process without quotas) reads it at most once every :data:`FLAG_SECONDS`
-    (monotonic: the memory's clock may be fixed) until it is found, then answers ``True``
-    with no read: a flag is never cleared."""
+    :meth:`mark` (a process with quotas, when it opens the store and at its writes under
+    quotas once its last look is :data:`FLAG_SECONDS` old) writes :data:`IN_USE_KEY` unless
+    it is there. :meth:`seen` (a write of a process without quotas, and what the library
+    derives) reads it at most once every :data:`FLAG_SECONDS` (monotonic: the memory's
+    clock may be fixed). Both look again every :data:`FLAG_SECONDS` (session 33; before, a
+    flag once seen was never read again): an operator may clear the flag
+    (:func:`clear_in_use`, ``memstrata quotas clear-flag``), and then the processes without
+    quotas stop counting within :data:`FLAG_SECONDS`, while a process still running with
+    quotas writes it again at its next write past that: clearing under a running quota
+    costs at most those seconds of uncounted writes, as a first open does."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -132,25 +139,42 @@ class QuotasInUse:
 
     @property
     def marked(self) -> bool:
-        """This process wrote the flag or saw it set (no read needed any more)."""
-        return self._set
+        """This process wrote the flag or saw it set, at most ``FLAG_SECONDS`` ago."""
+        return self._set and time.monotonic() - self._read_at < FLAG_SECONDS
 
     def mark(self) -> None:
-        if self._set:
+        if self.marked:
             return
+        now = time.monotonic()
         if not self._store.get_meta(IN_USE_KEY):
             self._store.set_meta(IN_USE_KEY, "1")
-        self._set = True
+        self._set, self._read_at = True, now
 
     def seen(self) -> bool:
-        if self._set:
-            return True
         now = time.monotonic()
         if now - self._read_at < FLAG_SECONDS:
-            return False
+            return self._set
         self._set = bool(self._store.get_meta(IN_USE_KEY))
         self._read_at = now
         return self._set
+
+
+def quotas_in_use(store: Store) -> bool:
+    """Whether the store's ``quotas:in_use`` flag is set (``memstrata quotas status``)."""
+    return bool(store.get_meta(IN_USE_KEY))
+
+
+def clear_in_use(store: Store) -> bool:
+    """Remove the store's ``quotas:in_use`` flag (``memstrata quotas clear-flag``): for an
+    operator who no longer runs any process with quotas on this store, so the processes
+    without quotas stop counting embeddings (within :data:`FLAG_SECONDS`). A process still
+    running with quotas writes it again at its next write (:class:`QuotasInUse`), so
+    clearing too early costs at most those seconds of uncounted writes, never a quota.
+    The day's counters are kept (they expire as always). Whether it was set."""
+    if not quotas_in_use(store):
+        return False
+    counters_of(store).forget_counters([IN_USE_KEY])  # one meta row, deleted
+    return True
 
 
 def _count(store: Store, key: str) -> int:
