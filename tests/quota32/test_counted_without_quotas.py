@@ -149,10 +149,12 @@ def test_set_quota_sets_the_flag(shared_url: str) -> None:
         admin.close()
 
 
-def test_what_the_library_derives_is_not_counted(shared_url: str) -> None:
-    """Decision (quota32): the daily quota counts what a user's calls ask to embed, in any
-    process; an episode, a summary or a fact the library derives is counted by none, with
-    quotas or without (as a process with quotas always did)."""
+def test_what_the_library_derives_is_counted(shared_url: str) -> None:
+    """Decision (quota32, changed by quota33): the daily quota counts what a user's calls
+    ask to embed and, since session 33, what the library derives from them with an
+    embedding of its own (an episode, an extracted fact, a promoted key entry), with no
+    limit, in whichever process writes it: the caller's next write is refused instead
+    (tests/quota33/test_derived_counted.py)."""
     quota_mem = served(shared_url)
     worker = plain(shared_url)
     try:
@@ -160,13 +162,11 @@ def test_what_the_library_derives_is_not_counted(shared_url: str) -> None:
         worker.add_messages(ALICE, turns)
         worker.end_session(ALICE)
         worker.flush()  # the ingest jobs: an episode of the session, derived
-        episodes = worker.list(
-            Scope("acme", "alice"), filters=Filters(types=frozenset({RecordType.EPISODE}))
-        )
-        assert episodes, "the session's episode was written"
-        assert used(worker) == 4
-        quota_mem.add(ALICE, "the fifth")
-        with pytest.raises(QuotaExceededError, match=f"used {DAILY}"):
+        own = frozenset({RecordType.EPISODE, RecordType.FACT, RecordType.KEY})
+        derived = worker.store.count(Scope("acme", "alice"), Filters(types=own))
+        assert derived >= 1, "the session's episode was written"
+        assert used(worker) == 4 + derived
+        with pytest.raises(QuotaExceededError, match=f"used {4 + derived}"):
             quota_mem.add(ALICE, "the sixth")
     finally:
         quota_mem.close()

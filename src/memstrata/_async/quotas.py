@@ -40,7 +40,10 @@ counts them too, with no limit (:func:`count_embeddings`), once the store says q
 in use (:class:`AsyncQuotasInUse`: a ``meta`` row a process with quotas writes when it
 opens; read at most every :data:`FLAG_SECONDS` until seen, then never again). On a store no
 process with quotas has opened, such a write costs nothing more. What the library derives
-on its own (episodes, summaries, extracted facts) is counted by no process, as before.
+on its own (conversation episodes, extracted facts, promoted key entries) is counted the
+same way, with no limit, by whichever process writes it (session 33): never refused, so
+no background job loses what it derived. An unlimited count goes into the write's own
+transaction on SQLite and PostgreSQL (:mod:`memstrata.store.counted_writes`).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ import asyncio  # async-only
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar  # async-only
 from dataclasses import dataclass
@@ -79,6 +82,7 @@ from memstrata.quota_types import (
     subject_hash,
 )
 from memstrata.scope import Scope
+from memstrata.store.counted_writes import Counted, Home, carried
 
 # sync: import threading
 # sync: from memstrata.worker_threads import Signal, Spawned, spawn
@@ -95,10 +99,12 @@ __all__ = [
     "admit_marked",
     "admit_writes",
     "check_context",
+    "clear_in_use",
     "count_embeddings",
     "day_key",
     "next_midnight",
     "parse_quota",
+    "quotas_in_use",
     "set_user_quota",
     "subject_hash",
 ]
@@ -109,20 +115,25 @@ log = logging.getLogger("memstrata.quotas")
 # value says nothing more (a constant, so `memstrata migrate` copies it and verifies it
 # equal). Outside the counter ranges ("quota:", "rate:") that a sweep deletes.
 IN_USE_KEY = "quotas:in_use"
-# How stale a process without quotas may read the flag: a process with quotas opening the
-# store may see at most this many seconds of another's writes uncounted (once per store:
-# the flag is never cleared).
+# How stale a process may read the flag: a process with quotas opening the store may see
+# at most this many seconds of another's writes uncounted (and as long after an operator
+# cleared it under a running process with quotas, which writes it again).
 FLAG_SECONDS = 10.0
 
 
 class AsyncQuotasInUse:
     """Whether a process with quotas uses this store's counters, as one process sees it.
 
-    :meth:`mark` (a process with quotas, when it opens the store or first admits under
-    quotas set later) writes :data:`IN_USE_KEY` unless it is there. :meth:`seen` (a write
-    of a process without quotas) reads it at most once every :data:`FLAG_SECONDS`
-    (monotonic: the memory's clock may be fixed) until it is found, then answers ``True``
-    with no read: a flag is never cleared."""
+    :meth:`mark` (a process with quotas, when it opens the store and at its writes under
+    quotas once its last look is :data:`FLAG_SECONDS` old) writes :data:`IN_USE_KEY` unless
+    it is there. :meth:`seen` (a write of a process without quotas, and what the library
+    derives) reads it at most once every :data:`FLAG_SECONDS` (monotonic: the memory's
+    clock may be fixed). Both look again every :data:`FLAG_SECONDS` (session 33; before, a
+    flag once seen was never read again): an operator may clear the flag
+    (:func:`clear_in_use`, ``memstrata quotas clear-flag``), and then the processes without
+    quotas stop counting within :data:`FLAG_SECONDS`, while a process still running with
+    quotas writes it again at its next write past that: clearing under a running quota
+    costs at most those seconds of uncounted writes, as a first open does."""
 
     def __init__(self, store: AsyncStore) -> None:
         self._store = store
@@ -131,25 +142,42 @@ class AsyncQuotasInUse:
 
     @property
     def marked(self) -> bool:
-        """This process wrote the flag or saw it set (no read needed any more)."""
-        return self._set
+        """This process wrote the flag or saw it set, at most ``FLAG_SECONDS`` ago."""
+        return self._set and time.monotonic() - self._read_at < FLAG_SECONDS
 
     async def mark(self) -> None:
-        if self._set:
+        if self.marked:
             return
+        now = time.monotonic()
         if not await self._store.get_meta(IN_USE_KEY):
             await self._store.set_meta(IN_USE_KEY, "1")
-        self._set = True
+        self._set, self._read_at = True, now
 
     async def seen(self) -> bool:
-        if self._set:
-            return True
         now = time.monotonic()
         if now - self._read_at < FLAG_SECONDS:
-            return False
+            return self._set
         self._set = bool(await self._store.get_meta(IN_USE_KEY))
         self._read_at = now
         return self._set
+
+
+async def quotas_in_use(store: AsyncStore) -> bool:
+    """Whether the store's ``quotas:in_use`` flag is set (``memstrata quotas status``)."""
+    return bool(await store.get_meta(IN_USE_KEY))
+
+
+async def clear_in_use(store: AsyncStore) -> bool:
+    """Remove the store's ``quotas:in_use`` flag (``memstrata quotas clear-flag``): for an
+    operator who no longer runs any process with quotas on this store, so the processes
+    without quotas stop counting embeddings (within :data:`FLAG_SECONDS`). A process still
+    running with quotas writes it again at its next write (:class:`AsyncQuotasInUse`), so
+    clearing too early costs at most those seconds of uncounted writes, never a quota.
+    The day's counters are kept (they expire as always). Whether it was set."""
+    if not await quotas_in_use(store):
+        return False
+    await counters_of(store).forget_counters([IN_USE_KEY])  # one meta row, deleted
+    return True
 
 
 async def _count(store: AsyncStore, key: str) -> int:
@@ -392,6 +420,12 @@ async def _counted(
         ),
     ]
     takes = [take for _, _, take in named]
+    home = getattr(counters, "counts_home", None)
+    if isinstance(home, Home) and all(limit is None for _, limit, _ in named):
+        # no embeddings limit to check before the embedding: counted by the write
+        async with _with_the_write(counters, home, takes, admission):
+            yield
+        return
     undo = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
     refused = await given_back(  # async-only
         counters.take_counters(takes),  # async-only
@@ -425,6 +459,29 @@ async def _counted(
 
 
 @asynccontextmanager
+async def _with_the_write(
+    counters: AsyncQuotaCounters, home: Home, takes: Sequence[Take], admission: Admission
+) -> AsyncIterator[None]:
+    """Unlimited takes carried by the block's next write transaction on ``home``'s store
+    (:mod:`memstrata.store.counted_writes`): committed with it, so a write that fails or
+    rolls back (or is cancelled, or whose process dies) counts nothing, and a PostgreSQL
+    write pays no transaction of its own for them (session 33). A block that ends without
+    having written (nothing new to store) or that was refused its records after its
+    embedding was spent (``admission.spent``) counts them apart at its end, as before:
+    what was embedded is counted. A block that raises after its write landed keeps them."""
+    entry = Counted(tuple(takes), home)
+    try:
+        with carried(entry):
+            yield
+    except Exception:
+        if admission.spent and not entry.written:
+            await counters.add_counters(list(takes))
+        raise
+    if not entry.written:
+        await counters.add_counters(list(takes))
+
+
+@asynccontextmanager
 async def count_embeddings(
     store: AsyncStore, in_use: AsyncQuotasInUse | None, scope: Scope, n: int, now: datetime
 ) -> AsyncIterator[Admission]:
@@ -447,6 +504,12 @@ async def count_embeddings(
         day_take("emb", scope.tenant, scope.user, now, n, None),
         day_take("emb", scope.tenant, None, now, n, None),
     ]
+    home = getattr(store, "counts_home", None)
+    if isinstance(home, Home):  # counted by the block's write (counted_writes.py)
+        admission = Admission()
+        async with _with_the_write(counters, home, takes, admission):
+            yield admission
+        return
     undo = [Take(t.key, -t.amount, None, t.ttl_seconds) for t in takes]
     await given_back(  # async-only
         counters.take_counters(takes),  # async-only

@@ -48,6 +48,7 @@ class _Root(LazyGroup):
         ".layer_commands": ("context", "layers", "worker", "end-session", "key", "task"),
         ".maintain_commands": ("maintain",),
         ".migrate_commands": ("migrate",),
+        ".quota_commands": ("quotas",),
         ".serve_commands": ("serve", "mcp", "keys"),
         "..bench.cli": ("bench",),
     }

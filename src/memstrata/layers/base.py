@@ -69,8 +69,9 @@ class LayerContext:
     # one, as in tests): a fact's next value that inherits its sharing records it there.
     audit: Callable[[], AuditLog | None] = no_audit
     # Whether the store's quotas are in use (a process with quotas opened it): a write
-    # without quotas then counts its embeddings all the same (session 32). None: counts
-    # nothing without quotas (what the library derives, for_system; a context in tests).
+    # without quotas then counts its embeddings all the same (session 32), and so does what
+    # the library derives (for_system, session 33). None: counts nothing without quotas (a
+    # context in tests).
     in_use: QuotasInUse | None = None
 
     def admit(
@@ -103,12 +104,18 @@ class LayerContext:
 
     def for_system(self) -> LayerContext:
         """This context for what the library derives on its own (summaries, clusters, facts
-        extracted from turns, conversation episodes): those records count in a user's
-        records usage like any other, but are never refused, so nothing derived is lost over
-        a quota. Their embeddings are not counted in ``embeddings_per_day`` by any process
-        (with quotas or without, in ``serve`` or a ``memstrata worker``): the daily quota
-        counts what a user's calls ask to embed (session 32's decision)."""
-        return replace(self, quotas=unlimited, in_use=None)
+        extracted from turns, conversation episodes, the key entries clusters promote):
+        those records count in a user's records usage like any other, but are never
+        refused, so nothing derived is lost over a quota (a refused background job would
+        lose derived data or loop on retries). The embeddings they need of their own (a
+        fact, an episode, a key entry: one each) are counted in ``embeddings_per_day`` with
+        no limit, by whichever process writes them (``serve``, a ``memstrata worker``, a
+        ``Memory`` without quotas) once the store's quotas are in use
+        (:func:`memstrata.quotas.count_embeddings`, in the write's transaction): visible in
+        the usage, and the caller's next write is refused instead (session 33; before,
+        no process counted them). A summary's or a cluster's vector is the mean of its
+        turns' vectors, embedded (and counted) when the turns were added: no new embedding."""
+        return replace(self, quotas=unlimited)
 
     def embedder_for(self, scope: Scope) -> Embedder:
         """The embedder whose cache entries belong to ``scope``'s user (purged with them);

@@ -17,6 +17,9 @@ Where the counters live:
 - **Redis** (``buffer=redis://...``): a write-through mirror in front of the durable store,
   see :meth:`memstrata.store.redis_hot.RedisHotStore.take_counters`.
 
+A count with no limit may instead ride on the caller's next write transaction (SQLite,
+PostgreSQL: :mod:`memstrata.store.counted_writes`, session 33), committed with the write.
+
 Leases (:meth:`QuotaCounters.lease`) serialise a check-then-write that a counter cannot
 express, such as "records per user", where the count is the store's own.
 

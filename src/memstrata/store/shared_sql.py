@@ -29,6 +29,7 @@ from memstrata.store.user_tables import TABLE, quoted
 
 __all__ = [
     "add_sql",
+    "count_sql",
     "forget_sql",
     "lease_sql",
     "purge_user_rows",
@@ -156,6 +157,31 @@ def take_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> Refusal |
 def add_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> None:
     unlimited = [Take(t.key, t.amount, None, t.ttl_seconds) for t in takes]
     take_sql(c, unlimited, ph=ph, lock=lock)
+
+
+def count_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> None:
+    """Unlimited takes (positive amounts, distinct keys in key order) at the end of the
+    caller's write transaction (:mod:`memstrata.store.counted_writes`). PostgreSQL
+    (``lock``): one upsert, whose row locks last only to the ``COMMIT`` that follows, and
+    which says which rows it made (those sweep their family's past days, as a take that
+    creates a day's row does); SQLite: the general take (its write lock is held already)."""
+    if not takes:
+        return
+    if not lock:
+        take_sql(c, takes, ph=ph, lock=False)
+        return
+    rows = ", ".join([f"({ph}, {ph})"] * len(takes))
+    made = (
+        c.execute(
+            f"INSERT INTO meta (key, value) VALUES {rows} ON CONFLICT (key) DO UPDATE SET "
+            "value = ((CASE WHEN meta.value ~ '^[0-9]+$' THEN meta.value::bigint ELSE 0 END)"
+            " + excluded.value::bigint)::text RETURNING key, (xmax = 0) AS made",
+            [x for t in takes for x in (t.key, str(t.amount))],
+        )
+    ).fetchall()
+    created = {str(r["key"]) for r in made if r["made"]}
+    if created:
+        _sweep(c, takes, created, ph)
 
 
 def values_sql(c: Any, keys: Sequence[str], *, ph: str) -> dict[str, int]:

@@ -15,6 +15,9 @@ Where the counters live:
 - **Redis** (``buffer=redis://...``): a write-through mirror in front of the durable store,
   see :meth:`memstrata._async.store.redis_hot.AsyncRedisHotStore.take_counters`.
 
+A count with no limit may instead ride on the caller's next write transaction (SQLite,
+PostgreSQL: :mod:`memstrata.store.counted_writes`, session 33), committed with the write.
+
 Leases (:meth:`AsyncQuotaCounters.lease`) serialise a check-then-write that a counter cannot
 express, such as "records per user", where the count is the store's own.
 

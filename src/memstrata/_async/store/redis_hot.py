@@ -237,6 +237,10 @@ class AsyncRedisHotStore:
     Every method not defined here is the durable store's own (``__getattr__``).
     """
 
+    # A take goes through the Redis mirror (take_counters): never carried by the durable
+    # store's next write instead (memstrata.store.counted_writes), which Redis would miss.
+    counts_home = None
+
     def __init__(
         self,
         durable: AsyncStore,

@@ -47,7 +47,7 @@ from memstrata.filters import Filters
 from memstrata.jobs import DONE_SWEEP_BATCH, Job, JobRevokedError, current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Visibility
 from memstrata.scope import Scope
-from memstrata.store import fts5, shared_sql
+from memstrata.store import counted_writes, fts5, shared_sql
 from memstrata.store import quota_counters as qc
 from memstrata.store.base import UnitOfWork
 from memstrata.store.compaction import CompactReport
@@ -285,6 +285,8 @@ class PostgresStore:
         self._where = self.options.where
         self._schema_key = migrated.schema_key(self.options.schema)  # (migrated.py)
         self._versioned = f"{self._where} (schema {self.options.schema!r})"
+        # a caller's unlimited quota counts go with its next write (counted_writes.py)
+        self.counts_home: counted_writes.Home | None = counted_writes.Home()
         self._pool: ConnectionPool[Any]  # set by _open
         self._reach = Reach(self.options.conninfo, self._where)  # fails fast while down
         # searches keep to the store's embedding model (one_model.ModelPin)
@@ -424,6 +426,8 @@ class PostgresStore:
         # purged user's entries (_forget_carried).
         unowned = {**carried, **mine}
         carrying = _CARRIED.set(unowned) if not self._held.n else None
+        # the caller's counts (counted_writes.py): added last, committed with this write
+        counted = [] if pipeline else counted_writes.claim(self.counts_home)
         committing = False
         try:
             self._settle()
@@ -452,6 +456,9 @@ class PostgresStore:
                         self._writing.n -= 1
                     if unowned:
                         conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
+                    if counted:
+                        takes = counted_writes.merged(counted)
+                        shared_sql.count_sql(conn, takes, ph="%s", lock=True)
                     if batch is not None:  # a failed statement raises here, before COMMIT
                         pipeline_sync(conn, batch)
                         migrated.check(version, SCHEMA_VERSION, self._versioned)
@@ -461,6 +468,7 @@ class PostgresStore:
                 committing = True
                 tx.__exit__(None, None, None)
         except BaseException as exc:
+            counted_writes.settle(counted, committed=False)
             self._defer(carried)  # not written: the next transaction carries them
             if fence is not None and mine and not isinstance(exc, JobRevokedError):
                 # back to the job, for its next write (refused: the claim and they are gone)
@@ -471,6 +479,7 @@ class PostgresStore:
         finally:
             if carrying is not None:
                 _CARRIED.reset(carrying)
+        counted_writes.settle(counted, committed=True)
         self._cached(carried)
 
     def _begin(self, conn: Any, fence: Any) -> tuple[Any, bool, Any]:

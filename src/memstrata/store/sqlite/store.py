@@ -41,6 +41,7 @@ from ...records import MemoryRecord, RecordStatus, RecordType
 from ...scope import Scope
 from ...validation import MAX_COUNT, check_version, counted
 from .. import (
+    counted_writes,
     one_model,
     purged_reader,  # the module: it imports this package (history)
     shared_sql,
@@ -252,6 +253,8 @@ class SQLiteStore:
         vector_cache_rows = check_vector_cache_rows(vector_cache_rows)  # before the file opens
         self.url = url or f"sqlite:///{path}"
         self.path = path
+        # a caller's unlimited quota counts go with its next write (counted_writes.py)
+        self.counts_home: counted_writes.Home | None = counted_writes.Home()
         try:
             conn = sqlite3.connect(
                 path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -415,13 +418,19 @@ class SQLiteStore:
             pending = self._take_counters() if writing else None
             # The job's own cache entries are written with it, under its checked claim.
             mine = self._carry(fence)
+            # the caller's quota counts (counted_writes.py): committed with this write
+            counted = counted_writes.claim(self.counts_home) if writing else []
             try:
                 if pending is not None:
                     self._write_counters(self._conn, *pending)
                 yield self._conn
                 if pending is not None:
                     self._write_cache(self._conn)
+                if counted:
+                    takes = counted_writes.merged(counted)
+                    shared_sql.count_sql(self._conn, takes, ph="?", lock=False)
             except BaseException as exc:
+                counted_writes.settle(counted, committed=False)
                 self._rollback()
                 if pending is not None:
                     self._give_back_counters(*pending, carried=(fence, mine))
@@ -439,10 +448,12 @@ class SQLiteStore:
                     self._conn.execute("COMMIT")
                 self._cache_inflight = None
             except sqlite3.Error as exc:
+                counted_writes.settle(counted, committed=False)
                 self._rollback()
                 if pending is not None:
                     self._give_back_counters(*pending, carried=(fence, mine))
                 raise self._failed(exc, "could not commit") from exc
+            counted_writes.settle(counted, committed=True)
         if begin == "BEGIN IMMEDIATE" and self._pending_since is not None:
             self._buffered()
 

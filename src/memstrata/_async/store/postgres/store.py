@@ -61,7 +61,7 @@ from memstrata.filters import Filters
 from memstrata.jobs import DONE_SWEEP_BATCH, Job, JobRevokedError, current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType, Visibility
 from memstrata.scope import Scope
-from memstrata.store import fts5
+from memstrata.store import counted_writes, fts5
 from memstrata.store import quota_counters as qc
 from memstrata.store.compaction import CompactReport
 from memstrata.store.history_parts import PartSpool
@@ -285,6 +285,8 @@ class AsyncPostgresStore:
         self._where = self.options.where
         self._schema_key = migrated.schema_key(self.options.schema)  # (migrated.py)
         self._versioned = f"{self._where} (schema {self.options.schema!r})"
+        # a caller's unlimited quota counts go with its next write (counted_writes.py)
+        self.counts_home: counted_writes.Home | None = counted_writes.Home()
         self._pool: AsyncConnectionPool[Any]  # set by _open
         self._reach = AsyncReach(self.options.conninfo, self._where)  # fails fast while down
         # searches keep to the store's embedding model (one_model.ModelPin)
@@ -430,6 +432,8 @@ class AsyncPostgresStore:
         # purged user's entries (_forget_carried).
         unowned = {**carried, **mine}
         carrying = _CARRIED.set(unowned) if not self._held.n else None
+        # the caller's counts (counted_writes.py): added last, committed with this write
+        counted = [] if pipeline else counted_writes.claim(self.counts_home)
         committing = False
         try:
             await self._settle()
@@ -458,6 +462,9 @@ class AsyncPostgresStore:
                         self._writing.n -= 1
                     if unowned:
                         await conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
+                    if counted:
+                        takes = counted_writes.merged(counted)
+                        await shared_sql.count_sql(conn, takes, ph="%s", lock=True)
                     if batch is not None:  # a failed statement raises here, before COMMIT
                         await pipeline_sync(conn, batch)
                         await migrated.check(version, SCHEMA_VERSION, self._versioned)
@@ -467,6 +474,7 @@ class AsyncPostgresStore:
                 committing = True
                 await tx.__aexit__(None, None, None)
         except BaseException as exc:
+            counted_writes.settle(counted, committed=False)
             self._defer(carried)  # not written: the next transaction carries them
             if fence is not None and mine and not isinstance(exc, JobRevokedError):
                 # back to the job, for its next write (refused: the claim and they are gone)
@@ -477,6 +485,7 @@ class AsyncPostgresStore:
         finally:
             if carrying is not None:
                 _CARRIED.reset(carrying)
+        counted_writes.settle(counted, committed=True)
         self._cached(carried)
 
     async def _begin(self, conn: Any, fence: Any) -> tuple[Any, bool, Any]:

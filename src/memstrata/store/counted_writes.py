@@ -1,0 +1,99 @@
+"""Counters that go into the caller's next write transaction (session 33).
+
+A write that counts its embeddings with no limit (a process without quotas on a store whose
+quotas are in use; a process whose quotas limit no embeddings) used to take the counters in
+a transaction of its own before the write: on PostgreSQL one more ``BEGIN``/``COMMIT`` per
+write (4.4-6.2 ms measured in session 32), and a process that died between the take and
+the write kept a count with no write. Now :func:`carried` puts the counts in the caller's
+context and the store's next write transaction adds them just before its ``COMMIT``: the
+write and its count commit together or not at all.
+
+A durable store that can do this names itself with a :class:`Home` in its ``counts_home``
+attribute (SQLite, PostgreSQL); the stores that cannot (``memory://``, where a take costs
+a dict update, and the Redis hot tier, whose mirror must see the take: ``counts_home =
+None``) keep the take of their own, as before. The store claims the entries of its home
+when its write transaction begins (so two transactions of tasks sharing a context never
+both add them) and marks them :attr:`Counted.written` once its ``COMMIT`` returned; a
+transaction that fails gives the claim back, and the next write of the block (or the
+caller, at the block's end: :mod:`memstrata._async.quotas`) counts them.
+
+Only a caller's write transactions carry them: not the writes behind a search (counters
+and cache entries, PostgreSQL's pipelined relaxed transactions), nor a background thread
+(a thread or task started before the block has its own context).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from memstrata.store.counter_types import Take
+
+__all__ = ["Counted", "Home", "carried", "claim", "merged", "settle"]
+
+
+class Home:
+    """A durable store's name for its counted writes (one per store object): the counts
+    a caller gave this store are added by this store's transactions only."""
+
+    __slots__ = ()
+
+
+@dataclass(slots=True, eq=False)
+class Counted:
+    """Counts waiting for ``home``'s next write transaction of the caller."""
+
+    takes: tuple[Take, ...]
+    home: Home
+    written: bool = False  # committed with a write
+    claimed: bool = False  # a write transaction holds them now
+
+
+_PENDING: ContextVar[tuple[Counted, ...]] = ContextVar("memstrata_counted_writes", default=())
+_LOCK = threading.Lock()  # a sync store's transactions run on several threads
+
+
+@contextmanager
+def carried(entry: Counted) -> Iterator[Counted]:
+    """The block's write transactions on ``entry.home`` carry ``entry``'s counts."""
+    token = _PENDING.set((*_PENDING.get(), entry))
+    try:
+        yield entry
+    finally:
+        _PENDING.reset(token)
+
+
+def claim(home: Home | None) -> list[Counted]:
+    """The entries this caller gave ``home`` that no write carries yet, now claimed."""
+    found = _PENDING.get()
+    if not found or home is None:
+        return []
+    with _LOCK:
+        mine = [e for e in found if e.home is home and not e.written and not e.claimed]
+        for e in mine:
+            e.claimed = True
+    return mine
+
+
+def settle(entries: Sequence[Counted], *, committed: bool) -> None:
+    """After the transaction: written with it, or given back to the next write."""
+    if not entries:
+        return
+    with _LOCK:
+        for e in entries:
+            e.claimed = False
+            e.written = e.written or committed
+
+
+def merged(entries: Sequence[Counted]) -> list[Take]:
+    """One unlimited take per counter key, in key order (as every take locks its rows)."""
+    by_key: dict[str, Take] = {}
+    for e in entries:
+        for t in e.takes:
+            had = by_key.get(t.key)
+            amount = t.amount + (had.amount if had is not None else 0)
+            by_key[t.key] = Take(t.key, amount, None, t.ttl_seconds, t.family, t.keep_from)
+    return [by_key[k] for k in sorted(by_key)]
