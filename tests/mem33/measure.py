@@ -61,10 +61,89 @@ def audit(n: int) -> None:
         print(f"{label}: {len(got[1])} events, before {times[0]:.3f} ms, after {times[1]:.4f} ms")
 
 
+def _bob(n: int) -> Any:
+    """bob's ``n`` notes of session s2 tagged ``x`` and 1,000 facts of session s1 tagged
+    ``t1``, all shared with carol; carol and four other callers have listed once."""
+    from tests.mem32.test_cost import CAROL, _write
+
+    from memstrata.filters import Filters
+    from memstrata.records import AccessControl, RecordType, Visibility
+    from memstrata.scope import Scope
+    from memstrata.store.memory import InMemoryStore
+
+    store = InMemoryStore()
+    store.insert([_write(i, "bob", access=CAROL, session="s2", tags=("x",)) for i in range(n)])
+    store.insert(
+        [
+            _write(n + i, "bob", access=CAROL, type=RecordType.FACT, session="s1", tags=("t1",))
+            for i in range(1_000)
+        ]
+    )
+    everyone = AccessControl(Visibility.PUBLIC)
+    store.insert([_write(n + 1_000, "bob", access=everyone)])
+    for caller in ("carol", "dave", "erin", "frank", "gina"):
+        store.list(Scope("t", "bob").as_caller(caller), Filters(), limit=10)
+    return store
+
+
+def count(n: int) -> None:
+    """carol's counts of bob's 1,000 facts beside ``n`` notes shared with her (median of
+    20 after, 5 before: main's walk of her whole order, oracle.py ``old_count``)."""
+    from datetime import timedelta
+
+    from tests.mem32.test_cost import T0
+
+    from memstrata.filters import Filters
+    from memstrata.records import RecordType
+    from memstrata.scope import Scope
+
+    from .oracle import old_count
+
+    store = _bob(n)
+    carol = Scope("t", "bob").as_caller("carol")
+    facts = frozenset({RecordType.FACT})
+    cases = {
+        "types {fact}": (carol, Filters(types=facts)),
+        "session s1": (Scope("t", "bob", session="s1").as_caller("carol"), Filters()),
+        "tags_any {t1}": (carol, Filters(tags_any=frozenset({"t1"}))),
+        "types {fact}, the last 100 by time": (
+            carol,
+            Filters(types=facts, observed_after=T0 + timedelta(seconds=n + 900)),
+        ),
+        "all (no filter)": (carol, Filters()),
+    }
+    for label, (scope, f) in cases.items():
+        got = store.count(scope, f)
+        assert got == old_count(store, scope, f), label
+        before = _median_ms(lambda s=scope, f=f: old_count(store, s, f), repeat=5)
+        after = _median_ms(lambda s=scope, f=f: store.count(s, f))
+        print(f"{label}: {got}, before {before:.3f} ms, after {after:.4f} ms")
+
+
+def write(n: int) -> None:
+    """An insert of one note shared with carol by bob of :func:`_bob`'s records (five
+    callers' orders kept), median of 200 (run on main's tree for before)."""
+    from tests.mem32.test_cost import CAROL, _write
+
+    from memstrata.scope import Scope
+    from memstrata.store.memory import InMemoryStore
+
+    store: InMemoryStore = _bob(n)
+    assert len(store._sharing("t", "bob").orders) == 5
+    times = []
+    for i in range(200):
+        w = _write(n + 2_000 + i, "bob", access=CAROL, session="s3", tags=("y", "z"))
+        t = timeit.default_timer()
+        store.insert([w])
+        times.append(timeit.default_timer() - t)
+    print(f"insert of one shared note, median of 200: {statistics.median(times) * 1e6:.1f} µs")
+    del Scope
+
+
 def main() -> None:
     what = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
-    {"audit": audit}[what](n)
+    {"audit": audit, "count": count, "write": write}[what](n)
 
 
 if __name__ == "__main__":

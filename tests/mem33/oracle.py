@@ -7,8 +7,12 @@ alone walks every user's first pending job)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
 
 from memstrata.audit_types import (
     AuditEvent,
@@ -18,8 +22,11 @@ from memstrata.audit_types import (
     without_actor,
     without_reader,
 )
+from memstrata.filters import Filters
+from memstrata.scope import Scope
+from memstrata.store.memory import InMemoryStore
 
-__all__ = ["OldAudit"]
+__all__ = ["OldAudit", "old_after", "old_count", "old_list", "old_walk"]
 
 
 class OldAudit:
@@ -99,3 +106,65 @@ def _names(e: AuditEvent) -> set[str]:
     if isinstance(readers, list):
         names.update(r for r in readers if isinstance(r, str))
     return names
+
+
+# --- a caller's count and walk (main 5ecb98d's InMemoryStore._caller_count and
+# _readable_walk, as functions of the store; the caller's whole kept order walked) ---------
+
+
+def old_count(store: InMemoryStore, scope: Scope, filters: Filters) -> int:
+    with store._lock:
+        if filters.ids is not None:
+            shared = store._sharing(scope.tenant, scope.user)
+            placed = shared.order(scope).placed
+            found = [shared.entries[rid] for rid in filters.ids if rid in placed]
+            return sum(e.record.visible_in(scope) and filters.matches(e.record) for e in found)
+        return sum(1 for _ in old_walk(store, scope, filters, newest_first=False))
+
+
+def old_walk(
+    store: InMemoryStore,
+    scope: Scope,
+    filters: Filters,
+    newest_first: bool,
+    below: tuple[datetime, int] | None = None,
+    from_: tuple[datetime, int] | None = None,
+) -> Iterator[Any]:
+    shared = store._sharing(scope.tenant, scope.user)
+    places = shared.order(scope).places
+    lo, hi = 0, len(places)
+    if filters.observed_after is not None:
+        lo = bisect_left(places, (filters.observed_after,))
+    if from_ is not None:
+        lo = max(lo, bisect_left(places, from_))
+    if filters.observed_before is not None:
+        hi = bisect_left(places, (filters.observed_before,))
+    if below is not None:
+        hi = min(hi, bisect_left(places, below))
+    for i in range(hi - 1, lo - 1, -1) if newest_first else range(lo, hi):
+        entry = shared.entries[places[i][2]]
+        if entry.record.visible_in(scope) and filters.matches(entry.record):
+            yield entry
+
+
+def old_list(
+    store: InMemoryStore, scope: Scope, filters: Filters, limit: int, offset: int, newest: bool
+) -> list[str]:
+    """A caller's ``list`` page as main's ``_list`` walked it."""
+    with store._lock:
+        walk = old_walk(store, scope, filters, newest)
+        return [e.record.id for e in itertools.islice(walk, offset, offset + limit)]
+
+
+def old_after(
+    store: InMemoryStore, scope: Scope, filters: Filters, rid: str, limit: int, newest: bool
+) -> list[str]:
+    """A caller's ``list_after`` as main's walked it."""
+    with store._lock:
+        at = store._visible(scope, rid)
+        if at is None:
+            return []
+        place = (at.record.observed_at, at.seq)
+        after = (place, None) if newest else (None, (place[0], place[1] + 1))
+        walk = old_walk(store, scope, filters, newest, *after)
+        return [e.record.id for _, e in zip(range(limit), walk, strict=False)]
