@@ -140,10 +140,48 @@ def write(n: int) -> None:
     del Scope
 
 
+def claim(n: int) -> None:
+    """``n`` users' pending jobs due before ann's; ann's job enqueued, claimed by user
+    alone and finished (median of 200), her open count; and what enqueueing the ``n`` jobs
+    cost a job, before (oracle.py ``OldJobIndex``: main's groups) and after."""
+    from datetime import timedelta
+
+    from memstrata.store.memory import InMemoryStore
+
+    from .oracle import OldJobIndex
+    from .test_claim_by_user import T0, _job
+
+    jobs = [_job(i, "acme", f"u{i}", 0) for i in range(n)]
+    now = T0 + timedelta(seconds=60)
+    for name, old in (("before", True), ("after", False)):
+        store = InMemoryStore()
+        if old:
+            store._jobs = OldJobIndex()
+        t = timeit.default_timer()
+        for start in range(0, n, 1000):
+            store.enqueue(jobs[start : start + 1000])
+        enqueue = (timeit.default_timer() - t) / n * 1e6
+        times, k = [], n
+
+        def step(store: InMemoryStore = store) -> None:
+            nonlocal k
+            store.enqueue([_job(k, "acme", "ann", 10)])
+            (job,) = store.claim_jobs(now, limit=5, lease_seconds=30, user="ann")
+            store.finish_job(job.id, job.lease_token)
+            k += 1
+
+        times = timeit.repeat(step, number=1, repeat=200)
+        count = _median_ms(lambda s=store: s.count_open_jobs(user="ann"))
+        print(
+            f"{name}: enqueue {enqueue:.2f} µs a job (batches of 1,000); ann's enqueue+claim+"
+            f"finish {statistics.median(times) * 1000:.3f} ms; her open count {count:.4f} ms"
+        )
+
+
 def main() -> None:
     what = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
-    {"audit": audit, "count": count, "write": write}[what](n)
+    {"audit": audit, "count": count, "write": write, "claim": claim}[what](n)
 
 
 if __name__ == "__main__":

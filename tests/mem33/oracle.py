@@ -25,8 +25,9 @@ from memstrata.audit_types import (
 from memstrata.filters import Filters
 from memstrata.scope import Scope
 from memstrata.store.memory import InMemoryStore
+from memstrata.store.memory_jobs import JobIndex, Queues
 
-__all__ = ["OldAudit", "old_after", "old_count", "old_list", "old_walk"]
+__all__ = ["OldAudit", "OldJobIndex", "old_after", "old_count", "old_list", "old_walk"]
 
 
 class OldAudit:
@@ -168,3 +169,18 @@ def old_after(
         after = (place, None) if newest else (None, (place[0], place[1] + 1))
         walk = old_walk(store, scope, filters, newest, *after)
         return [e.record.id for _, e in zip(range(limit), walk, strict=False)]
+
+
+# --- the pending jobs' groups (main 5ecb98d's JobIndex._group) ------------------------------
+
+
+class OldJobIndex(JobIndex):
+    """A job index whose claims and counts by user alone use every pending job's group, as
+    main's ``_group`` (which took no user) did."""
+
+    def _group(self, tenant: str | None, session: str | None, user: str | None) -> Queues | None:
+        if session is not None:
+            return self.of_session.get(session)
+        if tenant is not None:
+            return self.of_tenant.get(tenant)
+        return self.queues
