@@ -69,9 +69,11 @@ class InMemoryAudit:
         # The events' places ``(at in µs, position)`` in the log's order, by lane
         # (:func:`_lanes`): what a query walks (mem33).
         self._lanes: dict[Lane, list[Place]] = {}
-        # the events' ids and their positions: a dump's load (memory_dump.py) skips held
-        # ids; a query's ``after`` finds its cursor
-        self._ids: dict[str, list[int]] = {}
+        # the events' ids and the first position of each (an id held again: its later
+        # positions in ``_more_ids``): a dump's load (memory_dump.py) skips held ids; a
+        # query's ``after`` finds its cursor
+        self._ids: dict[str, int] = {}
+        self._more_ids: dict[str, list[int]] = {}
         self._lock = threading.Lock()
         # ``memory://``'s own log: its units of work append events with their writes
         # (store/memory.py); the fallback log of a store without one cannot.
@@ -98,7 +100,8 @@ class InMemoryAudit:
                     held.append(place)
                 else:
                     insort(held, place)
-            self._ids.setdefault(e.id, []).append(i)
+            if self._ids.setdefault(e.id, i) != i:
+                self._more_ids.setdefault(e.id, []).append(i)
 
     def _file(self, i: int, e: AuditEvent) -> None:
         for name in _names(e):
@@ -119,6 +122,10 @@ class InMemoryAudit:
             if not held:
                 del self._lanes[lane]
 
+    def _positions(self, event_id: str) -> list[int]:
+        first = self._ids.get(event_id)
+        return [] if first is None else [first, *self._more_ids.get(event_id, ())]
+
     def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]:
         found: list[AuditEvent] = []
         with self._lock:  # the log's order: (at, position), as the tables' (at, seq)
@@ -127,7 +134,7 @@ class InMemoryAudit:
                 cursor = min(
                     (
                         (_micros(self._events[i].at), i)
-                        for i in self._ids.get(query.after, ())
+                        for i in self._positions(query.after)
                         if self._events[i].tenant == tenant
                     ),
                     default=None,
