@@ -218,11 +218,11 @@ class CallerOrder:
                 if not lane:
                     del self.lanes[key]
         if now is not None:
-            insort(self.places, now)
+            _place(self.places, now)
             self.placed[rid] = now
             self.filed[rid] = keys
             for key in keys:
-                insort(self.lanes.setdefault(key, []), now)
+                _place(self.lanes.setdefault(key, []), now)
 
     def narrowest(self, session: str | None, filters: Filters) -> list[list[Place]]:
         """The fewest places holding every record a walk of ``session`` (a scope's) and
@@ -240,6 +240,15 @@ class CallerOrder:
         if filters.tags_any is not None:
             options.append([self.lanes.get(("tag", t), []) for t in filters.tags_any])
         return min(options, key=lambda lanes: sum(map(len, lanes)))
+
+
+def _place(places: list[Place], place: Place) -> None:
+    """``place`` into sorted ``places``: appended when it is the last (a new record, the
+    usual write), else bisected to."""
+    if not places or places[-1] < place:
+        places.append(place)
+    else:
+        insort(places, place)
 
 
 class Shared:
