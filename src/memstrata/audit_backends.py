@@ -52,11 +52,13 @@ class InMemoryAudit:
 
     A query walks the events it may return, not the log: each event's place in the log's
     order, ``(at, position)`` (as the tables' ``(at, seq)``), is kept sorted in the lanes
-    of its tenant (every event), of its user, its actor, its action and each record id it
-    names (``_lanes``, filed on append and again when a redaction changes the event); a
-    query walks the shortest lane its filters name, from its ``since`` or ``after`` cursor
-    (bisected) to its ``until``, until ``offset + limit`` events match (mem33: it sorted
-    every event of the tenant at each query)."""
+    of its tenant (every event), of its user, its actor and its action (``_lanes``, filed
+    on append and again when a redaction changes the event); a query walks the shortest
+    lane its filters name, from its ``since`` or ``after`` cursor (bisected) to its
+    ``until``, until ``offset + limit`` events match (mem33: it sorted every event of the
+    tenant at each query). Not by record id: nearly every event names records of its own,
+    and a lane each doubled an append's cost (docs/measurements.md, session 33); a query by
+    ``record_id`` walks the narrowest of the others (the user's, when it names one)."""
 
     def __init__(self, *, in_transactions: bool = False) -> None:
         self._events: list[AuditEvent] = []
@@ -180,7 +182,7 @@ class InMemoryAudit:
                     self._file(i, kept)  # its actor may now be [purged]
                     was, now = set(_lanes(e)), set(_lanes(kept))
                     place = (_micros(e.at), i)
-                    self._unplace(place, was - now)  # its user, ids, maybe its actor
+                    self._unplace(place, was - now)  # its user, maybe its actor
                     self._place(place, now - was)
                     n += 1
         return n
@@ -204,15 +206,12 @@ def _micros(at: datetime) -> int:
 
 
 def _lanes(e: AuditEvent) -> list[Lane]:
-    """The lanes ``e`` is placed in, each once: its tenant's, its user's, actor's, action's
-    and each record id's it names (what :class:`AuditQuery` filters on besides time)."""
+    """The lanes ``e`` is placed in, each once: its tenant's, its user's, actor's and
+    action's (what :class:`AuditQuery` filters on besides time and record id)."""
     t = e.tenant
     lanes = [(t, "", ""), (t, "actor", e.actor), (t, "action", e.action)]
     if e.user is not None:
         lanes.append((t, "user", e.user))
-    rids = e.record_ids
-    if rids:
-        lanes.extend((t, "record", rid) for rid in (rids if len(rids) == 1 else set(rids)))
     return lanes
 
 
@@ -223,7 +222,6 @@ def _query_lanes(tenant: str, q: AuditQuery) -> Iterator[Lane]:
         ("user", q.user),
         ("actor", q.actor),
         ("action", q.action),
-        ("record", q.record_id),
     ):
         if value is not None:
             yield (tenant, name, value)

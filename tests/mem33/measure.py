@@ -36,7 +36,10 @@ def audit(n: int) -> None:
             user="u7", after=mine[len(mine) // 2].id, limit=50
         ),
         "u7's add events, 50": AuditQuery(user="u7", action="add", limit=50),
-        "one record's events": AuditQuery(record_id=mine[-1].record_ids[0]),
+        "one record of u7's, its events": AuditQuery(user="u7", record_id=mine[5].record_ids[0]),
+        "one record's events, no user (the tenant's lane)": AuditQuery(
+            record_id=mine[-1].record_ids[0]
+        ),
         "the tenant's oldest 100": AuditQuery(limit=100),
         "the tenant's last hour, 100": AuditQuery(since=events[-3600].at, limit=100),
     }
