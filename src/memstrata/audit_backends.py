@@ -10,7 +10,9 @@ import logging
 import sqlite3
 import threading
 import weakref
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .audit_types import (
@@ -46,7 +48,17 @@ log = logging.getLogger("memstrata.audit")
 
 
 class InMemoryAudit:
-    """The audit log of a ``memory://`` store: a list, gone with the process."""
+    """The audit log of a ``memory://`` store: a list, gone with the process.
+
+    A query walks the events it may return, not the log: each event's place in the log's
+    order, ``(at, position)`` (as the tables' ``(at, seq)``), is kept sorted in the lanes
+    of its tenant (every event), of its user, its actor and its action (``_lanes``, filed
+    on append and again when a redaction changes the event); a query walks the shortest
+    lane its filters name, from its ``since`` or ``after`` cursor (bisected) to its
+    ``until``, until ``offset + limit`` events match (mem33: it sorted every event of the
+    tenant at each query). Not by record id: nearly every event names records of its own,
+    and a lane each doubled an append's cost (docs/measurements.md, session 33); a query by
+    ``record_id`` walks the narrowest of the others (the user's, when it names one)."""
 
     def __init__(self, *, in_transactions: bool = False) -> None:
         self._events: list[AuditEvent] = []
@@ -56,7 +68,14 @@ class InMemoryAudit:
         # ``redact_subject`` costs the user's events, not the log's; a position whose event
         # no longer names the user is passed over (the redaction's rules decide, as before).
         self._by_subject: dict[tuple[str, str], set[int]] = {}
-        self._ids: set[str] = set()  # the events' ids, for a dump's load (memory_dump.py)
+        # The events' places ``(at in µs, position)`` in the log's order, by lane
+        # (:func:`_lanes`): what a query walks (mem33).
+        self._lanes: dict[Lane, list[Place]] = {}
+        # the events' ids and the first position of each (an id held again: its later
+        # positions in ``_more_ids``): a dump's load (memory_dump.py) skips held ids; a
+        # query's ``after`` finds its cursor
+        self._ids: dict[str, int] = {}
+        self._more_ids: dict[str, list[int]] = {}
         self._lock = threading.Lock()
         # ``memory://``'s own log: its units of work append events with their writes
         # (store/memory.py); the fallback log of a store without one cannot.
@@ -67,30 +86,83 @@ class InMemoryAudit:
             self._extend(events)
 
     def _extend(self, events: Sequence[AuditEvent]) -> None:
-        """Append ``events`` and file them by subject; the caller holds ``_lock``
+        """Append ``events`` and file them by subject and lane; the caller holds ``_lock``
         (``load_audit`` of store/memory_dump.py appends through it too)."""
+        lanes = self._lanes
         for e in events:
-            self._file(len(self._events), e)
+            i = len(self._events)
+            place = (_micros(e.at), i)  # first: an ``at`` that is no datetime appends nothing
             self._events.append(e)
-            self._ids.add(e.id)
+            self._file(i, e)
+            for lane in _lanes(e):  # ``_place`` inlined: ~1 µs less an event
+                held = lanes.get(lane)
+                if held is None:
+                    lanes[lane] = [place]
+                elif held[-1] < place:  # the usual append: the newest event
+                    held.append(place)
+                else:
+                    insort(held, place)
+            if self._ids.setdefault(e.id, i) != i:
+                self._more_ids.setdefault(e.id, []).append(i)
 
     def _file(self, i: int, e: AuditEvent) -> None:
         for name in _names(e):
             self._by_subject.setdefault((e.tenant, name), set()).add(i)
 
+    def _place(self, place: Place, lanes: Iterable[Lane]) -> None:
+        for lane in lanes:
+            held = self._lanes.setdefault(lane, [])
+            if not held or held[-1] < place:  # the usual append: the newest event
+                held.append(place)
+            else:
+                insort(held, place)
+
+    def _unplace(self, place: Place, lanes: Iterable[Lane]) -> None:
+        for lane in lanes:
+            held = self._lanes[lane]
+            del held[bisect_left(held, place)]
+            if not held:
+                del self._lanes[lane]
+
+    def _positions(self, event_id: str) -> list[int]:
+        first = self._ids.get(event_id)
+        return [] if first is None else [first, *self._more_ids.get(event_id, ())]
+
     def query_audit(self, tenant: str, query: AuditQuery) -> list[AuditEvent]:
+        found: list[AuditEvent] = []
         with self._lock:  # the log's order: (at, position), as the tables' (at, seq)
-            mine = sorted(
-                ((e.at, i, e) for i, e in enumerate(self._events) if e.tenant == tenant),
-                key=lambda t: (t[0], t[1]),
-            )
-        if query.after is not None:
-            cursor = next(((at, i) for at, i, e in mine if e.id == query.after), None)
-            if cursor is None:
-                raise unknown_event(tenant, query.after)
-            mine = [t for t in mine if (t[0], t[1]) > cursor]
-        found = [e for _, _, e in mine if query.matches(e)]
-        return found[query.offset : query.offset + query.limit]
+            cursor: Place | None = None
+            if query.after is not None:
+                cursor = min(
+                    (
+                        (_micros(self._events[i].at), i)
+                        for i in self._positions(query.after)
+                        if self._events[i].tenant == tenant
+                    ),
+                    default=None,
+                )
+                if cursor is None:
+                    raise unknown_event(tenant, query.after)
+            lane = min((self._lanes.get(k, []) for k in _query_lanes(tenant, query)), key=len)
+            lo, hi = 0, len(lane)
+            if query.since is not None:
+                lo = bisect_left(lane, (_micros(query.since), -1))
+            if cursor is not None:
+                lo = max(lo, bisect_right(lane, cursor))
+            if query.until is not None:
+                hi = bisect_left(lane, (_micros(query.until), -1))
+            skip, want = query.offset, query.limit
+            for k in range(lo, hi):
+                e = self._events[lane[k][1]]
+                if not query.matches(e):
+                    continue
+                if skip:
+                    skip -= 1
+                    continue
+                found.append(e)
+                if len(found) == want:
+                    break
+        return found
 
     def redact_subject(self, tenant: str, user: str) -> int:
         """The user's events lose who and which ids; other users' ``set_access`` events
@@ -108,8 +180,51 @@ class InMemoryAudit:
                 if kept is not e:
                     self._events[i] = kept
                     self._file(i, kept)  # its actor may now be [purged]
+                    was, now = set(_lanes(e)), set(_lanes(kept))
+                    place = (_micros(e.at), i)
+                    self._unplace(place, was - now)  # its user, maybe its actor
+                    self._place(place, now - was)
                     n += 1
         return n
+
+
+# A lane of the log (``InMemoryAudit._lanes``): ``(tenant, field, value)``, the tenant's
+# every event under ``(tenant, "", "")``; an event's place in it: ``(at in µs, position)``.
+Lane = tuple[str, str, str]
+Place = tuple[int, int]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _micros(at: datetime) -> int:
+    """``at`` as whole µs since the epoch (a naive time read as UTC): an exact order key
+    that compares times of any offset (and naive ones, which the sort of before refused
+    beside aware ones) as instants."""
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return (at - _EPOCH) // _MICROSECOND
+
+
+def _lanes(e: AuditEvent) -> list[Lane]:
+    """The lanes ``e`` is placed in, each once: its tenant's, its user's, actor's and
+    action's (what :class:`AuditQuery` filters on besides time and record id)."""
+    t = e.tenant
+    lanes = [(t, "", ""), (t, "actor", e.actor), (t, "action", e.action)]
+    if e.user is not None:
+        lanes.append((t, "user", e.user))
+    return lanes
+
+
+def _query_lanes(tenant: str, q: AuditQuery) -> Iterator[Lane]:
+    """The lanes holding every event ``q`` may return (the shortest is walked)."""
+    yield (tenant, "", "")
+    for name, value in (
+        ("user", q.user),
+        ("actor", q.actor),
+        ("action", q.action),
+    ):
+        if value is not None:
+            yield (tenant, name, value)
 
 
 def _names(e: AuditEvent) -> set[str]:

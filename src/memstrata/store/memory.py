@@ -11,6 +11,7 @@ the user holds, not what the store holds. Nothing persists beyond the process.
 from __future__ import annotations
 
 import builtins
+import heapq
 import itertools
 import threading
 from bisect import bisect_left, insort
@@ -55,7 +56,7 @@ from .history_parts import readable_part
 from .key_rows import KeyRow
 from .memory_filed import Filed, key_row_owners, quota_subjects
 from .memory_jobs import JobIndex
-from .memory_shared import Postings, Shared
+from .memory_shared import Place, Postings, Shared
 from .one_model import MODEL_KEY
 from .past_versions import check_finished, check_past, history_key, newer_of
 from .purged_reader import without_links, without_reader
@@ -967,9 +968,11 @@ class InMemoryStore:
 
     def _caller_count(self, scope: Scope, filters: Filters) -> int:
         """A caller's count from its kept order (``_readable_walk``, mem32b): the records
-        the caller may read between the filters' time bounds, or those of ``filters.ids``
-        by id; not every shared record of the owner. The rest of the filters (types, tags,
-        metadata, superseded) are checked record by record: no kept index answers them."""
+        the caller may read between the filters' time bounds, of the narrowest of its
+        lanes (its session's, the filter's types' or tags', mem33), or those of
+        ``filters.ids`` by id; not every shared record of the owner. The rest of the
+        filters (metadata, importance, sources, superseded) are checked record by record
+        over that walk: no kept index answers them."""
         if filters.ids is not None:
             shared = self._sharing(scope.tenant, scope.user)
             placed = shared.order(scope).placed
@@ -1542,21 +1545,38 @@ class InMemoryStore:
         from this ``(observed_at, seq)`` (a cursor); the filters' time bounds are bisected
         to as well. Under the lock, consumed before it is let go."""
         shared = self._sharing(scope.tenant, scope.user)
-        places = shared.order(scope).places
-        lo, hi = 0, len(places)
-        if filters.observed_after is not None:
-            lo = bisect_left(places, (filters.observed_after,))
-        if from_ is not None:
-            lo = max(lo, bisect_left(places, from_))
-        if filters.observed_before is not None:
-            hi = bisect_left(places, (filters.observed_before,))
-        if below is not None:
-            hi = min(hi, bisect_left(places, below))
-        for i in range(hi - 1, lo - 1, -1) if newest_first else range(lo, hi):
+        # the narrowest of the caller's lanes (its session's, the filter's types' or
+        # tags'), mem33: one, or several merged in list order
+        lanes = shared.order(scope).narrowest(scope.session, filters)
+        walks: builtins.list[Iterator[Place]] = []
+        for places in lanes:
+            lo, hi = 0, len(places)
+            if filters.observed_after is not None:
+                lo = bisect_left(places, (filters.observed_after,))
+            if from_ is not None:
+                lo = max(lo, bisect_left(places, from_))
+            if filters.observed_before is not None:
+                hi = bisect_left(places, (filters.observed_before,))
+            if below is not None:
+                hi = min(hi, bisect_left(places, below))
+            span = range(hi - 1, lo - 1, -1) if newest_first else range(lo, hi)
+            walks.append(map(places.__getitem__, span))
+        walk = walks[0] if len(walks) == 1 else _merged(walks, newest_first)
+        for place in walk:
             self.walked += 1
-            entry = shared.entries[places[i][2]]
+            entry = shared.entries[place[2]]
             if entry.record.visible_in(scope) and filters.matches(entry.record):
                 yield entry
+
+
+def _merged(walks: builtins.list[Iterator[Place]], newest_first: bool) -> Iterator[Place]:
+    """The places of ``walks`` (each in list order) in list order, each once (a record
+    in two of ``tags_any``'s lanes)."""
+    last: Place | None = None
+    for place in heapq.merge(*walks, reverse=newest_first):
+        if place != last:
+            last = place
+            yield place
 
 
 def _drop_empty(index: dict[tuple[str, str], dict[str, set[str]]], owner: tuple[str, str]) -> None:

@@ -9,8 +9,8 @@ What the calls walk instead of every job the store ever held:
   id)``, each user's first one in one list (a user whose job runs is skipped once, not job
   by job) and each user's in another, plus the running jobs (the claims in flight); those
   two lists are kept for every pending job, for each tenant's and for each session's
-  (jobs32), so a claim by tenant or by session alone walks its own users, not every
-  pending job;
+  (jobs32), and for each user name's (mem33), so a claim by tenant, by session or by user
+  alone walks its own users, not every pending job;
 - ``enqueue``'s duplicate check: the open jobs by ``(tenant, user, dedup_key)``;
 - ``list_jobs``, ``stats``, ``purge_user``: each user's jobs by status; ``count_open_jobs``
   too, or by tenant or session alone the running jobs and the group's pending ones;
@@ -96,6 +96,8 @@ class JobIndex:
         self.queues = Queues()
         self.of_tenant: dict[str, Queues] = {}
         self.of_session: dict[str, Queues] = {}
+        # and each user name's, of any tenant (a claim or count by user alone, mem33)
+        self.of_name: dict[str, Queues] = {}
         self.done: list[tuple[datetime, str]] = []  # (run_after, id) of done jobs (retention)
         self.dedup: dict[tuple[str, str, str], dict[str, None]] = {}
         self.walked = 0  # jobs looked at by the calls below (tests/memjobs31)
@@ -127,6 +129,7 @@ class JobIndex:
         """The groups a pending job is queued in (made when missing)."""
         yield self.queues
         yield self.of_tenant.setdefault(job.tenant, Queues())
+        yield self.of_name.setdefault(job.user, Queues())
         if job.session is not None:
             yield self.of_session.setdefault(job.session, Queues())
 
@@ -182,7 +185,11 @@ class JobIndex:
         elif job.status is JobStatus.PENDING:
             key = queue_key(job)
             self.queues.remove(owner, key)
-            for name, groups in ((job.tenant, self.of_tenant), (job.session, self.of_session)):
+            for name, groups in (
+                (job.tenant, self.of_tenant),
+                (job.user, self.of_name),
+                (job.session, self.of_session),
+            ):
                 if name is None:
                     continue
                 group = groups[name]
@@ -232,7 +239,7 @@ class JobIndex:
             return sum(wanted(j) for j in self.of(tenant, user, *_OPEN))
         self.walked += len(self.running)
         count = sum(wanted(j) for j in self.running.values())
-        group = self._group(tenant, session)
+        group = self._group(tenant, session, user)
         for (t, u), queue in group.of.items() if group is not None else ():
             self.walked += 1
             if tenant in (None, t) and user in (None, u):
@@ -277,7 +284,7 @@ class JobIndex:
         )
         # every pending job of the group matches the tenant and session asked (a session's
         # group may hold another tenant's users of that session name: checked on heads)
-        group = self._group(tenant, session)
+        group = self._group(tenant, session, user)
         first = self._first_pending(group, due, busy, tenant, user)
         if first is None and not expired:
             return []
@@ -295,13 +302,17 @@ class JobIndex:
             taken.append(self.by_id[key[2]])
         return sorted([*mine, *taken], key=queue_key)[:limit]
 
-    def _group(self, tenant: str | None, session: str | None) -> Queues | None:
+    def _group(self, tenant: str | None, session: str | None, user: str | None) -> Queues | None:
         """The smallest group holding every pending job a claim with these filters may take
-        (``None``: no pending job has them)."""
+        (``None``: no pending job has them): a session's, a tenant's (its users' queues are
+        whole: a claim of one user takes from its queue), or a user name's when neither is
+        given (mem33: a claim by user alone walked every user's first pending job)."""
         if session is not None:
             return self.of_session.get(session)
         if tenant is not None:
             return self.of_tenant.get(tenant)
+        if user is not None:
+            return self.of_name.get(user)
         return self.queues
 
     def _first_pending(
@@ -322,7 +333,8 @@ class JobIndex:
             return self.by_id[queue[0][2]]
         # users in the order of their first pending job: those passed over are the busy
         # ones (a claim in flight each), and in a session's group other tenants' users
-        # (a session name two tenants both use), or other users' for a claim by user alone
+        # (a session name two tenants both use), or other users' of a session's group for a
+        # claim by user and session (by user alone: the user name's group, mem33)
         for key, t, u in group.heads:
             if key[0] > due:
                 return None

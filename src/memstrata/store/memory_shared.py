@@ -21,7 +21,8 @@ the query's terms. The owner's own index of every record's terms is one too (a
 A caller's ``list`` (and ``list_after``, ``list_pages``) sorted every shared entry the
 caller may read at each call until session 32; each caller who lists now has a
 :class:`CallerOrder`, what it may read kept in list order ``(observed_at, seq)`` by the same
-touched ids, which a page walks from the asked end (mem32).
+touched ids, which a page walks from the asked end (mem32); and by type, session and tag,
+so a page or count with those filters walks what they may match (mem33).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..filters import Filters
 from ..records import MemoryRecord, RecordType, Visibility
 from ..scope import Scope
 from ..search.tokenize import tokenize
@@ -46,6 +48,7 @@ __all__ = [
     "Postings",
     "Shared",
     "is_shared",
+    "lane_keys",
     "own_tokens",
 ]
 
@@ -156,37 +159,96 @@ class CallerIndex(Postings):
 
 
 Place = tuple[datetime, int, str]  # a record's place in a list: (observed_at, seq, id)
+# A lane of a caller's order (:class:`CallerOrder`): ``("type", type)``, ``("session",
+# name)`` or ``("tag", tag)``, the places of the records it holds, in list order.
+LaneKey = tuple[str, str]
+
+
+def lane_keys(record: MemoryRecord) -> tuple[LaneKey, ...]:
+    """The lanes ``record`` is placed in: its type's, its session's, each of its tags'."""
+    keys: list[LaneKey] = [("type", record.type)]
+    if record.session is not None:
+        keys.append(("session", record.session))
+    keys.extend(("tag", t) for t in dict.fromkeys(record.tags))
+    return tuple(keys)
 
 
 class CallerOrder:
     """The owner's records one caller may read (``readable``: the caller's ``user_scope``;
     active ones alone: a caller reads no deleted record), in list order: ``places`` sorted,
     so a page is walked from either end (bisect to a cursor or a time bound) instead of
-    sorting everything the caller may read."""
+    sorting everything the caller may read. The same places are kept by type, session and
+    tag (``lanes``, mem33), so a list or count with those filters walks the narrowest
+    (:meth:`narrowest`), not everything the caller may read."""
 
     def __init__(self, readable: Scope, entries: Sequence[Any]) -> None:
         self.readable = readable
-        self.places: list[Place] = sorted(
-            (e.record.observed_at, e.seq, e.record.id)
-            for e in entries
-            if e.record.visible_in(readable)
-        )
-        self.placed: dict[str, Place] = {p[2]: p for p in self.places}
+        self.places: list[Place] = []
+        self.placed: dict[str, Place] = {}
+        self.lanes: dict[LaneKey, list[Place]] = {}
+        self.filed: dict[str, tuple[LaneKey, ...]] = {}  # id: the lanes it is placed in
+        for e in entries:
+            if e.record.visible_in(readable):
+                place = (e.record.observed_at, e.seq, e.record.id)
+                self.places.append(place)
+                self.placed[place[2]] = place
+                keys = self.filed[place[2]] = lane_keys(e.record)
+                for key in keys:
+                    self.lanes.setdefault(key, []).append(place)
+        self.places.sort()
+        for lane in self.lanes.values():
+            lane.sort()
 
     def put(self, rid: str, entry: Any | None) -> None:
         """Record ``rid`` is now ``entry`` (``None``: gone): placed if the caller may read it."""
         now: Place | None = None
+        keys: tuple[LaneKey, ...] = ()
         if entry is not None and entry.record.visible_in(self.readable):
             now = (entry.record.observed_at, entry.seq, rid)
+            keys = lane_keys(entry.record)
         held = self.placed.get(rid)
-        if held == now:
+        if held == now and self.filed.get(rid, ()) == keys:
             return
         if held is not None:
             del self.places[bisect_left(self.places, held)]
             del self.placed[rid]
+            for key in self.filed.pop(rid):
+                lane = self.lanes[key]
+                del lane[bisect_left(lane, held)]
+                if not lane:
+                    del self.lanes[key]
         if now is not None:
-            insort(self.places, now)
+            _place(self.places, now)
             self.placed[rid] = now
+            self.filed[rid] = keys
+            for key in keys:
+                _place(self.lanes.setdefault(key, []), now)
+
+    def narrowest(self, session: str | None, filters: Filters) -> list[list[Place]]:
+        """The fewest places holding every record a walk of ``session`` (a scope's) and
+        ``filters`` may yield: the whole order, the session's lane, the lanes of the
+        filter's types (one record in one), the smallest lane of ``tags_all``, or the lanes
+        of ``tags_any`` (a record in several: the walk yields it once)."""
+        options = [[self.places]]
+        if session is not None:
+            options.append([self.lanes.get(("session", session), [])])
+        if filters.types is not None:
+            options.append([self.lanes.get(("type", t), []) for t in filters.types])
+        if filters.tags_all:
+            tags = (self.lanes.get(("tag", t), []) for t in filters.tags_all)
+            options.append([min(tags, key=len)])
+        if filters.tags_any is not None:
+            options.append([self.lanes.get(("tag", t), []) for t in filters.tags_any])
+        return min(options, key=lambda lanes: sum(map(len, lanes)))
+
+
+def _place(places: list[Place], place: Place) -> None:
+    """``place`` into sorted ``places``: appended when it is the last (a new record, the
+    usual write), else bisected to."""
+    if not places or places[-1] < place:
+        places.append(place)
+    else:
+        insort(places, place)
 
 
 class Shared:
