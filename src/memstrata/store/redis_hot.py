@@ -53,7 +53,7 @@ from urllib.parse import quote
 import numpy as np
 
 from memstrata.codec import record_from_dict, record_to_dict
-from memstrata.errors import MissingDependencyError, NotFoundError, StoreError
+from memstrata.errors import MissingDependencyError, NotFoundError, StoreError, ValidationError
 from memstrata.jobs import current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
@@ -221,6 +221,13 @@ def open_redis(url: str, *, timeout: float = 1.0) -> Any:
         ) from exc
     try:
         client.ping()
+    except TypeError as exc:  # redis-py passes a URL's unknown ?name= on to its connection
+        client.close()
+        raise ValidationError(
+            f"buffer URL {shown!r} has an option Redis's client does not take ({exc}); "
+            "remove it (memstrata's own is ?prefix=; redis-py's are its connection's "
+            "arguments, such as socket_timeout)"
+        ) from None
     except redis.RedisError as exc:
         client.close()
         raise StoreError(

@@ -55,7 +55,7 @@ import numpy as np
 from memstrata._async.store.base import AsyncStore, AsyncUnitOfWork
 from memstrata._async.store.quota_counters import AsyncQuotaCounters, Refusal, Take
 from memstrata.codec import record_from_dict, record_to_dict
-from memstrata.errors import MissingDependencyError, NotFoundError, StoreError
+from memstrata.errors import MissingDependencyError, NotFoundError, StoreError, ValidationError
 from memstrata.jobs import current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
@@ -221,6 +221,13 @@ async def open_redis(url: str, *, timeout: float = 1.0) -> Any:
         ) from exc
     try:
         await client.ping()
+    except TypeError as exc:  # redis-py passes a URL's unknown ?name= on to its connection
+        await client.aclose()
+        raise ValidationError(
+            f"buffer URL {shown!r} has an option Redis's client does not take ({exc}); "
+            "remove it (memstrata's own is ?prefix=; redis-py's are its connection's "
+            "arguments, such as socket_timeout)"
+        ) from None
     except redis.RedisError as exc:
         await client.aclose()
         raise StoreError(
