@@ -730,7 +730,14 @@ class RedisHotStore:
         result = self._call(run)
         if result is None:  # deleted when Redis is back, before it is used again
             self._dirty(users=[(tenant, user)])
-            return report
+            log.warning(
+                "purged user's Redis keys (%s*) not deleted yet: Redis is unreachable from "
+                "this process; they are deleted when it reaches Redis again (or at close)",
+                self._user_prefix(tenant, user),
+            )
+            # Unverified, not 0: the user's turns and cached vectors are still in Redis
+            # (another process may reach it and serve them) until they are deleted.
+            return replace(report, remaining=report.remaining + 1)
         _, left = result
         # The Redis keys are copies of what the durable report already counts (turns, cache
         # entries): only what survives there is added, to ``remaining``.
@@ -770,9 +777,32 @@ class RedisHotStore:
     # --- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
         try:
+            self._settle_missed()
             self.durable.close()
         finally:
             self._redis.close()
+
+    def _settle_missed(self) -> None:
+        """Before closing, delete what Redis missed during an outage (purged users' keys,
+        sessions written meanwhile): no later call of this process would, so a purged
+        user's turns stayed in Redis, for other processes to serve, until they expired."""
+        h = self._health
+        if h.down_since is None or not (h.purged_users or h.dirty_sessions or h.every_session):
+            return
+        try:
+            self._recover()
+        except self._errors as exc:
+            if not h.purged_users:  # sessions only: a cache behind the store, which the
+                return  # outage's one warning named; no user's erased words are in it
+            log.warning(
+                "closing while Redis is unreachable (%s: %s): the Redis keys of %d purged "
+                "user(s) (%s) are left in Redis, their turns included; delete them there "
+                "(redis-cli --scan --pattern '<pattern>' | xargs redis-cli del)",
+                type(exc).__name__,
+                exc,
+                len(h.purged_users),
+                ", ".join(sorted(f"{self._user_prefix(t, u)}*" for t, u in h.purged_users)),
+            )
 
 
 class _HotTransaction:
