@@ -480,6 +480,7 @@ class RedisHotStore:
             left = self._call(run)
             if left is None:  # Redis is down: the user's keys go before it is used again
                 self._dirty(users=[(scope.tenant, scope.user)])
+                report = replace(report, remaining=report.remaining + 1)  # unverified
             elif left:
                 report = replace(report, remaining=report.remaining + left)
         return report
