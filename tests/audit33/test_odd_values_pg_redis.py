@@ -7,7 +7,7 @@ nothing written, or a record that reads back equal (session 33's audit; a guard,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,7 @@ def _answer(mem: Memory, content: str, meta: dict[str, Any], when: datetime) -> 
     return ("stored", _shown(rec.metadata), rec.observed_at)
 
 
-def _shown(meta: dict[str, Any]) -> str:
+def _shown(meta: Mapping[str, Any]) -> str:
     return repr(sorted(meta.items()))
 
 

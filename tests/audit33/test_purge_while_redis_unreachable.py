@@ -11,6 +11,7 @@ import logging
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import redis as redis_py
@@ -26,7 +27,7 @@ class Partition:
     """A Redis user of this test's own: ``cut()`` disables it and drops its connections
     (the process sees Redis refuse it), ``heal()`` enables it again."""
 
-    admin: redis_py.Redis
+    admin: Any  # redis-py: execute_command is untyped
     user: str
     prefix: str
     buffer: str
@@ -44,7 +45,7 @@ class Partition:
 
 @pytest.fixture
 def partition(shared_redis: SharedRedis) -> Iterator[Partition]:
-    admin = redis_py.Redis.from_url(shared_redis.url)
+    admin: Any = redis_py.Redis.from_url(shared_redis.url)
     user = "a33_" + uuid.uuid4().hex[:10]
     admin.execute_command("ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all")
     prefix = shared_redis.prefix()
@@ -116,7 +117,7 @@ def test_one_record_purged_while_cut_off(pg_url: str, partition: Partition) -> N
     partition.heal()
     mem.close()
     left = b"".join(
-        b"".join(partition.admin.lrange(k, 0, -1))
+        b"".join(bytes(v) for v in partition.admin.lrange(k, 0, -1))
         for k in partition.user_keys()
         if partition.admin.type(k) == b"list"
     )
