@@ -122,3 +122,23 @@ def test_one_record_purged_while_cut_off(pg_url: str, partition: Partition) -> N
         if partition.admin.type(k) == b"list"
     )
     assert turn.content.raw.encode() not in left
+
+
+def test_the_outage_warning_hides_the_store_password(
+    pg_url: str, partition: Partition, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The one warning of an outage named the durable store by its URL, password and all
+    ("continuing on the durable store postgresql://app:<password>@...")."""
+    url = pg_url.replace("postgres:@", "postgres:s3cret-pw-a33@", 1)  # the suite's trusts
+    mem = Memory(url, embedder="hashing", background=False, buffer=partition.buffer)
+    try:
+        mem.add_message(ALICE, "user", "a turn")
+        partition.cut()
+        with caplog.at_level(logging.WARNING, logger="memstrata.store.redis_hot"):
+            mem.add_message(ALICE, "user", "a turn while Redis is away")
+    finally:
+        partition.heal()
+        mem.close()
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "continuing on the durable store" in said
+    assert "s3cret-pw-a33" not in said

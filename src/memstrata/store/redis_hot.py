@@ -319,7 +319,7 @@ class RedisHotStore:
                 "store %s, nothing is lost; retrying Redis every %.1f s",
                 type(exc).__name__,
                 exc,
-                self.durable.url,
+                redact_url(self.durable.url),
                 h.cooldown,
             )
 
@@ -649,7 +649,7 @@ class RedisHotStore:
     @property
     def _counters(self) -> QuotaCounters:
         if not isinstance(self.durable, QuotaCounters):
-            raise StoreError(f"the store {self.durable.url} keeps no quota counters")
+            raise StoreError(f"the store {redact_url(self.durable.url)} keeps no quota counters")
         return self.durable
 
     def _mirror(self, key: str) -> str:

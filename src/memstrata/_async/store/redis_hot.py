@@ -319,7 +319,7 @@ class AsyncRedisHotStore:
                 "store %s, nothing is lost; retrying Redis every %.1f s",
                 type(exc).__name__,
                 exc,
-                self.durable.url,
+                redact_url(self.durable.url),
                 h.cooldown,
             )
 
@@ -655,7 +655,7 @@ class AsyncRedisHotStore:
     @property
     def _counters(self) -> AsyncQuotaCounters:
         if not isinstance(self.durable, AsyncQuotaCounters):
-            raise StoreError(f"the store {self.durable.url} keeps no quota counters")
+            raise StoreError(f"the store {redact_url(self.durable.url)} keeps no quota counters")
         return self.durable
 
     def _mirror(self, key: str) -> str:
