@@ -37,7 +37,16 @@ def _time_text(value: Any) -> Any:
     # (pydantic's lax mode would: 12 is 1970-01-01T00:00:12, and seconds and milliseconds
     # cannot be told apart).
     if isinstance(value, str):
-        return value
+        # Read as the library reads it (validation.check_time), not by pydantic, which took
+        # a string of digits for a Unix time too ("2024": 1970-01-01T00:33:44; "20240101",
+        # 2024-01-01 to the library, 1970-08-23)
+        try:
+            return datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(
+                f"send the time as an ISO 8601 string such as 2024-05-08T13:00:00Z, not "
+                f"{value[:40]!r} (a number in a string is not read as a Unix time either)"
+            ) from None
     if isinstance(value, int | float) and not isinstance(value, bool):
         why = "not a number (a Unix time in seconds and one in milliseconds look alike)"
     else:

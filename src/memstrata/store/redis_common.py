@@ -48,11 +48,22 @@ def split_prefix(url: str) -> tuple[str, str]:
             f"buffer={_shown(url)!r} is not a valid Redis URL ({exc}); use "
             "redis://host:6379/0, rediss://... (TLS) or unix:///path/to/redis.sock"
         ) from None
+    db = parts.path.strip("/") if parts.scheme.lower() != "unix" else ""
+    if db and not (db.isascii() and db.isdigit()):  # redis-py would use db 0, silently
+        raise ValidationError(
+            f"buffer={_shown(url)!r} names database {db!r}: a Redis database is a number "
+            "(redis://host:6379/0); write its number, or leave it out for 0"
+        )
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefixes = [v for k, v in query if k == "prefix"]
     if not prefixes:
         return url, DEFAULT_PREFIX
-    prefix = prefixes[-1]
+    if len(prefixes) > 1:  # which one was meant? (the last won: another key space)
+        raise ValidationError(
+            f"buffer URL option prefix= is given twice ({prefixes[0]!r} and "
+            f"{prefixes[1]!r}); keep the one you mean"
+        )
+    prefix = prefixes[0]
     if not 1 <= len(prefix) <= 64 or not set(prefix) <= _PREFIX_CHARS:
         raise ValidationError(
             f"buffer URL prefix={prefix!r} is not a valid key prefix; use 1-64 letters, "

@@ -53,7 +53,7 @@ from urllib.parse import quote
 import numpy as np
 
 from memstrata.codec import record_from_dict, record_to_dict
-from memstrata.errors import MissingDependencyError, NotFoundError, StoreError
+from memstrata.errors import MissingDependencyError, NotFoundError, StoreError, ValidationError
 from memstrata.jobs import current_fence
 from memstrata.records import MemoryRecord, RecordStatus, RecordType
 from memstrata.scope import Scope
@@ -221,6 +221,13 @@ def open_redis(url: str, *, timeout: float = 1.0) -> Any:
         ) from exc
     try:
         client.ping()
+    except TypeError as exc:  # redis-py passes a URL's unknown ?name= on to its connection
+        client.close()
+        raise ValidationError(
+            f"buffer URL {shown!r} has an option Redis's client does not take ({exc}); "
+            "remove it (memstrata's own is ?prefix=; redis-py's are its connection's "
+            "arguments, such as socket_timeout)"
+        ) from None
     except redis.RedisError as exc:
         client.close()
         raise StoreError(
@@ -316,7 +323,7 @@ class RedisHotStore:
                 "store %s, nothing is lost; retrying Redis every %.1f s",
                 type(exc).__name__,
                 exc,
-                self.durable.url,
+                redact_url(self.durable.url),
                 h.cooldown,
             )
 
@@ -477,6 +484,7 @@ class RedisHotStore:
             left = self._call(run)
             if left is None:  # Redis is down: the user's keys go before it is used again
                 self._dirty(users=[(scope.tenant, scope.user)])
+                report = replace(report, remaining=report.remaining + 1)  # unverified
             elif left:
                 report = replace(report, remaining=report.remaining + left)
         return report
@@ -645,7 +653,7 @@ class RedisHotStore:
     @property
     def _counters(self) -> QuotaCounters:
         if not isinstance(self.durable, QuotaCounters):
-            raise StoreError(f"the store {self.durable.url} keeps no quota counters")
+            raise StoreError(f"the store {redact_url(self.durable.url)} keeps no quota counters")
         return self.durable
 
     def _mirror(self, key: str) -> str:
@@ -727,7 +735,14 @@ class RedisHotStore:
         result = self._call(run)
         if result is None:  # deleted when Redis is back, before it is used again
             self._dirty(users=[(tenant, user)])
-            return report
+            log.warning(
+                "purged user's Redis keys (%s*) not deleted yet: Redis is unreachable from "
+                "this process; they are deleted when it reaches Redis again (or at close)",
+                self._user_prefix(tenant, user),
+            )
+            # Unverified, not 0: the user's turns and cached vectors are still in Redis
+            # (another process may reach it and serve them) until they are deleted.
+            return replace(report, remaining=report.remaining + 1)
         _, left = result
         # The Redis keys are copies of what the durable report already counts (turns, cache
         # entries): only what survives there is added, to ``remaining``.
@@ -767,9 +782,32 @@ class RedisHotStore:
     # --- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
         try:
+            self._settle_missed()
             self.durable.close()
         finally:
             self._redis.close()
+
+    def _settle_missed(self) -> None:
+        """Before closing, delete what Redis missed during an outage (purged users' keys,
+        sessions written meanwhile): no later call of this process would, so a purged
+        user's turns stayed in Redis, for other processes to serve, until they expired."""
+        h = self._health
+        if h.down_since is None or not (h.purged_users or h.dirty_sessions or h.every_session):
+            return
+        try:
+            self._recover()
+        except self._errors as exc:
+            if not h.purged_users:  # sessions only: a cache behind the store, which the
+                return  # outage's one warning named; no user's erased words are in it
+            log.warning(
+                "closing while Redis is unreachable (%s: %s): the Redis keys of %d purged "
+                "user(s) (%s) are left in Redis, their turns included; delete them there "
+                "(redis-cli --scan --pattern '<pattern>' | xargs redis-cli del)",
+                type(exc).__name__,
+                exc,
+                len(h.purged_users),
+                ", ".join(sorted(f"{self._user_prefix(t, u)}*" for t, u in h.purged_users)),
+            )
 
 
 class _HotTransaction:

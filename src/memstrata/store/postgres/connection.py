@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from ...errors import (
     ConflictError,
@@ -93,6 +93,11 @@ def parse_url(url: str) -> PgOptions:
     theirs: list[tuple[str, str]] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key in ("schema", "pool_min", "pool_max", "exact_below"):
+            if key in ours:  # which one was meant? (the last won: another schema's store)
+                raise ValidationError(
+                    f"store URL option {key}= is given twice ({ours[key]!r} and {value!r}); "
+                    "keep the one you mean"
+                )
             ours[key] = value
         else:
             theirs.append((key, value))
@@ -108,7 +113,9 @@ def parse_url(url: str) -> PgOptions:
         raise ValidationError(f"store URL: pool_max={pool_max} is below pool_min={pool_min}")
     # Not urlunsplit: it drops the "//" of an empty host ("postgresql:///db?host=/socket",
     # libpq's form for a local socket), which libpq then cannot read.
-    query = urlencode(theirs)
+    # %20 for a space, not urlencode's "+": libpq reads "+" as itself (a URL's
+    # options=-c%20statement_timeout%3D5000 became "+statement_timeout", refused)
+    query = urlencode(theirs, quote_via=quote)
     conninfo = f"postgresql://{parts.netloc}{parts.path}" + (f"?{query}" if query else "")
     return PgOptions(
         conninfo,
