@@ -82,6 +82,7 @@ from memstrata.scope import Scope
 from memstrata.store.base import Store
 from memstrata.store.counted_writes import Counted, Home, carried
 from memstrata.store.quota_counters import QuotaCounters, Take
+from memstrata.store.url import redact_url
 from memstrata.worker_threads import Signal, Spawned, spawn
 
 __all__ = [
@@ -193,8 +194,8 @@ def counters_of(store: Store) -> QuotaCounters:
     counters: object = store
     if not isinstance(counters, QuotaCounters):
         raise StoreError(
-            f"the store {store.url} keeps no quota counters (take_counters, lease); use "
-            "sqlite://, postgresql:// or memory://, or open Memory without quotas="
+            f"the store {redact_url(store.url)} keeps no quota counters (take_counters, "
+            "lease); use sqlite://, postgresql:// or memory://, or open Memory without quotas="
         )
     return counters
 

@@ -83,6 +83,7 @@ from memstrata.quota_types import (
 )
 from memstrata.scope import Scope
 from memstrata.store.counted_writes import Counted, Home, carried
+from memstrata.store.url import redact_url
 
 # sync: import threading
 # sync: from memstrata.worker_threads import Signal, Spawned, spawn
@@ -196,8 +197,8 @@ def counters_of(store: AsyncStore) -> AsyncQuotaCounters:
     counters: object = store
     if not isinstance(counters, AsyncQuotaCounters):
         raise StoreError(
-            f"the store {store.url} keeps no quota counters (take_counters, lease); use "
-            "sqlite://, postgresql:// or memory://, or open Memory without quotas="
+            f"the store {redact_url(store.url)} keeps no quota counters (take_counters, "
+            "lease); use sqlite://, postgresql:// or memory://, or open Memory without quotas="
         )
     return counters
 
