@@ -1074,6 +1074,37 @@ async def _v32_bounded_words(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> No
         await lexical.index(cur.connection, news, old=olds)
 
 
+# v33 (pg33): step 31's trigger inserted every id of the version an update archives (a
+# cluster's every member at each of its updates, each an index probe of ``ON CONFLICT``).
+# Now only those the update drops from the record's current version: one the current
+# version still names is found by records_linked or records_cited (a purge reads those
+# too), and is inserted when an update drops it. A turn's current version is not in
+# records_cited: a turn's archived ids are all kept, as before. So ``record_past_links`` of
+# a record and the ids of its current version hold every id its archived versions name
+# (tests/pg33/test_past_links_property.py).
+_V33_PAST_LINKS_DROPPED = """
+CREATE OR REPLACE FUNCTION record_past_links_keep() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+  kept TEXT[] := '{}';
+BEGIN
+  IF NEW.type <> 'message' THEN
+    kept := linked_ids(NEW.structured, NEW.metadata, NEW.relations, NEW.superseded_by)
+      || cited_ids(NEW.type, NEW.source_ids, NEW.structured, NEW.superseded_by);
+  END IF;
+  INSERT INTO record_past_links (id, seq)
+  SELECT i, OLD.seq FROM (
+    SELECT unnest(linked_ids(OLD.structured, OLD.metadata, OLD.relations, OLD.superseded_by))
+    UNION SELECT v #>> '{}' FROM jsonb_path_query(OLD.source_ids::jsonb, 'lax $[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    UNION SELECT v #>> '{}' FROM jsonb_path_query(OLD.structured::jsonb, 'lax $.members[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    EXCEPT SELECT unnest(kept)
+  ) q (i) WHERE i <> '[purged]' AND i <> OLD.id
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $f$;
+"""
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -1108,6 +1139,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (30, _V30_DONE_JOBS),
     (31, _v31_past_links),
     (32, _v32_bounded_words),
+    (33, _V33_PAST_LINKS_DROPPED),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
