@@ -9,7 +9,9 @@ embeddings to /tmp/pg33-export-N.jsonl. Each round imports that file into a fres
 file and a fresh PostgreSQL schema, and prints each import's time, the statements sent to
 PostgreSQL (``execute`` calls, ``executemany`` calls and their rows, ``COPY``s) and whether
 the PostgreSQL store exports again what the file holds (the header's time aside).
-``profile`` prints the PostgreSQL import's 25 costliest functions (cProfile, cumulative)."""
+``profile`` prints each import's 30 costliest functions of the library's stores and memory
+(cProfile, cumulative); ``statements`` the 12 PostgreSQL statements that took longest (the
+time of their ``execute``, summed by their first 70 characters)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from memstrata import Memory, Message, Role, Scope  # noqa: E402
 from pg33.big_store import admin_url  # noqa: E402
 
 ALICE = Scope("acme", "alice", session="s1")
+TIMES: Counter[str] = Counter()  # seconds per statement (its first 70 characters)
 
 
 def export_file(n: int) -> Path:
@@ -65,15 +68,27 @@ def counted() -> Counter[str]:
     cur = psycopg.Cursor
     ex, many, copy = cur.execute, cur.executemany, cur.copy
 
+    def key(query: Any) -> str:
+        text = query.decode() if isinstance(query, bytes) else str(query)
+        return " ".join(text.split())[:70]
+
     def execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
         seen["execute"] += 1
-        return ex(self, query, params, **kw)
+        t = time.perf_counter()
+        try:
+            return ex(self, query, params, **kw)
+        finally:
+            TIMES[key(query)] += time.perf_counter() - t
 
     def executemany(self: Any, query: Any, params_seq: Any, **kw: Any) -> Any:
         rows = list(params_seq)
         seen["executemany"] += 1
         seen["executemany rows"] += len(rows)
-        return many(self, query, rows, **kw)
+        t = time.perf_counter()
+        try:
+            return many(self, query, rows, **kw)
+        finally:
+            TIMES["many: " + key(query)] += time.perf_counter() - t
 
     def copy_(self: Any, statement: Any, params: Any = None, **kw: Any) -> Any:
         seen["copy"] += 1
@@ -101,15 +116,21 @@ def main() -> None:
     for r in range(rounds):
         with tempfile.TemporaryDirectory() as d:
             mem = Memory(f"sqlite:///{d}/dst.db", embedder="hashing", background=False)
+            sprof = cProfile.Profile() if profile else None
             t = time.perf_counter()
             with path.open() as fp:
+                if sprof:
+                    sprof.enable()
                 rep = mem.import_records(fp)
+                if sprof:
+                    sprof.disable()
             sq = time.perf_counter() - t
             mem.close()
         schema = "imp_" + uuid.uuid4().hex[:10]
         url = admin_url() + "&" + f"schema={schema}"
         mem = Memory(url, embedder="hashing", background=False)
         seen.clear()
+        TIMES.clear()
         prof = cProfile.Profile() if profile else None
         t = time.perf_counter()
         with path.open() as fp:
@@ -129,8 +150,14 @@ def main() -> None:
             f"ratio {pg / sq:.2f}, statements {dict(seen)}, round trip same: {same}",
             flush=True,
         )
-        if prof:
-            pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+        if "statements" in sys.argv:
+            for q, secs in TIMES.most_common(12):
+                print(f"  {secs:7.3f} s  {q}")
+        for name, p in (("sqlite", sprof), ("postgresql", prof)):
+            if p:
+                print("---", name)
+                stats = pstats.Stats(p).sort_stats("cumulative")
+                stats.print_stats("memstrata/(store|memory|layers)", 30)
     print("load:", os.getloadavg())
 
 

@@ -116,7 +116,7 @@ def _part(cur: psycopg.Cursor[tuple[object, ...]], seqs: Sequence[int], seen: bo
         read.append((seq, -1, str(row.pop("x_"))))
         version = {k: v for k, v in row.items() if k != "seq"}
         for v, blob in deltas.get(seq, []):
-            if v >= int(row["version"]):
+            if v >= int(cast(int, row["version"])):
                 continue
             version = apply_delta(version, decode_delta(blob))
             pairs.update((i, seq) for i in linked_columns(version) if i != row["id"])
