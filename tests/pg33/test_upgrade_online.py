@@ -287,3 +287,23 @@ def test_two_processes_upgrading_at_once(pg_url: str) -> None:
         f'SELECT version FROM "{pg_schema(pg_url)}".schema_migrations WHERE version > 29'
     )
     assert sorted(v for (v,) in rows) == list(range(30, SCHEMA_VERSION + 1))
+
+
+def test_the_async_store_upgrades_alike(pg_url: str) -> None:
+    """The async store (the server's) runs the same upgrade: the index, the back-fill."""
+    import asyncio
+
+    from memstrata.aio.stores import open_store as open_async
+
+    mem, _, _ = _store(pg_url)
+    mem.close()
+    _as_29(pg_url)
+
+    async def opened() -> None:
+        store = await open_async(pg_url)
+        await store.aclose()
+
+    asyncio.run(opened())
+    assert pg_version(pg_url) == SCHEMA_VERSION
+    assert _valid(pg_url) == [True]
+    assert _links(pg_url) == _refilled(pg_url) != set()
