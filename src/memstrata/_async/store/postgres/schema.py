@@ -14,6 +14,7 @@ they do in SQLite (the reference store), whatever the database's locale.
 
 from __future__ import annotations
 
+import asyncio  # async-only
 import json
 from collections.abc import Awaitable, Callable
 from typing import Final, cast
@@ -21,11 +22,14 @@ from typing import Final, cast
 import psycopg
 from psycopg import sql
 
+from memstrata._async.store.postgres import backfill
 from memstrata._async.store.postgres.migrated import schema_key
 from memstrata.errors import SchemaVersionError, StoreError
 from memstrata.store.one_model import PG_TRIGGERS
 from memstrata.store.postgres.where import nul_read_as
 from memstrata.store.sqlite.codec import COLUMNS
+
+# sync: import time
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -1002,101 +1006,33 @@ CREATE INDEX IF NOT EXISTS records_noted ON records (tenant, "user") WHERE """
 )
 
 # v30: done jobs by the time they were due, for the retention ``maintain`` sweeps
-# (outbox.sweep_done; jobs32): it reads the jobs it deletes, not the table. Built in the
-# step's transaction: writes to ``jobs`` wait while it is built (once, on the upgrade).
-_V30_DONE_JOBS = """
-CREATE INDEX IF NOT EXISTS jobs_done ON jobs (run_after) WHERE status = 'done';
-"""
-
-
-# v31 (pg32): what a store purge reads for refreshed notes. A purge rewrote every record of
-# the user holding a refreshed note (records_noted: an archived version's note, or what it
-# cited, may name a purged id), reading each one's whole history at every purge. Now it
-# reads those whose versions name a purged id: ``record_past_links`` holds every id an
-# archived version names where a purge rewrites it (citations.linked_columns: its
-# sources, a cluster's members, the link fields of ``linked_ids``), written by a trigger
-# when an update changes one of those columns (the version it archives), kept while the
-# record is (ON DELETE CASCADE); the current version's are found by records_linked and
-# records_cited. Versions archived before this step are read once from the history.
-_V31_PAST_LINKS_DDL = """
-CREATE TABLE IF NOT EXISTS record_past_links (
-    id TEXT COLLATE "C" NOT NULL,
-    seq BIGINT NOT NULL REFERENCES records (seq) ON DELETE CASCADE,
-    PRIMARY KEY (id, seq)
-);
-CREATE INDEX IF NOT EXISTS record_past_links_seq ON record_past_links (seq);
-CREATE OR REPLACE FUNCTION record_past_links_keep() RETURNS trigger LANGUAGE plpgsql AS $f$
-BEGIN
-  INSERT INTO record_past_links (id, seq)
-  SELECT DISTINCT i, OLD.seq FROM (
-    SELECT unnest(linked_ids(OLD.structured, OLD.metadata, OLD.relations, OLD.superseded_by))
-    UNION ALL SELECT v #>> '{}' FROM jsonb_path_query(OLD.source_ids::jsonb, 'lax $[*]') v
-      WHERE jsonb_typeof(v) = 'string'
-    UNION ALL SELECT v #>> '{}' FROM jsonb_path_query(OLD.structured::jsonb, 'lax $.members[*]') v
-      WHERE jsonb_typeof(v) = 'string'
-  ) q (i) WHERE i <> '[purged]' AND i <> OLD.id
-  ON CONFLICT DO NOTHING;
-  RETURN NULL;
+# (outbox.sweep_done; jobs32): it reads the jobs it deletes, not the table. On an upgrade
+# it is built CONCURRENTLY before the migration's transaction (:data:`CONCURRENT`, pg33):
+# built inside it, it held every write to ``jobs`` until that transaction committed. The
+# step itself builds it only where that did not (a fresh store, an empty table), and
+# builds again one left invalid by a build that was interrupted.
+_JOBS_DONE = "jobs_done ON {}jobs (run_after) WHERE status = 'done'"
+_V30_DONE_JOBS = (
+    """
+DO $f$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+             WHERE c.oid = to_regclass('jobs_done') AND NOT i.indisvalid) THEN
+    DROP INDEX jobs_done;
+  END IF;
 END $f$;
-DROP TRIGGER IF EXISTS record_past_links ON records;
-CREATE TRIGGER record_past_links AFTER UPDATE ON records FOR EACH ROW
-WHEN (OLD.source_ids IS DISTINCT FROM NEW.source_ids
-   OR OLD.structured IS DISTINCT FROM NEW.structured
-   OR OLD.metadata IS DISTINCT FROM NEW.metadata
-   OR OLD.relations IS DISTINCT FROM NEW.relations
-   OR OLD.superseded_by IS DISTINCT FROM NEW.superseded_by)
-EXECUTE FUNCTION record_past_links_keep();
-"""
-_PAST_PART = 200  # records whose history is read at a time
+CREATE INDEX IF NOT EXISTS """
+    + _JOBS_DONE.format("")
+    + ";\n"
+)
 
 
 async def _v31_past_links(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> None:
-    """v31: the table, its trigger, then the ids of every version archived before it
-    (each record with a history, :data:`_PAST_PART` at a time, its versions rebuilt from
-    its deltas once)."""
-    from memstrata.store.citations import linked_columns
-    from memstrata.store.sqlite.history import apply_delta, decode_delta
-
-    await cur.execute(_V31_PAST_LINKS_DDL.encode())
-    cols = ", ".join(f'"{c}"' if c == "user" else c for c in COLUMNS)
-    last = 0
-    while True:
-        await cur.execute(
-            f"SELECT seq, {cols} FROM records WHERE seq IN (SELECT DISTINCT seq FROM "
-            "record_history WHERE seq > %s ORDER BY seq LIMIT %s) ORDER BY seq",
-            (last, _PAST_PART),
-        )
-        names = [d.name for d in cur.description or ()]
-        rows = [dict(zip(names, r, strict=True)) for r in await cur.fetchall()]
-        if not rows:
-            return
-        last = cast(int, rows[-1]["seq"])
-        await cur.execute(
-            "SELECT seq, version, delta FROM record_history WHERE seq = ANY(%s) "
-            "ORDER BY seq, version DESC",
-            ([r["seq"] for r in rows],),
-        )
-        deltas: dict[int, list[tuple[int, bytes]]] = {}
-        for seq, version, delta in await cur.fetchall():
-            deltas.setdefault(cast(int, seq), []).append(
-                (cast(int, version), bytes(cast(bytes, delta)))
-            )
-        pairs: set[tuple[str, int]] = set()
-        for row in rows:
-            seq = cast(int, row["seq"])
-            version = {k: v for k, v in row.items() if k != "seq"}
-            for v, blob in deltas.get(seq, []):
-                if v >= int(row["version"]):  # type: ignore[call-overload]
-                    continue
-                version = apply_delta(version, decode_delta(blob))
-                pairs.update((i, seq) for i in linked_columns(version) if i != row["id"])
-        if pairs:
-            ids, seqs = zip(*sorted(pairs), strict=True)
-            await cur.execute(
-                "INSERT INTO record_past_links (id, seq) SELECT * FROM "
-                "unnest(%s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
-                (list(ids), list(seqs)),
-            )
+    """v31 (pg32): ``record_past_links``, its trigger, then the ids of every version
+    archived before it (backfill.py: what an upgrade's pre-fill did not read, or every
+    history)."""
+    await cur.execute(backfill.DDL.encode())
+    if not await backfill.catch_up(cur):
+        await backfill.fill(cur)
 
 
 # v32 (pg32): a word of 1,000-2,650 bytes written before session 31's bound (fts5.bounded:
@@ -1138,6 +1074,37 @@ async def _v32_bounded_words(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> No
         await lexical.index(cur.connection, news, old=olds)
 
 
+# v33 (pg33): step 31's trigger inserted every id of the version an update archives (a
+# cluster's every member at each of its updates, each an index probe of ``ON CONFLICT``).
+# Now only those the update drops from the record's current version: one the current
+# version still names is found by records_linked or records_cited (a purge reads those
+# too), and is inserted when an update drops it. A turn's current version is not in
+# records_cited: a turn's archived ids are all kept, as before. So ``record_past_links`` of
+# a record and the ids of its current version hold every id its archived versions name
+# (tests/pg33/test_past_links_property.py).
+_V33_PAST_LINKS_DROPPED = """
+CREATE OR REPLACE FUNCTION record_past_links_keep() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+  kept TEXT[] := '{}';
+BEGIN
+  IF NEW.type <> 'message' THEN
+    kept := linked_ids(NEW.structured, NEW.metadata, NEW.relations, NEW.superseded_by)
+      || cited_ids(NEW.type, NEW.source_ids, NEW.structured, NEW.superseded_by);
+  END IF;
+  INSERT INTO record_past_links (id, seq)
+  SELECT i, OLD.seq FROM (
+    SELECT unnest(linked_ids(OLD.structured, OLD.metadata, OLD.relations, OLD.superseded_by))
+    UNION SELECT v #>> '{}' FROM jsonb_path_query(OLD.source_ids::jsonb, 'lax $[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    UNION SELECT v #>> '{}' FROM jsonb_path_query(OLD.structured::jsonb, 'lax $.members[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    EXCEPT SELECT unnest(kept)
+  ) q (i) WHERE i <> '[purged]' AND i <> OLD.id
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $f$;
+"""
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -1172,9 +1139,18 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (30, _V30_DONE_JOBS),
     (31, _v31_past_links),
     (32, _v32_bounded_words),
+    (33, _V33_PAST_LINKS_DROPPED),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
+
+# Indexes an upgrade builds with CREATE INDEX CONCURRENTLY before the migration's
+# transaction (pg33): writes to their table go on while they are built, where the step's
+# own CREATE INDEX held them until the whole migration committed. Each is (the step that
+# needs it, its name, its definition with ``{}`` for the schema); that step builds it in
+# the transaction where this did not (a fresh store) or left it invalid.
+CONCURRENT: Final[list[tuple[int, str, str]]] = [(30, "jobs_done", _JOBS_DONE)]
+_POLL_S = 0.2  # how often a process waiting to build them asks for the migration lock
 
 if _RECORD_COLUMNS.count(",") + 1 != len(COLUMNS):  # pragma: no cover - import-time check
     raise StoreError("records schema and codec.COLUMNS disagree; fix postgres/schema.py")
@@ -1220,12 +1196,70 @@ async def check_pgvector(conn: psycopg.AsyncConnection[tuple[object, ...]], wher
         ) from None
 
 
+async def _before_lock(conn: psycopg.AsyncConnection[tuple[object, ...]], schema: str) -> None:
+    """What an upgrade makes before its transaction, while writes go on (pg33): the
+    :data:`CONCURRENT` indexes of the steps ``schema`` lacks, each with CREATE INDEX
+    CONCURRENTLY, and step 31's back-fill (backfill.prefill). Under the database's
+    migration lock held by this session, asked for every :data:`_POLL_S` (a statement
+    waiting for it would hold a snapshot, which a concurrent build waits for: two processes
+    upgrading at once would wait for each other). An index an interrupted build left
+    invalid (a killed server, a cancelled statement) is dropped and built again; a
+    migration killed here leaves its store at its version, perhaps with the index (its step
+    then skips it) or a part of the back-fill (the next upgrade's starts again)."""
+    while True:
+        got = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (_LOCK_KEY,))).fetchone()
+        if got and got[0]:
+            break
+        await asyncio.sleep(_POLL_S)  # async-only
+        # sync: time.sleep(_POLL_S)
+    try:
+        async with conn.cursor() as cur:
+            found = await _version(cur, schema)
+        for version, name, definition in CONCURRENT:
+            if version <= found:
+                continue
+            valid = await (
+                await conn.execute(
+                    "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
+                    (f'"{schema}"."{name}"',),
+                )
+            ).fetchone()
+            if valid is not None and valid[0]:
+                continue
+            if valid is not None:  # an interrupted build's
+                await conn.execute(
+                    sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}.{}").format(
+                        sql.Identifier(schema), sql.Identifier(name)
+                    )
+                )
+            await conn.execute(
+                sql.SQL(
+                    "CREATE INDEX CONCURRENTLY IF NOT EXISTS " + definition.format("{}.")
+                ).format(sql.Identifier(schema))
+            )
+        if found < 31:
+            path = await (await conn.execute("SELECT current_setting('search_path')")).fetchone()
+            await conn.execute(
+                sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema))
+            )
+            try:
+                await backfill.prefill(conn)
+            finally:
+                await conn.execute(
+                    "SELECT set_config('search_path', %s, false)", (path[0] if path else "",)
+                )
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+
+
 async def migrate(
     conn: psycopg.AsyncConnection[tuple[object, ...]], schema: str, where: str
 ) -> int:
     """Bring ``schema`` up to :data:`SCHEMA_VERSION`; return the version it was at.
 
-    ``conn`` must be in autocommit mode; the check and every step run in one transaction,
+    ``conn`` must be in autocommit mode. An upgrade first makes what it can while writes go
+    on (:func:`_before_lock`: step 30's index, step 31's back-fill); then the check and
+    every step run in one transaction,
     under the database's migration lock and, exclusively, the schema's version lock that
     every write transaction takes shared (migrated.py: a process opened at an older
     version refuses to write once this commits). A schema already at this version is
@@ -1235,6 +1269,8 @@ async def migrate(
         found = await _version(cur, schema)
     if found == SCHEMA_VERSION:
         return found
+    if 0 < found < SCHEMA_VERSION:
+        await _before_lock(conn, schema)
     async with conn.transaction(), conn.cursor() as cur:
         await cur.execute(
             "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)",
