@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .options import Settings, choice, console, emit, fail, open_memory
+from .options import (
+    DoneJobsDays,
+    Settings,
+    choice,
+    command_done_jobs_days,
+    console,
+    emit,
+    fail,
+    open_memory,
+)
 from .resolve import resolve_id
 
 if TYPE_CHECKING:
@@ -347,11 +356,12 @@ def worker(
         bool, typer.Option("--quiet", "-q", help="No line per run (run continuously).")
     ] = False,
     as_json: Json = False,
+    done_jobs: DoneJobsDays = None,
 ) -> None:
     """Run background jobs (summaries, extraction, clustering, promotion) continuously:
     one line per run that claimed jobs (its time and counts; with --json, a JSON object),
     nothing for polls that found none."""
-    settings: Settings = ctx.obj
+    settings: Settings = command_done_jobs_days(ctx.obj, done_jobs)
     with open_memory(settings, background=False) as mem:
         if once:
             from .output import report_table, run_report_data

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import MemstrataError
-from .options import Settings, console, emit, fail
+from .options import DoneJobsDays, Settings, command_done_jobs_days, console, emit, fail
 
 __all__ = ["register"]
 
@@ -449,6 +449,7 @@ def serve(
             "Redis are on this machine, else 0.",
         ),
     ] = None,
+    done_jobs: DoneJobsDays = None,
 ) -> None:
     """Serve the HTTP API, the MCP endpoint (/mcp), the inspector (/ui) and metrics (default
     ./memstrata.db).
@@ -466,7 +467,7 @@ def serve(
     from ..server.run import serve_until_stopped
     from ..server.slow_clients import TimedConfig, fit_descriptors
 
-    settings: Settings = ctx.obj
+    settings: Settings = command_done_jobs_days(ctx.obj, done_jobs)
     config = _serve_config(
         settings,
         rate_limit=rate_limit,
@@ -565,6 +566,7 @@ def mcp(
     vector_cache_rows: VectorCacheRows = None,
     max_body: MaxBody = MAX_BODY,
     log_level: LogLevel = "info",
+    done_jobs: DoneJobsDays = None,
 ) -> None:
     """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP).
 
@@ -578,7 +580,7 @@ def mcp(
         fail(str(exc))
     from ..mcp_server.run import run_mcp
 
-    settings: Settings = ctx.obj
+    settings: Settings = command_done_jobs_days(ctx.obj, done_jobs)
     if transport not in ("stdio", "http"):
         fail(f"--transport {transport!r} is not one of: stdio, http")
     from ..server.observe import configure_logging
