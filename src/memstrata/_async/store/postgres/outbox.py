@@ -341,14 +341,21 @@ async def sweep_done(conn: psycopg.AsyncConnection[Any], before: datetime, limit
     retention of finished jobs, ``maintain``'s sweep), read on the partial index
     ``jobs_done`` (step 30): the work is the rows deleted. Rows another transaction has
     locked are skipped (the next sweep takes them), and the outer ``WHERE`` is checked
-    again on the row as it is when deleted, so a job no longer done is never deleted."""
+    again on the row as it is when deleted, so a job no longer done is never deleted.
+
+    The batch is a ``MATERIALIZED`` CTE, chosen once. As ``id IN (SELECT ... LIMIT n FOR
+    UPDATE SKIP LOCKED)`` the planner ran the subquery again for each row it deleted, and
+    each run skipped the rows the statement had just deleted and took the next: one
+    statement deleted every done job due, whatever ``limit`` said (3 of 3 with ``limit``
+    1, session 33), in one transaction that held the claims back."""
     if limit <= 0:
         return 0
     at = encode_time(before)
     cur = await conn.execute(
-        "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = 'done' "
+        "WITH batch AS MATERIALIZED (SELECT id FROM jobs WHERE status = 'done' "
         "AND run_after < %s ORDER BY run_after LIMIT %s FOR UPDATE SKIP LOCKED) "
-        "AND status = 'done' AND run_after < %s",
+        "DELETE FROM jobs USING batch WHERE jobs.id = batch.id "
+        "AND jobs.status = 'done' AND jobs.run_after < %s",
         (at, limit, at),
     )
     return cur.rowcount
