@@ -1,7 +1,8 @@
 """``--done-jobs-days DAYS|keep`` after the command as well as before it (as
 ``--vector-cache-rows``): ``memstrata maintain --done-jobs-days 2``, ``worker``, ``serve``,
 ``mcp``; the command's own value wins over the global option and the variable, with the same
-checks (exit 2 before any store is opened). Real CLI processes on SQLite.
+checks (exit 2 before any store is opened). Real CLI processes on SQLite, seeded as jobs32b's
+tests of the global option (4 done jobs due 30 days ago, 4 due 3 days ago).
 
 Before session 33 it was a global option only: after the command it was "No such option"
 (exit 2)."""
@@ -9,76 +10,22 @@ Before session 33 it was a global option only: after the command it was "No such
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from memstrata import Memory, Scope
-from memstrata.jobs import Job, JobStatus
-from memstrata.maintenance_types import make_maintain_job
+from jobs32b.test_done_jobs_option import OLD, VARIABLE, YOUNG, _cli, _done, _seed
 from ops33.started import run_until_started, start_lines
-from serving import SRC, free_port
-
-VARIABLE = "MEMSTRATA_DONE_JOBS_DAYS"
-OLD = {f"old-{i}" for i in range(3)}  # done 30 days ago
-YOUNG = {f"young-{i}" for i in range(3)}  # done 3 days ago
-
-
-def _seed(db: str, *, maintain_job: bool = False) -> None:
-    now = datetime.now(UTC)
-    with Memory(db, embedder="hashing", background=False) as mem:
-        store: Any = getattr(mem.store, "durable", mem.store)
-        store.enqueue(
-            [
-                Job(
-                    id=f"{name}-{i}",
-                    kind="k",
-                    tenant="t",
-                    user="u",
-                    payload={},
-                    created_at=now - timedelta(days=age),
-                    run_after=now - timedelta(days=age),
-                    status=JobStatus.DONE,
-                )  # fmt: skip
-                for name, age in (("old", 30), ("young", 3))
-                for i in range(3)
-            ]
-        )
-        if maintain_job:
-            store.enqueue([make_maintain_job(Scope("t", "u"), now - timedelta(minutes=1), now)])
-
-
-def _done(db: str) -> set[str]:
-    with Memory(db, embedder="hashing", background=False) as mem:
-        store: Any = getattr(mem.store, "durable", mem.store)
-        return {j.id for j in store.list_jobs("t", "u", status="done") if j.kind == "k"}
-
-
-def _cli(
-    db: str, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    base = [sys.executable, "-m", "memstrata", "--db", db, "--tenant", "t", "--user", "u",
-            "--embedder", "hashing"]  # fmt: skip
-    full_env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200"}
-    full_env.pop(VARIABLE, None)
-    return subprocess.run(
-        [*base, *args], capture_output=True, text=True, env={**full_env, **(env or {})},
-        timeout=180, check=False,
-    )  # fmt: skip
+from serving import free_port
 
 
 @pytest.mark.parametrize(
     ("before", "after", "env", "swept", "left"),
     [
-        ([], ["--done-jobs-days", "2"], {}, 6, set()),
+        ([], ["--done-jobs-days", "2"], {}, 8, set()),
         ([], ["--done-jobs-days", "KEEP"], {}, 0, OLD | YOUNG),
         (["--done-jobs-days", "2"], ["--done-jobs-days", "keep"], {}, 0, OLD | YOUNG),
-        (["--done-jobs-days", "keep"], ["--done-jobs-days", "10"], {}, 3, YOUNG),
+        (["--done-jobs-days", "keep"], ["--done-jobs-days", "10"], {}, 4, YOUNG),
         ([], ["--done-jobs-days", "60"], {VARIABLE: "2"}, 0, OLD | YOUNG),
     ],
 )

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from audit32.stdio_process import stdio_answers
 from memstrata import Memory, Scope
 from ops33.started import run_until_started, start_lines
 from serving import free_port
+from stdio_mcp import stdio_answers
 
 FIELDS = {"command", "store", "listen", "workers", "done_jobs_days", "vector_cache_rows"}
 
