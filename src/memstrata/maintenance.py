@@ -301,16 +301,13 @@ def _sweep_done_jobs(store: Store, now: datetime, days: float) -> int:
     """Done jobs due more than ``days`` before ``now`` deleted, batch by batch (each its
     own transaction, so claims and finishes interleave), until a batch is short or the
     pass's cap."""
-    sweep = getattr(store, "sweep_done_jobs", None)
-    if sweep is None:  # a store of another kind, without jobs kept
-        return 0
     try:
         before = now - timedelta(days=days)
     except OverflowError:  # a retention longer than the calendar: no job is that old
         return 0
     swept = 0
     for _ in range(_DONE_SWEEP_BATCHES):
-        n = int(sweep(before, DONE_SWEEP_BATCH))
+        n = store.sweep_done_jobs(before, DONE_SWEEP_BATCH)
         swept += n
         if n < DONE_SWEEP_BATCH:
             break

@@ -7,12 +7,6 @@ refuses such a body (``server/strict_json.py``, session 28). Session 29's audit:
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +16,9 @@ from hypothesis import strategies as st
 
 from memstrata import Filters, Memory, Scope
 from memstrata.mcp_server.server import _refused_request
-from memstrata.server.keys import SQLiteKeyStore
 from server.conftest import Served
+from stdio_mcp import StdioServer
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 TWICE = (
     b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_add",'
     b'"arguments":{"content":"I keep bees","content":"I keep wasps"}}}'
@@ -61,49 +54,22 @@ def test_http_refuses_a_key_given_twice(live_server: Served) -> None:
     assert _everything(s.memory, "alice") == ["I keep bees"]
 
 
-def _stdio_session(db: Path, key: str, lines: list[bytes], expect: int) -> list[dict[str, Any]]:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    sent = [json.dumps(init).encode(), json.dumps(ready).encode(), *lines]
-    cmd = [sys.executable, "-m", "memstrata", "--db", f"sqlite:///{db}", "--embedder", "hashing"]
-    cmd += ["--user", "alice", "mcp"]
-    env = {**os.environ, "PYTHONPATH": SRC, "MEMSTRATA_API_KEY": key}
-    with subprocess.Popen(
-        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        out = proc.stdout
-        answers: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=lambda: [answers.put(x) for x in out], daemon=True).start()
-        try:
-            proc.stdin.write(b"\n".join(sent) + b"\n")
-            proc.stdin.flush()
-            got = [json.loads(answers.get(timeout=60)) for _ in range(expect)]
-        finally:
-            proc.stdin.close()  # stdin closed: the server stops
-            rc = proc.wait(timeout=60)
-        assert rc == 0, proc.stderr.read()[-2000:]
-        time.sleep(0.2)
-        assert answers.empty(), answers.get()  # nothing more (the notification: no answer)
-    return got
+def _stdio_session(db: Path, lines: list[bytes], expect: int) -> list[dict[str, Any]]:
+    server = StdioServer(db)  # the initialize handshake: its answer is the first
+    try:
+        server.send(b"\n".join(lines) + b"\n")
+        got = [server.init_answer, *(server.answer() for _ in range(expect - 1))]
+    finally:
+        rc, err = server.close()  # stdin closed: the server stops
+    assert rc == 0, err[-2000:]
+    assert server.answers.empty(), server.answers.get()  # nothing more (the notification)
+    return [a for a in got if a is not None]
 
 
 def test_stdio_refuses_a_key_given_twice(tmp_path: Path) -> None:
     db = tmp_path / "stdio.db"
-    keys = SQLiteKeyStore(str(db))
-    key = keys.create("acme").secret
-    keys.close()
     twice_notified = b'{"jsonrpc":"2.0","method":"notifications/x","method":"y"}'
-    answers = _stdio_session(db, key, [TWICE, twice_notified, NESTED, GOOD], expect=4)
+    answers = _stdio_session(db, [TWICE, twice_notified, NESTED, GOOD], expect=4)
     by_id = {a.get("id"): a for a in answers}
     assert set(by_id) == {0, 7, "x1", 8}, answers
     for rid, name in ((7, "content"), ("x1", "name")):

@@ -12,29 +12,12 @@ response, or a request whose id is of another type: -32600), as ``/mcp`` does.""
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from memstrata.server.keys import SQLiteKeyStore
+from stdio_mcp import StdioServer
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 LIST = b'{"jsonrpc":"2.0","id":%s,"method":"tools/list"}'
 MALFORMED = [
     b"{not json",
@@ -49,38 +32,16 @@ MALFORMED = [
 
 
 def test_every_malformed_line_is_answered(tmp_path: Path) -> None:
-    db = tmp_path / "stdio.db"
-    keys = SQLiteKeyStore(str(db))
-    key = keys.create("acme").secret
-    keys.close()
-    ready = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
-    lines = [json.dumps(INIT).encode(), ready, *MALFORMED, LIST % b"12"]
-    cmd = [sys.executable, "-m", "memstrata", "--db", f"sqlite:///{db}", "--embedder", "hashing"]
-    cmd += ["--user", "alice", "mcp"]
-    env = {**os.environ, "PYTHONPATH": SRC, "MEMSTRATA_API_KEY": key}
-    with subprocess.Popen(
-        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None
-        out = proc.stdout
-        answers: queue.Queue[bytes] = queue.Queue()
-
-        def read() -> None:
-            for line in out:
-                answers.put(line)
-
-        threading.Thread(target=read, daemon=True).start()
-        got: list[dict[str, Any]] = []
-        try:
-            proc.stdin.write(b"\n".join(lines) + b"\n")
-            proc.stdin.flush()
-            while not any(a.get("id") == 12 for a in got):  # the last line's answer
-                got.append(json.loads(answers.get(timeout=60)))
-            time.sleep(1.0)
-            while not answers.empty():
-                got.append(json.loads(answers.get()))
-        finally:
-            proc.stdin.close()
-            proc.wait(timeout=60)
+    server = StdioServer(tmp_path / "stdio.db")  # the initialize handshake: its answer first
+    got: list[dict[str, Any]] = [server.init_answer or {}]
+    try:
+        server.send(b"\n".join([*MALFORMED, LIST % b"12"]) + b"\n")
+        while not any(a.get("id") == 12 for a in got):  # the last line's answer
+            got.append(server.answer())
+        time.sleep(1.0)
+        while not server.answers.empty():
+            got.append(server.answer())
+    finally:
+        server.close()
     errors = [a["error"]["code"] for a in got if "error" in a]
     assert errors.count(-32700) == 1 and errors.count(-32600) + errors.count(-32602) == 7, got

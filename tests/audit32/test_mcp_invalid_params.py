@@ -17,8 +17,7 @@ import httpx2
 import pytest
 
 from serving import Running, mcp_http
-
-from .stdio_process import key_for, stdio_answers
+from stdio_mcp import key_for, stdio_answers
 
 
 def _call(rid: int, params: Any) -> dict[str, Any]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memstrata import Memory, Scope
-
-from .stdio_process import stdio_answers
+from stdio_mcp import stdio_answers
 
 N = 20
 

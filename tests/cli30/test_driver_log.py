@@ -95,8 +95,10 @@ def test_hidden_by_default(own_pg: OwnPostgres) -> None:
         )
         for x in err
     ), err
-    # every line is the worker's (or a continuation of one of its multi-line messages)
-    assert all(x.startswith(("WARNING memstrata.", "\t")) for x in err), "\n".join(err)
+    # every line is the worker's (or a continuation of one of its multi-line messages), its
+    # start line first (on stderr since session 33)
+    assert err[0].startswith("memstrata worker starting: store postgresql://"), err[0]
+    assert all(x.startswith(("WARNING memstrata.", "\t")) for x in err[1:]), "\n".join(err)
 
 
 @pytest.mark.parametrize("flag", ["-v"])

@@ -9,87 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
-from typing import IO, Any
 
 import pytest
 
 from memstrata import Filters, Memory, Scope
 from memstrata.mcp_server.stdio import bounded_lines
-from memstrata.server.keys import SQLiteKeyStore
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+from stdio_mcp import StdioServer
 
 
 def _add(rid: int, content: str) -> bytes:
     call = {"name": "memory_add", "arguments": {"content": content}}
     message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": call}
     return json.dumps(message).encode()
-
-
-class _Server:
-    """``memstrata mcp`` over stdio in a subprocess, its answers read by a thread."""
-
-    def __init__(self, db: Path, *options: str) -> None:
-        keys = SQLiteKeyStore(str(db))
-        key = keys.create("acme").secret
-        keys.close()
-        cmd = [sys.executable, "-m", "memstrata", "--db", f"sqlite:///{db}"]
-        cmd += ["--embedder", "hashing", "--user", "alice", "mcp", *options]
-        env = {**os.environ, "PYTHONPATH": SRC, "MEMSTRATA_API_KEY": key}
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin: IO[bytes] = self.proc.stdin
-        self.answers: queue.Queue[bytes] = queue.Queue()
-        out = self.proc.stdout
-        self.reader = threading.Thread(
-            target=lambda: [self.answers.put(x) for x in out], daemon=True
-        )
-        self.reader.start()
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        self.send(json.dumps(init).encode() + b"\n")
-        assert self.answer()["id"] == 0
-        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-
-    def send(self, data: bytes) -> None:
-        self.stdin.write(data)
-        self.stdin.flush()
-
-    def answer(self, timeout: float = 60) -> dict[str, Any]:
-        return json.loads(self.answers.get(timeout=timeout))
-
-    def rss_kib(self) -> int:
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        return int(next(x for x in status.splitlines() if x.startswith("VmRSS:")).split()[1])
-
-    def stop(self) -> None:
-        self.stdin.close()  # stdin closed: the server stops
-        rc = self.proc.wait(timeout=60)
-        assert self.proc.stderr is not None
-        err = self.proc.stderr.read().decode(errors="replace")
-        self.reader.join(timeout=30)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
-        assert rc == 0, err[-2000:]
-        assert "Traceback" not in err, err[-2000:]
 
 
 def _stored(db: Path) -> list[str]:
@@ -99,7 +32,7 @@ def _stored(db: Path) -> list[str]:
 
 def test_an_over_long_message_is_answered_and_the_server_goes_on(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    server = _Server(db, "--max-body", "4096")
+    server = StdioServer(db, "--max-body", "4096")
     try:
         fits = _add(1, "a" * (4096 - len(_add(1, ""))))
         assert len(fits) == 4096
@@ -122,7 +55,7 @@ def test_an_over_long_message_is_answered_and_the_server_goes_on(tmp_path: Path)
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmRSS from /proc")
 def test_a_line_without_end_does_not_grow_the_server(tmp_path: Path) -> None:
     db = tmp_path / "n.db"
-    server = _Server(db)  # the default limit: 1 MiB
+    server = StdioServer(db)  # the default limit: 1 MiB
     try:
         server.send(_add(1, "warm up") + b"\n")
         assert server.answer()["id"] == 1

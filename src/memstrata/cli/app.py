@@ -19,6 +19,7 @@ import typer
 from ..record_names import RECORD_TYPE_NAMES as RECORD_TYPES
 from .lazy import LazyGroup
 from .options import (
+    DONE_JOBS_HELP,
     Settings,
     choice,
     console,
@@ -205,8 +206,7 @@ def _settings(
             envvar="MEMSTRATA_DONE_JOBS_DAYS",
             metavar="DAYS|keep",
             callback=done_jobs_days,
-            help="Days a finished (done) background job is kept before maintenance deletes "
-            "it (default 7), or 'keep' to keep every one; failed jobs are never deleted.",
+            help=DONE_JOBS_HELP,
         ),
     ] = None,
     verbose: Annotated[

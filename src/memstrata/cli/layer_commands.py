@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .options import Settings, choice, console, emit, fail, open_memory
+from .options import (
+    DoneJobsDays,
+    Settings,
+    choice,
+    command_done_jobs_days,
+    console,
+    emit,
+    fail,
+    open_memory,
+)
 from .resolve import resolve_id
 
 if TYPE_CHECKING:
@@ -347,11 +356,12 @@ def worker(
         bool, typer.Option("--quiet", "-q", help="No line per run (run continuously).")
     ] = False,
     as_json: Json = False,
+    done_jobs: DoneJobsDays = None,
 ) -> None:
     """Run background jobs (summaries, extraction, clustering, promotion) continuously:
     one line per run that claimed jobs (its time and counts; with --json, a JSON object),
     nothing for polls that found none."""
-    settings: Settings = ctx.obj
+    settings: Settings = command_done_jobs_days(ctx.obj, done_jobs)
     with open_memory(settings, background=False) as mem:
         if once:
             from .output import report_table, run_report_data
@@ -368,16 +378,28 @@ def worker(
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         _warnings_on_stderr()
-        started = f"worker running on {settings.url} (Ctrl-C to stop)"
-        if as_json:  # stdout is JSON Lines, one a run
-            print(started, file=sys.stderr, flush=True)
-        else:
-            console.print(started)
+        _start_line(settings, poll).write(as_json=False)  # stderr: stdout has the runs
         mem.run_worker(
             poll_seconds=poll,
             stop=lambda: stopping["now"],
             on_run=None if quiet else functools.partial(_run_line, as_json=as_json),
         )
+
+
+def _start_line(settings: Settings, poll: float) -> Any:
+    """``memstrata worker``'s start line: the fields of the servers' (start_line.py)."""
+    from ..store.vector_bound import VECTOR_CACHE_ROWS
+    from .start_line import StartLine
+
+    return StartLine(
+        "worker",
+        url=settings.url,
+        listen="none",
+        listen_text=f"no address, polls every {poll:g} s (Ctrl-C to stop)",
+        workers=1,
+        done_jobs_days=settings.done_jobs_retention(),
+        vector_cache_rows=settings.vector_cache_rows or VECTOR_CACHE_ROWS,
+    )
 
 
 def _warnings_on_stderr() -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..policies.forgetting import DEFAULT_POLICY, POLICY_NAMES
-from .options import Settings, console, emit, open_memory
+from .options import DoneJobsDays, Settings, command_done_jobs_days, console, emit, open_memory
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -54,10 +54,11 @@ def maintain(
     log: Annotated[bool, typer.Option("--log", help="Also list every action taken.")] = False,
     compact: Annotated[bool, typer.Option("--compact", help=COMPACT_HELP)] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    done_jobs: DoneJobsDays = None,
 ) -> None:
     """Run maintenance for --tenant/--user: forget (soft, restorable), downgrade, refresh decay
     scores, purge by retention, merge near-duplicates."""
-    settings: Settings = ctx.obj
+    settings: Settings = command_done_jobs_days(ctx.obj, done_jobs)
     with open_memory(settings) as mem:
         report = mem.maintain(settings.scope(), policy=policy, dry_run=dry_run)
         compacted = mem.compact() if compact and not dry_run else None

@@ -11,8 +11,8 @@ import math
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
 
@@ -25,11 +25,14 @@ if TYPE_CHECKING:
     from .table import PlainTable
 
 __all__ = [
+    "DONE_JOBS_HELP",
+    "DoneJobsDays",
     "KEEP",
     "Settings",
     "choice",
-    "done_jobs_days",
+    "command_done_jobs_days",
     "console",
+    "done_jobs_days",
     "emit",
     "errors",
     "fail",
@@ -141,6 +144,34 @@ def done_jobs_days(value: str | None) -> float | Literal["keep"] | None:
             f"must be a number of days > 0, or 'keep' to keep every finished job; got {value!r}"
         )
     return days
+
+
+DONE_JOBS_HELP = (
+    "Days a finished (done) background job is kept before maintenance deletes it (default "
+    "7), or 'keep' to keep every one; failed jobs are never deleted."
+)
+# A command's own --done-jobs-days (``memstrata serve --done-jobs-days 30``), as its own
+# --vector-cache-rows: checked as the global option (the same callback, exit 2 before any
+# store is opened), no variable of its own (MEMSTRATA_DONE_JOBS_DAYS is the global
+# option's), and it wins over both (command_done_jobs_days).
+DoneJobsDays = Annotated[
+    str | None,
+    typer.Option(
+        "--done-jobs-days",
+        metavar="DAYS|keep",
+        callback=done_jobs_days,
+        help=DONE_JOBS_HELP + " Default: memstrata's --done-jobs-days (MEMSTRATA_DONE_JOBS_DAYS).",
+        show_default=False,
+    ),
+]
+
+
+def command_done_jobs_days(settings: Settings, given: object) -> Settings:
+    """``settings`` with a command's own ``--done-jobs-days`` (parsed by
+    :func:`done_jobs_days`) in place of the global one's, when given."""
+    if given is None:
+        return settings
+    return replace(settings, done_jobs_days=given)  # type: ignore[arg-type]
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import MemstrataError
-from .options import Settings, console, emit, fail
+from .options import DoneJobsDays, Settings, command_done_jobs_days, console, emit, fail
 
 __all__ = ["register"]
 
@@ -310,9 +310,27 @@ def _vector_cache_rows(given: int | None, settings: Settings) -> int:
     return settings.vector_cache_rows or VECTOR_CACHE_ROWS
 
 
-def kept_jobs(days: float | None) -> str:
-    """How long finished jobs are kept, as ``serve`` says it when it starts."""
-    return "finished jobs kept forever" if days is None else f"finished jobs kept {days:g} days"
+def _start_line(config: Any, command: str, listen: str, listen_text: str, workers: int) -> Any:
+    """The command's start line (start_line.py), from the configuration it serves."""
+    from .start_line import StartLine
+
+    return StartLine(
+        command,
+        url=config.url,
+        listen=listen,
+        listen_text=listen_text,
+        workers=workers,
+        done_jobs_days=config.done_jobs_days,
+        vector_cache_rows=config.vector_cache_rows,
+    )
+
+
+def _serve_line(config: Any, host: str, port: int, workers: int) -> Any:
+    from .start_line import http_address
+
+    address = http_address(host, port)
+    paths = "docs: /docs, inspector: /ui" + (", MCP: /mcp" if config.mcp else "")
+    return _start_line(config, "serve", address, f"listening on {address} ({paths})", workers)
 
 
 def _serve_config(
@@ -431,6 +449,7 @@ def serve(
             "Redis are on this machine, else 0.",
         ),
     ] = None,
+    done_jobs: DoneJobsDays = None,
 ) -> None:
     """Serve the HTTP API, the MCP endpoint (/mcp), the inspector (/ui) and metrics (default
     ./memstrata.db).
@@ -448,7 +467,7 @@ def serve(
     from ..server.run import serve_until_stopped
     from ..server.slow_clients import TimedConfig, fit_descriptors
 
-    settings: Settings = ctx.obj
+    settings: Settings = command_done_jobs_days(ctx.obj, done_jobs)
     config = _serve_config(
         settings,
         rate_limit=rate_limit,
@@ -494,17 +513,14 @@ def serve(
         }
         from ..server.workers import run_workers
 
+        _serve_line(config, host, port, workers).write(as_json=True)  # once, not per process
         # a listening socket per process (Linux), else uvicorn's one shared socket
         raise typer.Exit(run_workers(TimedConfig(APP_FACTORY, **options), workers))
     try:
         app, _, _ = build_app(config)
     except MemstrataError as exc:
         fail(str(exc))
-    console.print(
-        f"memstrata serving {settings.url} on http://{host}:{port} (docs: /docs, inspector: "
-        f"/ui, MCP: /mcp; {kept_jobs(config.done_jobs_days)})",
-        highlight=False,
-    )
+    _serve_line(config, host, port, workers).write(as_json=True)
     raise typer.Exit(
         serve_until_stopped(
             app,
@@ -550,6 +566,7 @@ def mcp(
     vector_cache_rows: VectorCacheRows = None,
     max_body: MaxBody = MAX_BODY,
     log_level: LogLevel = "info",
+    done_jobs: DoneJobsDays = None,
 ) -> None:
     """Serve memory tools to MCP clients (stdio for Claude Desktop/Cursor, or HTTP).
 
@@ -563,7 +580,7 @@ def mcp(
         fail(str(exc))
     from ..mcp_server.run import run_mcp
 
-    settings: Settings = ctx.obj
+    settings: Settings = command_done_jobs_days(ctx.obj, done_jobs)
     if transport not in ("stdio", "http"):
         fail(f"--transport {transport!r} is not one of: stdio, http")
     from ..server.observe import configure_logging
@@ -592,6 +609,13 @@ def mcp(
         max_keys=max_keys,
         vector_cache_rows=_vector_cache_rows(vector_cache_rows, settings),
     )
+    if transport == "http":
+        from .start_line import http_address
+
+        listen = http_address(host, port) + "/mcp"
+        line = _start_line(config, "mcp", listen, f"listening on {listen}", 1)
+    else:  # stdout is the protocol's: the line goes to stderr, as every start line does
+        line = _start_line(config, "mcp", "stdio", "on stdio", 1)
     try:
         status = run_mcp(
             config,
@@ -609,6 +633,7 @@ def mcp(
             min_body_rate=min_body_rate,
             max_connections=max_connections,
             max_connections_per_ip=max_connections_per_ip,
+            on_start=lambda: line.write(as_json=True),
         )
     except MemstrataError as exc:
         fail(str(exc))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -44,13 +44,16 @@ def run_mcp(
     min_body_rate: float = 0.0,
     max_connections: int = 0,
     max_connections_per_ip: int = 0,
+    on_start: Callable[[], None] | None = None,
 ) -> int:
     """Serve until stopped; the exit status (HTTP: :mod:`memstrata.server.run`'s, stdio: 0).
     The ``AsyncMemory`` is opened on the transport's event loop (stdio: the loop of
     ``anyio.run``; HTTP: uvicorn's, in the app's lifespan) and closed when the server
     stops. HTTP: ``header_timeout``, ``body_timeout``, ``min_body_rate``,
     ``max_connections`` and ``max_connections_per_ip`` are the deadlines and limits of
-    :mod:`memstrata.server.slow_clients` (0: none)."""
+    :mod:`memstrata.server.slow_clients` (0: none). ``on_start`` is called once the
+    configuration is accepted (the memory made, the key authenticated), just before the
+    server serves: the CLI's start line (cli/start_line.py)."""
     memory = open_server_memory(config)
     keys = open_key_store(config.url)
     try:
@@ -85,6 +88,8 @@ def run_mcp(
                 roles=roles,
             )
             server = build_mcp_server(backend, identity)
+            if on_start is not None:
+                on_start()
 
             async def stdio() -> None:
                 async with memory:
@@ -109,6 +114,8 @@ def run_mcp(
         app = Starlette(
             routes=[*readiness_routes(backend, "mcp"), Mount("/", app=mcp)], lifespan=lifespan
         )
+        if on_start is not None:
+            on_start()
         # HTTP: ``shutdown_timeout`` bounds the wait for open requests on SIGTERM (an MCP
         # client's event stream stays open: without it the process never exited)
         return serve_until_stopped(

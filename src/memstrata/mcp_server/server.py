@@ -21,6 +21,7 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 from mcp_types.methods import MONOLITH_REQUESTS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentsError
 from starlette.applications import Starlette
@@ -427,7 +428,7 @@ class _RequireKey:
             if body is None:
                 return
             scope.setdefault("state", {})[KEY_STATE] = key
-            refused = _refusal(body)
+            refused = _unknown_version(headers.get(VERSION_HEADER), body) or _refusal(body)
             if refused is not None:
                 code, message, rid = refused
                 error = ErrorData(code=code, message=message)
@@ -441,6 +442,27 @@ class _RequireKey:
                 await answer(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+VERSION_HEADER = "mcp-protocol-version"
+
+
+def _unknown_version(version: str | None, body: bytes) -> tuple[int, str, Any] | None:
+    """A ``MCP-Protocol-Version`` header naming no protocol the SDK speaks: -32600 naming
+    the versions it does (the request's id). The SDK sent every such request to its
+    2026-07-28 entry, whose answer was about that protocol's ``params._meta`` envelope
+    ("params._meta must be an object carrying ... envelope keys", -32602), which does not
+    tell a client of another version what to send (session 33). No header at all is the
+    SDK's (it means 2025-03-26), and 2026-07-28 stays its own."""
+    if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS + MODERN_PROTOCOL_VERSIONS:
+        return None
+    shown = json.dumps(version[:64]) + ("..." if len(version) > 64 else "")
+    message = (
+        f"Invalid Request: MCP-Protocol-Version {shown} is not one this server speaks; "
+        f'send one of {", ".join(HANDSHAKE_PROTOCOL_VERSIONS)} (negotiated by "initialize")'
+        f" or {', '.join(MODERN_PROTOCOL_VERSIONS)}, or no such header"
+    )
+    return INVALID_REQUEST, message, request_id(body)
 
 
 def _refused_request(body: bytes | str) -> tuple[str, Any] | None:

@@ -40,7 +40,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memstrata.filters import Filters
-from memstrata.jobs import Job
+from memstrata.jobs import DONE_SWEEP_BATCH, Job
 from memstrata.records import MemoryRecord, RecordStatus
 from memstrata.scope import Scope
 from memstrata.store.types import (
@@ -435,6 +435,12 @@ class JobQueue(Protocol):
 
     def list_jobs(self, tenant: str, user: str, *, status: str | None = None) -> builtins.list[Job]:
         """One user's jobs, oldest first, optionally of one status."""
+        ...
+
+    def sweep_done_jobs(self, before: datetime, limit: int = DONE_SWEEP_BATCH) -> int:
+        """Delete up to ``limit`` done jobs of any user due before ``before``, in one
+        transaction (the retention ``maintain`` sweeps, batch by batch, so claims and
+        finishes interleave); returns how many. Failed jobs are never swept."""
         ...
 
 

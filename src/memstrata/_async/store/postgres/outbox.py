@@ -340,16 +340,25 @@ async def sweep_done(conn: psycopg.AsyncConnection[Any], before: datetime, limit
     """Delete up to ``limit`` done jobs due before ``before``, the oldest first (the
     retention of finished jobs, ``maintain``'s sweep), read on the partial index
     ``jobs_done`` (step 30): the work is the rows deleted. Rows another transaction has
-    locked are skipped (the next sweep takes them), and the outer ``WHERE`` is checked
-    again on the row as it is when deleted, so a job no longer done is never deleted."""
+    locked are skipped (the next sweep takes them); a row the batch locked is checked
+    against its ``WHERE`` as it is then (READ COMMITTED's recheck) and cannot change until
+    the delete commits, so a job no longer done is never deleted.
+
+    The batch is a ``MATERIALIZED`` CTE, chosen once, and its rows are deleted by primary
+    key. As ``id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)`` the planner could run the
+    subquery again for each row it deleted, each run skipping the rows the statement had
+    just deleted and taking the next: one statement deleted every done job due, whatever
+    ``limit`` said (3 of 3 at ``limit`` 1, 1,500 of 1,500 at 1,000; session 33), in one
+    transaction that held the claims back. Joined on ``run_after`` and ``status`` as well,
+    the planner (estimating 2 rows on a table not yet analysed) scanned ``jobs_done`` once
+    per batch row: 250-470 ms for a batch of 1,000 where the key takes 8-10 ms."""
     if limit <= 0:
         return 0
-    at = encode_time(before)
     cur = await conn.execute(
-        "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = 'done' "
+        "WITH batch AS MATERIALIZED (SELECT id FROM jobs WHERE status = 'done' "
         "AND run_after < %s ORDER BY run_after LIMIT %s FOR UPDATE SKIP LOCKED) "
-        "AND status = 'done' AND run_after < %s",
-        (at, limit, at),
+        "DELETE FROM jobs USING batch WHERE jobs.id = batch.id",
+        (encode_time(before), limit),
     )
     return cur.rowcount
 
