@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import MemstrataError
+from ..store.url import redact_url
 from .options import DoneJobsDays, Settings, command_done_jobs_days, console, emit, fail
 
 __all__ = ["register"]
@@ -209,8 +210,8 @@ def _key_store(settings: Settings) -> Any:
     scheme = settings.url.partition("://")[0].lower()
     if sqlite_path(settings.url) is None and scheme not in ("postgresql", "postgres"):
         fail(
-            f"keys are kept in the memory store's database; {settings.url} is not one (use "
-            "--db sqlite:///path.db or --db postgresql://...)"
+            f"keys are kept in the memory store's database; {redact_url(settings.url)} is not "
+            "one (use --db sqlite:///path.db or --db postgresql://...)"
         )
     try:
         return open_key_store(settings.url)
