@@ -94,8 +94,9 @@ class _ReadDuringCheckpoint(SQLiteStore):
     reads_done = 0
 
     def _checkpoint_due(self) -> None:
-        limit = self._wal_limit
-        if limit is not None and os.stat(self.path + "-wal").st_size > limit:
+        assert self._wal is not None
+        limit, wal = self._wal
+        if os.stat(wal).st_size > limit:
             done = threading.Event()
 
             def read() -> None:
@@ -181,3 +182,37 @@ def test_a_failed_checkpoint_leaves_the_write_committed(
         for _ in range(3):  # one checkpoints, the next starts the WAL over and trims it
             mem.add(ANN, _text(rng))
         assert _wal(db) < 2 * limit
+
+
+def test_a_relative_path_still_checkpoints_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The WAL's size is read by its absolute path: ``m.db-wal`` after a ``chdir`` named
+    no file, and the store never checkpointed (nor could SQLite's own ``close``)."""
+    monkeypatch.setattr(sqlite_store, "_CHECKPOINT_PAGES", _PAGES)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    rng = random.Random(11)
+    with Memory("sqlite:///m.db", embedder="hashing", background=False) as mem:
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        biggest = 0
+        with caplog.at_level(logging.WARNING, logger="memstrata.store.sqlite.store"):
+            for _ in range(80):
+                mem.add(ANN, _text(rng))
+                biggest = max(biggest, _wal(tmp_path / "m.db"))
+    assert _PAGES * 8192 < biggest < 2 * _PAGES * 8192
+    assert not [r for r in caplog.records if "checkpoint" in r.getMessage()]
+
+
+def test_a_memory_store_writes_as_before(caplog: pytest.LogCaptureFixture) -> None:
+    rng = random.Random(12)
+    with (
+        caplog.at_level(logging.WARNING, logger="memstrata.store.sqlite.store"),
+        Memory("sqlite:///:memory:", embedder="hashing", background=False) as mem,
+    ):
+        seed = mem.add(ANN, "the seed note")
+        for _ in range(30):
+            mem.search(ANN, "seed")
+            mem.add(ANN, _text(rng))
+        assert mem.get(ANN, seed.id) is not None
+    assert not caplog.records

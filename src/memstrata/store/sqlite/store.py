@@ -241,15 +241,17 @@ def _enter_wal(conn: sqlite3.Connection) -> None:
         pause = min(pause * 2, 0.1)
 
 
-def _manual_checkpoints(conn: sqlite3.Connection) -> int:
+def _manual_checkpoints(conn: sqlite3.Connection) -> tuple[int, str]:
     """Turn SQLite's automatic checkpoint off on the write connection (the store runs it
     after the commit: :meth:`SQLiteStore._checkpoint_due`) and cap the WAL file at the
     threshold, so that its size tells how many frames it holds: SQLite reuses a WAL from
-    its start after a checkpoint without shrinking the file. The threshold in bytes."""
+    its start after a checkpoint without shrinking the file. The threshold in bytes, and
+    the WAL's absolute path (a relative one would follow a later ``chdir``)."""
     limit = _CHECKPOINT_PAGES * int(conn.execute("PRAGMA page_size").fetchone()[0])
     conn.execute("PRAGMA wal_autocheckpoint = 0")
     conn.execute(f"PRAGMA journal_size_limit = {limit}")
-    return limit
+    main = conn.execute("PRAGMA database_list").fetchone()[2]
+    return limit, f"{main}-wal"
 
 
 class SQLiteStore:
@@ -303,7 +305,7 @@ class SQLiteStore:
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
             migrate(conn, path=path)  # its commits still checkpoint as SQLite does
-            wal_limit = _manual_checkpoints(conn) if path != ":memory:" else None
+            wal = _manual_checkpoints(conn) if path != ":memory:" else None
         except sqlite3.Error as exc:
             conn.close()
             if transient(exc):  # a store another process holds
@@ -323,7 +325,7 @@ class SQLiteStore:
             conn.close()
             raise
         self._conn = conn
-        self._wal_limit = wal_limit  # bytes of WAL past which a write checkpoints it
+        self._wal = wal  # (bytes of WAL past which a write checkpoints it, the WAL's path)
         self._lock = threading.RLock()
         self._local = threading.local()  # this thread's read connection
         self._readers: list[sqlite3.Connection] = []
@@ -473,12 +475,15 @@ class SQLiteStore:
         ``journal_size_limit`` keeps the file's size its frames'). ``PASSIVE`` waits for
         no one; one that fails is logged and the next write tries again: the write it
         follows is committed."""
-        if self._wal_limit is None:
+        if self._wal is None:
             return
+        limit, wal = self._wal
         try:
-            if os.stat(self.path + "-wal").st_size <= self._wal_limit:
+            if os.stat(wal).st_size <= limit:
                 return
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except FileNotFoundError:  # no WAL: nothing to copy
+            return
         except (OSError, sqlite3.Error) as exc:
             _log.warning(
                 "memstrata: SQLite store %r: checkpointing its WAL failed (%s); the write "
