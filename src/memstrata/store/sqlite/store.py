@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -191,6 +192,9 @@ _UPSERT_CACHE = (
     "UPDATE SET dims = excluded.dims, vector = excluded.vector"
 )
 _PAGE_SIZE = 8192
+# The store checkpoints its WAL itself once it holds this many pages (SQLite's own default
+# for ``wal_autocheckpoint``), after the commit and outside the read gate (_checkpoint_due).
+_CHECKPOINT_PAGES = 1000
 _CHUNK = 500  # ids per IN (...) list
 _T = TypeVar("_T")
 
@@ -236,6 +240,19 @@ def _enter_wal(conn: sqlite3.Connection) -> None:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
+
+
+def _manual_checkpoints(conn: sqlite3.Connection) -> tuple[int, str]:
+    """Turn SQLite's automatic checkpoint off on the write connection (the store runs it
+    after the commit: :meth:`SQLiteStore._checkpoint_due`) and cap the WAL file at the
+    threshold, so that its size tells how many frames it holds: SQLite reuses a WAL from
+    its start after a checkpoint without shrinking the file. The threshold in bytes, and
+    the WAL's absolute path (a relative one would follow a later ``chdir``)."""
+    limit = _CHECKPOINT_PAGES * int(conn.execute("PRAGMA page_size").fetchone()[0])
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute(f"PRAGMA journal_size_limit = {limit}")
+    main = conn.execute("PRAGMA database_list").fetchone()[2]
+    return limit, f"{main}-wal"
 
 
 class SQLiteStore:
@@ -290,7 +307,8 @@ class SQLiteStore:
             # leave no byte of what it destroyed (forget2: single-record purge).
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
-            migrate(conn, path=path)
+            migrate(conn, path=path)  # its commits still checkpoint as SQLite does
+            wal = _manual_checkpoints(conn) if path != ":memory:" else None
         except sqlite3.Error as exc:
             conn.close()
             if transient(exc):  # a store another process holds
@@ -310,6 +328,7 @@ class SQLiteStore:
             conn.close()
             raise
         self._conn = conn
+        self._wal = wal  # (bytes of WAL past which a write checkpoints it, the WAL's path)
         self._lock = threading.RLock()
         self._local = threading.local()  # this thread's read connection
         self._readers: list[sqlite3.Connection] = []
@@ -454,8 +473,35 @@ class SQLiteStore:
                     self._give_back_counters(*pending, carried=(fence, mine))
                 raise self._failed(exc, "could not commit") from exc
             counted_writes.settle(counted, committed=True)
+            if writing:
+                self._checkpoint_due()
         if begin == "BEGIN IMMEDIATE" and self._pending_since is not None:
             self._buffered()
+
+    def _checkpoint_due(self) -> None:
+        """After a write's commit, under the write lock but not the read gate: copy the WAL
+        into the file once it holds :data:`_CHECKPOINT_PAGES` pages. SQLite's automatic
+        checkpoint ran inside ``COMMIT``, so inside the gate, and held every search 12-27 ms
+        behind it (docs/measurements.md, session 33). One ``stat`` per write (microseconds;
+        ``journal_size_limit`` keeps the file's size its frames'). ``PASSIVE`` waits for
+        no one; one that fails is logged and the next write tries again: the write it
+        follows is committed."""
+        if self._wal is None:
+            return
+        limit, wal = self._wal
+        try:
+            if os.stat(wal).st_size <= limit:
+                return
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except FileNotFoundError:  # no WAL: nothing to copy
+            return
+        except (OSError, sqlite3.Error) as exc:
+            _log.warning(
+                "memstrata: SQLite store %r: checkpointing its WAL failed (%s); the write "
+                "is committed, the next write tries again",
+                self.path,
+                exc,
+            )
 
     def _check_schema(self) -> None:
         """Refuse a write once a newer memstrata has migrated the file under this process
