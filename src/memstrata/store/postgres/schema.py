@@ -1102,6 +1102,70 @@ BEGIN
 END $f$;
 """
 
+
+# v34 (nul33): a note whose metadata (or structured, or relations) holds a NUL, kept as a
+# "\u0000" escape in the JSON text (jsonb refuses one: SQLSTATE 22P05), was refused on
+# PostgreSQL as soon as it entered records_linked (a relation, a merge) or step 33's
+# trigger read it. The functions of those indexes and that trigger now read the text through
+# nul_safe_jsonb (v21): each real "\u0000" escape (one not itself escaped: an even run of
+# backslashes before it) is read as U+FFFD. An id never holds a NUL, so the ids extracted
+# are those of the text; a NUL in a user's value gives an id no record has.
+# Redefining the IMMUTABLE index functions needs no REINDEX: a row already in either index
+# had every cast of its fields succeed, so its text holds no real "\u0000" escape, the
+# replace leaves it as it is (nul_safe_jsonb casts it unchanged when it holds no
+# "\u0000" at all), and the function gives it the same ids as before.
+# (tests/nul33/test_upgrade.py: a store upgraded from 33 purges by the index as before.)
+_V34_NUL_SAFE = r"""
+CREATE OR REPLACE FUNCTION cited_ids(ty TEXT, s TEXT, st TEXT, sup TEXT) RETURNS TEXT[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+  SELECT CASE WHEN ty = 'message' THEN '{}'::text[] ELSE ARRAY(
+    SELECT DISTINCT v #>> '{}' FROM (
+      SELECT jsonb_path_query(nul_safe_jsonb(s, 'ufffd'), 'lax $[*]') AS v
+      UNION ALL SELECT jsonb_path_query(nul_safe_jsonb(st, 'ufffd'), 'lax $.members[*]')
+      UNION ALL SELECT jsonb_path_query(nul_safe_jsonb(st, 'ufffd'),
+                                        'lax $.conflicts[*].source_ids[*]')
+      UNION ALL SELECT to_jsonb(sup) WHERE ty = 'fact' AND sup IS NOT NULL
+    ) q WHERE jsonb_typeof(v) IN ('string', 'number')) END
+$f$;
+CREATE OR REPLACE FUNCTION linked_ids(st TEXT, m TEXT, rel TEXT, sup TEXT) RETURNS TEXT[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+  SELECT ARRAY(
+    SELECT DISTINCT v #>> '{}' FROM (
+      SELECT jsonb_path_query(nul_safe_jsonb(st, 'ufffd'), 'lax $.replaces') AS v
+      UNION ALL SELECT jsonb_path_query(nul_safe_jsonb(st, 'ufffd'), 'lax $.carries_out')
+      UNION ALL SELECT jsonb_path_query(nul_safe_jsonb(st, 'ufffd'), 'lax $.promoted_key')
+      UNION ALL SELECT jsonb_path_query(nul_safe_jsonb(st, 'ufffd'), 'lax $.episode_id')
+      UNION ALL SELECT jsonb_path_query(nul_safe_jsonb(m, 'ufffd'), 'lax $.cluster_id')
+      UNION ALL SELECT jsonb_path_query(nul_safe_jsonb(m, 'ufffd'),
+                                        'lax $.refreshed.dropped_sources[*]')
+      UNION ALL SELECT jsonb_path_query(nul_safe_jsonb(rel, 'ufffd'), 'lax $[*][1]')
+      UNION ALL SELECT to_jsonb(sup) WHERE sup IS NOT NULL
+    ) q WHERE jsonb_typeof(v) = 'string')
+$f$;
+CREATE OR REPLACE FUNCTION record_past_links_keep() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+  kept TEXT[] := '{}';
+BEGIN
+  IF NEW.type <> 'message' THEN
+    kept := linked_ids(NEW.structured, NEW.metadata, NEW.relations, NEW.superseded_by)
+      || cited_ids(NEW.type, NEW.source_ids, NEW.structured, NEW.superseded_by);
+  END IF;
+  INSERT INTO record_past_links (id, seq)
+  SELECT i, OLD.seq FROM (
+    SELECT unnest(linked_ids(OLD.structured, OLD.metadata, OLD.relations, OLD.superseded_by))
+    UNION SELECT v #>> '{}'
+      FROM jsonb_path_query(nul_safe_jsonb(OLD.source_ids, 'ufffd'), 'lax $[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    UNION SELECT v #>> '{}'
+      FROM jsonb_path_query(nul_safe_jsonb(OLD.structured, 'ufffd'), 'lax $.members[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    EXCEPT SELECT unnest(kept)
+  ) q (i) WHERE i <> '[purged]' AND i <> OLD.id
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $f$;
+"""
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -1137,6 +1201,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (31, _v31_past_links),
     (32, _v32_bounded_words),
     (33, _V33_PAST_LINKS_DROPPED),
+    (34, _V34_NUL_SAFE),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
