@@ -1113,13 +1113,13 @@ END $f$;
 # trigger read it. The functions of those indexes and that trigger now read each real
 # "\u0000" escape (one not itself escaped: an even run of backslashes before it) as U+FFFD,
 # as nul_safe_jsonb (v21) does, but with built-ins only: an index's function is also run
-# where the store's search_path is not set (calling nul_safe_jsonb, tests/purge31's and
-# purge31b's upgrade tests, an ANALYZE then an EXPLAIN, failed: "function
-# nul_safe_jsonb(text, unknown) does not exist ... during inlining", PostgreSQL 16.14;
-# PostgreSQL 17 runs VACUUM, ANALYZE and CREATE INDEX with search_path
-# "pg_catalog, pg_temp"). An id never
-# holds a NUL, so the ids extracted are those of the text; a NUL in a user's value gives an
-# id no record has (an index answer is a superset its readers check again).
+# where the store's search_path is not set: PostgreSQL 17 and later run VACUUM, ANALYZE
+# and CREATE INDEX with search_path "pg_catalog, pg_temp" (calling nul_safe_jsonb,
+# tests/purge31's and purge31b's upgrade tests, an ANALYZE, failed on PostgreSQL 18.4:
+# "function nul_safe_jsonb(text, unknown) does not exist ... during inlining"). An id never
+# holds a NUL, so the ids extracted are those of the text; a NUL in a user's link field
+# gives its text with U+FFFD in its place (an index answer is a superset its readers check
+# again). cited_ids of a turn casts nothing, under either definition.
 # Redefining the IMMUTABLE index functions needs no REINDEX: a row already in either index
 # had every cast of its fields succeed, so its text holds no real "\u0000" escape, the
 # replace leaves it as it is (a text without "\u0000" is not even read by it), and the
