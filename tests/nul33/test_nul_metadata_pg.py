@@ -83,3 +83,16 @@ def test_an_export_then_import_of_linked_notes_with_a_nul(pg_url: str) -> None:
         got = {r.content.raw: r.metadata for r in mem.list(into)}
         assert got["the heron wades in grey water today"] == VALUE
         assert got[kept.content.raw]["a\x00b"] == "v"
+
+
+def test_an_unlinked_note_gets_a_nul_by_an_update(pg_url: str) -> None:
+    """Step 33's trigger read the new version's links on every metadata update: an update
+    giving any note a NUL was refused, linked or not."""
+    with Memory(pg_url, embedder="hashing", background=False) as mem:
+        rec = mem.add(ME, "the heron wades", metadata={"k": "xy"})
+        mem.add(ME, "a kingfisher dives", metadata={"k": "xy"})
+        done = mem.update(ME, rec.id, expected_version=rec.version, metadata=KEY)
+        assert done.metadata == KEY and done.relations == ()
+        for key, value in KEY.items():
+            listed = mem.list(ME, filters={"metadata": {key: {"in": [value]}}})
+            assert [r.id for r in listed] == [rec.id]
