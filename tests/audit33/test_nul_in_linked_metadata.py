@@ -10,8 +10,6 @@ cannot hold ``\\u0000``; a row enters that partial index as soon as it has a rel
 
 from __future__ import annotations
 
-import pytest
-
 from memstrata import Memory, Scope
 
 ME = Scope("acme", "alice")
@@ -33,12 +31,5 @@ def test_sqlite_stores_a_linked_note_with_a_nul_in_its_metadata(tmp_path: object
     _similar_with_nul(f"sqlite:///{tmp_path}/m.db")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store/postgres/schema.py (pg33's): linked_ids casts metadata text holding a "
-    "\\u0000 escape to jsonb (SQLSTATE 22P05); neutralise the escape before the cast "
-    "(an even-backslash-aware regexp_replace to \\ufffd: ids never hold a NUL) in a new "
-    "migration step (migrations.py) that redefines the function",
-)
 def test_postgresql_stores_a_linked_note_with_a_nul_in_its_metadata(pg_url: str) -> None:
     _similar_with_nul(pg_url)

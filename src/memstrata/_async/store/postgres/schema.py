@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio  # async-only
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Final, cast
 
@@ -1105,6 +1106,84 @@ BEGIN
 END $f$;
 """
 
+
+# v34 (nul33): a note whose metadata (or structured, or relations) holds a NUL, kept as a
+# "\u0000" escape in the JSON text (jsonb refuses one: SQLSTATE 22P05), was refused on
+# PostgreSQL as soon as it entered records_linked (a relation, a merge) or step 33's
+# trigger read it. The functions of those indexes and that trigger now read each real
+# "\u0000" escape (one not itself escaped: an even run of backslashes before it) as U+FFFD,
+# as nul_safe_jsonb (v21) does, but with built-ins only: an index's function is also run
+# where the store's search_path is not set: PostgreSQL 17 and later run VACUUM, ANALYZE
+# and CREATE INDEX with search_path "pg_catalog, pg_temp" (calling nul_safe_jsonb,
+# tests/purge31's and purge31b's upgrade tests, an ANALYZE, failed on PostgreSQL 18.4:
+# "function nul_safe_jsonb(text, unknown) does not exist ... during inlining"). An id never
+# holds a NUL, so the ids extracted are those of the text; a NUL in a user's link field
+# gives its text with U+FFFD in its place (an index answer is a superset its readers check
+# again). cited_ids of a turn casts nothing, under either definition.
+# Redefining the IMMUTABLE index functions needs no REINDEX: a row already in either index
+# had every cast of its fields succeed, so its text holds no real "\u0000" escape, the
+# replace leaves it as it is (a text without "\u0000" is not even read by it), and the
+# function gives it the ids it gave before (tests/nul33/test_upgrade.py: a store upgraded
+# from 33 gives the same ids for every row, and a purge by ids reads the index as before).
+_NUL_SAFE = (
+    r"(CASE WHEN strpos(@, '\u0000') = 0 THEN @ ELSE "
+    r"regexp_replace(@, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\ufffd', 'g') END)::jsonb"
+)
+_V34_NUL_SAFE = re.sub(
+    r"NUL_SAFE\(([\w.]+)\)",
+    lambda m: _NUL_SAFE.replace("@", m.group(1)),
+    r"""
+CREATE OR REPLACE FUNCTION cited_ids(ty TEXT, s TEXT, st TEXT, sup TEXT) RETURNS TEXT[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+  SELECT CASE WHEN ty = 'message' THEN '{}'::text[] ELSE ARRAY(
+    SELECT DISTINCT v #>> '{}' FROM (
+      SELECT jsonb_path_query(NUL_SAFE(s), 'lax $[*]') AS v
+      UNION ALL SELECT jsonb_path_query(NUL_SAFE(st), 'lax $.members[*]')
+      UNION ALL SELECT jsonb_path_query(NUL_SAFE(st),
+                                        'lax $.conflicts[*].source_ids[*]')
+      UNION ALL SELECT to_jsonb(sup) WHERE ty = 'fact' AND sup IS NOT NULL
+    ) q WHERE jsonb_typeof(v) IN ('string', 'number')) END
+$f$;
+CREATE OR REPLACE FUNCTION linked_ids(st TEXT, m TEXT, rel TEXT, sup TEXT) RETURNS TEXT[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+  SELECT ARRAY(
+    SELECT DISTINCT v #>> '{}' FROM (
+      SELECT jsonb_path_query(NUL_SAFE(st), 'lax $.replaces') AS v
+      UNION ALL SELECT jsonb_path_query(NUL_SAFE(st), 'lax $.carries_out')
+      UNION ALL SELECT jsonb_path_query(NUL_SAFE(st), 'lax $.promoted_key')
+      UNION ALL SELECT jsonb_path_query(NUL_SAFE(st), 'lax $.episode_id')
+      UNION ALL SELECT jsonb_path_query(NUL_SAFE(m), 'lax $.cluster_id')
+      UNION ALL SELECT jsonb_path_query(NUL_SAFE(m),
+                                        'lax $.refreshed.dropped_sources[*]')
+      UNION ALL SELECT jsonb_path_query(NUL_SAFE(rel), 'lax $[*][1]')
+      UNION ALL SELECT to_jsonb(sup) WHERE sup IS NOT NULL
+    ) q WHERE jsonb_typeof(v) = 'string')
+$f$;
+CREATE OR REPLACE FUNCTION record_past_links_keep() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+  kept TEXT[] := '{}';
+BEGIN
+  IF NEW.type <> 'message' THEN
+    kept := linked_ids(NEW.structured, NEW.metadata, NEW.relations, NEW.superseded_by)
+      || cited_ids(NEW.type, NEW.source_ids, NEW.structured, NEW.superseded_by);
+  END IF;
+  INSERT INTO record_past_links (id, seq)
+  SELECT i, OLD.seq FROM (
+    SELECT unnest(linked_ids(OLD.structured, OLD.metadata, OLD.relations, OLD.superseded_by))
+    UNION SELECT v #>> '{}'
+      FROM jsonb_path_query(NUL_SAFE(OLD.source_ids), 'lax $[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    UNION SELECT v #>> '{}'
+      FROM jsonb_path_query(NUL_SAFE(OLD.structured), 'lax $.members[*]') v
+      WHERE jsonb_typeof(v) = 'string'
+    EXCEPT SELECT unnest(kept)
+  ) q (i) WHERE i <> '[purged]' AND i <> OLD.id
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $f$;
+""",
+)
+
 MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (1, _V1),
     (2, _V2_AUDIT),
@@ -1140,6 +1219,7 @@ MIGRATIONS: Final[list[tuple[int, Step]]] = [
     (31, _v31_past_links),
     (32, _v32_bounded_words),
     (33, _V33_PAST_LINKS_DROPPED),
+    (34, _V34_NUL_SAFE),
 ]
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
