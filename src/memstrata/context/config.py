@@ -83,6 +83,9 @@ class ContextConfig:
     # question-shaped turns rank high for a question and rarely hold its answer. Helped or
     # tied on LoCoMo and both synthetic sets (docs/measurements.md, "Issue 13, ninth session").
     question_penalty: float = 0.3
+    # A turn's score minus this × the share of it that only reacts to the other speaker
+    # ("Wow Nate! Congrats on winning!", "So proud of you!"; context/reactions.py).
+    reaction_penalty: float = 0.0
     # An assistant's turn (Role.ASSISTANT) scores this much lower unless the question speaks
     # to the assistant ("you", 你): what the user is asked about, the user said
     # (context/roles.py). Turns stored as the user's are never affected. With trim_turns_over
@@ -125,6 +128,7 @@ class ContextConfig:
             "session_boost",
             "temporal_boost",
             "question_penalty",
+            "reaction_penalty",
             "assistant_penalty",
             "speaker_penalty",
             "fact_step",
@@ -175,6 +179,7 @@ class ContextConfig:
             clusters=0,
             clusters_in_search=True,
             question_penalty=0.0,
+            reaction_penalty=0.0,
             assistant_penalty=0.0,
             trim_turns_over=0,
         )

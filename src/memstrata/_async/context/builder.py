@@ -24,6 +24,7 @@ from memstrata.context.ctx_request import ContextRequest
 from memstrata.context.dates import format_date
 from memstrata.context.fact_rank import rank_facts
 from memstrata.context.question_turns import question_share
+from memstrata.context.reactions import reaction_share
 from memstrata.context.relative import annotate_relative_dates
 from memstrata.context.roles import addresses_assistant
 from memstrata.context.speakers import named_speakers
@@ -163,6 +164,17 @@ def _asked(text: str) -> float:
     return question_share(text)
 
 
+def _reaction_share(text: str) -> float:
+    """:func:`reaction_share`, kept between builds like :func:`_question_share`."""
+    return _reacted(text) if len(text) <= _KEPT_CHARS else reaction_share(text)
+
+
+@lru_cache(maxsize=8192)
+def _reacted(text: str) -> float:
+    """Holds users' sentences: a purge empties it (:func:`forget_texts`)."""
+    return reaction_share(text)
+
+
 @keeps_words
 def forget_texts() -> None:
     """Drop the sentences this process keeps between builds (a purge does, through
@@ -170,17 +182,22 @@ def forget_texts() -> None:
     _kept_terms.cache_clear()
     _dated.cache_clear()
     _asked.cache_clear()
+    _reacted.cache_clear()
 
 
 def _is_assistant(rec: Shown) -> bool:
     return rec.role is _ASSISTANT
 
 
-def _penalised(rec: Shown, score: float, question: float, assistant: float) -> float:
-    """A turn's ``score`` less ``question`` × its share that only asks, then less
-    ``assistant`` when an assistant said it."""
+def _penalised(
+    rec: Shown, score: float, question: float, assistant: float, reaction: float
+) -> float:
+    """A turn's ``score`` less ``question`` × its share that only asks and ``reaction`` ×
+    its share that only reacts, then less ``assistant`` when an assistant said it."""
     if question:
         score -= question * _question_share(rec.text)
+    if reaction:
+        score -= reaction * _reaction_share(rec.text)
     if assistant and _is_assistant(rec):
         score -= assistant
     return score
@@ -246,9 +263,14 @@ def _scored_hits(
     to_assistant = cfg.assistant_penalty
     if to_assistant and addresses_assistant(req.query or ""):
         to_assistant = 0.0  # the question asks what the assistant said
-    if cfg.question_penalty or to_assistant:
+    reaction = cfg.reaction_penalty
+    if cfg.question_penalty or to_assistant or reaction:
         out = {
-            rid: (rec, _penalised(rec, score, cfg.question_penalty, to_assistant), layer)
+            rid: (
+                rec,
+                _penalised(rec, score, cfg.question_penalty, to_assistant, reaction),
+                layer,
+            )
             if _is_message(rec)
             else (rec, score, layer)
             for rid, (rec, score, layer) in out.items()
