@@ -86,6 +86,10 @@ class ContextConfig:
     # A turn's score minus this × the share of it that only reacts to the other speaker
     # ("Wow Nate! Congrats on winning!", "So proud of you!"; context/reactions.py).
     reaction_penalty: float = 0.0
+    # A turn holding what the question asks for — a date for "when", a number for "how
+    # many", a name for "which / what / who" — scores this much higher
+    # (context/answer_types.py).
+    answer_type_boost: float = 0.0
     # An assistant's turn (Role.ASSISTANT) scores this much lower unless the question speaks
     # to the assistant ("you", 你): what the user is asked about, the user said
     # (context/roles.py). Turns stored as the user's are never affected. With trim_turns_over
@@ -129,6 +133,7 @@ class ContextConfig:
             "temporal_boost",
             "question_penalty",
             "reaction_penalty",
+            "answer_type_boost",
             "assistant_penalty",
             "speaker_penalty",
             "fact_step",
@@ -180,6 +185,7 @@ class ContextConfig:
             clusters_in_search=True,
             question_penalty=0.0,
             reaction_penalty=0.0,
+            answer_type_boost=0.0,
             assistant_penalty=0.0,
             trim_turns_over=0,
         )

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from memstrata._async.search.hybrid import AsyncRankedHits
 from memstrata._async.store.base import Vector
 from memstrata.aio.search_tasks import CONTEXT_POOL, join, spawn  # async-only
+from memstrata.context.answer_types import AnswerType, asked_type, holds_type, names_in
 from memstrata.context.assemble import AssembledContext, ContextItem, HistoryTurn, assemble
 from memstrata.context.budget import allocate, asks_overview, estimate_task
 from memstrata.context.config import local
@@ -175,6 +176,46 @@ def _reacted(text: str) -> float:
     return reaction_share(text)
 
 
+@lru_cache(maxsize=8192)
+def _kept_names(text: str) -> frozenset[str]:
+    """Holds users' sentences: a purge empties it (:func:`forget_texts`)."""
+    return names_in(text)
+
+
+@lru_cache(maxsize=8192)
+def _kept_time(text: str) -> bool:
+    """Holds users' sentences: a purge empties it (:func:`forget_texts`)."""
+    return holds_type("time", text)
+
+
+def _holds(kind: AnswerType, text: str, speakers: frozenset[str]) -> bool:
+    """:func:`holds_type`, a turn's names and dates kept between builds."""
+    if len(text) > _KEPT_CHARS:
+        return holds_type(kind, text, speakers)
+    if kind == "time":
+        return _kept_time(text)
+    if kind == "name":
+        return holds_type(kind, text, speakers, _kept_names(text))
+    return holds_type(kind, text)
+
+
+def _answer_typed(
+    query: str, out: dict[str, tuple[Shown, float, str]], boost: float
+) -> dict[str, tuple[Shown, float, str]]:
+    """``out`` with ``boost`` added to the turns that hold what ``query`` asks for (a date
+    for "when", a number for "how many", a name for "which"; context/answer_types.py)."""
+    kind = asked_type(query)
+    if kind is None:
+        return out
+    speakers = frozenset(who for rec, _, _ in out.values() if (who := _spoken_by(rec)))
+    return {
+        rid: (rec, score + boost, layer)
+        if _is_message(rec) and _holds(kind, rec.text, speakers)
+        else (rec, score, layer)
+        for rid, (rec, score, layer) in out.items()
+    }
+
+
 @keeps_words
 def forget_texts() -> None:
     """Drop the sentences this process keeps between builds (a purge does, through
@@ -183,6 +224,8 @@ def forget_texts() -> None:
     _dated.cache_clear()
     _asked.cache_clear()
     _reacted.cache_clear()
+    _kept_names.cache_clear()
+    _kept_time.cache_clear()
 
 
 def _is_assistant(rec: Shown) -> bool:
@@ -277,6 +320,8 @@ def _scored_hits(
         }
     if cfg.speaker_penalty and req.query:
         out = _speaker_penalised(req.query, out, cfg.speaker_penalty)
+    if cfg.answer_type_boost and req.query:
+        out = _answer_typed(req.query, out, cfg.answer_type_boost)
     if cfg.session_boost:
         per_session: dict[str, float] = {}
         for rec, score, _ in out.values():
