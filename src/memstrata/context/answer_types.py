@@ -47,9 +47,8 @@ _NUMBER_Q = re.compile(r"\bhow\s+(?:many|much|old|long)\b|多少|几", re.IGNORE
 _NAME_Q = re.compile(r"\b(?:which|what|who|whose|where)\b|哪|什么|谁", re.IGNORECASE)
 
 _MONTHS = "|".join(MONTH_NAMES)
-_DATE = re.compile(
-    r"\b(?:" + _MONTHS + r")\b|\b(?:19|20)\d\d\b|\d{1,4}\s*[年月日号]", re.IGNORECASE
-)
+# Case-sensitive: a month is written with its capital ("may" is a verb).
+_DATE = re.compile(r"\b(?:" + _MONTHS + r")\b|\b(?:19|20)\d\d\b|\d{1,4}\s*[年月日号]")
 _DIGIT = re.compile(r"\d")
 # A capitalised word after a lower-case letter, a comma or another mark inside a sentence
 # and a space (so not a sentence's first word), a quoted title, a Chinese title or quote.
