@@ -54,7 +54,8 @@ def test_reaction_penalty_is_checked(value: float) -> None:
         ContextConfig(reaction_penalty=value)
 
 
-def test_reaction_penalty_is_off_before_the_levers() -> None:
+def test_reaction_penalty_is_on_by_default_and_off_before_the_levers() -> None:
+    assert ContextConfig().reaction_penalty == 0.1
     assert ContextConfig.before().reaction_penalty == 0.0
 
 
