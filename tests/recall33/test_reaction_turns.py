@@ -105,10 +105,10 @@ def _relevant(
 def _check_moves_up(turns: list[tuple[str, str]], question: str, said: str) -> None:
     off, on = _relevant(turns, question, 0.0), _relevant(turns, question, 1.0)
     assert len(off) == len(on) == len(turns)
-    # each turn loses its reaction share (scores are not below 0)
+    # each turn loses its reaction share
     before = dict(off)
     for text, score in on:
-        assert score == pytest.approx(max(0.0, before[text] - reaction_share(text)), abs=1e-6)
+        assert score == pytest.approx(before[text] - reaction_share(text), abs=1e-6)
     rank_off = [t for t, _ in off].index(said)
     rank_on = [t for t, _ in on].index(said)
     assert rank_off >= 2  # two reactions above the statement without the penalty
@@ -128,3 +128,40 @@ def test_a_chinese_reaction_ranks_below_the_statement() -> None:
         ("小李", "我写完了新剧本的开头。"),
     ]
     _check_moves_up(turns, "小王在哪个城市赢了象棋比赛决赛？", "小王: " + turns[0][1])
+
+
+def test_an_assistants_reply_is_not_read_for_reactions() -> None:
+    """An assistant's replies speak to the user ("You could try ..."): asked what it
+    recommended, its reply keeps its score; the user's own reaction does not."""
+    scores = []
+    written_texts: list[str] = []
+    for penalty in (0.0, 1.0):
+        mem = Memory("memory://", embedder="hashing", background=False)
+        try:
+            mem.context_config = ContextConfig(reaction_penalty=penalty)
+            written = mem.add_messages(
+                Scope("t", "ana", session="s1"),
+                [
+                    Message(role=Role.USER, content="Any fantasy novel for the trip?"),
+                    Message(
+                        role=Role.ASSISTANT,
+                        content="You could try The Name of the Wind, you will love it!",
+                    ),
+                    Message(role=Role.USER, content="Wow, you are great! Thanks!"),
+                ],
+            )
+            ctx = mem.build_context(
+                Scope("t", "ana"),
+                "Which fantasy novel did you recommend for the trip?",
+                token_budget=2000,
+                reserve_ratio=0,
+            )
+            by_id = {it.record_id: it.score for it in ctx.items if it.block == "relevant"}
+            scores.append([by_id[rec.id] for rec in written])
+            written_texts = [rec.text for rec in written]
+        finally:
+            mem.close()
+    off, on = scores
+    assert reaction_share(written_texts[1]) > 0.9  # "You could try ..." reads as one
+    assert on[1] == pytest.approx(off[1])  # the assistant's reply
+    assert on[2] == pytest.approx(off[2] - reaction_share(written_texts[2]))  # the user's

@@ -236,13 +236,16 @@ def _penalised(
     rec: Shown, score: float, question: float, assistant: float, reaction: float
 ) -> float:
     """A turn's ``score`` less ``question`` × its share that only asks and ``reaction`` ×
-    its share that only reacts, then less ``assistant`` when an assistant said it."""
+    its share that only reacts, then less ``assistant`` when an assistant said it. An
+    assistant's turn is not read for reactions: its replies speak to the user ("You could
+    try the Rothfuss novel") and say what it recommended, and ``assistant_penalty`` already
+    weighs them (0 when the question asks what the assistant said)."""
     if question:
         score -= question * _question_share(rec.text)
-    if reaction:
-        score -= reaction * _reaction_share(rec.text)
     if assistant and _is_assistant(rec):
-        score -= assistant
+        return score - assistant
+    if reaction and not _is_assistant(rec):
+        score -= reaction * _reaction_share(rec.text)
     return score
 
 
