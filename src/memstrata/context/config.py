@@ -2,7 +2,8 @@
 
 Every lever here was measured on LoCoMo and on the synthetic conversational set
 (``memstrata bench locomo`` / ``bench convo``, English and Chinese). ``resolve_dates``,
-``compact_dates``, ``digest_share``, ``tokens_per_candidate``, ``question_penalty``, ``fact_step``,
+``compact_dates``, ``digest_share``, ``tokens_per_candidate``, ``question_penalty``,
+``reaction_penalty``, ``fact_step``,
 ``assistant_penalty`` and ``trim_turns_over`` helped or tied on all of them (docs/measurements.md,
 "Context quality"; the last two were measured on the user-assistant style of the synthetic set
 and change nothing where every turn is stored as the user's), so they are on by default;
@@ -83,6 +84,18 @@ class ContextConfig:
     # question-shaped turns rank high for a question and rarely hold its answer. Helped or
     # tied on LoCoMo and both synthetic sets (docs/measurements.md, "Issue 13, ninth session").
     question_penalty: float = 0.3
+    # A turn's score minus this × the share of it that only reacts to the other speaker
+    # ("Wow Nate! Congrats on winning!", "So proud of you!"; context/reactions.py). 0.1
+    # helped or tied on LoCoMo's held-out half and both synthetic sets (79.0 / 83.8 / 87.6
+    # -> 79.3 / 84.0 / 88.2 on LoCoMo; docs/measurements.md, "Session 33").
+    reaction_penalty: float = 0.1
+    # A turn holding what the question asks for — a date for "when", a number for "how
+    # many", a name for "which / what / who" — scores this much higher
+    # (context/answer_types.py). With reaction_penalty=0.1, 0.2 took LoCoMo from 79.0 /
+    # 83.8 / 87.6 to 80.2 / 84.8 / 88.6 and Chinese from 91.1 / 97.2 to 92.4 / 97.9 at 1k /
+    # 2k tokens, but lost one of 144 English questions at 2k (98.6 -> 97.9): off by default
+    # (docs/measurements.md, "Session 33").
+    answer_type_boost: float = 0.0
     # An assistant's turn (Role.ASSISTANT) scores this much lower unless the question speaks
     # to the assistant ("you", 你): what the user is asked about, the user said
     # (context/roles.py). Turns stored as the user's are never affected. With trim_turns_over
@@ -125,6 +138,8 @@ class ContextConfig:
             "session_boost",
             "temporal_boost",
             "question_penalty",
+            "reaction_penalty",
+            "answer_type_boost",
             "assistant_penalty",
             "speaker_penalty",
             "fact_step",
@@ -175,6 +190,8 @@ class ContextConfig:
             clusters=0,
             clusters_in_search=True,
             question_penalty=0.0,
+            reaction_penalty=0.0,
+            answer_type_boost=0.0,
             assistant_penalty=0.0,
             trim_turns_over=0,
         )

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 
 from .dates import MONTH_NAMES, format_date
 
-__all__ = ["annotate_relative_dates"]
+__all__ = ["annotate_relative_dates", "mentions_relative_date"]
 
 _MONTHS_RE = "|".join(m.lower() for m in MONTH_NAMES)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -294,3 +294,12 @@ def annotate_relative_dates(text: str, said_at: datetime | None) -> str:
 
     out = _EN.sub(on_english, text) if english else text
     return _ZH.sub(on_chinese, out) if chinese else out
+
+
+def mentions_relative_date(text: str) -> bool:
+    """Whether ``text`` holds an expression :func:`annotate_relative_dates` resolves
+    (whatever its date; context/answer_types.py asks it of every candidate of a "when"
+    question)."""
+    if _EN_HINT.search(text.lower()) is not None and _EN.search(text) is not None:
+        return True
+    return _ZH_HINT.search(text) is not None and _ZH.search(text) is not None

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from memstrata._async.search.hybrid import AsyncRankedHits
 from memstrata._async.store.base import Vector
 from memstrata.aio.search_tasks import CONTEXT_POOL, join, spawn  # async-only
+from memstrata.context.answer_types import AnswerType, asked_type, holds_type, names_in
 from memstrata.context.assemble import AssembledContext, ContextItem, HistoryTurn, assemble
 from memstrata.context.budget import allocate, asks_overview, estimate_task
 from memstrata.context.config import local
@@ -24,6 +25,7 @@ from memstrata.context.ctx_request import ContextRequest
 from memstrata.context.dates import format_date
 from memstrata.context.fact_rank import rank_facts
 from memstrata.context.question_turns import question_share
+from memstrata.context.reactions import reaction_share
 from memstrata.context.relative import annotate_relative_dates
 from memstrata.context.roles import addresses_assistant
 from memstrata.context.speakers import named_speakers
@@ -163,6 +165,57 @@ def _asked(text: str) -> float:
     return question_share(text)
 
 
+def _reaction_share(text: str) -> float:
+    """:func:`reaction_share`, kept between builds like :func:`_question_share`."""
+    return _reacted(text) if len(text) <= _KEPT_CHARS else reaction_share(text)
+
+
+@lru_cache(maxsize=8192)
+def _reacted(text: str) -> float:
+    """Holds users' sentences: a purge empties it (:func:`forget_texts`)."""
+    return reaction_share(text)
+
+
+@lru_cache(maxsize=8192)
+def _kept_names(text: str) -> frozenset[str]:
+    """Holds users' sentences: a purge empties it (:func:`forget_texts`)."""
+    return names_in(text)
+
+
+@lru_cache(maxsize=8192)
+def _kept_time(text: str) -> bool:
+    """Holds users' sentences: a purge empties it (:func:`forget_texts`)."""
+    return holds_type("time", text)
+
+
+def _holds(kind: AnswerType, text: str, speakers: frozenset[str]) -> bool:
+    """:func:`holds_type`, a turn's names and dates kept between builds."""
+    if len(text) > _KEPT_CHARS:
+        return holds_type(kind, text, speakers)
+    if kind == "time":
+        return _kept_time(text)
+    if kind == "name":
+        return holds_type(kind, text, speakers, _kept_names(text))
+    return holds_type(kind, text)
+
+
+def _answer_typed(
+    query: str, out: dict[str, tuple[Shown, float, str]], boost: float
+) -> dict[str, tuple[Shown, float, str]]:
+    """``out`` with ``boost`` added to the turns that hold what ``query`` asks for (a date
+    for "when", a number for "how many", a name for "which"; context/answer_types.py)."""
+    kind = asked_type(query)
+    if kind is None:
+        return out
+    speakers = frozenset(who for rec, _, _ in out.values() if (who := _spoken_by(rec)))
+    return {
+        rid: (rec, score + boost, layer)
+        if _is_message(rec) and _holds(kind, rec.text, speakers)
+        else (rec, score, layer)
+        for rid, (rec, score, layer) in out.items()
+    }
+
+
 @keeps_words
 def forget_texts() -> None:
     """Drop the sentences this process keeps between builds (a purge does, through
@@ -170,19 +223,29 @@ def forget_texts() -> None:
     _kept_terms.cache_clear()
     _dated.cache_clear()
     _asked.cache_clear()
+    _reacted.cache_clear()
+    _kept_names.cache_clear()
+    _kept_time.cache_clear()
 
 
 def _is_assistant(rec: Shown) -> bool:
     return rec.role is _ASSISTANT
 
 
-def _penalised(rec: Shown, score: float, question: float, assistant: float) -> float:
-    """A turn's ``score`` less ``question`` × its share that only asks, then less
-    ``assistant`` when an assistant said it."""
+def _penalised(
+    rec: Shown, score: float, question: float, assistant: float, reaction: float
+) -> float:
+    """A turn's ``score`` less ``question`` × its share that only asks and ``reaction`` ×
+    its share that only reacts, then less ``assistant`` when an assistant said it. An
+    assistant's turn is not read for reactions: its replies speak to the user ("You could
+    try the Rothfuss novel") and say what it recommended, and ``assistant_penalty`` already
+    weighs them (0 when the question asks what the assistant said)."""
     if question:
         score -= question * _question_share(rec.text)
     if assistant and _is_assistant(rec):
-        score -= assistant
+        return score - assistant
+    if reaction and not _is_assistant(rec):
+        score -= reaction * _reaction_share(rec.text)
     return score
 
 
@@ -246,15 +309,22 @@ def _scored_hits(
     to_assistant = cfg.assistant_penalty
     if to_assistant and addresses_assistant(req.query or ""):
         to_assistant = 0.0  # the question asks what the assistant said
-    if cfg.question_penalty or to_assistant:
+    reaction = cfg.reaction_penalty
+    if cfg.question_penalty or to_assistant or reaction:
         out = {
-            rid: (rec, _penalised(rec, score, cfg.question_penalty, to_assistant), layer)
+            rid: (
+                rec,
+                _penalised(rec, score, cfg.question_penalty, to_assistant, reaction),
+                layer,
+            )
             if _is_message(rec)
             else (rec, score, layer)
             for rid, (rec, score, layer) in out.items()
         }
     if cfg.speaker_penalty and req.query:
         out = _speaker_penalised(req.query, out, cfg.speaker_penalty)
+    if cfg.answer_type_boost and req.query:
+        out = _answer_typed(req.query, out, cfg.answer_type_boost)
     if cfg.session_boost:
         per_session: dict[str, float] = {}
         for rec, score, _ in out.values():
