@@ -24,7 +24,14 @@ _IDS = (
 
 
 def _functions(url: str) -> str:
-    return str(pg_query(url, "SELECT prosrc FROM pg_proc WHERE proname = 'linked_ids'"))
+    """The store's own linked_ids (other tests' schemas in the database hold theirs)."""
+    return str(
+        pg_query(
+            url,
+            "SELECT prosrc FROM pg_proc WHERE proname = 'linked_ids' "
+            "AND pronamespace = current_schema()::regnamespace",
+        )
+    )
 
 
 def _linking(url: str, target: str) -> list[str]:

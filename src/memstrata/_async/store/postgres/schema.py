@@ -1231,6 +1231,11 @@ _LOCK_KEY = 0x6D656D73  # "mems": serialises migrations of one database
 # the transaction where this did not (a fresh store) or left it invalid.
 CONCURRENT: Final[list[tuple[int, str, str]]] = [(30, "jobs_done", _JOBS_DONE)]
 _POLL_S = 0.2  # how often a process waiting to build them asks for the migration lock
+# The oldest version whose upgrade makes them first: the back-fill reads ``records`` with
+# today's columns and ``record_history`` as deltas (step 7), which an older store has not
+# yet; such a store (an upgrade across many steps, rare) makes everything in the
+# transaction, as before (tests/history: a version-6 store).
+ONLINE_FROM = 29
 
 if _RECORD_COLUMNS.count(",") + 1 != len(COLUMNS):  # pragma: no cover - import-time check
     raise StoreError("records schema and codec.COLUMNS disagree; fix postgres/schema.py")
@@ -1349,7 +1354,7 @@ async def migrate(
         found = await _version(cur, schema)
     if found == SCHEMA_VERSION:
         return found
-    if 0 < found < SCHEMA_VERSION:
+    if ONLINE_FROM <= found < SCHEMA_VERSION:
         await _before_lock(conn, schema)
     async with conn.transaction(), conn.cursor() as cur:
         await cur.execute(
