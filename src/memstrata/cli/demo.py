@@ -14,7 +14,6 @@ from rich.text import Text
 
 from ..records import Message
 from ..scope import Scope
-from ..store.url import redact_url
 from .options import Settings, console, emit, open_memory
 
 __all__ = ["CONVERSATION", "QUESTIONS", "run_demo"]
@@ -93,7 +92,7 @@ def run_demo(settings: Settings, as_json: bool, *, top_k: int = 3) -> dict[str, 
     workdir = Path(tempfile.mkdtemp(prefix="memstrata-demo-"))
     settings = replace(settings, url=f"sqlite:///{workdir / 'demo.db'}")
     user = Scope(tenant="demo", user="mia", agent="assistant")
-    out: dict[str, Any] = {"store": redact_url(settings.url), "sessions": [], "answers": []}
+    out: dict[str, Any] = {"store": settings.url, "sessions": [], "answers": []}
     with open_memory(settings, create=True, announce=False) as mem:
         started = time.perf_counter()
         for n, (day, turns) in enumerate(CONVERSATION, start=1):
@@ -142,8 +141,7 @@ def run_demo(settings: Settings, as_json: bool, *, top_k: int = 3) -> dict[str, 
         out["stats"] = mem.stats(user)
     if emit(out, as_json):
         return out
-    store = redact_url(settings.url)
-    console.print(Text.assemble(("memstrata demo", "bold"), f" — store: {store}"))
+    console.print(Text.assemble(("memstrata demo", "bold"), f" — store: {settings.url}"))
     console.print(
         f"ingested {sum(s['turns'] for s in out['sessions'])} turns in "
         f"{len(out['sessions'])} sessions ({out['ingest_seconds']} s, embedder "

@@ -13,7 +13,6 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import MemstrataError
-from ..store.url import redact_url
 from .options import DoneJobsDays, Settings, command_done_jobs_days, console, emit, fail
 
 __all__ = ["register"]
@@ -206,6 +205,7 @@ def _key_row(k: Any) -> dict[str, Any]:
 
 def _key_store(settings: Settings) -> Any:
     from ..server.keys import open_key_store, sqlite_path
+    from ..store.url import redact_url
 
     scheme = settings.url.partition("://")[0].lower()
     if sqlite_path(settings.url) is None and scheme not in ("postgresql", "postgres"):
