@@ -478,6 +478,8 @@ class RedisHotStore:
             names = [self._vector_key(uscope, m, h) for m in self._models() for h in hashes]
 
             def run() -> int:
+                if not names:  # no model used yet: no cached vector (DEL with no key is
+                    return 0  # Redis's error, which read as an outage: remaining 1)
                 self._redis.delete(*names)
                 return int(self._redis.exists(*names))
 

@@ -478,6 +478,8 @@ class AsyncRedisHotStore:
             names = [self._vector_key(uscope, m, h) for m in await self._models() for h in hashes]
 
             async def run() -> int:
+                if not names:  # no model used yet: no cached vector (DEL with no key is
+                    return 0  # Redis's error, which read as an outage: remaining 1)
                 await self._redis.delete(*names)
                 return int(await self._redis.exists(*names))
 
