@@ -159,13 +159,19 @@ async def claim_jobs(
             continue  # one of this user's jobs is running under a live lease
         token = new_lease_token()
         lease = encode_time(later(now, timedelta(seconds=lease_seconds)))
+        # The batch is chosen once (a MATERIALIZED CTE) and its rows updated by key: as
+        # ``id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)`` the planner may run the
+        # sub-select again per row (a semi-join), each run skipping the rows the statement
+        # has just updated and taking the next, so nothing held the claim to ``limit``
+        # (as the done-jobs sweep, session 33; tests/pg34/test_claim_limit.py).
         rows = await (
             await conn.execute(
-                f"UPDATE jobs SET status = 'running', lease_until = %s, lease_token = %s, "
-                f"attempts = attempts + 1 WHERE id IN (SELECT j.id FROM jobs j WHERE {where} "
+                f"WITH batch AS MATERIALIZED (SELECT j.id AS picked FROM jobs j WHERE {where} "
                 f'AND j.tenant = %s AND j."user" = %s ORDER BY j.run_after, j.created_at, j.id '
-                f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {JOB_COLUMNS}",
-                [lease, token, *args, t, usr, limit],
+                f"LIMIT %s FOR UPDATE SKIP LOCKED) UPDATE jobs SET status = 'running', "
+                "lease_until = %s, lease_token = %s, attempts = attempts + 1 FROM batch "
+                f"WHERE jobs.id = batch.picked RETURNING {JOB_COLUMNS}",
+                [*args, t, usr, limit, lease, token],
             )
         ).fetchall()
         if rows:
