@@ -42,6 +42,7 @@ __all__ = [
     "mapped",
     "parse_url",
     "refusal",
+    "timed_out",
     "transient",
     "translate",
 ]
@@ -321,6 +322,28 @@ def transient(exc: BaseException) -> bool:
     return state in _TRANSIENT or state[:2] in _TRANSIENT_CLASSES or state in _ROLLED_BACK
 
 
+def timed_out(exc: BaseException, where: str, setting: str | None, doing: str) -> StoreError | None:
+    """The error for a statement of opening the store (``doing``) that the server cancelled
+    by its ``statement_timeout`` (SQLSTATE 57014 while the session's ``setting`` is not
+    ``0``; ``None``: it could not be read, itself cancelled), else ``None``. Not retryable:
+    a timeout shorter than opening takes fails every open the same way (``options=-c
+    statement_timeout=1`` in the URL: the pool's set-up failed and was retried until
+    "pool initialization incomplete after 15 sec", naming neither cause nor fix)."""
+    if getattr(exc, "sqlstate", None) != "57014" or setting in ("0", ""):
+        return None
+    diag = getattr(exc, "diag", None)
+    message = getattr(diag, "message_primary", None) or str(exc).strip()
+    value = f"statement_timeout is {setting}" if setting else "statement_timeout"
+    return StoreError(
+        f"cannot open the store at {where}: the server cancelled {doing} ({message}; "
+        f"SQLSTATE 57014): this session's {value}, shorter than memstrata's statements "
+        "take; raise it (a few seconds or more) or remove it where it is set (the URL's "
+        "options=-c statement_timeout=..., PGOPTIONS, ALTER ROLE ... SET or ALTER DATABASE "
+        "... SET statement_timeout), then open the store again; no record was written "
+        "(retrying as it is will not help)"
+    )
+
+
 def translate(
     exc: BaseException, where: str, *, committing: bool = False
 ) -> StoreError | ConflictError:
@@ -381,9 +404,16 @@ def translate(
                 "nothing of it was written: check that the server is up and retry",
                 retryable=True,
             )
+        hint = (
+            "; if calls are cancelled so again and again, the session's statement_timeout "
+            "is shorter than they take: raise it (the URL's options=-c statement_timeout=..., "
+            "ALTER ROLE ... SET statement_timeout)"
+            if state == "57014"
+            else ""
+        )
         return StoreError(
             f"{where} could not do this call now ({message}; SQLSTATE {state}); {undone}: "
-            "retry in a few seconds",
+            f"retry in a few seconds{hint}",
             retryable=True,
         )
     cls = (state or "")[:2]

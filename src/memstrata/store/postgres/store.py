@@ -62,12 +62,13 @@ from memstrata.store.postgres.connection import (
     connect_failure,
     driver,
     parse_url,
+    timed_out,
     transient,
     translate,
 )
 from memstrata.store.postgres.pipeline import begin_transaction
 from memstrata.store.postgres.pipeline import sync as pipeline_sync
-from memstrata.store.postgres.reach import RECONNECT_S, Reach
+from memstrata.store.postgres.reach import RECONNECT_S, Reach, fill_pool
 from memstrata.store.postgres.schema import SCHEMA_VERSION, check_pgvector, migrate
 from memstrata.store.postgres.vectors import (
     VectorCache,
@@ -343,25 +344,35 @@ class PostgresStore:
             )
         except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
             raise connect_failure(exc, where) from None
+        setting: str | None = None  # statement_timeout, named if it cancels the opening
+        doing = "the check of its statement_timeout"
         try:
             with first:
+                row = first.execute("SHOW statement_timeout").fetchone()
+                setting, doing = str(row[0]) if row else None, "the schema's check or upgrade"
                 check_pgvector(first, where)
                 migrate(first, self.options.schema, where)
         except MemstrataError:
             raise
         except psycopg.Error as exc:
-            raise translate(exc, where) from exc
+            raise (timed_out(exc, where, setting, doing) or translate(exc, where)) from exc
 
         schema = self.options.schema
+        cancelled: list[BaseException] = []  # a set-up cancelled by statement_timeout
 
         def configure(conn: Any) -> None:
             from pgvector.psycopg import register_vector
 
-            conn.execute(f'SET search_path TO "{schema}", public')
-            # Plans depend on the query's arrays (terms, ids): a generic plan, which a
-            # prepared statement switches to after five runs, was measured 8x slower.
-            conn.execute("SET plan_cache_mode = force_custom_plan")
-            register_vector(conn)
+            try:
+                conn.execute(f'SET search_path TO "{schema}", public')
+                # Plans depend on the query's arrays (terms, ids): a generic plan, which a
+                # prepared statement switches to after five runs, was measured 8x slower.
+                conn.execute("SET plan_cache_mode = force_custom_plan")
+                register_vector(conn)
+            except psycopg.errors.QueryCanceled as exc:
+                if setting != "0":  # by statement_timeout, not an operator's cancel
+                    cancelled.append(exc)  # fill_pool raises it (the pool would retry it)
+                raise
 
         self._pool = ConnectionPool(
             self.options.conninfo,
@@ -375,12 +386,13 @@ class PostgresStore:
             connection_class=CodedConnection,  # a refusal's SQLSTATE (coded.py)
         )
         try:
-            self._pool.open(wait=True, timeout=15)
+            fill_pool(self._pool, cancelled, 15)
         except BaseException as exc:
             self._pool.close()  # cancelled too: no pool task or connection left open
             if not isinstance(exc, Exception):
                 raise
-            raise StoreError(
+            said = timed_out(exc, where, setting, "a pool connection's set-up")
+            raise said or StoreError(
                 f"cannot open a connection pool to {where}: {exc}", retryable=transient(exc)
             ) from None
 

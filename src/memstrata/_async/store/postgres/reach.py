@@ -35,7 +35,7 @@ from memstrata.store.postgres.connection import connect_failure, refusal
 
 # sync: import threading
 
-__all__ = ["FIRST_WAIT_S", "RECONNECT_S", "AsyncReach", "closed_by_server"]
+__all__ = ["FIRST_WAIT_S", "RECONNECT_S", "AsyncReach", "closed_by_server", "fill_pool"]
 
 FIRST_WAIT_S = 2.0  # a free connection comes within this unless the pool is busy or cut off
 DOWN_WAIT_S = 0.1  # ... and while the last probe found the server down
@@ -56,6 +56,24 @@ def closed_by_server(conn: Any) -> bool:
     except (OSError, ValueError):
         return True
     return bool(readable)
+
+
+async def fill_pool(pool: Any, failed: list[BaseException], timeout: float) -> None:
+    """Open ``pool`` and wait until it holds its ``min_size`` connections, or raise the
+    first error its ``configure`` put in ``failed`` (at once: psycopg_pool's own wait
+    retries a failing set-up until ``timeout`` and then says only "pool initialization
+    incomplete"), or ``PoolTimeout`` after ``timeout`` seconds. The pool is left open
+    either way (the caller closes it)."""
+    from psycopg_pool import PoolTimeout
+
+    await pool.open(wait=False)
+    deadline = time.monotonic() + timeout
+    while pool.get_stats().get("pool_available", 0) < pool.min_size:
+        if failed:
+            raise failed[0]
+        if time.monotonic() >= deadline:
+            raise PoolTimeout(f"pool initialization incomplete after {timeout} sec")
+        await asyncio.sleep(0.01)
 
 
 class AsyncReach:

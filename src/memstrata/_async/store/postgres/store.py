@@ -39,7 +39,7 @@ from memstrata._async.store.base import AsyncUnitOfWork
 from memstrata._async.store.postgres import audit, dump, lexical, migrated, outbox
 from memstrata._async.store.postgres.pipeline import begin_transaction
 from memstrata._async.store.postgres.pipeline import sync as pipeline_sync
-from memstrata._async.store.postgres.reach import RECONNECT_S, AsyncReach
+from memstrata._async.store.postgres.reach import RECONNECT_S, AsyncReach, fill_pool
 from memstrata._async.store.postgres.schema import SCHEMA_VERSION, check_pgvector, migrate
 from memstrata._async.store.postgres.vectors import (
     AsyncVectorCache,
@@ -73,6 +73,7 @@ from memstrata.store.postgres.connection import (
     connect_failure,
     driver,
     parse_url,
+    timed_out,
     transient,
     translate,
 )
@@ -349,25 +350,35 @@ class AsyncPostgresStore:
             )
         except (psycopg.Error, OSError) as exc:  # OSError: EMFILE (connect_failure)
             raise connect_failure(exc, where) from None
+        setting: str | None = None  # statement_timeout, named if it cancels the opening
+        doing = "the check of its statement_timeout"
         try:
             async with first:
+                row = await (await first.execute("SHOW statement_timeout")).fetchone()
+                setting, doing = str(row[0]) if row else None, "the schema's check or upgrade"
                 await check_pgvector(first, where)
                 await migrate(first, self.options.schema, where)
         except MemstrataError:
             raise
         except psycopg.Error as exc:
-            raise translate(exc, where) from exc
+            raise (timed_out(exc, where, setting, doing) or translate(exc, where)) from exc
 
         schema = self.options.schema
+        cancelled: list[BaseException] = []  # a set-up cancelled by statement_timeout
 
         async def configure(conn: Any) -> None:
             from pgvector.psycopg import register_vector_async
 
-            await conn.execute(f'SET search_path TO "{schema}", public')
-            # Plans depend on the query's arrays (terms, ids): a generic plan, which a
-            # prepared statement switches to after five runs, was measured 8x slower.
-            await conn.execute("SET plan_cache_mode = force_custom_plan")
-            await register_vector_async(conn)
+            try:
+                await conn.execute(f'SET search_path TO "{schema}", public')
+                # Plans depend on the query's arrays (terms, ids): a generic plan, which a
+                # prepared statement switches to after five runs, was measured 8x slower.
+                await conn.execute("SET plan_cache_mode = force_custom_plan")
+                await register_vector_async(conn)
+            except psycopg.errors.QueryCanceled as exc:
+                if setting != "0":  # by statement_timeout, not an operator's cancel
+                    cancelled.append(exc)  # fill_pool raises it (the pool would retry it)
+                raise
 
         self._pool = AsyncConnectionPool(
             self.options.conninfo,
@@ -381,12 +392,13 @@ class AsyncPostgresStore:
             connection_class=AsyncCodedConnection,  # a refusal's SQLSTATE (coded.py)
         )
         try:
-            await self._pool.open(wait=True, timeout=15)
+            await fill_pool(self._pool, cancelled, 15)
         except BaseException as exc:
             await self._pool.close()  # cancelled too: no pool task or connection left open
             if not isinstance(exc, Exception):
                 raise
-            raise StoreError(
+            said = timed_out(exc, where, setting, "a pool connection's set-up")
+            raise said or StoreError(
                 f"cannot open a connection pool to {where}: {exc}", retryable=transient(exc)
             ) from None
 
