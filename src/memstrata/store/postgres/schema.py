@@ -27,7 +27,7 @@ from psycopg import sql
 
 from memstrata.errors import SchemaVersionError, StoreError
 from memstrata.store.one_model import PG_TRIGGERS
-from memstrata.store.postgres import backfill
+from memstrata.store.postgres import backfill, bounded
 from memstrata.store.postgres.migrated import schema_key
 from memstrata.store.postgres.where import nul_read_as
 from memstrata.store.sqlite.codec import COLUMNS
@@ -1036,40 +1036,10 @@ def _v31_past_links(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
 # v32 (pg32): a word of 1,000-2,650 bytes written before session 31's bound (fts5.bounded:
 # wider ones were refused) is indexed whole, while a query asks for its bounded token: such
 # a record was not found by that word until written again. Its lex_tokens and postings
-# take the bounded token. One pass over lex_tokens (no row parsed in Python unless it holds
-# such a token), :data:`_LONG_PART` such records at a time.
-_LONG_PART = 500
-_V32_LONG = (
-    b'SELECT seq, tenant, "user", lex_tokens FROM records WHERE seq > %s AND EXISTS ('
-    b"SELECT 1 FROM unnest(lex_tokens) t WHERE octet_length(t) > %s) ORDER BY seq LIMIT %s"
-)
-
-
+# take the bounded token (bounded.py: made before the transaction on an upgrade from 29-31,
+# pg34; here, the rows written since, or every row).
 def _v32_bounded_words(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
-    from memstrata.store import fts5
-    from memstrata.store.postgres import lexical
-    from memstrata.store.sqlite.codec import scope_token
-
-    last = 0
-    while True:
-        cur.execute(_V32_LONG, (last, fts5.MAX_TOKEN_BYTES, _LONG_PART))
-        rows = cur.fetchall()
-        if not rows:
-            return
-        last = cast(int, rows[-1][0])
-        olds: list[lexical.Doc] = []
-        news: list[lexical.Doc] = []
-        updates: list[tuple[list[str], int]] = []
-        for seq, tenant, user, tokens in rows:
-            had = list(cast(list[str], tokens))
-            doc = [fts5.bounded(t) for t in had]
-            s = cast(int, seq)
-            tok = scope_token(str(tenant), str(user))
-            updates.append((doc, s))
-            olds.append((s, str(tenant), tok, had))
-            news.append((s, str(tenant), tok, doc))
-        cur.executemany(b"UPDATE records SET lex_tokens = %s WHERE seq = %s", updates)
-        lexical.index(cur.connection, news, old=olds)
+    bounded.bound_words(cur)
 
 
 # v33 (pg33): step 31's trigger inserted every id of the version an update archives (a
@@ -1281,13 +1251,15 @@ def check_pgvector(conn: psycopg.Connection[tuple[object, ...]], where: str) -> 
 def _before_lock(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
     """What an upgrade makes before its transaction, while writes go on (pg33): the
     :data:`CONCURRENT` indexes of the steps ``schema`` lacks, each with CREATE INDEX
-    CONCURRENTLY, and step 31's back-fill (backfill.prefill). Under the database's
+    CONCURRENTLY, step 31's back-fill (backfill.prefill) and step 32's re-term of long
+    words (bounded.prebound, pg34). Under the database's
     migration lock held by this session, asked for every :data:`_POLL_S` (a statement
     waiting for it would hold a snapshot, which a concurrent build waits for: two processes
     upgrading at once would wait for each other). An index an interrupted build left
     invalid (a killed server, a cancelled statement) is dropped and built again; a
     migration killed here leaves its store at its version, perhaps with the index (its step
-    then skips it) or a part of the back-fill (the next upgrade's starts again)."""
+    then skips it), a part of the back-fill (the next upgrade's starts again) or of the
+    re-term (each part whole; the next upgrade's finds the rest)."""
     while True:
         got = conn.execute("SELECT pg_try_advisory_lock(%s)", (_LOCK_KEY,)).fetchone()
         if got and got[0]:
@@ -1318,11 +1290,13 @@ def _before_lock(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> N
                     "CREATE INDEX CONCURRENTLY IF NOT EXISTS " + definition.format("{}.")
                 ).format(sql.Identifier(schema))
             )
-        if found < 31:
+        if found < 32:
             path = conn.execute("SELECT current_setting('search_path')").fetchone()
             conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
             try:
-                backfill.prefill(conn)
+                if found < 31:
+                    backfill.prefill(conn)
+                bounded.prebound(conn)
             finally:
                 conn.execute(
                     "SELECT set_config('search_path', %s, false)", (path[0] if path else "",)
