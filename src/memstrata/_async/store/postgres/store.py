@@ -152,6 +152,7 @@ _NESTED_WRITE = (
     "through the open transaction (its unit of work), or after it ends"
 )
 _USERS_HELD = 100_000  # per-user facts a process keeps (vector counts, indexes ensured)
+ANALYZE_IMPORT_AFTER = 500  # rows a transaction inserted before its history's ANALYZE
 # connect_timeout of a connection opened outside the pool (the first one, the LISTEN one):
 # a server that drops packets is reported in seconds, not after the OS's TCP timeout.
 CONNECT_TIMEOUT_S = 10
@@ -2505,6 +2506,7 @@ class _PgUnitOfWork:
         self.inserted = 0
         self.vectors: Counter[tuple[str, str, int]] = Counter()
         self._pending: dict[int, int] = {}  # insert_history's parts: the next one's version
+        self._analyzed = False  # insert_history's ANALYZE: once a transaction
 
     async def get(
         self, scope: Scope, record_id: str, *, include_deleted: bool = False
@@ -2570,6 +2572,23 @@ class _PgUnitOfWork:
         for after in newer or ():
             if after is not None:
                 _no_nul(after)
+        if not self._analyzed and self.inserted >= ANALYZE_IMPORT_AFTER:
+            # An import: one transaction of many inserts into a table whose statistics
+            # (refreshed on a connection of their own, which cannot see these rows) know
+            # fewer rows than it added; the planner then hashed a scan of every row for
+            # the read below, longer at each page (20 -> 215-518 ms at 10,000 records,
+            # sessions 33-34). ANALYZE in the transaction counts its own rows. It holds
+            # SHARE UPDATE EXCLUSIVE on records until the commit (reads and writes go on;
+            # autovacuum and another ANALYZE skip the table meanwhile); SKIP_LOCKED: never
+            # waits for one under way.
+            self._analyzed = True
+            row = await (
+                await self._c.execute(
+                    "SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass"
+                )
+            ).fetchone()
+            if row is None or float(row["reltuples"]) < self.inserted:
+                await self._c.execute("ANALYZE (SKIP_LOCKED) records")
         await dump.insert_history(self._c, histories, newer, self._pending)
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
