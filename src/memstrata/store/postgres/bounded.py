@@ -91,16 +91,19 @@ def prebound(conn: psycopg.Connection[tuple[object, ...]]) -> None:
         )
     ).fetchone()
     since = str(row[0]) if row else None
-    last: int | None = 0
-    while last is not None:
+    last = 0
+    while True:
         for tried in range(1, _TRIES + 1):
             try:
                 with conn.transaction(), conn.cursor() as cur:
-                    last = _part(cur, last, None, lock=True)
-                break
+                    done = _part(cur, last, None, lock=True)
+                break  # committed: only now the next part
             except psycopg.errors.DeadlockDetected:
                 if tried == _TRIES:
                     raise
+        if done is None:
+            break
+        last = done
     conn.execute(f"INSERT INTO {_SINCE} (x) VALUES (%s)", (since,))
 
 
