@@ -496,7 +496,8 @@ class PostgresStore:
             return False
         try:
             with self._read() as c:
-                row = (c.execute("SELECT txid_status(%s) AS status", (xid,))).fetchone()
+                asked = c.execute("SELECT txid_status(%s) AS status", (xid,))
+                row = asked.fetchone()
         except Exception:  # the server is still out of reach: keep the count pending
             return False
         return row is not None and row["status"] == "committed"

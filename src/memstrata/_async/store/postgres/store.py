@@ -502,7 +502,8 @@ class AsyncPostgresStore:
             return False
         try:
             async with self._read() as c:
-                row = await (await c.execute("SELECT txid_status(%s) AS status", (xid,))).fetchone()
+                asked = await c.execute("SELECT txid_status(%s) AS status", (xid,))
+                row = await asked.fetchone()
         except Exception:  # the server is still out of reach: keep the count pending
             return False
         return row is not None and row["status"] == "committed"
