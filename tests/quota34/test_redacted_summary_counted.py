@@ -19,13 +19,12 @@ from memstrata import Memory
 from memstrata.embedder.base import Matrix
 from memstrata.filters import Filters
 from memstrata.llm.heuristic import HeuristicLLM
-from memstrata.records import RecordType
+from memstrata.records import Message, RecordType, Role
 
 from .conftest import ALICE, NOW, served, used
 
 TURNS = [
-    {"role": "user", "content": f"round {i}: the kiln runs at {900 + i} degrees tonight"}
-    for i in range(24)
+    Message(Role.USER, f"round {i}: the kiln runs at {900 + i} degrees tonight") for i in range(24)
 ]
 
 
@@ -75,7 +74,8 @@ def _run(url: str, llm: HeuristicLLM) -> tuple[Counting, int, int]:
         mem.add_messages(ALICE, TURNS)
         mem.end_session(ALICE)
         mem.flush()
-        summaries = int(mem.store.count(ALICE.user_scope, Filters(types={RecordType.SUMMARY})))
+        kinds = Filters(types=frozenset({RecordType.SUMMARY}))
+        summaries = int(mem.store.count(ALICE.user_scope, kinds))
         return embedder, used(mem), summaries
     finally:
         mem.close()
