@@ -45,7 +45,11 @@ process with quotas has opened, such a write costs nothing more. What the librar
 on its own (conversation episodes, extracted facts, promoted key entries) is counted the
 same way, with no limit, by whichever process writes it (session 33): never refused, so
 no background job loses what it derived. An unlimited count goes into the write's own
-transaction on SQLite and PostgreSQL (:mod:`memstrata.store.counted_writes`).
+transaction on SQLite and PostgreSQL (:mod:`memstrata.store.counted_writes`): taken by the
+block's first transaction to reach its ``COMMIT`` (session 34: writes run at once inside
+one block), counted apart at the block's end when a write of it landed without it, kept
+with a ``COMMIT`` PostgreSQL says committed after its connection was lost, and handed on
+when that cannot be told (counted twice at worst, never lost).
 """
 
 from __future__ import annotations

@@ -197,3 +197,32 @@ def test_a_commit_whose_outcome_is_unknown(
             assert await _used(store, user=False) == N
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_outcome_the_server_cannot_tell_keeps_the_count_pending(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """The decision where nothing can tell: the ``COMMIT`` landed but asking the server
+    fails too (``txid_status`` raises, as an unreachable server does). The count is handed
+    back and the retry carries it again: counted twice, never lost (nothing lost beats an
+    exact count)."""
+    real_execute = psycopg.AsyncConnection.execute
+
+    async def execute(self: Any, query: Any, *a: Any, **k: Any) -> Any:
+        if "txid_status" in str(query):
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return await real_execute(self, query, *a, **k)
+
+    async def main() -> None:
+        async with _store(pg_url) as store:
+            async with _block(kind, store):
+                _lose_the_connection_at_commit(monkeypatch, landed=True)
+                monkeypatch.setattr(psycopg.AsyncConnection, "execute", execute)
+                with pytest.raises(StoreError, match="while committing"):
+                    await store.set_meta("q34first", "x")
+                monkeypatch.undo()
+                await store.set_meta("q34first", "x")  # the retry
+            assert await _used(store) == 2 * N
+
+    asyncio.run(main())
