@@ -226,3 +226,63 @@ def test_an_outcome_the_server_cannot_tell_keeps_the_count_pending(
             assert await _used(store) == 2 * N
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_sync_threads_sharing_the_block(kind: str, tmp_path: Any, request: Any) -> None:
+    """The sync twin: two threads given the block's context (``copy_context``), one
+    failing (PostgreSQL: at its ``COMMIT``, the deferred trigger; SQLite: a trigger on the
+    key), the other landing: counted once, whichever ran first (a guard: the order is the
+    threads')."""
+    import contextvars
+    import sqlite3
+    import threading
+
+    from memstrata.quotas import QuotasInUse
+    from memstrata.quotas import count_embeddings as sync_count
+    from memstrata.store import open_store as sync_open
+
+    if kind == "postgresql":
+        url = request.getfixturevalue("pg_url")
+    else:
+        url = f"sqlite:///{tmp_path / 'w.db'}"
+    store: Any = sync_open(url)
+    try:
+        store.set_meta(IN_USE_KEY, "1")
+        if kind == "postgresql":
+            _fail_boom_at_commit(store)
+        else:
+            lite = sqlite3.connect(url.removeprefix("sqlite:///"))
+            lite.execute(
+                "CREATE TRIGGER q34_boom BEFORE INSERT ON meta WHEN NEW.key LIKE 'q34boom%' "
+                "BEGIN SELECT RAISE(ABORT, 'boom at commit'); END"
+            )
+            lite.commit()
+            lite.close()
+        errors: list[BaseException] = []
+
+        def run(key: str, ctx: contextvars.Context) -> None:
+            try:
+                ctx.run(store.set_meta, key, "x")
+            except BaseException as exc:  # noqa: BLE001 - raised below
+                errors.append(exc)
+
+        with (
+            pytest.raises(StoreError, match="boom"),
+            sync_count(store, QuotasInUse(store), ALICE, N, NOW),
+        ):
+            threads = [
+                threading.Thread(target=run, args=(k, contextvars.copy_context()))
+                for k in ("q34boom", "q34ok")
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert len(errors) == 1
+            raise errors[0]
+        assert store.get_meta("q34ok") == "x"
+        key = day_key("emb", ALICE.tenant, ALICE.user, NOW)
+        assert int(store.counter_values([key])[key]) == N
+    finally:
+        store.close()
