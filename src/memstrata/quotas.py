@@ -45,7 +45,11 @@ process with quotas has opened, such a write costs nothing more. What the librar
 on its own (conversation episodes, extracted facts, promoted key entries) is counted the
 same way, with no limit, by whichever process writes it (session 33): never refused, so
 no background job loses what it derived. An unlimited count goes into the write's own
-transaction on SQLite and PostgreSQL (:mod:`memstrata.store.counted_writes`).
+transaction on SQLite and PostgreSQL (:mod:`memstrata.store.counted_writes`): taken by the
+block's first transaction to reach its ``COMMIT`` (session 34: writes run at once inside
+one block), counted apart at the block's end when a write of it landed without it, kept
+with a ``COMMIT`` PostgreSQL says committed after its connection was lost, and handed on
+when that cannot be told (counted twice at worst, never lost).
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ from memstrata.quota_types import (
     subject_hash,
 )
 from memstrata.scope import Scope
+from memstrata.store import counted_writes
 from memstrata.store.base import Store
 from memstrata.store.counted_writes import Counted, Home, carried
 from memstrata.store.quota_counters import QuotaCounters, Take
@@ -117,6 +122,9 @@ IN_USE_KEY = "quotas:in_use"
 # at most this many seconds of another's writes uncounted (and as long after an operator
 # cleared it under a running process with quotas, which writes it again).
 FLAG_SECONDS = 10.0
+# How long a block's end waits for a sibling transaction that carries its counts (its last
+# statements and COMMIT) before counting them apart.
+CLOSE_WAIT = 30.0
 
 
 class QuotasInUse:
@@ -443,11 +451,28 @@ def _with_the_write(
         with carried(entry):
             yield
     except Exception:
-        if admission.spent and not entry.written:
+        # Counted apart when its embedding was spent, or when a write of the block landed
+        # without the count (a sibling transaction that carried it failed: session 34);
+        # else left open: a sibling transaction still running (asyncio.gather raises at
+        # the first error) carries it if it commits.
+        if (admission.spent or entry.landed) and _close(entry):
             counters.add_counters(list(takes))
         raise
-    if not entry.written:
+    if _close(entry):
         counters.add_counters(list(takes))
+
+
+def _close(entry: Counted) -> bool:
+    """Whether the block's counts are to be added apart (:func:`counted_writes.close`): a
+    sibling transaction holding them (its ``COMMIT`` under way) is waited for, then they
+    are written with it or handed back to this block. Bounded: after
+    :data:`CLOSE_WAIT` seconds they are counted apart (twice at worst, never lost)."""
+    deadline = time.monotonic() + CLOSE_WAIT
+    while True:
+        closed = counted_writes.close(entry, force=time.monotonic() > deadline)
+        if closed is not None:
+            return closed
+        time.sleep(0.001)
 
 
 @contextmanager

@@ -26,6 +26,7 @@ import pytest
 from memstrata import Memory
 from memstrata.errors import MemstrataError, QuotaExceededError
 from memstrata.quotas import Quota
+from memstrata.records import Message, Role
 
 from .conftest import ALICE, DAILY, NOW, plain, records, served, used
 
@@ -76,13 +77,13 @@ def _refuse_inserts_saying_boom(url: str, mem: Memory) -> None:
     """A trigger on the store's records table that fails an insert whose text says
     "boom": a write that fails inside its own transaction, after the count was added."""
     if url.startswith("sqlite"):
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
-        conn.execute(
+        lite = sqlite3.connect(url.removeprefix("sqlite:///"))
+        lite.execute(
             "CREATE TRIGGER q33_boom BEFORE INSERT ON records WHEN NEW.raw LIKE '%boom%' "
             "BEGIN SELECT RAISE(ABORT, 'boom refused'); END"
         )
-        conn.commit()
-        conn.close()
+        lite.commit()
+        lite.close()
         return
     import psycopg
 
@@ -112,10 +113,10 @@ def test_a_write_that_rolls_back_counts_nothing(shared_url: str, quota: Quota | 
         with pytest.raises(MemstrataError, match="boom"):
             mem.add(ALICE, "a note that goes boom")
         with pytest.raises(MemstrataError, match="boom"):
-            mem.add_messages(ALICE, [{"role": "user", "content": "turns go boom too"}])
+            mem.add_messages(ALICE, [Message(Role.USER, "turns go boom too")])
         assert used(mem) == 1
         assert used(mem, user=False) == 1
-        mem.add_messages(ALICE, [{"role": "user", "content": "a turn that lands"}])
+        mem.add_messages(ALICE, [Message(Role.USER, "a turn that lands")])
         assert used(mem) == 2
     finally:
         mem.close()

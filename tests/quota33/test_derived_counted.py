@@ -21,15 +21,15 @@ import pytest
 from memstrata import Scope
 from memstrata.errors import QuotaExceededError
 from memstrata.filters import Filters
-from memstrata.records import RecordType
+from memstrata.records import Message, RecordType, Role
 
 from .conftest import ALICE, DAILY, NOW, plain, served, used
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN_EMBEDDING = frozenset({RecordType.EPISODE, RecordType.FACT, RecordType.KEY})
 TURNS = [
-    {"role": "user", "content": "I live in Lisbon and I work as a potter"},
-    {"role": "assistant", "content": "Noted: Lisbon, pottery"},
+    Message(Role.USER, "I live in Lisbon and I work as a potter"),
+    Message(Role.ASSISTANT, "Noted: Lisbon, pottery"),
 ]
 
 
@@ -103,7 +103,7 @@ def test_derived_at_a_full_quota_is_written_counted_and_refuses_the_caller(
     caller's next write is refused naming that usage."""
     quota_mem = served(shared_url)
     try:
-        turns = [{"role": "user", "content": f"turn {i} about the Lisbon trip"} for i in range(5)]
+        turns = [Message(Role.USER, f"turn {i} about the Lisbon trip") for i in range(5)]
         quota_mem.add_messages(ALICE, turns)
         quota_mem.end_session(ALICE)  # runs the session's jobs here
         made = derived(quota_mem)

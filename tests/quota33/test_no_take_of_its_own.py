@@ -15,10 +15,11 @@ import pytest
 
 from memstrata import AsyncMemory, FixedClock
 from memstrata.quotas import Quota, Quotas
+from memstrata.records import Message, Role
 
 from .conftest import ALICE, NOW, plain, served, used
 
-TURNS = [{"role": "user", "content": "book a table for two"}, {"role": "user", "content": "at 8"}]
+TURNS = [Message(Role.USER, "book a table for two"), Message(Role.USER, "at 8")]
 
 
 def _watch(store: Any, calls: list[str]) -> None:

@@ -585,3 +585,37 @@ def startup(
     md = startup_markdown(res)
     (out / "startup.md").write_text(md, encoding="utf-8")
     typer.echo(json.dumps(res, indent=2, default=str) if as_json else md)
+
+
+@bench_app.command("quota")
+def quota(
+    store: Annotated[
+        str, typer.Option(help="sqlite (a temp file) | a postgresql:// URL (a fresh schema)")
+    ] = "sqlite",
+    adds: Annotated[int, typer.Option(min=1, help="Timed adds per case and round.")] = 200,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds (the cases' order rotates).")] = 3,
+    case: Annotated[
+        list[str] | None,
+        typer.Option("--case", help="off, counted, records, daily, both (repeatable)."),
+    ] = None,
+    embedder: Annotated[str, typer.Option(help="hashing | default")] = "hashing",
+    out: Annotated[Path, typer.Option(help="Folder for quota.json/.md.")] = Path("bench-results"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
+) -> None:
+    """What quotas cost Memory.add: quotas off, counted without a limit, max_records,
+    embeddings_per_day, both (bench/quota.py)."""
+    from .quota import CASES, QuotaBenchConfig, quota_markdown, run_quota
+    from .report import write_json
+
+    cases = tuple(case) if case else CASES
+    cfg = QuotaBenchConfig(store=store, adds=adds, rounds=rounds, embedder=embedder, cases=cases)
+    with _progress(rounds * len(cases), as_json) as tick:
+        try:
+            res = run_quota(cfg, tick)
+        except ValueError as exc:
+            _err.print("[red]error:[/red] " + _escape(str(exc)))
+            raise typer.Exit(2) from None
+    write_json(res, out / "quota.json")
+    md = quota_markdown(res)
+    (out / "quota.md").write_text(md, encoding="utf-8")
+    typer.echo(json.dumps(res, indent=2, default=str) if as_json else md)

@@ -165,11 +165,19 @@ class LayerContext:
 
     def write_with(self, record: MemoryRecord, vector: Any) -> RecordWrite:
         """An index entry whose vector the caller computed (a summary's mean of its turns);
-        the record is redacted, and embedded again only if redaction changed its text."""
+        the record is redacted, and embedded again only if redaction changed its text
+        (:meth:`reembeds`: the caller counts that embedding, session 34)."""
         redacted = self.redact(record)
         if redacted.text != record.text:
             return self.writes([redacted])[0]
         return RecordWrite(redacted, vector, tuple(tokenize(redacted.text)))
+
+    def reembeds(self, record: MemoryRecord) -> int:
+        """How many embeddings :meth:`write_with` makes for ``record``: 1 when redaction
+        changes its text (its computed vector would index words it no longer has), else
+        0. A caller admits them around its write (``admit``: over :meth:`for_system`,
+        counted in ``embeddings_per_day`` with no limit, never refused)."""
+        return int(self.redact(record).text != record.text)
 
     def insert(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """Store new records; returns them as stored (redacted)."""

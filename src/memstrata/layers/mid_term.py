@@ -327,6 +327,7 @@ class MidTermService:
     def _write(self, uscope: Scope, states: Sequence[ClusterState], now: datetime) -> None:
         model, dims = self._ctx.embedder.model_id, self._ctx.embedder.dims
         inserts: list[RecordWrite] = []
+        made = 0  # embeddings of the inserts' own (redaction changed their text)
         for st in states:
             text = self._digest(uscope, st)
             structured = _structured(st, model)
@@ -351,6 +352,7 @@ class MidTermService:
                     source_ids=tuple(st.members[-MEMBERS_KEPT:]),
                     content_hash=content_hash(text),
                 )
+                made += self._ctx.reembeds(record)  # counted with the insert (session 34)
                 inserts.append(self._ctx.write_with(record, vector))
             else:
                 old = st.record
@@ -365,11 +367,12 @@ class MidTermService:
                     embedding_model=model,
                     embedding_dims=dims,
                 )
-                self._ctx.store.replace(
-                    uscope, self._ctx.write_with(record, vector), expected_version=old.version
-                )
+                write = self._ctx.write_with(record, vector)
+                with self._ctx.admit(uscope, self._ctx.reembeds(record)):
+                    self._ctx.store.replace(uscope, write, expected_version=old.version)
         if inserts:
-            self._ctx.store.insert(inserts)
+            with self._ctx.admit(uscope, made):  # a system context: never refused
+                self._ctx.store.insert(inserts)
 
     def _retire(self, uscope: Scope, state: ClusterState, reason: str, now: datetime) -> None:
         """Soft-delete a cluster with the reason recorded on its last version."""

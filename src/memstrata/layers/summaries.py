@@ -212,11 +212,13 @@ class SummaryService:
 
     def _write(
         self, scope: Scope, record: MemoryRecord, turns: Sequence[MemoryRecord]
-    ) -> RecordWrite:
-        """A summary's index entry. Its vector is the normalised mean of its turns' vectors,
-        which the embedding cache already holds (they were embedded when the turns were
-        added): a summary says again what its turns said, and embedding its ~200 words
-        would cost the model as much as ten turns. Its lexical terms are its own words."""
+    ) -> tuple[RecordWrite, int]:
+        """A summary's index entry, and how many embeddings it made of its own. Its vector
+        is the normalised mean of its turns' vectors, which the embedding cache already
+        holds (they were embedded when the turns were added): a summary says again what its
+        turns said, and embedding its ~200 words would cost the model as much as ten turns.
+        Its lexical terms are its own words. Its own text is embedded (1) when redaction
+        changed it or when its turns' vectors cancel out."""
         vectors = np.asarray(
             self._ctx.embedder_for(scope).embed_batch([m.text for m in turns]),
             dtype=np.float64,
@@ -224,8 +226,27 @@ class SummaryService:
         mean = vectors.mean(axis=0)
         norm = float(np.linalg.norm(mean))
         if norm <= 0:  # turns that cancel out (or none): embed the summary text itself
-            return self._ctx.writes([record])[0]
-        return self._ctx.write_with(record, (mean / norm).astype(np.float32))
+            return self._ctx.writes([record])[0], 1
+        made = self._ctx.reembeds(record)
+        return self._ctx.write_with(record, (mean / norm).astype(np.float32)), made
+
+    def _store(
+        self,
+        scope: Scope,
+        record: MemoryRecord,
+        turns: Sequence[MemoryRecord],
+        *,
+        expected_version: int | None = None,
+    ) -> None:
+        """Write a summary (a new one, or the next version of ``expected_version``), with
+        the embeddings it made of its own counted in the write (session 34; before, a
+        summary re-embedded because redaction changed its text was counted nowhere)."""
+        write, made = self._write(scope, record, turns)
+        with self._ctx.admit(scope, made):  # a system context: never refused
+            if expected_version is None:
+                self._ctx.store.insert([write])
+            else:
+                self._ctx.store.replace(scope, write, expected_version=expected_version)
 
     def _exists(self, scope: Scope, rid: str) -> MemoryRecord | None:
         try:
@@ -263,7 +284,7 @@ class SummaryService:
             "final": final,
         }
         record = self._record(scope, rid, text, messages, structured, "range", provider)
-        self._ctx.store.insert([self._write(scope, record, messages)])
+        self._store(scope, record, messages)
         return record
 
     # --- rolling summary -----------------------------------------------------------------
@@ -316,10 +337,8 @@ class SummaryService:
         record = self._record(scope, rid, text, fresh, structured, "rolling", provider)
         record = replace(record, source_ids=ids)
         if current is None:
-            self._ctx.store.insert([self._write(scope, record, fresh)])
+            self._store(scope, record, fresh)
         else:
             record = replace(record, created_at=current.created_at, version=current.version + 1)
-            self._ctx.store.replace(
-                scope, self._write(scope, record, fresh), expected_version=current.version
-            )
+            self._store(scope, record, fresh, expected_version=current.version)
         return record

@@ -12,14 +12,26 @@ A durable store that can do this names itself with a :class:`Home` in its ``coun
 attribute (SQLite, PostgreSQL); the stores that cannot (``memory://``, where a take costs
 a dict update, and the Redis hot tier, whose mirror must see the take: ``counts_home =
 None``) keep the take of their own, as before. The store claims the entries of its home
-when its write transaction begins (so two transactions of tasks sharing a context never
-both add them) and marks them :attr:`Counted.written` once its ``COMMIT`` returned; a
+in its write transaction (so two transactions of tasks sharing a context never both add
+them) and marks them :attr:`Counted.written` once its ``COMMIT`` returned; a
 transaction that fails gives the claim back, and the next write of the block (or the
 caller, at the block's end: :mod:`memstrata._async.quotas`) counts them.
 
 Only a caller's write transactions carry them: not the writes behind a search (counters
 and cache entries, PostgreSQL's pipelined relaxed transactions), nor a background thread
 (a thread or task started before the block has its own context).
+
+Session 34: the entries are claimed just before the count is added (at the end of the
+transaction, not when it begins), so of two transactions running at once inside one block
+(``asyncio.gather`` of two writes, threads) the one that reaches its ``COMMIT`` first
+carries them, and one that fails hands them back while its sibling may still take them. A
+transaction that commits marks every entry it saw :attr:`Counted.landed` (a write of the
+block is stored), carrying it or not: a block whose count was handed back after a sibling
+landed without it counts it apart at its end (:func:`close`), so no written embedding goes
+uncounted. A ``COMMIT`` whose outcome the driver could not tell (the connection lost while
+committing) is resolved by the store when it can (PostgreSQL: ``txid_status`` of the
+transaction on another connection); when it cannot, the count is handed back (kept
+pending): counted twice at worst, never lost.
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ from dataclasses import dataclass
 
 from memstrata.store.counter_types import Take
 
-__all__ = ["Counted", "Home", "carried", "claim", "merged", "settle"]
+__all__ = ["NOTHING", "Claim", "Counted", "Home", "carried", "claim", "close", "merged", "settle"]
 
 
 class Home:
@@ -48,8 +60,24 @@ class Counted:
 
     takes: tuple[Take, ...]
     home: Home
-    written: bool = False  # committed with a write
+    written: bool = False  # committed with a write (or counted apart: closed)
     claimed: bool = False  # a write transaction holds them now
+    landed: bool = False  # a write transaction of the block committed (with them or not)
+
+
+@dataclass(slots=True, eq=False)
+class Claim:
+    """What one write transaction took: the entries it carries (``mine``) and every entry
+    of its home it saw unwritten (``seen``: landed once it commits)."""
+
+    mine: list[Counted]
+    seen: list[Counted]
+
+    def __bool__(self) -> bool:
+        return bool(self.mine)
+
+
+NOTHING = Claim([], [])
 
 
 _PENDING: ContextVar[tuple[Counted, ...]] = ContextVar("memstrata_counted_writes", default=())
@@ -66,26 +94,48 @@ def carried(entry: Counted) -> Iterator[Counted]:
         _PENDING.reset(token)
 
 
-def claim(home: Home | None) -> list[Counted]:
-    """The entries this caller gave ``home`` that no write carries yet, now claimed."""
+def claim(home: Home | None) -> Claim:
+    """The entries this caller gave ``home`` that no write carries yet, now claimed (call
+    it just before adding the counts, at the end of the transaction), and every unwritten
+    entry of ``home`` the caller has (landed when this transaction commits)."""
     found = _PENDING.get()
     if not found or home is None:
-        return []
+        return NOTHING
     with _LOCK:
-        mine = [e for e in found if e.home is home and not e.written and not e.claimed]
+        seen = [e for e in found if e.home is home and not e.written]
+        mine = [e for e in seen if not e.claimed]
         for e in mine:
             e.claimed = True
-    return mine
+    return Claim(mine, seen)
 
 
-def settle(entries: Sequence[Counted], *, committed: bool) -> None:
-    """After the transaction: written with it, or given back to the next write."""
-    if not entries:
+def settle(taken: Claim, *, committed: bool) -> None:
+    """After the transaction: written with it (and every entry it saw landed), or given
+    back to the next write (or a sibling transaction still open)."""
+    if not taken.seen:
         return
     with _LOCK:
-        for e in entries:
+        for e in taken.mine:
             e.claimed = False
             e.written = e.written or committed
+        if committed:
+            for e in taken.seen:
+                e.landed = True
+
+
+def close(entry: Counted, *, force: bool = False) -> bool | None:
+    """At the block's end: whether its counts must be added apart now (none of its writes
+    carried them); after True or False no transaction carries them. None: a sibling
+    transaction holds them (its ``COMMIT`` under way): ask again once it ended
+    (:mod:`memstrata._async.quotas` waits a bounded time, then ``force``: counted apart,
+    and that transaction, should it commit, counts them a second time: never lost)."""
+    with _LOCK:
+        if entry.written:
+            return False
+        if entry.claimed and not force:
+            return None
+        entry.written = True
+        return True
 
 
 def merged(entries: Sequence[Counted]) -> list[Take]:

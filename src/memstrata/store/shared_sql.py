@@ -159,29 +159,33 @@ def add_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> None:
     take_sql(c, unlimited, ph=ph, lock=lock)
 
 
-def count_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> None:
+def count_sql(c: Any, takes: Sequence[Take], *, ph: str, lock: bool) -> int | None:
     """Unlimited takes (positive amounts, distinct keys in key order) at the end of the
     caller's write transaction (:mod:`memstrata.store.counted_writes`). PostgreSQL
     (``lock``): one upsert, whose row locks last only to the ``COMMIT`` that follows, and
     which says which rows it made (those sweep their family's past days, as a take that
-    creates a day's row does); SQLite: the general take (its write lock is held already)."""
+    creates a day's row does) and the transaction's id (to ask whether it committed when
+    its ``COMMIT`` raised: session 34); SQLite: the general take (its write lock is held
+    already), no id."""
     if not takes:
-        return
+        return None
     if not lock:
         take_sql(c, takes, ph=ph, lock=False)
-        return
+        return None
     rows = ", ".join([f"({ph}, {ph})"] * len(takes))
     made = (
         c.execute(
             f"INSERT INTO meta (key, value) VALUES {rows} ON CONFLICT (key) DO UPDATE SET "
             "value = ((CASE WHEN meta.value ~ '^[0-9]+$' THEN meta.value::bigint ELSE 0 END)"
-            " + excluded.value::bigint)::text RETURNING key, (xmax = 0) AS made",
+            " + excluded.value::bigint)::text RETURNING key, (xmax = 0) AS made, "
+            "txid_current() AS xid",
             [x for t in takes for x in (t.key, str(t.amount))],
         )
     ).fetchall()
     created = {str(r["key"]) for r in made if r["made"]}
     if created:
         _sweep(c, takes, created, ph)
+    return int(made[0]["xid"]) if made else None
 
 
 def values_sql(c: Any, keys: Sequence[str], *, ph: str) -> dict[str, int]:

@@ -331,6 +331,7 @@ class AsyncMidTermService:
     async def _write(self, uscope: Scope, states: Sequence[ClusterState], now: datetime) -> None:
         model, dims = self._ctx.embedder.model_id, self._ctx.embedder.dims
         inserts: list[RecordWrite] = []
+        made = 0  # embeddings of the inserts' own (redaction changed their text)
         for st in states:
             text = await self._digest(uscope, st)
             structured = _structured(st, model)
@@ -355,6 +356,7 @@ class AsyncMidTermService:
                     source_ids=tuple(st.members[-MEMBERS_KEPT:]),
                     content_hash=content_hash(text),
                 )
+                made += self._ctx.reembeds(record)  # counted with the insert (session 34)
                 inserts.append(await self._ctx.write_with(record, vector))
             else:
                 old = st.record
@@ -369,11 +371,12 @@ class AsyncMidTermService:
                     embedding_model=model,
                     embedding_dims=dims,
                 )
-                await self._ctx.store.replace(
-                    uscope, await self._ctx.write_with(record, vector), expected_version=old.version
-                )
+                write = await self._ctx.write_with(record, vector)
+                async with self._ctx.admit(uscope, self._ctx.reembeds(record)):
+                    await self._ctx.store.replace(uscope, write, expected_version=old.version)
         if inserts:
-            await self._ctx.store.insert(inserts)
+            async with self._ctx.admit(uscope, made):  # a system context: never refused
+                await self._ctx.store.insert(inserts)
 
     async def _retire(self, uscope: Scope, state: ClusterState, reason: str, now: datetime) -> None:
         """Soft-delete a cluster with the reason recorded on its last version."""

@@ -216,11 +216,13 @@ class AsyncSummaryService:
 
     async def _write(
         self, scope: Scope, record: MemoryRecord, turns: Sequence[MemoryRecord]
-    ) -> RecordWrite:
-        """A summary's index entry. Its vector is the normalised mean of its turns' vectors,
-        which the embedding cache already holds (they were embedded when the turns were
-        added): a summary says again what its turns said, and embedding its ~200 words
-        would cost the model as much as ten turns. Its lexical terms are its own words."""
+    ) -> tuple[RecordWrite, int]:
+        """A summary's index entry, and how many embeddings it made of its own. Its vector
+        is the normalised mean of its turns' vectors, which the embedding cache already
+        holds (they were embedded when the turns were added): a summary says again what its
+        turns said, and embedding its ~200 words would cost the model as much as ten turns.
+        Its lexical terms are its own words. Its own text is embedded (1) when redaction
+        changed it or when its turns' vectors cancel out."""
         vectors = np.asarray(
             await self._ctx.embedder_for(scope).embed_batch([m.text for m in turns]),
             dtype=np.float64,
@@ -228,8 +230,27 @@ class AsyncSummaryService:
         mean = vectors.mean(axis=0)
         norm = float(np.linalg.norm(mean))
         if norm <= 0:  # turns that cancel out (or none): embed the summary text itself
-            return (await self._ctx.writes([record]))[0]
-        return await self._ctx.write_with(record, (mean / norm).astype(np.float32))
+            return (await self._ctx.writes([record]))[0], 1
+        made = self._ctx.reembeds(record)
+        return await self._ctx.write_with(record, (mean / norm).astype(np.float32)), made
+
+    async def _store(
+        self,
+        scope: Scope,
+        record: MemoryRecord,
+        turns: Sequence[MemoryRecord],
+        *,
+        expected_version: int | None = None,
+    ) -> None:
+        """Write a summary (a new one, or the next version of ``expected_version``), with
+        the embeddings it made of its own counted in the write (session 34; before, a
+        summary re-embedded because redaction changed its text was counted nowhere)."""
+        write, made = await self._write(scope, record, turns)
+        async with self._ctx.admit(scope, made):  # a system context: never refused
+            if expected_version is None:
+                await self._ctx.store.insert([write])
+            else:
+                await self._ctx.store.replace(scope, write, expected_version=expected_version)
 
     async def _exists(self, scope: Scope, rid: str) -> MemoryRecord | None:
         try:
@@ -267,7 +288,7 @@ class AsyncSummaryService:
             "final": final,
         }
         record = self._record(scope, rid, text, messages, structured, "range", provider)
-        await self._ctx.store.insert([await self._write(scope, record, messages)])
+        await self._store(scope, record, messages)
         return record
 
     # --- rolling summary -----------------------------------------------------------------
@@ -322,10 +343,8 @@ class AsyncSummaryService:
         record = self._record(scope, rid, text, fresh, structured, "rolling", provider)
         record = replace(record, source_ids=ids)
         if current is None:
-            await self._ctx.store.insert([await self._write(scope, record, fresh)])
+            await self._store(scope, record, fresh)
         else:
             record = replace(record, created_at=current.created_at, version=current.version + 1)
-            await self._ctx.store.replace(
-                scope, await self._write(scope, record, fresh), expected_version=current.version
-            )
+            await self._store(scope, record, fresh, expected_version=current.version)
         return record

@@ -439,8 +439,9 @@ class PostgresStore:
         # purged user's entries (_forget_carried).
         unowned = {**carried, **mine}
         carrying = _CARRIED.set(unowned) if not self._held.n else None
-        # the caller's counts (counted_writes.py): added last, committed with this write
-        counted = [] if pipeline else counted_writes.claim(self.counts_home)
+        # the caller's counts (counted_writes.py): claimed and added last, committed with
+        # this write (not the relaxed writes behind searches)
+        counted, xid = counted_writes.NOTHING, None
         committing = False
         try:
             self._settle()
@@ -469,9 +470,11 @@ class PostgresStore:
                         self._writing.n -= 1
                     if unowned:
                         conn.execute(_UPSERT_CACHE, _cache_columns(unowned))
+                    if not pipeline:
+                        counted = counted_writes.claim(self.counts_home)
                     if counted:
-                        takes = counted_writes.merged(counted)
-                        shared_sql.count_sql(conn, takes, ph="%s", lock=True)
+                        takes = counted_writes.merged(counted.mine)
+                        xid = shared_sql.count_sql(conn, takes, ph="%s", lock=True)
                     if batch is not None:  # a failed statement raises here, before COMMIT
                         pipeline_sync(conn, batch)
                         migrated.check(version, SCHEMA_VERSION, self._versioned)
@@ -481,7 +484,9 @@ class PostgresStore:
                 committing = True
                 tx.__exit__(None, None, None)
         except BaseException as exc:
-            counted_writes.settle(counted, committed=False)
+            # a COMMIT whose outcome is unknown: asked of the server (session 34)
+            landed = committing and bool(counted) and self._committed(xid)
+            counted_writes.settle(counted, committed=landed)
             self._defer(carried)  # not written: the next transaction carries them
             if fence is not None and mine and not isinstance(exc, JobRevokedError):
                 # back to the job, for its next write (refused: the claim and they are gone)
@@ -494,6 +499,21 @@ class PostgresStore:
                 _CARRIED.reset(carrying)
         counted_writes.settle(counted, committed=True)
         self._cached(carried)
+
+    def _committed(self, xid: int | None) -> bool:
+        """Whether transaction ``xid`` committed, asked on another connection after its
+        ``COMMIT`` raised (the connection lost while committing): its quota counts are
+        then written, else handed back to the caller's next write. False when the server
+        cannot tell (or cannot be reached): counted twice at worst, never lost."""
+        if xid is None:
+            return False
+        try:
+            with self._read() as c:
+                asked = c.execute("SELECT txid_status(%s) AS status", (xid,))
+                row = asked.fetchone()
+        except Exception:  # the server is still out of reach: keep the count pending
+            return False
+        return row is not None and row["status"] == "committed"
 
     def _begin(self, conn: Any, fence: Any) -> tuple[Any, bool, Any]:
         """Start a write transaction on ``conn`` in one round trip: ``BEGIN``, the schema

@@ -437,16 +437,19 @@ class SQLiteStore:
             pending = self._take_counters() if writing else None
             # The job's own cache entries are written with it, under its checked claim.
             mine = self._carry(fence)
-            # the caller's quota counts (counted_writes.py): committed with this write
-            counted = counted_writes.claim(self.counts_home) if writing else []
+            # the caller's quota counts (counted_writes.py): claimed last, committed with
+            # this write
+            counted = counted_writes.NOTHING
             try:
                 if pending is not None:
                     self._write_counters(self._conn, *pending)
                 yield self._conn
                 if pending is not None:
                     self._write_cache(self._conn)
+                if writing:
+                    counted = counted_writes.claim(self.counts_home)
                 if counted:
-                    takes = counted_writes.merged(counted)
+                    takes = counted_writes.merged(counted.mine)
                     shared_sql.count_sql(self._conn, takes, ph="?", lock=False)
             except BaseException as exc:
                 counted_writes.settle(counted, committed=False)
