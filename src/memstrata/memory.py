@@ -135,9 +135,10 @@ def _dated(
 
 
 def _roles(roles: Iterable[str]) -> frozenset[str]:
-    if isinstance(roles, str) or not all(isinstance(r, str) and r.strip() for r in roles):
-        raise ValidationError("roles must be a collection of non-empty role names")
-    return frozenset(roles)
+    # checked as set_access checks allowed_roles (a role declared here can be granted: a
+    # NUL passed here and was refused there), and read once (a generator was read twice,
+    # so its roles were checked and then lost)
+    return frozenset(check_ids(roles, "roles"))
 
 
 def _access_control(
