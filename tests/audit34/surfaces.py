@@ -62,6 +62,9 @@ def record_of(r: MemoryRecord) -> dict[str, Any]:
         "observed_at": r.observed_at.isoformat(),
         "importance": r.importance,
         "version": r.version,
+        "session": r.session,
+        "role": None if r.role is None else r.role.value,
+        "type": r.type.value,
         "id": r.id,
     }
 
@@ -175,8 +178,88 @@ class Surfaces:
             return Answer(surface, error=text, kind="tool error")
         return Answer(surface, self._stored("mcp", json.loads(text)["id"]))
 
+    def _lib_call(self, surface: str, call: Any) -> Answer:
+        """``call(memory)`` on the sync memory (``lib``) or awaited on the async one."""
+        try:
+            if surface == "lib":
+                return Answer(surface, record_of(call(self.mem)))
+            rec = self.loop.run_until_complete(call(self.amem))
+            return Answer(surface, record_of(rec))
+        except MemstrataError as exc:
+            return Answer(surface, error=str(exc), kind=type(exc).__name__)
+
+    def _http_answer(self, surface: str, r: Any, scope: Scope | None = None) -> Answer:
+        assert r.status_code in (200, 201, 400, 404, 409, 413, 422), (r.status_code, r.text[:500])
+        if r.status_code in (200, 201):
+            rid = r.json()["id"]
+            rec = self.mem.get(scope or self.scope(surface), rid)
+            return Answer(surface, record_of(rec))
+        return Answer(surface, error=r.json()["error"]["message"], kind=str(r.status_code))
+
+    def _mcp_answer(
+        self, surface: str, answer: dict[str, Any], scope: Scope | None = None
+    ) -> Answer:
+        if "error" in answer:
+            return Answer(surface, error=answer["error"]["message"], kind="rpc error")
+        result = answer["result"]
+        text = result["content"][0]["text"]
+        if result.get("isError"):
+            return Answer(surface, error=text, kind="tool error")
+        rec = self.mem.get(scope or self.scope(surface), json.loads(text)["id"])
+        return Answer(surface, record_of(rec))
+
+    def pin(self, surface: str, text: Any, priority: Any = 0) -> Answer:
+        """A key memory (``key.set`` / POST key-memory / ``key_memory_set``)."""
+        scope = self.scope(surface)
+        if surface == "lib":
+            return self._lib_call(surface, lambda m: m.key.set(scope, text, priority))
+        if surface == "aio":
+            return self._lib_call(surface, lambda m: m.key.set(scope, text, priority))
+        body = {"text": text, "priority": priority}
+        if surface == "http":
+            user = quote(USERS["http"], safe="")
+            r = self.http("POST", f"/v1/users/{user}/key-memory", body)
+            return self._http_answer(surface, r)
+        return self._mcp_answer(surface, self.mcp("key_memory_set", body, user=USERS["mcp"]))
+
+    def edit(self, surface: str, record_id: str, content: Any) -> Answer:
+        """A new version of the text (``update`` / PATCH / ``memory_update``), at the version
+        read just before."""
+        scope = self.scope(surface)
+        version = self.mem.get(scope, record_id).version
+        if surface in ("lib", "aio"):
+            return self._lib_call(
+                surface,
+                lambda m: m.update(scope, record_id, expected_version=version, content=content),
+            )
+        if surface == "http":
+            path = f"/v1/users/{quote(USERS['http'], safe='')}/memories/{record_id}"
+            body = {"expected_version": version, "content": content}
+            return self._http_answer(surface, self.http("PATCH", path, body))
+        args = {"id": record_id, "content": content, "expected_version": version}
+        return self._mcp_answer(surface, self.mcp("memory_update", args, user=USERS["mcp"]))
+
+    def say(self, surface: str, session: Any, role: Any, content: Any, **fields: Any) -> Answer:
+        """A turn (``add_message`` / POST .../sessions/S/messages); MCP has no such tool."""
+        if surface in ("lib", "aio"):
+            try:
+                scope = Scope(TENANT, USERS[surface], session=session)
+            except MemstrataError as exc:
+                return Answer(surface, error=str(exc), kind=type(exc).__name__)
+            return self._lib_call(surface, lambda m: m.add_message(scope, role, content, **fields))
+        user = quote(USERS["http"], safe="")
+        path = f"/v1/users/{user}/sessions/{_path_id(session)}/messages"
+        body = {"role": role, "content": content, **{k: _jsonable(v) for k, v in fields.items()}}
+        return self._http_answer(surface, self.http("POST", path, body))
+
     def _stored(self, surface: str, rid: str) -> dict[str, Any]:
         return record_of(self.mem.get(self.scope(surface), rid))
+
+
+def _path_id(value: str) -> str:
+    """An id as a path segment: its UTF-8 bytes percent-encoded (a lone surrogate as the
+    bytes a careless encoder writes, which the server must refuse)."""
+    return quote(value.encode("utf-8", "surrogatepass"), safe="")
 
 
 def finite(value: Any) -> bool:

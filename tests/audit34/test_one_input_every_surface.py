@@ -106,7 +106,11 @@ def _fields(**kw: Any) -> dict[str, Any]:
 
 
 _ABSENT = object()
-absent_or = lambda s: st.just(_ABSENT) | s  # noqa: E731
+
+
+def absent_or(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """The field left out, or one of ``values``."""
+    return st.just(_ABSENT) | values
 
 
 @pytest.fixture
@@ -197,3 +201,71 @@ def test_a_time_is_stored_as_the_same_instant_everywhere(surfaces: Surfaces) -> 
             datetime.fromisoformat(a.record["observed_at"]) == expect  # type: ignore[index]
             for a in answers.values()
         )
+
+
+def _compare(answers: dict[str, Answer], before: dict[str, Any], s: Surfaces, what: Any) -> None:
+    """Accepted everywhere with the same record, or refused everywhere with nothing written."""
+    accepted = {w for w, a in answers.items() if a.accepted}
+    why = {w: (a.kind, (a.error or "")[:300]) for w, a in answers.items()}
+    assert accepted in (set(), set(answers)), (what, why)
+    if not accepted:
+        for w, a in answers.items():
+            assert a.error and "Traceback" not in a.error, why
+            assert s.snapshot(w) == before[w], (w, why)
+        assert answers["aio"].kind == answers["lib"].kind, why
+        return
+    stored = [dict(a.record or {}) for a in answers.values()]
+    for r in stored:  # what differs between the surfaces' own records: ids and times
+        for k in ("id", "observed_at"):
+            r.pop(k)
+        r["metadata"].pop("last_mentioned_at", None)
+    assert all(r == stored[0] for r in stored), stored
+
+
+def test_a_key_memory_and_an_edit_get_the_same_answer_everywhere(
+    surfaces: Surfaces, url: str
+) -> None:
+    s = surfaces
+    notes = {w: s.add(w, "the record each surface edits").record["id"] for w in SURFACES}  # type: ignore[index]
+
+    @settings(max_examples=_examples(url), deadline=None)
+    @given(
+        text=contents,
+        # the HTTP API's and MCP's range (the library's own is ±2^31)
+        priority=st.one_of(st.integers(-1000, 1000), st.booleans(), st.sampled_from(["5", 2.0])),
+    )
+    def check(text: str, priority: Any) -> None:
+        before = {w: s.snapshot(w) for w in SURFACES}
+        _compare({w: s.pin(w, text, priority) for w in SURFACES}, before, s, (text, priority))
+        before = {w: s.snapshot(w) for w in SURFACES}
+        _compare({w: s.edit(w, notes[w], text) for w in SURFACES}, before, s, text)
+
+    check()
+
+
+SESSIONS = st.one_of(
+    st.sampled_from(["s1", "", " ", "a\x00b", "\ud800", "x" * 257, "a/b", "50%", "\u202es"]),
+    hostile_text,
+)
+ROLES = st.sampled_from(["user", "assistant", "system", "tool", "USER", "", "admin", "user\x00"])
+
+
+def test_a_turn_gets_the_same_answer_everywhere(surfaces: Surfaces, url: str) -> None:
+    """MCP has no tool for turns: the library and the HTTP API."""
+    s, ways = surfaces, ("lib", "aio", "http")
+
+    @settings(max_examples=_examples(url), deadline=None)
+    @given(
+        session=SESSIONS,
+        role=ROLES,
+        content=contents,
+        observed_at=absent_or(times),
+        metadata=absent_or(metadatas),
+    )
+    def check(session: str, role: str, content: str, observed_at: Any, metadata: Any) -> None:
+        fields = _fields(observed_at=observed_at, metadata=metadata)
+        before = {w: s.snapshot(w) for w in ways}
+        answers = {w: s.say(w, session, role, content, **fields) for w in ways}
+        _compare(answers, before, s, (session, role, content[:80], fields))
+
+    check()
