@@ -591,17 +591,29 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     def _turn_records(
         self, scope: Scope, messages: Sequence[Message], now: datetime
     ) -> builtins.list[MemoryRecord]:
-        return [
-            message_record(
-                scope,
-                self._redact_message(scope, to_message(m, i)),
-                now=now,
-                model_id=self._raw_embedder.model_id,
-                dims=self._raw_embedder.dims,
-                max_chars=self.max_content_chars,
-            )
-            for i, m in enumerate(check_sequence(messages, "messages"))
-        ]
+        checked = check_sequence(messages, "messages")
+        records: builtins.list[MemoryRecord] = []
+        for i, m in enumerate(checked):
+            try:
+                records.append(
+                    message_record(
+                        scope,
+                        self._redact_message(scope, to_message(m, i)),
+                        now=now,
+                        model_id=self._raw_embedder.model_id,
+                        dims=self._raw_embedder.dims,
+                        max_chars=self.max_content_chars,
+                    )
+                )
+            except ValidationError as exc:
+                if len(checked) == 1 or str(exc).startswith("messages["):
+                    raise
+                # which turn of the batch (it said "content holds a NUL character" of one
+                # of 1,000 turns, without saying which)
+                raise type(exc)(
+                    f"messages[{i}]: {exc} (nothing of the {len(checked)} turns was written)"
+                ) from None
+        return records
 
     async def _turn_writes(
         self,
