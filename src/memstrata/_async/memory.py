@@ -849,6 +849,13 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         check_owner(scope)
         check_id(record_id)
         check_int(expected_version, "expected_version", low=1, high=MAX_COUNT)
+        if all(v is None for v in (content, importance, confidence, tags, metadata, source)):
+            # as the HTTP API answers it: a call with nothing to change wrote a new version
+            # equal to the last one (a history entry and a version for nothing)
+            raise ValidationError(
+                "nothing to change: pass at least one of content, importance, confidence, "
+                "tags, metadata, source"
+            )
         changes: dict[str, Any] = {"version": expected_version + 1, "updated_at": self._clock.now()}
         if content is not None:
             text = validate_content(content, max_chars=self.max_content_chars)
