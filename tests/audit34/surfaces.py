@@ -239,6 +239,20 @@ class Surfaces:
         args = {"id": record_id, "content": content, "expected_version": version}
         return self._mcp_answer(surface, self.mcp("memory_update", args, user=USERS["mcp"]))
 
+    def patch(self, surface: str, record_id: str, **fields: Any) -> Answer:
+        """``update`` / PATCH with any of its fields, at the version read just before."""
+        scope = self.scope(surface)
+        version = self.mem.get(scope, record_id).version
+        if surface in ("lib", "aio"):
+            return self._lib_call(
+                surface,
+                lambda m: m.update(scope, record_id, expected_version=version, **fields),
+            )
+        path = f"/v1/users/{quote(USERS['http'], safe='')}/memories/{record_id}"
+        return self._http_answer(
+            surface, self.http("PATCH", path, {"expected_version": version, **fields})
+        )
+
     def say(self, surface: str, session: Any, role: Any, content: Any, **fields: Any) -> Answer:
         """A turn (``add_message`` / POST .../sessions/S/messages); MCP has no such tool."""
         if surface in ("lib", "aio"):

@@ -269,3 +269,30 @@ def test_a_turn_gets_the_same_answer_everywhere(surfaces: Surfaces, url: str) ->
         _compare(answers, before, s, (session, role, content[:80], fields))
 
     check()
+
+
+def test_an_update_gets_the_same_answer_everywhere(surfaces: Surfaces, url: str) -> None:
+    """Every field of ``update`` (MCP's ``memory_update`` edits the text only): the library
+    and the HTTP API. Before session 34 an update with nothing to change was a new version
+    in the library and a 422 over HTTP."""
+    s, ways = surfaces, ("lib", "aio", "http")
+    notes = {w: s.add(w, "the record each surface updates").record["id"] for w in ways}  # type: ignore[index]
+
+    @settings(max_examples=_examples(url), deadline=None)
+    @given(
+        fields=st.fixed_dictionaries(
+            {},
+            optional={
+                "metadata": metadatas,
+                "tags": tags,
+                "importance": importances,
+                "confidence": importances,
+                "source": st.sampled_from(["corrected_memory", "bogus", "", None]),
+            },
+        )
+    )
+    def check(fields: dict[str, Any]) -> None:
+        before = {w: s.snapshot(w) for w in ways}
+        _compare({w: s.patch(w, notes[w], **fields) for w in ways}, before, s, fields)
+
+    check()
