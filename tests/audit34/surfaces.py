@@ -81,6 +81,7 @@ class Surfaces:
         self.mem = Memory(url, embedder="hashing", background=False)
         self.loop = asyncio.new_event_loop()
         self.amem = AsyncMemory(url, embedder="hashing", background=False)
+        self.loop.run_until_complete(self.amem.open())  # its services need it open
         self.keys = SQLiteKeyStore(str(tmp / "keys.db"))
         self.native = AsyncMemory(url, embedder="hashing", background=False)
         app = create_app(self.native, self.keys, limits=Limits(rate=0), on_close=self.native.aclose)
