@@ -139,9 +139,10 @@ def _dated(
 
 
 def _roles(roles: Iterable[str]) -> frozenset[str]:
-    if isinstance(roles, str) or not all(isinstance(r, str) and r.strip() for r in roles):
-        raise ValidationError("roles must be a collection of non-empty role names")
-    return frozenset(roles)
+    # checked as set_access checks allowed_roles (a role declared here can be granted: a
+    # NUL passed here and was refused there), and read once (a generator was read twice,
+    # so its roles were checked and then lost)
+    return frozenset(check_ids(roles, "roles"))
 
 
 def _access_control(
@@ -590,17 +591,29 @@ class AsyncMemory(AsyncLifecycle):  # async-only
     def _turn_records(
         self, scope: Scope, messages: Sequence[Message], now: datetime
     ) -> builtins.list[MemoryRecord]:
-        return [
-            message_record(
-                scope,
-                self._redact_message(scope, to_message(m, i)),
-                now=now,
-                model_id=self._raw_embedder.model_id,
-                dims=self._raw_embedder.dims,
-                max_chars=self.max_content_chars,
-            )
-            for i, m in enumerate(check_sequence(messages, "messages"))
-        ]
+        checked = check_sequence(messages, "messages")
+        records: builtins.list[MemoryRecord] = []
+        for i, m in enumerate(checked):
+            try:
+                records.append(
+                    message_record(
+                        scope,
+                        self._redact_message(scope, to_message(m, i)),
+                        now=now,
+                        model_id=self._raw_embedder.model_id,
+                        dims=self._raw_embedder.dims,
+                        max_chars=self.max_content_chars,
+                    )
+                )
+            except ValidationError as exc:
+                if len(checked) == 1 or str(exc).startswith("messages["):
+                    raise
+                # which turn of the batch (it said "content holds a NUL character" of one
+                # of 1,000 turns, without saying which)
+                raise type(exc)(
+                    f"messages[{i}]: {exc} (nothing of the {len(checked)} turns was written)"
+                ) from None
+        return records
 
     async def _turn_writes(
         self,
@@ -836,6 +849,13 @@ class AsyncMemory(AsyncLifecycle):  # async-only
         check_owner(scope)
         check_id(record_id)
         check_int(expected_version, "expected_version", low=1, high=MAX_COUNT)
+        if all(v is None for v in (content, importance, confidence, tags, metadata, source)):
+            # as the HTTP API answers it: a call with nothing to change wrote a new version
+            # equal to the last one (a history entry and a version for nothing)
+            raise ValidationError(
+                "nothing to change: pass at least one of content, importance, confidence, "
+                "tags, metadata, source"
+            )
         changes: dict[str, Any] = {"version": expected_version + 1, "updated_at": self._clock.now()}
         if content is not None:
             text = validate_content(content, max_chars=self.max_content_chars)

@@ -128,6 +128,9 @@ class KeyMemoryService:
         """A new version of an entry; ``ConflictError`` if ``expected_version`` is stale."""
         check_owner(scope)
         check_int(expected_version, "expected_version", low=1, high=MAX_COUNT)
+        if text is None and priority is None:
+            # as update() and the HTTP API's PATCH of a memory: it wrote an equal version
+            raise ValidationError("nothing to change: pass text or priority (or both)")
         if priority is not None:
             _priority(priority)
         current = self.get(scope, record_id)

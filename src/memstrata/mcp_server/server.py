@@ -355,13 +355,16 @@ class _Tool(Tool):
 
 def _strict(tool: Tool) -> Tool:
     """Refuse arguments the schema does not declare (the SDK ignores them by default), so a
-    model cannot slip in e.g. a ``tenant`` and believe it took effect."""
+    model cannot slip in e.g. a ``tenant`` and believe it took effect; and read each value
+    as the HTTP API's models do (strict: ``true`` is no number, ``"3"`` and ``2.0`` no
+    integer; the SDK's lax models stored ``"importance": true`` as 1.0, which the HTTP API
+    and the library refuse). A time is still an ISO 8601 string (``Time``)."""
     base = tool.fn_metadata.arg_model
     strict: type[ArgModelBase] = type(
         base.__name__,
         (base,),
         {
-            "model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+            "model_config": ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True),
             "__module__": base.__module__,
         },
     )

@@ -151,6 +151,18 @@ _FIXES = {
 
 
 _BOUNDS = frozenset({"greater_than_equal", "greater_than", "less_than_equal", "less_than"})
+# an integer's field given NaN or Infinity (strict: "a valid integer") is told to send a
+# finite number too, as a bound's is
+_NUMBERS = _BOUNDS | {"int_type", "int_from_float", "finite_number"}
+
+
+def _string_length(kind: str, ctx: Mapping[str, Any], value: str) -> tuple[str, str]:
+    """pydantic's error of a string's length, in characters."""
+    if kind == "too_long":
+        most = ctx.get("max_length", "the")
+        return "string_too_long", f"String should have at most {most} characters, not {len(value)}"
+    least = ctx.get("min_length", 1)
+    return "string_too_short", f"String should have at least {least} character(s)"
 
 
 def _not_finite(value: object) -> bool:
@@ -173,11 +185,15 @@ def validation_message(
         name = _field(err.get("loc", ()), whole)
         kind = str(err.get("type"))
         msg = str(err.get("msg", "invalid"))[:200]
+        if kind in ("too_long", "too_short") and isinstance(err.get("input"), str):
+            # an id in a path (a validator before its length check makes pydantic count
+            # "items"): "Value should have at most 256 items" read as a list's limit
+            kind, msg = _string_length(kind, err.get("ctx") or {}, err["input"])
         if kind == "value_error":  # memstrata's own check: its message says what to do
             parts.append(f"{name}: {msg.removeprefix('Value error, ')}")
         else:
             fix = _FIXES.get(kind, "correct this value").format(noun=noun)
-            if kind in _BOUNDS and _not_finite(err.get("input")):  # NaN is neither way
+            if kind in _NUMBERS and _not_finite(err.get("input")):  # NaN is neither way
                 fix = _FIXES["finite_number"]
             parts.append(f"{name}: {msg} — {fix}")
         fields.append(name)
