@@ -59,9 +59,12 @@ _DIGIT = re.compile(r"\d")
 _NAME = re.compile(
     r"(?<=[a-z0-9,;:\-–—(&] )[A-Z][\w'’.-]*|\"[^\"\n]{2,60}\"|《[^》\n]{1,40}》|“[^”\n]{1,40}”"
 )
-# A sentence of one to three capitalised words and a full stop, at the text's start or
-# after another sentence's end: "Mochi. My niece picked it.", "Sir Hops."
-_BARE_NAME = re.compile(r"(?:^|(?<=[.!?] ))([A-Z][\w'’-]*(?: [A-Z][\w'’-]*){0,2})\.(?= |$)")
+# A sentence of one to three capitalised words and a full stop ("Mochi. My niece picked
+# it.", "Sir Hops."), matched at the text's start and after each sentence's end (two
+# anchored matches beside one scan for ". ": about half the time of one unanchored
+# pattern that looks behind at every character).
+_BARE_NAME = re.compile(r"[A-Z][\w'’-]*(?: [A-Z][\w'’-]*){0,2}(?=\.(?: |$))")
+_SENTENCE_END = re.compile(r"[.!?] ")
 # English words a sentence is made of alone ("Sure.", "Thanks.", "Good night."): not names.
 _ALONE = frozenset(
     """yes yeah yep yup no nope sure ok okay right exactly definitely absolutely totally
@@ -94,11 +97,11 @@ def names_in(text: str) -> frozenset[str]:
     body = _SPEAKER.sub("", text, count=1)
     found = {m.group().strip('"“”《》.') for m in _NAME.finditer(body)}
     if ". " in body or body.endswith("."):
-        found.update(
-            m.group(1)
-            for m in _BARE_NAME.finditer(body)
-            if m.group(1).split()[0].lower() not in _ALONE
-        )
+        starts = [0, *(m.end() for m in _SENTENCE_END.finditer(body))]
+        for start in starts:
+            bare = _BARE_NAME.match(body, start)
+            if bare is not None and bare.group().split()[0].lower() not in _ALONE:
+                found.add(bare.group())
     return frozenset(found) - _NOT_NAMES
 
 

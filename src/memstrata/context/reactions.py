@@ -113,7 +113,7 @@ def reaction_share(text: str) -> float:
         return 0.0
     lower = body.lower()
     first, second = _starts(_FIRST_PERSON, lower), _starts(_SECOND_PERSON, lower)
-    interjections = _reads(body, lower)
+    interjections: bool | None = None  # _reads, worked out when a short sentence needs it
     reacted = 0
     for m in _SENTENCE.finditer(body):
         start, end = m.span()
@@ -123,11 +123,15 @@ def reaction_share(text: str) -> float:
         ending = said[len(said.rstrip(_END_MARKS)) :]
         if _QUESTION_MARKS & set(ending):
             continue  # question_share's
-        if (
-            interjections
-            and len(said) <= _INTERJECTION_CHARS
+        if _within(second, start, end):
+            reacted += len(said)
+        elif (
+            len(said) <= _INTERJECTION_CHARS
             and not _DIGIT.search(said)
             and _words(said) <= _INTERJECTION_WORDS
-        ) or _within(second, start, end):
-            reacted += len(said)
+        ):
+            if interjections is None:
+                interjections = _reads(body, lower)
+            if interjections:
+                reacted += len(said)
     return min(1.0, reacted / len(body))
