@@ -48,8 +48,8 @@ _SECOND_PERSON = re.compile(
 # Words of a script that spaces them, and Han characters (two make about a word).
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+")
 _HAN = re.compile(r"[\u3400-\u9fff]")
-# Kana and hangul: Japanese or Korean, whose Han characters are not Chinese.
 _DIGIT = re.compile(r"\d")
+# Kana and hangul: Japanese or Korean, whose Han characters are not Chinese.
 _KANA_HANGUL = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\uac00-\ud7af]")
 # English words that are not words of another language written in Latin letters: the
 # search's English stop words without "a", "i", "my", "he", "in", "is", "so", "was",
