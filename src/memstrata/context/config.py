@@ -3,7 +3,7 @@
 Every lever here was measured on LoCoMo and on the synthetic conversational set
 (``memstrata bench locomo`` / ``bench convo``, English and Chinese). ``resolve_dates``,
 ``compact_dates``, ``digest_share``, ``tokens_per_candidate``, ``question_penalty``,
-``reaction_penalty``, ``fact_step``,
+``reaction_penalty``, ``answer_type_boost``, ``fact_step``,
 ``assistant_penalty`` and ``trim_turns_over`` helped or tied on all of them (docs/measurements.md,
 "Context quality"; the last two were measured on the user-assistant style of the synthetic set
 and change nothing where every turn is stored as the user's), so they are on by default;
@@ -91,11 +91,13 @@ class ContextConfig:
     reaction_penalty: float = 0.1
     # A turn holding what the question asks for — a date for "when", a number for "how
     # many", a name for "which / what / who" — scores this much higher
-    # (context/answer_types.py). With reaction_penalty=0.1, 0.2 took LoCoMo from 79.0 /
-    # 83.8 / 87.6 to 80.2 / 84.8 / 88.6 and Chinese from 91.1 / 97.2 to 92.4 / 97.9 at 1k /
-    # 2k tokens, but lost one of 144 English questions at 2k (98.6 -> 97.9): off by default
-    # (docs/measurements.md, "Session 33").
-    answer_type_boost: float = 0.0
+    # (context/answer_types.py). With reaction_penalty=0.1 it took LoCoMo from 79.3 / 84.0 /
+    # 88.2 to 80.2 / 84.8 / 88.6 (conversations 5-9, not read to build it: 79.3 / 84.6 / 88.7
+    # to 80.0 / 85.5 / 89.6), the synthetic English set from 93.1 / 98.6 / 100 to 93.8 /
+    # 98.6 / 100 and the Chinese one from 91.7 / 97.2 / 99.3 to 92.4 / 97.9 / 99.3 at 1k /
+    # 2k / 4k tokens, once a name said alone ("Mochi. My niece picked it.") was read as one
+    # (docs/measurements.md, "Session 34").
+    answer_type_boost: float = 0.2
     # An assistant's turn (Role.ASSISTANT) scores this much lower unless the question speaks
     # to the assistant ("you", 你): what the user is asked about, the user said
     # (context/roles.py). Turns stored as the user's are never affected. With trim_turns_over
