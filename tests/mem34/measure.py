@@ -35,10 +35,11 @@ def main_module(path: str, name: str) -> Any:
         capture_output=True,
         text=True,
     ).stdout
-    spec = importlib.util.spec_from_loader(f"memstrata.{name}", loader=None)
+    package = ".".join(["memstrata", *path.split("/")[:-1]])
+    spec = importlib.util.spec_from_loader(f"{package}.{name}", loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
-    module.__package__ = "memstrata"
+    module.__package__ = package
     sys.modules[spec.name] = module
     exec(compile(text, f"main:{path}", "exec"), module.__dict__)
     return module
@@ -93,7 +94,127 @@ def audit(n: int) -> None:
         print(f"{label}: {len(got[1])} events, before {times[0]:.3f} ms, after {times[1]:.4f} ms")
 
 
+def _bob(n: int, lanes: Any) -> Any:
+    """bob's ``n`` notes (importance 0.5, metadata ``{"project": "y", "from": "chat"}``,
+    every other one superseded) and 1,000 facts (importance 0.9, ``{"project": "x",
+    "from": "chat"}``), all shared with carol; carol and four other callers have listed
+    once. ``lanes``: the ``lane_keys`` the callers' orders are kept with (main's or
+    today's)."""
+    from tests.mem32.test_cost import CAROL, _write
+
+    from memstrata.filters import Filters
+    from memstrata.records import RecordType
+    from memstrata.scope import Scope
+    from memstrata.store import memory_shared
+    from memstrata.store.memory import InMemoryStore
+
+    y, x = {"project": "y", "from": "chat"}, {"project": "x", "from": "chat"}
+    store = InMemoryStore()
+    store.insert(
+        [
+            _write(
+                i,
+                "bob",
+                access=CAROL,
+                importance=0.5,
+                metadata=y,
+                superseded_by="bob-x" if i % 2 else None,
+            )
+            for i in range(n)
+        ]
+    )
+    store.insert(
+        [
+            _write(n + i, "bob", access=CAROL, type=RecordType.FACT, importance=0.9, metadata=x)
+            for i in range(1_000)
+        ]
+    )
+    with _lanes(memory_shared, lanes):
+        for caller in ("carol", "dave", "erin", "frank", "gina"):
+            store.list(Scope("t", "bob").as_caller(caller), Filters(), limit=10)
+    return store
+
+
+class _lanes:
+    """``memory_shared.lane_keys`` swapped for ``keys`` while in the block."""
+
+    def __init__(self, module: Any, keys: Any) -> None:
+        self.module, self.keys = module, keys
+
+    def __enter__(self) -> None:
+        self.was = self.module.lane_keys
+        self.module.lane_keys = self.keys
+
+    def __exit__(self, *_: Any) -> None:
+        self.module.lane_keys = self.was
+
+
+def count(n: int) -> None:
+    """carol's counts of :func:`_bob`'s records by importance, metadata and superseded
+    (median of 20 after, 5 before: main's walk of her whole order, mem33's oracle)."""
+    from tests.mem33.oracle import old_count
+
+    from memstrata.filters import Filters
+    from memstrata.scope import Scope
+    from memstrata.store import memory_shared
+
+    store = _bob(n, memory_shared.lane_keys)
+    carol = Scope("t", "bob").as_caller("carol")
+
+    def meta(spec: Any) -> Any:
+        return Filters.parse({"metadata": spec}).metadata
+
+    cases = {
+        "min_importance 0.8": Filters(min_importance=0.8, include_superseded=True),
+        "metadata project = x": Filters(metadata=meta({"project": "x"})),
+        "metadata project in [x, z]": Filters(metadata=meta({"project": {"in": ["x", "z"]}})),
+        "superseded left out (the default), no other filter": Filters(),
+        "metadata from = chat (all match)": Filters(metadata=meta({"from": "chat"})),
+    }
+    for label, f in cases.items():
+        got = store.count(carol, f)
+        assert got == old_count(store, carol, f), label
+        walked = store.walked
+        store.count(carol, f)
+        walked = store.walked - walked
+        before = _median_ms(lambda f=f: old_count(store, carol, f), repeat=5)
+        after = _median_ms(lambda f=f: store.count(carol, f))
+        print(f"{label}: {got} ({walked} walked), before {before:.3f} ms, after {after:.4f} ms")
+
+
+def write(n: int) -> None:
+    """An insert of one note shared with carol (metadata of two keys) by bob of
+    :func:`_bob`'s records (five callers' orders kept): two stores, one kept with main's
+    lanes, one with today's, 50 inserts each in turn, 4 rounds (median of 200 each)."""
+    from tests.mem32.test_cost import CAROL, _write
+
+    from memstrata.store import memory_shared
+
+    old_keys = main_module("store/memory_shared.py", "_main_memory_shared").lane_keys
+    stores = {
+        "before": (_bob(n, old_keys), old_keys),
+        "after": (_bob(n, memory_shared.lane_keys), memory_shared.lane_keys),
+    }
+    times: dict[str, list[float]] = {"before": [], "after": []}
+    k = n + 2_000
+    meta = {"project": "z", "from": "chat"}
+    for run in range(4):
+        for name in ("before", "after") if run % 2 == 0 else ("after", "before"):
+            store, keys = stores[name]
+            with _lanes(memory_shared, keys):
+                for _ in range(50):
+                    w = _write(k, "bob", access=CAROL, session="s3", tags=("y",), metadata=meta)
+                    k += 1
+                    t = timeit.default_timer()
+                    store.insert([w])
+                    times[name].append(timeit.default_timer() - t)
+    for name, got in times.items():
+        print(
+            f"{name}: insert of one shared note, median of 200: {statistics.median(got) * 1e6:.1f} µs"
+        )
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     size = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
-    {"audit": audit}[what](size)
+    {"audit": audit, "count": count, "write": write}[what](size)

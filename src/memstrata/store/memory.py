@@ -969,10 +969,10 @@ class InMemoryStore:
     def _caller_count(self, scope: Scope, filters: Filters) -> int:
         """A caller's count from its kept order (``_readable_walk``, mem32b): the records
         the caller may read between the filters' time bounds, of the narrowest of its
-        lanes (its session's, the filter's types' or tags', mem33), or those of
-        ``filters.ids`` by id; not every shared record of the owner. The rest of the
-        filters (metadata, importance, sources, superseded) are checked record by record
-        over that walk: no kept index answers them."""
+        lanes (its session's, the filter's types' or tags', mem33; the current records',
+        importance's or a metadata condition's, mem34), or those of ``filters.ids`` by id;
+        not every shared record of the owner. The rest of the filters are checked record by
+        record over that walk (``sources``: no lane)."""
         if filters.ids is not None:
             shared = self._sharing(scope.tenant, scope.user)
             placed = shared.order(scope).placed
