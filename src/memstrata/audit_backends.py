@@ -97,7 +97,7 @@ class InMemoryAudit:
     def _extend(self, events: Sequence[AuditEvent]) -> None:
         """Append ``events`` and file them by subject and lane; the caller holds ``_lock``
         (``load_audit`` of store/memory_dump.py appends through it too)."""
-        lanes, by_record = self._lanes, self._by_record
+        lanes, named = self._lanes, self._by_record.setdefault
         for e in events:
             i = len(self._events)
             place = (_micros(e.at), i)  # first: an ``at`` that is no datetime appends nothing
@@ -114,7 +114,7 @@ class InMemoryAudit:
             if self._ids.setdefault(e.id, i) != i:
                 self._more_ids.setdefault(e.id, []).append(i)
             for rid in e.record_ids:  # no list made for an id's first event (most ids')
-                if by_record.setdefault(rid, i) != i:
+                if named(rid, i) != i:
                     self._more_by_record.setdefault(rid, []).append(i)
 
     def _file(self, i: int, e: AuditEvent) -> None:

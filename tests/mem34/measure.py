@@ -210,7 +210,8 @@ def write(n: int) -> None:
                     times[name].append(timeit.default_timer() - t)
     for name, got in times.items():
         print(
-            f"{name}: insert of one shared note, median of 200: {statistics.median(got) * 1e6:.1f} µs"
+            f"{name}: insert of one shared note, median of 200: "
+            f"{statistics.median(got) * 1e6:.1f} µs"
         )
 
 
