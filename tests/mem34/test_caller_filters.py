@@ -218,3 +218,38 @@ def _steps(steps: list[Any]) -> None:
     for order in shared.orders.values() if shared is not None else ():
         fresh = type(order)(order.readable, store._shared("t", "bob"))
         assert (order.places, order.lanes, order.filed) == (fresh.places, fresh.lanes, fresh.filed)
+
+
+@pytest.mark.parametrize("parts", [1, 3, 64])
+def test_each_metadata_condition_as_the_walk(parts: int) -> None:
+    # Every operator over every value held, with the values sharing parts (1, 3) or not.
+    was = memory_shared.META_PARTS
+    memory_shared.META_PARTS = parts
+    try:
+        store, owner = InMemoryStore(), Scope("t", "bob")
+        base = {
+            "at": 1,
+            "access": CAROL,
+            "type": FACT,
+            "session": None,
+            "tags": [],
+            "importance": 0.5,
+            "superseded": False,
+        }
+        held = [{"k": v} for v in VALUES] + [{}, {"m": 1}]
+        store.insert(
+            [
+                RecordWrite(_record(i, {**base, "at": i, "metadata": m}), None, ())
+                for i, m in enumerate(held)
+            ]
+        )
+        carol = owner.as_caller("carol")
+        for op in ("eq", "ne", "in", "contains", "gt", "lt"):
+            for value in VALUES:
+                for values in ([value], [value, "a"], [2, None, "1"]):
+                    f = Filters(metadata=_conditions([("k", op, value, values)]))
+                    assert store.count(carol, f) == old_count(store, carol, f), (op, value)
+                    got = [r.id for r in store.list(carol, f, limit=100)]
+                    assert got == old_list(store, carol, f, 100, 0, True), (op, value)
+    finally:
+        memory_shared.META_PARTS = was
