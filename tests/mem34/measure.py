@@ -13,6 +13,7 @@ import subprocess
 import sys
 import timeit
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,7 @@ def audit(n: int) -> None:
         got = [logs[k].query_audit("acme", q) for k in ("before", "after")]
         assert got[0] == got[1], label
         times = [
-            _median_ms(lambda log=logs[k], q=q: log.query_audit("acme", q), repeat=reps)
+            _median_ms(partial(logs[k].query_audit, "acme", q), repeat=reps)
             for k, reps in (("before", 5), ("after", 20))
         ]
         print(f"{label}: {len(got[1])} events, before {times[0]:.3f} ms, after {times[1]:.4f} ms")
@@ -177,8 +178,8 @@ def count(n: int) -> None:
         walked = store.walked
         store.count(carol, f)
         walked = store.walked - walked
-        before = _median_ms(lambda f=f: old_count(store, carol, f), repeat=5)
-        after = _median_ms(lambda f=f: store.count(carol, f))
+        before = _median_ms(partial(old_count, store, carol, f), repeat=5)
+        after = _median_ms(partial(store.count, carol, f))
         print(f"{label}: {got} ({walked} walked), before {before:.3f} ms, after {after:.4f} ms")
 
 

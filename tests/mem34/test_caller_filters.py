@@ -47,7 +47,7 @@ def _walked(others: int) -> list[int]:
     )
     carol = Scope("t", "bob").as_caller("carol")
     store.count(carol, Filters(include_superseded=True))  # what she may read, once
-    every = {"include_superseded": True}
+    every: dict[str, Any] = {"include_superseded": True}
     counts = [
         Filters(),  # superseded ones left out (the default)
         Filters(min_importance=0.8, **every),

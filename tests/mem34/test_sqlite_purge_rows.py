@@ -60,7 +60,7 @@ def test_a_purged_records_archived_links_leave_rr() -> None:
     # A note whose first version named two records (a source, a replaced note, a related
     # one) and whose second names none: before, three ``lnk:`` rows of it stayed after
     # its purge (rr.i = its id).
-    empty = {
+    empty: dict[str, Any] = {
         "sources": [],
         "superseded_by": None,
         "links": {},
