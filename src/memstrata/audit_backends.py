@@ -56,9 +56,11 @@ class InMemoryAudit:
     on append and again when a redaction changes the event); a query walks the shortest
     lane its filters name, from its ``since`` or ``after`` cursor (bisected) to its
     ``until``, until ``offset + limit`` events match (mem33: it sorted every event of the
-    tenant at each query). Not by record id: nearly every event names records of its own,
-    and a lane each doubled an append's cost (docs/measurements.md, session 33); a query by
-    ``record_id`` walks the narrowest of the others (the user's, when it names one)."""
+    tenant at each query). Not in a lane by record id: nearly every event names records of
+    its own, and a lane each doubled an append's cost (docs/measurements.md, session 33); the
+    positions of the events naming each record id are kept instead (``_by_record``, a list
+    appended to), and a query by ``record_id`` sorts those of the tenant's when they are
+    fewer than its narrowest lane (mem34: it walked the tenant's lane)."""
 
     def __init__(self, *, in_transactions: bool = False) -> None:
         self._events: list[AuditEvent] = []
@@ -76,6 +78,13 @@ class InMemoryAudit:
         # query's ``after`` finds its cursor
         self._ids: dict[str, int] = {}
         self._more_ids: dict[str, list[int]] = {}
+        # The positions of the events naming each record id (every tenant's, in the order
+        # appended; a position kept after a redaction took the id out: the query checks
+        # the event), the first in ``_by_record`` and the later ones in
+        # ``_more_by_record`` (as ``_ids``): what a query by ``record_id`` reads instead of
+        # a lane (mem34)
+        self._by_record: dict[str, int] = {}
+        self._more_by_record: dict[str, list[int]] = {}
         self._lock = threading.Lock()
         # ``memory://``'s own log: its units of work append events with their writes
         # (store/memory.py); the fallback log of a store without one cannot.
@@ -88,7 +97,7 @@ class InMemoryAudit:
     def _extend(self, events: Sequence[AuditEvent]) -> None:
         """Append ``events`` and file them by subject and lane; the caller holds ``_lock``
         (``load_audit`` of store/memory_dump.py appends through it too)."""
-        lanes = self._lanes
+        lanes, named = self._lanes, self._by_record.setdefault
         for e in events:
             i = len(self._events)
             place = (_micros(e.at), i)  # first: an ``at`` that is no datetime appends nothing
@@ -104,6 +113,9 @@ class InMemoryAudit:
                     insort(held, place)
             if self._ids.setdefault(e.id, i) != i:
                 self._more_ids.setdefault(e.id, []).append(i)
+            for rid in e.record_ids:  # no list made for an id's first event (most ids')
+                if named(rid, i) != i:
+                    self._more_by_record.setdefault(rid, []).append(i)
 
     def _file(self, i: int, e: AuditEvent) -> None:
         for name in _names(e):
@@ -144,6 +156,14 @@ class InMemoryAudit:
                 if cursor is None:
                     raise unknown_event(tenant, query.after)
             lane = min((self._lanes.get(k, []) for k in _query_lanes(tenant, query)), key=len)
+            if query.record_id is not None:  # the record's events, sorted: a handful
+                first = self._by_record.get(query.record_id)
+                named = (
+                    [] if first is None else [first, *self._more_by_record.get(query.record_id, ())]
+                )
+                if len(named) < len(lane):
+                    mine = ((i, self._events[i]) for i in named)
+                    lane = sorted({(_micros(e.at), i) for i, e in mine if e.tenant == tenant})
             lo, hi = 0, len(lane)
             if query.since is not None:
                 lo = bisect_left(lane, (_micros(query.since), -1))

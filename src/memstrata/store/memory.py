@@ -798,14 +798,18 @@ class InMemoryStore:
     def _drop(self, entry: _Entry) -> tuple[int, int, int]:
         self._pop_entry(_key(entry.record))
         owner = (entry.record.tenant, entry.record.user)
-        mine = self._cites.get(owner, {})
-        for i in cited(entry.record):  # what it cited (an undo's leftover goes on reading)
-            held = mine.get(i)
-            if held is not None:
-                held.discard(entry.record.id)
-                if not held:
-                    del mine[i]
-        _drop_empty(self._cites, owner)
+        rid, versions = entry.record.id, (*entry.history, entry.record)
+        # what any version of it cited or named (an undo's leftover goes on reading): its
+        # archived versions' ids too (mem34: they kept naming the purged record)
+        for index, named in ((self._cites, cited), (self._links, linked)):
+            mine = index.get(owner, {})
+            for i in {i for v in versions for i in named(v)}:
+                held = mine.get(i)
+                if held is not None:
+                    held.discard(rid)
+                    if not held:
+                        del mine[i]
+            _drop_empty(index, owner)
         self._changed(entry.record.tenant, entry.record.user, entry.record.id)
         return 1, len(entry.history), int(entry.vector is not None)
 
@@ -969,10 +973,10 @@ class InMemoryStore:
     def _caller_count(self, scope: Scope, filters: Filters) -> int:
         """A caller's count from its kept order (``_readable_walk``, mem32b): the records
         the caller may read between the filters' time bounds, of the narrowest of its
-        lanes (its session's, the filter's types' or tags', mem33), or those of
-        ``filters.ids`` by id; not every shared record of the owner. The rest of the
-        filters (metadata, importance, sources, superseded) are checked record by record
-        over that walk: no kept index answers them."""
+        lanes (its session's, the filter's types' or tags', mem33; the current records',
+        importance's or a metadata condition's, mem34), or those of ``filters.ids`` by id;
+        not every shared record of the owner. The rest of the filters are checked record by
+        record over that walk (``sources``: no lane)."""
         if filters.ids is not None:
             shared = self._sharing(scope.tenant, scope.user)
             placed = shared.order(scope).placed

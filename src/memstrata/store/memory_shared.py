@@ -22,7 +22,8 @@ A caller's ``list`` (and ``list_after``, ``list_pages``) sorted every shared ent
 caller may read at each call until session 32; each caller who lists now has a
 :class:`CallerOrder`, what it may read kept in list order ``(observed_at, seq)`` by the same
 touched ids, which a page walks from the asked end (mem32); and by type, session and tag,
-so a page or count with those filters walks what they may match (mem33).
+so a page or count with those filters walks what they may match (mem33); and by
+``superseded_by``, importance and metadata (mem34).
 """
 
 from __future__ import annotations
@@ -160,16 +161,47 @@ class CallerIndex(Postings):
 
 Place = tuple[datetime, int, str]  # a record's place in a list: (observed_at, seq, id)
 # A lane of a caller's order (:class:`CallerOrder`): ``("type", type)``, ``("session",
-# name)`` or ``("tag", tag)``, the places of the records it holds, in list order.
-LaneKey = tuple[str, str]
+# name)``, ``("tag", tag)``; ``("current",)`` (no ``superseded_by``), ``("importance",
+# tenth)`` (:func:`_tenth`), ``("meta", key)`` (the key held) and ``("meta", key, part)``
+# (a JSON scalar value, by its hash's part: :func:`_part`; mem34): the places of the records
+# it holds, in list order.
+LaneKey = tuple[Any, ...]
+_SCALARS = (str, int, float, bool, type(None))
+# A metadata key's values are kept in this many lanes at most (by their hash): a lane per
+# value would cost a list for each record whose value is its own (an id, a time, a score).
+META_PARTS = 64
+
+
+def _part(value: Any) -> int:
+    """The lane of a scalar metadata value among its key's :data:`META_PARTS`: equal values
+    (``1``, ``1.0`` and ``True`` too, as the filter compares them) hash alike."""
+    return hash(value) % META_PARTS
+
+
+def _tenth(importance: Any) -> int:
+    """The importance lane of ``importance``: its tenth, 0 to 10 (below 0: 0; 1 and above,
+    or NaN, which every ``min_importance`` lets through: 10). Monotonic: every record of
+    importance at least ``m`` is in the lanes from ``_tenth(m)`` on."""
+    if not importance < 1.0:
+        return 10
+    return int(importance * 10) if importance >= 0.0 else 0
 
 
 def lane_keys(record: MemoryRecord) -> tuple[LaneKey, ...]:
-    """The lanes ``record`` is placed in: its type's, its session's, each of its tags'."""
+    """The lanes ``record`` is placed in: its type's, its session's, each of its tags',
+    the current records' if it is one, its importance's tenth's, and each metadata key's
+    (and the part of its values holding the value, for a JSON scalar)."""
     keys: list[LaneKey] = [("type", record.type)]
     if record.session is not None:
         keys.append(("session", record.session))
     keys.extend(("tag", t) for t in dict.fromkeys(record.tags))
+    if record.superseded_by is None:
+        keys.append(("current",))
+    keys.append(("importance", _tenth(record.importance)))
+    for k, v in record.metadata.items():
+        keys.append(("meta", k))
+        if isinstance(v, _SCALARS):
+            keys.append(("meta", k, _part(v)))
     return tuple(keys)
 
 
@@ -178,7 +210,8 @@ class CallerOrder:
     active ones alone: a caller reads no deleted record), in list order: ``places`` sorted,
     so a page is walked from either end (bisect to a cursor or a time bound) instead of
     sorting everything the caller may read. The same places are kept by type, session and
-    tag (``lanes``, mem33), so a list or count with those filters walks the narrowest
+    tag (``lanes``, mem33), whether current, by importance's tenth and by metadata key
+    and scalar value (mem34), so a list or count with those filters walks the narrowest
     (:meth:`narrowest`), not everything the caller may read."""
 
     def __init__(self, readable: Scope, entries: Sequence[Any]) -> None:
@@ -227,8 +260,10 @@ class CallerOrder:
     def narrowest(self, session: str | None, filters: Filters) -> list[list[Place]]:
         """The fewest places holding every record a walk of ``session`` (a scope's) and
         ``filters`` may yield: the whole order, the session's lane, the lanes of the
-        filter's types (one record in one), the smallest lane of ``tags_all``, or the lanes
-        of ``tags_any`` (a record in several: the walk yields it once)."""
+        filter's types (one record in one), the smallest lane of ``tags_all``, the lanes
+        of ``tags_any`` (a record in several: the walk yields it once), the current
+        records' (superseded ones left out), the importance tenths from ``min_importance``'s
+        on, or a metadata condition's lanes (:meth:`_meta_lanes`)."""
         options = [[self.places]]
         if session is not None:
             options.append([self.lanes.get(("session", session), [])])
@@ -239,7 +274,27 @@ class CallerOrder:
             options.append([min(tags, key=len)])
         if filters.tags_any is not None:
             options.append([self.lanes.get(("tag", t), []) for t in filters.tags_any])
+        if filters.valid_at is None and not filters.include_superseded:
+            options.append([self.lanes.get(("current",), [])])
+        m = filters.min_importance
+        if isinstance(m, int | float) and m == m:  # NaN lets every record through
+            options.append([self.lanes.get(("importance", t), []) for t in range(_tenth(m), 11)])
+        for c in filters.metadata:
+            options.append(self._meta_lanes(c.key, c.op, c.value))
         return min(options, key=lambda lanes: sum(map(len, lanes)))
+
+    def _meta_lanes(self, key: str, op: str, value: Any) -> list[list[Place]]:
+        """The lanes holding every record a metadata condition may match: the value's part
+        (an ``eq`` of a scalar), the values' parts (``in``), or the key's (any condition but
+        ``ne``, which a record without the key matches: then the whole order)."""
+        if op == "ne":
+            return [self.places]
+        if op == "eq" and isinstance(value, _SCALARS):
+            return [self.lanes.get(("meta", key, _part(value)), [])]
+        if op == "in" and all(isinstance(v, _SCALARS) for v in value):
+            parts = sorted({_part(v) for v in value})
+            return [self.lanes.get(("meta", key, p), []) for p in parts]
+        return [self.lanes.get(("meta", key), [])]
 
 
 def _place(places: list[Place], place: Place) -> None:

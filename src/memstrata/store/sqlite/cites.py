@@ -51,6 +51,7 @@ __all__ = [
     "backfill_links",
     "citing",
     "drop",
+    "drop_past",
     "drop_user",
     "insert",
     "insert_versions",
@@ -165,6 +166,37 @@ def drop(c: sqlite3.Connection, tenant: str, user: str, rows: Iterable[Any]) -> 
             )
         ],
     )
+
+
+def drop_past(c: sqlite3.Connection, tenant: str, user: str, rows: Iterable[Any]) -> None:
+    """The link rows the archived versions of these records made (a purge of them, before
+    it deletes their history: rows by name with ``seq``, ``version`` and the columns of
+    :func:`drop`): every id a version cited or named. Only those columns are rewound from
+    the deltas (the text and the rest are not rebuilt); the cost follows the purged
+    records' versions, not the user's other rows (mem34: they stayed, naming the purged
+    record, until the user was purged)."""
+    from .history import apply_column, decode_delta
+
+    out: list[tuple[str, bytes, bytes, str]] = []
+    for r in rows:
+        row = {n: r[n] for n in ("id", *_LINKED)}
+        ids: dict[str, None] = {}
+        for version, blob in c.execute(
+            "SELECT version, delta FROM record_history WHERE seq = ? ORDER BY version DESC",
+            (int(r["seq"]),),
+        ):
+            if int(version) >= int(r["version"]):
+                continue
+            delta = decode_delta(bytes(blob))
+            row = {
+                n: apply_column(n, delta[n], v) if n in delta and delta[n][0] != "hash" else v
+                for n, v in row.items()
+            }
+            ids.update(dict.fromkeys(_of(row)))
+            ids.update(dict.fromkeys(linked_columns(row)))
+        out += sqlite_link_rows(tenant, user, str(r["id"]), ids)
+    if out:
+        c.executemany(_DEL, out)
 
 
 def unlinked(

@@ -1140,9 +1140,11 @@ class SQLiteStore:
                 c,
                 scope,
                 ids,
-                "seq, id, type, source_ids, structured, superseded_by, metadata, relations",
+                "seq, version, id, type, source_ids, structured, superseded_by, metadata, "
+                "relations",
             )
             seqs = [int(r["seq"]) for r in rows]
+            cites.drop_past(c, scope.tenant, scope.user, rows)  # before their history goes
             counts = {"records": 0, "versions": 0, "vectors": 0, "cache_entries": 0}
             lexical.unindex(c, seqs)
             keys = {  # the keys of the facts purged: their other facts may name them
