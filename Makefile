@@ -36,9 +36,14 @@ $(DEV): pyproject.toml | $(VENV)/bin/python
 demo: $(RUNTIME)
 	$(BIN)/memstrata demo
 
+# The suite runs on TEST_WORKERS pytest-xdist processes (each starts its own PostgreSQL and
+# Redis: tests/servers.py). Many tests wait on a server or a subprocess, so 4 workers beat 2
+# even on 2 cores (docs/measurements.md, session 34). `make test TEST_WORKERS=0` runs it in
+# one process, as before.
+TEST_WORKERS ?= 4
 test: $(TESTS)
 	bash .ci/install-browser  # Debian's chromium for the web inspector's browser test
-	$(BIN)/python -m pytest --durations=25  # the slowest tests, for whoever plans the next speed-up
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25  # the slowest tests, for whoever plans the next speed-up
 
 # The property tests (every module that imports hypothesis) randomised with FUZZ times their
 # examples (tests/conftest.py's `fuzz` profile), under one seed printed first: `make fuzz

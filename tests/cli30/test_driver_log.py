@@ -58,6 +58,10 @@ def _worker_through_a_restart(own_pg: OwnPostgres, *flags: str) -> list[str]:
     reader = threading.Thread(target=_lines, args=(proc.stderr, err), daemon=True)
     reader.start()
     try:
+        # its store open (the start line follows it), not a guess: on a loaded machine (the
+        # suite on 4 xdist workers beside other jobs) 2 s were not enough to start, and a
+        # worker whose store never answered exits instead of waiting for it (session 34)
+        _wait(lambda: any("memstrata worker starting" in x for x in err), 120, "start", err)
         time.sleep(2)  # the first run's jobs
         own_pg.stop("fast")
         try:
