@@ -181,8 +181,8 @@ from memstrata.store import open_store
 bounded.PART = 1
 inner = bounded._part
 parts = []
-def slow(cur, last, since, lock):
-    out = inner(cur, last, since, lock)
+def slow(cur, last, since):
+    out = inner(cur, last, since)
     parts.append(out)
     if len(parts) == 2:
         open({marker!r}, "w").close()

@@ -35,7 +35,8 @@ PART = 500  # records re-termed at a time
 _SINCE = "pg_temp.memstrata_bounded_since"  # the pre-pass's oldest transaction, this session
 _LONG = (
     'SELECT seq, tenant, "user", lex_tokens FROM records WHERE seq > %s {since}AND EXISTS ('
-    "SELECT 1 FROM unnest(lex_tokens) t WHERE octet_length(t) > %s) ORDER BY seq LIMIT %s{lock}"
+    "SELECT 1 FROM unnest(lex_tokens) t WHERE octet_length(t) > %s) ORDER BY seq LIMIT %s "
+    "FOR UPDATE"
 )
 # a row written by the pass's oldest running transaction or a later one (a frozen xmin is
 # older than any: age() is then the largest integer)
@@ -44,15 +45,15 @@ _TRIES = 5  # a part that deadlocked with a writer (PostgreSQL rolled it back): 
 
 
 async def _part(
-    cur: psycopg.AsyncCursor[tuple[object, ...]], last: int, since: str | None, lock: bool
+    cur: psycopg.AsyncCursor[tuple[object, ...]], last: int, since: str | None
 ) -> int | None:
     """Re-term the next :data:`PART` records after ``seq`` ``last`` holding a long token
-    (written since ``since`` only, when given); the last ``seq`` read, ``None`` when none."""
+    (written since ``since`` only, when given), their rows locked while they change (a
+    writer of an older memstrata takes no lock of the schema: migrated.py); the last
+    ``seq`` read, ``None`` when none."""
     from memstrata._async.store.postgres import lexical
 
-    query = _LONG.format(
-        since=_WRITTEN_SINCE if since is not None else "", lock=" FOR UPDATE" if lock else ""
-    )
+    query = _LONG.format(since=_WRITTEN_SINCE if since is not None else "")
     args = (last, since, fts5.MAX_TOKEN_BYTES, PART) if since is not None else (
         last, fts5.MAX_TOKEN_BYTES, PART
     )  # fmt: skip
@@ -96,7 +97,7 @@ async def prebound(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
         for tried in range(1, _TRIES + 1):
             try:
                 async with conn.transaction(), conn.cursor() as cur:
-                    done = await _part(cur, last, None, lock=True)
+                    done = await _part(cur, last, None)
                 break  # committed: only now the next part
             except psycopg.errors.DeadlockDetected:
                 if tried == _TRIES:
@@ -118,7 +119,7 @@ async def bound_words(cur: psycopg.AsyncCursor[tuple[object, ...]]) -> None:
         found = await cur.fetchone()
         since = str(found[0]) if found else None
     last: int | None = 0
-    while last is not None:  # locked too: a writer of an older memstrata takes no lock
-        last = await _part(cur, last, since, lock=True)  # of the schema (migrated.py)
+    while last is not None:
+        last = await _part(cur, last, since)
     if row and row[0]:
         await cur.execute(f"DROP TABLE {_SINCE}")
